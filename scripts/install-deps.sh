@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, the Debian packages ltr needs to build and test.
+# Idempotent and silent when everything is already present.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
+          libdw-dev libelf-dev libcmocka-dev nettle-dev zstd)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

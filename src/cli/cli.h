@@ -1,0 +1,39 @@
+/*
+ * cli/cli.h — what the subcommand files share: the command table entry,
+ * error printing in one style, and small option-parsing helpers. The command
+ * layer parses and prints; the work is done in libltr.
+ */
+#ifndef LTR_CLI_H
+#define LTR_CLI_H
+
+#include <stdint.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *summary;
+} cli_command;
+
+/* Prints "ltr NAME: message" to stderr. Returns 1 (the usual exit status). */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "ltr NAME: warning: message" to stderr. */
+void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses an unsigned decimal integer in [min, max]; on failure prints a message
+ * naming the option and the allowed range, and returns -1. */
+int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,
+                  uint64_t max, uint64_t *out);
+/* Prints the usage text and returns the exit status for a usage error (2). */
+int cli_usage_error(const char *cmd, const char *usage);
+
+/* One function per subcommand, each in its own file cmd-NAME.c. */
+int cmd_start(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_save(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_marker(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_profiles(int argc, char **argv);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * cli/ltr.c — entry point of the ltr command: finds the subcommand and runs it.
+ */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+    {"start", cmd_start, "start a recording session"},
+    {"status", cmd_status, "show running sessions: mode, buffers, events written and lost"},
+    {"save", cmd_save, "write a memory-mode session's content to a trace, keep recording"},
+    {"stop", cmd_stop, "end a session and write its trace"},
+    {"cancel", cmd_cancel, "end a session without writing a trace"},
+    {"marker", cmd_marker, "put a marker event into every running session"},
+    {"info", cmd_info, "show what a trace holds: header, processes, providers, counters"},
+    {"dump", cmd_dump, "print every event of a trace, one per line"},
+    {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ltr COMMAND [OPTIONS] [ARGS]\n\n"
+                 "ltr, the Linux trace recorder: records events and heap allocations with\n"
+                 "their call stacks, and finds what holds the memory.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'ltr COMMAND --help' tells more about a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ltr " LTR_VERSION "\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ltr: '%s' is not an ltr command. See 'ltr --help'.\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,81 @@
+/*
+ * format/records.c — a growable byte buffer and the record framing of the
+ * trace format (docs/trace-format.md). Used by producers to build METADATA
+ * records and by the writer for HEADER, END and COUNTERS chunks.
+ */
+#include "format/records.h"
+
+#include <stdlib.h>
+
+void ltr_bytes_free(ltr_bytes *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+uint8_t *ltr_bytes_grow(ltr_bytes *b, size_t n)
+{
+    static uint8_t sink[64];
+    if (b->failed)
+        return n <= sizeof sink ? sink : NULL;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->data, cap);
+        if (!p) {
+            b->failed = 1;
+            return n <= sizeof sink ? sink : NULL;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    uint8_t *out = b->data + b->len;
+    b->len += n;
+    return out;
+}
+
+void ltr_bytes_put_u8(ltr_bytes *b, uint8_t v) { ltr_put_u8(ltr_bytes_grow(b, 1), v); }
+void ltr_bytes_put_u16(ltr_bytes *b, uint16_t v) { ltr_put_u16(ltr_bytes_grow(b, 2), v); }
+void ltr_bytes_put_u32(ltr_bytes *b, uint32_t v) { ltr_put_u32(ltr_bytes_grow(b, 4), v); }
+void ltr_bytes_put_u64(ltr_bytes *b, uint64_t v) { ltr_put_u64(ltr_bytes_grow(b, 8), v); }
+
+void ltr_bytes_put_mem(ltr_bytes *b, const void *p, size_t n)
+{
+    uint8_t *dst = ltr_bytes_grow(b, n);
+    if (dst && n && !b->failed)
+        memcpy(dst, p, n);
+}
+
+void ltr_bytes_put_str(ltr_bytes *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n > 65535)
+        n = 65535;
+    ltr_bytes_put_u16(b, (uint16_t)n);
+    ltr_bytes_put_mem(b, s, n);
+}
+
+size_t ltr_bytes_record_begin(ltr_bytes *b, uint16_t kind)
+{
+    size_t start = b->len;
+    ltr_bytes_put_u16(b, kind);
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_put_u32(b, 0);
+    return start;
+}
+
+void ltr_bytes_record_end(ltr_bytes *b, size_t start)
+{
+    if (!b->failed)
+        ltr_put_u32(b->data + start + 4, (uint32_t)(b->len - start));
+}
+
+void ltr_bytes_put_kv(ltr_bytes *b, const char *key, const char *value)
+{
+    ltr_bytes_put_str(b, key);
+    size_t n = value ? strlen(value) : 0;
+    ltr_bytes_put_u32(b, (uint32_t)n);
+    ltr_bytes_put_mem(b, value, n);
+}

@@ -1,0 +1,89 @@
+/*
+ * format/records.h — the binary records of the trace format (docs/trace-format.md)
+ * that more than one part writes: producers put METADATA records and event
+ * records into shared memory, the recorder copies them into the file as they
+ * are, and the reader parses them. Little-endian, unaligned: always byte copies.
+ */
+#ifndef LTR_FORMAT_RECORDS_H
+#define LTR_FORMAT_RECORDS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define LTR_FILE_MAGIC "LTRTRACE"
+#define LTR_FORMAT_VERSION 1u
+#define LTR_FILE_HEADER_SIZE 16u
+
+#define LTR_CHUNK_MAGIC "LTRC"
+#define LTR_CHUNK_HEADER_SIZE 32u
+#define LTR_CHUNK_FLAG_ZSTD 0x1u
+#define LTR_CHUNK_MAX_RAW (64u << 20)
+
+enum ltr_chunk_type {
+    LTR_CHUNK_HEADER = 1,
+    LTR_CHUNK_METADATA = 2,
+    LTR_CHUNK_EVENTS = 3,
+    LTR_CHUNK_COUNTERS = 4,
+    LTR_CHUNK_END = 5,
+};
+
+/* METADATA record kinds */
+enum ltr_meta_kind {
+    LTR_META_PROVIDER = 1,
+    LTR_META_LAYOUT = 2,
+    LTR_META_PROCESS = 3,
+    LTR_META_THREAD = 4,
+};
+
+/* COUNTERS record kinds */
+enum ltr_counter_kind {
+    LTR_COUNTER_COLLECTOR = 1,
+    LTR_COUNTER_PROCESS_LOST = 2,
+};
+
+#define LTR_RECORD_HEADER_SIZE 8u /* u16 kind, u16 reserved, u32 size */
+
+#define LTR_BLOCK_MAGIC "LTRB"
+#define LTR_BLOCK_HEADER_SIZE 32u
+#define LTR_BLOCK_FLAG_SEALED_EARLY 0x1u
+
+#define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
+
+/* Little-endian stores and loads. x86-64 and arm64 are little-endian hosts,
+ * so these are plain byte copies; they exist to say so once. */
+static inline void ltr_put_u8(uint8_t *p, uint8_t v) { p[0] = v; }
+static inline void ltr_put_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void ltr_put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void ltr_put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint8_t ltr_get_u8(const uint8_t *p) { return p[0]; }
+static inline uint16_t ltr_get_u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t ltr_get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t ltr_get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ltr's trace format helpers assume a little-endian host"
+#endif
+
+/* A growable byte buffer for building records. Out-of-memory is sticky: once
+ * set, appends do nothing and the caller checks `failed` at the end. */
+typedef struct ltr_bytes {
+    uint8_t *data;
+    size_t len, cap;
+    int failed;
+} ltr_bytes;
+
+void ltr_bytes_free(ltr_bytes *b);
+uint8_t *ltr_bytes_grow(ltr_bytes *b, size_t n); /* reserves n bytes at the end, returns them */
+void ltr_bytes_put_u8(ltr_bytes *b, uint8_t v);
+void ltr_bytes_put_u16(ltr_bytes *b, uint16_t v);
+void ltr_bytes_put_u32(ltr_bytes *b, uint32_t v);
+void ltr_bytes_put_u64(ltr_bytes *b, uint64_t v);
+void ltr_bytes_put_mem(ltr_bytes *b, const void *p, size_t n);
+void ltr_bytes_put_str(ltr_bytes *b, const char *s); /* u16 length + bytes, cut at 65535 */
+/* Records: begin writes the 8-byte header with a placeholder size, end patches it. */
+size_t ltr_bytes_record_begin(ltr_bytes *b, uint16_t kind);
+void ltr_bytes_record_end(ltr_bytes *b, size_t start);
+/* Key/value entries of HEADER and END chunks. */
+void ltr_bytes_put_kv(ltr_bytes *b, const char *key, const char *value);
+
+#endif
