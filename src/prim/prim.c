@@ -1,0 +1,264 @@
+/*
+ * prim/prim.c — Linux system calls behind the small interface of prim.h.
+ */
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t ltr_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ltr_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ltr_fail(ltr_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -code;
+}
+
+static int check_private_dir(const char *dir, ltr_error *err)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ltr_fail(err, ENOTDIR, "%s is not a directory", dir);
+    if (st.st_uid != geteuid()) {
+        struct passwd *pw = getpwuid(st.st_uid);
+        return ltr_fail(err, EACCES,
+                        "permission denied: %s belongs to user %s, and ltr sessions are "
+                        "usable by their owner only",
+                        dir, pw ? pw->pw_name : "?");
+    }
+    if (st.st_mode & 077)
+        return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700",
+                        dir, (unsigned)(st.st_mode & 0777));
+    return 0;
+}
+
+int ltr_runtime_dir(char *out, size_t size, ltr_error *err)
+{
+    const char *env = getenv("LTR_RUNTIME_DIR");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (env && *env)
+        n = snprintf(out, size, "%s", env);
+    else if (xdg && *xdg)
+        n = snprintf(out, size, "%s/ltr", xdg);
+    else
+        n = snprintf(out, size, "/tmp/ltr-%u", (unsigned)geteuid());
+    if (n < 0 || (size_t)n >= size)
+        return ltr_fail(err, ENAMETOOLONG, "runtime directory path is too long");
+    if (mkdir(out, 0700) != 0 && errno != EEXIST)
+        return ltr_fail(err, errno, "cannot create %s: %s", out, strerror(errno));
+    return check_private_dir(out, err);
+}
+
+int ltr_write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ltr_read_all(int fd, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EPIPE;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+    uint32_t hdr = (uint32_t)len;
+    struct iovec iov[2] = {{&hdr, sizeof hdr}, {(void *)buf, len}};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    if (nfds > 0) {
+        memset(&ctl, 0, sizeof ctl);
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    }
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    size_t sent = (size_t)n, total = sizeof hdr + len;
+    if (sent < total) { /* the fds went with the first byte; the rest is plain */
+        const uint8_t *rest = (const uint8_t *)buf + (sent - sizeof hdr);
+        if (sent < sizeof hdr)
+            return -EIO;
+        return ltr_write_all(sock, rest, total - sent);
+    }
+    return 0;
+}
+
+ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len)
+{
+    uint32_t hdr;
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {&hdr, sizeof hdr};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                         .msg_controllen = sizeof ctl.buf};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n == 0)
+        return -EPIPE;
+    if ((size_t)n < sizeof hdr)
+        return -EPROTO;
+    int got = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            int tmp[4];
+            memcpy(tmp, CMSG_DATA(c), sizeof(int) * (size_t)k);
+            for (int i = 0; i < k; i++) {
+                if (fds && nfds && got < *nfds)
+                    fds[got++] = tmp[i];
+                else
+                    close(tmp[i]);
+            }
+        }
+    }
+    if (nfds)
+        *nfds = got;
+    if (hdr > max_len)
+        return -EMSGSIZE;
+    uint8_t *p = malloc(hdr + 1u);
+    if (!p)
+        return -ENOMEM;
+    int rc = ltr_read_all(sock, p, hdr);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    p[hdr] = 0;
+    *body = p;
+    return (ssize_t)hdr;
+}
+
+int ltr_memfd_create(const char *name, size_t size, ltr_error *err)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return ltr_fail(err, errno, "memfd_create: %s", strerror(errno));
+    if (ftruncate(fd, (off_t)size) != 0) {
+        int e = errno;
+        close(fd);
+        return ltr_fail(err, e, "cannot size shared memory to %zu bytes: %s", size, strerror(e));
+    }
+    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    return fd;
+}
+
+bool ltr_pid_alive(pid_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+uint64_t ltr_total_ram(void)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0)
+        return 0;
+    return (uint64_t)si.totalram * si.mem_unit;
+}
+
+static __thread uint32_t cached_tid;
+
+uint32_t ltr_gettid(void)
+{
+    if (!cached_tid)
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    return cached_tid;
+}
+
+void ltr_gettid_forget(void)
+{
+    cached_tid = 0;
+}
+
+ssize_t ltr_read_small_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t used = 0;
+    while (used + 1 < size) {
+        ssize_t n = read(fd, buf + used, size - 1 - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+    }
+    close(fd);
+    buf[used] = 0;
+    return (ssize_t)used;
+}

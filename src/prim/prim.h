@@ -1,0 +1,53 @@
+/*
+ * prim/prim.h — the platform layer: everything that talks to Linux directly
+ * (clocks, the per-user runtime directory, memfd, fd passing, whole reads and
+ * writes, host facts). Other parts use these instead of system calls so that
+ * the rest of ltr reads as logic.
+ */
+#ifndef LTR_PRIM_H
+#define LTR_PRIM_H
+
+#include <ltr/common.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* CLOCK_MONOTONIC in ns: the one clock every process of a session shares. */
+uint64_t ltr_now_ns(void);
+/* CLOCK_REALTIME in ns since the epoch, for the wall-clock anchor. */
+uint64_t ltr_wall_ns(void);
+
+/* Fills ltr_error: code and a printf-style message. Returns -code. */
+int ltr_fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The per-user directory for sockets and the registry: $LTR_RUNTIME_DIR, else
+ * $XDG_RUNTIME_DIR/ltr, else /tmp/ltr-UID. Created mode 0700 if missing; refused
+ * if it belongs to someone else or is open to others. */
+int ltr_runtime_dir(char *out, size_t size, ltr_error *err);
+
+/* Whole-buffer I/O that retries on EINTR and short counts. Return 0 or -errno. */
+int ltr_write_all(int fd, const void *buf, size_t len);
+int ltr_read_all(int fd, void *buf, size_t len); /* -EPIPE at a clean end of file */
+
+/* A message with up to `nfds` file descriptors attached (SCM_RIGHTS). */
+int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds);
+/* Receives one framed message (u32 length + body) into a malloc'd buffer, with
+ * any fds passed alongside. Returns body length, or -errno. */
+ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len);
+
+/* Anonymous shared memory of `size` bytes, sealed against resizing. */
+int ltr_memfd_create(const char *name, size_t size, ltr_error *err);
+
+bool ltr_pid_alive(pid_t pid);
+uint64_t ltr_total_ram(void);
+/* The thread id, cached per thread (gettid is a system call). */
+uint32_t ltr_gettid(void);
+/* Called in a fork child: the cached id is the parent's. */
+void ltr_gettid_forget(void);
+
+/* Reads a small file (/proc/...) into buf, NUL-terminated. Returns bytes or -errno. */
+ssize_t ltr_read_small_file(const char *path, char *buf, size_t size);
+
+#endif
