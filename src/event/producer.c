@@ -1,0 +1,382 @@
+/*
+ * event/producer.c — attachments, per-thread buffer slots and the write path.
+ *
+ * The common path of a write is: find this thread's slot for (session,
+ * collector) among LTR_THREAD_SLOTS, check the session is running, check the
+ * record fits, copy, and one release store of the commit word. Everything else
+ * (attaching, taking a new buffer, handing a full one over) is the slow path.
+ */
+#include "event/producer.h"
+#include "format/records.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+typedef struct tslot {
+    uint64_t incarnation; /* 0: empty */
+    ltr_ring *ring;
+    uint8_t *data;
+    uint32_t buf, bytes, events, cap;
+    uint16_t session, collector;
+    uint32_t last_use;
+} tslot;
+
+typedef struct thread_state {
+    uint32_t epoch;     /* process epoch the slots belong to (fork changes it) */
+    uint32_t use_clock;
+    bool registered;    /* exit destructor installed */
+    tslot *pending;     /* slot of the last reserve, for commit */
+    uint32_t pending_size;
+    tslot slots[LTR_THREAD_SLOTS];
+} thread_state;
+
+static __thread thread_state t_state __attribute__((tls_model("initial-exec")));
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_once_t once;
+    pthread_key_t exit_key;
+    _Atomic uint32_t epoch;
+    ltr_attach att[LTR_MAX_SESSIONS];
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT, .epoch = 1};
+
+/* ---- attaching ------------------------------------------------------------ */
+
+static int connect_session(const char *name)
+{
+    char dir[4096];
+    ltr_error err;
+    if (ltr_runtime_dir(dir, sizeof dir, &err))
+        return -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s.sock", dir, name) >= (int)sizeof sa.sun_path)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Looks a key up in a key/value message body. */
+static const char *kv_find(const uint8_t *p, size_t len, const char *key, char *val, size_t vsize)
+{
+    size_t off = 0, klen = strlen(key);
+    while (off + 2 <= len) {
+        uint16_t kl = ltr_get_u16(p + off);
+        if (off + 2 + kl + 4 > len)
+            break;
+        uint32_t vl = ltr_get_u32(p + off + 2 + kl);
+        if (off + 6 + kl + vl > len)
+            break;
+        if (kl == klen && !memcmp(p + off + 2, key, klen)) {
+            size_t n = vl < vsize - 1 ? vl : vsize - 1;
+            memcpy(val, p + off + 6 + kl, n);
+            val[n] = 0;
+            return val;
+        }
+        off += 6 + kl + vl;
+    }
+    return NULL;
+}
+
+static uint64_t kv_u64(const uint8_t *p, size_t len, const char *key)
+{
+    char v[32];
+    return kv_find(p, len, key, v, sizeof v) ? strtoull(v, NULL, 10) : 0;
+}
+
+static void retire(ltr_attach *a)
+{
+    atomic_store(&a->incarnation, 0);
+    if (a->sock >= 0)
+        close(a->sock);
+    if (a->wakefd >= 0)
+        close(a->wakefd);
+    /* Threads may still hold pointers into the old mapping, so it stays mapped;
+     * punching out the pages gives the memory back (writes would see zeroes). */
+    if (a->memfd >= 0) {
+        fallocate(a->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)a->size);
+        close(a->memfd);
+    }
+    a->sock = a->wakefd = a->memfd = -1;
+}
+
+static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
+{
+    int sock = connect_session(rs->name);
+    if (sock < 0)
+        return -1;
+    ltr_bytes req = {0};
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    ltr_bytes_put_kv(&req, "op", "attach");
+    ltr_bytes_put_kv(&req, "pid", pid);
+    int rc = req.failed ? -ENOMEM : ltr_send_msg(sock, req.data, req.len, NULL, 0);
+    ltr_bytes_free(&req);
+    uint8_t *body = NULL;
+    int fds[2] = {-1, -1}, nfds = 2;
+    ssize_t n = rc ? rc : ltr_recv_msg(sock, &body, fds, &nfds, 4096);
+    char ok[4];
+    if (n < 0 || nfds != 2 || !kv_find(body, (size_t)n, "ok", ok, sizeof ok) || ok[0] != '1' ||
+        kv_u64(body, (size_t)n, "incarnation") != inc)
+        goto fail;
+    size_t size = (size_t)kv_u64(body, (size_t)n, "size");
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    if (mem == MAP_FAILED)
+        goto fail;
+    ltr_shm *shm = mem;
+    if (shm->magic != LTR_SHM_MAGIC || shm->size != size || shm->incarnation != inc) {
+        munmap(mem, size);
+        goto fail;
+    }
+    a->shm = shm;
+    a->size = size;
+    a->memfd = fds[0];
+    a->wakefd = fds[1];
+    a->sock = sock;
+    a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
+    a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
+    free(body);
+    atomic_store_explicit(&a->incarnation, inc, memory_order_release);
+    return 0;
+fail:
+    free(body);
+    for (int i = 0; i < nfds && i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    close(sock);
+    return -1;
+}
+
+static void at_fork_child(void);
+static void on_thread_exit(void *arg);
+static void at_process_exit(void);
+
+static void init_once(void)
+{
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
+        g.att[s].sock = g.att[s].wakefd = g.att[s].memfd = -1;
+    pthread_key_create(&g.exit_key, on_thread_exit);
+    pthread_atfork(NULL, NULL, at_fork_child);
+    atexit(at_process_exit);
+}
+
+ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s)
+{
+    ltr_attach *a = &g.att[s];
+    uint64_t want = atomic_load_explicit(&reg->sessions[s].incarnation, memory_order_acquire);
+    uint64_t have = atomic_load_explicit(&a->incarnation, memory_order_acquire);
+    if (want && have == want)
+        return a;
+    pthread_once(&g.once, init_once);
+    pthread_mutex_lock(&g.lock);
+    have = atomic_load(&a->incarnation);
+    if (have && have != want)
+        retire(a);
+    if (want && have != want) {
+        uint64_t now = ltr_now_ns();
+        if (now >= a->retry_ns && attach_remote(a, &reg->sessions[s], want) != 0)
+            a->retry_ns = now + 1000000000u;
+    }
+    pthread_mutex_unlock(&g.lock);
+    return atomic_load(&a->incarnation) == want && want ? a : NULL;
+}
+
+void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t owner, int wakefd)
+{
+    pthread_once(&g.once, init_once);
+    ltr_attach *a = &g.att[s];
+    a->shm = shm;
+    a->size = size;
+    a->owner = owner;
+    a->proc_slot = 0;
+    a->wakefd = dup(wakefd);
+    atomic_store(&a->incarnation, shm->incarnation);
+}
+
+void ltr_producer_detach_local(unsigned s)
+{
+    ltr_attach *a = &g.att[s];
+    atomic_store(&a->incarnation, 0);
+    if (a->wakefd >= 0)
+        close(a->wakefd);
+    a->wakefd = -1;
+}
+
+/* ---- losses --------------------------------------------------------------- */
+
+void ltr_producer_count_lost(ltr_attach *a, unsigned c)
+{
+    atomic_fetch_add_explicit(&ltr_shm_ring(a->shm, c)->events_lost, 1, memory_order_relaxed);
+    if (a->proc_slot < a->shm->nprocs)
+        atomic_fetch_add_explicit(&ltr_shm_procs(a->shm)[a->proc_slot].events_lost[c], 1,
+                                  memory_order_relaxed);
+}
+
+/* ---- thread slots --------------------------------------------------------- */
+
+static void wake_recorder(unsigned s)
+{
+    uint64_t one = 1;
+    int fd = g.att[s].wakefd;
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+        /* The recorder polls anyway; a failed wake only delays it. */
+    }
+}
+
+/* Hands the slot's buffer to the recorder, if the session it came from still runs. */
+static void hand_over(tslot *sl)
+{
+    if (!sl->incarnation)
+        return;
+    ltr_attach *a = &g.att[sl->session];
+    if (atomic_load_explicit(&a->incarnation, memory_order_acquire) == sl->incarnation &&
+        ltr_ring_publish(sl->ring, sl->buf))
+        wake_recorder(sl->session);
+    sl->incarnation = 0;
+}
+
+static void ensure_registered(thread_state *t)
+{
+    uint32_t epoch = atomic_load_explicit(&g.epoch, memory_order_relaxed);
+    if (t->epoch != epoch) { /* first use, or we are a fork child with the parent's slots */
+        memset(t->slots, 0, sizeof t->slots);
+        t->epoch = epoch;
+    }
+    if (!t->registered) {
+        pthread_once(&g.once, init_once);
+        pthread_setspecific(g.exit_key, t);
+        t->registered = true;
+    }
+}
+
+static tslot *find_slot(thread_state *t, unsigned s, unsigned c, uint64_t inc)
+{
+    tslot *victim = &t->slots[0];
+    for (unsigned i = 0; i < LTR_THREAD_SLOTS; i++) {
+        tslot *sl = &t->slots[i];
+        if (sl->incarnation && sl->session == s && sl->collector == c) {
+            if (sl->incarnation == inc)
+                return sl;
+            sl->incarnation = 0; /* an older session in the same slot: forget it */
+        }
+        if (!sl->incarnation || sl->last_use < victim->last_use)
+            victim = sl;
+    }
+    hand_over(victim);
+    victim->session = (uint16_t)s;
+    victim->collector = (uint16_t)c;
+    return victim;
+}
+
+static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
+{
+    ltr_ring *r = ltr_shm_ring(a->shm, c);
+    uint32_t idx = ltr_ring_acquire(r, (uint32_t)getpid(), ltr_gettid(), a->owner);
+    if (idx == LTR_RING_NONE) {
+        atomic_store_explicit(&r->wake_pending, 1, memory_order_relaxed);
+        return false;
+    }
+    sl->incarnation = inc;
+    sl->ring = r;
+    sl->buf = idx;
+    sl->data = ltr_ring_data(r, idx);
+    sl->cap = r->buffer_size;
+    sl->bytes = sl->events = 0;
+    return true;
+}
+
+uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t size, bool *lost)
+{
+    thread_state *t = &t_state;
+    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
+    *lost = false;
+    if (!inc || c >= a->shm->ncollectors ||
+        atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
+        return NULL; /* the session is ending: the event was never its */
+    *lost = true;
+    ltr_ring *r = ltr_shm_ring(a->shm, c);
+    if (size > r->buffer_size || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE) {
+        ltr_producer_count_lost(a, c);
+        return NULL;
+    }
+    ensure_registered(t);
+    tslot *sl = find_slot(t, s, c, inc);
+    sl->last_use = ++t->use_clock;
+    if (sl->incarnation && sl->bytes + size > sl->cap)
+        hand_over(sl);
+    if (!sl->incarnation && !take_buffer(sl, a, c, inc)) {
+        ltr_producer_count_lost(a, c);
+        return NULL;
+    }
+    *lost = false;
+    t->pending = sl;
+    t->pending_size = size;
+    return sl->data + sl->bytes;
+}
+
+void ltr_producer_commit(void)
+{
+    thread_state *t = &t_state;
+    tslot *sl = t->pending;
+    sl->bytes += t->pending_size;
+    sl->events++;
+    ltr_ring_commit(sl->ring, sl->buf, sl->bytes, sl->events);
+}
+
+void ltr_producer_flush_thread(void)
+{
+    thread_state *t = &t_state;
+    if (t->epoch != atomic_load(&g.epoch))
+        return;
+    for (unsigned i = 0; i < LTR_THREAD_SLOTS; i++)
+        hand_over(&t->slots[i]);
+}
+
+static void on_thread_exit(void *arg)
+{
+    ltr_producer_flush_thread();
+}
+
+static void at_process_exit(void)
+{
+    ltr_producer_flush_thread();
+}
+
+static void at_fork_child(void)
+{
+    /* One thread now, and the attachments are the parent's: drop them. The
+     * child attaches as a process of its own on its next write. */
+    atomic_fetch_add(&g.epoch, 1);
+    ltr_gettid_forget();
+    pthread_mutex_init(&g.lock, NULL);
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
+        ltr_attach *a = &g.att[s];
+        if (!atomic_load(&a->incarnation))
+            continue;
+        atomic_store(&a->incarnation, 0);
+        if (a->sock >= 0)
+            close(a->sock);
+        if (a->wakefd >= 0)
+            close(a->wakefd);
+        if (a->memfd >= 0) {
+            close(a->memfd);
+            munmap(a->shm, a->size);
+        }
+        a->sock = a->wakefd = a->memfd = -1;
+        a->retry_ns = 0;
+    }
+}

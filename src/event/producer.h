@@ -1,0 +1,55 @@
+/*
+ * event/producer.h — a producer process's side of sessions: attaching to a
+ * session's shared memory (once per process, over the control socket), the
+ * per-thread buffer slots, and reserve/commit of records. The provider API
+ * (provider.c) and the heap agent sit on top; the recorder uses the local
+ * attach to write its own events (markers) into its session.
+ *
+ * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 48 bytes, whatever the
+ * number of sessions or collectors; a thread that writes to more (session,
+ * collector) pairs than that hands the least recently used buffer over.
+ */
+#ifndef LTR_EVENT_PRODUCER_H
+#define LTR_EVENT_PRODUCER_H
+
+#include "event/registry.h"
+#include "event/shm.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LTR_THREAD_SLOTS 8
+
+typedef struct ltr_attach {
+    _Atomic uint64_t incarnation; /* nonzero: attached and usable */
+    ltr_shm *shm;
+    size_t size;
+    int memfd, sock, wakefd;
+    uint32_t owner;     /* token the recorder gave this attachment */
+    uint32_t proc_slot; /* this process's loss counters in shm */
+    uint64_t retry_ns;  /* after a failed attach, not before this time */
+} ltr_attach;
+
+/* The attachment to session slot s, attaching on first use. NULL when the
+ * session cannot be reached (it is then retried at most once a second). */
+ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s);
+
+/* Space for one record of `size` bytes in this thread's buffer of
+ * (session s, collector c). NULL when the record cannot be written; it has
+ * then been counted as lost, unless the session is ending (*lost = false). */
+uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t size, bool *lost);
+/* Makes the record reserved last on this thread visible to the recorder. */
+void ltr_producer_commit(void);
+
+/* Counts one event as lost in a session/collector (and for this process). */
+void ltr_producer_count_lost(ltr_attach *a, unsigned c);
+
+/* Hands every buffer this thread holds to the recorder. */
+void ltr_producer_flush_thread(void);
+
+/* The recorder writing into its own session: attach without a socket. */
+void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t owner, int wakefd);
+void ltr_producer_detach_local(unsigned s);
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * event/provider.c — the public provider API of include/ltr/provider.h:
+ * registration against the per-user registry, event layouts registered once
+ * per session into its metadata region, and the encoding of field values.
+ */
+#include "event/event.h"
+#include "event/producer.h"
+#include "format/records.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <string.h>
+
+const uint32_t ltr_never_enabled = 0;
+
+static const ltr_field_desc marker_fields[] = {{"text", LTR_TYPE_STRING}};
+LTR_PROVIDER_DEFINE(ltr_builtin_provider, "ltr");
+LTR_EVENT_DEFINE(ltr_marker_event, ltr_builtin_provider, 1, LTR_LEVEL_CRITICAL, 0, "Marker",
+                 marker_fields);
+
+static void ensure_guid(ltr_provider *p)
+{
+    if (!p->guid_given) {
+        ltr_guid_from_name(p->name, &p->guid);
+        p->guid_given = 1;
+    }
+}
+
+int ltr_provider_register(ltr_provider *p)
+{
+    ltr_error err;
+    ensure_guid(p);
+    ltr_registry *reg = ltr_registry_get(&err);
+    if (!reg)
+        return -err.code;
+    ltr_registry_lock();
+    ltr_reg_provider *slot = ltr_registry_provider(reg, &p->guid, p->name);
+    ltr_registry_unlock();
+    if (!slot)
+        return -ENOSPC;
+    p->internal = slot;
+    __atomic_store_n(&p->state, (const uint32_t *)&slot->sessions, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void ltr_provider_unregister(ltr_provider *p)
+{
+    __atomic_store_n(&p->state, &ltr_never_enabled, __ATOMIC_RELEASE);
+    p->internal = NULL;
+}
+
+bool ltr_event_enabled(const ltr_event_desc *d)
+{
+    const ltr_provider *p = d->provider;
+    uint32_t mask = __atomic_load_n(p->state, __ATOMIC_RELAXED);
+    const ltr_reg_provider *slot = p->internal;
+    for (unsigned s = 0; mask && slot && s < LTR_MAX_SESSIONS; s++)
+        if ((mask & (1u << s)) && ltr_reg_wants(slot, s, d->level, d->keywords))
+            return true;
+    return false;
+}
+
+/* ---- layouts -------------------------------------------------------------- */
+
+static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+{
+    ltr_provider *p = d->provider;
+    ltr_bytes b = {0};
+    size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(&b, p->guid.b, 16);
+    ltr_bytes_put_str(&b, p->name);
+    ltr_bytes_record_end(&b, rec);
+    size_t lay = ltr_bytes_record_begin(&b, LTR_META_LAYOUT);
+    ltr_bytes_put_u32(&b, id);
+    ltr_bytes_put_mem(&b, p->guid.b, 16);
+    ltr_bytes_put_u16(&b, d->id);
+    ltr_bytes_put_u8(&b, d->level);
+    ltr_bytes_put_u8(&b, d->opcode);
+    ltr_bytes_put_u64(&b, d->keywords);
+    ltr_bytes_put_str(&b, d->name);
+    ltr_bytes_put_u16(&b, d->field_count);
+    for (uint16_t i = 0; i < d->field_count; i++) {
+        ltr_bytes_put_u8(&b, (uint8_t)d->fields[i].type);
+        ltr_bytes_put_str(&b, d->fields[i].name);
+    }
+    ltr_bytes_record_end(&b, lay);
+    int rc = b.failed ? -ENOMEM : ltr_shm_meta_append(shm, b.data, (uint32_t)lay);
+    if (!rc)
+        rc = ltr_shm_meta_append(shm, b.data + lay, (uint32_t)(b.len - lay));
+    ltr_bytes_free(&b);
+    return rc;
+}
+
+/* The layout id of d in the session of attachment a, registering it once. 0 on failure. */
+static uint32_t layout_id(ltr_event_desc *d, ltr_attach *a, unsigned s)
+{
+    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_relaxed);
+    uint64_t cached = __atomic_load_n(&d->layout_cache[s], __ATOMIC_ACQUIRE);
+    if (cached >> 32 == (uint32_t)inc)
+        return (uint32_t)cached;
+    ensure_guid(d->provider);
+    uint32_t id = atomic_fetch_add(&a->shm->next_layout_id, 1) + 1;
+    if (append_layout(a->shm, d, id) != 0)
+        return 0;
+    /* Two threads may race here; both layouts are valid, the later one is cached. */
+    __atomic_store_n(&d->layout_cache[s], (uint64_t)(uint32_t)inc << 32 | id, __ATOMIC_RELEASE);
+    return id;
+}
+
+/* ---- encoding ------------------------------------------------------------- */
+
+static size_t fixed_size(ltr_type t)
+{
+    switch (t) {
+    case LTR_TYPE_U8: case LTR_TYPE_I8: case LTR_TYPE_BOOL: return 1;
+    case LTR_TYPE_U16: case LTR_TYPE_I16: return 2;
+    case LTR_TYPE_U32: case LTR_TYPE_I32: return 4;
+    case LTR_TYPE_U64: case LTR_TYPE_I64: case LTR_TYPE_F64: case LTR_TYPE_POINTER: return 8;
+    default: return 0;
+    }
+}
+
+static size_t value_len(const ltr_value *v)
+{
+    if (v->type == LTR_TYPE_STRING) {
+        size_t n = v->len == UINT32_MAX ? (v->v.p ? strlen(v->v.p) : 0) : v->len;
+        return n > 65535 ? 65535 : n;
+    }
+    return v->len;
+}
+
+/* Payload size, or -1 when the values do not match the fields. */
+static long payload_size(const ltr_event_desc *d, const ltr_value *v, size_t n)
+{
+    if (n != d->field_count)
+        return -1;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].type != d->fields[i].type)
+            return -1;
+        if (v[i].type == LTR_TYPE_STRING)
+            total += 2 + value_len(&v[i]);
+        else if (v[i].type == LTR_TYPE_BLOB)
+            total += 4 + (size_t)v[i].len;
+        else
+            total += fixed_size(v[i].type);
+        if (total > (size_t)UINT32_MAX / 2)
+            return (long)UINT32_MAX / 2;
+    }
+    return (long)total;
+}
+
+static void encode(uint8_t *p, const ltr_value *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = value_len(&v[i]);
+        switch (v[i].type) {
+        case LTR_TYPE_STRING:
+            ltr_put_u16(p, (uint16_t)len);
+            if (len)
+                memcpy(p + 2, v[i].v.p, len);
+            p += 2 + len;
+            break;
+        case LTR_TYPE_BLOB:
+            ltr_put_u32(p, (uint32_t)len);
+            if (len)
+                memcpy(p + 4, v[i].v.p, len);
+            p += 4 + len;
+            break;
+        default: {
+            size_t w = fixed_size(v[i].type);
+            memcpy(p, &v[i].v.u, w); /* little-endian: the low bytes come first */
+            p += w;
+        }
+        }
+    }
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static int write_one(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *v,
+                     size_t n, long payload, uint64_t ts)
+{
+    if (payload > (long)LTR_MAX_EVENT_PAYLOAD) {
+        ltr_producer_count_lost(a, c);
+        return -ENOSPC;
+    }
+    uint32_t id = layout_id(d, a, s);
+    if (!id) {
+        ltr_producer_count_lost(a, c);
+        return -ENOSPC;
+    }
+    uint32_t size = (uint32_t)payload + LTR_EVENT_HEADER_SIZE;
+    bool lost;
+    uint8_t *rec = ltr_producer_reserve(a, s, c, size, &lost);
+    if (!rec)
+        return lost ? -ENOSPC : -ESRCH;
+    ltr_put_u32(rec, size);
+    ltr_put_u32(rec + 4, id);
+    ltr_put_u64(rec + 8, ts);
+    encode(rec + LTR_EVENT_HEADER_SIZE, v, n);
+    ltr_producer_commit();
+    return 0;
+}
+
+int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)
+{
+    ltr_error err;
+    long payload = payload_size(d, values, n);
+    if (payload < 0)
+        return -EINVAL;
+    ltr_registry *reg = ltr_registry_get(&err);
+    ltr_attach *a = reg ? ltr_producer_session(reg, s) : NULL;
+    if (!a)
+        return -ESRCH;
+    return write_one(a, s, c, d, values, n, payload, ltr_now_ns());
+}
+
+int ltr_event_write_values(ltr_event_desc *d, const ltr_value *values, size_t n,
+                           ltr_write_result *result)
+{
+    ltr_write_result res = {0, 0};
+    const ltr_provider *p = d->provider;
+    uint32_t mask = __atomic_load_n(p->state, __ATOMIC_RELAXED);
+    const ltr_reg_provider *slot = p->internal;
+    long payload = payload_size(d, values, n);
+    int rc = 0;
+    if (payload < 0)
+        rc = -EINVAL;
+    ltr_error err;
+    ltr_registry *reg = mask && !rc ? ltr_registry_get(&err) : NULL;
+    uint64_t ts = reg ? ltr_now_ns() : 0;
+    for (unsigned s = 0; reg && slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
+        if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, d->level, d->keywords))
+            continue;
+        ltr_attach *a = ltr_producer_session(reg, s);
+        int w = a ? write_one(a, s, atomic_load(&slot->per[s].collector), d, values, n, payload, ts)
+                  : -ESRCH;
+        if (w == 0)
+            res.sessions_written++;
+        else if (w == -ENOSPC)
+            res.sessions_lost++;
+        if (w && !rc)
+            rc = w == -ESRCH ? 0 : w; /* a session that just ended is not an error */
+    }
+    if (result)
+        *result = res;
+    return rc;
+}
+
+void ltr_flush_thread(void)
+{
+    ltr_producer_flush_thread();
+}

@@ -1,0 +1,84 @@
+/*
+ * event/registry.h — the per-user registry: one small shared file in the
+ * runtime directory that lists the running sessions and, for every provider
+ * any process or session has named, which sessions enable it with what level
+ * and keywords. A producer's "is my provider enabled" check reads one word of
+ * it (ltr_reg_provider.sessions), so enablement changes reach running
+ * processes at once, with no thread and no signal. Changes are made under an
+ * flock of the file; reads take no lock.
+ */
+#ifndef LTR_EVENT_REGISTRY_H
+#define LTR_EVENT_REGISTRY_H
+
+#include <ltr/common.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LTR_MAX_SESSIONS 32
+#define LTR_MAX_PROVIDERS 1024
+#define LTR_SESSION_NAME_MAX 64
+#define LTR_REGISTRY_MAGIC 0x3147455252544cull /* "LTRREG1" */
+
+typedef struct ltr_reg_session {
+    _Atomic uint64_t incarnation; /* 0: slot free */
+    uint32_t recorder_pid;
+    uint32_t pad;
+    char name[LTR_SESSION_NAME_MAX];
+} ltr_reg_session;
+
+typedef struct ltr_reg_enable {
+    _Atomic uint8_t level;     /* events with level <= this; 0 = all */
+    _Atomic uint8_t collector; /* which of the session's collectors gets them */
+    uint8_t pad[6];
+    _Atomic uint64_t any;      /* event keywords must share a bit with any (0 = all) */
+    _Atomic uint64_t all;      /* ... and hold every bit of all */
+} ltr_reg_enable;
+
+typedef struct ltr_reg_provider {
+    _Atomic uint32_t sessions; /* bit s: enabled in session slot s. The fast-path word. */
+    _Atomic uint32_t used;
+    ltr_guid guid;
+    char name[104];
+    ltr_reg_enable per[LTR_MAX_SESSIONS];
+} ltr_reg_provider;
+
+typedef struct ltr_registry {
+    uint64_t magic;
+    uint32_t nsessions, nproviders;
+    _Atomic uint64_t next_incarnation;
+    uint8_t pad[40];
+    ltr_reg_session sessions[LTR_MAX_SESSIONS];
+    ltr_reg_provider providers[LTR_MAX_PROVIDERS];
+} ltr_registry;
+
+/* Maps the registry of this user (creating it), once per process. NULL on
+ * failure, with err filled. */
+ltr_registry *ltr_registry_get(ltr_error *err);
+/* Locks / unlocks the registry for changes (flock, across processes). */
+void ltr_registry_lock(void);
+void ltr_registry_unlock(void);
+
+/* Finds the provider slot with this GUID, or claims a free one (caller holds the lock). */
+ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, const char *name);
+
+/* Does a session in slot s enable an event of this level and keywords? */
+static inline bool ltr_reg_wants(const ltr_reg_provider *p, unsigned s, uint8_t level, uint64_t kw)
+{
+    const ltr_reg_enable *e = &p->per[s];
+    uint8_t lv = atomic_load_explicit(&e->level, memory_order_relaxed);
+    uint64_t any = atomic_load_explicit(&e->any, memory_order_relaxed);
+    uint64_t all = atomic_load_explicit(&e->all, memory_order_relaxed);
+    if (lv && level > lv)
+        return false;
+    if (kw == 0)
+        return true;
+    return (any == 0 || (kw & any)) && (kw & all) == all;
+}
+
+/* Clears slots whose recorder is gone (killed): their sessions and provider
+ * bits. Caller holds the lock. */
+void ltr_registry_reap(ltr_registry *r);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * event/shm.c — appending to the session's metadata region, from any process.
+ */
+#include "event/shm.h"
+#include "format/records.h"
+
+#include <errno.h>
+#include <string.h>
+
+int ltr_shm_meta_append(ltr_shm *s, const uint8_t *record, uint32_t size)
+{
+    /* Records are padded to 8 bytes so that each kind word is aligned for the
+     * atomic store; the size field covers the padding (readers skip by size). */
+    uint32_t padded = (size + 7u) & ~7u;
+    uint64_t off = atomic_fetch_add_explicit(&s->meta_used, padded, memory_order_relaxed);
+    if (off + padded > s->meta_capacity) {
+        atomic_fetch_add_explicit(&s->meta_lost, 1, memory_order_relaxed);
+        return -ENOSPC;
+    }
+    uint8_t *dst = ltr_shm_meta(s) + off;
+    memcpy(dst + 2, record + 2, size - 2);
+    memset(dst + size, 0, padded - size);
+    ltr_put_u32(dst + 4, padded);
+    __atomic_store_n((uint16_t *)dst, ltr_get_u16(record), __ATOMIC_RELEASE);
+    return 0;
+}

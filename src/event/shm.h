@@ -1,0 +1,71 @@
+/*
+ * event/shm.h — the shared memory of one session, as producers and the recorder
+ * both see it: a header, one buffer ring per collector, an append-only metadata
+ * region (providers, event layouts, processes: never overwritten, so a
+ * memory-mode save always describes its events), and a table of per-process
+ * loss counters. The recorder creates it (memfd) and hands it to each producer
+ * process over the control socket. docs/design.md describes the protocol.
+ */
+#ifndef LTR_EVENT_SHM_H
+#define LTR_EVENT_SHM_H
+
+#include "ring/ring.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define LTR_SHM_MAGIC 0x314d485352544cull /* "LTRSHM1" */
+#define LTR_MAX_COLLECTORS 4
+#define LTR_SHM_PROCS 4096
+#define LTR_SHM_META_CAPACITY (4u << 20)
+
+enum ltr_session_state { LTR_SESSION_RUNNING = 1, LTR_SESSION_STOPPING = 2 };
+enum ltr_session_mode { LTR_MODE_MEMORY = 0, LTR_MODE_FILE = 1 };
+
+typedef struct ltr_shm_collector {
+    char name[32];
+    uint64_t ring_offset;
+} ltr_shm_collector;
+
+/* Per-process counters; slot claimed by the recorder when the process attaches. */
+typedef struct ltr_shm_proc {
+    _Atomic uint32_t pid;
+    uint32_t pad;
+    _Atomic uint64_t events_lost[LTR_MAX_COLLECTORS];
+} ltr_shm_proc;
+
+typedef struct ltr_shm {
+    uint64_t magic;
+    uint64_t size;
+    uint64_t incarnation; /* equals the registry's for a live session */
+    uint32_t mode, ncollectors;
+    uint64_t start_ns;
+    ltr_shm_collector collectors[LTR_MAX_COLLECTORS];
+    uint64_t meta_offset, meta_capacity;
+    uint64_t procs_offset;
+    uint32_t nprocs, pad;
+    _Alignas(64) _Atomic uint32_t state; /* enum ltr_session_state */
+    _Alignas(64) _Atomic uint64_t meta_used;
+    _Atomic uint32_t next_layout_id;
+    _Atomic uint64_t meta_lost; /* metadata records that did not fit */
+} ltr_shm;
+
+static inline ltr_ring *ltr_shm_ring(ltr_shm *s, unsigned collector)
+{
+    return (ltr_ring *)((uint8_t *)s + s->collectors[collector].ring_offset);
+}
+static inline uint8_t *ltr_shm_meta(ltr_shm *s)
+{
+    return (uint8_t *)s + s->meta_offset;
+}
+static inline ltr_shm_proc *ltr_shm_procs(ltr_shm *s)
+{
+    return (ltr_shm_proc *)((uint8_t *)s + s->procs_offset);
+}
+
+/* Appends one metadata record (already framed: kind, 0, size) to the region.
+ * The kind is stored last, with release, so a reader that sees a nonzero kind
+ * sees the whole record. Returns 0, or -ENOSPC when the region is full. */
+int ltr_shm_meta_append(ltr_shm *s, const uint8_t *record, uint32_t size);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * ring/ring.c — the lock-free buffer pool of ring.h.
+ *
+ * Free buffers form a Treiber stack whose head carries a 32-bit tag against
+ * ABA. Published buffers go through a bounded MPSC queue of nbuf slots: a
+ * producer reserves a position with fetch_add and stores index + 1 into it;
+ * the consumer reads slots in order. At most nbuf buffers exist, so a slot is
+ * always empty again before its position comes round.
+ */
+#include "ring/ring.h"
+
+#include <string.h>
+
+static size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
+
+size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf)
+{
+    size_t bufs = align_up(sizeof(ltr_ring), 64);
+    size_t queue = align_up(bufs + sizeof(ltr_ring_buf) * nbuf, 64);
+    size_t data = align_up(queue + sizeof(uint32_t) * nbuf, 4096);
+    return data + (size_t)buffer_size * nbuf;
+}
+
+static _Atomic uint32_t *queue_slots(ltr_ring *r)
+{
+    return (_Atomic uint32_t *)((uint8_t *)r + r->queue_offset);
+}
+
+static void push_free(ltr_ring *r, uint32_t idx)
+{
+    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
+    uint64_t next;
+    do {
+        atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
+        next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
+    } while (!atomic_compare_exchange_weak_explicit(&r->free_head, &head, next,
+                                                    memory_order_release, memory_order_relaxed));
+    atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
+}
+
+void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf)
+{
+    ltr_ring *r = mem;
+    memset(r, 0, sizeof *r);
+    r->magic = LTR_RING_MAGIC;
+    r->buffer_size = buffer_size;
+    r->nbuf = nbuf;
+    r->bufs_offset = align_up(sizeof(ltr_ring), 64);
+    r->queue_offset = align_up(r->bufs_offset + sizeof(ltr_ring_buf) * nbuf, 64);
+    r->data_offset = align_up(r->queue_offset + sizeof(uint32_t) * nbuf, 4096);
+    r->total_size = ltr_ring_size(buffer_size, nbuf);
+    memset((uint8_t *)r + r->bufs_offset, 0, r->data_offset - r->bufs_offset);
+    /* Push in reverse so that buffer 0 is taken first: easier to read in a debugger. */
+    for (uint32_t i = nbuf; i-- > 0;)
+        push_free(r, i);
+}
+
+bool ltr_ring_valid(const ltr_ring *r, size_t avail)
+{
+    return avail >= sizeof *r && r->magic == LTR_RING_MAGIC && r->nbuf > 0 && r->buffer_size > 0 &&
+           r->total_size <= avail && r->total_size == ltr_ring_size(r->buffer_size, r->nbuf);
+}
+
+uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner)
+{
+    uint64_t head = atomic_load_explicit(&r->free_head, memory_order_acquire);
+    for (;;) {
+        uint32_t top = (uint32_t)head;
+        if (top == 0)
+            return LTR_RING_NONE;
+        /* `next` may be stale if another thread took this buffer meanwhile; the
+         * tag then differs and the exchange fails. */
+        uint32_t next = atomic_load_explicit(&ltr_ring_buf_at(r, top - 1)->next, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | next;
+        if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, want,
+                                                  memory_order_acquire, memory_order_acquire)) {
+            atomic_fetch_sub_explicit(&r->free_count, 1, memory_order_relaxed);
+            ltr_ring_buf *b = ltr_ring_buf_at(r, top - 1);
+            b->pid = pid;
+            b->tid = tid;
+            b->owner = owner;
+            b->seq = atomic_fetch_add_explicit(&r->next_seq, 1, memory_order_relaxed);
+            atomic_store_explicit(&b->commit, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->state, LTR_BUF_ACTIVE, memory_order_release);
+            return top - 1;
+        }
+    }
+}
+
+bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
+{
+    atomic_store_explicit(&ltr_ring_buf_at(r, idx)->state, LTR_BUF_FULL, memory_order_release);
+    uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
+    atomic_store_explicit(&queue_slots(r)[pos % r->nbuf], idx + 1, memory_order_release);
+    /* Wake the consumer when a quarter or less of the buffers are free, once. */
+    if (atomic_load_explicit(&r->free_count, memory_order_relaxed) > r->nbuf / 4)
+        return false;
+    return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
+}
+
+uint32_t ltr_ring_take(ltr_ring *r)
+{
+    _Atomic uint32_t *slot = &queue_slots(r)[r->queue_head % r->nbuf];
+    uint32_t v = atomic_load_explicit(slot, memory_order_acquire);
+    if (v == 0)
+        return LTR_RING_NONE;
+    atomic_store_explicit(slot, 0, memory_order_relaxed);
+    r->queue_head++;
+    return v - 1;
+}
+
+void ltr_ring_release(ltr_ring *r, uint32_t idx)
+{
+    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed);
+    push_free(r, idx);
+}
+
+uint64_t ltr_ring_queued(ltr_ring *r)
+{
+    return atomic_load_explicit(&r->queue_tail, memory_order_acquire) - r->queue_head;
+}
+
+void ltr_ring_skip_slot(ltr_ring *r)
+{
+    r->queue_head++;
+}
+_Static_assert(sizeof(ltr_ring_buf) == 64, "one cache line per buffer header");

@@ -1,0 +1,102 @@
+/*
+ * ring/ring.h — a pool of fixed-size buffers in shared memory, lock-free for
+ * any number of producer threads in any number of processes, with one
+ * consumer (the recorder). It knows nothing of what is written into buffers.
+ *
+ * A producer thread owns one buffer at a time: it appends bytes and publishes
+ * how far it got with one release store (the commit word), so the common path
+ * has no atomic read-modify-write and no system call. A full buffer is handed
+ * to the consumer through a bounded multi-producer queue; the consumer gives
+ * buffers back through a lock-free free stack. The consumer may read the
+ * committed prefix of a buffer that a producer still owns (flush, save,
+ * crashed producer) without disturbing it: committed bytes never change.
+ *
+ * Everything is addressed by index, never by pointer, because each process
+ * maps the memory at its own address.
+ */
+#ifndef LTR_RING_H
+#define LTR_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LTR_RING_MAGIC 0x4c545252u /* "LTRR" */
+#define LTR_RING_NONE UINT32_MAX
+
+enum ltr_buf_state { LTR_BUF_FREE = 0, LTR_BUF_ACTIVE = 1, LTR_BUF_FULL = 2 };
+
+/* commit word: bits 0..31 bytes committed, bits 32..63 events committed */
+#define LTR_COMMIT(bytes, events) ((uint64_t)(bytes) | (uint64_t)(events) << 32)
+#define LTR_COMMIT_BYTES(c) ((uint32_t)(c))
+#define LTR_COMMIT_EVENTS(c) ((uint32_t)((c) >> 32))
+
+typedef struct ltr_ring_buf {
+    _Atomic uint64_t commit;  /* written by the owner only */
+    _Atomic uint32_t state;   /* enum ltr_buf_state */
+    _Atomic uint32_t next;    /* free stack link: index + 1, 0 = end */
+    uint32_t pid, tid;        /* owner thread, set when acquired */
+    uint32_t owner;           /* owner's attachment token (a pid is reused by exec) */
+    uint32_t pad0;
+    uint64_t seq;             /* acquisition order within the ring */
+    uint8_t pad[24];
+} ltr_ring_buf;
+
+typedef struct ltr_ring {
+    uint32_t magic, buffer_size, nbuf, pad0;
+    uint64_t bufs_offset, data_offset, queue_offset, total_size;
+    uint8_t pad1[24];
+    /* each hot word on its own cache line */
+    _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (index + 1) */
+    _Atomic uint32_t free_count;
+    _Alignas(64) _Atomic uint64_t queue_tail; /* producers: fetch_add */
+    _Alignas(64) uint64_t queue_head;         /* consumer only */
+    _Alignas(64) _Atomic uint64_t next_seq;
+    _Atomic uint64_t events_lost; /* refused by producers: no buffer, too large */
+    _Atomic uint32_t wake_pending; /* a producer asked the consumer to wake */
+} ltr_ring;
+
+/* Bytes of shared memory a ring of nbuf buffers of buffer_size bytes needs. */
+size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf);
+/* Lays out a ring at mem (size from ltr_ring_size), all buffers free. */
+void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf);
+/* Checks that mem of `avail` bytes holds a sane ring (a producer attaching). */
+bool ltr_ring_valid(const ltr_ring *r, size_t avail);
+
+static inline ltr_ring_buf *ltr_ring_buf_at(ltr_ring *r, uint32_t idx)
+{
+    return (ltr_ring_buf *)((uint8_t *)r + r->bufs_offset) + idx;
+}
+static inline uint8_t *ltr_ring_data(ltr_ring *r, uint32_t idx)
+{
+    return (uint8_t *)r + r->data_offset + (size_t)idx * r->buffer_size;
+}
+
+/* Producer: takes a free buffer for thread (pid, tid). LTR_RING_NONE if none. */
+uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner);
+/* Producer: publishes how much of its buffer holds complete events. */
+static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, uint32_t events)
+{
+    atomic_store_explicit(&ltr_ring_buf_at(r, idx)->commit, LTR_COMMIT(bytes, events),
+                          memory_order_release);
+}
+/* Producer: gives its buffer to the consumer (full, or the thread is done).
+ * Returns true when the consumer should be woken (few free buffers left). */
+bool ltr_ring_publish(ltr_ring *r, uint32_t idx);
+
+/* Consumer: next published buffer, or LTR_RING_NONE. */
+uint32_t ltr_ring_take(ltr_ring *r);
+/* Consumer: returns a buffer to the free stack. */
+void ltr_ring_release(ltr_ring *r, uint32_t idx);
+/* Consumer: the commit word of a buffer (acquire). */
+static inline uint64_t ltr_ring_committed(ltr_ring *r, uint32_t idx)
+{
+    return atomic_load_explicit(&ltr_ring_buf_at(r, idx)->commit, memory_order_acquire);
+}
+/* Consumer: buffers in the queue that are not visible yet (a producer between
+ * reserving a queue slot and filling it). Used to skip a slot whose producer died. */
+uint64_t ltr_ring_queued(ltr_ring *r);
+void ltr_ring_skip_slot(ltr_ring *r);
+
+#endif
