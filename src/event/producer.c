@@ -70,32 +70,10 @@ static int connect_session(const char *name)
     return fd;
 }
 
-/* Looks a key up in a key/value message body. */
-static const char *kv_find(const uint8_t *p, size_t len, const char *key, char *val, size_t vsize)
-{
-    size_t off = 0, klen = strlen(key);
-    while (off + 2 <= len) {
-        uint16_t kl = ltr_get_u16(p + off);
-        if (off + 2 + kl + 4 > len)
-            break;
-        uint32_t vl = ltr_get_u32(p + off + 2 + kl);
-        if (off + 6 + kl + vl > len)
-            break;
-        if (kl == klen && !memcmp(p + off + 2, key, klen)) {
-            size_t n = vl < vsize - 1 ? vl : vsize - 1;
-            memcpy(val, p + off + 6 + kl, n);
-            val[n] = 0;
-            return val;
-        }
-        off += 6 + kl + vl;
-    }
-    return NULL;
-}
-
 static uint64_t kv_u64(const uint8_t *p, size_t len, const char *key)
 {
     char v[32];
-    return kv_find(p, len, key, v, sizeof v) ? strtoull(v, NULL, 10) : 0;
+    return ltr_kv_find(p, len, key, v, sizeof v) ? strtoull(v, NULL, 10) : 0;
 }
 
 static void retire(ltr_attach *a)
@@ -130,7 +108,7 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     int fds[2] = {-1, -1}, nfds = 2;
     ssize_t n = rc ? rc : ltr_recv_msg(sock, &body, fds, &nfds, 4096);
     char ok[4];
-    if (n < 0 || nfds != 2 || !kv_find(body, (size_t)n, "ok", ok, sizeof ok) || ok[0] != '1' ||
+    if (n < 0 || nfds != 2 || !ltr_kv_find(body, (size_t)n, "ok", ok, sizeof ok) || ok[0] != '1' ||
         kv_u64(body, (size_t)n, "incarnation") != inc)
         goto fail;
     size_t size = (size_t)kv_u64(body, (size_t)n, "size");

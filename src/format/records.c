@@ -79,3 +79,38 @@ void ltr_bytes_put_kv(ltr_bytes *b, const char *key, const char *value)
     ltr_bytes_put_u32(b, (uint32_t)n);
     ltr_bytes_put_mem(b, value, n);
 }
+
+int ltr_kv_next(const uint8_t *p, size_t len, size_t *off, const char **key, size_t *klen,
+                const char **val, size_t *vlen)
+{
+    size_t o = *off;
+    if (o + 2 > len)
+        return 0;
+    uint16_t kl = ltr_get_u16(p + o);
+    if (o + 2 + kl + 4 > len)
+        return 0;
+    uint32_t vl = ltr_get_u32(p + o + 2 + kl);
+    if (o + 6 + kl + (size_t)vl > len)
+        return 0;
+    *key = (const char *)p + o + 2;
+    *klen = kl;
+    *val = (const char *)p + o + 6 + kl;
+    *vlen = vl;
+    *off = o + 6 + kl + vl;
+    return 1;
+}
+
+const char *ltr_kv_find(const uint8_t *p, size_t len, const char *key, char *buf, size_t size)
+{
+    size_t off = 0, klen, vlen, want = strlen(key);
+    const char *k, *v;
+    while (ltr_kv_next(p, len, &off, &k, &klen, &v, &vlen)) {
+        if (klen == want && !memcmp(k, key, want)) {
+            size_t n = vlen < size - 1 ? vlen : size - 1;
+            memcpy(buf, v, n);
+            buf[n] = 0;
+            return buf;
+        }
+    }
+    return NULL;
+}

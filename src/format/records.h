@@ -83,7 +83,13 @@ void ltr_bytes_put_str(ltr_bytes *b, const char *s); /* u16 length + bytes, cut 
 /* Records: begin writes the 8-byte header with a placeholder size, end patches it. */
 size_t ltr_bytes_record_begin(ltr_bytes *b, uint16_t kind);
 void ltr_bytes_record_end(ltr_bytes *b, size_t start);
-/* Key/value entries of HEADER and END chunks. */
+/* Key/value entries of HEADER and END chunks (and of control messages). */
 void ltr_bytes_put_kv(ltr_bytes *b, const char *key, const char *value);
+/* Iterates a key/value list: *off starts at 0; returns 0 at the end or at a
+ * malformed entry. key and val point into p and are not NUL-terminated. */
+int ltr_kv_next(const uint8_t *p, size_t len, size_t *off, const char **key, size_t *klen,
+                const char **val, size_t *vlen);
+/* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
+const char *ltr_kv_find(const uint8_t *p, size_t len, const char *key, char *buf, size_t size);
 
 #endif

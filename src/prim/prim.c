@@ -219,7 +219,15 @@ int ltr_memfd_create(const char *name, size_t size, ltr_error *err)
 
 bool ltr_pid_alive(pid_t pid)
 {
-    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+        return false;
+    /* A killed process whose parent has not reaped it yet is a zombie: gone. */
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (ltr_read_small_file(path, stat, sizeof stat) <= 0)
+        return true;
+    const char *close_paren = strrchr(stat, ')');
+    return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
 }
 
 uint64_t ltr_total_ram(void)

@@ -1,0 +1,19 @@
+/*
+ * cli/session.h — what the session subcommands (start, status, save, stop,
+ * cancel, marker) share: the --instance option and sending one request.
+ */
+#ifndef LTR_CLI_SESSION_H
+#define LTR_CLI_SESSION_H
+
+#include "recorder/client.h"
+
+#define LTR_DEFAULT_SESSION "ltr"
+
+/* Sends {op, path, text} (path/text may be NULL) to a session; prints the error
+ * under the command's name on failure. Returns the exit status (0 or 1). */
+int cli_session_request(const char *cmd, const char *session, const char *op, const char *path,
+                        const char *text, ltr_kvlist *resp);
+/* Makes a path absolute against the current directory (the recorder runs in /). */
+int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * recorder/client.h — the command line's side of the control socket: one
+ * request, one response, both key/value lists (docs/control-protocol.md).
+ */
+#ifndef LTR_RECORDER_CLIENT_H
+#define LTR_RECORDER_CLIENT_H
+
+#include <ltr/common.h>
+
+#include "format/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A response: a key/value list; `ok` is "1" on success, else `error` says why. */
+typedef struct ltr_kvlist {
+    uint8_t *data;
+    size_t len;
+} ltr_kvlist;
+
+/* Sends req to the session's recorder and waits for the response (fills err
+ * with the recorder's message when ok != 1). Returns 0 or -errno. */
+int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *resp, ltr_error *err);
+void ltr_kvlist_free(ltr_kvlist *kv);
+/* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
+const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);
+
+/* Names of the sessions running now (stale entries of killed recorders are
+ * cleaned first). Returns how many, or -errno. */
+int ltr_client_sessions(char names[][64], int max, ltr_error *err);
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * recorder/drain.c — moving buffers out of shared memory: in file mode into
+ * the trace as they fill (and the filled part of buffers still being written,
+ * at each flush), in memory mode into the ring history whose oldest buffers
+ * are recycled; writing a memory-mode trace on save; the counters and the
+ * header and end key/value lists of a trace.
+ */
+#include "recorder/internal.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* ---- header, end, counters ------------------------------------------------- */
+
+static void put_kv_u64(ltr_bytes *kv, const char *key, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    ltr_bytes_put_kv(kv, key, buf);
+}
+
+static void os_name(char *out, size_t size)
+{
+    char buf[4096];
+    snprintf(out, size, "Linux");
+    if (ltr_read_small_file("/etc/os-release", buf, sizeof buf) <= 0)
+        return;
+    const char *p = strstr(buf, "PRETTY_NAME=");
+    if (!p)
+        return;
+    p += 12;
+    if (*p == '"')
+        p++;
+    size_t n = strcspn(p, "\"\n");
+    snprintf(out, size, "%.*s", (int)n, p);
+}
+
+static void providers_text(const ltr_session_config *cfg, ltr_bytes *out)
+{
+    for (unsigned i = 0; i < cfg->nproviders; i++) {
+        const ltr_provider_spec *ps = &cfg->providers[i];
+        char guid[37], item[256];
+        ltr_guid_format(&ps->guid, guid);
+        snprintf(item, sizeof item, "%s%s{%s}:0x%llx:%u", i ? ";" : "", ps->name, guid,
+                 (unsigned long long)ps->any, ps->level);
+        ltr_bytes_put_mem(out, item, strlen(item));
+    }
+    ltr_bytes_put_u8(out, 0);
+}
+
+void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind)
+{
+    const ltr_session_config *cfg = &r->cfg;
+    struct utsname u;
+    uname(&u);
+    char os[256], host[300];
+    os_name(os, sizeof os);
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    ltr_bytes prov = {0};
+    providers_text(cfg, &prov);
+    ltr_bytes_put_kv(kv, "format.version", "1");
+    ltr_bytes_put_kv(kv, "ltr.version", "0.1.0");
+    ltr_bytes_put_kv(kv, "trace.kind", kind);
+    ltr_bytes_put_kv(kv, "session.name", cfg->name);
+    ltr_bytes_put_kv(kv, "session.mode", cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    put_kv_u64(kv, "session.buffer_size", (uint64_t)cfg->collectors[0].buffer_kb * 1024);
+    put_kv_u64(kv, "session.buffers", cfg->collectors[0].buffers);
+    put_kv_u64(kv, "session.max_file_size", cfg->max_file_size);
+    ltr_bytes_put_kv(kv, "session.providers", prov.failed ? "" : (const char *)prov.data);
+    ltr_bytes_put_kv(kv, "session.profiles", cfg->profiles);
+    ltr_bytes_put_kv(kv, "host.name", host);
+    ltr_bytes_put_kv(kv, "host.kernel", u.release);
+    ltr_bytes_put_kv(kv, "host.machine", u.machine);
+    ltr_bytes_put_kv(kv, "host.os", os);
+    put_kv_u64(kv, "host.cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+    put_kv_u64(kv, "host.memory", ltr_total_ram());
+    ltr_bytes_put_kv(kv, "clock.id", "CLOCK_MONOTONIC");
+    put_kv_u64(kv, "clock.start_ns", r->start_ns);
+    put_kv_u64(kv, "clock.wall_start_ns", r->start_wall_ns);
+    put_kv_u64(kv, "recorder.pid", (uint64_t)getpid());
+    ltr_bytes_free(&prov);
+}
+
+void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description)
+{
+    uint64_t mono = ltr_now_ns(), wall = ltr_wall_ns();
+    put_kv_u64(kv, "clock.end_ns", mono);
+    put_kv_u64(kv, "clock.wall_end_ns", wall);
+    ltr_bytes_put_kv(kv, "session.description", description ? description : "");
+}
+
+static pid_loss *loss_for(recorder *r, uint32_t pid)
+{
+    for (unsigned i = 0; i < r->nlosses; i++)
+        if (r->losses[i].pid == pid)
+            return &r->losses[i];
+    pid_loss *n = realloc(r->losses, sizeof *n * (r->nlosses + 1));
+    if (!n)
+        return NULL;
+    r->losses = n;
+    memset(&n[r->nlosses], 0, sizeof *n);
+    n[r->nlosses].pid = pid;
+    return &n[r->nlosses++];
+}
+
+void rec_counters(recorder *r, ltr_bytes *out)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_COLLECTOR);
+        ltr_bytes_put_u16(out, (uint16_t)c);
+        ltr_bytes_put_str(out, r->cfg.collectors[c].name);
+        ltr_bytes_put_u32(out, cs->ring->buffer_size);
+        ltr_bytes_put_u32(out, cs->ring->nbuf);
+        ltr_bytes_put_u64(out, cs->events_written - cs->events_dropped);
+        ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_lost) + cs->events_dropped);
+        ltr_bytes_put_u64(out, cs->buffers_written);
+        ltr_bytes_put_u64(out, cs->buffers_lost);
+        ltr_bytes_put_u64(out, cs->events_overwritten);
+        ltr_bytes_put_u64(out, cs->buffers_overwritten);
+        ltr_bytes_record_end(out, rec);
+    }
+    ltr_shm_proc *procs = ltr_shm_procs(r->shm);
+    for (uint32_t i = 0; i < r->shm->nprocs; i++) {
+        uint32_t pid = atomic_load(&procs[i].pid);
+        if (!pid)
+            continue;
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+            uint64_t ev = atomic_load(&procs[i].events_lost[c]);
+            pid_loss *l = NULL;
+            for (unsigned k = 0; k < r->nlosses; k++)
+                if (r->losses[k].pid == pid)
+                    l = &r->losses[k];
+            if (!ev && !(l && (l->events_lost[c] || l->buffers_lost[c])))
+                continue;
+            size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_PROCESS_LOST);
+            ltr_bytes_put_u16(out, (uint16_t)c);
+            ltr_bytes_put_u32(out, pid);
+            ltr_bytes_put_u64(out, ev + (l ? l->events_lost[c] : 0));
+            ltr_bytes_put_u64(out, l ? l->buffers_lost[c] : 0);
+            ltr_bytes_record_end(out, rec);
+        }
+    }
+}
+
+/* ---- metadata -------------------------------------------------------------- */
+
+/* End of the complete records of the metadata region, from `from` on. */
+static uint64_t meta_complete(recorder *r, uint64_t from)
+{
+    uint64_t used = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
+    if (used > r->shm->meta_capacity)
+        used = r->shm->meta_capacity;
+    const uint8_t *m = ltr_shm_meta(r->shm);
+    uint64_t off = from;
+    while (off + LTR_RECORD_HEADER_SIZE <= used) {
+        uint16_t kind = __atomic_load_n((const uint16_t *)(m + off), __ATOMIC_ACQUIRE);
+        uint32_t size = ltr_get_u32(m + off + 4);
+        if (!kind || size < LTR_RECORD_HEADER_SIZE || off + size > used)
+            break; /* still being written */
+        off += size;
+    }
+    return off;
+}
+
+static void write_new_metadata(recorder *r)
+{
+    uint64_t end = meta_complete(r, r->meta_done);
+    if (end == r->meta_done || r->file_full)
+        return;
+    ltr_error err;
+    if (ltr_writer_metadata(r->writer, ltr_shm_meta(r->shm) + r->meta_done, end - r->meta_done, &err) == 0)
+        r->meta_done = end;
+    else
+        rec_log("%s", err.msg);
+}
+
+/* ---- file mode --------------------------------------------------------------- */
+
+void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
+{
+    recorder *r = ctx;
+    collector_state *cs = &r->col[info->collector];
+    cs->events_dropped += info->event_count;
+    cs->buffers_lost++;
+    pid_loss *l = loss_for(r, info->pid);
+    if (l) {
+        l->events_lost[info->collector] += info->event_count;
+        l->buffers_lost[info->collector]++;
+    }
+}
+
+/* Writes what the buffer holds beyond what was written before. */
+static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
+{
+    collector_state *cs = &r->col[c];
+    buf_note *n = &cs->notes[idx];
+    uint64_t commit = ltr_ring_committed(cs->ring, idx);
+    uint32_t bytes = LTR_COMMIT_BYTES(commit), events = LTR_COMMIT_EVENTS(commit);
+    if (bytes <= n->flushed_bytes)
+        return;
+    ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, idx);
+    ltr_block_info info = {.collector = (uint16_t)c,
+                           .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
+                           .pid = b->pid, .tid = b->tid, .seq = b->seq,
+                           .event_count = events - n->flushed_events};
+    cs->events_written += info.event_count;
+    cs->events_recorded += info.event_count;
+    ltr_error err;
+    if (r->file_full) {
+        rec_on_drop(r, &info, bytes - n->flushed_bytes);
+    } else if (ltr_writer_block(r->writer, &info, ltr_ring_data(cs->ring, idx) + n->flushed_bytes,
+                                bytes - n->flushed_bytes, &err) != 0) {
+        rec_log("%s", err.msg);
+        if (err.code == EFBIG || err.code == ENOSPC)
+            r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
+    }
+    n->flushed_bytes = bytes;
+    n->flushed_events = events;
+}
+
+static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
+{
+    collector_state *cs = &r->col[c];
+    if (r->cfg.mode == LTR_MODE_FILE) {
+        write_tail(r, c, idx, false);
+        cs->buffers_written++;
+        cs->notes[idx] = (buf_note){0, 0};
+        ltr_ring_release(cs->ring, idx);
+        return;
+    }
+    uint64_t commit = ltr_ring_committed(cs->ring, idx);
+    cs->events_recorded += LTR_COMMIT_EVENTS(commit) - cs->notes[idx].flushed_events;
+    cs->notes[idx] = (buf_note){0, 0};
+    cs->history[(cs->hist_head + cs->hist_len) % cs->ring->nbuf] = idx;
+    cs->hist_len++;
+}
+
+/* Memory mode: keep a quarter of the buffers free by dropping the oldest. */
+static void recycle(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    uint32_t keep_free = cs->ring->nbuf / 4 ? cs->ring->nbuf / 4 : 1;
+    while (cs->hist_len && atomic_load(&cs->ring->free_count) < keep_free) {
+        uint32_t idx = cs->history[cs->hist_head];
+        cs->hist_head = (cs->hist_head + 1) % cs->ring->nbuf;
+        cs->hist_len--;
+        cs->events_overwritten += LTR_COMMIT_EVENTS(ltr_ring_committed(cs->ring, idx));
+        cs->buffers_overwritten++;
+        ltr_ring_release(cs->ring, idx);
+    }
+}
+
+static void take_queued(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    for (;;) {
+        uint32_t idx = ltr_ring_take(cs->ring);
+        if (idx != LTR_RING_NONE) {
+            cs->queue_stall_ns = 0;
+            finish_buffer(r, c, idx);
+            continue;
+        }
+        if (!ltr_ring_queued(cs->ring))
+            return;
+        /* A producer claimed the slot but has not filled it. If that lasts, it
+         * died in between: skip the slot rather than stall the session. */
+        uint64_t now = ltr_now_ns();
+        if (!cs->queue_stall_ns)
+            cs->queue_stall_ns = now;
+        if (now - cs->queue_stall_ns < 2000000000u)
+            return;
+        rec_log("skipping a queue slot whose producer never filled it");
+        ltr_ring_skip_slot(cs->ring);
+        cs->queue_stall_ns = 0;
+    }
+}
+
+/* Every buffer a producer still owns, optionally only those of one owner. */
+static void for_active(recorder *r, bool all_owners, uint32_t owner,
+                       void (*fn)(recorder *, unsigned, uint32_t))
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        ltr_ring *ring = r->col[c].ring;
+        for (uint32_t i = 0; i < ring->nbuf; i++) {
+            ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
+            if (atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_ACTIVE &&
+                (all_owners || b->owner == owner))
+                fn(r, c, i);
+        }
+    }
+}
+
+static void flush_partial(recorder *r, unsigned c, uint32_t idx)
+{
+    write_tail(r, c, idx, true);
+}
+
+void rec_drain(recorder *r, bool flush_active)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        atomic_store(&r->col[c].ring->wake_pending, 0);
+        if (r->cfg.mode == LTR_MODE_FILE)
+            write_new_metadata(r); /* before the blocks that use it */
+        take_queued(r, c);
+        if (r->cfg.mode == LTR_MODE_MEMORY)
+            recycle(r, c);
+    }
+    if (r->cfg.mode == LTR_MODE_FILE && flush_active) {
+        write_new_metadata(r);
+        for_active(r, true, 0, flush_partial);
+        ltr_error err;
+        if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
+            rec_log("%s", err.msg);
+    }
+}
+
+/* A producer process went away: what its threads still held is complete. */
+void rec_harvest_owner(recorder *r, uint32_t owner)
+{
+    if (r->cfg.mode == LTR_MODE_FILE)
+        write_new_metadata(r);
+    for_active(r, false, owner, finish_buffer);
+}
+
+/* ---- traces ------------------------------------------------------------------ */
+
+static int write_buffer_whole(ltr_writer *w, recorder *r, unsigned c, uint32_t idx, bool partial,
+                              uint64_t *events, ltr_error *err)
+{
+    ltr_ring *ring = r->col[c].ring;
+    uint64_t commit = ltr_ring_committed(ring, idx);
+    if (!LTR_COMMIT_BYTES(commit))
+        return 0;
+    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
+    ltr_block_info info = {.collector = (uint16_t)c,
+                           .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
+                           .pid = b->pid, .tid = b->tid, .seq = b->seq,
+                           .event_count = LTR_COMMIT_EVENTS(commit)};
+    *events += info.event_count;
+    return ltr_writer_block(w, &info, ltr_ring_data(ring, idx), LTR_COMMIT_BYTES(commit), err);
+}
+
+static int save_blocks(ltr_writer *w, recorder *r, uint64_t *events, ltr_error *err)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        for (uint32_t k = 0; k < cs->hist_len; k++) {
+            int rc = write_buffer_whole(w, r, c, cs->history[(cs->hist_head + k) % cs->ring->nbuf],
+                                        false, &events[c], err);
+            if (rc)
+                return rc;
+        }
+        for (uint32_t i = 0; i < cs->ring->nbuf; i++) {
+            ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, i);
+            if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_ACTIVE)
+                continue;
+            int rc = write_buffer_whole(w, r, c, i, true, &events[c], err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_error *err)
+{
+    ltr_bytes kv = {0}, counters = {0};
+    rec_header_kv(r, &kv, "save");
+    int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
+    uint64_t meta_end = meta_complete(r, 0);
+    if (!rc && meta_end)
+        rc = ltr_writer_metadata(w, ltr_shm_meta(r->shm), meta_end, err);
+    uint64_t events[LTR_MAX_COLLECTORS] = {0}, saved_written[LTR_MAX_COLLECTORS];
+    if (!rc)
+        rc = save_blocks(w, r, events, err);
+    if (!rc)
+        rc = ltr_writer_flush(w, 0, err);
+    if (!rc) {
+        /* The counters of a save describe the save: its events are those written. */
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+            saved_written[c] = r->col[c].events_written;
+            r->col[c].events_written = events[c];
+        }
+        rec_counters(r, &counters);
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+            r->col[c].events_written = saved_written[c];
+        rc = ltr_writer_counters(w, counters.data, counters.len, err);
+    }
+    ltr_bytes_free(&kv);
+    if (!rc) {
+        rec_end_kv(r, &kv, description);
+        rc = ltr_writer_kv(w, LTR_CHUNK_END, &kv, err);
+    }
+    if (!rc)
+        rc = ltr_writer_flush(w, 1, err);
+    ltr_bytes_free(&kv);
+    ltr_bytes_free(&counters);
+    return rc;
+}
+
+int rec_save(recorder *r, const char *path, const char *description, ltr_error *err)
+{
+    rec_drain(r, false);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    ltr_writer *w;
+    int rc = ltr_writer_open(&w, tmp, err);
+    if (rc)
+        return rc;
+    rc = write_save(w, r, description, err);
+    ltr_writer_close(w);
+    if (!rc && rename(tmp, path) != 0)
+        rc = ltr_fail(err, errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+int rec_finish_file(recorder *r, const char *description, ltr_error *err)
+{
+    rec_drain(r, true);
+    for_active(r, true, 0, finish_buffer);
+    ltr_bytes counters = {0}, kv = {0};
+    ltr_writer_flush(r->writer, 0, err); /* blocks it cannot write are counted as lost */
+    rec_counters(r, &counters);
+    int rc = ltr_writer_counters(r->writer, counters.data, counters.len, err);
+    if (!rc) {
+        rec_end_kv(r, &kv, description);
+        rc = ltr_writer_kv(r->writer, LTR_CHUNK_END, &kv, err);
+    }
+    if (!rc)
+        rc = ltr_writer_flush(r->writer, 1, err);
+    ltr_bytes_free(&counters);
+    ltr_bytes_free(&kv);
+    return rc;
+}

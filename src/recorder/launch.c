@@ -1,0 +1,64 @@
+/*
+ * recorder/launch.c — starting the recorder as a daemon: double fork, a new
+ * session id, and a pipe on which it says "OK" or why it could not start.
+ */
+#include "recorder/recorder.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
+{
+    int rc = ltr_session_config_check(cfg, err);
+    if (rc)
+        return rc;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return ltr_fail(err, errno, "pipe: %s", strerror(errno));
+    pid_t child = fork();
+    if (child < 0) {
+        close(p[0]);
+        close(p[1]);
+        return ltr_fail(err, errno, "fork: %s", strerror(errno));
+    }
+    if (child == 0) {
+        close(p[0]);
+        setsid();
+        pid_t grandchild = fork();
+        if (grandchild != 0)
+            _exit(grandchild < 0 ? 1 : 0);
+        if (chdir("/") != 0) {
+            /* the recorder uses absolute paths only */
+        }
+        _exit(ltr_recorder_run(cfg, p[1]));
+    }
+    close(p[1]);
+    int status;
+    waitpid(child, &status, 0);
+    char msg[sizeof err->msg];
+    size_t used = 0;
+    ssize_t n;
+    while (used < sizeof msg - 1 && (n = read(p[0], msg + used, sizeof msg - 1 - used)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    close(p[0]);
+    msg[used] = 0;
+    if (!strcmp(msg, "OK"))
+        return 0;
+    /* "<errno> <message>" */
+    char *text = NULL;
+    long code = strtol(msg, &text, 10);
+    if (!used || code <= 0 || !text || *text != ' ')
+        return ltr_fail(err, EIO, "%s", used ? msg : "the recorder exited while starting");
+    return ltr_fail(err, (int)code, "%s", text + 1);
+}

@@ -1,0 +1,67 @@
+/*
+ * recorder/recorder.h — the session process ("recorder"): it owns a session's
+ * shared memory, answers on the session's control socket, drains full
+ * buffers to the trace file (file mode) or keeps them as a ring (memory mode),
+ * and writes traces on save and stop. `ltr start` launches it; every other
+ * session command talks to it through client.h. docs/control-protocol.md
+ * describes the socket protocol, docs/design.md the whole.
+ */
+#ifndef LTR_RECORDER_H
+#define LTR_RECORDER_H
+
+#include <ltr/common.h>
+
+#include "event/registry.h"
+#include "event/shm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LTR_MAX_SESSION_PROVIDERS 256
+#define LTR_BUFFER_KB_MIN 4u
+#define LTR_BUFFER_KB_MAX 16384u
+#define LTR_BUFFER_KB_DEFAULT 128u
+#define LTR_BUFFERS_DEFAULT 64u
+#define LTR_BUFFERS_MIN 2u
+#define LTR_BUFFERS_MAX 1048576u
+
+typedef struct ltr_provider_spec {
+    char name[104];
+    ltr_guid guid;
+    uint64_t any, all; /* keywords; any = 0 means every keyword */
+    uint8_t level;     /* 0 = every level */
+    uint8_t collector;
+} ltr_provider_spec;
+
+typedef struct ltr_collector_spec {
+    char name[32];
+    uint32_t buffer_kb;
+    uint32_t buffers;
+} ltr_collector_spec;
+
+typedef struct ltr_session_config {
+    char name[LTR_SESSION_NAME_MAX];
+    int mode;                  /* enum ltr_session_mode */
+    uint64_t max_file_size;    /* bytes, 0 = unbounded (file mode) */
+    char output[4096];         /* file mode: where the trace grows until stop */
+    char profiles[1024];       /* names of the profiles used, for the header */
+    ltr_collector_spec collectors[LTR_MAX_COLLECTORS];
+    unsigned ncollectors;
+    ltr_provider_spec providers[LTR_MAX_SESSION_PROVIDERS];
+    unsigned nproviders;
+} ltr_session_config;
+
+/* Parses NAME|GUID[:KEYWORDS[:LEVEL]] (keywords in hex or decimal, level 0..5). */
+int ltr_provider_spec_parse(const char *text, ltr_provider_spec *out, ltr_error *err);
+/* Checks a session name: 1..63 of [A-Za-z0-9_.-]. */
+int ltr_session_name_check(const char *name, ltr_error *err);
+/* Checks the whole configuration before launching. */
+int ltr_session_config_check(const ltr_session_config *cfg, ltr_error *err);
+
+/* Starts the recorder as a daemon and waits until it runs or has failed. */
+int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err);
+/* Runs the recorder in this process; writes "OK" or the error to ready_fd once
+ * set up. Returns the process exit status. */
+int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * recorder/setup.c — bringing a session up and down: the shared memory, the
+ * registry entry that makes producers write to it, the control socket, and
+ * (file mode) the trace file with its header.
+ */
+#include "recorder/internal.h"
+#include "event/event.h"
+#include "event/producer.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static size_t page_align(size_t v)
+{
+    return (v + 4095) & ~(size_t)4095;
+}
+
+static int create_shm(recorder *r, ltr_error *err)
+{
+    const ltr_session_config *cfg = &r->cfg;
+    size_t off = page_align(sizeof(ltr_shm));
+    size_t ring_off[LTR_MAX_COLLECTORS];
+    for (unsigned c = 0; c < cfg->ncollectors; c++) {
+        ring_off[c] = off;
+        off = page_align(off + ltr_ring_size(cfg->collectors[c].buffer_kb * 1024u,
+                                             cfg->collectors[c].buffers));
+    }
+    size_t meta_off = off;
+    off = page_align(off + LTR_SHM_META_CAPACITY);
+    size_t procs_off = off;
+    off = page_align(off + sizeof(ltr_shm_proc) * LTR_SHM_PROCS);
+    int fd = ltr_memfd_create("ltr-session", off, err);
+    if (fd < 0)
+        return fd;
+    void *mem = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return ltr_fail(err, e, "cannot map %zu bytes of shared memory: %s", off, strerror(e));
+    }
+    ltr_shm *shm = mem;
+    shm->magic = LTR_SHM_MAGIC;
+    shm->size = off;
+    shm->incarnation = r->incarnation;
+    shm->mode = (uint32_t)cfg->mode;
+    shm->ncollectors = cfg->ncollectors;
+    shm->start_ns = r->start_ns;
+    for (unsigned c = 0; c < cfg->ncollectors; c++) {
+        snprintf(shm->collectors[c].name, sizeof shm->collectors[c].name, "%s", cfg->collectors[c].name);
+        shm->collectors[c].ring_offset = ring_off[c];
+        ltr_ring_init((uint8_t *)mem + ring_off[c], cfg->collectors[c].buffer_kb * 1024u,
+                      cfg->collectors[c].buffers);
+    }
+    shm->meta_offset = meta_off;
+    shm->meta_capacity = LTR_SHM_META_CAPACITY;
+    shm->procs_offset = procs_off;
+    shm->nprocs = LTR_SHM_PROCS;
+    atomic_store(&shm->state, LTR_SESSION_RUNNING);
+    r->shm = shm;
+    r->shm_size = off;
+    r->memfd = fd;
+    return 0;
+}
+
+static int alloc_notes(recorder *r, ltr_error *err)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        cs->ring = ltr_shm_ring(r->shm, c);
+        cs->notes = calloc(cs->ring->nbuf, sizeof *cs->notes);
+        cs->history = calloc(cs->ring->nbuf, sizeof *cs->history);
+        if (!cs->notes || !cs->history)
+            return ltr_fail(err, ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int open_socket(recorder *r, const char *dir, ltr_error *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(r->sock_path, sizeof r->sock_path, "%s/%s.sock", dir, r->cfg.name);
+    if (strlen(r->sock_path) >= sizeof sa.sun_path)
+        return ltr_fail(err, ENAMETOOLONG, "socket path %s is too long", r->sock_path);
+    strcpy(sa.sun_path, r->sock_path);
+    unlink(r->sock_path); /* a stale socket of a killed recorder of this name */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return ltr_fail(err, errno, "socket: %s", strerror(errno));
+    mode_t old = umask(077); /* the socket is the owner's only: 0600 */
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc != 0 || listen(fd, 64) != 0) {
+        int e = errno;
+        close(fd);
+        return ltr_fail(err, e, "cannot listen on %s: %s", r->sock_path, strerror(e));
+    }
+    r->listen_fd = fd;
+    return 0;
+}
+
+static int open_output(recorder *r, ltr_error *err)
+{
+    int rc = ltr_writer_open(&r->writer, r->cfg.output, err);
+    if (rc)
+        return rc;
+    if (r->cfg.max_file_size)
+        ltr_writer_set_limit(r->writer, r->cfg.max_file_size);
+    ltr_writer_set_drop_callback(r->writer, rec_on_drop, r);
+    ltr_bytes kv = {0};
+    rec_header_kv(r, &kv, "file");
+    rc = ltr_writer_kv(r->writer, LTR_CHUNK_HEADER, &kv, err);
+    ltr_bytes_free(&kv);
+    if (!rc)
+        rc = ltr_writer_flush(r->writer, 1, err);
+    return rc;
+}
+
+/* Finds the registry slot for our name: refused if a live session has it. */
+static int claim_slot(recorder *r, ltr_error *err)
+{
+    int free_slot = -1;
+    for (unsigned s = 0; s < r->reg->nsessions; s++) {
+        ltr_reg_session *rs = &r->reg->sessions[s];
+        if (!atomic_load(&rs->incarnation)) {
+            if (free_slot < 0)
+                free_slot = (int)s;
+        } else if (!strcmp(rs->name, r->cfg.name)) {
+            return ltr_fail(err, EEXIST, "a session named '%s' is already running (recorder pid %u); "
+                                         "stop it first or pick another name with --instance",
+                            r->cfg.name, rs->recorder_pid);
+        }
+    }
+    if (free_slot < 0)
+        return ltr_fail(err, EBUSY, "%d sessions are running already, the most ltr allows",
+                        LTR_MAX_SESSIONS);
+    r->slot = (unsigned)free_slot;
+    return 0;
+}
+
+static void enable_providers(recorder *r)
+{
+    for (unsigned i = 0; i < r->cfg.nproviders; i++) {
+        const ltr_provider_spec *ps = &r->cfg.providers[i];
+        ltr_reg_provider *p = ltr_registry_provider(r->reg, &ps->guid, ps->name);
+        if (!p) {
+            rec_log("provider table full: %s not enabled", ps->name);
+            continue;
+        }
+        ltr_reg_enable *e = &p->per[r->slot];
+        atomic_store(&e->level, ps->level);
+        atomic_store(&e->collector, ps->collector);
+        atomic_store(&e->any, ps->any);
+        atomic_store(&e->all, ps->all);
+        atomic_fetch_or(&p->sessions, 1u << r->slot);
+    }
+}
+
+static int open_fds(recorder *r, ltr_error *err)
+{
+    r->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    r->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (r->wakefd < 0 || r->signal_fd < 0)
+        return ltr_fail(err, errno, "eventfd/signalfd: %s", strerror(errno));
+    return 0;
+}
+
+int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = *cfg;
+    r->memfd = r->wakefd = r->listen_fd = r->signal_fd = -1;
+    r->next_owner = 1;
+    r->start_ns = ltr_now_ns();
+    r->start_wall_ns = ltr_wall_ns();
+    char dir[4096];
+    int rc = ltr_runtime_dir(dir, sizeof dir, err);
+    if (rc)
+        return rc;
+    r->reg = ltr_registry_get(err);
+    if (!r->reg)
+        return -err->code;
+    rc = open_fds(r, err);
+    if (rc)
+        return rc;
+    ltr_registry_lock();
+    ltr_registry_reap(r->reg);
+    rc = claim_slot(r, err);
+    if (!rc) {
+        r->incarnation = atomic_fetch_add(&r->reg->next_incarnation, 1);
+        rc = create_shm(r, err);
+    }
+    if (!rc)
+        rc = alloc_notes(r, err);
+    if (!rc)
+        rc = open_socket(r, dir, err);
+    if (!rc && cfg->mode == LTR_MODE_FILE)
+        rc = open_output(r, err);
+    if (!rc) {
+        ltr_reg_session *rs = &r->reg->sessions[r->slot];
+        snprintf(rs->name, sizeof rs->name, "%s", cfg->name);
+        rs->recorder_pid = (uint32_t)getpid();
+        atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
+        enable_providers(r);
+        ltr_producer_attach_local(r->slot, r->shm, r->shm_size, 0, r->wakefd);
+    }
+    ltr_registry_unlock();
+    return rc;
+}
+
+void rec_unpublish(recorder *r)
+{
+    if (!r->shm || !r->reg)
+        return;
+    atomic_store(&r->shm->state, LTR_SESSION_STOPPING);
+    ltr_registry_lock();
+    for (unsigned i = 0; i < r->reg->nproviders; i++)
+        atomic_fetch_and(&r->reg->providers[i].sessions, ~(1u << r->slot));
+    if (atomic_load(&r->reg->sessions[r->slot].incarnation) == r->incarnation)
+        atomic_store(&r->reg->sessions[r->slot].incarnation, 0);
+    ltr_registry_unlock();
+}
+
+void rec_teardown(recorder *r)
+{
+    if (r->listen_fd >= 0) {
+        close(r->listen_fd);
+        unlink(r->sock_path);
+    }
+    ltr_producer_detach_local(r->slot);
+    for (unsigned i = 0; i < r->nconns; i++)
+        close(r->conns[i].fd);
+    free(r->conns);
+    free(r->losses);
+    for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
+        free(r->col[c].notes);
+        free(r->col[c].history);
+    }
+    if (r->writer)
+        ltr_writer_close(r->writer);
+    if (r->shm)
+        munmap(r->shm, r->shm_size);
+    if (r->memfd >= 0)
+        close(r->memfd);
+    if (r->wakefd >= 0)
+        close(r->wakefd);
+    if (r->signal_fd >= 0)
+        close(r->signal_fd);
+}
+
+/* Claims a loss-counter slot for a process and writes its PROCESS record. */
+int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
+{
+    char path[64], buf[65536];
+    ltr_bytes b = {0};
+    size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
+    ltr_bytes_put_u32(&b, (uint32_t)pid);
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    uint32_t ppid = 0;
+    if (ltr_read_small_file(path, buf, sizeof buf) > 0) {
+        const char *close_paren = strrchr(buf, ')');
+        if (close_paren)
+            sscanf(close_paren + 2, "%*c %u", &ppid);
+    }
+    ltr_bytes_put_u32(&b, ppid);
+    ltr_bytes_put_u64(&b, ltr_now_ns());
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    ltr_bytes_put_str(&b, buf);
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    ssize_t len = ltr_read_small_file(path, buf, sizeof buf);
+    uint16_t argc = 0;
+    for (ssize_t i = 0; i < len; i++)
+        argc += buf[i] == 0;
+    ltr_bytes_put_u16(&b, argc);
+    for (const char *a = buf; a < buf + len; a += strlen(a) + 1)
+        ltr_bytes_put_str(&b, a);
+    ltr_bytes_record_end(&b, rec);
+    if (!b.failed)
+        ltr_shm_meta_append(r->shm, b.data, (uint32_t)b.len);
+    ltr_bytes_free(&b);
+    uint32_t slot = r->next_proc < r->shm->nprocs ? r->next_proc++ : r->shm->nprocs - 1;
+    atomic_store(&ltr_shm_procs(r->shm)[slot].pid, (uint32_t)pid);
+    *proc_slot = slot;
+    return 0;
+}

@@ -1,0 +1,143 @@
+/*
+ * tests/util/testutil.c — see testutil.h.
+ */
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char sandbox[256];
+
+const char *tu_sandbox(void)
+{
+    snprintf(sandbox, sizeof sandbox, "/tmp/ltr-test-XXXXXX");
+    if (!mkdtemp(sandbox))
+        abort();
+    char rt[300];
+    snprintf(rt, sizeof rt, "%s/run", sandbox);
+    setenv("LTR_RUNTIME_DIR", rt, 1);
+    setenv("TMPDIR", sandbox, 1);
+    return sandbox;
+}
+
+void tu_sandbox_end(void)
+{
+    if (!sandbox[0])
+        return;
+    char cmd[1024];
+    /* Sessions a failed test left running would outlive it. */
+    snprintf(cmd, sizeof cmd,
+             "for s in %s/run/*.sock; do [ -e \"$s\" ] && %s cancel --instance \"$(basename \"$s\" .sock)\"; "
+             "done >/dev/null 2>&1; rm -rf %s",
+             sandbox, tu_ltr(), sandbox);
+    if (system(cmd) != 0) {
+        /* best effort */
+    }
+    sandbox[0] = 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = 0;
+    fclose(f);
+    return buf;
+}
+
+tu_result tu_run(const char *fmt, ...)
+{
+    char cmd[8192], full[9000], out[300], err[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(out, sizeof out, "%s/.out", sandbox[0] ? sandbox : "/tmp");
+    snprintf(err, sizeof err, "%s/.err", sandbox[0] ? sandbox : "/tmp");
+    snprintf(full, sizeof full, "( %s ) >%s 2>%s </dev/null", cmd, out, err);
+    int st = system(full);
+    tu_result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    if (getenv("LTR_TEST_VERBOSE"))
+        fprintf(stderr, "$ %s\n[%d]\n%s%s", cmd, r.status, r.out, r.err);
+    return r;
+}
+
+void tu_free(tu_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+const char *tu_ltr(void)
+{
+    const char *b = getenv("LTR_BIN");
+    return b ? b : "ltr";
+}
+
+const char *tu_test_bin(const char *name)
+{
+    static char path[4][1024];
+    static int k;
+    const char *dir = getenv("LTR_TEST_BIN");
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", dir ? dir : ".", name);
+    return path[k];
+}
+
+long long tu_field(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    const char *p = strstr(text, pat);
+    return p ? atoll(p + strlen(pat)) : -1;
+}
+
+tu_trace tu_read_trace(const char *path, const char *provider)
+{
+    tu_trace r = {0};
+    ltr_trace *t;
+    ltr_error err;
+    if (ltr_trace_open(path, &t, &err) != 0)
+        return r;
+    const ltr_event *ev;
+    int rc;
+    while ((rc = ltr_trace_next(t, &ev, &err)) > 0) {
+        r.events++;
+        const char *pname = ev->layout->provider->name;
+        if (provider && pname && !strcmp(pname, provider))
+            r.provider_events++;
+        if (pname && !strcmp(pname, "ltr") && !strcmp(ev->layout->name, "Marker"))
+            r.markers++;
+    }
+    r.ok = rc == 0;
+    r.complete = ltr_trace_complete(t);
+    r.has_counters = ltr_trace_has_counters(t);
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
+        const ltr_collector_counters *c = ltr_trace_collector_at(t, i);
+        r.events_lost += c->events_lost;
+        r.events_overwritten += c->events_overwritten;
+        r.buffers_lost += c->buffers_lost;
+    }
+    ltr_trace_summary sum;
+    ltr_trace_summarize(t, &sum);
+    r.damage = sum.damage;
+    const char *d = ltr_trace_kv(t, LTR_KV_END, "session.description");
+    snprintf(r.description, sizeof r.description, "%s", d ? d : "");
+    ltr_trace_close(t);
+    return r;
+}

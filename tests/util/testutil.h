@@ -1,0 +1,42 @@
+/*
+ * tests/util/testutil.h — helpers of the tests that drive the ltr command:
+ * a private runtime directory per test, running a command and capturing its
+ * output and exit status, and reading a trace back through the public reader.
+ */
+#ifndef LTR_TESTUTIL_H
+#define LTR_TESTUTIL_H
+
+#include <stdint.h>
+
+typedef struct tu_result {
+    int status; /* exit status, or 128 + signal */
+    char *out, *err;
+} tu_result;
+
+/* A fresh directory under /tmp; also sets LTR_RUNTIME_DIR and TMPDIR into it. */
+const char *tu_sandbox(void);
+/* Removes the sandbox after cancelling any session still running in it. */
+void tu_sandbox_end(void);
+/* Runs a shell command (printf-style), waits, captures stdout and stderr. */
+tu_result tu_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tu_free(tu_result *r);
+/* Path of build/bin/ltr, and of a test program built beside the tests. */
+const char *tu_ltr(void);
+const char *tu_test_bin(const char *name);
+/* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
+long long tu_field(const char *text, const char *key);
+
+/* What a trace holds, read with the public reader. */
+typedef struct tu_trace {
+    int ok;                  /* opened and read to the end */
+    uint64_t events;         /* all events */
+    uint64_t provider_events; /* events of the provider named in tu_read_trace */
+    uint64_t markers;        /* ltr/Marker events */
+    uint64_t events_lost, events_overwritten, buffers_lost; /* summed over collectors */
+    int complete, has_counters;
+    uint64_t damage;
+    char description[256];
+} tu_trace;
+tu_trace tu_read_trace(const char *path, const char *provider);
+
+#endif
