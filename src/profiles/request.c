@@ -1,0 +1,329 @@
+/*
+ * profiles/request.c — the entry points of profiles.h: parsing profile specs,
+ * loading the built-in and named files into one catalog, choosing the variant
+ * each spec means, and listing a file's profiles.
+ */
+#include "profiles/profiles.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "profiles/catalog.h"
+#include "profiles/inherit.h"
+#include "profiles/plan.h"
+
+typedef struct spec {
+    char *file;   /* NULL: a built-in profile */
+    char *name;
+    int level;    /* LTR_PROFILE_LIGHT / _VERBOSE, 0 when not given */
+} spec;
+
+/* `[FILE.wprp!]Name[.light|.verbose]` */
+static int parse_spec(const char *text, spec *s, ltr_diag_list *diags)
+{
+    memset(s, 0, sizeof *s);
+    const char *bang = strrchr(text, '!');
+    if (bang) {
+        s->file = strndup(text, (size_t)(bang - text));
+        text = bang + 1;
+    }
+    s->name = prof_strdup(text);
+    char *dot = strrchr(s->name, '.');
+    if (dot && strcasecmp(dot, ".light") == 0)
+        s->level = LTR_PROFILE_LIGHT;
+    else if (dot && strcasecmp(dot, ".verbose") == 0)
+        s->level = LTR_PROFILE_VERBOSE;
+    if (s->level)
+        *dot = 0;
+    if (!*s->name || (s->file && !*s->file)) {
+        ltr_diag_add(diags, LTR_DIAG_ERROR, NULL, 0, text,
+                     "not a profile: expected [FILE.wprp!]Name[.light|.verbose]");
+        return -1;
+    }
+    return 0;
+}
+
+static void spec_free(spec *s)
+{
+    free(s->file);
+    free(s->name);
+}
+
+/* DetailLevel and LoggingMode of a resolved profile, with WPR's defaults
+ * (Verbose, File). Returns -1, reported, for any other value. */
+static int variant_of(wprp_catalog *c, const wprp_node *r, int *level, int *mode)
+{
+    const char *l = wprp_node_value(r, "DetailLevel"), *m = wprp_node_value(r, "LoggingMode");
+    *level = !l || strcasecmp(l, "Verbose") == 0 ? LTR_PROFILE_VERBOSE
+             : strcasecmp(l, "Light") == 0       ? LTR_PROFILE_LIGHT
+                                                 : 0;
+    *mode = !m || strcasecmp(m, "File") == 0 ? LTR_PROFILE_FILEMODE
+            : strcasecmp(m, "Memory") == 0   ? LTR_PROFILE_MEMORYMODE
+                                             : 0;
+    if (!*level)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, r->file, r->line, r->id,
+                     "DetailLevel=\"%s\": expected Light or Verbose", l);
+    if (!*mode)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, r->file, r->line, r->id,
+                     "LoggingMode=\"%s\": expected File or Memory", m);
+    return *level && *mode ? 0 : -1;
+}
+
+/* Profiles the spec can mean: those of its file, or the listed built-ins. */
+static bool in_scope(const wprp_node *n, const char *file)
+{
+    if (n->kind != WPRP_PROFILE)
+        return false;
+    return file ? strcmp(n->file, file) == 0 : n->builtin;
+}
+
+typedef struct match {
+    wprp_node *v[4]; /* [level-1][mode-1]: Light/Verbose x File/Memory */
+    bool any;
+} match;
+
+static void find_variants(wprp_catalog *c, const char *file, const char *name, match *m)
+{
+    memset(m, 0, sizeof *m);
+    for (size_t i = 0; i < c->n; i++) {
+        wprp_node *n = c->nodes[i];
+        if (!in_scope(n, file))
+            continue;
+        const wprp_node *r = wprp_resolve(c, n);
+        const char *rn = r ? wprp_node_value(r, "Name") : NULL;
+        int level, mode;
+        if (!rn || strcasecmp(rn, name) != 0 || variant_of(c, r, &level, &mode) != 0)
+            continue;
+        m->v[(level - 1) * 2 + (mode - 1)] = n; /* a later definition wins */
+        m->any = true;
+    }
+}
+
+static const char *level_name(int l)
+{
+    return l == LTR_PROFILE_LIGHT ? "Light" : "Verbose";
+}
+
+static const char *mode_name(int m)
+{
+    return m == LTR_PROFILE_FILEMODE ? "File" : "Memory";
+}
+
+/* The variant a spec means: its level (or Verbose, else Light) in the mode. */
+static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool filemode)
+{
+    match m;
+    find_variants(c, file, s->name, &m);
+    const char *where = file ? file : "the built-in profiles";
+    if (!m.any) {
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no profile of that name in %s",
+                     where);
+        return NULL;
+    }
+    int mode = filemode ? LTR_PROFILE_FILEMODE : LTR_PROFILE_MEMORYMODE;
+    int level = s->level;
+    if (!level)
+        level = m.v[2 + mode - 1] ? LTR_PROFILE_VERBOSE : LTR_PROFILE_LIGHT;
+    wprp_node *n = m.v[(level - 1) * 2 + (mode - 1)];
+    if (!n) {
+        char have[128] = "";
+        for (int i = 0; i < 4; i++)
+            if (m.v[i])
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s.%s",
+                         *have ? ", " : "", level_name(i / 2 + 1), mode_name(i % 2 + 1));
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "no %s %s variant in %s (it has %s)%s", level_name(level), mode_name(mode),
+                     where, have, filemode ? "" : "; --filemode picks the File variants");
+    }
+    return n;
+}
+
+static ltr_plan *new_plan(bool filemode)
+{
+    ltr_plan *p = calloc(1, sizeof *p);
+    if (p)
+        p->mode = filemode ? LTR_PLAN_FILE : LTR_PLAN_MEMORY;
+    return p;
+}
+
+static int load_builtins(wprp_catalog *c, const char *dir)
+{
+    return wprp_catalog_load_dir(c, dir ? dir : ltr_profiles_builtin_dir());
+}
+
+/* Loads every file the specs name, so that each can use the others' ids. */
+static int load_spec_files(wprp_catalog *c, spec *specs, size_t n, const char **files)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        files[i] = NULL;
+        if (specs[i].file && wprp_catalog_load(c, specs[i].file, false, &files[i]) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char *file,
+                     bool filemode)
+{
+    wprp_node *n = choose(c, s, file, filemode);
+    if (!n)
+        return;
+    char *label = file ? prof_asprintf("%s!%s", file, n->id) : prof_strdup(n->id);
+    plan_add_profile(c, plan, n, label, true);
+    free(label);
+}
+
+int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
+{
+    ltr_plan *plan = new_plan(req->filemode);
+    *out = plan;
+    if (!plan)
+        return -1;
+    wprp_catalog cat;
+    wprp_catalog_init(&cat, &plan->diags);
+    spec *specs = calloc(req->nspecs + 1, sizeof *specs);
+    const char **files = calloc(req->nspecs + 1, sizeof *files);
+    if (!specs || !files)
+        abort();
+    size_t parsed = 0;
+    int rc = 0;
+    for (; parsed < req->nspecs; parsed++)
+        if (parse_spec(req->specs[parsed], &specs[parsed], &plan->diags) != 0)
+            rc = -1;
+    if (!req->nspecs)
+        ltr_diag_add(&plan->diags, LTR_DIAG_ERROR, NULL, 0, NULL, "no profile given");
+    if (rc == 0 && req->nspecs) {
+        load_builtins(&cat, req->builtin_dir);
+        if (load_spec_files(&cat, specs, req->nspecs, files) == 0)
+            for (size_t i = 0; i < req->nspecs; i++)
+                add_spec(&cat, plan, &specs[i], files[i], req->filemode);
+    }
+    for (size_t i = 0; i < parsed; i++)
+        spec_free(&specs[i]);
+    free(specs);
+    free(files);
+    wprp_catalog_free(&cat);
+    return plan->diags.errors ? -1 : 0;
+}
+
+void ltr_plan_free(ltr_plan *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nprofiles; i++)
+        free(p->profiles[i]);
+    free(p->profiles);
+    for (size_t i = 0; i < p->ncollectors; i++)
+        free(p->collectors[i].name);
+    free(p->collectors);
+    for (size_t i = 0; i < p->nproviders; i++)
+        free(p->providers[i].name);
+    free(p->providers);
+    for (size_t i = 0; i < p->nsyskw; i++)
+        free(p->syskw[i].name);
+    free(p->syskw);
+    for (size_t i = 0; i < p->nsysstacks; i++)
+        free(p->sysstacks[i]);
+    free(p->sysstacks);
+    free(p->heap.pids);
+    for (size_t i = 0; i < p->heap.nprocess_names; i++)
+        free(p->heap.process_names[i]);
+    free(p->heap.process_names);
+    for (size_t i = 0; i < p->nskipped; i++) {
+        free(p->skipped[i].what);
+        free(p->skipped[i].reason);
+        free(p->skipped[i].file);
+    }
+    free(p->skipped);
+    ltr_diag_list_free(&p->diags);
+    free(p);
+}
+
+/* ---- listing -------------------------------------------------------------- */
+
+static ltr_profile_info *info_for(ltr_profile_list *l, const char *name, const char *file)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcasecmp(l->v[i].name, name) == 0)
+            return &l->v[i];
+    ltr_profile_info *v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (!v)
+        abort();
+    l->v = v;
+    l->v[l->n] = (ltr_profile_info){prof_strdup(name), NULL, 0, 0, prof_strdup(file)};
+    return &l->v[l->n++];
+}
+
+/* Builds a throwaway plan of one variant, to report what using it would. */
+static void try_variant(wprp_catalog *c, wprp_node *n, int mode)
+{
+    ltr_plan *p = new_plan(mode == LTR_PROFILE_FILEMODE);
+    if (!p)
+        abort();
+    plan_add_profile(c, p, n, n->id, false);
+    ltr_plan_free(p);
+}
+
+static void list_node(wprp_catalog *c, ltr_profile_list *l, wprp_node *n)
+{
+    const wprp_node *r = wprp_resolve(c, n);
+    const char *name = r ? wprp_node_value(r, "Name") : NULL;
+    int level, mode;
+    if (!r)
+        return;
+    if (!name || !*name) {
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, r->file, r->line, r->id,
+                     "Profile without a Name attribute");
+        return;
+    }
+    const char *internal = wprp_node_value(r, "Internal");
+    bool hidden = false;
+    if (n->builtin && internal && plan_parse_bool(internal, &hidden) == 0 && hidden)
+        return;
+    if (variant_of(c, r, &level, &mode) != 0)
+        return;
+    ltr_profile_info *info = info_for(l, name, n->file);
+    info->levels |= (unsigned)level;
+    info->modes |= (unsigned)mode;
+    const char *d = wprp_node_value(r, "Description");
+    if (!info->description && d && *d)
+        info->description = prof_strdup(d);
+    try_variant(c, n, mode);
+}
+
+int ltr_profiles_list(const char *file, const char *builtin_dir, ltr_profile_list **out)
+{
+    ltr_profile_list *l = calloc(1, sizeof *l);
+    *out = l;
+    if (!l)
+        return -1;
+    wprp_catalog cat;
+    wprp_catalog_init(&cat, &l->diags);
+    load_builtins(&cat, builtin_dir);
+    const char *scope = NULL;
+    if (!file || wprp_catalog_load(&cat, file, false, &scope) == 0 || scope)
+        for (size_t i = 0; i < cat.n; i++)
+            if (in_scope(cat.nodes[i], scope))
+                list_node(&cat, l, cat.nodes[i]);
+    if (file && !scope && !l->diags.errors)
+        ltr_diag_add(&l->diags, LTR_DIAG_ERROR, file, 0, NULL, "cannot load the file");
+    wprp_catalog_free(&cat);
+    return l->diags.errors ? -1 : 0;
+}
+
+void ltr_profile_list_free(ltr_profile_list *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].name);
+        free(l->v[i].description);
+        free(l->v[i].file);
+    }
+    free(l->v);
+    ltr_diag_list_free(&l->diags);
+    free(l);
+}
