@@ -1,0 +1,242 @@
+/*
+ * ltr/trace.h — reading .ltr trace files (docs/trace-format.md). Every tool
+ * that looks at a trace (info, dump, analyze, export, report) goes through
+ * this: open, stream the events in file order with their layouts and typed
+ * fields, look up the metadata met so far, and learn what was damaged.
+ *
+ * Memory stays bounded by one chunk plus the metadata tables, whatever the
+ * file size. A damaged file never makes a call fail or read out of bounds:
+ * intact chunks are returned, damaged stretches are listed (ltr_trace_damage_*).
+ *
+ * Pointers returned by this API stay valid until ltr_trace_rewind or
+ * ltr_trace_close, except the event from ltr_trace_next, valid until the next call.
+ */
+#ifndef LTR_TRACE_H
+#define LTR_TRACE_H
+
+#include <ltr/common.h>
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ltr_trace ltr_trace;
+
+/* A provider. When a layout names a GUID no PROVIDER record described (yet),
+ * the provider is listed with named = 0 and the GUID text as its name. */
+typedef struct ltr_provider {
+    ltr_guid guid;
+    const char *name;
+    int named;
+    uint64_t events; /* events of this provider read so far */
+} ltr_provider;
+
+typedef struct ltr_field {
+    const char *name;
+    ltr_type type;
+} ltr_field;
+
+typedef struct ltr_layout {
+    uint32_t id;
+    const ltr_provider *provider;
+    uint16_t event_id;
+    uint8_t level, opcode;
+    uint64_t keywords;
+    const char *name;
+    uint16_t field_count;
+    const ltr_field *fields;
+    uint64_t events; /* events of this layout read so far */
+} ltr_layout;
+
+/* A process. Events of a pid no PROCESS record described create an entry with
+ * known = 0 (exe "", no argv) so their count is kept. A later PROCESS record for
+ * the same pid (after exec) updates the entry. */
+typedef struct ltr_process {
+    uint32_t pid, ppid;
+    uint64_t start_ts;
+    const char *exe;
+    uint32_t argc;
+    const char *const *argv;
+    int known;
+    uint64_t events;
+} ltr_process;
+
+/* A thread, keyed by tid; known = 0 as for processes. */
+typedef struct ltr_thread {
+    uint32_t pid, tid;
+    uint64_t ts;
+    const char *name;
+    int known;
+    uint64_t events;
+} ltr_thread;
+
+/* One event. payload/field_offsets point into the reader's chunk buffer. */
+typedef struct ltr_event {
+    uint64_t ts;          /* CLOCK_MONOTONIC ns */
+    uint32_t pid, tid;    /* of the producer thread */
+    uint16_t collector;
+    uint16_t block_flags;
+    uint64_t buffer_seq;  /* sequence number of its buffer within the collector */
+    const ltr_layout *layout;
+    const uint8_t *payload;
+    uint32_t payload_size;
+    /* layout->field_count + 1 entries: where each field starts in payload,
+     * then where the last one ends. Checked against payload_size by the reader. */
+    const uint32_t *field_offsets;
+} ltr_event;
+
+/* A typed field value. Strings and blobs point into the payload (no NUL). */
+typedef struct ltr_value {
+    ltr_type type;
+    union {
+        uint64_t u; /* u8..u64, pointer, bool (0/1) */
+        int64_t i;  /* i8..i64 */
+        double f;   /* f64 */
+        struct {
+            const uint8_t *data;
+            size_t len;
+        } bytes;    /* string, blob */
+    };
+} ltr_value;
+
+typedef enum ltr_damage_kind {
+    LTR_DAMAGE_BAD_HEADER = 1, /* bytes where a chunk header should be but is not (bad magic or CRC) */
+    LTR_DAMAGE_BAD_CRC = 2,    /* payload CRC mismatch */
+    LTR_DAMAGE_TRUNCATED = 3,  /* the file ends inside a chunk */
+    LTR_DAMAGE_DECOMPRESS = 4, /* payload does not decompress to its raw size */
+    LTR_DAMAGE_BAD_RECORD = 5, /* chunk intact but its content does not parse */
+    LTR_DAMAGE_MISSING = 6,    /* chunk sequence numbers skip: whole chunks lost */
+} ltr_damage_kind;
+
+typedef struct ltr_damage {
+    ltr_damage_kind kind;
+    uint64_t offset;    /* file offset of the damaged chunk or stretch */
+    uint64_t length;    /* bytes of the file skipped (0 for BAD_RECORD and MISSING) */
+    int64_t chunk_seq;  /* chunk sequence number, -1 if unknown */
+    uint64_t count;     /* occurrences merged into this entry (bad records of one chunk) */
+    char detail[160];   /* what exactly was wrong */
+} ltr_damage;
+
+typedef struct ltr_collector_counters {
+    uint16_t collector;
+    const char *name;
+    uint32_t buffer_size, buffers;
+    uint64_t events_written, events_lost, buffers_written, buffers_lost;
+    uint64_t events_overwritten, buffers_overwritten;
+} ltr_collector_counters;
+
+typedef struct ltr_process_lost {
+    uint16_t collector;
+    uint32_t pid;
+    uint64_t events_lost, buffers_lost;
+} ltr_process_lost;
+
+/* What was read so far (after ltr_trace_scan: the whole file). */
+typedef struct ltr_trace_summary {
+    uint64_t file_size;
+    uint64_t chunks;     /* intact chunks */
+    uint64_t blocks;     /* buffer blocks */
+    uint64_t events;
+    uint64_t first_ts, last_ts; /* smallest and largest event timestamp; 0 if no events */
+    uint64_t damage;     /* damage occurrences (sum of counts) */
+    int complete;        /* END chunk seen */
+} ltr_trace_summary;
+
+/* Opens a trace and reads up to its first intact chunk (normally HEADER).
+ * Fails with a message naming the file for: a missing or unreadable file, a file
+ * that is not an ltr trace, a newer format version. Returns 0 or -errno. */
+LTR_API int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err);
+LTR_API void ltr_trace_close(ltr_trace *t);
+LTR_API const char *ltr_trace_path(const ltr_trace *t);
+LTR_API uint32_t ltr_trace_version(const ltr_trace *t);
+
+/* Next event in file order: returns 1 and sets *ev, 0 at the end of the file,
+ * or -errno on an I/O error (err filled). Damage is not an error: it is recorded
+ * and reading goes on with the next intact chunk. */
+LTR_API int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err);
+/* Back to the first chunk; forgets metadata, counts, damage and key/values. */
+LTR_API int ltr_trace_rewind(ltr_trace *t, ltr_error *err);
+/* Rewinds, reads the whole file once, and summarises it; afterwards the tables
+ * hold everything with their per-provider/layout/process/thread event counts. */
+LTR_API int ltr_trace_scan(ltr_trace *t, ltr_trace_summary *out, ltr_error *err);
+LTR_API void ltr_trace_summarize(const ltr_trace *t, ltr_trace_summary *out);
+
+/* HEADER and END key/value lists (text values). A later chunk of the same kind
+ * overrides a key. */
+typedef enum ltr_kv_list { LTR_KV_HEADER = 1, LTR_KV_END = 5 } ltr_kv_list;
+LTR_API const char *ltr_trace_kv(const ltr_trace *t, ltr_kv_list list, const char *key);
+LTR_API size_t ltr_trace_kv_count(const ltr_trace *t, ltr_kv_list list);
+/* Returns 0 and the i-th entry, or -1 if i is out of range. */
+LTR_API int ltr_trace_kv_at(const ltr_trace *t, ltr_kv_list list, size_t i, const char **key,
+                            const char **value);
+/* clock.start_ns of the header if present, else the timestamp of the first event
+ * read, else 0: the origin that "seconds since trace start" count from. */
+LTR_API uint64_t ltr_trace_origin_ns(const ltr_trace *t);
+/* END chunk seen so far: the trace is complete rather than cut short. */
+LTR_API int ltr_trace_complete(const ltr_trace *t);
+
+/* Metadata tables, in the order first met. */
+LTR_API size_t ltr_trace_provider_count(const ltr_trace *t);
+LTR_API const ltr_provider *ltr_trace_provider_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_provider *ltr_trace_provider_find(const ltr_trace *t, const ltr_guid *guid);
+LTR_API size_t ltr_trace_layout_count(const ltr_trace *t);
+LTR_API const ltr_layout *ltr_trace_layout_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_layout *ltr_trace_layout_find(const ltr_trace *t, uint32_t id);
+LTR_API size_t ltr_trace_process_count(const ltr_trace *t);
+LTR_API const ltr_process *ltr_trace_process_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_process *ltr_trace_process_find(const ltr_trace *t, uint32_t pid);
+LTR_API size_t ltr_trace_thread_count(const ltr_trace *t);
+LTR_API const ltr_thread *ltr_trace_thread_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t tid);
+
+/* Counters of the last COUNTERS chunk read; has_counters is 0 if none was.
+ * These pointers are valid until the next COUNTERS chunk is read. */
+LTR_API int ltr_trace_has_counters(const ltr_trace *t);
+LTR_API size_t ltr_trace_collector_count(const ltr_trace *t);
+LTR_API const ltr_collector_counters *ltr_trace_collector_at(const ltr_trace *t, size_t i);
+LTR_API size_t ltr_trace_process_lost_count(const ltr_trace *t);
+LTR_API const ltr_process_lost *ltr_trace_process_lost_at(const ltr_trace *t, size_t i);
+
+/* Damage found so far. At most 1000 entries are kept; summary.damage counts all. */
+LTR_API size_t ltr_trace_damage_count(const ltr_trace *t);
+LTR_API const ltr_damage *ltr_trace_damage_at(const ltr_trace *t, size_t i);
+LTR_API const char *ltr_damage_kind_name(ltr_damage_kind kind); /* "bad CRC", "truncated", ... */
+/* One line for people: "offset N, chunk S: KIND: detail (N times)". */
+LTR_API void ltr_damage_format(const ltr_damage *d, char *buf, size_t cap);
+
+/* Typed field access. All return 0 or a negative errno: -ERANGE for an index
+ * past the layout, -ENOENT for an unknown name, -EINVAL for a type that does not
+ * convert (get_u64 takes unsigned ints, pointer and bool; get_i64 any integer that
+ * fits; get_f64 any number). */
+LTR_API int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out);
+LTR_API int ltr_event_field_index(const ltr_event *ev, const char *name); /* index or -ENOENT */
+LTR_API int ltr_event_get_u64(const ltr_event *ev, const char *name, uint64_t *out);
+LTR_API int ltr_event_get_i64(const ltr_event *ev, const char *name, int64_t *out);
+LTR_API int ltr_event_get_f64(const ltr_event *ev, const char *name, double *out);
+LTR_API int ltr_event_get_str(const ltr_event *ev, const char *name, const char **s, size_t *len);
+LTR_API int ltr_event_get_blob(const ltr_event *ev, const char *name, const uint8_t **p, size_t *len);
+
+LTR_API const char *ltr_type_name(ltr_type type); /* "u32", "string", ...; "?" if unknown */
+
+/* Formatting, for dump and every other tool that prints events.
+ * Text: "<seconds since origin, 9 decimals> <pid>/<tid> <provider>/<event> name=value ..."
+ * with strings quoted and escaped, blobs in hex, pointers 0x..., bools true/false.
+ * JSON: one object on one line, no newline at the end:
+ * {"t":1.000000123,"ts":N,"pid":N,"tid":N,"collector":N,"provider":"..","event":"..",
+ *  "id":N,"level":N,"fields":{"name":value,...}}
+ * u64 as numbers, pointers as "0x.." strings, blobs as hex strings, f64 NaN/Inf as
+ * strings. Both return 0, or -EIO if the stream is in error. */
+LTR_API int ltr_event_print_text(FILE *out, const ltr_event *ev, uint64_t origin_ns);
+LTR_API int ltr_event_print_json(FILE *out, const ltr_event *ev, uint64_t origin_ns);
+/* A JSON string literal with quotes: control characters escaped, invalid UTF-8
+ * bytes as \ufffd. */
+LTR_API void ltr_print_json_string(FILE *out, const void *s, size_t len);
+/* Seconds since origin with 9 decimals, signed ("-0.000000100" for earlier). */
+LTR_API void ltr_print_seconds(FILE *out, uint64_t ts, uint64_t origin_ns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

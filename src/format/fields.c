@@ -1,0 +1,195 @@
+/*
+ * format/fields.c — event payloads: checks a payload against its layout once,
+ * while streaming, recording where each field starts; typed field access then
+ * only reads inside those checked bounds.
+ */
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int ltr_type_fixed_size(unsigned type)
+{
+    switch (type) {
+    case LTR_TYPE_U8: case LTR_TYPE_I8: case LTR_TYPE_BOOL: return 1;
+    case LTR_TYPE_U16: case LTR_TYPE_I16: return 2;
+    case LTR_TYPE_U32: case LTR_TYPE_I32: return 4;
+    case LTR_TYPE_U64: case LTR_TYPE_I64: case LTR_TYPE_F64: case LTR_TYPE_POINTER: return 8;
+    case LTR_TYPE_STRING: case LTR_TYPE_BLOB: return 0;
+    }
+    return -1;
+}
+
+const char *ltr_type_name(ltr_type type)
+{
+    static const char *const names[] = {"?", "u8", "u16", "u32", "u64", "i8", "i16", "i32",
+                                        "i64", "f64", "string", "blob", "pointer", "bool"};
+    return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
+}
+
+/* Size of the field at p (size bytes left), or -1 if it runs past them. */
+static int64_t field_size(ltr_type type, const uint8_t *p, size_t left)
+{
+    int fixed = ltr_type_fixed_size(type);
+    int64_t need;
+    if (fixed > 0)
+        need = fixed;
+    else if (type == LTR_TYPE_STRING)
+        need = left >= 2 ? 2 + (int64_t)ltr_get_u16(p) : -1;
+    else
+        need = left >= 4 ? 4 + (int64_t)ltr_get_u32(p) : -1;
+    return need >= 0 && (uint64_t)need <= left ? need : -1;
+}
+
+const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,
+                                    uint32_t size)
+{
+    unsigned n = l->pub.field_count;
+    if (l->fixed_offsets)
+        return l->fixed_offsets[n] <= size ? l->fixed_offsets : NULL;
+    if (t->offcap < n + 1) {
+        uint32_t *o = realloc(t->offsets, (n + 1) * sizeof *o);
+        if (!o)
+            return NULL;
+        t->offsets = o;
+        t->offcap = n + 1;
+    }
+    uint32_t off = 0;
+    for (unsigned i = 0; i < n; i++) {
+        t->offsets[i] = off;
+        int64_t fs = field_size(l->fields[i].type, p + off, size - off);
+        if (fs < 0)
+            return NULL;
+        off += (uint32_t)fs;
+    }
+    t->offsets[n] = off; /* bytes after the last field are ignored (room for growth) */
+    return t->offsets;
+}
+
+static int64_t sign_extend(uint64_t v, int bytes)
+{
+    int shift = 64 - 8 * bytes;
+    return (int64_t)(v << shift) >> shift;
+}
+
+int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out)
+{
+    const ltr_layout *l = ev->layout;
+    if (!l || index >= l->field_count)
+        return -ERANGE;
+    uint32_t off = ev->field_offsets[index], end = ev->field_offsets[index + 1];
+    if (end > ev->payload_size || off > end)
+        return -EBADMSG;
+    const uint8_t *p = ev->payload + off;
+    ltr_type type = l->fields[index].type;
+    out->type = type;
+    int fixed = ltr_type_fixed_size(type);
+    if (fixed > 0) {
+        uint64_t v = 0;
+        memcpy(&v, p, (size_t)fixed); /* little-endian host: low bytes first */
+        if (type >= LTR_TYPE_I8 && type <= LTR_TYPE_I64)
+            out->i = sign_extend(v, fixed);
+        else if (type == LTR_TYPE_F64)
+            memcpy(&out->f, &v, 8);
+        else
+            out->u = type == LTR_TYPE_BOOL ? v != 0 : v;
+        return 0;
+    }
+    size_t hdr = type == LTR_TYPE_STRING ? 2 : 4;
+    out->bytes.data = p + hdr;
+    out->bytes.len = end - off - hdr;
+    return 0;
+}
+
+int ltr_event_field_index(const ltr_event *ev, const char *name)
+{
+    const ltr_layout *l = ev->layout;
+    for (unsigned i = 0; l && i < l->field_count; i++)
+        if (!strcmp(l->fields[i].name, name))
+            return (int)i;
+    return -ENOENT;
+}
+
+static int field_by_name(const ltr_event *ev, const char *name, ltr_value *v)
+{
+    int i = ltr_event_field_index(ev, name);
+    return i < 0 ? i : ltr_event_field(ev, (unsigned)i, v);
+}
+
+static int is_unsigned(ltr_type t)
+{
+    return (t >= LTR_TYPE_U8 && t <= LTR_TYPE_U64) || t == LTR_TYPE_POINTER || t == LTR_TYPE_BOOL;
+}
+
+static int is_signed(ltr_type t) { return t >= LTR_TYPE_I8 && t <= LTR_TYPE_I64; }
+
+int ltr_event_get_u64(const ltr_event *ev, const char *name, uint64_t *out)
+{
+    ltr_value v;
+    int rc = field_by_name(ev, name, &v);
+    if (rc < 0)
+        return rc;
+    if (!is_unsigned(v.type))
+        return -EINVAL;
+    *out = v.u;
+    return 0;
+}
+
+int ltr_event_get_i64(const ltr_event *ev, const char *name, int64_t *out)
+{
+    ltr_value v;
+    int rc = field_by_name(ev, name, &v);
+    if (rc < 0)
+        return rc;
+    if (is_signed(v.type))
+        *out = v.i;
+    else if (is_unsigned(v.type) && v.u <= INT64_MAX)
+        *out = (int64_t)v.u;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+int ltr_event_get_f64(const ltr_event *ev, const char *name, double *out)
+{
+    ltr_value v;
+    int rc = field_by_name(ev, name, &v);
+    if (rc < 0)
+        return rc;
+    if (v.type == LTR_TYPE_F64)
+        *out = v.f;
+    else if (is_signed(v.type))
+        *out = (double)v.i;
+    else if (is_unsigned(v.type))
+        *out = (double)v.u;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static int get_bytes(const ltr_event *ev, const char *name, ltr_type want, const uint8_t **p, size_t *len)
+{
+    ltr_value v;
+    int rc = field_by_name(ev, name, &v);
+    if (rc < 0)
+        return rc;
+    if (v.type != want)
+        return -EINVAL;
+    *p = v.bytes.data;
+    *len = v.bytes.len;
+    return 0;
+}
+
+int ltr_event_get_str(const ltr_event *ev, const char *name, const char **s, size_t *len)
+{
+    const uint8_t *p;
+    int rc = get_bytes(ev, name, LTR_TYPE_STRING, &p, len);
+    if (rc == 0)
+        *s = (const char *)p;
+    return rc;
+}
+
+int ltr_event_get_blob(const ltr_event *ev, const char *name, const uint8_t **p, size_t *len)
+{
+    return get_bytes(ev, name, LTR_TYPE_BLOB, p, len);
+}

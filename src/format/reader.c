@@ -1,0 +1,580 @@
+/*
+ * format/reader.c — the trace reader's chunk layer and event stream
+ * (include/ltr/trace.h). Chunks are read one at a time with pread into a
+ * reused buffer, checked (header CRC, payload CRC, zstd raw size), and handed
+ * to meta.c or streamed block by block as events. Damage is recorded and the
+ * reader resyncs on the next valid chunk header, so any input is survivable.
+ */
+#include "format/reader.h"
+
+#include "format/chunk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define SCAN_WINDOW (64u * 1024u)
+
+static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(ltr_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -code;
+}
+
+void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
+                          int64_t seq, const char *fmt, ...)
+{
+    t->sum.damage++;
+    if (t->ndamage > 0) {
+        ltr_damage *last = &t->damage[t->ndamage - 1];
+        if (kind == LTR_DAMAGE_BAD_RECORD && last->kind == kind && last->offset == off) {
+            last->count++;
+            return;
+        }
+    }
+    if (t->ndamage >= LTR_MAX_DAMAGE_ENTRIES)
+        return;
+    ltr_damage *d = realloc(t->damage, (t->ndamage + 1) * sizeof *d);
+    if (!d)
+        return;
+    t->damage = d;
+    d += t->ndamage++;
+    *d = (ltr_damage){.kind = kind, .offset = off, .length = len, .chunk_seq = seq, .count = 1};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->detail, sizeof d->detail, fmt, ap);
+    va_end(ap);
+}
+
+/* pread up to len bytes; returns the count (short only at end of file) or -errno. */
+static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+static int io_fail(ltr_trace *t, ltr_error *err, ssize_t rc)
+{
+    return fail(err, (int)-rc, "reading %s: %s", t->path, strerror((int)-rc));
+}
+
+static int reserve(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    uint8_t *p = realloc(*buf, n);
+    if (!p)
+        return -ENOMEM;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+/* Finds the next offset >= from holding a chunk header whose CRC matches.
+ * Returns 1 and sets *found, 0 if there is none, or -errno. */
+static int find_header(ltr_trace *t, uint64_t from, uint64_t *found)
+{
+    uint8_t win[SCAN_WINDOW + LTR_CHUNK_HEADER_SIZE];
+    for (uint64_t off = from; off + LTR_CHUNK_HEADER_SIZE <= t->file_size; off += SCAN_WINDOW) {
+        ssize_t n = read_at(t->fd, win, sizeof win, off);
+        if (n < 0)
+            return (int)n;
+        for (ssize_t i = 0; i + (ssize_t)LTR_CHUNK_HEADER_SIZE <= n && i < (ssize_t)SCAN_WINDOW; i++) {
+            ltr_chunk_header h;
+            if (win[i] == 'L' && ltr_chunk_header_decode(win + i, &h) == LTR_CHUNK_OK) {
+                *found = off + (uint64_t)i;
+                return 1;
+            }
+        }
+        if ((size_t)n < sizeof win)
+            break;
+    }
+    return 0;
+}
+
+/* The bytes at t->pos are no chunk header: skip to the next one (or the end). */
+static int resync(ltr_trace *t, const char *why)
+{
+    uint64_t next = t->file_size;
+    int rc = find_header(t, t->pos + 1, &next);
+    if (rc < 0)
+        return rc;
+    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, next - t->pos, -1,
+                         "%s; %s %llu bytes", why, rc ? "skipped" : "no chunk header in the last",
+                         (unsigned long long)(next - t->pos));
+    t->pos = next;
+    return 0;
+}
+
+static void check_seq(ltr_trace *t, const ltr_chunk_header *h)
+{
+    if (h->seq > t->expect_seq)
+        ltr_trace_add_damage(t, LTR_DAMAGE_MISSING, t->pos, 0, (int64_t)t->expect_seq,
+                             "%llu chunk(s) missing: sequence numbers %llu to %llu",
+                             (unsigned long long)(h->seq - t->expect_seq),
+                             (unsigned long long)t->expect_seq, (unsigned long long)(h->seq - 1));
+    t->expect_seq = h->seq + 1;
+}
+
+/* Checks a valid header's sizes and flags; returns NULL if usable, else why not. */
+static const char *header_problem(const ltr_chunk_header *h, char *buf, size_t cap)
+{
+    if (h->raw_size > LTR_CHUNK_MAX_RAW)
+        snprintf(buf, cap, "raw size %u is over the 64 MiB limit", h->raw_size);
+    else if (h->flags & ~LTR_CHUNK_FLAG_ZSTD)
+        snprintf(buf, cap, "unknown chunk flags 0x%x", h->flags);
+    else if (!(h->flags & LTR_CHUNK_FLAG_ZSTD) && h->payload_size != h->raw_size)
+        snprintf(buf, cap, "uncompressed payload of %u bytes but raw size %u", h->payload_size,
+                 h->raw_size);
+    else if (h->payload_size > ZSTD_compressBound(LTR_CHUNK_MAX_RAW))
+        snprintf(buf, cap, "payload size %u is over the limit", h->payload_size);
+    else
+        return NULL;
+    return buf;
+}
+
+/* Reads, checks and decompresses the payload into t->raw. Returns 1 if intact,
+ * 0 if damaged (recorded), or -errno. */
+static int load_payload(ltr_trace *t, const ltr_chunk_header *h)
+{
+    int64_t seq = (int64_t)h->seq;
+    uint64_t avail = t->file_size - t->pos - LTR_CHUNK_HEADER_SIZE;
+    if (h->payload_size > avail) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, t->file_size - t->pos, seq,
+                             "the file ends inside chunk %lld (%llu of %u payload bytes)",
+                             (long long)seq, (unsigned long long)avail, h->payload_size);
+        return 0;
+    }
+    if (reserve(&t->cbuf, &t->ccap, h->payload_size ? h->payload_size : 1) < 0 ||
+        reserve(&t->raw, &t->rawcap, h->raw_size ? h->raw_size : 1) < 0)
+        return -ENOMEM;
+    ssize_t n = read_at(t->fd, t->cbuf, h->payload_size, t->pos + LTR_CHUNK_HEADER_SIZE);
+    if (n < 0)
+        return (int)n;
+    if ((size_t)n < h->payload_size) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, t->file_size - t->pos, seq,
+                             "the file ends inside chunk %lld (%llu of %u payload bytes)",
+                             (long long)seq, (unsigned long long)n, h->payload_size);
+        return 0;
+    }
+    uint64_t len = LTR_CHUNK_HEADER_SIZE + h->payload_size;
+    if (ltr_crc32(t->cbuf, h->payload_size) != h->payload_crc) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_CRC, t->pos, len, seq, "payload CRC mismatch in chunk %lld",
+                             (long long)seq);
+        return 0;
+    }
+    if (!(h->flags & LTR_CHUNK_FLAG_ZSTD)) {
+        memcpy(t->raw, t->cbuf, h->payload_size);
+    } else {
+        size_t r = ZSTD_decompressDCtx(t->dctx, t->raw, h->raw_size, t->cbuf, h->payload_size);
+        if (ZSTD_isError(r) || r != h->raw_size) {
+            ltr_trace_add_damage(t, LTR_DAMAGE_DECOMPRESS, t->pos, len, seq,
+                                 "chunk %lld does not decompress to its %u bytes: %s", (long long)seq,
+                                 h->raw_size, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong size");
+            return 0;
+        }
+    }
+    t->raw_len = h->raw_size;
+    return 1;
+}
+
+static void dispatch(ltr_trace *t, const ltr_chunk_header *h)
+{
+    t->chunk_off = t->pos;
+    t->chunk_seq = h->seq;
+    t->sum.chunks++;
+    switch (h->type) {
+    case LTR_CHUNK_HEADER:
+        ltr_kv_parse(t, &t->header_kv, t->raw, t->raw_len);
+        break;
+    case LTR_CHUNK_END:
+        ltr_kv_parse(t, &t->end_kv, t->raw, t->raw_len);
+        t->sum.complete = 1;
+        break;
+    case LTR_CHUNK_METADATA:
+        ltr_meta_parse(t, t->raw, t->raw_len);
+        break;
+    case LTR_CHUNK_COUNTERS:
+        ltr_counters_parse(t, t->raw, t->raw_len);
+        break;
+    case LTR_CHUNK_EVENTS:
+        t->in_events = 1;
+        t->ev_pos = 0;
+        t->blk_active = 0;
+        t->blk_pos = t->blk_end = 0;
+        break;
+    default:
+        break; /* a newer writer's chunk type: skipped by design */
+    }
+}
+
+/* Reads the chunk at t->pos. Returns 1 if the file position moved on (chunk used,
+ * or damage recorded), 0 at the end of the file, or -errno. */
+static int load_chunk(ltr_trace *t)
+{
+    if (t->pos >= t->file_size)
+        return 0;
+    uint8_t hb[LTR_CHUNK_HEADER_SIZE];
+    ssize_t n = read_at(t->fd, hb, sizeof hb, t->pos);
+    if (n < 0)
+        return (int)n;
+    if ((size_t)n < sizeof hb) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, (uint64_t)n, -1,
+                             "the file ends inside a chunk header (%zd of 32 bytes)", n);
+        t->pos = t->file_size;
+        return 1;
+    }
+    ltr_chunk_header h;
+    int check = ltr_chunk_header_decode(hb, &h);
+    if (check != LTR_CHUNK_OK) {
+        int rc = resync(t, check == LTR_CHUNK_BAD_MAGIC ? "no chunk magic" : "chunk header CRC mismatch");
+        return rc < 0 ? rc : 1;
+    }
+    check_seq(t, &h);
+    char why[96];
+    uint64_t next = t->pos + LTR_CHUNK_HEADER_SIZE + h.payload_size;
+    if (header_problem(&h, why, sizeof why)) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, next - t->pos, (int64_t)h.seq,
+                             "chunk %llu: %s", (unsigned long long)h.seq, why);
+        t->pos = next;
+        return 1;
+    }
+    int rc = load_payload(t, &h);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        dispatch(t, &h);
+    t->pos = next > t->file_size ? t->file_size : next;
+    return 1;
+}
+
+static void block_damage(ltr_trace *t, const char *what, size_t at)
+{
+    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                         "chunk %llu: %s at raw offset %zu", (unsigned long long)t->chunk_seq, what, at);
+}
+
+/* Starts the block at ev_pos. Returns 0, or -1 if the rest of the chunk is unusable. */
+static int start_block(ltr_trace *t)
+{
+    const uint8_t *b = t->raw + t->ev_pos;
+    size_t left = t->raw_len - t->ev_pos;
+    if (left < LTR_BLOCK_HEADER_SIZE || memcmp(b, LTR_BLOCK_MAGIC, 4) != 0 ||
+        ltr_get_u32(b + 28) > left - LTR_BLOCK_HEADER_SIZE) {
+        block_damage(t, "bad buffer block header", t->ev_pos);
+        t->ev_pos = t->raw_len;
+        return -1;
+    }
+    t->ev.collector = ltr_get_u16(b + 4);
+    t->ev.block_flags = ltr_get_u16(b + 6);
+    t->ev.pid = ltr_get_u32(b + 8);
+    t->ev.tid = ltr_get_u32(b + 12);
+    t->ev.buffer_seq = ltr_get_u64(b + 16);
+    t->blk_count = ltr_get_u32(b + 24);
+    t->blk_seen = 0;
+    t->blk_pos = t->ev_pos + LTR_BLOCK_HEADER_SIZE;
+    t->blk_end = t->blk_pos + ltr_get_u32(b + 28);
+    t->ev_pos = t->blk_end;
+    t->blk_active = 1;
+    t->blk_proc = ltr_meta_process(t, t->ev.pid);
+    t->blk_thread = ltr_meta_thread(t, t->ev.pid, t->ev.tid);
+    t->sum.blocks++;
+    return 0;
+}
+
+static void end_block(ltr_trace *t)
+{
+    if (t->blk_active && t->blk_seen != t->blk_count)
+        block_damage(t, "buffer block event count differs from its records", t->blk_end);
+    t->blk_active = 0;
+}
+
+static const ltr_layout_rec *find_layout(ltr_trace *t, uint32_t id)
+{
+    if (t->last_layout && t->last_layout->pub.id == id)
+        return t->last_layout;
+    ltr_layout_rec *l = ltr_idmap_get(&t->layout_map, id);
+    if (l)
+        t->last_layout = l;
+    return l;
+}
+
+static void count_event(ltr_trace *t, ltr_layout_rec *l)
+{
+    uint64_t ts = t->ev.ts;
+    if (!t->have_event) {
+        t->have_event = 1;
+        t->first_event_ts = ts;
+        t->sum.first_ts = t->sum.last_ts = ts;
+    }
+    if (ts < t->sum.first_ts)
+        t->sum.first_ts = ts;
+    if (ts > t->sum.last_ts)
+        t->sum.last_ts = ts;
+    t->sum.events++;
+    l->pub.events++;
+    l->prov->events++;
+    if (t->blk_proc)
+        t->blk_proc->events++;
+    if (t->blk_thread)
+        t->blk_thread->events++;
+}
+
+/* Decodes the event record at blk_pos. Returns 1 with t->ev set, 0 if skipped. */
+static int take_event(ltr_trace *t)
+{
+    const uint8_t *r = t->raw + t->blk_pos;
+    size_t left = t->blk_end - t->blk_pos;
+    uint32_t size = left >= LTR_EVENT_HEADER_SIZE ? ltr_get_u32(r) : 0;
+    if (size < LTR_EVENT_HEADER_SIZE || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE ||
+        size > left) {
+        block_damage(t, "event record size runs past its block", t->blk_pos);
+        t->blk_pos = t->blk_end;
+        t->blk_active = 0;
+        return 0;
+    }
+    t->blk_pos += size;
+    t->blk_seen++;
+    uint32_t id = ltr_get_u32(r + 4);
+    const ltr_layout_rec *l = find_layout(t, id);
+    if (!l) {
+        block_damage(t, "event with an unknown layout id", (size_t)(r - t->raw));
+        return 0;
+    }
+    const uint32_t *offs = ltr_payload_offsets(t, l, r + LTR_EVENT_HEADER_SIZE, size - LTR_EVENT_HEADER_SIZE);
+    if (!offs) {
+        block_damage(t, "event payload shorter than its layout's fields", (size_t)(r - t->raw));
+        return 0;
+    }
+    t->ev.ts = ltr_get_u64(r + 8);
+    t->ev.layout = &l->pub;
+    t->ev.payload = r + LTR_EVENT_HEADER_SIZE;
+    t->ev.payload_size = size - LTR_EVENT_HEADER_SIZE;
+    t->ev.field_offsets = offs;
+    count_event(t, (ltr_layout_rec *)l);
+    return 1;
+}
+
+/* Next event of the current EVENTS chunk: 1, or 0 when the chunk is used up. */
+static int next_in_chunk(ltr_trace *t)
+{
+    for (;;) {
+        if (t->blk_pos >= t->blk_end) {
+            end_block(t);
+            if (t->ev_pos >= t->raw_len || start_block(t) < 0)
+                return 0;
+            continue;
+        }
+        if (take_event(t))
+            return 1;
+    }
+}
+
+int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
+{
+    for (;;) {
+        if (t->in_events) {
+            if (next_in_chunk(t)) {
+                *ev = &t->ev;
+                return 1;
+            }
+            t->in_events = 0;
+        }
+        int rc = load_chunk(t);
+        if (rc < 0)
+            return io_fail(t, err, rc);
+        if (rc == 0)
+            return 0;
+    }
+}
+
+/* Reads chunks until one is intact (it may be EVENTS, left pending) or the end. */
+static int prime(ltr_trace *t, ltr_error *err)
+{
+    while (t->sum.chunks == 0) {
+        int rc = load_chunk(t);
+        if (rc < 0)
+            return io_fail(t, err, rc);
+        if (rc == 0)
+            break;
+    }
+    return 0;
+}
+
+static int check_file_header(ltr_trace *t, ltr_error *err)
+{
+    uint8_t h[LTR_FILE_HEADER_SIZE];
+    ssize_t n = read_at(t->fd, h, sizeof h, 0);
+    if (n < 0)
+        return io_fail(t, err, n);
+    if (n == 0)
+        return fail(err, EINVAL, "%s: not an ltr trace (the file is empty)", t->path);
+    if ((size_t)n < 8 || memcmp(h, LTR_FILE_MAGIC, 8) != 0)
+        return fail(err, EINVAL, "%s: not an ltr trace (no LTRTRACE magic)", t->path);
+    if ((size_t)n < sizeof h)
+        return fail(err, EINVAL, "%s: truncated file header (%zd of 16 bytes)", t->path, n);
+    t->version = ltr_get_u32(h + 8);
+    if (t->version > LTR_FORMAT_VERSION)
+        return fail(err, ENOTSUP, "%s: trace format version %u is newer than this ltr reads (%u)",
+                    t->path, t->version, LTR_FORMAT_VERSION);
+    if (t->version == 0)
+        return fail(err, EINVAL, "%s: bad trace format version 0", t->path);
+    return 0;
+}
+
+static void reset_state(ltr_trace *t)
+{
+    ltr_meta_free(t);
+    free(t->damage);
+    t->damage = NULL;
+    t->ndamage = 0;
+    uint64_t size = t->file_size;
+    memset(&t->sum, 0, sizeof t->sum);
+    t->sum.file_size = size;
+    t->pos = LTR_FILE_HEADER_SIZE;
+    t->expect_seq = 0;
+    t->in_events = 0;
+    t->blk_active = 0;
+    t->have_event = 0;
+    t->first_event_ts = 0;
+}
+
+int ltr_trace_rewind(ltr_trace *t, ltr_error *err)
+{
+    struct stat st;
+    if (fstat(t->fd, &st) == 0)
+        t->file_size = (uint64_t)st.st_size;
+    reset_state(t);
+    return prime(t, err);
+}
+
+int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
+{
+    *out = NULL;
+    ltr_trace *t = calloc(1, sizeof *t);
+    if (t)
+        t->fd = -1;
+    if (!t || !(t->path = strdup(path)) || !(t->dctx = ZSTD_createDCtx())) {
+        ltr_trace_close(t);
+        return fail(err, ENOMEM, "opening %s: out of memory", path);
+    }
+    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (t->fd < 0 || fstat(t->fd, &st) < 0) {
+        int e = errno;
+        ltr_trace_close(t);
+        return fail(err, e, "opening %s: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ltr_trace_close(t);
+        return fail(err, EISDIR, "%s: is a directory, not an ltr trace", path);
+    }
+    t->file_size = (uint64_t)st.st_size;
+    int rc = check_file_header(t, err);
+    if (rc == 0)
+        rc = ltr_trace_rewind(t, err);
+    if (rc < 0) {
+        ltr_trace_close(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void ltr_trace_close(ltr_trace *t)
+{
+    if (!t)
+        return;
+    if (t->fd >= 0)
+        close(t->fd);
+    reset_state(t);
+    ZSTD_freeDCtx(t->dctx);
+    free(t->cbuf);
+    free(t->raw);
+    free(t->offsets);
+    free(t->path);
+    free(t);
+}
+
+int ltr_trace_scan(ltr_trace *t, ltr_trace_summary *out, ltr_error *err)
+{
+    int rc = ltr_trace_rewind(t, err);
+    const ltr_event *ev;
+    if (rc == 0)
+        while ((rc = ltr_trace_next(t, &ev, err)) > 0)
+            ;
+    ltr_trace_summarize(t, out);
+    return rc;
+}
+
+void ltr_trace_summarize(const ltr_trace *t, ltr_trace_summary *out) { *out = t->sum; }
+const char *ltr_trace_path(const ltr_trace *t) { return t->path; }
+uint32_t ltr_trace_version(const ltr_trace *t) { return t->version; }
+int ltr_trace_complete(const ltr_trace *t) { return t->sum.complete; }
+size_t ltr_trace_damage_count(const ltr_trace *t) { return t->ndamage; }
+
+const ltr_damage *ltr_trace_damage_at(const ltr_trace *t, size_t i)
+{
+    return i < t->ndamage ? &t->damage[i] : NULL;
+}
+
+const char *ltr_damage_kind_name(ltr_damage_kind kind)
+{
+    switch (kind) {
+    case LTR_DAMAGE_BAD_HEADER: return "bad chunk header";
+    case LTR_DAMAGE_BAD_CRC: return "bad CRC";
+    case LTR_DAMAGE_TRUNCATED: return "truncated";
+    case LTR_DAMAGE_DECOMPRESS: return "decompression failed";
+    case LTR_DAMAGE_BAD_RECORD: return "bad record";
+    case LTR_DAMAGE_MISSING: return "chunks missing";
+    }
+    return "damage";
+}
+
+void ltr_damage_format(const ltr_damage *d, char *buf, size_t cap)
+{
+    char seq[32] = "";
+    if (d->chunk_seq >= 0)
+        snprintf(seq, sizeof seq, ", chunk %lld", (long long)d->chunk_seq);
+    char times[32] = "";
+    if (d->count > 1)
+        snprintf(times, sizeof times, " (%llu times)", (unsigned long long)d->count);
+    snprintf(buf, cap, "offset %llu%s: %s: %s%s", (unsigned long long)d->offset, seq,
+             ltr_damage_kind_name(d->kind), d->detail, times);
+}
+
+uint64_t ltr_trace_origin_ns(const ltr_trace *t)
+{
+    const char *s = ltr_trace_kv(t, LTR_KV_HEADER, "clock.start_ns");
+    if (s && *s) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end)
+            return v;
+    }
+    return t->have_event ? t->first_event_ts : 0;
+}

@@ -1,0 +1,136 @@
+/*
+ * format/reader.h — internals of the trace reader (include/ltr/trace.h), shared
+ * by its files: reader.c (chunks, damage, event stream), meta.c (metadata,
+ * counters and key/value tables), fields.c (payload checking and field
+ * access), print.c (text and JSON). Not installed; tests may include it.
+ */
+#ifndef LTR_FORMAT_READER_H
+#define LTR_FORMAT_READER_H
+
+#include <ltr/trace.h>
+
+#include "format/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An open-addressing map from u32 ids (layout ids, pids, tids) to pointers. */
+typedef struct ltr_idmap {
+    uint32_t *keys;
+    void **vals; /* NULL = empty slot */
+    size_t cap, n;
+} ltr_idmap;
+
+void *ltr_idmap_get(const ltr_idmap *m, uint32_t key);
+int ltr_idmap_put(ltr_idmap *m, uint32_t key, void *val); /* 0 or -ENOMEM */
+void ltr_idmap_free(ltr_idmap *m);
+
+/* A growable array of pointers, in insertion order. */
+typedef struct ltr_ptrvec {
+    void **v;
+    size_t n, cap;
+} ltr_ptrvec;
+
+int ltr_ptrvec_push(ltr_ptrvec *p, void *x); /* 0 or -ENOMEM */
+
+/* Bounds-checked reading of a record body: any read past the end sets bad and
+ * yields zeros, so a parser checks `bad` once at the end. */
+typedef struct ltr_cursor {
+    const uint8_t *p;
+    size_t len, pos;
+    int bad;
+} ltr_cursor;
+
+const uint8_t *ltr_cursor_take(ltr_cursor *c, size_t n); /* NULL (and bad) if fewer left */
+uint8_t ltr_cursor_u8(ltr_cursor *c);
+uint16_t ltr_cursor_u16(ltr_cursor *c);
+uint32_t ltr_cursor_u32(ltr_cursor *c);
+uint64_t ltr_cursor_u64(ltr_cursor *c);
+/* A `str` (u16 length + bytes) as a new NUL-terminated string; NULL if bad or no memory. */
+char *ltr_cursor_str(ltr_cursor *c);
+
+typedef struct ltr_layout_rec {
+    ltr_layout pub;
+    ltr_provider *prov;
+    ltr_field *fields;
+    uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
+} ltr_layout_rec;
+
+typedef struct ltr_process_rec {
+    ltr_process pub;
+    char *exe;
+    char **argv;
+} ltr_process_rec;
+
+typedef struct ltr_kvlist {
+    char **keys, **vals;
+    size_t n, cap;
+} ltr_kvlist;
+
+#define LTR_MAX_DAMAGE_ENTRIES 1000
+
+struct ltr_trace {
+    int fd;
+    char *path;
+    uint32_t version;
+    uint64_t file_size;
+    uint64_t pos; /* file offset of the next chunk */
+    uint64_t expect_seq;
+    struct ZSTD_DCtx_s *dctx;
+    uint8_t *cbuf, *raw; /* stored payload, decompressed payload */
+    size_t ccap, rawcap, raw_len;
+
+    /* the EVENTS chunk being streamed */
+    int in_events;
+    uint64_t chunk_off, chunk_seq;
+    size_t ev_pos;               /* next block in raw */
+    int blk_active;
+    size_t blk_pos, blk_end;     /* next event record, end of the block's records */
+    uint32_t blk_count, blk_seen;
+    ltr_process *blk_proc;
+    ltr_thread *blk_thread;
+    ltr_event ev;
+    uint32_t *offsets;           /* field offsets of variable-size layouts */
+    size_t offcap;
+
+    /* tables */
+    ltr_ptrvec providers, layouts, processes, threads;
+    ltr_idmap layout_map, process_map, thread_map;
+    ltr_layout_rec *last_layout;
+    ltr_kvlist header_kv, end_kv;
+    ltr_ptrvec graveyard;        /* replaced strings, kept until rewind/close */
+    ltr_collector_counters *collectors;
+    size_t ncollectors;
+    ltr_process_lost *plost;
+    size_t nplost;
+    int has_counters;
+
+    ltr_damage *damage;
+    size_t ndamage;
+    ltr_trace_summary sum;
+    uint64_t first_event_ts;
+    int have_event;
+};
+
+/* Records damage; a BAD_RECORD at the same chunk as the last entry only bumps its count. */
+void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
+                          int64_t seq, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* meta.c: chunk contents. Each records its own damage (as BAD_RECORD at the current chunk). */
+void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len);
+void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len);
+void ltr_kv_parse(ltr_trace *t, ltr_kvlist *list, const uint8_t *p, size_t len);
+/* Placeholders for ids events use without a record; NULL only without memory. */
+ltr_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid);
+ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid);
+ltr_thread *ltr_meta_thread(ltr_trace *t, uint32_t pid, uint32_t tid);
+void ltr_meta_free(ltr_trace *t); /* every table, counters and key/value list */
+
+/* fields.c: where each field of a payload starts; returns the offsets array
+ * (the layout's fixed one or scratch), or NULL if the payload is too short. */
+const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,
+                                    uint32_t size);
+/* Size of a fixed-size type, 0 for string and blob, -1 for an unknown type. */
+int ltr_type_fixed_size(unsigned type);
+
+#endif

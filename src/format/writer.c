@@ -1,0 +1,296 @@
+/*
+ * format/writer.c — the trace file writer (see writer.h). Each chunk is
+ * compressed into a scratch buffer and written at the end of the last complete
+ * chunk; a failed write is cut off again with ftruncate, so a reader never
+ * sees half a chunk from us and a later write can still succeed.
+ */
+#include "format/writer.h"
+
+#include "format/chunk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define DEFAULT_CHUNK_TARGET (1u << 20)
+#define ZSTD_LEVEL 3
+
+typedef struct pending_block {
+    ltr_block_info info;
+    uint32_t byte_count;
+} pending_block;
+
+struct ltr_writer {
+    int fd;
+    char *path;
+    uint64_t size;  /* end of the last complete chunk */
+    uint64_t limit; /* 0 = none */
+    uint64_t seq;   /* sequence number of the next chunk */
+    size_t chunk_target;
+    ZSTD_CCtx *cctx;
+    ltr_bytes zbuf;   /* compressed payload scratch */
+    ltr_bytes events; /* raw payload of the pending EVENTS chunk */
+    pending_block *blocks;
+    size_t nblocks, cap_blocks;
+    ltr_writer_drop_fn drop;
+    void *drop_ctx;
+};
+
+static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(ltr_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -code;
+}
+
+/* pwrite everything, through short writes and EINTR. */
+static int write_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_error *err)
+{
+    size_t bound = ZSTD_compressBound(len);
+    w->zbuf.len = 0;
+    if (!ltr_bytes_grow(&w->zbuf, bound) || w->zbuf.failed) {
+        w->zbuf.failed = 0;
+        return fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
+    }
+    size_t n = ZSTD_compressCCtx(w->cctx, w->zbuf.data, bound, raw, len, ZSTD_LEVEL);
+    if (ZSTD_isError(n))
+        return fail(err, EIO, "writing %s: compressing a chunk: %s", w->path, ZSTD_getErrorName(n));
+    w->zbuf.len = n;
+    return 0;
+}
+
+/* Writes one chunk at w->size, or leaves the file as it was. */
+static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len, ltr_error *err)
+{
+    if (len > LTR_CHUNK_MAX_RAW)
+        return fail(err, E2BIG, "writing %s: chunk of %zu bytes is over the %u-byte limit", w->path,
+                    len, LTR_CHUNK_MAX_RAW);
+    int rc = compress_payload(w, raw, len, err);
+    if (rc < 0)
+        return rc;
+    uint64_t total = LTR_CHUNK_HEADER_SIZE + w->zbuf.len;
+    if (w->limit && w->size + total > w->limit)
+        return fail(err, EFBIG, "writing %s: a chunk of %llu bytes would pass the size limit of %llu bytes",
+                    w->path, (unsigned long long)total, (unsigned long long)w->limit);
+    ltr_chunk_header h = {.type = type, .flags = LTR_CHUNK_FLAG_ZSTD,
+                          .payload_size = (uint32_t)w->zbuf.len, .raw_size = (uint32_t)len,
+                          .seq = w->seq, .payload_crc = ltr_crc32(w->zbuf.data, w->zbuf.len)};
+    uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
+    ltr_chunk_header_encode(&h, hdr);
+    rc = write_all(w->fd, hdr, sizeof hdr, w->size);
+    if (rc == 0)
+        rc = write_all(w->fd, w->zbuf.data, w->zbuf.len, w->size + sizeof hdr);
+    if (rc < 0) {
+        /* Cut off the partial chunk; on a device that cannot be truncated there is
+         * nothing partial to cut (its writes failed whole). */
+        (void)!ftruncate(w->fd, (off_t)w->size);
+        return fail(err, -rc, "writing %s: %s", w->path, strerror(-rc));
+    }
+    w->size += total;
+    w->seq++;
+    return 0;
+}
+
+int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
+{
+    *out = NULL;
+    ltr_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path)) || !(w->cctx = ZSTD_createCCtx())) {
+        if (w)
+            free(w->path);
+        free(w);
+        return fail(err, ENOMEM, "opening %s: out of memory", path);
+    }
+    w->chunk_target = DEFAULT_CHUNK_TARGET;
+    w->fd = -1;
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (w->fd < 0) {
+        int e = errno;
+        ltr_writer_close(w);
+        return fail(err, e, "creating %s: %s", path, strerror(e));
+    }
+    uint8_t hdr[LTR_FILE_HEADER_SIZE] = {0};
+    memcpy(hdr, LTR_FILE_MAGIC, 8);
+    ltr_put_u32(hdr + 8, LTR_FORMAT_VERSION);
+    int rc = write_all(w->fd, hdr, sizeof hdr, 0);
+    if (rc < 0) {
+        ltr_writer_close(w);
+        return fail(err, -rc, "writing %s: %s", path, strerror(-rc));
+    }
+    w->size = sizeof hdr;
+    *out = w;
+    return 0;
+}
+
+void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx)
+{
+    w->drop = fn;
+    w->drop_ctx = ctx;
+}
+
+void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = max_file_bytes; }
+
+void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes)
+{
+    w->chunk_target = raw_bytes ? raw_bytes : 1;
+}
+
+int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err)
+{
+    if (kv->failed)
+        return fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
+    return write_chunk(w, chunk_type, kv->data, kv->len, err);
+}
+
+static void drop_pending(ltr_writer *w)
+{
+    for (size_t i = 0; i < w->nblocks; i++)
+        if (w->drop)
+            w->drop(w->drop_ctx, &w->blocks[i].info, w->blocks[i].byte_count);
+    w->nblocks = 0;
+    w->events.len = 0;
+}
+
+static int flush_events(ltr_writer *w, ltr_error *err)
+{
+    if (w->nblocks == 0)
+        return 0;
+    int rc = w->events.failed
+                 ? fail(err, ENOMEM, "writing %s: out of memory collecting events", w->path)
+                 : write_chunk(w, LTR_CHUNK_EVENTS, w->events.data, w->events.len, err);
+    if (rc < 0)
+        drop_pending(w);
+    w->nblocks = 0;
+    w->events.len = 0;
+    w->events.failed = 0;
+    return rc;
+}
+
+/* Flushes pending events, then writes a chunk; the first error is returned, but the
+ * chunk is attempted anyway, since later events may need it. */
+static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t len, ltr_error *err)
+{
+    int rc = flush_events(w, err);
+    int rc2 = write_chunk(w, type, p, len, rc < 0 ? NULL : err);
+    return rc < 0 ? rc : rc2;
+}
+
+int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
+{
+    return flush_then_write(w, LTR_CHUNK_METADATA, records, len, err);
+}
+
+int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_error *err)
+{
+    return flush_then_write(w, LTR_CHUNK_COUNTERS, records, len, err);
+}
+
+static int remember_block(ltr_writer *w, const ltr_block_info *info, uint32_t byte_count)
+{
+    if (w->nblocks == w->cap_blocks) {
+        size_t cap = w->cap_blocks ? w->cap_blocks * 2 : 64;
+        pending_block *p = realloc(w->blocks, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        w->blocks = p;
+        w->cap_blocks = cap;
+    }
+    w->blocks[w->nblocks++] = (pending_block){*info, byte_count};
+    return 0;
+}
+
+static void append_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len)
+{
+    ltr_bytes *b = &w->events;
+    ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
+    ltr_bytes_put_u16(b, info->collector);
+    ltr_bytes_put_u16(b, info->flags);
+    ltr_bytes_put_u32(b, info->pid);
+    ltr_bytes_put_u32(b, info->tid);
+    ltr_bytes_put_u64(b, info->seq);
+    ltr_bytes_put_u32(b, info->event_count);
+    ltr_bytes_put_u32(b, (uint32_t)len);
+    ltr_bytes_put_mem(b, events, len);
+}
+
+int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                     ltr_error *err)
+{
+    size_t need = LTR_BLOCK_HEADER_SIZE + len;
+    if (need > LTR_CHUNK_MAX_RAW) {
+        if (w->drop)
+            w->drop(w->drop_ctx, info, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len));
+        return fail(err, E2BIG, "writing %s: a block of %zu bytes does not fit in a chunk", w->path, len);
+    }
+    int rc = 0;
+    if (w->events.len + need > LTR_CHUNK_MAX_RAW)
+        rc = flush_events(w, err);
+    if (remember_block(w, info, (uint32_t)len) < 0) {
+        if (w->drop)
+            w->drop(w->drop_ctx, info, (uint32_t)len);
+        return rc < 0 ? rc : fail(err, ENOMEM, "writing %s: out of memory", w->path);
+    }
+    append_block(w, info, events, len);
+    if (w->events.len >= w->chunk_target) {
+        int rc2 = flush_events(w, rc < 0 ? NULL : err);
+        if (rc == 0)
+            rc = rc2;
+    }
+    return rc;
+}
+
+int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
+{
+    int rc = flush_events(w, err);
+    if (rc == 0 && sync && fdatasync(w->fd) < 0 && errno != EINVAL && errno != EROFS) {
+        int e = errno;
+        return fail(err, e, "syncing %s: %s", w->path, strerror(e));
+    }
+    return rc;
+}
+
+uint64_t ltr_writer_size(const ltr_writer *w) { return w->size; }
+
+void ltr_writer_close(ltr_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    ZSTD_freeCCtx(w->cctx);
+    ltr_bytes_free(&w->zbuf);
+    ltr_bytes_free(&w->events);
+    free(w->blocks);
+    free(w->path);
+    free(w);
+}

@@ -1,0 +1,58 @@
+/*
+ * format/writer.h — writes a trace file (docs/trace-format.md) chunk by chunk.
+ * The recorder is its one user: it hands over HEADER/END key/value lists,
+ * METADATA and COUNTERS records and whole buffer blocks; the writer frames
+ * them into compressed, CRC-protected chunks and keeps the file valid when a
+ * write fails (disk full, size limit), reporting the blocks it had to drop.
+ */
+#ifndef LTR_FORMAT_WRITER_H
+#define LTR_FORMAT_WRITER_H
+
+#include <ltr/common.h>
+
+#include "format/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ltr_writer ltr_writer;
+
+/* The header fields of one buffer block (docs/trace-format.md, "EVENTS chunks"). */
+typedef struct ltr_block_info {
+    uint16_t collector;
+    uint16_t flags;
+    uint32_t pid, tid;
+    uint64_t seq;
+    uint32_t event_count;
+} ltr_block_info;
+
+/* Called for every block the writer had to discard because its chunk could not be written
+ * (disk full, size limit). The recorder counts them as lost. */
+typedef void (*ltr_writer_drop_fn)(void *ctx, const ltr_block_info *info, uint32_t byte_count);
+
+/* Creates or truncates path (mode 0600, O_CLOEXEC) and writes the file header. */
+int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err);
+void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx);
+/* 0 = no limit; a chunk that would make the file larger is refused with -EFBIG. */
+void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);
+/* Raw size of pending EVENTS that triggers a chunk write; default 1 MiB. */
+void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
+/* A HEADER or END chunk from a key/value list built with ltr_bytes_put_kv. */
+int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);
+/* Flushes pending EVENTS, then writes one METADATA chunk of the given records. */
+int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err);
+/* Appends a buffer block (its event records, len bytes) to the pending EVENTS chunk and
+ * writes that chunk once it reaches the target size. A negative return means a chunk
+ * write failed; every block of that chunk went through the drop callback. */
+int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                     ltr_error *err);
+/* Flushes pending EVENTS, then writes one COUNTERS chunk of the given records. */
+int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_error *err);
+/* Writes the pending EVENTS chunk, if any; fdatasync()s the file if sync. */
+int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err);
+/* Bytes of the file header and complete chunks: the file's size. */
+uint64_t ltr_writer_size(const ltr_writer *w);
+/* Frees the writer and closes the file; pending EVENTS are not written. */
+void ltr_writer_close(ltr_writer *w);
+
+#endif

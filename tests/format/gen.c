@@ -1,0 +1,344 @@
+/*
+ * tests/format/gen.c — the known traces of gen.h.
+ */
+#include "gen.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GUID_A "0a1b2c3d-4e5f-4061-8293-a4b5c6d7e8f9"
+#define GUID_B "11111111-2222-4333-8444-555555555555"
+
+void gen_header(ltr_bytes *kv)
+{
+    char buf[64];
+    ltr_bytes_put_kv(kv, "format.version", "1");
+    ltr_bytes_put_kv(kv, "session.name", "gen-session");
+    ltr_bytes_put_kv(kv, "session.mode", "file");
+    ltr_bytes_put_kv(kv, "session.buffer_size", "65536");
+    ltr_bytes_put_kv(kv, "session.buffers", "8");
+    ltr_bytes_put_kv(kv, "session.providers", "Test.Alpha{" GUID_A "}:0xff:5");
+    ltr_bytes_put_kv(kv, "host.name", "genhost");
+    snprintf(buf, sizeof buf, "%llu", GEN_START_NS);
+    ltr_bytes_put_kv(kv, "clock.start_ns", buf);
+    snprintf(buf, sizeof buf, "%llu", GEN_WALL_NS);
+    ltr_bytes_put_kv(kv, "clock.wall_start_ns", buf);
+}
+
+static void put_guid(ltr_bytes *b, const char *text)
+{
+    ltr_guid g;
+    ltr_guid_parse(text, &g);
+    ltr_bytes_put_mem(b, g.b, 16);
+}
+
+static void put_layout(ltr_bytes *b, uint32_t id, const char *guid, const char *name, const char *fields)
+{
+    /* fields: "TYPE:name,TYPE:name" with TYPE a number */
+    size_t r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    ltr_bytes_put_u32(b, id);
+    put_guid(b, guid);
+    ltr_bytes_put_u16(b, (uint16_t)(100 + id));
+    ltr_bytes_put_u8(b, 4);
+    ltr_bytes_put_u8(b, 0);
+    ltr_bytes_put_u64(b, 0x10);
+    ltr_bytes_put_str(b, name);
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", fields);
+    uint16_t n = 0;
+    for (const char *p = copy; *p; p++)
+        n += *p == ':';
+    ltr_bytes_put_u16(b, n);
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        ltr_bytes_put_u8(b, (uint8_t)atoi(tok));
+        ltr_bytes_put_str(b, colon + 1);
+    }
+    ltr_bytes_record_end(b, r);
+}
+
+static void put_process(ltr_bytes *b, uint32_t pid, const char *exe, const char *arg1)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, 1);
+    ltr_bytes_put_u64(b, GEN_START_NS - 5);
+    ltr_bytes_put_str(b, exe);
+    ltr_bytes_put_u16(b, 2);
+    ltr_bytes_put_str(b, exe);
+    ltr_bytes_put_str(b, arg1);
+    ltr_bytes_record_end(b, r);
+}
+
+static void put_thread(ltr_bytes *b, uint32_t pid, uint32_t tid, const char *name)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_THREAD);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, tid);
+    ltr_bytes_put_u64(b, GEN_START_NS);
+    ltr_bytes_put_str(b, name);
+    ltr_bytes_record_end(b, r);
+}
+
+void gen_metadata(ltr_bytes *b)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    put_guid(b, GUID_A);
+    ltr_bytes_put_str(b, "Test.Alpha");
+    ltr_bytes_record_end(b, r);
+    r = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    put_guid(b, GUID_B);
+    ltr_bytes_put_str(b, "Test.Beta");
+    ltr_bytes_record_end(b, r);
+    put_layout(b, 1, GUID_A, "Alloc", "4:n,12:addr,3:size,10:tag,7:delta,13:ok");
+    put_layout(b, 2, GUID_A, "Mixed", "4:n,1:a,2:b,5:c,6:d,8:e,9:f,11:data,10:name");
+    put_layout(b, 3, GUID_B, "Tick", "4:n");
+    put_process(b, 100, "/usr/bin/alpha", "--x");
+    put_process(b, 200, "/usr/bin/beta", "with space");
+    put_thread(b, 100, 100, "alpha-main");
+    put_thread(b, 100, 101, "alpha-worker");
+    put_thread(b, 200, 200, "beta-main");
+}
+
+void gen_counters(ltr_bytes *b)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_COUNTER_COLLECTOR);
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_put_str(b, "events");
+    ltr_bytes_put_u32(b, 65536);
+    ltr_bytes_put_u32(b, 8);
+    for (uint64_t v = 1; v <= 6; v++)
+        ltr_bytes_put_u64(b, v * 10); /* written 10, lost 20, bufs 30, 40, over 50, 60 */
+    ltr_bytes_record_end(b, r);
+    r = ltr_bytes_record_begin(b, LTR_COUNTER_PROCESS_LOST);
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_put_u32(b, 200);
+    ltr_bytes_put_u64(b, 7);
+    ltr_bytes_put_u64(b, 1);
+    ltr_bytes_record_end(b, r);
+}
+
+uint64_t gen_ts(uint64_t n) { return GEN_START_NS + 1000 * n + 1; }
+
+static void tag_of(uint64_t n, char *buf, size_t cap)
+{
+    /* includes a quote, a tab and a non-ASCII letter to exercise escaping */
+    snprintf(buf, cap, "t\"%llu\t\xc3\xa9", (unsigned long long)n);
+}
+
+void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts)
+{
+    size_t start = b->len;
+    uint32_t layout = (uint32_t)(1 + n % 3);
+    ltr_bytes_put_u32(b, 0);
+    ltr_bytes_put_u32(b, layout);
+    ltr_bytes_put_u64(b, ts);
+    ltr_bytes_put_u64(b, n);
+    char tag[64];
+    tag_of(n, tag, sizeof tag);
+    if (layout == 1) {
+        ltr_bytes_put_u64(b, 0x7f0000000000ull + n * 16);
+        ltr_bytes_put_u32(b, (uint32_t)(n * 3));
+        ltr_bytes_put_str(b, tag);
+        ltr_bytes_put_u32(b, (uint32_t)(-(int32_t)n));
+        ltr_bytes_put_u8(b, (uint8_t)(n & 1));
+    } else if (layout == 2) {
+        ltr_bytes_put_u8(b, (uint8_t)n);
+        ltr_bytes_put_u16(b, (uint16_t)(n * 7));
+        ltr_bytes_put_u8(b, (uint8_t)(int8_t)-5);
+        ltr_bytes_put_u16(b, (uint16_t)(int16_t)-300);
+        ltr_bytes_put_u64(b, (uint64_t)(-(int64_t)n * 1000000007));
+        double f = (double)n + 0.5;
+        uint64_t fb;
+        memcpy(&fb, &f, 8);
+        ltr_bytes_put_u64(b, fb);
+        uint8_t data[3] = {0xde, 0xad, (uint8_t)n};
+        ltr_bytes_put_u32(b, 3);
+        ltr_bytes_put_mem(b, data, 3);
+        ltr_bytes_put_str(b, tag);
+    }
+    if (!b->failed)
+        ltr_put_u32(b->data + start, (uint32_t)(b->len - start));
+}
+
+void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid)
+{
+    static const uint32_t ids[3][2] = {{100, 100}, {100, 101}, {200, 200}};
+    *pid = ids[i % 3][0];
+    *tid = ids[i % 3][1];
+}
+
+#define CHECK(cond) do { if (!(cond)) return __LINE__; } while (0)
+
+static int check_alloc(const ltr_event *ev, uint64_t n)
+{
+    uint64_t u;
+    int64_t i;
+    const char *s;
+    size_t len;
+    char tag[64];
+    tag_of(n, tag, sizeof tag);
+    CHECK(ltr_event_get_u64(ev, "addr", &u) == 0 && u == 0x7f0000000000ull + n * 16);
+    CHECK(ltr_event_get_u64(ev, "size", &u) == 0 && u == n * 3);
+    CHECK(ltr_event_get_str(ev, "tag", &s, &len) == 0 && len == strlen(tag) && !memcmp(s, tag, len));
+    CHECK(ltr_event_get_i64(ev, "delta", &i) == 0 && i == -(int64_t)n);
+    CHECK(ltr_event_get_u64(ev, "ok", &u) == 0 && u == (n & 1));
+    return 0;
+}
+
+static int check_mixed(const ltr_event *ev, uint64_t n)
+{
+    uint64_t u;
+    int64_t i;
+    double f;
+    const uint8_t *p;
+    size_t len;
+    CHECK(ltr_event_get_u64(ev, "a", &u) == 0 && u == (uint8_t)n);
+    CHECK(ltr_event_get_u64(ev, "b", &u) == 0 && u == (uint16_t)(n * 7));
+    CHECK(ltr_event_get_i64(ev, "c", &i) == 0 && i == -5);
+    CHECK(ltr_event_get_i64(ev, "d", &i) == 0 && i == -300);
+    CHECK(ltr_event_get_i64(ev, "e", &i) == 0 && i == -(int64_t)n * 1000000007);
+    CHECK(ltr_event_get_f64(ev, "f", &f) == 0 && f == (double)n + 0.5);
+    CHECK(ltr_event_get_blob(ev, "data", &p, &len) == 0 && len == 3 && p[0] == 0xde && p[2] == (uint8_t)n);
+    CHECK(ltr_event_get_u64(ev, "c", &u) == -EINVAL);
+    return 0;
+}
+
+int gen_check_event(const ltr_event *ev, uint64_t n)
+{
+    uint64_t got;
+    CHECK(ev->layout && ev->layout->id == 1 + n % 3);
+    CHECK(ev->ts == gen_ts(n));
+    CHECK(ltr_event_get_u64(ev, "n", &got) == 0 && got == n);
+    CHECK(ev->layout->provider && !strcmp(ev->layout->provider->name, n % 3 == 2 ? "Test.Beta" : "Test.Alpha"));
+    if (n % 3 == 0)
+        return check_alloc(ev, n);
+    if (n % 3 == 1)
+        return check_mixed(ev, n);
+    return 0;
+}
+
+static void mark(ltr_writer *w, gen_marks *m, uint64_t events)
+{
+    if (m && m->n < GEN_MAX_MARKS && (m->n == 0 || m->size[m->n - 1] != ltr_writer_size(w))) {
+        m->size[m->n] = ltr_writer_size(w);
+        m->events[m->n++] = events;
+    }
+}
+
+static int write_blocks(ltr_writer *w, const gen_opts *o, gen_marks *m, ltr_error *err)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < o->blocks; i++) {
+        ltr_bytes ev = {0};
+        for (size_t k = 0; k < o->events_per_block; k++, n++)
+            gen_event(&ev, n, gen_ts(n));
+        ltr_block_info info = {.collector = 0, .seq = i, .event_count = (uint32_t)o->events_per_block};
+        gen_block_ids(i, &info.pid, &info.tid);
+        int rc = ltr_writer_block(w, &info, ev.data, ev.len, err);
+        ltr_bytes_free(&ev);
+        if (rc == 0 && o->chunk_target == 0)
+            rc = ltr_writer_flush(w, 0, err);
+        if (rc < 0)
+            return rc;
+        mark(w, m, n);
+    }
+    int rc = ltr_writer_flush(w, 0, err);
+    mark(w, m, n);
+    return rc;
+}
+
+static int write_kv(ltr_writer *w, uint16_t type, void (*fill)(ltr_bytes *), ltr_error *err)
+{
+    ltr_bytes b = {0};
+    fill(&b);
+    int rc = ltr_writer_kv(w, type, &b, err);
+    ltr_bytes_free(&b);
+    return rc;
+}
+
+static void fill_end(ltr_bytes *b)
+{
+    ltr_bytes_put_kv(b, "clock.end_ns", "1000002000000");
+    ltr_bytes_put_kv(b, "session.description", "gen \"desc\"");
+}
+
+static int write_records(ltr_writer *w, int (*fn)(ltr_writer *, const void *, size_t, ltr_error *),
+                         void (*fill)(ltr_bytes *), ltr_error *err)
+{
+    ltr_bytes b = {0};
+    fill(&b);
+    int rc = fn(w, b.data, b.len, err);
+    ltr_bytes_free(&b);
+    return rc;
+}
+
+int gen_write(const char *path, const gen_opts *o, gen_marks *m)
+{
+    ltr_writer *w;
+    ltr_error err;
+    if (m)
+        m->n = 0;
+    int rc = ltr_writer_open(&w, path, &err);
+    if (rc < 0)
+        return rc;
+    ltr_writer_set_chunk_target(w, o->chunk_target ? o->chunk_target : (1u << 30));
+    mark(w, m, 0);
+    rc = write_kv(w, LTR_CHUNK_HEADER, gen_header, &err);
+    mark(w, m, 0);
+    if (rc == 0)
+        rc = write_records(w, ltr_writer_metadata, gen_metadata, &err);
+    mark(w, m, 0);
+    if (rc == 0)
+        rc = write_blocks(w, o, m, &err);
+    if (rc == 0 && o->with_end) {
+        rc = write_records(w, ltr_writer_counters, gen_counters, &err);
+        mark(w, m, o->blocks * o->events_per_block);
+        if (rc == 0)
+            rc = write_kv(w, LTR_CHUNK_END, fill_end, &err);
+        mark(w, m, o->blocks * o->events_per_block);
+    }
+    ltr_writer_close(w);
+    return rc;
+}
+
+const char *gen_tmp(const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    const char *dir = getenv("TMPDIR");
+    char *out = buf[k++ % 8];
+    snprintf(out, 512, "%s/ltr-test-%d-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), k, name);
+    return out;
+}
+
+uint8_t *gen_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+int gen_spit(const char *path, const void *p, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t n = fwrite(p, 1, len, f);
+    return fclose(f) == 0 && n == len ? 0 : -1;
+}

@@ -1,0 +1,54 @@
+/*
+ * tests/format/gen.h — builds small, fully known traces with the real writer
+ * for the format tests: three layouts covering every field type, two providers,
+ * processes and threads, numbered events whose content follows from their
+ * number, and a record of where every chunk ends.
+ */
+#ifndef LTR_TESTS_FORMAT_GEN_H
+#define LTR_TESTS_FORMAT_GEN_H
+
+#include <ltr/trace.h>
+
+#include "format/records.h"
+#include "format/writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GEN_START_NS 1000000000000ull
+#define GEN_WALL_NS 1700000000123456789ull
+#define GEN_MAX_MARKS 4096
+
+typedef struct gen_opts {
+    size_t blocks;            /* buffer blocks to write */
+    size_t events_per_block;
+    size_t chunk_target;      /* writer chunk target; 0 = flush after every block */
+    int with_end;             /* write COUNTERS and END at the end */
+} gen_opts;
+
+/* File size after each chunk, and how many events the file holds up to there. */
+typedef struct gen_marks {
+    uint64_t size[GEN_MAX_MARKS];
+    uint64_t events[GEN_MAX_MARKS];
+    size_t n;
+} gen_marks;
+
+/* Writes a trace; returns 0 or the writer's negative errno. marks may be NULL. */
+int gen_write(const char *path, const gen_opts *o, gen_marks *marks);
+/* The pieces, for tests that write their own files. */
+void gen_header(ltr_bytes *kv);
+void gen_metadata(ltr_bytes *b);
+void gen_counters(ltr_bytes *b);
+void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts);
+uint64_t gen_ts(uint64_t n);
+/* pid/tid of block i */
+void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid);
+/* 0 if ev is exactly event number n, else a line number of the failed check. */
+int gen_check_event(const ltr_event *ev, uint64_t n);
+/* A temporary path under $TMPDIR (or /tmp), unique per process and call. */
+const char *gen_tmp(const char *name);
+/* Reads a whole file into a malloc'd buffer. */
+uint8_t *gen_slurp(const char *path, size_t *len);
+int gen_spit(const char *path, const void *p, size_t len);
+
+#endif
