@@ -181,11 +181,12 @@ void wprp_catalog_free(wprp_catalog *c)
 }
 
 static wprp_node *find_in(const wprp_catalog *c, size_t end, wprp_kind kind, const char *id,
-                          const wprp_node *skip, int (*cmp)(const char *, const char *))
+                          const wprp_node *skip, const char *file,
+                          int (*cmp)(const char *, const char *))
 {
     for (size_t i = end; i-- > 0;) {
         wprp_node *n = c->nodes[i];
-        if (n != skip && n->kind == kind && cmp(n->id, id) == 0)
+        if (n != skip && n->kind == kind && (!file || n->file == file) && cmp(n->id, id) == 0)
             return n;
     }
     return NULL;
@@ -200,8 +201,17 @@ wprp_node *wprp_catalog_find(const wprp_catalog *c, wprp_kind kind, const char *
         for (end = 0; end < c->n && c->nodes[end] != from; end++)
             ;
     }
-    wprp_node *n = find_in(c, end, kind, id, from, strcmp);
-    return n ? n : find_in(c, end, kind, id, from, strcasecmp);
+    /* The file the reference is written in first, then every file, exact
+     * case before any case. */
+    const char *files[2] = {from ? from->file : NULL, NULL};
+    for (int f = from ? 0 : 1; f < 2; f++) {
+        wprp_node *n = find_in(c, end, kind, id, from, files[f], strcmp);
+        if (!n)
+            n = find_in(c, end, kind, id, from, files[f], strcasecmp);
+        if (n)
+            return n;
+    }
+    return NULL;
 }
 
 /* Takes ownership of n. A second element of the same kind and id in the same

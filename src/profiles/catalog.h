@@ -103,10 +103,12 @@ int wprp_catalog_load_dir(wprp_catalog *c, const char *dir);
 /* Adds a node the parser built, taking ownership; reports duplicate ids. */
 void wprp_catalog_add(wprp_catalog *c, wprp_node *n);
 
-/* The node of that kind and id that `from` sees: the latest one, except that
- * an element whose Base is its own id sees the definition it shadows. Ids are
- * compared exactly first, then ignoring case (WPR's names are not case
- * sensitive on its command line, and people write Base="heapsnapshot..."). */
+/* The node of that kind and id that `from` (the element or reference that
+ * names it, or NULL) sees: one in from's own file if there is one, else the
+ * latest loaded; an element whose Base is its own id sees the definition it
+ * shadows. Ids are compared exactly first, then ignoring case (WPR's names
+ * are not case sensitive on its command line: Base="HeapSnapshot..." finds
+ * ltr's heapsnapshot). */
 wprp_node *wprp_catalog_find(const wprp_catalog *c, wprp_kind kind, const char *id,
                              const wprp_node *from);
 

@@ -129,9 +129,9 @@ static size_t merge_collector(ltr_plan *p, const ltr_plan_collector *c)
  * (a warning: the reference and the definition disagree on the kind). */
 static wprp_node *find_collector(builder *b, const wprp_node *ref)
 {
-    wprp_node *n = wprp_catalog_find(b->cat, ref->kind, ref->id, NULL);
+    wprp_node *n = wprp_catalog_find(b->cat, ref->kind, ref->id, ref);
     for (int k = WPRP_SYSTEM_COLLECTOR; !n && k <= WPRP_HEAP_COLLECTOR; k++) {
-        n = wprp_catalog_find(b->cat, (wprp_kind)k, ref->id, NULL);
+        n = wprp_catalog_find(b->cat, (wprp_kind)k, ref->id, ref);
         if (n)
             ltr_diag_add(b->cat->diags, LTR_DIAG_WARNING, ref->file, ref->line, b->profile->id,
                          "%sId '%s' names a %s (%s:%d): mixing object types is ambiguous; it is "
@@ -374,7 +374,7 @@ static void apply_provider_ref(builder *b, const wprp_node *ref, const wprp_item
         return;
     }
     wprp_kind kind = provider_elems[k].kind;
-    wprp_node *node = wprp_catalog_find(b->cat, kind, it->value, NULL);
+    wprp_node *node = wprp_catalog_find(b->cat, kind, it->value, ref);
     if (!node) {
         error_at(b, ref->file, it->line, b->profile->id, "%s '%s' names nothing defined",
                  it->elem, it->value);
@@ -411,8 +411,7 @@ static void apply_ref(builder *b, const wprp_node *ref)
     const char *name = wprp_node_value(c, "Name");
     ltr_plan_collector pc = {.name = (char *)(name && *name ? name : c->id),
                              .kind = collector_kind[ref->kind]};
-    if (collector_buffers(b, ref, c, &pc) != 0)
-        return;
+    collector_buffers(b, ref, c, &pc); /* on a bad value, go on to check the rest */
     size_t idx = merge_collector(b->plan, &pc);
     if (ref->kind == WPRP_HEAP_COLLECTOR) {
         if (!b->plan->heap.enabled)

@@ -89,8 +89,9 @@ static void find_variants(wprp_catalog *c, const char *file, const char *name, m
     memset(m, 0, sizeof *m);
     for (size_t i = 0; i < c->n; i++) {
         wprp_node *n = c->nodes[i];
-        if (!in_scope(n, file))
-            continue;
+        const char *own = wprp_node_value(n, "Name");
+        if (!in_scope(n, file) || (own && strcasecmp(own, name) != 0))
+            continue; /* resolving only candidates keeps unrelated faults quiet */
         const wprp_node *r = wprp_resolve(c, n);
         const char *rn = r ? wprp_node_value(r, "Name") : NULL;
         int level, mode;
