@@ -34,10 +34,11 @@ static void help(void)
            "  3  the trace is damaged: what could be read is shown, the damage is listed\n");
 }
 
+/* A header value, or "-" when the trace does not say. */
 static const char *hdr(const ltr_trace *t, const char *key)
 {
     const char *v = ltr_trace_kv(t, LTR_KV_HEADER, key);
-    return v ? v : "";
+    return v && *v ? v : "-";
 }
 
 static int kv_u64(const ltr_trace *t, ltr_kv_list list, const char *key, uint64_t *out)
@@ -80,10 +81,24 @@ static int duration(const ltr_trace *t, const ltr_trace_summary *s, uint64_t *ou
     return 0;
 }
 
+/* Arguments joined by spaces, quoted for a shell when they need it. */
 static void print_cmdline(FILE *out, const ltr_process *p)
 {
-    for (uint32_t i = 0; i < p->argc; i++)
-        fprintf(out, "%s%s", i ? " " : "", p->argv[i]);
+    for (uint32_t i = 0; i < p->argc; i++) {
+        const char *a = p->argv[i];
+        int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789-_./=:,+@%") == strlen(a);
+        if (i)
+            putc(' ', out);
+        if (plain) {
+            fputs(a, out);
+            continue;
+        }
+        putc('\'', out);
+        for (; *a; a++)
+            fputs(*a == '\'' ? "'\\''" : (char[]){*a, 0}, out);
+        putc('\'', out);
+    }
 }
 
 /* ---- text ---- */
@@ -96,15 +111,17 @@ static void text_header(const ltr_trace *t, const ltr_trace_summary *s)
     printf("format:      version %u, %" PRIu64 " bytes, %" PRIu64 " chunks\n", ltr_trace_version(t),
            s->file_size, s->chunks);
     printf("state:       %s\n", s->complete ? "complete" : "cut short (no END chunk)");
-    printf("session:     %s (%s mode, trace kind %s)\n", hdr(t, "session.name"), hdr(t, "session.mode"),
-           hdr(t, "trace.kind"));
+    printf("session:     %s\n", hdr(t, "session.name"));
+    printf("mode:        %s (trace kind %s)\n", hdr(t, "session.mode"), hdr(t, "trace.kind"));
     printf("buffers:     %s x %s bytes\n", hdr(t, "session.buffers"), hdr(t, "session.buffer_size"));
     printf("providers:   %s\n", hdr(t, "session.providers"));
     printf("profiles:    %s\n", hdr(t, "session.profiles"));
-    printf("host:        %s, kernel %s, %s, %s, %s CPUs, %s bytes of RAM\n", hdr(t, "host.name"),
-           hdr(t, "host.kernel"), hdr(t, "host.machine"), hdr(t, "host.os"), hdr(t, "host.cpus"),
-           hdr(t, "host.memory"));
-    printf("started:     %s\n", iso);
+    printf("host:        %s (%s, %s CPUs, %s bytes of RAM)\n", hdr(t, "host.name"),
+           hdr(t, "host.machine"), hdr(t, "host.cpus"), hdr(t, "host.memory"));
+    printf("os:          %s\n", hdr(t, "host.os"));
+    printf("kernel:      %s\n", hdr(t, "host.kernel"));
+    printf("recorded by: ltr %s\n", hdr(t, "ltr.version"));
+    printf("started:     %s\n", *iso ? iso : "-");
     uint64_t d;
     if (duration(t, s, &d) == 0)
         printf("duration:    %" PRIu64 ".%09" PRIu64 " s%s\n", d / 1000000000u, d % 1000000000u,
@@ -158,7 +175,10 @@ static void text_counters(const ltr_trace *t)
 
 static void text_damage(const ltr_trace *t, const ltr_trace_summary *s)
 {
-    printf("\ndamage:      %s\n", s->damage ? "" : "none");
+    if (s->damage)
+        printf("\ndamage:      %" PRIu64 " problem(s)\n", s->damage);
+    else
+        printf("\ndamage:      none\n");
     for (size_t i = 0; i < ltr_trace_damage_count(t); i++) {
         char line[400];
         ltr_damage_format(ltr_trace_damage_at(t, i), line, sizeof line);

@@ -1,0 +1,250 @@
+/*
+ * tests/format/test_writer.c — the writer when writing fails: the size limit
+ * (-EFBIG, blocks reported through the drop callback, file still valid and
+ * the writer still usable), a full device, a write failing halfway through a
+ * chunk (RLIMIT_FSIZE) that must be cut off again, and bad paths.
+ */
+#include "gen.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct drops {
+    int calls;
+    uint64_t bytes, events;
+    uint64_t last_seq;
+} drops;
+
+static void on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
+{
+    drops *d = ctx;
+    d->calls++;
+    d->bytes += byte_count;
+    d->events += info->event_count;
+    d->last_seq = info->seq;
+}
+
+static ltr_writer *open_with_meta(const char *path)
+{
+    ltr_writer *w;
+    ltr_error err;
+    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
+    ltr_bytes b = {0};
+    gen_header(&b);
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err), 0);
+    b.len = 0;
+    gen_metadata(&b);
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    ltr_bytes_free(&b);
+    return w;
+}
+
+static int put_block(ltr_writer *w, uint64_t first, size_t count, uint64_t seq, ltr_error *err)
+{
+    ltr_bytes ev = {0};
+    for (size_t k = 0; k < count; k++)
+        gen_event(&ev, first + k, gen_ts(first + k));
+    ltr_block_info info = {.pid = 100, .tid = 100, .seq = seq, .event_count = (uint32_t)count};
+    int rc = ltr_writer_block(w, &info, ev.data, ev.len, err);
+    ltr_bytes_free(&ev);
+    return rc;
+}
+
+static void read_back(const char *path, uint64_t events, int complete)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    ltr_trace_summary s;
+    assert_int_equal(ltr_trace_scan(t, &s, &err), 0);
+    assert_int_equal(s.damage, 0);
+    assert_int_equal(s.events, events);
+    assert_int_equal(s.complete, complete);
+    ltr_trace_close(t);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (uint64_t)st.st_size;
+}
+
+static void test_size_limit(void **state)
+{
+    const char *path = gen_tmp("limit.ltr");
+    ltr_writer *w = open_with_meta(path);
+    drops d = {0};
+    ltr_writer_set_drop_callback(w, on_drop, &d);
+    ltr_error err;
+    assert_int_equal(put_block(w, 0, 10, 0, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 1, &err), 0);
+    uint64_t good = ltr_writer_size(w);
+    assert_int_equal(file_size(path), good);
+    ltr_writer_set_limit(w, good + 40); /* no room for another chunk */
+    assert_int_equal(put_block(w, 10, 10, 1, &err), 0); /* pending, not written yet */
+    assert_int_equal(put_block(w, 20, 10, 2, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), -EFBIG);
+    assert_int_equal(err.code, EFBIG);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "size limit"));
+    assert_int_equal(d.calls, 2);
+    assert_int_equal(d.events, 20);
+    assert_int_equal(d.last_seq, 2);
+    assert_true(d.bytes > 0);
+    assert_int_equal(ltr_writer_size(w), good);
+    assert_int_equal(file_size(path), good);
+    read_back(path, 10, 0);
+
+    /* still usable: with the limit lifted, END goes in and the trace is complete */
+    ltr_writer_set_limit(w, 0);
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "clock.end_ns", "1");
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
+    ltr_bytes_free(&kv);
+    ltr_writer_close(w);
+    read_back(path, 10, 1);
+    unlink(path);
+}
+
+static void test_chunk_target_triggers_writes(void **state)
+{
+    const char *path = gen_tmp("target.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    uint64_t before = ltr_writer_size(w);
+    assert_int_equal(put_block(w, 0, 5, 0, &err), 0);
+    assert_int_equal(ltr_writer_size(w), before); /* default 1 MiB target: pending */
+    ltr_writer_set_chunk_target(w, 100);
+    assert_int_equal(put_block(w, 5, 5, 1, &err), 0);
+    assert_true(ltr_writer_size(w) > before); /* past the target: written */
+    ltr_writer_close(w);
+    read_back(path, 10, 0);
+    unlink(path);
+}
+
+static void test_block_too_large(void **state)
+{
+    const char *path = gen_tmp("big.ltr");
+    ltr_writer *w = open_with_meta(path);
+    drops d = {0};
+    ltr_writer_set_drop_callback(w, on_drop, &d);
+    ltr_error err;
+    static const uint8_t tiny[1];
+    ltr_block_info info = {.pid = 1, .tid = 1, .event_count = 3};
+    /* the writer refuses on the length alone, before reading the events */
+    assert_int_equal(ltr_writer_block(w, &info, tiny, LTR_CHUNK_MAX_RAW, &err), -E2BIG);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.events, 3);
+    ltr_writer_close(w);
+    unlink(path);
+}
+
+static void test_device_full(void **state)
+{
+    ltr_writer *w = (ltr_writer *)1;
+    ltr_error err = {0};
+    assert_int_equal(ltr_writer_open(&w, "/dev/full", &err), -ENOSPC);
+    assert_null(w);
+    assert_int_equal(err.code, ENOSPC);
+    assert_string_equal(err.msg, "writing /dev/full: No space left on device");
+}
+
+static void test_bad_path(void **state)
+{
+    ltr_writer *w;
+    ltr_error err = {0};
+    assert_int_equal(ltr_writer_open(&w, "/nonexistent/dir/t.ltr", &err), -ENOENT);
+    assert_string_equal(err.msg, "creating /nonexistent/dir/t.ltr: No such file or directory");
+}
+
+static void fill_random(ltr_bytes *b, size_t n)
+{
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ltr_bytes_put_u8(b, (uint8_t)x);
+    }
+}
+
+/* A write that fails after part of a chunk went out (the file size limit of
+ * the process, like a disk filling up): the part is cut off again. */
+static void test_failed_write_is_cut_off(void **state)
+{
+    const char *path = gen_tmp("fsize.ltr");
+    ltr_writer *w = open_with_meta(path);
+    drops d = {0};
+    ltr_writer_set_drop_callback(w, on_drop, &d);
+    ltr_error err;
+    assert_int_equal(put_block(w, 0, 4, 0, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    uint64_t good = ltr_writer_size(w);
+
+    /* an incompressible event payload of 8 KiB in one blob event */
+    ltr_bytes ev = {0};
+    ltr_bytes_put_u32(&ev, 0);
+    ltr_bytes_put_u32(&ev, 2);
+    ltr_bytes_put_u64(&ev, gen_ts(4));
+    fill_random(&ev, 8192);
+    ltr_put_u32(ev.data, (uint32_t)ev.len);
+    ltr_block_info info = {.pid = 100, .tid = 100, .seq = 1, .event_count = 1};
+
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = good + 1000; /* the header and part of the payload fit */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    assert_int_equal(ltr_writer_block(w, &info, ev.data, ev.len, &err), 0);
+    int rc = ltr_writer_flush(w, 0, &err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    assert_int_equal(rc, -EFBIG);
+    assert_non_null(strstr(err.msg, "writing "));
+    assert_non_null(strstr(err.msg, path));
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(file_size(path), good);
+    assert_int_equal(ltr_writer_size(w), good);
+    read_back(path, 4, 0);
+
+    /* space is back: the next chunk is written and readable, with no damage */
+    assert_int_equal(put_block(w, 4, 3, 2, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 1, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&ev);
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *e;
+    uint64_t want[] = {0, 1, 2, 3, 4, 5, 6}, k = 0, n;
+    while (ltr_trace_next(t, &e, &err) > 0) {
+        assert_int_equal(ltr_event_get_u64(e, "n", &n), 0);
+        assert_int_equal(n, want[k++]);
+    }
+    assert_int_equal(k, 7);
+    assert_int_equal(ltr_trace_damage_count(t), 0);
+    ltr_trace_close(t);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_chunk_target_triggers_writes),
+        cmocka_unit_test(test_block_too_large),
+        cmocka_unit_test(test_device_full),
+        cmocka_unit_test(test_bad_path),
+        cmocka_unit_test(test_failed_write_is_cut_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
