@@ -5,13 +5,16 @@
  * Strings are escaped so a line stays one line and JSON stays valid whatever
  * bytes a payload holds.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* fwrite_unlocked: the stream is locked once per event */
+#endif
 #include "format/reader.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
-static void put_mem(FILE *out, const void *p, size_t n) { fwrite(p, 1, n, out); }
+static void put_mem(FILE *out, const void *p, size_t n) { fwrite_unlocked(p, 1, n, out); }
 static void put_s(FILE *out, const char *s) { put_mem(out, s, strlen(s)); }
 
 static void put_u64(FILE *out, uint64_t v)
@@ -119,6 +122,15 @@ static void put_escaped(FILE *out, const uint8_t *p, size_t n, int json)
 {
     char buf[8];
     for (size_t i = 0; i < n;) {
+        size_t run = 0; /* plain printable ASCII goes out in one piece */
+        while (i + run < n && p[i + run] >= 0x20 && p[i + run] < 0x7f && p[i + run] != '"' &&
+               p[i + run] != '\\')
+            run++;
+        if (run) {
+            put_mem(out, p + i, run);
+            i += run;
+            continue;
+        }
         uint8_t c = p[i];
         size_t len = utf8_len(p + i, n - i);
         const char *esc = c < 0x80 ? short_escape(c) : NULL;
