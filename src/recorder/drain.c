@@ -1,9 +1,9 @@
 /*
  * recorder/drain.c — moving buffers out of shared memory: in file mode into
  * the trace as they fill (and the filled part of buffers still being written,
- * at each flush), in memory mode into the ring history whose oldest buffers
- * are recycled; writing a memory-mode trace on save; the counters and the
- * header and end key/value lists of a trace.
+ * at each flush); in memory mode the ring's queue is the history, which
+ * producers overwrite themselves, and a save copies it out. Also the counters
+ * and the header and end key/value lists of a trace.
  */
 #include "recorder/internal.h"
 #include "prim/prim.h"
@@ -122,8 +122,8 @@ void rec_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_lost) + cs->events_dropped);
         ltr_bytes_put_u64(out, cs->buffers_written);
         ltr_bytes_put_u64(out, cs->buffers_lost);
-        ltr_bytes_put_u64(out, cs->events_overwritten);
-        ltr_bytes_put_u64(out, cs->buffers_overwritten);
+        ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_overwritten));
+        ltr_bytes_put_u64(out, atomic_load(&cs->ring->buffers_overwritten));
         ltr_bytes_record_end(out, rec);
     }
     ltr_shm_proc *procs = ltr_shm_procs(r->shm);
@@ -181,6 +181,16 @@ static void write_new_metadata(recorder *r)
         rec_log("%s", err.msg);
 }
 
+/* The block header of a buffer as it is now. */
+static ltr_block_info block_of(ltr_ring *ring, unsigned c, uint32_t idx, uint64_t commit, bool partial)
+{
+    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
+    return (ltr_block_info){.collector = (uint16_t)c,
+                            .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
+                            .pid = b->pid, .tid = b->tid, .seq = atomic_load(&b->seq),
+                            .event_count = LTR_COMMIT_EVENTS(commit)};
+}
+
 /* ---- file mode --------------------------------------------------------------- */
 
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
@@ -205,13 +215,9 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     uint32_t bytes = LTR_COMMIT_BYTES(commit), events = LTR_COMMIT_EVENTS(commit);
     if (bytes <= n->flushed_bytes)
         return;
-    ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, idx);
-    ltr_block_info info = {.collector = (uint16_t)c,
-                           .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
-                           .pid = b->pid, .tid = b->tid, .seq = b->seq,
-                           .event_count = events - n->flushed_events};
+    ltr_block_info info = block_of(cs->ring, c, idx, commit, partial);
+    info.event_count = events - n->flushed_events;
     cs->events_written += info.event_count;
-    cs->events_recorded += info.event_count;
     ltr_error err;
     if (r->file_full) {
         rec_on_drop(r, &info, bytes - n->flushed_bytes);
@@ -225,6 +231,8 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     n->flushed_events = events;
 }
 
+/* A buffer is complete: into the file and free again (file mode), or into the
+ * history queue (memory mode: the recorder completing a dead producer's). */
 static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
 {
     collector_state *cs = &r->col[c];
@@ -235,26 +243,7 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
         ltr_ring_release(cs->ring, idx);
         return;
     }
-    uint64_t commit = ltr_ring_committed(cs->ring, idx);
-    cs->events_recorded += LTR_COMMIT_EVENTS(commit) - cs->notes[idx].flushed_events;
-    cs->notes[idx] = (buf_note){0, 0};
-    cs->history[(cs->hist_head + cs->hist_len) % cs->ring->nbuf] = idx;
-    cs->hist_len++;
-}
-
-/* Memory mode: keep a quarter of the buffers free by dropping the oldest. */
-static void recycle(recorder *r, unsigned c)
-{
-    collector_state *cs = &r->col[c];
-    uint32_t keep_free = cs->ring->nbuf / 4 ? cs->ring->nbuf / 4 : 1;
-    while (cs->hist_len && atomic_load(&cs->ring->free_count) < keep_free) {
-        uint32_t idx = cs->history[cs->hist_head];
-        cs->hist_head = (cs->hist_head + 1) % cs->ring->nbuf;
-        cs->hist_len--;
-        cs->events_overwritten += LTR_COMMIT_EVENTS(ltr_ring_committed(cs->ring, idx));
-        cs->buffers_overwritten++;
-        ltr_ring_release(cs->ring, idx);
-    }
+    ltr_ring_publish(cs->ring, idx);
 }
 
 static void take_queued(recorder *r, unsigned c)
@@ -308,9 +297,8 @@ void rec_drain(recorder *r, bool flush_active)
         atomic_store(&r->col[c].ring->wake_pending, 0);
         if (r->cfg.mode == LTR_MODE_FILE)
             write_new_metadata(r); /* before the blocks that use it */
-        take_queued(r, c);
-        if (r->cfg.mode == LTR_MODE_MEMORY)
-            recycle(r, c);
+        if (r->cfg.mode == LTR_MODE_FILE)
+            take_queued(r, c);
     }
     if (r->cfg.mode == LTR_MODE_FILE && flush_active) {
         write_new_metadata(r);
@@ -331,40 +319,62 @@ void rec_harvest_owner(recorder *r, uint32_t owner)
 
 /* ---- traces ------------------------------------------------------------------ */
 
-static int write_buffer_whole(ltr_writer *w, recorder *r, unsigned c, uint32_t idx, bool partial,
-                              uint64_t *events, ltr_error *err)
+static int save_block(ltr_writer *w, const ltr_block_info *info, const uint8_t *data, uint64_t commit,
+                      uint64_t *events, ltr_error *err)
 {
-    ltr_ring *ring = r->col[c].ring;
-    uint64_t commit = ltr_ring_committed(ring, idx);
     if (!LTR_COMMIT_BYTES(commit))
         return 0;
-    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
-    ltr_block_info info = {.collector = (uint16_t)c,
-                           .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
-                           .pid = b->pid, .tid = b->tid, .seq = b->seq,
-                           .event_count = LTR_COMMIT_EVENTS(commit)};
-    *events += info.event_count;
-    return ltr_writer_block(w, &info, ltr_ring_data(ring, idx), LTR_COMMIT_BYTES(commit), err);
+    *events += info->event_count;
+    return ltr_writer_block(w, info, data, LTR_COMMIT_BYTES(commit), err);
+}
+
+/* The history, oldest first. Producers may take its oldest buffers for reuse
+ * while we copy: a copy counts only if its queue position was not taken. */
+static int save_history(ltr_writer *w, recorder *r, unsigned c, uint64_t *events, ltr_error *err)
+{
+    collector_state *cs = &r->col[c];
+    uint64_t tail = ltr_ring_tail(cs->ring);
+    for (uint64_t pos = ltr_ring_head(cs->ring); pos < tail; pos++) {
+        uint32_t idx = ltr_ring_at(cs->ring, pos);
+        if (idx == LTR_RING_NONE)
+            continue;
+        uint64_t commit = ltr_ring_committed(cs->ring, idx);
+        ltr_block_info info = block_of(cs->ring, c, idx, commit, false);
+        memcpy(cs->copy, ltr_ring_data(cs->ring, idx), LTR_COMMIT_BYTES(commit));
+        if (!ltr_ring_still_at(cs->ring, pos))
+            continue; /* overwritten while we copied: counted as overwritten */
+        int rc = save_block(w, &info, cs->copy, commit, events, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Buffers being filled: their committed part never changes under us. */
+static int save_active(ltr_writer *w, recorder *r, unsigned c, uint64_t *events, ltr_error *err)
+{
+    ltr_ring *ring = r->col[c].ring;
+    for (uint32_t i = 0; i < ring->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_ACTIVE)
+            continue;
+        uint64_t commit = ltr_ring_committed(ring, i);
+        ltr_block_info info = block_of(ring, c, i, commit, true);
+        int rc = save_block(w, &info, ltr_ring_data(ring, i), commit, events, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static int save_blocks(ltr_writer *w, recorder *r, uint64_t *events, ltr_error *err)
 {
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        collector_state *cs = &r->col[c];
-        for (uint32_t k = 0; k < cs->hist_len; k++) {
-            int rc = write_buffer_whole(w, r, c, cs->history[(cs->hist_head + k) % cs->ring->nbuf],
-                                        false, &events[c], err);
-            if (rc)
-                return rc;
-        }
-        for (uint32_t i = 0; i < cs->ring->nbuf; i++) {
-            ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, i);
-            if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_ACTIVE)
-                continue;
-            int rc = write_buffer_whole(w, r, c, i, true, &events[c], err);
-            if (rc)
-                return rc;
-        }
+        int rc = save_history(w, r, c, &events[c], err);
+        if (!rc)
+            rc = save_active(w, r, c, &events[c], err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -440,4 +450,16 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
     ltr_bytes_free(&counters);
     ltr_bytes_free(&kv);
     return rc;
+}
+
+uint64_t rec_events_recorded(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    uint64_t n = cs->events_written + atomic_load(&cs->ring->events_overwritten);
+    for (uint32_t i = 0; i < cs->ring->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, i);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_FREE)
+            n += LTR_COMMIT_EVENTS(ltr_ring_committed(cs->ring, i)) - cs->notes[i].flushed_events;
+    }
+    return n;
 }

@@ -21,15 +21,11 @@ typedef struct buf_note {
 typedef struct collector_state {
     ltr_ring *ring;
     buf_note *notes;
-    /* memory mode: full buffers, oldest first (a FIFO of nbuf entries) */
-    uint32_t *history;
-    uint32_t hist_head, hist_len;
+    uint8_t *copy;           /* memory mode: a buffer copied out for a save */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     /* counters of the recorder's side (producers count events_lost in the ring) */
-    uint64_t events_recorded; /* handed to the recorder (in the file, or in the ring) */
     uint64_t events_written, buffers_written; /* in the current output */
     uint64_t events_dropped, buffers_lost;    /* could not be written (disk, size limit) */
-    uint64_t events_overwritten, buffers_overwritten;
 } collector_state;
 
 typedef struct producer_conn {
@@ -81,6 +77,8 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err);
 void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind);
 void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);
 void rec_counters(recorder *r, ltr_bytes *out);
+/* Events producers have committed to collector c so far (for status). */
+uint64_t rec_events_recorded(recorder *r, unsigned c);
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);
 
 /* loop.c */

@@ -127,9 +127,9 @@ static void handle_status(recorder *r, int fd)
         COL("buffer_size", cs->ring->buffer_size);
         COL("buffers", cs->ring->nbuf);
         COL("buffers_free", atomic_load(&cs->ring->free_count));
-        COL("events_recorded", cs->events_recorded);
+        COL("events_recorded", rec_events_recorded(r, c));
         COL("events_lost", atomic_load(&cs->ring->events_lost) + cs->events_dropped);
-        COL("events_overwritten", cs->events_overwritten);
+        COL("events_overwritten", atomic_load(&cs->ring->events_overwritten));
         COL("buffers_lost", cs->buffers_lost);
 #undef COL
     }

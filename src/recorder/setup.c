@@ -60,7 +60,7 @@ static int create_shm(recorder *r, ltr_error *err)
         snprintf(shm->collectors[c].name, sizeof shm->collectors[c].name, "%s", cfg->collectors[c].name);
         shm->collectors[c].ring_offset = ring_off[c];
         ltr_ring_init((uint8_t *)mem + ring_off[c], cfg->collectors[c].buffer_kb * 1024u,
-                      cfg->collectors[c].buffers);
+                      cfg->collectors[c].buffers, cfg->mode == LTR_MODE_MEMORY ? LTR_RING_OVERWRITE : 0);
     }
     shm->meta_offset = meta_off;
     shm->meta_capacity = LTR_SHM_META_CAPACITY;
@@ -79,8 +79,8 @@ static int alloc_notes(recorder *r, ltr_error *err)
         collector_state *cs = &r->col[c];
         cs->ring = ltr_shm_ring(r->shm, c);
         cs->notes = calloc(cs->ring->nbuf, sizeof *cs->notes);
-        cs->history = calloc(cs->ring->nbuf, sizeof *cs->history);
-        if (!cs->notes || !cs->history)
+        cs->copy = malloc(cs->ring->buffer_size);
+        if (!cs->notes || !cs->copy)
             return ltr_fail(err, ENOMEM, "out of memory");
     }
     return 0;
@@ -251,7 +251,7 @@ void rec_teardown(recorder *r)
     free(r->losses);
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
         free(r->col[c].notes);
-        free(r->col[c].history);
+        free(r->col[c].copy);
     }
     if (r->writer)
         ltr_writer_close(r->writer);

@@ -42,11 +42,12 @@ static void push_free(ltr_ring *r, uint32_t idx)
     atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
 }
 
-void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf)
+void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flags)
 {
     ltr_ring *r = mem;
     memset(r, 0, sizeof *r);
     r->magic = LTR_RING_MAGIC;
+    r->flags = flags;
     r->buffer_size = buffer_size;
     r->nbuf = nbuf;
     r->bufs_offset = align_up(sizeof(ltr_ring), 64);
@@ -65,7 +66,7 @@ bool ltr_ring_valid(const ltr_ring *r, size_t avail)
            r->total_size <= avail && r->total_size == ltr_ring_size(r->buffer_size, r->nbuf);
 }
 
-uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner)
+static uint32_t pop_free(ltr_ring *r)
 {
     uint64_t head = atomic_load_explicit(&r->free_head, memory_order_acquire);
     for (;;) {
@@ -79,16 +80,59 @@ uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owne
         if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, want,
                                                   memory_order_acquire, memory_order_acquire)) {
             atomic_fetch_sub_explicit(&r->free_count, 1, memory_order_relaxed);
-            ltr_ring_buf *b = ltr_ring_buf_at(r, top - 1);
-            b->pid = pid;
-            b->tid = tid;
-            b->owner = owner;
-            b->seq = atomic_fetch_add_explicit(&r->next_seq, 1, memory_order_relaxed);
-            atomic_store_explicit(&b->commit, 0, memory_order_relaxed);
-            atomic_store_explicit(&b->state, LTR_BUF_ACTIVE, memory_order_release);
             return top - 1;
         }
     }
+}
+
+/* Claims the oldest queue position. Its slot is cleared before any producer
+ * can come round to it again: that would take nbuf more published buffers
+ * while we hold one of the nbuf. */
+static uint32_t pop_oldest(ltr_ring *r)
+{
+    _Atomic uint32_t *slots = queue_slots(r);
+    uint64_t h = atomic_load_explicit(&r->queue_head, memory_order_acquire);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&slots[h % r->nbuf], memory_order_acquire);
+        if (v == 0)
+            return LTR_RING_NONE; /* empty, or its producer is between two stores */
+        if (atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            atomic_store_explicit(&slots[h % r->nbuf], 0, memory_order_relaxed);
+            return v - 1;
+        }
+    }
+}
+
+static uint32_t steal_oldest(ltr_ring *r)
+{
+    uint32_t idx = pop_oldest(r);
+    /* A reader copying this buffer must see our claim before any new byte. */
+    atomic_thread_fence(memory_order_release);
+    if (idx != LTR_RING_NONE) {
+        uint64_t c = atomic_load_explicit(&ltr_ring_buf_at(r, idx)->commit, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->events_overwritten, LTR_COMMIT_EVENTS(c), memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->buffers_overwritten, 1, memory_order_relaxed);
+    }
+    return idx;
+}
+
+uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner)
+{
+    uint32_t idx = pop_free(r);
+    if (idx == LTR_RING_NONE && (r->flags & LTR_RING_OVERWRITE))
+        idx = steal_oldest(r);
+    if (idx == LTR_RING_NONE)
+        return idx;
+    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    b->pid = pid;
+    b->tid = tid;
+    b->owner = owner;
+    atomic_store_explicit(&b->seq, atomic_fetch_add_explicit(&r->next_seq, 1, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&b->commit, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->state, LTR_BUF_ACTIVE, memory_order_release);
+    return idx;
 }
 
 bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
@@ -104,13 +148,21 @@ bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
 
 uint32_t ltr_ring_take(ltr_ring *r)
 {
-    _Atomic uint32_t *slot = &queue_slots(r)[r->queue_head % r->nbuf];
-    uint32_t v = atomic_load_explicit(slot, memory_order_acquire);
-    if (v == 0)
+    return pop_oldest(r);
+}
+
+uint32_t ltr_ring_at(ltr_ring *r, uint64_t pos)
+{
+    if (pos < ltr_ring_head(r))
         return LTR_RING_NONE;
-    atomic_store_explicit(slot, 0, memory_order_relaxed);
-    r->queue_head++;
-    return v - 1;
+    uint32_t v = atomic_load_explicit(&queue_slots(r)[pos % r->nbuf], memory_order_acquire);
+    return v ? v - 1 : LTR_RING_NONE;
+}
+
+bool ltr_ring_still_at(ltr_ring *r, uint64_t pos)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return ltr_ring_head(r) <= pos;
 }
 
 void ltr_ring_release(ltr_ring *r, uint32_t idx)
@@ -122,11 +174,11 @@ void ltr_ring_release(ltr_ring *r, uint32_t idx)
 
 uint64_t ltr_ring_queued(ltr_ring *r)
 {
-    return atomic_load_explicit(&r->queue_tail, memory_order_acquire) - r->queue_head;
+    return ltr_ring_tail(r) - ltr_ring_head(r);
 }
 
 void ltr_ring_skip_slot(ltr_ring *r)
 {
-    r->queue_head++;
+    atomic_fetch_add_explicit(&r->queue_head, 1, memory_order_acq_rel);
 }
 _Static_assert(sizeof(ltr_ring_buf) == 64, "one cache line per buffer header");

@@ -11,6 +11,12 @@
  * committed prefix of a buffer that a producer still owns (flush, save,
  * crashed producer) without disturbing it: committed bytes never change.
  *
+ * In overwrite mode (a flight recorder) nobody consumes the queue: it is the
+ * history, oldest first. A producer that finds no free buffer takes the
+ * oldest published one for itself and counts its events as overwritten, so
+ * the newest events are the ones kept. A reader of the history checks after
+ * copying a buffer that its queue position was not taken meanwhile.
+ *
  * Everything is addressed by index, never by pointer, because each process
  * maps the memory at its own address.
  */
@@ -24,6 +30,7 @@
 
 #define LTR_RING_MAGIC 0x4c545252u /* "LTRR" */
 #define LTR_RING_NONE UINT32_MAX
+#define LTR_RING_OVERWRITE 0x1u /* flags: producers reuse the oldest full buffer */
 
 enum ltr_buf_state { LTR_BUF_FREE = 0, LTR_BUF_ACTIVE = 1, LTR_BUF_FULL = 2 };
 
@@ -39,28 +46,29 @@ typedef struct ltr_ring_buf {
     uint32_t pid, tid;        /* owner thread, set when acquired */
     uint32_t owner;           /* owner's attachment token (a pid is reused by exec) */
     uint32_t pad0;
-    uint64_t seq;             /* acquisition order within the ring */
+    _Atomic uint64_t seq;     /* acquisition order within the ring */
     uint8_t pad[24];
 } ltr_ring_buf;
 
 typedef struct ltr_ring {
-    uint32_t magic, buffer_size, nbuf, pad0;
+    uint32_t magic, buffer_size, nbuf, flags;
     uint64_t bufs_offset, data_offset, queue_offset, total_size;
     uint8_t pad1[24];
     /* each hot word on its own cache line */
     _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (index + 1) */
     _Atomic uint32_t free_count;
     _Alignas(64) _Atomic uint64_t queue_tail; /* producers: fetch_add */
-    _Alignas(64) uint64_t queue_head;         /* consumer only */
+    _Alignas(64) _Atomic uint64_t queue_head; /* consumer, or stealing producers */
     _Alignas(64) _Atomic uint64_t next_seq;
     _Atomic uint64_t events_lost; /* refused by producers: no buffer, too large */
     _Atomic uint32_t wake_pending; /* a producer asked the consumer to wake */
+    _Atomic uint64_t events_overwritten, buffers_overwritten; /* overwrite mode */
 } ltr_ring;
 
 /* Bytes of shared memory a ring of nbuf buffers of buffer_size bytes needs. */
 size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf);
 /* Lays out a ring at mem (size from ltr_ring_size), all buffers free. */
-void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf);
+void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flags);
 /* Checks that mem of `avail` bytes holds a sane ring (a producer attaching). */
 bool ltr_ring_valid(const ltr_ring *r, size_t avail);
 
@@ -73,7 +81,8 @@ static inline uint8_t *ltr_ring_data(ltr_ring *r, uint32_t idx)
     return (uint8_t *)r + r->data_offset + (size_t)idx * r->buffer_size;
 }
 
-/* Producer: takes a free buffer for thread (pid, tid). LTR_RING_NONE if none. */
+/* Producer: takes a free buffer for thread (pid, tid); in overwrite mode, the
+ * oldest published one if none is free. LTR_RING_NONE if none. */
 uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner);
 /* Producer: publishes how much of its buffer holds complete events. */
 static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, uint32_t events)
@@ -98,5 +107,20 @@ static inline uint64_t ltr_ring_committed(ltr_ring *r, uint32_t idx)
  * reserving a queue slot and filling it). Used to skip a slot whose producer died. */
 uint64_t ltr_ring_queued(ltr_ring *r);
 void ltr_ring_skip_slot(ltr_ring *r);
+
+/* Reading the history of an overwrite ring: positions [head, tail). */
+static inline uint64_t ltr_ring_head(ltr_ring *r)
+{
+    return atomic_load_explicit(&r->queue_head, memory_order_acquire);
+}
+static inline uint64_t ltr_ring_tail(ltr_ring *r)
+{
+    return atomic_load_explicit(&r->queue_tail, memory_order_acquire);
+}
+/* The buffer at a queue position, or LTR_RING_NONE (being published, or taken). */
+uint32_t ltr_ring_at(ltr_ring *r, uint64_t pos);
+/* True if the buffer at pos was not taken for reuse since ltr_ring_at: call
+ * after copying it, to know the copy is whole. */
+bool ltr_ring_still_at(ltr_ring *r, uint64_t pos);
 
 #endif

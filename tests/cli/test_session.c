@@ -140,7 +140,8 @@ static void check_accounting(const char *dir, const char *mode_opts, const char 
     print_message("%s: trace %llu lost %llu overwritten %llu\n", name,
                   (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
                   (unsigned long long)t.events_overwritten);
-    assert_true(t.events_lost > 0); /* tiny buffers: the test must exercise loss */
+    /* Tiny buffers: the test must exercise loss (file mode) or overwriting (memory mode). */
+    assert_true(t.events_lost + t.events_overwritten > 0);
     assert_int_equal(t.provider_events + t.events_lost + t.events_overwritten, 48000);
     assert_int_equal(t.events_lost, (uint64_t)lost);
 }
@@ -153,6 +154,27 @@ static void test_accounting_memory(void **state)
 static void test_accounting_file(void **state)
 {
     check_accounting(*state, "--filemode", "accf");
+}
+
+/* A flight recorder keeps the newest events: one thread writes 0..19999 into
+ * a ring far too small for them; what is left is the end of the sequence. */
+static void test_memory_mode_keeps_newest(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start --instance newest --buffer-size 4 --buffers 8 --provider Test.Producer", LTR));
+    tu_result p = tu_run("%s --events 20000 --size 16 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(p.out, "written"), 20000);
+    tu_free(&p);
+    expect_ok(tu_run("%s stop --instance newest %s/newest.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/newest.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.events_lost, 0);
+    assert_true(t.events_overwritten > 10000);
+    assert_int_equal(t.seq_max, 19999);
+    assert_int_equal(t.seq_max - t.seq_min + 1, t.provider_events); /* no hole */
+    assert_int_equal(t.provider_events + t.events_overwritten, 20000);
 }
 
 static void test_several_sessions_and_processes(void **state)
@@ -291,6 +313,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_discards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accounting_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accounting_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),

@@ -14,12 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ltr_ring *make_ring(uint32_t size, uint32_t nbuf)
+static ltr_ring *make_ring_flags(uint32_t size, uint32_t nbuf, uint32_t flags)
 {
     void *mem = aligned_alloc(4096, (ltr_ring_size(size, nbuf) + 4095) & ~(size_t)4095);
-    ltr_ring_init(mem, size, nbuf);
+    ltr_ring_init(mem, size, nbuf, flags);
     assert_true(ltr_ring_valid(mem, ltr_ring_size(size, nbuf)));
     return mem;
+}
+
+static ltr_ring *make_ring(uint32_t size, uint32_t nbuf)
+{
+    return make_ring_flags(size, nbuf, 0);
 }
 
 static void test_acquire_until_empty(void **state)
@@ -126,12 +131,44 @@ static void test_concurrent_producers(void **state)
     free(shared);
 }
 
+/* Overwrite mode: with nobody consuming, a producer reuses the oldest full
+ * buffer; the queue then holds the newest buffers, oldest first. */
+static void test_overwrite_keeps_newest(void **state)
+{
+    ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
+    for (uint32_t b = 0; b < 10; b++) {
+        uint32_t idx = ltr_ring_acquire(r, 1, 1, 1);
+        assert_int_not_equal(idx, LTR_RING_NONE);
+        memcpy(ltr_ring_data(r, idx), &b, 4);
+        ltr_ring_commit(r, idx, 4, 1);
+        ltr_ring_publish(r, idx);
+    }
+    assert_int_equal(r->buffers_overwritten, 6);
+    assert_int_equal(r->events_overwritten, 6);
+    uint32_t expect = 6;
+    for (uint64_t pos = ltr_ring_head(r); pos < ltr_ring_tail(r); pos++, expect++) {
+        uint32_t idx = ltr_ring_at(r, pos), v;
+        assert_int_not_equal(idx, LTR_RING_NONE);
+        memcpy(&v, ltr_ring_data(r, idx), 4);
+        assert_int_equal(v, expect);
+        assert_true(ltr_ring_still_at(r, pos));
+    }
+    assert_int_equal(expect, 10);
+    /* Taking the oldest for reuse makes a reader's copy of it invalid. */
+    uint64_t oldest = ltr_ring_head(r);
+    assert_int_not_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
+    assert_false(ltr_ring_still_at(r, oldest));
+    assert_int_equal(ltr_ring_at(r, oldest), LTR_RING_NONE);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_acquire_until_empty),
         cmocka_unit_test(test_corrupt_header_is_invalid),
         cmocka_unit_test(test_concurrent_producers),
+        cmocka_unit_test(test_overwrite_keeps_newest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

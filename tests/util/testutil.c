@@ -110,6 +110,7 @@ long long tu_field(const char *text, const char *key)
 tu_trace tu_read_trace(const char *path, const char *provider)
 {
     tu_trace r = {0};
+    r.seq_min = UINT64_MAX;
     ltr_trace *t;
     ltr_error err;
     if (ltr_trace_open(path, &t, &err) != 0)
@@ -119,8 +120,14 @@ tu_trace tu_read_trace(const char *path, const char *provider)
     while ((rc = ltr_trace_next(t, &ev, &err)) > 0) {
         r.events++;
         const char *pname = ev->layout->provider->name;
-        if (provider && pname && !strcmp(pname, provider))
+        if (provider && pname && !strcmp(pname, provider)) {
             r.provider_events++;
+            uint64_t seq;
+            if (ltr_event_get_u64(ev, "seq", &seq) == 0) {
+                r.seq_min = seq < r.seq_min ? seq : r.seq_min;
+                r.seq_max = seq > r.seq_max ? seq : r.seq_max;
+            }
+        }
         if (pname && !strcmp(pname, "ltr") && !strcmp(ev->layout->name, "Marker"))
             r.markers++;
     }

@@ -36,6 +36,7 @@ typedef struct tu_trace {
     int complete, has_counters;
     uint64_t damage;
     char description[256];
+    uint64_t seq_min, seq_max; /* of the provider's events' "seq" field, if any */
 } tu_trace;
 tu_trace tu_read_trace(const char *path, const char *provider);
 
