@@ -165,12 +165,6 @@ void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes)
     w->chunk_target = raw_bytes ? raw_bytes : 1;
 }
 
-int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err)
-{
-    if (kv->failed)
-        return fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
-    return write_chunk(w, chunk_type, kv->data, kv->len, err);
-}
 
 static void drop_pending(ltr_writer *w)
 {
@@ -203,6 +197,14 @@ static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t 
     int rc = flush_events(w, err);
     int rc2 = write_chunk(w, type, p, len, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
+}
+
+/* Pending events go first, so END really is the last chunk. */
+int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err)
+{
+    if (kv->failed)
+        return fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
+    return flush_then_write(w, chunk_type, kv->data, kv->len, err);
 }
 
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)

@@ -37,7 +37,8 @@ void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ct
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);
 /* Raw size of pending EVENTS that triggers a chunk write; default 1 MiB. */
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
-/* A HEADER or END chunk from a key/value list built with ltr_bytes_put_kv. */
+/* Flushes pending EVENTS, then writes a HEADER or END chunk from a key/value list
+ * built with ltr_bytes_put_kv. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);
 /* Flushes pending EVENTS, then writes one METADATA chunk of the given records. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err);

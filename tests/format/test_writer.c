@@ -134,6 +134,30 @@ static void test_chunk_target_triggers_writes(void **state)
     unlink(path);
 }
 
+static void test_end_flushes_pending_events(void **state)
+{
+    const char *path = gen_tmp("end.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pending under the 1 MiB target */
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "session.description", "done");
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
+    ltr_bytes_free(&kv);
+    ltr_writer_close(w);
+    read_back(path, 6, 1);
+    ltr_trace *t; /* END comes after the events in the file */
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(ltr_trace_next(t, &ev, &err), 1);
+    assert_false(ltr_trace_complete(t));
+    assert_int_equal(ltr_trace_next(t, &ev, &err), 0);
+    assert_true(ltr_trace_complete(t));
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 static void test_block_too_large(void **state)
 {
     const char *path = gen_tmp("big.ltr");
@@ -241,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_chunk_target_triggers_writes),
+        cmocka_unit_test(test_end_flushes_pending_events),
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),
         cmocka_unit_test(test_bad_path),
