@@ -5,16 +5,19 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
+#include "profiles/profiles.h"
 #include "recorder/recorder.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr start [--instance NAME] [--filemode [-o FILE]] [--buffer-size KB]\n"
-                            "                 [--buffers N|N%] [--max-file-size MB] [--provider SPEC]...";
+static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE]]\n"
+                            "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
+                            "                 [--provider SPEC]...";
 
 static void help(void)
 {
@@ -22,13 +25,19 @@ static void help(void)
            "Starts a recording session. A recorder process holds its buffers in shared\n"
            "memory until 'ltr stop' or 'ltr cancel'; programs that use the ltr provider\n"
            "API write their events into it.\n\n"
+           "PROFILE is a recording profile, [FILE.wprp!]Name[.light|.verbose]: a built-in\n"
+           "one ('ltr profiles' lists them) or one of a Windows Performance Recorder\n"
+           "file, as it is. Several may be given; their collectors and providers combine\n"
+           "as in WPR. What a profile asks for that Linux or this ltr does not have is\n"
+           "listed, not fatal (unless the profile says Strict=\"true\").\n\n"
            "  --instance NAME      session name (default: ltr); several sessions may run\n"
            "  --filemode           write full buffers to the trace as they fill; without it\n"
            "                       the session is a flight recorder (memory mode) that keeps\n"
            "                       the newest buffers until 'ltr save' or 'ltr stop'\n"
            "  -o, --output FILE    file mode: the trace grows here until 'ltr stop' moves it\n"
            "                       (default: $TMPDIR/ltr-NAME.ltr.part)\n"
-           "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
+           "  --buffer-size KB     size of each buffer, %u to %u (default %u; with\n"
+           "                       profiles, overrides every collector's)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM\n"
            "                       (default %u)\n"
            "  --max-file-size MB   file mode: stop growing the trace at this size; later\n"
@@ -71,6 +80,65 @@ static void default_output(ltr_session_config *cfg)
              cfg->name, (unsigned)getuid());
 }
 
+static void print_lines(const char *prefix, const ltr_bytes *text)
+{
+    const char *p = (const char *)text->data, *end = p + text->len;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        fprintf(stderr, "ltr start: %s%.*s\n", prefix, (int)n, p);
+        p += n + 1;
+    }
+}
+
+/* Resolves the profiles into cfg; --provider options already in cfg are kept
+ * (they go to the first collector), buffer options override the profiles'. */
+static int apply_profiles(ltr_session_config *cfg, const char *const *specs, size_t n,
+                          uint32_t buffer_kb, uint32_t buffers)
+{
+    ltr_profile_request req = {.specs = specs, .nspecs = n, .filemode = cfg->mode == LTR_MODE_FILE};
+    ltr_plan *plan = NULL;
+    int rc = ltr_profiles_resolve(&req, &plan);
+    if (!plan)
+        return cli_fail("start", "out of memory reading the profiles");
+    for (size_t i = 0; i < plan->diags.n; i++) {
+        char line[2048];
+        ltr_diag_format(&plan->diags.v[i], line, sizeof line);
+        fprintf(stderr, "ltr start: %s\n", line);
+    }
+    ltr_provider_spec extra[LTR_MAX_SESSION_PROVIDERS];
+    unsigned nextra = cfg->nproviders;
+    memcpy(extra, cfg->providers, sizeof extra[0] * nextra);
+    cfg->nproviders = 0;
+    cfg->ncollectors = 0;
+    ltr_bytes notes = {0};
+    ltr_error err;
+    if (rc == 0 && ltr_session_config_from_plan(plan, cfg, &notes, &err) != 0)
+        rc = cli_fail("start", "%s", err.msg);
+    else if (rc)
+        rc = cli_fail("start", "the profiles have errors; nothing was started");
+    print_lines("note: ", &notes);
+    ltr_bytes_free(&notes);
+    ltr_plan_free(plan);
+    if (rc)
+        return rc;
+    if (cfg->ncollectors == 0) { /* nothing this ltr can record: keep a collector for markers */
+        cfg->ncollectors = 1;
+        snprintf(cfg->collectors[0].name, sizeof cfg->collectors[0].name, "events");
+        cfg->collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
+        cfg->collectors[0].buffers = LTR_BUFFERS_DEFAULT;
+    }
+    for (unsigned c = 0; c < cfg->ncollectors; c++) {
+        if (buffer_kb)
+            cfg->collectors[c].buffer_kb = buffer_kb;
+        if (buffers)
+            cfg->collectors[c].buffers = buffers;
+    }
+    for (unsigned i = 0; i < nextra && cfg->nproviders < LTR_MAX_SESSION_PROVIDERS; i++)
+        cfg->providers[cfg->nproviders++] = extra[i];
+    return 0;
+}
+
 int cmd_start(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -86,6 +154,7 @@ int cmd_start(int argc, char **argv)
     snprintf(cfg.collectors[0].name, sizeof cfg.collectors[0].name, "events");
     cfg.collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
     const char *buffers = NULL, *output = NULL;
+    bool buffer_kb_given = false;
     uint64_t v;
     ltr_error err;
     int c;
@@ -103,6 +172,7 @@ int cmd_start(int argc, char **argv)
             if (cli_parse_u64("start", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
                 return 2;
             cfg.collectors[0].buffer_kb = (uint32_t)v;
+            buffer_kb_given = true;
             break;
         case 'b': buffers = optarg; break;
         case 'm':
@@ -121,12 +191,16 @@ int cmd_start(int argc, char **argv)
         default: return cli_usage_error("start", usage);
         }
     }
-    if (optind < argc)
-        return cli_fail("start", "unexpected argument '%s' (recording profiles are not supported yet)",
-                        argv[optind]), 2;
     cfg.collectors[0].buffers = LTR_BUFFERS_DEFAULT;
     if (buffers && parse_buffers(buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
         return 2;
+    if (optind < argc) {
+        int rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),
+                                buffer_kb_given ? cfg.collectors[0].buffer_kb : 0,
+                                buffers ? cfg.collectors[0].buffers : 0);
+        if (rc)
+            return rc;
+    }
     if (cfg.mode != LTR_MODE_FILE && (output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
                         output ? "--output" : "--max-file-size"), 2;
@@ -138,9 +212,12 @@ int cmd_start(int argc, char **argv)
     }
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
-    printf("session '%s' started: %s mode, %u buffers of %u KB", cfg.name,
-           cfg.mode == LTR_MODE_FILE ? "file" : "memory", cfg.collectors[0].buffers,
-           cfg.collectors[0].buffer_kb);
+    printf("session '%s' started: %s mode", cfg.name, cfg.mode == LTR_MODE_FILE ? "file" : "memory");
+    for (unsigned i = 0; i < cfg.ncollectors; i++)
+        printf("%s%s: %u buffers of %u KB", i ? "; " : "; ", cfg.collectors[i].name,
+               cfg.collectors[i].buffers, cfg.collectors[i].buffer_kb);
+    if (cfg.profiles[0])
+        printf(", profiles %s", cfg.profiles);
     if (cfg.mode == LTR_MODE_FILE)
         printf(", writing %s", cfg.output);
     printf("\n");

@@ -58,6 +58,14 @@ int ltr_session_name_check(const char *name, ltr_error *err);
 /* Checks the whole configuration before launching. */
 int ltr_session_config_check(const ltr_session_config *cfg, ltr_error *err);
 
+struct ltr_plan;
+struct ltr_bytes;
+/* Fills cfg from a resolved recording profile (profiles/profiles.h): mode,
+ * collectors, providers, profile names. What the plan asks for that this ltr
+ * cannot record is described, a line each, in notes. cfg's name is kept. */
+int ltr_session_config_from_plan(const struct ltr_plan *plan, ltr_session_config *cfg,
+                                 struct ltr_bytes *notes, ltr_error *err);
+
 /* Starts the recorder as a daemon and waits until it runs or has failed. */
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err);
 /* Runs the recorder in this process; writes "OK" or the error to ready_fd once

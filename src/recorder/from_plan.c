@@ -1,0 +1,127 @@
+/*
+ * recorder/from_plan.c — turning a resolved recording profile (a session plan
+ * from profiles/) into a session configuration: collectors that carry
+ * something become buffer pools, event providers become ltr providers, and
+ * what Linux or this ltr does not have yet becomes a note for the user.
+ */
+#include "recorder/recorder.h"
+#include "format/records.h"
+#include "prim/prim.h"
+#include "profiles/profiles.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static void note(ltr_bytes *notes, const char *fmt, const char *a, const char *b)
+{
+    char line[1024];
+    snprintf(line, sizeof line, fmt, a, b ? b : "");
+    ltr_bytes_put_mem(notes, line, strlen(line));
+    ltr_bytes_put_u8(notes, '\n');
+}
+
+static uint32_t buffer_count(const ltr_plan_collector *pc)
+{
+    if (!pc->buffers_percent)
+        return pc->buffers;
+    uint64_t n = ltr_total_ram() / 100 * pc->buffers / ((uint64_t)pc->buffer_size_kb * 1024);
+    return n < LTR_BUFFERS_MIN ? LTR_BUFFERS_MIN : n > LTR_BUFFERS_MAX ? LTR_BUFFERS_MAX : (uint32_t)n;
+}
+
+/* The session collector for plan collector i, creating it on first use. */
+static int collector_for(const ltr_plan *plan, size_t i, ltr_session_config *cfg, int *map,
+                         ltr_error *err)
+{
+    if (map[i] >= 0)
+        return map[i];
+    if (cfg->ncollectors == LTR_MAX_COLLECTORS)
+        return ltr_fail(err, E2BIG, "the profiles use more than %d collectors with something "
+                                    "to record; ltr sessions have at most %d",
+                        LTR_MAX_COLLECTORS, LTR_MAX_COLLECTORS);
+    const ltr_plan_collector *pc = &plan->collectors[i];
+    ltr_collector_spec *cs = &cfg->collectors[cfg->ncollectors];
+    snprintf(cs->name, sizeof cs->name, "%s", pc->name);
+    cs->buffer_kb = pc->buffer_size_kb;
+    cs->buffers = buffer_count(pc);
+    map[i] = (int)cfg->ncollectors++;
+    return map[i];
+}
+
+static void join_profiles(const ltr_plan *plan, ltr_session_config *cfg)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < plan->nprofiles; i++) {
+        int n = snprintf(cfg->profiles + used, sizeof cfg->profiles - used, "%s%s", i ? ";" : "",
+                         plan->profiles[i]);
+        if (n < 0 || (size_t)n >= sizeof cfg->profiles - used)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* One line naming each unavailable system keyword once: those that map to a
+ * part of ltr not there yet (has_part), or those with no Linux meaning. */
+static void list_syskw(const ltr_plan *plan, ltr_bytes *notes, bool has_part, const char *title)
+{
+    size_t start = notes->len, listed = 0;
+    ltr_bytes_put_mem(notes, title, strlen(title));
+    for (size_t i = 0; i < plan->nsyskw; i++) {
+        const ltr_plan_syskw *k = &plan->syskw[i];
+        if (k->available || (k->linux_part != NULL) != has_part)
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(plan->syskw[j].name, k->name);
+        if (seen)
+            continue;
+        if (listed++)
+            ltr_bytes_put_mem(notes, ", ", 2);
+        ltr_bytes_put_mem(notes, k->name, strlen(k->name));
+    }
+    if (listed)
+        ltr_bytes_put_u8(notes, '\n');
+    else
+        notes->len = start;
+}
+
+int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, ltr_bytes *notes,
+                                 ltr_error *err)
+{
+    int map[64];
+    for (size_t i = 0; i < 64; i++)
+        map[i] = -1;
+    if (plan->ncollectors > 64)
+        return ltr_fail(err, E2BIG, "the profiles name %zu collectors", plan->ncollectors);
+    cfg->mode = plan->mode == LTR_PLAN_FILE ? LTR_MODE_FILE : LTR_MODE_MEMORY;
+    join_profiles(plan, cfg);
+    unsigned stacks = 0;
+    for (size_t i = 0; i < plan->nproviders; i++) {
+        const ltr_plan_provider *pp = &plan->providers[i];
+        if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+            return ltr_fail(err, E2BIG, "the profiles enable more than %d providers",
+                            LTR_MAX_SESSION_PROVIDERS);
+        int c = collector_for(plan, pp->collector, cfg, map, err);
+        if (c < 0)
+            return c;
+        ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
+        memset(ps, 0, sizeof *ps);
+        snprintf(ps->name, sizeof ps->name, "%s", pp->name);
+        ps->guid = pp->guid;
+        ps->any = pp->keywords == UINT64_MAX ? 0 : pp->keywords;
+        ps->level = pp->level;
+        ps->collector = (uint8_t)c;
+        if (pp->stacks)
+            stacks++;
+    }
+    if (stacks)
+        note(notes, "call stacks of provider events (Stack=\"true\") are not recorded yet%s%s", "", NULL);
+    list_syskw(plan, notes, true, "system keywords not available in this ltr yet: ");
+    list_syskw(plan, notes, false, "system keywords with no Linux counterpart, skipped: ");
+    if (plan->heap.enabled)
+        note(notes, "heap tracing: not available in this ltr yet%s%s", "", NULL);
+    for (size_t i = 0; i < plan->nskipped; i++)
+        note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);
+    return 0;
+}
