@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -67,6 +68,9 @@ static int connect_session(const char *name)
         close(fd);
         return -1;
     }
+    /* A recorder that hangs must not hang the program it traces. */
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;
 }
 
@@ -152,9 +156,10 @@ static void init_once(void)
     atexit(at_process_exit);
 }
 
-ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s)
+ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable)
 {
     ltr_attach *a = &g.att[s];
+    *unreachable = false;
     uint64_t want = atomic_load_explicit(&reg->sessions[s].incarnation, memory_order_acquire);
     uint64_t have = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     if (want && have == want)
@@ -167,10 +172,14 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s)
     if (want && have != want) {
         uint64_t now = ltr_now_ns();
         if (now >= a->retry_ns && attach_remote(a, &reg->sessions[s], want) != 0)
-            a->retry_ns = now + 1000000000u;
+            a->retry_ns = now + 100000000u;
     }
     pthread_mutex_unlock(&g.lock);
-    return atomic_load(&a->incarnation) == want && want ? a : NULL;
+    if (want && atomic_load(&a->incarnation) == want)
+        return a;
+    /* Still the same session and we could not reach it: not its end. */
+    *unreachable = want && atomic_load(&reg->sessions[s].incarnation) == want;
+    return NULL;
 }
 
 void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t owner, int wakefd)

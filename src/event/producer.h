@@ -32,8 +32,9 @@ typedef struct ltr_attach {
 } ltr_attach;
 
 /* The attachment to session slot s, attaching on first use. NULL when the
- * session cannot be reached (it is then retried at most once a second). */
-ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s);
+ * session has ended, or cannot be reached (*unreachable set; the attach is
+ * retried at most every 100 ms, and events meanwhile count as lost). */
+ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable);
 
 /* Space for one record of `size` bytes in this thread's buffer of
  * (session s, collector c). NULL when the record cannot be written; it has

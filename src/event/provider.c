@@ -203,6 +203,14 @@ static int write_one(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, c
     return 0;
 }
 
+/* The session runs but this process could not attach: the event is lost, and
+ * counted in the registry, the one place both sides share. */
+static int count_unattached(ltr_registry *reg, unsigned s, unsigned c)
+{
+    atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+    return -ENOSPC;
+}
+
 int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)
 {
     ltr_error err;
@@ -210,9 +218,10 @@ int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_valu
     if (payload < 0)
         return -EINVAL;
     ltr_registry *reg = ltr_registry_get(&err);
-    ltr_attach *a = reg ? ltr_producer_session(reg, s) : NULL;
+    bool unreachable = false;
+    ltr_attach *a = reg ? ltr_producer_session(reg, s, &unreachable) : NULL;
     if (!a)
-        return -ESRCH;
+        return unreachable ? count_unattached(reg, s, c) : -ESRCH;
     return write_one(a, s, c, d, values, n, payload, ltr_now_ns());
 }
 
@@ -233,9 +242,11 @@ int ltr_event_write_values(ltr_event_desc *d, const ltr_value *values, size_t n,
     for (unsigned s = 0; reg && slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
         if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, d->level, d->keywords))
             continue;
-        ltr_attach *a = ltr_producer_session(reg, s);
-        int w = a ? write_one(a, s, atomic_load(&slot->per[s].collector), d, values, n, payload, ts)
-                  : -ESRCH;
+        bool unreachable;
+        unsigned c = atomic_load(&slot->per[s].collector);
+        ltr_attach *a = ltr_producer_session(reg, s, &unreachable);
+        int w = a ? write_one(a, s, c, d, values, n, payload, ts)
+                  : unreachable ? count_unattached(reg, s, c) : -ESRCH;
         if (w == 0)
             res.sessions_written++;
         else if (w == -ENOSPC)

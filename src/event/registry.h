@@ -19,13 +19,17 @@
 #define LTR_MAX_SESSIONS 32
 #define LTR_MAX_PROVIDERS 1024
 #define LTR_SESSION_NAME_MAX 64
-#define LTR_REGISTRY_MAGIC 0x3147455252544cull /* "LTRREG1" */
+#define LTR_REGISTRY_MAGIC 0x3247455252544cull /* "LTRREG2" */
 
 typedef struct ltr_reg_session {
     _Atomic uint64_t incarnation; /* 0: slot free */
     uint32_t recorder_pid;
     uint32_t pad;
     char name[LTR_SESSION_NAME_MAX];
+    /* Events of processes that could not attach to the session (its recorder
+     * did not answer), per collector: lost, and counted here since there is
+     * no shared memory to count them in. Reset when the slot is claimed. */
+    _Atomic uint64_t unattached_lost[4];
 } ltr_reg_session;
 
 typedef struct ltr_reg_enable {

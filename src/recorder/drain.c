@@ -109,6 +109,13 @@ static pid_loss *loss_for(recorder *r, uint32_t pid)
     return &n[r->nlosses++];
 }
 
+uint64_t rec_events_lost(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    return atomic_load(&cs->ring->events_lost) + cs->events_dropped +
+           atomic_load(&r->reg->sessions[r->slot].unattached_lost[c]);
+}
+
 void rec_counters(recorder *r, ltr_bytes *out)
 {
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
@@ -119,7 +126,7 @@ void rec_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u32(out, cs->ring->buffer_size);
         ltr_bytes_put_u32(out, cs->ring->nbuf);
         ltr_bytes_put_u64(out, cs->events_written - cs->events_dropped);
-        ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_lost) + cs->events_dropped);
+        ltr_bytes_put_u64(out, rec_events_lost(r, c));
         ltr_bytes_put_u64(out, cs->buffers_written);
         ltr_bytes_put_u64(out, cs->buffers_lost);
         ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_overwritten));

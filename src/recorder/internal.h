@@ -77,6 +77,8 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err);
 void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind);
 void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);
 void rec_counters(recorder *r, ltr_bytes *out);
+/* Events lost in collector c: by producers, by the writer, unattached. */
+uint64_t rec_events_lost(recorder *r, unsigned c);
 /* Events producers have committed to collector c so far (for status). */
 uint64_t rec_events_recorded(recorder *r, unsigned c);
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);

@@ -128,7 +128,7 @@ static void handle_status(recorder *r, int fd)
         COL("buffers", cs->ring->nbuf);
         COL("buffers_free", atomic_load(&cs->ring->free_count));
         COL("events_recorded", rec_events_recorded(r, c));
-        COL("events_lost", atomic_load(&cs->ring->events_lost) + cs->events_dropped);
+        COL("events_lost", rec_events_lost(r, c));
         COL("events_overwritten", atomic_load(&cs->ring->events_overwritten));
         COL("buffers_lost", cs->buffers_lost);
 #undef COL
@@ -257,7 +257,9 @@ static void accept_one(recorder *r)
     int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    struct timeval tv = {.tv_sec = 2};
+    /* A client that connects and says nothing must not stall the session for
+     * long; a slow one (a loaded machine) must still be served. */
+    struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     uint8_t *req = NULL;
     ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);

@@ -217,6 +217,8 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         ltr_reg_session *rs = &r->reg->sessions[r->slot];
         snprintf(rs->name, sizeof rs->name, "%s", cfg->name);
         rs->recorder_pid = (uint32_t)getpid();
+        for (unsigned c = 0; c < 4; c++)
+            atomic_store(&rs->unattached_lost[c], 0);
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         ltr_producer_attach_local(r->slot, r->shm, r->shm_size, 0, r->wakefd);

@@ -30,6 +30,11 @@ void tu_sandbox_end(void)
 {
     if (!sandbox[0])
         return;
+    if (getenv("LTR_TEST_KEEP")) { /* to look at a failure: logs and traces stay */
+        fprintf(stderr, "kept %s\n", sandbox);
+        sandbox[0] = 0;
+        return;
+    }
     char cmd[1024];
     /* Sessions a failed test left running would outlive it. */
     snprintf(cmd, sizeof cmd,
