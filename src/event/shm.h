@@ -17,7 +17,9 @@
 #define LTR_SHM_MAGIC 0x314d485352544cull /* "LTRSHM1" */
 #define LTR_MAX_COLLECTORS 4
 #define LTR_SHM_PROCS 4096
-#define LTR_SHM_META_CAPACITY (4u << 20)
+/* Layouts, stacks and modules of a whole session. Sparse: only pages written
+ * take memory. */
+#define LTR_SHM_META_CAPACITY (256ull << 20)
 
 enum ltr_session_state { LTR_SESSION_RUNNING = 1, LTR_SESSION_STOPPING = 2 };
 enum ltr_session_mode { LTR_MODE_MEMORY = 0, LTR_MODE_FILE = 1 };

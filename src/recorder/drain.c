@@ -176,15 +176,37 @@ static uint64_t meta_complete(recorder *r, uint64_t from)
     return off;
 }
 
+#define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
+
+/* Writes complete records of the metadata region from `from` to `end` in
+ * chunks cut at record boundaries; returns how far it got. */
+static uint64_t write_metadata_range(recorder *r, ltr_writer *w, uint64_t from, uint64_t end,
+                                     ltr_error *err)
+{
+    const uint8_t *m = ltr_shm_meta(r->shm);
+    while (from < end) {
+        uint64_t cut = from;
+        while (cut < end) {
+            uint32_t size = ltr_get_u32(m + cut + 4);
+            if (cut > from && cut + size - from > META_CHUNK_MAX)
+                break;
+            cut += size;
+        }
+        if (ltr_writer_metadata(w, m + from, cut - from, err) != 0)
+            break;
+        from = cut;
+    }
+    return from;
+}
+
 static void write_new_metadata(recorder *r)
 {
     uint64_t end = meta_complete(r, r->meta_done);
     if (end == r->meta_done || r->file_full)
         return;
     ltr_error err;
-    if (ltr_writer_metadata(r->writer, ltr_shm_meta(r->shm) + r->meta_done, end - r->meta_done, &err) == 0)
-        r->meta_done = end;
-    else
+    r->meta_done = write_metadata_range(r, r->writer, r->meta_done, end, &err);
+    if (r->meta_done != end)
         rec_log("%s", err.msg);
 }
 
@@ -392,8 +414,8 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     uint64_t meta_end = meta_complete(r, 0);
-    if (!rc && meta_end)
-        rc = ltr_writer_metadata(w, ltr_shm_meta(r->shm), meta_end, err);
+    if (!rc && write_metadata_range(r, w, 0, meta_end, err) != meta_end)
+        rc = -err->code;
     uint64_t events[LTR_MAX_COLLECTORS] = {0}, saved_written[LTR_MAX_COLLECTORS];
     if (!rc)
         rc = save_blocks(w, r, events, err);
