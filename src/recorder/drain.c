@@ -199,15 +199,37 @@ static uint64_t write_metadata_range(recorder *r, ltr_writer *w, uint64_t from, 
     return from;
 }
 
+/* Metadata records are appended by many processes at once, each reserving
+ * its place first; they complete out of order. An event's layout was reserved
+ * before the event was committed, so before writing a block we write every
+ * record reserved so far, waiting briefly for those still being written. A
+ * producer killed in the middle of an append would hold us up: after a second
+ * we go on, and the events that needed its record will not decode. */
+static uint64_t sync_metadata(recorder *r, ltr_writer *w, uint64_t done)
+{
+    uint64_t target = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
+    if (target > r->shm->meta_capacity)
+        target = r->shm->meta_capacity;
+    if (target <= done)
+        return done;
+    uint64_t end = meta_complete(r, done);
+    for (int i = 0; i < 1000 && end < target; i++) {
+        usleep(1000);
+        end = meta_complete(r, done);
+    }
+    if (end < target)
+        rec_log("a metadata record stayed incomplete for a second (its writer died?)");
+    ltr_error err;
+    uint64_t written = write_metadata_range(r, w, done, end, &err);
+    if (written != end)
+        rec_log("%s", err.msg);
+    return written;
+}
+
 static void write_new_metadata(recorder *r)
 {
-    uint64_t end = meta_complete(r, r->meta_done);
-    if (end == r->meta_done || r->file_full)
-        return;
-    ltr_error err;
-    r->meta_done = write_metadata_range(r, r->writer, r->meta_done, end, &err);
-    if (r->meta_done != end)
-        rec_log("%s", err.msg);
+    if (!r->file_full)
+        r->meta_done = sync_metadata(r, r->writer, r->meta_done);
 }
 
 /* The block header of a buffer as it is now. */
@@ -248,6 +270,7 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     info.event_count = events - n->flushed_events;
     cs->events_written += info.event_count;
     ltr_error err;
+    write_new_metadata(r); /* the layouts its events use come first */
     if (r->file_full) {
         rec_on_drop(r, &info, bytes - n->flushed_bytes);
     } else if (ltr_writer_block(r->writer, &info, ltr_ring_data(cs->ring, idx) + n->flushed_bytes,
@@ -348,20 +371,29 @@ void rec_harvest_owner(recorder *r, uint32_t owner)
 
 /* ---- traces ------------------------------------------------------------------ */
 
-static int save_block(ltr_writer *w, const ltr_block_info *info, const uint8_t *data, uint64_t commit,
-                      uint64_t *events, ltr_error *err)
+/* A save in progress: where it writes, and how much metadata it holds. */
+typedef struct save_ctx {
+    recorder *r;
+    ltr_writer *w;
+    uint64_t meta_done;
+    uint64_t events[LTR_MAX_COLLECTORS];
+} save_ctx;
+
+static int save_block(save_ctx *sc, const ltr_block_info *info, const uint8_t *data, uint64_t commit,
+                      ltr_error *err)
 {
     if (!LTR_COMMIT_BYTES(commit))
         return 0;
-    *events += info->event_count;
-    return ltr_writer_block(w, info, data, LTR_COMMIT_BYTES(commit), err);
+    sc->meta_done = sync_metadata(sc->r, sc->w, sc->meta_done);
+    sc->events[info->collector] += info->event_count;
+    return ltr_writer_block(sc->w, info, data, LTR_COMMIT_BYTES(commit), err);
 }
 
 /* The history, oldest first. Producers may take its oldest buffers for reuse
  * while we copy: a copy counts only if its queue position was not taken. */
-static int save_history(ltr_writer *w, recorder *r, unsigned c, uint64_t *events, ltr_error *err)
+static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
 {
-    collector_state *cs = &r->col[c];
+    collector_state *cs = &sc->r->col[c];
     uint64_t tail = ltr_ring_tail(cs->ring);
     for (uint64_t pos = ltr_ring_head(cs->ring); pos < tail; pos++) {
         uint32_t idx = ltr_ring_at(cs->ring, pos);
@@ -372,7 +404,7 @@ static int save_history(ltr_writer *w, recorder *r, unsigned c, uint64_t *events
         memcpy(cs->copy, ltr_ring_data(cs->ring, idx), LTR_COMMIT_BYTES(commit));
         if (!ltr_ring_still_at(cs->ring, pos))
             continue; /* overwritten while we copied: counted as overwritten */
-        int rc = save_block(w, &info, cs->copy, commit, events, err);
+        int rc = save_block(sc, &info, cs->copy, commit, err);
         if (rc)
             return rc;
     }
@@ -380,28 +412,28 @@ static int save_history(ltr_writer *w, recorder *r, unsigned c, uint64_t *events
 }
 
 /* Buffers being filled: their committed part never changes under us. */
-static int save_active(ltr_writer *w, recorder *r, unsigned c, uint64_t *events, ltr_error *err)
+static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
 {
-    ltr_ring *ring = r->col[c].ring;
+    ltr_ring *ring = sc->r->col[c].ring;
     for (uint32_t i = 0; i < ring->nbuf; i++) {
         ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
         if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_ACTIVE)
             continue;
         uint64_t commit = ltr_ring_committed(ring, i);
         ltr_block_info info = block_of(ring, c, i, commit, true);
-        int rc = save_block(w, &info, ltr_ring_data(ring, i), commit, events, err);
+        int rc = save_block(sc, &info, ltr_ring_data(ring, i), commit, err);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-static int save_blocks(ltr_writer *w, recorder *r, uint64_t *events, ltr_error *err)
+static int save_blocks(save_ctx *sc, ltr_error *err)
 {
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        int rc = save_history(w, r, c, &events[c], err);
+    for (unsigned c = 0; c < sc->r->cfg.ncollectors; c++) {
+        int rc = save_history(sc, c, err);
         if (!rc)
-            rc = save_active(w, r, c, &events[c], err);
+            rc = save_active(sc, c, err);
         if (rc)
             return rc;
     }
@@ -413,19 +445,18 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     ltr_bytes kv = {0}, counters = {0};
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
-    uint64_t meta_end = meta_complete(r, 0);
-    if (!rc && write_metadata_range(r, w, 0, meta_end, err) != meta_end)
-        rc = -err->code;
-    uint64_t events[LTR_MAX_COLLECTORS] = {0}, saved_written[LTR_MAX_COLLECTORS];
+    save_ctx sc = {.r = r, .w = w};
+    sc.meta_done = rc ? 0 : sync_metadata(r, w, 0); /* all of it, even with no event */
+    uint64_t saved_written[LTR_MAX_COLLECTORS];
     if (!rc)
-        rc = save_blocks(w, r, events, err);
+        rc = save_blocks(&sc, err);
     if (!rc)
         rc = ltr_writer_flush(w, 0, err);
     if (!rc) {
         /* The counters of a save describe the save: its events are those written. */
         for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
             saved_written[c] = r->col[c].events_written;
-            r->col[c].events_written = events[c];
+            r->col[c].events_written = sc.events[c];
         }
         rec_counters(r, &counters);
         for (unsigned c = 0; c < r->cfg.ncollectors; c++)
