@@ -376,7 +376,7 @@ typedef struct save_ctx {
     recorder *r;
     ltr_writer *w;
     uint64_t meta_done;
-    uint64_t events[LTR_MAX_COLLECTORS];
+    uint64_t events[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS];
 } save_ctx;
 
 static int save_block(save_ctx *sc, const ltr_block_info *info, const uint8_t *data, uint64_t commit,
@@ -386,6 +386,7 @@ static int save_block(save_ctx *sc, const ltr_block_info *info, const uint8_t *d
         return 0;
     sc->meta_done = sync_metadata(sc->r, sc->w, sc->meta_done);
     sc->events[info->collector] += info->event_count;
+    sc->buffers[info->collector]++;
     return ltr_writer_block(sc->w, info, data, LTR_COMMIT_BYTES(commit), err);
 }
 
@@ -447,7 +448,7 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     save_ctx sc = {.r = r, .w = w};
     sc.meta_done = rc ? 0 : sync_metadata(r, w, 0); /* all of it, even with no event */
-    uint64_t saved_written[LTR_MAX_COLLECTORS];
+    uint64_t saved_written[LTR_MAX_COLLECTORS], saved_buffers[LTR_MAX_COLLECTORS];
     if (!rc)
         rc = save_blocks(&sc, err);
     if (!rc)
@@ -456,11 +457,15 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
         /* The counters of a save describe the save: its events are those written. */
         for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
             saved_written[c] = r->col[c].events_written;
+            saved_buffers[c] = r->col[c].buffers_written;
             r->col[c].events_written = sc.events[c];
+            r->col[c].buffers_written = sc.buffers[c];
         }
         rec_counters(r, &counters);
-        for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
             r->col[c].events_written = saved_written[c];
+            r->col[c].buffers_written = saved_buffers[c];
+        }
         rc = ltr_writer_counters(w, counters.data, counters.len, err);
     }
     ltr_bytes_free(&kv);

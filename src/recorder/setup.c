@@ -222,6 +222,8 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         ltr_producer_attach_local(r->slot, r->shm, r->shm_size, 0, r->wakefd);
+        uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
+        rec_add_process(r, getpid(), &own_slot);
     }
     ltr_registry_unlock();
     return rc;
