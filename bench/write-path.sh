@@ -1,13 +1,36 @@
 #!/usr/bin/env bash
-# Benchmark of the producer write path: starts a memory-mode session (the
-# ring overwrites itself, so nothing waits on the disk), runs bench/write_path
-# with 1, 2 and 4 threads, and prints events per second and ns per event.
+# Benchmark of the producer write path, side by side with LTTng-UST when it is
+# installed (Debian: liblttng-ust-dev lttng-tools): the same event (a u64 and a
+# u32) from 1, 2 and 4 threads into a flight-recorder ring (ltr memory mode,
+# LTTng snapshot/overwrite channel) of 64 buffers of 1 MiB, so nothing waits
+# on a disk. Prints events per second and ns per event for each.
 # Usage: bench/write-path.sh [EVENTS_PER_THREAD]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
+n=${1:-2000000}
 export LTR_RUNTIME_DIR=$(mktemp -d /tmp/ltr-bench-XXXXXX)
-trap '"$build/bin/ltr" cancel --instance bench >/dev/null 2>&1 || true; rm -rf "$LTR_RUNTIME_DIR"' EXIT
+export LTTNG_HOME=$LTR_RUNTIME_DIR
+cleanup() {
+  "$build/bin/ltr" cancel --instance bench >/dev/null 2>&1 || true
+  if [ -n "${sessiond:-}" ]; then lttng destroy -a >/dev/null 2>&1 || true; kill "$sessiond" 2>/dev/null || true; fi
+  rm -rf "$LTR_RUNTIME_DIR"
+}
+trap cleanup EXIT
+echo "== write path: $(nproc) CPUs, kernel $(uname -r), $n events per thread"
 "$build/bin/ltr" start --instance bench --buffer-size 1024 --buffers 64 --provider Ltr.Bench >/dev/null
-echo "== ltr write path ($(nproc) CPUs, $(uname -r)), events of 12 payload bytes"
-"$build/bench/write_path" "${1:-2000000}"
+"$build/bench/write_path" "$n"
+"$build/bin/ltr" cancel --instance bench >/dev/null
+if [ -x "$build/bench/write_path_lttng" ] && command -v lttng-sessiond >/dev/null; then
+  lttng-sessiond --no-kernel >/dev/null 2>&1 &
+  sessiond=$!
+  sleep 1
+  lttng create bench --snapshot >/dev/null
+  lttng enable-channel -u ch --subbuf-size 1M --num-subbuf 64 --overwrite >/dev/null
+  lttng enable-event -u -c ch 'ltr_bench:*' >/dev/null
+  lttng start >/dev/null
+  "$build/bench/write_path_lttng" "$n"
+  lttng stop >/dev/null
+else
+  echo "lttng-ust     not installed: apt-get install liblttng-ust-dev lttng-tools, then rebuild"
+fi
