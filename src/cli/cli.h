@@ -24,6 +24,15 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
                   uint64_t max, uint64_t *out);
 /* Prints the usage text and returns the exit status for a usage error (2). */
 int cli_usage_error(const char *cmd, const char *usage);
+/* Parses `TRACE [--json]` and --help. Returns -1 to go on, with *path set, or
+ * the exit status to return (0 after --help, 2 on a usage error). */
+int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
+                   const char **path, int *json);
+/* Parses `[--instance NAME] [--help] ARGS` with nmin..nmax ARGS. Returns -1 to
+ * go on (*first: index of the first ARG), or the exit status to return. The
+ * help is the usage line followed by help_text. */
+int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
+                     const char *help_text, const char **instance, int *first, int nmin, int nmax);
 
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);

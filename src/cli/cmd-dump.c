@@ -81,28 +81,11 @@ static int dump(ltr_trace *t, int json)
 
 int cmd_dump(int argc, char **argv)
 {
-    const char *path = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_fail("dump", "unknown option '%s'", argv[i]);
-            return cli_usage_error("dump", USAGE);
-        } else if (path) {
-            cli_fail("dump", "one TRACE only ('%s' is extra)", argv[i]);
-            return cli_usage_error("dump", USAGE);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) {
-        cli_fail("dump", "no TRACE given");
-        return cli_usage_error("dump", USAGE);
-    }
+    const char *path;
+    int json;
+    int rc = cli_trace_args("dump", argc, argv, USAGE, help, &path, &json);
+    if (rc >= 0)
+        return rc;
     ltr_trace *t;
     ltr_error err = {0};
     if (ltr_trace_open(path, &t, &err) < 0)

@@ -5,30 +5,20 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static const char usage[] = "ltr marker TEXT [--instance NAME]";
 
 int cmd_marker(int argc, char **argv)
 {
-    static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *instance = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'n')
-            instance = optarg;
-        else if (c == 'h')
-            return printf("usage: %s\n\nPuts a marker event holding TEXT into every running "
-                          "session, or only into NAME.\n", usage), 0;
-        else
-            return cli_usage_error("marker", usage);
-    }
-    if (argc - optind != 1)
-        return cli_usage_error("marker", usage);
-    const char *text = argv[optind];
+    int first;
+    int rc = cli_session_args("marker", argc, argv, usage,
+                              "Puts a marker event holding TEXT into every running session, or only into\n"
+                              "NAME.\n", &instance, &first, 1, 1);
+    if (rc >= 0)
+        return rc;
+    const char *text = argv[first];
     if (instance)
         return cli_session_request("marker", instance, "marker", NULL, text, NULL);
     char names[64][64];
@@ -38,7 +28,7 @@ int cmd_marker(int argc, char **argv)
         return cli_fail("marker", "%s", err.msg);
     if (n == 0)
         return cli_fail("marker", "no session is running");
-    int rc = 0;
+    rc = 0;
     for (int i = 0; i < n; i++)
         rc |= cli_session_request("marker", names[i], "marker", NULL, text, NULL);
     return rc;

@@ -5,34 +5,25 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static const char usage[] = "ltr save FILE [--instance NAME]";
 
 int cmd_save(int argc, char **argv)
 {
-    static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *instance = LTR_DEFAULT_SESSION;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'n')
-            instance = optarg;
-        else if (c == 'h')
-            return printf("usage: %s\n\nWrites what a memory-mode session holds now into FILE, as a "
-                          "complete trace.\nThe session goes on recording, unchanged.\n", usage), 0;
-        else
-            return cli_usage_error("save", usage);
-    }
-    if (argc - optind != 1)
-        return cli_usage_error("save", usage);
+    int first;
+    int rc = cli_session_args("save", argc, argv, usage,
+                              "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
+                              "The session goes on recording, unchanged.\n",
+                              &instance, &first, 1, 1);
+    if (rc >= 0)
+        return rc;
     char path[4096];
-    if (cli_absolute_path("save", argv[optind], path, sizeof path))
+    if (cli_absolute_path("save", argv[first], path, sizeof path))
         return 2;
-    int rc = cli_session_request("save", instance, "save", path, NULL, NULL);
+    rc = cli_session_request("save", instance, "save", path, NULL, NULL);
     if (!rc)
-        printf("saved session '%s' to %s\n", instance, argv[optind]);
+        printf("saved session '%s' to %s\n", instance, argv[first]);
     return rc;
 }

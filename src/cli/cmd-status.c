@@ -5,7 +5,6 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,23 +58,14 @@ static int status_of(const char *session)
 
 int cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *instance = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'n')
-            instance = optarg;
-        else if (c == 'h')
-            return printf("usage: %s\n\nShows every running session (or one): its mode, how long it "
-                          "has run, its buffers,\nand the events recorded, lost and overwritten per "
-                          "collector.\n", usage), 0;
-        else
-            return cli_usage_error("status", usage);
-    }
-    if (optind < argc)
-        return cli_usage_error("status", usage);
+    int first;
+    int rc = cli_session_args("status", argc, argv, usage,
+                              "Shows every running session (or one): its mode, how long it has run, its\n"
+                              "buffers, and the events recorded, lost and overwritten per collector.\n",
+                              &instance, &first, 0, 0);
+    if (rc >= 0)
+        return rc;
     if (instance)
         return status_of(instance);
     char names[64][64];
@@ -85,7 +75,7 @@ int cmd_status(int argc, char **argv)
         return cli_fail("status", "%s", err.msg);
     if (n == 0)
         printf("no session is running\n");
-    int rc = 0;
+    rc = 0;
     for (int i = 0; i < n; i++)
         rc |= status_of(names[i]);
     return rc;

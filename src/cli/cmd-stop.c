@@ -4,36 +4,27 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static const char usage[] = "ltr stop FILE [DESCRIPTION] [--instance NAME]";
 
 int cmd_stop(int argc, char **argv)
 {
-    static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *instance = LTR_DEFAULT_SESSION;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'n')
-            instance = optarg;
-        else if (c == 'h')
-            return printf("usage: %s\n\nEnds a session and writes its trace to FILE: in file mode the "
-                          "trace written so far,\ncompleted; in memory mode what the buffers hold. "
-                          "DESCRIPTION goes into the trace.\n", usage), 0;
-        else
-            return cli_usage_error("stop", usage);
-    }
-    if (argc - optind < 1 || argc - optind > 2)
-        return cli_usage_error("stop", usage);
+    int first;
+    int rc = cli_session_args("stop", argc, argv, usage,
+                              "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
+                              "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
+                              "the trace.\n",
+                              &instance, &first, 1, 2);
+    if (rc >= 0)
+        return rc;
     char path[4096];
-    if (cli_absolute_path("stop", argv[optind], path, sizeof path))
+    if (cli_absolute_path("stop", argv[first], path, sizeof path))
         return 2;
-    const char *description = argc - optind == 2 ? argv[optind + 1] : "";
-    int rc = cli_session_request("stop", instance, "stop", path, description, NULL);
+    const char *description = first + 1 < argc ? argv[first + 1] : "";
+    rc = cli_session_request("stop", instance, "stop", path, description, NULL);
     if (!rc)
-        printf("stopped session '%s'; trace written to %s\n", instance, argv[optind]);
+        printf("stopped session '%s'; trace written to %s\n", instance, argv[first]);
     return rc;
 }

@@ -4,10 +4,12 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
@@ -49,4 +51,55 @@ int cli_usage_error(const char *cmd, const char *usage)
 {
     fprintf(stderr, "usage: %s\nTry 'ltr %s --help'.\n", usage, cmd);
     return 2;
+}
+
+int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
+                   const char **path, int *json)
+{
+    *path = NULL;
+    *json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            *json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_fail(cmd, "unknown option '%s'", argv[i]);
+            return cli_usage_error(cmd, usage);
+        } else if (*path) {
+            cli_fail(cmd, "one TRACE only ('%s' is extra)", argv[i]);
+            return cli_usage_error(cmd, usage);
+        } else {
+            *path = argv[i];
+        }
+    }
+    if (!*path) {
+        cli_fail(cmd, "no TRACE given");
+        return cli_usage_error(cmd, usage);
+    }
+    return -1;
+}
+
+int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
+                     const char *help_text, const char **instance, int *first, int nmin, int nmax)
+{
+    static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'n') {
+            *instance = optarg;
+        } else if (c == 'h') {
+            printf("usage: %s\n\n%s", usage, help_text);
+            return 0;
+        } else {
+            return cli_usage_error(cmd, usage);
+        }
+    }
+    if (argc - optind < nmin || argc - optind > nmax)
+        return cli_usage_error(cmd, usage);
+    *first = optind;
+    return -1;
 }

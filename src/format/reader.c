@@ -5,6 +5,7 @@
  * to meta.c or streamed block by block as events. Damage is recorded and the
  * reader resyncs on the next valid chunk header, so any input is survivable.
  */
+#include "prim/prim.h"
 #include "format/reader.h"
 
 #include "format/chunk.h"
@@ -20,19 +21,6 @@
 
 #define SCAN_WINDOW (64u * 1024u)
 
-static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(ltr_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return -code;
-}
 
 void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
                           int64_t seq, const char *fmt, ...)
@@ -79,7 +67,7 @@ static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
 
 static int io_fail(ltr_trace *t, ltr_error *err, ssize_t rc)
 {
-    return fail(err, (int)-rc, "reading %s: %s", t->path, strerror((int)-rc));
+    return ltr_fail(err, (int)-rc, "reading %s: %s", t->path, strerror((int)-rc));
 }
 
 static int reserve(uint8_t **buf, size_t *cap, size_t n)
@@ -432,17 +420,17 @@ static int check_file_header(ltr_trace *t, ltr_error *err)
     if (n < 0)
         return io_fail(t, err, n);
     if (n == 0)
-        return fail(err, EINVAL, "%s: not an ltr trace (the file is empty)", t->path);
+        return ltr_fail(err, EINVAL, "%s: not an ltr trace (the file is empty)", t->path);
     if ((size_t)n < 8 || memcmp(h, LTR_FILE_MAGIC, 8) != 0)
-        return fail(err, EINVAL, "%s: not an ltr trace (no LTRTRACE magic)", t->path);
+        return ltr_fail(err, EINVAL, "%s: not an ltr trace (no LTRTRACE magic)", t->path);
     if ((size_t)n < sizeof h)
-        return fail(err, EINVAL, "%s: truncated file header (%zd of 16 bytes)", t->path, n);
+        return ltr_fail(err, EINVAL, "%s: truncated file header (%zd of 16 bytes)", t->path, n);
     t->version = ltr_get_u32(h + 8);
     if (t->version > LTR_FORMAT_VERSION)
-        return fail(err, ENOTSUP, "%s: trace format version %u is newer than this ltr reads (%u)",
+        return ltr_fail(err, ENOTSUP, "%s: trace format version %u is newer than this ltr reads (%u)",
                     t->path, t->version, LTR_FORMAT_VERSION);
     if (t->version == 0)
-        return fail(err, EINVAL, "%s: bad trace format version 0", t->path);
+        return ltr_fail(err, EINVAL, "%s: bad trace format version 0", t->path);
     return 0;
 }
 
@@ -480,18 +468,18 @@ int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
         t->fd = -1;
     if (!t || !(t->path = strdup(path)) || !(t->dctx = ZSTD_createDCtx())) {
         ltr_trace_close(t);
-        return fail(err, ENOMEM, "opening %s: out of memory", path);
+        return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
     }
     t->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (t->fd < 0 || fstat(t->fd, &st) < 0) {
         int e = errno;
         ltr_trace_close(t);
-        return fail(err, e, "opening %s: %s", path, strerror(e));
+        return ltr_fail(err, e, "opening %s: %s", path, strerror(e));
     }
     if (S_ISDIR(st.st_mode)) {
         ltr_trace_close(t);
-        return fail(err, EISDIR, "%s: is a directory, not an ltr trace", path);
+        return ltr_fail(err, EISDIR, "%s: is a directory, not an ltr trace", path);
     }
     t->file_size = (uint64_t)st.st_size;
     int rc = check_file_header(t, err);

@@ -4,6 +4,7 @@
  * chunk; a failed write is cut off again with ftruncate, so a reader never
  * sees half a chunk from us and a later write can still succeed.
  */
+#include "prim/prim.h"
 #include "format/writer.h"
 
 #include "format/chunk.h"
@@ -40,39 +41,7 @@ struct ltr_writer {
     void *drop_ctx;
 };
 
-static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static int fail(ltr_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return -code;
-}
-
-/* pwrite everything, through short writes and EINTR. */
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return -EIO;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
 
 static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_error *err)
 {
@@ -80,11 +49,11 @@ static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_erro
     w->zbuf.len = 0;
     if (!ltr_bytes_grow(&w->zbuf, bound) || w->zbuf.failed) {
         w->zbuf.failed = 0;
-        return fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
+        return ltr_fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
     }
     size_t n = ZSTD_compressCCtx(w->cctx, w->zbuf.data, bound, raw, len, ZSTD_LEVEL);
     if (ZSTD_isError(n))
-        return fail(err, EIO, "writing %s: compressing a chunk: %s", w->path, ZSTD_getErrorName(n));
+        return ltr_fail(err, EIO, "writing %s: compressing a chunk: %s", w->path, ZSTD_getErrorName(n));
     w->zbuf.len = n;
     return 0;
 }
@@ -93,28 +62,28 @@ static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_erro
 static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len, ltr_error *err)
 {
     if (len > LTR_CHUNK_MAX_RAW)
-        return fail(err, E2BIG, "writing %s: chunk of %zu bytes is over the %u-byte limit", w->path,
+        return ltr_fail(err, E2BIG, "writing %s: chunk of %zu bytes is over the %u-byte limit", w->path,
                     len, LTR_CHUNK_MAX_RAW);
     int rc = compress_payload(w, raw, len, err);
     if (rc < 0)
         return rc;
     uint64_t total = LTR_CHUNK_HEADER_SIZE + w->zbuf.len;
     if (w->limit && w->size + total > w->limit)
-        return fail(err, EFBIG, "writing %s: a chunk of %llu bytes would pass the size limit of %llu bytes",
+        return ltr_fail(err, EFBIG, "writing %s: a chunk of %llu bytes would pass the size limit of %llu bytes",
                     w->path, (unsigned long long)total, (unsigned long long)w->limit);
     ltr_chunk_header h = {.type = type, .flags = LTR_CHUNK_FLAG_ZSTD,
                           .payload_size = (uint32_t)w->zbuf.len, .raw_size = (uint32_t)len,
                           .seq = w->seq, .payload_crc = ltr_crc32(w->zbuf.data, w->zbuf.len)};
     uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
     ltr_chunk_header_encode(&h, hdr);
-    rc = write_all(w->fd, hdr, sizeof hdr, w->size);
+    rc = ltr_pwrite_all(w->fd, hdr, sizeof hdr, w->size);
     if (rc == 0)
-        rc = write_all(w->fd, w->zbuf.data, w->zbuf.len, w->size + sizeof hdr);
+        rc = ltr_pwrite_all(w->fd, w->zbuf.data, w->zbuf.len, w->size + sizeof hdr);
     if (rc < 0) {
         /* Cut off the partial chunk; on a device that cannot be truncated there is
          * nothing partial to cut (its writes failed whole). */
         (void)!ftruncate(w->fd, (off_t)w->size);
-        return fail(err, -rc, "writing %s: %s", w->path, strerror(-rc));
+        return ltr_fail(err, -rc, "writing %s: %s", w->path, strerror(-rc));
     }
     w->size += total;
     w->seq++;
@@ -129,7 +98,7 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
         if (w)
             free(w->path);
         free(w);
-        return fail(err, ENOMEM, "opening %s: out of memory", path);
+        return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
     }
     w->chunk_target = DEFAULT_CHUNK_TARGET;
     w->fd = -1;
@@ -137,15 +106,15 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
     if (w->fd < 0) {
         int e = errno;
         ltr_writer_close(w);
-        return fail(err, e, "creating %s: %s", path, strerror(e));
+        return ltr_fail(err, e, "creating %s: %s", path, strerror(e));
     }
     uint8_t hdr[LTR_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, LTR_FILE_MAGIC, 8);
     ltr_put_u32(hdr + 8, LTR_FORMAT_VERSION);
-    int rc = write_all(w->fd, hdr, sizeof hdr, 0);
+    int rc = ltr_pwrite_all(w->fd, hdr, sizeof hdr, 0);
     if (rc < 0) {
         ltr_writer_close(w);
-        return fail(err, -rc, "writing %s: %s", path, strerror(-rc));
+        return ltr_fail(err, -rc, "writing %s: %s", path, strerror(-rc));
     }
     w->size = sizeof hdr;
     *out = w;
@@ -180,7 +149,7 @@ static int flush_events(ltr_writer *w, ltr_error *err)
     if (w->nblocks == 0)
         return 0;
     int rc = w->events.failed
-                 ? fail(err, ENOMEM, "writing %s: out of memory collecting events", w->path)
+                 ? ltr_fail(err, ENOMEM, "writing %s: out of memory collecting events", w->path)
                  : write_chunk(w, LTR_CHUNK_EVENTS, w->events.data, w->events.len, err);
     if (rc < 0)
         drop_pending(w);
@@ -203,7 +172,7 @@ static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t 
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err)
 {
     if (kv->failed)
-        return fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
+        return ltr_fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
     return flush_then_write(w, chunk_type, kv->data, kv->len, err);
 }
 
@@ -252,7 +221,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     if (need > LTR_CHUNK_MAX_RAW) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len));
-        return fail(err, E2BIG, "writing %s: a block of %zu bytes does not fit in a chunk", w->path, len);
+        return ltr_fail(err, E2BIG, "writing %s: a block of %zu bytes does not fit in a chunk", w->path, len);
     }
     int rc = 0;
     if (w->events.len + need > LTR_CHUNK_MAX_RAW)
@@ -260,7 +229,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     if (remember_block(w, info, (uint32_t)len) < 0) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)len);
-        return rc < 0 ? rc : fail(err, ENOMEM, "writing %s: out of memory", w->path);
+        return rc < 0 ? rc : ltr_fail(err, ENOMEM, "writing %s: out of memory", w->path);
     }
     append_block(w, info, events, len);
     if (w->events.len >= w->chunk_target) {
@@ -276,7 +245,7 @@ int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
     int rc = flush_events(w, err);
     if (rc == 0 && sync && fdatasync(w->fd) < 0 && errno != EINVAL && errno != EROFS) {
         int e = errno;
-        return fail(err, e, "syncing %s: %s", w->path, strerror(e));
+        return ltr_fail(err, e, "syncing %s: %s", w->path, strerror(e));
     }
     return rc;
 }

@@ -99,6 +99,25 @@ int ltr_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int ltr_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, (off_t)offset);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
 int ltr_read_all(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;

@@ -30,6 +30,7 @@ int ltr_runtime_dir(char *out, size_t size, ltr_error *err);
 /* Whole-buffer I/O that retries on EINTR and short counts. Return 0 or -errno. */
 int ltr_write_all(int fd, const void *buf, size_t len);
 int ltr_read_all(int fd, void *buf, size_t len); /* -EPIPE at a clean end of file */
+int ltr_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset);
 
 /* A message with up to `nfds` file descriptors attached (SCM_RIGHTS). */
 int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds);
