@@ -12,6 +12,15 @@
  * counted as lost) or -ESRCH (session not reachable). */
 int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n);
 
+/* For writers that encode their own records with ltr_producer_reserve (the
+ * heap agent): the layout id of d in session slot s of attachment a, its
+ * LAYOUT record appended once per session; 0 when it could not be. */
+struct ltr_attach;
+struct ltr_registry;
+uint32_t ltr_event_layout_id(ltr_event_desc *d, struct ltr_attach *a, unsigned s);
+/* Counts an event of a process that could not attach to session s as lost. */
+void ltr_event_count_unattached(struct ltr_registry *reg, unsigned s, unsigned c);
+
 /* The provider the recorder writes as: "ltr", with the Marker event (id 1,
  * one string field "text"). */
 extern ltr_provider ltr_builtin_provider;

@@ -107,6 +107,11 @@ static uint32_t layout_id(ltr_event_desc *d, ltr_attach *a, unsigned s)
     return id;
 }
 
+uint32_t ltr_event_layout_id(ltr_event_desc *d, ltr_attach *a, unsigned s)
+{
+    return layout_id(d, a, s);
+}
+
 /* ---- encoding ------------------------------------------------------------- */
 
 static size_t fixed_size(ltr_type t)
@@ -207,8 +212,13 @@ static int write_one(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, c
  * counted in the registry, the one place both sides share. */
 static int count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 {
-    atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+    ltr_event_count_unattached(reg, s, c);
     return -ENOSPC;
+}
+
+void ltr_event_count_unattached(ltr_registry *reg, unsigned s, unsigned c)
+{
+    atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
 }
 
 int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)

@@ -1,0 +1,90 @@
+/*
+ * agent/agent.h — the heap agent (libltr-heap.so), shared by its files.
+ *
+ * The agent is preloaded into a program and replaces the malloc family and
+ * C++ operator new/delete (hooks.c). Each hook calls the real allocator and,
+ * when some session enables the Ltr.Heap provider for this process (one load
+ * of the registry word: the dormant cost), writes an Alloc/Free/Realloc
+ * event (emit.c) with the id of the caller's stack (stacks.c). Stacks and the
+ * loaded ELF objects (modules.c) go into the session's metadata region once.
+ * docs/heap-events.md is the contract of what is written.
+ *
+ * Everything the agent does itself runs with the thread's reentrancy guard
+ * set, so its own allocations (attaching, libunwind, dl_iterate_phdr) go to
+ * the real allocator untraced.
+ */
+#ifndef LTR_AGENT_AGENT_H
+#define LTR_AGENT_AGENT_H
+
+#include "event/producer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* `function` numbers of docs/heap-events.md */
+enum heap_fn {
+    FN_MALLOC = 1, FN_CALLOC = 2, FN_REALLOC = 3, FN_REALLOCARRAY = 4, FN_POSIX_MEMALIGN = 5,
+    FN_ALIGNED_ALLOC = 6, FN_MEMALIGN = 7, FN_VALLOC = 8, FN_PVALLOC = 9,
+    FN_NEW = 10, FN_NEW_ARR = 11, FN_NEW_NOTHROW = 12, FN_NEW_ARR_NOTHROW = 13,
+    FN_NEW_AL = 14, FN_NEW_ARR_AL = 15, FN_NEW_AL_NOTHROW = 16, FN_NEW_ARR_AL_NOTHROW = 17,
+    FN_FREE = 20, FN_DELETE = 21, FN_DELETE_ARR = 22, FN_DELETE_SIZED = 23,
+    FN_DELETE_ARR_SIZED = 24, FN_DELETE_AL = 25, FN_DELETE_ARR_AL = 26,
+    FN_DELETE_SIZED_AL = 27, FN_DELETE_ARR_SIZED_AL = 28, FN_DELETE_NOTHROW = 29,
+    FN_DELETE_ARR_NOTHROW = 30, FN_DELETE_AL_NOTHROW = 31, FN_DELETE_ARR_AL_NOTHROW = 32,
+};
+
+/* Nonzero while this thread runs agent code: hooks then only pass through. */
+extern __thread int agent_busy __attribute__((tls_model("initial-exec")));
+
+/* Timestamp of the event this thread is writing, 0 outside one. */
+extern __thread uint64_t agent_event_ts __attribute__((tls_model("initial-exec")));
+
+/* The word of the registry that says which sessions enable Ltr.Heap; points
+ * at a zero until the agent is set up. */
+extern const uint32_t *volatile agent_heap_state;
+
+static inline bool agent_wanted(void)
+{
+    return __builtin_expect(__atomic_load_n(agent_heap_state, __ATOMIC_RELAXED) != 0, 0) &&
+           !agent_busy;
+}
+
+/* emit.c: the events. Called with the guard clear; they set it. */
+void emit_alloc(void *p, size_t size, int fn);
+void emit_free(void *p, int fn);
+void emit_realloc(void *old, void *p, size_t size, int fn);
+/* Registers the provider (once, from the constructor). */
+void emit_init(void);
+/* Forgets per-process state in a fork child. */
+void emit_after_fork(void);
+/* The attachment of slot s if this process wrote into it already, else NULL. */
+ltr_attach *emit_prepared(unsigned s);
+/* The thread's name may have changed: write it again with the next event. */
+void emit_thread_renamed(void);
+
+/* stacks.c: the caller's stack, and STACK records. */
+typedef struct stack_ref {
+    uint32_t id;   /* 0: none */
+    uint32_t slot; /* entry in the table */
+} stack_ref;
+void stacks_init(void);
+stack_ref stacks_capture(void);
+/* Appends the STACK record of ref to session slot s unless already there. */
+void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a);
+/* Session slot s is a new session: no stack is in it yet. */
+void stacks_forget_session(unsigned s);
+void stacks_after_fork(void);
+bool stacks_in_agent(uintptr_t ip);
+
+/* modules.c: MODULE records. */
+void modules_init(void);
+/* Writes every loaded object into a session this process just attached to. */
+void modules_publish_all(unsigned s, ltr_attach *a);
+/* Looks for objects loaded or unloaded since the last look and writes them
+ * into every session this process writes into. cheap = only if the loader's
+ * load/unload counters moved. */
+void modules_rescan(bool cheap);
+void modules_after_fork(void);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * agent/emit.c — writing heap events into the sessions that enable Ltr.Heap.
+ *
+ * The first time this process writes into a session (per session
+ * incarnation), it "prepares" it: no stack of the table is in it yet, and
+ * every loaded module is written. The first time a thread writes into a
+ * session, its THREAD record (name) is written. Then each event: the stack is
+ * unwound once, whatever the number of sessions; its STACK record is written
+ * into a session before the first event that uses it; the event record is
+ * encoded here directly into the thread's buffer (reserve/commit).
+ */
+#include "agent/agent.h"
+#include "event/event.h"
+#include "format/records.h"
+#include "prim/prim.h"
+
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static ltr_provider heap_provider = {.name = "Ltr.Heap", .state = &ltr_never_enabled};
+
+static const ltr_field_desc alloc_fields[] = {
+    {"address", LTR_TYPE_POINTER}, {"size", LTR_TYPE_U64}, {"stack", LTR_TYPE_U32},
+    {"function", LTR_TYPE_U8}};
+static const ltr_field_desc free_fields[] = {{"address", LTR_TYPE_POINTER}, {"function", LTR_TYPE_U8}};
+static const ltr_field_desc realloc_fields[] = {
+    {"old_address", LTR_TYPE_POINTER}, {"address", LTR_TYPE_POINTER}, {"size", LTR_TYPE_U64},
+    {"stack", LTR_TYPE_U32}, {"function", LTR_TYPE_U8}};
+LTR_EVENT_DEFINE(ev_alloc, heap_provider, 1, LTR_LEVEL_VERBOSE, 0, "Alloc", alloc_fields);
+LTR_EVENT_DEFINE(ev_free, heap_provider, 2, LTR_LEVEL_VERBOSE, 0, "Free", free_fields);
+LTR_EVENT_DEFINE(ev_realloc, heap_provider, 3, LTR_LEVEL_VERBOSE, 0, "Realloc", realloc_fields);
+
+const uint32_t *volatile agent_heap_state = &ltr_never_enabled;
+__thread uint64_t agent_event_ts __attribute__((tls_model("initial-exec")));
+
+static ltr_registry *reg;
+static pthread_mutex_t prep_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t prepared_inc[LTR_MAX_SESSIONS];
+static ltr_attach *prepared_att[LTR_MAX_SESSIONS];
+
+/* Per thread: the session incarnation its THREAD record was written for. */
+static __thread uint64_t t_named[LTR_MAX_SESSIONS] __attribute__((tls_model("initial-exec")));
+
+void emit_init(void)
+{
+    agent_busy++;
+    ltr_error err;
+    reg = ltr_registry_get(&err);
+    if (reg && ltr_provider_register(&heap_provider) == 0) {
+        stacks_init();
+        modules_init();
+        pthread_atfork(NULL, NULL, emit_after_fork);
+        __atomic_store_n(&agent_heap_state, heap_provider.state, __ATOMIC_RELEASE);
+    }
+    agent_busy--;
+}
+
+void emit_after_fork(void)
+{
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
+        atomic_store(&prepared_inc[s], 0);
+        prepared_att[s] = NULL;
+        t_named[s] = 0;
+    }
+    pthread_mutex_init(&prep_lock, NULL);
+    stacks_after_fork();
+    modules_after_fork();
+}
+
+ltr_attach *emit_prepared(unsigned s)
+{
+    ltr_attach *a = prepared_att[s];
+    uint64_t inc = atomic_load_explicit(&prepared_inc[s], memory_order_acquire);
+    return a && inc && atomic_load_explicit(&a->incarnation, memory_order_relaxed) == inc ? a : NULL;
+}
+
+void emit_thread_renamed(void)
+{
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
+        t_named[s] = 0;
+}
+
+static void prepare(unsigned s, ltr_attach *a, uint64_t inc)
+{
+    pthread_mutex_lock(&prep_lock);
+    if (atomic_load(&prepared_inc[s]) != inc) {
+        stacks_forget_session(s);
+        modules_publish_all(s, a);
+        prepared_att[s] = a;
+        atomic_store_explicit(&prepared_inc[s], inc, memory_order_release);
+    }
+    pthread_mutex_unlock(&prep_lock);
+}
+
+static void write_thread(ltr_attach *a)
+{
+    char name[17] = "";
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    size_t n = strnlen(name, 16);
+    uint8_t rec[LTR_RECORD_HEADER_SIZE + 18 + 16];
+    uint32_t size = (uint32_t)(LTR_RECORD_HEADER_SIZE + 18 + n);
+    ltr_put_u16(rec, LTR_META_THREAD);
+    ltr_put_u16(rec + 2, 0);
+    ltr_put_u32(rec + 4, size);
+    ltr_put_u32(rec + 8, (uint32_t)getpid());
+    ltr_put_u32(rec + 12, (uint32_t)ltr_gettid());
+    ltr_put_u64(rec + 16, ltr_now_ns());
+    ltr_put_u16(rec + 24, (uint16_t)n);
+    memcpy(rec + 26, name, n);
+    ltr_shm_meta_append(a->shm, rec, size);
+}
+
+/* The attachment to write into for session slot s, prepared; NULL to skip. */
+static ltr_attach *session_for(unsigned s, unsigned c)
+{
+    bool unreachable;
+    ltr_attach *a = ltr_producer_session(reg, s, &unreachable);
+    if (!a) {
+        if (unreachable)
+            ltr_event_count_unattached(reg, s, c);
+        return NULL;
+    }
+    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
+    if (atomic_load_explicit(&prepared_inc[s], memory_order_acquire) != inc)
+        prepare(s, a, inc);
+    if (t_named[s] != inc) {
+        write_thread(a);
+        t_named[s] = inc;
+    }
+    return a;
+}
+
+static void put_event(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
+                      const uint8_t *payload, uint32_t n)
+{
+    uint32_t id = ltr_event_layout_id(d, a, s);
+    if (!id) {
+        ltr_producer_count_lost(a, c);
+        return;
+    }
+    bool lost;
+    uint8_t *rec = ltr_producer_reserve(a, s, c, LTR_EVENT_HEADER_SIZE + n, &lost);
+    if (!rec)
+        return;
+    ltr_put_u32(rec, LTR_EVENT_HEADER_SIZE + n);
+    ltr_put_u32(rec + 4, id);
+    ltr_put_u64(rec + 8, ts);
+    memcpy(rec + LTR_EVENT_HEADER_SIZE, payload, n);
+    ltr_producer_commit();
+}
+
+/* Writes one event into every session that wants it. stack_at: offset of the
+ * stack id in the payload, or -1 for events without a stack. */
+static void emit(ltr_event_desc *d, uint8_t *payload, uint32_t n, int stack_at)
+{
+    agent_busy++;
+    const ltr_reg_provider *slot = heap_provider.internal;
+    uint32_t mask = __atomic_load_n(heap_provider.state, __ATOMIC_RELAXED);
+    uint64_t ts = ltr_now_ns();
+    agent_event_ts = ts;
+    bool unwound = false;
+    stack_ref st = {0, 0};
+    for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
+        if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, LTR_LEVEL_VERBOSE, 0))
+            continue;
+        unsigned c = atomic_load_explicit(&slot->per[s].collector, memory_order_relaxed);
+        ltr_attach *a = session_for(s, c);
+        if (!a)
+            continue;
+        if (stack_at >= 0 && !unwound) {
+            st = stacks_capture();
+            ltr_put_u32(payload + stack_at, st.id);
+            unwound = true;
+        }
+        if (stack_at >= 0 && st.id)
+            stacks_publish(st, s, a);
+        put_event(a, s, c, d, ts, payload, n);
+    }
+    agent_event_ts = 0;
+    agent_busy--;
+}
+
+void emit_alloc(void *p, size_t size, int fn)
+{
+    uint8_t pl[21];
+    ltr_put_u64(pl, (uint64_t)(uintptr_t)p);
+    ltr_put_u64(pl + 8, size);
+    ltr_put_u32(pl + 16, 0);
+    pl[20] = (uint8_t)fn;
+    emit(&ev_alloc, pl, sizeof pl, 16);
+}
+
+void emit_free(void *p, int fn)
+{
+    uint8_t pl[9];
+    ltr_put_u64(pl, (uint64_t)(uintptr_t)p);
+    pl[8] = (uint8_t)fn;
+    emit(&ev_free, pl, sizeof pl, -1);
+}
+
+void emit_realloc(void *old, void *p, size_t size, int fn)
+{
+    uint8_t pl[29];
+    ltr_put_u64(pl, (uint64_t)(uintptr_t)old);
+    ltr_put_u64(pl + 8, (uint64_t)(uintptr_t)p);
+    ltr_put_u64(pl + 16, size);
+    ltr_put_u32(pl + 24, 0);
+    pl[28] = (uint8_t)fn;
+    emit(&ev_realloc, pl, sizeof pl, 24);
+}

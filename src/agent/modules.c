@@ -1,0 +1,247 @@
+/*
+ * agent/modules.c — the ELF objects loaded in the process (main program,
+ * vDSO, shared libraries), with path, build-id and PT_LOAD segments, written
+ * as MODULE records so that a trace can be symbolized later, elsewhere.
+ *
+ * The agent keeps the list it last wrote; a rescan (after dlclose, and when a
+ * new stack appears while the loader's counters moved) compares the loader's
+ * list with it and writes what was loaded or unloaded in between. dlopen is
+ * not wrapped: glibc resolves $ORIGIN and namespaces from dlopen's caller,
+ * which a wrapper would change.
+ */
+#include "agent/agent.h"
+#include "format/records.h"
+#include "prim/prim.h"
+
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SEGMENTS 16
+#define MAX_BUILD_ID 64
+
+typedef struct segment {
+    uint64_t start, end, offset;
+    uint8_t flags;
+} segment;
+
+typedef struct module {
+    uint64_t bias;
+    char *path;
+    uint8_t build_id[MAX_BUILD_ID];
+    uint8_t build_id_len;
+    uint16_t nseg;
+    segment seg[MAX_SEGMENTS];
+} module;
+
+typedef struct module_list {
+    module *v;
+    size_t n, cap;
+} module_list;
+
+static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static module_list known;
+static unsigned long long seen_adds, seen_subs;
+
+/* ---- reading the loader's list --------------------------------------------- */
+
+static void read_build_id(module *m, const struct dl_phdr_info *info, const ElfW(Phdr) *ph)
+{
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+    size_t align = ph->p_align == 8 ? 8 : 4;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+        const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+        const uint8_t *name = p + sizeof *nh;
+        const uint8_t *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+        if (desc + nh->n_descsz > end)
+            return;
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+            nh->n_descsz <= MAX_BUILD_ID) {
+            memcpy(m->build_id, desc, nh->n_descsz);
+            m->build_id_len = (uint8_t)nh->n_descsz;
+            return;
+        }
+        p = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+    }
+}
+
+static char *module_path(const struct dl_phdr_info *info, size_t index)
+{
+    if (info->dlpi_name && info->dlpi_name[0])
+        return strdup(info->dlpi_name);
+    if (index == 0) { /* the main program */
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        return strdup(exe);
+    }
+    return strdup("");
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    module_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        module *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        l->v = v;
+        l->cap = cap;
+    }
+    module *m = &l->v[l->n];
+    memset(m, 0, sizeof *m);
+    m->bias = info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE && !m->build_id_len)
+            read_build_id(m, info, ph);
+        if (ph->p_type != PT_LOAD || m->nseg == MAX_SEGMENTS)
+            continue;
+        segment *sg = &m->seg[m->nseg++];
+        sg->start = info->dlpi_addr + ph->p_vaddr;
+        sg->end = sg->start + ph->p_memsz;
+        sg->offset = ph->p_offset;
+        sg->flags = (uint8_t)((ph->p_flags & PF_R ? 1 : 0) | (ph->p_flags & PF_W ? 2 : 0) |
+                              (ph->p_flags & PF_X ? 4 : 0));
+    }
+    if (!m->nseg)
+        return 0;
+    m->path = module_path(info, l->n);
+    l->n++;
+    return 0;
+}
+
+static void list_free(module_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].path);
+    free(l->v);
+    *l = (module_list){0};
+}
+
+static bool same_module(const module *a, const module *b)
+{
+    return a->bias == b->bias && a->seg[0].start == b->seg[0].start &&
+           !strcmp(a->path ? a->path : "", b->path ? b->path : "");
+}
+
+static bool list_has(const module_list *l, const module *m)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (same_module(&l->v[i], m))
+            return true;
+    return false;
+}
+
+static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *c = arg;
+    c[0] = info->dlpi_adds;
+    c[1] = info->dlpi_subs;
+    return 1;
+}
+
+/* ---- MODULE records --------------------------------------------------------- */
+
+static void write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t ts)
+{
+    ltr_bytes b = {0};
+    size_t rec = ltr_bytes_record_begin(&b, 6 /* LTR_META_MODULE */);
+    ltr_bytes_put_u32(&b, (uint32_t)getpid());
+    ltr_bytes_put_u64(&b, ts);
+    ltr_bytes_put_u8(&b, event);
+    ltr_bytes_put_u64(&b, m->bias);
+    ltr_bytes_put_str(&b, m->path ? m->path : "");
+    ltr_bytes_put_u8(&b, m->build_id_len);
+    ltr_bytes_put_mem(&b, m->build_id, m->build_id_len);
+    ltr_bytes_put_u16(&b, m->nseg);
+    for (uint16_t i = 0; i < m->nseg; i++) {
+        ltr_bytes_put_u64(&b, m->seg[i].start);
+        ltr_bytes_put_u64(&b, m->seg[i].end);
+        ltr_bytes_put_u64(&b, m->seg[i].offset);
+        ltr_bytes_put_u8(&b, m->seg[i].flags);
+    }
+    ltr_bytes_record_end(&b, rec);
+    if (!b.failed)
+        ltr_shm_meta_append(a->shm, b.data, (uint32_t)b.len);
+    ltr_bytes_free(&b);
+}
+
+/* Writes one change into every session this process already writes into. */
+static void write_everywhere(const module *m, uint8_t event, uint64_t ts)
+{
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
+        ltr_attach *a = emit_prepared(s);
+        if (a)
+            write_module(a, m, event, ts);
+    }
+}
+
+/* Changes seen while writing an event are dated just before it, so that the
+ * event's frames find their module. */
+static uint64_t change_ts(void)
+{
+    return agent_event_ts ? agent_event_ts - 1 : ltr_now_ns();
+}
+
+/* Compares the loader's list with the known one; caller holds mod_lock. */
+static void rescan_locked(void)
+{
+    unsigned long long c[2] = {0, 0};
+    dl_iterate_phdr(read_counters, c);
+    module_list now = {0};
+    dl_iterate_phdr(collect, &now);
+    uint64_t ts = change_ts();
+    for (size_t i = 0; i < known.n; i++)
+        if (!list_has(&now, &known.v[i]))
+            write_everywhere(&known.v[i], 2, ts);
+    for (size_t i = 0; i < now.n; i++)
+        if (!list_has(&known, &now.v[i]))
+            write_everywhere(&now.v[i], 1, ts);
+    list_free(&known);
+    known = now;
+    seen_adds = c[0];
+    seen_subs = c[1];
+}
+
+void modules_init(void)
+{
+    pthread_mutex_lock(&mod_lock);
+    rescan_locked();
+    pthread_mutex_unlock(&mod_lock);
+}
+
+void modules_rescan(bool cheap)
+{
+    if (cheap) {
+        unsigned long long c[2] = {0, 0};
+        dl_iterate_phdr(read_counters, c);
+        if (c[0] == seen_adds && c[1] == seen_subs)
+            return;
+        if (pthread_mutex_trylock(&mod_lock) != 0)
+            return; /* another thread is looking right now */
+    } else {
+        pthread_mutex_lock(&mod_lock);
+    }
+    rescan_locked();
+    pthread_mutex_unlock(&mod_lock);
+}
+
+void modules_publish_all(unsigned s, ltr_attach *a)
+{
+    pthread_mutex_lock(&mod_lock);
+    rescan_locked();
+    uint64_t ts = change_ts();
+    for (size_t i = 0; i < known.n; i++)
+        write_module(a, &known.v[i], 1, ts);
+    pthread_mutex_unlock(&mod_lock);
+}
+
+void modules_after_fork(void)
+{
+    pthread_mutex_init(&mod_lock, NULL);
+}
