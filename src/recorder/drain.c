@@ -504,6 +504,9 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
     for_active(r, true, 0, finish_buffer);
     ltr_bytes counters = {0}, kv = {0};
     ltr_writer_flush(r->writer, 0, err); /* blocks it cannot write are counted as lost */
+    /* The closing chunks are small and say what was lost: they may pass the
+     * size limit by their few hundred bytes. */
+    ltr_writer_set_limit(r->writer, 0);
     rec_counters(r, &counters);
     int rc = ltr_writer_counters(r->writer, counters.data, counters.len, err);
     if (!rc) {

@@ -144,6 +144,7 @@ static void check_accounting(const char *dir, const char *mode_opts, const char 
     assert_true(t.events_lost + t.events_overwritten > 0);
     assert_int_equal(t.provider_events + t.events_lost + t.events_overwritten, 48000);
     assert_int_equal(t.events_lost, (uint64_t)lost);
+    assert_int_equal(t.process_events_lost, (uint64_t)lost); /* and per process */
 }
 
 static void test_accounting_memory(void **state)
@@ -175,6 +176,56 @@ static void test_memory_mode_keeps_newest(void **state)
     assert_int_equal(t.seq_max, 19999);
     assert_int_equal(t.seq_max - t.seq_min + 1, t.provider_events); /* no hole */
     assert_int_equal(t.provider_events + t.events_overwritten, 20000);
+}
+
+/* Too large for a buffer, or over 64 KiB: refused and counted, never split. */
+static void test_oversized_events_are_counted(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start --instance big --buffer-size 4 --buffers 4 --provider Test.Producer", LTR));
+    tu_result p = tu_run("%s --events 10 --size 5000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(p.out, "lost"), 10);
+    tu_free(&p);
+    expect_ok(tu_run("%s stop --instance big %s/big.ltr", LTR, dir));
+    expect_ok(tu_run("%s start --instance big2 --buffer-size 1024 --provider Test.Producer", LTR));
+    p = tu_run("%s --events 10 --size 70000 --wait-enabled 5 && %s --events 5 --size 60000",
+               PRODUCER, PRODUCER);
+    assert_non_null(strstr(p.out, "written=0 lost=10"));
+    assert_non_null(strstr(p.out, "written=5 lost=0"));
+    tu_free(&p);
+    expect_ok(tu_run("%s stop --instance big2 %s/big2.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/big.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok);
+    assert_int_equal(t.provider_events, 0);
+    assert_int_equal(t.events_lost, 10);
+    snprintf(path, sizeof path, "%s/big2.ltr", dir);
+    t = tu_read_trace(path, "Test.Producer");
+    assert_int_equal(t.provider_events, 5);
+    assert_int_equal(t.events_lost, 10);
+}
+
+/* --max-file-size: the file stops growing; what did not fit is counted lost. */
+static void test_max_file_size(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 16 -o %s/cap.ltr "
+                     "--instance cap --provider Test.Producer", LTR, dir));
+    tu_result p = tu_run("%s --events 3000 --size 1000 --random --wait-enabled 5", PRODUCER);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    tu_free(&p);
+    expect_ok(tu_run("%s stop --instance cap %s/cap-final.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/cap-final.ltr", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size <= 1024 * 1024 + 64 * 1024); /* the limit, plus the closing chunks */
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_true(t.buffers_lost > 0);
+    assert_int_equal(t.provider_events + t.events_lost, 3000);
+    assert_int_equal(written + lost, 3000);
 }
 
 static void test_several_sessions_and_processes(void **state)
@@ -314,6 +365,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accounting_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accounting_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_file_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),

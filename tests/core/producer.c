@@ -6,7 +6,7 @@
  *
  *   producer [--name PROVIDER] [--threads T] [--events N] [--size BYTES]
  *            [--wait-enabled SECONDS] [--level L] [--keywords K]
- *            [--until-disabled] [--flip FILE]
+ *            [--wait-disabled SECONDS] [--random]
  */
 #include <ltr/provider.h>
 
@@ -26,13 +26,19 @@ static ltr_event_desc ev = {.provider = &prov, .id = 7, .name = "Tick", .fields 
 
 static long nevents = 1000;
 static size_t blob_size = 8;
+static int random_blobs; /* incompressible payloads, to fill files */
 static _Atomic unsigned long long written, lost, skipped;
 
 static void *worker(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg;
     char *blob = calloc(1, blob_size + 1);
+    uint64_t x = 0x9e3779b97f4a7c15ull * (id + 1);
     for (long i = 0; i < nevents; i++) {
+        for (size_t k = 0; random_blobs && k < blob_size; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            blob[k] = (char)x;
+        }
         ltr_write_result res;
         const ltr_value v[] = {LTR_U32(id), LTR_U64(i), LTR_STR("tick"), LTR_BLOB(blob, blob_size)};
         ltr_event_write_values(&ev, v, 4, &res);
@@ -58,6 +64,7 @@ int main(int argc, char **argv)
         {"events", required_argument, 0, 'e'}, {"size", required_argument, 0, 's'},
         {"wait-enabled", required_argument, 0, 'w'}, {"level", required_argument, 0, 'l'},
         {"keywords", required_argument, 0, 'k'}, {"wait-disabled", required_argument, 0, 'd'},
+        {"random", no_argument, 0, 'r'},
         {0, 0, 0, 0}};
     const char *name = "Test.Producer";
     int threads = 1, c;
@@ -72,6 +79,7 @@ int main(int argc, char **argv)
         case 'd': wait_disabled = atof(optarg); break;
         case 'l': ev.level = (uint8_t)atoi(optarg); break;
         case 'k': ev.keywords = strtoull(optarg, NULL, 0); break;
+        case 'r': random_blobs = 1; break;
         default: return 2;
         }
     }

@@ -145,6 +145,11 @@ tu_trace tu_read_trace(const char *path, const char *provider)
         r.events_overwritten += c->events_overwritten;
         r.buffers_lost += c->buffers_lost;
     }
+    for (size_t i = 0; i < ltr_trace_process_lost_count(t); i++) {
+        const ltr_process_lost *pl = ltr_trace_process_lost_at(t, i);
+        r.process_events_lost += pl->events_lost;
+        r.process_buffers_lost += pl->buffers_lost;
+    }
     ltr_trace_summary sum;
     ltr_trace_summarize(t, &sum);
     r.damage = sum.damage;
