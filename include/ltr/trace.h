@@ -72,6 +72,34 @@ typedef struct ltr_thread {
     uint64_t events;
 } ltr_thread;
 
+/* A call stack of the heap agent (METADATA kind STACK, docs/heap-events.md):
+ * return addresses, innermost first. Stack ids are per process. */
+typedef struct ltr_stack {
+    uint32_t pid, id;
+    uint16_t frame_count;
+    const uint64_t *frames;
+} ltr_stack;
+
+/* A PT_LOAD segment of a module, runtime addresses [start, end). */
+typedef struct ltr_segment {
+    uint64_t start, end, file_offset;
+    uint8_t flags; /* bit0 r, bit1 w, bit2 x */
+} ltr_segment;
+
+/* An ELF object loaded (event 1) or unloaded (event 2) in a process
+ * (METADATA kind MODULE). ELF virtual address = runtime address - load_bias. */
+typedef struct ltr_module {
+    uint32_t pid;
+    uint64_t ts;
+    uint8_t event;
+    uint64_t load_bias;
+    const char *path;
+    uint8_t build_id_len;
+    const uint8_t *build_id;
+    uint16_t segment_count;
+    const ltr_segment *segments;
+} ltr_module;
+
 /* One event. payload/field_offsets point into the reader's chunk buffer. */
 typedef struct ltr_event {
     uint64_t ts;          /* CLOCK_MONOTONIC ns */
@@ -190,6 +218,16 @@ LTR_API const ltr_process *ltr_trace_process_find(const ltr_trace *t, uint32_t p
 LTR_API size_t ltr_trace_thread_count(const ltr_trace *t);
 LTR_API const ltr_thread *ltr_trace_thread_at(const ltr_trace *t, size_t i);
 LTR_API const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t tid);
+
+/* Stacks and modules met so far. A later STACK record for the same (pid, id)
+ * replaces the earlier one (a new image after exec). Modules are listed in
+ * the order met, loads and unloads alike; a reader that symbolizes picks, for
+ * an address of a pid at time ts, the latest load before ts not unloaded. */
+LTR_API size_t ltr_trace_stack_count(const ltr_trace *t);
+LTR_API const ltr_stack *ltr_trace_stack_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_stack *ltr_trace_stack_find(const ltr_trace *t, uint32_t pid, uint32_t id);
+LTR_API size_t ltr_trace_module_count(const ltr_trace *t);
+LTR_API const ltr_module *ltr_trace_module_at(const ltr_trace *t, size_t i);
 
 /* Counters of the last COUNTERS chunk read; has_counters is 0 if none was.
  * These pointers are valid until the next COUNTERS chunk is read. */

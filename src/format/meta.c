@@ -395,6 +395,8 @@ static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c)
     case LTR_META_LAYOUT: return parse_layout(t, c);
     case LTR_META_PROCESS: return parse_process(t, c);
     case LTR_META_THREAD: return parse_thread(t, c);
+    case LTR_META_STACK: return ltr_meta_parse_stack(t, c);
+    case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
     }
     return 0; /* unknown kinds are skipped */
 }
@@ -595,6 +597,7 @@ void ltr_meta_free(ltr_trace *t)
     free_vec(&t->processes, free_process);
     free_vec(&t->threads, free_thread);
     free_vec(&t->graveyard, free);
+    ltr_heapmeta_free(t);
     ltr_idmap_free(&t->layout_map);
     ltr_idmap_free(&t->process_map);
     ltr_idmap_free(&t->thread_map);

@@ -33,6 +33,8 @@ enum ltr_meta_kind {
     LTR_META_LAYOUT = 2,
     LTR_META_PROCESS = 3,
     LTR_META_THREAD = 4,
+    LTR_META_STACK = 5,  /* heap agent: docs/heap-events.md */
+    LTR_META_MODULE = 6,
 };
 
 /* COUNTERS record kinds */

@@ -1,0 +1,120 @@
+/*
+ * format/heapmeta.c — the reader's tables of the heap agent's METADATA
+ * records: STACK (kind 5) and MODULE (kind 6), docs/heap-events.md. Stacks are
+ * found by (pid, id) through a map of per-pid maps; modules are kept in the
+ * order met. Records are bounds-checked like every other (ltr_cursor).
+ */
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+typedef struct stack_rec {
+    ltr_stack pub;
+    uint64_t frames[];
+} stack_rec;
+
+typedef struct module_rec {
+    ltr_module pub;
+    char *path;
+    uint8_t build_id[255];
+    ltr_segment segs[];
+} module_rec;
+
+static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
+{
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    if (m)
+        return m;
+    m = calloc(1, sizeof *m);
+    if (m && ltr_idmap_put(&t->stack_pids, pid, m) < 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
+{
+    uint32_t pid = ltr_cursor_u32(c), id = ltr_cursor_u32(c);
+    uint16_t n = ltr_cursor_u16(c);
+    const uint8_t *f = ltr_cursor_take(c, 8u * n);
+    if (!f || id == 0)
+        return -1;
+    stack_rec *s = malloc(sizeof *s + 8u * n);
+    ltr_idmap *m = s ? pid_stacks(t, pid) : NULL;
+    if (!m || ltr_ptrvec_push(&t->stacks, s) < 0) {
+        free(s);
+        return 0; /* out of memory: not damage */
+    }
+    for (uint16_t i = 0; i < n; i++)
+        s->frames[i] = ltr_get_u64(f + 8u * i);
+    s->pub = (ltr_stack){.pid = pid, .id = id, .frame_count = n, .frames = s->frames};
+    ltr_idmap_put(m, id, s); /* a repeat replaces: the same frames, or a new image */
+    return 0;
+}
+
+int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c)
+{
+    uint32_t pid = ltr_cursor_u32(c);
+    uint64_t ts = ltr_cursor_u64(c);
+    uint8_t event = ltr_cursor_u8(c);
+    uint64_t bias = ltr_cursor_u64(c);
+    char *path = ltr_cursor_str(c);
+    uint8_t idlen = ltr_cursor_u8(c);
+    const uint8_t *id = ltr_cursor_take(c, idlen);
+    uint16_t nseg = ltr_cursor_u16(c);
+    const uint8_t *segs = ltr_cursor_take(c, 25u * nseg);
+    module_rec *m = path && id && segs ? malloc(sizeof *m + sizeof(ltr_segment) * nseg) : NULL;
+    if (!m || ltr_ptrvec_push(&t->modules, m) < 0) {
+        free(path);
+        free(m);
+        return c->bad ? -1 : 0;
+    }
+    memcpy(m->build_id, id, idlen);
+    for (uint16_t i = 0; i < nseg; i++) {
+        const uint8_t *p = segs + 25u * i;
+        m->segs[i] = (ltr_segment){ltr_get_u64(p), ltr_get_u64(p + 8), ltr_get_u64(p + 16), p[24]};
+    }
+    m->path = path;
+    m->pub = (ltr_module){.pid = pid, .ts = ts, .event = event, .load_bias = bias, .path = path,
+                          .build_id_len = idlen, .build_id = m->build_id,
+                          .segment_count = nseg, .segments = m->segs};
+    return 0;
+}
+
+void ltr_heapmeta_free(ltr_trace *t)
+{
+    for (size_t i = 0; i < t->modules.n; i++)
+        free(((module_rec *)t->modules.v[i])->path);
+    for (size_t i = 0; i < t->modules.n; i++)
+        free(t->modules.v[i]);
+    for (size_t i = 0; i < t->stacks.n; i++)
+        free(t->stacks.v[i]);
+    free(t->modules.v);
+    free(t->stacks.v);
+    t->modules = t->stacks = (ltr_ptrvec){0};
+    for (size_t i = 0; i < t->stack_pids.cap; i++)
+        if (t->stack_pids.vals[i]) {
+            ltr_idmap_free(t->stack_pids.vals[i]);
+            free(t->stack_pids.vals[i]);
+        }
+    ltr_idmap_free(&t->stack_pids);
+}
+
+size_t ltr_trace_stack_count(const ltr_trace *t) { return t->stacks.n; }
+const ltr_stack *ltr_trace_stack_at(const ltr_trace *t, size_t i)
+{
+    return i < t->stacks.n ? t->stacks.v[i] : NULL;
+}
+size_t ltr_trace_module_count(const ltr_trace *t) { return t->modules.n; }
+const ltr_module *ltr_trace_module_at(const ltr_trace *t, size_t i)
+{
+    return i < t->modules.n ? t->modules.v[i] : NULL;
+}
+
+const ltr_stack *ltr_trace_stack_find(const ltr_trace *t, uint32_t pid, uint32_t id)
+{
+    const ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    return m ? ltr_idmap_get(m, id) : NULL;
+}
