@@ -7,6 +7,8 @@
 #include <string.h>
 
 static const cli_command commands[] = {
+    {"record", cmd_record, "heap-trace a command and what it starts, from launch to exit"},
+    {"run", cmd_run, "launch a command with the heap agent into the running sessions"},
     {"start", cmd_start, "start a recording session"},
     {"status", cmd_status, "show running sessions: mode, buffers, events written and lost"},
     {"save", cmd_save, "write a memory-mode session's content to a trace, keep recording"},

@@ -1,0 +1,119 @@
+/*
+ * cli/cmd-record.c — `ltr record [-o FILE] [--filemode|--memory] -- CMD ARGS`:
+ * heap-trace a command from launch to exit. A private session (its own
+ * instance name) is started, CMD runs with the heap agent preloaded, and when
+ * CMD and every process it started have exited the trace is written. The
+ * exit status is CMD's.
+ */
+#include "cli/cli.h"
+#include "cli/session.h"
+#include "recorder/heaprun.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] = "ltr record [-o FILE] [--filemode|--memory] [--buffer-size KB] [--buffers N]\n"
+                            "                  [--depth N] -- CMD [ARGS...]";
+
+static void help(void)
+{
+    printf("usage: %s\n\n"
+           "Runs CMD with the heap agent preloaded and records every allocation,\n"
+           "reallocation and free of CMD and of every process it starts, with the call\n"
+           "stack of each allocation, until the last of them exits. Then writes the\n"
+           "trace and exits with CMD's exit status. Ctrl-C stops CMD; the trace is\n"
+           "still written.\n\n"
+           "  -o, --output FILE    the trace (default: ltr-record.ltr)\n"
+           "  --filemode           write buffers to the trace as they fill (the default)\n"
+           "  --memory             flight recorder: keep only the newest buffers, written\n"
+           "                       at the end; the trace counts the overwritten events\n"
+           "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
+           "  --buffers N          number of buffers, %u to %u (default %u)\n"
+           "  --depth N            frames per call stack, 0 to 256 (default 64)\n",
+           usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
+           LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT);
+}
+
+typedef struct record_opts {
+    const char *output;
+    int mode;
+    uint32_t buffer_kb, buffers;
+    int depth;
+} record_opts;
+
+/* Parses the options; returns the index of CMD in argv, or -exit status. */
+static int parse(int argc, char **argv, record_opts *o)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},      {"filemode", no_argument, 0, 'f'},
+        {"memory", no_argument, 0, 'm'},            {"buffer-size", required_argument, 0, 's'},
+        {"buffers", required_argument, 0, 'b'},     {"depth", required_argument, 0, 'd'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    uint64_t v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'f': o->mode = LTR_MODE_FILE; break;
+        case 'm': o->mode = LTR_MODE_MEMORY; break;
+        case 's':
+            if (cli_parse_u64("record", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
+                return -2;
+            o->buffer_kb = (uint32_t)v;
+            break;
+        case 'b':
+            if (cli_parse_u64("record", "--buffers", optarg, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX, &v))
+                return -2;
+            o->buffers = (uint32_t)v;
+            break;
+        case 'd':
+            if (cli_parse_u64("record", "--depth", optarg, 0, 256, &v))
+                return -2;
+            o->depth = (int)v;
+            break;
+        case 'h': help(); return 0;
+        default: return -cli_usage_error("record", usage);
+        }
+    }
+    if (optind >= argc) {
+        cli_fail("record", "no command given: ltr record [OPTIONS] -- CMD [ARGS...]");
+        return -2;
+    }
+    return optind;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    record_opts o = {.output = "ltr-record.ltr", .mode = LTR_MODE_FILE,
+                     .buffer_kb = LTR_BUFFER_KB_DEFAULT, .buffers = LTR_BUFFERS_DEFAULT, .depth = -1};
+    int first = parse(argc, argv, &o);
+    if (first <= 0)
+        return -first;
+    static ltr_session_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "record-%d", (int)getpid());
+    cfg.mode = o.mode;
+    ltr_heap_session_config(&cfg, o.buffer_kb, o.buffers);
+    char trace[4096], agent[4096];
+    if (cli_absolute_path("record", o.output, trace, sizeof trace))
+        return 2;
+    if (o.mode == LTR_MODE_FILE && snprintf(cfg.output, sizeof cfg.output, "%s.part", trace) >= (int)sizeof cfg.output)
+        return cli_fail("record", "%s: path too long", trace), 2;
+    ltr_error err = {0};
+    if (ltr_heap_agent_path(agent, sizeof agent, &err))
+        return cli_fail("record", "%s", err.msg);
+    if (ltr_recorder_launch(&cfg, &err))
+        return cli_fail("record", "%s", err.msg);
+    ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,
+                         .wait_descendants = true};
+    int status = 0;
+    if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
+        cli_fail("record", "%s", err.msg);
+    if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0)
+        return status ? status : 1;
+    fprintf(stderr, "ltr record: trace written to %s\n", trace);
+    return status;
+}

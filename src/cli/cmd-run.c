@@ -1,0 +1,56 @@
+/*
+ * cli/cmd-run.c — `ltr run -- CMD ARGS`: launch a command with the heap agent
+ * preloaded, into the sessions that run (e.g. after `ltr start heap`); it is
+ * traced for as long as a session enables heap tracing. Exits with CMD's
+ * status.
+ */
+#include "cli/cli.h"
+#include "recorder/heaprun.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+static const char usage[] = "ltr run [--depth N] -- CMD [ARGS...]";
+
+static void help(void)
+{
+    printf("usage: %s\n\n"
+           "Runs CMD with the heap agent preloaded. Every running session that enables\n"
+           "heap tracing ('ltr start heap') records CMD's allocations and those of the\n"
+           "processes it starts. Exits with CMD's exit status.\n\n"
+           "  --depth N            frames per call stack, 0 to 256 (default 64)\n",
+           usage);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"depth", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    ltr_heap_launch l = {.stack_depth = -1};
+    uint64_t v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            if (cli_parse_u64("run", "--depth", optarg, 0, 256, &v))
+                return 2;
+            l.stack_depth = (int)v;
+            break;
+        case 'h': help(); return 0;
+        default: return cli_usage_error("run", usage);
+        }
+    }
+    if (optind >= argc)
+        return cli_fail("run", "no command given: ltr run -- CMD [ARGS...]"), 2;
+    char agent[4096];
+    ltr_error err = {0};
+    if (ltr_heap_agent_path(agent, sizeof agent, &err))
+        return cli_fail("run", "%s", err.msg);
+    l.argv = argv + optind;
+    l.agent = agent;
+    int status = 0;
+    if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
+        cli_fail("run", "%s", err.msg);
+    return status;
+}

@@ -1,0 +1,186 @@
+/*
+ * recorder/heaprun.c — launching a command with the heap agent preloaded and
+ * waiting for it: the part of `ltr record` and `ltr run` that is not option
+ * parsing. The agent goes first in LD_PRELOAD so that it sees every
+ * allocation; children inherit the variable, so the agent follows fork and
+ * exec. As a subreaper, `ltr record` also adopts descendants whose parent
+ * exits first, and waits for them before it writes the trace.
+ */
+#include "recorder/heaprun.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef LTR_LIBDIR_REL
+#define LTR_LIBDIR_REL "lib"
+#endif
+
+static bool readable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+int ltr_heap_agent_path(char *out, size_t size, ltr_error *err)
+{
+    const char *env = getenv("LTR_HEAP_AGENT");
+    if (env && *env) {
+        if (snprintf(out, size, "%s", env) < (int)size && readable(out))
+            return 0;
+        return ltr_fail(err, ENOENT, "LTR_HEAP_AGENT=%s: no such readable file", env);
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return ltr_fail(err, ENOENT, "cannot tell where ltr is (/proc/self/exe)");
+    exe[n] = 0;
+    const char *dir = dirname(exe);
+    const char *libdirs[] = {"lib", LTR_LIBDIR_REL};
+    for (size_t i = 0; i < 2; i++)
+        if (snprintf(out, size, "%s/../%s/libltr-heap.so", dir, libdirs[i]) < (int)size &&
+            readable(out))
+            return 0;
+    return ltr_fail(err, ENOENT, "the heap agent libltr-heap.so is not in %s/../lib or %s/../%s "
+                                 "(set LTR_HEAP_AGENT to its path)", dir, dir, LTR_LIBDIR_REL);
+}
+
+void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers)
+{
+    cfg->ncollectors = 1;
+    snprintf(cfg->collectors[0].name, sizeof cfg->collectors[0].name, "%s", LTR_HEAP_COLLECTOR);
+    cfg->collectors[0].buffer_kb = buffer_kb;
+    cfg->collectors[0].buffers = buffers;
+    cfg->nproviders = 1;
+    ltr_provider_spec *p = &cfg->providers[0];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", LTR_HEAP_PROVIDER);
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &p->guid);
+}
+
+/* ---- the child ---------------------------------------------------------------- */
+
+static void set_preload(const char *agent)
+{
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old) {
+        setenv("LD_PRELOAD", agent, 1);
+        return;
+    }
+    size_t n = strlen(agent) + strlen(old) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return;
+    snprintf(v, n, "%s:%s", agent, old);
+    setenv("LD_PRELOAD", v, 1);
+    free(v);
+}
+
+/* In the child: environment, then exec; on failure the errno goes back
+ * through the close-on-exec pipe. */
+static void exec_child(const ltr_heap_launch *l, int errpipe)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    set_preload(l->agent);
+    if (l->stack_depth >= 0) {
+        char d[16];
+        snprintf(d, sizeof d, "%d", l->stack_depth);
+        setenv("LTR_HEAP_DEPTH", d, 1);
+    }
+    execvp(l->argv[0], l->argv);
+    int e = errno;
+    if (write(errpipe, &e, sizeof e) < 0) {
+        /* the parent then sees exit status 127 without a reason */
+    }
+    _exit(127);
+}
+
+/* ---- passing signals on --------------------------------------------------- */
+
+static volatile sig_atomic_t child_pid, signals_seen;
+
+static void pass_on(int sig, siginfo_t *si, void *ctx)
+{
+    /* A terminal's Ctrl-C reaches the whole foreground group, the command
+     * included: pass on only what was sent to ltr alone. */
+    if (si && si->si_code == SI_KERNEL)
+        return;
+    if (child_pid > 0)
+        kill(child_pid, ++signals_seen >= 3 ? SIGKILL : sig);
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+static int exit_status(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
+
+/* Waits for the command, and with `all` for every other child too. */
+static int wait_all(pid_t child, bool all)
+{
+    int result = 1, st;
+    for (;;) {
+        pid_t w = waitpid(all ? -1 : child, &st, 0);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return result;
+        if (w == child) {
+            result = exit_status(st);
+            child_pid = 0;
+            if (!all)
+                return result;
+        }
+    }
+}
+
+int ltr_heap_run(const ltr_heap_launch *l, int *status, ltr_error *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return ltr_fail(err, errno, "pipe: %s", strerror(errno));
+    if (l->wait_descendants)
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    catch_signals();
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        close(p[0]);
+        close(p[1]);
+        return ltr_fail(err, errno, "fork: %s", strerror(errno));
+    }
+    if (child == 0)
+        exec_child(l, p[1]);
+    child_pid = child;
+    close(p[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = read(p[0], &e, sizeof e)) < 0 && errno == EINTR) {
+    }
+    close(p[0]);
+    *status = wait_all(child, l->wait_descendants);
+    if (n == (ssize_t)sizeof e)
+        ltr_fail(err, e, "cannot run %s: %s", l->argv[0], strerror(e));
+    else
+        err->code = 0;
+    return 0;
+}

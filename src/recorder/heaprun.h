@@ -1,0 +1,40 @@
+/*
+ * recorder/heaprun.h — launching programs with the heap agent preloaded, for
+ * `ltr record` (a private heap session around one command and everything it
+ * starts) and `ltr run` (a command launched into a running session).
+ */
+#ifndef LTR_RECORDER_HEAPRUN_H
+#define LTR_RECORDER_HEAPRUN_H
+
+#include "recorder/recorder.h"
+
+#include <stdbool.h>
+
+/* Name of the heap provider and of the collector heap sessions use. */
+#define LTR_HEAP_PROVIDER "Ltr.Heap"
+#define LTR_HEAP_COLLECTOR "heap"
+
+/* Finds libltr-heap.so: $LTR_HEAP_AGENT, else beside the running ltr
+ * (<bindir>/../lib or <bindir>/../<libdir>). Returns 0 or -ENOENT. */
+int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
+
+/* Makes cfg a heap session: one collector "heap" of the given buffers, the
+ * Ltr.Heap provider enabled in it. */
+void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers);
+
+typedef struct ltr_heap_launch {
+    char *const *argv;      /* the command */
+    const char *agent;      /* path of libltr-heap.so */
+    int stack_depth;        /* frames per stack, 0..256; -1: the agent's default */
+    bool wait_descendants;  /* become a subreaper and wait for every descendant */
+} ltr_heap_launch;
+
+/* Runs the command with the agent preloaded and waits for it (and, if asked,
+ * every process it started). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to this
+ * process are passed on to the command (a Ctrl-C from the terminal reaches it
+ * directly); the third one kills it. *status gets the command's exit status,
+ * 128 + signal if a signal ended it, 127 if it could not be started (err says
+ * why). Returns 0, or -errno if nothing could be launched. */
+int ltr_heap_run(const ltr_heap_launch *l, int *status, ltr_error *err);
+
+#endif
