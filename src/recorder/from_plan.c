@@ -5,6 +5,7 @@
  * what Linux or this ltr does not have yet becomes a note for the user.
  */
 #include "recorder/recorder.h"
+#include "recorder/heaprun.h"
 #include "format/records.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
@@ -86,6 +87,25 @@ static void list_syskw(const ltr_plan *plan, ltr_bytes *notes, bool has_part, co
         notes->len = start;
 }
 
+/* Heap tracing: the Ltr.Heap provider of the heap agent, in a collector
+ * named "heap" (docs/heap-events.md). */
+static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
+{
+    int c = collector_for(plan, plan->heap.collector, cfg, map, err);
+    if (c < 0)
+        return c;
+    if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+        return ltr_fail(err, E2BIG, "the profiles enable more than %d providers",
+                        LTR_MAX_SESSION_PROVIDERS);
+    snprintf(cfg->collectors[c].name, sizeof cfg->collectors[c].name, "%s", LTR_HEAP_COLLECTOR);
+    ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
+    memset(ps, 0, sizeof *ps);
+    snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_PROVIDER);
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &ps->guid);
+    ps->collector = (uint8_t)c;
+    return 0;
+}
+
 int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, ltr_bytes *notes,
                                  ltr_error *err)
 {
@@ -119,8 +139,8 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
         note(notes, "call stacks of provider events (Stack=\"true\") are not recorded yet%s%s", "", NULL);
     list_syskw(plan, notes, true, "system keywords not available in this ltr yet: ");
     list_syskw(plan, notes, false, "system keywords with no Linux counterpart, skipped: ");
-    if (plan->heap.enabled)
-        note(notes, "heap tracing: not available in this ltr yet%s%s", "", NULL);
+    if (plan->heap.enabled && add_heap(plan, cfg, map, err) != 0)
+        return -err->code;
     for (size_t i = 0; i < plan->nskipped; i++)
         note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);
     return 0;
