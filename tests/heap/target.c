@@ -1,0 +1,194 @@
+/*
+ * tests/heap/target.c — the program the heap tests trace (built without
+ * frame pointers and without sanitizers, like a distributed binary). Each
+ * mode does a known set of allocations with sizes the tests look for; see
+ * test_heap.c for what each is expected to produce.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void *chain_outer(int k);
+
+static void *keep[64];
+
+static void mode_counts(void)
+{
+    for (int i = 0; i < 3; i++) {
+        free(malloc(1001));
+        free(calloc(3, 667));
+        void *p = NULL;
+        if (posix_memalign(&p, 64, 3001) == 0)
+            free(p);
+        free(aligned_alloc(64, 4032));
+        free(memalign(32, 5001));
+        free(valloc(6001));
+        free(pvalloc(7001));
+    }
+    void *r = realloc(NULL, 8001);          /* Alloc, function realloc */
+    r = realloc(r, 800001);                 /* Realloc (moves: mmap threshold) */
+    r = realloc(r, 8002);                   /* Realloc */
+    void *z = realloc(r, 0);                /* Free, function realloc */
+    free(z);
+    void *a = reallocarray(NULL, 2, 4501);  /* Alloc 9002, function reallocarray */
+    a = reallocarray(a, 4, 4501);           /* Realloc 18004 */
+    free(a);
+    free(NULL);
+}
+
+static void mode_chain(void)
+{
+    void *fns[] = {dlsym(RTLD_DEFAULT, "chain_inner"), dlsym(RTLD_DEFAULT, "chain_middle"),
+                   dlsym(RTLD_DEFAULT, "chain_outer"), (void *)mode_chain};
+    const char *names[] = {"chain_inner", "chain_middle", "chain_outer", "mode_chain"};
+    for (int i = 0; i < 4; i++) {
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (dladdr1(fns[i], &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
+            printf("%s %p %lu\n", names[i], fns[i], (unsigned long)sym->st_size);
+    }
+    fflush(stdout);
+    keep[0] = chain_outer(1);
+}
+
+static void *worker(void *arg)
+{
+    long t = (long)arg;
+    char name[16];
+    snprintf(name, sizeof name, "worker-%ld", t);
+    pthread_setname_np(pthread_self(), name);
+    for (int i = 0; i < 1000; i++)
+        free(malloc(2001 + (size_t)t));
+    return NULL;
+}
+
+static void mode_threads(void)
+{
+    pthread_t th[4];
+    for (long t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, worker, (void *)t);
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+}
+
+static void mode_fork(void)
+{
+    keep[0] = malloc(3100);
+    pid_t c = fork();
+    if (c == 0) {
+        for (int i = 0; i < 5; i++)
+            keep[i + 1] = malloc(3200);
+        _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    keep[1] = malloc(3300);
+}
+
+static void mode_exec(const char *self)
+{
+    keep[0] = malloc(3400);
+    execl(self, self, "exec2", (char *)NULL);
+}
+
+static void mode_dlopen(const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "dlopen %s: %s\n", lib, dlerror());
+        exit(1);
+    }
+    void *(*f)(void) = (void *(*)(void))dlsym(h, "dl_alloc");
+    free(f());
+    dlclose(h);
+    keep[0] = malloc(3601); /* after the unload */
+}
+
+static volatile int handled;
+
+static void on_signal(int sig)
+{
+    free(malloc(3700));
+    handled++;
+}
+
+static void mode_signal(void)
+{
+    signal(SIGUSR1, on_signal);
+    for (int i = 0; i < 10; i++)
+        raise(SIGUSR1); /* synchronous: the handler runs outside the agent */
+    /* A timer interrupts allocations anywhere, the agent's own code included. */
+    signal(SIGALRM, on_signal);
+    struct itimerval it = {{0, 200}, {0, 200}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    for (int i = 0; i < 200000 && handled < 60; i++)
+        free(malloc(3701 + (size_t)(i & 7)));
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+}
+
+static void mode_kill(void)
+{
+    for (int i = 0; i < 100; i++)
+        keep[i & 63] = malloc(3800);
+    kill(getpid(), SIGKILL);
+}
+
+static void mode_many(void)
+{
+    for (int i = 0; i < 100000; i++)
+        free(malloc(3900 + (size_t)(i & 15)));
+    keep[0] = malloc(3999); /* the newest event */
+}
+
+/* Output that depends on the allocator's behaviour, for the dormant test. */
+static void mode_dormant(void)
+{
+    unsigned long sum = 0;
+    for (int i = 1; i < 2000; i++) {
+        unsigned char *p = malloc((size_t)i);
+        memset(p, i & 0xff, (size_t)i);
+        p = realloc(p, (size_t)i * 2);
+        for (int j = 0; j < i; j++)
+            sum += p[j];
+        free(p);
+    }
+    printf("sum %lu\n", sum);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "counts";
+    if (!strcmp(mode, "counts"))
+        mode_counts();
+    else if (!strcmp(mode, "chain"))
+        mode_chain();
+    else if (!strcmp(mode, "threads"))
+        mode_threads();
+    else if (!strcmp(mode, "fork"))
+        mode_fork();
+    else if (!strcmp(mode, "exec"))
+        mode_exec(argv[0]);
+    else if (!strcmp(mode, "exec2"))
+        keep[0] = malloc(3500);
+    else if (!strcmp(mode, "dlopen") && argc > 2)
+        mode_dlopen(argv[2]);
+    else if (!strcmp(mode, "signal"))
+        mode_signal();
+    else if (!strcmp(mode, "kill"))
+        mode_kill();
+    else if (!strcmp(mode, "many"))
+        mode_many();
+    else if (!strcmp(mode, "dormant"))
+        mode_dormant();
+    else
+        return fprintf(stderr, "target: unknown mode %s\n", mode), 2;
+    return 0;
+}

@@ -1,0 +1,471 @@
+/*
+ * tests/heap/test_heap.c — heap tracing end to end: `ltr record` (and
+ * `ltr start heap` + `ltr run`) around heap-target / heap-target-cxx, then the
+ * trace read back with the public reader. Each test names the target mode it
+ * runs; target.c says what that mode allocates.
+ */
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+enum { ALLOC = 1, FREE = 2, REALLOC = 3 };
+
+typedef struct hev {
+    uint32_t pid, tid, stack;
+    int kind, fn;
+    uint64_t addr, old, size, ts;
+} hev;
+
+typedef struct heap_trace {
+    ltr_trace *t; /* kept open: stacks, modules, processes, threads */
+    hev *v;
+    size_t n;
+    uint64_t damage, overwritten;
+} heap_trace;
+
+static uint64_t field(const ltr_event *ev, const char *name)
+{
+    uint64_t v = 0;
+    ltr_event_get_u64(ev, name, &v);
+    return v;
+}
+
+static void add_event(heap_trace *h, const ltr_event *ev)
+{
+    const char *name = ev->layout->name;
+    hev e = {.pid = ev->pid, .tid = ev->tid, .ts = ev->ts, .fn = (int)field(ev, "function"),
+             .addr = field(ev, "address"), .size = field(ev, "size"),
+             .stack = (uint32_t)field(ev, "stack"), .old = field(ev, "old_address")};
+    e.kind = !strcmp(name, "Alloc") ? ALLOC : !strcmp(name, "Free") ? FREE : REALLOC;
+    h->v = realloc(h->v, (h->n + 1) * sizeof *h->v);
+    h->v[h->n++] = e;
+}
+
+static heap_trace read_heap(const char *path)
+{
+    heap_trace h = {0};
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &h.t, &err), 0);
+    const ltr_event *ev;
+    while (ltr_trace_next(h.t, &ev, &err) == 1)
+        if (!strcmp(ev->layout->provider->name, "Ltr.Heap"))
+            add_event(&h, ev);
+    ltr_trace_summary s;
+    ltr_trace_summarize(h.t, &s);
+    h.damage = s.damage;
+    for (size_t i = 0; i < ltr_trace_collector_count(h.t); i++)
+        h.overwritten += ltr_trace_collector_at(h.t, i)->events_overwritten;
+    return h;
+}
+
+static void heap_free(heap_trace *h)
+{
+    ltr_trace_close(h->t);
+    free(h->v);
+}
+
+/* Events of this kind, function (0: any) and size (0: any). */
+static size_t count(const heap_trace *h, int kind, int fn, uint64_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->v[i].kind == kind && (!fn || h->v[i].fn == fn) && (!size || h->v[i].size == size);
+    return n;
+}
+
+static const hev *find(const heap_trace *h, int kind, uint64_t size)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].kind == kind && h->v[i].size == size)
+            return &h->v[i];
+    return NULL;
+}
+
+/* The event that ends the block event e made (Free or Realloc of its address), or NULL. */
+static const hev *ender(const heap_trace *h, const hev *e)
+{
+    for (const hev *x = e + 1; x < h->v + h->n; x++)
+        if (x->pid == e->pid && ((x->kind == FREE && x->addr == e->addr) ||
+                                 (x->kind == REALLOC && x->old == e->addr)))
+            return x;
+    return NULL;
+}
+
+/* Every allocation of this size was made by fn and freed by free_fn, n times. */
+static void expect_pairs(const heap_trace *h, uint64_t size, int fn, int free_fn, size_t n)
+{
+    size_t seen = 0;
+    for (const hev *e = h->v; e < h->v + h->n; e++) {
+        if (e->kind != ALLOC || e->size != size)
+            continue;
+        seen++;
+        assert_int_equal(e->fn, fn);
+        assert_int_not_equal(e->stack, 0);
+        const hev *f = ender(h, e);
+        assert_non_null(f);
+        assert_int_equal(f->fn, free_fn);
+    }
+    if (seen != n)
+        fail_msg("size %llu: %zu allocations, expected %zu", (unsigned long long)size, seen, n);
+}
+
+static char trace_path[512];
+
+/* ltr record -o TRACE [opts] -- target ARGS; returns the result. */
+static tu_result record(const char *opts, const char *target, const char *args)
+{
+    snprintf(trace_path, sizeof trace_path, "%s/t.ltr", getenv("TMPDIR"));
+    return tu_run("%s record -o %s %s -- %s %s", tu_ltr(), trace_path, opts, tu_test_bin(target), args);
+}
+
+static int setup(void **state)
+{
+    tu_sandbox();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tu_sandbox_end();
+    return 0;
+}
+
+/* ---- counts ----------------------------------------------------------------- */
+
+static void test_c_functions_exact(void **state)
+{
+    tu_result r = record("", "heap-target", "counts");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "trace written to"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.damage, 0);
+    expect_pairs(&h, 1001, 1, 20, 3);
+    expect_pairs(&h, 2001, 2, 20, 3);
+    expect_pairs(&h, 3001, 5, 20, 3);
+    expect_pairs(&h, 4032, 6, 20, 3);
+    expect_pairs(&h, 5001, 7, 20, 3);
+    expect_pairs(&h, 6001, 8, 20, 3);
+    expect_pairs(&h, 7001, 9, 20, 3);
+    /* realloc: NULL -> Alloc, moved, in place or moved, (p, 0) -> Free */
+    const hev *a = find(&h, ALLOC, 8001), *grow = find(&h, REALLOC, 800001),
+              *shrink = find(&h, REALLOC, 8002);
+    assert_non_null(a);
+    assert_non_null(grow);
+    assert_non_null(shrink);
+    assert_int_equal(a->fn, 3);
+    assert_int_equal(grow->old, a->addr);
+    assert_int_equal(shrink->old, grow->addr);
+    assert_int_equal(count(&h, REALLOC, 3, 0), 2);
+    const hev *gone = ender(&h, shrink);
+    assert_non_null(gone);
+    assert_int_equal(gone->kind, FREE);
+    assert_int_equal(gone->fn, 3);
+    /* reallocarray */
+    const hev *ra = find(&h, ALLOC, 9002), *rb = find(&h, REALLOC, 18004);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    assert_int_equal(ra->fn, 4);
+    assert_int_equal(rb->fn, 4);
+    assert_int_equal(rb->old, ra->addr);
+    assert_int_equal(ender(&h, rb)->fn, 20);
+    heap_free(&h);
+}
+
+static void test_cxx_operators_exact(void **state)
+{
+    tu_result r = record("", "heap-target-cxx", "");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    static const struct { uint64_t size; int fn, free_fn; } ops[] = {
+        {1101, 10, 21}, {1201, 11, 22}, {1301, 12, 29}, {1401, 13, 30}, {1501, 14, 25},
+        {1601, 15, 26}, {1701, 16, 31}, {1801, 17, 32}, {1901, 10, 23}, {1911, 11, 24},
+        {1921, 14, 27}, {1931, 15, 28}, {40, 11, 22}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        expect_pairs(&h, ops[i].size, ops[i].fn, ops[i].free_fn, i == 12 ? 1 : 3);
+    /* operator new calls malloc inside: it must not count twice */
+    assert_int_equal(count(&h, ALLOC, 1, 1101), 0);
+    heap_free(&h);
+}
+
+/* ---- stacks and modules ------------------------------------------------------- */
+
+typedef struct fnrange {
+    char name[32];
+    uint64_t start, size;
+} fnrange;
+
+static const ltr_module *module_of(const heap_trace *h, uint32_t pid, uint64_t addr, uint64_t ts)
+{
+    const ltr_module *found = NULL;
+    for (size_t i = 0; i < ltr_trace_module_count(h->t); i++) {
+        const ltr_module *m = ltr_trace_module_at(h->t, i);
+        if (m->pid != pid || m->ts > ts)
+            continue;
+        for (uint16_t s = 0; s < m->segment_count; s++)
+            if (addr >= m->segments[s].start && addr < m->segments[s].end)
+                found = m->event == 1 ? m : NULL;
+    }
+    return found;
+}
+
+static void test_stack_of_known_chain(void **state)
+{
+    tu_result r = record("", "heap-target", "chain");
+    assert_int_equal(r.status, 0);
+    fnrange fr[4];
+    const char *p = r.out;
+    for (int i = 0; i < 4; i++) {
+        unsigned long long start, size;
+        int used;
+        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
+        fr[i].start = start;
+        fr[i].size = size;
+        p += used;
+    }
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    const hev *e = find(&h, ALLOC, 12345);
+    assert_non_null(e);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    assert_true(st->frame_count >= 4);
+    for (int i = 0; i < 4; i++) {
+        uint64_t ip = st->frames[i] - 1; /* return address -> inside the call */
+        if (ip < fr[i].start || ip >= fr[i].start + fr[i].size)
+            fail_msg("frame %d is %#llx, not in %s [%#llx, +%llu)", i, (unsigned long long)ip,
+                     fr[i].name, (unsigned long long)fr[i].start, (unsigned long long)fr[i].size);
+    }
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    assert_non_null(m);
+    assert_non_null(strstr(m->path, "libheapchain.so"));
+    assert_int_equal(m->build_id_len, 20);
+    const ltr_module *main_m = module_of(&h, e->pid, st->frames[3], e->ts);
+    assert_non_null(main_m);
+    assert_non_null(strstr(main_m->path, "heap-target"));
+    heap_free(&h);
+}
+
+static void test_dlopen_dlclose_modules(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "dlopen %s", tu_test_bin("libheapdl.so"));
+    tu_result r = record("", "heap-target", args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    const hev *e = find(&h, ALLOC, 3600), *after = find(&h, ALLOC, 3601);
+    assert_non_null(e);
+    assert_non_null(after);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    assert_non_null(m);
+    assert_non_null(strstr(m->path, "libheapdl.so"));
+    bool unloaded = false;
+    for (size_t i = 0; i < ltr_trace_module_count(h.t); i++) {
+        const ltr_module *u = ltr_trace_module_at(h.t, i);
+        if (u->event == 2 && strstr(u->path, "libheapdl.so")) {
+            unloaded = true;
+            assert_true(u->ts > e->ts);
+            assert_true(u->ts < after->ts);
+        }
+    }
+    assert_true(unloaded);
+    heap_free(&h);
+}
+
+/* ---- processes and threads ----------------------------------------------------- */
+
+static void test_threads_and_names(void **state)
+{
+    tu_result r = record("", "heap-target", "threads");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(count(&h, ALLOC, 1, 2001 + (uint64_t)t), 1000);
+        const hev *e = find(&h, ALLOC, 2001 + (uint64_t)t);
+        const ltr_thread *th = ltr_trace_thread_find(h.t, e->tid);
+        assert_non_null(th);
+        char want[16];
+        snprintf(want, sizeof want, "worker-%d", t);
+        assert_string_equal(th->name, want);
+        assert_int_not_equal(e->tid, e->pid);
+    }
+    heap_free(&h);
+}
+
+static void test_fork_child_is_its_own_process(void **state)
+{
+    tu_result r = record("", "heap-target", "fork");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    const hev *parent = find(&h, ALLOC, 3100), *child = find(&h, ALLOC, 3200),
+              *later = find(&h, ALLOC, 3300);
+    assert_non_null(parent);
+    assert_non_null(child);
+    assert_non_null(later);
+    assert_int_equal(count(&h, ALLOC, 1, 3200), 5);
+    assert_int_not_equal(child->pid, parent->pid);
+    assert_int_equal(later->pid, parent->pid);
+    const ltr_process *cp = ltr_trace_process_find(h.t, child->pid);
+    assert_non_null(cp);
+    assert_int_equal(cp->ppid, parent->pid);
+    assert_non_null(ltr_trace_stack_find(h.t, child->pid, child->stack));
+    assert_non_null(ltr_trace_stack_find(h.t, parent->pid, later->stack));
+    heap_free(&h);
+}
+
+static void test_exec_keeps_tracing(void **state)
+{
+    tu_result r = record("", "heap-target", "exec");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    const hev *before = find(&h, ALLOC, 3400), *after = find(&h, ALLOC, 3500);
+    assert_non_null(before);
+    assert_non_null(after);
+    assert_int_equal(before->pid, after->pid);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, after->pid, after->stack);
+    assert_non_null(st);
+    assert_non_null(module_of(&h, after->pid, st->frames[0], after->ts));
+    heap_free(&h);
+}
+
+static void test_signal_handler_allocates(void **state)
+{
+    tu_result r = record("", "heap-target", "signal");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    /* 10 raised synchronously are all seen; timer ones that interrupt the
+     * agent itself pass through untraced, the others are seen */
+    assert_true(count(&h, ALLOC, 1, 3700) >= 10);
+    heap_free(&h);
+}
+
+static void test_killed_target_leaves_readable_trace(void **state)
+{
+    tu_result r = record("", "heap-target", "kill");
+    assert_int_equal(r.status, 128 + 9);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.damage, 0);
+    assert_int_equal(count(&h, ALLOC, 1, 3800), 100);
+    heap_free(&h);
+}
+
+/* ---- dormant, memory mode, sessions ------------------------------------------- */
+
+static void test_dormant_agent_changes_nothing(void **state)
+{
+    const char *agent = getenv("LTR_TEST_AGENT");
+    char path[600];
+    snprintf(path, sizeof path, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    if (!agent)
+        agent = path;
+    tu_result plain = tu_run("%s dormant", tu_test_bin("heap-target"));
+    tu_result pre = tu_run("LD_PRELOAD=%s %s dormant", agent, tu_test_bin("heap-target"));
+    assert_int_equal(plain.status, 0);
+    assert_int_equal(pre.status, 0);
+    assert_string_equal(plain.out, pre.out);
+    assert_string_equal(pre.err, "");
+    tu_free(&plain);
+    tu_free(&pre);
+    /* a session that does not enable heap tracing gets no heap event */
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/d.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("%s start --instance d --filemode --provider Some.Other && "
+                         "LD_PRELOAD=%s %s counts && %s stop --instance d %s",
+                         tu_ltr(), agent, tu_test_bin("heap-target"), tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace);
+    assert_int_equal(h.n, 0);
+    heap_free(&h);
+}
+
+static void test_memory_mode_keeps_newest(void **state)
+{
+    tu_result r = record("--memory --buffers 4 --buffer-size 16", "heap-target", "many");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_true(h.overwritten > 0);
+    assert_int_equal(count(&h, ALLOC, 1, 3999), 1);   /* the newest event */
+    assert_true(count(&h, ALLOC, 1, 3900) < 100000 / 16); /* older ones were overwritten */
+    const hev *last = find(&h, ALLOC, 3999);
+    assert_non_null(ltr_trace_stack_find(h.t, last->pid, last->stack)); /* stacks are all kept */
+    heap_free(&h);
+}
+
+static void test_start_heap_then_run(void **state)
+{
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/s.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("%s start heap --instance hs --buffers 8 --buffer-size 64", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "heap tracing: not available"));
+    tu_free(&r);
+    r = tu_run("%s run -- %s counts", tu_ltr(), tu_test_bin("heap-target"));
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("%s stop --instance hs %s", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace);
+    expect_pairs(&h, 1001, 1, 20, 3);
+    heap_free(&h);
+}
+
+static void test_bad_usage(void **state)
+{
+    tu_result r = tu_run("%s record -o x.ltr", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "no command given"));
+    tu_free(&r);
+    r = tu_run("%s record -o %s/n.ltr -- /nonexistent/prog", tu_ltr(), getenv("TMPDIR"));
+    assert_int_equal(r.status, 127);
+    assert_non_null(strstr(r.err, "cannot run /nonexistent/prog"));
+    tu_free(&r);
+    r = tu_run("%s record --depth 999 -- true", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--depth"));
+    tu_free(&r);
+    r = tu_run("%s run", tu_ltr());
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_c_functions_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cxx_operators_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_of_known_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_and_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal_handler_allocates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_start_heap_then_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_usage, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
