@@ -46,5 +46,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -17,6 +17,8 @@ static const cli_command commands[] = {
     {"marker", cmd_marker, "put a marker event into every running session"},
     {"info", cmd_info, "show what a trace holds: header, processes, providers, counters"},
     {"dump", cmd_dump, "print every event of a trace, one per line"},
+    {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window"},
+    {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON or CSV"},
     {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file"},
 };
 

@@ -1,0 +1,340 @@
+/*
+ * analyze/analyze.c — one analysis run: opens the trace, settles the window
+ * (seconds or marker text; markers need one extra pass to find their time),
+ * streams every event once through the heap model, then gathers counters and
+ * warnings. Reporting is in rank.c and the out-*.c writers.
+ */
+#include "analyze/internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const an_type_names[AN_NTYPES] = {"AIFI", "AIFO", "AOFI", "AOFO"};
+
+static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(ltr_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -code;
+}
+
+static void warn(ltr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(ltr_analysis *a, const char *fmt, ...)
+{
+    char *line = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    char **v = n >= 0 ? realloc(a->warnings, (a->nwarnings + 1) * sizeof *v) : NULL;
+    if (!v) {
+        free(n >= 0 ? line : NULL);
+        return;
+    }
+    a->warnings = v;
+    a->warnings[a->nwarnings++] = line;
+}
+
+/* Seconds: a plain non-negative decimal number; anything else is marker text. */
+static int parse_seconds(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || v < 0 || text[0] == '-' || text[0] == ' ')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int is_marker(const ltr_event *ev, const char *text)
+{
+    const ltr_layout *l = ev->layout;
+    if (!l || !l->provider || strcmp(l->provider->name, "ltr") || strcmp(l->name, "Marker"))
+        return 0;
+    const char *s;
+    size_t len;
+    return ltr_event_get_str(ev, "text", &s, &len) == 0 && len == strlen(text) && !memcmp(s, text, len);
+}
+
+/* Timestamps of the first markers with these texts (either may be NULL). */
+static int find_markers(ltr_trace *t, const char *text[2], uint64_t ts[2], ltr_error *err)
+{
+    const ltr_event *ev;
+    int rc, found[2] = {!text[0], !text[1]};
+    while ((rc = ltr_trace_next(t, &ev, err)) > 0 && !(found[0] && found[1]))
+        for (int i = 0; i < 2; i++)
+            if (!found[i] && is_marker(ev, text[i])) {
+                ts[i] = ev->ts;
+                found[i] = 1;
+            }
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < 2; i++)
+        if (!found[i])
+            return fail(err, ENOENT, "%s: '%s' is neither a number of seconds nor the text of a marker in %s",
+                        i ? "--to" : "--from", text[i], ltr_trace_path(t));
+    return ltr_trace_rewind(t, err);
+}
+
+typedef struct window_spec {
+    double secs[2];
+    int is_secs[2], set[2];
+    uint64_t marker_ts[2];
+} window_spec;
+
+static int window_prepare(ltr_analysis *a, const ltr_analyze_opts *o, window_spec *w, ltr_error *err)
+{
+    const char *text[2] = {o->from, o->to}, *markers[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        w->set[i] = text[i] != NULL;
+        if (text[i] && parse_seconds(text[i], &w->secs[i]) == 0)
+            w->is_secs[i] = 1;
+        else if (text[i])
+            markers[i] = text[i];
+    }
+    a->from_set = w->set[0];
+    a->to_set = w->set[1];
+    if (!markers[0] && !markers[1])
+        return 0;
+    return find_markers(a->trace, markers, w->marker_ts, err);
+}
+
+/* The window in absolute ns, once the origin is known (at the first event). */
+static void window_settle(ltr_analysis *a, const window_spec *w)
+{
+    uint64_t b[2] = {0, UINT64_MAX};
+    a->origin = ltr_trace_origin_ns(a->trace);
+    for (int i = 0; i < 2; i++) {
+        if (!w->set[i])
+            continue;
+        b[i] = w->is_secs[i] ? a->origin + (uint64_t)llround(w->secs[i] * 1e9) : w->marker_ts[i];
+    }
+    an_model_init(&a->model, b[0], b[1]);
+}
+
+static void feed(ltr_analysis *a, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
+{
+    an_heap_event h;
+    an_decode(d, ev, &h);
+    if (h.kind == AN_NOT_HEAP || (o->pid_set && ev->pid != o->pid))
+        return;
+    a->heap_events++;
+    switch (h.kind) {
+    case AN_ALLOC: an_model_alloc(&a->model, ev->pid, ev->tid, ev->ts, h.addr, h.size, h.stack); break;
+    case AN_FREE: an_model_free_block(&a->model, ev->pid, ev->tid, ev->ts, h.addr); break;
+    case AN_REALLOC:
+        an_model_realloc(&a->model, ev->pid, ev->tid, ev->ts, h.old_addr, h.addr, h.size, h.stack);
+        break;
+    default: a->bad_heap_events++; break;
+    }
+}
+
+static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec *w, ltr_error *err)
+{
+    an_decoder *d = an_decoder_new();
+    if (!d)
+        return fail(err, ENOMEM, "out of memory");
+    an_progress pr;
+    ltr_trace_summary s0;
+    ltr_trace_summarize(a->trace, &s0);
+    an_progress_begin(&pr, o->progress, s0.file_size);
+    const ltr_event *ev;
+    int rc, settled = 0;
+    while ((rc = ltr_trace_next(a->trace, &ev, err)) > 0) {
+        if (!settled) {
+            window_settle(a, w);
+            settled = 1;
+        }
+        a->events++;
+        feed(a, d, ev, o);
+        if ((a->events & 0xffff) == 0)
+            an_progress_update(&pr, an_trace_position(a->trace));
+    }
+    an_progress_end(&pr);
+    an_decoder_free(d);
+    if (!settled)
+        window_settle(a, w);
+    return rc;
+}
+
+static void count_losses(ltr_analysis *a)
+{
+    for (size_t i = 0; i < ltr_trace_collector_count(a->trace); i++) {
+        const ltr_collector_counters *c = ltr_trace_collector_at(a->trace, i);
+        a->events_lost += c->events_lost;
+        a->events_overwritten += c->events_overwritten;
+    }
+}
+
+static void settle_bounds(ltr_analysis *a)
+{
+    ltr_trace_summarize(a->trace, &a->sum);
+    a->win_start = a->from_set ? a->model.from : a->origin;
+    a->win_end = a->to_set ? a->model.to : (a->sum.last_ts > a->origin ? a->sum.last_ts : a->origin);
+    if (a->win_end < a->win_start)
+        a->win_end = a->win_start;
+}
+
+static void warn_losses(ltr_analysis *a)
+{
+    if (a->events_lost)
+        warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit); the trace "
+                "does not say when, so some may fall inside the window: a lost Free makes its block look "
+                "outstanding (a false leak candidate), a lost Alloc turns its free into a free of an unseen "
+                "allocation, a lost Realloc does both",
+             (unsigned long long)a->events_lost);
+    for (size_t i = 0; i < ltr_trace_process_lost_count(a->trace); i++) {
+        const ltr_process_lost *l = ltr_trace_process_lost_at(a->trace, i);
+        if (l->events_lost)
+            warn(a, "process %u lost %llu event(s)", l->pid, (unsigned long long)l->events_lost);
+    }
+    if (a->events_overwritten)
+        warn(a, "memory-mode trace: %llu older event(s) were overwritten before it was saved; blocks "
+                "allocated before its first event are not seen, and their frees are counted apart",
+             (unsigned long long)a->events_overwritten);
+}
+
+static void warn_state(ltr_analysis *a)
+{
+    if (a->sum.damage)
+        warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
+                "allocations and frees in the damaged stretches are missing",
+             (unsigned long long)a->sum.damage);
+    else if (!a->sum.complete)
+        warn(a, "the trace was cut short (no END chunk): events up to its last chunk were analyzed");
+    if (a->bad_heap_events)
+        warn(a, "%llu heap event(s) did not follow docs/heap-events.md and were skipped",
+             (unsigned long long)a->bad_heap_events);
+    if (a->model.oom)
+        warn(a, "memory ran out during the analysis: the figures are incomplete");
+    uint64_t unseen = 0, implicit = 0;
+    for (size_t i = 0; i < a->model.nprocs; i++) {
+        unseen += a->model.procs[i]->unseen_frees;
+        implicit += a->model.procs[i]->implicit_frees;
+    }
+    if (unseen)
+        warn(a, "%llu free(s) of allocations the trace never saw were counted apart (the trace starts "
+                "after they were allocated); they change no total",
+             (unsigned long long)unseen);
+    if (implicit)
+        warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
+             (unsigned long long)implicit);
+    if (!a->heap_events)
+        warn(a, "the trace holds no heap events (provider Ltr.Heap)%s",
+             a->events ? "" : ": it holds no events at all");
+}
+
+int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis **out, ltr_error *err)
+{
+    ltr_analysis *a = calloc(1, sizeof *a);
+    if (!a)
+        return fail(err, ENOMEM, "out of memory");
+    a->progress = o->progress;
+    a->debug_path = o->debug_path;
+    window_spec w = {0};
+    int rc = ltr_trace_open(path, &a->trace, err);
+    if (rc == 0)
+        rc = window_prepare(a, o, &w, err);
+    if (rc == 0)
+        rc = stream(a, o, &w, err);
+    if (rc < 0) {
+        ltr_analysis_free(a);
+        return rc;
+    }
+    an_model_finish(&a->model);
+    count_losses(a);
+    settle_bounds(a);
+    warn_losses(a);
+    warn_state(a);
+    *out = a;
+    return 0;
+}
+
+void ltr_analysis_free(ltr_analysis *a)
+{
+    if (!a)
+        return;
+    an_model_free(&a->model);
+    ltr_symbolizer_free(a->sym);
+    if (a->trace)
+        ltr_trace_close(a->trace);
+    for (size_t i = 0; i < a->nwarnings; i++)
+        free(a->warnings[i]);
+    free(a->warnings);
+    free(a);
+}
+
+uint64_t ltr_analysis_damage(const ltr_analysis *a) { return a->sum.damage; }
+size_t ltr_analysis_warning_count(const ltr_analysis *a) { return a->nwarnings; }
+const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i)
+{
+    return i < a->nwarnings ? a->warnings[i] : NULL;
+}
+
+double an_seconds(const ltr_analysis *a, uint64_t ts)
+{
+    return ts >= a->origin ? (double)(ts - a->origin) / 1e9 : -(double)(a->origin - ts) / 1e9;
+}
+
+const char *an_process_exe(const ltr_analysis *a, uint32_t pid)
+{
+    const ltr_process *p = ltr_trace_process_find(a->trace, pid);
+    return p && p->known ? p->exe : "";
+}
+
+ltr_report_format ltr_report_format_parse(const char *name)
+{
+    static const char *const names[] = {NULL, "text", "json", "csv", "pprof", "folded"};
+    for (int i = 1; i <= 5; i++)
+        if (!strcmp(name, names[i]))
+            return (ltr_report_format)i;
+    return 0;
+}
+
+/* Resolves every stack once before writing, so that modules that cannot be
+ * symbolized are known and warned about at the top of the report. */
+static void symbolize_all(ltr_analysis *a)
+{
+    if (a->modules_loaded)
+        return;
+    a->modules_loaded = 1;
+    a->sym = ltr_symbolizer_new(a->debug_path);
+    if (!a->sym || an_load_modules(a->trace, a->sym) < 0) {
+        warn(a, "out of memory while reading the modules: frames stay addresses");
+        return;
+    }
+    static ltr_sym_frame frames[AN_MAX_FRAMES];
+    for (size_t i = 0; i < a->model.nprocs; i++)
+        for (size_t k = 0; k < a->model.procs[i]->nstacks; k++)
+            an_frames(a, &a->model.procs[i]->stacks[k], frames, AN_MAX_FRAMES);
+    for (size_t i = 0; i < ltr_symbolizer_problem_count(a->sym); i++) {
+        const char *path, *why;
+        ltr_symbolizer_problem_at(a->sym, i, &path, &why);
+        warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
+    }
+}
+
+int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
+{
+    int rc;
+    symbolize_all(a);
+    switch (fmt) {
+    case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;
+    case LTR_REPORT_JSON: rc = an_write_json(a, out, top); break;
+    case LTR_REPORT_CSV: rc = an_write_csv(a, out, top); break;
+    case LTR_REPORT_PPROF: rc = an_write_pprof(a, out); break;
+    case LTR_REPORT_FOLDED: rc = an_write_folded(a, out); break;
+    default: return -EINVAL;
+    }
+    if (rc == 0 && (fflush(out) != 0 || ferror(out)))
+        rc = -EIO;
+    return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * analyze/analyze.h — `ltr analyze` and `ltr export` as a library: reads a
+ * trace once, streaming, through the heap model (model.h), then reports per
+ * process and per call stack with symbolized frames (src/symbols), as text,
+ * JSON (docs/analysis.md), CSV, pprof profile.proto or folded stacks.
+ * The command files in src/cli only parse options and call these.
+ */
+#ifndef LTR_ANALYZE_H
+#define LTR_ANALYZE_H
+
+#include <ltr/common.h>
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct ltr_analysis ltr_analysis;
+
+typedef struct ltr_analyze_opts {
+    const char *from, *to; /* seconds from the trace start, or the text of a marker; NULL = the trace's bounds */
+    int pid_set;
+    uint32_t pid;          /* only this process, when pid_set */
+    int progress;          /* a progress bar on stderr when it is a terminal and the run is long */
+    const char *debug_path; /* debug directories for separate debug info; NULL = elfutils' default */
+} ltr_analyze_opts;
+
+typedef enum ltr_report_format {
+    LTR_REPORT_TEXT = 1,
+    LTR_REPORT_JSON = 2,
+    LTR_REPORT_CSV = 3,
+    LTR_REPORT_PPROF = 4,
+    LTR_REPORT_FOLDED = 5,
+} ltr_report_format;
+
+/* Reads the trace at path and analyzes it. Fails (-errno, err names the file or
+ * the option) when the trace cannot be opened or read, or a window bound is
+ * neither a number of seconds nor the text of a marker in the trace. Damage is
+ * not a failure: the intact content is analyzed and the damage is reported. */
+int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis **out, ltr_error *err);
+void ltr_analysis_free(ltr_analysis *a);
+/* Damage occurrences met in the trace (0 = intact). */
+uint64_t ltr_analysis_damage(const ltr_analysis *a);
+/* Warnings for people (lost events, damage, unseen frees, modules that could
+ * not be symbolized), one line each; valid until ltr_analysis_free. */
+size_t ltr_analysis_warning_count(const ltr_analysis *a);
+const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i);
+/* Writes the report; top = stacks per list (0 = all). Text, JSON and CSV go
+ * to a text stream; pprof is binary (gzip). Returns 0 or -EIO. */
+int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+/* "text", "json", "csv", "pprof", "folded" -> format, or 0. */
+ltr_report_format ltr_report_format_parse(const char *name);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * analyze/folded.c — folded stacks, the input of flamegraph.pl: one line per
+ * stack, "process;outermost;...;innermost VALUE", with VALUE the bytes the
+ * stack holds at the window's end (AIFO + AOFO). Inlined calls are frames of
+ * their own. ';' inside a name would split a frame, so it becomes ':'.
+ */
+#include "analyze/internal.h"
+
+#include <string.h>
+
+static void name(FILE *out, const ltr_sym_frame *f)
+{
+    char buf[1024];
+    if (f->function)
+        snprintf(buf, sizeof buf, "%s", f->function);
+    else if (f->module) {
+        const char *b = strrchr(f->module, '/');
+        snprintf(buf, sizeof buf, "%s+0x%llx", b ? b + 1 : f->module, (unsigned long long)f->offset);
+    } else
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)f->address);
+    for (char *c = buf; *c; c++)
+        if (*c == ';' || *c == '\n' || *c == '\r')
+            *c = ':';
+    fputs(buf, out);
+}
+
+int an_write_folded(ltr_analysis *a, FILE *out)
+{
+    static ltr_sym_frame f[AN_MAX_FRAMES];
+    size_t np;
+    an_proc *const *procs = an_procs(a, &np);
+    for (size_t i = 0; i < np; i++) {
+        const an_proc *p = procs[i];
+        const char *exe = an_process_exe(a, p->pid), *b = strrchr(exe, '/');
+        for (size_t k = 0; k < p->nstacks; k++) {
+            const an_stack *s = &p->stacks[k];
+            uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
+            if (!bytes)
+                continue;
+            fprintf(out, "%s[%u]", *exe ? (b ? b + 1 : exe) : "pid", p->pid);
+            for (size_t n = an_frames(a, s, f, AN_MAX_FRAMES); n-- > 0;) {
+                fputc(';', out);
+                name(out, &f[n]);
+            }
+            fprintf(out, " %llu\n", (unsigned long long)bytes);
+        }
+    }
+    return 0;
+}

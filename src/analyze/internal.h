@@ -1,0 +1,99 @@
+/*
+ * analyze/internal.h — what the files of src/analyze share: the analysis
+ * result, ranked stack lists, symbolized frames and the writers of each
+ * output format. Not installed.
+ */
+#ifndef LTR_ANALYZE_INTERNAL_H
+#define LTR_ANALYZE_INTERNAL_H
+
+#include "analyze/analyze.h"
+#include "analyze/model.h"
+#include "symbols/symbols.h"
+
+#include <ltr/trace.h>
+
+#define AN_MAX_FRAMES 2048 /* resolved frames of one stack, inlined ones included */
+
+struct ltr_analysis {
+    ltr_trace *trace;
+    char *path;
+    an_model model;
+    uint64_t origin;          /* ns that "seconds from the start" count from */
+    uint64_t win_start, win_end; /* the window as reported (end = last event when open) */
+    int from_set, to_set;
+    uint64_t events, heap_events, bad_heap_events;
+    uint64_t events_lost, events_overwritten;
+    ltr_trace_summary sum;
+    char **warnings;
+    size_t nwarnings;
+    ltr_symbolizer *sym;
+    int modules_loaded;
+    int progress;
+    const char *debug_path;
+};
+
+/* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */
+typedef struct an_entry {
+    const an_proc *proc;
+    const an_stack *stack;
+    enum an_type type;
+    uint64_t count, bytes;
+} an_entry;
+
+typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } an_rank;
+
+/* A ranked list of the stacks of p (or of every process when p is NULL),
+ * best first, at most top entries (0 = all); malloc'd, *n entries. Outstanding:
+ * AIFO entries by bytes, then AOFO by bytes. Calls: by allocation calls. Temporary: by
+ * temporary allocations. Entries with nothing to show are left out. */
+an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
+/* The symbolized frames of a stack, innermost first; returns how many. */
+size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
+/* The processes in the report, in pid order; *n entries (not to be freed: owned by the model). */
+an_proc *const *an_procs(const ltr_analysis *a, size_t *n);
+/* Sum over processes of a per-process figure. */
+void an_totals(const ltr_analysis *a, an_proc *sum);
+/* Names of the impacting types: "AIFI", "AIFO", "AOFI", "AOFO". */
+extern const char *const an_type_names[AN_NTYPES];
+/* Seconds of an absolute timestamp from the trace start. */
+double an_seconds(const ltr_analysis *a, uint64_t ts);
+const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
+
+/* One frame on one line: "function (file:line) [inlined]  module+0xOFFSET". */
+void an_print_frame(FILE *out, const ltr_sym_frame *f);
+int an_write_text(ltr_analysis *a, FILE *out, unsigned top);
+int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
+int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);
+int an_write_pprof(ltr_analysis *a, FILE *out);
+int an_write_folded(ltr_analysis *a, FILE *out);
+
+/* Progress on stderr (progress.c): shown only at a terminal, after a second. */
+typedef struct an_progress {
+    int enabled, shown;
+    uint64_t total, started_ns, next_ns;
+} an_progress;
+void an_progress_begin(an_progress *p, int wanted, uint64_t total);
+void an_progress_update(an_progress *p, uint64_t done);
+void an_progress_end(an_progress *p);
+
+/* Reader glue (source.c): heap event decoding, STACK and MODULE records. */
+typedef enum an_heap_kind { AN_NOT_HEAP = 0, AN_ALLOC = 1, AN_FREE = 2, AN_REALLOC = 3, AN_BAD_HEAP = -1 } an_heap_kind;
+typedef struct an_heap_event {
+    an_heap_kind kind;
+    uint64_t addr, old_addr, size;
+    uint32_t stack;
+} an_heap_event;
+typedef struct an_decoder an_decoder;
+an_decoder *an_decoder_new(void);
+void an_decoder_free(an_decoder *d);
+/* Decodes ev; kind AN_NOT_HEAP for events of other providers, AN_BAD_HEAP for
+ * a heap event whose layout does not follow docs/heap-events.md. */
+void an_decode(an_decoder *d, const ltr_event *ev, an_heap_event *out);
+/* Frames of (pid, stack id) from the trace's STACK records; NULL if unknown. */
+const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n);
+/* Hands every MODULE record of the trace to the symbolizer. */
+int an_load_modules(const ltr_trace *t, ltr_symbolizer *s);
+/* File offset the reader has reached, for the progress bar. */
+uint64_t an_trace_position(const ltr_trace *t);
+
+#endif

@@ -1,0 +1,345 @@
+/*
+ * analyze/model.c — the heap model of model.h.
+ *
+ * Window rules, with [from, to] the window: an allocation at ts < from is
+ * "allocated outside" (AO), inside otherwise (AI); allocations after `to` are
+ * ignored. A free inside the window ends its block as FI; a free after `to`
+ * leaves the block outstanding at the window's end (FO), so it is counted at
+ * once and the block dropped; a free before `from` ends a block that never
+ * mattered to the window.
+ *
+ * A temporary allocation is one whose free is the very next heap event of the
+ * thread that allocated it (heaptrack's definition): memory churn that a
+ * pool or a stack buffer would avoid.
+ */
+#include "analyze/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct an_live {
+    uint64_t addr;
+    uint64_t size, ts;
+    uint32_t stack; /* index in an_proc.stacks */
+    uint32_t tid;
+} an_live;
+
+typedef struct an_pending {
+    uint64_t addr;
+    uint64_t ts;
+    uint32_t tid;
+} an_pending;
+
+typedef struct an_thread {
+    uint64_t tid;
+    uint64_t addr; /* last allocation of the thread, 0 once anything else happened */
+} an_thread;
+
+typedef struct an_index {
+    uint64_t stack_id;
+    uint32_t index;
+} an_index;
+
+unsigned an_hist_bucket(uint64_t size)
+{
+    return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
+}
+
+void an_model_init(an_model *m, uint64_t from, uint64_t to)
+{
+    memset(m, 0, sizeof *m);
+    m->from = from;
+    m->to = to;
+}
+
+static void proc_free(an_proc *p)
+{
+    an_hmap_free(&p->live);
+    an_hmap_free(&p->pending);
+    an_hmap_free(&p->threads);
+    an_hmap_free(&p->stack_index);
+    free(p->stacks);
+    free(p);
+}
+
+void an_model_free(an_model *m)
+{
+    for (size_t i = 0; i < m->nprocs; i++)
+        proc_free(m->procs[i]);
+    free(m->procs);
+    memset(m, 0, sizeof *m);
+}
+
+static an_proc *proc_new(uint32_t pid)
+{
+    an_proc *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->pid = pid;
+    an_hmap_init(&p->live, sizeof(an_live));
+    an_hmap_init(&p->pending, sizeof(an_pending));
+    an_hmap_init(&p->threads, sizeof(an_thread));
+    an_hmap_init(&p->stack_index, sizeof(an_index));
+    return p;
+}
+
+static an_proc *proc_of(an_model *m, uint32_t pid)
+{
+    if (m->last && m->last->pid == pid)
+        return m->last;
+    for (size_t i = 0; i < m->nprocs; i++)
+        if (m->procs[i]->pid == pid)
+            return m->last = m->procs[i];
+    if (m->nprocs == m->capprocs) {
+        size_t cap = m->capprocs ? m->capprocs * 2 : 8;
+        an_proc **v = realloc(m->procs, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        m->procs = v;
+        m->capprocs = cap;
+    }
+    an_proc *p = proc_new(pid);
+    if (!p)
+        return NULL;
+    m->procs[m->nprocs++] = p;
+    return m->last = p;
+}
+
+/* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
+static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
+{
+    int created;
+    an_index *ix = an_hmap_put(&p->stack_index, stack_id, &created);
+    if (!ix)
+        return -1;
+    if (!created)
+        return ix->index;
+    if (p->nstacks == p->capstacks) {
+        size_t cap = p->capstacks ? p->capstacks * 2 : 64;
+        an_stack *v = realloc(p->stacks, cap * sizeof *v);
+        if (!v) {
+            an_hmap_del(&p->stack_index, stack_id);
+            return -1;
+        }
+        p->stacks = v;
+        p->capstacks = cap;
+    }
+    an_stack *s = &p->stacks[p->nstacks];
+    memset(s, 0, sizeof *s);
+    s->pid = p->pid;
+    s->stack_id = stack_id;
+    s->first_ts = ts;
+    ix->index = (uint32_t)p->nstacks;
+    return (int64_t)p->nstacks++;
+}
+
+static void add_type(an_proc *p, an_stack *s, enum an_type t, uint64_t size)
+{
+    s->type[t].count++;
+    s->type[t].bytes += size;
+    p->type[t].count++;
+    p->type[t].bytes += size;
+}
+
+static int in_window(const an_model *m, uint64_t ts) { return ts >= m->from && ts <= m->to; }
+
+static void note_peak(an_model *m, an_proc *p, uint64_t ts)
+{
+    if (!p->peak_set || p->cur_bytes > p->peak_bytes) {
+        p->peak_bytes = p->cur_bytes;
+        p->peak_ts = ts;
+        p->peak_set = 1;
+    }
+    if (!m->peak_set || m->cur_bytes > m->peak_bytes) {
+        m->peak_bytes = m->cur_bytes;
+        m->peak_ts = ts;
+        m->peak_set = 1;
+    }
+}
+
+static void touch(an_proc *p, uint64_t ts)
+{
+    if (!p->first_ts || ts < p->first_ts)
+        p->first_ts = ts;
+    if (ts > p->last_ts)
+        p->last_ts = ts;
+}
+
+/* The thread's last allocation, which the next event of the thread replaces. */
+static an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
+{
+    an_thread *t = an_hmap_put(&p->threads, tid, NULL);
+    if (!t)
+        m->oom = 1;
+    return t;
+}
+
+/* Counts a block that an allocation inside the window created. */
+static void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t size)
+{
+    if (!in_window(m, ts))
+        return;
+    p->allocs++;
+    p->alloc_bytes += size;
+    p->hist[an_hist_bucket(size)]++;
+    s->calls.count++;
+    s->calls.bytes += size;
+}
+
+/* A block ends at free_ts: its impacting type, if the window cares. */
+static void end_block(an_model *m, an_proc *p, an_stack *s, uint64_t alloc_ts, uint64_t free_ts,
+                      uint64_t size)
+{
+    int ai = alloc_ts >= m->from;
+    if (free_ts > m->to)
+        add_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
+    else if (free_ts >= m->from) {
+        add_type(p, s, ai ? AN_AIFI : AN_AOFI, size);
+        p->frees++;
+    }
+}
+
+static void drop_live(an_model *m, an_proc *p, const an_live *b)
+{
+    p->cur_bytes -= b->size;
+    p->cur_count--;
+    m->cur_bytes -= b->size;
+    an_hmap_del(&p->live, b->addr);
+}
+
+/* A free of a block the model holds: ends it and says whether it was
+ * temporary (a realloc that grows a block is not churn: is_realloc). */
+static void free_live(an_model *m, an_proc *p, an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+{
+    an_stack *s = &p->stacks[b->stack];
+    an_thread *t = thread_of(m, p, tid);
+    if (t && !is_realloc && t->addr == b->addr && b->tid == tid && in_window(m, b->ts))
+        s->temporary++;
+    if (t)
+        t->addr = 0;
+    if (in_window(m, ts))
+        note_peak(m, p, ts);
+    end_block(m, p, s, b->ts, ts, b->size);
+    an_live copy = *b;
+    drop_live(m, p, &copy);
+}
+
+static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+{
+    int created;
+    an_pending *f = an_hmap_put(&p->pending, addr, &created);
+    if (!f) {
+        m->oom = 1;
+        return;
+    }
+    if (!created && in_window(m, f->ts))
+        p->unseen_frees++; /* two unpaired frees of one address: the older one is unseen */
+    f->ts = ts;
+    f->tid = tid;
+}
+
+static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    touch(p, ts);
+    an_live *b = an_hmap_get(&p->live, addr);
+    if (b)
+        free_live(m, p, b, tid, ts, is_realloc);
+    else if (ts <= m->to)
+        keep_pending(m, p, tid, ts, addr);
+    an_thread *t = b ? NULL : thread_of(m, p, tid);
+    if (t)
+        t->addr = 0;
+}
+
+void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr)
+{
+    free_block(m, pid, tid, ts, addr, 0);
+}
+
+/* An allocation whose free was already met (another thread's block came first). */
+static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t addr,
+                        uint64_t size)
+{
+    an_pending *f = an_hmap_get(&p->pending, addr);
+    if (!f || f->ts < ts)
+        return 0;
+    uint64_t free_ts = f->ts;
+    an_hmap_del(&p->pending, addr);
+    count_call(m, p, s, ts, size);
+    end_block(m, p, s, ts, free_ts, size);
+    return 1;
+}
+
+void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,
+                    uint64_t size, uint32_t stack)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    touch(p, ts);
+    if (ts > m->to)
+        return;
+    int64_t si = stack_of(p, stack, ts);
+    if (si < 0) {
+        m->oom = 1;
+        return;
+    }
+    an_stack *s = &p->stacks[si];
+    if (pair_pending(m, p, s, ts, addr, size))
+        return;
+    an_live *old = an_hmap_get(&p->live, addr);
+    if (old) { /* its free was lost: the address cannot be handed out twice */
+        p->implicit_frees++;
+        free_live(m, p, old, old->tid, ts, 1);
+    }
+    int created;
+    an_live *b = an_hmap_put(&p->live, addr, &created);
+    if (!b) {
+        m->oom = 1;
+        return;
+    }
+    b->size = size;
+    b->ts = ts;
+    b->stack = (uint32_t)si;
+    b->tid = tid;
+    p->cur_bytes += size;
+    p->cur_count++;
+    m->cur_bytes += size;
+    count_call(m, p, s, ts, size);
+    if (in_window(m, ts))
+        note_peak(m, p, ts);
+    an_thread *t = thread_of(m, p, tid);
+    if (t)
+        t->addr = addr;
+}
+
+void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t old_addr,
+                      uint64_t addr, uint64_t size, uint32_t stack)
+{
+    free_block(m, pid, tid, ts, old_addr, 1);
+    an_model_alloc(m, pid, tid, ts, addr, size, stack);
+}
+
+void an_model_finish(an_model *m)
+{
+    for (size_t i = 0; i < m->nprocs; i++) {
+        an_proc *p = m->procs[i];
+        size_t pos = 0;
+        an_live *b;
+        while ((b = an_hmap_next(&p->live, &pos)))
+            add_type(p, &p->stacks[b->stack], b->ts >= m->from ? AN_AIFO : AN_AOFO, b->size);
+        an_pending *f;
+        pos = 0;
+        while ((f = an_hmap_next(&p->pending, &pos)))
+            p->unseen_frees += in_window(m, f->ts);
+        an_hmap_free(&p->pending);
+        an_hmap_free(&p->threads);
+    }
+}

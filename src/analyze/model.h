@@ -1,0 +1,86 @@
+/*
+ * analyze/model.h — the heap model: turns Alloc/Free/Realloc events into what
+ * "Analysis semantics" (shared/PRODUCT.md) asks for over a time window: per
+ * process and per stack, the four impacting types AIFI, AIFO, AOFI and AOFO,
+ * outstanding bytes and their peak, allocation calls, temporary allocations
+ * and a size histogram. It knows nothing of the trace file: analyze.c feeds it.
+ *
+ * Memory is bounded by the live allocations and the stacks: a freed block
+ * leaves no trace in the model beyond the counters of its stack.
+ *
+ * Events arrive in file order, which is per-thread time order but not global
+ * time order (buffer blocks of different threads interleave). A free met
+ * before its allocation (another thread's block written later) is kept
+ * aside and paired when the allocation turns up; what is never paired is a
+ * free of an allocation the trace never saw, counted apart.
+ */
+#ifndef LTR_ANALYZE_MODEL_H
+#define LTR_ANALYZE_MODEL_H
+
+#include "analyze/hmap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum an_type { AN_AIFI, AN_AIFO, AN_AOFI, AN_AOFO, AN_NTYPES };
+
+#define AN_HIST_BUCKETS 65 /* 0, 1, 2-3, 4-7, ..., 2^63.. */
+
+typedef struct an_amount {
+    uint64_t count, bytes;
+} an_amount;
+
+/* What one call stack of one process did. */
+typedef struct an_stack {
+    uint32_t pid, stack_id; /* stack_id 0 = allocations without a stack */
+    uint64_t first_ts;      /* first allocation seen from it */
+    an_amount type[AN_NTYPES];
+    an_amount calls;        /* allocation calls inside the window */
+    uint64_t temporary;     /* of those, freed right away (see model.c) */
+} an_stack;
+
+typedef struct an_proc {
+    uint32_t pid;
+    an_hmap live;        /* address -> an_live */
+    an_hmap pending;     /* address -> free met before its allocation */
+    an_hmap threads;     /* tid -> last allocation of the thread */
+    an_hmap stack_index; /* stack id -> index in stacks */
+    an_stack *stacks;
+    size_t nstacks, capstacks;
+
+    uint64_t allocs, frees;        /* calls inside the window */
+    uint64_t alloc_bytes;
+    uint64_t unseen_frees;         /* frees inside the window of blocks never seen allocated */
+    uint64_t implicit_frees;       /* blocks whose address was allocated again without a free */
+    uint64_t cur_bytes, cur_count; /* outstanding now (while reading) */
+    uint64_t peak_bytes, peak_ts;  /* highest outstanding inside the window */
+    int peak_set;
+    an_amount type[AN_NTYPES];
+    uint64_t hist[AN_HIST_BUCKETS];
+    uint64_t first_ts, last_ts;    /* of its heap events */
+} an_proc;
+
+typedef struct an_model {
+    uint64_t from, to; /* window, absolute ns, inclusive */
+    an_proc **procs;
+    size_t nprocs, capprocs;
+    an_proc *last;     /* cache: events come in runs of one process */
+    uint64_t cur_bytes, peak_bytes, peak_ts;
+    int peak_set;
+    int oom;           /* memory ran out: results incomplete */
+} an_model;
+
+void an_model_init(an_model *m, uint64_t from, uint64_t to);
+void an_model_free(an_model *m);
+void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,
+                    uint64_t size, uint32_t stack);
+void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr);
+void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t old_addr,
+                      uint64_t addr, uint64_t size, uint32_t stack);
+/* After the last event: blocks still live are outstanding at the window's end
+ * (AIFO/AOFO), frees never paired are counted as unseen. */
+void an_model_finish(an_model *m);
+/* The histogram bucket of a size. */
+unsigned an_hist_bucket(uint64_t size);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * analyze/out_json.c — the JSON report, documented in docs/analysis.md. Its
+ * keys are stable: scripts read them. New keys may be added; none is removed
+ * or changes meaning without a new "version".
+ */
+#include "analyze/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void jstr(FILE *out, const char *s)
+{
+    if (s)
+        ltr_print_json_string(out, s, strlen(s));
+    else
+        fputs("null", out);
+}
+
+static void jframe(FILE *out, const ltr_sym_frame *f)
+{
+    fputs("{\"function\":", out);
+    jstr(out, f->function);
+    fputs(",\"file\":", out);
+    jstr(out, f->file);
+    if (f->file)
+        fprintf(out, ",\"line\":%u", f->line);
+    else
+        fputs(",\"line\":null", out);
+    fputs(",\"module\":", out);
+    jstr(out, f->module);
+    fprintf(out, ",\"address\":\"0x%llx\",\"offset\":\"0x%llx\",\"inlined\":%s}",
+            (unsigned long long)f->address, (unsigned long long)f->offset, f->inlined ? "true" : "false");
+}
+
+static void jframes(ltr_analysis *a, FILE *out, const an_stack *s)
+{
+    static ltr_sym_frame f[AN_MAX_FRAMES];
+    size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
+    fputs("\"frames\":[", out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', out);
+        jframe(out, &f[i]);
+    }
+    fputc(']', out);
+}
+
+static void jtypes(FILE *out, const an_amount *type)
+{
+    fputs("\"types\":{", out);
+    for (int t = 0; t < AN_NTYPES; t++)
+        fprintf(out, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu}", t ? "," : "", an_type_names[t],
+                (unsigned long long)type[t].count, (unsigned long long)type[t].bytes);
+    fputc('}', out);
+}
+
+static void jpeak(ltr_analysis *a, FILE *out, int set, uint64_t bytes, uint64_t ts)
+{
+    fprintf(out, "\"peak_bytes\":%llu,\"peak_s\":", (unsigned long long)bytes);
+    if (set)
+        fprintf(out, "%.9f", an_seconds(a, ts));
+    else
+        fputs("null", out);
+}
+
+/* The figures a process and the summary share. */
+static void jfigures(ltr_analysis *a, FILE *out, const an_proc *p)
+{
+    fprintf(out, "\"allocations\":%llu,\"allocated_bytes\":%llu,\"frees\":%llu,\"unseen_frees\":%llu,"
+                 "\"outstanding_bytes\":%llu,\"outstanding_allocations\":%llu,",
+            (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes, (unsigned long long)p->frees,
+            (unsigned long long)p->unseen_frees,
+            (unsigned long long)(p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes),
+            (unsigned long long)(p->type[AN_AIFO].count + p->type[AN_AOFO].count));
+    jpeak(a, out, p->peak_set, p->peak_bytes, p->peak_ts);
+    fputc(',', out);
+    jtypes(out, p->type);
+}
+
+static void jhistogram(FILE *out, const an_proc *p)
+{
+    fputs("\"histogram\":[", out);
+    int first = 1;
+    for (int b = 0; b < AN_HIST_BUCKETS; b++) {
+        if (!p->hist[b])
+            continue;
+        uint64_t lo = b ? 1ull << (b - 1) : 0, hi = b ? (b == 64 ? UINT64_MAX : (1ull << b) - 1) : 0;
+        fprintf(out, "%s{\"min\":%llu,\"max\":%llu,\"count\":%llu}", first ? "" : ",",
+                (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)p->hist[b]);
+        first = 0;
+    }
+    fputc(']', out);
+}
+
+static void jhead(ltr_analysis *a, FILE *out)
+{
+    fputs("{\"format\":\"ltr-analysis\",\"version\":1,\"trace\":", out);
+    jstr(out, ltr_trace_path(a->trace));
+    fprintf(out, ",\"window\":{\"from_s\":%.9f,\"to_s\":%.9f,\"whole_trace\":%s},\"warnings\":[",
+            an_seconds(a, a->win_start), an_seconds(a, a->win_end),
+            a->from_set || a->to_set ? "false" : "true");
+    for (size_t i = 0; i < a->nwarnings; i++) {
+        if (i)
+            fputc(',', out);
+        jstr(out, a->warnings[i]);
+    }
+    fputs("]", out);
+}
+
+static void jsummary(ltr_analysis *a, FILE *out, size_t nprocs)
+{
+    an_proc sum;
+    an_totals(a, &sum);
+    fprintf(out, ",\"summary\":{\"duration_s\":%.9f,\"events\":%llu,\"events_lost\":%llu,"
+                 "\"events_overwritten\":%llu,\"heap_events\":%llu,\"damage\":%llu,\"complete\":%s,"
+                 "\"processes\":%zu,",
+            (double)(a->win_end - a->win_start) / 1e9, (unsigned long long)a->events,
+            (unsigned long long)a->events_lost, (unsigned long long)a->events_overwritten,
+            (unsigned long long)a->heap_events, (unsigned long long)a->sum.damage,
+            a->sum.complete ? "true" : "false", nprocs);
+    jfigures(a, out, &sum);
+    fputc('}', out);
+}
+
+static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, unsigned top)
+{
+    static const char *const count_key[] = {"count", "calls", "temporary"};
+    static const char *const bytes_key[] = {"bytes", "bytes", "calls"};
+    fprintf(out, ",\"%s\":[", key);
+    size_t n;
+    an_entry *e = an_ranked(a, NULL, rank, 0, &n);
+    size_t shown = 0, *seen = calloc(a->model.nprocs + 1, sizeof *seen);
+    for (size_t i = 0; i < n && seen; i++) {
+        size_t pi = 0; /* top counts per process, as in the text report */
+        while (pi < a->model.nprocs && a->model.procs[pi] != e[i].proc)
+            pi++;
+        if (top && seen[pi]++ >= top)
+            continue;
+        fprintf(out, "%s{\"pid\":%u,\"stack_id\":%u,", shown++ ? "," : "", e[i].proc->pid,
+                e[i].stack->stack_id);
+        if (rank == AN_RANK_OUTSTANDING)
+            fprintf(out, "\"type\":\"%s\",", an_type_names[e[i].type]);
+        fprintf(out, "\"%s\":%llu,\"%s\":%llu,", bytes_key[rank], (unsigned long long)e[i].bytes,
+                count_key[rank], (unsigned long long)e[i].count);
+        jframes(a, out, e[i].stack);
+        fputc('}', out);
+    }
+    free(seen);
+    free(e);
+    fputc(']', out);
+}
+
+int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
+{
+    size_t n;
+    an_proc *const *procs = an_procs(a, &n);
+    jhead(a, out);
+    jsummary(a, out, n);
+    fputs(",\"processes\":[", out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "%s{\"pid\":%u,\"exe\":", i ? "," : "", procs[i]->pid);
+        jstr(out, an_process_exe(a, procs[i]->pid));
+        fputc(',', out);
+        jfigures(a, out, procs[i]);
+        fputc(',', out);
+        jhistogram(out, procs[i]);
+        fputc('}', out);
+    }
+    fputc(']', out);
+    jlist(a, out, "stacks", AN_RANK_OUTSTANDING, top);
+    jlist(a, out, "most_calls", AN_RANK_CALLS, top);
+    jlist(a, out, "most_temporary", AN_RANK_TEMPORARY, top);
+    fputs("}\n", out);
+    return 0;
+}

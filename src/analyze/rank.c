@@ -1,0 +1,109 @@
+/*
+ * analyze/rank.c — the ranked stack lists of a report and the symbolized
+ * frames of a stack. Ranking sorts copies of the stack entries; the model is
+ * not touched, so every writer can ask for the lists it needs.
+ */
+#include "analyze/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int by_pid(const void *x, const void *y)
+{
+    const an_proc *a = *(an_proc *const *)x, *b = *(an_proc *const *)y;
+    return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+an_proc *const *an_procs(const ltr_analysis *a, size_t *n)
+{
+    qsort(a->model.procs, a->model.nprocs, sizeof *a->model.procs, by_pid);
+    *n = a->model.nprocs;
+    return a->model.procs;
+}
+
+void an_totals(const ltr_analysis *a, an_proc *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (size_t i = 0; i < a->model.nprocs; i++) {
+        const an_proc *p = a->model.procs[i];
+        sum->allocs += p->allocs;
+        sum->frees += p->frees;
+        sum->alloc_bytes += p->alloc_bytes;
+        sum->unseen_frees += p->unseen_frees;
+        sum->implicit_frees += p->implicit_frees;
+        for (int t = 0; t < AN_NTYPES; t++) {
+            sum->type[t].count += p->type[t].count;
+            sum->type[t].bytes += p->type[t].bytes;
+        }
+        for (int b = 0; b < AN_HIST_BUCKETS; b++)
+            sum->hist[b] += p->hist[b];
+    }
+    sum->peak_bytes = a->model.peak_bytes;
+    sum->peak_ts = a->model.peak_ts;
+    sum->peak_set = a->model.peak_set;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    const an_entry *a = x, *b = y;
+    if (a->type != b->type) /* AIFO before AOFO */
+        return a->type == AN_AIFO ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    if (a->proc->pid != b->proc->pid)
+        return a->proc->pid < b->proc->pid ? -1 : 1;
+    return (a->stack->stack_id > b->stack->stack_id) - (a->stack->stack_id < b->stack->stack_id);
+}
+
+static size_t collect(const an_proc *p, an_rank rank, an_entry *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const an_stack *s = &p->stacks[i];
+        if (rank == AN_RANK_OUTSTANDING) {
+            static const enum an_type kinds[2] = {AN_AIFO, AN_AOFO};
+            for (int k = 0; k < 2; k++)
+                if (s->type[kinds[k]].count)
+                    out[n++] = (an_entry){p, s, kinds[k], s->type[kinds[k]].count, s->type[kinds[k]].bytes};
+        } else if (rank == AN_RANK_CALLS && s->calls.count) {
+            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes};
+        } else if (rank == AN_RANK_TEMPORARY && s->temporary) {
+            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count};
+        }
+    }
+    return n;
+}
+
+an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < a->model.nprocs; i++)
+        if (!p || a->model.procs[i] == p)
+            cap += 2 * a->model.procs[i]->nstacks;
+    an_entry *v = malloc((cap ? cap : 1) * sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < a->model.nprocs; i++)
+        if (!p || a->model.procs[i] == p)
+            *n += collect(a->model.procs[i], rank, v + *n);
+    qsort(v, *n, sizeof *v, by_value);
+    if (top && *n > top)
+        *n = top;
+    return v;
+}
+
+size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap)
+{
+    size_t n, k = 0;
+    const uint64_t *addr = an_stack_addresses(a->trace, s->pid, s->stack_id, &n);
+    for (size_t i = 0; i < n && k < cap; i++) {
+        if (a->sym)
+            k += ltr_symbolize(a->sym, s->pid, s->first_ts, addr[i], out + k, cap - k);
+        else
+            out[k++] = (ltr_sym_frame){.address = addr[i]};
+    }
+    return k;
+}

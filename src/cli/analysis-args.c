@@ -1,0 +1,110 @@
+/*
+ * cli/analysis-args.c — option parsing and exit status shared by
+ * cmd-analyze.c and cmd-export.c (see analysis-args.h).
+ */
+#include "cli/analysis-args.h"
+#include "cli/cli.h"
+
+#include <ltr/trace.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int set_format(const char *cmd, const char *text, unsigned allowed, cli_analysis_args *out)
+{
+    ltr_report_format f = ltr_report_format_parse(text);
+    if (!f || !(allowed & (1u << f))) {
+        cli_fail(cmd, "--format: '%s' is not a format of this command (see 'ltr %s --help')", text, cmd);
+        return -1;
+    }
+    out->format = f;
+    return 0;
+}
+
+static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_args *out)
+{
+    uint64_t v;
+    switch (c) {
+    case 'f': out->opts.from = optarg; return 0;
+    case 't': out->opts.to = optarg; return 0;
+    case 'p':
+        if (cli_parse_u64(cmd, "--pid", optarg, 1, UINT32_MAX, &v) < 0)
+            return -1;
+        out->opts.pid = (uint32_t)v;
+        out->opts.pid_set = 1;
+        return 0;
+    case 'n':
+        if (cli_parse_u64(cmd, "--top", optarg, 0, 1000000, &v) < 0)
+            return -1;
+        out->top = (unsigned)v;
+        return 0;
+    case 'F': return set_format(cmd, optarg, allowed, out);
+    case 'o': out->output = optarg; return 0;
+    case 'd': out->opts.debug_path = optarg; return 0;
+    }
+    return -1;
+}
+
+int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
+                       unsigned formats_allowed, int is_export, cli_analysis_args *out)
+{
+    static const struct option analyze_opts[] = {
+        {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
+        {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option export_opts[] = {
+        {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
+        {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    memset(out, 0, sizeof *out);
+    out->top = 10;
+    out->format = is_export ? 0 : LTR_REPORT_TEXT;
+    out->opts.progress = 1;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, is_export ? "ho:" : "h", is_export ? export_opts : analyze_opts,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            help();
+            return 0;
+        }
+        if (c == '?' || c == ':') {
+            cli_fail(cmd, "unknown option or missing value: '%s'", argv[optind - 1]);
+            return cli_usage_error(cmd, usage);
+        }
+        if (parse_option(cmd, c, formats_allowed, out) < 0)
+            return 2;
+    }
+    if (optind != argc - 1) {
+        cli_fail(cmd, optind >= argc ? "no TRACE given" : "one TRACE expected, '%s' is extra",
+                 optind < argc ? argv[optind + 1] : "");
+        return cli_usage_error(cmd, usage);
+    }
+    out->trace = argv[optind];
+    if (is_export && (!out->output || !out->format)) {
+        cli_fail(cmd, "%s is required", !out->format ? "--format" : "-o OUT");
+        return cli_usage_error(cmd, usage);
+    }
+    return -1;
+}
+
+ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a)
+{
+    ltr_analysis *an = NULL;
+    ltr_error err = {0};
+    if (ltr_analysis_run(a->trace, &a->opts, &an, &err) < 0) {
+        cli_fail(cmd, "%s", err.msg);
+        return NULL;
+    }
+    return an;
+}
+
+int cli_analysis_status(const char *cmd, ltr_analysis *a)
+{
+    if (!ltr_analysis_damage(a))
+        return 0;
+    cli_warn(cmd, "the trace is damaged (%llu problem(s)); the report covers its intact chunks only",
+             (unsigned long long)ltr_analysis_damage(a));
+    return 3;
+}

@@ -1,0 +1,28 @@
+/*
+ * cli/analysis-args.h — what `ltr analyze` and `ltr export` share: their
+ * common options (--from, --to, --pid, --format, and --top or -o), running
+ * the analysis, and turning damage into exit status 3 with the damage on stderr.
+ */
+#ifndef LTR_CLI_ANALYSIS_ARGS_H
+#define LTR_CLI_ANALYSIS_ARGS_H
+
+#include "analyze/analyze.h"
+
+typedef struct cli_analysis_args {
+    const char *trace;
+    ltr_analyze_opts opts;
+    ltr_report_format format;
+    unsigned top;
+    const char *output; /* -o, export only */
+} cli_analysis_args;
+
+/* Parses argv; formats_allowed is a bit mask of (1 << ltr_report_format).
+ * Returns -1 to go on, or the exit status (0 after --help, 2 on bad usage). */
+int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
+                       unsigned formats_allowed, int is_export, cli_analysis_args *out);
+/* Runs the analysis; NULL after printing why it failed. */
+ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a);
+/* Exit status once the report is written: 3 and the damage on stderr if the trace was damaged. */
+int cli_analysis_status(const char *cmd, ltr_analysis *a);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * cli/cmd-analyze.c — `ltr analyze TRACE`: which call stacks hold the memory,
+ * over a time window, per process. The analysis is libltr's (src/analyze);
+ * this file parses options and prints.
+ */
+#include "cli/analysis-args.h"
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+#define USAGE "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]"
+
+static void help(void)
+{
+    printf("usage: " USAGE "\n\n"
+           "Reads a heap trace (ltr record, ltr stop, ltr save) and tells, per process,\n"
+           "which allocation call stacks hold memory at the end of a time window:\n"
+           "outstanding bytes and count, the peak and when, allocations and frees, the\n"
+           "four impacting types (AIFI, AIFO, AOFI, AOFO), stacks ranked by outstanding\n"
+           "bytes (AIFO first: the leak candidates), by allocation calls and by\n"
+           "temporary allocations, and a histogram of allocation sizes.\n\n"
+           "options:\n"
+           "  --from T, --to T   the window; T is seconds from the trace start (e.g. 2.5)\n"
+           "                     or the text of a marker (ltr marker TEXT). Default: all.\n"
+           "  --pid P            only process P\n"
+           "  --top N            stacks per list (default 10, 0 = all)\n"
+           "  --format F         text (default), json (docs/analysis.md) or csv\n"
+           "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
+           "                     (default /usr/lib/debug)\n"
+           "  -h, --help         this text\n\n"
+           "exit status: 0 done, 1 the trace could not be read or a marker is missing,\n"
+           "2 bad usage, 3 the trace is damaged (its intact part was analyzed).\n");
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    cli_analysis_args args;
+    unsigned formats = 1u << LTR_REPORT_TEXT | 1u << LTR_REPORT_JSON | 1u << LTR_REPORT_CSV;
+    int rc = cli_analysis_parse("analyze", argc, argv, USAGE, help, formats, 0, &args);
+    if (rc >= 0)
+        return rc;
+    ltr_analysis *a = cli_analysis_run("analyze", &args);
+    if (!a)
+        return 1;
+    static char outbuf[1 << 16];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    if (ltr_analysis_write(a, stdout, args.format, args.top) < 0) {
+        ltr_analysis_free(a);
+        return cli_fail("analyze", "writing the report failed");
+    }
+    rc = cli_analysis_status("analyze", a);
+    ltr_analysis_free(a);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * cli/cmd-export.c — `ltr export TRACE --format pprof|folded|json|csv -o OUT`:
+ * the analysis in a form other tools read (go tool pprof, flamegraph.pl,
+ * scripts, spreadsheets). The work is libltr's (src/analyze).
+ */
+#include "cli/analysis-args.h"
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define USAGE "ltr export TRACE --format pprof|folded|json|csv -o OUT [--from T] [--to T] [--pid P]"
+
+static void help(void)
+{
+    printf("usage: " USAGE "\n\n"
+           "Writes the heap analysis of TRACE (see 'ltr analyze --help') to OUT:\n"
+           "  pprof   gzipped profile.proto for 'go tool pprof', sample types\n"
+           "          alloc_objects, alloc_space, inuse_objects, inuse_space\n"
+           "  folded  one line per stack, 'process;outer;...;inner BYTES', for flamegraph.pl;\n"
+           "          BYTES = outstanding at the window's end\n"
+           "  json    the report of 'ltr analyze --format json', every stack\n"
+           "  csv     one row per stack, every stack\n\n"
+           "options: --from T, --to T, --pid P, --debug-dir DIRS as for ltr analyze;\n"
+           "  -o, --output OUT  the file to write ('-' = standard output)\n\n"
+           "exit status: 0 done, 1 the trace could not be read or OUT not written,\n"
+           "2 bad usage, 3 the trace is damaged (its intact part was exported).\n");
+}
+
+static int write_out(ltr_analysis *a, const cli_analysis_args *args)
+{
+    int to_stdout = !strcmp(args->output, "-");
+    FILE *f = to_stdout ? stdout : fopen(args->output, "wb");
+    if (!f)
+        return cli_fail("export", "cannot create %s: %s", args->output, strerror(errno));
+    int rc = ltr_analysis_write(a, f, args->format, 0);
+    if (!to_stdout && fclose(f) != 0)
+        rc = -EIO;
+    if (rc < 0) {
+        if (!to_stdout)
+            unlink(args->output);
+        return cli_fail("export", "writing %s failed", args->output);
+    }
+    return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    cli_analysis_args args;
+    unsigned formats = 1u << LTR_REPORT_PPROF | 1u << LTR_REPORT_FOLDED | 1u << LTR_REPORT_JSON |
+                       1u << LTR_REPORT_CSV;
+    int rc = cli_analysis_parse("export", argc, argv, USAGE, help, formats, 1, &args);
+    if (rc >= 0)
+        return rc;
+    ltr_analysis *a = cli_analysis_run("export", &args);
+    if (!a)
+        return 1;
+    rc = write_out(a, &args);
+    if (rc == 0)
+        rc = cli_analysis_status("export", a);
+    for (size_t i = 0; rc != 1 && i < ltr_analysis_warning_count(a); i++)
+        cli_warn("export", "%s", ltr_analysis_warning_at(a, i));
+    ltr_analysis_free(a);
+    return rc;
+}

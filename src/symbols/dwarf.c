@@ -1,0 +1,194 @@
+/*
+ * symbols/dwarf.c — ELF files through libdwfl: one Dwfl per file, the file
+ * reported at its own virtual addresses, so a module loaded by many processes
+ * at different places is opened once. Separate debug info is found by the
+ * standard elfutils lookup (build-id under each debug directory, then
+ * .gnu_debuglink), which is why a debug_path is passed in.
+ */
+#include "symbols/dwarf.h"
+#include "symbols/symbols.h"
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sym_elf {
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    Dwarf_Addr bias; /* dwfl address - ELF virtual address */
+    Dwfl_Callbacks cb;
+};
+
+static void hex(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 3 <= cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%02x", p[i]);
+    if (n == 0 && cap)
+        snprintf(out, cap, "none");
+}
+
+static char *build_id_problem(Dwfl_Module *mod, const uint8_t *want, size_t want_len)
+{
+    const unsigned char *bits;
+    GElf_Addr at;
+    int n = dwfl_module_build_id(mod, &bits, &at);
+    if (want_len == 0 || (n == (int)want_len && !memcmp(bits, want, want_len)))
+        return NULL;
+    char a[130], b[130], *msg = NULL;
+    hex(want, want_len, a, sizeof a);
+    hex(n > 0 ? bits : NULL, n > 0 ? (size_t)n : 0, b, sizeof b);
+    if (asprintf(&msg, "build-id differs: recorded %s, the file here has %s", a, b) < 0)
+        msg = NULL;
+    return msg;
+}
+
+static char *strerr_problem(const char *what)
+{
+    char *msg = NULL;
+    if (asprintf(&msg, "%s", what) < 0)
+        msg = NULL;
+    return msg;
+}
+
+sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id_len,
+                      char **debug_path, char **problem)
+{
+    *problem = NULL;
+    if (path[0] != '/') /* [vdso] and the like: nothing on disk to read */
+        return NULL;
+    if (access(path, R_OK) != 0) {
+        *problem = strerr_problem("the file is not readable here");
+        return NULL;
+    }
+    sym_elf *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->cb.find_elf = dwfl_build_id_find_elf;
+    e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    e->cb.section_address = dwfl_offline_section_address;
+    e->cb.debuginfo_path = debug_path;
+    e->dwfl = dwfl_begin(&e->cb);
+    if (e->dwfl)
+        e->mod = dwfl_report_elf(e->dwfl, path, path, -1, 0, false);
+    if (!e->mod) {
+        *problem = strerr_problem("not an ELF file libdw can read");
+        sym_elf_close(e);
+        return NULL;
+    }
+    dwfl_report_end(e->dwfl, NULL, NULL);
+    if ((*problem = build_id_problem(e->mod, build_id, build_id_len))) {
+        sym_elf_close(e);
+        return NULL;
+    }
+    Dwarf_Addr low = 0;
+    dwfl_module_info(e->mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+    GElf_Addr bias = 0;
+    if (dwfl_module_getelf(e->mod, &bias))
+        e->bias = bias;
+    return e;
+}
+
+void sym_elf_close(sym_elf *e)
+{
+    if (!e)
+        return;
+    if (e->dwfl)
+        dwfl_end(e->dwfl);
+    free(e);
+}
+
+/* The demangled name of a subprogram or inlined subroutine DIE. */
+static char *die_function(Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *name = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+        name = dwarf_formstring(&attr);
+    if (name) {
+        char *d = ltr_demangle(name);
+        if (d)
+            return d;
+    }
+    if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr))
+        name = dwarf_formstring(&attr);
+    return name ? strdup(name) : NULL;
+}
+
+/* Where an inlined subroutine was called from: file and line in its caller. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, sym_level *caller)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Word fileidx = 0, line = 0;
+    Dwarf_Files *files;
+    size_t nfiles;
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &fileidx) == 0 &&
+        dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && fileidx < nfiles) {
+        const char *f = dwarf_filesrc(files, fileidx, NULL, NULL);
+        caller->file = f ? strdup(f) : NULL;
+    }
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &line) == 0)
+        caller->line = (unsigned)line;
+}
+
+static void line_of(sym_elf *e, Dwarf_Addr addr, sym_level *lv)
+{
+    Dwfl_Line *l = dwfl_module_getsrc(e->mod, addr);
+    int line = 0;
+    const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+    lv->file = file ? strdup(file) : NULL;
+    lv->line = line > 0 ? (unsigned)line : 0;
+}
+
+/* The chain of inlined calls at addr, from the DWARF scopes. */
+static size_t inline_chain(sym_elf *e, Dwarf_Addr addr, sym_level *out, size_t cap)
+{
+    Dwarf_Addr cubias;
+    Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &cubias);
+    Dwarf_Die *scopes = NULL;
+    int n = cu ? dwarf_getscopes(cu, addr - cubias, &scopes) : -1;
+    size_t k = 0;
+    for (int i = 0; i < n && k < cap; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+            continue;
+        out[k].function = die_function(&scopes[i]);
+        if (k == 0)
+            line_of(e, addr, &out[k]);
+        k++;
+        if (tag == DW_TAG_subprogram)
+            break;
+        if (k < cap)
+            call_site(cu, &scopes[i], &out[k]); /* the caller's location */
+    }
+    free(scopes);
+    return k;
+}
+
+size_t sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_level *out, size_t cap)
+{
+    if (cap == 0)
+        return 0;
+    memset(out, 0, cap * sizeof *out);
+    Dwarf_Addr addr = vaddr + e->bias;
+    size_t k = inline_chain(e, addr, out, cap);
+    if (k > 0 && out[k - 1].function)
+        return k;
+    if (k == 0) /* no DWARF: symbol table and whatever line info there is */
+        line_of(e, addr, &out[k++]);
+    GElf_Off off;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(e->mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (name) {
+        char *d = ltr_demangle(name);
+        out[k - 1].function = d ? d : strdup(name);
+    }
+    return out[k - 1].function || out[k - 1].file ? k : (free(out[k - 1].file), k - 1);
+}

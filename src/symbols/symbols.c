@@ -1,0 +1,348 @@
+/*
+ * symbols/symbols.c — the module table of every process and the cache of
+ * resolved addresses, on top of dwarf.c. Each distinct file (path and
+ * build-id) is opened once; each (pid, address) is resolved once, unless the
+ * process unloaded modules, since an address may then mean different code at
+ * different times.
+ */
+#include "symbols/symbols.h"
+#include "symbols/dwarf.h"
+#include "analyze/hmap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVELS 32 /* inlining depth kept per address */
+
+typedef struct sym_file {
+    char *path;
+    uint8_t build_id[64];
+    size_t build_id_len;
+    sym_elf *elf;     /* NULL when unusable: see problem */
+    char *problem;
+    int opened;
+} sym_file;
+
+typedef struct sym_mod {
+    uint32_t pid;
+    uint64_t load_ts, unload_ts; /* unload_ts UINT64_MAX while loaded */
+    uint64_t bias;
+    ltr_sym_segment *seg;
+    size_t nseg;
+    sym_file *file;
+} sym_mod;
+
+typedef struct sym_cached {
+    uint64_t key;        /* address */
+    uint32_t first, n;   /* in frames */
+} sym_cached;
+
+typedef struct sym_proc {
+    uint64_t pid;
+    int has_unloads;
+    an_hmap *cache;      /* address -> sym_cached */
+} sym_proc;
+
+struct ltr_symbolizer {
+    char *debug_path;
+    char *debug_path_ptr; /* elfutils wants a char ** that outlives every Dwfl */
+    sym_file **files;
+    size_t nfiles;
+    sym_mod *mods;
+    size_t nmods, capmods;
+    an_hmap procs;        /* pid -> sym_proc */
+    ltr_sym_frame *frames;
+    size_t nframes, capframes;
+    char **strings;       /* every string frames point to */
+    size_t nstrings, capstrings;
+};
+
+ltr_symbolizer *ltr_symbolizer_new(const char *debug_path)
+{
+    ltr_symbolizer *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->debug_path = strdup(debug_path ? debug_path : ":.debug:/usr/lib/debug");
+    if (!s->debug_path) {
+        free(s);
+        return NULL;
+    }
+    s->debug_path_ptr = s->debug_path;
+    an_hmap_init(&s->procs, sizeof(sym_proc));
+    return s;
+}
+
+void ltr_symbolizer_free(ltr_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        sym_elf_close(s->files[i]->elf);
+        free(s->files[i]->path);
+        free(s->files[i]->problem);
+        free(s->files[i]);
+    }
+    free(s->files);
+    for (size_t i = 0; i < s->nmods; i++)
+        free(s->mods[i].seg);
+    free(s->mods);
+    size_t pos = 0;
+    sym_proc *p;
+    while ((p = an_hmap_next(&s->procs, &pos))) {
+        an_hmap_free(p->cache);
+        free(p->cache);
+    }
+    an_hmap_free(&s->procs);
+    free(s->frames);
+    for (size_t i = 0; i < s->nstrings; i++)
+        free(s->strings[i]);
+    free(s->strings);
+    free(s->debug_path);
+    free(s);
+}
+
+static sym_file *file_of(ltr_symbolizer *s, const ltr_sym_module *m)
+{
+    size_t idlen = m->build_id_len < 64 ? m->build_id_len : 64;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        sym_file *f = s->files[i];
+        if (!strcmp(f->path, m->path) && f->build_id_len == idlen &&
+            !memcmp(f->build_id, m->build_id, idlen))
+            return f;
+    }
+    sym_file **v = realloc(s->files, (s->nfiles + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    s->files = v;
+    sym_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(m->path))) {
+        free(f);
+        return NULL;
+    }
+    memcpy(f->build_id, m->build_id, idlen);
+    f->build_id_len = idlen;
+    s->files[s->nfiles++] = f;
+    return f;
+}
+
+static sym_proc *proc_of(ltr_symbolizer *s, uint32_t pid)
+{
+    int created;
+    sym_proc *p = an_hmap_put(&s->procs, pid, &created);
+    if (p && created) {
+        p->cache = malloc(sizeof *p->cache);
+        if (!p->cache) {
+            an_hmap_del(&s->procs, pid);
+            return NULL;
+        }
+        an_hmap_init(p->cache, sizeof(sym_cached));
+    }
+    return p;
+}
+
+/* An unloaded record ends the latest matching load of the same object. */
+static void unload(ltr_symbolizer *s, const ltr_sym_module *m)
+{
+    for (size_t i = s->nmods; i-- > 0;) {
+        sym_mod *x = &s->mods[i];
+        if (x->pid == m->pid && x->bias == m->load_bias && x->unload_ts == UINT64_MAX &&
+            !strcmp(x->file->path, m->path)) {
+            x->unload_ts = m->ts;
+            break;
+        }
+    }
+    sym_proc *p = proc_of(s, m->pid);
+    if (p)
+        p->has_unloads = 1;
+}
+
+int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
+{
+    if (!m->loaded) {
+        unload(s, m);
+        return 0;
+    }
+    if (s->nmods == s->capmods) {
+        size_t cap = s->capmods ? s->capmods * 2 : 64;
+        sym_mod *v = realloc(s->mods, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        s->mods = v;
+        s->capmods = cap;
+    }
+    sym_mod *x = &s->mods[s->nmods];
+    memset(x, 0, sizeof *x);
+    x->pid = m->pid;
+    x->load_ts = m->ts;
+    x->unload_ts = UINT64_MAX;
+    x->bias = m->load_bias;
+    x->file = file_of(s, m);
+    x->seg = malloc((m->segment_count ? m->segment_count : 1) * sizeof *x->seg);
+    if (!x->file || !x->seg || !proc_of(s, m->pid)) {
+        free(x->seg);
+        return -ENOMEM;
+    }
+    memcpy(x->seg, m->segments, m->segment_count * sizeof *x->seg);
+    x->nseg = m->segment_count;
+    s->nmods++;
+    return 0;
+}
+
+static int holds(const sym_mod *x, uint64_t addr)
+{
+    for (size_t i = 0; i < x->nseg; i++)
+        if (addr >= x->seg[i].start && addr < x->seg[i].end)
+            return 1;
+    return 0;
+}
+
+/* The module of pid holding addr at ts: the latest load at or before ts not
+ * unloaded by then; failing that (a module recorded just after its first
+ * use), the earliest load that holds it. */
+static sym_mod *module_at(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr)
+{
+    sym_mod *best = NULL, *later = NULL;
+    for (size_t i = 0; i < s->nmods; i++) {
+        sym_mod *x = &s->mods[i];
+        if (x->pid != pid || !holds(x, addr))
+            continue;
+        if (x->load_ts <= ts && x->unload_ts > ts) {
+            if (!best || x->load_ts >= best->load_ts)
+                best = x;
+        } else if (x->load_ts > ts && (!later || x->load_ts < later->load_ts))
+            later = x;
+    }
+    return best ? best : later;
+}
+
+static const char *keep(ltr_symbolizer *s, char *str)
+{
+    if (!str)
+        return NULL;
+    if (s->nstrings == s->capstrings) {
+        size_t cap = s->capstrings ? s->capstrings * 2 : 256;
+        char **v = realloc(s->strings, cap * sizeof *v);
+        if (!v) {
+            free(str);
+            return NULL;
+        }
+        s->strings = v;
+        s->capstrings = cap;
+    }
+    return s->strings[s->nstrings++] = str;
+}
+
+static ltr_sym_frame *new_frames(ltr_symbolizer *s, size_t n)
+{
+    if (s->nframes + n > s->capframes) {
+        size_t cap = s->capframes ? s->capframes * 2 : 1024;
+        while (cap < s->nframes + n)
+            cap *= 2;
+        ltr_sym_frame *v = realloc(s->frames, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        s->frames = v;
+        s->capframes = cap;
+    }
+    ltr_sym_frame *f = &s->frames[s->nframes];
+    memset(f, 0, n * sizeof *f);
+    s->nframes += n;
+    return f;
+}
+
+static sym_elf *elf_of(ltr_symbolizer *s, sym_file *f)
+{
+    if (!f->opened) {
+        f->opened = 1;
+        f->elf = sym_elf_open(f->path, f->build_id, f->build_id_len, &s->debug_path_ptr, &f->problem);
+    }
+    return f->elf;
+}
+
+/* Resolves addr into new frames; returns the index of the first and sets *n. */
+static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr, uint32_t *n)
+{
+    sym_mod *x = module_at(s, pid, ts, addr);
+    sym_level lv[MAX_LEVELS];
+    size_t k = 0;
+    uint64_t vaddr = x ? addr - x->bias : addr;
+    sym_elf *e = x ? elf_of(s, x->file) : NULL;
+    if (e) /* a return address: the call is the instruction before it */
+        k = sym_elf_resolve(e, vaddr ? vaddr - 1 : 0, lv, MAX_LEVELS);
+    size_t total = k ? k : 1;
+    ltr_sym_frame *f = new_frames(s, total);
+    if (!f) {
+        for (size_t i = 0; i < k; i++) {
+            free(lv[i].function);
+            free(lv[i].file);
+        }
+        *n = 0;
+        return 0;
+    }
+    for (size_t i = 0; i < total; i++) {
+        f[i].address = addr;
+        f[i].module = x ? x->file->path : NULL;
+        f[i].offset = vaddr;
+        f[i].inlined = i + 1 < total;
+        if (i < k) {
+            f[i].function = keep(s, lv[i].function);
+            f[i].file = keep(s, lv[i].file);
+            f[i].line = lv[i].line;
+        }
+    }
+    *n = (uint32_t)total;
+    return (size_t)(f - s->frames);
+}
+
+size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t address,
+                     ltr_sym_frame *out, size_t cap)
+{
+    sym_proc *p = proc_of(s, pid);
+    sym_cached *c = p && !p->has_unloads ? an_hmap_get(p->cache, address) : NULL;
+    uint32_t first, n;
+    if (c) {
+        first = c->first;
+        n = c->n;
+    } else {
+        first = (uint32_t)resolve(s, pid, ts, address, &n);
+        if (p && !p->has_unloads && (c = an_hmap_put(p->cache, address, NULL))) {
+            c->first = first;
+            c->n = n;
+        }
+    }
+    if (cap == 0)
+        return 0;
+    if (n == 0) { /* out of memory: the bare address */
+        memset(out, 0, sizeof *out);
+        out->address = address;
+        return 1;
+    }
+    size_t k = n < cap ? n : cap;
+    memcpy(out, s->frames + first, k * sizeof *out);
+    return k;
+}
+
+size_t ltr_symbolizer_problem_count(const ltr_symbolizer *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        n += s->files[i]->problem != NULL;
+    return n;
+}
+
+void ltr_symbolizer_problem_at(const ltr_symbolizer *s, size_t i, const char **path,
+                               const char **why)
+{
+    for (size_t k = 0; k < s->nfiles; k++) {
+        if (!s->files[k]->problem)
+            continue;
+        if (i-- == 0) {
+            *path = s->files[k]->path;
+            *why = s->files[k]->problem;
+            return;
+        }
+    }
+    *path = *why = NULL;
+}

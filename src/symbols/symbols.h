@@ -1,0 +1,76 @@
+/*
+ * symbols/symbols.h — turns the return addresses of a recorded stack into
+ * functions, source files and lines, from the MODULE records of the trace
+ * (docs/heap-events.md) and the ELF/DWARF files on this machine, via elfutils
+ * libdw. Used by the analyzer and the exporters (src/analyze).
+ *
+ * A frame is looked up in the module of its process whose segment holds it
+ * (the latest load at or before the time asked, not unloaded by then);
+ * address - load_bias is the ELF virtual address. The file's build-id must
+ * equal the recorded one: a mismatch is listed (ltr_symbolizer_mismatch_*)
+ * and the frames stay module+offset, never symbolized wrongly. Debug info
+ * comes from the file itself or, by build-id, from the debug directories
+ * (default /usr/lib/debug, whose .build-id/xx/yyyy.debug files distributions ship).
+ * Inlined calls become frames of their own, innermost first. C++ and Rust
+ * (legacy mangling) names are demangled.
+ */
+#ifndef LTR_SYMBOLS_H
+#define LTR_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ltr_symbolizer ltr_symbolizer;
+
+typedef struct ltr_sym_segment {
+    uint64_t start, end, file_offset; /* runtime addresses [start, end) */
+    uint8_t flags;                    /* bit0 r, bit1 w, bit2 x */
+} ltr_sym_segment;
+
+/* One MODULE record. */
+typedef struct ltr_sym_module {
+    uint32_t pid;
+    uint64_t ts;
+    int loaded;                   /* 1 loaded, 0 unloaded */
+    uint64_t load_bias;
+    const char *path;
+    const uint8_t *build_id;
+    size_t build_id_len;
+    const ltr_sym_segment *segments;
+    size_t segment_count;
+} ltr_sym_module;
+
+/* One resolved frame. Strings belong to the symbolizer; function, file are
+ * NULL when unknown, module is NULL when no module holds the address. */
+typedef struct ltr_sym_frame {
+    uint64_t address;      /* as recorded */
+    const char *module;    /* path of the module */
+    uint64_t offset;       /* ELF virtual address in the module (address - load_bias) */
+    const char *function;  /* demangled */
+    const char *file;
+    unsigned line;
+    int inlined;           /* an inlined call inside the next frame */
+} ltr_sym_frame;
+
+/* debug_path: ':'-separated debug directories, as elfutils takes them
+ * (NULL = ":.debug:/usr/lib/debug"). */
+ltr_symbolizer *ltr_symbolizer_new(const char *debug_path);
+void ltr_symbolizer_free(ltr_symbolizer *s);
+/* Records are given in file order. Returns 0 or -ENOMEM. */
+int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m);
+/* Resolves one recorded return address of process pid, as the process had its
+ * modules at time ts. Writes at most cap frames (the inlined ones first, the
+ * frame of the function that holds the address last) and returns how many
+ * (at least 1 when cap > 0). Pointers stay valid until ltr_symbolizer_free. */
+size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t address,
+                     ltr_sym_frame *out, size_t cap);
+/* Modules whose file here does not match the recorded build-id, or that could
+ * not be opened: path and why ("build-id differs: recorded X, file has Y"). */
+size_t ltr_symbolizer_problem_count(const ltr_symbolizer *s);
+void ltr_symbolizer_problem_at(const ltr_symbolizer *s, size_t i, const char **path,
+                               const char **why);
+/* Demangles a C++ or legacy Rust symbol; returns a malloc'd string or NULL if
+ * name is not mangled. */
+char *ltr_demangle(const char *name);
+
+#endif
