@@ -195,7 +195,9 @@ EXPORT void *reallocarray(void *old, size_t n, size_t m)
         return realloc(old, total);
     if (!agent_wanted())
         return real.reallocarray(old, n, m);
+    agent_busy++; /* glibc's reallocarray calls realloc: one event, not two */
     void *p = real.reallocarray(old, n, m);
+    agent_busy--;
     if (p || (old && !total))
         report_realloc(old, p, total, FN_REALLOCARRAY);
     return p;
