@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Heap tracing benchmark: the same workload (workload.c) uninstrumented, under
+# `ltr record`, under heaptrack, and under LTTng-UST's libc wrapper when it is
+# installed. Prints ns per operation, each tracer's ratio to the uninstrumented
+# run, and trace bytes per event of ltr and heaptrack. Not a test: numbers
+# depend on the machine. Usage: bench/heap/run.sh [BUILD_DIR] [THREADS] [OPS_PER_THREAD]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+threads=${2:-2}
+ops=${3:-1000000}
+work=$build/bench/heap-workload
+ltr=$build/bin/ltr
+tmp=$(mktemp -d)
+export LTR_RUNTIME_DIR=$tmp/run
+mkdir -m 700 "$LTR_RUNTIME_DIR"
+sessiond=""
+cleanup() {
+  if [ -n "$sessiond" ]; then lttng destroy -a >/dev/null 2>&1 || true; kill "$sessiond" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Best of 3 runs: "ops N ns T" -> prints "N T"
+best() {
+  local best_ns="" n=""
+  for _ in 1 2 3; do
+    read -r _ n _ ns < <("$@" 2>/dev/null | grep '^ops ')
+    rm -f "$tmp"/*.ltr "$tmp"/heaptrack.* 2>/dev/null || true
+    if [ -z "$best_ns" ] || [ "$ns" -lt "$best_ns" ]; then best_ns=$ns; fi
+  done
+  echo "$n $best_ns"
+}
+
+report() { # name ops ns base_ns_per_op
+  awk -v name="$1" -v n="$2" -v ns="$3" -v base="$4" 'BEGIN {
+    per = ns / n; printf "%-22s %8.1f ns/op   x%.2f", name, per, (base > 0 ? per / base : 1);
+    if (base > 0) printf "   overhead %.1f ns/op", per - base; printf "\n" }'
+}
+
+echo "workload: $threads threads x $ops operations, $(nproc) CPUs"
+read -r n ns < <(best "$work" "$threads" "$ops")
+base=$(awk -v n="$n" -v ns="$ns" 'BEGIN { print ns / n }')
+report "uninstrumented" "$n" "$ns" 0
+
+read -r n ns < <(best "$ltr" record -o "$tmp/b.ltr" --buffers 256 -- "$work" "$threads" "$ops")
+report "ltr record" "$n" "$ns" "$base"
+ltr_over=$(awk -v n="$n" -v ns="$ns" -v b="$base" 'BEGIN { print ns / n - b }')
+"$ltr" record -o "$tmp/size.ltr" --buffers 256 -- "$work" "$threads" "$ops" >/dev/null 2>&1
+ltr_events=$("$ltr" info "$tmp/size.ltr" | awk '/^events:/ { print $2 }')
+ltr_bytes=$(stat -c %s "$tmp/size.ltr")
+
+ht_over=""
+if command -v heaptrack >/dev/null; then
+  read -r n ns < <(best heaptrack -o "$tmp/heaptrack.b" "$work" "$threads" "$ops")
+  report "heaptrack" "$n" "$ns" "$base"
+  ht_over=$(awk -v n="$n" -v ns="$ns" -v b="$base" 'BEGIN { print ns / n - b }')
+  heaptrack -o "$tmp/heaptrack.size" "$work" "$threads" "$ops" >/dev/null 2>&1
+  ht_file=$(ls "$tmp"/heaptrack.size.* | head -1)
+  ht_bytes=$(stat -c %s "$ht_file")
+  ht_events=$n # every operation of the workload is one heaptrack event
+else
+  echo "heaptrack              not installed (apt-get install heaptrack)"
+fi
+
+wrapper=$(ls /usr/lib/*/liblttng-ust-libc-wrapper.so.1 2>/dev/null | head -1 || true)
+if [ -n "$wrapper" ] && command -v lttng-sessiond >/dev/null; then
+  lttng-sessiond --no-kernel >/dev/null 2>&1 &
+  sessiond=$!
+  sleep 1
+  lttng create heapbench --snapshot >/dev/null
+  lttng enable-channel -u ch --subbuf-size 1M --num-subbuf 64 --overwrite >/dev/null
+  lttng enable-event -u -c ch 'lttng_ust_libc:*' >/dev/null
+  lttng start >/dev/null
+  read -r n ns < <(best env LD_PRELOAD="$wrapper" "$work" "$threads" "$ops")
+  report "lttng-ust libc wrapper" "$n" "$ns" "$base"
+  echo "                       (no call stacks: the wrapper records the caller's address only)"
+else
+  echo "lttng-ust libc wrapper not installed (apt-get install liblttng-ust1 lttng-tools)"
+fi
+
+echo
+awk -v b="$ltr_bytes" -v e="$ltr_events" 'BEGIN { printf "ltr trace:       %d bytes, %d events, %.2f bytes/event\n", b, e, b / e }'
+if [ -n "$ht_over" ]; then
+  awk -v b="$ht_bytes" -v e="$ht_events" 'BEGIN { printf "heaptrack trace: %d bytes, %d events, %.2f bytes/event\n", b, e, b / e }'
+  awk -v l="$ltr_over" -v h="$ht_over" 'BEGIN { printf "ltr overhead / heaptrack overhead: %.2f (goal: at most 0.20)\n", l / h }'
+fi
