@@ -1,0 +1,149 @@
+/*
+ * tests/analyze/test_model.c — the heap model on hand-made event sequences:
+ * the four impacting types of a window, frees of unseen allocations, frees
+ * met before their allocation (another thread's block written first),
+ * temporary allocations, realloc, and the live-allocation map under churn.
+ */
+#include "analyze/hmap.h"
+#include "analyze/model.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+static an_stack *stack_of(an_model *m, uint32_t id)
+{
+    for (size_t i = 0; i < m->procs[0]->nstacks; i++)
+        if (m->procs[0]->stacks[i].stack_id == id)
+            return &m->procs[0]->stacks[i];
+    return NULL;
+}
+
+static void test_window_types(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 100, 200);
+    an_model_alloc(&m, 1, 1, 10, 0xa1, 1000, 1);   /* AOFO */
+    an_model_alloc(&m, 1, 1, 20, 0xa2, 2000, 2);   /* AOFI */
+    an_model_alloc(&m, 1, 1, 30, 0xa3, 100, 3);    /* gone before the window */
+    an_model_free_block(&m, 1, 1, 40, 0xa3);
+    an_model_alloc(&m, 1, 1, 110, 0xb1, 3000, 4);  /* AIFI */
+    an_model_alloc(&m, 1, 1, 120, 0xb2, 4000, 5);  /* AIFO */
+    an_model_alloc(&m, 1, 1, 130, 0xb3, 5000, 5);  /* AIFO: freed after */
+    an_model_free_block(&m, 1, 1, 140, 0xa2);
+    an_model_free_block(&m, 1, 1, 150, 0xb1);
+    an_model_free_block(&m, 1, 1, 250, 0xb3);
+    an_model_alloc(&m, 1, 1, 260, 0xc1, 6000, 6);  /* after: ignored */
+    an_model_finish(&m);
+    an_proc *p = m.procs[0];
+    assert_int_equal(p->type[AN_AIFI].count, 1);
+    assert_int_equal(p->type[AN_AIFI].bytes, 3000);
+    assert_int_equal(p->type[AN_AIFO].count, 2);
+    assert_int_equal(p->type[AN_AIFO].bytes, 9000);
+    assert_int_equal(p->type[AN_AOFI].bytes, 2000);
+    assert_int_equal(p->type[AN_AOFO].bytes, 1000);
+    assert_int_equal(p->allocs, 3);
+    assert_int_equal(p->frees, 2);
+    assert_int_equal(stack_of(&m, 5)->type[AN_AIFO].count, 2);
+    /* peak inside the window: a1 + a2 + b1 + b2 + b3 = 15000 at ts 130 */
+    assert_int_equal(p->peak_bytes, 15000);
+    assert_int_equal(p->peak_ts, 130);
+    an_model_free(&m);
+}
+
+static void test_unseen_and_reordered_frees(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_free_block(&m, 7, 2, 50, 0x10);       /* never allocated in the trace */
+    an_model_free_block(&m, 7, 2, 60, 0x20);       /* its allocation comes later in the file */
+    an_model_alloc(&m, 7, 1, 55, 0x20, 64, 1);     /* ... from another thread, earlier in time */
+    an_model_alloc(&m, 7, 1, 70, 0x30, 32, 1);
+    an_model_finish(&m);
+    an_proc *p = m.procs[0];
+    assert_int_equal(p->unseen_frees, 1);
+    assert_int_equal(p->type[AN_AIFI].count, 1);
+    assert_int_equal(p->type[AN_AIFO].bytes, 32);
+    assert_int_equal(p->cur_bytes, 32); /* never negative */
+    an_model_free(&m);
+}
+
+static void test_temporary_and_realloc(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    for (uint64_t i = 0; i < 10; i++) { /* malloc then free at once: temporary */
+        an_model_alloc(&m, 1, 1, 10 + 2 * i, 0x100, 16, 1);
+        an_model_free_block(&m, 1, 1, 11 + 2 * i, 0x100);
+    }
+    an_model_alloc(&m, 1, 1, 100, 0x200, 10, 2);
+    an_model_realloc(&m, 1, 1, 101, 0x200, 0x300, 20, 3); /* moves: not temporary */
+    an_model_realloc(&m, 1, 1, 102, 0x300, 0x300, 30, 3); /* in place */
+    an_model_finish(&m);
+    assert_int_equal(stack_of(&m, 1)->temporary, 10);
+    assert_int_equal(stack_of(&m, 2)->temporary, 0);
+    assert_int_equal(stack_of(&m, 3)->type[AN_AIFO].bytes, 30);
+    assert_int_equal(stack_of(&m, 3)->type[AN_AIFO].count, 1);
+    assert_int_equal(m.procs[0]->type[AN_AIFO].bytes, 30);
+    an_model_free(&m);
+}
+
+static void test_lost_free(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 1, 0x40, 100, 1);
+    an_model_alloc(&m, 1, 1, 2, 0x40, 200, 1); /* the free in between was lost */
+    an_model_finish(&m);
+    assert_int_equal(m.procs[0]->implicit_frees, 1);
+    assert_int_equal(m.procs[0]->type[AN_AIFO].bytes, 200);
+    an_model_free(&m);
+}
+
+static void test_hmap_churn(void **state)
+{
+    (void)state;
+    an_hmap h;
+    an_hmap_init(&h, 16);
+    const uint64_t n = 100000;
+    for (uint64_t i = 1; i <= n; i++) {
+        uint64_t *e = an_hmap_put(&h, i * 4096, NULL);
+        assert_non_null(e);
+        e[1] = i;
+        if (i % 3 == 0) /* frees the block before: keys i = 2 mod 3 go */
+            assert_int_equal(an_hmap_del(&h, (i - 1) * 4096), 1);
+    }
+    for (uint64_t i = 1; i <= n; i++) {
+        uint64_t *g = an_hmap_get(&h, i * 4096);
+        if (i % 3 == 2 && i < n)
+            assert_null(g);
+        else {
+            assert_non_null(g);
+            assert_int_equal(g[1], i);
+        }
+    }
+    size_t count = 0, pos = 0;
+    while (an_hmap_next(&h, &pos))
+        count++;
+    assert_int_equal(count, h.n);
+    an_hmap_free(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window_types),
+        cmocka_unit_test(test_unseen_and_reordered_frees),
+        cmocka_unit_test(test_temporary_and_realloc),
+        cmocka_unit_test(test_lost_free),
+        cmocka_unit_test(test_hmap_churn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
