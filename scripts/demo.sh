@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
-# Builds ltr and runs the demo: a recording session, a program writing events
-# into it, and what the trace holds.
+# Builds ltr and runs the demo: records a small program with four known leaks
+# (demo/leaky.c: in a thread, through realloc, in a dlopen'd library, in C++)
+# with `ltr record`, then shows what `ltr analyze` makes of the trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 ltr=build/bin/ltr
 export LTR_RUNTIME_DIR=$(mktemp -d /tmp/ltr-demo-XXXXXX)
-trace=$LTR_RUNTIME_DIR/demo.ltr
-trap '$ltr cancel --instance demo >/dev/null 2>&1 || true' EXIT
-echo "\$ ltr start --instance demo --provider Example.Hello"
-$ltr start --instance demo --provider Example.Hello
-echo "\$ build/examples/hello-provider; ltr marker 'after the requests'"
-build/examples/hello-provider
-$ltr marker --instance demo "after the requests"
-echo "\$ ltr stop --instance demo $trace 'demo run'"
-$ltr stop --instance demo "$trace" "demo run"
-echo "\$ ltr info $trace"
-$ltr info "$trace"
-echo "\$ ltr dump $trace"
-$ltr dump "$trace"
+trap 'rm -rf "$LTR_RUNTIME_DIR"' EXIT
+trace=$LTR_RUNTIME_DIR/leaky.ltr
+echo "\$ ltr record -o $trace -- build/demo/leaky"
+$ltr record -o "$trace" -- build/demo/leaky
+echo
+echo "\$ ltr analyze $trace --top 5"
+$ltr analyze "$trace" --top 5

@@ -3,7 +3,8 @@
 # Idempotent and silent when everything is already present.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
-          libdw-dev libelf-dev libcmocka-dev nettle-dev zstd)
+          libdw-dev libelf-dev libcmocka-dev nettle-dev zstd
+          golang-go heaptrack binutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
