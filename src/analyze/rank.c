@@ -16,7 +16,8 @@ static int by_pid(const void *x, const void *y)
 
 an_proc *const *an_procs(const ltr_analysis *a, size_t *n)
 {
-    qsort(a->model.procs, a->model.nprocs, sizeof *a->model.procs, by_pid);
+    if (a->model.nprocs > 1)
+        qsort(a->model.procs, a->model.nprocs, sizeof *a->model.procs, by_pid);
     *n = a->model.nprocs;
     return a->model.procs;
 }

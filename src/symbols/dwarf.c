@@ -168,6 +168,10 @@ static size_t inline_chain(sym_elf *e, Dwarf_Addr addr, sym_level *out, size_t c
         if (k < cap)
             call_site(cu, &scopes[i], &out[k]); /* the caller's location */
     }
+    if (k < cap) { /* a call site with no enclosing function found: dropped */
+        free(out[k].file);
+        out[k].file = NULL;
+    }
     free(scopes);
     return k;
 }
