@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
           libdw-dev libelf-dev libcmocka-dev nettle-dev zstd
-          golang-go heaptrack binutils)
+          golang-go heaptrack binutils libdevel-nytprof-perl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
