@@ -62,33 +62,46 @@ static void leaf(worker *w)
 
 volatile unsigned sink;
 
-/* Distinct functions at each level so that stacks differ by path, as in a
- * real program; the work after each call keeps it from being a tail call. */
-__attribute__((noinline)) static void descend(worker *w, int depth);
-__attribute__((noinline)) static void descend_b(worker *w, int depth)
+/* The call chain: 40 levels of distinct functions, two at each level; the
+ * innermost 11 levels pick one of the two at random, the others always the
+ * first. So stacks differ by path as in a real program (at most 36 x 2^11
+ * distinct allocation stacks, most allocations on the frequent ones), and no
+ * return address repeats within a stack. The work after each call keeps it
+ * from being a tail call. */
+#define MAX_LEVEL 40
+typedef void (*level_fn)(worker *w, int depth);
+static level_fn levels[2][MAX_LEVEL + 1];
+
+static inline void go(worker *w, int depth)
 {
     if (depth == 0)
         leaf(w);
     else
-        descend(w, depth - 1);
-    sink += (unsigned)depth;
+        levels[depth < 11 ? next(w) & 1 : 0][depth - 1](w, depth - 1);
 }
-__attribute__((noinline)) static void descend(worker *w, int depth)
+
+#define LEVEL(n)                                                                    \
+    __attribute__((noinline)) static void level_a##n(worker *w, int d) { go(w, d); sink += n; } \
+    __attribute__((noinline)) static void level_b##n(worker *w, int d) { go(w, d); sink -= n; }
+#define LEVELS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) \
+    X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) \
+    X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40)
+LEVELS(LEVEL)
+
+static void setup_levels(void)
 {
-    if (depth == 0)
-        leaf(w);
-    else if (next(w) & 1)
-        descend_b(w, depth - 1);
-    else
-        descend(w, depth - 1);
-    sink += (unsigned)depth;
+#define SET(n) levels[0][n] = level_a##n; levels[1][n] = level_b##n;
+    LEVELS(SET)
+#undef SET
 }
 
 static void *run(void *arg)
 {
     worker *w = arg;
-    while (w->done < w->ops)
-        descend(w, 5 + (int)(next(w) % 36));
+    while (w->done < w->ops) {
+        int depth = 5 + (int)(next(w) % 36);
+        levels[0][depth](w, depth);
+    }
     for (unsigned i = 0; i < SLOTS; i++) {
         free(w->slot[i]);
         w->done += w->slot[i] != NULL;
@@ -109,6 +122,7 @@ int main(int argc, char **argv)
     uint64_t ops = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
     if (threads < 1 || threads > 64 || ops == 0)
         return fprintf(stderr, "usage: workload THREADS OPS_PER_THREAD\n"), 2;
+    setup_levels();
     worker *w = calloc((size_t)threads, sizeof *w);
     pthread_t th[64];
     uint64_t t0 = now_ns();
