@@ -97,6 +97,7 @@ int cmd_record(int argc, char **argv)
     snprintf(cfg.name, sizeof cfg.name, "record-%d", (int)getpid());
     cfg.mode = o.mode;
     ltr_heap_session_config(&cfg, o.buffer_kb, o.buffers);
+    cfg.exclusive = true; /* CMD and its children only, not other traced programs */
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
@@ -108,7 +109,7 @@ int cmd_record(int argc, char **argv)
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("record", "%s", err.msg);
     ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,
-                         .wait_descendants = true};
+                         .wait_descendants = true, .session = cfg.name};
     int status = 0;
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("record", "%s", err.msg);

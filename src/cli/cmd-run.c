@@ -10,7 +10,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-static const char usage[] = "ltr run [--depth N] -- CMD [ARGS...]";
+static const char usage[] = "ltr run [--instance NAME] [--depth N] -- CMD [ARGS...]";
 
 static void help(void)
 {
@@ -18,6 +18,7 @@ static void help(void)
            "Runs CMD with the heap agent preloaded. Every running session that enables\n"
            "heap tracing ('ltr start heap') records CMD's allocations and those of the\n"
            "processes it starts. Exits with CMD's exit status.\n\n"
+           "  --instance NAME      into that session only\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n",
            usage);
 }
@@ -25,7 +26,8 @@ static void help(void)
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"depth", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"depth", required_argument, 0, 'd'}, {"instance", required_argument, 0, 'n'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     ltr_heap_launch l = {.stack_depth = -1};
     uint64_t v;
     int c;
@@ -37,6 +39,7 @@ int cmd_run(int argc, char **argv)
                 return 2;
             l.stack_depth = (int)v;
             break;
+        case 'n': l.session = optarg; break;
         case 'h': help(); return 0;
         default: return cli_usage_error("run", usage);
         }

@@ -17,7 +17,7 @@
 
 static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE]]\n"
                             "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
-                            "                 [--provider SPEC]...";
+                            "                 [--provider SPEC]... [--pid PID]...";
 
 static void help(void)
 {
@@ -44,7 +44,9 @@ static void help(void)
            "                       buffers are counted as lost\n"
            "  --provider SPEC      enable a provider: NAME|GUID[:KEYWORDS[:LEVEL]], keywords\n"
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
-           "                       (default 5); may be repeated\n",
+           "                       (default 5); may be repeated\n"
+           "  --pid PID            heap tracing: only this process (may be repeated; with\n"
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT);
 }
@@ -145,7 +147,8 @@ int cmd_start(int argc, char **argv)
         {"instance", required_argument, 0, 'n'}, {"filemode", no_argument, 0, 'f'},
         {"output", required_argument, 0, 'o'},   {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'},  {"max-file-size", required_argument, 0, 'm'},
-        {"provider", required_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
+        {"provider", required_argument, 0, 'p'}, {"pid", required_argument, 0, 'P'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     static ltr_session_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -187,6 +190,13 @@ int cmd_start(int argc, char **argv)
                 return cli_fail("start", "%s", err.msg), 2;
             cfg.nproviders++;
             break;
+        case 'P':
+            if (cfg.npids == LTR_MAX_SESSION_PIDS)
+                return cli_fail("start", "at most %d --pid options", LTR_MAX_SESSION_PIDS), 2;
+            if (cli_parse_u64("start", "--pid", optarg, 1, 4194304, &v))
+                return 2;
+            cfg.pids[cfg.npids++] = (uint32_t)v;
+            break;
         case 'h': help(); return 0;
         default: return cli_usage_error("start", usage);
         }
@@ -201,6 +211,9 @@ int cmd_start(int argc, char **argv)
         if (rc)
             return rc;
     }
+    if (cfg.npids && !cfg.pid_collectors)
+        return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
+                                 "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;
     if (cfg.mode != LTR_MODE_FILE && (output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
                         output ? "--output" : "--max-file-size"), 2;

@@ -47,6 +47,7 @@ static struct {
     pthread_once_t once;
     pthread_key_t exit_key;
     _Atomic uint32_t epoch;
+    const char *only_session; /* $LTR_SESSION: this process writes to that session only */
     ltr_attach att[LTR_MAX_SESSIONS];
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT, .epoch = 1};
 
@@ -106,6 +107,7 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     ltr_bytes_put_kv(&req, "op", "attach");
     ltr_bytes_put_kv(&req, "pid", pid);
+    ltr_bytes_put_kv(&req, "session", g.only_session ? g.only_session : "");
     int rc = req.failed ? -ENOMEM : ltr_send_msg(sock, req.data, req.len, NULL, 0);
     ltr_bytes_free(&req);
     uint8_t *body = NULL;
@@ -131,6 +133,7 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     a->sock = sock;
     a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
+    a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
     free(body);
     atomic_store_explicit(&a->incarnation, inc, memory_order_release);
     return 0;
@@ -149,6 +152,8 @@ static void at_process_exit(void);
 
 static void init_once(void)
 {
+    const char *only = getenv("LTR_SESSION");
+    g.only_session = only && *only ? only : NULL;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
         g.att[s].sock = g.att[s].wakefd = g.att[s].memfd = -1;
     pthread_key_create(&g.exit_key, on_thread_exit);
@@ -165,6 +170,8 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
     if (want && have == want)
         return a;
     pthread_once(&g.once, init_once);
+    if (g.only_session && strncmp(reg->sessions[s].name, g.only_session, LTR_SESSION_NAME_MAX) != 0)
+        return NULL; /* launched for another session */
     pthread_mutex_lock(&g.lock);
     have = atomic_load(&a->incarnation);
     if (have && have != want)
@@ -190,6 +197,7 @@ void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t o
     a->size = size;
     a->owner = owner;
     a->proc_slot = 0;
+    a->denied = 0;
     a->wakefd = dup(wakefd);
     atomic_store(&a->incarnation, shm->incarnation);
 }
@@ -291,9 +299,9 @@ uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t si
     thread_state *t = &t_state;
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     *lost = false;
-    if (!inc || c >= a->shm->ncollectors ||
+    if (!inc || c >= a->shm->ncollectors || (a->denied & (1u << c)) ||
         atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
-        return NULL; /* the session is ending: the event was never its */
+        return NULL; /* the session is ending, or does not want this process: never its event */
     *lost = true;
     ltr_ring *r = ltr_shm_ring(a->shm, c);
     if (size > r->buffer_size || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE) {

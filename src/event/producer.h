@@ -28,6 +28,7 @@ typedef struct ltr_attach {
     int memfd, sock, wakefd;
     uint32_t owner;     /* token the recorder gave this attachment */
     uint32_t proc_slot; /* this process's loss counters in shm */
+    uint32_t denied;    /* bit c: the session does not want this process in collector c */
     uint64_t retry_ns;  /* after a failed attach, not before this time */
 } ltr_attach;
 

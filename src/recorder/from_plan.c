@@ -103,6 +103,14 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
     snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_PROVIDER);
     ltr_guid_from_name(LTR_HEAP_PROVIDER, &ps->guid);
     ps->collector = (uint8_t)c;
+    /* HeapProcessIds: only these processes are heap-traced. */
+    cfg->pid_collectors |= (uint8_t)(1u << c);
+    for (size_t i = 0; i < plan->heap.npids; i++) {
+        if (cfg->npids == LTR_MAX_SESSION_PIDS)
+            return ltr_fail(err, E2BIG, "the profiles name more than %d heap process ids",
+                            LTR_MAX_SESSION_PIDS);
+        cfg->pids[cfg->npids++] = plan->heap.pids[i];
+    }
     return 0;
 }
 

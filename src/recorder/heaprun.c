@@ -88,6 +88,8 @@ static void set_preload(const char *agent)
  * through the close-on-exec pipe. */
 static void exec_child(const ltr_heap_launch *l, int errpipe)
 {
+    if (l->session)
+        setenv("LTR_SESSION", l->session, 1);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);

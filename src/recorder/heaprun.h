@@ -27,6 +27,7 @@ typedef struct ltr_heap_launch {
     const char *agent;      /* path of libltr-heap.so */
     int stack_depth;        /* frames per stack, 0..256; -1: the agent's default */
     bool wait_descendants;  /* become a subreaper and wait for every descendant */
+    const char *session;    /* LTR_SESSION for the command: it writes to this session only */
 } ltr_heap_launch;
 
 /* Runs the command with the agent preloaded and waits for it (and, if asked,

@@ -73,6 +73,20 @@ static void put_u64(ltr_bytes *kv, const char *key, uint64_t v)
 
 /* ---- requests -------------------------------------------------------------- */
 
+/* The collectors a process may not write into: those limited to listed pids,
+ * when it is not one of them. */
+static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, const char *wants)
+{
+    if (cfg->exclusive && strcmp(wants, cfg->name) != 0)
+        return UINT32_MAX; /* not one of the processes launched for this session */
+    if (!cfg->npids)
+        return 0;
+    for (unsigned i = 0; i < cfg->npids; i++)
+        if (cfg->pids[i] == (uint32_t)pid)
+            return 0;
+    return cfg->pid_collectors;
+}
+
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
 {
     char pidtext[16];
@@ -96,6 +110,10 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     put_u64(&kv, "size", r->shm_size);
     put_u64(&kv, "owner", pc->owner);
     put_u64(&kv, "proc", pc->proc_slot);
+    char wants[LTR_SESSION_NAME_MAX];
+    if (!ltr_kv_find(req, len, "session", wants, sizeof wants))
+        wants[0] = 0;
+    put_u64(&kv, "deny", collectors_denied(&r->cfg, pid, wants));
     int fds[2] = {r->memfd, r->wakefd};
     reply(fd, &kv, fds, 2);
     ltr_bytes_free(&kv);

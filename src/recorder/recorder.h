@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #define LTR_MAX_SESSION_PROVIDERS 256
+#define LTR_MAX_SESSION_PIDS 256
 #define LTR_BUFFER_KB_MIN 4u
 #define LTR_BUFFER_KB_MAX 16384u
 #define LTR_BUFFER_KB_DEFAULT 128u
@@ -49,6 +50,14 @@ typedef struct ltr_session_config {
     unsigned ncollectors;
     ltr_provider_spec providers[LTR_MAX_SESSION_PROVIDERS];
     unsigned nproviders;
+    /* Processes whose events the collectors in pid_collectors take (heap
+     * tracing's --pid, HeapProcessIds); none listed: every process. */
+    uint32_t pids[LTR_MAX_SESSION_PIDS];
+    unsigned npids;
+    uint8_t pid_collectors; /* bit c: collector c is limited to pids */
+    /* Only processes launched for it (environment LTR_SESSION=its name, as
+     * `ltr record` does) may write into it. */
+    bool exclusive;
 } ltr_session_config;
 
 /* Parses NAME|GUID[:KEYWORDS[:LEVEL]] (keywords in hex or decimal, level 0..5). */

@@ -166,6 +166,18 @@ static void mode_dormant(void)
     printf("sum %lu\n", sum);
 }
 
+/* Waits (up to 20 s) for a file to exist, then does the counts: lets a test
+ * start a session for this pid before it allocates. */
+static int mode_gate(const char *file)
+{
+    for (int i = 0; i < 2000 && access(file, F_OK) != 0; i++)
+        usleep(10000);
+    if (access(file, F_OK) != 0)
+        return 3;
+    mode_counts();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "counts";
@@ -191,6 +203,8 @@ int main(int argc, char **argv)
         mode_many();
     else if (!strcmp(mode, "dormant"))
         mode_dormant();
+    else if (!strcmp(mode, "gate") && argc > 2)
+        return mode_gate(argv[2]);
     else
         return fprintf(stderr, "target: unknown mode %s\n", mode), 2;
     return 0;

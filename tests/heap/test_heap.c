@@ -429,6 +429,52 @@ static void test_start_heap_then_run(void **state)
     heap_free(&h);
 }
 
+static size_t events_of(const heap_trace *h, uint32_t pid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->v[i].pid == pid;
+    return n;
+}
+
+/* --pid: of two traced processes, the session takes the listed one only; and a
+ * private `ltr record` session takes only what it launched. */
+static void test_pid_filter_and_private_record(void **state)
+{
+    const char *tmp = getenv("TMPDIR");
+    char agent[600], trace[600], rec[600];
+    snprintf(agent, sizeof agent, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    snprintf(trace, sizeof trace, "%s/pid.ltr", tmp);
+    snprintf(rec, sizeof rec, "%s/rec.ltr", tmp);
+    tu_result r = tu_run("LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/a.pid; "
+                         "LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/b.pid; "
+                         "%s start heap --instance pf --pid $(cat %s/a.pid) && "
+                         "%s record -o %s -- %s gate %s/go > /dev/null & "
+                         "sleep 0.5; touch %s/go; wait; %s stop --instance pf %s; echo pids $(cat %s/a.pid %s/b.pid)",
+                         agent, tu_test_bin("heap-target"), tmp, tmp, agent, tu_test_bin("heap-target"),
+                         tmp, tmp, tu_ltr(), tmp, tu_ltr(), rec, tu_test_bin("heap-target"), tmp, tmp,
+                         tu_ltr(), trace, tmp, tmp);
+    assert_int_equal(r.status, 0);
+    unsigned a = 0, b = 0;
+    const char *pids = strstr(r.out, "pids ");
+    assert_non_null(pids);
+    assert_int_equal(sscanf(pids, "pids %u %u", &a, &b), 2);
+    tu_free(&r);
+    heap_trace h = read_heap(trace), own = read_heap(rec);
+    /* The three processes ran the same allocations. */
+    assert_true(own.n > 20);
+    assert_int_equal(events_of(&own, a) + events_of(&own, b), 0); /* `ltr record`: its own command only */
+    assert_int_equal(events_of(&h, a), own.n); /* the listed process, all of it */
+    assert_int_equal(events_of(&h, b), 0);
+    assert_int_equal(h.n, events_of(&h, a)); /* nor the one `ltr record` launched */
+    heap_free(&h);
+    heap_free(&own);
+    r = tu_run("%s start --pid 12 --instance nopid", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--pid limits heap tracing"));
+    tu_free(&r);
+}
+
 static void test_bad_usage(void **state)
 {
     tu_result r = tu_run("%s record -o x.ltr", tu_ltr());
@@ -463,6 +509,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_heap_then_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_usage, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
