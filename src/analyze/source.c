@@ -1,8 +1,10 @@
 /*
  * analyze/source.c — the analyzer's glue to the trace reader: recognises the
  * Ltr.Heap layouts of docs/heap-events.md (by provider GUID and event id,
- * checking field names and types once per layout), reads their fields by
- * index, and hands STACK frames and MODULE records to the rest of the analyzer.
+ * checking field names and types once per layout and settling where each
+ * field lies), reads fixed-size fields straight from the payload (no per-event
+ * name lookup or type switch), and hands STACK frames and MODULE records to the
+ * rest of the analyzer.
  */
 #include "analyze/internal.h"
 #include "format/reader.h"
@@ -13,10 +15,18 @@
 
 enum { F_ADDR, F_OLD, F_SIZE, F_STACK, F_COUNT };
 
+/* How one field of a heap layout is read, settled once per layout. */
+typedef struct an_field_read {
+    int16_t index;  /* field index, -1 = the layout lacks it (reads as 0) */
+    uint8_t width;  /* 1, 2, 4 or 8: a fixed-size unsigned field read in place; 0 = through ltr_event_field */
+    int32_t fixed;  /* its payload offset when every earlier field has a fixed size, else -1 */
+} an_field_read;
+
 typedef struct an_layout_info {
     uint64_t id;
-    int kind;              /* an_heap_kind */
-    int16_t field[F_COUNT];
+    int kind;       /* an_heap_kind */
+    uint32_t need;  /* payload bytes the fixed offsets reach; a shorter payload takes the reader's offsets */
+    an_field_read f[F_COUNT];
 } an_layout_info;
 
 struct an_decoder {
@@ -44,29 +54,61 @@ void an_decoder_free(an_decoder *d)
     free(d);
 }
 
-static int field_of(const ltr_layout *l, const char *name, ltr_type t1, ltr_type t2)
+/* Width of an unsigned integer type read in place; 0 for types the reader
+ * decodes (a newer reader's integer encodings); -1 for types no heap field may have. */
+static int unsigned_width(ltr_type t)
 {
-    for (unsigned i = 0; i < l->field_count; i++)
-        if (!strcmp(l->fields[i].name, name))
-            return l->fields[i].type == t1 || l->fields[i].type == t2 ? (int)i : -1;
-    return -1;
+    switch (t) {
+    case LTR_TYPE_U8: return 1;
+    case LTR_TYPE_U16: return 2;
+    case LTR_TYPE_U32: return 4;
+    case LTR_TYPE_U64: case LTR_TYPE_POINTER: return 8;
+    case LTR_TYPE_I8: case LTR_TYPE_I16: case LTR_TYPE_I32: case LTR_TYPE_I64:
+    case LTR_TYPE_F64: case LTR_TYPE_STRING: case LTR_TYPE_BLOB: case LTR_TYPE_BOOL: return -1;
+    }
+    return 0;
+}
+
+/* Settles how to read the named field; -1 if it is present with a type a heap field cannot have. */
+static int plan_field(const ltr_layout *l, const char *name, an_field_read *r, uint32_t *need)
+{
+    int32_t off = 0;
+    r->index = -1;
+    for (unsigned i = 0; i < l->field_count; i++) {
+        int fixed = ltr_type_fixed_size(l->fields[i].type);
+        if (strcmp(l->fields[i].name, name)) {
+            off = off >= 0 && fixed > 0 ? off + fixed : -1;
+            continue;
+        }
+        int w = unsigned_width(l->fields[i].type);
+        if (w < 0)
+            return -1;
+        r->index = (int16_t)i;
+        r->width = (uint8_t)w;
+        r->fixed = w && fixed == w ? off : -1;
+        if (r->fixed >= 0 && (uint32_t)(r->fixed + w) > *need)
+            *need = (uint32_t)(r->fixed + w);
+        return 0;
+    }
+    return 0;
 }
 
 static void classify(an_decoder *d, const ltr_layout *l, an_layout_info *info)
 {
-    memset(info->field, -1, sizeof info->field);
+    memset(info->f, 0, sizeof info->f);
+    for (int f = 0; f < F_COUNT; f++)
+        info->f[f].index = -1;
+    info->need = 0;
     info->kind = AN_NOT_HEAP;
     if (!l->provider || memcmp(l->provider->guid.b, d->heap.b, 16) || l->event_id < 1 || l->event_id > 3)
         return;
     info->kind = l->event_id;
     static const char *const names[F_COUNT] = {"address", "old_address", "size", "stack"};
-    static const ltr_type types[F_COUNT] = {LTR_TYPE_POINTER, LTR_TYPE_POINTER, LTR_TYPE_U64, LTR_TYPE_U32};
-    int need[4][F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
-    for (int f = 0; f < F_COUNT; f++) {
-        info->field[f] = (int16_t)field_of(l, names[f], types[f], f < 2 ? LTR_TYPE_U64 : types[f]);
-        if (need[info->kind][f] && info->field[f] < 0)
+    static const int need[4][F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
+    for (int f = 0; f < F_COUNT; f++)
+        if (plan_field(l, names[f], &info->f[f], &info->need) < 0 ||
+            (need[info->kind][f] && info->f[f].index < 0))
             info->kind = AN_BAD_HEAP;
-    }
 }
 
 static const an_layout_info *info_of(an_decoder *d, const ltr_layout *l)
@@ -85,10 +127,25 @@ static const an_layout_info *info_of(an_decoder *d, const ltr_layout *l)
     return &d->last_info;
 }
 
-static uint64_t get(const ltr_event *ev, int index)
+/* A field read in place: the reader has checked that the payload holds it
+ * (field_offsets), and the fixed offset is used only when the payload is long enough. */
+static inline uint64_t read_field(const ltr_event *ev, const an_field_read *r, int use_fixed)
 {
-    ltr_value v;
-    return index >= 0 && ltr_event_field(ev, (unsigned)index, &v) == 0 ? v.u : 0;
+    if (r->index < 0)
+        return 0;
+    if (!r->width) {
+        ltr_value v;
+        int ok = ltr_event_field(ev, (unsigned)r->index, &v) == 0 && v.type != LTR_TYPE_STRING &&
+                 v.type != LTR_TYPE_BLOB;
+        return ok ? v.u : 0;
+    }
+    const uint8_t *p = ev->payload + (use_fixed && r->fixed >= 0 ? (uint32_t)r->fixed : ev->field_offsets[r->index]);
+    switch (r->width) { /* little-endian host, as the format */
+    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    default: return *p;
+    }
 }
 
 void an_decode(an_decoder *d, const ltr_event *ev, an_heap_event *out)
@@ -97,10 +154,11 @@ void an_decode(an_decoder *d, const ltr_event *ev, an_heap_event *out)
     out->kind = info ? info->kind : AN_NOT_HEAP;
     if (out->kind <= 0)
         return;
-    out->addr = get(ev, info->field[F_ADDR]);
-    out->old_addr = get(ev, info->field[F_OLD]);
-    out->size = get(ev, info->field[F_SIZE]);
-    out->stack = (uint32_t)get(ev, info->field[F_STACK]);
+    int fixed = ev->payload_size >= info->need;
+    out->addr = read_field(ev, &info->f[F_ADDR], fixed);
+    out->old_addr = read_field(ev, &info->f[F_OLD], fixed);
+    out->size = read_field(ev, &info->f[F_SIZE], fixed);
+    out->stack = (uint32_t)read_field(ev, &info->f[F_STACK], fixed);
 }
 
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n)
