@@ -2,9 +2,13 @@
  * agent/stacks.c — the call stack of each allocation, and the per-process
  * table that gives each distinct stack an id.
  *
- * Unwinding uses libunwind's unw_backtrace: it reads the DWARF call frame
- * information (.eh_frame), so stacks are right in code built without frame
- * pointers (Debian's libraries), and it caches what it learnt per address.
+ * Unwinding reads the DWARF call frame information (.eh_frame), so stacks
+ * are right in code built without frame pointers (Debian's libraries): the
+ * agent's own unwinder (unwind.c, rules cached per address) for the common
+ * case, libunwind's unw_backtrace for stacks it gives up on (signal frames,
+ * DWARF expressions). LTR_HEAP_UNWIND=libunwind uses libunwind only;
+ * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
+ * exit (stderr) how many stacks each way gave and how many differed.
  *
  * The table is lock-free (a thread that first sees a stack claims an empty
  * entry with a CAS and publishes the id when the frames are in), so threads
@@ -15,11 +19,13 @@
  */
 #define UNW_LOCAL_ONLY
 #include "agent/agent.h"
+#include "agent/unwind.h"
 #include "format/records.h"
 
 #include <libunwind.h>
 #include <link.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,6 +52,9 @@ static uint32_t *slot_of_id; /* entry of each id, to walk the used entries */
 static _Atomic uint64_t arena_used;
 static _Atomic uint32_t next_id;
 static int depth = 64;
+enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
+static int unwind_mode = UNWIND_FAST;
+static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
 static uintptr_t agent_lo, agent_hi;
 
 static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
@@ -80,6 +89,11 @@ void stacks_init(void)
         long v = strtol(d, NULL, 10);
         depth = v < 0 ? 0 : v > MAX_DEPTH ? MAX_DEPTH : (int)v;
     }
+    const char *u = getenv("LTR_HEAP_UNWIND");
+    if (u && !strcmp(u, "libunwind"))
+        unwind_mode = UNWIND_LIBUNWIND;
+    else if (u && !strcmp(u, "check"))
+        unwind_mode = UNWIND_CHECK;
     dl_iterate_phdr(find_agent, (void *)(uintptr_t)stacks_init);
     table = reserve_space(sizeof(sentry) * TABLE_SIZE);
     arena = reserve_space(sizeof(uint64_t) * ARENA_FRAMES);
@@ -155,20 +169,76 @@ static stack_ref lookup_or_add(void *const *f, int n)
     return (stack_ref){0, 0};
 }
 
+/* Index of the caller's frame in buf: past the unwinder's own frames (at
+ * most a few, libunwind's) and then the agent's (the hook, emit). */
+static int first_caller_frame(void *const *buf, int n)
+{
+    int i = 0;
+    while (i < n && i < 8 && !stacks_in_agent((uintptr_t)buf[i]))
+        i++;
+    while (i < n && stacks_in_agent((uintptr_t)buf[i]))
+        i++;
+    return i;
+}
+
+static void say(const char *msg)
+{
+    ssize_t rc = write(2, msg, strlen(msg));
+    (void)rc;
+}
+
+/* UNWIND_CHECK: the fast stack a (n frames from the caller on) against
+ * libunwind's; the first few differences are told in full. */
+static void check_against_libunwind(void *const *a, int n, int max)
+{
+    void *b[MAX_DEPTH + 16];
+    int m = unw_backtrace(b, max);
+    int j = first_caller_frame(b, m);
+    m = m - j > depth ? depth : m - j;
+    if (m == n && !memcmp(a, b + j, sizeof(void *) * (size_t)n))
+        return;
+    if (atomic_fetch_add(&n_mismatch, 1) >= 5)
+        return;
+    char line[160];
+    snprintf(line, sizeof line, "ltr-heap[%d]: unwind check: fast %d frames, libunwind %d\n",
+             (int)getpid(), n, m);
+    say(line);
+    for (int k = 0; k < n || k < m; k++) {
+        snprintf(line, sizeof line, "  %2d %18p %18p%s\n", k, k < n ? a[k] : NULL,
+                 k < m ? b[j + k] : NULL, k < n && k < m && a[k] == b[j + k] ? "" : "  <--");
+        say(line);
+    }
+}
+
+__attribute__((destructor)) static void check_report(void)
+{
+    if (unwind_mode != UNWIND_CHECK)
+        return;
+    char line[160];
+    snprintf(line, sizeof line,
+             "ltr-heap[%d]: unwind check: %llu fast, %llu fallback, %llu mismatched\n",
+             (int)getpid(), (unsigned long long)n_fast, (unsigned long long)n_fallback,
+             (unsigned long long)n_mismatch);
+    say(line);
+}
+
 stack_ref stacks_capture(void)
 {
     if (!table || !arena || !slot_of_id || depth == 0)
         return (stack_ref){0, 0};
     void *buf[MAX_DEPTH + 16];
-    int n = unw_backtrace(buf, depth + 16);
-    int i = 0;
-    /* libunwind's own frames, then ours (the hook, emit), then the caller. */
-    while (i < n && i < 8 && !stacks_in_agent((uintptr_t)buf[i]))
-        i++;
-    while (i < n && stacks_in_agent((uintptr_t)buf[i]))
-        i++;
+    int n = unwind_mode == UNWIND_LIBUNWIND ? -1 : unwind_fast(buf, depth + 16);
+    bool fast = n >= 0;
+    if (!fast)
+        n = unw_backtrace(buf, depth + 16);
+    int i = first_caller_frame(buf, n);
     int count = n - i > depth ? depth : n - i;
-    return lookup_or_add(buf + i, count < 0 ? 0 : count);
+    if (unwind_mode == UNWIND_CHECK) {
+        atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);
+        if (fast)
+            check_against_libunwind(buf + i, count, depth + 16);
+    }
+    return lookup_or_add(buf + i, count);
 }
 
 static void append_record(const sentry *e, uint32_t id, ltr_attach *a)
@@ -221,4 +291,5 @@ void stacks_after_fork(void)
     /* The child is a process of its own: its sessions hold none of its stacks
      * yet. Ids stay: they are per process, and the child's are its parent's. */
     forget(0);
+    unwind_after_fork();
 }

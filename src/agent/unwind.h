@@ -1,0 +1,25 @@
+/*
+ * agent/unwind.h — the heap agent's own unwinder (unwind.c): a walk of the
+ * calling thread's stack driven by per-address rules derived once from the
+ * DWARF call frame information, for the common case; stacks.c falls back to
+ * libunwind whenever it says "not this stack".
+ */
+#ifndef LTR_AGENT_UNWIND_H
+#define LTR_AGENT_UNWIND_H
+
+/* Fills pcs with up to max program counters of the calling thread, innermost
+ * first: pcs[0] is inside unwind_fast itself, the others are return
+ * addresses (as libunwind's unw_backtrace gives them). Returns how many, or
+ * -1 when this stack holds something the rule cache cannot express (signal
+ * frame, DWARF expression, unknown code, a stack it cannot bound): the
+ * caller then unwinds it another way. Call with the agent's guard set: the
+ * first sight of an address may allocate (libdw). Never blocks. */
+int unwind_fast(void **pcs, int max);
+
+/* Code may have been unloaded (dlclose): forget every derived rule. */
+void unwind_flush(void);
+
+/* In a fork child: forget state another thread may have held mid-change. */
+void unwind_after_fork(void);
+
+#endif
