@@ -2,20 +2,27 @@
  * analyze/hmap.h — an open-addressing hash map from u64 keys to fixed-size
  * entries stored inline. The analyzer keeps every live allocation in one of
  * these, so it is built for that: no allocation per entry, linear probing,
- * and deletion by backward shift (no tombstones, so a long trace full of
- * malloc/free pairs never degrades the table).
+ * Fibonacci hashing, key 0 marking an empty slot (the entry of key 0, if any,
+ * is kept aside), and deletion by backward shift (no tombstones, so a long
+ * trace full of malloc/free pairs never degrades the table).
+ *
+ * The *_sized functions are inline for the hot paths: called with a constant
+ * entry size, the compiler turns the slot arithmetic and copies into a few
+ * instructions. The plain functions are the same for everyone else.
  */
 #ifndef LTR_ANALYZE_HMAP_H
 #define LTR_ANALYZE_HMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Every entry starts with its u64 key. */
 typedef struct an_hmap {
-    uint8_t *slots;   /* cap entries of esize bytes; a slot is empty when used[i] == 0 */
-    uint8_t *used;
-    size_t esize, cap, n;
+    uint8_t *slots; /* cap entries of esize bytes; a slot whose key is 0 is empty */
+    uint8_t *zero;  /* the entry of key 0, or NULL */
+    size_t esize, cap, n; /* n counts the entry of key 0 too */
+    unsigned shift; /* 64 - log2(cap): the hash is the top bits of key * 2^64/phi */
 } an_hmap;
 
 void an_hmap_init(an_hmap *m, size_t entry_size);
@@ -29,5 +36,89 @@ void *an_hmap_put(an_hmap *m, uint64_t key, int *created);
 int an_hmap_del(an_hmap *m, uint64_t key);
 /* Iteration: *pos starts at 0; returns the next entry or NULL at the end. */
 void *an_hmap_next(const an_hmap *m, size_t *pos);
+
+/* Out-of-line parts of the inline functions: key 0, and growing before an insert. */
+void *an_hmap_put_slow(an_hmap *m, uint64_t key, int *created);
+int an_hmap_take_zero(an_hmap *m, void *out);
+
+static inline size_t an_hmap_home(const an_hmap *m, uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
+static inline uint64_t an_hmap_key(const uint8_t *entry)
+{
+    uint64_t k;
+    memcpy(&k, entry, sizeof k);
+    return k;
+}
+
+static inline void *an_hmap_get_sized(const an_hmap *m, uint64_t key, size_t esize)
+{
+    if (!key)
+        return m->zero;
+    if (!m->cap)
+        return NULL;
+    for (size_t i = an_hmap_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+        uint8_t *e = m->slots + i * esize;
+        uint64_t k = an_hmap_key(e);
+        if (k == key)
+            return e;
+        if (!k)
+            return NULL;
+    }
+}
+
+static inline void *an_hmap_put_sized(an_hmap *m, uint64_t key, int *created, size_t esize)
+{
+    if (!key || (m->n + 1) * 10 > m->cap * 7) /* grows at 70 % load */
+        return an_hmap_put_slow(m, key, created);
+    for (size_t i = an_hmap_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+        uint8_t *e = m->slots + i * esize;
+        uint64_t k = an_hmap_key(e);
+        if (k == key) {
+            if (created)
+                *created = 0;
+            return e;
+        }
+        if (!k) {
+            memset(e, 0, esize);
+            memcpy(e, &key, sizeof key);
+            m->n++;
+            if (created)
+                *created = 1;
+            return e;
+        }
+    }
+}
+
+/* Removes key's entry, copying it to out first (out may be NULL); 1 if it was there. */
+static inline int an_hmap_take_sized(an_hmap *m, uint64_t key, void *out, size_t esize)
+{
+    if (!key)
+        return an_hmap_take_zero(m, out);
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1, i = an_hmap_home(m, key);
+    uint64_t k;
+    while ((k = an_hmap_key(m->slots + i * esize)) != key) {
+        if (!k)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    if (out)
+        memcpy(out, m->slots + i * esize, esize);
+    /* backward shift: pull later entries of the probe run into the hole when
+     * their home slot does not lie (cyclically) between the hole and them */
+    for (size_t j = (i + 1) & mask; (k = an_hmap_key(m->slots + j * esize)) != 0; j = (j + 1) & mask) {
+        if (((j - an_hmap_home(m, k)) & mask) >= ((j - i) & mask)) {
+            memcpy(m->slots + i * esize, m->slots + j * esize, esize);
+            i = j;
+        }
+    }
+    memset(m->slots + i * esize, 0, sizeof key);
+    m->n--;
+    return 1;
+}
 
 #endif

@@ -58,6 +58,7 @@ static void proc_free(an_proc *p)
     an_hmap_free(&p->pending);
     an_hmap_free(&p->threads);
     an_hmap_free(&p->stack_index);
+    free(p->dense);
     free(p->stacks);
     free(p);
 }
@@ -106,11 +107,38 @@ static an_proc *proc_of(an_model *m, uint32_t pid)
 }
 
 /* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
+/* Slot for stack_id in the dense index, grown on demand; NULL when the id is
+ * too far beyond the stacks seen for a dense array to stay bounded by them. */
+static uint32_t *dense_slot(an_proc *p, uint32_t stack_id)
+{
+    if (stack_id < p->ndense)
+        return &p->dense[stack_id];
+    if (stack_id >= AN_DENSE_STACKS + 8 * (uint64_t)p->nstacks)
+        return NULL;
+    size_t n = p->ndense ? p->ndense : 256;
+    while (n <= stack_id)
+        n *= 2;
+    uint32_t *v = realloc(p->dense, n * sizeof *v);
+    if (!v)
+        return NULL;
+    memset(v + p->ndense, 0, (n - p->ndense) * sizeof *v);
+    p->dense = v;
+    p->ndense = n;
+    return &v[stack_id];
+}
+
+/* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
 static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
 {
-    int created;
-    an_index *ix = an_hmap_put(&p->stack_index, stack_id, &created);
-    if (!ix)
+    uint32_t *dense = dense_slot(p, stack_id);
+    if (dense && *dense)
+        return *dense - 1;
+    const an_index *seen = dense && p->stack_index.n ? an_hmap_get(&p->stack_index, stack_id) : NULL;
+    if (seen) /* met when its id was still too large for the dense index */
+        return *dense = seen->index + 1, seen->index;
+    int created = 1;
+    an_index *ix = dense ? NULL : an_hmap_put(&p->stack_index, stack_id, &created);
+    if (!dense && !ix)
         return -1;
     if (!created)
         return ix->index;
@@ -118,7 +146,8 @@ static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
         size_t cap = p->capstacks ? p->capstacks * 2 : 64;
         an_stack *v = realloc(p->stacks, cap * sizeof *v);
         if (!v) {
-            an_hmap_del(&p->stack_index, stack_id);
+            if (ix)
+                an_hmap_del(&p->stack_index, stack_id);
             return -1;
         }
         p->stacks = v;
@@ -129,7 +158,10 @@ static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
     s->pid = p->pid;
     s->stack_id = stack_id;
     s->first_ts = ts;
-    ix->index = (uint32_t)p->nstacks;
+    if (ix)
+        ix->index = (uint32_t)p->nstacks;
+    else
+        *dense = (uint32_t)p->nstacks + 1;
     return (int64_t)p->nstacks++;
 }
 
@@ -168,9 +200,13 @@ static void touch(an_proc *p, uint64_t ts)
 /* The thread's last allocation, which the next event of the thread replaces. */
 static an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
 {
-    an_thread *t = an_hmap_put(&p->threads, tid, NULL);
+    if (p->last_thread && p->last_tid == tid)
+        return p->last_thread; /* events come in runs of one thread (buffer blocks) */
+    an_thread *t = an_hmap_put_sized(&p->threads, tid, NULL, sizeof *t);
     if (!t)
         m->oom = 1;
+    p->last_tid = tid;
+    p->last_thread = t; /* only this function puts into threads, so t stays valid until it moves on */
     return t;
 }
 
@@ -199,17 +235,10 @@ static void end_block(an_model *m, an_proc *p, an_stack *s, uint64_t alloc_ts, u
     }
 }
 
-static void drop_live(an_model *m, an_proc *p, const an_live *b)
-{
-    p->cur_bytes -= b->size;
-    p->cur_count--;
-    m->cur_bytes -= b->size;
-    an_hmap_del(&p->live, b->addr);
-}
-
-/* A free of a block the model holds: ends it and says whether it was
- * temporary (a realloc that grows a block is not churn: is_realloc). */
-static void free_live(an_model *m, an_proc *p, an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+/* A free of a block the model held (already out of the live map, or about to
+ * be overwritten there): ends it and says whether it was temporary (a realloc
+ * that grows a block is not churn: is_realloc). */
+static void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
 {
     an_stack *s = &p->stacks[b->stack];
     an_thread *t = thread_of(m, p, tid);
@@ -220,8 +249,9 @@ static void free_live(an_model *m, an_proc *p, an_live *b, uint32_t tid, uint64_
     if (in_window(m, ts))
         note_peak(m, p, ts);
     end_block(m, p, s, b->ts, ts, b->size);
-    an_live copy = *b;
-    drop_live(m, p, &copy);
+    p->cur_bytes -= b->size;
+    p->cur_count--;
+    m->cur_bytes -= b->size;
 }
 
 static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
@@ -246,12 +276,13 @@ static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uin
         return;
     }
     touch(p, ts);
-    an_live *b = an_hmap_get(&p->live, addr);
-    if (b)
-        free_live(m, p, b, tid, ts, is_realloc);
+    an_live b;
+    int held = an_hmap_take_sized(&p->live, addr, &b, sizeof b);
+    if (held)
+        end_live(m, p, &b, tid, ts, is_realloc);
     else if (ts <= m->to)
         keep_pending(m, p, tid, ts, addr);
-    an_thread *t = b ? NULL : thread_of(m, p, tid);
+    an_thread *t = held ? NULL : thread_of(m, p, tid);
     if (t)
         t->addr = 0;
 }
@@ -265,7 +296,7 @@ void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, u
 static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t addr,
                         uint64_t size)
 {
-    an_pending *f = an_hmap_get(&p->pending, addr);
+    an_pending *f = p->pending.n ? an_hmap_get(&p->pending, addr) : NULL;
     if (!f || f->ts < ts)
         return 0;
     uint64_t free_ts = f->ts;
@@ -294,16 +325,16 @@ void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64
     an_stack *s = &p->stacks[si];
     if (pair_pending(m, p, s, ts, addr, size))
         return;
-    an_live *old = an_hmap_get(&p->live, addr);
-    if (old) { /* its free was lost: the address cannot be handed out twice */
-        p->implicit_frees++;
-        free_live(m, p, old, old->tid, ts, 1);
-    }
     int created;
-    an_live *b = an_hmap_put(&p->live, addr, &created);
+    an_live *b = an_hmap_put_sized(&p->live, addr, &created, sizeof *b);
     if (!b) {
         m->oom = 1;
         return;
+    }
+    if (!created) { /* its free was lost: the address cannot be handed out twice */
+        p->implicit_frees++;
+        an_live old = *b;
+        end_live(m, p, &old, old.tid, ts, 1);
     }
     b->size = size;
     b->ts = ts;
@@ -341,5 +372,6 @@ void an_model_finish(an_model *m)
             p->unseen_frees += in_window(m, f->ts);
         an_hmap_free(&p->pending);
         an_hmap_free(&p->threads);
+        p->last_thread = NULL;
     }
 }

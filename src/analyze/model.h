@@ -24,6 +24,7 @@
 
 enum an_type { AN_AIFI, AN_AIFO, AN_AOFI, AN_AOFO, AN_NTYPES };
 
+#define AN_DENSE_STACKS 65536 /* stack ids below this + 8 per stack seen are indexed densely */
 #define AN_HIST_BUCKETS 65 /* 0, 1, 2-3, 4-7, ..., 2^63.. */
 
 typedef struct an_amount {
@@ -44,7 +45,11 @@ typedef struct an_proc {
     an_hmap live;        /* address -> an_live */
     an_hmap pending;     /* address -> free met before its allocation */
     an_hmap threads;     /* tid -> last allocation of the thread */
-    an_hmap stack_index; /* stack id -> index in stacks */
+    an_hmap stack_index; /* stack id -> index in stacks, for ids too large for dense */
+    uint32_t *dense;     /* stack id -> index in stacks + 1 (0 = not seen): the agent numbers stacks 1, 2, ... */
+    size_t ndense;
+    uint32_t last_tid;   /* cache of the threads entry last used */
+    struct an_thread *last_thread;
     an_stack *stacks;
     size_t nstacks, capstacks;
 

@@ -58,7 +58,7 @@ void an_decoder_free(an_decoder *d)
  * decodes (a newer reader's integer encodings); -1 for types no heap field may have. */
 static int unsigned_width(ltr_type t)
 {
-    switch (t) {
+    switch ((int)t) { /* not every type is listed: a newer one is left to the reader */
     case LTR_TYPE_U8: return 1;
     case LTR_TYPE_U16: return 2;
     case LTR_TYPE_U32: return 4;
