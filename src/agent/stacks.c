@@ -47,11 +47,18 @@ typedef struct sentry {
 } sentry;
 
 static sentry *table;
+/* Per page of the table: written to already. A page's first access must be
+ * a write: a read maps the shared zero page, and the write that follows then
+ * replaces it with a TLB shootdown of every CPU running the program (a third
+ * of the whole run's time on the benchmark when most stacks were new). */
+#define TABLE_PAGES (TABLE_SIZE * sizeof(sentry) / 4096)
+static _Atomic uint8_t table_touched[TABLE_PAGES];
 static uint64_t *arena;
 static uint32_t *slot_of_id; /* entry of each id, to walk the used entries */
 static _Atomic uint64_t arena_used;
 static _Atomic uint32_t next_id;
 static int depth = 64;
+static uint32_t pid; /* of this process (getpid is a system call per STACK record) */
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
 static int unwind_mode = UNWIND_FAST;
 static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
@@ -89,6 +96,7 @@ void stacks_init(void)
         long v = strtol(d, NULL, 10);
         depth = v < 0 ? 0 : v > MAX_DEPTH ? MAX_DEPTH : (int)v;
     }
+    pid = (uint32_t)getpid();
     const char *u = getenv("LTR_HEAP_UNWIND");
     if (u && !strcmp(u, "libunwind"))
         unwind_mode = UNWIND_LIBUNWIND;
@@ -142,19 +150,30 @@ static bool same_frames(const sentry *e, void *const *f, int n)
     return true;
 }
 
-static stack_ref lookup_or_add(void *const *f, int n)
+static sentry *entry(uint32_t slot)
+{
+    size_t page = (size_t)slot * sizeof(sentry) / 4096;
+    if (__builtin_expect(!atomic_load_explicit(&table_touched[page], memory_order_relaxed), 0)) {
+        atomic_fetch_add(&table[page * 4096 / sizeof(sentry)].hash, 0); /* write fault */
+        atomic_store_explicit(&table_touched[page], 1, memory_order_relaxed);
+    }
+    return &table[slot];
+}
+
+static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
 {
     uint64_t h = hash_frames(f, n);
     for (uint32_t probe = 0; probe < MAX_PROBES; probe++) {
         uint32_t slot = (uint32_t)(h + probe) & (TABLE_SIZE - 1);
-        sentry *e = &table[slot];
+        sentry *e = entry(slot);
         uint64_t have = atomic_load_explicit(&e->hash, memory_order_acquire);
         if (!have) {
             if (atomic_load(&next_id) + 1 >= TABLE_SIZE / 2)
                 return (stack_ref){0, 0}; /* table full enough: no more stacks */
             if (atomic_compare_exchange_strong(&e->hash, &have, h)) {
                 uint32_t id = fill_entry(e, slot, f, n);
-                modules_rescan(true); /* new code may have been loaded */
+                if (rescan)
+                    modules_rescan(true); /* new code may have been loaded */
                 return (stack_ref){id, slot};
             }
         }
@@ -222,6 +241,17 @@ __attribute__((destructor)) static void check_report(void)
     say(line);
 }
 
+/* For a stack from the fast unwinder: whether it met objects loaded or
+ * unloaded since the last time (it looks them up for every new address),
+ * so that modules.c need not ask the loader at every new stack (a third of
+ * the benchmark's time when it did). */
+static bool modules_moved(void)
+{
+    static _Atomic unsigned seen;
+    unsigned gen = unwind_modules_generation();
+    return atomic_exchange_explicit(&seen, gen, memory_order_relaxed) != gen;
+}
+
 stack_ref stacks_capture(void)
 {
     if (!table || !arena || !slot_of_id || depth == 0)
@@ -238,7 +268,7 @@ stack_ref stacks_capture(void)
         if (fast)
             check_against_libunwind(buf + i, count, depth + 16);
     }
-    return lookup_or_add(buf + i, count);
+    return lookup_or_add(buf + i, count, !fast || modules_moved());
 }
 
 static void append_record(const sentry *e, uint32_t id, ltr_attach *a)
@@ -248,7 +278,7 @@ static void append_record(const sentry *e, uint32_t id, ltr_attach *a)
     ltr_put_u16(rec, 5 /* LTR_META_STACK */);
     ltr_put_u16(rec + 2, 0);
     ltr_put_u32(rec + 4, size);
-    ltr_put_u32(rec + 8, (uint32_t)getpid());
+    ltr_put_u32(rec + 8, pid);
     ltr_put_u32(rec + 12, id);
     ltr_put_u16(rec + 16, e->nframes);
     memcpy(rec + 18, arena + e->off, 8u * e->nframes);
@@ -291,5 +321,6 @@ void stacks_after_fork(void)
     /* The child is a process of its own: its sessions hold none of its stacks
      * yet. Ids stay: they are per process, and the child's are its parent's. */
     forget(0);
+    pid = (uint32_t)getpid();
     unwind_after_fork();
 }

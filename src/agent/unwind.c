@@ -105,7 +105,13 @@ typedef struct umod {
 static atomic_int derive_lock;
 static umod mods[MAX_MODULES];
 static int nmods;
-static unsigned long long seen_subs;
+static unsigned long long seen_adds, seen_subs;
+static _Atomic unsigned generation;
+
+unsigned unwind_modules_generation(void)
+{
+    return atomic_load_explicit(&generation, memory_order_relaxed);
+}
 
 static void drop_modules(bool release)
 {
@@ -131,9 +137,11 @@ static bool known_module(uintptr_t lo)
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    unsigned long long *subs = arg;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-        *subs = info->dlpi_subs;
+    unsigned long long *counts = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        counts[0] = info->dlpi_adds;
+        counts[1] = info->dlpi_subs;
+    }
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -156,14 +164,18 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
  * none we know; an unload since the last look voids every rule. */
 static void rescan(void)
 {
-    unsigned long long subs = seen_subs;
-    dl_iterate_phdr(scan_one, &subs);
-    if (subs == seen_subs)
+    unsigned long long counts[2] = {seen_adds, seen_subs};
+    dl_iterate_phdr(scan_one, counts);
+    if (counts[0] == seen_adds && counts[1] == seen_subs)
         return;
-    seen_subs = subs;
-    drop_modules(true);
-    unwind_flush();
-    dl_iterate_phdr(scan_one, &subs);
+    atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
+    seen_adds = counts[0];
+    if (counts[1] != seen_subs) {
+        seen_subs = counts[1];
+        drop_modules(true);
+        unwind_flush();
+        dl_iterate_phdr(scan_one, counts);
+    }
 }
 
 static umod *module_of(uintptr_t a)
@@ -400,6 +412,7 @@ int unwind_fast(void **pcs, int max)
 }
 
 void unwind_flush(void) {}
+unsigned unwind_modules_generation(void) { return 0; }
 void unwind_after_fork(void) {}
 
 #endif

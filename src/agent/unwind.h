@@ -16,6 +16,10 @@
  * first sight of an address may allocate (libdw). Never blocks. */
 int unwind_fast(void **pcs, int max);
 
+/* Changes whenever the unwinder found objects loaded or unloaded (it looks
+ * when it meets an address in none it knows). */
+unsigned unwind_modules_generation(void);
+
 /* Code may have been unloaded (dlclose): forget every derived rule. */
 void unwind_flush(void);
 
