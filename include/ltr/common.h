@@ -60,6 +60,14 @@ typedef enum ltr_type {
     LTR_TYPE_BOOL = 13,
 } ltr_type;
 
+/* Variable-length integers (LEB128, docs/trace-format.md): small values take
+ * fewer bytes; a reader hands them out as u64, i64 and pointer. They are
+ * outside the enum so that switches over the first thirteen, written before
+ * these existed, keep compiling with -Wswitch. */
+#define LTR_TYPE_UVAR ((ltr_type)14) /* unsigned LEB128 */
+#define LTR_TYPE_IVAR ((ltr_type)15) /* zigzag, then unsigned LEB128 */
+#define LTR_TYPE_PVAR ((ltr_type)16) /* an address as unsigned LEB128 */
+
 /* Largest event payload a producer may write. */
 #define LTR_MAX_EVENT_PAYLOAD 65536u
 

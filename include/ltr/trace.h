@@ -115,7 +115,9 @@ typedef struct ltr_event {
     const uint32_t *field_offsets;
 } ltr_event;
 
-/* A typed field value. Strings and blobs point into the payload (no NUL). */
+/* A typed field value. Strings and blobs point into the payload (no NUL).
+ * Varint fields come as the type they stand for: uvar as u64, ivar as i64,
+ * pvar as pointer (the layout's field still names the stored type). */
 typedef struct ltr_value {
     ltr_type type;
     union {

@@ -7,7 +7,8 @@
  * session, its THREAD record (name) is written. Then each event: the stack is
  * unwound once, whatever the number of sessions; its STACK record is written
  * into a session before the first event that uses it; the event record is
- * encoded here directly into the thread's buffer (reserve/commit).
+ * encoded here directly into the thread's buffer (reserve/commit), compact:
+ * addresses, sizes and stack ids are varints (docs/heap-events.md).
  */
 #include "agent/agent.h"
 #include "event/event.h"
@@ -21,12 +22,12 @@
 static ltr_provider heap_provider = {.name = "Ltr.Heap", .state = &ltr_never_enabled};
 
 static const ltr_field_desc alloc_fields[] = {
-    {"address", LTR_TYPE_POINTER}, {"size", LTR_TYPE_U64}, {"stack", LTR_TYPE_U32},
+    {"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR}, {"stack", LTR_TYPE_UVAR},
     {"function", LTR_TYPE_U8}};
-static const ltr_field_desc free_fields[] = {{"address", LTR_TYPE_POINTER}, {"function", LTR_TYPE_U8}};
+static const ltr_field_desc free_fields[] = {{"address", LTR_TYPE_PVAR}, {"function", LTR_TYPE_U8}};
 static const ltr_field_desc realloc_fields[] = {
-    {"old_address", LTR_TYPE_POINTER}, {"address", LTR_TYPE_POINTER}, {"size", LTR_TYPE_U64},
-    {"stack", LTR_TYPE_U32}, {"function", LTR_TYPE_U8}};
+    {"old_address", LTR_TYPE_PVAR}, {"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR},
+    {"stack", LTR_TYPE_UVAR}, {"function", LTR_TYPE_U8}};
 LTR_EVENT_DEFINE(ev_alloc, heap_provider, 1, LTR_LEVEL_VERBOSE, 0, "Alloc", alloc_fields);
 LTR_EVENT_DEFINE(ev_free, heap_provider, 2, LTR_LEVEL_VERBOSE, 0, "Free", free_fields);
 LTR_EVENT_DEFINE(ev_realloc, heap_provider, 3, LTR_LEVEL_VERBOSE, 0, "Realloc", realloc_fields);
@@ -131,36 +132,59 @@ static ltr_attach *session_for(unsigned s, unsigned c)
     return a;
 }
 
+/* One heap event's values, encoded once its stack id is known. */
+typedef struct heap_event {
+    ltr_event_desc *d;
+    uint64_t old, addr, size;
+    uint8_t fn;
+} heap_event;
+
+#define HEAP_PAYLOAD_MAX (4 * LTR_VARINT_MAX + 1)
+
+/* The payload in the field order of the layouts above; returns its length. */
+static uint32_t encode(const heap_event *e, uint32_t stack, uint8_t *p)
+{
+    size_t n = 0;
+    if (e->d == &ev_realloc)
+        n += ltr_put_uvar(p + n, e->old);
+    n += ltr_put_uvar(p + n, e->addr);
+    if (e->d != &ev_free) {
+        n += ltr_put_uvar(p + n, e->size);
+        n += ltr_put_uvar(p + n, stack);
+    }
+    p[n++] = e->fn;
+    return (uint32_t)n;
+}
+
 static void put_event(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
                       const uint8_t *payload, uint32_t n)
 {
-    uint32_t id = ltr_event_layout_id(d, a, s);
-    if (!id) {
+    ltr_cevent_in in = {.layout = ltr_event_layout_id(d, a, s), .payload = n, .ts = ts};
+    if (!in.layout) {
         ltr_producer_count_lost(a, c);
         return;
     }
     bool lost;
-    uint8_t *rec = ltr_producer_reserve(a, s, c, LTR_EVENT_HEADER_SIZE + n, &lost);
-    if (!rec)
+    uint8_t *p = ltr_producer_reserve_event(a, s, c, &in, &lost);
+    if (!p)
         return;
-    ltr_put_u32(rec, LTR_EVENT_HEADER_SIZE + n);
-    ltr_put_u32(rec + 4, id);
-    ltr_put_u64(rec + 8, ts);
-    memcpy(rec + LTR_EVENT_HEADER_SIZE, payload, n);
+    memcpy(p, payload, n);
     ltr_producer_commit();
 }
 
-/* Writes one event into every session that wants it. stack_at: offset of the
- * stack id in the payload, or -1 for events without a stack. */
-static void emit(ltr_event_desc *d, uint8_t *payload, uint32_t n, int stack_at)
+/* Writes one event into every session that wants it; events other than Free
+ * carry the caller's stack, unwound at most once. */
+static void emit(const heap_event *e)
 {
     agent_busy++;
     const ltr_reg_provider *slot = heap_provider.internal;
     uint32_t mask = __atomic_load_n(heap_provider.state, __ATOMIC_RELAXED);
     uint64_t ts = ltr_now_ns();
     agent_event_ts = ts;
-    bool unwound = false;
+    bool with_stack = e->d != &ev_free;
     stack_ref st = {0, 0};
+    uint8_t payload[HEAP_PAYLOAD_MAX];
+    uint32_t n = 0;
     for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
         if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, LTR_LEVEL_VERBOSE, 0))
             continue;
@@ -168,14 +192,14 @@ static void emit(ltr_event_desc *d, uint8_t *payload, uint32_t n, int stack_at)
         ltr_attach *a = session_for(s, c);
         if (!a)
             continue;
-        if (stack_at >= 0 && !unwound) {
-            st = stacks_capture();
-            ltr_put_u32(payload + stack_at, st.id);
-            unwound = true;
+        if (!n) {
+            if (with_stack)
+                st = stacks_capture();
+            n = encode(e, st.id, payload);
         }
-        if (stack_at >= 0 && st.id)
+        if (st.id)
             stacks_publish(st, s, a);
-        put_event(a, s, c, d, ts, payload, n);
+        put_event(a, s, c, e->d, ts, payload, n);
     }
     agent_event_ts = 0;
     agent_busy--;
@@ -183,29 +207,15 @@ static void emit(ltr_event_desc *d, uint8_t *payload, uint32_t n, int stack_at)
 
 void emit_alloc(void *p, size_t size, int fn)
 {
-    uint8_t pl[21];
-    ltr_put_u64(pl, (uint64_t)(uintptr_t)p);
-    ltr_put_u64(pl + 8, size);
-    ltr_put_u32(pl + 16, 0);
-    pl[20] = (uint8_t)fn;
-    emit(&ev_alloc, pl, sizeof pl, 16);
+    emit(&(heap_event){&ev_alloc, 0, (uint64_t)(uintptr_t)p, size, (uint8_t)fn});
 }
 
 void emit_free(void *p, int fn)
 {
-    uint8_t pl[9];
-    ltr_put_u64(pl, (uint64_t)(uintptr_t)p);
-    pl[8] = (uint8_t)fn;
-    emit(&ev_free, pl, sizeof pl, -1);
+    emit(&(heap_event){&ev_free, 0, (uint64_t)(uintptr_t)p, 0, (uint8_t)fn});
 }
 
 void emit_realloc(void *old, void *p, size_t size, int fn)
 {
-    uint8_t pl[29];
-    ltr_put_u64(pl, (uint64_t)(uintptr_t)old);
-    ltr_put_u64(pl + 8, (uint64_t)(uintptr_t)p);
-    ltr_put_u64(pl + 16, size);
-    ltr_put_u32(pl + 24, 0);
-    pl[28] = (uint8_t)fn;
-    emit(&ev_realloc, pl, sizeof pl, 24);
+    emit(&(heap_event){&ev_realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p, size, (uint8_t)fn});
 }

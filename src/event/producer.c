@@ -29,6 +29,7 @@ typedef struct tslot {
     uint32_t buf, bytes, events, cap;
     uint16_t session, collector;
     uint32_t last_use;
+    uint64_t last_ts; /* of the buffer's last record: compact timestamps count from it */
 } tslot;
 
 typedef struct thread_state {
@@ -37,6 +38,7 @@ typedef struct thread_state {
     bool registered;    /* exit destructor installed */
     tslot *pending;     /* slot of the last reserve, for commit */
     uint32_t pending_size;
+    uint64_t pending_ts;
     tslot slots[LTR_THREAD_SLOTS];
 } thread_state;
 
@@ -291,10 +293,31 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
     sl->data = ltr_ring_data(r, idx);
     sl->cap = r->buffer_size;
     sl->bytes = sl->events = 0;
+    sl->last_ts = 0; /* a new buffer is a new block: its first delta is from 0 */
     return true;
 }
 
-uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t size, bool *lost)
+/* The slot to write into with room for a record of `payload` bytes after the
+ * header written into hdr (*hn bytes); NULL when no buffer is free. */
+static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigned c, uint64_t inc,
+                             const ltr_cevent_in *in, uint8_t *hdr, size_t *hn)
+{
+    tslot *sl = find_slot(t, s, c, inc);
+    sl->last_use = ++t->use_clock;
+    if (sl->incarnation) {
+        *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, sl->last_ts, in->payload);
+        if (sl->bytes + *hn + in->payload <= sl->cap)
+            return sl;
+        hand_over(sl);
+    }
+    if (!take_buffer(sl, a, c, inc))
+        return NULL;
+    *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, 0, in->payload);
+    return sl;
+}
+
+uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const ltr_cevent_in *in,
+                                    bool *lost)
 {
     thread_state *t = &t_state;
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
@@ -304,23 +327,25 @@ uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t si
         return NULL; /* the session is ending, or does not want this process: never its event */
     *lost = true;
     ltr_ring *r = ltr_shm_ring(a->shm, c);
-    if (size > r->buffer_size || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE) {
+    if (in->payload > LTR_MAX_EVENT_PAYLOAD || LTR_CEVENT_HEADER_MAX + in->payload > r->buffer_size) {
         ltr_producer_count_lost(a, c);
         return NULL;
     }
     ensure_registered(t);
-    tslot *sl = find_slot(t, s, c, inc);
-    sl->last_use = ++t->use_clock;
-    if (sl->incarnation && sl->bytes + size > sl->cap)
-        hand_over(sl);
-    if (!sl->incarnation && !take_buffer(sl, a, c, inc)) {
+    uint8_t hdr[LTR_CEVENT_HEADER_MAX];
+    size_t hn;
+    tslot *sl = slot_with_room(t, a, s, c, inc, in, hdr, &hn);
+    if (!sl) {
         ltr_producer_count_lost(a, c);
         return NULL;
     }
     *lost = false;
+    uint8_t *rec = sl->data + sl->bytes;
+    memcpy(rec, hdr, hn);
     t->pending = sl;
-    t->pending_size = size;
-    return sl->data + sl->bytes;
+    t->pending_size = (uint32_t)hn + in->payload;
+    t->pending_ts = in->ts;
+    return rec + hn;
 }
 
 void ltr_producer_commit(void)
@@ -329,6 +354,7 @@ void ltr_producer_commit(void)
     tslot *sl = t->pending;
     sl->bytes += t->pending_size;
     sl->events++;
+    sl->last_ts = t->pending_ts;
     ltr_ring_commit(sl->ring, sl->buf, sl->bytes, sl->events);
 }
 

@@ -5,7 +5,7 @@
  * (provider.c) and the heap agent sit on top; the recorder uses the local
  * attach to write its own events (markers) into its session.
  *
- * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 48 bytes, whatever the
+ * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 56 bytes, whatever the
  * number of sessions or collectors; a thread that writes to more (session,
  * collector) pairs than that hands the least recently used buffer over.
  */
@@ -37,10 +37,21 @@ typedef struct ltr_attach {
  * retried at most every 100 ms, and events meanwhile count as lost). */
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable);
 
-/* Space for one record of `size` bytes in this thread's buffer of
- * (session s, collector c). NULL when the record cannot be written; it has
- * then been counted as lost, unless the session is ending (*lost = false). */
-uint8_t *ltr_producer_reserve(ltr_attach *a, unsigned s, unsigned c, uint32_t size, bool *lost);
+/* An event record to write: what goes into its compact header. */
+typedef struct ltr_cevent_in {
+    uint32_t layout;
+    uint32_t payload; /* bytes */
+    uint64_t ts;
+} ltr_cevent_in;
+
+/* Writes the compact header of an event record (docs/trace-format.md) into
+ * this thread's buffer of (session s, collector c), its timestamp a delta from
+ * the buffer's previous record, and returns where the payload goes (the
+ * caller fills in->payload bytes there, then commits). NULL when the record
+ * cannot be written; it has then been counted as lost, unless the session is
+ * ending (*lost = false). */
+uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const ltr_cevent_in *in,
+                                    bool *lost);
 /* Makes the record reserved last on this thread visible to the recorder. */
 void ltr_producer_commit(void);
 

@@ -134,6 +134,14 @@ static size_t value_len(const ltr_value *v)
     return v->len;
 }
 
+static bool is_varint(ltr_type t) { return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR; }
+
+/* What a varint field stores: the value, zigzagged if signed. */
+static uint64_t varint_bits(const ltr_value *v)
+{
+    return v->type == LTR_TYPE_IVAR ? ltr_zigzag(v->v.i) : v->v.u;
+}
+
 /* Payload size, or -1 when the values do not match the fields. */
 static long payload_size(const ltr_event_desc *d, const ltr_value *v, size_t n)
 {
@@ -147,6 +155,8 @@ static long payload_size(const ltr_event_desc *d, const ltr_value *v, size_t n)
             total += 2 + value_len(&v[i]);
         else if (v[i].type == LTR_TYPE_BLOB)
             total += 4 + (size_t)v[i].len;
+        else if (is_varint(v[i].type))
+            total += ltr_uvar_len(varint_bits(&v[i]));
         else
             total += fixed_size(v[i].type);
         if (total > (size_t)UINT32_MAX / 2)
@@ -159,6 +169,10 @@ static void encode(uint8_t *p, const ltr_value *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         size_t len = value_len(&v[i]);
+        if (is_varint(v[i].type)) {
+            p += ltr_put_uvar(p, varint_bits(&v[i]));
+            continue;
+        }
         switch (v[i].type) {
         case LTR_TYPE_STRING:
             ltr_put_u16(p, (uint16_t)len);
@@ -195,15 +209,12 @@ static int write_one(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, c
         ltr_producer_count_lost(a, c);
         return -ENOSPC;
     }
-    uint32_t size = (uint32_t)payload + LTR_EVENT_HEADER_SIZE;
     bool lost;
-    uint8_t *rec = ltr_producer_reserve(a, s, c, size, &lost);
-    if (!rec)
+    ltr_cevent_in in = {.layout = id, .payload = (uint32_t)payload, .ts = ts};
+    uint8_t *p = ltr_producer_reserve_event(a, s, c, &in, &lost);
+    if (!p)
         return lost ? -ENOSPC : -ESRCH;
-    ltr_put_u32(rec, size);
-    ltr_put_u32(rec + 4, id);
-    ltr_put_u64(rec + 8, ts);
-    encode(rec + LTR_EVENT_HEADER_SIZE, v, n);
+    encode(p, v, n);
     ltr_producer_commit();
     return 0;
 }

@@ -15,7 +15,8 @@ int ltr_type_fixed_size(unsigned type)
     case LTR_TYPE_U16: case LTR_TYPE_I16: return 2;
     case LTR_TYPE_U32: case LTR_TYPE_I32: return 4;
     case LTR_TYPE_U64: case LTR_TYPE_I64: case LTR_TYPE_F64: case LTR_TYPE_POINTER: return 8;
-    case LTR_TYPE_STRING: case LTR_TYPE_BLOB: return 0;
+    case LTR_TYPE_STRING: case LTR_TYPE_BLOB:
+    case LTR_TYPE_UVAR: case LTR_TYPE_IVAR: case LTR_TYPE_PVAR: return 0;
     }
     return -1;
 }
@@ -23,17 +24,23 @@ int ltr_type_fixed_size(unsigned type)
 const char *ltr_type_name(ltr_type type)
 {
     static const char *const names[] = {"?", "u8", "u16", "u32", "u64", "i8", "i16", "i32",
-                                        "i64", "f64", "string", "blob", "pointer", "bool"};
+                                        "i64", "f64", "string", "blob", "pointer", "bool",
+                                        "uvar", "ivar", "pvar"};
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
 /* Size of the field at p (size bytes left), or -1 if it runs past them. */
+static int is_varint(ltr_type t) { return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR; }
+
 static int64_t field_size(ltr_type type, const uint8_t *p, size_t left)
 {
     int fixed = ltr_type_fixed_size(type);
     int64_t need;
+    uint64_t unused;
     if (fixed > 0)
         need = fixed;
+    else if (is_varint(type))
+        need = (int64_t)ltr_get_uvar(p, left, &unused) ?: -1; /* a bad varint is a short payload */
     else if (type == LTR_TYPE_STRING)
         need = left >= 2 ? 2 + (int64_t)ltr_get_u16(p) : -1;
     else
@@ -72,6 +79,23 @@ static int64_t sign_extend(uint64_t v, int bytes)
     return (int64_t)(v << shift) >> shift;
 }
 
+/* Varint fields read as the fixed type they stand for, so that every consumer
+ * of values (printing, export, analysis) handles them without knowing them. */
+static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_value *out)
+{
+    uint64_t v;
+    if (!ltr_get_uvar(p, len, &v))
+        return -EBADMSG;
+    if (type == LTR_TYPE_IVAR) {
+        out->type = LTR_TYPE_I64;
+        out->i = ltr_unzigzag(v);
+    } else {
+        out->type = type == LTR_TYPE_PVAR ? LTR_TYPE_POINTER : LTR_TYPE_U64;
+        out->u = v;
+    }
+    return 0;
+}
+
 int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out)
 {
     const ltr_layout *l = ev->layout;
@@ -84,6 +108,8 @@ int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out)
     ltr_type type = l->fields[index].type;
     out->type = type;
     int fixed = ltr_type_fixed_size(type);
+    if (is_varint(type))
+        return varint_value(type, p, end - off, out);
     if (fixed > 0) {
         uint64_t v = 0;
         memcpy(&v, p, (size_t)fixed); /* little-endian host: low bytes first */

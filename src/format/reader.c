@@ -9,6 +9,7 @@
 #include "format/reader.h"
 
 #include "format/chunk.h"
+#include "format/compact.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -271,20 +272,23 @@ static int start_block(ltr_trace *t)
 {
     const uint8_t *b = t->raw + t->ev_pos;
     size_t left = t->raw_len - t->ev_pos;
-    if (left < LTR_BLOCK_HEADER_SIZE || memcmp(b, LTR_BLOCK_MAGIC, 4) != 0 ||
-        ltr_get_u32(b + 28) > left - LTR_BLOCK_HEADER_SIZE) {
+    uint16_t flags = left >= LTR_BLOCK_HEADER_SIZE ? ltr_get_u16(b + 6) : 0;
+    size_t hsize = flags & LTR_BLOCK_FLAG_COMPACT ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
+    if (left < hsize || memcmp(b, LTR_BLOCK_MAGIC, 4) != 0 || ltr_get_u32(b + 28) > left - hsize) {
         block_damage(t, "bad buffer block header", t->ev_pos);
         t->ev_pos = t->raw_len;
         return -1;
     }
     t->ev.collector = ltr_get_u16(b + 4);
-    t->ev.block_flags = ltr_get_u16(b + 6);
+    t->ev.block_flags = flags;
     t->ev.pid = ltr_get_u32(b + 8);
     t->ev.tid = ltr_get_u32(b + 12);
     t->ev.buffer_seq = ltr_get_u64(b + 16);
     t->blk_count = ltr_get_u32(b + 24);
+    t->blk_compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0;
+    t->blk_ts = t->blk_compact ? ltr_get_u64(b + 32) : 0;
     t->blk_seen = 0;
-    t->blk_pos = t->ev_pos + LTR_BLOCK_HEADER_SIZE;
+    t->blk_pos = t->ev_pos + hsize;
     t->blk_end = t->blk_pos + ltr_get_u32(b + 28);
     t->ev_pos = t->blk_end;
     t->blk_active = 1;
@@ -332,39 +336,76 @@ static void count_event(ltr_trace *t, ltr_layout_rec *l)
         t->blk_thread->events++;
 }
 
-/* Decodes the event record at blk_pos. Returns 1 with t->ev set, 0 if skipped. */
-static int take_event(ltr_trace *t)
+/* The record framing could not be trusted: the rest of the block is skipped. */
+static int bad_framing(ltr_trace *t, const char *what)
+{
+    block_damage(t, what, t->blk_pos);
+    t->blk_pos = t->blk_end;
+    t->blk_active = 0;
+    return 0;
+}
+
+/* Checks the payload against its layout and fills t->ev. Returns 1, or 0 if
+ * the event is skipped (its record still framed, so the block goes on). */
+static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *payload, uint32_t size)
+{
+    const ltr_layout_rec *l = find_layout(t, id);
+    if (!l) {
+        block_damage(t, "event with an unknown layout id", at);
+        return 0;
+    }
+    const uint32_t *offs = ltr_payload_offsets(t, l, payload, size);
+    if (!offs) {
+        block_damage(t, "event payload shorter than its layout's fields", at);
+        return 0;
+    }
+    t->ev.layout = &l->pub;
+    t->ev.payload = payload;
+    t->ev.payload_size = size;
+    t->ev.field_offsets = offs;
+    count_event(t, (ltr_layout_rec *)l);
+    return 1;
+}
+
+/* A version-1 record: u32 size, u32 layout, u64 timestamp, payload. */
+static int take_fixed_event(ltr_trace *t)
 {
     const uint8_t *r = t->raw + t->blk_pos;
     size_t left = t->blk_end - t->blk_pos;
     uint32_t size = left >= LTR_EVENT_HEADER_SIZE ? ltr_get_u32(r) : 0;
     if (size < LTR_EVENT_HEADER_SIZE || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE ||
-        size > left) {
-        block_damage(t, "event record size runs past its block", t->blk_pos);
-        t->blk_pos = t->blk_end;
-        t->blk_active = 0;
-        return 0;
-    }
+        size > left)
+        return bad_framing(t, "event record size runs past its block");
+    size_t at = t->blk_pos;
     t->blk_pos += size;
     t->blk_seen++;
-    uint32_t id = ltr_get_u32(r + 4);
-    const ltr_layout_rec *l = find_layout(t, id);
-    if (!l) {
-        block_damage(t, "event with an unknown layout id", (size_t)(r - t->raw));
-        return 0;
-    }
-    const uint32_t *offs = ltr_payload_offsets(t, l, r + LTR_EVENT_HEADER_SIZE, size - LTR_EVENT_HEADER_SIZE);
-    if (!offs) {
-        block_damage(t, "event payload shorter than its layout's fields", (size_t)(r - t->raw));
-        return 0;
-    }
     t->ev.ts = ltr_get_u64(r + 8);
-    t->ev.layout = &l->pub;
-    t->ev.payload = r + LTR_EVENT_HEADER_SIZE;
-    t->ev.payload_size = size - LTR_EVENT_HEADER_SIZE;
-    t->ev.field_offsets = offs;
-    count_event(t, (ltr_layout_rec *)l);
-    return 1;
+    return finish_event(t, at, ltr_get_u32(r + 4), r + LTR_EVENT_HEADER_SIZE, size - LTR_EVENT_HEADER_SIZE);
+}
+
+/* A compact record: its timestamp counts from the one before in the block, so
+ * a record that does not parse ends the block; one whose layout is unknown
+ * or whose payload is short is skipped, its timestamp still counted. */
+static int take_compact_event(ltr_trace *t)
+{
+    const uint8_t *r = t->raw + t->blk_pos;
+    ltr_cevent ce;
+    size_t n = ltr_cevent_parse(r, t->blk_end - t->blk_pos, &ce);
+    if (!n)
+        return bad_framing(t, "compact event record does not parse (bad varint or size past its block)");
+    if (ce.payload > LTR_MAX_EVENT_PAYLOAD)
+        return bad_framing(t, "compact event payload over 64 KiB");
+    size_t at = t->blk_pos;
+    t->blk_pos += n;
+    t->blk_seen++;
+    t->blk_ts += (uint64_t)ce.ts_delta;
+    t->ev.ts = t->blk_ts;
+    return finish_event(t, at, ce.layout, r + ce.header, ce.payload);
+}
+
+static int take_event(ltr_trace *t)
+{
+    return t->blk_compact ? take_compact_event(t) : take_fixed_event(t);
 }
 
 /* Next event of the current EVENTS chunk: 1, or 0 when the chunk is used up. */

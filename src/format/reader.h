@@ -87,6 +87,8 @@ struct ltr_trace {
     int blk_active;
     size_t blk_pos, blk_end;     /* next event record, end of the block's records */
     uint32_t blk_count, blk_seen;
+    int blk_compact;             /* compact records (LTR_BLOCK_FLAG_COMPACT) */
+    uint64_t blk_ts;             /* compact: timestamp of the previous record */
     ltr_process *blk_proc;
     ltr_thread *blk_thread;
     ltr_event ev;

@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <ltr/common.h>
+
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 1u
+#define LTR_FORMAT_VERSION 2u /* 2: compact blocks (a reader of 2 reads 1 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -48,8 +50,17 @@ enum ltr_counter_kind {
 #define LTR_BLOCK_MAGIC "LTRB"
 #define LTR_BLOCK_HEADER_SIZE 32u
 #define LTR_BLOCK_FLAG_SEALED_EARLY 0x1u
+#define LTR_BLOCK_FLAG_COMPACT 0x2u /* u64 ts_base after the header, compact event records */
+#define LTR_BLOCK_COMPACT_HEADER_SIZE 40u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
+
+/* A compact event record: uvar size (bytes after it), uvar layout id, zigzag
+ * varint timestamp delta from the previous event of the block, payload. */
+#define LTR_VARINT_MAX 10u
+#define LTR_CEVENT_HEADER_MAX (3u + 5u + LTR_VARINT_MAX)
+/* Largest `size` of a compact record: layout and timestamp varints at their longest, plus payload. */
+#define LTR_CEVENT_MAX_SIZE (LTR_MAX_EVENT_PAYLOAD + 5u + LTR_VARINT_MAX)
 
 /* Little-endian stores and loads. x86-64 and arm64 are little-endian hosts,
  * so these are plain byte copies; they exist to say so once. */
@@ -61,6 +72,62 @@ static inline uint8_t ltr_get_u8(const uint8_t *p) { return p[0]; }
 static inline uint16_t ltr_get_u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t ltr_get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t ltr_get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* Unsigned LEB128: 7 bits per byte, low first, high bit set on all but the
+ * last; at most 10 bytes. Returns the bytes written. */
+static inline size_t ltr_put_uvar(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static inline size_t ltr_uvar_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Decodes a varint from at most `left` bytes. Returns its length, or 0 when it
+ * runs past `left`, is longer than 10 bytes or overflows 64 bits. */
+static inline size_t ltr_get_uvar(const uint8_t *p, size_t left, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < left && i < LTR_VARINT_MAX; i++) {
+        uint64_t b = p[i];
+        if (i == LTR_VARINT_MAX - 1 && b > 1)
+            return 0;
+        v |= (b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Zigzag: signed values near zero become small unsigned ones (0, -1, 1, -2 -> 0, 1, 2, 3). */
+static inline uint64_t ltr_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t ltr_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Writes a compact event header for a payload of `payload` bytes; returns its length. */
+static inline size_t ltr_put_cevent_header(uint8_t *p, uint32_t layout, uint64_t ts, uint64_t prev_ts,
+                                           uint32_t payload)
+{
+    uint64_t delta = ltr_zigzag((int64_t)(ts - prev_ts));
+    size_t inner = ltr_uvar_len(layout) + ltr_uvar_len(delta);
+    size_t n = ltr_put_uvar(p, inner + payload);
+    n += ltr_put_uvar(p + n, layout);
+    return n + ltr_put_uvar(p + n, delta);
+}
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ltr's trace format helpers assume a little-endian host"

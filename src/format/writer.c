@@ -8,6 +8,7 @@
 #include "format/writer.h"
 
 #include "format/chunk.h"
+#include "format/compact.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ struct ltr_writer {
     size_t nblocks, cap_blocks;
     ltr_writer_drop_fn drop;
     void *drop_ctx;
+    ltr_anchors anchors; /* compact buffers written in pieces: where each left off */
 };
 
 
@@ -200,24 +202,50 @@ static int remember_block(ltr_writer *w, const ltr_block_info *info, uint32_t by
     return 0;
 }
 
-static void append_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len)
+/* The timestamp base of a compact piece, and where the next piece of the same
+ * buffer will start from: kept while the recorder still writes the buffer in
+ * pieces (sealed early), forgotten with its last piece. */
+static uint64_t anchor_piece(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len)
+{
+    uint64_t base = ltr_anchors_base(&w->anchors, info->collector, info->seq);
+    if (info->flags & LTR_BLOCK_FLAG_SEALED_EARLY) {
+        uint64_t last = ltr_cevents_last_ts(events, len, base);
+        if (ltr_anchors_set(&w->anchors, info->collector, info->seq, last) < 0)
+            w->events.failed = 1; /* the next piece could not be decoded: fail the chunk */
+    } else {
+        ltr_anchors_drop(&w->anchors, info->collector, info->seq);
+    }
+    return base;
+}
+
+static size_t block_header_size(const ltr_block_info *info)
+{
+    return info->fixed_records ? LTR_BLOCK_HEADER_SIZE : LTR_BLOCK_COMPACT_HEADER_SIZE;
+}
+
+static void append_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                         uint64_t base)
 {
     ltr_bytes *b = &w->events;
+    uint16_t flags = (uint16_t)(info->flags & ~LTR_BLOCK_FLAG_COMPACT);
     ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
     ltr_bytes_put_u16(b, info->collector);
-    ltr_bytes_put_u16(b, info->flags);
+    ltr_bytes_put_u16(b, info->fixed_records ? flags : flags | LTR_BLOCK_FLAG_COMPACT);
     ltr_bytes_put_u32(b, info->pid);
     ltr_bytes_put_u32(b, info->tid);
     ltr_bytes_put_u64(b, info->seq);
     ltr_bytes_put_u32(b, info->event_count);
     ltr_bytes_put_u32(b, (uint32_t)len);
+    if (!info->fixed_records)
+        ltr_bytes_put_u64(b, base);
     ltr_bytes_put_mem(b, events, len);
 }
 
 int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                      ltr_error *err)
 {
-    size_t need = LTR_BLOCK_HEADER_SIZE + len;
+    uint64_t base = info->fixed_records ? 0 : anchor_piece(w, info, events, len);
+    size_t need = block_header_size(info) + len;
     if (need > LTR_CHUNK_MAX_RAW) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len));
@@ -231,7 +259,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
             w->drop(w->drop_ctx, info, (uint32_t)len);
         return rc < 0 ? rc : ltr_fail(err, ENOMEM, "writing %s: out of memory", w->path);
     }
-    append_block(w, info, events, len);
+    append_block(w, info, events, len, base);
     if (w->events.len >= w->chunk_target) {
         int rc2 = flush_events(w, rc < 0 ? NULL : err);
         if (rc == 0)
@@ -262,6 +290,7 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->zbuf);
     ltr_bytes_free(&w->events);
     free(w->blocks);
+    ltr_anchors_free(&w->anchors);
     free(w->path);
     free(w);
 }

@@ -24,6 +24,9 @@ typedef struct ltr_block_info {
     uint32_t pid, tid;
     uint64_t seq;
     uint32_t event_count;
+    /* 0: the events are compact records (what producers write); the writer
+     * adds LTR_BLOCK_FLAG_COMPACT and the timestamp base. 1: version-1 records. */
+    uint8_t fixed_records;
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written
@@ -43,8 +46,11 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
 /* Flushes pending EVENTS, then writes one METADATA chunk of the given records. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err);
 /* Appends a buffer block (its event records, len bytes) to the pending EVENTS chunk and
- * writes that chunk once it reaches the target size. A negative return means a chunk
- * write failed; every block of that chunk went through the drop callback. */
+ * writes that chunk once it reaches the target size. A buffer may come in several
+ * pieces, in order, each but the last with LTR_BLOCK_FLAG_SEALED_EARLY: the writer
+ * anchors each compact piece's timestamps to where the one before ended. A negative
+ * return means a chunk write failed; every block of that chunk went through the drop
+ * callback. */
 int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                      ltr_error *err);
 /* Flushes pending EVENTS, then writes one COUNTERS chunk of the given records. */

@@ -96,7 +96,7 @@ void gen_metadata(ltr_bytes *b)
     ltr_bytes_record_end(b, r);
     put_layout(b, 1, GUID_A, "Alloc", "4:n,12:addr,3:size,10:tag,7:delta,13:ok");
     put_layout(b, 2, GUID_A, "Mixed", "4:n,1:a,2:b,5:c,6:d,8:e,9:f,11:data,10:name");
-    put_layout(b, 3, GUID_B, "Tick", "4:n");
+    put_layout(b, 3, GUID_B, "Tick", "4:n,14:u,15:i,16:p");
     put_process(b, 100, "/usr/bin/alpha", "--x");
     put_process(b, 200, "/usr/bin/beta", "with space");
     put_thread(b, 100, 100, "alpha-main");
@@ -130,13 +130,10 @@ static void tag_of(uint64_t n, char *buf, size_t cap)
     snprintf(buf, cap, "t\"%llu\t\xc3\xa9", (unsigned long long)n);
 }
 
-void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts)
+/* The payload of event n, in the field order of its layout. */
+static void gen_payload(ltr_bytes *b, uint64_t n)
 {
-    size_t start = b->len;
     uint32_t layout = (uint32_t)(1 + n % 3);
-    ltr_bytes_put_u32(b, 0);
-    ltr_bytes_put_u32(b, layout);
-    ltr_bytes_put_u64(b, ts);
     ltr_bytes_put_u64(b, n);
     char tag[64];
     tag_of(n, tag, sizeof tag);
@@ -160,9 +157,36 @@ void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts)
         ltr_bytes_put_u32(b, 3);
         ltr_bytes_put_mem(b, data, 3);
         ltr_bytes_put_str(b, tag);
+    } else {
+        uint8_t v[3 * LTR_VARINT_MAX];
+        size_t k = ltr_put_uvar(v, n * 300);
+        k += ltr_put_uvar(v + k, ltr_zigzag(-(int64_t)n - 100));
+        k += ltr_put_uvar(v + k, 0x7f0000001000ull + n);
+        ltr_bytes_put_mem(b, v, k);
     }
+}
+
+void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts)
+{
+    size_t start = b->len;
+    ltr_bytes_put_u32(b, 0);
+    ltr_bytes_put_u32(b, (uint32_t)(1 + n % 3));
+    ltr_bytes_put_u64(b, ts);
+    gen_payload(b, n);
     if (!b->failed)
         ltr_put_u32(b->data + start, (uint32_t)(b->len - start));
+}
+
+void gen_cevent(ltr_bytes *b, uint64_t n, uint64_t ts, uint64_t prev_ts)
+{
+    ltr_bytes payload = {0};
+    gen_payload(&payload, n);
+    uint8_t h[LTR_CEVENT_HEADER_MAX];
+    size_t hn = ltr_put_cevent_header(h, (uint32_t)(1 + n % 3), ts, prev_ts, (uint32_t)payload.len);
+    ltr_bytes_put_mem(b, h, hn);
+    ltr_bytes_put_mem(b, payload.data, payload.len);
+    b->failed |= payload.failed;
+    ltr_bytes_free(&payload);
 }
 
 void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid)
@@ -208,6 +232,19 @@ static int check_mixed(const ltr_event *ev, uint64_t n)
     return 0;
 }
 
+static int check_tick(const ltr_event *ev, uint64_t n)
+{
+    uint64_t u;
+    int64_t i;
+    ltr_value v;
+    CHECK(ltr_event_get_u64(ev, "u", &u) == 0 && u == n * 300);
+    CHECK(ltr_event_get_i64(ev, "i", &i) == 0 && i == -(int64_t)n - 100);
+    CHECK(ltr_event_get_u64(ev, "p", &u) == 0 && u == 0x7f0000001000ull + n);
+    CHECK(ltr_event_field(ev, 3, &v) == 0 && v.type == LTR_TYPE_POINTER);
+    CHECK(ev->layout->fields[3].type == LTR_TYPE_PVAR);
+    return 0;
+}
+
 int gen_check_event(const ltr_event *ev, uint64_t n)
 {
     uint64_t got;
@@ -219,7 +256,7 @@ int gen_check_event(const ltr_event *ev, uint64_t n)
         return check_alloc(ev, n);
     if (n % 3 == 1)
         return check_mixed(ev, n);
-    return 0;
+    return check_tick(ev, n);
 }
 
 static void mark(ltr_writer *w, gen_marks *m, uint64_t events)
@@ -236,8 +273,12 @@ static int write_blocks(ltr_writer *w, const gen_opts *o, gen_marks *m, ltr_erro
     for (size_t i = 0; i < o->blocks; i++) {
         ltr_bytes ev = {0};
         for (size_t k = 0; k < o->events_per_block; k++, n++)
-            gen_event(&ev, n, gen_ts(n));
-        ltr_block_info info = {.collector = 0, .seq = i, .event_count = (uint32_t)o->events_per_block};
+            if (o->fixed)
+                gen_event(&ev, n, gen_ts(n));
+            else
+                gen_cevent(&ev, n, gen_ts(n), k ? gen_ts(n - 1) : 0);
+        ltr_block_info info = {.collector = 0, .seq = i, .event_count = (uint32_t)o->events_per_block,
+                               .fixed_records = (uint8_t)o->fixed};
         gen_block_ids(i, &info.pid, &info.tid);
         int rc = ltr_writer_block(w, &info, ev.data, ev.len, err);
         ltr_bytes_free(&ev);

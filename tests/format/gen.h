@@ -24,6 +24,7 @@ typedef struct gen_opts {
     size_t events_per_block;
     size_t chunk_target;      /* writer chunk target; 0 = flush after every block */
     int with_end;             /* write COUNTERS and END at the end */
+    int fixed;                /* version-1 event records instead of compact ones */
 } gen_opts;
 
 /* File size after each chunk, and how many events the file holds up to there. */
@@ -39,7 +40,9 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *marks);
 void gen_header(ltr_bytes *kv);
 void gen_metadata(ltr_bytes *b);
 void gen_counters(ltr_bytes *b);
+/* Event n as a version-1 record, or as a compact one whose timestamp counts from prev_ts. */
 void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts);
+void gen_cevent(ltr_bytes *b, uint64_t n, uint64_t ts, uint64_t prev_ts);
 uint64_t gen_ts(uint64_t n);
 /* pid/tid of block i */
 void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid);

@@ -132,7 +132,7 @@ static void test_dump(void **state)
     assert_int_equal(count_lines(r.out), 300);
     expect_in(r.out, "0.000000001 100/100 Test.Alpha/Alloc n=0 addr=0x7f0000000000 size=0 "
                      "tag=\"t\\\"0\\t\xc3\xa9\" delta=0 ok=false\n");
-    expect_in(r.out, "\n0.000299001 200/200 Test.Beta/Tick n=299\n");
+    expect_in(r.out, "\n0.000299001 200/200 Test.Beta/Tick n=299 u=89700 i=-399 p=0x7f000000112b\n");
     assert_int_equal(r.err_len, 0);
     run_free(&r);
 
@@ -140,7 +140,7 @@ static void test_dump(void **state)
     assert_int_equal(r.status, 0);
     assert_int_equal(count_lines(r.out), 300);
     expect_in(r.out, "{\"t\":0.000002001,\"ts\":1000000002001,\"pid\":100,\"tid\":100,\"collector\":0,"
-                     "\"provider\":\"Test.Beta\",\"event\":\"Tick\",\"id\":103,\"level\":4,\"fields\":{\"n\":2}}\n");
+                     "\"provider\":\"Test.Beta\",\"event\":\"Tick\",\"id\":103,\"level\":4,\"fields\":{\"n\":2,\"u\":600,\"i\":-102,\"p\":\"0x7f0000001002\"}}\n");
     run_free(&r);
     unlink(path);
 }
@@ -172,7 +172,7 @@ static void test_damaged(void **state)
     assert_int_equal(r.status, 3);
     size_t lines = count_lines(r.out);
     assert_true(lines > 200 && lines < 300);
-    expect_in(r.out, " n=299\n"); /* events after the damage are printed */
+    expect_in(r.out, " n=299 u=89700"); /* events after the damage are printed */
     expect_in(r.err, "is damaged");
     expect_in(r.err, "offset ");
     run_free(&r);

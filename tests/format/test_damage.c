@@ -250,7 +250,7 @@ static void test_refused_files(void **state)
     expect_open_error(f->work, "truncated file header");
     uint8_t *copy = malloc(f->len);
     memcpy(copy, f->data, f->len);
-    copy[8] = 2;
+    copy[8] = LTR_FORMAT_VERSION + 1;
     assert_int_equal(gen_spit(f->work, copy, f->len), 0);
     expect_open_error(f->work, "newer");
     free(copy);
@@ -378,7 +378,8 @@ static void write_fuzzed(const char *path)
     for (int k = 0; k < 3; k++) {
         b.len = 0;
         random_events(&b);
-        ltr_block_info info = {.pid = (uint32_t)rand() % 3, .tid = 5, .event_count = (uint32_t)rand() % 4};
+        ltr_block_info info = {.pid = (uint32_t)rand() % 3, .tid = 5, .event_count = (uint32_t)rand() % 4,
+                               .fixed_records = (uint8_t)(k % 2)}; /* both forms get garbage */
         ltr_writer_block(w, &info, b.data, b.len, &err);
         b.len = 0;
         random_records(&b, 3);

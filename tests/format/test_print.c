@@ -73,7 +73,7 @@ static void test_event_lines(void **state)
         "delta=0 ok=false",
         "0.000001001 100/100 Test.Alpha/Mixed n=1 a=1 b=7 c=-5 d=-300 e=-1000000007 f=1.5 data=dead01 "
         "name=\"t\\\"1\\t\xc3\xa9\"",
-        "0.000002001 100/100 Test.Beta/Tick n=2",
+        "0.000002001 100/100 Test.Beta/Tick n=2 u=600 i=-102 p=0x7f0000001002",
     };
     static const char *const json[] = {
         "{\"t\":0.000000001,\"ts\":1000000000001,\"pid\":100,\"tid\":100,\"collector\":0,"
@@ -84,7 +84,7 @@ static void test_event_lines(void **state)
         "\"a\":1,\"b\":7,\"c\":-5,\"d\":-300,\"e\":-1000000007,\"f\":1.5,\"data\":\"dead01\","
         "\"name\":\"t\\\"1\\t\xc3\xa9\"}}",
         "{\"t\":0.000002001,\"ts\":1000000002001,\"pid\":100,\"tid\":100,\"collector\":0,"
-        "\"provider\":\"Test.Beta\",\"event\":\"Tick\",\"id\":103,\"level\":4,\"fields\":{\"n\":2}}",
+        "\"provider\":\"Test.Beta\",\"event\":\"Tick\",\"id\":103,\"level\":4,\"fields\":{\"n\":2,\"u\":600,\"i\":-102,\"p\":\"0x7f0000001002\"}}",
     };
     const ltr_event *ev;
     for (int i = 0; i < 3; i++) {

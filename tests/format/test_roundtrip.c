@@ -167,7 +167,7 @@ static void test_placeholders(void **state)
     assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
     ltr_bytes ev = {0};
     gen_event(&ev, 2, 5);
-    ltr_block_info info = {.pid = 77, .tid = 78, .event_count = 1};
+    ltr_block_info info = {.pid = 77, .tid = 78, .event_count = 1, .fixed_records = 1};
     assert_int_equal(ltr_writer_block(w, &info, ev.data, ev.len, &err), 0);
     assert_int_equal(ltr_writer_flush(w, 1, &err), 0);
     ltr_writer_close(w);

@@ -55,7 +55,8 @@ static int put_block(ltr_writer *w, uint64_t first, size_t count, uint64_t seq, 
     ltr_bytes ev = {0};
     for (size_t k = 0; k < count; k++)
         gen_event(&ev, first + k, gen_ts(first + k));
-    ltr_block_info info = {.pid = 100, .tid = 100, .seq = seq, .event_count = (uint32_t)count};
+    ltr_block_info info = {.pid = 100, .tid = 100, .seq = seq, .event_count = (uint32_t)count,
+                           .fixed_records = 1};
     int rc = ltr_writer_block(w, &info, ev.data, ev.len, err);
     ltr_bytes_free(&ev);
     return rc;
@@ -222,7 +223,7 @@ static void test_failed_write_is_cut_off(void **state)
     ltr_bytes_put_u64(&ev, gen_ts(4));
     fill_random(&ev, 8192);
     ltr_put_u32(ev.data, (uint32_t)ev.len);
-    ltr_block_info info = {.pid = 100, .tid = 100, .seq = 1, .event_count = 1};
+    ltr_block_info info = {.pid = 100, .tid = 100, .seq = 1, .event_count = 1, .fixed_records = 1};
 
     struct rlimit old, lim;
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
