@@ -299,25 +299,47 @@ ltr_report_format ltr_report_format_parse(const char *name)
     return 0;
 }
 
-/* Resolves every stack once before writing, so that modules that cannot be
- * symbolized are known and warned about at the top of the report. */
-static void symbolize_all(ltr_analysis *a)
+/* Resolves the frames of the stacks a report of fmt with top entries per list
+ * will show: pprof, folded and CSV (and top 0) show every stack, text and
+ * JSON the top of three rankings per process. A trace may hold far more
+ * stacks than a report lists, and resolving a frame is the costly part. */
+static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
 {
-    if (a->modules_loaded)
-        return;
-    a->modules_loaded = 1;
-    a->sym = ltr_symbolizer_new(a->debug_path);
-    if (!a->sym || an_load_modules(a->trace, a->sym) < 0) {
-        warn(a, "out of memory while reading the modules: frames stay addresses");
-        return;
-    }
     static ltr_sym_frame frames[AN_MAX_FRAMES];
-    for (size_t i = 0; i < a->model.nprocs; i++)
-        for (size_t k = 0; k < a->model.procs[i]->nstacks; k++)
-            an_frames(a, &a->model.procs[i]->stacks[k], frames, AN_MAX_FRAMES);
-    for (size_t i = 0; i < ltr_symbolizer_problem_count(a->sym); i++) {
+    int all = !top || fmt == LTR_REPORT_CSV || fmt == LTR_REPORT_PPROF || fmt == LTR_REPORT_FOLDED;
+    for (size_t i = 0; i < a->model.nprocs; i++) {
+        const an_proc *p = a->model.procs[i];
+        for (size_t k = 0; all && k < p->nstacks; k++)
+            an_frames(a, &p->stacks[k], frames, AN_MAX_FRAMES);
+        for (an_rank r = AN_RANK_OUTSTANDING; !all && r <= AN_RANK_TEMPORARY; r++) {
+            size_t n;
+            an_entry *e = an_ranked(a, p, r, top, &n);
+            for (size_t k = 0; e && k < n; k++)
+                an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
+            free(e);
+        }
+    }
+}
+
+/* Resolves the reported stacks before writing, so that modules that cannot be
+ * symbolized are known and warned about at the top of the report. */
+static void symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
+{
+    if (!a->modules_loaded) {
+        a->modules_loaded = 1;
+        a->sym = ltr_symbolizer_new(a->debug_path);
+        if (!a->sym || an_load_modules(a->trace, a->sym) < 0) {
+            ltr_symbolizer_free(a->sym);
+            a->sym = NULL;
+            warn(a, "out of memory while reading the modules: frames stay addresses");
+        }
+    }
+    if (!a->sym)
+        return;
+    resolve_reported(a, fmt, top);
+    for (; a->problems_warned < ltr_symbolizer_problem_count(a->sym); a->problems_warned++) {
         const char *path, *why;
-        ltr_symbolizer_problem_at(a->sym, i, &path, &why);
+        ltr_symbolizer_problem_at(a->sym, a->problems_warned, &path, &why);
         warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
     }
 }
@@ -325,7 +347,7 @@ static void symbolize_all(ltr_analysis *a)
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
-    symbolize_all(a);
+    symbolize_reported(a, fmt, top);
     switch (fmt) {
     case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;
     case LTR_REPORT_JSON: rc = an_write_json(a, out, top); break;

@@ -71,7 +71,7 @@ static inline void *an_hmap_get_sized(const an_hmap *m, uint64_t key, size_t esi
 
 static inline void *an_hmap_put_sized(an_hmap *m, uint64_t key, int *created, size_t esize)
 {
-    if (!key || (m->n + 1) * 10 > m->cap * 7) /* grows at 70 % load */
+    if (!key || (m->n + 1) * 2 > m->cap) /* grows at half load: short probe runs */
         return an_hmap_put_slow(m, key, created);
     for (size_t i = an_hmap_home(m, key);; i = (i + 1) & (m->cap - 1)) {
         uint8_t *e = m->slots + i * esize;

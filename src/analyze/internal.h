@@ -28,6 +28,7 @@ struct ltr_analysis {
     size_t nwarnings;
     ltr_symbolizer *sym;
     int modules_loaded;
+    size_t problems_warned;   /* symbolizer problems already turned into warnings */
     int progress;
     const char *debug_path;
 };

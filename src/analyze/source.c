@@ -23,17 +23,21 @@ typedef struct an_field_read {
 } an_field_read;
 
 typedef struct an_layout_info {
-    uint64_t id;
+    uint64_t key;
     int kind;       /* an_heap_kind */
     uint32_t need;  /* payload bytes the fixed offsets reach; a shorter payload takes the reader's offsets */
     an_field_read f[F_COUNT];
 } an_layout_info;
 
+#define AN_LAYOUT_CACHE 8 /* a power of two; heap events alternate between a few layouts */
+
 struct an_decoder {
     ltr_guid heap;
-    an_hmap layouts;
-    const ltr_layout *last;
-    an_layout_info last_info;
+    an_hmap layouts; /* layout (its address: a redefined id is a new layout) -> info */
+    struct {
+        const ltr_layout *layout;
+        an_layout_info info;
+    } cache[AN_LAYOUT_CACHE]; /* by layout id, so that the per-event lookup is one compare */
 };
 
 an_decoder *an_decoder_new(void)
@@ -113,18 +117,19 @@ static void classify(an_decoder *d, const ltr_layout *l, an_layout_info *info)
 
 static const an_layout_info *info_of(an_decoder *d, const ltr_layout *l)
 {
-    if (l == d->last)
-        return &d->last_info;
+    unsigned c = l->id & (AN_LAYOUT_CACHE - 1);
+    if (d->cache[c].layout == l)
+        return &d->cache[c].info;
     int created;
-    an_layout_info *info = an_hmap_put(&d->layouts, l->id, &created);
+    an_layout_info *info = an_hmap_put(&d->layouts, (uintptr_t)l, &created);
     an_layout_info tmp;
     if (!info)
         info = &tmp;
     if (info == &tmp || created)
         classify(d, l, info);
-    d->last = l;
-    d->last_info = *info;
-    return &d->last_info;
+    d->cache[c].layout = l;
+    d->cache[c].info = *info;
+    return &d->cache[c].info;
 }
 
 /* A field read in place: the reader has checked that the payload holds it
