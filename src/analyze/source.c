@@ -15,10 +15,13 @@
 
 enum { F_ADDR, F_OLD, F_SIZE, F_STACK, F_COUNT };
 
+#define AN_VARINT 255
+
 /* How one field of a heap layout is read, settled once per layout. */
 typedef struct an_field_read {
     int16_t index;  /* field index, -1 = the layout lacks it (reads as 0) */
-    uint8_t width;  /* 1, 2, 4 or 8: a fixed-size unsigned field read in place; 0 = through ltr_event_field */
+    uint8_t width;  /* 1, 2, 4 or 8: a fixed-size unsigned field read in place; AN_VARINT: an
+                     * unsigned LEB128 read in place; 0: through ltr_event_field */
     int32_t fixed;  /* its payload offset when every earlier field has a fixed size, else -1 */
 } an_field_read;
 
@@ -58,8 +61,9 @@ void an_decoder_free(an_decoder *d)
     free(d);
 }
 
-/* Width of an unsigned integer type read in place; 0 for types the reader
- * decodes (a newer reader's integer encodings); -1 for types no heap field may have. */
+/* Width of an unsigned integer type read in place (AN_VARINT for LEB128); 0
+ * for types left to the reader (a newer reader's encodings); -1 for types no
+ * heap field may have. */
 static int unsigned_width(ltr_type t)
 {
     switch ((int)t) { /* not every type is listed: a newer one is left to the reader */
@@ -67,6 +71,7 @@ static int unsigned_width(ltr_type t)
     case LTR_TYPE_U16: return 2;
     case LTR_TYPE_U32: return 4;
     case LTR_TYPE_U64: case LTR_TYPE_POINTER: return 8;
+    case LTR_TYPE_UVAR: case LTR_TYPE_PVAR: return AN_VARINT;
     case LTR_TYPE_I8: case LTR_TYPE_I16: case LTR_TYPE_I32: case LTR_TYPE_I64:
     case LTR_TYPE_F64: case LTR_TYPE_STRING: case LTR_TYPE_BLOB: case LTR_TYPE_BOOL: return -1;
     }
@@ -134,7 +139,7 @@ static const an_layout_info *info_of(an_decoder *d, const ltr_layout *l)
 
 /* A field read in place: the reader has checked that the payload holds it
  * (field_offsets), and the fixed offset is used only when the payload is long enough. */
-static inline uint64_t read_field(const ltr_event *ev, const an_field_read *r, int use_fixed)
+static inline __attribute__((always_inline)) uint64_t read_field(const ltr_event *ev, const an_field_read *r, int use_fixed)
 {
     if (r->index < 0)
         return 0;
@@ -143,6 +148,14 @@ static inline uint64_t read_field(const ltr_event *ev, const an_field_read *r, i
         int ok = ltr_event_field(ev, (unsigned)r->index, &v) == 0 && v.type != LTR_TYPE_STRING &&
                  v.type != LTR_TYPE_BLOB;
         return ok ? v.u : 0;
+    }
+    if (r->width == AN_VARINT) {
+        /* the reader has checked the varint: its bytes are exactly the field's (at most 10) */
+        uint32_t off = ev->field_offsets[r->index], len = ev->field_offsets[r->index + 1] - off;
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < len && i < 10; i++)
+            v |= (uint64_t)(ev->payload[off + i] & 0x7f) << (7 * i);
+        return v;
     }
     const uint8_t *p = ev->payload + (use_fixed && r->fixed >= 0 ? (uint32_t)r->fixed : ev->field_offsets[r->index]);
     switch (r->width) { /* little-endian host, as the format */
