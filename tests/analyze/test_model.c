@@ -136,6 +136,50 @@ static void test_hmap_churn(void **state)
     an_hmap_free(&h);
 }
 
+/* Key 0 lives beside the slots; take copies an entry out before removing it;
+ * entries of one long probe run that wraps past the table's end stay
+ * reachable while entries around them are taken (backward shift). */
+static void test_hmap_zero_key_and_take(void **state)
+{
+    (void)state;
+    an_hmap h;
+    an_hmap_init(&h, 16);
+    uint64_t *z = an_hmap_put(&h, 0, NULL);
+    assert_non_null(z);
+    z[1] = 77;
+    assert_non_null(an_hmap_put(&h, 1, NULL)); /* the table now has its first 64 slots */
+    assert_int_equal(h.cap, 64);
+    assert_int_equal(an_hmap_del(&h, 1), 1);
+    uint64_t keys[24];
+    size_t nk = 0;
+    for (uint64_t k = 1; nk < 24; k++) /* keys whose home is one of the last two slots */
+        if (an_hmap_home(&h, k) >= 62)
+            keys[nk++] = k;
+    for (size_t i = 0; i < nk; i++)
+        ((uint64_t *)an_hmap_put(&h, keys[i], NULL))[1] = i;
+    assert_int_equal(h.cap, 64); /* 25 entries: no growth, so the run wraps */
+    uint64_t out[2];
+    assert_int_equal(an_hmap_take_sized(&h, 0, out, 16), 1);
+    assert_int_equal(out[1], 77);
+    assert_null(an_hmap_get(&h, 0));
+    for (size_t i = 0; i < nk; i += 2) {
+        assert_int_equal(an_hmap_take_sized(&h, keys[i], out, 16), 1);
+        assert_int_equal(out[1], i);
+        assert_int_equal(an_hmap_take_sized(&h, keys[i], out, 16), 0);
+    }
+    for (size_t i = 1; i < nk; i += 2) {
+        uint64_t *e = an_hmap_get(&h, keys[i]);
+        assert_non_null(e);
+        assert_int_equal(e[1], i);
+    }
+    size_t count = 0, pos = 0;
+    while (an_hmap_next(&h, &pos))
+        count++;
+    assert_int_equal(count, nk / 2);
+    assert_int_equal(h.n, nk / 2);
+    an_hmap_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_temporary_and_realloc),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
+        cmocka_unit_test(test_hmap_zero_key_and_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
