@@ -347,6 +347,27 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *m)
     return rc;
 }
 
+ltr_writer *gen_open(const char *path)
+{
+    ltr_writer *w;
+    ltr_error err;
+    if (ltr_writer_open(&w, path, &err) < 0)
+        return NULL;
+    ltr_bytes b = {0};
+    gen_header(&b);
+    int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err);
+    b.len = 0;
+    gen_metadata(&b);
+    if (rc == 0)
+        rc = ltr_writer_metadata(w, b.data, b.len, &err);
+    ltr_bytes_free(&b);
+    if (rc < 0) {
+        ltr_writer_close(w);
+        return NULL;
+    }
+    return w;
+}
+
 const char *gen_tmp(const char *name)
 {
     static char buf[8][512];

@@ -48,6 +48,8 @@ uint64_t gen_ts(uint64_t n);
 void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid);
 /* 0 if ev is exactly event number n, else a line number of the failed check. */
 int gen_check_event(const ltr_event *ev, uint64_t n);
+/* A writer of path with the HEADER and METADATA chunks of gen_write written; NULL on failure. */
+ltr_writer *gen_open(const char *path);
 /* A temporary path under $TMPDIR (or /tmp), unique per process and call. */
 const char *gen_tmp(const char *name);
 /* Reads a whole file into a malloc'd buffer. */

@@ -37,16 +37,8 @@ static void on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 
 static ltr_writer *open_with_meta(const char *path)
 {
-    ltr_writer *w;
-    ltr_error err;
-    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
-    ltr_bytes b = {0};
-    gen_header(&b);
-    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err), 0);
-    b.len = 0;
-    gen_metadata(&b);
-    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
-    ltr_bytes_free(&b);
+    ltr_writer *w = gen_open(path);
+    assert_non_null(w);
     return w;
 }
 
