@@ -10,6 +10,7 @@
  * freeing such a block does nothing.
  */
 #include "agent/agent.h"
+#include "agent/unwind.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -323,6 +324,8 @@ EXPORT int dlclose(void *handle)
     if (!ready() || !real.dlclose)
         return -1;
     int rc = real.dlclose(handle);
+    if (rc == 0)
+        unwind_flush(); /* a library loaded later at the same place has other rules */
     if (rc == 0 && agent_wanted()) {
         agent_busy++;
         modules_rescan(false);
