@@ -116,7 +116,7 @@ static void classify(an_decoder *d, const ltr_layout *l, an_layout_info *info)
     static const int need[4][F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
     for (int f = 0; f < F_COUNT; f++)
         if (plan_field(l, names[f], &info->f[f], &info->need) < 0 ||
-            (need[info->kind][f] && info->f[f].index < 0))
+            (need[l->event_id][f] && info->f[f].index < 0))
             info->kind = AN_BAD_HEAP;
 }
 
