@@ -1,6 +1,7 @@
 /*
  * format/heapmeta.c — the reader's tables of the heap agent's METADATA
- * records: STACK (kind 5) and MODULE (kind 6), docs/heap-events.md. Stacks are
+ * records: STACK (kind 5), STACK_REF (kind 7: a stack told as the outer
+ * frames of an earlier one plus its own) and MODULE (kind 6), docs/heap-events.md. Stacks are
  * found by (pid, id) through a map of per-pid maps; modules are kept in the
  * order met. Records are bounds-checked like every other (ltr_cursor).
  */
@@ -34,6 +35,22 @@ static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
     return m;
 }
 
+/* A new stack of n frames, listed and findable by (pid, id), replacing an
+ * earlier one of that (pid, id); its frames are the caller's to fill before
+ * anything else reads them. NULL without memory. */
+static stack_rec *add_stack(ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
+{
+    stack_rec *s = malloc(sizeof *s + 8u * n);
+    ltr_idmap *m = s ? pid_stacks(t, pid) : NULL;
+    if (!m || ltr_ptrvec_push(&t->stacks, s) < 0) {
+        free(s);
+        return NULL;
+    }
+    s->pub = (ltr_stack){.pid = pid, .id = id, .frame_count = (uint16_t)n, .frames = s->frames};
+    ltr_idmap_put(m, id, s); /* without memory it stays listed, not findable */
+    return s;
+}
+
 int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
 {
     uint32_t pid = ltr_cursor_u32(c), id = ltr_cursor_u32(c);
@@ -41,16 +58,28 @@ int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
     const uint8_t *f = ltr_cursor_take(c, 8u * n);
     if (!f || id == 0)
         return -1;
-    stack_rec *s = malloc(sizeof *s + 8u * n);
-    ltr_idmap *m = s ? pid_stacks(t, pid) : NULL;
-    if (!m || ltr_ptrvec_push(&t->stacks, s) < 0) {
-        free(s);
-        return 0; /* out of memory: not damage */
-    }
+    stack_rec *s = add_stack(t, pid, id, n); /* a repeat replaces: the same frames, or a new image */
+    for (uint16_t i = 0; s && i < n; i++)
+        s->frames[i] = ltr_get_u64(f + 8u * i);
+    return 0; /* out of memory is not damage */
+}
+
+int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
+{
+    uint32_t pid = ltr_cursor_u32(c), id = ltr_cursor_u32(c), base_id = ltr_cursor_u32(c);
+    uint16_t shared = ltr_cursor_u16(c), n = ltr_cursor_u16(c);
+    const uint8_t *f = ltr_cursor_take(c, 8u * n);
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    const stack_rec *base = m ? ltr_idmap_get(m, base_id) : NULL;
+    if (!f || id == 0 || !base || shared > base->pub.frame_count || (uint32_t)n + shared > UINT16_MAX)
+        return -1; /* the base stack unknown (its record lost?), or not that long */
+    const uint64_t *outer = base->frames + (base->pub.frame_count - shared);
+    stack_rec *s = add_stack(t, pid, id, (uint32_t)n + shared);
+    if (!s)
+        return 0;
     for (uint16_t i = 0; i < n; i++)
         s->frames[i] = ltr_get_u64(f + 8u * i);
-    s->pub = (ltr_stack){.pid = pid, .id = id, .frame_count = n, .frames = s->frames};
-    ltr_idmap_put(m, id, s); /* a repeat replaces: the same frames, or a new image */
+    memcpy(s->frames + n, outer, 8u * shared); /* base may be the stack s replaces: still allocated */
     return 0;
 }
 

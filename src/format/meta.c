@@ -396,6 +396,7 @@ static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c)
     case LTR_META_PROCESS: return parse_process(t, c);
     case LTR_META_THREAD: return parse_thread(t, c);
     case LTR_META_STACK: return ltr_meta_parse_stack(t, c);
+    case LTR_META_STACK_REF: return ltr_meta_parse_stack_ref(t, c);
     case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
     }
     return 0; /* unknown kinds are skipped */

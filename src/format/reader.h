@@ -131,6 +131,7 @@ ltr_thread *ltr_meta_thread(ltr_trace *t, uint32_t pid, uint32_t tid);
 void ltr_meta_free(ltr_trace *t); /* every table, counters and key/value list */
 /* heapmeta.c: STACK and MODULE records of the heap agent. */
 int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c);
+int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 

@@ -37,6 +37,7 @@ enum ltr_meta_kind {
     LTR_META_THREAD = 4,
     LTR_META_STACK = 5,  /* heap agent: docs/heap-events.md */
     LTR_META_MODULE = 6,
+    LTR_META_STACK_REF = 7, /* written by the trace writer in place of STACK (format/stackshare.c) */
 };
 
 /* COUNTERS record kinds */

@@ -9,6 +9,7 @@
 
 #include "format/chunk.h"
 #include "format/compact.h"
+#include "format/stackshare.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,9 @@
 
 #define DEFAULT_CHUNK_TARGET (1u << 20)
 #define ZSTD_LEVEL 3
+/* METADATA is mostly STACK_REF records, few bytes for their worth to analysis:
+ * level 7 packs them a sixth smaller for little time (docs/heap-tracing.md). */
+#define ZSTD_LEVEL_METADATA 7
 
 typedef struct pending_block {
     ltr_block_info info;
@@ -41,11 +45,13 @@ struct ltr_writer {
     ltr_writer_drop_fn drop;
     void *drop_ctx;
     ltr_anchors anchors; /* compact buffers written in pieces: where each left off */
+    ltr_stackshare stacks; /* the stacks written so far, to share their frames */
+    ltr_bytes meta;        /* METADATA records as rewritten */
 };
 
 
 
-static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_error *err)
+static int compress_payload(ltr_writer *w, uint16_t type, const void *raw, size_t len, ltr_error *err)
 {
     size_t bound = ZSTD_compressBound(len);
     w->zbuf.len = 0;
@@ -53,7 +59,8 @@ static int compress_payload(ltr_writer *w, const void *raw, size_t len, ltr_erro
         w->zbuf.failed = 0;
         return ltr_fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
     }
-    size_t n = ZSTD_compressCCtx(w->cctx, w->zbuf.data, bound, raw, len, ZSTD_LEVEL);
+    int level = type == LTR_CHUNK_METADATA ? ZSTD_LEVEL_METADATA : ZSTD_LEVEL;
+    size_t n = ZSTD_compressCCtx(w->cctx, w->zbuf.data, bound, raw, len, level);
     if (ZSTD_isError(n))
         return ltr_fail(err, EIO, "writing %s: compressing a chunk: %s", w->path, ZSTD_getErrorName(n));
     w->zbuf.len = n;
@@ -66,7 +73,7 @@ static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len
     if (len > LTR_CHUNK_MAX_RAW)
         return ltr_fail(err, E2BIG, "writing %s: chunk of %zu bytes is over the %u-byte limit", w->path,
                     len, LTR_CHUNK_MAX_RAW);
-    int rc = compress_payload(w, raw, len, err);
+    int rc = compress_payload(w, type, raw, len, err);
     if (rc < 0)
         return rc;
     uint64_t total = LTR_CHUNK_HEADER_SIZE + w->zbuf.len;
@@ -178,9 +185,18 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
     return flush_then_write(w, chunk_type, kv->data, kv->len, err);
 }
 
+/* STACK records become STACK_REF where they share frames with stacks written
+ * before; if the chunk is not written, later records must not refer to it. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
 {
-    return flush_then_write(w, LTR_CHUNK_METADATA, records, len, err);
+    w->meta.len = 0;
+    w->meta.failed = 0;
+    int shared = ltr_stackshare_rewrite(&w->stacks, records, len, &w->meta) == 0;
+    int rc = flush_then_write(w, LTR_CHUNK_METADATA, shared ? w->meta.data : records,
+                              shared ? w->meta.len : len, err);
+    if (rc < 0)
+        ltr_stackshare_reset(&w->stacks);
+    return rc;
 }
 
 int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_error *err)
@@ -291,6 +307,8 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->events);
     free(w->blocks);
     ltr_anchors_free(&w->anchors);
+    ltr_stackshare_free(&w->stacks);
+    ltr_bytes_free(&w->meta);
     free(w->path);
     free(w);
 }
