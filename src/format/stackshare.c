@@ -94,18 +94,59 @@ static int tree_of(ltr_stackshare *s, uint32_t pid, int fresh, uint32_t *out)
     return 0;
 }
 
-/* Adds frames[k-1] .. frames[0] (outer to inner) below node parent, made by stack id. */
-static int add_nodes(ltr_stackshare *s, uint32_t tree, uint32_t parent, const uint8_t *frames, size_t k,
-                     uint32_t id)
+/* Frame `level` of a stack of n frames stored innermost first; level 0 is the outermost. */
+static uint64_t frame_at(const uint8_t *frames, uint16_t n, uint32_t level)
 {
-    while (k-- > 0 && s->n < LTR_STACKSHARE_MAX_NODES) {
+    return ltr_get_u64(frames + 8u * (n - 1 - level));
+}
+
+static void remember(ltr_stackshare *s, uint32_t level, uint64_t ip, uint32_t node, uint32_t stack)
+{
+    if (level < LTR_STACKSHARE_PATH) {
+        s->last_ip[level] = ip;
+        s->last_node[level] = node;
+        s->last_stack[level] = stack;
+        s->last_n = level + 1;
+    }
+}
+
+/* How many outer frames of the stack the trie holds; sets the deepest node and its stack. */
+static uint16_t match(ltr_stackshare *s, uint32_t tree, const uint8_t *frames, uint16_t n, uint32_t *parent,
+                      uint32_t *base)
+{
+    uint16_t k = 0;
+    uint32_t last_n = s->last_tree == tree ? s->last_n : 0;
+    for (; k < n && k < last_n && s->last_ip[k] == frame_at(frames, n, k); k++) {
+        *parent = s->last_node[k];
+        *base = s->last_stack[k];
+    }
+    s->last_tree = tree;
+    s->last_n = k;
+    for (; k < n && s->cap; k++) {
+        uint64_t ip = frame_at(frames, n, k);
+        const ltr_stack_node *e = node_slot(s->nodes, s->cap, tree, *parent, ip);
+        if (!e->node)
+            break;
+        *parent = e->node;
+        *base = e->stack;
+        remember(s, k, ip, e->node, e->stack);
+    }
+    return k;
+}
+
+/* Adds the frames from level `from` on (outer to inner) below node parent, made by stack id. */
+static int add_nodes(ltr_stackshare *s, uint32_t tree, uint32_t parent, const uint8_t *frames, uint16_t n,
+                     uint16_t from, uint32_t id)
+{
+    for (uint32_t k = from; k < n && s->n < LTR_STACKSHARE_MAX_NODES; k++) {
         if ((s->n + 1) * 2 > s->cap && grow_nodes(s) < 0)
             return -ENOMEM;
-        uint64_t ip = ltr_get_u64(frames + 8 * k);
+        uint64_t ip = frame_at(frames, n, k);
         ltr_stack_node *e = node_slot(s->nodes, s->cap, tree, parent, ip);
         *e = (ltr_stack_node){.ip = ip, .tree = tree, .parent = parent, .node = ++s->next_node, .stack = id};
         s->n++;
         parent = e->node;
+        remember(s, k, ip, parent, id);
     }
     return 0;
 }
@@ -124,15 +165,7 @@ static int rewrite_stack(ltr_stackshare *s, const uint8_t *rec, const uint8_t *b
     if (tree_of(s, pid, 0, &tree) < 0)
         return -ENOMEM;
     uint32_t parent = 0, base = 0;
-    uint16_t shared = 0;
-    while (shared < n && s->cap) {
-        const ltr_stack_node *e = node_slot(s->nodes, s->cap, tree, parent, ltr_get_u64(frames + 8u * (n - 1 - shared)));
-        if (!e->node)
-            break;
-        parent = e->node;
-        base = e->stack;
-        shared++;
-    }
+    uint16_t shared = match(s, tree, frames, n, &parent, &base);
     uint16_t fresh = (uint16_t)(n - shared);
     if (!shared) {
         ltr_bytes_put_mem(out, rec, LTR_RECORD_HEADER_SIZE + blen);
@@ -146,7 +179,7 @@ static int rewrite_stack(ltr_stackshare *s, const uint8_t *rec, const uint8_t *b
         ltr_bytes_put_mem(out, frames, 8u * fresh);
         ltr_bytes_record_end(out, r);
     }
-    return add_nodes(s, tree, parent, frames, fresh, id);
+    return add_nodes(s, tree, parent, frames, n, shared, id);
 }
 
 static int rewrite_record(ltr_stackshare *s, const uint8_t *rec, size_t size, ltr_bytes *out)

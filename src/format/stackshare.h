@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #define LTR_STACKSHARE_MAX_NODES (1u << 21)
+#define LTR_STACKSHARE_PATH 256 /* levels of the last path remembered */
 
 typedef struct ltr_stack_node ltr_stack_node;
 
@@ -30,6 +31,12 @@ typedef struct ltr_stackshare {
     uint32_t next_node, next_tree;
     uint32_t *tree_pid, *tree_id; /* pid -> its current trie, open addressing */
     size_t tcap, tn;
+    /* The trie path of the last stack, outermost first: consecutive stacks
+     * share outer frames, and comparing them here saves a cache-missing
+     * probe of the node table per frame. */
+    uint32_t last_tree, last_n;
+    uint64_t last_ip[LTR_STACKSHARE_PATH];
+    uint32_t last_node[LTR_STACKSHARE_PATH], last_stack[LTR_STACKSHARE_PATH];
 } ltr_stackshare;
 
 /* Appends the METADATA records of p (len bytes, whole records) to out, STACK
