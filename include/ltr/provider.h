@@ -97,6 +97,10 @@ LTR_API extern const uint32_t ltr_never_enabled;
 #define LTR_F64(x) ((ltr_value){.type = LTR_TYPE_F64, .v.f = (double)(x)})
 #define LTR_BOOL(x) ((ltr_value){.type = LTR_TYPE_BOOL, .v.u = !!(x)})
 #define LTR_PTR(x) ((ltr_value){.type = LTR_TYPE_POINTER, .v.u = (uint64_t)(uintptr_t)(x)})
+/* Variable-length integers: smaller in the trace when values are small. */
+#define LTR_UVAR(x) ((ltr_value){.type = LTR_TYPE_UVAR, .v.u = (uint64_t)(x)})
+#define LTR_IVAR(x) ((ltr_value){.type = LTR_TYPE_IVAR, .v.i = (int64_t)(x)})
+#define LTR_PVAR(x) ((ltr_value){.type = LTR_TYPE_PVAR, .v.u = (uint64_t)(uintptr_t)(x)})
 #define LTR_STR(s) ((ltr_value){.type = LTR_TYPE_STRING, .len = UINT32_MAX, .v.p = (s)})
 #define LTR_STRN(s, n) ((ltr_value){.type = LTR_TYPE_STRING, .len = (uint32_t)(n), .v.p = (s)})
 #define LTR_BLOB(ptr, n) ((ltr_value){.type = LTR_TYPE_BLOB, .len = (uint32_t)(n), .v.p = (ptr)})

@@ -64,7 +64,7 @@ void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind)
     host[sizeof host - 1] = 0;
     ltr_bytes prov = {0};
     providers_text(cfg, &prov);
-    ltr_bytes_put_kv(kv, "format.version", "1");
+    put_kv_u64(kv, "format.version", LTR_FORMAT_VERSION);
     ltr_bytes_put_kv(kv, "ltr.version", "0.1.0");
     ltr_bytes_put_kv(kv, "trace.kind", kind);
     ltr_bytes_put_kv(kv, "session.name", cfg->name);

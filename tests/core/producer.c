@@ -20,7 +20,7 @@
 
 static ltr_provider prov = {.state = &ltr_never_enabled};
 static const ltr_field_desc fields[] = {
-    {"thread", LTR_TYPE_U32}, {"seq", LTR_TYPE_U64}, {"text", LTR_TYPE_STRING}, {"blob", LTR_TYPE_BLOB}};
+    {"thread", LTR_TYPE_U32}, {"seq", LTR_TYPE_UVAR}, {"text", LTR_TYPE_STRING}, {"blob", LTR_TYPE_BLOB}};
 static ltr_event_desc ev = {.provider = &prov, .id = 7, .name = "Tick", .fields = fields,
                             .field_count = 4};
 
@@ -40,7 +40,7 @@ static void *worker(void *arg)
             blob[k] = (char)x;
         }
         ltr_write_result res;
-        const ltr_value v[] = {LTR_U32(id), LTR_U64(i), LTR_STR("tick"), LTR_BLOB(blob, blob_size)};
+        const ltr_value v[] = {LTR_U32(id), LTR_UVAR(i), LTR_STR("tick"), LTR_BLOB(blob, blob_size)};
         ltr_event_write_values(&ev, v, 4, &res);
         written += res.sessions_written;
         lost += res.sessions_lost;
