@@ -4,6 +4,7 @@
  * streams every event once through the heap model, then gathers counters and
  * warnings. Reporting is in rank.c and the out-*.c writers.
  */
+#include "prim/prim.h"
 #include "analyze/internal.h"
 
 #include <errno.h>
@@ -15,16 +16,6 @@
 
 const char *const an_type_names[AN_NTYPES] = {"AIFI", "AIFO", "AOFI", "AOFO"};
 
-static int fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(ltr_error *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    return -code;
-}
 
 static void warn(ltr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(ltr_analysis *a, const char *fmt, ...)
@@ -79,7 +70,7 @@ static int find_markers(ltr_trace *t, const char *text[2], uint64_t ts[2], ltr_e
         return rc;
     for (int i = 0; i < 2; i++)
         if (!found[i])
-            return fail(err, ENOENT, "%s: '%s' is neither a number of seconds nor the text of a marker in %s",
+            return ltr_fail(err, ENOENT, "%s: '%s' is neither a number of seconds nor the text of a marker in %s",
                         i ? "--to" : "--from", text[i], ltr_trace_path(t));
     return ltr_trace_rewind(t, err);
 }
@@ -141,7 +132,7 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
 {
     an_decoder *d = an_decoder_new();
     if (!d)
-        return fail(err, ENOMEM, "out of memory");
+        return ltr_fail(err, ENOMEM, "out of memory");
     an_progress pr;
     ltr_trace_summary s0;
     ltr_trace_summarize(a->trace, &s0);
@@ -236,7 +227,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
 {
     ltr_analysis *a = calloc(1, sizeof *a);
     if (!a)
-        return fail(err, ENOMEM, "out of memory");
+        return ltr_fail(err, ENOMEM, "out of memory");
     a->progress = o->progress;
     a->debug_path = o->debug_path;
     window_spec w = {0};

@@ -2,6 +2,7 @@
  * format/compact.c — compact event records (see compact.h): the header parser
  * every reader of compact blocks goes through, and the writer's anchors.
  */
+#include "prim/prim.h"
 #include "format/compact.h"
 
 #include <errno.h>
@@ -57,14 +58,8 @@ int ltr_anchors_set(ltr_anchors *a, uint16_t collector, uint64_t seq, uint64_t t
 {
     ltr_anchor *x = find(a, collector, seq);
     if (!x) {
-        if (a->n == a->cap) {
-            size_t cap = a->cap ? a->cap * 2 : 16;
-            ltr_anchor *v = realloc(a->v, cap * sizeof *v);
-            if (!v)
-                return -ENOMEM;
-            a->v = v;
-            a->cap = cap;
-        }
+        if (ltr_reserve((void **)&a->v, &a->cap, a->n, sizeof *a->v, 16))
+            return -ENOMEM;
         x = &a->v[a->n++];
         x->collector = collector;
         x->seq = seq;

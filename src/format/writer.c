@@ -206,14 +206,8 @@ int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_erro
 
 static int remember_block(ltr_writer *w, const ltr_block_info *info, uint32_t byte_count)
 {
-    if (w->nblocks == w->cap_blocks) {
-        size_t cap = w->cap_blocks ? w->cap_blocks * 2 : 64;
-        pending_block *p = realloc(w->blocks, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        w->blocks = p;
-        w->cap_blocks = cap;
-    }
+    if (ltr_reserve((void **)&w->blocks, &w->cap_blocks, w->nblocks, sizeof *w->blocks, 64))
+        return -ENOMEM;
     w->blocks[w->nblocks++] = (pending_block){*info, byte_count};
     return 0;
 }

@@ -236,6 +236,21 @@ int ltr_memfd_create(const char *name, size_t size, ltr_error *err)
     return fd;
 }
 
+int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : first;
+    while (ncap <= n)
+        ncap *= 2;
+    void *nv = realloc(*v, ncap * elem);
+    if (!nv)
+        return -ENOMEM;
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
 bool ltr_pid_alive(pid_t pid)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))

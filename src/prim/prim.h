@@ -41,6 +41,10 @@ ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_l
 /* Anonymous shared memory of `size` bytes, sealed against resizing. */
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err);
 
+/* Makes room for element n of a growable array (*v, *cap elements of elem
+ * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */
+int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
+
 bool ltr_pid_alive(pid_t pid);
 uint64_t ltr_total_ram(void);
 /* The thread id, cached per thread (gettid is a system call). */

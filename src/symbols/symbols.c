@@ -5,6 +5,7 @@
  * process unloaded modules, since an address may then mean different code at
  * different times.
  */
+#include "prim/prim.h"
 #include "symbols/symbols.h"
 #include "symbols/dwarf.h"
 #include "analyze/hmap.h"
@@ -164,14 +165,8 @@ int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
         unload(s, m);
         return 0;
     }
-    if (s->nmods == s->capmods) {
-        size_t cap = s->capmods ? s->capmods * 2 : 64;
-        sym_mod *v = realloc(s->mods, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        s->mods = v;
-        s->capmods = cap;
-    }
+    if (ltr_reserve((void **)&s->mods, &s->capmods, s->nmods, sizeof *s->mods, 64))
+        return -ENOMEM;
     sym_mod *x = &s->mods[s->nmods];
     memset(x, 0, sizeof *x);
     x->pid = m->pid;

@@ -18,17 +18,6 @@
 #define LTR tu_ltr()
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
-static int setup(void **state)
-{
-    *state = (void *)tu_sandbox();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tu_sandbox_end();
-    return 0;
-}
 
 static void run_ok(const char *fmt, const char *a, const char *b)
 {
@@ -137,9 +126,9 @@ static void test_enablement_changes_while_running(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_levels_and_keywords_per_session, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_not_enabled_costs_nothing_and_writes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_enablement_changes_while_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_levels_and_keywords_per_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_not_enabled_costs_nothing_and_writes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_enablement_changes_while_running, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,17 +20,6 @@
 #define LTR tu_ltr()
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
-static int setup(void **state)
-{
-    *state = (void *)tu_sandbox();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tu_sandbox_end();
-    return 0;
-}
 
 static void expect_ok(tu_result r)
 {
@@ -359,19 +348,19 @@ static void test_permissions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_memory_mode_save_marker_stop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_discards, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_accounting_memory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_accounting_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_file_size, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_killed_recorder, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_mode_save_marker_stop, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cancel_discards, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_accounting_memory, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_bad_options, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

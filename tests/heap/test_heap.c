@@ -128,17 +128,6 @@ static tu_result record(const char *opts, const char *target, const char *args)
     return tu_run("%s record -o %s %s -- %s %s", tu_ltr(), trace_path, opts, tu_test_bin(target), args);
 }
 
-static int setup(void **state)
-{
-    tu_sandbox();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tu_sandbox_end();
-    return 0;
-}
 
 /* ---- counts ----------------------------------------------------------------- */
 
@@ -497,20 +486,20 @@ static void test_bad_usage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_c_functions_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cxx_operators_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stack_of_known_chain, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_threads_and_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_signal_handler_allocates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_start_heap_then_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_usage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_c_functions_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cxx_operators_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stack_of_known_chain, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_heap_then_run, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_bad_usage, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

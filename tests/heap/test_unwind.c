@@ -97,27 +97,16 @@ static void test_heap_target_modes(void **state)
     assert_true(check("", "heap-target", "fork").processes == 1); /* the child _exits */
 }
 
-static int setup(void **state)
-{
-    tu_sandbox();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tu_sandbox_end();
-    return 0;
-}
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_c_chain_and_shared_library, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cxx_exceptions_and_inlining, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deep_stacks_are_cut_alike, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_signal_frames_fall_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_heap_target_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_c_chain_and_shared_library, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cxx_exceptions_and_inlining, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_deep_stacks_are_cut_alike, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_signal_frames_fall_back, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_heap_target_modes, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,19 @@ void tu_sandbox_end(void)
     sandbox[0] = 0;
 }
 
+int tu_setup_sandbox(void **state)
+{
+    *state = (void *)tu_sandbox();
+    return 0;
+}
+
+int tu_teardown_sandbox(void **state)
+{
+    (void)state;
+    tu_sandbox_end();
+    return 0;
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");

@@ -17,6 +17,9 @@ typedef struct tu_result {
 const char *tu_sandbox(void);
 /* Removes the sandbox after cancelling any session still running in it. */
 void tu_sandbox_end(void);
+/* cmocka fixtures: a sandbox per test, its path in *state. */
+int tu_setup_sandbox(void **state);
+int tu_teardown_sandbox(void **state);
 /* Runs a shell command (printf-style), waits, captures stdout and stderr. */
 tu_result tu_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tu_free(tu_result *r);
