@@ -141,6 +141,69 @@ static int apply_profiles(ltr_session_config *cfg, const char *const *specs, siz
     return 0;
 }
 
+/* What the options said beyond the session configuration itself. */
+typedef struct start_opts {
+    const char *buffers, *output;
+    bool buffer_kb_given;
+} start_opts;
+
+/* One option into cfg and o. Returns -1 to go on, or the exit status. */
+static int take_option(int c, ltr_session_config *cfg, start_opts *o)
+{
+    uint64_t v;
+    ltr_error err;
+    switch (c) {
+    case 'n':
+        if (ltr_session_name_check(optarg, &err))
+            return cli_fail("start", "%s", err.msg);
+        snprintf(cfg->name, sizeof cfg->name, "%s", optarg);
+        return -1;
+    case 'f': cfg->mode = LTR_MODE_FILE; return -1;
+    case 'o': o->output = optarg; return -1;
+    case 's':
+        if (cli_parse_u64("start", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
+            return 2;
+        cfg->collectors[0].buffer_kb = (uint32_t)v;
+        o->buffer_kb_given = true;
+        return -1;
+    case 'b': o->buffers = optarg; return -1;
+    case 'm':
+        if (cli_parse_u64("start", "--max-file-size (MB)", optarg, 1, 1ull << 40, &v))
+            return 2;
+        cfg->max_file_size = v << 20;
+        return -1;
+    case 'p':
+        if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+            return cli_fail("start", "at most %d providers per session", LTR_MAX_SESSION_PROVIDERS), 2;
+        if (ltr_provider_spec_parse(optarg, &cfg->providers[cfg->nproviders], &err))
+            return cli_fail("start", "%s", err.msg), 2;
+        cfg->nproviders++;
+        return -1;
+    case 'P':
+        if (cfg->npids == LTR_MAX_SESSION_PIDS)
+            return cli_fail("start", "at most %d --pid options", LTR_MAX_SESSION_PIDS), 2;
+        if (cli_parse_u64("start", "--pid", optarg, 1, 4194304, &v))
+            return 2;
+        cfg->pids[cfg->npids++] = (uint32_t)v;
+        return -1;
+    case 'h': help(); return 0;
+    default: return cli_usage_error("start", usage);
+    }
+}
+
+static void print_started(const ltr_session_config *cfg)
+{
+    printf("session '%s' started: %s mode", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    for (unsigned i = 0; i < cfg->ncollectors; i++)
+        printf("; %s: %u buffers of %u KB", cfg->collectors[i].name, cfg->collectors[i].buffers,
+               cfg->collectors[i].buffer_kb);
+    if (cfg->profiles[0])
+        printf(", profiles %s", cfg->profiles);
+    if (cfg->mode == LTR_MODE_FILE)
+        printf(", writing %s", cfg->output);
+    printf("\n");
+}
+
 int cmd_start(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -156,83 +219,37 @@ int cmd_start(int argc, char **argv)
     cfg.ncollectors = 1;
     snprintf(cfg.collectors[0].name, sizeof cfg.collectors[0].name, "events");
     cfg.collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
-    const char *buffers = NULL, *output = NULL;
-    bool buffer_kb_given = false;
-    uint64_t v;
-    ltr_error err;
-    int c;
+    start_opts o = {0};
+    int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (ltr_session_name_check(optarg, &err))
-                return cli_fail("start", "%s", err.msg);
-            snprintf(cfg.name, sizeof cfg.name, "%s", optarg);
-            break;
-        case 'f': cfg.mode = LTR_MODE_FILE; break;
-        case 'o': output = optarg; break;
-        case 's':
-            if (cli_parse_u64("start", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
-                return 2;
-            cfg.collectors[0].buffer_kb = (uint32_t)v;
-            buffer_kb_given = true;
-            break;
-        case 'b': buffers = optarg; break;
-        case 'm':
-            if (cli_parse_u64("start", "--max-file-size (MB)", optarg, 1, 1ull << 40, &v))
-                return 2;
-            cfg.max_file_size = v << 20;
-            break;
-        case 'p':
-            if (cfg.nproviders == LTR_MAX_SESSION_PROVIDERS)
-                return cli_fail("start", "at most %d providers per session", LTR_MAX_SESSION_PROVIDERS);
-            if (ltr_provider_spec_parse(optarg, &cfg.providers[cfg.nproviders], &err))
-                return cli_fail("start", "%s", err.msg), 2;
-            cfg.nproviders++;
-            break;
-        case 'P':
-            if (cfg.npids == LTR_MAX_SESSION_PIDS)
-                return cli_fail("start", "at most %d --pid options", LTR_MAX_SESSION_PIDS), 2;
-            if (cli_parse_u64("start", "--pid", optarg, 1, 4194304, &v))
-                return 2;
-            cfg.pids[cfg.npids++] = (uint32_t)v;
-            break;
-        case 'h': help(); return 0;
-        default: return cli_usage_error("start", usage);
-        }
-    }
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1)
+        if ((rc = take_option(c, &cfg, &o)) >= 0)
+            return rc;
     cfg.collectors[0].buffers = LTR_BUFFERS_DEFAULT;
-    if (buffers && parse_buffers(buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
+    if (o.buffers && parse_buffers(o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
         return 2;
     if (optind < argc) {
-        int rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),
-                                buffer_kb_given ? cfg.collectors[0].buffer_kb : 0,
-                                buffers ? cfg.collectors[0].buffers : 0);
+        rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),
+                            o.buffer_kb_given ? cfg.collectors[0].buffer_kb : 0,
+                            o.buffers ? cfg.collectors[0].buffers : 0);
         if (rc)
             return rc;
     }
     if (cfg.npids && !cfg.pid_collectors)
         return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
                                  "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;
-    if (cfg.mode != LTR_MODE_FILE && (output || cfg.max_file_size))
+    if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
-                        output ? "--output" : "--max-file-size"), 2;
+                        o.output ? "--output" : "--max-file-size"), 2;
     if (cfg.mode == LTR_MODE_FILE) {
-        if (output && cli_absolute_path("start", output, cfg.output, sizeof cfg.output))
+        if (o.output && cli_absolute_path("start", o.output, cfg.output, sizeof cfg.output))
             return 2;
-        if (!output)
+        if (!o.output)
             default_output(&cfg);
     }
+    ltr_error err;
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
-    printf("session '%s' started: %s mode", cfg.name, cfg.mode == LTR_MODE_FILE ? "file" : "memory");
-    for (unsigned i = 0; i < cfg.ncollectors; i++)
-        printf("%s%s: %u buffers of %u KB", i ? "; " : "; ", cfg.collectors[i].name,
-               cfg.collectors[i].buffers, cfg.collectors[i].buffer_kb);
-    if (cfg.profiles[0])
-        printf(", profiles %s", cfg.profiles);
-    if (cfg.mode == LTR_MODE_FILE)
-        printf(", writing %s", cfg.output);
-    printf("\n");
+    print_started(&cfg);
     return 0;
 }
