@@ -5,7 +5,7 @@
  * C++ operator new/delete (hooks.c). Each hook calls the real allocator and,
  * when some session enables the Ltr.Heap provider for this process (one load
  * of the registry word: the dormant cost), writes an Alloc/Free/Realloc
- * event (emit.c) with the id of the caller's stack (stacks.c). Stacks and the
+ * event (emit.c) with the id of the caller's stack (stacks.c). Stack nodes and the
  * loaded ELF objects (modules.c) go into the session's metadata region once.
  * docs/heap-events.md is the contract of what is written.
  *
@@ -63,14 +63,13 @@ ltr_attach *emit_prepared(unsigned s);
 /* The thread's name may have changed: write it again with the next event. */
 void emit_thread_renamed(void);
 
-/* stacks.c: the caller's stack, and STACK records. */
+/* stacks.c: the caller's stack, and the FRAME_NODES records of its trie nodes. */
 typedef struct stack_ref {
-    uint32_t id;   /* 0: none */
-    uint32_t slot; /* entry in the table */
+    uint32_t id; /* its innermost node; 0: none */
 } stack_ref;
 void stacks_init(void);
 stack_ref stacks_capture(void);
-/* Appends the STACK record of ref to session slot s unless already there. */
+/* Appends the records of the nodes of ref that session slot s lacks. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a);
 /* Session slot s is a new session: no stack is in it yet. */
 void stacks_forget_session(unsigned s);

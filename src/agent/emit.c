@@ -5,8 +5,8 @@
  * incarnation), it "prepares" it: no stack of the table is in it yet, and
  * every loaded module is written. The first time a thread writes into a
  * session, its THREAD record (name) is written. Then each event: the stack is
- * unwound once, whatever the number of sessions; its STACK record is written
- * into a session before the first event that uses it; the event record is
+ * unwound once, whatever the number of sessions; the records of its frame
+ * nodes are written into a session before the first event that uses it; the event record is
  * encoded here directly into the thread's buffer (reserve/commit), compact:
  * addresses, sizes and stack ids are varints (docs/heap-events.md).
  */
@@ -182,7 +182,7 @@ static void emit(const heap_event *e)
     uint64_t ts = ltr_now_ns();
     agent_event_ts = ts;
     bool with_stack = e->d != &ev_free;
-    stack_ref st = {0, 0};
+    stack_ref st = {0};
     uint8_t payload[HEAP_PAYLOAD_MAX];
     uint32_t n = 0;
     for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {

@@ -1,6 +1,6 @@
 /*
  * agent/stacks.c — the call stack of each allocation, and the per-process
- * table that gives each distinct stack an id.
+ * frame trie that gives each distinct stack an id.
  *
  * Unwinding reads the DWARF call frame information (.eh_frame), so stacks
  * are right in code built without frame pointers (Debian's libraries): the
@@ -10,12 +10,17 @@
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
  * exit (stderr) how many stacks each way gave and how many differed.
  *
- * The table is lock-free (a thread that first sees a stack claims an empty
- * entry with a CAS and publishes the id when the frames are in), so threads
- * never wait for each other except for the few instructions of a publish.
- * Each entry remembers, per session slot, that its STACK record was claimed
- * and written; an event names a stack only after the record is in the
- * session's metadata region.
+ * Stacks share their outer frames, as in heaptrack: a node of the trie is
+ * (parent node, return address), a stack's id is the id of its innermost
+ * node, and a new stack costs only the nodes it does not share (the cost of
+ * new stacks was most of the agent's overhead when each was stored and
+ * written whole). A known stack costs one probe of a cache keyed by a hash
+ * of its frames. Both tables are lock-free (a thread that first sees a node
+ * claims an empty slot with a CAS and publishes the id once the node is in),
+ * so threads never wait for each other except for the few instructions of a
+ * publish. Each node remembers, per session slot, that its FRAME_NODES record
+ * was claimed and written; an event names a stack only after all its nodes
+ * are in the session's metadata region (docs/heap-events.md).
  */
 #define UNW_LOCAL_ONLY
 #include "agent/agent.h"
@@ -31,34 +36,46 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define TABLE_BITS 20
-#define TABLE_SIZE (1u << TABLE_BITS)
+#define PREFIX_BITS 21 /* prefix table: 32 MiB of address space */
+#define PREFIX_SLOTS (1u << PREFIX_BITS)
+#define MAX_NODES (1u << 20)
+/* New nodes stop this far below MAX_NODES: the check and the id's fetch_add
+ * are not one step, and threads racing past the check still get an entry. */
+#define NODE_LIMIT (MAX_NODES - 65536u)
 #define MAX_PROBES 128
 #define MAX_DEPTH 256
-#define ARENA_FRAMES (64u << 20) /* 512 MiB of address space, touched as used */
 
-typedef struct sentry {
-    _Atomic uint64_t hash; /* 0: empty */
-    _Atomic uint32_t id;   /* 0: frames not in yet */
-    uint16_t nframes;
-    uint16_t pad;
-    uint64_t off; /* first frame in the arena */
-    _Atomic uint32_t claimed, written; /* bit s: STACK record of session slot s */
-} sentry;
+/* A frame node of the trie: the frame ip called from the frames of node
+ * parent (0: ip is the outermost frame). Indexed by node id. */
+typedef struct fnode {
+    uint64_t ip;
+    uint32_t parent;
+    _Atomic uint32_t claimed, written; /* bit s: its record in session slot s */
+} fnode;
 
-static sentry *table;
-/* Per page of the table: written to already. A page's first access must be
- * a write: a read maps the shared zero page, and the write that follows then
- * replaces it with a TLB shootdown of every CPU running the program (a third
- * of the whole run's time on the benchmark when most stacks were new). */
-#define TABLE_PAGES (TABLE_SIZE * sizeof(sentry) / 4096)
-static _Atomic uint8_t table_touched[TABLE_PAGES];
-static uint64_t *arena;
-static uint32_t *slot_of_id; /* entry of each id, to walk the used entries */
-static _Atomic uint64_t arena_used;
-static _Atomic uint32_t next_id;
+/* The prefix table: a node is the prefix of a stack (its outermost frames),
+ * found by two hashes of those frames: key is the first (0: empty slot), val
+ * the second's high half and the node's id (0 while the id is not in yet).
+ * Slots are never freed, and a prefix is added only once the prefix one frame
+ * shorter is in: if a prefix is there, so are all of its own prefixes, which
+ * is what lets a new stack find its longest known prefix by bisection. */
+typedef struct pslot {
+    _Atomic uint64_t key, val;
+} pslot;
+
+static pslot *prefixes;
+static fnode *nodes;
+static _Atomic uint32_t next_node;
+/* Per page of the prefix table: written to already. A page's first access
+ * must be a write: a read maps the shared zero page, and the write that
+ * follows then replaces it with a TLB shootdown of every CPU running the
+ * program (a third of the whole run's time on the benchmark when most stacks
+ * were new). */
+#define PREFIX_PAGES (PREFIX_SLOTS * sizeof(pslot) / 4096)
+static _Atomic uint8_t prefix_touched[PREFIX_PAGES];
+
 static int depth = 64;
-static uint32_t pid; /* of this process (getpid is a system call per STACK record) */
+static uint32_t pid; /* of this process (getpid is a system call per record) */
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
 static int unwind_mode = UNWIND_FAST;
 static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
@@ -82,11 +99,17 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/* Address space, touched as used. Huge pages where the system gives them:
+ * the hashed tables are probed at random, and with 4 KiB pages nearly every
+ * probe of a new stack's frames missed the TLB. */
 static void *reserve_space(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
 }
 
 void stacks_init(void)
@@ -103,9 +126,8 @@ void stacks_init(void)
     else if (u && !strcmp(u, "check"))
         unwind_mode = UNWIND_CHECK;
     dl_iterate_phdr(find_agent, (void *)(uintptr_t)stacks_init);
-    table = reserve_space(sizeof(sentry) * TABLE_SIZE);
-    arena = reserve_space(sizeof(uint64_t) * ARENA_FRAMES);
-    slot_of_id = reserve_space(sizeof(uint32_t) * TABLE_SIZE);
+    prefixes = reserve_space(sizeof(pslot) * PREFIX_SLOTS);
+    nodes = reserve_space(sizeof(fnode) * MAX_NODES);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
@@ -114,78 +136,132 @@ bool stacks_in_agent(uintptr_t ip)
     return ip >= agent_lo && ip < agent_hi;
 }
 
-static uint64_t hash_frames(void *const *f, int n)
+/* Two independent hashes of each prefix of the n frames f (innermost
+ * first): h1[k], h2[k] of the outermost k frames, k = 1..n. 96 bits of them
+ * tell a prefix. */
+static void hash_prefixes(void *const *f, int n, uint64_t *h1, uint32_t *h2)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    for (int i = 0; i < n; i++) {
-        h ^= (uint64_t)(uintptr_t)f[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
+    for (int k = 1; k <= n; k++) {
+        uint64_t x = (uint64_t)(uintptr_t)f[n - k];
+        a = (a ^ x) * 0xff51afd7ed558ccdull;
+        a ^= a >> 32;
+        b = (b + x) * 0xc4ceb9fe1a85ec53ull;
+        b ^= b >> 29;
+        h1[k] = a | 1;
+        h2[k] = (uint32_t)(b >> 32);
     }
-    return h | 1;
 }
 
-static uint32_t fill_entry(sentry *e, uint32_t slot, void *const *f, int n)
+/* Probe i of the prefix table for h1, its page written to first. */
+static pslot *prefix_slot(uint64_t h1, uint32_t i)
 {
-    uint64_t off = atomic_fetch_add(&arena_used, (uint64_t)n);
-    if (off + (uint64_t)n > ARENA_FRAMES)
-        n = 0; /* out of room: the stack is recorded without frames */
-    for (int i = 0; i < n; i++)
-        arena[off + (uint64_t)i] = (uint64_t)(uintptr_t)f[i];
-    e->off = off;
-    e->nframes = (uint16_t)n;
-    uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
-    slot_of_id[id] = slot;
-    atomic_store_explicit(&e->id, id, memory_order_release);
-    return id;
-}
-
-static bool same_frames(const sentry *e, void *const *f, int n)
-{
-    if (e->nframes != n)
-        return false;
-    for (int i = 0; i < n; i++)
-        if (arena[e->off + (uint64_t)i] != (uint64_t)(uintptr_t)f[i])
-            return false;
-    return true;
-}
-
-static sentry *entry(uint32_t slot)
-{
-    size_t page = (size_t)slot * sizeof(sentry) / 4096;
-    if (__builtin_expect(!atomic_load_explicit(&table_touched[page], memory_order_relaxed), 0)) {
-        atomic_fetch_add(&table[page * 4096 / sizeof(sentry)].hash, 0); /* write fault */
-        atomic_store_explicit(&table_touched[page], 1, memory_order_relaxed);
+    size_t slot = (h1 + i) & (PREFIX_SLOTS - 1), page = slot * sizeof(pslot) / 4096;
+    if (__builtin_expect(!atomic_load_explicit(&prefix_touched[page], memory_order_relaxed), 0)) {
+        atomic_fetch_add((_Atomic uint8_t *)((char *)prefixes + page * 4096), 0); /* write fault */
+        atomic_store_explicit(&prefix_touched[page], 1, memory_order_relaxed);
     }
-    return &table[slot];
+    return &prefixes[slot];
+}
+
+/* The id in slot e if it holds prefix (h1, h2), else 0; waits for an id not
+ * in yet. */
+static uint32_t slot_id(pslot *e, uint64_t key, uint64_t h1, uint32_t h2)
+{
+    if (key != h1)
+        return 0;
+    uint64_t v;
+    while (!(v = atomic_load_explicit(&e->val, memory_order_acquire)))
+        sched_yield();
+    return (uint32_t)(v >> 32) == h2 ? (uint32_t)v : 0;
+}
+
+/* The node of prefix (h1, h2), 0 if none. */
+static uint32_t prefix_find(uint64_t h1, uint32_t h2)
+{
+    for (uint32_t i = 0; i < MAX_PROBES; i++) {
+        pslot *e = prefix_slot(h1, i);
+        uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (!key)
+            return 0;
+        uint32_t id = slot_id(e, key, h1, h2);
+        if (id)
+            return id;
+    }
+    return 0;
+}
+
+/* The node of prefix (h1, h2), its innermost frame ip below node parent,
+ * added if no thread did; 0 when the table is full. */
+static uint32_t prefix_add(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip)
+{
+    for (uint32_t i = 0; i < MAX_PROBES; i++) {
+        pslot *e = prefix_slot(h1, i);
+        uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (!key) {
+            if (atomic_load_explicit(&next_node, memory_order_relaxed) >= NODE_LIMIT)
+                return 0;
+            if (atomic_compare_exchange_strong(&e->key, &key, h1)) {
+                uint32_t id = atomic_fetch_add(&next_node, 1) + 1;
+                nodes[id].ip = ip;
+                nodes[id].parent = parent;
+                atomic_store_explicit(&e->val, (uint64_t)h2 << 32 | id, memory_order_release);
+                return id;
+            }
+        }
+        uint32_t id = slot_id(e, key, h1, h2);
+        if (id)
+            return id;
+    }
+    return 0;
+}
+
+/* The longest prefix of the n frames that is in the table, known to be
+ * shorter than n: its length (0: none) and node. Looks one, two, four...
+ * frames in from the innermost (new stacks mostly differ from known ones in
+ * their innermost frames), then bisects. */
+static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_t *node)
+{
+    int lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
+    *node = 0;
+    for (int step = 1; n - step > lo; step *= 2) {
+        uint32_t id = prefix_find(h1[n - step], h2[n - step]);
+        if (id) {
+            lo = n - step;
+            *node = id;
+            break;
+        }
+        hi = n - step;
+    }
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        uint32_t id = prefix_find(h1[mid], h2[mid]);
+        if (id) {
+            lo = mid;
+            *node = id;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
 }
 
 static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
 {
-    uint64_t h = hash_frames(f, n);
-    for (uint32_t probe = 0; probe < MAX_PROBES; probe++) {
-        uint32_t slot = (uint32_t)(h + probe) & (TABLE_SIZE - 1);
-        sentry *e = entry(slot);
-        uint64_t have = atomic_load_explicit(&e->hash, memory_order_acquire);
-        if (!have) {
-            if (atomic_load(&next_id) + 1 >= TABLE_SIZE / 2)
-                return (stack_ref){0, 0}; /* table full enough: no more stacks */
-            if (atomic_compare_exchange_strong(&e->hash, &have, h)) {
-                uint32_t id = fill_entry(e, slot, f, n);
-                if (rescan)
-                    modules_rescan(true); /* new code may have been loaded */
-                return (stack_ref){id, slot};
-            }
-        }
-        if (have != h)
-            continue;
-        uint32_t id;
-        while (!(id = atomic_load_explicit(&e->id, memory_order_acquire)))
-            sched_yield();
-        if (same_frames(e, f, n))
-            return (stack_ref){id, slot};
-    }
-    return (stack_ref){0, 0};
+    if (n == 0)
+        return (stack_ref){0};
+    uint64_t h1[n + 1];
+    uint32_t h2[n + 1];
+    hash_prefixes(f, n, h1, h2);
+    uint32_t id = prefix_find(h1[n], h2[n]);
+    if (id)
+        return (stack_ref){id};
+    for (int k = longest_prefix(n, h1, h2, &id) + 1; k <= n; k++)
+        if (!(id = prefix_add(h1[k], h2[k], id, (uint64_t)(uintptr_t)f[n - k])))
+            return (stack_ref){0}; /* full: no more stacks */
+    if (rescan)
+        modules_rescan(true); /* new code may have been loaded */
+    return (stack_ref){id};
 }
 
 /* Index of the caller's frame in buf: past the unwinder's own frames (at
@@ -254,8 +330,8 @@ static bool modules_moved(void)
 
 stack_ref stacks_capture(void)
 {
-    if (!table || !arena || !slot_of_id || depth == 0)
-        return (stack_ref){0, 0};
+    if (!prefixes || !nodes || depth == 0)
+        return (stack_ref){0};
     void *buf[MAX_DEPTH + 16];
     int n = unwind_mode == UNWIND_LIBUNWIND ? -1 : unwind_fast(buf, depth + 16);
     bool fast = n >= 0;
@@ -271,43 +347,69 @@ stack_ref stacks_capture(void)
     return lookup_or_add(buf + i, count, !fast || modules_moved());
 }
 
-static void append_record(const sentry *e, uint32_t id, ltr_attach *a)
+/* Node records waiting to be appended: consecutive nodes of one path,
+ * outermost first, so each is the parent of the next. */
+typedef struct node_batch {
+    uint16_t n;
+    uint32_t id[MAX_DEPTH];
+} node_batch;
+
+/* Appends one FRAME_NODES record of the batch and marks its nodes written. */
+static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
 {
-    uint8_t rec[LTR_RECORD_HEADER_SIZE + 10 + 8 * MAX_DEPTH];
-    uint32_t size = LTR_RECORD_HEADER_SIZE + 10 + 8u * e->nframes;
-    ltr_put_u16(rec, 5 /* LTR_META_STACK */);
+    if (!b->n)
+        return;
+    uint8_t rec[LTR_RECORD_HEADER_SIZE + 10 + 12 * MAX_DEPTH];
+    uint32_t size = LTR_RECORD_HEADER_SIZE + 10 + 12u * b->n;
+    ltr_put_u16(rec, LTR_META_FRAME_NODES);
     ltr_put_u16(rec + 2, 0);
     ltr_put_u32(rec + 4, size);
     ltr_put_u32(rec + 8, pid);
-    ltr_put_u32(rec + 12, id);
-    ltr_put_u16(rec + 16, e->nframes);
-    memcpy(rec + 18, arena + e->off, 8u * e->nframes);
+    ltr_put_u32(rec + 12, nodes[b->id[0]].parent);
+    ltr_put_u16(rec + 16, b->n);
+    for (uint16_t i = 0; i < b->n; i++) {
+        ltr_put_u32(rec + 18 + 12u * i, b->id[i]);
+        ltr_put_u64(rec + 22 + 12u * i, nodes[b->id[i]].ip);
+    }
     ltr_shm_meta_append(a->shm, rec, size);
+    for (uint16_t i = 0; i < b->n; i++)
+        atomic_fetch_or_explicit(&nodes[b->id[i]].written, bit, memory_order_release);
+    b->n = 0;
 }
 
+/* Writes the nodes of stack ref that session slot s lacks, outermost first,
+ * so that a node's parent is always before it. A node another thread is
+ * writing is waited for, after this thread's own claims are written: a
+ * waiting thread holds no unwritten claim, so waits never form a cycle. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
 {
-    sentry *e = &table[ref.slot];
-    uint32_t bit = 1u << s;
-    if (atomic_load_explicit(&e->written, memory_order_acquire) & bit)
-        return;
-    if (atomic_fetch_or(&e->claimed, bit) & bit) {
-        /* another thread is writing it: our event must not come first */
-        while (!(atomic_load_explicit(&e->written, memory_order_acquire) & bit))
-            sched_yield();
-        return;
+    uint32_t bit = 1u << s, chain[MAX_DEPTH];
+    int n = 0;
+    for (uint32_t id = ref.id; id && n < MAX_DEPTH; id = nodes[id].parent) {
+        if (atomic_load_explicit(&nodes[id].written, memory_order_acquire) & bit)
+            break;
+        chain[n++] = id;
     }
-    append_record(e, ref.id, a);
-    atomic_fetch_or_explicit(&e->written, bit, memory_order_release);
+    node_batch b = {0};
+    while (n--) {
+        fnode *nd = &nodes[chain[n]];
+        if (!(atomic_fetch_or(&nd->claimed, bit) & bit)) {
+            b.id[b.n++] = chain[n];
+            continue;
+        }
+        flush(&b, bit, a);
+        while (!(atomic_load_explicit(&nd->written, memory_order_acquire) & bit))
+            sched_yield();
+    }
+    flush(&b, bit, a);
 }
 
 static void forget(uint32_t keep)
 {
-    uint32_t n = atomic_load(&next_id);
-    for (uint32_t id = 1; table && id <= n; id++) {
-        sentry *e = &table[slot_of_id[id]];
-        atomic_fetch_and(&e->claimed, keep);
-        atomic_fetch_and(&e->written, keep);
+    uint32_t n = atomic_load(&next_node);
+    for (uint32_t id = 1; nodes && id <= n; id++) {
+        atomic_fetch_and(&nodes[id].claimed, keep);
+        atomic_fetch_and(&nodes[id].written, keep);
     }
 }
 

@@ -1,9 +1,13 @@
 /*
  * format/heapmeta.c — the reader's tables of the heap agent's METADATA
  * records: STACK (kind 5), STACK_REF (kind 7: a stack told as the outer
- * frames of an earlier one plus its own) and MODULE (kind 6), docs/heap-events.md. Stacks are
- * found by (pid, id) through a map of per-pid maps; modules are kept in the
- * order met. Records are bounds-checked like every other (ltr_cursor).
+ * frames of an earlier one plus its own), FRAME_NODES (kind 8: nodes of the
+ * agent's frame trie, a stack's id being its innermost node's) and MODULE
+ * (kind 6), docs/heap-events.md. Stacks are found by (pid, id) through a map
+ * of per-pid maps; a stack told by nodes is built there the first time it is
+ * asked for, from its node up to the root, and is unknown while any node of
+ * that path is. Modules are kept in the order met. Records are
+ * bounds-checked like every other (ltr_cursor).
  */
 #include "format/reader.h"
 
@@ -14,6 +18,18 @@ typedef struct stack_rec {
     ltr_stack pub;
     uint64_t frames[];
 } stack_rec;
+
+/* A process's frame nodes, indexed by id (the agent numbers them densely). */
+typedef struct frame_node {
+    uint64_t ip;
+    uint32_t parent; /* below the node's own id; 0: outermost frame */
+    uint32_t known;
+} frame_node;
+
+typedef struct node_table {
+    frame_node *v;
+    uint32_t cap;
+} node_table;
 
 typedef struct module_rec {
     ltr_module pub;
@@ -83,6 +99,98 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     return 0;
 }
 
+static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
+{
+    node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    if (nt)
+        return nt;
+    nt = calloc(1, sizeof *nt);
+    if (nt && ltr_idmap_put(&t->node_pids, pid, nt) < 0) {
+        free(nt);
+        return NULL;
+    }
+    return nt;
+}
+
+/* Room for node id in nt; -1 without memory. */
+static int nodes_reserve(node_table *nt, uint32_t id)
+{
+    if (id < nt->cap)
+        return 0;
+    uint32_t cap = nt->cap ? nt->cap : 1024;
+    while (cap <= id)
+        cap *= 2;
+    frame_node *v = realloc(nt->v, sizeof *v * cap);
+    if (!v)
+        return -1;
+    memset(v + nt->cap, 0, sizeof *v * (cap - nt->cap));
+    nt->v = v;
+    nt->cap = cap;
+    return 0;
+}
+
+/* Forgets the stacks of pid found so far (they stay allocated: callers may
+ * hold them): its nodes changed under them. */
+static void drop_found_stacks(ltr_trace *t, uint32_t pid)
+{
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    if (m) {
+        ltr_idmap_free(m);
+        *m = (ltr_idmap){0};
+    }
+}
+
+void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
+{
+    node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    if (!nt || !nt->cap)
+        return;
+    memset(nt->v, 0, sizeof *nt->v * nt->cap);
+    drop_found_stacks(t, pid);
+}
+
+int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c)
+{
+    uint32_t pid = ltr_cursor_u32(c), parent = ltr_cursor_u32(c);
+    uint16_t n = ltr_cursor_u16(c);
+    const uint8_t *p = ltr_cursor_take(c, 12u * n);
+    if (!p)
+        return -1;
+    /* All or nothing: a bad node spoils its record. Each node's parent is
+     * the one before it (the first's is in the header), and below it. */
+    for (uint32_t i = 0, up = parent, id; i < n; i++, up = id)
+        if ((id = ltr_get_u32(p + 12u * i)) == 0 || id >= LTR_FRAME_NODE_MAX_ID || up >= id)
+            return -1;
+    node_table *nt = pid_nodes(t, pid);
+    for (uint16_t i = 0; nt && i < n; i++) {
+        uint32_t id = ltr_get_u32(p + 12u * i);
+        frame_node fn = {ltr_get_u64(p + 12u * i + 4), parent, 1};
+        if (nodes_reserve(nt, id) < 0)
+            return 0; /* out of memory is not damage */
+        if (nt->v[id].known && (nt->v[id].ip != fn.ip || nt->v[id].parent != fn.parent))
+            drop_found_stacks(t, pid);
+        nt->v[id] = fn;
+        parent = id;
+    }
+    return 0;
+}
+
+/* The stack whose innermost node is id, built from the nodes; NULL while a
+ * node of its path is unknown (a lost record), or without memory. */
+static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id)
+{
+    const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    uint32_t n = 0;
+    for (uint32_t i = id; i; i = nt->v[i].parent, n++) /* parents are below ids: it ends */
+        if (!nt || i >= nt->cap || !nt->v[i].known || n == UINT16_MAX)
+            return NULL;
+    stack_rec *s = n ? add_stack(t, pid, id, n) : NULL;
+    uint32_t k = 0;
+    for (uint32_t i = id; s && i; i = nt->v[i].parent)
+        s->frames[k++] = nt->v[i].ip;
+    return s ? &s->pub : NULL;
+}
+
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c)
 {
     uint32_t pid = ltr_cursor_u32(c);
@@ -129,6 +237,12 @@ void ltr_heapmeta_free(ltr_trace *t)
             free(t->stack_pids.vals[i]);
         }
     ltr_idmap_free(&t->stack_pids);
+    for (size_t i = 0; i < t->node_pids.cap; i++)
+        if (t->node_pids.vals[i]) {
+            free(((node_table *)t->node_pids.vals[i])->v);
+            free(t->node_pids.vals[i]);
+        }
+    ltr_idmap_free(&t->node_pids);
 }
 
 size_t ltr_trace_stack_count(const ltr_trace *t) { return t->stacks.n; }
@@ -145,5 +259,7 @@ const ltr_module *ltr_trace_module_at(const ltr_trace *t, size_t i)
 const ltr_stack *ltr_trace_stack_find(const ltr_trace *t, uint32_t pid, uint32_t id)
 {
     const ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
-    return m ? ltr_idmap_get(m, id) : NULL;
+    const ltr_stack *s = m ? ltr_idmap_get(m, id) : NULL;
+    /* Built on first use (the trace is the reader's cache, const to callers). */
+    return s || !id ? s : stack_from_nodes((ltr_trace *)t, pid, id);
 }

@@ -325,6 +325,7 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
     p->pub.argc = argc;
     p->pub.argv = (const char *const *)argv;
     p->pub.known = 1;
+    ltr_heapmeta_new_image(t, pid);
     return 0;
 }
 
@@ -397,6 +398,7 @@ static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c)
     case LTR_META_THREAD: return parse_thread(t, c);
     case LTR_META_STACK: return ltr_meta_parse_stack(t, c);
     case LTR_META_STACK_REF: return ltr_meta_parse_stack_ref(t, c);
+    case LTR_META_FRAME_NODES: return ltr_meta_parse_frame_nodes(t, c);
     case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
     }
     return 0; /* unknown kinds are skipped */

@@ -101,6 +101,7 @@ struct ltr_trace {
     ltr_layout_rec *last_layout;
     ltr_ptrvec stacks, modules;  /* heapmeta.c */
     ltr_idmap stack_pids;        /* pid -> ltr_idmap of stack id -> ltr_stack */
+    ltr_idmap node_pids;         /* pid -> its frame nodes (FRAME_NODES records) */
     ltr_kvlist header_kv, end_kv;
     ltr_ptrvec graveyard;        /* replaced strings, kept until rewind/close */
     ltr_collector_counters *collectors;
@@ -129,9 +130,12 @@ ltr_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid);
 ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid);
 ltr_thread *ltr_meta_thread(ltr_trace *t, uint32_t pid, uint32_t tid);
 void ltr_meta_free(ltr_trace *t); /* every table, counters and key/value list */
-/* heapmeta.c: STACK and MODULE records of the heap agent. */
+/* heapmeta.c: STACK, FRAME_NODES and MODULE records of the heap agent. */
 int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c);
 int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c);
+int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c);
+/* A PROCESS record for pid: a new image (or process) numbers its nodes anew. */
+void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 

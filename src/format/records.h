@@ -38,7 +38,11 @@ enum ltr_meta_kind {
     LTR_META_STACK = 5,  /* heap agent: docs/heap-events.md */
     LTR_META_MODULE = 6,
     LTR_META_STACK_REF = 7, /* written by the trace writer in place of STACK (format/stackshare.c) */
+    LTR_META_FRAME_NODES = 8, /* heap agent: nodes of its per-process frame trie */
 };
+
+/* Node ids of FRAME_NODES records are below this (the agent's are below 2^20). */
+#define LTR_FRAME_NODE_MAX_ID (1u << 24)
 
 /* COUNTERS record kinds */
 enum ltr_counter_kind {
