@@ -217,14 +217,17 @@ static uint32_t prefix_add(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t i
 }
 
 /* The longest prefix of the n frames that is in the table, known to be
- * shorter than n: its length (0: none) and node. Looks one, two, four...
- * frames in from the innermost (new stacks mostly differ from known ones in
- * their innermost frames), then bisects. */
+ * shorter than n: its length (0: none) and node. New stacks mostly differ
+ * from known ones in their few innermost frames: it looks 1, 2, 3, 4, then
+ * 8, 16... frames in from the innermost (the first four probes' misses
+ * overlapping, prefetched together), then bisects. */
 static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_t *node)
 {
     int lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
     *node = 0;
-    for (int step = 1; n - step > lo; step *= 2) {
+    for (int k = n - 1; k > 0 && k >= n - 4; k--)
+        __builtin_prefetch(&prefixes[h1[k] & (PREFIX_SLOTS - 1)]);
+    for (int step = 1; n - step > lo; step = step < 4 ? step + 1 : step * 2) {
         uint32_t id = prefix_find(h1[n - step], h2[n - step]);
         if (id) {
             lo = n - step;
@@ -254,8 +257,10 @@ static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
     uint32_t h2[n + 1];
     hash_prefixes(f, n, h1, h2);
     uint32_t id = prefix_find(h1[n], h2[n]);
-    if (id)
+    if (id) {
+        __builtin_prefetch(&nodes[id]); /* stacks_publish reads it next */
         return (stack_ref){id};
+    }
     for (int k = longest_prefix(n, h1, h2, &id) + 1; k <= n; k++)
         if (!(id = prefix_add(h1[k], h2[k], id, (uint64_t)(uintptr_t)f[n - k])))
             return (stack_ref){0}; /* full: no more stacks */
