@@ -65,7 +65,8 @@ void emit_thread_renamed(void);
 
 /* stacks.c: the caller's stack, and the FRAME_NODES records of its trie nodes. */
 typedef struct stack_ref {
-    uint32_t id; /* its innermost node; 0: none */
+    uint32_t id;   /* its innermost node; 0: none */
+    uint32_t slot; /* that node's in the prefix table */
 } stack_ref;
 void stacks_init(void);
 stack_ref stacks_capture(void);

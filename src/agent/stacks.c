@@ -51,17 +51,23 @@ typedef struct fnode {
     uint64_t ip;
     uint32_t parent;
     _Atomic uint32_t claimed, written; /* bit s: its record in session slot s */
+    uint32_t slot;                     /* its slot in the prefix table */
 } fnode;
 
 /* The prefix table: a node is the prefix of a stack (its outermost frames),
  * found by two hashes of those frames: key is the first (0: empty slot), val
- * the second's high half and the node's id (0 while the id is not in yet).
+ * holds 24 bits of the second (VAL_CHECK), the node's id (0 while the id is
+ * not in yet) and, in VAL_WRITTEN, a copy of the node's written bits of
+ * session slots 0..7: a known stack is then published without reading its
+ * node, a cache miss per event.
  * Slots are never freed, and a prefix is added only once the prefix one frame
  * shorter is in: if a prefix is there, so are all of its own prefixes, which
  * is what lets a new stack find its longest known prefix by bisection. */
 typedef struct pslot {
     _Atomic uint64_t key, val;
 } pslot;
+#define VAL_CHECK(h2) ((uint64_t)((h2) >> 8) << 40)
+#define VAL_WRITTEN(s) ((s) < 8 ? 1ull << (32 + (s)) : 0)
 
 static pslot *prefixes;
 static fnode *nodes;
@@ -173,47 +179,48 @@ static uint32_t slot_id(pslot *e, uint64_t key, uint64_t h1, uint32_t h2)
     uint64_t v;
     while (!(v = atomic_load_explicit(&e->val, memory_order_acquire)))
         sched_yield();
-    return (uint32_t)(v >> 32) == h2 ? (uint32_t)v : 0;
+    return v >> 40 << 40 == VAL_CHECK(h2) ? (uint32_t)v : 0;
 }
 
-/* The node of prefix (h1, h2), 0 if none. */
-static uint32_t prefix_find(uint64_t h1, uint32_t h2)
+/* The node of prefix (h1, h2) and its slot, {0, 0} if none. */
+static stack_ref prefix_find(uint64_t h1, uint32_t h2)
 {
     for (uint32_t i = 0; i < MAX_PROBES; i++) {
         pslot *e = prefix_slot(h1, i);
         uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
         if (!key)
-            return 0;
+            break;
         uint32_t id = slot_id(e, key, h1, h2);
         if (id)
-            return id;
+            return (stack_ref){id, (uint32_t)(e - prefixes)};
     }
-    return 0;
+    return (stack_ref){0, 0};
 }
 
-/* The node of prefix (h1, h2), its innermost frame ip below node parent,
- * added if no thread did; 0 when the table is full. */
-static uint32_t prefix_add(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip)
+/* The node of prefix (h1, h2) and its slot, its innermost frame ip below
+ * node parent, added if no thread did; {0, 0} when the table is full. */
+static stack_ref prefix_add(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip)
 {
     for (uint32_t i = 0; i < MAX_PROBES; i++) {
         pslot *e = prefix_slot(h1, i);
         uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
         if (!key) {
             if (atomic_load_explicit(&next_node, memory_order_relaxed) >= NODE_LIMIT)
-                return 0;
+                break;
             if (atomic_compare_exchange_strong(&e->key, &key, h1)) {
                 uint32_t id = atomic_fetch_add(&next_node, 1) + 1;
                 nodes[id].ip = ip;
                 nodes[id].parent = parent;
-                atomic_store_explicit(&e->val, (uint64_t)h2 << 32 | id, memory_order_release);
-                return id;
+                nodes[id].slot = (uint32_t)(e - prefixes);
+                atomic_store_explicit(&e->val, VAL_CHECK(h2) | id, memory_order_release);
+                return (stack_ref){id, nodes[id].slot};
             }
         }
         uint32_t id = slot_id(e, key, h1, h2);
         if (id)
-            return id;
+            return (stack_ref){id, (uint32_t)(e - prefixes)};
     }
-    return 0;
+    return (stack_ref){0, 0};
 }
 
 /* The longest prefix of the n frames that is in the table, known to be
@@ -228,7 +235,7 @@ static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_
     for (int k = n - 1; k > 0 && k >= n - 4; k--)
         __builtin_prefetch(&prefixes[h1[k] & (PREFIX_SLOTS - 1)]);
     for (int step = 1; n - step > lo; step = step < 4 ? step + 1 : step * 2) {
-        uint32_t id = prefix_find(h1[n - step], h2[n - step]);
+        uint32_t id = prefix_find(h1[n - step], h2[n - step]).id;
         if (id) {
             lo = n - step;
             *node = id;
@@ -238,7 +245,7 @@ static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_
     }
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        uint32_t id = prefix_find(h1[mid], h2[mid]);
+        uint32_t id = prefix_find(h1[mid], h2[mid]).id;
         if (id) {
             lo = mid;
             *node = id;
@@ -252,21 +259,19 @@ static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_
 static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
 {
     if (n == 0)
-        return (stack_ref){0};
+        return (stack_ref){0, 0};
     uint64_t h1[n + 1];
     uint32_t h2[n + 1];
     hash_prefixes(f, n, h1, h2);
-    uint32_t id = prefix_find(h1[n], h2[n]);
-    if (id) {
-        __builtin_prefetch(&nodes[id]); /* stacks_publish reads it next */
-        return (stack_ref){id};
-    }
-    for (int k = longest_prefix(n, h1, h2, &id) + 1; k <= n; k++)
-        if (!(id = prefix_add(h1[k], h2[k], id, (uint64_t)(uintptr_t)f[n - k])))
-            return (stack_ref){0}; /* full: no more stacks */
+    stack_ref ref = prefix_find(h1[n], h2[n]);
+    if (ref.id)
+        return ref;
+    for (int k = longest_prefix(n, h1, h2, &ref.id) + 1; k <= n; k++)
+        if (!(ref = prefix_add(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k])).id)
+            return ref; /* full: no more stacks */
     if (rescan)
         modules_rescan(true); /* new code may have been loaded */
-    return (stack_ref){id};
+    return ref;
 }
 
 /* Index of the caller's frame in buf: past the unwinder's own frames (at
@@ -320,6 +325,9 @@ __attribute__((destructor)) static void check_report(void)
              (int)getpid(), (unsigned long long)n_fast, (unsigned long long)n_fallback,
              (unsigned long long)n_mismatch);
     say(line);
+    snprintf(line, sizeof line, "ltr-heap[%d]: %u frame nodes\n", (int)getpid(),
+             (unsigned)atomic_load(&next_node));
+    say(line);
 }
 
 /* For a stack from the fast unwinder: whether it met objects loaded or
@@ -336,7 +344,7 @@ static bool modules_moved(void)
 stack_ref stacks_capture(void)
 {
     if (!prefixes || !nodes || depth == 0)
-        return (stack_ref){0};
+        return (stack_ref){0, 0};
     void *buf[MAX_DEPTH + 16];
     int n = unwind_mode == UNWIND_LIBUNWIND ? -1 : unwind_fast(buf, depth + 16);
     bool fast = n >= 0;
@@ -388,6 +396,9 @@ static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
  * waiting thread holds no unwritten claim, so waits never form a cycle. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
 {
+    _Atomic uint64_t *hint = &prefixes[ref.slot].val;
+    if (atomic_load_explicit(hint, memory_order_acquire) & VAL_WRITTEN(s))
+        return;
     uint32_t bit = 1u << s, chain[MAX_DEPTH];
     int n = 0;
     for (uint32_t id = ref.id; id && n < MAX_DEPTH; id = nodes[id].parent) {
@@ -395,7 +406,8 @@ void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
             break;
         chain[n++] = id;
     }
-    node_batch b = {0};
+    node_batch b;
+    b.n = 0;
     while (n--) {
         fnode *nd = &nodes[chain[n]];
         if (!(atomic_fetch_or(&nd->claimed, bit) & bit)) {
@@ -407,14 +419,19 @@ void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
             sched_yield();
     }
     flush(&b, bit, a);
+    atomic_fetch_or_explicit(hint, VAL_WRITTEN(s), memory_order_release);
 }
 
 static void forget(uint32_t keep)
 {
     uint32_t n = atomic_load(&next_node);
+    uint64_t hints = 0;
+    for (unsigned s = 0; s < 8; s++)
+        hints |= keep & (1u << s) ? 0 : VAL_WRITTEN(s);
     for (uint32_t id = 1; nodes && id <= n; id++) {
         atomic_fetch_and(&nodes[id].claimed, keep);
         atomic_fetch_and(&nodes[id].written, keep);
+        atomic_fetch_and(&prefixes[nodes[id].slot].val, ~hints);
     }
 }
 

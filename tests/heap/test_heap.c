@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -448,6 +449,8 @@ static void test_pid_filter_and_private_record(void **state)
     const char *pids = strstr(r.out, "pids ");
     assert_non_null(pids);
     assert_int_equal(sscanf(pids, "pids %u %u", &a, &b), 2);
+    if (access(trace, R_OK) != 0 || access(rec, R_OK) != 0)
+        fail_msg("no trace written; out: %s\nerr: %s", r.out, r.err);
     tu_free(&r);
     heap_trace h = read_heap(trace), own = read_heap(rec);
     /* The three processes ran the same allocations. */
