@@ -72,8 +72,9 @@ typedef struct ltr_thread {
     uint64_t events;
 } ltr_thread;
 
-/* A call stack of the heap agent (METADATA kind STACK, docs/heap-events.md):
- * return addresses, innermost first. Stack ids are per process. */
+/* A call stack of the heap agent (METADATA kinds FRAME_NODES, STACK or
+ * STACK_REF, docs/heap-events.md): return addresses, innermost first. Stack
+ * ids are per process. */
 typedef struct ltr_stack {
     uint32_t pid, id;
     uint16_t frame_count;
@@ -222,7 +223,10 @@ LTR_API const ltr_thread *ltr_trace_thread_at(const ltr_trace *t, size_t i);
 LTR_API const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t tid);
 
 /* Stacks and modules met so far. A later STACK record for the same (pid, id)
- * replaces the earlier one (a new image after exec). Modules are listed in
+ * replaces the earlier one (a new image after exec). A stack told by
+ * FRAME_NODES records is built by ltr_trace_stack_find the first time it is
+ * asked for (NULL while a node of its path is unknown), and listed by
+ * ltr_trace_stack_count/at from then on. Modules are listed in
  * the order met, loads and unloads alike; a reader that symbolizes picks, for
  * an address of a pid at time ts, the latest load before ts not unloaded. */
 LTR_API size_t ltr_trace_stack_count(const ltr_trace *t);
