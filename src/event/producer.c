@@ -44,6 +44,14 @@ typedef struct thread_state {
 
 static __thread thread_state t_state __attribute__((tls_model("initial-exec")));
 
+/* Mappings of sessions that ended, kept until their recorder is done. */
+typedef struct retired {
+    ltr_shm *shm;
+    size_t size;
+    int memfd;
+    uint32_t recorder_pid;
+} retired;
+
 static struct {
     pthread_mutex_t lock;
     pthread_once_t once;
@@ -51,6 +59,8 @@ static struct {
     _Atomic uint32_t epoch;
     const char *only_session; /* $LTR_SESSION: this process writes to that session only */
     ltr_attach att[LTR_MAX_SESSIONS];
+    retired retired[LTR_MAX_SESSIONS]; /* under lock */
+    unsigned nretired;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT, .epoch = 1};
 
 /* ---- attaching ------------------------------------------------------------ */
@@ -83,6 +93,25 @@ static uint64_t kv_u64(const uint8_t *p, size_t len, const char *key)
     return ltr_kv_find(p, len, key, v, sizeof v) ? strtoull(v, NULL, 10) : 0;
 }
 
+/* Gives back the pages of ended sessions whose recorder is done with them.
+ * Threads may still hold pointers into such a mapping, so it stays mapped
+ * (a late write sees a fresh zero page); punching the memfd frees the memory,
+ * for the recorder and every producer at once, so it must wait for DONE (or
+ * for the recorder to be gone: killed). */
+static void reap_retired(void)
+{
+    for (unsigned i = 0; i < g.nretired;) {
+        retired *r = &g.retired[i];
+        if (atomic_load(&r->shm->state) != LTR_SESSION_DONE && ltr_pid_alive((pid_t)r->recorder_pid)) {
+            i++;
+            continue;
+        }
+        fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->size);
+        close(r->memfd);
+        g.retired[i] = g.retired[--g.nretired];
+    }
+}
+
 static void retire(ltr_attach *a)
 {
     atomic_store(&a->incarnation, 0);
@@ -90,11 +119,10 @@ static void retire(ltr_attach *a)
         close(a->sock);
     if (a->wakefd >= 0)
         close(a->wakefd);
-    /* Threads may still hold pointers into the old mapping, so it stays mapped;
-     * punching out the pages gives the memory back (writes would see zeroes). */
     if (a->memfd >= 0) {
-        fallocate(a->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)a->size);
-        close(a->memfd);
+        if (g.nretired == LTR_MAX_SESSIONS) /* full: the oldest keeps its memory till exit */
+            close(g.retired[--g.nretired].memfd);
+        g.retired[g.nretired++] = (retired){a->shm, a->size, a->memfd, a->recorder_pid};
     }
     a->sock = a->wakefd = a->memfd = -1;
 }
@@ -136,6 +164,7 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
     a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
+    a->recorder_pid = rs->recorder_pid;
     free(body);
     atomic_store_explicit(&a->incarnation, inc, memory_order_release);
     return 0;
@@ -175,6 +204,7 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
     if (g.only_session && strncmp(reg->sessions[s].name, g.only_session, LTR_SESSION_NAME_MAX) != 0)
         return NULL; /* launched for another session */
     pthread_mutex_lock(&g.lock);
+    reap_retired();
     have = atomic_load(&a->incarnation);
     if (have && have != want)
         retire(a);
@@ -384,6 +414,9 @@ static void at_fork_child(void)
     atomic_fetch_add(&g.epoch, 1);
     ltr_gettid_forget();
     pthread_mutex_init(&g.lock, NULL);
+    for (unsigned i = 0; i < g.nretired; i++) /* the parent's to give back, not ours */
+        close(g.retired[i].memfd);
+    g.nretired = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = &g.att[s];
         if (!atomic_load(&a->incarnation))

@@ -29,6 +29,7 @@ typedef struct ltr_attach {
     uint32_t owner;     /* token the recorder gave this attachment */
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */
+    uint32_t recorder_pid;
     uint64_t retry_ns;  /* after a failed attach, not before this time */
 } ltr_attach;
 

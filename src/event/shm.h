@@ -21,7 +21,9 @@
  * take memory. */
 #define LTR_SHM_META_CAPACITY (256ull << 20)
 
-enum ltr_session_state { LTR_SESSION_RUNNING = 1, LTR_SESSION_STOPPING = 2 };
+/* DONE: the recorder has written everything and let go of the memory; only
+ * then may a producer give the pages back (see producer.c, retire). */
+enum ltr_session_state { LTR_SESSION_RUNNING = 1, LTR_SESSION_STOPPING = 2, LTR_SESSION_DONE = 3 };
 enum ltr_session_mode { LTR_MODE_MEMORY = 0, LTR_MODE_FILE = 1 };
 
 typedef struct ltr_shm_collector {

@@ -259,8 +259,10 @@ void rec_teardown(recorder *r)
     }
     if (r->writer)
         ltr_writer_close(r->writer);
-    if (r->shm)
+    if (r->shm) { /* producers may now give the pages back */
+        atomic_store(&r->shm->state, LTR_SESSION_DONE);
         munmap(r->shm, r->shm_size);
+    }
     if (r->memfd >= 0)
         close(r->memfd);
     if (r->wakefd >= 0)
