@@ -404,3 +404,14 @@ int gen_spit(const char *path, const void *p, size_t len)
     size_t n = fwrite(p, 1, len, f);
     return fclose(f) == 0 && n == len ? 0 : -1;
 }
+
+void gen_process(ltr_bytes *b, uint32_t pid)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, 1);
+    ltr_bytes_put_u64(b, GEN_START_NS);
+    ltr_bytes_put_str(b, "/bin/x");
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_record_end(b, r);
+}

@@ -40,6 +40,8 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *marks);
 void gen_header(ltr_bytes *kv);
 void gen_metadata(ltr_bytes *b);
 void gen_counters(ltr_bytes *b);
+/* A PROCESS record for pid (executable /bin/x, no arguments). */
+void gen_process(ltr_bytes *b, uint32_t pid);
 /* Event n as a version-1 record, or as a compact one whose timestamp counts from prev_ts. */
 void gen_event(ltr_bytes *b, uint64_t n, uint64_t ts);
 void gen_cevent(ltr_bytes *b, uint64_t n, uint64_t ts, uint64_t prev_ts);

@@ -88,16 +88,6 @@ static void put_nodes(ltr_bytes *b, trie *t, const stack *s)
     ltr_bytes_record_end(b, r);
 }
 
-static void put_process(ltr_bytes *b, uint32_t pid)
-{
-    size_t r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
-    ltr_bytes_put_u32(b, pid);
-    ltr_bytes_put_u32(b, 1);
-    ltr_bytes_put_u64(b, GEN_START_NS);
-    ltr_bytes_put_str(b, "/bin/x");
-    ltr_bytes_put_u16(b, 0);
-    ltr_bytes_record_end(b, r);
-}
 
 static void write_chunk(ltr_writer *w, ltr_bytes *b)
 {
@@ -170,7 +160,7 @@ static void test_stacks_rebuilt_exactly(void **state)
     for (int i = 0; i < 300; i++)
         put_nodes(&b, &tc, &sc[i]);
     write_chunk(w, &b);
-    put_process(&b, 100);
+    gen_process(&b, 100);
     for (int i = 0; i < 200; i++)
         put_nodes(&b, &te, &se[i]);
     write_chunk(w, &b);

@@ -62,16 +62,6 @@ static void put_stack(ltr_bytes *b, const want *w)
     ltr_bytes_record_end(b, r);
 }
 
-static void put_process(ltr_bytes *b, uint32_t pid)
-{
-    size_t r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
-    ltr_bytes_put_u32(b, pid);
-    ltr_bytes_put_u32(b, 1);
-    ltr_bytes_put_u64(b, GEN_START_NS);
-    ltr_bytes_put_str(b, "/bin/x");
-    ltr_bytes_put_u16(b, 0);
-    ltr_bytes_record_end(b, r);
-}
 
 static want *add(plan *p)
 {
@@ -93,7 +83,7 @@ static int write_range(ltr_writer *w, plan *p, size_t from, size_t to, const uin
     ltr_bytes b = {0};
     for (size_t i = from; i < to; i++) {
         if (exec_before && i == *exec_before)
-            put_process(&b, p->s[i].pid);
+            gen_process(&b, p->s[i].pid);
         put_stack(&b, &p->s[i]);
     }
     ltr_error err;
