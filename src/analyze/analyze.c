@@ -6,6 +6,7 @@
  */
 #include "prim/prim.h"
 #include "analyze/internal.h"
+#include "format/reader.h"
 
 #include <errno.h>
 #include <math.h>
@@ -128,6 +129,46 @@ static void feed(ltr_analysis *a, an_decoder *d, const ltr_event *ev, const ltr_
     }
 }
 
+/* One event through the generic path; 1, 0 at the end, or -errno. */
+static int take_one(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts *o, ltr_error *err)
+{
+    const ltr_event *ev;
+    int rc = ltr_trace_next(a->trace, &ev, err);
+    if (rc > 0) {
+        a->events++;
+        feed(a, d, ev, o);
+    }
+    return rc;
+}
+
+/* The events after the first: block by block, the heap records of compact
+ * blocks through the fast path (blocks.c), any other record the generic way. */
+static int stream_blocks(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts *o, an_progress *pr,
+                         ltr_error *err)
+{
+    an_blocks *b = an_blocks_new(a->trace, d);
+    if (!b)
+        return ltr_fail(err, ENOMEM, "out of memory");
+    ltr_block_view v;
+    int rc;
+    uint64_t shown = 0;
+    while ((rc = ltr_trace_block(a->trace, &v, err)) > 0) {
+        int mine = !o->pid_set || v.pid == o->pid;
+        uint64_t n = 0;
+        int whole = v.compact && an_blocks_run(b, &a->model, &v, mine, &n);
+        a->events += n;
+        a->heap_events += mine ? n : 0;
+        if (!whole && (rc = take_one(a, d, o, err)) <= 0)
+            break;
+        if (a->events - shown > 0xffff) {
+            an_progress_update(pr, an_trace_position(a->trace));
+            shown = a->events;
+        }
+    }
+    an_blocks_free(b);
+    return rc;
+}
+
 static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec *w, ltr_error *err)
 {
     an_decoder *d = an_decoder_new();
@@ -137,22 +178,17 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     ltr_trace_summary s0;
     ltr_trace_summarize(a->trace, &s0);
     an_progress_begin(&pr, o->progress, s0.file_size);
+    /* the first event goes the generic way: the origin may be its timestamp */
     const ltr_event *ev;
-    int rc, settled = 0;
-    while ((rc = ltr_trace_next(a->trace, &ev, err)) > 0) {
-        if (!settled) {
-            window_settle(a, w);
-            settled = 1;
-        }
+    int rc = ltr_trace_next(a->trace, &ev, err);
+    window_settle(a, w);
+    if (rc > 0) {
         a->events++;
         feed(a, d, ev, o);
-        if ((a->events & 0xffff) == 0)
-            an_progress_update(&pr, an_trace_position(a->trace));
+        rc = stream_blocks(a, d, o, &pr, err);
     }
     an_progress_end(&pr);
     an_decoder_free(d);
-    if (!settled)
-        window_settle(a, w);
     return rc;
 }
 

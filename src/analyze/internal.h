@@ -90,6 +90,29 @@ void an_decoder_free(an_decoder *d);
 /* Decodes ev; kind AN_NOT_HEAP for events of other providers, AN_BAD_HEAP for
  * a heap event whose layout does not follow docs/heap-events.md. */
 void an_decode(an_decoder *d, const ltr_event *ev, an_heap_event *out);
+/* The fast path (blocks.c) reads heap records of compact blocks itself, by a
+ * plan settled once per layout: each field's encoding and which heap field it is. */
+enum { AN_F_ADDR, AN_F_OLD, AN_F_SIZE, AN_F_STACK, AN_F_COUNT };
+#define AN_FAST_FIELDS 8
+typedef struct an_fast_plan {
+    const ltr_layout *layout;
+    int kind;                       /* AN_ALLOC, AN_FREE, AN_REALLOC; else not read fast */
+    uint8_t nfields;
+    uint8_t width[AN_FAST_FIELDS];  /* 0: a varint; else the fixed size in bytes */
+    uint8_t slot[AN_FAST_FIELDS];   /* AN_F_ADDR...; AN_F_COUNT: not wanted */
+} an_fast_plan;
+void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan);
+typedef struct an_blocks an_blocks;
+struct ltr_block_view;
+an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d);
+void an_blocks_free(an_blocks *b);
+/* Reads the heap records at the start of the view, feeding them to m when
+ * feed is set (else only counting them: a process --pid leaves out), up to
+ * the end of the block or the first record the generic path must take, and
+ * reports them to the reader. *records = how many; returns 1 if that was
+ * the whole block, 0 if the next record is the generic path's. */
+int an_blocks_run(an_blocks *b, an_model *m, const struct ltr_block_view *v, int feed, uint64_t *records);
+
 /* Frames of (pid, stack id) from the trace's STACK records; NULL if unknown. */
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n);
 /* Hands every MODULE record of the trace to the symbolizer. */

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { F_ADDR, F_OLD, F_SIZE, F_STACK, F_COUNT };
-
 #define AN_VARINT 255
 
 /* How one field of a heap layout is read, settled once per layout. */
@@ -29,7 +27,7 @@ typedef struct an_layout_info {
     uint64_t key;
     int kind;       /* an_heap_kind */
     uint32_t need;  /* payload bytes the fixed offsets reach; a shorter payload takes the reader's offsets */
-    an_field_read f[F_COUNT];
+    an_field_read f[AN_F_COUNT];
 } an_layout_info;
 
 #define AN_LAYOUT_CACHE 8 /* a power of two; heap events alternate between a few layouts */
@@ -105,19 +103,49 @@ static int plan_field(const ltr_layout *l, const char *name, an_field_read *r, u
 static void classify(an_decoder *d, const ltr_layout *l, an_layout_info *info)
 {
     memset(info->f, 0, sizeof info->f);
-    for (int f = 0; f < F_COUNT; f++)
+    for (int f = 0; f < AN_F_COUNT; f++)
         info->f[f].index = -1;
     info->need = 0;
     info->kind = AN_NOT_HEAP;
     if (!l->provider || memcmp(l->provider->guid.b, d->heap.b, 16) || l->event_id < 1 || l->event_id > 3)
         return;
     info->kind = l->event_id;
-    static const char *const names[F_COUNT] = {"address", "old_address", "size", "stack"};
-    static const int need[4][F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
-    for (int f = 0; f < F_COUNT; f++)
+    static const char *const names[AN_F_COUNT] = {"address", "old_address", "size", "stack"};
+    static const int need[4][AN_F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
+    for (int f = 0; f < AN_F_COUNT; f++)
         if (plan_field(l, names[f], &info->f[f], &info->need) < 0 ||
             (need[l->event_id][f] && info->f[f].index < 0))
             info->kind = AN_BAD_HEAP;
+}
+
+/* The fast path's plan: every field's encoding (all fixed-size or varint, else
+ * the layout is left to the generic path) and where the wanted ones go. */
+void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan)
+{
+    an_layout_info info;
+    classify(d, l, &info);
+    memset(plan, 0, sizeof *plan);
+    plan->kind = AN_NOT_HEAP;
+    if (info.kind <= 0 || l->field_count > AN_FAST_FIELDS)
+        return;
+    for (unsigned i = 0; i < l->field_count; i++) {
+        int fixed = ltr_type_fixed_size(l->fields[i].type), w = unsigned_width(l->fields[i].type);
+        plan->width[i] = fixed > 0 ? (uint8_t)fixed : 0;
+        plan->slot[i] = AN_F_COUNT;
+        if (fixed <= 0 && w != AN_VARINT && !(l->fields[i].type == LTR_TYPE_IVAR))
+            return; /* a string, a blob or a newer type */
+    }
+    for (int f = 0; f < AN_F_COUNT; f++) {
+        const an_field_read *r = &info.f[f];
+        if (r->index < 0)
+            continue;
+        if (r->width == 0)
+            return; /* read through ltr_event_field */
+        plan->slot[r->index] = (uint8_t)f;
+    }
+    plan->nfields = (uint8_t)l->field_count;
+    plan->layout = l;
+    plan->kind = info.kind;
 }
 
 static const an_layout_info *info_of(an_decoder *d, const ltr_layout *l)
@@ -173,10 +201,10 @@ void an_decode(an_decoder *d, const ltr_event *ev, an_heap_event *out)
     if (out->kind <= 0)
         return;
     int fixed = ev->payload_size >= info->need;
-    out->addr = read_field(ev, &info->f[F_ADDR], fixed);
-    out->old_addr = read_field(ev, &info->f[F_OLD], fixed);
-    out->size = read_field(ev, &info->f[F_SIZE], fixed);
-    out->stack = (uint32_t)read_field(ev, &info->f[F_STACK], fixed);
+    out->addr = read_field(ev, &info->f[AN_F_ADDR], fixed);
+    out->old_addr = read_field(ev, &info->f[AN_F_OLD], fixed);
+    out->size = read_field(ev, &info->f[AN_F_SIZE], fixed);
+    out->stack = (uint32_t)read_field(ev, &info->f[AN_F_STACK], fixed);
 }
 
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n)

@@ -315,25 +315,44 @@ static const ltr_layout_rec *find_layout(ltr_trace *t, uint32_t id)
     return l;
 }
 
-static void count_event(ltr_trace *t, ltr_layout_rec *l)
+/* Adds events to the summary's time span (the first event in file order is the origin's fallback). */
+static void count_span(ltr_trace *t, uint64_t first, uint64_t min, uint64_t max)
 {
-    uint64_t ts = t->ev.ts;
     if (!t->have_event) {
         t->have_event = 1;
-        t->first_event_ts = ts;
-        t->sum.first_ts = t->sum.last_ts = ts;
+        t->first_event_ts = first;
+        t->sum.first_ts = min;
+        t->sum.last_ts = max;
     }
-    if (ts < t->sum.first_ts)
-        t->sum.first_ts = ts;
-    if (ts > t->sum.last_ts)
-        t->sum.last_ts = ts;
-    t->sum.events++;
-    l->pub.events++;
-    l->prov->events++;
+    if (min < t->sum.first_ts)
+        t->sum.first_ts = min;
+    if (max > t->sum.last_ts)
+        t->sum.last_ts = max;
+}
+
+/* Adds n events of the current block to the summary, its process and its thread. */
+static void count_block_events(ltr_trace *t, uint64_t n)
+{
+    t->sum.events += n;
     if (t->blk_proc)
-        t->blk_proc->events++;
+        t->blk_proc->events += n;
     if (t->blk_thread)
-        t->blk_thread->events++;
+        t->blk_thread->events += n;
+}
+
+void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n)
+{
+    ltr_layout_rec *r = (ltr_layout_rec *)l; /* pub is its first member */
+    (void)t;
+    r->pub.events += n;
+    r->prov->events += n;
+}
+
+static void count_event(ltr_trace *t, ltr_layout_rec *l)
+{
+    count_span(t, t->ev.ts, t->ev.ts, t->ev.ts);
+    count_block_events(t, 1);
+    ltr_trace_count_layout(t, &l->pub, 1);
 }
 
 /* The record framing could not be trusted: the rest of the block is skipped. */
@@ -408,29 +427,25 @@ static int take_event(ltr_trace *t)
     return t->blk_compact ? take_compact_event(t) : take_fixed_event(t);
 }
 
-/* Next event of the current EVENTS chunk: 1, or 0 when the chunk is used up. */
-static int next_in_chunk(ltr_trace *t)
+/* Makes the current block one with records left: 1, or 0 when the chunk is used up. */
+static int block_ready(ltr_trace *t)
 {
-    for (;;) {
-        if (t->blk_pos >= t->blk_end) {
-            end_block(t);
-            if (t->ev_pos >= t->raw_len || start_block(t) < 0)
-                return 0;
-            continue;
-        }
-        if (take_event(t))
-            return 1;
+    while (t->blk_pos >= t->blk_end) {
+        end_block(t);
+        if (t->ev_pos >= t->raw_len || start_block(t) < 0)
+            return 0;
     }
+    return 1;
 }
 
-int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
+/* Brings the stream to a block with records left, loading chunks as needed:
+ * 1, 0 at the end of the trace, or -errno. */
+static int stream_ready(ltr_trace *t, ltr_error *err)
 {
     for (;;) {
         if (t->in_events) {
-            if (next_in_chunk(t)) {
-                *ev = &t->ev;
+            if (block_ready(t))
                 return 1;
-            }
             t->in_events = 0;
         }
         int rc = load_chunk(t);
@@ -439,6 +454,44 @@ int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
         if (rc == 0)
             return 0;
     }
+}
+
+int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
+{
+    for (;;) {
+        int rc = stream_ready(t, err);
+        if (rc <= 0)
+            return rc;
+        if (take_event(t)) {
+            *ev = &t->ev;
+            return 1;
+        }
+    }
+}
+
+int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err)
+{
+    int rc = stream_ready(t, err);
+    if (rc <= 0)
+        return rc;
+    v->rec = t->raw + t->blk_pos;
+    v->left = t->blk_end - t->blk_pos;
+    v->ts = t->blk_ts;
+    v->pid = t->ev.pid;
+    v->tid = t->ev.tid;
+    v->compact = t->blk_compact;
+    return 1;
+}
+
+void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r)
+{
+    if (!r->records)
+        return;
+    t->blk_pos += r->bytes;
+    t->blk_seen += r->records;
+    t->blk_ts = r->last_ts;
+    count_span(t, r->first_ts, r->min_ts, r->max_ts);
+    count_block_events(t, r->records);
 }
 
 /* Reads chunks until one is intact (it may be EVENTS, left pending) or the end. */

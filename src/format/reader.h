@@ -139,6 +139,38 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 
+/* Block-level reading, for sequential consumers that decode the records of
+ * compact blocks themselves (src/analyze): ltr_trace_block shows the rest of
+ * the current buffer block; the consumer decodes well-formed records of
+ * layouts it knows from its start, tells the reader with
+ * ltr_trace_block_consumed and ltr_trace_count_layout (so that the summary
+ * counts stay exactly those of ltr_trace_next), and leaves every other record
+ * (unknown layout, malformed: damage) to ltr_trace_next, which goes on from
+ * there. Both may be mixed freely. */
+typedef struct ltr_block_view {
+    const uint8_t *rec; /* the next record */
+    size_t left;        /* bytes of records left in the block (> 0) */
+    uint64_t ts;        /* compact: the timestamp the next record's delta counts from */
+    uint32_t pid, tid;  /* the block's producer thread */
+    int compact;        /* compact records (else fixed ones: leave them to ltr_trace_next) */
+} ltr_block_view;
+
+/* Records decoded by the consumer from the start of a view. */
+typedef struct ltr_block_run {
+    size_t bytes;      /* record bytes, from view.rec */
+    uint32_t records;
+    uint64_t first_ts, last_ts, min_ts, max_ts; /* of those records */
+} ltr_block_run;
+
+/* Moves to a block with records left (loading chunks, recording damage as
+ * ltr_trace_next does): 1 and *v, 0 at the end of the trace, or -errno (err set).
+ * The view is valid until the next call into the reader. */
+int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
+/* The first r->records records of the last view were decoded by the caller. */
+void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
+/* n events of layout l were decoded by the caller (its and its provider's counts). */
+void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
+
 /* fields.c: where each field of a payload starts; returns the offsets array
  * (the layout's fixed one or scratch), or NULL if the payload is too short. */
 const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,

@@ -1,0 +1,192 @@
+/*
+ * analyze/blocks.c — the analyzer's fast path: reads the heap records of a
+ * compact buffer block itself (format/reader.h, "Block-level reading") in one
+ * loop — size, layout id and timestamp delta varints, then the fields by the
+ * layout's plan (source.c) — and feeds them to the model with the block's
+ * process looked up once. It takes only records the generic path would take
+ * as they are: at anything else (a layout it has no plan for, a record that
+ * does not parse) it stops, and analyze.c hands that record to
+ * ltr_trace_next, which applies the damage rules. The reader's counts are
+ * reported per run, so `ltr info` and the analysis see the same figures.
+ */
+#include "analyze/internal.h"
+#include "format/reader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define AN_FAST_LAYOUT_IDS 4096 /* layout ids the plans are indexed by; higher ones go the generic way */
+
+enum { PLAN_UNSEEN = 0, PLAN_NONE = -1 };
+
+struct an_blocks {
+    ltr_trace *trace;
+    an_decoder *dec;
+    an_fast_plan *plans;   /* by layout id; kind PLAN_UNSEEN until the reader knows the layout */
+    uint64_t *counts;      /* events per layout id decoded since the last report */
+    uint32_t *used;        /* layout ids with counts, for the report */
+    size_t nused;
+};
+
+an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d)
+{
+    an_blocks *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->trace = t;
+    b->dec = d;
+    b->plans = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->plans);
+    b->counts = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->counts);
+    b->used = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->used);
+    if (!b->plans || !b->counts || !b->used) {
+        an_blocks_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void an_blocks_free(an_blocks *b)
+{
+    if (!b)
+        return;
+    free(b->plans);
+    free(b->counts);
+    free(b->used);
+    free(b);
+}
+
+/* The plan of a layout id, settled when the reader first knows the layout
+ * (layouts are never redefined until a rewind, which ends the stream). */
+static const an_fast_plan *plan_of(an_blocks *b, uint64_t id)
+{
+    an_fast_plan *p = &b->plans[id];
+    if (p->kind != PLAN_UNSEEN)
+        return p;
+    const ltr_layout *l = ltr_trace_layout_find(b->trace, (uint32_t)id);
+    if (!l)
+        return p; /* not described yet: the generic path reports it */
+    an_fast_plan_make(b->dec, l, p);
+    if (p->kind <= 0)
+        p->kind = PLAN_NONE;
+    return p;
+}
+
+/* A varint of at most left bytes, the one-byte case first (most fields). */
+static inline __attribute__((always_inline)) size_t uvar(const uint8_t *p, size_t left, uint64_t *v)
+{
+    if (__builtin_expect(left > 0 && p[0] < 0x80, 1)) {
+        *v = p[0];
+        return 1;
+    }
+    return ltr_get_uvar(p, left, v);
+}
+
+static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
+{
+    switch (w) { /* little-endian host, as the format */
+    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    default: return *p;
+    }
+}
+
+/* Reads every field of a payload by its plan; 0 if the payload is short or a
+ * varint bad (the generic path then calls it damage). */
+static inline __attribute__((always_inline)) int read_fields(const an_fast_plan *pl, const uint8_t *q,
+                                                            const uint8_t *end, uint64_t val[AN_F_COUNT + 1])
+{
+    for (unsigned i = 0; i < pl->nfields; i++) {
+        unsigned w = pl->width[i];
+        if (!w) {
+            size_t n = uvar(q, (size_t)(end - q), &val[pl->slot[i]]);
+            if (!n)
+                return 0;
+            q += n;
+        } else {
+            if ((size_t)(end - q) < w)
+                return 0;
+            val[pl->slot[i]] = fixed_le(q, w);
+            q += w;
+        }
+    }
+    return 1;
+}
+
+static void apply(an_model *m, const an_fast_plan *pl, uint32_t pid, uint32_t tid, uint64_t ts,
+                  const uint64_t *v)
+{
+    switch (pl->kind) {
+    case AN_ALLOC: an_model_alloc(m, pid, tid, ts, v[AN_F_ADDR], v[AN_F_SIZE], (uint32_t)v[AN_F_STACK]); break;
+    case AN_FREE: an_model_free_block(m, pid, tid, ts, v[AN_F_ADDR]); break;
+    default:
+        an_model_realloc(m, pid, tid, ts, v[AN_F_OLD], v[AN_F_ADDR], v[AN_F_SIZE], (uint32_t)v[AN_F_STACK]);
+        break;
+    }
+}
+
+static void count_layout(an_blocks *b, uint64_t id)
+{
+    if (!b->counts[id]++)
+        b->used[b->nused++] = (uint32_t)id;
+}
+
+/* Tells the reader what the run took: framing, summary, process, thread and layout counts. */
+static void report(an_blocks *b, const ltr_block_run *run)
+{
+    ltr_trace_block_consumed(b->trace, run);
+    for (size_t i = 0; i < b->nused; i++) {
+        uint32_t id = b->used[i];
+        ltr_trace_count_layout(b->trace, b->plans[id].layout, b->counts[id]);
+        b->counts[id] = 0;
+    }
+    b->nused = 0;
+}
+
+/* Parses one compact record header the way ltr_cevent_parse does; returns
+ * the payload start, or NULL when the generic path must take the record. */
+static inline __attribute__((always_inline)) const uint8_t *
+record_header(const uint8_t *r, const uint8_t *end, const uint8_t **rend, uint64_t *layout, uint64_t *delta)
+{
+    uint64_t size;
+    size_t n = uvar(r, (size_t)(end - r), &size);
+    if (!n || size > LTR_CEVENT_MAX_SIZE || size > (size_t)(end - r) - n)
+        return NULL;
+    const uint8_t *q = r + n;
+    *rend = q + size;
+    size_t ln = uvar(q, (size_t)size, layout);
+    size_t tn = ln ? uvar(q + ln, (size_t)size - ln, delta) : 0;
+    if (!tn || size - ln - tn > LTR_MAX_EVENT_PAYLOAD)
+        return NULL;
+    return q + ln + tn;
+}
+
+int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, uint64_t *records)
+{
+    const uint8_t *r = v->rec, *end = v->rec + v->left;
+    ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
+    uint64_t ts = v->ts;
+    while (r < end) {
+        const uint8_t *rend, *q;
+        uint64_t id, delta, val[AN_F_COUNT + 1] = {0};
+        if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
+            break;
+        const an_fast_plan *pl = plan_of(b, id);
+        if (pl->kind <= 0 || !read_fields(pl, q, rend, val))
+            break;
+        ts += (uint64_t)ltr_unzigzag(delta);
+        if (feed)
+            apply(m, pl, v->pid, v->tid, ts, val);
+        if (!run.records++)
+            run.first_ts = ts;
+        run.min_ts = ts < run.min_ts ? ts : run.min_ts;
+        run.max_ts = ts > run.max_ts ? ts : run.max_ts;
+        count_layout(b, id);
+        r = rend;
+    }
+    run.bytes = (size_t)(r - v->rec);
+    run.last_ts = ts;
+    report(b, &run);
+    *records = run.records;
+    return r == end;
+}
