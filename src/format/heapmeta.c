@@ -2,7 +2,8 @@
  * format/heapmeta.c — the reader's tables of the heap agent's METADATA
  * records: STACK (kind 5), STACK_REF (kind 7: a stack told as the outer
  * frames of an earlier one plus its own), FRAME_NODES (kind 8: nodes of the
- * agent's frame trie, a stack's id being its innermost node's) and MODULE
+ * agent's frame trie, a stack's id being its innermost node's; kind 9 the
+ * same in varints, format/nodevar.h) and MODULE
  * (kind 6), docs/heap-events.md. Stacks are found by (pid, id) through a map
  * of per-pid maps; a stack told by nodes is built there the first time it is
  * asked for, from its node up to the root, and is unknown while any node of
@@ -10,6 +11,7 @@
  * bounds-checked like every other (ltr_cursor).
  */
 #include "format/reader.h"
+#include "format/nodevar.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -149,29 +151,69 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
     drop_found_stacks(t, pid);
 }
 
-int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c)
+/* Stores the nodes of a record found good (all or nothing: the caller checked them). */
+static void store_nodes(ltr_trace *t, ltr_nodes_rec r)
 {
-    uint32_t pid = ltr_cursor_u32(c), parent = ltr_cursor_u32(c);
-    uint16_t n = ltr_cursor_u16(c);
-    const uint8_t *p = ltr_cursor_take(c, 12u * n);
-    if (!p)
-        return -1;
-    /* All or nothing: a bad node spoils its record. Each node's parent is
-     * the one before it (the first's is in the header), and below it. */
-    for (uint32_t i = 0, up = parent, id; i < n; i++, up = id)
-        if ((id = ltr_get_u32(p + 12u * i)) == 0 || id >= LTR_FRAME_NODE_MAX_ID || up >= id)
-            return -1;
-    node_table *nt = pid_nodes(t, pid);
-    for (uint16_t i = 0; nt && i < n; i++) {
-        uint32_t id = ltr_get_u32(p + 12u * i);
-        frame_node fn = {ltr_get_u64(p + 12u * i + 4), parent, 1};
+    node_table *nt = pid_nodes(t, r.pid);
+    uint32_t parent = r.parent, id;
+    uint64_t ip;
+    while (nt && ltr_nodes_next(&r, &id, &ip) > 0) {
         if (nodes_reserve(nt, id) < 0)
-            return 0; /* out of memory is not damage */
+            return; /* out of memory is not damage */
+        frame_node fn = {ip, parent, 1};
         if (nt->v[id].known && (nt->v[id].ip != fn.ip || nt->v[id].parent != fn.parent))
-            drop_found_stacks(t, pid);
+            drop_found_stacks(t, r.pid);
         nt->v[id] = fn;
         parent = id;
     }
+}
+
+/* The rest of a record's body, for the node iterator. */
+static const uint8_t *body_rest(ltr_cursor *c, size_t *len)
+{
+    *len = c->len - c->pos;
+    return ltr_cursor_take(c, *len);
+}
+
+int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c)
+{
+    size_t len;
+    const uint8_t *body = body_rest(c, &len);
+    ltr_nodes_rec r;
+    uint32_t last;
+    if (!body || ltr_nodes_open(&r, body, len) < 0 || ltr_nodes_check(r, &last) < 0)
+        return -1;
+    store_nodes(t, r);
+    return 0;
+}
+
+/* A bad record spoils the base of its pid for the rest of the chunk (the
+ * writer counted the next record's ids from it), or of every pid when its
+ * own pid cannot be read. */
+int ltr_meta_parse_frame_nodes_v(ltr_trace *t, ltr_cursor *c, ltr_node_bases *b)
+{
+    size_t len;
+    const uint8_t *body = body_rest(c, &len);
+    ltr_nodes_rec r;
+    uint32_t last;
+    int rc = body ? ltr_nodes_open_var(&r, body, len) : -2;
+    if (rc == -2)
+        ltr_node_bases_spoil_all(b);
+    if (rc < 0) {
+        if (rc == -1)
+            ltr_node_bases_spoil(b, r.pid);
+        return -1;
+    }
+    rc = ltr_node_bases_get(b, r.pid, &r.base);
+    if (rc < 0)
+        return rc == LTR_NODE_BASE_NO_MEMORY ? 0 : -1; /* out of memory is not damage */
+    if (ltr_nodes_check(r, &last) < 0) {
+        ltr_node_bases_spoil(b, r.pid);
+        return -1;
+    }
+    if (r.count)
+        ltr_node_bases_set(b, r.pid, last);
+    store_nodes(t, r);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * record is recorded as damage of its chunk and skipped.
  */
 #include "format/reader.h"
+#include "format/nodevar.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -369,10 +370,12 @@ static int parse_thread(ltr_trace *t, ltr_cursor *c)
     return 0;
 }
 
-typedef int (*record_fn)(ltr_trace *t, uint16_t kind, ltr_cursor *body);
+/* ctx: what the records of one chunk share (METADATA: the FRAME_NODES_V bases). */
+typedef int (*record_fn)(ltr_trace *t, uint16_t kind, ltr_cursor *body, void *ctx);
 
 /* Walks `u16 kind, u16 reserved, u32 size, body` records; a bad framing ends the chunk. */
-static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_t len, record_fn fn)
+static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_t len, record_fn fn,
+                         void *ctx)
 {
     size_t pos = 0;
     while (pos < len) {
@@ -383,30 +386,37 @@ static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_
             return;
         }
         ltr_cursor c = {p + pos + LTR_RECORD_HEADER_SIZE, size - LTR_RECORD_HEADER_SIZE, 0, 0};
-        if (fn(t, kind, &c) < 0 || c.bad)
+        if (fn(t, kind, &c, ctx) < 0 || c.bad)
             record_damage(t, what, kind, pos);
         pos += size;
     }
 }
 
-static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c)
+static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c, void *bases)
 {
     switch (kind) {
     case LTR_META_PROVIDER: return parse_provider(t, c);
     case LTR_META_LAYOUT: return parse_layout(t, c);
-    case LTR_META_PROCESS: return parse_process(t, c);
+    case LTR_META_PROCESS:
+        if (c->len >= 4) /* as the writer did, whatever the rest of the record: ids start over */
+            ltr_node_bases_set(bases, ltr_get_u32(c->p), 0);
+        return parse_process(t, c);
     case LTR_META_THREAD: return parse_thread(t, c);
     case LTR_META_STACK: return ltr_meta_parse_stack(t, c);
     case LTR_META_STACK_REF: return ltr_meta_parse_stack_ref(t, c);
     case LTR_META_FRAME_NODES: return ltr_meta_parse_frame_nodes(t, c);
+    case LTR_META_FRAME_NODES_V: return ltr_meta_parse_frame_nodes_v(t, c, bases);
     case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
     }
     return 0; /* unknown kinds are skipped */
 }
 
+/* FRAME_NODES_V ids count from bases that never cross a chunk. */
 void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len)
 {
-    walk_records(t, "METADATA", p, len, meta_record);
+    ltr_node_bases bases = {0};
+    walk_records(t, "METADATA", p, len, meta_record, &bases);
+    ltr_node_bases_free(&bases);
 }
 
 /* ---- COUNTERS ---- */
@@ -462,8 +472,9 @@ static int parse_process_lost(ltr_trace *t, ltr_cursor *c)
     return 0;
 }
 
-static int counter_record(ltr_trace *t, uint16_t kind, ltr_cursor *c)
+static int counter_record(ltr_trace *t, uint16_t kind, ltr_cursor *c, void *ctx)
 {
+    (void)ctx;
     switch (kind) {
     case LTR_COUNTER_COLLECTOR: return parse_collector(t, c);
     case LTR_COUNTER_PROCESS_LOST: return parse_process_lost(t, c);
@@ -475,7 +486,7 @@ void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len)
 {
     free_counters(t); /* each COUNTERS chunk holds the totals so far */
     t->has_counters = 1;
-    walk_records(t, "COUNTERS", p, len, counter_record);
+    walk_records(t, "COUNTERS", p, len, counter_record, NULL);
 }
 
 /* ---- key/value lists ---- */

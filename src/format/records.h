@@ -13,7 +13,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 2u /* 2: compact blocks (a reader of 2 reads 1 too) */
+#define LTR_FORMAT_VERSION 3u /* 2: compact blocks; 3: FRAME_NODES_V (a reader of 3 reads 1 and 2 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -39,9 +39,10 @@ enum ltr_meta_kind {
     LTR_META_MODULE = 6,
     LTR_META_STACK_REF = 7, /* written by the trace writer in place of STACK (format/stackshare.c) */
     LTR_META_FRAME_NODES = 8, /* heap agent: nodes of its per-process frame trie */
+    LTR_META_FRAME_NODES_V = 9, /* written by the trace writer in place of FRAME_NODES (format/nodevar.c) */
 };
 
-/* Node ids of FRAME_NODES records are below this (the agent's are below 2^20). */
+/* Node ids of FRAME_NODES(_V) records are below this (the agent's are below 2^20). */
 #define LTR_FRAME_NODE_MAX_ID (1u << 24)
 
 /* COUNTERS record kinds */

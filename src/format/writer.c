@@ -9,6 +9,7 @@
 
 #include "format/chunk.h"
 #include "format/compact.h"
+#include "format/nodevar.h"
 #include "format/stackshare.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ struct ltr_writer {
     ltr_anchors anchors; /* compact buffers written in pieces: where each left off */
     ltr_stackshare stacks; /* the stacks written so far, to share their frames */
     ltr_bytes meta;        /* METADATA records as rewritten */
+    ltr_bytes nodes;       /* the same, FRAME_NODES as FRAME_NODES_V */
 };
 
 
@@ -186,14 +188,25 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
 }
 
 /* STACK records become STACK_REF where they share frames with stacks written
- * before; if the chunk is not written, later records must not refer to it. */
+ * before; if the chunk is not written, later records must not refer to it.
+ * FRAME_NODES become FRAME_NODES_V (their ids count within the chunk only).
+ * A rewrite that cannot be done leaves the records as they came. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
 {
     w->meta.len = 0;
     w->meta.failed = 0;
-    int shared = ltr_stackshare_rewrite(&w->stacks, records, len, &w->meta) == 0;
-    int rc = flush_then_write(w, LTR_CHUNK_METADATA, shared ? w->meta.data : records,
-                              shared ? w->meta.len : len, err);
+    const uint8_t *p = records;
+    if (ltr_stackshare_rewrite(&w->stacks, records, len, &w->meta) == 0) {
+        p = w->meta.data;
+        len = w->meta.len;
+    }
+    w->nodes.len = 0;
+    w->nodes.failed = 0;
+    if (ltr_nodevar_rewrite(p, len, &w->nodes) == 0) {
+        p = w->nodes.data;
+        len = w->nodes.len;
+    }
+    int rc = flush_then_write(w, LTR_CHUNK_METADATA, p, len, err);
     if (rc < 0)
         ltr_stackshare_reset(&w->stacks);
     return rc;
@@ -303,6 +316,7 @@ void ltr_writer_close(ltr_writer *w)
     ltr_anchors_free(&w->anchors);
     ltr_stackshare_free(&w->stacks);
     ltr_bytes_free(&w->meta);
+    ltr_bytes_free(&w->nodes);
     free(w->path);
     free(w);
 }

@@ -3,6 +3,8 @@
  */
 #include "gen.h"
 
+#include "format/chunk.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -414,4 +416,23 @@ void gen_process(ltr_bytes *b, uint32_t pid)
     ltr_bytes_put_str(b, "/bin/x");
     ltr_bytes_put_u16(b, 0);
     ltr_bytes_record_end(b, r);
+}
+
+int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, size_t n)
+{
+    ltr_bytes f = {0};
+    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
+    memset(h, 0, LTR_FILE_HEADER_SIZE);
+    memcpy(h, LTR_FILE_MAGIC, 8);
+    ltr_put_u32(h + 8, version);
+    for (size_t i = 0; i < n; i++) {
+        ltr_chunk_header c = {.type = LTR_CHUNK_METADATA, .payload_size = (uint32_t)meta[i].len,
+                              .raw_size = (uint32_t)meta[i].len, .seq = i,
+                              .payload_crc = ltr_crc32(meta[i].data, meta[i].len)};
+        ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
+        ltr_bytes_put_mem(&f, meta[i].data, meta[i].len);
+    }
+    int rc = f.failed ? -1 : gen_spit(path, f.data, f.len);
+    ltr_bytes_free(&f);
+    return rc;
 }

@@ -57,5 +57,9 @@ const char *gen_tmp(const char *name);
 /* Reads a whole file into a malloc'd buffer. */
 uint8_t *gen_slurp(const char *path, size_t *len);
 int gen_spit(const char *path, const void *p, size_t len);
+/* A trace of the given format version holding n uncompressed METADATA chunks
+ * of these records as they are, written without the writer's rewrites (what
+ * an older writer wrote, or records a test damaged): 0 or -1. */
+int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, size_t n);
 
 #endif

@@ -7,8 +7,15 @@
  * with exactly its frames, stacks that are the outer part of others too,
  * across processes and exec; that a lost chunk of nodes leaves the stacks that
  * needed it unknown, never wrong; and that a malformed record is damage.
+ * The writer turns every record into a FRAME_NODES_V (kind 9): the same
+ * stacks come back as from the kind 8 records of a version 2 file, with
+ * paths built by threads in turn, pids interleaved and exec mid-chunk; a
+ * damaged kind 9 record (cut at every byte, bad varints, bad ids) loses
+ * exactly its nodes and those counted from it, never gives a wrong stack.
  */
 #include "gen.h"
+
+#include "format/nodevar.h"
 
 #include <ltr/trace.h>
 
@@ -35,10 +42,15 @@ typedef struct stack {
 /* One process image's trie as the agent keeps it. */
 typedef struct trie {
     uint32_t pid, n;
+    uint32_t last; /* the last node id written */
     uint32_t parent[MAX_NODES + 1];
     uint64_t ip[MAX_NODES + 1];
     uint8_t written[MAX_NODES + 1];
+    uint32_t rec_of[MAX_NODES + 1]; /* the record that wrote the node */
 } trie;
+
+static uint32_t next_rec; /* records written so far, every trie */
+static unsigned id_gaps, id_backs; /* ids of a record not consecutive; a record starting below the last id */
 
 static uint32_t node_of(trie *t, uint32_t parent, uint64_t ip)
 {
@@ -53,18 +65,44 @@ static uint32_t node_of(trie *t, uint32_t parent, uint64_t ip)
 }
 
 /* A random path down a tree of call sites (every fourth level branches three
- * ways), its nodes added to the trie. */
-static void random_stack(trie *t, stack *s, uint64_t image)
+ * ways), innermost frame first. */
+static void random_frames(stack *s, uint32_t pid, uint64_t image)
 {
-    s->pid = t->pid;
+    s->pid = pid;
     s->n = (uint16_t)(2 + rand() % (MAX_DEPTH - 2));
-    uint32_t id = 0;
     for (uint16_t level = 0; level < s->n; level++) { /* 0 = outermost */
         uint64_t ip = image + level * 0x100 + (uint64_t)(level % 4 == 3 ? rand() % 3 : 0) * 8;
         s->frames[s->n - 1 - level] = ip;
-        id = node_of(t, id, ip);
     }
+}
+
+static uint64_t frame_at_level(const stack *s, uint16_t level) { return s->frames[s->n - 1 - level]; }
+
+/* A random stack, its nodes added to the trie. */
+static void random_stack(trie *t, stack *s, uint64_t image)
+{
+    random_frames(s, t->pid, image);
+    uint32_t id = 0;
+    for (uint16_t level = 0; level < s->n; level++)
+        id = node_of(t, id, frame_at_level(s, level));
     s->id = id;
+}
+
+/* Two random stacks whose nodes are added level by level in turn, as two
+ * threads of the agent would: the ids along a path are not consecutive. */
+static void random_pair(trie *t, stack *a, stack *b, uint64_t image)
+{
+    random_frames(a, t->pid, image);
+    random_frames(b, t->pid, image);
+    uint32_t ia = 0, ib = 0;
+    for (uint16_t level = 0; level < a->n || level < b->n; level++) {
+        if (level < a->n)
+            ia = node_of(t, ia, frame_at_level(a, level));
+        if (level < b->n)
+            ib = node_of(t, ib, frame_at_level(b, level));
+    }
+    a->id = ia;
+    b->id = ib;
 }
 
 /* The records of the nodes of s not yet written, as the agent writes them:
@@ -80,12 +118,18 @@ static void put_nodes(ltr_bytes *b, trie *t, const stack *s)
     ltr_bytes_put_u32(b, t->pid);
     ltr_bytes_put_u32(b, t->parent[chain[n - 1]]);
     ltr_bytes_put_u16(b, (uint16_t)n);
+    id_backs += chain[n - 1] <= t->last;
+    for (uint32_t k = n - 1; k > 0; k--)
+        id_gaps += chain[k - 1] != chain[k] + 1;
+    t->last = chain[0];
     while (n--) {
         ltr_bytes_put_u32(b, chain[n]);
         ltr_bytes_put_u64(b, t->ip[chain[n]]);
         t->written[chain[n]] = 1;
+        t->rec_of[chain[n]] = next_rec;
     }
     ltr_bytes_record_end(b, r);
+    next_rec++;
 }
 
 
@@ -260,12 +304,336 @@ static void test_bad_record_is_damage(void **state)
     unlink(path);
 }
 
+/* ---- FRAME_NODES_V (kind 9) ---- */
+
+/* How many records of each kind p holds. */
+static void count_kinds(const ltr_bytes *p, size_t *k8, size_t *k9)
+{
+    *k8 = *k9 = 0;
+    for (size_t pos = 0; pos + LTR_RECORD_HEADER_SIZE <= p->len; pos += ltr_get_u32(p->data + pos + 4)) {
+        uint16_t kind = ltr_get_u16(p->data + pos);
+        *k8 += kind == LTR_META_FRAME_NODES;
+        *k9 += kind == LTR_META_FRAME_NODES_V;
+    }
+}
+
+/* Every stack of pid with an id up to max, in both traces: unknown in both,
+ * or the same frames in the same order. */
+static void same_stacks(const ltr_trace *a, const ltr_trace *b, uint32_t pid, uint32_t max)
+{
+    for (uint32_t id = 1; id <= max; id++) {
+        const ltr_stack *x = ltr_trace_stack_find(a, pid, id), *y = ltr_trace_stack_find(b, pid, id);
+        if (!x || !y) {
+            if (x || y)
+                fail_msg("stack %u of pid %u read from one trace only", id, pid);
+            continue;
+        }
+        assert_int_equal(x->frame_count, y->frame_count);
+        assert_memory_equal(x->frames, y->frames, 8u * x->frame_count);
+    }
+}
+
+/* Pid 100 and its fork child 200 (the parent's ids, own records) write in
+ * turn, each path made by two "threads" at once, every other pair written
+ * second first; pid 100 execs in the middle of chunk 1 while 200 goes on. */
+static void plan_interleaved(ltr_bytes chunk[3])
+{
+    srand(17);
+    next_rec = id_gaps = id_backs = 0;
+    tp = (trie){.pid = 100};
+    for (int i = 0; i < 200; i += 2)
+        random_pair(&tp, &sp[i], &sp[i + 1], 0x400000);
+    tc = tp;
+    tc.pid = 200;
+    tc.last = 0;
+    memset(tc.written, 0, sizeof tc.written);
+    for (int i = 0; i < 100; i++)
+        sc[i] = sp[i], sc[i].pid = 200;
+    for (int i = 100; i < 200; i += 2)
+        random_pair(&tc, &sc[i], &sc[i + 1], 0x400000);
+    te = (trie){.pid = 100};
+    for (int i = 0; i < 100; i += 2)
+        random_pair(&te, &se[i], &se[i + 1], 0x7f0000);
+    for (int i = 0; i < 160; i++) {
+        int x = i % 4 < 2 ? i : i ^ 1;
+        put_nodes(&chunk[i < 120 ? 0 : 1], &tp, &sp[x]);
+        put_nodes(&chunk[i < 120 ? 0 : 1], &tc, &sc[x]);
+    }
+    gen_process(&chunk[1], 100);
+    for (int i = 0; i < 100; i++) {
+        int x = i % 4 < 2 ? i : i ^ 1;
+        put_nodes(&chunk[i < 40 ? 1 : 2], &te, &se[x]);
+        if (i < 40)
+            put_nodes(&chunk[1], &tc, &sc[160 + x]);
+    }
+}
+
+static void test_kind9_same_stacks_as_kind8(void **state)
+{
+    ltr_bytes chunk[3] = {{0}};
+    plan_interleaved(chunk);
+    assert_true(id_gaps > 10 && id_backs > 10); /* the cases kind 9 codes apart */
+
+    /* the rewrite alone: every record becomes a kind 9, far smaller */
+    for (int i = 0; i < 3; i++) {
+        ltr_bytes out = {0};
+        size_t k8, k9, in8, in9;
+        assert_int_equal(ltr_nodevar_rewrite(chunk[i].data, chunk[i].len, &out), 0);
+        count_kinds(&chunk[i], &in8, &in9);
+        count_kinds(&out, &k8, &k9);
+        assert_true(in8 > 10 && in9 == 0);
+        assert_int_equal(k8, 0);
+        assert_int_equal(k9, in8);
+        assert_true(out.len * 2 < chunk[i].len);
+        ltr_bytes_free(&out);
+    }
+
+    const char *path8 = gen_tmp("nodes8.ltr"), *path9 = gen_tmp("nodes9.ltr");
+    assert_int_equal(gen_raw_trace(path8, 2, chunk, 3), 0); /* what the writer of version 2 wrote */
+    ltr_writer *w = gen_open(path9);
+    assert_non_null(w);
+    for (int i = 0; i < 3; i++)
+        write_chunk(w, &chunk[i]);
+    ltr_writer_close(w);
+
+    ltr_trace_summary s8, s9;
+    ltr_trace *t8 = open_scanned(path8, &s8), *t9 = open_scanned(path9, &s9);
+    assert_int_equal(s8.damage, 0);
+    assert_int_equal(s9.damage, 0);
+    assert_int_equal(ltr_trace_version(t8), 2);
+    assert_int_equal(ltr_trace_version(t9), LTR_FORMAT_VERSION);
+    for (int i = 0; i < 200; i++)
+        check_stack(t9, &sc[i], 1);
+    for (int i = 0; i < 100; i++)
+        check_stack(t9, &se[i], 1);
+    same_stacks(t8, t9, 100, tp.n + 10);
+    same_stacks(t8, t9, 200, tc.n + 10);
+    ltr_trace_close(t8);
+    ltr_trace_close(t9);
+    unlink(path8);
+    unlink(path9);
+}
+
+/* The kind 9 record a damage test spoils, and its kind 8 original. */
+typedef struct victim {
+    uint32_t rec;          /* record number */
+    size_t off, size;      /* in the kind 9 chunk */
+    uint32_t pid, parent, n, base;
+    uint32_t ids[MAX_DEPTH];
+    uint64_t ips[MAX_DEPTH];
+} victim;
+
+static ltr_bytes dmg8, dmg9[2]; /* chunk 0 as kind 8; both chunks as kind 9 */
+static uint32_t dmg_n0;          /* records of chunk 0 */
+static victim vic;
+
+/* Offset of record k of p. */
+static size_t record_off(const ltr_bytes *p, uint32_t k)
+{
+    size_t pos = 0;
+    while (k--)
+        pos += ltr_get_u32(p->data + pos + 4);
+    return pos;
+}
+
+/* A pid 100 record of several nodes in the second half of chunk 0, with
+ * its kind 8 fields and the base its kind 9 form counts from. */
+static void find_victim(void)
+{
+    vic = (victim){0};
+    for (uint32_t k = dmg_n0 / 2; k < dmg_n0 && !vic.n; k++) {
+        const uint8_t *b = dmg8.data + record_off(&dmg8, k) + LTR_RECORD_HEADER_SIZE;
+        if (ltr_get_u32(b) != 100 || ltr_get_u16(b + 8) < 2)
+            continue;
+        vic = (victim){.rec = k, .pid = 100, .parent = ltr_get_u32(b + 4), .n = ltr_get_u16(b + 8)};
+        for (uint32_t i = 0; i < vic.n; i++) {
+            vic.ids[i] = ltr_get_u32(b + 10 + 12 * i);
+            vic.ips[i] = ltr_get_u64(b + 14 + 12 * i);
+        }
+    }
+    assert_true(vic.n >= 2);
+    for (uint32_t k = 0; k < vic.rec; k++) { /* the last node of pid 100 before it */
+        const uint8_t *b = dmg8.data + record_off(&dmg8, k) + LTR_RECORD_HEADER_SIZE;
+        if (ltr_get_u32(b) == 100)
+            vic.base = ltr_get_u32(b + 10 + 12 * (ltr_get_u16(b + 8) - 1u));
+    }
+    vic.off = record_off(&dmg9[0], vic.rec);
+    vic.size = ltr_get_u32(dmg9[0].data + vic.off + 4);
+    assert_int_equal(ltr_get_u16(dmg9[0].data + vic.off), LTR_META_FRAME_NODES_V);
+}
+
+static int setup_damage(void **state)
+{
+    srand(19);
+    next_rec = 0;
+    tp = (trie){.pid = 100};
+    for (int i = 0; i < 120; i += 2)
+        random_pair(&tp, &sp[i], &sp[i + 1], 0x400000);
+    tc = (trie){.pid = 200};
+    for (int i = 0; i < 120; i += 2)
+        random_pair(&tc, &sc[i], &sc[i + 1], 0x500000);
+    ltr_bytes chunk[2] = {{0}};
+    for (int i = 0; i < 120; i++) {
+        put_nodes(&chunk[i < 80 ? 0 : 1], &tp, &sp[i]);
+        put_nodes(&chunk[i < 80 ? 0 : 1], &tc, &sc[i]);
+        if (i == 79)
+            dmg_n0 = next_rec;
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(ltr_nodevar_rewrite(chunk[i].data, chunk[i].len, &dmg9[i]), 0);
+    dmg8 = chunk[0];
+    ltr_bytes_free(&chunk[1]);
+    find_victim();
+    return 0;
+}
+
+static int teardown_damage(void **state)
+{
+    ltr_bytes_free(&dmg8);
+    ltr_bytes_free(&dmg9[0]);
+    ltr_bytes_free(&dmg9[1]);
+    return 0;
+}
+
+static void put_uv(ltr_bytes *b, uint64_t v)
+{
+    do {
+        ltr_bytes_put_u8(b, (uint8_t)((v & 0x7f) | (v >> 7 ? 0x80 : 0)));
+        v >>= 7;
+    } while (v);
+}
+
+/* The victim's kind 9 body as docs/heap-events.md lays it out, with its
+ * fields changed as asked: first = the first node's id varint, gap1 the
+ * second's. */
+static void victim_body(ltr_bytes *b, uint64_t parent, uint64_t count, uint64_t first, uint64_t gap1)
+{
+    put_uv(b, vic.pid);
+    put_uv(b, parent);
+    put_uv(b, count);
+    for (uint32_t i = 0; i < vic.n; i++) {
+        put_uv(b, i == 0 ? first : i == 1 ? gap1 : vic.ids[i] - vic.ids[i - 1] - 1);
+        put_uv(b, vic.ips[i]);
+    }
+}
+
+static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* A node's record was used by the reader: not the victim, nor counted from it
+ * (a later record of its chunk of the victim's pid, or of any pid when the
+ * victim's pid could not be read). */
+static int record_used(uint32_t pid, uint32_t rec, int all)
+{
+    if (rec == vic.rec)
+        return 0;
+    return rec < vic.rec || rec >= dmg_n0 || (!all && pid != vic.pid);
+}
+
+/* Stack s of trie t: exact if every record of its path was used, else unknown. */
+static void expect_stack(const ltr_trace *tr, const trie *t, const stack *s, int all)
+{
+    int used = 1;
+    for (uint32_t id = s->id; id; id = t->parent[id])
+        used &= record_used(t->pid, t->rec_of[id], all);
+    check_stack(tr, s, used);
+    if (!used && ltr_trace_stack_find(tr, s->pid, s->id))
+        fail_msg("stack %u of pid %u was built from nodes counted from a bad record", s->id, s->pid);
+}
+
+/* Chunk 0 with the victim's body replaced, then chunk 1; all: the victim's
+ * pid cannot be read. */
+static void read_damaged(const uint8_t *body, size_t len, int all)
+{
+    ltr_bytes c[2] = {{0}, dmg9[1]};
+    ltr_bytes_put_mem(&c[0], dmg9[0].data, vic.off);
+    size_t r = ltr_bytes_record_begin(&c[0], LTR_META_FRAME_NODES_V);
+    ltr_bytes_put_mem(&c[0], body, len);
+    ltr_bytes_record_end(&c[0], r);
+    size_t after = vic.off + vic.size;
+    ltr_bytes_put_mem(&c[0], dmg9[0].data + after, dmg9[0].len - after);
+    const char *path = gen_tmp("badnodes9.ltr");
+    assert_int_equal(gen_raw_trace(path, LTR_FORMAT_VERSION, c, 2), 0);
+    ltr_bytes_free(&c[0]);
+
+    ltr_trace_summary s;
+    ltr_trace *t = open_scanned(path, &s);
+    assert_true(s.damage >= 1);
+    char msg[256];
+    ltr_damage_format(ltr_trace_damage_at(t, 0), msg, sizeof msg);
+    if (!strstr(msg, "bad METADATA record (kind 9)"))
+        fail_msg("damage '%s' does not name the record", msg);
+    for (int i = 0; i < 120; i++) {
+        expect_stack(t, &tp, &sp[i], all);
+        expect_stack(t, &tc, &sc[i], all);
+    }
+    ltr_trace_close(t);
+    unlink(path);
+}
+
+static void test_kind9_layout(void **state)
+{
+    ltr_bytes b = {0};
+    victim_body(&b, vic.parent, vic.n, zz((int64_t)vic.ids[0] - vic.base - 1), vic.ids[1] - vic.ids[0] - 1);
+    assert_int_equal(b.len + LTR_RECORD_HEADER_SIZE, vic.size);
+    assert_memory_equal(b.data, dmg9[0].data + vic.off + LTR_RECORD_HEADER_SIZE, b.len);
+    read_damaged(b.data, 0, 1); /* and an empty body is damage */
+    ltr_bytes_free(&b);
+}
+
+static void test_kind9_cut_at_every_byte(void **state)
+{
+    const uint8_t *body = dmg9[0].data + vic.off + LTR_RECORD_HEADER_SIZE;
+    for (size_t len = 0; len < vic.size - LTR_RECORD_HEADER_SIZE; len++)
+        read_damaged(body, len, len < 1); /* pid 100 is one varint byte */
+}
+
+static void test_kind9_bad_varints(void **state)
+{
+    uint8_t body[16 * MAX_DEPTH];
+    size_t len = vic.size - LTR_RECORD_HEADER_SIZE;
+    assert_true(len <= sizeof body);
+    memcpy(body, dmg9[0].data + vic.off + LTR_RECORD_HEADER_SIZE, len);
+    body[len - 1] |= 0x80; /* the last varint runs past the record */
+    read_damaged(body, len, 0);
+    memset(body, 0xff, 10); /* a pid of more than 64 bits */
+    read_damaged(body, 10, 1);
+    memset(body, 0xff, 5); /* a pid of more than 32 bits */
+    body[5] = 0x0f;
+    read_damaged(body, 6, 1);
+}
+
+static void test_kind9_bad_ids(void **state)
+{
+    uint64_t first = zz((int64_t)vic.ids[0] - vic.base - 1), gap1 = vic.ids[1] - vic.ids[0] - 1;
+    struct { uint64_t parent, count, first, gap1; } bad[] = {
+        {vic.ids[0], vic.n, first, gap1},                          /* parent not below its node */
+        {vic.parent, vic.n, zz(-(int64_t)vic.base - 1), gap1},       /* first id 0 */
+        {vic.parent, vic.n, zz(LTR_FRAME_NODE_MAX_ID - (int64_t)vic.base - 1), gap1}, /* first id 2^24 */
+        {vic.parent, vic.n, first, LTR_FRAME_NODE_MAX_ID},           /* second id past 2^24 */
+        {vic.parent, vic.n, first, LTR_FRAME_NODE_MAX_ID - 1ull - vic.ids[0]}, /* second id 2^24 */
+        {vic.parent, vic.n + 1, first, gap1},                      /* a count past the record */
+        {vic.parent, 70000, first, gap1},                          /* a count over 65535 */
+        {LTR_FRAME_NODE_MAX_ID, vic.n, first, gap1},               /* a parent past 2^24 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ltr_bytes b = {0};
+        victim_body(&b, bad[i].parent, bad[i].count, bad[i].first, bad[i].gap1);
+        read_damaged(b.data, b.len, 0);
+        ltr_bytes_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stacks_rebuilt_exactly),
         cmocka_unit_test(test_lost_chunk_never_wrong),
         cmocka_unit_test(test_bad_record_is_damage),
+        cmocka_unit_test(test_kind9_same_stacks_as_kind8),
+        cmocka_unit_test_setup_teardown(test_kind9_layout, setup_damage, teardown_damage),
+        cmocka_unit_test_setup_teardown(test_kind9_cut_at_every_byte, setup_damage, teardown_damage),
+        cmocka_unit_test_setup_teardown(test_kind9_bad_varints, setup_damage, teardown_damage),
+        cmocka_unit_test_setup_teardown(test_kind9_bad_ids, setup_damage, teardown_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
