@@ -3,7 +3,10 @@
 # `ltr record`, under heaptrack, and under LTTng-UST's libc wrapper when it is
 # installed. Prints ns per operation, each tracer's ratio to the uninstrumented
 # run, and trace bytes per event of ltr and heaptrack. Not a test: numbers
-# depend on the machine. Usage: bench/heap/run.sh [BUILD_DIR] [THREADS] [OPS_PER_THREAD]
+# depend on the machine. Each figure is the best of RUNS runs (default 5);
+# "cpu" is the CPU time of the workload process (all threads), which other
+# programs on the machine disturb less than the wall time.
+# Usage: [RUNS=N] bench/heap/run.sh [BUILD_DIR] [THREADS] [OPS_PER_THREAD]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 threads=${2:-2}
@@ -20,31 +23,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Best of 3 runs: "ops N ns T" -> prints "N T" ("0 0" if a run failed)
+runs=${RUNS:-5}
+
+# Best of $runs runs: "ops N ns T cpu_ns C" -> prints "N T C", the least wall
+# and the least CPU time ("0 0 0" if a run failed)
 best() {
-  local best_ns="" n="" ns
-  for _ in 1 2 3; do
-    if ! read -r _ n _ ns < <("$@" 2>/dev/null | grep '^ops '); then echo "0 0"; return; fi
+  local best_ns="" best_cpu="" n="" ns cpu
+  for _ in $(seq "$runs"); do
+    if ! read -r _ n _ ns _ cpu < <("$@" 2>/dev/null | grep '^ops '); then echo "0 0 0"; return; fi
     rm -f "$tmp"/*.ltr "$tmp"/heaptrack.* 2>/dev/null || true
     if [ -z "$best_ns" ] || [ "$ns" -lt "$best_ns" ]; then best_ns=$ns; fi
+    if [ -z "$best_cpu" ] || [ "$cpu" -lt "$best_cpu" ]; then best_cpu=$cpu; fi
   done
-  echo "$n $best_ns"
+  echo "$n $best_ns $best_cpu"
 }
 
-report() { # name ops ns base_ns_per_op
+report() { # name ops ns cpu_ns base_ns_per_op
   if [ "$2" = 0 ]; then echo "$1: the run failed (no 'ops' line)"; return; fi
-  awk -v name="$1" -v n="$2" -v ns="$3" -v base="$4" 'BEGIN {
+  awk -v name="$1" -v n="$2" -v ns="$3" -v cpu="$4" -v base="$5" 'BEGIN {
     per = ns / n; printf "%-22s %8.1f ns/op   x%.2f", name, per, (base > 0 ? per / base : 1);
-    if (base > 0) printf "   overhead %.1f ns/op", per - base; printf "\n" }'
+    if (base > 0) printf "   overhead %.1f ns/op", per - base;
+    printf "   (cpu %.1f ns/op)\n", cpu / n }'
 }
 
 echo "workload: $threads threads x $ops operations, $(nproc) CPUs"
-read -r n ns < <(best "$work" "$threads" "$ops")
+read -r n ns cpu < <(best "$work" "$threads" "$ops")
 base=$(awk -v n="$n" -v ns="$ns" 'BEGIN { print ns / n }')
-report "uninstrumented" "$n" "$ns" 0
+report "uninstrumented" "$n" "$ns" "$cpu" 0
 
-read -r n ns < <(best "$ltr" record -o "$tmp/b.ltr" --buffers 256 -- "$work" "$threads" "$ops")
-report "ltr record" "$n" "$ns" "$base"
+read -r n ns cpu < <(best "$ltr" record -o "$tmp/b.ltr" --buffers 256 -- "$work" "$threads" "$ops")
+report "ltr record" "$n" "$ns" "$cpu" "$base"
 ltr_over=$(awk -v n="$n" -v ns="$ns" -v b="$base" 'BEGIN { print ns / n - b }')
 "$ltr" record -o "$tmp/size.ltr" --buffers 256 -- "$work" "$threads" "$ops" >/dev/null 2>&1
 ltr_events=$("$ltr" info "$tmp/size.ltr" | awk '/^events:/ { print $2 }')
@@ -52,8 +60,8 @@ ltr_bytes=$(stat -c %s "$tmp/size.ltr")
 
 ht_over=""
 if command -v heaptrack >/dev/null; then
-  read -r n ns < <(best heaptrack -o "$tmp/heaptrack.b" "$work" "$threads" "$ops")
-  report "heaptrack" "$n" "$ns" "$base"
+  read -r n ns cpu < <(best heaptrack -o "$tmp/heaptrack.b" "$work" "$threads" "$ops")
+  report "heaptrack" "$n" "$ns" "$cpu" "$base"
   if [ "$n" != 0 ]; then
     # heaptrack 1.4 sometimes dies of std::bad_alloc on longer runs of this workload
     ht_over=$(awk -v n="$n" -v ns="$ns" -v b="$base" 'BEGIN { print ns / n - b }')
@@ -75,8 +83,8 @@ if [ -n "$wrapper" ] && command -v lttng-sessiond >/dev/null; then
   lttng enable-channel -u ch --subbuf-size 1M --num-subbuf 64 --overwrite >/dev/null
   lttng enable-event -u -c ch 'lttng_ust_libc:*' >/dev/null
   lttng start >/dev/null
-  read -r n ns < <(best env LD_PRELOAD="$wrapper" "$work" "$threads" "$ops")
-  report "lttng-ust libc wrapper" "$n" "$ns" "$base"
+  read -r n ns cpu < <(best env LD_PRELOAD="$wrapper" "$work" "$threads" "$ops")
+  report "lttng-ust libc wrapper" "$n" "$ns" "$cpu" "$base"
   echo "                       (no call stacks: the wrapper records the caller's address only)"
 else
   echo "lttng-ust libc wrapper not installed (apt-get install liblttng-ust1 lttng-tools)"

@@ -65,8 +65,10 @@ void emit_thread_renamed(void);
 
 /* stacks.c: the caller's stack, and the FRAME_NODES records of its trie nodes. */
 typedef struct stack_ref {
-    uint32_t id;   /* its innermost node; 0: none */
-    uint32_t slot; /* that node's in the prefix table */
+    uint32_t id;            /* its innermost node; 0: none */
+    uint32_t known;         /* for a new stack: the node of its longest known prefix */
+    _Atomic uint64_t *hint; /* the prefix table's word of node id (trie.h) */
+    _Atomic uint64_t *known_hint; /* and of node known */
 } stack_ref;
 void stacks_init(void);
 stack_ref stacks_capture(void);

@@ -187,7 +187,7 @@ static void emit(const heap_event *e)
     ts -= ts % 1000;
     agent_event_ts = ts;
     bool with_stack = e->d != &ev_free;
-    stack_ref st = {0, 0};
+    stack_ref st = {0};
     uint8_t payload[HEAP_PAYLOAD_MAX];
     uint32_t n = 0;
     for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {

@@ -10,20 +10,20 @@
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
  * exit (stderr) how many stacks each way gave and how many differed.
  *
- * Stacks share their outer frames, as in heaptrack: a node of the trie is
- * (parent node, return address), a stack's id is the id of its innermost
- * node, and a new stack costs only the nodes it does not share (the cost of
- * new stacks was most of the agent's overhead when each was stored and
- * written whole). A known stack costs one probe of a cache keyed by a hash
- * of its frames. Both tables are lock-free (a thread that first sees a node
- * claims an empty slot with a CAS and publishes the id once the node is in),
- * so threads never wait for each other except for the few instructions of a
- * publish. Each node remembers, per session slot, that its FRAME_NODES record
- * was claimed and written; an event names a stack only after all its nodes
- * are in the session's metadata region (docs/heap-events.md).
+ * Stacks share their outer frames, as in heaptrack: a node of the trie
+ * (trie.c) is (parent node, return address), a stack's id is the id of its
+ * innermost node, and a new stack costs only the nodes it does not share (the
+ * cost of new stacks was most of the agent's overhead when each was stored
+ * and written whole). A known stack costs one probe of the trie's prefix
+ * table, keyed by hashes of its frames; a new one finds its longest known
+ * prefix and adds the rest. Each node remembers, per session slot, that its
+ * FRAME_NODES record was claimed and written; an event names a stack only
+ * after all its nodes are in the session's metadata region
+ * (docs/heap-events.md).
  */
 #define UNW_LOCAL_ONLY
 #include "agent/agent.h"
+#include "agent/trie.h"
 #include "agent/unwind.h"
 #include "format/records.h"
 
@@ -33,53 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#define PREFIX_BITS 21 /* prefix table: 32 MiB of address space */
-#define PREFIX_SLOTS (1u << PREFIX_BITS)
-#define MAX_NODES (1u << 20)
-/* New nodes stop this far below MAX_NODES: the check and the id's fetch_add
- * are not one step, and threads racing past the check still get an entry. */
-#define NODE_LIMIT (MAX_NODES - 65536u)
-#define MAX_PROBES 128
 #define MAX_DEPTH 256
 
-/* A frame node of the trie: the frame ip called from the frames of node
- * parent (0: ip is the outermost frame). Indexed by node id. */
-typedef struct fnode {
-    uint64_t ip;
-    uint32_t parent;
-    _Atomic uint32_t claimed, written; /* bit s: its record in session slot s */
-    uint32_t slot;                     /* its slot in the prefix table */
-} fnode;
-
-/* The prefix table: a node is the prefix of a stack (its outermost frames),
- * found by two hashes of those frames: key is the first (0: empty slot), val
- * holds 24 bits of the second (VAL_CHECK), the node's id (0 while the id is
- * not in yet) and, in VAL_WRITTEN, a copy of the node's written bits of
- * session slots 0..7: a known stack is then published without reading its
- * node, a cache miss per event.
- * Slots are never freed, and a prefix is added only once the prefix one frame
- * shorter is in: if a prefix is there, so are all of its own prefixes, which
- * is what lets a new stack find its longest known prefix by bisection. */
-typedef struct pslot {
-    _Atomic uint64_t key, val;
-} pslot;
-#define VAL_CHECK(h2) ((uint64_t)((h2) >> 8) << 40)
-#define VAL_WRITTEN(s) ((s) < 8 ? 1ull << (32 + (s)) : 0)
-
-static pslot *prefixes;
-static fnode *nodes;
-static _Atomic uint32_t next_node;
-/* Per page of the prefix table: written to already. A page's first access
- * must be a write: a read maps the shared zero page, and the write that
- * follows then replaces it with a TLB shootdown of every CPU running the
- * program (a third of the whole run's time on the benchmark when most stacks
- * were new). */
-#define PREFIX_PAGES (PREFIX_SLOTS * sizeof(pslot) / 4096)
-static _Atomic uint8_t prefix_touched[PREFIX_PAGES];
-
+static bool trie_ready;
 static int depth = 64;
 static uint32_t pid; /* of this process (getpid is a system call per record) */
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
@@ -105,21 +63,6 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* Address space, touched as used. Huge pages where the system gives them:
- * the hashed tables are probed at random, and with 4 KiB pages nearly every
- * probe of a new stack's frames missed the TLB (about 20 ns/op on the
- * benchmark). (They once seemed to crash the recorder; the cause was a
- * producer giving back a session's memory too early, fixed in producer.c.) */
-static void *reserve_space(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    madvise(p, bytes, MADV_HUGEPAGE);
-    return p;
-}
-
 void stacks_init(void)
 {
     const char *d = getenv("LTR_HEAP_DEPTH");
@@ -134,8 +77,7 @@ void stacks_init(void)
     else if (u && !strcmp(u, "check"))
         unwind_mode = UNWIND_CHECK;
     dl_iterate_phdr(find_agent, (void *)(uintptr_t)stacks_init);
-    prefixes = reserve_space(sizeof(pslot) * PREFIX_SLOTS);
-    nodes = reserve_space(sizeof(fnode) * MAX_NODES);
+    trie_ready = trie_init();
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
@@ -144,113 +86,31 @@ bool stacks_in_agent(uintptr_t ip)
     return ip >= agent_lo && ip < agent_hi;
 }
 
-/* Two independent hashes of each prefix of the n frames f (innermost
- * first): h1[k], h2[k] of the outermost k frames, k = 1..n. 96 bits of them
- * tell a prefix. */
-static void hash_prefixes(void *const *f, int n, uint64_t *h1, uint32_t *h2)
-{
-    uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
-    for (int k = 1; k <= n; k++) {
-        uint64_t x = (uint64_t)(uintptr_t)f[n - k];
-        a = (a ^ x) * 0xff51afd7ed558ccdull;
-        a ^= a >> 32;
-        b = (b + x) * 0xc4ceb9fe1a85ec53ull;
-        b ^= b >> 29;
-        h1[k] = a | 1;
-        h2[k] = (uint32_t)(b >> 32);
-    }
-}
-
-/* Probe i of the prefix table for h1, its page written to first. */
-static pslot *prefix_slot(uint64_t h1, uint32_t i)
-{
-    size_t slot = (h1 + i) & (PREFIX_SLOTS - 1), page = slot * sizeof(pslot) / 4096;
-    if (__builtin_expect(!atomic_load_explicit(&prefix_touched[page], memory_order_relaxed), 0)) {
-        atomic_fetch_add((_Atomic uint8_t *)((char *)prefixes + page * 4096), 0); /* write fault */
-        atomic_store_explicit(&prefix_touched[page], 1, memory_order_relaxed);
-    }
-    return &prefixes[slot];
-}
-
-/* The id in slot e if it holds prefix (h1, h2), else 0; waits for an id not
- * in yet. */
-static uint32_t slot_id(pslot *e, uint64_t key, uint64_t h1, uint32_t h2)
-{
-    if (key != h1)
-        return 0;
-    uint64_t v;
-    while (!(v = atomic_load_explicit(&e->val, memory_order_acquire)))
-        sched_yield();
-    return v >> 40 << 40 == VAL_CHECK(h2) ? (uint32_t)v : 0;
-}
-
-/* The node of prefix (h1, h2) and its slot, {0, 0} if none. */
-static stack_ref prefix_find(uint64_t h1, uint32_t h2)
-{
-    for (uint32_t i = 0; i < MAX_PROBES; i++) {
-        pslot *e = prefix_slot(h1, i);
-        uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
-        if (!key)
-            break;
-        uint32_t id = slot_id(e, key, h1, h2);
-        if (id)
-            return (stack_ref){id, (uint32_t)(e - prefixes)};
-    }
-    return (stack_ref){0, 0};
-}
-
-/* The node of prefix (h1, h2) and its slot, its innermost frame ip below
- * node parent, added if no thread did; {0, 0} when the table is full. */
-static stack_ref prefix_add(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip)
-{
-    for (uint32_t i = 0; i < MAX_PROBES; i++) {
-        pslot *e = prefix_slot(h1, i);
-        uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
-        if (!key) {
-            if (atomic_load_explicit(&next_node, memory_order_relaxed) >= NODE_LIMIT)
-                break;
-            if (atomic_compare_exchange_strong(&e->key, &key, h1)) {
-                uint32_t id = atomic_fetch_add(&next_node, 1) + 1;
-                nodes[id].ip = ip;
-                nodes[id].parent = parent;
-                nodes[id].slot = (uint32_t)(e - prefixes);
-                atomic_store_explicit(&e->val, VAL_CHECK(h2) | id, memory_order_release);
-                return (stack_ref){id, nodes[id].slot};
-            }
-        }
-        uint32_t id = slot_id(e, key, h1, h2);
-        if (id)
-            return (stack_ref){id, (uint32_t)(e - prefixes)};
-    }
-    return (stack_ref){0, 0};
-}
-
-/* The longest prefix of the n frames that is in the table, known to be
- * shorter than n: its length (0: none) and node. New stacks mostly differ
- * from known ones in their few innermost frames: it looks 1, 2, 3, 4, then
- * 8, 16... frames in from the innermost (the first four probes' misses
- * overlapping, prefetched together), then bisects. */
-static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_t *node)
+/* The longest prefix of the n frames that is in table t, known to be shorter
+ * than n: its length (0: none) and node (id 0: none). New stacks mostly
+ * differ from known ones in their few innermost frames: it looks 1, 2, 3, 4,
+ * then 8, 16... frames in from the innermost (the first four prefetched by
+ * the caller), then bisects. */
+static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const uint32_t *h2,
+                          stack_ref *node)
 {
     int lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
-    *node = 0;
-    for (int k = n - 1; k > 0 && k >= n - 4; k--)
-        __builtin_prefetch(&prefixes[h1[k] & (PREFIX_SLOTS - 1)]);
+    *node = (stack_ref){0};
     for (int step = 1; n - step > lo; step = step < 4 ? step + 1 : step * 2) {
-        uint32_t id = prefix_find(h1[n - step], h2[n - step]).id;
-        if (id) {
+        stack_ref r = trie_find(t, h1[n - step], h2[n - step]);
+        if (r.id) {
             lo = n - step;
-            *node = id;
+            *node = r;
             break;
         }
         hi = n - step;
     }
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        uint32_t id = prefix_find(h1[mid], h2[mid]).id;
-        if (id) {
+        stack_ref r = trie_find(t, h1[mid], h2[mid]);
+        if (r.id) {
             lo = mid;
-            *node = id;
+            *node = r;
         } else {
             hi = mid;
         }
@@ -261,16 +121,24 @@ static int longest_prefix(int n, const uint64_t *h1, const uint32_t *h2, uint32_
 static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
 {
     if (n == 0)
-        return (stack_ref){0, 0};
+        return (stack_ref){0};
     uint64_t h1[n + 1];
     uint32_t h2[n + 1];
-    hash_prefixes(f, n, h1, h2);
-    stack_ref ref = prefix_find(h1[n], h2[n]);
+    trie_hash(f, n, h1, h2);
+    const trie_table *t = trie_current();
+    /* A new stack's next probes (longest_prefix) start now: their misses
+     * overlap this one's. */
+    for (int k = n - 1; k > 0 && k >= n - 4; k--)
+        trie_prefetch(t, h1[k]);
+    stack_ref ref = trie_find(t, h1[n], h2[n]);
     if (ref.id)
         return ref;
-    for (int k = longest_prefix(n, h1, h2, &ref.id) + 1; k <= n; k++)
-        if (!(ref = prefix_add(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k])).id)
-            return ref; /* full: no more stacks */
+    stack_ref base;
+    int known = longest_prefix(t, n, h1, h2, &base);
+    if (!(ref = trie_add(known + 1, n, h1, h2, f, base.id)).id)
+        return ref; /* full: no more stacks */
+    ref.known = base.id;
+    ref.known_hint = base.hint;
     if (rescan)
         modules_rescan(true); /* new code may have been loaded */
     return ref;
@@ -328,7 +196,7 @@ __attribute__((destructor)) static void check_report(void)
              (unsigned long long)n_mismatch);
     say(line);
     snprintf(line, sizeof line, "ltr-heap[%d]: %u frame nodes\n", (int)getpid(),
-             (unsigned)atomic_load(&next_node));
+             (unsigned)trie_count());
     say(line);
 }
 
@@ -338,15 +206,21 @@ __attribute__((destructor)) static void check_report(void)
  * the benchmark's time when it did). */
 static bool modules_moved(void)
 {
-    static _Atomic unsigned seen;
+    /* Read before writing: an exchange at every stack moved the line between
+     * the threads' CPUs each time (a tenth of the benchmark's samples). */
+    static struct {
+        _Alignas(64) _Atomic unsigned v;
+    } seen;
     unsigned gen = unwind_modules_generation();
-    return atomic_exchange_explicit(&seen, gen, memory_order_relaxed) != gen;
+    if (atomic_load_explicit(&seen.v, memory_order_relaxed) == gen)
+        return false;
+    return atomic_exchange_explicit(&seen.v, gen, memory_order_relaxed) != gen;
 }
 
 stack_ref stacks_capture(void)
 {
-    if (!prefixes || !nodes || depth == 0)
-        return (stack_ref){0, 0};
+    if (!trie_ready || depth == 0)
+        return (stack_ref){0};
     void *buf[MAX_DEPTH + 16];
     int n = unwind_mode == UNWIND_LIBUNWIND ? -1 : unwind_fast(buf, depth + 16);
     bool fast = n >= 0;
@@ -380,15 +254,15 @@ static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
     ltr_put_u16(rec + 2, 0);
     ltr_put_u32(rec + 4, size);
     ltr_put_u32(rec + 8, pid);
-    ltr_put_u32(rec + 12, nodes[b->id[0]].parent);
+    ltr_put_u32(rec + 12, trie_nodes[b->id[0]].parent);
     ltr_put_u16(rec + 16, b->n);
     for (uint16_t i = 0; i < b->n; i++) {
         ltr_put_u32(rec + 18 + 12u * i, b->id[i]);
-        ltr_put_u64(rec + 22 + 12u * i, nodes[b->id[i]].ip);
+        ltr_put_u64(rec + 22 + 12u * i, trie_nodes[b->id[i]].ip);
     }
     ltr_shm_meta_append(a->shm, rec, size);
     for (uint16_t i = 0; i < b->n; i++)
-        atomic_fetch_or_explicit(&nodes[b->id[i]].written, bit, memory_order_release);
+        atomic_fetch_or_explicit(&trie_nodes[b->id[i]].written, bit, memory_order_release);
     b->n = 0;
 }
 
@@ -398,20 +272,24 @@ static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
  * waiting thread holds no unwritten claim, so waits never form a cycle. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
 {
-    _Atomic uint64_t *hint = &prefixes[ref.slot].val;
-    if (atomic_load_explicit(hint, memory_order_acquire) & VAL_WRITTEN(s))
+    if (atomic_load_explicit(ref.hint, memory_order_acquire) & TRIE_HINT(s))
         return;
     uint32_t bit = 1u << s, chain[MAX_DEPTH];
     int n = 0;
-    for (uint32_t id = ref.id; id && n < MAX_DEPTH; id = nodes[id].parent) {
-        if (atomic_load_explicit(&nodes[id].written, memory_order_acquire) & bit)
+    for (uint32_t id = ref.id; id && n < MAX_DEPTH; id = trie_nodes[id].parent) {
+        /* the known part of a new stack: its slot, just probed, rather than
+         * its node, a cache miss */
+        if (id == ref.known && (atomic_load_explicit(ref.known_hint, memory_order_acquire) &
+                                TRIE_HINT(s)))
+            break;
+        if (atomic_load_explicit(&trie_nodes[id].written, memory_order_acquire) & bit)
             break;
         chain[n++] = id;
     }
     node_batch b;
     b.n = 0;
     while (n--) {
-        fnode *nd = &nodes[chain[n]];
+        fnode *nd = &trie_nodes[chain[n]];
         if (!(atomic_fetch_or(&nd->claimed, bit) & bit)) {
             b.id[b.n++] = chain[n];
             continue;
@@ -421,32 +299,20 @@ void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
             sched_yield();
     }
     flush(&b, bit, a);
-    atomic_fetch_or_explicit(hint, VAL_WRITTEN(s), memory_order_release);
-}
-
-static void forget(uint32_t keep)
-{
-    uint32_t n = atomic_load(&next_node);
-    uint64_t hints = 0;
-    for (unsigned s = 0; s < 8; s++)
-        hints |= keep & (1u << s) ? 0 : VAL_WRITTEN(s);
-    for (uint32_t id = 1; nodes && id <= n; id++) {
-        atomic_fetch_and(&nodes[id].claimed, keep);
-        atomic_fetch_and(&nodes[id].written, keep);
-        atomic_fetch_and(&prefixes[nodes[id].slot].val, ~hints);
-    }
+    atomic_fetch_or_explicit(ref.hint, TRIE_HINT(s), memory_order_release);
 }
 
 void stacks_forget_session(unsigned s)
 {
-    forget(~(1u << s));
+    trie_forget(~(1u << s));
 }
 
 void stacks_after_fork(void)
 {
     /* The child is a process of its own: its sessions hold none of its stacks
      * yet. Ids stay: they are per process, and the child's are its parent's. */
-    forget(0);
+    trie_after_fork();
+    trie_forget(0);
     pid = (uint32_t)getpid();
     unwind_after_fork();
 }

@@ -1,0 +1,289 @@
+/*
+ * agent/trie.c — the heap agent's per-process frame trie (trie.h): nodes
+ * (parent node, return address), numbered as created, and the prefix table
+ * that finds the node of a path from two hashes of its frames, so that a
+ * known stack costs one probe, whatever its depth.
+ *
+ * Lookups are lock-free. Adding takes a spin lock, held for the few nodes of
+ * one new stack: one writer at a time is what lets the table grow (most of
+ * the table's cost was the kernel zeroing its pages: 32 MiB touched at
+ * random, about 60 ns per operation on bench/heap, for a table sized for the
+ * most nodes a process may have), numbers nodes without an atomic counter
+ * that every new node moved between CPUs, and publishes a slot whole (its
+ * value, then its key) so readers never wait for a half-written one.
+ *
+ * The table starts at 2^15 slots and doubles when half full, up to 2^21
+ * (2^20 nodes). Growing copies the slots into the next table, under the
+ * lock, and then makes it current; a lookup that began on the older one
+ * still finds every node that was in it, and a prefix it misses there is
+ * looked for again under the lock before it is added. Older tables are
+ * never unmapped (a lookup may be reading one): they add up to less than the
+ * current one.
+ */
+#include "agent/trie.h"
+
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MIN_BITS 15
+#define MAX_BITS 21
+#define NTABLES (MAX_BITS - MIN_BITS + 1)
+#define MAX_PROBES 128
+
+/* A slot: key is the prefix's first hash (0: empty), val holds 24 bits of the
+ * second (VAL_CHECK), the node's id and, in TRIE_HINT bits, a copy of the
+ * node's written bits of session slots 0..7: a known stack is then published
+ * without reading its node, a cache miss per event. A prefix is added only
+ * once the prefix one frame shorter is in: if a prefix is there, so are all
+ * of its own prefixes, which is what lets a new stack find its longest known
+ * prefix by bisection (stacks.c). */
+typedef struct pslot {
+    _Atomic uint64_t key, val;
+} pslot;
+#define VAL_CHECK(h2) ((uint64_t)((h2) >> 8) << 40)
+#define VAL_CHECK_MASK (~0ull << 40)
+#define VAL_HINTS (0xffull << 32)
+
+struct trie_table {
+    pslot *slot;
+    uint64_t mask;
+};
+
+fnode *trie_nodes;
+static trie_table tables[NTABLES];
+static _Atomic(const trie_table *) current;
+
+/* Written by every new node, read by no lookup: a line of its own. */
+static struct {
+    _Alignas(64) atomic_int lock;
+    _Atomic uint32_t count; /* nodes 1..count are in */
+} adds;
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    /* Huge pages where the system gives them: slots are probed at random, and
+     * with 4 KiB pages nearly every probe of a big table missed the TLB. */
+    if (bytes >= (2u << 20))
+        madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+/* A new table of 2^bits slots, its pages written now: a page first read would
+ * map the zero page, and the write after it costs a TLB shootdown of every
+ * CPU running the program; faulting them in one go is also cheaper than one
+ * by one, and a table is half full before it is replaced anyway. */
+static bool table_make(trie_table *t, unsigned bits)
+{
+    size_t bytes = sizeof(pslot) << bits;
+    pslot *p = map(bytes);
+    if (!p)
+        return false;
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0)
+        for (size_t off = 0; off < bytes; off += 4096)
+            ((volatile char *)p)[off] = 0;
+    t->slot = p;
+    t->mask = ((uint64_t)1 << bits) - 1;
+    return true;
+}
+
+bool trie_init(void)
+{
+    trie_nodes = map(sizeof(fnode) * TRIE_MAX_NODES);
+    if (!trie_nodes || !table_make(&tables[0], MIN_BITS))
+        return false;
+    atomic_store_explicit(&current, &tables[0], memory_order_release);
+    return true;
+}
+
+void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2)
+{
+    uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
+    for (int k = 1; k <= n; k++) {
+        uint64_t x = (uint64_t)(uintptr_t)f[n - k];
+        a = (a ^ x) * 0xff51afd7ed558ccdull;
+        a ^= a >> 32;
+        b = (b + x) * 0xc4ceb9fe1a85ec53ull;
+        b ^= b >> 29;
+        h1[k] = a | 1;
+        h2[k] = (uint32_t)(b >> 32);
+    }
+}
+
+const trie_table *trie_current(void)
+{
+    return atomic_load_explicit(&current, memory_order_acquire);
+}
+
+void trie_prefetch(const trie_table *t, uint64_t h1)
+{
+    __builtin_prefetch(&t->slot[h1 & t->mask]);
+}
+
+stack_ref trie_find(const trie_table *t, uint64_t h1, uint32_t h2)
+{
+    for (uint64_t i = 0; i < MAX_PROBES; i++) {
+        pslot *e = &t->slot[(h1 + i) & t->mask];
+        uint64_t key = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (!key)
+            break;
+        if (key == h1) {
+            uint64_t v = atomic_load_explicit(&e->val, memory_order_relaxed);
+            if ((v & VAL_CHECK_MASK) == VAL_CHECK(h2))
+                return (stack_ref){.id = (uint32_t)v, .hint = &e->val};
+        }
+    }
+    return (stack_ref){0};
+}
+
+/* ---- adding: under the lock ------------------------------------------------ */
+
+static void lock_adds(void)
+{
+    for (int spins = 0; atomic_exchange_explicit(&adds.lock, 1, memory_order_acquire);)
+        while (atomic_load_explicit(&adds.lock, memory_order_relaxed)) {
+            if (++spins < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield(); /* the holder may not be running */
+            }
+        }
+}
+
+static void unlock_adds(void)
+{
+    atomic_store_explicit(&adds.lock, 0, memory_order_release);
+}
+
+/* The slot of t holding (key, check), else the empty one it would go in;
+ * NULL if neither is within MAX_PROBES. */
+static pslot *table_place(const trie_table *t, uint64_t key, uint64_t check)
+{
+    for (uint64_t i = 0; i < MAX_PROBES; i++) {
+        pslot *e = &t->slot[(key + i) & t->mask];
+        uint64_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+        if (!k || (k == key && (atomic_load_explicit(&e->val, memory_order_relaxed) &
+                                VAL_CHECK_MASK) == check))
+            return e;
+    }
+    return NULL;
+}
+
+/* Value first, key last: a reader that sees the key sees the value. */
+static void slot_fill(pslot *e, uint64_t key, uint64_t val)
+{
+    atomic_store_explicit(&e->val, val, memory_order_relaxed);
+    atomic_store_explicit(&e->key, key, memory_order_release);
+}
+
+/* Copies the slots of the current table into the next one, tells the nodes
+ * where they are now, and makes it current. False (nothing changed) at the
+ * largest size, without memory, or if a slot found no place. */
+static bool grow(void)
+{
+    const trie_table *old = atomic_load_explicit(&current, memory_order_relaxed);
+    size_t next = (size_t)(old - tables) + 1;
+    if (next >= NTABLES || !table_make(&tables[next], MIN_BITS + (unsigned)next))
+        return false;
+    trie_table *t = &tables[next];
+    for (uint64_t i = 0; i <= old->mask; i++) {
+        uint64_t key = atomic_load_explicit(&old->slot[i].key, memory_order_relaxed);
+        if (!key)
+            continue;
+        /* hints set in the old slot from now on are lost: a missing hint
+         * only means reading the node */
+        uint64_t val = atomic_load_explicit(&old->slot[i].val, memory_order_relaxed);
+        pslot *e = table_place(t, key, val & VAL_CHECK_MASK);
+        if (!e)
+            return false; /* t stays unused; the next grow maps it again */
+        slot_fill(e, key, val);
+    }
+    for (uint64_t i = 0; i <= t->mask; i++)
+        if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
+            trie_nodes[(uint32_t)t->slot[i].val].slot = (uint32_t)i;
+    atomic_store_explicit(&current, t, memory_order_release);
+    return true;
+}
+
+/* The node of prefix (h1, h2), ip below node parent, added if not in;
+ * {0, NULL} when the trie is full. */
+static stack_ref add_node(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip)
+{
+    uint32_t n = atomic_load_explicit(&adds.count, memory_order_relaxed);
+    const trie_table *t = atomic_load_explicit(&current, memory_order_relaxed);
+    if (n + 1 > (t->mask + 1) / 2 && grow())
+        t = atomic_load_explicit(&current, memory_order_relaxed);
+    pslot *e = table_place(t, h1, VAL_CHECK(h2));
+    if (!e)
+        return (stack_ref){0};
+    if (atomic_load_explicit(&e->key, memory_order_relaxed))
+        return (stack_ref){.id = (uint32_t)atomic_load_explicit(&e->val, memory_order_relaxed),
+                            .hint = &e->val};
+    if (n + 1 >= TRIE_MAX_NODES)
+        return (stack_ref){0};
+    uint32_t id = n + 1;
+    fnode *nd = &trie_nodes[id];
+    nd->ip = ip;
+    nd->parent = parent;
+    atomic_store_explicit(&nd->claimed, 0, memory_order_relaxed);
+    atomic_store_explicit(&nd->written, 0, memory_order_relaxed);
+    nd->slot = (uint32_t)(e - t->slot);
+    /* counted before it is findable: a fork child of a thread stopped in
+     * between then leaves a gap in the ids, never gives one id twice */
+    atomic_store_explicit(&adds.count, id, memory_order_relaxed);
+    slot_fill(e, h1, VAL_CHECK(h2) | id);
+    return (stack_ref){.id = id, .hint = &e->val};
+}
+
+stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void *const *f,
+                   uint32_t parent)
+{
+    stack_ref ref = {.id = parent};
+    lock_adds();
+    for (int k = from; k <= n; k++) {
+        ref = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
+        if (!ref.id)
+            break;
+    }
+    unlock_adds();
+    return ref;
+}
+
+uint32_t trie_count(void)
+{
+    return atomic_load_explicit(&adds.count, memory_order_relaxed);
+}
+
+/* Under the lock, so that no grow copies a bit while it is being cleared. */
+void trie_forget(uint32_t keep)
+{
+    uint64_t hints = 0;
+    for (unsigned s = 0; s < 8; s++)
+        hints |= keep & (1u << s) ? 0 : TRIE_HINT(s);
+    lock_adds();
+    const trie_table *cur = atomic_load_explicit(&current, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&adds.count, memory_order_relaxed);
+    for (uint32_t id = 1; cur && id <= n; id++) {
+        atomic_fetch_and(&trie_nodes[id].claimed, keep);
+        atomic_fetch_and(&trie_nodes[id].written, keep);
+        atomic_fetch_and(&cur->slot[trie_nodes[id].slot].val, ~hints);
+    }
+    /* a lookup that began before a grow may still read an older table */
+    for (const trie_table *t = tables; cur && t < cur; t++)
+        for (uint64_t i = 0; i <= t->mask; i++)
+            if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
+                atomic_fetch_and(&t->slot[i].val, ~hints);
+    unlock_adds();
+}
+
+void trie_after_fork(void)
+{
+    atomic_store(&adds.lock, 0);
+}
