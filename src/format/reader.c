@@ -48,75 +48,9 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
     va_end(ap);
 }
 
-/* pread up to len bytes; returns the count (short only at end of file) or -errno. */
-static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
 static int io_fail(ltr_trace *t, ltr_error *err, ssize_t rc)
 {
     return ltr_fail(err, (int)-rc, "reading %s: %s", t->path, strerror((int)-rc));
-}
-
-static int reserve(uint8_t **buf, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return 0;
-    uint8_t *p = realloc(*buf, n);
-    if (!p)
-        return -ENOMEM;
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
-/* Finds the next offset >= from holding a chunk header whose CRC matches.
- * Returns 1 and sets *found, 0 if there is none, or -errno. */
-static int find_header(ltr_trace *t, uint64_t from, uint64_t *found)
-{
-    uint8_t win[SCAN_WINDOW + LTR_CHUNK_HEADER_SIZE];
-    for (uint64_t off = from; off + LTR_CHUNK_HEADER_SIZE <= t->file_size; off += SCAN_WINDOW) {
-        ssize_t n = read_at(t->fd, win, sizeof win, off);
-        if (n < 0)
-            return (int)n;
-        for (ssize_t i = 0; i + (ssize_t)LTR_CHUNK_HEADER_SIZE <= n && i < (ssize_t)SCAN_WINDOW; i++) {
-            ltr_chunk_header h;
-            if (win[i] == 'L' && ltr_chunk_header_decode(win + i, &h) == LTR_CHUNK_OK) {
-                *found = off + (uint64_t)i;
-                return 1;
-            }
-        }
-        if ((size_t)n < sizeof win)
-            break;
-    }
-    return 0;
-}
-
-/* The bytes at t->pos are no chunk header: skip to the next one (or the end). */
-static int resync(ltr_trace *t, const char *why)
-{
-    uint64_t next = t->file_size;
-    int rc = find_header(t, t->pos + 1, &next);
-    if (rc < 0)
-        return rc;
-    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, next - t->pos, -1,
-                         "%s; %s %llu bytes", why, rc ? "skipped" : "no chunk header in the last",
-                         (unsigned long long)(next - t->pos));
-    t->pos = next;
-    return 0;
 }
 
 static void check_seq(ltr_trace *t, const ltr_chunk_header *h)
@@ -127,68 +61,6 @@ static void check_seq(ltr_trace *t, const ltr_chunk_header *h)
                              (unsigned long long)(h->seq - t->expect_seq),
                              (unsigned long long)t->expect_seq, (unsigned long long)(h->seq - 1));
     t->expect_seq = h->seq + 1;
-}
-
-/* Checks a valid header's sizes and flags; returns NULL if usable, else why not. */
-static const char *header_problem(const ltr_chunk_header *h, char *buf, size_t cap)
-{
-    if (h->raw_size > LTR_CHUNK_MAX_RAW)
-        snprintf(buf, cap, "raw size %u is over the 64 MiB limit", h->raw_size);
-    else if (h->flags & ~LTR_CHUNK_FLAG_ZSTD)
-        snprintf(buf, cap, "unknown chunk flags 0x%x", h->flags);
-    else if (!(h->flags & LTR_CHUNK_FLAG_ZSTD) && h->payload_size != h->raw_size)
-        snprintf(buf, cap, "uncompressed payload of %u bytes but raw size %u", h->payload_size,
-                 h->raw_size);
-    else if (h->payload_size > ZSTD_compressBound(LTR_CHUNK_MAX_RAW))
-        snprintf(buf, cap, "payload size %u is over the limit", h->payload_size);
-    else
-        return NULL;
-    return buf;
-}
-
-/* Reads, checks and decompresses the payload into t->raw. Returns 1 if intact,
- * 0 if damaged (recorded), or -errno. */
-static int load_payload(ltr_trace *t, const ltr_chunk_header *h)
-{
-    int64_t seq = (int64_t)h->seq;
-    uint64_t avail = t->file_size - t->pos - LTR_CHUNK_HEADER_SIZE;
-    if (h->payload_size > avail) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, t->file_size - t->pos, seq,
-                             "the file ends inside chunk %lld (%llu of %u payload bytes)",
-                             (long long)seq, (unsigned long long)avail, h->payload_size);
-        return 0;
-    }
-    if (reserve(&t->cbuf, &t->ccap, h->payload_size ? h->payload_size : 1) < 0 ||
-        reserve(&t->raw, &t->rawcap, h->raw_size ? h->raw_size : 1) < 0)
-        return -ENOMEM;
-    ssize_t n = read_at(t->fd, t->cbuf, h->payload_size, t->pos + LTR_CHUNK_HEADER_SIZE);
-    if (n < 0)
-        return (int)n;
-    if ((size_t)n < h->payload_size) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, t->file_size - t->pos, seq,
-                             "the file ends inside chunk %lld (%llu of %u payload bytes)",
-                             (long long)seq, (unsigned long long)n, h->payload_size);
-        return 0;
-    }
-    uint64_t len = LTR_CHUNK_HEADER_SIZE + h->payload_size;
-    if (ltr_crc32(t->cbuf, h->payload_size) != h->payload_crc) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_CRC, t->pos, len, seq, "payload CRC mismatch in chunk %lld",
-                             (long long)seq);
-        return 0;
-    }
-    if (!(h->flags & LTR_CHUNK_FLAG_ZSTD)) {
-        memcpy(t->raw, t->cbuf, h->payload_size);
-    } else {
-        size_t r = ZSTD_decompressDCtx(t->dctx, t->raw, h->raw_size, t->cbuf, h->payload_size);
-        if (ZSTD_isError(r) || r != h->raw_size) {
-            ltr_trace_add_damage(t, LTR_DAMAGE_DECOMPRESS, t->pos, len, seq,
-                                 "chunk %lld does not decompress to its %u bytes: %s", (long long)seq,
-                                 h->raw_size, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong size");
-            return 0;
-        }
-    }
-    t->raw_len = h->raw_size;
-    return 1;
 }
 
 static void dispatch(ltr_trace *t, const ltr_chunk_header *h)
@@ -221,43 +93,77 @@ static void dispatch(ltr_trace *t, const ltr_chunk_header *h)
     }
 }
 
-/* Reads the chunk at t->pos. Returns 1 if the file position moved on (chunk used,
- * or damage recorded), 0 at the end of the file, or -errno. */
+/* The damage of a chunk whose header decoded, its sequence number, and its content. */
+static void apply_chunk(ltr_trace *t, const ltr_fetch *f)
+{
+    const ltr_chunk_header *h = &f->h;
+    long long seq = (long long)h->seq;
+    uint64_t len = LTR_CHUNK_HEADER_SIZE + h->payload_size;
+    check_seq(t, h);
+    switch (f->kind) {
+    case LTR_FETCH_BAD_HEADER:
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, f->next - t->pos, seq, "chunk %lld: %s", seq,
+                             f->text);
+        break;
+    case LTR_FETCH_TRUNCATED:
+        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, t->file_size - t->pos, seq,
+                             "the file ends inside chunk %lld (%llu of %u payload bytes)", seq,
+                             (unsigned long long)f->got, h->payload_size);
+        break;
+    case LTR_FETCH_BAD_CRC:
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_CRC, t->pos, len, seq, "payload CRC mismatch in chunk %lld", seq);
+        break;
+    case LTR_FETCH_BAD_ZSTD:
+        ltr_trace_add_damage(t, LTR_DAMAGE_DECOMPRESS, t->pos, len, seq,
+                             "chunk %lld does not decompress to its %u bytes: %s", seq, h->raw_size, f->why);
+        break;
+    default:
+        t->raw = f->raw;
+        t->raw_len = f->raw_len;
+        dispatch(t, h);
+        break;
+    }
+}
+
+/* Applies a fetched chunk (readahead.c) in file order: damage, or its content. */
+static void apply(ltr_trace *t, const ltr_fetch *f)
+{
+    t->pos = f->pos;
+    if (f->kind == LTR_FETCH_SHORT_HEADER)
+        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, f->got, -1,
+                             "the file ends inside a chunk header (%llu of 32 bytes)", (unsigned long long)f->got);
+    else if (f->kind == LTR_FETCH_NO_HEADER)
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, f->next - t->pos, -1, "%s; %s %llu bytes", f->why,
+                             f->found ? "skipped" : "no chunk header in the last",
+                             (unsigned long long)(f->next - t->pos));
+    else
+        apply_chunk(t, f);
+    t->pos = f->next;
+}
+
+static void stop_readahead(ltr_trace *t)
+{
+    ltr_readahead_stop(t->ra);
+    t->ra = NULL;
+}
+
+/* Reads the chunk at t->pos (from the read-ahead thread when there is one).
+ * Returns 1 if the file position moved on (chunk used, or damage recorded),
+ * 0 at the end of the file, or -errno (the position stays: a retry reads it again). */
 static int load_chunk(ltr_trace *t)
 {
-    if (t->pos >= t->file_size)
-        return 0;
-    uint8_t hb[LTR_CHUNK_HEADER_SIZE];
-    ssize_t n = read_at(t->fd, hb, sizeof hb, t->pos);
-    if (n < 0)
-        return (int)n;
-    if ((size_t)n < sizeof hb) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_TRUNCATED, t->pos, (uint64_t)n, -1,
-                             "the file ends inside a chunk header (%zd of 32 bytes)", n);
-        t->pos = t->file_size;
-        return 1;
+    const ltr_fetch *f = t->ra ? ltr_readahead_next(t->ra) : NULL;
+    if (!f) {
+        stop_readahead(t);
+        ltr_fetch_chunk(t->fd, t->file_size, t->pos, t->dctx, &t->own);
+        f = &t->own;
     }
-    ltr_chunk_header h;
-    int check = ltr_chunk_header_decode(hb, &h);
-    if (check != LTR_CHUNK_OK) {
-        int rc = resync(t, check == LTR_CHUNK_BAD_MAGIC ? "no chunk magic" : "chunk header CRC mismatch");
-        return rc < 0 ? rc : 1;
-    }
-    check_seq(t, &h);
-    char why[96];
-    uint64_t next = t->pos + LTR_CHUNK_HEADER_SIZE + h.payload_size;
-    if (header_problem(&h, why, sizeof why)) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_HEADER, t->pos, next - t->pos, (int64_t)h.seq,
-                             "chunk %llu: %s", (unsigned long long)h.seq, why);
-        t->pos = next;
-        return 1;
-    }
-    int rc = load_payload(t, &h);
-    if (rc < 0)
+    if (f->kind == LTR_FETCH_END || f->kind == LTR_FETCH_ERROR) {
+        int rc = f->kind == LTR_FETCH_END ? 0 : f->err;
+        stop_readahead(t);
         return rc;
-    if (rc > 0)
-        dispatch(t, &h);
-    t->pos = next > t->file_size ? t->file_size : next;
+    }
+    apply(t, f);
     return 1;
 }
 
@@ -510,7 +416,7 @@ static int prime(ltr_trace *t, ltr_error *err)
 static int check_file_header(ltr_trace *t, ltr_error *err)
 {
     uint8_t h[LTR_FILE_HEADER_SIZE];
-    ssize_t n = read_at(t->fd, h, sizeof h, 0);
+    ssize_t n = ltr_read_at(t->fd, h, sizeof h, 0);
     if (n < 0)
         return io_fail(t, err, n);
     if (n == 0)
@@ -530,6 +436,7 @@ static int check_file_header(ltr_trace *t, ltr_error *err)
 
 static void reset_state(ltr_trace *t)
 {
+    stop_readahead(t);
     ltr_meta_free(t);
     free(t->damage);
     t->damage = NULL;
@@ -545,12 +452,27 @@ static void reset_state(ltr_trace *t)
     t->first_event_ts = 0;
 }
 
+void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }
+
+/* A thread pays off on traces of more than a few chunks; LTR_READAHEAD=0 or 1 overrides. */
+static int wants_readahead(const ltr_trace *t)
+{
+    if (t->readahead >= 0)
+        return t->readahead;
+    const char *e = getenv("LTR_READAHEAD");
+    if (e && *e)
+        return strcmp(e, "0") != 0;
+    return t->file_size >= LTR_READAHEAD_MIN;
+}
+
 int ltr_trace_rewind(ltr_trace *t, ltr_error *err)
 {
     struct stat st;
     if (fstat(t->fd, &st) == 0)
         t->file_size = (uint64_t)st.st_size;
     reset_state(t);
+    if (wants_readahead(t))
+        t->ra = ltr_readahead_start(t->fd, t->file_size, t->pos); /* NULL: the reader fetches itself */
     return prime(t, err);
 }
 
@@ -558,8 +480,10 @@ int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
 {
     *out = NULL;
     ltr_trace *t = calloc(1, sizeof *t);
-    if (t)
+    if (t) {
         t->fd = -1;
+        t->readahead = -1;
+    }
     if (!t || !(t->path = strdup(path)) || !(t->dctx = ZSTD_createDCtx())) {
         ltr_trace_close(t);
         return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
@@ -595,8 +519,7 @@ void ltr_trace_close(ltr_trace *t)
         close(t->fd);
     reset_state(t);
     ZSTD_freeDCtx(t->dctx);
-    free(t->cbuf);
-    free(t->raw);
+    ltr_fetch_free(&t->own);
     free(t->offsets);
     free(t->path);
     free(t);

@@ -9,10 +9,14 @@
 
 #include <ltr/trace.h>
 
+#include "format/chunk.h"
 #include "format/records.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+struct ZSTD_DCtx_s;
 
 /* An open-addressing map from u32 ids (layout ids, pids, tids) to pointers. */
 typedef struct ltr_idmap {
@@ -69,6 +73,49 @@ typedef struct ltr_kvlist {
 
 #define LTR_MAX_DAMAGE_ENTRIES 1000
 
+/* readahead.c: a chunk as fetched from the file (read, CRC checked,
+ * decompressed), before reader.c applies it: its damage, or its content. */
+typedef enum ltr_fetch_kind {
+    LTR_FETCH_END,          /* pos is at or past the end of the file */
+    LTR_FETCH_ERROR,        /* err = -errno (I/O, memory): nothing moved */
+    LTR_FETCH_SHORT_HEADER, /* the file ends inside a chunk header (got bytes) */
+    LTR_FETCH_NO_HEADER,    /* no valid header at pos (why); next = the next one, found, or the end */
+    LTR_FETCH_BAD_HEADER,   /* h decoded but unusable (text says why) */
+    LTR_FETCH_TRUNCATED,    /* the file ends inside the payload (got bytes of it there) */
+    LTR_FETCH_BAD_CRC,
+    LTR_FETCH_BAD_ZSTD,     /* why = zstd's error, or "wrong size" */
+    LTR_FETCH_OK,           /* raw holds raw_len bytes */
+} ltr_fetch_kind;
+
+typedef struct ltr_fetch {
+    ltr_fetch_kind kind;
+    int err;
+    uint64_t pos, next;     /* the chunk's offset, and where the next one is looked for */
+    ltr_chunk_header h;
+    int found;
+    uint64_t got;
+    const char *why;
+    char text[96];
+    uint8_t *cbuf, *raw;    /* reused from fetch to fetch */
+    size_t ccap, rawcap, raw_len;
+} ltr_fetch;
+
+/* pread up to len bytes; returns the count (short only at end of file) or -errno. */
+ssize_t ltr_read_at(int fd, void *buf, size_t len, uint64_t off);
+void ltr_fetch_chunk(int fd, uint64_t file_size, uint64_t pos, struct ZSTD_DCtx_s *dctx, ltr_fetch *f);
+void ltr_fetch_free(ltr_fetch *f);
+
+/* A thread fetching the chunks from pos on, a few ahead of the reader, with
+ * its own buffers and zstd context. NULL if it could not start. */
+typedef struct ltr_readahead ltr_readahead;
+#define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
+ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos);
+/* The next chunk in file order, waiting for it; valid until the next call or
+ * the stop. NULL after the thread's END or ERROR fetch was handed out. */
+const ltr_fetch *ltr_readahead_next(ltr_readahead *ra);
+/* Stops and joins the thread, frees everything (ra may be NULL). */
+void ltr_readahead_stop(ltr_readahead *ra);
+
 struct ltr_trace {
     int fd;
     char *path;
@@ -77,8 +124,11 @@ struct ltr_trace {
     uint64_t pos; /* file offset of the next chunk */
     uint64_t expect_seq;
     struct ZSTD_DCtx_s *dctx;
-    uint8_t *cbuf, *raw; /* stored payload, decompressed payload */
-    size_t ccap, rawcap, raw_len;
+    ltr_fetch own;               /* the chunk fetched without the read-ahead thread */
+    ltr_readahead *ra;           /* the read-ahead thread of a sequential scan, or NULL */
+    int readahead;               /* -1 automatic, 0 never, 1 always (ltr_trace_set_readahead) */
+    const uint8_t *raw;          /* the current chunk's decompressed payload (own's or a slot's) */
+    size_t raw_len;
 
     /* the EVENTS chunk being streamed */
     int in_events;
@@ -170,6 +220,10 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
 void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
 /* n events of layout l were decoded by the caller (its and its provider's counts). */
 void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
+/* Read-ahead thread for the scans after the next rewind: -1 automatic (files
+ * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1
+ * decides when set), 0 never, 1 always. */
+void ltr_trace_set_readahead(ltr_trace *t, int mode);
 
 /* fields.c: where each field of a payload starts; returns the offsets array
  * (the layout's fixed one or scratch), or NULL if the payload is too short. */
