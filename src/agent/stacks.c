@@ -135,6 +135,9 @@ static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
         return ref;
     stack_ref base;
     int known = longest_prefix(t, n, h1, h2, &base);
+    /* publishing reads it (its slot's hint is set only if a stack ended
+     * there): the miss overlaps the adding */
+    __builtin_prefetch(&trie_nodes[base.id]);
     if (!(ref = trie_add(known + 1, n, h1, h2, f, base.id)).id)
         return ref; /* full: no more stacks */
     ref.known = base.id;

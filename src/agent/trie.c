@@ -101,16 +101,19 @@ bool trie_init(void)
     return true;
 }
 
+/* Each frame is mixed on its own (those run ahead, in parallel), and the
+ * chains that carry a prefix to the next frame are one operation and a
+ * multiply each: the frames of a stack are hashed at the speed of that chain
+ * (a third less than with the mixing inside it, as before). */
 void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2)
 {
     uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
     for (int k = 1; k <= n; k++) {
-        uint64_t x = (uint64_t)(uintptr_t)f[n - k];
-        a = (a ^ x) * 0xff51afd7ed558ccdull;
-        a ^= a >> 32;
-        b = (b + x) * 0xc4ceb9fe1a85ec53ull;
-        b ^= b >> 29;
-        h1[k] = a | 1;
+        uint64_t m = (uint64_t)(uintptr_t)f[n - k] * 0xbf58476d1ce4e5b9ull;
+        m ^= m >> 31;
+        a = (a ^ m) * 0xff51afd7ed558ccdull;
+        b = (b + m) * 0xc4ceb9fe1a85ec53ull;
+        h1[k] = (a ^ a >> 29) | 1;
         h2[k] = (uint32_t)(b >> 32);
     }
 }

@@ -42,11 +42,15 @@
 
 /* ---- rules: one 32-bit word, stored beside a 32-bit address tag ---------- */
 
-enum { R_EMPTY = 0, R_STEP = 1, R_END = 2, R_GIVE_UP = 3 };  /* bits 0-1 */
-#define R_CFA_BP (1u << 2)                                    /* else SP */
-enum { BP_SAME = 0, BP_SAVED = 1, BP_LOST = 2 };              /* bits 3-4 */
-#define R_CFA_OFF_SHIFT 5  /* bits 5-20: CFA offset in bytes */
-#define R_CFA_OFF_MAX 0xffffu
+/* The CFA offset is the low 16 bits: the walk's chain from one frame to the
+ * next (return address -> rule -> CFA -> return address) is then a mask and
+ * an add. */
+#define R_CFA_OFF_MAX 0xffffu                                 /* bits 0-15 */
+enum { R_EMPTY = 0, R_STEP = 1, R_END = 2, R_GIVE_UP = 3 };  /* bits 16-17 */
+#define R_KIND_SHIFT 16
+#define R_CFA_BP (1u << 18)                                   /* else SP */
+enum { BP_SAME = 0, BP_SAVED = 1, BP_LOST = 2 };              /* bits 19-20 */
+#define R_BP_SHIFT 19
 #define R_BP_OFF_SHIFT 21  /* bits 21-31: BP saved at CFA - 8 * this */
 #define R_BP_OFF_MAX 0x7ffu
 
@@ -54,9 +58,10 @@ enum { BP_SAME = 0, BP_SAVED = 1, BP_LOST = 2 };              /* bits 3-4 */
 #define DWARF_RBP 6
 #define DWARF_RIP 16
 
-static inline uint32_t rule_kind(uint32_t r) { return r & 3u; }
-static inline uint32_t rule_bp(uint32_t r) { return (r >> 3) & 3u; }
-static inline uint32_t rule_cfa_off(uint32_t r) { return (r >> R_CFA_OFF_SHIFT) & R_CFA_OFF_MAX; }
+static inline uint32_t rule_kind(uint32_t r) { return (r >> R_KIND_SHIFT) & 3u; }
+static inline uint32_t rule_bp(uint32_t r) { return (r >> R_BP_SHIFT) & 3u; }
+static inline uint32_t rule_cfa_off(uint32_t r) { return r & R_CFA_OFF_MAX; }
+static inline uint32_t kind_rule(uint32_t kind) { return kind << R_KIND_SHIFT; }
 static inline uint32_t rule_bp_off(uint32_t r) { return 8u * (r >> R_BP_OFF_SHIFT); }
 
 /* ---- the rule table ------------------------------------------------------- */
@@ -64,8 +69,11 @@ static inline uint32_t rule_bp_off(uint32_t r) { return 8u * (r >> R_BP_OFF_SHIF
 #define TABLE_BITS 16
 #define TABLE_MASK ((1u << TABLE_BITS) - 1)
 
-/* Word = (addr >> 16) << 32 | rule, at index (addr ^ addr >> 16) & mask: the
- * index and the tag together give back the whole address, so one atomic word
+/* Rules are keyed by return address: the rule of the code at a is kept
+ * under a + 1 (a return address is the instruction after its call, and one
+ * subtraction fewer in the walk's chain).
+ * Word = (key >> 16) << 32 | rule, at index (key ^ key >> 16) & mask: the
+ * index and the tag together give back the whole key, so one atomic word
  * says both which address it is for and its rule (no torn pairs). */
 static _Atomic uint64_t rules[1u << TABLE_BITS];
 
@@ -227,7 +235,7 @@ static uint32_t cfa_rule(Dwarf_Frame *fr)
     }
     if ((reg != DWARF_RSP && reg != DWARF_RBP) || off < 0 || off > (int64_t)R_CFA_OFF_MAX)
         return 0;
-    return (reg == DWARF_RBP ? R_CFA_BP : 0) | (uint32_t)off << R_CFA_OFF_SHIFT | R_STEP;
+    return (reg == DWARF_RBP ? R_CFA_BP : 0) | (uint32_t)off | kind_rule(R_STEP);
 }
 
 /* Offset from the CFA of a register saved at CFA + offset; 1 if it is not
@@ -242,7 +250,7 @@ static int64_t saved_at(const Dwarf_Op *ops, size_t n)
 }
 
 /* R_END if the return address is undefined (outermost frame), 0 if it is not
- * at CFA - 8, else R_STEP. */
+ * at CFA - 8, else R_STEP (kinds, not shifted). */
 static uint32_t ra_rule(Dwarf_Frame *fr)
 {
     Dwarf_Op mem[3], *ops;
@@ -262,24 +270,24 @@ static uint32_t bp_rule(Dwarf_Frame *fr)
     if (dwarf_frame_register(fr, DWARF_RBP, mem, &ops, &n) != 0)
         return UINT32_MAX;
     if (n == 0)
-        return (uint32_t)(ops ? BP_LOST : BP_SAME) << 3;
+        return (uint32_t)(ops ? BP_LOST : BP_SAME) << R_BP_SHIFT;
     int64_t off = saved_at(ops, n);
     if (off > 0 || off % 8 || -off / 8 > (int64_t)R_BP_OFF_MAX)
         return UINT32_MAX;
-    return (uint32_t)BP_SAVED << 3 | (uint32_t)(-off / 8) << R_BP_OFF_SHIFT;
+    return (uint32_t)BP_SAVED << R_BP_SHIFT | (uint32_t)(-off / 8) << R_BP_OFF_SHIFT;
 }
 
 static uint32_t rule_from_cfi(Dwarf_CFI *cfi, Dwarf_Addr a)
 {
     Dwarf_Frame *fr;
     if (dwarf_cfi_addrframe(cfi, a, &fr) != 0)
-        return R_GIVE_UP;
+        return kind_rule(R_GIVE_UP);
     bool signal = false;
-    uint32_t rule = R_GIVE_UP;
+    uint32_t rule = kind_rule(R_GIVE_UP);
     if (dwarf_frame_info(fr, NULL, NULL, &signal) == DWARF_RIP && !signal) {
         uint32_t ra = ra_rule(fr), cfa = cfa_rule(fr), bp = bp_rule(fr);
         if (ra == R_END)
-            rule = R_END;
+            rule = kind_rule(R_END);
         else if (ra && cfa && bp != UINT32_MAX)
             rule = cfa | bp;
     }
@@ -287,18 +295,20 @@ static uint32_t rule_from_cfi(Dwarf_CFI *cfi, Dwarf_Addr a)
     return rule;
 }
 
-/* The rule at address a, derived now; R_EMPTY if another thread is deriving
- * (the caller gives up this stack rather than wait). */
-static uint32_t derive(uintptr_t a)
+/* The rule kept under key (of the code at key - 1), derived now; R_EMPTY if
+ * another thread is deriving (the caller gives up this stack rather than
+ * wait). */
+static uint32_t derive(uintptr_t key)
 {
     int expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&derive_lock, &expected, 1, memory_order_acquire,
                                                  memory_order_relaxed))
         return R_EMPTY;
+    uintptr_t a = key - 1;
     umod *m = module_of(a);
     Dwarf_CFI *cfi = m ? module_cfi(m) : NULL;
-    uint32_t rule = cfi ? rule_from_cfi(cfi, a - m->bias) : R_GIVE_UP;
-    table_put(a, rule);
+    uint32_t rule = cfi ? rule_from_cfi(cfi, a - m->bias) : kind_rule(R_GIVE_UP);
+    table_put(key, rule);
     atomic_store_explicit(&derive_lock, 0, memory_order_release);
     return rule;
 }
@@ -336,43 +346,17 @@ static bool stack_bounds(void)
     return stack_hi > 1;
 }
 
-typedef struct regs {
-    uintptr_t sp, bp;
-    bool bp_known;
-} regs;
-
 static inline uintptr_t load(uintptr_t a) { return *(const uintptr_t *)a; }
 
-/* One step: r becomes the caller's registers and *ra its return address.
- * False to give up (a CFA out of bounds, or BP needed but unknown). */
-static inline bool step(uint32_t rule, regs *r, uintptr_t *ra)
+static inline uint32_t rule_at(uintptr_t key)
 {
-    if ((rule & R_CFA_BP) && !r->bp_known)
-        return false;
-    uintptr_t cfa = ((rule & R_CFA_BP) ? r->bp : r->sp) + rule_cfa_off(rule);
-    /* The caller's frame is above ours and the return address inside the stack. */
-    if (cfa <= r->sp || cfa > stack_hi || (cfa & 7))
-        return false;
-    *ra = load(cfa - 8);
-    uint32_t bp = rule_bp(rule);
-    if (bp == BP_SAVED) {
-        uintptr_t at = cfa - rule_bp_off(rule);
-        if (at < r->sp || at + 8 > stack_hi)
-            return false;
-        r->bp = load(at);
-    } else if (bp == BP_LOST) {
-        r->bp_known = false;
-    }
-    r->sp = cfa;
-    return true;
+    uint32_t rule = table_get(key);
+    return __builtin_expect(rule != R_EMPTY, 1) ? rule : derive(key);
 }
 
-static inline uint32_t rule_at(uintptr_t a)
-{
-    uint32_t rule = table_get(a);
-    return __builtin_expect(rule != R_EMPTY, 1) ? rule : derive(a);
-}
-
+/* Each frame's CFA must be above the last (so the walk ends) and its return
+ * address inside the stack; a BP saved below the CFA too. Anything else, and
+ * BP needed where it is not known, is a give-up. */
 __attribute__((noinline)) int unwind_fast(void **pcs, int max)
 {
     uintptr_t pc, sp, bp;
@@ -381,23 +365,44 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max)
                      : "=&r"(pc), "=&r"(sp), "=&r"(bp));
     if (max <= 0 || !stack_bounds() || sp < stack_lo || sp >= stack_hi)
         return -1;
-    regs r = {.sp = sp, .bp = bp, .bp_known = true};
+    const uintptr_t hi = stack_hi;
+    bool bp_known = true;
     int n = 0;
     pcs[n++] = (void *)pc;
-    uintptr_t look = pc; /* a return address is looked up at the call: ra - 1 */
+    uintptr_t key = pc + 1; /* pc's rule, as if it were a return address */
     while (n < max) {
-        if (look >> 48)
+        if (key >> 48)
             return -1;
-        uint32_t rule = rule_at(look);
-        if (rule_kind(rule) == R_END)
-            break;
-        uintptr_t ra;
-        if (rule_kind(rule) != R_STEP || !step(rule, &r, &ra))
+        uint32_t rule = rule_at(key);
+        if (__builtin_expect(rule_kind(rule) != R_STEP, 0)) {
+            if (rule_kind(rule) == R_END)
+                break;
             return -1;
+        }
+        uintptr_t base = sp;
+        if (rule & R_CFA_BP) {
+            if (!bp_known)
+                return -1;
+            base = bp;
+        }
+        uintptr_t cfa = base + rule_cfa_off(rule);
+        if (cfa <= sp || cfa > hi || (cfa & 7))
+            return -1;
+        uintptr_t ra = load(cfa - 8);
+        uint32_t bp_rule = rule_bp(rule);
+        if (bp_rule == BP_SAVED) {
+            uintptr_t at = cfa - rule_bp_off(rule);
+            if (at < sp || at + 8 > hi)
+                return -1;
+            bp = load(at);
+        } else if (bp_rule == BP_LOST) {
+            bp_known = false;
+        }
+        sp = cfa;
         if (!ra)
             break;
         pcs[n++] = (void *)ra;
-        look = ra - 1;
+        key = ra;
     }
     return n;
 }
