@@ -129,10 +129,12 @@ void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan)
     if (info.kind <= 0 || l->field_count > AN_FAST_FIELDS)
         return;
     for (unsigned i = 0; i < l->field_count; i++) {
-        int fixed = ltr_type_fixed_size(l->fields[i].type), w = unsigned_width(l->fields[i].type);
+        ltr_type t = l->fields[i].type;
+        int fixed = ltr_type_fixed_size(t);
+        int varint = t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR;
         plan->width[i] = fixed > 0 ? (uint8_t)fixed : 0;
         plan->slot[i] = AN_F_COUNT;
-        if (fixed <= 0 && w != AN_VARINT && !(l->fields[i].type == LTR_TYPE_IVAR))
+        if (fixed <= 0 && !varint)
             return; /* a string, a blob or a newer type */
     }
     for (int f = 0; f < AN_F_COUNT; f++) {
