@@ -5,20 +5,22 @@
  * known stack costs one probe, whatever its depth.
  *
  * Lookups are lock-free. Adding takes a spin lock, held for the few nodes of
- * one new stack: one writer at a time is what lets the table grow (most of
- * the table's cost was the kernel zeroing its pages: 32 MiB touched at
- * random, about 60 ns per operation on bench/heap, for a table sized for the
- * most nodes a process may have), numbers nodes without an atomic counter
- * that every new node moved between CPUs, and publishes a slot whole (its
- * value, then its key) so readers never wait for a half-written one.
+ * one new stack: one writer at a time numbers nodes without an atomic counter
+ * that every new node moved between CPUs, never adds a prefix twice, and
+ * publishes a slot whole (its value, then its key), so readers never wait
+ * for a half-written one.
  *
- * The table starts at 2^15 slots and doubles when half full, up to 2^21
- * (2^20 nodes). Growing copies the slots into the next table, under the
- * lock, and then makes it current; a lookup that began on the older one
- * still finds every node that was in it, and a prefix it misses there is
- * looked for again under the lock before it is added. Older tables are
- * never unmapped (a lookup may be reading one): they add up to less than the
- * current one.
+ * The table starts at 2^15 slots and grows 2x when half full, up to 2^21
+ * (2^20 nodes): most of its cost on bench/heap was the kernel zeroing its
+ * pages, 32 MiB touched at random when it was made for the most nodes a
+ * process may have (about 60 ns per operation). One thread grows it while the
+ * others go on adding to the current one (the copy took milliseconds, and
+ * threads waiting for the lock meanwhile cost ~20 ns per operation): it
+ * copies the slots without the lock, then, with it, those added since, and
+ * makes the new table current. A lookup that began on an older table still
+ * finds every node that was in it, and a prefix it misses there is looked for
+ * again under the lock before it is added. Older tables are never unmapped (a
+ * lookup may be reading one): they add up to less than the current one.
  */
 #include "agent/trie.h"
 
@@ -59,6 +61,8 @@ static _Atomic(const trie_table *) current;
 static struct {
     _Alignas(64) atomic_int lock;
     _Atomic uint32_t count; /* nodes 1..count are in */
+    unsigned forgets;       /* trie_forget calls, under the lock */
+    atomic_int growing;     /* a thread is making the next table */
 } adds;
 
 static void *map(size_t bytes)
@@ -68,8 +72,10 @@ static void *map(size_t bytes)
     if (p == MAP_FAILED)
         return NULL;
     /* Huge pages where the system gives them: slots are probed at random, and
-     * with 4 KiB pages nearly every probe of a big table missed the TLB. */
-    if (bytes >= (2u << 20))
+     * with 4 KiB pages nearly every probe of a big table missed the TLB. Not
+     * for the smaller tables: making a huge page took from 0.1 to 2 ms on the
+     * project's VM. */
+    if (bytes >= (8u << 20))
         madvise(p, bytes, MADV_HUGEPAGE);
     return p;
 }
@@ -104,7 +110,7 @@ bool trie_init(void)
 /* Each frame is mixed on its own (those run ahead, in parallel), and the
  * chains that carry a prefix to the next frame are one operation and a
  * multiply each: the frames of a stack are hashed at the speed of that chain
- * (a third less than with the mixing inside it, as before). */
+ * (4 cycles a frame where mixing inside them took 6). */
 void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2)
 {
     uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
@@ -186,33 +192,86 @@ static void slot_fill(pslot *e, uint64_t key, uint64_t val)
     atomic_store_explicit(&e->key, key, memory_order_release);
 }
 
-/* Copies the slots of the current table into the next one, tells the nodes
- * where they are now, and makes it current. False (nothing changed) at the
- * largest size, without memory, or if a slot found no place. */
-static bool grow(void)
+/* Copies slot (key, val) into t unless it is there; false if no place. */
+static bool copy_slot(const trie_table *t, uint64_t key, uint64_t val)
 {
-    const trie_table *old = atomic_load_explicit(&current, memory_order_relaxed);
-    size_t next = (size_t)(old - tables) + 1;
-    if (next >= NTABLES || !table_make(&tables[next], MIN_BITS + (unsigned)next))
-        return false;
-    trie_table *t = &tables[next];
-    for (uint64_t i = 0; i <= old->mask; i++) {
-        uint64_t key = atomic_load_explicit(&old->slot[i].key, memory_order_relaxed);
-        if (!key)
-            continue;
-        /* hints set in the old slot from now on are lost: a missing hint
-         * only means reading the node */
-        uint64_t val = atomic_load_explicit(&old->slot[i].val, memory_order_relaxed);
-        pslot *e = table_place(t, key, val & VAL_CHECK_MASK);
-        if (!e)
-            return false; /* t stays unused; the next grow maps it again */
+    pslot *e = table_place(t, key, val & VAL_CHECK_MASK);
+    if (e && !atomic_load_explicit(&e->key, memory_order_relaxed))
         slot_fill(e, key, val);
+    return e != NULL;
+}
+
+/* Copies every slot of from into t, a batch at a time with the places
+ * prefetched (their misses overlap: twice as fast). Hints set in from after
+ * a slot is copied are lost: a missing hint only means reading the node. */
+static bool copy_table(const trie_table *from, const trie_table *t)
+{
+    enum { BATCH = 16 };
+    uint64_t key[BATCH], val[BATCH];
+    for (uint64_t i = 0; i <= from->mask;) {
+        int n = 0;
+        for (; n < BATCH && i <= from->mask; i++) {
+            key[n] = atomic_load_explicit(&from->slot[i].key, memory_order_acquire);
+            if (!key[n])
+                continue;
+            val[n] = atomic_load_explicit(&from->slot[i].val, memory_order_relaxed);
+            trie_prefetch(t, key[n++]);
+        }
+        for (int k = 0; k < n; k++)
+            if (!copy_slot(t, key[k], val[k]))
+                return false;
     }
+    return true;
+}
+
+static void clear_hints(const trie_table *t, uint64_t hints)
+{
     for (uint64_t i = 0; i <= t->mask; i++)
         if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
-            trie_nodes[(uint32_t)t->slot[i].val].slot = (uint32_t)i;
-    atomic_store_explicit(&current, t, memory_order_release);
-    return true;
+            atomic_fetch_and(&t->slot[i].val, ~hints);
+}
+
+/* Makes the next table after old and copies old into it; adds go on into old
+ * meanwhile, and are copied last, under the lock, with the switch. Called
+ * with adds.growing taken. False, and nothing changed, if there is no memory
+ * or a slot found no place. */
+static bool grow(const trie_table *old)
+{
+    size_t next = (size_t)(old - tables) + 1;
+    lock_adds();
+    uint32_t n0 = atomic_load_explicit(&adds.count, memory_order_relaxed);
+    unsigned forgets = adds.forgets;
+    unlock_adds();
+    trie_table *t = &tables[next];
+    if (!table_make(t, MIN_BITS + (unsigned)next) || !copy_table(old, t))
+        return false;
+    lock_adds();
+    bool ok = true;
+    uint32_t n = atomic_load_explicit(&adds.count, memory_order_relaxed);
+    for (uint32_t id = n0 + 1; ok && id <= n; id++) {
+        pslot *e = &old->slot[trie_nodes[id].slot];
+        ok = copy_slot(t, atomic_load_explicit(&e->key, memory_order_relaxed),
+                       atomic_load_explicit(&e->val, memory_order_relaxed));
+    }
+    if (ok && forgets != adds.forgets)
+        clear_hints(t, VAL_HINTS); /* the copy may hold hints from before */
+    if (ok) /* nodes[].slot of nodes copied stays old's: only nodes added to
+             * the current table are looked up by it (above) */
+        atomic_store_explicit(&current, t, memory_order_release);
+    unlock_adds();
+    return ok;
+}
+
+/* Grows the table if it is half full and no other thread is at it. A grow
+ * that failed is not tried again (the table fills up to MAX_PROBES). */
+static void maybe_grow(void)
+{
+    const trie_table *t = atomic_load_explicit(&current, memory_order_acquire);
+    if (atomic_load_explicit(&adds.count, memory_order_relaxed) < (t->mask + 1) / 2 ||
+        t == &tables[NTABLES - 1] || atomic_exchange(&adds.growing, 1))
+        return;
+    if (t != atomic_load_explicit(&current, memory_order_acquire) || grow(t)) /* grown meanwhile */
+        atomic_store(&adds.growing, 0);
 }
 
 /* The node of prefix (h1, h2), ip below node parent, added if not in;
@@ -221,8 +280,6 @@ static stack_ref add_node(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip
 {
     uint32_t n = atomic_load_explicit(&adds.count, memory_order_relaxed);
     const trie_table *t = atomic_load_explicit(&current, memory_order_relaxed);
-    if (n + 1 > (t->mask + 1) / 2 && grow())
-        t = atomic_load_explicit(&current, memory_order_relaxed);
     pslot *e = table_place(t, h1, VAL_CHECK(h2));
     if (!e)
         return (stack_ref){0};
@@ -249,6 +306,7 @@ stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void
                    uint32_t parent)
 {
     stack_ref ref = {.id = parent};
+    maybe_grow();
     lock_adds();
     for (int k = from; k <= n; k++) {
         ref = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
@@ -264,29 +322,28 @@ uint32_t trie_count(void)
     return atomic_load_explicit(&adds.count, memory_order_relaxed);
 }
 
-/* Under the lock, so that no grow copies a bit while it is being cleared. */
+/* Under the lock; a grow that copied hints meanwhile clears them (forgets). */
 void trie_forget(uint32_t keep)
 {
     uint64_t hints = 0;
     for (unsigned s = 0; s < 8; s++)
         hints |= keep & (1u << s) ? 0 : TRIE_HINT(s);
     lock_adds();
+    adds.forgets++;
     const trie_table *cur = atomic_load_explicit(&current, memory_order_relaxed);
     uint32_t n = atomic_load_explicit(&adds.count, memory_order_relaxed);
     for (uint32_t id = 1; cur && id <= n; id++) {
         atomic_fetch_and(&trie_nodes[id].claimed, keep);
         atomic_fetch_and(&trie_nodes[id].written, keep);
-        atomic_fetch_and(&cur->slot[trie_nodes[id].slot].val, ~hints);
     }
-    /* a lookup that began before a grow may still read an older table */
-    for (const trie_table *t = tables; cur && t < cur; t++)
-        for (uint64_t i = 0; i <= t->mask; i++)
-            if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
-                atomic_fetch_and(&t->slot[i].val, ~hints);
+    /* older tables too: a lookup that began before a grow may read one */
+    for (const trie_table *t = tables; cur && t <= cur; t++)
+        clear_hints(t, hints);
     unlock_adds();
 }
 
 void trie_after_fork(void)
 {
     atomic_store(&adds.lock, 0);
+    atomic_store(&adds.growing, 0); /* the table it was making is dropped */
 }
