@@ -2,8 +2,8 @@
  * analyze/blocks.c — the analyzer's fast path: reads the heap records of a
  * compact buffer block itself (format/reader.h, "Block-level reading") in one
  * loop — size, layout id and timestamp delta varints, then the fields by the
- * layout's plan (source.c) — and feeds them to the model with the block's
- * process looked up once. It takes only records the generic path would take
+ * layout's plan (source.c) — and feeds them to the model in batches of one
+ * thread's events (an_model_feed). It takes only records the generic path would take
  * as they are: at anything else (a layout it has no plan for, a record that
  * does not parse) it stops, and analyze.c hands that record to
  * ltr_trace_next, which applies the damage rules. The reader's counts are
@@ -114,17 +114,12 @@ static inline __attribute__((always_inline)) int read_fields(const an_fast_plan 
     return 1;
 }
 
-static void apply(an_model *m, const an_fast_plan *pl, uint32_t pid, uint32_t tid, uint64_t ts,
-                  const uint64_t *v)
-{
-    switch (pl->kind) {
-    case AN_ALLOC: an_model_alloc(m, pid, tid, ts, v[AN_F_ADDR], v[AN_F_SIZE], (uint32_t)v[AN_F_STACK]); break;
-    case AN_FREE: an_model_free_block(m, pid, tid, ts, v[AN_F_ADDR]); break;
-    default:
-        an_model_realloc(m, pid, tid, ts, v[AN_F_OLD], v[AN_F_ADDR], v[AN_F_SIZE], (uint32_t)v[AN_F_STACK]);
-        break;
-    }
-}
+_Static_assert((int)AN_OP_ALLOC == (int)AN_ALLOC && (int)AN_OP_FREE == (int)AN_FREE &&
+                   (int)AN_OP_REALLOC == (int)AN_REALLOC,
+               "a plan's kind is the model's op");
+
+/* Events handed to the model at once: enough for its prefetching to run ahead. */
+#define AN_BATCH 256
 
 static void count_layout(an_blocks *b, uint64_t id)
 {
@@ -167,6 +162,8 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
     const uint8_t *r = v->rec, *end = v->rec + v->left;
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;
+    an_event batch[AN_BATCH];
+    size_t nbatch = 0;
     while (r < end) {
         const uint8_t *rend, *q;
         uint64_t id, delta, val[AN_F_COUNT + 1] = {0};
@@ -176,8 +173,14 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
         if (pl->kind <= 0 || !read_fields(pl, q, rend, val))
             break;
         ts += (uint64_t)ltr_unzigzag(delta);
-        if (feed)
-            apply(m, pl, v->pid, v->tid, ts, val);
+        batch[nbatch] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
+                                   .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
+                                   .op = (uint32_t)pl->kind};
+        nbatch += feed != 0;
+        if (nbatch == AN_BATCH) {
+            an_model_feed(m, v->pid, v->tid, batch, nbatch);
+            nbatch = 0;
+        }
         if (!run.records++)
             run.first_ts = ts;
         run.min_ts = ts < run.min_ts ? ts : run.min_ts;
@@ -185,6 +188,8 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
         count_layout(b, id);
         r = rend;
     }
+    if (nbatch)
+        an_model_feed(m, v->pid, v->tid, batch, nbatch);
     run.bytes = (size_t)(r - v->rec);
     run.last_ts = ts;
     report(b, &run);

@@ -268,13 +268,9 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
     f->tid = tid;
 }
 
-static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
+/* A free (or the free half of a realloc) in process p. */
+static inline void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
 {
-    an_proc *p = proc_of(m, pid);
-    if (!p) {
-        m->oom = 1;
-        return;
-    }
     touch(p, ts);
     an_live b;
     int held = an_hmap_take_sized(&p->live, addr, &b, sizeof b);
@@ -285,6 +281,16 @@ static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uin
     an_thread *t = held ? NULL : thread_of(m, p, tid);
     if (t)
         t->addr = 0;
+}
+
+static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    free_in(m, p, tid, ts, addr, is_realloc);
 }
 
 void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr)
@@ -306,14 +312,10 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint6
     return 1;
 }
 
-void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,
-                    uint64_t size, uint32_t stack)
+/* An allocation (or the allocation half of a realloc) in process p. */
+static inline void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr,
+                            uint64_t size, uint32_t stack)
 {
-    an_proc *p = proc_of(m, pid);
-    if (!p) {
-        m->oom = 1;
-        return;
-    }
     touch(p, ts);
     if (ts > m->to)
         return;
@@ -351,11 +353,60 @@ void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64
         t->addr = addr;
 }
 
+void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,
+                    uint64_t size, uint32_t stack)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    alloc_in(m, p, tid, ts, addr, size, stack);
+}
+
 void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t old_addr,
                       uint64_t addr, uint64_t size, uint32_t stack)
 {
     free_block(m, pid, tid, ts, old_addr, 1);
     an_model_alloc(m, pid, tid, ts, addr, size, stack);
+}
+
+#define AN_PREFETCH_AHEAD 8 /* events: about a memory latency of work at a few ns each */
+
+static inline void prefetch_live(const an_proc *p, uint64_t addr)
+{
+    __builtin_prefetch(p->live.slots + an_hmap_home(&p->live, addr) * sizeof(an_live), 1);
+}
+
+static inline void prefetch_event(const an_proc *p, const an_event *e)
+{
+    prefetch_live(p, e->addr);
+    if (e->op == AN_OP_REALLOC)
+        prefetch_live(p, e->old_addr);
+}
+
+void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
+        prefetch_event(p, &ev[i]);
+    for (size_t i = 0; i < n; i++) {
+        const an_event *e = &ev[i];
+        if (i + AN_PREFETCH_AHEAD < n)
+            prefetch_event(p, &ev[i + AN_PREFETCH_AHEAD]);
+        switch (e->op) {
+        case AN_OP_ALLOC: alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack); break;
+        case AN_OP_FREE: free_in(m, p, tid, e->ts, e->addr, 0); break;
+        default:
+            free_in(m, p, tid, e->ts, e->old_addr, 1);
+            alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack);
+            break;
+        }
+    }
 }
 
 void an_model_finish(an_model *m)

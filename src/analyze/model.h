@@ -82,6 +82,20 @@ void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64
 void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr);
 void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t old_addr,
                       uint64_t addr, uint64_t size, uint32_t stack);
+
+/* One heap event of a batch: the fast path (blocks.c) decodes the records of
+ * a buffer block into these, all of one thread, and hands them over at once. */
+enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3 };
+typedef struct an_event {
+    uint64_t ts, addr, old_addr, size;
+    uint32_t stack;
+    uint32_t op; /* enum an_op */
+} an_event;
+/* The events in order, as if each went through an_model_alloc, _free_block or
+ * _realloc: the process is looked up once, and the live slots of the events a
+ * few ahead are prefetched while one is handled (a live table larger than the
+ * cache makes each probe a memory access otherwise). */
+void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n);
 /* After the last event: blocks still live are outstanding at the window's end
  * (AIFO/AOFO), frees never paired are counted as unseen. */
 void an_model_finish(an_model *m);
