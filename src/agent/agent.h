@@ -50,10 +50,13 @@ static inline bool agent_wanted(void)
            !agent_busy;
 }
 
-/* emit.c: the events. Called with the guard clear; they set it. */
-void emit_alloc(void *p, size_t size, int fn);
+/* emit.c: the events. Called with the guard clear; they set it. frame: the
+ * hook's frame pointer (__builtin_frame_address(0) in a function built with
+ * frame pointers), whose caller's stack is the event's; NULL: unwind from
+ * emit.c and cut the agent's frames. */
+void emit_alloc(void *p, size_t size, int fn, const void *frame);
 void emit_free(void *p, int fn);
-void emit_realloc(void *old, void *p, size_t size, int fn);
+void emit_realloc(void *old, void *p, size_t size, int fn, const void *frame);
 /* Registers the provider (once, from the constructor). */
 void emit_init(void);
 /* Forgets per-process state in a fork child. */
@@ -71,7 +74,8 @@ typedef struct stack_ref {
     _Atomic uint64_t *known_hint; /* and of node known */
 } stack_ref;
 void stacks_init(void);
-stack_ref stacks_capture(void);
+/* The caller's stack: that of the caller of frame (see emit_alloc). */
+stack_ref stacks_capture(const void *frame);
 /* Appends the records of the nodes of ref that session slot s lacks. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a);
 /* Session slot s is a new session: no stack is in it yet. */

@@ -137,6 +137,7 @@ typedef struct heap_event {
     ltr_event_desc *d;
     uint64_t old, addr, size;
     uint8_t fn;
+    const void *frame; /* where the stack starts (emit_alloc) */
 } heap_event;
 
 #define HEAP_PAYLOAD_MAX (4 * LTR_VARINT_MAX + 1)
@@ -199,7 +200,7 @@ static void emit(const heap_event *e)
             continue;
         if (!n) {
             if (with_stack)
-                st = stacks_capture();
+                st = stacks_capture(e->frame);
             n = encode(e, st.id, payload);
         }
         if (st.id)
@@ -210,17 +211,18 @@ static void emit(const heap_event *e)
     agent_busy--;
 }
 
-void emit_alloc(void *p, size_t size, int fn)
+void emit_alloc(void *p, size_t size, int fn, const void *frame)
 {
-    emit(&(heap_event){&ev_alloc, 0, (uint64_t)(uintptr_t)p, size, (uint8_t)fn});
+    emit(&(heap_event){&ev_alloc, 0, (uint64_t)(uintptr_t)p, size, (uint8_t)fn, frame});
 }
 
 void emit_free(void *p, int fn)
 {
-    emit(&(heap_event){&ev_free, 0, (uint64_t)(uintptr_t)p, 0, (uint8_t)fn});
+    emit(&(heap_event){&ev_free, 0, (uint64_t)(uintptr_t)p, 0, (uint8_t)fn, NULL});
 }
 
-void emit_realloc(void *old, void *p, size_t size, int fn)
+void emit_realloc(void *old, void *p, size_t size, int fn, const void *frame)
 {
-    emit(&(heap_event){&ev_realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p, size, (uint8_t)fn});
+    emit(&(heap_event){&ev_realloc, (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p, size,
+                       (uint8_t)fn, frame});
 }

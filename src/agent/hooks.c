@@ -8,6 +8,10 @@
  * Allocations made before the real functions are known (by dlsym itself, or
  * by constructors that run before ours) come from a small static arena;
  * freeing such a block does nothing.
+ *
+ * This file is built with frame pointers (CMakeLists.txt): a hook hands its
+ * frame (HOOK_FRAME) to emit.c, and the stack is unwound from the hook's
+ * caller on, not through the agent's own frames first.
  */
 #include "agent/agent.h"
 #include "agent/unwind.h"
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
+#define HOOK_FRAME __builtin_frame_address(0)
 
 __thread int agent_busy __attribute__((tls_model("initial-exec")));
 
@@ -116,7 +121,7 @@ EXPORT void *malloc(size_t n)
         return boot_alloc(n, 16);
     void *p = real.malloc(n);
     if (p && agent_wanted())
-        emit_alloc(p, n, FN_MALLOC);
+        emit_alloc(p, n, FN_MALLOC, HOOK_FRAME);
     return p;
 }
 
@@ -131,7 +136,7 @@ EXPORT void *calloc(size_t n, size_t m)
         return boot_alloc(total, 16);
     void *p = real.calloc(n, m);
     if (p && agent_wanted())
-        emit_alloc(p, total, FN_CALLOC);
+        emit_alloc(p, total, FN_CALLOC, HOOK_FRAME);
     return p;
 }
 
@@ -157,17 +162,17 @@ static void *boot_realloc(void *old, size_t n)
 
 /* What a realloc did, as docs/heap-events.md says it is recorded. fn is
  * realloc or reallocarray. */
-static void report_realloc(void *old, void *p, size_t n, int fn)
+static void report_realloc(void *old, void *p, size_t n, int fn, const void *frame)
 {
     if (!old) {
         if (p)
-            emit_alloc(p, n, fn);
+            emit_alloc(p, n, fn, frame);
     } else if (p && n) {
-        emit_realloc(old, p, n, fn);
+        emit_realloc(old, p, n, fn, frame);
     } else if (!n && !p) {
         emit_free(old, fn);
     } else if (!n) { /* an allocator that returned a new minimal block for size 0 */
-        emit_realloc(old, p, 0, fn);
+        emit_realloc(old, p, 0, fn, frame);
     }
 }
 
@@ -181,7 +186,7 @@ EXPORT void *realloc(void *old, size_t n)
         return real.realloc(old, n);
     void *p = real.realloc(old, n);
     if (p || (old && !n))
-        report_realloc(old, p, n, FN_REALLOC);
+        report_realloc(old, p, n, FN_REALLOC, HOOK_FRAME);
     return p;
 }
 
@@ -200,7 +205,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t m)
     void *p = real.reallocarray(old, n, m);
     agent_busy--;
     if (p || (old && !total))
-        report_realloc(old, p, total, FN_REALLOCARRAY);
+        report_realloc(old, p, total, FN_REALLOCARRAY, HOOK_FRAME);
     return p;
 }
 
@@ -212,7 +217,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     }
     int rc = real.posix_memalign(out, align, n);
     if (rc == 0 && agent_wanted())
-        emit_alloc(*out, n, FN_POSIX_MEMALIGN);
+        emit_alloc(*out, n, FN_POSIX_MEMALIGN, HOOK_FRAME);
     return rc;
 }
 
@@ -224,7 +229,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
             return boot_alloc(size, align);                       \
         void *p = real.name args;                                 \
         if (p && agent_wanted())                                  \
-            emit_alloc(p, size, fn);                              \
+            emit_alloc(p, size, fn, HOOK_FRAME);                  \
         return p;                                                 \
     }
 ALIGNED_HOOK(aligned_alloc, FN_ALIGNED_ALLOC, (size_t al, size_t n), (al, n), al, n)
@@ -268,7 +273,7 @@ static void *lookup(void **cache, const char *name)
             p = f ? f args : malloc(n);                                   \
         }                                                                 \
         if (p && agent_wanted())                                          \
-            emit_alloc(p, n, fn);                                         \
+            emit_alloc(p, n, fn, HOOK_FRAME);                             \
         return p;                                                         \
     }
 

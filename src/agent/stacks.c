@@ -147,6 +147,16 @@ static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
     return ref;
 }
 
+/* Index of the first frame of buf that is not the agent's: some hooks call
+ * others (reallocarray calls realloc while the real one is not known). */
+static int past_agent(void *const *buf, int n)
+{
+    int i = 0;
+    while (i < n && stacks_in_agent((uintptr_t)buf[i]))
+        i++;
+    return i;
+}
+
 /* Index of the caller's frame in buf: past the unwinder's own frames (at
  * most a few, libunwind's) and then the agent's (the hook, emit). */
 static int first_caller_frame(void *const *buf, int n)
@@ -154,9 +164,7 @@ static int first_caller_frame(void *const *buf, int n)
     int i = 0;
     while (i < n && i < 8 && !stacks_in_agent((uintptr_t)buf[i]))
         i++;
-    while (i < n && stacks_in_agent((uintptr_t)buf[i]))
-        i++;
-    return i;
+    return i + past_agent(buf + i, n - i);
 }
 
 static void say(const char *msg)
@@ -220,16 +228,19 @@ static bool modules_moved(void)
     return atomic_exchange_explicit(&seen.v, gen, memory_order_relaxed) != gen;
 }
 
-stack_ref stacks_capture(void)
+stack_ref stacks_capture(const void *frame)
 {
     if (!trie_ready || depth == 0)
         return (stack_ref){0};
     void *buf[MAX_DEPTH + 16];
-    int n = unwind_mode == UNWIND_LIBUNWIND ? -1 : unwind_fast(buf, depth + 16);
+    int n = -1, i = 0;
+    if (unwind_mode != UNWIND_LIBUNWIND) /* from frame: few agent frames, if any */
+        n = unwind_fast(buf, frame ? depth + 4 : depth + 16, frame);
     bool fast = n >= 0;
-    if (!fast)
-        n = unw_backtrace(buf, depth + 16);
-    int i = first_caller_frame(buf, n);
+    if (fast)
+        i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
+    else
+        i = first_caller_frame(buf, n = unw_backtrace(buf, depth + 16));
     int count = n - i > depth ? depth : n - i;
     if (unwind_mode == UNWIND_CHECK) {
         atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);

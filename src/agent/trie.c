@@ -34,24 +34,16 @@
 #define NTABLES (MAX_BITS - MIN_BITS + 1)
 #define MAX_PROBES 128
 
-/* A slot: key is the prefix's first hash (0: empty), val holds 24 bits of the
- * second (VAL_CHECK), the node's id and, in TRIE_HINT bits, a copy of the
- * node's written bits of session slots 0..7: a known stack is then published
- * without reading its node, a cache miss per event. A prefix is added only
- * once the prefix one frame shorter is in: if a prefix is there, so are all
- * of its own prefixes, which is what lets a new stack find its longest known
- * prefix by bisection (stacks.c). */
-typedef struct pslot {
-    _Atomic uint64_t key, val;
-} pslot;
+/* A slot (pslot, trie.h): key is the prefix's first hash (0: empty), val
+ * holds 24 bits of the second (VAL_CHECK), the node's id and, in TRIE_HINT
+ * bits, a copy of the node's written bits of session slots 0..7: a known
+ * stack is then published without reading its node, a cache miss per event.
+ * A prefix is added only once the prefix one frame shorter is in: if a
+ * prefix is there, so are all of its own prefixes, which is what lets a new
+ * stack find its longest known prefix by bisection (stacks.c). */
 #define VAL_CHECK(h2) ((uint64_t)((h2) >> 8) << 40)
 #define VAL_CHECK_MASK (~0ull << 40)
 #define VAL_HINTS (0xffull << 32)
-
-struct trie_table {
-    pslot *slot;
-    uint64_t mask;
-};
 
 fnode *trie_nodes;
 static trie_table tables[NTABLES];
@@ -127,11 +119,6 @@ void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2)
 const trie_table *trie_current(void)
 {
     return atomic_load_explicit(&current, memory_order_acquire);
-}
-
-void trie_prefetch(const trie_table *t, uint64_t h1)
-{
-    __builtin_prefetch(&t->slot[h1 & t->mask]);
 }
 
 stack_ref trie_find(const trie_table *t, uint64_t h1, uint32_t h2)

@@ -26,9 +26,17 @@ typedef struct fnode {
 
 extern fnode *trie_nodes;
 
+/* A slot of the prefix table (trie.c says what the words hold). */
+typedef struct pslot {
+    _Atomic uint64_t key, val;
+} pslot;
+
 /* One generation of the prefix table; lookups keep the one they started
  * with (an older one holds fewer nodes, never wrong ones). */
-typedef struct trie_table trie_table;
+typedef struct trie_table {
+    pslot *slot;
+    uint64_t mask;
+} trie_table;
 
 /* Reserves the tables; false if there is no memory (no stacks then). */
 bool trie_init(void);
@@ -36,7 +44,10 @@ bool trie_init(void);
  * h1[k], h2[k] of the outermost k frames, k = 1..n. */
 void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2);
 const trie_table *trie_current(void);
-void trie_prefetch(const trie_table *t, uint64_t h1);
+static inline void trie_prefetch(const trie_table *t, uint64_t h1)
+{
+    __builtin_prefetch(&t->slot[h1 & t->mask]);
+}
 /* The node of prefix (h1, h2) in t, id 0 if none. Lock-free. */
 stack_ref trie_find(const trie_table *t, uint64_t h1, uint32_t h2);
 /* Adds prefixes from..n of the n frames f below node parent, the node of

@@ -298,7 +298,7 @@ static uint32_t rule_from_cfi(Dwarf_CFI *cfi, Dwarf_Addr a)
 /* The rule kept under key (of the code at key - 1), derived now; R_EMPTY if
  * another thread is deriving (the caller gives up this stack rather than
  * wait). */
-static uint32_t derive(uintptr_t key)
+__attribute__((noinline, cold)) static uint32_t derive(uintptr_t key)
 {
     int expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&derive_lock, &expected, 1, memory_order_acquire,
@@ -357,19 +357,27 @@ static inline uint32_t rule_at(uintptr_t key)
 /* Each frame's CFA must be above the last (so the walk ends) and its return
  * address inside the stack; a BP saved below the CFA too. Anything else, and
  * BP needed where it is not known, is a give-up. */
-__attribute__((noinline)) int unwind_fast(void **pcs, int max)
+__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame)
 {
-    uintptr_t pc, sp, bp;
-    /* One asm: the three are of the same instruction, whose CFI row holds. */
-    __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1"
-                     : "=&r"(pc), "=&r"(sp), "=&r"(bp));
-    if (max <= 0 || !stack_bounds() || sp < stack_lo || sp >= stack_hi)
+    uintptr_t pc, sp, bp, key;
+    if (frame) {
+        /* saved BP at frame, return address above it: the caller's registers */
+        const uintptr_t *f = frame;
+        sp = (uintptr_t)(f + 2);
+        bp = f[0];
+        pc = key = f[1];
+    } else {
+        /* One asm: the three are of the same instruction, whose CFI row holds. */
+        __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1"
+                         : "=&r"(pc), "=&r"(sp), "=&r"(bp));
+        key = pc + 1; /* pc's rule, as if it were a return address */
+    }
+    if (max <= 0 || !stack_bounds() || sp - 16 < stack_lo || sp >= stack_hi)
         return -1;
     const uintptr_t hi = stack_hi;
     bool bp_known = true;
     int n = 0;
     pcs[n++] = (void *)pc;
-    uintptr_t key = pc + 1; /* pc's rule, as if it were a return address */
     while (n < max) {
         if (key >> 48)
             return -1;
@@ -380,7 +388,7 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max)
             return -1;
         }
         uintptr_t base = sp;
-        if (rule & R_CFA_BP) {
+        if (__builtin_expect(rule & R_CFA_BP, 0)) {
             if (!bp_known)
                 return -1;
             base = bp;
@@ -409,10 +417,11 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max)
 
 #else /* not x86-64: libunwind does it all */
 
-int unwind_fast(void **pcs, int max)
+int unwind_fast(void **pcs, int max, const void *frame)
 {
     (void)pcs;
     (void)max;
+    (void)frame;
     return -1;
 }
 

@@ -9,12 +9,15 @@
 
 /* Fills pcs with up to max program counters of the calling thread, innermost
  * first: pcs[0] is inside unwind_fast itself, the others are return
- * addresses (as libunwind's unw_backtrace gives them). Returns how many, or
- * -1 when this stack holds something the rule cache cannot express (signal
- * frame, DWARF expression, unknown code, a stack it cannot bound): the
- * caller then unwinds it another way. Call with the agent's guard set: the
- * first sight of an address may allocate (libdw). Never blocks. */
-int unwind_fast(void **pcs, int max);
+ * addresses (as libunwind's unw_backtrace gives them). Or, if frame is not
+ * NULL, from the caller of the function whose frame pointer it is (a
+ * function of the agent built with frame pointers, on this thread's stack):
+ * pcs[0] is that function's return address. Returns how many, or -1 when
+ * this stack holds something the rule cache cannot express (signal frame,
+ * DWARF expression, unknown code, a stack it cannot bound): the caller then
+ * unwinds it another way. Call with the agent's guard set: the first sight
+ * of an address may allocate (libdw). Never blocks. */
+int unwind_fast(void **pcs, int max, const void *frame);
 
 /* Changes whenever the unwinder found objects loaded or unloaded (it looks
  * when it meets an address in none it knows). */
