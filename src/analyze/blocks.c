@@ -10,6 +10,7 @@
  * reported per run, so `ltr info` and the analysis see the same figures.
  */
 #include "analyze/internal.h"
+#include "analyze/varint.h"
 #include "format/reader.h"
 
 #include <stdlib.h>
@@ -71,17 +72,6 @@ static const an_fast_plan *plan_of(an_blocks *b, uint64_t id)
     return p;
 }
 
-/* A varint of at most `left` bytes, the one-byte case first (most fields;
- * a branch-free 8-byte decoder measured slower here). */
-static inline __attribute__((always_inline)) size_t uvar(const uint8_t *p, size_t left, uint64_t *v)
-{
-    if (__builtin_expect(left > 0 && p[0] < 0x80, 1)) {
-        *v = p[0];
-        return 1;
-    }
-    return ltr_get_uvar(p, left, v);
-}
-
 static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
 {
     switch (w) { /* little-endian host, as the format */
@@ -95,12 +85,13 @@ static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
 /* Reads every field of a payload by its plan; 0 if the payload is short or a
  * varint bad (the generic path then calls it damage). */
 static inline __attribute__((always_inline)) int read_fields(const an_fast_plan *pl, const uint8_t *q,
-                                                            const uint8_t *end, uint64_t val[AN_F_COUNT + 1])
+                                                            const uint8_t *end, const uint8_t *bend,
+                                                            uint64_t val[AN_F_COUNT + 1])
 {
     for (unsigned i = 0; i < pl->nfields; i++) {
         unsigned w = pl->width[i];
         if (!w) {
-            size_t n = uvar(q, (size_t)(end - q), &val[pl->slot[i]]);
+            size_t n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &val[pl->slot[i]]);
             if (!n)
                 return 0;
             q += n;
@@ -145,13 +136,13 @@ static inline __attribute__((always_inline)) const uint8_t *
 record_header(const uint8_t *r, const uint8_t *end, const uint8_t **rend, uint64_t *layout, uint64_t *delta)
 {
     uint64_t size;
-    size_t n = uvar(r, (size_t)(end - r), &size);
+    size_t n = an_uvar(r, (size_t)(end - r), (size_t)(end - r), &size);
     if (!n || size > LTR_CEVENT_MAX_SIZE || size > (size_t)(end - r) - n)
         return NULL;
     const uint8_t *q = r + n;
     *rend = q + size;
-    size_t ln = uvar(q, (size_t)size, layout);
-    size_t tn = ln ? uvar(q + ln, (size_t)size - ln, delta) : 0;
+    size_t ln = an_uvar(q, (size_t)size, (size_t)(end - q), layout);
+    size_t tn = ln ? an_uvar(q + ln, (size_t)size - ln, (size_t)(end - q) - ln, delta) : 0;
     if (!tn || size - ln - tn > LTR_MAX_EVENT_PAYLOAD)
         return NULL;
     return q + ln + tn;
@@ -170,7 +161,7 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
         if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
             break;
         const an_fast_plan *pl = plan_of(b, id);
-        if (pl->kind <= 0 || !read_fields(pl, q, rend, val))
+        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val))
             break;
         ts += (uint64_t)ltr_unzigzag(delta);
         batch[nbatch] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],

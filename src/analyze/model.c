@@ -40,10 +40,12 @@ typedef struct an_index {
     uint32_t index;
 } an_index;
 
-unsigned an_hist_bucket(uint64_t size)
-{
-    return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
-}
+/* The hot path's functions are inlined into the batch loop (an_model_feed). */
+#define HOT static inline __attribute__((always_inline))
+
+HOT unsigned hist_bucket(uint64_t size) { return size ? 64u - (unsigned)__builtin_clzll(size) : 0u; }
+
+unsigned an_hist_bucket(uint64_t size) { return hist_bucket(size); }
 
 void an_model_init(an_model *m, uint64_t from, uint64_t to)
 {
@@ -106,7 +108,6 @@ static an_proc *proc_of(an_model *m, uint32_t pid)
     return m->last = p;
 }
 
-/* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
 /* Slot for stack_id in the dense index, grown on demand; NULL when the id is
  * too far beyond the stacks seen for a dense array to stay bounded by them. */
 static uint32_t *dense_slot(an_proc *p, uint32_t stack_id)
@@ -127,8 +128,8 @@ static uint32_t *dense_slot(an_proc *p, uint32_t stack_id)
     return &v[stack_id];
 }
 
-/* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
-static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
+/* stack_of for an id not in the dense index yet, or beyond it. */
+static int64_t stack_slow(an_proc *p, uint32_t stack_id, uint64_t ts)
 {
     uint32_t *dense = dense_slot(p, stack_id);
     if (dense && *dense)
@@ -165,6 +166,14 @@ static int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
     return (int64_t)p->nstacks++;
 }
 
+/* Index of the stack entry of stack_id, created at its first use; -1 without memory. */
+HOT int64_t stack_of(an_proc *p, uint32_t stack_id, uint64_t ts)
+{
+    if (stack_id < p->ndense && p->dense[stack_id])
+        return p->dense[stack_id] - 1;
+    return stack_slow(p, stack_id, ts);
+}
+
 static void add_type(an_proc *p, an_stack *s, enum an_type t, uint64_t size)
 {
     s->type[t].count++;
@@ -197,11 +206,9 @@ static void touch(an_proc *p, uint64_t ts)
         p->last_ts = ts;
 }
 
-/* The thread's last allocation, which the next event of the thread replaces. */
-static an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
+/* thread_of when the thread is not the one of the last event. */
+static an_thread *thread_slow(an_model *m, an_proc *p, uint32_t tid)
 {
-    if (p->last_thread && p->last_tid == tid)
-        return p->last_thread; /* events come in runs of one thread (buffer blocks) */
     an_thread *t = an_hmap_put_sized(&p->threads, tid, NULL, sizeof *t);
     if (!t)
         m->oom = 1;
@@ -211,13 +218,21 @@ static an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
 }
 
 /* Counts a block that an allocation inside the window created. */
+/* The thread's last allocation, which the next event of the thread replaces. */
+HOT an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
+{
+    if (p->last_thread && p->last_tid == tid)
+        return p->last_thread; /* events come in runs of one thread (buffer blocks) */
+    return thread_slow(m, p, tid);
+}
+
 static void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t size)
 {
     if (!in_window(m, ts))
         return;
     p->allocs++;
     p->alloc_bytes += size;
-    p->hist[an_hist_bucket(size)]++;
+    p->hist[hist_bucket(size)]++;
     s->calls.count++;
     s->calls.bytes += size;
 }
@@ -238,7 +253,7 @@ static void end_block(an_model *m, an_proc *p, an_stack *s, uint64_t alloc_ts, u
 /* A free of a block the model held (already out of the live map, or about to
  * be overwritten there): ends it and says whether it was temporary (a realloc
  * that grows a block is not churn: is_realloc). */
-static void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
 {
     an_stack *s = &p->stacks[b->stack];
     an_thread *t = thread_of(m, p, tid);
@@ -269,7 +284,7 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
 }
 
 /* A free (or the free half of a realloc) in process p. */
-static inline void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
+HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
 {
     touch(p, ts);
     an_live b;
@@ -302,7 +317,7 @@ void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, u
 static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t addr,
                         uint64_t size)
 {
-    an_pending *f = p->pending.n ? an_hmap_get(&p->pending, addr) : NULL;
+    an_pending *f = an_hmap_get(&p->pending, addr);
     if (!f || f->ts < ts)
         return 0;
     uint64_t free_ts = f->ts;
@@ -313,7 +328,7 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint6
 }
 
 /* An allocation (or the allocation half of a realloc) in process p. */
-static inline void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr,
+HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr,
                             uint64_t size, uint32_t stack)
 {
     touch(p, ts);
@@ -325,7 +340,7 @@ static inline void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, 
         return;
     }
     an_stack *s = &p->stacks[si];
-    if (pair_pending(m, p, s, ts, addr, size))
+    if (p->pending.n && pair_pending(m, p, s, ts, addr, size))
         return;
     int created;
     an_live *b = an_hmap_put_sized(&p->live, addr, &created, sizeof *b);

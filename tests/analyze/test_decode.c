@@ -3,9 +3,11 @@
  * (src/analyze/source.c) on hand-built events: fixed-size fields read at
  * their settled offsets (format version 1 traces), LEB128 fields (compact
  * encoding), a fixed field after a variable one (the reader's offsets are
- * used), layouts of other providers, and heap layouts it must refuse.
+ * used), layouts of other providers, and heap layouts it must refuse; the
+ * fast path's varint decoding (varint.h) against the reader's.
  */
 #include "analyze/internal.h"
+#include "analyze/varint.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,6 +141,47 @@ static void test_other_and_bad_layouts(void **state)
     an_decoder_free(d);
 }
 
+/* The fast path's varint (analyze/varint.h) against the reader's
+ * ltr_get_uvar on one buffer: same length (0 = refused) and, when accepted,
+ * same value, for every cut `left` and every readable span beyond it. */
+static void check_uvar_like_reader(const uint8_t *buf, size_t size)
+{
+    for (size_t left = 0; left <= size; left++) {
+        uint64_t want = 0;
+        size_t wn = ltr_get_uvar(buf, left, &want);
+        for (size_t readable = left; readable <= size; readable++) {
+            uint64_t got = 0;
+            size_t gn = an_uvar(buf, left, readable, &got);
+            assert_int_equal(gn, wn);
+            if (wn)
+                assert_true(got == want);
+        }
+    }
+}
+
+static void test_fast_varints(void **state)
+{
+    (void)state;
+    /* every length from 1 to 10 bytes, followed by bytes with and without the continuation bit */
+    for (int bits = 0; bits <= 64; bits++) {
+        uint64_t v = bits == 64 ? UINT64_MAX : bits ? (1ull << bits) - 1 : 0;
+        for (int fill = 0; fill < 2; fill++) {
+            uint8_t buf[16];
+            memset(buf, fill ? 0xff : 0x00, sizeof buf);
+            put_leb(buf, v);
+            check_uvar_like_reader(buf, sizeof buf);
+            put_leb(buf, v ^ 0x5555555555555555ull);
+            check_uvar_like_reader(buf, sizeof buf);
+        }
+    }
+    /* malformed: continuation bits throughout, and a tenth byte that overflows */
+    uint8_t runon[16];
+    memset(runon, 0x80, sizeof runon);
+    check_uvar_like_reader(runon, sizeof runon);
+    runon[9] = 0x02;
+    check_uvar_like_reader(runon, sizeof runon);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_varint_fields),
         cmocka_unit_test(test_offsets_from_reader),
         cmocka_unit_test(test_other_and_bad_layouts),
+        cmocka_unit_test(test_fast_varints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
