@@ -126,15 +126,17 @@ static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
     uint32_t h2[n + 1];
     trie_hash(f, n, h1, h2);
     const trie_table *t = trie_current();
-    /* A new stack's next probes (longest_prefix) start now: their misses
-     * overlap this one's. */
-    for (int k = n - 1; k > 0 && k >= n - 4; k--)
-        trie_prefetch(t, h1[k]);
-    stack_ref ref = trie_find(t, h1[n], h2[n]);
-    if (ref.id)
-        return ref;
-    stack_ref base;
-    int known = longest_prefix(t, n, h1, h2, &base);
+    stack_ref ref = {0}, base = {0};
+    int known = 0;
+    if (t) {
+        /* A new stack's next probes (longest_prefix) start now: their misses
+         * overlap this one's. */
+        for (int k = n - 1; k > 0 && k >= n - 4; k--)
+            trie_prefetch(t, h1[k]);
+        if ((ref = trie_find(t, h1[n], h2[n])).id)
+            return ref;
+        known = longest_prefix(t, n, h1, h2, &base);
+    }
     /* publishing reads it (its slot's hint is set only if a stack ended
      * there): the miss overlaps the adding */
     __builtin_prefetch(&trie_nodes[base.id]);

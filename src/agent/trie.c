@@ -93,10 +93,7 @@ static bool table_make(trie_table *t, unsigned bits)
 bool trie_init(void)
 {
     trie_nodes = map(sizeof(fnode) * TRIE_MAX_NODES);
-    if (!trie_nodes || !table_make(&tables[0], MIN_BITS))
-        return false;
-    atomic_store_explicit(&current, &tables[0], memory_order_release);
-    return true;
+    return trie_nodes != NULL;
 }
 
 /* Each frame is mixed on its own (those run ahead, in parallel), and the
@@ -254,7 +251,7 @@ static bool grow(const trie_table *old)
 static void maybe_grow(void)
 {
     const trie_table *t = atomic_load_explicit(&current, memory_order_acquire);
-    if (atomic_load_explicit(&adds.count, memory_order_relaxed) < (t->mask + 1) / 2 ||
+    if (!t || atomic_load_explicit(&adds.count, memory_order_relaxed) < (t->mask + 1) / 2 ||
         t == &tables[NTABLES - 1] || atomic_exchange(&adds.growing, 1))
         return;
     if (t != atomic_load_explicit(&current, memory_order_acquire) || grow(t)) /* grown meanwhile */
@@ -289,12 +286,29 @@ static stack_ref add_node(uint64_t h1, uint32_t h2, uint32_t parent, uint64_t ip
     return (stack_ref){.id = id, .hint = &e->val};
 }
 
+/* The first table comes with the first stack: a process that is never traced
+ * (the agent dormant) touches none of its memory. Under the lock; false if
+ * there is no table and no memory for one. */
+static bool first_table(void)
+{
+    if (atomic_load_explicit(&current, memory_order_relaxed))
+        return true;
+    if (!table_make(&tables[0], MIN_BITS))
+        return false;
+    atomic_store_explicit(&current, &tables[0], memory_order_release);
+    return true;
+}
+
 stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void *const *f,
                    uint32_t parent)
 {
     stack_ref ref = {.id = parent};
     maybe_grow();
     lock_adds();
+    if (!first_table()) {
+        unlock_adds();
+        return (stack_ref){0}; /* no memory: no stacks */
+    }
     for (int k = from; k <= n; k++) {
         ref = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
         if (!ref.id)

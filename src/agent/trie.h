@@ -38,11 +38,12 @@ typedef struct trie_table {
     uint64_t mask;
 } trie_table;
 
-/* Reserves the tables; false if there is no memory (no stacks then). */
+/* Reserves the nodes' address space; false if there is none (no stacks then). */
 bool trie_init(void);
 /* Two independent hashes of each prefix of the n frames f (innermost first):
  * h1[k], h2[k] of the outermost k frames, k = 1..n. */
 void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2);
+/* The table to look up in; NULL until the first node is added. */
 const trie_table *trie_current(void);
 static inline void trie_prefetch(const trie_table *t, uint64_t h1)
 {
