@@ -6,6 +6,7 @@
  */
 #include "prim/prim.h"
 #include "analyze/internal.h"
+#include "analyze/sink.h"
 #include "format/reader.h"
 
 #include <errno.h>
@@ -112,39 +113,40 @@ static void window_settle(ltr_analysis *a, const window_spec *w)
     an_model_init(&a->model, b[0], b[1]);
 }
 
-static void feed(ltr_analysis *a, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
+static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
     an_heap_event h;
     an_decode(d, ev, &h);
     if (h.kind == AN_NOT_HEAP || (o->pid_set && ev->pid != o->pid))
         return;
     a->heap_events++;
-    switch (h.kind) {
-    case AN_ALLOC: an_model_alloc(&a->model, ev->pid, ev->tid, ev->ts, h.addr, h.size, h.stack); break;
-    case AN_FREE: an_model_free_block(&a->model, ev->pid, ev->tid, ev->ts, h.addr); break;
-    case AN_REALLOC:
-        an_model_realloc(&a->model, ev->pid, ev->tid, ev->ts, h.old_addr, h.addr, h.size, h.stack);
-        break;
-    default: a->bad_heap_events++; break;
+    if (h.kind == AN_BAD_HEAP) {
+        a->bad_heap_events++;
+        return;
     }
+    size_t room;
+    an_event *e = an_sink_room(sk, &room);
+    *e = (an_event){.ts = ev->ts, .addr = h.addr, .old_addr = h.old_addr, .size = h.size,
+                    .stack = h.stack, .op = (uint32_t)h.kind};
+    an_sink_commit(sk, ev->pid, ev->tid, 1);
 }
 
 /* One event through the generic path; 1, 0 at the end, or -errno. */
-static int take_one(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts *o, ltr_error *err)
+static int take_one(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analyze_opts *o, ltr_error *err)
 {
     const ltr_event *ev;
     int rc = ltr_trace_next(a->trace, &ev, err);
     if (rc > 0) {
         a->events++;
-        feed(a, d, ev, o);
+        feed(a, sk, d, ev, o);
     }
     return rc;
 }
 
 /* The events after the first: block by block, the heap records of compact
  * blocks through the fast path (blocks.c), any other record the generic way. */
-static int stream_blocks(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts *o, an_progress *pr,
-                         ltr_error *err)
+static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analyze_opts *o,
+                         an_progress *pr, ltr_error *err)
 {
     an_blocks *b = an_blocks_new(a->trace, d);
     if (!b)
@@ -155,10 +157,10 @@ static int stream_blocks(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts 
     while ((rc = ltr_trace_block(a->trace, &v, err)) > 0) {
         int mine = !o->pid_set || v.pid == o->pid;
         uint64_t n = 0;
-        int whole = v.compact && an_blocks_run(b, &a->model, &v, mine, &n);
+        int whole = v.compact && an_blocks_run(b, sk, &v, mine, &n);
         a->events += n;
         a->heap_events += mine ? n : 0;
-        if (!whole && (rc = take_one(a, d, o, err)) <= 0)
+        if (!whole && (rc = take_one(a, sk, d, o, err)) <= 0)
             break;
         if (a->events - shown > 0xffff) {
             an_progress_update(pr, an_trace_position(a->trace));
@@ -167,6 +169,16 @@ static int stream_blocks(ltr_analysis *a, an_decoder *d, const ltr_analyze_opts 
     }
     an_blocks_free(b);
     return rc;
+}
+
+/* The model gets a thread of its own on traces large enough for it to pay
+ * (those the reader reads ahead); LTR_ANALYZE_THREAD=0 or 1 overrides. */
+static int wants_model_thread(uint64_t file_size)
+{
+    const char *e = getenv("LTR_ANALYZE_THREAD");
+    if (e && *e)
+        return strcmp(e, "0") != 0;
+    return file_size >= LTR_READAHEAD_MIN;
 }
 
 static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec *w, ltr_error *err)
@@ -182,11 +194,15 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     const ltr_event *ev;
     int rc = ltr_trace_next(a->trace, &ev, err);
     window_settle(a, w);
-    if (rc > 0) {
+    an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size));
+    if (!sk)
+        rc = ltr_fail(err, ENOMEM, "out of memory");
+    else if (rc > 0) {
         a->events++;
-        feed(a, d, ev, o);
-        rc = stream_blocks(a, d, o, &pr, err);
+        feed(a, sk, d, ev, o);
+        rc = stream_blocks(a, sk, d, o, &pr, err);
     }
+    an_sink_close(sk); /* the model is the main thread's again */
     an_progress_end(&pr);
     an_decoder_free(d);
     return rc;

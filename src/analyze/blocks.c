@@ -3,13 +3,14 @@
  * compact buffer block itself (format/reader.h, "Block-level reading") in one
  * loop — size, layout id and timestamp delta varints, then the fields by the
  * layout's plan (source.c) — and feeds them to the model in batches of one
- * thread's events (an_model_feed). It takes only records the generic path would take
+ * thread's events (sink.h). It takes only records the generic path would take
  * as they are: at anything else (a layout it has no plan for, a record that
  * does not parse) it stops, and analyze.c hands that record to
  * ltr_trace_next, which applies the damage rules. The reader's counts are
  * reported per run, so `ltr info` and the analysis see the same figures.
  */
 #include "analyze/internal.h"
+#include "analyze/sink.h"
 #include "analyze/varint.h"
 #include "format/reader.h"
 
@@ -109,9 +110,6 @@ _Static_assert((int)AN_OP_ALLOC == (int)AN_ALLOC && (int)AN_OP_FREE == (int)AN_F
                    (int)AN_OP_REALLOC == (int)AN_REALLOC,
                "a plan's kind is the model's op");
 
-/* Events handed to the model at once: enough for its prefetching to run ahead. */
-#define AN_BATCH 256
-
 static void count_layout(an_blocks *b, uint64_t id)
 {
     if (!b->counts[id]++)
@@ -148,13 +146,13 @@ record_header(const uint8_t *r, const uint8_t *end, const uint8_t **rend, uint64
     return q + ln + tn;
 }
 
-int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, uint64_t *records)
+int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, uint64_t *records)
 {
     const uint8_t *r = v->rec, *end = v->rec + v->left;
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;
-    an_event batch[AN_BATCH];
-    size_t nbatch = 0;
+    an_event *ev = NULL;
+    size_t room = 0, n = 0; /* events written at ev */
     while (r < end) {
         const uint8_t *rend, *q;
         uint64_t id, delta, val[AN_F_COUNT + 1] = {0};
@@ -164,13 +162,15 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
         if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val))
             break;
         ts += (uint64_t)ltr_unzigzag(delta);
-        batch[nbatch] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
-                                   .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
-                                   .op = (uint32_t)pl->kind};
-        nbatch += feed != 0;
-        if (nbatch == AN_BATCH) {
-            an_model_feed(m, v->pid, v->tid, batch, nbatch);
-            nbatch = 0;
+        if (feed) {
+            if (n == room) {
+                an_sink_commit(sk, v->pid, v->tid, n);
+                ev = an_sink_room(sk, &room);
+                n = 0;
+            }
+            ev[n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
+                                 .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
+                                 .op = (uint32_t)pl->kind};
         }
         if (!run.records++)
             run.first_ts = ts;
@@ -179,8 +179,7 @@ int an_blocks_run(an_blocks *b, an_model *m, const ltr_block_view *v, int feed, 
         count_layout(b, id);
         r = rend;
     }
-    if (nbatch)
-        an_model_feed(m, v->pid, v->tid, batch, nbatch);
+    an_sink_commit(sk, v->pid, v->tid, n);
     run.bytes = (size_t)(r - v->rec);
     run.last_ts = ts;
     report(b, &run);

@@ -104,14 +104,16 @@ typedef struct an_fast_plan {
 void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan);
 typedef struct an_blocks an_blocks;
 struct ltr_block_view;
+struct an_sink;
 an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d);
 void an_blocks_free(an_blocks *b);
-/* Reads the heap records at the start of the view, feeding them to m when
- * feed is set (else only counting them: a process --pid leaves out), up to
+/* Reads the heap records at the start of the view, committing them to the
+ * sink when feed is set (else only counting them: a process --pid leaves out), up to
  * the end of the block or the first record the generic path must take, and
  * reports them to the reader. *records = how many; returns 1 if that was
  * the whole block, 0 if the next record is the generic path's. */
-int an_blocks_run(an_blocks *b, an_model *m, const struct ltr_block_view *v, int feed, uint64_t *records);
+int an_blocks_run(an_blocks *b, struct an_sink *sk, const struct ltr_block_view *v, int feed,
+                 uint64_t *records);
 
 /* Frames of (pid, stack id) from the trace's STACK records; NULL if unknown. */
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n);

@@ -390,7 +390,8 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
 
 static inline void prefetch_live(const an_proc *p, uint64_t addr)
 {
-    __builtin_prefetch(p->live.slots + an_hmap_home(&p->live, addr) * sizeof(an_live), 1);
+    if (p->live.slots) /* an empty table has no slots (and no hash shift) yet */
+        __builtin_prefetch(p->live.slots + an_hmap_home(&p->live, addr) * sizeof(an_live), 1);
 }
 
 static inline void prefetch_event(const an_proc *p, const an_event *e)

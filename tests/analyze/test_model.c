@@ -2,16 +2,20 @@
  * tests/analyze/test_model.c — the heap model on hand-made event sequences:
  * the four impacting types of a window, frees of unseen allocations, frees
  * met before their allocation (another thread's block written first),
- * temporary allocations, realloc, and the live-allocation map under churn.
+ * temporary allocations, realloc, and the live-allocation map under churn;
+ * the same events through the batch paths (an_model_feed, direct and
+ * threaded sinks) give the same model as one call per event.
  */
 #include "analyze/hmap.h"
 #include "analyze/model.h"
+#include "analyze/sink.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 static an_stack *stack_of(an_model *m, uint32_t id)
@@ -180,6 +184,129 @@ static void test_hmap_zero_key_and_take(void **state)
     an_hmap_free(&h);
 }
 
+/* A pseudo-random trace: runs of one thread's events (several processes and
+ * threads, timestamps going back between threads), addresses from a small
+ * pool so frees of unseen blocks, frees met first and lost frees all occur. */
+typedef struct gen_run {
+    uint32_t pid, tid;
+    size_t first, n;
+} gen_run;
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 33;
+}
+
+static size_t gen_trace(an_event *ev, size_t cap, gen_run *runs, size_t *nruns)
+{
+    uint64_t x = 42, ts[4] = {1000, 1000, 1000, 1000};
+    size_t n = 0;
+    *nruns = 0;
+    while (n < cap) {
+        uint32_t tid = (uint32_t)rnd(&x) % 4;
+        size_t len = 1 + rnd(&x) % 300;
+        if (len > cap - n)
+            len = cap - n;
+        runs[(*nruns)++] = (gen_run){.pid = 100 + tid % 3, .tid = 7 + tid, .first = n, .n = len};
+        ts[tid] += rnd(&x) % 2000;
+        for (size_t i = 0; i < len; i++, n++) {
+            unsigned op = (unsigned)(rnd(&x) % 100);
+            ts[tid] += rnd(&x) % 50;
+            ev[n] = (an_event){.ts = ts[tid], .addr = (rnd(&x) % 5000) * 16, .old_addr = (rnd(&x) % 5000) * 16,
+                               .size = rnd(&x) % 4096, .stack = (uint32_t)(rnd(&x) % 70),
+                               .op = op < 50 ? AN_OP_ALLOC : op < 85 ? AN_OP_FREE : AN_OP_REALLOC};
+        }
+    }
+    return n;
+}
+
+static void feed_one_by_one(an_model *m, const an_event *ev, const gen_run *runs, size_t nruns)
+{
+    for (size_t r = 0; r < nruns; r++)
+        for (size_t i = runs[r].first; i < runs[r].first + runs[r].n; i++) {
+            const an_event *e = &ev[i];
+            if (e->op == AN_OP_ALLOC)
+                an_model_alloc(m, runs[r].pid, runs[r].tid, e->ts, e->addr, e->size, e->stack);
+            else if (e->op == AN_OP_FREE)
+                an_model_free_block(m, runs[r].pid, runs[r].tid, e->ts, e->addr);
+            else
+                an_model_realloc(m, runs[r].pid, runs[r].tid, e->ts, e->old_addr, e->addr, e->size, e->stack);
+        }
+}
+
+/* Through a sink, each run written in pieces of whatever room it offers. */
+static void feed_through_sink(an_model *m, int threaded, const an_event *ev, const gen_run *runs, size_t nruns)
+{
+    an_sink *sk = an_sink_new(m, threaded);
+    assert_non_null(sk);
+    for (size_t r = 0; r < nruns; r++) {
+        for (size_t done = 0; done < runs[r].n;) {
+            size_t room;
+            an_event *to = an_sink_room(sk, &room);
+            assert_true(room >= 1);
+            size_t k = runs[r].n - done < room ? runs[r].n - done : room;
+            memcpy(to, &ev[runs[r].first + done], k * sizeof *to);
+            an_sink_commit(sk, runs[r].pid, runs[r].tid, k);
+            done += k;
+        }
+    }
+    an_sink_close(sk);
+}
+
+static void assert_same_model(const an_model *a, const an_model *b)
+{
+    assert_int_equal(a->nprocs, b->nprocs);
+    assert_true(a->peak_bytes == b->peak_bytes && a->peak_ts == b->peak_ts && a->cur_bytes == b->cur_bytes);
+    for (size_t i = 0; i < a->nprocs; i++) {
+        const an_proc *p = a->procs[i], *q = b->procs[i];
+        assert_int_equal(p->pid, q->pid);
+        assert_true(p->allocs == q->allocs && p->frees == q->frees && p->alloc_bytes == q->alloc_bytes);
+        assert_true(p->unseen_frees == q->unseen_frees && p->implicit_frees == q->implicit_frees);
+        assert_true(p->cur_bytes == q->cur_bytes && p->cur_count == q->cur_count);
+        assert_true(p->peak_bytes == q->peak_bytes && p->peak_ts == q->peak_ts);
+        assert_true(p->first_ts == q->first_ts && p->last_ts == q->last_ts);
+        assert_memory_equal(p->type, q->type, sizeof p->type);
+        assert_memory_equal(p->hist, q->hist, sizeof p->hist);
+        assert_int_equal(p->nstacks, q->nstacks);
+        assert_memory_equal(p->stacks, q->stacks, p->nstacks * sizeof *p->stacks);
+    }
+}
+
+static void test_batches_same_as_single_events(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    an_event *ev = malloc(N * sizeof *ev);
+    gen_run *runs = malloc(N * sizeof *runs);
+    assert_non_null(ev);
+    assert_non_null(runs);
+    size_t nruns;
+    gen_trace(ev, N, runs, &nruns);
+    uint64_t windows[2][2] = {{0, UINT64_MAX}, {200000, 900000}};
+    for (int w = 0; w < 2; w++) {
+        an_model one, direct, threaded;
+        an_model_init(&one, windows[w][0], windows[w][1]);
+        an_model_init(&direct, windows[w][0], windows[w][1]);
+        an_model_init(&threaded, windows[w][0], windows[w][1]);
+        feed_one_by_one(&one, ev, runs, nruns);
+        feed_through_sink(&direct, 0, ev, runs, nruns);
+        feed_through_sink(&threaded, 1, ev, runs, nruns);
+        an_model_finish(&one);
+        an_model_finish(&direct);
+        an_model_finish(&threaded);
+        assert_true(one.procs[0]->unseen_frees > 0 && one.procs[0]->implicit_frees > 0);
+        assert_true(one.procs[0]->allocs > 0 && one.procs[0]->frees > 0);
+        assert_same_model(&one, &direct);
+        assert_same_model(&one, &threaded);
+        an_model_free(&one);
+        an_model_free(&direct);
+        an_model_free(&threaded);
+    }
+    free(ev);
+    free(runs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
+        cmocka_unit_test(test_batches_same_as_single_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
