@@ -54,8 +54,9 @@ static struct {
     _Alignas(64) atomic_int lock;
     _Atomic uint32_t count; /* nodes 1..count are in */
     unsigned forgets;       /* trie_forget calls, under the lock */
-    atomic_int growing;     /* a thread is making the next table */
+    atomic_int growing;     /* GROW_*: a thread is making the next table */
 } adds;
+enum { GROW_IDLE, GROW_BUSY, GROW_FAILED };
 
 static void *map(size_t bytes)
 {
@@ -217,7 +218,7 @@ static void clear_hints(const trie_table *t, uint64_t hints)
 
 /* Makes the next table after old and copies old into it; adds go on into old
  * meanwhile, and are copied last, under the lock, with the switch. Called
- * with adds.growing taken. False, and nothing changed, if there is no memory
+ * with adds.growing GROW_BUSY. False, and nothing changed, if there is no memory
  * or a slot found no place. */
 static bool grow(const trie_table *old)
 {
@@ -251,11 +252,29 @@ static bool grow(const trie_table *old)
 static void maybe_grow(void)
 {
     const trie_table *t = atomic_load_explicit(&current, memory_order_acquire);
+    int idle = GROW_IDLE;
     if (!t || atomic_load_explicit(&adds.count, memory_order_relaxed) < (t->mask + 1) / 2 ||
-        t == &tables[NTABLES - 1] || atomic_exchange(&adds.growing, 1))
+        t == &tables[NTABLES - 1] || !atomic_compare_exchange_strong(&adds.growing, &idle, GROW_BUSY))
         return;
-    if (t != atomic_load_explicit(&current, memory_order_acquire) || grow(t)) /* grown meanwhile */
-        atomic_store(&adds.growing, 0);
+    bool ok = t != atomic_load_explicit(&current, memory_order_acquire) || grow(t); /* or grown meanwhile */
+    atomic_store(&adds.growing, ok ? GROW_IDLE : GROW_FAILED);
+}
+
+static void wait_for_grow(void)
+{
+    while (atomic_load_explicit(&adds.growing, memory_order_acquire) == GROW_BUSY)
+        sched_yield();
+}
+
+/* Waits while another thread grows the table and it is over 9/16 full: with
+ * more threads than CPUs, the others could fill it before the grower runs
+ * again, and probe runs grow long fast above that (at 3/4, adds found no
+ * slot within MAX_PROBES with 8 threads on 2 CPUs). */
+static void wait_for_room(void)
+{
+    const trie_table *t = atomic_load_explicit(&current, memory_order_acquire);
+    if (t && atomic_load_explicit(&adds.count, memory_order_relaxed) >= (t->mask + 1) / 16 * 9)
+        wait_for_grow();
 }
 
 /* The node of prefix (h1, h2), ip below node parent, added if not in;
@@ -304,14 +323,22 @@ stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void
 {
     stack_ref ref = {.id = parent};
     maybe_grow();
+    wait_for_room();
     lock_adds();
     if (!first_table()) {
         unlock_adds();
         return (stack_ref){0}; /* no memory: no stacks */
     }
     for (int k = from; k <= n; k++) {
-        ref = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
-        if (!ref.id)
+        stack_ref r = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
+        if (!r.id && atomic_load(&adds.growing) == GROW_BUSY) {
+            unlock_adds(); /* no slot: the grow under way makes room */
+            wait_for_grow();
+            lock_adds();
+            k--;
+            continue;
+        }
+        if (!(ref = r).id)
             break;
     }
     unlock_adds();
@@ -346,5 +373,5 @@ void trie_forget(uint32_t keep)
 void trie_after_fork(void)
 {
     atomic_store(&adds.lock, 0);
-    atomic_store(&adds.growing, 0); /* the table it was making is dropped */
+    atomic_store(&adds.growing, GROW_IDLE); /* the table it was making is dropped */
 }
