@@ -15,9 +15,10 @@
  * pages, 32 MiB touched at random when it was made for the most nodes a
  * process may have (about 60 ns per operation). One thread grows it while the
  * others go on adding to the current one (the copy took milliseconds, and
- * threads waiting for the lock meanwhile cost ~20 ns per operation): it
+ * threads waiting for the lock meanwhile cost ~45 ns per operation): it
  * copies the slots without the lock, then, with it, those added since, and
- * makes the new table current. A lookup that began on an older table still
+ * makes the new table current. Adders wait for it only once the table is
+ * 9/16 full (wait_for_room). A lookup that began on an older table still
  * finds every node that was in it, and a prefix it misses there is looked for
  * again under the lock before it is added. Older tables are never unmapped (a
  * lookup may be reading one): they add up to less than the current one.

@@ -21,7 +21,7 @@ typedef struct fnode {
     uint64_t ip;
     uint32_t parent;
     _Atomic uint32_t claimed, written; /* bit s: its record in session slot s */
-    uint32_t slot;                     /* its slot in the current prefix table */
+    uint32_t slot;                     /* its slot in the table it was added to */
 } fnode;
 
 extern fnode *trie_nodes;
