@@ -19,8 +19,7 @@
 const char *const an_type_names[AN_NTYPES] = {"AIFI", "AIFO", "AOFI", "AOFO"};
 
 
-static void warn(ltr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(ltr_analysis *a, const char *fmt, ...)
+void an_warn(ltr_analysis *a, const char *fmt, ...)
 {
     char *line = NULL;
     va_list ap;
@@ -164,6 +163,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
             break;
         if (a->events - shown > 0xffff) {
             an_progress_update(pr, an_trace_position(a->trace));
+            an_symbols_update(a); /* modules loaded later (dlopen) */
             shown = a->events;
         }
     }
@@ -200,6 +200,7 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     else if (rc > 0) {
         a->events++;
         feed(a, sk, d, ev, o);
+        an_symbols_update(a); /* the modules met so far: their files open while the events stream */
         rc = stream_blocks(a, sk, d, o, &pr, err);
     }
     an_sink_close(sk); /* the model is the main thread's again */
@@ -229,7 +230,7 @@ static void settle_bounds(ltr_analysis *a)
 static void warn_losses(ltr_analysis *a)
 {
     if (a->events_lost)
-        warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit); the trace "
+        an_warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit); the trace "
                 "does not say when, so some may fall inside the window: a lost Free makes its block look "
                 "outstanding (a false leak candidate), a lost Alloc turns its free into a free of an unseen "
                 "allocation, a lost Realloc does both",
@@ -237,10 +238,10 @@ static void warn_losses(ltr_analysis *a)
     for (size_t i = 0; i < ltr_trace_process_lost_count(a->trace); i++) {
         const ltr_process_lost *l = ltr_trace_process_lost_at(a->trace, i);
         if (l->events_lost)
-            warn(a, "process %u lost %llu event(s)", l->pid, (unsigned long long)l->events_lost);
+            an_warn(a, "process %u lost %llu event(s)", l->pid, (unsigned long long)l->events_lost);
     }
     if (a->events_overwritten)
-        warn(a, "memory-mode trace: %llu older event(s) were overwritten before it was saved; blocks "
+        an_warn(a, "memory-mode trace: %llu older event(s) were overwritten before it was saved; blocks "
                 "allocated before its first event are not seen, and their frees are counted apart",
              (unsigned long long)a->events_overwritten);
 }
@@ -248,30 +249,30 @@ static void warn_losses(ltr_analysis *a)
 static void warn_state(ltr_analysis *a)
 {
     if (a->sum.damage)
-        warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
+        an_warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
                 "allocations and frees in the damaged stretches are missing",
              (unsigned long long)a->sum.damage);
     else if (!a->sum.complete)
-        warn(a, "the trace was cut short (no END chunk): events up to its last chunk were analyzed");
+        an_warn(a, "the trace was cut short (no END chunk): events up to its last chunk were analyzed");
     if (a->bad_heap_events)
-        warn(a, "%llu heap event(s) did not follow docs/heap-events.md and were skipped",
+        an_warn(a, "%llu heap event(s) did not follow docs/heap-events.md and were skipped",
              (unsigned long long)a->bad_heap_events);
     if (a->model.oom)
-        warn(a, "memory ran out during the analysis: the figures are incomplete");
+        an_warn(a, "memory ran out during the analysis: the figures are incomplete");
     uint64_t unseen = 0, implicit = 0;
     for (size_t i = 0; i < a->model.nprocs; i++) {
         unseen += a->model.procs[i]->unseen_frees;
         implicit += a->model.procs[i]->implicit_frees;
     }
     if (unseen)
-        warn(a, "%llu free(s) of allocations the trace never saw were counted apart (the trace starts "
+        an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (the trace starts "
                 "after they were allocated); they change no total",
              (unsigned long long)unseen);
     if (implicit)
-        warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
+        an_warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
              (unsigned long long)implicit);
     if (!a->heap_events)
-        warn(a, "the trace holds no heap events (provider Ltr.Heap)%s",
+        an_warn(a, "the trace holds no heap events (provider Ltr.Heap)%s",
              a->events ? "" : ": it holds no events at all");
 }
 
@@ -282,6 +283,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         return ltr_fail(err, ENOMEM, "out of memory");
     a->progress = o->progress;
     a->debug_path = o->debug_path;
+    a->pid_set = o->pid_set;
+    a->pid = o->pid;
     window_spec w = {0};
     int rc = ltr_trace_open(path, &a->trace, err);
     if (rc == 0)
@@ -342,55 +345,10 @@ ltr_report_format ltr_report_format_parse(const char *name)
     return 0;
 }
 
-/* Resolves the frames of the stacks a report of fmt with top entries per list
- * will show: pprof, folded and CSV (and top 0) show every stack, text and
- * JSON the top of three rankings per process. A trace may hold far more
- * stacks than a report lists, and resolving a frame is the costly part. */
-static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
-{
-    static ltr_sym_frame frames[AN_MAX_FRAMES];
-    int all = !top || fmt == LTR_REPORT_CSV || fmt == LTR_REPORT_PPROF || fmt == LTR_REPORT_FOLDED;
-    for (size_t i = 0; i < a->model.nprocs; i++) {
-        const an_proc *p = a->model.procs[i];
-        for (size_t k = 0; all && k < p->nstacks; k++)
-            an_frames(a, &p->stacks[k], frames, AN_MAX_FRAMES);
-        for (an_rank r = AN_RANK_OUTSTANDING; !all && r <= AN_RANK_TEMPORARY; r++) {
-            size_t n;
-            an_entry *e = an_ranked(a, p, r, top, &n);
-            for (size_t k = 0; e && k < n; k++)
-                an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
-            free(e);
-        }
-    }
-}
-
-/* Resolves the reported stacks before writing, so that modules that cannot be
- * symbolized are known and warned about at the top of the report. */
-static void symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
-{
-    if (!a->modules_loaded) {
-        a->modules_loaded = 1;
-        a->sym = ltr_symbolizer_new(a->debug_path);
-        if (!a->sym || an_load_modules(a->trace, a->sym) < 0) {
-            ltr_symbolizer_free(a->sym);
-            a->sym = NULL;
-            warn(a, "out of memory while reading the modules: frames stay addresses");
-        }
-    }
-    if (!a->sym)
-        return;
-    resolve_reported(a, fmt, top);
-    for (; a->problems_warned < ltr_symbolizer_problem_count(a->sym); a->problems_warned++) {
-        const char *path, *why;
-        ltr_symbolizer_problem_at(a->sym, a->problems_warned, &path, &why);
-        warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
-    }
-}
-
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
-    symbolize_reported(a, fmt, top);
+    an_symbolize_reported(a, fmt, top);
     switch (fmt) {
     case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;
     case LTR_REPORT_JSON: rc = an_write_json(a, out, top); break;

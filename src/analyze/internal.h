@@ -26,9 +26,13 @@ struct ltr_analysis {
     ltr_trace_summary sum;
     char **warnings;
     size_t nwarnings;
-    ltr_symbolizer *sym;
-    int modules_loaded;
+    ltr_symbolizer *sym;      /* symbolize.c: made at the scan's start, fed modules as they come */
+    size_t modules_added;     /* module records of the trace handed to sym */
+    int sym_failed, sym_warned; /* memory ran out making or feeding sym; said in a warning */
+    int prewarm_pending;      /* modules came while the symbolizer's prewarm thread was busy */
     size_t problems_warned;   /* symbolizer problems already turned into warnings */
+    int pid_set;              /* --pid: only that process's events and modules */
+    uint32_t pid;
     int progress;
     const char *debug_path;
 };
@@ -56,6 +60,14 @@ an_proc *const *an_procs(const ltr_analysis *a, size_t *n);
 void an_totals(const ltr_analysis *a, an_proc *sum);
 /* Names of the impacting types: "AIFI", "AIFO", "AOFI", "AOFO". */
 extern const char *const an_type_names[AN_NTYPES];
+/* Adds a warning line (printf format) to the report. */
+void an_warn(ltr_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* During the scan: hands the module records met since the last call to the
+ * symbolizer and has it open their files in the background (symbolize.c). */
+void an_symbols_update(ltr_analysis *a);
+/* Before a report: resolves the frames of the stacks it shows, and warns about
+ * the modules that could not be symbolized. */
+void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top);
 /* Seconds of an absolute timestamp from the trace start. */
 double an_seconds(const ltr_analysis *a, uint64_t ts);
 const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
@@ -117,8 +129,9 @@ int an_blocks_run(an_blocks *b, struct an_sink *sk, const struct ltr_block_view 
 
 /* Frames of (pid, stack id) from the trace's STACK records; NULL if unknown. */
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n);
-/* Hands every MODULE record of the trace to the symbolizer. */
-int an_load_modules(const ltr_trace *t, ltr_symbolizer *s);
+/* Hands the MODULE records of the trace from *done on to the symbolizer
+ * (only those of pid when pid_set) and advances *done; 0 or -ENOMEM. */
+int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t pid, size_t *done);
 /* File offset the reader has reached, for the progress bar. */
 uint64_t an_trace_position(const ltr_trace *t);
 

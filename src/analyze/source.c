@@ -216,10 +216,12 @@ const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id
     return s ? s->frames : NULL;
 }
 
-int an_load_modules(const ltr_trace *t, ltr_symbolizer *s)
+int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t pid, size_t *done)
 {
-    for (size_t i = 0; i < ltr_trace_module_count(t); i++) {
-        const ltr_module *m = ltr_trace_module_at(t, i);
+    for (; *done < ltr_trace_module_count(t); ++*done) {
+        const ltr_module *m = ltr_trace_module_at(t, *done);
+        if (pid_set && m->pid != pid)
+            continue;
         ltr_sym_segment *seg = malloc((m->segment_count ? m->segment_count : 1) * sizeof *seg);
         if (!seg)
             return -ENOMEM;

@@ -104,6 +104,15 @@ void sym_elf_close(sym_elf *e)
     free(e);
 }
 
+void sym_elf_warm(sym_elf *e)
+{
+    Dwarf_Addr bias, low = 0, cubias;
+    dwfl_module_getdwarf(e->mod, &bias);
+    dwfl_module_getsymtab(e->mod);
+    dwfl_module_info(e->mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+    dwfl_module_addrdie(e->mod, low, &cubias); /* indexes the compile units by address */
+}
+
 /* The demangled name of a subprogram or inlined subroutine DIE. */
 static char *die_function(Dwarf_Die *die)
 {

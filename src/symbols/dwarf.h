@@ -22,6 +22,10 @@ typedef struct sym_level {
 sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id_len,
                       char **debug_path, char **problem);
 void sym_elf_close(sym_elf *e);
+/* Does now what the first lookups would: finds and reads the debug info
+ * (inflating compressed sections), the symbol table and the index of compile
+ * units by address. Lookups give the same results with or without it. */
+void sym_elf_warm(sym_elf *e);
 /* Resolves the instruction at ELF virtual address vaddr into at most cap
  * levels, innermost inlined call first; returns how many (0 if nothing known). */
 size_t sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_level *out, size_t cap);

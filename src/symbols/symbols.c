@@ -4,6 +4,13 @@
  * build-id) is opened once; each (pid, address) is resolved once, unless the
  * process unloaded modules, since an address may then mean different code at
  * different times.
+ *
+ * Opening a file is the costly part (libdw reads and inflates its debug
+ * info: tens of milliseconds for libc), so ltr_symbolizer_prewarm does it on
+ * a thread of its own while the caller goes on (the analyzer streaming the
+ * trace). The thread works on its own list of files and writes only their
+ * open state; everything that reads that state (lookups, problems, free)
+ * first stops and joins it, so the lookups never run beside it.
  */
 #include "prim/prim.h"
 #include "symbols/symbols.h"
@@ -11,6 +18,8 @@
 #include "analyze/hmap.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +32,8 @@ typedef struct sym_file {
     size_t build_id_len;
     sym_elf *elf;     /* NULL when unusable: see problem */
     char *problem;
-    int opened;
+    int opened;       /* sym_elf_open was tried (by a lookup or the prewarm thread) */
+    int used;         /* a lookup needed it: only then is its problem reported */
 } sym_file;
 
 typedef struct sym_mod {
@@ -58,7 +68,72 @@ struct ltr_symbolizer {
     size_t nframes, capframes;
     char **strings;       /* every string frames point to */
     size_t nstrings, capstrings;
+    /* prewarm thread, while warming: it opens warm[0..nwarm) */
+    int warming;
+    pthread_t warm_thread;
+    sym_file **warm;
+    size_t nwarm;
+    atomic_int warm_stop, warm_done;
 };
+
+static void open_file(ltr_symbolizer *s, sym_file *f, int warm)
+{
+    f->opened = 1;
+    f->elf = sym_elf_open(f->path, f->build_id, f->build_id_len, &s->debug_path_ptr, &f->problem);
+    if (warm && f->elf)
+        sym_elf_warm(f->elf);
+}
+
+static void *prewarm_thread(void *arg)
+{
+    ltr_symbolizer *s = arg;
+    for (size_t i = 0; i < s->nwarm && !atomic_load(&s->warm_stop); i++)
+        open_file(s, s->warm[i], 1);
+    atomic_store(&s->warm_done, 1);
+    return NULL;
+}
+
+/* No prewarm thread runs when this returns: one under way stops after the
+ * file it is opening (the lookups open the rest themselves). */
+static void settle(ltr_symbolizer *s)
+{
+    if (!s->warming)
+        return;
+    atomic_store(&s->warm_stop, 1);
+    pthread_join(s->warm_thread, NULL);
+    free(s->warm);
+    s->warm = NULL;
+    s->nwarm = 0;
+    s->warming = 0;
+}
+
+int ltr_symbolizer_prewarm(ltr_symbolizer *s)
+{
+    if (s->warming && !atomic_load(&s->warm_done))
+        return -EBUSY;
+    settle(s);
+    size_t n = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        n += !s->files[i]->opened;
+    if (!n)
+        return 0;
+    if (!(s->warm = malloc(n * sizeof *s->warm)))
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (!s->files[i]->opened)
+            s->warm[s->nwarm++] = s->files[i];
+    atomic_store(&s->warm_stop, 0);
+    atomic_store(&s->warm_done, 0);
+    int rc = pthread_create(&s->warm_thread, NULL, prewarm_thread, s);
+    if (rc != 0) {
+        free(s->warm);
+        s->warm = NULL;
+        s->nwarm = 0;
+        return -rc;
+    }
+    s->warming = 1;
+    return 1;
+}
 
 ltr_symbolizer *ltr_symbolizer_new(const char *debug_path)
 {
@@ -79,6 +154,7 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
 {
     if (!s)
         return;
+    settle(s);
     for (size_t i = 0; i < s->nfiles; i++) {
         sym_elf_close(s->files[i]->elf);
         free(s->files[i]->path);
@@ -249,10 +325,9 @@ static ltr_sym_frame *new_frames(ltr_symbolizer *s, size_t n)
 
 static sym_elf *elf_of(ltr_symbolizer *s, sym_file *f)
 {
-    if (!f->opened) {
-        f->opened = 1;
-        f->elf = sym_elf_open(f->path, f->build_id, f->build_id_len, &s->debug_path_ptr, &f->problem);
-    }
+    f->used = 1;
+    if (!f->opened)
+        open_file(s, f, 0);
     return f->elf;
 }
 
@@ -294,6 +369,7 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
 size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t address,
                      ltr_sym_frame *out, size_t cap)
 {
+    settle(s);
     sym_proc *p = proc_of(s, pid);
     sym_cached *c = p && !p->has_unloads ? an_hmap_get(p->cache, address) : NULL;
     uint32_t first, n;
@@ -319,19 +395,23 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
     return k;
 }
 
-size_t ltr_symbolizer_problem_count(const ltr_symbolizer *s)
+/* A problem is reported once a lookup needed the file, whoever opened it. */
+static int reported(const sym_file *f) { return f->used && f->problem; }
+
+size_t ltr_symbolizer_problem_count(ltr_symbolizer *s)
 {
+    settle(s);
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++)
-        n += s->files[i]->problem != NULL;
+        n += reported(s->files[i]);
     return n;
 }
 
-void ltr_symbolizer_problem_at(const ltr_symbolizer *s, size_t i, const char **path,
-                               const char **why)
+void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, const char **why)
 {
+    settle(s);
     for (size_t k = 0; k < s->nfiles; k++) {
-        if (!s->files[k]->problem)
+        if (!reported(s->files[k]))
             continue;
         if (i-- == 0) {
             *path = s->files[k]->path;

@@ -65,10 +65,19 @@ int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m);
 size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t address,
                      ltr_sym_frame *out, size_t cap);
 /* Modules whose file here does not match the recorded build-id, or that could
- * not be opened: path and why ("build-id differs: recorded X, file has Y"). */
-size_t ltr_symbolizer_problem_count(const ltr_symbolizer *s);
-void ltr_symbolizer_problem_at(const ltr_symbolizer *s, size_t i, const char **path,
-                               const char **why);
+ * not be opened, among those a lookup needed: path and why ("build-id
+ * differs: recorded X, file has Y"). */
+size_t ltr_symbolizer_problem_count(ltr_symbolizer *s);
+void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, const char **why);
+/* Starts opening, on a thread of its own, the files of the modules added so
+ * far that are not open yet, with their debug info: the costly part of the
+ * first lookups, done while the caller goes on. Lookups, problem queries and
+ * ltr_symbolizer_free stop it (after the file it is on) and join it first, so
+ * results are the same with or without it; modules may still be added
+ * meanwhile. Returns 1 when the thread started, 0 when there is nothing to
+ * open, -EBUSY while an earlier one is still at work (call again later),
+ * -errno when it could not start (the lookups then open the files). */
+int ltr_symbolizer_prewarm(ltr_symbolizer *s);
 /* Demangles a C++ or legacy Rust symbol; returns a malloc'd string or NULL if
  * name is not mangled. */
 char *ltr_demangle(const char *name);

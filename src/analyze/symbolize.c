@@ -1,0 +1,85 @@
+/*
+ * analyze/symbolize.c — the analysis's symbolizer (symbols.h): fed the MODULE
+ * records as the scan meets them, so that it opens their files and debug
+ * info on a thread of its own while the events stream (the costly part of
+ * symbolizing, tens of milliseconds for libc's compressed DWARF), and at the
+ * report resolves the frames of the stacks it shows. The results are those
+ * of a symbolizer made after the scan: lookups wait for the thread, and only
+ * the files a lookup needed are named in warnings.
+ */
+#include "analyze/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* LTR_ANALYZE_PREWARM=0 opens the files only when the report needs them. */
+static int wants_prewarm(void)
+{
+    const char *e = getenv("LTR_ANALYZE_PREWARM");
+    return !(e && !strcmp(e, "0"));
+}
+
+/* The symbolizer, given every module record read so far; NULL once memory ran out. */
+static ltr_symbolizer *symbolizer(ltr_analysis *a)
+{
+    if (!a->sym && !a->sym_failed) {
+        a->sym = ltr_symbolizer_new(a->debug_path);
+        a->sym_failed = !a->sym;
+    }
+    if (a->sym && an_load_modules(a->trace, a->sym, a->pid_set, a->pid, &a->modules_added) < 0) {
+        ltr_symbolizer_free(a->sym);
+        a->sym = NULL;
+        a->sym_failed = 1;
+    }
+    return a->sym;
+}
+
+void an_symbols_update(ltr_analysis *a)
+{
+    if (a->sym_failed || !wants_prewarm())
+        return;
+    size_t before = a->modules_added;
+    ltr_symbolizer *s = symbolizer(a);
+    if (s && (a->modules_added > before || a->prewarm_pending))
+        a->prewarm_pending = ltr_symbolizer_prewarm(s) == -EBUSY;
+}
+
+/* Resolves the frames of the stacks a report of fmt with top entries per list
+ * will show: pprof, folded and CSV (and top 0) show every stack, text and
+ * JSON the top of three rankings per process. A trace may hold far more
+ * stacks than a report lists, and resolving a frame is the costly part. */
+static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
+{
+    static ltr_sym_frame frames[AN_MAX_FRAMES];
+    int all = !top || fmt == LTR_REPORT_CSV || fmt == LTR_REPORT_PPROF || fmt == LTR_REPORT_FOLDED;
+    for (size_t i = 0; i < a->model.nprocs; i++) {
+        const an_proc *p = a->model.procs[i];
+        for (size_t k = 0; all && k < p->nstacks; k++)
+            an_frames(a, &p->stacks[k], frames, AN_MAX_FRAMES);
+        for (an_rank r = AN_RANK_OUTSTANDING; !all && r <= AN_RANK_TEMPORARY; r++) {
+            size_t n;
+            an_entry *e = an_ranked(a, p, r, top, &n);
+            for (size_t k = 0; e && k < n; k++)
+                an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
+            free(e);
+        }
+    }
+}
+
+void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
+{
+    ltr_symbolizer *s = symbolizer(a);
+    if (!s) {
+        if (!a->sym_warned)
+            an_warn(a, "out of memory while reading the modules: frames stay addresses");
+        a->sym_warned = 1;
+        return;
+    }
+    resolve_reported(a, fmt, top);
+    for (; a->problems_warned < ltr_symbolizer_problem_count(s); a->problems_warned++) {
+        const char *path, *why;
+        ltr_symbolizer_problem_at(s, a->problems_warned, &path, &why);
+        an_warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
+    }
+}
