@@ -11,6 +11,13 @@
  * A temporary allocation is one whose free is the very next heap event of the
  * thread that allocated it (heaptrack's definition): memory churn that a
  * pool or a stack buffer would avoid.
+ *
+ * A live block keeps no timestamp: what the window needs of it is whether it
+ * was allocated inside (an allocation after the window is not kept, so that
+ * is ts >= from), settled once, as a bit beside its stack index: 24 bytes
+ * with the key, so more of the live table stays in the cache. With the
+ * whole trace as the window (the default) every window test is known true:
+ * the batch loop is compiled twice, once with the tests and once without.
  */
 #include "analyze/model.h"
 
@@ -19,10 +26,13 @@
 
 typedef struct an_live {
     uint64_t addr;
-    uint64_t size, ts;
-    uint32_t stack; /* index in an_proc.stacks */
+    uint64_t size;
+    uint32_t stack; /* index in an_proc.stacks | LIVE_INSIDE */
     uint32_t tid;
 } an_live;
+
+#define LIVE_INSIDE 0x80000000u /* allocated inside the window */
+#define MAX_STACKS LIVE_INSIDE  /* stack indexes must leave that bit free */
 
 typedef struct an_pending {
     uint64_t addr;
@@ -143,6 +153,11 @@ static int64_t stack_slow(an_proc *p, uint32_t stack_id, uint64_t ts)
         return -1;
     if (!created)
         return ix->index;
+    if (p->nstacks == MAX_STACKS) {
+        if (ix)
+            an_hmap_del(&p->stack_index, stack_id);
+        return -1;
+    }
     if (p->nstacks == p->capstacks) {
         size_t cap = p->capstacks ? p->capstacks * 2 : 64;
         an_stack *v = realloc(p->stacks, cap * sizeof *v);
@@ -182,7 +197,9 @@ static void add_type(an_proc *p, an_stack *s, enum an_type t, uint64_t size)
     p->type[t].bytes += size;
 }
 
-static int in_window(const an_model *m, uint64_t ts) { return ts >= m->from && ts <= m->to; }
+/* whole: the window is the whole trace (a constant where it is inlined). */
+HOT int in_window(const an_model *m, uint64_t ts, int whole) { return whole || (ts >= m->from && ts <= m->to); }
+HOT int after_window(const an_model *m, uint64_t ts, int whole) { return !whole && ts > m->to; }
 
 static void note_peak(an_model *m, an_proc *p, uint64_t ts)
 {
@@ -226,9 +243,9 @@ HOT an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
     return thread_slow(m, p, tid);
 }
 
-static void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t size)
+HOT void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t size, int whole)
 {
-    if (!in_window(m, ts))
+    if (!in_window(m, ts, whole))
         return;
     p->allocs++;
     p->alloc_bytes += size;
@@ -237,14 +254,14 @@ static void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64
     s->calls.bytes += size;
 }
 
-/* A block ends at free_ts: its impacting type, if the window cares. */
-static void end_block(an_model *m, an_proc *p, an_stack *s, uint64_t alloc_ts, uint64_t free_ts,
-                      uint64_t size)
+/* A block ends at free_ts: its impacting type, if the window cares (ai: it
+ * was allocated inside the window). */
+HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t free_ts, uint64_t size,
+                   int whole)
 {
-    int ai = alloc_ts >= m->from;
-    if (free_ts > m->to)
+    if (after_window(m, free_ts, whole))
         add_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
-    else if (free_ts >= m->from) {
+    else if (whole || free_ts >= m->from) {
         add_type(p, s, ai ? AN_AIFI : AN_AOFI, size);
         p->frees++;
     }
@@ -253,17 +270,19 @@ static void end_block(an_model *m, an_proc *p, an_stack *s, uint64_t alloc_ts, u
 /* A free of a block the model held (already out of the live map, or about to
  * be overwritten there): ends it and says whether it was temporary (a realloc
  * that grows a block is not churn: is_realloc). */
-HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc,
+                  int whole)
 {
-    an_stack *s = &p->stacks[b->stack];
+    an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
+    int ai = (b->stack & LIVE_INSIDE) != 0; /* also: allocated inside the window, since not after it */
     an_thread *t = thread_of(m, p, tid);
-    if (t && !is_realloc && t->addr == b->addr && b->tid == tid && in_window(m, b->ts))
+    if (t && !is_realloc && t->addr == b->addr && b->tid == tid && ai)
         s->temporary++;
     if (t)
         t->addr = 0;
-    if (in_window(m, ts))
+    if (in_window(m, ts, whole))
         note_peak(m, p, ts);
-    end_block(m, p, s, b->ts, ts, b->size);
+    end_block(m, p, s, ai, ts, b->size, whole);
     p->cur_bytes -= b->size;
     p->cur_count--;
     m->cur_bytes -= b->size;
@@ -277,21 +296,22 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
         m->oom = 1;
         return;
     }
-    if (!created && in_window(m, f->ts))
+    if (!created && in_window(m, f->ts, 0))
         p->unseen_frees++; /* two unpaired frees of one address: the older one is unseen */
     f->ts = ts;
     f->tid = tid;
 }
 
 /* A free (or the free half of a realloc) in process p. */
-HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
+HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc,
+                 int whole)
 {
     touch(p, ts);
     an_live b;
     int held = an_hmap_take_sized(&p->live, addr, &b, sizeof b);
     if (held)
-        end_live(m, p, &b, tid, ts, is_realloc);
-    else if (ts <= m->to)
+        end_live(m, p, &b, tid, ts, is_realloc, whole);
+    else if (!after_window(m, ts, whole))
         keep_pending(m, p, tid, ts, addr);
     an_thread *t = held ? NULL : thread_of(m, p, tid);
     if (t)
@@ -305,7 +325,7 @@ static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uin
         m->oom = 1;
         return;
     }
-    free_in(m, p, tid, ts, addr, is_realloc);
+    free_in(m, p, tid, ts, addr, is_realloc, 0);
 }
 
 void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr)
@@ -322,17 +342,17 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint6
         return 0;
     uint64_t free_ts = f->ts;
     an_hmap_del(&p->pending, addr);
-    count_call(m, p, s, ts, size);
-    end_block(m, p, s, ts, free_ts, size);
+    count_call(m, p, s, ts, size, 0);
+    end_block(m, p, s, ts >= m->from, free_ts, size, 0);
     return 1;
 }
 
 /* An allocation (or the allocation half of a realloc) in process p. */
-HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr,
-                            uint64_t size, uint32_t stack)
+HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, uint64_t size,
+                  uint32_t stack, int whole)
 {
     touch(p, ts);
-    if (ts > m->to)
+    if (after_window(m, ts, whole))
         return;
     int64_t si = stack_of(p, stack, ts);
     if (si < 0) {
@@ -351,17 +371,17 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
     if (!created) { /* its free was lost: the address cannot be handed out twice */
         p->implicit_frees++;
         an_live old = *b;
-        end_live(m, p, &old, old.tid, ts, 1);
+        end_live(m, p, &old, old.tid, ts, 1, whole);
     }
+    int inside = whole || ts >= m->from;
     b->size = size;
-    b->ts = ts;
-    b->stack = (uint32_t)si;
+    b->stack = (uint32_t)si | (inside ? LIVE_INSIDE : 0);
     b->tid = tid;
     p->cur_bytes += size;
     p->cur_count++;
     m->cur_bytes += size;
-    count_call(m, p, s, ts, size);
-    if (in_window(m, ts))
+    count_call(m, p, s, ts, size, whole);
+    if (inside) /* in the window: not after it */
         note_peak(m, p, ts);
     an_thread *t = thread_of(m, p, tid);
     if (t)
@@ -376,7 +396,7 @@ void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64
         m->oom = 1;
         return;
     }
-    alloc_in(m, p, tid, ts, addr, size, stack);
+    alloc_in(m, p, tid, ts, addr, size, stack, 0);
 }
 
 void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t old_addr,
@@ -401,13 +421,9 @@ static inline void prefetch_event(const an_proc *p, const an_event *e)
         prefetch_live(p, e->old_addr);
 }
 
-void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+/* The batch loop, inlined twice: whole is a constant in each. */
+HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, size_t n, int whole)
 {
-    an_proc *p = proc_of(m, pid);
-    if (!p) {
-        m->oom = 1;
-        return;
-    }
     for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
         prefetch_event(p, &ev[i]);
     for (size_t i = 0; i < n; i++) {
@@ -415,14 +431,27 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
         if (i + AN_PREFETCH_AHEAD < n)
             prefetch_event(p, &ev[i + AN_PREFETCH_AHEAD]);
         switch (e->op) {
-        case AN_OP_ALLOC: alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack); break;
-        case AN_OP_FREE: free_in(m, p, tid, e->ts, e->addr, 0); break;
+        case AN_OP_ALLOC: alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole); break;
+        case AN_OP_FREE: free_in(m, p, tid, e->ts, e->addr, 0, whole); break;
         default:
-            free_in(m, p, tid, e->ts, e->old_addr, 1);
-            alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack);
+            free_in(m, p, tid, e->ts, e->old_addr, 1, whole);
+            alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole);
             break;
         }
     }
+}
+
+void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+{
+    an_proc *p = proc_of(m, pid);
+    if (!p) {
+        m->oom = 1;
+        return;
+    }
+    if (m->from == 0 && m->to == UINT64_MAX)
+        feed_run(m, p, tid, ev, n, 1);
+    else
+        feed_run(m, p, tid, ev, n, 0);
 }
 
 void an_model_finish(an_model *m)
@@ -432,11 +461,11 @@ void an_model_finish(an_model *m)
         size_t pos = 0;
         an_live *b;
         while ((b = an_hmap_next(&p->live, &pos)))
-            add_type(p, &p->stacks[b->stack], b->ts >= m->from ? AN_AIFO : AN_AOFO, b->size);
+            add_type(p, &p->stacks[b->stack & ~LIVE_INSIDE], b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
         an_pending *f;
         pos = 0;
         while ((f = an_hmap_next(&p->pending, &pos)))
-            p->unseen_frees += in_window(m, f->ts);
+            p->unseen_frees += in_window(m, f->ts, 0);
         an_hmap_free(&p->pending);
         an_hmap_free(&p->threads);
         p->last_thread = NULL;
