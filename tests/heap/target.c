@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 void *chain_outer(int k);
+void mode_tree(void); /* tree.c */
 
 static void *keep[64];
 
@@ -203,6 +204,8 @@ int main(int argc, char **argv)
         mode_many();
     else if (!strcmp(mode, "dormant"))
         mode_dormant();
+    else if (!strcmp(mode, "tree"))
+        mode_tree();
     else if (!strcmp(mode, "gate") && argc > 2)
         return mode_gate(argv[2]);
     else

@@ -31,7 +31,7 @@ typedef struct heap_trace {
     ltr_trace *t; /* kept open: stacks, modules, processes, threads */
     hev *v;
     size_t n;
-    uint64_t damage, overwritten;
+    uint64_t damage, overwritten, lost;
 } heap_trace;
 
 static uint64_t field(const ltr_event *ev, const char *name)
@@ -64,8 +64,10 @@ static heap_trace read_heap(const char *path)
     ltr_trace_summary s;
     ltr_trace_summarize(h.t, &s);
     h.damage = s.damage;
-    for (size_t i = 0; i < ltr_trace_collector_count(h.t); i++)
+    for (size_t i = 0; i < ltr_trace_collector_count(h.t); i++) {
         h.overwritten += ltr_trace_collector_at(h.t, i)->events_overwritten;
+        h.lost += ltr_trace_collector_at(h.t, i)->events_lost;
+    }
     return h;
 }
 
@@ -243,6 +245,72 @@ static void test_stack_of_known_chain(void **state)
     const ltr_module *main_m = module_of(&h, e->pid, st->frames[3], e->ts);
     assert_non_null(main_m);
     assert_non_null(strstr(main_m->path, "heap-target"));
+    heap_free(&h);
+}
+
+/* tree.c: 16 threads x 2^16 paths of 16 levels; every frame of every stack
+ * checked, while the agent's prefix table grows under racing threads. */
+enum { TREE_DEPTH = 16, TREE_THREADS = 16, TREE_SIZE_BASE = 100000 };
+
+static int in_fn(uint64_t ret, const fnrange *f)
+{
+    return ret - 1 >= f->start && ret - 1 < f->start + f->size; /* return address -> inside the call */
+}
+
+static void check_tree_stack(const heap_trace *h, const hev *e, fnrange fr[TREE_DEPTH][2])
+{
+    unsigned path = (unsigned)(e->size - TREE_SIZE_BASE);
+    if (!e->stack)
+        fail_msg("path %u: allocation without a stack", path);
+    const ltr_stack *st = ltr_trace_stack_find(h->t, e->pid, e->stack);
+    if (!st || st->frame_count < TREE_DEPTH + 1)
+        fail_msg("path %u: stack %u missing or short", path, e->stack);
+    for (int i = 0; i < TREE_DEPTH; i++) {
+        int level = TREE_DEPTH - 1 - i, variant = (int)(path >> level) & 1;
+        if (!in_fn(st->frames[i], &fr[level][variant]))
+            fail_msg("path %u frame %d: %#llx is not in %s", path, i,
+                     (unsigned long long)st->frames[i], fr[level][variant].name);
+    }
+}
+
+static void test_stacks_of_many_threads(void **state)
+{
+    tu_result r = record("--buffers 512", "heap-target", "tree");
+    assert_int_equal(r.status, 0);
+    fnrange fr[TREE_DEPTH][2];
+    const char *p = r.out;
+    for (int i = 0; i < TREE_DEPTH * 2; i++) {
+        int l, v, used;
+        unsigned long long start, size;
+        assert_int_equal(sscanf(p, "%d %d %llx %llu\n%n", &l, &v, &start, &size, &used), 4);
+        assert_true(l == i / 2 && v == i % 2);
+        snprintf(fr[l][v].name, sizeof fr[l][v].name, "tree_%d_%d", l, v);
+        fr[l][v].start = start;
+        fr[l][v].size = size;
+        p += used;
+    }
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.damage, 0);
+    unsigned *seen = calloc(1u << TREE_DEPTH, sizeof *seen);
+    for (const hev *e = h.v; e < h.v + h.n; e++) {
+        if (e->kind != ALLOC || e->size < TREE_SIZE_BASE || e->size >= TREE_SIZE_BASE + (1u << TREE_DEPTH))
+            continue;
+        check_tree_stack(&h, e, fr);
+        seen[e->size - TREE_SIZE_BASE]++;
+    }
+    /* Every path once per thread; on a loaded machine the buffers may fill,
+     * and then every missing allocation must be among the events counted lost. */
+    uint64_t missing = 0;
+    for (unsigned path = 0; path < 1u << TREE_DEPTH; path++) {
+        if (seen[path] > TREE_THREADS)
+            fail_msg("path %u: %u allocations, expected %d", path, seen[path], TREE_THREADS);
+        missing += TREE_THREADS - seen[path];
+    }
+    if (missing > h.lost)
+        fail_msg("%llu allocations missing, only %llu events lost", (unsigned long long)missing,
+                 (unsigned long long)h.lost);
+    free(seen);
     heap_free(&h);
 }
 
@@ -492,6 +560,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_c_functions_exact, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cxx_operators_exact, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stack_of_known_chain, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stacks_of_many_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
