@@ -4,7 +4,9 @@
  * met before their allocation (another thread's block written first),
  * temporary allocations, realloc, and the live-allocation map under churn;
  * the same events through the batch paths (an_model_feed, direct and
- * threaded sinks) give the same model as one call per event.
+ * threaded sinks) give the same model as one call per event, and the batch
+ * loop without window tests (whole trace) the same as the one with them;
+ * sizes near 2^64 keep exact totals.
  */
 #include "analyze/hmap.h"
 #include "analyze/model.h"
@@ -307,6 +309,67 @@ static void test_batches_same_as_single_events(void **state)
     free(runs);
 }
 
+/* The whole-trace window takes a loop without window tests: against the
+ * loop with them, on a window that holds every event all the same. */
+static void test_whole_window_same_as_tested_window(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    an_event *ev = malloc(N * sizeof *ev);
+    gen_run *runs = malloc(N * sizeof *runs);
+    assert_non_null(ev);
+    assert_non_null(runs);
+    size_t nruns;
+    gen_trace(ev, N, runs, &nruns); /* timestamps from 1000 on */
+    an_model whole, tested;
+    an_model_init(&whole, 0, UINT64_MAX);
+    an_model_init(&tested, 1, UINT64_MAX - 1);
+    feed_through_sink(&whole, 0, ev, runs, nruns);
+    feed_through_sink(&tested, 0, ev, runs, nruns);
+    an_model_finish(&whole);
+    an_model_finish(&tested);
+    assert_true(whole.procs[0]->type[AN_AIFO].count > 0 && whole.procs[0]->unseen_frees > 0);
+    whole.from = tested.from; /* the only difference allowed */
+    whole.to = tested.to;
+    assert_same_model(&whole, &tested);
+    an_model_free(&whole);
+    an_model_free(&tested);
+    free(ev);
+    free(runs);
+}
+
+/* Sizes near 2^64 through both loops and a window: exact bytes everywhere. */
+static void test_huge_sizes(void **state)
+{
+    (void)state;
+    const uint64_t big = (1ull << 63) + 12345, mid = (1ull << 61) + 7, grown = (1ull << 61) + 3;
+    uint64_t windows[2][2] = {{0, UINT64_MAX}, {150, 1000}};
+    for (int w = 0; w < 2; w++) {
+        an_model m;
+        an_model_init(&m, windows[w][0], windows[w][1]);
+        an_event ev[] = {
+            {.ts = 100, .addr = 0x1000, .size = big, .stack = 1, .op = AN_OP_ALLOC},
+            {.ts = 200, .addr = 0x2000, .size = mid, .stack = 2, .op = AN_OP_ALLOC},
+            {.ts = 300, .addr = 0x3000, .size = mid, .stack = 2, .op = AN_OP_ALLOC},
+            {.ts = 400, .addr = 0x3000, .op = AN_OP_FREE},
+            {.ts = 500, .addr = 0x4000, .old_addr = 0x2000, .size = grown, .stack = 3, .op = AN_OP_REALLOC},
+        };
+        an_model_feed(&m, 1, 1, ev, sizeof ev / sizeof *ev);
+        an_model_finish(&m);
+        const an_proc *p = m.procs[0];
+        assert_true(p->cur_bytes == big + grown);
+        assert_int_equal(p->cur_count, 2);
+        assert_true(m.peak_bytes == big + mid + mid);
+        /* 0x1000 outstanding, allocated before the window when it starts at 150 */
+        assert_true(stack_of(&m, 1)->type[w ? AN_AOFO : AN_AIFO].bytes == big);
+        assert_true(stack_of(&m, 2)->type[AN_AIFI].bytes == mid + mid); /* freed, and realloc'd away */
+        assert_int_equal(stack_of(&m, 2)->temporary, 1);                 /* 0x3000: freed right away */
+        assert_true(stack_of(&m, 3)->type[AN_AIFO].bytes == grown);
+        assert_true(p->alloc_bytes == (w ? 0 : big) + mid + mid + grown);
+        an_model_free(&m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +380,8 @@ int main(void)
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
         cmocka_unit_test(test_batches_same_as_single_events),
+        cmocka_unit_test(test_whole_window_same_as_tested_window),
+        cmocka_unit_test(test_huge_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
