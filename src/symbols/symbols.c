@@ -186,7 +186,7 @@ static sym_file *file_of(ltr_symbolizer *s, const ltr_sym_module *m)
     for (size_t i = 0; i < s->nfiles; i++) {
         sym_file *f = s->files[i];
         if (!strcmp(f->path, m->path) && f->build_id_len == idlen &&
-            !memcmp(f->build_id, m->build_id, idlen))
+            (!idlen || !memcmp(f->build_id, m->build_id, idlen)))
             return f;
     }
     sym_file **v = realloc(s->files, (s->nfiles + 1) * sizeof *v);
@@ -198,7 +198,8 @@ static sym_file *file_of(ltr_symbolizer *s, const ltr_sym_module *m)
         free(f);
         return NULL;
     }
-    memcpy(f->build_id, m->build_id, idlen);
+    if (idlen) /* a record without a build-id may give NULL */
+        memcpy(f->build_id, m->build_id, idlen);
     f->build_id_len = idlen;
     s->files[s->nfiles++] = f;
     return f;
