@@ -30,7 +30,7 @@ typedef struct hev {
 typedef struct heap_trace {
     ltr_trace *t; /* kept open: stacks, modules, processes, threads */
     hev *v;
-    size_t n;
+    size_t n, cap;
     uint64_t damage, overwritten, lost;
 } heap_trace;
 
@@ -48,7 +48,11 @@ static void add_event(heap_trace *h, const ltr_event *ev)
              .addr = field(ev, "address"), .size = field(ev, "size"),
              .stack = (uint32_t)field(ev, "stack"), .old = field(ev, "old_address")};
     e.kind = !strcmp(name, "Alloc") ? ALLOC : !strcmp(name, "Free") ? FREE : REALLOC;
-    h->v = realloc(h->v, (h->n + 1) * sizeof *h->v);
+    if (h->n == h->cap) { /* geometric: ASan's realloc always copies */
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->v = realloc(h->v, h->cap * sizeof *h->v);
+        assert_non_null(h->v);
+    }
     h->v[h->n++] = e;
 }
 
