@@ -275,16 +275,24 @@ static void assert_same_model(const an_model *a, const an_model *b)
     }
 }
 
+/* n generated events and their runs, in new arrays. */
+static void gen_events(size_t n, an_event **ev, gen_run **runs, size_t *nruns)
+{
+    *ev = malloc(n * sizeof **ev);
+    *runs = malloc(n * sizeof **runs);
+    assert_non_null(*ev);
+    assert_non_null(*runs);
+    gen_trace(*ev, n, *runs, nruns);
+}
+
 static void test_batches_same_as_single_events(void **state)
 {
     (void)state;
     enum { N = 200000 };
-    an_event *ev = malloc(N * sizeof *ev);
-    gen_run *runs = malloc(N * sizeof *runs);
-    assert_non_null(ev);
-    assert_non_null(runs);
+    an_event *ev;
+    gen_run *runs;
     size_t nruns;
-    gen_trace(ev, N, runs, &nruns);
+    gen_events(N, &ev, &runs, &nruns);
     uint64_t windows[2][2] = {{0, UINT64_MAX}, {200000, 900000}};
     for (int w = 0; w < 2; w++) {
         an_model one, direct, threaded;
@@ -315,12 +323,10 @@ static void test_whole_window_same_as_tested_window(void **state)
 {
     (void)state;
     enum { N = 100000 };
-    an_event *ev = malloc(N * sizeof *ev);
-    gen_run *runs = malloc(N * sizeof *runs);
-    assert_non_null(ev);
-    assert_non_null(runs);
+    an_event *ev;
+    gen_run *runs;
     size_t nruns;
-    gen_trace(ev, N, runs, &nruns); /* timestamps from 1000 on */
+    gen_events(N, &ev, &runs, &nruns); /* timestamps from 1000 on */
     an_model whole, tested;
     an_model_init(&whole, 0, UINT64_MAX);
     an_model_init(&tested, 1, UINT64_MAX - 1);

@@ -407,6 +407,34 @@ int gen_spit(const char *path, const void *p, size_t len)
     return fclose(f) == 0 && n == len ? 0 : -1;
 }
 
+gen_file *gen_file_new(const char *name, const char *work_name, const gen_opts *o)
+{
+    gen_file *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->path = strdup(gen_tmp(name));
+    f->work = strdup(gen_tmp(work_name));
+    if (!f->path || !f->work || gen_write(f->path, o, &f->m) < 0 || !(f->data = gen_slurp(f->path, &f->len))) {
+        gen_file_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void gen_file_free(gen_file *f)
+{
+    if (!f)
+        return;
+    if (f->path)
+        unlink(f->path);
+    if (f->work)
+        unlink(f->work);
+    free((void *)f->path);
+    free((void *)f->work);
+    free(f->data);
+    free(f);
+}
+
 void gen_process(ltr_bytes *b, uint32_t pid)
 {
     size_t r = ltr_bytes_record_begin(b, LTR_META_PROCESS);

@@ -57,6 +57,19 @@ const char *gen_tmp(const char *name);
 /* Reads a whole file into a malloc'd buffer. */
 uint8_t *gen_slurp(const char *path, size_t *len);
 int gen_spit(const char *path, const void *p, size_t len);
+
+/* A generated trace kept for a group of tests: its path and bytes, where its
+ * chunks end, and a second path for the damaged copies the tests make. */
+typedef struct gen_file {
+    const char *path, *work;
+    uint8_t *data;
+    size_t len;
+    gen_marks m;
+} gen_file;
+
+/* Writes a trace as gen_write does under gen_tmp(name), reads it back; NULL on failure. */
+gen_file *gen_file_new(const char *name, const char *work_name, const gen_opts *o);
+void gen_file_free(gen_file *f);
 /* A trace of the given format version holding n uncompressed METADATA chunks
  * of these records as they are, written without the writer's rewrites (what
  * an older writer wrote, or records a test damaged): 0 or -1. */

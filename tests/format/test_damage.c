@@ -22,35 +22,18 @@
 
 #include <cmocka.h>
 
-typedef struct fixture {
-    const char *path, *work;
-    uint8_t *data;
-    size_t len;
-    gen_marks m;
-} fixture;
+typedef gen_file fixture;
 
 /* A small multi-chunk trace: HEADER, METADATA, 6 EVENTS chunks, COUNTERS, END. */
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    f->path = strdup(gen_tmp("small.ltr"));
-    f->work = strdup(gen_tmp("work.ltr"));
     gen_opts o = {.blocks = 6, .events_per_block = 4, .chunk_target = 0, .with_end = 1};
-    if (gen_write(f->path, &o, &f->m) < 0 || !(f->data = gen_slurp(f->path, &f->len)))
-        return -1;
-    *state = f;
-    return 0;
+    return (*state = gen_file_new("small.ltr", "work.ltr", &o)) ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    unlink(f->path);
-    unlink(f->work);
-    free((void *)f->path);
-    free((void *)f->work);
-    free(f->data);
-    free(f);
+    gen_file_free(*state);
     return 0;
 }
 
