@@ -136,6 +136,15 @@ static tu_result record(const char *opts, const char *target, const char *args)
 }
 
 
+/* ltr record ... with the exit status expected, then the trace read back. */
+static heap_trace record_read(const char *opts, const char *target, const char *args, int status)
+{
+    tu_result r = record(opts, target, args);
+    assert_int_equal(r.status, status);
+    tu_free(&r);
+    return read_heap(trace_path);
+}
+
 /* ---- counts ----------------------------------------------------------------- */
 
 static void test_c_functions_exact(void **state)
@@ -179,10 +188,7 @@ static void test_c_functions_exact(void **state)
 
 static void test_cxx_operators_exact(void **state)
 {
-    tu_result r = record("", "heap-target-cxx", "");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target-cxx", "", 0);
     static const struct { uint64_t size; int fn, free_fn; } ops[] = {
         {1101, 10, 21}, {1201, 11, 22}, {1301, 12, 29}, {1401, 13, 30}, {1501, 14, 25},
         {1601, 15, 26}, {1701, 16, 31}, {1801, 17, 32}, {1901, 10, 23}, {1911, 11, 24},
@@ -322,10 +328,7 @@ static void test_dlopen_dlclose_modules(void **state)
 {
     char args[600];
     snprintf(args, sizeof args, "dlopen %s", tu_test_bin("libheapdl.so"));
-    tu_result r = record("", "heap-target", args);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", args, 0);
     const hev *e = find(&h, ALLOC, 3600), *after = find(&h, ALLOC, 3601);
     assert_non_null(e);
     assert_non_null(after);
@@ -351,10 +354,7 @@ static void test_dlopen_dlclose_modules(void **state)
 
 static void test_threads_and_names(void **state)
 {
-    tu_result r = record("", "heap-target", "threads");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", "threads", 0);
     for (int t = 0; t < 4; t++) {
         assert_int_equal(count(&h, ALLOC, 1, 2001 + (uint64_t)t), 1000);
         const hev *e = find(&h, ALLOC, 2001 + (uint64_t)t);
@@ -370,10 +370,7 @@ static void test_threads_and_names(void **state)
 
 static void test_fork_child_is_its_own_process(void **state)
 {
-    tu_result r = record("", "heap-target", "fork");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", "fork", 0);
     const hev *parent = find(&h, ALLOC, 3100), *child = find(&h, ALLOC, 3200),
               *later = find(&h, ALLOC, 3300);
     assert_non_null(parent);
@@ -392,10 +389,7 @@ static void test_fork_child_is_its_own_process(void **state)
 
 static void test_exec_keeps_tracing(void **state)
 {
-    tu_result r = record("", "heap-target", "exec");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", "exec", 0);
     const hev *before = find(&h, ALLOC, 3400), *after = find(&h, ALLOC, 3500);
     assert_non_null(before);
     assert_non_null(after);
@@ -408,10 +402,7 @@ static void test_exec_keeps_tracing(void **state)
 
 static void test_signal_handler_allocates(void **state)
 {
-    tu_result r = record("", "heap-target", "signal");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", "signal", 0);
     assert_int_equal(count(&h, ALLOC, 1, 3700), 10);
     assert_int_equal(count(&h, ALLOC, 1, 2011), 1000);
     heap_free(&h);
@@ -419,10 +410,7 @@ static void test_signal_handler_allocates(void **state)
 
 static void test_killed_target_leaves_readable_trace(void **state)
 {
-    tu_result r = record("", "heap-target", "kill");
-    assert_int_equal(r.status, 128 + 9);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("", "heap-target", "kill", 128 + 9);
     assert_int_equal(h.damage, 0);
     assert_int_equal(count(&h, ALLOC, 1, 3800), 100);
     heap_free(&h);
@@ -460,10 +448,7 @@ static void test_dormant_agent_changes_nothing(void **state)
 
 static void test_memory_mode_keeps_newest(void **state)
 {
-    tu_result r = record("--memory --buffers 4 --buffer-size 16", "heap-target", "many");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    heap_trace h = read_heap(trace_path);
+    heap_trace h = record_read("--memory --buffers 4 --buffer-size 16", "heap-target", "many", 0);
     assert_true(h.overwritten > 0);
     assert_int_equal(count(&h, ALLOC, 1, 3999), 1);   /* the newest event */
     assert_true(count(&h, ALLOC, 1, 3900) < 100000 / 16); /* older ones were overwritten */
