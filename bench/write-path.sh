@@ -11,9 +11,10 @@ build=${BUILD:-build}
 n=${1:-2000000}
 export LTR_RUNTIME_DIR=$(mktemp -d /tmp/ltr-bench-XXXXXX)
 export LTTNG_HOME=$LTR_RUNTIME_DIR
+. bench/peers/lttng-session.sh # the cwd is the repository (above)
 cleanup() {
   "$build/bin/ltr" cancel --instance bench >/dev/null 2>&1 || true
-  if [ -n "${sessiond:-}" ]; then lttng destroy -a >/dev/null 2>&1 || true; kill "$sessiond" 2>/dev/null || true; fi
+  lttng_snapshot_cleanup
   rm -rf "$LTR_RUNTIME_DIR"
 }
 trap cleanup EXIT
@@ -22,13 +23,7 @@ echo "== write path: $(nproc) CPUs, kernel $(uname -r), $n events per thread"
 "$build/bench/write_path" "$n"
 "$build/bin/ltr" cancel --instance bench >/dev/null
 if [ -x "$build/bench/write_path_lttng" ] && command -v lttng-sessiond >/dev/null; then
-  lttng-sessiond --no-kernel >/dev/null 2>&1 &
-  sessiond=$!
-  sleep 1
-  lttng create bench --snapshot >/dev/null
-  lttng enable-channel -u ch --subbuf-size 1M --num-subbuf 64 --overwrite >/dev/null
-  lttng enable-event -u -c ch 'ltr_bench:*' >/dev/null
-  lttng start >/dev/null
+  lttng_snapshot_start bench 'ltr_bench:*'
   "$build/bench/write_path_lttng" "$n"
   lttng stop >/dev/null
 else

@@ -6,6 +6,8 @@
  */
 #include <ltr/provider.h>
 
+#include "bench_threads.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +22,6 @@ LTR_EVENT_DEFINE(ev_off, off_provider, 1, LTR_LEVEL_INFO, 0x1, "Off", fields);
 
 static long per_thread;
 static _Atomic unsigned long long lost_total;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *writer(void *arg)
 {
@@ -43,14 +38,8 @@ static void *writer(void *arg)
 
 static void run(int threads, int quiet)
 {
-    pthread_t t[64];
     lost_total = 0;
-    double t0 = now_s();
-    for (int i = 0; i < threads; i++)
-        pthread_create(&t[i], NULL, writer, NULL);
-    for (int i = 0; i < threads; i++)
-        pthread_join(t[i], NULL);
-    double dt = now_s() - t0;
+    double dt = bench_run_threads(threads, writer);
     double total = (double)per_thread * threads;
     if (!quiet)
         printf("ltr enabled   threads=%d events=%.0f  %.2f M events/s  %.1f ns/event (per thread)  lost=%llu\n",
@@ -60,12 +49,12 @@ static void run(int threads, int quiet)
 static void run_disabled(void)
 {
     long n = per_thread * 10;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         LTR_WRITE(&ev_off, LTR_U64(i), LTR_U32(42));
         __asm__ volatile("" ::: "memory"); /* keep the loop */
     }
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     printf("ltr disabled  threads=1 events=%ld  %.2f ns/event\n", n, dt * 1e9 / (double)n);
 }
 

@@ -16,9 +16,9 @@ ltr=$build/bin/ltr
 tmp=$(mktemp -d)
 export LTR_RUNTIME_DIR=$tmp/run
 mkdir -m 700 "$LTR_RUNTIME_DIR"
-sessiond=""
+. "$(dirname "$0")/../peers/lttng-session.sh"
 cleanup() {
-  if [ -n "$sessiond" ]; then lttng destroy -a >/dev/null 2>&1 || true; kill "$sessiond" 2>/dev/null || true; fi
+  lttng_snapshot_cleanup
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -76,13 +76,7 @@ fi
 
 wrapper=$(ls /usr/lib/*/liblttng-ust-libc-wrapper.so.1 2>/dev/null | head -1 || true)
 if [ -n "$wrapper" ] && command -v lttng-sessiond >/dev/null; then
-  lttng-sessiond --no-kernel >/dev/null 2>&1 &
-  sessiond=$!
-  sleep 1
-  lttng create heapbench --snapshot >/dev/null
-  lttng enable-channel -u ch --subbuf-size 1M --num-subbuf 64 --overwrite >/dev/null
-  lttng enable-event -u -c ch 'lttng_ust_libc:*' >/dev/null
-  lttng start >/dev/null
+  lttng_snapshot_start heapbench 'lttng_ust_libc:*'
   read -r n ns cpu < <(best env LD_PRELOAD="$wrapper" "$work" "$threads" "$ops")
   report "lttng-ust libc wrapper" "$n" "$ns" "$cpu" "$base"
   echo "                       (no call stacks: the wrapper records the caller's address only)"

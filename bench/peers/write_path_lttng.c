@@ -7,19 +7,14 @@
 #define LTTNG_UST_TRACEPOINT_DEFINE
 #include "lttng_tp.h"
 
+#include "../bench_threads.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 static long per_thread;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *writer(void *arg)
 {
@@ -30,13 +25,7 @@ static void *writer(void *arg)
 
 static void run(int threads, int quiet)
 {
-    pthread_t t[64];
-    double t0 = now_s();
-    for (int i = 0; i < threads; i++)
-        pthread_create(&t[i], NULL, writer, NULL);
-    for (int i = 0; i < threads; i++)
-        pthread_join(t[i], NULL);
-    double dt = now_s() - t0;
+    double dt = bench_run_threads(threads, writer);
     double total = (double)per_thread * threads;
     if (!quiet)
         printf("lttng-ust     threads=%d events=%.0f  %.2f M events/s  %.1f ns/event (per thread)\n", threads,
