@@ -8,6 +8,8 @@
  * does not parse) it stops, and analyze.c hands that record to
  * ltr_trace_next, which applies the damage rules. The reader's counts are
  * reported per run, so `ltr info` and the analysis see the same figures.
+ * Why not the reader's per-event path: its generic event and field lookup
+ * were over a third of the analysis time (docs/analysis.md, "Speed").
  */
 #include "analyze/internal.h"
 #include "analyze/sink.h"
