@@ -37,6 +37,13 @@ enum heap_fn {
 /* Nonzero while this thread runs agent code: hooks then only pass through. */
 extern __thread int agent_busy __attribute__((tls_model("initial-exec")));
 
+/* Nonzero while this thread is inside pthread_getattr_np (hooks.c). glibc
+ * holds the lock of the thread asked about while it allocates there (the
+ * main thread's stack comes from fopen("/proc/self/maps"), every thread's
+ * CPU set from realloc), so the unwinder must not call it then for its own
+ * stack bounds: that lock is not recursive. Rust's runtime asks at start. */
+extern __thread int agent_in_getattr __attribute__((tls_model("initial-exec")));
+
 /* Timestamp of the event this thread is writing, 0 outside one. */
 extern __thread uint64_t agent_event_ts __attribute__((tls_model("initial-exec")));
 

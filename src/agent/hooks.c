@@ -1,7 +1,7 @@
 /*
  * agent/hooks.c — the functions the agent replaces: the malloc family, C++
- * operator new and delete in all their forms, dlclose (modules may go) and
- * pthread_setname_np (thread names). Each calls the next definition in the
+ * operator new and delete in all their forms, dlclose (modules may go),
+ * pthread_setname_np (thread names) and pthread_getattr_np (see agent.h). Each calls the next definition in the
  * lookup order (dlsym RTLD_NEXT: glibc, or another allocator preloaded after
  * us) and reports what it did to emit.c.
  *
@@ -26,6 +26,7 @@
 #define HOOK_FRAME __builtin_frame_address(0)
 
 __thread int agent_busy __attribute__((tls_model("initial-exec")));
+__thread int agent_in_getattr __attribute__((tls_model("initial-exec")));
 
 /* ---- the next definitions ------------------------------------------------- */
 
@@ -42,6 +43,7 @@ static struct {
     void *(*pvalloc)(size_t);
     int (*dlclose)(void *);
     int (*setname)(pthread_t, const char *);
+    int (*getattr)(pthread_t, pthread_attr_t *);
 } real;
 
 static int resolving;
@@ -70,6 +72,7 @@ static void resolve(void)
     real.pvalloc = next_sym("pvalloc");
     real.dlclose = next_sym("dlclose");
     real.setname = next_sym("pthread_setname_np");
+    real.getattr = next_sym("pthread_getattr_np");
     __atomic_store_n(&real.malloc, (void *(*)(size_t))next_sym("malloc"), __ATOMIC_RELEASE);
 }
 
@@ -346,5 +349,15 @@ EXPORT int pthread_setname_np(pthread_t th, const char *name)
     int rc = real.setname(th, name);
     if (rc == 0 && pthread_equal(th, pthread_self()))
         emit_thread_renamed();
+    return rc;
+}
+
+EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+    if (!ready() || !real.getattr)
+        return ENOSYS;
+    agent_in_getattr++;
+    int rc = real.getattr(th, attr);
+    agent_in_getattr--;
     return rc;
 }

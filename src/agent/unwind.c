@@ -20,9 +20,11 @@
  * words (512 KiB, bounded); a collision just derives again.
  *
  * Safety in the traced program: the walk reads memory only inside the
- * thread's stack (bounds from pthread_getattr_np, once per thread) and only
+ * thread's stack (bounds from pthread_getattr_np, once per thread, never
+ * from inside the program's own call of it: agent.h) and only
  * at CFAs that move strictly up the stack; anything else is a give-up.
  */
+#include "agent/agent.h"
 #include "agent/unwind.h"
 
 #if defined(__x86_64__)
@@ -330,11 +332,14 @@ void unwind_after_fork(void)
 static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
 
-/* False if this thread's stack cannot be bounded. */
+/* False if this thread's stack cannot be bounded (now: inside
+ * pthread_getattr_np, agent.h, it is asked again next time). */
 static bool stack_bounds(void)
 {
     if (__builtin_expect(stack_hi != 0, 1))
         return stack_hi > 1;
+    if (agent_in_getattr)
+        return false;
     pthread_attr_t at;
     void *addr;
     size_t size;

@@ -81,6 +81,28 @@ static void mode_threads(void)
         pthread_join(th[t], NULL);
 }
 
+/* glibc's pthread_getattr_np allocates while it holds the lock of the
+ * thread asked about: as the first thing a thread does (Rust's runtime does
+ * it at start), it must not leave the agent waiting on that lock. */
+static void *asks_own_stack(void *arg)
+{
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return NULL;
+    pthread_attr_destroy(&a);
+    keep[(long)arg] = malloc(3700 + (size_t)(long)arg);
+    return NULL;
+}
+
+static void mode_getattr(void)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    asks_own_stack((void *)1);
+    pthread_t th;
+    pthread_create(&th, NULL, asks_own_stack, (void *)2);
+    pthread_join(th, NULL);
+}
+
 static void mode_fork(void)
 {
     keep[0] = malloc(3100);
@@ -190,6 +212,8 @@ int main(int argc, char **argv)
         mode_threads();
     else if (!strcmp(mode, "fork"))
         mode_fork();
+    else if (!strcmp(mode, "getattr"))
+        mode_getattr();
     else if (!strcmp(mode, "exec"))
         mode_exec(argv[0]);
     else if (!strcmp(mode, "exec2"))

@@ -387,6 +387,29 @@ static void test_fork_child_is_its_own_process(void **state)
     heap_free(&h);
 }
 
+/* A thread whose first act is pthread_getattr_np (glibc allocates inside it,
+ * holding that thread's lock): the program runs through (the target's alarm
+ * kills it otherwise), and the allocations after it have their stacks. */
+static void test_program_asking_its_stack_bounds(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "getattr", 0);
+    const hev *on_main = find(&h, ALLOC, 3701), *on_thread = find(&h, ALLOC, 3702);
+    assert_non_null(on_main);
+    assert_non_null(on_thread);
+    assert_int_equal(on_main->tid, on_main->pid);
+    assert_int_not_equal(on_thread->tid, on_thread->pid);
+    const hev *both[] = {on_main, on_thread};
+    for (int i = 0; i < 2; i++) {
+        const ltr_stack *st = ltr_trace_stack_find(h.t, both[i]->pid, both[i]->stack);
+        assert_non_null(st);
+        assert_true(st->frame_count >= 2);
+        const ltr_module *m = module_of(&h, both[i]->pid, st->frames[0], both[i]->ts);
+        assert_non_null(m);
+        assert_non_null(strstr(m->path, "heap-target"));
+    }
+    heap_free(&h);
+}
+
 static void test_exec_keeps_tracing(void **state)
 {
     heap_trace h = record_read("", "heap-target", "exec", 0);
@@ -553,6 +576,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_program_asking_its_stack_bounds, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
