@@ -265,8 +265,8 @@ static void warn_state(ltr_analysis *a)
         implicit += a->model.procs[i]->implicit_frees;
     }
     if (unseen)
-        an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (the trace starts "
-                "after they were allocated); they change no total",
+        an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (allocated before "
+                "the trace began, or before the heap agent started in their process); they change no total",
              (unsigned long long)unseen);
     if (implicit)
         an_warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
