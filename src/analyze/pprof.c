@@ -8,7 +8,12 @@
  * length-delimited fields (strings and sub-messages), about sixty lines, and
  * it spares the project a code generator and a runtime library.
  * Locations are symbolized already (has_functions), so pprof does not try to
- * symbolize them again.
+ * symbolize them again: a module whose build-id did not match stays
+ * module+offset rather than be symbolized wrongly by pprof.
+ *
+ * Each location names its Mapping: the executable segment of the module
+ * record (pid, path, build-id) holding it. The first Mapping is the first
+ * process's executable, which pprof takes for the main binary.
  */
 #include "analyze/internal.h"
 #include "format/records.h"
@@ -79,7 +84,8 @@ typedef struct pprof {
     size_t nstrs, capstrs;
     an_hmap functions; /* (name index, file index) -> function id */
     an_hmap locations; /* pid and address -> location id, per process (reset per process) */
-    uint64_t next_function, next_location;
+    an_hmap mappings;  /* module record and segment -> mapping id */
+    uint64_t next_function, next_location, next_mapping;
 } pprof;
 
 static uint64_t fnv(const char *s)
@@ -146,6 +152,75 @@ static uint64_t function_id(pprof *pp, const ltr_sym_frame *f)
     return id;
 }
 
+/* --- mappings --- */
+
+static int segment_of(const ltr_module *m, uint64_t addr)
+{
+    for (int i = 0; i < m->segment_count; i++)
+        if (addr >= m->segments[i].start && addr < m->segments[i].end)
+            return i;
+    return -1;
+}
+
+/* The Mapping of segment seg of module record i, written at its first use. */
+static uint64_t mapping_of(pprof *pp, const ltr_module *m, size_t i, int seg)
+{
+    int created;
+    pp_key *k = an_hmap_put(&pp->mappings, ((uint64_t)i << 16 | (uint64_t)seg) + 1, &created);
+    if (k && !created)
+        return k->id;
+    uint64_t id = ++pp->next_mapping;
+    if (k)
+        k->id = id;
+    char hex[2 * 255 + 1];
+    for (unsigned b = 0; b < m->build_id_len; b++)
+        snprintf(hex + 2 * b, 3, "%02x", m->build_id[b]);
+    hex[2 * m->build_id_len] = 0;
+    const ltr_segment *g = &m->segments[seg];
+    pb_int(&pp->sub, 1, id);
+    pb_int(&pp->sub, 2, g->start);
+    pb_int(&pp->sub, 3, g->end);
+    pb_int(&pp->sub, 4, g->file_offset);
+    pb_int(&pp->sub, 5, str_index(pp, m->path));
+    pb_int(&pp->sub, 6, str_index(pp, hex));
+    for (unsigned field = 7; field <= 10; field++) /* functions, filenames, lines, inline frames */
+        pb_int(&pp->sub, field, 1);
+    pb_message(&pp->out, 3, &pp->sub);
+    return id;
+}
+
+/* The mapping holding addr in process pid at time ts (the latest module
+ * record loaded there by then); 0 if none. */
+static uint64_t mapping_id(pprof *pp, const ltr_trace *t, uint32_t pid, uint64_t ts, uint64_t addr)
+{
+    size_t best = SIZE_MAX;
+    int best_seg = -1;
+    for (size_t i = 0, n = ltr_trace_module_count(t); i < n; i++) {
+        const ltr_module *m = ltr_trace_module_at(t, i);
+        if (m->pid != pid || m->event != 1 || (m->ts > ts && best != SIZE_MAX))
+            continue;
+        int seg = segment_of(m, addr);
+        if (seg >= 0 && (best == SIZE_MAX || m->ts <= ts))
+            best = i, best_seg = seg;
+    }
+    return best == SIZE_MAX ? 0 : mapping_of(pp, ltr_trace_module_at(t, best), best, best_seg);
+}
+
+/* The first process's executable goes first: pprof's main binary. */
+static void main_binary_first(pprof *pp, const ltr_trace *t, uint32_t pid)
+{
+    const ltr_process *p = ltr_trace_process_find(t, pid);
+    for (size_t i = 0, n = ltr_trace_module_count(t); p && p->exe && i < n; i++) {
+        const ltr_module *m = ltr_trace_module_at(t, i);
+        if (m->pid != pid || m->event != 1 || !m->path || strcmp(m->path, p->exe))
+            continue;
+        for (int seg = 0; seg < m->segment_count; seg++)
+            if (m->segments[seg].flags & 4) /* executable: where return addresses are */
+                mapping_of(pp, m, i, seg);
+        return;
+    }
+}
+
 /* The location of one recorded address: its inlined frames as lines, innermost first. */
 static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint64_t addr)
 {
@@ -162,6 +237,7 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
         f[n++] = (ltr_sym_frame){.address = addr};
     ltr_bytes loc = {0};
     pb_int(&loc, 1, id);
+    pb_int(&loc, 2, mapping_id(pp, a->trace, s->pid, s->first_ts, addr));
     pb_int(&loc, 3, addr);
     for (size_t i = 0; i < n; i++) {
         uint64_t fid = function_id(pp, &f[i]); /* may append a Function to out */
@@ -253,10 +329,13 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
     pprof pp = {0};
     an_hmap_init(&pp.strings, sizeof(pp_key));
     an_hmap_init(&pp.functions, sizeof(pp_key));
+    an_hmap_init(&pp.mappings, sizeof(pp_key));
     header(&pp, a);
     uint64_t pid_key = str_index(&pp, "pid");
     size_t np;
     an_proc *const *procs = an_procs(a, &np);
+    if (np)
+        main_binary_first(&pp, a->trace, procs[0]->pid);
     for (size_t i = 0; i < np; i++) {
         an_hmap_init(&pp.locations, sizeof(pp_key)); /* addresses mean different code per process */
         for (size_t k = 0; k < procs[i]->nstacks; k++)
@@ -269,6 +348,7 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
     ltr_bytes_free(&pp.sub2);
     an_hmap_free(&pp.strings);
     an_hmap_free(&pp.functions);
+    an_hmap_free(&pp.mappings);
     for (size_t i = 0; i < pp.nstrs; i++)
         free(pp.strs[i]);
     free(pp.strs);

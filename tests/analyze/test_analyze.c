@@ -225,6 +225,37 @@ static void test_pprof_with_go(void **state)
     assert_non_null(strstr(r.out, "parse_request"));
     assert_non_null(strstr(r.out, "demo::Cache::insert")); /* pprof drops the parameters */
     tu_free(&r);
+    /* Mappings: the traced program first (pprof's main binary), each module with its build-id,
+     * and every location in one */
+    r = tu_run("HOME=$PWD GOCACHE=$PWD/gocache go tool pprof -symbolize=none -raw leaky.pb.gz");
+    assert_int_equal(r.status, 0);
+    const char *maps = strstr(r.out, "\nMappings\n");
+    assert_non_null(maps);
+    const char *first = strstr(maps, "\n1: ");
+    assert_non_null(first);
+    const char *end = strchr(first + 1, '\n');
+    char *main_line = strndup(first + 1, (size_t)(end - first - 1));
+    assert_non_null(strstr(main_line, "/demo/leaky "));
+    const char *id = strrchr(main_line, '/');
+    assert_true(strlen(id) > 42 && strspn(strchr(id, ' ') + 1, "0123456789abcdef") == 40);
+    free(main_line);
+    assert_non_null(strstr(maps, "libleaky-plugin.so "));
+    const char *locs = strstr(r.out, "\nLocations\n");
+    assert_non_null(locs);
+    assert_true(locs < maps);
+    int nlocs = 0;
+    for (const char *l = strchr(locs + 1, '\n'); l && l < maps; l = strchr(l + 1, '\n')) {
+        char text[512] = "";
+        sscanf(l + 1, "%511[^\n]", text);
+        if (!strstr(text, ": 0x"))
+            continue; /* a further inlined frame of the location above */
+        const char *m = strstr(text, " M=");
+        if (!m || m[3] == '0')
+            fail_msg("location without a mapping: %s", text);
+        nlocs++;
+    }
+    assert_true(nlocs > 10);
+    tu_free(&r);
 }
 
 static void test_folded_with_flamegraph(void **state)
