@@ -112,6 +112,31 @@ static void window_settle(ltr_analysis *a, const window_spec *w)
     an_model_init(&a->model, b[0], b[1]);
 }
 
+/* A window that ends before it starts is a mistake in the options, not an
+ * empty report. */
+static int window_check(const ltr_analysis *a, const ltr_analyze_opts *o, ltr_error *err)
+{
+    if (!a->from_set || !a->to_set || a->model.from <= a->model.to)
+        return 0;
+    return ltr_fail(err, EINVAL, "the window is empty: --to '%s' (%.6f s) comes before --from '%s' (%.6f s)",
+                    o->to, an_seconds(a, a->model.to), o->from, an_seconds(a, a->model.from));
+}
+
+/* --pid P of a process the trace never names: say so, and which it holds. */
+static int pid_check(const ltr_analysis *a, ltr_error *err)
+{
+    size_t n = ltr_trace_process_count(a->trace);
+    if (!a->pid_set || ltr_trace_process_find(a->trace, a->pid) || a->model.nprocs)
+        return 0;
+    char list[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof list - 16; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", i ? ", " : "",
+                                ltr_trace_process_at(a->trace, i)->pid);
+    return ltr_fail(err, ENOENT, "--pid %u: %s has no process %u%s%s%s", a->pid, ltr_trace_path(a->trace),
+                    a->pid, n ? " (its processes: " : "", list, n ? (len >= sizeof list - 16 ? ", ...)" : ")") : "");
+}
+
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
     an_heap_event h;
@@ -194,6 +219,8 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     const ltr_event *ev;
     int rc = ltr_trace_next(a->trace, &ev, err);
     window_settle(a, w);
+    if (rc >= 0 && window_check(a, o, err) < 0)
+        rc = -EINVAL;
     an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size));
     if (!sk)
         rc = ltr_fail(err, ENOMEM, "out of memory");
@@ -271,9 +298,17 @@ static void warn_state(ltr_analysis *a)
     if (implicit)
         an_warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
              (unsigned long long)implicit);
-    if (!a->heap_events)
+    if (!a->heap_events && a->pid_set)
+        an_warn(a, "process %u has no heap events in the trace", a->pid);
+    else if (!a->heap_events)
         an_warn(a, "the trace holds no heap events (provider Ltr.Heap)%s",
              a->events ? "" : ": it holds no events at all");
+    if (a->from_set && a->heap_events && a->model.from > a->sum.last_ts)
+        an_warn(a, "the window starts after the trace's last event (%.6f s): nothing happened in it",
+                an_seconds(a, a->sum.last_ts));
+    else if (a->to_set && a->heap_events && a->model.to < a->sum.first_ts)
+        an_warn(a, "the window ends before the trace's first event (%.6f s): nothing happened in it",
+                an_seconds(a, a->sum.first_ts));
 }
 
 int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis **out, ltr_error *err)
@@ -291,6 +326,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         rc = window_prepare(a, o, &w, err);
     if (rc == 0)
         rc = stream(a, o, &w, err);
+    if (rc == 0)
+        rc = pid_check(a, err);
     if (rc < 0) {
         ltr_analysis_free(a);
         return rc;

@@ -374,6 +374,28 @@ static void test_bad_input(void **state)
     tu_free(&r);
 }
 
+/* Windows and processes the trace cannot answer for. */
+static void test_window_and_pid_mistakes(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' analyze '%s' --from 0.005 --to 0.004", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "the window is empty: --to '0.004' (0.004000 s) comes before --from '0.005'"));
+    assert_string_equal(r.out, "");
+    tu_free(&r);
+    r = tu_run("'%s' export '%s' --pid 1 --format folded -o none.folded; rc=$?; test ! -e none.folded && exit $rc",
+               tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "--pid 1: "));
+    assert_non_null(strstr(r.err, "has no process 1 (its processes: "));
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --from 1000", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
+    assert_non_null(strstr(r.out, " 0 allocations, 0 frees"));
+    tu_free(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -410,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
         cmocka_unit_test(test_pprof_with_go),
+        cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),
         cmocka_unit_test(test_separate_debug_info),
         cmocka_unit_test(test_build_id_mismatch),
