@@ -103,6 +103,20 @@ static void mode_getattr(void)
     pthread_join(th, NULL);
 }
 
+static void at_exit_noop(void) {}
+
+/* glibc's atexit allocates the next block of exit functions (after the 32 of
+ * the static one) while it holds the exit-functions lock: as the process's
+ * first traced allocation, the agent's first event then runs inside that
+ * lock (node's 33rd static constructor did this). */
+static void mode_atexit(void)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    for (int i = 0; i < 40; i++)
+        atexit(at_exit_noop);
+    keep[0] = malloc(3750);
+}
+
 static void mode_fork(void)
 {
     keep[0] = malloc(3100);
@@ -214,6 +228,8 @@ int main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(mode, "getattr"))
         mode_getattr();
+    else if (!strcmp(mode, "atexit"))
+        mode_atexit();
     else if (!strcmp(mode, "exec"))
         mode_exec(argv[0]);
     else if (!strcmp(mode, "exec2"))

@@ -410,6 +410,21 @@ static void test_program_asking_its_stack_bounds(void **state)
     heap_free(&h);
 }
 
+/* The process's first traced allocation is glibc's own, made inside atexit
+ * with the exit-functions lock held: the agent's first event must take no
+ * lock of glibc's that the caller may hold (it registered its own atexit
+ * there, and hung). The program runs through, and both are recorded. */
+static void test_first_allocation_inside_atexit(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "atexit", 0);
+    assert_non_null(find(&h, ALLOC, 3750));
+    size_t in_atexit = 0;
+    for (size_t i = 0; i < h.n; i++)
+        in_atexit += h.v[i].kind == ALLOC && h.v[i].fn == 2 /* calloc */;
+    assert_true(in_atexit >= 1);
+    heap_free(&h);
+}
+
 static void test_exec_keeps_tracing(void **state)
 {
     heap_trace h = record_read("", "heap-target", "exec", 0);
@@ -577,6 +592,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_program_asking_its_stack_bounds, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_first_allocation_inside_atexit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
