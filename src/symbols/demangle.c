@@ -1,37 +1,48 @@
 /*
- * symbols/demangle.c — C++ and Rust symbol names for people. C++ (Itanium ABI)
- * goes through libstdc++'s __cxa_demangle; Rust's legacy mangling is Itanium
- * mangling plus a "::h<16 hex>" hash element, which is dropped.
+ * symbols/demangle.c — C++ and Rust symbol names for people, for dwarf.c
+ * (DWARF linkage names and symbol-table names).
+ *
+ * Rust, both manglings, goes through GNU libiberty's rust_demangle (Debian
+ * libiberty-dev; the same code binutils' c++filt and gdb use): legacy names
+ * (Itanium-shaped "_ZN...17h<16 hex>E" with "$LT$"-style escapes) and v0
+ * names ("_R..."), which rustc's own std uses even when the program's crate
+ * is legacy. Without DMGL_VERBOSE it leaves out the legacy "::h<hash>" element
+ * and v0's crate disambiguators ("[0123abcd]"), as rustfilt does by default,
+ * and drops LLVM's ".llvm.<digits>" suffixes. Debian's libiberty.a is built
+ * position-independent, so it links into libltr.so; its symbols are kept
+ * out of libltr's exports (src/symbols/CMakeLists.txt).
+ *
+ * C++ (Itanium ABI) stays with libstdc++'s __cxa_demangle, as before: the
+ * same demangler underneath, and C++ output unchanged. A legacy Rust name is
+ * also a valid Itanium name, so Rust is tried first; rust_demangle accepts
+ * an "_ZN" name only when its last element is the "h<16 hex>" hash.
  */
 #include "symbols/symbols.h"
 
-#include <ctype.h>
+#include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* Drops a trailing "::h" followed by 16 hex digits (legacy Rust symbol hash). */
-static void drop_rust_hash(char *s)
+static char *demangle_cxx(const char *name)
 {
-    size_t n = strlen(s);
-    if (n < 19 || memcmp(s + n - 19, "::h", 3) != 0)
-        return;
-    for (size_t i = n - 16; i < n; i++)
-        if (!isxdigit((unsigned char)s[i]))
-            return;
-    s[n - 19] = 0;
+    int status = 0;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
 }
 
 char *ltr_demangle(const char *name)
 {
-    if (!name || strncmp(name, "_Z", 2) != 0)
+    if (!name)
         return NULL;
-    int status = 0;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
-    if (status != 0 || !d)
-        return NULL;
-    if (!strncmp(name, "_ZN", 3))
-        drop_rust_hash(d);
+    int rust = !strncmp(name, "_R", 2) || !strncmp(name, "_ZN", 3);
+    char *d = rust ? rust_demangle(name, DMGL_NO_OPTS) : NULL;
+    if (!d && !strncmp(name, "_Z", 2))
+        d = demangle_cxx(name);
     return d;
 }

@@ -6,6 +6,7 @@
  * .gnu_debuglink), which is why a debug_path is passed in.
  */
 #include "symbols/dwarf.h"
+#include "symbols/funcs.h"
 #include "symbols/symbols.h"
 
 #include <elfutils/libdw.h>
@@ -23,7 +24,10 @@ struct sym_elf {
     Dwfl_Module *mod;
     Dwarf_Addr bias; /* dwfl address - ELF virtual address */
     Dwfl_Callbacks cb;
+    sym_funcs *funcs; /* functions by address, per compile unit */
 };
+
+#define MAX_CHAIN 256 /* inlining depth followed */
 
 static void hex(const uint8_t *p, size_t n, char *out, size_t cap)
 {
@@ -75,7 +79,8 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
     e->cb.section_address = dwfl_offline_section_address;
     e->cb.debuginfo_path = debug_path;
     e->dwfl = dwfl_begin(&e->cb);
-    if (e->dwfl)
+    e->funcs = sym_funcs_new();
+    if (e->dwfl && e->funcs)
         e->mod = dwfl_report_elf(e->dwfl, path, path, -1, 0, false);
     if (!e->mod) {
         *problem = strerr_problem("not an ELF file libdw can read");
@@ -101,6 +106,7 @@ void sym_elf_close(sym_elf *e)
         return;
     if (e->dwfl)
         dwfl_end(e->dwfl);
+    sym_funcs_free(e->funcs);
     free(e);
 }
 
@@ -113,33 +119,18 @@ void sym_elf_warm(sym_elf *e)
     dwfl_module_addrdie(e->mod, low, &cubias); /* indexes the compile units by address */
 }
 
-/* The demangled name of a subprogram or inlined subroutine DIE. */
-static char *die_function(Dwarf_Die *die)
-{
-    Dwarf_Attribute attr;
-    const char *name = NULL;
-    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
-        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
-        name = dwarf_formstring(&attr);
-    if (name) {
-        char *d = ltr_demangle(name);
-        if (d)
-            return d;
-    }
-    if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr))
-        name = dwarf_formstring(&attr);
-    return name ? strdup(name) : NULL;
-}
-
-/* Where an inlined subroutine was called from: file and line in its caller. */
-static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, sym_level *caller)
+/* Where an inlined call was made from: file and line in its caller. The
+ * file number refers to the line table of the call's own unit. */
+static void call_site(Dwarf_Die *inl, sym_level *caller)
 {
     Dwarf_Attribute attr;
     Dwarf_Word fileidx = 0, line = 0;
     Dwarf_Files *files;
+    Dwarf_Die cu;
     size_t nfiles;
     if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &fileidx) == 0 &&
-        dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && fileidx < nfiles) {
+        dwarf_diecu(inl, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 &&
+        fileidx < nfiles) {
         const char *f = dwarf_filesrc(files, fileidx, NULL, NULL);
         caller->file = f ? strdup(f) : NULL;
     }
@@ -156,32 +147,25 @@ static void line_of(sym_elf *e, Dwarf_Addr addr, sym_level *lv)
     lv->line = line > 0 ? (unsigned)line : 0;
 }
 
-/* The chain of inlined calls at addr, from the DWARF scopes. */
+/* The function at addr and the inlined calls inside it, innermost first:
+ * the innermost has the line of addr, each other one the line of the call
+ * it made. With more levels than cap the innermost ones are left out (the
+ * function and the calls nearest it say more about who allocates), and the
+ * innermost kept one has the line of its call. */
 static size_t inline_chain(sym_elf *e, Dwarf_Addr addr, sym_level *out, size_t cap)
 {
     Dwarf_Addr cubias;
     Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &cubias);
-    Dwarf_Die *scopes = NULL;
-    int n = cu ? dwarf_getscopes(cu, addr - cubias, &scopes) : -1;
+    Dwarf_Die chain[MAX_CHAIN];
+    size_t n = cu ? sym_funcs_chain(e->funcs, cu, addr - cubias, chain, MAX_CHAIN) : 0;
     size_t k = 0;
-    for (int i = 0; i < n && k < cap; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-            continue;
-        out[k].function = die_function(&scopes[i]);
-        if (k == 0)
+    for (size_t i = n > cap ? cap : n; i-- > 0; k++) {
+        out[k].function = sym_die_name(&chain[i]);
+        if (i + 1 == n)
             line_of(e, addr, &out[k]);
-        k++;
-        if (tag == DW_TAG_subprogram)
-            break;
-        if (k < cap)
-            call_site(cu, &scopes[i], &out[k]); /* the caller's location */
+        else
+            call_site(&chain[i + 1], &out[k]);
     }
-    if (k < cap) { /* a call site with no enclosing function found: dropped */
-        free(out[k].file);
-        out[k].file = NULL;
-    }
-    free(scopes);
     return k;
 }
 

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LEVELS 32 /* inlining depth kept per address */
+#define MAX_LEVELS 64 /* inlining depth kept per address (Rust goes 20 deep and more) */
 
 typedef struct sym_file {
     char *path;

@@ -12,7 +12,7 @@
  * comes from the file itself or, by build-id, from the debug directories
  * (default /usr/lib/debug, whose .build-id/xx/yyyy.debug files distributions ship).
  * Inlined calls become frames of their own, innermost first. C++ and Rust
- * (legacy mangling) names are demangled.
+ * (legacy and v0 manglings) names are demangled.
  */
 #ifndef LTR_SYMBOLS_H
 #define LTR_SYMBOLS_H
@@ -78,8 +78,9 @@ void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, c
  * open, -EBUSY while an earlier one is still at work (call again later),
  * -errno when it could not start (the lookups then open the files). */
 int ltr_symbolizer_prewarm(ltr_symbolizer *s);
-/* Demangles a C++ or legacy Rust symbol; returns a malloc'd string or NULL if
- * name is not mangled. */
+/* Demangles a C++ (Itanium) or Rust (legacy or v0) symbol; returns a malloc'd
+ * string or NULL if name is not mangled. Rust names lose their hashes: the
+ * legacy "::h<16 hex>" element, v0's crate disambiguators, ".llvm.N". */
 char *ltr_demangle(const char *name);
 
 #endif
