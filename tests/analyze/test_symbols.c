@@ -4,7 +4,10 @@
  * opened in the background (ltr_symbolizer_prewarm) give the same frames as
  * files opened by the lookups themselves, modules added while the prewarm
  * thread runs are still found, and a module whose file is missing gives
- * module+offset frames and is warned about only once a lookup needed it.
+ * module+offset frames and is warned about only once a lookup needed it;
+ * a call inside an inlined function gives the inlined frame and the frame
+ * of the function it was inlined into; ltr_demangle on real C++ and Rust
+ * names (both manglings), against what other demanglers print.
  */
 #include "symbols/symbols.h"
 
@@ -37,6 +40,25 @@ static size_t nmods;
 
 __attribute__((noinline)) int probe_target(int x);
 __attribute__((noinline)) int probe_target(int x) { return x * 3 + 1; }
+
+/* A call from code inlined into outer_probe: its return address is inside
+ * both. The empty asm after each call keeps them from being tail calls. */
+static unsigned inner_line, outer_line; /* the lines of those two calls */
+__attribute__((noinline)) uintptr_t return_address(void);
+__attribute__((noinline)) uintptr_t return_address(void) { return (uintptr_t)__builtin_return_address(0); }
+static inline __attribute__((always_inline)) uintptr_t inlined_probe(void)
+{
+    uintptr_t r = return_address(); inner_line = __LINE__;
+    __asm__ volatile("");
+    return r;
+}
+__attribute__((noinline)) uintptr_t outer_probe(void);
+__attribute__((noinline)) uintptr_t outer_probe(void)
+{
+    uintptr_t r = inlined_probe(); outer_line = __LINE__;
+    __asm__ volatile("");
+    return r;
+}
 
 static int add_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -228,9 +250,86 @@ static void test_missing_module_file(void **state)
     ltr_symbolizer_free(unused);
 }
 
+/* The inlined function first, marked inlined, at the line of its call; then
+ * the function it is inlined into, at the line where it was inlined. */
+static void test_inlined_call_and_its_caller(void **state)
+{
+    (void)state;
+    uint64_t addr = outer_probe();
+    assert_non_null(holder(addr));
+    ltr_symbolizer *s = ltr_symbolizer_new(NULL);
+    assert_non_null(s);
+    for (size_t i = 0; i < nmods; i++)
+        add(s, &mods[i]);
+    ltr_sym_frame f[8];
+    size_t n = ltr_symbolize(s, PID, 1, addr, f, 8);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[0].function, "inlined_probe");
+    assert_true(f[0].inlined);
+    assert_non_null(strstr(f[0].file, "test_symbols.c"));
+    assert_int_equal(f[0].line, inner_line);
+    assert_string_equal(f[1].function, "outer_probe");
+    assert_false(f[1].inlined);
+    assert_non_null(strstr(f[1].file, "test_symbols.c"));
+    assert_int_equal(f[1].line, outer_line);
+    ltr_symbolizer_free(s);
+}
+
+/* Mangled names from real binaries (nm of the demo, of rustc 1.95 and 1.63
+ * builds of a small program, legacy and v0). Expected: C++ from binutils
+ * c++filt and llvm-cxxfilt-14 (which agree); Rust legacy from
+ * `c++filt -i --format=rust` (llvm-cxxfilt does not undo legacy escapes);
+ * Rust v0 from llvm-cxxfilt-14, LLVM's own demangler (c++filt -i agrees). */
+static const char *const demangled[][2] = {
+    {"_ZN4demo5Cache6insertEi", "demo::Cache::insert(int)"},
+    {"_ZNSt6vectorIPcSaIS0_EE17_M_realloc_insertIJRKS0_EEEvN9__gnu_cxx17__normal_iteratorIPS0_S2_EEDpOT_",
+     "void std::vector<char*, std::allocator<char*> >::_M_realloc_insert<char* const&>"
+     "(__gnu_cxx::__normal_iterator<char**, std::vector<char*, std::allocator<char*> > >, char* const&)"},
+    {"_ZN4leak10leak_boxes17hdbcd6a07df41e9fcE", "leak::leak_boxes"},
+    {"_ZN4leak14Cache$LT$T$GT$8remember17hff2064ca6ae12eceE", "leak::Cache<T>::remember"},
+    {"_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h362c3aa23832f830E.llvm.13497093203214503505",
+     "std::rt::lang_start::{{closure}}"},
+    {"_ZN79_$LT$hashbrown..raw..RawTable$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h583e432e753ffc99E",
+     "<hashbrown::raw::RawTable<T,A> as core::ops::drop::Drop>::drop"},
+    {"_ZN98_$LT$alloc..vec..Vec$LT$T$GT$$u20$as$u20$alloc..vec..spec_from_iter..SpecFromIter$LT$T$C$I$GT$$GT$"
+     "9from_iter17h07b55e0fadb4cf45E",
+     "<alloc::vec::Vec<T> as alloc::vec::spec_from_iter::SpecFromIter<T,I>>::from_iter"},
+    {"_RNvCscJEj9Xep4Zo_4leak10leak_boxes", "leak::leak_boxes"},
+    {"_RNvMCscJEj9Xep4Zo_4leakINtB2_5CacheNtNtCslNYArtu3iFV_5alloc6string6StringE8rememberB2_",
+     "<leak::Cache<alloc::string::String>>::remember"},
+    {"_RNvMs4_NtCslNYArtu3iFV_5alloc7raw_vecNtB5_11RawVecInner11finish_growCsjrHSEGnQ3l9_3std",
+     "<alloc::raw_vec::RawVecInner>::finish_grow"},
+    {"_RNCINvNtCsdyIG5SqMl5y_3std2rt10lang_startuE0Cs3nG5cQELmqU_4leak.llvm.3960596687756285966",
+     "std::rt::lang_start::<()>::{closure#0}"},
+    {"_RNvXNtNtCsihNoVIYWwLU_5alloc3vec14spec_from_iterINtB4_3VecQAhj3e8_EINtB2_12SpecFromIterBU_INtNtNtNtCs6IL9"
+     "ONYDOZW_4core4iter8adapters3map3MapINtNtNtB1z_3ops5range5RangejENCNvCs3nG5cQELmqU_4leak10leak_boxes0EE9"
+     "from_iterB2L_",
+     "<alloc::vec::Vec<&mut [u8; 1000]> as alloc::vec::spec_from_iter::SpecFromIter<&mut [u8; 1000], "
+     "core::iter::adapters::map::Map<core::ops::range::Range<usize>, leak::leak_boxes::{closure#0}>>>::from_iter"},
+    {"_RINvMNtCsgEmfK2I1SDS_4core3stre18trim_start_matchesReECsgY6Mt91CT9J_14rustc_demangle",
+     "<str>::trim_start_matches::<&str>"},
+};
+
+static void test_demangle_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof demangled / sizeof *demangled; i++) {
+        char *d = ltr_demangle(demangled[i][0]);
+        if (!d || strcmp(d, demangled[i][1]))
+            fail_msg("%s\n  gives    %s\n  expected %s", demangled[i][0], d ? d : "NULL", demangled[i][1]);
+        free(d);
+    }
+    /* not mangled, or broken: NULL, the caller keeps the name as it is */
+    const char *plain[] = {"main", "malloc", "_RNvC", "_ZN4leak", "_Rfoo", "", NULL};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        assert_null(ltr_demangle(plain[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inlined_call_and_its_caller),
+        cmocka_unit_test(test_demangle_table),
         cmocka_unit_test(test_prewarm_same_frames),
         cmocka_unit_test(test_modules_added_during_prewarm),
         cmocka_unit_test(test_missing_module_file),
