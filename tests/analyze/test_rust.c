@@ -253,14 +253,17 @@ static void check_demangled(const char *json, const char *prog)
     assert_true(named >= 6);
 }
 
+#ifdef LTR_RUSTC /* CMake found rustc and builds the programs */
+static const int have_rustc = 1;
+#else
+static const int have_rustc = 0;
+#endif
+
 static void check_build(const char *mangling, const char *remember)
 {
-#ifndef LTR_RUSTC
-    (void)mangling;
-    (void)remember;
-    fail_msg("rustc was not found when the build was configured, so the Rust test program was not built: "
-             "install Debian's rustc (scripts/install-deps.sh does) and configure the build again");
-#else
+    if (!have_rustc)
+        fail_msg("rustc was not found when the build was configured, so the Rust test program was not built: "
+                 "install Debian's rustc (scripts/install-deps.sh does) and configure the build again");
     char prog[4096], trace[4200];
     snprintf(prog, sizeof prog, "%s/analyze-rust-%s", getenv("LTR_TEST_BIN"), mangling);
     snprintf(trace, sizeof trace, "%s/rust-%s.ltr", getenv("TMPDIR"), mangling);
@@ -280,7 +283,6 @@ static void check_build(const char *mangling, const char *remember)
         check_leak(r.out, prog, &leaks[i]);
     check_demangled(r.out, prog);
     tu_free(&r);
-#endif
 }
 
 /* Legacy names keep the generic parameters as written; v0 names have the
