@@ -3,7 +3,8 @@
  * reported at its own virtual addresses, so a module loaded by many processes
  * at different places is opened once. Separate debug info is found by the
  * standard elfutils lookup (build-id under each debug directory, then
- * .gnu_debuglink), which is why a debug_path is passed in.
+ * .gnu_debuglink), which is why a debug_path is passed in. Which function
+ * and inlined calls hold an address, and their names, is funcs.c's part.
  */
 #include "symbols/dwarf.h"
 #include "symbols/funcs.h"
