@@ -92,8 +92,15 @@ bool stacks_in_agent(uintptr_t ip);
 
 /* modules.c: MODULE records. */
 void modules_init(void);
-/* Writes every loaded object into a session this process just attached to. */
-void modules_publish_all(unsigned s, ltr_attach *a);
+/* The loader's list now. Taken with no lock of the agent's held: it waits
+ * for the loader's write lock, which glibc holds while it frees in dlclose
+ * (whose frees come here). NULL if out of memory. */
+typedef struct modules_view modules_view;
+modules_view *modules_look(void);
+void modules_view_free(modules_view *v);
+/* Writes every loaded object into a session this process just attached to;
+ * v (from modules_look, consumed) brings the list up to date first. */
+void modules_publish_all(unsigned s, ltr_attach *a, modules_view *v);
 /* Looks for objects loaded or unloaded since the last look and writes them
  * into every session this process writes into. cheap = only if the loader's
  * load/unload counters moved. */

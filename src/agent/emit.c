@@ -98,16 +98,22 @@ void emit_thread_renamed(void)
         t_named[s] = 0;
 }
 
+/* The loader's list is read before prep_lock is taken: a thread that waits
+ * for the loader must hold no lock that a thread inside the loader (a free
+ * in dlclose) may wait for (modules.c). */
 static void prepare(unsigned s, ltr_attach *a, uint64_t inc)
 {
+    modules_view *v = modules_look();
     pthread_mutex_lock(&prep_lock);
     if (atomic_load(&prepared_inc[s]) != inc) {
         stacks_forget_session(s);
-        modules_publish_all(s, a);
+        modules_publish_all(s, a, v);
+        v = NULL;
         prepared_att[s] = a;
         atomic_store_explicit(&prepared_inc[s], inc, memory_order_release);
     }
     pthread_mutex_unlock(&prep_lock);
+    modules_view_free(v);
 }
 
 static void write_thread(ltr_attach *a)

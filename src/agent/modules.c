@@ -8,6 +8,13 @@
  * list with it and writes what was loaded or unloaded in between. dlopen is
  * not wrapped: glibc resolves $ORIGIN and namespaces from dlopen's caller,
  * which a wrapper would change.
+ *
+ * The loader's list is read (dl_iterate_phdr) with no lock of the agent's
+ * held, and merged under mod_lock afterwards: dl_iterate_phdr waits for the
+ * loader's write lock, and glibc's dlclose frees the unloaded objects' link
+ * maps holding that lock. A free there that is its thread's first event in
+ * a session waits for the agent's locks; had their holder been waiting for
+ * the loader, neither would ever go on.
  */
 #include "agent/agent.h"
 #include "format/records.h"
@@ -41,6 +48,12 @@ typedef struct module_list {
     module *v;
     size_t n, cap;
 } module_list;
+
+/* What the loader held at one look: the list and its load/unload counters. */
+struct modules_view {
+    module_list list;
+    unsigned long long adds, subs;
+};
 
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
 static module_list known;
@@ -83,7 +96,10 @@ static char *module_path(const struct dl_phdr_info *info, size_t index)
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    module_list *l = arg;
+    modules_view *view = arg;
+    module_list *l = &view->list;
+    view->adds = info->dlpi_adds;
+    view->subs = info->dlpi_subs;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         module *v = realloc(l->v, cap * sizeof *v);
@@ -188,30 +204,53 @@ static uint64_t change_ts(void)
     return agent_event_ts ? agent_event_ts - 1 : ltr_now_ns();
 }
 
-/* Compares the loader's list with the known one; caller holds mod_lock. */
-static void rescan_locked(void)
+modules_view *modules_look(void)
 {
-    unsigned long long c[2] = {0, 0};
-    dl_iterate_phdr(read_counters, c);
-    module_list now = {0};
-    dl_iterate_phdr(collect, &now);
+    modules_view *v = calloc(1, sizeof *v);
+    if (v)
+        dl_iterate_phdr(collect, v);
+    return v;
+}
+
+void modules_view_free(modules_view *v)
+{
+    if (!v)
+        return;
+    list_free(&v->list);
+    free(v);
+}
+
+/* Makes v the known list, writing what changed into every session this
+ * process writes into; caller holds mod_lock. Consumes v. A view older than
+ * the known list (another thread looked later and merged first) is dropped:
+ * the loader's counters only grow. */
+static void merge_locked(modules_view *v)
+{
+    if (!v)
+        return;
+    if (v->adds < seen_adds || v->subs < seen_subs) {
+        modules_view_free(v);
+        return;
+    }
     uint64_t ts = change_ts();
     for (size_t i = 0; i < known.n; i++)
-        if (!list_has(&now, &known.v[i]))
+        if (!list_has(&v->list, &known.v[i]))
             write_everywhere(&known.v[i], 2, ts);
-    for (size_t i = 0; i < now.n; i++)
-        if (!list_has(&known, &now.v[i]))
-            write_everywhere(&now.v[i], 1, ts);
+    for (size_t i = 0; i < v->list.n; i++)
+        if (!list_has(&known, &v->list.v[i]))
+            write_everywhere(&v->list.v[i], 1, ts);
     list_free(&known);
-    known = now;
-    seen_adds = c[0];
-    seen_subs = c[1];
+    known = v->list;
+    seen_adds = v->adds;
+    seen_subs = v->subs;
+    free(v);
 }
 
 void modules_init(void)
 {
+    modules_view *v = modules_look();
     pthread_mutex_lock(&mod_lock);
-    rescan_locked();
+    merge_locked(v);
     pthread_mutex_unlock(&mod_lock);
 }
 
@@ -222,19 +261,22 @@ void modules_rescan(bool cheap)
         dl_iterate_phdr(read_counters, c);
         if (c[0] == seen_adds && c[1] == seen_subs)
             return;
-        if (pthread_mutex_trylock(&mod_lock) != 0)
-            return; /* another thread is looking right now */
-    } else {
-        pthread_mutex_lock(&mod_lock);
     }
-    rescan_locked();
+    modules_view *v = modules_look();
+    if (cheap && pthread_mutex_trylock(&mod_lock) != 0) {
+        modules_view_free(v); /* another thread is merging right now */
+        return;
+    }
+    if (!cheap)
+        pthread_mutex_lock(&mod_lock);
+    merge_locked(v);
     pthread_mutex_unlock(&mod_lock);
 }
 
-void modules_publish_all(unsigned s, ltr_attach *a)
+void modules_publish_all(unsigned s, ltr_attach *a, modules_view *v)
 {
     pthread_mutex_lock(&mod_lock);
-    rescan_locked();
+    merge_locked(v);
     uint64_t ts = change_ts();
     for (size_t i = 0; i < known.n; i++)
         write_module(a, &known.v[i], 1, ts);

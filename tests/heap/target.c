@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,57 @@ static void mode_atexit(void)
     keep[0] = malloc(3750);
 }
 
+/* Waits (up to 20 s) for a file to exist. */
+static bool wait_for(const char *file)
+{
+    for (int i = 0; i < 2000 && access(file, F_OK) != 0; i++)
+        usleep(10000);
+    return access(file, F_OK) == 0;
+}
+
+static const char *gate_file;
+
+/* Runs holding the loader's write lock, as glibc's dlclose does while it
+ * frees the link maps it unloads: this thread's first event comes while the
+ * other threads' first events (started by the same gate) look at the
+ * loader's list. */
+static int hold_loader(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    usleep(200000); /* the others are in their first event by now */
+    free(malloc(3760));
+    return 1;
+}
+
+static void *loader_holder(void *arg)
+{
+    dl_iterate_phdr(hold_loader, NULL);
+    return NULL;
+}
+
+static void *gated_allocator(void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    for (int i = 0; i < 100; i++)
+        free(malloc(3761));
+    return NULL;
+}
+
+/* Started dormant; the test starts a session, then creates the file. */
+static void mode_loader_lock(const char *file)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    gate_file = file;
+    pthread_t th[3];
+    pthread_create(&th[0], NULL, loader_holder, NULL);
+    for (int t = 1; t < 3; t++)
+        pthread_create(&th[t], NULL, gated_allocator, NULL);
+    for (int t = 0; t < 3; t++)
+        pthread_join(th[t], NULL);
+}
+
 static void mode_fork(void)
 {
     keep[0] = malloc(3100);
@@ -207,9 +259,7 @@ static void mode_dormant(void)
  * start a session for this pid before it allocates. */
 static int mode_gate(const char *file)
 {
-    for (int i = 0; i < 2000 && access(file, F_OK) != 0; i++)
-        usleep(10000);
-    if (access(file, F_OK) != 0)
+    if (!wait_for(file))
         return 3;
     mode_counts();
     return 0;
@@ -246,6 +296,8 @@ int main(int argc, char **argv)
         mode_dormant();
     else if (!strcmp(mode, "tree"))
         mode_tree();
+    else if (!strcmp(mode, "loaderlock") && argc > 2)
+        mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "gate") && argc > 2)
         return mode_gate(argv[2]);
     else
