@@ -71,22 +71,6 @@ static const char *entry_of(const char *json, const char *list, const char *func
     return NULL;
 }
 
-/* Line number of the first line of path holding text. */
-static int line_of(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "r");
-    char buf[1024];
-    int n = 0, found = -1;
-    while (f && fgets(buf, sizeof buf, f) && found < 0) {
-        n++;
-        if (strstr(buf, text))
-            found = n;
-    }
-    if (f)
-        fclose(f);
-    return found;
-}
-
 static char *analyze(const char *trace, const char *opts, int expect_status)
 {
     tu_result r = tu_run("'%s' analyze '%s' %s", tu_ltr(), trace, opts);
@@ -122,7 +106,7 @@ static void test_demo_leaks(void **state)
     assert_ptr_equal(first, entry_of(json, "stacks", "remember_session", "AIFO"));
     char src[4096];
     snprintf(src, sizeof src, "%s/demo/leaky.c", getenv("LTR_SOURCE_DIR"));
-    assert_int_equal(num_after(first, "line"), line_of(src, "leak: nobody ever forgets"));
+    assert_int_equal(num_after(first, "line"), tu_source_line(src, "leak: nobody ever forgets"));
     assert_non_null(strstr(first, "leaky.c\""));
     const char *plugin = entry_of(json, "stacks", "plugin_cache_add", "AIFO");
     assert_non_null(strstr(plugin, "libleaky-plugin.so\""));

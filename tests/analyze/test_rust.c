@@ -135,22 +135,6 @@ static void free_stack(stack *s)
 
 /* ---- the checks ------------------------------------------------------------ */
 
-/* Line number of the first line of path holding text, or -1. */
-static long long source_line(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "r");
-    char buf[1024];
-    long long n = 0, found = -1;
-    while (f && found < 0 && fgets(buf, sizeof buf, f)) {
-        n++;
-        if (strstr(buf, text))
-            found = n;
-    }
-    if (f)
-        fclose(f);
-    return found;
-}
-
 static int ends_with(const char *s, const char *tail)
 {
     size_t a = s ? strlen(s) : 0, b = strlen(tail);
@@ -179,7 +163,7 @@ static void check_leak(const char *json, const char *prog, const leak *l)
 {
     char src[4096];
     snprintf(src, sizeof src, "%s/tests/analyze/rust/leak.rs", getenv("LTR_SOURCE_DIR"));
-    long long want_line = source_line(src, l->marker);
+    long long want_line = tu_source_line(src, l->marker);
     assert_true(want_line > 0);
     const char *p = value_of(json, json + strlen(json), "stacks");
     const char *end = value_of(json, json + strlen(json), "most_calls");

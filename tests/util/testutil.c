@@ -117,6 +117,21 @@ const char *tu_test_bin(const char *name)
     return path[k];
 }
 
+long long tu_source_line(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    char buf[1024];
+    long long n = 0, found = -1;
+    while (f && found < 0 && fgets(buf, sizeof buf, f)) {
+        n++;
+        if (strstr(buf, text))
+            found = n;
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 long long tu_field(const char *text, const char *key)
 {
     char pat[64];

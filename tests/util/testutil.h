@@ -28,6 +28,8 @@ const char *tu_ltr(void);
 const char *tu_test_bin(const char *name);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
 long long tu_field(const char *text, const char *key);
+/* Line number of the first line of the file at path holding text, or -1. */
+long long tu_source_line(const char *path, const char *text);
 
 /* What a trace holds, read with the public reader. */
 typedef struct tu_trace {
