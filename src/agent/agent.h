@@ -37,6 +37,18 @@ enum heap_fn {
 /* Nonzero while this thread runs agent code: hooks then only pass through. */
 extern __thread int agent_busy __attribute__((tls_model("initial-exec")));
 
+/* signals.c: signals of the program's handlers that came while this thread
+ * ran agent code, to be sent again when it leaves. */
+extern __thread uint64_t agent_held __attribute__((tls_model("initial-exec")));
+void signals_release(void);
+
+/* The end of a stretch of agent code (agent_busy++ at its start). */
+static inline void agent_leave(void)
+{
+    if (--agent_busy == 0 && __builtin_expect(agent_held != 0, 0))
+        signals_release();
+}
+
 /* Nonzero while this thread is inside pthread_getattr_np (hooks.c). glibc
  * holds the lock of the thread asked about while it allocates there (the
  * main thread's stack comes from fopen("/proc/self/maps"), every thread's

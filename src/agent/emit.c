@@ -70,7 +70,7 @@ void emit_init(void)
         pthread_atfork(NULL, NULL, emit_after_fork);
         __atomic_store_n(&agent_heap_state, heap_provider.state, __ATOMIC_RELEASE);
     }
-    agent_busy--;
+    agent_leave();
 }
 
 void emit_after_fork(void)
@@ -230,7 +230,7 @@ static void emit(const heap_event *e)
         put_event(a, s, c, e->d, ts, payload, n);
     }
     agent_event_ts = 0;
-    agent_busy--;
+    agent_leave();
 }
 
 void emit_alloc(void *p, size_t size, int fn, const void *frame)

@@ -52,7 +52,7 @@ static void *next_sym(const char *name)
 {
     agent_busy++;
     void *f = dlsym(RTLD_NEXT, name);
-    agent_busy--;
+    agent_leave();
     return f;
 }
 
@@ -112,7 +112,7 @@ __attribute__((constructor(101))) static void agent_start(void)
 {
     agent_busy++;
     ready();
-    agent_busy--;
+    agent_leave();
     emit_init();
 }
 
@@ -206,7 +206,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t m)
         return real.reallocarray(old, n, m);
     agent_busy++; /* glibc's reallocarray calls realloc: one event, not two */
     void *p = real.reallocarray(old, n, m);
-    agent_busy--;
+    agent_leave();
     if (p || (old && !total))
         report_realloc(old, p, total, FN_REALLOCARRAY, HOOK_FRAME);
     return p;
@@ -247,7 +247,7 @@ ALIGNED_HOOK(pvalloc, FN_PVALLOC, (size_t n), (n), 4096, n)
 
 static void guard_down(int *unused)
 {
-    agent_busy--;
+    agent_leave();
 }
 
 typedef void *(*new_fn)(size_t, ...);
@@ -306,7 +306,7 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, FN_NEW_ARR_AL_NOTHROW,
             f args;                                                       \
         else if (ready())                                                 \
             real.free(p);                                                 \
-        agent_busy--;                                                     \
+        agent_leave();                                                    \
     }
 
 DELETE_HOOK(_ZdlPv, FN_DELETE, (void *p), (p))
@@ -337,7 +337,7 @@ EXPORT int dlclose(void *handle)
     if (rc == 0 && agent_wanted()) {
         agent_busy++;
         modules_rescan(false);
-        agent_busy--;
+        agent_leave();
     }
     return rc;
 }

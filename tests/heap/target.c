@@ -8,6 +8,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -169,6 +170,61 @@ static void mode_loader_lock(const char *file)
         pthread_join(th[t], NULL);
 }
 
+/* A handler that siglongjmps out of whatever it interrupted, sent while the
+ * victim thread's first event waits inside the agent (for the loader's
+ * lock, held by the sender). The agent holds the signal until it is done;
+ * before, the jump left its guard up and the thread untraced. */
+static sigjmp_buf victim_jb;
+static pthread_t victim;
+
+static void jump_out(int sig)
+{
+    siglongjmp(victim_jb, 1);
+}
+
+static int hold_loader_and_signal(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    usleep(200000); /* the victim waits inside the agent by now */
+    pthread_kill(victim, SIGUSR1);
+    usleep(100000);
+    return 1;
+}
+
+static void *signal_sender(void *arg)
+{
+    dl_iterate_phdr(hold_loader_and_signal, NULL);
+    return NULL;
+}
+
+static void *jump_victim(void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    if (sigsetjmp(victim_jb, 1) == 0) {
+        keep[0] = malloc(3770);
+        pause(); /* the signal comes once the agent is done, if not before */
+    }
+    for (int i = 0; i < 10; i++)
+        keep[1 + i] = malloc(3771);
+    return NULL;
+}
+
+/* Started dormant, like mode_loader_lock. */
+static void mode_longjmp(const char *file)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    gate_file = file;
+    signal(SIGUSR1, jump_out);
+    pthread_t sender;
+    pthread_create(&victim, NULL, jump_victim, NULL);
+    pthread_create(&sender, NULL, signal_sender, NULL);
+    pthread_join(sender, NULL);
+    pthread_join(victim, NULL);
+    keep[20] = malloc(3772);
+}
+
 static void mode_fork(void)
 {
     keep[0] = malloc(3100);
@@ -298,6 +354,8 @@ int main(int argc, char **argv)
         mode_tree();
     else if (!strcmp(mode, "loaderlock") && argc > 2)
         mode_loader_lock(argv[2]);
+    else if (!strcmp(mode, "longjmp") && argc > 2)
+        mode_longjmp(argv[2]);
     else if (!strcmp(mode, "gate") && argc > 2)
         return mode_gate(argv[2]);
     else

@@ -422,27 +422,46 @@ static void test_first_allocation_inside_atexit(void **state)
     heap_free(&h);
 }
 
+/* Starts heap-target MODE dormant, then a session, then opens its gate;
+ * the trace when it ended. */
+static heap_trace run_gated(const char *mode)
+{
+    const char *tmp = getenv("TMPDIR");
+    char agent[600], trace[600];
+    snprintf(agent, sizeof agent, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    snprintf(trace, sizeof trace, "%s/g.ltr", tmp);
+    tu_result r = tu_run("LD_PRELOAD=%s %s %s %s/go & p=$!; sleep 0.3; "
+                         "%s start heap --instance g --filemode --buffers 8 --buffer-size 64 && "
+                         "touch %s/go; wait $p; echo target $?; %s stop --instance g %s",
+                         agent, tu_test_bin("heap-target"), mode, tmp, tu_ltr(), tmp, tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "target 0")) /* 142: the target's alarm ended a deadlock */
+        fail_msg("the target did not run through: %s%s", r.out, r.err);
+    tu_free(&r);
+    return read_heap(trace);
+}
+
 /* A thread inside the loader's write lock (as in dlclose's frees) makes its
  * first event of a session while the others make theirs: the agent must not
  * hold a lock of its own while it waits for the loader (modules.c). The
  * target is started dormant, the session after it, then the gate opens. */
 static void test_first_event_inside_loader_lock(void **state)
 {
-    const char *tmp = getenv("TMPDIR");
-    char agent[600], trace[600];
-    snprintf(agent, sizeof agent, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
-    snprintf(trace, sizeof trace, "%s/ll.ltr", tmp);
-    tu_result r = tu_run("LD_PRELOAD=%s %s loaderlock %s/go & p=$!; sleep 0.3; "
-                         "%s start heap --instance ll --filemode --buffers 8 --buffer-size 64 && touch %s/go; wait $p; "
-                         "echo target $?; %s stop --instance ll %s",
-                         agent, tu_test_bin("heap-target"), tmp, tu_ltr(), tmp, tu_ltr(), trace);
-    assert_int_equal(r.status, 0);
-    if (!strstr(r.out, "target 0")) /* 142: the target's alarm ended a deadlock */
-        fail_msg("the target did not run through: %s%s", r.out, r.err);
-    tu_free(&r);
-    heap_trace h = read_heap(trace);
+    heap_trace h = run_gated("loaderlock");
     assert_int_equal(count(&h, ALLOC, 1, 3760), 1);
     assert_int_equal(count(&h, ALLOC, 1, 3761), 200);
+    heap_free(&h);
+}
+
+/* A signal handler that siglongjmps out of the agent (sent while the
+ * thread's first event waits inside it): the agent holds the signal until
+ * it is done, so the thread goes on being traced and no lock is left held. */
+static void test_handler_jumping_out_of_agent(void **state)
+{
+    heap_trace h = run_gated("longjmp");
+    assert_int_equal(count(&h, ALLOC, 1, 3770), 1);
+    assert_int_equal(count(&h, ALLOC, 1, 3771), 10);
+    assert_int_equal(count(&h, ALLOC, 1, 3772), 1);
     heap_free(&h);
 }
 
@@ -615,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_program_asking_its_stack_bounds, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_first_allocation_inside_atexit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_first_event_inside_loader_lock, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_handler_jumping_out_of_agent, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
