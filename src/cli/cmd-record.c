@@ -85,6 +85,49 @@ static int parse(int argc, char **argv, record_opts *o)
     return optind;
 }
 
+/* What the session recorded and lost, asked once CMD and its children are
+ * gone (nothing is written any more; what is not drained yet still counts). */
+typedef struct record_counts {
+    unsigned long long recorded, lost;
+    int known;
+} record_counts;
+
+static record_counts session_counts(const char *session)
+{
+    record_counts c = {0};
+    ltr_kvlist kv;
+    if (cli_session_request("record", session, "status", NULL, NULL, &kv) == 0) {
+        char key[64];
+        for (unsigned long long i = 0, n = cli_kv_u64(&kv, "collectors"); i < n; i++) {
+            snprintf(key, sizeof key, "collector.%llu.events_recorded", i);
+            c.recorded += cli_kv_u64(&kv, key);
+            snprintf(key, sizeof key, "collector.%llu.events_lost", i);
+            c.lost += cli_kv_u64(&kv, key);
+        }
+        c.known = 1;
+    }
+    ltr_kvlist_free(&kv);
+    return c;
+}
+
+/* The trace, and what a user must know before reading it: events lost, or
+ * none at all (the agent only sees the allocation functions of shared libraries). */
+static void report(const char *trace, record_counts c, const record_opts *o)
+{
+    fprintf(stderr, "ltr record: trace written to %s", trace);
+    if (c.known)
+        fprintf(stderr, " (%llu heap events)", c.recorded);
+    fprintf(stderr, "\n");
+    if (c.lost)
+        cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
+                 "allocated faster than they were written; record again with more or larger buffers "
+                 "(now --buffers %u --buffer-size %u)", c.lost, c.lost + c.recorded, o->buffers, o->buffer_kb);
+    else if (c.known && !c.recorded)
+        cli_warn("record", "no heap events were recorded: the command never called the shared C library's "
+                 "malloc family or C++'s operator new (a statically linked program, Go without cgo, or an "
+                 "allocator linked into the program)");
+}
+
 int cmd_record(int argc, char **argv)
 {
     record_opts o = {.output = "ltr-record.ltr", .mode = LTR_MODE_FILE,
@@ -113,8 +156,9 @@ int cmd_record(int argc, char **argv)
     int status = 0;
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("record", "%s", err.msg);
+    record_counts counts = session_counts(cfg.name);
     if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0)
         return status ? status : 1;
-    fprintf(stderr, "ltr record: trace written to %s\n", trace);
+    report(trace, counts, &o);
     return status;
 }

@@ -11,32 +11,26 @@
 
 static const char usage[] = "ltr status [--instance NAME]";
 
-static unsigned long long num(const ltr_kvlist *kv, const char *key)
-{
-    char buf[32];
-    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
-}
-
 static void print_session(const ltr_kvlist *kv)
 {
     char name[64], mode[16], text[4200], key[64];
     ltr_kvlist_get(kv, "name", name, sizeof name);
     ltr_kvlist_get(kv, "mode", mode, sizeof mode);
     printf("session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached\n",
-           name, mode, (double)num(kv, "uptime_ns") / 1e9, num(kv, "pid"), num(kv, "processes"));
+           name, mode, (double)cli_kv_u64(kv, "uptime_ns") / 1e9, cli_kv_u64(kv, "pid"), cli_kv_u64(kv, "processes"));
     if (ltr_kvlist_get(kv, "profiles", text, sizeof text) && text[0])
         printf("  profiles: %s\n", text);
     if (!strcmp(mode, "file") && ltr_kvlist_get(kv, "output", text, sizeof text)) {
-        printf("  trace: %s, %.1f MB", text, (double)num(kv, "file_size") / 1048576.0);
-        if (num(kv, "max_file_size"))
-            printf(" of at most %.1f MB", (double)num(kv, "max_file_size") / 1048576.0);
+        printf("  trace: %s, %.1f MB", text, (double)cli_kv_u64(kv, "file_size") / 1048576.0);
+        if (cli_kv_u64(kv, "max_file_size"))
+            printf(" of at most %.1f MB", (double)cli_kv_u64(kv, "max_file_size") / 1048576.0);
         printf("\n");
     }
     printf("  %-12s %8s %10s %8s %16s %12s %12s\n", "collector", "buffers", "size", "free",
            "events recorded", "events lost", "overwritten");
-    for (unsigned long long c = 0; c < num(kv, "collectors"); c++) {
+    for (unsigned long long c = 0; c < cli_kv_u64(kv, "collectors"); c++) {
         char cname[64];
-#define COL(field) (snprintf(key, sizeof key, "collector.%llu." field, c), num(kv, key))
+#define COL(field) (snprintf(key, sizeof key, "collector.%llu." field, c), cli_kv_u64(kv, key))
         snprintf(key, sizeof key, "collector.%llu.name", c);
         ltr_kvlist_get(kv, key, cname, sizeof cname);
         printf("  %-12s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", cname, COL("buffers"),

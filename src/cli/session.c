@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@ int cli_session_request(const char *cmd, const char *session, const char *op, co
     if (rc)
         return cli_fail(cmd, "%s", err.msg);
     return 0;
+}
+
+unsigned long long cli_kv_u64(const ltr_kvlist *kv, const char *key)
+{
+    char buf[32];
+    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
 }
 
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size)

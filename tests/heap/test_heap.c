@@ -465,6 +465,36 @@ static void test_handler_jumping_out_of_agent(void **state)
     heap_free(&h);
 }
 
+/* ltr record says what the trace is missing: events lost for want of
+ * buffers (with how many of how many), or every event (a static program). */
+static void test_record_says_what_is_missing(void **state)
+{
+    tu_result r = record("--buffers 2 --buffer-size 4", "heap-target", "many");
+    assert_int_equal(r.status, 0);
+    const char *w = strstr(r.err, "ltr record: warning: ");
+    assert_non_null(w);
+    unsigned long long lost = 0, all = 0;
+    assert_int_equal(sscanf(w, "ltr record: warning: %llu of %llu heap events were lost", &lost, &all), 2);
+    assert_int_equal(all, 2 * 100000 + 1); /* mode_many: 100000 pairs and one more */
+    assert_true(lost > 0 && lost < all);
+    assert_non_null(strstr(r.err, "(now --buffers 2 --buffer-size 4)"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.n + lost, all); /* the rest is in the trace */
+    assert_int_equal(h.lost, lost);     /* and the trace counts the same loss */
+    heap_free(&h);
+    r = record("", "heap-static", "");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "allocated"));
+    assert_non_null(strstr(r.err, "(0 heap events)"));
+    assert_non_null(strstr(r.err, "no heap events were recorded"));
+    tu_free(&r);
+    r = record("", "heap-target", "counts");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "warning"));
+    tu_free(&r);
+}
+
 static void test_exec_keeps_tracing(void **state)
 {
     heap_trace h = record_read("", "heap-target", "exec", 0);
@@ -635,6 +665,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_allocation_inside_atexit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_first_event_inside_loader_lock, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_handler_jumping_out_of_agent, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_says_what_is_missing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
