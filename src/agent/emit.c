@@ -43,28 +43,15 @@ static ltr_attach *prepared_att[LTR_MAX_SESSIONS];
 /* Per thread: the session incarnation its THREAD record was written for. */
 static __thread uint64_t t_named[LTR_MAX_SESSIONS] __attribute__((tls_model("initial-exec")));
 
-/* The producer's one-time setup (atexit, pthread_atfork, a thread key) runs
- * on its first look at a session. At the first event that look would run
- * inside whatever the allocating caller holds, and glibc allocates under
- * the very locks atexit and pthread_atfork take (__cxa_atexit's 33rd entry,
- * __register_atfork's list): node hung at start on the exit-functions lock.
- * So the agent looks once from its constructor, where no caller holds
- * anything. (A look at slot 0 attaches if its session wants this process,
- * as the first event would.) An ltr_producer_init in src/event would say
- * this more plainly. */
-static void producer_setup_now(void)
-{
-    bool unreachable;
-    ltr_producer_session(reg, 0, &unreachable);
-}
-
 void emit_init(void)
 {
     agent_busy++;
     ltr_error err;
     reg = ltr_registry_get(&err);
     if (reg && ltr_provider_register(&heap_provider) == 0) {
-        producer_setup_now();
+        /* not at the first event: that may be inside an allocation glibc
+         * makes holding the lock atexit takes (node's 33rd atexit hung) */
+        ltr_producer_init();
         stacks_init();
         modules_init();
         pthread_atfork(NULL, NULL, emit_after_fork);

@@ -192,6 +192,8 @@ static void init_once(void)
     atexit(at_process_exit);
 }
 
+void ltr_producer_init(void) { pthread_once(&g.once, init_once); }
+
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable)
 {
     ltr_attach *a = &g.att[s];

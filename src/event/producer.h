@@ -37,6 +37,12 @@ typedef struct ltr_attach {
  * session has ended, or cannot be reached (*unreachable set; the attach is
  * retried at most every 100 ms, and events meanwhile count as lost). */
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable);
+/* The producer's one-time setup (a thread key, pthread_atfork, atexit), which
+ * ltr_producer_session otherwise runs at its first call. glibc allocates
+ * under the locks atexit and pthread_atfork take, so a caller whose first
+ * session look may happen inside an allocation (the heap agent) runs it
+ * beforehand, from its constructor. */
+void ltr_producer_init(void);
 
 /* An event record to write: what goes into its compact header. */
 typedef struct ltr_cevent_in {
