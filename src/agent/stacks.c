@@ -7,6 +7,8 @@
  * agent's own unwinder (unwind.c, rules cached per address) for the common
  * case, libunwind's unw_backtrace for stacks it gives up on (signal frames,
  * DWARF expressions). LTR_HEAP_UNWIND=libunwind uses libunwind only;
+ * LTR_HEAP_UNWIND=full walks every stack to its end (no reuse of the
+ * previous walk's outer frames, unwind.c: for measuring);
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
  * exit (stderr) how many stacks each way gave and how many differed.
  *
@@ -35,7 +37,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 256
+#define MAX_DEPTH TRIE_MAX_PATH
+
+/* This thread's prefix hashes of its last stack, and how many of them are
+ * of a stack that reached its outermost frame (else 0): the next stack
+ * hashes only the frames below the outer ones it shares with that one
+ * (unwind_fast says how many). */
+static __thread trie_hashes hashes __attribute__((tls_model("initial-exec")));
+static __thread int hashed __attribute__((tls_model("initial-exec")));
 
 static bool trie_ready;
 static int depth = 64;
@@ -76,6 +85,8 @@ void stacks_init(void)
         unwind_mode = UNWIND_LIBUNWIND;
     else if (u && !strcmp(u, "check"))
         unwind_mode = UNWIND_CHECK;
+    else if (u && !strcmp(u, "full"))
+        unwind_set_reuse(false);
     dl_iterate_phdr(find_agent, (void *)(uintptr_t)stacks_init);
     trie_ready = trie_init();
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -118,13 +129,15 @@ static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const 
     return lo;
 }
 
-static stack_ref lookup_or_add(void *const *f, int n, bool rescan)
+/* The node of the n frames f; the outermost from of them are hashed already
+ * (hashes). */
+static stack_ref lookup_or_add(void *const *f, int n, int from, bool rescan)
 {
     if (n == 0)
         return (stack_ref){0};
-    uint64_t h1[n + 1];
-    uint32_t h2[n + 1];
-    trie_hash(f, n, h1, h2);
+    const uint64_t *h1 = hashes.h1;
+    const uint32_t *h2 = hashes.h2;
+    trie_hash(f, n, from, &hashes);
     const trie_table *t = trie_current();
     stack_ref ref = {0}, base = {0};
     int known = 0;
@@ -235,9 +248,9 @@ stack_ref stacks_capture(const void *frame)
     if (!trie_ready || depth == 0)
         return (stack_ref){0};
     void *buf[MAX_DEPTH + 16];
-    int n = -1, i = 0;
+    int n = -1, i = 0, shared = 0, max = frame ? depth + 4 : depth + 16;
     if (unwind_mode != UNWIND_LIBUNWIND) /* from frame: few agent frames, if any */
-        n = unwind_fast(buf, frame ? depth + 4 : depth + 16, frame);
+        n = unwind_fast(buf, max, frame, &shared);
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
@@ -249,7 +262,13 @@ stack_ref stacks_capture(const void *frame)
         if (fast)
             check_against_libunwind(buf + i, count, depth + 16);
     }
-    return lookup_or_add(buf + i, count, !fast || modules_moved());
+    /* The previous stack's hashes of the outer frames this one shares hold
+     * if both reached their outermost frame, uncut. */
+    bool whole = fast && n < max && n - i <= depth;
+    int from = whole ? shared < hashed ? shared : hashed : 0;
+    from = from < count ? from : count;
+    hashed = whole ? count : 0;
+    return lookup_or_add(buf + i, count, from, !fast || modules_moved());
 }
 
 /* Node records waiting to be appended: consecutive nodes of one path,

@@ -102,16 +102,22 @@ bool trie_init(void)
  * chains that carry a prefix to the next frame are one operation and a
  * multiply each: the frames of a stack are hashed at the speed of that chain
  * (4 cycles a frame where mixing inside them took 6). */
-void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2)
+void trie_hash(void *const *f, int n, int from, trie_hashes *h)
 {
-    uint64_t a = 0x9e3779b97f4a7c15ull, b = 0xc2b2ae3d27d4eb4full;
-    for (int k = 1; k <= n; k++) {
+    if (from == 0) {
+        h->a[0] = 0x9e3779b97f4a7c15ull;
+        h->b[0] = 0xc2b2ae3d27d4eb4full;
+    }
+    uint64_t a = h->a[from], b = h->b[from];
+    for (int k = from + 1; k <= n; k++) {
         uint64_t m = (uint64_t)(uintptr_t)f[n - k] * 0xbf58476d1ce4e5b9ull;
         m ^= m >> 31;
         a = (a ^ m) * 0xff51afd7ed558ccdull;
         b = (b + m) * 0xc4ceb9fe1a85ec53ull;
-        h1[k] = (a ^ a >> 29) | 1;
-        h2[k] = (uint32_t)(b >> 32);
+        h->a[k] = a;
+        h->b[k] = b;
+        h->h1[k] = (a ^ a >> 29) | 1;
+        h->h2[k] = (uint32_t)(b >> 32);
     }
 }
 

@@ -40,9 +40,21 @@ typedef struct trie_table {
 
 /* Reserves the nodes' address space; false if there is none (no stacks then). */
 bool trie_init(void);
-/* Two independent hashes of each prefix of the n frames f (innermost first):
- * h1[k], h2[k] of the outermost k frames, k = 1..n. */
-void trie_hash(void *const *f, int n, uint64_t *h1, uint32_t *h2);
+/* The longest path hashed. */
+#define TRIE_MAX_PATH 256
+
+/* Two independent hashes of each prefix of a path: h1[k], h2[k] of its
+ * outermost k frames, and the state they were made from (a, b), from which
+ * the hashes of longer prefixes go on. */
+typedef struct trie_hashes {
+    uint64_t h1[TRIE_MAX_PATH + 1], a[TRIE_MAX_PATH + 1], b[TRIE_MAX_PATH + 1];
+    uint32_t h2[TRIE_MAX_PATH + 1];
+} trie_hashes;
+
+/* Hashes prefixes from + 1 .. n of the n frames f (innermost first, n at
+ * most TRIE_MAX_PATH); prefixes 1 .. from in h are these frames' already
+ * (a caller's earlier path with the same outermost from frames). */
+void trie_hash(void *const *f, int n, int from, trie_hashes *h);
 /* The table to look up in; NULL until the first node is added. */
 const trie_table *trie_current(void);
 static inline void trie_prefetch(const trie_table *t, uint64_t h1)

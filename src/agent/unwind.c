@@ -96,8 +96,17 @@ static inline void table_put(uintptr_t a, uint32_t rule)
     atomic_store_explicit(&rules[table_index(a)], w, memory_order_relaxed);
 }
 
+/* Counts the changes that void every thread's cached walk (below). */
+static _Atomic unsigned epoch;
+
+static void void_caches(void)
+{
+    atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
+}
+
 void unwind_flush(void)
 {
+    void_caches();
     for (uint32_t i = 0; i <= TABLE_MASK; i++)
         atomic_store_explicit(&rules[i], 0, memory_order_relaxed);
 }
@@ -182,6 +191,7 @@ static void rescan(void)
     if (counts[0] == seen_adds && counts[1] == seen_subs)
         return;
     atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
+    void_caches();
     seen_adds = counts[0];
     if (counts[1] != seen_subs) {
         seen_subs = counts[1];
@@ -325,6 +335,7 @@ void unwind_after_fork(void)
     if (atomic_load(&derive_lock))
         drop_modules(false);
     atomic_store(&derive_lock, 0);
+    void_caches();
 }
 
 /* ---- the walk ------------------------------------------------------------- */
@@ -362,12 +373,131 @@ static inline uint32_t rule_at(uintptr_t key)
     return __builtin_expect(rule != R_EMPTY, 1) ? rule : derive(key);
 }
 
+/* ---- reusing the outer part of the previous walk ---------------------------
+ *
+ * Consecutive allocations of a thread nearly always share most of their
+ * outer frames (a parser's recursion, a server's request loop), and walking
+ * those again was most of the agent's cost on deep stacks (cc1plus). So each
+ * thread keeps its last walk that reached the outermost frame: per frame its
+ * rule key (the return address), its CFA, BP as the frame was entered, and
+ * the saved-BP slot an outer frame's rule took its BP from.
+ *
+ * Why the cached rest is exactly what a full walk would find: the walk is a
+ * function of its state entering a frame (key, SP, BP, whether BP is known)
+ * and of the words it loads; the rule of a key is fixed while the same code
+ * is loaded there. Once the new walk has stepped over a frame whose key and
+ * CFA equal a cached frame's: its next SP is that CFA; if the frame's CFA is
+ * BP-based, the same key (same rule, same offset) and CFA mean the same BP
+ * too; an SP-based one leaves BP as it was, so when the cached rest used that
+ * BP (need_bp) it must equal the cached one, which is compared. From there
+ * on the walk loads only at addresses given by that state and by the words
+ * loaded before: each frame's return-address slot (CFA - 8) and, where an
+ * outer CFA rule used the BP restored there, the saved-BP slot. If each of
+ * those still holds the cached word (one load each, no rules), the full walk
+ * would step through the same states, pass the same bounds checks (against
+ * the same stack top) and end the same way, so the cached keys are its
+ * frames. If one slot differs (a longjmp, other callers at the same depth),
+ * the walk goes on the long way from this frame.
+ *
+ * Never reused: a walk cut at max or that gave up (it did not reach the
+ * outermost frame: not stored), a walk longer than CACHE_MAX, anything
+ * cached before an object was loaded or unloaded (the epoch: rescan,
+ * unwind_flush after dlclose) or before a fork (the child's copy of the
+ * cache is of its parent's rules). Signal frames are give-ups, so no
+ * cached walk goes through one. The cache is per thread and keyed by CFA
+ * on this thread's stack: a walk on another stack (sigaltstack,
+ * coroutines off the thread's stack) gives up before it could match, and
+ * each word it checks lies above the matched CFA, itself above the current
+ * SP, and at or below the stack top: inside the thread's stack. Only this
+ * thread reads or writes its cache, with the agent's guard set (a signal
+ * handler's allocation meanwhile is not traced): no locks, no allocation. */
+
+#define CACHE_MAX 128
+#define CFA_NONE UINTPTR_MAX /* the outermost frame, R_END: no CFA */
+
+/* The frames of the last walk in its last n slots, outermost at the end. */
+typedef struct walk_cache {
+    int n;          /* 0: nothing to reuse */
+    unsigned epoch; /* of the rules and objects it was walked with */
+    uintptr_t key[CACHE_MAX];
+    uintptr_t cfa[CACHE_MAX];
+    uintptr_t bp_in[CACHE_MAX]; /* BP as the frame was entered */
+    uintptr_t bp_at[CACHE_MAX]; /* where its rule restored the BP an outer frame used; 0 */
+    bool need_bp[CACHE_MAX];    /* the walk from this frame out used bp_in */
+} walk_cache;
+
+static __thread walk_cache cache __attribute__((tls_model("initial-exec")));
+static bool reuse_on = true;
+
+void unwind_set_reuse(bool on)
+{
+    reuse_on = on;
+}
+
+/* What the walk records per frame, for the cache. */
+typedef struct walk_rec {
+    uintptr_t key0; /* frame 0's key (pcs[0] + 1 when walking from here) */
+    uintptr_t cfa[CACHE_MAX], bp_in[CACHE_MAX];
+    uint32_t rule[CACHE_MAX];
+} walk_rec;
+
+/* The first slot at or after s whose words no longer hold what the cached
+ * walk loaded there; CACHE_MAX if all do. */
+static int first_changed(int s)
+{
+    for (int k = s; k < CACHE_MAX && cache.cfa[k] != CFA_NONE; k++) {
+        uintptr_t ra = k + 1 < CACHE_MAX ? cache.key[k + 1] : 0;
+        if (load(cache.cfa[k] - 8) != ra)
+            return k;
+        if (cache.bp_at[k] && load(cache.bp_at[k]) != cache.bp_in[k + 1])
+            return k;
+    }
+    return CACHE_MAX;
+}
+
+/* Stores frames 0..count-1 of the walk in slots base.., below what is
+ * cached from slot base + count out (the reused rest, or nothing). */
+static void cache_store(void *const *pcs, const walk_rec *w, int count, int base, unsigned e)
+{
+    if (base < 0) {
+        cache.n = 0;
+        return;
+    }
+    bool need = base + count < CACHE_MAX && cache.need_bp[base + count];
+    for (int f = count - 1; f >= 0; f--) {
+        int s = base + f;
+        uint32_t rule = w->rule[f];
+        cache.key[s] = f ? (uintptr_t)pcs[f] : w->key0;
+        cache.cfa[s] = w->cfa[f];
+        cache.bp_in[s] = w->bp_in[f];
+        cache.bp_at[s] = rule_bp(rule) == BP_SAVED && need ? w->cfa[f] - rule_bp_off(rule) : 0;
+        need = rule_kind(rule) == R_STEP &&
+               ((rule & R_CFA_BP) || (rule_bp(rule) == BP_SAME && need));
+        cache.need_bp[s] = need;
+    }
+    cache.n = CACHE_MAX - base;
+    cache.epoch = e;
+}
+
+/* The walk, at frame n - 1, matched cached slot s and its rest still holds:
+ * the cached outer frames complete pcs (up to max). */
+static int finish_reused(void **pcs, int n, int max, int s, const walk_rec *w, unsigned e,
+                         int *shared)
+{
+    int outer = CACHE_MAX - 1 - s, take = n + outer > max ? max - n : outer;
+    memcpy(pcs + n, &cache.key[s + 1], sizeof(void *) * (size_t)take);
+    cache_store(pcs, w, n - 1, s - (n - 1), e);
+    *shared = take == outer ? outer : 0;
+    return n + take;
+}
+
 /* Each frame's CFA must be above the last (so the walk ends) and its return
  * address inside the stack; a BP saved below the CFA too. Anything else, and
  * BP needed where it is not known, is a give-up. */
-__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame)
+__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame, int *shared)
 {
     uintptr_t pc, sp, bp, key;
+    *shared = 0;
     if (frame) {
         /* saved BP at frame, return address above it: the caller's registers */
         const uintptr_t *f = frame;
@@ -381,38 +511,62 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame
         key = pc + 1; /* pc's rule, as if it were a return address */
     }
     if (max <= 0 || !stack_bounds() || sp - 16 < stack_lo || sp >= stack_hi)
-        return -1;
+        goto give_up;
     const uintptr_t hi = stack_hi;
+    const unsigned e = atomic_load_explicit(&epoch, memory_order_relaxed);
+    walk_rec w;
+    w.key0 = key;
+    /* cs: the next cached slot the walk's CFAs have not passed */
+    int cs = reuse_on && cache.n && cache.epoch == e ? CACHE_MAX - cache.n : CACHE_MAX;
     bool bp_known = true;
     int n = 0;
     pcs[n++] = (void *)pc;
     while (n < max) {
         if (key >> 48)
-            return -1;
+            goto give_up;
         uint32_t rule = rule_at(key);
         if (__builtin_expect(rule_kind(rule) != R_STEP, 0)) {
-            if (rule_kind(rule) == R_END)
-                break;
-            return -1;
+            if (rule_kind(rule) != R_END)
+                goto give_up;
+            if (n <= CACHE_MAX) {
+                w.cfa[n - 1] = CFA_NONE;
+                w.rule[n - 1] = rule;
+            }
+            break;
         }
-        uintptr_t base = sp;
+        uintptr_t base = sp, bp_in = bp;
+        bool bp_known_in = bp_known;
         if (__builtin_expect(rule & R_CFA_BP, 0)) {
             if (!bp_known)
-                return -1;
+                goto give_up;
             base = bp;
         }
         uintptr_t cfa = base + rule_cfa_off(rule);
         if (cfa <= sp || cfa > hi || (cfa & 7))
-            return -1;
+            goto give_up;
         uintptr_t ra = load(cfa - 8);
         uint32_t bp_rule = rule_bp(rule);
         if (bp_rule == BP_SAVED) {
             uintptr_t at = cfa - rule_bp_off(rule);
             if (at < sp || at + 8 > hi)
-                return -1;
+                goto give_up;
             bp = load(at);
         } else if (bp_rule == BP_LOST) {
             bp_known = false;
+        }
+        if (n <= CACHE_MAX) {
+            w.cfa[n - 1] = cfa;
+            w.bp_in[n - 1] = bp_in;
+            w.rule[n - 1] = rule;
+        }
+        while (cs < CACHE_MAX && cache.cfa[cs] < cfa)
+            cs++;
+        if (cs < CACHE_MAX && cache.cfa[cs] == cfa && cache.key[cs] == key) {
+            int changed = cache.need_bp[cs] && (!bp_known_in || bp_in != cache.bp_in[cs])
+                              ? cs : first_changed(cs);
+            if (changed == CACHE_MAX)
+                return finish_reused(pcs, n, max, cs, &w, e, shared);
+            cs = changed + 1;
         }
         sp = cfa;
         if (!ra)
@@ -420,18 +574,28 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame
         pcs[n++] = (void *)ra;
         key = ra;
     }
+    if (n == max) /* cut: it did not reach the outermost frame */
+        cache.n = 0;
+    else
+        cache_store(pcs, &w, n, CACHE_MAX - n, e);
     return n;
+give_up:
+    cache.n = 0;
+    return -1;
 }
 
 #else /* not x86-64: libunwind does it all */
 
-int unwind_fast(void **pcs, int max, const void *frame)
+int unwind_fast(void **pcs, int max, const void *frame, int *shared)
 {
     (void)pcs;
     (void)max;
     (void)frame;
+    *shared = 0;
     return -1;
 }
+
+void unwind_set_reuse(bool on) { (void)on; }
 
 void unwind_flush(void) {}
 unsigned unwind_modules_generation(void) { return 0; }

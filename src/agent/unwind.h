@@ -7,6 +7,8 @@
 #ifndef LTR_AGENT_UNWIND_H
 #define LTR_AGENT_UNWIND_H
 
+#include <stdbool.h>
+
 /* Fills pcs with up to max program counters of the calling thread, innermost
  * first: pcs[0] is inside unwind_fast itself, the others are return
  * addresses (as libunwind's unw_backtrace gives them). Or, if frame is not
@@ -15,9 +17,16 @@
  * pcs[0] is that function's return address. Returns how many, or -1 when
  * this stack holds something the rule cache cannot express (signal frame,
  * DWARF expression, unknown code, a stack it cannot bound): the caller then
- * unwinds it another way. Call with the agent's guard set: the first sight
- * of an address may allocate (libdw). Never blocks. */
-int unwind_fast(void **pcs, int max, const void *frame);
+ * unwinds it another way. *shared: how many of the outermost frames of pcs
+ * are the outermost frames of the stack this thread's previous call
+ * returned (0 if that call failed, was cut at max, or is not known to
+ * share any); they were taken from that walk, not walked again (unwind.c).
+ * Call with the agent's guard set: the first sight of an address may
+ * allocate (libdw). Never blocks. */
+int unwind_fast(void **pcs, int max, const void *frame, int *shared);
+
+/* Off: every walk goes to the end (for measuring the reuse alone). */
+void unwind_set_reuse(bool on);
 
 /* Changes whenever the unwinder found objects loaded or unloaded (it looks
  * when it meets an address in none it knows). */
