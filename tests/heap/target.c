@@ -19,6 +19,7 @@
 
 void *chain_outer(int k);
 void mode_tree(void); /* tree.c */
+void mode_reuse(void); /* reuse.c */
 
 static void *keep[64];
 
@@ -352,6 +353,8 @@ int main(int argc, char **argv)
         mode_dormant();
     else if (!strcmp(mode, "tree"))
         mode_tree();
+    else if (!strcmp(mode, "reuse"))
+        mode_reuse();
     else if (!strcmp(mode, "loaderlock") && argc > 2)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)

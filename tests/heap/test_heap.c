@@ -324,6 +324,71 @@ static void test_stacks_of_many_threads(void **state)
     heap_free(&h);
 }
 
+/* reuse.c: each allocation's size names its path; every frame of every stack
+ * checked, innermost first: leaf, mid, outer_a|b, rec x (levels + 1),
+ * [fp], step. A walk that wrongly reused the previous one's outer frames
+ * gives the other outer function, the wrong recursion depth, or frames a
+ * longjmp popped. */
+enum { REUSE_FNS = 7, REUSE_SIZE_BASE = 200000, REUSE_CALLS = 4000 };
+enum { R_LEAF, R_MID, R_OUTER_A, R_OUTER_B, R_REC, R_FP, R_STEP };
+
+/* The expected functions of the stack of code, innermost first; how many. */
+static int reuse_expected(unsigned code, int *fn)
+{
+    int n = 0;
+    fn[n++] = R_LEAF;
+    fn[n++] = R_MID;
+    fn[n++] = code & 1 ? R_OUTER_B : R_OUTER_A;
+    for (unsigned l = 0; l <= ((code >> 1) & 15u); l++)
+        fn[n++] = R_REC;
+    if (code & 32)
+        fn[n++] = R_FP;
+    fn[n++] = R_STEP;
+    return n;
+}
+
+static void check_reuse_stack(const heap_trace *h, const hev *e, const fnrange *fr)
+{
+    unsigned code = (unsigned)(e->size - REUSE_SIZE_BASE);
+    int fn[32], n = reuse_expected(code, fn);
+    const ltr_stack *st = e->stack ? ltr_trace_stack_find(h->t, e->pid, e->stack) : NULL;
+    if (!st || st->frame_count < (uint32_t)n + 1)
+        fail_msg("code %#x: stack %u missing or short (%u frames, want %d + callers)", code,
+                 e->stack, st ? st->frame_count : 0, n);
+    for (int i = 0; i < n; i++)
+        if (!in_fn(st->frames[i], &fr[fn[i]]))
+            fail_msg("code %#x frame %d: %#llx is not in %s", code, i,
+                     (unsigned long long)st->frames[i], fr[fn[i]].name);
+    if (in_fn(st->frames[n], &fr[R_STEP]) || in_fn(st->frames[n], &fr[R_REC]))
+        fail_msg("code %#x frame %d: one frame too many", code, n);
+}
+
+static void test_stacks_reusing_outer_frames(void **state)
+{
+    tu_result r = record("", "heap-target", "reuse");
+    assert_int_equal(r.status, 0);
+    fnrange fr[REUSE_FNS];
+    const char *p = r.out;
+    for (int i = 0; i < REUSE_FNS; i++) {
+        unsigned long long start, size;
+        int used;
+        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
+        fr[i].start = start;
+        fr[i].size = size;
+        p += used;
+    }
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    size_t seen = 0;
+    for (const hev *e = h.v; e < h.v + h.n; e++)
+        if (e->kind == ALLOC && e->size >= REUSE_SIZE_BASE && e->size < REUSE_SIZE_BASE + 128) {
+            check_reuse_stack(&h, e, fr);
+            seen++;
+        }
+    assert_int_equal(seen, REUSE_CALLS);
+    heap_free(&h);
+}
+
 static void test_dlopen_dlclose_modules(void **state)
 {
     char args[600];
@@ -658,6 +723,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cxx_operators_exact, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stack_of_known_chain, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stacks_of_many_threads, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),

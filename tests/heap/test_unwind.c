@@ -86,12 +86,13 @@ static void test_threads(void **state)
     assert_true(t.fast >= 300);
 }
 
-/* The modes of the main heap tests: threads, fork, dlopen/dlclose, exec. */
+/* The modes of the main heap tests: threads, fork, dlopen/dlclose, exec, and
+ * stacks that must not reuse the previous walk's outer frames (reuse.c). */
 static void test_heap_target_modes(void **state)
 {
     char dl[600];
     snprintf(dl, sizeof dl, "dlopen %s", tu_test_bin("libheapdl.so"));
-    const char *modes[] = {"chain", "threads", "fork", "exec", "counts", dl};
+    const char *modes[] = {"chain", "threads", "fork", "exec", "counts", "reuse", dl};
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
         assert_true(check("", "heap-target", modes[i]).fast > 0);
     assert_true(check("", "heap-target", "fork").processes == 1); /* the child _exits */
