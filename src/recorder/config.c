@@ -51,12 +51,13 @@ int ltr_provider_spec_parse(const char *text, ltr_provider_spec *out, ltr_error 
         *lv++ = 0;
     if (!buf[0])
         return ltr_fail(err, EINVAL, "provider '%s': the name or GUID is missing", text);
-    if (strlen(buf) >= sizeof out->name)
+    size_t len = strlen(buf);
+    if (len >= sizeof out->name)
         return ltr_fail(err, EINVAL, "provider '%s': the name is longer than %zu characters", text,
                         sizeof out->name - 1);
     if (ltr_guid_parse(buf, &out->guid) != 0)
         ltr_guid_from_name(buf, &out->guid);
-    snprintf(out->name, sizeof out->name, "%s", buf);
+    memcpy(out->name, buf, len + 1); /* fits: checked above */
     uint64_t v;
     if (kw && *kw) {
         if (parse_u64(kw, &v))
