@@ -18,6 +18,7 @@
 
 #include "event/producer.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,14 @@ enum heap_fn {
     FN_DELETE_SIZED_AL = 27, FN_DELETE_ARR_SIZED_AL = 28, FN_DELETE_NOTHROW = 29,
     FN_DELETE_ARR_NOTHROW = 30, FN_DELETE_AL_NOTHROW = 31, FN_DELETE_ARR_AL_NOTHROW = 32,
 };
+
+/* Heap event timestamps are multiples of this, rounded down, but never at or
+ * before the last module record (docs/heap-events.md). */
+#define AGENT_TS_GRAIN_NS 100000u
+
+/* The timestamp of the newest module record written (modules.c), which the
+ * next events must come after (emit.c). */
+extern _Atomic uint64_t agent_module_change_ts;
 
 /* Nonzero while this thread runs agent code: hooks then only pass through. */
 extern __thread int agent_busy __attribute__((tls_model("initial-exec")));

@@ -197,11 +197,19 @@ static void write_everywhere(const module *m, uint8_t event, uint64_t ts)
     }
 }
 
+_Atomic uint64_t agent_module_change_ts;
+
 /* Changes seen while writing an event are dated just before it, so that the
- * event's frames find their module. */
+ * event's frames find their module; others now, to the nanosecond. Either
+ * way the events after it are stamped after it (emit.c), though events are
+ * rounded down to a coarser grain: published before the records are written. */
 static uint64_t change_ts(void)
 {
-    return agent_event_ts ? agent_event_ts - 1 : ltr_now_ns();
+    uint64_t ts = agent_event_ts ? agent_event_ts - 1 : ltr_now_ns();
+    uint64_t was = atomic_load(&agent_module_change_ts);
+    while (was < ts && !atomic_compare_exchange_weak(&agent_module_change_ts, &was, ts))
+        ;
+    return ts;
 }
 
 modules_view *modules_look(void)

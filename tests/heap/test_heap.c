@@ -147,6 +147,28 @@ static heap_trace record_read(const char *opts, const char *target, const char *
 
 /* ---- counts ----------------------------------------------------------------- */
 
+/* docs/heap-events.md: a heap event's time is rounded down to 100 us, or is
+ * one nanosecond after a module record of its process that came later. */
+static void expect_coarse_times(const heap_trace *h)
+{
+    size_t coarse = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->v[i].ts % 100000 == 0) {
+            coarse++;
+            continue;
+        }
+        bool after_module = false;
+        for (size_t k = 0; k < ltr_trace_module_count(h->t) && !after_module; k++) {
+            const ltr_module *m = ltr_trace_module_at(h->t, k);
+            after_module = m->pid == h->v[i].pid && m->ts + 1 == h->v[i].ts;
+        }
+        if (!after_module)
+            fail_msg("event %zu at %llu ns: neither on the 100 us grain nor just after a module record", i,
+                     (unsigned long long)h->v[i].ts);
+    }
+    assert_true(coarse > h->n / 2);
+}
+
 static void test_c_functions_exact(void **state)
 {
     tu_result r = record("", "heap-target", "counts");
@@ -155,6 +177,7 @@ static void test_c_functions_exact(void **state)
     tu_free(&r);
     heap_trace h = read_heap(trace_path);
     assert_int_equal(h.damage, 0);
+    expect_coarse_times(&h);
     expect_pairs(&h, 1001, 1, 20, 3);
     expect_pairs(&h, 2001, 2, 20, 3);
     expect_pairs(&h, 3001, 5, 20, 3);
