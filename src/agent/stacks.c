@@ -10,7 +10,8 @@
  * LTR_HEAP_UNWIND=full walks every stack to its end (no reuse of the
  * previous walk's outer frames, unwind.c: for measuring);
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
- * exit (stderr) how many stacks each way gave and how many differed.
+ * exit (stderr) how many stacks each way gave and how many differed, and
+ * how many of the fast stacks' frames were the previous walk's.
  *
  * Stacks share their outer frames, as in heaptrack: a node of the trie
  * (trie.c) is (parent node, return address), a stack's id is the id of its
@@ -52,6 +53,7 @@ static uint32_t pid; /* of this process (getpid is a system call per record) */
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
 static int unwind_mode = UNWIND_FAST;
 static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
+static _Atomic uint64_t n_frames, n_shared; /* fast stacks' frames, those reused */
 static uintptr_t agent_lo, agent_hi;
 
 static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
@@ -221,6 +223,9 @@ __attribute__((destructor)) static void check_report(void)
              (int)getpid(), (unsigned long long)n_fast, (unsigned long long)n_fallback,
              (unsigned long long)n_mismatch);
     say(line);
+    snprintf(line, sizeof line, "ltr-heap[%d]: unwind reuse: %llu of %llu frames\n", (int)getpid(),
+             (unsigned long long)n_shared, (unsigned long long)n_frames);
+    say(line);
     snprintf(line, sizeof line, "ltr-heap[%d]: %u frame nodes\n", (int)getpid(),
              (unsigned)trie_count());
     say(line);
@@ -259,8 +264,11 @@ stack_ref stacks_capture(const void *frame)
     int count = n - i > depth ? depth : n - i;
     if (unwind_mode == UNWIND_CHECK) {
         atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);
-        if (fast)
+        if (fast) {
+            atomic_fetch_add(&n_frames, (uint64_t)n);
+            atomic_fetch_add(&n_shared, (uint64_t)shared);
             check_against_libunwind(buf + i, count, depth + 16);
+        }
     }
     /* The previous stack's hashes of the outer frames this one shares hold
      * if both reached their outermost frame, uncut. */
