@@ -121,3 +121,17 @@ void mode_reuse(void)
         free(reuse_step(code));
     }
 }
+
+/* Mode "phases N": 2000 allocations whose consecutive stacks share only
+ * their few outermost frames (each call moves the frames below reuse_fp,
+ * alternately by 16 bytes), then N from one stack 20 frames deep. The agent
+ * stops recording its walks in the first phase (little to reuse there) and
+ * must take them up again in the second (test_unwind.c counts the frames
+ * reused). */
+void mode_phases(unsigned same)
+{
+    for (unsigned i = 0; i < 2000; i++)
+        free(reuse_step((i & 1) | 15u << REUSE_DEPTH_SHIFT | REUSE_FP));
+    for (unsigned i = 0; i < same; i++)
+        free(reuse_step(15u << REUSE_DEPTH_SHIFT));
+}

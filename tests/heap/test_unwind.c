@@ -4,9 +4,11 @@
  * LTR_HEAP_UNWIND=check: the agent then unwinds every stack both ways, and
  * at exit each process says on stderr
  *     ltr-heap[PID]: unwind check: F fast, B fallback, M mismatched
+ *     ltr-heap[PID]: unwind reuse: R of N frames
  * (F stacks came from the fast unwinder and were compared frame by frame
- * with libunwind's, B went to libunwind, M of the F differed). The call
- * sites are in unwind_target.cpp and target.c.
+ * with libunwind's, B went to libunwind, M of the F differed; R of the N
+ * frames of the F were taken from the thread's previous walk). The call
+ * sites are in unwind_target.cpp, target.c and reuse.c.
  */
 #include "util/testutil.h"
 
@@ -20,7 +22,7 @@
 #include <cmocka.h>
 
 typedef struct tally {
-    unsigned long long fast, fallback, mismatched;
+    unsigned long long fast, fallback, mismatched, reused, frames;
     int processes;
 } tally;
 
@@ -36,6 +38,13 @@ static tally read_tally(const char *err)
         t.fallback += b;
         t.mismatched += m;
         t.processes++;
+    }
+    for (const char *p = err; (p = strstr(p, "unwind reuse: ")); p++) {
+        unsigned long long r, n;
+        if (sscanf(p, "unwind reuse: %llu of %llu frames", &r, &n) == 2) {
+            t.reused += r;
+            t.frames += n;
+        }
     }
     return t;
 }
@@ -95,9 +104,28 @@ static void test_heap_target_modes(void **state)
     const char *modes[] = {"chain", "threads", "fork", "exec", "counts", "reuse", dl};
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
         assert_true(check("", "heap-target", modes[i]).fast > 0);
+    /* reuse.c's stacks were checked with the reuse on (not paused) */
+    tally t = check("", "heap-target", "reuse");
+    assert_true(t.reused * 4 > t.frames);
     assert_true(check("", "heap-target", "fork").processes == 1); /* the child _exits */
 }
 
+/* The agent stops recording its walks where they share little (a third of
+ * the frames reused, unwind.c) and takes them up again when that changes:
+ * 2000 stacks sharing only their outermost frames, then stacks that share
+ * all but their innermost. Recording all the time would reuse about a
+ * quarter of the first phase's frames; never coming back, about none of the
+ * second's. */
+static void test_reuse_pauses_and_resumes(void **state)
+{
+    tally shifting = check("", "heap-target", "phases 0");
+    assert_int_equal(shifting.fast, 2000);
+    assert_true(shifting.frames > 2000 * 20);
+    assert_true(shifting.reused * 20 < shifting.frames);
+    tally settled = check("", "heap-target", "phases 16000");
+    assert_true(settled.frames > 18000 * 20);
+    assert_true(settled.reused * 2 > settled.frames);
+}
 
 int main(void)
 {
@@ -108,6 +136,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_signal_frames_fall_back, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_heap_target_modes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_reuse_pauses_and_resumes, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
