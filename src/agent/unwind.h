@@ -20,7 +20,8 @@
  * unwinds it another way. *shared: how many of the outermost frames of pcs
  * are the outermost frames of the stack this thread's previous call
  * returned (0 if that call failed, was cut at max, or is not known to
- * share any); they were taken from that walk, not walked again (unwind.c).
+ * share any, as while the thread's reuse is paused because it did not
+ * pay); they were taken from that walk, not walked again (unwind.c).
  * Call with the agent's guard set: the first sight of an address may
  * allocate (libdw). Never blocks. */
 int unwind_fast(void **pcs, int max, const void *frame, int *shared);
