@@ -14,6 +14,7 @@
  * caller on, not through the agent's own frames first.
  */
 #include "agent/agent.h"
+#include "agent/perthread.h"
 #include "agent/unwind.h"
 
 #include <dlfcn.h>
@@ -110,6 +111,7 @@ static inline bool ready(void)
 
 __attribute__((constructor(101))) static void agent_start(void)
 {
+    agent_blocks_init();
     agent_busy++;
     ready();
     agent_leave();

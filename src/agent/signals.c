@@ -32,7 +32,14 @@
 #define NSIGS 65
 
 __thread uint64_t agent_held __attribute__((tls_model("initial-exec")));
-static __thread siginfo_t held_info[NSIGS] __attribute__((tls_model("initial-exec")));
+/* The siginfo of the first signals held during one stay in the agent, which
+ * is short: more than this many at once go again without theirs (tgkill).
+ * Few, because TLS is taken from every thread's stack (perthread.h). */
+#define HELD_INFO 2
+static __thread struct {
+    int sig;
+    siginfo_t info;
+} held_info[HELD_INFO] __attribute__((tls_model("initial-exec")));
 
 /* What the program asked for, per signal; wrapped[s]: installed behind ours. */
 static struct sigaction prog[NSIGS];
@@ -58,13 +65,13 @@ static void call_program(int sig, siginfo_t *si, void *uc)
 static void wrapper(int sig, siginfo_t *si, void *uc)
 {
     if (agent_busy && sig > 0 && sig < NSIGS && !is_fault(sig, si)) {
-        int e = errno;
-        if (si)
-            held_info[sig] = *si;
-        else
-            held_info[sig] = (siginfo_t){.si_signo = sig, .si_code = SI_TKILL};
+        for (int i = 0; si && i < HELD_INFO; i++)
+            if (!held_info[i].sig || held_info[i].sig == sig) {
+                held_info[i].sig = sig;
+                held_info[i].info = *si;
+                break;
+            }
         agent_held |= 1ull << sig;
-        errno = e;
         return;
     }
     call_program(sig, si, uc);
@@ -76,9 +83,15 @@ void signals_release(void)
     while (agent_held) {
         int sig = __builtin_ctzll(agent_held);
         agent_held &= ~(1ull << sig);
-        /* to this thread, with the siginfo it came with */
-        if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig,
-                    &held_info[sig]) != 0)
+        /* to this thread, with the siginfo it came with when it was kept */
+        int sent = -1;
+        for (int i = 0; i < HELD_INFO; i++)
+            if (held_info[i].sig == sig) {
+                held_info[i].sig = 0;
+                sent = (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig,
+                                    &held_info[i].info);
+            }
+        if (sent != 0)
             syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
     }
     errno = e;

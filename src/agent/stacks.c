@@ -26,6 +26,7 @@
  */
 #define UNW_LOCAL_ONLY
 #include "agent/agent.h"
+#include "agent/perthread.h"
 #include "agent/trie.h"
 #include "agent/unwind.h"
 #include "format/records.h"
@@ -43,9 +44,12 @@
 /* This thread's prefix hashes of its last stack, and how many of them are
  * of a stack that reached its outermost frame (else 0): the next stack
  * hashes only the frames below the outer ones it shares with that one
- * (unwind_fast says how many). */
-static __thread trie_hashes hashes __attribute__((tls_model("initial-exec")));
-static __thread int hashed __attribute__((tls_model("initial-exec")));
+ * (unwind_fast says how many). 7 KB: a block of the thread's own
+ * (perthread.h), not TLS. */
+typedef struct stacks_block {
+    trie_hashes hashes;
+    int hashed;
+} stacks_block;
 
 static bool trie_ready;
 static int depth = 64;
@@ -133,13 +137,13 @@ static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const 
 
 /* The node of the n frames f; the outermost from of them are hashed already
  * (hashes). */
-static stack_ref lookup_or_add(void *const *f, int n, int from, bool rescan)
+static stack_ref lookup_or_add(trie_hashes *hashes, void *const *f, int n, int from, bool rescan)
 {
     if (n == 0)
         return (stack_ref){0};
-    const uint64_t *h1 = hashes.h1;
-    const uint32_t *h2 = hashes.h2;
-    trie_hash(f, n, from, &hashes);
+    const uint64_t *h1 = hashes->h1;
+    const uint32_t *h2 = hashes->h2;
+    trie_hash(f, n, from, hashes);
     const trie_table *t = trie_current();
     stack_ref ref = {0}, base = {0};
     int known = 0;
@@ -192,7 +196,7 @@ static void say(const char *msg)
 
 /* UNWIND_CHECK: the fast stack a (n frames from the caller on) against
  * libunwind's; the first few differences are told in full. */
-static void check_against_libunwind(void *const *a, int n, int max)
+__attribute__((noinline)) static void check_against_libunwind(void *const *a, int n, int max)
 {
     void *b[MAX_DEPTH + 16];
     int m = unw_backtrace(b, max);
@@ -250,8 +254,9 @@ static bool modules_moved(void)
 
 stack_ref stacks_capture(const void *frame)
 {
-    if (!trie_ready || depth == 0)
-        return (stack_ref){0};
+    stacks_block *sb = trie_ready && depth ? agent_thread_block(AGENT_BLOCK_STACKS, sizeof *sb) : NULL;
+    if (!sb)
+        return (stack_ref){0}; /* no stack: as with stacks off */
     void *buf[MAX_DEPTH + 16];
     int n = -1, i = 0, shared = 0, max = frame ? depth + 4 : depth + 16;
     if (unwind_mode != UNWIND_LIBUNWIND) /* from frame: few agent frames, if any */
@@ -273,10 +278,10 @@ stack_ref stacks_capture(const void *frame)
     /* The previous stack's hashes of the outer frames this one shares hold
      * if both reached their outermost frame, uncut. */
     bool whole = fast && n < max && n - i <= depth;
-    int from = whole ? shared < hashed ? shared : hashed : 0;
+    int from = whole ? shared < sb->hashed ? shared : sb->hashed : 0;
     from = from < count ? from : count;
-    hashed = whole ? count : 0;
-    return lookup_or_add(buf + i, count, from, !fast || modules_moved());
+    sb->hashed = whole ? count : 0;
+    return lookup_or_add(&sb->hashes, buf + i, count, from, !fast || modules_moved());
 }
 
 /* Node records waiting to be appended: consecutive nodes of one path,

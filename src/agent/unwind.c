@@ -25,6 +25,7 @@
  * at CFAs that move strictly up the stack; anything else is a give-up.
  */
 #include "agent/agent.h"
+#include "agent/perthread.h"
 #include "agent/unwind.h"
 
 #if defined(__x86_64__)
@@ -427,7 +428,6 @@ typedef struct walk_cache {
     bool need_bp[CACHE_MAX];    /* the walk from this frame out used bp_in */
 } walk_cache;
 
-static __thread walk_cache cache __attribute__((tls_model("initial-exec")));
 static bool reuse_on = true;
 
 void unwind_set_reuse(bool on)
@@ -442,15 +442,23 @@ typedef struct walk_rec {
     uint32_t rule[CACHE_MAX];
 } walk_rec;
 
+/* This thread's cache and the walk in progress: not in TLS (glibc takes TLS
+ * from every thread's stack) nor on the program's stack (2.6 KB), but in a
+ * block of the thread's own (perthread.h). */
+typedef struct unwind_block {
+    walk_cache cache;
+    walk_rec rec;
+} unwind_block;
+
 /* The first slot at or after s whose words no longer hold what the cached
  * walk loaded there; CACHE_MAX if all do. */
-static int first_changed(int s)
+static int first_changed(const unwind_block *ub, int s)
 {
-    for (int k = s; k < CACHE_MAX && cache.cfa[k] != CFA_NONE; k++) {
-        uintptr_t ra = k + 1 < CACHE_MAX ? cache.key[k + 1] : 0;
-        if (load(cache.cfa[k] - 8) != ra)
+    for (int k = s; k < CACHE_MAX && ub->cache.cfa[k] != CFA_NONE; k++) {
+        uintptr_t ra = k + 1 < CACHE_MAX ? ub->cache.key[k + 1] : 0;
+        if (load(ub->cache.cfa[k] - 8) != ra)
             return k;
-        if (cache.bp_at[k] && load(cache.bp_at[k]) != cache.bp_in[k + 1])
+        if (ub->cache.bp_at[k] && load(ub->cache.bp_at[k]) != ub->cache.bp_in[k + 1])
             return k;
     }
     return CACHE_MAX;
@@ -458,36 +466,36 @@ static int first_changed(int s)
 
 /* Stores frames 0..count-1 of the walk in slots base.., below what is
  * cached from slot base + count out (the reused rest, or nothing). */
-static void cache_store(void *const *pcs, const walk_rec *w, int count, int base, unsigned e)
+static void cache_store(unwind_block *ub, void *const *pcs, const walk_rec *w, int count, int base, unsigned e)
 {
     if (base < 0) {
-        cache.n = 0;
+        ub->cache.n = 0;
         return;
     }
-    bool need = base + count < CACHE_MAX && cache.need_bp[base + count];
+    bool need = base + count < CACHE_MAX && ub->cache.need_bp[base + count];
     for (int f = count - 1; f >= 0; f--) {
         int s = base + f;
         uint32_t rule = w->rule[f];
-        cache.key[s] = f ? (uintptr_t)pcs[f] : w->key0;
-        cache.cfa[s] = w->cfa[f];
-        cache.bp_in[s] = w->bp_in[f];
-        cache.bp_at[s] = rule_bp(rule) == BP_SAVED && need ? w->cfa[f] - rule_bp_off(rule) : 0;
+        ub->cache.key[s] = f ? (uintptr_t)pcs[f] : w->key0;
+        ub->cache.cfa[s] = w->cfa[f];
+        ub->cache.bp_in[s] = w->bp_in[f];
+        ub->cache.bp_at[s] = rule_bp(rule) == BP_SAVED && need ? w->cfa[f] - rule_bp_off(rule) : 0;
         need = rule_kind(rule) == R_STEP &&
                ((rule & R_CFA_BP) || (rule_bp(rule) == BP_SAME && need));
-        cache.need_bp[s] = need;
+        ub->cache.need_bp[s] = need;
     }
-    cache.n = CACHE_MAX - base;
-    cache.epoch = e;
+    ub->cache.n = CACHE_MAX - base;
+    ub->cache.epoch = e;
 }
 
 /* The walk, at frame n - 1, matched cached slot s and its rest still holds:
  * the cached outer frames complete pcs (up to max). */
-static int finish_reused(void **pcs, int n, int max, int s, const walk_rec *w, unsigned e,
+static int finish_reused(unwind_block *ub, void **pcs, int n, int max, int s, const walk_rec *w, unsigned e,
                          int *shared)
 {
     int outer = CACHE_MAX - 1 - s, take = n + outer > max ? max - n : outer;
-    memcpy(pcs + n, &cache.key[s + 1], sizeof(void *) * (size_t)take);
-    cache_store(pcs, w, n - 1, s - (n - 1), e);
+    memcpy(pcs + n, &ub->cache.key[s + 1], sizeof(void *) * (size_t)take);
+    cache_store(ub, pcs, w, n - 1, s - (n - 1), e);
     *shared = take == outer ? outer : 0;
     return n + take;
 }
@@ -531,7 +539,7 @@ static inline bool policy_records(void)
 
 /* After a recording walk of frames frames (0: it gave up), reused of them
  * taken from the previous walk. */
-static void policy_count(int frames, int reused)
+static void policy_count(unwind_block *ub, int frames, int reused)
 {
     policy.frames += (unsigned)frames;
     policy.reused += (unsigned)reused;
@@ -543,7 +551,7 @@ static void policy_count(int frames, int reused)
     }
     unsigned pause = policy.pause ? policy.pause : PAUSE_MIN;
     policy = (reuse_policy){.left = (int)pause, .pause = pause < PAUSE_MAX ? 2 * pause : pause};
-    cache.n = 0;
+    ub->cache.n = 0;
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -555,15 +563,16 @@ static void policy_count(int frames, int reused)
  * address inside the stack; a BP saved below the CFA too. Anything else, and
  * BP needed where it is not known, is a give-up (-1). */
 static inline __attribute__((always_inline)) int
-walk(void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t key,
+walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t key,
      const bool record, int *shared)
 {
     const uintptr_t hi = stack_hi;
     const unsigned e = atomic_load_explicit(&epoch, memory_order_relaxed);
-    walk_rec w;
-    w.key0 = key;
+    walk_rec *const w = record ? &ub->rec : NULL;
+    if (record)
+        w->key0 = key;
     /* cs: the next cached slot the walk's CFAs have not passed */
-    int cs = record && cache.n && cache.epoch == e ? CACHE_MAX - cache.n : CACHE_MAX;
+    int cs = record && ub->cache.n && ub->cache.epoch == e ? CACHE_MAX - ub->cache.n : CACHE_MAX;
     bool bp_known = true;
     int n = 0;
     pcs[n++] = (void *)pc;
@@ -575,8 +584,8 @@ walk(void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t ke
             if (rule_kind(rule) != R_END)
                 goto give_up;
             if (record && n <= CACHE_MAX) {
-                w.cfa[n - 1] = CFA_NONE;
-                w.rule[n - 1] = rule;
+                w->cfa[n - 1] = CFA_NONE;
+                w->rule[n - 1] = rule;
             }
             break;
         }
@@ -601,18 +610,18 @@ walk(void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t ke
             bp_known = false;
         }
         if (record && n <= CACHE_MAX) {
-            w.cfa[n - 1] = cfa;
-            w.bp_in[n - 1] = bp_in;
-            w.rule[n - 1] = rule;
+            w->cfa[n - 1] = cfa;
+            w->bp_in[n - 1] = bp_in;
+            w->rule[n - 1] = rule;
         }
-        while (record && cs < CACHE_MAX && cache.cfa[cs] < cfa)
+        while (record && cs < CACHE_MAX && ub->cache.cfa[cs] < cfa)
             cs++;
-        if (record && cs < CACHE_MAX && cache.cfa[cs] == cfa && cache.key[cs] == key) {
-            int changed = cache.need_bp[cs] && (!bp_known_in || bp_in != cache.bp_in[cs])
-                              ? cs : first_changed(cs);
+        if (record && cs < CACHE_MAX && ub->cache.cfa[cs] == cfa && ub->cache.key[cs] == key) {
+            int changed = ub->cache.need_bp[cs] && (!bp_known_in || bp_in != ub->cache.bp_in[cs])
+                              ? cs : first_changed(ub, cs);
             if (changed == CACHE_MAX) {
-                int total = finish_reused(pcs, n, max, cs, &w, e, shared);
-                policy_count(total, total - n);
+                int total = finish_reused(ub, pcs, n, max, cs, w, e, shared);
+                policy_count(ub, total, total - n);
                 return total;
             }
             cs = changed + 1;
@@ -626,15 +635,15 @@ walk(void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t ke
     if (!record)
         return n;
     if (n == max) /* cut: it did not reach the outermost frame */
-        cache.n = 0;
+        ub->cache.n = 0;
     else
-        cache_store(pcs, &w, n, CACHE_MAX - n, e);
-    policy_count(n, 0);
+        cache_store(ub, pcs, w, n, CACHE_MAX - n, e);
+    policy_count(ub, n, 0);
     return n;
 give_up:
     if (record) {
-        cache.n = 0;
-        policy_count(0, 0);
+        ub->cache.n = 0;
+        policy_count(ub, 0, 0);
     }
     return -1;
 }
@@ -655,13 +664,15 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame
                          : "=&r"(pc), "=&r"(sp), "=&r"(bp));
         key = pc + 1; /* pc's rule, as if it were a return address */
     }
+    unwind_block *ub = reuse_on ? agent_thread_block(AGENT_BLOCK_UNWIND, sizeof *ub) : NULL;
     if (max <= 0 || !stack_bounds() || sp - 16 < stack_lo || sp >= stack_hi) {
-        cache.n = 0;
+        if (ub)
+            ub->cache.n = 0;
         return -1;
     }
-    if (reuse_on && policy_records())
-        return walk(pcs, max, pc, sp, bp, key, true, shared);
-    return walk(pcs, max, pc, sp, bp, key, false, shared);
+    if (ub && policy_records())
+        return walk(ub, pcs, max, pc, sp, bp, key, true, shared);
+    return walk(ub, pcs, max, pc, sp, bp, key, false, shared);
 }
 
 #else /* not x86-64: libunwind does it all */

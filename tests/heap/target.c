@@ -98,6 +98,40 @@ static void *asks_own_stack(void *arg)
     return NULL;
 }
 
+/* Threads with small stacks, most of it in use when they allocate: glibc
+ * takes the agent's TLS from each thread's stack, and the hooks run on it. */
+__attribute__((noinline)) static void small_stack_depth(int kb, int i)
+{
+    volatile char pad[1024];
+    memset((char *)pad, i, sizeof pad);
+    if (kb > 1)
+        small_stack_depth(kb - 1, i);
+    else
+        keep[i] = malloc(3750 + (size_t)i);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void *small_stack_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 32; i++)
+        small_stack_depth(20, i);
+    return NULL;
+}
+
+static int mode_small_stacks(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 32 << 10);
+    pthread_t t;
+    int rc = pthread_create(&t, &a, small_stack_worker, NULL);
+    if (rc)
+        return fprintf(stderr, "target: pthread_create with a 32 KB stack: %s\n", strerror(rc)), 4;
+    pthread_join(t, NULL);
+    return 0;
+}
+
 static void mode_getattr(void)
 {
     alarm(60); /* a deadlock fails the test instead of hanging it */
@@ -336,6 +370,8 @@ int main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(mode, "getattr"))
         mode_getattr();
+    else if (!strcmp(mode, "smallstack"))
+        return mode_small_stacks();
     else if (!strcmp(mode, "atexit"))
         mode_atexit();
     else if (!strcmp(mode, "exec"))

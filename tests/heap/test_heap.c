@@ -583,6 +583,24 @@ static void test_record_says_what_is_missing(void **state)
     tu_free(&r);
 }
 
+/* A thread with a 32 KB stack, 20 KB of it in use at each allocation: the
+ * agent's TLS (taken from every thread's stack) and its hooks' frames fit
+ * in the rest, dormant or recording. */
+static void test_threads_with_small_stacks(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "smallstack", 0);
+    for (uint64_t i = 0; i < 32; i++) {
+        const hev *e = find(&h, ALLOC, 3750 + i);
+        assert_non_null(e);
+        assert_non_null(ltr_trace_stack_find(h.t, e->pid, e->stack));
+    }
+    heap_free(&h);
+    tu_result r = tu_run("LD_PRELOAD=%s/../lib/libltr-heap.so %s smallstack", getenv("LTR_TEST_BIN"),
+                         tu_test_bin("heap-target")); /* dormant: no session */
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+}
+
 static void test_exec_keeps_tracing(void **state)
 {
     heap_trace h = record_read("", "heap-target", "exec", 0);
@@ -755,6 +773,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_event_inside_loader_lock, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_handler_jumping_out_of_agent, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_says_what_is_missing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads_with_small_stacks, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),

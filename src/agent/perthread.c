@@ -1,0 +1,48 @@
+/*
+ * agent/perthread.c — per-thread blocks of perthread.h: mmap'd at a thread's
+ * first need (not malloc: the agent's own allocations must not meet its
+ * hooks at thread exit), unmapped by a thread-specific key's destructor.
+ */
+#include "agent/perthread.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+
+__thread void *agent_blocks[AGENT_BLOCKS] __attribute__((tls_model("initial-exec")));
+static __thread size_t block_size[AGENT_BLOCKS] __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+static bool have_key;
+
+/* At thread exit. A destructor of another key that runs later and makes the
+ * agent work again maps a new block and sets the key again: glibc then
+ * calls this once more. */
+static void release(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < AGENT_BLOCKS; i++)
+        if (agent_blocks[i]) {
+            munmap(agent_blocks[i], block_size[i]);
+            agent_blocks[i] = NULL;
+        }
+}
+
+void agent_blocks_init(void)
+{
+    have_key = pthread_key_create(&exit_key, release) == 0;
+}
+
+void *agent_block_new(enum agent_block which, size_t size)
+{
+    if (!have_key)
+        return NULL;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (pthread_setspecific(exit_key, (void *)1) != 0) { /* non-NULL: the destructor runs */
+        munmap(p, size);
+        return NULL;
+    }
+    block_size[which] = size;
+    return agent_blocks[which] = p;
+}

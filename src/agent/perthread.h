@@ -1,0 +1,36 @@
+/*
+ * agent/perthread.h — per-thread working memory of the agent too big for
+ * TLS: the unwinder's cache of the last walk, the trie's prefix hashes.
+ *
+ * glibc carves a thread's static TLS out of the thread's stack, so every
+ * byte of the agent's TLS is taken from every thread's stack, whether the
+ * thread allocates or not: with 20 KB of TLS, a program whose threads have
+ * 32 KB stacks crashed under the agent, dormant or not. So this memory is
+ * mapped at a thread's first need and unmapped when the thread exits.
+ */
+#ifndef LTR_AGENT_PERTHREAD_H
+#define LTR_AGENT_PERTHREAD_H
+
+#include <stddef.h>
+
+enum agent_block { AGENT_BLOCK_UNWIND, AGENT_BLOCK_STACKS, AGENT_BLOCKS };
+
+extern __thread void *agent_blocks[AGENT_BLOCKS] __attribute__((tls_model("initial-exec")));
+
+/* Maps this thread's block (zeroed) and arranges its unmapping at thread
+ * exit; NULL if it cannot. */
+void *agent_block_new(enum agent_block which, size_t size);
+
+/* This thread's block of that kind, size bytes, zeroed when new; NULL when
+ * memory cannot be had (callers then do without). Call with the agent's
+ * guard set; size must be the same at every call for a kind. */
+static inline void *agent_thread_block(enum agent_block which, size_t size)
+{
+    void *p = agent_blocks[which];
+    return __builtin_expect(p != NULL, 1) ? p : agent_block_new(which, size);
+}
+
+/* From the agent's constructor: the key whose destructor unmaps a thread's blocks. */
+void agent_blocks_init(void);
+
+#endif
