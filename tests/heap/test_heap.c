@@ -230,6 +230,19 @@ typedef struct fnrange {
     uint64_t start, size;
 } fnrange;
 
+/* The targets print "name start size" per function whose frames a test checks. */
+static void read_fn_ranges(const char *p, fnrange *fr, int n)
+{
+    for (int i = 0; i < n; i++) {
+        unsigned long long start, size;
+        int used;
+        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
+        fr[i].start = start;
+        fr[i].size = size;
+        p += used;
+    }
+}
+
 static const ltr_module *module_of(const heap_trace *h, uint32_t pid, uint64_t addr, uint64_t ts)
 {
     const ltr_module *found = NULL;
@@ -249,15 +262,7 @@ static void test_stack_of_known_chain(void **state)
     tu_result r = record("", "heap-target", "chain");
     assert_int_equal(r.status, 0);
     fnrange fr[4];
-    const char *p = r.out;
-    for (int i = 0; i < 4; i++) {
-        unsigned long long start, size;
-        int used;
-        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
-        fr[i].start = start;
-        fr[i].size = size;
-        p += used;
-    }
+    read_fn_ranges(r.out, fr, 4);
     tu_free(&r);
     heap_trace h = read_heap(trace_path);
     const hev *e = find(&h, ALLOC, 12345);
@@ -391,15 +396,7 @@ static void test_stacks_reusing_outer_frames(void **state)
     tu_result r = record("", "heap-target", "reuse");
     assert_int_equal(r.status, 0);
     fnrange fr[REUSE_FNS];
-    const char *p = r.out;
-    for (int i = 0; i < REUSE_FNS; i++) {
-        unsigned long long start, size;
-        int used;
-        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
-        fr[i].start = start;
-        fr[i].size = size;
-        p += used;
-    }
+    read_fn_ranges(r.out, fr, REUSE_FNS);
     tu_free(&r);
     heap_trace h = read_heap(trace_path);
     size_t seen = 0;
