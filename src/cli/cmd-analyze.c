@@ -28,7 +28,8 @@ static void help(void)
            "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
            "                     (default /usr/lib/debug)\n"
            "  -h, --help         this text\n\n"
-           "exit status: 0 done, 1 the trace could not be read or a marker is missing,\n"
+           "exit status: 0 done, 1 the trace could not be read, a marker is missing,\n"
+           "the window ends before it starts or --pid names no process of the trace,\n"
            "2 bad usage, 3 the trace is damaged (its intact part was analyzed).\n");
 }
 

@@ -25,7 +25,8 @@ static void help(void)
            "  csv     one row per stack, every stack\n\n"
            "options: --from T, --to T, --pid P, --debug-dir DIRS as for ltr analyze;\n"
            "  -o, --output OUT  the file to write ('-' = standard output)\n\n"
-           "exit status: 0 done, 1 the trace could not be read or OUT not written,\n"
+           "exit status: 0 done, 1 the trace could not be read, OUT not written, or the\n"
+           "window or --pid is not one of the trace (as for ltr analyze),\n"
            "2 bad usage, 3 the trace is damaged (its intact part was exported).\n");
 }
 
