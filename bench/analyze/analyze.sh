@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 export LTR_RUNTIME_DIR=$tmp/rt
 command -v heaptrack >/dev/null || { echo "heaptrack is not installed (scripts/install-deps.sh)"; exit 1; }
 
-$ltr record --buffers 256 -o "$tmp/w.ltr" -- "$work" "$n" >/dev/null
+$ltr record -o "$tmp/w.ltr" -- "$work" "$n" >/dev/null
 (cd "$tmp" && heaptrack -o "$tmp/w.heaptrack" "$work" "$n" >/dev/null 2>&1)
 ht=$(ls "$tmp"/w.heaptrack*)
 

@@ -30,10 +30,11 @@ static void help(void)
            "  --memory             flight recorder: keep only the newest buffers, written\n"
            "                       at the end; the trace counts the overwritten events\n"
            "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
-           "  --buffers N          number of buffers, %u to %u (default %u)\n"
+           "  --buffers N          number of buffers, %u to %u (default %u); each thread\n"
+           "                       that allocates holds one while it fills it\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n",
-           usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
-           LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT);
+           usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_HEAP_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
+           LTR_BUFFERS_MAX, LTR_HEAP_BUFFERS_DEFAULT);
 }
 
 typedef struct record_opts {
@@ -131,7 +132,7 @@ static void report(const char *trace, record_counts c, const record_opts *o)
 int cmd_record(int argc, char **argv)
 {
     record_opts o = {.output = "ltr-record.ltr", .mode = LTR_MODE_FILE,
-                     .buffer_kb = LTR_BUFFER_KB_DEFAULT, .buffers = LTR_BUFFERS_DEFAULT, .depth = -1};
+                     .buffer_kb = LTR_HEAP_BUFFER_KB_DEFAULT, .buffers = LTR_HEAP_BUFFERS_DEFAULT, .depth = -1};
     int first = parse(argc, argv, &o);
     if (first <= 0)
         return -first;

@@ -18,6 +18,16 @@
  * (<bindir>/../lib or <bindir>/../<libdir>). Returns 0 or -ENOENT. */
 int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
 
+/* ltr record's buffers: each thread that allocates holds a buffer of its own
+ * while it fills it, so their number bounds the threads that can record at
+ * once, and heap events are small (about 15 bytes). 512 of 16 KB, the 8 MB
+ * that 64 of 128 KB were: a pool of 100 threads allocating in bursts lost
+ * 37 % of its events with 64 buffers, none with these; bench/heap's trace
+ * grows 0.7 % (block headers), its overhead does not move
+ * (docs/heap-tracing.md). */
+#define LTR_HEAP_BUFFER_KB_DEFAULT 16u
+#define LTR_HEAP_BUFFERS_DEFAULT 512u
+
 /* Makes cfg a heap session: one collector "heap" of the given buffers, the
  * Ltr.Heap provider enabled in it. */
 void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers);

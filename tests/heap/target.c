@@ -132,6 +132,30 @@ static int mode_small_stacks(void)
     return 0;
 }
 
+/* A pool of 100 threads, each allocating in bursts and sleeping between
+ * them while it still holds its buffer: 80000 events, 1.2 MB. */
+static void *pool_worker(void *arg)
+{
+    (void)arg;
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 20; i++)
+            free(malloc(3870 + (size_t)(i & 7)));
+        usleep(2000);
+    }
+    return NULL;
+}
+
+static int mode_pool(void)
+{
+    pthread_t t[100];
+    for (int i = 0; i < 100; i++)
+        if (pthread_create(&t[i], NULL, pool_worker, NULL))
+            return 4;
+    for (int i = 0; i < 100; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
 static void mode_getattr(void)
 {
     alarm(60); /* a deadlock fails the test instead of hanging it */
@@ -372,6 +396,8 @@ int main(int argc, char **argv)
         mode_getattr();
     else if (!strcmp(mode, "smallstack"))
         return mode_small_stacks();
+    else if (!strcmp(mode, "pool"))
+        return mode_pool();
     else if (!strcmp(mode, "atexit"))
         mode_atexit();
     else if (!strcmp(mode, "exec"))

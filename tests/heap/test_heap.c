@@ -598,6 +598,27 @@ static void test_threads_with_small_stacks(void **state)
     tu_free(&r);
 }
 
+/* A pool of 100 threads that hold their buffers between bursts: with
+ * ltr record's default buffers every thread has one, and nothing is lost
+ * (64 buffers lost every event of the threads past them). */
+static void test_thread_pool_with_default_buffers(void **state)
+{
+    tu_result r = record("", "heap-target", "pool");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "lost"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.lost, 0);
+    uint64_t allocs = 0, frees = 0;
+    for (size_t i = 0; i < h.n; i++) {
+        allocs += h.v[i].kind == ALLOC && h.v[i].size >= 3870 && h.v[i].size < 3878;
+        frees += h.v[i].kind == FREE && h.v[i].tid != h.v[i].pid;
+    }
+    assert_int_equal(allocs, 100 * 20 * 20);
+    assert_true(frees >= allocs);
+    heap_free(&h);
+}
+
 static void test_exec_keeps_tracing(void **state)
 {
     heap_trace h = record_read("", "heap-target", "exec", 0);
@@ -771,6 +792,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handler_jumping_out_of_agent, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_says_what_is_missing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_with_small_stacks, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_thread_pool_with_default_buffers, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
