@@ -51,10 +51,10 @@ read -r n ns cpu < <(best "$work" "$threads" "$ops")
 base=$(awk -v n="$n" -v ns="$ns" 'BEGIN { print ns / n }')
 report "uninstrumented" "$n" "$ns" "$cpu" 0
 
-read -r n ns cpu < <(best "$ltr" record -o "$tmp/b.ltr" --buffers 256 -- "$work" "$threads" "$ops")
+read -r n ns cpu < <(best "$ltr" record -o "$tmp/b.ltr" -- "$work" "$threads" "$ops")
 report "ltr record" "$n" "$ns" "$cpu" "$base"
 ltr_over=$(awk -v n="$n" -v ns="$ns" -v b="$base" 'BEGIN { print ns / n - b }')
-"$ltr" record -o "$tmp/size.ltr" --buffers 256 -- "$work" "$threads" "$ops" >/dev/null 2>&1
+"$ltr" record -o "$tmp/size.ltr" -- "$work" "$threads" "$ops" >/dev/null 2>&1
 ltr_events=$("$ltr" info "$tmp/size.ltr" | awk '/^events:/ { print $2 }')
 ltr_bytes=$(stat -c %s "$tmp/size.ltr")
 
