@@ -293,8 +293,8 @@ static void warn_state(ltr_analysis *a)
     }
     if (unseen)
         an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (allocated before "
-                "the trace began, or before the heap agent started in their process); they change no total",
-             (unsigned long long)unseen);
+                "the trace began, or before the heap agent started in their process%s); they change no total",
+             (unsigned long long)unseen, a->events_lost ? ", or their Alloc was among the events lost" : "");
     if (implicit)
         an_warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
              (unsigned long long)implicit);
