@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 static const char usage[] = "ltr cancel [--instance NAME]";
@@ -13,11 +14,26 @@ int cmd_cancel(int argc, char **argv)
     const char *instance = LTR_DEFAULT_SESSION;
     int first;
     int rc = cli_session_args("cancel", argc, argv, usage,
-                              "Ends a session and discards what it recorded.\n", &instance, &first, 0, 0);
+                              "Ends a session and discards what it recorded. A session whose recorder\n"
+                              "was killed (see ltr status) is forgotten; its partial trace stays.\n",
+                              &instance, &first, 0, 0);
     if (rc >= 0)
         return rc;
-    rc = cli_session_request("cancel", instance, "cancel", NULL, NULL, NULL);
+    ltr_error err;
+    int dead = ltr_client_forget(instance, &err);
+    if (dead < 0)
+        return cli_fail("cancel", "%s", err.msg);
+    if (dead > 0)
+        printf("forgot dead session '%s' (any partial trace of it stays where it is)\n", instance);
+    ltr_bytes req = {0};
+    ltr_kvlist resp;
+    ltr_bytes_put_kv(&req, "op", "cancel");
+    rc = ltr_client_request(instance, &req, &resp, &err);
+    ltr_bytes_free(&req);
+    ltr_kvlist_free(&resp);
     if (!rc)
         printf("cancelled session '%s'\n", instance);
-    return rc;
+    else if (!dead || err.code != ESRCH)
+        return cli_fail("cancel", "%s", err.msg);
+    return 0;
 }

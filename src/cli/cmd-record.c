@@ -158,8 +158,15 @@ int cmd_record(int argc, char **argv)
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("record", "%s", err.msg);
     record_counts counts = session_counts(cfg.name);
-    if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0)
+    ltr_kvlist stopped;
+    if (cli_session_request("record", cfg.name, "stop", trace, NULL, &stopped) != 0) {
+        ltr_kvlist_free(&stopped);
         return status ? status : 1;
+    }
     report(trace, counts, &o);
+    char log[4200];
+    if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
+        cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
+    ltr_kvlist_free(&stopped);
     return status;
 }

@@ -67,20 +67,20 @@ static struct {
 
 static int connect_session(const char *name)
 {
-    char dir[4096];
-    ltr_error err;
-    if (ltr_runtime_dir(dir, sizeof dir, &err))
+    char dir[4096], sock[LTR_SESSION_NAME_MAX + 8];
+    struct sockaddr_un sa;
+    snprintf(sock, sizeof sock, "%s.sock", name);
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
+    if (dirfd < 0)
         return -1;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s.sock", dir, name) >= (int)sizeof sa.sun_path)
-        return -1;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = ltr_dir_sockaddr(dirfd, dir, sock, &sa, NULL) ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    close(dirfd);
     if (fd < 0)
         return -1;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return -1;
-    }
     /* A recorder that hangs must not hang the program it traces. */
     struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

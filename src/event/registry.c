@@ -21,13 +21,15 @@ static int reg_fd = -1;
 static int open_registry(ltr_error *err)
 {
     char dir[4096], path[4200];
-    int rc = ltr_runtime_dir(dir, sizeof dir, err);
-    if (rc)
-        return rc;
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
+    if (dirfd < 0)
+        return dirfd;
     snprintf(path, sizeof path, "%s/registry", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = openat(dirfd, "registry", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int open_errno = errno;
+    close(dirfd);
     if (fd < 0)
-        return ltr_fail(err, errno, "cannot open %s: %s", path, strerror(errno));
+        return ltr_fail(err, open_errno, "cannot open %s: %s", path, strerror(open_errno));
     flock(fd, LOCK_EX);
     struct stat st;
     if (fstat(fd, &st) == 0 && st.st_size < (off_t)sizeof(ltr_registry) &&

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,42 +47,199 @@ int ltr_fail(ltr_error *err, int code, const char *fmt, ...)
     return -code;
 }
 
-static int check_private_dir(const char *dir, ltr_error *err)
+/* ---- the runtime directory ------------------------------------------------
+ * Every check is made on the directory as opened (O_NOFOLLOW, then fstat), and
+ * users of it work through the open descriptor, so a path that is swapped
+ * after the check cannot redirect them. */
+
+static const char *user_name(uid_t uid, char *buf, size_t size)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw)
+        snprintf(buf, size, "%s", pw->pw_name);
+    else
+        snprintf(buf, size, "uid %u", (unsigned)uid);
+    return buf;
+}
+
+static const char fix_hint[] = "set LTR_RUNTIME_DIR to a directory of yours with mode 0700 "
+                               "(or remove it if it is yours and stale)";
+
+/* Why a path that exists cannot be the runtime directory (not followed). */
+static int refuse_entry(const char *dir, int e, ltr_error *err)
 {
     struct stat st;
-    if (stat(dir, &st) != 0)
+    char who[64];
+    if (lstat(dir, &st) != 0)
+        return ltr_fail(err, e, "%s: %s", dir, strerror(e));
+    user_name(st.st_uid, who, sizeof who);
+    if (S_ISLNK(st.st_mode))
+        return ltr_fail(err, ELOOP, "%s is a symbolic link (owned by %s), not a directory: ltr does not "
+                                    "follow it, since another user may have planted it to catch ltr's "
+                                    "sessions; %s", dir, who, fix_hint);
+    return ltr_fail(err, ENOTDIR, "%s is not a directory (it belongs to %s); %s", dir, who, fix_hint);
+}
+
+/* Checks an opened directory: ours, and closed to everybody else. */
+static int check_opened(int fd, const char *dir, ltr_error *err)
+{
+    struct stat st;
+    char who[64];
+    if (fstat(fd, &st) != 0)
         return ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return ltr_fail(err, ENOTDIR, "%s is not a directory", dir);
-    if (st.st_uid != geteuid()) {
-        struct passwd *pw = getpwuid(st.st_uid);
-        return ltr_fail(err, EACCES,
-                        "permission denied: %s belongs to user %s, and ltr sessions are "
-                        "usable by their owner only",
-                        dir, pw ? pw->pw_name : "?");
-    }
+    if (st.st_uid != geteuid())
+        return ltr_fail(err, EACCES, "permission denied: %s belongs to %s, and ltr sessions are usable "
+                                     "by their owner only; %s", dir, user_name(st.st_uid, who, sizeof who),
+                        fix_hint);
     if (st.st_mode & 077)
-        return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700",
-                        dir, (unsigned)(st.st_mode & 0777));
+        return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700: "
+                                     "chmod 700 it if nobody else has put files there, or %s",
+                        dir, (unsigned)(st.st_mode & 0777), fix_hint);
     return 0;
+}
+
+/* Opens dir (creating it 0700 if asked) and checks it. Returns the fd or -errno. */
+static int open_private_dir(const char *dir, bool create, ltr_error *err)
+{
+    if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return ltr_fail(err, errno, "cannot create %s: %s", dir, strerror(errno));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ELOOP || errno == ENOTDIR ? refuse_entry(dir, errno, err)
+                                                   : ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
+    int rc = check_opened(fd, dir, err);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* A directory that only we (and root) can change: the place's own entries can
+ * then not be swapped under us. */
+static bool trusted_parent(const char *dir)
+{
+    struct stat st;
+    return dir && *dir && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+           (st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & 022);
+}
+
+static int place(char *out, size_t size, const char *fmt, const char *a, unsigned uid, ltr_error *err)
+{
+    int n = snprintf(out, size, fmt, a, uid);
+    if (n < 0 || (size_t)n >= size)
+        return ltr_fail(err, ENAMETOOLONG, "runtime directory path is too long");
+    return 0;
+}
+
+/* The directory of this format, opened (created if missing) and checked. */
+static int open_place(char *out, size_t size, const char *fmt, const char *a, ltr_error *err)
+{
+    int rc = place(out, size, fmt, a, (unsigned)geteuid(), err);
+    return rc ? rc : open_private_dir(out, true, err);
+}
+
+/* /tmp/ltr-UID is taken by someone else: a directory of a random name, which
+ * nobody can take first, recorded in a file of our home directory so that all
+ * our processes find the same one. */
+static int private_fallback(const ltr_rundir_places *p, char *out, size_t size, ltr_error *err)
+{
+    ltr_error first = *err;
+    char rec[4200];
+    if (!p->home || !*p->home || place(rec, sizeof rec, "%s/.ltr-runtime-dir", p->home, 0, err))
+        return ltr_fail(err, first.code, "%s", first.msg);
+    int rfd = open(rec, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st;
+    if (rfd < 0 || fstat(rfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) ||
+        !S_ISREG(st.st_mode)) {
+        if (rfd >= 0)
+            close(rfd);
+        return ltr_fail(err, first.code, "%s (and %s, where ltr would record a private one, is "
+                                         "not usable)", first.msg, rec);
+    }
+    while (flock(rfd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+    char known[4096];
+    ssize_t n = pread(rfd, known, sizeof known - 1, 0);
+    known[n > 0 ? n : 0] = 0;
+    int fd = -1;
+    ltr_error ignored;
+    if (known[0] == '/' && (fd = open_private_dir(known, false, &ignored)) >= 0) {
+        snprintf(out, size, "%s", known);
+    } else if (place(out, size, "%s/ltr-%u-XXXXXX", p->tmp, (unsigned)geteuid(), err) == 0) {
+        if (!mkdtemp(out))
+            fd = ltr_fail(err, errno, "cannot create a private directory in %s: %s", p->tmp, strerror(errno));
+        else if ((fd = open_private_dir(out, false, err)) >= 0 &&
+                 (ftruncate(rfd, 0) != 0 || ltr_pwrite_all(rfd, out, strlen(out), 0) != 0)) {
+            close(fd);
+            fd = ltr_fail(err, errno, "cannot record the runtime directory in %s: %s", rec, strerror(errno));
+        }
+    } else {
+        fd = -err->code;
+    }
+    close(rfd); /* and its lock */
+    if (fd >= 0) {
+        err->code = 0;
+        snprintf(err->msg, sizeof err->msg, "ltr uses %.150s instead (recorded in %.150s): %.170s", out, rec,
+                 first.msg);
+    }
+    return fd;
+}
+
+int ltr_runtime_dir_in(const ltr_rundir_places *p, char *out, size_t size, ltr_error *err)
+{
+    struct stat st;
+    err->code = 0;
+    err->msg[0] = 0;
+    if (p->explicit_dir && *p->explicit_dir)
+        return open_place(out, size, "%s", p->explicit_dir, err);
+    if (p->user_dir && *p->user_dir && stat(p->user_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == geteuid())
+        return open_place(out, size, "%s/ltr", p->user_dir, err);
+    if (geteuid() == 0 && trusted_parent(p->system_dir))
+        return open_place(out, size, "%s/ltr", p->system_dir, err);
+    int fd = open_place(out, size, "%s/ltr-%u", p->tmp, err);
+    if (fd >= 0 || (fd != -EACCES && fd != -ELOOP && fd != -ENOTDIR))
+        return fd;
+    return private_fallback(p, out, size, err); /* someone else's, or not a directory */
+}
+
+int ltr_runtime_dir_open(char *out, size_t size, ltr_error *err)
+{
+    char user_dir[64];
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    snprintf(user_dir, sizeof user_dir, "/run/user/%u", (unsigned)geteuid());
+    ltr_rundir_places p = {.explicit_dir = getenv("LTR_RUNTIME_DIR"),
+                           .user_dir = xdg && *xdg ? xdg : user_dir,
+                           .system_dir = "/run",
+                           .tmp = "/tmp",
+                           .home = getenv("HOME")};
+    ltr_error local;
+    return ltr_runtime_dir_in(&p, out, size, err ? err : &local);
 }
 
 int ltr_runtime_dir(char *out, size_t size, ltr_error *err)
 {
-    const char *env = getenv("LTR_RUNTIME_DIR");
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    int n;
-    if (env && *env)
-        n = snprintf(out, size, "%s", env);
-    else if (xdg && *xdg)
-        n = snprintf(out, size, "%s/ltr", xdg);
-    else
-        n = snprintf(out, size, "/tmp/ltr-%u", (unsigned)geteuid());
-    if (n < 0 || (size_t)n >= size)
-        return ltr_fail(err, ENAMETOOLONG, "runtime directory path is too long");
-    if (mkdir(out, 0700) != 0 && errno != EEXIST)
-        return ltr_fail(err, errno, "cannot create %s: %s", out, strerror(errno));
-    return check_private_dir(out, err);
+    int fd = ltr_runtime_dir_open(out, size, err);
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
+}
+
+int ltr_dir_sockaddr(int dirfd, const char *dir, const char *name, struct sockaddr_un *sa, ltr_error *err)
+{
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    char via_fd[64];
+    snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", dirfd);
+    /* Without /proc, the path checked a moment ago (the directory is ours and
+     * its parent's entry could only be swapped by us or root). */
+    const char *base = access(via_fd, X_OK) == 0 ? via_fd : dir;
+    int n = snprintf(sa->sun_path, sizeof sa->sun_path, "%s/%s", base, name);
+    if (n < 0 || (size_t)n >= sizeof sa->sun_path)
+        return ltr_fail(err, ENAMETOOLONG, "socket path %s/%s is too long", dir, name);
+    return 0;
 }
 
 int ltr_write_all(int fd, const void *buf, size_t len)

@@ -22,10 +22,29 @@ uint64_t ltr_wall_ns(void);
 /* Fills ltr_error: code and a printf-style message. Returns -code. */
 int ltr_fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The per-user directory for sockets and the registry: $LTR_RUNTIME_DIR, else
- * $XDG_RUNTIME_DIR/ltr, else /tmp/ltr-UID. Created mode 0700 if missing; refused
- * if it belongs to someone else or is open to others. */
+/* The per-user directory for sockets, the registry and logs, first of:
+ * $LTR_RUNTIME_DIR; $XDG_RUNTIME_DIR/ltr (else /run/user/UID/ltr) when that
+ * directory is ours; /run/ltr for root; /tmp/ltr-UID, and when another user
+ * holds that name, a private /tmp/ltr-UID-XXXXXX recorded in ~/.ltr-runtime-dir.
+ * Created 0700 if missing. Opened without following a symbolic link, and
+ * refused unless the opened directory is ours with mode 0700. */
+typedef struct ltr_rundir_places {
+    const char *explicit_dir; /* $LTR_RUNTIME_DIR: used as it is, or refused */
+    const char *user_dir;     /* $XDG_RUNTIME_DIR or /run/user/UID */
+    const char *system_dir;   /* /run: root's, writable by root only */
+    const char *tmp;          /* /tmp */
+    const char *home;         /* $HOME: where a private fallback is recorded */
+} ltr_rundir_places;
+/* Returns the opened directory (close it) with its path in out, or -errno.
+ * When it is a fallback past a squatter, err->msg says so (err->code 0). */
+int ltr_runtime_dir_in(const ltr_rundir_places *p, char *out, size_t size, ltr_error *err);
+int ltr_runtime_dir_open(char *out, size_t size, ltr_error *err);
+/* The same, path only (checked now; prefer the fd to work in it). 0 or -errno. */
 int ltr_runtime_dir(char *out, size_t size, ltr_error *err);
+/* The address of socket `name` in the opened directory dirfd (path dir):
+ * through /proc/self/fd, so that it is the directory checked. 0 or -errno. */
+struct sockaddr_un;
+int ltr_dir_sockaddr(int dirfd, const char *dir, const char *name, struct sockaddr_un *sa, ltr_error *err);
 
 /* Whole-buffer I/O that retries on EINTR and short counts. Return 0 or -errno. */
 int ltr_write_all(int fd, const void *buf, size_t len);

@@ -17,18 +17,25 @@
 
 static int connect_to(const char *session, ltr_error *err)
 {
-    char dir[4096];
-    int rc = ltr_runtime_dir(dir, sizeof dir, err);
-    if (rc)
-        return rc;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s.sock", dir, session) >= (int)sizeof sa.sun_path)
+    char dir[4096], name[sizeof ((struct sockaddr_un *)0)->sun_path];
+    struct sockaddr_un sa;
+    if (snprintf(name, sizeof name, "%s.sock", session) >= (int)sizeof name)
         return ltr_fail(err, ENAMETOOLONG, "socket path for session '%s' is too long", session);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return ltr_fail(err, errno, "socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int e = errno;
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
+    if (dirfd < 0)
+        return dirfd;
+    int fd = -1, rc = ltr_dir_sockaddr(dirfd, dir, name, &sa, err);
+    if (!rc && (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        rc = ltr_fail(err, errno, "socket: %s", strerror(errno));
+    if (rc) {
+        close(dirfd);
+        return rc;
+    }
+    /* connected through the directory fd: the one that was checked */
+    rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int e = errno;
+    close(dirfd);
+    if (rc != 0) {
         close(fd);
         if (e == ENOENT || e == ECONNREFUSED)
             return ltr_fail(err, ESRCH, "no session named '%s' is running", session);

@@ -9,6 +9,7 @@
 
 #include "format/records.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,5 +29,26 @@ const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, siz
 /* Names of the sessions running now (stale entries of killed recorders are
  * cleaned first). Returns how many, or -errno. */
 int ltr_client_sessions(char names[][64], int max, ltr_error *err);
+
+/* A session whose recorder was killed: what is left of it (leftovers.c). */
+typedef struct ltr_dead_session {
+    char name[64];
+    unsigned pid;
+    bool file_mode;
+    uint64_t start_wall_ns;
+    char output[4096];    /* file mode: the partial trace */
+    char log[128];        /* the recorder's log, in the runtime directory */
+    char log_path[4300];
+    bool log_kept;
+    char record[256];     /* the session's record, in the runtime directory */
+} ltr_dead_session;
+
+/* Cleans the runtime directory (sockets of killed recorders, records of dead
+ * sessions whose partial trace is gone) and lists the dead sessions left.
+ * Returns how many, or -errno. */
+int ltr_client_dead_sessions(ltr_dead_session *out, int max, ltr_error *err);
+/* Forgets the dead sessions of this name (their partial traces stay where they
+ * are). Returns how many, or -errno. */
+int ltr_client_forget(const char *name, ltr_error *err);
 
 #endif

@@ -48,7 +48,11 @@ typedef struct recorder {
     ltr_shm *shm;
     size_t shm_size;
     int memfd, wakefd, listen_fd, signal_fd;
-    char sock_path[4200];
+    int run_dirfd;         /* the runtime directory, as opened and checked */
+    char run_dir[4096];
+    char sock_name[LTR_SESSION_NAME_MAX + 8], sock_path[4200];
+    int record_fd;         /* the session's record, locked while we live */
+    char record_name[LTR_SESSION_NAME_MAX + 40];
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     uint64_t meta_done; /* bytes of the metadata region already written (file mode) */
@@ -84,6 +88,15 @@ uint64_t rec_events_recorded(recorder *r, unsigned c);
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);
 
 /* loop.c */
+/* Logs a problem: the log is then kept (else removed at a clean end). */
 void rec_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The log's name in the runtime directory, or NULL if there is none. */
+const char *rec_log_name(void);
+
+/* leftovers.c */
+/* Writes the session's record, locked for as long as this recorder lives. */
+int rec_record_open(recorder *r, const char *log_name, ltr_error *err);
+/* Removes it: the session ended, and not by a kill. */
+void rec_record_close(recorder *r);
 
 #endif

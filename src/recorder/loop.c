@@ -23,17 +23,58 @@
 #define FLUSH_INTERVAL_NS 1000000000ull /* file mode: partial buffers reach the file */
 #define STOP_GRACE_US 20000              /* writers already past the state check finish */
 
-void rec_log(const char *fmt, ...)
+/* The recorder's log (its stderr), RUNTIME/NAME.log. One created by this
+ * recorder is removed at a clean end unless a problem was logged: a log per
+ * `ltr record` would otherwise pile up. */
+static struct {
+    int dirfd;
+    char name[LTR_SESSION_NAME_MAX + 8];
+    bool created;
+    unsigned problems;
+} logfile = {.dirfd = -1};
+
+static void log_line(const char *fmt, va_list ap)
 {
     char when[32];
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime(&now));
-    va_list ap;
-    va_start(ap, fmt);
     fprintf(stderr, "%s recorder[%d]: ", when, (int)getpid());
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+void rec_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(fmt, ap);
     va_end(ap);
+    logfile.problems++;
+}
+
+/* A line that needs no one's attention. */
+static void log_routine(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_routine(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(fmt, ap);
+    va_end(ap);
+}
+
+const char *rec_log_name(void)
+{
+    return logfile.dirfd >= 0 ? logfile.name : NULL;
+}
+
+/* Names the log in a reply when it is kept: something went wrong. */
+static void put_log(ltr_bytes *kv)
+{
+    char dir[4096], path[4200];
+    if (logfile.problems && logfile.dirfd >= 0 && ltr_runtime_dir(dir, sizeof dir, NULL) == 0) {
+        snprintf(path, sizeof path, "%s/%s", dir, logfile.name);
+        ltr_bytes_put_kv(kv, "log", path);
+    }
 }
 
 /* ---- replies --------------------------------------------------------------- */
@@ -60,6 +101,7 @@ static void reply_ok(int fd)
 {
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
+    put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
 }
@@ -346,12 +388,20 @@ static void run_loop(recorder *r)
 
 static void redirect_log(const ltr_session_config *cfg)
 {
-    char dir[4096], path[4300];
-    ltr_error err;
+    char dir[4096];
     int fd = -1;
-    if (ltr_runtime_dir(dir, sizeof dir, &err) == 0) {
-        snprintf(path, sizeof path, "%s/%s.log", dir, cfg->name);
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    logfile.dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
+    if (logfile.dirfd >= 0) {
+        snprintf(logfile.name, sizeof logfile.name, "%s.log", cfg->name);
+        int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
+        fd = openat(logfile.dirfd, logfile.name, flags | O_EXCL, 0600);
+        logfile.created = fd >= 0;
+        if (fd < 0 && errno == EEXIST) /* an earlier session's: appended to, left as it is */
+            fd = openat(logfile.dirfd, logfile.name, flags, 0600);
+        if (fd < 0) {
+            close(logfile.dirfd);
+            logfile.dirfd = -1;
+        }
     }
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     dup2(null, 0);
@@ -360,6 +410,16 @@ static void redirect_log(const ltr_session_config *cfg)
     if (fd >= 0)
         close(fd);
     close(null);
+}
+
+static void end_log(int exit_status)
+{
+    if (logfile.dirfd < 0)
+        return;
+    if (logfile.created && !logfile.problems && exit_status == 0)
+        unlinkat(logfile.dirfd, logfile.name, 0);
+    close(logfile.dirfd);
+    logfile.dirfd = -1;
 }
 
 int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd)
@@ -380,12 +440,14 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd)
     if (rc) {
         rec_unpublish(&r);
         rec_teardown(&r);
+        end_log(0); /* `ltr start` has the reason */
         return 1;
     }
-    rec_log("session '%s' started (%s mode)", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    log_routine("session '%s' started (%s mode)", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
     run_loop(&r);
     rec_unpublish(&r);
     rec_teardown(&r);
-    rec_log("session '%s' ended", cfg->name);
+    log_routine("session '%s' ended", cfg->name);
+    end_log(r.exit_status);
     return r.exit_status;
 }

@@ -86,19 +86,20 @@ static int alloc_notes(recorder *r, ltr_error *err)
     return 0;
 }
 
-static int open_socket(recorder *r, const char *dir, ltr_error *err)
+static int open_socket(recorder *r, ltr_error *err)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(r->sock_path, sizeof r->sock_path, "%s/%s.sock", dir, r->cfg.name);
-    if (strlen(r->sock_path) >= sizeof sa.sun_path)
-        return ltr_fail(err, ENAMETOOLONG, "socket path %s is too long", r->sock_path);
-    strcpy(sa.sun_path, r->sock_path);
-    unlink(r->sock_path); /* a stale socket of a killed recorder of this name */
+    struct sockaddr_un sa;
+    snprintf(r->sock_name, sizeof r->sock_name, "%s.sock", r->cfg.name);
+    snprintf(r->sock_path, sizeof r->sock_path, "%s/%s", r->run_dir, r->sock_name);
+    int rc = ltr_dir_sockaddr(r->run_dirfd, r->run_dir, r->sock_name, &sa, err);
+    if (rc)
+        return rc;
+    unlinkat(r->run_dirfd, r->sock_name, 0); /* a stale socket of a killed recorder of this name */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return ltr_fail(err, errno, "socket: %s", strerror(errno));
     mode_t old = umask(077); /* the socket is the owner's only: 0600 */
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (rc != 0 || listen(fd, 64) != 0) {
         int e = errno;
@@ -186,14 +187,14 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *cfg;
-    r->memfd = r->wakefd = r->listen_fd = r->signal_fd = -1;
+    r->memfd = r->wakefd = r->listen_fd = r->signal_fd = r->record_fd = -1;
     r->next_owner = 1;
     r->start_ns = ltr_now_ns();
     r->start_wall_ns = ltr_wall_ns();
-    char dir[4096];
-    int rc = ltr_runtime_dir(dir, sizeof dir, err);
-    if (rc)
-        return rc;
+    r->run_dirfd = ltr_runtime_dir_open(r->run_dir, sizeof r->run_dir, err);
+    if (r->run_dirfd < 0)
+        return r->run_dirfd;
+    int rc;
     r->reg = ltr_registry_get(err);
     if (!r->reg)
         return -err->code;
@@ -210,9 +211,11 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
     if (!rc)
         rc = alloc_notes(r, err);
     if (!rc)
-        rc = open_socket(r, dir, err);
+        rc = open_socket(r, err);
     if (!rc && cfg->mode == LTR_MODE_FILE)
         rc = open_output(r, err);
+    if (!rc)
+        rc = rec_record_open(r, rec_log_name(), err);
     if (!rc) {
         ltr_reg_session *rs = &r->reg->sessions[r->slot];
         snprintf(rs->name, sizeof rs->name, "%s", cfg->name);
@@ -246,8 +249,9 @@ void rec_teardown(recorder *r)
 {
     if (r->listen_fd >= 0) {
         close(r->listen_fd);
-        unlink(r->sock_path);
+        unlinkat(r->run_dirfd, r->sock_name, 0);
     }
+    rec_record_close(r);
     ltr_producer_detach_local(r->slot);
     for (unsigned i = 0; i < r->nconns; i++)
         close(r->conns[i].fd);
@@ -269,6 +273,8 @@ void rec_teardown(recorder *r)
         close(r->wakefd);
     if (r->signal_fd >= 0)
         close(r->signal_fd);
+    if (r->run_dirfd >= 0)
+        close(r->run_dirfd);
 }
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
