@@ -65,7 +65,23 @@ static const char *user_name(uid_t uid, char *buf, size_t size)
 static const char fix_hint[] = "set LTR_RUNTIME_DIR to a directory of yours with mode 0700 "
                                "(or remove it if it is yours and stale)";
 
-/* Why a path that exists cannot be the runtime directory (not followed). */
+/* Refuses what is not ours and closed to everybody else, from its stat. */
+static int check_stat(const struct stat *st, const char *dir, ltr_error *err)
+{
+    char who[64];
+    if (st->st_uid != geteuid())
+        return ltr_fail(err, EACCES, "permission denied: %s belongs to %s, and ltr sessions are usable "
+                                     "by their owner only; %s", dir, user_name(st->st_uid, who, sizeof who),
+                        fix_hint);
+    if (st->st_mode & 077)
+        return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700: "
+                                     "chmod 700 it if nobody else has put files there, or %s",
+                        dir, (unsigned)(st->st_mode & 0777), fix_hint);
+    return 0;
+}
+
+/* Why a path that exists could not be opened as the runtime directory (its
+ * entry, not followed). */
 static int refuse_entry(const char *dir, int e, ltr_error *err)
 {
     struct stat st;
@@ -77,25 +93,19 @@ static int refuse_entry(const char *dir, int e, ltr_error *err)
         return ltr_fail(err, ELOOP, "%s is a symbolic link (owned by %s), not a directory: ltr does not "
                                     "follow it, since another user may have planted it to catch ltr's "
                                     "sessions; %s", dir, who, fix_hint);
-    return ltr_fail(err, ENOTDIR, "%s is not a directory (it belongs to %s); %s", dir, who, fix_hint);
+    if (!S_ISDIR(st.st_mode))
+        return ltr_fail(err, ENOTDIR, "%s is not a directory (it belongs to %s); %s", dir, who, fix_hint);
+    int rc = check_stat(&st, dir, err);
+    return rc ? rc : ltr_fail(err, e, "%s: %s", dir, strerror(e));
 }
 
 /* Checks an opened directory: ours, and closed to everybody else. */
 static int check_opened(int fd, const char *dir, ltr_error *err)
 {
     struct stat st;
-    char who[64];
     if (fstat(fd, &st) != 0)
         return ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
-    if (st.st_uid != geteuid())
-        return ltr_fail(err, EACCES, "permission denied: %s belongs to %s, and ltr sessions are usable "
-                                     "by their owner only; %s", dir, user_name(st.st_uid, who, sizeof who),
-                        fix_hint);
-    if (st.st_mode & 077)
-        return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700: "
-                                     "chmod 700 it if nobody else has put files there, or %s",
-                        dir, (unsigned)(st.st_mode & 0777), fix_hint);
-    return 0;
+    return check_stat(&st, dir, err);
 }
 
 /* Opens dir (creating it 0700 if asked) and checks it. Returns the fd or -errno. */
@@ -105,8 +115,9 @@ static int open_private_dir(const char *dir, bool create, ltr_error *err)
         return ltr_fail(err, errno, "cannot create %s: %s", dir, strerror(errno));
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return errno == ELOOP || errno == ENOTDIR ? refuse_entry(dir, errno, err)
-                                                   : ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
+        return errno == ELOOP || errno == ENOTDIR || errno == EACCES
+                   ? refuse_entry(dir, errno, err)
+                   : ltr_fail(err, errno, "%s: %s", dir, strerror(errno));
     int rc = check_opened(fd, dir, err);
     if (rc) {
         close(fd);
