@@ -51,6 +51,7 @@ typedef struct recorder {
     int run_dirfd;         /* the runtime directory, as opened and checked */
     char run_dir[4096];
     char sock_name[LTR_SESSION_NAME_MAX + 8], sock_path[4200];
+    ino_t sock_ino;        /* of our socket's file: removed only if still ours */
     int record_fd;         /* the session's record, locked while we live */
     char record_name[LTR_SESSION_NAME_MAX + 40];
     uint64_t start_ns, start_wall_ns;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
@@ -106,8 +107,21 @@ static int open_socket(recorder *r, ltr_error *err)
         close(fd);
         return ltr_fail(err, e, "cannot listen on %s: %s", r->sock_path, strerror(e));
     }
+    struct stat st;
+    r->sock_ino = fstatat(r->run_dirfd, r->sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino : 0;
     r->listen_fd = fd;
     return 0;
+}
+
+/* Removes our socket, unless a new recorder of the same name has bound its
+ * own there since we unpublished (it binds under the registry lock). */
+static void remove_socket(recorder *r)
+{
+    struct stat st;
+    ltr_registry_lock();
+    if (fstatat(r->run_dirfd, r->sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == r->sock_ino)
+        unlinkat(r->run_dirfd, r->sock_name, 0);
+    ltr_registry_unlock();
 }
 
 static int open_output(recorder *r, ltr_error *err)
@@ -249,7 +263,7 @@ void rec_teardown(recorder *r)
 {
     if (r->listen_fd >= 0) {
         close(r->listen_fd);
-        unlinkat(r->run_dirfd, r->sock_name, 0);
+        remove_socket(r);
     }
     rec_record_close(r);
     ltr_producer_detach_local(r->slot);
