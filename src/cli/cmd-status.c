@@ -97,9 +97,11 @@ static int print_dead_sessions(const char *only)
         free(dead);
         return cli_fail("status", "%s", err.msg);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && i < MAX_DEAD; i++)
         if (!only || !strcmp(only, dead[i].name))
             print_dead(&dead[i]);
+    if (n > MAX_DEAD && !only)
+        printf("and %d more dead sessions\n", n - MAX_DEAD);
     free(dead);
     return 0;
 }

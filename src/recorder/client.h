@@ -44,8 +44,8 @@ typedef struct ltr_dead_session {
 } ltr_dead_session;
 
 /* Cleans the runtime directory (sockets of killed recorders, records of dead
- * sessions whose partial trace is gone) and lists the dead sessions left.
- * Returns how many, or -errno. */
+ * sessions whose partial trace is gone) and lists the dead sessions left, the
+ * first max of them. Returns how many there are, or -errno. */
 int ltr_client_dead_sessions(ltr_dead_session *out, int max, ltr_error *err);
 /* Forgets the dead sessions of this name (their partial traces stay where they
  * are). Returns how many, or -errno. */

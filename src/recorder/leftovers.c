@@ -38,7 +38,7 @@ static void put_num(ltr_bytes *kv, const char *key, unsigned long long v)
 int rec_record_open(recorder *r, const char *log_path, ltr_error *err)
 {
     char tmp[LTR_SESSION_NAME_MAX + 64];
-    snprintf(tmp, sizeof tmp, "%s.%llu.tmp", r->cfg.name, (unsigned long long)r->incarnation);
+    snprintf(tmp, sizeof tmp, "%s.%llu%s.tmp", r->cfg.name, (unsigned long long)r->incarnation, record_suffix);
     snprintf(r->record_name, sizeof r->record_name, "%s.%llu%s", r->cfg.name,
              (unsigned long long)r->incarnation, record_suffix);
     int fd = openat(r->run_dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -162,16 +162,20 @@ static int sweep(ltr_dead_session *out, int max, const char *forget_name, ltr_er
             snprintf(stem, sizeof stem, "%.*s", (int)len, de->d_name);
             if (!live_session(reg, stem)) /* its recorder was killed */
                 unlinkat(dirfd, de->d_name, 0);
+        } else if (ends_with(de->d_name, ".session.tmp", &len)) {
+            unlinkat(dirfd, de->d_name, 0); /* a record is renamed before the lock is let go */
         } else if (ends_with(de->d_name, record_suffix, &len) && read_dead_record(dirfd, de->d_name, &d)) {
             struct stat st;
             if ((forget_name && !strcmp(forget_name, d.name)) ||
                 (d.file_mode && stat(d.output, &st) != 0)) {
                 forget(dirfd, reg, &d);
                 n += forget_name != NULL;
-            } else if (!forget_name && n < max) {
+            } else if (!forget_name) {
                 snprintf(d.log_path, sizeof d.log_path, "%s/%s", dir, d.log);
                 d.log_kept = d.log[0] && faccessat(dirfd, d.log, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-                out[n++] = d;
+                if (n < max)
+                    out[n] = d;
+                n++;
             }
         }
     }

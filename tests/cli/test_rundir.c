@@ -379,6 +379,9 @@ static void test_status_shows_dead_session(void **state)
     assert_non_null(strstr(st.out, part));
     assert_non_null(strstr(st.out, "ltr analyze"));
     assert_non_null(strstr(st.out, "ltr cancel --instance d"));
+    char log[600];
+    snprintf(log, sizeof log, "the recorder's log: %s/run/d.log", dir); /* kept: it was killed */
+    assert_non_null(strstr(st.out, log));
     tu_free(&st);
     /* What it says is true: the partial trace reads. */
     tu_result info = tu_run("%s analyze %s", LTR, part);
