@@ -159,14 +159,12 @@ int cmd_record(int argc, char **argv)
         cli_fail("record", "%s", err.msg);
     record_counts counts = session_counts(cfg.name);
     ltr_kvlist stopped;
-    if (cli_session_request("record", cfg.name, "stop", trace, NULL, &stopped) != 0) {
-        ltr_kvlist_free(&stopped);
-        return status ? status : 1;
-    }
-    report(trace, counts, &o);
+    int stop_rc = cli_session_request("record", cfg.name, "stop", trace, NULL, &stopped);
+    if (!stop_rc)
+        report(trace, counts, &o);
     char log[4200];
     if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
     ltr_kvlist_free(&stopped);
-    return status;
+    return stop_rc && !status ? 1 : status;
 }

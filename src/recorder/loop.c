@@ -93,6 +93,7 @@ static void reply_error(int fd, const ltr_error *err)
     ltr_bytes_put_kv(&kv, "ok", "0");
     ltr_bytes_put_kv(&kv, "errno", code);
     ltr_bytes_put_kv(&kv, "error", err->msg);
+    put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
 }

@@ -2,7 +2,8 @@
  * tests/cli/test_rundir.c — the runtime directory under attack, and what
  * recorders leave in it: a symbolic link planted as the runtime directory, a
  * directory another user created first, a swap of the directory while in use;
- * no log or socket left by a clean or a killed recorder; a killed recorder's
+ * no log or socket left by a clean or a killed recorder, and a log kept and
+ * named when something went wrong (a full disk); a killed recorder's
  * session shown by `ltr status` with its partial trace, until forgotten.
  * The other-user cases need root (to act as the other user); they are skipped
  * otherwise.
@@ -342,6 +343,37 @@ static void test_log_kept_when_something_happened(void **state)
     tu_free(&r);
 }
 
+/* When something went wrong (here: the disk is full), `ltr record` says where
+ * the recorder's log is kept. Needs root, to mount a tiny file system. */
+static void test_record_names_kept_log(void **state)
+{
+    const char *dir = *state;
+    char full[512], run[512];
+    snprintf(full, sizeof full, "%s/full", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_int_equal(mkdir(full, 0700), 0);
+    tu_result m = tu_run("mount -t tmpfs -o size=8k tmpfs %s", full);
+    bool mounted = m.status == 0;
+    tu_free(&m);
+    if (!mounted) {
+        print_message("cannot mount a small tmpfs (not root?): skipped\n");
+        skip();
+    }
+    tu_result r = tu_run("%s record -o %s/r.ltr -- %s many", LTR, full, tu_test_bin("heap-target"));
+    expect_ok(tu_run("umount %s", full));
+    char want[600], log[600];
+    snprintf(want, sizeof want, "its log is kept at %s/record-", run);
+    const char *at = strstr(r.err, want);
+    if (!at)
+        fprintf(stderr, "%s", r.err);
+    assert_non_null(at);
+    snprintf(log, sizeof log, "%.*s", (int)strcspn(at + 19, "\n"), at + 19);
+    tu_free(&r);
+    tu_result g = tu_run("grep -c 'No space left' %s", log);
+    assert_int_equal(g.status, 0);
+    tu_free(&g);
+}
+
 static void test_killed_recorder_socket_removed(void **state)
 {
     const char *dir = *state;
@@ -438,6 +470,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_swap_during_use, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_clean_record_leaves_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_log_kept_when_something_happened, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_names_kept_log, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_recorder_socket_removed, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_status_shows_dead_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dead_memory_and_moved_trace, tu_setup_sandbox, tu_teardown_sandbox),
