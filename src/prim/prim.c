@@ -244,8 +244,7 @@ int ltr_dir_sockaddr(int dirfd, const char *dir, const char *name, struct sockad
     sa->sun_family = AF_UNIX;
     char via_fd[64];
     snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", dirfd);
-    /* Without /proc, the path checked a moment ago (the directory is ours and
-     * its parent's entry could only be swapped by us or root). */
+    /* Without /proc mounted: the path, checked a moment ago. */
     const char *base = access(via_fd, X_OK) == 0 ? via_fd : dir;
     int n = snprintf(sa->sun_path, sizeof sa->sun_path, "%s/%s", base, name);
     if (n < 0 || (size_t)n >= sizeof sa->sun_path)
