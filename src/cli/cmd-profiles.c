@@ -169,8 +169,11 @@ static int details(char **specs, int n, bool filemode)
         return cli_fail("profiles", "out of memory");
     print_diags(&p->diags);
     if (rc == 0) {
-        for (size_t i = 0; i < p->nprofiles; i++)
-            printf("Profile: %s\n", p->profiles[i]);
+        for (size_t i = 0; i < p->nprofiles; i++) {
+            char have[128];
+            ltr_profile_variants_text(p->variants[i], have, sizeof have);
+            printf("Profile: %s\n  variants of its name: %s\n", p->profiles[i], have);
+        }
         printf("Logging mode: %s%s\n", p->mode == LTR_PLAN_FILE ? "file" : "memory",
                p->strict ? " (strict)" : "");
         print_collectors(p);

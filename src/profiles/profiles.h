@@ -118,9 +118,18 @@ typedef struct ltr_plan_skipped {
     int line;
 } ltr_plan_skipped;
 
+enum { LTR_PROFILE_LIGHT = 1, LTR_PROFILE_VERBOSE = 2 };     /* detail levels */
+enum { LTR_PROFILE_FILEMODE = 1, LTR_PROFILE_MEMORYMODE = 2 }; /* logging modes */
+/* A profile name's variants as a bit set: one bit per detail level and mode. */
+#define LTR_PROFILE_VARIANT(level, mode) (1u << (((level) - 1) * 2 + ((mode) - 1)))
+
+/* "Light.File, Verbose.Memory": the variants of a LTR_PROFILE_VARIANT set. */
+LTR_API void ltr_profile_variants_text(unsigned variants, char *out, size_t size);
+
 typedef struct ltr_plan {
     ltr_plan_mode mode;
     char **profiles;          /* what was started, "FILE!Id" or "Id" for built-ins */
+    unsigned *variants;       /* per profile: the LTR_PROFILE_VARIANT set its name has */
     size_t nprofiles;
     ltr_plan_collector *collectors;
     size_t ncollectors;
@@ -151,9 +160,6 @@ LTR_API int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
 LTR_API void ltr_plan_free(ltr_plan *plan);
 
 /* ---- listing -------------------------------------------------------------- */
-
-enum { LTR_PROFILE_LIGHT = 1, LTR_PROFILE_VERBOSE = 2 };     /* detail levels */
-enum { LTR_PROFILE_FILEMODE = 1, LTR_PROFILE_MEMORYMODE = 2 }; /* logging modes */
 
 typedef struct ltr_profile_info {
     char *name;
