@@ -27,8 +27,11 @@ static void print_help(void)
            "               becomes on Linux\n"
            "  --filemode   with --details: the File variants (default: Memory, as ltr start)\n"
            "  --help       this text\n\n"
+           "A name without .light or .verbose means Verbose, as in WPR.\n"
            "Built-in profiles are read from %s\n"
-           "(LTR_PROFILE_DIR overrides).\n",
+           "(LTR_PROFILE_DIR overrides).\n\n"
+           "exit status: 0 done (warnings on stderr), 1 an error in a profile or a\n"
+           "profile that does not exist, 2 bad usage.\n",
            usage, ltr_profiles_builtin_dir());
 }
 

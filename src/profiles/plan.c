@@ -451,8 +451,9 @@ int plan_add_profile(wprp_catalog *cat, ltr_plan *plan, wprp_node *pn, const cha
         ltr_diag_add(cat->diags, strict ? LTR_DIAG_ERROR : LTR_DIAG_WARNING, p->file, p->line,
                      p->id,
                      "the profile starts nothing on Linux: all it asks for is Windows-only or not "
-                     "available in ltr yet%s",
-                     strict ? " (Strict=\"true\" makes that an error)" : "");
+                     "available in ltr yet ('ltr profiles --details' lists it)%s",
+                     strict ? "; Strict=\"true\" makes that an error"
+                            : "; nothing of it will be recorded");
     if (check_started && strict && !b.errors && !b.started)
         b.errors++;
     return b.errors ? -1 : 0;
