@@ -167,7 +167,7 @@ static int details(char **specs, int n, bool filemode)
 {
     ltr_profile_request req = {(const char *const *)specs, (size_t)n, filemode, NULL};
     ltr_plan *p = NULL;
-    int rc = ltr_profiles_resolve(&req, &p);
+    int rc = ltr_profiles_describe(&req, &p);
     if (!p)
         return cli_fail("profiles", "out of memory");
     print_diags(&p->diags);

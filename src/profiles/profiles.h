@@ -157,6 +157,10 @@ typedef struct ltr_profile_request {
  * may be in (*out)->diags), -1 when there is one; *out is set in both cases
  * (NULL only when memory ran out) so that the diagnostics can be printed. */
 LTR_API int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out);
+/* The same plan, for showing what the profiles would start (--details), not
+ * for starting: a Strict profile that starts nothing is a warning saying that
+ * starting it would be an error, so its plan can still be shown. */
+LTR_API int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out);
 LTR_API void ltr_plan_free(ltr_plan *plan);
 
 /* ---- listing -------------------------------------------------------------- */

@@ -223,7 +223,7 @@ static int load_spec_files(wprp_catalog *c, spec *specs, size_t n, const char **
 }
 
 static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char *file,
-                     bool filemode)
+                     bool filemode, bool describe)
 {
     unsigned variants = 0;
     wprp_node *n = choose(c, s, file, filemode, &variants);
@@ -231,7 +231,7 @@ static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char 
         return;
     char *label = file ? prof_asprintf("%s!%s", file, n->id) : prof_strdup(n->id);
     size_t before = plan->nprofiles;
-    plan_add_profile(c, plan, n, label, true);
+    plan_add_profile(c, plan, n, label, describe ? PLAN_CHECK_DESCRIBE : PLAN_CHECK_START);
     free(label);
     if (plan->nprofiles == before)
         return;
@@ -243,7 +243,7 @@ static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char 
     plan->variants = v;
 }
 
-int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
+static int resolve_plan(const ltr_profile_request *req, bool describe, ltr_plan **out)
 {
     ltr_plan *plan = new_plan(req->filemode);
     *out = plan;
@@ -266,7 +266,7 @@ int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
         load_builtins(&cat, req->builtin_dir);
         if (load_spec_files(&cat, specs, req->nspecs, files) == 0)
             for (size_t i = 0; i < req->nspecs; i++)
-                add_spec(&cat, plan, &specs[i], files[i], req->filemode);
+                add_spec(&cat, plan, &specs[i], files[i], req->filemode, describe);
     }
     for (size_t i = 0; i < parsed; i++)
         spec_free(&specs[i]);
@@ -274,6 +274,16 @@ int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
     free(files);
     wprp_catalog_free(&cat);
     return plan->diags.errors ? -1 : 0;
+}
+
+int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
+{
+    return resolve_plan(req, false, out);
+}
+
+int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out)
+{
+    return resolve_plan(req, true, out);
 }
 
 void ltr_plan_free(ltr_plan *p)
@@ -331,7 +341,7 @@ static void try_variant(wprp_catalog *c, wprp_node *n, int mode)
     ltr_plan *p = new_plan(mode == LTR_PROFILE_FILEMODE);
     if (!p)
         abort();
-    plan_add_profile(c, p, n, n->id, false);
+    plan_add_profile(c, p, n, n->id, PLAN_CHECK_NONE);
     ltr_plan_free(p);
 }
 
