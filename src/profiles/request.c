@@ -123,6 +123,17 @@ void ltr_profile_variants_text(unsigned variants, char *out, size_t size)
                                      level_name(i / 2 + 1), mode_name(i % 2 + 1));
 }
 
+/* The detail levels (LTR_PROFILE_LIGHT | LTR_PROFILE_VERBOSE) of a variant set. */
+static unsigned levels_of(unsigned variants)
+{
+    unsigned levels = 0;
+    for (int l = LTR_PROFILE_LIGHT; l <= LTR_PROFILE_VERBOSE; l++)
+        for (int m = LTR_PROFILE_FILEMODE; m <= LTR_PROFILE_MEMORYMODE; m++)
+            if (variants & LTR_PROFILE_VARIANT(l, m))
+                levels |= (unsigned)l;
+    return levels;
+}
+
 /* `heap.Medium`: a detail level that does not exist, or a name of its own?
  * When the text before the last dot names a profile, the user meant a level;
  * the error says which levels that profile has. */
@@ -136,15 +147,15 @@ static bool report_unknown_level(wprp_catalog *c, const spec *s, const char *fil
         abort();
     match m;
     find_variants(c, file, base, &m);
-    bool light = m.variants & (LTR_PROFILE_VARIANT(LTR_PROFILE_LIGHT, LTR_PROFILE_FILEMODE) |
-                               LTR_PROFILE_VARIANT(LTR_PROFILE_LIGHT, LTR_PROFILE_MEMORYMODE));
-    bool verbose = m.variants & ~3u;
-    if (m.variants)
+    unsigned levels = levels_of(m.variants);
+    if (levels == (LTR_PROFILE_LIGHT | LTR_PROFILE_VERBOSE))
         ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
-                     "'%s' is not a detail level of %s: it has %s%s%s (%s%s%s%s%s)", dot + 1, base,
-                     light ? "Light" : "", light && verbose ? " and " : "", verbose ? "Verbose" : "",
-                     light ? base : "", light ? ".light" : "", light && verbose ? ", " : "",
-                     verbose ? base : "", verbose ? ".verbose" : "");
+                     "'%s' is not a detail level of %s: it has Light and Verbose (%s.light, "
+                     "%s.verbose)", dot + 1, base, base, base);
+    else if (levels)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "'%s' is not a detail level of %s: it has %s only (%s.%s)", dot + 1, base,
+                     level_name((int)levels), base, levels == LTR_PROFILE_LIGHT ? "light" : "verbose");
     free(base);
     return m.variants != 0;
 }
