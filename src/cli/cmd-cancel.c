@@ -14,7 +14,9 @@ int cmd_cancel(int argc, char **argv)
     int first;
     int rc = cli_session_args("cancel", argc, argv, usage,
                               "Ends a session and discards what it recorded.\n"
-                              "\nexit status: 0 done, 1 no such session or it did not answer, 2 bad usage.\n", &instance, &first, 0, 0);
+                              "\nexit status: 0 done, 1 no such session or it did not answer,\n"
+                              "2 bad usage.\n",
+                              &instance, &first, 0, 0);
     if (rc >= 0)
         return rc;
     rc = cli_session_request("cancel", instance, "cancel", NULL, NULL, NULL);

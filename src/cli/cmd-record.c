@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr record [-o FILE] [--filemode|--memory] [--buffer-size KB] [--buffers N|N%]\n"
-                            "                  [--depth N] -- CMD [ARGS...]";
+static const char usage[] = "ltr record [-o FILE] [--filemode|--memory] [--buffer-size KB]\n"
+                            "                  [--buffers N|N%] [--depth N] -- CMD [ARGS...]";
 
 static void help(void)
 {

@@ -215,7 +215,8 @@ int cmd_start(int argc, char **argv)
         if ((rc = take_option(c, &cfg, &o)) >= 0)
             return rc;
     cfg.collectors[0].buffers = LTR_BUFFERS_DEFAULT;
-    if (o.buffers && cli_parse_buffers("start", o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
+    if (o.buffers &&
+        cli_parse_buffers("start", o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
         return 2;
     if (optind < argc) {
         rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),
