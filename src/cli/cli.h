@@ -22,6 +22,10 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * naming the option and the allowed range, and returns -1. */
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,
                   uint64_t max, uint64_t *out);
+/* Parses `--buffers N|N%`: a count in LTR_BUFFERS_MIN..LTR_BUFFERS_MAX, or a
+ * percentage of RAM (1..50) turned into a count of buffer_kb buffers. On
+ * failure prints a message naming the option and what is allowed, returns -1. */
+int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uint32_t *out);
 /* Prints the usage text and returns the exit status for a usage error (2). */
 int cli_usage_error(const char *cmd, const char *usage);
 /* Parses `TRACE [--json]` and --help. Returns -1 to go on, with *path set, or

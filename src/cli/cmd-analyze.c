@@ -8,7 +8,9 @@
 
 #include <stdio.h>
 
-#define USAGE "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]"
+#define USAGE                                                                                    \
+    "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
+    "                  [--debug-dir DIRS]"
 
 static void help(void)
 {

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define USAGE "ltr export TRACE --format pprof|folded|json|csv -o OUT [--from T] [--to T] [--pid P]"
+#define USAGE                                                                                    \
+    "ltr export TRACE --format pprof|folded|json|csv -o OUT [--from T] [--to T] [--pid P]\n"       \
+    "                 [--debug-dir DIRS]"
 
 static void help(void)
 {

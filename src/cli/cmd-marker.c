@@ -15,7 +15,10 @@ int cmd_marker(int argc, char **argv)
     int first;
     int rc = cli_session_args("marker", argc, argv, usage,
                               "Puts a marker event holding TEXT into every running session, or only into\n"
-                              "NAME.\n", &instance, &first, 1, 1);
+                              "NAME.\n"
+                              "\nexit status: 0 done, 1 no session is running or one did not take the\n"
+                              "marker, 2 bad usage.\n",
+                              &instance, &first, 1, 1);
     if (rc >= 0)
         return rc;
     const char *text = argv[first];

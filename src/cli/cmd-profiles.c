@@ -27,8 +27,11 @@ static void print_help(void)
            "               becomes on Linux\n"
            "  --filemode   with --details: the File variants (default: Memory, as ltr start)\n"
            "  --help       this text\n\n"
+           "A name without .light or .verbose means Verbose, as in WPR.\n"
            "Built-in profiles are read from %s\n"
-           "(LTR_PROFILE_DIR overrides).\n",
+           "(LTR_PROFILE_DIR overrides).\n\n"
+           "exit status: 0 done (warnings on stderr), 1 an error in a profile or a\n"
+           "profile that does not exist, 2 bad usage.\n",
            usage, ltr_profiles_builtin_dir());
 }
 
@@ -164,13 +167,16 @@ static int details(char **specs, int n, bool filemode)
 {
     ltr_profile_request req = {(const char *const *)specs, (size_t)n, filemode, NULL};
     ltr_plan *p = NULL;
-    int rc = ltr_profiles_resolve(&req, &p);
+    int rc = ltr_profiles_describe(&req, &p);
     if (!p)
         return cli_fail("profiles", "out of memory");
     print_diags(&p->diags);
     if (rc == 0) {
-        for (size_t i = 0; i < p->nprofiles; i++)
-            printf("Profile: %s\n", p->profiles[i]);
+        for (size_t i = 0; i < p->nprofiles; i++) {
+            char have[128];
+            ltr_profile_variants_text(p->variants[i], have, sizeof have);
+            printf("Profile: %s\n  variants of its name: %s\n", p->profiles[i], have);
+        }
         printf("Logging mode: %s%s\n", p->mode == LTR_PLAN_FILE ? "file" : "memory",
                p->strict ? " (strict)" : "");
         print_collectors(p);

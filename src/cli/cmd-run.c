@@ -19,7 +19,9 @@ static void help(void)
            "heap tracing ('ltr start heap') records CMD's allocations and those of the\n"
            "processes it starts. Exits with CMD's exit status.\n\n"
            "  --instance NAME      into that session only\n"
-           "  --depth N            frames per call stack, 0 to 256 (default 64)\n",
+           "  --depth N            frames per call stack, 0 to 256 (default 64)\n\n"
+           "exit status: CMD's exit status; 127 when CMD could not be started, 1 when the\n"
+           "heap agent is missing, 2 bad usage.\n",
            usage);
 }
 

@@ -15,7 +15,9 @@ int cmd_save(int argc, char **argv)
     int first;
     int rc = cli_session_args("save", argc, argv, usage,
                               "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
-                              "The session goes on recording, unchanged.\n",
+                              "The session goes on recording, unchanged.\n"
+                              "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
+                              "not in memory mode, FILE could not be written), 2 bad usage.\n",
                               &instance, &first, 1, 1);
     if (rc >= 0)
         return rc;

@@ -38,41 +38,30 @@ static void help(void)
            "                       (default: $TMPDIR/ltr-NAME.ltr.part)\n"
            "  --buffer-size KB     size of each buffer, %u to %u (default %u; with\n"
            "                       profiles, overrides every collector's)\n"
-           "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM\n"
-           "                       (default %u)\n"
+           "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
+           "                       1 to 50 (default %u; with profiles, overrides every\n"
+           "                       collector's)\n"
            "  --max-file-size MB   file mode: stop growing the trace at this size; later\n"
            "                       buffers are counted as lost\n"
            "  --provider SPEC      enable a provider: NAME|GUID[:KEYWORDS[:LEVEL]], keywords\n"
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
            "                       (default 5); may be repeated\n"
            "  --pid PID            heap tracing: only this process (may be repeated; with\n"
-           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n",
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n\n"
+           "Buffers. Without a profile, one collector of %u buffers of %u KB for\n"
+           "provider events. A profile sets its collectors' own ('ltr profiles NAME\n"
+           "--details' shows them): 'ltr start heap' takes 1024 buffers of 1 MB, a 1 GB\n"
+           "pool, because a flight recorder reaches back in time as far as its pool\n"
+           "holds (heap.light: 256 MB). Memory is taken as buffers are first used: in\n"
+           "memory mode it grows to the whole pool as the ring fills; in file mode\n"
+           "written buffers are reused first, so it grows only while writing lags.\n"
+           "'ltr record' takes 512 of 16 KB instead: see 'ltr record --help'.\n\n"
+           "exit status: 0 the session started (warnings on stderr name what it will\n"
+           "not record), 1 nothing was started (an error in a profile, a profile with\n"
+           "Strict=\"true\" that records nothing here, the recorder could not start),\n"
+           "2 bad usage or a bad option value.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
-           LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT);
-}
-
-static int parse_buffers(const char *text, uint32_t buffer_kb, uint32_t *out)
-{
-    size_t n = strlen(text);
-    uint64_t v;
-    if (n && text[n - 1] == '%') {
-        char num[32];
-        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
-        if (cli_parse_u64("start", "--buffers (percentage of RAM)", num, 1, 50, &v))
-            return -1;
-        uint64_t count = ltr_total_ram() / 100 * v / ((uint64_t)buffer_kb * 1024);
-        if (count < LTR_BUFFERS_MIN || count > LTR_BUFFERS_MAX) {
-            cli_fail("start", "--buffers %s gives %llu buffers of %u KB: allowed %u to %u", text,
-                     (unsigned long long)count, buffer_kb, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX);
-            return -1;
-        }
-        *out = (uint32_t)count;
-        return 0;
-    }
-    if (cli_parse_u64("start", "--buffers", text, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX, &v))
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
+           LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
 }
 
 static void default_output(ltr_session_config *cfg)
@@ -155,7 +144,7 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
     switch (c) {
     case 'n':
         if (ltr_session_name_check(optarg, &err))
-            return cli_fail("start", "%s", err.msg);
+            return cli_fail("start", "%s", err.msg), 2;
         snprintf(cfg->name, sizeof cfg->name, "%s", optarg);
         return -1;
     case 'f': cfg->mode = LTR_MODE_FILE; return -1;
@@ -226,7 +215,8 @@ int cmd_start(int argc, char **argv)
         if ((rc = take_option(c, &cfg, &o)) >= 0)
             return rc;
     cfg.collectors[0].buffers = LTR_BUFFERS_DEFAULT;
-    if (o.buffers && parse_buffers(o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
+    if (o.buffers &&
+        cli_parse_buffers("start", o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
         return 2;
     if (optind < argc) {
         rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),

@@ -15,7 +15,9 @@ int cmd_stop(int argc, char **argv)
     int rc = cli_session_args("stop", argc, argv, usage,
                               "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
                               "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
-                              "the trace.\n",
+                              "the trace.\n"
+                              "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
+                              "FILE could not be written), 2 bad usage.\n",
                               &instance, &first, 1, 2);
     if (rc >= 0)
         return rc;

@@ -24,12 +24,48 @@ static const cli_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: ltr COMMAND [OPTIONS] [ARGS]\n\n"
+    fprintf(out, "usage: ltr COMMAND [OPTIONS] [ARGS]\n"
+                 "       ltr help [COMMAND] | ltr --help | ltr --version\n\n"
                  "ltr, the Linux trace recorder: records events and heap allocations with\n"
                  "their call stacks, and finds what holds the memory.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'ltr COMMAND --help' tells more about a command.\n");
+    fprintf(out, "\n'ltr help COMMAND' or 'ltr COMMAND --help' tells more about a command;\n"
+                 "'ltr --version' prints the version.\n\n"
+                 "exit status: each command's help lists its own; 0 done, 1 failed, 2 bad\n"
+                 "usage, unless it says otherwise.\n");
+}
+
+static const cli_command *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(name, commands[i].name))
+            return &commands[i];
+    return NULL;
+}
+
+static int unknown(const char *name)
+{
+    fprintf(stderr, "ltr: '%s' is not an ltr command. See 'ltr --help'.\n", name);
+    return 2;
+}
+
+/* `ltr help [COMMAND]`: the same text as `ltr COMMAND --help`. */
+static int help(int argc, char **argv)
+{
+    if (argc < 3 || !strcmp(argv[2], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 3) {
+        fprintf(stderr, "ltr help: one COMMAND at most\nusage: ltr help [COMMAND]\n");
+        return 2;
+    }
+    const cli_command *c = find(argv[2]);
+    if (!c)
+        return unknown(argv[2]);
+    char *args[] = {argv[2], "--help", NULL};
+    return c->run(2, args);
 }
 
 int main(int argc, char **argv)
@@ -38,7 +74,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "help"))
+        return help(argc, argv);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;
     }
@@ -46,9 +84,6 @@ int main(int argc, char **argv)
         printf("ltr " LTR_VERSION "\n");
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "ltr: '%s' is not an ltr command. See 'ltr --help'.\n", argv[1]);
-    return 2;
+    const cli_command *c = find(argv[1]);
+    return c ? c->run(argc - 1, argv + 1) : unknown(argv[1]);
 }

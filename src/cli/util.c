@@ -2,6 +2,8 @@
  * cli/util.c — error printing and option parsing shared by the subcommands.
  */
 #include "cli/cli.h"
+#include "prim/prim.h"
+#include "recorder/recorder.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -44,6 +46,30 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uint32_t *out)
+{
+    size_t n = strlen(text);
+    uint64_t v;
+    if (n && text[n - 1] == '%') {
+        char num[32];
+        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
+        if (cli_parse_u64(cmd, "--buffers (percentage of RAM)", num, 1, 50, &v))
+            return -1;
+        uint64_t count = ltr_total_ram() / 100 * v / ((uint64_t)buffer_kb * 1024);
+        if (count < LTR_BUFFERS_MIN || count > LTR_BUFFERS_MAX) {
+            cli_fail(cmd, "--buffers %s gives %llu buffers of %u KB: allowed %u to %u", text,
+                     (unsigned long long)count, buffer_kb, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX);
+            return -1;
+        }
+        *out = (uint32_t)count;
+        return 0;
+    }
+    if (cli_parse_u64(cmd, "--buffers", text, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX, &v))
+        return -1;
+    *out = (uint32_t)v;
     return 0;
 }
 

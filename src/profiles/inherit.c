@@ -171,21 +171,38 @@ static void apply_own(wprp_node *dst, const wprp_node *own)
 
 /* ---- finding the base ----------------------------------------------------- */
 
+/* The elements being resolved, outermost first: a cycle is an element met
+ * again while it is still on the chain (state 1); the chain only names it. */
 typedef struct chain {
-    const wprp_node *v[64];
-    size_t n;
+    const wprp_node **v;
+    size_t n, cap;
 } chain;
 
 static void report_cycle(wprp_catalog *c, const chain *ch, const wprp_node *n)
 {
+    size_t from = 0;
+    while (from < ch->n && ch->v[from] != n)
+        from++; /* what leads into the cycle is not part of it */
     char path[1024] = "";
     size_t used = 0;
-    for (size_t i = 0; i < ch->n && used < sizeof path; i++)
+    for (size_t i = from; i < ch->n && used < sizeof path; i++)
         used += (size_t)snprintf(path + used, sizeof path - used, "%s -> ", ch->v[i]->id);
     if (used < sizeof path)
         snprintf(path + used, sizeof path - used, "%s", n->id);
     ltr_diag_add(c->diags, LTR_DIAG_ERROR, n->file, n->line, n->id,
                  "Base= inheritance forms a cycle: %s", path);
+}
+
+/* Resolving recurses once per Base=, so a chain's length is bounded to keep
+ * the stack bounded; real chains are a few elements long. Reported on the
+ * element whose resolution was asked for: the whole chain is the fault. */
+static void report_too_deep(wprp_catalog *c, const chain *ch, const wprp_node *n)
+{
+    const wprp_node *top = ch->v[0];
+    ltr_diag_add(c->diags, LTR_DIAG_ERROR, top->file, top->line, top->id,
+                 "Base= chain deeper than %d elements (it still goes on at '%s'); ltr follows "
+                 "at most %d",
+                 WPRP_MAX_BASE_DEPTH, n->id, WPRP_MAX_BASE_DEPTH);
 }
 
 /* The base of n, looked up in n's kind, then the related kinds. */
@@ -261,11 +278,16 @@ static const wprp_node *resolve(wprp_catalog *c, wprp_node *n, chain *ch)
         return n->resolved;
     if (n->state == 3)
         return NULL;
-    if (n->state == 1 || ch->n == sizeof ch->v / sizeof ch->v[0]) {
+    if (n->state == 1) {
         report_cycle(c, ch, n);
         return NULL;
     }
+    if (ch->n == WPRP_MAX_BASE_DEPTH) {
+        report_too_deep(c, ch, n);
+        return NULL;
+    }
     n->state = 1;
+    ch->v = prof_grow(ch->v, &ch->cap, ch->n, sizeof *ch->v);
     ch->v[ch->n++] = n;
     wprp_node *r = calloc(1, sizeof *r);
     if (!r)
@@ -305,5 +327,7 @@ static const wprp_node *resolve(wprp_catalog *c, wprp_node *n, chain *ch)
 const wprp_node *wprp_resolve(wprp_catalog *c, wprp_node *n)
 {
     chain ch = {.n = 0};
-    return resolve(c, n, &ch);
+    const wprp_node *r = resolve(c, n, &ch);
+    free(ch.v);
+    return r;
 }

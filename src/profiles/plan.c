@@ -434,7 +434,7 @@ static void add_label(ltr_plan *p, const char *label)
 }
 
 int plan_add_profile(wprp_catalog *cat, ltr_plan *plan, wprp_node *pn, const char *label,
-                     bool check_started)
+                     plan_check check)
 {
     builder b = {cat, plan, pn, 0, 0};
     const wprp_node *p = wprp_resolve(cat, pn);
@@ -447,13 +447,16 @@ int plan_add_profile(wprp_catalog *cat, ltr_plan *plan, wprp_node *pn, const cha
     for (size_t i = 0; i < p->nrefs; i++)
         apply_ref(&b, &p->refs[i]);
     add_label(plan, label);
-    if (check_started && !b.errors && !b.started)
-        ltr_diag_add(cat->diags, strict ? LTR_DIAG_ERROR : LTR_DIAG_WARNING, p->file, p->line,
-                     p->id,
+    if (check != PLAN_CHECK_NONE && !b.errors && !b.started) {
+        bool fail = strict && check == PLAN_CHECK_START;
+        ltr_diag_add(cat->diags, fail ? LTR_DIAG_ERROR : LTR_DIAG_WARNING, p->file, p->line, p->id,
                      "the profile starts nothing on Linux: all it asks for is Windows-only or not "
                      "available in ltr yet%s",
-                     strict ? " (Strict=\"true\" makes that an error)" : "");
-    if (check_started && strict && !b.errors && !b.started)
-        b.errors++;
+                     !strict                       ? "; nothing of it will be recorded"
+                     : check == PLAN_CHECK_START ? "; Strict=\"true\" makes that an error "
+                                                   "('ltr profiles --details' lists what it asks for)"
+                                                 : "; Strict=\"true\": starting it is an error");
+        b.errors += fail;
+    }
     return b.errors ? -1 : 0;
 }

@@ -10,11 +10,13 @@
 /* Adds to plan what profile p starts: its collectors (merged by kind and
  * name with those already there), providers, system keywords, heap tracing,
  * and the skipped Windows-only parts. label is what plan->profiles records.
- * check_started: report a profile that starts nothing on Linux (a warning,
- * an error with Strict="true"); listing leaves it to starting. Diagnostics go
- * to the catalog's list. Returns 0, or -1 on an error. */
+ * check: whether to report a profile that starts nothing on Linux: listing
+ * leaves it to starting; starting makes it a warning, an error with
+ * Strict="true"; describing (--details) a warning that says what starting
+ * would do. Diagnostics go to the catalog's list. Returns 0, or -1 on an error. */
+typedef enum plan_check { PLAN_CHECK_NONE, PLAN_CHECK_START, PLAN_CHECK_DESCRIBE } plan_check;
 int plan_add_profile(wprp_catalog *cat, ltr_plan *plan, wprp_node *p, const char *label,
-                     bool check_started);
+                     plan_check check);
 
 /* Value helpers shared with the listing code. */
 int plan_parse_bool(const char *text, bool *out);

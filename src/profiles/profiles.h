@@ -118,9 +118,18 @@ typedef struct ltr_plan_skipped {
     int line;
 } ltr_plan_skipped;
 
+enum { LTR_PROFILE_LIGHT = 1, LTR_PROFILE_VERBOSE = 2 };     /* detail levels */
+enum { LTR_PROFILE_FILEMODE = 1, LTR_PROFILE_MEMORYMODE = 2 }; /* logging modes */
+/* A profile name's variants as a bit set: one bit per detail level and mode. */
+#define LTR_PROFILE_VARIANT(level, mode) (1u << (((level) - 1) * 2 + ((mode) - 1)))
+
+/* "Light.File, Verbose.Memory": the variants of a LTR_PROFILE_VARIANT set. */
+LTR_API void ltr_profile_variants_text(unsigned variants, char *out, size_t size);
+
 typedef struct ltr_plan {
     ltr_plan_mode mode;
     char **profiles;          /* what was started, "FILE!Id" or "Id" for built-ins */
+    unsigned *variants;       /* per profile: the LTR_PROFILE_VARIANT set its name has */
     size_t nprofiles;
     ltr_plan_collector *collectors;
     size_t ncollectors;
@@ -148,12 +157,13 @@ typedef struct ltr_profile_request {
  * may be in (*out)->diags), -1 when there is one; *out is set in both cases
  * (NULL only when memory ran out) so that the diagnostics can be printed. */
 LTR_API int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out);
+/* The same plan, for showing what the profiles would start (--details), not
+ * for starting: a Strict profile that starts nothing is a warning saying that
+ * starting it would be an error, so its plan can still be shown. */
+LTR_API int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out);
 LTR_API void ltr_plan_free(ltr_plan *plan);
 
 /* ---- listing -------------------------------------------------------------- */
-
-enum { LTR_PROFILE_LIGHT = 1, LTR_PROFILE_VERBOSE = 2 };     /* detail levels */
-enum { LTR_PROFILE_FILEMODE = 1, LTR_PROFILE_MEMORYMODE = 2 }; /* logging modes */
 
 typedef struct ltr_profile_info {
     char *name;

@@ -81,7 +81,7 @@ static bool in_scope(const wprp_node *n, const char *file)
 
 typedef struct match {
     wprp_node *v[4]; /* [level-1][mode-1]: Light/Verbose x File/Memory */
-    bool any;
+    unsigned variants; /* LTR_PROFILE_VARIANT of each found */
 } match;
 
 static void find_variants(wprp_catalog *c, const char *file, const char *name, match *m)
@@ -98,7 +98,7 @@ static void find_variants(wprp_catalog *c, const char *file, const char *name, m
         if (!rn || strcasecmp(rn, name) != 0 || variant_of(c, r, &level, &mode) != 0)
             continue;
         m->v[(level - 1) * 2 + (mode - 1)] = n; /* a later definition wins */
-        m->any = true;
+        m->variants |= LTR_PROFILE_VARIANT(level, mode);
     }
 }
 
@@ -112,32 +112,99 @@ static const char *mode_name(int m)
     return m == LTR_PROFILE_FILEMODE ? "File" : "Memory";
 }
 
-/* The variant a spec means: its level (or Verbose, else Light) in the mode. */
-static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool filemode)
+void ltr_profile_variants_text(unsigned variants, char *out, size_t size)
+{
+    size_t used = 0;
+    if (size)
+        *out = 0;
+    for (int i = 0; i < 4 && used < size; i++)
+        if (variants & (1u << i))
+            used += (size_t)snprintf(out + used, size - used, "%s%s.%s", used ? ", " : "",
+                                     level_name(i / 2 + 1), mode_name(i % 2 + 1));
+}
+
+/* The detail levels (LTR_PROFILE_LIGHT | LTR_PROFILE_VERBOSE) of a variant set. */
+static unsigned levels_of(unsigned variants)
+{
+    unsigned levels = 0;
+    for (int l = LTR_PROFILE_LIGHT; l <= LTR_PROFILE_VERBOSE; l++)
+        for (int m = LTR_PROFILE_FILEMODE; m <= LTR_PROFILE_MEMORYMODE; m++)
+            if (variants & LTR_PROFILE_VARIANT(l, m))
+                levels |= (unsigned)l;
+    return levels;
+}
+
+/* `heap.Medium`: a detail level that does not exist, or a name of its own?
+ * When the text before the last dot names a profile, the user meant a level;
+ * the error says which levels that profile has. */
+static bool report_unknown_level(wprp_catalog *c, const spec *s, const char *file)
+{
+    const char *dot = strrchr(s->name, '.');
+    if (!dot || !dot[1])
+        return false;
+    char *base = strndup(s->name, (size_t)(dot - s->name));
+    if (!base)
+        abort();
+    match m;
+    find_variants(c, file, base, &m);
+    unsigned levels = levels_of(m.variants);
+    if (levels == (LTR_PROFILE_LIGHT | LTR_PROFILE_VERBOSE))
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "'%s' is not a detail level of %s: it has Light and Verbose (%s.light, "
+                     "%s.verbose)", dot + 1, base, base, base);
+    else if (levels)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "'%s' is not a detail level of %s: it has %s only (%s.%s)", dot + 1, base,
+                     level_name((int)levels), base, levels == LTR_PROFILE_LIGHT ? "light" : "verbose");
+    free(base);
+    return m.variants != 0;
+}
+
+/* Why the variant asked for is not there, and the nearest that is: the other
+ * detail level in this mode, else this level in the other mode, else both. */
+static void report_no_variant(wprp_catalog *c, const spec *s, const char *file, const match *m,
+                              int level, int mode)
+{
+    char have[128];
+    ltr_profile_variants_text(m->variants, have, sizeof have);
+    int olevel = level == LTR_PROFILE_LIGHT ? LTR_PROFILE_VERBOSE : LTR_PROFILE_LIGHT;
+    int omode = mode == LTR_PROFILE_FILEMODE ? LTR_PROFILE_MEMORYMODE : LTR_PROFILE_FILEMODE;
+    bool by_level = m->variants & LTR_PROFILE_VARIANT(olevel, mode);
+    bool by_mode = !by_level && (m->variants & LTR_PROFILE_VARIANT(level, omode));
+    int want = by_mode ? level : olevel;
+    char *hint = prof_asprintf("%s; use %s.%s%s",
+                               s->level || by_mode ? ""
+                               : "; a name without a detail level means Verbose, as in WPR",
+                               s->name, want == LTR_PROFILE_LIGHT ? "light" : "verbose",
+                               by_level                          ? ""
+                               : omode == LTR_PROFILE_FILEMODE ? " with --filemode"
+                                                               : " without --filemode");
+    ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no %s %s variant in %s (it has %s)%s",
+                 level_name(level), mode_name(mode), file ? file : "the built-in profiles", have,
+                 hint);
+    free(hint);
+}
+
+/* The variant a spec means: its level (Verbose when not given, as in WPR's
+ * `-start Name`) in the mode. Returns NULL, reported, when there is none. */
+static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool filemode,
+                         unsigned *variants)
 {
     match m;
     find_variants(c, file, s->name, &m);
-    const char *where = file ? file : "the built-in profiles";
-    if (!m.any) {
+    if (!m.variants) {
+        if (!s->level && report_unknown_level(c, s, file))
+            return NULL;
         ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no profile of that name in %s",
-                     where);
+                     file ? file : "the built-in profiles");
         return NULL;
     }
     int mode = filemode ? LTR_PROFILE_FILEMODE : LTR_PROFILE_MEMORYMODE;
-    int level = s->level;
-    if (!level)
-        level = m.v[2 + mode - 1] ? LTR_PROFILE_VERBOSE : LTR_PROFILE_LIGHT;
+    int level = s->level ? s->level : LTR_PROFILE_VERBOSE;
     wprp_node *n = m.v[(level - 1) * 2 + (mode - 1)];
-    if (!n) {
-        char have[128] = "";
-        for (int i = 0; i < 4; i++)
-            if (m.v[i])
-                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s.%s",
-                         *have ? ", " : "", level_name(i / 2 + 1), mode_name(i % 2 + 1));
-        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
-                     "no %s %s variant in %s (it has %s)%s", level_name(level), mode_name(mode),
-                     where, have, filemode ? "" : "; --filemode picks the File variants");
-    }
+    if (!n)
+        report_no_variant(c, s, file, &m, level, mode);
+    *variants = m.variants;
     return n;
 }
 
@@ -167,17 +234,27 @@ static int load_spec_files(wprp_catalog *c, spec *specs, size_t n, const char **
 }
 
 static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char *file,
-                     bool filemode)
+                     bool filemode, bool describe)
 {
-    wprp_node *n = choose(c, s, file, filemode);
+    unsigned variants = 0;
+    wprp_node *n = choose(c, s, file, filemode, &variants);
     if (!n)
         return;
     char *label = file ? prof_asprintf("%s!%s", file, n->id) : prof_strdup(n->id);
-    plan_add_profile(c, plan, n, label, true);
+    size_t before = plan->nprofiles;
+    plan_add_profile(c, plan, n, label, describe ? PLAN_CHECK_DESCRIBE : PLAN_CHECK_START);
     free(label);
+    if (plan->nprofiles == before)
+        return;
+    unsigned *v = realloc(plan->variants, plan->nprofiles * sizeof *v);
+    if (!v)
+        abort();
+    memset(v + before, 0, (plan->nprofiles - before) * sizeof *v);
+    v[plan->nprofiles - 1] = variants;
+    plan->variants = v;
 }
 
-int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
+static int resolve_plan(const ltr_profile_request *req, bool describe, ltr_plan **out)
 {
     ltr_plan *plan = new_plan(req->filemode);
     *out = plan;
@@ -200,7 +277,7 @@ int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
         load_builtins(&cat, req->builtin_dir);
         if (load_spec_files(&cat, specs, req->nspecs, files) == 0)
             for (size_t i = 0; i < req->nspecs; i++)
-                add_spec(&cat, plan, &specs[i], files[i], req->filemode);
+                add_spec(&cat, plan, &specs[i], files[i], req->filemode, describe);
     }
     for (size_t i = 0; i < parsed; i++)
         spec_free(&specs[i]);
@@ -210,6 +287,16 @@ int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
     return plan->diags.errors ? -1 : 0;
 }
 
+int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
+{
+    return resolve_plan(req, false, out);
+}
+
+int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out)
+{
+    return resolve_plan(req, true, out);
+}
+
 void ltr_plan_free(ltr_plan *p)
 {
     if (!p)
@@ -217,6 +304,7 @@ void ltr_plan_free(ltr_plan *p)
     for (size_t i = 0; i < p->nprofiles; i++)
         free(p->profiles[i]);
     free(p->profiles);
+    free(p->variants);
     for (size_t i = 0; i < p->ncollectors; i++)
         free(p->collectors[i].name);
     free(p->collectors);
@@ -264,7 +352,7 @@ static void try_variant(wprp_catalog *c, wprp_node *n, int mode)
     ltr_plan *p = new_plan(mode == LTR_PROFILE_FILEMODE);
     if (!p)
         abort();
-    plan_add_profile(c, p, n, n->id, false);
+    plan_add_profile(c, p, n, n->id, PLAN_CHECK_NONE);
     ltr_plan_free(p);
 }
 

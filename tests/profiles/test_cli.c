@@ -97,10 +97,47 @@ static void details_of_builtins(void **state)
     assert_non_null(strstr(r->out, "heap snapshots"));
 }
 
+/* A bare name is Verbose and --details shows every variant the name has;
+ * a detail level that does not exist is an error naming those that do. */
+static void details_of_a_bare_name(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp!TraceHeap_ByName' --details", shared_dir());
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "!TraceHeap_ByName.Verbose.Memory\n"
+                                   "  variants of its name: Verbose.File, Verbose.Memory\n"));
+    r = ltr("heap --details");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Profile: heap.Verbose.Memory\n  variants of its name: "
+                                   "Light.File, Light.Memory, Verbose.File, Verbose.Memory\n"));
+    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp!Heap_Snapshot' --details", shared_dir());
+    r = ltr(args);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "it has Light.File, Light.Memory"));
+    assert_string_equal(r->out, "");
+    r = ltr("heap.Medium --details");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "'Medium' is not a detail level of heap: it has Light and Verbose"));
+}
+
+/* general records nothing on Linux yet and is Strict: starting it fails, and
+ * --details still shows what it asks for, saying that starting would fail. */
+static void details_of_a_strict_profile_that_starts_nothing(void **state)
+{
+    run *r = ltr("general --details");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Logging mode: memory (strict)"));
+    assert_non_null(strstr(r->out, "ProcessThread          -> processes and threads"));
+    assert_non_null(strstr(r->err, "warning: 'general.Verbose.Memory': the profile starts nothing on Linux"));
+    assert_non_null(strstr(r->err, "Strict=\"true\": starting it is an error"));
+    assert_null(strstr(r->err, "error:"));
+}
+
 static void windows_only_reported(void **state)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Network.wprp!NetworkMin' --details", shared_dir());
+    snprintf(args, sizeof args, "'%s/wprp/WPRP_Network.wprp!NetworkMin.light' --details", shared_dir());
     run *r = ltr(args);
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "Skipped (no meaning on Linux):"));
@@ -136,6 +173,8 @@ int main(void)
         cmocka_unit_test(lists_a_file),
         cmocka_unit_test(details_of_a_file_profile),
         cmocka_unit_test(details_of_builtins),
+        cmocka_unit_test(details_of_a_bare_name),
+        cmocka_unit_test(details_of_a_strict_profile_that_starts_nothing),
         cmocka_unit_test(windows_only_reported),
         cmocka_unit_test(bad_input),
     };

@@ -331,7 +331,7 @@ static void bad_specs(void **state)
         "<Profile Id='F.Light.File' Name='F' Description='d' DetailLevel='Light' LoggingMode='File'>"
         "<Collectors><EventCollectorId Value='EC'/></Collectors></Profile>");
     char s[600];
-    snprintf(s, sizeof s, "%s!F", f);
+    snprintf(s, sizeof s, "%s!F.light", f);
     assert_int_equal(resolve(&p, false, s, NULL), -1);
     d = find_diag(&p->diags, LTR_DIAG_ERROR, "no Light Memory variant");
     assert_non_null(d);

@@ -177,7 +177,7 @@ static void bases_across_files_and_builtins(void **state)
     assert_int_equal(find_collector(p, "Shared")->buffers, 7);
     ltr_plan_free(p);
 
-    p = ok_plan(false, spec(b, "G"), NULL);
+    p = ok_plan(false, spec(b, "G.light"), NULL);
     assert_non_null(find_syskw(p, "MemoryInfo")); /* from ltr's general.Light */
     ltr_plan_free(p);
     p = ok_plan(false, spec(b, "S"), NULL);

@@ -147,7 +147,7 @@ static void several_files_merge_collectors(void **state)
 {
     char a[600], b[600];
     snprintf(a, sizeof a, "%s!TraceHeap_ByName", real("WPRP_Heap.wprp"));
-    snprintf(b, sizeof b, "%s!TraceVirtualAlloc", real("WPRP_Heap.19559.wprp"));
+    snprintf(b, sizeof b, "%s!TraceVirtualAlloc.light", real("WPRP_Heap.19559.wprp"));
     ltr_plan *p = NULL;
     int rc = resolve(&p, true, a, b, NULL);
     if (rc)
