@@ -48,6 +48,7 @@ typedef struct recorder {
     ltr_shm *shm;
     size_t shm_size;
     int memfd, wakefd, listen_fd, signal_fd;
+    int controller_fd; /* `ltr record`'s pipe: hung up when it is gone; else -1 */
     char sock_path[4200];
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
