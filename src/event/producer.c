@@ -160,6 +160,24 @@ static void drop_pending(ltr_attach *a)
     a->pending_inc = 0;
 }
 
+/* The events lost while attaching, now in this process's loss counters: the
+ * session counted them already (the registry's unattached_lost), the
+ * process's row did not. */
+static void claim_unattached(ltr_attach *a)
+{
+    ltr_shm_proc *procs = ltr_shm_procs(a->shm);
+    for (unsigned c = 0; c < 4; c++) {
+        uint64_t n = atomic_exchange_explicit(&a->unattached_lost[c], 0, memory_order_relaxed);
+        if (n && c < a->shm->ncollectors && a->proc_slot < a->shm->nprocs)
+            atomic_fetch_add_explicit(&procs[a->proc_slot].events_lost[c], n, memory_order_relaxed);
+    }
+}
+
+void ltr_producer_note_unattached(unsigned s, unsigned c)
+{
+    atomic_fetch_add_explicit(&g.att[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+}
+
 /* Takes the recorder's answer to the pending attach, waiting no later than
  * deadline. 0: attached; -ETIMEDOUT: no answer yet (still pending); else the
  * attach failed and is no longer pending. */
@@ -197,6 +215,7 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     a->recorder_pid = rs->recorder_pid;
     a->pending_inc = 0; /* the connection stays, as the attachment's */
     free(body);
+    claim_unattached(a);
     atomic_store_explicit(&a->incarnation, inc, memory_order_release);
     return 0;
 fail:
@@ -235,6 +254,11 @@ static void try_attach(ltr_attach *a, ltr_reg_session *rs, uint64_t inc)
 {
     if (paused(a, inc))
         return; /* another thread tried a moment ago */
+    if (a->lost_inc != inc) { /* losses noted so far were another session's */
+        for (unsigned c = 0; c < 4; c++)
+            atomic_store_explicit(&a->unattached_lost[c], 0, memory_order_relaxed);
+        a->lost_inc = inc;
+    }
     uint64_t now = ltr_now_ns();
     if (a->sock >= 0 && a->pending_inc != inc) {
         drop_pending(a); /* asked of an older session of this slot */
@@ -510,7 +534,9 @@ static void at_fork_child(void)
         ltr_attach *a = &g.att[s];
         drop_pending(a); /* the parent's connection, attached or pending */
         pause_until(a, 0, 0);
-        a->backoff_ns = a->waited_inc = 0;
+        a->backoff_ns = a->waited_inc = a->lost_inc = 0;
+        for (unsigned c = 0; c < 4; c++) /* the parent's */
+            atomic_store(&a->unattached_lost[c], 0);
         if (!atomic_load(&a->incarnation))
             continue;
         atomic_store(&a->incarnation, 0);

@@ -38,6 +38,10 @@ typedef struct ltr_attach {
     /* No attach step for incarnation retry_inc before retry_ns (read without
      * the lock: a stopped recorder then costs an event a clock read). */
     _Atomic uint64_t retry_ns, retry_inc;
+    /* Events this process lost to incarnation lost_inc before it could
+     * attach, per collector: added to its own loss counters once attached. */
+    _Atomic uint64_t unattached_lost[4];
+    uint64_t lost_inc;
 } ltr_attach;
 
 /* The attachment to session slot s, attaching on first use. NULL when the
@@ -74,6 +78,10 @@ void ltr_producer_commit(void);
 
 /* Counts one event as lost in a session/collector (and for this process). */
 void ltr_producer_count_lost(ltr_attach *a, unsigned c);
+/* Notes an event lost because this process is not attached to session s (the
+ * registry counts it for the session): it is added to the process's own
+ * counters if it attaches later. */
+void ltr_producer_note_unattached(unsigned s, unsigned c);
 
 /* Hands every buffer this thread holds to the recorder. */
 void ltr_producer_flush_thread(void);

@@ -248,6 +248,7 @@ static int count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 void ltr_event_count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 {
     atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+    ltr_producer_note_unattached(s, c);
 }
 
 int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)

@@ -173,6 +173,53 @@ static void test_stopped_recorder_heap_agent(void **state)
     assert_int_equal(t.events_lost, (uint64_t)lost);
 }
 
+/* Whether a process sleeps in usleep (the target's gate), read from /proc. */
+static bool in_gate(long pid)
+{
+    char path[64], wchan[64];
+    snprintf(path, sizeof path, "/proc/%ld/wchan", pid);
+    return ltr_read_small_file(path, wchan, sizeof wchan) > 0 && strstr(wchan, "nanosleep");
+}
+
+/* Polls (up to 20 s) for a process to be gone. */
+static bool gone_within(long pid);
+
+/* A program that started while the recorder was stopped is traced once the
+ * recorder runs again, and the events it lost before are counted as its own. */
+static void test_pending_attach_completes(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start heap --instance p --buffers 8 --buffer-size 64", LTR));
+    long rec = recorder_pid("p");
+    assert_true(rec > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    tu_result r = tu_run("LD_PRELOAD=%s %s countsgate %s/go >/dev/null 2>&1 & echo $!", agent(), TARGET, dir);
+    long target = atol(r.out);
+    tu_free(&r);
+    assert_true(target > 0);
+    /* Its first allocations found no answer; it now waits at its gate, its
+     * attach pending. */
+    for (int i = 0; i < 2000 && !in_gate(target); i++)
+        usleep(10000);
+    bool gated = in_gate(target);
+    kill((pid_t)rec, SIGCONT);
+    assert_true(gated);
+    r = tu_run("touch %s/go", dir);
+    tu_free(&r);
+    bool done = gone_within(target);
+    if (!done)
+        kill((pid_t)target, SIGKILL);
+    assert_true(done);
+    expect_ok(tu_run("%s stop --instance p %s/p.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/p.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_true(t.provider_events >= 40); /* mode_counts, after the gate */
+    assert_true(t.events_lost >= 40);     /* and before it */
+    assert_int_equal(t.process_events_lost, t.events_lost); /* all of them its own */
+}
+
 /* A process stuck while it holds the registry's lock (a recorder stopped
  * while it starts or ends a session) does not hang a traced program, nor keep
  * it from being traced by a session that runs. */
@@ -279,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stopped_recorder_provider, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_recorder_heap_agent, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pending_attach_completes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_registry_lock_held, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_record_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_record_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
