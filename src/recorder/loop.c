@@ -336,8 +336,6 @@ static void run_loop(recorder *r)
     uint64_t last_flush = ltr_now_ns();
     _Atomic uint32_t *unanswered = &r->reg->sessions[r->slot].unanswered;
     while (!r->done) {
-        if (atomic_load_explicit(unanswered, memory_order_relaxed)) /* running again: answering */
-            atomic_store_explicit(unanswered, 0, memory_order_relaxed);
         unsigned n = 4 + r->nconns;
         struct pollfd pfd[n];
         pfd[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
@@ -349,6 +347,8 @@ static void run_loop(recorder *r)
         int ready = poll(pfd, n, 50);
         if (ready < 0 && errno != EINTR)
             break;
+        if (atomic_load_explicit(unanswered, memory_order_relaxed)) /* running: answering again */
+            atomic_store_explicit(unanswered, 0, memory_order_relaxed);
         uint64_t junk;
         if (ready > 0 && (pfd[1].revents & POLLIN) && read(r->wakefd, &junk, sizeof junk) < 0) {
             /* nothing: the counter was reset by another read */

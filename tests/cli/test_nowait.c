@@ -114,7 +114,9 @@ static void test_stopped_recorder_provider(void **state)
     assert_true(took < HANG_LIMIT_S / 2);
     tu_free(&p);
 
-    /* Running again: a new process attaches and loses nothing. */
+    /* Running again (it answers: it is past its poll), a new process
+     * attaches and loses nothing. */
+    expect_ok(tu_run("%s status --instance s", LTR));
     p = tu_run("%s --threads 3 --events 2000 --wait-enabled 5", PRODUCER);
     assert_int_equal(p.status, 0);
     assert_int_equal(tu_field(p.out, "written"), 6000);
@@ -159,6 +161,7 @@ static void test_stopped_recorder_heap_agent(void **state)
     assert_true(lost >= 3 * 1999); /* dormant's mallocs, reallocs and frees at least */
 
     /* Running again: the next program is traced, and loses nothing. */
+    expect_ok(tu_run("%s status --instance h", LTR));
     r = tu_run("LD_PRELOAD=%s %s dormant", agent(), TARGET);
     assert_int_equal(r.status, 0);
     tu_free(&r);
@@ -204,6 +207,17 @@ static void test_pending_attach_completes(void **state)
     bool gated = in_gate(target);
     kill((pid_t)rec, SIGCONT);
     assert_true(gated);
+    /* The recorder answers the pending attach; the target takes the answer at
+     * its next event, past the gate. */
+    bool answered = false;
+    for (int i = 0; i < 2000 && !answered; i++) {
+        tu_result st = tu_run("%s status --instance p", LTR);
+        answered = strstr(st.out, " 1 processes attached") != NULL;
+        tu_free(&st);
+        if (!answered)
+            usleep(10000);
+    }
+    assert_true(answered);
     r = tu_run("touch %s/go", dir);
     tu_free(&r);
     bool done = gone_within(target);
