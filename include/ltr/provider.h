@@ -106,7 +106,9 @@ LTR_API extern const uint32_t ltr_never_enabled;
 #define LTR_BLOB(ptr, n) ((ltr_value){.type = LTR_TYPE_BLOB, .len = (uint32_t)(n), .v.p = (ptr)})
 
 /* Registers a provider with this user's sessions. Returns 0, or a negative
- * errno (the provider then stays disabled, writes cost nothing). */
+ * errno (the provider then stays disabled, writes cost nothing). It never
+ * waits on ltr for more than a quarter of a second: a recorder that holds the
+ * registry's lock longer (stopped) makes it fail with -ETIMEDOUT. */
 LTR_API int ltr_provider_register(ltr_provider *p);
 LTR_API void ltr_provider_unregister(ltr_provider *p);
 

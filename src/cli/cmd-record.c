@@ -156,6 +156,7 @@ int cmd_record(int argc, char **argv)
         return 2;
     if (o.mode == LTR_MODE_FILE && snprintf(cfg.output, sizeof cfg.output, "%s.part", trace) >= (int)sizeof cfg.output)
         return cli_fail("record", "%s: path too long", trace), 2;
+    snprintf(cfg.stop_output, sizeof cfg.stop_output, "%s", trace); /* if this process is killed */
     ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("record", "%s", err.msg);

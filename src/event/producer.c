@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -65,6 +63,21 @@ static struct {
 
 /* ---- attaching ------------------------------------------------------------ */
 
+/* How long a traced program may wait on a recorder. The first attach of a
+ * process to a session waits for the answer, so that a healthy recorder (it
+ * answers in well under a millisecond) gets the program's first events; a
+ * recorder that does not answer in time (stopped, stuck in a long save)
+ * leaves the request pending, looked at without waiting every
+ * PENDING_CHECK_NS, its events lost and counted meanwhile, and marks the
+ * session unanswered in the registry so that other processes do not wait
+ * either, until the recorder runs again. A failed attach (no recorder
+ * listening, a refused answer) is tried again after RETRY_MIN_NS, doubling up
+ * to RETRY_MAX_NS. */
+#define ATTACH_WAIT_NS (250 * 1000000ull)
+#define PENDING_CHECK_NS (10 * 1000000ull)
+#define RETRY_MIN_NS (100 * 1000000ull)
+#define RETRY_MAX_NS (5000 * 1000000ull)
+
 static int connect_session(const char *name)
 {
     char dir[4096], sock[LTR_SESSION_NAME_MAX + 8];
@@ -73,17 +86,11 @@ static int connect_session(const char *name)
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
     if (dirfd < 0)
         return -1;
-    int fd = ltr_dir_sockaddr(dirfd, dir, sock, &sa, NULL) ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        fd = -1;
-    }
+    /* Through the checked directory's fd, so a swapped path cannot redirect
+     * us; non-blocking, so a stopped recorder with a full backlog is not
+     * waited for. */
+    int fd = ltr_dir_sockaddr(dirfd, dir, sock, &sa, NULL) ? -1 : ltr_unix_connect(sa.sun_path, true);
     close(dirfd);
-    if (fd < 0)
-        return -1;
-    /* A recorder that hangs must not hang the program it traces. */
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;
 }
 
@@ -127,7 +134,9 @@ static void retire(ltr_attach *a)
     a->sock = a->wakefd = a->memfd = -1;
 }
 
-static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
+/* Sends `attach` on a new connection, without waiting; the answer is read
+ * by finish_attach. */
+static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
 {
     int sock = connect_session(rs->name);
     if (sock < 0)
@@ -138,11 +147,54 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     ltr_bytes_put_kv(&req, "op", "attach");
     ltr_bytes_put_kv(&req, "pid", pid);
     ltr_bytes_put_kv(&req, "session", g.only_session ? g.only_session : "");
-    int rc = req.failed ? -ENOMEM : ltr_send_msg(sock, req.data, req.len, NULL, 0);
+    int rc = req.failed ? -ENOMEM : ltr_send_msg_by(sock, req.data, req.len, NULL, 0, 1);
     ltr_bytes_free(&req);
+    if (rc) {
+        close(sock);
+        return -1;
+    }
+    a->sock = sock;
+    a->pending_inc = inc;
+    return 0;
+}
+
+static void drop_pending(ltr_attach *a)
+{
+    if (a->sock >= 0)
+        close(a->sock);
+    a->sock = -1;
+    a->pending_inc = 0;
+}
+
+/* The events lost while attaching, now in this process's loss counters: the
+ * session counted them already (the registry's unattached_lost), the
+ * process's row did not. */
+static void claim_unattached(ltr_attach *a)
+{
+    ltr_shm_proc *procs = ltr_shm_procs(a->shm);
+    for (unsigned c = 0; c < 4; c++) {
+        uint64_t n = atomic_exchange_explicit(&a->unattached_lost[c], 0, memory_order_relaxed);
+        if (n && c < a->shm->ncollectors && a->proc_slot < a->shm->nprocs)
+            atomic_fetch_add_explicit(&procs[a->proc_slot].events_lost[c], n, memory_order_relaxed);
+    }
+}
+
+void ltr_producer_note_unattached(unsigned s, unsigned c)
+{
+    atomic_fetch_add_explicit(&g.att[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+}
+
+/* Takes the recorder's answer to the pending attach, waiting no later than
+ * deadline. 0: attached; -ETIMEDOUT: no answer yet (still pending); else the
+ * attach failed and is no longer pending. */
+static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t deadline)
+{
+    uint64_t inc = a->pending_inc;
     uint8_t *body = NULL;
     int fds[2] = {-1, -1}, nfds = 2;
-    ssize_t n = rc ? rc : ltr_recv_msg(sock, &body, fds, &nfds, 4096);
+    ssize_t n = ltr_recv_msg_by(a->sock, &body, fds, &nfds, 4096, deadline);
+    if (n == -ETIMEDOUT)
+        return -ETIMEDOUT;
     char ok[4];
     if (n < 0 || nfds != 2 || !ltr_kv_find(body, (size_t)n, "ok", ok, sizeof ok) || ok[0] != '1' ||
         kv_u64(body, (size_t)n, "incarnation") != inc)
@@ -156,16 +208,20 @@ static int attach_remote(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
         munmap(mem, size);
         goto fail;
     }
+    /* Waking the recorder must never block the writer (the recorder makes
+     * the eventfd non-blocking; this holds whoever made it). */
+    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
     a->shm = shm;
     a->size = size;
     a->memfd = fds[0];
     a->wakefd = fds[1];
-    a->sock = sock;
     a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
     a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
     a->recorder_pid = rs->recorder_pid;
+    a->pending_inc = 0; /* the connection stays, as the attachment's */
     free(body);
+    claim_unattached(a);
     atomic_store_explicit(&a->incarnation, inc, memory_order_release);
     return 0;
 fail:
@@ -173,8 +229,67 @@ fail:
     for (int i = 0; i < nfds && i < 2; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    close(sock);
-    return -1;
+    drop_pending(a);
+    return -EPROTO;
+}
+
+/* No attach step for incarnation inc before time t. */
+static void pause_until(ltr_attach *a, uint64_t inc, uint64_t t)
+{
+    atomic_store_explicit(&a->retry_ns, t, memory_order_relaxed);
+    atomic_store_explicit(&a->retry_inc, inc, memory_order_relaxed);
+}
+
+static bool paused(ltr_attach *a, uint64_t inc)
+{
+    return atomic_load_explicit(&a->retry_inc, memory_order_relaxed) == inc &&
+           ltr_now_ns() < atomic_load_explicit(&a->retry_ns, memory_order_relaxed);
+}
+
+static void back_off(ltr_attach *a, uint64_t inc, uint64_t now)
+{
+    a->backoff_ns = a->backoff_ns ? a->backoff_ns * 2 : RETRY_MIN_NS;
+    if (a->backoff_ns > RETRY_MAX_NS)
+        a->backoff_ns = RETRY_MAX_NS;
+    pause_until(a, inc, now + a->backoff_ns);
+}
+
+/* One step towards attaching to incarnation inc of the session; caller holds
+ * g.lock. Only the first try for an incarnation waits (ATTACH_WAIT_NS). */
+static void try_attach(ltr_attach *a, ltr_reg_session *rs, uint64_t inc)
+{
+    if (paused(a, inc))
+        return; /* another thread tried a moment ago */
+    if (a->lost_inc != inc) { /* losses noted so far were another session's */
+        for (unsigned c = 0; c < 4; c++)
+            atomic_store_explicit(&a->unattached_lost[c], 0, memory_order_relaxed);
+        a->lost_inc = inc;
+    }
+    uint64_t now = ltr_now_ns();
+    if (a->sock >= 0 && a->pending_inc != inc) {
+        drop_pending(a); /* asked of an older session of this slot */
+        a->backoff_ns = 0;
+    }
+    if (a->sock < 0 && start_attach(a, rs, inc) != 0) {
+        back_off(a, inc, now);
+        return;
+    }
+    uint64_t deadline = 1; /* what has arrived, without waiting */
+    bool wait = a->waited_inc != inc && !atomic_load_explicit(&rs->unanswered, memory_order_relaxed);
+    if (wait) {
+        a->waited_inc = inc;
+        deadline = now + ATTACH_WAIT_NS;
+    }
+    int rc = finish_attach(a, rs, deadline);
+    if (rc == 0) {
+        a->backoff_ns = 0;
+    } else if (rc == -ETIMEDOUT) {
+        if (wait && atomic_load(&rs->incarnation) == inc) /* spare other processes the wait */
+            atomic_store_explicit(&rs->unanswered, 1, memory_order_relaxed);
+        pause_until(a, inc, ltr_now_ns() + PENDING_CHECK_NS);
+    } else {
+        back_off(a, inc, now);
+    }
 }
 
 static void at_fork_child(void);
@@ -205,17 +320,19 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
     pthread_once(&g.once, init_once);
     if (g.only_session && strncmp(reg->sessions[s].name, g.only_session, LTR_SESSION_NAME_MAX) != 0)
         return NULL; /* launched for another session */
-    pthread_mutex_lock(&g.lock);
-    reap_retired();
-    have = atomic_load(&a->incarnation);
-    if (have && have != want)
-        retire(a);
-    if (want && have != want) {
-        uint64_t now = ltr_now_ns();
-        if (now >= a->retry_ns && attach_remote(a, &reg->sessions[s], want) != 0)
-            a->retry_ns = now + 100000000u;
+    /* Not attached and not the time to try again: no lock, no system call. */
+    if (!want || !paused(a, want)) {
+        pthread_mutex_lock(&g.lock);
+        reap_retired();
+        have = atomic_load(&a->incarnation);
+        if (have && have != want)
+            retire(a);
+        if (!want)
+            drop_pending(a);
+        else if (have != want)
+            try_attach(a, &reg->sessions[s], want);
+        pthread_mutex_unlock(&g.lock);
     }
-    pthread_mutex_unlock(&g.lock);
     if (want && atomic_load(&a->incarnation) == want)
         return a;
     /* Still the same session and we could not reach it: not its end. */
@@ -421,18 +538,20 @@ static void at_fork_child(void)
     g.nretired = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = &g.att[s];
+        drop_pending(a); /* the parent's connection, attached or pending */
+        pause_until(a, 0, 0);
+        a->backoff_ns = a->waited_inc = a->lost_inc = 0;
+        for (unsigned c = 0; c < 4; c++) /* the parent's */
+            atomic_store(&a->unattached_lost[c], 0);
         if (!atomic_load(&a->incarnation))
             continue;
         atomic_store(&a->incarnation, 0);
-        if (a->sock >= 0)
-            close(a->sock);
         if (a->wakefd >= 0)
             close(a->wakefd);
         if (a->memfd >= 0) {
             close(a->memfd);
             munmap(a->shm, a->size);
         }
-        a->sock = a->wakefd = a->memfd = -1;
-        a->retry_ns = 0;
+        a->wakefd = a->memfd = -1;
     }
 }

@@ -30,12 +30,26 @@ typedef struct ltr_attach {
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */
     uint32_t recorder_pid;
-    uint64_t retry_ns;  /* after a failed attach, not before this time */
+    /* Attaching (under the producer's lock): sock is the connection, and
+     * until the answer came pending_inc the incarnation asked for. */
+    uint64_t pending_inc;
+    uint64_t waited_inc;        /* the incarnation whose answer was waited for once */
+    uint64_t backoff_ns;        /* after a failed attach: the pause before the next */
+    /* No attach step for incarnation retry_inc before retry_ns (read without
+     * the lock: a stopped recorder then costs an event a clock read). */
+    _Atomic uint64_t retry_ns, retry_inc;
+    /* Events this process lost to incarnation lost_inc before it could
+     * attach, per collector: added to its own loss counters once attached. */
+    _Atomic uint64_t unattached_lost[4];
+    uint64_t lost_inc;
 } ltr_attach;
 
 /* The attachment to session slot s, attaching on first use. NULL when the
- * session has ended, or cannot be reached (*unreachable set; the attach is
- * retried at most every 100 ms, and events meanwhile count as lost). */
+ * session has ended, or cannot be reached (*unreachable set, and the event
+ * counts as lost). Never waits long on the recorder: the first attach of the
+ * process waits at most 250 ms for its answer, later steps not at all (an
+ * answer still awaited is looked for every 10 ms; a failed attach is tried
+ * again after 100 ms, doubling up to 5 s). */
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable);
 /* The producer's one-time setup (a thread key, pthread_atfork, atexit), which
  * ltr_producer_session otherwise runs at its first call. glibc allocates
@@ -64,6 +78,10 @@ void ltr_producer_commit(void);
 
 /* Counts one event as lost in a session/collector (and for this process). */
 void ltr_producer_count_lost(ltr_attach *a, unsigned c);
+/* Notes an event lost because this process is not attached to session s (the
+ * registry counts it for the session): it is added to the process's own
+ * counters if it attaches later. */
+void ltr_producer_note_unattached(unsigned s, unsigned c);
 
 /* Hands every buffer this thread holds to the recorder. */
 void ltr_producer_flush_thread(void);

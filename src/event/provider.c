@@ -33,9 +33,17 @@ int ltr_provider_register(ltr_provider *p)
     ltr_registry *reg = ltr_registry_get(&err);
     if (!reg)
         return -err.code;
-    ltr_registry_lock();
-    ltr_reg_provider *slot = ltr_registry_provider(reg, &p->guid, p->name);
-    ltr_registry_unlock();
+    /* A session that enables the provider has claimed its slot already: no
+     * lock then. Claiming takes the registry's lock, for a bounded time: a
+     * recorder stopped while it holds it must not hang the program. */
+    ltr_reg_provider *slot = ltr_registry_find_provider(reg, &p->guid);
+    if (!slot) {
+        int rc = ltr_registry_lock_by(ltr_now_ns() + LTR_REGISTRY_WAIT_NS);
+        if (rc)
+            return rc;
+        slot = ltr_registry_provider(reg, &p->guid, p->name);
+        ltr_registry_unlock();
+    }
     if (!slot)
         return -ENOSPC;
     p->internal = slot;
@@ -240,6 +248,7 @@ static int count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 void ltr_event_count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 {
     atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+    ltr_producer_note_unattached(s, c);
 }
 
 int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)

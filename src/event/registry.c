@@ -30,13 +30,18 @@ static int open_registry(ltr_error *err)
     close(dirfd);
     if (fd < 0)
         return ltr_fail(err, open_errno, "cannot open %s: %s", path, strerror(open_errno));
-    flock(fd, LOCK_EX);
+    /* The lock is for the first user, who sizes and fills the header. A holder
+     * that is stopped (SIGSTOP, a debugger) must not hang a traced program:
+     * past the wait, a registry made already is used without it. */
+    bool locked = ltr_flock_by(fd, ltr_now_ns() + LTR_REGISTRY_WAIT_NS) == 0;
     struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_size < (off_t)sizeof(ltr_registry) &&
-        ftruncate(fd, sizeof(ltr_registry)) != 0) {
-        int e = errno;
-        close(fd);
-        return ltr_fail(err, e, "cannot size %s: %s", path, strerror(e));
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(ltr_registry)) {
+        int e = !locked ? ETIMEDOUT : ftruncate(fd, sizeof(ltr_registry)) != 0 ? errno : 0;
+        if (e) {
+            close(fd);
+            return ltr_fail(err, e, "cannot size %s: %s", path,
+                            locked ? strerror(e) : "another process holds its lock");
+        }
     }
     ltr_registry *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (r == MAP_FAILED) {
@@ -44,13 +49,20 @@ static int open_registry(ltr_error *err)
         close(fd);
         return ltr_fail(err, e, "cannot map %s: %s", path, strerror(e));
     }
-    if (r->magic == 0) {
+    if (r->magic == 0 && locked) {
         r->nsessions = LTR_MAX_SESSIONS;
         r->nproviders = LTR_MAX_PROVIDERS;
         atomic_store(&r->next_incarnation, 1);
         r->magic = LTR_REGISTRY_MAGIC;
     }
-    flock(fd, LOCK_UN);
+    if (locked)
+        flock(fd, LOCK_UN);
+    if (!locked && r->magic == 0) {
+        munmap(r, sizeof *r);
+        close(fd);
+        return ltr_fail(err, ETIMEDOUT, "%s is being made by another process, which holds its "
+                                        "lock", path);
+    }
     if (r->magic != LTR_REGISTRY_MAGIC || r->nsessions != LTR_MAX_SESSIONS ||
         r->nproviders != LTR_MAX_PROVIDERS) {
         munmap(r, sizeof *r);
@@ -76,13 +88,27 @@ ltr_registry *ltr_registry_get(ltr_error *err)
 
 void ltr_registry_lock(void)
 {
-    while (flock(reg_fd, LOCK_EX) != 0 && errno == EINTR)
-        ;
+    ltr_flock_by(reg_fd, 0);
+}
+
+int ltr_registry_lock_by(uint64_t deadline_ns)
+{
+    return ltr_flock_by(reg_fd, deadline_ns);
 }
 
 void ltr_registry_unlock(void)
 {
     flock(reg_fd, LOCK_UN);
+}
+
+ltr_reg_provider *ltr_registry_find_provider(ltr_registry *r, const ltr_guid *g)
+{
+    for (unsigned i = 0; i < r->nproviders; i++) {
+        ltr_reg_provider *p = &r->providers[i];
+        if (atomic_load(&p->used) && !memcmp(&p->guid, g, sizeof *g))
+            return p;
+    }
+    return NULL;
 }
 
 ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, const char *name)

@@ -24,7 +24,10 @@
 typedef struct ltr_reg_session {
     _Atomic uint64_t incarnation; /* 0: slot free */
     uint32_t recorder_pid;
-    uint32_t pad;
+    /* Set by a producer whose attach went unanswered for its whole wait (the
+     * recorder is stopped or busy): producers then do not wait for an answer
+     * at all. The recorder clears it whenever it runs its loop. */
+    _Atomic uint32_t unanswered;
     char name[LTR_SESSION_NAME_MAX];
     /* Events of processes that could not attach to the session (its recorder
      * did not answer), per collector: lost, and counted here since there is
@@ -63,6 +66,15 @@ ltr_registry *ltr_registry_get(ltr_error *err);
 /* Locks / unlocks the registry for changes (flock, across processes). */
 void ltr_registry_lock(void);
 void ltr_registry_unlock(void);
+/* The lock for a traced program, which must never hang on ltr: waits no
+ * later than deadline_ns (ltr_now_ns's clock); 0 or -ETIMEDOUT. */
+int ltr_registry_lock_by(uint64_t deadline_ns);
+/* The longest a traced program waits for the registry's lock. */
+#define LTR_REGISTRY_WAIT_NS (250 * 1000000ull)
+
+/* The provider slot with this GUID, if one was claimed; takes no lock (a slot
+ * once claimed keeps its GUID). */
+ltr_reg_provider *ltr_registry_find_provider(ltr_registry *r, const ltr_guid *g);
 
 /* Finds the provider slot with this GUID, or claims a free one (caller holds the lock). */
 ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, const char *name);

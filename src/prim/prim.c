@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -305,7 +306,73 @@ int ltr_read_all(int fd, void *buf, size_t len)
     return 0;
 }
 
-int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)
+/* Waits until fd is ready for events or the deadline (ltr_now_ns's clock)
+ * passes; deadline 0: no wait here, the call itself blocks. Once past the
+ * deadline, what is ready already is still taken (one poll without waiting). */
+static int wait_ready(int fd, short events, uint64_t deadline_ns)
+{
+    if (!deadline_ns)
+        return 0;
+    for (;;) {
+        uint64_t now = ltr_now_ns();
+        int ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, ms);
+        if (n > 0)
+            return 0; /* readable, writable, or an error the call will report */
+        if (n == 0 && ms == 0)
+            return -ETIMEDOUT;
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+/* With a deadline, calls do not block (MSG_DONTWAIT) and wait_ready waits. */
+static bool retry_io(ssize_t n, uint64_t deadline_ns)
+{
+    return n < 0 && (errno == EINTR || (deadline_ns && (errno == EAGAIN || errno == EWOULDBLOCK)));
+}
+
+static int send_all_by(int sock, const uint8_t *p, size_t len, uint64_t deadline_ns)
+{
+    int flags = MSG_NOSIGNAL | (deadline_ns ? MSG_DONTWAIT : 0);
+    while (len) {
+        int rc = wait_ready(sock, POLLOUT, deadline_ns);
+        if (rc)
+            return rc;
+        ssize_t n = send(sock, p, len, flags);
+        if (retry_io(n, deadline_ns))
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int recv_all_by(int sock, uint8_t *p, size_t len, uint64_t deadline_ns)
+{
+    int flags = deadline_ns ? MSG_DONTWAIT : MSG_WAITALL;
+    while (len) {
+        int rc = wait_ready(sock, POLLIN, deadline_ns);
+        if (rc)
+            return rc;
+        ssize_t n = recv(sock, p, len, flags);
+        if (retry_io(n, deadline_ns))
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EPIPE;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ltr_send_msg_by(int sock, const void *buf, size_t len, const int *fds, int nfds,
+                    uint64_t deadline_ns)
 {
     uint32_t hdr = (uint32_t)len;
     struct iovec iov[2] = {{&hdr, sizeof hdr}, {(void *)buf, len}};
@@ -325,70 +392,140 @@ int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds
         memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
     }
     ssize_t n;
-    do
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
+    do {
+        int rc = wait_ready(sock, POLLOUT, deadline_ns);
+        if (rc)
+            return rc;
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL | (deadline_ns ? MSG_DONTWAIT : 0));
+    } while (retry_io(n, deadline_ns));
     if (n < 0)
         return -errno;
     size_t sent = (size_t)n, total = sizeof hdr + len;
     if (sent < total) { /* the fds went with the first byte; the rest is plain */
-        const uint8_t *rest = (const uint8_t *)buf + (sent - sizeof hdr);
         if (sent < sizeof hdr)
             return -EIO;
-        return ltr_write_all(sock, rest, total - sent);
+        return send_all_by(sock, (const uint8_t *)buf + (sent - sizeof hdr), total - sent, deadline_ns);
     }
     return 0;
 }
 
-ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len)
+int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
-    uint32_t hdr;
+    return ltr_send_msg_by(sock, buf, len, fds, nfds, 0);
+}
+
+/* Keeps the fds of one received control message, up to *nfds of them in
+ * fds (counted in *got); closes the rest. */
+static void take_fds(struct msghdr *msg, int *fds, int *nfds, int *got)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int tmp[4];
+        memcpy(tmp, CMSG_DATA(c), sizeof(int) * (size_t)k);
+        for (int i = 0; i < k; i++) {
+            if (fds && nfds && *got < *nfds)
+                fds[(*got)++] = tmp[i];
+            else
+                close(tmp[i]);
+        }
+    }
+}
+
+/* The 4-byte length of a framed message, and the fds that came with it. */
+static int recv_header(int sock, uint32_t *hdr, int *fds, int *nfds, uint64_t deadline_ns)
+{
     union {
         char buf[CMSG_SPACE(sizeof(int) * 4)];
         struct cmsghdr align;
     } ctl;
-    struct iovec iov = {&hdr, sizeof hdr};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                         .msg_controllen = sizeof ctl.buf};
-    ssize_t n;
-    do
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    if (n == 0)
-        return -EPIPE;
-    if ((size_t)n < sizeof hdr)
-        return -EPROTO;
-    int got = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            int tmp[4];
-            memcpy(tmp, CMSG_DATA(c), sizeof(int) * (size_t)k);
-            for (int i = 0; i < k; i++) {
-                if (fds && nfds && got < *nfds)
-                    fds[got++] = tmp[i];
-                else
-                    close(tmp[i]);
-            }
-        }
+    int flags = MSG_CMSG_CLOEXEC | (deadline_ns ? MSG_DONTWAIT : MSG_WAITALL);
+    size_t have = 0;
+    int got = 0, rc = 0;
+    while (!rc && have < sizeof *hdr) {
+        struct iovec iov = {(uint8_t *)hdr + have, sizeof *hdr - have};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                             .msg_controllen = sizeof ctl.buf};
+        rc = wait_ready(sock, POLLIN, deadline_ns);
+        if (rc)
+            break;
+        ssize_t n = recvmsg(sock, &msg, flags);
+        if (retry_io(n, deadline_ns))
+            continue;
+        if (n < 0)
+            rc = -errno;
+        else if (n == 0)
+            rc = have ? -EPROTO : -EPIPE;
+        else
+            take_fds(&msg, fds, nfds, &got);
+        have += n > 0 ? (size_t)n : 0;
     }
     if (nfds)
         *nfds = got;
+    return rc == -ETIMEDOUT && have ? -EPROTO : rc; /* cut: the stream is out of step */
+}
+
+ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len,
+                        uint64_t deadline_ns)
+{
+    uint32_t hdr;
+    int rc = recv_header(sock, &hdr, fds, nfds, deadline_ns);
+    if (rc)
+        return rc;
     if (hdr > max_len)
         return -EMSGSIZE;
     uint8_t *p = malloc(hdr + 1u);
     if (!p)
         return -ENOMEM;
-    int rc = ltr_read_all(sock, p, hdr);
+    rc = recv_all_by(sock, p, hdr, deadline_ns);
     if (rc) {
         free(p);
-        return rc;
+        return rc == -ETIMEDOUT ? -EPROTO : rc;
     }
     p[hdr] = 0;
     *body = p;
     return (ssize_t)hdr;
+}
+
+ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len)
+{
+    return ltr_recv_msg_by(sock, body, fds, nfds, max_len, 0);
+}
+
+int ltr_unix_connect(const char *path, bool nonblock)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0)
+        return -errno;
+    int rc;
+    do
+        rc = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : -errno;
+    while (rc == -EINTR && !nonblock);
+    if (rc) {
+        close(fd);
+        return rc == -EINPROGRESS || rc == -EINTR ? -EAGAIN : rc;
+    }
+    return fd;
+}
+
+int ltr_flock_by(int fd, uint64_t deadline_ns)
+{
+    for (unsigned pause_us = 500;;) {
+        if (flock(fd, LOCK_EX | (deadline_ns ? LOCK_NB : 0)) == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno != EWOULDBLOCK || !deadline_ns)
+            return -errno;
+        if (ltr_now_ns() >= deadline_ns)
+            return -ETIMEDOUT;
+        usleep(pause_us); /* flock has no timed wait: poll, a little slower each time */
+        pause_us = pause_us < 8000 ? pause_us * 2 : pause_us;
+    }
 }
 
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err)

@@ -56,6 +56,24 @@ int ltr_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds
 /* Receives one framed message (u32 length + body) into a malloc'd buffer, with
  * any fds passed alongside. Returns body length, or -errno. */
 ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len);
+/* The same, waiting no later than deadline_ns (ltr_now_ns's clock; 0: no
+ * limit); -ETIMEDOUT past it with nothing taken (a message cut by the deadline
+ * is -EPROTO). Once past it, what has arrived already is still taken, so a
+ * deadline in the past means "only if it is there now". A traced
+ * program's side uses these: a recorder that is stopped or slow must cost it a
+ * bounded wait, never a hang. */
+int ltr_send_msg_by(int sock, const void *buf, size_t len, const int *fds, int nfds,
+                    uint64_t deadline_ns);
+ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len,
+                        uint64_t deadline_ns);
+/* A stream socket connected to the AF_UNIX socket at path, or -errno. With
+ * nonblock, a listener whose backlog is full is not waited for (-EAGAIN), and
+ * the socket stays non-blocking. */
+int ltr_unix_connect(const char *path, bool nonblock);
+
+/* An exclusive flock of fd, waiting no later than deadline_ns (0: no limit);
+ * -ETIMEDOUT past it. */
+int ltr_flock_by(int fd, uint64_t deadline_ns);
 
 /* Anonymous shared memory of `size` bytes, sealed against resizing. */
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err);

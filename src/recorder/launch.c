@@ -1,6 +1,11 @@
 /*
  * recorder/launch.c — starting the recorder as a daemon: double fork, a new
  * session id, and a pipe on which it says "OK" or why it could not start.
+ * A recorder that belongs to its launcher (`ltr record`) also gets the read
+ * end of a pipe whose write end only the launcher holds: the kernel closes it
+ * however the launcher ends, SIGKILL included, and the recorder sees the
+ * hang-up. (PR_SET_PDEATHSIG cannot serve: the daemon's parent is the
+ * intermediate process, gone at once.)
  */
 #include "recorder/recorder.h"
 #include "prim/prim.h"
@@ -13,22 +18,37 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static void close_pipe(int fds[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
 {
     int rc = ltr_session_config_check(cfg, err);
     if (rc)
         return rc;
-    int p[2];
+    int p[2], ctl[2] = {-1, -1};
     if (pipe2(p, O_CLOEXEC) != 0)
         return ltr_fail(err, errno, "pipe: %s", strerror(errno));
+    if (cfg->stop_output[0] && pipe2(ctl, O_CLOEXEC) != 0) {
+        close(p[0]);
+        close(p[1]);
+        return ltr_fail(err, errno, "pipe: %s", strerror(errno));
+    }
     pid_t child = fork();
     if (child < 0) {
         close(p[0]);
         close(p[1]);
+        close_pipe(ctl);
         return ltr_fail(err, errno, "fork: %s", strerror(errno));
     }
     if (child == 0) {
         close(p[0]);
+        if (ctl[1] >= 0)
+            close(ctl[1]);
         setsid();
         pid_t grandchild = fork();
         if (grandchild != 0)
@@ -36,9 +56,11 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
         if (chdir("/") != 0) {
             /* the recorder uses absolute paths only */
         }
-        _exit(ltr_recorder_run(cfg, p[1]));
+        _exit(ltr_recorder_run(cfg, p[1], ctl[0]));
     }
     close(p[1]);
+    if (ctl[0] >= 0)
+        close(ctl[0]); /* ctl[1] stays open, close-on-exec, until this process ends */
     int status;
     waitpid(child, &status, 0);
     char msg[sizeof err->msg];
@@ -55,6 +77,8 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
     msg[used] = 0;
     if (!strcmp(msg, "OK"))
         return 0;
+    if (ctl[1] >= 0)
+        close(ctl[1]);
     /* "<errno> <message>" */
     char *text = NULL;
     long code = strtol(msg, &text, 10);

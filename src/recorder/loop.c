@@ -79,9 +79,10 @@ static void put_log(ltr_bytes *kv)
 
 /* ---- replies --------------------------------------------------------------- */
 
+/* fd -1: the recorder acts on its own (its controller is gone), no one to answer. */
 static void reply(int fd, ltr_bytes *kv, const int *fds, int nfds)
 {
-    if (!kv->failed)
+    if (!kv->failed && fd >= 0)
         ltr_send_msg(fd, kv->data, kv->len, fds, nfds);
 }
 
@@ -132,6 +133,11 @@ static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, cons
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
 {
+    /* A producer that waited too long (this recorder was stopped) may have
+     * gone since it asked: its closed connection is not a process to add. */
+    struct pollfd gone = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&gone, 1, 0) > 0 && (gone.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        return false;
     char pidtext[16];
     pid_t pid = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
     if (r->nconns == r->conns_cap) {
@@ -353,20 +359,39 @@ static void on_signal(recorder *r)
     r->done = true;
 }
 
+/* `ltr record` ended without stopping its session (it was killed): the
+ * session was its, so it ends now, and its trace goes where record would
+ * have written it. The traced command runs on, no longer traced. */
+static void controller_gone(recorder *r)
+{
+    close(r->controller_fd);
+    r->controller_fd = -1;
+    rec_log("the command that controls this session (ltr record) is gone: stopping it, "
+            "the trace goes to %s", r->cfg.stop_output);
+    handle_stop(r, -1, r->cfg.stop_output, NULL);
+    rec_log(r->exit_status ? "the trace could not be written" : "trace written to %s",
+            r->cfg.stop_output);
+    r->done = true;
+}
+
 static void run_loop(recorder *r)
 {
     uint64_t last_flush = ltr_now_ns();
+    _Atomic uint32_t *unanswered = &r->reg->sessions[r->slot].unanswered;
     while (!r->done) {
-        unsigned n = 3 + r->nconns;
+        unsigned n = 4 + r->nconns;
         struct pollfd pfd[n];
         pfd[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
         pfd[1] = (struct pollfd){.fd = r->wakefd, .events = POLLIN};
         pfd[2] = (struct pollfd){.fd = r->signal_fd, .events = POLLIN};
+        pfd[3] = (struct pollfd){.fd = r->controller_fd, .events = POLLIN}; /* -1: ignored */
         for (unsigned i = 0; i < r->nconns; i++)
-            pfd[3 + i] = (struct pollfd){.fd = r->conns[i].fd, .events = POLLIN};
+            pfd[4 + i] = (struct pollfd){.fd = r->conns[i].fd, .events = POLLIN};
         int ready = poll(pfd, n, 50);
         if (ready < 0 && errno != EINTR)
             break;
+        if (atomic_load_explicit(unanswered, memory_order_relaxed)) /* running: answering again */
+            atomic_store_explicit(unanswered, 0, memory_order_relaxed);
         uint64_t junk;
         if (ready > 0 && (pfd[1].revents & POLLIN) && read(r->wakefd, &junk, sizeof junk) < 0) {
             /* nothing: the counter was reset by another read */
@@ -378,10 +403,12 @@ static void run_loop(recorder *r)
             last_flush = now;
         /* Producers first: a process that ended before a stop has its buffers in. */
         for (unsigned i = r->nconns; ready > 0 && i-- > 0;)
-            if (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
+            if (pfd[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
                 producer_gone(r, i);
         if (ready > 0 && (pfd[2].revents & POLLIN))
             on_signal(r);
+        if (!r->done && ready > 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)))
+            controller_gone(r);
         if (!r->done && ready > 0 && (pfd[0].revents & POLLIN))
             accept_one(r);
     }
@@ -423,7 +450,7 @@ static void end_log(int exit_status)
     logfile.dirfd = -1;
 }
 
-int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd)
+int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller_fd)
 {
     static recorder r; /* big: keep it off the stack */
     ltr_error err = {0};
@@ -445,6 +472,7 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd)
         return 1;
     }
     log_routine("session '%s' started (%s mode)", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    r.controller_fd = controller_fd;
     run_loop(&r);
     rec_unpublish(&r);
     rec_teardown(&r);

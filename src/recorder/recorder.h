@@ -58,6 +58,10 @@ typedef struct ltr_session_config {
     /* Only processes launched for it (environment LTR_SESSION=its name, as
      * `ltr record` does) may write into it. */
     bool exclusive;
+    /* Set: the session belongs to the command that launches it (`ltr
+     * record`), and if that command is gone (killed) before it stops the
+     * session, the recorder stops it itself, writing the trace here. */
+    char stop_output[4096];
 } ltr_session_config;
 
 /* Parses NAME|GUID[:KEYWORDS[:LEVEL]] (keywords in hex or decimal, level 0..5). */
@@ -75,10 +79,13 @@ struct ltr_bytes;
 int ltr_session_config_from_plan(const struct ltr_plan *plan, ltr_session_config *cfg,
                                  struct ltr_bytes *notes, ltr_error *err);
 
-/* Starts the recorder as a daemon and waits until it runs or has failed. */
+/* Starts the recorder as a daemon and waits until it runs or has failed.
+ * With cfg->stop_output, the recorder watches this process: when it ends
+ * without stopping the session, the recorder stops it. */
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err);
 /* Runs the recorder in this process; writes "OK" or the error to ready_fd once
- * set up. Returns the process exit status. */
-int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd);
+ * set up. controller_fd (or -1): a pipe whose hang-up means the controlling
+ * command is gone. Returns the process exit status. */
+int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller_fd);
 
 #endif

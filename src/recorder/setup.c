@@ -201,7 +201,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *cfg;
-    r->memfd = r->wakefd = r->listen_fd = r->signal_fd = r->record_fd = -1;
+    r->memfd = r->wakefd = r->listen_fd = r->signal_fd = r->record_fd = r->controller_fd = -1;
     r->next_owner = 1;
     r->start_ns = ltr_now_ns();
     r->start_wall_ns = ltr_wall_ns();
@@ -236,6 +236,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         rs->recorder_pid = (uint32_t)getpid();
         for (unsigned c = 0; c < 4; c++)
             atomic_store(&rs->unattached_lost[c], 0);
+        atomic_store(&rs->unanswered, 0);
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         ltr_producer_attach_local(r->slot, r->shm, r->shm_size, 0, r->wakefd);

@@ -381,6 +381,14 @@ static int mode_gate(const char *file)
     return 0;
 }
 
+/* The counts before and after the gate: a process whose first events find
+ * its session's recorder stopped, and whose later ones find it running. */
+static int mode_counts_gate(const char *file)
+{
+    mode_counts();
+    return mode_gate(file);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "counts";
@@ -424,6 +432,8 @@ int main(int argc, char **argv)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)
         mode_longjmp(argv[2]);
+    else if (!strcmp(mode, "countsgate") && argc > 2)
+        return mode_counts_gate(argv[2]);
     else if (!strcmp(mode, "gate") && argc > 2)
         return mode_gate(argv[2]);
     else
