@@ -22,6 +22,10 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * naming the option and the allowed range, and returns -1. */
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,
                   uint64_t max, uint64_t *out);
+/* Refuses (message naming path and --force, exit status 1) to write a path that
+ * anything already has, unless force; 0 to go on. Whatever writes the file
+ * refuses again, atomically: this check says it before any work is done. */
+int cli_refuse_existing(const char *cmd, const char *path, int force);
 /* Prints the usage text and returns the exit status for a usage error (2). */
 int cli_usage_error(const char *cmd, const char *usage);
 /* Parses `TRACE [--json]` and --help. Returns -1 to go on, with *path set, or
@@ -33,6 +37,10 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
  * help is the usage line followed by help_text. */
 int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
                      const char *help_text, const char **instance, int *first, int nmin, int nmax);
+/* The same, also taking --force (*force = 1), for the commands that write a file. */
+int cli_session_file_args(const char *cmd, int argc, char **argv, const char *usage,
+                          const char *help_text, const char **instance, int *first, int nmin, int nmax,
+                          int *force);
 
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);

@@ -7,6 +7,7 @@
  */
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "prim/prim.h"
 #include "recorder/heaprun.h"
 
 #include <getopt.h>
@@ -14,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr record [-o FILE] [--filemode|--memory] [--buffer-size KB] [--buffers N]\n"
-                            "                  [--depth N] -- CMD [ARGS...]";
+static const char usage[] = "ltr record [-o FILE] [--force] [--filemode|--memory] [--buffer-size KB]\n"
+                            "                  [--buffers N] [--depth N] -- CMD [ARGS...]";
 
 static void help(void)
 {
@@ -25,7 +26,9 @@ static void help(void)
            "stack of each allocation, until the last of them exits. Then writes the\n"
            "trace and exits with CMD's exit status. Ctrl-C stops CMD; the trace is\n"
            "still written.\n\n"
-           "  -o, --output FILE    the trace (default: ltr-record.ltr)\n"
+           "  -o, --output FILE    the trace (default: ltr-record.ltr); an existing FILE is\n"
+           "                       refused before CMD runs\n"
+           "  --force              replace an existing FILE\n"
            "  --filemode           write buffers to the trace as they fill (the default)\n"
            "  --memory             flight recorder: keep only the newest buffers, written\n"
            "                       at the end; the trace counts the overwritten events\n"
@@ -42,6 +45,7 @@ typedef struct record_opts {
     int mode;
     uint32_t buffer_kb, buffers;
     int depth;
+    int force;
 } record_opts;
 
 /* Parses the options; returns the index of CMD in argv, or -exit status. */
@@ -51,7 +55,8 @@ static int parse(int argc, char **argv, record_opts *o)
         {"output", required_argument, 0, 'o'},      {"filemode", no_argument, 0, 'f'},
         {"memory", no_argument, 0, 'm'},            {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'},     {"depth", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"force", no_argument, 0, 'F'},             {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     uint64_t v;
     int c;
     optind = 1;
@@ -59,6 +64,7 @@ static int parse(int argc, char **argv, record_opts *o)
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'f': o->mode = LTR_MODE_FILE; break;
+        case 'F': o->force = 1; break;
         case 'm': o->mode = LTR_MODE_MEMORY; break;
         case 's':
             if (cli_parse_u64("record", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
@@ -145,7 +151,11 @@ int cmd_record(int argc, char **argv)
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
-    if (o.mode == LTR_MODE_FILE && snprintf(cfg.output, sizeof cfg.output, "%s.part", trace) >= (int)sizeof cfg.output)
+    if (cli_refuse_existing("record", trace, o.force))
+        return 1;
+    /* The trace grows beside FILE under a name no one can plant beforehand. */
+    cfg.output_temp = true;
+    if (o.mode == LTR_MODE_FILE && ltr_temp_name(cfg.output, sizeof cfg.output, trace) < 0)
         return cli_fail("record", "%s: path too long", trace), 2;
     ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
@@ -158,7 +168,7 @@ int cmd_record(int argc, char **argv)
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("record", "%s", err.msg);
     record_counts counts = session_counts(cfg.name);
-    if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0)
+    if (cli_session_write_request("record", cfg.name, "stop", trace, NULL, o.force) != 0)
         return status ? status : 1;
     report(trace, counts, &o);
     return status;

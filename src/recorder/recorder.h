@@ -45,6 +45,9 @@ typedef struct ltr_session_config {
     int mode;                  /* enum ltr_session_mode */
     uint64_t max_file_size;    /* bytes, 0 = unbounded (file mode) */
     char output[4096];         /* file mode: where the trace grows until stop */
+    /* output is a template: the recorder creates it with its last XXXXXX made
+     * unpredictable (and output then names the file made). */
+    bool output_temp;
     char profiles[1024];       /* names of the profiles used, for the header */
     ltr_collector_spec collectors[LTR_MAX_COLLECTORS];
     unsigned ncollectors;
