@@ -154,8 +154,8 @@ int cmd_record(int argc, char **argv)
     if (cli_refuse_existing("record", trace, o.force))
         return 1;
     /* The trace grows beside FILE under a name no one can plant beforehand. */
-    cfg.output_temp = true;
-    if (o.mode == LTR_MODE_FILE && ltr_temp_name(cfg.output, sizeof cfg.output, trace) < 0)
+    cfg.output_temp = o.mode == LTR_MODE_FILE;
+    if (cfg.output_temp && ltr_temp_name(cfg.output, sizeof cfg.output, trace) < 0)
         return cli_fail("record", "%s: path too long", trace), 2;
     ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))

@@ -132,8 +132,7 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
     *out = NULL;
     int fd = ltr_create_new(path);
     if (fd == -EEXIST)
-        return ltr_fail(err, EEXIST, "creating %s: it already exists; a trace is only written "
-                        "to a new file, never over a file or through a symlink", path);
+        return ltr_fail_exists(err, path);
     if (fd < 0)
         return ltr_fail(err, -fd, "creating %s: %s", path, strerror(-fd));
     return ltr_writer_open_fd(out, fd, path, err);

@@ -416,7 +416,10 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd)
         rec_teardown(&r);
         return 1;
     }
-    rec_log("session '%s' started (%s mode)", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    if (cfg->mode == LTR_MODE_FILE) /* its name may be random: here is where to find it */
+        rec_log("session '%s' started (file mode), writing %s", cfg->name, r.cfg.output);
+    else
+        rec_log("session '%s' started (memory mode)", cfg->name);
     run_loop(&r);
     rec_unpublish(&r);
     rec_teardown(&r);
