@@ -8,7 +8,6 @@
 #include "profiles/profiles.h"
 #include "recorder/recorder.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -89,16 +88,6 @@ static void default_output(ltr_session_config *cfg)
     cfg->output_temp = true;
 }
 
-/* -o FILE: refused if taken, unless --force, which removes it (a symlink
- * itself, never what it points to) so that the recorder creates FILE anew. */
-static int claim_output(const char *path, bool force)
-{
-    if (cli_refuse_existing("start", path, force))
-        return 1;
-    if (force && unlink(path) != 0 && errno != ENOENT)
-        return cli_fail("start", "cannot replace %s: %s", path, strerror(errno));
-    return 0;
-}
 
 static void print_lines(const char *prefix, const ltr_bytes *text)
 {
@@ -277,8 +266,9 @@ int cmd_start(int argc, char **argv)
     if (cfg.mode == LTR_MODE_FILE) {
         if (o.output && cli_absolute_path("start", o.output, cfg.output, sizeof cfg.output))
             return 2;
-        if (o.output && claim_output(cfg.output, o.force))
+        if (o.output && cli_refuse_existing("start", cfg.output, o.force))
             return 1;
+        cfg.output_replace = o.force; /* once the session can start: a refused start keeps FILE */
         if (!o.output)
             default_output(&cfg);
     }

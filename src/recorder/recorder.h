@@ -48,6 +48,9 @@ typedef struct ltr_session_config {
     /* output is a template: the recorder creates it with its last XXXXXX made
      * unpredictable (and output then names the file made). */
     bool output_temp;
+    /* output may exist and is replaced (--force): removed (a symlink itself,
+     * never what it points to) just before the trace is created anew. */
+    bool output_replace;
     char profiles[1024];       /* names of the profiles used, for the header */
     ltr_collector_spec collectors[LTR_MAX_COLLECTORS];
     unsigned ncollectors;

@@ -112,6 +112,8 @@ static int open_socket(recorder *r, const char *dir, ltr_error *err)
 /* The file-mode trace: always a new file (prim/files.c says why). */
 static int create_output(recorder *r, ltr_error *err)
 {
+    if (r->cfg.output_replace && unlink(r->cfg.output) != 0 && errno != ENOENT)
+        return ltr_fail(err, errno, "cannot replace %s: %s", r->cfg.output, strerror(errno));
     if (!r->cfg.output_temp)
         return ltr_writer_open(&r->writer, r->cfg.output, err);
     char tmpl[sizeof r->cfg.output];

@@ -240,6 +240,13 @@ static void test_start_output_refuses_existing(void **state)
     write_text(path, "precious", 0644);
     expect_refused(tu_run("%s start --filemode --provider Test.Producer -o %s", LTR, path), path);
     assert_text(path, "precious");
+    /* A start that fails for another reason (the name is taken) replaces nothing. */
+    expect_ok(tu_run("%s start", LTR));
+    tu_result r = tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, path);
+    assert_int_not_equal(r.status, 0);
+    tu_free(&r);
+    assert_text(path, "precious");
+    expect_ok(tu_run("%s cancel", LTR));
     expect_ok(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, path));
     produce(80);
     expect_ok(tu_run("%s stop %s", LTR, path)); /* the file it grows in: no other file replaced */
