@@ -39,7 +39,7 @@ best() { # best wall time of $runs runs of "$@"
 }
 
 plain=$(best "${cc1[@]}")
-traced=$(best "$ltr" record -o "$tmp/cc1.ltr" -- "${cc1[@]}")
+traced=$(best "$ltr" record --force -o "$tmp/cc1.ltr" -- "${cc1[@]}")
 t0=$(now); rc=0; heaptrack -o "$tmp/cc1.ht" "${cc1[@]}" >"$tmp/ht.log" 2>&1 || rc=$?; ht=$(echo "$(now) - $t0" | bc)
 if [ "$rc" != 0 ]; then
   echo "heaptrack failed on this workload (exit status $rc):"; grep -v '^$' "$tmp/ht.log" | tail -4; exit 1

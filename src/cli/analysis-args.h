@@ -14,6 +14,7 @@ typedef struct cli_analysis_args {
     ltr_report_format format;
     unsigned top;
     const char *output; /* -o, export only */
+    int force;          /* --force: replace an existing output, export only */
 } cli_analysis_args;
 
 /* Parses argv; formats_allowed is a bit mask of (1 << ltr_report_format).

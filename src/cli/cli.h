@@ -26,6 +26,10 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
  * percentage of RAM (1..50) turned into a count of buffer_kb buffers. On
  * failure prints a message naming the option and what is allowed, returns -1. */
 int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uint32_t *out);
+/* Refuses (message naming path and --force, exit status 1) to write a path that
+ * anything already has, unless force; 0 to go on. Whatever writes the file
+ * refuses again, atomically: this check says it before any work is done. */
+int cli_refuse_existing(const char *cmd, const char *path, int force);
 /* Prints the usage text and returns the exit status for a usage error (2). */
 int cli_usage_error(const char *cmd, const char *usage);
 /* Parses `TRACE [--json]` and --help. Returns -1 to go on, with *path set, or
@@ -37,6 +41,10 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
  * help is the usage line followed by help_text. */
 int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
                      const char *help_text, const char **instance, int *first, int nmin, int nmax);
+/* The same, also taking --force (*force = 1), for the commands that write a file. */
+int cli_session_file_args(const char *cmd, int argc, char **argv, const char *usage,
+                          const char *help_text, const char **instance, int *first, int nmin, int nmax,
+                          int *force);
 
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);

@@ -7,6 +7,7 @@
  */
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "prim/prim.h"
 #include "recorder/heaprun.h"
 
 #include <getopt.h>
@@ -14,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr record [-o FILE] [--filemode|--memory] [--buffer-size KB]\n"
+static const char usage[] = "ltr record [-o FILE] [--force] [--filemode|--memory] [--buffer-size KB]\n"
                             "                  [--buffers N|N%] [--depth N] -- CMD [ARGS...]";
 
 static void help(void)
@@ -25,7 +26,9 @@ static void help(void)
            "stack of each allocation, until the last of them exits. Then writes the\n"
            "trace and exits with CMD's exit status. Ctrl-C stops CMD; the trace is\n"
            "still written.\n\n"
-           "  -o, --output FILE    the trace (default: ltr-record.ltr)\n"
+           "  -o, --output FILE    the trace (default: ltr-record.ltr); an existing FILE is\n"
+           "                       refused before CMD runs\n"
+           "  --force              replace an existing FILE\n"
            "  --filemode           write buffers to the trace as they fill (the default)\n"
            "  --memory             flight recorder: keep only the newest buffers, written\n"
            "                       at the end; the trace counts the overwritten events\n"
@@ -52,6 +55,7 @@ typedef struct record_opts {
     int mode;
     uint32_t buffer_kb, buffers;
     int depth;
+    int force;
 } record_opts;
 
 /* Parses the options; returns the index of CMD in argv, or -exit status. */
@@ -61,7 +65,8 @@ static int parse(int argc, char **argv, record_opts *o)
         {"output", required_argument, 0, 'o'},      {"filemode", no_argument, 0, 'f'},
         {"memory", no_argument, 0, 'm'},            {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'},     {"depth", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"force", no_argument, 0, 'F'},             {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     uint64_t v;
     const char *buffers = NULL;
     int c;
@@ -70,6 +75,7 @@ static int parse(int argc, char **argv, record_opts *o)
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'f': o->mode = LTR_MODE_FILE; break;
+        case 'F': o->force = 1; break;
         case 'm': o->mode = LTR_MODE_MEMORY; break;
         case 's':
             if (cli_parse_u64("record", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
@@ -154,9 +160,14 @@ int cmd_record(int argc, char **argv)
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
-    if (o.mode == LTR_MODE_FILE && snprintf(cfg.output, sizeof cfg.output, "%s.part", trace) >= (int)sizeof cfg.output)
+    if (cli_refuse_existing("record", trace, o.force))
+        return 1;
+    /* The trace grows beside FILE under a name no one can plant beforehand. */
+    cfg.output_temp = o.mode == LTR_MODE_FILE;
+    if (cfg.output_temp && ltr_temp_name(cfg.output, sizeof cfg.output, trace) < 0)
         return cli_fail("record", "%s: path too long", trace), 2;
     snprintf(cfg.stop_output, sizeof cfg.stop_output, "%s", trace); /* if this process is killed */
+    cfg.stop_force = o.force;
     ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("record", "%s", err.msg);
@@ -168,8 +179,8 @@ int cmd_record(int argc, char **argv)
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("record", "%s", err.msg);
     record_counts counts = session_counts(cfg.name);
-    ltr_kvlist stopped;
-    int stop_rc = cli_session_request("record", cfg.name, "stop", trace, NULL, &stopped);
+    ltr_kvlist stopped = {0};
+    int stop_rc = cli_session_write_request("record", cfg.name, "stop", trace, NULL, o.force, &stopped);
     if (!stop_rc)
         report(trace, counts, &o);
     char log[4200];

@@ -7,24 +7,27 @@
 
 #include <stdio.h>
 
-static const char usage[] = "ltr save FILE [--instance NAME]";
+static const char usage[] = "ltr save FILE [--force] [--instance NAME]";
 
 int cmd_save(int argc, char **argv)
 {
     const char *instance = LTR_DEFAULT_SESSION;
-    int first;
-    int rc = cli_session_args("save", argc, argv, usage,
-                              "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
-                              "The session goes on recording, unchanged.\n"
-                              "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
-                              "not in memory mode, FILE could not be written), 2 bad usage.\n",
-                              &instance, &first, 1, 1);
+    int first, force = 0;
+    int rc = cli_session_file_args("save", argc, argv, usage,
+                                   "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
+                                   "The session goes on recording, unchanged. An existing FILE is not\n"
+                                   "overwritten unless --force is given.\n"
+                                   "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
+                                   "not in memory mode, FILE could not be written), 2 bad usage.\n",
+                                   &instance, &first, 1, 1, &force);
     if (rc >= 0)
         return rc;
     char path[4096];
     if (cli_absolute_path("save", argv[first], path, sizeof path))
         return 2;
-    rc = cli_session_request("save", instance, "save", path, NULL, NULL);
+    if (cli_refuse_existing("save", path, force))
+        return 1;
+    rc = cli_session_write_request("save", instance, "save", path, NULL, force, NULL);
     if (!rc)
         printf("saved session '%s' to %s\n", instance, argv[first]);
     return rc;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE]]\n"
+static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE [--force]]]\n"
                             "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
                             "                 [--provider SPEC]... [--pid PID]...";
 
@@ -35,7 +35,10 @@ static void help(void)
            "                       the session is a flight recorder (memory mode) that keeps\n"
            "                       the newest buffers until 'ltr save' or 'ltr stop'\n"
            "  -o, --output FILE    file mode: the trace grows here until 'ltr stop' moves it\n"
-           "                       (default: $TMPDIR/ltr-NAME.ltr.part)\n"
+           "                       (default: a new file $TMPDIR/ltr-NAME-XXXXXX.ltr.part,\n"
+           "                       /tmp without TMPDIR, XXXXXX chosen at random); an\n"
+           "                       existing FILE is refused\n"
+           "  --force              replace an existing FILE\n"
            "  --buffer-size KB     size of each buffer, %u to %u (default %u; with\n"
            "                       profiles, overrides every collector's)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
@@ -64,12 +67,16 @@ static void help(void)
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
 }
 
+/* A name no other user can guess and plant a file or symlink at beforehand
+ * (the recorder creates it, with O_EXCL); `ltr status` shows it. */
 static void default_output(ltr_session_config *cfg)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(cfg->output, sizeof cfg->output, "%s/ltr-%s-%u.ltr.part", tmp && *tmp ? tmp : "/tmp",
-             cfg->name, (unsigned)getuid());
+    snprintf(cfg->output, sizeof cfg->output, "%s/ltr-%s-XXXXXX.ltr.part", tmp && *tmp ? tmp : "/tmp",
+             cfg->name);
+    cfg->output_temp = true;
 }
+
 
 static void print_lines(const char *prefix, const ltr_bytes *text)
 {
@@ -133,7 +140,7 @@ static int apply_profiles(ltr_session_config *cfg, const char *const *specs, siz
 /* What the options said beyond the session configuration itself. */
 typedef struct start_opts {
     const char *buffers, *output;
-    bool buffer_kb_given;
+    bool buffer_kb_given, force;
 } start_opts;
 
 /* One option into cfg and o. Returns -1 to go on, or the exit status. */
@@ -149,6 +156,7 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
         return -1;
     case 'f': cfg->mode = LTR_MODE_FILE; return -1;
     case 'o': o->output = optarg; return -1;
+    case 'F': o->force = true; return -1;
     case 's':
         if (cli_parse_u64("start", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
             return 2;
@@ -180,6 +188,18 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
     }
 }
 
+/* The file the recorder made of a template, as it says in its status. */
+static const char *output_of(const ltr_session_config *cfg)
+{
+    static char made[sizeof cfg->output];
+    ltr_kvlist kv = {0};
+    if (!cfg->output_temp || cli_session_request("start", cfg->name, "status", NULL, NULL, &kv) != 0 ||
+        !ltr_kvlist_get(&kv, "output", made, sizeof made))
+        snprintf(made, sizeof made, "%s", cfg->output);
+    ltr_kvlist_free(&kv);
+    return made;
+}
+
 static void print_started(const ltr_session_config *cfg)
 {
     printf("session '%s' started: %s mode", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
@@ -189,7 +209,7 @@ static void print_started(const ltr_session_config *cfg)
     if (cfg->profiles[0])
         printf(", profiles %s", cfg->profiles);
     if (cfg->mode == LTR_MODE_FILE)
-        printf(", writing %s", cfg->output);
+        printf(", writing %s", output_of(cfg));
     printf("\n");
 }
 
@@ -200,7 +220,7 @@ int cmd_start(int argc, char **argv)
         {"output", required_argument, 0, 'o'},   {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'},  {"max-file-size", required_argument, 0, 'm'},
         {"provider", required_argument, 0, 'p'}, {"pid", required_argument, 0, 'P'},
-        {"help", no_argument, 0, 'h'},
+        {"force", no_argument, 0, 'F'},          {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     static ltr_session_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -231,9 +251,14 @@ int cmd_start(int argc, char **argv)
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
                         o.output ? "--output" : "--max-file-size"), 2;
+    if (o.force && !o.output)
+        return cli_fail("start", "--force replaces an existing -o FILE: give one"), 2;
     if (cfg.mode == LTR_MODE_FILE) {
         if (o.output && cli_absolute_path("start", o.output, cfg.output, sizeof cfg.output))
             return 2;
+        if (o.output && cli_refuse_existing("start", cfg.output, o.force))
+            return 1;
+        cfg.output_replace = o.force; /* once the session can start: a refused start keeps FILE */
         if (!o.output)
             default_output(&cfg);
     }

@@ -3,29 +3,51 @@
  */
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "prim/prim.h"
 
 #include <stdio.h>
+#include <string.h>
 
-static const char usage[] = "ltr stop FILE [DESCRIPTION] [--instance NAME]";
+/* Whether path is the file a file-mode session grows in: stopping into it
+ * replaces nothing. */
+static int is_session_output(const char *instance, const char *path)
+{
+    ltr_bytes req = {0};
+    ltr_bytes_put_kv(&req, "op", "status");
+    ltr_kvlist kv = {0};
+    ltr_error err; /* a session not running is said by the stop request */
+    char output[4096];
+    int same = ltr_client_request(instance, &req, &kv, &err) == 0 &&
+               ltr_kvlist_get(&kv, "output", output, sizeof output) && !strcmp(output, path);
+    ltr_bytes_free(&req);
+    ltr_kvlist_free(&kv);
+    return same;
+}
+
+static const char usage[] = "ltr stop FILE [DESCRIPTION] [--force] [--instance NAME]";
 
 int cmd_stop(int argc, char **argv)
 {
     const char *instance = LTR_DEFAULT_SESSION;
-    int first;
-    int rc = cli_session_args("stop", argc, argv, usage,
-                              "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
-                              "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
-                              "the trace.\n"
-                              "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
-                              "FILE could not be written), 2 bad usage.\n",
-                              &instance, &first, 1, 2);
+    int first, force = 0;
+    int rc = cli_session_file_args("stop", argc, argv, usage,
+                                   "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
+                                   "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
+                                   "the trace. An existing FILE is not overwritten (the session goes on\n"
+                                   "recording) unless --force is given.\n"
+                                   "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
+                                   "FILE could not be written), 2 bad usage.\n",
+                                   &instance, &first, 1, 2, &force);
     if (rc >= 0)
         return rc;
     char path[4096];
     if (cli_absolute_path("stop", argv[first], path, sizeof path))
         return 2;
+    if (!force && ltr_path_taken(path) && !is_session_output(instance, path) &&
+        cli_refuse_existing("stop", path, force))
+        return 1;
     const char *description = first + 1 < argc ? argv[first + 1] : "";
-    rc = cli_session_request("stop", instance, "stop", path, description, NULL);
+    rc = cli_session_write_request("stop", instance, "stop", path, description, force, NULL);
     if (!rc)
         printf("stopped session '%s'; trace written to %s\n", instance, argv[first]);
     return rc;

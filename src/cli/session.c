@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int cli_session_request(const char *cmd, const char *session, const char *op, const char *path,
-                        const char *text, ltr_kvlist *resp)
+static int request(const char *cmd, const char *session, const char *op, const char *path,
+                   const char *text, int force, ltr_kvlist *resp)
 {
     ltr_bytes req = {0};
     ltr_bytes_put_kv(&req, "op", op);
@@ -18,6 +18,8 @@ int cli_session_request(const char *cmd, const char *session, const char *op, co
         ltr_bytes_put_kv(&req, "path", path);
     if (text)
         ltr_bytes_put_kv(&req, "text", text);
+    if (force)
+        ltr_bytes_put_kv(&req, "force", "1");
     ltr_error err = {0};
     ltr_kvlist local;
     int rc = ltr_client_request(session, &req, resp ? resp : &local, &err);
@@ -27,6 +29,18 @@ int cli_session_request(const char *cmd, const char *session, const char *op, co
     if (rc)
         return cli_fail(cmd, "%s", err.msg);
     return 0;
+}
+
+int cli_session_request(const char *cmd, const char *session, const char *op, const char *path,
+                        const char *text, ltr_kvlist *resp)
+{
+    return request(cmd, session, op, path, text, 0, resp);
+}
+
+int cli_session_write_request(const char *cmd, const char *session, const char *op, const char *path,
+                              const char *text, int force, ltr_kvlist *resp)
+{
+    return request(cmd, session, op, path, text, force, resp);
 }
 
 unsigned long long cli_kv_u64(const ltr_kvlist *kv, const char *key)

@@ -13,6 +13,11 @@
  * under the command's name on failure. Returns the exit status (0 or 1). */
 int cli_session_request(const char *cmd, const char *session, const char *op, const char *path,
                         const char *text, ltr_kvlist *resp);
+/* The same for a request that writes path (save, stop): with force, the
+ * recorder replaces a file already there (docs/control-protocol.md). resp
+ * may be NULL. */
+int cli_session_write_request(const char *cmd, const char *session, const char *op, const char *path,
+                              const char *text, int force, ltr_kvlist *resp);
 /* A number of a response (0 when absent). */
 unsigned long long cli_kv_u64(const ltr_kvlist *kv, const char *key);
 /* Makes a path absolute against the current directory (the recorder runs in /). */

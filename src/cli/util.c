@@ -107,16 +107,30 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
     return -1;
 }
 
-int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
-                     const char *help_text, const char **instance, int *first, int nmin, int nmax)
+int cli_refuse_existing(const char *cmd, const char *path, int force)
+{
+    ltr_error err;
+    if (force || !ltr_path_taken(path))
+        return 0;
+    ltr_fail_exists(&err, path);
+    return cli_fail(cmd, "%s", err.msg);
+}
+
+/* force == NULL: --force is not an option of this command. */
+static int session_args(const char *cmd, int argc, char **argv, const char *usage,
+                        const char *help_text, const char **instance, int *first, int nmin, int nmax,
+                        int *force)
 {
     static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+                                         {"help", no_argument, 0, 'h'},
+                                         {"force", no_argument, 0, 'f'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'n') {
             *instance = optarg;
+        } else if (c == 'f' && force) {
+            *force = 1;
         } else if (c == 'h') {
             printf("usage: %s\n\n%s", usage, help_text);
             return 0;
@@ -128,4 +142,17 @@ int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
         return cli_usage_error(cmd, usage);
     *first = optind;
     return -1;
+}
+
+int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
+                     const char *help_text, const char **instance, int *first, int nmin, int nmax)
+{
+    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, NULL);
+}
+
+int cli_session_file_args(const char *cmd, int argc, char **argv, const char *usage,
+                          const char *help_text, const char **instance, int *first, int nmin, int nmax,
+                          int *force)
+{
+    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, force);
 }

@@ -101,7 +101,7 @@ static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len
     return 0;
 }
 
-int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
+int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err)
 {
     *out = NULL;
     ltr_writer *w = calloc(1, sizeof *w);
@@ -109,16 +109,11 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
         if (w)
             free(w->path);
         free(w);
+        close(fd);
         return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
     }
     w->chunk_target = DEFAULT_CHUNK_TARGET;
-    w->fd = -1;
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (w->fd < 0) {
-        int e = errno;
-        ltr_writer_close(w);
-        return ltr_fail(err, e, "creating %s: %s", path, strerror(e));
-    }
+    w->fd = fd;
     uint8_t hdr[LTR_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, LTR_FILE_MAGIC, 8);
     ltr_put_u32(hdr + 8, LTR_FORMAT_VERSION);
@@ -130,6 +125,17 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
     w->size = sizeof hdr;
     *out = w;
     return 0;
+}
+
+int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
+{
+    *out = NULL;
+    int fd = ltr_create_new(path);
+    if (fd == -EEXIST)
+        return ltr_fail_exists(err, path);
+    if (fd < 0)
+        return ltr_fail(err, -fd, "creating %s: %s", path, strerror(-fd));
+    return ltr_writer_open_fd(out, fd, path, err);
 }
 
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx)

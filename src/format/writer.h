@@ -33,8 +33,12 @@ typedef struct ltr_block_info {
  * (disk full, size limit). The recorder counts them as lost. */
 typedef void (*ltr_writer_drop_fn)(void *ctx, const ltr_block_info *info, uint32_t byte_count);
 
-/* Creates or truncates path (mode 0600, O_CLOEXEC) and writes the file header. */
+/* Creates path new (mode 0600; -EEXIST if anything has that name, a symlink
+ * included: see ltr_create_new) and writes the file header. */
 int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err);
+/* The same on fd, a new file opened for writing (ltr_create_temp); the writer owns
+ * fd from now on, even on failure. path names it in messages. */
+int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err);
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx);
 /* 0 = no limit; a chunk that would make the file larger is refused with -EFBIG. */
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);

@@ -92,4 +92,24 @@ void ltr_gettid_forget(void);
 /* Reads a small file (/proc/...) into buf, NUL-terminated. Returns bytes or -errno. */
 ssize_t ltr_read_small_file(const char *path, char *buf, size_t size);
 
+/* Output files (prim/files.c): never written through a symlink nor into a file
+ * that exists already, whoever made it. */
+/* Creates path new, mode 0600 (O_CREAT|O_EXCL|O_NOFOLLOW). Returns the fd
+ * (read-write, close-on-exec) or -errno (-EEXIST when anything is there). */
+int ltr_create_new(const char *path);
+/* Creates a new file, mode 0600, from tmpl: its last "XXXXXX" becomes a name
+ * no one can guess (tmpl is updated). Returns the fd or -errno. */
+int ltr_create_temp(char *tmpl);
+/* The template of a temporary beside dest, for ltr_create_temp: DEST.XXXXXX.part. */
+int ltr_temp_name(char *out, size_t size, const char *dest);
+/* Gives the finished file tmp the name dest. Unless replace, whatever is at dest
+ * (a file, a symlink) stays and -EEXIST is returned, atomically (a check before
+ * would race with its creation); with replace, a symlink at dest is replaced,
+ * never followed. Returns 0 or -errno; tmp stays on failure. */
+int ltr_publish(const char *tmp, const char *dest, bool replace);
+/* Whether anything (a file, a symlink, even a dangling one) has that name. */
+bool ltr_path_taken(const char *path);
+/* Fills err: path exists and was not overwritten, --force replaces it (EEXIST). */
+int ltr_fail_exists(ltr_error *err, const char *path);
+
 #endif

@@ -480,22 +480,37 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     return rc;
 }
 
-int rec_save(recorder *r, const char *path, const char *description, ltr_error *err)
+int rec_save(recorder *r, const char *path, const char *description, bool force, bool keep_on_refusal,
+             ltr_error *err)
 {
     rec_drain(r, false);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", path);
+    if (ltr_temp_name(tmp, sizeof tmp, path) < 0)
+        return ltr_fail(err, ENAMETOOLONG, "%s: path too long", path);
+    int fd = ltr_create_temp(tmp);
+    if (fd < 0)
+        return ltr_fail(err, -fd, "cannot write %s: %s", path, strerror(-fd));
     ltr_writer *w;
-    int rc = ltr_writer_open(&w, tmp, err);
-    if (rc)
+    int rc = ltr_writer_open_fd(&w, fd, tmp, err);
+    if (!rc) {
+        rc = write_save(w, r, description, err);
+        ltr_writer_close(w);
+    }
+    if (rc) {
+        unlink(tmp);
         return rc;
-    rc = write_save(w, r, description, err);
-    ltr_writer_close(w);
-    if (!rc && rename(tmp, path) != 0)
-        rc = ltr_fail(err, errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    rc = ltr_publish(tmp, path, force);
+    if (rc == -EEXIST && keep_on_refusal)
+        return ltr_fail(err, EEXIST, "%s appeared meanwhile and was not overwritten (--force replaces "
+                        "it); the trace is at %s", path, tmp);
     if (rc)
         unlink(tmp);
-    return rc;
+    if (rc == -EEXIST)
+        return ltr_fail_exists(err, path);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
+    return 0;
 }
 
 int rec_finish_file(recorder *r, const char *description, ltr_error *err)

@@ -78,7 +78,12 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
 /* drain.c */
 void rec_drain(recorder *r, bool flush_active);
 void rec_harvest_owner(recorder *r, uint32_t owner);
-int rec_save(recorder *r, const char *path, const char *description, ltr_error *err);
+/* Writes what the ring holds to path, through a new temporary beside it. path
+ * is replaced only with force; a path taken meanwhile fails with EEXIST, and
+ * with keep_on_refusal (a stop: the ring is about to go) the temporary stays,
+ * named in err. */
+int rec_save(recorder *r, const char *path, const char *description, bool force, bool keep_on_refusal,
+             ltr_error *err);
 int rec_finish_file(recorder *r, const char *description, ltr_error *err);
 void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind);
 void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);

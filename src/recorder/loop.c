@@ -204,36 +204,68 @@ static void handle_status(recorder *r, int fd)
     ltr_bytes_free(&kv);
 }
 
-/* Moves the finished file-mode trace to where `stop` asked for it. */
-static int move_output(const char *from, const char *to, ltr_error *err)
+/* Copies the trace to a new temporary beside `to` (another filesystem); its
+ * name on success, in tmp. */
+static int copy_beside(const char *from, const char *to, char *tmp, size_t size)
 {
-    if (!strcmp(from, to) || rename(from, to) == 0)
-        return 0;
-    if (errno != EXDEV)
-        return ltr_fail(err, errno, "cannot move the trace %s to %s: %s", from, to, strerror(errno));
+    if (ltr_temp_name(tmp, size, to) < 0)
+        return -ENAMETOOLONG;
+    int out = ltr_create_temp(tmp);
+    if (out < 0)
+        return out;
     int in = open(from, O_RDONLY | O_CLOEXEC);
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int rc = in < 0 || out < 0 ? -errno : 0;
+    int rc = in < 0 ? -errno : 0;
     char buf[1 << 16];
     ssize_t n;
     while (!rc && (n = read(in, buf, sizeof buf)) > 0)
         rc = ltr_write_all(out, buf, (size_t)n);
     if (in >= 0)
         close(in);
-    if (out >= 0 && close(out) != 0 && !rc)
+    if (close(out) != 0 && !rc)
         rc = -errno;
-    if (rc) {
-        unlink(to);
-        return ltr_fail(err, -rc, "cannot copy the trace %s to %s: %s (it stays at %s)", from, to,
-                        strerror(-rc), from);
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+/* Moves the finished file-mode trace to where `stop` asked for it, replacing
+ * nothing unless forced. */
+static int move_output(const char *from, const char *to, bool force, ltr_error *err)
+{
+    if (!strcmp(from, to))
+        return 0;
+    int rc = ltr_publish(from, to, force);
+    if (rc == -EXDEV) {
+        char tmp[4200];
+        rc = copy_beside(from, to, tmp, sizeof tmp);
+        if (rc)
+            return ltr_fail(err, -rc, "cannot copy the trace %s to %s: %s (it stays at %s)", from, to,
+                            strerror(-rc), from);
+        rc = ltr_publish(tmp, to, force);
+        if (rc)
+            unlink(tmp);
+        else
+            unlink(from);
     }
-    unlink(from);
+    if (rc == -EEXIST)
+        return ltr_fail(err, EEXIST, "%s already exists: it was not overwritten (--force replaces it); "
+                        "the trace stays at %s", to, from);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot move the trace %s to %s: %s (it stays at %s)", from, to,
+                        strerror(-rc), from);
     return 0;
 }
 
-static void handle_stop(recorder *r, int fd, const char *path, const char *description)
+static void handle_stop(recorder *r, int fd, const char *path, const char *description, bool force)
 {
     ltr_error err = {0};
+    /* Refused before anything ends: the session goes on (rec_save and
+     * move_output refuse again, atomically, if the name is taken meanwhile). */
+    if (!force && strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path)) {
+        ltr_fail_exists(&err, path);
+        reply_error(fd, &err);
+        return;
+    }
     rec_unpublish(r);
     usleep(STOP_GRACE_US);
     int rc;
@@ -242,10 +274,10 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         ltr_writer_close(r->writer);
         r->writer = NULL;
         if (!rc)
-            rc = move_output(r->cfg.output, path, &err);
+            rc = move_output(r->cfg.output, path, force, &err);
     } else {
         rec_drain(r, false);
-        rc = rec_save(r, path, description, &err);
+        rc = rec_save(r, path, description, force, true, &err);
     }
     if (rc) {
         reply_error(fd, &err);
@@ -292,6 +324,8 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
         op[0] = 0;
     const char *p = ltr_kv_find(req, len, "path", path, sizeof path);
     const char *t = ltr_kv_find(req, len, "text", text, sizeof text);
+    char flag[4];
+    bool force = ltr_kv_find(req, len, "force", flag, sizeof flag) && !strcmp(flag, "1");
     if (!strcmp(op, "attach"))
         return handle_attach(r, fd, req, len);
     if (!strcmp(op, "status")) {
@@ -301,13 +335,13 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
             ltr_fail(&err, EINVAL, "session '%s' is in file mode: its trace is written as it goes; "
                                    "'ltr stop FILE' ends it", r->cfg.name);
             reply_error(fd, &err);
-        } else if (rec_save(r, p, t, &err) != 0) {
+        } else if (rec_save(r, p, t, force, false, &err) != 0) {
             reply_error(fd, &err);
         } else {
             reply_ok(fd);
         }
     } else if (!strcmp(op, "stop") && p) {
-        handle_stop(r, fd, p, t);
+        handle_stop(r, fd, p, t, force);
     } else if (!strcmp(op, "cancel")) {
         handle_cancel(r, fd);
     } else if (!strcmp(op, "marker") && t) {
@@ -368,7 +402,7 @@ static void controller_gone(recorder *r)
     r->controller_fd = -1;
     rec_log("the command that controls this session (ltr record) is gone: stopping it, "
             "the trace goes to %s", r->cfg.stop_output);
-    handle_stop(r, -1, r->cfg.stop_output, NULL);
+    handle_stop(r, -1, r->cfg.stop_output, NULL, r->cfg.stop_force);
     rec_log(r->exit_status ? "the trace could not be written" : "trace written to %s",
             r->cfg.stop_output);
     r->done = true;
@@ -471,7 +505,10 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller
         end_log(0); /* `ltr start` has the reason */
         return 1;
     }
-    log_routine("session '%s' started (%s mode)", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
+    if (cfg->mode == LTR_MODE_FILE) /* its name may be random: here is where to find it */
+        log_routine("session '%s' started (file mode), writing %s", cfg->name, r.cfg.output);
+    else
+        log_routine("session '%s' started (memory mode)", cfg->name);
     r.controller_fd = controller_fd;
     run_loop(&r);
     rec_unpublish(&r);

@@ -45,6 +45,12 @@ typedef struct ltr_session_config {
     int mode;                  /* enum ltr_session_mode */
     uint64_t max_file_size;    /* bytes, 0 = unbounded (file mode) */
     char output[4096];         /* file mode: where the trace grows until stop */
+    /* output is a template: the recorder creates it with its last XXXXXX made
+     * unpredictable (and output then names the file made). */
+    bool output_temp;
+    /* output may exist and is replaced (--force): removed (a symlink itself,
+     * never what it points to) just before the trace is created anew. */
+    bool output_replace;
     char profiles[1024];       /* names of the profiles used, for the header */
     ltr_collector_spec collectors[LTR_MAX_COLLECTORS];
     unsigned ncollectors;
@@ -62,6 +68,7 @@ typedef struct ltr_session_config {
      * record`), and if that command is gone (killed) before it stops the
      * session, the recorder stops it itself, writing the trace here. */
     char stop_output[4096];
+    bool stop_force; /* ...and may replace a file there (ltr record --force) */
 } ltr_session_config;
 
 /* Parses NAME|GUID[:KEYWORDS[:LEVEL]] (keywords in hex or decimal, level 0..5). */

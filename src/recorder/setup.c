@@ -124,9 +124,25 @@ static void remove_socket(recorder *r)
     ltr_registry_unlock();
 }
 
+/* The file-mode trace: always a new file (prim/files.c says why). */
+static int create_output(recorder *r, ltr_error *err)
+{
+    if (r->cfg.output_replace && unlink(r->cfg.output) != 0 && errno != ENOENT)
+        return ltr_fail(err, errno, "cannot replace %s: %s", r->cfg.output, strerror(errno));
+    if (!r->cfg.output_temp)
+        return ltr_writer_open(&r->writer, r->cfg.output, err);
+    char tmpl[sizeof r->cfg.output];
+    snprintf(tmpl, sizeof tmpl, "%s", r->cfg.output);
+    int fd = ltr_create_temp(tmpl);
+    if (fd < 0)
+        return ltr_fail(err, -fd, "creating a trace file %s: %s", r->cfg.output, strerror(-fd));
+    snprintf(r->cfg.output, sizeof r->cfg.output, "%s", tmpl);
+    return ltr_writer_open_fd(&r->writer, fd, r->cfg.output, err);
+}
+
 static int open_output(recorder *r, ltr_error *err)
 {
-    int rc = ltr_writer_open(&r->writer, r->cfg.output, err);
+    int rc = create_output(r, err);
     if (rc)
         return rc;
     if (r->cfg.max_file_size)

@@ -7,6 +7,7 @@
 #include "gen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -172,7 +173,9 @@ static void test_device_full(void **state)
 {
     ltr_writer *w = (ltr_writer *)1;
     ltr_error err = {0};
-    assert_int_equal(ltr_writer_open(&w, "/dev/full", &err), -ENOSPC);
+    int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(ltr_writer_open_fd(&w, fd, "/dev/full", &err), -ENOSPC);
     assert_null(w);
     assert_int_equal(err.code, ENOSPC);
     assert_string_equal(err.msg, "writing /dev/full: No space left on device");
@@ -184,6 +187,60 @@ static void test_bad_path(void **state)
     ltr_error err = {0};
     assert_int_equal(ltr_writer_open(&w, "/nonexistent/dir/t.ltr", &err), -ENOENT);
     assert_string_equal(err.msg, "creating /nonexistent/dir/t.ltr: No such file or directory");
+}
+
+static char *slurp_text(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+/* Whatever has the name already, the writer neither truncates it nor writes
+ * through it: a trace is only ever a new file of mode 0600. */
+static void test_only_new_files(void **state)
+{
+    const char *victim = gen_tmp("victim"), *planted = gen_tmp("planted.ltr"), *link = gen_tmp("link.ltr");
+    const char *fresh = gen_tmp("fresh.ltr");
+    write_text(victim, "root only", 0600);
+    write_text(planted, "", 0666);
+    assert_int_equal(symlink(victim, link), 0);
+    ltr_writer *w = (ltr_writer *)1;
+    ltr_error err = {0};
+    assert_int_equal(ltr_writer_open(&w, link, &err), -EEXIST);
+    assert_null(w);
+    assert_non_null(strstr(err.msg, link));
+    assert_string_equal(slurp_text(victim), "root only");
+    assert_int_equal(ltr_writer_open(&w, planted, &err), -EEXIST);
+    struct stat st;
+    assert_int_equal(stat(planted, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    /* A dangling symlink is refused too: it would create the file it names. */
+    unlink(victim);
+    assert_int_equal(ltr_writer_open(&w, link, &err), -EEXIST);
+    assert_int_equal(access(victim, F_OK), -1);
+    umask(0);
+    assert_int_equal(ltr_writer_open(&w, fresh, &err), 0);
+    ltr_writer_close(w);
+    umask(022);
+    assert_int_equal(lstat(fresh, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    unlink(fresh);
+    unlink(planted);
+    unlink(link);
 }
 
 static void fill_random(ltr_bytes *b, size_t n)
@@ -262,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),
         cmocka_unit_test(test_bad_path),
+        cmocka_unit_test(test_only_new_files),
         cmocka_unit_test(test_failed_write_is_cut_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

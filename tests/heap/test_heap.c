@@ -132,7 +132,8 @@ static char trace_path[512];
 static tu_result record(const char *opts, const char *target, const char *args)
 {
     snprintf(trace_path, sizeof trace_path, "%s/t.ltr", getenv("TMPDIR"));
-    return tu_run("%s record -o %s %s -- %s %s", tu_ltr(), trace_path, opts, tu_test_bin(target), args);
+    /* --force: a test records several times into the same trace */
+    return tu_run("%s record --force -o %s %s -- %s %s", tu_ltr(), trace_path, opts, tu_test_bin(target), args);
 }
 
 

@@ -52,7 +52,8 @@ static tally read_tally(const char *err)
 /* Records target with args in check mode; fails the test on any mismatch. */
 static tally check(const char *opts, const char *target, const char *args)
 {
-    tu_result r = tu_run("LTR_HEAP_UNWIND=check %s record -o %s/u.ltr %s -- %s %s", tu_ltr(),
+    /* --force: each check writes the same trace over the last one */
+    tu_result r = tu_run("LTR_HEAP_UNWIND=check %s record --force -o %s/u.ltr %s -- %s %s", tu_ltr(),
                          getenv("TMPDIR"), opts, tu_test_bin(target), args);
     if (r.status != 0)
         fail_msg("%s %s: exit %d: %s", target, args, r.status, r.err);
