@@ -180,6 +180,71 @@ static void test_memory_mode(void **state)
     free(json);
 }
 
+/* "t" of the heap Alloc of this size in `ltr dump --json` (the first), or -1. */
+static double alloc_time(const char *dump, long long size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"size\":%lld", size);
+    for (const char *p = strstr(dump, pat); p; p = strstr(p + 1, pat)) {
+        char next = p[strlen(pat)];
+        const char *line = p;
+        while (line > dump && line[-1] != '\n')
+            line--;
+        if ((next == ',' || next == '}') && strstr(line, "\"event\":\"Alloc\"") < p &&
+            strstr(line, "\"event\":\"Alloc\"") && !strncmp(line, "{\"t\":", 5))
+            return strtod(line + 5, NULL);
+    }
+    return -1;
+}
+
+static double num_s(const char *from, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* The peak of a program recorded in file and in memory mode: the bytes two
+ * threads hold at one moment, at the time of the allocation that made it,
+ * whatever the order of their buffers in the file (tests/analyze/overlap.c). */
+static void check_peak(const char *mode, const char *opts, long long peak, long long size_a, long long size_b)
+{
+    char trace[64], cmd[4200];
+    snprintf(trace, sizeof trace, "overlap-%s-%s.ltr", mode, opts[0] ? "memory" : "file");
+    snprintf(cmd, sizeof cmd, "'%s' %s", tu_test_bin("analyze-overlap"), mode);
+    record(trace, opts, cmd);
+    char *json = analyze(trace, "--format json", 0);
+    tu_result d = tu_run("'%s' dump --json '%s'", tu_ltr(), trace);
+    assert_int_equal(d.status, 0);
+    double t_a = alloc_time(d.out, size_a), t_b = alloc_time(d.out, size_b);
+    assert_true(t_a >= 0 && t_b >= 0);
+    double t_at = t_a > t_b ? t_a : t_b; /* the peak is reached by the later of the two */
+    const char *sum = strstr(json, "\"summary\"");
+    long long got = num_after(sum, "peak_bytes");
+    double got_s = num_s(sum, "peak_s");
+    if (got < peak || got >= peak + (512 << 10) || got_s < t_at - 2e-9 || got_s > t_at + 2e-9)
+        fprintf(stderr, "%s %s: peak %lld bytes at %.9f s; expected %lld (+ the loader's blocks) at %.9f s\n",
+                mode, opts, got, got_s, peak, t_at);
+    assert_true(got >= peak && got < peak + (512 << 10));
+    assert_true(got_s >= t_at - 2e-9 && got_s <= t_at + 2e-9);
+    const char *proc = strstr(json, "\"processes\":[");
+    assert_int_equal(num_after(proc, "peak_bytes"), got);
+    assert_null(strstr(json, "later than what the analysis could hold"));
+    tu_free(&d);
+    free(json);
+}
+
+static void test_peak_in_time_order(void **state)
+{
+    (void)state;
+    const char *modes[2] = {"", "--memory"};
+    for (int m = 0; m < 2; m++) {
+        check_peak("together", modes[m], 12 << 20, 8 << 20, 4 << 20);
+        check_peak("later", modes[m], 3 << 20, 2 << 20, 1 << 20);
+    }
+}
+
 static void test_pprof_with_go(void **state)
 {
     (void)state;
@@ -415,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
+        cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_pprof_with_go),
         cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),
