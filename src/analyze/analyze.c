@@ -372,6 +372,12 @@ void ltr_analysis_free(ltr_analysis *a)
     for (size_t i = 0; i < a->nwarnings; i++)
         free(a->warnings[i]);
     free(a->warnings);
+    for (size_t i = 0; i < a->nnosyms; i++) {
+        free(a->nosyms[i].path);
+        free(a->nosyms[i].build_id);
+        free(a->nosyms[i].debug_file);
+    }
+    free(a->nosyms);
     free(a);
 }
 

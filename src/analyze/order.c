@@ -70,7 +70,16 @@ void an_order_free(an_order *o)
 
 uint64_t an_order_late(const an_order *o) { return o->late; }
 
-static uint64_t first_ts(const oq *q) { return q->ev[q->head].ts; }
+/* The merge order: by time; at one time (the heap agent stamps events to
+ * 100 us, so threads often share one) frees first, since a block freed by
+ * one thread and handed out again to another within that time must be
+ * freed before it is allocated again. */
+static inline int before(const an_event *a, const an_event *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->op == AN_OP_FREE && b->op != AN_OP_FREE);
+}
+
+static inline const an_event *first(const oq *q) { return &q->ev[q->head]; }
 
 static void heap_set(an_order *o, size_t i, oq *q)
 {
@@ -81,7 +90,7 @@ static void heap_set(an_order *o, size_t i, oq *q)
 static void sift_up(an_order *o, size_t i)
 {
     oq *q = o->heap[i];
-    while (i > 0 && first_ts(o->heap[(i - 1) / 2]) > first_ts(q)) {
+    while (i > 0 && before(first(q), first(o->heap[(i - 1) / 2]))) {
         heap_set(o, i, o->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
@@ -95,9 +104,9 @@ static void sift_down(an_order *o, size_t i)
         size_t c = 2 * i + 1;
         if (c >= o->nheap)
             break;
-        if (c + 1 < o->nheap && first_ts(o->heap[c + 1]) < first_ts(o->heap[c]))
+        if (c + 1 < o->nheap && before(first(o->heap[c + 1]), first(o->heap[c])))
             c++;
-        if (first_ts(o->heap[c]) >= first_ts(q))
+        if (!before(first(o->heap[c]), first(q)))
             break;
         heap_set(o, i, o->heap[c]);
         i = c;
@@ -173,12 +182,12 @@ static void release(an_order *o, size_t count)
 {
     while (count && o->nheap) {
         oq *q = o->heap[0];
-        uint64_t next = UINT64_MAX; /* the next oldest queue's first event */
+        const an_event *next = NULL; /* the next oldest queue's first event */
         for (size_t c = 1; c <= 2 && c < o->nheap; c++)
-            if (first_ts(o->heap[c]) < next)
-                next = first_ts(o->heap[c]);
+            if (!next || before(first(o->heap[c]), next))
+                next = first(o->heap[c]);
         size_t k = 1, avail = q->tail - q->head;
-        while (k < avail && k < count && q->ev[q->head + k].ts <= next)
+        while (k < avail && k < count && (!next || !before(next, &q->ev[q->head + k])))
             k++;
         o->emit(o->ctx, q->pid, q->tid, q->ev + q->head, k);
         uint64_t last = q->ev[q->head + k - 1].ts;

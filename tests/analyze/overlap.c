@@ -11,12 +11,35 @@
  *             allocates 1 MiB and frees it: the peak is 3 MiB at that
  *             allocation, which comes later in time than the 2 MiB but, in
  *             a buffer of its own, earlier in the file.
+ * Between steps the program waits for the clock's next 100 us: the agent
+ * stamps events to that grain, and events of two threads with one timestamp
+ * have no order in the trace.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-static pthread_barrier_t held, freed;
+static pthread_barrier_t held;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+#define GRAIN_NS 100000 /* the heap agent stamps events to 100 us (AGENT_TS_GRAIN_NS) */
+
+/* Until the clock the agent stamps events with is in its next grain: what
+ * comes next has a later timestamp than what came before (events of two
+ * threads with one timestamp have no order in the trace). */
+static void clock_moves_on(void)
+{
+    long long t = now_ns() / GRAIN_NS;
+    while (now_ns() / GRAIN_NS <= t)
+        ;
+}
 
 static void *hold(void *arg)
 {
@@ -25,7 +48,7 @@ static void *hold(void *arg)
     if (p)
         memset(p, 1, 4096);
     pthread_barrier_wait(&held); /* both blocks are live here */
-    pthread_barrier_wait(&freed);
+    clock_moves_on();
     free(p);
     return NULL;
 }
@@ -35,6 +58,7 @@ static void *briefly(void *arg)
     char *p = malloc((size_t)arg);
     if (p)
         p[0] = 1;
+    clock_moves_on(); /* held for a moment of its own: frees of one timestamp are taken first */
     free(p);
     return NULL;
 }
@@ -43,7 +67,6 @@ static int together(void)
 {
     pthread_t t[2];
     pthread_barrier_init(&held, NULL, 2);
-    pthread_barrier_init(&freed, NULL, 2);
     if (pthread_create(&t[0], NULL, hold, (void *)(size_t)(8u << 20)) ||
         pthread_create(&t[1], NULL, hold, (void *)(size_t)(4u << 20)))
         return 1;
@@ -56,6 +79,7 @@ static int later(void)
     if (!kept)
         return 1;
     kept[0] = 1;
+    clock_moves_on(); /* the thread's allocation comes later in time */
     pthread_t t;
     if (pthread_create(&t, NULL, briefly, (void *)(size_t)(1u << 20)) || pthread_join(t, NULL))
         return 1;

@@ -366,6 +366,58 @@ static void test_separate_debug_info(void **state)
     free(json);
 }
 
+/* A stripped program: the report names it as a module without symbols, with
+ * its build-id, where its debug file would be and how to get one; with
+ * that debug file under --debug-dir its frames are named again. */
+static void test_modules_without_symbols(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("stripped");
+    tu_result r = tu_run("set -e; cd stripped; objcopy --only-keep-debug leaky kept-debug; strip leaky;"
+                         "readelf -n leaky | sed -n 's/.*Build ID: //p'");
+    assert_int_equal(r.status, 0);
+    char id[130] = "";
+    assert_int_equal(sscanf(r.out, "%129s", id), 1);
+    tu_free(&r);
+    char *cwd = getcwd(NULL, 0), want[8192];
+    assert_non_null(cwd);
+    r = tu_run("'%s' analyze '%s' --top 3", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    snprintf(want, sizeof want, "warning: module %s/stripped/leaky has no symbols here (no .symtab or DWARF in "
+             "it, and no debug file found for its build-id %s): its frames show ?? with module+offset; its "
+             "debug file would be /usr/lib/debug/.build-id/%.2s/%s.debug\n", cwd, id, id, id + 2);
+    if (!strstr(r.out, want))
+        fprintf(stderr, "wanted: %s\ngot: %s\n", want, r.out);
+    assert_non_null(strstr(r.out, want));
+    assert_non_null(strstr(r.out, "apt install PKG-dbgsym"));
+    assert_non_null(strstr(r.out, "DEBUGINFOD_URLS="));
+    assert_non_null(strstr(r.out, "pass --debug-dir DIR"));
+    assert_null(strstr(r.out, "libleaky-plugin.so has no symbols")); /* not stripped */
+    assert_non_null(strstr(r.out, "??  leaky+0x"));
+    tu_free(&r);
+    char *json = analyze(trace, "--format json --top 3", 0);
+    snprintf(want, sizeof want, "\"modules_without_symbols\":[{\"path\":\"%s/stripped/leaky\",\"build_id\":\"%s\","
+             "\"debug_file\":\"/usr/lib/debug/.build-id/%.2s/%s.debug\"}]", cwd, id, id, id + 2);
+    assert_non_null(strstr(json, want));
+    assert_non_null(strstr(json, "has no symbols here"));
+    free(json);
+    /* the debug file where the warning says, under --debug-dir: named again, no warning */
+    r = tu_run("set -e; cd stripped; mkdir -p debug/.build-id/%.2s; mv kept-debug debug/.build-id/%.2s/%s.debug",
+               id, id, id + 2);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    json = analyze(trace, "--format json --top 3 --debug-dir $PWD/stripped/debug:/usr/lib/debug", 0);
+    assert_null(strstr(json, "stripped/leaky has no symbols"));
+    assert_null(strstr(json, "\"path\":\"/tmp/"));
+    assert_non_null(entry_of(json, "stacks", "remember_session", "AIFO"));
+    free(json);
+    json = analyze(leaky_trace, "--format json --top 3", 0); /* nothing stripped */
+    assert_null(strstr(json, "/leaky has no symbols"));
+    assert_null(strstr(json, "libleaky-plugin.so has no symbols"));
+    free(json);
+    free(cwd);
+}
+
 static void test_build_id_mismatch(void **state)
 {
     (void)state;
@@ -485,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),
         cmocka_unit_test(test_separate_debug_info),
+        cmocka_unit_test(test_modules_without_symbols),
         cmocka_unit_test(test_build_id_mismatch),
         cmocka_unit_test(test_bad_input),
     };
