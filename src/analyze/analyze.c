@@ -207,13 +207,16 @@ static int wants_model_thread(uint64_t file_size)
     return file_size >= LTR_READAHEAD_MIN;
 }
 
-/* Events that may wait for the time order (order.h): LTR_ANALYZE_HOLD=N
- * overrides the default, 0 takes the events in file order (to measure). */
-static size_t order_hold(int *in_order)
+/* Events that may wait for the time order (order.h), by the kind of trace;
+ * LTR_ANALYZE_HOLD=N overrides, 0 takes the events in file order (to measure). */
+static size_t order_hold(ltr_analysis *a, int *in_order)
 {
-    const char *e = getenv("LTR_ANALYZE_HOLD");
+    const char *e = getenv("LTR_ANALYZE_HOLD"), *kind = ltr_trace_kv(a->trace, LTR_KV_HEADER, "trace.kind");
     unsigned long long n = e && *e ? strtoull(e, NULL, 10) : 0;
     *in_order = !(e && *e && n == 0);
+    if (!n)
+        n = kind && !strcmp(kind, "save") ? AN_ORDER_HOLD_SAVE : AN_ORDER_HOLD_FILE;
+    a->hold = (size_t)n;
     return (size_t)n;
 }
 
@@ -233,7 +236,7 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     if (rc >= 0 && window_check(a, o, err) < 0)
         rc = -EINVAL;
     int in_order;
-    size_t hold = order_hold(&in_order);
+    size_t hold = order_hold(a, &in_order);
     an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size), in_order, hold);
     if (!sk)
         rc = ltr_fail(err, ENOMEM, "out of memory");
@@ -302,10 +305,10 @@ static void warn_state(ltr_analysis *a)
     if (a->model.late || a->model.unordered)
         an_warn(a, "%llu heap event(s) came in the trace later than what the analysis could hold to put "
                 "the threads' events in time order%s: the peak and its time, and the pairing of frees with "
-                "allocations of reused addresses, may be off near them (LTR_ANALYZE_HOLD=N holds more than "
-                "the default %u events)",
+                "allocations of reused addresses, may be off near them (it held %zu events; "
+                "LTR_ANALYZE_HOLD=N holds N)",
                 (unsigned long long)a->model.late, a->model.unordered ? " (memory ran out for it)" : "",
-                AN_ORDER_HOLD_DEFAULT);
+                a->hold);
     uint64_t unseen = 0, implicit = 0;
     for (size_t i = 0; i < a->model.nprocs; i++) {
         unseen += a->model.procs[i]->unseen_frees;

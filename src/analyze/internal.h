@@ -40,6 +40,7 @@ struct ltr_analysis {
     size_t problems_warned;   /* symbolizer problems already turned into warnings */
     an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
     size_t nnosyms;
+    size_t hold;              /* events that could wait for the time order (order.h) */
     int pid_set;              /* --pid: only that process's events and modules */
     uint32_t pid;
     int progress;

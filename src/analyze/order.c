@@ -17,7 +17,7 @@
 
 typedef struct oq {
     an_event *ev;
-    size_t head, tail, cap; /* waiting: ev[head..tail) */
+    size_t head, tail, cap; /* a ring of cap (a power of two) events; waiting: positions [head, tail) */
     size_t hpos;            /* index in the heap + 1; 0 while empty */
     uint32_t pid, tid;
 } oq;
@@ -47,7 +47,7 @@ an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx)
     an_order *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
-    o->hold = hold ? hold : AN_ORDER_HOLD_DEFAULT;
+    o->hold = hold ? hold : AN_ORDER_HOLD_FILE;
     o->emit = emit;
     o->ctx = ctx;
     an_hmap_init(&o->map, sizeof(oq_ref));
@@ -79,7 +79,8 @@ static inline int before(const an_event *a, const an_event *b)
     return a->ts < b->ts || (a->ts == b->ts && a->op == AN_OP_FREE && b->op != AN_OP_FREE);
 }
 
-static inline const an_event *first(const oq *q) { return &q->ev[q->head]; }
+static inline an_event *at(const oq *q, size_t pos) { return &q->ev[pos & (q->cap - 1)]; }
+static inline const an_event *first(const oq *q) { return at(q, q->head); }
 
 static void heap_set(an_order *o, size_t i, oq *q)
 {
@@ -153,28 +154,27 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room)
     oq *q = queue_of(o, pid, tid);
     if (!q)
         return NULL;
-    if (q->cap - q->tail < Q_ROOM) {
-        size_t n = q->tail - q->head;
-        if (q->head && n + Q_ROOM <= q->cap) { /* the handed-on part makes room */
-            memmove(q->ev, q->ev + q->head, n * sizeof *q->ev);
-        } else {
-            size_t cap = q->cap ? q->cap * 2 : Q_ROOM;
-            while (cap < n + Q_ROOM)
-                cap *= 2;
-            an_event *v = malloc(cap * sizeof *v);
-            if (!v)
-                return NULL;
-            if (n)
-                memcpy(v, q->ev + q->head, n * sizeof *v);
-            free(q->ev);
-            q->ev = v;
-            q->cap = cap;
+    size_t n = q->tail - q->head;
+    if (q->cap - n < Q_ROOM) { /* grow the ring, its events in order from 0 */
+        size_t cap = q->cap ? q->cap * 2 : Q_ROOM;
+        an_event *v = malloc(cap * sizeof *v);
+        if (!v)
+            return NULL;
+        for (size_t done = 0; done < n;) {
+            size_t k = q->cap - ((q->head + done) & (q->cap - 1));
+            k = k < n - done ? k : n - done;
+            memcpy(v + done, at(q, q->head + done), k * sizeof *v);
+            done += k;
         }
+        free(q->ev);
+        q->ev = v;
+        q->cap = cap;
         q->head = 0;
         q->tail = n;
     }
-    *room = q->cap - q->tail;
-    return q->ev + q->tail;
+    size_t end = q->cap - (q->tail & (q->cap - 1)); /* to the ring's end */
+    *room = end < q->cap - n ? end : q->cap - n;
+    return at(q, q->tail);
 }
 
 /* Hands on up to count events, oldest first. */
@@ -187,10 +187,13 @@ static void release(an_order *o, size_t count)
             if (!next || before(first(o->heap[c]), next))
                 next = first(o->heap[c]);
         size_t k = 1, avail = q->tail - q->head;
-        while (k < avail && k < count && (!next || !before(next, &q->ev[q->head + k])))
+        while (k < avail && k < count && (!next || !before(next, at(q, q->head + k))))
             k++;
-        o->emit(o->ctx, q->pid, q->tid, q->ev + q->head, k);
-        uint64_t last = q->ev[q->head + k - 1].ts;
+        uint64_t last = at(q, q->head + k - 1)->ts;
+        size_t part = q->cap - (q->head & (q->cap - 1)); /* the run may wrap round the ring */
+        o->emit(o->ctx, q->pid, q->tid, first(q), k < part ? k : part);
+        if (k > part)
+            o->emit(o->ctx, q->pid, q->tid, q->ev, k - part);
         if (!o->out_set || last > o->out_ts)
             o->out_ts = last;
         o->out_set = 1;
@@ -220,7 +223,7 @@ void an_order_commit(an_order *o, size_t n)
     oq *q = o->cur;
     if (!n || !q)
         return;
-    const an_event *e = q->ev + q->tail;
+    const an_event *e = at(q, q->tail); /* what the last room gave: contiguous */
     for (size_t i = 0; o->out_set && i < n && e[i].ts < o->out_ts; i++)
         o->late++; /* a thread's events are in time order: the late ones come first */
     int was_empty = q->head == q->tail;

@@ -30,9 +30,16 @@ typedef struct an_order an_order;
 /* Where ordered events go: n events of (pid, tid), in order. */
 typedef void (*an_order_emit)(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n);
 
-#define AN_ORDER_HOLD_DEFAULT (1u << 20) /* events: 40 MB at most */
+/* Events that may wait by default: a memory-mode save held its whole content
+ * in the recorder's ring, and the buffers still being filled, written last,
+ * may hold events of its very start, so a save gets room for 2 M (80 MB); a
+ * file written as it went writes every buffer's filled part once a second,
+ * so a trace of up to 256 K events a second needs no more than 256 K (10 MB):
+ * holding more costs time on every trace (docs/analysis.md, "Speed"). */
+#define AN_ORDER_HOLD_SAVE (1u << 21)
+#define AN_ORDER_HOLD_FILE (1u << 18)
 
-/* hold: events that may wait (0: AN_ORDER_HOLD_DEFAULT). NULL without memory. */
+/* hold: events that may wait (0: AN_ORDER_HOLD_FILE). NULL without memory. */
 an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx);
 /* Room for the next events of (pid, tid): *room >= 1; NULL without memory. */
 an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room);

@@ -243,6 +243,13 @@ static void test_peak_in_time_order(void **state)
         check_peak("together", modes[m], 12 << 20, 8 << 20, 4 << 20);
         check_peak("later", modes[m], 3 << 20, 2 << 20, 1 << 20);
     }
+    /* room for too few events to order them: said, not hidden */
+    tu_result r = tu_run("LTR_ANALYZE_HOLD=1 '%s' analyze overlap-together-file.ltr", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "heap event(s) came in the trace later than what the analysis could hold to "
+                                  "put the threads' events in time order"));
+    assert_non_null(strstr(r.out, "(it held 1 events; LTR_ANALYZE_HOLD=N holds N)"));
+    tu_free(&r);
 }
 
 static void test_pprof_with_go(void **state)
