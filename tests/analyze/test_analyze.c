@@ -415,7 +415,7 @@ static void test_modules_without_symbols(void **state)
     tu_free(&r);
     json = analyze(trace, "--format json --top 3 --debug-dir $PWD/stripped/debug:/usr/lib/debug", 0);
     assert_null(strstr(json, "stripped/leaky has no symbols"));
-    assert_null(strstr(json, "\"path\":\"/tmp/"));
+    assert_null(strstr(json, "/stripped/leaky\",\"build_id\""));
     assert_non_null(entry_of(json, "stacks", "remember_session", "AIFO"));
     free(json);
     json = analyze(leaky_trace, "--format json --top 3", 0); /* nothing stripped */
