@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define Q_ROOM 1024          /* events of room a queue offers at least */
-#define Q_KEEP (64u * 1024)  /* an emptied queue larger than this gives its memory back */
+#define Q_FIRST 16  /* events of a new queue: a trace may name very many threads */
+#define Q_ROOM 1024 /* events of room a large queue keeps free, so that writes come in long runs */
+#define Q_KEEP 1024 /* an emptied queue larger than this gives its memory back */
 
 typedef struct oq {
     an_event *ev;
@@ -155,8 +156,8 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room)
     if (!q)
         return NULL;
     size_t n = q->tail - q->head;
-    if (q->cap - n < Q_ROOM) { /* grow the ring, its events in order from 0 */
-        size_t cap = q->cap ? q->cap * 2 : Q_ROOM;
+    if (q->cap - n < (q->cap >= 2 * Q_ROOM ? Q_ROOM : 1)) { /* grow the ring, its events in order from 0 */
+        size_t cap = q->cap ? q->cap * 2 : Q_FIRST;
         an_event *v = malloc(cap * sizeof *v);
         if (!v)
             return NULL;
