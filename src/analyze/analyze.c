@@ -7,6 +7,7 @@
 #include "prim/prim.h"
 #include "analyze/internal.h"
 #include "analyze/sink.h"
+#include "analyze/order.h"
 #include "format/reader.h"
 
 #include <errno.h>
@@ -149,7 +150,7 @@ static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *e
         return;
     }
     size_t room;
-    an_event *e = an_sink_room(sk, &room);
+    an_event *e = an_sink_room(sk, ev->pid, ev->tid, &room);
     *e = (an_event){.ts = ev->ts, .addr = h.addr, .old_addr = h.old_addr, .size = h.size,
                     .stack = h.stack, .op = (uint32_t)h.kind};
     an_sink_commit(sk, ev->pid, ev->tid, 1);
@@ -206,6 +207,19 @@ static int wants_model_thread(uint64_t file_size)
     return file_size >= LTR_READAHEAD_MIN;
 }
 
+/* Events that may wait for the time order (order.h), by the kind of trace;
+ * LTR_ANALYZE_HOLD=N overrides, 0 takes the events in file order (to measure). */
+static size_t order_hold(ltr_analysis *a, int *in_order)
+{
+    const char *e = getenv("LTR_ANALYZE_HOLD"), *kind = ltr_trace_kv(a->trace, LTR_KV_HEADER, "trace.kind");
+    unsigned long long n = e && *e ? strtoull(e, NULL, 10) : 0;
+    *in_order = !(e && *e && n == 0);
+    if (!n)
+        n = kind && !strcmp(kind, "save") ? AN_ORDER_HOLD_SAVE : AN_ORDER_HOLD_FILE;
+    a->hold = (size_t)n;
+    return (size_t)n;
+}
+
 static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec *w, ltr_error *err)
 {
     an_decoder *d = an_decoder_new();
@@ -221,7 +235,9 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     window_settle(a, w);
     if (rc >= 0 && window_check(a, o, err) < 0)
         rc = -EINVAL;
-    an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size));
+    int in_order;
+    size_t hold = order_hold(a, &in_order);
+    an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size), in_order, hold);
     if (!sk)
         rc = ltr_fail(err, ENOMEM, "out of memory");
     else if (rc > 0) {
@@ -286,6 +302,13 @@ static void warn_state(ltr_analysis *a)
              (unsigned long long)a->bad_heap_events);
     if (a->model.oom)
         an_warn(a, "memory ran out during the analysis: the figures are incomplete");
+    if (a->model.late || a->model.unordered)
+        an_warn(a, "%llu heap event(s) came in the trace later than what the analysis could hold to put "
+                "the threads' events in time order%s: the peak and its time, and the pairing of frees with "
+                "allocations of reused addresses, may be off near them (it held %zu events; "
+                "LTR_ANALYZE_HOLD=N holds N)",
+                (unsigned long long)a->model.late, a->model.unordered ? " (memory ran out for it)" : "",
+                a->hold);
     uint64_t unseen = 0, implicit = 0;
     for (size_t i = 0; i < a->model.nprocs; i++) {
         unseen += a->model.procs[i]->unseen_frees;
@@ -352,6 +375,12 @@ void ltr_analysis_free(ltr_analysis *a)
     for (size_t i = 0; i < a->nwarnings; i++)
         free(a->warnings[i]);
     free(a->warnings);
+    for (size_t i = 0; i < a->nnosyms; i++) {
+        free(a->nosyms[i].path);
+        free(a->nosyms[i].build_id);
+        free(a->nosyms[i].debug_file);
+    }
+    free(a->nosyms);
     free(a);
 }
 

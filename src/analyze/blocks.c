@@ -167,7 +167,7 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
         if (feed) {
             if (n == room) {
                 an_sink_commit(sk, v->pid, v->tid, n);
-                ev = an_sink_room(sk, &room);
+                ev = an_sink_room(sk, v->pid, v->tid, &room);
                 n = 0;
             }
             ev[n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],

@@ -14,6 +14,13 @@
 
 #define AN_MAX_FRAMES 2048 /* resolved frames of one stack, inlined ones included */
 
+/* A module whose frames a report shows but which has no symbols here. */
+typedef struct an_nosyms {
+    char *path;
+    char *build_id;   /* hex, NULL if the trace has none */
+    char *debug_file; /* where a debug file would be looked for by build-id, NULL without one */
+} an_nosyms;
+
 struct ltr_analysis {
     ltr_trace *trace;
     char *path;
@@ -31,6 +38,9 @@ struct ltr_analysis {
     int sym_failed, sym_warned; /* memory ran out making or feeding sym; said in a warning */
     int prewarm_pending;      /* modules came while the symbolizer's prewarm thread was busy */
     size_t problems_warned;   /* symbolizer problems already turned into warnings */
+    an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
+    size_t nnosyms;
+    size_t hold;              /* events that could wait for the time order (order.h) */
     int pid_set;              /* --pid: only that process's events and modules */
     uint32_t pid;
     int progress;

@@ -8,11 +8,11 @@
  * Memory is bounded by the live allocations and the stacks: a freed block
  * leaves no trace in the model beyond the counters of its stack.
  *
- * Events arrive in file order, which is per-thread time order but not global
- * time order (buffer blocks of different threads interleave). A free met
- * before its allocation (another thread's block written later) is kept
- * aside and paired when the allocation turns up; what is never paired is a
- * free of an allocation the trace never saw, counted apart.
+ * Events arrive in time order: the sink (sink.h, order.h) merges the
+ * threads' streams, which the file interleaves. Beyond what that stage can
+ * hold an event may still come late (m->late); so a free met before its
+ * allocation is kept aside and paired when the allocation turns up; what is
+ * never paired is a free of an allocation the trace never saw, counted apart.
  */
 #ifndef LTR_ANALYZE_MODEL_H
 #define LTR_ANALYZE_MODEL_H
@@ -73,6 +73,8 @@ typedef struct an_model {
     uint64_t cur_bytes, peak_bytes, peak_ts;
     int peak_set;
     int oom;           /* memory ran out: results incomplete */
+    uint64_t late;     /* events that came after later ones were modelled (sink.h) */
+    int unordered;     /* the time-order stage could not run (no memory) */
 } an_model;
 
 void an_model_init(an_model *m, uint64_t from, uint64_t to);

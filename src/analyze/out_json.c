@@ -150,6 +150,22 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
     fputc(']', out);
 }
 
+/* Modules shown without symbols, and where their debug files would be found. */
+static void jnosyms(const ltr_analysis *a, FILE *out)
+{
+    fputs(",\"modules_without_symbols\":[", out);
+    for (size_t i = 0; i < a->nnosyms; i++) {
+        fputs(i ? ",{\"path\":" : "{\"path\":", out);
+        jstr(out, a->nosyms[i].path);
+        fputs(",\"build_id\":", out);
+        jstr(out, a->nosyms[i].build_id);
+        fputs(",\"debug_file\":", out);
+        jstr(out, a->nosyms[i].debug_file);
+        fputc('}', out);
+    }
+    fputc(']', out);
+}
+
 int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
 {
     size_t n;
@@ -170,6 +186,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     jlist(a, out, "stacks", AN_RANK_OUTSTANDING, top);
     jlist(a, out, "most_calls", AN_RANK_CALLS, top);
     jlist(a, out, "most_temporary", AN_RANK_TEMPORARY, top);
+    jnosyms(a, out);
     fputs("}\n", out);
     return 0;
 }

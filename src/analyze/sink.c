@@ -6,14 +6,20 @@
  * producer fills the next, and the producer waits only when every batch is
  * full (the model is behind) — bounded memory, and a batch is never touched
  * by both threads at once (the ring's counts, under the lock, say whose it is).
+ *
+ * Before the batches, the events pass the time-order stage (order.h): the
+ * decoder writes them into their thread's queue, and they come out oldest
+ * first, into the batches (threaded) or straight into the model (direct).
  */
 #include "analyze/sink.h"
+#include "analyze/order.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SINK_EVENTS 16384 /* per batch: handoffs stay rare (4096 measured slower) */
-#define SINK_RUNS 256
+#define SINK_RUNS 2048 /* threads that interleave in time make runs of a few events */
 #define SINK_BATCHES 8
 
 typedef struct sink_run {
@@ -30,6 +36,8 @@ typedef struct sink_batch {
 struct an_sink {
     an_model *model;
     int threaded;
+    an_order *order;     /* NULL: events go in as committed (no memory, or asked so) */
+    int to_order;        /* the last room was the order stage's */
     sink_batch *batches; /* 1 direct, SINK_BATCHES threaded */
     sink_batch *fill;    /* the batch being written */
     /* threaded: batches [head, head + full) wait for the model, in order;
@@ -92,13 +100,18 @@ static int start_thread(an_sink *s)
     return 0;
 }
 
-an_sink *an_sink_new(an_model *m, int threaded)
+static void ordered(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n);
+
+an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold)
 {
     an_sink *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->model = m;
+    if (in_order && !(s->order = an_order_new(hold, ordered, s)))
+        m->unordered = 1;
     if (!(threaded && start_thread(s) == 0) && !(s->batches = calloc(1, sizeof *s->batches))) {
+        an_order_free(s->order);
         free(s);
         return NULL;
     }
@@ -125,7 +138,7 @@ static void flush(an_sink *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-an_event *an_sink_room(an_sink *s, size_t *room)
+static an_event *batch_room(an_sink *s, size_t *room)
 {
     if (s->fill->n == SINK_EVENTS || s->fill->nruns == SINK_RUNS)
         flush(s);
@@ -133,7 +146,7 @@ an_event *an_sink_room(an_sink *s, size_t *room)
     return &s->fill->ev[s->fill->n];
 }
 
-void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
+static void batch_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
 {
     sink_batch *b = s->fill;
     if (!n)
@@ -146,10 +159,57 @@ void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
     b->n += n;
 }
 
+/* Events out of the order stage, oldest first. */
+static void ordered(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+{
+    an_sink *s = ctx;
+    if (!s->threaded) { /* the model reads them where they wait: no copy */
+        flush(s);
+        an_model_feed(s->model, pid, tid, ev, n);
+        return;
+    }
+    while (n) {
+        size_t room, k;
+        an_event *dst = batch_room(s, &room);
+        k = n < room ? n : room;
+        memcpy(dst, ev, k * sizeof *ev);
+        batch_commit(s, pid, tid, k);
+        ev += k;
+        n -= k;
+    }
+}
+
+an_event *an_sink_room(an_sink *s, uint32_t pid, uint32_t tid, size_t *room)
+{
+    an_event *e = s->order ? an_order_room(s->order, pid, tid, room) : NULL;
+    if (s->order && !e) { /* out of memory: what waits goes on, the rest as it comes */
+        an_order_drain(s->order);
+        s->model->late += an_order_late(s->order);
+        s->model->unordered = 1;
+        an_order_free(s->order);
+        s->order = NULL;
+    }
+    s->to_order = e != NULL;
+    return e ? e : batch_room(s, room);
+}
+
+void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
+{
+    if (s->to_order)
+        an_order_commit(s->order, n);
+    else
+        batch_commit(s, pid, tid, n);
+}
+
 void an_sink_close(an_sink *s)
 {
     if (!s)
         return;
+    if (s->order) {
+        an_order_drain(s->order);
+        s->model->late += an_order_late(s->order);
+        an_order_free(s->order);
+    }
     flush(s);
     if (s->threaded) {
         pthread_mutex_lock(&s->lock);

@@ -2,7 +2,8 @@
  * analyze/sink.h — where the analyzer's heap events go on their way to the
  * model (model.h): straight in, or through a model thread on the other core
  * while the main thread goes on decoding. Either way the model sees the
- * events in the order they were committed, so the results are the same.
+ * events in time order (order.h): each thread's in the order committed,
+ * threads merged by timestamp. Either way the results are the same.
  *
  * Events are written in place (no copy): the decoder asks for room, writes
  * events of one thread there and commits them. With a thread, full batches
@@ -19,15 +20,18 @@
 typedef struct an_sink an_sink;
 
 /* A sink feeding m, which it owns until an_sink_close. threaded: the model
- * runs on a thread of its own (direct when the thread cannot start). NULL
- * when memory runs out. */
-an_sink *an_sink_new(an_model *m, int threaded);
-/* Where to write the next events: *room >= 1 of them. Valid until the next commit. */
-an_event *an_sink_room(an_sink *s, size_t *room);
+ * runs on a thread of its own (direct when the thread cannot start).
+ * in_order: threads are merged by time, at most hold events waiting (0: the
+ * default); else the model takes them as committed. NULL when memory runs out. */
+an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold);
+/* Where to write the next events of (pid, tid): *room >= 1 of them. Valid
+ * until the next commit. */
+an_event *an_sink_room(an_sink *s, uint32_t pid, uint32_t tid, size_t *room);
 /* The first n events written at the last room are (pid, tid)'s, in order. */
 void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n);
-/* Every event committed is in the model when this returns, and the thread
- * is gone; frees s. NULL is ignored. */
+/* Every event committed is in the model when this returns (m->late says
+ * how many came too late for the time order), and the thread is gone;
+ * frees s. NULL is ignored. */
 void an_sink_close(an_sink *s);
 
 #endif

@@ -10,6 +10,7 @@
 #include "analyze/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,67 @@ static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned to
     }
 }
 
+/* The first debug directory of --debug-dir (as given to elfutils), else
+ * the system's: where a debug file found by build-id is looked for. */
+static char *debug_dir(const ltr_analysis *a)
+{
+    for (const char *p = a->debug_path; p && *p;) {
+        size_t n = strcspn(p, ":");
+        if (p[0] == '/')
+            return strndup(p, n);
+        p += n + (p[n] == ':');
+    }
+    return strdup("/usr/lib/debug");
+}
+
+static void note_nosyms(ltr_analysis *a, const char *path, const uint8_t *id, size_t idlen)
+{
+    an_nosyms *v = realloc(a->nosyms, (a->nnosyms + 1) * sizeof *v);
+    if (!v)
+        return;
+    a->nosyms = v;
+    an_nosyms *m = &v[a->nnosyms];
+    *m = (an_nosyms){strdup(path), NULL, NULL};
+    char *dir = debug_dir(a);
+    if (idlen && (m->build_id = malloc(2 * idlen + 1))) {
+        for (size_t i = 0; i < idlen; i++)
+            snprintf(m->build_id + 2 * i, 3, "%02x", id[i]);
+        if (dir && asprintf(&m->debug_file, "%s/.build-id/%.2s/%s.debug", dir, m->build_id, m->build_id + 2) < 0)
+            m->debug_file = NULL;
+    }
+    free(dir);
+    if (!m->path) {
+        free(m->build_id);
+        free(m->debug_file);
+        return;
+    }
+    a->nnosyms++;
+    an_warn(a, "module %s has no symbols here (no .symtab or DWARF in it, and no debug file found%s%s): "
+            "its frames show ?? with module+offset%s%s",
+            path, m->build_id ? " for its build-id " : "", m->build_id ? m->build_id : "",
+            m->debug_file ? "; its debug file would be " : "", m->debug_file ? m->debug_file : "");
+}
+
+/* Which modules shown have no symbols, and how to get them. */
+static void warn_nosyms(ltr_analysis *a, ltr_symbolizer *s)
+{
+    size_t before = a->nnosyms;
+    for (size_t i = a->nnosyms; i < ltr_symbolizer_nosyms_count(s); i++) {
+        const char *path;
+        const uint8_t *id;
+        size_t idlen;
+        ltr_symbolizer_nosyms_at(s, i, &path, &id, &idlen);
+        if (path)
+            note_nosyms(a, path, id, idlen);
+    }
+    if (a->nnosyms > before)
+        an_warn(a, "to name the frames of modules without symbols: install their debug packages (Debian: "
+                "apt install PKG-dbgsym, where dpkg -S FILE names PKG, from the debian-debug archive), or let "
+                "elfutils fetch them from debuginfod (DEBUGINFOD_URLS=https://debuginfod.debian.net), or put "
+                "each debug file (objcopy --only-keep-debug) at DIR/.build-id/xx/yyyy.debug, named by its "
+                "build-id, and pass --debug-dir DIR");
+}
+
 void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
 {
     ltr_symbolizer *s = symbolizer(a);
@@ -82,4 +144,5 @@ void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
         ltr_symbolizer_problem_at(s, a->problems_warned, &path, &why);
         an_warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
     }
+    warn_nosyms(a, s);
 }

@@ -120,6 +120,16 @@ void sym_elf_warm(sym_elf *e)
     dwfl_module_addrdie(e->mod, low, &cubias); /* indexes the compile units by address */
 }
 
+int sym_elf_has_symbols(sym_elf *e)
+{
+    Dwarf_Addr bias;
+    if (dwfl_module_getdwarf(e->mod, &bias))
+        return 1;
+    /* a .symtab (here or in a debug file) has local symbols, at least the
+     * STT_FILE ones; .dynsym has only its null entry before the globals */
+    return dwfl_module_getsymtab(e->mod) > 0 && dwfl_module_getsymtab_first_global(e->mod) > 1;
+}
+
 /* Where an inlined call was made from: file and line in its caller. The
  * file number refers to the line table of the call's own unit. */
 static void call_site(Dwarf_Die *inl, sym_level *caller)

@@ -26,6 +26,10 @@ void sym_elf_close(sym_elf *e);
  * (inflating compressed sections), the symbol table and the index of compile
  * units by address. Lookups give the same results with or without it. */
 void sym_elf_warm(sym_elf *e);
+/* 0 when the file has no DWARF (its own or a separate debug file's) and no
+ * full symbol table (.symtab; .dynsym names only exported functions): most
+ * of its frames cannot be named. */
+int sym_elf_has_symbols(sym_elf *e);
 /* Resolves the instruction at ELF virtual address vaddr into at most cap
  * levels, innermost inlined call first; returns how many (0 if nothing known). */
 size_t sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_level *out, size_t cap);

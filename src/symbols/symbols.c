@@ -34,6 +34,7 @@ typedef struct sym_file {
     char *problem;
     int opened;       /* sym_elf_open was tried (by a lookup or the prewarm thread) */
     int used;         /* a lookup needed it: only then is its problem reported */
+    int syms_known, no_syms; /* no DWARF and no .symtab found for it (sym_elf_has_symbols) */
 } sym_file;
 
 typedef struct sym_mod {
@@ -421,4 +422,42 @@ void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, c
         }
     }
     *path = *why = NULL;
+}
+
+/* A file a lookup needed, opened fine, with nothing to name its functions by. */
+static int bare(sym_file *f)
+{
+    if (!f->used || !f->elf || f->problem)
+        return 0;
+    if (!f->syms_known) {
+        f->no_syms = !sym_elf_has_symbols(f->elf);
+        f->syms_known = 1;
+    }
+    return f->no_syms;
+}
+
+size_t ltr_symbolizer_nosyms_count(ltr_symbolizer *s)
+{
+    settle(s);
+    size_t n = 0;
+    for (size_t i = 0; i < s->nfiles; i++)
+        n += bare(s->files[i]);
+    return n;
+}
+
+void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, const uint8_t **build_id,
+                              size_t *build_id_len)
+{
+    settle(s);
+    for (size_t k = 0; k < s->nfiles; k++) {
+        if (!bare(s->files[k]) || i-- != 0)
+            continue;
+        *path = s->files[k]->path;
+        *build_id = s->files[k]->build_id;
+        *build_id_len = s->files[k]->build_id_len;
+        return;
+    }
+    *path = NULL;
+    *build_id = NULL;
+    *build_id_len = 0;
 }

@@ -69,6 +69,13 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
  * differs: recorded X, file has Y"). */
 size_t ltr_symbolizer_problem_count(ltr_symbolizer *s);
 void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, const char **why);
+/* Modules a lookup needed whose file here holds no DWARF and no symbol
+ * table (a stripped binary) and for which no debug file was found (by
+ * build-id under the debug directories, or .gnu_debuglink): their frames
+ * show no function. Path and recorded build-id (length 0 if none). */
+size_t ltr_symbolizer_nosyms_count(ltr_symbolizer *s);
+void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, const uint8_t **build_id,
+                              size_t *build_id_len);
 /* Starts opening, on a thread of its own, the files of the modules added so
  * far that are not open yet, with their debug info: the costly part of the
  * first lookups, done while the caller goes on. Lookups, problem queries and

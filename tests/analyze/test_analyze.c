@@ -180,6 +180,78 @@ static void test_memory_mode(void **state)
     free(json);
 }
 
+/* "t" of the heap Alloc of this size in `ltr dump --json` (the first), or -1. */
+static double alloc_time(const char *dump, long long size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"size\":%lld", size);
+    for (const char *p = strstr(dump, pat); p; p = strstr(p + 1, pat)) {
+        char next = p[strlen(pat)];
+        const char *line = p;
+        while (line > dump && line[-1] != '\n')
+            line--;
+        if ((next == ',' || next == '}') && strstr(line, "\"event\":\"Alloc\"") < p &&
+            strstr(line, "\"event\":\"Alloc\"") && !strncmp(line, "{\"t\":", 5))
+            return strtod(line + 5, NULL);
+    }
+    return -1;
+}
+
+static double num_s(const char *from, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* The peak of a program recorded in file and in memory mode: the bytes two
+ * threads hold at one moment, at the time of the allocation that made it,
+ * whatever the order of their buffers in the file (tests/analyze/overlap.c). */
+static void check_peak(const char *mode, const char *opts, long long peak, long long size_a, long long size_b)
+{
+    char trace[64], cmd[4200];
+    snprintf(trace, sizeof trace, "overlap-%s-%s.ltr", mode, opts[0] ? "memory" : "file");
+    snprintf(cmd, sizeof cmd, "'%s' %s", tu_test_bin("analyze-overlap"), mode);
+    record(trace, opts, cmd);
+    char *json = analyze(trace, "--format json", 0);
+    tu_result d = tu_run("'%s' dump --json '%s'", tu_ltr(), trace);
+    assert_int_equal(d.status, 0);
+    double t_a = alloc_time(d.out, size_a), t_b = alloc_time(d.out, size_b);
+    assert_true(t_a >= 0 && t_b >= 0);
+    double t_at = t_a > t_b ? t_a : t_b; /* the peak is reached by the later of the two */
+    const char *sum = strstr(json, "\"summary\"");
+    long long got = num_after(sum, "peak_bytes");
+    double got_s = num_s(sum, "peak_s");
+    if (got < peak || got >= peak + (512 << 10) || got_s < t_at - 2e-9 || got_s > t_at + 2e-9)
+        fprintf(stderr, "%s %s: peak %lld bytes at %.9f s; expected %lld (+ the loader's blocks) at %.9f s\n",
+                mode, opts, got, got_s, peak, t_at);
+    assert_true(got >= peak && got < peak + (512 << 10));
+    assert_true(got_s >= t_at - 2e-9 && got_s <= t_at + 2e-9);
+    const char *proc = strstr(json, "\"processes\":[");
+    assert_int_equal(num_after(proc, "peak_bytes"), got);
+    assert_null(strstr(json, "later than what the analysis could hold"));
+    tu_free(&d);
+    free(json);
+}
+
+static void test_peak_in_time_order(void **state)
+{
+    (void)state;
+    const char *modes[2] = {"", "--memory"};
+    for (int m = 0; m < 2; m++) {
+        check_peak("together", modes[m], 12 << 20, 8 << 20, 4 << 20);
+        check_peak("later", modes[m], 3 << 20, 2 << 20, 1 << 20);
+    }
+    /* room for too few events to order them: said, not hidden */
+    tu_result r = tu_run("LTR_ANALYZE_HOLD=1 '%s' analyze overlap-together-file.ltr", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "heap event(s) came in the trace later than what the analysis could hold to "
+                                  "put the threads' events in time order"));
+    assert_non_null(strstr(r.out, "(it held 1 events; LTR_ANALYZE_HOLD=N holds N)"));
+    tu_free(&r);
+}
+
 static void test_pprof_with_go(void **state)
 {
     (void)state;
@@ -301,6 +373,58 @@ static void test_separate_debug_info(void **state)
     free(json);
 }
 
+/* A stripped program: the report names it as a module without symbols, with
+ * its build-id, where its debug file would be and how to get one; with
+ * that debug file under --debug-dir its frames are named again. */
+static void test_modules_without_symbols(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("stripped");
+    tu_result r = tu_run("set -e; cd stripped; objcopy --only-keep-debug leaky kept-debug; strip leaky;"
+                         "readelf -n leaky | sed -n 's/.*Build ID: //p'");
+    assert_int_equal(r.status, 0);
+    char id[130] = "";
+    assert_int_equal(sscanf(r.out, "%129s", id), 1);
+    tu_free(&r);
+    char *cwd = getcwd(NULL, 0), want[8192];
+    assert_non_null(cwd);
+    r = tu_run("'%s' analyze '%s' --top 3", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    snprintf(want, sizeof want, "warning: module %s/stripped/leaky has no symbols here (no .symtab or DWARF in "
+             "it, and no debug file found for its build-id %s): its frames show ?? with module+offset; its "
+             "debug file would be /usr/lib/debug/.build-id/%.2s/%s.debug\n", cwd, id, id, id + 2);
+    if (!strstr(r.out, want))
+        fprintf(stderr, "wanted: %s\ngot: %s\n", want, r.out);
+    assert_non_null(strstr(r.out, want));
+    assert_non_null(strstr(r.out, "apt install PKG-dbgsym"));
+    assert_non_null(strstr(r.out, "DEBUGINFOD_URLS="));
+    assert_non_null(strstr(r.out, "pass --debug-dir DIR"));
+    assert_null(strstr(r.out, "libleaky-plugin.so has no symbols")); /* not stripped */
+    assert_non_null(strstr(r.out, "??  leaky+0x"));
+    tu_free(&r);
+    char *json = analyze(trace, "--format json --top 3", 0);
+    snprintf(want, sizeof want, "\"modules_without_symbols\":[{\"path\":\"%s/stripped/leaky\",\"build_id\":\"%s\","
+             "\"debug_file\":\"/usr/lib/debug/.build-id/%.2s/%s.debug\"}]", cwd, id, id, id + 2);
+    assert_non_null(strstr(json, want));
+    assert_non_null(strstr(json, "has no symbols here"));
+    free(json);
+    /* the debug file where the warning says, under --debug-dir: named again, no warning */
+    r = tu_run("set -e; cd stripped; mkdir -p debug/.build-id/%.2s; mv kept-debug debug/.build-id/%.2s/%s.debug",
+               id, id, id + 2);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    json = analyze(trace, "--format json --top 3 --debug-dir $PWD/stripped/debug:/usr/lib/debug", 0);
+    assert_null(strstr(json, "stripped/leaky has no symbols"));
+    assert_null(strstr(json, "/stripped/leaky\",\"build_id\""));
+    assert_non_null(entry_of(json, "stacks", "remember_session", "AIFO"));
+    free(json);
+    json = analyze(leaky_trace, "--format json --top 3", 0); /* nothing stripped */
+    assert_null(strstr(json, "/leaky has no symbols"));
+    assert_null(strstr(json, "libleaky-plugin.so has no symbols"));
+    free(json);
+    free(cwd);
+}
+
 static void test_build_id_mismatch(void **state)
 {
     (void)state;
@@ -415,10 +539,12 @@ int main(void)
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
+        cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_pprof_with_go),
         cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),
         cmocka_unit_test(test_separate_debug_info),
+        cmocka_unit_test(test_modules_without_symbols),
         cmocka_unit_test(test_build_id_mismatch),
         cmocka_unit_test(test_bad_input),
     };

@@ -238,14 +238,15 @@ static void feed_one_by_one(an_model *m, const an_event *ev, const gen_run *runs
 }
 
 /* Through a sink, each run written in pieces of whatever room it offers. */
-static void feed_through_sink(an_model *m, int threaded, const an_event *ev, const gen_run *runs, size_t nruns)
+static void feed_through_sink_as(an_model *m, int threaded, int in_order, size_t hold, const an_event *ev,
+                                 const gen_run *runs, size_t nruns)
 {
-    an_sink *sk = an_sink_new(m, threaded);
+    an_sink *sk = an_sink_new(m, threaded, in_order, hold);
     assert_non_null(sk);
     for (size_t r = 0; r < nruns; r++) {
         for (size_t done = 0; done < runs[r].n;) {
             size_t room;
-            an_event *to = an_sink_room(sk, &room);
+            an_event *to = an_sink_room(sk, runs[r].pid, runs[r].tid, &room);
             assert_true(room >= 1);
             size_t k = runs[r].n - done < room ? runs[r].n - done : room;
             memcpy(to, &ev[runs[r].first + done], k * sizeof *to);
@@ -254,6 +255,12 @@ static void feed_through_sink(an_model *m, int threaded, const an_event *ev, con
         }
     }
     an_sink_close(sk);
+}
+
+/* In file order, as committed: the batches alone. */
+static void feed_through_sink(an_model *m, int threaded, const an_event *ev, const gen_run *runs, size_t nruns)
+{
+    feed_through_sink_as(m, threaded, 0, 0, ev, runs, nruns);
 }
 
 static void assert_same_model(const an_model *a, const an_model *b)
@@ -315,6 +322,120 @@ static void test_batches_same_as_single_events(void **state)
     }
     free(ev);
     free(runs);
+}
+
+typedef struct timed {
+    an_event ev;
+    uint32_t pid, tid;
+    size_t seq;
+} timed;
+
+static int by_time(const void *a, const void *b)
+{
+    const timed *x = a, *y = b;
+    if (x->ev.ts != y->ev.ts)
+        return x->ev.ts < y->ev.ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The sink's time-order stage: threads whose runs interleave out of time
+ * order (as buffers of different threads do in a file) give the model of
+ * the events fed one by one in time order, direct and threaded; with room
+ * for too few events, the late ones are counted and nothing goes negative. */
+static void test_sink_merges_threads_by_time(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    an_event *ev;
+    gen_run *runs;
+    size_t nruns;
+    gen_events(N, &ev, &runs, &nruns);
+    timed *all = malloc(N * sizeof *all);
+    gen_run *one_each = malloc(N * sizeof *one_each);
+    assert_non_null(all);
+    assert_non_null(one_each);
+    size_t n = 0;
+    for (size_t r = 0; r < nruns; r++)
+        for (size_t i = runs[r].first; i < runs[r].first + runs[r].n; i++, n++) {
+            ev[i].ts = ev[i].ts * 4 + (runs[r].tid - 7); /* no two threads at one time: one true order */
+            all[n] = (timed){ev[i], runs[r].pid, runs[r].tid, n};
+        }
+    qsort(all, n, sizeof *all, by_time);
+    an_event *sorted = malloc(N * sizeof *sorted);
+    assert_non_null(sorted);
+    for (size_t i = 0; i < n; i++) {
+        sorted[i] = all[i].ev;
+        one_each[i] = (gen_run){.pid = all[i].pid, .tid = all[i].tid, .first = i, .n = 1};
+    }
+    uint64_t windows[2][2] = {{0, UINT64_MAX}, {800000, 3600000}};
+    for (int w = 0; w < 2; w++) {
+        an_model truth, direct, threaded, file_order, small;
+        an_model *m[5] = {&truth, &direct, &threaded, &file_order, &small};
+        for (int i = 0; i < 5; i++)
+            an_model_init(m[i], windows[w][0], windows[w][1]);
+        feed_one_by_one(&truth, sorted, one_each, n);
+        feed_through_sink_as(&direct, 0, 1, N, ev, runs, nruns);
+        feed_through_sink_as(&threaded, 1, 1, N, ev, runs, nruns);
+        feed_through_sink_as(&file_order, 0, 0, 0, ev, runs, nruns);
+        feed_through_sink_as(&small, 1, 1, 64, ev, runs, nruns);
+        for (int i = 0; i < 5; i++)
+            an_model_finish(m[i]);
+        assert_same_model(&truth, &direct);
+        assert_same_model(&truth, &threaded);
+        assert_int_equal(direct.late, 0);
+        assert_int_equal(threaded.late, 0);
+        /* the test means something: file order gives another peak */
+        assert_true(file_order.peak_bytes != truth.peak_bytes || file_order.peak_ts != truth.peak_ts);
+        assert_true(small.late > 0);
+        for (size_t i = 0; i < small.nprocs; i++) { /* outstanding = what the live blocks hold */
+            const an_proc *p = small.procs[i];
+            uint64_t held = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
+            if (w == 0)
+                assert_true(p->cur_bytes == held);
+        }
+        for (int i = 0; i < 5; i++)
+            an_model_free(m[i]);
+    }
+    free(sorted);
+    free(one_each);
+    free(all);
+    free(ev);
+    free(runs);
+}
+
+/* One timestamp in two threads (the agent stamps to 100 us): a block freed
+ * by one thread and allocated again by the other within it pairs right,
+ * whichever thread's buffer the file holds first. */
+static void test_sink_ties_free_first(void **state)
+{
+    (void)state;
+    for (int order = 0; order < 2; order++) {
+        an_model m;
+        an_model_init(&m, 0, UINT64_MAX);
+        an_sink *sk = an_sink_new(&m, 0, 1, 0);
+        assert_non_null(sk);
+        an_event a[2] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
+                         {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE}};
+        an_event b[2] = {{.ts = 200, .addr = 0x1000, .size = 32, .stack = 2, .op = AN_OP_ALLOC},
+                         {.ts = 300, .addr = 0x1000, .op = AN_OP_FREE}};
+        for (int k = 0; k < 2; k++) {
+            int tid = (k ^ order) ? 2 : 1;
+            size_t room;
+            an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
+            memcpy(to, tid == 1 ? a : b, sizeof a);
+            an_sink_commit(sk, 9, (uint32_t)tid, 2);
+        }
+        an_sink_close(sk);
+        an_model_finish(&m);
+        const an_proc *p = m.procs[0];
+        assert_int_equal(p->implicit_frees, 0);
+        assert_int_equal(p->unseen_frees, 0);
+        assert_int_equal(p->type[AN_AIFI].count, 2);
+        assert_int_equal(p->type[AN_AIFI].bytes, 96);
+        assert_int_equal(p->peak_bytes, 64);
+        assert_int_equal(m.late, 0);
+        an_model_free(&m);
+    }
 }
 
 /* The whole-trace window takes a loop without window tests: against the
@@ -386,6 +507,8 @@ int main(void)
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
         cmocka_unit_test(test_batches_same_as_single_events),
+        cmocka_unit_test(test_sink_merges_threads_by_time),
+        cmocka_unit_test(test_sink_ties_free_first),
         cmocka_unit_test(test_whole_window_same_as_tested_window),
         cmocka_unit_test(test_huge_sizes),
     };

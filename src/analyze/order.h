@@ -1,0 +1,54 @@
+/*
+ * analyze/order.h — puts the analyzer's heap events back in time order
+ * before the model sees them. A trace holds each thread's events in time
+ * order, but the buffers of different threads interleave in the order the
+ * recorder wrote them (docs/trace-format.md, "EVENTS chunks"): a memory-mode
+ * save writes the ring oldest-released first and the buffers still being
+ * filled last, a file-mode recorder writes a buffer when it is full and the
+ * filled part of the others once a second. The peak, the pairing of a free
+ * with its allocation when an address is reused across threads, and the
+ * window's edges need the global order: each thread's events wait in a queue
+ * of their own, and a k-way merge (a heap of the queues by their first
+ * event's time) hands them on, oldest first.
+ *
+ * Memory stays bounded: at most `hold` events wait (more would grow with the
+ * trace, not with the live set). Past that the oldest are handed on; an event
+ * that comes later than what was already handed on is "late": it still goes
+ * to the model (whose pending frees pair a free met before its allocation),
+ * and is counted so that the report can say its figures may be off.
+ */
+#ifndef LTR_ANALYZE_ORDER_H
+#define LTR_ANALYZE_ORDER_H
+
+#include "analyze/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct an_order an_order;
+
+/* Where ordered events go: n events of (pid, tid), in order. */
+typedef void (*an_order_emit)(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n);
+
+/* Events that may wait by default: a memory-mode save held its whole content
+ * in the recorder's ring, and the buffers still being filled, written last,
+ * may hold events of its very start, so a save gets room for 2 M (80 MB); a
+ * file written as it went writes every buffer's filled part once a second,
+ * so a trace of up to 256 K events a second needs no more than 256 K (10 MB):
+ * holding more costs time on every trace (docs/analysis.md, "Speed"). */
+#define AN_ORDER_HOLD_SAVE (1u << 21)
+#define AN_ORDER_HOLD_FILE (1u << 18)
+
+/* hold: events that may wait (0: AN_ORDER_HOLD_FILE). NULL without memory. */
+an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx);
+/* Room for the next events of (pid, tid): *room >= 1; NULL without memory. */
+an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room);
+/* The first n events written at the last room are committed, in that thread's order. */
+void an_order_commit(an_order *o, size_t n);
+/* Hands on every waiting event, oldest first. */
+void an_order_drain(an_order *o);
+/* Events that came after later ones had been handed on. */
+uint64_t an_order_late(const an_order *o);
+void an_order_free(an_order *o);
+
+#endif
