@@ -7,7 +7,7 @@
 #include "prim/prim.h"
 #include "analyze/internal.h"
 #include "analyze/sink.h"
-#include "format/reader.h"
+#include "format/blocks.h"
 
 #include <errno.h>
 #include <math.h>
