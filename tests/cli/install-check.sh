@@ -18,7 +18,9 @@ done
 pcdir=$(dirname "$(ls "$prefix"/lib*/pkgconfig/ltr-provider.pc)")
 src=$(dirname "$0")/../../examples/hello-provider.c
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ltr-provider)
-cc -o "$prefix/hello" "$src" $flags -Wl,-rpath,"${pcdir%/pkgconfig}" ||
+# (A sanitizer build's library wants programs built with the sanitizers too.)
+san=$(readelf -d "$pcdir"/../libltr-provider.so.0 | grep -q 'libasan' && echo -fsanitize=address,undefined || true)
+cc $san -o "$prefix/hello" "$src" $flags -Wl,-rpath,"${pcdir%/pkgconfig}" ||
   { echo "FAIL: a program does not build with pkg-config ltr-provider ($flags)"; exit 1; }
 LTR_RUNTIME_DIR="$prefix/run" "$prefix/hello" >/dev/null || { echo "FAIL: a program built against the installed libltr-provider does not run"; exit 1; }
 PKG_CONFIG_PATH=$pcdir pkg-config --exists ltr-trace || { echo "FAIL: pkg-config does not know ltr-trace"; exit 1; }
