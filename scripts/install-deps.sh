@@ -3,7 +3,7 @@
 # Idempotent and silent when everything is already present.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
-          libdw-dev libelf-dev libcmocka-dev nettle-dev zstd libunwind-dev libiberty-dev rustc
+          libdw-dev libelf-dev libcmocka-dev zstd libunwind-dev libiberty-dev rustc
           golang-go heaptrack binutils libdevel-nytprof-perl)
 missing=()
 for p in "${packages[@]}"; do

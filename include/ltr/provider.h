@@ -57,7 +57,9 @@ typedef struct ltr_event_desc {
     const char *name;
     const ltr_field_desc *fields;
     uint16_t field_count;
-    uint64_t layout_cache[LTR_MAX_SESSIONS_PER_USER]; /* internal */
+    /* internal: one entry per session slot of the registry (whose count,
+     * LTR_MAX_SESSIONS, lib/provider-abi.c asserts to be this one) */
+    uint64_t layout_cache[LTR_MAX_SESSIONS_PER_USER];
 } ltr_event_desc;
 
 /* A field value. Use the LTR_U64(), LTR_STR()... constructors. */

@@ -24,14 +24,15 @@ extern "C" {
 
 typedef struct ltr_trace ltr_trace;
 
-/* A provider. When a layout names a GUID no PROVIDER record described (yet),
+/* A provider as the trace describes it (provider.h's ltr_provider is the
+ * writer's). When a layout names a GUID no PROVIDER record described (yet),
  * the provider is listed with named = 0 and the GUID text as its name. */
-typedef struct ltr_provider {
+typedef struct ltr_trace_provider {
     ltr_guid guid;
     const char *name;
     int named;
     uint64_t events; /* events of this provider read so far */
-} ltr_provider;
+} ltr_trace_provider;
 
 typedef struct ltr_field {
     const char *name;
@@ -40,7 +41,7 @@ typedef struct ltr_field {
 
 typedef struct ltr_layout {
     uint32_t id;
-    const ltr_provider *provider;
+    const ltr_trace_provider *provider;
     uint16_t event_id;
     uint8_t level, opcode;
     uint64_t keywords;
@@ -118,10 +119,12 @@ typedef struct ltr_event {
 
 /* A typed field value. Strings and blobs point into the payload (no NUL).
  * Varint fields come as the type they stand for: uvar as u64, ivar as i64,
- * pvar as pointer (the layout's field still names the stored type). */
-typedef struct ltr_value {
+ * pvar as pointer (the layout's field still names the stored type).
+ * (Named ltr_trace_value, not ltr_value, which is provider.h's: a program may
+ * include both. __extension__: the union is unnamed, C11 and C++ but not C99.) */
+typedef struct ltr_trace_value {
     ltr_type type;
-    union {
+    __extension__ union {
         uint64_t u; /* u8..u64, pointer, bool (0/1) */
         int64_t i;  /* i8..i64 */
         double f;   /* f64 */
@@ -130,7 +133,7 @@ typedef struct ltr_value {
             size_t len;
         } bytes;    /* string, blob */
     };
-} ltr_value;
+} ltr_trace_value;
 
 typedef enum ltr_damage_kind {
     LTR_DAMAGE_BAD_HEADER = 1, /* bytes where a chunk header should be but is not (bad magic or CRC) */
@@ -210,8 +213,8 @@ LTR_API int ltr_trace_complete(const ltr_trace *t);
 
 /* Metadata tables, in the order first met. */
 LTR_API size_t ltr_trace_provider_count(const ltr_trace *t);
-LTR_API const ltr_provider *ltr_trace_provider_at(const ltr_trace *t, size_t i);
-LTR_API const ltr_provider *ltr_trace_provider_find(const ltr_trace *t, const ltr_guid *guid);
+LTR_API const ltr_trace_provider *ltr_trace_provider_at(const ltr_trace *t, size_t i);
+LTR_API const ltr_trace_provider *ltr_trace_provider_find(const ltr_trace *t, const ltr_guid *guid);
 LTR_API size_t ltr_trace_layout_count(const ltr_trace *t);
 LTR_API const ltr_layout *ltr_trace_layout_at(const ltr_trace *t, size_t i);
 LTR_API const ltr_layout *ltr_trace_layout_find(const ltr_trace *t, uint32_t id);
@@ -254,7 +257,7 @@ LTR_API void ltr_damage_format(const ltr_damage *d, char *buf, size_t cap);
  * past the layout, -ENOENT for an unknown name, -EINVAL for a type that does not
  * convert (get_u64 takes unsigned ints, pointer and bool; get_i64 any integer that
  * fits; get_f64 any number). */
-LTR_API int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out);
+LTR_API int ltr_event_field(const ltr_event *ev, unsigned index, ltr_trace_value *out);
 LTR_API int ltr_event_field_index(const ltr_event *ev, const char *name); /* index or -ENOENT */
 LTR_API int ltr_event_get_u64(const ltr_event *ev, const char *name, uint64_t *out);
 LTR_API int ltr_event_get_i64(const ltr_event *ev, const char *name, int64_t *out);

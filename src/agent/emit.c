@@ -12,7 +12,7 @@
  */
 #include "agent/agent.h"
 #include "event/event.h"
-#include "format/records.h"
+#include "base/records.h"
 #include "prim/prim.h"
 
 #include <pthread.h>

@@ -17,7 +17,7 @@
  * the loader, neither would ever go on.
  */
 #include "agent/agent.h"
-#include "format/records.h"
+#include "base/records.h"
 #include "prim/prim.h"
 
 #include <elf.h>

@@ -29,7 +29,7 @@
 #include "agent/perthread.h"
 #include "agent/trie.h"
 #include "agent/unwind.h"
-#include "format/records.h"
+#include "base/records.h"
 
 #include <libunwind.h>
 #include <link.h>

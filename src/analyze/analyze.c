@@ -8,7 +8,7 @@
 #include "analyze/internal.h"
 #include "analyze/sink.h"
 #include "analyze/order.h"
-#include "format/reader.h"
+#include "format/blocks.h"
 
 #include <errno.h>
 #include <math.h>

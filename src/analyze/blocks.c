@@ -1,6 +1,6 @@
 /*
  * analyze/blocks.c — the analyzer's fast path: reads the heap records of a
- * compact buffer block itself (format/reader.h, "Block-level reading") in one
+ * compact buffer block itself (format/blocks.h, "Block-level reading") in one
  * loop — size, layout id and timestamp delta varints, then the fields by the
  * layout's plan (source.c) — and feeds them to the model in batches of one
  * thread's events (sink.h). It takes only records the generic path would take
@@ -14,7 +14,7 @@
 #include "analyze/internal.h"
 #include "analyze/sink.h"
 #include "analyze/varint.h"
-#include "format/reader.h"
+#include "format/blocks.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
 #ifndef LTR_ANALYZE_MODEL_H
 #define LTR_ANALYZE_MODEL_H
 
-#include "analyze/hmap.h"
+#include "base/hmap.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * run, not per event.
  */
 #include "analyze/order.h"
-#include "analyze/hmap.h"
+#include "base/hmap.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,7 @@
  * process's executable, which pprof takes for the main binary.
  */
 #include "analyze/internal.h"
-#include "format/records.h"
+#include "base/records.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * rest of the analyzer.
  */
 #include "analyze/internal.h"
-#include "format/reader.h"
+#include "format/blocks.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -174,7 +174,7 @@ static inline __attribute__((always_inline)) uint64_t read_field(const ltr_event
     if (r->index < 0)
         return 0;
     if (!r->width) {
-        ltr_value v;
+        ltr_trace_value v;
         int ok = ltr_event_field(ev, (unsigned)r->index, &v) == 0 && v.type != LTR_TYPE_STRING &&
                  v.type != LTR_TYPE_BLOB;
         return ok ? v.u : 0;
@@ -238,4 +238,4 @@ int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t
     return 0;
 }
 
-uint64_t an_trace_position(const ltr_trace *t) { return t->pos; }
+uint64_t an_trace_position(const ltr_trace *t) { return ltr_trace_position(t); }

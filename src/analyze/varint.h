@@ -1,13 +1,13 @@
 /*
  * analyze/varint.h — the fast path's LEB128 decoding (blocks.c): the same
- * values and lengths as ltr_get_uvar (format/records.h), the common cases
+ * values and lengths as ltr_get_uvar (base/records.h), the common cases
  * cheaper. Inline, in a header of its own so a test can hold it to
  * ltr_get_uvar on every length and cut.
  */
 #ifndef LTR_ANALYZE_VARINT_H
 #define LTR_ANALYZE_VARINT_H
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -146,7 +146,7 @@ static void text_tables(const ltr_trace *t)
     }
     printf("\nproviders:\n  %-36s %-10s %s\n", "GUID", "EVENTS", "NAME");
     for (size_t i = 0; i < ltr_trace_provider_count(t); i++) {
-        const ltr_provider *p = ltr_trace_provider_at(t, i);
+        const ltr_trace_provider *p = ltr_trace_provider_at(t, i);
         char g[37];
         ltr_guid_format(&p->guid, g);
         printf("  %-36s %-10" PRIu64 " %s\n", g, p->events, p->named ? p->name : "(no provider record)");
@@ -249,7 +249,7 @@ static void json_processes(const ltr_trace *t)
     }
     printf("],\"providers\":[");
     for (size_t i = 0; i < ltr_trace_provider_count(t); i++) {
-        const ltr_provider *p = ltr_trace_provider_at(t, i);
+        const ltr_trace_provider *p = ltr_trace_provider_at(t, i);
         char g[37];
         ltr_guid_format(&p->guid, g);
         printf("%s{\"guid\":\"%s\",\"name\":", i ? "," : "", g);

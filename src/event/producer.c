@@ -7,7 +7,7 @@
  * (attaching, taking a new buffer, handing a full one over) is the slow path.
  */
 #include "event/producer.h"
-#include "format/records.h"
+#include "base/records.h"
 #include "prim/prim.h"
 
 #include <errno.h>

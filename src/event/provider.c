@@ -5,7 +5,7 @@
  */
 #include "event/event.h"
 #include "event/producer.h"
-#include "format/records.h"
+#include "base/records.h"
 #include "prim/prim.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * event/shm.c — appending to the session's metadata region, from any process.
  */
 #include "event/shm.h"
-#include "format/records.h"
+#include "base/records.h"
 
 #include <errno.h>
 #include <string.h>

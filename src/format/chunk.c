@@ -3,7 +3,7 @@
  */
 #include "format/chunk.h"
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <zlib.h>
 

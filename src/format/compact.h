@@ -8,7 +8,7 @@
 #ifndef LTR_FORMAT_COMPACT_H
 #define LTR_FORMAT_COMPACT_H
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -81,7 +81,7 @@ static int64_t sign_extend(uint64_t v, int bytes)
 
 /* Varint fields read as the fixed type they stand for, so that every consumer
  * of values (printing, export, analysis) handles them without knowing them. */
-static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_value *out)
+static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_trace_value *out)
 {
     uint64_t v;
     if (!ltr_get_uvar(p, len, &v))
@@ -96,7 +96,7 @@ static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_value *
     return 0;
 }
 
-int ltr_event_field(const ltr_event *ev, unsigned index, ltr_value *out)
+int ltr_event_field(const ltr_event *ev, unsigned index, ltr_trace_value *out)
 {
     const ltr_layout *l = ev->layout;
     if (!l || index >= l->field_count)
@@ -136,7 +136,7 @@ int ltr_event_field_index(const ltr_event *ev, const char *name)
     return -ENOENT;
 }
 
-static int field_by_name(const ltr_event *ev, const char *name, ltr_value *v)
+static int field_by_name(const ltr_event *ev, const char *name, ltr_trace_value *v)
 {
     int i = ltr_event_field_index(ev, name);
     return i < 0 ? i : ltr_event_field(ev, (unsigned)i, v);
@@ -151,7 +151,7 @@ static int is_signed(ltr_type t) { return t >= LTR_TYPE_I8 && t <= LTR_TYPE_I64;
 
 int ltr_event_get_u64(const ltr_event *ev, const char *name, uint64_t *out)
 {
-    ltr_value v;
+    ltr_trace_value v;
     int rc = field_by_name(ev, name, &v);
     if (rc < 0)
         return rc;
@@ -163,7 +163,7 @@ int ltr_event_get_u64(const ltr_event *ev, const char *name, uint64_t *out)
 
 int ltr_event_get_i64(const ltr_event *ev, const char *name, int64_t *out)
 {
-    ltr_value v;
+    ltr_trace_value v;
     int rc = field_by_name(ev, name, &v);
     if (rc < 0)
         return rc;
@@ -178,7 +178,7 @@ int ltr_event_get_i64(const ltr_event *ev, const char *name, int64_t *out)
 
 int ltr_event_get_f64(const ltr_event *ev, const char *name, double *out)
 {
-    ltr_value v;
+    ltr_trace_value v;
     int rc = field_by_name(ev, name, &v);
     if (rc < 0)
         return rc;
@@ -195,7 +195,7 @@ int ltr_event_get_f64(const ltr_event *ev, const char *name, double *out)
 
 static int get_bytes(const ltr_event *ev, const char *name, ltr_type want, const uint8_t **p, size_t *len)
 {
-    ltr_value v;
+    ltr_trace_value v;
     int rc = field_by_name(ev, name, &v);
     if (rc < 0)
         return rc;

@@ -152,14 +152,14 @@ static void retire(ltr_trace *t, void *p)
 
 /* ---- METADATA ---- */
 
-ltr_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid)
+ltr_trace_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid)
 {
     for (size_t i = 0; i < t->providers.n; i++) {
-        ltr_provider *p = t->providers.v[i];
+        ltr_trace_provider *p = t->providers.v[i];
         if (!memcmp(p->guid.b, guid->b, 16))
             return p;
     }
-    ltr_provider *p = calloc(1, sizeof *p);
+    ltr_trace_provider *p = calloc(1, sizeof *p);
     char *name = malloc(37);
     if (!p || !name || ltr_ptrvec_push(&t->providers, p) < 0) {
         free(p);
@@ -182,7 +182,7 @@ static int parse_provider(ltr_trace *t, ltr_cursor *c)
         return -1;
     }
     memcpy(g.b, gb, 16);
-    ltr_provider *p = ltr_meta_provider(t, &g);
+    ltr_trace_provider *p = ltr_meta_provider(t, &g);
     if (!p || p->named) {
         free(name); /* the first description of a GUID wins */
         return 0;
@@ -582,7 +582,7 @@ static void free_vec(ltr_ptrvec *v, void (*fn)(void *))
 
 static void free_provider(void *p)
 {
-    free((char *)((ltr_provider *)p)->name);
+    free((char *)((ltr_trace_provider *)p)->name);
     free(p);
 }
 
@@ -625,7 +625,7 @@ void ltr_meta_free(ltr_trace *t)
 static const void *at(const ltr_ptrvec *v, size_t i) { return i < v->n ? v->v[i] : NULL; }
 
 size_t ltr_trace_provider_count(const ltr_trace *t) { return t->providers.n; }
-const ltr_provider *ltr_trace_provider_at(const ltr_trace *t, size_t i) { return at(&t->providers, i); }
+const ltr_trace_provider *ltr_trace_provider_at(const ltr_trace *t, size_t i) { return at(&t->providers, i); }
 size_t ltr_trace_layout_count(const ltr_trace *t) { return t->layouts.n; }
 const ltr_layout *ltr_trace_layout_at(const ltr_trace *t, size_t i) { return at(&t->layouts, i); }
 size_t ltr_trace_process_count(const ltr_trace *t) { return t->processes.n; }
@@ -633,10 +633,10 @@ const ltr_process *ltr_trace_process_at(const ltr_trace *t, size_t i) { return a
 size_t ltr_trace_thread_count(const ltr_trace *t) { return t->threads.n; }
 const ltr_thread *ltr_trace_thread_at(const ltr_trace *t, size_t i) { return at(&t->threads, i); }
 
-const ltr_provider *ltr_trace_provider_find(const ltr_trace *t, const ltr_guid *guid)
+const ltr_trace_provider *ltr_trace_provider_find(const ltr_trace *t, const ltr_guid *guid)
 {
     for (size_t i = 0; i < t->providers.n; i++) {
-        const ltr_provider *p = t->providers.v[i];
+        const ltr_trace_provider *p = t->providers.v[i];
         if (!memcmp(p->guid.b, guid->b, 16))
             return p;
     }

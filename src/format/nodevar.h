@@ -17,7 +17,7 @@
 #ifndef LTR_FORMAT_NODEVAR_H
 #define LTR_FORMAT_NODEVAR_H
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -156,7 +156,7 @@ void ltr_print_json_string(FILE *out, const void *s, size_t len)
     putc_unlocked('"', out);
 }
 
-static void put_value(FILE *out, const ltr_value *v, int json)
+static void put_value(FILE *out, const ltr_trace_value *v, int json)
 {
     switch (v->type) {
     case LTR_TYPE_I8: case LTR_TYPE_I16: case LTR_TYPE_I32: case LTR_TYPE_I64:
@@ -230,7 +230,7 @@ int ltr_event_print_text(FILE *out, const ltr_event *ev, uint64_t origin_ns)
     putc_unlocked('/', out);
     put_name(out, l->name, 0);
     for (unsigned i = 0; i < l->field_count; i++) {
-        ltr_value v;
+        ltr_trace_value v;
         if (ltr_event_field(ev, i, &v) < 0)
             break;
         putc_unlocked(' ', out);
@@ -265,7 +265,7 @@ int ltr_event_print_json(FILE *out, const ltr_event *ev, uint64_t origin_ns)
     put_key_u64(out, ",\"level\":", l->level);
     put_s(out, ",\"fields\":{");
     for (unsigned i = 0; i < l->field_count; i++) {
-        ltr_value v;
+        ltr_trace_value v;
         if (ltr_event_field(ev, i, &v) < 0)
             break;
         if (i)

@@ -454,6 +454,8 @@ static void reset_state(ltr_trace *t)
 
 void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }
 
+uint64_t ltr_trace_position(const ltr_trace *t) { return t->pos; }
+
 /* A thread pays off on traces of more than a few chunks; LTR_READAHEAD=0 or 1 overrides. */
 static int wants_readahead(const ltr_trace *t)
 {

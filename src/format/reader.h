@@ -9,8 +9,9 @@
 
 #include <ltr/trace.h>
 
+#include "format/blocks.h"
 #include "format/chunk.h"
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,7 +56,7 @@ char *ltr_cursor_str(ltr_cursor *c);
 
 typedef struct ltr_layout_rec {
     ltr_layout pub;
-    ltr_provider *prov;
+    ltr_trace_provider *prov;
     ltr_field *fields;
     uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
 } ltr_layout_rec;
@@ -108,7 +109,6 @@ void ltr_fetch_free(ltr_fetch *f);
 /* A thread fetching the chunks from pos on, a few ahead of the reader, with
  * its own buffers and zstd context. NULL if it could not start. */
 typedef struct ltr_readahead ltr_readahead;
-#define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
 ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos);
 /* The next chunk in file order, waiting for it; valid until the next call or
  * the stop. NULL after the thread's END or ERROR fetch was handed out. */
@@ -176,7 +176,7 @@ void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len);
 void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len);
 void ltr_kv_parse(ltr_trace *t, ltr_kvlist *list, const uint8_t *p, size_t len);
 /* Placeholders for ids events use without a record; NULL only without memory. */
-ltr_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid);
+ltr_trace_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid);
 ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid);
 ltr_thread *ltr_meta_thread(ltr_trace *t, uint32_t pid, uint32_t tid);
 void ltr_meta_free(ltr_trace *t); /* every table, counters and key/value list */
@@ -189,47 +189,10 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 
-/* Block-level reading, for sequential consumers that decode the records of
- * compact blocks themselves (src/analyze): ltr_trace_block shows the rest of
- * the current buffer block; the consumer decodes well-formed records of
- * layouts it knows from its start, tells the reader with
- * ltr_trace_block_consumed and ltr_trace_count_layout (so that the summary
- * counts stay exactly those of ltr_trace_next), and leaves every other record
- * (unknown layout, malformed: damage) to ltr_trace_next, which goes on from
- * there. Both may be mixed freely. */
-typedef struct ltr_block_view {
-    const uint8_t *rec; /* the next record */
-    size_t left;        /* bytes of records left in the block (> 0) */
-    uint64_t ts;        /* compact: the timestamp the next record's delta counts from */
-    uint32_t pid, tid;  /* the block's producer thread */
-    int compact;        /* compact records (else fixed ones: leave them to ltr_trace_next) */
-} ltr_block_view;
-
-/* Records decoded by the consumer from the start of a view. */
-typedef struct ltr_block_run {
-    size_t bytes;      /* record bytes, from view.rec */
-    uint32_t records;
-    uint64_t first_ts, last_ts, min_ts, max_ts; /* of those records */
-} ltr_block_run;
-
-/* Moves to a block with records left (loading chunks, recording damage as
- * ltr_trace_next does): 1 and *v, 0 at the end of the trace, or -errno (err set).
- * The view is valid until the next call into the reader. */
-int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
-/* The first r->records records of the last view were decoded by the caller. */
-void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
-/* n events of layout l were decoded by the caller (its and its provider's counts). */
-void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
-/* Read-ahead thread for the scans after the next rewind: -1 automatic (files
- * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1
- * decides when set), 0 never, 1 always. */
-void ltr_trace_set_readahead(ltr_trace *t, int mode);
 
 /* fields.c: where each field of a payload starts; returns the offsets array
  * (the layout's fixed one or scratch), or NULL if the payload is too short. */
 const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,
                                     uint32_t size);
-/* Size of a fixed-size type, 0 for string and blob, -1 for an unknown type. */
-int ltr_type_fixed_size(unsigned type);
 
 #endif

@@ -15,7 +15,7 @@
 #ifndef LTR_FORMAT_STACKSHARE_H
 #define LTR_FORMAT_STACKSHARE_H
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>

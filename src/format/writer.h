@@ -10,7 +10,7 @@
 
 #include <ltr/common.h>
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stddef.h>
 #include <stdint.h>

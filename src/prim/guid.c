@@ -5,8 +5,9 @@
  */
 #include <ltr/common.h>
 
+#include "prim/sha1.h"
+
 #include <ctype.h>
-#include <nettle/sha1.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,17 +58,17 @@ void ltr_guid_from_name(const char *name, ltr_guid *out)
     /* The namespace of EventSource.GetGuid: 482C2DB2-C390-47C8-87F8-1A15BFC130FB */
     static const uint8_t ns[16] = {0x48, 0x2C, 0x2D, 0xB2, 0xC3, 0x90, 0x47, 0xC8,
                                    0x87, 0xF8, 0x1A, 0x15, 0xBF, 0xC1, 0x30, 0xFB};
-    struct sha1_ctx ctx;
-    sha1_init(&ctx);
-    sha1_update(&ctx, sizeof ns, ns);
+    ltr_sha1 ctx;
+    ltr_sha1_init(&ctx);
+    ltr_sha1_update(&ctx, ns, sizeof ns);
     /* Upper-cased UTF-16BE. Provider names are ASCII in practice; other bytes
      * are widened as Latin-1, which matches .NET for that range. */
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         uint8_t be[2] = {0, (uint8_t)toupper(*p)};
-        sha1_update(&ctx, 2, be);
+        ltr_sha1_update(&ctx, be, 2);
     }
-    uint8_t h[SHA1_DIGEST_SIZE];
-    sha1_digest(&ctx, sizeof h, h);
+    uint8_t h[LTR_SHA1_DIGEST_SIZE];
+    ltr_sha1_digest(&ctx, h);
     h[7] = (uint8_t)((h[7] & 0x0F) | 0x50);
     /* .NET reads the first three fields little-endian; our bytes are text order. */
     const uint8_t order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};

@@ -7,7 +7,7 @@
 
 #include <ltr/common.h>
 
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stdbool.h>
 #include <stddef.h>

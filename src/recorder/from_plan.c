@@ -6,7 +6,7 @@
  */
 #include "recorder/recorder.h"
 #include "recorder/heaprun.h"
-#include "format/records.h"
+#include "base/records.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
 

@@ -8,9 +8,9 @@
  * names ("_R..."), which rustc's own std uses even when the program's crate
  * is legacy. Without DMGL_VERBOSE it leaves out the legacy "::h<hash>" element
  * and v0's crate disambiguators ("[0123abcd]"), as rustfilt does by default,
- * and drops LLVM's ".llvm.<digits>" suffixes. Debian's libiberty.a is built
- * position-independent, so it links into libltr.so; its symbols are kept
- * out of libltr's exports (src/symbols/CMakeLists.txt).
+ * and drops LLVM's ".llvm.<digits>" suffixes. Debian's libiberty.a is
+ * linked into the ltr binary with the symbols part (src/symbols/CMakeLists.txt);
+ * no public library carries it.
  *
  * C++ (Itanium ABI) stays with libstdc++'s __cxa_demangle, as before: the
  * same demangler underneath, and C++ output unchanged. A legacy Rust name is

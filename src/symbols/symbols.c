@@ -15,7 +15,7 @@
 #include "prim/prim.h"
 #include "symbols/symbols.h"
 #include "symbols/dwarf.h"
-#include "analyze/hmap.h"
+#include "base/hmap.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-static ltr_provider heap_provider(void)
+static ltr_trace_provider heap_provider(void)
 {
-    ltr_provider p = {.name = "Ltr.Heap", .named = 1};
+    ltr_trace_provider p = {.name = "Ltr.Heap", .named = 1};
     ltr_guid_from_name("Ltr.Heap", &p.guid);
     return p;
 }
@@ -43,7 +43,7 @@ static size_t put_leb(uint8_t *p, uint64_t v)
 static void test_fixed_fields(void **state)
 {
     (void)state;
-    ltr_provider prov = heap_provider();
+    ltr_trace_provider prov = heap_provider();
     /* a Realloc whose fields come in the documented order, plus a field after them */
     const ltr_field fields[] = {{"old_address", LTR_TYPE_POINTER}, {"address", LTR_TYPE_POINTER},
                                 {"size", LTR_TYPE_U64}, {"stack", LTR_TYPE_U32}, {"function", LTR_TYPE_U8}};
@@ -73,7 +73,7 @@ static void test_fixed_fields(void **state)
 static void test_varint_fields(void **state)
 {
     (void)state;
-    ltr_provider prov = heap_provider();
+    ltr_trace_provider prov = heap_provider();
     const ltr_field fields[] = {{"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR},
                                 {"stack", LTR_TYPE_UVAR}, {"function", LTR_TYPE_U8}};
     ltr_layout l = {.id = 1, .provider = &prov, .event_id = 1, .name = "Alloc", .field_count = 4, .fields = fields};
@@ -99,7 +99,7 @@ static void test_varint_fields(void **state)
 static void test_offsets_from_reader(void **state)
 {
     (void)state;
-    ltr_provider prov = heap_provider();
+    ltr_trace_provider prov = heap_provider();
     const ltr_field fields[] = {{"note", LTR_TYPE_STRING}, {"address", LTR_TYPE_U64}};
     ltr_layout l = {.id = 2, .provider = &prov, .event_id = 2, .name = "Free", .field_count = 2, .fields = fields};
     uint8_t payload[2 + 3 + 8] = {3, 0, 'a', 'b', 'c'};
@@ -117,7 +117,7 @@ static void test_offsets_from_reader(void **state)
 static void test_other_and_bad_layouts(void **state)
 {
     (void)state;
-    ltr_provider prov = heap_provider(), other = {.name = "Other", .named = 1};
+    ltr_trace_provider prov = heap_provider(), other = {.name = "Other", .named = 1};
     ltr_guid_from_name("Other", &other.guid);
     const ltr_field addr_only[] = {{"address", LTR_TYPE_POINTER}};
     const ltr_field signed_size[] = {{"address", LTR_TYPE_POINTER}, {"size", LTR_TYPE_I64},

@@ -8,7 +8,7 @@
  * loop without window tests (whole trace) the same as the one with them;
  * sizes near 2^64 keep exact totals.
  */
-#include "analyze/hmap.h"
+#include "base/hmap.h"
 #include "analyze/model.h"
 #include "analyze/sink.h"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a fresh prefix and checks that the installed ltr runs
-# with no environment help: finds its library (RPATH) and its built-in profiles.
+# with no environment help: finds its built-in profiles, and that the public
+# libraries are installed for programs to build against.
 set -euo pipefail
 build=$1
 prefix=$(mktemp -d /tmp/ltr-install-XXXXXX)
@@ -9,7 +10,20 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/ltr include/ltr/provider.h include/ltr/trace.h share/ltr/profiles/heap.wprp; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f was not installed"; exit 1; }
 done
-ls "$prefix"/lib*/libltr.so* >/dev/null || { echo "FAIL: libltr was not installed"; exit 1; }
+# The public libraries with their SONAME links and pkg-config files; a program
+# built against the installed files alone (pkg-config) runs.
+for lib in libltr-provider.so.0 libltr-trace.so.0 pkgconfig/ltr-provider.pc pkgconfig/ltr-trace.pc; do
+  ls "$prefix"/lib*/$lib >/dev/null 2>&1 || { echo "FAIL: $lib was not installed"; exit 1; }
+done
+pcdir=$(dirname "$(ls "$prefix"/lib*/pkgconfig/ltr-provider.pc)")
+src=$(dirname "$0")/../../examples/hello-provider.c
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ltr-provider)
+# (A sanitizer build's library wants programs built with the sanitizers too.)
+san=$(readelf -d "$pcdir"/../libltr-provider.so.0 | grep -q 'libasan' && echo -fsanitize=address,undefined || true)
+cc $san -o "$prefix/hello" "$src" $flags -Wl,-rpath,"${pcdir%/pkgconfig}" ||
+  { echo "FAIL: a program does not build with pkg-config ltr-provider ($flags)"; exit 1; }
+LTR_RUNTIME_DIR="$prefix/run" "$prefix/hello" >/dev/null || { echo "FAIL: a program built against the installed libltr-provider does not run"; exit 1; }
+PKG_CONFIG_PATH=$pcdir pkg-config --exists ltr-trace || { echo "FAIL: pkg-config does not know ltr-trace"; exit 1; }
 out=$(env -i PATH=/usr/bin:/bin LTR_RUNTIME_DIR="$prefix/run" "$prefix/bin/ltr" profiles)
 echo "$out" | grep -q "heap" || { echo "FAIL: the installed ltr does not list its built-in profiles"; exit 1; }
 env -i PATH=/usr/bin:/bin "$prefix/bin/ltr" --version | grep -q "^ltr " || { echo "FAIL: --version"; exit 1; }

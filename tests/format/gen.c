@@ -238,7 +238,7 @@ static int check_tick(const ltr_event *ev, uint64_t n)
 {
     uint64_t u;
     int64_t i;
-    ltr_value v;
+    ltr_trace_value v;
     CHECK(ltr_event_get_u64(ev, "u", &u) == 0 && u == n * 300);
     CHECK(ltr_event_get_i64(ev, "i", &i) == 0 && i == -(int64_t)n - 100);
     CHECK(ltr_event_get_u64(ev, "p", &u) == 0 && u == 0x7f0000001000ull + n);

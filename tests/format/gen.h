@@ -9,7 +9,7 @@
 
 #include <ltr/trace.h>
 
-#include "format/records.h"
+#include "base/records.h"
 #include "format/writer.h"
 
 #include <stddef.h>

@@ -393,7 +393,7 @@ static void test_random_content_behind_valid_crcs(void **state)
             ltr_event_print_text(null, ev, 0);
             ltr_event_print_json(null, ev, 0);
             for (unsigned i = 0; i < ev->layout->field_count; i++) {
-                ltr_value v;
+                ltr_trace_value v;
                 assert_int_equal(ltr_event_field(ev, i, &v), 0);
             }
         }

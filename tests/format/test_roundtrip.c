@@ -69,7 +69,7 @@ static void test_many_blocks_across_chunks(void **state)
     assert_int_equal(s.chunks, m.n - 1); /* marks start at the file header */
 
     assert_int_equal(ltr_trace_provider_count(t), 2);
-    const ltr_provider *a = ltr_trace_provider_at(t, 0);
+    const ltr_trace_provider *a = ltr_trace_provider_at(t, 0);
     assert_string_equal(a->name, "Test.Alpha");
     assert_int_equal(a->events, 4000);
     assert_ptr_equal(ltr_trace_provider_find(t, &a->guid), a);
@@ -125,7 +125,7 @@ static void test_field_access_bounds(void **state)
     assert_int_equal(ltr_trace_open(path, &t, &err), 0);
     const ltr_event *ev;
     assert_int_equal(ltr_trace_next(t, &ev, &err), 1);
-    ltr_value v;
+    ltr_trace_value v;
     assert_int_equal(ltr_event_field(ev, 6, &v), -ERANGE);
     assert_int_equal(ltr_event_field(ev, 1, &v), 0);
     assert_int_equal(v.type, LTR_TYPE_POINTER);
@@ -182,7 +182,7 @@ static void test_placeholders(void **state)
     assert_false(s.complete);
     assert_int_equal(s.damage, 0);
     assert_int_equal(ltr_trace_origin_ns(t), 5); /* no clock.start_ns: the first event */
-    const ltr_provider *p = ltr_trace_provider_at(t, 0);
+    const ltr_trace_provider *p = ltr_trace_provider_at(t, 0);
     assert_false(p->named);
     assert_string_equal(p->name, "30313233-3435-3637-3839-616263646566");
     assert_int_equal(p->events, 1);

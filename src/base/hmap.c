@@ -1,9 +1,9 @@
 /*
- * analyze/hmap.c — the open-addressing map of hmap.h: growing (capacity a
+ * base/hmap.c — the open-addressing map of hmap.h: growing (capacity a
  * power of two, doubled at half load so a probe stays short), the entry of
  * key 0, and the plain entry points for maps off the hot path.
  */
-#include "analyze/hmap.h"
+#include "base/hmap.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
 /*
- * format/records.c — a growable byte buffer and the record framing of the
+ * base/records.c — a growable byte buffer and the record framing of the
  * trace format (docs/trace-format.md). Used by producers to build METADATA
  * records and by the writer for HEADER, END and COUNTERS chunks.
  */
-#include "format/records.h"
+#include "base/records.h"
 
 #include <stdlib.h>
 

@@ -1,17 +1,18 @@
 /*
- * analyze/hmap.h — an open-addressing hash map from u64 keys to fixed-size
+ * base/hmap.h — an open-addressing hash map from u64 keys to fixed-size
  * entries stored inline. The analyzer keeps every live allocation in one of
  * these, so it is built for that: no allocation per entry, linear probing,
  * Fibonacci hashing, key 0 marking an empty slot (the entry of key 0, if any,
  * is kept aside), and deletion by backward shift (no tombstones, so a long
  * trace full of malloc/free pairs never degrades the table).
+ * In base/ (below every part) because symbols uses it as well as analyze.
  *
  * The *_sized functions are inline for the hot paths: called with a constant
  * entry size, the compiler turns the slot arithmetic and copies into a few
  * instructions. The plain functions are the same for everyone else.
  */
-#ifndef LTR_ANALYZE_HMAP_H
-#define LTR_ANALYZE_HMAP_H
+#ifndef LTR_BASE_HMAP_H
+#define LTR_BASE_HMAP_H
 
 #include <stddef.h>
 #include <stdint.h>

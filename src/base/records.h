@@ -1,11 +1,13 @@
 /*
- * format/records.h — the binary records of the trace format (docs/trace-format.md)
+ * base/records.h — the binary records of the trace format (docs/trace-format.md)
  * that more than one part writes: producers put METADATA records and event
  * records into shared memory, the recorder copies them into the file as they
  * are, and the reader parses them. Little-endian, unaligned: always byte copies.
+ * In base/, the layer below event, format and recorder, because all three
+ * encode these records and event must not depend on the file format's code.
  */
-#ifndef LTR_FORMAT_RECORDS_H
-#define LTR_FORMAT_RECORDS_H
+#ifndef LTR_BASE_RECORDS_H
+#define LTR_BASE_RECORDS_H
 
 #include <stdint.h>
 #include <string.h>
