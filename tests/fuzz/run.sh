@@ -8,6 +8,6 @@
 set -euo pipefail
 target=$1 seconds=${LTR_FUZZ_SECONDS:-$2} work=$3 seeds=$4 regressions=$5
 mkdir -p "$work/corpus" "$work/artifacts"
-exec "$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
+exec "$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=256 -max_len=65536 \
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
   "$work/corpus" "$seeds" "$regressions"
