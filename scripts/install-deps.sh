@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
           libdw-dev libelf-dev libcmocka-dev zstd libunwind-dev libiberty-dev rustc
-          golang-go heaptrack binutils libdevel-nytprof-perl)
+          golang-go heaptrack binutils libdevel-nytprof-perl
+          clang-14 libclang-rt-14-dev)  # the last two: the fuzz build (docs/fuzzing.md)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,16 +21,18 @@ typedef struct stack_rec {
     uint64_t frames[];
 } stack_rec;
 
-/* A process's frame nodes, indexed by id (the agent numbers them densely). */
+/* A process's frame nodes, stored in the order met and found by id through a
+ * map: memory follows the nodes the file holds, not the largest id it names
+ * (ids go up to 2^24; an array indexed by id let a 1 kB trace claim 8 GB). */
 typedef struct frame_node {
     uint64_t ip;
     uint32_t parent; /* below the node's own id; 0: outermost frame */
-    uint32_t known;
 } frame_node;
 
 typedef struct node_table {
     frame_node *v;
-    uint32_t cap;
+    uint32_t n, cap;
+    ltr_idmap index; /* id -> 1 + its position in v */
 } node_table;
 
 typedef struct module_rec {
@@ -114,21 +116,26 @@ static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
     return nt;
 }
 
-/* Room for node id in nt; -1 without memory. */
-static int nodes_reserve(node_table *nt, uint32_t id)
+static frame_node *node_get(const node_table *nt, uint32_t id)
 {
-    if (id < nt->cap)
-        return 0;
-    uint32_t cap = nt->cap ? nt->cap : 1024;
-    while (cap <= id)
-        cap *= 2;
-    frame_node *v = realloc(nt->v, sizeof *v * cap);
-    if (!v)
-        return -1;
-    memset(v + nt->cap, 0, sizeof *v * (cap - nt->cap));
-    nt->v = v;
-    nt->cap = cap;
-    return 0;
+    uintptr_t at = (uintptr_t)ltr_idmap_get(&nt->index, id);
+    return at ? &nt->v[at - 1] : NULL;
+}
+
+/* A new node id in nt, to fill; NULL without memory. */
+static frame_node *node_add(node_table *nt, uint32_t id)
+{
+    if (nt->n == nt->cap) {
+        uint32_t cap = nt->cap ? nt->cap * 2 : 1024;
+        frame_node *v = cap > nt->cap ? realloc(nt->v, sizeof *v * cap) : NULL;
+        if (!v)
+            return NULL;
+        nt->v = v;
+        nt->cap = cap;
+    }
+    if (ltr_idmap_put(&nt->index, id, (void *)(uintptr_t)(nt->n + 1)) < 0)
+        return NULL;
+    return &nt->v[nt->n++];
 }
 
 /* Forgets the stacks of pid found so far (they stay allocated: callers may
@@ -145,9 +152,10 @@ static void drop_found_stacks(ltr_trace *t, uint32_t pid)
 void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
 {
     node_table *nt = ltr_idmap_get(&t->node_pids, pid);
-    if (!nt || !nt->cap)
+    if (!nt || !nt->n)
         return;
-    memset(nt->v, 0, sizeof *nt->v * nt->cap);
+    ltr_idmap_free(&nt->index);
+    nt->n = 0;
     drop_found_stacks(t, pid);
 }
 
@@ -158,12 +166,12 @@ static void store_nodes(ltr_trace *t, ltr_nodes_rec r)
     uint32_t parent = r.parent, id;
     uint64_t ip;
     while (nt && ltr_nodes_next(&r, &id, &ip) > 0) {
-        if (nodes_reserve(nt, id) < 0)
-            return; /* out of memory is not damage */
-        frame_node fn = {ip, parent, 1};
-        if (nt->v[id].known && (nt->v[id].ip != fn.ip || nt->v[id].parent != fn.parent))
+        frame_node *fn = node_get(nt, id);
+        if (fn && (fn->ip != ip || fn->parent != parent))
             drop_found_stacks(t, r.pid);
-        nt->v[id] = fn;
+        if (!fn && !(fn = node_add(nt, id)))
+            return; /* out of memory is not damage */
+        *fn = (frame_node){ip, parent};
         parent = id;
     }
 }
@@ -222,14 +230,17 @@ int ltr_meta_parse_frame_nodes_v(ltr_trace *t, ltr_cursor *c, ltr_node_bases *b)
 static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id)
 {
     const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    const frame_node *fn;
     uint32_t n = 0;
-    for (uint32_t i = id; i; i = nt->v[i].parent, n++) /* parents are below ids: it ends */
-        if (!nt || i >= nt->cap || !nt->v[i].known || n == UINT16_MAX)
+    for (uint32_t i = id; i; i = fn->parent, n++) /* parents are below ids: it ends */
+        if (!nt || !(fn = node_get(nt, i)) || n == UINT16_MAX)
             return NULL;
     stack_rec *s = n ? add_stack(t, pid, id, n) : NULL;
     uint32_t k = 0;
-    for (uint32_t i = id; s && i; i = nt->v[i].parent)
-        s->frames[k++] = nt->v[i].ip;
+    for (uint32_t i = id; s && i; i = fn->parent) {
+        fn = node_get(nt, i);
+        s->frames[k++] = fn->ip;
+    }
     return s ? &s->pub : NULL;
 }
 
@@ -281,8 +292,10 @@ void ltr_heapmeta_free(ltr_trace *t)
     ltr_idmap_free(&t->stack_pids);
     for (size_t i = 0; i < t->node_pids.cap; i++)
         if (t->node_pids.vals[i]) {
-            free(((node_table *)t->node_pids.vals[i])->v);
-            free(t->node_pids.vals[i]);
+            node_table *nt = t->node_pids.vals[i];
+            ltr_idmap_free(&nt->index);
+            free(nt->v);
+            free(nt);
         }
     ltr_idmap_free(&t->node_pids);
 }

@@ -1,0 +1,22 @@
+/*
+ * tests/fuzz/fuzz_input.h — what the fuzz targets share: the libFuzzer entry
+ * point they each define, and a path for the input bytes. The trace reader
+ * and the profile loader take a path, so each input is put in one anonymous
+ * in-memory file (memfd) reused for every input, opened through /proc: a run
+ * never writes a file anywhere.
+ */
+#ifndef LTR_TESTS_FUZZ_INPUT_H
+#define LTR_TESTS_FUZZ_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defined by each target (fuzz_trace.c, fuzz_wprp.c); called by libFuzzer in
+ * the fuzz build and by replay.c in the normal builds. Always returns 0. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* "/proc/self/fd/N" holding exactly these bytes, valid until the next call;
+ * aborts if the memfd cannot be made (nothing could be tested). */
+const char *fuzz_input_path(const uint8_t *data, size_t size);
+
+#endif
