@@ -18,6 +18,10 @@ int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_valu
 struct ltr_attach;
 struct ltr_registry;
 uint32_t ltr_event_layout_id(ltr_event_desc *d, struct ltr_attach *a, unsigned s);
+/* Appends d's PROVIDER and LAYOUT records, for layout id `id`, to b; returns
+ * where the LAYOUT record starts. (The recorder keeps its markers' own.) */
+struct ltr_bytes;
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, struct ltr_bytes *b);
 /* Counts an event of a process that could not attach to session s as lost. */
 void ltr_event_count_unattached(struct ltr_registry *reg, unsigned s, unsigned c);
 

@@ -62,28 +62,35 @@ bool ltr_event_enabled(const ltr_event_desc *d)
 
 /* ---- layouts -------------------------------------------------------------- */
 
-static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
 {
     ltr_provider *p = d->provider;
-    ltr_bytes b = {0};
-    size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROVIDER);
-    ltr_bytes_put_mem(&b, p->guid.b, 16);
-    ltr_bytes_put_str(&b, p->name);
-    ltr_bytes_record_end(&b, rec);
-    size_t lay = ltr_bytes_record_begin(&b, LTR_META_LAYOUT);
-    ltr_bytes_put_u32(&b, id);
-    ltr_bytes_put_mem(&b, p->guid.b, 16);
-    ltr_bytes_put_u16(&b, d->id);
-    ltr_bytes_put_u8(&b, d->level);
-    ltr_bytes_put_u8(&b, d->opcode);
-    ltr_bytes_put_u64(&b, d->keywords);
-    ltr_bytes_put_str(&b, d->name);
-    ltr_bytes_put_u16(&b, d->field_count);
+    ensure_guid(p);
+    size_t rec = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(b, p->guid.b, 16);
+    ltr_bytes_put_str(b, p->name);
+    ltr_bytes_record_end(b, rec);
+    size_t lay = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_mem(b, p->guid.b, 16);
+    ltr_bytes_put_u16(b, d->id);
+    ltr_bytes_put_u8(b, d->level);
+    ltr_bytes_put_u8(b, d->opcode);
+    ltr_bytes_put_u64(b, d->keywords);
+    ltr_bytes_put_str(b, d->name);
+    ltr_bytes_put_u16(b, d->field_count);
     for (uint16_t i = 0; i < d->field_count; i++) {
-        ltr_bytes_put_u8(&b, (uint8_t)d->fields[i].type);
-        ltr_bytes_put_str(&b, d->fields[i].name);
+        ltr_bytes_put_u8(b, (uint8_t)d->fields[i].type);
+        ltr_bytes_put_str(b, d->fields[i].name);
     }
-    ltr_bytes_record_end(&b, lay);
+    ltr_bytes_record_end(b, lay);
+    return lay;
+}
+
+static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+{
+    ltr_bytes b = {0};
+    size_t lay = ltr_event_layout_records(d, id, &b);
     int rc = b.failed ? -ENOMEM : ltr_shm_meta_append(shm, b.data, (uint32_t)lay);
     if (!rc)
         rc = ltr_shm_meta_append(shm, b.data + lay, (uint32_t)(b.len - lay));

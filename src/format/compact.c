@@ -40,6 +40,22 @@ uint64_t ltr_cevents_last_ts(const uint8_t *p, size_t len, uint64_t base)
     return base;
 }
 
+size_t ltr_cevents_prefix(const uint8_t *p, size_t len, uint32_t *count)
+{
+    size_t pos = 0;
+    uint32_t n = 0;
+    ltr_cevent ev;
+    while (pos < len) {
+        size_t k = ltr_cevent_parse(p + pos, len - pos, &ev);
+        if (!k)
+            break;
+        pos += k;
+        n++;
+    }
+    *count = n;
+    return pos;
+}
+
 static ltr_anchor *find(const ltr_anchors *a, uint16_t collector, uint64_t seq)
 {
     for (size_t i = 0; i < a->n; i++)
