@@ -1,16 +1,11 @@
 /*
  * event/event.h — internal entry points of the event layer for other parts of
- * ltr (the recorder writes its marker events into its own session with them).
+ * ltr: the heap agent's own encoding, and the recorder's marker layout.
  */
 #ifndef LTR_EVENT_EVENT_H
 #define LTR_EVENT_EVENT_H
 
 #include <ltr/provider.h>
-
-/* Writes an event into session slot s, collector c, whatever the enablement.
- * Returns 0, -EINVAL (values do not match the fields), -ENOSPC (dropped and
- * counted as lost) or -ESRCH (session not reachable). */
-int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n);
 
 /* For writers that encode their own records with ltr_producer_reserve (the
  * heap agent): the layout id of d in session slot s of attachment a, its

@@ -249,20 +249,6 @@ void ltr_event_count_unattached(ltr_registry *reg, unsigned s, unsigned c)
     atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
 }
 
-int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)
-{
-    ltr_error err;
-    long payload = payload_size(d, values, n);
-    if (payload < 0)
-        return -EINVAL;
-    ltr_registry *reg = ltr_registry_get(&err);
-    bool unreachable = false;
-    ltr_attach *a = reg ? ltr_producer_session(reg, s, &unreachable) : NULL;
-    if (!a)
-        return unreachable ? count_unattached(reg, s, c) : -ESRCH;
-    return write_one(a, s, c, d, values, n, payload, ltr_now_ns());
-}
-
 int ltr_event_write_values(ltr_event_desc *d, const ltr_value *values, size_t n,
                            ltr_write_result *result)
 {

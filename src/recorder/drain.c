@@ -475,9 +475,23 @@ static void write_counters(recorder *r)
     ltr_bytes_free(&now);
 }
 
+/* Says once per collector that its shared memory was written over. */
+static void log_damage(recorder *r)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        if (r->col[c].damage_logged || !rec_shm_damage(r, c))
+            continue;
+        rec_log("collector %s: the session's shared memory was written over (by a traced program?); "
+                "what cannot be is skipped and counted (shm_damage in the trace's counters)",
+                r->cfg.collectors[c].name);
+        r->col[c].damage_logged = true;
+    }
+}
+
 void rec_drain(recorder *r, bool flush_active)
 {
     rec_sample_counters(r);
+    log_damage(r);
     if (r->cfg.mode != LTR_MODE_FILE) {
         meta_pull(r); /* kept before producers or anyone else can write over it */
         for (unsigned c = 0; c < r->cfg.ncollectors; c++)

@@ -36,6 +36,7 @@ typedef struct collector_state {
      * overwritten, and lost by processes that could not attach (registry) */
     shm_count lost, overwritten, bufs_overwritten, unattached;
     uint64_t damage; /* buffers and counters found impossible (the ring's own: ring.damage) */
+    bool damage_logged;
 } collector_state;
 
 typedef struct producer_conn {
