@@ -540,10 +540,17 @@ static int save_metadata(save_ctx *sc, ltr_error *err)
 
 /* Writes the committed part of a buffer (data: a copy, or the buffer itself
  * when its committed part cannot change). */
-static int save_block(save_ctx *sc, unsigned c, ltr_block_info *info, const uint8_t *data,
+static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *info, const uint8_t *data,
                       uint64_t commit, ltr_error *err)
 {
-    uint32_t len = records_in(&sc->r->col[c], data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
+    collector_state *cs = &sc->r->col[c];
+    /* A buffer comes once: twice (a queue entry or a state written over) is damage. */
+    if (cs->saved_seq[idx] == info->seq + 1) {
+        cs->damage++;
+        return 0;
+    }
+    cs->saved_seq[idx] = info->seq + 1;
+    uint32_t len = records_in(cs, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
                               &info->event_count);
     if (!len)
         return 0;
@@ -569,7 +576,7 @@ static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
         memcpy(cs->copy, ltr_ring_vdata(&cs->ring, idx), LTR_COMMIT_BYTES(commit));
         if (!ltr_ring_still_at(&cs->ring, pos))
             continue; /* overwritten while we copied: counted as overwritten */
-        int rc = save_block(sc, c, &info, cs->copy, commit, err);
+        int rc = save_block(sc, c, idx, &info, cs->copy, commit, err);
         if (rc)
             return rc;
     }
@@ -586,7 +593,7 @@ static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
         bool bad;
         uint64_t commit = ltr_ring_committed(ring, i, &bad);
         ltr_block_info info = block_of(ring, c, i, true);
-        int rc = save_block(sc, c, &info, ltr_ring_vdata(ring, i), commit, err);
+        int rc = save_block(sc, c, i, &info, ltr_ring_vdata(ring, i), commit, err);
         if (rc)
             return rc;
     }
@@ -596,6 +603,8 @@ static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
 static int save_blocks(save_ctx *sc, ltr_error *err)
 {
     for (unsigned c = 0; c < sc->r->cfg.ncollectors; c++) {
+        collector_state *cs = &sc->r->col[c];
+        memset(cs->saved_seq, 0, sizeof *cs->saved_seq * cs->ring.nbuf);
         int rc = save_history(sc, c, err);
         if (!rc)
             rc = save_active(sc, c, err);

@@ -85,7 +85,8 @@ static int alloc_notes(recorder *r, ltr_error *err)
         collector_state *cs = &r->col[c];
         cs->notes = calloc(cs->ring.nbuf, sizeof *cs->notes);
         cs->copy = malloc(cs->ring.buffer_size);
-        if (!cs->notes || !cs->copy)
+        cs->saved_seq = calloc(cs->ring.nbuf, sizeof *cs->saved_seq);
+        if (!cs->notes || !cs->copy || !cs->saved_seq)
             return ltr_fail(err, ENOMEM, "out of memory");
     }
     r->proc_lost = calloc((size_t)r->nprocs * LTR_MAX_COLLECTORS, sizeof *r->proc_lost);
@@ -138,7 +139,7 @@ static int open_output(recorder *r, ltr_error *err)
 static int claim_slot(recorder *r, ltr_error *err)
 {
     int free_slot = -1;
-    for (unsigned s = 0; s < r->reg->nsessions; s++) {
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->reg->sessions[s];
         if (!atomic_load(&rs->incarnation)) {
             if (free_slot < 0)
@@ -242,7 +243,7 @@ void rec_unpublish(recorder *r)
         return;
     atomic_store(&r->shm->state, LTR_SESSION_STOPPING);
     ltr_registry_lock();
-    for (unsigned i = 0; i < r->reg->nproviders; i++)
+    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
         atomic_fetch_and(&r->reg->providers[i].sessions, ~(1u << r->slot));
     if (atomic_load(&r->reg->sessions[r->slot].incarnation) == r->incarnation)
         atomic_store(&r->reg->sessions[r->slot].incarnation, 0);
@@ -267,6 +268,7 @@ void rec_teardown(recorder *r)
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
         free(r->col[c].notes);
         free(r->col[c].copy);
+        free(r->col[c].saved_seq);
     }
     if (r->writer)
         ltr_writer_close(r->writer);

@@ -10,7 +10,9 @@
  *
  * REGION: first64k (the first 64 KiB, as in the report of issue 10), ring
  * (collector 0's header, buffer headers and queue), meta (the part of the
- * metadata region in use), procs (the per-process loss counters).
+ * metadata region in use), procs (the per-process loss counters), registry
+ * (the words of the per-user registry a recorder reads: its table sizes and
+ * the session's counters of events lost unattached).
  */
 #include <ltr/provider.h>
 
@@ -55,16 +57,30 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+static ltr_registry *reg;
+static unsigned slot;
+
 static ltr_attach *session_named(const char *name)
 {
     ltr_error err;
-    ltr_registry *reg = ltr_registry_get(&err);
-    for (unsigned s = 0; reg && s < LTR_MAX_SESSIONS; s++) {
+    reg = ltr_registry_get(&err);
+    for (slot = 0; reg && slot < LTR_MAX_SESSIONS; slot++) {
         bool unreachable;
-        if (atomic_load(&reg->sessions[s].incarnation) && !strcmp(reg->sessions[s].name, name))
-            return ltr_producer_session(reg, s, &unreachable);
+        if (atomic_load(&reg->sessions[slot].incarnation) && !strcmp(reg->sessions[slot].name, name))
+            return ltr_producer_session(reg, slot, &unreachable);
     }
     return NULL;
+}
+
+/* The registry words a recorder reads (its name and incarnation are left:
+ * without them the session cannot be found, which is not the recorder's fault). */
+static void scribble_registry(int writes)
+{
+    uint32_t *words[2 + 8] = {&reg->nsessions, &reg->nproviders};
+    for (int i = 0; i < 8; i++)
+        words[2 + i] = (uint32_t *)&reg->sessions[slot].unattached_lost[0] + i;
+    for (int i = 0; i < writes; i++)
+        *words[next_random() % 10] = scribble_value(16);
 }
 
 int main(int argc, char **argv)
@@ -103,6 +119,10 @@ int main(int argc, char **argv)
         len = sizeof(ltr_shm_proc) * a->shm->nprocs;
     }
     uint32_t nbuf = ring->nbuf;
+    if (!strcmp(region, "registry")) {
+        scribble_registry(writes);
+        len = 0;
+    }
     len &= ~(uint64_t)3;
     for (int burst = 0; burst < 4 && len; burst++) {
         for (int i = burst; i < writes; i += 4) {
