@@ -121,15 +121,17 @@ static pid_loss *loss_for(recorder *r, uint32_t pid)
 
 /* No machine records more than an event a nanosecond: a counter that grew
  * faster since it was last read (a scribbled word, a wild value) has its
- * increase ignored, and so has one that went back. */
+ * increase ignored, and so has one that went back. The slack is for steps
+ * counted at once: a producer reusing a buffer counts all its events. */
 #define SHM_COUNT_PER_NS 1u
+#define SHM_COUNT_SLACK_BUFFERS 16u
 
 static uint64_t shm_count_read(collector_state *cs, shm_count *k, uint64_t raw, uint64_t now,
                                uint64_t start_ns)
 {
     if (!k->at_ns)
         k->at_ns = start_ns;
-    uint64_t slack = (uint64_t)cs->ring.nbuf * cs->ring.buffer_size;
+    uint64_t slack = (uint64_t)SHM_COUNT_SLACK_BUFFERS * cs->ring.buffer_size;
     uint64_t allowed = (now - k->at_ns) * SHM_COUNT_PER_NS + slack;
     if (raw >= k->raw && raw - k->raw <= allowed)
         k->total += raw - k->raw;
