@@ -37,7 +37,7 @@ static void run_seed(const char *dir, unsigned seed)
     int file_mode = seed / 5 % 2;
     char mode[600];
     snprintf(mode, sizeof mode, file_mode ? "--filemode -o %s/fz.part.ltr" : "", dir);
-    expect_ok(tu_run("%s start --instance fz %s --buffer-size 4 --buffers 16 --provider Test.Producer "
+    expect_ok(tu_run("%s start --instance fz %s --buffer-size 4 --buffers 32 --provider Test.Producer "
                      "--provider Test.Scribbler", LTR, mode), "start", seed);
     tu_result p = tu_run("%s --events 2000 --wait-enabled 5", tu_test_bin("ltr-test-producer"));
     assert_int_equal(p.status, 0);
