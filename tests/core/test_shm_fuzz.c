@@ -71,6 +71,12 @@ static void run_seed(const char *dir, unsigned seed)
     /* Counters never absurd: the session saw 2,501 events at most. */
     assert_true(t.events_lost < 100000000ull);
     assert_true(t.events_overwritten < 100000000ull);
+    if (t.shm_damage) { /* said where a user looks */
+        tu_result info = tu_run("%s info %s", LTR, path);
+        assert_non_null(strstr(info.err, "shared memory were found written over"));
+        assert_non_null(strstr(info.out, "shared memory damage"));
+        tu_free(&info);
+    }
     unlink(path);
     /* A registry whose table sizes were written over is refused from now on
      * ("written by another version of ltr; ... remove it"): do so. */
