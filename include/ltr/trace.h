@@ -159,6 +159,9 @@ typedef struct ltr_collector_counters {
     uint32_t buffer_size, buffers;
     uint64_t events_written, events_lost, buffers_written, buffers_lost;
     uint64_t events_overwritten, buffers_overwritten;
+    /* Places of the session's shared memory the recorder found written over
+     * (by a traced program) and skipped; 0 in traces of older recorders. */
+    uint64_t shm_damage;
 } ltr_collector_counters;
 
 typedef struct ltr_process_lost {

@@ -67,6 +67,8 @@ enum ltr_counter_kind {
  * varint timestamp delta from the previous event of the block, payload. */
 #define LTR_VARINT_MAX 10u
 #define LTR_CEVENT_HEADER_MAX (3u + 5u + LTR_VARINT_MAX)
+/* The smallest compact record: three one-byte varints (size, layout, delta). */
+#define LTR_CEVENT_MIN_SIZE 3u
 /* Largest `size` of a compact record: layout and timestamp varints at their longest, plus payload. */
 #define LTR_CEVENT_MAX_SIZE (LTR_MAX_EVENT_PAYLOAD + 5u + LTR_VARINT_MAX)
 

@@ -163,6 +163,8 @@ static void text_counters(const ltr_trace *t)
                c->events_written, c->events_lost, c->events_overwritten);
         printf("    buffers: %" PRIu64 " written, %" PRIu64 " lost, %" PRIu64 " overwritten\n",
                c->buffers_written, c->buffers_lost, c->buffers_overwritten);
+        if (c->shm_damage)
+            printf("    shared memory damage: %" PRIu64 " place(s) skipped\n", c->shm_damage);
     }
     if (ltr_trace_process_lost_count(t))
         printf("\nlost per process:\n");
@@ -268,9 +270,9 @@ static void json_counters(const ltr_trace *t)
         jstr(c->name);
         printf(",\"buffer_size\":%u,\"buffers\":%u,\"events_written\":%" PRIu64 ",\"events_lost\":%" PRIu64
                ",\"events_overwritten\":%" PRIu64 ",\"buffers_written\":%" PRIu64
-               ",\"buffers_lost\":%" PRIu64 ",\"buffers_overwritten\":%" PRIu64 "}",
+               ",\"buffers_lost\":%" PRIu64 ",\"buffers_overwritten\":%" PRIu64 ",\"shm_damage\":%" PRIu64 "}",
                c->buffer_size, c->buffers, c->events_written, c->events_lost, c->events_overwritten,
-               c->buffers_written, c->buffers_lost, c->buffers_overwritten);
+               c->buffers_written, c->buffers_lost, c->buffers_overwritten, c->shm_damage);
     }
     printf("],\"lost_per_process\":[");
     for (size_t i = 0; i < ltr_trace_process_lost_count(t); i++) {
@@ -316,6 +318,12 @@ static int info(ltr_trace *t, int json)
     }
     if (fflush(stdout) != 0)
         return cli_fail("info", "writing the output failed");
+    uint64_t shm = 0;
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++)
+        shm += ltr_trace_collector_at(t, i)->shm_damage;
+    if (shm)
+        cli_warn("info", "while recording, %" PRIu64 " place(s) of the session's shared memory were found "
+                 "written over (by a traced program) and skipped: events may be missing", shm);
     if (s.damage) {
         cli_warn("info", "%s is damaged (%" PRIu64 " problem(s)); what could be read is shown",
                  ltr_trace_path(t), s.damage);

@@ -1,16 +1,11 @@
 /*
  * event/event.h — internal entry points of the event layer for other parts of
- * ltr (the recorder writes its marker events into its own session with them).
+ * ltr: the heap agent's own encoding, and the recorder's marker layout.
  */
 #ifndef LTR_EVENT_EVENT_H
 #define LTR_EVENT_EVENT_H
 
 #include <ltr/provider.h>
-
-/* Writes an event into session slot s, collector c, whatever the enablement.
- * Returns 0, -EINVAL (values do not match the fields), -ENOSPC (dropped and
- * counted as lost) or -ESRCH (session not reachable). */
-int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n);
 
 /* For writers that encode their own records with ltr_producer_reserve (the
  * heap agent): the layout id of d in session slot s of attachment a, its
@@ -18,6 +13,10 @@ int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_valu
 struct ltr_attach;
 struct ltr_registry;
 uint32_t ltr_event_layout_id(ltr_event_desc *d, struct ltr_attach *a, unsigned s);
+/* Appends d's PROVIDER and LAYOUT records, for layout id `id`, to b; returns
+ * where the LAYOUT record starts. (The recorder keeps its markers' own.) */
+struct ltr_bytes;
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, struct ltr_bytes *b);
 /* Counts an event of a process that could not attach to session s as lost. */
 void ltr_event_count_unattached(struct ltr_registry *reg, unsigned s, unsigned c);
 

@@ -340,28 +340,6 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
     return NULL;
 }
 
-void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t owner, int wakefd)
-{
-    pthread_once(&g.once, init_once);
-    ltr_attach *a = &g.att[s];
-    a->shm = shm;
-    a->size = size;
-    a->owner = owner;
-    a->proc_slot = 0;
-    a->denied = 0;
-    a->wakefd = dup(wakefd);
-    atomic_store(&a->incarnation, shm->incarnation);
-}
-
-void ltr_producer_detach_local(unsigned s)
-{
-    ltr_attach *a = &g.att[s];
-    atomic_store(&a->incarnation, 0);
-    if (a->wakefd >= 0)
-        close(a->wakefd);
-    a->wakefd = -1;
-}
-
 /* ---- losses --------------------------------------------------------------- */
 
 void ltr_producer_count_lost(ltr_attach *a, unsigned c)

@@ -2,8 +2,8 @@
  * event/producer.h — a producer process's side of sessions: attaching to a
  * session's shared memory (once per process, over the control socket), the
  * per-thread buffer slots, and reserve/commit of records. The provider API
- * (provider.c) and the heap agent sit on top; the recorder uses the local
- * attach to write its own events (markers) into its session.
+ * (provider.c) and the heap agent sit on top. (The recorder never writes
+ * through here: it writes its markers itself, recorder/markers.c.)
  *
  * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 56 bytes, whatever the
  * number of sessions or collectors; a thread that writes to more (session,
@@ -86,8 +86,5 @@ void ltr_producer_note_unattached(unsigned s, unsigned c);
 /* Hands every buffer this thread holds to the recorder. */
 void ltr_producer_flush_thread(void);
 
-/* The recorder writing into its own session: attach without a socket. */
-void ltr_producer_attach_local(unsigned s, ltr_shm *shm, size_t size, uint32_t owner, int wakefd);
-void ltr_producer_detach_local(unsigned s);
 
 #endif

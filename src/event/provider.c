@@ -70,28 +70,35 @@ bool ltr_event_enabled(const ltr_event_desc *d)
 
 /* ---- layouts -------------------------------------------------------------- */
 
-static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
 {
     ltr_provider *p = d->provider;
-    ltr_bytes b = {0};
-    size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROVIDER);
-    ltr_bytes_put_mem(&b, p->guid.b, 16);
-    ltr_bytes_put_str(&b, p->name);
-    ltr_bytes_record_end(&b, rec);
-    size_t lay = ltr_bytes_record_begin(&b, LTR_META_LAYOUT);
-    ltr_bytes_put_u32(&b, id);
-    ltr_bytes_put_mem(&b, p->guid.b, 16);
-    ltr_bytes_put_u16(&b, d->id);
-    ltr_bytes_put_u8(&b, d->level);
-    ltr_bytes_put_u8(&b, d->opcode);
-    ltr_bytes_put_u64(&b, d->keywords);
-    ltr_bytes_put_str(&b, d->name);
-    ltr_bytes_put_u16(&b, d->field_count);
+    ensure_guid(p);
+    size_t rec = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(b, p->guid.b, 16);
+    ltr_bytes_put_str(b, p->name);
+    ltr_bytes_record_end(b, rec);
+    size_t lay = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_mem(b, p->guid.b, 16);
+    ltr_bytes_put_u16(b, d->id);
+    ltr_bytes_put_u8(b, d->level);
+    ltr_bytes_put_u8(b, d->opcode);
+    ltr_bytes_put_u64(b, d->keywords);
+    ltr_bytes_put_str(b, d->name);
+    ltr_bytes_put_u16(b, d->field_count);
     for (uint16_t i = 0; i < d->field_count; i++) {
-        ltr_bytes_put_u8(&b, (uint8_t)d->fields[i].type);
-        ltr_bytes_put_str(&b, d->fields[i].name);
+        ltr_bytes_put_u8(b, (uint8_t)d->fields[i].type);
+        ltr_bytes_put_str(b, d->fields[i].name);
     }
-    ltr_bytes_record_end(&b, lay);
+    ltr_bytes_record_end(b, lay);
+    return lay;
+}
+
+static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+{
+    ltr_bytes b = {0};
+    size_t lay = ltr_event_layout_records(d, id, &b);
     int rc = b.failed ? -ENOMEM : ltr_shm_meta_append(shm, b.data, (uint32_t)lay);
     if (!rc)
         rc = ltr_shm_meta_append(shm, b.data + lay, (uint32_t)(b.len - lay));
@@ -249,20 +256,6 @@ void ltr_event_count_unattached(ltr_registry *reg, unsigned s, unsigned c)
 {
     atomic_fetch_add_explicit(&reg->sessions[s].unattached_lost[c & 3], 1, memory_order_relaxed);
     ltr_producer_note_unattached(s, c);
-}
-
-int ltr_event_write_to(unsigned s, unsigned c, ltr_event_desc *d, const ltr_value *values, size_t n)
-{
-    ltr_error err;
-    long payload = payload_size(d, values, n);
-    if (payload < 0)
-        return -EINVAL;
-    ltr_registry *reg = ltr_registry_get(&err);
-    bool unreachable = false;
-    ltr_attach *a = reg ? ltr_producer_session(reg, s, &unreachable) : NULL;
-    if (!a)
-        return unreachable ? count_unattached(reg, s, c) : -ESRCH;
-    return write_one(a, s, c, d, values, n, payload, ltr_now_ns());
 }
 
 int ltr_event_write_values(ltr_event_desc *d, const ltr_value *values, size_t n,

@@ -114,7 +114,8 @@ ltr_reg_provider *ltr_registry_find_provider(ltr_registry *r, const ltr_guid *g)
 ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, const char *name)
 {
     ltr_reg_provider *free_slot = NULL;
-    for (unsigned i = 0; i < r->nproviders; i++) {
+    /* The array's own size, not the shared count: any producer can write that. */
+    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++) {
         ltr_reg_provider *p = &r->providers[i];
         if (!atomic_load(&p->used)) {
             if (!free_slot)
@@ -138,11 +139,11 @@ ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, cons
 
 void ltr_registry_reap(ltr_registry *r)
 {
-    for (unsigned s = 0; s < r->nsessions; s++) {
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->sessions[s];
         if (!atomic_load(&rs->incarnation) || ltr_pid_alive((pid_t)rs->recorder_pid))
             continue;
-        for (unsigned i = 0; i < r->nproviders; i++)
+        for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
             atomic_fetch_and(&r->providers[i].sessions, ~(1u << s));
         atomic_store(&rs->incarnation, 0);
     }

@@ -40,6 +40,26 @@ uint64_t ltr_cevents_last_ts(const uint8_t *p, size_t len, uint64_t base)
     return base;
 }
 
+size_t ltr_cevents_prefix(const uint8_t *p, size_t len, uint32_t *count)
+{
+    /* Framing only (the size varints): what the records hold is the reader's
+     * to check. Most sizes take one byte; that case goes first. */
+    size_t pos = 0;
+    uint32_t n = 0;
+    while (pos < len) {
+        uint64_t size = p[pos];
+        size_t k = 1;
+        if (size & 0x80)
+            k = ltr_get_uvar(p + pos, len - pos, &size);
+        if (!k || size < 2 || size > LTR_CEVENT_MAX_SIZE || size > len - pos - k)
+            break;
+        pos += k + (size_t)size;
+        n++;
+    }
+    *count = n;
+    return pos;
+}
+
 static ltr_anchor *find(const ltr_anchors *a, uint16_t collector, uint64_t seq)
 {
     for (size_t i = 0; i < a->n; i++)

@@ -30,6 +30,12 @@ size_t ltr_cevent_parse(const uint8_t *p, size_t left, ltr_cevent *out);
  * records whose deltas start from base (base itself if there are none). */
 uint64_t ltr_cevents_last_ts(const uint8_t *p, size_t len, uint64_t base);
 
+/* The prefix of len bytes of compact records that frames (every size varint
+ * good, at least 2, inside len): its length, and its record count in *count.
+ * Counts what a buffer really holds, whatever its commit word says (shared
+ * memory that anyone may have written). */
+size_t ltr_cevents_prefix(const uint8_t *p, size_t len, uint32_t *count);
+
 /* Per buffer (collector, seq) written in pieces: the timestamp of the last
  * event written so far. Lives as long as the buffer is being written. */
 typedef struct ltr_anchor {

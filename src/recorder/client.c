@@ -98,9 +98,9 @@ int ltr_client_sessions(char names[][64], int max, ltr_error *err)
     ltr_registry_lock();
     ltr_registry_reap(reg);
     int n = 0;
-    for (unsigned s = 0; s < reg->nsessions && n < max; s++)
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)
         if (atomic_load(&reg->sessions[s].incarnation))
-            snprintf(names[n++], 64, "%s", reg->sessions[s].name);
+            snprintf(names[n++], 64, "%.*s", LTR_SESSION_NAME_MAX - 1, reg->sessions[s].name);
     ltr_registry_unlock();
     return n;
 }

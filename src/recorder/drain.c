@@ -4,8 +4,16 @@
  * at each flush); in memory mode the ring's queue is the history, which
  * producers overwrite themselves, and a save copies it out. Also the counters
  * and the header and end key/value lists of a trace.
+ *
+ * Everything read from the shared memory is untrusted input: any traced
+ * program can write all of it. Indexes and commit words are checked by the
+ * ring's view, events are counted from the records themselves, counters keep
+ * only plausible increases, metadata is copied out before it is framed, and
+ * every walk is bounded. What is found impossible is skipped and counted as
+ * damage (COUNTERS, "shm_damage"); the rest of the session goes on.
  */
 #include "recorder/internal.h"
+#include "format/compact.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -109,37 +117,86 @@ static pid_loss *loss_for(recorder *r, uint32_t pid)
     return &n[r->nlosses++];
 }
 
+/* ---- counters kept in shared memory ---------------------------------------- */
+
+/* No machine records more than an event a nanosecond: a counter that grew
+ * faster since it was last read (a scribbled word, a wild value) has its
+ * increase ignored, and so has one that went back. The slack is for steps
+ * counted at once: a producer reusing a buffer counts all its events. */
+#define SHM_COUNT_PER_NS 1u
+#define SHM_COUNT_SLACK_BUFFERS 16u
+
+static uint64_t shm_count_read(collector_state *cs, shm_count *k, uint64_t raw, uint64_t now,
+                               uint64_t start_ns)
+{
+    if (!k->at_ns)
+        k->at_ns = start_ns;
+    uint64_t slack = (uint64_t)SHM_COUNT_SLACK_BUFFERS * cs->ring.buffer_size;
+    uint64_t allowed = (now - k->at_ns) * SHM_COUNT_PER_NS + slack;
+    if (raw >= k->raw && raw - k->raw <= allowed)
+        k->total += raw - k->raw;
+    else
+        cs->damage++;
+    k->raw = raw;
+    k->at_ns = now;
+    return k->total;
+}
+
+void rec_sample_counters(recorder *r)
+{
+    uint64_t now = ltr_now_ns();
+    uint32_t nprocs = r->next_proc < r->nprocs ? r->next_proc : r->nprocs;
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        ltr_ring *ring = cs->ring.shared;
+        shm_count_read(cs, &cs->lost, atomic_load(&ring->events_lost), now, r->start_ns);
+        shm_count_read(cs, &cs->overwritten, atomic_load(&ring->events_overwritten), now, r->start_ns);
+        shm_count_read(cs, &cs->bufs_overwritten, atomic_load(&ring->buffers_overwritten), now, r->start_ns);
+        shm_count_read(cs, &cs->unattached, atomic_load(&r->reg->sessions[r->slot].unattached_lost[c]), now,
+                       r->start_ns);
+        for (uint32_t i = 0; i < nprocs; i++)
+            shm_count_read(cs, &r->proc_lost[i * LTR_MAX_COLLECTORS + c],
+                           atomic_load(&r->procs[i].events_lost[c]), now, r->start_ns);
+    }
+}
+
+uint64_t rec_shm_damage(recorder *r, unsigned c)
+{
+    return r->col[c].damage + r->col[c].ring.damage + (c == 0 ? r->meta_damage : 0);
+}
+
 uint64_t rec_events_lost(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    return atomic_load(&cs->ring->events_lost) + cs->events_dropped +
-           atomic_load(&r->reg->sessions[r->slot].unattached_lost[c]);
+    return cs->lost.total + cs->events_dropped + cs->unattached.total;
 }
 
 void rec_counters(recorder *r, ltr_bytes *out)
 {
+    rec_sample_counters(r);
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
         size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_COLLECTOR);
         ltr_bytes_put_u16(out, (uint16_t)c);
         ltr_bytes_put_str(out, r->cfg.collectors[c].name);
-        ltr_bytes_put_u32(out, cs->ring->buffer_size);
-        ltr_bytes_put_u32(out, cs->ring->nbuf);
+        ltr_bytes_put_u32(out, cs->ring.buffer_size);
+        ltr_bytes_put_u32(out, cs->ring.nbuf);
         ltr_bytes_put_u64(out, cs->events_written - cs->events_dropped);
         ltr_bytes_put_u64(out, rec_events_lost(r, c));
         ltr_bytes_put_u64(out, cs->buffers_written);
         ltr_bytes_put_u64(out, cs->buffers_lost);
-        ltr_bytes_put_u64(out, atomic_load(&cs->ring->events_overwritten));
-        ltr_bytes_put_u64(out, atomic_load(&cs->ring->buffers_overwritten));
+        ltr_bytes_put_u64(out, cs->overwritten.total);
+        ltr_bytes_put_u64(out, cs->bufs_overwritten.total);
+        ltr_bytes_put_u64(out, rec_shm_damage(r, c));
         ltr_bytes_record_end(out, rec);
     }
-    ltr_shm_proc *procs = ltr_shm_procs(r->shm);
-    for (uint32_t i = 0; i < r->shm->nprocs; i++) {
-        uint32_t pid = atomic_load(&procs[i].pid);
+    uint32_t nprocs = r->next_proc < r->nprocs ? r->next_proc : r->nprocs;
+    for (uint32_t i = 0; i < nprocs; i++) {
+        uint32_t pid = atomic_load(&r->procs[i].pid);
         if (!pid)
             continue;
         for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-            uint64_t ev = atomic_load(&procs[i].events_lost[c]);
+            uint64_t ev = r->proc_lost[i * LTR_MAX_COLLECTORS + c].total;
             pid_loss *l = NULL;
             for (unsigned k = 0; k < r->nlosses; k++)
                 if (r->losses[k].pid == pid)
@@ -158,88 +215,134 @@ void rec_counters(recorder *r, ltr_bytes *out)
 
 /* ---- metadata -------------------------------------------------------------- */
 
-/* End of the complete records of the metadata region, from `from` on. */
-static uint64_t meta_complete(recorder *r, uint64_t from)
+#define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
+#define META_WAIT_MS 1000
+
+/* The size of a complete record at off of the region, or 0: still being
+ * written, or not a record. */
+static uint32_t meta_record_at(const uint8_t *m, uint64_t off, uint64_t end, uint16_t *kind)
 {
-    uint64_t used = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
-    if (used > r->shm->meta_capacity)
-        used = r->shm->meta_capacity;
-    const uint8_t *m = ltr_shm_meta(r->shm);
-    uint64_t off = from;
-    while (off + LTR_RECORD_HEADER_SIZE <= used) {
-        uint16_t kind = __atomic_load_n((const uint16_t *)(m + off), __ATOMIC_ACQUIRE);
-        uint32_t size = ltr_get_u32(m + off + 4);
-        if (!kind || size < LTR_RECORD_HEADER_SIZE || off + size > used)
-            break; /* still being written */
-        off += size;
-    }
-    return off;
+    *kind = __atomic_load_n((const uint16_t *)(m + off), __ATOMIC_ACQUIRE);
+    uint32_t size = ltr_get_u32(m + off + 4);
+    if (!*kind || size < LTR_RECORD_HEADER_SIZE || size % 8 || size > end - off || size > META_CHUNK_MAX)
+        return 0;
+    return size;
 }
 
-#define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
-
-/* Writes complete records of the metadata region from `from` to `end` in
- * chunks cut at record boundaries; returns how far it got. */
-static uint64_t write_metadata_range(recorder *r, ltr_writer *w, uint64_t from, uint64_t end,
-                                     ltr_error *err)
+/* Copies the complete records from r->meta_pulled on into out, each framed as
+ * it was when its size was read (a writer cannot change the copy after). */
+static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
 {
-    const uint8_t *m = ltr_shm_meta(r->shm);
-    while (from < end) {
-        uint64_t cut = from;
-        while (cut < end) {
-            uint32_t size = ltr_get_u32(m + cut + 4);
-            if (cut > from && cut + size - from > META_CHUNK_MAX)
-                break;
-            cut += size;
-        }
-        if (ltr_writer_metadata(w, m + from, cut - from, err) != 0)
+    uint64_t off = r->meta_pulled;
+    uint16_t kind;
+    uint32_t size;
+    while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r->meta, off, end, &kind))) {
+        uint8_t *dst = ltr_bytes_grow(out, size);
+        if (!dst)
             break;
-        from = cut;
+        memcpy(dst, r->meta + off, size);
+        ltr_put_u16(dst, kind);
+        ltr_put_u16(dst + 2, 0);
+        ltr_put_u32(dst + 4, size);
+        off += size;
     }
-    return from;
+    r->meta_pulled = off;
+}
+
+/* Past a record that never completed: its writer died, or the region was
+ * written over. Goes on at the next place that looks like a record (known
+ * kind, sane size), never beyond end. */
+static void meta_skip_damage(recorder *r, uint64_t end)
+{
+    uint64_t off = r->meta_pulled + 8;
+    for (uint16_t kind; off + LTR_RECORD_HEADER_SIZE <= end; off += 8)
+        if (meta_record_at(r->meta, off, end, &kind) && kind <= LTR_META_FRAME_NODES_V &&
+            ltr_get_u16(r->meta + off + 2) == 0)
+            break;
+    rec_log("skipped %llu bytes of the metadata region: a record there never completed "
+            "(its writer died, or the shared memory was written over)",
+            (unsigned long long)((off < end ? off : end) - r->meta_pulled));
+    r->meta_pulled = off < end ? off : end;
+    r->meta_damage++;
 }
 
 /* Metadata records are appended by many processes at once, each reserving
  * its place first; they complete out of order. An event's layout was reserved
- * before the event was committed, so before writing a block we write every
- * record reserved so far, waiting briefly for those still being written. A
- * producer killed in the middle of an append would hold us up: after a second
- * we go on, and the events that needed its record will not decode. */
-static uint64_t sync_metadata(recorder *r, ltr_writer *w, uint64_t done)
+ * before the event was committed, so before a block is written every record
+ * reserved so far is taken, waiting briefly for those still being written. A
+ * record that stays incomplete for a second (a producer killed in the middle
+ * of an append, or scribbled memory) is skipped, once. */
+static void meta_pull(recorder *r)
 {
-    uint64_t target = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
-    if (target > r->shm->meta_capacity)
-        target = r->shm->meta_capacity;
-    if (target <= done)
-        return done;
-    uint64_t end = meta_complete(r, done);
-    for (int i = 0; i < 1000 && end < target; i++) {
-        usleep(1000);
-        end = meta_complete(r, done);
+    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_new : &r->meta_kept;
+    uint64_t end = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
+    if (end > r->meta_capacity)
+        end = r->meta_capacity;
+    for (int waited = 0; r->meta_pulled + LTR_RECORD_HEADER_SIZE <= end;) {
+        meta_copy(r, end, out);
+        if (r->meta_pulled + LTR_RECORD_HEADER_SIZE > end || out->failed)
+            break;
+        if (waited++ < META_WAIT_MS)
+            usleep(1000);
+        else
+            meta_skip_damage(r, end); /* later ones at once: a second is all we wait */
     }
-    if (end < target)
-        rec_log("a metadata record stayed incomplete for a second (its writer died?)");
-    ltr_error err;
-    uint64_t written = write_metadata_range(r, w, done, end, &err);
-    if (written != end)
-        rec_log("%s", err.msg);
-    return written;
 }
 
+int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_error *err)
+{
+    const uint8_t *m = records->data;
+    while (*done < records->len) {
+        size_t cut = *done;
+        while (cut < records->len) {
+            uint32_t size = ltr_get_u32(m + cut + 4); /* framed by meta_copy */
+            if (cut > *done && cut + size - *done > META_CHUNK_MAX)
+                break;
+            cut += size;
+        }
+        int rc = ltr_writer_metadata(w, m + *done, cut - *done, err);
+        if (rc)
+            return rc;
+        *done = cut;
+    }
+    return 0;
+}
+
+/* File mode: the records new since the last call go to the file. */
 static void write_new_metadata(recorder *r)
 {
-    if (!r->file_full)
-        r->meta_done = sync_metadata(r, r->writer, r->meta_done);
+    meta_pull(r);
+    if (r->file_full || !r->meta_new.len)
+        return;
+    size_t done = 0;
+    ltr_error err;
+    if (rec_write_meta(r->writer, &r->meta_new, &done, &err) != 0)
+        rec_log("%s", err.msg);
+    memmove(r->meta_new.data, r->meta_new.data + done, r->meta_new.len - done);
+    r->meta_new.len -= done;
 }
 
-/* The block header of a buffer as it is now. */
-static ltr_block_info block_of(ltr_ring *ring, unsigned c, uint32_t idx, uint64_t commit, bool partial)
+/* The block header of a buffer as it is now; its events are counted by
+ * records_in. */
+static ltr_block_info block_of(ltr_ring_view *ring, unsigned c, uint32_t idx, bool partial)
 {
-    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
+    ltr_ring_buf *b = ltr_ring_vbuf(ring, idx);
     return (ltr_block_info){.collector = (uint16_t)c,
                             .flags = partial ? LTR_BLOCK_FLAG_SEALED_EARLY : 0,
-                            .pid = b->pid, .tid = b->tid, .seq = atomic_load(&b->seq),
-                            .event_count = LTR_COMMIT_EVENTS(commit)};
+                            .pid = b->pid, .tid = b->tid, .seq = atomic_load(&b->seq)};
+}
+
+/* How many of len bytes of a buffer (from its committed part) to write, and
+ * their events: the well-formed records, whatever the commit word claims. A
+ * difference is damage: the buffer was written over (the reader would report
+ * the records after it, so they are left out). */
+static uint32_t records_in(collector_state *cs, const uint8_t *data, uint32_t len, uint32_t claimed,
+                           uint32_t *events)
+{
+    uint32_t n = (uint32_t)ltr_cevents_prefix(data, len, events);
+    if (n != len || *events != claimed)
+        cs->damage++;
+    return n;
 }
 
 /* ---- file mode --------------------------------------------------------------- */
@@ -262,25 +365,33 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
 {
     collector_state *cs = &r->col[c];
     buf_note *n = &cs->notes[idx];
-    uint64_t commit = ltr_ring_committed(cs->ring, idx);
+    bool bad;
+    uint64_t commit = ltr_ring_committed(&cs->ring, idx, &bad);
     uint32_t bytes = LTR_COMMIT_BYTES(commit), events = LTR_COMMIT_EVENTS(commit);
-    if (bytes <= n->flushed_bytes)
+    if (bytes <= n->flushed_bytes) {
+        if (bytes < n->flushed_bytes && !bad)
+            cs->damage++; /* a commit word never goes back */
         return;
-    ltr_block_info info = block_of(cs->ring, c, idx, commit, partial);
-    info.event_count = events - n->flushed_events;
+    }
+    ltr_block_info info = block_of(&cs->ring, c, idx, partial);
+    const uint8_t *data = ltr_ring_vdata(&cs->ring, idx) + n->flushed_bytes;
+    uint32_t len = records_in(cs, data, bytes - n->flushed_bytes,
+                              events >= n->flushed_events ? events - n->flushed_events : UINT32_MAX,
+                              &info.event_count);
+    n->flushed_bytes = bytes;
+    n->flushed_events = events;
+    if (!len)
+        return;
     cs->events_written += info.event_count;
     ltr_error err;
     write_new_metadata(r); /* the layouts its events use come first */
     if (r->file_full) {
-        rec_on_drop(r, &info, bytes - n->flushed_bytes);
-    } else if (ltr_writer_block(r->writer, &info, ltr_ring_data(cs->ring, idx) + n->flushed_bytes,
-                                bytes - n->flushed_bytes, &err) != 0) {
+        rec_on_drop(r, &info, len);
+    } else if (ltr_writer_block(r->writer, &info, data, len, &err) != 0) {
         rec_log("%s", err.msg);
         if (err.code == EFBIG || err.code == ENOSPC)
             r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
     }
-    n->flushed_bytes = bytes;
-    n->flushed_events = events;
 }
 
 /* A buffer is complete: into the file and free again (file mode), or into the
@@ -292,23 +403,25 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
         write_tail(r, c, idx, false);
         cs->buffers_written++;
         cs->notes[idx] = (buf_note){0, 0};
-        ltr_ring_release(cs->ring, idx);
+        ltr_ring_release(&cs->ring, idx);
         return;
     }
-    ltr_ring_publish(cs->ring, idx);
+    ltr_ring_hand_in(&cs->ring, idx);
 }
 
 static void take_queued(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    for (;;) {
-        uint32_t idx = ltr_ring_take(cs->ring);
+    /* Each buffer comes through the queue once per round at most: more means
+     * someone keeps filling it. The rest waits for the next round. */
+    for (uint32_t n = 0; n < cs->ring.nbuf; n++) {
+        uint32_t idx = ltr_ring_take(&cs->ring);
         if (idx != LTR_RING_NONE) {
             cs->queue_stall_ns = 0;
             finish_buffer(r, c, idx);
             continue;
         }
-        if (!ltr_ring_queued(cs->ring))
+        if (!ltr_ring_queued(&cs->ring))
             return;
         /* A producer claimed the slot but has not filled it. If that lasts, it
          * died in between: skip the slot rather than stall the session. */
@@ -318,7 +431,7 @@ static void take_queued(recorder *r, unsigned c)
         if (now - cs->queue_stall_ns < 2000000000u)
             return;
         rec_log("skipping a queue slot whose producer never filled it");
-        ltr_ring_skip_slot(cs->ring);
+        ltr_ring_skip_slot(&cs->ring);
         cs->queue_stall_ns = 0;
     }
 }
@@ -328,9 +441,9 @@ static void for_active(recorder *r, bool all_owners, uint32_t owner,
                        void (*fn)(recorder *, unsigned, uint32_t))
 {
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        ltr_ring *ring = r->col[c].ring;
+        ltr_ring_view *ring = &r->col[c].ring;
         for (uint32_t i = 0; i < ring->nbuf; i++) {
-            ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
+            ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
             if (atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_ACTIVE &&
                 (all_owners || b->owner == owner))
                 fn(r, c, i);
@@ -343,21 +456,62 @@ static void flush_partial(recorder *r, unsigned c, uint32_t idx)
     write_tail(r, c, idx, true);
 }
 
-void rec_drain(recorder *r, bool flush_active)
+/* File mode, at each flush: the counters so far, so that a recorder killed
+ * later leaves a trace that still says what was lost up to here. Skipped when
+ * they did not change, and once the file is full (its limit holds). */
+static void write_counters(recorder *r)
+{
+    ltr_bytes now = {0};
+    rec_counters(r, &now);
+    ltr_error err;
+    if (!now.failed && !r->file_full &&
+        (now.len != r->last_counters.len || memcmp(now.data, r->last_counters.data, now.len) != 0)) {
+        if (ltr_writer_counters(r->writer, now.data, now.len, &err) != 0) {
+            rec_log("%s", err.msg);
+        } else {
+            ltr_bytes_free(&r->last_counters);
+            r->last_counters = now;
+            return;
+        }
+    }
+    ltr_bytes_free(&now);
+}
+
+/* Says once per collector that its shared memory was written over. */
+static void log_damage(recorder *r)
 {
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        atomic_store(&r->col[c].ring->wake_pending, 0);
-        if (r->cfg.mode == LTR_MODE_FILE)
-            write_new_metadata(r); /* before the blocks that use it */
-        if (r->cfg.mode == LTR_MODE_FILE)
-            take_queued(r, c);
+        if (r->col[c].damage_logged || !rec_shm_damage(r, c))
+            continue;
+        rec_log("collector %s: the session's shared memory was written over (by a traced program?); "
+                "what cannot be is skipped and counted (shm_damage in the trace's counters)",
+                r->cfg.collectors[c].name);
+        r->col[c].damage_logged = true;
     }
-    if (r->cfg.mode == LTR_MODE_FILE && flush_active) {
+}
+
+void rec_drain(recorder *r, bool flush_active)
+{
+    rec_sample_counters(r);
+    log_damage(r);
+    if (r->cfg.mode != LTR_MODE_FILE) {
+        meta_pull(r); /* kept before producers or anyone else can write over it */
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+            atomic_store(&r->col[c].ring.shared->wake_pending, 0);
+        return;
+    }
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        atomic_store(&r->col[c].ring.shared->wake_pending, 0);
+        write_new_metadata(r); /* before the blocks that use it */
+        take_queued(r, c);
+    }
+    if (flush_active) {
         write_new_metadata(r);
         for_active(r, true, 0, flush_partial);
         ltr_error err;
         if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
             rec_log("%s", err.msg);
+        write_counters(r);
     }
 }
 
@@ -375,19 +529,37 @@ void rec_harvest_owner(recorder *r, uint32_t owner)
 typedef struct save_ctx {
     recorder *r;
     ltr_writer *w;
-    uint64_t meta_done;
+    size_t meta_done; /* of r->meta_kept */
     uint64_t events[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS];
 } save_ctx;
 
-static int save_block(save_ctx *sc, const ltr_block_info *info, const uint8_t *data, uint64_t commit,
-                      ltr_error *err)
+/* The metadata kept so far, up to what was reserved before the block to come. */
+static int save_metadata(save_ctx *sc, ltr_error *err)
 {
-    if (!LTR_COMMIT_BYTES(commit))
+    meta_pull(sc->r);
+    return rec_write_meta(sc->w, &sc->r->meta_kept, &sc->meta_done, err);
+}
+
+/* Writes the committed part of a buffer (data: a copy, or the buffer itself
+ * when its committed part cannot change). */
+static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *info, const uint8_t *data,
+                      uint64_t commit, ltr_error *err)
+{
+    collector_state *cs = &sc->r->col[c];
+    /* A buffer comes once: twice (a queue entry or a state written over) is damage. */
+    if (cs->saved_seq[idx] == info->seq + 1) {
+        cs->damage++;
         return 0;
-    sc->meta_done = sync_metadata(sc->r, sc->w, sc->meta_done);
-    sc->events[info->collector] += info->event_count;
-    sc->buffers[info->collector]++;
-    return ltr_writer_block(sc->w, info, data, LTR_COMMIT_BYTES(commit), err);
+    }
+    cs->saved_seq[idx] = info->seq + 1;
+    uint32_t len = records_in(cs, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
+                              &info->event_count);
+    if (!len)
+        return 0;
+    int rc = save_metadata(sc, err);
+    sc->events[c] += info->event_count;
+    sc->buffers[c]++;
+    return rc ? rc : ltr_writer_block(sc->w, info, data, len, err);
 }
 
 /* The history, oldest first. Producers may take its oldest buffers for reuse
@@ -395,17 +567,18 @@ static int save_block(save_ctx *sc, const ltr_block_info *info, const uint8_t *d
 static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
 {
     collector_state *cs = &sc->r->col[c];
-    uint64_t tail = ltr_ring_tail(cs->ring);
-    for (uint64_t pos = ltr_ring_head(cs->ring); pos < tail; pos++) {
-        uint32_t idx = ltr_ring_at(cs->ring, pos);
+    uint64_t tail = ltr_ring_tail(&cs->ring);
+    for (uint64_t pos = ltr_ring_history_start(&cs->ring, tail); pos < tail; pos++) {
+        uint32_t idx = ltr_ring_at(&cs->ring, pos);
         if (idx == LTR_RING_NONE)
             continue;
-        uint64_t commit = ltr_ring_committed(cs->ring, idx);
-        ltr_block_info info = block_of(cs->ring, c, idx, commit, false);
-        memcpy(cs->copy, ltr_ring_data(cs->ring, idx), LTR_COMMIT_BYTES(commit));
-        if (!ltr_ring_still_at(cs->ring, pos))
+        bool bad;
+        uint64_t commit = ltr_ring_committed(&cs->ring, idx, &bad);
+        ltr_block_info info = block_of(&cs->ring, c, idx, false);
+        memcpy(cs->copy, ltr_ring_vdata(&cs->ring, idx), LTR_COMMIT_BYTES(commit));
+        if (!ltr_ring_still_at(&cs->ring, pos))
             continue; /* overwritten while we copied: counted as overwritten */
-        int rc = save_block(sc, &info, cs->copy, commit, err);
+        int rc = save_block(sc, c, idx, &info, cs->copy, commit, err);
         if (rc)
             return rc;
     }
@@ -415,14 +588,14 @@ static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
 /* Buffers being filled: their committed part never changes under us. */
 static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
 {
-    ltr_ring *ring = sc->r->col[c].ring;
+    ltr_ring_view *ring = &sc->r->col[c].ring;
     for (uint32_t i = 0; i < ring->nbuf; i++) {
-        ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
-        if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_ACTIVE)
+        if (atomic_load_explicit(&ltr_ring_vbuf(ring, i)->state, memory_order_acquire) != LTR_BUF_ACTIVE)
             continue;
-        uint64_t commit = ltr_ring_committed(ring, i);
-        ltr_block_info info = block_of(ring, c, i, commit, true);
-        int rc = save_block(sc, &info, ltr_ring_data(ring, i), commit, err);
+        bool bad;
+        uint64_t commit = ltr_ring_committed(ring, i, &bad);
+        ltr_block_info info = block_of(ring, c, i, true);
+        int rc = save_block(sc, c, i, &info, ltr_ring_vdata(ring, i), commit, err);
         if (rc)
             return rc;
     }
@@ -432,6 +605,8 @@ static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
 static int save_blocks(save_ctx *sc, ltr_error *err)
 {
     for (unsigned c = 0; c < sc->r->cfg.ncollectors; c++) {
+        collector_state *cs = &sc->r->col[c];
+        memset(cs->saved_seq, 0, sizeof *cs->saved_seq * cs->ring.nbuf);
         int rc = save_history(sc, c, err);
         if (!rc)
             rc = save_active(sc, c, err);
@@ -447,8 +622,11 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     save_ctx sc = {.r = r, .w = w};
-    sc.meta_done = rc ? 0 : sync_metadata(r, w, 0); /* all of it, even with no event */
+    if (!rc)
+        rc = save_metadata(&sc, err); /* all of it, even with no event */
     uint64_t saved_written[LTR_MAX_COLLECTORS], saved_buffers[LTR_MAX_COLLECTORS];
+    if (!rc)
+        rc = rec_markers_save(r, w, &sc.events[0], err);
     if (!rc)
         rc = save_blocks(&sc, err);
     if (!rc)
@@ -538,11 +716,20 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
 uint64_t rec_events_recorded(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    uint64_t n = cs->events_written + atomic_load(&cs->ring->events_overwritten);
-    for (uint32_t i = 0; i < cs->ring->nbuf; i++) {
-        ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, i);
-        if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_FREE)
-            n += LTR_COMMIT_EVENTS(ltr_ring_committed(cs->ring, i)) - cs->notes[i].flushed_events;
+    rec_sample_counters(r);
+    uint64_t n = cs->events_written + cs->overwritten.total;
+    if (c == 0 && r->cfg.mode == LTR_MODE_MEMORY)
+        n += r->nmarkers; /* kept by the recorder, out of the ring */
+    for (uint32_t i = 0; i < cs->ring.nbuf; i++) {
+        if (atomic_load_explicit(&ltr_ring_vbuf(&cs->ring, i)->state, memory_order_acquire) == LTR_BUF_FREE)
+            continue;
+        /* a rough figure for status: the commit words' claim, within what the buffer can hold */
+        bool bad;
+        uint64_t commit = ltr_ring_committed(&cs->ring, i, &bad);
+        uint32_t events = LTR_COMMIT_EVENTS(commit), most = LTR_COMMIT_BYTES(commit) / LTR_CEVENT_MIN_SIZE;
+        events = events < most ? events : most;
+        if (events > cs->notes[i].flushed_events)
+            n += events - cs->notes[i].flushed_events;
     }
     return n;
 }

@@ -18,14 +18,26 @@ typedef struct buf_note {
     uint32_t flushed_bytes, flushed_events; /* already written (file mode) */
 } buf_note;
 
+/* A counter producers keep in shared memory, as the recorder trusts it: the
+ * last value read, and the total of the increases that were plausible. */
+typedef struct shm_count {
+    uint64_t raw, total, at_ns;
+} shm_count;
+
 typedef struct collector_state {
-    ltr_ring *ring;
+    ltr_ring_view ring;
     buf_note *notes;
     uint8_t *copy;           /* memory mode: a buffer copied out for a save */
+    uint64_t *saved_seq;     /* memory mode, per buffer: 1 + the seq a save wrote, 0 if none */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     /* counters of the recorder's side (producers count events_lost in the ring) */
     uint64_t events_written, buffers_written; /* in the current output */
     uint64_t events_dropped, buffers_lost;    /* could not be written (disk, size limit) */
+    /* what producers count in shared memory: events lost, overwritten, buffers
+     * overwritten, and lost by processes that could not attach (registry) */
+    shm_count lost, overwritten, bufs_overwritten, unattached;
+    uint64_t damage; /* buffers and counters found impossible (the ring's own: ring.damage) */
+    bool damage_logged;
 } collector_state;
 
 typedef struct producer_conn {
@@ -40,6 +52,12 @@ typedef struct pid_loss {
     uint64_t buffers_lost[LTR_MAX_COLLECTORS], events_lost[LTR_MAX_COLLECTORS];
 } pid_loss;
 
+/* A marker the recorder keeps itself (memory mode: written into every save). */
+typedef struct kept_marker {
+    uint64_t ts;
+    char *text;
+} kept_marker;
+
 typedef struct recorder {
     ltr_session_config cfg;
     ltr_registry *reg;
@@ -47,6 +65,23 @@ typedef struct recorder {
     uint64_t incarnation;
     ltr_shm *shm;
     size_t shm_size;
+    /* Where the parts of the shared memory are, as the recorder laid them out:
+     * never read back from the shared header, which producers can write. */
+    uint8_t *meta;
+    uint64_t meta_capacity;
+    ltr_shm_proc *procs;
+    uint32_t nprocs;
+    shm_count *proc_lost; /* nprocs x LTR_MAX_COLLECTORS */
+    /* The metadata region read so far, copied out before use: meta_pulled
+     * bytes of it; meta_new holds what the file has yet to get (file mode),
+     * meta_kept all of it (memory mode: what a save writes). */
+    uint64_t meta_pulled, meta_damage;
+    ltr_bytes meta_new, meta_kept;
+    ltr_bytes last_counters; /* file mode: the COUNTERS last written */
+    uint32_t marker_layout;
+    bool marker_meta_written; /* file mode */
+    kept_marker *markers;
+    unsigned nmarkers;
     int memfd, wakefd, listen_fd, signal_fd;
     int run_dirfd;         /* the runtime directory, as opened and checked */
     char run_dir[4096];
@@ -57,7 +92,6 @@ typedef struct recorder {
     int controller_fd; /* `ltr record`'s pipe: hung up when it is gone; else -1 */
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
-    uint64_t meta_done; /* bytes of the metadata region already written (file mode) */
     ltr_writer *writer; /* file mode */
     bool file_full;     /* file mode: size limit or disk full was reached */
     producer_conn *conns;
@@ -93,6 +127,19 @@ uint64_t rec_events_lost(recorder *r, unsigned c);
 /* Events producers have committed to collector c so far (for status). */
 uint64_t rec_events_recorded(recorder *r, unsigned c);
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);
+/* Reads the counters producers keep in shared memory, keeping plausible increases. */
+void rec_sample_counters(recorder *r);
+/* Shared-memory damage found in collector c (collector 0 also has the metadata's). */
+uint64_t rec_shm_damage(recorder *r, unsigned c);
+/* Writes the metadata records gathered so far (in chunks); returns 0 or -errno. */
+int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_error *err);
+
+/* markers.c: markers are kept by the recorder, out of the reach of producers. */
+#define REC_MARKERS_MAX 4096
+int rec_marker(recorder *r, const char *text, ltr_error *err);
+/* Memory-mode save: every kept marker; adds them to *events. */
+int rec_markers_save(recorder *r, ltr_writer *w, uint64_t *events, ltr_error *err);
+void rec_markers_free(recorder *r);
 
 /* loop.c */
 /* Logs a problem: the log is then kept (else removed at a clean end). */

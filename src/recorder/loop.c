@@ -4,7 +4,6 @@
  * gone), the wake-up eventfd and signals; and the control requests.
  */
 #include "recorder/internal.h"
-#include "event/event.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -191,13 +190,15 @@ static void handle_status(recorder *r, int fd)
 #define COL(field, value) (snprintf(key, sizeof key, "collector.%u." field, c), put_u64(&kv, key, (value)))
         snprintf(key, sizeof key, "collector.%u.name", c);
         ltr_bytes_put_kv(&kv, key, r->cfg.collectors[c].name);
-        COL("buffer_size", cs->ring->buffer_size);
-        COL("buffers", cs->ring->nbuf);
-        COL("buffers_free", atomic_load(&cs->ring->free_count));
+        uint32_t nfree = atomic_load(&cs->ring.shared->free_count);
+        COL("buffer_size", cs->ring.buffer_size);
+        COL("buffers", cs->ring.nbuf);
+        COL("buffers_free", nfree < cs->ring.nbuf ? nfree : cs->ring.nbuf);
         COL("events_recorded", rec_events_recorded(r, c));
         COL("events_lost", rec_events_lost(r, c));
-        COL("events_overwritten", atomic_load(&cs->ring->events_overwritten));
+        COL("events_overwritten", cs->overwritten.total);
         COL("buffers_lost", cs->buffers_lost);
+        COL("shm_damage", rec_shm_damage(r, c));
 #undef COL
     }
     reply(fd, &kv, NULL, 0);
@@ -302,14 +303,8 @@ static void handle_cancel(recorder *r, int fd)
 
 static void handle_marker(recorder *r, int fd, const char *text)
 {
-    const ltr_value v[] = {LTR_STR(text)};
-    int rc = ltr_event_write_to(r->slot, 0, &ltr_marker_event, v, 1);
-    if (rc == 0)
-        ltr_flush_thread(); /* so that it is in the next flush or save */
     ltr_error err;
-    if (rc)
-        ltr_fail(&err, -rc, "the marker could not be written (%s)", strerror(-rc));
-    if (rc)
+    if (rec_marker(r, text, &err) != 0)
         reply_error(fd, &err);
     else
         reply_ok(fd);

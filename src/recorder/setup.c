@@ -4,8 +4,6 @@
  * (file mode) the trace file with its header.
  */
 #include "recorder/internal.h"
-#include "event/event.h"
-#include "event/producer.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -58,15 +56,23 @@ static int create_shm(recorder *r, ltr_error *err)
     shm->ncollectors = cfg->ncollectors;
     shm->start_ns = r->start_ns;
     for (unsigned c = 0; c < cfg->ncollectors; c++) {
+        uint32_t size = cfg->collectors[c].buffer_kb * 1024u, n = cfg->collectors[c].buffers;
         snprintf(shm->collectors[c].name, sizeof shm->collectors[c].name, "%s", cfg->collectors[c].name);
         shm->collectors[c].ring_offset = ring_off[c];
-        ltr_ring_init((uint8_t *)mem + ring_off[c], cfg->collectors[c].buffer_kb * 1024u,
-                      cfg->collectors[c].buffers, cfg->mode == LTR_MODE_MEMORY ? LTR_RING_OVERWRITE : 0);
+        ltr_ring_init((uint8_t *)mem + ring_off[c], size, n, cfg->mode == LTR_MODE_MEMORY ? LTR_RING_OVERWRITE : 0);
+        ltr_ring_view_init(&r->col[c].ring, (uint8_t *)mem + ring_off[c], size, n);
     }
     shm->meta_offset = meta_off;
     shm->meta_capacity = LTR_SHM_META_CAPACITY;
     shm->procs_offset = procs_off;
     shm->nprocs = LTR_SHM_PROCS;
+    /* Ours to know, not the shared header's: producers can write that. */
+    r->meta = (uint8_t *)mem + meta_off;
+    r->meta_capacity = LTR_SHM_META_CAPACITY;
+    r->procs = (ltr_shm_proc *)((uint8_t *)mem + procs_off);
+    r->nprocs = LTR_SHM_PROCS;
+    /* Reserved before any producer exists: no layout of theirs can take it. */
+    r->marker_layout = atomic_fetch_add(&shm->next_layout_id, 1) + 1;
     atomic_store(&shm->state, LTR_SESSION_RUNNING);
     r->shm = shm;
     r->shm_size = off;
@@ -78,12 +84,15 @@ static int alloc_notes(recorder *r, ltr_error *err)
 {
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
-        cs->ring = ltr_shm_ring(r->shm, c);
-        cs->notes = calloc(cs->ring->nbuf, sizeof *cs->notes);
-        cs->copy = malloc(cs->ring->buffer_size);
-        if (!cs->notes || !cs->copy)
+        cs->notes = calloc(cs->ring.nbuf, sizeof *cs->notes);
+        cs->copy = malloc(cs->ring.buffer_size);
+        cs->saved_seq = calloc(cs->ring.nbuf, sizeof *cs->saved_seq);
+        if (!cs->notes || !cs->copy || !cs->saved_seq)
             return ltr_fail(err, ENOMEM, "out of memory");
     }
+    r->proc_lost = calloc((size_t)r->nprocs * LTR_MAX_COLLECTORS, sizeof *r->proc_lost);
+    if (!r->proc_lost)
+        return ltr_fail(err, ENOMEM, "out of memory");
     return 0;
 }
 
@@ -161,7 +170,7 @@ static int open_output(recorder *r, ltr_error *err)
 static int claim_slot(recorder *r, ltr_error *err)
 {
     int free_slot = -1;
-    for (unsigned s = 0; s < r->reg->nsessions; s++) {
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->reg->sessions[s];
         if (!atomic_load(&rs->incarnation)) {
             if (free_slot < 0)
@@ -255,7 +264,6 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store(&rs->unanswered, 0);
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
-        ltr_producer_attach_local(r->slot, r->shm, r->shm_size, 0, r->wakefd);
         uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
         rec_add_process(r, getpid(), &own_slot);
     }
@@ -269,7 +277,7 @@ void rec_unpublish(recorder *r)
         return;
     atomic_store(&r->shm->state, LTR_SESSION_STOPPING);
     ltr_registry_lock();
-    for (unsigned i = 0; i < r->reg->nproviders; i++)
+    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
         atomic_fetch_and(&r->reg->providers[i].sessions, ~(1u << r->slot));
     if (atomic_load(&r->reg->sessions[r->slot].incarnation) == r->incarnation)
         atomic_store(&r->reg->sessions[r->slot].incarnation, 0);
@@ -283,14 +291,19 @@ void rec_teardown(recorder *r)
         remove_socket(r);
     }
     rec_record_close(r);
-    ltr_producer_detach_local(r->slot);
     for (unsigned i = 0; i < r->nconns; i++)
         close(r->conns[i].fd);
     free(r->conns);
     free(r->losses);
+    free(r->proc_lost);
+    ltr_bytes_free(&r->meta_new);
+    ltr_bytes_free(&r->meta_kept);
+    ltr_bytes_free(&r->last_counters);
+    rec_markers_free(r);
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
         free(r->col[c].notes);
         free(r->col[c].copy);
+        free(r->col[c].saved_seq);
     }
     if (r->writer)
         ltr_writer_close(r->writer);
@@ -338,10 +351,11 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
         ltr_bytes_put_str(&b, a);
     ltr_bytes_record_end(&b, rec);
     if (!b.failed)
-        ltr_shm_meta_append(r->shm, b.data, (uint32_t)b.len);
+        ltr_shm_meta_append_to(r->meta, r->meta_capacity, &r->shm->meta_used, &r->shm->meta_lost, b.data,
+                               (uint32_t)b.len);
     ltr_bytes_free(&b);
-    uint32_t slot = r->next_proc < r->shm->nprocs ? r->next_proc++ : r->shm->nprocs - 1;
-    atomic_store(&ltr_shm_procs(r->shm)[slot].pid, (uint32_t)pid);
+    uint32_t slot = r->next_proc < r->nprocs ? r->next_proc++ : r->nprocs - 1;
+    atomic_store(&r->procs[slot].pid, (uint32_t)pid);
     *proc_slot = slot;
     return 0;
 }

@@ -146,39 +146,123 @@ bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
     return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
 }
 
-uint32_t ltr_ring_take(ltr_ring *r)
+/* ---- the consumer's side: nothing in shared memory taken on trust ---- */
+
+/* Compare-and-swap loops of the consumer give up after this many failures:
+ * honest producers make a few at most; only a scribbler makes more. */
+#define CONSUMER_CAS_TRIES 1000
+
+void ltr_ring_view_init(ltr_ring_view *v, void *mem, uint32_t buffer_size, uint32_t nbuf)
 {
-    return pop_oldest(r);
+    size_t bufs = align_up(sizeof(ltr_ring), 64);
+    size_t queue = align_up(bufs + sizeof(ltr_ring_buf) * nbuf, 64);
+    size_t data = align_up(queue + sizeof(uint32_t) * nbuf, 4096);
+    *v = (ltr_ring_view){.shared = mem, .bufs = (ltr_ring_buf *)((uint8_t *)mem + bufs),
+                         .slots = (_Atomic uint32_t *)((uint8_t *)mem + queue),
+                         .data = (uint8_t *)mem + data, .buffer_size = buffer_size, .nbuf = nbuf};
 }
 
-uint32_t ltr_ring_at(ltr_ring *r, uint64_t pos)
+/* The index in a queue slot value, or LTR_RING_NONE when it cannot be one. */
+static uint32_t slot_index(ltr_ring_view *v, uint32_t slot)
 {
-    if (pos < ltr_ring_head(r))
+    if (slot - 1 < v->nbuf)
+        return slot - 1;
+    v->damage++;
+    return LTR_RING_NONE;
+}
+
+uint32_t ltr_ring_take(ltr_ring_view *v)
+{
+    ltr_ring *r = v->shared;
+    uint64_t h = atomic_load_explicit(&r->queue_head, memory_order_acquire);
+    for (uint32_t tries = 0; tries <= v->nbuf + CONSUMER_CAS_TRIES; tries++) {
+        _Atomic uint32_t *slot = &v->slots[h % v->nbuf];
+        uint32_t s = atomic_load_explicit(slot, memory_order_acquire);
+        if (s == 0)
+            return LTR_RING_NONE; /* empty, or its producer is between two stores */
+        if (!atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        atomic_store_explicit(slot, 0, memory_order_relaxed);
+        uint32_t idx = slot_index(v, s);
+        if (idx == LTR_RING_NONE)
+            ; /* counted: go on with the next entry */
+        else if (atomic_load_explicit(&v->bufs[idx].state, memory_order_acquire) == LTR_BUF_FULL)
+            return idx;
+        else
+            v->damage++; /* not a published buffer: a producer may still own it */
+        h++;
+    }
+    return LTR_RING_NONE;
+}
+
+bool ltr_ring_release(ltr_ring_view *v, uint32_t idx)
+{
+    ltr_ring *r = v->shared;
+    ltr_ring_buf *b = &v->bufs[idx];
+    atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
+    for (int i = 0; i < CONSUMER_CAS_TRIES; i++) {
+        atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
+        uint64_t next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
+        if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, next, memory_order_release,
+                                                  memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
+            return true;
+        }
+    }
+    v->damage++;
+    return false;
+}
+
+void ltr_ring_hand_in(ltr_ring_view *v, uint32_t idx)
+{
+    ltr_ring *r = v->shared;
+    atomic_store_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_release);
+    uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
+    atomic_store_explicit(&v->slots[pos % v->nbuf], idx + 1, memory_order_release);
+}
+
+uint64_t ltr_ring_committed(ltr_ring_view *v, uint32_t idx, bool *bad)
+{
+    uint64_t c = atomic_load_explicit(&v->bufs[idx].commit, memory_order_acquire);
+    *bad = LTR_COMMIT_BYTES(c) > v->buffer_size;
+    if (!*bad)
+        return c;
+    v->damage++;
+    return LTR_COMMIT(0, 0);
+}
+
+uint64_t ltr_ring_queued(ltr_ring_view *v)
+{
+    return ltr_ring_tail(v) - ltr_ring_head(v);
+}
+
+void ltr_ring_skip_slot(ltr_ring_view *v)
+{
+    atomic_fetch_add_explicit(&v->shared->queue_head, 1, memory_order_acq_rel);
+}
+
+uint64_t ltr_ring_history_start(ltr_ring_view *v, uint64_t tail)
+{
+    uint64_t head = ltr_ring_head(v);
+    if (tail - head <= v->nbuf)
+        return head;
+    v->damage++;
+    return tail - v->nbuf;
+}
+
+uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos)
+{
+    if (pos < ltr_ring_head(v))
         return LTR_RING_NONE;
-    uint32_t v = atomic_load_explicit(&queue_slots(r)[pos % r->nbuf], memory_order_acquire);
-    return v ? v - 1 : LTR_RING_NONE;
+    uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
+    return s ? slot_index(v, s) : LTR_RING_NONE;
 }
 
-bool ltr_ring_still_at(ltr_ring *r, uint64_t pos)
+bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos)
 {
     atomic_thread_fence(memory_order_acquire);
-    return ltr_ring_head(r) <= pos;
-}
-
-void ltr_ring_release(ltr_ring *r, uint32_t idx)
-{
-    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
-    atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed);
-    push_free(r, idx);
-}
-
-uint64_t ltr_ring_queued(ltr_ring *r)
-{
-    return ltr_ring_tail(r) - ltr_ring_head(r);
-}
-
-void ltr_ring_skip_slot(ltr_ring *r)
-{
-    atomic_fetch_add_explicit(&r->queue_head, 1, memory_order_acq_rel);
+    return ltr_ring_head(v) <= pos;
 }
 _Static_assert(sizeof(ltr_ring_buf) == 64, "one cache line per buffer header");

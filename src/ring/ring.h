@@ -94,33 +94,66 @@ static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, ui
  * Returns true when the consumer should be woken (few free buffers left). */
 bool ltr_ring_publish(ltr_ring *r, uint32_t idx);
 
-/* Consumer: next published buffer, or LTR_RING_NONE. */
-uint32_t ltr_ring_take(ltr_ring *r);
-/* Consumer: returns a buffer to the free stack. */
-void ltr_ring_release(ltr_ring *r, uint32_t idx);
-/* Consumer: the commit word of a buffer (acquire). */
-static inline uint64_t ltr_ring_committed(ltr_ring *r, uint32_t idx)
+/* The consumer's view of a ring. Every producer can write the whole shared
+ * memory (a buggy or hostile traced program too), so the consumer never takes
+ * an offset, a size or an index from it on trust: the geometry comes from what
+ * the consumer created, each index read from the queue is checked, and every
+ * walk is bounded. What it finds impossible is skipped and counted in damage. */
+typedef struct ltr_ring_view {
+    ltr_ring *shared;
+    ltr_ring_buf *bufs;
+    _Atomic uint32_t *slots;
+    uint8_t *data;
+    uint32_t buffer_size, nbuf;
+    uint64_t damage; /* queue entries and buffer states found impossible */
+} ltr_ring_view;
+
+/* The view of the ring at mem, laid out by ltr_ring_init with these sizes. */
+void ltr_ring_view_init(ltr_ring_view *v, void *mem, uint32_t buffer_size, uint32_t nbuf);
+/* idx must be below v->nbuf. */
+static inline ltr_ring_buf *ltr_ring_vbuf(const ltr_ring_view *v, uint32_t idx)
 {
-    return atomic_load_explicit(&ltr_ring_buf_at(r, idx)->commit, memory_order_acquire);
+    return v->bufs + idx;
 }
+static inline uint8_t *ltr_ring_vdata(const ltr_ring_view *v, uint32_t idx)
+{
+    return v->data + (size_t)idx * v->buffer_size;
+}
+
+/* Consumer: next published buffer (a valid index whose state is FULL), or
+ * LTR_RING_NONE. Entries that are neither are dropped from the queue and
+ * counted as damage; at most nbuf of them per call. */
+uint32_t ltr_ring_take(ltr_ring_view *v);
+/* Consumer: returns a buffer to the free stack. False (counted as damage, the
+ * buffer left out) if the stack kept changing under it: someone scribbles. */
+bool ltr_ring_release(ltr_ring_view *v, uint32_t idx);
+/* Consumer: hands a buffer to the history (memory mode: a dead producer's). */
+void ltr_ring_hand_in(ltr_ring_view *v, uint32_t idx);
+/* Consumer: the commit word of a buffer (acquire), bytes cut to the buffer
+ * size; *bad set (and damage counted) when its bytes were past it. */
+uint64_t ltr_ring_committed(ltr_ring_view *v, uint32_t idx, bool *bad);
 /* Consumer: buffers in the queue that are not visible yet (a producer between
  * reserving a queue slot and filling it). Used to skip a slot whose producer died. */
-uint64_t ltr_ring_queued(ltr_ring *r);
-void ltr_ring_skip_slot(ltr_ring *r);
+uint64_t ltr_ring_queued(ltr_ring_view *v);
+void ltr_ring_skip_slot(ltr_ring_view *v);
 
 /* Reading the history of an overwrite ring: positions [head, tail). */
-static inline uint64_t ltr_ring_head(ltr_ring *r)
+static inline uint64_t ltr_ring_head(const ltr_ring_view *v)
 {
-    return atomic_load_explicit(&r->queue_head, memory_order_acquire);
+    return atomic_load_explicit(&v->shared->queue_head, memory_order_acquire);
 }
-static inline uint64_t ltr_ring_tail(ltr_ring *r)
+static inline uint64_t ltr_ring_tail(const ltr_ring_view *v)
 {
-    return atomic_load_explicit(&r->queue_tail, memory_order_acquire);
+    return atomic_load_explicit(&v->shared->queue_tail, memory_order_acquire);
 }
-/* The buffer at a queue position, or LTR_RING_NONE (being published, or taken). */
-uint32_t ltr_ring_at(ltr_ring *r, uint64_t pos);
+/* The first position of the history worth reading: head, or tail - nbuf when
+ * the two are further apart than a ring can hold (damage). */
+uint64_t ltr_ring_history_start(ltr_ring_view *v, uint64_t tail);
+/* The buffer at a queue position, or LTR_RING_NONE (being published, taken,
+ * or an impossible entry). */
+uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos);
 /* True if the buffer at pos was not taken for reuse since ltr_ring_at: call
  * after copying it, to know the copy is whole. */
-bool ltr_ring_still_at(ltr_ring *r, uint64_t pos);
+bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * tests/core/test_ring.c — the lock-free buffer pool on its own: every buffer
  * is handed out once at a time, published buffers reach the consumer intact
- * and in each producer's order, and a pool with no free buffer says so.
+ * and in each producer's order, and a pool with no free buffer says so. The
+ * consumer's view takes nothing in the shared memory on trust.
  */
 #include "ring/ring.h"
 
@@ -27,9 +28,26 @@ static ltr_ring *make_ring(uint32_t size, uint32_t nbuf)
     return make_ring_flags(size, nbuf, 0);
 }
 
+/* The consumer's view of r, made as the recorder makes it: from the sizes. */
+static ltr_ring_view view_of(ltr_ring *r, uint32_t size, uint32_t nbuf)
+{
+    ltr_ring_view v;
+    ltr_ring_view_init(&v, r, size, nbuf);
+    return v;
+}
+
+static uint64_t committed(ltr_ring_view *v, uint32_t idx)
+{
+    bool bad;
+    uint64_t c = ltr_ring_committed(v, idx, &bad);
+    assert_false(bad);
+    return c;
+}
+
 static void test_acquire_until_empty(void **state)
 {
     ltr_ring *r = make_ring(4096, 4);
+    ltr_ring_view v = view_of(r, 4096, 4);
     uint32_t seen[4];
     for (int i = 0; i < 4; i++) {
         seen[i] = ltr_ring_acquire(r, 1, 1, 1);
@@ -38,15 +56,45 @@ static void test_acquire_until_empty(void **state)
             assert_int_not_equal(seen[i], seen[j]);
     }
     assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
-    assert_int_equal(ltr_ring_take(r), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
     ltr_ring_commit(r, seen[2], 100, 3);
     ltr_ring_publish(r, seen[2]);
-    uint32_t got = ltr_ring_take(r);
+    uint32_t got = ltr_ring_take(&v);
     assert_int_equal(got, seen[2]);
-    assert_int_equal(LTR_COMMIT_BYTES(ltr_ring_committed(r, got)), 100);
-    assert_int_equal(LTR_COMMIT_EVENTS(ltr_ring_committed(r, got)), 3);
-    ltr_ring_release(r, got);
+    assert_int_equal(LTR_COMMIT_BYTES(committed(&v, got)), 100);
+    assert_int_equal(LTR_COMMIT_EVENTS(committed(&v, got)), 3);
+    assert_true(ltr_ring_release(&v, got));
     assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), seen[2]);
+    free(r);
+}
+
+/* What a scribbling producer can do to the shared words: the consumer skips
+ * what cannot be, counts it, and never reads outside the ring. */
+static void test_consumer_distrusts_shared_words(void **state)
+{
+    ltr_ring *r = make_ring(4096, 4);
+    ltr_ring_view v = view_of(r, 4096, 4);
+    uint32_t a = ltr_ring_acquire(r, 1, 1, 1);
+    r->bufs_offset = UINT64_MAX / 2; /* the view never reads the layout back */
+    r->data_offset = 12345;
+    _Atomic uint32_t *slots = v.slots;
+    atomic_store(&r->queue_tail, 3);
+    slots[0] = 0x7fffffff; /* an index past the ring */
+    slots[1] = 3;          /* a free buffer, never published */
+    slots[2] = 1 + a;      /* a buffer its producer still owns */
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
+    assert_int_equal(v.damage, 3);
+    assert_int_equal(ltr_ring_queued(&v), 0);
+    /* A commit word claiming more than the buffer holds. */
+    atomic_store(&ltr_ring_vbuf(&v, a)->commit, LTR_COMMIT(5000, 2));
+    bool bad;
+    assert_int_equal(ltr_ring_committed(&v, a, &bad), 0);
+    assert_true(bad);
+    /* A history whose head and tail are further apart than the ring holds. */
+    atomic_store(&r->queue_head, 7);
+    atomic_store(&r->queue_tail, 1u << 30);
+    assert_int_equal(ltr_ring_history_start(&v, ltr_ring_tail(&v)), (1u << 30) - 4);
+    assert_int_equal(v.damage, 5);
     free(r);
 }
 
@@ -63,6 +111,7 @@ static void test_corrupt_header_is_invalid(void **state)
 #define THREADS 4
 #define PER_THREAD 20000
 static ltr_ring *shared;
+static ltr_ring_view shared_view;
 static _Atomic int producers_done;
 static _Atomic uint64_t dropped[THREADS];
 
@@ -96,6 +145,7 @@ static void *producer(void *arg)
 static void test_concurrent_producers(void **state)
 {
     shared = make_ring(256, 8);
+    shared_view = view_of(shared, 256, 8);
     pthread_t t[THREADS];
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, producer, (void *)i);
@@ -106,8 +156,8 @@ static void test_concurrent_producers(void **state)
     for (;;) {
         int done = producers_done == THREADS;
         uint32_t idx;
-        while ((idx = ltr_ring_take(shared)) != LTR_RING_NONE) {
-            uint64_t c = ltr_ring_committed(shared, idx);
+        while ((idx = ltr_ring_take(&shared_view)) != LTR_RING_NONE) {
+            uint64_t c = committed(&shared_view, idx);
             const uint8_t *d = ltr_ring_data(shared, idx);
             assert_int_equal(LTR_COMMIT_BYTES(c), LTR_COMMIT_EVENTS(c) * 8);
             for (uint32_t k = 0; k < LTR_COMMIT_EVENTS(c); k++) {
@@ -118,9 +168,9 @@ static void test_concurrent_producers(void **state)
                 last[w[0]] = w[1];
                 received[w[0]]++;
             }
-            ltr_ring_release(shared, idx);
+            assert_true(ltr_ring_release(&shared_view, idx));
         }
-        if (done && !ltr_ring_queued(shared))
+        if (done && !ltr_ring_queued(&shared_view))
             break;
     }
     for (int i = 0; i < THREADS; i++) {
@@ -136,6 +186,7 @@ static void test_concurrent_producers(void **state)
 static void test_overwrite_keeps_newest(void **state)
 {
     ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
+    ltr_ring_view v = view_of(r, 64, 4);
     for (uint32_t b = 0; b < 10; b++) {
         uint32_t idx = ltr_ring_acquire(r, 1, 1, 1);
         assert_int_not_equal(idx, LTR_RING_NONE);
@@ -146,19 +197,19 @@ static void test_overwrite_keeps_newest(void **state)
     assert_int_equal(r->buffers_overwritten, 6);
     assert_int_equal(r->events_overwritten, 6);
     uint32_t expect = 6;
-    for (uint64_t pos = ltr_ring_head(r); pos < ltr_ring_tail(r); pos++, expect++) {
-        uint32_t idx = ltr_ring_at(r, pos), v;
+    for (uint64_t pos = ltr_ring_head(&v); pos < ltr_ring_tail(&v); pos++, expect++) {
+        uint32_t idx = ltr_ring_at(&v, pos), word;
         assert_int_not_equal(idx, LTR_RING_NONE);
-        memcpy(&v, ltr_ring_data(r, idx), 4);
-        assert_int_equal(v, expect);
-        assert_true(ltr_ring_still_at(r, pos));
+        memcpy(&word, ltr_ring_data(r, idx), 4);
+        assert_int_equal(word, expect);
+        assert_true(ltr_ring_still_at(&v, pos));
     }
     assert_int_equal(expect, 10);
     /* Taking the oldest for reuse makes a reader's copy of it invalid. */
-    uint64_t oldest = ltr_ring_head(r);
+    uint64_t oldest = ltr_ring_head(&v);
     assert_int_not_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
-    assert_false(ltr_ring_still_at(r, oldest));
-    assert_int_equal(ltr_ring_at(r, oldest), LTR_RING_NONE);
+    assert_false(ltr_ring_still_at(&v, oldest));
+    assert_int_equal(ltr_ring_at(&v, oldest), LTR_RING_NONE);
     free(r);
 }
 
@@ -167,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_acquire_until_empty),
         cmocka_unit_test(test_corrupt_header_is_invalid),
+        cmocka_unit_test(test_consumer_distrusts_shared_words),
         cmocka_unit_test(test_concurrent_producers),
         cmocka_unit_test(test_overwrite_keeps_newest),
     };

@@ -6,6 +6,7 @@
  * layouts, random bytes) never read out of bounds and are reported; and the
  * recorder's partial flushes end to end.
  */
+#include "format/compact.h"
 #include "gen.h"
 #include "util/testutil.h"
 
@@ -317,6 +318,38 @@ static void test_random_damage(void **state)
 /* One thread of a producer writes an event, waits 1.2 s, writes another...:
  * file mode's partial flushes write its one buffer in pieces. Every event
  * must come back with its values and a timestamp inside the session, in order. */
+/* The recorder counts a buffer's records itself (its commit word may lie):
+ * the framing prefix stops at the first size that cannot be. */
+static void test_prefix_counts_records(void **state)
+{
+    uint8_t buf[100 * (LTR_CEVENT_HEADER_MAX + 200)];
+    size_t pos = 0;
+    uint64_t ts = 0;
+    for (uint32_t i = 0; i < 100; i++) {
+        uint32_t payload = i % 3 ? 4 : 200; /* sizes of one and two varint bytes */
+        pos += ltr_put_cevent_header(buf + pos, 7, ts + 10, ts, payload);
+        memset(buf + pos, 0xab, payload);
+        pos += payload;
+        ts += 10;
+    }
+    uint32_t n;
+    assert_int_equal(ltr_cevents_prefix(buf, pos, &n), pos);
+    assert_int_equal(n, 100);
+    /* Cut short inside a record: the records before it. */
+    size_t cut = ltr_cevents_prefix(buf, pos - 1, &n);
+    assert_int_equal(n, 99);
+    assert_true(cut < pos - 1);
+    /* A size past the end, or below the two varints every record has. */
+    uint8_t bad[] = {0x05, 1, 2, 3, 4, 5, 0x7f, 1, 2};
+    assert_int_equal(ltr_cevents_prefix(bad, sizeof bad, &n), 6);
+    assert_int_equal(n, 1);
+    uint8_t tiny[] = {0x01, 0};
+    assert_int_equal(ltr_cevents_prefix(tiny, sizeof tiny, &n), 0);
+    assert_int_equal(n, 0);
+    uint8_t endless[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    assert_int_equal(ltr_cevents_prefix(endless, sizeof endless, &n), 0);
+}
+
 static void test_recorder_partial_flushes(void **state)
 {
     tu_sandbox();
@@ -371,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_bad_varints),
         cmocka_unit_test(test_unknown_layout_keeps_time),
         cmocka_unit_test(test_random_damage),
+        cmocka_unit_test(test_prefix_counts_records),
         cmocka_unit_test(test_recorder_partial_flushes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,6 +172,8 @@ tu_trace tu_read_trace(const char *path, const char *provider)
         r.events_lost += c->events_lost;
         r.events_overwritten += c->events_overwritten;
         r.buffers_lost += c->buffers_lost;
+        r.events_written += c->events_written;
+        r.shm_damage += c->shm_damage;
     }
     for (size_t i = 0; i < ltr_trace_process_lost_count(t); i++) {
         const ltr_process_lost *pl = ltr_trace_process_lost_at(t, i);

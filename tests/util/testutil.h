@@ -38,6 +38,7 @@ typedef struct tu_trace {
     uint64_t provider_events; /* events of the provider named in tu_read_trace */
     uint64_t markers;        /* ltr/Marker events */
     uint64_t events_lost, events_overwritten, buffers_lost; /* summed over collectors */
+    uint64_t events_written, shm_damage;                     /* summed over collectors */
     uint64_t process_events_lost, process_buffers_lost;     /* summed over processes */
     int complete, has_counters;
     uint64_t damage;
