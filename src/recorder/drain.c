@@ -222,7 +222,7 @@ static uint64_t sync_metadata(recorder *r, ltr_writer *w, uint64_t done)
     ltr_error err;
     uint64_t written = write_metadata_range(r, w, done, end, &err);
     if (written != end)
-        rec_log("%s", err.msg);
+        rec_write_failed(r, &err);
     return written;
 }
 
@@ -243,6 +243,13 @@ static ltr_block_info block_of(ltr_ring *ring, unsigned c, uint32_t idx, uint64_
 }
 
 /* ---- file mode --------------------------------------------------------------- */
+
+void rec_write_failed(recorder *r, const ltr_error *err)
+{
+    rec_log("%s", err->msg);
+    if (!r->write_err.code)
+        r->write_err = *err;
+}
 
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 {
@@ -275,7 +282,7 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
         rec_on_drop(r, &info, bytes - n->flushed_bytes);
     } else if (ltr_writer_block(r->writer, &info, ltr_ring_data(cs->ring, idx) + n->flushed_bytes,
                                 bytes - n->flushed_bytes, &err) != 0) {
-        rec_log("%s", err.msg);
+        rec_write_failed(r, &err);
         if (err.code == EFBIG || err.code == ENOSPC)
             r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
     }
@@ -357,7 +364,7 @@ void rec_drain(recorder *r, bool flush_active)
         for_active(r, true, 0, flush_partial);
         ltr_error err;
         if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
-            rec_log("%s", err.msg);
+            rec_write_failed(r, &err);
     }
 }
 
@@ -503,7 +510,8 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
     rec_drain(r, true);
     for_active(r, true, 0, finish_buffer);
     ltr_bytes counters = {0}, kv = {0};
-    ltr_writer_flush(r->writer, 0, err); /* blocks it cannot write are counted as lost */
+    if (ltr_writer_flush(r->writer, 0, err) != 0) /* blocks it cannot write are counted as lost */
+        rec_write_failed(r, err);
     /* The closing chunks are small and say what was lost: they may pass the
      * size limit by their few hundred bytes. */
     ltr_writer_set_limit(r->writer, 0);
@@ -523,7 +531,8 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
 uint64_t rec_events_recorded(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    uint64_t n = cs->events_written + atomic_load(&cs->ring->events_overwritten);
+    /* the dropped ones are counted as lost, not twice */
+    uint64_t n = cs->events_written - cs->events_dropped + atomic_load(&cs->ring->events_overwritten);
     for (uint32_t i = 0; i < cs->ring->nbuf; i++) {
         ltr_ring_buf *b = ltr_ring_buf_at(cs->ring, i);
         if (atomic_load_explicit(&b->state, memory_order_acquire) != LTR_BUF_FREE)

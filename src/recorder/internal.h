@@ -54,6 +54,7 @@ typedef struct recorder {
     uint64_t meta_done; /* bytes of the metadata region already written (file mode) */
     ltr_writer *writer; /* file mode */
     bool file_full;     /* file mode: size limit or disk full was reached */
+    ltr_error write_err; /* file mode: the first write to the trace that failed (code 0: none) */
     producer_conn *conns;
     unsigned nconns, conns_cap;
     uint32_t next_owner, next_proc;
@@ -85,5 +86,8 @@ void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);
 
 /* loop.c */
 void rec_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A write to the file-mode trace failed: logged, and the first such error kept
+ * for status and stop to report (the events it cost are counted as dropped). */
+void rec_write_failed(recorder *r, const ltr_error *err);
 
 #endif
