@@ -15,7 +15,7 @@ int cmd_save(int argc, char **argv)
     int first;
     int rc = cli_session_args("save", argc, argv, usage,
                               "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
-                              "The session goes on recording, unchanged.\n",
+                              "The session goes on recording, unchanged, also when FILE cannot be written.\n",
                               &instance, &first, 1, 1);
     if (rc >= 0)
         return rc;

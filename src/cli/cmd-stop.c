@@ -15,7 +15,10 @@ int cmd_stop(int argc, char **argv)
     int rc = cli_session_args("stop", argc, argv, usage,
                               "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
                               "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
-                              "the trace.\n",
+                              "the trace. If FILE's directory cannot be written, or in memory mode the\n"
+                              "trace cannot be written whole (a full disk), the session keeps running and\n"
+                              "the exit status is 1. A write error in file mode (a full disk) is reported\n"
+                              "with the events it cost, exit status 1.\n",
                               &instance, &first, 1, 2);
     if (rc >= 0)
         return rc;
