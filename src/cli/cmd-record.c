@@ -173,8 +173,13 @@ int cmd_record(int argc, char **argv)
     }
     ltr_heap_report_signal("record", argv[first], sig);
     record_counts counts = session_counts(cfg.name);
-    if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0)
+    if (cli_session_request("record", cfg.name, "stop", trace, NULL, NULL) != 0) {
+        /* a stop that could not begin keeps the recording: say how to reach it */
+        if (session_counts(cfg.name).known)
+            fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
+                    "'ltr cancel --instance %s' drops it\n", cfg.name, cfg.name, cfg.name);
         return status ? status : 1;
+    }
     report(trace, counts, &o);
     return status;
 }
