@@ -247,7 +247,9 @@ static ltr_block_info block_of(ltr_ring *ring, unsigned c, uint32_t idx, uint64_
 void rec_write_failed(recorder *r, const ltr_error *err)
 {
     rec_log("%s", err->msg);
-    if (!r->write_err.code)
+    /* --max-file-size is asked for: its drops are counted, not an error */
+    bool limit = err->code == EFBIG && r->cfg.max_file_size;
+    if (!r->write_err.code && !limit)
         r->write_err = *err;
 }
 
