@@ -24,8 +24,10 @@ static void help(void)
            "Runs CMD with the heap agent preloaded and records every allocation,\n"
            "reallocation and free of CMD and of every process it starts, with the call\n"
            "stack of each allocation, until the last of them exits. Then writes the\n"
-           "trace and exits with CMD's exit status. Ctrl-C stops CMD; the trace is\n"
-           "still written.\n\n"
+           "trace and exits with CMD's exit status (128 + N if signal N killed it, said by\n"
+           "name). Ctrl-C stops CMD; the trace is still written. If CMD cannot start, no\n"
+           "trace is written and the exit status is a shell's: 127 not found, 126 not\n"
+           "executable. A write error (a full disk) is reported, exit status 1 or CMD's.\n\n"
            "  -o, --output FILE    the trace (default: ltr-record.ltr); an existing FILE is\n"
            "                       refused before CMD runs\n"
            "  --force              replace an existing FILE\n"
@@ -104,7 +106,7 @@ static int parse(int argc, char **argv, record_opts *o)
 /* What the session recorded and lost, asked once CMD and its children are
  * gone (nothing is written any more; what is not drained yet still counts). */
 typedef struct record_counts {
-    unsigned long long recorded, lost;
+    unsigned long long recorded, lost, overwritten;
     int known;
 } record_counts;
 
@@ -119,6 +121,8 @@ static record_counts session_counts(const char *session)
             c.recorded += cli_kv_u64(&kv, key);
             snprintf(key, sizeof key, "collector.%llu.events_lost", i);
             c.lost += cli_kv_u64(&kv, key);
+            snprintf(key, sizeof key, "collector.%llu.events_overwritten", i);
+            c.overwritten += cli_kv_u64(&kv, key);
         }
         c.known = 1;
     }
@@ -131,9 +135,14 @@ static record_counts session_counts(const char *session)
 static void report(const char *trace, record_counts c, const record_opts *o)
 {
     fprintf(stderr, "ltr record: trace written to %s", trace);
+    /* events_recorded counts the overwritten too: the trace holds the rest */
     if (c.known)
-        fprintf(stderr, " (%llu heap events)", c.recorded);
+        fprintf(stderr, " (%llu heap events)", c.recorded - c.overwritten);
     fprintf(stderr, "\n");
+    if (c.overwritten)
+        cli_warn("record", "%llu older heap events were overwritten in memory mode and are not in the trace "
+                 "(it keeps the newest %llu); record without --memory to keep them all",
+                 c.overwritten, c.recorded - c.overwritten);
     if (c.lost)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
@@ -175,12 +184,21 @@ int cmd_record(int argc, char **argv)
         return cli_fail("record", "%s", err.msg);
     ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,
                          .wait_descendants = true, .session = cfg.name};
-    int status = 0;
-    if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
+    int status = 0, sig = 0;
+    l.killed_by = &sig;
+    if (ltr_heap_run(&l, &status, &err) != 0 || err.code) {
+        /* CMD never ran: there is nothing to write */
         cli_fail("record", "%s", err.msg);
+        cli_session_request("record", cfg.name, "cancel", NULL, NULL, NULL);
+        return status ? status : 1;
+    }
+    ltr_heap_report_signal("record", argv[first], sig);
     record_counts counts = session_counts(cfg.name);
     ltr_kvlist stopped = {0};
     int stop_rc = cli_session_write_request("record", cfg.name, "stop", trace, NULL, o.force, &stopped);
+    if (stop_rc && session_counts(cfg.name).known) /* a stop that could not begin keeps the recording */
+        fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
+                "'ltr cancel --instance %s' drops it\n", cfg.name, cfg.name, cfg.name);
     if (!stop_rc)
         report(trace, counts, &o);
     char log[4200];

@@ -5,6 +5,7 @@
  * status.
  */
 #include "cli/cli.h"
+#include "cli/session.h"
 #include "recorder/heaprun.h"
 
 #include <getopt.h>
@@ -17,7 +18,8 @@ static void help(void)
     printf("usage: %s\n\n"
            "Runs CMD with the heap agent preloaded. Every running session that enables\n"
            "heap tracing ('ltr start heap') records CMD's allocations and those of the\n"
-           "processes it starts. Exits with CMD's exit status.\n\n"
+           "processes it starts. Exits with CMD's exit status. With no such session\n"
+           "running, CMD is not run (nothing would record it) and the exit status is 1.\n\n"
            "  --instance NAME      into that session only\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n\n"
            "exit status: CMD's exit status; 127 when CMD could not be started, 1 when the\n"
@@ -52,10 +54,18 @@ int cmd_run(int argc, char **argv)
     ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("run", "%s", err.msg);
+    if (l.session ? cli_session_request("run", l.session, "status", NULL, NULL, NULL) != 0
+                  : !ltr_heap_traced_anywhere())
+        return l.session ? 1
+                         : cli_fail("run", "no running session traces the heap, so nothing would record %s: "
+                                           "start one first ('ltr start heap'), then 'ltr run -- %s'",
+                                    argv[optind], argv[optind]);
     l.argv = argv + optind;
     l.agent = agent;
-    int status = 0;
+    int status = 0, sig = 0;
+    l.killed_by = &sig;
     if (ltr_heap_run(&l, &status, &err) != 0 || err.code)
         cli_fail("run", "%s", err.msg);
+    ltr_heap_report_signal("run", argv[optind], sig);
     return status;
 }

@@ -15,7 +15,8 @@ int cmd_save(int argc, char **argv)
     int first, force = 0;
     int rc = cli_session_file_args("save", argc, argv, usage,
                                    "Writes what a memory-mode session holds now into FILE, as a complete trace.\n"
-                                   "The session goes on recording, unchanged. An existing FILE is not\n"
+                                   "The session goes on recording, unchanged, also when FILE cannot be written.\n"
+                                   "An existing FILE is not "
                                    "overwritten unless --force is given.\n"
                                    "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
                                    "not in memory mode, FILE could not be written), 2 bad usage.\n",

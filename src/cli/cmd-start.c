@@ -8,7 +8,9 @@
 #include "profiles/profiles.h"
 #include "recorder/recorder.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +202,46 @@ static const char *output_of(const ltr_session_config *cfg)
     return made;
 }
 
+/* Is the heap agent loaded in pid? 1 yes, 0 no, -errno if its maps cannot be read. */
+static int agent_loaded(uint32_t pid)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%u/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, "/libltr-heap.so") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* --pid of a process that does not exist is an error: nothing would ever be
+ * recorded. One that exists but has no agent is recorded only if it loads one
+ * later (it cannot, as ltr does not attach yet): say so. */
+static int check_pids(const ltr_session_config *cfg)
+{
+    for (unsigned i = 0; i < cfg->npids; i++)
+        if (kill((pid_t)cfg->pids[i], 0) != 0 && errno == ESRCH)
+            return cli_fail("start", "--pid %u: no such process", cfg->pids[i]), 2;
+    return 0;
+}
+
+static void warn_unreachable_pids(const ltr_session_config *cfg)
+{
+    for (unsigned i = 0; i < cfg->npids; i++) {
+        int rc = agent_loaded(cfg->pids[i]);
+        if (rc < 0)
+            cli_warn("start", "--pid %u: cannot tell whether it has the heap agent (/proc/%u/maps: %s); "
+                     "it is recorded only if it runs with it", cfg->pids[i], cfg->pids[i], strerror(-rc));
+        else if (!rc)
+            cli_warn("start", "--pid %u: the process does not have the heap agent loaded, so nothing of it "
+                     "will be recorded (ltr cannot attach to a running process yet): start it with "
+                     "'ltr run -- CMD'", cfg->pids[i]);
+    }
+}
+
 static void print_started(const ltr_session_config *cfg)
 {
     printf("session '%s' started: %s mode", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
@@ -248,6 +290,8 @@ int cmd_start(int argc, char **argv)
     if (cfg.npids && !cfg.pid_collectors)
         return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
                                  "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;
+    if ((rc = check_pids(&cfg)) != 0)
+        return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
                         o.output ? "--output" : "--max-file-size"), 2;
@@ -266,5 +310,6 @@ int cmd_start(int argc, char **argv)
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);
+    warn_unreachable_pids(&cfg);
     return 0;
 }

@@ -34,7 +34,10 @@ int cmd_stop(int argc, char **argv)
                                    "Ends a session and writes its trace to FILE: in file mode the trace written so\n"
                                    "far, completed; in memory mode what the buffers hold. DESCRIPTION goes into\n"
                                    "the trace. An existing FILE is not overwritten (the session goes on\n"
-                                   "recording) unless --force is given.\n"
+                                   "recording) unless --force is given. If FILE's directory cannot be written,\n"
+                                   "or in memory mode the trace cannot be written whole (a full disk), the\n"
+                                   "session keeps running and the exit status is 1. A write error in file\n"
+                                   "mode (a full disk) is reported with the events it cost, exit status 1.\n"
                                    "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
                                    "FILE could not be written), 2 bad usage.\n",
                                    &instance, &first, 1, 2, &force);

@@ -317,7 +317,7 @@ static void write_new_metadata(recorder *r)
     size_t done = 0;
     ltr_error err;
     if (rec_write_meta(r->writer, &r->meta_new, &done, &err) != 0)
-        rec_log("%s", err.msg);
+        rec_write_failed(r, &err);
     memmove(r->meta_new.data, r->meta_new.data + done, r->meta_new.len - done);
     r->meta_new.len -= done;
 }
@@ -346,6 +346,15 @@ static uint32_t records_in(collector_state *cs, const uint8_t *data, uint32_t le
 }
 
 /* ---- file mode --------------------------------------------------------------- */
+
+void rec_write_failed(recorder *r, const ltr_error *err)
+{
+    rec_log("%s", err->msg);
+    /* --max-file-size is asked for: its drops are counted, not an error */
+    bool limit = err->code == EFBIG && r->cfg.max_file_size;
+    if (!r->write_err.code && !limit)
+        r->write_err = *err;
+}
 
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 {
@@ -388,7 +397,7 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     if (r->file_full) {
         rec_on_drop(r, &info, len);
     } else if (ltr_writer_block(r->writer, &info, data, len, &err) != 0) {
-        rec_log("%s", err.msg);
+        rec_write_failed(r, &err);
         if (err.code == EFBIG || err.code == ENOSPC)
             r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
     }
@@ -510,7 +519,7 @@ void rec_drain(recorder *r, bool flush_active)
         for_active(r, true, 0, flush_partial);
         ltr_error err;
         if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
-            rec_log("%s", err.msg);
+            rec_write_failed(r, &err);
         write_counters(r);
     }
 }
@@ -696,7 +705,8 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
     rec_drain(r, true);
     for_active(r, true, 0, finish_buffer);
     ltr_bytes counters = {0}, kv = {0};
-    ltr_writer_flush(r->writer, 0, err); /* blocks it cannot write are counted as lost */
+    if (ltr_writer_flush(r->writer, 0, err) != 0) /* blocks it cannot write are counted as lost */
+        rec_write_failed(r, err);
     /* The closing chunks are small and say what was lost: they may pass the
      * size limit by their few hundred bytes. */
     ltr_writer_set_limit(r->writer, 0);
@@ -717,7 +727,8 @@ uint64_t rec_events_recorded(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
     rec_sample_counters(r);
-    uint64_t n = cs->events_written + cs->overwritten.total;
+    /* the dropped ones are counted as lost, not twice */
+    uint64_t n = cs->events_written - cs->events_dropped + cs->overwritten.total;
     if (c == 0 && r->cfg.mode == LTR_MODE_MEMORY)
         n += r->nmarkers; /* kept by the recorder, out of the ring */
     for (uint32_t i = 0; i < cs->ring.nbuf; i++) {

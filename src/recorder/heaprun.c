@@ -7,6 +7,7 @@
  * exits first, and waits for them before it writes the trace.
  */
 #include "recorder/heaprun.h"
+#include "event/registry.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -64,6 +65,22 @@ void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", LTR_HEAP_PROVIDER);
     ltr_guid_from_name(LTR_HEAP_PROVIDER, &p->guid);
+}
+
+bool ltr_heap_traced_anywhere(void)
+{
+    ltr_error err = {0};
+    ltr_registry *reg = ltr_registry_get(&err);
+    if (!reg)
+        return false;
+    ltr_guid g;
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
+    ltr_registry_lock();
+    ltr_registry_reap(reg); /* a killed recorder's bits would say yes */
+    ltr_reg_provider *p = ltr_registry_provider(reg, &g, LTR_HEAP_PROVIDER);
+    bool on = p && atomic_load(&p->sessions) != 0;
+    ltr_registry_unlock();
+    return on;
 }
 
 /* ---- the child ---------------------------------------------------------------- */
@@ -136,8 +153,9 @@ static int exit_status(int st)
     return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 }
 
-/* Waits for the command, and with `all` for every other child too. */
-static int wait_all(pid_t child, bool all)
+/* Waits for the command, and with `all` for every other child too; *sig gets
+ * the signal that ended the command, or 0. */
+static int wait_all(pid_t child, bool all, int *sig)
 {
     int result = 1, st;
     for (;;) {
@@ -148,6 +166,7 @@ static int wait_all(pid_t child, bool all)
             return result;
         if (w == child) {
             result = exit_status(st);
+            *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
             child_pid = 0;
             if (!all)
                 return result;
@@ -179,10 +198,24 @@ int ltr_heap_run(const ltr_heap_launch *l, int *status, ltr_error *err)
     while ((n = read(p[0], &e, sizeof e)) < 0 && errno == EINTR) {
     }
     close(p[0]);
-    *status = wait_all(child, l->wait_descendants);
-    if (n == (ssize_t)sizeof e)
-        ltr_fail(err, e, "cannot run %s: %s", l->argv[0], strerror(e));
-    else
-        err->code = 0;
+    int sig = 0;
+    *status = wait_all(child, l->wait_descendants, &sig);
+    if (l->killed_by)
+        *l->killed_by = sig;
+    err->code = 0;
+    if (n == (ssize_t)sizeof e) {
+        /* as a shell says it, with a shell's status: not found, or found and not runnable */
+        *status = e == ENOENT ? 127 : 126;
+        ltr_fail(err, e, "%s: %s", l->argv[0], strerror(e));
+    }
     return 0;
+}
+
+void ltr_heap_report_signal(const char *cmd, const char *what, int sig)
+{
+    if (!sig)
+        return;
+    const char *name = sigabbrev_np(sig);
+    fprintf(stderr, "ltr %s: %s was killed by signal %d (SIG%s: %s)\n", cmd, what, sig, name ? name : "?",
+            strsignal(sig));
 }

@@ -32,20 +32,30 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
  * Ltr.Heap provider enabled in it. */
 void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers);
 
+/* Does a running session enable heap tracing (`ltr run` has somewhere to go)? */
+bool ltr_heap_traced_anywhere(void);
+
 typedef struct ltr_heap_launch {
     char *const *argv;      /* the command */
     const char *agent;      /* path of libltr-heap.so */
     int stack_depth;        /* frames per stack, 0..256; -1: the agent's default */
     bool wait_descendants;  /* become a subreaper and wait for every descendant */
     const char *session;    /* LTR_SESSION for the command: it writes to this session only */
+    int *killed_by;         /* if set: gets the signal that ended the command, or 0 */
 } ltr_heap_launch;
 
 /* Runs the command with the agent preloaded and waits for it (and, if asked,
  * every process it started). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to this
  * process are passed on to the command (a Ctrl-C from the terminal reaches it
  * directly); the third one kills it. *status gets the command's exit status,
- * 128 + signal if a signal ended it, 127 if it could not be started (err says
- * why). Returns 0, or -errno if nothing could be launched. */
+ * 128 + signal if a signal ended it; if it could not be started, err says why
+ * ("CMD: No such file or directory") and *status is a shell's: 127 if CMD was
+ * not found, 126 if it could not be executed. Returns 0, or -errno if nothing
+ * could be launched. */
 int ltr_heap_run(const ltr_heap_launch *l, int *status, ltr_error *err);
+
+/* "ltr CMD: WHAT was killed by signal 11 (SIGSEGV: Segmentation fault)" on
+ * stderr, if sig is not 0. */
+void ltr_heap_report_signal(const char *cmd, const char *what, int sig);
 
 #endif

@@ -94,6 +94,7 @@ typedef struct recorder {
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */
     bool file_full;     /* file mode: size limit or disk full was reached */
+    ltr_error write_err; /* file mode: the first write to the trace that failed (code 0: none) */
     producer_conn *conns;
     unsigned nconns, conns_cap;
     uint32_t next_owner, next_proc;
@@ -152,5 +153,9 @@ const char *rec_log_name(void);
 int rec_record_open(recorder *r, const char *log_name, ltr_error *err);
 /* Removes it: the session ended, and not by a kill. */
 void rec_record_close(recorder *r);
+
+/* A write to the file-mode trace failed: logged, and the first such error kept
+ * for status and stop to report (the events it cost are counted as dropped). */
+void rec_write_failed(recorder *r, const ltr_error *err);
 
 #endif

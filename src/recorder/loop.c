@@ -182,6 +182,8 @@ static void handle_status(recorder *r, int fd)
         ltr_bytes_put_kv(&kv, "output", r->cfg.output);
         put_u64(&kv, "file_size", ltr_writer_size(r->writer));
         put_u64(&kv, "max_file_size", r->cfg.max_file_size);
+        if (r->write_err.code)
+            ltr_bytes_put_kv(&kv, "write_error", r->write_err.msg);
     }
     put_u64(&kv, "collectors", r->cfg.ncollectors);
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
@@ -257,28 +259,72 @@ static int move_output(const char *from, const char *to, bool force, ltr_error *
     return 0;
 }
 
+/* Events the writer could not write, over all collectors. */
+static uint64_t dropped(const recorder *r)
+{
+    uint64_t n = 0;
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        n += r->col[c].events_dropped;
+    return n;
+}
+
+/* A stop or save that failed leaves the recording as it was: the user is told
+ * so, and how to end it. */
+static void reply_still_running(int fd, ltr_error *err)
+{
+    ltr_error e = *err;
+    ltr_fail(&e, err->code, "%s; the session is still running: stop it again with a writable path, "
+                            "or 'ltr cancel'", err->msg);
+    reply_error(fd, &e);
+}
+
+/* Can the trace go to path? A stop whose file cannot be written must not end
+ * the session first: its recording would be gone. */
+static int can_write_to(const char *path, ltr_error *err)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    if (access(slash ? dir : ".", W_OK | X_OK) != 0)
+        return ltr_fail(err, errno, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void handle_stop(recorder *r, int fd, const char *path, const char *description, bool force)
 {
     ltr_error err = {0};
     /* Refused before anything ends: the session goes on (rec_save and
      * move_output refuse again, atomically, if the name is taken meanwhile). */
-    if (!force && strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path)) {
-        ltr_fail_exists(&err, path);
-        reply_error(fd, &err);
+    int rc = 0;
+    if (!force && strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path))
+        rc = ltr_fail_exists(&err, path);
+    if (!rc)
+        rc = can_write_to(path, &err);
+    /* Memory mode saves before it ends anything: a save that fails (a full
+     * disk) keeps the buffers and the session. */
+    if (!rc && r->cfg.mode == LTR_MODE_MEMORY)
+        rc = rec_save(r, path, description, force, true, &err);
+    if (rc) {
+        reply_still_running(fd, &err);
         return;
     }
     rec_unpublish(r);
-    usleep(STOP_GRACE_US);
-    int rc;
     if (r->cfg.mode == LTR_MODE_FILE) {
+        usleep(STOP_GRACE_US);
         rc = rec_finish_file(r, description, &err);
         ltr_writer_close(r->writer);
         r->writer = NULL;
-        if (!rc)
+        ltr_error why = err;
+        if (rc)
+            ltr_fail(&err, why.code, "%s: the trace is incomplete, %llu events could not be written to it; "
+                     "what was written stays in %s", why.msg, (unsigned long long)dropped(r), r->cfg.output);
+        else
             rc = move_output(r->cfg.output, path, force, &err);
-    } else {
-        rec_drain(r, false);
-        rc = rec_save(r, path, description, force, true, &err);
+        if (!rc && r->write_err.code)
+            rc = ltr_fail(&err, r->write_err.code, "the trace %s is complete but lacks %llu events that could "
+                          "not be written to it: %s", path, (unsigned long long)dropped(r), r->write_err.msg);
     }
     if (rc) {
         reply_error(fd, &err);
@@ -331,7 +377,7 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
                                    "'ltr stop FILE' ends it", r->cfg.name);
             reply_error(fd, &err);
         } else if (rec_save(r, p, t, force, false, &err) != 0) {
-            reply_error(fd, &err);
+            reply_still_running(fd, &err);
         } else {
             reply_ok(fd);
         }
