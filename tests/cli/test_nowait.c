@@ -30,26 +30,11 @@
  * fails); one that does not wait on ltr finishes in a fraction of it. */
 #define HANG_LIMIT_S 20
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static const char *agent(void)
 {
     static char path[1024];
     snprintf(path, sizeof path, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
     return path;
-}
-
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
 }
 
 /* The recorder pid `ltr status` names for a session; 0 if none. */
@@ -84,9 +69,9 @@ static long long status_count(const char *instance, const char *collector, int w
 /* Runs a traced command under a hang limit; returns its result and how long it took. */
 static tu_result run_bounded(double *took, const char *cmd)
 {
-    double t0 = now_s();
+    double t0 = tu_now_s();
     tu_result r = tu_run("timeout -s KILL %d %s", HANG_LIMIT_S, cmd);
-    *took = now_s() - t0;
+    *took = tu_now_s() - t0;
     if (r.status == 128 + SIGKILL || r.status == 137)
         fprintf(stderr, "the traced program hung on ltr: killed after %d s\n",
                 HANG_LIMIT_S);
@@ -99,7 +84,7 @@ static tu_result run_bounded(double *took, const char *cmd)
 static void test_stopped_recorder_provider(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance s --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance s --provider Test.Producer", LTR));
     long rec = recorder_pid("s");
     assert_true(rec > 0);
     assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
@@ -116,14 +101,14 @@ static void test_stopped_recorder_provider(void **state)
 
     /* Running again (it answers: it is past its poll), a new process
      * attaches and loses nothing. */
-    expect_ok(tu_run("%s status --instance s", LTR));
+    tu_expect_ok(tu_run("%s status --instance s", LTR));
     p = tu_run("%s --threads 3 --events 2000 --wait-enabled 5", PRODUCER);
     assert_int_equal(p.status, 0);
     assert_int_equal(tu_field(p.out, "written"), 6000);
     assert_int_equal(tu_field(p.out, "lost"), 0);
     tu_free(&p);
     assert_int_equal(status_count("s", "events", 1), 6000);
-    expect_ok(tu_run("%s stop --instance s %s/s.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance s %s/s.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/s.ltr", dir);
     tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -137,7 +122,7 @@ static void test_stopped_recorder_provider(void **state)
 static void test_stopped_recorder_heap_agent(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance h --buffers 8 --buffer-size 64", LTR));
+    tu_expect_ok(tu_run("%s start heap --instance h --buffers 8 --buffer-size 64", LTR));
     tu_result plain = tu_run("%s dormant", TARGET);
     assert_int_equal(plain.status, 0);
     long rec = recorder_pid("h");
@@ -161,13 +146,13 @@ static void test_stopped_recorder_heap_agent(void **state)
     assert_true(lost >= 3 * 1999); /* dormant's mallocs, reallocs and frees at least */
 
     /* Running again: the next program is traced, and loses nothing. */
-    expect_ok(tu_run("%s status --instance h", LTR));
+    tu_expect_ok(tu_run("%s status --instance h", LTR));
     r = tu_run("LD_PRELOAD=%s %s dormant", agent(), TARGET);
     assert_int_equal(r.status, 0);
     tu_free(&r);
     assert_int_equal(status_count("h", "heap", 1), lost);
     assert_true(status_count("h", "heap", 0) >= 3 * 1999);
-    expect_ok(tu_run("%s stop --instance h %s/h.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance h %s/h.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/h.ltr", dir);
     tu_trace t = tu_read_trace(path, "Ltr.Heap");
@@ -192,7 +177,7 @@ static bool gone_within(long pid);
 static void test_pending_attach_completes(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance p --buffers 8 --buffer-size 64", LTR));
+    tu_expect_ok(tu_run("%s start heap --instance p --buffers 8 --buffer-size 64", LTR));
     long rec = recorder_pid("p");
     assert_true(rec > 0);
     assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
@@ -224,7 +209,7 @@ static void test_pending_attach_completes(void **state)
     if (!done)
         kill((pid_t)target, SIGKILL);
     assert_true(done);
-    expect_ok(tu_run("%s stop --instance p %s/p.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance p %s/p.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/p.ltr", dir);
     tu_trace t = tu_read_trace(path, "Ltr.Heap");
@@ -240,7 +225,7 @@ static void test_pending_attach_completes(void **state)
 static void test_registry_lock_held(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance l --buffers 8 --buffer-size 64", LTR));
+    tu_expect_ok(tu_run("%s start heap --instance l --buffers 8 --buffer-size 64", LTR));
     char path[512];
     snprintf(path, sizeof path, "%s/registry", getenv("LTR_RUNTIME_DIR"));
     int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -255,7 +240,7 @@ static void test_registry_lock_held(void **state)
     assert_non_null(strstr(r.out, "sum "));
     assert_true(took < HANG_LIMIT_S / 2);
     tu_free(&r);
-    expect_ok(tu_run("%s stop --instance l %s/l.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance l %s/l.ltr", LTR, dir));
     snprintf(path, sizeof path, "%s/l.ltr", dir);
     tu_trace t = tu_read_trace(path, "Ltr.Heap");
     assert_true(t.ok && t.complete);

@@ -23,14 +23,6 @@
 #define LTR tu_ltr()
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-}
-
 /* The command fails, naming the file and --force. */
 static void expect_refused(tu_result r, const char *path)
 {
@@ -131,8 +123,8 @@ static void test_default_output_cannot_be_planted(void **state)
     snprintf(old_b, sizeof old_b, "%s/ltr-b-%u.ltr.part", dir, (unsigned)getuid());
     assert_int_equal(symlink(victim, old_a), 0);
     write_text(old_b, "", 0666);
-    expect_ok(tu_run("%s start --instance a --filemode --provider Test.Producer", LTR));
-    expect_ok(tu_run("%s start --instance b --filemode --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance a --filemode --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance b --filemode --provider Test.Producer", LTR));
     produce(300);
     char grows[512];
     growing_file("a", grows, sizeof grows);
@@ -141,8 +133,8 @@ static void test_default_output_cannot_be_planted(void **state)
     growing_file("b", grows, sizeof grows);
     assert_string_not_equal(grows, old_b);
     assert_private_file(grows);
-    expect_ok(tu_run("%s stop --instance a %s", LTR, in_dir(dir, "a.ltr")));
-    expect_ok(tu_run("%s stop --instance b %s", LTR, in_dir(dir, "b.ltr")));
+    tu_expect_ok(tu_run("%s stop --instance a %s", LTR, in_dir(dir, "a.ltr")));
+    tu_expect_ok(tu_run("%s stop --instance b %s", LTR, in_dir(dir, "b.ltr")));
     assert_text(victim, "root only");
     struct stat st;
     assert_int_equal(stat(old_b, &st), 0);
@@ -159,10 +151,10 @@ static void test_save_temporary_cannot_be_planted(void **state)
     snprintf(victim, sizeof victim, "%s", in_dir(dir, "victim"));
     write_text(victim, "root only", 0600);
     assert_int_equal(symlink(victim, in_dir(dir, "s.ltr.part")), 0);
-    expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
     produce(200);
-    expect_ok(tu_run("%s save %s", LTR, in_dir(dir, "s.ltr")));
-    expect_ok(tu_run("%s stop %s", LTR, in_dir(dir, "f.ltr")));
+    tu_expect_ok(tu_run("%s save %s", LTR, in_dir(dir, "s.ltr")));
+    tu_expect_ok(tu_run("%s stop %s", LTR, in_dir(dir, "f.ltr")));
     assert_text(victim, "root only");
     assert_trace(in_dir(dir, "s.ltr"), 200);
     assert_trace(in_dir(dir, "f.ltr"), 200);
@@ -183,10 +175,10 @@ static void test_start_output_symlink(void **state)
     assert_non_null(strstr(st.out, "no session is running"));
     tu_free(&st);
     assert_text(victim, "root only");
-    expect_ok(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, link));
+    tu_expect_ok(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, link));
     produce(100);
     assert_private_file(link);
-    expect_ok(tu_run("%s stop %s", LTR, in_dir(dir, "out.ltr")));
+    tu_expect_ok(tu_run("%s stop %s", LTR, in_dir(dir, "out.ltr")));
     assert_text(victim, "root only");
     assert_trace(in_dir(dir, "out.ltr"), 100);
 }
@@ -196,7 +188,7 @@ static void refuse_then_force_stop(const char *dir, const char *mode)
     char path[512];
     snprintf(path, sizeof path, "%s", in_dir(dir, "t.ltr"));
     write_text(path, "precious", 0644);
-    expect_ok(tu_run("%s start %s --provider Test.Producer", LTR, mode));
+    tu_expect_ok(tu_run("%s start %s --provider Test.Producer", LTR, mode));
     produce(150);
     expect_refused(tu_run("%s stop %s", LTR, path), path);
     assert_text(path, "precious");
@@ -206,7 +198,7 @@ static void refuse_then_force_stop(const char *dir, const char *mode)
     expect_refused(tu_run("%s stop %s", LTR, in_dir(dir, "l.ltr")), in_dir(dir, "l.ltr"));
     assert_text(path, "precious");
     assert_session_running("ltr");
-    expect_ok(tu_run("%s stop --force %s", LTR, path));
+    tu_expect_ok(tu_run("%s stop --force %s", LTR, path));
     assert_trace(path, 150);
 }
 
@@ -223,13 +215,13 @@ static void test_save_refuses_existing(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s", in_dir(dir, "s.ltr"));
     write_text(path, "precious", 0644);
-    expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
     produce(120);
     expect_refused(tu_run("%s save %s", LTR, path), path);
     assert_text(path, "precious");
-    expect_ok(tu_run("%s save --force %s", LTR, path));
+    tu_expect_ok(tu_run("%s save --force %s", LTR, path));
     assert_trace(path, 120);
-    expect_ok(tu_run("%s cancel", LTR));
+    tu_expect_ok(tu_run("%s cancel", LTR));
 }
 
 static void test_start_output_refuses_existing(void **state)
@@ -241,15 +233,15 @@ static void test_start_output_refuses_existing(void **state)
     expect_refused(tu_run("%s start --filemode --provider Test.Producer -o %s", LTR, path), path);
     assert_text(path, "precious");
     /* A start that fails for another reason (the name is taken) replaces nothing. */
-    expect_ok(tu_run("%s start", LTR));
+    tu_expect_ok(tu_run("%s start", LTR));
     tu_result r = tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, path);
     assert_int_not_equal(r.status, 0);
     tu_free(&r);
     assert_text(path, "precious");
-    expect_ok(tu_run("%s cancel", LTR));
-    expect_ok(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, path));
+    tu_expect_ok(tu_run("%s cancel", LTR));
+    tu_expect_ok(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, path));
     produce(80);
-    expect_ok(tu_run("%s stop %s", LTR, path)); /* the file it grows in: no other file replaced */
+    tu_expect_ok(tu_run("%s stop %s", LTR, path)); /* the file it grows in: no other file replaced */
     assert_trace(path, 80);
 }
 
@@ -275,7 +267,7 @@ static void test_record_and_export_refuse_existing(void **state)
     write_text(out, "precious", 0644);
     expect_refused(tu_run("%s export %s --format folded -o %s", LTR, trace, out), out);
     assert_text(out, "precious");
-    expect_ok(tu_run("%s export %s --format folded -o %s --force", LTR, trace, out));
+    tu_expect_ok(tu_run("%s export %s --format folded -o %s --force", LTR, trace, out));
     struct stat st;
     assert_int_equal(lstat(out, &st), 0);
     assert_true(S_ISREG(st.st_mode));
@@ -284,7 +276,7 @@ static void test_record_and_export_refuse_existing(void **state)
     unlink(out);
     assert_int_equal(symlink(victim, out), 0);
     expect_refused(tu_run("%s export %s --format folded -o %s", LTR, trace, out), out);
-    expect_ok(tu_run("%s export %s --format folded -o %s --force", LTR, trace, out));
+    tu_expect_ok(tu_run("%s export %s --format folded -o %s --force", LTR, trace, out));
     assert_text(victim, "root only");
     assert_private_file(out);
 }

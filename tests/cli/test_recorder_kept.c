@@ -20,21 +20,6 @@
 #define LTR tu_ltr()
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The trace a file-mode session is writing: at its -o path, or beside it as
  * .part while it records. */
 static tu_trace read_growing(const char *path)
@@ -50,7 +35,7 @@ static void test_killed_recorder_keeps_counters(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s/killed.ltr", dir);
     /* Eight threads, four buffers: events are lost for sure. */
-    expect_ok(tu_run("%s start --filemode -o %s --instance kc --buffer-size 4 --buffers 4 "
+    tu_expect_ok(tu_run("%s start --filemode -o %s --instance kc --buffer-size 4 --buffers 4 "
                      "--provider Test.Producer", LTR, path));
     tu_result p = tu_run("%s --threads 8 --events 3000 --size 100 --wait-enabled 5", PRODUCER);
     assert_int_equal(p.status, 0);
@@ -61,13 +46,13 @@ static void test_killed_recorder_keeps_counters(void **state)
     /* The producer is gone: the next flush writes counters that account for
      * everything. Wait for them (a loaded machine may take a while). */
     tu_trace t = {0};
-    for (double end = now_s() + 20; now_s() < end; usleep(100000)) {
+    for (double end = tu_now_s() + 20; tu_now_s() < end; usleep(100000)) {
         t = read_growing(path);
         if (t.has_counters && t.events_lost == (uint64_t)lost && t.events_written == (uint64_t)written)
             break;
     }
     assert_true(t.has_counters);
-    expect_ok(tu_run("kill -9 $(%s status --instance kc | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')", LTR));
+    tu_expect_ok(tu_run("kill -9 $(%s status --instance kc | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')", LTR));
     /* What the killed recorder left: every event in the trace or counted lost. */
     t = read_growing(path);
     assert_false(t.complete);
@@ -84,23 +69,23 @@ static void check_marker_kept(const char *dir, const char *mode, const char *nam
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.ltr", dir, name);
-    expect_ok(tu_run("%s start %s --instance %s --buffer-size 4 --buffers 8 --provider Test.Producer", LTR,
+    tu_expect_ok(tu_run("%s start %s --instance %s --buffer-size 4 --buffers 8 --provider Test.Producer", LTR,
                      mode, name));
-    expect_ok(tu_run("%s marker --instance %s 'before the wraps'", LTR, name));
+    tu_expect_ok(tu_run("%s marker --instance %s 'before the wraps'", LTR, name));
     tu_result p = tu_run("%s --events 20000 --size 16 --wait-enabled 5", PRODUCER);
     assert_int_equal(p.status, 0);
     tu_free(&p);
-    expect_ok(tu_run("%s marker --instance %s 'after the wraps'", LTR, name));
+    tu_expect_ok(tu_run("%s marker --instance %s 'after the wraps'", LTR, name));
     if (!*mode) {
         char saved[600];
         snprintf(saved, sizeof saved, "%s/%s-saved.ltr", dir, name);
-        expect_ok(tu_run("%s save --instance %s %s", LTR, name, saved));
+        tu_expect_ok(tu_run("%s save --instance %s %s", LTR, name, saved));
         tu_trace s = tu_read_trace(saved, "Test.Producer");
         assert_true(s.ok && s.complete);
         assert_true(s.events_overwritten > 10000); /* eight 4 KB buffers hold far fewer */
         assert_int_equal(s.markers, 2);
     }
-    expect_ok(tu_run("%s stop --instance %s %s", LTR, name, path));
+    tu_expect_ok(tu_run("%s stop --instance %s %s", LTR, name, path));
     tu_trace t = tu_read_trace(path, "Test.Producer");
     assert_true(t.ok && t.complete);
     assert_int_equal(t.markers, 2);

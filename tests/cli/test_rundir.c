@@ -35,21 +35,6 @@
 #define PRODUCER tu_test_bin("ltr-test-producer")
 #define NOBODY 65534
 
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Entries of a directory other than . and .., one per line, and how many. */
 static int list_dir(const char *dir, char *out, size_t size)
 {
@@ -99,8 +84,8 @@ static void kill_recorder(const char *session)
     long pid = recorder_pid(session);
     assert_true(pid > 0);
     assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
-    for (double end = now_s() + 30; !process_gone(pid); usleep(20000))
-        assert_true(now_s() < end);
+    for (double end = tu_now_s() + 30; !process_gone(pid); usleep(20000))
+        assert_true(tu_now_s() < end);
 }
 
 /* ---- item 2: the runtime directory ------------------------------------ */
@@ -313,12 +298,12 @@ static void test_clean_record_leaves_nothing(void **state)
     char run[512], listing[4096];
     snprintf(run, sizeof run, "%s/run", dir);
     for (int i = 0; i < 2; i++) /* a program built without sanitizers, like the agent */
-        expect_ok(tu_run("%s record -o %s/r%d.ltr -- /bin/true", LTR, dir, i));
-    expect_ok(tu_run("%s start --instance s", LTR));
-    expect_ok(tu_run("%s stop --instance s %s/s.ltr", LTR, dir));
+        tu_expect_ok(tu_run("%s record -o %s/r%d.ltr -- /bin/true", LTR, dir, i));
+    tu_expect_ok(tu_run("%s start --instance s", LTR));
+    tu_expect_ok(tu_run("%s stop --instance s %s/s.ltr", LTR, dir));
     /* The recorders are gone once the trace is there; their teardown follows. */
     int n = 0;
-    for (double end = now_s() + 30; (n = list_dir(run, listing, sizeof listing)) != 1 && now_s() < end;)
+    for (double end = tu_now_s() + 30; (n = list_dir(run, listing, sizeof listing)) != 1 && tu_now_s() < end;)
         usleep(50000);
     if (n != 1)
         fprintf(stderr, "left in %s:\n%s", run, listing);
@@ -333,11 +318,11 @@ static void test_log_kept_when_something_happened(void **state)
     const char *dir = *state;
     char log[512];
     snprintf(log, sizeof log, "%s/run/t.log", dir);
-    expect_ok(tu_run("%s start --instance t", LTR));
+    tu_expect_ok(tu_run("%s start --instance t", LTR));
     long pid = recorder_pid("t");
     assert_true(pid > 0);
     assert_int_equal(kill((pid_t)pid, SIGTERM), 0);
-    for (double end = now_s() + 30; !process_gone(pid) && now_s() < end;)
+    for (double end = tu_now_s() + 30; !process_gone(pid) && tu_now_s() < end;)
         usleep(50000);
     tu_result r = tu_run("grep -c 'signal 15' %s", log);
     assert_int_equal(r.status, 0);
@@ -361,7 +346,7 @@ static void test_record_names_kept_log(void **state)
         skip();
     }
     tu_result r = tu_run("%s record -o %s/r.ltr -- %s many", LTR, full, tu_test_bin("heap-target"));
-    expect_ok(tu_run("umount %s", full));
+    tu_expect_ok(tu_run("umount %s", full));
     char want[600], log[600];
     snprintf(want, sizeof want, "its log is kept at %s/record-", run);
     const char *at = strstr(r.err, want);
@@ -380,12 +365,12 @@ static void test_killed_recorder_socket_removed(void **state)
     const char *dir = *state;
     char sock[512];
     snprintf(sock, sizeof sock, "%s/run/k.sock", dir);
-    expect_ok(tu_run("%s start --instance k", LTR));
+    tu_expect_ok(tu_run("%s start --instance k", LTR));
     assert_int_equal(access(sock, F_OK), 0);
     kill_recorder("k");
-    expect_ok(tu_run("%s status", LTR));
+    tu_expect_ok(tu_run("%s status", LTR));
     assert_int_not_equal(access(sock, F_OK), 0);
-    expect_ok(tu_run("%s cancel --instance k", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance k", LTR));
 }
 
 /* ---- item 18: dead sessions ------------------------------------------- */
@@ -394,7 +379,7 @@ static void test_status_shows_dead_session(void **state)
 {
     const char *dir = *state;
     char part[512];
-    expect_ok(tu_run("%s start --filemode --instance d --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --filemode --instance d --provider Test.Producer", LTR));
     /* start's default name, random since it must not be plantable */
     glob_t g;
     char pattern[512];
@@ -407,8 +392,8 @@ static void test_status_shows_dead_session(void **state)
     assert_int_equal(tu_field(p.out, "written"), 6000);
     tu_free(&p);
     /* Wait for a flush to have written every event, then kill. */
-    for (double end = now_s() + 30; tu_read_trace(part, "Test.Producer").provider_events < 6000;) {
-        assert_true(now_s() < end);
+    for (double end = tu_now_s() + 30; tu_read_trace(part, "Test.Producer").provider_events < 6000;) {
+        assert_true(tu_now_s() < end);
         usleep(100000);
     }
     kill_recorder("d");
@@ -442,8 +427,8 @@ static void test_status_shows_dead_session(void **state)
     tu_free(&st);
     assert_int_equal(access(part, F_OK), 0);
     /* The name is free again. */
-    expect_ok(tu_run("%s start --instance d", LTR));
-    expect_ok(tu_run("%s cancel --instance d", LTR));
+    tu_expect_ok(tu_run("%s start --instance d", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance d", LTR));
 }
 
 /* A dead memory-mode session is shown with the truth: nothing to recover;
@@ -451,8 +436,8 @@ static void test_status_shows_dead_session(void **state)
 static void test_dead_memory_and_moved_trace(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance m", LTR));
-    expect_ok(tu_run("%s start --filemode --instance f -o %s/f.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s start --instance m", LTR));
+    tu_expect_ok(tu_run("%s start --filemode --instance f -o %s/f.ltr", LTR, dir));
     kill_recorder("m");
     kill_recorder("f");
     tu_result st = tu_run("%s status", LTR);
@@ -460,12 +445,12 @@ static void test_dead_memory_and_moved_trace(void **state)
     assert_non_null(strstr(st.out, "is lost"));
     assert_non_null(strstr(st.out, "session 'f' is dead"));
     tu_free(&st);
-    expect_ok(tu_run("mv %s/f.ltr %s/kept.ltr", dir, dir));
+    tu_expect_ok(tu_run("mv %s/f.ltr %s/kept.ltr", dir, dir));
     st = tu_run("%s status", LTR);
     assert_null(strstr(st.out, "session 'f'"));
     assert_non_null(strstr(st.out, "session 'm' is dead"));
     tu_free(&st);
-    expect_ok(tu_run("%s cancel --instance m", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance m", LTR));
 }
 
 int main(void)

@@ -21,18 +21,10 @@
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
 
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-}
-
 static void test_memory_mode_save_marker_stop(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
     tu_result st = tu_run("%s status", LTR);
     assert_int_equal(st.status, 0);
     assert_non_null(strstr(st.out, "session 'ltr': memory mode"));
@@ -41,13 +33,13 @@ static void test_memory_mode_save_marker_stop(void **state)
     assert_int_equal(p.status, 0);
     assert_int_equal(tu_field(p.out, "written"), 6000);
     tu_free(&p);
-    expect_ok(tu_run("%s marker 'phase two'", LTR));
-    expect_ok(tu_run("%s save %s/saved.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s marker 'phase two'", LTR));
+    tu_expect_ok(tu_run("%s save %s/saved.ltr", LTR, dir));
     /* The session goes on after save, unchanged. */
     st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "session 'ltr'"));
     tu_free(&st);
-    expect_ok(tu_run("%s stop %s/final.ltr 'the description'", LTR, dir));
+    tu_expect_ok(tu_run("%s stop %s/final.ltr 'the description'", LTR, dir));
 
     char path[512];
     snprintf(path, sizeof path, "%s/saved.ltr", dir);
@@ -71,7 +63,7 @@ static void test_memory_mode_save_marker_stop(void **state)
 static void test_file_mode(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --filemode --buffer-size 16 --buffers 8 --provider Test.Producer "
+    tu_expect_ok(tu_run("%s start --filemode --buffer-size 16 --buffers 8 --provider Test.Producer "
                      "-o %s/growing.ltr", LTR, dir));
     tu_result st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "file mode"));
@@ -85,7 +77,7 @@ static void test_file_mode(void **state)
     assert_int_not_equal(sv.status, 0);
     assert_non_null(strstr(sv.err, "file mode"));
     tu_free(&sv);
-    expect_ok(tu_run("%s stop %s/moved.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop %s/moved.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/growing.ltr", dir);
     assert_int_not_equal(access(path, F_OK), 0); /* moved to where stop said */
@@ -100,8 +92,8 @@ static void test_file_mode(void **state)
 static void test_cancel_discards(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --filemode -o %s/c.ltr --instance tmp1", LTR, dir));
-    expect_ok(tu_run("%s cancel --instance tmp1", LTR));
+    tu_expect_ok(tu_run("%s start --filemode -o %s/c.ltr --instance tmp1", LTR, dir));
+    tu_expect_ok(tu_run("%s cancel --instance tmp1", LTR));
     char path[512];
     snprintf(path, sizeof path, "%s/c.ltr", dir);
     assert_int_not_equal(access(path, F_OK), 0);
@@ -114,14 +106,14 @@ static void test_cancel_discards(void **state)
 /* Every event is in the trace or counted: many threads, tiny buffers. */
 static void check_accounting(const char *dir, const char *mode_opts, const char *name)
 {
-    expect_ok(tu_run("%s start %s --instance %s --buffer-size 4 --buffers 4 --provider Test.Producer",
+    tu_expect_ok(tu_run("%s start %s --instance %s --buffer-size 4 --buffers 4 --provider Test.Producer",
                      LTR, mode_opts, name));
     tu_result p = tu_run("%s --threads 16 --events 3000 --size 100 --wait-enabled 5", PRODUCER);
     assert_int_equal(p.status, 0);
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
     assert_int_equal(written + lost, 48000);
     tu_free(&p);
-    expect_ok(tu_run("%s stop --instance %s %s/%s.ltr", LTR, name, dir, name));
+    tu_expect_ok(tu_run("%s stop --instance %s %s/%s.ltr", LTR, name, dir, name));
     char path[512];
     snprintf(path, sizeof path, "%s/%s.ltr", dir, name);
     tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -151,11 +143,11 @@ static void test_accounting_file(void **state)
 static void test_memory_mode_keeps_newest(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance newest --buffer-size 4 --buffers 8 --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance newest --buffer-size 4 --buffers 8 --provider Test.Producer", LTR));
     tu_result p = tu_run("%s --events 20000 --size 16 --wait-enabled 5", PRODUCER);
     assert_int_equal(tu_field(p.out, "written"), 20000);
     tu_free(&p);
-    expect_ok(tu_run("%s stop --instance newest %s/newest.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance newest %s/newest.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/newest.ltr", dir);
     tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -171,18 +163,18 @@ static void test_memory_mode_keeps_newest(void **state)
 static void test_oversized_events_are_counted(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance big --buffer-size 4 --buffers 4 --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance big --buffer-size 4 --buffers 4 --provider Test.Producer", LTR));
     tu_result p = tu_run("%s --events 10 --size 5000 --wait-enabled 5", PRODUCER);
     assert_int_equal(tu_field(p.out, "lost"), 10);
     tu_free(&p);
-    expect_ok(tu_run("%s stop --instance big %s/big.ltr", LTR, dir));
-    expect_ok(tu_run("%s start --instance big2 --buffer-size 1024 --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s stop --instance big %s/big.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s start --instance big2 --buffer-size 1024 --provider Test.Producer", LTR));
     p = tu_run("%s --events 10 --size 70000 --wait-enabled 5 && %s --events 5 --size 60000",
                PRODUCER, PRODUCER);
     assert_non_null(strstr(p.out, "written=0 lost=10"));
     assert_non_null(strstr(p.out, "written=5 lost=0"));
     tu_free(&p);
-    expect_ok(tu_run("%s stop --instance big2 %s/big2.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance big2 %s/big2.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/big.ltr", dir);
     tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -199,12 +191,12 @@ static void test_oversized_events_are_counted(void **state)
 static void test_max_file_size(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 16 -o %s/cap.ltr "
+    tu_expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 16 -o %s/cap.ltr "
                      "--instance cap --provider Test.Producer", LTR, dir));
     tu_result p = tu_run("%s --events 3000 --size 1000 --random --wait-enabled 5", PRODUCER);
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
     tu_free(&p);
-    expect_ok(tu_run("%s stop --instance cap %s/cap-final.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance cap %s/cap-final.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/cap-final.ltr", dir);
     struct stat st;
@@ -226,13 +218,13 @@ static void test_stop_while_writing(void **state)
 {
     const char *dir = *state;
     for (int round = 0; round < 4; round++) {
-        expect_ok(tu_run("%s start --instance busy%d --buffer-size 16 --buffers 8 --provider Test.Producer",
+        tu_expect_ok(tu_run("%s start --instance busy%d --buffer-size 16 --buffers 8 --provider Test.Producer",
                          LTR, round));
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s --threads 3 --events 400000 --wait-enabled 5 >/dev/null &", PRODUCER);
-        expect_ok(tu_run("%s", cmd));
+        tu_expect_ok(tu_run("%s", cmd));
         usleep(300000);
-        expect_ok(tu_run("%s stop --instance busy%d %s/busy%d.ltr", LTR, round, dir, round));
+        tu_expect_ok(tu_run("%s stop --instance busy%d %s/busy%d.ltr", LTR, round, dir, round));
         char path[512];
         snprintf(path, sizeof path, "%s/busy%d.ltr", dir, round);
         tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -240,22 +232,22 @@ static void test_stop_while_writing(void **state)
         assert_int_equal(t.damage, 0);
         assert_true(t.provider_events > 0);
     }
-    expect_ok(tu_run("wait; sleep 0.2"));
+    tu_expect_ok(tu_run("wait; sleep 0.2"));
 }
 
 static void test_several_sessions_and_processes(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance a --provider Test.Producer", LTR));
-    expect_ok(tu_run("%s start --instance b --filemode --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance a --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance b --filemode --provider Test.Producer", LTR));
     tu_result p = tu_run("%s --threads 2 --events 1000 --wait-enabled 5 > %s/p1 & "
                          "%s --threads 3 --events 1000 --wait-enabled 5 > %s/p2; wait",
                          PRODUCER, dir, PRODUCER, dir);
     assert_int_equal(p.status, 0);
     tu_free(&p);
-    expect_ok(tu_run("%s marker both", LTR));
-    expect_ok(tu_run("%s stop --instance a %s/a.ltr", LTR, dir));
-    expect_ok(tu_run("%s stop --instance b %s/b.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s marker both", LTR));
+    tu_expect_ok(tu_run("%s stop --instance a %s/a.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance b %s/b.ltr", LTR, dir));
     char path[512];
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%c.ltr", dir, 'a' + i);
@@ -269,12 +261,12 @@ static void test_several_sessions_and_processes(void **state)
 static void test_taken_name_and_missing_session(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance dup", LTR));
+    tu_expect_ok(tu_run("%s start --instance dup", LTR));
     tu_result r = tu_run("%s start --instance dup", LTR);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "already running"));
     tu_free(&r);
-    expect_ok(tu_run("%s cancel --instance dup", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance dup", LTR));
     r = tu_run("%s stop %s/none.ltr --instance nothere", LTR, dir);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "no session named 'nothere' is running"));
@@ -319,14 +311,14 @@ static void test_bad_options(void **state)
 static void test_killed_recorder(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --filemode -o %s/k.ltr --instance k --provider Test.Producer", LTR, dir));
+    tu_expect_ok(tu_run("%s start --filemode -o %s/k.ltr --instance k --provider Test.Producer", LTR, dir));
     tu_result p = tu_run("%s --threads 2 --events 3000 --wait-enabled 5", PRODUCER);
     assert_int_equal(tu_field(p.out, "written"), 6000);
     tu_free(&p);
     /* The producer has exited, so its buffers are complete; give the recorder
      * one flush interval, then kill it without warning. */
     usleep(1500000);
-    expect_ok(tu_run("kill -9 $(%s status --instance k | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')", LTR));
+    tu_expect_ok(tu_run("kill -9 $(%s status --instance k | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')", LTR));
     usleep(200000);
     char path[512];
     snprintf(path, sizeof path, "%s/k.ltr", dir);
@@ -338,14 +330,14 @@ static void test_killed_recorder(void **state)
     tu_result st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "no session is running"));
     tu_free(&st);
-    expect_ok(tu_run("%s start --instance k", LTR));
-    expect_ok(tu_run("%s cancel --instance k", LTR));
+    tu_expect_ok(tu_run("%s start --instance k", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance k", LTR));
 }
 
 static void test_permissions(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --instance perm", LTR));
+    tu_expect_ok(tu_run("%s start --instance perm", LTR));
     struct stat st;
     char path[512];
     snprintf(path, sizeof path, "%s/run/perm.sock", dir);
@@ -368,7 +360,7 @@ static void test_permissions(void **state)
     } else {
         print_message("not root: the other-user check is skipped\n");
     }
-    expect_ok(tu_run("%s cancel --instance perm", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance perm", LTR));
 }
 
 int main(void)

@@ -24,14 +24,6 @@
 
 #define LTR tu_ltr()
 
-static void expect_ok(tu_result r)
-{
-    if (r.status != 0)
-        fprintf(stderr, "unexpected failure %d:\n%s%s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-}
-
 /* Fails with a message on stderr that holds text. */
 static void expect_fail(tu_result r, int status, const char *text)
 {
@@ -60,13 +52,13 @@ static void expect_running(bool running)
 static void test_failed_stop_keeps_session(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start --provider Test.Producer", LTR));
-    expect_ok(tu_run("%s --events 3000 --wait-enabled 5", tu_test_bin("ltr-test-producer")));
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s --events 3000 --wait-enabled 5", tu_test_bin("ltr-test-producer")));
     expect_fail(tu_run("%s stop %s/no-such-dir/x.ltr", LTR, dir), 0, "the session is still running");
     expect_running(true);
     expect_fail(tu_run("%s save %s/no-such-dir/y.ltr", LTR, dir), 0, "the session is still running");
     expect_running(true);
-    expect_ok(tu_run("%s stop %s/final.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop %s/final.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/final.ltr", dir);
     tu_trace t = tu_read_trace(path, "Test.Producer");
@@ -102,8 +94,8 @@ static void test_disk_full(void **state)
         fprintf(stderr, "record on a full disk: %d\n%s", r.status, r.err);
     tu_free(&r);
     tu_run("rm -f %s/*", mnt);
-    expect_ok(tu_run("%s start heap --filemode -o %s/f.ltr", LTR, mnt));
-    expect_ok(tu_run("%s run -- %s tree", LTR, target));
+    tu_expect_ok(tu_run("%s start heap --filemode -o %s/f.ltr", LTR, mnt));
+    tu_expect_ok(tu_run("%s run -- %s tree", LTR, target));
     r = tu_run("%s stop %s/f.ltr", LTR, mnt);
     bool stop_ok = r.status != 0 && strstr(r.err, "No space left on device");
     if (!stop_ok)
@@ -158,7 +150,7 @@ static void test_start_pid(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.err, "does not have the heap agent"));
     tu_free(&r);
-    expect_ok(tu_run("%s cancel", LTR));
+    tu_expect_ok(tu_run("%s cancel", LTR));
 }
 
 /* Item 13: `ltr run` with no heap session is an error and runs nothing. */

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -187,4 +188,20 @@ tu_trace tu_read_trace(const char *path, const char *provider)
     snprintf(r.description, sizeof r.description, "%s", d ? d : "");
     ltr_trace_close(t);
     return r;
+}
+
+int tu_ok(tu_result r)
+{
+    int status = r.status;
+    if (status != 0)
+        fprintf(stderr, "unexpected failure %d:\n%s%s", status, r.out, r.err);
+    tu_free(&r);
+    return status;
+}
+
+double tu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -23,6 +23,12 @@ int tu_teardown_sandbox(void **state);
 /* Runs a shell command (printf-style), waits, captures stdout and stderr. */
 tu_result tu_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tu_free(tu_result *r);
+/* Prints r's status and output when the status is not 0, frees r, and
+ * returns the status: tu_expect_ok asserts it is 0 (cmocka.h first). */
+int tu_ok(tu_result r);
+#define tu_expect_ok(r) assert_int_equal(tu_ok(r), 0)
+/* CLOCK_MONOTONIC in seconds, for the tests' deadlines. */
+double tu_now_s(void);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
 const char *tu_ltr(void);
 const char *tu_test_bin(const char *name);
