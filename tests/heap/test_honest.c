@@ -101,7 +101,7 @@ static void test_disk_full(void **state)
     if (!ok)
         fprintf(stderr, "record on a full disk: %d\n%s", r.status, r.err);
     tu_free(&r);
-    tu_run("rm -f %s/*", mnt);
+    expect_ok(tu_run("rm -f %s/*", mnt));
     expect_ok(tu_run("%s start heap --filemode -o %s/f.ltr", LTR, mnt));
     expect_ok(tu_run("%s run -- %s tree", LTR, target));
     r = tu_run("%s stop %s/f.ltr", LTR, mnt);
