@@ -113,20 +113,17 @@ typedef struct record_counts {
 static record_counts session_counts(const char *session)
 {
     record_counts c = {0};
-    ltr_kvlist kv;
-    if (cli_session_request("record", session, "status", NULL, NULL, &kv) == 0) {
-        char key[64];
-        for (unsigned long long i = 0, n = cli_kv_u64(&kv, "collectors"); i < n; i++) {
-            snprintf(key, sizeof key, "collector.%llu.events_recorded", i);
-            c.recorded += cli_kv_u64(&kv, key);
-            snprintf(key, sizeof key, "collector.%llu.events_lost", i);
-            c.lost += cli_kv_u64(&kv, key);
-            snprintf(key, sizeof key, "collector.%llu.events_overwritten", i);
-            c.overwritten += cli_kv_u64(&kv, key);
-        }
+    static ltr_session_status st;
+    ltr_error err;
+    if (ltr_client_status(session, &st, &err) == 0) {
+        ltr_collector_status t = ltr_session_status_total(&st);
+        c.recorded = t.events_recorded;
+        c.lost = t.events_lost;
+        c.overwritten = t.events_overwritten;
         c.known = 1;
+    } else {
+        cli_fail("record", "%s", err.msg);
     }
-    ltr_kvlist_free(&kv);
     return c;
 }
 

@@ -194,11 +194,12 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
 static const char *output_of(const ltr_session_config *cfg)
 {
     static char made[sizeof cfg->output];
-    ltr_kvlist kv = {0};
-    if (!cfg->output_temp || cli_session_request("start", cfg->name, "status", NULL, NULL, &kv) != 0 ||
-        !ltr_kvlist_get(&kv, "output", made, sizeof made))
-        snprintf(made, sizeof made, "%s", cfg->output);
-    ltr_kvlist_free(&kv);
+    static ltr_session_status st;
+    ltr_error err;
+    int asked = cfg->output_temp && ltr_client_status(cfg->name, &st, &err) == 0;
+    if (cfg->output_temp && !asked)
+        cli_fail("start", "%s", err.msg);
+    snprintf(made, sizeof made, "%s", asked && st.has_output ? st.output : cfg->output);
     return made;
 }
 

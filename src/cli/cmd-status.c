@@ -15,43 +15,38 @@
 
 static const char usage[] = "ltr status [--instance NAME]";
 
-static void print_session(const ltr_kvlist *kv)
+static void print_session(const ltr_session_status *st)
 {
-    char name[64], mode[16], text[4200], key[64];
-    ltr_kvlist_get(kv, "name", name, sizeof name);
-    ltr_kvlist_get(kv, "mode", mode, sizeof mode);
     printf("session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached\n",
-           name, mode, (double)cli_kv_u64(kv, "uptime_ns") / 1e9, cli_kv_u64(kv, "pid"), cli_kv_u64(kv, "processes"));
-    if (ltr_kvlist_get(kv, "profiles", text, sizeof text) && text[0])
-        printf("  profiles: %s\n", text);
-    if (!strcmp(mode, "file") && ltr_kvlist_get(kv, "output", text, sizeof text)) {
-        printf("  trace: %s, %.1f MB", text, (double)cli_kv_u64(kv, "file_size") / 1048576.0);
-        if (cli_kv_u64(kv, "max_file_size"))
-            printf(" of at most %.1f MB", (double)cli_kv_u64(kv, "max_file_size") / 1048576.0);
+           st->name, st->mode, (double)st->uptime_ns / 1e9, (unsigned long long)st->pid,
+           (unsigned long long)st->processes);
+    if (st->profiles[0])
+        printf("  profiles: %s\n", st->profiles);
+    if (st->file_mode && st->has_output) {
+        printf("  trace: %s, %.1f MB", st->output, (double)st->file_size / 1048576.0);
+        if (st->max_file_size)
+            printf(" of at most %.1f MB", (double)st->max_file_size / 1048576.0);
         printf("\n");
     }
     printf("  %-12s %8s %10s %8s %16s %12s %12s\n", "collector", "buffers", "size", "free",
            "events recorded", "events lost", "overwritten");
-    for (unsigned long long c = 0; c < cli_kv_u64(kv, "collectors"); c++) {
-        char cname[64];
-#define COL(field) (snprintf(key, sizeof key, "collector.%llu." field, c), cli_kv_u64(kv, key))
-        snprintf(key, sizeof key, "collector.%llu.name", c);
-        ltr_kvlist_get(kv, key, cname, sizeof cname);
-        printf("  %-12s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", cname, COL("buffers"),
-               COL("buffer_size") / 1024, COL("buffers_free"), COL("events_recorded"),
-               COL("events_lost"), COL("events_overwritten"));
-#undef COL
+    for (unsigned c = 0; c < st->ncollectors; c++) {
+        const ltr_collector_status *cs = &st->collectors[c];
+        printf("  %-12s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", cs->name,
+               (unsigned long long)cs->buffers, (unsigned long long)cs->buffer_size / 1024,
+               (unsigned long long)cs->buffers_free, (unsigned long long)cs->events_recorded,
+               (unsigned long long)cs->events_lost, (unsigned long long)cs->events_overwritten);
     }
 }
 
 static int status_of(const char *session)
 {
-    ltr_kvlist kv;
-    int rc = cli_session_request("status", session, "status", NULL, NULL, &kv);
-    if (!rc)
-        print_session(&kv);
-    ltr_kvlist_free(&kv);
-    return rc;
+    static ltr_session_status st;
+    ltr_error err;
+    if (ltr_client_status(session, &st, &err))
+        return cli_fail("status", "%s", err.msg);
+    print_session(&st);
+    return 0;
 }
 
 static void local_time(uint64_t wall_ns, char *out, size_t size)

@@ -12,16 +12,9 @@
  * replaces nothing. */
 static int is_session_output(const char *instance, const char *path)
 {
-    ltr_bytes req = {0};
-    ltr_bytes_put_kv(&req, "op", "status");
-    ltr_kvlist kv = {0};
+    static ltr_session_status st;
     ltr_error err; /* a session not running is said by the stop request */
-    char output[4096];
-    int same = ltr_client_request(instance, &req, &kv, &err) == 0 &&
-               ltr_kvlist_get(&kv, "output", output, sizeof output) && !strcmp(output, path);
-    ltr_bytes_free(&req);
-    ltr_kvlist_free(&kv);
-    return same;
+    return ltr_client_status(instance, &st, &err) == 0 && st.has_output && !strcmp(st.output, path);
 }
 
 static const char usage[] = "ltr stop FILE [DESCRIPTION] [--force] [--instance NAME]";

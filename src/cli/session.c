@@ -43,12 +43,6 @@ int cli_session_write_request(const char *cmd, const char *session, const char *
     return request(cmd, session, op, path, text, force, resp);
 }
 
-unsigned long long cli_kv_u64(const ltr_kvlist *kv, const char *key)
-{
-    char buf[32];
-    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
-}
-
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size)
 {
     if (!*path)

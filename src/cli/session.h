@@ -18,8 +18,6 @@ int cli_session_request(const char *cmd, const char *session, const char *op, co
  * may be NULL. */
 int cli_session_write_request(const char *cmd, const char *session, const char *op, const char *path,
                               const char *text, int force, ltr_kvlist *resp);
-/* A number of a response (0 when absent). */
-unsigned long long cli_kv_u64(const ltr_kvlist *kv, const char *key);
 /* Makes a path absolute against the current directory (the recorder runs in /). */
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size);
 

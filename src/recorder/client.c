@@ -104,3 +104,82 @@ int ltr_client_sessions(char names[][64], int max, ltr_error *err)
     ltr_registry_unlock();
     return n;
 }
+
+static uint64_t kv_u64(const ltr_kvlist *kv, const char *key)
+{
+    char buf[32];
+    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
+}
+
+static void kv_str(const ltr_kvlist *kv, const char *key, char *buf, size_t size)
+{
+    if (!ltr_kvlist_get(kv, key, buf, size))
+        buf[0] = 0;
+}
+
+static void collector_parse(const ltr_kvlist *kv, unsigned c, ltr_collector_status *cs)
+{
+    char key[64];
+#define COL(field) (snprintf(key, sizeof key, "collector.%u." #field, c), kv_u64(kv, key))
+    snprintf(key, sizeof key, "collector.%u.name", c);
+    kv_str(kv, key, cs->name, sizeof cs->name);
+    cs->buffer_size = COL(buffer_size);
+    cs->buffers = COL(buffers);
+    cs->buffers_free = COL(buffers_free);
+    cs->events_recorded = COL(events_recorded);
+    cs->events_lost = COL(events_lost);
+    cs->events_overwritten = COL(events_overwritten);
+    cs->buffers_lost = COL(buffers_lost);
+    cs->shm_damage = COL(shm_damage);
+#undef COL
+}
+
+void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
+{
+    memset(st, 0, sizeof *st);
+    kv_str(kv, "name", st->name, sizeof st->name);
+    kv_str(kv, "mode", st->mode, sizeof st->mode);
+    st->file_mode = !strcmp(st->mode, "file");
+    st->pid = kv_u64(kv, "pid");
+    st->uptime_ns = kv_u64(kv, "uptime_ns");
+    st->processes = kv_u64(kv, "processes");
+    kv_str(kv, "profiles", st->profiles, sizeof st->profiles);
+    st->has_output = ltr_kvlist_get(kv, "output", st->output, sizeof st->output) != NULL;
+    st->file_size = kv_u64(kv, "file_size");
+    st->max_file_size = kv_u64(kv, "max_file_size");
+    kv_str(kv, "write_error", st->write_error, sizeof st->write_error);
+    uint64_t n = kv_u64(kv, "collectors");
+    st->ncollectors = n < LTR_MAX_COLLECTORS ? (unsigned)n : LTR_MAX_COLLECTORS;
+    for (unsigned c = 0; c < st->ncollectors; c++)
+        collector_parse(kv, c, &st->collectors[c]);
+}
+
+int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err)
+{
+    ltr_bytes req = {0};
+    ltr_bytes_put_kv(&req, "op", "status");
+    ltr_kvlist kv;
+    int rc = ltr_client_request(session, &req, &kv, err);
+    ltr_bytes_free(&req);
+    if (!rc)
+        ltr_session_status_parse(&kv, st);
+    ltr_kvlist_free(&kv);
+    return rc;
+}
+
+ltr_collector_status ltr_session_status_total(const ltr_session_status *st)
+{
+    ltr_collector_status t = {0};
+    for (unsigned c = 0; c < st->ncollectors; c++) {
+        const ltr_collector_status *cs = &st->collectors[c];
+        t.buffer_size += cs->buffer_size;
+        t.buffers += cs->buffers;
+        t.buffers_free += cs->buffers_free;
+        t.events_recorded += cs->events_recorded;
+        t.events_lost += cs->events_lost;
+        t.events_overwritten += cs->events_overwritten;
+        t.buffers_lost += cs->buffers_lost;
+        t.shm_damage += cs->shm_damage;
+    }
+    return t;
+}

@@ -8,6 +8,7 @@
 #include <ltr/common.h>
 
 #include "base/records.h"
+#include "event/shm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,5 +51,37 @@ int ltr_client_dead_sessions(ltr_dead_session *out, int max, ltr_error *err);
 /* Forgets the dead sessions of this name (their partial traces stay where they
  * are). Returns how many, or -errno. */
 int ltr_client_forget(const char *name, ltr_error *err);
+
+/* A running session's status, as its recorder answers the "status" request
+ * (docs/control-protocol.md), typed: the commands read fields, not keys. */
+typedef struct ltr_collector_status {
+    char name[32];
+    uint64_t buffer_size;        /* bytes */
+    uint64_t buffers, buffers_free;
+    uint64_t events_recorded;    /* counts the overwritten too */
+    uint64_t events_lost, events_overwritten, buffers_lost, shm_damage;
+} ltr_collector_status;
+
+typedef struct ltr_session_status {
+    char name[64];
+    char mode[16];               /* "file" or "memory" */
+    bool file_mode;
+    uint64_t pid, uptime_ns, processes;
+    char profiles[1024];         /* ";"-joined, empty without profiles */
+    bool has_output;             /* file mode: output, file_size, max_file_size */
+    char output[4096];
+    uint64_t file_size, max_file_size;
+    char write_error[256];       /* the first failed write to the trace, or "" */
+    unsigned ncollectors;        /* at most LTR_MAX_COLLECTORS are kept */
+    ltr_collector_status collectors[LTR_MAX_COLLECTORS];
+} ltr_session_status;
+
+/* Fills st from a status response; absent numbers are 0, absent strings "". */
+void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st);
+/* Asks a session for its status. Returns 0, or -errno with err saying why
+ * (the session is not running, it did not answer). */
+int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err);
+/* The counters of every collector added up (name empty). */
+ltr_collector_status ltr_session_status_total(const ltr_session_status *st);
 
 #endif
