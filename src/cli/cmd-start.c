@@ -91,59 +91,54 @@ static void print_lines(const char *prefix, const ltr_bytes *text)
     }
 }
 
-/* Resolves the profiles into cfg; --provider options already in cfg are kept
- * (they go to the first collector), buffer options override the profiles'. */
-static int apply_profiles(ltr_session_config *cfg, const char *const *specs, size_t n,
-                          uint32_t buffer_kb, uint32_t buffers)
+/* What the options said beyond the session configuration itself. */
+typedef struct start_opts {
+    const char *buffers, *output;
+    bool force;
+    ltr_session_options session;
+    ltr_provider_spec providers[LTR_MAX_SESSION_PROVIDERS];
+} start_opts;
+
+/* The profiles, resolved, with their warnings printed; NULL after an error
+ * (said). */
+static ltr_plan *resolve_profiles(const char *const *specs, size_t n, bool filemode)
 {
-    ltr_profile_request req = {.specs = specs, .nspecs = n, .filemode = cfg->mode == LTR_MODE_FILE};
+    ltr_profile_request req = {.specs = specs, .nspecs = n, .filemode = filemode};
     ltr_plan *plan = NULL;
     int rc = ltr_profiles_resolve(&req, &plan);
-    if (!plan)
-        return cli_fail("start", "out of memory reading the profiles");
+    if (!plan) {
+        cli_fail("start", "out of memory reading the profiles");
+        return NULL;
+    }
     for (size_t i = 0; i < plan->diags.n; i++) {
         char line[2048];
         ltr_diag_format(&plan->diags.v[i], line, sizeof line);
         fprintf(stderr, "ltr start: %s\n", line);
     }
-    ltr_provider_spec extra[LTR_MAX_SESSION_PROVIDERS];
-    unsigned nextra = cfg->nproviders;
-    memcpy(extra, cfg->providers, sizeof extra[0] * nextra);
-    cfg->nproviders = 0;
-    cfg->ncollectors = 0;
+    if (rc) {
+        cli_fail("start", "the profiles have errors; nothing was started");
+        ltr_plan_free(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+/* cfg's collectors and providers, from the profiles (if any) and options. */
+static int configure(ltr_session_config *cfg, const char *const *specs, size_t n, const start_opts *o)
+{
+    ltr_plan *plan = NULL;
+    if (n && !(plan = resolve_profiles(specs, n, cfg->mode == LTR_MODE_FILE)))
+        return 1;
     ltr_bytes notes = {0};
     ltr_error err;
-    if (rc == 0 && ltr_session_config_from_plan(plan, cfg, &notes, &err) != 0)
+    int rc = 0;
+    if (ltr_session_config_build(plan, &o->session, cfg, &notes, &err) != 0)
         rc = cli_fail("start", "%s", err.msg);
-    else if (rc)
-        rc = cli_fail("start", "the profiles have errors; nothing was started");
     print_lines("note: ", &notes);
     ltr_bytes_free(&notes);
     ltr_plan_free(plan);
-    if (rc)
-        return rc;
-    if (cfg->ncollectors == 0) { /* nothing this ltr can record: keep a collector for markers */
-        cfg->ncollectors = 1;
-        snprintf(cfg->collectors[0].name, sizeof cfg->collectors[0].name, "events");
-        cfg->collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
-        cfg->collectors[0].buffers = LTR_BUFFERS_DEFAULT;
-    }
-    for (unsigned c = 0; c < cfg->ncollectors; c++) {
-        if (buffer_kb)
-            cfg->collectors[c].buffer_kb = buffer_kb;
-        if (buffers)
-            cfg->collectors[c].buffers = buffers;
-    }
-    for (unsigned i = 0; i < nextra && cfg->nproviders < LTR_MAX_SESSION_PROVIDERS; i++)
-        cfg->providers[cfg->nproviders++] = extra[i];
-    return 0;
+    return rc;
 }
-
-/* What the options said beyond the session configuration itself. */
-typedef struct start_opts {
-    const char *buffers, *output;
-    bool buffer_kb_given, force;
-} start_opts;
 
 /* One option into cfg and o. Returns -1 to go on, or the exit status. */
 static int take_option(int c, ltr_session_config *cfg, start_opts *o)
@@ -162,8 +157,7 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
     case 's':
         if (cli_parse_u64("start", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
             return 2;
-        cfg->collectors[0].buffer_kb = (uint32_t)v;
-        o->buffer_kb_given = true;
+        o->session.buffer_kb = (uint32_t)v;
         return -1;
     case 'b': o->buffers = optarg; return -1;
     case 'm':
@@ -172,11 +166,11 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
         cfg->max_file_size = v << 20;
         return -1;
     case 'p':
-        if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+        if (o->session.nproviders == LTR_MAX_SESSION_PROVIDERS)
             return cli_fail("start", "at most %d providers per session", LTR_MAX_SESSION_PROVIDERS), 2;
-        if (ltr_provider_spec_parse(optarg, &cfg->providers[cfg->nproviders], &err))
+        if (ltr_provider_spec_parse(optarg, &o->providers[o->session.nproviders], &err))
             return cli_fail("start", "%s", err.msg), 2;
-        cfg->nproviders++;
+        o->session.nproviders++;
         return -1;
     case 'P':
         if (cfg->npids == LTR_MAX_SESSION_PIDS)
@@ -266,28 +260,23 @@ int cmd_start(int argc, char **argv)
         {"force", no_argument, 0, 'F'},          {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     static ltr_session_config cfg;
+    static start_opts o;
     memset(&cfg, 0, sizeof cfg);
+    memset(&o, 0, sizeof o);
     snprintf(cfg.name, sizeof cfg.name, "%s", LTR_DEFAULT_SESSION);
-    cfg.ncollectors = 1;
-    snprintf(cfg.collectors[0].name, sizeof cfg.collectors[0].name, "events");
-    cfg.collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
-    start_opts o = {0};
+    o.session.providers = o.providers;
     int c, rc;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1)
         if ((rc = take_option(c, &cfg, &o)) >= 0)
             return rc;
-    cfg.collectors[0].buffers = LTR_BUFFERS_DEFAULT;
-    if (o.buffers &&
-        cli_parse_buffers("start", o.buffers, cfg.collectors[0].buffer_kb, &cfg.collectors[0].buffers))
+    /* N% counts buffers of --buffer-size, or of the default size */
+    if (o.buffers && cli_parse_buffers("start", o.buffers,
+                                       o.session.buffer_kb ? o.session.buffer_kb : LTR_BUFFER_KB_DEFAULT,
+                                       &o.session.buffers))
         return 2;
-    if (optind < argc) {
-        rc = apply_profiles(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind),
-                            o.buffer_kb_given ? cfg.collectors[0].buffer_kb : 0,
-                            o.buffers ? cfg.collectors[0].buffers : 0);
-        if (rc)
-            return rc;
-    }
+    if ((rc = configure(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind), &o)) != 0)
+        return rc;
     if (cfg.npids && !cfg.pid_collectors)
         return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
                                  "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;

@@ -58,7 +58,7 @@ int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uin
         snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
         if (cli_parse_u64(cmd, "--buffers (percentage of RAM)", num, 1, 50, &v))
             return -1;
-        uint64_t count = ltr_total_ram() / 100 * v / ((uint64_t)buffer_kb * 1024);
+        uint64_t count = ltr_buffers_from_ram_share(v, buffer_kb);
         if (count < LTR_BUFFERS_MIN || count > LTR_BUFFERS_MAX) {
             cli_fail(cmd, "--buffers %s gives %llu buffers of %u KB: allowed %u to %u", text,
                      (unsigned long long)count, buffer_kb, LTR_BUFFERS_MIN, LTR_BUFFERS_MAX);

@@ -23,11 +23,16 @@ static void note(ltr_bytes *notes, const char *fmt, const char *a, const char *b
     ltr_bytes_put_u8(notes, '\n');
 }
 
+uint64_t ltr_buffers_from_ram_share(uint64_t percent, uint32_t buffer_kb)
+{
+    return ltr_total_ram() / 100 * percent / ((uint64_t)buffer_kb * 1024);
+}
+
 static uint32_t buffer_count(const ltr_plan_collector *pc)
 {
     if (!pc->buffers_percent)
         return pc->buffers;
-    uint64_t n = ltr_total_ram() / 100 * pc->buffers / ((uint64_t)pc->buffer_size_kb * 1024);
+    uint64_t n = ltr_buffers_from_ram_share(pc->buffers, pc->buffer_size_kb);
     return n < LTR_BUFFERS_MIN ? LTR_BUFFERS_MIN : n > LTR_BUFFERS_MAX ? LTR_BUFFERS_MAX : (uint32_t)n;
 }
 
@@ -151,5 +156,39 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
         return -err->code;
     for (size_t i = 0; i < plan->nskipped; i++)
         note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);
+    return 0;
+}
+
+/* The collector a session has when nothing else gives it one. */
+static void default_collector(ltr_session_config *cfg)
+{
+    cfg->ncollectors = 1;
+    snprintf(cfg->collectors[0].name, sizeof cfg->collectors[0].name, "events");
+    cfg->collectors[0].buffer_kb = LTR_BUFFER_KB_DEFAULT;
+    cfg->collectors[0].buffers = LTR_BUFFERS_DEFAULT;
+}
+
+int ltr_session_config_build(const ltr_plan *plan, const ltr_session_options *o,
+                             ltr_session_config *cfg, ltr_bytes *notes, ltr_error *err)
+{
+    cfg->ncollectors = 0;
+    cfg->nproviders = 0;
+    if (plan && ltr_session_config_from_plan(plan, cfg, notes, err) != 0)
+        return -err->code;
+    if (cfg->ncollectors == 0) /* no plan, or nothing it names can be recorded: markers still can */
+        default_collector(cfg);
+    for (unsigned c = 0; c < cfg->ncollectors; c++) {
+        if (o->buffer_kb)
+            cfg->collectors[c].buffer_kb = o->buffer_kb;
+        if (o->buffers)
+            cfg->collectors[c].buffers = o->buffers;
+    }
+    if (cfg->nproviders + o->nproviders > LTR_MAX_SESSION_PROVIDERS)
+        return ltr_fail(err, E2BIG, "the profiles and --provider options enable %u providers; a session "
+                        "has at most %d", cfg->nproviders + o->nproviders, LTR_MAX_SESSION_PROVIDERS);
+    for (unsigned i = 0; i < o->nproviders; i++) {
+        cfg->providers[cfg->nproviders] = o->providers[i];
+        cfg->providers[cfg->nproviders++].collector = 0;
+    }
     return 0;
 }

@@ -86,6 +86,29 @@ struct ltr_bytes;
 int ltr_session_config_from_plan(const struct ltr_plan *plan, ltr_session_config *cfg,
                                  struct ltr_bytes *notes, ltr_error *err);
 
+/* How many buffers of buffer_kb KB make percent of the total RAM, not
+ * clamped: the caller says what range it allows (--buffers N%, a profile's
+ * PercentageOfTotalMemory). */
+uint64_t ltr_buffers_from_ram_share(uint64_t percent, uint32_t buffer_kb);
+
+/* What `ltr start`'s options say about buffers and providers, beside the
+ * profiles. */
+typedef struct ltr_session_options {
+    uint32_t buffer_kb;                   /* every collector's buffer size; 0: not given */
+    uint32_t buffers;                     /* every collector's buffer count; 0: not given */
+    const ltr_provider_spec *providers;   /* --provider: enabled in the first collector, */
+    unsigned nproviders;                  /* after those of the profiles */
+} ltr_session_options;
+
+/* A session's collectors and providers, from a resolved plan (or, with plan
+ * NULL, one collector "events" of LTR_BUFFERS_DEFAULT buffers of
+ * LTR_BUFFER_KB_DEFAULT KB), with the options over them. A plan that records
+ * nothing here still gets that collector, for markers. cfg's name, mode
+ * (without a plan), output and pids are kept; notes as for
+ * ltr_session_config_from_plan. Returns 0 or -errno with err saying why. */
+int ltr_session_config_build(const struct ltr_plan *plan, const ltr_session_options *o,
+                             ltr_session_config *cfg, struct ltr_bytes *notes, ltr_error *err);
+
 /* Starts the recorder as a daemon and waits until it runs or has failed.
  * With cfg->stop_output, the recorder watches this process: when it ends
  * without stopping the session, the recorder stops it. */

@@ -1,0 +1,231 @@
+/*
+ * tests/recorder/test_session_config.c — a session's configuration from a
+ * profile plan and `ltr start`'s options (ltr_session_config_build): the
+ * collectors, their buffers and the providers a session gets, without the ltr
+ * binary or a recorder.
+ */
+#include "base/records.h"
+#include "prim/prim.h"
+#include "profiles/profiles.h"
+#include "recorder/recorder.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ltr_session_config cfg;
+
+static void fresh(void)
+{
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "cfgtest");
+}
+
+static ltr_provider_spec spec(const char *text)
+{
+    ltr_provider_spec s;
+    ltr_error err;
+    assert_int_equal(ltr_provider_spec_parse(text, &s, &err), 0);
+    return s;
+}
+
+static void test_no_profile_defaults(void **state)
+{
+    (void)state;
+    fresh();
+    ltr_session_options o = {0};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    assert_int_equal(ltr_session_config_build(NULL, &o, &cfg, &notes, &err), 0);
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_string_equal(cfg.collectors[0].name, "events");
+    assert_int_equal(cfg.collectors[0].buffer_kb, LTR_BUFFER_KB_DEFAULT);
+    assert_int_equal(cfg.collectors[0].buffers, LTR_BUFFERS_DEFAULT);
+    assert_int_equal(cfg.nproviders, 0);
+    assert_string_equal(cfg.name, "cfgtest");
+    assert_string_equal(cfg.profiles, "");
+    assert_int_equal(notes.len, 0);
+}
+
+static void test_no_profile_options(void **state)
+{
+    (void)state;
+    fresh();
+    cfg.mode = LTR_MODE_FILE;
+    ltr_provider_spec p[2] = {spec("Acme.One:0x10:3"), spec("Acme.Two")};
+    ltr_session_options o = {.buffer_kb = 16, .buffers = 10, .providers = p, .nproviders = 2};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    assert_int_equal(ltr_session_config_build(NULL, &o, &cfg, &notes, &err), 0);
+    assert_int_equal(cfg.mode, LTR_MODE_FILE);
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_int_equal(cfg.collectors[0].buffer_kb, 16);
+    assert_int_equal(cfg.collectors[0].buffers, 10);
+    assert_int_equal(cfg.nproviders, 2);
+    assert_string_equal(cfg.providers[0].name, "Acme.One");
+    assert_int_equal(cfg.providers[0].any, 0x10);
+    assert_int_equal(cfg.providers[0].level, 3);
+    assert_string_equal(cfg.providers[1].name, "Acme.Two");
+    assert_int_equal(cfg.providers[1].collector, 0);
+}
+
+/* A plan with one event collector of two and a provider in the second. */
+static ltr_plan_collector cols[2] = {
+    {.name = "Unused", .kind = LTR_COLLECTOR_EVENT, .buffer_size_kb = 64, .buffers = 4},
+    {.name = "Ev", .kind = LTR_COLLECTOR_EVENT, .buffer_size_kb = 256, .buffers = 10},
+};
+static ltr_plan_provider provs[1] = {
+    {.name = "Acme.Plan", .keywords = UINT64_MAX, .level = 4, .collector = 1},
+};
+static char *names[1] = {"Acme.wprp!Acme"};
+
+static ltr_plan plan_of(size_t nproviders)
+{
+    ltr_plan p = {.mode = LTR_PLAN_MEMORY, .profiles = names, .nprofiles = 1, .collectors = cols,
+                  .ncollectors = 2, .providers = provs, .nproviders = nproviders};
+    ltr_guid_from_name("Acme.Plan", &provs[0].guid);
+    return p;
+}
+
+static void test_plan_with_overrides(void **state)
+{
+    (void)state;
+    fresh();
+    ltr_plan plan = plan_of(1);
+    ltr_provider_spec extra = spec("Acme.Extra");
+    ltr_session_options o = {.buffers = 7, .providers = &extra, .nproviders = 1};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    assert_int_equal(ltr_session_config_build(&plan, &o, &cfg, &notes, &err), 0);
+    /* only the collector that carries something becomes a buffer pool */
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_string_equal(cfg.collectors[0].name, "Ev");
+    assert_int_equal(cfg.collectors[0].buffer_kb, 256); /* the plan's: no --buffer-size */
+    assert_int_equal(cfg.collectors[0].buffers, 7);     /* --buffers over the plan's 10 */
+    assert_int_equal(cfg.nproviders, 2);
+    assert_string_equal(cfg.providers[0].name, "Acme.Plan");
+    assert_int_equal(cfg.providers[0].any, 0); /* every keyword */
+    assert_int_equal(cfg.providers[0].level, 4);
+    assert_string_equal(cfg.providers[1].name, "Acme.Extra"); /* --provider after the profiles' */
+    assert_int_equal(cfg.providers[1].collector, 0);
+    assert_string_equal(cfg.profiles, "Acme.wprp!Acme");
+    assert_int_equal(cfg.mode, LTR_MODE_MEMORY);
+}
+
+/* A plan that records nothing here still gets a collector, for markers. */
+static void test_plan_with_nothing_keeps_a_collector(void **state)
+{
+    (void)state;
+    fresh();
+    ltr_plan plan = plan_of(0);
+    ltr_plan_skipped sk = {.what = "provider Microsoft-Windows-Foo", .reason = "Windows only"};
+    plan.skipped = &sk;
+    plan.nskipped = 1;
+    ltr_session_options o = {.buffer_kb = 32};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    assert_int_equal(ltr_session_config_build(&plan, &o, &cfg, &notes, &err), 0);
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_string_equal(cfg.collectors[0].name, "events");
+    assert_int_equal(cfg.collectors[0].buffer_kb, 32);
+    assert_int_equal(cfg.collectors[0].buffers, LTR_BUFFERS_DEFAULT);
+    assert_int_equal(cfg.nproviders, 0);
+    ltr_bytes_put_u8(&notes, 0);
+    assert_non_null(strstr((char *)notes.data, "skipped provider Microsoft-Windows-Foo: Windows only"));
+    ltr_bytes_free(&notes);
+}
+
+/* A percentage of RAM becomes a count of the collector's buffers, clamped. */
+static void test_plan_percent_of_ram(void **state)
+{
+    (void)state;
+    fresh();
+    ltr_plan plan = plan_of(1);
+    cols[1].buffers_percent = true;
+    cols[1].buffers = 1;
+    ltr_session_options o = {0};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    int rc = ltr_session_config_build(&plan, &o, &cfg, &notes, &err);
+    cols[1].buffers_percent = false;
+    cols[1].buffers = 10;
+    assert_int_equal(rc, 0);
+    uint64_t want = ltr_total_ram() / 100 / (256 * 1024);
+    want = want < LTR_BUFFERS_MIN ? LTR_BUFFERS_MIN : want > LTR_BUFFERS_MAX ? LTR_BUFFERS_MAX : want;
+    assert_int_equal(cfg.collectors[0].buffers, want);
+    assert_int_equal(ltr_buffers_from_ram_share(10, 1024), ltr_total_ram() / 100 * 10 / (1024 * 1024));
+}
+
+/* More providers than a session holds: an error saying so, not a silent cut. */
+static void test_too_many_providers(void **state)
+{
+    (void)state;
+    fresh();
+    ltr_plan plan = plan_of(1);
+    static ltr_provider_spec many[LTR_MAX_SESSION_PROVIDERS];
+    for (unsigned i = 0; i < LTR_MAX_SESSION_PROVIDERS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "P%u", i);
+        many[i] = spec(name);
+    }
+    ltr_session_options o = {.providers = many, .nproviders = LTR_MAX_SESSION_PROVIDERS};
+    ltr_bytes notes = {0};
+    ltr_error err = {0};
+    assert_int_equal(ltr_session_config_build(&plan, &o, &cfg, &notes, &err), -E2BIG);
+    assert_non_null(strstr(err.msg, "at most 256"));
+    /* without the profile's one, they fit */
+    fresh();
+    assert_int_equal(ltr_session_config_build(NULL, &o, &cfg, &notes, &err), 0);
+    assert_int_equal(cfg.nproviders, LTR_MAX_SESSION_PROVIDERS);
+}
+
+/* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
+static void test_builtin_heap_profile(void **state)
+{
+    (void)state;
+    const char *src = getenv("LTR_SOURCE_DIR");
+    if (!src)
+        skip();
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/profiles", src);
+    const char *specs[] = {"heap"};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir};
+    ltr_plan *plan = NULL;
+    assert_int_equal(ltr_profiles_resolve(&req, &plan), 0);
+    fresh();
+    ltr_session_options o = {.buffers = 3};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    int rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
+    ltr_plan_free(plan);
+    ltr_bytes_free(&notes);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_string_equal(cfg.collectors[0].name, "heap");
+    assert_int_equal(cfg.collectors[0].buffer_kb, 1024);
+    assert_int_equal(cfg.collectors[0].buffers, 3);
+    assert_int_equal(cfg.pid_collectors, 1);
+    assert_int_equal(cfg.nproviders, 1);
+    assert_string_equal(cfg.providers[0].name, "Ltr.Heap");
+    assert_string_equal(cfg.profiles, "heap.Verbose.Memory");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_profile_defaults),
+        cmocka_unit_test(test_no_profile_options),
+        cmocka_unit_test(test_plan_with_overrides),
+        cmocka_unit_test(test_plan_with_nothing_keeps_a_collector),
+        cmocka_unit_test(test_plan_percent_of_ram),
+        cmocka_unit_test(test_too_many_providers),
+        cmocka_unit_test(test_builtin_heap_profile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
