@@ -1,0 +1,34 @@
+/*
+ * format/info.h — what a trace holds, as `ltr info` shows it: the reader's
+ * summary of one scan plus what is derived from the header and the END
+ * chunk (start time, duration, shared-memory damage), and the writers of it
+ * as text for people and as one JSON object for scripts, beside the event
+ * printers of ltr/trace.h that `ltr dump` uses.
+ */
+#ifndef LTR_FORMAT_INFO_H
+#define LTR_FORMAT_INFO_H
+
+#include <ltr/trace.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct ltr_trace_info {
+    ltr_trace_summary summary;
+    char start[64];        /* wall-clock start, "2026-11-21T04:43:08.123456789Z"; "" if not known */
+    bool has_duration;     /* start clock known, and an END clock or an event */
+    uint64_t duration_ns;  /* to END's clock, else to the last event */
+    uint64_t shm_damage;   /* places of the session's shared memory skipped while recording */
+} ltr_trace_info;
+
+/* Reads the whole trace once (ltr_trace_scan) and fills info. Damage is not
+ * an error (info->summary.damage counts it). Returns 0 or -errno. */
+int ltr_trace_info_scan(ltr_trace *t, ltr_trace_info *info, ltr_error *err);
+
+/* Header, processes, providers, counters and damage, as text or as one JSON
+ * object and a newline. t must have been scanned into info. */
+void ltr_trace_info_write_text(FILE *out, const ltr_trace *t, const ltr_trace_info *info);
+void ltr_trace_info_write_json(FILE *out, const ltr_trace *t, const ltr_trace_info *info);
+
+#endif
