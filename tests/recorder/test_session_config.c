@@ -51,6 +51,7 @@ static void test_no_profile_defaults(void **state)
     assert_string_equal(cfg.name, "cfgtest");
     assert_string_equal(cfg.profiles, "");
     assert_int_equal(notes.len, 0);
+    ltr_bytes_free(&notes);
 }
 
 static void test_no_profile_options(void **state)
@@ -73,6 +74,7 @@ static void test_no_profile_options(void **state)
     assert_int_equal(cfg.providers[0].level, 3);
     assert_string_equal(cfg.providers[1].name, "Acme.Two");
     assert_int_equal(cfg.providers[1].collector, 0);
+    ltr_bytes_free(&notes);
 }
 
 /* A plan with one event collector of two and a provider in the second. */
@@ -116,6 +118,7 @@ static void test_plan_with_overrides(void **state)
     assert_int_equal(cfg.providers[1].collector, 0);
     assert_string_equal(cfg.profiles, "Acme.wprp!Acme");
     assert_int_equal(cfg.mode, LTR_MODE_MEMORY);
+    ltr_bytes_free(&notes);
 }
 
 /* A plan that records nothing here still gets a collector, for markers. */
@@ -153,6 +156,7 @@ static void test_plan_percent_of_ram(void **state)
     ltr_bytes notes = {0};
     ltr_error err;
     int rc = ltr_session_config_build(&plan, &o, &cfg, &notes, &err);
+    ltr_bytes_free(&notes);
     cols[1].buffers_percent = false;
     cols[1].buffers = 10;
     assert_int_equal(rc, 0);
@@ -183,6 +187,7 @@ static void test_too_many_providers(void **state)
     fresh();
     assert_int_equal(ltr_session_config_build(NULL, &o, &cfg, &notes, &err), 0);
     assert_int_equal(cfg.nproviders, LTR_MAX_SESSION_PROVIDERS);
+    ltr_bytes_free(&notes);
 }
 
 /* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
