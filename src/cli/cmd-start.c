@@ -6,6 +6,7 @@
 #include "cli/session.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
+#include "recorder/heaprun.h"
 #include "recorder/recorder.h"
 
 #include <errno.h>
@@ -197,21 +198,6 @@ static const char *output_of(const ltr_session_config *cfg)
     return made;
 }
 
-/* Is the heap agent loaded in pid? 1 yes, 0 no, -errno if its maps cannot be read. */
-static int agent_loaded(uint32_t pid)
-{
-    char path[64], line[4096];
-    snprintf(path, sizeof path, "/proc/%u/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -errno;
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, "/libltr-heap.so") != NULL;
-    fclose(f);
-    return found;
-}
-
 /* --pid of a process that does not exist is an error: nothing would ever be
  * recorded. One that exists but has no agent is recorded only if it loads one
  * later (it cannot, as ltr does not attach yet): say so. */
@@ -226,7 +212,7 @@ static int check_pids(const ltr_session_config *cfg)
 static void warn_unreachable_pids(const ltr_session_config *cfg)
 {
     for (unsigned i = 0; i < cfg->npids; i++) {
-        int rc = agent_loaded(cfg->pids[i]);
+        int rc = ltr_heap_agent_loaded(cfg->pids[i]);
         if (rc < 0)
             cli_warn("start", "--pid %u: cannot tell whether it has the heap agent (/proc/%u/maps: %s); "
                      "it is recorded only if it runs with it", cfg->pids[i], cfg->pids[i], strerror(-rc));

@@ -219,3 +219,17 @@ void ltr_heap_report_signal(const char *cmd, const char *what, int sig)
     fprintf(stderr, "ltr %s: %s was killed by signal %d (SIG%s: %s)\n", cmd, what, sig, name ? name : "?",
             strsignal(sig));
 }
+
+int ltr_heap_agent_loaded(uint32_t pid)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%u/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, "/libltr-heap.so") != NULL;
+    fclose(f);
+    return found;
+}

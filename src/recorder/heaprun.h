@@ -58,4 +58,9 @@ int ltr_heap_run(const ltr_heap_launch *l, int *status, ltr_error *err);
  * stderr, if sig is not 0. */
 void ltr_heap_report_signal(const char *cmd, const char *what, int sig);
 
+/* Does process pid have the heap agent loaded (`ltr start --pid` records
+ * only such a process)? 1 yes, 0 no, -errno if its maps cannot be read
+ * (-ENOENT: there is no such process). */
+int ltr_heap_agent_loaded(uint32_t pid);
+
 #endif
