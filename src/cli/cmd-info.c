@@ -1,6 +1,6 @@
 /*
  * cli/cmd-info.c — `ltr info TRACE [--json]`: what a trace holds. One scan of
- * the file (ltr_trace_scan in libltr) collects the header, processes,
+ * the file (ltr_trace_scan, the reader's) collects the header, processes,
  * providers with event counts, the last counters and any damage; this file
  * only prints them, as text for people or one JSON object for scripts.
  */
