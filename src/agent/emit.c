@@ -12,6 +12,7 @@
  */
 #include "agent/agent.h"
 #include "event/event.h"
+#include "base/heap_events.h"
 #include "base/records.h"
 #include "prim/prim.h"
 
@@ -19,7 +20,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-static ltr_provider heap_provider = {.name = "Ltr.Heap", .state = &ltr_never_enabled};
+static ltr_provider heap_provider = {.name = LTR_HEAP_PROVIDER, .state = &ltr_never_enabled};
 
 static const ltr_field_desc alloc_fields[] = {
     {"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR}, {"stack", LTR_TYPE_UVAR},
@@ -28,9 +29,9 @@ static const ltr_field_desc free_fields[] = {{"address", LTR_TYPE_PVAR}, {"funct
 static const ltr_field_desc realloc_fields[] = {
     {"old_address", LTR_TYPE_PVAR}, {"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR},
     {"stack", LTR_TYPE_UVAR}, {"function", LTR_TYPE_U8}};
-LTR_EVENT_DEFINE(ev_alloc, heap_provider, 1, LTR_LEVEL_VERBOSE, 0, "Alloc", alloc_fields);
-LTR_EVENT_DEFINE(ev_free, heap_provider, 2, LTR_LEVEL_VERBOSE, 0, "Free", free_fields);
-LTR_EVENT_DEFINE(ev_realloc, heap_provider, 3, LTR_LEVEL_VERBOSE, 0, "Realloc", realloc_fields);
+LTR_EVENT_DEFINE(ev_alloc, heap_provider, LTR_HEAP_EV_ALLOC, LTR_LEVEL_VERBOSE, 0, "Alloc", alloc_fields);
+LTR_EVENT_DEFINE(ev_free, heap_provider, LTR_HEAP_EV_FREE, LTR_LEVEL_VERBOSE, 0, "Free", free_fields);
+LTR_EVENT_DEFINE(ev_realloc, heap_provider, LTR_HEAP_EV_REALLOC, LTR_LEVEL_VERBOSE, 0, "Realloc", realloc_fields);
 
 const uint32_t *volatile agent_heap_state = &ltr_never_enabled;
 __thread uint64_t agent_event_ts __attribute__((tls_model("initial-exec")));

@@ -324,7 +324,7 @@ static void warn_state(ltr_analysis *a)
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
     else if (!a->heap_events)
-        an_warn(a, "the trace holds no heap events (provider Ltr.Heap)%s",
+        an_warn(a, "the trace holds no heap events (provider " LTR_HEAP_PROVIDER ")%s",
              a->events ? "" : ": it holds no events at all");
     if (a->from_set && a->heap_events && a->model.from > a->sum.last_ts)
         an_warn(a, "the window starts after the trace's last event (%.6f s): nothing happened in it",

@@ -8,6 +8,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/model.h"
+#include "base/heap_events.h"
 #include "symbols/symbols.h"
 
 #include <ltr/trace.h>
@@ -100,7 +101,11 @@ void an_progress_update(an_progress *p, uint64_t done);
 void an_progress_end(an_progress *p);
 
 /* Reader glue (source.c): heap event decoding, STACK and MODULE records. */
-typedef enum an_heap_kind { AN_NOT_HEAP = 0, AN_ALLOC = 1, AN_FREE = 2, AN_REALLOC = 3, AN_BAD_HEAP = -1 } an_heap_kind;
+/* A heap event's kind is its event id (source.c takes one for the other). */
+typedef enum an_heap_kind {
+    AN_NOT_HEAP = 0, AN_ALLOC = LTR_HEAP_EV_ALLOC, AN_FREE = LTR_HEAP_EV_FREE,
+    AN_REALLOC = LTR_HEAP_EV_REALLOC, AN_BAD_HEAP = -1
+} an_heap_kind;
 typedef struct an_heap_event {
     an_heap_kind kind;
     uint64_t addr, old_addr, size;

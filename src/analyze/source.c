@@ -46,7 +46,7 @@ an_decoder *an_decoder_new(void)
     an_decoder *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    ltr_guid_from_name("Ltr.Heap", &d->heap);
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &d->heap);
     an_hmap_init(&d->layouts, sizeof(an_layout_info));
     return d;
 }
@@ -107,11 +107,13 @@ static void classify(an_decoder *d, const ltr_layout *l, an_layout_info *info)
         info->f[f].index = -1;
     info->need = 0;
     info->kind = AN_NOT_HEAP;
-    if (!l->provider || memcmp(l->provider->guid.b, d->heap.b, 16) || l->event_id < 1 || l->event_id > 3)
+    if (!l->provider || memcmp(l->provider->guid.b, d->heap.b, 16) || l->event_id < LTR_HEAP_EV_ALLOC ||
+        l->event_id > LTR_HEAP_EV_REALLOC)
         return;
     info->kind = l->event_id;
     static const char *const names[AN_F_COUNT] = {"address", "old_address", "size", "stack"};
-    static const int need[4][AN_F_COUNT] = {{0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 1, 1}};
+    static const int need[LTR_HEAP_EV_REALLOC + 1][AN_F_COUNT] = {
+        [LTR_HEAP_EV_ALLOC] = {1, 0, 1, 1}, [LTR_HEAP_EV_FREE] = {1, 0, 0, 0}, [LTR_HEAP_EV_REALLOC] = {1, 1, 1, 1}};
     for (int f = 0; f < AN_F_COUNT; f++)
         if (plan_field(l, names[f], &info->f[f], &info->need) < 0 ||
             (need[l->event_id][f] && info->f[f].index < 0))

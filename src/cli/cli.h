@@ -1,7 +1,7 @@
 /*
  * cli/cli.h — what the subcommand files share: the command table entry,
  * error printing in one style, and small option-parsing helpers. The command
- * layer parses and prints; the work is done in libltr.
+ * layer parses and prints; the work is done in the parts below it.
  */
 #ifndef LTR_CLI_H
 #define LTR_CLI_H

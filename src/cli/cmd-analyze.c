@@ -1,6 +1,6 @@
 /*
  * cli/cmd-analyze.c — `ltr analyze TRACE`: which call stacks hold the memory,
- * over a time window, per process. The analysis is libltr's (src/analyze);
+ * over a time window, per process. The analysis is src/analyze's;
  * this file parses options and prints.
  */
 #include "cli/analysis-args.h"

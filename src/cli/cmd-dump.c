@@ -1,7 +1,7 @@
 /*
  * cli/cmd-dump.c — `ltr dump TRACE [--json]`: every event of a trace, one per
- * line, in file order, as text or JSON Lines. Reading and formatting are in
- * libltr (include/ltr/trace.h); this file parses options, streams, and turns
+ * line, in file order, as text or JSON Lines. Reading and formatting are the
+ * reader's (include/ltr/trace.h); this file parses options, streams, and turns
  * damage into exit status 3 so scripts can tell partial output from full.
  */
 #include "cli/cli.h"

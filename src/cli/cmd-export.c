@@ -1,7 +1,7 @@
 /*
  * cli/cmd-export.c — `ltr export TRACE --format pprof|folded|json|csv -o OUT`:
  * the analysis in a form other tools read (go tool pprof, flamegraph.pl,
- * scripts, spreadsheets). The work is libltr's (src/analyze).
+ * scripts, spreadsheets). The work is src/analyze's.
  */
 #include "cli/analysis-args.h"
 #include "cli/cli.h"

@@ -82,7 +82,8 @@ static int connect_session(const char *name)
 {
     char dir[4096], sock[LTR_SESSION_NAME_MAX + 8];
     struct sockaddr_un sa;
-    snprintf(sock, sizeof sock, "%s.sock", name);
+    if (ltr_runtime_name(sock, sizeof sock, name, LTR_RUN_SOCK) != 0)
+        return -1;
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
     if (dirfd < 0)
         return -1;

@@ -493,7 +493,7 @@ void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len)
 
 /* ---- key/value lists ---- */
 
-static int kv_set(ltr_trace *t, ltr_kvlist *l, char *key, char *val)
+static int kv_set(ltr_trace *t, ltr_kv_table *l, char *key, char *val)
 {
     for (size_t i = 0; i < l->n; i++)
         if (!strcmp(l->keys[i], key)) {
@@ -518,7 +518,7 @@ static int kv_set(ltr_trace *t, ltr_kvlist *l, char *key, char *val)
     return 0;
 }
 
-void ltr_kv_parse(ltr_trace *t, ltr_kvlist *list, const uint8_t *p, size_t len)
+void ltr_kv_parse(ltr_trace *t, ltr_kv_table *list, const uint8_t *p, size_t len)
 {
     size_t off = 0, klen, vlen;
     const char *k, *v;
@@ -535,12 +535,12 @@ void ltr_kv_parse(ltr_trace *t, ltr_kvlist *list, const uint8_t *p, size_t len)
                              (unsigned long long)t->chunk_seq, off);
 }
 
-static ltr_kvlist *kv_list(const ltr_trace *t, ltr_kv_list which)
+static ltr_kv_table *kv_list(const ltr_trace *t, ltr_kv_list which)
 {
-    return (ltr_kvlist *)(which == LTR_KV_END ? &t->end_kv : &t->header_kv);
+    return (ltr_kv_table *)(which == LTR_KV_END ? &t->end_kv : &t->header_kv);
 }
 
-static void kv_free(ltr_kvlist *l)
+static void kv_free(ltr_kv_table *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->keys[i]);
@@ -548,12 +548,12 @@ static void kv_free(ltr_kvlist *l)
     }
     free(l->keys);
     free(l->vals);
-    *l = (ltr_kvlist){0};
+    *l = (ltr_kv_table){0};
 }
 
 const char *ltr_trace_kv(const ltr_trace *t, ltr_kv_list which, const char *key)
 {
-    const ltr_kvlist *l = kv_list(t, which);
+    const ltr_kv_table *l = kv_list(t, which);
     for (size_t i = 0; i < l->n; i++)
         if (!strcmp(l->keys[i], key))
             return l->vals[i];
@@ -564,7 +564,7 @@ size_t ltr_trace_kv_count(const ltr_trace *t, ltr_kv_list which) { return kv_lis
 
 int ltr_trace_kv_at(const ltr_trace *t, ltr_kv_list which, size_t i, const char **key, const char **value)
 {
-    const ltr_kvlist *l = kv_list(t, which);
+    const ltr_kv_table *l = kv_list(t, which);
     if (i >= l->n)
         return -1;
     *key = l->keys[i];

@@ -67,10 +67,14 @@ typedef struct ltr_process_rec {
     char **argv;
 } ltr_process_rec;
 
-typedef struct ltr_kvlist {
+/* The trace's header and end key/value lists, parsed: a later entry of a key
+ * replaces the earlier one, and every string stays put until rewind or close
+ * (ltr_trace_kv hands them out). Not the control protocol's ltr_kvlist
+ * (recorder/client.h), which is one response as it came over the socket. */
+typedef struct ltr_kv_table {
     char **keys, **vals;
     size_t n, cap;
-} ltr_kvlist;
+} ltr_kv_table;
 
 #define LTR_MAX_DAMAGE_ENTRIES 1000
 
@@ -152,7 +156,7 @@ struct ltr_trace {
     ltr_ptrvec stacks, modules;  /* heapmeta.c */
     ltr_idmap stack_pids;        /* pid -> ltr_idmap of stack id -> ltr_stack */
     ltr_idmap node_pids;         /* pid -> its frame nodes (FRAME_NODES records) */
-    ltr_kvlist header_kv, end_kv;
+    ltr_kv_table header_kv, end_kv;
     ltr_ptrvec graveyard;        /* replaced strings, kept until rewind/close */
     ltr_collector_counters *collectors;
     size_t ncollectors;
@@ -174,7 +178,7 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
 /* meta.c: chunk contents. Each records its own damage (as BAD_RECORD at the current chunk). */
 void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len);
 void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len);
-void ltr_kv_parse(ltr_trace *t, ltr_kvlist *list, const uint8_t *p, size_t len);
+void ltr_kv_parse(ltr_trace *t, ltr_kv_table *list, const uint8_t *p, size_t len);
 /* Placeholders for ids events use without a record; NULL only without memory. */
 ltr_trace_provider *ltr_meta_provider(ltr_trace *t, const ltr_guid *guid);
 ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid);

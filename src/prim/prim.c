@@ -239,6 +239,12 @@ int ltr_runtime_dir(char *out, size_t size, ltr_error *err)
     return 0;
 }
 
+int ltr_runtime_name(char *out, size_t size, const char *session, const char *suffix)
+{
+    int n = snprintf(out, size, "%s%s", session, suffix);
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
 int ltr_dir_sockaddr(int dirfd, const char *dir, const char *name, struct sockaddr_un *sa, ltr_error *err)
 {
     memset(sa, 0, sizeof *sa);

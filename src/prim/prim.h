@@ -45,6 +45,14 @@ int ltr_runtime_dir(char *out, size_t size, ltr_error *err);
  * through /proc/self/fd, so that it is the directory checked. 0 or -errno. */
 struct sockaddr_un;
 int ltr_dir_sockaddr(int dirfd, const char *dir, const char *name, struct sockaddr_un *sa, ltr_error *err);
+/* A session's files in the runtime directory are named after the session:
+ * NAME.sock, its recorder's control socket; NAME.log, the recorder's log. The
+ * recorder makes them, clients and producers find them, the sweep of
+ * leftovers cleans them: all through this one helper and these suffixes. */
+#define LTR_RUN_SOCK ".sock"
+#define LTR_RUN_LOG ".log"
+/* Writes "<session><suffix>" into out. 0, or -ENAMETOOLONG when it does not fit. */
+int ltr_runtime_name(char *out, size_t size, const char *session, const char *suffix);
 
 /* Whole-buffer I/O that retries on EINTR and short counts. Return 0 or -errno. */
 int ltr_write_all(int fd, const void *buf, size_t len);

@@ -7,7 +7,7 @@
  * none is, so every one is listed at start as not yet available.
  *
  * Windows providers: GUIDs of the Windows components that the real profiles
- * in ../shared/wprp use, with their names. A few have a Linux counterpart
+ * in tests/profiles/wprp use, with their names. A few have a Linux counterpart
  * (kernel process and image-load events, the heap snapshot provider); the
  * rest are skipped with a report. Providers of applications (Office, Edge,
  * Chrome, V8) are not here: a Linux build of the program may well define

@@ -19,7 +19,7 @@ static int connect_to(const char *session, ltr_error *err)
 {
     char dir[4096], name[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
-    if (snprintf(name, sizeof name, "%s.sock", session) >= (int)sizeof name)
+    if (ltr_runtime_name(name, sizeof name, session, LTR_RUN_SOCK) != 0)
         return ltr_fail(err, ENAMETOOLONG, "socket path for session '%s' is too long", session);
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
     if (dirfd < 0)

@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A response: a key/value list; `ok` is "1" on success, else `error` says why. */
+/* A response: a key/value list as it came over the socket (base/records.h's
+ * encoding, read with ltr_kvlist_get); `ok` is "1" on success, else `error`
+ * says why. */
 typedef struct ltr_kvlist {
     uint8_t *data;
     size_t len;

@@ -6,12 +6,12 @@
 #ifndef LTR_RECORDER_HEAPRUN_H
 #define LTR_RECORDER_HEAPRUN_H
 
+#include "base/heap_events.h" /* LTR_HEAP_PROVIDER */
 #include "recorder/recorder.h"
 
 #include <stdbool.h>
 
-/* Name of the heap provider and of the collector heap sessions use. */
-#define LTR_HEAP_PROVIDER "Ltr.Heap"
+/* Name of the collector heap sessions use. */
 #define LTR_HEAP_COLLECTOR "heap"
 
 /* Finds libltr-heap.so: $LTR_HEAP_AGENT, else beside the running ltr

@@ -125,8 +125,7 @@ static void forget(int dirfd, const ltr_registry *reg, const ltr_dead_session *d
 {
     unlinkat(dirfd, d->record, 0);
     char log[LTR_SESSION_NAME_MAX + 8];
-    snprintf(log, sizeof log, "%s.log", d->name);
-    if (!live_session(reg, d->name))
+    if (ltr_runtime_name(log, sizeof log, d->name, LTR_RUN_LOG) == 0 && !live_session(reg, d->name))
         unlinkat(dirfd, log, 0);
 }
 
@@ -158,7 +157,7 @@ static int sweep(ltr_dead_session *out, int max, const char *forget_name, ltr_er
         char stem[256];
         size_t len;
         ltr_dead_session d;
-        if (ends_with(de->d_name, ".sock", &len) && len < sizeof stem) {
+        if (ends_with(de->d_name, LTR_RUN_SOCK, &len) && len < sizeof stem) {
             snprintf(stem, sizeof stem, "%.*s", (int)len, de->d_name);
             if (!live_session(reg, stem)) /* its recorder was killed */
                 unlinkat(dirfd, de->d_name, 0);

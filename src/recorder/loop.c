@@ -495,7 +495,7 @@ static void redirect_log(const ltr_session_config *cfg)
     int fd = -1;
     logfile.dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
     if (logfile.dirfd >= 0) {
-        snprintf(logfile.name, sizeof logfile.name, "%s.log", cfg->name);
+        ltr_runtime_name(logfile.name, sizeof logfile.name, cfg->name, LTR_RUN_LOG);
         int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
         fd = openat(logfile.dirfd, logfile.name, flags | O_EXCL, 0600);
         logfile.created = fd >= 0;

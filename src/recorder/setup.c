@@ -99,9 +99,11 @@ static int alloc_notes(recorder *r, ltr_error *err)
 static int open_socket(recorder *r, ltr_error *err)
 {
     struct sockaddr_un sa;
-    snprintf(r->sock_name, sizeof r->sock_name, "%s.sock", r->cfg.name);
+    int rc = ltr_runtime_name(r->sock_name, sizeof r->sock_name, r->cfg.name, LTR_RUN_SOCK);
+    if (rc)
+        return ltr_fail(err, -rc, "socket name for session '%s' is too long", r->cfg.name);
     snprintf(r->sock_path, sizeof r->sock_path, "%s/%s", r->run_dir, r->sock_name);
-    int rc = ltr_dir_sockaddr(r->run_dirfd, r->run_dir, r->sock_name, &sa, err);
+    rc = ltr_dir_sockaddr(r->run_dirfd, r->run_dir, r->sock_name, &sa, err);
     if (rc)
         return rc;
     unlinkat(r->run_dirfd, r->sock_name, 0); /* a stale socket of a killed recorder of this name */

@@ -4,10 +4,13 @@
  * their settled offsets (format version 1 traces), LEB128 fields (compact
  * encoding), a fixed field after a variable one (the reader's offsets are
  * used), layouts of other providers, and heap layouts it must refuse; the
- * fast path's varint decoding (varint.h) against the reader's.
+ * fast path's varint decoding (varint.h) against the reader's; and the
+ * shared header of the heap provider (base/heap_events.h) against the
+ * documented contract.
  */
 #include "analyze/internal.h"
 #include "analyze/varint.h"
+#include "base/heap_events.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +21,8 @@
 
 static ltr_trace_provider heap_provider(void)
 {
-    ltr_trace_provider p = {.name = "Ltr.Heap", .named = 1};
-    ltr_guid_from_name("Ltr.Heap", &p.guid);
+    ltr_trace_provider p = {.name = LTR_HEAP_PROVIDER, .named = 1};
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &p.guid);
     return p;
 }
 
@@ -47,7 +50,8 @@ static void test_fixed_fields(void **state)
     /* a Realloc whose fields come in the documented order, plus a field after them */
     const ltr_field fields[] = {{"old_address", LTR_TYPE_POINTER}, {"address", LTR_TYPE_POINTER},
                                 {"size", LTR_TYPE_U64}, {"stack", LTR_TYPE_U32}, {"function", LTR_TYPE_U8}};
-    ltr_layout l = {.id = 7, .provider = &prov, .event_id = 3, .name = "Realloc", .field_count = 5, .fields = fields};
+    ltr_layout l = {.id = 7, .provider = &prov, .event_id = LTR_HEAP_EV_REALLOC, .name = "Realloc",
+                    .field_count = 5, .fields = fields};
     uint8_t payload[29];
     put_le(payload, 0x7f0000001000, 8);
     put_le(payload + 8, 0x7f0000002000, 8);
@@ -76,7 +80,8 @@ static void test_varint_fields(void **state)
     ltr_trace_provider prov = heap_provider();
     const ltr_field fields[] = {{"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR},
                                 {"stack", LTR_TYPE_UVAR}, {"function", LTR_TYPE_U8}};
-    ltr_layout l = {.id = 1, .provider = &prov, .event_id = 1, .name = "Alloc", .field_count = 4, .fields = fields};
+    ltr_layout l = {.id = 1, .provider = &prov, .event_id = LTR_HEAP_EV_ALLOC, .name = "Alloc",
+                    .field_count = 4, .fields = fields};
     uint8_t payload[32];
     uint32_t offs[5] = {0};
     const uint64_t values[3] = {0xffffffffffffffffull, 300, 1}; /* 10, 2 and 1 bytes */
@@ -101,7 +106,8 @@ static void test_offsets_from_reader(void **state)
     (void)state;
     ltr_trace_provider prov = heap_provider();
     const ltr_field fields[] = {{"note", LTR_TYPE_STRING}, {"address", LTR_TYPE_U64}};
-    ltr_layout l = {.id = 2, .provider = &prov, .event_id = 2, .name = "Free", .field_count = 2, .fields = fields};
+    ltr_layout l = {.id = 2, .provider = &prov, .event_id = LTR_HEAP_EV_FREE, .name = "Free",
+                    .field_count = 2, .fields = fields};
     uint8_t payload[2 + 3 + 8] = {3, 0, 'a', 'b', 'c'};
     put_le(payload + 5, 0xabcdef, 8);
     const uint32_t offs[] = {0, 5, 13};
@@ -124,9 +130,12 @@ static void test_other_and_bad_layouts(void **state)
                                      {"stack", LTR_TYPE_U32}};
     uint8_t payload[24] = {0};
     const uint32_t offs[] = {0, 8, 16, 20};
-    ltr_layout not_heap = {.id = 1, .provider = &other, .event_id = 1, .field_count = 1, .fields = addr_only};
-    ltr_layout no_size = {.id = 2, .provider = &prov, .event_id = 1, .field_count = 1, .fields = addr_only};
-    ltr_layout bad_type = {.id = 3, .provider = &prov, .event_id = 1, .field_count = 3, .fields = signed_size};
+    ltr_layout not_heap = {.id = 1, .provider = &other, .event_id = LTR_HEAP_EV_ALLOC,
+                           .field_count = 1, .fields = addr_only};
+    ltr_layout no_size = {.id = 2, .provider = &prov, .event_id = LTR_HEAP_EV_ALLOC,
+                          .field_count = 1, .fields = addr_only};
+    ltr_layout bad_type = {.id = 3, .provider = &prov, .event_id = LTR_HEAP_EV_ALLOC,
+                           .field_count = 3, .fields = signed_size};
     ltr_layout unknown_id = {.id = 4, .provider = &prov, .event_id = 9, .field_count = 1, .fields = addr_only};
     const struct { ltr_layout *l; an_heap_kind kind; } cases[] = {
         {&not_heap, AN_NOT_HEAP}, {&no_size, AN_BAD_HEAP}, {&bad_type, AN_BAD_HEAP}, {&unknown_id, AN_NOT_HEAP}};
@@ -182,6 +191,17 @@ static void test_fast_varints(void **state)
     check_uvar_like_reader(runon, sizeof runon);
 }
 
+/* The shared names are docs/heap-events.md's, which never change: traces
+ * written by earlier agents must still be read. */
+static void test_heap_contract(void **state)
+{
+    (void)state;
+    assert_string_equal(LTR_HEAP_PROVIDER, "Ltr.Heap");
+    assert_int_equal(LTR_HEAP_EV_ALLOC, 1);
+    assert_int_equal(LTR_HEAP_EV_FREE, 2);
+    assert_int_equal(LTR_HEAP_EV_REALLOC, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_offsets_from_reader),
         cmocka_unit_test(test_other_and_bad_layouts),
         cmocka_unit_test(test_fast_varints),
+        cmocka_unit_test(test_heap_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

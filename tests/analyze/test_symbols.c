@@ -132,7 +132,8 @@ static void assert_same_frames(const ltr_sym_frame *a, size_t na, const ltr_sym_
 }
 
 /* Return addresses (a call's next instruction) inside: this executable,
- * libc (separate, compressed debug info when libc6-dbg is installed) and libltr. */
+ * libc (separate, compressed debug info when libc6-dbg is installed) and ltr's
+ * own code (linked into this executable). */
 static size_t probe_addresses(uint64_t *out)
 {
     void *libc_fn = dlsym(RTLD_DEFAULT, "fopen");

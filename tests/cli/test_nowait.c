@@ -5,6 +5,7 @@
  * stuck process, their events counted as lost; a killed `ltr record` still
  * leaves its trace, and no recorder behind.
  */
+#include "base/heap_events.h"
 #include "prim/prim.h"
 #include "util/testutil.h"
 
@@ -155,7 +156,7 @@ static void test_stopped_recorder_heap_agent(void **state)
     tu_expect_ok(tu_run("%s stop --instance h %s/h.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/h.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
     assert_true(t.ok && t.complete && t.has_counters);
     assert_true(t.provider_events >= 3 * 1999);
     assert_int_equal(t.events_lost, (uint64_t)lost);
@@ -212,7 +213,7 @@ static void test_pending_attach_completes(void **state)
     tu_expect_ok(tu_run("%s stop --instance p %s/p.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/p.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
     assert_true(t.ok && t.complete && t.has_counters);
     assert_true(t.provider_events >= 40); /* mode_counts, after the gate */
     assert_true(t.events_lost >= 40);     /* and before it */
@@ -242,7 +243,7 @@ static void test_registry_lock_held(void **state)
     tu_free(&r);
     tu_expect_ok(tu_run("%s stop --instance l %s/l.ltr", LTR, dir));
     snprintf(path, sizeof path, "%s/l.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
     assert_true(t.ok && t.complete);
     assert_true(t.provider_events >= 3 * 1999);
     assert_int_equal(t.events_lost, 0);
@@ -294,7 +295,7 @@ static void killed_record(const char *dir, const char *mode)
     if (!rec_gone)
         kill((pid_t)rec, SIGKILL);
     assert_true(rec_gone);
-    tu_trace t = tu_read_trace(trace, "Ltr.Heap");
+    tu_trace t = tu_read_trace(trace, LTR_HEAP_PROVIDER);
     assert_true(t.ok && t.complete && t.has_counters);
     char part[600];
     snprintf(part, sizeof part, "%s.part", trace);

@@ -4,6 +4,7 @@
  * trace read back with the public reader. Each test names the target mode it
  * runs; target.c says what that mode allocates.
  */
+#include "base/heap_events.h"
 #include "util/testutil.h"
 
 #include <ltr/trace.h>
@@ -63,7 +64,7 @@ static heap_trace read_heap(const char *path)
     assert_int_equal(ltr_trace_open(path, &h.t, &err), 0);
     const ltr_event *ev;
     while (ltr_trace_next(h.t, &ev, &err) == 1)
-        if (!strcmp(ev->layout->provider->name, "Ltr.Heap"))
+        if (!strcmp(ev->layout->provider->name, LTR_HEAP_PROVIDER))
             add_event(&h, ev);
     ltr_trace_summary s;
     ltr_trace_summarize(h.t, &s);

@@ -5,6 +5,7 @@
  * overwritten events apart, --pid of no process, `ltr run` with no session,
  * a command that cannot start or that a signal kills.
  */
+#include "base/heap_events.h"
 #include "util/testutil.h"
 
 #include <setjmp.h>
@@ -118,7 +119,7 @@ static void test_memory_counts(void **state)
     unsigned long long said = strtoull(p + 7, NULL, 10);
     char path[512];
     snprintf(path, sizeof path, "%s/m.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
     assert_true(t.ok);
     assert_true(t.events_overwritten > 0);
     if (said != t.provider_events)

@@ -64,10 +64,12 @@ const char *builtin_dir(void)
     return p;
 }
 
-const char *shared_dir(void)
+const char *wprp_dir(void)
 {
-    const char *s = getenv("LTR_SHARED_DIR");
-    return s ? s : "../shared";
+    static char p[512];
+    const char *src = getenv("LTR_SOURCE_DIR");
+    snprintf(p, sizeof p, "%s/tests/profiles/wprp", src ? src : ".");
+    return p;
 }
 
 int resolve(ltr_plan **out, bool filemode, ...)

@@ -20,8 +20,8 @@ const char *write_file(const char *name, const char *text);
 const char *write_wprp(const char *name, const char *body);
 /* The source tree's built-in profile directory. */
 const char *builtin_dir(void);
-/* The shared data folder (../shared beside the repository). */
-const char *shared_dir(void);
+/* The real .wprp corpus in the source tree (tests/profiles/wprp). */
+const char *wprp_dir(void);
 
 /* Resolves specs (NULL-terminated) with the source tree's built-ins. */
 int resolve(ltr_plan **out, bool filemode, ...) __attribute__((sentinel));

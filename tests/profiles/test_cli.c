@@ -62,7 +62,7 @@ static void lists_builtins(void **state)
 static void lists_a_file(void **state)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp'", shared_dir());
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp'", wprp_dir());
     run *r = ltr(args);
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "TraceHeap_ByPID"));
@@ -73,8 +73,8 @@ static void lists_a_file(void **state)
 static void details_of_a_file_profile(void **state)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp!TraceHeap_ByPID.verbose' --details --filemode",
-             shared_dir());
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!TraceHeap_ByPID.verbose' --details --filemode",
+             wprp_dir());
     run *r = ltr(args);
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "TraceHeap_ByPID.Verbose.File"));
@@ -102,7 +102,7 @@ static void details_of_builtins(void **state)
 static void details_of_a_bare_name(void **state)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp!TraceHeap_ByName' --details", shared_dir());
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!TraceHeap_ByName' --details", wprp_dir());
     run *r = ltr(args);
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "!TraceHeap_ByName.Verbose.Memory\n"
@@ -111,7 +111,7 @@ static void details_of_a_bare_name(void **state)
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "Profile: heap.Verbose.Memory\n  variants of its name: "
                                    "Light.File, Light.Memory, Verbose.File, Verbose.Memory\n"));
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Heap.wprp!Heap_Snapshot' --details", shared_dir());
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!Heap_Snapshot' --details", wprp_dir());
     r = ltr(args);
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "it has Light.File, Light.Memory"));
@@ -137,7 +137,7 @@ static void details_of_a_strict_profile_that_starts_nothing(void **state)
 static void windows_only_reported(void **state)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s/wprp/WPRP_Network.wprp!NetworkMin.light' --details", shared_dir());
+    snprintf(args, sizeof args, "'%s/WPRP_Network.wprp!NetworkMin.light' --details", wprp_dir());
     run *r = ltr(args);
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "Skipped (no meaning on Linux):"));

@@ -1,5 +1,5 @@
 /*
- * tests/profiles/test_real.c — the 35 real profiles in ../shared/wprp (from
+ * tests/profiles/test_real.c — the 35 real profiles in tests/profiles/wprp (from
  * microsoft/MSO-Scripts): every file lists with no error, every variant of
  * every profile resolves into a plan with no error, and a few plans are
  * checked in detail (heap by pid, merged collectors, Windows-only skipping).
@@ -20,7 +20,7 @@ static const char *real(const char *name)
     static char p[8][512];
     static int slot;
     char *s = p[slot++ % 8];
-    snprintf(s, 512, "%s/wprp/%s", shared_dir(), name);
+    snprintf(s, 512, "%s/%s", wprp_dir(), name);
     return s;
 }
 
@@ -74,7 +74,7 @@ static int is_wprp(const struct dirent *d)
 static void every_real_file_lists_and_resolves(void **state)
 {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/wprp", shared_dir());
+    snprintf(dir, sizeof dir, "%s", wprp_dir());
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, is_wprp, alphasort);
     assert_int_equal(n, 35);

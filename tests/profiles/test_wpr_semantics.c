@@ -19,7 +19,7 @@
 static const char *real(const char *name)
 {
     static char p[512];
-    snprintf(p, sizeof p, "%s/wprp/%s", shared_dir(), name);
+    snprintf(p, sizeof p, "%s/%s", wprp_dir(), name);
     return p;
 }
 
