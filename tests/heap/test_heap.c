@@ -556,9 +556,23 @@ static void test_handler_jumping_out_of_agent(void **state)
  * buffers (with how many of how many), or every event (a static program). */
 static void test_record_says_what_is_missing(void **state)
 {
-    tu_result r = record("--buffers 2 --buffer-size 4", "heap-target", "many");
-    assert_int_equal(r.status, 0);
-    const char *w = strstr(r.err, "ltr record: warning: ");
+    /* Two 4 KB buffers lose events unless the recorder, on an idle core,
+     * keeps up with every one: then the trace must say that nothing was lost
+     * (the silence was true), and the test records again, three times at most. */
+    tu_result r = {0};
+    const char *w = NULL;
+    for (int attempt = 0; attempt < 3 && !w; attempt++) {
+        tu_free(&r);
+        r = record("--buffers 2 --buffer-size 4", "heap-target", "many");
+        assert_int_equal(r.status, 0);
+        w = strstr(r.err, "ltr record: warning: ");
+        if (!w) {
+            fprintf(stderr, "no loss reported; ltr record said:\n%s", r.err);
+            heap_trace quiet = read_heap(trace_path);
+            assert_int_equal(quiet.lost, 0);
+            heap_free(&quiet);
+        }
+    }
     assert_non_null(w);
     unsigned long long lost = 0, all = 0;
     assert_int_equal(sscanf(w, "ltr record: warning: %llu of %llu heap events were lost", &lost, &all), 2);
