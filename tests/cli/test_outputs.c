@@ -54,13 +54,10 @@ static void write_text(const char *path, const char *text, mode_t mode)
 
 static void assert_text(const char *path, const char *text)
 {
-    char buf[256];
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    assert_string_equal(buf, text);
+    char *got = tu_read_file(path);
+    assert_non_null(got);
+    assert_string_equal(got, text);
+    free(got);
 }
 
 /* A regular file (not a symlink) that only its owner can read. */

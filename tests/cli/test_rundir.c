@@ -185,13 +185,10 @@ static void test_tmp_squatter_is_bypassed(void **state)
         close(fd);
         assert_string_equal(out, again);
         snprintf(rec, sizeof rec, "%s/.ltr-runtime-dir", home);
-        char buf[4096];
-        FILE *f = fopen(rec, "r");
-        assert_non_null(f);
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        assert_string_equal(buf, out);
+        char *recorded = tu_read_file(rec);
+        assert_non_null(recorded);
+        assert_string_equal(recorded, out);
+        free(recorded);
         /* Without a home to record it in, the way out is named. */
         ltr_rundir_places homeless = p;
         homeless.home = NULL;

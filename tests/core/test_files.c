@@ -40,13 +40,10 @@ static void write_text(const char *path, const char *text)
 
 static void assert_text(const char *path, const char *text)
 {
-    char buf[256];
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    assert_string_equal(buf, text);
+    char *got = tu_read_file(path);
+    assert_non_null(got);
+    assert_string_equal(got, text);
+    free(got);
 }
 
 static void test_create_new(void **state)

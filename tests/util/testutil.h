@@ -27,6 +27,8 @@ void tu_free(tu_result *r);
  * returns the status: tu_expect_ok asserts it is 0 (cmocka.h first). */
 int tu_ok(tu_result r);
 #define tu_expect_ok(r) assert_int_equal(tu_ok(r), 0)
+/* A small file's whole text, malloc'd and NUL-terminated; NULL if it cannot be read. */
+char *tu_read_file(const char *path);
 /* CLOCK_MONOTONIC in seconds, for the tests' deadlines. */
 double tu_now_s(void);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
