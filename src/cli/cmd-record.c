@@ -193,7 +193,11 @@ int cmd_record(int argc, char **argv)
     record_counts counts = session_counts(cfg.name);
     ltr_kvlist stopped = {0};
     int stop_rc = cli_session_write_request("record", cfg.name, "stop", trace, NULL, o.force, &stopped);
-    if (stop_rc && session_counts(cfg.name).known) /* a stop that could not begin keeps the recording */
+    static ltr_session_status still;
+    ltr_error quiet;
+    /* a stop that could not begin keeps the recording; one that failed while
+     * finishing ended the session, and its error was said already */
+    if (stop_rc && ltr_client_status(cfg.name, &still, &quiet) == 0)
         fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
                 "'ltr cancel --instance %s' drops it\n", cfg.name, cfg.name, cfg.name);
     if (!stop_rc)

@@ -2,6 +2,7 @@
  * cli/ltr.c — entry point of the ltr command: finds the subcommand and runs it.
  */
 #include "cli/cli.h"
+#include "prim/prim.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,7 @@ static int help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    ltr_ignore_sigxfsz(); /* past ulimit -f: EFBIG, said like a full disk, not a silent death */
     if (argc < 2) {
         usage(stderr);
         return 2;

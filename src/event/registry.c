@@ -36,11 +36,12 @@ static int open_registry(ltr_error *err)
     bool locked = ltr_flock_by(fd, ltr_now_ns() + LTR_REGISTRY_WAIT_NS) == 0;
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(ltr_registry)) {
-        int e = !locked ? ETIMEDOUT : ftruncate(fd, sizeof(ltr_registry)) != 0 ? errno : 0;
+        int e = !locked ? ETIMEDOUT : -ltr_size_shared_file(fd, sizeof(ltr_registry));
         if (e) {
             close(fd);
-            return ltr_fail(err, e, "cannot size %s: %s", path,
-                            locked ? strerror(e) : "another process holds its lock");
+            return ltr_fail(err, e, "cannot size %s: %s%s", path,
+                            locked ? strerror(e) : "another process holds its lock",
+                            e == EFBIG ? " (below the file size limit, 'ulimit -f')" : "");
         }
     }
     ltr_registry *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -534,15 +535,51 @@ int ltr_flock_by(int fd, uint64_t deadline_ns)
     }
 }
 
+static struct sigaction sigxfsz_given;
+static bool sigxfsz_saved;
+
+void ltr_ignore_sigxfsz(void)
+{
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    if (sigxfsz_saved) /* keep what the process was given, not our own */
+        sigaction(SIGXFSZ, &ign, NULL);
+    else
+        sigxfsz_saved = sigaction(SIGXFSZ, &ign, &sigxfsz_given) == 0;
+}
+
+void ltr_restore_sigxfsz(void)
+{
+    if (sigxfsz_saved)
+        sigaction(SIGXFSZ, &sigxfsz_given, NULL);
+}
+
+int ltr_size_shared_file(int fd, size_t size)
+{
+    struct rlimit lim;
+    bool raise = false;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < size) {
+        if (!sigxfsz_saved || (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < size))
+            return -EFBIG; /* a traced program, or a hard limit: no signal either way */
+        raise = setrlimit(RLIMIT_FSIZE, &(struct rlimit){lim.rlim_max, lim.rlim_max}) == 0;
+    }
+    int rc = ftruncate(fd, (off_t)size) == 0 ? 0 : -errno;
+    if (raise)
+        setrlimit(RLIMIT_FSIZE, &lim);
+    return rc;
+}
+
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err)
 {
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return ltr_fail(err, errno, "memfd_create: %s", strerror(errno));
-    if (ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
+    int sized = ltr_size_shared_file(fd, size);
+    if (sized != 0) {
+        int e = -sized;
         close(fd);
-        return ltr_fail(err, e, "cannot size shared memory to %zu bytes: %s", size, strerror(e));
+        return ltr_fail(err, e, "cannot size shared memory to %zu bytes: %s%s", size, strerror(e),
+                        e == EFBIG ? " (the file size limit, 'ulimit -f', is lower: raise it or "
+                                     "ask for fewer or smaller buffers)" : "");
     }
     fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
     return fd;

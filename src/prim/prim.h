@@ -85,6 +85,16 @@ int ltr_flock_by(int fd, uint64_t deadline_ns);
 
 /* Anonymous shared memory of `size` bytes, sealed against resizing. */
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err);
+/* RLIMIT_FSIZE (ulimit -f): ltr's own processes ignore SIGXFSZ, so a trace
+ * past the limit is a write that fails with EFBIG and is reported like a full
+ * disk; a command ltr launches gets the disposition ltr itself was given. */
+void ltr_ignore_sigxfsz(void);
+void ltr_restore_sigxfsz(void);
+/* ftruncate of a shared file (registry, memfd) to size: 0 or -errno. The limit
+ * is meant for files a user writes, so in ltr's own processes the soft limit
+ * is lifted to the hard one for the call; in a traced program, which must not
+ * be killed by SIGXFSZ nor see its limits move, a size past it is -EFBIG. */
+int ltr_size_shared_file(int fd, size_t size);
 
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */

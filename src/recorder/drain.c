@@ -349,7 +349,13 @@ static uint32_t records_in(collector_state *cs, const uint8_t *data, uint32_t le
 
 void rec_write_failed(recorder *r, const ltr_error *err)
 {
-    rec_log("%s", err->msg);
+    /* A full disk fails every write after the first: a log line for each was
+     * hundreds of identical lines (882 for one `ltr record` on a full tmpfs). */
+    uint64_t n = ++r->write_failures;
+    if (n == 1)
+        rec_log("%s", err->msg);
+    else if ((n & (n - 1)) == 0)
+        rec_log("%s (%llu failed writes so far)", err->msg, (unsigned long long)n);
     /* --max-file-size is asked for: its drops are counted, not an error */
     bool limit = err->code == EFBIG && r->cfg.max_file_size;
     if (!r->write_err.code && !limit)

@@ -111,6 +111,7 @@ static void exec_child(const ltr_heap_launch *l, int errpipe)
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGQUIT, SIG_DFL);
+    ltr_restore_sigxfsz();
     set_preload(l->agent);
     if (l->stack_depth >= 0) {
         char d[16];

@@ -95,6 +95,7 @@ typedef struct recorder {
     ltr_writer *writer; /* file mode */
     bool file_full;     /* file mode: size limit or disk full was reached */
     ltr_error write_err; /* file mode: the first write to the trace that failed (code 0: none) */
+    uint64_t write_failures; /* how many writes failed: the log says the 1st, 2nd, 4th, 8th... */
     producer_conn *conns;
     unsigned nconns, conns_cap;
     uint32_t next_owner, next_proc;

@@ -218,6 +218,7 @@ static int open_fds(recorder *r, ltr_error *err)
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    ltr_ignore_sigxfsz(); /* when not started by the ltr command, which does it first */
     r->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (r->wakefd < 0 || r->signal_fd < 0)
         return ltr_fail(err, errno, "eventfd/signalfd: %s", strerror(errno));

@@ -106,6 +106,35 @@ static void test_disk_full(void **state)
     assert_true(stop_ok);
 }
 
+/* A file size limit (ulimit -f) below what the trace needs is a write that
+ * fails like a full disk: said once, with its errno text, and never a
+ * recorder killed by SIGXFSZ. The limit also applies to the recorder's shared
+ * memory, which must still be sized: `ltr start` works under a soft limit. */
+static void test_file_size_limit(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("ulimit -S -f 256 && %s record -o %s/big.ltr -- %s tree", LTR, dir,
+                         tu_test_bin("heap-target"));
+    if (r.status != 1 || !strstr(r.err, "File too large") || !strstr(r.err, "could not be written") ||
+        strstr(r.err, "no session named"))
+        fprintf(stderr, "record past ulimit -f: %d\n%s", r.status, r.err);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "File too large"));
+    assert_non_null(strstr(r.err, "could not be written"));
+    assert_null(strstr(r.err, "no session named")); /* its own session, asked after it ended */
+    tu_free(&r);
+    tu_expect_ok(tu_run("ulimit -S -f 1024 && %s start heap --instance lim && %s cancel --instance lim", LTR,
+                        LTR));
+    /* a traced program that is the first to need the registry, under a limit
+     * smaller than the registry: not killed (status 153 from the shell), its
+     * registration fails and the test producer says so */
+    r = tu_run("rm -f \"$LTR_RUNTIME_DIR/registry\" && ulimit -f 1 && %s --events 10",
+               tu_test_bin("ltr-test-producer"));
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "cannot register provider"));
+    tu_free(&r);
+}
+
 /* Item 11: memory mode reports the events its trace holds, and the
  * overwritten ones apart. */
 static void test_memory_counts(void **state)
@@ -196,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_failed_stop_keeps_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_disk_full, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_file_size_limit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_counts, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
