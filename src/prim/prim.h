@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* CLOCK_MONOTONIC in ns: the one clock every process of a session shares. */
@@ -119,5 +120,16 @@ int ltr_publish(const char *tmp, const char *dest, bool replace);
 bool ltr_path_taken(const char *path);
 /* Fills err: path exists and was not overwritten, --force replaces it (EEXIST). */
 int ltr_fail_exists(ltr_error *err, const char *path);
+/* path made absolute against the current directory (a recorder runs in /,
+ * so paths sent to it must be). Returns 0, or -errno with err saying why
+ * (an empty name, a path too long). */
+int ltr_absolute_path(const char *path, char *out, size_t size, ltr_error *err);
+/* Writes the new file path with write(f, arg), which returns < 0 (-errno) on
+ * failure: into a temporary beside path that takes its name once complete
+ * (ltr_publish, so nothing at path is replaced unless replace). Nothing is
+ * left behind on failure. Returns 0, or -errno with err naming path
+ * (-EEXIST: something is there). */
+int ltr_write_new_file(const char *path, bool replace, int (*write)(FILE *f, void *arg), void *arg,
+                       ltr_error *err);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * tests/prim/test_files.c — prim/files.c, how every output file is made: only
  * new files, unpredictable temporaries, publication that replaces nothing
- * unless forced. The recorder's own refusal of an existing path is
+ * unless forced, a new file written whole or not at all, absolute paths. The
+ * recorder's own refusal of an existing path is
  * tests/e2e/test_recorder_refuses.c.
  */
 #include "prim/prim.h"
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,12 +113,82 @@ static void test_publish(void **state)
     assert_int_not_equal(access(tmp, F_OK), 0);
 }
 
+/* Relative names are taken against the current directory; an empty or
+ * too long one is an error that says so. */
+static void test_absolute_path(void **state)
+{
+    const char *dir = *state;
+    char out[512], cwd[512];
+    ltr_error err;
+    assert_int_equal(ltr_absolute_path("/a/b.ltr", out, sizeof out, &err), 0);
+    assert_string_equal(out, "/a/b.ltr");
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    assert_int_equal(ltr_absolute_path("sub/t.ltr", out, sizeof out, &err), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_string_equal(out, in_dir(dir, "sub/t.ltr"));
+    assert_int_equal(ltr_absolute_path("", out, sizeof out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "empty"));
+    char small[8];
+    assert_int_equal(ltr_absolute_path("/a/long/name", small, sizeof small, &err), -ENAMETOOLONG);
+    assert_non_null(strstr(err.msg, "/a/long/name: path too long"));
+}
+
+static int write_hello(FILE *f, void *arg)
+{
+    return fputs(arg, f) < 0 ? -EIO : 0;
+}
+
+static int write_fails(FILE *f, void *arg)
+{
+    fputs(arg, f);
+    return -ENOSPC;
+}
+
+/* How many entries of dir have a name starting with prefix. */
+static int entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* A new file is complete when it has its name; an existing one stays unless
+ * replace; a failed write leaves nothing, not even its temporary. */
+static void test_write_new_file(void **state)
+{
+    const char *dir = *state;
+    char path[512];
+    snprintf(path, sizeof path, "%s", in_dir(dir, "out.txt"));
+    ltr_error err;
+    assert_int_equal(ltr_write_new_file(path, false, write_hello, "hello", &err), 0);
+    assert_text(path, "hello");
+    assert_int_equal(ltr_write_new_file(path, false, write_hello, "again", &err), -EEXIST);
+    assert_non_null(strstr(err.msg, "--force"));
+    assert_text(path, "hello");
+    assert_int_equal(ltr_write_new_file(path, true, write_hello, "again", &err), 0);
+    assert_text(path, "again");
+    assert_int_equal(ltr_write_new_file(in_dir(dir, "failed.txt"), false, write_fails, "half", &err),
+                     -ENOSPC);
+    assert_non_null(strstr(err.msg, "writing"));
+    assert_int_equal(entries(dir, "failed"), 0);
+    assert_int_equal(entries(dir, "out.txt."), 0); /* no temporary left beside */
+    assert_int_equal(ltr_write_new_file(in_dir(dir, "no/such/dir"), false, write_hello, "x", &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "cannot create"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_write_new_file, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
