@@ -78,6 +78,34 @@ int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *re
     return 0;
 }
 
+int ltr_client_op(const char *session, const char *op, const char *path, const char *text, bool force,
+                  ltr_kvlist *resp, ltr_error *err)
+{
+    ltr_bytes req = {0};
+    ltr_bytes_put_kv(&req, "op", op);
+    if (path)
+        ltr_bytes_put_kv(&req, "path", path);
+    if (text)
+        ltr_bytes_put_kv(&req, "text", text);
+    if (force)
+        ltr_bytes_put_kv(&req, "force", "1");
+    ltr_kvlist local = {0};
+    if (!resp)
+        resp = &local;
+    memset(resp, 0, sizeof *resp);
+    int rc = req.failed ? ltr_fail(err, ENOMEM, "out of memory") : ltr_client_request(session, &req, resp, err);
+    ltr_bytes_free(&req);
+    ltr_kvlist_free(&local);
+    return rc;
+}
+
+bool ltr_client_is_session_output(const char *session, const char *path)
+{
+    static ltr_session_status st; /* 40 KB: not on the stack */
+    ltr_error err;
+    return ltr_client_status(session, &st, &err) == 0 && st.has_output && !strcmp(st.output, path);
+}
+
 void ltr_kvlist_free(ltr_kvlist *kv)
 {
     free(kv->data);
@@ -182,4 +210,14 @@ ltr_collector_status ltr_session_status_total(const ltr_session_status *st)
         t.shm_damage += cs->shm_damage;
     }
     return t;
+}
+
+uint64_t ltr_collector_events_kept(const ltr_collector_status *c)
+{
+    return c->events_recorded > c->events_overwritten ? c->events_recorded - c->events_overwritten : 0;
+}
+
+uint64_t ltr_collector_events_emitted(const ltr_collector_status *c)
+{
+    return c->events_recorded + c->events_lost;
 }
