@@ -1,8 +1,26 @@
 /*
- * prim/prim.h — the platform layer: everything that talks to Linux directly
- * (clocks, the per-user runtime directory, memfd, fd passing, whole reads and
- * writes, host facts). Other parts use these instead of system calls so that
- * the rest of ltr reads as logic.
+ * prim/prim.h — the platform layer: the Linux calls that several parts make,
+ * or that need care to make right, each made once here (clocks, the per-user
+ * runtime directory, Unix sockets with their addresses, modes and timeouts,
+ * fd passing, shared memory: memfd and mappings, whole reads and writes,
+ * output files that never follow a symlink, host facts). Other parts use
+ * these instead of the system calls, so that they read as logic.
+ *
+ * What it does not cover, on purpose: a call that is the very subject of the
+ * one file making it stays there, in plain sight, rather than behind a name
+ * that would only rename it. So recorder/launch.c forks twice and setsid()s
+ * (the daemon), recorder/heaprun.c forks, execs, waits, forwards signals and
+ * becomes a subreaper (running CMD), recorder/loop.c polls, accepts and
+ * redirects its stdio (the recorder's loop), recorder/setup.c makes its
+ * eventfd and signalfd, recorder/leftovers.c and event/registry.c take and
+ * drop their flocks and walk the runtime directory by fd (openat, unlinkat:
+ * what each checks is the point of the file), format/ seeks, syncs and
+ * truncates its trace, profiles/ resolves paths of the files it reads. The
+ * heap agent (src/agent) maps its tables, installs its signal handlers and
+ * makes raw system calls itself: it runs inside malloc, in any thread and in
+ * signal handlers, where it must not allocate nor go through a general
+ * wrapper's error paths; it uses prim for clocks and thread ids, and through
+ * event/ for attaching like any producer.
  */
 #ifndef LTR_PRIM_H
 #define LTR_PRIM_H
@@ -79,6 +97,15 @@ ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t ma
  * nonblock, a listener whose backlog is full is not waited for (-EAGAIN), and
  * the socket stays non-blocking. */
 int ltr_unix_connect(const char *path, bool nonblock);
+/* The same to an address (ltr_dir_sockaddr's, to go through a checked directory). */
+int ltr_unix_connect_addr(const struct sockaddr_un *sa, bool nonblock);
+/* A non-blocking stream socket listening at sa, made with umask 077 (no
+ * access for group and others: its owner's only), or -errno. */
+int ltr_unix_listen(const struct sockaddr_un *sa, int backlog);
+/* A receive on sock waits at most that long (SO_RCVTIMEO). 0 or -errno. */
+int ltr_sock_recv_timeout(int sock, unsigned seconds);
+/* fd made non-blocking (O_NONBLOCK). 0 or -errno. */
+int ltr_set_nonblock(int fd);
 
 /* An exclusive flock of fd, waiting no later than deadline_ns (0: no limit);
  * -ETIMEDOUT past it. */
@@ -86,6 +113,10 @@ int ltr_flock_by(int fd, uint64_t deadline_ns);
 
 /* Anonymous shared memory of `size` bytes, sealed against resizing. */
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err);
+/* Maps size bytes of fd (a session's memory, the registry) shared and
+ * read-write into *addr. 0 or -errno. */
+int ltr_map_shared(int fd, size_t size, void **addr);
+void ltr_unmap(void *addr, size_t size);
 
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */

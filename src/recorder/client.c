@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -24,19 +22,15 @@ static int connect_to(const char *session, ltr_error *err)
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
     if (dirfd < 0)
         return dirfd;
-    int fd = -1, rc = ltr_dir_sockaddr(dirfd, dir, name, &sa, err);
-    if (!rc && (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-        rc = ltr_fail(err, errno, "socket: %s", strerror(errno));
+    int rc = ltr_dir_sockaddr(dirfd, dir, name, &sa, err);
     if (rc) {
         close(dirfd);
         return rc;
     }
     /* connected through the directory fd: the one that was checked */
-    rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    int e = errno;
+    int fd = ltr_unix_connect_addr(&sa, false), e = -fd;
     close(dirfd);
-    if (rc != 0) {
-        close(fd);
+    if (fd < 0) {
         if (e == ENOENT || e == ECONNREFUSED)
             return ltr_fail(err, ESRCH, "no session named '%s' is running", session);
         if (e == EACCES || e == EPERM)
@@ -45,8 +39,7 @@ static int connect_to(const char *session, ltr_error *err)
         return ltr_fail(err, e, "cannot reach session '%s': %s", session, strerror(e));
     }
     /* A save of a big ring can take a while; a dead recorder must not hang us. */
-    struct timeval tv = {.tv_sec = 600};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ltr_sock_recv_timeout(fd, 600);
     return fd;
 }
 
