@@ -44,18 +44,9 @@ static void assert_text(const char *path, const char *text)
 
 static int request(const char *op, const char *path, int force, char *msg, size_t size)
 {
-    ltr_bytes req = {0};
-    ltr_bytes_put_kv(&req, "op", op);
-    if (path)
-        ltr_bytes_put_kv(&req, "path", path);
-    if (force)
-        ltr_bytes_put_kv(&req, "force", "1");
-    ltr_kvlist resp;
     ltr_error err = {0};
-    int rc = ltr_client_request("ltr", &req, &resp, &err);
+    int rc = ltr_client_op("ltr", op, path, NULL, force, NULL, &err);
     snprintf(msg, size, "%s", err.msg);
-    ltr_bytes_free(&req);
-    ltr_kvlist_free(&resp);
     return rc;
 }
 
