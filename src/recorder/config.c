@@ -109,8 +109,8 @@ int ltr_session_default_output(ltr_session_config *cfg, ltr_error *err)
     char out[sizeof cfg->output];
     int n = snprintf(out, sizeof out, "%s/ltr-%s-XXXXXX.ltr.part", dir, cfg->name);
     if (n < 0 || (size_t)n >= sizeof out) /* a cut template would lose its XXXXXX */
-        return ltr_fail(err, ENAMETOOLONG, "TMPDIR (%s) is too long for the path of the session's trace: "
-                        "set a shorter TMPDIR or give -o FILE", dir);
+        return ltr_fail(err, ENAMETOOLONG, "TMPDIR is too long (%zu characters) for the path of the "
+                        "session's trace: set a shorter TMPDIR or give -o FILE", strlen(dir));
     memcpy(cfg->output, out, (size_t)n + 1);
     cfg->output_temp = true;
     return 0;
