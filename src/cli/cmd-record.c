@@ -200,7 +200,7 @@ int cmd_record(int argc, char **argv)
     if (!stop_rc)
         report(trace, counts, &o);
     char log[4200];
-    if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
+    if (ltr_client_reply_log(&stopped, log, sizeof log))
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
     ltr_kvlist_free(&stopped);
     return stop_rc && !status ? 1 : status;

@@ -92,6 +92,11 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
     return rc;
 }
 
+const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size)
+{
+    return ltr_kvlist_get(resp, "log", buf, size);
+}
+
 bool ltr_client_is_session_output(const char *session, const char *path)
 {
     static ltr_session_status st; /* 40 KB: not on the stack */

@@ -31,6 +31,10 @@ int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *re
  * only success matters; else the caller frees it. Returns as ltr_client_request. */
 int ltr_client_op(const char *session, const char *op, const char *path, const char *text, bool force,
                   ltr_kvlist *resp, ltr_error *err);
+/* The recorder's log named in a reply once it has logged a problem (the log
+ * is then kept): copied into buf; NULL when the reply names none (nothing
+ * went wrong, and the log is removed at a clean end). */
+const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size);
 /* Whether path is the file a running file-mode session grows its trace in
  * (stopping into it replaces nothing). False when the session does not answer. */
 bool ltr_client_is_session_output(const char *session, const char *path);

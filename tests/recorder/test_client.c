@@ -81,6 +81,22 @@ static void test_is_session_output(void **state)
     assert_false(ltr_client_is_session_output("nobody-here", out));
 }
 
+/* The log a stop names is read by one accessor, not by its key in each command. */
+static void test_reply_log(void **state)
+{
+    (void)state;
+    ltr_bytes b = {0};
+    ltr_bytes_put_kv(&b, "ok", "1");
+    ltr_kvlist none = {b.data, b.len};
+    char log[64];
+    assert_null(ltr_client_reply_log(&none, log, sizeof log));
+    ltr_bytes_put_kv(&b, "log", "/run/ltr/s.log");
+    ltr_kvlist kept = {b.data, b.len};
+    assert_non_null(ltr_client_reply_log(&kept, log, sizeof log));
+    assert_string_equal(log, "/run/ltr/s.log");
+    ltr_bytes_free(&b);
+}
+
 static void test_kept_and_emitted(void **state)
 {
     (void)state;
@@ -192,6 +208,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_op, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_is_session_output, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test(test_reply_log),
         cmocka_unit_test(test_kept_and_emitted),
         cmocka_unit_test(test_default_output),
         cmocka_unit_test_setup_teardown(test_dead_sessions, tu_setup_sandbox, tu_teardown_sandbox),
