@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a stopped recorder costs the programs it traces: N short processes
-# (tests/heap/target dormant: 6000 heap events each) run one after another
+# (tests/programs/target.c dormant: 6000 heap events each) run one after another
 # under the heap agent with no session, beside a running heap session, and
 # beside the same session with its recorder stopped (SIGSTOP). Prints the
 # wall time of each batch; the stopped batch should be about the no-session

@@ -10,7 +10,7 @@
  *   - Cache::insert():     16 x 384 bytes with operator new[], in C++ (cache.cpp)
  *
  * and churns through temporary buffers (parse_request), which the analysis
- * lists as temporary allocations. tests/analyze checks these exact figures.
+ * lists as temporary allocations. tests/e2e/test_analyze.c checks these exact figures.
  */
 #include <dlfcn.h>
 #include <unistd.h>

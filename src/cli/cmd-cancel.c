@@ -27,12 +27,7 @@ int cmd_cancel(int argc, char **argv)
         return cli_fail("cancel", "%s", err.msg);
     if (dead > 0)
         printf("forgot dead session '%s' (any partial trace of it stays where it is)\n", instance);
-    ltr_bytes req = {0};
-    ltr_kvlist resp;
-    ltr_bytes_put_kv(&req, "op", "cancel");
-    rc = ltr_client_request(instance, &req, &resp, &err);
-    ltr_bytes_free(&req);
-    ltr_kvlist_free(&resp);
+    rc = ltr_client_op(instance, "cancel", NULL, NULL, false, NULL, &err);
     if (!rc)
         printf("cancelled session '%s'\n", instance);
     else if (!dead || err.code != ESRCH)

@@ -7,10 +7,8 @@
 #include "cli/cli.h"
 #include "prim/prim.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #define USAGE                                                                                    \
     "ltr export TRACE --format pprof|folded|json|csv -o OUT [--force] [--from T] [--to T]\n"       \
@@ -42,39 +40,27 @@ static int write_stdout(ltr_analysis *a, const cli_analysis_args *args)
     return 0;
 }
 
+typedef struct report {
+    ltr_analysis *a;
+    ltr_report_format format;
+} report;
+
+static int write_report(FILE *f, void *arg)
+{
+    report *r = arg;
+    return ltr_analysis_write(r->a, f, r->format, 0); /* 0 or -EIO */
+}
+
 /* OUT is written as a new temporary beside it, then takes its name: never
  * through a symlink, never over a file unless --force (prim/files.c). */
 static int write_out(ltr_analysis *a, const cli_analysis_args *args)
 {
     if (!strcmp(args->output, "-"))
         return write_stdout(a, args);
-    char tmp[4200];
-    if (ltr_temp_name(tmp, sizeof tmp, args->output) < 0)
-        return cli_fail("export", "%s: path too long", args->output);
-    int fd = ltr_create_temp(tmp);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
-    if (!f) {
-        int e = fd < 0 ? -fd : errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        return cli_fail("export", "cannot create %s: %s", args->output, strerror(e));
-    }
-    int rc = ltr_analysis_write(a, f, args->format, 0);
-    if (fclose(f) != 0 && rc >= 0)
-        rc = -EIO;
-    if (rc >= 0)
-        rc = ltr_publish(tmp, args->output, args->force);
-    if (rc < 0)
-        unlink(tmp);
-    if (rc == -EEXIST) {
-        ltr_error err;
-        ltr_fail_exists(&err, args->output);
+    report r = {a, args->format};
+    ltr_error err;
+    if (ltr_write_new_file(args->output, args->force, write_report, &r, &err))
         return cli_fail("export", "%s", err.msg);
-    }
-    if (rc < 0)
-        return cli_fail("export", "writing %s failed: %s", args->output, strerror(-rc));
     return 0;
 }
 

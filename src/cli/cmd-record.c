@@ -106,7 +106,7 @@ static int parse(int argc, char **argv, record_opts *o)
 /* What the session recorded and lost, asked once CMD and its children are
  * gone (nothing is written any more; what is not drained yet still counts). */
 typedef struct record_counts {
-    unsigned long long recorded, lost, overwritten;
+    unsigned long long recorded, lost, overwritten, kept, emitted;
     int known;
 } record_counts;
 
@@ -120,6 +120,8 @@ static record_counts session_counts(const char *session)
         c.recorded = t.events_recorded;
         c.lost = t.events_lost;
         c.overwritten = t.events_overwritten;
+        c.kept = ltr_collector_events_kept(&t);
+        c.emitted = ltr_collector_events_emitted(&t);
         c.known = 1;
     } else {
         cli_fail("record", "%s", err.msg);
@@ -132,18 +134,17 @@ static record_counts session_counts(const char *session)
 static void report(const char *trace, record_counts c, const record_opts *o)
 {
     fprintf(stderr, "ltr record: trace written to %s", trace);
-    /* events_recorded counts the overwritten too: the trace holds the rest */
     if (c.known)
-        fprintf(stderr, " (%llu heap events)", c.recorded - c.overwritten);
+        fprintf(stderr, " (%llu heap events)", c.kept);
     fprintf(stderr, "\n");
     if (c.overwritten)
         cli_warn("record", "%llu older heap events were overwritten in memory mode and are not in the trace "
                  "(it keeps the newest %llu); record without --memory to keep them all",
-                 c.overwritten, c.recorded - c.overwritten);
+                 c.overwritten, c.kept);
     if (c.lost)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
-                 "(now --buffers %u --buffer-size %u)", c.lost, c.lost + c.recorded, o->buffers, o->buffer_kb);
+                 "(now --buffers %u --buffer-size %u)", c.lost, c.emitted, o->buffers, o->buffer_kb);
     else if (c.known && !c.recorded)
         cli_warn("record", "no heap events were recorded: the command never called the shared C library's "
                  "malloc family or C++'s operator new (a statically linked program, Go without cgo, or an "
@@ -203,7 +204,7 @@ int cmd_record(int argc, char **argv)
     if (!stop_rc)
         report(trace, counts, &o);
     char log[4200];
-    if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
+    if (ltr_client_reply_log(&stopped, log, sizeof log))
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
     ltr_kvlist_free(&stopped);
     return stop_rc && !status ? 1 : status;

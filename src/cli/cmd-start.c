@@ -70,16 +70,6 @@ static void help(void)
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
 }
 
-/* A name no other user can guess and plant a file or symlink at beforehand
- * (the recorder creates it, with O_EXCL); `ltr status` shows it. */
-static void default_output(ltr_session_config *cfg)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(cfg->output, sizeof cfg->output, "%s/ltr-%s-XXXXXX.ltr.part", tmp && *tmp ? tmp : "/tmp",
-             cfg->name);
-    cfg->output_temp = true;
-}
-
 
 static void print_lines(const char *prefix, const ltr_bytes *text)
 {
@@ -279,10 +269,10 @@ int cmd_start(int argc, char **argv)
         if (o.output && cli_refuse_existing("start", cfg.output, o.force))
             return 1;
         cfg.output_replace = o.force; /* once the session can start: a refused start keeps FILE */
-        if (!o.output)
-            default_output(&cfg);
     }
     ltr_error err;
+    if (cfg.mode == LTR_MODE_FILE && !o.output && ltr_session_default_output(&cfg, &err))
+        return cli_fail("start", "%s", err.msg);
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 static const char usage[] = "ltr status [--instance NAME]";
@@ -63,13 +62,12 @@ static void print_dead(const ltr_dead_session *d)
     local_time(d->start_wall_ns, when, sizeof when);
     printf("session '%s' is dead: its recorder (pid %u, started %s) was killed or crashed\n", d->name,
            d->pid, when);
-    struct stat st;
-    if (d->file_mode && stat(d->output, &st) == 0) {
-        local_time((uint64_t)st.st_mtime * 1000000000u, when, sizeof when);
+    if (d->has_partial) {
+        local_time(d->partial_mtime_ns, when, sizeof when);
         printf("  partial trace: %s (%.1f MB, last written %s)\n"
                "    it holds what was recorded up to the recorder's last flush (once a second):\n"
                "    read it as it is (ltr analyze %s), or rename it to keep it\n",
-               d->output, (double)st.st_size / 1048576.0, when, d->output);
+               d->output, (double)d->partial_size / 1048576.0, when, d->output);
     } else {
         printf("  memory mode: what it recorded was in the recorder's memory and is lost\n");
     }

@@ -6,16 +6,6 @@
 #include "prim/prim.h"
 
 #include <stdio.h>
-#include <string.h>
-
-/* Whether path is the file a file-mode session grows in: stopping into it
- * replaces nothing. */
-static int is_session_output(const char *instance, const char *path)
-{
-    static ltr_session_status st;
-    ltr_error err; /* a session not running is said by the stop request */
-    return ltr_client_status(instance, &st, &err) == 0 && st.has_output && !strcmp(st.output, path);
-}
 
 static const char usage[] = "ltr stop FILE [DESCRIPTION] [--force] [--instance NAME]";
 
@@ -39,7 +29,7 @@ int cmd_stop(int argc, char **argv)
     char path[4096];
     if (cli_absolute_path("stop", argv[first], path, sizeof path))
         return 2;
-    if (!force && ltr_path_taken(path) && !is_session_output(instance, path) &&
+    if (!force && ltr_path_taken(path) && !ltr_client_is_session_output(instance, path) &&
         cli_refuse_existing("stop", path, force))
         return 1;
     const char *description = first + 1 < argc ? argv[first + 1] : "";

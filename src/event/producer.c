@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -201,17 +200,17 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
         kv_u64(body, (size_t)n, "incarnation") != inc)
         goto fail;
     size_t size = (size_t)kv_u64(body, (size_t)n, "size");
-    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-    if (mem == MAP_FAILED)
+    void *mem;
+    if (ltr_map_shared(fds[0], size, &mem) != 0)
         goto fail;
     ltr_shm *shm = mem;
     if (shm->magic != LTR_SHM_MAGIC || shm->size != size || shm->incarnation != inc) {
-        munmap(mem, size);
+        ltr_unmap(mem, size);
         goto fail;
     }
     /* Waking the recorder must never block the writer (the recorder makes
      * the eventfd non-blocking; this holds whoever made it). */
-    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    ltr_set_nonblock(fds[1]);
     a->shm = shm;
     a->size = size;
     a->memfd = fds[0];
@@ -529,7 +528,7 @@ static void at_fork_child(void)
             close(a->wakefd);
         if (a->memfd >= 0) {
             close(a->memfd);
-            munmap(a->shm, a->size);
+            ltr_unmap(a->shm, a->size);
         }
         a->wakefd = a->memfd = -1;
     }

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,12 +43,13 @@ static int open_registry(ltr_error *err)
                             e == EFBIG ? " (below the file size limit, 'ulimit -f')" : "");
         }
     }
-    ltr_registry *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (r == MAP_FAILED) {
-        int e = errno;
+    void *mem;
+    int rc = ltr_map_shared(fd, sizeof(ltr_registry), &mem);
+    if (rc) {
         close(fd);
-        return ltr_fail(err, e, "cannot map %s: %s", path, strerror(e));
+        return ltr_fail(err, -rc, "cannot map %s: %s", path, strerror(-rc));
     }
+    ltr_registry *r = mem;
     if (r->magic == 0 && locked) {
         r->nsessions = LTR_MAX_SESSIONS;
         r->nproviders = LTR_MAX_PROVIDERS;
@@ -59,14 +59,14 @@ static int open_registry(ltr_error *err)
     if (locked)
         flock(fd, LOCK_UN);
     if (!locked && r->magic == 0) {
-        munmap(r, sizeof *r);
+        ltr_unmap(r, sizeof *r);
         close(fd);
         return ltr_fail(err, ETIMEDOUT, "%s is being made by another process, which holds its "
                                         "lock", path);
     }
     if (r->magic != LTR_REGISTRY_MAGIC || r->nsessions != LTR_MAX_SESSIONS ||
         r->nproviders != LTR_MAX_PROVIDERS) {
-        munmap(r, sizeof *r);
+        ltr_unmap(r, sizeof *r);
         close(fd);
         return ltr_fail(err, EPROTO, "%s was written by another version of ltr; stop its "
                                      "sessions and remove it", path);

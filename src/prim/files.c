@@ -66,3 +66,46 @@ int ltr_fail_exists(ltr_error *err, const char *path)
 {
     return ltr_fail(err, EEXIST, "%s already exists: it was not overwritten (--force replaces it)", path);
 }
+
+int ltr_absolute_path(const char *path, char *out, size_t size, ltr_error *err)
+{
+    if (!*path)
+        return ltr_fail(err, EINVAL, "the file name is empty");
+    char cwd[4096];
+    if (path[0] != '/' && !getcwd(cwd, sizeof cwd))
+        return ltr_fail(err, errno, "cannot tell the current directory");
+    int n = path[0] == '/' ? snprintf(out, size, "%s", path) : snprintf(out, size, "%s/%s", cwd, path);
+    if (n < 0 || (size_t)n >= size)
+        return ltr_fail(err, ENAMETOOLONG, "%s: path too long", path);
+    return 0;
+}
+
+int ltr_write_new_file(const char *path, bool replace, int (*write)(FILE *f, void *arg), void *arg,
+                       ltr_error *err)
+{
+    char tmp[4200];
+    if (ltr_temp_name(tmp, sizeof tmp, path) < 0)
+        return ltr_fail(err, ENAMETOOLONG, "%s: path too long", path);
+    int fd = ltr_create_temp(tmp);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (!f) {
+        int e = fd < 0 ? -fd : errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        return ltr_fail(err, e, "cannot create %s: %s", path, strerror(e));
+    }
+    int rc = write(f, arg);
+    if (fclose(f) != 0 && rc >= 0)
+        rc = -EIO;
+    if (rc >= 0)
+        rc = ltr_publish(tmp, path, replace);
+    if (rc < 0)
+        unlink(tmp);
+    if (rc == -EEXIST)
+        return ltr_fail_exists(err, path);
+    if (rc < 0)
+        return ltr_fail(err, -rc, "writing %s failed: %s", path, strerror(-rc));
+    return 0;
+}

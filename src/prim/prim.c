@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/sysinfo.h>
 #include <sys/un.h>
 #include <time.h>
@@ -500,23 +501,56 @@ ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_l
     return ltr_recv_msg_by(sock, body, fds, nfds, max_len, 0);
 }
 
-int ltr_unix_connect(const char *path, bool nonblock)
+int ltr_unix_connect_addr(const struct sockaddr_un *sa, bool nonblock)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
-        return -ENAMETOOLONG;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
     if (fd < 0)
         return -errno;
     int rc;
     do
-        rc = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : -errno;
+        rc = connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0 ? 0 : -errno;
     while (rc == -EINTR && !nonblock);
     if (rc) {
         close(fd);
         return rc == -EINPROGRESS || rc == -EINTR ? -EAGAIN : rc;
     }
     return fd;
+}
+
+int ltr_unix_connect(const char *path, bool nonblock)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    return ltr_unix_connect_addr(&sa, nonblock);
+}
+
+int ltr_unix_listen(const struct sockaddr_un *sa, int backlog)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    mode_t old = umask(077); /* the socket is the owner's only: 0600 */
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof *sa);
+    umask(old);
+    if (rc != 0 || listen(fd, backlog) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+int ltr_sock_recv_timeout(int sock, unsigned seconds)
+{
+    struct timeval tv = {.tv_sec = seconds};
+    return setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 ? 0 : -errno;
+}
+
+int ltr_set_nonblock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 ? 0 : -errno;
 }
 
 int ltr_flock_by(int fd, uint64_t deadline_ns)
@@ -583,6 +617,20 @@ int ltr_memfd_create(const char *name, size_t size, ltr_error *err)
     }
     fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
     return fd;
+}
+
+int ltr_map_shared(int fd, size_t size, void **addr)
+{
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED)
+        return -errno;
+    *addr = mem;
+    return 0;
+}
+
+void ltr_unmap(void *addr, size_t size)
+{
+    munmap(addr, size);
 }
 
 int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first)

@@ -1,8 +1,26 @@
 /*
- * prim/prim.h — the platform layer: everything that talks to Linux directly
- * (clocks, the per-user runtime directory, memfd, fd passing, whole reads and
- * writes, host facts). Other parts use these instead of system calls so that
- * the rest of ltr reads as logic.
+ * prim/prim.h — the platform layer: the Linux calls that several parts make,
+ * or that need care to make right, each made once here (clocks, the per-user
+ * runtime directory, Unix sockets with their addresses, modes and timeouts,
+ * fd passing, shared memory: memfd and mappings, whole reads and writes,
+ * output files that never follow a symlink, host facts). Other parts use
+ * these instead of the system calls, so that they read as logic.
+ *
+ * What it does not cover, on purpose: a call that is the very subject of the
+ * one file making it stays there, in plain sight, rather than behind a name
+ * that would only rename it. So recorder/launch.c forks twice and setsid()s
+ * (the daemon), recorder/heaprun.c forks, execs, waits, forwards signals and
+ * becomes a subreaper (running CMD), recorder/loop.c polls, accepts and
+ * redirects its stdio (the recorder's loop), recorder/setup.c makes its
+ * eventfd and signalfd, recorder/leftovers.c and event/registry.c take and
+ * drop their flocks and walk the runtime directory by fd (openat, unlinkat:
+ * what each checks is the point of the file), format/ seeks, syncs and
+ * truncates its trace, profiles/ resolves paths of the files it reads. The
+ * heap agent (src/agent) maps its tables, installs its signal handlers and
+ * makes raw system calls itself: it runs inside malloc, in any thread and in
+ * signal handlers, where it must not allocate nor go through a general
+ * wrapper's error paths; it uses prim for clocks and thread ids, and through
+ * event/ for attaching like any producer.
  */
 #ifndef LTR_PRIM_H
 #define LTR_PRIM_H
@@ -12,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* CLOCK_MONOTONIC in ns: the one clock every process of a session shares. */
@@ -78,6 +97,15 @@ ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t ma
  * nonblock, a listener whose backlog is full is not waited for (-EAGAIN), and
  * the socket stays non-blocking. */
 int ltr_unix_connect(const char *path, bool nonblock);
+/* The same to an address (ltr_dir_sockaddr's, to go through a checked directory). */
+int ltr_unix_connect_addr(const struct sockaddr_un *sa, bool nonblock);
+/* A non-blocking stream socket listening at sa, made with umask 077 (no
+ * access for group and others: its owner's only), or -errno. */
+int ltr_unix_listen(const struct sockaddr_un *sa, int backlog);
+/* A receive on sock waits at most that long (SO_RCVTIMEO). 0 or -errno. */
+int ltr_sock_recv_timeout(int sock, unsigned seconds);
+/* fd made non-blocking (O_NONBLOCK). 0 or -errno. */
+int ltr_set_nonblock(int fd);
 
 /* An exclusive flock of fd, waiting no later than deadline_ns (0: no limit);
  * -ETIMEDOUT past it. */
@@ -95,6 +123,10 @@ void ltr_restore_sigxfsz(void);
  * is lifted to the hard one for the call; in a traced program, which must not
  * be killed by SIGXFSZ nor see its limits move, a size past it is -EFBIG. */
 int ltr_size_shared_file(int fd, size_t size);
+/* Maps size bytes of fd (a session's memory, the registry) shared and
+ * read-write into *addr. 0 or -errno. */
+int ltr_map_shared(int fd, size_t size, void **addr);
+void ltr_unmap(void *addr, size_t size);
 
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */
@@ -129,5 +161,16 @@ int ltr_publish(const char *tmp, const char *dest, bool replace);
 bool ltr_path_taken(const char *path);
 /* Fills err: path exists and was not overwritten, --force replaces it (EEXIST). */
 int ltr_fail_exists(ltr_error *err, const char *path);
+/* path made absolute against the current directory (a recorder runs in /,
+ * so paths sent to it must be). Returns 0, or -errno with err saying why
+ * (an empty name, a path too long). */
+int ltr_absolute_path(const char *path, char *out, size_t size, ltr_error *err);
+/* Writes the new file path with write(f, arg), which returns < 0 (-errno) on
+ * failure: into a temporary beside path that takes its name once complete
+ * (ltr_publish, so nothing at path is replaced unless replace). Nothing is
+ * left behind on failure. Returns 0, or -errno with err naming path
+ * (-EEXIST: something is there). */
+int ltr_write_new_file(const char *path, bool replace, int (*write)(FILE *f, void *arg), void *arg,
+                       ltr_error *err);
 
 #endif

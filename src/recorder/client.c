@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -24,19 +22,15 @@ static int connect_to(const char *session, ltr_error *err)
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
     if (dirfd < 0)
         return dirfd;
-    int fd = -1, rc = ltr_dir_sockaddr(dirfd, dir, name, &sa, err);
-    if (!rc && (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-        rc = ltr_fail(err, errno, "socket: %s", strerror(errno));
+    int rc = ltr_dir_sockaddr(dirfd, dir, name, &sa, err);
     if (rc) {
         close(dirfd);
         return rc;
     }
     /* connected through the directory fd: the one that was checked */
-    rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    int e = errno;
+    int fd = ltr_unix_connect_addr(&sa, false), e = -fd;
     close(dirfd);
-    if (rc != 0) {
-        close(fd);
+    if (fd < 0) {
         if (e == ENOENT || e == ECONNREFUSED)
             return ltr_fail(err, ESRCH, "no session named '%s' is running", session);
         if (e == EACCES || e == EPERM)
@@ -45,8 +39,7 @@ static int connect_to(const char *session, ltr_error *err)
         return ltr_fail(err, e, "cannot reach session '%s': %s", session, strerror(e));
     }
     /* A save of a big ring can take a while; a dead recorder must not hang us. */
-    struct timeval tv = {.tv_sec = 600};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ltr_sock_recv_timeout(fd, 600);
     return fd;
 }
 
@@ -76,6 +69,39 @@ int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *re
         return ltr_fail(err, code, "%s", msg);
     }
     return 0;
+}
+
+int ltr_client_op(const char *session, const char *op, const char *path, const char *text, bool force,
+                  ltr_kvlist *resp, ltr_error *err)
+{
+    ltr_bytes req = {0};
+    ltr_bytes_put_kv(&req, "op", op);
+    if (path)
+        ltr_bytes_put_kv(&req, "path", path);
+    if (text)
+        ltr_bytes_put_kv(&req, "text", text);
+    if (force)
+        ltr_bytes_put_kv(&req, "force", "1");
+    ltr_kvlist local = {0};
+    if (!resp)
+        resp = &local;
+    memset(resp, 0, sizeof *resp);
+    int rc = req.failed ? ltr_fail(err, ENOMEM, "out of memory") : ltr_client_request(session, &req, resp, err);
+    ltr_bytes_free(&req);
+    ltr_kvlist_free(&local);
+    return rc;
+}
+
+const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size)
+{
+    return ltr_kvlist_get(resp, "log", buf, size);
+}
+
+bool ltr_client_is_session_output(const char *session, const char *path)
+{
+    static ltr_session_status st; /* 40 KB: not on the stack */
+    ltr_error err;
+    return ltr_client_status(session, &st, &err) == 0 && st.has_output && !strcmp(st.output, path);
 }
 
 void ltr_kvlist_free(ltr_kvlist *kv)
@@ -182,4 +208,14 @@ ltr_collector_status ltr_session_status_total(const ltr_session_status *st)
         t.shm_damage += cs->shm_damage;
     }
     return t;
+}
+
+uint64_t ltr_collector_events_kept(const ltr_collector_status *c)
+{
+    return c->events_recorded > c->events_overwritten ? c->events_recorded - c->events_overwritten : 0;
+}
+
+uint64_t ltr_collector_events_emitted(const ltr_collector_status *c)
+{
+    return c->events_recorded + c->events_lost;
 }

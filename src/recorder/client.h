@@ -25,6 +25,19 @@ typedef struct ltr_kvlist {
 /* Sends req to the session's recorder and waits for the response (fills err
  * with the recorder's message when ok != 1). Returns 0 or -errno. */
 int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *resp, ltr_error *err);
+/* One request of the protocol, typed: op ("status", "save", "stop",
+ * "cancel", "marker"...) with its path and text (NULL when absent), and
+ * force (save, stop: replace a file already at path). resp may be NULL when
+ * only success matters; else the caller frees it. Returns as ltr_client_request. */
+int ltr_client_op(const char *session, const char *op, const char *path, const char *text, bool force,
+                  ltr_kvlist *resp, ltr_error *err);
+/* The recorder's log named in a reply once it has logged a problem (the log
+ * is then kept): copied into buf; NULL when the reply names none (nothing
+ * went wrong, and the log is removed at a clean end). */
+const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size);
+/* Whether path is the file a running file-mode session grows its trace in
+ * (stopping into it replaces nothing). False when the session does not answer. */
+bool ltr_client_is_session_output(const char *session, const char *path);
 void ltr_kvlist_free(ltr_kvlist *kv);
 /* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
 const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);
@@ -44,6 +57,9 @@ typedef struct ltr_dead_session {
     char log_path[4300];
     bool log_kept;
     char record[256];     /* the session's record, in the runtime directory */
+    bool has_partial;     /* file mode: the partial trace is there, of this */
+    uint64_t partial_size; /* size in bytes and */
+    uint64_t partial_mtime_ns; /* time of its last write (wall clock) */
 } ltr_dead_session;
 
 /* Cleans the runtime directory (sockets of killed recorders, records of dead
@@ -85,5 +101,10 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st);
 int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err);
 /* The counters of every collector added up (name empty). */
 ltr_collector_status ltr_session_status_total(const ltr_session_status *st);
+/* Of a collector's counters (or the total's): the events a trace written now
+ * holds, the recorded less the overwritten (events_recorded counts those
+ * too); and the events its programs emitted, the recorded and the lost. */
+uint64_t ltr_collector_events_kept(const ltr_collector_status *c);
+uint64_t ltr_collector_events_emitted(const ltr_collector_status *c);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * recorder/config.c — checking a session's configuration and parsing
- * provider specifications, before anything is launched.
+ * recorder/config.c — checking a session's configuration, parsing provider
+ * specifications and naming a file-mode session's trace, before anything is
+ * launched.
  */
 #include "recorder/recorder.h"
 #include "prim/prim.h"
@@ -99,5 +100,18 @@ int ltr_session_config_check(const ltr_session_config *cfg, ltr_error *err)
     }
     if (cfg->mode == LTR_MODE_FILE && !cfg->output[0])
         return ltr_fail(err, EINVAL, "file mode needs an output file");
+    return 0;
+}
+
+int ltr_session_default_output(ltr_session_config *cfg, ltr_error *err)
+{
+    const char *tmp = getenv("TMPDIR"), *dir = tmp && *tmp ? tmp : "/tmp";
+    char out[sizeof cfg->output];
+    int n = snprintf(out, sizeof out, "%s/ltr-%s-XXXXXX.ltr.part", dir, cfg->name);
+    if (n < 0 || (size_t)n >= sizeof out) /* a cut template would lose its XXXXXX */
+        return ltr_fail(err, ENAMETOOLONG, "TMPDIR is too long (%zu characters) for the path of the "
+                        "session's trace: set a shorter TMPDIR or give -o FILE", strlen(dir));
+    memcpy(cfg->output, out, (size_t)n + 1);
+    cfg->output_temp = true;
     return 0;
 }

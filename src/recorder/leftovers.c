@@ -165,11 +165,15 @@ static int sweep(ltr_dead_session *out, int max, const char *forget_name, ltr_er
             unlinkat(dirfd, de->d_name, 0); /* a record is renamed before the lock is let go */
         } else if (ends_with(de->d_name, record_suffix, &len) && read_dead_record(dirfd, de->d_name, &d)) {
             struct stat st;
-            if ((forget_name && !strcmp(forget_name, d.name)) ||
-                (d.file_mode && stat(d.output, &st) != 0)) {
+            d.has_partial = d.file_mode && stat(d.output, &st) == 0;
+            if ((forget_name && !strcmp(forget_name, d.name)) || (d.file_mode && !d.has_partial)) {
                 forget(dirfd, reg, &d);
                 n += forget_name != NULL;
             } else if (!forget_name) {
+                if (d.has_partial) {
+                    d.partial_size = (uint64_t)st.st_size;
+                    d.partial_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+                }
                 snprintf(d.log_path, sizeof d.log_path, "%s/%s", dir, d.log);
                 d.log_kept = d.log[0] && faccessat(dirfd, d.log, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
                 if (n < max)

@@ -401,8 +401,7 @@ static void accept_one(recorder *r)
         return;
     /* A client that connects and says nothing must not stall the session for
      * long; a slow one (a loaded machine) must still be served. */
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ltr_sock_recv_timeout(fd, 10);
     uint8_t *req = NULL;
     ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);
     bool kept = n >= 0 && handle_request(r, fd, req, (size_t)n);

@@ -91,6 +91,13 @@ int ltr_session_config_from_plan(const struct ltr_plan *plan, ltr_session_config
  * PercentageOfTotalMemory). */
 uint64_t ltr_buffers_from_ram_share(uint64_t percent, uint32_t buffer_kb);
 
+/* File mode without -o: cfg->output becomes the template
+ * $TMPDIR/ltr-NAME-XXXXXX.ltr.part (/tmp without TMPDIR), a name no other
+ * user can guess and plant a file or symlink at beforehand (the recorder
+ * creates it with O_EXCL; `ltr status` shows it), and output_temp is set.
+ * Returns 0, or -ENAMETOOLONG with err saying so (cfg unchanged). */
+int ltr_session_default_output(ltr_session_config *cfg, ltr_error *err);
+
 /* What `ltr start`'s options say about buffers and providers, beside the
  * profiles. */
 typedef struct ltr_session_options {

@@ -13,9 +13,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -42,11 +40,11 @@ static int create_shm(recorder *r, ltr_error *err)
     int fd = ltr_memfd_create("ltr-session", off, err);
     if (fd < 0)
         return fd;
-    void *mem = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (mem == MAP_FAILED) {
-        int e = errno;
+    void *mem;
+    int rc = ltr_map_shared(fd, off, &mem);
+    if (rc) {
         close(fd);
-        return ltr_fail(err, e, "cannot map %zu bytes of shared memory: %s", off, strerror(e));
+        return ltr_fail(err, -rc, "cannot map %zu bytes of shared memory: %s", off, strerror(-rc));
     }
     ltr_shm *shm = mem;
     shm->magic = LTR_SHM_MAGIC;
@@ -107,17 +105,9 @@ static int open_socket(recorder *r, ltr_error *err)
     if (rc)
         return rc;
     unlinkat(r->run_dirfd, r->sock_name, 0); /* a stale socket of a killed recorder of this name */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = ltr_unix_listen(&sa, 64); /* the owner's only */
     if (fd < 0)
-        return ltr_fail(err, errno, "socket: %s", strerror(errno));
-    mode_t old = umask(077); /* the socket is the owner's only: 0600 */
-    rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (rc != 0 || listen(fd, 64) != 0) {
-        int e = errno;
-        close(fd);
-        return ltr_fail(err, e, "cannot listen on %s: %s", r->sock_path, strerror(e));
-    }
+        return ltr_fail(err, -fd, "cannot listen on %s: %s", r->sock_path, strerror(-fd));
     struct stat st;
     r->sock_ino = fstatat(r->run_dirfd, r->sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino : 0;
     r->listen_fd = fd;
@@ -312,7 +302,7 @@ void rec_teardown(recorder *r)
         ltr_writer_close(r->writer);
     if (r->shm) { /* producers may now give the pages back */
         atomic_store(&r->shm->state, LTR_SESSION_DONE);
-        munmap(r->shm, r->shm_size);
+        ltr_unmap(r->shm, r->shm_size);
     }
     if (r->memfd >= 0)
         close(r->memfd);

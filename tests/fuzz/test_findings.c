@@ -1,7 +1,8 @@
 /*
  * tests/fuzz/test_findings.c — findings of the fuzz targets whose fix is more
- * than the absence of a crash (the replay tests cover those): what the ltr
- * command says about the regression input, or what reading it costs.
+ * than the absence of a crash (the replay tests cover those): what reading
+ * the regression input costs. What the ltr command says about one is
+ * tests/e2e/test_findings_cli.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +17,6 @@
 
 #include <ltr/trace.h>
 
-#include "util/testutil.h"
-
 static const char *regression(const char *name)
 {
     static char path[4096];
@@ -25,31 +24,6 @@ static const char *regression(const char *name)
     assert_non_null(src);
     snprintf(path, sizeof path, "%s/tests/fuzz/regressions/%s", src, name);
     return path;
-}
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* libxml2 printed "encoding error : input conversion failed ..." and "I/O
- * error : encoder error" on stderr beside ltr's own diagnostic, which blamed
- * a premature end of data. */
-static void encoding_error_is_one_diagnostic(void **state)
-{
-    const char *f = regression("wprp/encoding-error-on-stderr.wprp");
-    tu_result r = tu_run("'%s' profiles '%s'", tu_ltr(), f);
-    assert_int_equal(r.status, 1);
-    assert_string_equal(r.out, "");
-    assert_null(strstr(r.err, "encoding error :"));
-    assert_null(strstr(r.err, "I/O error"));
-    assert_int_equal(lines(r.err), 1);
-    assert_non_null(strstr(r.err, "encoding-error-on-stderr.wprp:2: error: not a well-formed XML file: "
-                                  "its bytes are not in the encoding it declares (input conversion failed"));
-    tu_free(&r);
 }
 
 /* In a child: reads the trace to the end and checks the stack of node
@@ -95,7 +69,6 @@ static void frame_node_ids_cost_only_the_nodes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(encoding_error_is_one_diagnostic, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test(frame_node_ids_cost_only_the_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

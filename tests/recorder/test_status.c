@@ -136,13 +136,8 @@ static void test_status_of_a_running_recorder(void **state)
     assert_int_equal(ltr_recorder_launch(&cfg, &err), 0);
     static ltr_session_status st;
     int rc = ltr_client_status("status-test", &st, &err);
-    ltr_bytes req = {0};
-    ltr_bytes_put_kv(&req, "op", "cancel");
-    ltr_kvlist resp;
     ltr_error cerr;
-    ltr_client_request("status-test", &req, &resp, &cerr);
-    ltr_kvlist_free(&resp);
-    ltr_bytes_free(&req);
+    ltr_client_op("status-test", "cancel", NULL, NULL, false, NULL, &cerr);
     assert_int_equal(rc, 0);
     assert_string_equal(st.name, "status-test");
     assert_string_equal(st.mode, "memory");

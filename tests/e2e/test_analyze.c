@@ -1,0 +1,552 @@
+/*
+ * tests/e2e/test_analyze.c — ltr analyze and ltr export end to end: real
+ * programs with known leaks recorded with `ltr record` (the demo: a leak in a
+ * thread, through realloc, in a dlopen'd library and in C++), a window in the
+ * middle of a run, a memory-mode trace with frees of unseen allocations,
+ * pprof read by `go tool pprof`, folded stacks read by flamegraph.pl, separate
+ * debug info by build-id, a build-id mismatch, and damaged or wrong input.
+ */
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char demo_dir[4096], leaky_trace[4200];
+
+static const char *demo_bin(const char *name)
+{
+    static char buf[4][4300];
+    static int k;
+    char *out = buf[k++ % 4];
+    snprintf(out, sizeof buf[0], "%s/%s", demo_dir, name);
+    return out;
+}
+
+static void record(const char *out, const char *opts, const char *cmd)
+{
+    tu_result r = tu_run("'%s' record %s -o '%s' -- %s", tu_ltr(), opts, out, cmd);
+    if (r.status != 0)
+        fprintf(stderr, "record failed (%d): %s\n", r.status, r.err);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+}
+
+/* The number after "key": at or after from. */
+static long long num_after(const char *from, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* The entry of list `list` whose innermost frame is `function` (and type, if given). */
+static const char *entry_of(const char *json, const char *list, const char *function, const char *type)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "\"%s\":[", list);
+    const char *p = strstr(json, pat), *end;
+    if (!p)
+        return NULL;
+    end = strstr(p, "\"most_calls\":[");
+    if (!end || end < p)
+        end = p + strlen(p);
+    snprintf(pat, sizeof pat, "\"function\":\"%s\"", function);
+    for (p = strstr(p, "{\"pid\":"); p && p < end; p = strstr(p + 1, "{\"pid\":")) {
+        const char *f = strstr(p, "\"function\":");
+        char tpat[64];
+        snprintf(tpat, sizeof tpat, "\"type\":\"%s\"", type ? type : "");
+        if (f && !strncmp(f, pat, strlen(pat)) && (!type || !strncmp(strstr(p, "\"type\":"), tpat, strlen(tpat))))
+            return p;
+    }
+    return NULL;
+}
+
+static char *analyze(const char *trace, const char *opts, int expect_status)
+{
+    tu_result r = tu_run("'%s' analyze '%s' %s", tu_ltr(), trace, opts);
+    if (r.status != expect_status)
+        fprintf(stderr, "analyze: status %d: %s\n", r.status, r.err);
+    assert_int_equal(r.status, expect_status);
+    char *out = r.out;
+    r.out = NULL;
+    tu_free(&r);
+    return out;
+}
+
+static void check_leak(const char *json, const char *function, long long bytes, long long count)
+{
+    const char *e = entry_of(json, "stacks", function, "AIFO");
+    if (!e)
+        fprintf(stderr, "no AIFO stack with innermost frame %s\n", function);
+    assert_non_null(e);
+    assert_int_equal(num_after(e, "bytes"), bytes);
+    assert_int_equal(num_after(e, "count"), count);
+}
+
+static void test_demo_leaks(void **state)
+{
+    (void)state;
+    char *json = analyze(leaky_trace, "--format json --top 0", 0);
+    check_leak(json, "remember_session", 64000, 64); /* in a thread */
+    check_leak(json, "grow_history", 24000, 1);      /* through realloc */
+    check_leak(json, "plugin_cache_add", 10240, 40); /* in a dlopen'd library */
+    check_leak(json, "demo::Cache::insert(int)", 6144, 16); /* C++ operator new[] */
+    /* the biggest leak is the first stack, with its function, file and line */
+    const char *first = strstr(strstr(json, "\"stacks\":["), "{\"pid\":");
+    assert_ptr_equal(first, entry_of(json, "stacks", "remember_session", "AIFO"));
+    char src[4096];
+    snprintf(src, sizeof src, "%s/demo/leaky.c", getenv("LTR_SOURCE_DIR"));
+    assert_int_equal(num_after(first, "line"), tu_source_line(src, "leak: nobody ever forgets"));
+    assert_non_null(strstr(first, "leaky.c\""));
+    const char *plugin = entry_of(json, "stacks", "plugin_cache_add", "AIFO");
+    assert_non_null(strstr(plugin, "libleaky-plugin.so\""));
+    assert_true(num_after(strstr(json, "\"summary\""), "outstanding_bytes") >= 64000 + 24000 + 10240 + 6144);
+    assert_true(num_after(strstr(json, "\"summary\""), "events") > 8000);
+    free(json);
+    char *text = analyze(leaky_trace, "--top 1", 0);
+    const char *top = strstr(text, "#1 AIFO 64000 bytes in 64 allocations\n");
+    assert_non_null(top);
+    assert_non_null(strstr(top, "remember_session (")); /* frame right below */
+    assert_non_null(strstr(text, "stacks with the most temporary allocations"));
+    assert_non_null(strstr(text, "parse_request ("));
+    free(text);
+}
+
+static uint64_t header_start(const char *trace)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    const char *v = ltr_trace_kv(t, LTR_KV_HEADER, "clock.start_ns");
+    uint64_t start = v ? strtoull(v, NULL, 10) : 0;
+    ltr_trace_close(t);
+    return start;
+}
+
+static void test_window_in_the_middle(void **state)
+{
+    (void)state;
+    const char *trace = "phases.ltr";
+    tu_result r = tu_run("'%s' record -o %s -- '%s'", tu_ltr(), trace, tu_test_bin("analyze-phases"));
+    assert_int_equal(r.status, 0);
+    unsigned long long t1 = 0, t2 = 0;
+    assert_int_equal(sscanf(r.out, "%llu %llu", &t1, &t2), 2);
+    tu_free(&r);
+    uint64_t start = header_start(trace);
+    assert_true(start > 0 && t1 > start && t2 > t1);
+    char opts[256];
+    snprintf(opts, sizeof opts, "--format json --top 0 --from %.9f --to %.9f", (double)(t1 - start) / 1e9,
+             (double)(t2 - start) / 1e9);
+    char *json = analyze(trace, opts, 0);
+    const char *types = strstr(strstr(json, "\"summary\""), "\"types\"");
+    assert_int_equal(num_after(strstr(types, "\"AIFI\""), "count"), 1);
+    assert_int_equal(num_after(strstr(types, "\"AIFI\""), "bytes"), 3000);
+    assert_int_equal(num_after(strstr(types, "\"AIFO\""), "count"), 2);
+    assert_int_equal(num_after(strstr(types, "\"AIFO\""), "bytes"), 9000);
+    assert_int_equal(num_after(strstr(types, "\"AOFI\""), "count"), 1);
+    assert_int_equal(num_after(strstr(types, "\"AOFI\""), "bytes"), 2000);
+    const char *a1 = entry_of(json, "stacks", "main", "AOFO"); /* AOFO also holds the loader's blocks */
+    assert_non_null(a1);
+    assert_int_equal(num_after(a1, "bytes"), 1000);
+    assert_int_equal(num_after(strstr(json, "\"summary\""), "allocations"), 3);
+    assert_int_equal(num_after(strstr(json, "\"summary\""), "frees"), 2);
+    free(json);
+}
+
+static void test_memory_mode(void **state)
+{
+    (void)state;
+    record("churn.ltr", "--memory --buffer-size 4 --buffers 4", tu_test_bin("analyze-churn"));
+    char *json = analyze("churn.ltr", "--format json --top 0", 0);
+    const char *sum = strstr(json, "\"summary\"");
+    assert_true(num_after(sum, "events_overwritten") > 0);
+    assert_true(num_after(sum, "unseen_frees") > 0);        /* counted apart */
+    assert_true(num_after(sum, "outstanding_bytes") < 20000 * 48); /* never negative, no ghosts */
+    const char *leak = entry_of(json, "stacks", "main", "AIFO");
+    assert_non_null(leak);
+    assert_int_equal(num_after(leak, "bytes"), 1000);
+    assert_int_equal(num_after(leak, "count"), 10);
+    assert_non_null(strstr(json, "memory-mode trace"));
+    free(json);
+}
+
+/* "t" of the heap Alloc of this size in `ltr dump --json` (the first), or -1. */
+static double alloc_time(const char *dump, long long size)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"size\":%lld", size);
+    for (const char *p = strstr(dump, pat); p; p = strstr(p + 1, pat)) {
+        char next = p[strlen(pat)];
+        const char *line = p;
+        while (line > dump && line[-1] != '\n')
+            line--;
+        if ((next == ',' || next == '}') && strstr(line, "\"event\":\"Alloc\"") < p &&
+            strstr(line, "\"event\":\"Alloc\"") && !strncmp(line, "{\"t\":", 5))
+            return strtod(line + 5, NULL);
+    }
+    return -1;
+}
+
+static double num_s(const char *from, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* The peak of a program recorded in file and in memory mode: the bytes two
+ * threads hold at one moment, at the time of the allocation that made it,
+ * whatever the order of their buffers in the file (tests/programs/overlap.c). */
+static void check_peak(const char *mode, const char *opts, long long peak, long long size_a, long long size_b)
+{
+    char trace[64], cmd[4200];
+    snprintf(trace, sizeof trace, "overlap-%s-%s.ltr", mode, opts[0] ? "memory" : "file");
+    snprintf(cmd, sizeof cmd, "'%s' %s", tu_test_bin("analyze-overlap"), mode);
+    record(trace, opts, cmd);
+    char *json = analyze(trace, "--format json", 0);
+    tu_result d = tu_run("'%s' dump --json '%s'", tu_ltr(), trace);
+    assert_int_equal(d.status, 0);
+    double t_a = alloc_time(d.out, size_a), t_b = alloc_time(d.out, size_b);
+    assert_true(t_a >= 0 && t_b >= 0);
+    double t_at = t_a > t_b ? t_a : t_b; /* the peak is reached by the later of the two */
+    const char *sum = strstr(json, "\"summary\"");
+    long long got = num_after(sum, "peak_bytes");
+    double got_s = num_s(sum, "peak_s");
+    if (got < peak || got >= peak + (512 << 10) || got_s < t_at - 2e-9 || got_s > t_at + 2e-9)
+        fprintf(stderr, "%s %s: peak %lld bytes at %.9f s; expected %lld (+ the loader's blocks) at %.9f s\n",
+                mode, opts, got, got_s, peak, t_at);
+    assert_true(got >= peak && got < peak + (512 << 10));
+    assert_true(got_s >= t_at - 2e-9 && got_s <= t_at + 2e-9);
+    const char *proc = strstr(json, "\"processes\":[");
+    assert_int_equal(num_after(proc, "peak_bytes"), got);
+    assert_null(strstr(json, "later than what the analysis could hold"));
+    tu_free(&d);
+    free(json);
+}
+
+static void test_peak_in_time_order(void **state)
+{
+    (void)state;
+    const char *modes[2] = {"", "--memory"};
+    for (int m = 0; m < 2; m++) {
+        check_peak("together", modes[m], 12 << 20, 8 << 20, 4 << 20);
+        check_peak("later", modes[m], 3 << 20, 2 << 20, 1 << 20);
+    }
+    /* room for too few events to order them: said, not hidden */
+    tu_result r = tu_run("LTR_ANALYZE_HOLD=1 '%s' analyze overlap-together-file.ltr", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "heap event(s) came in the trace later than what the analysis could hold to "
+                                  "put the threads' events in time order"));
+    assert_non_null(strstr(r.out, "(it held 1 events; LTR_ANALYZE_HOLD=N holds N)"));
+    tu_free(&r);
+}
+
+static void test_pprof_with_go(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' export '%s' --format pprof -o leaky.pb.gz", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("command -v go");
+    int have_go = r.status == 0;
+    tu_free(&r);
+    if (!have_go) {
+        fprintf(stderr, "go is not installed (Debian package golang-go): pprof not checked\n");
+        skip();
+    }
+    r = tu_run("HOME=$PWD GOCACHE=$PWD/gocache go tool pprof -symbolize=none -sample_index=inuse_space "
+               "-unit=B -top leaky.pb.gz");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "Type: inuse_space"));
+    const char *line = strstr(r.out, "64000B");
+    assert_non_null(line);
+    assert_non_null(strstr(line, "remember_session"));
+    tu_free(&r);
+    r = tu_run("HOME=$PWD GOCACHE=$PWD/gocache go tool pprof -symbolize=none -sample_index=alloc_objects "
+               "-nodecount=1000 -nodefraction=0 -top leaky.pb.gz");
+    assert_int_equal(r.status, 0);
+    line = strstr(r.out, "2000 ");
+    assert_non_null(line);
+    assert_non_null(strstr(r.out, "parse_request"));
+    assert_non_null(strstr(r.out, "demo::Cache::insert")); /* pprof drops the parameters */
+    tu_free(&r);
+    /* Mappings: the traced program first (pprof's main binary), each module with its build-id,
+     * and every location in one */
+    r = tu_run("HOME=$PWD GOCACHE=$PWD/gocache go tool pprof -symbolize=none -raw leaky.pb.gz");
+    assert_int_equal(r.status, 0);
+    const char *maps = strstr(r.out, "\nMappings\n");
+    assert_non_null(maps);
+    const char *first = strstr(maps, "\n1: ");
+    assert_non_null(first);
+    const char *end = strchr(first + 1, '\n');
+    char *main_line = strndup(first + 1, (size_t)(end - first - 1));
+    assert_non_null(strstr(main_line, "/demo/leaky "));
+    const char *id = strrchr(main_line, '/');
+    assert_true(strlen(id) > 42 && strspn(strchr(id, ' ') + 1, "0123456789abcdef") == 40);
+    free(main_line);
+    assert_non_null(strstr(maps, "libleaky-plugin.so "));
+    const char *locs = strstr(r.out, "\nLocations\n");
+    assert_non_null(locs);
+    assert_true(locs < maps);
+    int nlocs = 0;
+    for (const char *l = strchr(locs + 1, '\n'); l && l < maps; l = strchr(l + 1, '\n')) {
+        char text[512] = "";
+        sscanf(l + 1, "%511[^\n]", text);
+        if (!strstr(text, ": 0x"))
+            continue; /* a further inlined frame of the location above */
+        const char *m = strstr(text, " M=");
+        if (!m || m[3] == '0')
+            fail_msg("location without a mapping: %s", text);
+        nlocs++;
+    }
+    assert_true(nlocs > 10);
+    tu_free(&r);
+}
+
+static void test_folded_with_flamegraph(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' export '%s' --format folded -o leaky.folded", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("grep -c '' leaky.folded; grep ';worker;remember_session 64000$' leaky.folded; "
+               "grep -vc '^[^ ]*\\(;[^;]*\\)* [0-9][0-9]*$' leaky.folded");
+    assert_non_null(strstr(r.out, ";worker;remember_session 64000\n"));
+    tu_free(&r);
+    /* Brendan Gregg's flamegraph.pl: Debian ships it inside libdevel-nytprof-perl
+     * (scripts/install-deps.sh installs it); LTR_FLAMEGRAPH names another copy. */
+    const char *fg = getenv("LTR_FLAMEGRAPH");
+    if (!fg || !*fg)
+        fg = "/usr/share/perl5/Devel/NYTProf/flamegraph.pl";
+    r = tu_run("perl %s --countname bytes leaky.folded > leaky.svg && grep -o 'remember_session (64,000 bytes' leaky.svg",
+               fg);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "remember_session (64,000 bytes"));
+    tu_free(&r);
+}
+
+/* Copies the demo into dir, records it there, and returns the trace path. */
+static const char *record_copy(const char *dir)
+{
+    static char trace[4200];
+    tu_result r = tu_run("mkdir -p %s && cp '%s' '%s' %s/", dir, demo_bin("leaky"),
+                         demo_bin("libleaky-plugin.so"), dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(trace, sizeof trace, "%s/leaky.ltr", dir);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "$PWD/%s/leaky", dir);
+    record(trace, "", cmd);
+    return trace;
+}
+
+static void test_separate_debug_info(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("dbg");
+    /* move the plugin's DWARF into debug/.build-id/xx/rest.debug, strip the copy */
+    tu_result r = tu_run(
+        "set -e; cd dbg; id=$(readelf -n libleaky-plugin.so | sed -n 's/.*Build ID: //p');"
+        "mkdir -p debug/.build-id/${id%%${id#??}}; objcopy --only-keep-debug libleaky-plugin.so "
+        "debug/.build-id/${id%%${id#??}}/${id#??}.debug; strip --strip-debug libleaky-plugin.so;"
+        "readelf -S libleaky-plugin.so | grep -c debug_info || true");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "0"));
+    tu_free(&r);
+    char *json = analyze(trace, "--format json --top 0 --debug-dir $PWD/dbg/debug", 0);
+    const char *e = entry_of(json, "stacks", "plugin_cache_add", "AIFO");
+    assert_non_null(e);
+    assert_non_null(strstr(e, "\"file\":\"") );
+    assert_true(strstr(e, "plugin.c\"") < strstr(e, "}"));
+    assert_int_equal(num_after(e, "bytes"), 10240);
+    free(json);
+}
+
+/* A stripped program: the report names it as a module without symbols, with
+ * its build-id, where its debug file would be and how to get one; with
+ * that debug file under --debug-dir its frames are named again. */
+static void test_modules_without_symbols(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("stripped");
+    tu_result r = tu_run("set -e; cd stripped; objcopy --only-keep-debug leaky kept-debug; strip leaky;"
+                         "readelf -n leaky | sed -n 's/.*Build ID: //p'");
+    assert_int_equal(r.status, 0);
+    char id[130] = "";
+    assert_int_equal(sscanf(r.out, "%129s", id), 1);
+    tu_free(&r);
+    char *cwd = getcwd(NULL, 0), want[8192];
+    assert_non_null(cwd);
+    r = tu_run("'%s' analyze '%s' --top 3", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    snprintf(want, sizeof want, "warning: module %s/stripped/leaky has no symbols here (no .symtab or DWARF in "
+             "it, and no debug file found for its build-id %s): its frames show ?? with module+offset; its "
+             "debug file would be /usr/lib/debug/.build-id/%.2s/%s.debug\n", cwd, id, id, id + 2);
+    if (!strstr(r.out, want))
+        fprintf(stderr, "wanted: %s\ngot: %s\n", want, r.out);
+    assert_non_null(strstr(r.out, want));
+    assert_non_null(strstr(r.out, "apt install PKG-dbgsym"));
+    assert_non_null(strstr(r.out, "DEBUGINFOD_URLS="));
+    assert_non_null(strstr(r.out, "pass --debug-dir DIR"));
+    assert_null(strstr(r.out, "libleaky-plugin.so has no symbols")); /* not stripped */
+    assert_non_null(strstr(r.out, "??  leaky+0x"));
+    tu_free(&r);
+    char *json = analyze(trace, "--format json --top 3", 0);
+    snprintf(want, sizeof want, "\"modules_without_symbols\":[{\"path\":\"%s/stripped/leaky\",\"build_id\":\"%s\","
+             "\"debug_file\":\"/usr/lib/debug/.build-id/%.2s/%s.debug\"}]", cwd, id, id, id + 2);
+    assert_non_null(strstr(json, want));
+    assert_non_null(strstr(json, "has no symbols here"));
+    free(json);
+    /* the debug file where the warning says, under --debug-dir: named again, no warning */
+    r = tu_run("set -e; cd stripped; mkdir -p debug/.build-id/%.2s; mv kept-debug debug/.build-id/%.2s/%s.debug",
+               id, id, id + 2);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    json = analyze(trace, "--format json --top 3 --debug-dir $PWD/stripped/debug:/usr/lib/debug", 0);
+    assert_null(strstr(json, "stripped/leaky has no symbols"));
+    assert_null(strstr(json, "/stripped/leaky\",\"build_id\""));
+    assert_non_null(entry_of(json, "stacks", "remember_session", "AIFO"));
+    free(json);
+    json = analyze(leaky_trace, "--format json --top 3", 0); /* nothing stripped */
+    assert_null(strstr(json, "/leaky has no symbols"));
+    assert_null(strstr(json, "libleaky-plugin.so has no symbols"));
+    free(json);
+    free(cwd);
+}
+
+static void test_build_id_mismatch(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("mismatch");
+    /* another build of the plugin replaces the recorded one */
+    tu_result r = tu_run("cd mismatch && printf 'void plugin_cache_add(int k) { (void)k; }\\n"
+                         "int other(void) { return 1; }\\n' | cc -shared -fPIC -g -o libleaky-plugin.so -x c -");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --format json --top 0", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "libleaky-plugin.so was not symbolized (build-id differs"));
+    /* the leak is still found, its frame left as module+offset */
+    assert_null(entry_of(r.out, "stacks", "plugin_cache_add", "AIFO"));
+    const char *p = strstr(r.out, "\"function\":null,\"file\":null,\"line\":null,\"module\":\"");
+    assert_non_null(p);
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --top 3", tu_ltr(), trace);
+    assert_non_null(strstr(r.out, "#3 AIFO 10240 bytes in 40 allocations\n        ??  libleaky-plugin.so+0x"));
+    tu_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("cp '%s' damaged.ltr && size=$(stat -c %%s damaged.ltr) && "
+                         "printf 'XXXXXXXXXXXXXXXX' | dd of=damaged.ltr bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null",
+                         leaky_trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' analyze damaged.ltr", tu_ltr());
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.err, "the trace is damaged"));
+    assert_non_null(strstr(r.out, "warning: the trace is damaged"));
+    tu_free(&r);
+    r = tu_run("echo hello > notatrace.ltr; '%s' analyze notatrace.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "not an ltr trace"));
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --from 'no such marker'", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "--from: 'no such marker' is neither a number of seconds nor the text of a marker"));
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --format xml", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--format: 'xml'"));
+    tu_free(&r);
+    r = tu_run("'%s' export '%s' --format pprof", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "-o OUT is required"));
+    tu_free(&r);
+    r = tu_run("'%s' analyze missing.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "missing.ltr"));
+    tu_free(&r);
+}
+
+/* Windows and processes the trace cannot answer for. */
+static void test_window_and_pid_mistakes(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' analyze '%s' --from 0.005 --to 0.004", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "the window is empty: --to '0.004' (0.004000 s) comes before --from '0.005'"));
+    assert_string_equal(r.out, "");
+    tu_free(&r);
+    r = tu_run("'%s' export '%s' --pid 1 --format folded -o none.folded; rc=$?; test ! -e none.folded && exit $rc",
+               tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "--pid 1: "));
+    assert_non_null(strstr(r.err, "has no process 1 (its processes: "));
+    tu_free(&r);
+    r = tu_run("'%s' analyze '%s' --from 1000", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
+    assert_non_null(strstr(r.out, " 0 allocations, 0 frees"));
+    tu_free(&r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *dir = tu_sandbox();
+    if (chdir(dir) != 0)
+        return -1;
+    snprintf(demo_dir, sizeof demo_dir, "%s", tu_ltr());
+    char *slash = strrchr(demo_dir, '/');
+    if (slash)
+        *slash = 0;
+    slash = strrchr(demo_dir, '/');
+    if (slash)
+        strcpy(slash, "/demo");
+    snprintf(leaky_trace, sizeof leaky_trace, "%s/leaky.ltr", dir);
+    tu_result r = tu_run("'%s' record -o '%s' -- '%s'", tu_ltr(), leaky_trace, demo_bin("leaky"));
+    int ok = r.status == 0;
+    if (!ok)
+        fprintf(stderr, "recording the demo failed: %s\n", r.err);
+    tu_free(&r);
+    return ok ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_sandbox_end();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_demo_leaks),
+        cmocka_unit_test(test_window_in_the_middle),
+        cmocka_unit_test(test_memory_mode),
+        cmocka_unit_test(test_peak_in_time_order),
+        cmocka_unit_test(test_pprof_with_go),
+        cmocka_unit_test(test_window_and_pid_mistakes),
+        cmocka_unit_test(test_folded_with_flamegraph),
+        cmocka_unit_test(test_separate_debug_info),
+        cmocka_unit_test(test_modules_without_symbols),
+        cmocka_unit_test(test_build_id_mismatch),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,822 @@
+/*
+ * tests/e2e/test_heap.c — heap tracing end to end: `ltr record` (and
+ * `ltr start heap` + `ltr run`) around heap-target / heap-target-cxx, then the
+ * trace read back with the public reader. Each test names the target mode it
+ * runs; target.c says what that mode allocates.
+ */
+#include "base/heap_events.h"
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+enum { ALLOC = 1, FREE = 2, REALLOC = 3 };
+
+typedef struct hev {
+    uint32_t pid, tid, stack;
+    int kind, fn;
+    uint64_t addr, old, size, ts;
+} hev;
+
+typedef struct heap_trace {
+    ltr_trace *t; /* kept open: stacks, modules, processes, threads */
+    hev *v;
+    size_t n, cap;
+    uint64_t damage, overwritten, lost;
+} heap_trace;
+
+static uint64_t field(const ltr_event *ev, const char *name)
+{
+    uint64_t v = 0;
+    ltr_event_get_u64(ev, name, &v);
+    return v;
+}
+
+static void add_event(heap_trace *h, const ltr_event *ev)
+{
+    const char *name = ev->layout->name;
+    hev e = {.pid = ev->pid, .tid = ev->tid, .ts = ev->ts, .fn = (int)field(ev, "function"),
+             .addr = field(ev, "address"), .size = field(ev, "size"),
+             .stack = (uint32_t)field(ev, "stack"), .old = field(ev, "old_address")};
+    e.kind = !strcmp(name, "Alloc") ? ALLOC : !strcmp(name, "Free") ? FREE : REALLOC;
+    if (h->n == h->cap) { /* geometric: ASan's realloc always copies */
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->v = realloc(h->v, h->cap * sizeof *h->v);
+        assert_non_null(h->v);
+    }
+    h->v[h->n++] = e;
+}
+
+static heap_trace read_heap(const char *path)
+{
+    heap_trace h = {0};
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &h.t, &err), 0);
+    const ltr_event *ev;
+    while (ltr_trace_next(h.t, &ev, &err) == 1)
+        if (!strcmp(ev->layout->provider->name, LTR_HEAP_PROVIDER))
+            add_event(&h, ev);
+    ltr_trace_summary s;
+    ltr_trace_summarize(h.t, &s);
+    h.damage = s.damage;
+    for (size_t i = 0; i < ltr_trace_collector_count(h.t); i++) {
+        h.overwritten += ltr_trace_collector_at(h.t, i)->events_overwritten;
+        h.lost += ltr_trace_collector_at(h.t, i)->events_lost;
+    }
+    return h;
+}
+
+static void heap_free(heap_trace *h)
+{
+    ltr_trace_close(h->t);
+    free(h->v);
+}
+
+/* Events of this kind, function (0: any) and size (0: any). */
+static size_t count(const heap_trace *h, int kind, int fn, uint64_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->v[i].kind == kind && (!fn || h->v[i].fn == fn) && (!size || h->v[i].size == size);
+    return n;
+}
+
+static const hev *find(const heap_trace *h, int kind, uint64_t size)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].kind == kind && h->v[i].size == size)
+            return &h->v[i];
+    return NULL;
+}
+
+/* The event that ends the block event e made (Free or Realloc of its address), or NULL. */
+static const hev *ender(const heap_trace *h, const hev *e)
+{
+    for (const hev *x = e + 1; x < h->v + h->n; x++)
+        if (x->pid == e->pid && ((x->kind == FREE && x->addr == e->addr) ||
+                                 (x->kind == REALLOC && x->old == e->addr)))
+            return x;
+    return NULL;
+}
+
+/* Every allocation of this size was made by fn and freed by free_fn, n times. */
+static void expect_pairs(const heap_trace *h, uint64_t size, int fn, int free_fn, size_t n)
+{
+    size_t seen = 0;
+    for (const hev *e = h->v; e < h->v + h->n; e++) {
+        if (e->kind != ALLOC || e->size != size)
+            continue;
+        seen++;
+        assert_int_equal(e->fn, fn);
+        assert_int_not_equal(e->stack, 0);
+        const hev *f = ender(h, e);
+        assert_non_null(f);
+        assert_int_equal(f->fn, free_fn);
+    }
+    if (seen != n)
+        fail_msg("size %llu: %zu allocations, expected %zu", (unsigned long long)size, seen, n);
+}
+
+static char trace_path[512];
+
+/* ltr record -o TRACE [opts] -- target ARGS; returns the result. */
+static tu_result record(const char *opts, const char *target, const char *args)
+{
+    snprintf(trace_path, sizeof trace_path, "%s/t.ltr", getenv("TMPDIR"));
+    /* --force: a test records several times into the same trace */
+    return tu_run("%s record --force -o %s %s -- %s %s", tu_ltr(), trace_path, opts, tu_test_bin(target), args);
+}
+
+
+/* ltr record ... with the exit status expected, then the trace read back. */
+static heap_trace record_read(const char *opts, const char *target, const char *args, int status)
+{
+    tu_result r = record(opts, target, args);
+    assert_int_equal(r.status, status);
+    tu_free(&r);
+    return read_heap(trace_path);
+}
+
+/* ---- counts ----------------------------------------------------------------- */
+
+/* docs/heap-events.md: a heap event's time is rounded down to 100 us, or is
+ * one nanosecond after a module record of its process that came later. */
+static void expect_coarse_times(const heap_trace *h)
+{
+    size_t coarse = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->v[i].ts % 100000 == 0) {
+            coarse++;
+            continue;
+        }
+        bool after_module = false;
+        for (size_t k = 0; k < ltr_trace_module_count(h->t) && !after_module; k++) {
+            const ltr_module *m = ltr_trace_module_at(h->t, k);
+            after_module = m->pid == h->v[i].pid && m->ts + 1 == h->v[i].ts;
+        }
+        if (!after_module)
+            fail_msg("event %zu at %llu ns: neither on the 100 us grain nor just after a module record", i,
+                     (unsigned long long)h->v[i].ts);
+    }
+    assert_true(coarse > h->n / 2);
+}
+
+static void test_c_functions_exact(void **state)
+{
+    tu_result r = record("", "heap-target", "counts");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "trace written to"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.damage, 0);
+    expect_coarse_times(&h);
+    expect_pairs(&h, 1001, 1, 20, 3);
+    expect_pairs(&h, 2001, 2, 20, 3);
+    expect_pairs(&h, 3001, 5, 20, 3);
+    expect_pairs(&h, 4032, 6, 20, 3);
+    expect_pairs(&h, 5001, 7, 20, 3);
+    expect_pairs(&h, 6001, 8, 20, 3);
+    expect_pairs(&h, 7001, 9, 20, 3);
+    /* realloc: NULL -> Alloc, moved, in place or moved, (p, 0) -> Free */
+    const hev *a = find(&h, ALLOC, 8001), *grow = find(&h, REALLOC, 800001),
+              *shrink = find(&h, REALLOC, 8002);
+    assert_non_null(a);
+    assert_non_null(grow);
+    assert_non_null(shrink);
+    assert_int_equal(a->fn, 3);
+    assert_int_equal(grow->old, a->addr);
+    assert_int_equal(shrink->old, grow->addr);
+    const hev *gone = ender(&h, shrink);
+    assert_non_null(gone);
+    assert_int_equal(gone->kind, FREE);
+    assert_int_equal(gone->fn, 3);
+    /* reallocarray */
+    const hev *ra = find(&h, ALLOC, 9002), *rb = find(&h, REALLOC, 18004);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    assert_int_equal(ra->fn, 4);
+    assert_int_equal(rb->fn, 4);
+    assert_int_equal(rb->old, ra->addr);
+    assert_int_equal(ender(&h, rb)->fn, 20);
+    heap_free(&h);
+}
+
+static void test_cxx_operators_exact(void **state)
+{
+    heap_trace h = record_read("", "heap-target-cxx", "", 0);
+    static const struct { uint64_t size; int fn, free_fn; } ops[] = {
+        {1101, 10, 21}, {1201, 11, 22}, {1301, 12, 29}, {1401, 13, 30}, {1501, 14, 25},
+        {1601, 15, 26}, {1701, 16, 31}, {1801, 17, 32}, {1901, 10, 23}, {1911, 11, 24},
+        {1921, 14, 27}, {1931, 15, 28}, {40, 11, 22}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        expect_pairs(&h, ops[i].size, ops[i].fn, ops[i].free_fn, i == 12 ? 1 : 3);
+    /* operator new calls malloc inside: it must not count twice */
+    assert_int_equal(count(&h, ALLOC, 1, 1101), 0);
+    heap_free(&h);
+}
+
+/* ---- stacks and modules ------------------------------------------------------- */
+
+typedef struct fnrange {
+    char name[32];
+    uint64_t start, size;
+} fnrange;
+
+/* The targets print "name start size" per function whose frames a test checks. */
+static void read_fn_ranges(const char *p, fnrange *fr, int n)
+{
+    for (int i = 0; i < n; i++) {
+        unsigned long long start, size;
+        int used;
+        assert_int_equal(sscanf(p, "%31s %llx %llu\n%n", fr[i].name, &start, &size, &used), 3);
+        fr[i].start = start;
+        fr[i].size = size;
+        p += used;
+    }
+}
+
+static const ltr_module *module_of(const heap_trace *h, uint32_t pid, uint64_t addr, uint64_t ts)
+{
+    const ltr_module *found = NULL;
+    for (size_t i = 0; i < ltr_trace_module_count(h->t); i++) {
+        const ltr_module *m = ltr_trace_module_at(h->t, i);
+        if (m->pid != pid || m->ts > ts)
+            continue;
+        for (uint16_t s = 0; s < m->segment_count; s++)
+            if (addr >= m->segments[s].start && addr < m->segments[s].end)
+                found = m->event == 1 ? m : NULL;
+    }
+    return found;
+}
+
+static void test_stack_of_known_chain(void **state)
+{
+    tu_result r = record("", "heap-target", "chain");
+    assert_int_equal(r.status, 0);
+    fnrange fr[4];
+    read_fn_ranges(r.out, fr, 4);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    const hev *e = find(&h, ALLOC, 12345);
+    assert_non_null(e);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    assert_true(st->frame_count >= 4);
+    for (int i = 0; i < 4; i++) {
+        uint64_t ip = st->frames[i] - 1; /* return address -> inside the call */
+        if (ip < fr[i].start || ip >= fr[i].start + fr[i].size)
+            fail_msg("frame %d is %#llx, not in %s [%#llx, +%llu)", i, (unsigned long long)ip,
+                     fr[i].name, (unsigned long long)fr[i].start, (unsigned long long)fr[i].size);
+    }
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    assert_non_null(m);
+    assert_non_null(strstr(m->path, "libheapchain.so"));
+    assert_int_equal(m->build_id_len, 20);
+    const ltr_module *main_m = module_of(&h, e->pid, st->frames[3], e->ts);
+    assert_non_null(main_m);
+    assert_non_null(strstr(main_m->path, "heap-target"));
+    heap_free(&h);
+}
+
+/* tree.c: 16 threads x 2^16 paths of 16 levels; every frame of every stack
+ * checked, while the agent's prefix table grows under racing threads. */
+enum { TREE_DEPTH = 16, TREE_THREADS = 16, TREE_SIZE_BASE = 100000 };
+
+static int in_fn(uint64_t ret, const fnrange *f)
+{
+    return ret - 1 >= f->start && ret - 1 < f->start + f->size; /* return address -> inside the call */
+}
+
+static void check_tree_stack(const heap_trace *h, const hev *e, fnrange fr[TREE_DEPTH][2])
+{
+    unsigned path = (unsigned)(e->size - TREE_SIZE_BASE);
+    if (!e->stack)
+        fail_msg("path %u: allocation without a stack", path);
+    const ltr_stack *st = ltr_trace_stack_find(h->t, e->pid, e->stack);
+    if (!st || st->frame_count < TREE_DEPTH + 1)
+        fail_msg("path %u: stack %u missing or short", path, e->stack);
+    for (int i = 0; i < TREE_DEPTH; i++) {
+        int level = TREE_DEPTH - 1 - i, variant = (int)(path >> level) & 1;
+        if (!in_fn(st->frames[i], &fr[level][variant]))
+            fail_msg("path %u frame %d: %#llx is not in %s", path, i,
+                     (unsigned long long)st->frames[i], fr[level][variant].name);
+    }
+}
+
+static void test_stacks_of_many_threads(void **state)
+{
+    tu_result r = record("--buffers 512", "heap-target", "tree");
+    assert_int_equal(r.status, 0);
+    fnrange fr[TREE_DEPTH][2];
+    const char *p = r.out;
+    for (int i = 0; i < TREE_DEPTH * 2; i++) {
+        int l, v, used;
+        unsigned long long start, size;
+        assert_int_equal(sscanf(p, "%d %d %llx %llu\n%n", &l, &v, &start, &size, &used), 4);
+        assert_true(l == i / 2 && v == i % 2);
+        snprintf(fr[l][v].name, sizeof fr[l][v].name, "tree_%d_%d", l, v);
+        fr[l][v].start = start;
+        fr[l][v].size = size;
+        p += used;
+    }
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.damage, 0);
+    unsigned *seen = calloc(1u << TREE_DEPTH, sizeof *seen);
+    for (const hev *e = h.v; e < h.v + h.n; e++) {
+        if (e->kind != ALLOC || e->size < TREE_SIZE_BASE || e->size >= TREE_SIZE_BASE + (1u << TREE_DEPTH))
+            continue;
+        check_tree_stack(&h, e, fr);
+        seen[e->size - TREE_SIZE_BASE]++;
+    }
+    /* Every path once per thread; on a loaded machine the buffers may fill,
+     * and then every missing allocation must be among the events counted lost. */
+    uint64_t missing = 0;
+    for (unsigned path = 0; path < 1u << TREE_DEPTH; path++) {
+        if (seen[path] > TREE_THREADS)
+            fail_msg("path %u: %u allocations, expected %d", path, seen[path], TREE_THREADS);
+        missing += TREE_THREADS - seen[path];
+    }
+    if (missing > h.lost)
+        fail_msg("%llu allocations missing, only %llu events lost", (unsigned long long)missing,
+                 (unsigned long long)h.lost);
+    free(seen);
+    heap_free(&h);
+}
+
+/* reuse.c: each allocation's size names its path; every frame of every stack
+ * checked, innermost first: leaf, mid, outer_a|b, rec x (levels + 1),
+ * [fp], step. A walk that wrongly reused the previous one's outer frames
+ * gives the other outer function, the wrong recursion depth, or frames a
+ * longjmp popped. */
+enum { REUSE_FNS = 7, REUSE_SIZE_BASE = 200000, REUSE_CALLS = 4000 };
+enum { R_LEAF, R_MID, R_OUTER_A, R_OUTER_B, R_REC, R_FP, R_STEP };
+
+/* The expected functions of the stack of code, innermost first; how many. */
+static int reuse_expected(unsigned code, int *fn)
+{
+    int n = 0;
+    fn[n++] = R_LEAF;
+    fn[n++] = R_MID;
+    fn[n++] = code & 1 ? R_OUTER_B : R_OUTER_A;
+    for (unsigned l = 0; l <= ((code >> 1) & 15u); l++)
+        fn[n++] = R_REC;
+    if (code & 32)
+        fn[n++] = R_FP;
+    fn[n++] = R_STEP;
+    return n;
+}
+
+static void check_reuse_stack(const heap_trace *h, const hev *e, const fnrange *fr)
+{
+    unsigned code = (unsigned)(e->size - REUSE_SIZE_BASE);
+    int fn[32], n = reuse_expected(code, fn);
+    const ltr_stack *st = e->stack ? ltr_trace_stack_find(h->t, e->pid, e->stack) : NULL;
+    if (!st || st->frame_count < (uint32_t)n + 1)
+        fail_msg("code %#x: stack %u missing or short (%u frames, want %d + callers)", code,
+                 e->stack, st ? st->frame_count : 0, n);
+    for (int i = 0; i < n; i++)
+        if (!in_fn(st->frames[i], &fr[fn[i]]))
+            fail_msg("code %#x frame %d: %#llx is not in %s", code, i,
+                     (unsigned long long)st->frames[i], fr[fn[i]].name);
+    if (in_fn(st->frames[n], &fr[R_STEP]) || in_fn(st->frames[n], &fr[R_REC]))
+        fail_msg("code %#x frame %d: one frame too many", code, n);
+}
+
+static void test_stacks_reusing_outer_frames(void **state)
+{
+    tu_result r = record("", "heap-target", "reuse");
+    assert_int_equal(r.status, 0);
+    fnrange fr[REUSE_FNS];
+    read_fn_ranges(r.out, fr, REUSE_FNS);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    size_t seen = 0;
+    for (const hev *e = h.v; e < h.v + h.n; e++)
+        if (e->kind == ALLOC && e->size >= REUSE_SIZE_BASE && e->size < REUSE_SIZE_BASE + 128) {
+            check_reuse_stack(&h, e, fr);
+            seen++;
+        }
+    assert_int_equal(seen, REUSE_CALLS);
+    heap_free(&h);
+}
+
+static void test_dlopen_dlclose_modules(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "dlopen %s", tu_test_bin("libheapdl.so"));
+    heap_trace h = record_read("", "heap-target", args, 0);
+    const hev *e = find(&h, ALLOC, 3600), *after = find(&h, ALLOC, 3601);
+    assert_non_null(e);
+    assert_non_null(after);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    assert_non_null(m);
+    assert_non_null(strstr(m->path, "libheapdl.so"));
+    bool unloaded = false;
+    for (size_t i = 0; i < ltr_trace_module_count(h.t); i++) {
+        const ltr_module *u = ltr_trace_module_at(h.t, i);
+        if (u->event == 2 && strstr(u->path, "libheapdl.so")) {
+            unloaded = true;
+            assert_true(u->ts > e->ts);
+            assert_true(u->ts < after->ts);
+        }
+    }
+    assert_true(unloaded);
+    heap_free(&h);
+}
+
+/* ---- processes and threads ----------------------------------------------------- */
+
+static void test_threads_and_names(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "threads", 0);
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(count(&h, ALLOC, 1, 2001 + (uint64_t)t), 1000);
+        const hev *e = find(&h, ALLOC, 2001 + (uint64_t)t);
+        const ltr_thread *th = ltr_trace_thread_find(h.t, e->tid);
+        assert_non_null(th);
+        char want[16];
+        snprintf(want, sizeof want, "worker-%d", t);
+        assert_string_equal(th->name, want);
+        assert_int_not_equal(e->tid, e->pid);
+    }
+    heap_free(&h);
+}
+
+static void test_fork_child_is_its_own_process(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "fork", 0);
+    const hev *parent = find(&h, ALLOC, 3100), *child = find(&h, ALLOC, 3200),
+              *later = find(&h, ALLOC, 3300);
+    assert_non_null(parent);
+    assert_non_null(child);
+    assert_non_null(later);
+    assert_int_equal(count(&h, ALLOC, 1, 3200), 5);
+    assert_int_not_equal(child->pid, parent->pid);
+    assert_int_equal(later->pid, parent->pid);
+    const ltr_process *cp = ltr_trace_process_find(h.t, child->pid);
+    assert_non_null(cp);
+    assert_int_equal(cp->ppid, parent->pid);
+    assert_non_null(ltr_trace_stack_find(h.t, child->pid, child->stack));
+    assert_non_null(ltr_trace_stack_find(h.t, parent->pid, later->stack));
+    heap_free(&h);
+}
+
+/* A thread whose first act is pthread_getattr_np (glibc allocates inside it,
+ * holding that thread's lock): the program runs through (the target's alarm
+ * kills it otherwise), and the allocations after it have their stacks. */
+static void test_program_asking_its_stack_bounds(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "getattr", 0);
+    const hev *on_main = find(&h, ALLOC, 3701), *on_thread = find(&h, ALLOC, 3702);
+    assert_non_null(on_main);
+    assert_non_null(on_thread);
+    assert_int_equal(on_main->tid, on_main->pid);
+    assert_int_not_equal(on_thread->tid, on_thread->pid);
+    const hev *both[] = {on_main, on_thread};
+    for (int i = 0; i < 2; i++) {
+        const ltr_stack *st = ltr_trace_stack_find(h.t, both[i]->pid, both[i]->stack);
+        assert_non_null(st);
+        assert_true(st->frame_count >= 2);
+        const ltr_module *m = module_of(&h, both[i]->pid, st->frames[0], both[i]->ts);
+        assert_non_null(m);
+        assert_non_null(strstr(m->path, "heap-target"));
+    }
+    heap_free(&h);
+}
+
+/* The process's first traced allocation is glibc's own, made inside atexit
+ * with the exit-functions lock held: the agent's first event must take no
+ * lock of glibc's that the caller may hold (it registered its own atexit
+ * there, and hung). The program runs through, and both are recorded. */
+static void test_first_allocation_inside_atexit(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "atexit", 0);
+    assert_non_null(find(&h, ALLOC, 3750));
+    assert_true(count(&h, ALLOC, 2 /* calloc: atexit's */, 0) >= 1);
+    heap_free(&h);
+}
+
+/* Starts heap-target MODE dormant, then a session, then opens its gate;
+ * the trace when it ended. */
+static heap_trace run_gated(const char *mode)
+{
+    const char *tmp = getenv("TMPDIR");
+    char agent[600], trace[600];
+    snprintf(agent, sizeof agent, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    snprintf(trace, sizeof trace, "%s/g.ltr", tmp);
+    tu_result r = tu_run("LD_PRELOAD=%s %s %s %s/go & p=$!; sleep 0.3; "
+                         "%s start heap --instance g --filemode --buffers 8 --buffer-size 64 && "
+                         "touch %s/go; wait $p; echo target $?; %s stop --instance g %s",
+                         agent, tu_test_bin("heap-target"), mode, tmp, tu_ltr(), tmp, tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "target 0")) /* 142: the target's alarm ended a deadlock */
+        fail_msg("the target did not run through: %s%s", r.out, r.err);
+    tu_free(&r);
+    return read_heap(trace);
+}
+
+/* A thread inside the loader's write lock (as in dlclose's frees) makes its
+ * first event of a session while the others make theirs: the agent must not
+ * hold a lock of its own while it waits for the loader (modules.c). The
+ * target is started dormant, the session after it, then the gate opens. */
+static void test_first_event_inside_loader_lock(void **state)
+{
+    heap_trace h = run_gated("loaderlock");
+    assert_int_equal(count(&h, ALLOC, 1, 3760), 1);
+    assert_int_equal(count(&h, ALLOC, 1, 3761), 200);
+    heap_free(&h);
+}
+
+/* A signal handler that siglongjmps out of the agent (sent while the
+ * thread's first event waits inside it): the agent holds the signal until
+ * it is done, so the thread goes on being traced and no lock is left held. */
+static void test_handler_jumping_out_of_agent(void **state)
+{
+    heap_trace h = run_gated("longjmp");
+    assert_int_equal(count(&h, ALLOC, 1, 3770), 1);
+    assert_int_equal(count(&h, ALLOC, 1, 3771), 10);
+    assert_int_equal(count(&h, ALLOC, 1, 3772), 1);
+    heap_free(&h);
+}
+
+/* ltr record says what the trace is missing: events lost for want of
+ * buffers (with how many of how many), or every event (a static program). */
+static void test_record_says_what_is_missing(void **state)
+{
+    /* Two 4 KB buffers lose events unless the recorder, on an idle core,
+     * keeps up with every one: then the trace must say that nothing was lost
+     * (the silence was true), and the test records again, three times at most. */
+    tu_result r = {0};
+    const char *w = NULL;
+    for (int attempt = 0; attempt < 3 && !w; attempt++) {
+        tu_free(&r);
+        r = record("--buffers 2 --buffer-size 4", "heap-target", "many");
+        assert_int_equal(r.status, 0);
+        w = strstr(r.err, "ltr record: warning: ");
+        if (!w) {
+            fprintf(stderr, "no loss reported; ltr record said:\n%s", r.err);
+            heap_trace quiet = read_heap(trace_path);
+            assert_int_equal(quiet.lost, 0);
+            heap_free(&quiet);
+        }
+    }
+    assert_non_null(w);
+    unsigned long long lost = 0, all = 0;
+    assert_int_equal(sscanf(w, "ltr record: warning: %llu of %llu heap events were lost", &lost, &all), 2);
+    assert_int_equal(all, 2 * 100000 + 1); /* mode_many: 100000 pairs and one more */
+    assert_true(lost > 0 && lost < all);
+    assert_non_null(strstr(r.err, "(now --buffers 2 --buffer-size 4)"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.n + lost, all); /* the rest is in the trace */
+    assert_int_equal(h.lost, lost);     /* and the trace counts the same loss */
+    heap_free(&h);
+    r = record("", "heap-static", "");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "allocated"));
+    assert_non_null(strstr(r.err, "(0 heap events)"));
+    assert_non_null(strstr(r.err, "no heap events were recorded"));
+    tu_free(&r);
+    r = record("", "heap-target", "counts");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "warning"));
+    tu_free(&r);
+}
+
+/* A thread with a 32 KB stack, 20 KB of it in use at each allocation: the
+ * agent's TLS (taken from every thread's stack) and its hooks' frames fit
+ * in the rest, dormant or recording. */
+static void test_threads_with_small_stacks(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "smallstack", 0);
+    for (uint64_t i = 0; i < 32; i++) {
+        const hev *e = find(&h, ALLOC, 3750 + i);
+        assert_non_null(e);
+        assert_non_null(ltr_trace_stack_find(h.t, e->pid, e->stack));
+    }
+    heap_free(&h);
+    tu_result r = tu_run("LD_PRELOAD=%s/../lib/libltr-heap.so %s smallstack", getenv("LTR_TEST_BIN"),
+                         tu_test_bin("heap-target")); /* dormant: no session */
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+}
+
+/* A pool of 100 threads that hold their buffers between bursts: with
+ * ltr record's default buffers every thread has one, and nothing is lost
+ * (64 buffers lost every event of the threads past them). */
+static void test_thread_pool_with_default_buffers(void **state)
+{
+    tu_result r = record("", "heap-target", "pool");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "lost"));
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(h.lost, 0);
+    uint64_t allocs = 0, frees = 0;
+    for (size_t i = 0; i < h.n; i++) {
+        allocs += h.v[i].kind == ALLOC && h.v[i].size >= 3870 && h.v[i].size < 3878;
+        frees += h.v[i].kind == FREE && h.v[i].tid != h.v[i].pid;
+    }
+    assert_int_equal(allocs, 100 * 20 * 20);
+    assert_true(frees >= allocs);
+    heap_free(&h);
+}
+
+static void test_exec_keeps_tracing(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "exec", 0);
+    const hev *before = find(&h, ALLOC, 3400), *after = find(&h, ALLOC, 3500);
+    assert_non_null(before);
+    assert_non_null(after);
+    assert_int_equal(before->pid, after->pid);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, after->pid, after->stack);
+    assert_non_null(st);
+    assert_non_null(module_of(&h, after->pid, st->frames[0], after->ts));
+    heap_free(&h);
+}
+
+static void test_signal_handler_allocates(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "signal", 0);
+    assert_int_equal(count(&h, ALLOC, 1, 3700), 10);
+    assert_int_equal(count(&h, ALLOC, 1, 2011), 1000);
+    heap_free(&h);
+}
+
+static void test_killed_target_leaves_readable_trace(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "kill", 128 + 9);
+    assert_int_equal(h.damage, 0);
+    assert_int_equal(count(&h, ALLOC, 1, 3800), 100);
+    heap_free(&h);
+}
+
+/* ---- dormant, memory mode, sessions ------------------------------------------- */
+
+static void test_dormant_agent_changes_nothing(void **state)
+{
+    const char *agent = getenv("LTR_TEST_AGENT");
+    char path[600];
+    snprintf(path, sizeof path, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    if (!agent)
+        agent = path;
+    tu_result plain = tu_run("%s dormant", tu_test_bin("heap-target"));
+    tu_result pre = tu_run("LD_PRELOAD=%s %s dormant", agent, tu_test_bin("heap-target"));
+    assert_int_equal(plain.status, 0);
+    assert_int_equal(pre.status, 0);
+    assert_string_equal(plain.out, pre.out);
+    assert_string_equal(pre.err, "");
+    tu_free(&plain);
+    tu_free(&pre);
+    /* a session that does not enable heap tracing gets no heap event */
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/d.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("%s start --instance d --filemode --provider Some.Other && "
+                         "LD_PRELOAD=%s %s counts && %s stop --instance d %s",
+                         tu_ltr(), agent, tu_test_bin("heap-target"), tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace);
+    assert_int_equal(h.n, 0);
+    heap_free(&h);
+}
+
+static void test_memory_mode_keeps_newest(void **state)
+{
+    heap_trace h = record_read("--memory --buffers 4 --buffer-size 16", "heap-target", "many", 0);
+    assert_true(h.overwritten > 0);
+    assert_int_equal(count(&h, ALLOC, 1, 3999), 1);   /* the newest event */
+    assert_true(count(&h, ALLOC, 1, 3900) < 100000 / 16); /* older ones were overwritten */
+    const hev *last = find(&h, ALLOC, 3999);
+    assert_non_null(ltr_trace_stack_find(h.t, last->pid, last->stack)); /* stacks are all kept */
+    heap_free(&h);
+}
+
+static void test_start_heap_then_run(void **state)
+{
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/s.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("%s start heap --instance hs --buffers 8 --buffer-size 64", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "heap tracing: not available"));
+    tu_free(&r);
+    r = tu_run("%s run -- %s counts", tu_ltr(), tu_test_bin("heap-target"));
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("%s stop --instance hs %s", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    heap_trace h = read_heap(trace);
+    expect_pairs(&h, 1001, 1, 20, 3);
+    heap_free(&h);
+}
+
+static size_t events_of(const heap_trace *h, uint32_t pid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->v[i].pid == pid;
+    return n;
+}
+
+/* --pid: of two traced processes, the session takes the listed one only; and a
+ * private `ltr record` session takes only what it launched. */
+static void test_pid_filter_and_private_record(void **state)
+{
+    const char *tmp = getenv("TMPDIR");
+    char agent[600], trace[600], rec[600];
+    snprintf(agent, sizeof agent, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    snprintf(trace, sizeof trace, "%s/pid.ltr", tmp);
+    snprintf(rec, sizeof rec, "%s/rec.ltr", tmp);
+    tu_result r = tu_run("LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/a.pid; "
+                         "LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/b.pid; "
+                         "%s start heap --instance pf --pid $(cat %s/a.pid) && "
+                         "%s record -o %s -- %s gate %s/go > /dev/null & "
+                         "sleep 0.5; touch %s/go; wait; %s stop --instance pf %s; echo pids $(cat %s/a.pid %s/b.pid)",
+                         agent, tu_test_bin("heap-target"), tmp, tmp, agent, tu_test_bin("heap-target"),
+                         tmp, tmp, tu_ltr(), tmp, tu_ltr(), rec, tu_test_bin("heap-target"), tmp, tmp,
+                         tu_ltr(), trace, tmp, tmp);
+    assert_int_equal(r.status, 0);
+    unsigned a = 0, b = 0;
+    const char *pids = strstr(r.out, "pids ");
+    assert_non_null(pids);
+    assert_int_equal(sscanf(pids, "pids %u %u", &a, &b), 2);
+    if (access(trace, R_OK) != 0 || access(rec, R_OK) != 0)
+        fail_msg("no trace written; out: %s\nerr: %s", r.out, r.err);
+    tu_free(&r);
+    heap_trace h = read_heap(trace), own = read_heap(rec);
+    /* The three processes ran the same allocations. */
+    assert_true(own.n > 20);
+    assert_int_equal(events_of(&own, a) + events_of(&own, b), 0); /* `ltr record`: its own command only */
+    assert_int_equal(events_of(&h, a), own.n); /* the listed process, all of it */
+    assert_int_equal(events_of(&h, b), 0);
+    assert_int_equal(h.n, events_of(&h, a)); /* nor the one `ltr record` launched */
+    heap_free(&h);
+    heap_free(&own);
+    r = tu_run("%s start --pid 12 --instance nopid", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--pid limits heap tracing"));
+    tu_free(&r);
+}
+
+static void test_bad_usage(void **state)
+{
+    tu_result r = tu_run("%s record -o x.ltr", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "no command given"));
+    tu_free(&r);
+    r = tu_run("%s record -o %s/n.ltr -- /nonexistent/prog", tu_ltr(), getenv("TMPDIR"));
+    assert_int_equal(r.status, 127);
+    assert_non_null(strstr(r.err, "/nonexistent/prog: No such file or directory"));
+    tu_free(&r);
+    r = tu_run("%s record --depth 999 -- true", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--depth"));
+    tu_free(&r);
+    r = tu_run("%s run", tu_ltr());
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_c_functions_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cxx_operators_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stack_of_known_chain, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stacks_of_many_threads, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_program_asking_its_stack_bounds, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_first_allocation_inside_atexit, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_first_event_inside_loader_lock, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_handler_jumping_out_of_agent, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_says_what_is_missing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads_with_small_stacks, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_thread_pool_with_default_buffers, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_heap_then_run, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_bad_usage, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,240 @@
+/*
+ * tests/e2e/test_help.c — the ltr command's help is one consistent whole:
+ * `ltr help CMD` is `ltr CMD --help`, an unknown CMD is an error, every
+ * command's help has an exit status section and a usage line that names
+ * every option it lists, the general help names --version; and the options
+ * commands share behave the same (`--buffers N%` in record as in start).
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LTR tu_ltr()
+
+static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
+                                       "stop",   "cancel", "marker", "info",    "dump",
+                                       "analyze", "export", "profiles"};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static int sandbox(void **state)
+{
+    return tu_setup_sandbox(state);
+}
+
+static int sandbox_end(void **state)
+{
+    return tu_teardown_sandbox(state);
+}
+
+/* The general help lists every command of the table above, so a command
+ * added without a help test shows here. */
+static void general_help(void **state)
+{
+    tu_result r = tu_run("%s --help", LTR);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ltr --version"));
+    assert_non_null(strstr(r.out, "ltr help COMMAND"));
+    assert_non_null(strcasestr(r.out, "exit status"));
+    size_t listed = 0;
+    for (const char *p = strstr(r.out, "commands:\n"); p && (p = strstr(p, "\n  ")); p += 3)
+        listed++;
+    assert_int_equal(listed, NCOMMANDS);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s ", commands[i]);
+        assert_non_null(strstr(r.out, line));
+    }
+    tu_result h = tu_run("%s help", LTR);
+    assert_int_equal(h.status, 0);
+    assert_string_equal(h.out, r.out);
+    tu_free(&h);
+    tu_free(&r);
+    r = tu_run("%s --version", LTR);
+    assert_int_equal(r.status, 0);
+    assert_true(strncmp(r.out, "ltr ", 4) == 0 && isdigit((unsigned char)r.out[4]));
+    tu_free(&r);
+}
+
+/* `ltr help CMD` prints exactly what `ltr CMD --help` prints. */
+static void help_cmd_is_cmd_help(void **state)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        tu_result a = tu_run("%s help %s", LTR, commands[i]);
+        tu_result b = tu_run("%s %s --help", LTR, commands[i]);
+        assert_int_equal(a.status, 0);
+        assert_int_equal(b.status, 0);
+        char want[64];
+        snprintf(want, sizeof want, "usage: ltr %s", commands[i]);
+        assert_true(strncmp(b.out, want, strlen(want)) == 0);
+        assert_string_equal(a.out, b.out);
+        assert_string_equal(a.err, "");
+        tu_free(&a);
+        tu_free(&b);
+    }
+    tu_result r = tu_run("%s help nosuch", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "'nosuch' is not an ltr command"));
+    assert_string_equal(r.out, "");
+    tu_free(&r);
+    r = tu_run("%s help stop start", LTR);
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
+/* Every command says what its exit status means. */
+static void every_help_has_exit_status(void **state)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        tu_result r = tu_run("%s %s --help", LTR, commands[i]);
+        assert_int_equal(r.status, 0);
+        const char *s = strcasestr(r.out, "\nexit status:");
+        if (!s)
+            fprintf(stderr, "ltr %s --help has no exit status section\n", commands[i]);
+        assert_non_null(s);
+        assert_non_null(strstr(s, "bad usage"));
+        tu_free(&r);
+    }
+}
+
+/* The usage block: from "usage:" to the first empty line. */
+static char *usage_block(const char *help)
+{
+    const char *end = strstr(help, "\n\n");
+    return strndup(help, end ? (size_t)(end - help) : strlen(help));
+}
+
+/* Each long option an option line of the help lists (the part before the
+ * description column) is in the usage lines too, or its short form is. */
+static void usage_names_every_listed_option(void **state)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        tu_result r = tu_run("%s %s --help", LTR, commands[i]);
+        char *usage = usage_block(r.out);
+        for (const char *line = r.out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+            if (strncmp(line, "  -", 3) != 0)
+                continue;
+            const char *end = strstr(line + 2, "  "), *nl = strchr(line, '\n');
+            if (!end || (nl && end > nl))
+                end = nl ? nl : line + strlen(line);
+            char short_opt[8] = ""; /* "-o " of "  -o, --output FILE" */
+            if (line[3] != '-' && line[4] == ',')
+                snprintf(short_opt, sizeof short_opt, "-%c ", line[3]);
+            for (const char *o = line; (o = strstr(o, "--")) && o < end; o += 2) {
+                size_t n = 2;
+                while (isalnum((unsigned char)o[n]) || o[n] == '-')
+                    n++;
+                char opt[64];
+                snprintf(opt, sizeof opt, "%.*s", (int)n, o);
+                if (!strcmp(opt, "--help") || (short_opt[0] && strstr(usage, short_opt)))
+                    continue;
+                if (!strstr(usage, opt))
+                    fprintf(stderr, "ltr %s: %s is listed but not in the usage:\n%s\n", commands[i],
+                            opt, usage);
+                assert_non_null(strstr(usage, opt));
+            }
+        }
+        free(usage);
+        tu_free(&r);
+    }
+    tu_result r = tu_run("%s analyze --help", LTR);
+    char *usage = usage_block(r.out);
+    assert_non_null(strstr(usage, "--debug-dir"));
+    free(usage);
+    tu_free(&r);
+}
+
+/* What ltr info says the trace's buffers were, and the host's RAM. */
+static void trace_buffers(const char *trace, unsigned long long *count, unsigned long long *size,
+                          unsigned long long *ram)
+{
+    tu_result r = tu_run("%s info '%s'", LTR, trace);
+    assert_int_equal(r.status, 0);
+    const char *b = strstr(r.out, "buffers:"), *h = strstr(r.out, " bytes of RAM");
+    assert_non_null(b);
+    assert_non_null(h);
+    assert_int_equal(sscanf(b, "buffers: %llu x %llu bytes", count, size), 2);
+    while (h > r.out && isdigit((unsigned char)h[-1]))
+        h--;
+    *ram = strtoull(h, NULL, 10);
+    assert_true(*ram > 0);
+    tu_free(&r);
+}
+
+/* `ltr record --buffers N%` is the share of RAM it is for `ltr start`, in
+ * buffers of the size given, whichever option comes first. */
+static void record_takes_buffers_percent(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s record --buffers 1%% -o %s/a.ltr -- true", LTR, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char trace[512];
+    unsigned long long count, size, ram;
+    snprintf(trace, sizeof trace, "%s/a.ltr", dir);
+    trace_buffers(trace, &count, &size, &ram);
+    assert_int_equal(size, 16384);
+    assert_int_equal(count, ram / 100 / size);
+    r = tu_run("%s record --buffers 1%% --buffer-size 64 -o %s/b.ltr -- true", LTR, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(trace, sizeof trace, "%s/b.ltr", dir);
+    trace_buffers(trace, &count, &size, &ram);
+    assert_int_equal(size, 65536);
+    assert_int_equal(count, ram / 100 / size);
+    /* the same message as start's for a bad share */
+    r = tu_run("%s record --buffers 60%% -o %s/c.ltr -- true", LTR, dir);
+    tu_result s = tu_run("%s start --buffers 60%%", LTR);
+    assert_int_equal(r.status, 2);
+    assert_int_equal(s.status, 2);
+    assert_non_null(strstr(r.err, "--buffers (percentage of RAM): '60' is not valid"));
+    assert_non_null(strstr(s.err, "--buffers (percentage of RAM): '60' is not valid"));
+    tu_free(&r);
+    tu_free(&s);
+    r = tu_run("test -e %s/c.ltr", dir);
+    assert_int_not_equal(r.status, 0);
+    tu_free(&r);
+}
+
+/* The default buffers of record, start and start heap differ: each help says
+ * what they are and why. */
+static void default_buffers_explained(void **state)
+{
+    tu_result r = tu_run("%s record --help", LTR);
+    assert_non_null(strstr(r.out, "512 buffers of 16 KB"));
+    assert_non_null(strstr(r.out, "each thread that allocates holds one"));
+    tu_free(&r);
+    r = tu_run("%s start --help", LTR);
+    assert_non_null(strstr(r.out, "64 buffers of 128 KB"));
+    assert_non_null(strstr(r.out, "'ltr start heap' takes 1024 buffers of 1 MB"));
+    assert_non_null(strstr(r.out, "Memory is taken as buffers are first used"));
+    tu_free(&r);
+    /* and what the help says is what start heap does */
+    r = tu_run("%s start heap", LTR);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "1024 buffers of 1024 KB"));
+    tu_free(&r);
+    r = tu_run("%s cancel", LTR);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(general_help),
+        cmocka_unit_test(help_cmd_is_cmd_help),
+        cmocka_unit_test(every_help_has_exit_status),
+        cmocka_unit_test(usage_names_every_listed_option),
+        cmocka_unit_test_setup_teardown(record_takes_buffers_percent, sandbox, sandbox_end),
+        cmocka_unit_test_setup_teardown(default_buffers_explained, sandbox, sandbox_end),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

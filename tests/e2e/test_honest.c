@@ -1,0 +1,236 @@
+/*
+ * tests/e2e/test_honest.c — commands say what really happened (issue 10,
+ * items 5, 6, 11..15): a stop or save that cannot write keeps the session, a
+ * full disk fails the command with its errno text, memory mode's kept and
+ * overwritten events apart, --pid of no process, `ltr run` with no session,
+ * a command that cannot start or that a signal kills.
+ */
+#include "base/heap_events.h"
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+
+/* Fails with a message on stderr that holds text. */
+static void expect_fail(tu_result r, int status, const char *text)
+{
+    if (r.status == 0 || (status && r.status != status) || !strstr(r.err, text))
+        fprintf(stderr, "expected exit %d and '%s', got %d:\n%s%s", status, text, r.status, r.out, r.err);
+    assert_true(status ? r.status == status : r.status != 0);
+    assert_non_null(strstr(r.err, text));
+    tu_free(&r);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+static void expect_running(bool running)
+{
+    tu_result st = tu_run("%s status", LTR);
+    assert_int_equal(strstr(st.out, "session 'ltr'") != NULL, running);
+    tu_free(&st);
+}
+
+/* Item 5: the recording survives a stop or save to a path it cannot write. */
+static void test_failed_stop_keeps_session(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s --events 3000 --wait-enabled 5", tu_test_bin("ltr-test-producer")));
+    expect_fail(tu_run("%s stop %s/no-such-dir/x.ltr", LTR, dir), 0, "the session is still running");
+    expect_running(true);
+    expect_fail(tu_run("%s save %s/no-such-dir/y.ltr", LTR, dir), 0, "the session is still running");
+    expect_running(true);
+    tu_expect_ok(tu_run("%s stop %s/final.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/final.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events, 3000);
+    expect_running(false);
+}
+
+/* A 256 KB tmpfs at dir/full, or skip when mounting is not permitted. */
+static bool mount_small_disk(const char *dir, char *mnt, size_t size)
+{
+    snprintf(mnt, size, "%s/full", dir);
+    mkdir(mnt, 0700);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700") == 0)
+        return true;
+    fprintf(stderr, "skipped: cannot mount a small tmpfs to fill (%m): needs root\n");
+    return false;
+}
+
+/* Item 6: a full disk fails `ltr record` and a file-mode `ltr stop`, names
+ * ENOSPC and counts what it cost. */
+static void test_disk_full(void **state)
+{
+    char mnt[512];
+    if (!mount_small_disk(*state, mnt, sizeof mnt)) {
+        skip();
+        return;
+    }
+    /* nothing asserts before the unmount: a failure must not leave it mounted */
+    const char *target = tu_test_bin("heap-target");
+    tu_result r = tu_run("%s record -o %s/r.ltr -- %s tree", LTR, mnt, target);
+    bool ok = r.status != 0 && strstr(r.err, "No space left on device") && strstr(r.err, "could not be written");
+    if (!ok)
+        fprintf(stderr, "record on a full disk: %d\n%s", r.status, r.err);
+    tu_free(&r);
+    r = tu_run("rm -f %s/* && %s start heap --filemode -o %s/f.ltr && %s run -- %s tree && %s stop %s/f.ltr",
+               mnt, LTR, mnt, LTR, target, LTR, mnt);
+    bool stop_ok = r.status != 0 && strstr(r.err, "ltr stop: ") && strstr(r.err, "No space left on device");
+    if (!stop_ok)
+        fprintf(stderr, "stop on a full disk: %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    umount2(mnt, MNT_DETACH);
+    assert_true(ok);
+    assert_true(stop_ok);
+}
+
+/* A file size limit (ulimit -f) below what the trace needs is a write that
+ * fails like a full disk: said once, with its errno text, and never a
+ * recorder killed by SIGXFSZ. The limit also applies to the recorder's shared
+ * memory, which must still be sized: `ltr start` works under a soft limit. */
+static void test_file_size_limit(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("ulimit -S -f 256 && %s record -o %s/big.ltr -- %s tree", LTR, dir,
+                         tu_test_bin("heap-target"));
+    if (r.status != 1 || !strstr(r.err, "File too large") || !strstr(r.err, "could not be written") ||
+        strstr(r.err, "no session named"))
+        fprintf(stderr, "record past ulimit -f: %d\n%s", r.status, r.err);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "File too large"));
+    assert_non_null(strstr(r.err, "could not be written"));
+    assert_null(strstr(r.err, "no session named")); /* its own session, asked after it ended */
+    tu_free(&r);
+    tu_expect_ok(tu_run("ulimit -S -f 1024 && %s start heap --instance lim && %s cancel --instance lim", LTR,
+                        LTR));
+    /* a traced program that is the first to need the registry, under a limit
+     * smaller than the registry: not killed (status 153 from the shell), its
+     * registration fails and the test producer says so */
+    r = tu_run("rm -f \"$LTR_RUNTIME_DIR/registry\" && ulimit -f 1 && %s --events 10",
+               tu_test_bin("ltr-test-producer"));
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "cannot register provider"));
+    tu_free(&r);
+}
+
+/* Item 11: memory mode reports the events its trace holds, and the
+ * overwritten ones apart. */
+static void test_memory_counts(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s record --memory --buffers 8 --buffer-size 16 -o %s/m.ltr -- %s tree", LTR, dir,
+                         tu_test_bin("heap-target"));
+    assert_int_equal(r.status, 0);
+    const char *p = strstr(r.err, "m.ltr (");
+    assert_non_null(p);
+    unsigned long long said = strtoull(p + 7, NULL, 10);
+    char path[512];
+    snprintf(path, sizeof path, "%s/m.ltr", dir);
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
+    assert_true(t.ok);
+    assert_true(t.events_overwritten > 0);
+    if (said != t.provider_events)
+        fprintf(stderr, "said %llu, the trace holds %llu:\n%s", said, (unsigned long long)t.provider_events, r.err);
+    assert_int_equal(said, t.provider_events);
+    assert_non_null(strstr(r.err, "overwritten"));
+    tu_free(&r);
+}
+
+/* Item 12: --pid of no process is an error, of one without the agent a warning. */
+static void test_start_pid(void **state)
+{
+    (void)state;
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    expect_fail(tu_run("%s start heap --pid %d", LTR, (int)gone), 0, "no such process");
+    expect_running(false);
+    pid_t plain = fork();
+    if (plain == 0) {
+        pause();
+        _exit(0);
+    }
+    tu_result r = tu_run("%s start heap --pid %d", LTR, (int)plain);
+    kill(plain, SIGKILL);
+    waitpid(plain, NULL, 0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "does not have the heap agent"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel", LTR));
+}
+
+/* Item 13: `ltr run` with no heap session is an error and runs nothing. */
+static void test_run_without_session(void **state)
+{
+    const char *dir = *state;
+    expect_fail(tu_run("%s run -- touch %s/ran", LTR, dir), 1, "ltr start heap");
+    assert_false(exists(dir, "ran"));
+    expect_fail(tu_run("%s run --instance nosuch -- touch %s/ran", LTR, dir), 1, "nosuch");
+    assert_false(exists(dir, "ran"));
+}
+
+/* Item 14: a command that cannot start: a shell's status and message, no trace. */
+static void test_record_cannot_start(void **state)
+{
+    const char *dir = *state;
+    expect_fail(tu_run("cd %s && %s record -o a.ltr -- ./does-not-exist", dir, LTR), 127,
+                "ltr record: ./does-not-exist: No such file or directory");
+    assert_false(exists(dir, "a.ltr"));
+    assert_false(exists(dir, "a.ltr.part"));
+    expect_fail(tu_run("cd %s && touch plain && %s record -o b.ltr -- ./plain", dir, LTR), 126,
+                "ltr record: ./plain: Permission denied");
+    assert_false(exists(dir, "b.ltr"));
+    assert_false(exists(dir, "b.ltr.part"));
+    expect_running(false);
+}
+
+/* Item 15: a command killed by a signal is reported by the signal's name. */
+static void test_record_killed(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s record -o %s/k.ltr -- sh -c 'kill -SEGV $$'", LTR, dir);
+    assert_int_equal(r.status, 128 + SIGSEGV);
+    if (!strstr(r.err, "killed by signal 11 (SIGSEGV"))
+        fprintf(stderr, "%s", r.err);
+    assert_non_null(strstr(r.err, "killed by signal 11 (SIGSEGV"));
+    tu_free(&r);
+    assert_true(exists(dir, "k.ltr"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_failed_stop_keeps_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_disk_full, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_file_size_limit, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_counts, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,335 @@
+/*
+ * tests/e2e/test_nowait.c — a traced program never waits on ltr, and a
+ * recorder never outlives the `ltr record` that owns it: programs run on at
+ * full speed beside a stopped recorder (SIGSTOP) or a registry lock held by a
+ * stuck process, their events counted as lost; a killed `ltr record` still
+ * leaves its trace, and no recorder behind.
+ */
+#include "base/heap_events.h"
+#include "prim/prim.h"
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+#define PRODUCER tu_test_bin("ltr-test-producer")
+#define TARGET tu_test_bin("heap-target")
+
+/* A traced program that hangs is killed after this long (the test then
+ * fails); one that does not wait on ltr finishes in a fraction of it. */
+#define HANG_LIMIT_S 20
+
+static const char *agent(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    return path;
+}
+
+/* The recorder pid `ltr status` names for a session; 0 if none. */
+static long recorder_pid(const char *instance)
+{
+    tu_result st = tu_run("%s status --instance %s", LTR, instance);
+    const char *p = strstr(st.out, "recorder pid ");
+    long pid = p ? atol(p + strlen("recorder pid ")) : 0;
+    tu_free(&st);
+    return pid;
+}
+
+/* A column of the collector's line in `ltr status`: 0 recorded, 1 lost. */
+static long long status_count(const char *instance, const char *collector, int which)
+{
+    tu_result st = tu_run("%s status --instance %s", LTR, instance);
+    long long v[2] = {-1, -1};
+    char name[64];
+    for (const char *line = st.out; line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        unsigned long long bufs, free_bufs;
+        char size[32], unit[8];
+        if (sscanf(line, " %63s %llu %31s %7s %llu %lld %lld", name, &bufs, size, unit, &free_bufs,
+                   &v[0], &v[1]) == 7 && !strcmp(name, collector))
+            break;
+        v[0] = v[1] = -1;
+    }
+    tu_free(&st);
+    return v[which];
+}
+
+/* Runs a traced command under a hang limit; returns its result and how long it took. */
+static tu_result run_bounded(double *took, const char *cmd)
+{
+    double t0 = tu_now_s();
+    tu_result r = tu_run("timeout -s KILL %d %s", HANG_LIMIT_S, cmd);
+    *took = tu_now_s() - t0;
+    if (r.status == 128 + SIGKILL || r.status == 137)
+        fprintf(stderr, "the traced program hung on ltr: killed after %d s\n",
+                HANG_LIMIT_S);
+    return r;
+}
+
+/* A provider's program beside a stopped recorder: it finishes at once, every
+ * event counted as lost; once the recorder runs again the session works and
+ * the loss is in its counters and trace. */
+static void test_stopped_recorder_provider(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance s --provider Test.Producer", LTR));
+    long rec = recorder_pid("s");
+    assert_true(rec > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --threads 3 --events 2000", PRODUCER);
+    double took;
+    tu_result p = run_bounded(&took, cmd);
+    kill((pid_t)rec, SIGCONT);
+    assert_int_equal(p.status, 0);
+    assert_int_equal(tu_field(p.out, "written"), 0);
+    assert_int_equal(tu_field(p.out, "lost"), 6000);
+    assert_true(took < HANG_LIMIT_S / 2);
+    tu_free(&p);
+
+    /* Running again (it answers: it is past its poll), a new process
+     * attaches and loses nothing. */
+    tu_expect_ok(tu_run("%s status --instance s", LTR));
+    p = tu_run("%s --threads 3 --events 2000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(p.status, 0);
+    assert_int_equal(tu_field(p.out, "written"), 6000);
+    assert_int_equal(tu_field(p.out, "lost"), 0);
+    tu_free(&p);
+    assert_int_equal(status_count("s", "events", 1), 6000);
+    tu_expect_ok(tu_run("%s stop --instance s %s/s.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/s.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_int_equal(t.provider_events, 6000);
+    assert_int_equal(t.events_lost, 6000);
+}
+
+/* The heap agent beside a stopped recorder: programs (and a fork child) run
+ * with their own output, unchanged, and their events count as lost. */
+static void test_stopped_recorder_heap_agent(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance h --buffers 8 --buffer-size 64", LTR));
+    tu_result plain = tu_run("%s dormant", TARGET);
+    assert_int_equal(plain.status, 0);
+    long rec = recorder_pid("h");
+    assert_true(rec > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    char cmd[2048];
+    double took, took_fork;
+    snprintf(cmd, sizeof cmd, "env LD_PRELOAD=%s %s dormant", agent(), TARGET);
+    tu_result r = run_bounded(&took, cmd);
+    snprintf(cmd, sizeof cmd, "env LD_PRELOAD=%s %s fork", agent(), TARGET);
+    tu_result f = run_bounded(&took_fork, cmd);
+    kill((pid_t)rec, SIGCONT);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, plain.out);
+    assert_int_equal(f.status, 0);
+    assert_true(took < HANG_LIMIT_S / 2 && took_fork < HANG_LIMIT_S / 2);
+    tu_free(&r);
+    tu_free(&f);
+    tu_free(&plain);
+    long long lost = status_count("h", "heap", 1);
+    assert_true(lost >= 3 * 1999); /* dormant's mallocs, reallocs and frees at least */
+
+    /* Running again: the next program is traced, and loses nothing. */
+    tu_expect_ok(tu_run("%s status --instance h", LTR));
+    r = tu_run("LD_PRELOAD=%s %s dormant", agent(), TARGET);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    assert_int_equal(status_count("h", "heap", 1), lost);
+    assert_true(status_count("h", "heap", 0) >= 3 * 1999);
+    tu_expect_ok(tu_run("%s stop --instance h %s/h.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/h.ltr", dir);
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_true(t.provider_events >= 3 * 1999);
+    assert_int_equal(t.events_lost, (uint64_t)lost);
+}
+
+/* Whether a process sleeps in usleep (the target's gate), read from /proc. */
+static bool in_gate(long pid)
+{
+    char path[64], wchan[64];
+    snprintf(path, sizeof path, "/proc/%ld/wchan", pid);
+    return ltr_read_small_file(path, wchan, sizeof wchan) > 0 && strstr(wchan, "nanosleep");
+}
+
+/* Polls (up to 20 s) for a process to be gone. */
+static bool gone_within(long pid);
+
+/* A program that started while the recorder was stopped is traced once the
+ * recorder runs again, and the events it lost before are counted as its own. */
+static void test_pending_attach_completes(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance p --buffers 8 --buffer-size 64", LTR));
+    long rec = recorder_pid("p");
+    assert_true(rec > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    tu_result r = tu_run("LD_PRELOAD=%s %s countsgate %s/go >/dev/null 2>&1 & echo $!", agent(), TARGET, dir);
+    long target = atol(r.out);
+    tu_free(&r);
+    assert_true(target > 0);
+    /* Its first allocations found no answer; it now waits at its gate, its
+     * attach pending. */
+    for (int i = 0; i < 2000 && !in_gate(target); i++)
+        usleep(10000);
+    bool gated = in_gate(target);
+    kill((pid_t)rec, SIGCONT);
+    assert_true(gated);
+    /* The recorder answers the pending attach; the target takes the answer at
+     * its next event, past the gate. */
+    bool answered = false;
+    for (int i = 0; i < 2000 && !answered; i++) {
+        tu_result st = tu_run("%s status --instance p", LTR);
+        answered = strstr(st.out, " 1 processes attached") != NULL;
+        tu_free(&st);
+        if (!answered)
+            usleep(10000);
+    }
+    assert_true(answered);
+    r = tu_run("touch %s/go", dir);
+    tu_free(&r);
+    bool done = gone_within(target);
+    if (!done)
+        kill((pid_t)target, SIGKILL);
+    assert_true(done);
+    tu_expect_ok(tu_run("%s stop --instance p %s/p.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/p.ltr", dir);
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_true(t.provider_events >= 40); /* mode_counts, after the gate */
+    assert_true(t.events_lost >= 40);     /* and before it */
+    assert_int_equal(t.process_events_lost, t.events_lost); /* all of them its own */
+}
+
+/* A process stuck while it holds the registry's lock (a recorder stopped
+ * while it starts or ends a session) does not hang a traced program, nor keep
+ * it from being traced by a session that runs. */
+static void test_registry_lock_held(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance l --buffers 8 --buffer-size 64", LTR));
+    char path[512];
+    snprintf(path, sizeof path, "%s/registry", getenv("LTR_RUNTIME_DIR"));
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    char cmd[2048];
+    double took;
+    snprintf(cmd, sizeof cmd, "env LD_PRELOAD=%s %s dormant", agent(), TARGET);
+    tu_result r = run_bounded(&took, cmd);
+    close(fd);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "sum "));
+    assert_true(took < HANG_LIMIT_S / 2);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s stop --instance l %s/l.ltr", LTR, dir));
+    snprintf(path, sizeof path, "%s/l.ltr", dir);
+    tu_trace t = tu_read_trace(path, LTR_HEAP_PROVIDER);
+    assert_true(t.ok && t.complete);
+    assert_true(t.provider_events >= 3 * 1999);
+    assert_int_equal(t.events_lost, 0);
+}
+
+/* Alive and not a zombie (whoever adopted it may not reap it at once). */
+static bool alive(long pid)
+{
+    return ltr_pid_alive((pid_t)pid);
+}
+
+/* Polls (up to 20 s) for a process to be gone. */
+static bool gone_within(long pid)
+{
+    for (int i = 0; i < 2000 && alive(pid); i++)
+        usleep(10000);
+    return !alive(pid);
+}
+
+/* SIGKILL of `ltr record` in the middle of a long command: its recorder
+ * stops, writes the trace where record would have, and exits. */
+static void killed_record(const char *dir, const char *mode)
+{
+    char trace[512], go[512], instance[64];
+    snprintf(trace, sizeof trace, "%s/X%s.ltr", dir, mode);
+    snprintf(go, sizeof go, "%s/go%s", dir, mode);
+    tu_result r = tu_run("%s record %s -o %s -- %s gate %s >/dev/null 2>&1 & echo $!", LTR, mode,
+                         trace, TARGET, go);
+    long ltr_pid = atol(r.out);
+    tu_free(&r);
+    assert_true(ltr_pid > 0);
+    snprintf(instance, sizeof instance, "record-%ld", ltr_pid);
+    long rec = 0;
+    for (int i = 0; i < 2000 && !(rec = recorder_pid(instance)); i++)
+        usleep(10000);
+    assert_true(rec > 0);
+    /* The command is running under the agent (waiting for go). */
+    long target = 0;
+    for (int i = 0; i < 2000 && !target; i++) {
+        r = tu_run("pgrep -P %ld", ltr_pid);
+        target = atol(r.out);
+        tu_free(&r);
+        if (!target)
+            usleep(10000);
+    }
+    assert_true(target > 0);
+    assert_int_equal(kill((pid_t)ltr_pid, SIGKILL), 0);
+    bool rec_gone = gone_within(rec);
+    if (!rec_gone)
+        kill((pid_t)rec, SIGKILL);
+    assert_true(rec_gone);
+    tu_trace t = tu_read_trace(trace, LTR_HEAP_PROVIDER);
+    assert_true(t.ok && t.complete && t.has_counters);
+    char part[600];
+    snprintf(part, sizeof part, "%s.part", trace);
+    assert_int_equal(access(part, F_OK), -1);
+    /* The command itself runs on, untraced, and ends as it would have. */
+    assert_true(alive(target));
+    FILE *f = fopen(go, "w");
+    assert_non_null(f);
+    fclose(f);
+    bool target_gone = gone_within(target);
+    if (!target_gone)
+        kill((pid_t)target, SIGKILL);
+    assert_true(target_gone);
+}
+
+static void test_killed_record_file_mode(void **state)
+{
+    killed_record(*state, "--filemode");
+}
+
+static void test_killed_record_memory_mode(void **state)
+{
+    killed_record(*state, "--memory");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_stopped_recorder_provider, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stopped_recorder_heap_agent, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pending_attach_completes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_registry_lock_held, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_record_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_record_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

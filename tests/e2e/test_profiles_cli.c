@@ -1,0 +1,182 @@
+/*
+ * tests/e2e/test_profiles_cli.c — `ltr profiles` run as a user runs it ($LTR_BIN):
+ * listing the built-in profiles and a real file's, --details of built-in and
+ * file profiles, and the exit status and message of bad input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "profiles/helpers.h"
+
+typedef struct run {
+    int status;
+    char out[65536];
+    char err[65536];
+} run;
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f)
+        fclose(f);
+}
+
+/* Runs `ltr profiles ARGS` with the source tree's built-in profiles. */
+static run *ltr(const char *args)
+{
+    static run r;
+    const char *bin = getenv("LTR_BIN");
+    assert_non_null(bin);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "LTR_PROFILE_DIR='%s' '%s' profiles %s >'%s/out' 2>'%s/err'",
+             builtin_dir(), bin, args, tmp_dir(), tmp_dir());
+    int st = system(cmd);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/out", tmp_dir());
+    slurp(path, r.out, sizeof r.out);
+    snprintf(path, sizeof path, "%s/err", tmp_dir());
+    slurp(path, r.err, sizeof r.err);
+    return &r;
+}
+
+static void lists_builtins(void **state)
+{
+    run *r = ltr("");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "heapsnapshot "));
+    assert_non_null(strstr(r->out, "memory "));
+    assert_non_null(strstr(r->out, "general "));
+    assert_non_null(strstr(r->out, "Light,Verbose  File,Memory"));
+    assert_string_equal(r->err, "");
+}
+
+static void lists_a_file(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp'", wprp_dir());
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "TraceHeap_ByPID"));
+    assert_non_null(strstr(r->out, "Heap Tracing by PID (rewrite) / Modules"));
+    assert_non_null(strstr(r->out, "Heap_Snapshot            Light          File,Memory"));
+}
+
+static void details_of_a_file_profile(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!TraceHeap_ByPID.verbose' --details --filemode",
+             wprp_dir());
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "TraceHeap_ByPID.Verbose.File"));
+    assert_non_null(strstr(r->out, "Logging mode: file"));
+    assert_non_null(strstr(r->out, "MSO Heap Collector (heap collector): buffers of 1024 KB, 768 of them"));
+    assert_non_null(strstr(r->out, "ProcessThread          -> processes and threads"));
+    assert_non_null(strstr(r->out, "not yet available in ltr"));
+    assert_non_null(strstr(r->out, "keywords 0x4, level 5, stacks no"));
+    assert_non_null(strstr(r->out, "heap tracing in collector 'MSO Heap Collector' of pid 12345678"));
+}
+
+static void details_of_builtins(void **state)
+{
+    run *r = ltr("heap heapsnapshot.light --details");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Profile: heap.Verbose.Memory"));
+    assert_non_null(strstr(r->out, "Profile: heapsnapshot.Light.Memory"));
+    assert_non_null(strstr(r->out, "Logging mode: memory"));
+    assert_non_null(strstr(r->out, "ltr Heap Collector (heap collector)"));
+    assert_non_null(strstr(r->out, "heap snapshots"));
+}
+
+/* A bare name is Verbose and --details shows every variant the name has;
+ * a detail level that does not exist is an error naming those that do. */
+static void details_of_a_bare_name(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!TraceHeap_ByName' --details", wprp_dir());
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "!TraceHeap_ByName.Verbose.Memory\n"
+                                   "  variants of its name: Verbose.File, Verbose.Memory\n"));
+    r = ltr("heap --details");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Profile: heap.Verbose.Memory\n  variants of its name: "
+                                   "Light.File, Light.Memory, Verbose.File, Verbose.Memory\n"));
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp!Heap_Snapshot' --details", wprp_dir());
+    r = ltr(args);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "it has Light.File, Light.Memory"));
+    assert_string_equal(r->out, "");
+    r = ltr("heap.Medium --details");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "'Medium' is not a detail level of heap: it has Light and Verbose"));
+}
+
+/* general records nothing on Linux yet and is Strict: starting it fails, and
+ * --details still shows what it asks for, saying that starting would fail. */
+static void details_of_a_strict_profile_that_starts_nothing(void **state)
+{
+    run *r = ltr("general --details");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Logging mode: memory (strict)"));
+    assert_non_null(strstr(r->out, "ProcessThread          -> processes and threads"));
+    assert_non_null(strstr(r->err, "warning: 'general.Verbose.Memory': the profile starts nothing on Linux"));
+    assert_non_null(strstr(r->err, "Strict=\"true\": starting it is an error"));
+    assert_null(strstr(r->err, "error:"));
+}
+
+static void windows_only_reported(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/WPRP_Network.wprp!NetworkMin.light' --details", wprp_dir());
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "Skipped (no meaning on Linux):"));
+    assert_non_null(strstr(r->out, "provider Microsoft-Windows-TCPIP {2f07e2ee-15db-40f1-90ef-9d7ba282188a}"));
+    assert_non_null(strstr(r->err, "warning: 'NetworkMin.Light.Memory': the profile starts nothing"));
+}
+
+static void bad_input(void **state)
+{
+    const char *f = write_file("notxml.wprp", "hello\n");
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", f);
+    run *r = ltr(args);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "notxml.wprp:1: error: not a well-formed XML file"));
+    r = ltr("nosuch --details");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "error: 'nosuch': no profile of that name"));
+    r = ltr("--bogus");
+    assert_int_equal(r->status, 2);
+    r = ltr("--details");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "--details needs a profile"));
+    r = ltr("--help");
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "--filemode"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lists_builtins),
+        cmocka_unit_test(lists_a_file),
+        cmocka_unit_test(details_of_a_file_profile),
+        cmocka_unit_test(details_of_builtins),
+        cmocka_unit_test(details_of_a_bare_name),
+        cmocka_unit_test(details_of_a_strict_profile_that_starts_nothing),
+        cmocka_unit_test(windows_only_reported),
+        cmocka_unit_test(bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,385 @@
+/*
+ * tests/e2e/test_session.c — sessions through the ltr command: start, status,
+ * save, stop, cancel and marker; memory and file mode; several sessions at
+ * once; a killed recorder; bad options; permissions.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+#define PRODUCER tu_test_bin("ltr-test-producer")
+
+
+static void test_memory_mode_save_marker_stop(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    tu_result st = tu_run("%s status", LTR);
+    assert_int_equal(st.status, 0);
+    assert_non_null(strstr(st.out, "session 'ltr': memory mode"));
+    tu_free(&st);
+    tu_result p = tu_run("%s --threads 3 --events 2000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(p.status, 0);
+    assert_int_equal(tu_field(p.out, "written"), 6000);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s marker 'phase two'", LTR));
+    tu_expect_ok(tu_run("%s save %s/saved.ltr", LTR, dir));
+    /* The session goes on after save, unchanged. */
+    st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "session 'ltr'"));
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s stop %s/final.ltr 'the description'", LTR, dir));
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/saved.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok);
+    assert_true(t.complete);
+    assert_int_equal(t.provider_events, 6000);
+    assert_int_equal(t.markers, 1);
+    snprintf(path, sizeof path, "%s/final.ltr", dir);
+    t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_int_equal(t.provider_events, 6000);
+    assert_int_equal(t.markers, 1);
+    assert_string_equal(t.description, "the description");
+
+    st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "no session is running"));
+    tu_free(&st);
+}
+
+static void test_file_mode(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --filemode --buffer-size 16 --buffers 8 --provider Test.Producer "
+                     "-o %s/growing.ltr", LTR, dir));
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "file mode"));
+    assert_non_null(strstr(st.out, "growing.ltr"));
+    tu_free(&st);
+    tu_result p = tu_run("%s --threads 2 --events 5000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(p.status, 0);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    tu_free(&p);
+    tu_result sv = tu_run("%s save %s/x.ltr", LTR, dir);
+    assert_int_not_equal(sv.status, 0);
+    assert_non_null(strstr(sv.err, "file mode"));
+    tu_free(&sv);
+    tu_expect_ok(tu_run("%s stop %s/moved.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/growing.ltr", dir);
+    assert_int_not_equal(access(path, F_OK), 0); /* moved to where stop said */
+    snprintf(path, sizeof path, "%s/moved.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events, (uint64_t)written);
+    assert_int_equal(t.events_lost, (uint64_t)lost);
+    assert_int_equal(t.provider_events + t.events_lost, 10000);
+}
+
+static void test_cancel_discards(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --filemode -o %s/c.ltr --instance tmp1", LTR, dir));
+    tu_expect_ok(tu_run("%s cancel --instance tmp1", LTR));
+    char path[512];
+    snprintf(path, sizeof path, "%s/c.ltr", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    tu_result r = tu_run("%s status --instance tmp1", LTR);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no session named 'tmp1' is running"));
+    tu_free(&r);
+}
+
+/* Every event is in the trace or counted: many threads, tiny buffers. */
+static void check_accounting(const char *dir, const char *mode_opts, const char *name)
+{
+    tu_expect_ok(tu_run("%s start %s --instance %s --buffer-size 4 --buffers 4 --provider Test.Producer",
+                     LTR, mode_opts, name));
+    tu_result p = tu_run("%s --threads 16 --events 3000 --size 100 --wait-enabled 5", PRODUCER);
+    assert_int_equal(p.status, 0);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    assert_int_equal(written + lost, 48000);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance %s %s/%s.ltr", LTR, name, dir, name));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.ltr", dir, name);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    print_message("%s: trace %llu lost %llu overwritten %llu\n", name,
+                  (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
+                  (unsigned long long)t.events_overwritten);
+    /* Tiny buffers: the test must exercise loss (file mode) or overwriting (memory mode). */
+    assert_true(t.events_lost + t.events_overwritten > 0);
+    assert_int_equal(t.provider_events + t.events_lost + t.events_overwritten, 48000);
+    assert_int_equal(t.events_lost, (uint64_t)lost);
+    assert_int_equal(t.process_events_lost, (uint64_t)lost); /* and per process */
+}
+
+static void test_accounting_memory(void **state)
+{
+    check_accounting(*state, "", "accm");
+}
+
+static void test_accounting_file(void **state)
+{
+    check_accounting(*state, "--filemode", "accf");
+}
+
+/* A flight recorder keeps the newest events: one thread writes 0..19999 into
+ * a ring far too small for them; what is left is the end of the sequence. */
+static void test_memory_mode_keeps_newest(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance newest --buffer-size 4 --buffers 8 --provider Test.Producer", LTR));
+    tu_result p = tu_run("%s --events 20000 --size 16 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(p.out, "written"), 20000);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance newest %s/newest.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/newest.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.events_lost, 0);
+    assert_true(t.events_overwritten > 10000);
+    assert_int_equal(t.seq_max, 19999);
+    assert_int_equal(t.seq_max - t.seq_min + 1, t.provider_events); /* no hole */
+    assert_int_equal(t.provider_events + t.events_overwritten, 20000);
+}
+
+/* Too large for a buffer, or over 64 KiB: refused and counted, never split. */
+static void test_oversized_events_are_counted(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance big --buffer-size 4 --buffers 4 --provider Test.Producer", LTR));
+    tu_result p = tu_run("%s --events 10 --size 5000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(p.out, "lost"), 10);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance big %s/big.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s start --instance big2 --buffer-size 1024 --provider Test.Producer", LTR));
+    p = tu_run("%s --events 10 --size 70000 --wait-enabled 5 && %s --events 5 --size 60000",
+               PRODUCER, PRODUCER);
+    assert_non_null(strstr(p.out, "written=0 lost=10"));
+    assert_non_null(strstr(p.out, "written=5 lost=0"));
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance big2 %s/big2.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/big.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok);
+    assert_int_equal(t.provider_events, 0);
+    assert_int_equal(t.events_lost, 10);
+    snprintf(path, sizeof path, "%s/big2.ltr", dir);
+    t = tu_read_trace(path, "Test.Producer");
+    assert_int_equal(t.provider_events, 5);
+    assert_int_equal(t.events_lost, 10);
+}
+
+/* --max-file-size: the file stops growing; what did not fit is counted lost. */
+static void test_max_file_size(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 16 -o %s/cap.ltr "
+                     "--instance cap --provider Test.Producer", LTR, dir));
+    tu_result p = tu_run("%s --events 3000 --size 1000 --random --wait-enabled 5", PRODUCER);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance cap %s/cap-final.ltr", LTR, dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/cap-final.ltr", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size <= 1024 * 1024 + 64 * 1024); /* the limit, plus the closing chunks */
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_true(t.buffers_lost > 0);
+    assert_int_equal(t.provider_events + t.events_lost, 3000);
+    assert_int_equal(written + lost, 3000);
+}
+
+/* A session stopped while processes still write into it: they see it end and
+ * let go of it, and the recorder still writes a whole, undamaged trace. (A
+ * producer that noticed the end early once gave the session's pages back
+ * while the recorder was still writing; that race is rare, this test only
+ * exercises the moment.) */
+static void test_stop_while_writing(void **state)
+{
+    const char *dir = *state;
+    for (int round = 0; round < 4; round++) {
+        tu_expect_ok(tu_run("%s start --instance busy%d --buffer-size 16 --buffers 8 --provider Test.Producer",
+                         LTR, round));
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s --threads 3 --events 400000 --wait-enabled 5 >/dev/null &", PRODUCER);
+        tu_expect_ok(tu_run("%s", cmd));
+        usleep(300000);
+        tu_expect_ok(tu_run("%s stop --instance busy%d %s/busy%d.ltr", LTR, round, dir, round));
+        char path[512];
+        snprintf(path, sizeof path, "%s/busy%d.ltr", dir, round);
+        tu_trace t = tu_read_trace(path, "Test.Producer");
+        assert_true(t.ok && t.complete && t.has_counters);
+        assert_int_equal(t.damage, 0);
+        assert_true(t.provider_events > 0);
+    }
+    tu_expect_ok(tu_run("wait; sleep 0.2"));
+}
+
+static void test_several_sessions_and_processes(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance a --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance b --filemode --provider Test.Producer", LTR));
+    tu_result p = tu_run("%s --threads 2 --events 1000 --wait-enabled 5 > %s/p1 & "
+                         "%s --threads 3 --events 1000 --wait-enabled 5 > %s/p2; wait",
+                         PRODUCER, dir, PRODUCER, dir);
+    assert_int_equal(p.status, 0);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s marker both", LTR));
+    tu_expect_ok(tu_run("%s stop --instance a %s/a.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s stop --instance b %s/b.ltr", LTR, dir));
+    char path[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%c.ltr", dir, 'a' + i);
+        tu_trace t = tu_read_trace(path, "Test.Producer");
+        assert_true(t.ok && t.complete);
+        assert_int_equal(t.provider_events, 5000);
+        assert_int_equal(t.markers, 1);
+    }
+}
+
+static void test_taken_name_and_missing_session(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance dup", LTR));
+    tu_result r = tu_run("%s start --instance dup", LTR);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "already running"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance dup", LTR));
+    r = tu_run("%s stop %s/none.ltr --instance nothere", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no session named 'nothere' is running"));
+    tu_free(&r);
+    r = tu_run("%s save %s/none.ltr", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no session named 'ltr' is running"));
+    tu_free(&r);
+}
+
+static void expect_refused(const char *args, const char *message)
+{
+    tu_result r = tu_run("%s %s", LTR, args);
+    if (r.status == 0 || !strstr(r.err, message))
+        fprintf(stderr, "ltr %s: status %d, stderr: %s", args, r.status, r.err);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, message));
+    tu_free(&r);
+}
+
+static void test_bad_options(void **state)
+{
+    expect_refused("start --buffer-size 2", "expected an integer from 4 to 16384");
+    expect_refused("start --buffer-size 20000", "from 4 to 16384");
+    expect_refused("start --buffer-size lots", "'lots' is not valid");
+    expect_refused("start --buffers 1", "from 2 to 1048576");
+    expect_refused("start --buffers 90%", "from 1 to 50");
+    expect_refused("start --buffers 0%", "from 1 to 50");
+    expect_refused("start --max-file-size 10", "--filemode");
+    expect_refused("start --provider X:zz", "keywords 'zz' are not a number");
+    expect_refused("start --provider X:0x1:9", "level '9' is not valid");
+    expect_refused("start --instance 'bad name'", "session name");
+    expect_refused("start --bogus", "usage: ltr start");
+    expect_refused("frobnicate", "not an ltr command");
+    expect_refused("stop", "usage: ltr stop");
+    /* Nothing was started by any of these. */
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "no session is running"));
+    tu_free(&st);
+}
+
+static void test_killed_recorder(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --filemode -o %s/k.ltr --instance k --provider Test.Producer", LTR, dir));
+    tu_result p = tu_run("%s --threads 2 --events 3000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(p.out, "written"), 6000);
+    tu_free(&p);
+    /* The producer has exited, so its buffers are complete; give the recorder
+     * one flush interval, then kill it without warning. */
+    usleep(1500000);
+    tu_expect_ok(tu_run("kill -9 $(%s status --instance k | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')", LTR));
+    usleep(200000);
+    char path[512];
+    snprintf(path, sizeof path, "%s/k.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok);
+    assert_false(t.complete);
+    assert_int_equal(t.provider_events, 6000);
+    /* The name is free again: the dead recorder's entry is cleaned up. */
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "no session is running"));
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s start --instance k", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance k", LTR));
+}
+
+static void test_permissions(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance perm", LTR));
+    struct stat st;
+    char path[512];
+    snprintf(path, sizeof path, "%s/run/perm.sock", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 077, 0);
+    snprintf(path, sizeof path, "%s/run", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    snprintf(path, sizeof path, "%s/run/registry", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 077, 0);
+    if (geteuid() == 0) {
+        /* Another user, pointed at our runtime directory, is refused clearly. */
+        tu_result r = tu_run("chmod 755 %s; setpriv --reuid=65534 --regid=65534 --clear-groups "
+                             "env LTR_RUNTIME_DIR=%s/run %s status --instance perm",
+                             dir, dir, LTR);
+        assert_int_not_equal(r.status, 0);
+        assert_non_null(strstr(r.err, "permission denied"));
+        tu_free(&r);
+    } else {
+        print_message("not root: the other-user check is skipped\n");
+    }
+    tu_expect_ok(tu_run("%s cancel --instance perm", LTR));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_memory_mode_save_marker_stop, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cancel_discards, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_accounting_memory, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stop_while_writing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_bad_options, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

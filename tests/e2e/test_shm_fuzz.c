@@ -1,0 +1,99 @@
+/*
+ * tests/e2e/test_shm_fuzz.c — a traced program that writes over the
+ * session's shared memory must not bring the recorder down (issue 10, item
+ * 3). For many seeds: a clean producer records its events, a scribbler
+ * (scribbler.c) writes random words over one part of the shared memory (or
+ * of the registry), and
+ * the session must still answer, take a marker, stop and write a readable
+ * trace that holds the clean producer's events, with counters that make sense.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+#define SEEDS 60
+
+static void expect_ok(tu_result r, const char *what, unsigned seed)
+{
+    if (r.status != 0)
+        fprintf(stderr, "seed %u: %s failed (%d):\n%s%s", seed, what, r.status, r.out, r.err);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+}
+
+static void run_seed(const char *dir, unsigned seed)
+{
+    static const char *regions[] = {"first64k", "ring", "meta", "procs", "registry"};
+    const char *region = regions[seed % 5];
+    int file_mode = seed / 5 % 2;
+    char mode[600];
+    snprintf(mode, sizeof mode, file_mode ? "--filemode -o %s/fz.part.ltr" : "", dir);
+    expect_ok(tu_run("%s start --instance fz %s --buffer-size 4 --buffers 32 --provider Test.Producer "
+                     "--provider Test.Scribbler", LTR, mode), "start", seed);
+    tu_result p = tu_run("%s --events 2000 --wait-enabled 5", tu_test_bin("ltr-test-producer"));
+    assert_int_equal(p.status, 0);
+    long long clean = tu_field(p.out, "written");
+    tu_free(&p);
+    /* Answered after a drain: the clean producer's buffers and metadata are taken. */
+    expect_ok(tu_run("%s status --instance fz", LTR), "status before", seed);
+    expect_ok(tu_run("%s fz %u %u %s", tu_test_bin("ltr-test-scribbler"), seed, 1 + seed * 7 % 64, region),
+              "scribbler", seed);
+    expect_ok(tu_run("%s status --instance fz", LTR), "status after the scribbles", seed);
+    expect_ok(tu_run("%s marker --instance fz 'after the scribbles'", LTR), "marker", seed);
+    expect_ok(tu_run("%s stop --instance fz %s/fz.ltr", LTR, dir), "stop", seed);
+
+    char path[600];
+    snprintf(path, sizeof path, "%s/fz.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    print_message("seed %u (%s, %s mode): %llu of %lld clean events, %llu in all, lost %llu, "
+                  "overwritten %llu, shm damage %llu, trace damage %llu\n", seed, region,
+                  file_mode ? "file" : "memory", (unsigned long long)t.provider_events, clean,
+                  (unsigned long long)t.events, (unsigned long long)t.events_lost,
+                  (unsigned long long)t.events_overwritten, (unsigned long long)t.shm_damage,
+                  (unsigned long long)t.damage);
+    assert_true(t.ok && t.complete && t.has_counters);
+    assert_int_equal(t.markers, 1);
+    /* The clean producer's events were out of shared memory before the
+     * scribbles (file mode), or in a part they did not touch. */
+    if (file_mode || !strcmp(region, "meta") || !strcmp(region, "procs") || !strcmp(region, "registry"))
+        assert_int_equal(t.provider_events, (uint64_t)clean);
+    assert_true(t.provider_events <= (uint64_t)clean);
+    assert_true(t.events <= (uint64_t)clean + 500 + 1); /* nothing twice */
+    /* Counters never absurd: the session saw 2,501 events at most. */
+    assert_true(t.events_lost < 100000000ull);
+    assert_true(t.events_overwritten < 100000000ull);
+    if (t.shm_damage) { /* said where a user looks */
+        tu_result info = tu_run("%s info %s", LTR, path);
+        assert_non_null(strstr(info.err, "shared memory were found written over"));
+        assert_non_null(strstr(info.out, "shared memory damage"));
+        tu_free(&info);
+    }
+    unlink(path);
+    /* A registry whose table sizes were written over is refused from now on
+     * ("written by another version of ltr; ... remove it"): do so. */
+    if (!strcmp(region, "registry"))
+        expect_ok(tu_run("rm \"$LTR_RUNTIME_DIR/registry\""), "removing the registry", seed);
+}
+
+static void test_scribbled_shared_memory(void **state)
+{
+    for (unsigned seed = 1; seed <= SEEDS; seed++)
+        run_seed(*state, seed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_scribbled_shared_memory, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

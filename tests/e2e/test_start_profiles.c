@@ -1,0 +1,191 @@
+/*
+ * tests/e2e/test_start_profiles.c — `ltr start PROFILE`: built-in profiles and
+ * profiles of .wprp files become sessions with their collectors, buffers and
+ * providers; --filemode picks the File variant; what ltr cannot record is
+ * reported, not fatal; errors start nothing.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LTR tu_ltr()
+#define PRODUCER tu_test_bin("ltr-test-producer")
+
+static const char profile[] =
+    "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+    "<WindowsPerformanceRecorder Version=\"1.0\">\n"
+    "  <Profiles>\n"
+    "    <EventCollector Id=\"EC\" Name=\"Test Collector\">\n"
+    "      <BufferSize Value=\"64\"/>\n"
+    "      <Buffers Value=\"8\"/>\n"
+    "    </EventCollector>\n"
+    "    <EventProvider Id=\"EP\" Name=\"Test.Producer\" Level=\"4\">\n"
+    "      <Keywords><Keyword Value=\"0x2\"/></Keywords>\n"
+    "    </EventProvider>\n"
+    "    <Profile Id=\"T.Light.File\" Name=\"T\" DetailLevel=\"Light\" LoggingMode=\"File\" Description=\"test\">\n"
+    "      <Collectors>\n"
+    "        <EventCollectorId Value=\"EC\">\n"
+    "          <EventProviders><EventProviderId Value=\"EP\"/></EventProviders>\n"
+    "        </EventCollectorId>\n"
+    "      </Collectors>\n"
+    "    </Profile>\n"
+    "    <Profile Id=\"T.Light.Memory\" Base=\"T.Light.File\" Name=\"T\" DetailLevel=\"Light\"\n"
+    "             LoggingMode=\"Memory\" Description=\"test\"/>\n"
+    "    <Profile Id=\"S.Light.File\" Name=\"S\" DetailLevel=\"Light\" LoggingMode=\"File\" Strict=\"true\">\n"
+    "      <Collectors><SystemCollectorId Value=\"SystemCollector_WPRSystemCollectorInFile\">\n"
+    "        <SystemProviderId Value=\"SystemProvider_Base\"/></SystemCollectorId></Collectors>\n"
+    "    </Profile>\n"
+    "    <Profile Id=\"N.Light.File\" Name=\"N\" DetailLevel=\"Light\" LoggingMode=\"File\">\n"
+    "      <Collectors><SystemCollectorId Value=\"SystemCollector_WPRSystemCollectorInFile\">\n"
+    "        <SystemProviderId Value=\"SystemProvider_Base\"/></SystemCollectorId></Collectors>\n"
+    "    </Profile>\n"
+    "    <Profile Id=\"N.Light.Memory\" Base=\"N.Light.File\" Name=\"N\" DetailLevel=\"Light\"\n"
+    "             LoggingMode=\"Memory\"/>\n"
+    "  </Profiles>\n"
+    "</WindowsPerformanceRecorder>\n";
+
+static int setup(void **state)
+{
+    const char *dir = tu_sandbox();
+    char path[512];
+    snprintf(path, sizeof path, "%s/test.wprp", dir);
+    FILE *f = fopen(path, "w");
+    fputs(profile, f);
+    fclose(f);
+    *state = (void *)dir;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tu_sandbox_end();
+    return 0;
+}
+
+static void test_file_profile_records_its_providers(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s start '%s/test.wprp!T.light'", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "memory mode"));
+    assert_non_null(strstr(r.out, "Test Collector: 8 buffers of 64 KB"));
+    tu_free(&r);
+    /* The profile asks for level 4 and keyword 0x2 only. */
+    r = tu_run("%s --events 50 --level 4 --keywords 0x2 && %s --events 70 --level 5 --keywords 0x2 && "
+               "%s --events 30 --level 4 --keywords 0x1", PRODUCER, PRODUCER, PRODUCER);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_field(r.out, "written"), 50);
+    tu_free(&r);
+    r = tu_run("%s stop %s/t.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events, 50);
+}
+
+static void test_filemode_picks_file_variant(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s start --filemode '%s/test.wprp!T.light'", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "file mode"));
+    assert_non_null(strstr(r.out, "T.Light.File"));
+    tu_free(&r);
+    r = tu_run("%s status", LTR);
+    assert_non_null(strstr(r.out, "T.Light.File"));
+    tu_free(&r);
+    r = tu_run("%s cancel", LTR);
+    tu_free(&r);
+}
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* ltr's own profiles say nothing about themselves when they start; one that
+ * records nothing on Linux yet (general, memory: Strict) is an error that
+ * starts nothing; a user's non-Strict profile of that kind gets one warning. */
+static void test_builtin_profiles_start_and_report(void **state)
+{
+    const char *dir = *state;
+    static const char *const quiet[] = {"heap", "heap.light", "heapsnapshot", "heap --filemode"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        tu_result r = tu_run("%s start %s --instance h", LTR, quiet[i]);
+        assert_int_equal(r.status, 0);
+        if (*r.err)
+            fprintf(stderr, "ltr start %s said: %s", quiet[i], r.err);
+        assert_string_equal(r.err, "");
+        tu_free(&r);
+        r = tu_run("%s cancel --instance h", LTR);
+        assert_int_equal(r.status, 0);
+        tu_free(&r);
+    }
+    static const char *const empty[] = {"general", "memory.light", "heap general"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        tu_result r = tu_run("%s start %s", LTR, empty[i]);
+        assert_int_equal(r.status, 1);
+        assert_non_null(strstr(r.err, "starts nothing on Linux"));
+        assert_non_null(strstr(r.err, "Strict=\"true\" makes that an error"));
+        assert_non_null(strstr(r.err, "nothing was started"));
+        assert_string_equal(r.out, "");
+        tu_free(&r);
+        r = tu_run("%s status", LTR);
+        assert_non_null(strstr(r.out, "no session is running"));
+        tu_free(&r);
+    }
+    tu_result r = tu_run("%s start '%s/test.wprp!N.light'", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(count(r.err, "warning:"), 1);
+    assert_int_equal(count(r.err, "error"), 0);
+    assert_non_null(strstr(r.err, "starts nothing on Linux"));
+    assert_non_null(strstr(r.err, "nothing of it will be recorded"));
+    tu_free(&r);
+    r = tu_run("%s cancel", LTR);
+    tu_free(&r);
+}
+
+static void test_profile_errors_start_nothing(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s start '%s/test.wprp!NoSuchProfile'", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "NoSuchProfile"));
+    tu_free(&r);
+    r = tu_run("%s start '%s/missing.wprp!T'", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "missing.wprp"));
+    tu_free(&r);
+    /* Strict: a profile that starts nothing on Linux is an error. */
+    r = tu_run("%s start '%s/test.wprp!S.light' --filemode", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "error"));
+    tu_free(&r);
+    r = tu_run("%s status", LTR);
+    assert_non_null(strstr(r.out, "no session is running"));
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_file_profile_records_its_providers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_filemode_picks_file_variant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_builtin_profiles_start_and_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_errors_start_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

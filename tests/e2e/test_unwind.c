@@ -1,0 +1,143 @@
+/*
+ * tests/e2e/test_unwind.c — the heap agent's fast unwinder (src/agent/
+ * unwind.c) against libunwind. Each test records a target with
+ * LTR_HEAP_UNWIND=check: the agent then unwinds every stack both ways, and
+ * at exit each process says on stderr
+ *     ltr-heap[PID]: unwind check: F fast, B fallback, M mismatched
+ *     ltr-heap[PID]: unwind reuse: R of N frames
+ * (F stacks came from the fast unwinder and were compared frame by frame
+ * with libunwind's, B went to libunwind, M of the F differed; R of the N
+ * frames of the F were taken from the thread's previous walk). The call
+ * sites are in tests/programs: unwind_target.cpp, target.c and reuse.c.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+typedef struct tally {
+    unsigned long long fast, fallback, mismatched, reused, frames;
+    int processes;
+} tally;
+
+/* Sums the report lines of every process in err. */
+static tally read_tally(const char *err)
+{
+    tally t = {0};
+    for (const char *p = err; (p = strstr(p, "unwind check: ")); p++) {
+        unsigned long long f, b, m;
+        if (sscanf(p, "unwind check: %llu fast, %llu fallback, %llu mismatched", &f, &b, &m) != 3)
+            continue; /* a mismatch's detail line */
+        t.fast += f;
+        t.fallback += b;
+        t.mismatched += m;
+        t.processes++;
+    }
+    for (const char *p = err; (p = strstr(p, "unwind reuse: ")); p++) {
+        unsigned long long r, n;
+        if (sscanf(p, "unwind reuse: %llu of %llu frames", &r, &n) == 2) {
+            t.reused += r;
+            t.frames += n;
+        }
+    }
+    return t;
+}
+
+/* Records target with args in check mode; fails the test on any mismatch. */
+static tally check(const char *opts, const char *target, const char *args)
+{
+    /* --force: each check writes the same trace over the last one */
+    tu_result r = tu_run("LTR_HEAP_UNWIND=check %s record --force -o %s/u.ltr %s -- %s %s", tu_ltr(),
+                         getenv("TMPDIR"), opts, tu_test_bin(target), args);
+    if (r.status != 0)
+        fail_msg("%s %s: exit %d: %s", target, args, r.status, r.err);
+    tally t = read_tally(r.err);
+    if (t.processes == 0 || t.mismatched != 0)
+        fail_msg("%s %s: %s", target, args, r.err);
+    tu_free(&r);
+    return t;
+}
+
+static void test_c_chain_and_shared_library(void **state)
+{
+    tally t = check("", "heap-unwind-target", "c");
+    assert_int_equal(t.fallback, 0);
+    assert_true(t.fast >= 40);
+}
+
+static void test_cxx_exceptions_and_inlining(void **state)
+{
+    tally t = check("", "heap-unwind-target", "cxx");
+    assert_true(t.fast >= 100);
+}
+
+static void test_deep_stacks_are_cut_alike(void **state)
+{
+    assert_true(check("", "heap-unwind-target", "deep").fast >= 5);
+    assert_true(check("--depth 256", "heap-unwind-target", "deep").fast >= 5);
+    assert_true(check("--depth 3", "heap-unwind-target", "deep").fast >= 5);
+}
+
+static void test_signal_frames_fall_back(void **state)
+{
+    tally t = check("", "heap-unwind-target", "signal");
+    assert_true(t.fallback >= 10); /* each handler's stack: a signal frame */
+}
+
+static void test_threads(void **state)
+{
+    tally t = check("", "heap-unwind-target", "threads");
+    assert_true(t.fast >= 300);
+}
+
+/* The modes of the main heap tests: threads, fork, dlopen/dlclose, exec, and
+ * stacks that must not reuse the previous walk's outer frames (reuse.c). */
+static void test_heap_target_modes(void **state)
+{
+    char dl[600];
+    snprintf(dl, sizeof dl, "dlopen %s", tu_test_bin("libheapdl.so"));
+    const char *modes[] = {"chain", "threads", "fork", "exec", "counts", "reuse", dl};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        assert_true(check("", "heap-target", modes[i]).fast > 0);
+    /* reuse.c's stacks were checked with the reuse on (not paused) */
+    tally t = check("", "heap-target", "reuse");
+    assert_true(t.reused * 4 > t.frames);
+    assert_true(check("", "heap-target", "fork").processes == 1); /* the child _exits */
+}
+
+/* The agent stops recording its walks where they share little (a third of
+ * the frames reused, unwind.c) and takes them up again when that changes:
+ * 2000 stacks sharing only their outermost frames, then stacks that share
+ * all but their innermost. Recording all the time would reuse about a
+ * quarter of the first phase's frames; never coming back, about none of the
+ * second's. */
+static void test_reuse_pauses_and_resumes(void **state)
+{
+    tally shifting = check("", "heap-target", "phases 0");
+    assert_int_equal(shifting.fast, 2000);
+    assert_true(shifting.frames > 2000 * 20);
+    assert_true(shifting.reused * 20 < shifting.frames);
+    tally settled = check("", "heap-target", "phases 16000");
+    assert_true(settled.frames > 18000 * 20);
+    assert_true(settled.reused * 2 > settled.frames);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_c_chain_and_shared_library, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cxx_exceptions_and_inlining, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_deep_stacks_are_cut_alike, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_signal_frames_fall_back, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_threads, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_heap_target_modes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_reuse_pauses_and_resumes, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

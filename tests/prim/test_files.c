@@ -1,0 +1,194 @@
+/*
+ * tests/prim/test_files.c — prim/files.c, how every output file is made: only
+ * new files, unpredictable temporaries, publication that replaces nothing
+ * unless forced, a new file written whole or not at all, absolute paths. The
+ * recorder's own refusal of an existing path is
+ * tests/e2e/test_recorder_refuses.c.
+ */
+#include "prim/prim.h"
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *in_dir(const char *dir, const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    char *out = buf[k++ % 4];
+    snprintf(out, 512, "%s/%s", dir, name);
+    return out;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void assert_text(const char *path, const char *text)
+{
+    char *got = tu_read_file(path);
+    assert_non_null(got);
+    assert_string_equal(got, text);
+    free(got);
+}
+
+static void test_create_new(void **state)
+{
+    const char *dir = *state;
+    char victim[512], link[512];
+    snprintf(victim, sizeof victim, "%s", in_dir(dir, "victim"));
+    snprintf(link, sizeof link, "%s", in_dir(dir, "link"));
+    write_text(victim, "root only");
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(ltr_create_new(victim), -EEXIST);
+    assert_int_equal(ltr_create_new(link), -EEXIST);
+    assert_text(victim, "root only");
+    int fd = ltr_create_new(in_dir(dir, "new"));
+    assert_true(fd >= 0);
+    close(fd);
+    struct stat st;
+    assert_int_equal(lstat(in_dir(dir, "new"), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+static void test_temporaries_differ(void **state)
+{
+    const char *dir = *state;
+    char a[512], b[512], dest[512];
+    snprintf(dest, sizeof dest, "%s", in_dir(dir, "t.ltr"));
+    assert_int_equal(ltr_temp_name(a, sizeof a, dest), 0);
+    assert_int_equal(ltr_temp_name(b, sizeof b, dest), 0);
+    int fa = ltr_create_temp(a), fb = ltr_create_temp(b);
+    assert_true(fa >= 0 && fb >= 0);
+    close(fa);
+    close(fb);
+    assert_string_not_equal(a, b);
+    assert_null(strstr(a, "XXXXXX"));
+    assert_int_equal(strncmp(a, dest, strlen(dest)), 0);
+    assert_string_equal(a + strlen(a) - 5, ".part");
+    char tmpl[] = "no-x-here";
+    assert_int_equal(ltr_create_temp(tmpl), -EINVAL);
+}
+
+/* Whatever has the name (a file, a symlink, a dangling one) stays, and so does
+ * the temporary; with replace, a symlink is replaced, not what it points to. */
+static void test_publish(void **state)
+{
+    const char *dir = *state;
+    char tmp[512], dest[512], victim[512];
+    snprintf(tmp, sizeof tmp, "%s", in_dir(dir, "tmp"));
+    snprintf(dest, sizeof dest, "%s", in_dir(dir, "dest"));
+    snprintf(victim, sizeof victim, "%s", in_dir(dir, "victim"));
+    write_text(tmp, "trace");
+    write_text(dest, "precious");
+    assert_int_equal(ltr_publish(tmp, dest, false), -EEXIST);
+    assert_text(dest, "precious");
+    assert_text(tmp, "trace");
+    unlink(dest);
+    assert_int_equal(symlink(victim, dest), 0); /* dangling */
+    assert_int_equal(ltr_publish(tmp, dest, false), -EEXIST);
+    assert_int_not_equal(access(victim, F_OK), 0);
+    write_text(victim, "root only");
+    assert_int_equal(ltr_publish(tmp, dest, true), 0);
+    assert_text(victim, "root only");
+    assert_text(dest, "trace");
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    write_text(tmp, "second");
+    assert_int_equal(ltr_publish(tmp, in_dir(dir, "fresh"), false), 0);
+    assert_text(in_dir(dir, "fresh"), "second");
+    assert_int_not_equal(access(tmp, F_OK), 0);
+}
+
+/* Relative names are taken against the current directory; an empty or
+ * too long one is an error that says so. */
+static void test_absolute_path(void **state)
+{
+    const char *dir = *state;
+    char out[512], cwd[512];
+    ltr_error err;
+    assert_int_equal(ltr_absolute_path("/a/b.ltr", out, sizeof out, &err), 0);
+    assert_string_equal(out, "/a/b.ltr");
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    assert_int_equal(ltr_absolute_path("sub/t.ltr", out, sizeof out, &err), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_string_equal(out, in_dir(dir, "sub/t.ltr"));
+    assert_int_equal(ltr_absolute_path("", out, sizeof out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "empty"));
+    char small[8];
+    assert_int_equal(ltr_absolute_path("/a/long/name", small, sizeof small, &err), -ENAMETOOLONG);
+    assert_non_null(strstr(err.msg, "/a/long/name: path too long"));
+}
+
+static int write_hello(FILE *f, void *arg)
+{
+    return fputs(arg, f) < 0 ? -EIO : 0;
+}
+
+static int write_fails(FILE *f, void *arg)
+{
+    fputs(arg, f);
+    return -ENOSPC;
+}
+
+/* How many entries of dir have a name starting with prefix. */
+static int entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* A new file is complete when it has its name; an existing one stays unless
+ * replace; a failed write leaves nothing, not even its temporary. */
+static void test_write_new_file(void **state)
+{
+    const char *dir = *state;
+    char path[512];
+    snprintf(path, sizeof path, "%s", in_dir(dir, "out.txt"));
+    ltr_error err;
+    assert_int_equal(ltr_write_new_file(path, false, write_hello, "hello", &err), 0);
+    assert_text(path, "hello");
+    assert_int_equal(ltr_write_new_file(path, false, write_hello, "again", &err), -EEXIST);
+    assert_non_null(strstr(err.msg, "--force"));
+    assert_text(path, "hello");
+    assert_int_equal(ltr_write_new_file(path, true, write_hello, "again", &err), 0);
+    assert_text(path, "again");
+    assert_int_equal(ltr_write_new_file(in_dir(dir, "failed.txt"), false, write_fails, "half", &err),
+                     -ENOSPC);
+    assert_non_null(strstr(err.msg, "writing"));
+    assert_int_equal(entries(dir, "failed"), 0);
+    assert_int_equal(entries(dir, "out.txt."), 0); /* no temporary left beside */
+    assert_int_equal(ltr_write_new_file(in_dir(dir, "no/such/dir"), false, write_hello, "x", &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "cannot create"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_write_new_file, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,137 @@
+/*
+ * tests/programs/scribbler.c — a hostile (or very buggy) traced program, for the
+ * shared-memory fuzz test: it writes some events into a session like any
+ * producer, then writes random 4-byte words over the session's shared memory
+ * (its header, a ring, the metadata region or the loss counters), in a few
+ * bursts while the recorder works, and exits without a word: the recorder
+ * must survive it and keep the other processes' events.
+ *
+ *   scribbler SESSION SEED WRITES REGION
+ *
+ * REGION: first64k (the first 64 KiB, as in the report of issue 10), ring
+ * (collector 0's header, buffer headers and queue), meta (the part of the
+ * metadata region in use), procs (the per-process loss counters), registry
+ * (the words of the per-user registry a recorder reads: its table sizes and
+ * the session's counters of events lost unattached).
+ */
+#include <ltr/provider.h>
+
+#include "event/producer.h"
+#include "event/registry.h"
+#include "event/shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static ltr_provider prov = {.name = "Test.Scribbler", .state = &ltr_never_enabled};
+static const ltr_field_desc fields[] = {{"seq", LTR_TYPE_UVAR}};
+static ltr_event_desc ev = {.provider = &prov, .id = 1, .name = "Scribble", .fields = fields,
+                            .field_count = 1};
+
+static uint64_t rng;
+
+static uint32_t next_random(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* Mostly random words; some of the values a careless check lets through. */
+static uint32_t scribble_value(uint32_t nbuf)
+{
+    switch (next_random() % 8) {
+    case 0: return 0;
+    case 1: return UINT32_MAX;
+    case 2: return next_random() % (nbuf + 2);
+    case 3: return next_random() % 4096;
+    default: return next_random();
+    }
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static ltr_registry *reg;
+static unsigned slot;
+
+static ltr_attach *session_named(const char *name)
+{
+    ltr_error err;
+    reg = ltr_registry_get(&err);
+    for (slot = 0; reg && slot < LTR_MAX_SESSIONS; slot++) {
+        bool unreachable;
+        if (atomic_load(&reg->sessions[slot].incarnation) && !strcmp(reg->sessions[slot].name, name))
+            return ltr_producer_session(reg, slot, &unreachable);
+    }
+    return NULL;
+}
+
+/* The registry words a recorder reads (its name and incarnation are left:
+ * without them the session cannot be found, which is not the recorder's fault). */
+static void scribble_registry(int writes)
+{
+    uint32_t *words[2 + 8] = {&reg->nsessions, &reg->nproviders};
+    for (int i = 0; i < 8; i++)
+        words[2 + i] = (uint32_t *)&reg->sessions[slot].unattached_lost[0] + i;
+    for (int i = 0; i < writes; i++)
+        *words[next_random() % 10] = scribble_value(16);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: scribbler SESSION SEED WRITES REGION\n");
+        return 2;
+    }
+    rng = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
+    int writes = atoi(argv[3]);
+    const char *region = argv[4];
+    ltr_provider_register(&prov);
+    for (int i = 0; i < 500 && !ltr_event_enabled(&ev); i++)
+        sleep_ms(10);
+    for (uint64_t i = 0; i < 500; i++) {
+        const ltr_value v[] = {LTR_UVAR(i)};
+        ltr_event_write_values(&ev, v, 1, NULL);
+    }
+    ltr_attach *a = session_named(argv[1]);
+    if (!a) {
+        fprintf(stderr, "scribbler: session %s not found\n", argv[1]);
+        return 1;
+    }
+    /* Where things are, read while the header is still whole. */
+    uint8_t *base = (uint8_t *)a->shm;
+    ltr_ring *ring = ltr_shm_ring(a->shm, 0);
+    uint64_t from = 0, len = a->size < 65536 ? a->size : 65536;
+    if (!strcmp(region, "ring")) {
+        from = a->shm->collectors[0].ring_offset;
+        len = ring->data_offset;
+    } else if (!strcmp(region, "meta")) {
+        from = a->shm->meta_offset;
+        len = atomic_load(&a->shm->meta_used);
+    } else if (!strcmp(region, "procs")) {
+        from = a->shm->procs_offset;
+        len = sizeof(ltr_shm_proc) * a->shm->nprocs;
+    }
+    uint32_t nbuf = ring->nbuf;
+    if (!strcmp(region, "registry")) {
+        scribble_registry(writes);
+        len = 0;
+    }
+    len &= ~(uint64_t)3;
+    for (int burst = 0; burst < 4 && len; burst++) {
+        for (int i = burst; i < writes; i += 4) {
+            uint32_t v = scribble_value(nbuf);
+            memcpy(base + from + (next_random() % (len / 4)) * 4, &v, 4);
+        }
+        sleep_ms(20); /* the recorder reads meanwhile */
+    }
+    printf("scribbled %d words over %s (%llu bytes)\n", writes, region, (unsigned long long)len);
+    fflush(stdout);
+    _exit(0); /* no exit handlers: they would hand buffers over through the damage */
+}

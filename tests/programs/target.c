@@ -1,0 +1,442 @@
+/*
+ * tests/programs/target.c — the program the heap tests trace (built without
+ * frame pointers and without sanitizers, like a distributed binary). Each
+ * mode does a known set of allocations with sizes the tests look for; see
+ * test_heap.c for what each is expected to produce.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void *chain_outer(int k);
+void mode_tree(void); /* tree.c */
+void mode_reuse(void); /* reuse.c */
+void mode_phases(unsigned same); /* reuse.c */
+
+static void *keep[64];
+
+static void mode_counts(void)
+{
+    for (int i = 0; i < 3; i++) {
+        free(malloc(1001));
+        free(calloc(3, 667));
+        void *p = NULL;
+        if (posix_memalign(&p, 64, 3001) == 0)
+            free(p);
+        free(aligned_alloc(64, 4032));
+        free(memalign(32, 5001));
+        free(valloc(6001));
+        free(pvalloc(7001));
+    }
+    void *r = realloc(NULL, 8001);          /* Alloc, function realloc */
+    r = realloc(r, 800001);                 /* Realloc (moves: mmap threshold) */
+    r = realloc(r, 8002);                   /* Realloc */
+    void *z = realloc(r, 0);                /* Free, function realloc */
+    free(z);
+    void *a = reallocarray(NULL, 2, 4501);  /* Alloc 9002, function reallocarray */
+    a = reallocarray(a, 4, 4501);           /* Realloc 18004 */
+    free(a);
+    free(NULL);
+}
+
+/* Exported (-rdynamic) so that dladdr1 finds its size. */
+__attribute__((noinline)) void mode_chain(void)
+{
+    void *fns[] = {dlsym(RTLD_DEFAULT, "chain_inner"), dlsym(RTLD_DEFAULT, "chain_middle"),
+                   dlsym(RTLD_DEFAULT, "chain_outer"), (void *)mode_chain};
+    const char *names[] = {"chain_inner", "chain_middle", "chain_outer", "mode_chain"};
+    for (int i = 0; i < 4; i++) {
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (dladdr1(fns[i], &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
+            printf("%s %p %lu\n", names[i], fns[i], (unsigned long)sym->st_size);
+    }
+    fflush(stdout);
+    keep[0] = chain_outer(1);
+    keep[1] = malloc(1); /* no tail call: mode_chain stays on the stack */
+}
+
+static void *worker(void *arg)
+{
+    long t = (long)arg;
+    char name[16];
+    snprintf(name, sizeof name, "worker-%ld", t);
+    pthread_setname_np(pthread_self(), name);
+    for (int i = 0; i < 1000; i++)
+        free(malloc(2001 + (size_t)t));
+    return NULL;
+}
+
+static void mode_threads(void)
+{
+    pthread_t th[4];
+    for (long t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, worker, (void *)t);
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* glibc's pthread_getattr_np allocates while it holds the lock of the
+ * thread asked about: as the first thing a thread does (Rust's runtime does
+ * it at start), it must not leave the agent waiting on that lock. */
+static void *asks_own_stack(void *arg)
+{
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return NULL;
+    pthread_attr_destroy(&a);
+    keep[(long)arg] = malloc(3700 + (size_t)(long)arg);
+    return NULL;
+}
+
+/* Threads with small stacks, most of it in use when they allocate: glibc
+ * takes the agent's TLS from each thread's stack, and the hooks run on it. */
+__attribute__((noinline)) static void small_stack_depth(int kb, int i)
+{
+    volatile char pad[1024];
+    memset((char *)pad, i, sizeof pad);
+    if (kb > 1)
+        small_stack_depth(kb - 1, i);
+    else
+        keep[i] = malloc(3750 + (size_t)i);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void *small_stack_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 32; i++)
+        small_stack_depth(20, i);
+    return NULL;
+}
+
+static int mode_small_stacks(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 32 << 10);
+    pthread_t t;
+    int rc = pthread_create(&t, &a, small_stack_worker, NULL);
+    if (rc)
+        return fprintf(stderr, "target: pthread_create with a 32 KB stack: %s\n", strerror(rc)), 4;
+    pthread_join(t, NULL);
+    return 0;
+}
+
+/* A pool of 100 threads, each allocating in bursts and sleeping between
+ * them while it still holds its buffer: 80000 events, 1.2 MB. */
+static void *pool_worker(void *arg)
+{
+    (void)arg;
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 20; i++)
+            free(malloc(3870 + (size_t)(i & 7)));
+        usleep(2000);
+    }
+    return NULL;
+}
+
+static int mode_pool(void)
+{
+    pthread_t t[100];
+    for (int i = 0; i < 100; i++)
+        if (pthread_create(&t[i], NULL, pool_worker, NULL))
+            return 4;
+    for (int i = 0; i < 100; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
+static void mode_getattr(void)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    asks_own_stack((void *)1);
+    pthread_t th;
+    pthread_create(&th, NULL, asks_own_stack, (void *)2);
+    pthread_join(th, NULL);
+}
+
+static void at_exit_noop(void) {}
+
+/* glibc's atexit allocates the next block of exit functions (after the 32 of
+ * the static one) while it holds the exit-functions lock: as the process's
+ * first traced allocation, the agent's first event then runs inside that
+ * lock (node's 33rd static constructor did this). */
+static void mode_atexit(void)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    for (int i = 0; i < 40; i++)
+        atexit(at_exit_noop);
+    keep[0] = malloc(3750);
+}
+
+/* Waits (up to 20 s) for a file to exist. */
+static bool wait_for(const char *file)
+{
+    for (int i = 0; i < 2000 && access(file, F_OK) != 0; i++)
+        usleep(10000);
+    return access(file, F_OK) == 0;
+}
+
+static const char *gate_file;
+
+/* Runs holding the loader's write lock, as glibc's dlclose does while it
+ * frees the link maps it unloads: this thread's first event comes while the
+ * other threads' first events (started by the same gate) look at the
+ * loader's list. */
+static int hold_loader(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    usleep(200000); /* the others are in their first event by now */
+    free(malloc(3760));
+    return 1;
+}
+
+static void *loader_holder(void *arg)
+{
+    dl_iterate_phdr(hold_loader, NULL);
+    return NULL;
+}
+
+static void *gated_allocator(void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    for (int i = 0; i < 100; i++)
+        free(malloc(3761));
+    return NULL;
+}
+
+/* Started dormant; the test starts a session, then creates the file. */
+static void mode_loader_lock(const char *file)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    gate_file = file;
+    pthread_t th[3];
+    pthread_create(&th[0], NULL, loader_holder, NULL);
+    for (int t = 1; t < 3; t++)
+        pthread_create(&th[t], NULL, gated_allocator, NULL);
+    for (int t = 0; t < 3; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* A handler that siglongjmps out of whatever it interrupted, sent while the
+ * victim thread's first event waits inside the agent (for the loader's
+ * lock, held by the sender). The agent holds the signal until it is done;
+ * before, the jump left its guard up and the thread untraced. */
+static sigjmp_buf victim_jb;
+static pthread_t victim;
+
+static void jump_out(int sig)
+{
+    siglongjmp(victim_jb, 1);
+}
+
+static int hold_loader_and_signal(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    usleep(200000); /* the victim waits inside the agent by now */
+    pthread_kill(victim, SIGUSR1);
+    usleep(100000);
+    return 1;
+}
+
+static void *signal_sender(void *arg)
+{
+    dl_iterate_phdr(hold_loader_and_signal, NULL);
+    return NULL;
+}
+
+static void *jump_victim(void *arg)
+{
+    if (!wait_for(gate_file))
+        exit(3);
+    if (sigsetjmp(victim_jb, 1) == 0) {
+        keep[0] = malloc(3770);
+        pause(); /* the signal comes once the agent is done, if not before */
+    }
+    for (int i = 0; i < 10; i++)
+        keep[1 + i] = malloc(3771);
+    return NULL;
+}
+
+/* Started dormant, like mode_loader_lock. */
+static void mode_longjmp(const char *file)
+{
+    alarm(60); /* a deadlock fails the test instead of hanging it */
+    gate_file = file;
+    signal(SIGUSR1, jump_out);
+    pthread_t sender;
+    pthread_create(&victim, NULL, jump_victim, NULL);
+    pthread_create(&sender, NULL, signal_sender, NULL);
+    pthread_join(sender, NULL);
+    pthread_join(victim, NULL);
+    keep[20] = malloc(3772);
+}
+
+static void mode_fork(void)
+{
+    keep[0] = malloc(3100);
+    pid_t c = fork();
+    if (c == 0) {
+        for (int i = 0; i < 5; i++)
+            keep[i + 1] = malloc(3200);
+        _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    keep[1] = malloc(3300);
+}
+
+static void mode_exec(const char *self)
+{
+    keep[0] = malloc(3400);
+    execl(self, self, "exec2", (char *)NULL);
+}
+
+static void mode_dlopen(const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "dlopen %s: %s\n", lib, dlerror());
+        exit(1);
+    }
+    void *(*f)(void) = (void *(*)(void))dlsym(h, "dl_alloc");
+    free(f());
+    dlclose(h);
+    keep[0] = malloc(3601); /* after the unload */
+}
+
+static volatile int handled;
+
+static void on_signal(int sig)
+{
+    free(malloc(3700));
+    handled++;
+}
+
+/* A handler that allocates, run while other threads allocate through the
+ * agent. (An asynchronous signal that interrupts glibc's malloc and then
+ * calls malloc breaks glibc whatever the agent does, so the signals here are
+ * raised synchronously; one that interrupts the agent's own code finds the
+ * reentrancy guard up and passes through untraced.) */
+static void mode_signal(void)
+{
+    signal(SIGUSR1, on_signal);
+    pthread_t th[2];
+    for (long t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, worker, (void *)(t + 10));
+    for (int i = 0; i < 10; i++)
+        raise(SIGUSR1);
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+}
+
+static void mode_kill(void)
+{
+    for (int i = 0; i < 100; i++)
+        keep[i & 63] = malloc(3800);
+    kill(getpid(), SIGKILL);
+}
+
+static void mode_many(void)
+{
+    for (int i = 0; i < 100000; i++)
+        free(malloc(3900 + (size_t)(i & 15)));
+    keep[0] = malloc(3999); /* the newest event */
+}
+
+/* Output that depends on the allocator's behaviour, for the dormant test. */
+static void mode_dormant(void)
+{
+    unsigned long sum = 0;
+    for (int i = 1; i < 2000; i++) {
+        unsigned char *p = malloc((size_t)i);
+        memset(p, i & 0xff, (size_t)i);
+        p = realloc(p, (size_t)i * 2);
+        for (int j = 0; j < i; j++)
+            sum += p[j];
+        free(p);
+    }
+    printf("sum %lu\n", sum);
+}
+
+/* Waits (up to 20 s) for a file to exist, then does the counts: lets a test
+ * start a session for this pid before it allocates. */
+static int mode_gate(const char *file)
+{
+    if (!wait_for(file))
+        return 3;
+    mode_counts();
+    return 0;
+}
+
+/* The counts before and after the gate: a process whose first events find
+ * its session's recorder stopped, and whose later ones find it running. */
+static int mode_counts_gate(const char *file)
+{
+    mode_counts();
+    return mode_gate(file);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "counts";
+    if (!strcmp(mode, "counts"))
+        mode_counts();
+    else if (!strcmp(mode, "chain"))
+        mode_chain();
+    else if (!strcmp(mode, "threads"))
+        mode_threads();
+    else if (!strcmp(mode, "fork"))
+        mode_fork();
+    else if (!strcmp(mode, "getattr"))
+        mode_getattr();
+    else if (!strcmp(mode, "smallstack"))
+        return mode_small_stacks();
+    else if (!strcmp(mode, "pool"))
+        return mode_pool();
+    else if (!strcmp(mode, "atexit"))
+        mode_atexit();
+    else if (!strcmp(mode, "exec"))
+        mode_exec(argv[0]);
+    else if (!strcmp(mode, "exec2"))
+        keep[0] = malloc(3500);
+    else if (!strcmp(mode, "dlopen") && argc > 2)
+        mode_dlopen(argv[2]);
+    else if (!strcmp(mode, "signal"))
+        mode_signal();
+    else if (!strcmp(mode, "kill"))
+        mode_kill();
+    else if (!strcmp(mode, "many"))
+        mode_many();
+    else if (!strcmp(mode, "dormant"))
+        mode_dormant();
+    else if (!strcmp(mode, "tree"))
+        mode_tree();
+    else if (!strcmp(mode, "reuse"))
+        mode_reuse();
+    else if (!strcmp(mode, "phases") && argc > 2)
+        mode_phases((unsigned)atoi(argv[2]));
+    else if (!strcmp(mode, "loaderlock") && argc > 2)
+        mode_loader_lock(argv[2]);
+    else if (!strcmp(mode, "longjmp") && argc > 2)
+        mode_longjmp(argv[2]);
+    else if (!strcmp(mode, "countsgate") && argc > 2)
+        return mode_counts_gate(argv[2]);
+    else if (!strcmp(mode, "gate") && argc > 2)
+        return mode_gate(argv[2]);
+    else
+        return fprintf(stderr, "target: unknown mode %s\n", mode), 2;
+    return 0;
+}

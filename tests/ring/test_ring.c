@@ -1,0 +1,226 @@
+/*
+ * tests/ring/test_ring.c — the lock-free buffer pool on its own: every buffer
+ * is handed out once at a time, published buffers reach the consumer intact
+ * and in each producer's order, and a pool with no free buffer says so. The
+ * consumer's view takes nothing in the shared memory on trust.
+ */
+#include "ring/ring.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ltr_ring *make_ring_flags(uint32_t size, uint32_t nbuf, uint32_t flags)
+{
+    void *mem = aligned_alloc(4096, (ltr_ring_size(size, nbuf) + 4095) & ~(size_t)4095);
+    ltr_ring_init(mem, size, nbuf, flags);
+    assert_true(ltr_ring_valid(mem, ltr_ring_size(size, nbuf)));
+    return mem;
+}
+
+static ltr_ring *make_ring(uint32_t size, uint32_t nbuf)
+{
+    return make_ring_flags(size, nbuf, 0);
+}
+
+/* The consumer's view of r, made as the recorder makes it: from the sizes. */
+static ltr_ring_view view_of(ltr_ring *r, uint32_t size, uint32_t nbuf)
+{
+    ltr_ring_view v;
+    ltr_ring_view_init(&v, r, size, nbuf);
+    return v;
+}
+
+static uint64_t committed(ltr_ring_view *v, uint32_t idx)
+{
+    bool bad;
+    uint64_t c = ltr_ring_committed(v, idx, &bad);
+    assert_false(bad);
+    return c;
+}
+
+static void test_acquire_until_empty(void **state)
+{
+    ltr_ring *r = make_ring(4096, 4);
+    ltr_ring_view v = view_of(r, 4096, 4);
+    uint32_t seen[4];
+    for (int i = 0; i < 4; i++) {
+        seen[i] = ltr_ring_acquire(r, 1, 1, 1);
+        assert_int_not_equal(seen[i], LTR_RING_NONE);
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(seen[i], seen[j]);
+    }
+    assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
+    ltr_ring_commit(r, seen[2], 100, 3);
+    ltr_ring_publish(r, seen[2]);
+    uint32_t got = ltr_ring_take(&v);
+    assert_int_equal(got, seen[2]);
+    assert_int_equal(LTR_COMMIT_BYTES(committed(&v, got)), 100);
+    assert_int_equal(LTR_COMMIT_EVENTS(committed(&v, got)), 3);
+    assert_true(ltr_ring_release(&v, got));
+    assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), seen[2]);
+    free(r);
+}
+
+/* What a scribbling producer can do to the shared words: the consumer skips
+ * what cannot be, counts it, and never reads outside the ring. */
+static void test_consumer_distrusts_shared_words(void **state)
+{
+    ltr_ring *r = make_ring(4096, 4);
+    ltr_ring_view v = view_of(r, 4096, 4);
+    uint32_t a = ltr_ring_acquire(r, 1, 1, 1);
+    r->bufs_offset = UINT64_MAX / 2; /* the view never reads the layout back */
+    r->data_offset = 12345;
+    _Atomic uint32_t *slots = v.slots;
+    atomic_store(&r->queue_tail, 3);
+    slots[0] = 0x7fffffff; /* an index past the ring */
+    slots[1] = 3;          /* a free buffer, never published */
+    slots[2] = 1 + a;      /* a buffer its producer still owns */
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
+    assert_int_equal(v.damage, 3);
+    assert_int_equal(ltr_ring_queued(&v), 0);
+    /* A commit word claiming more than the buffer holds. */
+    atomic_store(&ltr_ring_vbuf(&v, a)->commit, LTR_COMMIT(5000, 2));
+    bool bad;
+    assert_int_equal(ltr_ring_committed(&v, a, &bad), 0);
+    assert_true(bad);
+    /* A history whose head and tail are further apart than the ring holds. */
+    atomic_store(&r->queue_head, 7);
+    atomic_store(&r->queue_tail, 1u << 30);
+    assert_int_equal(ltr_ring_history_start(&v, ltr_ring_tail(&v)), (1u << 30) - 4);
+    assert_int_equal(v.damage, 5);
+    free(r);
+}
+
+static void test_corrupt_header_is_invalid(void **state)
+{
+    ltr_ring *r = make_ring(4096, 2);
+    r->nbuf = 1000; /* a producer must not trust a header that does not add up */
+    assert_false(ltr_ring_valid(r, ltr_ring_size(4096, 2)));
+    free(r);
+}
+
+/* Producers fill buffers with (thread, sequence) words; the consumer checks
+ * that every word arrives once and in order per thread. */
+#define THREADS 4
+#define PER_THREAD 20000
+static ltr_ring *shared;
+static ltr_ring_view shared_view;
+static _Atomic int producers_done;
+static _Atomic uint64_t dropped[THREADS];
+
+static void *producer(void *arg)
+{
+    uint32_t id = (uint32_t)(uintptr_t)arg, idx = LTR_RING_NONE, used = 0, n = 0;
+    for (uint32_t seq = 0; seq < PER_THREAD; seq++) {
+        if (idx != LTR_RING_NONE && used + 8 > shared->buffer_size) {
+            ltr_ring_publish(shared, idx);
+            idx = LTR_RING_NONE;
+        }
+        if (idx == LTR_RING_NONE) {
+            idx = ltr_ring_acquire(shared, 1, id, 1);
+            used = n = 0;
+            if (idx == LTR_RING_NONE) {
+                dropped[id]++;
+                continue;
+            }
+        }
+        uint32_t w[2] = {id, seq};
+        memcpy(ltr_ring_data(shared, idx) + used, w, 8);
+        used += 8;
+        ltr_ring_commit(shared, idx, used, ++n);
+    }
+    if (idx != LTR_RING_NONE)
+        ltr_ring_publish(shared, idx);
+    producers_done++;
+    return NULL;
+}
+
+static void test_concurrent_producers(void **state)
+{
+    shared = make_ring(256, 8);
+    shared_view = view_of(shared, 256, 8);
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, producer, (void *)i);
+    int64_t last[THREADS];
+    uint64_t received[THREADS] = {0};
+    for (int i = 0; i < THREADS; i++)
+        last[i] = -1;
+    for (;;) {
+        int done = producers_done == THREADS;
+        uint32_t idx;
+        while ((idx = ltr_ring_take(&shared_view)) != LTR_RING_NONE) {
+            uint64_t c = committed(&shared_view, idx);
+            const uint8_t *d = ltr_ring_data(shared, idx);
+            assert_int_equal(LTR_COMMIT_BYTES(c), LTR_COMMIT_EVENTS(c) * 8);
+            for (uint32_t k = 0; k < LTR_COMMIT_EVENTS(c); k++) {
+                uint32_t w[2];
+                memcpy(w, d + k * 8, 8);
+                assert_true(w[0] < THREADS);
+                assert_true((int64_t)w[1] > last[w[0]]); /* in order, never twice */
+                last[w[0]] = w[1];
+                received[w[0]]++;
+            }
+            assert_true(ltr_ring_release(&shared_view, idx));
+        }
+        if (done && !ltr_ring_queued(&shared_view))
+            break;
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(received[i] + dropped[i], PER_THREAD);
+    }
+    assert_int_equal(shared->free_count, 8);
+    free(shared);
+}
+
+/* Overwrite mode: with nobody consuming, a producer reuses the oldest full
+ * buffer; the queue then holds the newest buffers, oldest first. */
+static void test_overwrite_keeps_newest(void **state)
+{
+    ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
+    ltr_ring_view v = view_of(r, 64, 4);
+    for (uint32_t b = 0; b < 10; b++) {
+        uint32_t idx = ltr_ring_acquire(r, 1, 1, 1);
+        assert_int_not_equal(idx, LTR_RING_NONE);
+        memcpy(ltr_ring_data(r, idx), &b, 4);
+        ltr_ring_commit(r, idx, 4, 1);
+        ltr_ring_publish(r, idx);
+    }
+    assert_int_equal(r->buffers_overwritten, 6);
+    assert_int_equal(r->events_overwritten, 6);
+    uint32_t expect = 6;
+    for (uint64_t pos = ltr_ring_head(&v); pos < ltr_ring_tail(&v); pos++, expect++) {
+        uint32_t idx = ltr_ring_at(&v, pos), word;
+        assert_int_not_equal(idx, LTR_RING_NONE);
+        memcpy(&word, ltr_ring_data(r, idx), 4);
+        assert_int_equal(word, expect);
+        assert_true(ltr_ring_still_at(&v, pos));
+    }
+    assert_int_equal(expect, 10);
+    /* Taking the oldest for reuse makes a reader's copy of it invalid. */
+    uint64_t oldest = ltr_ring_head(&v);
+    assert_int_not_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
+    assert_false(ltr_ring_still_at(&v, oldest));
+    assert_int_equal(ltr_ring_at(&v, oldest), LTR_RING_NONE);
+    free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_acquire_until_empty),
+        cmocka_unit_test(test_corrupt_header_is_invalid),
+        cmocka_unit_test(test_consumer_distrusts_shared_words),
+        cmocka_unit_test(test_concurrent_producers),
+        cmocka_unit_test(test_overwrite_keeps_newest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
