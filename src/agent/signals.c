@@ -20,6 +20,7 @@
  * the raw system call.
  */
 #include "agent/agent.h"
+#include "agent/redirect.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -101,7 +102,7 @@ static bool resolve(void)
 {
     if (!real_sigaction) {
         agent_busy++;
-        real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+        real_sigaction = agent_next_sym("sigaction");
         agent_busy--;
     }
     return real_sigaction != NULL;
