@@ -20,6 +20,7 @@
  * the raw system call.
  */
 #include "agent/agent.h"
+#include "agent/perthread.h"
 #include "agent/redirect.h"
 
 #include <dlfcn.h>
@@ -33,14 +34,14 @@
 #define NSIGS 65
 
 __thread uint64_t agent_held __attribute__((tls_model("initial-exec")));
-/* The siginfo of the first signals held during one stay in the agent, which
- * is short: more than this many at once go again without theirs (tgkill).
- * Few, because TLS is taken from every thread's stack (perthread.h). */
-#define HELD_INFO 2
-static __thread struct {
-    int sig;
-    siginfo_t info;
-} held_info[HELD_INFO] __attribute__((tls_model("initial-exec")));
+/* The siginfo of the first signals held during one stay in the agent
+ * (agent_thread.held), which is short: more than AGENT_HELD_INFO at once, or
+ * on a thread whose block is not mapped yet (a handler maps nothing), go
+ * again without theirs (tgkill). */
+static agent_thread *held_block(void)
+{
+    return agent_blocks[AGENT_BLOCK_THREAD];
+}
 
 /* What the program asked for, per signal; wrapped[s]: installed behind ours. */
 static struct sigaction prog[NSIGS];
@@ -66,10 +67,11 @@ static void call_program(int sig, siginfo_t *si, void *uc)
 static void wrapper(int sig, siginfo_t *si, void *uc)
 {
     if (agent_busy && sig > 0 && sig < NSIGS && !is_fault(sig, si)) {
-        for (int i = 0; si && i < HELD_INFO; i++)
-            if (!held_info[i].sig || held_info[i].sig == sig) {
-                held_info[i].sig = sig;
-                held_info[i].info = *si;
+        agent_thread *t = held_block();
+        for (int i = 0; t && si && i < AGENT_HELD_INFO; i++)
+            if (!t->held[i].sig || t->held[i].sig == sig) {
+                t->held[i].sig = sig;
+                t->held[i].info = *si;
                 break;
             }
         agent_held |= 1ull << sig;
@@ -86,11 +88,12 @@ void signals_release(void)
         agent_held &= ~(1ull << sig);
         /* to this thread, with the siginfo it came with when it was kept */
         int sent = -1;
-        for (int i = 0; i < HELD_INFO; i++)
-            if (held_info[i].sig == sig) {
-                held_info[i].sig = 0;
+        agent_thread *t = held_block();
+        for (int i = 0; t && i < AGENT_HELD_INFO; i++)
+            if (t->held[i].sig == sig) {
+                t->held[i].sig = 0;
                 sent = (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig,
-                                    &held_info[i].info);
+                                    &t->held[i].info);
             }
         if (sent != 0)
             syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
