@@ -20,7 +20,8 @@
  *   fork     a child made after the load allocates 10 x malloc(6001)
  *   dormant  as late; the test runs no session
  *   none     never loads the agent
- * It prints "name start size" for late_alloc_c and late_alloc_cxx, then
+ * It prints which object the program's malloc slot points into
+ * ("malloc-in PATH"), "name start size" for late_alloc_c, late_alloc_cxx and dl_alloc, then
  * "result X" (the workers' checksum, the same in every mode) and exits 0
  * when every check held.
  */
@@ -76,6 +77,7 @@ static void *worker(void *arg)
 }
 
 static void *keep[64];
+static void *volatile sink;
 
 extern "C" __attribute__((noinline)) void late_alloc_c(void)
 {
@@ -97,6 +99,8 @@ extern "C" __attribute__((noinline)) void late_alloc_cxx(void)
         char *a = new char[5005];
         Block *b = new Block;
         a[0] = b->bytes[0] = 1;
+        sink = a; /* escapes: the compiler may not elide the pairs */
+        sink = b;
         delete[] a;
         delete b;
     }
@@ -145,6 +149,7 @@ static void the_known_allocations(const char *lib)
     void *(*dl_alloc)(void) = (void *(*)(void))dlsym(h, "dl_alloc");
     if (!dl_alloc)
         exit(5);
+    print_range("dl_alloc", (void *)dl_alloc);
     free(dl_alloc());
 }
 
@@ -173,7 +178,10 @@ int main(int argc, char **argv)
         load(agent);
         load(copy);
     }
-    printf("loaded\n");
+    Dl_info bound; /* where the program's malloc slot points now */
+    void *(*volatile m)(size_t) = malloc;
+    printf("malloc-in %s\n", dladdr((void *)m, &bound) ? bound.dli_fname : "?");
+    printf("pid %d\nloaded\n", (int)getpid());
     print_range("late_alloc_c", (void *)late_alloc_c);
     print_range("late_alloc_cxx", (void *)late_alloc_cxx);
     fflush(stdout);
