@@ -55,7 +55,7 @@ enum agent_arrival redirect_arrival(void)
 void *agent_next_sym(const char *name)
 {
     agent_busy++;
-    void *f = dlsym(arrival == AGENT_LATE ? RTLD_DEFAULT : RTLD_NEXT, name);
+    void *f = dlsym(arrival == AGENT_PRELOADED ? RTLD_NEXT : RTLD_DEFAULT, name);
     agent_leave();
     return f;
 }

@@ -119,7 +119,9 @@ static bool wants_wrapper(int sig, const struct sigaction *act)
            (act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN);
 }
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* The agent's sigaction, also for signal() below: a call to "sigaction"
+ * from the agent's own code binds to libc's when the agent came late. */
+static int wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (!resolve()) {
         errno = ENOSYS;
@@ -148,6 +150,11 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
     return rc;
 }
 
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return wrap_sigaction(sig, act, old);
+}
+
 /* glibc's signal() calls its sigaction internally, past the hook above. */
 EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
@@ -155,7 +162,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
     sigemptyset(&act.sa_mask);
     if (sig > 0 && sig < NSIGS)
         sigaddset(&act.sa_mask, sig);
-    if (sigaction(sig, &act, &old) != 0)
+    if (wrap_sigaction(sig, &act, &old) != 0)
         return SIG_ERR;
     return old.sa_handler;
 }
