@@ -364,10 +364,10 @@ static int apply(struct dl_phdr_info *info, size_t size, void *arg)
         dyninfo d;
         if (!read_dynamic(info, &d) || d.dyn != p->dyn)
             return 0;
-        bool open = p->relro_lo && p->prot == PROT_READ;
+        bool opened = p->relro_lo && p->prot == PROT_READ;
         if (p->relro_lo && p->prot != PROT_READ && p->prot != (PROT_READ | PROT_WRITE))
             continue; /* unknown: leave it */
-        if (open && mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ | PROT_WRITE))
+        if (opened && mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ | PROT_WRITE))
             continue;
         for (size_t j = i; j < l->n; j++)
             if (same(&l->v[j], p) && l->v[j].relro_lo == p->relro_lo && l->v[j].slot) {
@@ -375,7 +375,7 @@ static int apply(struct dl_phdr_info *info, size_t size, void *arg)
                 if (j != i)
                     l->v[j].slot = 0;
             }
-        if (open)
+        if (opened)
             mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ);
         p->slot = 0;
     }

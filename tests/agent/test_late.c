@@ -39,20 +39,22 @@ typedef struct run {
     char trace[600];
 } run;
 
-/* late-target MODE started plainly; once it has loaded the agent, a heap
+/* late-target MODE started plainly (env: a prefix such as LD_PRELOAD=...,
+ * or ""); once it has loaded the agent, a heap
  * session (session_opts, "-" for none) starts and its gate opens; the trace
  * is read when it has exited. The shell prints "target STATUS". */
-static run run_target(const char *mode, const char *session_opts)
+static run run_target_env(const char *env, const char *mode, const char *session_opts)
 {
     run x = {0};
     const char *tmp = getenv("TMPDIR");
-    snprintf(x.trace, sizeof x.trace, "%s/late.ltr", tmp);
+    static int runs; /* a trace of its own per run: stop writes over none */
+    snprintf(x.trace, sizeof x.trace, "%s/late-%d.ltr", tmp, runs++);
     bool session = strcmp(session_opts, "-") != 0;
-    x.r = tu_run("%s %s %s %s > %s/out & p=$!; "
+    x.r = tu_run("rm -f %s/go %s/out; %s %s %s %s %s > %s/out & p=$!; "
                  "i=0; while ! grep -q '^loaded' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
                  "%s%s%s%s touch %s/go; wait $p; echo target $? >> %s/out; cat %s/out; "
                  "%s%s%s%s",
-                 tu_test_bin("late-target"), mode, agent(), tmp, tmp, tmp,
+                 tmp, tmp, env, tu_test_bin("late-target"), mode, agent(), tmp, tmp, tmp,
                  session ? tu_ltr() : "", session ? " start heap --instance late --filemode " : "",
                  session ? session_opts : "", session ? " && " : "", tmp, tmp, tmp,
                  session ? tu_ltr() : "", session ? " stop --instance late " : "", session ? x.trace : "",
@@ -65,6 +67,11 @@ static run run_target(const char *mode, const char *session_opts)
             fail_msg("no trace: %s", err.msg);
     }
     return x;
+}
+
+static run run_target(const char *mode, const char *session_opts)
+{
+    return run_target_env("", mode, session_opts);
 }
 
 static void run_free(run *x)
@@ -198,15 +205,21 @@ static void test_dormant_changes_nothing(void **state)
 }
 
 /* A second dlopen of the agent, by its path and from a copy elsewhere, is a
- * no-op: every allocation is recorded once. */
+ * no-op, whether the first came late or was preloaded: every allocation is
+ * recorded once, and the program's malloc slot stays the first copy's. */
 static void test_second_load_is_a_no_op(void **state)
 {
-    run x = run_target("twice", "--pid $p");
-    expect_known(&x);
-    const char *in = strstr(x.r.out, "malloc-in ");
-    assert_non_null(in);
-    assert_ptr_equal(strstr(in, "/libltr-heap.so\n"), strchr(in, '\n') - strlen("/libltr-heap.so"));
-    run_free(&x);
+    char preload[700];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", agent());
+    const char *envs[] = {"", preload};
+    for (int i = 0; i < 2; i++) {
+        run x = run_target_env(envs[i], "twice", "--pid $p");
+        expect_known(&x);
+        const char *in = strstr(x.r.out, "malloc-in ");
+        assert_non_null(in);
+        assert_ptr_equal(strstr(in, "/libltr-heap.so\n"), strchr(in, '\n') - strlen("/libltr-heap.so"));
+        run_free(&x);
+    }
 }
 
 /* A child forked after the late load is traced as a preloaded child is. */
