@@ -18,6 +18,8 @@
  *   late     as above
  *   twice    loads AGENT again, and a copy of it at DIR/copy.so: no-ops
  *   fork     a child made after the load allocates 10 x malloc(6001)
+ *   again    as late, then prints "round1", waits for DIR/go2 and makes the
+ *            known allocations (not the early blocks' frees) once more
  *   dormant  as late; the test runs no session
  *   none     never loads the agent
  * It prints which object the program's malloc slot points into
@@ -125,10 +127,10 @@ static void *load(const char *path)
     return h;
 }
 
-static void wait_for(const char *dir)
+static void wait_for(const char *dir, const char *name)
 {
     char go[4096];
-    snprintf(go, sizeof go, "%s/go", dir);
+    snprintf(go, sizeof go, "%s/%s", dir, name);
     for (int i = 0; i < 60000 && access(go, F_OK) != 0; i++) /* 60 s at most */
         usleep(1000);
 }
@@ -185,7 +187,7 @@ int main(int argc, char **argv)
     print_range("late_alloc_c", (void *)late_alloc_c);
     print_range("late_alloc_cxx", (void *)late_alloc_cxx);
     fflush(stdout);
-    wait_for(dir);
+    wait_for(dir, "go");
 
     if (!strcmp(mode, "fork")) {
         pid_t child = fork();
@@ -203,6 +205,12 @@ int main(int argc, char **argv)
     delete[] (char *)early[1];
     early[2] = realloc(early[2], 7004);
     free(early[2]);
+    if (!strcmp(mode, "again")) { /* the next session, the agent still there */
+        printf("round1\n");
+        fflush(stdout);
+        wait_for(dir, "go2");
+        the_known_allocations(lib);
+    }
 
     stop_workers = true;
     unsigned long sum = 0;

@@ -155,7 +155,7 @@ static void expect_in(const run *x, const char *name, uint64_t size, int func, s
 }
 
 /* The known allocations of late_target.cpp, each exactly once per call. */
-static void expect_known(const run *x)
+static void expect_known_allocations(const run *x)
 {
     expect_in(x, "Alloc", 5001, FN_MALLOC, 10, "late_alloc_c");
     expect_in(x, "Alloc", 5010, FN_CALLOC, 10, "late_alloc_c");
@@ -165,6 +165,11 @@ static void expect_known(const run *x)
     expect_in(x, "Alloc", 5006, FN_NEW, 10, "late_alloc_cxx");
     /* libheapdl.so, dlopen'ed after the agent came */
     expect_in(x, "Alloc", 3600, FN_MALLOC, 1, "dl_alloc");
+}
+
+static void expect_known(const run *x)
+{
+    expect_known_allocations(x);
     /* the realloc of a block allocated before the agent came */
     expect_in(x, "Realloc", 7004, FN_REALLOC, 1, NULL);
 }
@@ -220,6 +225,36 @@ static void test_second_load_is_a_no_op(void **state)
         assert_ptr_equal(strstr(in, "/libltr-heap.so\n"), strchr(in, '\n') - strlen("/libltr-heap.so"));
         run_free(&x);
     }
+}
+
+/* After a session stops the agent stays, dormant; the next session enables
+ * it again, with no second load: both traces hold the known allocations of
+ * their round exactly. */
+static void test_next_session_without_second_load(void **state)
+{
+    const char *tmp = getenv("TMPDIR");
+    run x = {0}, y = {0};
+    snprintf(x.trace, sizeof x.trace, "%s/round1.ltr", tmp);
+    snprintf(y.trace, sizeof y.trace, "%s/round2.ltr", tmp);
+    x.r = tu_run("%s again %s %s > %s/out & p=$!; "
+                 "i=0; while ! grep -q '^loaded' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                 "%s start heap --instance a1 --filemode --pid $p >&2 && touch %s/go; "
+                 "i=0; while ! grep -q '^round1' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                 "%s stop --instance a1 %s >&2; "
+                 "%s start heap --instance a2 --filemode --pid $p >&2 && touch %s/go2; "
+                 "wait $p; echo target $? >> %s/out; cat %s/out; %s stop --instance a2 %s >&2",
+                 tu_test_bin("late-target"), agent(), tmp, tmp, tmp, tu_ltr(), tmp, tmp, tu_ltr(), x.trace,
+                 tu_ltr(), tmp, tmp, tmp, tu_ltr(), y.trace);
+    if (x.r.status != 0 || !strstr(x.r.out, "target 0"))
+        fail_msg("late-target again: status %d\n%s%s", x.r.status, x.r.out, x.r.err);
+    y.r = (tu_result){.out = strdup(x.r.out), .err = strdup("")};
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(x.trace, &x.t, &err), 0);
+    assert_int_equal(ltr_trace_open(y.trace, &y.t, &err), 0);
+    expect_known(&x);
+    expect_known_allocations(&y);
+    run_free(&x);
+    run_free(&y);
 }
 
 /* A child forked after the late load is traced as a preloaded child is. */
@@ -294,6 +329,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_late_load_records_exactly, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dormant_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_second_load_is_a_no_op, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_next_session_without_second_load, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_keeps_the_redirection, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_python_loads_the_agent, tu_setup_sandbox, tu_teardown_sandbox),
