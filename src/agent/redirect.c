@@ -14,11 +14,12 @@
  * it at that moment gets the old function or the new one, both correct.
  *
  * Modules loaded later: dlopen and dlmopen are redirected too, to a wrapper
- * that sweeps again when the real call returns. glibc resolves $ORIGIN,
- * RPATH/RUNPATH and the namespace from dlopen's caller, which a wrapper
- * would change to the agent: so dlopen is redirected only in modules that
- * have no RPATH/RUNPATH (the agent has none either, and all are in the main
- * namespace), and what modules with one load is swept at the next sweep.
+ * that sweeps again when the real call returns. glibc searches the RPATH or
+ * RUNPATH (with $ORIGIN) of dlopen's caller, which a wrapper would change to
+ * the agent (which has none): so for a bare name from a caller with one, the
+ * wrapper searches the caller's directories as ld.so would and hands the
+ * real dlopen the path it found (redirected modules are all of the main
+ * namespace, like the agent: the namespace is the same).
  *
  * Not redirected: the agent, ld.so (its allocations in dlopen/dlclose stay
  * paired with its frees, both untraced), the vDSO, and modules of other
@@ -37,6 +38,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -70,7 +72,6 @@ static void *redirect_dlmopen(Lmid_t ns, const char *file, int mode);
 typedef struct target {
     const char *name;
     void *ours, *real;
-    bool loader; /* dlopen, dlmopen: only where the caller does not matter */
 } target;
 
 static target targets[] = {
@@ -81,8 +82,8 @@ static target targets[] = {
     {.name = "_Znam"}, {.name = "_ZnamRKSt9nothrow_t"}, {.name = "_ZnamSt11align_val_t"},
     {.name = "_ZnamSt11align_val_tRKSt9nothrow_t"}, {.name = "_Znwm"}, {.name = "_ZnwmRKSt9nothrow_t"},
     {.name = "_ZnwmSt11align_val_t"}, {.name = "_ZnwmSt11align_val_tRKSt9nothrow_t"},
-    {.name = "aligned_alloc"}, {.name = "calloc"}, {.name = "dlclose"}, {.name = "dlmopen", .loader = true},
-    {.name = "dlopen", .loader = true}, {.name = "free"}, {.name = "malloc"}, {.name = "memalign"}, {.name = "posix_memalign"},
+    {.name = "aligned_alloc"}, {.name = "calloc"}, {.name = "dlclose"}, {.name = "dlmopen"},
+    {.name = "dlopen"}, {.name = "free"}, {.name = "malloc"}, {.name = "memalign"}, {.name = "posix_memalign"},
     {.name = "pthread_getattr_np"}, {.name = "pthread_setname_np"}, {.name = "pvalloc"}, {.name = "realloc"},
     {.name = "reallocarray"}, {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"},
 };
@@ -122,7 +123,7 @@ typedef struct dyninfo {
     const ElfW(Rela) *rela, *jmprel;
     size_t relasz, jmprelsz;
     const char *soname;
-    bool has_path;          /* DT_RPATH or DT_RUNPATH */
+    const char *rpath, *runpath; /* NULL: none */
     uintptr_t lo, hi;       /* span of its PT_LOAD segments */
     uintptr_t relro_lo, relro_hi; /* the pages ld.so made read-only */
     const ElfW(Dyn) *dyn;
@@ -155,8 +156,8 @@ static bool read_dynamic(const struct dl_phdr_info *info, dyninfo *d)
     }
     if (!d->dyn)
         return false;
-    uintptr_t strtab = 0, soname = 0;
-    bool have_soname = false;
+    uintptr_t strtab = 0, soname = 0, rpath = 0, runpath = 0;
+    bool have_soname = false, have_rpath = false, have_runpath = false;
     for (const ElfW(Dyn) *e = d->dyn; e->d_tag != DT_NULL; e++) {
         switch (e->d_tag) {
         case DT_SYMTAB: d->symtab = (const ElfW(Sym) *)abs_ptr(base, e->d_un.d_ptr); break;
@@ -167,7 +168,8 @@ static bool read_dynamic(const struct dl_phdr_info *info, dyninfo *d)
         case DT_PLTRELSZ: d->jmprelsz = e->d_un.d_val; break;
         case DT_PLTREL: if (e->d_un.d_val != DT_RELA) return false; break;
         case DT_SONAME: soname = e->d_un.d_val; have_soname = true; break;
-        case DT_RPATH: case DT_RUNPATH: d->has_path = true; break;
+        case DT_RPATH: rpath = e->d_un.d_val; have_rpath = true; break;
+        case DT_RUNPATH: runpath = e->d_un.d_val; have_runpath = true; break;
         default: break;
         }
     }
@@ -175,6 +177,8 @@ static bool read_dynamic(const struct dl_phdr_info *info, dyninfo *d)
         return false;
     d->strtab = (const char *)strtab;
     d->soname = have_soname ? d->strtab + soname : NULL;
+    d->rpath = have_rpath ? d->strtab + rpath : NULL;
+    d->runpath = have_runpath ? d->strtab + runpath : NULL;
     return true;
 }
 
@@ -288,7 +292,7 @@ static void scan_relocs(const struct dl_phdr_info *info, const dyninfo *d, const
         if (sym->st_shndx != SHN_UNDEF) /* it defines its own: keep it */
             continue;
         target *t = find_target(d->strtab + sym->st_name);
-        if (!t || !t->ours || (t->loader && d->has_path))
+        if (!t || !t->ours)
             continue;
         uintptr_t slot = info->dlpi_addr + r[i].r_offset;
         uintptr_t now = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
@@ -390,6 +394,7 @@ void redirect_all(void)
         return;
     int e = errno;
     agent_busy++;
+    agent_loader_enter(); /* before sweep_lock: no fork while one holds it */
     pthread_mutex_lock(&sweep_lock);
     resolve_real();
     patch_list l = {0};
@@ -403,6 +408,7 @@ void redirect_all(void)
         dl_iterate_phdr(apply, &l);
     free(l.v);
     pthread_mutex_unlock(&sweep_lock);
+    agent_loader_leave();
     agent_leave();
     errno = e;
 }
@@ -416,9 +422,118 @@ __attribute__((constructor(200))) static void redirect_start(void)
 
 /* ---- the loader ---------------------------------------------------------------- */
 
+/* The directory ld.so takes for $ORIGIN in a module's paths: that of its
+ * name, or of /proc/self/exe for the program. */
+static bool origin_of(const Dl_info *caller, bool program, char *out, size_t size)
+{
+    if (program || !caller->dli_fname || !*caller->dli_fname) {
+        ssize_t n = readlink("/proc/self/exe", out, size - 1);
+        if (n <= 0)
+            return false;
+        out[n] = 0;
+    } else if (snprintf(out, size, "%s", caller->dli_fname) >= (int)size) {
+        return false;
+    }
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        return false;
+    *slash = 0;
+    return true;
+}
+
+/* dir/file with $ORIGIN expanded, if that file exists; false otherwise (or
+ * for another token: $LIB, $PLATFORM are left to the real dlopen). */
+static bool try_dir(const char *dir, size_t len, const char *origin, const char *file, char *out,
+                    size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < size; i++) {
+        const char *tok = NULL;
+        size_t skip = 0;
+        if (!strncmp(dir + i, "$ORIGIN", 7) && (i + 7 >= len || dir[i + 7] == '/'))
+            tok = origin, skip = 7;
+        else if (!strncmp(dir + i, "${ORIGIN}", 9))
+            tok = origin, skip = 9;
+        else if (dir[i] == '$')
+            return false;
+        if (tok) {
+            if (!origin)
+                return false;
+            n += (size_t)snprintf(out + n, size - n, "%s", tok);
+            i += skip - 1;
+        } else {
+            out[n++] = dir[i];
+        }
+    }
+    if (n == 0 || n >= size || (size_t)snprintf(out + n, size - n, "/%s", file) >= size - n)
+        return false;
+    return access(out, F_OK) == 0;
+}
+
+/* The first existing dir/file of a colon-separated list. */
+static bool search(const char *list, const char *origin, const char *file, char *out, size_t size)
+{
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && try_dir(p, len, origin, file, out, size))
+            return true;
+        p += len + (p[len] == ':');
+    }
+    return false;
+}
+
+/* What ld.so would open for a bare name dlopen'ed by the module at caller,
+ * as far as that module's RPATH/RUNPATH decides it: its path in out, or
+ * false when the real dlopen finds the same from the agent (no such path,
+ * a name with a slash, the library loaded already, LD_LIBRARY_PATH first). */
+static bool caller_search(const void *caller, const char *file, char *out, size_t size)
+{
+    Dl_info ci;
+    struct link_map *l = NULL;
+    if (!file || strchr(file, '/') || !dladdr1(caller, &ci, (void **)&l, RTLD_DL_LINKMAP) || !l ||
+        (uintptr_t)ci.dli_fbase == self_base)
+        return false;
+    const char *strtab = NULL, *rpath = NULL, *runpath = NULL;
+    uintptr_t rp = 0, rn = 0;
+    bool has_rp = false, has_rn = false;
+    for (const ElfW(Dyn) *e = l->l_ld; e && e->d_tag != DT_NULL; e++) {
+        if (e->d_tag == DT_STRTAB)
+            strtab = (const char *)abs_ptr(l->l_addr, e->d_un.d_ptr);
+        else if (e->d_tag == DT_RPATH)
+            rp = e->d_un.d_val, has_rp = true;
+        else if (e->d_tag == DT_RUNPATH)
+            rn = e->d_un.d_val, has_rn = true;
+    }
+    if (strtab) {
+        rpath = has_rp && !has_rn ? strtab + rp : NULL; /* a RUNPATH hides the RPATH */
+        runpath = has_rn ? strtab + rn : NULL;
+    }
+    if (!rpath && !runpath)
+        return false;
+    void *loaded = real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+    if (loaded) { /* by that name already: ld.so takes it without a search */
+        dlclose(loaded);
+        return false;
+    }
+    dlerror();
+    char origin[4096];
+    const char *o = origin_of(&ci, l == _r_debug.r_map, origin, sizeof origin) ? origin : NULL;
+    if (rpath) /* before LD_LIBRARY_PATH */
+        return search(rpath, o, file, out, size);
+    if (search(getenv("LD_LIBRARY_PATH"), NULL, file, out, size))
+        return false; /* LD_LIBRARY_PATH comes first, the real dlopen finds it too */
+    return search(runpath, o, file, out, size);
+}
+
 static void *redirect_dlopen(const char *file, int mode)
 {
-    void *h = real_dlopen(file, mode);
+    int e = errno;
+    char path[4096];
+    agent_busy++;
+    bool found = caller_search(__builtin_return_address(0), file, path, sizeof path);
+    agent_leave();
+    errno = e;
+    void *h = real_dlopen(found ? path : file, mode);
     if (h)
         redirect_all();
     return h;
@@ -426,7 +541,13 @@ static void *redirect_dlopen(const char *file, int mode)
 
 static void *redirect_dlmopen(Lmid_t ns, const char *file, int mode)
 {
-    void *h = real_dlmopen(ns, file, mode);
+    int e = errno;
+    char path[4096];
+    agent_busy++;
+    bool found = caller_search(__builtin_return_address(0), file, path, sizeof path);
+    agent_leave();
+    errno = e;
+    void *h = real_dlmopen(ns, found ? path : file, mode);
     if (h)
         redirect_all();
     return h;

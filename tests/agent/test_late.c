@@ -165,6 +165,9 @@ static void expect_known_allocations(const run *x)
     expect_in(x, "Alloc", 5006, FN_NEW, 10, "late_alloc_cxx");
     /* libheapdl.so, dlopen'ed after the agent came */
     expect_in(x, "Alloc", 3600, FN_MALLOC, 1, "dl_alloc");
+    /* liblatesub.so, found only through the RUNPATH of the library that
+     * dlopened it: the agent's dlopen wrapper searched as ld.so would */
+    expect_in(x, "Alloc", 3700, FN_MALLOC, 1, "sub_alloc");
 }
 
 static void expect_known(const run *x)
