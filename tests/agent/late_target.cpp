@@ -18,6 +18,7 @@
  * dlopens liblatesub.so through its own RUNPATH and calls sub_alloc (3700
  * bytes, freed). Modes:
  *   late     as above
+ *   thread   as late, the agent loaded by another thread than main
  *   twice    loads AGENT again, and a copy of it at DIR/copy.so: no-ops
  *   fork     a child made after the load allocates 10 x malloc(6001)
  *   again    as late, then prints "round1", waits for DIR/go2 and makes the
@@ -181,8 +182,14 @@ int main(int argc, char **argv)
     for (long i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, worker, (void *)(i + 1));
     usleep(20000); /* the workers are allocating when the agent comes */
-    if (strcmp(mode, "none") != 0)
+    if (!strcmp(mode, "thread")) { /* from a thread of its own, as an injector may */
+        pthread_t loader;
+        pthread_create(&loader, NULL, [](void *a) -> void * { return load((const char *)a); },
+                       (void *)agent);
+        pthread_join(loader, NULL);
+    } else if (strcmp(mode, "none") != 0) {
         load(agent);
+    }
     if (!strcmp(mode, "twice")) {
         char copy[4200];
         snprintf(copy, sizeof copy, "%s/copy.so", dir);

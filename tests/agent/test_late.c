@@ -202,6 +202,14 @@ static void test_late_load_records_exactly(void **state)
     run_free(&x);
 }
 
+/* Loaded by a thread that is not the main one: the same. */
+static void test_load_from_another_thread(void **state)
+{
+    run x = run_target("thread", "--pid $p");
+    expect_known(&x);
+    run_free(&x);
+}
+
 /* Loaded with no session: the program's results are those of a run without
  * the agent, and it exits 0. */
 static void test_dormant_changes_nothing(void **state)
@@ -330,6 +338,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_late_load_records_exactly, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_load_from_another_thread, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dormant_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_second_load_is_a_no_op, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_next_session_without_second_load, tu_setup_sandbox,
