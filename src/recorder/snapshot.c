@@ -193,8 +193,12 @@ bool ltr_snapshot_session_running(void)
         return false;
     ltr_guid g;
     ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &g);
+    ltr_registry_lock();
+    ltr_registry_reap(r); /* a killed recorder's bits would say yes */
     const ltr_reg_provider *p = ltr_registry_find_provider(r, &g);
-    return p && atomic_load(&p->sessions) != 0;
+    bool on = p && atomic_load(&p->sessions) != 0;
+    ltr_registry_unlock();
+    return on;
 }
 
 /* The enabled entry of pid for a request, with a session to receive it. */
