@@ -64,9 +64,9 @@ static void unlock(shard *s)
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
-static uint64_t *map_entries(uint64_t cap)
+static uint64_t *map_entries(uint64_t cap, int populate)
 {
-    void *p = mmap(NULL, cap * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, cap * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -83,7 +83,7 @@ static uint64_t find(const shard *s, uint64_t h, uint64_t addr3)
 static bool grow(shard *s)
 {
     uint64_t cap = s->e ? (s->mask + 1) * 2 : FIRST_CAP;
-    uint64_t *ne = map_entries(cap), *old = s->e, oldcap = s->e ? s->mask + 1 : 0;
+    uint64_t *ne = map_entries(cap, 0), *old = s->e, oldcap = s->e ? s->mask + 1 : 0;
     if (!ne)
         return false;
     s->e = ne;
@@ -200,7 +200,9 @@ static bool scratch_fit(uint64_t n)
     uint64_t cap = scratch_cap ? scratch_cap : FIRST_CAP;
     while (cap < n)
         cap *= 2;
-    uint64_t *p = map_entries(cap);
+    /* its pages made now: faulting them in while a shard is held would
+     * lengthen the pause of the program's threads */
+    uint64_t *p = map_entries(cap, MAP_POPULATE);
     if (!p)
         return false;
     if (scratch)
