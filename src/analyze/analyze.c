@@ -385,6 +385,14 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         ltr_analysis_free(a);
         return -ENOENT;
     }
+    if (a->snap_from && an_snapshot_named(a, a->snap_from)->pid != an_snapshot_named(a, a->snap_to)->pid) {
+        ltr_fail(err, EINVAL, "snapshot:%llu and snapshot:%llu are of different processes (%u, %u): "
+                 "a difference is between two snapshots of one process",
+                 (unsigned long long)a->snap_from, (unsigned long long)a->snap_to,
+                 an_snapshot_named(a, a->snap_from)->pid, an_snapshot_named(a, a->snap_to)->pid);
+        ltr_analysis_free(a);
+        return -EINVAL;
+    }
     if (a->trend_wanted)
         an_trend_run(a);
     count_losses(a);
