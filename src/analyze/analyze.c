@@ -393,6 +393,12 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         ltr_analysis_free(a);
         return -EINVAL;
     }
+    if (o->snapshot && !(a->export_snap = an_snapshot_named(a, o->snapshot))) {
+        ltr_fail(err, ENOENT, "--snapshot %llu: the trace holds %zu heap snapshot(s)",
+                 (unsigned long long)o->snapshot, a->nsnaps);
+        ltr_analysis_free(a);
+        return -ENOENT;
+    }
     if (a->trend_wanted)
         an_trend_run(a);
     count_losses(a);

@@ -23,6 +23,7 @@ typedef struct ltr_analyze_opts {
     int progress;          /* a progress bar on stderr when it is a terminal and the run is long */
     const char *debug_path; /* debug directories for separate debug info; NULL = elfutils' default */
     int trend;             /* rank stacks by their trend across heap snapshots */
+    uint64_t snapshot;     /* ltr export: heap snapshot N (1-based) instead of the heap events; 0: none */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {

@@ -89,6 +89,7 @@ struct ltr_analysis {
     size_t nsnaps;
     uint64_t snap_from, snap_to; /* --from/--to snapshot:N (1-based), 0 if not given */
     int trend_wanted;
+    const an_snapshot *export_snap; /* ltr export --snapshot N */
     an_trend *trend;
     size_t ntrend;
 };
@@ -107,6 +108,9 @@ int an_snapshot_bound(const char *text, uint64_t *n);
 /* The frames of a stack of a snapshot, as the report writers print them. */
 void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s);
 void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s);
+/* ltr export --snapshot: the snapshot's stacks as the writers' stacks, each
+ * with its live blocks as outstanding (AOFO); malloc'd, *n of them. */
+an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n);
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
 void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 

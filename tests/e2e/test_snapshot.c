@@ -144,6 +144,15 @@ static void test_single_snapshot_counts(void **state)
     assert_non_null(strstr(r.out, "snapshot:1 process"));
     assert_non_null(strstr(r.out, "543400 bytes in 142 live blocks, 3 stacks"));
     tu_free(&r);
+    /* exported: the snapshot's live bytes by stack, as folded stacks */
+    r = tu_run("%s export %s --format folded --snapshot 1 -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, ";count_large 500000\n"));
+    assert_non_null(strstr(r.out, ";count_medium 37000\n"));
+    tu_free(&r);
+    r = tu_run("%s export %s --format json --snapshot 1 -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
 }
 
 /* The JSON entry of the trend list whose frames name fn; NULL if none. */
