@@ -379,6 +379,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         return rc;
     }
     an_model_finish(&a->model);
+    an_snapshots_finish(a);
     if (a->snap_from && (!an_snapshot_named(a, a->snap_from) || !an_snapshot_named(a, a->snap_to))) {
         ltr_fail(err, ENOENT, "the trace holds %zu heap snapshot(s): no snapshot:%llu", a->nsnaps,
                  (unsigned long long)(an_snapshot_named(a, a->snap_from) ? a->snap_to : a->snap_from));

@@ -96,6 +96,8 @@ struct ltr_analysis {
 
 /* A Ltr.HeapSnapshot event: taken in (1), or not one (0). */
 int an_snapshot_event(ltr_analysis *a, const ltr_event *ev);
+/* After the stream: a cut snapshot's totals are those of what arrived. */
+void an_snapshots_finish(ltr_analysis *a);
 void an_snapshots_free(ltr_analysis *a);
 /* Stacks by their growth from one snapshot to the other, largest first. */
 an_snap_delta *an_snapshot_diff(const an_snapshot *from, const an_snapshot *to, size_t *n);

@@ -95,6 +95,19 @@ int an_snapshot_event(ltr_analysis *a, const ltr_event *ev)
     return 1;
 }
 
+void an_snapshots_finish(ltr_analysis *a)
+{
+    for (size_t i = 0; i < a->nsnaps; i++) {
+        an_snapshot *s = &a->snaps[i];
+        if (s->complete) /* an End gave the totals */
+            continue;
+        for (size_t k = 0; k < s->nstacks; k++) {
+            s->blocks += s->stacks[k].blocks;
+            s->bytes += s->stacks[k].bytes;
+        }
+    }
+}
+
 void an_snapshots_free(ltr_analysis *a)
 {
     for (size_t i = 0; i < a->nsnaps; i++)

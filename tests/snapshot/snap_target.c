@@ -10,7 +10,8 @@
  *          cache_site fills a 2 MB cache of 1 KB entries over about 2.5 s
  *          and then replaces entries (constant), churn_a/churn_b allocate
  *          and free several MB a second in bursts holding a random amount;
- *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit.
+ *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
+ *   stacks allocates a block from each of 2^D distinct stacks, the same way.
  * Files are made with open/close, never stdio: no allocation of its own
  * after go but those listed.
  */
@@ -137,6 +138,34 @@ static void trend(double secs)
     sink = leaks;
 }
 
+/* 2^depth distinct stacks: the path of calls spells the bits of i. */
+__attribute__((noinline)) void *path_a(unsigned i, int depth);
+__attribute__((noinline)) void *path_b(unsigned i, int depth);
+void *path_a(unsigned i, int depth)
+{
+    void *p = !depth ? malloc(48) : (i & 1) ? path_b(i >> 1, depth - 1) : path_a(i >> 1, depth - 1);
+    sink = p; /* no tail call: each level stays a frame */
+    return p;
+}
+void *path_b(unsigned i, int depth)
+{
+    void *p = !depth ? malloc(48) : (i & 1) ? path_b(i >> 1, depth - 1) : path_a(i >> 1, depth - 1);
+    sink = p;
+    return p;
+}
+
+static void stacks(int depth)
+{
+    unsigned n = 1u << depth;
+    void **keep = malloc(n * sizeof *keep);
+    for (unsigned i = 0; keep && i < n; i++)
+        keep[i] = path_a(i, depth);
+    sink = keep;
+    touch("ready");
+    while (!exists("exit"))
+        nap(10);
+}
+
 static void big(long n)
 {
     void **keep = malloc((size_t)n * sizeof *keep);
@@ -168,6 +197,8 @@ int main(int argc, char **argv)
         count();
     else if (!strcmp(argv[1], "trend"))
         trend(argc > 3 ? atof(argv[3]) : 10);
+    else if (!strcmp(argv[1], "stacks"))
+        stacks(argc > 3 ? atoi(argv[3]) : 14);
     else if (!strcmp(argv[1], "big"))
         big(argc > 3 ? atol(argv[3]) : 1000000);
     else
