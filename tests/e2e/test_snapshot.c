@@ -244,13 +244,16 @@ static void test_exit_during_snapshot(void **state)
     wait_for("ready", 60);
     tu_result r = tu_run("%s singlesnapshot heap %u > %s/snap.out 2>&1 & sleep 0.012; kill -9 %u; "
                          "wait $!; echo singlesnapshot $?", tu_ltr(), pid, dir, pid);
-    /* done before the kill, or told that the process exited */
+    /* done before the kill, or told that the process exited (or was gone
+     * before the request: a slow machine, a sanitized ltr) */
     if (!strstr(r.out, "singlesnapshot 0")) {
         char p[700];
         snprintf(p, sizeof p, "%s/snap.out", dir);
         char *said = tu_read_file(p);
-        assert_non_null(said);
-        assert_non_null(strstr(said, "exited before it wrote its snapshot"));
+        bool told = said && (strstr(said, "exited before it wrote its snapshot") ||
+                             strstr(said, "there is no process with pid"));
+        if (!told)
+            fail_msg("singlesnapshot said: %s", said ? said : "(nothing)");
         free(said);
     }
     tu_free(&r);
