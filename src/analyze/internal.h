@@ -33,6 +33,7 @@ typedef struct an_snapshot {
     uint64_t seq, ts;
     int complete; /* 1: its End came with every stack; -1: stacks were lost; 0: no End (cut) */
     uint64_t blocks, bytes, pause_ns;
+    uint64_t older_1h, oldest_s; /* bytes in blocks an hour old or more; the oldest block's age */
     an_snap_stack *stacks;
     size_t nstacks;
 } an_snapshot;

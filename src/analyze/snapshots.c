@@ -99,11 +99,14 @@ void an_snapshots_finish(ltr_analysis *a)
 {
     for (size_t i = 0; i < a->nsnaps; i++) {
         an_snapshot *s = &a->snaps[i];
-        if (s->complete) /* an End gave the totals */
-            continue;
         for (size_t k = 0; k < s->nstacks; k++) {
-            s->blocks += s->stacks[k].blocks;
-            s->bytes += s->stacks[k].bytes;
+            const an_snap_stack *st = &s->stacks[k];
+            s->older_1h += st->older_1h;
+            s->oldest_s = st->oldest_s > s->oldest_s ? st->oldest_s : s->oldest_s;
+            if (!s->complete) { /* no End gave the totals */
+                s->blocks += st->blocks;
+                s->bytes += st->bytes;
+            }
         }
     }
 }

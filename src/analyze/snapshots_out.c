@@ -24,9 +24,11 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
     fprintf(out, "\nheap snapshots: %zu\n", a->nsnaps);
     for (size_t i = 0; i < a->nsnaps; i++) {
         const an_snapshot *s = &a->snaps[i];
-        fprintf(out, "  snapshot:%zu process %u at %.3f s: %llu bytes in %llu live blocks, %zu stacks%s\n",
+        fprintf(out, "  snapshot:%zu process %u at %.3f s: %llu bytes in %llu live blocks, %zu stacks, "
+                     "%llu bytes in blocks an hour old or more, oldest %llu s%s\n",
                 i + 1, s->pid, an_seconds(a, s->ts), (unsigned long long)s->bytes,
-                (unsigned long long)s->blocks, s->nstacks,
+                (unsigned long long)s->blocks, s->nstacks, (unsigned long long)s->older_1h,
+                (unsigned long long)s->oldest_s,
                 s->complete > 0 ? "" : s->complete ? " (stack records lost)" : " (cut)");
     }
     if (a->snap_from) {
@@ -65,10 +67,12 @@ void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
     for (size_t i = 0; i < a->nsnaps; i++) {
         const an_snapshot *s = &a->snaps[i];
         fprintf(out, "%s{\"name\":\"snapshot:%zu\",\"pid\":%u,\"seconds\":%.6f,\"bytes\":%llu,"
-                     "\"blocks\":%llu,\"stacks\":%zu,\"complete\":%s,\"pause_ns\":%llu}",
+                     "\"blocks\":%llu,\"stacks\":%zu,\"complete\":%s,\"pause_ns\":%llu,"
+                     "\"bytes_older_1h\":%llu,\"oldest_s\":%llu}",
                 i ? "," : "", i + 1, s->pid, an_seconds(a, s->ts), (unsigned long long)s->bytes,
                 (unsigned long long)s->blocks, s->nstacks, s->complete > 0 ? "true" : "false",
-                (unsigned long long)s->pause_ns);
+                (unsigned long long)s->pause_ns, (unsigned long long)s->older_1h,
+                (unsigned long long)s->oldest_s);
     }
     fputc(']', out);
     if (a->snap_from) {

@@ -162,6 +162,27 @@ static void test_trend_needs_snapshots(void **state)
     free(a);
 }
 
+/* A snapshot's age figures are its stacks'; a cut one (no End) counts
+ * what arrived. */
+static void test_snapshot_totals(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    a->snaps = calloc(1, sizeof *a->snaps);
+    a->snaps[a->nsnaps++] = snap_at(1, (uint64_t[]){100, 200}, 2);
+    a->snaps[0].complete = 0;
+    a->snaps[0].stacks[0].older_1h = 60;
+    a->snaps[0].stacks[0].oldest_s = 4000;
+    a->snaps[0].stacks[1].oldest_s = 30;
+    an_snapshots_finish(a);
+    assert_int_equal(a->snaps[0].bytes, 300);
+    assert_int_equal(a->snaps[0].blocks, 2);
+    assert_int_equal(a->snaps[0].older_1h, 60);
+    assert_int_equal(a->snaps[0].oldest_s, 4000);
+    an_snapshots_free(a);
+    free(a);
+}
+
 static void test_snapshot_bound(void **state)
 {
     (void)state;
@@ -216,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_table_ages_and_sizes),
         cmocka_unit_test(test_trend_verdicts),
         cmocka_unit_test(test_trend_needs_snapshots),
+        cmocka_unit_test(test_snapshot_totals),
         cmocka_unit_test(test_snapshot_bound),
         cmocka_unit_test_setup_teardown(test_setting_errors, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_setting_by_name, tu_setup_sandbox, tu_teardown_sandbox),
