@@ -169,8 +169,6 @@ void snapshot_changed(void)
          * turned off) would be blocks freed since: start empty */
         snap_table_clear();
         epoch_ns = ltr_now_ns();
-        if (!snap_provider.internal)
-            ltr_provider_register(&snap_provider);
         atomic_store(&snapshot_tracking, 1);
         start_thread();
     } else if (!want && atomic_load(&snapshot_tracking)) {
@@ -337,6 +335,8 @@ static void write_into(unsigned s, unsigned c, const sums *m, const snap_totals 
  * session got it. */
 static bool take(int reason)
 {
+    if (!snap_provider.internal) /* registration failed: try again */
+        ltr_provider_register(&snap_provider);
     uint32_t mask = __atomic_load_n(snap_provider.state, __ATOMIC_RELAXED);
     const ltr_reg_provider *slot = snap_provider.internal;
     if (!mask || !slot)
@@ -382,6 +382,10 @@ static void *snap_thread(void *unused)
     (void)unused;
     agent_busy = 1; /* what this thread allocates is the agent's */
     prctl(PR_SET_NAME, "ltr-snapshot", 0, 0, 0);
+    /* here, not in the hook that started the thread: claiming the
+     * provider's slot may wait for the registry's lock */
+    if (!snap_provider.internal)
+        ltr_provider_register(&snap_provider);
     uint32_t period = 0;
     uint64_t due = 0;
     for (;;) {
