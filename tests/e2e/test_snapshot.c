@@ -333,11 +333,31 @@ static void test_by_name(void **state)
     touch("go");
     wait_for("ready", 30);
     tu_expect_ok(tu_run("%s singlesnapshot heap %u", tu_ltr(), pid));
+    /* periodic on, then off (all processes), then snapshots disabled */
+    tu_expect_ok(tu_run("%s enableperiodicsnapshot heap 3600 %u", tu_ltr(), pid));
+    tu_result r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), pid);
+    assert_non_null(strstr(r.out, "a snapshot every 3600 s"));
+    tu_free(&r);
+    r = tu_run("%s disableperiodicsnapshot heap", tu_ltr());
+    assert_int_equal(r.status, 0);
+    char want[64];
+    snprintf(want, sizeof want, "process %u writes no more periodic", pid);
+    assert_non_null(strstr(r.out, want));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s snapshotconfig heap --pid %u disable", tu_ltr(), pid));
+    r = tu_run("%s singlesnapshot heap %u", tu_ltr(), pid);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "not enabled for process"));
+    tu_free(&r);
     touch("exit");
     wait_gone(pid);
     const char *trace = stop("name.ltr");
-    tu_result r = tu_run("%s dump %s", tu_ltr(), trace);
-    assert_int_equal(stack_lines(r.out, 5, 500000), 1);
+    r = tu_run("%s dump %s", tu_ltr(), trace);
+    /* the single one, the periodic one taken when it was enabled (unless
+     * it was disabled before the agent's thread woke), no more */
+    int n = stack_lines(r.out, 5, 500000);
+    assert_true(n == 1 || n == 2);
+    assert_null(strstr(r.out, "snapshot=3"));
     tu_free(&r);
 }
 
