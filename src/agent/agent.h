@@ -18,6 +18,8 @@
 
 #include "event/producer.h"
 
+#include <ltr/provider.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,9 +74,17 @@ extern __thread uint64_t agent_event_ts __attribute__((tls_model("initial-exec")
  * at a zero until the agent is set up. */
 extern const uint32_t *volatile agent_heap_state;
 
+/* Heap snapshots (snapshot.h): the registry's word that moves when any
+ * process's snapshot setting changes, and the value this process expects of
+ * it (odd while it keeps its table: never equal, so every hook comes in). */
+extern const _Atomic uint32_t *volatile agent_snap_gen;
+extern _Atomic uint32_t agent_snap_expect;
+
 static inline bool agent_wanted(void)
 {
-    return __builtin_expect(__atomic_load_n(agent_heap_state, __ATOMIC_RELAXED) != 0, 0) &&
+    uint32_t snap = atomic_load_explicit(agent_snap_gen, memory_order_relaxed) ^
+                    atomic_load_explicit(&agent_snap_expect, memory_order_relaxed);
+    return __builtin_expect((__atomic_load_n(agent_heap_state, __ATOMIC_RELAXED) | snap) != 0, 0) &&
            !agent_busy;
 }
 
@@ -89,6 +99,12 @@ void emit_realloc(void *old, void *p, size_t size, int fn, const void *frame);
 void emit_init(void);
 /* Forgets per-process state in a fork child. */
 void emit_after_fork(void);
+/* The attachment to write into for session slot s, collector c, prepared
+ * (modules, this thread's name); NULL to skip. */
+ltr_attach *emit_session(unsigned s, unsigned c);
+/* Writes one event record of d, its payload encoded already. */
+void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
+              const uint8_t *payload, uint32_t n);
 /* The attachment of slot s if this process wrote into it already, else NULL. */
 ltr_attach *emit_prepared(unsigned s);
 /* The thread's name may have changed: write it again with the next event. */

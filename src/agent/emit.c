@@ -12,6 +12,7 @@
  */
 #include "agent/agent.h"
 #include "agent/perthread.h"
+#include "agent/snapshot.h"
 #include "event/event.h"
 #include "base/heap_events.h"
 #include "base/records.h"
@@ -63,6 +64,7 @@ void emit_init(void)
         modules_init();
         pthread_atfork(NULL, NULL, emit_after_fork);
         __atomic_store_n(&agent_heap_state, heap_provider.state, __ATOMIC_RELEASE);
+        snapshot_init(reg);
     }
     agent_leave();
 }
@@ -77,6 +79,7 @@ void emit_after_fork(void)
     pthread_mutex_init(&prep_lock, NULL);
     stacks_after_fork();
     modules_after_fork();
+    snapshot_after_fork();
 }
 
 ltr_attach *emit_prepared(unsigned s)
@@ -130,7 +133,7 @@ static void write_thread(ltr_attach *a)
 }
 
 /* The attachment to write into for session slot s, prepared; NULL to skip. */
-static ltr_attach *session_for(unsigned s, unsigned c)
+ltr_attach *emit_session(unsigned s, unsigned c)
 {
     bool unreachable;
     ltr_attach *a = ltr_producer_session(reg, s, &unreachable);
@@ -176,8 +179,8 @@ static uint32_t encode(const heap_event *e, uint32_t stack, uint8_t *p)
     return (uint32_t)n;
 }
 
-static void put_event(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
-                      const uint8_t *payload, uint32_t n)
+void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
+              const uint8_t *payload, uint32_t n)
 {
     ltr_cevent_in in = {.layout = ltr_event_layout_id(d, a, s), .payload = n, .ts = ts};
     if (!in.layout) {
@@ -192,11 +195,23 @@ static void put_event(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, 
     ltr_producer_commit();
 }
 
+/* The live-block table of heap snapshots (snapshot.h) follows the event:
+ * its stack is the one the sessions get. (A realloc's old block left the
+ * table before the allocator ran: hooks.c.) */
+static void keep(const heap_event *e, uint32_t stack, uint64_t ts)
+{
+    if (e->d == &ev_free)
+        snap_table_remove((uintptr_t)e->addr);
+    else
+        snap_table_insert((uintptr_t)e->addr, e->size, stack, snapshot_now_s(ts));
+}
+
 /* Writes one event into every session that wants it; events other than Free
  * carry the caller's stack, unwound at most once. */
 static void emit(const heap_event *e)
 {
     agent_busy++;
+    bool snap = snapshot_active();
     const ltr_reg_provider *slot = heap_provider.internal;
     uint32_t mask = __atomic_load_n(heap_provider.state, __ATOMIC_RELAXED);
     /* Rounded down to 100 microseconds: finer digits are noise to a heap
@@ -214,24 +229,29 @@ static void emit(const heap_event *e)
     agent_event_ts = ts;
     bool with_stack = e->d != &ev_free;
     stack_ref st = {0};
+    bool captured = snap && with_stack;
+    if (captured)
+        st = stacks_capture(e->frame);
     uint8_t payload[HEAP_PAYLOAD_MAX];
     uint32_t n = 0;
     for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
         if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, LTR_LEVEL_VERBOSE, 0))
             continue;
         unsigned c = atomic_load_explicit(&slot->per[s].collector, memory_order_relaxed);
-        ltr_attach *a = session_for(s, c);
+        ltr_attach *a = emit_session(s, c);
         if (!a)
             continue;
         if (!n) {
-            if (with_stack)
+            if (with_stack && !captured)
                 st = stacks_capture(e->frame);
             n = encode(e, st.id, payload);
         }
         if (st.id)
             stacks_publish(st, s, a);
-        put_event(a, s, c, e->d, ts, payload, n);
+        emit_put(a, s, c, e->d, ts, payload, n);
     }
+    if (snap)
+        keep(e, st.id, ts);
     agent_event_ts = 0;
     agent_leave();
 }

@@ -17,6 +17,7 @@
 #include "agent/agent.h"
 #include "agent/perthread.h"
 #include "agent/redirect.h"
+#include "agent/snapshot.h"
 #include "agent/unwind.h"
 
 #include <dlfcn.h>
@@ -187,7 +188,11 @@ EXPORT void *realloc(void *old, size_t n)
         return old ? NULL : boot_alloc(n, 16);
     if (!agent_wanted())
         return real.realloc(old, n);
+    uint64_t kept[2];
+    bool took = snapshot_realloc_begin(old, kept);
     void *p = real.realloc(old, n);
+    if (took && !p && n)
+        snapshot_realloc_failed(old, kept);
     if (p || (old && !n))
         report_realloc(old, p, n, FN_REALLOC, HOOK_FRAME);
     return p;
@@ -204,9 +209,13 @@ EXPORT void *reallocarray(void *old, size_t n, size_t m)
         return realloc(old, total);
     if (!agent_wanted())
         return real.reallocarray(old, n, m);
+    uint64_t kept[2];
+    bool took = snapshot_realloc_begin(old, kept);
     agent_busy++; /* glibc's reallocarray calls realloc: one event, not two */
     void *p = real.reallocarray(old, n, m);
     agent_leave();
+    if (took && !p && total)
+        snapshot_realloc_failed(old, kept);
     if (p || (old && !total))
         report_realloc(old, p, total, FN_REALLOCARRAY, HOOK_FRAME);
     return p;

@@ -86,6 +86,20 @@ typedef struct window_spec {
 static int window_prepare(ltr_analysis *a, const ltr_analyze_opts *o, window_spec *w, ltr_error *err)
 {
     const char *text[2] = {o->from, o->to}, *markers[2] = {NULL, NULL};
+    uint64_t *snap[2] = {&a->snap_from, &a->snap_to};
+    for (int i = 0; i < 2; i++) {
+        /* snapshot:N names a heap snapshot: the report is then the
+         * difference between two; the heap window stays the whole trace */
+        int b = an_snapshot_bound(text[i], snap[i]);
+        if (b < 0)
+            return ltr_fail(err, EINVAL, "%s '%s': a snapshot is named snapshot:N, N from 1",
+                            i ? "--to" : "--from", text[i]);
+        if (b > 0)
+            text[i] = NULL;
+    }
+    if (!a->snap_from != !a->snap_to)
+        return ltr_fail(err, EINVAL, "--from and --to name snapshots together (snapshot:N), or "
+                        "neither does");
     for (int i = 0; i < 2; i++) {
         w->set[i] = text[i] != NULL;
         if (text[i] && parse_seconds(text[i], &w->secs[i]) == 0)
@@ -140,6 +154,8 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
+    if (an_snapshot_event(a, ev))
+        return;
     an_heap_event h;
     an_decode(d, ev, &h);
     if (h.kind == AN_NOT_HEAP || (o->pid_set && ev->pid != o->pid))
@@ -323,9 +339,14 @@ static void warn_state(ltr_analysis *a)
              (unsigned long long)implicit);
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
-    else if (!a->heap_events)
+    else if (!a->heap_events && !a->nsnaps)
         an_warn(a, "the trace holds no heap events (provider " LTR_HEAP_PROVIDER ")%s",
              a->events ? "" : ": it holds no events at all");
+    for (size_t i = 0; i < a->nsnaps; i++)
+        if (a->snaps[i].complete <= 0)
+            an_warn(a, "heap snapshot %zu (process %u) is %s: its totals count what arrived", i + 1,
+                    a->snaps[i].pid, a->snaps[i].complete ? "missing stack records that were lost"
+                                                          : "cut (no end: the process exited while writing it)");
     if (a->from_set && a->heap_events && a->model.from > a->sum.last_ts)
         an_warn(a, "the window starts after the trace's last event (%.6f s): nothing happened in it",
                 an_seconds(a, a->sum.last_ts));
@@ -343,6 +364,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     a->debug_path = o->debug_path;
     a->pid_set = o->pid_set;
     a->pid = o->pid;
+    a->trend_wanted = o->trend;
+    ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &a->snap_guid);
     window_spec w = {0};
     int rc = ltr_trace_open(path, &a->trace, err);
     if (rc == 0)
@@ -356,6 +379,29 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         return rc;
     }
     an_model_finish(&a->model);
+    an_snapshots_finish(a);
+    if (a->snap_from && (!an_snapshot_named(a, a->snap_from) || !an_snapshot_named(a, a->snap_to))) {
+        ltr_fail(err, ENOENT, "the trace holds %zu heap snapshot(s): no snapshot:%llu", a->nsnaps,
+                 (unsigned long long)(an_snapshot_named(a, a->snap_from) ? a->snap_to : a->snap_from));
+        ltr_analysis_free(a);
+        return -ENOENT;
+    }
+    if (a->snap_from && an_snapshot_named(a, a->snap_from)->pid != an_snapshot_named(a, a->snap_to)->pid) {
+        ltr_fail(err, EINVAL, "snapshot:%llu and snapshot:%llu are of different processes (%u, %u): "
+                 "a difference is between two snapshots of one process",
+                 (unsigned long long)a->snap_from, (unsigned long long)a->snap_to,
+                 an_snapshot_named(a, a->snap_from)->pid, an_snapshot_named(a, a->snap_to)->pid);
+        ltr_analysis_free(a);
+        return -EINVAL;
+    }
+    if (o->snapshot && !(a->export_snap = an_snapshot_named(a, o->snapshot))) {
+        ltr_fail(err, ENOENT, "--snapshot %llu: the trace holds %zu heap snapshot(s)",
+                 (unsigned long long)o->snapshot, a->nsnaps);
+        ltr_analysis_free(a);
+        return -ENOENT;
+    }
+    if (a->trend_wanted)
+        an_trend_run(a);
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
@@ -369,6 +415,7 @@ void ltr_analysis_free(ltr_analysis *a)
     if (!a)
         return;
     an_model_free(&a->model);
+    an_snapshots_free(a);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
         ltr_trace_close(a->trace);

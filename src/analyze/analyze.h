@@ -16,11 +16,14 @@
 typedef struct ltr_analysis ltr_analysis;
 
 typedef struct ltr_analyze_opts {
-    const char *from, *to; /* seconds from the trace start, or the text of a marker; NULL = the trace's bounds */
+    const char *from, *to; /* seconds from the trace start, or the text of a marker, or
+                            * "snapshot:N" (the difference between two heap snapshots); NULL = the trace's bounds */
     int pid_set;
     uint32_t pid;          /* only this process, when pid_set */
     int progress;          /* a progress bar on stderr when it is a terminal and the run is long */
     const char *debug_path; /* debug directories for separate debug info; NULL = elfutils' default */
+    int trend;             /* rank stacks by their trend across heap snapshots */
+    uint64_t snapshot;     /* ltr export: heap snapshot N (1-based) instead of the heap events; 0: none */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {

@@ -3,9 +3,13 @@
  * stack, "process;outermost;...;innermost VALUE", with VALUE the bytes the
  * stack holds at the window's end (AIFO + AOFO). Inlined calls are frames of
  * their own. ';' inside a name would split a frame, so it becomes ':'.
+ * With --snapshot N, VALUE is the bytes of the stack's live blocks in that
+ * heap snapshot.
  */
 #include "analyze/internal.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void name(FILE *out, const ltr_sym_frame *f)
@@ -24,26 +28,34 @@ static void name(FILE *out, const ltr_sym_frame *f)
     fputs(buf, out);
 }
 
-int an_write_folded(ltr_analysis *a, FILE *out)
+static void line(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
-    size_t np;
-    an_proc *const *procs = an_procs(a, &np);
-    for (size_t i = 0; i < np; i++) {
-        const an_proc *p = procs[i];
-        const char *exe = an_process_exe(a, p->pid), *b = strrchr(exe, '/');
-        for (size_t k = 0; k < p->nstacks; k++) {
-            const an_stack *s = &p->stacks[k];
-            uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
-            if (!bytes)
-                continue;
-            fprintf(out, "%s[%u]", *exe ? (b ? b + 1 : exe) : "pid", p->pid);
-            for (size_t n = an_frames(a, s, f, AN_MAX_FRAMES); n-- > 0;) {
-                fputc(';', out);
-                name(out, &f[n]);
-            }
-            fprintf(out, " %llu\n", (unsigned long long)bytes);
-        }
+    uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
+    if (!bytes)
+        return;
+    const char *exe = an_process_exe(a, s->pid), *b = strrchr(exe, '/');
+    fprintf(out, "%s[%u]", *exe ? (b ? b + 1 : exe) : "pid", s->pid);
+    for (size_t n = an_frames(a, s, f, AN_MAX_FRAMES); n-- > 0;) {
+        fputc(';', out);
+        name(out, &f[n]);
     }
+    fprintf(out, " %llu\n", (unsigned long long)bytes);
+}
+
+int an_write_folded(ltr_analysis *a, FILE *out)
+{
+    size_t np;
+    if (a->export_snap) { /* a heap snapshot's live bytes by stack */
+        an_stack *v = an_snapshot_stacks(a->export_snap, &np);
+        for (size_t k = 0; k < np; k++)
+            line(a, out, &v[k]);
+        free(v);
+        return v ? 0 : -ENOMEM;
+    }
+    an_proc *const *procs = an_procs(a, &np);
+    for (size_t i = 0; i < np; i++)
+        for (size_t k = 0; k < procs[i]->nstacks; k++)
+            line(a, out, &procs[i]->stacks[k]);
     return 0;
 }

@@ -22,6 +22,45 @@ typedef struct an_nosyms {
     char *debug_file; /* where a debug file would be looked for by build-id, NULL without one */
 } an_nosyms;
 
+/* Heap snapshots (snapshots.c). */
+typedef struct an_snap_stack {
+    uint32_t stack;
+    uint64_t blocks, bytes, oldest_s, older_1h;
+} an_snap_stack;
+
+typedef struct an_snapshot {
+    uint32_t pid;
+    uint64_t seq, ts;
+    int complete; /* 1: its End came with every stack; -1: stacks were lost; 0: no End (cut) */
+    uint64_t blocks, bytes, pause_ns;
+    uint64_t older_1h, oldest_s; /* bytes in blocks an hour old or more; the oldest block's age */
+    an_snap_stack *stacks;
+    size_t nstacks;
+} an_snapshot;
+
+typedef struct an_snap_delta {
+    uint32_t stack;
+    int64_t delta, blocks;
+} an_snap_delta;
+
+typedef enum an_verdict { AN_LEAK, AN_PLATEAU, AN_NOISE } an_verdict;
+extern const char *const an_verdict_names[];
+
+typedef struct an_trend {
+    uint32_t pid, stack;
+    an_verdict verdict;
+    double growth; /* bytes per hour, Theil–Sen over every snapshot */
+    uint64_t first, last, ts;
+    size_t snapshots;
+} an_trend;
+
+/* The thresholds of --trend (docs/analysis.md, "Trend"). */
+#define AN_TREND_MIN_SNAPSHOTS 4
+#define AN_TREND_MIN_TAU 0.6      /* Mann–Kendall S / pairs for a leak */
+#define AN_TREND_MIN_BYTES 4096.0 /* growth smaller than this is nobody's leak */
+#define AN_TREND_NOISE_K 3.0      /* growth must exceed K times the series' MAD */
+#define AN_TREND_LATE_SHARE 0.5   /* a leak's later half grows at least half as fast */
+
 struct ltr_analysis {
     ltr_trace *trace;
     char *path;
@@ -46,7 +85,37 @@ struct ltr_analysis {
     uint32_t pid;
     int progress;
     const char *debug_path;
+    ltr_guid snap_guid;       /* Ltr.HeapSnapshot */
+    an_snapshot *snaps;       /* in the order their Begin came */
+    size_t nsnaps;
+    uint64_t snap_from, snap_to; /* --from/--to snapshot:N (1-based), 0 if not given */
+    int trend_wanted;
+    const an_snapshot *export_snap; /* ltr export --snapshot N */
+    an_trend *trend;
+    size_t ntrend;
 };
+
+/* A Ltr.HeapSnapshot event: taken in (1), or not one (0). */
+int an_snapshot_event(ltr_analysis *a, const ltr_event *ev);
+/* After the stream: a cut snapshot's totals are those of what arrived. */
+void an_snapshots_finish(ltr_analysis *a);
+void an_snapshots_free(ltr_analysis *a);
+/* Stacks by their growth from one snapshot to the other, largest first. */
+an_snap_delta *an_snapshot_diff(const an_snapshot *from, const an_snapshot *to, size_t *n);
+/* Classifies every stack of each process across its complete snapshots. */
+void an_trend_run(ltr_analysis *a);
+/* The n-th snapshot of the trace (1-based), or NULL. */
+const an_snapshot *an_snapshot_named(const ltr_analysis *a, uint64_t n);
+/* "snapshot:N": 1 with *n set, 0 if text is not of that form, -1 if N is bad. */
+int an_snapshot_bound(const char *text, uint64_t *n);
+/* The frames of a stack of a snapshot, as the report writers print them. */
+void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s);
+void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s);
+/* ltr export --snapshot: the snapshot's stacks as the writers' stacks, each
+ * with its live blocks as outstanding (AOFO); malloc'd, *n of them. */
+an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n);
+int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
+void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 
 /* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */
 typedef struct an_entry {

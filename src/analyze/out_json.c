@@ -32,7 +32,7 @@ static void jframe(FILE *out, const ltr_sym_frame *f)
             (unsigned long long)f->address, (unsigned long long)f->offset, f->inlined ? "true" : "false");
 }
 
-static void jframes(ltr_analysis *a, FILE *out, const an_stack *s)
+void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
@@ -142,7 +142,7 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
             fprintf(out, "\"type\":\"%s\",", an_type_names[e[i].type]);
         fprintf(out, "\"%s\":%llu,\"%s\":%llu,", bytes_key[rank], (unsigned long long)e[i].bytes,
                 count_key[rank], (unsigned long long)e[i].count);
-        jframes(a, out, e[i].stack);
+        an_json_frames(a, out, e[i].stack);
         fputc('}', out);
     }
     free(seen);
@@ -186,6 +186,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     jlist(a, out, "stacks", AN_RANK_OUTSTANDING, top);
     jlist(a, out, "most_calls", AN_RANK_CALLS, top);
     jlist(a, out, "most_temporary", AN_RANK_TEMPORARY, top);
+    an_write_snapshots_json(a, out, top);
     jnosyms(a, out);
     fputs("}\n", out);
     return 0;

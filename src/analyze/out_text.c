@@ -33,7 +33,7 @@ void an_print_frame(FILE *out, const ltr_sym_frame *f)
         fprintf(out, "  0x%llx", (unsigned long long)f->address);
 }
 
-static void print_frames(ltr_analysis *a, FILE *out, const an_stack *s)
+void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
@@ -66,7 +66,7 @@ static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank ran
         else
             fprintf(out, "    #%zu %llu temporary of %llu calls\n", i + 1, (unsigned long long)e[i].count,
                     (unsigned long long)e[i].bytes);
-        print_frames(a, out, e[i].stack);
+        an_text_frames(a, out, e[i].stack);
     }
     free(e);
 }
@@ -141,5 +141,5 @@ int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
         print_list(a, out, p, AN_RANK_TEMPORARY, top);
         print_histogram(out, p);
     }
-    return 0;
+    return an_write_snapshots_text(a, out, top);
 }

@@ -334,6 +334,18 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
     uint64_t pid_key = str_index(&pp, "pid");
     size_t np;
     an_proc *const *procs = an_procs(a, &np);
+    if (a->export_snap) { /* a heap snapshot: inuse values only (the alloc ones are 0) */
+        size_t ns;
+        an_stack *v = an_snapshot_stacks(a->export_snap, &ns);
+        pp.out.failed |= !v;
+        main_binary_first(&pp, a->trace, a->export_snap->pid);
+        an_hmap_init(&pp.locations, sizeof(pp_key));
+        for (size_t k = 0; k < ns; k++)
+            sample(&pp, a, &v[k], pid_key);
+        an_hmap_free(&pp.locations);
+        free(v);
+        np = 0;
+    }
     if (np)
         main_binary_first(&pp, a->trace, procs[0]->pid);
     for (size_t i = 0; i < np; i++) {

@@ -18,4 +18,18 @@ enum ltr_heap_event_id {
     LTR_HEAP_EV_REALLOC = 3,
 };
 
+/* Heap snapshots (docs/heap-events.md, "Heap snapshots"): a provider of
+ * their own, so that a session receives snapshots without every allocation. */
+#define LTR_HEAP_SNAPSHOT_PROVIDER "Ltr.HeapSnapshot"
+
+enum ltr_heap_snapshot_event_id {
+    LTR_SNAP_EV_BEGIN = 1,
+    LTR_SNAP_EV_STACK = 2,
+    LTR_SNAP_EV_END = 3,
+};
+
+/* A SnapshotStack's bytes in blocks older than these ages, in seconds. */
+#define LTR_SNAP_AGES 4
+static const unsigned ltr_snap_age_s[LTR_SNAP_AGES] __attribute__((unused)) = {60, 600, 3600, 86400};
+
 #endif

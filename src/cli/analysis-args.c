@@ -44,6 +44,12 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
     case 'o': out->output = optarg; return 0;
     case 'W': out->force = 1; return 0;
     case 'd': out->opts.debug_path = optarg; return 0;
+    case 'T': out->opts.trend = 1; return 0;
+    case 'S':
+        if (cli_parse_u64(cmd, "--snapshot", optarg, 1, UINT32_MAX, &v) < 0)
+            return -1;
+        out->opts.snapshot = v;
+        return 0;
     }
     return -1;
 }
@@ -53,10 +59,12 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
 {
     static const struct option analyze_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
-        {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
-        {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"help", 0, 0, 'h'},
+        {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
+        {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     memset(out, 0, sizeof *out);
     out->top = 10;

@@ -60,5 +60,9 @@ int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_snapshotconfig(int argc, char **argv);
+int cmd_singlesnapshot(int argc, char **argv);
+int cmd_enableperiodicsnapshot(int argc, char **argv);
+int cmd_disableperiodicsnapshot(int argc, char **argv);
 
 #endif

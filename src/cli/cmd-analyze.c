@@ -10,7 +10,7 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--debug-dir DIRS]"
+    "                  [--trend] [--debug-dir DIRS]"
 
 static void help(void)
 {
@@ -24,6 +24,10 @@ static void help(void)
            "options:\n"
            "  --from T, --to T   the window; T is seconds from the trace start (e.g. 2.5)\n"
            "                     or the text of a marker (ltr marker TEXT). Default: all.\n"
+           "                     snapshot:N and snapshot:M (heap snapshots, numbered as\n"
+           "                     the report lists them): the difference by stack\n"
+           "  --trend            rank stacks by their growth across periodic heap\n"
+           "                     snapshots: leak, plateau (a cache) or noise\n"
            "  --pid P            only process P\n"
            "  --top N            stacks per list (default 10, 0 = all)\n"
            "  --format F         text (default), json (docs/analysis.md) or csv\n"

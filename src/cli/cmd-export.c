@@ -12,7 +12,7 @@
 
 #define USAGE                                                                                    \
     "ltr export TRACE --format pprof|folded|json|csv -o OUT [--force] [--from T] [--to T]\n"       \
-    "                 [--pid P] [--debug-dir DIRS]"
+    "                 [--pid P] [--snapshot N] [--debug-dir DIRS]"
 
 static void help(void)
 {
@@ -27,7 +27,10 @@ static void help(void)
            "options: --from T, --to T, --pid P, --debug-dir DIRS as for ltr analyze;\n"
            "  -o, --output OUT  the file to write ('-' = standard output); an existing\n"
            "                    OUT is refused\n"
-           "  --force           replace an existing OUT\n\n"
+           "  --force           replace an existing OUT\n"
+           "  --snapshot N      pprof and folded: heap snapshot N (snapshot:N of 'ltr\n"
+           "                    analyze'), its live blocks by stack, instead of the\n"
+           "                    heap events\n\n"
            "exit status: 0 done, 1 the trace could not be read, OUT not written, or the\n"
            "window or --pid is not one of the trace (as for ltr analyze),\n"
            "2 bad usage, 3 the trace is damaged (its intact part was exported).\n");
@@ -72,6 +75,10 @@ int cmd_export(int argc, char **argv)
     int rc = cli_analysis_parse("export", argc, argv, USAGE, help, formats, 1, &args);
     if (rc >= 0)
         return rc;
+    if (args.opts.snapshot && args.format != LTR_REPORT_PPROF && args.format != LTR_REPORT_FOLDED) {
+        cli_fail("export", "--snapshot goes with --format pprof or folded");
+        return cli_usage_error("export", USAGE);
+    }
     if (strcmp(args.output, "-") != 0 && cli_refuse_existing("export", args.output, args.force))
         return 1;
     ltr_analysis *a = cli_analysis_run("export", &args);

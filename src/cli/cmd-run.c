@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "recorder/heaprun.h"
+#include "recorder/snapshot.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -55,10 +56,11 @@ int cmd_run(int argc, char **argv)
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("run", "%s", err.msg);
     if (l.session ? cli_session_request("run", l.session, "status", NULL, NULL, NULL) != 0
-                  : !ltr_heap_traced_anywhere())
+                  : !ltr_heap_traced_anywhere() && !ltr_snapshot_session_running())
         return l.session ? 1
                          : cli_fail("run", "no running session traces the heap, so nothing would record %s: "
-                                           "start one first ('ltr start heap'), then 'ltr run -- %s'",
+                                           "start one first ('ltr start heap', or 'ltr start heapsnapshot' for "
+                                           "snapshots), then 'ltr run -- %s'",
                                     argv[optind], argv[optind]);
     l.argv = argv + optind;
     l.agent = agent;

@@ -16,6 +16,10 @@ static const cli_command commands[] = {
     {"stop", cmd_stop, "end a session and write its trace"},
     {"cancel", cmd_cancel, "end a session without writing a trace"},
     {"marker", cmd_marker, "put a marker event into every running session"},
+    {"snapshotconfig", cmd_snapshotconfig, "keep a live-block table for heap snapshots (--pid, --name)"},
+    {"singlesnapshot", cmd_singlesnapshot, "write a heap snapshot of processes now"},
+    {"enableperiodicsnapshot", cmd_enableperiodicsnapshot, "write heap snapshots every N seconds"},
+    {"disableperiodicsnapshot", cmd_disableperiodicsnapshot, "stop periodic heap snapshots"},
     {"info", cmd_info, "show what a trace holds: header, processes, providers, counters"},
     {"dump", cmd_dump, "print every event of a trace, one per line"},
     {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window"},
@@ -30,7 +34,7 @@ static void usage(FILE *out)
                  "ltr, the Linux trace recorder: records events and heap allocations with\n"
                  "their call stacks, and finds what holds the memory.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-23s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'ltr help COMMAND' or 'ltr COMMAND --help' tells more about a command;\n"
                  "'ltr --version' prints the version.\n\n"
                  "exit status: each command's help lists its own; 0 done, 1 failed, 2 bad\n"

@@ -51,6 +51,41 @@ typedef struct ltr_reg_provider {
     ltr_reg_enable per[LTR_MAX_SESSIONS];
 } ltr_reg_provider;
 
+/* Heap snapshots (docs/heap-tracing.md, "Heap snapshots"): which processes
+ * keep a live-block table, and their requests. Written by ltr under the
+ * registry's lock; the agent of process pid reads its own entry and writes
+ * only the words marked "agent". */
+#define LTR_SNAP_PROCS 512
+#define LTR_SNAP_NAMES 64
+#define LTR_SNAP_NAME_MAX 16 /* a process name as the kernel keeps it (comm), with its 0 */
+
+typedef struct ltr_reg_snap_proc {
+    _Atomic uint32_t pid;       /* 0: entry free */
+    _Atomic uint32_t enabled;   /* the table is to be kept */
+    _Atomic uint64_t start;     /* ltr_proc_start_time of the process: a reused pid is another */
+    _Atomic uint64_t requested; /* snapshots asked for so far (singlesnapshot adds one) */
+    _Atomic uint32_t period_s;  /* a snapshot every period_s seconds; 0: none */
+    _Atomic uint32_t tracking;  /* agent: 1 while its table is kept */
+    _Atomic uint64_t written;   /* agent: the requests answered so far */
+    _Atomic uint64_t snapshots; /* agent: snapshots written (any reason) */
+} ltr_reg_snap_proc;
+
+typedef struct ltr_reg_snap_name {
+    _Atomic uint32_t used;
+    char name[LTR_SNAP_NAME_MAX];
+} ltr_reg_snap_name;
+
+typedef struct ltr_reg_snapshots {
+    /* Moves (by 2, so never odd) at every change below. A hook of the agent
+     * compares it with what it saw (agent.h: agent_wanted), so a change
+     * reaches a process at its next allocation with no signal; the agent's
+     * snapshot thread sleeps on it (a futex: ltr wakes it). */
+    _Alignas(64) _Atomic uint32_t gen;
+    uint32_t pad[15];
+    ltr_reg_snap_proc procs[LTR_SNAP_PROCS];
+    ltr_reg_snap_name names[LTR_SNAP_NAMES];
+} ltr_reg_snapshots;
+
 typedef struct ltr_registry {
     uint64_t magic;
     uint32_t nsessions, nproviders;
@@ -58,6 +93,9 @@ typedef struct ltr_registry {
     uint8_t pad[40];
     ltr_reg_session sessions[LTR_MAX_SESSIONS];
     ltr_reg_provider providers[LTR_MAX_PROVIDERS];
+    /* Last, so that a registry file of an ltr before snapshots grows into
+     * it (open_registry sizes it) and older readers map what they know. */
+    ltr_reg_snapshots snap;
 } ltr_registry;
 
 /* Maps the registry of this user (creating it), once per process. NULL on

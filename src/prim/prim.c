@@ -661,6 +661,22 @@ bool ltr_pid_alive(pid_t pid)
     return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
 }
 
+uint64_t ltr_proc_start_time(uint32_t pid)
+{
+    char path[64], stat[1024];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
+    if (ltr_read_small_file(path, stat, sizeof stat) <= 0)
+        return 0;
+    /* the command may hold spaces and parentheses: count from the last ')' */
+    const char *f = strrchr(stat, ')');
+    for (int field = 2; f && field < 22; field++)
+        f = strchr(f + 1, ' ');
+    return f ? strtoull(f + 1, NULL, 10) : 0;
+}
+
 uint64_t ltr_total_ram(void)
 {
     struct sysinfo si;

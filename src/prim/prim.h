@@ -133,6 +133,10 @@ void ltr_unmap(void *addr, size_t size);
 int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 
 bool ltr_pid_alive(pid_t pid);
+/* When process pid (0: this one) started, in clock ticks after boot (field 22
+ * of /proc/PID/stat): with the pid, names a process even after its pid is
+ * reused. 0 if it cannot be read (no such process). */
+uint64_t ltr_proc_start_time(uint32_t pid);
 uint64_t ltr_total_ram(void);
 /* The thread id, cached per thread (gettid is a system call). */
 uint32_t ltr_gettid(void);

@@ -272,6 +272,7 @@ static void apply_windows_provider(builder *b, const wprp_node *ep, const ltr_wi
         add_syskw(b, "Loader", collector, ep, ep->line);
     } else if (w->use == LTR_WINPROV_HEAP_SNAPSHOT) {
         b->plan->heap.snapshot = true;
+        b->plan->heap.snapshot_collector = collector;
         b->started++;
     } else {
         char *what = prof_asprintf("provider %s {%s}", w->name, text);

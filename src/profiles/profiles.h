@@ -103,6 +103,7 @@ typedef struct ltr_plan_syskw {
 typedef struct ltr_plan_heap {
     bool enabled;
     bool snapshot;       /* the heap snapshot provider was asked for */
+    size_t snapshot_collector; /* index in ltr_plan.collectors of its collector */
     uint32_t *pids;      /* HeapProcessIds */
     size_t npids;
     char **process_names; /* ltr's HeapProcessNames extension */

@@ -119,6 +119,25 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
     return 0;
 }
 
+/* Heap snapshots: the Ltr.HeapSnapshot provider of the agent, for every
+ * process whose snapshots are enabled (`ltr snapshotconfig`), not only the
+ * heap collector's process ids. */
+static int add_snapshot(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
+{
+    int c = collector_for(plan, plan->heap.snapshot_collector, cfg, map, err);
+    if (c < 0)
+        return c;
+    if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+        return ltr_fail(err, E2BIG, "the profiles enable more than %d providers",
+                        LTR_MAX_SESSION_PROVIDERS);
+    ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
+    memset(ps, 0, sizeof *ps);
+    snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_SNAPSHOT_PROVIDER);
+    ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &ps->guid);
+    ps->collector = (uint8_t)c;
+    return 0;
+}
+
 int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, ltr_bytes *notes,
                                  ltr_error *err)
 {
@@ -153,6 +172,8 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
     list_syskw(plan, notes, true, "system keywords not available in this ltr yet: ");
     list_syskw(plan, notes, false, "system keywords with no Linux counterpart, skipped: ");
     if (plan->heap.enabled && add_heap(plan, cfg, map, err) != 0)
+        return -err->code;
+    if (plan->heap.snapshot && add_snapshot(plan, cfg, map, err) != 0)
         return -err->code;
     for (size_t i = 0; i < plan->nskipped; i++)
         note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);

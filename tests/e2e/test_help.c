@@ -22,7 +22,8 @@
 
 static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
                                        "stop",   "cancel", "marker", "info",    "dump",
-                                       "analyze", "export", "profiles"};
+                                       "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
+                                       "enableperiodicsnapshot", "disableperiodicsnapshot"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)

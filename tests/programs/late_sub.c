@@ -1,5 +1,5 @@
 /*
- * tests/agent/late_sub.c — liblatesub.so, in tests/late-sub/: found only
+ * tests/programs/late_sub.c — liblatesub.so, in tests/late-sub/: found only
  * through the RUNPATH ($ORIGIN/late-sub) of liblatecaller.so, which
  * dlopens it by its bare name after the agent came (late_target.cpp).
  */

@@ -1,5 +1,5 @@
 /*
- * tests/agent/late_target.cpp — a program started without the agent that
+ * tests/programs/late_target.cpp — a program started without the agent that
  * dlopen()s it while it runs, as ltr's injector makes a process do; what
  * test_late.c checks in the trace.
  *

@@ -1,5 +1,5 @@
 /*
- * tests/agent/test_late.c — the heap agent arriving late: late-target (see
+ * tests/e2e/test_late.c — the heap agent arriving late: late-target (see
  * late_target.cpp) runs without LD_PRELOAD, dlopen()s libltr-heap.so while
  * its threads allocate (what ltr's injector makes a process do), and a heap
  * session started afterwards records its known allocations exactly, with

@@ -1,5 +1,5 @@
 /*
- * tests/agent/late_caller.c — liblatecaller.so, with RUNPATH $ORIGIN/late-sub:
+ * tests/programs/late_caller.c — liblatecaller.so, with RUNPATH $ORIGIN/late-sub:
  * dlopens liblatesub.so by its bare name, which only its own RUNPATH finds
  * (the agent's dlopen wrapper must search as ld.so would for this caller),
  * and returns what sub_alloc allocated.

@@ -1,0 +1,107 @@
+/*
+ * analyze/snapshots_out.c — the heap snapshot parts of the text and JSON
+ * reports (snapshots.c collects and classifies): each snapshot's totals, the
+ * difference between two, the trend. docs/analysis.md documents the keys.
+ */
+#include "analyze/internal.h"
+
+#include <stdlib.h>
+
+static an_stack stack_of(uint32_t pid, uint32_t id, uint64_t ts)
+{
+    return (an_stack){.pid = pid, .stack_id = id, .first_ts = ts};
+}
+
+static size_t shown(size_t n, unsigned top)
+{
+    return top && n > top ? top : n;
+}
+
+int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
+{
+    if (!a->nsnaps)
+        return 0;
+    fprintf(out, "\nheap snapshots: %zu\n", a->nsnaps);
+    for (size_t i = 0; i < a->nsnaps; i++) {
+        const an_snapshot *s = &a->snaps[i];
+        fprintf(out, "  snapshot:%zu process %u at %.3f s: %llu bytes in %llu live blocks, %zu stacks, "
+                     "%llu bytes in blocks an hour old or more, oldest %llu s%s\n",
+                i + 1, s->pid, an_seconds(a, s->ts), (unsigned long long)s->bytes,
+                (unsigned long long)s->blocks, s->nstacks, (unsigned long long)s->older_1h,
+                (unsigned long long)s->oldest_s,
+                s->complete > 0 ? "" : s->complete ? " (stack records lost)" : " (cut)");
+    }
+    if (a->snap_from) {
+        const an_snapshot *f = an_snapshot_named(a, a->snap_from), *t = an_snapshot_named(a, a->snap_to);
+        size_t n;
+        an_snap_delta *d = an_snapshot_diff(f, t, &n);
+        fprintf(out, "\ndifference by stack, snapshot:%llu (%.3f s) to snapshot:%llu (%.3f s):\n",
+                (unsigned long long)a->snap_from, an_seconds(a, f->ts),
+                (unsigned long long)a->snap_to, an_seconds(a, t->ts));
+        for (size_t i = 0; d && i < shown(n, top); i++) {
+            fprintf(out, "    #%zu %+lld bytes, %+lld blocks\n", i + 1, (long long)d[i].delta,
+                    (long long)d[i].blocks);
+            an_stack st = stack_of(t->pid, d[i].stack, t->ts);
+            an_text_frames(a, out, &st);
+        }
+        free(d);
+    }
+    if (a->trend_wanted) {
+        fprintf(out, "\ntrend across periodic snapshots (leaks first):%s\n",
+                a->ntrend ? "" : " none (a process needs 4 complete snapshots)");
+        for (size_t i = 0; i < shown(a->ntrend, top); i++) {
+            const an_trend *t = &a->trend[i];
+            fprintf(out, "    #%zu %s: %+.0f bytes/hour, %llu -> %llu bytes over %zu snapshots (process %u)\n",
+                    i + 1, an_verdict_names[t->verdict], t->growth, (unsigned long long)t->first,
+                    (unsigned long long)t->last, t->snapshots, t->pid);
+            an_stack st = stack_of(t->pid, t->stack, t->ts);
+            an_text_frames(a, out, &st);
+        }
+    }
+    return 0;
+}
+
+void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
+{
+    fputs(",\"snapshots\":[", out);
+    for (size_t i = 0; i < a->nsnaps; i++) {
+        const an_snapshot *s = &a->snaps[i];
+        fprintf(out, "%s{\"name\":\"snapshot:%zu\",\"pid\":%u,\"seconds\":%.6f,\"bytes\":%llu,"
+                     "\"blocks\":%llu,\"stacks\":%zu,\"complete\":%s,\"pause_ns\":%llu,"
+                     "\"bytes_older_1h\":%llu,\"oldest_s\":%llu}",
+                i ? "," : "", i + 1, s->pid, an_seconds(a, s->ts), (unsigned long long)s->bytes,
+                (unsigned long long)s->blocks, s->nstacks, s->complete > 0 ? "true" : "false",
+                (unsigned long long)s->pause_ns, (unsigned long long)s->older_1h,
+                (unsigned long long)s->oldest_s);
+    }
+    fputc(']', out);
+    if (a->snap_from) {
+        const an_snapshot *f = an_snapshot_named(a, a->snap_from), *t = an_snapshot_named(a, a->snap_to);
+        size_t n;
+        an_snap_delta *d = an_snapshot_diff(f, t, &n);
+        fputs(",\"snapshot_diff\":[", out);
+        for (size_t i = 0; d && i < shown(n, top); i++) {
+            fprintf(out, "%s{\"pid\":%u,\"bytes\":%lld,\"blocks\":%lld,", i ? "," : "", t->pid,
+                    (long long)d[i].delta, (long long)d[i].blocks);
+            an_stack st = stack_of(t->pid, d[i].stack, t->ts);
+            an_json_frames(a, out, &st);
+            fputc('}', out);
+        }
+        fputc(']', out);
+        free(d);
+    }
+    if (a->trend_wanted) {
+        fputs(",\"trend\":[", out);
+        for (size_t i = 0; i < shown(a->ntrend, top); i++) {
+            const an_trend *t = &a->trend[i];
+            fprintf(out, "%s{\"pid\":%u,\"verdict\":\"%s\",\"growth_bytes_per_hour\":%.0f,"
+                         "\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
+                    i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth,
+                    (unsigned long long)t->first, (unsigned long long)t->last, t->snapshots);
+            an_stack st = stack_of(t->pid, t->stack, t->ts);
+            an_json_frames(a, out, &st);
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
+}

@@ -1,0 +1,117 @@
+/*
+ * cli/cmd-snapshotconfig.c — `ltr snapshotconfig heap (--pid P... | --name N)
+ * [enable|disable]`: whether processes keep the live-block table that heap
+ * snapshots write (WPR's command, the same meaning). The setting is in the
+ * registry (recorder/snapshot.h); without a verb it is shown.
+ */
+#include "cli/cli.h"
+#include "cli/snapshot-args.h"
+#include "recorder/snapshot.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] = "ltr snapshotconfig heap (--pid PID... | --name NAME) [enable|disable]";
+static const char help[] =
+    "While heap snapshots are enabled for a process, its heap agent keeps a table\n"
+    "of its live blocks (size, call stack, allocation time) from then on, and\n"
+    "writes it into the sessions of 'ltr start heapsnapshot' when asked\n"
+    "('ltr singlesnapshot', 'ltr enableperiodicsnapshot'). No event is written\n"
+    "per allocation. --pid: running processes, which must carry the heap agent\n"
+    "(started with 'ltr run'). --name: every new process of that name (the\n"
+    "kernel's name of the program, 15 characters at most) that carries the agent.\n"
+    "Without enable or disable, prints the current setting.\n"
+    "\nexit status: 0 done, 1 failed (no such process, no agent), 2 bad usage.\n";
+
+static void show_proc(const ltr_snapshot_proc *p)
+{
+    printf("pid %u: %s", p->pid, p->enabled ? "enabled" : "disabled");
+    if (p->enabled)
+        printf(", %s", p->tracking ? "table kept" : "table starts at its next allocation");
+    if (p->period_s)
+        printf(", a snapshot every %u s", p->period_s);
+    printf(", %" PRIu64 " snapshots written\n", p->snapshots);
+}
+
+static int show(const char *name, const uint32_t *pids, int npids)
+{
+    ltr_error err;
+    if (npids) {
+        int rc = 0;
+        for (int i = 0; i < npids; i++) {
+            ltr_snapshot_proc p;
+            if (ltr_snapshot_get(pids[i], &p, &err) == 0)
+                show_proc(&p);
+            else if (err.code == ENOENT)
+                printf("pid %u: disabled\n", pids[i]);
+            else
+                rc = cli_fail("snapshotconfig", "%s", err.msg);
+        }
+        return rc;
+    }
+    ltr_snapshot_proc procs[LTR_SNAP_PROCS];
+    char names[LTR_SNAP_NAMES][LTR_SNAP_NAME_MAX];
+    int nnames, n = ltr_snapshot_list(procs, LTR_SNAP_PROCS, names, LTR_SNAP_NAMES, &nnames, &err);
+    if (n < 0)
+        return cli_fail("snapshotconfig", "%s", err.msg);
+    bool on = false;
+    for (int i = 0; i < nnames; i++)
+        on |= !strcmp(names[i], name);
+    printf("name %s: %s\n", name, on ? "enabled (new processes of that name)" : "disabled");
+    return 0;
+}
+
+int cmd_snapshotconfig(int argc, char **argv)
+{
+    if (cli_snapshot_help(argc, argv, usage, help) == 0)
+        return 0;
+    if (argc < 2)
+        return cli_usage_error("snapshotconfig", usage);
+    int rc = cli_snapshot_kind("snapshotconfig", argv[1], usage);
+    if (rc)
+        return rc;
+    uint32_t pids[64];
+    int npids = 0, verb = -1; /* -1 none, 0 disable, 1 enable */
+    const char *name = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--name") && i + 1 < argc && !name) {
+            name = argv[++i];
+        } else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+            while (i + 1 < argc && argv[i + 1][0] != '-' && strcmp(argv[i + 1], "enable") &&
+                   strcmp(argv[i + 1], "disable")) {
+                if (npids == 64)
+                    return cli_fail("snapshotconfig", "at most 64 process ids at once");
+                if (cli_snapshot_pid("snapshotconfig", argv[++i], &pids[npids++]))
+                    return 2;
+            }
+        } else if ((!strcmp(argv[i], "enable") || !strcmp(argv[i], "disable")) && verb < 0) {
+            verb = !strcmp(argv[i], "enable");
+        } else {
+            fprintf(stderr, "ltr snapshotconfig: unexpected '%s'\n", argv[i]);
+            return cli_usage_error("snapshotconfig", usage);
+        }
+    }
+    if (!name == !npids) {
+        fprintf(stderr, "ltr snapshotconfig: give either --pid PID... or --name NAME\n");
+        return cli_usage_error("snapshotconfig", usage);
+    }
+    if (verb < 0)
+        return show(name, pids, npids);
+    ltr_error err;
+    if (name) {
+        if (ltr_snapshot_enable_name(name, verb, &err) != 0)
+            return cli_fail("snapshotconfig", "%s", err.msg);
+        printf("heap snapshots %s for new processes named %s\n", verb ? "enabled" : "disabled", name);
+        return 0;
+    }
+    rc = 0;
+    for (int i = 0; i < npids; i++) {
+        if (ltr_snapshot_enable_pid(pids[i], verb, &err) != 0)
+            rc = cli_fail("snapshotconfig", "%s", err.msg);
+        else
+            printf("heap snapshots %s for process %u\n", verb ? "enabled" : "disabled", pids[i]);
+    }
+    return rc;
+}

@@ -1,0 +1,208 @@
+/*
+ * tests/programs/snap_target.c — the program heap snapshots are tested on
+ * (tests/e2e/test_snapshot.c). It waits for the file DIR/go (the test enables
+ * snapshots first: the agent's table starts at an allocation after that),
+ * then, by mode:
+ *   count  allocates known blocks from three stacks (count_small: 100 of 64
+ *          bytes, count_medium: 37 of 1000, count_large: 5 of 100000), writes
+ *          DIR/ready, and waits for DIR/exit without allocating;
+ *   trend  for SECS seconds: leak_site leaks 256 bytes every 50 ms (5 KB/s),
+ *          cache_site fills a 2 MB cache of 1 KB entries over about 2.5 s
+ *          and then replaces entries (constant), churn_a/churn_b allocate
+ *          and free several MB a second in bursts holding a random amount;
+ *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
+ *   stacks allocates a block from each of 2^D distinct stacks, the same way.
+ * Files are made with open/close, never stdio: no allocation of its own
+ * after go but those listed.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *dir;
+
+static int exists(const char *name)
+{
+    char p[4096];
+    strcpy(p, dir);
+    strcat(p, "/");
+    strcat(p, name);
+    return access(p, F_OK) == 0;
+}
+
+static void touch(const char *name)
+{
+    char p[4096];
+    strcpy(p, dir);
+    strcat(p, "/");
+    strcat(p, name);
+    close(open(p, O_CREAT | O_WRONLY, 0600));
+}
+
+static void nap(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Until go: an allocation now and then, so the agent looks at its setting. */
+static void wait_go(void)
+{
+    while (!exists("go")) {
+        free(malloc(16));
+        nap(5);
+    }
+}
+
+static void *volatile sink;
+
+__attribute__((noinline)) void *count_small(void) { return malloc(64); }
+__attribute__((noinline)) void *count_medium(void) { return malloc(1000); }
+__attribute__((noinline)) void *count_large(void) { return malloc(100000); }
+
+static void count(void)
+{
+    static void *keep[142];
+    int k = 0;
+    for (int i = 0; i < 100; i++)
+        keep[k++] = count_small();
+    for (int i = 0; i < 37; i++)
+        keep[k++] = count_medium();
+    for (int i = 0; i < 5; i++)
+        keep[k++] = count_large();
+    sink = keep;
+    touch("ready");
+    while (!exists("exit"))
+        nap(10);
+}
+
+__attribute__((noinline)) void *leak_site(void) { return malloc(256); }
+__attribute__((noinline)) void *cache_site(void) { return malloc(1024); }
+__attribute__((noinline)) void *churn_a(size_t n) { return malloc(n); }
+__attribute__((noinline)) void *churn_b(size_t n) { return malloc(n); }
+
+#define CACHE 2048
+#define CHURN 512
+
+/* The cache: 40 entries a step while it fills (about 2.5 s), then one
+ * replaced a step. Built without optimization so that filling and
+ * replacing are one call of cache_site, one stack (an optimizer would make
+ * two copies of the loop). */
+__attribute__((noinline, optimize("O0"))) static void cache_step(void **cache, size_t *filled)
+{
+    for (int k = 0; k < 40 && (*filled < CACHE || k == 0); k++) {
+        size_t i = *filled < CACHE ? (*filled)++ : (size_t)rand() % CACHE;
+        free(cache[i]);
+        cache[i] = cache_site();
+    }
+}
+
+static void trend(double secs)
+{
+    static void *cache[CACHE], *churn[CHURN];
+    void **leaks = NULL;
+    size_t nleaks = 0, filled = 0, nchurn = 0;
+    srand(1);
+    double t0 = now(), next_leak = t0;
+    while (now() - t0 < secs) {
+        if (now() >= next_leak) { /* a few KB a second, never freed */
+            void **l = realloc(leaks, (nleaks + 1) * sizeof *l);
+            if (l) {
+                leaks = l;
+                leaks[nleaks++] = leak_site();
+            }
+            next_leak += 0.05;
+        }
+        cache_step(cache, &filled);
+        /* a burst: hold a random amount (up to 512 blocks of 1..16 KB),
+         * then let most of it go */
+        size_t target = (size_t)rand() % CHURN;
+        while (nchurn < target) {
+            size_t n = 1024 + (size_t)rand() % 16384;
+            churn[nchurn++] = rand() % 2 ? churn_a(n) : churn_b(n);
+        }
+        while (nchurn > target / 4)
+            free(churn[--nchurn]);
+        nap(20);
+    }
+    sink = leaks;
+}
+
+/* 2^depth distinct stacks: the path of calls spells the bits of i. */
+__attribute__((noinline)) void *path_a(unsigned i, int depth);
+__attribute__((noinline)) void *path_b(unsigned i, int depth);
+void *path_a(unsigned i, int depth)
+{
+    void *p = !depth ? malloc(48) : (i & 1) ? path_b(i >> 1, depth - 1) : path_a(i >> 1, depth - 1);
+    sink = p; /* no tail call: each level stays a frame */
+    return p;
+}
+void *path_b(unsigned i, int depth)
+{
+    void *p = !depth ? malloc(48) : (i & 1) ? path_b(i >> 1, depth - 1) : path_a(i >> 1, depth - 1);
+    sink = p;
+    return p;
+}
+
+static void stacks(int depth)
+{
+    unsigned n = 1u << depth;
+    void **keep = malloc(n * sizeof *keep);
+    for (unsigned i = 0; keep && i < n; i++)
+        keep[i] = path_a(i, depth);
+    sink = keep;
+    touch("ready");
+    while (!exists("exit"))
+        nap(10);
+}
+
+static void big(long n)
+{
+    void **keep = malloc((size_t)n * sizeof *keep);
+    for (long i = 0; keep && i < n; i++)
+        keep[i] = malloc(32);
+    sink = keep;
+    touch("ready");
+    while (!exists("exit"))
+        nap(10);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    dir = argv[2];
+    char p[4096], num[32];
+    int len = snprintf(num, sizeof num, "%d\n", (int)getpid());
+    snprintf(p, sizeof p, "%s/pid.tmp", dir);
+    int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, num, (size_t)len) != len)
+        return 3;
+    close(fd);
+    char final[4096];
+    snprintf(final, sizeof final, "%s/pid", dir);
+    rename(p, final);
+    wait_go();
+    if (!strcmp(argv[1], "count"))
+        count();
+    else if (!strcmp(argv[1], "trend"))
+        trend(argc > 3 ? atof(argv[3]) : 10);
+    else if (!strcmp(argv[1], "stacks"))
+        stacks(argc > 3 ? atoi(argv[3]) : 14);
+    else if (!strcmp(argv[1], "big"))
+        big(argc > 3 ? atol(argv[3]) : 1000000);
+    else
+        return 2;
+    touch("done");
+    return 0;
+}

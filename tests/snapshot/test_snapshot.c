@@ -1,0 +1,246 @@
+/*
+ * tests/snapshot/test_snapshot.c — heap snapshots in-process: the agent's
+ * live-block table (src/agent/snapshot_table.c, built into this test), the
+ * setting and requests in the registry (recorder/snapshot.h) and the trend
+ * classifier of the analyzer (analyze/snapshots.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/snapshot.h"
+#include "analyze/internal.h"
+#include "recorder/snapshot.h"
+#include "util/testutil.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the table ---- */
+
+typedef struct per_stack {
+    uint64_t blocks[8], bytes[8], total;
+} per_stack;
+
+static void add(const snap_block *b, void *arg)
+{
+    per_stack *p = arg;
+    assert_true(b->stack < 8);
+    p->blocks[b->stack]++;
+    p->bytes[b->stack] += b->size;
+    p->total++;
+}
+
+static uintptr_t addr_of(uint64_t i)
+{
+    return (uintptr_t)(0x10000 + i * 48); /* 8-aligned, like allocator blocks */
+}
+
+/* What goes in and out is what a walk finds, per stack, through growth,
+ * backward-shift deletions, a block replaced at its address, realloc's
+ * take and put back, and addresses the table cannot keep. */
+static void test_table_counts(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    per_stack want = {0};
+    for (uint64_t i = 0; i < N; i++)
+        snap_table_insert(addr_of(i), i % 100 + 1, (uint32_t)(i % 7) + 1, 0);
+    for (uint64_t i = 0; i < N; i += 2) /* every other one freed */
+        snap_table_remove(addr_of(i));
+    for (uint64_t i = 1; i < N; i += 2) {
+        want.blocks[i % 7 + 1]++;
+        want.bytes[i % 7 + 1] += i % 100 + 1;
+    }
+    /* the same address again: the new block replaces the old */
+    snap_table_insert(addr_of(1), 5000, 1, 0);
+    want.blocks[2]--;
+    want.bytes[2] -= 2;
+    want.blocks[1]++;
+    want.bytes[1] += 5000;
+    uint64_t kept[2];
+    assert_true(snap_table_take(addr_of(3), kept));
+    assert_false(snap_table_take(addr_of(3), kept));
+    snap_table_put_back(addr_of(3), kept);
+    assert_false(snap_table_take(addr_of(2), kept)); /* freed */
+    snap_table_insert(3, 1, 1, 0);                   /* unaligned: not kept */
+    snap_table_insert((uintptr_t)1 << 48, 1, 1, 0);   /* beyond 47 bits: not kept */
+
+    per_stack got = {0};
+    uint64_t pause;
+    assert_int_equal(snap_table_walk(10, add, &got, &pause), 0);
+    for (int s = 1; s < 8; s++) {
+        assert_int_equal(got.blocks[s], want.blocks[s]);
+        assert_int_equal(got.bytes[s], want.bytes[s]);
+    }
+    uint64_t blocks, table_bytes, untracked;
+    snap_table_stats(&blocks, &table_bytes, &untracked);
+    assert_int_equal(blocks, N / 2);
+    assert_int_equal(untracked, 2);
+    /* sized for the most blocks it held (it does not shrink), at most 4x their 16 bytes */
+    assert_true(table_bytes >= N * 16 && table_bytes <= (uint64_t)N * 16 * 4);
+    snap_table_clear();
+    memset(&got, 0, sizeof got);
+    assert_int_equal(snap_table_walk(10, add, &got, &pause), 0);
+    assert_int_equal(got.total, 0);
+}
+
+static void age_of(const snap_block *b, void *arg)
+{
+    *(uint32_t *)arg = b->age_s;
+}
+
+static void test_table_ages_and_sizes(void **state)
+{
+    (void)state;
+    snap_table_insert(0x1000, (uint64_t)1 << 45, 3, 100);
+    uint32_t age = 0;
+    uint64_t pause;
+    snap_table_walk(3700, age_of, &age, &pause);
+    assert_int_equal(age, 3600);
+    per_stack got = {0};
+    snap_table_walk(3700, add, &got, &pause);
+    assert_int_equal(got.bytes[3], SNAP_SIZE_MAX); /* kept as the largest size */
+    snap_table_clear();
+}
+
+/* ---- the trend ---- */
+
+static an_snapshot snap_at(double secs, const uint64_t *bytes, size_t nstacks)
+{
+    an_snapshot s = {.pid = 7, .ts = (uint64_t)(secs * 1e9), .complete = 1, .nstacks = nstacks};
+    s.stacks = calloc(nstacks, sizeof *s.stacks);
+    for (size_t i = 0; i < nstacks; i++)
+        s.stacks[i] = (an_snap_stack){.stack = (uint32_t)i + 1, .bytes = bytes[i], .blocks = 1};
+    return s;
+}
+
+/* Stack 1 leaks 5 KB a snapshot, stack 2 fills a cache in three snapshots
+ * and stays, stack 3 jumps between 0 and 8 MB at random, stack 4 churns
+ * around a constant with one huge burst at the end. */
+static void test_trend_verdicts(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    enum { N = 12 };
+    a->snaps = calloc(N, sizeof *a->snaps);
+    srand(3);
+    for (int i = 0; i < N; i++) {
+        uint64_t b[4] = {(uint64_t)(10000 + 5000 * i), (uint64_t)(i < 3 ? 700000 * (i + 1) : 2100000),
+                         (uint64_t)(rand() % 8000000), i == N - 1 ? 50000000 : 1000000 + (uint64_t)(rand() % 3000)};
+        a->snaps[a->nsnaps++] = snap_at(i, b, 4);
+    }
+    a->trend_wanted = 1;
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 4);
+    assert_int_equal(a->trend[0].stack, 1);
+    assert_int_equal(a->trend[0].verdict, AN_LEAK);
+    assert_true(a->trend[0].growth > 5000 * 3600 * 0.9 && a->trend[0].growth < 5000 * 3600 * 1.1);
+    for (size_t i = 1; i < a->ntrend; i++) {
+        if (a->trend[i].stack == 2)
+            assert_int_equal(a->trend[i].verdict, AN_PLATEAU);
+        else
+            assert_int_equal(a->trend[i].verdict, AN_NOISE);
+    }
+    an_snapshots_free(a);
+    free(a);
+}
+
+static void test_trend_needs_snapshots(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    a->snaps = calloc(3, sizeof *a->snaps);
+    for (int i = 0; i < 3; i++)
+        a->snaps[a->nsnaps++] = snap_at(i, (uint64_t[]){(uint64_t)(100000 * i)}, 1);
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 0);
+    an_snapshots_free(a);
+    free(a);
+}
+
+/* A snapshot's age figures are its stacks'; a cut one (no End) counts
+ * what arrived. */
+static void test_snapshot_totals(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    a->snaps = calloc(1, sizeof *a->snaps);
+    a->snaps[a->nsnaps++] = snap_at(1, (uint64_t[]){100, 200}, 2);
+    a->snaps[0].complete = 0;
+    a->snaps[0].stacks[0].older_1h = 60;
+    a->snaps[0].stacks[0].oldest_s = 4000;
+    a->snaps[0].stacks[1].oldest_s = 30;
+    an_snapshots_finish(a);
+    assert_int_equal(a->snaps[0].bytes, 300);
+    assert_int_equal(a->snaps[0].blocks, 2);
+    assert_int_equal(a->snaps[0].older_1h, 60);
+    assert_int_equal(a->snaps[0].oldest_s, 4000);
+    an_snapshots_free(a);
+    free(a);
+}
+
+static void test_snapshot_bound(void **state)
+{
+    (void)state;
+    uint64_t n;
+    assert_int_equal(an_snapshot_bound("snapshot:3", &n), 1);
+    assert_int_equal(n, 3);
+    assert_int_equal(an_snapshot_bound("2.5", &n), 0);
+    assert_int_equal(an_snapshot_bound("snapshot:0", &n), -1);
+    assert_int_equal(an_snapshot_bound("snapshot:x", &n), -1);
+}
+
+/* ---- the setting ---- */
+
+static void test_setting_errors(void **state)
+{
+    (void)state;
+    ltr_error err;
+    /* this test process does not carry the agent */
+    assert_int_equal(ltr_snapshot_enable_pid((uint32_t)getpid(), true, &err), -ENOTSUP);
+    assert_non_null(strstr(err.msg, "ltr run"));
+    assert_int_equal(ltr_snapshot_enable_pid(0x7ffffff0, true, &err), -ESRCH);
+    assert_int_equal(ltr_snapshot_take((uint32_t)getpid(), 100, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "snapshotconfig heap --pid"));
+    assert_int_equal(ltr_snapshot_enable_name("", true, &err), -EINVAL);
+    assert_int_equal(ltr_snapshot_enable_name("a-name-that-is-too-long", true, &err), -EINVAL);
+    assert_false(ltr_snapshot_session_running());
+}
+
+static void test_setting_by_name(void **state)
+{
+    (void)state;
+    ltr_error err;
+    assert_int_equal(ltr_snapshot_enable_name("svc", true, &err), 0);
+    assert_int_equal(ltr_snapshot_enable_name("svc", true, &err), 0); /* once */
+    assert_int_equal(ltr_snapshot_enable_name("other", true, &err), 0);
+    ltr_snapshot_proc procs[4];
+    char names[4][LTR_SNAP_NAME_MAX];
+    int nn;
+    assert_true(ltr_snapshot_list(procs, 4, names, 4, &nn, &err) >= 0);
+    assert_int_equal(nn, 2);
+    assert_int_equal(ltr_snapshot_enable_name("svc", false, &err), 0);
+    assert_true(ltr_snapshot_list(procs, 4, names, 4, &nn, &err) >= 0);
+    assert_int_equal(nn, 1);
+    assert_string_equal(names[0], "other");
+    assert_int_equal(ltr_snapshot_enable_name("other", false, &err), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_counts),
+        cmocka_unit_test(test_table_ages_and_sizes),
+        cmocka_unit_test(test_trend_verdicts),
+        cmocka_unit_test(test_trend_needs_snapshots),
+        cmocka_unit_test(test_snapshot_totals),
+        cmocka_unit_test(test_snapshot_bound),
+        cmocka_unit_test_setup_teardown(test_setting_errors, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_setting_by_name, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
