@@ -9,6 +9,7 @@
 #include "analyze/sink.h"
 #include "analyze/order.h"
 #include "format/blocks.h"
+#include "base/system_events.h"
 
 #include <errno.h>
 #include <math.h>
@@ -127,7 +128,7 @@ static int window_check(const ltr_analysis *a, const ltr_analyze_opts *o, ltr_er
 static int pid_check(const ltr_analysis *a, ltr_error *err)
 {
     size_t n = ltr_trace_process_count(a->trace);
-    if (!a->pid_set || ltr_trace_process_find(a->trace, a->pid) || a->model.nprocs)
+    if (!a->pid_set || ltr_trace_process_find(a->trace, a->pid) || a->model.nprocs || a->nmem)
         return 0;
     char list[256] = "";
     size_t len = 0;
@@ -140,6 +141,8 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
+    if (an_mem_feed(a, sk, ev))
+        return;
     an_heap_event h;
     an_decode(d, ev, &h);
     if (h.kind == AN_NOT_HEAP || (o->pid_set && ev->pid != o->pid))
@@ -343,6 +346,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     a->debug_path = o->debug_path;
     a->pid_set = o->pid_set;
     a->pid = o->pid;
+    ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
     window_spec w = {0};
     int rc = ltr_trace_open(path, &a->trace, err);
     if (rc == 0)
@@ -356,6 +360,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         return rc;
     }
     an_model_finish(&a->model);
+    an_mem_finish(a);
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
@@ -369,6 +374,7 @@ void ltr_analysis_free(ltr_analysis *a)
     if (!a)
         return;
     an_model_free(&a->model);
+    free(a->mem);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
         ltr_trace_close(a->trace);

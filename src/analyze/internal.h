@@ -22,6 +22,23 @@ typedef struct an_nosyms {
     char *debug_file; /* where a debug file would be looked for by build-id, NULL without one */
 } an_nosyms;
 
+/* A memory-counter sample of the system provider (memory.c), with the heap's
+ * outstanding bytes of its process at its time (heap_seen: the process had
+ * heap events by then). */
+typedef struct an_mem_sample {
+    uint64_t ts;
+    uint32_t pid;
+    int heap_seen;
+    uint64_t private_bytes, rss, rss_file, rss_shmem, swap, minflt, majflt, heap;
+} an_mem_sample;
+
+/* One process's samples in the window: the first, the last, the range of
+ * private bytes. */
+typedef struct an_mem_summary_t {
+    uint64_t samples, min, max;
+    an_mem_sample first, last;
+} an_mem_summary_t;
+
 struct ltr_analysis {
     ltr_trace *trace;
     char *path;
@@ -46,6 +63,9 @@ struct ltr_analysis {
     uint32_t pid;
     int progress;
     const char *debug_path;
+    ltr_guid system_guid;     /* Ltr.System, whose memory samples memory.c keeps */
+    an_mem_sample *mem;       /* in the window, in trace order */
+    size_t nmem, capmem;
 };
 
 /* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */
@@ -90,6 +110,19 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_pprof(ltr_analysis *a, FILE *out);
 int an_write_folded(ltr_analysis *a, FILE *out);
+
+/* Memory counters (memory.c). an_mem_feed: takes ev if it is a memory sample
+ * (returns 1; 0 for any other event) and asks the model for the heap's bytes
+ * at its time. an_mem_finish: after the model is done, pairs the answers. */
+struct an_sink;
+int an_mem_feed(ltr_analysis *a, struct an_sink *sk, const ltr_event *ev);
+void an_mem_finish(ltr_analysis *a);
+/* The processes with samples, at most cap, in order of their first. */
+size_t an_mem_pids(const ltr_analysis *a, uint32_t *pids, size_t cap);
+void an_mem_summary(const ltr_analysis *a, uint32_t pid, an_mem_summary_t *out);
+/* A section per process with samples; JSON: the member "memory":[...]. */
+void an_mem_write_text(const ltr_analysis *a, FILE *out);
+void an_mem_write_json(const ltr_analysis *a, FILE *out);
 
 /* Progress on stderr (progress.c): shown only at a terminal, after a second. */
 typedef struct an_progress {

@@ -187,6 +187,8 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     jlist(a, out, "most_calls", AN_RANK_CALLS, top);
     jlist(a, out, "most_temporary", AN_RANK_TEMPORARY, top);
     jnosyms(a, out);
+    fputc(',', out);
+    an_mem_write_json(a, out);
     fputs("}\n", out);
     return 0;
 }

@@ -1,0 +1,47 @@
+/*
+ * recorder/system.c — the recorder's side of the system provider: when the
+ * session enables Ltr.System (a profile's system keywords, or --provider), it
+ * runs src/system's thread with the parts the session's keywords name, the
+ * --pid processes as first targets and every process that attaches after.
+ */
+#include "recorder/internal.h"
+#include "base/system_events.h"
+#include "prim/prim.h"
+
+#include <string.h>
+
+static const ltr_provider_spec *system_spec(const ltr_session_config *cfg)
+{
+    ltr_guid g;
+    ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &g);
+    for (unsigned i = 0; i < cfg->nproviders; i++)
+        if (!memcmp(cfg->providers[i].guid.b, g.b, sizeof g.b))
+            return &cfg->providers[i];
+    return NULL;
+}
+
+bool ltr_session_records_system(const ltr_session_config *cfg)
+{
+    return system_spec(cfg) != NULL;
+}
+
+void rec_system_start(recorder *r)
+{
+    const ltr_provider_spec *ps = system_spec(&r->cfg);
+    if (!ps)
+        return;
+    ltr_system_config sc = {.session = r->cfg.name, .keywords = ps->any,
+                            .interval_ms = r->cfg.system_interval_ms,
+                            .pids = r->cfg.pids, .npids = r->cfg.npids};
+    ltr_error err = {0};
+    if (ltr_system_start(&sc, &r->system, &err) != 0) {
+        r->system = NULL;
+        rec_log("the system provider does not record: %s", err.msg);
+    }
+}
+
+void rec_system_stop(recorder *r)
+{
+    ltr_system_stop(r->system);
+    r->system = NULL;
+}
