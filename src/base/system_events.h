@@ -28,6 +28,8 @@ enum ltr_system_event_id {
     LTR_SYS_EV_MODULE_LOAD = 7,
     LTR_SYS_EV_MODULE_UNLOAD = 8,
     LTR_SYS_EV_CPU_SAMPLE = 9,
+    LTR_SYS_EV_PROCESS_EXEC = 10,
+    LTR_SYS_EV_THREAD_NAME = 11,
 };
 
 /* Default interval of the memory counters, and its bounds (ms). */

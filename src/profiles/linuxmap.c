@@ -21,9 +21,9 @@
 #include <strings.h>
 
 static const ltr_syskw_map syskw[] = {
-    {"ProcessThread", LTR_PART_PROCESSES, false},
+    {"ProcessThread", LTR_PART_PROCESSES, true},
     {"ProcessCounter", LTR_PART_MEMINFO, true},
-    {"Loader", LTR_PART_MODULES, false},
+    {"Loader", LTR_PART_MODULES, true},
     {"SampledProfile", LTR_PART_SAMPLES, false},
     {"PmcProfile", LTR_PART_SAMPLES, false},
     {"VirtualAllocation", LTR_PART_VMEM, false},

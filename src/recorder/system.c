@@ -42,6 +42,12 @@ void rec_system_start(recorder *r)
 
 void rec_system_stop(recorder *r)
 {
-    ltr_system_stop(r->system);
+    if (!r->system)
+        return;
+    ltr_system_report rep;
+    ltr_system_stop(r->system, &rep);
     r->system = NULL;
+    if (rep.overruns)
+        rec_log("the system provider missed process events %llu time(s): the kernel's process connector "
+                "dropped them (its socket buffer was full)", (unsigned long long)rep.overruns);
 }

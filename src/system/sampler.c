@@ -29,6 +29,8 @@
 
 LTR_PROVIDER_DEFINE(sys_provider, LTR_SYSTEM_PROVIDER);
 
+#define SYS_TICK_MS 100 /* processes, threads, modules in /proc: a tenth of a second */
+
 static const ltr_field_desc proc_mem_fields[] = {
     {"pid", LTR_TYPE_U32},        {"private_bytes", LTR_TYPE_UVAR}, {"rss", LTR_TYPE_UVAR},
     {"rss_file", LTR_TYPE_UVAR},  {"rss_shmem", LTR_TYPE_UVAR},     {"swap", LTR_TYPE_UVAR},
@@ -56,6 +58,8 @@ struct ltr_system {
     size_t ntargets, cap;
     uint32_t self;
     _Atomic uint64_t written, lost;
+    uint64_t overruns; /* set by the thread as it ends */
+    bool connector;
 };
 
 void sys_write(ltr_system *s, ltr_event_desc *d, const ltr_value *v, size_t n)
@@ -102,7 +106,7 @@ size_t sys_targets(ltr_system *s, uint32_t *pids, size_t cap)
 }
 
 /* A target that is gone (or whose pid now names another process) is dropped. */
-static void drop_target(ltr_system *s, uint32_t pid)
+void sys_drop_target(ltr_system *s, uint32_t pid)
 {
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->ntargets; i++)
@@ -136,7 +140,7 @@ static void sample_memory(ltr_system *s)
     for (size_t i = 0; i < n; i++) {
         ltr_proc_memory m;
         if (ltr_proc_memory_read((pid_t)pids[i], &m) != 0 || !same_process(s, pids[i], m.start_ticks)) {
-            drop_target(s, pids[i]);
+            sys_drop_target(s, pids[i]);
             continue;
         }
         ltr_value v[] = {LTR_U32(pids[i]), LTR_UVAR(m.private_bytes), LTR_UVAR(m.rss), LTR_UVAR(m.rss_file),
@@ -145,32 +149,53 @@ static void sample_memory(ltr_system *s)
     }
 }
 
+/* Milliseconds until `at`, rounded up, for poll. */
+static int ms_until(uint64_t at, uint64_t now)
+{
+    return at > now ? (int)((at - now + 999999) / 1000000) : 0;
+}
+
 static void *run(void *arg)
 {
     ltr_system *s = arg;
     ltr_provider_register(&sys_provider); /* on failure it stays disabled: nothing is written */
-    uint64_t interval = (uint64_t)s->cfg.interval_ms * 1000000ull, next = ltr_now_ns();
-    bool mem = sys_wants(s, LTR_SYSKW_MEMINFO);
+    uint64_t interval = (uint64_t)s->cfg.interval_ms * 1000000ull, now = ltr_now_ns(), next = now, next_tick = now;
+    bool mem = sys_wants(s, LTR_SYSKW_MEMINFO), procs = sys_wants(s, LTR_SYSKW_PROCESS),
+         loader = sys_wants(s, LTR_SYSKW_LOADER);
+    sys_procs *ps = procs || loader ? sys_procs_new(s, procs, loader) : NULL;
     while (!atomic_load(&s->stop)) {
-        uint64_t now = ltr_now_ns();
+        now = ltr_now_ns();
         if (mem && now >= next) {
             sample_memory(s);
             next += interval;
             if (next <= now) /* late (a stopped recorder): no burst of catching up */
                 next = now + interval;
         }
+        if (ps && now >= next_tick) {
+            sys_procs_tick(ps);
+            next_tick = now + SYS_TICK_MS * 1000000ull;
+        }
         now = ltr_now_ns();
-        int timeout = mem ? (int)((next > now ? next - now : 0) / 1000000 + 1) : -1;
-        struct pollfd pfd = {.fd = s->wakefd, .events = POLLIN};
-        if (poll(&pfd, 1, timeout) > 0) {
+        int timeout = -1;
+        if (mem)
+            timeout = ms_until(next, now);
+        if (ps && (timeout < 0 || ms_until(next_tick, now) < timeout))
+            timeout = ms_until(next_tick, now);
+        struct pollfd pfd[2] = {{.fd = s->wakefd, .events = POLLIN}, {.fd = sys_procs_fd(ps), .events = POLLIN}};
+        if (poll(pfd, 2, timeout) > 0) {
             uint64_t junk;
-            if (read(s->wakefd, &junk, sizeof junk) < 0) {
+            if ((pfd[0].revents & POLLIN) && read(s->wakefd, &junk, sizeof junk) < 0) {
                 /* nothing: only a wake-up */
             }
+            if (pfd[1].revents & POLLIN)
+                sys_procs_read(ps);
         }
     }
     if (mem) /* the session ends: its last figures */
         sample_memory(s);
+    if (ps)
+        sys_procs_tick(ps); /* and what ended before it */
+    sys_procs_free(ps, &s->overruns, &s->connector);
     ltr_flush_thread();
     ltr_provider_unregister(&sys_provider);
     return NULL;
@@ -193,7 +218,7 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
     s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->wakefd < 0) {
         int e = errno;
-        ltr_system_stop(s);
+        ltr_system_stop(s, NULL);
         return ltr_fail(err, e, "system provider: eventfd: %s", strerror(e));
     }
     /* Our events go to our session only (event/producer.c reads it once). */
@@ -211,7 +236,7 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
     return 0;
 }
 
-void ltr_system_stop(ltr_system *s)
+void ltr_system_stop(ltr_system *s, ltr_system_report *report)
 {
     if (!s)
         return;
@@ -224,13 +249,10 @@ void ltr_system_stop(ltr_system *s)
         pthread_join(s->thread, NULL);
         close(s->wakefd);
     }
+    if (report)
+        *report = (ltr_system_report){atomic_load(&s->written), atomic_load(&s->lost), s->overruns, s->connector};
     pthread_mutex_destroy(&s->lock);
     free(s->targets);
     free(s);
 }
 
-void ltr_system_counts(ltr_system *s, uint64_t *written, uint64_t *lost)
-{
-    *written = atomic_load(&s->written);
-    *lost = atomic_load(&s->lost);
-}

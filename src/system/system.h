@@ -57,10 +57,15 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
 /* A process the session now records (it attached): a target from now on.
  * The caller's own pid is never one. Thread-safe, never blocks for long. */
 void ltr_system_add_target(ltr_system *s, uint32_t pid);
+/* What the thread did, told as it stops. */
+typedef struct ltr_system_report {
+    uint64_t written, lost; /* events: into the session, and dropped there (no free buffer) */
+    uint64_t overruns;      /* process connector messages the kernel dropped */
+    bool connector;         /* processes were seen through the connector (else /proc) */
+} ltr_system_report;
+
 /* Samples once more, stops the thread and hands its last events to the
- * session; frees s. NULL is ignored. */
-void ltr_system_stop(ltr_system *s);
-/* Events the thread wrote and lost (no free buffer), for tests and status. */
-void ltr_system_counts(ltr_system *s, uint64_t *written, uint64_t *lost);
+ * session; fills report (may be NULL) and frees s. NULL s is ignored. */
+void ltr_system_stop(ltr_system *s, ltr_system_report *report);
 
 #endif

@@ -26,6 +26,7 @@ static const char profile[] =
     "      <BufferSize Value=\"64\"/>\n"
     "      <Buffers Value=\"8\"/>\n"
     "    </EventCollector>\n"
+    "    <SystemProvider Id=\"SP_WindowsOnly\"><Keywords><Keyword Value=\"CSwitch\"/></Keywords></SystemProvider>\n"
     "    <EventProvider Id=\"EP\" Name=\"Test.Producer\" Level=\"4\">\n"
     "      <Keywords><Keyword Value=\"0x2\"/></Keywords>\n"
     "    </EventProvider>\n"
@@ -40,11 +41,11 @@ static const char profile[] =
     "             LoggingMode=\"Memory\" Description=\"test\"/>\n"
     "    <Profile Id=\"S.Light.File\" Name=\"S\" DetailLevel=\"Light\" LoggingMode=\"File\" Strict=\"true\">\n"
     "      <Collectors><SystemCollectorId Value=\"SystemCollector_WPRSystemCollectorInFile\">\n"
-    "        <SystemProviderId Value=\"SystemProvider_Base\"/></SystemCollectorId></Collectors>\n"
+    "        <SystemProviderId Value=\"SP_WindowsOnly\"/></SystemCollectorId></Collectors>\n"
     "    </Profile>\n"
     "    <Profile Id=\"N.Light.File\" Name=\"N\" DetailLevel=\"Light\" LoggingMode=\"File\">\n"
     "      <Collectors><SystemCollectorId Value=\"SystemCollector_WPRSystemCollectorInFile\">\n"
-    "        <SystemProviderId Value=\"SystemProvider_Base\"/></SystemCollectorId></Collectors>\n"
+    "        <SystemProviderId Value=\"SP_WindowsOnly\"/></SystemCollectorId></Collectors>\n"
     "    </Profile>\n"
     "    <Profile Id=\"N.Light.Memory\" Base=\"N.Light.File\" Name=\"N\" DetailLevel=\"Light\"\n"
     "             LoggingMode=\"Memory\"/>\n"
@@ -148,6 +149,8 @@ static void test_builtin_profiles_start_and_report(void **state)
     }
     tu_result r = tu_run("%s start '%s/test.wprp!N.light'", LTR, dir);
     assert_int_equal(r.status, 0);
+    if (count(r.err, "warning:") != 1)
+        fprintf(stderr, "ltr start said: %s", r.err);
     assert_int_equal(count(r.err, "warning:"), 1);
     assert_int_equal(count(r.err, "error"), 0);
     assert_non_null(strstr(r.err, "starts nothing on Linux"));

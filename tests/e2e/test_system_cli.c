@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,190 @@ static void test_analyze_heap_share(void **state)
     tu_free(&r);
 }
 
+/* ---- processes, threads and modules ------------------------------------- */
+
+typedef struct target {
+    pid_t pid;
+    FILE *to, *from;
+} target;
+
+static target start_target(void)
+{
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    target t = {.pid = fork()};
+    if (t.pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("ltr-test-proctarget"), "ltr-test-proctarget", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    t.to = fdopen(in[1], "w");
+    t.from = fdopen(out[0], "r");
+    return t;
+}
+
+/* Sends a command and returns the answer line's number (its pid for 'k'). */
+static long command(target *t, char c)
+{
+    char line[256];
+    fputc(c, t->to);
+    fflush(t->to);
+    assert_non_null(fgets(line, sizeof line, t->from));
+    return atol(line);
+}
+
+/* The first event of the trace (read as far as it was flushed) named `event`
+ * whose pid field is pid and whose string field `key` holds `text` (NULL:
+ * any); *tid gets its tid field, *code its exit_code, *sig its signal,
+ * *known its status_known. 0 if none yet. */
+typedef struct found {
+    uint64_t tid, sig, known;
+    int64_t code;
+} found;
+
+static int find_event(const char *path, const char *event, uint32_t pid, const char *key, const char *text,
+                      found *f)
+{
+    ltr_trace *t;
+    ltr_error err;
+    if (ltr_trace_open(path, &t, &err) != 0)
+        return 0;
+    const ltr_event *ev;
+    int hit = 0;
+    while (!hit && ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        uint64_t p;
+        if (!l || !l->provider || strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) || strcmp(l->name, event) ||
+            ltr_event_get_u64(ev, "pid", &p) || p != pid)
+            continue;
+        const char *str = NULL;
+        size_t len = 0;
+        if (key && (ltr_event_get_str(ev, key, &str, &len) || !memmem(str, len, text, strlen(text))))
+            continue;
+        memset(f, 0, sizeof *f);
+        ltr_event_get_u64(ev, "tid", &f->tid);
+        ltr_event_get_u64(ev, "signal", &f->sig);
+        ltr_event_get_u64(ev, "status_known", &f->known);
+        ltr_event_get_i64(ev, "exit_code", &f->code);
+        hit = 1;
+    }
+    ltr_trace_close(t);
+    return hit;
+}
+
+/* How many events named `event` of pid the whole trace holds. */
+static int count_events(const char *path, const char *event, uint32_t pid)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    int n = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        uint64_t p;
+        n += l && l->provider && !strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) && !strcmp(l->name, event) &&
+             !ltr_event_get_u64(ev, "pid", &p) && p == pid;
+    }
+    ltr_trace_close(t);
+    return n;
+}
+
+/* Waits (30 s at most: the file gets partial buffers every second) for such an event. */
+static found wait_event(const char *path, const char *event, uint32_t pid, const char *key, const char *text)
+{
+    found f;
+    double deadline = tu_now_s() + 30;
+    while (tu_now_s() < deadline) {
+        if (find_event(path, event, pid, key, text, &f))
+            return f;
+        usleep(50000);
+    }
+    fail_msg("no %s event of pid %u%s%s in %s after 30 s", event, pid, key ? " with " : "", key ? text : "", path);
+    return f;
+}
+
+/* Either the thread's start already had its name, or its renaming says it. */
+static found wait_named_thread(const char *path, uint32_t pid)
+{
+    found f;
+    double deadline = tu_now_s() + 30;
+    while (tu_now_s() < deadline) {
+        if (find_event(path, "ThreadStart", pid, "name", "worker-x", &f) ||
+            find_event(path, "ThreadName", pid, "name", "worker-x", &f))
+            return f;
+        usleep(50000);
+    }
+    fail_msg("no thread named worker-x in process %u after 30 s", pid);
+    return f;
+}
+
+/* Each step of the target is checked in the trace before the next. */
+static void check_processes(const char *dir, bool connector)
+{
+    if (connector && geteuid() != 0) {
+        /* the process connector needs CAP_NET_ADMIN */
+        printf("skipped: the process connector needs root\n");
+        skip();
+    }
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/procs.ltr", dir);
+    target t = start_target();
+    tu_expect_ok(tu_run("%s%s start general.light --filemode --instance pt --pid %d -o %s",
+                        connector ? "" : "LTR_SYSTEM_NO_CONNECTOR=1 ", LTR, (int)t.pid, trace));
+    wait_event(trace, "ThreadStart", (uint32_t)t.pid, NULL, NULL); /* the target is followed */
+    wait_event(trace, "ModuleLoad", (uint32_t)t.pid, "path", "libc.so");
+    command(&t, 't');
+    found th = wait_named_thread(trace, (uint32_t)t.pid);
+    assert_true(th.tid != 0 && th.tid != (uint64_t)t.pid);
+    command(&t, 'e');
+    found end = wait_event(trace, "ThreadEnd", (uint32_t)t.pid, "name", "worker-x");
+    assert_int_equal(end.tid, th.tid);
+    command(&t, 'l');
+    wait_event(trace, "ModuleLoad", (uint32_t)t.pid, "path", "libz.so");
+    command(&t, 'u');
+    wait_event(trace, "ModuleUnload", (uint32_t)t.pid, "path", "libz.so");
+    long killed = command(&t, 'k');
+    if (connector) { /* a child of a target, seen with its signal */
+        found k = wait_event(trace, "ProcessExit", (uint32_t)killed, NULL, NULL);
+        assert_int_equal(k.sig, SIGTERM);
+        assert_int_equal(k.code, -1);
+        assert_int_equal(k.known, 1);
+        wait_event(trace, "ProcessStart", (uint32_t)killed, NULL, NULL);
+    }
+    fputc('x', t.to);
+    fclose(t.to);
+    int st;
+    assert_int_equal(waitpid(t.pid, &st, 0), t.pid);
+    assert_int_equal(WEXITSTATUS(st), 7);
+    found ex = wait_event(trace, "ProcessExit", (uint32_t)t.pid, "name", "ltr-test-procta");
+    if (connector) {
+        assert_int_equal(ex.known, 1);
+        assert_int_equal(ex.code, 7);
+        assert_int_equal(ex.sig, 0);
+    } else { /* from /proc only a parent could know */
+        assert_int_equal(ex.known, 0);
+        assert_int_equal(ex.code, -1);
+    }
+    fclose(t.from);
+    tu_expect_ok(tu_run("%s stop %s --instance pt", LTR, trace));
+    tu_trace tt = tu_read_trace(trace, LTR_SYSTEM_PROVIDER);
+    assert_true(tt.ok);
+    assert_int_equal(tt.events_lost, 0);
+    /* each said once, by whichever source saw it first */
+    assert_int_equal(count_events(trace, "ProcessExit", (uint32_t)t.pid), 1);
+    assert_int_equal(count_events(trace, "ThreadEnd", (uint32_t)t.pid), 2); /* worker-x and the main thread */
+    if (connector)
+        assert_int_equal(count_events(trace, "ProcessExit", (uint32_t)killed), 1);
+}
+
+static void test_processes_connector(void **state) { check_processes(*state, true); }
+static void test_processes_proc(void **state) { check_processes(*state, false); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +399,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_general_records, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_options, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_analyze_heap_share, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_processes_connector, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_processes_proc, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
