@@ -41,3 +41,23 @@ b1=$(awk '{print $14 + $15}' /proc/$rec/stat)
 events=$("$ltr" info "$out2" | sed -n 's/^events: *\([0-9]*\).*/\1/p')
 echo "2000 processes: $(echo "$t0 $t1" | awk '{printf "%.2f", $2 - $1}') s without a session, $(echo "$t2 $t3" | awk '{printf "%.2f", $2 - $1}') s with general.light (root: process connector)"
 echo "recorder CPU meanwhile: $(echo "$b0 $b1 $hz" | awk '{printf "%.2f", ($2 - $1) / $3}') s; trace: $events events, $(stat -c %s "$out2") bytes"
+
+# SampledProfile: ltr-test-busy spins 3 s of CPU in one function while a
+# general session samples it (root): the recorder's CPU time (unwinding and
+# naming each sample with libdw), the samples, the trace's bytes per sample.
+busy=$build/tests/ltr-test-busy
+if [ -x "$busy" ]; then
+  mkfifo "$LTR_RUNTIME_DIR/go"
+  "$busy" 3000 < "$LTR_RUNTIME_DIR/go" > /dev/null & bp=$!
+  out3=$LTR_RUNTIME_DIR/bench3.ltr
+  "$ltr" start general --filemode --instance sysbench3 --pid $bp -o "$out3" 2>/dev/null >/dev/null
+  rec=$("$ltr" status --instance sysbench3 | sed -n 's/.*recorder pid \([0-9]*\).*/\1/p')
+  sleep 0.5
+  b0=$(awk '{print $14 + $15}' /proc/$rec/stat)
+  echo g > "$LTR_RUNTIME_DIR/go"
+  wait $bp
+  b1=$(awk '{print $14 + $15}' /proc/$rec/stat)
+  "$ltr" stop "$out3" --instance sysbench3 >/dev/null
+  samples=$("$ltr" analyze "$out3" --cpu --format json | sed -n 's/.*"cpu_samples":\([0-9]*\).*/\1/p')
+  echo "3 s of CPU sampled: $samples samples; recorder CPU $(echo "$b0 $b1 $hz" | awk '{printf "%.2f", ($2 - $1) / $3}') s ($(echo "$b0 $b1 $hz $samples" | awk '{printf "%.0f", ($2 - $1) / $3 / $4 * 1e6}') us a sample); trace $(stat -c %s "$out3") bytes"
+fi

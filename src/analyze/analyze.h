@@ -21,6 +21,7 @@ typedef struct ltr_analyze_opts {
     uint32_t pid;          /* only this process, when pid_set */
     int progress;          /* a progress bar on stderr when it is a terminal and the run is long */
     const char *debug_path; /* debug directories for separate debug info; NULL = elfutils' default */
+    int cpu;               /* the report is of the CPU samples (docs/system-provider.md) */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {

@@ -39,6 +39,14 @@ typedef struct an_mem_summary_t {
     an_mem_sample first, last;
 } an_mem_summary_t;
 
+/* A CPU stack of a process (cpu.c): its text as the recorder wrote it. */
+typedef struct an_cpu_stack {
+    uint64_t key;
+    uint32_t pid;
+    uint64_t samples;
+    char *text;
+} an_cpu_stack;
+
 struct ltr_analysis {
     ltr_trace *trace;
     char *path;
@@ -66,6 +74,10 @@ struct ltr_analysis {
     ltr_guid system_guid;     /* Ltr.System, whose memory samples memory.c keeps */
     an_mem_sample *mem;       /* in the window, in trace order */
     size_t nmem, capmem;
+    int cpu_report;           /* --cpu: the report is of the CPU samples */
+    an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
+    an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
+    uint64_t cpu_samples, cpu_lost;
 };
 
 /* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */
@@ -123,6 +135,18 @@ void an_mem_summary(const ltr_analysis *a, uint32_t pid, an_mem_summary_t *out);
 /* A section per process with samples; JSON: the member "memory":[...]. */
 void an_mem_write_text(const ltr_analysis *a, FILE *out);
 void an_mem_write_json(const ltr_analysis *a, FILE *out);
+
+/* CPU samples (cpu.c). an_cpu_feed: takes ev if it is a CPU sample (1), else 0. */
+int an_cpu_feed(ltr_analysis *a, const ltr_event *ev);
+void an_cpu_free(ltr_analysis *a);
+/* The stacks, most samples first (malloc'd array, entries owned by a). */
+an_cpu_stack **an_cpu_ranked(const ltr_analysis *a, size_t *n);
+/* A stack text's frames, outermost first, demangled; malloc'd. */
+char **an_cpu_frames(const char *text, size_t *n);
+void an_cpu_frames_free(char **v, size_t n);
+/* The --cpu report: text, JSON, folded, pprof. */
+int an_cpu_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+int an_cpu_write_pprof(ltr_analysis *a, FILE *out);
 
 /* Progress on stderr (progress.c): shown only at a terminal, after a second. */
 typedef struct an_progress {

@@ -30,6 +30,7 @@ enum ltr_system_event_id {
     LTR_SYS_EV_CPU_SAMPLE = 9,
     LTR_SYS_EV_PROCESS_EXEC = 10,
     LTR_SYS_EV_THREAD_NAME = 11,
+    LTR_SYS_EV_CPU_SAMPLES_LOST = 12,
 };
 
 /* Default interval of the memory counters, and its bounds (ms). */

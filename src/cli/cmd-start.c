@@ -306,6 +306,9 @@ int cmd_start(int argc, char **argv)
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);
+    char why[512];
+    if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
+        cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
     if (cfg.pid_collectors)
         warn_unreachable_pids(&cfg);
     return 0;

@@ -116,6 +116,9 @@ int ltr_session_config_build(const struct ltr_plan *plan, const ltr_session_opti
 /* Whether the session enables the system provider (Ltr.System): then its
  * pids are the processes whose memory counters are recorded. */
 bool ltr_session_records_system(const ltr_session_config *cfg);
+/* When the session asks for CPU samples: 0 if this user may take them, else
+ * -errno with why saying what would permit them (the rest records anyway). */
+int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size_t why_size);
 
 /* Starts the recorder as a daemon and waits until it runs or has failed.
  * With cfg->stop_output, the recorder watches this process: when it ends

@@ -25,6 +25,14 @@ bool ltr_session_records_system(const ltr_session_config *cfg)
     return system_spec(cfg) != NULL;
 }
 
+int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size_t why_size)
+{
+    const ltr_provider_spec *ps = system_spec(cfg);
+    if (!ps || (ps->any && !(ps->any & LTR_SYSKW_SAMPLES)))
+        return 0;
+    return ltr_system_cpu_probe(why, why_size);
+}
+
 void rec_system_start(recorder *r)
 {
     const ltr_provider_spec *ps = system_spec(&r->cfg);
@@ -37,6 +45,9 @@ void rec_system_start(recorder *r)
     if (ltr_system_start(&sc, &r->system, &err) != 0) {
         r->system = NULL;
         rec_log("the system provider does not record: %s", err.msg);
+    } else if (ltr_system_cpu_problem(r->system)) {
+        rec_log("CPU samples (SampledProfile) are not recorded: %s; the rest records",
+                ltr_system_cpu_problem(r->system));
     }
 }
 

@@ -36,4 +36,14 @@ void sys_procs_tick(sys_procs *ps);
 /* overruns: connector messages the kernel dropped; connector: whether it was used. */
 void sys_procs_free(sys_procs *ps, uint64_t *overruns, bool *connector);
 
+/* CPU samples (cpu.c). NULL when perf_event_open is not permitted (why
+ * says so, for one warning) or memory runs out. */
+typedef struct sys_cpu sys_cpu;
+sys_cpu *sys_cpu_new(ltr_system *s, char *why, size_t why_size);
+/* Its per-CPU descriptors to poll (at most cap); returns how many. */
+size_t sys_cpu_fds(const sys_cpu *c, int *fds, size_t cap);
+/* Unwinds and writes the samples of targets the rings hold. */
+void sys_cpu_read(sys_cpu *c);
+void sys_cpu_free(sys_cpu *c);
+
 #endif

@@ -60,6 +60,8 @@ struct ltr_system {
     _Atomic uint64_t written, lost;
     uint64_t overruns; /* set by the thread as it ends */
     bool connector;
+    sys_cpu *cpu; /* made by ltr_system_start: why it could not be, in cpu_why */
+    char cpu_why[256];
 };
 
 void sys_write(ltr_system *s, ltr_event_desc *d, const ltr_value *v, size_t n)
@@ -163,6 +165,8 @@ static void *run(void *arg)
     bool mem = sys_wants(s, LTR_SYSKW_MEMINFO), procs = sys_wants(s, LTR_SYSKW_PROCESS),
          loader = sys_wants(s, LTR_SYSKW_LOADER);
     sys_procs *ps = procs || loader ? sys_procs_new(s, procs, loader) : NULL;
+    int cpufds[256];
+    size_t ncpufds = sys_cpu_fds(s->cpu, cpufds, 256);
     while (!atomic_load(&s->stop)) {
         now = ltr_now_ns();
         if (mem && now >= next) {
@@ -181,8 +185,12 @@ static void *run(void *arg)
             timeout = ms_until(next, now);
         if (ps && (timeout < 0 || ms_until(next_tick, now) < timeout))
             timeout = ms_until(next_tick, now);
-        struct pollfd pfd[2] = {{.fd = s->wakefd, .events = POLLIN}, {.fd = sys_procs_fd(ps), .events = POLLIN}};
-        if (poll(pfd, 2, timeout) > 0) {
+        if (s->cpu && (timeout < 0 || timeout > SYS_TICK_MS)) /* samples are read at least every tick */
+            timeout = SYS_TICK_MS;
+        struct pollfd pfd[2 + 256] = {{.fd = s->wakefd, .events = POLLIN}, {.fd = sys_procs_fd(ps), .events = POLLIN}};
+        for (size_t i = 0; i < ncpufds; i++)
+            pfd[2 + i] = (struct pollfd){.fd = cpufds[i], .events = POLLIN};
+        if (poll(pfd, 2 + ncpufds, timeout) > 0) {
             uint64_t junk;
             if ((pfd[0].revents & POLLIN) && read(s->wakefd, &junk, sizeof junk) < 0) {
                 /* nothing: only a wake-up */
@@ -190,7 +198,11 @@ static void *run(void *arg)
             if (pfd[1].revents & POLLIN)
                 sys_procs_read(ps);
         }
+        if (s->cpu)
+            sys_cpu_read(s->cpu);
     }
+    if (s->cpu)
+        sys_cpu_read(s->cpu);
     if (mem) /* the session ends: its last figures */
         sample_memory(s);
     if (ps)
@@ -215,6 +227,8 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
     pthread_mutex_init(&s->lock, NULL);
     for (unsigned i = 0; i < cfg->npids; i++)
         ltr_system_add_target(s, cfg->pids[i]);
+    if (sys_wants(s, LTR_SYSKW_SAMPLES))
+        s->cpu = sys_cpu_new(s, s->cpu_why, sizeof s->cpu_why);
     s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->wakefd < 0) {
         int e = errno;
@@ -251,8 +265,14 @@ void ltr_system_stop(ltr_system *s, ltr_system_report *report)
     }
     if (report)
         *report = (ltr_system_report){atomic_load(&s->written), atomic_load(&s->lost), s->overruns, s->connector};
+    sys_cpu_free(s->cpu);
     pthread_mutex_destroy(&s->lock);
     free(s->targets);
     free(s);
+}
+
+const char *ltr_system_cpu_problem(const ltr_system *s)
+{
+    return s && s->cpu_why[0] ? s->cpu_why : NULL;
 }
 

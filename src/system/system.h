@@ -1,7 +1,8 @@
 /*
  * system/system.h — ltr's system provider, the recorder's side: what the
  * machine and the session's target processes did around their events, read
- * from /proc (and, as root, the kernel's process connector) and written as
+ * from /proc (and, as root, the kernel's process connector and system-wide
+ * perf_event_open CPU samples) and written as
  * events of the provider Ltr.System (base/system_events.h) through the public
  * provider API, so memory mode, lost counting and the trace format treat
  * them like any other events. docs/system-provider.md describes the events
@@ -57,6 +58,14 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
 /* A process the session now records (it attached): a target from now on.
  * The caller's own pid is never one. Thread-safe, never blocks for long. */
 void ltr_system_add_target(ltr_system *s, uint32_t pid);
+/* Why the CPU samples the session asked for are not recorded (perf_event_open
+ * not permitted...), or NULL: said once, the rest records. */
+const char *ltr_system_cpu_problem(const ltr_system *s);
+
+/* Whether CPU samples can be taken here: 0, or -errno with why saying what
+ * would permit them. */
+int ltr_system_cpu_probe(char *why, size_t why_size);
+
 /* What the thread did, told as it stops. */
 typedef struct ltr_system_report {
     uint64_t written, lost; /* events: into the session, and dropped there (no free buffer) */

@@ -391,6 +391,69 @@ static void check_processes(const char *dir, bool connector)
 static void test_processes_connector(void **state) { check_processes(*state, true); }
 static void test_processes_proc(void **state) { check_processes(*state, false); }
 
+/* ---- CPU samples ---------------------------------------------------------- */
+
+/* A busy function tops the CPU samples, its stack unwound without frame
+ * pointers (busy.c is built with -fomit-frame-pointer). */
+static void test_cpu_samples(void **state)
+{
+    const char *dir = *state;
+    if (geteuid() != 0) {
+        /* system-wide perf sampling needs root or CAP_PERFMON (perf_event_paranoid is 2 by default) */
+        printf("skipped: CPU samples need root here\n");
+        skip();
+    }
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("ltr-test-busy"), "ltr-test-busy", "800", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    char buf[8] = {0};
+    assert_int_equal(read(out[0], buf, 6), 6);
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/cpu.ltr", dir);
+    tu_result r = tu_run("%s start general --filemode --instance c1 --pid %d -o %s", LTR, (int)p, trace);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "CPU samples")); /* no warning: root may sample */
+    tu_free(&r);
+    wait_event(trace, "ThreadStart", (uint32_t)p, NULL, NULL); /* the session follows it */
+    assert_int_equal(write(in[1], "g", 1), 1);
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    close(in[1]);
+    close(out[0]);
+    tu_expect_ok(tu_run("%s stop %s --instance c1", LTR, trace));
+    r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
+    assert_int_equal(r.status, 0);
+    long long total = jfield(r.out, "cpu_samples"), top = jfield(r.out, "samples");
+    assert_true(total >= 200); /* 800 ms of CPU at one sample a millisecond; a loaded machine loses few */
+    assert_true(top * 100 >= total * 80);
+    assert_non_null(strstr(r.out, "\"frames\":[\"busy_spin\",\"busy_middle\",\"busy_outer\",\"main\""));
+    tu_free(&r);
+    r = tu_run("%s export %s --cpu --format folded -o -", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ltr-test-busy-"));
+    assert_non_null(strstr(r.out, ";main;busy_outer;busy_middle;busy_spin "));
+    tu_free(&r);
+    char pb[4300];
+    snprintf(pb, sizeof pb, "%s/cpu.pb.gz", dir);
+    tu_expect_ok(tu_run("%s export %s --cpu --format pprof -o %s", LTR, trace, pb));
+    r = tu_run("gzip -dc %s | wc -c", pb);
+    assert_true(atol(r.out) > 100);
+    tu_free(&r);
+    r = tu_run("%s analyze %s --cpu --format csv", LTR, trace);
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +464,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_analyze_heap_share, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_processes_connector, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_processes_proc, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

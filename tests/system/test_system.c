@@ -93,6 +93,56 @@ static void test_system_memory(void **state)
     assert_true(total > 0 && avail > 0 && avail <= total);
 }
 
+/* Another user than root may not sample the whole system (perf_event_paranoid
+ * above 0): the probe says so, naming what would permit it. Run as root to
+ * become that user (a child that drops to nobody). */
+static void test_cpu_probe_refused(void **state)
+{
+    (void)state;
+    char why[512];
+    if (geteuid() != 0) {
+        int rc = ltr_system_cpu_probe(why, sizeof why);
+        if (rc == 0) {
+            printf("skipped: this user may sample the whole system\n");
+            skip();
+        }
+        assert_non_null(strstr(why, "perf_event_paranoid"));
+        return;
+    }
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    int paranoid = 2;
+    if (f && fscanf(f, "%d", &paranoid) != 1)
+        paranoid = 2;
+    if (f)
+        fclose(f);
+    if (paranoid <= 0) {
+        printf("skipped: perf_event_paranoid %d lets every user sample\n", paranoid);
+        skip();
+    }
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int rc = ltr_system_cpu_probe(why, sizeof why);
+        if (write(fds[1], why, strlen(why) + 1) < 0)
+            _exit(3);
+        _exit(rc < 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    memset(why, 0, sizeof why);
+    ssize_t n = read(fds[0], why, sizeof why - 1);
+    close(fds[0]);
+    int st;
+    waitpid(child, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_true(n > 0);
+    assert_non_null(strstr(why, "perf_event_paranoid"));
+    assert_non_null(strstr(why, "CAP_PERFMON"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -100,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_gone_process),
         cmocka_unit_test(test_zombie_is_gone),
         cmocka_unit_test(test_system_memory),
+        cmocka_unit_test(test_cpu_probe_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
