@@ -544,7 +544,12 @@ void sys_procs_read(sys_procs *ps)
             if (h->nlmsg_len < NLMSG_LENGTH(sizeof *cn + sizeof(struct proc_event)) ||
                 cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
                 continue;
-            on_event(ps, (const struct proc_event *)cn->data);
+            /* the event sits at offset 36 of the message: copied out, aligned */
+            struct proc_event pe;
+            size_t avail = h->nlmsg_len - NLMSG_LENGTH(sizeof *cn);
+            memset(&pe, 0, sizeof pe);
+            memcpy(&pe, cn->data, avail < sizeof pe ? avail : sizeof pe);
+            on_event(ps, &pe);
         }
     }
 }
