@@ -9,6 +9,7 @@
 #include "analyze/sink.h"
 #include "analyze/order.h"
 #include "format/blocks.h"
+#include "base/system_events.h"
 
 #include <errno.h>
 #include <math.h>
@@ -141,7 +142,7 @@ static int window_check(const ltr_analysis *a, const ltr_analyze_opts *o, ltr_er
 static int pid_check(const ltr_analysis *a, ltr_error *err)
 {
     size_t n = ltr_trace_process_count(a->trace);
-    if (!a->pid_set || ltr_trace_process_find(a->trace, a->pid) || a->model.nprocs)
+    if (!a->pid_set || ltr_trace_process_find(a->trace, a->pid) || a->model.nprocs || a->nmem || a->cpu_samples)
         return 0;
     char list[256] = "";
     size_t len = 0;
@@ -154,7 +155,7 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
-    if (an_snapshot_event(a, ev))
+    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_cpu_feed(a, ev))
         return;
     an_heap_event h;
     an_decode(d, ev, &h);
@@ -366,6 +367,10 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     a->pid = o->pid;
     a->trend_wanted = o->trend;
     ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &a->snap_guid);
+    ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
+    a->cpu_report = o->cpu;
+    an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
+    an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};
     int rc = ltr_trace_open(path, &a->trace, err);
     if (rc == 0)
@@ -402,10 +407,12 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     }
     if (a->trend_wanted)
         an_trend_run(a);
+    an_mem_finish(a);
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
-    warn_state(a);
+    if (!o->cpu) /* its warnings are the heap's */
+        warn_state(a);
     *out = a;
     return 0;
 }
@@ -416,6 +423,8 @@ void ltr_analysis_free(ltr_analysis *a)
         return;
     an_model_free(&a->model);
     an_snapshots_free(a);
+    free(a->mem);
+    an_cpu_free(a);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
         ltr_trace_close(a->trace);
@@ -461,6 +470,10 @@ ltr_report_format ltr_report_format_parse(const char *name)
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
+    if (a->cpu_report) {
+        rc = an_cpu_write(a, out, fmt, top);
+        return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
+    }
     an_symbolize_reported(a, fmt, top);
     switch (fmt) {
     case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;

@@ -60,6 +60,30 @@ typedef struct an_trend {
 #define AN_TREND_MIN_BYTES 4096.0 /* growth smaller than this is nobody's leak */
 #define AN_TREND_NOISE_K 3.0      /* growth must exceed K times the series' MAD */
 #define AN_TREND_LATE_SHARE 0.5   /* a leak's later half grows at least half as fast */
+/* A memory-counter sample of the system provider (memory.c), with the heap's
+ * outstanding bytes of its process at its time (heap_seen: the process had
+ * heap events by then). */
+typedef struct an_mem_sample {
+    uint64_t ts;
+    uint32_t pid;
+    int heap_seen;
+    uint64_t private_bytes, rss, rss_file, rss_shmem, swap, minflt, majflt, heap;
+} an_mem_sample;
+
+/* One process's samples in the window: the first, the last, the range of
+ * private bytes. */
+typedef struct an_mem_summary_t {
+    uint64_t samples, min, max;
+    an_mem_sample first, last;
+} an_mem_summary_t;
+
+/* A CPU stack of a process (cpu.c): its text as the recorder wrote it. */
+typedef struct an_cpu_stack {
+    uint64_t key;
+    uint32_t pid;
+    uint64_t samples;
+    char *text;
+} an_cpu_stack;
 
 struct ltr_analysis {
     ltr_trace *trace;
@@ -93,6 +117,13 @@ struct ltr_analysis {
     const an_snapshot *export_snap; /* ltr export --snapshot N */
     an_trend *trend;
     size_t ntrend;
+    ltr_guid system_guid;     /* Ltr.System, whose memory samples memory.c keeps */
+    an_mem_sample *mem;       /* in the window, in trace order */
+    size_t nmem, capmem;
+    int cpu_report;           /* --cpu: the report is of the CPU samples */
+    an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
+    an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
+    uint64_t cpu_samples, cpu_lost;
 };
 
 /* A Ltr.HeapSnapshot event: taken in (1), or not one (0). */
@@ -159,6 +190,31 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_pprof(ltr_analysis *a, FILE *out);
 int an_write_folded(ltr_analysis *a, FILE *out);
+
+/* Memory counters (memory.c). an_mem_feed: takes ev if it is a memory sample
+ * (returns 1; 0 for any other event) and asks the model for the heap's bytes
+ * at its time. an_mem_finish: after the model is done, pairs the answers. */
+struct an_sink;
+int an_mem_feed(ltr_analysis *a, struct an_sink *sk, const ltr_event *ev);
+void an_mem_finish(ltr_analysis *a);
+/* The processes with samples, at most cap, in order of their first. */
+size_t an_mem_pids(const ltr_analysis *a, uint32_t *pids, size_t cap);
+void an_mem_summary(const ltr_analysis *a, uint32_t pid, an_mem_summary_t *out);
+/* A section per process with samples; JSON: the member "memory":[...]. */
+void an_mem_write_text(const ltr_analysis *a, FILE *out);
+void an_mem_write_json(const ltr_analysis *a, FILE *out);
+
+/* CPU samples (cpu.c). an_cpu_feed: takes ev if it is a CPU sample (1), else 0. */
+int an_cpu_feed(ltr_analysis *a, const ltr_event *ev);
+void an_cpu_free(ltr_analysis *a);
+/* The stacks, most samples first (malloc'd array, entries owned by a). */
+an_cpu_stack **an_cpu_ranked(const ltr_analysis *a, size_t *n);
+/* A stack text's frames, outermost first, demangled; malloc'd. */
+char **an_cpu_frames(const char *text, size_t *n);
+void an_cpu_frames_free(char **v, size_t n);
+/* The --cpu report: text, JSON, folded, pprof. */
+int an_cpu_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+int an_cpu_write_pprof(ltr_analysis *a, FILE *out);
 
 /* Progress on stderr (progress.c): shown only at a terminal, after a second. */
 typedef struct an_progress {

@@ -20,6 +20,7 @@
  * the batch loop is compiled twice, once with the tests and once without.
  */
 #include "analyze/model.h"
+#include "prim/prim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ void an_model_free(an_model *m)
     for (size_t i = 0; i < m->nprocs; i++)
         proc_free(m->procs[i]);
     free(m->procs);
+    free(m->probes);
     memset(m, 0, sizeof *m);
 }
 
@@ -441,8 +443,29 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
     }
 }
 
+/* Probes come in runs of their own (memory.c commits them as thread 0). They
+ * ask about a process without making one: a process with no heap event is
+ * not in the heap report. */
+static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
+{
+    an_proc *p = NULL;
+    for (size_t i = 0; i < m->nprocs && !p; i++)
+        p = m->procs[i]->pid == pid ? m->procs[i] : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ltr_reserve((void **)&m->probes, &m->capprobes, m->nprobes, sizeof *m->probes, 64) != 0) {
+            m->oom = 1;
+            return;
+        }
+        m->probes[m->nprobes++] = (an_probe){ev[i].addr, p ? p->cur_bytes : 0, p != NULL};
+    }
+}
+
 void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
 {
+    if (n && ev[0].op == AN_OP_PROBE) {
+        probe(m, pid, ev, n);
+        return;
+    }
     an_proc *p = proc_of(m, pid);
     if (!p) {
         m->oom = 1;

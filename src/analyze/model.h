@@ -65,6 +65,13 @@ typedef struct an_proc {
     uint64_t first_ts, last_ts;    /* of its heap events */
 } an_proc;
 
+/* The answer to a probe: the process's outstanding bytes at its time
+ * (seen = 0: the process had no heap event yet). */
+typedef struct an_probe {
+    uint64_t index, bytes;
+    int seen;
+} an_probe;
+
 typedef struct an_model {
     uint64_t from, to; /* window, absolute ns, inclusive */
     an_proc **procs;
@@ -75,6 +82,8 @@ typedef struct an_model {
     int oom;           /* memory ran out: results incomplete */
     uint64_t late;     /* events that came after later ones were modelled (sink.h) */
     int unordered;     /* the time-order stage could not run (no memory) */
+    an_probe *probes;  /* answered AN_OP_PROBE events, in time order */
+    size_t nprobes, capprobes;
 } an_model;
 
 void an_model_init(an_model *m, uint64_t from, uint64_t to);
@@ -87,7 +96,10 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
 
 /* One heap event of a batch: the fast path (blocks.c) decodes the records of
  * a buffer block into these, all of one thread, and hands them over at once. */
-enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3 };
+/* AN_OP_PROBE: no heap event but a question, "how many bytes does this
+ * process have outstanding now?", asked in time order among the heap events
+ * (memory.c: private bytes beside the heap's); addr is the asker's index. */
+enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4 };
 typedef struct an_event {
     uint64_t ts, addr, old_addr, size;
     uint32_t stack;

@@ -188,6 +188,8 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     jlist(a, out, "most_temporary", AN_RANK_TEMPORARY, top);
     an_write_snapshots_json(a, out, top);
     jnosyms(a, out);
+    fputc(',', out);
+    an_mem_write_json(a, out);
     fputs("}\n", out);
     return 0;
 }

@@ -141,5 +141,6 @@ int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
         print_list(a, out, p, AN_RANK_TEMPORARY, top);
         print_histogram(out, p);
     }
+    an_mem_write_text(a, out);
     return an_write_snapshots_text(a, out, top);
 }

@@ -366,3 +366,72 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
     free(pp.strs);
     return rc;
 }
+
+/* `ltr export --cpu --format pprof`: the CPU samples, one value (samples,
+ * count), a location per function (the recorder named the frames; there are
+ * no addresses to map), a pid label per sample. */
+int an_cpu_write_pprof(ltr_analysis *a, FILE *out)
+{
+    pprof pp = {0};
+    an_hmap_init(&pp.strings, sizeof(pp_key));
+    an_hmap_init(&pp.functions, sizeof(pp_key));
+    str_index(&pp, "");
+    value_type(&pp, 1, "samples", "count");
+    value_type(&pp, 11, "cpu", "nanoseconds");
+    pb_int(&pp.out, 12, 1000000);
+    const char *wall = ltr_trace_kv(a->trace, LTR_KV_HEADER, "clock.wall_start_ns");
+    pb_int(&pp.out, 9, (wall ? strtoull(wall, NULL, 10) : 0) + (a->win_start - a->origin));
+    pb_int(&pp.out, 10, a->win_end - a->win_start);
+    uint64_t pid_key = str_index(&pp, "pid");
+    size_t n;
+    an_cpu_stack **v = an_cpu_ranked(a, &n);
+    for (size_t i = 0; v && i < n; i++) {
+        size_t nf;
+        char **names = an_cpu_frames(v[i]->text, &nf);
+        uint64_t *ids = malloc((nf ? nf : 1) * sizeof *ids);
+        if (!ids) {
+            pp.out.failed = 1;
+            an_cpu_frames_free(names, nf);
+            break;
+        }
+        for (size_t k = 0; k < nf; k++) {
+            ltr_sym_frame f = {.function = names[k]};
+            uint64_t fid = function_id(&pp, &f);
+            int created;
+            pp_key *loc = an_hmap_put(&pp.functions, UINT64_MAX - fid, &created);
+            if (created || !loc) { /* the location of function fid has id fid */
+                ltr_bytes line = {0};
+                pb_int(&line, 1, fid);
+                pb_int(&pp.sub, 1, fid);
+                pb_message(&pp.sub, 4, &line);
+                pb_message(&pp.out, 4, &pp.sub);
+                ltr_bytes_free(&line);
+            }
+            ids[nf - 1 - k] = fid; /* innermost first */
+        }
+        ltr_bytes smp = {0};
+        uint64_t count = v[i]->samples;
+        if (nf)
+            pb_packed(&smp, 1, ids, nf);
+        pb_packed(&smp, 2, &count, 1);
+        pb_int(&pp.sub2, 1, pid_key);
+        pb_int(&pp.sub2, 3, v[i]->pid);
+        pb_message(&smp, 3, &pp.sub2);
+        pp.out.failed |= smp.failed;
+        pb_bytes(&pp.out, 2, smp.data, smp.len);
+        ltr_bytes_free(&smp);
+        free(ids);
+        an_cpu_frames_free(names, nf);
+    }
+    free(v);
+    int rc = pp.out.failed || pp.sub.failed ? -ENOMEM : gzip_out(&pp.out, out);
+    ltr_bytes_free(&pp.out);
+    ltr_bytes_free(&pp.sub);
+    ltr_bytes_free(&pp.sub2);
+    an_hmap_free(&pp.strings);
+    an_hmap_free(&pp.functions);
+    for (size_t i = 0; i < pp.nstrs; i++)
+        free(pp.strs[i]);
+    free(pp.strs);
+    return rc;
+}

@@ -50,6 +50,7 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
             return -1;
         out->opts.snapshot = v;
         return 0;
+    case 'c': out->opts.cpu = 1; return 0;
     }
     return -1;
 }
@@ -60,12 +61,11 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
     static const struct option analyze_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
         {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"cpu", 0, 0, 'c'}, {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
         {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
-        {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"help", 0, 0, 'h'}, {"cpu", 0, 0, 'c'}, {0, 0, 0, 0}};
     memset(out, 0, sizeof *out);
     out->top = 10;
     out->format = is_export ? 0 : LTR_REPORT_TEXT;
@@ -92,6 +92,10 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         return cli_usage_error(cmd, usage);
     }
     out->trace = argv[optind];
+    if (out->opts.cpu && out->format == LTR_REPORT_CSV) {
+        cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
+        return cli_usage_error(cmd, usage);
+    }
     if (is_export && (!out->output || !out->format)) {
         cli_fail(cmd, "%s is required", !out->format ? "--format" : "-o OUT");
         return cli_usage_error(cmd, usage);

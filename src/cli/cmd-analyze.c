@@ -10,7 +10,7 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--trend] [--debug-dir DIRS]"
+    "                  [--trend] [--debug-dir DIRS] [--cpu]"
 
 static void help(void)
 {
@@ -33,7 +33,12 @@ static void help(void)
            "  --format F         text (default), json (docs/analysis.md) or csv\n"
            "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
            "                     (default /usr/lib/debug)\n"
+           "  --cpu              the CPU samples instead (SampledProfile: 'ltr start\n"
+           "                     general'): stacks ranked by samples, text or json\n"
            "  -h, --help         this text\n\n"
+           "With the system provider's memory counters in the trace ('ltr start\n"
+           "memory'), each process's private bytes over the window follow the heap\n"
+           "report, beside the heap's outstanding bytes, with the share the heap explains.\n\n"
            "exit status: 0 done, 1 the trace could not be read, a marker is missing,\n"
            "the window ends before it starts or --pid names no process of the trace,\n"
            "2 bad usage, 3 the trace is damaged (its intact part was analyzed).\n");

@@ -12,7 +12,7 @@
 
 #define USAGE                                                                                    \
     "ltr export TRACE --format pprof|folded|json|csv -o OUT [--force] [--from T] [--to T]\n"       \
-    "                 [--pid P] [--snapshot N] [--debug-dir DIRS]"
+    "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--cpu]"
 
 static void help(void)
 {
@@ -23,7 +23,9 @@ static void help(void)
            "  folded  one line per stack, 'process;outer;...;inner BYTES', for flamegraph.pl;\n"
            "          BYTES = outstanding at the window's end\n"
            "  json    the report of 'ltr analyze --format json', every stack\n"
-           "  csv     one row per stack, every stack\n\n"
+           "  csv     one row per stack, every stack\n"
+           "With --cpu, the CPU samples instead (SampledProfile): pprof with one sample\n"
+           "type (samples, count), folded 'process;outer;...;inner SAMPLES', or json.\n\n"
            "options: --from T, --to T, --pid P, --debug-dir DIRS as for ltr analyze;\n"
            "  -o, --output OUT  the file to write ('-' = standard output); an existing\n"
            "                    OUT is refused\n"

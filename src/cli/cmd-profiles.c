@@ -107,6 +107,8 @@ static void print_system(const ltr_plan *p)
         else
             printf("  %-22s -> nothing on Linux (skipped)\n", k->name);
     }
+    if (p->system_interval_ms)
+        printf("Memory counters every %u ms (MemoryInfoInterval)\n", p->system_interval_ms);
     if (p->nsysstacks) {
         printf("System stacks:");
         for (size_t i = 0; i < p->nsysstacks; i++)

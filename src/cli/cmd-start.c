@@ -20,7 +20,7 @@
 
 static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE [--force]]]\n"
                             "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
-                            "                 [--provider SPEC]... [--pid PID]...";
+                            "                 [--provider SPEC]... [--pid PID]... [--memory-interval SECONDS]";
 
 static void help(void)
 {
@@ -53,7 +53,12 @@ static void help(void)
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
            "                       (default 5); may be repeated\n"
            "  --pid PID            heap tracing: only this process (may be repeated; with\n"
-           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n\n"
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234');\n"
+           "                       the system provider (profiles memory, general): a\n"
+           "                       process whose memory counters are recorded\n"
+           "  --memory-interval SECONDS\n"
+           "                       the system provider's memory counters every SECONDS\n"
+           "                       (0.01 to 3600, default 1)\n\n"
            "Buffers. Without a profile, one collector of %u buffers of %u KB for\n"
            "provider events. A profile sets its collectors' own ('ltr profiles NAME\n"
            "--details' shows them): 'ltr start heap' takes 1024 buffers of 1 MB, a 1 GB\n"
@@ -170,6 +175,16 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
             return 2;
         cfg->pids[cfg->npids++] = (uint32_t)v;
         return -1;
+    case 'i': {
+        char *end;
+        double secs = strtod(optarg, &end);
+        if (end == optarg || *end || !(secs >= LTR_SYSTEM_INTERVAL_MS_MIN / 1000.0) ||
+            secs > LTR_SYSTEM_INTERVAL_MS_MAX / 1000.0)
+            return cli_fail("start", "--memory-interval '%s': give seconds from %.2f to %u (e.g. 0.5)", optarg,
+                            LTR_SYSTEM_INTERVAL_MS_MIN / 1000.0, LTR_SYSTEM_INTERVAL_MS_MAX / 1000), 2;
+        cfg->system_interval_ms = (uint32_t)(secs * 1000 + 0.5);
+        return -1;
+    }
     case 'h': help(); return 0;
     default: return cli_usage_error("start", usage);
     }
@@ -234,7 +249,7 @@ int cmd_start(int argc, char **argv)
         {"buffers", required_argument, 0, 'b'},  {"max-file-size", required_argument, 0, 'm'},
         {"provider", required_argument, 0, 'p'}, {"pid", required_argument, 0, 'P'},
         {"force", no_argument, 0, 'F'},          {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"memory-interval", required_argument, 0, 'i'}, {0, 0, 0, 0}};
     static ltr_session_config cfg;
     static start_opts o;
     memset(&cfg, 0, sizeof cfg);
@@ -253,9 +268,14 @@ int cmd_start(int argc, char **argv)
         return 2;
     if ((rc = configure(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind), &o)) != 0)
         return rc;
-    if (cfg.npids && !cfg.pid_collectors)
-        return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
-                                 "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;
+    bool system = ltr_session_records_system(&cfg);
+    if (cfg.npids && !cfg.pid_collectors && !system)
+        return cli_fail("start", "--pid limits heap tracing or names the system provider's processes, and "
+                                 "no profile here does either: add one, e.g. 'ltr start heap --pid %u' or "
+                                 "'ltr start memory --pid %u'", cfg.pids[0], cfg.pids[0]), 2;
+    if (cfg.system_interval_ms && !system)
+        return cli_fail("start", "--memory-interval is for the system provider's memory counters, and no "
+                                 "profile here records them: add one, e.g. 'ltr start memory'"), 2;
     if ((rc = check_pids(&cfg)) != 0)
         return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
@@ -276,6 +296,10 @@ int cmd_start(int argc, char **argv)
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);
-    warn_unreachable_pids(&cfg);
+    char why[512];
+    if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
+        cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
+    if (cfg.pid_collectors)
+        warn_unreachable_pids(&cfg);
     return 0;
 }

@@ -3,8 +3,9 @@
  * Windows' own event providers mean on Linux.
  *
  * System keywords: each maps to a part of ltr's system provider, or to
- * nothing. `available` is true for the parts the recorder implements; today
- * none is, so every one is listed at start as not yet available.
+ * nothing. `available` is true for the parts the recorder implements
+ * (src/system, docs/system-provider.md); the others are listed at start as
+ * not yet available.
  *
  * Windows providers: GUIDs of the Windows components that the real profiles
  * in tests/profiles/wprp use, with their names. A few have a Linux counterpart
@@ -20,18 +21,18 @@
 #include <strings.h>
 
 static const ltr_syskw_map syskw[] = {
-    {"ProcessThread", LTR_PART_PROCESSES, false},
-    {"ProcessCounter", LTR_PART_MEMINFO, false},
-    {"Loader", LTR_PART_MODULES, false},
-    {"SampledProfile", LTR_PART_SAMPLES, false},
-    {"PmcProfile", LTR_PART_SAMPLES, false},
+    {"ProcessThread", LTR_PART_PROCESSES, true},
+    {"ProcessCounter", LTR_PART_MEMINFO, true},
+    {"Loader", LTR_PART_MODULES, true},
+    {"SampledProfile", LTR_PART_SAMPLES, true},
+    {"PmcProfile", LTR_PART_SAMPLES, true},
     {"VirtualAllocation", LTR_PART_VMEM, false},
     {"VAMap", LTR_PART_VMEM, false},
-    {"MemoryInfo", LTR_PART_MEMINFO, false},
-    {"MemoryInfoWS", LTR_PART_MEMINFO, false},
-    {"Memory", LTR_PART_MEMINFO, false},
-    {"FootPrint", LTR_PART_MEMINFO, false},
-    {"ReferenceSet", LTR_PART_MEMINFO, false},
+    {"MemoryInfo", LTR_PART_MEMINFO, true},
+    {"MemoryInfoWS", LTR_PART_MEMINFO, true},
+    {"Memory", LTR_PART_MEMINFO, true},
+    {"FootPrint", LTR_PART_MEMINFO, true},
+    {"ReferenceSet", LTR_PART_MEMINFO, true},
     /* Windows kernel facilities with no part in ltr's system provider. */
     {"CSwitch", NULL, false},         {"CompactCSwitch", NULL, false},
     {"ReadyThread", NULL, false},     {"ThreadPriority", NULL, false},

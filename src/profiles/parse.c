@@ -43,6 +43,7 @@ static const char *const value_names[] = {
     "BufferSize", "Buffers", "BuffersPerCpu", "MinimumBuffers", "MaximumBuffers",
     "StackCaching", "FlushTimer", "FlushThreshold", "MaximumFileSize", "FileMax", "ClockType",
     "LastBranch", "ProcessorTrace",
+    "MemoryInfoInterval", /* ltr's: the system provider's memory counters, ms (docs/profiles.md) */
 };
 
 static bool in(const char *const *names, size_t n, const char *s)

@@ -205,6 +205,10 @@ static void add_sysstack(ltr_plan *p, const char *stack)
 
 static void apply_system_provider(builder *b, const wprp_node *sp, size_t collector)
 {
+    uint64_t ms = 0; /* bounds: base/system_events.h's, which this part does not include */
+    if (attr_u64(b, sp, "MemoryInfoInterval", 10, 3600000, &ms) == 0 && ms &&
+        (!b->plan->system_interval_ms || ms < b->plan->system_interval_ms))
+        b->plan->system_interval_ms = (uint32_t)ms;
     const wprp_list *kw = wprp_node_list(sp, "Keywords");
     for (size_t i = 0; kw && i < kw->n; i++) {
         if (strcmp(kw->items[i].elem, "CustomKeyword") == 0) {

@@ -141,6 +141,9 @@ typedef struct ltr_plan {
     char **sysstacks;         /* system stack names requested (informational) */
     size_t nsysstacks;
     ltr_plan_heap heap;
+    /* ltr extension: <MemoryInfoInterval Value="MS"/> in a SystemProvider,
+     * the memory counters' interval; 0 when no profile says (the smallest wins). */
+    uint32_t system_interval_ms;
     ltr_plan_skipped *skipped;
     size_t nskipped;
     bool strict;              /* some profile had Strict="true" */

@@ -9,6 +9,8 @@
 #include "base/records.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
+#include "profiles/linuxmap.h"
+#include "base/system_events.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -138,6 +140,50 @@ static int add_snapshot(const ltr_plan *plan, ltr_session_config *cfg, int *map,
     return 0;
 }
 
+/* The keyword bit of Ltr.System that a system part is recorded under. */
+static uint64_t part_bit(const char *part)
+{
+    static const struct { const char *part; uint64_t bit; } bits[] = {
+        {LTR_PART_PROCESSES, LTR_SYSKW_PROCESS}, {LTR_PART_MODULES, LTR_SYSKW_LOADER},
+        {LTR_PART_MEMINFO, LTR_SYSKW_MEMINFO},   {LTR_PART_SAMPLES, LTR_SYSKW_SAMPLES},
+        {LTR_PART_VMEM, LTR_SYSKW_VMEM},
+    };
+    for (size_t i = 0; part && i < sizeof bits / sizeof bits[0]; i++)
+        if (!strcmp(bits[i].part, part))
+            return bits[i].bit;
+    return 0;
+}
+
+/* The available system keywords: the Ltr.System provider with their parts'
+ * keyword bits, in the collector of the first of them (docs/system-provider.md). */
+static int add_system(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
+{
+    uint64_t mask = 0;
+    size_t collector = 0;
+    for (size_t i = 0; i < plan->nsyskw; i++) {
+        const ltr_plan_syskw *k = &plan->syskw[i];
+        if (!k->available || !part_bit(k->linux_part))
+            continue;
+        if (!mask)
+            collector = k->collector;
+        mask |= part_bit(k->linux_part);
+    }
+    if (!mask)
+        return 0;
+    int c = collector_for(plan, collector, cfg, map, err);
+    if (c < 0)
+        return c;
+    if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
+        return ltr_fail(err, E2BIG, "the profiles enable more than %d providers", LTR_MAX_SESSION_PROVIDERS);
+    ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
+    memset(ps, 0, sizeof *ps);
+    snprintf(ps->name, sizeof ps->name, "%s", LTR_SYSTEM_PROVIDER);
+    ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &ps->guid);
+    ps->any = mask;
+    ps->collector = (uint8_t)c;
+    return 0;
+}
+
 int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, ltr_bytes *notes,
                                  ltr_error *err)
 {
@@ -147,6 +193,8 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
     if (plan->ncollectors > 64)
         return ltr_fail(err, E2BIG, "the profiles name %zu collectors", plan->ncollectors);
     cfg->mode = plan->mode == LTR_PLAN_FILE ? LTR_MODE_FILE : LTR_MODE_MEMORY;
+    if (!cfg->system_interval_ms) /* --memory-interval wins */
+        cfg->system_interval_ms = plan->system_interval_ms;
     join_profiles(plan, cfg);
     unsigned stacks = 0;
     for (size_t i = 0; i < plan->nproviders; i++) {
@@ -174,6 +222,8 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
     if (plan->heap.enabled && add_heap(plan, cfg, map, err) != 0)
         return -err->code;
     if (plan->heap.snapshot && add_snapshot(plan, cfg, map, err) != 0)
+        return -err->code;
+    if (add_system(plan, cfg, map, err) != 0)
         return -err->code;
     for (size_t i = 0; i < plan->nskipped; i++)
         note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);

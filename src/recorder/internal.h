@@ -8,6 +8,7 @@
 
 #include "format/writer.h"
 #include "recorder/recorder.h"
+#include "system/system.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -101,6 +102,7 @@ typedef struct recorder {
     uint32_t next_owner, next_proc;
     pid_loss *losses; /* recorder-side losses per pid (writer drops) */
     unsigned nlosses;
+    ltr_system *system; /* the system provider's thread, when the session enables Ltr.System */
     bool done;
     int exit_status;
 } recorder;
@@ -148,6 +150,12 @@ void rec_markers_free(recorder *r);
 void rec_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The log's name in the runtime directory, or NULL if there is none. */
 const char *rec_log_name(void);
+
+/* system.c: the system provider's thread (src/system), when the session
+ * enables Ltr.System; a failure to start it is logged, the rest records. */
+void rec_system_start(recorder *r);
+/* Its last samples go in; called before producers are told to stop. */
+void rec_system_stop(recorder *r);
 
 /* leftovers.c */
 /* Writes the session's record, locked for as long as this recorder lives. */

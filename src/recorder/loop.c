@@ -152,6 +152,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->pid = pid;
     pc->owner = r->next_owner++;
     rec_add_process(r, pid, &pc->proc_slot);
+    ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     put_u64(&kv, "incarnation", r->incarnation);
@@ -550,6 +551,7 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller
     else
         log_routine("session '%s' started (memory mode)", cfg->name);
     r.controller_fd = controller_fd;
+    rec_system_start(&r);
     run_loop(&r);
     rec_unpublish(&r);
     rec_teardown(&r);

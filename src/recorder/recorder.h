@@ -13,6 +13,7 @@
 
 #include "event/registry.h"
 #include "event/shm.h"
+#include "base/system_events.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,6 +70,9 @@ typedef struct ltr_session_config {
      * session, the recorder stops it itself, writing the trace here. */
     char stop_output[4096];
     bool stop_force; /* ...and may replace a file there (ltr record --force) */
+    /* The system provider's memory counters: every this many ms (0: the
+     * default, LTR_SYSTEM_INTERVAL_MS_DEFAULT). */
+    uint32_t system_interval_ms;
 } ltr_session_config;
 
 /* Parses NAME|GUID[:KEYWORDS[:LEVEL]] (keywords in hex or decimal, level 0..5). */
@@ -115,6 +119,13 @@ typedef struct ltr_session_options {
  * ltr_session_config_from_plan. Returns 0 or -errno with err saying why. */
 int ltr_session_config_build(const struct ltr_plan *plan, const ltr_session_options *o,
                              ltr_session_config *cfg, struct ltr_bytes *notes, ltr_error *err);
+
+/* Whether the session enables the system provider (Ltr.System): then its
+ * pids are the processes whose memory counters are recorded. */
+bool ltr_session_records_system(const ltr_session_config *cfg);
+/* When the session asks for CPU samples: 0 if this user may take them, else
+ * -errno with why saying what would permit them (the rest records anyway). */
+int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size_t why_size);
 
 /* Starts the recorder as a daemon and waits until it runs or has failed.
  * With cfg->stop_output, the recorder watches this process: when it ends

@@ -266,6 +266,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 
 void rec_unpublish(recorder *r)
 {
+    rec_system_stop(r);
     if (!r->shm || !r->reg)
         return;
     atomic_store(&r->shm->state, LTR_SESSION_STOPPING);

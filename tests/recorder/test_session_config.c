@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static ltr_session_config cfg;
 
@@ -221,6 +222,64 @@ static void test_builtin_heap_profile(void **state)
     assert_string_equal(cfg.profiles, "heap.Verbose.Memory");
 }
 
+/* System keywords that ltr records become the provider Ltr.System with
+ * their parts' keyword bits, in the profile's system collector; a profile's
+ * MemoryInfoInterval sets the interval unless --memory-interval did. */
+static int system_config(const char *wprp, uint32_t option_ms)
+{
+    char path[] = "/tmp/ltr-cfgtest-XXXXXX.wprp";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, wprp, strlen(wprp)), (ssize_t)strlen(wprp));
+    close(fd);
+    char spec_text[64];
+    snprintf(spec_text, sizeof spec_text, "%s!P.light", path);
+    const char *specs[] = {spec_text};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .filemode = true};
+    ltr_plan *plan = NULL;
+    int rc = ltr_profiles_resolve(&req, &plan);
+    unlink(path);
+    if (rc == 0) {
+        fresh();
+        cfg.system_interval_ms = option_ms;
+        ltr_session_options o = {0};
+        ltr_bytes notes = {0};
+        ltr_error err;
+        rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
+        ltr_bytes_free(&notes);
+    }
+    ltr_plan_free(plan);
+    return rc;
+}
+
+static const char system_wprp[] =
+    "<WindowsPerformanceRecorder Version=\"1.0\"><Profiles>"
+    "<SystemCollector Id=\"SC\" Name=\"sys\"><BufferSize Value=\"64\"/><Buffers Value=\"4\"/></SystemCollector>"
+    "<SystemProvider Id=\"SP\"><Keywords><Keyword Value=\"MemoryInfo\"/><Keyword Value=\"CSwitch\"/></Keywords>"
+    "<MemoryInfoInterval Value=\"%s\"/></SystemProvider>"
+    "<Profile Id=\"P.Light.File\" Name=\"P\" DetailLevel=\"Light\" LoggingMode=\"File\" Description=\"t\">"
+    "<Collectors><SystemCollectorId Value=\"SC\"><SystemProviderId Value=\"SP\"/></SystemCollectorId></Collectors>"
+    "</Profile></Profiles></WindowsPerformanceRecorder>";
+
+static void test_system_keywords(void **state)
+{
+    (void)state;
+    char wprp[2048];
+    snprintf(wprp, sizeof wprp, system_wprp, "250");
+    assert_int_equal(system_config(wprp, 0), 0);
+    assert_int_equal(cfg.ncollectors, 1);
+    assert_string_equal(cfg.collectors[0].name, "sys");
+    assert_int_equal(cfg.nproviders, 1);
+    assert_string_equal(cfg.providers[0].name, LTR_SYSTEM_PROVIDER);
+    assert_int_equal(cfg.providers[0].any, LTR_SYSKW_MEMINFO); /* CSwitch: nothing on Linux */
+    assert_true(ltr_session_records_system(&cfg));
+    assert_int_equal(cfg.system_interval_ms, 250);
+    assert_int_equal(system_config(wprp, 40), 0);
+    assert_int_equal(cfg.system_interval_ms, 40); /* the option wins */
+    snprintf(wprp, sizeof wprp, system_wprp, "5");
+    assert_int_not_equal(system_config(wprp, 0), 0); /* below 10 ms: an error in the profile */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_plan_percent_of_ram),
         cmocka_unit_test(test_too_many_providers),
         cmocka_unit_test(test_builtin_heap_profile),
+        cmocka_unit_test(test_system_keywords),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

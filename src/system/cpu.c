@@ -1,0 +1,466 @@
+/*
+ * system/cpu.c — the SampledProfile part of the system provider
+ * (docs/system-provider.md): CPU samples of the target processes with their
+ * user call stacks, every millisecond of CPU time (WPR's default rate).
+ *
+ * perf_event_open samples the task clock on every CPU (exclude_kernel); each
+ * sample carries the user registers and a copy of the top of the user stack
+ * (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER). The recorder's thread
+ * unwinds it at once with libdw's CFI unwinder (dwfl_attach_state with the
+ * copied stack as the memory it reads), so no frame pointer is needed, and
+ * names each frame (dwfl_module_addrname; the symbol table, no DWARF read);
+ * the event holds the stack as text, outermost frame first, ';' between
+ * frames (the folded-stack form flame graphs read). Samples of processes that
+ * are not targets are dropped.
+ *
+ * Where perf_event_paranoid or the capabilities forbid it (system-wide
+ * sampling needs CAP_PERFMON, root, or perf_event_paranoid <= 0), the part
+ * does not run, the recorder logs one warning saying so, and the rest records.
+ */
+#include "system/internal.h"
+#include "base/system_events.h"
+#include "prim/prim.h"
+#include "base/hmap.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const ltr_field_desc sample_fields[] = {
+    {"pid", LTR_TYPE_U32}, {"tid", LTR_TYPE_U32}, {"stack", LTR_TYPE_STRING}};
+LTR_EVENT_DEFINE(ev_cpu_sample, sys_provider, LTR_SYS_EV_CPU_SAMPLE, LTR_LEVEL_INFO, LTR_SYSKW_SAMPLES,
+                 "CpuSample", sample_fields);
+static const ltr_field_desc lost_fields[] = {{"samples", LTR_TYPE_UVAR}};
+/* Samples the kernel dropped because the ring was full (the recorder's thread fell behind). */
+LTR_EVENT_DEFINE(ev_cpu_lost, sys_provider, LTR_SYS_EV_CPU_SAMPLES_LOST, LTR_LEVEL_WARNING, LTR_SYSKW_SAMPLES,
+                 "CpuSamplesLost", lost_fields);
+
+#define SAMPLE_PERIOD_NS 1000000ull /* 1 ms of CPU time */
+#define STACK_COPY 8192u           /* bytes of user stack per sample (perf record's default) */
+#define RING_PAGES 256u            /* data pages per CPU ring (1 MB: 120 ms of a busy CPU) */
+#define MAX_FRAMES 128
+#define MAX_DWFL 64
+
+/* x86-64: the perf register numbers of the DWARF registers 0..16 (rax, rdx,
+ * rcx, rbx, rsi, rdi, rbp, rsp, r8..r15, rip). */
+static const int dwarf_to_perf[17] = {0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8};
+#define REGS_MASK (((1ull << 9) - 1) /* ax..ip */ | (0xffull << 16) /* r8..r15 */)
+#define NREGS 17
+
+typedef struct proc_dwfl {
+    uint32_t pid;
+    Dwfl *dwfl;
+    uint64_t made_ns;
+    char exe[256]; /* /proc/PID/exe when made: an exec since makes it stale */
+} proc_dwfl;
+
+static void exe_of(uint32_t pid, char *out, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%u/exe", pid);
+    ssize_t n = readlink(path, out, size - 1);
+    out[n > 0 ? n : 0] = 0;
+}
+
+/* The sample being unwound: what the unwinder's callbacks read. */
+typedef struct unwind_ctx {
+    uint64_t regs[24]; /* by perf register number */
+    const uint8_t *stack;
+    uint64_t stack_size, sp;
+    uint32_t tid;
+} unwind_ctx;
+
+struct sys_cpu {
+    ltr_system *s;
+    int ncpu;
+    int *fds;
+    uint8_t **rings;
+    size_t ring_size;
+    proc_dwfl dw[MAX_DWFL];
+    size_t ndw;
+    unwind_ctx ctx;
+    uint8_t *copy; /* a record that wraps around the ring, made whole */
+    char *text;    /* the stack as text */
+    /* (pid, pc) -> the frame's name: libdw finds a name by walking the whole
+     * symbol table, and samples hit the same few pcs again and again */
+    an_hmap names;
+};
+
+#define NAMES_MAX 65536 /* cached names; the cache starts over beyond that */
+
+typedef struct name_entry {
+    uint64_t key;
+    char *name;
+} name_entry;
+
+static void names_clear(sys_cpu *c)
+{
+    size_t pos = 0;
+    name_entry *e;
+    while ((e = an_hmap_next(&c->names, &pos)))
+        free(e->name);
+    an_hmap_free(&c->names);
+    an_hmap_init(&c->names, sizeof(name_entry));
+}
+
+static long perf_open(struct perf_event_attr *a, int cpu)
+{
+    return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void perf_refused(int e, char *why, size_t why_size)
+{
+    snprintf(why, why_size, "perf_event_open: %s (system-wide sampling needs root, CAP_PERFMON or "
+             "/proc/sys/kernel/perf_event_paranoid at 0 or below)", strerror(e));
+}
+
+int ltr_system_cpu_probe(char *why, size_t why_size)
+{
+    struct perf_event_attr a = {.type = PERF_TYPE_SOFTWARE, .size = sizeof a, .config = PERF_COUNT_SW_TASK_CLOCK,
+                                .exclude_kernel = 1, .exclude_hv = 1, .disabled = 1};
+    int fd = (int)perf_open(&a, 0);
+    if (fd < 0) {
+        int e = errno;
+        perf_refused(e, why, why_size);
+        return -e;
+    }
+    close(fd);
+    return 0;
+}
+
+sys_cpu *sys_cpu_new(ltr_system *s, char *why, size_t why_size)
+{
+    sys_cpu *c = calloc(1, sizeof *c);
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (!c || ncpu < 1)
+        return free(c), snprintf(why, why_size, "out of memory"), NULL;
+    c->s = s;
+    c->ncpu = (int)ncpu;
+    c->fds = calloc((size_t)ncpu, sizeof *c->fds);
+    c->rings = calloc((size_t)ncpu, sizeof *c->rings);
+    c->copy = malloc(1 << 16);
+    c->text = malloc(MAX_FRAMES * 160);
+    c->ring_size = (1 + RING_PAGES) * (size_t)getpagesize();
+    an_hmap_init(&c->names, sizeof(name_entry));
+    if (!c->fds || !c->rings || !c->copy || !c->text) {
+        sys_cpu_free(c);
+        return snprintf(why, why_size, "out of memory"), NULL;
+    }
+    struct perf_event_attr a = {
+        .type = PERF_TYPE_SOFTWARE, .size = sizeof a, .config = PERF_COUNT_SW_TASK_CLOCK,
+        .sample_period = SAMPLE_PERIOD_NS,
+        .sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
+                       PERF_SAMPLE_STACK_USER,
+        .sample_regs_user = REGS_MASK, .sample_stack_user = STACK_COPY,
+        .exclude_kernel = 1, .exclude_hv = 1, .watermark = 1, .wakeup_watermark = (uint32_t)(c->ring_size / 4)};
+    for (int i = 0; i < c->ncpu; i++)
+        c->fds[i] = -1;
+    for (int i = 0; i < c->ncpu; i++) {
+        c->fds[i] = (int)perf_open(&a, i);
+        if (c->fds[i] < 0 && errno == ENODEV) /* a CPU that is not online */
+            continue;
+        if (c->fds[i] < 0) {
+            perf_refused(errno, why, why_size);
+            sys_cpu_free(c);
+            return NULL;
+        }
+        c->rings[i] = mmap(NULL, c->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fds[i], 0);
+        if (c->rings[i] == MAP_FAILED) {
+            c->rings[i] = NULL;
+            snprintf(why, why_size, "mmap of the perf ring: %s", strerror(errno));
+            sys_cpu_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void sys_cpu_free(sys_cpu *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; c->fds && i < c->ncpu; i++) {
+        if (c->rings && c->rings[i])
+            munmap(c->rings[i], c->ring_size);
+        if (c->fds[i] >= 0)
+            close(c->fds[i]);
+    }
+    for (size_t i = 0; i < c->ndw; i++)
+        dwfl_end(c->dw[i].dwfl);
+    names_clear(c);
+    an_hmap_free(&c->names);
+    free(c->fds);
+    free(c->rings);
+    free(c->copy);
+    free(c->text);
+    free(c);
+}
+
+size_t sys_cpu_fds(const sys_cpu *c, int *fds, size_t cap)
+{
+    size_t n = 0;
+    for (int i = 0; c && i < c->ncpu && n < cap; i++)
+        if (c->fds[i] >= 0)
+            fds[n++] = c->fds[i];
+    return n;
+}
+
+/* ---- unwinding ------------------------------------------------------------- */
+
+static pid_t cb_next_thread(Dwfl *d, void *arg, void **thread_arg)
+{
+    (void)d, (void)arg, (void)thread_arg;
+    return 0; /* no iteration: only the sampled thread is asked for */
+}
+
+static bool cb_get_thread(Dwfl *d, pid_t tid, void *arg, void **thread_arg)
+{
+    (void)d;
+    *thread_arg = arg;
+    return ((unwind_ctx *)arg)->tid == (uint32_t)tid;
+}
+
+/* Memory the unwinder reads: the copied stack only. */
+static bool cb_memory_read(Dwfl *d, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+    (void)d;
+    const unwind_ctx *x = arg;
+    if (addr < x->sp || addr - x->sp + sizeof *result > x->stack_size)
+        return false;
+    memcpy(result, x->stack + (addr - x->sp), sizeof *result);
+    return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *t, void *arg)
+{
+    const unwind_ctx *x = arg;
+    Dwarf_Word regs[NREGS];
+    for (int i = 0; i < NREGS; i++)
+        regs[i] = x->regs[dwarf_to_perf[i]];
+    return dwfl_thread_state_registers(t, 0, NREGS, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_cbs = {
+    .next_thread = cb_next_thread, .get_thread = cb_get_thread, .memory_read = cb_memory_read,
+    .set_initial_registers = cb_set_initial_registers};
+
+static char *debuginfo_path = NULL;
+static const Dwfl_Callbacks proc_cbs = {.find_elf = dwfl_linux_proc_find_elf,
+                                        .find_debuginfo = dwfl_standard_find_debuginfo,
+                                        .debuginfo_path = &debuginfo_path};
+
+/* The process's modules, as libdw sees them; remade when a frame falls
+ * outside them: at once after an exec, else (a dlopen since) at most once a
+ * second. */
+static Dwfl *dwfl_of(sys_cpu *c, uint32_t pid, bool refresh)
+{
+    proc_dwfl *p = NULL;
+    for (size_t i = 0; i < c->ndw && !p; i++)
+        p = c->dw[i].pid == pid ? &c->dw[i] : NULL;
+    uint64_t now = ltr_now_ns();
+    char exe[256] = "";
+    if (p && refresh)
+        exe_of(pid, exe, sizeof exe);
+    if (p && !(refresh && (now - p->made_ns > 1000000000ull || strcmp(exe, p->exe))))
+        return p->dwfl;
+    if (!p) {
+        if (c->ndw == MAX_DWFL) { /* the oldest goes */
+            dwfl_end(c->dw[0].dwfl);
+            memmove(&c->dw[0], &c->dw[1], sizeof c->dw[0] * --c->ndw);
+        }
+        p = &c->dw[c->ndw++];
+        *p = (proc_dwfl){.pid = pid};
+    } else if (p->dwfl) {
+        dwfl_end(p->dwfl);
+        names_clear(c); /* the modules changed: names of their addresses too */
+    }
+    p->made_ns = now;
+    exe_of(pid, p->exe, sizeof p->exe);
+    p->dwfl = dwfl_begin(&proc_cbs);
+    if (p->dwfl && (dwfl_linux_proc_report(p->dwfl, (pid_t)pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+                    !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_cbs, &c->ctx))) {
+        dwfl_end(p->dwfl);
+        p->dwfl = NULL;
+    }
+    return p->dwfl;
+}
+
+typedef struct frames {
+    uint64_t pc[MAX_FRAMES];
+    int n;
+} frames;
+
+static int frame_cb(Dwfl_Frame *f, void *arg)
+{
+    frames *fr = arg;
+    Dwarf_Addr pc;
+    bool activation;
+    if (!dwfl_frame_pc(f, &pc, &activation))
+        return DWARF_CB_ABORT;
+    fr->pc[fr->n++] = activation ? pc : pc - 1; /* a return address: the call is before it */
+    return fr->n == MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+/* A frame's name: "function" or "module+0xOFFSET"; NULL (and *unknown) when
+ * no module holds pc. Cached. */
+static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bool *unknown)
+{
+    uint64_t key = (pc * 0x9e3779b97f4a7c15ull) ^ pid;
+    name_entry *e = an_hmap_get(&c->names, key ? key : 1);
+    if (e)
+        return e->name;
+    Dwfl_Module *m = dwfl_addrmodule(d, pc);
+    if (!m) {
+        *unknown = true;
+        return NULL;
+    }
+    Dwarf_Addr start = 0;
+    const char *name = dwfl_module_addrname(m, pc);
+    const char *mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    const char *base = mod && strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
+    char buf[512];
+    if (name)
+        snprintf(buf, sizeof buf, "%s", name);
+    else
+        snprintf(buf, sizeof buf, "%s+0x%llx", base ? base : "??", (unsigned long long)(pc - start));
+    if (c->names.n >= NAMES_MAX)
+        names_clear(c);
+    int created;
+    char *copy = strdup(buf);
+    e = copy ? an_hmap_put(&c->names, key ? key : 1, &created) : NULL;
+    if (!e) {
+        free(copy);
+        snprintf(c->text + MAX_FRAMES * 160 - 512, 512, "%s", buf); /* the scratch end of text */
+        return c->text + MAX_FRAMES * 160 - 512;
+    }
+    e->name = copy;
+    return copy;
+}
+
+/* The frames' names, outermost first, ';' between them. */
+static const char *stack_text(sys_cpu *c, Dwfl *d, uint32_t pid, const frames *fr, bool *unknown)
+{
+    static char buf[MAX_FRAMES * 160];
+    size_t len = 0, cap = sizeof buf;
+    buf[0] = 0;
+    for (int i = fr->n - 1; i >= 0; i--) {
+        const char *name = frame_name(c, d, pid, fr->pc[i], unknown);
+        int n = snprintf(buf + len, cap - len, "%s%s", len ? ";" : "", name ? name : "??");
+        if (n < 0 || (size_t)n >= cap - len)
+            break;
+        len += (size_t)n;
+    }
+    memcpy(c->text, buf, len + 1);
+    return c->text;
+}
+
+static void unwind_one(sys_cpu *c, uint32_t pid, uint32_t tid)
+{
+    frames fr = {.n = 0};
+    bool unknown = false;
+    Dwfl *d = dwfl_of(c, pid, false);
+    if (!d) /* it could not be made (a process in the middle of an exec): once more */
+        d = dwfl_of(c, pid, true);
+    c->ctx.tid = tid;
+    if (d && dwfl_getthread_frames(d, (pid_t)tid, frame_cb, &fr) != 0 && fr.n == 0)
+        fr.pc[fr.n++] = c->ctx.regs[8];
+    if (!d)
+        fr.pc[fr.n++] = c->ctx.regs[8];
+    const char *text = d ? stack_text(c, d, pid, &fr, &unknown) : "";
+    if (d && unknown && (d = dwfl_of(c, pid, true))) { /* a module mapped since: once more */
+        unknown = false;
+        fr.n = 0;
+        if (dwfl_getthread_frames(d, (pid_t)tid, frame_cb, &fr) != 0 && fr.n == 0)
+            fr.pc[fr.n++] = c->ctx.regs[8];
+        text = stack_text(c, d, pid, &fr, &unknown);
+    }
+    ltr_value v[] = {LTR_U32(pid), LTR_U32(tid), LTR_STR(text)};
+    sys_write(c->s, &ev_cpu_sample, v, 3);
+}
+
+/* ---- the rings ---------------------------------------------------------------- */
+
+static bool is_target(const uint32_t *pids, size_t n, uint32_t pid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* One PERF_RECORD_SAMPLE: ip, pid/tid, time, abi + regs, stack size + data + dyn size. */
+static void on_sample(sys_cpu *c, const uint8_t *p, size_t len, const uint32_t *pids, size_t npids)
+{
+    size_t nregs = (size_t)__builtin_popcountll(REGS_MASK), need = 8 + 8 + 8 + 8 + nregs * 8 + 8;
+    if (len < need)
+        return;
+    uint32_t pid, tid;
+    memcpy(&pid, p + 8, 4);
+    memcpy(&tid, p + 12, 4);
+    if (!is_target(pids, npids, pid))
+        return;
+    uint64_t abi, size, dyn = 0;
+    memcpy(&abi, p + 24, 8);
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE) /* a kernel thread, or no user state */
+        return;
+    memset(c->ctx.regs, 0, sizeof c->ctx.regs);
+    const uint8_t *r = p + 32;
+    for (int bit = 0, k = 0; bit < 24; bit++)
+        if (REGS_MASK & (1ull << bit))
+            memcpy(&c->ctx.regs[bit], r + 8 * k++, 8);
+    memcpy(&size, p + 32 + nregs * 8, 8);
+    const uint8_t *data = p + 40 + nregs * 8;
+    if (size > len - need || size > STACK_COPY)
+        return;
+    if (size && need + size + 8 <= len)
+        memcpy(&dyn, data + size, 8);
+    c->ctx.stack = data;
+    c->ctx.stack_size = dyn && dyn < size ? dyn : size;
+    c->ctx.sp = c->ctx.regs[7];
+    unwind_one(c, pid, tid);
+}
+
+void sys_cpu_read(sys_cpu *c)
+{
+    uint32_t pids[4096];
+    size_t npids = sys_targets(c->s, pids, 4096);
+    size_t page = (size_t)getpagesize(), data_size = c->ring_size - page;
+    for (int i = 0; i < c->ncpu; i++) {
+        if (!c->rings[i])
+            continue;
+        struct perf_event_mmap_page *meta = (void *)c->rings[i];
+        const uint8_t *data = c->rings[i] + page;
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header h;
+            size_t off = tail % data_size;
+            for (size_t k = 0; k < sizeof h; k++)
+                ((uint8_t *)&h)[k] = data[(off + k) % data_size];
+            if (h.size < sizeof h || tail + h.size > head)
+                break;
+            const uint8_t *rec = data + off;
+            if (off + h.size > data_size) { /* wraps: made whole */
+                size_t first = data_size - off;
+                memcpy(c->copy, data + off, first);
+                memcpy(c->copy + first, data, h.size - first);
+                rec = c->copy;
+            }
+            if (h.type == PERF_RECORD_SAMPLE) {
+                on_sample(c, rec + sizeof h, h.size - sizeof h, pids, npids);
+            } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+                uint64_t lost;
+                memcpy(&lost, rec + sizeof h + 8, 8); /* u64 id, u64 lost */
+                ltr_value v[] = {LTR_UVAR(lost)};
+                sys_write(c->s, &ev_cpu_lost, v, 1);
+            }
+            tail += h.size;
+        }
+        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    }
+}

@@ -1,0 +1,49 @@
+/*
+ * system/internal.h — what the files of src/system share: the thread's
+ * state and its write helper. Not for other parts.
+ */
+#ifndef LTR_SYSTEM_INTERNAL_H
+#define LTR_SYSTEM_INTERNAL_H
+
+#include "system/system.h"
+
+#include <ltr/provider.h>
+
+#include <stddef.h>
+
+/* The provider Ltr.System (sampler.c). */
+extern ltr_provider sys_provider;
+
+/* Writes an event (if the session wants it) and counts it. */
+void sys_write(ltr_system *s, ltr_event_desc *d, const ltr_value *v, size_t n);
+/* Whether the session asked for this part (LTR_SYSKW_*). */
+bool sys_wants(const ltr_system *s, uint64_t keyword);
+/* The current targets' pids, at most cap; returns how many. */
+size_t sys_targets(ltr_system *s, uint32_t *pids, size_t cap);
+/* A target is gone: no longer one. */
+void sys_drop_target(ltr_system *s, uint32_t pid);
+
+/* Processes, threads and modules (procs.c). procs: the ProcessThread part;
+ * loader: the Loader part. NULL when memory runs out. */
+typedef struct sys_procs sys_procs;
+sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader);
+/* The process connector's socket to poll, -1 without one (polling /proc). */
+int sys_procs_fd(const sys_procs *ps);
+/* Reads what the connector has to say. */
+void sys_procs_read(sys_procs *ps);
+/* Follows the targets: new ones, gone ones, threads and modules by /proc. */
+void sys_procs_tick(sys_procs *ps);
+/* overruns: connector messages the kernel dropped; connector: whether it was used. */
+void sys_procs_free(sys_procs *ps, uint64_t *overruns, bool *connector);
+
+/* CPU samples (cpu.c). NULL when perf_event_open is not permitted (why
+ * says so, for one warning) or memory runs out. */
+typedef struct sys_cpu sys_cpu;
+sys_cpu *sys_cpu_new(ltr_system *s, char *why, size_t why_size);
+/* Its per-CPU descriptors to poll (at most cap); returns how many. */
+size_t sys_cpu_fds(const sys_cpu *c, int *fds, size_t cap);
+/* Unwinds and writes the samples of targets the rings hold. */
+void sys_cpu_read(sys_cpu *c);
+void sys_cpu_free(sys_cpu *c);
+
+#endif

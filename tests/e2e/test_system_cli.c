@@ -1,0 +1,470 @@
+/*
+ * tests/e2e/test_system_cli.c — the system provider through the ltr command
+ * (docs/system-provider.md): `ltr start memory --pid P` records P's memory
+ * counters as /proc shows them; the built-in profiles general and memory
+ * record system events instead of starting nothing; `ltr analyze` puts the
+ * private bytes beside the heap's outstanding bytes.
+ */
+#include "util/testutil.h"
+#include "base/system_events.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+#define MEMHOLD tu_test_bin("ltr-test-memhold")
+
+/* The ProcessMemory samples of pid in a trace: their private bytes (at most
+ * cap) and how many; and the SystemMemory events in *sys. */
+static size_t samples_of(const char *path, uint32_t pid, uint64_t *priv, size_t cap, uint64_t *sys)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    size_t n = 0;
+    *sys = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        if (!l || !l->provider || strcmp(l->provider->name, LTR_SYSTEM_PROVIDER))
+            continue;
+        uint64_t p = 0, v = 0;
+        if (l->event_id == LTR_SYS_EV_SYSTEM_MEMORY)
+            ++*sys;
+        if (l->event_id != LTR_SYS_EV_PROCESS_MEMORY || ltr_event_get_u64(ev, "pid", &p) || p != pid)
+            continue;
+        assert_int_equal(ltr_event_get_u64(ev, "private_bytes", &v), 0);
+        if (n < cap)
+            priv[n] = v;
+        n++;
+    }
+    ltr_trace_close(t);
+    return n;
+}
+
+/* Private bytes of pid now, from /proc, as the docs define them. */
+static uint64_t proc_private(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *text = tu_read_file(path);
+    assert_non_null(text);
+    const char *a = strstr(text, "RssAnon:"), *s = strstr(text, "VmSwap:");
+    assert_non_null(a);
+    uint64_t v = strtoull(a + 8, NULL, 10) + (s ? strtoull(s + 7, NULL, 10) : 0);
+    free(text);
+    return v * 1024;
+}
+
+/* A number after "key": in JSON text; -1 if absent. */
+static long long jfield(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? atoll(p + strlen(pat)) : -1;
+}
+
+/* Starts memhold MB holding until killed; returns its pid once it is ready. */
+static pid_t start_memhold(int mb)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        char arg[16];
+        snprintf(arg, sizeof arg, "%d", mb);
+        execl(MEMHOLD, MEMHOLD, arg, "-1", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[8] = {0};
+    assert_int_equal(read(fds[0], buf, 6), 6);
+    close(fds[0]);
+    assert_string_equal(buf, "ready\n");
+    return pid;
+}
+
+/* Waits until the session's system collector has recorded at least n more events. */
+static void wait_events(const char *session, long long n)
+{
+    long long first = -1, now = -1;
+    double deadline = tu_now_s() + 30;
+    while (tu_now_s() < deadline) {
+        tu_result r = tu_run("%s status --instance %s", LTR, session);
+        const char *line = r.out ? strstr(r.out, "System Collector") : NULL;
+        long long b = 0, s = 0, f = 0, rec = -1;
+        if (line)
+            sscanf(line, "System Collector %lld %lld KB %lld %lld", &b, &s, &f, &rec);
+        tu_free(&r);
+        now = rec;
+        if (first < 0)
+            first = now;
+        if (now >= 0 && now - first >= n)
+            return;
+        usleep(20000);
+    }
+    fail_msg("the session recorded %lld events in 30 s, not %lld more", now - first, n);
+}
+
+/* Memory counters agree with /proc within one sample: P holds its memory
+ * still, so the sample after a /proc read says the same. */
+static void test_memory_counters_agree_with_proc(void **state)
+{
+    const char *dir = *state;
+    pid_t p = start_memhold(24);
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/mem.ltr", dir);
+    tu_expect_ok(tu_run("%s start memory --filemode --instance m1 --pid %d --memory-interval 0.05 -o %s", LTR,
+                        (int)p, trace));
+    wait_events("m1", 4);
+    uint64_t seen = proc_private(p);
+    wait_events("m1", 4);
+    tu_expect_ok(tu_run("%s stop %s --instance m1 --force", LTR, trace));
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    uint64_t priv[4096], sys;
+    size_t n = samples_of(trace, (uint32_t)p, priv, 4096, &sys);
+    assert_true(n >= 2 && n <= 4096);
+    assert_true(sys >= n / 2); /* the machine's figure at each interval too */
+    size_t equal = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(priv[i] >= 24u << 20); /* every sample sees the 24 MB held */
+        equal += priv[i] == seen;
+    }
+    assert_true(equal >= 1);
+}
+
+/* The built-in profiles record system events rather than nothing. */
+static void check_profile_records(const char *dir, const char *profile)
+{
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/%s.ltr", dir, profile);
+    tu_result r = tu_run("%s start %s --filemode --instance p1 --memory-interval 0.05 -o %s", LTR, profile, trace);
+    assert_null(strstr(r.err, "starts nothing"));
+    tu_expect_ok(r);
+    wait_events("p1", 3);
+    tu_expect_ok(tu_run("%s stop %s --instance p1", LTR, trace));
+    tu_trace t = tu_read_trace(trace, LTR_SYSTEM_PROVIDER);
+    assert_true(t.ok);
+    assert_true(t.provider_events >= 3);
+    assert_int_equal(t.events_lost, 0);
+}
+
+static void test_start_memory_records(void **state) { check_profile_records(*state, "memory"); }
+static void test_start_general_records(void **state) { check_profile_records(*state, "general"); }
+
+/* --pid with only the system provider is accepted; --memory-interval without it is refused. */
+static void test_options(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("%s start --memory-interval 1 --instance o1", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--memory-interval"));
+    tu_free(&r);
+    r = tu_run("%s start memory --memory-interval 0 --instance o1", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "0.01"));
+    tu_free(&r);
+}
+
+/* analyze: private bytes over the window beside the heap's outstanding bytes,
+ * and how much of them the heap explains: memhold's 24 MB of malloc are most
+ * of its private bytes. */
+static void test_analyze_heap_share(void **state)
+{
+    const char *dir = *state;
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/heapmem.ltr", dir);
+    tu_expect_ok(tu_run("%s start heap memory --filemode --instance a1 --memory-interval 0.05 -o %s", LTR, trace));
+    tu_expect_ok(tu_run("%s run --instance a1 -- %s 24 600", LTR, MEMHOLD));
+    tu_expect_ok(tu_run("%s stop %s --instance a1", LTR, trace));
+    tu_result r = tu_run("%s analyze %s --format json", LTR, trace);
+    assert_int_equal(r.status, 0);
+    const char *m = strstr(r.out, "\"memory\":[{");
+    assert_non_null(m);
+    long long samples = jfield(m, "samples"), priv = jfield(m, "private_last"), heap = jfield(m, "heap_last");
+    tu_free(&r);
+    assert_true(samples >= 2);
+    assert_true(heap >= 24ll << 20);
+    assert_true(priv >= heap && heap * 100 / priv >= 80);
+    r = tu_run("%s analyze %s", LTR, trace);
+    assert_non_null(strstr(r.out, "the heap explains"));
+    assert_non_null(strstr(r.out, "private bytes (RssAnon + VmSwap)"));
+    tu_free(&r);
+}
+
+/* ---- processes, threads and modules ------------------------------------- */
+
+typedef struct target {
+    pid_t pid;
+    FILE *to, *from;
+} target;
+
+static target start_target(void)
+{
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    target t = {.pid = fork()};
+    if (t.pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("ltr-test-proctarget"), "ltr-test-proctarget", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    t.to = fdopen(in[1], "w");
+    t.from = fdopen(out[0], "r");
+    return t;
+}
+
+/* Sends a command and returns the answer line's number (its pid for 'k'). */
+static long command(target *t, char c)
+{
+    char line[256];
+    fputc(c, t->to);
+    fflush(t->to);
+    assert_non_null(fgets(line, sizeof line, t->from));
+    return atol(line);
+}
+
+/* The first event of the trace (read as far as it was flushed) named `event`
+ * whose pid field is pid and whose string field `key` holds `text` (NULL:
+ * any); *tid gets its tid field, *code its exit_code, *sig its signal,
+ * *known its status_known. 0 if none yet. */
+typedef struct found {
+    uint64_t tid, sig, known;
+    int64_t code;
+} found;
+
+static int find_event(const char *path, const char *event, uint32_t pid, const char *key, const char *text,
+                      found *f)
+{
+    ltr_trace *t;
+    ltr_error err;
+    if (ltr_trace_open(path, &t, &err) != 0)
+        return 0;
+    const ltr_event *ev;
+    int hit = 0;
+    while (!hit && ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        uint64_t p;
+        if (!l || !l->provider || strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) || strcmp(l->name, event) ||
+            ltr_event_get_u64(ev, "pid", &p) || p != pid)
+            continue;
+        const char *str = NULL;
+        size_t len = 0;
+        if (key && (ltr_event_get_str(ev, key, &str, &len) || !memmem(str, len, text, strlen(text))))
+            continue;
+        memset(f, 0, sizeof *f);
+        ltr_event_get_u64(ev, "tid", &f->tid);
+        ltr_event_get_u64(ev, "signal", &f->sig);
+        ltr_event_get_u64(ev, "status_known", &f->known);
+        ltr_event_get_i64(ev, "exit_code", &f->code);
+        hit = 1;
+    }
+    ltr_trace_close(t);
+    return hit;
+}
+
+/* How many events named `event` of pid the whole trace holds. */
+static int count_events(const char *path, const char *event, uint32_t pid)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    int n = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        uint64_t p;
+        n += l && l->provider && !strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) && !strcmp(l->name, event) &&
+             !ltr_event_get_u64(ev, "pid", &p) && p == pid;
+    }
+    ltr_trace_close(t);
+    return n;
+}
+
+/* Waits (30 s at most: the file gets partial buffers every second) for such an event. */
+static found wait_event(const char *path, const char *event, uint32_t pid, const char *key, const char *text)
+{
+    found f;
+    double deadline = tu_now_s() + 30;
+    while (tu_now_s() < deadline) {
+        if (find_event(path, event, pid, key, text, &f))
+            return f;
+        usleep(50000);
+    }
+    fail_msg("no %s event of pid %u%s%s in %s after 30 s", event, pid, key ? " with " : "", key ? text : "", path);
+    return f;
+}
+
+/* Either the thread's start already had its name, or its renaming says it. */
+static found wait_named_thread(const char *path, uint32_t pid)
+{
+    found f;
+    double deadline = tu_now_s() + 30;
+    while (tu_now_s() < deadline) {
+        if (find_event(path, "ThreadStart", pid, "name", "worker-x", &f) ||
+            find_event(path, "ThreadName", pid, "name", "worker-x", &f))
+            return f;
+        usleep(50000);
+    }
+    fail_msg("no thread named worker-x in process %u after 30 s", pid);
+    return f;
+}
+
+/* Each step of the target is checked in the trace before the next. */
+static void check_processes(const char *dir, bool connector)
+{
+    if (connector && geteuid() != 0) {
+        /* the process connector needs CAP_NET_ADMIN */
+        printf("skipped: the process connector needs root\n");
+        skip();
+    }
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/procs.ltr", dir);
+    target t = start_target();
+    tu_expect_ok(tu_run("%s%s start general.light --filemode --instance pt --pid %d -o %s",
+                        connector ? "" : "LTR_SYSTEM_NO_CONNECTOR=1 ", LTR, (int)t.pid, trace));
+    wait_event(trace, "ThreadStart", (uint32_t)t.pid, NULL, NULL); /* the target is followed */
+    wait_event(trace, "ModuleLoad", (uint32_t)t.pid, "path", "libc.so");
+    command(&t, 't');
+    found th = wait_named_thread(trace, (uint32_t)t.pid);
+    assert_true(th.tid != 0 && th.tid != (uint64_t)t.pid);
+    command(&t, 'e');
+    found end = wait_event(trace, "ThreadEnd", (uint32_t)t.pid, "name", "worker-x");
+    assert_int_equal(end.tid, th.tid);
+    command(&t, 'l');
+    wait_event(trace, "ModuleLoad", (uint32_t)t.pid, "path", "libz.so");
+    command(&t, 'u');
+    wait_event(trace, "ModuleUnload", (uint32_t)t.pid, "path", "libz.so");
+    long killed = command(&t, 'k');
+    if (connector) { /* a child of a target, seen with its signal */
+        found k = wait_event(trace, "ProcessExit", (uint32_t)killed, NULL, NULL);
+        assert_int_equal(k.sig, SIGTERM);
+        assert_int_equal(k.code, -1);
+        assert_int_equal(k.known, 1);
+        wait_event(trace, "ProcessStart", (uint32_t)killed, NULL, NULL);
+    }
+    fputc('x', t.to);
+    fclose(t.to);
+    int st;
+    assert_int_equal(waitpid(t.pid, &st, 0), t.pid);
+    assert_int_equal(WEXITSTATUS(st), 7);
+    found ex = wait_event(trace, "ProcessExit", (uint32_t)t.pid, "name", "ltr-test-procta");
+    if (connector) {
+        assert_int_equal(ex.known, 1);
+        assert_int_equal(ex.code, 7);
+        assert_int_equal(ex.sig, 0);
+    } else { /* from /proc only a parent could know */
+        assert_int_equal(ex.known, 0);
+        assert_int_equal(ex.code, -1);
+    }
+    fclose(t.from);
+    tu_expect_ok(tu_run("%s stop %s --instance pt", LTR, trace));
+    tu_trace tt = tu_read_trace(trace, LTR_SYSTEM_PROVIDER);
+    assert_true(tt.ok);
+    assert_int_equal(tt.events_lost, 0);
+    /* each said once, by whichever source saw it first */
+    assert_int_equal(count_events(trace, "ProcessExit", (uint32_t)t.pid), 1);
+    assert_int_equal(count_events(trace, "ThreadEnd", (uint32_t)t.pid), 2); /* worker-x and the main thread */
+    if (connector)
+        assert_int_equal(count_events(trace, "ProcessExit", (uint32_t)killed), 1);
+}
+
+static void test_processes_connector(void **state) { check_processes(*state, true); }
+static void test_processes_proc(void **state) { check_processes(*state, false); }
+
+/* ---- CPU samples ---------------------------------------------------------- */
+
+/* A busy function tops the CPU samples, its stack unwound without frame
+ * pointers (busy.c is built with -fomit-frame-pointer). */
+static void test_cpu_samples(void **state)
+{
+    const char *dir = *state;
+    if (geteuid() != 0) {
+        /* system-wide perf sampling needs root or CAP_PERFMON (perf_event_paranoid is 2 by default) */
+        printf("skipped: CPU samples need root here\n");
+        skip();
+    }
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("ltr-test-busy"), "ltr-test-busy", "800", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    char buf[8] = {0};
+    assert_int_equal(read(out[0], buf, 6), 6);
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/cpu.ltr", dir);
+    tu_result r = tu_run("%s start general --filemode --instance c1 --pid %d -o %s", LTR, (int)p, trace);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "CPU samples")); /* no warning: root may sample */
+    tu_free(&r);
+    wait_event(trace, "ThreadStart", (uint32_t)p, NULL, NULL); /* the session follows it */
+    assert_int_equal(write(in[1], "g", 1), 1);
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    close(in[1]);
+    close(out[0]);
+    tu_expect_ok(tu_run("%s stop %s --instance c1", LTR, trace));
+    r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
+    assert_int_equal(r.status, 0);
+    long long total = jfield(r.out, "cpu_samples"), top = jfield(r.out, "samples");
+    assert_true(total >= 200); /* 800 ms of CPU at one sample a millisecond; a loaded machine loses few */
+    assert_true(top * 100 >= total * 80);
+    assert_non_null(strstr(r.out, "\"frames\":[\"busy_spin\",\"busy_middle\",\"busy_outer\",\"main\""));
+    tu_free(&r);
+    r = tu_run("%s export %s --cpu --format folded -o -", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "ltr-test-busy-"));
+    assert_non_null(strstr(r.out, ";main;busy_outer;busy_middle;busy_spin "));
+    tu_free(&r);
+    char pb[4300];
+    snprintf(pb, sizeof pb, "%s/cpu.pb.gz", dir);
+    tu_expect_ok(tu_run("%s export %s --cpu --format pprof -o %s", LTR, trace, pb));
+    r = tu_run("gzip -dc %s | wc -c", pb);
+    assert_true(atol(r.out) > 100);
+    tu_free(&r);
+    r = tu_run("%s analyze %s --cpu --format csv", LTR, trace);
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_memory_counters_agree_with_proc, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_memory_records, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_general_records, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_options, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_analyze_heap_share, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_processes_connector, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_processes_proc, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
