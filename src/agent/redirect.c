@@ -10,7 +10,8 @@
  * functions it replaces in every module of the main namespace — the program,
  * libc itself (glibc calls malloc through its PLT), libstdc++ (operator new
  * calls malloc) — to its hooks, which call the definition the process was
- * bound to. Each slot is one aligned 8-byte store: a thread calling through
+ * bound to. Each slot is one aligned 8-byte compare-and-swap (if it still
+ * holds what the sweep read): a thread calling through
  * it at that moment gets the old function or the new one, both correct.
  *
  * Modules loaded later: dlopen and dlmopen are redirected too, to a wrapper
@@ -332,7 +333,7 @@ static bool resolve_ours(void)
 typedef struct patch {
     uintptr_t base;         /* module, to find it again */
     const ElfW(Dyn) *dyn;
-    uintptr_t slot, value;
+    uintptr_t slot, was, value; /* the slot is set to value if it still holds was */
     uintptr_t relro_lo, relro_hi; /* nonzero: the slot is in RELRO */
     int prot;               /* of the RELRO pages now (-1: unknown) */
 } patch;
@@ -375,7 +376,7 @@ static void scan_relocs(const struct dl_phdr_info *info, const dyninfo *d, const
         if (now == (uintptr_t)t->ours || !(bound || lazy))
             continue;
         bool relro = slot >= d->relro_lo && slot < d->relro_hi;
-        add_patch(out, &(patch){info->dlpi_addr, d->dyn, slot, (uintptr_t)t->ours,
+        add_patch(out, &(patch){info->dlpi_addr, d->dyn, slot, now, (uintptr_t)t->ours,
                                 relro ? d->relro_lo : 0, relro ? d->relro_hi : 0, -1});
     }
 }
@@ -447,12 +448,18 @@ static int apply(struct dl_phdr_info *info, size_t size, void *arg)
             continue; /* unknown: leave it */
         if (opened && mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ | PROT_WRITE))
             continue;
-        for (size_t j = i; j < l->n; j++)
-            if (same(&l->v[j], p) && l->v[j].relro_lo == p->relro_lo && l->v[j].slot) {
-                __atomic_store_n((uintptr_t *)l->v[j].slot, l->v[j].value, __ATOMIC_RELEASE);
-                if (j != i)
-                    l->v[j].slot = 0;
-            }
+        for (size_t j = i; j < l->n; j++) {
+            patch *q = &l->v[j];
+            if (!q->slot || !same(q, p) || q->relro_lo != p->relro_lo)
+                continue;
+            /* only if it still holds what it held when read (the loader may
+             * have bound it lazily since): else the next sweep sees it */
+            uintptr_t was = q->was;
+            __atomic_compare_exchange_n((uintptr_t *)q->slot, &was, q->value, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED);
+            if (j != i)
+                q->slot = 0;
+        }
         if (opened)
             mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ);
         p->slot = 0;
