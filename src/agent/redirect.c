@@ -10,7 +10,8 @@
  * functions it replaces in every module of the main namespace — the program,
  * libc itself (glibc calls malloc through its PLT), libstdc++ (operator new
  * calls malloc) — to its hooks, which call the definition the process was
- * bound to. Each slot is one aligned 8-byte store: a thread calling through
+ * bound to. Each slot is one aligned 8-byte compare-and-swap (if it still
+ * holds what the sweep read): a thread calling through
  * it at that moment gets the old function or the new one, both correct.
  *
  * Modules loaded later: dlopen and dlmopen are redirected too, to a wrapper
@@ -48,6 +49,7 @@
 #define AGENT_SONAME "libltr-heap.so"
 
 static enum agent_arrival arrival = AGENT_PRELOADED;
+static void *bound_definition(const char *name);
 
 enum agent_arrival redirect_arrival(void)
 {
@@ -57,7 +59,7 @@ enum agent_arrival redirect_arrival(void)
 void *agent_next_sym(const char *name)
 {
     agent_busy++;
-    void *f = dlsym(arrival == AGENT_PRELOADED ? RTLD_NEXT : RTLD_DEFAULT, name);
+    void *f = arrival == AGENT_PRELOADED ? dlsym(RTLD_NEXT, name) : bound_definition(name);
     agent_leave();
     return f;
 }
@@ -107,7 +109,7 @@ static void resolve_real(void)
 {
     for (size_t i = 0; i < NTARGETS; i++)
         if (!targets[i].real)
-            targets[i].real = dlsym(RTLD_DEFAULT, targets[i].name);
+            targets[i].real = bound_definition(targets[i].name);
     dlerror(); /* a name not found must not show as the program's error */
 }
 
@@ -199,6 +201,70 @@ static bool skipped(const struct dl_phdr_info *info)
            (info->dlpi_name && strstr(info->dlpi_name, "linux-vdso"));
 }
 
+/* ---- what the process binds to ------------------------------------------------- */
+
+/* A module's own definition of a function name (its dynamic symbols, through
+ * its GNU hash table), or NULL. An undefined symbol is none: a non-PIE
+ * program that takes a function's address exports its PLT entry under the
+ * function's name, which dlsym(RTLD_DEFAULT) returns; calling that from a
+ * hook would come back to the hook once the program's slot points there. */
+static void *module_defines(const struct link_map *l, const char *name)
+{
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint32_t *gnu = NULL;
+    const ElfW(Half) *versym = NULL;
+    for (const ElfW(Dyn) *e = l->l_ld; e && e->d_tag != DT_NULL; e++) {
+        uintptr_t p = abs_ptr(l->l_addr, e->d_un.d_ptr);
+        if (e->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)p;
+        else if (e->d_tag == DT_STRTAB)
+            strtab = (const char *)p;
+        else if (e->d_tag == DT_GNU_HASH)
+            gnu = (const uint32_t *)p;
+        else if (e->d_tag == DT_VERSYM)
+            versym = (const ElfW(Half) *)p;
+    }
+    if (!symtab || !strtab || !gnu || !gnu[0])
+        return NULL;
+    uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_words);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = h * 33 + *c;
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset)
+        return NULL;
+    for (;; i++) {
+        uint32_t ch = chain[i - symoffset];
+        const ElfW(Sym) *sym = &symtab[i];
+        if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
+            ELF64_ST_TYPE(sym->st_info) == STT_FUNC && !(versym && (versym[i] & 0x8000)) &&
+            !strcmp(strtab + sym->st_name, name))
+            return (void *)(l->l_addr + sym->st_value);
+        if (ch & 1)
+            return NULL;
+    }
+}
+
+/* The definition of name the process binds to: dlsym(RTLD_DEFAULT), unless
+ * that is the program's canonical PLT entry (see module_defines); then the
+ * first module after the program that defines it. */
+static void *bound_definition(const char *name)
+{
+    void *f = dlsym(RTLD_DEFAULT, name);
+    const struct link_map *exe = _r_debug.r_map;
+    Dl_info di;
+    struct link_map *l = NULL;
+    if (!f || !exe || !dladdr1(f, &di, (void **)&l, RTLD_DL_LINKMAP) || l != exe || module_defines(exe, name))
+        return f;
+    for (l = exe->l_next; l; l = l->l_next)
+        if (l->l_addr != self_base && (f = module_defines(l, name)))
+            return f;
+    return NULL;
+}
+
 /* ---- deciding how the agent arrived -------------------------------------------- */
 
 static int find_other_copy(struct dl_phdr_info *info, size_t size, void *arg)
@@ -222,9 +288,18 @@ enum agent_arrival redirect_decide(void)
         self_base = (uintptr_t)self.dli_fbase;
         self_path = self.dli_fname;
     }
-    Dl_info bound;
-    void *m = dlsym(RTLD_DEFAULT, "malloc");
-    bool interposes = m && dladdr(m, &bound) && (uintptr_t)bound.dli_fbase == self_base;
+    /* Preloaded (LD_PRELOAD, /etc/ld.so.preload), the agent was loaded before
+     * libc and comes before it in the loader's list; dlopen'ed, after it. */
+    bool interposes = false;
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+        size_t n = l->l_name ? strlen(l->l_name) : 0;
+        if (l->l_addr == self_base) {
+            interposes = true;
+            break;
+        }
+        if (n >= 10 && !strcmp(l->l_name + n - 10, "/libc.so.6"))
+            break;
+    }
     bool other = false;
     if (!interposes)
         dl_iterate_phdr(find_other_copy, &other);
@@ -247,8 +322,8 @@ static bool resolve_ours(void)
                                                   : dlsym(h, n);
     }
     dlclose(h); /* -z nodelete: only the count */
-    real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
-    real_dlmopen = dlsym(RTLD_DEFAULT, "dlmopen");
+    real_dlopen = bound_definition("dlopen");
+    real_dlmopen = bound_definition("dlmopen");
     dlerror();
     return real_dlopen && real_dlmopen;
 }
@@ -258,7 +333,7 @@ static bool resolve_ours(void)
 typedef struct patch {
     uintptr_t base;         /* module, to find it again */
     const ElfW(Dyn) *dyn;
-    uintptr_t slot, value;
+    uintptr_t slot, was, value; /* the slot is set to value if it still holds was */
     uintptr_t relro_lo, relro_hi; /* nonzero: the slot is in RELRO */
     int prot;               /* of the RELRO pages now (-1: unknown) */
 } patch;
@@ -301,7 +376,7 @@ static void scan_relocs(const struct dl_phdr_info *info, const dyninfo *d, const
         if (now == (uintptr_t)t->ours || !(bound || lazy))
             continue;
         bool relro = slot >= d->relro_lo && slot < d->relro_hi;
-        add_patch(out, &(patch){info->dlpi_addr, d->dyn, slot, (uintptr_t)t->ours,
+        add_patch(out, &(patch){info->dlpi_addr, d->dyn, slot, now, (uintptr_t)t->ours,
                                 relro ? d->relro_lo : 0, relro ? d->relro_hi : 0, -1});
     }
 }
@@ -373,12 +448,18 @@ static int apply(struct dl_phdr_info *info, size_t size, void *arg)
             continue; /* unknown: leave it */
         if (opened && mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ | PROT_WRITE))
             continue;
-        for (size_t j = i; j < l->n; j++)
-            if (same(&l->v[j], p) && l->v[j].relro_lo == p->relro_lo && l->v[j].slot) {
-                __atomic_store_n((uintptr_t *)l->v[j].slot, l->v[j].value, __ATOMIC_RELEASE);
-                if (j != i)
-                    l->v[j].slot = 0;
-            }
+        for (size_t j = i; j < l->n; j++) {
+            patch *q = &l->v[j];
+            if (!q->slot || !same(q, p) || q->relro_lo != p->relro_lo)
+                continue;
+            /* only if it still holds what it held when read (the loader may
+             * have bound it lazily since): else the next sweep sees it */
+            uintptr_t was = q->was;
+            __atomic_compare_exchange_n((uintptr_t *)q->slot, &was, q->value, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED);
+            if (j != i)
+                q->slot = 0;
+        }
         if (opened)
             mprotect((void *)p->relro_lo, p->relro_hi - p->relro_lo, PROT_READ);
         p->slot = 0;
