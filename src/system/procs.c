@@ -409,14 +409,15 @@ static int connector_open(void)
     int size = 4 << 20;
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-    struct {
-        struct nlmsghdr nl;
-        struct cn_msg cn;
-        enum proc_cn_mcast_op op;
-    } __attribute__((packed)) req = {
-        .nl = {.nlmsg_len = sizeof req, .nlmsg_type = NLMSG_DONE, .nlmsg_pid = 0},
-        .cn = {.id = {.idx = CN_IDX_PROC, .val = CN_VAL_PROC}, .len = sizeof(enum proc_cn_mcast_op)},
-        .op = PROC_CN_MCAST_LISTEN};
+    /* header, connector message, operation: one byte buffer, as struct cn_msg
+     * ends in a flexible array (a struct around it is a GNU extension) */
+    uint8_t req[sizeof(struct nlmsghdr) + sizeof(struct cn_msg) + sizeof(enum proc_cn_mcast_op)];
+    struct nlmsghdr nl = {.nlmsg_len = sizeof req, .nlmsg_type = NLMSG_DONE, .nlmsg_pid = 0};
+    struct cn_msg cn = {.id = {.idx = CN_IDX_PROC, .val = CN_VAL_PROC}, .len = sizeof(enum proc_cn_mcast_op)};
+    enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
+    memcpy(req, &nl, sizeof nl);
+    memcpy(req + sizeof nl, &cn, sizeof cn);
+    memcpy(req + sizeof nl + sizeof cn, &op, sizeof op);
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || send(fd, &req, sizeof req, 0) != (ssize_t)sizeof req) {
         int e = errno;
         close(fd);
