@@ -2,6 +2,7 @@
  * cli/cmd-start.c — `ltr start`: start a recording session held by a
  * recorder process that outlives the command.
  */
+#include "byname/byname.h"
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
@@ -20,7 +21,7 @@
 
 static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE [--force]]]\n"
                             "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
-                            "                 [--provider SPEC]... [--pid PID]...";
+                            "                 [--provider SPEC]... [--pid PID]... [--name NAME]...";
 
 static void help(void)
 {
@@ -53,7 +54,12 @@ static void help(void)
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
            "                       (default 5); may be repeated\n"
            "  --pid PID            heap tracing: only this process (may be repeated; with\n"
-           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n\n"
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n"
+           "  --name NAME          heap tracing: the processes whose executable's file name\n"
+           "                       is NAME (may be repeated): the new ones that carry the\n"
+           "                       dormant agent ('ltr heaptracingconfig NAME enable'), and\n"
+           "                       the running ones that have it; the recorder reads each\n"
+           "                       process's name from /proc/PID/exe\n\n"
            "Buffers. Without a profile, one collector of %u buffers of %u KB for\n"
            "provider events. A profile sets its collectors' own ('ltr profiles NAME\n"
            "--details' shows them): 'ltr start heap' takes 1024 buffers of 1 MB, a 1 GB\n"
@@ -180,6 +186,13 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
             return 2;
         cfg->pids[cfg->npids++] = (uint32_t)v;
         return -1;
+    case 'N':
+        if (cfg->nnames == LTR_MAX_SESSION_NAMES)
+            return cli_fail("start", "at most %d --name options", LTR_MAX_SESSION_NAMES), 2;
+        if (ltr_byname_check(optarg, &err))
+            return cli_fail("start", "--name: %s", err.msg), 2;
+        snprintf(cfg->names[cfg->nnames++], sizeof cfg->names[0], "%s", optarg);
+        return -1;
     case 'h': help(); return 0;
     default: return cli_usage_error("start", usage);
     }
@@ -223,6 +236,36 @@ static void warn_unreachable_pids(const ltr_session_config *cfg)
     }
 }
 
+/* --name: what the session reaches now. New processes carry the agent only
+ * under the by-name setting; running ones only if they have it loaded.
+ * TODO(i12-inject): attach the running pids that lack the agent. */
+static void report_names(const ltr_session_config *cfg)
+{
+    static ltr_byname_list set;
+    ltr_error err;
+    if (ltr_byname_read(&set, &err))
+        set.n = 0;
+    for (unsigned i = 0; i < cfg->nnames; i++) {
+        const char *name = cfg->names[i];
+        bool configured = false;
+        for (unsigned k = 0; k < set.n && !configured; k++)
+            configured = !strcmp(set.names[k], name);
+        if (!configured)
+            cli_warn("start", "--name %s: new processes of this name do not start with the heap agent: "
+                     "'ltr heaptracingconfig %s enable' (as root) makes them", name, name);
+        uint32_t pids[LTR_MAX_SESSION_PIDS];
+        int n = ltr_pids_named(name, pids, LTR_MAX_SESSION_PIDS);
+        unsigned without = 0;
+        for (int k = 0; k < n && k < LTR_MAX_SESSION_PIDS; k++)
+            without += ltr_heap_agent_loaded(pids[k]) != 1;
+        if (without)
+            cli_warn("start", "--name %s: %u running process%s of this name (pid %u%s) do%s not have the heap "
+                     "agent loaded, so nothing of %s will be recorded (ltr cannot attach yet)", name,
+                     without, without > 1 ? "es" : "", pids[0], n > 1 ? ", ..." : "", without > 1 ? "" : "es",
+                     without > 1 ? "them" : "it");
+    }
+}
+
 static void print_started(const ltr_session_config *cfg)
 {
     printf("session '%s' started: %s mode", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
@@ -244,6 +287,7 @@ int cmd_start(int argc, char **argv)
         {"buffers", required_argument, 0, 'b'},  {"max-file-size", required_argument, 0, 'm'},
         {"provider", required_argument, 0, 'p'}, {"pid", required_argument, 0, 'P'},
         {"force", no_argument, 0, 'F'},          {"help", no_argument, 0, 'h'},
+        {"name", required_argument, 0, 'N'},
         {0, 0, 0, 0}};
     static ltr_session_config cfg;
     static start_opts o;
@@ -266,6 +310,9 @@ int cmd_start(int argc, char **argv)
     if (cfg.npids && !cfg.pid_collectors)
         return cli_fail("start", "--pid limits heap tracing, and no profile here traces the heap: "
                                  "add one, e.g. 'ltr start heap --pid %u'", cfg.pids[0]), 2;
+    if (cfg.nnames && !cfg.pid_collectors)
+        return cli_fail("start", "--name limits heap tracing, and no profile here traces the heap: "
+                                 "add one, e.g. 'ltr start heap --name %s'", cfg.names[0]), 2;
     if ((rc = check_pids(&cfg)) != 0)
         return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
@@ -287,5 +334,6 @@ int cmd_start(int argc, char **argv)
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);
     warn_unreachable_pids(&cfg);
+    report_names(&cfg);
     return 0;
 }

@@ -22,6 +22,14 @@ static void print_session(const ltr_session_status *st)
            (unsigned long long)st->processes);
     if (st->profiles[0])
         printf("  profiles: %s\n", st->profiles);
+    if (st->names[0]) {
+        printf("  heap tracing by name:");
+        for (const char *p = st->names, *slash; *p; p = slash ? slash + 1 : p + strlen(p)) {
+            slash = strchr(p, '/');
+            printf(" %.*s", (int)(slash ? (size_t)(slash - p) : strlen(p)), p);
+        }
+        printf("\n");
+    }
     if (st->file_mode && st->has_output) {
         printf("  trace: %s, %.1f MB", st->output, (double)st->file_size / 1048576.0);
         if (st->max_file_size)

@@ -144,6 +144,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->uptime_ns = kv_u64(kv, "uptime_ns");
     st->processes = kv_u64(kv, "processes");
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);
+    kv_str(kv, "names", st->names, sizeof st->names);
     st->has_output = ltr_kvlist_get(kv, "output", st->output, sizeof st->output) != NULL;
     st->file_size = kv_u64(kv, "file_size");
     st->max_file_size = kv_u64(kv, "max_file_size");

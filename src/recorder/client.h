@@ -70,6 +70,7 @@ typedef struct ltr_session_status {
     bool file_mode;
     uint64_t pid, uptime_ns, processes;
     char profiles[1024];         /* ";"-joined, empty without profiles */
+    char names[4096];            /* executable names it heap-traces, "/"-joined, or "" */
     bool has_output;             /* file mode: output, file_size, max_file_size */
     char output[4096];
     uint64_t file_size, max_file_size;
