@@ -35,7 +35,8 @@
 #define LTR_BYNAME_FILE_MAX (LTR_BYNAME_MAX_NAMES * (LTR_BYNAME_NAME_MAX + 1) + 256)
 
 /* Checks NAME: an executable's file name, 1..255 bytes of printable
- * characters, no '/', no space, not "." nor "..", not starting with '#'.
+ * characters, no '/', no space, not "." nor "..", not starting with '#',
+ * not "ltr" (its recorder would trace itself).
  * Returns 0 or -EINVAL with err naming what is wrong and the fix. */
 int ltr_byname_check(const char *name, ltr_error *err);
 

@@ -37,6 +37,8 @@ int ltr_byname_check(const char *name, ltr_error *err)
                         strrchr(name, '/')[1] ? strrchr(name, '/') + 1 : "myservice");
     if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '#')
         return ltr_fail(err, EINVAL, "'%s' cannot be an executable's file name", name);
+    if (!strcmp(name, "ltr")) /* the recorder would trace itself */
+        return ltr_fail(err, EINVAL, "ltr itself cannot be heap-traced: give the name of the program to trace");
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p <= ' ' || *p == 0x7f)
             return ltr_fail(err, EINVAL, "the NAME holds a space or a control character: give the "

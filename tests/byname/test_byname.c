@@ -39,6 +39,8 @@ static void test_names_checked(void **state)
     assert_int_equal(ltr_byname_check("a\nb", &err), -EINVAL);
     assert_int_equal(ltr_byname_check("..", &err), -EINVAL);
     assert_int_equal(ltr_byname_check("#x", &err), -EINVAL);
+    assert_int_equal(ltr_byname_check("ltr", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "ltr itself"));
     char longname[300];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = 0;
