@@ -55,8 +55,8 @@ static int slurp(const char *path, char **out, size_t *len, size_t max)
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        int rc = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+    int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
+    if (rc) {
         close(fd);
         return rc;
     }

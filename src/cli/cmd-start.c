@@ -238,31 +238,24 @@ static void warn_unreachable_pids(const ltr_session_config *cfg)
 
 /* --name: what the session reaches now. New processes carry the agent only
  * under the by-name setting; running ones only if they have it loaded.
- * TODO(i12-inject): attach the running pids that lack the agent. */
+ * TODO(i12-inject): attach the running pids that lack the agent
+ * (reach.pids_without) with the injector's call. */
 static void report_names(const ltr_session_config *cfg)
 {
-    static ltr_byname_list set;
-    ltr_error err;
-    if (ltr_byname_read(&set, &err))
-        set.n = 0;
     for (unsigned i = 0; i < cfg->nnames; i++) {
         const char *name = cfg->names[i];
-        bool configured = false;
-        for (unsigned k = 0; k < set.n && !configured; k++)
-            configured = !strcmp(set.names[k], name);
-        if (!configured)
+        ltr_heap_name_reach reach;
+        if (ltr_heap_name_reach_of(name, &reach) != 0)
+            cli_warn("start", "--name %s: cannot list the running processes (/proc)", name);
+        if (!reach.configured)
             cli_warn("start", "--name %s: new processes of this name do not start with the heap agent: "
                      "'ltr heaptracingconfig %s enable' (as root) makes them", name, name);
-        uint32_t pids[LTR_MAX_SESSION_PIDS];
-        int n = ltr_pids_named(name, pids, LTR_MAX_SESSION_PIDS);
-        unsigned without = 0;
-        for (int k = 0; k < n && k < LTR_MAX_SESSION_PIDS; k++)
-            without += ltr_heap_agent_loaded(pids[k]) != 1;
-        if (without)
+        unsigned w = reach.without;
+        if (w)
             cli_warn("start", "--name %s: %u running process%s of this name (pid %u%s) do%s not have the heap "
-                     "agent loaded, so nothing of %s will be recorded (ltr cannot attach yet)", name,
-                     without, without > 1 ? "es" : "", pids[0], n > 1 ? ", ..." : "", without > 1 ? "" : "es",
-                     without > 1 ? "them" : "it");
+                     "agent loaded, so nothing of %s will be recorded (ltr cannot attach yet)", name, w,
+                     w > 1 ? "es" : "", reach.pids_without[0], w > 1 ? ", ..." : "", w > 1 ? "" : "es",
+                     w > 1 ? "them" : "it");
     }
 }
 

@@ -6,6 +6,7 @@
  * root; without root the tests that change it are skipped.
  */
 #include "byname/byname.h"
+#include "recorder/heaprun.h"
 #include "util/private_etc.h"
 #include "util/testutil.h"
 
@@ -85,9 +86,13 @@ static void test_exe_name_and_pids(void **state)
         if (!seen)
             usleep(10000);
     }
+    ltr_heap_name_reach reach;
+    assert_int_equal(ltr_heap_name_reach_of("sleep", &reach), 0);
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     assert_true(seen);
+    assert_true(reach.running >= 1 && reach.without >= 1); /* plain sleep has no agent */
+    assert_false(reach.configured);
     assert_int_equal(ltr_pids_named("not-sleep-at-all", pids, 512), 0);
     assert_int_equal(ltr_pids_named("test_byname", pids, 512), 0); /* not this process */
 }
@@ -176,7 +181,10 @@ static void test_absent_preload_comes_back_absent(void **state)
     }
     assert_int_equal(disable("gamma"), -ENOENT);
     assert_int_equal(disable("alpha"), 0);
-    assert_non_null(tu_read_file(LTR_BYNAME_PRELOAD) ? "" : NULL); /* beta is still on */
+    t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t); /* beta is still on */
+    assert_string_equal(t, LTR_BYNAME_SHIM "\n");
+    free(t);
     assert_int_equal(disable("beta"), 0);
     assert_gone(LTR_BYNAME_PRELOAD);
     assert_gone(LTR_BYNAME_DIR);

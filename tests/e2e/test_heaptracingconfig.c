@@ -233,6 +233,28 @@ static void test_refusals(void **state)
     tu_free(&r);
 }
 
+/* `ltr start heap --name` warns about what it cannot reach: new processes
+ * without the setting, running ones without the agent. */
+static void test_start_by_name_says_what_it_reaches(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    tu_result r = tu_run("cp /bin/sleep $TMPDIR/byname-sleeper && $TMPDIR/byname-sleeper 60 & p=$!; "
+                         "i=0; until [ \"$(readlink /proc/$p/exe)\" = $TMPDIR/byname-sleeper ] || [ $i -ge 1000 ]; "
+                         "do sleep 0.02; i=$((i+1)); done; "
+                         "%s start heap --instance w --name byname-sleeper; s=$?; %s cancel --instance w; kill $p; "
+                         "echo pid $p; exit $s", tu_ltr(), tu_ltr());
+    if (r.status != 0 || !strstr(r.err, "--name byname-sleeper: new processes of this name do not start with the "
+                                        "heap agent: 'ltr heaptracingconfig byname-sleeper enable'") ||
+        !strstr(r.err, "--name byname-sleeper: 1 running process of this name (pid "))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    char pid[32];
+    snprintf(pid, sizeof pid, "(pid %lu)", strtoul(strstr(r.out, "pid ") + 4, NULL, 10));
+    assert_non_null(strstr(r.err, pid));
+    tu_free(&r);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -242,6 +264,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_changes, fresh, done),
         cmocka_unit_test_setup_teardown(test_real_programs_unaffected, fresh, done),
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_by_name_says_what_it_reaches, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
