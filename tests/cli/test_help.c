@@ -22,7 +22,7 @@
 
 static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
                                        "stop",   "cancel", "marker", "info",    "dump",
-                                       "analyze", "export", "profiles"};
+                                       "analyze", "export", "profiles", "heaptracingconfig"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)
