@@ -14,8 +14,11 @@
  * new char[5005] and new Block (5006); all freed; then frees the early
  * blocks (free, delete[]) and reallocs the third to 7004 (blocks the agent
  * never saw); then dlopens LIB (libheapdl.so, next to it) and calls
- * dl_alloc (3600 bytes, freed). Modes:
+ * dl_alloc (3600 bytes, freed), and liblatecaller.so, whose caller_alloc
+ * dlopens liblatesub.so through its own RUNPATH and calls sub_alloc (3700
+ * bytes, freed). Modes:
  *   late     as above
+ *   thread   as late, the agent loaded by another thread than main
  *   twice    loads AGENT again, and a copy of it at DIR/copy.so: no-ops
  *   fork     a child made after the load allocates 10 x malloc(6001)
  *   again    as late, then prints "round1", waits for DIR/go2 and makes the
@@ -23,7 +26,8 @@
  *   dormant  as late; the test runs no session
  *   none     never loads the agent
  * It prints which object the program's malloc slot points into
- * ("malloc-in PATH"), "name start size" for late_alloc_c, late_alloc_cxx and dl_alloc, then
+ * ("malloc-in PATH"), "name start size" for late_alloc_c, late_alloc_cxx,
+ * dl_alloc and sub_alloc, then
  * "result X" (the workers' checksum, the same in every mode) and exits 0
  * when every check held.
  */
@@ -143,7 +147,7 @@ static void copy_file(const char *from, const char *to)
         exit(4);
 }
 
-static void the_known_allocations(const char *lib)
+static void the_known_allocations(const char *lib, const char *caller)
 {
     late_alloc_c();
     late_alloc_cxx();
@@ -153,6 +157,12 @@ static void the_known_allocations(const char *lib)
         exit(5);
     print_range("dl_alloc", (void *)dl_alloc);
     free(dl_alloc());
+    void *(*caller_alloc)(void **) = (void *(*)(void **))dlsym(load(caller), "caller_alloc");
+    void *sub_alloc = NULL, *p = caller_alloc ? caller_alloc(&sub_alloc) : NULL;
+    if (!p)
+        exit(6);
+    print_range("sub_alloc", sub_alloc);
+    free(p);
 }
 
 int main(int argc, char **argv)
@@ -160,9 +170,10 @@ int main(int argc, char **argv)
     if (argc != 4)
         return 2;
     const char *mode = argv[1], *agent = argv[2], *dir = argv[3];
-    char lib[4096];
+    char lib[4096], caller[4096];
     snprintf(lib, sizeof lib, "%s", argv[0]);
     *strrchr(lib, '/') = 0;
+    snprintf(caller, sizeof caller, "%s/liblatecaller.so", lib);
     strcat(lib, "/libheapdl.so");
     alarm(120); /* never outlive the test */
 
@@ -171,8 +182,14 @@ int main(int argc, char **argv)
     for (long i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, worker, (void *)(i + 1));
     usleep(20000); /* the workers are allocating when the agent comes */
-    if (strcmp(mode, "none") != 0)
+    if (!strcmp(mode, "thread")) { /* from a thread of its own, as an injector may */
+        pthread_t loader;
+        pthread_create(&loader, NULL, [](void *a) -> void * { return load((const char *)a); },
+                       (void *)agent);
+        pthread_join(loader, NULL);
+    } else if (strcmp(mode, "none") != 0) {
         load(agent);
+    }
     if (!strcmp(mode, "twice")) {
         char copy[4200];
         snprintf(copy, sizeof copy, "%s/copy.so", dir);
@@ -200,7 +217,7 @@ int main(int argc, char **argv)
         if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st))
             bad++;
     }
-    the_known_allocations(lib);
+    the_known_allocations(lib, caller);
     free(early[0]);
     delete[] (char *)early[1];
     early[2] = realloc(early[2], 7004);
@@ -209,7 +226,7 @@ int main(int argc, char **argv)
         printf("round1\n");
         fflush(stdout);
         wait_for(dir, "go2");
-        the_known_allocations(lib);
+        the_known_allocations(lib, caller);
     }
 
     stop_workers = true;

@@ -43,6 +43,8 @@ typedef struct run {
  * or ""); once it has loaded the agent, a heap
  * session (session_opts, "-" for none) starts and its gate opens; the trace
  * is read when it has exited. The shell prints "target STATUS". */
+static const char *target_name = "late-target";
+
 static run run_target_env(const char *env, const char *mode, const char *session_opts)
 {
     run x = {0};
@@ -54,7 +56,7 @@ static run run_target_env(const char *env, const char *mode, const char *session
                  "i=0; while ! grep -q '^loaded' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
                  "%s%s%s%s touch %s/go; wait $p; echo target $? >> %s/out; cat %s/out; "
                  "%s%s%s%s",
-                 tmp, tmp, env, tu_test_bin("late-target"), mode, agent(), tmp, tmp, tmp,
+                 tmp, tmp, env, tu_test_bin(target_name), mode, agent(), tmp, tmp, tmp,
                  session ? tu_ltr() : "", session ? " start heap --instance late --filemode " : "",
                  session ? session_opts : "", session ? " && " : "", tmp, tmp, tmp,
                  session ? tu_ltr() : "", session ? " stop --instance late " : "", session ? x.trace : "",
@@ -165,6 +167,9 @@ static void expect_known_allocations(const run *x)
     expect_in(x, "Alloc", 5006, FN_NEW, 10, "late_alloc_cxx");
     /* libheapdl.so, dlopen'ed after the agent came */
     expect_in(x, "Alloc", 3600, FN_MALLOC, 1, "dl_alloc");
+    /* liblatesub.so, found only through the RUNPATH of the library that
+     * dlopened it: the agent's dlopen wrapper searched as ld.so would */
+    expect_in(x, "Alloc", 3700, FN_MALLOC, 1, "sub_alloc");
 }
 
 static void expect_known(const run *x)
@@ -196,6 +201,31 @@ static void test_late_load_records_exactly(void **state)
     if (unseen < 2) /* free(early[0]), delete[] early[1] at least */
         fail_msg("frees of unseen allocations: %lld\n%s", unseen, a.out);
     tu_free(&a);
+    run_free(&x);
+}
+
+/* A program built without -pie that takes malloc's address exports its PLT
+ * entry as "malloc": the agent must call the real one, late or preloaded
+ * (it recursed into itself once: node). */
+static void test_program_not_position_independent(void **state)
+{
+    char preload[700];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", agent());
+    target_name = "late-target-nopie";
+    run x = run_target("late", "--pid $p");
+    expect_known(&x);
+    run_free(&x);
+    x = run_target_env(preload, "twice", "--pid $p");
+    expect_known(&x);
+    run_free(&x);
+    target_name = "late-target";
+}
+
+/* Loaded by a thread that is not the main one: the same. */
+static void test_load_from_another_thread(void **state)
+{
+    run x = run_target("thread", "--pid $p");
+    expect_known(&x);
     run_free(&x);
 }
 
@@ -327,6 +357,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_late_load_records_exactly, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_load_from_another_thread, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_program_not_position_independent, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dormant_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_second_load_is_a_no_op, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_next_session_without_second_load, tu_setup_sandbox,
