@@ -328,6 +328,15 @@ static int find_name(const ltr_byname_list *l, const char *name)
     return -1;
 }
 
+static void remove_files(bool dir_too)
+{
+    const char *files[] = {LTR_BYNAME_SHIM, LTR_BYNAME_AGENT, LTR_BYNAME_NAMES, LTR_BYNAME_STATE};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        unlink(files[i]);
+    if (dir_too)
+        rmdir(LTR_BYNAME_DIR);
+}
+
 static int enable_locked(const char *name, const char *shim_src, const char *agent_src, ltr_error *err)
 {
     ltr_byname_list *l = malloc(sizeof *l);
@@ -339,7 +348,8 @@ static int enable_locked(const char *name, const char *shim_src, const char *age
     int rc = own_dir(&created, err);
     if (!rc)
         rc = ltr_byname_read(l, err);
-    if (!rc && !l->n) /* a new setting: what the directory was comes now */
+    bool first = !rc && !l->n;
+    if (first) /* a new setting: what the directory was comes now */
         p.dir_created = created;
     if (!rc && (had = find_name(l, name) >= 0) == false && l->n == LTR_BYNAME_MAX_NAMES)
         rc = ltr_fail(err, E2BIG, "%d names are enabled already, the most there can be: disable one",
@@ -356,6 +366,8 @@ static int enable_locked(const char *name, const char *shim_src, const char *age
     }
     if (!rc)
         rc = preload_add(&p, err);
+    if (rc && first) /* the first name failed: leave nothing of it (the line was not added) */
+        remove_files(p.dir_created);
     free(l);
     return rc ? rc : had;
 }

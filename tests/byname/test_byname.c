@@ -255,6 +255,34 @@ static void test_directory_kept_or_refused(void **state)
     rmdir(LTR_BYNAME_DIR);
 }
 
+/* A first enable that fails half way (no agent to copy) leaves nothing. */
+static void test_failed_enable_leaves_nothing(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    ltr_error err;
+    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), "/nonexistent/libltr-heap.so", &err),
+                     -ENOENT);
+    assert_non_null(strstr(err.msg, "cannot read /nonexistent/libltr-heap.so"));
+    assert_gone(LTR_BYNAME_DIR);
+    assert_gone(LTR_BYNAME_PRELOAD);
+    /* a later name's failure leaves the earlier ones as they were */
+    assert_int_equal(enable("alpha"), 0);
+    assert_int_equal(ltr_byname_enable("beta", "/nonexistent/shim.so", src("libltr-heap.so"), &err), -ENOENT);
+    ltr_byname_list *l = malloc(sizeof *l);
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 1);
+    free(l);
+    char *t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t);
+    assert_string_equal(t, LTR_BYNAME_SHIM "\n");
+    free(t);
+    assert_int_equal(disable("alpha"), 0);
+    assert_gone(LTR_BYNAME_DIR);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -265,6 +293,7 @@ int main(void)
         cmocka_unit_test_setup(test_absent_preload_comes_back_absent, fresh),
         cmocka_unit_test_setup(test_existing_preload_restored_byte_for_byte, fresh),
         cmocka_unit_test_setup(test_directory_kept_or_refused, fresh),
+        cmocka_unit_test_setup(test_failed_enable_leaves_nothing, fresh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
