@@ -249,7 +249,7 @@ int ltr_heap_name_reach_of(const char *name, ltr_heap_name_reach *out)
         return n;
     out->running = (unsigned)n;
     for (int k = 0; k < n && k < 4096; k++)
-        if (ltr_heap_agent_loaded(pids[k]) != 1 && out->without++ < 16)
+        if (ltr_heap_agent_loaded(pids[k]) != 1 && out->without++ < LTR_MAX_SESSION_PIDS)
             out->pids_without[out->without - 1] = pids[k];
     return 0;
 }
