@@ -18,9 +18,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Does pid map a libltr-heap.so? 1, 0, or -errno. */
@@ -156,4 +158,62 @@ int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir,
     if ((rc = ltr_inject_dlopen(pid, agent_path, timeout_ms, rep, err)) != 0)
         return rc;
     return LTR_ATTACH_INJECTED;
+}
+
+void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size)
+{
+    ltr_error err = {0};
+    int rc = ltr_attach_check(pid, runtime_dir, &err);
+    if (rc == -ESRCH && !strstr(err.msg, "zombie"))
+        snprintf(out, size, "pid %d is not running (it exited)", (int)pid);
+    else if (rc < 0)
+        snprintf(out, size, "%s", err.msg);
+    else if (rc == 0)
+        snprintf(out, size, "pid %d does not carry the heap agent (its attach failed or it was restarted): "
+                 "'ltr start heap --pid %d' in a new session attaches it", (int)pid, (int)pid);
+    else
+        snprintf(out, size, "pid %d carries the heap agent and has not allocated since the session began "
+                 "(it joins at its first allocation)", (int)pid);
+}
+
+static volatile sig_atomic_t wait_signal;
+
+static void on_signal(int sig)
+{
+    wait_signal = sig;
+}
+
+ltr_wait_end ltr_attach_wait(pid_t pid, uint64_t duration_ns)
+{
+    struct sigaction sa = {.sa_handler = on_signal}, old[3];
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    wait_signal = 0;
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+    uint64_t end = duration_ns ? ltr_now_ns() + duration_ns : UINT64_MAX;
+    ltr_wait_end why = LTR_WAIT_DURATION;
+    for (;;) {
+        if (wait_signal) {
+            why = LTR_WAIT_SIGNAL;
+            break;
+        }
+        char path[64], buf[512] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+        if (!p || p[2] == 'Z' || p[2] == 'X') {
+            why = LTR_WAIT_EXITED;
+            break;
+        }
+        if (ltr_now_ns() >= end)
+            break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* a signal cuts it short */
+    }
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+    return why;
 }

@@ -71,4 +71,20 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err);
 int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir, unsigned timeout_ms,
                      ltr_inject_report *rep, ltr_error *err);
 
+/* Why pid, named by a session's --pid, has not joined it (for `ltr
+ * status`): it exited, carries no agent (and why it could not get one), or
+ * carries it and has not allocated since the session began. */
+void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size);
+
+/* How ltr_attach_wait ended. */
+typedef enum ltr_wait_end {
+    LTR_WAIT_DURATION = 0, /* the duration passed */
+    LTR_WAIT_SIGNAL,       /* SIGINT, SIGTERM or SIGHUP came */
+    LTR_WAIT_EXITED,       /* the process exited */
+} ltr_wait_end;
+
+/* Waits until pid exits, duration_ns passes (0: no limit) or SIGINT,
+ * SIGTERM or SIGHUP reaches this process (`ltr record --pid`). */
+ltr_wait_end ltr_attach_wait(pid_t pid, uint64_t duration_ns);
+
 #endif
