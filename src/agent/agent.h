@@ -128,4 +128,14 @@ void modules_publish_all(unsigned s, ltr_attach *a, modules_view *v);
 void modules_rescan(bool cheap);
 void modules_after_fork(void);
 
+/* The agent's uses of the loader's list (dl_iterate_phdr, libunwind's
+ * lookups) hold this, and a fork waits until none runs: glibc 2.36 does not
+ * reset the loader's list lock in a fork child, so a child forked while
+ * another thread was in dl_iterate_phdr hung at its own first one (its
+ * first event). Set up by modules_init. */
+struct dl_phdr_info;
+void agent_loader_enter(void);
+void agent_loader_leave(void);
+int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
+
 #endif

@@ -11,6 +11,7 @@
  * addresses, sizes and stack ids are varints (docs/heap-events.md).
  */
 #include "agent/agent.h"
+#include "agent/perthread.h"
 #include "event/event.h"
 #include "base/heap_events.h"
 #include "base/records.h"
@@ -41,8 +42,13 @@ static pthread_mutex_t prep_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t prepared_inc[LTR_MAX_SESSIONS];
 static ltr_attach *prepared_att[LTR_MAX_SESSIONS];
 
-/* Per thread: the session incarnation its THREAD record was written for. */
-static __thread uint64_t t_named[LTR_MAX_SESSIONS] __attribute__((tls_model("initial-exec")));
+/* Per thread: the session incarnation its THREAD record was written for
+ * (agent_thread.named); NULL: no memory, the record is written each time. */
+static uint64_t *thread_named(void)
+{
+    agent_thread *t = agent_thread_block(AGENT_BLOCK_THREAD, sizeof(agent_thread));
+    return t ? t->named : NULL;
+}
 
 void emit_init(void)
 {
@@ -66,8 +72,8 @@ void emit_after_fork(void)
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         atomic_store(&prepared_inc[s], 0);
         prepared_att[s] = NULL;
-        t_named[s] = 0;
     }
+    emit_thread_renamed();
     pthread_mutex_init(&prep_lock, NULL);
     stacks_after_fork();
     modules_after_fork();
@@ -82,8 +88,9 @@ ltr_attach *emit_prepared(unsigned s)
 
 void emit_thread_renamed(void)
 {
-    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
-        t_named[s] = 0;
+    agent_thread *t = agent_blocks[AGENT_BLOCK_THREAD];
+    if (t)
+        memset(t->named, 0, sizeof t->named);
 }
 
 /* The loader's list is read before prep_lock is taken: a thread that waits
@@ -135,9 +142,11 @@ static ltr_attach *session_for(unsigned s, unsigned c)
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     if (atomic_load_explicit(&prepared_inc[s], memory_order_acquire) != inc)
         prepare(s, a, inc);
-    if (t_named[s] != inc) {
+    uint64_t *named = thread_named();
+    if (!named || named[s] != inc) {
         write_thread(a);
-        t_named[s] = inc;
+        if (named)
+            named[s] = inc;
     }
     return a;
 }

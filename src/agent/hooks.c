@@ -3,7 +3,8 @@
  * operator new and delete in all their forms, dlclose (modules may go),
  * pthread_setname_np (thread names) and pthread_getattr_np (see agent.h). Each calls the next definition in the
  * lookup order (dlsym RTLD_NEXT: glibc, or another allocator preloaded after
- * us) and reports what it did to emit.c.
+ * us; when the agent came late, the one the process was bound to: redirect.h)
+ * and reports what it did to emit.c.
  *
  * Allocations made before the real functions are known (by dlsym itself, or
  * by constructors that run before ours) come from a small static arena;
@@ -15,6 +16,7 @@
  */
 #include "agent/agent.h"
 #include "agent/perthread.h"
+#include "agent/redirect.h"
 #include "agent/unwind.h"
 
 #include <dlfcn.h>
@@ -49,13 +51,7 @@ static struct {
 
 static int resolving;
 
-static void *next_sym(const char *name)
-{
-    agent_busy++;
-    void *f = dlsym(RTLD_NEXT, name);
-    agent_leave();
-    return f;
-}
+#define next_sym agent_next_sym
 
 static void resolve(void)
 {
@@ -113,9 +109,11 @@ __attribute__((constructor(101))) static void agent_start(void)
 {
     agent_blocks_init();
     agent_busy++;
+    enum agent_arrival how = redirect_decide(); /* before ready(): where the real ones are */
     ready();
     agent_leave();
-    emit_init();
+    if (how != AGENT_DUPLICATE) /* the first copy records; this one stays inert */
+        emit_init();
 }
 
 /* ---- C allocation functions ------------------------------------------------ */

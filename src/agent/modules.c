@@ -56,6 +56,40 @@ struct modules_view {
 };
 
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t loader_use = PTHREAD_RWLOCK_INITIALIZER;
+
+void agent_loader_enter(void)
+{
+    pthread_rwlock_rdlock(&loader_use);
+}
+
+void agent_loader_leave(void)
+{
+    pthread_rwlock_unlock(&loader_use);
+}
+
+int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
+{
+    agent_loader_enter();
+    int r = dl_iterate_phdr(cb, arg);
+    agent_loader_leave();
+    return r;
+}
+
+static void fork_prepare(void)
+{
+    pthread_rwlock_wrlock(&loader_use);
+}
+
+static void fork_parent(void)
+{
+    pthread_rwlock_unlock(&loader_use);
+}
+
+static void fork_child(void)
+{
+    pthread_rwlock_init(&loader_use, NULL);
+}
 static module_list known;
 static unsigned long long seen_adds, seen_subs;
 
@@ -216,7 +250,7 @@ modules_view *modules_look(void)
 {
     modules_view *v = calloc(1, sizeof *v);
     if (v)
-        dl_iterate_phdr(collect, v);
+        agent_iterate_phdr(collect, v);
     return v;
 }
 
@@ -256,6 +290,7 @@ static void merge_locked(modules_view *v)
 
 void modules_init(void)
 {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     modules_view *v = modules_look();
     pthread_mutex_lock(&mod_lock);
     merge_locked(v);
@@ -266,7 +301,7 @@ void modules_rescan(bool cheap)
 {
     if (cheap) {
         unsigned long long c[2] = {0, 0};
-        dl_iterate_phdr(read_counters, c);
+        agent_iterate_phdr(read_counters, c);
         if (c[0] == seen_adds && c[1] == seen_subs)
             return;
     }

@@ -4,6 +4,7 @@
  * hooks at thread exit), unmapped by a thread-specific key's destructor.
  */
 #include "agent/perthread.h"
+#include "agent/agent.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,6 +21,9 @@ static bool have_key;
 static void release(void *unused)
 {
     (void)unused;
+    agent_busy++;
+    ltr_producer_flush_thread(); /* its state is in a block: before the block goes */
+    agent_busy--;
     for (int i = 0; i < AGENT_BLOCKS; i++)
         if (agent_blocks[i]) {
             munmap(agent_blocks[i], block_size[i]);
@@ -45,4 +49,12 @@ void *agent_block_new(enum agent_block which, size_t size)
     }
     block_size[which] = size;
     return agent_blocks[which] = p;
+}
+
+/* The producer's per-thread state (event/producer.c, built for the agent). */
+void *ltr_producer_thread_state(size_t size, bool create);
+void *ltr_producer_thread_state(size_t size, bool create)
+{
+    void *p = agent_blocks[AGENT_BLOCK_PRODUCER];
+    return p || !create ? p : agent_block_new(AGENT_BLOCK_PRODUCER, size);
 }

@@ -5,15 +5,38 @@
  * glibc carves a thread's static TLS out of the thread's stack, so every
  * byte of the agent's TLS is taken from every thread's stack, whether the
  * thread allocates or not: with 20 KB of TLS, a program whose threads have
- * 32 KB stacks crashed under the agent, dormant or not. So this memory is
- * mapped at a thread's first need and unmapped when the thread exits.
+ * 32 KB stacks crashed under the agent, dormant or not. And an agent
+ * dlopen'ed into a running process (redirect.h) gets its static TLS from the
+ * few hundred bytes glibc keeps spare for all late modules together: past
+ * them the dlopen fails. So the agent keeps only words in TLS, and the rest
+ * (the producer's slots, the sessions a thread has named itself in, held
+ * signals' siginfo) is mapped at a thread's first need and unmapped when
+ * the thread exits.
  */
 #ifndef LTR_AGENT_PERTHREAD_H
 #define LTR_AGENT_PERTHREAD_H
 
 #include <stddef.h>
 
-enum agent_block { AGENT_BLOCK_UNWIND, AGENT_BLOCK_STACKS, AGENT_BLOCKS };
+#include "event/registry.h"
+
+#include <signal.h>
+#include <stdint.h>
+
+enum agent_block { AGENT_BLOCK_UNWIND, AGENT_BLOCK_STACKS, AGENT_BLOCK_THREAD, AGENT_BLOCK_PRODUCER,
+                   AGENT_BLOCKS };
+
+/* AGENT_BLOCK_THREAD: what emit.c and signals.c keep per thread. */
+#define AGENT_HELD_INFO 2
+typedef struct agent_thread {
+    /* the session incarnation the thread's THREAD record was written for */
+    uint64_t named[LTR_MAX_SESSIONS];
+    /* the siginfo of the first signals held during one stay in the agent */
+    struct {
+        int sig;
+        siginfo_t info;
+    } held[AGENT_HELD_INFO];
+} agent_thread;
 
 extern __thread void *agent_blocks[AGENT_BLOCKS] __attribute__((tls_model("initial-exec")));
 

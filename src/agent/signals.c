@@ -20,6 +20,8 @@
  * the raw system call.
  */
 #include "agent/agent.h"
+#include "agent/perthread.h"
+#include "agent/redirect.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,14 +34,14 @@
 #define NSIGS 65
 
 __thread uint64_t agent_held __attribute__((tls_model("initial-exec")));
-/* The siginfo of the first signals held during one stay in the agent, which
- * is short: more than this many at once go again without theirs (tgkill).
- * Few, because TLS is taken from every thread's stack (perthread.h). */
-#define HELD_INFO 2
-static __thread struct {
-    int sig;
-    siginfo_t info;
-} held_info[HELD_INFO] __attribute__((tls_model("initial-exec")));
+/* The siginfo of the first signals held during one stay in the agent
+ * (agent_thread.held), which is short: more than AGENT_HELD_INFO at once, or
+ * on a thread whose block is not mapped yet (a handler maps nothing), go
+ * again without theirs (tgkill). */
+static agent_thread *held_block(void)
+{
+    return agent_blocks[AGENT_BLOCK_THREAD];
+}
 
 /* What the program asked for, per signal; wrapped[s]: installed behind ours. */
 static struct sigaction prog[NSIGS];
@@ -65,10 +67,11 @@ static void call_program(int sig, siginfo_t *si, void *uc)
 static void wrapper(int sig, siginfo_t *si, void *uc)
 {
     if (agent_busy && sig > 0 && sig < NSIGS && !is_fault(sig, si)) {
-        for (int i = 0; si && i < HELD_INFO; i++)
-            if (!held_info[i].sig || held_info[i].sig == sig) {
-                held_info[i].sig = sig;
-                held_info[i].info = *si;
+        agent_thread *t = held_block();
+        for (int i = 0; t && si && i < AGENT_HELD_INFO; i++)
+            if (!t->held[i].sig || t->held[i].sig == sig) {
+                t->held[i].sig = sig;
+                t->held[i].info = *si;
                 break;
             }
         agent_held |= 1ull << sig;
@@ -85,11 +88,12 @@ void signals_release(void)
         agent_held &= ~(1ull << sig);
         /* to this thread, with the siginfo it came with when it was kept */
         int sent = -1;
-        for (int i = 0; i < HELD_INFO; i++)
-            if (held_info[i].sig == sig) {
-                held_info[i].sig = 0;
+        agent_thread *t = held_block();
+        for (int i = 0; t && i < AGENT_HELD_INFO; i++)
+            if (t->held[i].sig == sig) {
+                t->held[i].sig = 0;
                 sent = (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig,
-                                    &held_info[i].info);
+                                    &t->held[i].info);
             }
         if (sent != 0)
             syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
@@ -101,7 +105,7 @@ static bool resolve(void)
 {
     if (!real_sigaction) {
         agent_busy++;
-        real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+        real_sigaction = agent_next_sym("sigaction");
         agent_busy--;
     }
     return real_sigaction != NULL;
@@ -115,7 +119,9 @@ static bool wants_wrapper(int sig, const struct sigaction *act)
            (act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN);
 }
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* The agent's sigaction, also for signal() below: a call to "sigaction"
+ * from the agent's own code binds to libc's when the agent came late. */
+static int wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (!resolve()) {
         errno = ENOSYS;
@@ -144,6 +150,11 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
     return rc;
 }
 
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return wrap_sigaction(sig, act, old);
+}
+
 /* glibc's signal() calls its sigaction internally, past the hook above. */
 EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
@@ -151,7 +162,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
     sigemptyset(&act.sa_mask);
     if (sig > 0 && sig < NSIGS)
         sigaddset(&act.sa_mask, sig);
-    if (sigaction(sig, &act, &old) != 0)
+    if (wrap_sigaction(sig, &act, &old) != 0)
         return SIG_ERR;
     return old.sa_handler;
 }

@@ -199,7 +199,9 @@ static void say(const char *msg)
 __attribute__((noinline)) static void check_against_libunwind(void *const *a, int n, int max)
 {
     void *b[MAX_DEPTH + 16];
+    agent_loader_enter(); /* libunwind looks objects up in the loader's list */
     int m = unw_backtrace(b, max);
+    agent_loader_leave();
     int j = first_caller_frame(b, m);
     m = m - j > depth ? depth : m - j;
     if (m == n && !memcmp(a, b + j, sizeof(void *) * (size_t)n))
@@ -264,8 +266,12 @@ stack_ref stacks_capture(const void *frame)
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
-    else
-        i = first_caller_frame(buf, n = unw_backtrace(buf, depth + 16));
+    else {
+        agent_loader_enter(); /* libunwind looks objects up in the loader's list */
+        n = unw_backtrace(buf, depth + 16);
+        agent_loader_leave();
+        i = first_caller_frame(buf, n);
+    }
     int count = n - i > depth ? depth : n - i;
     if (unwind_mode == UNWIND_CHECK) {
         atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);

@@ -188,7 +188,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void rescan(void)
 {
     unsigned long long counts[2] = {seen_adds, seen_subs};
-    dl_iterate_phdr(scan_one, counts);
+    agent_iterate_phdr(scan_one, counts);
     if (counts[0] == seen_adds && counts[1] == seen_subs)
         return;
     atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
@@ -198,7 +198,7 @@ static void rescan(void)
         seen_subs = counts[1];
         drop_modules(true);
         unwind_flush();
-        dl_iterate_phdr(scan_one, counts);
+        agent_iterate_phdr(scan_one, counts);
     }
 }
 

@@ -40,7 +40,17 @@ typedef struct thread_state {
     tslot slots[LTR_THREAD_SLOTS];
 } thread_state;
 
+#ifdef LTR_PRODUCER_STATE_OUTSIDE_TLS
+/* The heap agent may be dlopen'ed into a running process, where static TLS
+ * is a few hundred bytes shared by every late module: it keeps this state in
+ * a per-thread block of its own (agent/perthread.h). create: map it if the
+ * thread has none; NULL: none (then the event is lost, counted). */
+void *ltr_producer_thread_state(size_t size, bool create);
+#define THREAD_STATE(create) ((thread_state *)ltr_producer_thread_state(sizeof(thread_state), create))
+#else
 static __thread thread_state t_state __attribute__((tls_model("initial-exec")));
+#define THREAD_STATE(create) (&t_state)
+#endif
 
 /* Mappings of sessions that ended, kept until their recorder is done. */
 typedef struct retired {
@@ -447,7 +457,7 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
 uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const ltr_cevent_in *in,
                                     bool *lost)
 {
-    thread_state *t = &t_state;
+    thread_state *t = THREAD_STATE(true);
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     *lost = false;
     if (!inc || c >= a->shm->ncollectors || (a->denied & (1u << c)) ||
@@ -456,6 +466,10 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     *lost = true;
     ltr_ring *r = ltr_shm_ring(a->shm, c);
     if (in->payload > LTR_MAX_EVENT_PAYLOAD || LTR_CEVENT_HEADER_MAX + in->payload > r->buffer_size) {
+        ltr_producer_count_lost(a, c);
+        return NULL;
+    }
+    if (!t) {
         ltr_producer_count_lost(a, c);
         return NULL;
     }
@@ -478,7 +492,7 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
 
 void ltr_producer_commit(void)
 {
-    thread_state *t = &t_state;
+    thread_state *t = THREAD_STATE(false); /* reserve made it */
     tslot *sl = t->pending;
     sl->bytes += t->pending_size;
     sl->events++;
@@ -488,8 +502,8 @@ void ltr_producer_commit(void)
 
 void ltr_producer_flush_thread(void)
 {
-    thread_state *t = &t_state;
-    if (t->epoch != atomic_load(&g.epoch))
+    thread_state *t = THREAD_STATE(false);
+    if (!t || t->epoch != atomic_load(&g.epoch))
         return;
     for (unsigned i = 0; i < LTR_THREAD_SLOTS; i++)
         hand_over(&t->slots[i]);

@@ -1,0 +1,33 @@
+/*
+ * agent/redirect.h — how the agent came into the process, and, when it came
+ * late (dlopen'ed into a running process by `ltr`'s injector or by the
+ * ld.so.preload shim), the redirection of the functions it replaces in every
+ * loaded module (redirect.c; docs/heap-tracing.md, "Attaching late").
+ */
+#ifndef LTR_AGENT_REDIRECT_H
+#define LTR_AGENT_REDIRECT_H
+
+#include <stdbool.h>
+
+enum agent_arrival {
+    AGENT_PRELOADED, /* interposes by symbol: nothing to redirect */
+    AGENT_LATE,      /* dlopen'ed: relocation entries are rewritten */
+    AGENT_DUPLICATE, /* another copy of the agent is in the process: this one stays inert */
+};
+
+/* How this copy arrived; decided once, from the constructor (before that:
+ * AGENT_PRELOADED, whose hooks may run before any constructor). */
+enum agent_arrival redirect_arrival(void);
+/* Decides it. Call from the constructor, before the real functions are resolved. */
+enum agent_arrival redirect_decide(void);
+
+/* The definition the hook for name calls: the next one after the agent when
+ * preloaded, the one the process binds to (dlsym RTLD_DEFAULT) when late. */
+void *agent_next_sym(const char *name);
+
+/* AGENT_LATE: points the relocation entries of the replaced functions in
+ * every loaded module of the main namespace (but the agent, ld.so, the vDSO)
+ * at the agent. From the constructor, last; again after each dlopen. */
+void redirect_all(void);
+
+#endif
