@@ -9,6 +9,11 @@
  *   busy      4 threads allocate, free and check checksums until stdin ends
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
  *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
+ *   attach    4 threads churn (checked) until a line comes; then each makes
+ *             500 blocks of 4243 bytes in attach_alloc_site, kept; "done"
+ *   cycles    4 threads churn (checked) until end of input; each line makes
+ *             main allocate and free 100 blocks of 31337 bytes in
+ *             cycle_alloc_site, then print "did"
  * It prints "ready" once it is in place.
  */
 #include <errno.h>
@@ -93,6 +98,89 @@ static void *in_libc(void *arg)
     return NULL;
 }
 
+/* The allocation sites the end-to-end tests look for in the stacks. */
+__attribute__((noinline)) void *attach_alloc_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::"r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noinline)) void *cycle_alloc_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::"r"(p) : "memory");
+    return p;
+}
+
+static atomic_int gate;
+static void *kept[4][500];
+
+static void *attach_worker(void *arg)
+{
+    long k = (long)arg;
+    unsigned seed = (unsigned)k;
+    while (!atomic_load(&gate)) { /* churn, checked, as a service would */
+        size_t n = 16 + rand_r(&seed) % 4000;
+        unsigned char *p = malloc(n);
+        memset(p, (int)k, n);
+        if (p[n - 1] != (unsigned char)k)
+            atomic_fetch_add(&busy_errors, 1);
+        free(p);
+    }
+    for (int i = 0; i < 500; i++)
+        kept[k][i] = attach_alloc_site(4243);
+    return NULL;
+}
+
+static int mode_attach(void)
+{
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, attach_worker, (void *)i);
+    printf("site %p\n", (void *)attach_alloc_site);
+    ready();
+    if (read_line() != 0)
+        return 3;
+    atomic_store(&gate, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    printf("done\n");
+    fflush(stdout);
+    char buf[64];
+    while (read(0, buf, sizeof buf) > 0)
+        ;
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 500; i++)
+            free(kept[k][i]);
+    return atomic_load(&busy_errors) ? 3 : 0;
+}
+
+static int mode_cycles(void)
+{
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, busy, (void *)(i + 1));
+    printf("site %p\n", (void *)cycle_alloc_site);
+    ready();
+    char line[64];
+    FILE *in = fdopen(0, "r");
+    while (fgets(line, sizeof line, in)) {
+        void *p[100];
+        for (int i = 0; i < 100; i++)
+            if (!(p[i] = cycle_alloc_site(31337)))
+                return 3;
+        for (int i = 0; i < 100; i++)
+            free(p[i]);
+        printf("did\n");
+        fflush(stdout);
+    }
+    atomic_store(&stop_busy, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    return atomic_load(&busy_errors) || !atomic_load(&busy_rounds) ? 3 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -155,6 +243,10 @@ int main(int argc, char **argv)
         pthread_join(th, NULL);
         return signalled == 1 ? 0 : 3;
     }
+    if (!strcmp(mode, "attach"))
+        return mode_attach();
+    if (!strcmp(mode, "cycles"))
+        return mode_cycles();
     if (!strcmp(mode, "libc")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
