@@ -9,6 +9,7 @@
 #include "profiles/profiles.h"
 #include "recorder/heaprun.h"
 #include "recorder/recorder.h"
+#include "inject/inject.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,12 +55,20 @@ static void help(void)
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
            "                       (default 5); may be repeated\n"
            "  --pid PID            heap tracing: only this process (may be repeated; with\n"
-           "                       the heap profile, e.g. 'ltr start heap --pid 1234')\n"
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234'). A\n"
+           "                       running process without the heap agent gets it now,\n"
+           "                       without a restart (x86-64: ptrace of one thread for a\n"
+           "                       few ms, no gdb; docs/attach.md); after 'ltr stop' it\n"
+           "                       stays, dormant, and a later session enables it again.\n"
+           "                       Refused, nothing started: a pid that does not exist, a\n"
+           "                       zombie, a static program, another user's process,\n"
+           "                       ptrace not permitted (Yama, no CAP_SYS_PTRACE)\n"
            "  --name NAME          heap tracing: the processes whose executable's file name\n"
-           "                       is NAME (may be repeated): the new ones that carry the\n"
-           "                       dormant agent ('ltr heaptracingconfig NAME enable'), and\n"
-           "                       the running ones that have it; the recorder reads each\n"
-           "                       process's name from /proc/PID/exe\n\n"
+           "                       is NAME (may be repeated; the recorder reads each\n"
+           "                       process's name from /proc/PID/exe): the new ones, which\n"
+           "                       carry the agent, dormant, once 'ltr heaptracingconfig\n"
+           "                       NAME enable' is on, and the running ones, attached as\n"
+           "                       with --pid; one that cannot be attached is a warning\n\n"
            "Buffers. Without a profile, one collector of %u buffers of %u KB for\n"
            "provider events. A profile sets its collectors' own ('ltr profiles NAME\n"
            "--details' shows them): 'ltr start heap' takes 1024 buffers of 1 MB, a 1 GB\n"
@@ -69,8 +78,10 @@ static void help(void)
            "written buffers are reused first, so it grows only while writing lags.\n"
            "'ltr record' takes 512 of 16 KB instead: see 'ltr record --help'.\n\n"
            "exit status: 0 the session started (warnings on stderr name what it will\n"
-           "not record), 1 nothing was started (an error in a profile, a profile with\n"
-           "Strict=\"true\" that records nothing here, the recorder could not start),\n"
+           "not record, and each --pid that could not be attached), 1 nothing was\n"
+           "started (an error in a profile, a profile with Strict=\"true\" that records\n"
+           "nothing here, the recorder could not start, a --pid refused, or no --pid\n"
+           "could be attached),\n"
            "2 bad usage or a bad option value.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
@@ -211,51 +222,80 @@ static const char *output_of(const ltr_session_config *cfg)
     return made;
 }
 
-/* --pid of a process that does not exist is an error: nothing would ever be
- * recorded. One that exists but has no agent is recorded only if it loads one
- * later (it cannot, as ltr does not attach yet): say so. */
-static int check_pids(const ltr_session_config *cfg)
+/* Every --pid is checked before anything starts (touching nothing): a pid
+ * that cannot be traced refuses the whole start, with the cause and fix. */
+static int check_pids(const ltr_session_config *cfg, const char *rundir)
 {
-    for (unsigned i = 0; i < cfg->npids; i++)
-        if (kill((pid_t)cfg->pids[i], 0) != 0 && errno == ESRCH)
-            return cli_fail("start", "--pid %u: no such process", cfg->pids[i]), 2;
+    for (unsigned i = 0; i < cfg->npids; i++) {
+        ltr_error err;
+        if (ltr_attach_check((pid_t)cfg->pids[i], rundir, &err) < 0)
+            return cli_fail("start", "--pid %u: %s; nothing was started", cfg->pids[i], err.msg), 1;
+    }
     return 0;
 }
 
-static void warn_unreachable_pids(const ltr_session_config *cfg)
+/* Loads the agent into every --pid that has none, once the session runs (so
+ * the agent finds it at once). Returns how many processes the session can
+ * reach; each that could not be reached is a warning with its reason. */
+static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
 {
-    for (unsigned i = 0; i < cfg->npids; i++) {
-        int rc = ltr_heap_agent_loaded(cfg->pids[i]);
-        if (rc < 0)
-            cli_warn("start", "--pid %u: cannot tell whether it has the heap agent (/proc/%u/maps: %s); "
-                     "it is recorded only if it runs with it", cfg->pids[i], cfg->pids[i], strerror(-rc));
-        else if (!rc)
-            cli_warn("start", "--pid %u: the process does not have the heap agent loaded, so nothing of it "
-                     "will be recorded (ltr cannot attach to a running process yet): start it with "
-                     "'ltr run -- CMD'", cfg->pids[i]);
+    char agent[4096];
+    ltr_error err;
+    if (cfg->npids && ltr_heap_agent_path(agent, sizeof agent, &err)) {
+        cli_fail("start", "%s", err.msg);
+        return 0;
     }
+    unsigned reached = 0;
+    for (unsigned i = 0; i < cfg->npids; i++) {
+        ltr_inject_report rep;
+        int rc = ltr_attach_agent((pid_t)cfg->pids[i], agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &err);
+        if (rc < 0) {
+            cli_warn("start", "--pid %u was not attached: %s", cfg->pids[i], err.msg);
+            continue;
+        }
+        reached++;
+        if (rc == LTR_ATTACH_INJECTED)
+            printf("pid %u: heap agent loaded (thread %d stopped %.1f ms)\n", cfg->pids[i], (int)rep.tid,
+                   (double)rep.call_ns / 1e6);
+        else
+            printf("pid %u: heap agent already there, enabled\n", cfg->pids[i]);
+    }
+    return reached;
 }
 
-/* --name: what the session reaches now. New processes carry the agent only
- * under the by-name setting; running ones only if they have it loaded.
- * TODO(i12-inject): attach the running pids that lack the agent
- * (reach.pids_without) with the injector's call. */
-static void report_names(const ltr_session_config *cfg)
+/* --name: new processes carry the agent only under the by-name setting
+ * (said when it is off); running ones without it are attached now, as
+ * --pid's are, each failure a warning: the session is for the new ones too. */
+static void attach_names(const ltr_session_config *cfg, const char *rundir)
 {
+    char agent[4096];
+    ltr_error err;
+    bool have_agent = ltr_heap_agent_path(agent, sizeof agent, &err) == 0;
     for (unsigned i = 0; i < cfg->nnames; i++) {
         const char *name = cfg->names[i];
-        ltr_heap_name_reach reach;
+        static ltr_heap_name_reach reach;
         if (ltr_heap_name_reach_of(name, &reach) != 0)
             cli_warn("start", "--name %s: cannot list the running processes (/proc)", name);
         if (!reach.configured)
             cli_warn("start", "--name %s: new processes of this name do not start with the heap agent: "
                      "'ltr heaptracingconfig %s enable' (as root) makes them", name, name);
-        unsigned w = reach.without;
-        if (w)
-            cli_warn("start", "--name %s: %u running process%s of this name (pid %u%s) do%s not have the heap "
-                     "agent loaded, so nothing of %s will be recorded (ltr cannot attach yet)", name, w,
-                     w > 1 ? "es" : "", reach.pids_without[0], w > 1 ? ", ..." : "", w > 1 ? "" : "es",
-                     w > 1 ? "them" : "it");
+        unsigned n = reach.without < LTR_MAX_SESSION_PIDS ? reach.without : LTR_MAX_SESSION_PIDS;
+        if (n && !have_agent)
+            cli_warn("start", "--name %s: %u running processes were not attached: %s", name, n, err.msg);
+        for (unsigned k = 0; k < n && have_agent; k++) {
+            uint32_t pid = reach.pids_without[k];
+            ltr_inject_report rep;
+            ltr_error why;
+            int rc = ltr_attach_agent((pid_t)pid, agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &why);
+            if (rc < 0)
+                cli_warn("start", "--name %s: pid %u was not attached: %s", name, pid, why.msg);
+            else if (rc == LTR_ATTACH_INJECTED)
+                printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", pid, name, (int)rep.tid,
+                       (double)rep.call_ns / 1e6);
+        }
+        if (reach.without > n)
+            cli_warn("start", "--name %s: only %u of its %u running processes without the agent were attached",
+                     name, n, reach.without);
     }
 }
 
@@ -306,7 +346,11 @@ int cmd_start(int argc, char **argv)
     if (cfg.nnames && !cfg.pid_collectors)
         return cli_fail("start", "--name limits heap tracing, and no profile here traces the heap: "
                                  "add one, e.g. 'ltr start heap --name %s'", cfg.names[0]), 2;
-    if ((rc = check_pids(&cfg)) != 0)
+    char rundir[4096];
+    ltr_error err;
+    if ((cfg.npids || cfg.nnames) && ltr_runtime_dir(rundir, sizeof rundir, &err))
+        return cli_fail("start", "%s", err.msg);
+    if ((rc = check_pids(&cfg, rundir)) != 0)
         return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
@@ -322,11 +366,13 @@ int cmd_start(int argc, char **argv)
         if (!o.output)
             default_output(&cfg);
     }
-    ltr_error err;
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     print_started(&cfg);
-    warn_unreachable_pids(&cfg);
-    report_names(&cfg);
+    if (cfg.npids && !attach_pids(&cfg, rundir)) {
+        cli_session_request("start", cfg.name, "cancel", NULL, NULL, NULL);
+        return cli_fail("start", "no --pid could be attached; the session was cancelled"), 1;
+    }
+    attach_names(&cfg, rundir);
     return 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "recorder/internal.h"
 #include "byname/byname.h"
+#include "recorder/client.h" /* LTR_STATUS_PIDS */
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -195,11 +196,24 @@ static void handle_status(recorder *r, int fd)
     put_u64(&kv, "pid", (uint64_t)getpid());
     put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
     put_u64(&kv, "processes", r->nconns);
+    /* which processes, and which --pid the session was given (ltr status
+     * warns about those not attached) */
+    char list[LTR_STATUS_PIDS * 12 + 1] = "";
+    size_t at = 0;
+    for (unsigned i = 0; i < r->nconns && i < LTR_STATUS_PIDS; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
+    ltr_bytes_put_kv(&kv, "attached", list);
+    at = 0;
+    list[0] = 0;
+    for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
+    ltr_bytes_put_kv(&kv, "wanted", list);
     ltr_bytes_put_kv(&kv, "profiles", r->cfg.profiles);
     if (r->cfg.nnames) { /* '/' is in no file name */
         char names[LTR_MAX_SESSION_NAMES * 256] = "";
-        for (unsigned i = 0, at = 0; i < r->cfg.nnames; i++)
-            at += (unsigned)snprintf(names + at, sizeof names - at, "%s%s", i ? "/" : "", r->cfg.names[i]);
+        at = 0;
+        for (unsigned i = 0; i < r->cfg.nnames; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "/" : "", r->cfg.names[i]);
         ltr_bytes_put_kv(&kv, "names", names);
     }
     if (r->cfg.mode == LTR_MODE_FILE) {

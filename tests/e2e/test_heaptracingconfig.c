@@ -233,26 +233,44 @@ static void test_refusals(void **state)
     tu_free(&r);
 }
 
-/* `ltr start heap --name` warns about what it cannot reach: new processes
- * without the setting, running ones without the agent. */
-static void test_start_by_name_says_what_it_reaches(void **state)
+/* `ltr start heap --name` without the setting: it says new processes will
+ * not carry the agent, attaches the running one (started plainly, no agent),
+ * whose allocations from then on are in the trace, exactly. */
+static void test_start_by_name_attaches_running(void **state)
 {
-    (void)state;
     if (!have_etc)
         skip();
-    tu_result r = tu_run("cp /bin/sleep $TMPDIR/byname-sleeper && $TMPDIR/byname-sleeper 60 & p=$!; "
-                         "i=0; until [ \"$(readlink /proc/$p/exe)\" = $TMPDIR/byname-sleeper ] || [ $i -ge 1000 ]; "
-                         "do sleep 0.02; i=$((i+1)); done; "
-                         "%s start heap --instance w --name byname-sleeper; s=$?; %s cancel --instance w; kill $p; "
-                         "echo pid $p; exit $s", tu_ltr(), tu_ltr());
-    if (r.status != 0 || !strstr(r.err, "--name byname-sleeper: new processes of this name do not start with the "
-                                        "heap agent: 'ltr heaptracingconfig byname-sleeper enable'") ||
-        !strstr(r.err, "--name byname-sleeper: 1 running process of this name (pid "))
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && { %s %s > t.out & echo $! > t.pid; } && "
+                         "i=0; until grep -q agent t.out || [ $i -ge 1000 ]; do sleep 0.02; i=$((i+1)); done; "
+                         "cat t.out; %s start heap --instance w --filemode --name byname-target",
+                         dir, tu_test_bin("byname-target"), dir, tu_ltr());
+    if (r.status != 0 || !strstr(r.out, "agent 0\n") ||
+        !strstr(r.err, "--name byname-target: new processes of this name do not start with the heap agent: "
+                       "'ltr heaptracingconfig byname-target enable'") ||
+        !strstr(r.out, "(byname-target): heap agent loaded"))
         fail_msg("status %d\n%s%s", r.status, r.out, r.err);
-    char pid[32];
-    snprintf(pid, sizeof pid, "(pid %lu)", strtoul(strstr(r.out, "pid ") + 4, NULL, 10));
-    assert_non_null(strstr(r.err, pid));
+    unsigned long pid = strtoul(strstr(r.out, "pid ") + 4, NULL, 10);
+    char loaded[64];
+    snprintf(loaded, sizeof loaded, "pid %lu (byname-target): heap agent loaded", pid);
+    assert_non_null(strstr(r.out, loaded));
     tu_free(&r);
+    r = tu_run("cd %s && touch go && while kill -0 %lu 2>/dev/null; do sleep 0.02; done; cat t.out; "
+               "%s stop --instance w %s/w.ltr", dir, pid, tu_ltr(), dir);
+    if (r.status != 0 || !strstr(r.out, "done\n"))
+        fail_msg("run/stop: %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/w.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    size_t mine, others;
+    count(t, 4321, pid, &mine, &others);
+    assert_int_equal(mine, 10);
+    count(t, 4322, pid, &mine, &others);
+    assert_int_equal(mine, 7);
+    ltr_trace_close(t);
 }
 
 int main(void)
@@ -264,7 +282,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_changes, fresh, done),
         cmocka_unit_test_setup_teardown(test_real_programs_unaffected, fresh, done),
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
-        cmocka_unit_test_setup_teardown(test_start_by_name_says_what_it_reaches, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
