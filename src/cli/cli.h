@@ -56,6 +56,7 @@ int cmd_marker(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
+int cmd_heaptracingconfig(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include "cli/session.h"
 #include "prim/prim.h"
 #include "recorder/heaprun.h"
+#include "inject/inject.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -16,7 +17,8 @@
 #include <unistd.h>
 
 static const char usage[] = "ltr record [-o FILE] [--force] [--filemode|--memory] [--buffer-size KB]\n"
-                            "                  [--buffers N|N%] [--depth N] -- CMD [ARGS...]";
+                            "                  [--buffers N|N%] [--depth N] -- CMD [ARGS...]\n"
+                            "       ltr record --pid PID [--duration SECS] [-o FILE] [OPTIONS]";
 
 static void help(void)
 {
@@ -37,7 +39,17 @@ static void help(void)
            "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
            "                       1 to 50 (default %u)\n"
-           "  --depth N            frames per call stack, 0 to 256 (default 64)\n\n"
+           "  --depth N            frames per call stack, 0 to 256 (default 64)\n"
+           "  --pid PID            record a process that runs already instead of CMD, until\n"
+           "                       Ctrl-C, --duration or its exit (as 'heaptrack -p'): the\n"
+           "                       heap agent is loaded into it if it has none (x86-64,\n"
+           "                       ptrace of one thread for a few ms, no gdb; it stays\n"
+           "                       there, dormant, afterwards: docs/attach.md). Blocks it\n"
+           "                       allocated before are unseen; their frees are counted\n"
+           "                       apart. Refused, nothing recorded, exit status 1: no such\n"
+           "                       process, a zombie, a static program, another user's\n"
+           "                       process, ptrace not permitted (Yama, CAP_SYS_PTRACE)\n"
+           "  --duration SECS      with --pid: stop recording after SECS seconds\n\n"
            "Buffers. The default, %u buffers of %u KB (8 MB), is many small buffers\n"
            "because each thread that allocates holds one while it fills it: their\n"
            "number bounds the threads that record at once. A pool of 100 threads\n"
@@ -46,7 +58,8 @@ static void help(void)
            "heap' takes 1024 of 1 MB instead: a flight recorder's reach back in time\n"
            "is its pool (see 'ltr start --help').\n\n"
            "exit status: CMD's exit status (127 when it could not be started); 1 when\n"
-           "ltr could not start the recording or write the trace; 2 bad usage.\n",
+           "ltr could not start the recording or write the trace, or --pid could not be\n"
+           "attached; 2 bad usage. With --pid: 0 once the trace is written.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_HEAP_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
            LTR_BUFFERS_MAX, LTR_HEAP_BUFFERS_DEFAULT, LTR_HEAP_BUFFERS_DEFAULT,
            LTR_HEAP_BUFFER_KB_DEFAULT);
@@ -58,6 +71,8 @@ typedef struct record_opts {
     uint32_t buffer_kb, buffers;
     int depth;
     int force;
+    uint32_t pid;         /* --pid: a running process instead of CMD */
+    uint64_t duration_ns; /* --duration */
 } record_opts;
 
 /* Parses the options; returns the index of CMD in argv, or -exit status. */
@@ -68,6 +83,7 @@ static int parse(int argc, char **argv, record_opts *o)
         {"memory", no_argument, 0, 'm'},            {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'},     {"depth", required_argument, 0, 'd'},
         {"force", no_argument, 0, 'F'},             {"help", no_argument, 0, 'h'},
+        {"pid", required_argument, 0, 'P'},         {"duration", required_argument, 0, 'D'},
         {0, 0, 0, 0}};
     uint64_t v;
     const char *buffers = NULL;
@@ -90,14 +106,32 @@ static int parse(int argc, char **argv, record_opts *o)
                 return -2;
             o->depth = (int)v;
             break;
+        case 'P':
+            if (cli_parse_u64("record", "--pid", optarg, 1, 4194304, &v))
+                return -2;
+            o->pid = (uint32_t)v;
+            break;
+        case 'D':
+            if (cli_parse_u64("record", "--duration (seconds)", optarg, 1, 365ull * 86400, &v))
+                return -2;
+            o->duration_ns = v * 1000000000ull;
+            break;
         case 'h': help(); return 0;
         default: return -cli_usage_error("record", usage);
         }
     }
     if (buffers && cli_parse_buffers("record", buffers, o->buffer_kb, &o->buffers))
         return -2;
-    if (optind >= argc) {
-        cli_fail("record", "no command given: ltr record [OPTIONS] -- CMD [ARGS...]");
+    if (o->pid && optind < argc) {
+        cli_fail("record", "--pid records a running process: give no command as well");
+        return -2;
+    }
+    if (o->duration_ns && !o->pid) {
+        cli_fail("record", "--duration is for --pid: a command is recorded until it exits");
+        return -2;
+    }
+    if (!o->pid && optind >= argc) {
+        cli_fail("record", "no command given: ltr record [OPTIONS] -- CMD [ARGS...], or --pid PID");
         return -2;
     }
     return optind;
@@ -151,6 +185,49 @@ static void report(const char *trace, record_counts c, const record_opts *o)
                  "allocator linked into the program)");
 }
 
+/* Stops the session into trace; reports as for a command. Returns 0 or 1. */
+static int stop_into(const record_opts *o, const ltr_session_config *cfg, const char *trace)
+{
+    record_counts counts = session_counts(cfg->name);
+    ltr_kvlist stopped = {0};
+    int stop_rc = cli_session_write_request("record", cfg->name, "stop", trace, NULL, o->force, &stopped);
+    if (stop_rc && session_counts(cfg->name).known) /* a stop that could not begin keeps the recording */
+        fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
+                "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
+    if (!stop_rc)
+        report(trace, counts, o);
+    char log[4200];
+    if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
+        cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
+    ltr_kvlist_free(&stopped);
+    return stop_rc ? 1 : 0;
+}
+
+/* ltr record --pid: attach, wait for Ctrl-C, the duration or the exit, stop. */
+static int record_pid(const record_opts *o, const ltr_session_config *cfg, const char *agent,
+                      const char *rundir, const char *trace)
+{
+    ltr_error err;
+    ltr_inject_report rep;
+    int rc = ltr_attach_agent((pid_t)o->pid, agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &err);
+    if (rc < 0) {
+        cli_fail("record", "--pid %u: %s; nothing was recorded", o->pid, err.msg);
+        cli_session_request("record", cfg->name, "cancel", NULL, NULL, NULL);
+        return 1;
+    }
+    if (rc == LTR_ATTACH_INJECTED)
+        fprintf(stderr, "ltr record: pid %u: heap agent loaded (thread %d stopped %.1f ms); recording until "
+                "%s\n", o->pid, (int)rep.tid, (double)rep.call_ns / 1e6, o->duration_ns ? "the duration ends, "
+                "Ctrl-C or its exit" : "Ctrl-C or its exit");
+    else
+        fprintf(stderr, "ltr record: pid %u: heap agent already there, enabled; recording until %s\n", o->pid,
+                o->duration_ns ? "the duration ends, Ctrl-C or its exit" : "Ctrl-C or its exit");
+    ltr_wait_end why = ltr_attach_wait((pid_t)o->pid, o->duration_ns);
+    if (why == LTR_WAIT_EXITED)
+        fprintf(stderr, "ltr record: pid %u exited\n", o->pid);
+    return stop_into(o, cfg, trace);
+}
+
 int cmd_record(int argc, char **argv)
 {
     record_opts o = {.output = "ltr-record.ltr", .mode = LTR_MODE_FILE,
@@ -158,12 +235,24 @@ int cmd_record(int argc, char **argv)
     int first = parse(argc, argv, &o);
     if (first <= 0)
         return -first;
+    char rundir[4096];
+    ltr_error err = {0};
+    if (o.pid) { /* refused before anything starts */
+        if (ltr_runtime_dir(rundir, sizeof rundir, &err))
+            return cli_fail("record", "%s", err.msg);
+        if (ltr_attach_check((pid_t)o.pid, rundir, &err) < 0)
+            return cli_fail("record", "--pid %u: %s; nothing was recorded", o.pid, err.msg);
+    }
     static ltr_session_config cfg;
     memset(&cfg, 0, sizeof cfg);
     snprintf(cfg.name, sizeof cfg.name, "record-%d", (int)getpid());
     cfg.mode = o.mode;
     ltr_heap_session_config(&cfg, o.buffer_kb, o.buffers);
-    cfg.exclusive = true; /* CMD and its children only, not other traced programs */
+    cfg.exclusive = !o.pid; /* CMD and its children only, not other traced programs */
+    if (o.pid) {              /* that process only */
+        cfg.pids[cfg.npids++] = o.pid;
+        cfg.pid_collectors = 1;
+    }
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
@@ -175,11 +264,12 @@ int cmd_record(int argc, char **argv)
         return cli_fail("record", "%s: path too long", trace), 2;
     snprintf(cfg.stop_output, sizeof cfg.stop_output, "%s", trace); /* if this process is killed */
     cfg.stop_force = o.force;
-    ltr_error err = {0};
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("record", "%s", err.msg);
     if (ltr_recorder_launch(&cfg, &err))
         return cli_fail("record", "%s", err.msg);
+    if (o.pid)
+        return record_pid(&o, &cfg, agent, rundir, trace);
     ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,
                          .wait_descendants = true, .session = cfg.name};
     int status = 0, sig = 0;

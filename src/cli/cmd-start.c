@@ -2,12 +2,14 @@
  * cli/cmd-start.c — `ltr start`: start a recording session held by a
  * recorder process that outlives the command.
  */
+#include "byname/byname.h"
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
 #include "recorder/heaprun.h"
 #include "recorder/recorder.h"
+#include "inject/inject.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +22,7 @@
 
 static const char usage[] = "ltr start [PROFILE...] [--instance NAME] [--filemode [-o FILE [--force]]]\n"
                             "                 [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
-                            "                 [--provider SPEC]... [--pid PID]... [--memory-interval SECONDS]";
+                            "                 [--provider SPEC]... [--pid PID]... [--name NAME]... [--memory-interval SECONDS]";
 
 static void help(void)
 {
@@ -53,12 +55,25 @@ static void help(void)
            "                       as a hex mask (default all), level 1 critical .. 5 verbose\n"
            "                       (default 5); may be repeated\n"
            "  --pid PID            heap tracing: only this process (may be repeated; with\n"
-           "                       the heap profile, e.g. 'ltr start heap --pid 1234');\n"
-           "                       the system provider (profiles memory, general): a\n"
-           "                       process whose memory counters are recorded\n"
+           "                       the heap profile, e.g. 'ltr start heap --pid 1234'). A\n"
+           "                       running process without the heap agent gets it now,\n"
+           "                       without a restart (x86-64: ptrace of one thread for a\n"
+           "                       few ms, no gdb; docs/attach.md); after 'ltr stop' it\n"
+           "                       stays, dormant, and a later session enables it again.\n"
+           "                       Refused, nothing started: a pid that does not exist, a\n"
+           "                       zombie, a static program, another user's process,\n"
+           "                       ptrace not permitted (Yama, no CAP_SYS_PTRACE).\n"
+           "                       With the system provider (profiles memory, general):\n"
+           "                       a process whose memory counters are recorded\n"
            "  --memory-interval SECONDS\n"
            "                       the system provider's memory counters every SECONDS\n"
-           "                       (0.01 to 3600, default 1)\n\n"
+           "                       (0.01 to 3600, default 1)\n"
+           "  --name NAME          heap tracing: the processes whose executable's file name\n"
+           "                       is NAME (may be repeated; the recorder reads each\n"
+           "                       process's name from /proc/PID/exe): the new ones, which\n"
+           "                       carry the agent, dormant, once 'ltr heaptracingconfig\n"
+           "                       NAME enable' is on, and the running ones, attached as\n"
+           "                       with --pid; one that cannot be attached is a warning\n\n"
            "Buffers. Without a profile, one collector of %u buffers of %u KB for\n"
            "provider events. A profile sets its collectors' own ('ltr profiles NAME\n"
            "--details' shows them): 'ltr start heap' takes 1024 buffers of 1 MB, a 1 GB\n"
@@ -68,8 +83,10 @@ static void help(void)
            "written buffers are reused first, so it grows only while writing lags.\n"
            "'ltr record' takes 512 of 16 KB instead: see 'ltr record --help'.\n\n"
            "exit status: 0 the session started (warnings on stderr name what it will\n"
-           "not record), 1 nothing was started (an error in a profile, a profile with\n"
-           "Strict=\"true\" that records nothing here, the recorder could not start),\n"
+           "not record, and each --pid that could not be attached), 1 nothing was\n"
+           "started (an error in a profile, a profile with Strict=\"true\" that records\n"
+           "nothing here, the recorder could not start, a --pid refused, or no --pid\n"
+           "could be attached),\n"
            "2 bad usage or a bad option value.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
@@ -185,6 +202,13 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
         cfg->system_interval_ms = (uint32_t)(secs * 1000 + 0.5);
         return -1;
     }
+    case 'N':
+        if (cfg->nnames == LTR_MAX_SESSION_NAMES)
+            return cli_fail("start", "at most %d --name options", LTR_MAX_SESSION_NAMES), 2;
+        if (ltr_byname_check(optarg, &err))
+            return cli_fail("start", "--name: %s", err.msg), 2;
+        snprintf(cfg->names[cfg->nnames++], sizeof cfg->names[0], "%s", optarg);
+        return -1;
     case 'h': help(); return 0;
     default: return cli_usage_error("start", usage);
     }
@@ -203,10 +227,11 @@ static const char *output_of(const ltr_session_config *cfg)
     return made;
 }
 
-/* --pid of a process that does not exist is an error: nothing would ever be
- * recorded. One that exists but has no agent is recorded only if it loads one
- * later (it cannot, as ltr does not attach yet): say so. */
-static int check_pids(const ltr_session_config *cfg)
+/* Every --pid is checked before anything starts (touching nothing): a pid
+ * that cannot be traced refuses the whole start, with the cause and fix. */
+/* --pid for the system provider alone: a process that does not exist is an
+ * error (nothing would ever be recorded of it); no agent is needed. */
+static int pids_exist(const ltr_session_config *cfg)
 {
     for (unsigned i = 0; i < cfg->npids; i++)
         if (kill((pid_t)cfg->pids[i], 0) != 0 && errno == ESRCH)
@@ -214,17 +239,78 @@ static int check_pids(const ltr_session_config *cfg)
     return 0;
 }
 
-static void warn_unreachable_pids(const ltr_session_config *cfg)
+static int check_pids(const ltr_session_config *cfg, const char *rundir)
 {
     for (unsigned i = 0; i < cfg->npids; i++) {
-        int rc = ltr_heap_agent_loaded(cfg->pids[i]);
-        if (rc < 0)
-            cli_warn("start", "--pid %u: cannot tell whether it has the heap agent (/proc/%u/maps: %s); "
-                     "it is recorded only if it runs with it", cfg->pids[i], cfg->pids[i], strerror(-rc));
-        else if (!rc)
-            cli_warn("start", "--pid %u: the process does not have the heap agent loaded, so nothing of it "
-                     "will be recorded (ltr cannot attach to a running process yet): start it with "
-                     "'ltr run -- CMD'", cfg->pids[i]);
+        ltr_error err;
+        if (ltr_attach_check((pid_t)cfg->pids[i], rundir, &err) < 0)
+            return cli_fail("start", "--pid %u: %s; nothing was started", cfg->pids[i], err.msg), 1;
+    }
+    return 0;
+}
+
+/* Loads the agent into every --pid that has none, once the session runs (so
+ * the agent finds it at once). Returns how many processes the session can
+ * reach; each that could not be reached is a warning with its reason. */
+static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
+{
+    char agent[4096];
+    ltr_error err;
+    if (cfg->npids && ltr_heap_agent_path(agent, sizeof agent, &err)) {
+        cli_fail("start", "%s", err.msg);
+        return 0;
+    }
+    unsigned reached = 0;
+    for (unsigned i = 0; i < cfg->npids; i++) {
+        ltr_inject_report rep;
+        int rc = ltr_attach_agent((pid_t)cfg->pids[i], agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &err);
+        if (rc < 0) {
+            cli_warn("start", "--pid %u was not attached: %s", cfg->pids[i], err.msg);
+            continue;
+        }
+        reached++;
+        if (rc == LTR_ATTACH_INJECTED)
+            printf("pid %u: heap agent loaded (thread %d stopped %.1f ms)\n", cfg->pids[i], (int)rep.tid,
+                   (double)rep.call_ns / 1e6);
+        else
+            printf("pid %u: heap agent already there, enabled\n", cfg->pids[i]);
+    }
+    return reached;
+}
+
+/* --name: new processes carry the agent only under the by-name setting
+ * (said when it is off); running ones without it are attached now, as
+ * --pid's are, each failure a warning: the session is for the new ones too. */
+static void attach_names(const ltr_session_config *cfg, const char *rundir)
+{
+    char agent[4096];
+    ltr_error err;
+    bool have_agent = ltr_heap_agent_path(agent, sizeof agent, &err) == 0;
+    for (unsigned i = 0; i < cfg->nnames; i++) {
+        const char *name = cfg->names[i];
+        static ltr_heap_name_reach reach;
+        if (ltr_heap_name_reach_of(name, &reach) != 0)
+            cli_warn("start", "--name %s: cannot list the running processes (/proc)", name);
+        if (!reach.configured)
+            cli_warn("start", "--name %s: new processes of this name do not start with the heap agent: "
+                     "'ltr heaptracingconfig %s enable' (as root) makes them", name, name);
+        unsigned n = reach.without < LTR_MAX_SESSION_PIDS ? reach.without : LTR_MAX_SESSION_PIDS;
+        if (n && !have_agent)
+            cli_warn("start", "--name %s: %u running processes were not attached: %s", name, n, err.msg);
+        for (unsigned k = 0; k < n && have_agent; k++) {
+            uint32_t pid = reach.pids_without[k];
+            ltr_inject_report rep;
+            ltr_error why;
+            int rc = ltr_attach_agent((pid_t)pid, agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &why);
+            if (rc < 0)
+                cli_warn("start", "--name %s: pid %u was not attached: %s", name, pid, why.msg);
+            else if (rc == LTR_ATTACH_INJECTED)
+                printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", pid, name, (int)rep.tid,
+                       (double)rep.call_ns / 1e6);
+        }
+        if (reach.without > n)
+            cli_warn("start", "--name %s: only %u of its %u running processes without the agent were attached",
+                     name, n, reach.without);
     }
 }
 
@@ -249,7 +335,8 @@ int cmd_start(int argc, char **argv)
         {"buffers", required_argument, 0, 'b'},  {"max-file-size", required_argument, 0, 'm'},
         {"provider", required_argument, 0, 'p'}, {"pid", required_argument, 0, 'P'},
         {"force", no_argument, 0, 'F'},          {"help", no_argument, 0, 'h'},
-        {"memory-interval", required_argument, 0, 'i'}, {0, 0, 0, 0}};
+        {"memory-interval", required_argument, 0, 'i'}, {"name", required_argument, 0, 'N'},
+        {0, 0, 0, 0}};
     static ltr_session_config cfg;
     static start_opts o;
     memset(&cfg, 0, sizeof cfg);
@@ -276,7 +363,14 @@ int cmd_start(int argc, char **argv)
     if (cfg.system_interval_ms && !system)
         return cli_fail("start", "--memory-interval is for the system provider's memory counters, and no "
                                  "profile here records them: add one, e.g. 'ltr start memory'"), 2;
-    if ((rc = check_pids(&cfg)) != 0)
+    if (cfg.nnames && !cfg.pid_collectors)
+        return cli_fail("start", "--name limits heap tracing, and no profile here traces the heap: "
+                                 "add one, e.g. 'ltr start heap --name %s'", cfg.names[0]), 2;
+    char rundir[4096];
+    ltr_error err;
+    if ((cfg.npids || cfg.nnames) && ltr_runtime_dir(rundir, sizeof rundir, &err))
+        return cli_fail("start", "%s", err.msg);
+    if ((rc = cfg.pid_collectors ? check_pids(&cfg, rundir) : pids_exist(&cfg)) != 0)
         return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))
         return cli_fail("start", "%s is for file mode: add --filemode",
@@ -290,7 +384,6 @@ int cmd_start(int argc, char **argv)
             return 1;
         cfg.output_replace = o.force; /* once the session can start: a refused start keeps FILE */
     }
-    ltr_error err;
     if (cfg.mode == LTR_MODE_FILE && !o.output && ltr_session_default_output(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
     if (ltr_recorder_launch(&cfg, &err))
@@ -299,7 +392,10 @@ int cmd_start(int argc, char **argv)
     char why[512];
     if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
         cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
-    if (cfg.pid_collectors)
-        warn_unreachable_pids(&cfg);
+    if (cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir)) {
+        cli_session_request("start", cfg.name, "cancel", NULL, NULL, NULL);
+        return cli_fail("start", "no --pid could be attached; the session was cancelled"), 1;
+    }
+    attach_names(&cfg, rundir);
     return 0;
 }

@@ -6,6 +6,9 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
+#include "inject/inject.h"
+
+#include <stdbool.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,32 @@
 
 static const char usage[] = "ltr status [--instance NAME]";
 
+/* The processes attached, and a warning for each --pid that is not, with
+ * its reason. */
+static void print_processes(const ltr_session_status *st)
+{
+    if (st->nattached) {
+        printf("  processes attached:");
+        for (unsigned i = 0; i < st->nattached; i++)
+            printf("%s %u", i ? "," : "", st->attached[i]);
+        printf("%s\n", st->processes > st->nattached ? ", ..." : "");
+    }
+    char rundir[4096] = "";
+    ltr_error err;
+    for (unsigned i = 0; i < st->nwanted; i++) {
+        bool found = false;
+        for (unsigned j = 0; j < st->nattached && !found; j++)
+            found = st->attached[j] == st->wanted[i];
+        if (found)
+            continue;
+        if (!rundir[0] && ltr_runtime_dir(rundir, sizeof rundir, &err))
+            snprintf(rundir, sizeof rundir, "?");
+        char why[600];
+        ltr_attach_explain((pid_t)st->wanted[i], rundir, why, sizeof why);
+        cli_warn("status", "session '%s': --pid %u is not attached: %s", st->name, st->wanted[i], why);
+    }
+}
+
 static void print_session(const ltr_session_status *st)
 {
     printf("session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached\n",
@@ -21,12 +50,21 @@ static void print_session(const ltr_session_status *st)
            (unsigned long long)st->processes);
     if (st->profiles[0])
         printf("  profiles: %s\n", st->profiles);
+    if (st->names[0]) {
+        printf("  heap tracing by name:");
+        for (const char *p = st->names, *slash; *p; p = slash ? slash + 1 : p + strlen(p)) {
+            slash = strchr(p, '/');
+            printf(" %.*s", (int)(slash ? (size_t)(slash - p) : strlen(p)), p);
+        }
+        printf("\n");
+    }
     if (st->file_mode && st->has_output) {
         printf("  trace: %s, %.1f MB", st->output, (double)st->file_size / 1048576.0);
         if (st->max_file_size)
             printf(" of at most %.1f MB", (double)st->max_file_size / 1048576.0);
         printf("\n");
     }
+    print_processes(st);
     printf("  %-12s %8s %10s %8s %16s %12s %12s\n", "collector", "buffers", "size", "free",
            "events recorded", "events lost", "overwritten");
     for (unsigned c = 0; c < st->ncollectors; c++) {

@@ -25,6 +25,7 @@ static const cli_command commands[] = {
     {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window"},
     {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON or CSV"},
     {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file"},
+    {"heaptracingconfig", cmd_heaptracingconfig, "heap-trace new processes of a name (persistent, root)"},
 };
 
 static void usage(FILE *out)

@@ -160,6 +160,24 @@ static void collector_parse(const ltr_kvlist *kv, unsigned c, ltr_collector_stat
 #undef COL
 }
 
+/* "12,345" into pids. */
+static unsigned pid_list(const ltr_kvlist *kv, const char *key, uint32_t *pids)
+{
+    char text[LTR_STATUS_PIDS * 12 + 1];
+    unsigned n = 0;
+    if (!ltr_kvlist_get(kv, key, text, sizeof text))
+        return 0;
+    for (char *p = text; *p && n < LTR_STATUS_PIDS;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p)
+            break;
+        pids[n++] = (uint32_t)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
 void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
 {
     memset(st, 0, sizeof *st);
@@ -170,6 +188,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->uptime_ns = kv_u64(kv, "uptime_ns");
     st->processes = kv_u64(kv, "processes");
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);
+    kv_str(kv, "names", st->names, sizeof st->names);
     st->has_output = ltr_kvlist_get(kv, "output", st->output, sizeof st->output) != NULL;
     st->file_size = kv_u64(kv, "file_size");
     st->max_file_size = kv_u64(kv, "max_file_size");
@@ -178,6 +197,8 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->ncollectors = n < LTR_MAX_COLLECTORS ? (unsigned)n : LTR_MAX_COLLECTORS;
     for (unsigned c = 0; c < st->ncollectors; c++)
         collector_parse(kv, c, &st->collectors[c]);
+    st->nattached = pid_list(kv, "attached", st->attached);
+    st->nwanted = pid_list(kv, "wanted", st->wanted);
 }
 
 int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err)

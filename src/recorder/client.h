@@ -80,18 +80,24 @@ typedef struct ltr_collector_status {
     uint64_t events_lost, events_overwritten, buffers_lost, shm_damage;
 } ltr_collector_status;
 
+#define LTR_STATUS_PIDS 256
+
 typedef struct ltr_session_status {
     char name[64];
     char mode[16];               /* "file" or "memory" */
     bool file_mode;
     uint64_t pid, uptime_ns, processes;
     char profiles[1024];         /* ";"-joined, empty without profiles */
+    char names[4096];            /* executable names it heap-traces, "/"-joined, or "" */
     bool has_output;             /* file mode: output, file_size, max_file_size */
     char output[4096];
     uint64_t file_size, max_file_size;
     char write_error[256];       /* the first failed write to the trace, or "" */
     unsigned ncollectors;        /* at most LTR_MAX_COLLECTORS are kept */
     ltr_collector_status collectors[LTR_MAX_COLLECTORS];
+    /* the processes attached (the first LTR_STATUS_PIDS), and the --pid list */
+    uint32_t attached[LTR_STATUS_PIDS], wanted[LTR_STATUS_PIDS];
+    unsigned nattached, nwanted;
 } ltr_session_status;
 
 /* Fills st from a status response; absent numbers are 0, absent strings "". */

@@ -3,6 +3,7 @@
  * specifications and naming a file-mode session's trace, before anything is
  * launched.
  */
+#include "byname/byname.h"
 #include "recorder/recorder.h"
 #include "prim/prim.h"
 
@@ -100,6 +101,11 @@ int ltr_session_config_check(const ltr_session_config *cfg, ltr_error *err)
     }
     if (cfg->mode == LTR_MODE_FILE && !cfg->output[0])
         return ltr_fail(err, EINVAL, "file mode needs an output file");
+    if (cfg->nnames > LTR_MAX_SESSION_NAMES)
+        return ltr_fail(err, E2BIG, "at most %d names per session", LTR_MAX_SESSION_NAMES);
+    for (unsigned i = 0; i < cfg->nnames; i++)
+        if ((rc = ltr_byname_check(cfg->names[i], err)) != 0)
+            return rc;
     return 0;
 }
 

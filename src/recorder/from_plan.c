@@ -118,6 +118,13 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
                             LTR_MAX_SESSION_PIDS);
         cfg->pids[cfg->npids++] = plan->heap.pids[i];
     }
+    /* HeapProcessNames: and the processes of these executable names. */
+    for (size_t i = 0; i < plan->heap.nprocess_names; i++) {
+        if (cfg->nnames == LTR_MAX_SESSION_NAMES)
+            return ltr_fail(err, E2BIG, "the profiles name more than %d heap process names",
+                            LTR_MAX_SESSION_NAMES);
+        snprintf(cfg->names[cfg->nnames++], sizeof cfg->names[0], "%s", plan->heap.process_names[i]);
+    }
     return 0;
 }
 

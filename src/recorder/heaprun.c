@@ -7,6 +7,7 @@
  * exits first, and waits for them before it writes the trace.
  */
 #include "recorder/heaprun.h"
+#include "byname/byname.h"
 #include "event/registry.h"
 #include "prim/prim.h"
 
@@ -233,4 +234,23 @@ int ltr_heap_agent_loaded(uint32_t pid)
         found = strstr(line, "/libltr-heap.so") != NULL;
     fclose(f);
     return found;
+}
+
+int ltr_heap_name_reach_of(const char *name, ltr_heap_name_reach *out)
+{
+    static ltr_byname_list set;
+    static uint32_t pids[4096];
+    ltr_error err;
+    memset(out, 0, sizeof *out);
+    if (ltr_byname_read(&set, &err) == 0)
+        for (unsigned k = 0; k < set.n && !out->configured; k++)
+            out->configured = !strcmp(set.names[k], name);
+    int n = ltr_pids_named(name, pids, 4096);
+    if (n < 0)
+        return n;
+    out->running = (unsigned)n;
+    for (int k = 0; k < n && k < 4096; k++)
+        if (ltr_heap_agent_loaded(pids[k]) != 1 && out->without++ < LTR_MAX_SESSION_PIDS)
+            out->pids_without[out->without - 1] = pids[k];
+    return 0;
 }

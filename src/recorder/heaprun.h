@@ -63,4 +63,17 @@ void ltr_heap_report_signal(const char *cmd, const char *what, int sig);
  * (-ENOENT: there is no such process). */
 int ltr_heap_agent_loaded(uint32_t pid);
 
+/* What `ltr start heap --name NAME` reaches: whether new processes of the
+ * name carry the agent (ltr heaptracingconfig), and the running ones that
+ * do not have it loaded (the first LTR_MAX_SESSION_PIDS of their pids:
+ * those are what an attach has to reach). */
+typedef struct ltr_heap_name_reach {
+    bool configured;      /* NAME is in the by-name setting */
+    unsigned running;     /* running processes of the name */
+    unsigned without;     /* ...of which without the agent */
+    uint32_t pids_without[LTR_MAX_SESSION_PIDS]; /* min(without, LTR_MAX_SESSION_PIDS) of them */
+} ltr_heap_name_reach;
+/* Returns 0 or -errno (/proc cannot be read). */
+int ltr_heap_name_reach_of(const char *name, ltr_heap_name_reach *out);
+
 #endif

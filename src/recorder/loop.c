@@ -4,6 +4,8 @@
  * gone), the wake-up eventfd and signals; and the control requests.
  */
 #include "recorder/internal.h"
+#include "byname/byname.h"
+#include "recorder/client.h" /* LTR_STATUS_PIDS */
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -116,18 +118,35 @@ static void put_u64(ltr_bytes *kv, const char *key, uint64_t v)
 
 /* ---- requests -------------------------------------------------------------- */
 
-/* The collectors a process may not write into: those limited to listed pids,
- * when it is not one of them. */
-static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, const char *wants)
+/* Is the process at the other end of fd one of the names the session
+ * enables? Its executable is read from /proc by the kernel's word for its
+ * pid (SO_PEERCRED), not from anything it sent. */
+static bool peer_named(const ltr_session_config *cfg, int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    char exe[LTR_BYNAME_NAME_MAX + 1];
+    if (!cfg->nnames || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        ltr_exe_name(cred.pid, exe, sizeof exe) != 0)
+        return false;
+    for (unsigned i = 0; i < cfg->nnames; i++)
+        if (!strcmp(cfg->names[i], exe))
+            return true;
+    return false;
+}
+
+/* The collectors a process may not write into: those limited to listed pids
+ * and names, when it is none of them. */
+static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, int fd, const char *wants)
 {
     if (cfg->exclusive && strcmp(wants, cfg->name) != 0)
         return UINT32_MAX; /* not one of the processes launched for this session */
-    if (!cfg->npids)
+    if (!cfg->npids && !cfg->nnames)
         return 0;
     for (unsigned i = 0; i < cfg->npids; i++)
         if (cfg->pids[i] == (uint32_t)pid)
             return 0;
-    return cfg->pid_collectors;
+    return peer_named(cfg, fd) ? 0 : cfg->pid_collectors;
 }
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
@@ -162,7 +181,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     char wants[LTR_SESSION_NAME_MAX];
     if (!ltr_kv_find(req, len, "session", wants, sizeof wants))
         wants[0] = 0;
-    put_u64(&kv, "deny", collectors_denied(&r->cfg, pid, wants));
+    put_u64(&kv, "deny", collectors_denied(&r->cfg, pid, fd, wants));
     int fds[2] = {r->memfd, r->wakefd};
     reply(fd, &kv, fds, 2);
     ltr_bytes_free(&kv);
@@ -178,7 +197,26 @@ static void handle_status(recorder *r, int fd)
     put_u64(&kv, "pid", (uint64_t)getpid());
     put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
     put_u64(&kv, "processes", r->nconns);
+    /* which processes, and which --pid the session was given (ltr status
+     * warns about those not attached) */
+    char list[LTR_STATUS_PIDS * 12 + 1] = "";
+    size_t at = 0;
+    for (unsigned i = 0; i < r->nconns && i < LTR_STATUS_PIDS; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
+    ltr_bytes_put_kv(&kv, "attached", list);
+    at = 0;
+    list[0] = 0;
+    for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
+    ltr_bytes_put_kv(&kv, "wanted", list);
     ltr_bytes_put_kv(&kv, "profiles", r->cfg.profiles);
+    if (r->cfg.nnames) { /* '/' is in no file name */
+        char names[LTR_MAX_SESSION_NAMES * 256] = "";
+        at = 0;
+        for (unsigned i = 0; i < r->cfg.nnames; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "/" : "", r->cfg.names[i]);
+        ltr_bytes_put_kv(&kv, "names", names);
+    }
     if (r->cfg.mode == LTR_MODE_FILE) {
         ltr_bytes_put_kv(&kv, "output", r->cfg.output);
         put_u64(&kv, "file_size", ltr_writer_size(r->writer));

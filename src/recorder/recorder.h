@@ -20,6 +20,7 @@
 
 #define LTR_MAX_SESSION_PROVIDERS 256
 #define LTR_MAX_SESSION_PIDS 256
+#define LTR_MAX_SESSION_NAMES 16
 #define LTR_BUFFER_KB_MIN 4u
 #define LTR_BUFFER_KB_MAX 16384u
 #define LTR_BUFFER_KB_DEFAULT 128u
@@ -61,7 +62,12 @@ typedef struct ltr_session_config {
      * tracing's --pid, HeapProcessIds); none listed: every process. */
     uint32_t pids[LTR_MAX_SESSION_PIDS];
     unsigned npids;
-    uint8_t pid_collectors; /* bit c: collector c is limited to pids */
+    uint8_t pid_collectors; /* bit c: collector c is limited to pids and names */
+    /* ...and processes whose executable has one of these names (--name; the
+     * recorder reads it from /proc/PID/exe of the connected peer, never from
+     * what the process says). */
+    char names[LTR_MAX_SESSION_NAMES][256];
+    unsigned nnames;
     /* Only processes launched for it (environment LTR_SESSION=its name, as
      * `ltr record` does) may write into it. */
     bool exclusive;

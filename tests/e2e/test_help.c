@@ -23,7 +23,7 @@
 static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
                                        "stop",   "cancel", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
-                                       "enableperiodicsnapshot", "disableperiodicsnapshot"};
+                                       "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)

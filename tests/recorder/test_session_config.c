@@ -280,6 +280,45 @@ static void test_system_keywords(void **state)
     assert_int_not_equal(system_config(wprp, 0), 0); /* below 10 ms: an error in the profile */
 }
 
+/* HeapProcessNames: the session takes the processes of those names too. */
+static void test_heap_process_names(void **state)
+{
+    (void)state;
+    const char *src = getenv("LTR_SOURCE_DIR");
+    if (!src)
+        skip();
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/profiles", src);
+    const char *specs[] = {"heap"};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir};
+    ltr_plan *plan = NULL;
+    assert_int_equal(ltr_profiles_resolve(&req, &plan), 0);
+    plan->heap.process_names = calloc(2, sizeof(char *));
+    plan->heap.process_names[0] = strdup("mysvc");
+    plan->heap.process_names[1] = strdup("other");
+    plan->heap.nprocess_names = 2;
+    fresh();
+    ltr_session_options o = {0};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    int rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
+    ltr_bytes_free(&notes);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.pid_collectors, 1);
+    assert_int_equal(cfg.nnames, 2);
+    assert_string_equal(cfg.names[0], "mysvc");
+    assert_string_equal(cfg.names[1], "other");
+    assert_int_equal(ltr_session_config_check(&cfg, &err), 0);
+    free(plan->heap.process_names[1]);
+    plan->heap.process_names[1] = strdup("/bin/x"); /* a path is no name: refused when launched */
+    fresh();
+    assert_int_equal(ltr_session_config_build(plan, &o, &cfg, &notes, &err), 0);
+    ltr_bytes_free(&notes);
+    assert_int_equal(ltr_session_config_check(&cfg, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "is a path"));
+    ltr_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_too_many_providers),
         cmocka_unit_test(test_builtin_heap_profile),
         cmocka_unit_test(test_system_keywords),
+        cmocka_unit_test(test_heap_process_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

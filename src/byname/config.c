@@ -1,0 +1,440 @@
+/*
+ * byname/config.c — the persistent by-name setting: the names file, copies of
+ * the shim and the agent in /etc/ltr, and the shim's line in
+ * /etc/ld.so.preload. Every write is a new file renamed over the old one in
+ * the same directory (a reader sees the old or the new content, never half),
+ * made with O_EXCL so no link is followed, under an flock of /etc so that
+ * concurrent enables and disables take turns. What /etc/ld.so.preload was
+ * before the first name is kept in a state file, so that removing the last
+ * name gives back the same bytes, or no file.
+ */
+#include "byname/byname.h"
+#include "prim/prim.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHIM_LINE LTR_BYNAME_SHIM "\n"
+#define PRELOAD_MAX (1u << 20)
+
+int ltr_byname_check(const char *name, ltr_error *err)
+{
+    size_t n = strlen(name);
+    if (!n)
+        return ltr_fail(err, EINVAL, "the NAME is empty: give an executable's file name, e.g. 'myservice'");
+    if (n > LTR_BYNAME_NAME_MAX)
+        return ltr_fail(err, EINVAL, "the NAME is %zu bytes long, more than a file name can be (%d)", n,
+                        LTR_BYNAME_NAME_MAX);
+    if (strchr(name, '/'))
+        return ltr_fail(err, EINVAL, "'%s' is a path: give the executable's file name only, e.g. '%s'", name,
+                        strrchr(name, '/')[1] ? strrchr(name, '/') + 1 : "myservice");
+    if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '#')
+        return ltr_fail(err, EINVAL, "'%s' cannot be an executable's file name", name);
+    if (!strcmp(name, "ltr")) /* the recorder would trace itself */
+        return ltr_fail(err, EINVAL, "ltr itself cannot be heap-traced: give the name of the program to trace");
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return ltr_fail(err, EINVAL, "the NAME holds a space or a control character: give the "
+                            "executable's file name as 'ls' shows it");
+    return 0;
+}
+
+/* ---- small file helpers ------------------------------------------------- */
+
+/* Reads a whole file into a new NUL-terminated buffer. -ENOENT if absent. */
+static int slurp(const char *path, char **out, size_t *len, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        return buf ? -EIO : -ENOMEM;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* Writes path anew: a temporary beside it, owned and moded as asked,
+ * synced, renamed over it. */
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = ltr_create_temp(tmp);
+    if (fd < 0)
+        return fd;
+    int rc = ltr_write_all(fd, data, len);
+    if (!rc && (fchown(fd, uid, gid) != 0 || fchmod(fd, mode) != 0 || fsync(fd) != 0))
+        rc = -errno;
+    if (close(fd) != 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+static int copy_file(const char *from, const char *to, ltr_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = slurp(from, &data, &len, 256u << 20);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot read %s: %s", from, strerror(-rc));
+    rc = write_atomic(to, data, len, 0644, 0, 0);
+    free(data);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot write %s: %s", to, strerror(-rc));
+    return 0;
+}
+
+/* ---- the names file ------------------------------------------------------- */
+
+static int parse_names(const char *text, size_t len, ltr_byname_list *out)
+{
+    out->n = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (l && *p != '#' && l <= LTR_BYNAME_NAME_MAX && out->n < LTR_BYNAME_MAX_NAMES) {
+            memcpy(out->names[out->n], p, l);
+            out->names[out->n++][l] = 0;
+        }
+        p += l + 1;
+    }
+    return 0;
+}
+
+int ltr_byname_read(ltr_byname_list *out, ltr_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    out->n = 0;
+    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
+    parse_names(text, len, out);
+    free(text);
+    return 0;
+}
+
+static int write_names(const ltr_byname_list *l)
+{
+    char *buf = malloc(LTR_BYNAME_FILE_MAX);
+    if (!buf)
+        return -ENOMEM;
+    int len = snprintf(buf, 256, "# ltr heaptracingconfig: new processes of these names start with the heap "
+                       "agent, dormant.\n# Change it with 'ltr heaptracingconfig NAME enable|disable' only.\n");
+    for (unsigned i = 0; i < l->n; i++)
+        len += snprintf(buf + len, LTR_BYNAME_FILE_MAX - (size_t)len, "%s\n", l->names[i]);
+    int rc = write_atomic(LTR_BYNAME_NAMES, buf, (size_t)len, 0644, 0, 0);
+    free(buf);
+    return rc;
+}
+
+/* ---- /etc/ld.so.preload ----------------------------------------------------- */
+
+/* The state file: what /etc/ld.so.preload and /etc/ltr were before. */
+typedef struct prior {
+    bool preload_absent;   /* no /etc/ld.so.preload: remove it again */
+    bool newline_added;    /* it did not end with a newline: one was added */
+    bool dir_created;      /* /etc/ltr was made for the setting */
+} prior;
+
+static void read_prior(prior *p)
+{
+    char buf[256];
+    memset(p, 0, sizeof *p);
+    if (ltr_read_small_file(LTR_BYNAME_STATE, buf, sizeof buf) < 0)
+        return;
+    p->preload_absent = strstr(buf, "preload=absent") != NULL;
+    p->newline_added = strstr(buf, "newline-added") != NULL;
+    p->dir_created = strstr(buf, "dir=created") != NULL;
+}
+
+static int write_prior(const prior *p)
+{
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "# what ltr heaptracingconfig changed, to undo it exactly\n"
+                     "preload=%s%s\ndir=%s\n", p->preload_absent ? "absent" : "present",
+                     p->newline_added ? " newline-added" : "", p->dir_created ? "created" : "existed");
+    return write_atomic(LTR_BYNAME_STATE, buf, (size_t)n, 0644, 0, 0);
+}
+
+/* Where the shim's line starts in text, or NULL. */
+static char *find_line(char *text, size_t len)
+{
+    size_t n = strlen(SHIM_LINE) - 1;
+    for (char *p = text; p < text + len;) {
+        char *nl = memchr(p, '\n', (size_t)(text + len - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
+        if (l == n && !memcmp(p, LTR_BYNAME_SHIM, n))
+            return p;
+        p += l + 1;
+    }
+    return NULL;
+}
+
+/* The mode and owner /etc/ld.so.preload has (a new one: root's, 0644). */
+static void preload_owner(mode_t *mode, uid_t *uid, gid_t *gid)
+{
+    struct stat st;
+    *mode = 0644, *uid = 0, *gid = 0;
+    if (lstat(LTR_BYNAME_PRELOAD, &st) == 0 && S_ISREG(st.st_mode))
+        *mode = st.st_mode & 07777, *uid = st.st_uid, *gid = st.st_gid;
+}
+
+static int preload_add(prior *p, ltr_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
+    if (rc && rc != -ENOENT)
+        return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
+    if (!rc && find_line(text, len)) {
+        free(text);
+        return 0;
+    }
+    p->preload_absent = rc == -ENOENT;
+    p->newline_added = len && text[len - 1] != '\n';
+    size_t n = len + 1 + strlen(SHIM_LINE);
+    char *out = malloc(n + 1);
+    if (!out) {
+        free(text);
+        return ltr_fail(err, ENOMEM, "out of memory");
+    }
+    int m = snprintf(out, n + 1, "%.*s%s%s", (int)len, text ? text : "", p->newline_added ? "\n" : "", SHIM_LINE);
+    free(text);
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    preload_owner(&mode, &uid, &gid);
+    /* The state first: a crash between the two leaves a line to remove, never a lost origin. */
+    if ((rc = write_prior(p)) == 0)
+        rc = write_atomic(LTR_BYNAME_PRELOAD, out, (size_t)m, mode, uid, gid);
+    free(out);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
+    return 0;
+}
+
+static int preload_remove(const prior *p, ltr_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
+    char *at = find_line(text, len);
+    if (!at) {
+        free(text);
+        return 0;
+    }
+    size_t cut = strlen(SHIM_LINE), start = (size_t)(at - text);
+    if (start + cut > len) /* the line without its newline, at the end */
+        cut = len - start;
+    bool last = start + cut == len;
+    if (last && p->newline_added && start > 0 && text[start - 1] == '\n')
+        start--, cut++;
+    memmove(text + start, text + start + cut, len - start - cut);
+    len -= cut;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    preload_owner(&mode, &uid, &gid);
+    if (!len && p->preload_absent)
+        rc = unlink(LTR_BYNAME_PRELOAD) == 0 ? 0 : -errno;
+    else
+        rc = write_atomic(LTR_BYNAME_PRELOAD, text, len, mode, uid, gid);
+    free(text);
+    if (rc)
+        return ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
+    return 0;
+}
+
+/* ---- enable and disable ---------------------------------------------------- */
+
+/* The lock every change holds: /etc itself (a file of ours would have to
+ * outlive the setting). */
+static int lock_etc(ltr_error *err)
+{
+    char etc[sizeof LTR_BYNAME_DIR];
+    snprintf(etc, sizeof etc, "%s", LTR_BYNAME_DIR);
+    *strrchr(etc, '/') = 0;
+    int fd = open(etc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return ltr_fail(err, e, "cannot lock %s: %s", etc, strerror(e));
+    }
+    return fd;
+}
+
+static int need_root(ltr_error *err)
+{
+    if (geteuid() != 0)
+        return ltr_fail(err, EPERM, "changing the by-name setting needs root: it edits %s and %s, which every "
+                        "process reads (run it with sudo)", LTR_BYNAME_PRELOAD, LTR_BYNAME_DIR);
+    return 0;
+}
+
+/* /etc/ltr, made if missing (*created), and refused unless root's and
+ * writable by root only. */
+static int own_dir(bool *created, ltr_error *err)
+{
+    *created = mkdir(LTR_BYNAME_DIR, 0755) == 0;
+    if (!*created && errno != EEXIST)
+        return ltr_fail(err, errno, "cannot create %s: %s", LTR_BYNAME_DIR, strerror(errno));
+    if (*created && chmod(LTR_BYNAME_DIR, 0755) != 0) /* whatever the umask: every process reads it */
+        return ltr_fail(err, errno, "cannot chmod %s: %s", LTR_BYNAME_DIR, strerror(errno));
+    struct stat st;
+    if (lstat(LTR_BYNAME_DIR, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+        return ltr_fail(err, EPERM, "%s is not a directory of root's that only root can write: "
+                        "move it away and enable again", LTR_BYNAME_DIR);
+    return 0;
+}
+
+static int find_name(const ltr_byname_list *l, const char *name)
+{
+    for (unsigned i = 0; i < l->n; i++)
+        if (!strcmp(l->names[i], name))
+            return (int)i;
+    return -1;
+}
+
+static void remove_files(bool dir_too)
+{
+    const char *files[] = {LTR_BYNAME_SHIM, LTR_BYNAME_AGENT, LTR_BYNAME_NAMES, LTR_BYNAME_STATE};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        unlink(files[i]);
+    if (dir_too)
+        rmdir(LTR_BYNAME_DIR);
+}
+
+static int enable_locked(const char *name, const char *shim_src, const char *agent_src, ltr_error *err)
+{
+    ltr_byname_list *l = malloc(sizeof *l);
+    if (!l)
+        return ltr_fail(err, ENOMEM, "out of memory");
+    prior p;
+    read_prior(&p);
+    bool created, had = false;
+    int rc = own_dir(&created, err);
+    if (!rc)
+        rc = ltr_byname_read(l, err);
+    bool first = !rc && !l->n;
+    if (first) /* a new setting: what the directory was comes now */
+        p.dir_created = created;
+    if (!rc && (had = find_name(l, name) >= 0) == false && l->n == LTR_BYNAME_MAX_NAMES)
+        rc = ltr_fail(err, E2BIG, "%d names are enabled already, the most there can be: disable one",
+                      LTR_BYNAME_MAX_NAMES);
+    /* Order: the files the line names exist before the line does. */
+    if (!rc)
+        rc = copy_file(agent_src, LTR_BYNAME_AGENT, err);
+    if (!rc)
+        rc = copy_file(shim_src, LTR_BYNAME_SHIM, err);
+    if (!rc && !had) {
+        snprintf(l->names[l->n++], sizeof l->names[0], "%s", name);
+        if ((rc = write_names(l)) != 0)
+            ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
+    }
+    if (!rc)
+        rc = preload_add(&p, err);
+    if (rc && first) /* the first name failed: leave nothing of it (the line was not added) */
+        remove_files(p.dir_created);
+    free(l);
+    return rc ? rc : had;
+}
+
+int ltr_byname_enable(const char *name, const char *shim_src, const char *agent_src, ltr_error *err)
+{
+    int rc = ltr_byname_check(name, err);
+    if (!rc)
+        rc = need_root(err);
+    if (rc)
+        return rc;
+    int lock = lock_etc(err);
+    if (lock < 0)
+        return lock;
+    rc = enable_locked(name, shim_src, agent_src, err);
+    close(lock);
+    return rc;
+}
+
+/* Everything of the setting, once its last name is gone. */
+static int remove_all(ltr_error *err)
+{
+    prior p;
+    read_prior(&p);
+    int rc = preload_remove(&p, err);
+    if (rc)
+        return rc;
+    const char *files[] = {LTR_BYNAME_SHIM, LTR_BYNAME_AGENT, LTR_BYNAME_NAMES, LTR_BYNAME_STATE};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (unlink(files[i]) != 0 && errno != ENOENT)
+            return ltr_fail(err, errno, "cannot remove %s: %s", files[i], strerror(errno));
+    if (p.dir_created && rmdir(LTR_BYNAME_DIR) != 0 && errno != ENOTEMPTY && errno != EEXIST)
+        return ltr_fail(err, errno, "cannot remove %s: %s", LTR_BYNAME_DIR, strerror(errno));
+    return 0;
+}
+
+static int disable_locked(const char *name, ltr_error *err)
+{
+    ltr_byname_list *l = malloc(sizeof *l);
+    if (!l)
+        return ltr_fail(err, ENOMEM, "out of memory");
+    int rc = ltr_byname_read(l, err), at = rc ? -1 : find_name(l, name);
+    if (!rc && at < 0)
+        rc = ltr_fail(err, ENOENT, "heap tracing by name is not enabled for '%s': nothing changed", name);
+    if (!rc) {
+        memmove(l->names[at], l->names[at + 1], (l->n - (unsigned)at - 1) * sizeof l->names[0]);
+        l->n--;
+        if (l->n && (rc = write_names(l)) != 0)
+            ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
+        else if (!l->n)
+            rc = remove_all(err);
+    }
+    free(l);
+    return rc;
+}
+
+int ltr_byname_disable(const char *name, ltr_error *err)
+{
+    int rc = ltr_byname_check(name, err);
+    if (!rc)
+        rc = need_root(err);
+    if (rc)
+        return rc;
+    int lock = lock_etc(err);
+    if (lock < 0)
+        return lock;
+    rc = disable_locked(name, err);
+    close(lock);
+    return rc;
+}

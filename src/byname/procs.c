@@ -1,0 +1,59 @@
+/*
+ * byname/procs.c — processes by executable name, as the kernel knows it
+ * (/proc/PID/exe): what a session enabling a name accepts and looks for.
+ * A process's own word (argv[0], comm, what it says when it attaches) is
+ * never taken for its name.
+ */
+#include "byname/byname.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ltr_exe_name(pid_t pid, char *out, size_t size)
+{
+    char link[64], exe[4096];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    if (n <= 0)
+        return n < 0 ? -errno : -ENOENT;
+    exe[n] = 0;
+    /* An executable replaced on disk since it started reads "PATH (deleted)". */
+    static const char deleted[] = " (deleted)";
+    size_t d = sizeof deleted - 1;
+    if ((size_t)n > d && !strcmp(exe + n - d, deleted))
+        exe[n - d] = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (strlen(base) >= size)
+        return -ENAMETOOLONG;
+    snprintf(out, size, "%s", base);
+    return 0;
+}
+
+int ltr_pids_named(const char *name, uint32_t *pids, unsigned max)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -errno;
+    int found = 0;
+    pid_t self = getpid();
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+        char exe[LTR_BYNAME_NAME_MAX + 1];
+        if (pid == self || ltr_exe_name(pid, exe, sizeof exe) != 0 || strcmp(exe, name) != 0)
+            continue;
+        if ((unsigned)found < max)
+            pids[found] = (uint32_t)pid;
+        found++;
+    }
+    closedir(d);
+    return found;
+}

@@ -1,0 +1,219 @@
+/*
+ * inject/attach.c — attaching ltr's heap agent to a process by pid, for
+ * every command that names one (`ltr start heap --pid`, `ltr record --pid`).
+ *
+ * Before anything is injected it checks that the agent would be of use: an
+ * agent finds its sessions in the registry of the runtime directory of its
+ * own process (its euid and environment, prim.c's rules), so a process of
+ * another user, or one whose environment names another runtime directory,
+ * would never reach our sessions: refused, with the fix. A process that
+ * carries the agent already (preloaded, or attached by an earlier session:
+ * ltr stop leaves it dormant) is not injected again.
+ */
+#include "inject/inject.h"
+#include "inject/internal.h"
+#include "prim/prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Does pid map a libltr-heap.so? 1, 0, or -errno. */
+static int carries_agent(pid_t pid)
+{
+    char path[64], line[4200];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? -ESRCH : -errno;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *s = strrchr(line, '/');
+        found = s && !strncmp(s + 1, "libltr-heap.so", 14);
+    }
+    fclose(f);
+    return found;
+}
+
+/* VAR's value in pid's environment (as it started), or "" if absent. */
+static void environ_get(const char *env, size_t len, const char *var, char *out, size_t size)
+{
+    size_t vl = strlen(var);
+    out[0] = 0;
+    for (const char *p = env; p < env + len; p += strlen(p) + 1)
+        if (!strncmp(p, var, vl) && p[vl] == '=') {
+            snprintf(out, size, "%s", p + vl + 1);
+            return;
+        }
+}
+
+static const char *user_name(uid_t uid, char *buf, size_t size)
+{
+    struct passwd *pw = getpwuid(uid);
+    snprintf(buf, size, "%s", pw ? pw->pw_name : "?");
+    return buf;
+}
+
+/* The runtime directory pid's agent would use, by prim's rules from its
+ * environment (same user as we are). 0 or -errno. */
+static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, ltr_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ltr_fail(err, errno == ENOENT ? ESRCH : errno, "pid %d: %s: %s", (int)pid, path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *env = malloc(cap + 1);
+    ssize_t n;
+    while (env && (n = read(fd, env + len, cap - len)) > 0 && (len += (size_t)n) == cap) {
+        char *bigger = cap < (8u << 20) ? realloc(env, 2 * cap + 1) : NULL;
+        if (!bigger)
+            break;
+        env = bigger, cap *= 2;
+    }
+    close(fd);
+    if (!env)
+        return ltr_fail(err, ENOMEM, "out of memory");
+    env[len] = 0;
+    static char explicit_dir[4096], xdg[4096], home[4096];
+    char user_dir[64];
+    environ_get(env, len, "LTR_RUNTIME_DIR", explicit_dir, sizeof explicit_dir);
+    environ_get(env, len, "XDG_RUNTIME_DIR", xdg, sizeof xdg);
+    environ_get(env, len, "HOME", home, sizeof home);
+    free(env);
+    snprintf(user_dir, sizeof user_dir, "/run/user/%u", (unsigned)euid);
+    ltr_rundir_places p = {.explicit_dir = explicit_dir[0] ? explicit_dir : NULL,
+                           .user_dir = xdg[0] ? xdg : user_dir,
+                           .system_dir = "/run",
+                           .tmp = "/tmp",
+                           .home = home[0] ? home : NULL};
+    ltr_error local;
+    int dfd = ltr_runtime_dir_in(&p, out, size, &local);
+    if (dfd < 0)
+        return ltr_fail(err, EACCES, "pid %d: the runtime directory its agent would use is not usable: %s",
+                        (int)pid, local.msg);
+    close(dfd);
+    return 0;
+}
+
+static bool same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (!realpath(a, ra) || !realpath(b, rb))
+        return !strcmp(a, b);
+    return !strcmp(ra, rb);
+}
+
+int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
+{
+    static inj_target t;
+    int has = carries_agent(pid);
+    if (has == -ESRCH)
+        return ltr_fail(err, ESRCH, "pid %d: no such process: check the pid (ps, pgrep)", (int)pid);
+    int rc;
+    if (has <= 0 && (rc = ltr_inject_check(pid, err)) != 0) /* it needs an injection: can it have one? */
+        return rc;
+    if ((rc = inj_target_read(pid, &t, false, err)) != 0)
+        return rc;
+    char who[64], us[64];
+    if (t.euid != geteuid()) {
+        if (has > 0)
+            return ltr_fail(err, EACCES, "pid %d carries ltr's heap agent already, for user %s (uid %u): its "
+                            "events go to that user's sessions, never to those of %s (uid %u); run ltr as %s "
+                            "(e.g. sudo -u %s ltr ...)", (int)pid, user_name(t.euid, who, sizeof who),
+                            (unsigned)t.euid, user_name(geteuid(), us, sizeof us), (unsigned)geteuid(), who, who);
+        return ltr_fail(err, EACCES, "pid %d runs as user %s (uid %u): its agent would report to that user's "
+                        "sessions, not to those of %s (uid %u); run ltr as %s (e.g. sudo -u %s ltr ...)",
+                        (int)pid, user_name(t.euid, who, sizeof who), (unsigned)t.euid,
+                        user_name(geteuid(), us, sizeof us), (unsigned)geteuid(), who, who);
+    }
+    char theirs[4096];
+    if ((rc = target_runtime_dir(pid, t.euid, theirs, sizeof theirs, err)) != 0)
+        return rc;
+    if (!same_dir(theirs, runtime_dir))
+        return ltr_fail(err, EACCES, "pid %d would look for sessions in %s (from its environment: "
+                        "LTR_RUNTIME_DIR or XDG_RUNTIME_DIR), and ltr's are in %s: run ltr with "
+                        "LTR_RUNTIME_DIR=%s", (int)pid, theirs, runtime_dir, theirs);
+    return has > 0;
+}
+
+int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir, unsigned timeout_ms,
+                     ltr_inject_report *rep, ltr_error *err)
+{
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    int rc = ltr_attach_check(pid, runtime_dir, err);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        return LTR_ATTACH_ALREADY;
+    if ((rc = ltr_inject_dlopen(pid, agent_path, timeout_ms, rep, err)) != 0)
+        return rc;
+    return LTR_ATTACH_INJECTED;
+}
+
+void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size)
+{
+    ltr_error err = {0};
+    int rc = ltr_attach_check(pid, runtime_dir, &err);
+    if (rc == -ESRCH && !strstr(err.msg, "zombie"))
+        snprintf(out, size, "pid %d is not running (it exited)", (int)pid);
+    else if (rc < 0)
+        snprintf(out, size, "%s", err.msg);
+    else if (rc == 0)
+        snprintf(out, size, "pid %d does not carry the heap agent (its attach failed or it was restarted): "
+                 "'ltr start heap --pid %d' in a new session attaches it", (int)pid, (int)pid);
+    else
+        snprintf(out, size, "pid %d carries the heap agent and has not allocated since the session began "
+                 "(it joins at its first allocation)", (int)pid);
+}
+
+static volatile sig_atomic_t wait_signal;
+
+static void on_signal(int sig)
+{
+    wait_signal = sig;
+}
+
+ltr_wait_end ltr_attach_wait(pid_t pid, uint64_t duration_ns)
+{
+    struct sigaction sa = {.sa_handler = on_signal}, old[3];
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    wait_signal = 0;
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+    uint64_t end = duration_ns ? ltr_now_ns() + duration_ns : UINT64_MAX;
+    ltr_wait_end why = LTR_WAIT_DURATION;
+    for (;;) {
+        if (wait_signal) {
+            why = LTR_WAIT_SIGNAL;
+            break;
+        }
+        char path[64], buf[512] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+        if (!p || p[2] == 'Z' || p[2] == 'X') {
+            why = LTR_WAIT_EXITED;
+            break;
+        }
+        if (ltr_now_ns() >= end)
+            break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* a signal cuts it short */
+    }
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+    return why;
+}

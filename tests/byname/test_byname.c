@@ -1,0 +1,299 @@
+/*
+ * tests/byname/test_byname.c — the by-name setting in-process: names checked,
+ * the shim's matching, processes found by their executable's name, and
+ * enable/disable giving /etc/ld.so.preload back byte for byte whatever it
+ * was. The changes happen in a private /etc (tests/util/private_etc.h), as
+ * root; without root the tests that change it are skipped.
+ */
+#include "byname/byname.h"
+#include "recorder/heaprun.h"
+#include "util/private_etc.h"
+#include "util/testutil.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static int have_etc;
+
+static void test_names_checked(void **state)
+{
+    (void)state;
+    ltr_error err;
+    assert_int_equal(ltr_byname_check("myservice", &err), 0);
+    assert_int_equal(ltr_byname_check("python3.11", &err), 0);
+    assert_int_equal(ltr_byname_check("", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "empty"));
+    assert_int_equal(ltr_byname_check("/usr/bin/svc", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "'svc'"));
+    assert_int_equal(ltr_byname_check("a b", &err), -EINVAL);
+    assert_int_equal(ltr_byname_check("a\nb", &err), -EINVAL);
+    assert_int_equal(ltr_byname_check("..", &err), -EINVAL);
+    assert_int_equal(ltr_byname_check("#x", &err), -EINVAL);
+    assert_int_equal(ltr_byname_check("ltr", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "ltr itself"));
+    char longname[300];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    assert_int_equal(ltr_byname_check(longname, &err), -EINVAL);
+}
+
+static void test_match_whole_lines_only(void **state)
+{
+    (void)state;
+    const char text[] = "# svc\nalpha\nbeta\ngamma"; /* the last line without its newline */
+    size_t n = sizeof text - 1;
+    assert_true(ltr_byname_match(text, n, "alpha"));
+    assert_true(ltr_byname_match(text, n, "gamma"));
+    assert_false(ltr_byname_match(text, n, "alph"));
+    assert_false(ltr_byname_match(text, n, "alphabet"));
+    assert_false(ltr_byname_match(text, n, "svc"));   /* a comment */
+    assert_false(ltr_byname_match(text, n, "# svc"));
+    assert_false(ltr_byname_match(text, n, ""));
+    assert_false(ltr_byname_match(text, 0, "alpha"));
+    assert_false(ltr_byname_match(text, 8, "alpha")); /* "alpha" cut short by the length */
+}
+
+static void test_exe_name_and_pids(void **state)
+{
+    (void)state;
+    char name[256];
+    assert_int_equal(ltr_exe_name(getpid(), name, sizeof name), 0);
+    assert_string_equal(name, "test_byname");
+    assert_int_equal(ltr_exe_name(0x7ffffff0, name, sizeof name), -ENOENT);
+    pid_t child = fork();
+    if (child == 0) {
+        execl("/bin/sleep", "not-sleep-at-all", "30", (char *)NULL);
+        _exit(127);
+    }
+    /* the kernel's name, not argv[0]; poll until the exec is done */
+    uint32_t pids[512];
+    int n = 0, seen = 0;
+    for (double end = tu_now_s() + 20; !seen && tu_now_s() < end;) {
+        n = ltr_pids_named("sleep", pids, 512);
+        for (int i = 0; i < n && i < 512; i++)
+            seen |= pids[i] == (uint32_t)child;
+        if (!seen)
+            usleep(10000);
+    }
+    ltr_heap_name_reach reach;
+    assert_int_equal(ltr_heap_name_reach_of("sleep", &reach), 0);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_true(seen);
+    assert_true(reach.running >= 1 && reach.without >= 1); /* plain sleep has no agent */
+    assert_false(reach.configured);
+    assert_int_equal(ltr_pids_named("not-sleep-at-all", pids, 512), 0);
+    assert_int_equal(ltr_pids_named("test_byname", pids, 512), 0); /* not this process */
+}
+
+/* ---- changes, in the private /etc ---------------------------------------- */
+
+static const char *src(const char *file)
+{
+    static char path[2][600];
+    static int k;
+    k ^= 1;
+    snprintf(path[k], sizeof path[k], "%s/../lib/%s", getenv("LTR_TEST_BIN"), file);
+    return path[k];
+}
+
+static int enable(const char *name)
+{
+    ltr_error err;
+    int rc = ltr_byname_enable(name, src("libltr-byname.so"), src("libltr-heap.so"), &err);
+    if (rc < 0)
+        print_error("enable %s: %s\n", name, err.msg);
+    return rc;
+}
+
+static int disable(const char *name)
+{
+    ltr_error err;
+    int rc = ltr_byname_disable(name, &err);
+    if (rc < 0 && rc != -ENOENT)
+        print_error("disable %s: %s\n", name, err.msg);
+    return rc;
+}
+
+static int fresh(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        return 0;
+    return tu_private_etc_reset();
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    unlink(path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void assert_gone(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0)
+        fail_msg("%s is still there", path);
+}
+
+/* A machine without /etc/ld.so.preload has none again, nor /etc/ltr. */
+static void test_absent_preload_comes_back_absent(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    assert_int_equal(enable("alpha"), 0);
+    assert_int_equal(enable("beta"), 0);
+    assert_int_equal(enable("alpha"), 1); /* there already */
+    char *t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t);
+    assert_string_equal(t, LTR_BYNAME_SHIM "\n"); /* one line, however many names */
+    free(t);
+    ltr_byname_list *l = malloc(sizeof *l);
+    ltr_error err;
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 2);
+    assert_string_equal(l->names[0], "alpha");
+    assert_string_equal(l->names[1], "beta");
+    const char *files[] = {LTR_BYNAME_NAMES, LTR_BYNAME_SHIM, LTR_BYNAME_AGENT, LTR_BYNAME_PRELOAD};
+    for (size_t i = 0; i < 4; i++) {
+        struct stat st;
+        assert_int_equal(lstat(files[i], &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_uid, 0);
+        assert_int_equal(st.st_mode & 07777, 0644);
+    }
+    assert_int_equal(disable("gamma"), -ENOENT);
+    assert_int_equal(disable("alpha"), 0);
+    t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t); /* beta is still on */
+    assert_string_equal(t, LTR_BYNAME_SHIM "\n");
+    free(t);
+    assert_int_equal(disable("beta"), 0);
+    assert_gone(LTR_BYNAME_PRELOAD);
+    assert_gone(LTR_BYNAME_DIR);
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 0);
+    free(l);
+}
+
+/* The bytes, mode and other lines of an existing file are kept: with and
+ * without a newline at its end, and with a line another tool added meanwhile. */
+static void check_restored(const char *before, mode_t mode, const char *added, const char *after)
+{
+    write_file(LTR_BYNAME_PRELOAD, before, mode);
+    assert_int_equal(enable("alpha"), 0);
+    char *t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(strstr(t, LTR_BYNAME_SHIM "\n"));
+    assert_memory_equal(t, before, strlen(before)); /* the old lines first, as they were */
+    free(t);
+    if (added) {
+        FILE *f = fopen(LTR_BYNAME_PRELOAD, "a");
+        fputs(added, f);
+        fclose(f);
+    }
+    assert_int_equal(disable("alpha"), 0);
+    t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t);
+    assert_string_equal(t, after);
+    free(t);
+    struct stat st;
+    assert_int_equal(stat(LTR_BYNAME_PRELOAD, &st), 0);
+    assert_int_equal(st.st_mode & 07777, mode);
+    assert_gone(LTR_BYNAME_DIR);
+}
+
+static void test_existing_preload_restored_byte_for_byte(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    char with_nl[128], without[128], both[256];
+    snprintf(with_nl, sizeof with_nl, "%s\n", libc);
+    snprintf(without, sizeof without, "%s", libc);
+    check_restored(with_nl, 0644, NULL, with_nl);
+    check_restored(without, 0600, NULL, without);
+    check_restored("", 0644, NULL, ""); /* an empty file stays, empty */
+    snprintf(both, sizeof both, "%s\n%s\n", libc, libc);
+    check_restored(with_nl, 0644, with_nl, both);
+}
+
+/* /etc/ltr that existed before stays; one that is not root's alone is refused. */
+static void test_directory_kept_or_refused(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    assert_int_equal(mkdir(LTR_BYNAME_DIR, 0755), 0);
+    assert_int_equal(enable("alpha"), 0);
+    assert_int_equal(disable("alpha"), 0);
+    struct stat st;
+    assert_int_equal(stat(LTR_BYNAME_DIR, &st), 0);
+    assert_int_equal(chmod(LTR_BYNAME_DIR, 0777), 0);
+    ltr_error err;
+    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), src("libltr-heap.so"), &err), -EPERM);
+    assert_non_null(strstr(err.msg, "only root can write"));
+    assert_gone(LTR_BYNAME_PRELOAD); /* refused before anything changed */
+    rmdir(LTR_BYNAME_DIR);
+}
+
+/* A first enable that fails half way (no agent to copy) leaves nothing. */
+static void test_failed_enable_leaves_nothing(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    ltr_error err;
+    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), "/nonexistent/libltr-heap.so", &err),
+                     -ENOENT);
+    assert_non_null(strstr(err.msg, "cannot read /nonexistent/libltr-heap.so"));
+    assert_gone(LTR_BYNAME_DIR);
+    assert_gone(LTR_BYNAME_PRELOAD);
+    /* a later name's failure leaves the earlier ones as they were */
+    assert_int_equal(enable("alpha"), 0);
+    assert_int_equal(ltr_byname_enable("beta", "/nonexistent/shim.so", src("libltr-heap.so"), &err), -ENOENT);
+    ltr_byname_list *l = malloc(sizeof *l);
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 1);
+    free(l);
+    char *t = tu_read_file(LTR_BYNAME_PRELOAD);
+    assert_non_null(t);
+    assert_string_equal(t, LTR_BYNAME_SHIM "\n");
+    free(t);
+    assert_int_equal(disable("alpha"), 0);
+    assert_gone(LTR_BYNAME_DIR);
+}
+
+int main(void)
+{
+    have_etc = tu_private_etc() == 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_checked),
+        cmocka_unit_test(test_match_whole_lines_only),
+        cmocka_unit_test(test_exe_name_and_pids),
+        cmocka_unit_test_setup(test_absent_preload_comes_back_absent, fresh),
+        cmocka_unit_test_setup(test_existing_preload_restored_byte_for_byte, fresh),
+        cmocka_unit_test_setup(test_directory_kept_or_refused, fresh),
+        cmocka_unit_test_setup(test_failed_enable_leaves_nothing, fresh),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

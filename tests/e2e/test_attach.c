@@ -1,0 +1,318 @@
+/*
+ * tests/e2e/test_attach.c — attaching to running processes through the ltr
+ * command: a multi-threaded program started without ltr is attached while
+ * its threads allocate, and from then on its allocations are in the trace
+ * with exact counts and their stacks; 50 start/stop cycles against a busy
+ * program that checks its own results (one injection, then the dormant agent
+ * enabled again each time, exact counts in each trace); `ltr record --pid`;
+ * and the refusals with their messages and exit status. The targets are
+ * tests/inject/target.c's. ptrace needs root here (CI runs as root): the
+ * tests skip, saying so, when not root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/heap_events.h"
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+
+typedef struct target {
+    pid_t pid, parent;
+    int in, status;
+    FILE *out;
+    unsigned long long site;
+} target;
+
+/* inject-target MODE, a child of a parent of its own (not of ltr, not of
+ * this test), started without ltr; waits for its "ready". */
+static target start(const char *mode)
+{
+    target t = {0};
+    int in[2], out[2], rep[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+    t.parent = fork();
+    pid_t child = t.parent ? -1 : fork();
+    if (child > 0) {
+        int st = 0;
+        close(in[1]);
+        close(out[0]);
+        if (write(rep[1], &child, sizeof child) != sizeof child || waitpid(child, &st, 0) != child ||
+            write(rep[1], &st, sizeof st) != sizeof st)
+            _exit(1);
+        _exit(0);
+    }
+    if (child == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("inject-target"), "inject-target", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(rep[1]);
+    t.status = rep[0];
+    assert_int_equal(read(t.status, &t.pid, sizeof t.pid), (ssize_t)sizeof t.pid);
+    t.in = in[1];
+    t.out = fdopen(out[0], "r");
+    char line[128];
+    while (fgets(line, sizeof line, t.out) && strcmp(line, "ready\n") != 0)
+        sscanf(line, "site %llx", &t.site);
+    return t;
+}
+
+static void expect_line(target *t, const char *want)
+{
+    char line[128] = "";
+    assert_non_null(fgets(line, sizeof line, t->out));
+    assert_string_equal(line, want);
+}
+
+static int finish(target *t)
+{
+    close(t->in);
+    int st = -1;
+    assert_int_equal(read(t->status, &st, sizeof st), (ssize_t)sizeof st);
+    waitpid(t->parent, NULL, 0);
+    close(t->status);
+    fclose(t->out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static uint64_t field(const ltr_event *ev, const char *name)
+{
+    uint64_t v = 0;
+    ltr_event_get_u64(ev, name, &v);
+    return v;
+}
+
+/* Allocs of size by pid in the trace, and how many have their innermost
+ * frame within 64 bytes after site (the small allocating function). */
+static size_t count_allocs(const char *path, pid_t pid, uint64_t size, uint64_t site, size_t *at_site,
+                           uint64_t *lost)
+{
+    ltr_trace *t;
+    ltr_error err;
+    if (ltr_trace_open(path, &t, &err) != 0)
+        fail_msg("%s: %s", path, err.msg);
+    size_t n = 0;
+    *at_site = 0;
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) == 1) {
+        if (strcmp(ev->layout->provider->name, LTR_HEAP_PROVIDER) || strcmp(ev->layout->name, "Alloc") ||
+            field(ev, "size") != size || ev->pid != (uint32_t)pid)
+            continue;
+        n++;
+        const ltr_stack *st = ltr_trace_stack_find(t, ev->pid, (uint32_t)field(ev, "stack"));
+        uint64_t ip = st && st->frame_count ? st->frames[0] - 1 : 0;
+        *at_site += ip >= site && ip < site + 64;
+    }
+    ltr_trace_close(t);
+    tu_trace tt = tu_read_trace(path, LTR_HEAP_PROVIDER);
+    *lost = tt.events_lost + tt.process_events_lost;
+    return n;
+}
+
+static bool need_root(void)
+{
+    if (geteuid() == 0)
+        return true;
+    printf("skipped: attaching needs ptrace rights over the target; this test runs as root (CI does)\n");
+    return false;
+}
+
+static void test_attach_running_program(void **state)
+{
+    if (!need_root())
+        skip();
+    const char *dir = getenv("TMPDIR");
+    target t = start("attach");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    assert_non_null(strstr(r.out, "heap agent loaded"));
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line(&t, "done\n");
+    r = tu_run("%s status", LTR);
+    assert_int_equal(r.status, 0);
+    char attached[64];
+    snprintf(attached, sizeof attached, "%d", (int)t.pid);
+    assert_non_null(strstr(r.out, attached)); /* listed among the processes attached */
+    tu_free(&r);
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/attach.ltr", dir);
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    size_t n = count_allocs(trace, t.pid, 4243, t.site, &at_site, &lost);
+    assert_int_equal(lost, 0);
+    assert_int_equal(n, 4 * 500); /* every one, from four threads */
+    assert_int_equal(at_site, n);  /* each with attach_alloc_site as its innermost frame */
+    r = tu_run("%s analyze %s", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "attach_alloc_site"));
+    tu_free(&r);
+    assert_int_equal(finish(&t), 0); /* its own checks held */
+}
+
+static void test_fifty_cycles(void **state)
+{
+    if (!need_root())
+        skip();
+    const char *dir = getenv("TMPDIR");
+    target t = start("cycles");
+    for (int i = 0; i < 50; i++) {
+        tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+        if (r.status != 0)
+            fail_msg("cycle %d, start: %s%s", i, r.out, r.err);
+        /* injected once; then the dormant agent is enabled again */
+        assert_non_null(strstr(r.out, i == 0 ? "heap agent loaded" : "heap agent already there"));
+        tu_free(&r);
+        assert_int_equal(write(t.in, "go\n", 3), 3);
+        expect_line(&t, "did\n");
+        char trace[512];
+        snprintf(trace, sizeof trace, "%s/cycle-%d.ltr", dir, i);
+        tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+        size_t at_site;
+        uint64_t lost;
+        size_t n = count_allocs(trace, t.pid, 31337, t.site, &at_site, &lost);
+        if (n != 100 || at_site != 100 || lost)
+            fail_msg("cycle %d: %zu allocations, %zu at the site, %llu lost", i, n, at_site,
+                     (unsigned long long)lost);
+        unlink(trace);
+    }
+    char maps[64];
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)t.pid);
+    char *m = tu_read_file(maps);
+    assert_non_null(m);
+    char *first = strstr(m, "libltr-heap.so");
+    assert_non_null(first);
+    free(m);
+    assert_int_equal(finish(&t), 0); /* the busy threads' checks held throughout */
+}
+
+static void test_record_pid(void **state)
+{
+    if (!need_root())
+        skip();
+    const char *dir = getenv("TMPDIR");
+    target t = start("cycles");
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/rec.ltr", dir);
+    pid_t rec = fork();
+    if (rec == 0) {
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", (int)t.pid);
+        execl(LTR, "ltr", "record", "--pid", pid, "-o", trace, (char *)NULL);
+        _exit(127);
+    }
+    char maps[64];
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)t.pid);
+    for (double end = tu_now_s() + 20;; usleep(10000)) { /* until the agent is in */
+        char *m = tu_read_file(maps);
+        bool in = m && strstr(m, "libltr-heap.so");
+        free(m);
+        if (in)
+            break;
+        assert_true(tu_now_s() < end);
+    }
+    usleep(100000); /* the agent's constructor ends after its mapping appears */
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line(&t, "did\n");
+    kill(rec, SIGINT); /* Ctrl-C */
+    int st;
+    assert_int_equal(waitpid(rec, &st, 0), rec);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    size_t at_site;
+    uint64_t lost;
+    assert_int_equal(count_allocs(trace, t.pid, 31337, t.site, &at_site, &lost), 100);
+    assert_int_equal(at_site, 100);
+    assert_int_equal(finish(&t), 0);
+    /* --duration ends it by itself; the target, untouched, goes on */
+    target u = start("cycles");
+    tu_result r = tu_run("%s record --pid %d --duration 1 -o %s/dur.ltr", LTR, (int)u.pid, dir);
+    if (r.status != 0)
+        fail_msg("%s%s", r.out, r.err);
+    assert_non_null(strstr(r.err, "trace written"));
+    tu_free(&r);
+    assert_int_equal(write(u.in, "go\n", 3), 3);
+    expect_line(&u, "did\n");
+    assert_int_equal(finish(&u), 0);
+}
+
+static void expect_refused(tu_result r, const char *words)
+{
+    if (r.status != 1 || !strstr(r.err, words))
+        fail_msg("expected exit 1 and \"%s\"; got %d:\n%s%s", words, r.status, r.out, r.err);
+    tu_free(&r);
+}
+
+static void expect_no_session(void)
+{
+    tu_result r = tu_run("%s status", LTR);
+    assert_null(strstr(r.out, "session 'ltr'"));
+    tu_free(&r);
+}
+
+static void test_refusals(void **state)
+{
+    if (!need_root())
+        skip();
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    expect_refused(tu_run("%s start heap --pid %d", LTR, (int)gone), "no such process");
+    expect_refused(tu_run("%s record --pid %d -o %s/x.ltr", LTR, (int)gone, getenv("TMPDIR")),
+                   "no such process");
+    pid_t zombie = fork();
+    if (zombie == 0)
+        _exit(0);
+    usleep(200000);
+    expect_refused(tu_run("%s start heap --pid %d", LTR, (int)zombie), "zombie");
+    waitpid(zombie, NULL, 0);
+    expect_refused(tu_run("%s < /dev/zero & p=$!; sleep 0.2; %s start heap --pid $p; s=$?; kill $p; exit $s",
+                          tu_test_bin("inject-static"), LTR), "statically linked");
+    /* another user's process, for root's sessions */
+    expect_refused(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & p=$!; sleep 0.2; "
+                          "%s start heap --pid $p; s=$?; kill $p; exit $s", LTR), "runs as user");
+    /* ltr without the right to ptrace (another user attaching to root's process) */
+    char rt[512];
+    snprintf(rt, sizeof rt, "%s/nobody-run", getenv("TMPDIR"));
+    mkdir(rt, 0700);
+    assert_int_equal(chown(rt, 65534, 65534), 0);
+    chmod(getenv("TMPDIR"), 0755);
+    expect_refused(tu_run("sleep 5 & p=$!; sleep 0.2; LTR_RUNTIME_DIR=%s setpriv --reuid=65534 --regid=65534 "
+                          "--clear-groups %s start heap --pid $p; s=$?; kill $p; exit $s", rt, LTR),
+                   "only root (CAP_SYS_PTRACE) may attach");
+    expect_no_session();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_attach_running_program, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_fifty_cycles, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,294 @@
+/*
+ * tests/e2e/test_heaptracingconfig.c — `ltr heaptracingconfig` and `ltr
+ * start heap --name` as a user runs them: a new instance of an enabled name,
+ * started by a plain exec, carries the agent dormant and is traced exactly
+ * once a session enables its name (and another enabled name is not); the
+ * setting leaves nothing behind; real programs give the same output with it
+ * on; the refusals. Everything happens in a private /etc
+ * (tests/util/private_etc.h) as root: the machine's /etc/ld.so.preload is
+ * never touched. Without root the tests are skipped.
+ */
+#include "base/heap_events.h"
+#include "byname/byname.h"
+#include "util/private_etc.h"
+#include "util/testutil.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static int have_etc;
+
+static int fresh(void **state)
+{
+    if (!have_etc)
+        return 0;
+    return tu_private_etc_reset() || tu_setup_sandbox(state);
+}
+
+static int done(void **state)
+{
+    if (!have_etc)
+        return 0;
+    /* targets a failed test left waiting for their go */
+    tu_result r = tu_run("cd %s && for f in *.pid; do [ -f \"$f\" ] && kill -9 $(cat \"$f\") 2>/dev/null; done; true",
+                         (const char *)*state);
+    tu_free(&r);
+    return tu_teardown_sandbox(state);
+}
+
+static tu_result config(const char *args)
+{
+    return tu_run("%s heaptracingconfig %s", tu_ltr(), args);
+}
+
+static void expect(tu_result r, int status, const char *in_err)
+{
+    if (r.status != status || (in_err && !strstr(r.err, in_err)))
+        fail_msg("status %d (expected %d), stderr lacks '%s':\n%s%s", r.status, status, in_err ? in_err : "",
+                 r.out, r.err);
+    tu_free(&r);
+}
+
+/* Heap events of one size of process pid, and of any other. */
+static void count(ltr_trace *t, uint64_t size, unsigned long pid, size_t *mine, size_t *others)
+{
+    ltr_error err;
+    *mine = *others = 0;
+    assert_int_equal(ltr_trace_rewind(t, &err), 0);
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) == 1) {
+        uint64_t v = 0;
+        ltr_event_get_u64(ev, "size", &v);
+        if (strcmp(ev->layout->provider->name, LTR_HEAP_PROVIDER) || strcmp(ev->layout->name, "Alloc") || v != size)
+            continue;
+        if (ev->pid == pid)
+            ++*mine;
+        else
+            ++*others;
+    }
+}
+
+/* The main case. byname-target and a copy of it named byname-other are both
+ * enabled and both started plainly; a session enables byname-target only. */
+static void test_new_instance_traced_by_name(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state;
+    expect(config("byname-target enable"), 0, NULL);
+    expect(config("byname-other enable"), 0, NULL);
+    tu_result r = tu_run("cp %s %s/byname-other && cd %s && "
+                         "(%s %s > t.out & echo $! > t.pid; ./byname-other %s > o.out & echo $! > o.pid) && "
+                         "i=0; while ! grep -q agent t.out o.out 2>/dev/null || [ $(cat t.out o.out | wc -l) -lt 2 ]; do "
+                         "[ $i -lt 2000 ] || exit 9; sleep 0.02; i=$((i+1)); done; cat t.out o.out; "
+                         "grep -c libltr-heap /proc/self/maps || true",
+                         tu_test_bin("byname-target"), dir, dir, tu_test_bin("byname-target"), dir, dir);
+    assert_int_equal(r.status, 0);
+    /* both carry the agent, loaded by the shim; cat (another name) does not */
+    const char *first = strstr(r.out, "agent 1\n");
+    if (!first || !strstr(first + 1, "agent 1\n") || strstr(r.out, "agent 0") || !strstr(r.out, "\n0\n"))
+        fail_msg("the agent was not where expected:\n%s", r.out);
+    tu_free(&r);
+    char *tpid = NULL;
+    r = tu_run("cat %s/t.pid", dir);
+    tpid = strdup(r.out);
+    tu_free(&r);
+    unsigned long pid = strtoul(tpid, NULL, 10);
+    free(tpid);
+    r = tu_run("%s start heap --instance bn --filemode --name byname-target && %s status --instance bn", tu_ltr(),
+               tu_ltr());
+    if (r.status != 0 || !strstr(r.out, "heap tracing by name: byname-target\n"))
+        fail_msg("start/status: %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    r = tu_run("cd %s && touch go && while kill -0 $(cat t.pid) 2>/dev/null || kill -0 $(cat o.pid) 2>/dev/null; "
+               "do sleep 0.02; done; cat t.out o.out; %s stop --instance bn %s/bn.ltr",
+               dir, tu_ltr(), dir);
+    if (r.status != 0 || !strstr(r.out, "done\n"))
+        fail_msg("run/stop: %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/bn.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    size_t mine, others;
+    count(t, 4321, pid, &mine, &others);
+    assert_int_equal(mine, 10);
+    assert_int_equal(others, 0); /* byname-other carries the agent too, but is not of the name */
+    count(t, 4322, pid, &mine, &others);
+    assert_int_equal(mine, 7);
+    assert_int_equal(others, 0);
+    ltr_trace_close(t);
+    expect(config("byname-target disable"), 0, NULL);
+    expect(config("byname-other disable"), 0, NULL);
+}
+
+/* After the last disable nothing of the setting is left, and the commands
+ * say what is on and off with their exit status. */
+static void test_nothing_left_after_disable(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    struct stat st;
+    int had = lstat(LTR_BYNAME_PRELOAD, &st) == 0; /* the machine's own, seen through the overlay */
+    char *before = had ? tu_read_file(LTR_BYNAME_PRELOAD) : NULL;
+    expect(config("svc-a enable"), 0, NULL);
+    tu_result r = config("");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "svc-a: enabled\n");
+    tu_free(&r);
+    expect(config("svc-a"), 0, NULL);
+    expect(config("svc-b"), 1, NULL);
+    expect(config("svc-b disable"), 1, "not enabled for 'svc-b': nothing changed");
+    expect(config("svc-a disable"), 0, NULL);
+    assert_int_equal(lstat(LTR_BYNAME_PRELOAD, &st) == 0, had);
+    if (had) {
+        char *after = tu_read_file(LTR_BYNAME_PRELOAD);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    free(before);
+    assert_int_not_equal(lstat(LTR_BYNAME_DIR, &st), 0);
+    r = tu_run("ls -A %s/../lib >/dev/null; ls -a /etc | grep -c 'ld.so.preload.\\|^ltr' || true", tu_ltr());
+    assert_string_equal(r.out, "0\n"); /* no temporaries either */
+    tu_free(&r);
+    expect(config("svc-a"), 1, NULL);
+}
+
+/* Concurrent enables and disables take turns: every name is in, then none. */
+static void test_concurrent_changes(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    tu_result r = tu_run("for i in 1 2 3 4 5 6 7 8; do %s heaptracingconfig n$i enable >/dev/null & done; wait; "
+                         "%s heaptracingconfig | sort | tr '\\n' ' '; grep -c libltr-byname /etc/ld.so.preload",
+                         tu_ltr(), tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "n1: enabled n2: enabled n3: enabled n4: enabled n5: enabled n6: enabled "
+                               "n7: enabled n8: enabled 1\n");
+    tu_free(&r);
+    r = tu_run("for i in 1 2 3 4 5 6 7 8; do %s heaptracingconfig n$i disable >/dev/null & done; wait; "
+               "%s heaptracingconfig; ls /etc/ltr 2>/dev/null; cat /etc/ld.so.preload 2>/dev/null",
+               tu_ltr(), tu_ltr());
+    assert_string_equal(r.out, "heap tracing by name: no name enabled\n");
+    tu_free(&r);
+}
+
+/* Real programs of other names (and python3 of its own name, with the agent
+ * dormant in it) print the same and exit the same with the setting on. */
+static void test_real_programs_unaffected(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    const char *run = "cd $TMPDIR && /usr/bin/python3 -c 'import sys; print(sum(range(1000)), sys.argv)' a; echo $?; "
+                      "perl -e 'my %h = map { $_ => $_ * 2 } 1..100; print scalar(keys %h), \"\\n\"; exit 3'; echo $?; "
+                      "git --version; git -C / rev-parse 2>&1; echo $?; "
+                      "bash -c 'echo $((6 * 7)); exit 4'; echo $?; "
+                      "printf 'int main(void){return 5;}' > p.c && gcc -o p p.c && ./p; echo $?; gcc --version | head -1";
+    tu_result off = tu_run("%s", run);
+    expect(config("byname-target enable"), 0, NULL);
+    expect(config("python3.11 enable"), 0, NULL);
+    tu_result on = tu_run("%s; grep -q libltr-byname /proc/self/maps && echo shim", run);
+    assert_int_equal(on.status, off.status);
+    assert_string_equal(on.err, off.err);
+    size_t n = strlen(off.out);
+    assert_memory_equal(on.out, off.out, n);
+    assert_string_equal(on.out + n, "shim\n"); /* and the shim was there */
+    tu_free(&off);
+    tu_free(&on);
+    expect(config("python3.11 disable"), 0, NULL);
+    expect(config("byname-target disable"), 0, NULL);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    expect(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups %s heaptracingconfig svc enable", tu_ltr()), 1,
+           "needs root");
+    expect(config("/usr/sbin/svc enable"), 2, "is a path: give the executable's file name only, e.g. 'svc'");
+    expect(config("'' enable"), 2, "the NAME is empty");
+    expect(config("svc frob"), 2, "unknown verb 'frob'");
+    expect(config("svc enable extra"), 2, "usage:");
+    expect(config("--bogus"), 2, "unknown option");
+    expect(tu_run("%s start heap --name a/b", tu_ltr()), 2, "--name: 'a/b' is a path");
+    expect(tu_run("%s start --name svc", tu_ltr()), 2, "no profile here traces the heap");
+    struct stat st;
+    assert_int_not_equal(lstat(LTR_BYNAME_DIR, &st), 0); /* nothing was changed */
+    tu_result r = config("--help");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "usage: ltr heaptracingconfig [NAME [enable|disable]]"));
+    tu_free(&r);
+    r = tu_run("%s help heaptracingconfig", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, LTR_BYNAME_PRELOAD));
+    tu_free(&r);
+}
+
+/* `ltr start heap --name` without the setting: it says new processes will
+ * not carry the agent, attaches the running one (started plainly, no agent),
+ * whose allocations from then on are in the trace, exactly. */
+static void test_start_by_name_attaches_running(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && { %s %s > t.out & echo $! > t.pid; } && "
+                         "i=0; until grep -q agent t.out || [ $i -ge 1000 ]; do sleep 0.02; i=$((i+1)); done; "
+                         "cat t.out; %s start heap --instance w --filemode --name byname-target",
+                         dir, tu_test_bin("byname-target"), dir, tu_ltr());
+    if (r.status != 0 || !strstr(r.out, "agent 0\n") ||
+        !strstr(r.err, "--name byname-target: new processes of this name do not start with the heap agent: "
+                       "'ltr heaptracingconfig byname-target enable'") ||
+        !strstr(r.out, "(byname-target): heap agent loaded"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    unsigned long pid = strtoul(strstr(r.out, "pid ") + 4, NULL, 10);
+    char loaded[64];
+    snprintf(loaded, sizeof loaded, "pid %lu (byname-target): heap agent loaded", pid);
+    assert_non_null(strstr(r.out, loaded));
+    tu_free(&r);
+    r = tu_run("cd %s && touch go && while kill -0 %lu 2>/dev/null; do sleep 0.02; done; cat t.out; "
+               "%s stop --instance w %s/w.ltr", dir, pid, tu_ltr(), dir);
+    if (r.status != 0 || !strstr(r.out, "done\n"))
+        fail_msg("run/stop: %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/w.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    size_t mine, others;
+    count(t, 4321, pid, &mine, &others);
+    assert_int_equal(mine, 10);
+    count(t, 4322, pid, &mine, &others);
+    assert_int_equal(mine, 7);
+    ltr_trace_close(t);
+}
+
+int main(void)
+{
+    have_etc = tu_private_etc() == 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_new_instance_traced_by_name, fresh, done),
+        cmocka_unit_test_setup_teardown(test_nothing_left_after_disable, fresh, done),
+        cmocka_unit_test_setup_teardown(test_concurrent_changes, fresh, done),
+        cmocka_unit_test_setup_teardown(test_real_programs_unaffected, fresh, done),
+        cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

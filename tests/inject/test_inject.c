@@ -1,0 +1,423 @@
+/*
+ * tests/inject/test_inject.c — src/inject in-process: the injector loads
+ * probe.so into target programs (tests/inject/target.c) blocked in read(),
+ * epoll_wait(), nanosleep() and a condition variable, busy in four threads,
+ * with SIGSEGV blocked in the main thread, and exiting during the attach;
+ * each target checks its own calls and exits 0 only if none saw an EINTR it
+ * did not expect or a wrong result. Then every refusal, target untouched.
+ * ptrace needs the right to trace the target: these tests run as root (CI
+ * does) or with ptrace allowed for our own children; the ones that need root
+ * (another user) skip otherwise, saying so.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "inject/inject.h"
+#include "prim/prim.h"
+#include "util/testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The target's parent is a small process of its own, as with a real service
+ * (ltr is never the parent of what it attaches to): it reports the target's
+ * pid and then its wait status through a pipe. */
+typedef struct target {
+    pid_t pid, parent;
+    int status; /* the parent's pipe */
+    int in;   /* its stdin */
+    FILE *out; /* its stdout */
+    char probe_out[256];
+} target;
+
+static char probe[4096];
+
+/* Starts target MODE with extra environment (NAME=VALUE or NULL) and waits
+ * for its "ready". */
+static target start(const char *mode, const char *env1, const char *env2)
+{
+    target t = {0};
+    int in[2], out[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    snprintf(t.probe_out, sizeof t.probe_out, "%s/probe-%s.out", getenv("TMPDIR"), mode);
+    unlink(t.probe_out);
+    int report[2];
+    assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+    t.parent = fork();
+    assert_true(t.parent >= 0);
+    pid_t child = t.parent ? -1 : fork();
+    if (child > 0) {
+        int st = 0;
+        close(in[1]);
+        close(out[0]);
+        if (write(report[1], &child, sizeof child) != sizeof child || waitpid(child, &st, 0) != child ||
+            write(report[1], &st, sizeof st) != sizeof st)
+            _exit(1);
+        _exit(0);
+    }
+    if (child == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        setenv("INJECT_PROBE_OUT", t.probe_out, 1);
+        if (env1)
+            putenv((char *)env1);
+        if (env2)
+            putenv((char *)env2);
+        execl(tu_test_bin("inject-target"), "inject-target", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(report[1]);
+    t.status = report[0];
+    assert_int_equal(read(t.status, &t.pid, sizeof t.pid), (ssize_t)sizeof t.pid);
+    t.in = in[1];
+    t.out = fdopen(out[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof line, t.out));
+    assert_string_equal(line, "ready\n");
+    return t;
+}
+
+/* Waits until thread tid of t sleeps in a system call (so the attach finds
+ * it there, not on its way in). */
+static void wait_blocked(pid_t pid, pid_t tid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    for (double end = tu_now_s() + 10; tu_now_s() < end;) {
+        char *s = tu_read_file(path);
+        char *p = s ? strrchr(s, ')') : NULL;
+        int sleeping = p && p[2] == 'S';
+        free(s);
+        if (sleeping)
+            return;
+        usleep(1000);
+    }
+    fail_msg("thread %d never blocked", (int)tid);
+}
+
+/* The target's wait status, from its parent. */
+static int reap(target *t)
+{
+    int st = -1;
+    assert_int_equal(read(t->status, &st, sizeof st), (ssize_t)sizeof st);
+    waitpid(t->parent, NULL, 0);
+    close(t->status);
+    if (t->in >= 0)
+        close(t->in);
+    fclose(t->out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int finish(target *t)
+{
+    if (write(t->in, "go\n", 3) != 3)
+        return -1;
+    close(t->in); /* busy reads to the end of its input */
+    t->in = -1;
+    return reap(t);
+}
+
+static int probe_lines(const target *t)
+{
+    char *s = tu_read_file(t->probe_out);
+    int n = 0;
+    for (char *p = s; p && (p = strstr(p, "loaded ")); p++)
+        n++;
+    free(s);
+    return n;
+}
+
+static void inject_ok(target *t, ltr_inject_report *rep)
+{
+    ltr_error err = {0};
+    int rc = ltr_inject_dlopen(t->pid, probe, 5000, rep, &err);
+    if (rc)
+        fail_msg("inject: %s", err.msg);
+    assert_int_equal(probe_lines(t), 1);
+}
+
+static void blocked_mode(const char *mode, bool expect_restart)
+{
+    target t = start(mode, NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    ltr_inject_report rep;
+    inject_ok(&t, &rep);
+    assert_int_equal(rep.tid, t.pid);
+    if (expect_restart)
+        assert_true(rep.restarted_syscall);
+    assert_int_equal(finish(&t), 0); /* the target saw no EINTR and read its line */
+}
+
+static void test_blocked_in_read(void **state) { blocked_mode("read", true); }
+static void test_blocked_in_epoll_wait(void **state) { blocked_mode("epoll", true); }
+
+static void test_in_nanosleep(void **state)
+{
+    double t0 = tu_now_s();
+    blocked_mode("sleep", true);
+    /* the sleep was restarted for what remained, not cut short */
+    assert_true(tu_now_s() - t0 >= 1.9);
+}
+
+static void test_condvar_wait(void **state)
+{
+    target t = start("cond", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    inject_ok(&t, NULL);
+    assert_int_equal(finish(&t), 0);
+}
+
+static void test_busy_threads(void **state)
+{
+    target t = start("busy", NULL, NULL);
+    ltr_inject_report rep;
+    inject_ok(&t, &rep);
+    /* a second load is dlopen's own no-op: the constructor does not run again */
+    ltr_error err;
+    assert_int_equal(ltr_inject_dlopen(t.pid, probe, 5000, NULL, &err), 0);
+    assert_int_equal(probe_lines(&t), 1);
+    assert_int_equal(finish(&t), 0);
+}
+
+static void test_segv_blocked_thread_is_avoided(void **state)
+{
+    target t = start("segvmask", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    ltr_inject_report rep;
+    inject_ok(&t, &rep);
+    assert_int_not_equal(rep.tid, t.pid); /* main blocks SIGSEGV: the other thread made the call */
+    assert_int_equal(finish(&t), 0);
+}
+
+static void test_exit_during_call(void **state)
+{
+    target t = start("read", "INJECT_PROBE_EXIT=7", NULL);
+    wait_blocked(t.pid, t.pid);
+    ltr_error err;
+    assert_int_equal(ltr_inject_dlopen(t.pid, probe, 5000, NULL, &err), -ECHILD);
+    assert_non_null(strstr(err.msg, "exited during the attach"));
+    assert_int_equal(reap(&t), 7); /* its own exit, not a signal of ours */
+}
+
+static void test_exit_while_looking(void **state)
+{
+    /* both threads live inside libc's memset: no safe moment comes before it
+     * exits by itself; the attach must end with that, not hang */
+    target t = start("libc", NULL, NULL);
+    ltr_error err;
+    double t0 = tu_now_s();
+    int rc = ltr_inject_dlopen(t.pid, probe, 20000, NULL, &err);
+    assert_true(tu_now_s() - t0 < 15);
+    if (rc != 0 && rc != -ECHILD) /* a rare moment in the vDSO's clock_gettime is a safe one */
+        fail_msg("%d %s", rc, err.msg);
+    assert_int_equal(reap(&t), 0);
+}
+
+/* ---- refusals ------------------------------------------------------------- */
+
+static void expect_refusal(pid_t pid, int code, const char *words)
+{
+    ltr_error err = {0};
+    assert_int_equal(ltr_inject_dlopen(pid, probe, 2000, NULL, &err), -code);
+    if (!strstr(err.msg, words))
+        fail_msg("expected \"%s\" in: %s", words, err.msg);
+}
+
+static void test_refuse_no_such_process(void **state)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    expect_refusal(p, ESRCH, "no such process");
+}
+
+static void test_refuse_zombie(void **state)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    for (double end = tu_now_s() + 10; tu_now_s() < end;) { /* until it is a zombie */
+        char *s = tu_read_file(path);
+        char *z = s ? strrchr(s, ')') : NULL;
+        int zombie = z && z[2] == 'Z';
+        free(s);
+        if (zombie)
+            break;
+        usleep(1000);
+    }
+    expect_refusal(p, ESRCH, "zombie");
+    waitpid(p, NULL, 0);
+}
+
+static void test_refuse_static(void **state)
+{
+    target t = {0};
+    int in[2];
+    assert_int_equal(pipe(in), 0);
+    t.pid = fork();
+    if (t.pid == 0) {
+        dup2(in[0], 0);
+        close(in[1]);
+        execl(tu_test_bin("inject-static"), "inject-static", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    wait_blocked(t.pid, t.pid);
+    expect_refusal(t.pid, ENOEXEC, "statically linked");
+    close(in[1]);
+    int st;
+    waitpid(t.pid, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* untouched: it read its end of file */
+}
+
+static void test_refuse_stopped_and_traced(void **state)
+{
+    target t = start("read", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    kill(t.pid, SIGSTOP);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)t.pid);
+    for (double end = tu_now_s() + 10; tu_now_s() < end; usleep(1000)) {
+        char *s = tu_read_file(path), *z = s ? strrchr(s, ')') : NULL;
+        int stopped = z && z[2] == 'T';
+        free(s);
+        if (stopped)
+            break;
+    }
+    int st;
+    expect_refusal(t.pid, EBUSY, "kill -CONT");
+    kill(t.pid, SIGCONT);
+    /* traced by someone else (here: us, as a debugger would) */
+    assert_int_equal(ptrace(PTRACE_SEIZE, t.pid, 0, 0), 0);
+    expect_refusal(t.pid, EBUSY, "being traced by pid");
+    ptrace(PTRACE_INTERRUPT, t.pid, 0, 0);
+    waitpid(t.pid, &st, __WALL);
+    ptrace(PTRACE_DETACH, t.pid, 0, 0);
+    assert_int_equal(probe_lines(&t), 0);
+    assert_int_equal(finish(&t), 0);
+}
+
+static void test_refuse_relative_path_and_ignored_segv(void **state)
+{
+    target t = start("read", NULL, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_inject_dlopen(t.pid, "probe.so", 1000, NULL, &err), -EINVAL);
+    assert_int_equal(finish(&t), 0);
+}
+
+/* Another user's process, and attaching as another user: needs root, to
+ * be both users. */
+static void test_refuse_other_user(void **state)
+{
+    if (geteuid() != 0) {
+        printf("skipped: needs root to run a process as another user\n");
+        skip();
+    }
+    target t = start("read", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t p = fork();
+    if (p == 0) { /* as nobody, without CAP_SYS_PTRACE */
+        if (setgid(65534) || setuid(65534))
+            _exit(99);
+        ltr_error err = {0};
+        int rc = ltr_inject_dlopen(t.pid, probe, 1000, NULL, &err);
+        dprintf(fds[1], "%d %s", rc, err.msg);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[1024] = "";
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    assert_true(n > 0);
+    waitpid(p, NULL, 0);
+    int rc = atoi(buf);
+    assert_true(rc == -EPERM || rc == -ESRCH); /* ESRCH: /proc hides it (hidepid) */
+    if (rc == -EPERM && !strstr(buf, "another user") && !strstr(buf, "Yama"))
+        fail_msg("message: %s", buf);
+    assert_int_equal(probe_lines(&t), 0);
+    assert_int_equal(finish(&t), 0);
+    /* and ltr_attach_check refuses a process of another user for our sessions */
+    pid_t q = fork();
+    if (q == 0) {
+        if (setgid(65534) || setuid(65534))
+            _exit(99);
+        execl(tu_test_bin("inject-target"), "inject-target", "sleep", (char *)NULL);
+        _exit(127);
+    }
+    char dir[4096];
+    ltr_error err;
+    assert_int_equal(ltr_runtime_dir(dir, sizeof dir, &err), 0);
+    for (double end = tu_now_s() + 10; tu_now_s() < end; usleep(1000)) { /* until it has exec'd */
+        char path[64], exe[256] = "";
+        snprintf(path, sizeof path, "/proc/%d/exe", (int)q);
+        if (readlink(path, exe, sizeof exe - 1) > 0 && strstr(exe, "inject-target"))
+            break;
+    }
+    assert_int_equal(ltr_attach_check(q, dir, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "runs as user"));
+    kill(q, SIGKILL);
+    waitpid(q, NULL, 0);
+}
+
+static void test_attach_check_runtime_dir(void **state)
+{
+    char dir[4096];
+    ltr_error err;
+    assert_int_equal(ltr_runtime_dir(dir, sizeof dir, &err), 0);
+    target t = start("read", NULL, NULL);
+    int rc = ltr_attach_check(t.pid, dir, &err);
+    if (rc != 0) /* same environment: it needs the agent */
+        fail_msg("%d %s", rc, err.msg);
+    assert_int_equal(finish(&t), 0);
+    char other[512], env[600];
+    snprintf(other, sizeof other, "%s/other", getenv("TMPDIR"));
+    mkdir(other, 0700);
+    snprintf(env, sizeof env, "LTR_RUNTIME_DIR=%s", other);
+    target u = start("read", env, NULL);
+    assert_int_equal(ltr_attach_check(u.pid, dir, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "LTR_RUNTIME_DIR="));
+    assert_int_equal(finish(&u), 0);
+}
+
+int main(void)
+{
+    const char *p = tu_test_bin("libinjectprobe.so");
+    snprintf(probe, sizeof probe, "%s", p);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_blocked_in_read, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_blocked_in_epoll_wait, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_in_nanosleep, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_condvar_wait, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_busy_threads, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_segv_blocked_thread_is_avoided, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_exit_during_call, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_exit_while_looking, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_no_such_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_zombie, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_static, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_stopped_and_traced, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_relative_path_and_ignored_segv, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_other_user, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attach_check_runtime_dir, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,265 @@
+/*
+ * tests/programs/inject_target.c — programs the injector is tried on; each checks
+ * its own results and exits 0 only if every call it made did what it would
+ * have done without ltr (no EINTR it did not ask for, right sums):
+ *   read      blocked in read() on stdin (a pipe) until a line comes
+ *   epoll     blocked in epoll_wait() on stdin (Linux gives EINTR on a stop)
+ *   sleep     in nanosleep() for 2 s, then reads stdin
+ *   cond      main waits on a condition variable; a thread reads stdin and signals
+ *   busy      4 threads allocate, free and check checksums until stdin ends
+ *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
+ *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
+ *   attach    4 threads churn (checked) until a line comes; then each makes
+ *             500 blocks of 4243 bytes in attach_alloc_site, kept; "done"
+ *   cycles    4 threads churn (checked) until end of input; each line makes
+ *             main allocate and free 100 blocks of 31337 bytes in
+ *             cycle_alloc_site, then print "did"
+ * It prints "ready" once it is in place.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+static void ready(void)
+{
+    printf("ready\n");
+    fflush(stdout);
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "target: %s: %s\n", what, strerror(errno));
+    return 3;
+}
+
+static int read_line(void)
+{
+    char buf[64];
+    ssize_t n = read(0, buf, sizeof buf);
+    if (n < 0)
+        return fail("read");
+    return n > 0 ? 0 : (errno = 0, fail("read got end of file"));
+}
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int signalled;
+
+static void *cond_helper(void *arg)
+{
+    (void)arg;
+    int rc = read_line();
+    pthread_mutex_lock(&mu);
+    signalled = rc == 0 ? 1 : 2;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+static atomic_int stop_busy;
+static atomic_long busy_errors, busy_rounds;
+
+static void *busy(void *arg)
+{
+    unsigned seed = (unsigned)(long)arg;
+    while (!atomic_load(&stop_busy)) {
+        size_t n = 16 + rand_r(&seed) % 4000;
+        unsigned char *p = malloc(n);
+        if (!p) {
+            atomic_fetch_add(&busy_errors, 1);
+            continue;
+        }
+        unsigned sum = 0, check = 0;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (unsigned char)(i * 7 + seed), sum += p[i];
+        p = realloc(p, n * 2);
+        for (size_t i = 0; i < n; i++)
+            check += p[i];
+        if (sum != check)
+            atomic_fetch_add(&busy_errors, 1);
+        free(p);
+        atomic_fetch_add(&busy_rounds, 1);
+    }
+    return NULL;
+}
+
+static void *in_libc(void *arg)
+{
+    static char big[1 << 22];
+    for (;;)
+        memset(big, (int)(long)arg, sizeof big);
+    return NULL;
+}
+
+/* The allocation sites the end-to-end tests look for in the stacks. */
+__attribute__((noinline)) void *attach_alloc_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::"r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noinline)) void *cycle_alloc_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::"r"(p) : "memory");
+    return p;
+}
+
+static atomic_int gate;
+static void *kept[4][500];
+
+static void *attach_worker(void *arg)
+{
+    long k = (long)arg;
+    unsigned seed = (unsigned)k;
+    while (!atomic_load(&gate)) { /* churn, checked, as a service would */
+        size_t n = 16 + rand_r(&seed) % 4000;
+        unsigned char *p = malloc(n);
+        memset(p, (int)k, n);
+        if (p[n - 1] != (unsigned char)k)
+            atomic_fetch_add(&busy_errors, 1);
+        free(p);
+    }
+    for (int i = 0; i < 500; i++)
+        kept[k][i] = attach_alloc_site(4243);
+    return NULL;
+}
+
+static int mode_attach(void)
+{
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, attach_worker, (void *)i);
+    printf("site %p\n", (void *)attach_alloc_site);
+    ready();
+    if (read_line() != 0)
+        return 3;
+    atomic_store(&gate, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    printf("done\n");
+    fflush(stdout);
+    char buf[64];
+    while (read(0, buf, sizeof buf) > 0)
+        ;
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 500; i++)
+            free(kept[k][i]);
+    return atomic_load(&busy_errors) ? 3 : 0;
+}
+
+static int mode_cycles(void)
+{
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, busy, (void *)(i + 1));
+    printf("site %p\n", (void *)cycle_alloc_site);
+    ready();
+    char line[64];
+    FILE *in = fdopen(0, "r");
+    while (fgets(line, sizeof line, in)) {
+        void *p[100];
+        for (int i = 0; i < 100; i++)
+            if (!(p[i] = cycle_alloc_site(31337)))
+                return 3;
+        for (int i = 0; i < 100; i++)
+            free(p[i]);
+        printf("did\n");
+        fflush(stdout);
+    }
+    atomic_store(&stop_busy, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    return atomic_load(&busy_errors) || !atomic_load(&busy_rounds) ? 3 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "read";
+    if (!strcmp(mode, "read")) {
+        ready();
+        return read_line();
+    }
+    if (!strcmp(mode, "epoll")) {
+        int ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN}, got;
+        if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0)
+            return fail("epoll setup");
+        ready();
+        int n = epoll_wait(ep, &got, 1, -1);
+        if (n != 1)
+            return fail("epoll_wait");
+        return read_line();
+    }
+    if (!strcmp(mode, "sleep")) {
+        struct timespec ts = {2, 0};
+        ready();
+        if (nanosleep(&ts, NULL) != 0)
+            return fail("nanosleep");
+        return read_line();
+    }
+    if (!strcmp(mode, "cond")) {
+        pthread_t th;
+        pthread_create(&th, NULL, cond_helper, NULL);
+        ready();
+        pthread_mutex_lock(&mu);
+        while (!signalled)
+            if (pthread_cond_wait(&cv, &mu) != 0)
+                return fail("pthread_cond_wait");
+        pthread_mutex_unlock(&mu);
+        pthread_join(th, NULL);
+        return signalled == 1 ? 0 : 3;
+    }
+    if (!strcmp(mode, "busy")) {
+        pthread_t th[4];
+        for (long i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, busy, (void *)(i + 1));
+        ready();
+        char buf[64];
+        while (read(0, buf, sizeof buf) > 0) /* one line per round of the test; ends at EOF */
+            ;
+        atomic_store(&stop_busy, 1);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+        printf("rounds %ld errors %ld\n", atomic_load(&busy_rounds), atomic_load(&busy_errors));
+        return atomic_load(&busy_errors) || !atomic_load(&busy_rounds) ? 3 : 0;
+    }
+    if (!strcmp(mode, "segvmask")) {
+        pthread_t th;
+        pthread_create(&th, NULL, cond_helper, NULL); /* SIGSEGV unblocked there */
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGSEGV);
+        pthread_sigmask(SIG_BLOCK, &s, NULL);
+        ready();
+        pthread_join(th, NULL);
+        return signalled == 1 ? 0 : 3;
+    }
+    if (!strcmp(mode, "attach"))
+        return mode_attach();
+    if (!strcmp(mode, "cycles"))
+        return mode_cycles();
+    if (!strcmp(mode, "libc")) {
+        pthread_t th;
+        pthread_create(&th, NULL, in_libc, (void *)1L);
+        ready();
+        static char big[1 << 22];
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long end = now.tv_sec * 1000000000ll + now.tv_nsec + 300000000ll;
+        do {
+            memset(big, 2, sizeof big);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (now.tv_sec * 1000000000ll + now.tv_nsec < end);
+        _exit(0);
+    }
+    return 2;
+}
