@@ -5,6 +5,7 @@
  * see the word move at their next allocation, their snapshot threads wake.
  */
 #include "recorder/snapshot.h"
+#include "inject/inject.h"
 #include "base/heap_events.h"
 #include "prim/prim.h"
 #include "recorder/heaprun.h"
@@ -46,11 +47,15 @@ int ltr_snapshot_reach(uint32_t pid, ltr_error *err)
         return ltr_fail(err, ESRCH, "there is no process with pid %u", pid);
     if (loaded < 0)
         return ltr_fail(err, -loaded, "cannot read the maps of process %u: %s", pid, strerror(-loaded));
-    if (!loaded)
-        return ltr_fail(err, ENOTSUP, "process %u does not carry the heap agent (libltr-heap.so): "
-                        "start it with 'ltr run -- CMD' (or LD_PRELOAD the agent); ltr cannot "
-                        "attach to a running process yet", pid);
-    return 0;
+    if (loaded)
+        return 0;
+    /* a running process without the agent gets it now, as `ltr start heap
+     * --pid` does (docs/attach.md); its agent reads the setting at its start */
+    char agent[4096], rundir[4096];
+    if (ltr_heap_agent_path(agent, sizeof agent, err) || ltr_runtime_dir(rundir, sizeof rundir, err))
+        return -err->code;
+    int rc = ltr_attach_agent((pid_t)pid, agent, rundir, LTR_INJECT_TIMEOUT_MS, NULL, err);
+    return rc < 0 ? rc : 0;
 }
 
 int ltr_snapshot_enable_pid(uint32_t pid, bool enable, ltr_error *err)

@@ -281,9 +281,18 @@ static void test_errors(void **state)
     tu_result r = tu_run("sleep 30 > /dev/null & echo $!");
     plain = (unsigned)atoi(r.out);
     tu_free(&r);
+    /* a running process without the agent gets it (issue 12's attach) */
     r = tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), plain);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("grep -c libltr-heap.so /proc/%u/maps", plain);
+    assert_true(atoi(r.out) > 0);
+    tu_free(&r);
+    /* one that cannot be attached (statically linked) is refused with the reason */
+    r = tu_run("%s < /dev/zero & p=$!; sleep 0.2; %s snapshotconfig heap --pid $p enable; s=$?; kill $p; exit $s",
+               tu_test_bin("inject-static"), tu_ltr());
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "does not carry the heap agent"));
+    assert_non_null(strstr(r.err, "statically linked"));
     tu_free(&r);
     kill((pid_t)plain, SIGKILL);
     wait_gone(plain);

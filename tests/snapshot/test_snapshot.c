@@ -11,10 +11,13 @@
 
 #include "agent/snapshot.h"
 #include "analyze/internal.h"
+#include "prim/prim.h"
 #include "recorder/snapshot.h"
 #include "util/testutil.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -200,9 +203,29 @@ static void test_setting_errors(void **state)
 {
     (void)state;
     ltr_error err;
-    /* this test process does not carry the agent */
-    assert_int_equal(ltr_snapshot_enable_pid((uint32_t)getpid(), true, &err), -ENOTSUP);
-    assert_non_null(strstr(err.msg, "ltr run"));
+    /* a process the agent cannot be loaded into (statically linked; it
+     * reads its stdin to the end) */
+    char prog[4096];
+    snprintf(prog, sizeof prog, "%s/inject-static", getenv("LTR_TEST_BIN"));
+    int in[2];
+    assert_int_equal(pipe(in), 0);
+    pid_t static_pid = fork();
+    if (static_pid == 0) {
+        dup2(in[0], 0);
+        close(in[1]);
+        execl(prog, prog, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    for (int i = 0; i < 200 && !ltr_proc_start_time((uint32_t)static_pid); i++) /* until it runs */
+        usleep(10000);
+    usleep(100000); /* exec'd: its maps are the static program's */
+    assert_true(ltr_snapshot_enable_pid((uint32_t)static_pid, true, &err) < 0);
+    if (!strstr(err.msg, "statically linked"))
+        fprintf(stderr, "%s\n", err.msg);
+    assert_non_null(strstr(err.msg, "statically linked"));
+    close(in[1]);
+    waitpid(static_pid, NULL, 0);
     assert_int_equal(ltr_snapshot_enable_pid(0x7ffffff0, true, &err), -ESRCH);
     assert_int_equal(ltr_snapshot_take((uint32_t)getpid(), 100, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "snapshotconfig heap --pid"));
