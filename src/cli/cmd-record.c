@@ -191,13 +191,17 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
     record_counts counts = session_counts(cfg->name);
     ltr_kvlist stopped = {0};
     int stop_rc = cli_session_write_request("record", cfg->name, "stop", trace, NULL, o->force, &stopped);
-    if (stop_rc && session_counts(cfg->name).known) /* a stop that could not begin keeps the recording */
+    static ltr_session_status still;
+    ltr_error quiet;
+    /* a stop that could not begin keeps the recording; one that failed while
+     * finishing ended the session, and its error was said already */
+    if (stop_rc && ltr_client_status(cfg->name, &still, &quiet) == 0)
         fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
                 "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
     if (!stop_rc)
         report(trace, counts, o);
     char log[4200];
-    if (ltr_kvlist_get(&stopped, "log", log, sizeof log)) /* else it was removed: nothing went wrong */
+    if (ltr_client_reply_log(&stopped, log, sizeof log)) /* else it was removed: nothing went wrong */
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
     ltr_kvlist_free(&stopped);
     return stop_rc ? 1 : 0;
@@ -243,27 +247,16 @@ int cmd_record(int argc, char **argv)
         if (ltr_attach_check((pid_t)o.pid, rundir, &err) < 0)
             return cli_fail("record", "--pid %u: %s; nothing was recorded", o.pid, err.msg);
     }
-    static ltr_session_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.name, sizeof cfg.name, "record-%d", (int)getpid());
-    cfg.mode = o.mode;
-    ltr_heap_session_config(&cfg, o.buffer_kb, o.buffers);
-    cfg.exclusive = !o.pid; /* CMD and its children only, not other traced programs */
-    if (o.pid) {              /* that process only */
-        cfg.pids[cfg.npids++] = o.pid;
-        cfg.pid_collectors = 1;
-    }
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
     if (cli_refuse_existing("record", trace, o.force))
         return 1;
-    /* The trace grows beside FILE under a name no one can plant beforehand. */
-    cfg.output_temp = o.mode == LTR_MODE_FILE;
-    if (cfg.output_temp && ltr_temp_name(cfg.output, sizeof cfg.output, trace) < 0)
-        return cli_fail("record", "%s: path too long", trace), 2;
-    snprintf(cfg.stop_output, sizeof cfg.stop_output, "%s", trace); /* if this process is killed */
-    cfg.stop_force = o.force;
+    static ltr_session_config cfg;
+    ltr_record_setup setup = {.mode = o.mode, .buffer_kb = o.buffer_kb, .buffers = o.buffers, .pid = o.pid,
+                              .trace = trace, .force = o.force};
+    if (ltr_record_session_config(&cfg, &setup, &err))
+        return cli_fail("record", "%s", err.msg), 2;
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("record", "%s", err.msg);
     if (ltr_recorder_launch(&cfg, &err))
@@ -281,21 +274,6 @@ int cmd_record(int argc, char **argv)
         return status ? status : 1;
     }
     ltr_heap_report_signal("record", argv[first], sig);
-    record_counts counts = session_counts(cfg.name);
-    ltr_kvlist stopped = {0};
-    int stop_rc = cli_session_write_request("record", cfg.name, "stop", trace, NULL, o.force, &stopped);
-    static ltr_session_status still;
-    ltr_error quiet;
-    /* a stop that could not begin keeps the recording; one that failed while
-     * finishing ended the session, and its error was said already */
-    if (stop_rc && ltr_client_status(cfg.name, &still, &quiet) == 0)
-        fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
-                "'ltr cancel --instance %s' drops it\n", cfg.name, cfg.name, cfg.name);
-    if (!stop_rc)
-        report(trace, counts, &o);
-    char log[4200];
-    if (ltr_client_reply_log(&stopped, log, sizeof log))
-        cli_warn("record", "the recorder reported problems; its log is kept at %s", log);
-    ltr_kvlist_free(&stopped);
+    int stop_rc = stop_into(&o, &cfg, trace);
     return stop_rc && !status ? 1 : status;
 }

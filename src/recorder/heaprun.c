@@ -68,6 +68,26 @@ void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32
     ltr_guid_from_name(LTR_HEAP_PROVIDER, &p->guid);
 }
 
+int ltr_record_session_config(ltr_session_config *cfg, const ltr_record_setup *s, ltr_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->name, sizeof cfg->name, "record-%d", (int)getpid());
+    cfg->mode = s->mode;
+    ltr_heap_session_config(cfg, s->buffer_kb, s->buffers);
+    cfg->exclusive = !s->pid; /* the command and its children only, not other traced programs */
+    if (s->pid) {             /* that process only */
+        cfg->pids[cfg->npids++] = s->pid;
+        cfg->pid_collectors = 1;
+    }
+    cfg->output_temp = s->mode == LTR_MODE_FILE;
+    if (cfg->output_temp && ltr_temp_name(cfg->output, sizeof cfg->output, s->trace) < 0)
+        return ltr_fail(err, ENAMETOOLONG, "path too long: %s", s->trace);
+    if (snprintf(cfg->stop_output, sizeof cfg->stop_output, "%s", s->trace) >= (int)sizeof cfg->stop_output)
+        return ltr_fail(err, ENAMETOOLONG, "path too long: %s", s->trace);
+    cfg->stop_force = s->force;
+    return 0;
+}
+
 bool ltr_heap_traced_anywhere(void)
 {
     ltr_error err = {0};

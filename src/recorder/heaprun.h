@@ -32,6 +32,21 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
  * Ltr.Heap provider enabled in it. */
 void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers);
 
+/* `ltr record`'s session: its own name (record-PID of the caller), heap
+ * tracing of the launched command and its children only (exclusive), or of
+ * one running process (pid); in file mode the trace grows beside trace (an
+ * absolute path) under a temporary name no one can plant beforehand, and the
+ * recorder writes trace itself if the command that started it is killed.
+ * 0, or -errno with err (a path too long). */
+typedef struct ltr_record_setup {
+    int mode; /* enum ltr_session_mode */
+    uint32_t buffer_kb, buffers;
+    uint32_t pid; /* 0: the launched command */
+    const char *trace;
+    bool force;   /* the trace may replace a file of that name */
+} ltr_record_setup;
+int ltr_record_session_config(ltr_session_config *cfg, const ltr_record_setup *s, ltr_error *err);
+
 /* Does a running session enable heap tracing (`ltr run` has somewhere to go)? */
 bool ltr_heap_traced_anywhere(void);
 

@@ -7,6 +7,7 @@
 #include "base/records.h"
 #include "prim/prim.h"
 #include "profiles/profiles.h"
+#include "recorder/heaprun.h"
 #include "recorder/recorder.h"
 
 #include <setjmp.h>
@@ -319,6 +320,42 @@ static void test_heap_process_names(void **state)
     ltr_plan_free(plan);
 }
 
+/* `ltr record`'s session: its own name, the command only or one pid, the
+ * trace growing under a temporary name beside it in file mode. */
+static void test_record_session(void **state)
+{
+    (void)state;
+    ltr_error err;
+    ltr_record_setup s = {.mode = LTR_MODE_FILE, .buffer_kb = 16, .buffers = 64, .trace = "/tmp/x/t.ltr"};
+    assert_int_equal(ltr_record_session_config(&cfg, &s, &err), 0);
+    char name[64];
+    snprintf(name, sizeof name, "record-%d", (int)getpid());
+    assert_string_equal(cfg.name, name);
+    assert_true(cfg.exclusive);
+    assert_int_equal(cfg.npids, 0);
+    assert_true(cfg.output_temp);
+    assert_int_equal(strncmp(cfg.output, "/tmp/x/t.ltr", 12), 0); /* beside it, a longer name */
+    assert_true(strlen(cfg.output) > 12);
+    assert_string_equal(cfg.stop_output, "/tmp/x/t.ltr");
+    assert_int_equal(cfg.collectors[0].buffers, 64);
+    s.pid = 4321;
+    s.mode = LTR_MODE_MEMORY;
+    s.force = true;
+    assert_int_equal(ltr_record_session_config(&cfg, &s, &err), 0);
+    assert_false(cfg.exclusive);
+    assert_int_equal(cfg.npids, 1);
+    assert_int_equal(cfg.pids[0], 4321);
+    assert_int_equal(cfg.pid_collectors, 1);
+    assert_false(cfg.output_temp);
+    assert_true(cfg.stop_force);
+    static char longpath[8192];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '/';
+    s.trace = longpath;
+    assert_int_equal(ltr_record_session_config(&cfg, &s, &err), -ENAMETOOLONG);
+    assert_non_null(strstr(err.msg, "path too long"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_builtin_heap_profile),
         cmocka_unit_test(test_system_keywords),
         cmocka_unit_test(test_heap_process_names),
+        cmocka_unit_test(test_record_session),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
