@@ -8,6 +8,7 @@
 #include "prim/prim.h"
 #include "profiles/profiles.h"
 #include "recorder/heaprun.h"
+#include "recorder/reach.h"
 #include "recorder/recorder.h"
 #include "inject/inject.h"
 
@@ -249,33 +250,28 @@ static int check_pids(const ltr_session_config *cfg, const char *rundir)
     return 0;
 }
 
-/* Loads the agent into every --pid that has none, once the session runs (so
- * the agent finds it at once). Returns how many processes the session can
- * reach; each that could not be reached is a warning with its reason. */
+/* Each --pid, attached once the session runs (recorder/reach.c): said, and
+ * a warning with its reason for each that could not be. Returns how many the
+ * session reaches. */
 static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
 {
-    char agent[4096];
+    static ltr_reached out[LTR_MAX_SESSION_PIDS];
     ltr_error err;
-    if (cfg->npids && ltr_heap_agent_path(agent, sizeof agent, &err)) {
+    int reached = ltr_session_reach_pids(cfg, rundir, out, &err);
+    if (reached < 0) {
         cli_fail("start", "%s", err.msg);
         return 0;
     }
-    unsigned reached = 0;
     for (unsigned i = 0; i < cfg->npids; i++) {
-        ltr_inject_report rep;
-        int rc = ltr_attach_agent((pid_t)cfg->pids[i], agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &err);
-        if (rc < 0) {
-            cli_warn("start", "--pid %u was not attached: %s", cfg->pids[i], err.msg);
-            continue;
-        }
-        reached++;
-        if (rc == LTR_ATTACH_INJECTED)
-            printf("pid %u: heap agent loaded (thread %d stopped %.1f ms)\n", cfg->pids[i], (int)rep.tid,
-                   (double)rep.call_ns / 1e6);
+        if (out[i].state < 0)
+            cli_warn("start", "--pid %u was not attached: %s", out[i].pid, out[i].why.msg);
+        else if (out[i].state == LTR_ATTACH_INJECTED)
+            printf("pid %u: heap agent loaded (thread %d stopped %.1f ms)\n", out[i].pid, (int)out[i].rep.tid,
+                   (double)out[i].rep.call_ns / 1e6);
         else
-            printf("pid %u: heap agent already there, enabled\n", cfg->pids[i]);
+            printf("pid %u: heap agent already there, enabled\n", out[i].pid);
     }
-    return reached;
+    return (unsigned)reached;
 }
 
 /* --name: new processes carry the agent only under the by-name setting
@@ -283,34 +279,29 @@ static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
  * --pid's are, each failure a warning: the session is for the new ones too. */
 static void attach_names(const ltr_session_config *cfg, const char *rundir)
 {
-    char agent[4096];
-    ltr_error err;
-    bool have_agent = ltr_heap_agent_path(agent, sizeof agent, &err) == 0;
     for (unsigned i = 0; i < cfg->nnames; i++) {
         const char *name = cfg->names[i];
-        static ltr_heap_name_reach reach;
-        if (ltr_heap_name_reach_of(name, &reach) != 0)
+        static ltr_name_reached r;
+        ltr_session_reach_name(name, rundir, &r);
+        if (!r.listed)
             cli_warn("start", "--name %s: cannot list the running processes (/proc)", name);
-        if (!reach.configured)
+        if (!r.configured)
             cli_warn("start", "--name %s: new processes of this name do not start with the heap agent: "
                      "'ltr heaptracingconfig %s enable' (as root) makes them", name, name);
-        unsigned n = reach.without < LTR_MAX_SESSION_PIDS ? reach.without : LTR_MAX_SESSION_PIDS;
-        if (n && !have_agent)
-            cli_warn("start", "--name %s: %u running processes were not attached: %s", name, n, err.msg);
-        for (unsigned k = 0; k < n && have_agent; k++) {
-            uint32_t pid = reach.pids_without[k];
-            ltr_inject_report rep;
-            ltr_error why;
-            int rc = ltr_attach_agent((pid_t)pid, agent, rundir, LTR_INJECT_TIMEOUT_MS, &rep, &why);
-            if (rc < 0)
-                cli_warn("start", "--name %s: pid %u was not attached: %s", name, pid, why.msg);
-            else if (rc == LTR_ATTACH_INJECTED)
-                printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", pid, name, (int)rep.tid,
-                       (double)rep.call_ns / 1e6);
+        if (r.tried && !r.have_agent)
+            cli_warn("start", "--name %s: %u running processes were not attached: %s", name, r.tried,
+                     r.agent_err.msg);
+        for (unsigned k = 0; k < r.tried && r.have_agent; k++) {
+            const ltr_reached *p = &r.procs[k];
+            if (p->state < 0)
+                cli_warn("start", "--name %s: pid %u was not attached: %s", name, p->pid, p->why.msg);
+            else if (p->state == LTR_ATTACH_INJECTED)
+                printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", p->pid, name,
+                       (int)p->rep.tid, (double)p->rep.call_ns / 1e6);
         }
-        if (reach.without > n)
+        if (r.without > r.tried)
             cli_warn("start", "--name %s: only %u of its %u running processes without the agent were attached",
-                     name, n, reach.without);
+                     name, r.tried, r.without);
     }
 }
 
