@@ -109,12 +109,12 @@ static int wait_stop(tracee *t)
         if (r < 0 && errno != EINTR)
             return -ECHILD;
         if (r == 0 && !process_alive(t->pid)) {
-            /* A zombie leader with threads left is possible for a moment: the
-             * exit reaches the traced thread, whose exit status comes next. */
-            pause_us(1000);
-            if (waitpid(t->tid, &st, __WALL | WNOHANG) == 0 && !process_alive(t->pid))
-                return -ECHILD;
-            continue;
+            /* The process is dying: the traced thread's exit report comes
+             * next, and must be taken, or that zombie thread keeps its
+             * parent from reaping the process. */
+            while (waitpid(t->tid, &st, __WALL) < 0 && errno == EINTR)
+                ;
+            return t->stopped = false, -ECHILD;
         }
         pause_us(50);
     }
@@ -239,10 +239,11 @@ static int seize(tracee *t, pid_t tid)
     t->stopped = false;
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0)
         return -errno;
-    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
-        int e = errno;
-        ptrace(PTRACE_DETACH, tid, 0, 0);
-        return -e;
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) { /* it is exiting: take its exit report */
+        int st;
+        while (waitpid(tid, &st, __WALL) < 0 && errno == EINTR)
+            ;
+        return -ESRCH;
     }
     for (;;) {
         int st = wait_stop(t);
