@@ -9,7 +9,7 @@
  *     on (stopping them all could deadlock on a lock one of them holds).
  *  2. Judge the moment: the thread holds no lock dlopen or malloc takes if it
  *     is in the program's own code, or blocked in a waiting system call
- *     outside ld.so, with no loader, fork or once function and no signal
+ *     outside ld.so, with no fork (atfork handlers) and no signal
  *     handler frame on its stack, room on its stack and SIGSEGV unblocked.
  *     Otherwise detach, let it run about a millisecond, try again, thread
  *     after thread, within a bounded time.
@@ -109,12 +109,12 @@ static int wait_stop(tracee *t)
         if (r < 0 && errno != EINTR)
             return -ECHILD;
         if (r == 0 && !process_alive(t->pid)) {
-            /* A zombie leader with threads left is possible for a moment: the
-             * exit reaches the traced thread, whose exit status comes next. */
-            pause_us(1000);
-            if (waitpid(t->tid, &st, __WALL | WNOHANG) == 0 && !process_alive(t->pid))
-                return -ECHILD;
-            continue;
+            /* The process is dying: the traced thread's exit report comes
+             * next, and must be taken, or that zombie thread keeps its
+             * parent from reaping the process. */
+            while (waitpid(t->tid, &st, __WALL) < 0 && errno == EINTR)
+                ;
+            return t->stopped = false, -ECHILD;
         }
         pause_us(50);
     }
@@ -239,10 +239,11 @@ static int seize(tracee *t, pid_t tid)
     t->stopped = false;
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0)
         return -errno;
-    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
-        int e = errno;
-        ptrace(PTRACE_DETACH, tid, 0, 0);
-        return -e;
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) { /* it is exiting: take its exit report */
+        int st;
+        while (waitpid(tid, &st, __WALL) < 0 && errno == EINTR)
+            ;
+        return -ESRCH;
     }
     for (;;) {
         int st = wait_stop(t);
@@ -275,9 +276,10 @@ static int mem_write(const tracee *t, uint64_t addr, const void *buf, size_t len
 }
 
 /* Does the stack above rsp hold a return address into code that holds a
- * lock the loader, fork or a once-control takes (or a signal frame)? Stale
+ * lock fork takes (its atfork handlers run under it) or a signal frame? Stale
  * words count too: a false alarm costs a retry, never safety. */
-static bool stack_holds_danger(const tracee *t, const inj_target *g, uint64_t rsp, uint64_t top)
+static bool stack_holds_danger(const tracee *t, const inj_range *danger, unsigned ndanger, uint64_t rsp,
+                               uint64_t top)
 {
     size_t len = (size_t)(top - rsp);
     if (len > STACK_SCAN_MAX)
@@ -288,7 +290,7 @@ static bool stack_holds_danger(const tracee *t, const inj_target *g, uint64_t rs
         return true;
     bool bad = len && pread(t->mem, w, len, (off_t)rsp) != (ssize_t)len;
     for (size_t i = 0; !bad && i < len / 8; i++)
-        bad = inj_in(g->danger, g->ndanger, w[i]);
+        bad = inj_in(danger, ndanger, w[i]);
     free(w);
     return bad;
 }
@@ -312,8 +314,9 @@ static const char *judge(tracee *t, const inj_target *g)
         return "its stack is not mapped";
     if (strcmp(name, "[stack]") != 0 && r->rsp - stack.lo < STACK_ROOM_MIN)
         return "too little room on its stack";
-    if (stack_holds_danger(t, g, r->rsp, stack.hi))
-        return "inside the loader, fork, a once-function or a signal handler";
+    if (in_call ? stack_holds_danger(t, g->restorer, g->nrestorer, r->rsp, stack.hi)
+                : stack_holds_danger(t, g->danger, g->ndanger, r->rsp, stack.hi))
+        return in_call ? "in a signal handler" : "inside fork or a signal handler";
     return NULL;
 }
 

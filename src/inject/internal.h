@@ -33,11 +33,16 @@ typedef struct inj_target {
     inj_range libcode[INJ_MAX_RANGES];
     unsigned nlibcode;
     /* code whose presence in a stack (a return address) means the thread is
-     * inside a function that holds such a lock while it calls back or waits:
-     * ld.so, dl_iterate_phdr, fork, pthread_once, ... and the signal
-     * trampoline (a handler may have interrupted malloc) */
+     * inside a function that holds such a lock while it calls back: fork
+     * (atfork handlers) and the signal trampoline (a handler may have
+     * interrupted malloc) */
     inj_range danger[INJ_MAX_DANGER];
     unsigned ndanger;
+    /* the signal trampoline alone: what counts for a thread blocked in a
+     * waiting system call (stale return addresses of fork, say, are common
+     * in the stacks of shells that wait, and such a thread is in none) */
+    inj_range restorer[8];
+    unsigned nrestorer;
     inj_range ldso;      /* first executable mapping of ld.so (for the PC test) */
     uint64_t dlopen_addr, dlerror_addr;
     bool dlopen_private; /* __libc_dlopen_mode (glibc < 2.34 without libdl): no dlerror */

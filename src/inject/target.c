@@ -188,12 +188,8 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
             continue;
         if (t->nlibcode < INJ_MAX_RANGES)
             t->libcode[t->nlibcode++] = (inj_range){m.lo, m.hi};
-        if (is_ldso(b)) {
-            if (!t->ldso.hi)
-                t->ldso = (inj_range){m.lo, m.hi};
-            if (t->ndanger < INJ_MAX_DANGER)
-                t->danger[t->ndanger++] = (inj_range){m.lo, m.hi};
-        }
+        if (is_ldso(b) && !t->ldso.hi)
+            t->ldso = (inj_range){m.lo, m.hi};
     }
     fclose(f);
     if (!libc->found || !ldso)
@@ -265,13 +261,15 @@ static void each_dynsym(Elf *e, sym_fn *fn, void *arg)
     }
 }
 
-/* Functions that hold a lock of the loader, of fork or of a once-control
- * while they call code of the program or wait: a thread with one of them on
- * its stack must not be made to call dlopen. */
-static const char *const held_lock_calls[] = {
-    "dl_iterate_phdr", "dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dladdr", "dladdr1", "dlinfo",
-    "fork", "_Fork", "vfork", "posix_spawn", "posix_spawnp", "system", "pthread_once", "exit",
-    "__libc_dlopen_mode", "__libc_fork"};
+/* Functions that hold a non-recursive lock dlopen or the agent's
+ * constructor takes while they call code of the program: fork runs the
+ * atfork handlers under its lock (the agent registers handlers). A thread
+ * with one of them on its stack must not be made to call dlopen. The
+ * loader's own locks (dlopen running a constructor, dl_iterate_phdr running
+ * a callback) are recursive: glibc lets that thread call dlopen, and stale
+ * return addresses into ld.so, left in every main thread's stack by the
+ * start-up, would otherwise refuse every moment of it. */
+static const char *const held_lock_calls[] = {"fork", "_Fork", "vfork", "system", "__libc_fork"};
 
 typedef struct sym_walk {
     inj_target *t;
@@ -317,9 +315,12 @@ static void find_restorer(Elf *e, uint64_t bias, inj_target *t)
             continue;
         const char *seg = raw + p.p_offset, *hit = seg;
         while ((hit = memmem(hit, p.p_filesz - (size_t)(hit - seg), pat, sizeof pat))) {
+            inj_range r = {bias + p.p_vaddr + (uint64_t)(hit - seg),
+                           bias + p.p_vaddr + (uint64_t)(hit - seg) + sizeof pat};
             if (t->ndanger < INJ_MAX_DANGER)
-                t->danger[t->ndanger++] = (inj_range){bias + p.p_vaddr + (uint64_t)(hit - seg),
-                                                      bias + p.p_vaddr + (uint64_t)(hit - seg) + sizeof pat};
+                t->danger[t->ndanger++] = r;
+            if (t->nrestorer < 8)
+                t->restorer[t->nrestorer++] = r;
             hit += sizeof pat;
         }
     }
