@@ -365,10 +365,17 @@ static void test_refuse_other_user(void **state)
     char dir[4096];
     ltr_error err;
     assert_int_equal(ltr_runtime_dir(dir, sizeof dir, &err), 0);
-    for (double end = tu_now_s() + 10; tu_now_s() < end; usleep(1000)) { /* until it has exec'd */
+    /* until it has exec'd and ld.so has mapped libc (before, it is a
+     * program without libc's dlopen, refused as such: ENOEXEC) */
+    for (double end = tu_now_s() + 10; tu_now_s() < end; usleep(1000)) {
         char path[64], exe[256] = "";
         snprintf(path, sizeof path, "/proc/%d/exe", (int)q);
-        if (readlink(path, exe, sizeof exe - 1) > 0 && strstr(exe, "inject-target"))
+        if (readlink(path, exe, sizeof exe - 1) <= 0 || !strstr(exe, "inject-target"))
+            continue;
+        tu_result m = tu_run("grep -c 'libc\\.so' /proc/%d/maps", (int)q);
+        bool mapped = atoi(m.out) > 0;
+        tu_free(&m);
+        if (mapped)
             break;
     }
     assert_int_equal(ltr_attach_check(q, dir, &err), -EACCES);
