@@ -324,6 +324,23 @@ static int gzip_out(const ltr_bytes *b, FILE *out)
     return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
+/* The profile out, gzipped, and everything of pp freed (a zeroed map frees
+ * as well as a used one): 0 or -errno. */
+static int finish(pprof *pp, FILE *out)
+{
+    int rc = pp->out.failed || pp->sub.failed ? -ENOMEM : gzip_out(&pp->out, out);
+    ltr_bytes_free(&pp->out);
+    ltr_bytes_free(&pp->sub);
+    ltr_bytes_free(&pp->sub2);
+    an_hmap_free(&pp->strings);
+    an_hmap_free(&pp->functions);
+    an_hmap_free(&pp->mappings);
+    for (size_t i = 0; i < pp->nstrs; i++)
+        free(pp->strs[i]);
+    free(pp->strs);
+    return rc;
+}
+
 int an_write_pprof(ltr_analysis *a, FILE *out)
 {
     pprof pp = {0};
@@ -354,17 +371,7 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
             sample(&pp, a, &procs[i]->stacks[k], pid_key);
         an_hmap_free(&pp.locations);
     }
-    int rc = pp.out.failed || pp.sub.failed ? -ENOMEM : gzip_out(&pp.out, out);
-    ltr_bytes_free(&pp.out);
-    ltr_bytes_free(&pp.sub);
-    ltr_bytes_free(&pp.sub2);
-    an_hmap_free(&pp.strings);
-    an_hmap_free(&pp.functions);
-    an_hmap_free(&pp.mappings);
-    for (size_t i = 0; i < pp.nstrs; i++)
-        free(pp.strs[i]);
-    free(pp.strs);
-    return rc;
+    return finish(&pp, out);
 }
 
 /* `ltr export --cpu --format pprof`: the CPU samples, one value (samples,
@@ -424,14 +431,5 @@ int an_cpu_write_pprof(ltr_analysis *a, FILE *out)
         an_cpu_frames_free(names, nf);
     }
     free(v);
-    int rc = pp.out.failed || pp.sub.failed ? -ENOMEM : gzip_out(&pp.out, out);
-    ltr_bytes_free(&pp.out);
-    ltr_bytes_free(&pp.sub);
-    ltr_bytes_free(&pp.sub2);
-    an_hmap_free(&pp.strings);
-    an_hmap_free(&pp.functions);
-    for (size_t i = 0; i < pp.nstrs; i++)
-        free(pp.strs[i]);
-    free(pp.strs);
-    return rc;
+    return finish(&pp, out);
 }

@@ -177,14 +177,8 @@ static bool blocked_in_eintr_call(pid_t pid, pid_t tid)
 {
     char path[96], buf[256];
     snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (ltr_read_small_file(path, buf, sizeof buf) <= 0)
         return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = 0;
     char *end;
     long nr = strtol(buf, &end, 10);
     return end != buf && nr >= 0 && eintr_on_stop(nr);
@@ -421,12 +415,8 @@ static bool thread_alive(pid_t pid, pid_t tid)
 {
     char path[96], buf[512];
     snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (ltr_read_small_file(path, buf, sizeof buf) <= 0)
         return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
     const char *p = strrchr(buf, ')');
     return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
