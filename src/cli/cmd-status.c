@@ -65,11 +65,15 @@ static void print_session(const ltr_session_status *st)
         printf("\n");
     }
     print_processes(st);
-    printf("  %-12s %8s %10s %8s %16s %12s %12s\n", "collector", "buffers", "size", "free",
+    int w = 12; /* the name column fits the longest ("ltr System Collector") */
+    for (unsigned c = 0; c < st->ncollectors; c++)
+        if ((int)strlen(st->collectors[c].name) > w)
+            w = (int)strlen(st->collectors[c].name);
+    printf("  %-*s %8s %10s %8s %16s %12s %12s\n", w, "collector", "buffers", "size", "free",
            "events recorded", "events lost", "overwritten");
     for (unsigned c = 0; c < st->ncollectors; c++) {
         const ltr_collector_status *cs = &st->collectors[c];
-        printf("  %-12s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", cs->name,
+        printf("  %-*s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", w, cs->name,
                (unsigned long long)cs->buffers, (unsigned long long)cs->buffer_size / 1024,
                (unsigned long long)cs->buffers_free, (unsigned long long)cs->events_recorded,
                (unsigned long long)cs->events_lost, (unsigned long long)cs->events_overwritten);
