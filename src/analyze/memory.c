@@ -124,7 +124,8 @@ static void print_process(const ltr_analysis *a, FILE *out, uint32_t pid)
             (unsigned long long)(m.last.minflt - m.first.minflt), (unsigned long long)(m.last.majflt - m.first.majflt));
     if (m.last.heap_seen && m.last.private_bytes)
         fprintf(out, "  the heap explains %.1f%% of the private bytes at %.3f s (%llu outstanding heap bytes of %llu); "
-                     "the rest: memory the program maps itself, freed memory the allocator keeps, stacks\n",
+                     "the rest: memory the program maps itself, freed memory the allocator keeps, stacks, "
+                     "and blocks allocated before the heap agent saw the process (attached while it ran)\n",
                 100.0 * (double)m.last.heap / (double)m.last.private_bytes, an_seconds(a, m.last.ts),
                 (unsigned long long)m.last.heap, (unsigned long long)m.last.private_bytes);
     else
