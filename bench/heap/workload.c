@@ -9,7 +9,11 @@
  * the CPU time of the whole process (all threads, user and system), which
  * other programs running on the machine disturb less than the wall time.
  *
- *     workload THREADS OPS_PER_THREAD
+ *     workload THREADS OPS_PER_THREAD [DEPTH]
+ *
+ * With DEPTH, every chain is that deep instead (issue 17's single-thread
+ * deep-stack workload is `workload 1 N 12`: the depth of a typical service's
+ * allocation sites, where the varying 5..40 frames favour no tracer).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +25,7 @@
 
 typedef struct worker {
     uint64_t rng, ops, done;
+    int depth; /* every chain this deep; 0: 5..40 */
     void *slot[SLOTS];
 } worker;
 
@@ -101,7 +106,7 @@ static void *run(void *arg)
 {
     worker *w = arg;
     while (w->done < w->ops) {
-        int depth = 5 + (int)(next(w) % 36);
+        int depth = w->depth ? w->depth : 5 + (int)(next(w) % 36);
         levels[0][depth](w, depth);
     }
     for (unsigned i = 0; i < SLOTS; i++) {
@@ -122,8 +127,9 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     uint64_t ops = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
-    if (threads < 1 || threads > 64 || ops == 0)
-        return fprintf(stderr, "usage: workload THREADS OPS_PER_THREAD\n"), 2;
+    int depth = argc > 3 ? atoi(argv[3]) : 0;
+    if (threads < 1 || threads > 64 || ops == 0 || depth < 0 || depth > MAX_LEVEL)
+        return fprintf(stderr, "usage: workload THREADS OPS_PER_THREAD [DEPTH 1..%d]\n", MAX_LEVEL), 2;
     setup_levels();
     worker *w = calloc((size_t)threads, sizeof *w);
     pthread_t th[64];
@@ -131,6 +137,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < threads; i++) {
         w[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
         w[i].ops = ops;
+        w[i].depth = depth;
         pthread_create(&th[i], NULL, run, &w[i]);
     }
     uint64_t total = 0;
