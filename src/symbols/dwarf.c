@@ -9,6 +9,7 @@
 #include "symbols/dwarf.h"
 #include "symbols/funcs.h"
 #include "symbols/symbols.h"
+#include "symbols/symtab.h"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -26,6 +27,7 @@ struct sym_elf {
     Dwarf_Addr bias; /* dwfl address - ELF virtual address */
     Dwfl_Callbacks cb;
     sym_funcs *funcs; /* functions by address, per compile unit */
+    sym_symtab *symtab; /* function symbols by address: made at the first need */
 };
 
 #define MAX_CHAIN 256 /* inlining depth followed */
@@ -108,6 +110,7 @@ void sym_elf_close(sym_elf *e)
     if (e->dwfl)
         dwfl_end(e->dwfl);
     sym_funcs_free(e->funcs);
+    sym_symtab_free(e->symtab);
     free(e);
 }
 
@@ -118,6 +121,8 @@ void sym_elf_warm(sym_elf *e)
     dwfl_module_getsymtab(e->mod);
     dwfl_module_info(e->mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
     dwfl_module_addrdie(e->mod, low, &cubias); /* indexes the compile units by address */
+    if (!e->symtab)
+        e->symtab = sym_symtab_new(e->mod);
 }
 
 int sym_elf_has_symbols(sym_elf *e)
@@ -191,9 +196,9 @@ size_t sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_level *out, size_t cap)
         return k;
     if (k == 0) /* no DWARF: symbol table and whatever line info there is */
         line_of(e, addr, &out[k++]);
-    GElf_Off off;
-    GElf_Sym sym;
-    const char *name = dwfl_module_addrinfo(e->mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (!e->symtab)
+        e->symtab = sym_symtab_new(e->mod);
+    const char *name = sym_symtab_find(e->symtab, addr);
     if (name) {
         char *d = ltr_demangle(name);
         out[k - 1].function = d ? d : strdup(name);
