@@ -69,14 +69,18 @@ static void print_session(const ltr_session_status *st)
     for (unsigned c = 0; c < st->ncollectors; c++)
         if ((int)strlen(st->collectors[c].name) > w)
             w = (int)strlen(st->collectors[c].name);
-    printf("  %-*s %8s %10s %8s %16s %12s %12s\n", w, "collector", "buffers", "size", "free",
-           "events recorded", "events lost", "overwritten");
+    printf("  %-*s %8s %10s %8s %16s %12s %12s%s\n", w, "collector", "buffers", "size", "free",
+           "events recorded", "events lost", "overwritten", st->file_mode ? "" : "  reaches back");
     for (unsigned c = 0; c < st->ncollectors; c++) {
         const ltr_collector_status *cs = &st->collectors[c];
-        printf("  %-*s %8llu %7llu KB %8llu %16llu %12llu %12llu\n", w, cs->name,
+        printf("  %-*s %8llu %7llu KB %8llu %16llu %12llu %12llu", w, cs->name,
                (unsigned long long)cs->buffers, (unsigned long long)cs->buffer_size / 1024,
                (unsigned long long)cs->buffers_free, (unsigned long long)cs->events_recorded,
                (unsigned long long)cs->events_lost, (unsigned long long)cs->events_overwritten);
+        /* a flight recorder holds the newest events only: how old its oldest is */
+        if (!st->file_mode)
+            printf("  %9.1f s%s", (double)cs->reach_ns / 1e9, cs->events_overwritten ? "" : " (all)");
+        printf("\n");
     }
 }
 

@@ -143,7 +143,8 @@ static void kv_str(const ltr_kvlist *kv, const char *key, char *buf, size_t size
         buf[0] = 0;
 }
 
-static void collector_parse(const ltr_kvlist *kv, unsigned c, ltr_collector_status *cs)
+static void collector_parse(const ltr_kvlist *kv, unsigned c, ltr_collector_status *cs, uint64_t now_ns,
+                            uint64_t uptime_ns)
 {
     char key[64];
 #define COL(field) (snprintf(key, sizeof key, "collector.%u." #field, c), kv_u64(kv, key))
@@ -157,6 +158,8 @@ static void collector_parse(const ltr_kvlist *kv, unsigned c, ltr_collector_stat
     cs->events_overwritten = COL(events_overwritten);
     cs->buffers_lost = COL(buffers_lost);
     cs->shm_damage = COL(shm_damage);
+    uint64_t oldest = COL(oldest_ns);
+    cs->reach_ns = oldest && oldest <= now_ns ? now_ns - oldest : uptime_ns;
 #undef COL
 }
 
@@ -196,7 +199,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     uint64_t n = kv_u64(kv, "collectors");
     st->ncollectors = n < LTR_MAX_COLLECTORS ? (unsigned)n : LTR_MAX_COLLECTORS;
     for (unsigned c = 0; c < st->ncollectors; c++)
-        collector_parse(kv, c, &st->collectors[c]);
+        collector_parse(kv, c, &st->collectors[c], kv_u64(kv, "now_ns"), st->uptime_ns);
     st->nattached = pid_list(kv, "attached", st->attached);
     st->nwanted = pid_list(kv, "wanted", st->wanted);
 }

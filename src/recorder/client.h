@@ -78,6 +78,9 @@ typedef struct ltr_collector_status {
     uint64_t buffers, buffers_free;
     uint64_t events_recorded;    /* counts the overwritten too */
     uint64_t events_lost, events_overwritten, buffers_lost, shm_damage;
+    /* memory mode: how far back the ring reaches now, ns: the age of its
+     * oldest event, or the session's uptime while nothing was overwritten */
+    uint64_t reach_ns;
 } ltr_collector_status;
 
 #define LTR_STATUS_PIDS 256

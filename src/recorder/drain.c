@@ -171,6 +171,40 @@ uint64_t rec_events_lost(recorder *r, unsigned c)
     return cs->lost.total + cs->events_dropped + cs->unattached.total;
 }
 
+/* The timestamp of a buffer's first compact record: its delta counts from 0
+ * (a new buffer is a new block, producer.c), so it is the time itself. */
+static uint64_t first_record_ns(const uint8_t *p, uint32_t len)
+{
+    uint64_t size, layout, delta;
+    size_t a = ltr_get_uvar(p, len, &size), b = a ? ltr_get_uvar(p + a, len - a, &layout) : 0;
+    size_t c = b ? ltr_get_uvar(p + a + b, len - a - b, &delta) : 0;
+    return c ? (uint64_t)ltr_unzigzag(delta) : 0;
+}
+
+uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    if (r->cfg.mode != LTR_MODE_MEMORY || atomic_load(&cs->ring.shared->events_overwritten) == 0)
+        return 0;
+    uint64_t tail = ltr_ring_tail(&cs->ring);
+    for (uint64_t pos = ltr_ring_history_start(&cs->ring, tail); pos < tail; pos++) {
+        uint32_t idx = ltr_ring_at(&cs->ring, pos);
+        if (idx == LTR_RING_NONE)
+            continue;
+        bool bad;
+        uint32_t len = LTR_COMMIT_BYTES(ltr_ring_committed(&cs->ring, idx, &bad));
+        uint8_t head[3 * LTR_VARINT_MAX];
+        uint32_t n = len < sizeof head ? len : (uint32_t)sizeof head;
+        memcpy(head, ltr_ring_vdata(&cs->ring, idx), n);
+        if (!ltr_ring_still_at(&cs->ring, pos)) /* taken for reuse meanwhile: the next is the oldest */
+            continue;
+        uint64_t ts = first_record_ns(head, n);
+        if (ts)
+            return ts;
+    }
+    return 0;
+}
+
 void rec_counters(recorder *r, ltr_bytes *out)
 {
     rec_sample_counters(r);

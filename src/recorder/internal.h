@@ -128,6 +128,11 @@ void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);
 void rec_counters(recorder *r, ltr_bytes *out);
 /* Events lost in collector c: by producers, by the writer, unattached. */
 uint64_t rec_events_lost(recorder *r, unsigned c);
+/* Memory mode: the time (ltr_now_ns's clock) of the oldest event collector
+ * c's ring holds now, read from the first record of its oldest kept buffer;
+ * 0 when it holds none or nothing was overwritten yet (the ring then reaches
+ * back to the session's start). For `ltr status` and `ltr watch`. */
+uint64_t rec_oldest_event_ns(recorder *r, unsigned c);
 /* Events producers have committed to collector c so far (for status). */
 uint64_t rec_events_recorded(recorder *r, unsigned c);
 void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count);

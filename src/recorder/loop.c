@@ -196,6 +196,7 @@ static void handle_status(recorder *r, int fd)
     ltr_bytes_put_kv(&kv, "mode", r->cfg.mode == LTR_MODE_FILE ? "file" : "memory");
     put_u64(&kv, "pid", (uint64_t)getpid());
     put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
+    put_u64(&kv, "now_ns", ltr_now_ns()); /* what the collectors' oldest_ns count from */
     put_u64(&kv, "processes", r->nconns);
     /* which processes, and which --pid the session was given (ltr status
      * warns about those not attached) */
@@ -240,6 +241,7 @@ static void handle_status(recorder *r, int fd)
         COL("events_overwritten", cs->overwritten.total);
         COL("buffers_lost", cs->buffers_lost);
         COL("shm_damage", rec_shm_damage(r, c));
+        COL("oldest_ns", rec_oldest_event_ns(r, c));
 #undef COL
     }
     reply(fd, &kv, NULL, 0);
