@@ -33,7 +33,7 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
     int p[2], ctl[2] = {-1, -1};
     if (pipe2(p, O_CLOEXEC) != 0)
         return ltr_fail(err, errno, "pipe: %s", strerror(errno));
-    if (cfg->stop_output[0] && pipe2(ctl, O_CLOEXEC) != 0) {
+    if ((cfg->stop_output[0] || cfg->cancel_when_orphaned) && pipe2(ctl, O_CLOEXEC) != 0) {
         close(p[0]);
         close(p[1]);
         return ltr_fail(err, errno, "pipe: %s", strerror(errno));

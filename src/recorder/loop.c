@@ -481,6 +481,11 @@ static void controller_gone(recorder *r)
 {
     close(r->controller_fd);
     r->controller_fd = -1;
+    if (!r->cfg.stop_output[0]) { /* ltr watch: what it saved is saved; nothing more is written */
+        rec_log("the command that controls this session (ltr watch) is gone: cancelling it");
+        handle_cancel(r, -1);
+        return;
+    }
     rec_log("the command that controls this session (ltr record) is gone: stopping it, "
             "the trace goes to %s", r->cfg.stop_output);
     handle_stop(r, -1, r->cfg.stop_output, NULL, r->cfg.stop_force);

@@ -76,6 +76,10 @@ typedef struct ltr_session_config {
      * session, the recorder stops it itself, writing the trace here. */
     char stop_output[4096];
     bool stop_force; /* ...and may replace a file there (ltr record --force) */
+    /* Set (without stop_output): the session belongs to the command that
+     * launches it (`ltr watch`), and if that command is gone (killed)
+     * before it ends the session, the recorder cancels it. */
+    bool cancel_when_orphaned;
     /* The system provider's memory counters: every this many ms (0: the
      * default, LTR_SYSTEM_INTERVAL_MS_DEFAULT). */
     uint32_t system_interval_ms;

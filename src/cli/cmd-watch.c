@@ -1,0 +1,208 @@
+/*
+ * cli/cmd-watch.c — `ltr watch`: parses the options and prints what the
+ * watch (watch/watch.h) tells; the watch does the rest.
+ */
+#include "base/units.h"
+#include "cli/cli.h"
+#include "watch/watch.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "ltr watch (--pid PID | --name NAME) --record-to FILE\n"
+    "                 [--private-bytes-above SIZE] [--growth-above SIZE|auto] [--interval SECONDS]\n"
+    "                 [--max-triggers N] [--monitor] [--memory-interval SECONDS] [PROFILE...]";
+
+static void help(void)
+{
+    printf("usage: %s\n\n"
+           "Keeps a flight recorder (a memory-mode session) on one process and saves it\n"
+           "by itself when the process's private memory is high and growing, for a leak\n"
+           "that shows once in a few days on a machine nobody watches. Private bytes are\n"
+           "RssAnon + VmSwap of /proc/PID/status, read every --interval.\n\n"
+           "The session records the process's heap (every allocation with its stack; a\n"
+           "process running without the heap agent gets it now, as 'ltr start heap --pid'\n"
+           "does), its heap snapshots and its memory counters (profiles heap, heapsnapshot\n"
+           "and memory), and what any PROFILE adds. When the condition holds, it writes a\n"
+           "marker naming the condition and its figures, takes a heap snapshot (the trace\n"
+           "then holds every live block with its stack, not only the recorder's tail) and\n"
+           "saves the trace to FILE; later triggers to FILE-2, FILE-3... (before the\n"
+           "extension: trace-2.ltr). An existing file is never overwritten.\n\n"
+           "  --pid PID            the process; if it exits, watch says so and ends (status 3)\n"
+           "  --name NAME          the process whose executable's file name is NAME, followed\n"
+           "                       across restarts (waits while none runs)\n"
+           "  --record-to FILE     where the first trigger saves the trace\n"
+           "  --private-bytes-above SIZE\n"
+           "                       the condition holds only above this (e.g. 3G)\n"
+           "  --growth-above SIZE  ...and only when private bytes grew more than SIZE since the\n"
+           "                       previous poll (e.g. 40M). SIZE: bytes, or with K, M, G, T\n"
+           "                       (KB, KiB...: all powers of 1024). At least one of the two.\n"
+           "  --growth-above auto  a threshold that learns itself: the first %u polls measure\n"
+           "                       how far transient activity moves private bytes; then it\n"
+           "                       triggers when even the lowest of the last %u polls is above\n"
+           "                       that band by its width (docs/watch.md)\n"
+           "  --interval SECONDS   between polls (0.1 to 86400; default 10)\n"
+           "  --max-triggers N     end after N triggers (default 1); before that it keeps\n"
+           "                       recording, and a trigger needs the condition to stop and\n"
+           "                       start holding again\n"
+           "  --monitor            print one line per poll: time, pid, private bytes, growth,\n"
+           "                       how far back the flight recorder reaches, what it waits for\n"
+           "  --memory-interval SECONDS\n"
+           "                       the memory counters in the trace (default 1)\n\n"
+           "Ctrl-C or SIGTERM ends it cleanly: the session is cancelled (saved traces stay),\n"
+           "nothing is left running. If watch itself is killed, the recorder cancels the\n"
+           "session. Running it as a service: docs/watch.md.\n\n"
+           "exit status: 0 the triggers were saved, or it was stopped by a signal; 1 an error\n"
+           "(the session could not start, the process could not be attached, a save failed);\n"
+           "2 bad usage or a bad option value; 3 the process (--pid) exited.\n",
+           usage, LTR_WATCH_WARMUP_POLLS, LTR_WATCH_SUSTAIN_POLLS);
+}
+
+static volatile sig_atomic_t stop_asked;
+static void on_signal(int sig) { stop_asked = sig; }
+
+typedef struct out_ctx {
+    bool monitor;
+    ltr_watch_rule rule;
+} out_ctx;
+
+static void note(void *ctx, const char *line)
+{
+    (void)ctx;
+    printf("ltr watch: %s\n", line);
+    fflush(stdout);
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    cli_warn("watch", "%s", line);
+}
+
+static void on_poll(void *ctx, const ltr_watch_poll *p)
+{
+    const out_ctx *o = ctx;
+    if (!o->monitor)
+        return;
+    char when[32], pb[32], g[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+    if (!p->pid) {
+        printf("%s  no process  waiting for %s\n", when, p->v.waits_for);
+    } else {
+        printf("%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  waiting for %s\n", when, p->pid,
+               ltr_size_format(p->v.private_bytes, pb, sizeof pb), ltr_size_format_signed(p->v.growth, g, sizeof g),
+               (double)p->reach_ns / 1e9, p->v.waits_for);
+    }
+    fflush(stdout);
+}
+
+static void on_trigger(void *ctx, unsigned n, const char *path, const ltr_watch_verdict *v)
+{
+    (void)ctx;
+    printf("ltr watch: trigger %u: %s; trace saved to %s\n", n, v->condition, path);
+    fflush(stdout);
+}
+
+static int parse_size(const char *opt, const char *text, uint64_t *out)
+{
+    int rc = ltr_size_parse(text, out);
+    if (rc == 0 && *out == 0)
+        rc = -EINVAL;
+    if (rc)
+        cli_fail("watch", "%s '%s': give a size above 0, e.g. 40M, 3G or 512KiB%s", opt, text,
+                 rc == -ERANGE ? " (this one is too large)" : "");
+    return rc;
+}
+
+static int parse_seconds(const char *opt, const char *text, double lo, double hi, uint32_t *ms)
+{
+    char *end;
+    double s = strtod(text, &end);
+    if (end == text || *end || !(s >= lo && s <= hi))
+        return cli_fail("watch", "%s '%s': give seconds from %g to %g", opt, text, lo, hi), -1;
+    *ms = (uint32_t)(s * 1000 + 0.5);
+    return 0;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"pid", required_argument, 0, 'p'},           {"name", required_argument, 0, 'n'},
+        {"record-to", required_argument, 0, 'o'},     {"private-bytes-above", required_argument, 0, 'a'},
+        {"growth-above", required_argument, 0, 'g'},  {"interval", required_argument, 0, 'i'},
+        {"max-triggers", required_argument, 0, 'm'},  {"monitor", no_argument, 0, 'M'},
+        {"memory-interval", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    ltr_watch_config cfg = {.max_triggers = 1};
+    out_ctx o = {0};
+    uint64_t v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (cli_parse_u64("watch", "--pid", optarg, 1, 4194304, &v))
+                return 2;
+            cfg.pid = (uint32_t)v;
+            break;
+        case 'n': cfg.name = optarg; break;
+        case 'o': cfg.record_to = optarg; break;
+        case 'a':
+            if (parse_size("--private-bytes-above", optarg, &cfg.rule.above))
+                return 2;
+            break;
+        case 'g':
+            if (!strcmp(optarg, "auto"))
+                cfg.rule.growth_auto = true;
+            else if (parse_size("--growth-above", optarg, &cfg.rule.growth))
+                return 2;
+            break;
+        case 'i':
+            if (parse_seconds("--interval", optarg, 0.1, 86400, &cfg.interval_ms))
+                return 2;
+            break;
+        case 'I':
+            if (parse_seconds("--memory-interval", optarg, 0.01, 3600, &cfg.memory_interval_ms))
+                return 2;
+            break;
+        case 'm':
+            if (cli_parse_u64("watch", "--max-triggers", optarg, 1, 1000000, &v))
+                return 2;
+            cfg.max_triggers = (unsigned)v;
+            break;
+        case 'M': o.monitor = true; break;
+        case 'h': help(); return 0;
+        default: return cli_usage_error("watch", usage);
+        }
+    }
+    cfg.profiles = (const char *const *)argv + optind;
+    cfg.nprofiles = (size_t)(argc - optind);
+    o.rule = cfg.rule;
+    ltr_error err;
+    if (ltr_watch_check(&cfg, &err))
+        return cli_fail("watch", "%s", err.msg), err.code == EINVAL ? 2 : 1;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    ltr_watch_hooks hooks = {.ctx = &o, .note = note, .warn = warn, .poll = on_poll, .trigger = on_trigger};
+    int rc = ltr_watch_run(&cfg, &hooks, &stop_asked, &err);
+    if (rc == -ESRCH)
+        return cli_fail("watch", "%s", err.msg), 3;
+    if (rc)
+        return cli_fail("watch", "%s", err.msg);
+    if (stop_asked)
+        printf("ltr watch: ended by %s; the session was cancelled\n", strsignal(stop_asked));
+    return 0;
+}

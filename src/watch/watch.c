@@ -1,0 +1,371 @@
+/*
+ * watch/watch.c — `ltr watch` itself (watch.h): the session, the target, the
+ * polls, the triggers.
+ *
+ * The session is what a user would start by hand for this (docs/watch.md):
+ * `ltr start heap heapsnapshot memory [PROFILE...]` in memory mode, limited
+ * to the target (--pid, or --name to follow it across restarts), the target
+ * attached if it runs without the agent, its heap snapshots enabled. It
+ * belongs to the watch: the recorder cancels it if the watch is killed.
+ * Every poll reads the target's private bytes from /proc (the same reader as
+ * the system provider's) and feeds the condition (cond.c). A trigger writes
+ * a marker with the condition and its figures, asks the target for a heap
+ * snapshot (so the saved trace holds every live block with its stack, not
+ * only the flight recorder's tail) and saves the trace to a new file.
+ */
+#include "watch/watch.h"
+#include "base/units.h"
+#include "byname/byname.h"
+#include "inject/inject.h"
+#include "prim/prim.h"
+#include "profiles/profiles.h"
+#include "recorder/client.h"
+#include "recorder/reach.h"
+#include "recorder/recorder.h"
+#include "recorder/snapshot.h"
+#include "system/system.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WATCH_SNAPSHOT_TIMEOUT_MS 30000
+#define WATCH_SLICE_MS 100 /* how soon a stop request is seen */
+
+static const char *const watch_profiles[] = {"heap", "heapsnapshot", "memory"};
+
+int ltr_watch_trace_path(const char *record_to, unsigned *n, char *out, size_t size)
+{
+    const char *slash = strrchr(record_to, '/'), *dot = strrchr(record_to, '.');
+    size_t stem = dot && dot > (slash ? slash + 1 : record_to) ? (size_t)(dot - record_to) : strlen(record_to);
+    for (;; (*n)++) {
+        int len = *n <= 1 ? snprintf(out, size, "%s", record_to)
+                          : snprintf(out, size, "%.*s-%u%s", (int)stem, record_to, *n, record_to + stem);
+        if (len < 0 || (size_t)len >= size)
+            return -ENAMETOOLONG;
+        struct stat st;
+        if (lstat(out, &st) != 0 && errno == ENOENT)
+            return 0;
+        if (*n == UINT_MAX)
+            return -EEXIST;
+    }
+}
+
+static int check_directory(const char *record_to, ltr_error *err)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(record_to, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == record_to ? 1 : (int)(slash - record_to), record_to);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ltr_fail(err, errno, "--record-to %s: its directory %s: %s", record_to, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ltr_fail(err, ENOTDIR, "--record-to %s: %s is not a directory", record_to, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return ltr_fail(err, errno, "--record-to %s: this user may not write in %s (%s)", record_to, dir,
+                        strerror(errno));
+    if (stat(record_to, &st) == 0 && S_ISDIR(st.st_mode))
+        return ltr_fail(err, EISDIR, "--record-to %s is a directory: give a file name in it", record_to);
+    return 0;
+}
+
+/* The profiles the session records: watch's own, then the user's. */
+static ltr_plan *resolve(const ltr_watch_config *cfg, ltr_error *err)
+{
+    const char *specs[64];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof watch_profiles / sizeof *watch_profiles; i++)
+        specs[n++] = watch_profiles[i];
+    for (size_t i = 0; i < cfg->nprofiles && n < 64; i++)
+        specs[n++] = cfg->profiles[i];
+    ltr_profile_request req = {.specs = specs, .nspecs = n};
+    ltr_plan *plan = NULL;
+    int rc = ltr_profiles_resolve(&req, &plan);
+    if (!plan) {
+        ltr_fail(err, ENOMEM, "out of memory reading the profiles");
+        return NULL;
+    }
+    if (rc) {
+        char line[2048] = "the profiles have errors";
+        for (size_t i = 0; i < plan->diags.n; i++)
+            if (plan->diags.v[i].severity == LTR_DIAG_ERROR) {
+                ltr_diag_format(&plan->diags.v[i], line, sizeof line);
+                break;
+            }
+        ltr_fail(err, EINVAL, "%s", line);
+        ltr_plan_free(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+int ltr_watch_check(const ltr_watch_config *cfg, ltr_error *err)
+{
+    int rc = ltr_watch_rule_check(&cfg->rule, err);
+    if (rc)
+        return rc;
+    if (!cfg->pid == !cfg->name)
+        return ltr_fail(err, EINVAL, "give the process to watch: --pid PID or --name NAME (one of them)");
+    if (cfg->name && (rc = ltr_byname_check(cfg->name, err)))
+        return rc;
+    if (cfg->pid && kill((pid_t)cfg->pid, 0) != 0 && errno == ESRCH)
+        return ltr_fail(err, ESRCH, "--pid %u: no such process", cfg->pid);
+    if (!cfg->record_to || !cfg->record_to[0])
+        return ltr_fail(err, EINVAL, "give --record-to FILE: where a trigger saves the trace");
+    if ((rc = check_directory(cfg->record_to, err)))
+        return rc;
+    ltr_plan *plan = resolve(cfg, err);
+    if (!plan)
+        return -EINVAL;
+    ltr_plan_free(plan);
+    return 0;
+}
+
+/* ---- the session --------------------------------------------------------------- */
+
+typedef struct watch {
+    const ltr_watch_config *cfg;
+    const ltr_watch_hooks *h;
+    ltr_session_config sc;
+    char rundir[4096];
+    uint32_t pid;          /* the process watched now; 0: none (by name, waiting) */
+    uint64_t start_ticks;  /* its start: a reused pid is another process */
+    uint32_t snap_pid;     /* whose snapshot setting we turned on */
+    ltr_watch_cond cond;
+    unsigned triggers, next_n;
+    uint64_t t0;
+} watch;
+
+static void say(watch *w, bool warn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(watch *w, bool warn, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    void (*fn)(void *, const char *) = warn ? w->h->warn : w->h->note;
+    if (fn)
+        fn(w->h->ctx, line);
+}
+
+static int start_session(watch *w, ltr_error *err)
+{
+    ltr_plan *plan = resolve(w->cfg, err);
+    if (!plan)
+        return -EINVAL;
+    ltr_session_config *sc = &w->sc;
+    memset(sc, 0, sizeof *sc);
+    snprintf(sc->name, sizeof sc->name, "watch-%d", (int)getpid());
+    sc->mode = LTR_MODE_MEMORY;
+    ltr_session_options o = {0};
+    ltr_bytes notes = {0};
+    int rc = ltr_session_config_build(plan, &o, sc, &notes, err);
+    ltr_plan_free(plan);
+    for (const char *p = (const char *)notes.data, *end = p + notes.len; p && p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        say(w, false, "note: %.*s", (int)n, p);
+        p += n + 1;
+    }
+    ltr_bytes_free(&notes);
+    if (rc)
+        return rc;
+    if (w->cfg->pid)
+        sc->pids[sc->npids++] = w->cfg->pid;
+    else
+        snprintf(sc->names[sc->nnames++], sizeof sc->names[0], "%s", w->cfg->name);
+    sc->system_interval_ms = w->cfg->memory_interval_ms;
+    sc->cancel_when_orphaned = true;
+    if ((rc = ltr_runtime_dir(w->rundir, sizeof w->rundir, err)))
+        return rc;
+    if (w->cfg->pid && (rc = ltr_attach_check((pid_t)w->cfg->pid, w->rundir, err)) < 0)
+        return ltr_fail(err, -rc, "--pid %u: %s", w->cfg->pid, err->msg);
+    if ((rc = ltr_recorder_launch(sc, err)))
+        return rc;
+    say(w, false, "session '%s' started: memory mode, profiles %s", sc->name, sc->profiles);
+    return 0;
+}
+
+static void end_session(watch *w)
+{
+    ltr_error err;
+    if (w->snap_pid && kill((pid_t)w->snap_pid, 0) == 0)
+        ltr_snapshot_enable_pid(w->snap_pid, false, &err);
+    w->snap_pid = 0;
+    if (ltr_client_op(w->sc.name, "cancel", NULL, NULL, false, NULL, &err))
+        say(w, true, "cancelling session '%s': %s", w->sc.name, err.msg);
+}
+
+/* pid carries the agent (attached now if it did not) and keeps its snapshot
+ * table. Returns 0, or -errno with err (by pid: the watch cannot go on). */
+static int reach(watch *w, uint32_t pid, ltr_error *err)
+{
+    if (w->cfg->pid) {
+        ltr_reached r[1];
+        int n = ltr_session_reach_pids(&w->sc, w->rundir, r, err);
+        if (n < 0)
+            return n;
+        if (r[0].state < 0)
+            return ltr_fail(err, -r[0].state, "pid %u could not be attached: %s", pid, r[0].why.msg);
+        if (r[0].state == LTR_ATTACH_INJECTED)
+            say(w, false, "pid %u: heap agent loaded (thread %d stopped %.1f ms)", pid, (int)r[0].rep.tid,
+                (double)r[0].rep.call_ns / 1e6);
+    } else {
+        static ltr_name_reached r;
+        ltr_session_reach_name(w->cfg->name, w->rundir, &r);
+        for (unsigned k = 0; k < r.tried; k++)
+            if (r.procs[k].pid == pid && r.procs[k].state < 0)
+                return ltr_fail(err, -r.procs[k].state, "pid %u (%s) could not be attached: %s", pid,
+                                w->cfg->name, r.procs[k].why.msg);
+    }
+    if (ltr_snapshot_enable_pid(pid, true, err) != 0)
+        say(w, true, "pid %u: heap snapshots cannot be enabled (%s): a trigger saves the flight recorder's "
+                     "tail only", pid, err->msg);
+    else
+        w->snap_pid = pid;
+    return 0;
+}
+
+/* Takes pid as the process watched from now on. */
+static int follow(watch *w, uint32_t pid, ltr_error *err)
+{
+    w->pid = pid;
+    w->start_ticks = ltr_proc_start_ticks((pid_t)pid);
+    ltr_watch_cond_init(&w->cond, &w->cfg->rule); /* a new process: its own warm-up and thresholds */
+    int rc = reach(w, pid, err);
+    if (rc == 0 && w->cfg->name)
+        say(w, false, "watching pid %u (%s)", pid, w->cfg->name);
+    return rc;
+}
+
+/* By name: the process to watch, if one runs now (the first found). */
+static uint32_t find_named(watch *w)
+{
+    uint32_t pids[8];
+    int n = ltr_pids_named(w->cfg->name, pids, 8);
+    if (n > 1)
+        say(w, false, "%d processes are named %s: watching pid %u", n, w->cfg->name, pids[0]);
+    return n > 0 ? pids[0] : 0;
+}
+
+static uint64_t reach_ns(watch *w)
+{
+    static ltr_session_status st;
+    ltr_error err;
+    if (ltr_client_status(w->sc.name, &st, &err) != 0)
+        return 0;
+    uint64_t r = 0; /* the heap collector's: the shortest of them all */
+    for (unsigned c = 0; c < st.ncollectors; c++)
+        if (!r || st.collectors[c].reach_ns < r)
+            r = st.collectors[c].reach_ns;
+    return r;
+}
+
+static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
+{
+    char text[512];
+    snprintf(text, sizeof text, "ltr watch: trigger %u: pid %u: %s", w->triggers + 1, w->pid, v->condition);
+    ltr_error e;
+    if (ltr_client_op(w->sc.name, "marker", NULL, text, false, NULL, &e))
+        say(w, true, "the marker was not written: %s", e.msg);
+    if (w->snap_pid == w->pid && ltr_snapshot_take(w->pid, WATCH_SNAPSHOT_TIMEOUT_MS, &e) != 0)
+        say(w, true, "pid %u: no heap snapshot (%s): the trace holds the flight recorder's tail only", w->pid,
+            e.msg);
+    char path[4096];
+    int rc = ltr_watch_trace_path(w->cfg->record_to, &w->next_n, path, sizeof path);
+    if (rc)
+        return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
+    if ((rc = ltr_client_op(w->sc.name, "save", path, NULL, false, NULL, err)))
+        return rc;
+    w->triggers++;
+    w->next_n++;
+    if (w->h->trigger)
+        w->h->trigger(w->h->ctx, w->triggers, path, v);
+    return 0;
+}
+
+/* Sleeps ms, in slices, unless stop is asked. */
+static void nap(uint32_t ms, volatile sig_atomic_t *stop)
+{
+    for (uint32_t done = 0; done < ms && !*stop; done += WATCH_SLICE_MS) {
+        uint32_t d = ms - done < WATCH_SLICE_MS ? ms - done : WATCH_SLICE_MS;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)d * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* One poll. Returns 1 to go on, 0 when done, or -errno. */
+static int poll_once(watch *w, ltr_error *err)
+{
+    ltr_watch_poll p = {.t_ns = ltr_now_ns() - w->t0};
+    ltr_proc_memory m;
+    if (w->pid && (ltr_proc_memory_read((pid_t)w->pid, &m) != 0 || m.start_ticks != w->start_ticks)) {
+        if (w->cfg->pid)
+            return ltr_fail(err, ESRCH, "pid %u is gone: nothing more to watch", w->pid);
+        say(w, false, "pid %u (%s) is gone: waiting for the next process of that name", w->pid, w->cfg->name);
+        w->pid = w->snap_pid = 0;
+    }
+    if (!w->pid) {
+        uint32_t pid = find_named(w);
+        if (!pid || ltr_proc_memory_read((pid_t)pid, &m) != 0) {
+            snprintf(p.v.waits_for, sizeof p.v.waits_for, "a process named %s", w->cfg->name);
+            if (w->h->poll)
+                w->h->poll(w->h->ctx, &p);
+            return 1;
+        }
+        if (follow(w, pid, err) != 0) {
+            say(w, true, "%s", err->msg);
+            w->pid = 0;
+            return 1;
+        }
+    }
+    ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
+    p.pid = w->pid;
+    p.reach_ns = reach_ns(w);
+    if (w->h->poll)
+        w->h->poll(w->h->ctx, &p);
+    if (p.v.state != LTR_WATCH_FIRE)
+        return 1;
+    int rc = on_trigger(w, &p.v, err);
+    if (rc)
+        return rc;
+    return w->triggers < (w->cfg->max_triggers ? w->cfg->max_triggers : 1);
+}
+
+int ltr_watch_run(const ltr_watch_config *cfg, const ltr_watch_hooks *hooks, volatile sig_atomic_t *stop,
+                  ltr_error *err)
+{
+    static watch w;
+    memset(&w, 0, sizeof w);
+    w.cfg = cfg;
+    w.h = hooks;
+    w.next_n = 1;
+    w.t0 = ltr_now_ns();
+    int rc = ltr_watch_check(cfg, err);
+    if (rc)
+        return rc;
+    if ((rc = start_session(&w, err)))
+        return rc;
+    if (cfg->pid && (rc = follow(&w, cfg->pid, err))) {
+        end_session(&w);
+        return rc;
+    }
+    if (cfg->name && !find_named(&w))
+        say(&w, false, "no process named %s runs yet: waiting for one", cfg->name);
+    uint32_t interval = cfg->interval_ms ? cfg->interval_ms : 10000;
+    while (!*stop && (rc = poll_once(&w, err)) == 1)
+        nap(interval, stop);
+    end_session(&w);
+    return rc < 0 ? rc : 0;
+}
