@@ -1,0 +1,323 @@
+/*
+ * tests/e2e/test_watch.c — `ltr watch` end to end against
+ * tests/programs/watch_target.c, a service that churns and, from SIGUSR1
+ * on, leaks from leak_on_signal(): it triggers on the first poll where both
+ * conditions hold and not before, once by default, and the saved trace's top
+ * outstanding stack is the leak's, with the marker and the snapshot in it;
+ * SIGTERM leaves no session behind and writes nothing; a watched --pid that
+ * exits ends it with status 3; by --name a restarted service is followed;
+ * bad input is refused before anything starts. Attaching the agent needs
+ * ptrace: as root here (CI runs as root), the tests skip otherwise.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/units.h"
+#include "util/testutil.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+#define DEADLINE_S 90.0
+
+/* A shell command in the background, its stdout and stderr into out. */
+static pid_t spawn(const char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static pid_t spawn(const char *out, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(out, "w", stdout) || dup2(fileno(stdout), 2) < 0)
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until the file holds text n times (or the deadline: fails). */
+static char *wait_for(const char *path, const char *text, int n)
+{
+    double end = tu_now_s() + DEADLINE_S;
+    for (;;) {
+        char *s = tu_read_file(path);
+        int k = 0;
+        for (const char *p = s ? s : ""; (p = strstr(p, text)); p++)
+            k++;
+        if (k >= n)
+            return s;
+        free(s);
+        if (tu_now_s() > end)
+            fail_msg("'%s' did not appear %d times in %s", text, n, path);
+        nap_ms(50);
+    }
+}
+
+static int wait_exit(pid_t pid)
+{
+    double end = tu_now_s() + DEADLINE_S;
+    int st;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (tu_now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fail_msg("ltr watch did not end");
+        }
+        nap_ms(50);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The service, started without ltr; its pid from its "ready" line. */
+static pid_t start_target(const char *dir, const char *name, const char *args)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/%s.out", dir, name);
+    spawn(out, "exec %s %s", tu_test_bin("watch-target"), args);
+    char *s = wait_for(out, "ready", 1);
+    pid_t pid = (pid_t)atoi(strstr(s, "ready") + 6);
+    free(s);
+    assert_true(pid > 0);
+    return pid;
+}
+
+static bool skip_unless_root(void)
+{
+    if (geteuid() == 0)
+        return false;
+    printf("skipped: attaching the agent to the service needs ptrace, here as root\n");
+    return true;
+}
+
+/* The growth of a monitor line ("growth +38.1 MiB"), bytes. */
+static int64_t growth_of(const char *line)
+{
+    const char *g = strstr(line, "growth ");
+    assert_non_null(g);
+    g += 7;
+    int sign = *g == '-' ? -1 : 1;
+    g += *g == '+' || *g == '-';
+    char num[32];
+    size_t n = strcspn(g, " ");
+    snprintf(num, sizeof num, "%.*s %.3s", (int)n, g, g + n + 1);
+    uint64_t v = 0;
+    if (strncmp(num, "0 B", 3) && ltr_size_parse(num, &v) != 0)
+        fail_msg("cannot read the growth of '%s'", line);
+    return sign * (int64_t)v;
+}
+
+static void test_trigger_on_growth(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 1024 2048"); /* +40 MiB/s once signalled */
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 8M "
+                         "--private-bytes-above 1M --interval 0.5 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 4)); /* four polls of the steady service: no trigger */
+    char *s = tu_read_file(out);
+    assert_null(strstr(s, "trigger"));
+    free(s);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.ltr", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    kill(svc, SIGUSR1);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    s = tu_read_file(out);
+    /* once (the default), right after the first poll where both held */
+    const char *t = strstr(s, "trigger 1: ");
+    assert_non_null(t);
+    assert_null(strstr(t + 1, "trigger 2"));
+    assert_non_null(strstr(t, path));
+    const char *first_growth = NULL;
+    for (const char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strstr(line, "  pid ") && line < t && growth_of(line) > 8 << 20 && !first_growth)
+            first_growth = line;
+    assert_non_null(first_growth);
+    assert_true(strchr(first_growth, '\n') + 1 == t - strlen("ltr watch: ")); /* the next line */
+    free(s);
+    /* the trace: the leak on top, the marker with the condition, a snapshot */
+    tu_result a = tu_run("%s analyze %s --top 1", LTR, path);
+    assert_int_equal(a.status, 0);
+    const char *held = strstr(a.out, "stacks holding memory");
+    assert_non_null(held);
+    const char *next = strstr(held, "stacks with the most");
+    const char *leak = strstr(held, "leak_on_signal");
+    assert_true(leak && (!next || leak < next));
+    tu_free(&a);
+    tu_result d = tu_run("%s dump %s", LTR, path);
+    assert_non_null(strstr(d.out, "ltr watch: trigger 1: pid"));
+    assert_non_null(strstr(d.out, "SnapshotEnd"));
+    tu_free(&d);
+    snprintf(path, sizeof path, "%s/t-2.ltr", dir);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+/* Nothing triggers; SIGTERM ends it: the session is gone, nothing written. */
+static void test_sigterm_leaves_nothing(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 2));
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "session 'watch-"));
+    tu_free(&st);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    char *s = tu_read_file(out);
+    assert_non_null(strstr(s, "ended by"));
+    free(s);
+    st = tu_run("%s status", LTR);
+    assert_null(strstr(st.out, "watch-"));
+    tu_free(&st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.ltr", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    /* and the service was never disturbed: it still runs */
+    assert_int_equal(kill(svc, 0), 0);
+    kill(svc, SIGKILL);
+}
+
+/* Killed outright, the watch's session is cancelled by its recorder. */
+static void test_killed_watch_cancels(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 1));
+    kill(w, SIGKILL);
+    assert_int_equal(wait_exit(w), 128 + SIGKILL);
+    double end = tu_now_s() + DEADLINE_S;
+    for (;;) {
+        tu_result st = tu_run("%s status", LTR);
+        bool gone = !strstr(st.out, "watch-");
+        tu_free(&st);
+        if (gone)
+            break;
+        assert_true(tu_now_s() < end);
+        nap_ms(100);
+    }
+    kill(svc, SIGKILL);
+}
+
+static void test_pid_gone(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 100M --interval 0.2",
+                    LTR, (int)svc, dir);
+    free(wait_for(out, "heap agent loaded", 1));
+    kill(svc, SIGKILL);
+    assert_int_equal(wait_exit(w), 3);
+    char *s = tu_read_file(out);
+    assert_non_null(strstr(s, "is gone"));
+    free(s);
+}
+
+/* By name: the service restarted (a new pid) is followed. */
+static void test_name_follows_restart(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --name watch-target --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, dir);
+    free(wait_for(out, "waiting for one", 1)); /* none runs yet: it says it waits */
+    pid_t a = start_target(dir, "a", "50 256 0");
+    char want[64];
+    snprintf(want, sizeof want, "watching pid %d", (int)a);
+    free(wait_for(out, want, 1));
+    kill(a, SIGKILL);
+    pid_t b = start_target(dir, "b", "50 256 0");
+    snprintf(want, sizeof want, "watching pid %d", (int)b);
+    free(wait_for(out, want, 1));
+    snprintf(want, sizeof want, "  pid %d  private", (int)b);
+    free(wait_for(out, want, 1));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(b, SIGKILL);
+}
+
+static void test_refusals(void **state)
+{
+    const char *dir = *state;
+    static const struct { const char *args; int status; const char *says; } cases[] = {
+        {"--pid 1 --record-to %s/t.ltr", 2, "give a condition"},
+        {"--pid 1 --record-to %s/t.ltr --growth-above 40Q", 2, "--growth-above '40Q'"},
+        {"--pid 1 --record-to %s/t.ltr --private-bytes-above 0", 2, "above 0"},
+        {"--record-to %s/t.ltr --growth-above 1M", 2, "--pid PID or --name NAME"},
+        {"--pid 1 --name x --record-to %s/t.ltr --growth-above 1M", 2, "one of them"},
+        {"--pid 1 --growth-above 1M --record-to %s/no/such/dir/t.ltr", 1, "its directory"},
+        {"--pid 1 --growth-above 1M --record-to %s", 1, "is a directory"},
+        {"--pid 1 --growth-above 1M --interval 0 --record-to %s/t.ltr", 2, "--interval"},
+        {"--pid 1 --growth-above 1M --record-to %s/t.ltr nosuchprofile", 2, "nosuchprofile"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, cases[i].args, dir);
+        tu_result r = tu_run("%s watch %s", LTR, args);
+        if (r.status != cases[i].status || !strstr(r.err, cases[i].says))
+            fail_msg("ltr watch %s: status %d, said: %s", args, r.status, r.err);
+        tu_free(&r);
+    }
+    tu_result r = tu_run("%s watch --pid 4194000 --growth-above 1M --record-to %s/t.ltr", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no such process"));
+    tu_free(&r);
+    tu_result st = tu_run("%s status", LTR); /* nothing was started */
+    assert_null(strstr(st.out, "watch-"));
+    tu_free(&st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_trigger_on_growth, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_sigterm_leaves_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
