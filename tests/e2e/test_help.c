@@ -21,7 +21,7 @@
 #define LTR tu_ltr()
 
 static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
-                                       "stop",   "cancel", "marker", "info",    "dump",
+                                       "stop",   "cancel", "watch", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
                                        "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
