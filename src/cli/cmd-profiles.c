@@ -5,7 +5,6 @@
  * file parses options and prints.
  */
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -78,93 +77,6 @@ static int list(const char *file)
     return rc ? 1 : 0;
 }
 
-static const char *kind_text(ltr_collector_kind k)
-{
-    return k == LTR_COLLECTOR_SYSTEM ? "system" : k == LTR_COLLECTOR_EVENT ? "event" : "heap";
-}
-
-static void print_collectors(const ltr_plan *p)
-{
-    printf("Collectors:\n");
-    for (size_t i = 0; i < p->ncollectors; i++) {
-        const ltr_plan_collector *c = &p->collectors[i];
-        printf("  %s (%s collector): buffers of %" PRIu32 " KB, %" PRIu32 "%s\n", c->name,
-               kind_text(c->kind), c->buffer_size_kb, c->buffers,
-               c->buffers_percent ? "% of total memory" : " of them");
-    }
-}
-
-static void print_system(const ltr_plan *p)
-{
-    if (!p->nsyskw)
-        return;
-    printf("System keywords:\n");
-    for (size_t i = 0; i < p->nsyskw; i++) {
-        const ltr_plan_syskw *k = &p->syskw[i];
-        if (k->linux_part)
-            printf("  %-22s -> %s%s\n", k->name, k->linux_part,
-                   k->available ? "" : " (not yet available in ltr)");
-        else
-            printf("  %-22s -> nothing on Linux (skipped)\n", k->name);
-    }
-    if (p->system_interval_ms)
-        printf("Memory counters every %u ms (MemoryInfoInterval)\n", p->system_interval_ms);
-    if (p->nsysstacks) {
-        printf("System stacks:");
-        for (size_t i = 0; i < p->nsysstacks; i++)
-            printf("%s %s", i ? "," : "", p->sysstacks[i]);
-        printf("\n");
-    }
-}
-
-static void print_providers(const ltr_plan *p)
-{
-    if (!p->nproviders)
-        return;
-    printf("Providers:\n");
-    for (size_t i = 0; i < p->nproviders; i++) {
-        const ltr_plan_provider *v = &p->providers[i];
-        char guid[37];
-        ltr_guid_format(&v->guid, guid);
-        printf("  %s\n    keywords 0x%" PRIx64 ", level %u, stacks %s", v->name, v->keywords,
-               (unsigned)v->level, v->stacks ? "yes" : "no");
-        if (v->capture_state_on_save)
-            printf(", capture state on save 0x%" PRIx64, v->capture_state_on_save);
-        printf("\n    -> ltr provider {%s}%s in collector '%s'\n", guid,
-               v->guid_given ? "" : " (GUID derived from the name)",
-               p->collectors[v->collector].name);
-    }
-}
-
-static void print_heap(const ltr_plan *p)
-{
-    const ltr_plan_heap *h = &p->heap;
-    if (!h->enabled && !h->snapshot)
-        return;
-    printf("Heap:\n");
-    if (h->enabled) {
-        printf("  heap tracing in collector '%s' of ", p->collectors[h->collector].name);
-        if (!h->npids && !h->nprocess_names)
-            printf("the processes set up with 'ltr heaptracingconfig' or launched with 'ltr run'");
-        for (size_t i = 0; i < h->npids; i++)
-            printf("%spid %" PRIu32, i ? ", " : "", h->pids[i]);
-        for (size_t i = 0; i < h->nprocess_names; i++)
-            printf("%s%s", i || h->npids ? ", " : "", h->process_names[i]);
-        printf("\n");
-    }
-    if (h->snapshot)
-        printf("  heap snapshots of the processes set up with 'ltr snapshotconfig'\n");
-}
-
-static void print_skipped(const ltr_plan *p)
-{
-    if (!p->nskipped)
-        return;
-    printf("Skipped (no meaning on Linux):\n");
-    for (size_t i = 0; i < p->nskipped; i++)
-        printf("  %s: %s\n", p->skipped[i].what, p->skipped[i].reason);
-}
-
 static int details(char **specs, int n, bool filemode)
 {
     ltr_profile_request req = {(const char *const *)specs, (size_t)n, filemode, NULL};
@@ -173,20 +85,8 @@ static int details(char **specs, int n, bool filemode)
     if (!p)
         return cli_fail("profiles", "out of memory");
     print_diags(&p->diags);
-    if (rc == 0) {
-        for (size_t i = 0; i < p->nprofiles; i++) {
-            char have[128];
-            ltr_profile_variants_text(p->variants[i], have, sizeof have);
-            printf("Profile: %s\n  variants of its name: %s\n", p->profiles[i], have);
-        }
-        printf("Logging mode: %s%s\n", p->mode == LTR_PLAN_FILE ? "file" : "memory",
-               p->strict ? " (strict)" : "");
-        print_collectors(p);
-        print_system(p);
-        print_providers(p);
-        print_heap(p);
-        print_skipped(p);
-    }
+    if (rc == 0)
+        ltr_plan_write_text(stdout, p);
     ltr_plan_free(p);
     return rc ? 1 : 0;
 }

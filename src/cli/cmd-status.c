@@ -17,16 +17,9 @@
 
 static const char usage[] = "ltr status [--instance NAME]";
 
-/* The processes attached, and a warning for each --pid that is not, with
- * its reason. */
-static void print_processes(const ltr_session_status *st)
+/* A warning for each --pid that is not attached, with its reason. */
+static void warn_unreached(const ltr_session_status *st)
 {
-    if (st->nattached) {
-        printf("  processes attached:");
-        for (unsigned i = 0; i < st->nattached; i++)
-            printf("%s %u", i ? "," : "", st->attached[i]);
-        printf("%s\n", st->processes > st->nattached ? ", ..." : "");
-    }
     char rundir[4096] = "";
     ltr_error err;
     for (unsigned i = 0; i < st->nwanted; i++) {
@@ -43,54 +36,15 @@ static void print_processes(const ltr_session_status *st)
     }
 }
 
-static void print_session(const ltr_session_status *st)
-{
-    printf("session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached\n",
-           st->name, st->mode, (double)st->uptime_ns / 1e9, (unsigned long long)st->pid,
-           (unsigned long long)st->processes);
-    if (st->profiles[0])
-        printf("  profiles: %s\n", st->profiles);
-    if (st->names[0]) {
-        printf("  heap tracing by name:");
-        for (const char *p = st->names, *slash; *p; p = slash ? slash + 1 : p + strlen(p)) {
-            slash = strchr(p, '/');
-            printf(" %.*s", (int)(slash ? (size_t)(slash - p) : strlen(p)), p);
-        }
-        printf("\n");
-    }
-    if (st->file_mode && st->has_output) {
-        printf("  trace: %s, %.1f MB", st->output, (double)st->file_size / 1048576.0);
-        if (st->max_file_size)
-            printf(" of at most %.1f MB", (double)st->max_file_size / 1048576.0);
-        printf("\n");
-    }
-    print_processes(st);
-    int w = 12; /* the name column fits the longest ("ltr System Collector") */
-    for (unsigned c = 0; c < st->ncollectors; c++)
-        if ((int)strlen(st->collectors[c].name) > w)
-            w = (int)strlen(st->collectors[c].name);
-    printf("  %-*s %8s %10s %8s %16s %12s %12s%s\n", w, "collector", "buffers", "size", "free",
-           "events recorded", "events lost", "overwritten", st->file_mode ? "" : "  reaches back");
-    for (unsigned c = 0; c < st->ncollectors; c++) {
-        const ltr_collector_status *cs = &st->collectors[c];
-        printf("  %-*s %8llu %7llu KB %8llu %16llu %12llu %12llu", w, cs->name,
-               (unsigned long long)cs->buffers, (unsigned long long)cs->buffer_size / 1024,
-               (unsigned long long)cs->buffers_free, (unsigned long long)cs->events_recorded,
-               (unsigned long long)cs->events_lost, (unsigned long long)cs->events_overwritten);
-        /* a flight recorder holds the newest events only: how old its oldest is */
-        if (!st->file_mode)
-            printf("  %9.1f s%s", (double)cs->reach_ns / 1e9, cs->events_overwritten ? "" : " (all)");
-        printf("\n");
-    }
-}
-
 static int status_of(const char *session)
 {
     static ltr_session_status st;
     ltr_error err;
     if (ltr_client_status(session, &st, &err))
         return cli_fail("status", "%s", err.msg);
-    print_session(&st);
+    ltr_session_status_write(stdout, &st);
+    fflush(stdout);
+    warn_unreached(&st);
     return 0;
 }
 

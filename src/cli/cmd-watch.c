@@ -19,7 +19,8 @@
 static const char usage[] =
     "ltr watch (--pid PID | --name NAME) --record-to FILE\n"
     "                 [--private-bytes-above SIZE] [--growth-above SIZE|auto] [--interval SECONDS]\n"
-    "                 [--max-triggers N] [--monitor] [--memory-interval SECONDS] [PROFILE...]";
+    "                 [--support-bundle] [--max-triggers N] [--monitor] [--memory-interval SECONDS]\n"
+    "                 [PROFILE...]";
 
 static void help(void)
 {
@@ -50,6 +51,11 @@ static void help(void)
            "                       triggers when even the lowest of the last %u polls is above\n"
            "                       that band by its width (docs/watch.md)\n"
            "  --interval SECONDS   between polls (0.1 to 86400; default 10)\n"
+           "  --support-bundle     beside each trace, a .tar.zst (trace.ltr -> trace.tar.zst;\n"
+           "                       tar --zstd -xf opens it) with the process's /proc facts\n"
+           "                       (status, smaps_rollup, maps, limits, cmdline; never\n"
+           "                       environ), the profile, 'ltr status', the polls, the\n"
+           "                       recorder's log and the host's facts\n"
            "  --max-triggers N     end after N triggers (default 1); before that it keeps\n"
            "                       recording, and a trigger needs the condition to stop and\n"
            "                       start holding again\n"
@@ -59,7 +65,7 @@ static void help(void)
            "                       the memory counters in the trace (default 1)\n\n"
            "Ctrl-C or SIGTERM ends it cleanly: the session is cancelled (saved traces stay),\n"
            "nothing is left running. If watch itself is killed, the recorder cancels the\n"
-           "session. Running it as a service: docs/watch.md.\n\n"
+           "session. As a service: systemctl enable --now ltr-watch@NAME (docs/watch.md).\n\n"
            "exit status: 0 the triggers were saved, or it was stopped by a signal; 1 an error\n"
            "(the session could not start, the process could not be attached, a save failed);\n"
            "2 bad usage or a bad option value; 3 the process (--pid) exited.\n",
@@ -92,24 +98,19 @@ static void on_poll(void *ctx, const ltr_watch_poll *p)
     const out_ctx *o = ctx;
     if (!o->monitor)
         return;
-    char when[32], pb[32], g[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
-    if (!p->pid) {
-        printf("%s  no process  waiting for %s\n", when, p->v.waits_for);
-    } else {
-        printf("%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  waiting for %s\n", when, p->pid,
-               ltr_size_format(p->v.private_bytes, pb, sizeof pb), ltr_size_format_signed(p->v.growth, g, sizeof g),
-               (double)p->reach_ns / 1e9, p->v.waits_for);
-    }
+    char line[512];
+    ltr_watch_poll_format(p, time(NULL), line, sizeof line);
+    printf("%s\n", line);
     fflush(stdout);
 }
 
-static void on_trigger(void *ctx, unsigned n, const char *path, const ltr_watch_verdict *v)
+static void on_trigger(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v)
 {
     (void)ctx;
-    printf("ltr watch: trigger %u: %s; trace saved to %s\n", n, v->condition, path);
+    printf("ltr watch: trigger %u: %s; trace saved to %s", n, v->condition, path);
+    if (bundle)
+        printf(", support bundle %s", bundle);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -142,6 +143,7 @@ int cmd_watch(int argc, char **argv)
         {"growth-above", required_argument, 0, 'g'},  {"interval", required_argument, 0, 'i'},
         {"max-triggers", required_argument, 0, 'm'},  {"monitor", no_argument, 0, 'M'},
         {"memory-interval", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
+        {"support-bundle", no_argument, 0, 'b'},
         {0, 0, 0, 0}};
     ltr_watch_config cfg = {.max_triggers = 1};
     out_ctx o = {0};
@@ -181,6 +183,7 @@ int cmd_watch(int argc, char **argv)
             cfg.max_triggers = (unsigned)v;
             break;
         case 'M': o.monitor = true; break;
+        case 'b': cfg.support_bundle = true; break;
         case 'h': help(); return 0;
         default: return cli_usage_error("watch", usage);
         }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ltr/common.h"
 
@@ -166,6 +167,9 @@ LTR_API int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
  * starting it would be an error, so its plan can still be shown. */
 LTR_API int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out);
 LTR_API void ltr_plan_free(ltr_plan *plan);
+/* The plan as `ltr profiles --details` shows it (describe.c): profiles,
+ * logging mode, collectors, system keywords, providers, heap, skipped. */
+LTR_API void ltr_plan_write_text(FILE *out, const ltr_plan *p);
 
 /* ---- listing -------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include "event/shm.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,8 @@ typedef struct ltr_session_status {
     unsigned nattached, nwanted;
 } ltr_session_status;
 
+/* The status as `ltr status` shows it (status_text.c). */
+void ltr_session_status_write(FILE *out, const ltr_session_status *st);
 /* Fills st from a status response; absent numbers are 0, absent strings "". */
 void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st);
 /* Asks a session for its status. Returns 0, or -errno with err saying why

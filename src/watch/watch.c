@@ -38,10 +38,18 @@
 
 #define WATCH_SNAPSHOT_TIMEOUT_MS 30000
 #define WATCH_SLICE_MS 100 /* how soon a stop request is seen */
+#define WATCH_LINE 256     /* a monitor line */
 
 static const char *const watch_profiles[] = {"heap", "heapsnapshot", "memory"};
 
-int ltr_watch_trace_path(const char *record_to, unsigned *n, char *out, size_t size)
+/* Whether nothing exists at path (not even a dangling symlink). */
+static bool is_free(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+int ltr_watch_trace_path(const char *record_to, bool with_bundle, unsigned *n, char *out, size_t size)
 {
     const char *slash = strrchr(record_to, '/'), *dot = strrchr(record_to, '.');
     size_t stem = dot && dot > (slash ? slash + 1 : record_to) ? (size_t)(dot - record_to) : strlen(record_to);
@@ -50,12 +58,25 @@ int ltr_watch_trace_path(const char *record_to, unsigned *n, char *out, size_t s
                           : snprintf(out, size, "%.*s-%u%s", (int)stem, record_to, *n, record_to + stem);
         if (len < 0 || (size_t)len >= size)
             return -ENAMETOOLONG;
-        struct stat st;
-        if (lstat(out, &st) != 0 && errno == ENOENT)
+        char bundle[PATH_MAX];
+        if (is_free(out) && (!with_bundle || (ltr_watch_bundle_path(out, bundle, sizeof bundle) == 0 && is_free(bundle))))
             return 0;
         if (*n == UINT_MAX)
             return -EEXIST;
     }
+}
+
+void ltr_watch_poll_format(const ltr_watch_poll *p, time_t wall, char *out, size_t size)
+{
+    char when[32], pb[32], g[32];
+    struct tm tm;
+    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&wall, &tm));
+    if (!p->pid)
+        snprintf(out, size, "%s  no process  waiting for %s", when, p->v.waits_for);
+    else
+        snprintf(out, size, "%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  waiting for %s", when,
+                 p->pid, ltr_size_format(p->v.private_bytes, pb, sizeof pb),
+                 ltr_size_format_signed(p->v.growth, g, sizeof g), (double)p->reach_ns / 1e9, p->v.waits_for);
 }
 
 static int check_directory(const char *record_to, ltr_error *err)
@@ -144,6 +165,11 @@ typedef struct watch {
     ltr_watch_cond cond;
     unsigned triggers, next_n;
     uint64_t t0;
+    char *plan_text;       /* for the bundle: the session plan as text */
+    /* the monitor's last polls, for the bundle: a ring, so the watch's
+     * memory stays flat however long it runs */
+    char history[LTR_WATCH_HISTORY][WATCH_LINE];
+    unsigned nhistory, history_next;
 } watch;
 
 static void say(watch *w, bool warn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -171,6 +197,12 @@ static int start_session(watch *w, ltr_error *err)
     ltr_session_options o = {0};
     ltr_bytes notes = {0};
     int rc = ltr_session_config_build(plan, &o, sc, &notes, err);
+    size_t plan_len;
+    FILE *f = w->cfg->support_bundle ? open_memstream(&w->plan_text, &plan_len) : NULL;
+    if (f) {
+        ltr_plan_write_text(f, plan);
+        fclose(f);
+    }
     ltr_plan_free(plan);
     for (const char *p = (const char *)notes.data, *end = p + notes.len; p && p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -272,6 +304,48 @@ static uint64_t reach_ns(watch *w)
     return r;
 }
 
+/* The monitor's lines, oldest first, in one malloc'd buffer (or NULL). */
+static char *history_text(const watch *w, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f)
+        return NULL;
+    unsigned first = w->nhistory < LTR_WATCH_HISTORY ? 0 : w->history_next;
+    for (unsigned i = 0; i < w->nhistory; i++)
+        fprintf(f, "%s\n", w->history[(first + i) % LTR_WATCH_HISTORY]);
+    fclose(f);
+    return text;
+}
+
+/* The support bundle beside the trace saved at path. Returns 0, or -errno
+ * with err (the trace stands: the caller warns). */
+static int write_bundle(watch *w, const char *trace, const char *bundle, const ltr_watch_verdict *v,
+                        ltr_error *err)
+{
+    static ltr_session_status st;
+    ltr_error serr;
+    char *status = NULL, log[8192];
+    size_t status_len, history_len = 0;
+    FILE *f;
+    if (ltr_client_status(w->sc.name, &st, &serr) == 0 && (f = open_memstream(&status, &status_len))) {
+        ltr_session_status_write(f, &st);
+        fclose(f);
+    }
+    char logname[LTR_SESSION_NAME_MAX + 16];
+    bool have_log = ltr_runtime_name(logname, sizeof logname, w->sc.name, LTR_RUN_LOG) == 0 &&
+                    snprintf(log, sizeof log, "%s/%s", w->rundir, logname) < (int)sizeof log;
+    char *history = history_text(w, &history_len);
+    ltr_watch_bundle in = {.trigger = w->triggers + 1, .pid = w->pid, .condition = v->condition, .trace = trace,
+                           .profile_text = w->plan_text, .status_text = status,
+                           .status_error = status ? NULL : serr.msg, .history = history,
+                           .history_len = history_len, .log_path = have_log ? log : NULL};
+    int rc = ltr_watch_bundle_write(bundle, &in, err);
+    free(status);
+    free(history);
+    return rc;
+}
+
 static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
 {
     char text[512];
@@ -282,16 +356,22 @@ static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
     if (w->snap_pid == w->pid && ltr_snapshot_take(w->pid, WATCH_SNAPSHOT_TIMEOUT_MS, &e) != 0)
         say(w, true, "pid %u: no heap snapshot (%s): the trace holds the flight recorder's tail only", w->pid,
             e.msg);
-    char path[4096];
-    int rc = ltr_watch_trace_path(w->cfg->record_to, &w->next_n, path, sizeof path);
+    char path[PATH_MAX], bundle[PATH_MAX];
+    bool with_bundle = w->cfg->support_bundle;
+    int rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, sizeof path);
     if (rc)
         return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
     if ((rc = ltr_client_op(w->sc.name, "save", path, NULL, false, NULL, err)))
         return rc;
+    if (with_bundle && ltr_watch_bundle_path(path, bundle, sizeof bundle) == 0 &&
+        write_bundle(w, path, bundle, v, &e) != 0) {
+        say(w, true, "no support bundle: %s (the trace %s is saved)", e.msg, path);
+        with_bundle = false;
+    }
     w->triggers++;
     w->next_n++;
     if (w->h->trigger)
-        w->h->trigger(w->h->ctx, w->triggers, path, v);
+        w->h->trigger(w->h->ctx, w->triggers, path, with_bundle ? bundle : NULL, v);
     return 0;
 }
 
@@ -303,6 +383,19 @@ static void nap(uint32_t ms, volatile sig_atomic_t *stop)
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)d * 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+static void remember(watch *w, const ltr_watch_poll *p)
+{
+    /* dated: a bundle's history may span days */
+    char *line = w->history[w->history_next];
+    time_t now = time(NULL);
+    struct tm tm;
+    size_t n = strftime(line, WATCH_LINE, "%Y-%m-%d ", localtime_r(&now, &tm));
+    ltr_watch_poll_format(p, now, line + n, WATCH_LINE - n);
+    w->history_next = (w->history_next + 1) % LTR_WATCH_HISTORY;
+    if (w->nhistory < LTR_WATCH_HISTORY)
+        w->nhistory++;
 }
 
 /* One poll. Returns 1 to go on, 0 when done, or -errno. */
@@ -320,6 +413,7 @@ static int poll_once(watch *w, ltr_error *err)
         uint32_t pid = find_named(w);
         if (!pid || ltr_proc_memory_read((pid_t)pid, &m) != 0) {
             snprintf(p.v.waits_for, sizeof p.v.waits_for, "a process named %s", w->cfg->name);
+            remember(w, &p);
             if (w->h->poll)
                 w->h->poll(w->h->ctx, &p);
             return 1;
@@ -333,6 +427,7 @@ static int poll_once(watch *w, ltr_error *err)
     ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
     p.pid = w->pid;
     p.reach_ns = reach_ns(w);
+    remember(w, &p);
     if (w->h->poll)
         w->h->poll(w->h->ctx, &p);
     if (p.v.state != LTR_WATCH_FIRE)
@@ -343,29 +438,36 @@ static int poll_once(watch *w, ltr_error *err)
     return w->triggers < (w->cfg->max_triggers ? w->cfg->max_triggers : 1);
 }
 
+/* The session started: follows the target and polls until the end. */
+static int watch_session(watch *w, volatile sig_atomic_t *stop, ltr_error *err)
+{
+    const ltr_watch_config *cfg = w->cfg;
+    int rc;
+    if (cfg->pid && (rc = follow(w, cfg->pid, err)))
+        return rc;
+    if (cfg->name && !find_named(w))
+        say(w, false, "no process named %s runs yet: waiting for one", cfg->name);
+    uint32_t interval = cfg->interval_ms ? cfg->interval_ms : 10000;
+    while (!*stop && (rc = poll_once(w, err)) == 1)
+        nap(interval, stop);
+    return rc < 0 ? rc : 0;
+}
+
 int ltr_watch_run(const ltr_watch_config *cfg, const ltr_watch_hooks *hooks, volatile sig_atomic_t *stop,
                   ltr_error *err)
 {
-    static watch w;
+    static watch w; /* 1 MiB of history: not on the stack */
     memset(&w, 0, sizeof w);
     w.cfg = cfg;
     w.h = hooks;
     w.next_n = 1;
     w.t0 = ltr_now_ns();
     int rc = ltr_watch_check(cfg, err);
-    if (rc)
-        return rc;
-    if ((rc = start_session(&w, err)))
-        return rc;
-    if (cfg->pid && (rc = follow(&w, cfg->pid, err))) {
+    if (rc == 0 && (rc = start_session(&w, err)) == 0) {
+        rc = watch_session(&w, stop, err);
         end_session(&w);
-        return rc;
     }
-    if (cfg->name && !find_named(&w))
-        say(&w, false, "no process named %s runs yet: waiting for one", cfg->name);
-    uint32_t interval = cfg->interval_ms ? cfg->interval_ms : 10000;
-    while (!*stop && (rc = poll_once(&w, err)) == 1)
-        nap(interval, stop);
-    end_session(&w);
-    return rc < 0 ? rc : 0;
+    free(w.plan_text);
+    w.plan_text = NULL;
+    return rc;
 }

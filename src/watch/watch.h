@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* ---- the condition (cond.c) ------------------------------------------------ */
 
@@ -76,6 +77,7 @@ typedef struct ltr_watch_config {
     const char *const *profiles; /* more profiles, as `ltr start` takes them */
     size_t nprofiles;
     uint32_t memory_interval_ms; /* the memory counters in the trace (0: the system provider's default) */
+    bool support_bundle;       /* beside each trace, a .tar.zst of facts (bundle.c) */
 } ltr_watch_config;
 
 /* What the watch tells its caller, as it happens. */
@@ -91,8 +93,14 @@ typedef struct ltr_watch_hooks {
     void (*note)(void *ctx, const char *line);          /* a line to tell the user */
     void (*warn)(void *ctx, const char *line);          /* a problem that does not end the watch */
     void (*poll)(void *ctx, const ltr_watch_poll *p);    /* after every poll */
-    void (*trigger)(void *ctx, unsigned n, const char *path, const ltr_watch_verdict *v);
+    /* bundle: the support bundle written beside the trace, or NULL */
+    void (*trigger)(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v);
 } ltr_watch_hooks;
+
+/* One poll as --monitor prints it and the bundle's monitor.txt keeps it:
+ * "02:53:44  pid 22709  private 43.2 MiB  growth +38.1 MiB  recorder reaches
+ * back 5 s  waiting for ..." (wall: the poll's time). */
+void ltr_watch_poll_format(const ltr_watch_poll *p, time_t wall, char *out, size_t size);
 
 /* Checks cfg before anything starts: the rule, a target, FILE's directory
  * exists and this user may write there, the profiles resolve. 0, or -errno
@@ -100,8 +108,32 @@ typedef struct ltr_watch_hooks {
 int ltr_watch_check(const ltr_watch_config *cfg, ltr_error *err);
 /* The trace path of trigger n (1: FILE itself; n: FILE-n before its
  * extension, trace.ltr -> trace-2.ltr), the first of FILE, FILE-2... from n
- * on that does not exist (a file is never overwritten): *n is updated. */
-int ltr_watch_trace_path(const char *record_to, unsigned *n, char *out, size_t size);
+ * on that does not exist, nor its bundle's path when with_bundle (a file is
+ * never overwritten): *n is updated. */
+int ltr_watch_trace_path(const char *record_to, bool with_bundle, unsigned *n, char *out, size_t size);
+
+/* ---- the support bundle (bundle.c) ---------------------------------------------- */
+
+#define LTR_WATCH_HISTORY 4096 /* polls the bundle's monitor.txt keeps: 11 h at 10 s */
+
+typedef struct ltr_watch_bundle {
+    unsigned trigger;
+    uint32_t pid;
+    const char *condition;    /* the condition and its figures */
+    const char *trace;        /* the trace saved beside it */
+    const char *profile_text; /* the session plan as `ltr profiles --details` prints it */
+    const char *status_text;  /* `ltr status` of the session now, or NULL and */
+    const char *status_error; /* why not */
+    const char *history;      /* the monitor's lines, oldest first */
+    size_t history_len;
+    const char *log_path;     /* the recorder's log, or NULL */
+} ltr_watch_bundle;
+
+/* The bundle beside a trace: trace.ltr -> trace.tar.zst. */
+int ltr_watch_bundle_path(const char *trace, char *out, size_t size);
+/* Writes the bundle to path, which must not exist (it is never replaced).
+ * 0, or -errno with err saying why (then nothing is left at path). */
+int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_error *err);
 
 /* Runs the watch until max_triggers triggers (returns 0), *stop becomes
  * non-zero (a signal: returns 0), the target by pid is gone (returns

@@ -6,7 +6,8 @@
  * outstanding stack is the leak's, with the marker and the snapshot in it;
  * SIGTERM leaves no session behind and writes nothing; a watched --pid that
  * exits ends it with status 3; by --name a restarted service is followed;
- * bad input is refused before anything starts. Attaching the agent needs
+ * bad input is refused before anything starts; --support-bundle writes its
+ * .tar.zst beside the trace, with the files it lists, past a planted name. Attaching the agent needs
  * ptrace: as root here (CI runs as root), the tests skip otherwise.
  */
 #include <setjmp.h>
@@ -176,6 +177,70 @@ static void test_trigger_on_growth(void **state)
     assert_int_equal(access(path, F_OK), -1);
 }
 
+/* --support-bundle: a bundle beside the trace with the listed files; a name
+ * planted where the first bundle would go is skipped, never followed. */
+static void test_support_bundle(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    char victim[512], planted[512];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(planted, sizeof planted, "%s/t.tar.zst", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("keep me\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, planted), 0);
+    pid_t svc = start_target(dir, "svc", "50 256 2048");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 8M --interval 0.3 "
+                         "--support-bundle --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 2));
+    kill(svc, SIGUSR1);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    char *s = tu_read_file(out);
+    char want[600];
+    snprintf(want, sizeof want, "trace saved to %s/t-2.ltr, support bundle %s/t-2.tar.zst", dir, dir);
+    if (!strstr(s, want))
+        fail_msg("wanted '%s' in: %s", want, s);
+    free(s);
+    char *v = tu_read_file(victim);
+    assert_string_equal(v, "keep me\n");
+    free(v);
+    snprintf(want, sizeof want, "%s/t.ltr", dir);
+    assert_int_equal(access(want, F_OK), -1);
+    tu_result x = tu_run("cd %s && tar --zstd -xf t-2.tar.zst && find t-2 -type f | sort", dir);
+    assert_int_equal(x.status, 0);
+    static const char *const entries[] = {"t-2/README.txt", "t-2/proc/status", "t-2/proc/smaps_rollup",
+                                          "t-2/proc/maps", "t-2/proc/limits", "t-2/proc/cmdline",
+                                          "t-2/profile.txt", "t-2/status.txt", "t-2/monitor.txt",
+                                          "t-2/recorder.log", "t-2/host/uname.txt", "t-2/host/meminfo",
+                                          "t-2/host/uptime", "t-2/host/cpuinfo"};
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++)
+        if (!strstr(x.out, entries[i]))
+            fail_msg("the bundle has no %s: %s", entries[i], x.out);
+    assert_null(strstr(x.out, "environ"));
+    tu_free(&x);
+    static const char *const facts[][2] = {
+        {"proc/status", "RssAnon:"},        {"proc/cmdline", "watch-target"},
+        {"status.txt", "session 'watch-"},  {"status.txt", "reaches back"},
+        {"monitor.txt", "  private "},      {"profile.txt", "Profile: heap"},
+        {"README.txt", "trigger 1 at "},    {"host/meminfo", "MemAvailable:"},
+        {"recorder.log", "started (memory mode)"},
+    };
+    for (size_t i = 0; i < sizeof facts / sizeof *facts; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/t-2/%s", dir, facts[i][0]);
+        char *text = tu_read_file(path);
+        if (!text || !strstr(text, facts[i][1]))
+            fail_msg("%s does not say '%s'", facts[i][0], facts[i][1]);
+        free(text);
+    }
+}
+
 /* Nothing triggers; SIGTERM ends it: the session is gone, nothing written. */
 static void test_sigterm_leaves_nothing(void **state)
 {
@@ -313,6 +378,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_trigger_on_growth, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_support_bundle, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_sigterm_leaves_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, tu_teardown_sandbox),

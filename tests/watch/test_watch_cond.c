@@ -164,19 +164,19 @@ static void test_trace_path(void **state)
     char file[256], path[300], taken[300];
     snprintf(file, sizeof file, "%s/trace.ltr", dir);
     unsigned n = 1;
-    assert_int_equal(ltr_watch_trace_path(file, &n, path, sizeof path), 0);
+    assert_int_equal(ltr_watch_trace_path(file, false, &n, path, sizeof path), 0);
     assert_string_equal(path, file);
     close(open(file, O_CREAT | O_WRONLY, 0600)); /* FILE exists: never overwritten */
     snprintf(taken, sizeof taken, "%s/trace-2.ltr", dir);
     assert_int_equal(symlink("/etc/passwd", taken), 0); /* a planted link is taken too */
     n = 1;
-    assert_int_equal(ltr_watch_trace_path(file, &n, path, sizeof path), 0);
+    assert_int_equal(ltr_watch_trace_path(file, false, &n, path, sizeof path), 0);
     snprintf(taken, sizeof taken, "%s/trace-3.ltr", dir);
     assert_string_equal(path, taken);
     assert_int_equal(n, 3);
     snprintf(file, sizeof file, "%s/noext", dir);
     n = 2;
-    assert_int_equal(ltr_watch_trace_path(file, &n, path, sizeof path), 0);
+    assert_int_equal(ltr_watch_trace_path(file, false, &n, path, sizeof path), 0);
     snprintf(taken, sizeof taken, "%s/noext-2", dir);
     assert_string_equal(path, taken);
     char cmd[300];
