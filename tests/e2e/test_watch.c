@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,6 +344,87 @@ static void test_name_follows_restart(void **state)
     kill(b, SIGKILL);
 }
 
+/* A copy of s with every from replaced by to (malloc'd). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    size_t n = 0, lf = strlen(from), lt = strlen(to);
+    for (const char *p = s; (p = strstr(p, from)); p += lf)
+        n++;
+    char *out = malloc(strlen(s) + n * lt + 1), *o = out;
+    assert_non_null(out);
+    for (const char *p = s, *q; ; p = q + lf) {
+        q = strstr(p, from);
+        size_t k = q ? (size_t)(q - p) : strlen(p);
+        memcpy(o, p, k);
+        o += k;
+        if (!q)
+            break;
+        memcpy(o, to, lt);
+        o += lt;
+    }
+    *o = 0;
+    return out;
+}
+
+/* The line of text that starts with key, without the key (malloc'd). */
+static char *unit_value(const char *text, const char *key)
+{
+    for (const char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, strlen(key)))
+            return strndup(line + strlen(key), strcspn(line + strlen(key), "\n"));
+    fail_msg("the unit has no %s line", key);
+    return NULL;
+}
+
+/* The systemd unit template: systemd-analyze verify finds nothing to say of
+ * an instance, and its command line, run as systemd would for the instance
+ * watch-target with the default options, watches that process and ends
+ * cleanly on SIGTERM (systemd's KillSignal). */
+static void test_systemd_unit(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    char *unit = tu_read_file(LTR_WATCH_UNIT);
+    assert_non_null(unit);
+    char *exec = unit_value(unit, "ExecStart=");
+    char *env = unit_value(unit, "Environment=\"LTR_WATCH_OPTIONS=");
+    env[strcspn(env, "\"")] = 0;
+    assert_non_null(strstr(exec, " watch --name %i "));
+    /* the instance, with the ltr under test in place of the installed one */
+    char *installed = strndup(exec, strcspn(exec, " "));
+    char *local = replace(unit, installed, LTR);
+    char path[512];
+    snprintf(path, sizeof path, "%s/ltr-watch@watch-target.service", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(local, f);
+    fclose(f);
+    tu_result v = tu_run("command -v systemd-analyze >/dev/null || exit 77; systemd-analyze verify %s", path);
+    if (v.status == 77)
+        printf("systemd-analyze is not installed: the unit's syntax is not checked here\n");
+    else if (v.status != 0 || v.out[0] || v.err[0])
+        fail_msg("systemd-analyze verify: status %d: %s%s", v.status, v.out, v.err);
+    tu_free(&v);
+    /* its command line, as systemd expands it */
+    char state_dir[512];
+    snprintf(state_dir, sizeof state_dir, "%s/state", dir);
+    assert_int_equal(mkdir(state_dir, 0700), 0);
+    char *a = replace(exec, installed, LTR), *b = replace(a, "/var/lib/ltr-watch/%i", state_dir),
+         *c = replace(b, "%i", "watch-target"), *cmd = replace(c, "$LTR_WATCH_OPTIONS", env);
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s", cmd);
+    char want[64];
+    snprintf(want, sizeof want, "watching pid %d", (int)svc);
+    free(wait_for(out, want, 1));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    free(cmd), free(c), free(b), free(a), free(local), free(installed), free(env), free(exec), free(unit);
+}
+
 static void test_refusals(void **state)
 {
     const char *dir = *state;
@@ -383,6 +465,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
