@@ -4,17 +4,21 @@
  * do on Linux. The reading, inheritance and mapping are in src/profiles; this
  * file parses options and prints.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "prim/prim.h"
 #include "profiles/profiles.h"
 
 static const char usage[] =
     "ltr profiles [FILE.wprp] | ltr profiles [FILE.wprp!]Name[.light|.verbose]... --details "
-    "[--filemode]";
+    "[--filemode]\n"
+    "       ltr profiles --export [FILE.wprp!]Name OUT.wprp [--force]";
 
 static void print_help(void)
 {
@@ -25,12 +29,17 @@ static void print_help(void)
            "               buffers, providers with keywords, levels and stacks, and what each\n"
            "               becomes on Linux\n"
            "  --filemode   with --details: the File variants (default: Memory, as ltr start)\n"
+           "  --export     write every variant of the profile (Light and Verbose, File and\n"
+           "               Memory) to OUT.wprp, with what it inherits resolved and the\n"
+           "               collectors and providers it uses, so the file stands alone\n"
+           "               (WPR's -exportprofile); an existing OUT.wprp is kept unless --force\n"
            "  --help       this text\n\n"
            "A name without .light or .verbose means Verbose, as in WPR.\n"
            "Built-in profiles are read from %s\n"
            "(LTR_PROFILE_DIR overrides).\n\n"
-           "exit status: 0 done (warnings on stderr), 1 an error in a profile or a\n"
-           "profile that does not exist, 2 bad usage.\n",
+           "exit status: 0 done (warnings on stderr), 1 an error in a profile, a profile\n"
+           "that does not exist, or OUT.wprp not written (it exists, or a write failed),\n"
+           "2 bad usage.\n",
            usage, ltr_profiles_builtin_dir());
 }
 
@@ -91,15 +100,39 @@ static int details(char **specs, int n, bool filemode)
     return rc ? 1 : 0;
 }
 
+static int write_text(FILE *f, void *text)
+{
+    return fputs(text, f) < 0 ? -EIO : 0;
+}
+
+static int export(const char *spec, const char *path, bool force)
+{
+    ltr_diag_list diags = {0};
+    char *xml = ltr_profiles_export(spec, NULL, &diags);
+    print_diags(&diags);
+    ltr_diag_list_free(&diags);
+    if (!xml)
+        return 1;
+    ltr_error err;
+    int rc = ltr_write_new_file(path, force, write_text, xml, &err);
+    free(xml);
+    if (rc)
+        return cli_fail("profiles", "%s", err.msg);
+    printf("profile %s written to %s\n", spec, path);
+    return 0;
+}
+
 int cmd_profiles(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"details", no_argument, NULL, 'd'},
         {"filemode", no_argument, NULL, 'f'},
+        {"export", no_argument, NULL, 'e'},
+        {"force", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool want_details = false, filemode = false;
+    bool want_details = false, filemode = false, want_export = false, force = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -107,12 +140,25 @@ int cmd_profiles(int argc, char **argv)
             want_details = true;
         else if (c == 'f')
             filemode = true;
+        else if (c == 'e')
+            want_export = true;
+        else if (c == 'F')
+            force = true;
         else if (c == 'h')
             return print_help(), 0;
         else
             return cli_usage_error("profiles", usage);
     }
     int npos = argc - optind;
+    if (want_export && (want_details || filemode))
+        return cli_fail("profiles", "--export writes every variant: it takes neither --details nor --filemode"), 2;
+    if (force && !want_export)
+        return cli_fail("profiles", "--force only applies with --export"), 2;
+    if (want_export) {
+        if (npos != 2)
+            return cli_fail("profiles", "--export needs a profile and a file: --export [FILE.wprp!]Name OUT.wprp"), 2;
+        return export(argv[optind], argv[optind + 1], force);
+    }
     if (!want_details && filemode)
         return cli_fail("profiles", "--filemode only applies with --details");
     if (want_details) {

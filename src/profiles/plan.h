@@ -18,6 +18,11 @@ typedef enum plan_check { PLAN_CHECK_NONE, PLAN_CHECK_START, PLAN_CHECK_DESCRIBE
 int plan_add_profile(wprp_catalog *cat, ltr_plan *plan, wprp_node *p, const char *label,
                      plan_check check);
 
+/* The variants of a profile name among the built-ins (file NULL) or one
+ * file's: v[(level - 1) * 2 + (mode - 1)], NULL where there is none (a
+ * later definition wins). Returns their LTR_PROFILE_VARIANT set. */
+unsigned prof_find_variants(wprp_catalog *c, const char *file, const char *name, wprp_node *v[4]);
+
 /* Value helpers shared with the listing code. */
 int plan_parse_bool(const char *text, bool *out);
 

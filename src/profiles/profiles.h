@@ -171,6 +171,14 @@ LTR_API void ltr_plan_free(ltr_plan *plan);
  * logging mode, collectors, system keywords, providers, heap, skipped. */
 LTR_API void ltr_plan_write_text(FILE *out, const ltr_plan *p);
 
+/* ---- exporting (export.c) ------------------------------------------------- */
+
+/* `ltr profiles --export`: every variant of the profile spec names
+ * (`[FILE.wprp!]Name`) as a stand-alone .wprp document, with everything it
+ * inherits resolved and the collectors and providers it uses beside it.
+ * Returns the text (malloc'd), or NULL with the reasons in diags. */
+LTR_API char *ltr_profiles_export(const char *spec, const char *builtin_dir, ltr_diag_list *diags);
+
 /* ---- listing -------------------------------------------------------------- */
 
 typedef struct ltr_profile_info {

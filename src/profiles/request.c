@@ -102,6 +102,14 @@ static void find_variants(wprp_catalog *c, const char *file, const char *name, m
     }
 }
 
+unsigned prof_find_variants(wprp_catalog *c, const char *file, const char *name, wprp_node *v[4])
+{
+    match m;
+    find_variants(c, file, name, &m);
+    memcpy(v, m.v, sizeof m.v);
+    return m.variants;
+}
+
 static const char *level_name(int l)
 {
     return l == LTR_PROFILE_LIGHT ? "Light" : "Verbose";

@@ -1,7 +1,7 @@
 /*
  * tests/e2e/test_profiles_cli.c — `ltr profiles` run as a user runs it ($LTR_BIN):
  * listing the built-in profiles and a real file's, --details of built-in and
- * file profiles, and the exit status and message of bad input.
+ * file profiles, --export, and the exit status and message of bad input.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "profiles/helpers.h"
 
@@ -27,6 +28,14 @@ static void slurp(const char *path, char *buf, size_t size)
     buf[n] = 0;
     if (f)
         fclose(f);
+}
+
+/* A file's text (static: valid until the next call). */
+static const char *slurp_file(const char *path)
+{
+    static char buf[65536];
+    slurp(path, buf, sizeof buf);
+    return buf;
 }
 
 /* Runs `ltr profiles ARGS` with the source tree's built-in profiles. */
@@ -167,6 +176,46 @@ static void bad_input(void **state)
     assert_non_null(strstr(r->out, "--filemode"));
 }
 
+/* --export: a file that ltr reads back (its --details as the built-in's);
+ * an existing file or a planted symlink is kept unless --force, and --force
+ * replaces the symlink without following it; bad usage is status 2. */
+static void exports(void **state)
+{
+    (void)state;
+    char out[600], victim[600], args[1400];
+    snprintf(out, sizeof out, "%s/general.wprp", tmp_dir());
+    snprintf(args, sizeof args, "--export general '%s'", out);
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "written to"));
+    snprintf(args, sizeof args, "'%s!general' --details", out);
+    r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "SampledProfile"));
+    assert_non_null(strstr(r->out, "ltr System Collector"));
+    snprintf(args, sizeof args, "--export heap '%s'", out); /* exists: kept */
+    r = ltr(args);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "--force"));
+    assert_non_null(strstr(slurp_file(out), "general.Verbose.File"));
+    snprintf(victim, sizeof victim, "%s/victim", tmp_dir());
+    write_file("victim", "keep");
+    snprintf(out, sizeof out, "%s/planted.wprp", tmp_dir());
+    assert_int_equal(symlink(victim, out), 0);
+    snprintf(args, sizeof args, "--export heap '%s'", out);
+    assert_int_equal(ltr(args)->status, 1);
+    snprintf(args, sizeof args, "--export heap '%s' --force", out);
+    assert_int_equal(ltr(args)->status, 0);
+    assert_string_equal(slurp_file(victim), "keep");
+    assert_non_null(strstr(slurp_file(out), "heap.Light.Memory"));
+    assert_int_equal(ltr("--export heap")->status, 2);
+    assert_int_equal(ltr("--export heap x.wprp --details")->status, 2);
+    assert_int_equal(ltr("heap --details --force")->status, 2);
+    r = ltr("--export nosuch x.wprp");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "no profile of that name"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +227,7 @@ int main(void)
         cmocka_unit_test(details_of_a_strict_profile_that_starts_nothing),
         cmocka_unit_test(windows_only_reported),
         cmocka_unit_test(bad_input),
+        cmocka_unit_test(exports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
