@@ -49,6 +49,7 @@ int cli_session_file_args(const char *cmd, int argc, char **argv, const char *us
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_save(int argc, char **argv);
 int cmd_stop(int argc, char **argv);

@@ -23,6 +23,7 @@ static const cli_command commands[] = {
     {"disableperiodicsnapshot", cmd_disableperiodicsnapshot, "stop periodic heap snapshots"},
     {"info", cmd_info, "show what a trace holds: header, processes, providers, counters"},
     {"dump", cmd_dump, "print every event of a trace, one per line"},
+    {"merge", cmd_merge, "merge traces of this machine and boot into one"},
     {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window"},
     {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON or CSV"},
     {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file"},

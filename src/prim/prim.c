@@ -685,6 +685,15 @@ uint64_t ltr_total_ram(void)
     return (uint64_t)si.totalram * si.mem_unit;
 }
 
+int ltr_boot_id(char *out, size_t size)
+{
+    ssize_t n = ltr_read_small_file("/proc/sys/kernel/random/boot_id", out, size);
+    if (n <= 0)
+        return n < 0 ? (int)n : -ENODATA;
+    out[strcspn(out, "\n")] = 0;
+    return out[0] ? 0 : -ENODATA;
+}
+
 static __thread uint32_t cached_tid;
 
 uint32_t ltr_gettid(void)

@@ -138,6 +138,9 @@ bool ltr_pid_alive(pid_t pid);
  * reused. 0 if it cannot be read (no such process). */
 uint64_t ltr_proc_start_time(uint32_t pid);
 uint64_t ltr_total_ram(void);
+/* This boot's id (/proc/sys/kernel/random/boot_id, a UUID): traces with the
+ * same one share CLOCK_MONOTONIC. 0, or -errno. */
+int ltr_boot_id(char *out, size_t size);
 /* The thread id, cached per thread (gettid is a system call). */
 uint32_t ltr_gettid(void);
 /* Called in a fork child: the cached id is the parent's. */

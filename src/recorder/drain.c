@@ -88,6 +88,9 @@ void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind)
     ltr_bytes_put_kv(kv, "host.os", os);
     put_kv_u64(kv, "host.cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
     put_kv_u64(kv, "host.memory", ltr_total_ram());
+    char boot[40];
+    if (ltr_boot_id(boot, sizeof boot) == 0) /* ltr merge: traces of one boot share the clock */
+        ltr_bytes_put_kv(kv, "host.boot_id", boot);
     ltr_bytes_put_kv(kv, "clock.id", "CLOCK_MONOTONIC");
     put_kv_u64(kv, "clock.start_ns", r->start_ns);
     put_kv_u64(kv, "clock.wall_start_ns", r->start_wall_ns);

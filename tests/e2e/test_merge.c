@@ -1,0 +1,104 @@
+/*
+ * tests/e2e/test_merge.c — `ltr merge` as a user runs it: two `ltr record`
+ * sessions at the same time of tests/programs/target.c (modes tree and
+ * chain), merged: `ltr analyze --format json` of the merge says what the two
+ * said together (events, allocations, frees, outstanding bytes, processes),
+ * and the merge names chain's stack functions; then the refusals: one trace,
+ * no -o, a trace given twice, an existing output (kept), a file that is not
+ * a trace.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LTR tu_ltr()
+
+/* A number of the "summary" object of analyze's JSON. */
+static long long summary(const char *json, const char *key)
+{
+    const char *s = strstr(json, "\"summary\"");
+    assert_non_null(s);
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(s, pat);
+    if (!p)
+        fail_msg("no %s in the summary", key);
+    return atoll(p + strlen(pat));
+}
+
+static void test_merge_analyzes_as_both(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && (%s record -o a.ltr -- %s tree >a.out 2>&1 & %s record -o b.ltr -- %s chain "
+                         ">b.out 2>&1; wait) && %s merge a.ltr b.ltr -o m.ltr",
+                         dir, LTR, tu_test_bin("heap-target"), LTR, tu_test_bin("heap-target"), LTR);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    assert_non_null(strstr(r.out, "2 traces merged"));
+    tu_free(&r);
+    static const char *const keys[] = {"events", "heap_events", "allocations", "frees", "outstanding_bytes",
+                                       "outstanding_allocations", "allocated_bytes", "processes"};
+    long long want[8] = {0};
+    static const char *const parts[] = {"a.ltr", "b.ltr"};
+    for (int i = 0; i < 2; i++) {
+        tu_result a = tu_run("cd %s && %s analyze %s --format json", dir, LTR, parts[i]);
+        assert_int_equal(a.status, 0);
+        for (int k = 0; k < 8; k++)
+            want[k] += summary(a.out, keys[k]);
+        tu_free(&a);
+    }
+    tu_result m = tu_run("cd %s && %s analyze m.ltr --format json", dir, LTR);
+    assert_int_equal(m.status, 0);
+    for (int k = 0; k < 8; k++)
+        if (summary(m.out, keys[k]) != want[k])
+            fail_msg("%s: the merge says %lld, the traces %lld", keys[k], summary(m.out, keys[k]), want[k]);
+    assert_true(want[2] > 1000); /* tree allocates a great deal */
+    assert_non_null(strstr(m.out, "chain_outer")); /* chain's stacks, symbolized in the merge */
+    tu_free(&m);
+}
+
+static void test_refusals(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && %s record -o a.ltr -- %s chain && %s record -o b.ltr -- %s chain && "
+                         "%s merge a.ltr -o m.ltr", dir, LTR, tu_test_bin("heap-target"), LTR,
+                         tu_test_bin("heap-target"), LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "two traces or more"));
+    tu_free(&r);
+    r = tu_run("cd %s && %s merge a.ltr a.ltr", dir, LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "-o OUT.ltr"));
+    tu_free(&r);
+    r = tu_run("cd %s && %s merge a.ltr a.ltr -o m.ltr", dir, LTR);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "twice"));
+    tu_free(&r);
+    r = tu_run("cd %s && echo keep >m.ltr && %s merge a.ltr b.ltr -o m.ltr; echo status=$?; cat m.ltr", dir, LTR);
+    assert_int_equal(tu_field(r.out, "status"), 1);
+    assert_non_null(strstr(r.err, "--force"));
+    assert_non_null(strstr(r.out, "keep"));
+    tu_free(&r);
+    r = tu_run("cd %s && echo hello >x.ltr && %s merge a.ltr x.ltr -o n.ltr; echo status=$?; ls", dir, LTR);
+    assert_int_equal(tu_field(r.out, "status"), 1);
+    assert_non_null(strstr(r.err, "x.ltr"));
+    assert_null(strstr(r.out, "n.ltr")); /* nothing left behind */
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_merge_analyzes_as_both, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
