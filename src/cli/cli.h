@@ -54,6 +54,7 @@ int cmd_save(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_marker(int argc, char **argv);
+int cmd_flush(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);

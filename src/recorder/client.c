@@ -4,6 +4,7 @@
  */
 #include "recorder/client.h"
 #include "event/registry.h"
+#include "recorder/recorder.h" /* ltr_session_name_check */
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -89,6 +90,27 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
     int rc = req.failed ? ltr_fail(err, ENOMEM, "out of memory") : ltr_client_request(session, &req, resp, err);
     ltr_bytes_free(&req);
     ltr_kvlist_free(&local);
+    return rc;
+}
+
+int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (ltr_session_name_check(session, err))
+        return -err->code;
+    ltr_kvlist resp = {0};
+    int rc = ltr_client_op(session, "flush", NULL, NULL, false, &resp, err);
+    if (!rc) {
+        char num[32], full[4];
+        ltr_kvlist_get(&resp, "output", out->output, sizeof out->output);
+        if (ltr_kvlist_get(&resp, "file_size", num, sizeof num))
+            out->file_size = strtoull(num, NULL, 10);
+        if (ltr_kvlist_get(&resp, "dropped", num, sizeof num))
+            out->dropped = strtoull(num, NULL, 10);
+        ltr_kvlist_get(&resp, "write_error", out->write_error, sizeof out->write_error);
+        out->full = ltr_kvlist_get(&resp, "full", full, sizeof full) && full[0] == '1';
+    }
+    ltr_kvlist_free(&resp);
     return rc;
 }
 

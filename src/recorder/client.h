@@ -42,6 +42,19 @@ void ltr_kvlist_free(ltr_kvlist *kv);
 /* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
 const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);
 
+/* What `flush` answered (docs/control-protocol.md): where the trace is and
+ * how big it is now; a write error and the events it cost, and whether the
+ * file reached its --max-file-size (what comes after is counted as lost). */
+typedef struct ltr_flush_result {
+    char output[4096];
+    uint64_t file_size, dropped;
+    char write_error[256];
+    bool full;
+} ltr_flush_result;
+/* Asks a file-mode session to write everything committed so far into its
+ * trace now; 0 or -errno (no such session, memory mode, a write that failed). */
+int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err);
+
 /* Names of the sessions running now (stale entries of killed recorders are
  * cleaned first). Returns how many, or -errno. */
 int ltr_client_sessions(char names[][64], int max, ltr_error *err);

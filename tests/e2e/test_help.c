@@ -23,7 +23,8 @@
 static const char *const commands[] = {"record", "run",  "start",   "status",  "save",
                                        "stop",   "cancel", "watch", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
-                                       "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig"};
+                                       "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig",
+                                       "flush"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)
