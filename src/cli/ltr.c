@@ -14,6 +14,7 @@ static const cli_command commands[] = {
     {"status", cmd_status, "show running sessions: mode, buffers, events written and lost"},
     {"save", cmd_save, "write a memory-mode session's content to a trace, keep recording"},
     {"stop", cmd_stop, "end a session and write its trace"},
+    {"boottrace", cmd_boottrace, "start a session at every boot (a systemd unit), or --disable it"},
     {"cancel", cmd_cancel, "end a session without writing a trace"},
     {"watch", cmd_watch, "a flight recorder on one process that saves itself when its memory grows"},
     {"flush", cmd_flush, "write what a file-mode session holds into its trace now, so it can be read"},

@@ -24,7 +24,8 @@ static const char *const commands[] = {"record", "run",  "start",   "status",  "
                                        "stop",   "cancel", "watch", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
                                        "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig",
-                                       "flush"};
+                                       "flush",
+                                       "boottrace"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)
