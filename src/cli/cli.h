@@ -56,6 +56,7 @@ int cmd_cancel(int argc, char **argv);
 int cmd_marker(int argc, char **argv);
 int cmd_flush(int argc, char **argv);
 int cmd_boottrace(int argc, char **argv);
+int cmd_capturestate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);

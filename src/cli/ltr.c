@@ -18,6 +18,7 @@ static const cli_command commands[] = {
     {"cancel", cmd_cancel, "end a session without writing a trace"},
     {"watch", cmd_watch, "a flight recorder on one process that saves itself when its memory grows"},
     {"flush", cmd_flush, "write what a file-mode session holds into its trace now, so it can be read"},
+    {"capturestate", cmd_capturestate, "have a session's providers write the state they hold (processes, threads, modules)"},
     {"marker", cmd_marker, "put a marker event into every running session"},
     {"snapshotconfig", cmd_snapshotconfig, "keep a live-block table for heap snapshots (--pid, --name)"},
     {"singlesnapshot", cmd_singlesnapshot, "write a heap snapshot of processes now"},

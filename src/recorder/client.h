@@ -55,6 +55,17 @@ typedef struct ltr_flush_result {
  * trace now; 0 or -errno (no such session, memory mode, a write that failed). */
 int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err);
 
+/* What `capturestate` answered: whether the session records the system
+ * provider and what state it wrote now; how many processes write into the
+ * session (their metadata is kept whole) and the metadata's size so far. */
+typedef struct ltr_capture_result {
+    bool system;
+    uint64_t processes, threads, modules;
+    uint64_t producers, metadata_bytes;
+} ltr_capture_result;
+/* Asks a session to write the state its providers hold now (ltr capturestate). */
+int ltr_client_capture_state(const char *session, ltr_capture_result *out, ltr_error *err);
+
 /* Names of the sessions running now (stale entries of killed recorders are
  * cleaned first). Returns how many, or -errno. */
 int ltr_client_sessions(char names[][64], int max, ltr_error *err);

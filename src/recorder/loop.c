@@ -427,6 +427,36 @@ static void handle_flush(recorder *r, int fd)
     ltr_bytes_free(&kv);
 }
 
+/* `ltr capturestate`: the state the session's events would have said long
+ * ago, written again now. What the producers write as metadata (heap
+ * agents' modules, threads, stacks; providers' layouts and processes) is
+ * kept whole by the recorder and needs nothing; the system provider's
+ * processes, threads and modules are events, which a ring overwrites. */
+#define CAPTURE_TIMEOUT_MS 10000
+
+static void handle_capturestate(recorder *r, int fd)
+{
+    ltr_error err = {0};
+    ltr_system_capture c = {0};
+    if (r->system && ltr_system_capture_state(r->system, CAPTURE_TIMEOUT_MS, &c) != 0) {
+        ltr_fail(&err, ETIMEDOUT, "the system provider did not write its state within %d s (the recorder "
+                 "is overloaded?); the session goes on", CAPTURE_TIMEOUT_MS / 1000);
+        reply_error(fd, &err);
+        return;
+    }
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    ltr_bytes_put_kv(&kv, "system", r->system ? "1" : "0");
+    put_u64(&kv, "processes", c.processes);
+    put_u64(&kv, "threads", c.threads);
+    put_u64(&kv, "modules", c.modules);
+    put_u64(&kv, "producers", r->nconns);
+    put_u64(&kv, "metadata_bytes", r->meta_pulled);
+    put_log(&kv);
+    reply(fd, &kv, NULL, 0);
+    ltr_bytes_free(&kv);
+}
+
 /* Handles one request; returns true if fd now belongs to a producer. */
 static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
 {
@@ -460,6 +490,8 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
         handle_marker(r, fd, t);
     } else if (!strcmp(op, "flush")) {
         handle_flush(r, fd);
+    } else if (!strcmp(op, "capturestate")) {
+        handle_capturestate(r, fd);
     } else {
         ltr_fail(&err, EPROTO, "unknown request '%s'", op);
         reply_error(fd, &err);

@@ -25,7 +25,8 @@ static const char *const commands[] = {"record", "run",  "start",   "status",  "
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
                                        "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig",
                                        "flush",
-                                       "boottrace"};
+                                       "boottrace",
+                                       "capturestate"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)
