@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage[] = "ltr boottrace PROFILE... (--filemode -o FILE | --memory [-o FILE]) [--instance NAME]\n"
@@ -137,6 +138,20 @@ static int check_profiles(char **specs, int n, bool filemode)
     return rc ? cli_fail("boottrace", "the profiles have errors: nothing was set up") : 0;
 }
 
+/* `ltr start -o` at boot would fail in a directory that is not there. */
+static int output_dir_missing(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = 0;
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    return cli_fail("boottrace", "the directory of %s is not there: the session could not write its trace "
+                    "at boot; make it first", path);
+}
+
 static int need_root(void)
 {
     if (geteuid() == 0)
@@ -152,8 +167,7 @@ static int disable(void)
     ltr_error err;
     ltr_boottrace_done done;
     bool sd = ltr_systemd_running();
-    if (sd && access("/" LTR_BOOT_UNIT_DIR "/" LTR_BOOT_UNIT, F_OK) == 0 &&
-        ltr_systemctl(&err, "disable", LTR_BOOT_UNIT, NULL) != 0)
+    if (sd && ltr_boottrace_installed("/") == 1 && ltr_systemctl(&err, "disable", LTR_BOOT_UNIT, NULL) != 0)
         return cli_fail("boottrace", "%s", err.msg);
     int rc = ltr_boottrace_remove("/", &done, &err);
     if (done.link_removed)
@@ -179,6 +193,8 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     ltr_error err;
     if (o->output && cli_absolute_path("boottrace", o->output, out, sizeof out))
         return 2;
+    if (o->output && output_dir_missing(out))
+        return 1;
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");

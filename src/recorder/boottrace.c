@@ -345,6 +345,20 @@ int ltr_boottrace_remove(const char *root, ltr_boottrace_done *done, ltr_error *
     return rc;
 }
 
+int ltr_boottrace_installed(const char *root)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", root, LTR_BOOT_UNIT_DIR);
+    int dirfd = open_dir_at(AT_FDCWD, path);
+    if (dirfd < 0)
+        return 0;
+    char *text;
+    int rc = read_ours(dirfd, &text);
+    free(text);
+    close(dirfd);
+    return rc;
+}
+
 /* ---- systemd ------------------------------------------------------------------ */
 
 bool ltr_systemd_running(void)

@@ -63,6 +63,11 @@ int ltr_boottrace_install(const char *root, const ltr_bytes *unit, bool link, lt
  * Nothing there is not an error (done->found false). */
 int ltr_boottrace_remove(const char *root, ltr_boottrace_done *done, ltr_error *err);
 
+/* Whether the unit under root is ours: 1, 0 when there is none, -EEXIST
+ * when something else has its name (then systemctl must not be asked to
+ * disable it). */
+int ltr_boottrace_installed(const char *root);
+
 /* Whether systemd runs this machine (it made /run/systemd/system). */
 bool ltr_systemd_running(void);
 /* Runs `systemctl ARGS...` (NULL-terminated) and waits; 0, or -errno with

@@ -196,6 +196,8 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace heap --memory --instance ../x", tu_ltr()), 2, "may hold only");
     expect(tu_run("%s boottrace heap --memory --buffers 0", tu_ltr()), 2, "--buffers");
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
+    expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
+           "is not there: the session could not write its trace");
     char *after = etc_systemd();
     assert_string_equal(after, before); /* none of them wrote anything */
     free(after);
@@ -207,7 +209,6 @@ static void test_refusals(void **state)
     char *unit = tu_read_file(UNIT);
     assert_string_equal(unit, "[Unit]\n");
     free(unit);
-    (void)dir;
     free(before);
 }
 

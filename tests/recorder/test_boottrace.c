@@ -131,6 +131,7 @@ static void test_install_and_remove(void **state)
     assert_int_equal(ltr_boottrace_install(root, &u, true, &d, &err), 0);
     assert_false(d.replaced);
     assert_true(d.linked);
+    assert_int_equal(ltr_boottrace_installed(root), 1);
     assert_string_equal(d.unit, at("etc/systemd/system/ltr-boottrace.service"));
     struct stat st;
     assert_int_equal(lstat(d.unit, &st), 0);
@@ -165,6 +166,7 @@ static void test_install_and_remove(void **state)
 
     assert_int_equal(ltr_boottrace_remove(root, &d, &err), 0); /* nothing there */
     assert_false(d.found);
+    assert_int_equal(ltr_boottrace_installed(root), 0);
     ltr_bytes_free(&u);
 }
 
@@ -183,6 +185,7 @@ static void test_refusals(void **state)
     fclose(f);
     assert_int_equal(ltr_boottrace_install(root, &u, true, &d, &err), -EEXIST);
     assert_non_null(strstr(err.msg, "not written by ltr boottrace"));
+    assert_int_equal(ltr_boottrace_installed(root), -EEXIST);
     char *t = slurp(at("etc/systemd/system/ltr-boottrace.service"));
     assert_string_equal(t, "[Unit]\nDescription=someone's\n");
     free(t);
