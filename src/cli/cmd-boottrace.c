@@ -3,6 +3,7 @@
  * starts at every boot, through a systemd unit (recorder/boottrace.h), and
  * `ltr boottrace --disable`, which takes it away again.
  */
+#include "byname/byname.h"
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
@@ -17,9 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] = "ltr boottrace PROFILE... (--filemode -o FILE | --memory [-o FILE]) [--instance NAME]\n"
-                            "                     [--force] [--buffer-size KB] [--buffers N|N%] [--max-file-size MB]\n"
-                            "                     [--provider SPEC]...\n"
+static const char usage[] = "ltr boottrace PROFILE... (--filemode -o FILE | --memory [-o FILE])\n"
+                            "                     [--instance NAME] [--force] [--buffer-size KB]\n"
+                            "                     [--buffers N|N%] [--max-file-size MB] [--provider SPEC]...\n"
+                            "                     [--name NAME]...\n"
                             "       ltr boottrace --disable";
 
 static void help(void)
@@ -31,14 +33,15 @@ static void help(void)
            "/etc/systemd/system/" LTR_BOOT_UNIT " (running 'ltr start') and enables\n"
            "it: with 'systemctl enable' when systemd runs this machine; when it does not\n"
            "(a container), by making the link systemctl would make,\n"
-           "/etc/systemd/system/" LTR_BOOT_WANTS "/" LTR_BOOT_UNIT ", and saying so. Nothing\n"
-           "starts now: the next boot starts the session. Needs root.\n\n"
+           "/etc/systemd/system/" LTR_BOOT_WANTS "/" LTR_BOOT_UNIT ",\n"
+           "and saying so. Nothing starts now: the next boot starts the session.\n"
+           "Needs root.\n\n"
            "The trace is written as usual: 'sudo ltr stop FILE' ends the boot's session\n"
            "(its control socket is in " LTR_BOOT_RUNTIME_DIR ", where root's commands look without a\n"
            "login session of root's own; with one, 'sudo LTR_RUNTIME_DIR=" LTR_BOOT_RUNTIME_DIR " ltr stop\n"
-           "FILE'). Processes that started before the session are heap-traced only by\n"
-           "name ('ltr heaptracingconfig NAME enable', and --name in the profile's\n"
-           "session, see 'ltr start --help').\n\n"
+           "FILE'). The services that start after it are heap-traced by name: their\n"
+           "names given with --name, and 'ltr heaptracingconfig NAME enable' for each\n"
+           "(the agent is then in every new process of that name).\n\n"
            "  --filemode         write the trace as it goes, into FILE (-o, required);\n"
            "                     'ltr stop FILE' ends it there\n"
            "  --memory           a flight recorder: 'ltr stop FILE' or 'ltr save FILE'\n"
@@ -52,8 +55,8 @@ static void help(void)
            "                     (without it, a boot that finds FILE records nothing and\n"
            "                     'systemctl status " LTR_BOOT_UNIT "' says why)\n"
            "  --instance NAME    the session's name (default: ltr)\n"
-           "  --buffer-size KB, --buffers N|N%%, --max-file-size MB, --provider SPEC\n"
-           "                     as for 'ltr start'\n"
+           "  --buffer-size KB, --buffers N|N%%, --max-file-size MB, --provider SPEC,\n"
+           "  --name NAME        as for 'ltr start'\n"
            "  --disable          remove the unit and its link (and the directories it\n"
            "                     made, if empty): nothing else. A session started at this\n"
            "                     boot goes on until 'ltr stop' or 'ltr cancel'\n\n"
@@ -116,6 +119,10 @@ static int take(int c, boot_opts *o)
             return cli_fail("boottrace", "%s", err.msg), 2;
         return add(o, "--provider", optarg);
     }
+    case 'N':
+        if (ltr_byname_check(optarg, &err))
+            return cli_fail("boottrace", "--name: %s", err.msg), 2;
+        return add(o, "--name", optarg);
     case 'h': help(); return 0;
     default: return cli_usage_error("boottrace", usage);
     }
@@ -248,6 +255,7 @@ int cmd_boottrace(int argc, char **argv)
         {"instance", required_argument, 0, 'n'}, {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'}, {"max-file-size", required_argument, 0, 'M'},
         {"provider", required_argument, 0, 'p'}, {"disable", no_argument, 0, 'D'},
+        {"name", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     boot_opts o = {.instance = LTR_DEFAULT_SESSION};
     int c;

@@ -162,12 +162,14 @@ static void test_memory_mode_replaces(void **state)
     SKIP_IF_NEEDED();
     const char *dir = *state;
     tu_expect_ok(tu_run("%s boottrace heap --filemode -o %s/a.ltr", tu_ltr(), dir));
-    tu_result r = tu_run("%s boottrace heap.light --memory -o %s/m.ltr --instance early", tu_ltr(), dir);
+    tu_result r = tu_run("%s boottrace heap.light --memory -o %s/m.ltr --instance early --name myservice", tu_ltr(),
+                         dir);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "replaced " UNIT));
     tu_free(&r);
     char *unit = tu_read_file(UNIT);
     assert_null(strstr(unit, "--filemode"));
+    assert_non_null(strstr(unit, "\"--name\" \"myservice\""));
     char want[700];
     snprintf(want, sizeof want, "\"stop\" \"%s/m.ltr\" \"--instance\" \"early\" \"--force\"\n", dir);
     assert_non_null(strstr(unit, want)); /* written at shutdown if still running */
@@ -195,6 +197,7 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace --disable heap", tu_ltr()), 2, "--disable takes nothing else");
     expect(tu_run("%s boottrace heap --memory --instance ../x", tu_ltr()), 2, "may hold only");
     expect(tu_run("%s boottrace heap --memory --buffers 0", tu_ltr()), 2, "--buffers");
+    expect(tu_run("%s boottrace heap --memory --name a/b", tu_ltr()), 2, "--name");
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
     expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
            "is not there: the session could not write its trace");
