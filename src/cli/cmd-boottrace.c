@@ -206,7 +206,7 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     if (n <= 0)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
     self[n] = 0;
-    const char *start[80];
+    const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
     size_t k = 0;
     start[k++] = "start";
     for (int i = 0; i < nprofiles; i++)
