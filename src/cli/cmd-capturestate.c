@@ -25,9 +25,11 @@ int cmd_capturestate(int argc, char **argv)
                               "  ProcessStart of each process it follows (system-wide as root), and for\n"
                               "  each target a ThreadStart of every thread with its name and a ModuleLoad\n"
                               "  of every module, all with rundown=true, and its memory counters;\n\n"
-                              "  the heap agents' modules, threads and stack table, and every provider's\n"
-                              "  event layouts and processes, are metadata that the session keeps whole\n"
-                              "  (no event overwrites it): every trace it writes holds them already, and\n"
+                              "  every thread of every process writing into the session (heap agents,\n"
+                              "  providers) gets a THREAD record with its name now, read from /proc;\n\n"
+                              "  the heap agents' modules and stack table, and every provider's event\n"
+                              "  layouts and processes, are metadata that the session keeps whole (no\n"
+                              "  event overwrites it): every trace it writes holds them already, and\n"
                               "  there is nothing more to write (docs/heap-events.md).\n\n"
                               "  --instance NAME   the session (default: ltr)\n"
                               "\nexit status: 0 the state was written, 1 it was not (no such session, the\n"
@@ -48,8 +50,9 @@ int cmd_capturestate(int argc, char **argv)
     else
         printf("session '%s' does not record the system provider (Ltr.System): it holds no process, "
                "thread or module events to write again\n", instance);
-    printf("session '%s': the metadata of the %llu process(es) writing into it (modules, threads, stacks, "
-           "layouts; %llu bytes) is kept whole: every trace it writes holds it\n", instance,
-           (unsigned long long)res.producers, (unsigned long long)res.metadata_bytes);
+    printf("session '%s': named %llu thread(s) of the %llu process(es) writing into it; their modules, "
+           "stacks and layouts (%llu bytes of metadata) are kept whole: every trace it writes holds them\n",
+           instance, (unsigned long long)res.named_threads, (unsigned long long)res.producers,
+           (unsigned long long)res.metadata_bytes);
     return 0;
 }

@@ -131,6 +131,7 @@ int ltr_client_capture_state(const char *session, ltr_capture_result *out, ltr_e
         out->modules = kv_u64(&resp, "modules");
         out->producers = kv_u64(&resp, "producers");
         out->metadata_bytes = kv_u64(&resp, "metadata_bytes");
+        out->named_threads = kv_u64(&resp, "named_threads");
     }
     ltr_kvlist_free(&resp);
     return rc;

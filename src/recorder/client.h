@@ -62,6 +62,7 @@ typedef struct ltr_capture_result {
     bool system;
     uint64_t processes, threads, modules;
     uint64_t producers, metadata_bytes;
+    uint64_t named_threads; /* THREAD records of the producers' threads, with their names now */
 } ltr_capture_result;
 /* Asks a session to write the state its providers hold now (ltr capturestate). */
 int ltr_client_capture_state(const char *session, ltr_capture_result *out, ltr_error *err);

@@ -165,6 +165,10 @@ void rec_system_start(recorder *r);
 /* Its last samples go in; called before producers are told to stop. */
 void rec_system_stop(recorder *r);
 
+/* capture.c: `ltr capturestate`: a THREAD record, with its name now, of
+ * every thread of every attached process (but the recorder); how many. */
+unsigned rec_capture_threads(recorder *r);
+
 /* leftovers.c */
 /* Writes the session's record, locked for as long as this recorder lives. */
 int rec_record_open(recorder *r, const char *log_name, ltr_error *err);

@@ -429,9 +429,11 @@ static void handle_flush(recorder *r, int fd)
 
 /* `ltr capturestate`: the state the session's events would have said long
  * ago, written again now. What the producers write as metadata (heap
- * agents' modules, threads, stacks; providers' layouts and processes) is
- * kept whole by the recorder and needs nothing; the system provider's
- * processes, threads and modules are events, which a ring overwrites. */
+ * agents' modules and stacks; providers' layouts and processes) is kept
+ * whole by the recorder and needs nothing; their threads' names are taken
+ * again from /proc (a name set without the agent seeing it); the system
+ * provider's processes, threads and modules are events, which a ring
+ * overwrites: its thread writes them again. */
 #define CAPTURE_TIMEOUT_MS 10000
 
 static void handle_capturestate(recorder *r, int fd)
@@ -444,9 +446,12 @@ static void handle_capturestate(recorder *r, int fd)
         reply_error(fd, &err);
         return;
     }
+    unsigned named = rec_capture_threads(r);
+    rec_drain(r, r->cfg.mode == LTR_MODE_FILE); /* the records taken, in file mode written */
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     ltr_bytes_put_kv(&kv, "system", r->system ? "1" : "0");
+    put_u64(&kv, "named_threads", named);
     put_u64(&kv, "processes", c.processes);
     put_u64(&kv, "threads", c.threads);
     put_u64(&kv, "modules", c.modules);

@@ -6,10 +6,12 @@
  * then), then N blocks of 48 bytes in churn_site, each freed at once (the
  * events that overwrite a small ring many times over), then a second block
  * in keep_site from the same call, whose event reuses the stack of the
- * first: no new stack record comes with it; writes DIR/done
+ * first: no new stack record comes with it; renames its thread
+ * "renamed-main" with prctl (which the agent does not see); writes DIR/done
  * and waits for DIR/exit. Files are made with open/close, never stdio.
  */
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -37,6 +39,7 @@ int main(int argc, char **argv)
         for (long i = 0; round == 0 && i < n; i++)
             churn_site();
     }
+    prctl(PR_SET_NAME, "renamed-main"); /* not through pthread_setname_np: the agent does not see it */
     snprintf(path, sizeof path, "%s/done", argv[1]);
     close(open(path, O_CREAT | O_WRONLY, 0600));
     snprintf(path, sizeof path, "%s/exit", argv[1]);

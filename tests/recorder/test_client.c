@@ -110,7 +110,7 @@ static void test_flush_and_capture(void **state)
     assert_non_null(strstr(why, "'ltr save FILE'"));
     assert_int_equal(captured, 0);
     assert_false(cap.system);
-    assert_int_equal(cap.processes + cap.threads + cap.modules, 0);
+    assert_int_equal(cap.processes + cap.threads + cap.modules + cap.named_threads, 0);
     assert_int_equal(ltr_client_flush("../x", &res, &err), -EINVAL);
     assert_int_equal(ltr_client_capture_state("no-such-session", &cap, &err), -ESRCH);
 }
