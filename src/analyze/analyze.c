@@ -313,7 +313,8 @@ static void warn_state(ltr_analysis *a)
                 "allocations and frees in the damaged stretches are missing",
              (unsigned long long)a->sum.damage);
     else if (!a->sum.complete)
-        an_warn(a, "the trace was cut short (no END chunk): events up to its last chunk were analyzed");
+        an_warn(a, "the trace was cut short or is still being recorded (no END chunk): events up to its last "
+                "chunk were analyzed");
     if (a->bad_heap_events)
         an_warn(a, "%llu heap event(s) did not follow docs/heap-events.md and were skipped",
              (unsigned long long)a->bad_heap_events);

@@ -4,6 +4,7 @@
  */
 #include "recorder/client.h"
 #include "event/registry.h"
+#include "recorder/recorder.h" /* ltr_session_name_check */
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -92,6 +93,50 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
     return rc;
 }
 
+static uint64_t kv_u64(const ltr_kvlist *kv, const char *key)
+{
+    char buf[32];
+    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
+}
+
+int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (ltr_session_name_check(session, err))
+        return -err->code;
+    ltr_kvlist resp = {0};
+    int rc = ltr_client_op(session, "flush", NULL, NULL, false, &resp, err);
+    if (!rc) {
+        ltr_kvlist_get(&resp, "output", out->output, sizeof out->output);
+        out->file_size = kv_u64(&resp, "file_size");
+        out->dropped = kv_u64(&resp, "dropped");
+        ltr_kvlist_get(&resp, "write_error", out->write_error, sizeof out->write_error);
+        out->full = kv_u64(&resp, "full") == 1;
+    }
+    ltr_kvlist_free(&resp);
+    return rc;
+}
+
+int ltr_client_capture_state(const char *session, ltr_capture_result *out, ltr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (ltr_session_name_check(session, err))
+        return -err->code;
+    ltr_kvlist resp = {0};
+    int rc = ltr_client_op(session, "capturestate", NULL, NULL, false, &resp, err);
+    if (!rc) {
+        out->system = kv_u64(&resp, "system") == 1;
+        out->processes = kv_u64(&resp, "processes");
+        out->threads = kv_u64(&resp, "threads");
+        out->modules = kv_u64(&resp, "modules");
+        out->producers = kv_u64(&resp, "producers");
+        out->metadata_bytes = kv_u64(&resp, "metadata_bytes");
+        out->named_threads = kv_u64(&resp, "named_threads");
+    }
+    ltr_kvlist_free(&resp);
+    return rc;
+}
+
 const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size)
 {
     return ltr_kvlist_get(resp, "log", buf, size);
@@ -129,12 +174,6 @@ int ltr_client_sessions(char names[][64], int max, ltr_error *err)
             snprintf(names[n++], 64, "%.*s", LTR_SESSION_NAME_MAX - 1, reg->sessions[s].name);
     ltr_registry_unlock();
     return n;
-}
-
-static uint64_t kv_u64(const ltr_kvlist *kv, const char *key)
-{
-    char buf[32];
-    return ltr_kvlist_get(kv, key, buf, sizeof buf) ? strtoull(buf, NULL, 10) : 0;
 }
 
 static void kv_str(const ltr_kvlist *kv, const char *key, char *buf, size_t size)

@@ -43,6 +43,31 @@ void ltr_kvlist_free(ltr_kvlist *kv);
 /* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
 const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);
 
+/* What `flush` answered (docs/control-protocol.md): where the trace is and
+ * how big it is now; a write error and the events it cost, and whether the
+ * file reached its --max-file-size (what comes after is counted as lost). */
+typedef struct ltr_flush_result {
+    char output[4096];
+    uint64_t file_size, dropped;
+    char write_error[256];
+    bool full;
+} ltr_flush_result;
+/* Asks a file-mode session to write everything committed so far into its
+ * trace now; 0 or -errno (no such session, memory mode, a write that failed). */
+int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err);
+
+/* What `capturestate` answered: whether the session records the system
+ * provider and what state it wrote now; how many processes write into the
+ * session (their metadata is kept whole) and the metadata's size so far. */
+typedef struct ltr_capture_result {
+    bool system;
+    uint64_t processes, threads, modules;
+    uint64_t producers, metadata_bytes;
+    uint64_t named_threads; /* THREAD records of the producers' threads, with their names now */
+} ltr_capture_result;
+/* Asks a session to write the state its providers hold now (ltr capturestate). */
+int ltr_client_capture_state(const char *session, ltr_capture_result *out, ltr_error *err);
+
 /* Names of the sessions running now (stale entries of killed recorders are
  * cleaned first). Returns how many, or -errno. */
 int ltr_client_sessions(char names[][64], int max, ltr_error *err);

@@ -567,6 +567,20 @@ void rec_drain(recorder *r, bool flush_active)
     }
 }
 
+/* `ltr flush`: everything committed so far goes into the file now, as the
+ * periodic flush would within a second, then to the disk. The file is a
+ * valid trace the moment this returns: chunks are only ever appended, and a
+ * reader takes a trace without END as one still being written (or cut
+ * short), up to its last intact chunk; the COUNTERS just written say what
+ * was lost so far. */
+int rec_flush_file(recorder *r, ltr_error *err)
+{
+    rec_drain(r, true);
+    if (r->file_full)
+        return 0; /* the size limit holds: what follows is counted as lost */
+    return ltr_writer_flush(r->writer, 1, err);
+}
+
 /* A producer process went away: what its threads still held is complete. */
 void rec_harvest_owner(recorder *r, uint32_t owner)
 {

@@ -123,6 +123,9 @@ void rec_harvest_owner(recorder *r, uint32_t owner);
 int rec_save(recorder *r, const char *path, const char *description, bool force, bool keep_on_refusal,
              ltr_error *err);
 int rec_finish_file(recorder *r, const char *description, ltr_error *err);
+/* File mode: every committed event, the metadata it uses and the counters
+ * into the trace and to the disk now; the session goes on (`ltr flush`). */
+int rec_flush_file(recorder *r, ltr_error *err);
 void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind);
 void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);
 void rec_counters(recorder *r, ltr_bytes *out);
@@ -161,6 +164,10 @@ const char *rec_log_name(void);
 void rec_system_start(recorder *r);
 /* Its last samples go in; called before producers are told to stop. */
 void rec_system_stop(recorder *r);
+
+/* capture.c: `ltr capturestate`: a THREAD record, with its name now, of
+ * every thread of every attached process (but the recorder); how many. */
+unsigned rec_capture_threads(recorder *r);
 
 /* leftovers.c */
 /* Writes the session's record, locked for as long as this recorder lives. */

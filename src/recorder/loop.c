@@ -397,6 +397,71 @@ static void handle_marker(recorder *r, int fd, const char *text)
         reply_ok(fd);
 }
 
+/* `ltr flush`: the trace file readable, with everything committed so far,
+ * when the answer comes. */
+static void handle_flush(recorder *r, int fd)
+{
+    ltr_error err = {0};
+    if (r->cfg.mode != LTR_MODE_FILE) {
+        ltr_fail(&err, EINVAL, "session '%s' is in memory mode: nothing is written until asked; "
+                               "'ltr save FILE' writes what it holds now", r->cfg.name);
+        reply_error(fd, &err);
+        return;
+    }
+    if (rec_flush_file(r, &err) != 0) {
+        rec_write_failed(r, &err);
+        reply_error(fd, &err);
+        return;
+    }
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    ltr_bytes_put_kv(&kv, "output", r->cfg.output);
+    put_u64(&kv, "file_size", ltr_writer_size(r->writer));
+    put_u64(&kv, "dropped", dropped(r));
+    if (r->write_err.code)
+        ltr_bytes_put_kv(&kv, "write_error", r->write_err.msg);
+    if (r->file_full)
+        ltr_bytes_put_kv(&kv, "full", "1");
+    put_log(&kv);
+    reply(fd, &kv, NULL, 0);
+    ltr_bytes_free(&kv);
+}
+
+/* `ltr capturestate`: the state the session's events would have said long
+ * ago, written again now. What the producers write as metadata (heap
+ * agents' modules and stacks; providers' layouts and processes) is kept
+ * whole by the recorder and needs nothing; their threads' names are taken
+ * again from /proc (a name set without the agent seeing it); the system
+ * provider's processes, threads and modules are events, which a ring
+ * overwrites: its thread writes them again. */
+#define CAPTURE_TIMEOUT_MS 10000
+
+static void handle_capturestate(recorder *r, int fd)
+{
+    ltr_error err = {0};
+    ltr_system_capture c = {0};
+    if (r->system && ltr_system_capture_state(r->system, CAPTURE_TIMEOUT_MS, &c) != 0) {
+        ltr_fail(&err, ETIMEDOUT, "the system provider did not write its state within %d s (the recorder "
+                 "is overloaded?); the session goes on", CAPTURE_TIMEOUT_MS / 1000);
+        reply_error(fd, &err);
+        return;
+    }
+    unsigned named = rec_capture_threads(r);
+    rec_drain(r, r->cfg.mode == LTR_MODE_FILE); /* the records taken, in file mode written */
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    ltr_bytes_put_kv(&kv, "system", r->system ? "1" : "0");
+    put_u64(&kv, "named_threads", named);
+    put_u64(&kv, "processes", c.processes);
+    put_u64(&kv, "threads", c.threads);
+    put_u64(&kv, "modules", c.modules);
+    put_u64(&kv, "producers", r->nconns);
+    put_u64(&kv, "metadata_bytes", r->meta_pulled);
+    put_log(&kv);
+    reply(fd, &kv, NULL, 0);
+    ltr_bytes_free(&kv);
+}
+
 /* Handles one request; returns true if fd now belongs to a producer. */
 static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
 {
@@ -428,6 +493,10 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
         handle_cancel(r, fd);
     } else if (!strcmp(op, "marker") && t) {
         handle_marker(r, fd, t);
+    } else if (!strcmp(op, "flush")) {
+        handle_flush(r, fd);
+    } else if (!strcmp(op, "capturestate")) {
+        handle_capturestate(r, fd);
     } else {
         ltr_fail(&err, EPROTO, "unknown request '%s'", op);
         reply_error(fd, &err);

@@ -33,6 +33,10 @@ int sys_procs_fd(const sys_procs *ps);
 void sys_procs_read(sys_procs *ps);
 /* Follows the targets: new ones, gone ones, threads and modules by /proc. */
 void sys_procs_tick(sys_procs *ps);
+/* Writes the state of what it follows now, as rundown events: every
+ * process (system-wide with the connector, else the targets), and each
+ * target's threads with their names and its modules; counted in out. */
+void sys_procs_capture(sys_procs *ps, ltr_system_capture *out);
 /* overruns: connector messages the kernel dropped; connector: whether it was used. */
 void sys_procs_free(sys_procs *ps, uint64_t *overruns, bool *connector);
 

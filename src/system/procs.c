@@ -559,10 +559,11 @@ void sys_procs_read(sys_procs *ps)
 
 /* Every process on the machine, once, as the session starts (root: the
  * connector reports them as they come and go from then on). */
-static void rundown_all(sys_procs *ps)
+static size_t rundown_all(sys_procs *ps)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
+    size_t n = 0;
     while (d && (e = readdir(d))) {
         uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
         char name[16];
@@ -571,9 +572,34 @@ static void rundown_all(sys_procs *ps)
         proc_comm(pid, name);
         name_set(ps, pid, name);
         w_start(ps, pid, proc_ppid(pid), name, true);
+        n++;
     }
     if (d)
         closedir(d);
+    return n;
+}
+
+void sys_procs_capture(sys_procs *ps, ltr_system_capture *out)
+{
+    if (ps->procs && ps->nl >= 0) /* followed system-wide: every process there is */
+        out->processes += rundown_all(ps);
+    for (size_t i = 0; i < ps->n; i++) {
+        sys_proc *p = &ps->v[i];
+        if (ps->procs) {
+            if (ps->nl < 0) {
+                w_start(ps, p->pid, proc_ppid(p->pid), p->name, true);
+                out->processes++;
+            }
+            for (size_t t = 0; t < p->nthreads; t++)
+                w_thread(ps, &ev_thread_start, p->pid, p->threads[t].tid, p->threads[t].name, true);
+            out->threads += p->nthreads;
+        }
+        if (ps->loader) {
+            for (size_t m = 0; m < p->nmodules; m++)
+                w_module(ps, &ev_mod_load, p->pid, &p->modules[m], true);
+            out->modules += p->nmodules;
+        }
+    }
 }
 
 void sys_procs_tick(sys_procs *ps)

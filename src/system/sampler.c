@@ -61,6 +61,9 @@ struct ltr_system {
     uint64_t overruns; /* set by the thread as it ends */
     bool connector;
     sys_cpu *cpu; /* made by ltr_system_start: why it could not be, in cpu_why */
+    /* captures of state: asked by the recorder's thread, done by this one */
+    _Atomic uint64_t capture_asked, capture_done;
+    ltr_system_capture captured; /* of the last one done: read once capture_done says so */
     char cpu_why[256];
 };
 
@@ -157,6 +160,35 @@ static int ms_until(uint64_t at, uint64_t now)
     return at > now ? (int)((at - now + 999999) / 1000000) : 0;
 }
 
+/* A capture of state: first what changed since the last tick, then all of it. */
+static void capture(ltr_system *s, sys_procs *ps, bool mem, uint64_t asked)
+{
+    ltr_system_capture c = {0};
+    if (ps) {
+        sys_procs_tick(ps);
+        sys_procs_capture(ps, &c);
+    }
+    if (mem)
+        sample_memory(s);
+    s->captured = c;
+    atomic_store(&s->capture_done, asked);
+}
+
+int ltr_system_capture_state(ltr_system *s, unsigned timeout_ms, ltr_system_capture *out)
+{
+    uint64_t asked = atomic_fetch_add(&s->capture_asked, 1) + 1, one = 1;
+    if (write(s->wakefd, &one, sizeof one) < 0) {
+        /* the counter is full: a wake-up is pending anyway */
+    }
+    for (uint64_t end = ltr_now_ns() + (uint64_t)timeout_ms * 1000000u; atomic_load(&s->capture_done) < asked;) {
+        if (ltr_now_ns() > end)
+            return -ETIMEDOUT;
+        usleep(1000);
+    }
+    *out = s->captured;
+    return 0;
+}
+
 static void *run(void *arg)
 {
     ltr_system *s = arg;
@@ -200,6 +232,9 @@ static void *run(void *arg)
         }
         if (s->cpu)
             sys_cpu_read(s->cpu);
+        uint64_t asked = atomic_load(&s->capture_asked);
+        if (asked != atomic_load(&s->capture_done))
+            capture(s, ps, mem, asked);
     }
     if (s->cpu)
         sys_cpu_read(s->cpu);

@@ -62,6 +62,18 @@ void ltr_system_add_target(ltr_system *s, uint32_t pid);
  * not permitted...), or NULL: said once, the rest records. */
 const char *ltr_system_cpu_problem(const ltr_system *s);
 
+/* What a capture of state wrote (ltr_system_capture_state). */
+typedef struct ltr_system_capture {
+    uint64_t processes, threads, modules;
+} ltr_system_capture;
+
+/* `ltr capturestate`: the thread writes, now, the state it holds as
+ * rundown events (ProcessStart, ThreadStart and ModuleLoad with
+ * rundown=true, and the memory counters), so that a memory-mode ring whose
+ * older events were overwritten still names the processes, threads and
+ * modules. Waits until it is written, at most timeout_ms: 0, or -ETIMEDOUT. */
+int ltr_system_capture_state(ltr_system *s, unsigned timeout_ms, ltr_system_capture *out);
+
 /* Whether CPU samples can be taken here: 0, or -errno with why saying what
  * would permit them. */
 int ltr_system_cpu_probe(char *why, size_t why_size);

@@ -81,6 +81,40 @@ static void test_is_session_output(void **state)
     assert_false(ltr_client_is_session_output("nobody-here", out));
 }
 
+/* flush and capturestate, typed: a file-mode session's trace is a readable
+ * trace when flush returns (here with only its header and counters: no
+ * program writes into it); memory mode refuses flush; a session without the
+ * system provider captures nothing of it; a bad name is refused before
+ * anything is asked. */
+static void test_flush_and_capture(void **state)
+{
+    const char *dir = *state;
+    char out[512];
+    snprintf(out, sizeof out, "%s/flushed.ltr", dir);
+    launch("fl-test", LTR_MODE_FILE, out);
+    launch("mem-test", LTR_MODE_MEMORY, NULL);
+    ltr_flush_result res;
+    ltr_error err;
+    int flushed = ltr_client_flush("fl-test", &res, &err);
+    tu_trace t = tu_read_trace(out, NULL);
+    int refused = ltr_client_flush("mem-test", &res, &err);
+    char why[sizeof err.msg];
+    snprintf(why, sizeof why, "%s", err.msg);
+    ltr_capture_result cap;
+    int captured = ltr_client_capture_state("mem-test", &cap, &err);
+    ltr_client_op("fl-test", "cancel", NULL, NULL, false, NULL, &err);
+    ltr_client_op("mem-test", "cancel", NULL, NULL, false, NULL, &err);
+    assert_int_equal(flushed, 0);
+    assert_true(t.ok && t.has_counters && !t.complete);
+    assert_int_equal(refused, -EINVAL);
+    assert_non_null(strstr(why, "'ltr save FILE'"));
+    assert_int_equal(captured, 0);
+    assert_false(cap.system);
+    assert_int_equal(cap.processes + cap.threads + cap.modules + cap.named_threads, 0);
+    assert_int_equal(ltr_client_flush("../x", &res, &err), -EINVAL);
+    assert_int_equal(ltr_client_capture_state("no-such-session", &cap, &err), -ESRCH);
+}
+
 /* The log a stop names is read by one accessor, not by its key in each command. */
 static void test_reply_log(void **state)
 {
@@ -208,6 +242,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_op, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_is_session_output, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_flush_and_capture, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test(test_reply_log),
         cmocka_unit_test(test_kept_and_emitted),
         cmocka_unit_test(test_default_output),

@@ -1,0 +1,288 @@
+/*
+ * cli/cmd-boottrace.c — `ltr boottrace` (WPR's -boottrace): a session that
+ * starts at every boot, through a systemd unit (recorder/boottrace.h), and
+ * `ltr boottrace --disable`, which takes it away again.
+ */
+#include "byname/byname.h"
+#include "cli/cli.h"
+#include "cli/session.h"
+#include "prim/prim.h"
+#include "profiles/profiles.h"
+#include "recorder/boottrace.h"
+#include "recorder/recorder.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] = "ltr boottrace PROFILE... (--filemode -o FILE | --memory [-o FILE])\n"
+                            "                     [--instance NAME] [--force] [--buffer-size KB]\n"
+                            "                     [--buffers N|N%] [--max-file-size MB] [--provider SPEC]...\n"
+                            "                     [--name NAME]...\n"
+                            "       ltr boottrace --disable";
+
+static void help(void)
+{
+    printf("usage: %s\n\n"
+           "Sets up a session that starts at every boot, early (before sysinit.target,\n"
+           "once the local filesystems are mounted), with the profiles and options given,\n"
+           "as 'ltr start' takes them. It writes the systemd unit\n"
+           "/etc/systemd/system/" LTR_BOOT_UNIT " (running 'ltr start') and enables\n"
+           "it: with 'systemctl enable' when systemd runs this machine; when it does not\n"
+           "(a container), by making the link systemctl would make,\n"
+           "/etc/systemd/system/" LTR_BOOT_WANTS "/" LTR_BOOT_UNIT ",\n"
+           "and saying so. Nothing starts now: the next boot starts the session.\n"
+           "Needs root.\n\n"
+           "The trace is written as usual: 'sudo ltr stop FILE' ends the boot's session\n"
+           "(its control socket is in " LTR_BOOT_RUNTIME_DIR ", where root's commands look without a\n"
+           "login session of root's own; with one, 'sudo LTR_RUNTIME_DIR=" LTR_BOOT_RUNTIME_DIR " ltr stop\n"
+           "FILE'). The services that start after it are heap-traced by name: their\n"
+           "names given with --name, and 'ltr heaptracingconfig NAME enable' for each\n"
+           "(the agent is then in every new process of that name).\n\n"
+           "  --filemode         write the trace as it goes, into FILE (-o, required);\n"
+           "                     'ltr stop FILE' ends it there\n"
+           "  --memory           a flight recorder: 'ltr stop FILE' or 'ltr save FILE'\n"
+           "                     writes what it holds\n"
+           "  -o, --output FILE  file mode: where the trace grows from boot on; memory\n"
+           "                     mode: where the trace is written at shutdown, replacing\n"
+           "                     that of an earlier boot, if the session still runs then.\n"
+           "                     In file mode a session still running at shutdown is\n"
+           "                     stopped into FILE too\n"
+           "  --force            file mode: each boot replaces the FILE of the one before\n"
+           "                     (without it, a boot that finds FILE records nothing and\n"
+           "                     'systemctl status " LTR_BOOT_UNIT "' says why)\n"
+           "  --instance NAME    the session's name (default: ltr)\n"
+           "  --buffer-size KB, --buffers N|N%%, --max-file-size MB, --provider SPEC,\n"
+           "  --name NAME        as for 'ltr start'\n"
+           "  --disable          remove the unit and its link (and the directories it\n"
+           "                     made, if empty): nothing else. A session started at this\n"
+           "                     boot goes on until 'ltr stop' or 'ltr cancel'\n\n"
+           "exit status: 0 set up (or removed, or nothing to remove), 1 not done (not\n"
+           "root, a profile with errors, a unit or link of that name that ltr did not\n"
+           "write, a file that could not be written, systemctl failed), 2 bad usage.\n",
+           usage);
+}
+
+typedef struct boot_opts {
+    const char *output, *instance;
+    bool filemode, memory, force, disable;
+    const char *args[64]; /* for `ltr start` */
+    size_t nargs;
+} boot_opts;
+
+static int add(boot_opts *o, const char *a, const char *b)
+{
+    if (o->nargs + 2 > sizeof o->args / sizeof o->args[0])
+        return cli_fail("boottrace", "too many options"), 2;
+    o->args[o->nargs++] = a;
+    if (b)
+        o->args[o->nargs++] = b;
+    return -1;
+}
+
+/* Checks one option as `ltr start` will at boot, and keeps it for it. */
+static int take(int c, boot_opts *o)
+{
+    uint64_t v;
+    ltr_error err;
+    switch (c) {
+    case 'f': o->filemode = true; return -1;
+    case 'm': o->memory = true; return -1;
+    case 'o': o->output = optarg; return -1;
+    case 'F': o->force = true; return -1;
+    case 'D': o->disable = true; return -1;
+    case 'n':
+        if (ltr_session_name_check(optarg, &err))
+            return cli_fail("boottrace", "%s", err.msg), 2;
+        o->instance = optarg;
+        return -1;
+    case 's':
+        if (cli_parse_u64("boottrace", "--buffer-size (KB)", optarg, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, &v))
+            return 2;
+        return add(o, "--buffer-size", optarg);
+    case 'b': {
+        uint32_t n;
+        if (cli_parse_buffers("boottrace", optarg, LTR_BUFFER_KB_DEFAULT, &n))
+            return 2;
+        return add(o, "--buffers", optarg);
+    }
+    case 'M':
+        if (cli_parse_u64("boottrace", "--max-file-size (MB)", optarg, 1, UINT64_MAX >> 20, &v))
+            return 2;
+        return add(o, "--max-file-size", optarg);
+    case 'p': {
+        ltr_provider_spec spec;
+        if (ltr_provider_spec_parse(optarg, &spec, &err))
+            return cli_fail("boottrace", "%s", err.msg), 2;
+        return add(o, "--provider", optarg);
+    }
+    case 'N':
+        if (ltr_byname_check(optarg, &err))
+            return cli_fail("boottrace", "--name: %s", err.msg), 2;
+        return add(o, "--name", optarg);
+    case 'h': help(); return 0;
+    default: return cli_usage_error("boottrace", usage);
+    }
+}
+
+/* The profiles resolve here as they will at boot: errors now, not then. */
+static int check_profiles(char **specs, int n, bool filemode)
+{
+    ltr_profile_request req = {.specs = (const char *const *)specs, .nspecs = (size_t)n, .filemode = filemode};
+    ltr_plan *plan = NULL;
+    int rc = ltr_profiles_resolve(&req, &plan);
+    if (!plan)
+        return cli_fail("boottrace", "out of memory reading the profiles");
+    for (size_t i = 0; rc && i < plan->diags.n; i++) {
+        char line[2048];
+        ltr_diag_format(&plan->diags.v[i], line, sizeof line);
+        fprintf(stderr, "ltr boottrace: %s\n", line);
+    }
+    ltr_plan_free(plan);
+    return rc ? cli_fail("boottrace", "the profiles have errors: nothing was set up") : 0;
+}
+
+/* `ltr start -o` at boot would fail in a directory that is not there. */
+static int output_dir_missing(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = 0;
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    return cli_fail("boottrace", "the directory of %s is not there: the session could not write its trace "
+                    "at boot; make it first", path);
+}
+
+static int need_root(void)
+{
+    if (geteuid() == 0)
+        return 0;
+    return cli_fail("boottrace", "needs root: it writes /%s/%s and enables it for every boot "
+                    "(run it with sudo)", LTR_BOOT_UNIT_DIR, LTR_BOOT_UNIT);
+}
+
+static int disable(void)
+{
+    if (need_root())
+        return 1;
+    ltr_error err;
+    ltr_boottrace_done done;
+    bool sd = ltr_systemd_running();
+    if (sd && ltr_boottrace_installed("/") == 1 && ltr_systemctl(&err, "disable", LTR_BOOT_UNIT, NULL) != 0)
+        return cli_fail("boottrace", "%s", err.msg);
+    int rc = ltr_boottrace_remove("/", &done, &err);
+    if (done.link_removed)
+        printf("removed %s\n", done.link);
+    if (done.unit_removed)
+        printf("removed %s\n", done.unit);
+    if (rc)
+        return cli_fail("boottrace", "%s", err.msg);
+    if (sd && done.found && ltr_systemctl(&err, "daemon-reload", NULL, NULL) != 0)
+        cli_warn("boottrace", "%s", err.msg);
+    if (!done.found)
+        printf("no boot trace was set up: nothing to remove\n");
+    else
+        printf("the boot trace is disabled: no session starts at the next boot\n");
+    return 0;
+}
+
+static int enable(boot_opts *o, char **profiles, int nprofiles)
+{
+    if (need_root() || check_profiles(profiles, nprofiles, o->filemode))
+        return 1;
+    char out[4096], self[4096];
+    ltr_error err;
+    if (o->output && cli_absolute_path("boottrace", o->output, out, sizeof out))
+        return 2;
+    if (o->output && output_dir_missing(out))
+        return 1;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
+    self[n] = 0;
+    const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
+    size_t k = 0;
+    start[k++] = "start";
+    for (int i = 0; i < nprofiles; i++)
+        start[k++] = profiles[i];
+    start[k++] = "--instance";
+    start[k++] = o->instance;
+    if (o->filemode) {
+        start[k++] = "--filemode";
+        start[k++] = "-o";
+        start[k++] = out;
+        if (o->force)
+            start[k++] = "--force";
+    }
+    for (size_t i = 0; i < o->nargs; i++)
+        start[k++] = o->args[i];
+    ltr_boottrace bt = {.ltr = self, .instance = o->instance, .output = o->output ? out : NULL,
+                        .filemode = o->filemode, .start_args = start, .nargs = k};
+    ltr_bytes unit = {0};
+    int rc = ltr_boottrace_unit(&bt, &unit, &err);
+    bool sd = ltr_systemd_running();
+    ltr_boottrace_done done;
+    if (!rc)
+        rc = ltr_boottrace_install("/", &unit, !sd, &done, &err);
+    ltr_bytes_free(&unit);
+    if (!rc && sd)
+        rc = ltr_systemctl(&err, "daemon-reload", NULL, NULL) || ltr_systemctl(&err, "enable", LTR_BOOT_UNIT, NULL);
+    if (rc)
+        return cli_fail("boottrace", "%s", err.msg);
+    printf("%s %s\n", done.replaced ? "replaced" : "wrote", done.unit);
+    if (sd)
+        printf("enabled it with 'systemctl enable'\n");
+    else
+        printf("systemd does not run this machine now (a container?): enabled it by hand with the link %s, "
+               "which systemd follows at boot\n", done.link);
+    printf("at each boot, session '%s' starts (%s); 'sudo ltr stop FILE' ends it and writes its trace; "
+           "'ltr boottrace --disable' removes the boot trace\n",
+           o->instance, o->filemode ? "file mode" : "memory mode");
+    return 0;
+}
+
+int cmd_boottrace(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"filemode", no_argument, 0, 'f'},  {"memory", no_argument, 0, 'm'},
+        {"output", required_argument, 0, 'o'}, {"force", no_argument, 0, 'F'},
+        {"instance", required_argument, 0, 'n'}, {"buffer-size", required_argument, 0, 's'},
+        {"buffers", required_argument, 0, 'b'}, {"max-file-size", required_argument, 0, 'M'},
+        {"provider", required_argument, 0, 'p'}, {"disable", no_argument, 0, 'D'},
+        {"name", required_argument, 0, 'N'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    boot_opts o = {.instance = LTR_DEFAULT_SESSION};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        int rc = take(c, &o);
+        if (rc >= 0)
+            return rc;
+    }
+    int nprofiles = argc - optind;
+    if (o.disable) {
+        if (nprofiles || o.filemode || o.memory || o.output || o.force || o.nargs ||
+            strcmp(o.instance, LTR_DEFAULT_SESSION))
+            return cli_fail("boottrace", "--disable takes nothing else"), cli_usage_error("boottrace", usage);
+        return disable();
+    }
+    if (nprofiles > 32)
+        return cli_fail("boottrace", "at most 32 profiles"), 2;
+    if (o.filemode == o.memory)
+        return cli_fail("boottrace", "say --filemode or --memory"), cli_usage_error("boottrace", usage);
+    if (!nprofiles)
+        return cli_fail("boottrace", "name at least one PROFILE ('ltr profiles' lists them)"),
+               cli_usage_error("boottrace", usage);
+    if (o.filemode && !o.output)
+        return cli_fail("boottrace", "--filemode needs -o FILE: where the trace grows from boot on"),
+               cli_usage_error("boottrace", usage);
+    if (o.force && !o.filemode)
+        return cli_fail("boottrace", "--force is for --filemode"), cli_usage_error("boottrace", usage);
+    return enable(&o, argv + optind, nprofiles);
+}
