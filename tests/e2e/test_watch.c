@@ -4,11 +4,14 @@
  * on, leaks from leak_on_signal(): it triggers on the first poll where both
  * conditions hold and not before, once by default, and the saved trace's top
  * outstanding stack is the leak's, with the marker and the snapshot in it;
- * SIGTERM leaves no session behind and writes nothing; a watched --pid that
- * exits ends it with status 3; by --name a restarted service is followed;
- * bad input is refused before anything starts; --support-bundle writes its
- * .tar.zst beside the trace, with the files it lists, past a planted name. Attaching the agent needs
- * ptrace: as root here (CI runs as root), the tests skip otherwise.
+ * auto fires on a slow leak after its warm-up; --support-bundle writes its
+ * .tar.zst beside the trace, with the files it lists, past a planted name;
+ * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
+ * write nothing; a watched --pid that exits ends it with status 3; by
+ * --name a restarted service is followed; the systemd unit verifies and its
+ * command line runs; bad input is refused before anything starts. Attaching
+ * the agent needs ptrace: as root here (CI runs as root), the tests skip
+ * otherwise.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -301,32 +304,48 @@ static void test_support_bundle(void **state)
     }
 }
 
-/* Nothing triggers; SIGTERM ends it: the session is gone, nothing written. */
-static void test_sigterm_leaves_nothing(void **state)
+/* Nothing triggers; SIGTERM or Ctrl-C (SIGINT) ends it: the session and its
+ * recorder are gone, nothing of it is left in the runtime directory, nothing
+ * was written, and the service runs on undisturbed. */
+static void test_signal_leaves_nothing(void **state)
 {
     const char *dir = *state;
     if (skip_unless_root())
         skip();
+    static const int sigs[] = {SIGTERM, SIGINT};
     pid_t svc = start_target(dir, "svc", "50 256 0");
-    char out[512];
-    snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
-                         "--interval 0.2 --monitor", LTR, (int)svc, dir);
-    free(wait_for(out, "  pid ", 2));
-    tu_result st = tu_run("%s status", LTR);
-    assert_non_null(strstr(st.out, "session 'watch-"));
-    tu_free(&st);
-    kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
-    char *s = tu_read_file(out);
-    assert_non_null(strstr(s, "ended by"));
-    free(s);
-    st = tu_run("%s status", LTR);
-    assert_null(strstr(st.out, "watch-"));
-    tu_free(&st);
-    char path[512];
-    snprintf(path, sizeof path, "%s/t.ltr", dir);
-    assert_int_equal(access(path, F_OK), -1);
+    for (size_t i = 0; i < 2; i++) {
+        char out[512];
+        snprintf(out, sizeof out, "%s/watch%zu.out", dir, i);
+        pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                             "--interval 0.2 --monitor", LTR, (int)svc, dir);
+        free(wait_for(out, "  pid ", 2));
+        tu_result st = tu_run("%s status", LTR);
+        const char *rec = strstr(st.out, "recorder pid ");
+        assert_non_null(strstr(st.out, "session 'watch-"));
+        assert_non_null(rec);
+        pid_t recorder = (pid_t)atoi(rec + strlen("recorder pid "));
+        tu_free(&st);
+        kill(w, sigs[i]);
+        assert_int_equal(wait_exit(w), 0);
+        char *s = tu_read_file(out);
+        assert_non_null(strstr(s, "ended by"));
+        free(s);
+        st = tu_run("%s status", LTR);
+        assert_null(strstr(st.out, "watch-"));
+        tu_free(&st);
+        double end = tu_now_s() + DEADLINE_S; /* the recorder exits after its reply */
+        while (kill(recorder, 0) == 0 && tu_now_s() < end)
+            nap_ms(20);
+        assert_int_equal(kill(recorder, 0), -1);
+        tu_result ls = tu_run("ls -A %s/run", dir);
+        if (strstr(ls.out, "watch-"))
+            fail_msg("left in the runtime directory: %s", ls.out);
+        tu_free(&ls);
+        char path[512];
+        snprintf(path, sizeof path, "%s/t.ltr", dir);
+        assert_int_equal(access(path, F_OK), -1);
+    }
     /* and the service was never disturbed: it still runs */
     assert_int_equal(kill(svc, 0), 0);
     kill(svc, SIGKILL);
@@ -521,7 +540,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trigger_on_growth, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_auto_fires_on_slow_leak, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_support_bundle, tu_setup_sandbox, teardown),
-        cmocka_unit_test_setup_teardown(test_sigterm_leaves_nothing, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_signal_leaves_nothing, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
