@@ -8,10 +8,10 @@
  * The environment is never taken (/proc/PID/environ holds secrets). Every
  * file that could not be read is named in MISSING.txt with the reason, so the
  * bundle never says it holds more than it does. The archive is written to a
- * temporary file in FILE's directory and linked to its name only when
- * complete: a failed bundle leaves nothing, and link() neither follows nor
- * replaces a file or symlink planted there. libarchive writes the tar and
- * its zstd filter.
+ * temporary file in FILE's directory and takes its name only when complete
+ * (ltr_publish): a failed bundle leaves nothing, and a file or symlink
+ * planted there is neither followed nor replaced. libarchive writes the tar
+ * and its zstd filter.
  */
 #include "watch/watch.h"
 #include "prim/prim.h"
@@ -214,26 +214,28 @@ int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_err
 {
     char tmp[PATH_MAX], top[NAME_MAX + 1];
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    int len = snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path, base);
-    if (len < 0 || (size_t)len >= sizeof tmp)
-        return ltr_fail(err, ENAMETOOLONG, "%s: the name is too long", path);
-    snprintf(top, sizeof top, "%.*s", (int)(strlen(base) > 8 ? strlen(base) - 8 : strlen(base)), base); /* less .tar.zst */
-    int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, 0600: the bundle holds the process's maps and command line */
+    size_t blen = strlen(base), ext = strlen(".tar.zst");
+    snprintf(top, sizeof top, "%.*s", (int)(blen > ext ? blen - ext : blen), base);
+    int rc = ltr_temp_name(tmp, sizeof tmp, path);
+    if (rc < 0)
+        return ltr_fail(err, -rc, "%s: the name is too long", path);
+    int fd = ltr_create_temp(tmp); /* 0600: the bundle holds the process's maps and command line */
     if (fd < 0)
-        return ltr_fail(err, errno, "%s: a temporary file beside it: %s", path, strerror(errno));
-    int rc = write_archive(fd, top, in, err);
+        return ltr_fail(err, -fd, "%s: a temporary file beside it: %s", path, strerror(-fd));
+    rc = write_archive(fd, top, in, err);
     if (rc == 0 && fsync(fd) != 0)
         rc = ltr_fail(err, errno, "%s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
         rc = ltr_fail(err, errno, "%s: %s", path, strerror(errno));
-    if (rc == 0 && link(tmp, path) != 0)
-        rc = ltr_fail(err, errno, "%s: %s%s", path, strerror(errno),
-                      errno == EEXIST ? " (a file of that name appeared: it is left as it is)" : "");
+    if (rc == 0 && (rc = ltr_publish(tmp, path, false)) < 0) /* never over a file or symlink there */
+        rc = ltr_fail(err, -rc, "%s: %s%s", path, strerror(-rc),
+                      rc == -EEXIST ? " (a file of that name appeared: it is left as it is)" : "");
     else if (rc) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         ltr_fail(err, -rc, "%s: %s", path, why);
     }
-    unlink(tmp);
+    if (rc)
+        unlink(tmp);
     return rc;
 }
