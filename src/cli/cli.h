@@ -12,6 +12,7 @@ typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
     const char *summary;
+    const char *group; /* the heading `ltr --help` lists it under */
 } cli_command;
 
 /* Prints "ltr NAME: message" to stderr. Returns 1 (the usual exit status). */
@@ -50,6 +51,7 @@ int cli_session_file_args(const char *cmd, int argc, char **argv, const char *us
 int cmd_start(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_providers(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_save(int argc, char **argv);
 int cmd_stop(int argc, char **argv);

@@ -7,30 +7,39 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Grouped as WPR's users think of its command line: sessions (-start,
+ * -stop, -flush...), the heap settings (-heaptracingconfig, -snapshotconfig,
+ * -singlesnapshot...), traces (-merge, then WPA's side), profiles and
+ * providers (-profiles, -exportprofile, -providers). */
+#define RECORDING "recording (sessions and their traces)"
+#define HEAP "heap settings (which processes, snapshots)"
+#define TRACES "traces (read, analyze, merge)"
+#define PROFILES "profiles and providers"
 static const cli_command commands[] = {
-    {"record", cmd_record, "heap-trace a command and what it starts, from launch to exit"},
-    {"run", cmd_run, "launch a command with the heap agent into the running sessions"},
-    {"start", cmd_start, "start a recording session"},
-    {"status", cmd_status, "show running sessions: mode, buffers, events written and lost"},
-    {"save", cmd_save, "write a memory-mode session's content to a trace, keep recording"},
-    {"stop", cmd_stop, "end a session and write its trace"},
-    {"boottrace", cmd_boottrace, "start a session at every boot (a systemd unit), or --disable it"},
-    {"cancel", cmd_cancel, "end a session without writing a trace"},
-    {"watch", cmd_watch, "a flight recorder on one process that saves itself when its memory grows"},
-    {"flush", cmd_flush, "write all a file-mode session holds into its trace now, to read it"},
-    {"capturestate", cmd_capturestate, "write again the processes, threads and modules a session knows"},
-    {"marker", cmd_marker, "put a marker event into every running session"},
-    {"snapshotconfig", cmd_snapshotconfig, "keep a live-block table for heap snapshots (--pid, --name)"},
-    {"singlesnapshot", cmd_singlesnapshot, "write a heap snapshot of processes now"},
-    {"enableperiodicsnapshot", cmd_enableperiodicsnapshot, "write heap snapshots every N seconds"},
-    {"disableperiodicsnapshot", cmd_disableperiodicsnapshot, "stop periodic heap snapshots"},
-    {"info", cmd_info, "show what a trace holds: header, processes, providers, counters"},
-    {"dump", cmd_dump, "print every event of a trace, one per line"},
-    {"merge", cmd_merge, "merge traces of this machine and boot into one"},
-    {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window"},
-    {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON or CSV"},
-    {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file"},
-    {"heaptracingconfig", cmd_heaptracingconfig, "heap-trace new processes of a name (persistent, root)"},
+    {"start", cmd_start, "start a recording session", RECORDING},
+    {"status", cmd_status, "show running sessions: mode, buffers, events written and lost", RECORDING},
+    {"marker", cmd_marker, "put a marker event into every running session", RECORDING},
+    {"flush", cmd_flush, "write all a file-mode session holds into its trace now, to read it", RECORDING},
+    {"capturestate", cmd_capturestate, "write again the processes, threads and modules a session knows", RECORDING},
+    {"save", cmd_save, "write a memory-mode session's content to a trace, keep recording", RECORDING},
+    {"stop", cmd_stop, "end a session and write its trace", RECORDING},
+    {"cancel", cmd_cancel, "end a session without writing a trace", RECORDING},
+    {"record", cmd_record, "heap-trace a command and what it starts, from launch to exit", RECORDING},
+    {"run", cmd_run, "launch a command with the heap agent into the running sessions", RECORDING},
+    {"watch", cmd_watch, "a flight recorder on one process that saves itself when its memory grows", RECORDING},
+    {"boottrace", cmd_boottrace, "start a session at every boot (a systemd unit), or --disable it", RECORDING},
+    {"heaptracingconfig", cmd_heaptracingconfig, "heap-trace new processes of a name (persistent, root)", HEAP},
+    {"snapshotconfig", cmd_snapshotconfig, "keep a live-block table for heap snapshots (--pid, --name)", HEAP},
+    {"singlesnapshot", cmd_singlesnapshot, "write a heap snapshot of processes now", HEAP},
+    {"enableperiodicsnapshot", cmd_enableperiodicsnapshot, "write heap snapshots every N seconds", HEAP},
+    {"disableperiodicsnapshot", cmd_disableperiodicsnapshot, "stop periodic heap snapshots", HEAP},
+    {"info", cmd_info, "show what a trace holds: header, processes, providers, counters", TRACES},
+    {"dump", cmd_dump, "print every event of a trace, one per line", TRACES},
+    {"analyze", cmd_analyze, "which call stacks hold the memory, over a time window", TRACES},
+    {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON or CSV", TRACES},
+    {"merge", cmd_merge, "merge traces of this machine and boot into one", TRACES},
+    {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file; --export one", PROFILES},
+    {"providers", cmd_providers, "the providers programs named, and the sessions that enable each", PROFILES},
 };
 
 static void usage(FILE *out)
@@ -39,8 +48,11 @@ static void usage(FILE *out)
                  "       ltr help [COMMAND] | ltr --help | ltr --version\n\n"
                  "ltr, the Linux trace recorder: records events and heap allocations with\n"
                  "their call stacks, and finds what holds the memory.\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!i || strcmp(commands[i].group, commands[i - 1].group))
+            fprintf(out, "%s%s:\n", i ? "\n" : "", commands[i].group);
         fprintf(out, "  %-23s %s\n", commands[i].name, commands[i].summary);
+    }
     fprintf(out, "\n'ltr help COMMAND' or 'ltr COMMAND --help' tells more about a command;\n"
                  "'ltr --version' prints the version.\n\n"
                  "exit status: each command's help lists its own; 0 done, 1 failed, 2 bad\n"

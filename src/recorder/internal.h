@@ -178,5 +178,9 @@ void rec_record_close(recorder *r);
 /* A write to the file-mode trace failed: logged, and the first such error kept
  * for status and stop to report (the events it cost are counted as dropped). */
 void rec_write_failed(recorder *r, const ltr_error *err);
+/* layouts.c: the layouts of provider g in the shared metadata, one line
+ * each ("Name id=N event=E level=L opcode=O keywords=0xK fields=a:u64,..."),
+ * NUL-terminated. */
+void rec_layouts_text(recorder *r, const ltr_guid *g, ltr_bytes *out);
 
 #endif

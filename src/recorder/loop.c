@@ -462,6 +462,25 @@ static void handle_capturestate(recorder *r, int fd)
     ltr_bytes_free(&kv);
 }
 
+/* `ltr providers --details`: the layouts of the provider whose GUID is text. */
+static void handle_layouts(recorder *r, int fd, const char *text)
+{
+    ltr_guid g;
+    ltr_error err;
+    if (ltr_guid_parse(text, &g) != 0) {
+        ltr_fail(&err, EINVAL, "'%s' is not a GUID", text);
+        reply_error(fd, &err);
+        return;
+    }
+    ltr_bytes lines = {0}, kv = {0};
+    rec_layouts_text(r, &g, &lines);
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    ltr_bytes_put_kv(&kv, "layouts", lines.failed ? "" : (const char *)lines.data);
+    reply(fd, &kv, NULL, 0);
+    ltr_bytes_free(&kv);
+    ltr_bytes_free(&lines);
+}
+
 /* Handles one request; returns true if fd now belongs to a producer. */
 static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
 {
@@ -497,6 +516,8 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
         handle_flush(r, fd);
     } else if (!strcmp(op, "capturestate")) {
         handle_capturestate(r, fd);
+    } else if (!strcmp(op, "layouts") && t) {
+        handle_layouts(r, fd, t);
     } else {
         ltr_fail(&err, EPROTO, "unknown request '%s'", op);
         reply_error(fd, &err);

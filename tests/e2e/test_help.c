@@ -24,7 +24,7 @@ static const char *const commands[] = {"record", "run",  "start",   "status",  "
                                        "stop",   "cancel", "watch", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
                                        "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig",
-                                       "merge", "flush", "boottrace", "capturestate"};
+                                       "merge", "flush", "boottrace", "capturestate", "providers"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)
@@ -50,6 +50,13 @@ static void general_help(void **state)
     for (const char *p = strstr(r.out, "commands:\n"); p && (p = strstr(p, "\n  ")); p += 3)
         listed++;
     assert_int_equal(listed, NCOMMANDS);
+    /* grouped as WPR's users think of them, each group a heading */
+    static const char *const groups[] = {"\nrecording (", "\nheap settings (", "\ntraces (", "\nprofiles and providers:"};
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
+        assert_non_null(strstr(r.out, groups[i]));
+    const char *heap = strstr(r.out, "\nheap settings ("), *traces = strstr(r.out, "\ntraces (");
+    const char *snap = strstr(r.out, "\n  singlesnapshot "), *merge = strstr(r.out, "\n  merge ");
+    assert_true(heap < snap && snap < traces && traces < merge); /* each command under its heading */
     for (size_t i = 0; i < NCOMMANDS; i++) {
         char line[64];
         snprintf(line, sizeof line, "\n  %s ", commands[i]);
