@@ -370,6 +370,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &a->snap_guid);
     ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
     a->cpu_report = o->cpu;
+    a->full_stacks = o->full_stacks;
+    a->width = o->width;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};

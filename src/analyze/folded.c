@@ -1,8 +1,11 @@
 /*
  * analyze/folded.c — folded stacks, the input of flamegraph.pl: one line per
- * stack, "process;outermost;...;innermost VALUE", with VALUE the bytes the
- * stack holds at the window's end (AIFO + AOFO). Inlined calls are frames of
- * their own. ';' inside a name would split a frame, so it becomes ':'.
+ * stack, "program;outermost;...;innermost VALUE", with VALUE the bytes the
+ * stack holds at the window's end (AIFO + AOFO). The root is the program's
+ * file name without its pid, so that two runs compare (difffolded.pl); the
+ * start-up and allocator frames are hidden unless --full-stacks (frames.c).
+ * Inlined calls are frames of their own. ';' inside a name would split a
+ * frame, so it becomes ':'.
  * With --snapshot N, VALUE is the bytes of the stack's live blocks in that
  * heap snapshot.
  */
@@ -34,9 +37,13 @@ static void line(ltr_analysis *a, FILE *out, const an_stack *s)
     uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
     if (!bytes)
         return;
+    /* the root is the program, not its pid: two runs' stacks then compare */
     const char *exe = an_process_exe(a, s->pid), *b = strrchr(exe, '/');
-    fprintf(out, "%s[%u]", *exe ? (b ? b + 1 : exe) : "pid", s->pid);
-    for (size_t n = an_frames(a, s, f, AN_MAX_FRAMES); n-- > 0;) {
+    if (*exe)
+        fputs(b ? b + 1 : exe, out);
+    else
+        fprintf(out, "pid %u", s->pid);
+    for (size_t n = an_frames_shown(a, s, f, AN_MAX_FRAMES); n-- > 0;) {
         fputc(';', out);
         name(out, &f[n]);
     }

@@ -12,6 +12,7 @@
 #include "symbols/symbols.h"
 
 #include <ltr/trace.h>
+#include <stdbool.h>
 
 #define AN_MAX_FRAMES 2048 /* resolved frames of one stack, inlined ones included */
 
@@ -121,6 +122,8 @@ struct ltr_analysis {
     an_mem_sample *mem;       /* in the window, in trace order */
     size_t nmem, capmem;
     int cpu_report;           /* --cpu: the report is of the CPU samples */
+    int full_stacks;          /* --full-stacks: no frame hidden (frames.c) */
+    unsigned width;           /* the text report's width in columns; 0: unlimited */
     an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
     an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
     uint64_t cpu_samples, cpu_lost;
@@ -154,7 +157,13 @@ typedef struct an_entry {
     const an_stack *stack;
     enum an_type type;
     uint64_t count, bytes;
+    double weight; /* outstanding: what ranks it (rank.c: steady growth above a one-time allocation) */
 } an_entry;
+
+/* How much of the window a stack's AIFO blocks were allocated over, 0 (at
+ * once, or one block) to 1 (from its start to its end): a steady leak
+ * spreads, a one-time allocation does not. */
+double an_held_spread(const ltr_analysis *a, const an_stack *s);
 
 typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } an_rank;
 
@@ -165,6 +174,13 @@ typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } a
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
 /* The symbolized frames of a stack, innermost first; returns how many. */
 size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
+/* frames.c: the frames a report for people hides unless --full-stacks. */
+bool an_frame_is_startup(const ltr_sym_frame *f);
+bool an_frame_is_allocator(const ltr_sym_frame *f);
+/* Of n frames (innermost first), the range [*first, *end) shown. */
+void an_frames_trim(const ltr_sym_frame *f, size_t n, size_t *first, size_t *end);
+/* an_frames less the hidden ones (all of them with --full-stacks). */
+size_t an_frames_shown(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
 /* The processes in the report, in pid order; *n entries (not to be freed: owned by the model). */
 an_proc *const *an_procs(const ltr_analysis *a, size_t *n);
 /* Sum over processes of a per-process figure. */
@@ -185,6 +201,19 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
 
 /* One frame on one line: "function (file:line) [inlined]  module+0xOFFSET". */
 void an_print_frame(FILE *out, const ltr_sym_frame *f);
+/* "function (file:line) [inlined]  module+0xoffset" of f, with the function
+ * and file given (f's own, or shortened ones). */
+void an_frame_text(const ltr_sym_frame *f, const char *function, const char *file, char *out, size_t size);
+/* fit.c: the text report at a width (0: unlimited). A line, cut with "..." */
+void an_fit_line(FILE *out, const char *line, unsigned width);
+/* A sentence, wrapped at spaces. */
+void an_fit_text(FILE *out, const char *text, unsigned width);
+/* A frame's text shortened to width: parameters, then template arguments,
+ * then the path, then cut. */
+void an_fit_frame(const ltr_sym_frame *f, unsigned width, char *out, size_t size);
+/* A stack whose AIFO blocks spread over this much of the window grows
+ * steadily (its growth per minute is shown); less is "at once". */
+#define AN_STEADY_SPREAD 0.1
 int an_write_text(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);

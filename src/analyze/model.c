@@ -30,6 +30,7 @@ typedef struct an_live {
     uint64_t size;
     uint32_t stack; /* index in an_proc.stacks | LIVE_INSIDE */
     uint32_t tid;
+    uint64_t ts;    /* allocated at: a stack's outstanding blocks' spread in time (an_stack.held_*) */
 } an_live;
 
 #define LIVE_INSIDE 0x80000000u /* allocated inside the window */
@@ -256,13 +257,27 @@ HOT void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t 
     s->calls.bytes += size;
 }
 
-/* A block ends at free_ts: its impacting type, if the window cares (ai: it
- * was allocated inside the window). */
-HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t free_ts, uint64_t size,
-                   int whole)
+/* A block allocated at ts inside the window and outstanding at its end:
+ * the time span of such blocks tells a steady leak from a one-time
+ * allocation (docs/analysis.md, "Growth"). */
+static void note_held(an_stack *s, uint64_t ts)
 {
-    if (after_window(m, free_ts, whole))
+    if (!s->held_first || ts < s->held_first)
+        s->held_first = ts;
+    if (ts > s->held_last)
+        s->held_last = ts;
+}
+
+/* A block ends at free_ts: its impacting type, if the window cares (ai: it
+ * was allocated inside the window, at alloc_ts). */
+HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t alloc_ts, uint64_t free_ts,
+                   uint64_t size, int whole)
+{
+    if (after_window(m, free_ts, whole)) {
         add_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
+        if (ai)
+            note_held(s, alloc_ts);
+    }
     else if (whole || free_ts >= m->from) {
         add_type(p, s, ai ? AN_AIFI : AN_AOFI, size);
         p->frees++;
@@ -284,7 +299,7 @@ HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint6
         t->addr = 0;
     if (in_window(m, ts, whole))
         note_peak(m, p, ts);
-    end_block(m, p, s, ai, ts, b->size, whole);
+    end_block(m, p, s, ai, b->ts, ts, b->size, whole);
     p->cur_bytes -= b->size;
     p->cur_count--;
     m->cur_bytes -= b->size;
@@ -345,7 +360,7 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint6
     uint64_t free_ts = f->ts;
     an_hmap_del(&p->pending, addr);
     count_call(m, p, s, ts, size, 0);
-    end_block(m, p, s, ts >= m->from, free_ts, size, 0);
+    end_block(m, p, s, ts >= m->from, ts, free_ts, size, 0);
     return 1;
 }
 
@@ -379,6 +394,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
     b->size = size;
     b->stack = (uint32_t)si | (inside ? LIVE_INSIDE : 0);
     b->tid = tid;
+    b->ts = ts;
     p->cur_bytes += size;
     p->cur_count++;
     m->cur_bytes += size;
@@ -483,8 +499,12 @@ void an_model_finish(an_model *m)
         an_proc *p = m->procs[i];
         size_t pos = 0;
         an_live *b;
-        while ((b = an_hmap_next(&p->live, &pos)))
-            add_type(p, &p->stacks[b->stack & ~LIVE_INSIDE], b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
+        while ((b = an_hmap_next(&p->live, &pos))) {
+            an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
+            add_type(p, s, b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
+            if (b->stack & LIVE_INSIDE)
+                note_held(s, b->ts);
+        }
         an_pending *f;
         pos = 0;
         while ((f = an_hmap_next(&p->pending, &pos)))

@@ -38,6 +38,9 @@ typedef struct an_stack {
     an_amount type[AN_NTYPES];
     an_amount calls;        /* allocation calls inside the window */
     uint64_t temporary;     /* of those, freed right away (see model.c) */
+    /* when the first and the last of its AIFO blocks (allocated inside the
+     * window, outstanding at its end) were allocated; 0: none */
+    uint64_t held_first, held_last;
 } an_stack;
 
 typedef struct an_proc {

@@ -1,8 +1,12 @@
 /*
  * analyze/out_text.c — the report for people: warnings first, then per
- * process the figures of the window and the ranked stacks with their frames.
+ * process the figures of the window, its threads, and the ranked stacks with
+ * their frames. Sizes in human units (exact bytes are JSON's and CSV's), and
+ * at a terminal every line fits its width (fit.c): the frames that every
+ * stack shares are hidden unless --full-stacks (frames.c).
  */
 #include "analyze/internal.h"
+#include "base/units.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,28 +26,51 @@ static const char *base_name(const char *path)
 
 void an_print_frame(FILE *out, const ltr_sym_frame *f)
 {
-    fprintf(out, "%s", f->function ? f->function : "??");
-    if (f->file)
-        fprintf(out, " (%s:%u)", f->file, f->line);
-    if (f->inlined)
-        fprintf(out, " [inlined]");
+    char line[4096];
+    an_frame_text(f, f->function, f->file, line, sizeof line);
+    fputs(line, out);
+}
+
+/* "function (file:line) [inlined]  module+0xoffset" with the function and
+ * file given (the frame's, or shortened ones). */
+void an_frame_text(const ltr_sym_frame *f, const char *function, const char *file, char *out, size_t size)
+{
+    char where[1200] = "", mod[600];
+    if (file)
+        snprintf(where, sizeof where, " (%s:%u)", file, f->line);
     if (f->module)
-        fprintf(out, "  %s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
+        snprintf(mod, sizeof mod, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
     else
-        fprintf(out, "  0x%llx", (unsigned long long)f->address);
+        snprintf(mod, sizeof mod, "0x%llx", (unsigned long long)f->address);
+    snprintf(out, size, "%s%s%s  %s", function ? function : "??", where, f->inlined ? " [inlined]" : "", mod);
 }
 
 void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
-    size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
+    size_t n = an_frames_shown(a, s, f, AN_MAX_FRAMES);
     if (n == 0)
         fprintf(out, "        (no stack recorded)\n");
     for (size_t i = 0; i < n; i++) {
-        fprintf(out, "        ");
-        an_print_frame(out, &f[i]);
-        fputc('\n', out);
+        char line[4096];
+        an_fit_frame(&f[i], a->width > 8 ? a->width - 8 : 0, line, sizeof line);
+        fprintf(out, "        %s\n", line);
     }
+}
+
+/* ", growing 1.20 MiB/min" for a steady AIFO stack (its bytes over the
+ * window's minutes), ", at once (12.5 s)" for one allocated in one go. */
+static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, size_t size)
+{
+    out[0] = 0;
+    if (e->type != AN_AIFO)
+        return;
+    double spread = an_held_spread(a, e->stack), minutes = (double)(a->win_end - a->win_start) / 60e9;
+    char rate[32];
+    if (spread >= AN_STEADY_SPREAD && minutes > 0)
+        snprintf(out, size, ", growing %s/min", ltr_size_format((uint64_t)((double)e->bytes / minutes), rate, sizeof rate));
+    else
+        snprintf(out, size, ", at once (%.1f s)", an_seconds(a, e->stack->held_first));
 }
 
 static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank rank, unsigned top)
@@ -57,15 +84,20 @@ static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank ran
     an_entry *e = an_ranked(a, p, rank, top, &n);
     fprintf(out, "  %s:%s\n", titles[rank], n ? "" : " none");
     for (size_t i = 0; i < n; i++) {
-        if (rank == AN_RANK_OUTSTANDING)
-            fprintf(out, "    #%zu %s %llu bytes in %llu allocations\n", i + 1, an_type_names[e[i].type],
-                    (unsigned long long)e[i].bytes, (unsigned long long)e[i].count);
-        else if (rank == AN_RANK_CALLS)
-            fprintf(out, "    #%zu %llu calls, %llu bytes\n", i + 1, (unsigned long long)e[i].count,
-                    (unsigned long long)e[i].bytes);
-        else
-            fprintf(out, "    #%zu %llu temporary of %llu calls\n", i + 1, (unsigned long long)e[i].count,
-                    (unsigned long long)e[i].bytes);
+        char line[512], sz[32];
+        ltr_size_format(e[i].bytes, sz, sizeof sz);
+        if (rank == AN_RANK_OUTSTANDING) {
+            char growth[96];
+            growth_text(a, &e[i], growth, sizeof growth);
+            snprintf(line, sizeof line, "    #%zu %s %s in %llu allocations%s", i + 1, an_type_names[e[i].type], sz,
+                     (unsigned long long)e[i].count, growth);
+        } else if (rank == AN_RANK_CALLS) {
+            snprintf(line, sizeof line, "    #%zu %llu calls, %s", i + 1, (unsigned long long)e[i].count, sz);
+        } else {
+            snprintf(line, sizeof line, "    #%zu %llu temporary of %llu calls", i + 1, (unsigned long long)e[i].count,
+                     (unsigned long long)e[i].bytes);
+        }
+        an_fit_line(out, line, a->width);
         an_text_frames(a, out, e[i].stack);
     }
     free(e);
@@ -93,19 +125,39 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
 {
     uint64_t ob = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
     uint64_t oc = p->type[AN_AIFO].count + p->type[AN_AOFO].count;
-    fprintf(out, "  outstanding at the window's end: %llu bytes in %llu allocations\n",
-            (unsigned long long)ob, (unsigned long long)oc);
+    char b1[32], b2[32], line[512];
+    fprintf(out, "  outstanding at the window's end: %s in %llu allocations\n", ltr_size_format(ob, b1, sizeof b1),
+            (unsigned long long)oc);
     if (p->peak_set)
-        fprintf(out, "  peak: %llu bytes at %.6f s\n", (unsigned long long)p->peak_bytes,
-                an_seconds(a, p->peak_ts));
-    fprintf(out, "  allocations: %llu (%llu bytes), frees: %llu, frees of unseen allocations: %llu\n",
-            (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes,
-            (unsigned long long)p->frees, (unsigned long long)p->unseen_frees);
+        fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
+    snprintf(line, sizeof line, "  allocations: %llu (%s), frees: %llu, frees of unseen allocations: %llu",
+             (unsigned long long)p->allocs, ltr_size_format(p->alloc_bytes, b2, sizeof b2), (unsigned long long)p->frees,
+             (unsigned long long)p->unseen_frees);
+    an_fit_line(out, line, a->width);
     fprintf(out, "  impacting types:\n");
-    for (int t = 0; t < AN_NTYPES; t++)
-        fprintf(out, "    %s %10llu allocations %14llu bytes  (%s)\n", an_type_names[t],
-                (unsigned long long)p->type[t].count, (unsigned long long)p->type[t].bytes,
-                type_meaning[t]);
+    for (int t = 0; t < AN_NTYPES; t++) {
+        snprintf(line, sizeof line, "    %s %10llu allocations %10s  (%s)", an_type_names[t],
+                 (unsigned long long)p->type[t].count, ltr_size_format(p->type[t].bytes, b1, sizeof b1),
+                 type_meaning[t]);
+        an_fit_line(out, line, a->width);
+    }
+}
+
+/* "threads: main (1234), worker-1 (1235), ..." as the trace names them. */
+static void print_threads(ltr_analysis *a, FILE *out, const an_proc *p)
+{
+    char line[4096];
+    size_t at = (size_t)snprintf(line, sizeof line, "  threads:");
+    unsigned n = 0;
+    for (size_t i = 0, nt = ltr_trace_thread_count(a->trace); i < nt && at < sizeof line - 1; i++) {
+        const ltr_thread *t = ltr_trace_thread_at(a->trace, i);
+        if (t->pid != p->pid)
+            continue;
+        at += (size_t)snprintf(line + at, sizeof line - at, "%s %s (%u)", n++ ? "," : "",
+                               t->name && *t->name ? t->name : "?", t->tid);
+    }
+    if (n)
+        an_fit_line(out, line, a->width);
 }
 
 static void print_window(ltr_analysis *a, FILE *out)
@@ -125,17 +177,21 @@ int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
     an_totals(a, &sum);
     size_t n;
     an_proc *const *procs = an_procs(a, &n);
-    fprintf(out, "\n%zu process(es), %llu heap events: %llu allocations, %llu frees; outstanding at the "
-                 "window's end %llu bytes in %llu allocations; peak %llu bytes\n",
-            n, (unsigned long long)a->heap_events, (unsigned long long)sum.allocs,
-            (unsigned long long)sum.frees,
-            (unsigned long long)(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes),
-            (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count),
-            (unsigned long long)sum.peak_bytes);
+    char ob[32], peak[32], line[1024];
+    snprintf(line, sizeof line,
+             "\n%zu process(es), %llu heap events: %llu allocations, %llu frees; outstanding at the window's end "
+             "%s in %llu allocations; peak %s",
+             n, (unsigned long long)a->heap_events, (unsigned long long)sum.allocs, (unsigned long long)sum.frees,
+             ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
+             (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count),
+             ltr_size_format(sum.peak_bytes, peak, sizeof peak));
+    an_fit_text(out, line, a->width);
     for (size_t i = 0; i < n; i++) {
         const an_proc *p = procs[i];
-        fprintf(out, "\nprocess %u %s\n", p->pid, an_process_exe(a, p->pid));
+        snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_process_exe(a, p->pid));
+        an_fit_line(out, line, a->width);
         print_figures(a, out, p);
+        print_threads(a, out, p);
         print_list(a, out, p, AN_RANK_OUTSTANDING, top);
         print_list(a, out, p, AN_RANK_CALLS, top);
         print_list(a, out, p, AN_RANK_TEMPORARY, top);

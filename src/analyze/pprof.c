@@ -74,8 +74,14 @@ static void pb_packed(ltr_bytes *b, unsigned field, const uint64_t *v, size_t n)
 
 typedef struct pp_key {
     uint64_t key;
-    uint64_t id;
+    uint64_t id;   /* locations: the id, with HIDE_* bits above LOC_ID_BITS */
 } pp_key;
+
+/* A location whose every line is a frame reports hide (frames.c): an
+ * allocator's at the inner end, a start-up one at the outer end. */
+#define LOC_ID_BITS 48
+#define HIDE_ALLOCATOR (1ull << 62)
+#define HIDE_STARTUP (1ull << 61)
 
 typedef struct pprof {
     ltr_bytes out, sub, sub2;
@@ -221,7 +227,18 @@ static void main_binary_first(pprof *pp, const ltr_trace *t, uint32_t pid)
     }
 }
 
-/* The location of one recorded address: its inlined frames as lines, innermost first. */
+static uint64_t hide_bits(const ltr_sym_frame *f, size_t n)
+{
+    uint64_t alloc = HIDE_ALLOCATOR, start = HIDE_STARTUP;
+    for (size_t i = 0; i < n; i++) {
+        alloc &= an_frame_is_allocator(&f[i]) ? ~0ull : 0;
+        start &= an_frame_is_startup(&f[i]) ? ~0ull : 0;
+    }
+    return alloc | start;
+}
+
+/* The location of one recorded address: its inlined frames as lines,
+ * innermost first; with the HIDE_* bits saying whether a report hides it. */
 static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint64_t addr)
 {
     int created;
@@ -229,12 +246,12 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
     if (k && !created)
         return k->id;
     uint64_t id = ++pp->next_location;
-    if (k)
-        k->id = id;
     ltr_sym_frame f[64];
     size_t n = a->sym ? ltr_symbolize(a->sym, s->pid, s->first_ts, addr, f, 64) : 0;
     if (!n)
         f[n++] = (ltr_sym_frame){.address = addr};
+    if (k)
+        k->id = id | hide_bits(f, n);
     ltr_bytes loc = {0};
     pb_int(&loc, 1, id);
     pb_int(&loc, 2, mapping_id(pp, a->trace, s->pid, s->first_ts, addr));
@@ -248,7 +265,25 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
     pp->out.failed |= loc.failed;
     pb_bytes(&pp->out, 4, loc.data, loc.len);
     ltr_bytes_free(&loc);
-    return id;
+    return id | hide_bits(f, n);
+}
+
+/* The sample's locations less those hidden at either end (frames.c), unless
+ * --full-stacks; the HIDE_* bits cleared. Returns how many are left. */
+static size_t shown_locations(const ltr_analysis *a, uint64_t *ids, size_t n)
+{
+    size_t first = 0, end = n;
+    if (!a->full_stacks) {
+        while (first < end && (ids[first] & HIDE_ALLOCATOR))
+            first++;
+        while (end > first && (ids[end - 1] & HIDE_STARTUP))
+            end--;
+        if (first == end) /* nothing but hidden frames: show them rather than nothing */
+            first = 0, end = n;
+    }
+    for (size_t i = first; i < end; i++)
+        ids[i - first] = ids[i] & ((1ull << LOC_ID_BITS) - 1);
+    return end - first;
 }
 
 static void sample(pprof *pp, ltr_analysis *a, const an_stack *s, uint64_t pid_key)
@@ -266,6 +301,7 @@ static void sample(pprof *pp, ltr_analysis *a, const an_stack *s, uint64_t pid_k
     }
     for (size_t i = 0; i < n; i++)
         ids[i] = location_id(pp, a, s, addr[i]);
+    n = shown_locations(a, ids, n);
     ltr_bytes smp = {0};
     if (n)
         pb_packed(&smp, 1, ids, n);

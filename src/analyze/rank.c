@@ -44,11 +44,32 @@ void an_totals(const ltr_analysis *a, an_proc *sum)
     sum->peak_set = a->model.peak_set;
 }
 
+double an_held_spread(const ltr_analysis *a, const an_stack *s)
+{
+    uint64_t window = a->win_end - a->win_start;
+    if (s->type[AN_AIFO].count < 2 || s->held_last <= s->held_first || !window)
+        return 0;
+    double spread = (double)(s->held_last - s->held_first) / (double)window;
+    return spread > 1 ? 1 : spread;
+}
+
+/* Outstanding bytes weighed by how steadily they came (docs/analysis.md,
+ * "Ranking"): a one-time allocation counts half its bytes, a leak spread over
+ * the whole window all of them, so a steady leak ranks above a one-time
+ * allocation of the same size, and a much larger one-time allocation still
+ * above a small leak. */
+static double weight(const ltr_analysis *a, const an_stack *s, enum an_type t, uint64_t bytes)
+{
+    return t == AN_AIFO ? (double)bytes * (0.5 + 0.5 * an_held_spread(a, s)) : (double)bytes;
+}
+
 static int by_value(const void *x, const void *y)
 {
     const an_entry *a = x, *b = y;
     if (a->type != b->type) /* AIFO before AOFO */
         return a->type == AN_AIFO ? -1 : 1;
+    if (a->weight != b->weight)
+        return a->weight > b->weight ? -1 : 1;
     if (a->bytes != b->bytes)
         return a->bytes > b->bytes ? -1 : 1;
     if (a->count != b->count)
@@ -58,7 +79,7 @@ static int by_value(const void *x, const void *y)
     return (a->stack->stack_id > b->stack->stack_id) - (a->stack->stack_id < b->stack->stack_id);
 }
 
-static size_t collect(const an_proc *p, an_rank rank, an_entry *out)
+static size_t collect(const ltr_analysis *a, const an_proc *p, an_rank rank, an_entry *out)
 {
     size_t n = 0;
     for (size_t i = 0; i < p->nstacks; i++) {
@@ -67,11 +88,12 @@ static size_t collect(const an_proc *p, an_rank rank, an_entry *out)
             static const enum an_type kinds[2] = {AN_AIFO, AN_AOFO};
             for (int k = 0; k < 2; k++)
                 if (s->type[kinds[k]].count)
-                    out[n++] = (an_entry){p, s, kinds[k], s->type[kinds[k]].count, s->type[kinds[k]].bytes};
+                    out[n++] = (an_entry){p, s, kinds[k], s->type[kinds[k]].count, s->type[kinds[k]].bytes,
+                                          weight(a, s, kinds[k], s->type[kinds[k]].bytes)};
         } else if (rank == AN_RANK_CALLS && s->calls.count) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes};
+            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes, (double)s->calls.count};
         } else if (rank == AN_RANK_TEMPORARY && s->temporary) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count};
+            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count, (double)s->temporary};
         }
     }
     return n;
@@ -89,7 +111,7 @@ an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsig
         return NULL;
     for (size_t i = 0; i < a->model.nprocs; i++)
         if (!p || a->model.procs[i] == p)
-            *n += collect(a->model.procs[i], rank, v + *n);
+            *n += collect(a, a->model.procs[i], rank, v + *n);
     qsort(v, *n, sizeof *v, by_value);
     if (top && *n > top)
         *n = top;

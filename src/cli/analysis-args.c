@@ -4,6 +4,7 @@
  */
 #include "cli/analysis-args.h"
 #include "cli/cli.h"
+#include "prim/prim.h"
 
 #include <ltr/trace.h>
 
@@ -51,6 +52,14 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
         out->opts.snapshot = v;
         return 0;
     case 'c': out->opts.cpu = 1; return 0;
+    case 'A': out->opts.full_stacks = 1; return 0;
+    case 'J': return set_format(cmd, "json", allowed, out); /* --json: --format json's old spelling */
+    case 'w':
+        if (cli_parse_u64(cmd, "--width", optarg, 0, 100000, &v) < 0)
+            return -1;
+        out->opts.width = (unsigned)v;
+        out->width_set = 1;
+        return 0;
     }
     return -1;
 }
@@ -61,11 +70,12 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
     static const struct option analyze_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
         {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
-        {"cpu", 0, 0, 'c'}, {0, 0, 0, 0}};
+        {"cpu", 0, 0, 'c'}, {"full-stacks", 0, 0, 'A'}, {"width", 1, 0, 'w'}, {"json", 0, 0, 'J'},
+        {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
         {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
-        {"help", 0, 0, 'h'}, {"cpu", 0, 0, 'c'}, {0, 0, 0, 0}};
+        {"help", 0, 0, 'h'}, {"cpu", 0, 0, 'c'}, {"full-stacks", 0, 0, 'A'}, {0, 0, 0, 0}};
     memset(out, 0, sizeof *out);
     out->top = 10;
     out->format = is_export ? 0 : LTR_REPORT_TEXT;
@@ -92,6 +102,8 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         return cli_usage_error(cmd, usage);
     }
     out->trace = argv[optind];
+    if (!is_export && !out->width_set) /* at a terminal, lines fit it; piped, they are whole */
+        out->opts.width = ltr_terminal_width(1);
     if (out->opts.cpu && out->format == LTR_REPORT_CSV) {
         cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
         return cli_usage_error(cmd, usage);

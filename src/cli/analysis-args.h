@@ -15,6 +15,7 @@ typedef struct cli_analysis_args {
     unsigned top;
     const char *output; /* -o, export only */
     int force;          /* --force: replace an existing output, export only */
+    int width_set;      /* --width given (else the terminal's, when stdout is one) */
 } cli_analysis_args;
 
 /* Parses argv; formats_allowed is a bit mask of (1 << ltr_report_format).

@@ -10,7 +10,7 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--trend] [--debug-dir DIRS] [--cpu]"
+    "                  [--trend] [--debug-dir DIRS] [--cpu] [--full-stacks] [--width N]"
 
 static void help(void)
 {
@@ -19,7 +19,9 @@ static void help(void)
            "which allocation call stacks hold memory at the end of a time window:\n"
            "outstanding bytes and count, the peak and when, allocations and frees, the\n"
            "four impacting types (AIFI, AIFO, AOFI, AOFO), stacks ranked by outstanding\n"
-           "bytes (AIFO first: the leak candidates), by allocation calls and by\n"
+           "bytes (AIFO first: the leak candidates; a leak that grew steadily over the\n"
+           "window above a one-time allocation of its size, with its growth per minute),\n"
+           "by allocation calls and by\n"
            "temporary allocations, and a histogram of allocation sizes.\n\n"
            "options:\n"
            "  --from T, --to T   the window; T is seconds from the trace start (e.g. 2.5)\n"
@@ -30,7 +32,14 @@ static void help(void)
            "                     snapshots: leak, plateau (a cache) or noise\n"
            "  --pid P            only process P\n"
            "  --top N            stacks per list (default 10, 0 = all)\n"
-           "  --format F         text (default), json (docs/analysis.md) or csv\n"
+           "  --format F         text (default), json (docs/analysis.md) or csv; --json is\n"
+           "                     --format json. Text gives sizes in KiB, MiB, GiB; json\n"
+           "                     and csv exact bytes\n"
+           "  --full-stacks      text: every frame; by default the start-up and\n"
+           "                     thread-entry frames every stack shares, and operator new\n"
+           "                     with the C++ library's frames above it, are hidden\n"
+           "  --width N          text: lines fit N columns (0: whole lines); default the\n"
+           "                     terminal's width at a terminal, whole lines otherwise\n"
            "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
            "                     (default /usr/lib/debug)\n"
            "  --cpu              the CPU samples instead (SampledProfile: 'ltr start\n"

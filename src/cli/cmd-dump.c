@@ -1,5 +1,5 @@
 /*
- * cli/cmd-dump.c — `ltr dump TRACE [--json]`: every event of a trace, one per
+ * cli/cmd-dump.c — `ltr dump TRACE [--format text|json]`: every event of a trace, one per
  * line, in file order, as text or JSON Lines. Reading and formatting are the
  * reader's (include/ltr/trace.h); this file parses options, streams, and turns
  * damage into exit status 3 so scripts can tell partial output from full.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "ltr dump TRACE [--json]"
+#define USAGE "ltr dump TRACE [--format text|json]"
 
 static void help(void)
 {
@@ -21,10 +21,11 @@ static void help(void)
            "  <seconds since trace start> <pid>/<tid> <provider>/<event> field=value ...\n"
            "Strings are quoted with C-style escapes, blobs are hex, pointers 0x...\n\n"
            "options:\n"
-           "  --json     one JSON object per line (JSON Lines) instead:\n"
-           "             {\"t\":SECONDS,\"ts\":NS,\"pid\":..,\"tid\":..,\"collector\":..,\n"
-           "              \"provider\":..,\"event\":..,\"id\":..,\"level\":..,\"fields\":{..}}\n"
-           "  -h, --help this text\n\n"
+           "  --format F  text (default), or json: one JSON object per line (JSON Lines):\n"
+           "              {\"t\":SECONDS,\"ts\":NS,\"pid\":..,\"tid\":..,\"collector\":..,\n"
+           "               \"provider\":..,\"event\":..,\"id\":..,\"level\":..,\"fields\":{..}}\n"
+           "              (--json: the same as --format json)\n"
+           "  -h, --help  this text\n\n"
            "exit status:\n"
            "  0  every event printed (a trace cut short without damage warns on stderr)\n"
            "  1  the trace could not be opened or read (missing, not an ltr trace, I/O error)\n"

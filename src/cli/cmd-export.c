@@ -12,7 +12,7 @@
 
 #define USAGE                                                                                    \
     "ltr export TRACE --format pprof|folded|json|csv -o OUT [--force] [--from T] [--to T]\n"       \
-    "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--cpu]"
+    "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--cpu] [--full-stacks]"
 
 static void help(void)
 {
@@ -20,8 +20,9 @@ static void help(void)
            "Writes the heap analysis of TRACE (see 'ltr analyze --help') to OUT:\n"
            "  pprof   gzipped profile.proto for 'go tool pprof', sample types\n"
            "          alloc_objects, alloc_space, inuse_objects, inuse_space\n"
-           "  folded  one line per stack, 'process;outer;...;inner BYTES', for flamegraph.pl;\n"
-           "          BYTES = outstanding at the window's end\n"
+           "  folded  one line per stack, 'program;outer;...;inner BYTES', for flamegraph.pl;\n"
+           "          BYTES = outstanding at the window's end. The root is the program's\n"
+           "          name without its pid, so two runs compare (difffolded.pl)\n"
            "  json    the report of 'ltr analyze --format json', every stack\n"
            "  csv     one row per stack, every stack\n"
            "With --cpu, the CPU samples instead (SampledProfile): pprof with one sample\n"
@@ -30,6 +31,9 @@ static void help(void)
            "  -o, --output OUT  the file to write ('-' = standard output); an existing\n"
            "                    OUT is refused\n"
            "  --force           replace an existing OUT\n"
+           "  --full-stacks     pprof and folded: every frame; by default the start-up\n"
+           "                    frames and operator new with the C++ library's frames\n"
+           "                    above it are left out, as in ltr analyze's text\n"
            "  --snapshot N      pprof and folded: heap snapshot N (snapshot:N of 'ltr\n"
            "                    analyze'), its live blocks by stack, instead of the\n"
            "                    heap events\n\n"

@@ -1,5 +1,5 @@
 /*
- * cli/cmd-info.c — `ltr info TRACE [--json]`: what a trace holds. One scan of
+ * cli/cmd-info.c — `ltr info TRACE [--format text|json]`: what a trace holds. One scan of
  * the file (format/info.h) collects the header, processes, providers with
  * event counts, the last counters and any damage, and writes them as text
  * for people or one JSON object for scripts; this file parses the options
@@ -12,7 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#define USAGE "ltr info TRACE [--json]"
+#define USAGE "ltr info TRACE [--format text|json]"
 
 static void help(void)
 {
@@ -23,8 +23,8 @@ static void help(void)
            "and buffers written, lost and overwritten per collector, events lost per\n"
            "process, damage found, and whether the trace is complete or cut short.\n\n"
            "options:\n"
-           "  --json     print one JSON object instead of text\n"
-           "  -h, --help this text\n\n"
+           "  --format F  text (default) or json: one JSON object (--json: the same)\n"
+           "  -h, --help  this text\n\n"
            "exit status:\n"
            "  0  done (a trace cut short without damage is not an error)\n"
            "  1  the trace could not be opened or read (missing, not an ltr trace, I/O error)\n"

@@ -88,8 +88,15 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();
             return 0;
-        } else if (!strcmp(argv[i], "--json")) {
+        } else if (!strcmp(argv[i], "--json")) { /* --format json's older spelling, kept */
             *json = 1;
+        } else if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
+            const char *f = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : "";
+            if (strcmp(f, "json") && strcmp(f, "text")) {
+                cli_fail(cmd, "--format: '%s' is not a format of this command: text or json", f);
+                return cli_usage_error(cmd, usage);
+            }
+            *json = !strcmp(f, "json");
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_fail(cmd, "unknown option '%s'", argv[i]);
             return cli_usage_error(cmd, usage);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/ioctl.h>
 #include <sys/sysinfo.h>
 #include <sys/un.h>
 #include <time.h>
@@ -683,6 +684,17 @@ uint64_t ltr_total_ram(void)
     if (sysinfo(&si) != 0)
         return 0;
     return (uint64_t)si.totalram * si.mem_unit;
+}
+
+unsigned ltr_terminal_width(int fd)
+{
+    if (!isatty(fd))
+        return 0;
+    const char *env = getenv("COLUMNS");
+    if (env && atoi(env) > 0)
+        return (unsigned)atoi(env);
+    struct winsize ws;
+    return ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
 }
 
 int ltr_boot_id(char *out, size_t size)

@@ -138,6 +138,10 @@ bool ltr_pid_alive(pid_t pid);
  * reused. 0 if it cannot be read (no such process). */
 uint64_t ltr_proc_start_time(uint32_t pid);
 uint64_t ltr_total_ram(void);
+/* The width in columns of the terminal fd is, or 0 when fd is not a
+ * terminal (then output is for programs: lines are not cut). $COLUMNS, when
+ * set, wins, as for ls. */
+unsigned ltr_terminal_width(int fd);
 /* This boot's id (/proc/sys/kernel/random/boot_id, a UUID): traces with the
  * same one share CLOCK_MONOTONIC. 0, or -errno. */
 int ltr_boot_id(char *out, size_t size);

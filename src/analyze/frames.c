@@ -1,0 +1,70 @@
+/*
+ * analyze/frames.c — the frames a report for people hides unless
+ * --full-stacks (docs/analysis.md, "Hidden frames"): at the outer end of a
+ * stack the start-up and thread-entry frames every stack shares (_start,
+ * __libc_start_*, start_thread, clone3), and at the inner end the
+ * allocator's own frames: operator new and the C++ standard library's
+ * frames above it (std::allocator and its traits, the containers'
+ * _M_allocate, constructors, push_back), which C++ inlines by the
+ * half-dozen into every stack. What is left starts at the code that asked for memory and ends at
+ * main or the thread's function. The text report, folded stacks and pprof
+ * use it; JSON and CSV keep every frame.
+ */
+#include "analyze/internal.h"
+
+#include <string.h>
+
+bool an_frame_is_startup(const ltr_sym_frame *f)
+{
+    static const char *const names[] = {
+        "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main", "start_thread",
+        "clone", "clone3", "__clone", "__clone3", "__clone_internal", "thread_start",
+    };
+    if (!f->function)
+        return false;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(f->function, names[i]))
+            return true;
+    return false;
+}
+
+bool an_frame_is_allocator(const ltr_sym_frame *f)
+{
+    /* operator new and the C++ standard library's frames between it and the
+     * program's code: std::allocator and its traits, the containers'
+     * _M_allocate, _M_create_storage, constructors, push_back... inlined by
+     * the half-dozen. The program's own frame keeps the line that called
+     * them. */
+    static const char *const prefixes[] = {"operator new", "std::", "__gnu_cxx::", "__cxxabiv1::"};
+    const char *fn = f->function;
+    for (size_t i = 0; fn && i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(fn, prefixes[i], strlen(prefixes[i])))
+            return true;
+    return false;
+}
+
+void an_frames_trim(const ltr_sym_frame *f, size_t n, size_t *first, size_t *end)
+{
+    size_t a = 0, b = n;
+    while (a < b && an_frame_is_allocator(&f[a]))
+        a++;
+    while (b > a && an_frame_is_startup(&f[b - 1]))
+        b--;
+    if (a == b) { /* nothing but hidden frames: show them rather than nothing */
+        a = 0;
+        b = n;
+    }
+    *first = a;
+    *end = b;
+}
+
+size_t an_frames_shown(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap)
+{
+    size_t n = an_frames(a, s, out, cap);
+    if (a->full_stacks)
+        return n;
+    size_t first, end;
+    an_frames_trim(out, n, &first, &end);
+    memmove(out, out + first, (end - first) * sizeof *out);
+    return end - first;
+}
