@@ -69,8 +69,11 @@ static void collapse(const char *name, char open, char close, int min_depth, cha
     for (const char *p = name; *p && o + 4 < size; p++) {
         if (!strncmp(p, "operator", 8)) {
             size_t k = 8;
-            while (p[k] && strchr("<>()[]=!+-*/%&|^~,", p[k]) && k < 11)
-                k++;
+            if (!strncmp(p + 8, "()", 2) || !strncmp(p + 8, "[]", 2))
+                k += 2;
+            else
+                while (p[k] && strchr("<>=!+-*/%&|^~,", p[k]) && k < 11)
+                    k++;
             if (o + k + 4 >= size)
                 break;
             memcpy(out + o, p, k);

@@ -170,7 +170,7 @@ static void print_window(ltr_analysis *a, FILE *out)
         fprintf(out, "warning: %s\n", a->warnings[i]);
 }
 
-int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
+static int write_text(ltr_analysis *a, FILE *out, unsigned top)
 {
     print_window(a, out);
     an_proc sum;
@@ -199,4 +199,29 @@ int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
     }
     an_mem_write_text(a, out);
     return an_write_snapshots_text(a, out, top);
+}
+
+/* At a width, the report's sections shorten their own lines (frames by
+ * their names, sentences wrapped); every line is then held to the width as a
+ * last resort, so that the sections written without it (memory counters,
+ * snapshots, the histogram) fit too. */
+int an_write_text(ltr_analysis *a, FILE *out, unsigned top)
+{
+    if (!a->width)
+        return write_text(a, out, top);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return write_text(a, out, top);
+    int rc = write_text(a, m, top);
+    fclose(m);
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        an_fit_line(out, line, a->width);
+    }
+    free(buf);
+    return rc;
 }

@@ -227,14 +227,34 @@ static void main_binary_first(pprof *pp, const ltr_trace *t, uint32_t pid)
     }
 }
 
-static uint64_t hide_bits(const ltr_sym_frame *f, size_t n)
+/* The lines of a location a report shows: without its leading allocator
+ * frames and trailing start-up ones (frames.c), unless --full-stacks. A
+ * location made only of hidden frames keeps them, and says so in HIDE_*
+ * bits: a sample leaves it out where it ends the stack. (A return address
+ * with inlined allocator lines is only ever the innermost of a stack: a
+ * call site calls one function.) */
+static uint64_t shown_lines(const ltr_analysis *a, const ltr_sym_frame *f, size_t n, size_t *first, size_t *end)
 {
-    uint64_t alloc = HIDE_ALLOCATOR, start = HIDE_STARTUP;
-    for (size_t i = 0; i < n; i++) {
-        alloc &= an_frame_is_allocator(&f[i]) ? ~0ull : 0;
-        start &= an_frame_is_startup(&f[i]) ? ~0ull : 0;
+    *first = 0;
+    *end = n;
+    if (a->full_stacks)
+        return 0;
+    size_t i = 0, j = n;
+    while (i < j && an_frame_is_allocator(&f[i]))
+        i++;
+    while (j > i && an_frame_is_startup(&f[j - 1]))
+        j--;
+    if (i < j) {
+        *first = i;
+        *end = j;
+        return 0;
     }
-    return alloc | start;
+    uint64_t bits = HIDE_ALLOCATOR | HIDE_STARTUP;
+    for (size_t k = 0; k < n; k++) {
+        bits &= an_frame_is_allocator(&f[k]) ? ~0ull : ~HIDE_ALLOCATOR;
+        bits &= an_frame_is_startup(&f[k]) ? ~0ull : ~HIDE_STARTUP;
+    }
+    return bits;
 }
 
 /* The location of one recorded address: its inlined frames as lines,
@@ -250,13 +270,15 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
     size_t n = a->sym ? ltr_symbolize(a->sym, s->pid, s->first_ts, addr, f, 64) : 0;
     if (!n)
         f[n++] = (ltr_sym_frame){.address = addr};
+    size_t first, end;
+    uint64_t bits = shown_lines(a, f, n, &first, &end);
     if (k)
-        k->id = id | hide_bits(f, n);
+        k->id = id | bits;
     ltr_bytes loc = {0};
     pb_int(&loc, 1, id);
     pb_int(&loc, 2, mapping_id(pp, a->trace, s->pid, s->first_ts, addr));
     pb_int(&loc, 3, addr);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = first; i < end; i++) {
         uint64_t fid = function_id(pp, &f[i]); /* may append a Function to out */
         pb_int(&pp->sub2, 1, fid);
         pb_int(&pp->sub2, 2, f[i].file ? f[i].line : 0);
@@ -265,7 +287,7 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
     pp->out.failed |= loc.failed;
     pb_bytes(&pp->out, 4, loc.data, loc.len);
     ltr_bytes_free(&loc);
-    return id | hide_bits(f, n);
+    return id | bits;
 }
 
 /* The sample's locations less those hidden at either end (frames.c), unless

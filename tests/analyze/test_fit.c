@@ -1,0 +1,140 @@
+/*
+ * tests/analyze/test_fit.c — the text report's rules in-process: which
+ * frames are hidden (frames.c) and that a stack is never hidden whole, how a
+ * frame is shortened to a width and a sentence wrapped (fit.c), and that a
+ * stack's AIFO blocks allocated over the window rank above one allocated at
+ * once (model.c's held times, rank.c's weight).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "analyze/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ltr_sym_frame fn(const char *name)
+{
+    return (ltr_sym_frame){.function = name, .module = "/usr/bin/prog", .offset = 0x1234, .file = "/src/a.cpp",
+                           .line = 7};
+}
+
+static void test_hidden_frames(void **state)
+{
+    (void)state;
+    ltr_sym_frame f[] = {
+        fn("operator new(unsigned long)"), fn("std::__new_allocator<char>::allocate(unsigned long, void const*)"),
+        fn("std::vector<char, std::allocator<char> >::vector(unsigned long)"), fn("grow_cache(int)"),
+        fn("std::map<int, int>::operator[](int const&)"), /* not at the inner end: kept */
+        fn("main"), fn("__libc_start_call_main"), fn("__libc_start_main_impl"), fn("_start"),
+    };
+    size_t first, end;
+    an_frames_trim(f, 9, &first, &end);
+    assert_int_equal(first, 3);
+    assert_int_equal(end, 6);
+    ltr_sym_frame thread[] = {fn("worker"), fn("start_thread"), fn("clone3")};
+    an_frames_trim(thread, 3, &first, &end);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 1);
+    ltr_sym_frame only[] = {fn("std::thread::_State_impl::_M_run()"), fn("clone3")}; /* all hidden: all shown */
+    an_frames_trim(only, 2, &first, &end);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 2);
+    ltr_sym_frame mine = fn("std_like_but_mine()"), noname = {.address = 0x10};
+    assert_false(an_frame_is_allocator(&mine));
+    assert_false(an_frame_is_allocator(&noname));
+    assert_false(an_frame_is_startup(&noname));
+}
+
+static void test_fit_frame(void **state)
+{
+    (void)state;
+    ltr_sym_frame f = fn("std::_Rb_tree_iterator<std::pair<int const, std::vector<char, std::allocator<char> > > > "
+                         "std::_Rb_tree<int, std::pair<int const, std::vector<char> > >::_M_emplace_hint_unique<"
+                         "std::piecewise_construct_t const&>(std::_Rb_tree_const_iterator<int>, int const&)");
+    f.file = "/usr/include/c++/12/bits/stl_tree.h";
+    char out[4096];
+    an_fit_frame(&f, 0, out, sizeof out); /* no width: whole */
+    assert_non_null(strstr(out, "piecewise_construct_t"));
+    an_fit_frame(&f, 280, out, sizeof out); /* parameters go first (309 columns whole) */
+    assert_true(strlen(out) <= 280);
+    assert_non_null(strstr(out, "_M_emplace_hint_unique<std::piecewise_construct_t const&>(...)"));
+    an_fit_frame(&f, 120, out, sizeof out); /* then template arguments */
+    assert_true(strlen(out) <= 120);
+    assert_non_null(strstr(out, "std::_Rb_tree<...>::_M_emplace_hint_unique<...>(...)"));
+    assert_non_null(strstr(out, "prog+0x1234"));
+    an_fit_frame(&f, 40, out, sizeof out); /* then cut */
+    assert_int_equal(strlen(out), 40);
+    assert_string_equal(out + 37, "...");
+    ltr_sym_frame op = fn("Matrix::operator<<(int) const");
+    an_fit_frame(&op, 30, out, sizeof out);
+    assert_non_null(strstr(out, "operator<<(...)")); /* an operator's own '<' is not a template */
+}
+
+static void test_fit_text(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    an_fit_text(f, "\none two three four five six seven", 10);
+    an_fit_line(f, "a line that is too long for it", 12);
+    fclose(f);
+    assert_string_equal(buf, "\none two\nthree four\nfive six\nseven\na line th...\n");
+    free(buf);
+}
+
+static const an_stack *stack_named(const an_proc *p, uint32_t id)
+{
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].stack_id == id)
+            return &p->stacks[i];
+    return NULL;
+}
+
+/* A steady leak (stack 1: 100 blocks over 100 s) and a one-time allocation a
+ * little larger (stack 2: one block at 0 s) in a window of 100 s. */
+static void test_steady_above_once(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 1000, 0x100000, 110 * 1024, 2);
+    for (uint64_t i = 0; i < 100; i++)
+        an_model_alloc(&m, 1, 1, 1000 + i * 1000000000ull, 0x200000 + i * 0x1000, 1024, 1);
+    an_model_finish(&m);
+    const an_stack *leak = stack_named(m.procs[0], 1), *once = stack_named(m.procs[0], 2);
+    assert_non_null(leak);
+    assert_non_null(once);
+    assert_int_equal(leak->held_first, 1000);
+    assert_int_equal(leak->held_last, 1000 + 99 * 1000000000ull);
+    assert_int_equal(once->held_first, once->held_last);
+    ltr_analysis a;
+    memset(&a, 0, sizeof a);
+    a.model = m;
+    a.win_start = 1000;
+    a.win_end = 1000 + 100 * 1000000000ull;
+    assert_true(an_held_spread(&a, leak) > 0.98);
+    assert_true(an_held_spread(&a, once) == 0);
+    size_t n;
+    an_entry *e = an_ranked(&a, NULL, AN_RANK_OUTSTANDING, 0, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].stack->stack_id, 1); /* 100 KiB grown steadily above 110 KiB at once */
+    assert_true(e[0].bytes < e[1].bytes);
+    free(e);
+    an_model_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hidden_frames),
+        cmocka_unit_test(test_fit_frame),
+        cmocka_unit_test(test_fit_text),
+        cmocka_unit_test(test_steady_above_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
