@@ -13,6 +13,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Names come from traced programs: control characters (a terminal escape,
+ * a newline that would forge a line) become '?'. */
+static void put_name(ltr_bytes *out, const uint8_t *p, size_t n)
+{
+    uint8_t *o = ltr_bytes_grow(out, n);
+    for (size_t i = 0; o && i < n; i++)
+        o[i] = p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i];
+}
+
 /* One LAYOUT body as a line: "Name id=N event=E level=L opcode=O
  * keywords=0xK fields=a:u64,b:string". 0, or -1 if it is not whole. */
 static int layout_line(const uint8_t *p, size_t len, const ltr_guid *want, ltr_bytes *out)
@@ -27,8 +36,9 @@ static int layout_line(const uint8_t *p, size_t len, const ltr_guid *want, ltr_b
     if (nlen > len - at)
         return -1;
     char line[512];
-    int n = snprintf(line, sizeof line, "%.*s id=%u event=%u level=%u opcode=%u keywords=0x%llx fields=", (int)nlen,
-                     (const char *)p + at, id, event, level, opcode, (unsigned long long)kw);
+    put_name(out, p + at, nlen);
+    int n = snprintf(line, sizeof line, " id=%u event=%u level=%u opcode=%u keywords=0x%llx fields=", id, event, level,
+                     opcode, (unsigned long long)kw);
     at += nlen;
     if (at + 2 > len)
         return -1;
@@ -43,8 +53,10 @@ static int layout_line(const uint8_t *p, size_t len, const ltr_guid *want, ltr_b
         at += 3;
         if (fl > len - at)
             return -1;
-        n = snprintf(line, sizeof line, "%s%.*s:%s", f ? "," : "", (int)fl, (const char *)p + at,
-                     ltr_type_name((ltr_type)type));
+        if (f)
+            ltr_bytes_put_u8(out, ',');
+        put_name(out, p + at, fl);
+        n = snprintf(line, sizeof line, ":%s", ltr_type_name((ltr_type)type));
         ltr_bytes_put_mem(out, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         at += fl;
     }

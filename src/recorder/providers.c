@@ -27,6 +27,9 @@ int ltr_providers_list(ltr_provider_info *out, int max, ltr_error *err)
         memset(o, 0, sizeof *o);
         o->guid = p->guid;
         snprintf(o->name, sizeof o->name, "%.*s", (int)sizeof p->name - 1, p->name);
+        for (char *c = o->name; *c; c++) /* named by traced programs: no terminal escapes */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         uint32_t bits = atomic_load(&p->sessions);
         for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
             if (!(bits & (1u << s)) || !atomic_load(&reg->sessions[s].incarnation))
