@@ -126,6 +126,7 @@ static void window_settle(ltr_analysis *a, const window_spec *w)
         b[i] = w->is_secs[i] ? a->origin + (uint64_t)llround(w->secs[i] * 1e9) : w->marker_ts[i];
     }
     an_model_init(&a->model, b[0], b[1]);
+    a->model.series = a->series_wanted;
 }
 
 /* A window that ends before it starts is a mistake in the options, not an
@@ -155,7 +156,7 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
-    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_cpu_feed(a, ev))
+    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_cpu_feed(a, ev) || an_marker_feed(a, ev))
         return;
     an_heap_event h;
     an_decode(d, ev, &h);
@@ -371,6 +372,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
     a->cpu_report = o->cpu;
     a->full_stacks = o->full_stacks;
+    a->series_wanted = o->series;
     a->width = o->width;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
@@ -427,6 +429,9 @@ void ltr_analysis_free(ltr_analysis *a)
     an_model_free(&a->model);
     an_snapshots_free(a);
     free(a->mem);
+    for (size_t i = 0; i < a->nmarkers; i++)
+        free(a->markers[i].text);
+    free(a->markers);
     an_cpu_free(a);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
@@ -463,8 +468,8 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid)
 
 ltr_report_format ltr_report_format_parse(const char *name)
 {
-    static const char *const names[] = {NULL, "text", "json", "csv", "pprof", "folded"};
-    for (int i = 1; i <= 5; i++)
+    static const char *const names[] = {NULL, "text", "json", "csv", "pprof", "folded", "chrome"};
+    for (int i = 1; i <= 6; i++)
         if (!strcmp(name, names[i]))
             return (ltr_report_format)i;
     return 0;
@@ -484,6 +489,7 @@ int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsign
     case LTR_REPORT_CSV: rc = an_write_csv(a, out, top); break;
     case LTR_REPORT_PPROF: rc = an_write_pprof(a, out); break;
     case LTR_REPORT_FOLDED: rc = an_write_folded(a, out); break;
+    case LTR_REPORT_CHROME: rc = an_write_chrome(a, out); break;
     default: return -EINVAL;
     }
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))

@@ -27,6 +27,7 @@ typedef struct ltr_analyze_opts {
     int cpu;               /* the report is of the CPU samples (docs/system-provider.md) */
     int full_stacks;       /* text, folded, pprof: every frame, start-up and allocator ones too */
     unsigned width;        /* text: lines fitted to this many columns; 0: unlimited */
+    int series;            /* keep each process's outstanding bytes over time, and the markers (chrome) */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {
@@ -35,6 +36,7 @@ typedef enum ltr_report_format {
     LTR_REPORT_CSV = 3,
     LTR_REPORT_PPROF = 4,
     LTR_REPORT_FOLDED = 5,
+    LTR_REPORT_CHROME = 6, /* Chrome's Trace Event Format: Perfetto, chrome://tracing (out_chrome.c) */
 } ltr_report_format;
 
 /* Reads the trace at path and analyzes it. Fails (-errno, err names the file or

@@ -123,6 +123,9 @@ struct ltr_analysis {
     size_t nmem, capmem;
     int cpu_report;           /* --cpu: the report is of the CPU samples */
     int full_stacks;          /* --full-stacks: no frame hidden (frames.c) */
+    int series_wanted;        /* the model keeps outstanding bytes over time (ltr_analyze_opts.series) */
+    struct an_marker *markers; /* with a series: the trace's markers in the window */
+    size_t nmarkers, capmarkers;
     unsigned width;           /* the text report's width in columns; 0: unlimited */
     an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
     an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
@@ -174,6 +177,15 @@ typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } a
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
 /* The symbolized frames of a stack, innermost first; returns how many. */
 size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
+typedef struct an_marker {
+    uint64_t ts;
+    uint32_t pid;
+    char *text;
+} an_marker;
+/* out_chrome.c: a marker event is kept (1) when the analysis keeps a series. */
+int an_marker_feed(ltr_analysis *a, const ltr_event *ev);
+int an_write_chrome(ltr_analysis *a, FILE *out);
+
 /* frames.c: the frames a report for people hides unless --full-stacks. */
 bool an_frame_is_startup(const ltr_sym_frame *f);
 bool an_frame_is_allocator(const ltr_sym_frame *f);

@@ -74,6 +74,7 @@ static void proc_free(an_proc *p)
     an_hmap_free(&p->stack_index);
     free(p->dense);
     free(p->stacks);
+    free(p->series);
     free(p);
 }
 
@@ -439,6 +440,53 @@ static inline void prefetch_event(const an_proc *p, const an_event *e)
         prefetch_live(p, e->old_addr);
 }
 
+/* The series of outstanding bytes (an_point): a new bucket when ts passes the
+ * last one's end; at AN_SERIES_MAX buckets, widths double and neighbours
+ * merge (their highest), so a process keeps at most that many points
+ * however long the trace. */
+#define SERIES_FIRST_WIDTH 1000000ull /* 1 ms */
+
+static void series_merge(an_proc *p)
+{
+    uint64_t w = p->series_width * 2;
+    size_t o = 0;
+    for (size_t i = 0; i < p->nseries; i++) {
+        uint64_t start = p->series[i].ts - p->series[i].ts % w;
+        if (o && p->series[o - 1].ts == start) {
+            if (p->series[i].bytes > p->series[o - 1].bytes)
+                p->series[o - 1].bytes = p->series[i].bytes;
+        } else {
+            p->series[o++] = (an_point){start, p->series[i].bytes};
+        }
+    }
+    p->nseries = o;
+    p->series_width = w;
+    p->series_end = p->series[o - 1].ts + w;
+}
+
+static void series_note(an_model *m, an_proc *p, uint64_t ts)
+{
+    if (p->nseries && ts < p->series_end) {
+        if (p->cur_bytes > p->series[p->nseries - 1].bytes)
+            p->series[p->nseries - 1].bytes = p->cur_bytes;
+        return;
+    }
+    if (!p->series) {
+        p->series = malloc(AN_SERIES_MAX * sizeof *p->series);
+        p->series_width = SERIES_FIRST_WIDTH;
+        if (!p->series) {
+            m->oom = 1;
+            m->series = 0;
+            return;
+        }
+    }
+    while (p->nseries == AN_SERIES_MAX || (p->nseries && ts - p->series[0].ts >= AN_SERIES_MAX * p->series_width))
+        series_merge(p);
+    uint64_t start = ts - ts % p->series_width;
+    p->series[p->nseries++] = (an_point){start, p->cur_bytes};
+    p->series_end = start + p->series_width;
+}
+
 /* The batch loop, inlined twice: whole is a constant in each. */
 HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, size_t n, int whole)
 {
@@ -456,6 +504,8 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
             alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole);
             break;
         }
+        if (m->series)
+            series_note(m, p, e->ts);
     }
 }
 

@@ -43,6 +43,13 @@ typedef struct an_stack {
     uint64_t held_first, held_last;
 } an_stack;
 
+/* Outstanding bytes over time (when the model keeps a series, an_model.series):
+ * per bucket of `width` ns, the highest outstanding in it. */
+typedef struct an_point {
+    uint64_t ts, bytes; /* the bucket's start; the highest outstanding bytes in it */
+} an_point;
+#define AN_SERIES_MAX 2048 /* points per process; past it buckets double in width */
+
 typedef struct an_proc {
     uint32_t pid;
     an_hmap live;        /* address -> an_live */
@@ -66,6 +73,9 @@ typedef struct an_proc {
     an_amount type[AN_NTYPES];
     uint64_t hist[AN_HIST_BUCKETS];
     uint64_t first_ts, last_ts;    /* of its heap events */
+    an_point *series;              /* outstanding bytes over time, when kept */
+    size_t nseries;
+    uint64_t series_width, series_end; /* a bucket's width, and where the last one ends */
 } an_proc;
 
 /* The answer to a probe: the process's outstanding bytes at its time
@@ -87,6 +97,7 @@ typedef struct an_model {
     int unordered;     /* the time-order stage could not run (no memory) */
     an_probe *probes;  /* answered AN_OP_PROBE events, in time order */
     size_t nprobes, capprobes;
+    int series;        /* keep each process's outstanding bytes over time (an_proc.series) */
 } an_model;
 
 void an_model_init(an_model *m, uint64_t from, uint64_t to);

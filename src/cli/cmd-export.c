@@ -1,5 +1,5 @@
 /*
- * cli/cmd-export.c — `ltr export TRACE --format pprof|folded|json|csv -o OUT`:
+ * cli/cmd-export.c — `ltr export TRACE --format pprof|folded|json|csv|chrome -o OUT`:
  * the analysis in a form other tools read (go tool pprof, flamegraph.pl,
  * scripts, spreadsheets). The work is src/analyze's.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define USAGE                                                                                    \
-    "ltr export TRACE --format pprof|folded|json|csv -o OUT [--force] [--from T] [--to T]\n"       \
+    "ltr export TRACE --format pprof|folded|json|csv|chrome -o OUT [--force] [--from T] [--to T]\n" \
     "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--cpu] [--full-stacks]"
 
 static void help(void)
@@ -25,6 +25,10 @@ static void help(void)
            "          name without its pid, so two runs compare (difffolded.pl)\n"
            "  json    the report of 'ltr analyze --format json', every stack\n"
            "  csv     one row per stack, every stack\n"
+           "  chrome  Chrome's Trace Event Format JSON for Perfetto UI (ui.perfetto.dev)\n"
+           "          and chrome://tracing: per process a counter track of its outstanding\n"
+           "          heap bytes over time (and its memory counters when recorded), process\n"
+           "          and thread names, markers and heap snapshots as instant events\n"
            "With --cpu, the CPU samples instead (SampledProfile): pprof with one sample\n"
            "type (samples, count), folded 'process;outer;...;inner SAMPLES', or json.\n\n"
            "options: --from T, --to T, --pid P, --debug-dir DIRS as for ltr analyze;\n"
@@ -77,7 +81,7 @@ int cmd_export(int argc, char **argv)
 {
     cli_analysis_args args;
     unsigned formats = 1u << LTR_REPORT_PPROF | 1u << LTR_REPORT_FOLDED | 1u << LTR_REPORT_JSON |
-                       1u << LTR_REPORT_CSV;
+                       1u << LTR_REPORT_CSV | 1u << LTR_REPORT_CHROME;
     int rc = cli_analysis_parse("export", argc, argv, USAGE, help, formats, 1, &args);
     if (rc >= 0)
         return rc;
@@ -85,6 +89,11 @@ int cmd_export(int argc, char **argv)
         cli_fail("export", "--snapshot goes with --format pprof or folded");
         return cli_usage_error("export", USAGE);
     }
+    if (args.format == LTR_REPORT_CHROME && (args.opts.cpu || args.opts.snapshot)) {
+        cli_fail("export", "--format chrome is the heap over time: it takes neither --cpu nor --snapshot");
+        return cli_usage_error("export", USAGE);
+    }
+    args.opts.series = args.format == LTR_REPORT_CHROME; /* outstanding bytes over time */
     if (strcmp(args.output, "-") != 0 && cli_refuse_existing("export", args.output, args.force))
         return 1;
     ltr_analysis *a = cli_analysis_run("export", &args);

@@ -8,7 +8,9 @@
  *   hidden, --full-stacks shows them; the same in folded stacks, whose root
  *   is the program without its pid, and in pprof (go tool pprof -traces);
  * - --width N: no line longer; piped without it, lines are whole;
- * - the thread's name; --json and --format json say the same.
+ * - the thread's name; --json and --format json say the same;
+ * - ltr export --format chrome has the Trace Event Format's shape and says
+ *   what ltr analyze says.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,12 +161,65 @@ static void test_json_spellings(void **state)
     tu_free(&a);
 }
 
+/* --format chrome: valid JSON in the Trace Event Format's shape (every
+ * event with ph, name, pid, ts; counters with args; names as metadata), the
+ * heap counter ending at what ltr analyze says is outstanding, the thread's
+ * name, and a marker as an instant event. */
+static void test_chrome_export(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && %s start heap --filemode --instance chrome && %s run -- %s >/dev/null && "
+                         "%s marker 'after the leak' && %s stop --instance chrome m.ltr && "
+                         "%s export m.ltr --format chrome -o m.json && %s analyze m.ltr --format json >m.analysis",
+                         dir, LTR, LTR, tu_test_bin("report-target"), LTR, LTR, LTR, LTR);
+    if (r.status != 0)
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    static const char check[] =
+        "import json\n"
+        "d = json.load(open('m.json'))\n"
+        "ev = d['traceEvents']\n"
+        "assert all({'ph', 'name', 'pid', 'ts'} <= set(e) for e in ev), 'an event lacks a key'\n"
+        "assert all(isinstance(e['ts'], (int, float)) and e['ts'] >= 0 for e in ev)\n"
+        "heap = [e for e in ev if e['ph'] == 'C' and e['name'] == 'heap outstanding bytes']\n"
+        "assert heap and all('bytes' in e['args'] for e in heap)\n"
+        "assert [e['ts'] for e in heap] == sorted(e['ts'] for e in heap), 'counter not in time order'\n"
+        "a = json.load(open('m.analysis'))['summary']\n"
+        "print('end', heap[-1]['args']['bytes'], 'want', a['outstanding_bytes'])\n"
+        "print('max', max(e['args']['bytes'] for e in heap), 'peak', a['peak_bytes'])\n"
+        "print('names', sorted({e['args']['name'] for e in ev if e['ph'] == 'M'}))\n"
+        "print('instants', [e['name'] for e in ev if e['ph'] == 'i'])\n";
+    char path[512];
+    snprintf(path, sizeof path, "%s/check.py", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(check, f);
+    fclose(f);
+    r = tu_run("cd %s && python3 check.py", dir);
+    if (r.status != 0)
+        fail_msg("the chrome export: %s%s", r.out, r.err);
+    char line[128];
+    const char *e = strstr(r.out, "end ");
+    assert_non_null(e);
+    long long got, exp;
+    assert_int_equal(sscanf(e, "end %lld want %lld", &got, &exp), 2);
+    assert_int_equal(got, exp);
+    const char *m = strstr(r.out, "max ");
+    assert_int_equal(sscanf(m, "max %lld peak %lld", &got, &exp), 2);
+    assert_int_equal(got, exp); /* the counter's highest is the report's peak */
+    snprintf(line, sizeof line, "'grower'");
+    assert_non_null(strstr(r.out, line));
+    assert_non_null(strstr(r.out, "'report-target'"));
+    assert_non_null(strstr(r.out, "'after the leak'"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranking_units_threads), cmocka_unit_test(test_hidden_frames),
         cmocka_unit_test(test_pprof_hides_too),       cmocka_unit_test(test_width),
-        cmocka_unit_test(test_json_spellings),
+        cmocka_unit_test(test_json_spellings),        cmocka_unit_test(test_chrome_export),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }

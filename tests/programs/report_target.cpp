@@ -2,7 +2,7 @@
  * tests/programs/report_target.cpp — a C++ service for the text report's
  * rules (tests/e2e/test_report_text.c): at its start it allocates one table
  * of 3.3 MiB at once (load_table), then a thread named "grower" leaks 16 KiB
- * every 4 ms through std::vector into a std::map for 200 rounds (3.1 MiB:
+ * every 10 ms through std::vector into a std::map for 200 rounds (3.1 MiB:
  * grow_cache, a steady leak), through allocator frames that C++ inlines and
  * a template whose name is long (Deep<...>::make). Prints "done" and exits.
  * Built -O2 without frame pointers, like a distributed binary.
@@ -40,7 +40,7 @@ static void *grower(void *)
 {
     for (int k = 0; k < 200; k++) {
         grow_cache(k);
-        struct timespec ts = {0, 4000000};
+        struct timespec ts = {0, 10000000}; /* 2 s in all: the leak spreads over most of any window */
         nanosleep(&ts, nullptr);
     }
     return nullptr;

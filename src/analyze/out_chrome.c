@@ -1,0 +1,132 @@
+/*
+ * analyze/out_chrome.c — `ltr export --format chrome`: the trace as Chrome's
+ * Trace Event Format (one JSON object, "traceEvents"), which Perfetto UI
+ * and chrome://tracing open. Per process: its name and its threads' names
+ * (metadata events, "ph":"M"), its outstanding heap bytes over time (a
+ * counter track, "ph":"C", from the model's series: the highest of each
+ * bucket, at most AN_SERIES_MAX points), its memory counters when the trace
+ * has them (private bytes, RSS, swap); markers and heap snapshots as
+ * instant events ("ph":"i"). Times are microseconds from the trace's start.
+ */
+#include "analyze/internal.h"
+#include "prim/prim.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int an_marker_feed(ltr_analysis *a, const ltr_event *ev)
+{
+    const ltr_layout *l = ev->layout;
+    if (!a->model.series || !l || !l->provider || strcmp(l->provider->name, "ltr") || strcmp(l->name, "Marker"))
+        return 0;
+    const char *s;
+    size_t len;
+    if (ev->ts < a->model.from || ev->ts > a->model.to || ltr_event_get_str(ev, "text", &s, &len) != 0)
+        return 1;
+    if (ltr_reserve((void **)&a->markers, &a->capmarkers, a->nmarkers, sizeof *a->markers, 16) != 0)
+        return 1; /* a marker less in the picture: nothing else depends on it */
+    char *text = strndup(s, len);
+    if (text)
+        a->markers[a->nmarkers++] = (an_marker){ev->ts, ev->pid, text};
+    return 1;
+}
+
+typedef struct chrome {
+    FILE *out;
+    ltr_analysis *a;
+    int n; /* events written: a comma before every one but the first */
+} chrome;
+
+static double us(const ltr_analysis *a, uint64_t ts)
+{
+    return ts > a->origin ? (double)(ts - a->origin) / 1e3 : 0;
+}
+
+/* Starts one event: {"ph":PH,"name":NAME,"pid":PID,"tid":TID,"ts":TS  (the caller ends it) */
+static void begin(chrome *c, const char *ph, const char *name, uint32_t pid, uint32_t tid, double ts)
+{
+    fprintf(c->out, "%s\n{\"ph\":\"%s\",\"name\":", c->n++ ? "," : "", ph);
+    ltr_print_json_string(c->out, name, strlen(name));
+    fprintf(c->out, ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f", pid, tid, ts);
+}
+
+static void meta_name(chrome *c, const char *what, uint32_t pid, uint32_t tid, const char *name)
+{
+    begin(c, "M", what, pid, tid, 0);
+    fprintf(c->out, ",\"args\":{\"name\":");
+    ltr_print_json_string(c->out, name, strlen(name));
+    fprintf(c->out, "}}");
+}
+
+static void names(chrome *c, uint32_t pid)
+{
+    const char *exe = an_process_exe(c->a, pid), *slash = strrchr(exe, '/');
+    char label[512];
+    snprintf(label, sizeof label, "%s", *exe ? (slash ? slash + 1 : exe) : "process");
+    meta_name(c, "process_name", pid, 0, label);
+    for (size_t i = 0, n = ltr_trace_thread_count(c->a->trace); i < n; i++) {
+        const ltr_thread *t = ltr_trace_thread_at(c->a->trace, i);
+        if (t->pid == pid && t->name && *t->name)
+            meta_name(c, "thread_name", pid, t->tid, t->name);
+    }
+}
+
+static void heap_counter(chrome *c, const an_proc *p)
+{
+    for (size_t i = 0; i < p->nseries; i++) {
+        begin(c, "C", "heap outstanding bytes", p->pid, 0, us(c->a, p->series[i].ts));
+        fprintf(c->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", p->series[i].bytes);
+    }
+    /* the value at the window's end, so the track ends where the report does */
+    uint64_t end = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
+    begin(c, "C", "heap outstanding bytes", p->pid, 0, us(c->a, c->a->win_end));
+    fprintf(c->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", end);
+}
+
+static void memory_counters(chrome *c)
+{
+    for (size_t i = 0; i < c->a->nmem; i++) {
+        const an_mem_sample *m = &c->a->mem[i];
+        begin(c, "C", "memory counters", m->pid, 0, us(c->a, m->ts));
+        fprintf(c->out,
+                ",\"args\":{\"private_bytes\":%" PRIu64 ",\"rss\":%" PRIu64 ",\"rss_file\":%" PRIu64
+                ",\"rss_shmem\":%" PRIu64 ",\"swap\":%" PRIu64 "}}",
+                m->private_bytes, m->rss, m->rss_file, m->rss_shmem, m->swap);
+    }
+}
+
+static void instants(chrome *c)
+{
+    for (size_t i = 0; i < c->a->nmarkers; i++) {
+        begin(c, "i", c->a->markers[i].text, c->a->markers[i].pid, 0, us(c->a, c->a->markers[i].ts));
+        fprintf(c->out, ",\"s\":\"g\",\"cat\":\"marker\"}");
+    }
+    for (size_t i = 0; i < c->a->nsnaps; i++) {
+        const an_snapshot *s = &c->a->snaps[i];
+        char name[64];
+        snprintf(name, sizeof name, "heap snapshot %zu", i + 1);
+        begin(c, "i", name, s->pid, 0, us(c->a, s->ts));
+        fprintf(c->out, ",\"s\":\"p\",\"cat\":\"snapshot\",\"args\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+                s->blocks, s->bytes);
+    }
+}
+
+int an_write_chrome(ltr_analysis *a, FILE *out)
+{
+    chrome c = {out, a, 0};
+    fprintf(out, "{\"traceEvents\":[");
+    size_t np;
+    an_proc *const *procs = an_procs(a, &np);
+    for (size_t i = 0; i < np; i++) {
+        names(&c, procs[i]->pid);
+        heap_counter(&c, procs[i]);
+    }
+    memory_counters(&c);
+    instants(&c);
+    fprintf(out, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"ltr-chrome\",\"version\":1,\"trace\":");
+    const char *path = ltr_trace_path(a->trace);
+    ltr_print_json_string(out, path, strlen(path));
+    fprintf(out, "}}\n");
+    return 0; /* a series cut short by memory is said by the analysis's own warning */
+}
