@@ -7,6 +7,7 @@ packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
           golang-go heaptrack binutils libdevel-nytprof-perl
           python3 git procps  # real programs the tests run beside ltr; pgrep
           systemd  # systemd-analyze verify: the ltr-watch@ and ltr boottrace units
+          chromium  # opens ltr report's page in the tests (test_report)
           clang-14 libclang-rt-14-dev)  # the last two: the fuzz build (docs/fuzzing.md)
 missing=()
 for p in "${packages[@]}"; do

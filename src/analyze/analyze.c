@@ -373,6 +373,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     a->cpu_report = o->cpu;
     a->full_stacks = o->full_stacks;
     a->series_wanted = o->series;
+    a->page_frames = o->page_frames;
     a->width = o->width;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);

@@ -28,6 +28,7 @@ typedef struct ltr_analyze_opts {
     int full_stacks;       /* text, folded, pprof: every frame, start-up and allocator ones too */
     unsigned width;        /* text: lines fitted to this many columns; 0: unlimited */
     int series;            /* keep each process's outstanding bytes over time, and the markers (chrome) */
+    int page_frames;       /* json: each stack's frames as the text report shows them (ltr report's page) */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {

@@ -123,6 +123,7 @@ struct ltr_analysis {
     size_t nmem, capmem;
     int cpu_report;           /* --cpu: the report is of the CPU samples */
     int full_stacks;          /* --full-stacks: no frame hidden (frames.c) */
+    int page_frames;          /* json: the frames the text report shows (ltr report) */
     int series_wanted;        /* the model keeps outstanding bytes over time (ltr_analyze_opts.series) */
     struct an_marker *markers; /* with a series: the trace's markers in the window */
     size_t nmarkers, capmarkers;

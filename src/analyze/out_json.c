@@ -35,7 +35,7 @@ static void jframe(FILE *out, const ltr_sym_frame *f)
 void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
-    size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
+    size_t n = a->page_frames ? an_frames_shown(a, s, f, AN_MAX_FRAMES) : an_frames(a, s, f, AN_MAX_FRAMES);
     fputs("\"frames\":[", out);
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -138,8 +138,16 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
             continue;
         fprintf(out, "%s{\"pid\":%u,\"stack_id\":%u,", shown++ ? "," : "", e[i].proc->pid,
                 e[i].stack->stack_id);
-        if (rank == AN_RANK_OUTSTANDING)
-            fprintf(out, "\"type\":\"%s\",", an_type_names[e[i].type]);
+        if (rank == AN_RANK_OUTSTANDING) {
+            /* how steadily its AIFO bytes came (rank.c), and their growth per minute of the window */
+            double spread = e[i].type == AN_AIFO ? an_held_spread(a, e[i].stack) : 0;
+            double minutes = (double)(a->win_end - a->win_start) / 60e9;
+            fprintf(out, "\"type\":\"%s\",\"spread\":%.3f,\"growth_bytes_per_min\":%.0f,", an_type_names[e[i].type],
+                    spread, spread >= AN_STEADY_SPREAD && minutes > 0 ? (double)e[i].bytes / minutes : 0.0);
+            if (e[i].type == AN_AIFO && e[i].stack->held_first) /* when its first and last such block came */
+                fprintf(out, "\"held_s\":[%.6f,%.6f],", an_seconds(a, e[i].stack->held_first),
+                        an_seconds(a, e[i].stack->held_last));
+        }
         fprintf(out, "\"%s\":%llu,\"%s\":%llu,", bytes_key[rank], (unsigned long long)e[i].bytes,
                 count_key[rank], (unsigned long long)e[i].count);
         an_json_frames(a, out, e[i].stack);

@@ -108,7 +108,13 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
         return cli_usage_error(cmd, usage);
     }
-    if (is_export && (!out->output || !out->format)) {
+    if (is_export == CLI_REPORT) { /* ltr report: the page's own analysis */
+        if (out->format || out->opts.cpu || out->opts.snapshot || out->opts.full_stacks) {
+            cli_fail(cmd, "the page takes none of --format, --cpu, --snapshot, --full-stacks");
+            return cli_usage_error(cmd, usage);
+        }
+        out->format = LTR_REPORT_JSON;
+    } else if (is_export && (!out->output || !out->format)) {
         cli_fail(cmd, "%s is required", !out->format ? "--format" : "-o OUT");
         return cli_usage_error(cmd, usage);
     }

@@ -18,6 +18,8 @@ typedef struct cli_analysis_args {
     int width_set;      /* --width given (else the terminal's, when stdout is one) */
 } cli_analysis_args;
 
+#define CLI_REPORT 2 /* is_export for ltr report: export's options, no --format, -o optional */
+
 /* Parses argv; formats_allowed is a bit mask of (1 << ltr_report_format).
  * Returns -1 to go on, or the exit status (0 after --help, 2 on bad usage). */
 int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),

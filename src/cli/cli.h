@@ -52,6 +52,7 @@ int cmd_start(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_providers(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_save(int argc, char **argv);
 int cmd_stop(int argc, char **argv);

@@ -1,0 +1,200 @@
+/*
+ * src/report/report.js — draws the page of `ltr report` from its two data
+ * scripts: "analysis" (ltr analyze --format json, frames as the text report
+ * shows them) and "timeline-data" (ltr export --format chrome: outstanding
+ * bytes over time per process, memory counters, markers, snapshots). The
+ * timeline is uPlot, the flame graph d3-flame-graph. A self-check written
+ * into #selfcheck (what was drawn, the totals, errors) lets a headless
+ * browser test the page (tests/e2e/test_report.c).
+ */
+(function () {
+    "use strict";
+    var check = { errors: [], timeline: false, stacks: 0, flame: 0, names: [], totals: {}, range: null };
+    function publish() { document.getElementById("selfcheck").textContent = JSON.stringify(check); }
+    window.addEventListener("error", function (e) { check.errors.push(String(e.message)); publish(); });
+    var A = JSON.parse(document.getElementById("analysis").textContent);
+    var C = JSON.parse(document.getElementById("timeline-data").textContent);
+
+    function size(b) {
+        var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+        while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+        return (i ? b.toPrecision(3) : String(Math.round(b))) + " " + u[i];
+    }
+    function text(tag, s, cls) { var e = document.createElement(tag); e.textContent = s; if (cls) e.className = cls; return e; }
+    function frameName(f) { return f.function || (f.module ? f.module.replace(/.*\//, "") + "+" + f.offset : f.address); }
+
+    /* the header: the trace, its window, and what was lost */
+    var S = A.summary;
+    document.getElementById("trace").textContent = A.trace + ": " + S.processes + " process(es), " + S.heap_events +
+        " heap events over " + S.duration_s.toFixed(3) + " s; outstanding at the end " + size(S.outstanding_bytes) +
+        " in " + S.outstanding_allocations + " allocations; peak " + size(S.peak_bytes);
+    var warn = document.getElementById("warnings");
+    if (S.events_lost || S.events_overwritten)
+        warn.appendChild(text("div", "Events lost: " + S.events_lost + ", overwritten: " + S.events_overwritten +
+            ". The figures below miss them.", "warning"));
+    (A.warnings || []).forEach(function (w) { warn.appendChild(text("div", w, "warning")); });
+    check.totals = { outstanding_bytes: S.outstanding_bytes, allocations: S.allocations, frees: S.frees,
+                     peak_bytes: S.peak_bytes };
+
+    /* the timeline: each process's outstanding heap bytes (and private bytes), markers as lines */
+    var ev = C.traceEvents, series = {}, times = {}, markers = [];
+    ev.forEach(function (e) {
+        if (e.ph === "C" && e.name === "heap outstanding bytes") {
+            (series["heap " + e.pid] = series["heap " + e.pid] || []).push([e.ts / 1e6, e.args.bytes]);
+        } else if (e.ph === "C" && e.name === "memory counters") {
+            (series["private " + e.pid] = series["private " + e.pid] || []).push([e.ts / 1e6, e.args.private_bytes]);
+        } else if (e.ph === "i") {
+            markers.push([e.ts / 1e6, e.name]);
+        }
+    });
+    var keys = Object.keys(series);
+    keys.forEach(function (k) { series[k].forEach(function (p) { times[p[0]] = 1; }); });
+    var xs = Object.keys(times).map(Number).sort(function (a, b) { return a - b; });
+    var data = [xs];
+    keys.forEach(function (k) { /* each series stepped onto the shared x values */
+        var pts = series[k], j = 0, last = null;
+        data.push(xs.map(function (x) {
+            while (j < pts.length && pts[j][0] <= x) last = pts[j++][1];
+            return last;
+        }));
+    });
+    var colors = ["#c0392b", "#2471a3", "#1e8449", "#7d3c98", "#b9770e", "#566573"];
+    var chart = null;
+    if (xs.length) {
+        chart = new uPlot({
+            width: Math.max(600, document.body.clientWidth - 40), height: 280,
+            scales: { x: { time: false } },
+            axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } }, { values: function (u, v) { return v.map(size); }, size: 70 }],
+            series: [{ label: "s" }].concat(keys.map(function (k, i) {
+                return { label: k, stroke: colors[i % colors.length], width: 1.5, value: function (u, v) { return v == null ? "-" : size(v); } };
+            })),
+            cursor: { drag: { x: true, y: false, setScale: false } },
+            hooks: {
+                draw: [function (u) {
+                    var ctx = u.ctx;
+                    ctx.save();
+                    ctx.strokeStyle = "#888";
+                    ctx.setLineDash([4, 3]);
+                    markers.forEach(function (m) {
+                        var x = u.valToPos(m[0], "x", true);
+                        ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+                    });
+                    ctx.restore();
+                }],
+                setSelect: [function (u) {
+                    if (u.select.width > 2)
+                        rerank(u.posToVal(u.select.left, "x"), u.posToVal(u.select.left + u.select.width, "x"));
+                }]
+            }
+        }, data, document.getElementById("timeline"));
+        check.timeline = !!document.querySelector("#timeline canvas");
+    }
+    if (markers.length) {
+        var ml = document.createElement("div");
+        ml.textContent = "Markers and snapshots: " + markers.map(function (m) { return m[1] + " at " + m[0].toFixed(3) + " s"; }).join("; ");
+        document.getElementById("timeline").appendChild(ml);
+    }
+
+    /* the stacks holding memory, leak candidates (AIFO) first */
+    var table = document.getElementById("stacks");
+    function showStacks(list, note) {
+        table.innerHTML = "";
+        var head = document.createElement("tr");
+        ["#", "pid", "type", "bytes", "blocks", "growth", "allocated in"].forEach(function (h) { head.appendChild(text("th", h)); });
+        table.appendChild(head);
+        list.forEach(function (s, i) {
+            var tr = document.createElement("tr");
+            tr.appendChild(text("td", String(i + 1), "num"));
+            tr.appendChild(text("td", String(s.pid), "num"));
+            tr.appendChild(text("td", s.type, s.type));
+            tr.appendChild(text("td", size(s.bytes), "num"));
+            tr.appendChild(text("td", String(s.count), "num"));
+            tr.appendChild(text("td", s.growth_bytes_per_min ? size(s.growth_bytes_per_min) + "/min" : (s.type === "AIFO" ? "at once" : ""), "num"));
+            var td = document.createElement("td");
+            var fn = text("div", s.frames.length ? frameName(s.frames[0]) : "(no stack)", "fn");
+            fn.addEventListener("click", function () { tr.classList.toggle("open"); });
+            td.appendChild(fn);
+            td.appendChild(text("div", s.frames.map(function (f) {
+                return frameName(f) + (f.file ? " (" + f.file + ":" + f.line + ")" : "");
+            }).join("\n"), "frames"));
+            tr.appendChild(td);
+            table.appendChild(tr);
+        });
+        if (note)
+            table.appendChild(text("caption", note));
+        check.stacks = list.length;
+        check.names = list.map(function (s) { return s.frames.length ? frameName(s.frames[0]) : ""; });
+    }
+    showStacks(A.stacks);
+
+    /* A time range re-ranks the leak candidates for it: a stack's AIFO
+     * blocks came between its held_s times (the first and the last of
+     * them); the range gets the part of its bytes that falls inside it,
+     * taken as spread evenly (an estimate: the page does not carry every
+     * block's time). */
+    function rerank(from, to) {
+        var list = A.stacks.filter(function (s) { return s.type === "AIFO" && s.held_s; }).map(function (s) {
+            var a = s.held_s[0], b = s.held_s[1], part;
+            if (b <= a) part = a >= from && a <= to ? 1 : 0;
+            else part = Math.max(0, Math.min(b, to) - Math.max(a, from)) / (b - a);
+            return Object.assign({}, s, { bytes: Math.round(s.bytes * part) });
+        }).filter(function (s) { return s.bytes > 0; }).sort(function (a, b) { return b.bytes - a.bytes; });
+        check.range = [from, to, list.length && list[0].frames.length ? frameName(list[0].frames[0]) : null];
+        showStacks(list, "Leak candidates of " + from.toFixed(3) + " s to " + to.toFixed(3) +
+            " s: the part of each stack's outstanding bytes allocated in the range (estimated: its blocks taken as spread evenly).");
+        document.getElementById("range").textContent = "Range " + from.toFixed(3) + " s to " + to.toFixed(3) + " s.";
+        publish();
+    }
+
+    /* the flame graph (an icicle: callers on top) of outstanding bytes, allocated bytes or allocation calls */
+    var metrics = {
+        "outstanding bytes": function () { return A.stacks.map(function (s) { return [s.frames, s.bytes]; }); },
+        "allocated bytes": function () { return A.most_calls.map(function (s) { return [s.frames, s.bytes]; }); },
+        "allocation calls": function () { return A.most_calls.map(function (s) { return [s.frames, s.calls]; }); }
+    };
+    function tree(rows) {
+        var root = { name: "all", value: 0, children: [] };
+        rows.forEach(function (r) {
+            var node = root, frames = r[0].slice().reverse();
+            root.value += r[1];
+            frames.forEach(function (f) {
+                var name = frameName(f), child = null;
+                for (var i = 0; i < node.children.length; i++)
+                    if (node.children[i].name === name) { child = node.children[i]; break; }
+                if (!child) { child = { name: name, value: 0, children: [] }; node.children.push(child); }
+                child.value += r[1];
+                node = child;
+            });
+        });
+        return root;
+    }
+    var make = window.flamegraph.flamegraph || window.flamegraph.default || window.flamegraph; /* the UMD build exports an object */
+    var flame = make().width(Math.max(600, document.body.clientWidth - 40)).cellHeight(18).inverted(true)
+        .selfValue(false).transitionDuration(0).minFrameSize(1);
+    var controls = document.getElementById("flame-controls"), pick = document.createElement("select");
+    Object.keys(metrics).forEach(function (m) { var o = document.createElement("option"); o.textContent = m; pick.appendChild(o); });
+    var search = document.createElement("input");
+    search.type = "search";
+    search.placeholder = "search a function";
+    controls.appendChild(pick);
+    controls.appendChild(document.createTextNode(" "));
+    controls.appendChild(search);
+    function drawFlame() {
+        document.getElementById("flame").innerHTML = "";
+        d3.select("#flame").datum(tree(metrics[pick.value]())).call(flame);
+        check.flame = document.querySelectorAll("#flame svg g").length;
+    }
+    pick.addEventListener("change", drawFlame);
+    search.addEventListener("input", function () { if (search.value) flame.search(search.value); else flame.clear(); });
+    drawFlame();
+
+    /* heap snapshots and their trend verdicts */
+    var snaps = A.snapshots || [];
+    if (!snaps.length) document.getElementById("snapshots-section").hidden = true;
+    else document.getElementById("snapshots").appendChild(text("pre", JSON.stringify(snaps, null, 1)));
+
+    /* a range given in the URL (#range=FROM,TO seconds): the test's way to select */
+    var m = /range=([0-9.]+),([0-9.]+)/.exec(location.hash);
+    if (m) rerank(parseFloat(m[1]), parseFloat(m[2]));
+    publish();
+})();
