@@ -155,7 +155,7 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
-    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_cpu_feed(a, ev))
+    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_vm_feed(a, sk, ev) || an_cpu_feed(a, ev))
         return;
     an_heap_event h;
     an_decode(d, ev, &h);
@@ -370,6 +370,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &a->snap_guid);
     ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
     a->cpu_report = o->cpu;
+    a->mapped_report = o->mapped;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};
@@ -412,8 +413,10 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
-    if (!o->cpu) /* its warnings are the heap's */
+    if (!o->cpu && !o->mapped) /* its warnings are the heap's */
         warn_state(a);
+    if (o->mapped && a->model.oom)
+        an_warn(a, "memory ran out during the analysis: the figures are incomplete");
     *out = a;
     return 0;
 }
@@ -473,6 +476,10 @@ int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsign
     int rc;
     if (a->cpu_report) {
         rc = an_cpu_write(a, out, fmt, top);
+        return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
+    }
+    if (a->mapped_report) {
+        rc = an_vm_write(a, out, fmt, top);
         return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
     }
     an_symbolize_reported(a, fmt, top);

@@ -51,6 +51,7 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
         out->opts.snapshot = v;
         return 0;
     case 'c': out->opts.cpu = 1; return 0;
+    case 'M': out->opts.mapped = 1; return 0;
     }
     return -1;
 }
@@ -61,7 +62,7 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
     static const struct option analyze_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
         {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
-        {"cpu", 0, 0, 'c'}, {0, 0, 0, 0}};
+        {"cpu", 0, 0, 'c'}, {"mapped", 0, 0, 'M'}, {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
         {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
@@ -94,6 +95,11 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
     out->trace = argv[optind];
     if (out->opts.cpu && out->format == LTR_REPORT_CSV) {
         cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
+        return cli_usage_error(cmd, usage);
+    }
+    if (out->opts.mapped && (out->opts.cpu || out->format == LTR_REPORT_CSV || out->opts.trend)) {
+        cli_fail(cmd, "--mapped reports as text or json, alone: not with %s",
+                 out->opts.cpu ? "--cpu" : out->opts.trend ? "--trend" : "--format csv");
         return cli_usage_error(cmd, usage);
     }
     if (is_export && (!out->output || !out->format)) {

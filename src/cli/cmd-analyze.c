@@ -10,7 +10,7 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--trend] [--debug-dir DIRS] [--cpu]"
+    "                  [--trend] [--debug-dir DIRS] [--cpu | --mapped]"
 
 static void help(void)
 {
@@ -35,6 +35,10 @@ static void help(void)
            "                     (default /usr/lib/debug)\n"
            "  --cpu              the CPU samples instead (SampledProfile: 'ltr start\n"
            "                     general'): stacks ranked by samples, text or json\n"
+           "  --mapped           the mappings the program made itself instead\n"
+           "                     (VirtualAllocation: mmap, munmap, mremap, brk, sbrk, with\n"
+           "                     'ltr start heap --provider Ltr.System:0x10'): stacks\n"
+           "                     ranked by mapped bytes at the window's end, text or json\n"
            "  -h, --help         this text\n\n"
            "With the system provider's memory counters in the trace ('ltr start\n"
            "memory'), each process's private bytes over the window follow the heap\n"
