@@ -34,6 +34,10 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define HOOK_FRAME __builtin_frame_address(0)
+/* A session wants the event, and the call is not the agent's own (its
+ * shared memory and rings, mapped and unmapped in a fork child's handler
+ * too, where agent_busy is not set). */
+#define WANTED() (sysev_wanted() && !stacks_in_agent((uintptr_t)__builtin_return_address(0)))
 
 static const ltr_field_desc map_fields[] = {
     {"address", LTR_TYPE_PVAR}, {"size", LTR_TYPE_UVAR}, {"stack", LTR_TYPE_UVAR}, {"prot", LTR_TYPE_UVAR},
@@ -156,7 +160,7 @@ static void report_map(void *p, size_t len, int prot, int flags, int fd, off_t o
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *p = call_mmap(next.mmap, addr, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && sysev_wanted())
+    if (p != MAP_FAILED && WANTED())
         report_map(p, len, prot, flags, fd, off, LTR_VM_FN_MMAP, HOOK_FRAME);
     return p;
 }
@@ -164,7 +168,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *p = call_mmap(next.mmap64, addr, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && sysev_wanted())
+    if (p != MAP_FAILED && WANTED())
         report_map(p, len, prot, flags, fd, off, LTR_VM_FN_MMAP64, HOOK_FRAME);
     return p;
 }
@@ -172,7 +176,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 EXPORT int munmap(void *addr, size_t len)
 {
     int rc = next.munmap ? next.munmap(addr, len) : (int)sys_result(syscall(SYS_munmap, addr, len));
-    if (rc == 0 && sysev_wanted())
+    if (rc == 0 && WANTED())
         put(&(vm_event){.d = &ev_unmap, .addr = (uintptr_t)addr, .size = len, .fn = LTR_VM_FN_MUNMAP},
             HOOK_FRAME);
     return rc;
@@ -189,7 +193,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
     }
     void *p = next.mremap ? next.mremap(old, old_len, len, flags, want)
                           : (void *)sys_result(syscall(SYS_mremap, old, old_len, len, flags, want));
-    if (p != MAP_FAILED && sysev_wanted())
+    if (p != MAP_FAILED && WANTED())
         put(&(vm_event){.d = &ev_remap, .old = (uintptr_t)old, .old_size = old_len, .addr = (uintptr_t)p,
                         .size = len, .flags = (unsigned)flags, .fn = LTR_VM_FN_MREMAP},
             HOOK_FRAME);
@@ -206,7 +210,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 {
     int rc = next.madvise ? next.madvise(addr, len, advice)
                           : (int)sys_result(syscall(SYS_madvise, addr, len, advice));
-    if (rc == 0 && gives_back(advice) && sysev_wanted())
+    if (rc == 0 && gives_back(advice) && WANTED())
         put(&(vm_event){.d = &ev_discard, .addr = (uintptr_t)addr, .size = len, .advice = (unsigned)advice,
                         .fn = LTR_VM_FN_MADVISE},
             HOOK_FRAME);
@@ -235,7 +239,7 @@ EXPORT int brk(void *addr)
         errno = ENOMEM; /* before the constructor: nobody moves the break that early */
         return -1;
     }
-    bool want = sysev_wanted();
+    bool want = WANTED();
     uintptr_t was = want ? current_break() : 0;
     int rc = next.brk(addr);
     if (rc == 0 && want && was)
@@ -250,7 +254,7 @@ EXPORT void *sbrk(intptr_t incr)
         return (void *)-1;
     }
     void *was = next.sbrk(incr);
-    if (was != (void *)-1 && incr && sysev_wanted())
+    if (was != (void *)-1 && incr && WANTED())
         report_break((uintptr_t)was, (uintptr_t)was + (uintptr_t)incr, LTR_VM_FN_SBRK, HOOK_FRAME);
     return was;
 }

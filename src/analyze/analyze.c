@@ -478,11 +478,11 @@ int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsign
         rc = an_cpu_write(a, out, fmt, top);
         return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
     }
+    an_symbolize_reported(a, fmt, a->mapped_report ? 1 : top); /* every module record to the symbolizer */
     if (a->mapped_report) {
         rc = an_vm_write(a, out, fmt, top);
         return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
     }
-    an_symbolize_reported(a, fmt, top);
     switch (fmt) {
     case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;
     case LTR_REPORT_JSON: rc = an_write_json(a, out, top); break;
