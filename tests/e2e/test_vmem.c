@@ -91,6 +91,18 @@ static void test_mapped_exact(void **state)
     tu_free(&r);
 }
 
+/* The built-in memory profile declares VirtualAllocation: with heap tracing
+ * beside it, the mappings are recorded. */
+static void test_memory_profile(void **state)
+{
+    char trace[4200];
+    record(*state, "memory", "vm3", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --mapped", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "720896 bytes mapped at the window's end, in 8 range(s)"));
+    tu_free(&r);
+}
+
 static void test_not_enabled(void **state)
 {
     char trace[4200];
@@ -109,6 +121,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mapped_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_profile, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_not_enabled, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
