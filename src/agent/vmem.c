@@ -129,16 +129,6 @@ __attribute__((constructor(102))) static void vmem_resolve(void)
     next.sbrk = (sbrk_fn)agent_next_sym("sbrk");
 }
 
-/* The system call's result as glibc's wrapper returns it. */
-static long sys_result(long rc)
-{
-    if (rc < 0 && rc > -4096) {
-        errno = (int)-rc;
-        return -1;
-    }
-    return rc;
-}
-
 static void *call_mmap(mmap_fn f, void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     if (f)
@@ -175,7 +165,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 EXPORT int munmap(void *addr, size_t len)
 {
-    int rc = next.munmap ? next.munmap(addr, len) : (int)sys_result(syscall(SYS_munmap, addr, len));
+    int rc = next.munmap ? next.munmap(addr, len) : (int)(syscall(SYS_munmap, addr, len));
     if (rc == 0 && WANTED())
         put(&(vm_event){.d = &ev_unmap, .addr = (uintptr_t)addr, .size = len, .fn = LTR_VM_FN_MUNMAP},
             HOOK_FRAME);
@@ -192,7 +182,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
         va_end(ap);
     }
     void *p = next.mremap ? next.mremap(old, old_len, len, flags, want)
-                          : (void *)sys_result(syscall(SYS_mremap, old, old_len, len, flags, want));
+                          : (void *)(syscall(SYS_mremap, old, old_len, len, flags, want));
     if (p != MAP_FAILED && WANTED())
         put(&(vm_event){.d = &ev_remap, .old = (uintptr_t)old, .old_size = old_len, .addr = (uintptr_t)p,
                         .size = len, .flags = (unsigned)flags, .fn = LTR_VM_FN_MREMAP},
@@ -209,7 +199,7 @@ static bool gives_back(int advice)
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
     int rc = next.madvise ? next.madvise(addr, len, advice)
-                          : (int)sys_result(syscall(SYS_madvise, addr, len, advice));
+                          : (int)(syscall(SYS_madvise, addr, len, advice));
     if (rc == 0 && gives_back(advice) && WANTED())
         put(&(vm_event){.d = &ev_discard, .addr = (uintptr_t)addr, .size = len, .advice = (unsigned)advice,
                         .fn = LTR_VM_FN_MADVISE},

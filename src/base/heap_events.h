@@ -41,6 +41,20 @@ enum ltr_agent_sys_event_id {
     LTR_VM_EV_UNMAP = 33,   /* VirtualFree: munmap, brk/sbrk shrinking it */
     LTR_VM_EV_REMAP = 34,   /* VirtualRealloc: mremap */
     LTR_VM_EV_DISCARD = 35, /* VirtualDiscard: madvise giving pages back */
+    LTR_FILE_EV_OPEN = 36,  /* FileOpen: open, openat, creat (keyword FileIO) */
+    LTR_FILE_EV_CLOSE = 37, /* FileClose: a descriptor's bytes read and written, at its close */
+};
+
+/* `function` of FileOpen. */
+enum ltr_file_fn {
+    LTR_FILE_FN_OPEN = 1, LTR_FILE_FN_OPENAT = 2, LTR_FILE_FN_CREAT = 3,
+};
+
+/* `reason` of FileClose. */
+enum ltr_file_close_reason {
+    LTR_FILE_CLOSED = 1, /* close() succeeded */
+    LTR_FILE_AT_EXIT = 2, /* still open when the process exited: the bytes so far */
+    LTR_FILE_UNTRACKED = 3, /* a descriptor past the agent's table: one event per call */
 };
 
 /* `function` of the mapping events. */

@@ -33,6 +33,8 @@ static const ltr_syskw_map syskw[] = {
     {"Memory", LTR_PART_MEMINFO, true},
     {"FootPrint", LTR_PART_MEMINFO, true},
     {"ReferenceSet", LTR_PART_MEMINFO, true},
+    {"FileIO", LTR_PART_FILEIO, true},
+    {"FileIOInit", LTR_PART_FILEIO, true},
     /* Windows kernel facilities with no part in ltr's system provider. */
     {"CSwitch", NULL, false},         {"CompactCSwitch", NULL, false},
     {"ReadyThread", NULL, false},     {"ThreadPriority", NULL, false},
@@ -40,8 +42,7 @@ static const ltr_syskw_map syskw[] = {
     {"Interrupt", NULL, false},       {"WDFDPC", NULL, false},
     {"WDFInterrupt", NULL, false},    {"IdleStates", NULL, false},
     {"Power", NULL, false},           {"DiskIO", NULL, false},
-    {"DiskIOInit", NULL, false},      {"FileIO", NULL, false},
-    {"FileIOInit", NULL, false},      {"Filename", NULL, false},
+    {"DiskIOInit", NULL, false},      {"Filename", NULL, false},
     {"SplitIO", NULL, false},         {"HardFaults", NULL, false},
     {"Registry", NULL, false},        {"RegistryHive", NULL, false},
     {"NetworkTrace", NULL, false},    {"KernelQueue", NULL, false},
