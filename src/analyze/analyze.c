@@ -155,7 +155,7 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
-    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_vm_feed(a, sk, ev) || an_cpu_feed(a, ev))
+    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_vm_feed(a, sk, ev) || an_file_feed(a, sk, ev) || an_cpu_feed(a, ev))
         return;
     an_heap_event h;
     an_decode(d, ev, &h);
@@ -371,6 +371,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     ltr_guid_from_name(LTR_SYSTEM_PROVIDER, &a->system_guid);
     a->cpu_report = o->cpu;
     a->mapped_report = o->mapped;
+    a->files_report = o->files;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};
@@ -413,9 +414,9 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
-    if (!o->cpu && !o->mapped) /* its warnings are the heap's */
+    if (!o->cpu && !o->mapped && !o->files) /* its warnings are the heap's */
         warn_state(a);
-    if (o->mapped && a->model.oom)
+    if ((o->mapped || o->files) && a->model.oom)
         an_warn(a, "memory ran out during the analysis: the figures are incomplete");
     *out = a;
     return 0;
@@ -429,6 +430,7 @@ void ltr_analysis_free(ltr_analysis *a)
     an_snapshots_free(a);
     free(a->mem);
     an_cpu_free(a);
+    an_files_text_free(a);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
         ltr_trace_close(a->trace);
@@ -474,6 +476,10 @@ ltr_report_format ltr_report_format_parse(const char *name)
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
+    if (a->files_report) {
+        rc = an_files_write(a, out, fmt, top);
+        return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
+    }
     if (a->cpu_report) {
         rc = an_cpu_write(a, out, fmt, top);
         return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;

@@ -26,6 +26,7 @@ typedef struct ltr_analyze_opts {
     uint64_t snapshot;     /* ltr export: heap snapshot N (1-based) instead of the heap events; 0: none */
     int cpu;               /* the report is of the CPU samples (docs/system-provider.md) */
     int mapped;            /* the report is of the mappings the program made (VirtualAllocation) */
+    int files;             /* the report is of the files the program worked on (FileIO) */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {
