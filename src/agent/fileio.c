@@ -209,6 +209,8 @@ static uint32_t encode_open(const void *ctx, uint32_t stack, uint8_t *p)
  * (relative paths and dirfd resolved), else the path given. Keeps errno. */
 static void report_open(const char *path, int flags, mode_t mode, int fd, uint8_t fn)
 {
+    if (!sysev_kw_wanted(LTR_SYSKW_FILEIO))
+        return;
     int err = errno;
     char buf[PATH_KEEP + 1];
     const char *name = path ? path : "";

@@ -20,6 +20,16 @@ void sysev_init(void)
         __atomic_store_n(&agent_sys_state, agent_sys_provider.state, __ATOMIC_RELEASE);
 }
 
+bool sysev_kw_wanted(uint64_t kw)
+{
+    const ltr_reg_provider *slot = agent_sys_provider.internal;
+    uint32_t mask = __atomic_load_n(agent_sys_provider.state, __ATOMIC_RELAXED);
+    for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++)
+        if ((mask & (1u << s)) && ltr_reg_wants(slot, s, LTR_LEVEL_INFO, kw))
+            return true;
+    return false;
+}
+
 void sysev_emit(ltr_event_desc *d, uint64_t kw, const void *frame, bool with_stack, sysev_encode_fn enc,
                 const void *ctx)
 {

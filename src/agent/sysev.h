@@ -24,6 +24,10 @@ static inline bool sysev_wanted(void)
     return __builtin_expect(__atomic_load_n(agent_sys_state, __ATOMIC_RELAXED) != 0, 0) && !agent_busy;
 }
 
+/* Whether some session wants keyword kw of Ltr.System: for work an event
+ * needs before it is written (an open's readlink). */
+bool sysev_kw_wanted(uint64_t kw);
+
 /* Registers the agent's Ltr.System provider (from emit_init). */
 void sysev_init(void);
 
