@@ -231,15 +231,16 @@ static void report_open(const char *path, int flags, mode_t mode, int fd, uint8_
     errno = err;
 }
 
-/* The mode argument is there only with O_CREAT or O_TMPFILE. */
-#define OPEN_MODE(flags, mode)                        \
-    do {                                              \
-        if ((flags) & (O_CREAT | O_TMPFILE)) {        \
-            va_list ap;                               \
-            va_start(ap, flags);                      \
-            mode = (mode_t)va_arg(ap, unsigned);      \
-            va_end(ap);                               \
-        }                                             \
+/* The mode argument is there only with O_CREAT or O_TMPFILE (whose bits
+ * include O_DIRECTORY's: all of them, as glibc's __OPEN_NEEDS_MODE). */
+#define OPEN_MODE(flags, mode)                                           \
+    do {                                                                 \
+        if (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE) { \
+            va_list ap;                                                  \
+            va_start(ap, flags);                                         \
+            mode = (mode_t)va_arg(ap, unsigned);                         \
+            va_end(ap);                                                  \
+        }                                                                \
     } while (0)
 
 static int do_open(open_fn f, const char *path, int flags, mode_t mode, bool want)

@@ -225,8 +225,10 @@ static uintptr_t current_break(void)
 
 EXPORT int brk(void *addr)
 {
+    if (!next.brk) /* a constructor before the agent's */
+        next.brk = (brk_fn)agent_next_sym("brk");
     if (!next.brk) {
-        errno = ENOMEM; /* before the constructor: nobody moves the break that early */
+        errno = ENOMEM;
         return -1;
     }
     bool want = WANTED();
@@ -239,6 +241,8 @@ EXPORT int brk(void *addr)
 
 EXPORT void *sbrk(intptr_t incr)
 {
+    if (!next.sbrk)
+        next.sbrk = (sbrk_fn)agent_next_sym("sbrk");
     if (!next.sbrk) {
         errno = ENOMEM;
         return (void *)-1;
