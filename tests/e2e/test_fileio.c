@@ -35,7 +35,7 @@ static void record(const char *dir, const char *opts, const char *name, char *tr
     tu_expect_ok(tu_run("%s start heap %s --filemode --instance %s -o %s", LTR, opts, name, trace));
     tu_result r = tu_run("%s run --instance %s -- %s %s/data.bin 7 12345", LTR, name, FILEIO, dir);
     assert_int_equal(r.status, 0);
-    assert_string_equal(r.out, "opened 8 wrote 86415 read 86415\n");
+    assert_string_equal(r.out, "opened 8 wrote 86415 read 86415 errno 2\n");
     tu_free(&r);
     tu_expect_ok(tu_run("%s stop %s --instance %s", LTR, trace, name));
 }

@@ -3,9 +3,10 @@
  * (docs/system-provider.md, FileIO): it opens PATH N times (creating and
  * truncating it the first time, appending after), writes M bytes at each
  * open in writes of at most 1000 bytes (write, pwrite and writev in turn),
- * reads the file back once whole with read, fails to open PATH.missing once,
- * and prints what it did. The test compares that with ltr analyze --files.
+ * reads the file back once whole with read, fails to open PATH.missing once
+ * (errno ENOENT, as the program sees it), and prints what it did. The test compares that with ltr analyze --files.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +59,10 @@ int main(int argc, char **argv)
     close(fd);
     char missing[4200];
     snprintf(missing, sizeof missing, "%s.missing", path);
+    errno = 0;
     if (open(missing, O_RDONLY) >= 0)
         return 1;
-    printf("opened %d wrote %zu read %zu\n", n + 1, (size_t)n * m, total);
+    int e = errno; /* the traced program's errno, as the kernel set it */
+    printf("opened %d wrote %zu read %zu errno %d\n", n + 1, (size_t)n * m, total, e);
     return 0;
 }
