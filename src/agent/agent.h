@@ -95,6 +95,9 @@ static inline bool agent_wanted(void)
 void emit_alloc(void *p, size_t size, int fn, const void *frame);
 void emit_free(void *p, int fn);
 void emit_realloc(void *old, void *p, size_t size, int fn, const void *frame);
+/* An event's timestamp: now, rounded down to AGENT_TS_GRAIN_NS, after the
+ * last module record (docs/heap-events.md). */
+uint64_t emit_timestamp(void);
 /* Registers the provider (once, from the constructor). */
 void emit_init(void);
 /* Forgets per-process state in a fork child. */

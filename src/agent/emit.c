@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/perthread.h"
 #include "agent/snapshot.h"
+#include "agent/sysev.h"
 #include "event/event.h"
 #include "base/heap_events.h"
 #include "base/records.h"
@@ -65,6 +66,7 @@ void emit_init(void)
         pthread_atfork(NULL, NULL, emit_after_fork);
         __atomic_store_n(&agent_heap_state, heap_provider.state, __ATOMIC_RELEASE);
         snapshot_init(reg);
+        sysev_init();
     }
     agent_leave();
 }
@@ -206,6 +208,16 @@ static void keep(const heap_event *e, uint32_t stack, uint64_t ts)
         snap_table_insert((uintptr_t)e->addr, e->size, stack, snapshot_now_s(ts));
 }
 
+uint64_t emit_timestamp(void)
+{
+    uint64_t ts = ltr_now_ns();
+    ts -= ts % AGENT_TS_GRAIN_NS;
+    uint64_t after = atomic_load_explicit(&agent_module_change_ts, memory_order_acquire);
+    if (__builtin_expect(ts <= after, 0))
+        ts = after + 1;
+    return ts;
+}
+
 /* Writes one event into every session that wants it; events other than Free
  * carry the caller's stack, unwound at most once. */
 static void emit(const heap_event *e)
@@ -221,11 +233,7 @@ static void emit(const heap_event *e)
      * block can be handed out again. But never at or before the last module
      * record: a library unloaded a moment ago must not look loaded to an
      * event that came after. */
-    uint64_t ts = ltr_now_ns();
-    ts -= ts % AGENT_TS_GRAIN_NS;
-    uint64_t after = atomic_load_explicit(&agent_module_change_ts, memory_order_acquire);
-    if (__builtin_expect(ts <= after, 0))
-        ts = after + 1;
+    uint64_t ts = emit_timestamp();
     agent_event_ts = ts;
     bool with_stack = e->d != &ev_free;
     stack_ref st = {0};

@@ -84,10 +84,15 @@ static target targets[] = {
     {.name = "_Znam"}, {.name = "_ZnamRKSt9nothrow_t"}, {.name = "_ZnamSt11align_val_t"},
     {.name = "_ZnamSt11align_val_tRKSt9nothrow_t"}, {.name = "_Znwm"}, {.name = "_ZnwmRKSt9nothrow_t"},
     {.name = "_ZnwmSt11align_val_t"}, {.name = "_ZnwmSt11align_val_tRKSt9nothrow_t"},
-    {.name = "aligned_alloc"}, {.name = "calloc"}, {.name = "dlclose"}, {.name = "dlmopen"},
-    {.name = "dlopen"}, {.name = "free"}, {.name = "malloc"}, {.name = "memalign"}, {.name = "posix_memalign"},
-    {.name = "pthread_getattr_np"}, {.name = "pthread_setname_np"}, {.name = "pvalloc"}, {.name = "realloc"},
-    {.name = "reallocarray"}, {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"},
+    {.name = "aligned_alloc"}, {.name = "brk"}, {.name = "calloc"}, {.name = "close"}, {.name = "creat"},
+    {.name = "creat64"}, {.name = "dlclose"}, {.name = "dlmopen"}, {.name = "dlopen"}, {.name = "free"},
+    {.name = "madvise"}, {.name = "malloc"}, {.name = "memalign"}, {.name = "mmap"}, {.name = "mmap64"},
+    {.name = "mremap"}, {.name = "munmap"}, {.name = "open"}, {.name = "open64"}, {.name = "openat"},
+    {.name = "openat64"}, {.name = "posix_memalign"}, {.name = "pread"}, {.name = "pread64"},
+    {.name = "pthread_getattr_np"}, {.name = "pthread_setname_np"}, {.name = "pvalloc"}, {.name = "pwrite"},
+    {.name = "pwrite64"}, {.name = "read"}, {.name = "readv"}, {.name = "realloc"}, {.name = "reallocarray"},
+    {.name = "sbrk"}, {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"}, {.name = "write"},
+    {.name = "writev"},
 };
 #define NTARGETS (sizeof targets / sizeof targets[0])
 

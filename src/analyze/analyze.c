@@ -156,7 +156,8 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
 
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
-    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_cpu_feed(a, ev) || an_marker_feed(a, ev))
+    if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_vm_feed(a, sk, ev) || an_file_feed(a, sk, ev) ||
+        an_cpu_feed(a, ev) || an_marker_feed(a, ev))
         return;
     an_heap_event h;
     an_decode(d, ev, &h);
@@ -375,6 +376,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     a->series_wanted = o->series;
     a->page_frames = o->page_frames;
     a->width = o->width;
+    a->mapped_report = o->mapped;
+    a->files_report = o->files;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};
@@ -417,8 +420,10 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     count_losses(a);
     settle_bounds(a);
     warn_losses(a);
-    if (!o->cpu) /* its warnings are the heap's */
+    if (!o->cpu && !o->mapped && !o->files) /* its warnings are the heap's */
         warn_state(a);
+    if ((o->mapped || o->files) && a->model.oom)
+        an_warn(a, "memory ran out during the analysis: the figures are incomplete");
     *out = a;
     return 0;
 }
@@ -434,6 +439,7 @@ void ltr_analysis_free(ltr_analysis *a)
         free(a->markers[i].text);
     free(a->markers);
     an_cpu_free(a);
+    an_files_text_free(a);
     ltr_symbolizer_free(a->sym);
     if (a->trace)
         ltr_trace_close(a->trace);
@@ -479,11 +485,19 @@ ltr_report_format ltr_report_format_parse(const char *name)
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
+    if (a->files_report) {
+        rc = an_files_write(a, out, fmt, top);
+        return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
+    }
     if (a->cpu_report) {
         rc = an_cpu_write(a, out, fmt, top);
         return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
     }
-    an_symbolize_reported(a, fmt, top);
+    an_symbolize_reported(a, fmt, a->mapped_report ? 1 : top); /* every module record to the symbolizer */
+    if (a->mapped_report) {
+        rc = an_vm_write(a, out, fmt, top);
+        return rc == 0 && (fflush(out) != 0 || ferror(out)) ? -EIO : rc;
+    }
     switch (fmt) {
     case LTR_REPORT_TEXT: rc = an_write_text(a, out, top); break;
     case LTR_REPORT_JSON: rc = an_write_json(a, out, top); break;

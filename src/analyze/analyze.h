@@ -29,6 +29,8 @@ typedef struct ltr_analyze_opts {
     unsigned width;        /* text: lines fitted to this many columns; 0: unlimited */
     int series;            /* keep each process's outstanding bytes over time, and the markers (chrome) */
     int page_frames;       /* json: each stack's frames as the text report shows them (ltr report's page) */
+    int mapped;            /* the report is of the mappings the program made (VirtualAllocation) */
+    int files;             /* the report is of the files the program worked on (FileIO) */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {

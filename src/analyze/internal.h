@@ -131,6 +131,13 @@ struct ltr_analysis {
     an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
     an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
     uint64_t cpu_samples, cpu_lost;
+    int mapped_report;        /* --mapped: the report is of the mappings (mapped.c) */
+    uint64_t vm_events;       /* mapping events taken (of the process, with --pid) */
+    int files_report;         /* --files: the report is of the files (files_out.c) */
+    uint64_t file_events;
+    an_hmap file_index;       /* hash of a path's text -> its number (files_out.c) */
+    char **file_paths;        /* number -> text; [0] NULL */
+    size_t nfile_paths, capfile_paths;
 };
 
 /* A Ltr.HeapSnapshot event: taken in (1), or not one (0). */
@@ -257,6 +264,19 @@ void an_cpu_frames_free(char **v, size_t n);
 /* The --cpu report: text, JSON, folded, pprof. */
 int an_cpu_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
 int an_cpu_write_pprof(ltr_analysis *a, FILE *out);
+
+/* Mappings (mapped.c): an_vm_feed takes ev if it is a mapping event (1),
+ * sending it to the model through sk; else 0. */
+int an_vm_feed(ltr_analysis *a, struct an_sink *sk, const ltr_event *ev);
+/* The --mapped report: text or JSON. */
+int an_vm_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+
+/* Files (files_out.c): an_file_feed takes ev if it is a file event (1),
+ * sending it to the model through sk; else 0. */
+int an_file_feed(ltr_analysis *a, struct an_sink *sk, const ltr_event *ev);
+/* The --files report: text or JSON. */
+int an_files_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+void an_files_text_free(ltr_analysis *a);
 
 /* Progress on stderr (progress.c): shown only at a terminal, after a second. */
 typedef struct an_progress {

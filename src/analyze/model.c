@@ -84,6 +84,8 @@ void an_model_free(an_model *m)
         proc_free(m->procs[i]);
     free(m->procs);
     free(m->probes);
+    an_vmem_free(&m->vm);
+    an_files_free(&m->files);
     memset(m, 0, sizeof *m);
 }
 
@@ -512,6 +514,37 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
 /* Probes come in runs of their own (memory.c commits them as thread 0). They
  * ask about a process without making one: a process with no heap event is
  * not in the heap report. */
+/* Mapping and file events go to their models (vmem.h, files.h), in the window of now
+ * (the analysis may set it after an_model_init). */
+static void vm_feed(an_model *m, uint32_t pid, const an_event *ev, size_t n)
+{
+    an_vmem *v = &m->vm;
+    v->from = m->from;
+    v->to = m->to;
+    if (!m->files.fds.esize)
+        an_files_init(&m->files);
+    m->files.from = m->from;
+    m->files.to = m->to;
+    for (size_t i = 0; i < n; i++) {
+        const an_event *e = &ev[i];
+        switch (e->op) {
+        case AN_OP_VM_MAP: an_vmem_map(v, pid, e->ts, e->addr, e->size, e->stack, (uint32_t)e->old_addr); break;
+        case AN_OP_VM_UNMAP: an_vmem_unmap(v, pid, e->ts, e->addr, e->size); break;
+        case AN_OP_VM_REMAP_FROM: an_vmem_remap_from(v, pid, e->ts, e->addr, e->size); break;
+        case AN_OP_VM_REMAP_TO: an_vmem_remap_to(v, pid, e->ts, e->addr, e->size, e->stack); break;
+        case AN_OP_VM_DISCARD: an_vmem_discard(v, pid, e->ts, e->size); break;
+        case AN_OP_FILE_OPEN:
+            an_files_open(&m->files, pid, e->ts, (int64_t)e->addr, (uint32_t)e->size, e->old_addr);
+            break;
+        case AN_OP_FILE_CLOSE:
+            an_files_close(&m->files, pid, e->ts, (int64_t)e->addr, e->size, e->old_addr, (int)e->stack);
+            break;
+        default: break;
+        }
+    }
+    m->oom |= v->oom | m->files.oom;
+}
+
 static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
 {
     an_proc *p = NULL;
@@ -530,6 +563,10 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
 {
     if (n && ev[0].op == AN_OP_PROBE) {
         probe(m, pid, ev, n);
+        return;
+    }
+    if (n && ev[0].op >= AN_OP_VM_MAP) {
+        vm_feed(m, pid, ev, n);
         return;
     }
     an_proc *p = proc_of(m, pid);

@@ -17,6 +17,8 @@
 #ifndef LTR_ANALYZE_MODEL_H
 #define LTR_ANALYZE_MODEL_H
 
+#include "analyze/files.h"
+#include "analyze/vmem.h"
 #include "base/hmap.h"
 
 #include <stddef.h>
@@ -96,6 +98,8 @@ typedef struct an_model {
     uint64_t late;     /* events that came after later ones were modelled (sink.h) */
     int unordered;     /* the time-order stage could not run (no memory) */
     an_probe *probes;  /* answered AN_OP_PROBE events, in time order */
+    an_vmem vm;        /* the mappings (AN_OP_VM_* events) */
+    an_files files;    /* the files (AN_OP_FILE_* events); set up at the first */
     size_t nprobes, capprobes;
     int series;        /* keep each process's outstanding bytes over time (an_proc.series) */
 } an_model;
@@ -113,7 +117,17 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
 /* AN_OP_PROBE: no heap event but a question, "how many bytes does this
  * process have outstanding now?", asked in time order among the heap events
  * (memory.c: private bytes beside the heap's); addr is the asker's index. */
-enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4 };
+/* AN_OP_VM_*: a mapping event (vmem.h), committed under a thread id of its
+ * own (AN_VM_TID) so that a batch holds no heap event: MAP addr, size, stack
+ * and its kind in old_addr; UNMAP addr, size; an mremap is REMAP_FROM (addr,
+ * size: the old range) then REMAP_TO (addr, size, stack); DISCARD size. */
+enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4,
+             AN_OP_VM_MAP = 5, AN_OP_VM_UNMAP = 6, AN_OP_VM_REMAP_FROM = 7, AN_OP_VM_REMAP_TO = 8,
+             AN_OP_VM_DISCARD = 9, AN_OP_FILE_OPEN = 10, AN_OP_FILE_CLOSE = 11 };
+/* AN_OP_FILE_*: a file event (files.h), under AN_VM_TID too: OPEN addr =
+ * fd, size = path number, old_addr = errno; CLOSE addr = fd, size = bytes
+ * read, old_addr = bytes written, stack = 1 when the descriptor closed. */
+#define AN_VM_TID(tid) ((tid) | 0x80000000u)
 typedef struct an_event {
     uint64_t ts, addr, old_addr, size;
     uint32_t stack;

@@ -32,4 +32,35 @@ enum ltr_heap_snapshot_event_id {
 #define LTR_SNAP_AGES 4
 static const unsigned ltr_snap_age_s[LTR_SNAP_AGES] __attribute__((unused)) = {60, 600, 3600, 86400};
 
+/* Events of the system provider (Ltr.System, base/system_events.h) that the
+ * heap agent writes from inside the traced program, with the heap events'
+ * stacks (docs/heap-events.md, "Mappings"; docs/system-provider.md). Ids from
+ * 32 on, apart from those the recorder's system thread writes. */
+enum ltr_agent_sys_event_id {
+    LTR_VM_EV_MAP = 32,     /* VirtualAlloc: mmap, brk/sbrk growing the break */
+    LTR_VM_EV_UNMAP = 33,   /* VirtualFree: munmap, brk/sbrk shrinking it */
+    LTR_VM_EV_REMAP = 34,   /* VirtualRealloc: mremap */
+    LTR_VM_EV_DISCARD = 35, /* VirtualDiscard: madvise giving pages back */
+    LTR_FILE_EV_OPEN = 36,  /* FileOpen: open, openat, creat (keyword FileIO) */
+    LTR_FILE_EV_CLOSE = 37, /* FileClose: a descriptor's bytes read and written, at its close */
+};
+
+/* `function` of FileOpen. */
+enum ltr_file_fn {
+    LTR_FILE_FN_OPEN = 1, LTR_FILE_FN_OPENAT = 2, LTR_FILE_FN_CREAT = 3,
+};
+
+/* `reason` of FileClose. */
+enum ltr_file_close_reason {
+    LTR_FILE_CLOSED = 1, /* close() succeeded */
+    LTR_FILE_AT_EXIT = 2, /* still open when the process exited: the bytes so far */
+    LTR_FILE_UNTRACKED = 3, /* a descriptor past the agent's table: one event per call */
+};
+
+/* `function` of the mapping events. */
+enum ltr_vm_fn {
+    LTR_VM_FN_MMAP = 1, LTR_VM_FN_MMAP64 = 2, LTR_VM_FN_MUNMAP = 3, LTR_VM_FN_MREMAP = 4,
+    LTR_VM_FN_MADVISE = 5, LTR_VM_FN_BRK = 6, LTR_VM_FN_SBRK = 7,
+};
+
 #endif

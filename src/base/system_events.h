@@ -16,6 +16,7 @@
 #define LTR_SYSKW_MEMINFO 0x4ull  /* MemoryInfo: memory counters */
 #define LTR_SYSKW_SAMPLES 0x8ull  /* SampledProfile: CPU samples */
 #define LTR_SYSKW_VMEM 0x10ull    /* VirtualAllocation: written by the heap agent */
+#define LTR_SYSKW_FILEIO 0x20ull  /* FileIO: written by the heap agent */
 
 /* Event ids; they never change (docs/system-provider.md). */
 enum ltr_system_event_id {

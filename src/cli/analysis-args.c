@@ -60,6 +60,8 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
         out->opts.width = (unsigned)v;
         out->width_set = 1;
         return 0;
+    case 'M': out->opts.mapped = 1; return 0;
+    case 'L': out->opts.files = 1; return 0;
     }
     return -1;
 }
@@ -71,7 +73,7 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
         {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
         {"cpu", 0, 0, 'c'}, {"full-stacks", 0, 0, 'A'}, {"width", 1, 0, 'w'}, {"json", 0, 0, 'J'},
-        {0, 0, 0, 0}};
+        {"mapped", 0, 0, 'M'}, {"files", 0, 0, 'L'}, {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
         {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
@@ -106,6 +108,14 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         out->opts.width = ltr_terminal_width(1);
     if (out->opts.cpu && out->format == LTR_REPORT_CSV) {
         cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
+        return cli_usage_error(cmd, usage);
+    }
+    const char *alone = out->opts.mapped ? "--mapped" : out->opts.files ? "--files" : NULL;
+    if (alone && (out->opts.cpu || (out->opts.mapped && out->opts.files) || out->format == LTR_REPORT_CSV ||
+                  out->opts.trend)) {
+        cli_fail(cmd, "%s reports as text or json, alone: not with %s", alone,
+                 out->opts.cpu ? "--cpu" : out->opts.mapped && out->opts.files ? "--files"
+                 : out->opts.trend ? "--trend" : "--format csv");
         return cli_usage_error(cmd, usage);
     }
     if (is_export == CLI_REPORT) { /* ltr report: the page's own analysis */

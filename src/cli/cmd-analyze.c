@@ -10,7 +10,7 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--trend] [--debug-dir DIRS] [--cpu] [--full-stacks] [--width N]"
+    "                  [--trend] [--debug-dir DIRS] [--cpu | --mapped | --files] [--full-stacks] [--width N]"
 
 static void help(void)
 {
@@ -44,6 +44,13 @@ static void help(void)
            "                     (default /usr/lib/debug)\n"
            "  --cpu              the CPU samples instead (SampledProfile: 'ltr start\n"
            "                     general'): stacks ranked by samples, text or json\n"
+           "  --mapped           the mappings the program made itself instead\n"
+           "                     (VirtualAllocation: mmap, munmap, mremap, brk, sbrk, with\n"
+           "                     'ltr start heap --provider Ltr.System:0x10'): stacks\n"
+           "                     ranked by mapped bytes at the window's end, text or json\n"
+           "  --files            the files the program worked on instead (FileIO: with\n"
+           "                     'ltr start heap --provider Ltr.System:0x20'): per path\n"
+           "                     its opens, failed opens, bytes read and written\n"
            "  -h, --help         this text\n\n"
            "With the system provider's memory counters in the trace ('ltr start\n"
            "memory'), each process's private bytes over the window follow the heap\n"

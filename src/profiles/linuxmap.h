@@ -17,6 +17,7 @@
 #define LTR_PART_SAMPLES "CPU samples with call stacks (perf_event_open)"
 #define LTR_PART_VMEM "virtual memory: mmap, munmap, mremap, brk"
 #define LTR_PART_MEMINFO "periodic per-process memory counters"
+#define LTR_PART_FILEIO "file activity: opens, closes, bytes read and written per file"
 
 typedef struct ltr_syskw_map {
     const char *keyword;    /* WPR's name, matched ignoring case */

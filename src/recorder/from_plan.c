@@ -153,7 +153,7 @@ static uint64_t part_bit(const char *part)
     static const struct { const char *part; uint64_t bit; } bits[] = {
         {LTR_PART_PROCESSES, LTR_SYSKW_PROCESS}, {LTR_PART_MODULES, LTR_SYSKW_LOADER},
         {LTR_PART_MEMINFO, LTR_SYSKW_MEMINFO},   {LTR_PART_SAMPLES, LTR_SYSKW_SAMPLES},
-        {LTR_PART_VMEM, LTR_SYSKW_VMEM},
+        {LTR_PART_VMEM, LTR_SYSKW_VMEM},         {LTR_PART_FILEIO, LTR_SYSKW_FILEIO},
     };
     for (size_t i = 0; part && i < sizeof bits / sizeof bits[0]; i++)
         if (!strcmp(bits[i].part, part))

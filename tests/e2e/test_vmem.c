@@ -1,0 +1,128 @@
+/*
+ * tests/e2e/test_vmem.c — VirtualAllocation end to end
+ * (docs/system-provider.md): the heap agent records the mappings a program
+ * makes itself when the session enables Ltr.System keyword 0x10, and
+ * `ltr analyze --mapped` finds tests/programs/mapleak.c's mapped bytes
+ * exactly, by stack (a partial munmap, an mremap, a file mapping undone, a
+ * madvise that gives pages back); without the keyword nothing of it is
+ * written, and the program's own output is the same either way.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LTR tu_ltr()
+#define MAPLEAK tu_test_bin("ltr-test-mapleak")
+
+/* A number after "key": in JSON text from p; -1 if absent. */
+static long long jfield(const char *p, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *f = strstr(p, pat);
+    return f ? atoll(f + strlen(pat)) : -1;
+}
+
+/* The JSON stack entry whose frames name fn (the start of its object). */
+static const char *stack_named(const char *json, const char *fn)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"function\":\"%s\"", fn);
+    const char *f = strstr(json, pat);
+    if (!f)
+        return NULL;
+    const char *s = NULL;
+    for (const char *p = strstr(json, "{\"stack\":"); p && p < f; p = strstr(p + 1, "{\"stack\":"))
+        s = p;
+    return s;
+}
+
+/* Records mapleak in a session with the given extra options; returns the trace. */
+static void record(const char *dir, const char *opts, const char *name, char *trace, size_t size)
+{
+    snprintf(trace, size, "%s/%s.ltr", dir, name);
+    tu_expect_ok(tu_run("%s start heap %s --filemode --instance %s -o %s", LTR, opts, name, trace));
+    tu_result r = tu_run("%s run --instance %s -- %s", LTR, name, MAPLEAK);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "mapped 720896 munmap -1 errno 22\n"); /* the program's own count, unchanged */
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s stop %s --instance %s", LTR, trace, name));
+}
+
+static void test_mapped_exact(void **state)
+{
+    char trace[4200];
+    record(*state, "--provider Ltr.System:0x10", "vm1", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --mapped --format json --top 0", LTR, trace);
+    assert_int_equal(r.status, 0);
+    const char *p = strstr(r.out, "\"mapped\":[{");
+    assert_non_null(p);
+    assert_int_equal(jfield(p, "outstanding"), 720896);
+    assert_int_equal(jfield(p, "ranges"), 8);
+    assert_int_equal(jfield(p, "maps"), 11);
+    assert_int_equal(jfield(p, "unmaps"), 5);
+    assert_int_equal(jfield(p, "unmap_bytes"), 266240);
+    assert_int_equal(jfield(p, "remaps"), 1);
+    assert_int_equal(jfield(p, "discard_bytes"), 65536);
+    assert_int_equal(jfield(p, "unseen_unmap_bytes"), 0);
+    static const struct { const char *fn; long long bytes, ranges; } want[] = {
+        {"leak_maps", 327680, 5}, {"punch_hole", 196608, 2}, {"grow_map", 196608, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        const char *s = stack_named(p, want[i].fn);
+        assert_non_null(s);
+        assert_int_equal(jfield(s, "bytes"), want[i].bytes);
+        assert_int_equal(jfield(s, "ranges"), want[i].ranges);
+        assert_int_equal(jfield(s, "inside"), want[i].bytes);
+        assert_non_null(strstr(s, "\"anonymous\":true"));
+    }
+    assert_null(stack_named(p, "file_map")); /* mapped and unmapped: nothing held */
+    tu_free(&r);
+    r = tu_run("%s analyze %s --mapped", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "720896 bytes mapped at the window's end, in 8 range(s)"));
+    assert_non_null(strstr(r.out, "#1 327680 bytes in 5 range(s), anonymous"));
+    tu_free(&r);
+}
+
+/* The built-in memory profile declares VirtualAllocation: with heap tracing
+ * beside it, the mappings are recorded. */
+static void test_memory_profile(void **state)
+{
+    char trace[4200];
+    record(*state, "memory", "vm3", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --mapped", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "720896 bytes mapped at the window's end, in 8 range(s)"));
+    tu_free(&r);
+}
+
+static void test_not_enabled(void **state)
+{
+    char trace[4200];
+    record(*state, "", "vm2", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --mapped --format json", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"mapped\":[]"));
+    tu_free(&r);
+    r = tu_run("%s analyze %s --mapped --cpu", LTR, trace);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--mapped"));
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_mapped_exact, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_profile, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_not_enabled, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
