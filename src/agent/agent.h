@@ -112,6 +112,9 @@ void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t
 ltr_attach *emit_prepared(unsigned s);
 /* The thread's name may have changed: write it again with the next event. */
 void emit_thread_renamed(void);
+/* Another thread's name changed (pthread_setname_np of a thread not the
+ * caller): every thread writes its record again with its next event. */
+void emit_other_thread_renamed(void);
 
 /* stacks.c: the caller's stack, and the FRAME_NODES records of its trie nodes. */
 typedef struct stack_ref {

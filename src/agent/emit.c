@@ -46,10 +46,24 @@ static ltr_attach *prepared_att[LTR_MAX_SESSIONS];
 
 /* Per thread: the session incarnation its THREAD record was written for
  * (agent_thread.named); NULL: no memory, the record is written each time. */
+/* Renames of a thread by another (pthread_setname_np(t, ...), t not the
+ * caller: main naming its workers). The renamed thread's tid is not known
+ * to the caller, so every thread compares this count with the one it last
+ * saw at its next event and writes its record again, its name read anew:
+ * one relaxed load per event, one record per thread per rename. */
+static _Atomic uint32_t other_renames;
+
 static uint64_t *thread_named(void)
 {
     agent_thread *t = agent_thread_block(AGENT_BLOCK_THREAD, sizeof(agent_thread));
-    return t ? t->named : NULL;
+    if (!t)
+        return NULL;
+    uint32_t r = atomic_load_explicit(&other_renames, memory_order_relaxed);
+    if (__builtin_expect(r != t->renames_seen, 0)) {
+        memset(t->named, 0, sizeof t->named);
+        t->renames_seen = r;
+    }
+    return t->named;
 }
 
 void emit_init(void)
@@ -89,6 +103,11 @@ ltr_attach *emit_prepared(unsigned s)
     ltr_attach *a = prepared_att[s];
     uint64_t inc = atomic_load_explicit(&prepared_inc[s], memory_order_acquire);
     return a && inc && atomic_load_explicit(&a->incarnation, memory_order_relaxed) == inc ? a : NULL;
+}
+
+void emit_other_thread_renamed(void)
+{
+    atomic_fetch_add_explicit(&other_renames, 1, memory_order_relaxed);
 }
 
 void emit_thread_renamed(void)

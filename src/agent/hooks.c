@@ -358,6 +358,8 @@ EXPORT int pthread_setname_np(pthread_t th, const char *name)
     int rc = real.setname(th, name);
     if (rc == 0 && pthread_equal(th, pthread_self()))
         emit_thread_renamed();
+    else if (rc == 0)
+        emit_other_thread_renamed();
     return rc;
 }
 

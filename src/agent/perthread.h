@@ -31,6 +31,8 @@ enum agent_block { AGENT_BLOCK_UNWIND, AGENT_BLOCK_STACKS, AGENT_BLOCK_THREAD, A
 typedef struct agent_thread {
     /* the session incarnation the thread's THREAD record was written for */
     uint64_t named[LTR_MAX_SESSIONS];
+    /* emit.c's count of other threads' renames when the record was written */
+    uint32_t renames_seen;
     /* the siginfo of the first signals held during one stay in the agent */
     struct {
         int sig;

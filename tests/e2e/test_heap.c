@@ -455,6 +455,21 @@ static void test_threads_and_names(void **state)
     heap_free(&h);
 }
 
+/* main renames a thread that already wrote its record: the thread's next
+ * event writes it again with the new name. */
+static void test_renamed_by_another_thread(void **state)
+{
+    heap_trace h = record_read("", "heap-target", "renamed", 0);
+    const hev *before = find(&h, ALLOC, 2101), *after = find(&h, ALLOC, 2102);
+    assert_non_null(before);
+    assert_non_null(after);
+    assert_int_equal(before->tid, after->tid);
+    const ltr_thread *th = ltr_trace_thread_find(h.t, after->tid);
+    assert_non_null(th);
+    assert_string_equal(th->name, "renamed-late");
+    heap_free(&h);
+}
+
 static void test_fork_child_is_its_own_process(void **state)
 {
     heap_trace h = record_read("", "heap-target", "fork", 0);
@@ -801,6 +816,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_renamed_by_another_thread, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_program_asking_its_stack_bounds, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_first_allocation_inside_atexit, tu_setup_sandbox, tu_teardown_sandbox),

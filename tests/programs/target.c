@@ -76,6 +76,34 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* A thread that has written its record, then is renamed by main: its next
+ * allocation must carry the new name (the agent's cross-thread renames). */
+static int rename_pipes[2][2];
+static void *renamed_worker(void *arg)
+{
+    (void)arg;
+    char c;
+    keep[40] = malloc(2101); /* its first event: its THREAD record, the old name */
+    if (write(rename_pipes[0][1], "x", 1) != 1 || read(rename_pipes[1][0], &c, 1) != 1)
+        return NULL;
+    keep[41] = malloc(2102); /* after main renamed it */
+    return NULL;
+}
+
+static void mode_renamed(void)
+{
+    pthread_t t;
+    char c;
+    if (pipe(rename_pipes[0]) || pipe(rename_pipes[1]) || pthread_create(&t, NULL, renamed_worker, NULL))
+        exit(1);
+    if (read(rename_pipes[0][0], &c, 1) != 1)
+        exit(1);
+    pthread_setname_np(t, "renamed-late");
+    if (write(rename_pipes[1][1], "x", 1) != 1)
+        exit(1);
+    pthread_join(t, NULL);
+}
+
 static void mode_threads(void)
 {
     pthread_t th[4];
@@ -396,6 +424,8 @@ int main(int argc, char **argv)
         mode_counts();
     else if (!strcmp(mode, "chain"))
         mode_chain();
+    else if (!strcmp(mode, "renamed"))
+        mode_renamed();
     else if (!strcmp(mode, "threads"))
         mode_threads();
     else if (!strcmp(mode, "fork"))
