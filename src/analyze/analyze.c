@@ -127,6 +127,7 @@ static void window_settle(ltr_analysis *a, const window_spec *w)
     }
     an_model_init(&a->model, b[0], b[1]);
     a->model.series = a->series_wanted;
+    a->model.cell_base = b[0] ? b[0] : a->origin; /* cells count from the window's start */
 }
 
 /* A window that ends before it starts is a mistake in the options, not an

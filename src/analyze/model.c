@@ -68,6 +68,11 @@ void an_model_init(an_model *m, uint64_t from, uint64_t to)
 
 static void proc_free(an_proc *p)
 {
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].cells) {
+            an_hmap_free(p->stacks[i].cells);
+            free(p->stacks[i].cells);
+        }
     an_hmap_free(&p->live);
     an_hmap_free(&p->pending);
     an_hmap_free(&p->threads);
@@ -260,6 +265,68 @@ HOT void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t 
     s->calls.bytes += size;
 }
 
+#define SERIES_FIRST_WIDTH 1000000ull /* 1 ms: the series' and the cells' first width */
+
+/* ---- cells (an_cell): each stack's blocks by allocation and free time ---- */
+
+static uint32_t cell_index(const an_model *m, uint64_t ts)
+{
+    return ts <= m->cell_base ? 0 : (uint32_t)((ts - m->cell_base) / m->cell_width);
+}
+
+/* Every stack's cells onto a grid twice as wide. */
+static void cells_widen(an_model *m)
+{
+    m->cell_width *= 2;
+    for (size_t i = 0; i < m->nprocs; i++)
+        for (size_t k = 0; k < m->procs[i]->nstacks; k++) {
+            an_hmap *h = m->procs[i]->stacks[k].cells, old;
+            if (!h)
+                continue;
+            old = *h;
+            an_hmap_init(h, sizeof(an_cell));
+            size_t pos = 0;
+            an_cell *c;
+            while ((c = an_hmap_next(&old, &pos))) {
+                uint32_t a = (uint32_t)(c->key >> 32) / 2, f = (uint32_t)c->key;
+                int created;
+                an_cell *n = an_hmap_put(h, (uint64_t)a << 32 | (f == AN_CELL_NEVER ? f : f / 2), &created);
+                if (!n) {
+                    m->oom = 1;
+                    continue;
+                }
+                n->count += c->count;
+                n->bytes += c->bytes;
+            }
+            an_hmap_free(&old);
+        }
+}
+
+/* A block of s, allocated at alloc_ts, freed at free_ts (0: not in the window). */
+static void cell_add(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
+{
+    if (!m->cell_width)
+        m->cell_width = SERIES_FIRST_WIDTH;
+    uint64_t last = free_ts > alloc_ts ? free_ts : alloc_ts;
+    while (cell_index(m, last) >= AN_CELLS)
+        cells_widen(m);
+    if (!s->cells && !(s->cells = calloc(1, sizeof *s->cells))) {
+        m->oom = 1;
+        return;
+    }
+    if (!s->cells->esize)
+        an_hmap_init(s->cells, sizeof(an_cell));
+    uint32_t f = free_ts ? cell_index(m, free_ts) : AN_CELL_NEVER;
+    int created;
+    an_cell *c = an_hmap_put(s->cells, (uint64_t)cell_index(m, alloc_ts) << 32 | f, &created);
+    if (!c) {
+        m->oom = 1;
+        return;
+    }
+    c->count++;
+    c->bytes += size;
+}
+
 /* A block allocated at ts inside the window and outstanding at its end:
  * the time span of such blocks tells a steady leak from a one-time
  * allocation (docs/analysis.md, "Growth"). */
@@ -280,10 +347,13 @@ HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t alloc_
         add_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
         if (ai)
             note_held(s, alloc_ts);
-    }
-    else if (whole || free_ts >= m->from) {
+        if (m->series)
+            cell_add(m, s, alloc_ts, 0, size);
+    } else if (whole || free_ts >= m->from) {
         add_type(p, s, ai ? AN_AIFI : AN_AOFI, size);
         p->frees++;
+        if (m->series)
+            cell_add(m, s, alloc_ts, free_ts, size);
     }
 }
 
@@ -446,7 +516,6 @@ static inline void prefetch_event(const an_proc *p, const an_event *e)
  * last one's end; at AN_SERIES_MAX buckets, widths double and neighbours
  * merge (their highest), so a process keeps at most that many points
  * however long the trace. */
-#define SERIES_FIRST_WIDTH 1000000ull /* 1 ms */
 
 static void series_merge(an_proc *p)
 {
@@ -591,6 +660,8 @@ void an_model_finish(an_model *m)
             add_type(p, s, b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
             if (b->stack & LIVE_INSIDE)
                 note_held(s, b->ts);
+            if (m->series)
+                cell_add(m, s, b->ts, 0, b->size);
         }
         an_pending *f;
         pos = 0;

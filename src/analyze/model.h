@@ -43,7 +43,21 @@ typedef struct an_stack {
     /* when the first and the last of its AIFO blocks (allocated inside the
      * window, outstanding at its end) were allocated; 0: none */
     uint64_t held_first, held_last;
+    /* with a series: its blocks by (allocation, free) time cell (an_cell), so
+     * that any range of cells has its four types exactly (ltr report) */
+    an_hmap *cells;
 } an_stack;
+
+/* A stack's blocks allocated in time cell `alloc` and freed in cell `freed`
+ * (AN_CELL_NEVER: outstanding at the window's end): key alloc << 32 | freed.
+ * The cells split the window in at most AN_CELLS of an_model.cell_width
+ * from an_model.cell_base, a width that doubles as the trace goes on. */
+typedef struct an_cell {
+    uint64_t key;
+    uint64_t count, bytes;
+} an_cell;
+#define AN_CELLS 64
+#define AN_CELL_NEVER 0xffffffffu
 
 /* Outstanding bytes over time (when the model keeps a series, an_model.series):
  * per bucket of `width` ns, the highest outstanding in it. */
@@ -101,7 +115,8 @@ typedef struct an_model {
     an_vmem vm;        /* the mappings (AN_OP_VM_* events) */
     an_files files;    /* the files (AN_OP_FILE_* events); set up at the first */
     size_t nprobes, capprobes;
-    int series;        /* keep each process's outstanding bytes over time (an_proc.series) */
+    int series;        /* keep each process's outstanding bytes over time (an_proc.series) and its stacks' cells */
+    uint64_t cell_base, cell_width; /* the cells' grid (an_cell): where it starts, a cell's width */
 } an_model;
 
 void an_model_init(an_model *m, uint64_t from, uint64_t to);

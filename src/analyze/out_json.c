@@ -105,6 +105,23 @@ static void jhead(ltr_analysis *a, FILE *out)
         jstr(out, a->warnings[i]);
     }
     fputs("]", out);
+    if (a->page_frames && a->model.cell_width) /* ltr report: the grid of the stacks' cells */
+        fprintf(out, ",\"cells\":{\"base_s\":%.9f,\"width_s\":%.9f,\"count\":%d}", an_seconds(a, a->model.cell_base),
+                (double)a->model.cell_width / 1e9, AN_CELLS);
+}
+
+/* ltr report: a stack's blocks by time cell, [alloc, freed (-1: outstanding), count, bytes]. */
+static void jcells(FILE *out, const an_stack *s)
+{
+    fputs("\"cells\":[", out);
+    size_t pos = 0, n = 0;
+    an_cell *c;
+    while (s->cells && (c = an_hmap_next(s->cells, &pos))) {
+        uint32_t f = (uint32_t)c->key;
+        fprintf(out, "%s[%u,%d,%llu,%llu]", n++ ? "," : "", (uint32_t)(c->key >> 32), f == AN_CELL_NEVER ? -1 : (int)f,
+                (unsigned long long)c->count, (unsigned long long)c->bytes);
+    }
+    fputs("],", out);
 }
 
 static void jsummary(ltr_analysis *a, FILE *out, size_t nprocs)
@@ -150,6 +167,8 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
         }
         fprintf(out, "\"%s\":%llu,\"%s\":%llu,", bytes_key[rank], (unsigned long long)e[i].bytes,
                 count_key[rank], (unsigned long long)e[i].count);
+        if (a->page_frames)
+            jcells(out, e[i].stack);
         an_json_frames(a, out, e[i].stack);
         fputc('}', out);
     }

@@ -95,12 +95,54 @@
         document.getElementById("timeline").appendChild(ml);
     }
 
+    /* Each stack's blocks by time cell (A.cells: the grid; s.cells:
+     * [alloc cell, free cell or -1, count, bytes]): its outstanding bytes
+     * over time, and the four types of any range of cells, exactly. */
+    var G = A.cells || { base_s: 0, width_s: 1, count: 1 };
+    function cellOf(t) { return Math.max(0, Math.min(G.count - 1, Math.floor((t - G.base_s) / G.width_s))); }
+    function overTime(s) {
+        var v = [];
+        for (var t = 0; t < G.count; t++) v.push(0);
+        (s.cells || []).forEach(function (c) {
+            for (var t = c[0]; t < G.count && (c[1] < 0 || t < c[1]); t++) v[t] += c[3];
+        });
+        return v;
+    }
+    function typesIn(s, a, b) { /* cells a..b inclusive */
+        var r = { AIFI: [0, 0], AIFO: [0, 0], AOFI: [0, 0], AOFO: [0, 0], first: b, last: a };
+        (s.cells || []).forEach(function (c) {
+            var inside = c[0] >= a && c[0] <= b, before = c[0] < a;
+            var freedIn = c[1] >= 0 && c[1] >= a && c[1] <= b, after = c[1] < 0 || c[1] > b;
+            var t = inside && freedIn ? "AIFI" : inside && after ? "AIFO" : before && freedIn ? "AOFI" : before && after ? "AOFO" : null;
+            if (t) { r[t][0] += c[2]; r[t][1] += c[3]; }
+            if (t === "AIFO") { r.first = Math.min(r.first, c[0]); r.last = Math.max(r.last, c[0]); }
+        });
+        /* as the text report ranks: steady growth above a one-time allocation (docs/analysis.md) */
+        r.spread = r.AIFO[0] > 1 && r.last > r.first ? (r.last - r.first) / Math.max(1, b - a) : 0;
+        return r;
+    }
+    function spark(s) {
+        var v = overTime(s), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
+        cv.width = 128; cv.height = 24; cv.className = "spark";
+        var ctx = cv.getContext("2d");
+        ctx.strokeStyle = "#c0392b";
+        ctx.beginPath();
+        v.forEach(function (y, i) { ctx.lineTo(i * 2, 23 - 22 * y / max); });
+        ctx.stroke();
+        return cv;
+    }
+    var byId = {}; /* every stack the page has, once: the outstanding ones and the big allocators */
+    A.stacks.concat(A.most_calls).forEach(function (s) {
+        var k = s.pid + ":" + s.stack_id;
+        if (!byId[k]) byId[k] = s;
+    });
+
     /* the stacks holding memory, leak candidates (AIFO) first */
     var table = document.getElementById("stacks");
     function showStacks(list, note) {
         table.innerHTML = "";
         var head = document.createElement("tr");
-        ["#", "pid", "type", "bytes", "blocks", "growth", "allocated in"].forEach(function (h) { head.appendChild(text("th", h)); });
+        ["#", "pid", "type", "bytes", "blocks", "growth", "over time", "allocated in"].forEach(function (h) { head.appendChild(text("th", h)); });
         table.appendChild(head);
         list.forEach(function (s, i) {
             var tr = document.createElement("tr");
@@ -110,6 +152,9 @@
             tr.appendChild(text("td", size(s.bytes), "num"));
             tr.appendChild(text("td", String(s.count), "num"));
             tr.appendChild(text("td", s.growth_bytes_per_min ? size(s.growth_bytes_per_min) + "/min" : (s.type === "AIFO" ? "at once" : ""), "num"));
+            var sp = document.createElement("td");
+            sp.appendChild(spark(s));
+            tr.appendChild(sp);
             var td = document.createElement("td");
             var fn = text("div", s.frames.length ? frameName(s.frames[0]) : "(no stack)", "fn");
             fn.addEventListener("click", function () { tr.classList.toggle("open"); });
@@ -127,22 +172,27 @@
     }
     showStacks(A.stacks);
 
-    /* A time range re-ranks the leak candidates for it: a stack's AIFO
-     * blocks came between its held_s times (the first and the last of
-     * them); the range gets the part of its bytes that falls inside it,
-     * taken as spread evenly (an estimate: the page does not carry every
-     * block's time). */
+    /* A time range re-ranks the stacks for it, as ltr analyze --from --to
+     * would: each stack's AIFO and AOFO blocks of the range (by time cell,
+     * exactly; a range is widened to whole cells), AIFO first. */
     function rerank(from, to) {
-        var list = A.stacks.filter(function (s) { return s.type === "AIFO" && s.held_s; }).map(function (s) {
-            var a = s.held_s[0], b = s.held_s[1], part;
-            if (b <= a) part = a >= from && a <= to ? 1 : 0;
-            else part = Math.max(0, Math.min(b, to) - Math.max(a, from)) / (b - a);
-            return Object.assign({}, s, { bytes: Math.round(s.bytes * part) });
-        }).filter(function (s) { return s.bytes > 0; }).sort(function (a, b) { return b.bytes - a.bytes; });
-        check.range = [from, to, list.length && list[0].frames.length ? frameName(list[0].frames[0]) : null];
-        showStacks(list, "Leak candidates of " + from.toFixed(3) + " s to " + to.toFixed(3) +
-            " s: the part of each stack's outstanding bytes allocated in the range (estimated: its blocks taken as spread evenly).");
-        document.getElementById("range").textContent = "Range " + from.toFixed(3) + " s to " + to.toFixed(3) + " s.";
+        var a = cellOf(from), b = cellOf(to), list = [], sums = { AIFI: 0, AIFO: 0, AOFI: 0, AOFO: 0 };
+        Object.keys(byId).forEach(function (k) {
+            var s = byId[k], t = typesIn(s, a, b);
+            Object.keys(sums).forEach(function (n) { sums[n] += t[n][1]; });
+            ["AIFO", "AOFO"].forEach(function (n) {
+                if (t[n][1] > 0)
+                    list.push(Object.assign({}, s, { type: n, bytes: t[n][1], count: t[n][0], growth_bytes_per_min: 0,
+                        weight: n === "AIFO" ? t[n][1] * (0.5 + 0.5 * Math.min(1, t.spread)) : t[n][1] }));
+            });
+        });
+        list.sort(function (x, y) { return x.type !== y.type ? (x.type === "AIFO" ? -1 : 1) : y.weight - x.weight; });
+        var lo = G.base_s + a * G.width_s, hi = G.base_s + (b + 1) * G.width_s;
+        check.range = [lo, hi, list.length && list[0].frames.length ? frameName(list[0].frames[0]) : null, sums];
+        showStacks(list, "Stacks of " + lo.toFixed(3) + " s to " + hi.toFixed(3) + " s: AIFI " + size(sums.AIFI) +
+            ", AIFO " + size(sums.AIFO) + ", AOFI " + size(sums.AOFI) + ", AOFO " + size(sums.AOFO) +
+            " (of the stacks the page has: the top of each ranking).");
+        document.getElementById("range").textContent = "Range " + lo.toFixed(3) + " s to " + hi.toFixed(3) + " s.";
         publish();
     }
 

@@ -5,7 +5,9 @@
  * #selfcheck) says no script error, a timeline drawn, the stack list and
  * the flame graph present and naming the leak's function first, the page's
  * totals those of `ltr analyze --format json`; a time range given in the URL
- * re-ranks (the one-time table of the program's start tops the first 50 ms);
+ * re-ranks (the one-time table of the program's start tops the first 50 ms)
+ * and a range over the whole trace gives exactly the report's AIFI, AIFO,
+ * AOFI and AOFO bytes and its first stack;
  * the page holds no reference to the network. Skips, saying why, when
  * chromium is not installed.
  */
@@ -33,7 +35,9 @@ static const char check_py[] =
     "print('first:', c['names'][0] if c['names'] else '')\n"
     "same = all(c['totals'][k] == a[k] for k in ('outstanding_bytes', 'allocations', 'frees', 'peak_bytes'))\n"
     "print('totals_equal=%d' % same)\n"
-    "print('range_top:', c['range'][2] if c['range'] else '')\n";
+    "print('range_top:', c['range'][2] if c['range'] else '')\n"
+    "t = a['types']\n"
+    "print('range_exact=%d' % (c['range'] is not None and all(c['range'][3][k] == t[k]['bytes'] for k in t)))\n";
 
 static int chromium_missing(void)
 {
@@ -68,8 +72,8 @@ static void test_page_in_chromium(void **state)
     r = tu_run("cd %s && grep -c -E '(src|href)=\"(https?:)?//' p.html", dir);
     assert_string_equal(r.out, "0\n");
     tu_free(&r);
-    static const char *const urls[] = {"p.html", "p.html#range=0,0.05"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const urls[] = {"p.html", "p.html#range=0,0.05", "p.html#range=0,9999"};
+    for (int i = 0; i < 3; i++) {
         r = tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
                    "--virtual-time-budget=5000 --dump-dom 'file://%s/%s' >dom%d.html 2>chromium.err && "
                    "python3 check.py dom%d.html p.json",
@@ -83,6 +87,8 @@ static void test_page_in_chromium(void **state)
             fail_msg("the leak's function is not first: %s", r.out);
         if (i == 1 && !strstr(r.out, "range_top: load_table")) /* the start's table tops the range */
             fail_msg("the range did not re-rank: %s", r.out);
+        if (i == 2 && (tu_field(r.out, "range_exact") != 1 || !strstr(r.out, "range_top: Deep<")))
+            fail_msg("the whole range is not the report's four types and ranking: %s", r.out);
         tu_free(&r);
     }
 }
