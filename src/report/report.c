@@ -27,6 +27,7 @@ void ltr_report_opts(ltr_analyze_opts *o)
     o->series = 1;       /* outstanding bytes over time, markers */
     o->full_stacks = 0;  /* the page's frames are the text report's */
     o->page_frames = 1;
+    o->trend = 1;        /* with periodic heap snapshots: each stack's verdict (leak, plateau, noise) */
 }
 
 static const struct ltr_report_asset *asset(const char *name)

@@ -238,10 +238,35 @@
     search.addEventListener("input", function () { if (search.value) flame.search(search.value); else flame.clear(); });
     drawFlame();
 
-    /* heap snapshots and their trend verdicts */
-    var snaps = A.snapshots || [];
+    /* heap snapshots, and the stacks' trend across them with its verdict */
+    var snaps = A.snapshots || [], trend = A.trend || [], box = document.getElementById("snapshots");
     if (!snaps.length) document.getElementById("snapshots-section").hidden = true;
-    else document.getElementById("snapshots").appendChild(text("pre", JSON.stringify(snaps, null, 1)));
+    function rows(head, list, cells) {
+        var t = document.createElement("table");
+        var h = document.createElement("tr");
+        head.forEach(function (x) { h.appendChild(text("th", x)); });
+        t.appendChild(h);
+        list.forEach(function (x) {
+            var r = document.createElement("tr");
+            cells(x).forEach(function (c) { r.appendChild(text("td", c)); });
+            t.appendChild(r);
+        });
+        box.appendChild(t);
+    }
+    if (snaps.length)
+        rows(["snapshot", "pid", "at", "live bytes", "blocks", "stacks", "in blocks an hour old"], snaps, function (s) {
+            return [s.name, String(s.pid), s.seconds.toFixed(3) + " s", size(s.bytes), String(s.blocks), String(s.stacks),
+                    size(s.bytes_older_1h)];
+        });
+    if (trend.length) {
+        box.appendChild(text("h3", "Trend across the snapshots"));
+        rows(["verdict", "pid", "growth per hour", "first", "last", "allocated in"], trend, function (t) {
+            return [t.verdict, String(t.pid), size(t.growth_bytes_per_hour), size(t.bytes_first), size(t.bytes_last),
+                    t.frames.length ? frameName(t.frames[0]) : "(no stack)"];
+        });
+    }
+    check.snapshots = snaps.length;
+    check.trend = trend.map(function (t) { return t.verdict; });
 
     /* a range given in the URL (#range=FROM,TO seconds): the test's way to select */
     var m = /range=([0-9.]+),([0-9.]+)/.exec(location.hash);

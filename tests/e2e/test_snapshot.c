@@ -207,6 +207,19 @@ static void test_trend_finds_the_slow_leak(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "#1 leak:"));
     tu_free(&r);
+    /* ltr report's page shows the snapshots and the leak's verdict first */
+    r = tu_run("%s report %s -o trend.html && command -v chromium >/dev/null || exit 77; "
+               "HOME=$PWD timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
+               "--dump-dom file://$PWD/trend.html 2>/dev/null | grep -o '<pre id=\"selfcheck\"[^<]*'",
+               tu_ltr(), trace);
+    if (r.status == 77) {
+        printf("chromium is not installed: the page's snapshots are not checked here\n");
+    } else {
+        if (r.status != 0 || !strstr(r.out, "\"errors\":[]") || strstr(r.out, "\"snapshots\":0") ||
+            !strstr(r.out, "\"trend\":[\"leak\""))
+            fail_msg("the page of the snapshots' trace: %s%s", r.out, r.err);
+    }
+    tu_free(&r);
 }
 
 /* Heap tracing and snapshots in one session. */
