@@ -62,12 +62,7 @@ static void test_page_in_chromium(void **state)
         fail_msg("%s%s", r.out, r.err);
     assert_non_null(strstr(r.out, "p.html written"));
     tu_free(&r);
-    char path[512];
-    snprintf(path, sizeof path, "%s/check.py", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(check_py, f);
-    fclose(f);
+    tu_write_file(dir, "check.py", check_py);
     /* no network: nothing is fetched from anywhere */
     r = tu_run("cd %s && grep -c -E '(src|href)=\"(https?:)?//' p.html", dir);
     assert_string_equal(r.out, "0\n");

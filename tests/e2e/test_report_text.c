@@ -189,12 +189,7 @@ static void test_chrome_export(void **state)
         "print('max', max(e['args']['bytes'] for e in heap), 'peak', a['peak_bytes'])\n"
         "print('names', sorted({e['args']['name'] for e in ev if e['ph'] == 'M'}))\n"
         "print('instants', [e['name'] for e in ev if e['ph'] == 'i'])\n";
-    char path[512];
-    snprintf(path, sizeof path, "%s/check.py", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(check, f);
-    fclose(f);
+    tu_write_file(dir, "check.py", check);
     r = tu_run("cd %s && python3 check.py", dir);
     if (r.status != 0)
         fail_msg("the chrome export: %s%s", r.out, r.err);

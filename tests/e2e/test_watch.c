@@ -250,10 +250,7 @@ static void test_support_bundle(void **state)
     char victim[512], planted[512];
     snprintf(victim, sizeof victim, "%s/victim", dir);
     snprintf(planted, sizeof planted, "%s/t.tar.zst", dir);
-    FILE *f = fopen(victim, "w");
-    assert_non_null(f);
-    fputs("keep me\n", f);
-    fclose(f);
+    tu_write_file(dir, "victim", "keep me\n");
     assert_int_equal(symlink(victim, planted), 0);
     pid_t svc = start_target(dir, "svc", "50 256 2048");
     char out[512];

@@ -227,3 +227,14 @@ char *tu_read_file(const char *path)
         buf[len] = 0;
     return buf;
 }
+
+void tu_write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        abort();
+    }
+}

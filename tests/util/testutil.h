@@ -29,6 +29,8 @@ int tu_ok(tu_result r);
 #define tu_expect_ok(r) assert_int_equal(tu_ok(r), 0)
 /* A small file's whole text, malloc'd and NUL-terminated; NULL if it cannot be read. */
 char *tu_read_file(const char *path);
+/* Writes text to dir/name (created or replaced); aborts the test if it cannot. */
+void tu_write_file(const char *dir, const char *name, const char *text);
 /* CLOCK_MONOTONIC in seconds, for the tests' deadlines. */
 double tu_now_s(void);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
