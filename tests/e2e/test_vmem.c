@@ -4,8 +4,9 @@
  * makes itself when the session enables Ltr.System keyword 0x10, and
  * `ltr analyze --mapped` finds tests/programs/mapleak.c's mapped bytes
  * exactly, by stack (a partial munmap, an mremap, a file mapping undone, a
- * madvise that gives pages back); without the keyword nothing of it is
- * written, and the program's own output is the same either way.
+ * madvise that gives pages back), preloaded or attached late; without the
+ * keyword nothing of it is written, and the program's own output is the
+ * same either way.
  */
 #include "util/testutil.h"
 
@@ -103,6 +104,34 @@ static void test_memory_profile(void **state)
     tu_free(&r);
 }
 
+/* A running program, the agent attached late (ltr start --pid: its hooks
+ * put in the program's GOT slots): the same mappings, and its one file. */
+static void test_attached_late(void **state)
+{
+    const char *dir = *state;
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/late.ltr", dir);
+    tu_result r = tu_run("LTR_TEST_GATE=%s/go %s %s > %s/out & p=$!; "
+                         "i=0; while ! grep -q '^waiting' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                         "%s start heap --provider Ltr.System:0x30 --filemode --instance vm4 --pid $p -o %s >&2 "
+                         "&& touch %s/go; wait $p; echo target $?; %s stop %s --instance vm4 >&2",
+                         dir, MAPLEAK, MAPLEAK, dir, dir, LTR, trace, dir, LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "target 0"));
+    tu_free(&r);
+    r = tu_run("%s analyze %s --mapped --format json --top 0", LTR, trace);
+    const char *p = strstr(r.out, "\"mapped\":[{");
+    assert_non_null(p);
+    assert_int_equal(jfield(p, "outstanding"), 720896);
+    assert_int_equal(jfield(stack_named(p, "leak_maps"), "bytes"), 327680);
+    tu_free(&r);
+    r = tu_run("%s analyze %s --files --format json", LTR, trace);
+    char want[4200];
+    snprintf(want, sizeof want, "{\"path\":\"%s\",\"opens\":1,", MAPLEAK);
+    assert_non_null(strstr(r.out, want));
+    tu_free(&r);
+}
+
 static void test_not_enabled(void **state)
 {
     char trace[4200];
@@ -122,6 +151,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mapped_exact, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_profile, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attached_late, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_not_enabled, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

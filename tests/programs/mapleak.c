@@ -11,6 +11,9 @@
  *   file_map:    a file mapped and unmapped: nothing
  *   give_back:   madvise(MADV_DONTNEED) of one of leak_maps' maps: the
  *                mapping stays, 65536 bytes given back
+ * With LTR_TEST_GATE=FILE in its environment it says "waiting" and waits
+ * (a minute at most) for FILE to exist first: a test attaches the agent
+ * late meanwhile (ltr start --pid), so the calls go through its GOT hooks.
  * Built without frame pointers and optimized, like the other heap targets;
  * noinline keeps each stack apart.
  */
@@ -78,8 +81,20 @@ NOINLINE void give_back(void)
     madvise(kept[7], 64 * KIB, MADV_DONTNEED);
 }
 
+static void gate(void)
+{
+    const char *go = getenv("LTR_TEST_GATE");
+    if (!go)
+        return;
+    printf("waiting\n");
+    fflush(stdout);
+    for (int i = 0; i < 6000 && access(go, F_OK) != 0; i++)
+        usleep(10000);
+}
+
 int main(int argc, char **argv)
 {
+    gate();
     leak_maps();
     punch_hole();
     grow_map();
