@@ -11,6 +11,7 @@
  *   file_map:    a file mapped and unmapped: nothing
  *   give_back:   madvise(MADV_DONTNEED) of one of leak_maps' maps: the
  *                mapping stays, 65536 bytes given back
+ *   move_break:  sbrk up 64 KiB and down 32 KiB: 32768 bytes of break
  * With LTR_TEST_GATE=FILE in its environment it says "waiting" and waits
  * (a minute at most) for FILE to exist first: a test attaches the agent
  * late meanwhile (ltr start --pid), so the calls go through its GOT hooks.
@@ -19,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,13 @@ static void gate(void)
         usleep(10000);
 }
 
+NOINLINE void move_break(void)
+{
+    /* nothing allocates in between: malloc takes a moved break as foreign */
+    if (sbrk(64 * KIB) == (void *)-1 || sbrk(-(intptr_t)(32 * KIB)) == (void *)-1)
+        exit(1);
+}
+
 int main(int argc, char **argv)
 {
     gate();
@@ -100,8 +109,9 @@ int main(int argc, char **argv)
     grow_map();
     file_map(argc > 1 ? argv[1] : argv[0]);
     give_back();
+    move_break();
     errno = 0;
     int rc = munmap((char *)kept[7] + 1, 4096); /* not page-aligned: EINVAL, nothing recorded */
-    printf("mapped %lu munmap %d errno %d\n", (5 * 64 + 192 + 192) * KIB, rc, errno);
+    printf("mapped %lu munmap %d errno %d\n", (5 * 64 + 192 + 192 + 32) * KIB, rc, errno);
     return 0;
 }
