@@ -105,6 +105,12 @@ void emit_after_fork(void);
 /* The attachment to write into for session slot s, collector c, prepared
  * (modules, this thread's name); NULL to skip. */
 ltr_attach *emit_session(unsigned s, unsigned c);
+/* The next session slot, from *s on, of the provider whose registry slot
+ * and enable mask are given, that wants (level, kw): its attachment,
+ * prepared (emit_session), with its slot in *s and collector in *c; NULL
+ * when none is left. */
+ltr_attach *emit_next_session(const ltr_reg_provider *slot, uint32_t mask, uint8_t level, uint64_t kw,
+                              unsigned *s, unsigned *c);
 /* Writes one event record of d, its payload encoded already. */
 void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
               const uint8_t *payload, uint32_t n);
