@@ -7,7 +7,9 @@
  * of the registry word: the dormant cost), writes an Alloc/Free/Realloc
  * event (emit.c) with the id of the caller's stack (stacks.c). Stack nodes and the
  * loaded ELF objects (modules.c) go into the session's metadata region once.
- * docs/heap-events.md is the contract of what is written.
+ * docs/heap-events.md is the contract of what is written. It also records
+ * two parts of the system provider that only the traced process sees, its
+ * own mappings and its files (sysev.h: vmem.c, fileio.c).
  *
  * Everything the agent does itself runs with the thread's reentrancy guard
  * set, so its own allocations (attaching, libunwind, dl_iterate_phdr) go to
