@@ -7,7 +7,9 @@
  * of the registry word: the dormant cost), writes an Alloc/Free/Realloc
  * event (emit.c) with the id of the caller's stack (stacks.c). Stack nodes and the
  * loaded ELF objects (modules.c) go into the session's metadata region once.
- * docs/heap-events.md is the contract of what is written.
+ * docs/heap-events.md is the contract of what is written. It also records
+ * two parts of the system provider that only the traced process sees, its
+ * own mappings and its files (sysev.h: vmem.c, fileio.c).
  *
  * Everything the agent does itself runs with the thread's reentrancy guard
  * set, so its own allocations (attaching, libunwind, dl_iterate_phdr) go to
@@ -105,6 +107,12 @@ void emit_after_fork(void);
 /* The attachment to write into for session slot s, collector c, prepared
  * (modules, this thread's name); NULL to skip. */
 ltr_attach *emit_session(unsigned s, unsigned c);
+/* The next session slot, from *s on, of the provider whose registry slot
+ * and enable mask are given, that wants (level, kw): its attachment,
+ * prepared (emit_session), with its slot in *s and collector in *c; NULL
+ * when none is left. */
+ltr_attach *emit_next_session(const ltr_reg_provider *slot, uint32_t mask, uint8_t level, uint64_t kw,
+                              unsigned *s, unsigned *c);
 /* Writes one event record of d, its payload encoded already. */
 void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
               const uint8_t *payload, uint32_t n);

@@ -175,6 +175,20 @@ ltr_attach *emit_session(unsigned s, unsigned c)
     return a;
 }
 
+ltr_attach *emit_next_session(const ltr_reg_provider *slot, uint32_t mask, uint8_t level, uint64_t kw,
+                              unsigned *s, unsigned *c)
+{
+    for (; slot && *s < LTR_MAX_SESSIONS && (mask >> *s); ++*s) {
+        if (!(mask & (1u << *s)) || !ltr_reg_wants(slot, *s, level, kw))
+            continue;
+        *c = atomic_load_explicit(&slot->per[*s].collector, memory_order_relaxed);
+        ltr_attach *a = emit_session(*s, *c);
+        if (a)
+            return a;
+    }
+    return NULL;
+}
+
 /* One heap event's values, encoded once its stack id is known. */
 typedef struct heap_event {
     ltr_event_desc *d;
@@ -261,13 +275,9 @@ static void emit(const heap_event *e)
         st = stacks_capture(e->frame);
     uint8_t payload[HEAP_PAYLOAD_MAX];
     uint32_t n = 0;
-    for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
-        if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, LTR_LEVEL_VERBOSE, 0))
-            continue;
-        unsigned c = atomic_load_explicit(&slot->per[s].collector, memory_order_relaxed);
-        ltr_attach *a = emit_session(s, c);
-        if (!a)
-            continue;
+    ltr_attach *a;
+    unsigned c;
+    for (unsigned s = 0; (a = emit_next_session(slot, mask, LTR_LEVEL_VERBOSE, 0, &s, &c)); s++) {
         if (!n) {
             if (with_stack && !captured)
                 st = stacks_capture(e->frame);

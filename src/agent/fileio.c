@@ -14,7 +14,7 @@
  * cost is the adds (docs/benchmarks.md, "FileIO"), and the trace holds two
  * events per file opened. Descriptors still open at exit have their
  * counters written by the agent's destructor; a descriptor past the table
- * writes one event per call.
+ * (65536) writes one event per call.
  *
  * glibc's stdio (fopen, fread, fprintf) calls its internal entry points,
  * not the PLT, so its opens and bytes are not seen; nor are the agent's own
@@ -53,7 +53,9 @@ LTR_EVENT_DEFINE(ev_close, agent_sys_provider, LTR_FILE_EV_CLOSE, LTR_LEVEL_INFO
 
 /* ---- the counters ----------------------------------------------------------- */
 
-#define FIO_FDS 4096 /* descriptors with counters: 96 KB of zero pages until used */
+/* Descriptors with counters: 1.5 MB of zero pages, a page touched per 170
+ * descriptors used (a server with thousands of connections stays in it). */
+#define FIO_FDS 65536
 
 typedef struct fd_count {
     _Atomic uint64_t rbytes, wbytes;
@@ -61,6 +63,9 @@ typedef struct fd_count {
 } fd_count;
 
 static fd_count counts[FIO_FDS];
+/* The highest descriptor counted so far, -1 none: what the fork and exit
+ * handlers walk. */
+static _Atomic int counted_top = -1;
 
 typedef struct close_event {
     int64_t fd;
@@ -93,6 +98,11 @@ static bool take(int fd, close_event *e)
         return false;
     fd_count *c = &counts[fd];
     e->fd = fd;
+    if (!atomic_load_explicit(&c->reads, memory_order_relaxed) &&
+        !atomic_load_explicit(&c->writes, memory_order_relaxed)) { /* leaves unused pages untouched */
+        e->rbytes = e->wbytes = e->reads = e->writes = 0;
+        return false;
+    }
     e->rbytes = atomic_exchange_explicit(&c->rbytes, 0, memory_order_relaxed);
     e->wbytes = atomic_exchange_explicit(&c->wbytes, 0, memory_order_relaxed);
     e->reads = atomic_exchange_explicit(&c->reads, 0, memory_order_relaxed);
@@ -107,6 +117,10 @@ static void count(int fd, ssize_t n, bool rd)
         return;
     if (fd >= 0 && fd < FIO_FDS) {
         fd_count *c = &counts[fd];
+        int top = atomic_load_explicit(&counted_top, memory_order_relaxed);
+        while (fd > top && !atomic_compare_exchange_weak_explicit(&counted_top, &top, fd, memory_order_relaxed,
+                                                                  memory_order_relaxed)) {
+        }
         atomic_fetch_add_explicit(rd ? &c->rbytes : &c->wbytes, (uint64_t)n, memory_order_relaxed);
         atomic_fetch_add_explicit(rd ? &c->reads : &c->writes, 1, memory_order_relaxed);
     } else {
@@ -118,7 +132,9 @@ static void count(int fd, ssize_t n, bool rd)
 /* A fork child starts with no bytes of its own. */
 static void fio_after_fork(void)
 {
-    memset(counts, 0, sizeof counts);
+    int top = atomic_load_explicit(&counted_top, memory_order_relaxed);
+    if (top >= 0)
+        memset(counts, 0, (size_t)(top + 1) * sizeof counts[0]);
 }
 
 /* Descriptors still open at exit: what they moved so far. */
@@ -126,7 +142,8 @@ __attribute__((destructor)) static void fio_at_exit(void)
 {
     if (!sysev_wanted())
         return;
-    for (int fd = 0; fd < FIO_FDS; fd++) {
+    int top = atomic_load_explicit(&counted_top, memory_order_relaxed);
+    for (int fd = 0; fd <= top; fd++) {
         close_event e;
         if (take(fd, &e)) {
             e.reason = LTR_FILE_AT_EXIT;

@@ -42,13 +42,9 @@ void sysev_emit(ltr_event_desc *d, uint64_t kw, const void *frame, bool with_sta
     stack_ref st = {0};
     uint8_t payload[SYSEV_PAYLOAD_MAX];
     uint32_t n = 0;
-    for (unsigned s = 0; slot && s < LTR_MAX_SESSIONS && (mask >> s); s++) {
-        if (!(mask & (1u << s)) || !ltr_reg_wants(slot, s, LTR_LEVEL_INFO, kw))
-            continue;
-        unsigned c = atomic_load_explicit(&slot->per[s].collector, memory_order_relaxed);
-        ltr_attach *a = emit_session(s, c);
-        if (!a)
-            continue;
+    ltr_attach *a;
+    unsigned c;
+    for (unsigned s = 0; (a = emit_next_session(slot, mask, LTR_LEVEL_INFO, kw, &s, &c)); s++) {
         if (!n) {
             if (with_stack)
                 st = stacks_capture(frame);

@@ -123,10 +123,7 @@ static const char *path_of(const ltr_analysis *a, uint64_t key)
 
 static int write_text(ltr_analysis *a, FILE *out, unsigned top)
 {
-    fprintf(out, "trace: %s\nwindow: %.6f s .. %.6f s\n", ltr_trace_path(a->trace), an_seconds(a, a->win_start),
-            an_seconds(a, a->win_end));
-    for (size_t i = 0; i < a->nwarnings; i++)
-        fprintf(out, "warning: %s\n", a->warnings[i]);
+    an_write_head_text(a, out);
     size_t n;
     an_file_stat *v = an_files_ranked(&a->model.files, &n);
     fprintf(out, "\nfiles (FileIO: open, openat, creat and close, bytes of read, write, pread, pwrite, readv and "
@@ -157,16 +154,8 @@ static void jstr(FILE *out, const char *s)
 
 static int write_json(ltr_analysis *a, FILE *out, unsigned top)
 {
-    fputs("{\"version\":1,\"trace\":", out);
-    jstr(out, ltr_trace_path(a->trace));
-    fprintf(out, ",\"window\":{\"from_s\":%.6f,\"to_s\":%.6f},\"warnings\":[", an_seconds(a, a->win_start),
-            an_seconds(a, a->win_end));
-    for (size_t i = 0; i < a->nwarnings; i++) {
-        if (i)
-            fputc(',', out);
-        jstr(out, a->warnings[i]);
-    }
-    fputs("],\"files\":[", out);
+    an_write_head_json(a, out);
+    fputs(",\"files\":[", out);
     size_t n;
     an_file_stat *v = an_files_ranked(&a->model.files, &n);
     unsigned shown = 0;

@@ -268,6 +268,10 @@ int an_cpu_write_pprof(ltr_analysis *a, FILE *out);
 /* Mappings (mapped.c): an_vm_feed takes ev if it is a mapping event (1),
  * sending it to the model through sk; else 0. */
 int an_vm_feed(ltr_analysis *a, struct an_sink *sk, const ltr_event *ev);
+/* The opening of the --mapped and --files reports: trace, window and
+ * warnings, as text lines, or as the first JSON members (an object left open). */
+void an_write_head_text(const ltr_analysis *a, FILE *out);
+void an_write_head_json(const ltr_analysis *a, FILE *out);
 /* The --mapped report: text or JSON. */
 int an_vm_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
 

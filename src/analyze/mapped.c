@@ -110,17 +110,32 @@ static void text_proc(ltr_analysis *a, FILE *out, const an_vm_proc *p, unsigned 
     free(v);
 }
 
-static void warnings_text(const ltr_analysis *a, FILE *out)
+void an_write_head_text(const ltr_analysis *a, FILE *out)
 {
+    fprintf(out, "trace: %s\nwindow: %.6f s .. %.6f s\n", ltr_trace_path(a->trace), an_seconds(a, a->win_start),
+            an_seconds(a, a->win_end));
     for (size_t i = 0; i < a->nwarnings; i++)
         fprintf(out, "warning: %s\n", a->warnings[i]);
 }
 
+void an_write_head_json(const ltr_analysis *a, FILE *out)
+{
+    fputs("{\"version\":1,\"trace\":", out);
+    const char *path = ltr_trace_path(a->trace);
+    ltr_print_json_string(out, path, strlen(path));
+    fprintf(out, ",\"window\":{\"from_s\":%.6f,\"to_s\":%.6f},\"warnings\":[", an_seconds(a, a->win_start),
+            an_seconds(a, a->win_end));
+    for (size_t i = 0; i < a->nwarnings; i++) {
+        if (i)
+            fputc(',', out);
+        ltr_print_json_string(out, a->warnings[i], strlen(a->warnings[i]));
+    }
+    fputc(']', out);
+}
+
 static int write_text(ltr_analysis *a, FILE *out, unsigned top)
 {
-    fprintf(out, "trace: %s\nwindow: %.6f s .. %.6f s\n", ltr_trace_path(a->trace), an_seconds(a, a->win_start),
-            an_seconds(a, a->win_end));
-    warnings_text(a, out);
+    an_write_head_text(a, out);
     const an_vmem *v = &a->model.vm;
     fprintf(out, "\nmapped memory (VirtualAllocation: mmap, munmap, mremap, brk, sbrk and madvise the program "
             "called itself)%s\n",
@@ -160,17 +175,8 @@ static void json_proc(ltr_analysis *a, FILE *out, const an_vm_proc *p, unsigned 
 
 static int write_json(ltr_analysis *a, FILE *out, unsigned top)
 {
-    fputs("{\"version\":1,\"trace\":", out);
-    const char *path = ltr_trace_path(a->trace);
-    ltr_print_json_string(out, path, strlen(path));
-    fprintf(out, ",\"window\":{\"from_s\":%.6f,\"to_s\":%.6f},\"warnings\":[", an_seconds(a, a->win_start),
-            an_seconds(a, a->win_end));
-    for (size_t i = 0; i < a->nwarnings; i++) {
-        if (i)
-            fputc(',', out);
-        ltr_print_json_string(out, a->warnings[i], strlen(a->warnings[i]));
-    }
-    fputs("],\"mapped\":[", out);
+    an_write_head_json(a, out);
+    fputs(",\"mapped\":[", out);
     for (size_t i = 0; i < a->model.vm.nprocs; i++) {
         if (i)
             fputc(',', out);

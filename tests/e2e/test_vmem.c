@@ -4,8 +4,9 @@
  * makes itself when the session enables Ltr.System keyword 0x10, and
  * `ltr analyze --mapped` finds tests/programs/mapleak.c's mapped bytes
  * exactly, by stack (a partial munmap, an mremap, a file mapping undone, a
- * madvise that gives pages back); without the keyword nothing of it is
- * written, and the program's own output is the same either way.
+ * madvise that gives pages back, the break moved up and down), preloaded or attached late; without the
+ * keyword nothing of it is written, and the program's own output is the
+ * same either way.
  */
 #include "util/testutil.h"
 
@@ -51,7 +52,7 @@ static void record(const char *dir, const char *opts, const char *name, char *tr
     tu_expect_ok(tu_run("%s start heap %s --filemode --instance %s -o %s", LTR, opts, name, trace));
     tu_result r = tu_run("%s run --instance %s -- %s", LTR, name, MAPLEAK);
     assert_int_equal(r.status, 0);
-    assert_string_equal(r.out, "mapped 720896 munmap -1 errno 22\n"); /* the program's own count, unchanged */
+    assert_string_equal(r.out, "mapped 753664 munmap -1 errno 22\n"); /* the program's own count, unchanged */
     tu_free(&r);
     tu_expect_ok(tu_run("%s stop %s --instance %s", LTR, trace, name));
 }
@@ -64,11 +65,11 @@ static void test_mapped_exact(void **state)
     assert_int_equal(r.status, 0);
     const char *p = strstr(r.out, "\"mapped\":[{");
     assert_non_null(p);
-    assert_int_equal(jfield(p, "outstanding"), 720896);
-    assert_int_equal(jfield(p, "ranges"), 8);
-    assert_int_equal(jfield(p, "maps"), 11);
-    assert_int_equal(jfield(p, "unmaps"), 5);
-    assert_int_equal(jfield(p, "unmap_bytes"), 266240);
+    assert_int_equal(jfield(p, "outstanding"), 753664);
+    assert_int_equal(jfield(p, "ranges"), 9);
+    assert_int_equal(jfield(p, "maps"), 12);
+    assert_int_equal(jfield(p, "unmaps"), 6);
+    assert_int_equal(jfield(p, "unmap_bytes"), 266240 + 32768);
     assert_int_equal(jfield(p, "remaps"), 1);
     assert_int_equal(jfield(p, "discard_bytes"), 65536);
     assert_int_equal(jfield(p, "unseen_unmap_bytes"), 0);
@@ -83,10 +84,14 @@ static void test_mapped_exact(void **state)
         assert_non_null(strstr(s, "\"anonymous\":true"));
     }
     assert_null(stack_named(p, "file_map")); /* mapped and unmapped: nothing held */
+    const char *b = stack_named(p, "move_break"); /* sbrk's up and down */
+    assert_non_null(b);
+    assert_int_equal(jfield(b, "bytes"), 32768);
+    assert_non_null(strstr(b, "\"brk\":true"));
     tu_free(&r);
     r = tu_run("%s analyze %s --mapped", LTR, trace);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "720896 bytes mapped at the window's end, in 8 range(s)"));
+    assert_non_null(strstr(r.out, "753664 bytes mapped at the window's end, in 9 range(s)"));
     assert_non_null(strstr(r.out, "#1 327680 bytes in 5 range(s), anonymous"));
     tu_free(&r);
 }
@@ -99,7 +104,35 @@ static void test_memory_profile(void **state)
     record(*state, "memory", "vm3", trace, sizeof trace);
     tu_result r = tu_run("%s analyze %s --mapped", LTR, trace);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "720896 bytes mapped at the window's end, in 8 range(s)"));
+    assert_non_null(strstr(r.out, "753664 bytes mapped at the window's end, in 9 range(s)"));
+    tu_free(&r);
+}
+
+/* A running program, the agent attached late (ltr start --pid: its hooks
+ * put in the program's GOT slots): the same mappings, and its one file. */
+static void test_attached_late(void **state)
+{
+    const char *dir = *state;
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/late.ltr", dir);
+    tu_result r = tu_run("LTR_TEST_GATE=%s/go %s %s > %s/out & p=$!; "
+                         "i=0; while ! grep -q '^waiting' %s/out && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                         "%s start heap --provider Ltr.System:0x30 --filemode --instance vm4 --pid $p -o %s >&2 "
+                         "&& touch %s/go; wait $p; echo target $?; %s stop %s --instance vm4 >&2",
+                         dir, MAPLEAK, MAPLEAK, dir, dir, LTR, trace, dir, LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "target 0"));
+    tu_free(&r);
+    r = tu_run("%s analyze %s --mapped --format json --top 0", LTR, trace);
+    const char *p = strstr(r.out, "\"mapped\":[{");
+    assert_non_null(p);
+    assert_int_equal(jfield(p, "outstanding"), 753664);
+    assert_int_equal(jfield(stack_named(p, "leak_maps"), "bytes"), 327680);
+    tu_free(&r);
+    r = tu_run("%s analyze %s --files --format json", LTR, trace);
+    char want[4200];
+    snprintf(want, sizeof want, "{\"path\":\"%s\",\"opens\":1,", MAPLEAK);
+    assert_non_null(strstr(r.out, want));
     tu_free(&r);
 }
 
@@ -122,6 +155,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mapped_exact, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_profile, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attached_late, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_not_enabled, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,11 +11,16 @@
  *   file_map:    a file mapped and unmapped: nothing
  *   give_back:   madvise(MADV_DONTNEED) of one of leak_maps' maps: the
  *                mapping stays, 65536 bytes given back
+ *   move_break:  sbrk up 64 KiB and down 32 KiB: 32768 bytes of break
+ * With LTR_TEST_GATE=FILE in its environment it says "waiting" and waits
+ * (a minute at most) for FILE to exist first: a test attaches the agent
+ * late meanwhile (ltr start --pid), so the calls go through its GOT hooks.
  * Built without frame pointers and optimized, like the other heap targets;
  * noinline keeps each stack apart.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +83,35 @@ NOINLINE void give_back(void)
     madvise(kept[7], 64 * KIB, MADV_DONTNEED);
 }
 
+static void gate(void)
+{
+    const char *go = getenv("LTR_TEST_GATE");
+    if (!go)
+        return;
+    printf("waiting\n");
+    fflush(stdout);
+    for (int i = 0; i < 6000 && access(go, F_OK) != 0; i++)
+        usleep(10000);
+}
+
+NOINLINE void move_break(void)
+{
+    /* nothing allocates in between: malloc takes a moved break as foreign */
+    if (sbrk(64 * KIB) == (void *)-1 || sbrk(-(intptr_t)(32 * KIB)) == (void *)-1)
+        exit(1);
+}
+
 int main(int argc, char **argv)
 {
+    gate();
     leak_maps();
     punch_hole();
     grow_map();
     file_map(argc > 1 ? argv[1] : argv[0]);
     give_back();
+    move_break();
     errno = 0;
     int rc = munmap((char *)kept[7] + 1, 4096); /* not page-aligned: EINVAL, nothing recorded */
-    printf("mapped %lu munmap %d errno %d\n", (5 * 64 + 192 + 192) * KIB, rc, errno);
+    printf("mapped %lu munmap %d errno %d\n", (5 * 64 + 192 + 192 + 32) * KIB, rc, errno);
     return 0;
 }
