@@ -2,7 +2,7 @@
  * tests/e2e/test_report.c — `ltr report`'s page opened in headless Chromium
  * (Debian's chromium), on tests/programs/report_target.cpp recorded in a
  * session with a marker: the page's self-check (report.js writes it into
- * #selfcheck) says no script error, a timeline drawn, the stack list and
+ * #selfcheck) says no script error and the console has no message, a timeline drawn, the stack list and
  * the flame graph present and naming the leak's function first, the page's
  * totals those of `ltr analyze --format json`; a time range given in the URL
  * re-ranks (the one-time table of the program's start tops the first 50 ms)
@@ -69,12 +69,14 @@ static void test_page_in_chromium(void **state)
     tu_free(&r);
     static const char *const urls[] = {"p.html", "p.html#range=0,0.05", "p.html#range=0,9999"};
     for (int i = 0; i < 3; i++) {
-        r = tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
-                   "--virtual-time-budget=5000 --dump-dom 'file://%s/%s' >dom%d.html 2>chromium.err && "
-                   "python3 check.py dom%d.html p.json",
+        r = tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu --enable-logging=stderr "
+                   "--v=0 --virtual-time-budget=5000 --dump-dom 'file://%s/%s' >dom%d.html 2>chromium.err && "
+                   "python3 check.py dom%d.html p.json && echo console=$(grep -c ':CONSOLE' chromium.err)",
                    dir, dir, dir, urls[i], i, i);
         if (r.status != 0)
             fail_msg("chromium or the check: %s%s", r.out, r.err);
+        if (tu_field(r.out, "console") != 0) /* the page writes nothing to the console: any line is a complaint */
+            fail_msg("the browser's console: %s", r.out);
         if (tu_field(r.out, "errors") != 0 || tu_field(r.out, "timeline") != 1 || tu_field(r.out, "stacks") < 2 ||
             tu_field(r.out, "flame") < 3 || tu_field(r.out, "totals_equal") != 1)
             fail_msg("the page's self-check: %s", r.out);
