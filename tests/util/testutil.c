@@ -83,14 +83,30 @@ tu_result tu_run(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    snprintf(out, sizeof out, "%s/.out", sandbox[0] ? sandbox : "/tmp");
-    snprintf(err, sizeof err, "%s/.err", sandbox[0] ? sandbox : "/tmp");
+    /* outside a sandbox, files of this process's own: test programs run in
+     * parallel, and a shared /tmp/.out mixed their outputs */
+    if (sandbox[0]) {
+        snprintf(out, sizeof out, "%s/.out", sandbox);
+        snprintf(err, sizeof err, "%s/.err", sandbox);
+    } else { /* new files no one can have planted: the shell's > would follow a symlink */
+        snprintf(out, sizeof out, "/tmp/ltr-test-out-XXXXXX");
+        snprintf(err, sizeof err, "/tmp/ltr-test-err-XXXXXX");
+        int fo = mkstemp(out), fe = mkstemp(err);
+        if (fo < 0 || fe < 0)
+            abort();
+        close(fo);
+        close(fe);
+    }
     snprintf(full, sizeof full, "( %s ) >%s 2>%s </dev/null", cmd, out, err);
     int st = system(full);
     tu_result r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r.out = slurp(out);
     r.err = slurp(err);
+    if (!sandbox[0]) {
+        unlink(out);
+        unlink(err);
+    }
     if (getenv("LTR_TEST_VERBOSE"))
         fprintf(stderr, "$ %s\n[%d]\n%s%s", cmd, r.status, r.out, r.err);
     return r;
