@@ -32,22 +32,42 @@
     if (S.events_lost || S.events_overwritten)
         warn.appendChild(text("div", "Events lost: " + S.events_lost + ", overwritten: " + S.events_overwritten +
             ". The figures below miss them.", "warning"));
-    (A.warnings || []).forEach(function (w) { warn.appendChild(text("div", w, "warning")); });
+    var ws = A.warnings || [], into = warn;
+    if (ws.length > 2) { /* many: one line open, the rest behind it */
+        into = document.createElement("details");
+        into.appendChild(text("summary", ws.length + " warnings from the analysis", "warning"));
+        warn.appendChild(into);
+    }
+    ws.forEach(function (w) { into.appendChild(text("div", w, "warning")); });
     check.totals = { outstanding_bytes: S.outstanding_bytes, allocations: S.allocations, frees: S.frees,
                      peak_bytes: S.peak_bytes };
 
     /* the timeline: each process's outstanding heap bytes (and private bytes), markers as lines */
-    var ev = C.traceEvents, series = {}, times = {}, markers = [];
+    var ev = C.traceEvents, series = {}, times = {}, markers = [], pname = {};
     ev.forEach(function (e) {
+        if (e.ph === "M" && e.name === "process_name") pname[e.pid] = e.args.name;
+    });
+    ev.forEach(function (e) {
+        var who = (pname[e.pid] || "pid") + " " + e.pid;
         if (e.ph === "C" && e.name === "heap outstanding bytes") {
-            (series["heap " + e.pid] = series["heap " + e.pid] || []).push([e.ts / 1e6, e.args.bytes]);
+            (series[who + " heap"] = series[who + " heap"] || []).push([e.ts / 1e6, e.args.bytes]);
         } else if (e.ph === "C" && e.name === "memory counters") {
-            (series["private " + e.pid] = series["private " + e.pid] || []).push([e.ts / 1e6, e.args.private_bytes]);
+            (series[who + " private"] = series[who + " private"] || []).push([e.ts / 1e6, e.args.private_bytes]);
         } else if (e.ph === "i") {
             markers.push([e.ts / 1e6, e.name]);
         }
     });
-    var keys = Object.keys(series);
+    /* the processes that held the most (a service's shell wrappers would
+     * crowd the legend): the 6 highest peaks are drawn, the others counted */
+    var DRAWN = 6, peakOf = function (k) { return Math.max.apply(null, series[k].map(function (p) { return p[1]; })); };
+    var procs = {};
+    Object.keys(series).forEach(function (k) {
+        var who = k.replace(/ (heap|private)$/, "");
+        procs[who] = Math.max(procs[who] || 0, peakOf(k));
+    });
+    var shown = Object.keys(procs).sort(function (a, b) { return procs[b] - procs[a]; }).slice(0, DRAWN);
+    var hidden = Object.keys(procs).length - shown.length;
+    var keys = Object.keys(series).filter(function (k) { return shown.indexOf(k.replace(/ (heap|private)$/, "")) >= 0; });
     keys.forEach(function (k) { series[k].forEach(function (p) { times[p[0]] = 1; }); });
     var xs = Object.keys(times).map(Number).sort(function (a, b) { return a - b; });
     var data = [xs];
@@ -65,8 +85,10 @@
             width: Math.max(600, document.body.clientWidth - 40), height: 280,
             scales: { x: { time: false } },
             axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } }, { values: function (u, v) { return v.map(size); }, size: 70 }],
-            series: [{ label: "s" }].concat(keys.map(function (k, i) {
-                return { label: k, stroke: colors[i % colors.length], width: 1.5, value: function (u, v) { return v == null ? "-" : size(v); } };
+            series: [{ label: "s" }].concat(keys.map(function (k) { /* a process's color; private bytes dashed */
+                var c = colors[shown.indexOf(k.replace(/ (heap|private)$/, "")) % colors.length];
+                return { label: k, stroke: c, width: 1.5, dash: / private$/.test(k) ? [6, 4] : undefined,
+                         value: function (u, v) { return v == null ? "-" : size(v); } };
             })),
             cursor: { drag: { x: true, y: false, setScale: false } },
             hooks: {
@@ -89,6 +111,8 @@
         }, data, document.getElementById("timeline"));
         check.timeline = !!document.querySelector("#timeline canvas");
     }
+    if (hidden > 0)
+        document.getElementById("timeline").appendChild(text("div", hidden + " process(es) with smaller peaks are not drawn."));
     if (markers.length) {
         var ml = document.createElement("div");
         ml.textContent = "Markers and snapshots: " + markers.map(function (m) { return m[1] + " at " + m[0].toFixed(3) + " s"; }).join("; ");
