@@ -4,6 +4,7 @@
  * difference between two, the trend. docs/analysis.md documents the keys.
  */
 #include "analyze/internal.h"
+#include "base/units.h"
 
 #include <stdlib.h>
 
@@ -24,10 +25,11 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
     fprintf(out, "\nheap snapshots: %zu\n", a->nsnaps);
     for (size_t i = 0; i < a->nsnaps; i++) {
         const an_snapshot *s = &a->snaps[i];
-        fprintf(out, "  snapshot:%zu process %u at %.3f s: %llu bytes in %llu live blocks, %zu stacks, "
-                     "%llu bytes in blocks an hour old or more, oldest %llu s%s\n",
-                i + 1, s->pid, an_seconds(a, s->ts), (unsigned long long)s->bytes,
-                (unsigned long long)s->blocks, s->nstacks, (unsigned long long)s->older_1h,
+        char b[32], old[32];
+        fprintf(out, "  snapshot:%zu process %u at %.3f s: %s in %llu live blocks, %zu stacks, "
+                     "%s in blocks an hour old or more, oldest %llu s%s\n",
+                i + 1, s->pid, an_seconds(a, s->ts), ltr_size_format(s->bytes, b, sizeof b),
+                (unsigned long long)s->blocks, s->nstacks, ltr_size_format(s->older_1h, old, sizeof old),
                 (unsigned long long)s->oldest_s,
                 s->complete > 0 ? "" : s->complete ? " (stack records lost)" : " (cut)");
     }
@@ -39,7 +41,8 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
                 (unsigned long long)a->snap_from, an_seconds(a, f->ts),
                 (unsigned long long)a->snap_to, an_seconds(a, t->ts));
         for (size_t i = 0; d && i < shown(n, top); i++) {
-            fprintf(out, "    #%zu %+lld bytes, %+lld blocks\n", i + 1, (long long)d[i].delta,
+            char b[32];
+            fprintf(out, "    #%zu %s, %+lld blocks\n", i + 1, ltr_size_format_signed(d[i].delta, b, sizeof b),
                     (long long)d[i].blocks);
             an_stack st = stack_of(t->pid, d[i].stack, t->ts);
             an_text_frames(a, out, &st);
@@ -51,9 +54,11 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
                 a->ntrend ? "" : " none (a process needs 4 complete snapshots)");
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
-            fprintf(out, "    #%zu %s: %+.0f bytes/hour, %llu -> %llu bytes over %zu snapshots (process %u)\n",
-                    i + 1, an_verdict_names[t->verdict], t->growth, (unsigned long long)t->first,
-                    (unsigned long long)t->last, t->snapshots, t->pid);
+            char g[32], f1[32], l1[32];
+            fprintf(out, "    #%zu %s: %s/hour, %s -> %s over %zu snapshots (process %u)\n", i + 1,
+                    an_verdict_names[t->verdict], ltr_size_format_signed((int64_t)t->growth, g, sizeof g),
+                    ltr_size_format(t->first, f1, sizeof f1), ltr_size_format(t->last, l1, sizeof l1), t->snapshots,
+                    t->pid);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_text_frames(a, out, &st);
         }
