@@ -36,6 +36,34 @@ void an_fit_line(FILE *out, const char *line, unsigned width)
     fprintf(out, "%s\n", buf);
 }
 
+void an_fit_wrap(FILE *out, const char *text, unsigned width, unsigned indent)
+{
+    while (*text == '\n')
+        fputc(*text++, out);
+    if (!width || strlen(text) <= width || indent + 10 >= width) {
+        an_fit_line(out, text, width);
+        return;
+    }
+    unsigned room = width;
+    for (int first = 1; *text; first = 0) { /* words onto lines; the later ones indented */
+        if (!first) {
+            fprintf(out, "%*s", (int)indent, "");
+            room = width - indent;
+        }
+        size_t n = strlen(text), take = n <= room ? n : room;
+        if (take < n) {
+            size_t sp = take;
+            while (sp > 0 && text[sp] != ' ')
+                sp--;
+            take = sp ? sp : take;
+        }
+        fprintf(out, "%.*s\n", (int)take, text);
+        text += take;
+        while (*text == ' ')
+            text++;
+    }
+}
+
 void an_fit_text(FILE *out, const char *text, unsigned width)
 {
     while (*text == '\n')

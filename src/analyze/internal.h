@@ -228,6 +228,8 @@ void an_frame_text(const ltr_sym_frame *f, const char *function, const char *fil
 void an_fit_line(FILE *out, const char *line, unsigned width);
 /* A sentence, wrapped at spaces. */
 void an_fit_text(FILE *out, const char *text, unsigned width);
+/* The same, its later lines indented by indent columns. */
+void an_fit_wrap(FILE *out, const char *text, unsigned width, unsigned indent);
 /* A frame's text shortened to width: parameters, then template arguments,
  * then the path, then cut. */
 void an_fit_frame(const ltr_sym_frame *f, unsigned width, char *out, size_t size);

@@ -89,10 +89,11 @@ static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank ran
         if (rank == AN_RANK_OUTSTANDING) {
             char growth[96];
             growth_text(a, &e[i], growth, sizeof growth);
-            snprintf(line, sizeof line, "    #%zu %s %s in %llu allocations%s", i + 1, an_type_names[e[i].type], sz,
-                     (unsigned long long)e[i].count, growth);
+            snprintf(line, sizeof line, "    #%zu %s %s in %llu allocation%s%s", i + 1, an_type_names[e[i].type], sz,
+                     (unsigned long long)e[i].count, e[i].count == 1 ? "" : "s", growth);
         } else if (rank == AN_RANK_CALLS) {
-            snprintf(line, sizeof line, "    #%zu %llu calls, %s", i + 1, (unsigned long long)e[i].count, sz);
+            snprintf(line, sizeof line, "    #%zu %llu call%s, %s", i + 1, (unsigned long long)e[i].count,
+                     e[i].count == 1 ? "" : "s", sz);
         } else {
             snprintf(line, sizeof line, "    #%zu %llu temporary of %llu calls", i + 1, (unsigned long long)e[i].count,
                      (unsigned long long)e[i].bytes);
@@ -139,7 +140,7 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
         snprintf(line, sizeof line, "    %s %10llu allocations %10s  (%s)", an_type_names[t],
                  (unsigned long long)p->type[t].count, ltr_size_format(p->type[t].bytes, b1, sizeof b1),
                  type_meaning[t]);
-        an_fit_line(out, line, a->width);
+        an_fit_wrap(out, line, a->width, 38); /* the meaning under itself */
     }
 }
 
@@ -166,8 +167,11 @@ static void print_window(ltr_analysis *a, FILE *out)
             an_seconds(a, a->win_start), an_seconds(a, a->win_end),
             (double)(a->win_end - a->win_start) / 1e9,
             a->from_set || a->to_set ? "" : ", the whole trace");
-    for (size_t i = 0; i < a->nwarnings; i++)
-        fprintf(out, "warning: %s\n", a->warnings[i]);
+    for (size_t i = 0; i < a->nwarnings; i++) {
+        char w[4096];
+        snprintf(w, sizeof w, "warning: %s", a->warnings[i]);
+        an_fit_wrap(out, w, a->width, 2); /* a warning is read whole: wrapped, never cut */
+    }
 }
 
 static int write_text(ltr_analysis *a, FILE *out, unsigned top)

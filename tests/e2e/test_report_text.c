@@ -60,7 +60,7 @@ static void test_ranking_units_threads(void **state)
     /* the steady leak first: fewer bytes, but grown over the run */
     assert_non_null(strstr(first, "MiB in 200 allocations, growing "));
     assert_true(strstr(first, "Deep<") < second);
-    assert_non_null(strstr(second, "MiB in 1 allocations, at once"));
+    assert_non_null(strstr(second, "MiB in 1 allocation, at once")); /* one: no plural */
     assert_true(strstr(second, "load_table") != NULL);
     assert_null(strstr(r.out, " bytes in ")); /* human units, not byte counts */
     const char *threads = strstr(r.out, "  threads: ");
