@@ -208,10 +208,11 @@ static void test_trend_finds_the_slow_leak(void **state)
     assert_non_null(strstr(r.out, "#1 leak:"));
     tu_free(&r);
     /* ltr report's page shows the snapshots and the leak's verdict first */
-    r = tu_run("%s report %s -o trend.html && command -v chromium >/dev/null || exit 77; "
-               "HOME=$PWD timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 "
-               "--dump-dom file://$PWD/trend.html 2>/dev/null | grep -o '<pre id=\"selfcheck\"[^<]*'",
-               tu_ltr(), trace);
+    /* the page beside the trace, in the test's own directory */
+    r = tu_run("%s report %s -o %s.html && command -v chromium >/dev/null || exit 77; "
+               "HOME=$(dirname %s) timeout 120 chromium --headless --no-sandbox --disable-gpu "
+               "--virtual-time-budget=5000 --dump-dom file://%s.html 2>/dev/null | grep -o '<pre id=\"selfcheck\"[^<]*'",
+               tu_ltr(), trace, trace, trace, trace);
     if (r.status == 77) {
         printf("chromium is not installed: the page's snapshots are not checked here\n");
     } else {
