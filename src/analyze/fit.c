@@ -40,7 +40,7 @@ void an_fit_wrap(FILE *out, const char *text, unsigned width, unsigned indent)
 {
     while (*text == '\n')
         fputc(*text++, out);
-    if (!width || strlen(text) <= width || indent + 10 >= width) {
+    if (!width || strlen(text) <= width || (indent && indent + 10 >= width)) {
         an_fit_line(out, text, width);
         return;
     }
@@ -66,25 +66,7 @@ void an_fit_wrap(FILE *out, const char *text, unsigned width, unsigned indent)
 
 void an_fit_text(FILE *out, const char *text, unsigned width)
 {
-    while (*text == '\n')
-        fputc(*text++, out);
-    if (!width || strlen(text) <= width) {
-        fprintf(out, "%s\n", text);
-        return;
-    }
-    while (*text) { /* words onto lines of at most width */
-        size_t n = strlen(text), take = n <= width ? n : width;
-        if (take < n) {
-            size_t sp = take;
-            while (sp > 0 && text[sp] != ' ')
-                sp--;
-            take = sp ? sp : take;
-        }
-        fprintf(out, "%.*s\n", (int)take, text);
-        text += take;
-        while (*text == ' ')
-            text++;
-    }
+    an_fit_wrap(out, text, width, 0);
 }
 
 /* name with the contents of every (open ... close) at depth >= depth
