@@ -9,6 +9,7 @@
 #include "analyze/order.h"
 #include "base/hmap.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,32 @@ static void release(an_order *o, size_t count)
     }
 }
 
+/* A thread's events come in time order, except from the CPUs' buffers
+ * (ring.h, docs/trace-format.md "Per-CPU buffers"): a thread that moved
+ * between CPUs has events in two buffers, which the recorder may write in
+ * either order. The n new events (in order among themselves) are merged
+ * back into those waiting, only as far back as they reach. False without
+ * memory (the events stay as they came). */
+static bool merge_back(an_order *o, oq *q, size_t n)
+{
+    an_event *run = malloc(n * sizeof *run);
+    if (!run)
+        return false;
+    for (size_t k = 0; k < n; k++)
+        run[k] = *at(q, q->tail - n + k);
+    size_t old = q->tail - n, out = q->tail;
+    for (size_t j = n; j > 0;) {
+        if (old > q->head && before(&run[j - 1], at(q, old - 1)))
+            *at(q, --out) = *at(q, --old);
+        else
+            *at(q, --out) = run[--j];
+    }
+    free(run);
+    if (q->hpos) /* its first event may be earlier now */
+        sift_up(o, q->hpos - 1);
+    return true;
+}
+
 void an_order_commit(an_order *o, size_t n)
 {
     oq *q = o->cur;
@@ -228,8 +255,11 @@ void an_order_commit(an_order *o, size_t n)
     for (size_t i = 0; o->out_set && i < n && e[i].ts < o->out_ts; i++)
         o->late++; /* a thread's events are in time order: the late ones come first */
     int was_empty = q->head == q->tail;
+    bool behind = !was_empty && before(e, at(q, q->tail - 1));
     q->tail += n;
     o->held += n;
+    if (behind)
+        merge_back(o, q, n);
     if (was_empty) {
         heap_set(o, o->nheap++, q);
         sift_up(o, o->nheap - 1);

@@ -16,18 +16,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 typedef struct tslot {
     uint64_t incarnation; /* 0: empty */
     ltr_ring *ring;
-    uint8_t *data;
+    uint8_t *data;     /* own buffer; NULL: the thread writes to its CPU's (cpus) */
+    uint32_t *cpus;    /* the process's CPU buffers of this session and collector */
     uint32_t buf, bytes, events, cap;
     uint16_t session, collector;
     uint32_t last_use;
     uint64_t last_ts; /* of the buffer's last record: compact timestamps count from it */
 } tslot;
+
+/* A record for a CPU's buffer is built here, then copied in at commit
+ * (ring/percpu.c): the thread id, the compact header and a payload of up to
+ * CPU_PAYLOAD_MAX bytes. A heap event's payload is under 40 bytes; a larger
+ * event of a thread without a buffer of its own is lost, and counted. */
+#define CPU_PAYLOAD_MAX 960
 
 typedef struct thread_state {
     uint32_t epoch;     /* process epoch the slots belong to (fork changes it) */
@@ -37,6 +45,7 @@ typedef struct thread_state {
     uint32_t pending_size;
     uint64_t pending_ts;
     tslot slots[LTR_THREAD_SLOTS];
+    uint8_t scratch[LTR_VARINT_MAX + LTR_CEVENT_HEADER_MAX + CPU_PAYLOAD_MAX];
 } thread_state;
 
 #ifdef LTR_PRODUCER_STATE_OUTSIDE_TLS
@@ -65,6 +74,7 @@ static struct {
     pthread_key_t exit_key;
     _Atomic uint32_t epoch;
     const char *only_session; /* $LTR_SESSION: this process writes to that session only */
+    uint32_t ncpu;            /* CPUs the tables of CPU buffers have room for */
     ltr_attach att[LTR_MAX_SESSIONS];
     retired retired[LTR_MAX_SESSIONS]; /* under lock */
     unsigned nretired;
@@ -229,6 +239,8 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
     a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
     a->recorder_pid = rs->recorder_pid;
+    a->pid = (uint32_t)getpid();
+    a->cpus = g.ncpu ? calloc((size_t)g.ncpu * 4, sizeof *a->cpus) : NULL; /* NULL: own buffers only */
     a->pending_inc = 0; /* the connection stays, as the attachment's */
     free(body);
     claim_unattached(a);
@@ -310,6 +322,10 @@ static void init_once(void)
 {
     const char *only = getenv("LTR_SESSION");
     g.only_session = only && *only ? only : NULL;
+    if (ltr_ring_cpu_usable()) {
+        int n = get_nprocs_conf();
+        g.ncpu = n > 0 && n <= 65536 ? (uint32_t)n : 0;
+    }
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
         g.att[s].sock = g.att[s].wakefd = g.att[s].memfd = -1;
     pthread_key_create(&g.exit_key, on_thread_exit);
@@ -377,7 +393,7 @@ static void hand_over(tslot *sl)
     if (!sl->incarnation)
         return;
     ltr_attach *a = &g.att[sl->session];
-    if (atomic_load_explicit(&a->incarnation, memory_order_acquire) == sl->incarnation &&
+    if (sl->data && atomic_load_explicit(&a->incarnation, memory_order_acquire) == sl->incarnation &&
         ltr_ring_publish(sl->ring, sl->buf))
         wake_recorder(sl->session);
     sl->incarnation = 0;
@@ -416,16 +432,30 @@ static tslot *find_slot(thread_state *t, unsigned s, unsigned c, uint64_t inc)
     return victim;
 }
 
+/* A buffer of the thread's own for the slot; when the ring keeps the rest
+ * for the CPUs' buffers, the slot writes to those from now on (for as long
+ * as it serves this session and collector: a thread's events stay in one
+ * kind of buffer, in order). False when neither can be had. */
 static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
 {
     ltr_ring *r = ltr_shm_ring(a->shm, c);
-    uint32_t idx = ltr_ring_acquire(r, (uint32_t)getpid(), ltr_gettid(), a->owner);
+    bool cpus = a->cpus && ltr_ring_cpu_usable();
+    uint32_t idx = ltr_ring_acquire_own(r, (uint32_t)getpid(), ltr_gettid(), a->owner,
+                                        cpus ? ltr_ring_own_max(r, g.ncpu) : UINT32_MAX);
+    sl->ring = r;
+    sl->cpus = a->cpus ? a->cpus + (size_t)c * g.ncpu : NULL;
     if (idx == LTR_RING_NONE) {
-        atomic_store_explicit(&r->wake_pending, 1, memory_order_relaxed);
-        return false;
+        if (ltr_ring_want_wake(r)) /* until now it was asked, not woken: up to 50 ms of losses */
+            wake_recorder(sl->session);
+        /* Only threads beyond the limit go to their CPUs: a ring with no
+         * free buffer has none for a CPU either. */
+        if (!cpus || atomic_load_explicit(&r->own_count, memory_order_relaxed) < ltr_ring_own_max(r, g.ncpu))
+            return false;
+        sl->incarnation = inc;
+        sl->data = NULL;
+        return true;
     }
     sl->incarnation = inc;
-    sl->ring = r;
     sl->buf = idx;
     sl->data = ltr_ring_data(r, idx);
     sl->cap = r->buffer_size;
@@ -441,6 +471,8 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
 {
     tslot *sl = find_slot(t, s, c, inc);
     sl->last_use = ++t->use_clock;
+    if (sl->incarnation && !sl->data)
+        return sl; /* on its CPU's buffer */
     if (sl->incarnation) {
         *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, sl->last_ts, in->payload);
         if (sl->bytes + *hn + in->payload <= sl->cap)
@@ -451,6 +483,37 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
         return NULL;
     *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, 0, in->payload);
     return sl;
+}
+
+/* A record for the CPU's buffer: built in the thread's scratch, with the
+ * thread id first and a whole timestamp (its delta counts from 0: records
+ * of other threads come between). */
+static uint8_t *reserve_on_cpu(thread_state *t, tslot *sl, const ltr_cevent_in *in)
+{
+    if (in->payload > CPU_PAYLOAD_MAX)
+        return NULL;
+    size_t n = ltr_put_uvar(t->scratch, ltr_gettid());
+    n += ltr_put_cevent_header(t->scratch + n, in->layout, in->ts, 0, in->payload);
+    t->pending = sl;
+    t->pending_size = (uint32_t)n + in->payload;
+    return t->scratch + n;
+}
+
+static bool commit_on_cpu(thread_state *t, tslot *sl)
+{
+    ltr_attach *a = &g.att[sl->session];
+    if (atomic_load_explicit(&a->incarnation, memory_order_acquire) != sl->incarnation)
+        return true; /* the session ended meanwhile: not a loss */
+    bool wake = false;
+    enum ltr_cpu_append rc = ltr_ring_cpu_append(sl->ring, sl->cpus, g.ncpu, a->pid, a->owner, t->scratch,
+                                                 t->pending_size, &wake);
+    if (rc != LTR_CPU_APPENDED) {
+        wake = wake || ltr_ring_want_wake(sl->ring);
+        ltr_producer_count_lost(a, sl->collector);
+    }
+    if (wake)
+        wake_recorder(sl->session);
+    return rc == LTR_CPU_APPENDED;
 }
 
 uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const ltr_cevent_in *in,
@@ -480,6 +543,13 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
         ltr_producer_count_lost(a, c);
         return NULL;
     }
+    if (!sl->data) {
+        uint8_t *payload = reserve_on_cpu(t, sl, in);
+        if (!payload)
+            ltr_producer_count_lost(a, c);
+        *lost = !payload;
+        return payload;
+    }
     *lost = false;
     uint8_t *rec = sl->data + sl->bytes;
     memcpy(rec, hdr, hn);
@@ -489,14 +559,17 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     return rec + hn;
 }
 
-void ltr_producer_commit(void)
+bool ltr_producer_commit(void)
 {
     thread_state *t = THREAD_STATE(false); /* reserve made it */
     tslot *sl = t->pending;
+    if (__builtin_expect(!sl->data, 0))
+        return commit_on_cpu(t, sl);
     sl->bytes += t->pending_size;
     sl->events++;
     sl->last_ts = t->pending_ts;
     ltr_ring_commit(sl->ring, sl->buf, sl->bytes, sl->events);
+    return true;
 }
 
 void ltr_producer_flush_thread(void)
@@ -538,6 +611,7 @@ static void at_fork_child(void)
         if (!atomic_load(&a->incarnation))
             continue;
         atomic_store(&a->incarnation, 0);
+        a->cpus = NULL; /* the parent's CPU buffers */
         if (a->wakefd >= 0)
             close(a->wakefd);
         if (a->memfd >= 0) {

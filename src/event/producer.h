@@ -5,9 +5,12 @@
  * (provider.c) and the heap agent sit on top. (The recorder never writes
  * through here: it writes its markers itself, recorder/markers.c.)
  *
- * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 56 bytes, whatever the
- * number of sessions or collectors; a thread that writes to more (session,
- * collector) pairs than that hands the least recently used buffer over.
+ * Per-thread state is fixed: LTR_THREAD_SLOTS slots of 64 bytes and a
+ * kilobyte to build a record in, whatever the number of sessions or
+ * collectors; a thread that writes to more (session, collector) pairs than
+ * that hands the least recently used buffer over. A thread gets a buffer of
+ * its own while the ring has one to spare; beyond, it shares the buffer of
+ * the CPU it runs on with the other threads there (ring.h).
  */
 #ifndef LTR_EVENT_PRODUCER_H
 #define LTR_EVENT_PRODUCER_H
@@ -30,6 +33,11 @@ typedef struct ltr_attach {
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */
     uint32_t recorder_pid;
+    uint32_t pid;       /* this process, when it attached */
+    /* Per collector c, cpus + c * ncpu: the CPU buffers of this process
+     * (ring.h, "per-CPU buffers"). Each attachment has its own, never freed:
+     * a thread still writing to an ended session only touches that one. */
+    uint32_t *cpus;
     /* Attaching (under the producer's lock): sock is the connection, and
      * until the answer came pending_inc the incarnation asked for. */
     uint64_t pending_inc;
@@ -73,8 +81,10 @@ typedef struct ltr_cevent_in {
  * ending (*lost = false). */
 uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const ltr_cevent_in *in,
                                     bool *lost);
-/* Makes the record reserved last on this thread visible to the recorder. */
-void ltr_producer_commit(void);
+/* Makes the record reserved last on this thread visible to the recorder.
+ * False when it could not be (its thread writes to its CPU's buffer, and no
+ * buffer could be had): it has then been counted as lost. */
+bool ltr_producer_commit(void);
 
 /* Counts one event as lost in a session/collector (and for this process). */
 void ltr_producer_count_lost(ltr_attach *a, unsigned c);

@@ -240,8 +240,7 @@ static int write_one(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, c
     if (!p)
         return lost ? -ENOSPC : -ESRCH;
     encode(p, v, n);
-    ltr_producer_commit();
-    return 0;
+    return ltr_producer_commit() ? 0 : -ENOSPC;
 }
 
 /* The session runs but this process could not attach: the event is lost, and

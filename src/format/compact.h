@@ -36,6 +36,11 @@ uint64_t ltr_cevents_last_ts(const uint8_t *p, size_t len, uint64_t base);
  * memory that anyone may have written). */
 size_t ltr_cevents_prefix(const uint8_t *p, size_t len, uint32_t *count);
 
+/* The same for a CPU's buffer (ring.h), whose records each start with the
+ * uvar id of the thread that wrote it (nonzero): the prefix of whole tagged
+ * records, and their count (cpublock.c). */
+size_t ltr_cpu_records_prefix(const uint8_t *p, size_t len, uint32_t *count);
+
 /* Per buffer (collector, seq) written in pieces: the timestamp of the last
  * event written so far. Lives as long as the buffer is being written. */
 typedef struct ltr_anchor {

@@ -57,6 +57,11 @@ int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_erro
  * callback. */
 int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                      ltr_error *err);
+/* A CPU's buffer (or a piece of one), framed by ltr_cpu_records_prefix: each
+ * thread's records become a block of their own (tid set, deltas from the
+ * thread's previous record), in order (cpublock.c). */
+int ltr_writer_cpu_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                         ltr_error *err);
 /* Flushes pending EVENTS, then writes one COUNTERS chunk of the given records. */
 int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_error *err);
 /* Writes the pending EVENTS chunk, if any; fdatasync()s the file if sync. */

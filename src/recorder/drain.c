@@ -196,12 +196,15 @@ uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
             continue;
         bool bad;
         uint32_t len = LTR_COMMIT_BYTES(ltr_ring_committed(&cs->ring, idx, &bad));
-        uint8_t head[3 * LTR_VARINT_MAX];
+        uint8_t head[4 * LTR_VARINT_MAX];
         uint32_t n = len < sizeof head ? len : (uint32_t)sizeof head;
+        bool cpu = ltr_ring_vbuf(&cs->ring, idx)->tid == 0; /* its records start with a thread id */
         memcpy(head, ltr_ring_vdata(&cs->ring, idx), n);
         if (!ltr_ring_still_at(&cs->ring, pos)) /* taken for reuse meanwhile: the next is the oldest */
             continue;
-        uint64_t ts = first_record_ns(head, n);
+        uint64_t tid;
+        size_t skip = cpu ? ltr_get_uvar(head, n, &tid) : 0;
+        uint64_t ts = first_record_ns(head + skip, n - (uint32_t)skip);
         if (ts)
             return ts;
     }
@@ -373,13 +376,23 @@ static ltr_block_info block_of(ltr_ring_view *ring, unsigned c, uint32_t idx, bo
  * their events: the well-formed records, whatever the commit word claims. A
  * difference is damage: the buffer was written over (the reader would report
  * the records after it, so they are left out). */
-static uint32_t records_in(collector_state *cs, const uint8_t *data, uint32_t len, uint32_t claimed,
-                           uint32_t *events)
+static uint32_t records_in(collector_state *cs, const ltr_block_info *info, const uint8_t *data, uint32_t len,
+                           uint32_t claimed, uint32_t *events)
 {
-    uint32_t n = (uint32_t)ltr_cevents_prefix(data, len, events);
+    uint32_t n = info->tid == 0 ? (uint32_t)ltr_cpu_records_prefix(data, len, events) /* a CPU's buffer */
+                                : (uint32_t)ltr_cevents_prefix(data, len, events);
     if (n != len || *events != claimed)
         cs->damage++;
     return n;
+}
+
+/* A buffer's records into the trace: a thread's own as they are, a CPU's
+ * split by thread (format/cpublock.c). */
+static int rec_write_block(ltr_writer *w, const ltr_block_info *info, const uint8_t *data, uint32_t len,
+                           ltr_error *err)
+{
+    return info->tid == 0 ? ltr_writer_cpu_block(w, info, data, len, err)
+                          : ltr_writer_block(w, info, data, len, err);
 }
 
 /* ---- file mode --------------------------------------------------------------- */
@@ -427,7 +440,7 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     }
     ltr_block_info info = block_of(&cs->ring, c, idx, partial);
     const uint8_t *data = ltr_ring_vdata(&cs->ring, idx) + n->flushed_bytes;
-    uint32_t len = records_in(cs, data, bytes - n->flushed_bytes,
+    uint32_t len = records_in(cs, &info, data, bytes - n->flushed_bytes,
                               events >= n->flushed_events ? events - n->flushed_events : UINT32_MAX,
                               &info.event_count);
     n->flushed_bytes = bytes;
@@ -439,7 +452,7 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     write_new_metadata(r); /* the layouts its events use come first */
     if (r->file_full) {
         rec_on_drop(r, &info, len);
-    } else if (ltr_writer_block(r->writer, &info, data, len, &err) != 0) {
+    } else if (rec_write_block(r->writer, &info, data, len, &err) != 0) {
         rec_write_failed(r, &err);
         if (err.code == EFBIG || err.code == ENOSPC)
             r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
@@ -618,14 +631,14 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
         return 0;
     }
     cs->saved_seq[idx] = info->seq + 1;
-    uint32_t len = records_in(cs, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
+    uint32_t len = records_in(cs, info, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
                               &info->event_count);
     if (!len)
         return 0;
     int rc = save_metadata(sc, err);
     sc->events[c] += info->event_count;
     sc->buffers[c]++;
-    return rc ? rc : ltr_writer_block(sc->w, info, data, len, err);
+    return rc ? rc : rec_write_block(sc->w, info, data, len, err);
 }
 
 /* The history, oldest first. Producers may take its oldest buffers for reuse

@@ -131,12 +131,42 @@ uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owne
     atomic_store_explicit(&b->seq, atomic_fetch_add_explicit(&r->next_seq, 1, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_store_explicit(&b->commit, 0, memory_order_relaxed);
+    if (tid != 0)
+        atomic_fetch_add_explicit(&r->own_count, 1, memory_order_relaxed);
     atomic_store_explicit(&b->state, LTR_BUF_ACTIVE, memory_order_release);
     return idx;
 }
 
+uint32_t ltr_ring_acquire_own(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own)
+{
+    /* Racy by a few buffers when many threads acquire at once: it steers, it does not guard. */
+    if (atomic_load_explicit(&r->own_count, memory_order_relaxed) >= max_own)
+        return LTR_RING_NONE;
+    return ltr_ring_acquire(r, pid, tid, owner);
+}
+
+uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu)
+{
+    uint32_t keep = r->nbuf / 8;
+    if (keep < 2 * ncpu)
+        keep = 2 * ncpu;
+    if (keep > r->nbuf / 2)
+        keep = r->nbuf / 2;
+    return r->nbuf - keep;
+}
+
+/* A thread's own buffer (not a CPU's) leaves its owner: one fewer owned.
+ * The count only steers producers: a scribbled tid or count costs buffers
+ * their use, never memory safety. */
+static void own_done(ltr_ring *r, ltr_ring_buf *b)
+{
+    if (b->tid != 0)
+        atomic_fetch_sub_explicit(&r->own_count, 1, memory_order_relaxed);
+}
+
 bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
 {
+    own_done(r, ltr_ring_buf_at(r, idx));
     atomic_store_explicit(&ltr_ring_buf_at(r, idx)->state, LTR_BUF_FULL, memory_order_release);
     uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
     atomic_store_explicit(&queue_slots(r)[pos % r->nbuf], idx + 1, memory_order_release);
@@ -200,7 +230,8 @@ bool ltr_ring_release(ltr_ring_view *v, uint32_t idx)
 {
     ltr_ring *r = v->shared;
     ltr_ring_buf *b = &v->bufs[idx];
-    atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed);
+    if (atomic_exchange_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed) == LTR_BUF_ACTIVE)
+        own_done(r, b); /* a dead producer's, finished by the consumer */
     uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
     for (int i = 0; i < CONSUMER_CAS_TRIES; i++) {
         atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
@@ -218,7 +249,8 @@ bool ltr_ring_release(ltr_ring_view *v, uint32_t idx)
 void ltr_ring_hand_in(ltr_ring_view *v, uint32_t idx)
 {
     ltr_ring *r = v->shared;
-    atomic_store_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_release);
+    if (atomic_exchange_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_acq_rel) == LTR_BUF_ACTIVE)
+        own_done(r, &v->bufs[idx]);
     uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
     atomic_store_explicit(&v->slots[pos % v->nbuf], idx + 1, memory_order_release);
 }

@@ -57,6 +57,7 @@ typedef struct ltr_ring {
     /* each hot word on its own cache line */
     _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (index + 1) */
     _Atomic uint32_t free_count;
+    _Atomic uint32_t own_count; /* buffers owned by single threads (tid != 0), not by CPUs */
     _Alignas(64) _Atomic uint64_t queue_tail; /* producers: fetch_add */
     _Alignas(64) _Atomic uint64_t queue_head; /* consumer, or stealing producers */
     _Alignas(64) _Atomic uint64_t next_seq;
@@ -84,15 +85,51 @@ static inline uint8_t *ltr_ring_data(ltr_ring *r, uint32_t idx)
 /* Producer: takes a free buffer for thread (pid, tid); in overwrite mode, the
  * oldest published one if none is free. LTR_RING_NONE if none. */
 uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner);
+/* Producer: the same for a thread's own buffer, refused (LTR_RING_NONE)
+ * while max_own buffers are owned by single threads: the rest is kept for
+ * the CPUs' buffers (below), so that a thread that gets none of its own
+ * still has somewhere to write. */
+uint32_t ltr_ring_acquire_own(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own);
+/* The own buffers a producer allows when its threads can fall back on the
+ * CPUs' buffers of a process on ncpu CPUs: an eighth of the ring is kept for
+ * those (at least 2 per CPU, at most half). */
+uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu);
 /* Producer: publishes how much of its buffer holds complete events. */
 static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, uint32_t events)
 {
     atomic_store_explicit(&ltr_ring_buf_at(r, idx)->commit, LTR_COMMIT(bytes, events),
                           memory_order_release);
 }
+/* Producer: found no buffer. True when the caller should wake the consumer
+ * (nobody asked since it last looked). */
+static inline bool ltr_ring_want_wake(ltr_ring *r)
+{
+    return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
+}
 /* Producer: gives its buffer to the consumer (full, or the thread is done).
  * Returns true when the consumer should be woken (few free buffers left). */
 bool ltr_ring_publish(ltr_ring *r, uint32_t idx);
+
+/* ---- per-CPU buffers (percpu.c) ----
+ * A thread without a buffer of its own appends to the buffer of the CPU it
+ * runs on, which every thread of its process running there shares: so the
+ * number of threads that can write at once is not bounded by the buffers.
+ * The process keeps, per collector, a table of its CPUs' buffers (slots[cpu]
+ * = index + 1, 0 for none), in its own memory. An append is one restartable
+ * sequence (prim/rseq.h): the whole record and the commit word, or nothing,
+ * tried again; no writer waits for another, and one killed halfway leaves
+ * nothing behind. A CPU buffer's tid is 0, and each record in it starts with
+ * its thread's id (docs/trace-format.md, "Per-CPU buffers"). */
+enum ltr_cpu_append { LTR_CPU_APPENDED, LTR_CPU_NO_BUFFER, LTR_CPU_UNSUPPORTED };
+/* Appends len bytes to this CPU's buffer in slots (nslots CPUs), replacing
+ * it by a new one (the full one published) when it has no room. *wake is set
+ * when the consumer should be woken. LTR_CPU_NO_BUFFER: no buffer could be
+ * had (or the record is larger than one); LTR_CPU_UNSUPPORTED: no rseq, or a
+ * CPU beyond the table. */
+enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t nslots, uint32_t pid,
+                                        uint32_t owner, const void *rec, uint32_t len, bool *wake);
+/* True when this thread can append to CPU buffers (rseq registered). */
+bool ltr_ring_cpu_usable(void);
 
 /* The consumer's view of a ring. Every producer can write the whole shared
  * memory (a buggy or hostile traced program too), so the consumer never takes

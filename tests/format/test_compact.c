@@ -349,6 +349,71 @@ static void test_prefix_counts_records(void **state)
     assert_int_equal(ltr_cevents_prefix(endless, sizeof endless, &n), 0);
 }
 
+/* A CPU's buffer (ring.h, "per-CPU buffers"): threads 11, 12 and 13 take
+ * turns, each record tagged with its thread and holding its whole time. It
+ * is written in two pieces, as a partial flush does (the second cut at a
+ * record, not a thread, boundary). Each thread's events read back in order,
+ * with their exact times, under their own tid; the prefix counts tagged
+ * records and stops at a torn one. */
+static void test_cpu_buffer_splits_by_thread(void **state)
+{
+    const char *path = gen_tmp("cpu.ltr");
+    ltr_writer *w = gen_open(path);
+    assert_non_null(w);
+    ltr_bytes b = {0};
+    static const uint32_t tids[] = {11, 12, 11, 13, 13, 12, 11, 12, 13, 11, 11, 12};
+    size_t n = sizeof tids / sizeof tids[0], cut = 0, last_start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 7)
+            cut = b.len;
+        last_start = b.len;
+        uint8_t *t = ltr_bytes_grow(&b, LTR_VARINT_MAX);
+        b.len -= LTR_VARINT_MAX - ltr_put_uvar(t, tids[i]);
+        gen_cevent(&b, i, gen_ts(i), 0);
+    }
+    uint32_t count;
+    assert_int_equal(ltr_cpu_records_prefix(b.data, b.len, &count), b.len);
+    assert_int_equal(count, n);
+    assert_int_equal(ltr_cpu_records_prefix(b.data, b.len - 1, &count), last_start);
+    assert_int_equal(count, n - 1); /* the torn last one is not counted */
+    uint8_t zero_tid[64];
+    memcpy(zero_tid, b.data, 64);
+    zero_tid[0] = 0; /* thread 0 is no thread */
+    assert_int_equal(ltr_cpu_records_prefix(zero_tid, 64, &count), 0);
+    ltr_error err;
+    ltr_block_info info = {.pid = 100, .tid = 0, .seq = 9, .event_count = 7, .flags = LTR_BLOCK_FLAG_SEALED_EARLY};
+    assert_int_equal(ltr_writer_cpu_block(w, &info, b.data, cut, &err), 0);
+    info.event_count = (uint32_t)(n - 7);
+    info.flags = 0;
+    assert_int_equal(ltr_writer_cpu_block(w, &info, b.data + cut, b.len - cut, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&b);
+
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    int64_t last[3] = {-1, -1, -1};
+    size_t seen = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        uint64_t k;
+        assert_int_equal(ltr_event_get_u64(ev, "n", &k), 0);
+        assert_true(k < n);
+        assert_int_equal(gen_check_event(ev, k), 0); /* time and content exact */
+        assert_int_equal(ev->tid, tids[k]);
+        assert_int_equal(ev->pid, 100);
+        assert_true((int64_t)k > last[ev->tid - 11]); /* each thread in its order */
+        last[ev->tid - 11] = (int64_t)k;
+        seen++;
+    }
+    ltr_trace_summary sum;
+    ltr_trace_summarize(t, &sum);
+    assert_int_equal(sum.damage, 0);
+    ltr_trace_close(t);
+    assert_int_equal(seen, n);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_unknown_layout_keeps_time),
         cmocka_unit_test(test_random_damage),
         cmocka_unit_test(test_prefix_counts_records),
+        cmocka_unit_test(test_cpu_buffer_splits_by_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
