@@ -8,6 +8,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -180,6 +181,48 @@ static int mode_pool(void)
         if (pthread_create(&t[i], NULL, pool_worker, NULL))
             return 4;
     for (int i = 0; i < 100; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
+/* More threads than ltr record's default ring gives threads buffers of
+ * their own (448 of 512, ring.h): 600 threads all alive at once (a
+ * barrier), each allocating 40 blocks of 5000 + its number % 8 bytes before
+ * and 40 after the barrier, freeing all but the last of each 40: 96 000
+ * events, about 1.3 MB, so that the ring holds all of them even if the
+ * recorder never ran. Each thread leaks 2 blocks. */
+#define CROWD 600
+static pthread_barrier_t crowd_barrier;
+
+static void crowd_round(size_t size)
+{
+    void *last = NULL;
+    for (int i = 0; i < 40; i++) {
+        free(last);
+        last = malloc(size);
+    }
+}
+
+static void *crowd_worker(void *arg)
+{
+    size_t size = 5000 + (uintptr_t)arg % 8;
+    crowd_round(size);
+    pthread_barrier_wait(&crowd_barrier);
+    crowd_round(size);
+    return NULL;
+}
+
+static int mode_crowd(void)
+{
+    static pthread_t t[CROWD];
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_barrier_init(&crowd_barrier, NULL, CROWD);
+    for (uintptr_t i = 0; i < CROWD; i++)
+        if (pthread_create(&t[i], &attr, crowd_worker, (void *)i))
+            return 4;
+    for (int i = 0; i < CROWD; i++)
         pthread_join(t[i], NULL);
     return 0;
 }
@@ -436,6 +479,8 @@ int main(int argc, char **argv)
         return mode_small_stacks();
     else if (!strcmp(mode, "pool"))
         return mode_pool();
+    else if (!strcmp(mode, "crowd"))
+        return mode_crowd();
     else if (!strcmp(mode, "atexit"))
         mode_atexit();
     else if (!strcmp(mode, "exec"))
