@@ -487,13 +487,20 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
 
 /* A record for the CPU's buffer: built in the thread's scratch, with the
  * thread id first and a whole timestamp (its delta counts from 0: records
- * of other threads come between). */
+ * of other threads come between). The time is taken again, to the
+ * nanosecond, never before the caller's (the heap agent's are rounded
+ * down to 100 us): a thread that moved between CPUs has records in two
+ * buffers, which reach the file in either order, and only distinct times
+ * tell which came first (docs/trace-format.md, "Per-CPU buffers"). */
 static uint8_t *reserve_on_cpu(thread_state *t, tslot *sl, const ltr_cevent_in *in)
 {
     if (in->payload > CPU_PAYLOAD_MAX)
         return NULL;
+    uint64_t ts = ltr_now_ns();
+    if (ts < in->ts)
+        ts = in->ts;
     size_t n = ltr_put_uvar(t->scratch, ltr_gettid());
-    n += ltr_put_cevent_header(t->scratch + n, in->layout, in->ts, 0, in->payload);
+    n += ltr_put_cevent_header(t->scratch + n, in->layout, ts, 0, in->payload);
     t->pending = sl;
     t->pending_size = (uint32_t)n + in->payload;
     return t->scratch + n;
