@@ -25,6 +25,21 @@ static void close_pipe(int fds[2])
             close(fds[i]);
 }
 
+/* The daemon's session is its alone, and with it its autogroup, the group
+ * the scheduler shares the CPU between first: raised like the recorder's
+ * own nice (setup.c), when it may be (root, CAP_SYS_NICE). The session of
+ * anything else is never touched: it would raise the programs in it too. */
+static void raise_session_share(void)
+{
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* a kernel without autogroups */
+    if (dprintf(fd, "%d", LTR_RECORDER_NICE) < 0) {
+        /* not privileged: setup.c logs that the priority stays */
+    }
+    close(fd);
+}
+
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
 {
     int rc = ltr_session_config_check(cfg, err);
@@ -53,6 +68,7 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
         pid_t grandchild = fork();
         if (grandchild != 0)
             _exit(grandchild < 0 ? 1 : 0);
+        raise_session_share();
         if (chdir("/") != 0) {
             /* the recorder uses absolute paths only */
         }

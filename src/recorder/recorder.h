@@ -145,5 +145,7 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err);
  * set up. controller_fd (or -1): a pipe whose hang-up means the controlling
  * command is gone. Returns the process exit status. */
 int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller_fd);
+/* The nice a recorder gives itself when it may (recorder/setup.c says why). */
+#define LTR_RECORDER_NICE (-10)
 
 #endif

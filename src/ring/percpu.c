@@ -65,8 +65,12 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t n
             spare = LTR_RING_NONE;
         }
     }
-    /* Acquired but never installed: handed over empty, the consumer frees it. */
-    if (spare != LTR_RING_NONE && ltr_ring_publish(r, spare))
-        *wake = true;
+    /* Acquired but never installed (another thread of the CPU installed one
+     * first): free again at once. Handed to the recorder instead, the spares
+     * of hundreds of threads meeting an empty slot at once (1000 threads
+     * leaving a barrier) held the whole pool until its next round, 60 ms,
+     * and events were lost meanwhile. */
+    if (spare != LTR_RING_NONE)
+        ltr_ring_unacquire(r, spare);
     return rc;
 }

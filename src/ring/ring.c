@@ -155,6 +155,15 @@ uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu)
     return r->nbuf - keep;
 }
 
+void ltr_ring_unacquire(ltr_ring *r, uint32_t idx)
+{
+    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    if (b->tid != 0)
+        atomic_fetch_sub_explicit(&r->own_count, 1, memory_order_relaxed);
+    atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_release);
+    push_free(r, idx);
+}
+
 /* A thread's own buffer (not a CPU's) leaves its owner: one fewer owned.
  * The count only steers producers: a scribbled tid or count costs buffers
  * their use, never memory safety. */

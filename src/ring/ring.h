@@ -94,6 +94,9 @@ uint32_t ltr_ring_acquire_own(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t 
  * CPUs' buffers of a process on ncpu CPUs: an eighth of the ring is kept for
  * those (at least 2 per CPU, at most half). */
 uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu);
+/* Producer: gives back a buffer it acquired and never wrote into (nor
+ * anyone else): free again at once, with no trip through the consumer. */
+void ltr_ring_unacquire(ltr_ring *r, uint32_t idx);
 /* Producer: publishes how much of its buffer holds complete events. */
 static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, uint32_t events)
 {
