@@ -49,7 +49,34 @@ struct ltr_writer {
     ltr_stackshare stacks; /* the stacks written so far, to share their frames */
     ltr_bytes meta;        /* METADATA records as rewritten */
     ltr_bytes nodes;       /* the same, FRAME_NODES as FRAME_NODES_V */
+    ltr_bytes meta_wait;   /* METADATA come while EVENTS were pending: written just before them */
 };
+
+/* METADATA that comes while EVENTS are pending waits for them and goes out
+ * as one chunk just before them, instead of cutting them short: the
+ * recorder writes the metadata new since its last round before each round's
+ * blocks, and a recorder whose rounds are short (a buffer or two) made a
+ * chunk of each. bench/heap's trace: 159 to 493 chunks, 7.86 to 8.76 bytes
+ * per event, depending on the recorder's timing. Safe because the events
+ * waiting do not need metadata that came after them, and all of it comes
+ * before the events that do. Only records whose place among events means
+ * something wait (providers, layouts, stacks, frame nodes); a PROCESS
+ * record (after exec a process's frame node ids start again), a THREAD or a
+ * MODULE record is written where it comes. */
+#define META_WAIT_MAX (4u << 20)
+
+static int deferrable(const uint8_t *p, size_t len)
+{
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint16_t kind = ltr_get_u16(p + off);
+        uint32_t size = ltr_get_u32(p + off + 4);
+        if (kind == LTR_META_PROCESS || kind == LTR_META_THREAD || kind == LTR_META_MODULE ||
+            size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            return 0;
+        off += size;
+    }
+    return 1;
+}
 
 
 
@@ -176,11 +203,29 @@ static int flush_events(ltr_writer *w, ltr_error *err)
     return rc;
 }
 
+static int write_metadata_now(ltr_writer *w, const void *records, size_t len, ltr_error *err);
+
+/* The metadata waiting, then the pending events; the first error is
+ * returned, the events attempted anyway. */
+static int seal(ltr_writer *w, ltr_error *err)
+{
+    int rc = 0;
+    if (w->meta_wait.len) {
+        rc = w->meta_wait.failed
+                 ? ltr_fail(err, ENOMEM, "writing %s: out of memory collecting metadata", w->path)
+                 : write_metadata_now(w, w->meta_wait.data, w->meta_wait.len, err);
+        w->meta_wait.len = 0;
+        w->meta_wait.failed = 0;
+    }
+    int rc2 = flush_events(w, rc < 0 ? NULL : err);
+    return rc < 0 ? rc : rc2;
+}
+
 /* Flushes pending events, then writes a chunk; the first error is returned, but the
  * chunk is attempted anyway, since later events may need it. */
 static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t len, ltr_error *err)
 {
-    int rc = flush_events(w, err);
+    int rc = seal(w, err);
     int rc2 = write_chunk(w, type, p, len, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
 }
@@ -199,6 +244,17 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
  * A rewrite that cannot be done leaves the records as they came. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
 {
+    if (w->nblocks && deferrable(records, len) && w->meta_wait.len + len <= META_WAIT_MAX) {
+        ltr_bytes_put_mem(&w->meta_wait, records, len);
+        return 0;
+    }
+    int rc = seal(w, err);
+    int rc2 = write_metadata_now(w, records, len, rc < 0 ? NULL : err);
+    return rc < 0 ? rc : rc2;
+}
+
+static int write_metadata_now(ltr_writer *w, const void *records, size_t len, ltr_error *err)
+{
     w->meta.len = 0;
     w->meta.failed = 0;
     const uint8_t *p = records;
@@ -212,7 +268,7 @@ int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_erro
         p = w->nodes.data;
         len = w->nodes.len;
     }
-    int rc = flush_then_write(w, LTR_CHUNK_METADATA, p, len, err);
+    int rc = write_chunk(w, LTR_CHUNK_METADATA, p, len, err);
     if (rc < 0)
         ltr_stackshare_reset(&w->stacks);
     return rc;
@@ -282,7 +338,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     }
     int rc = 0;
     if (w->events.len + need > LTR_CHUNK_MAX_RAW)
-        rc = flush_events(w, err);
+        rc = seal(w, err);
     if (remember_block(w, info, (uint32_t)len) < 0) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)len);
@@ -290,7 +346,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     }
     append_block(w, info, events, len, base);
     if (w->events.len >= w->chunk_target) {
-        int rc2 = flush_events(w, rc < 0 ? NULL : err);
+        int rc2 = seal(w, rc < 0 ? NULL : err);
         if (rc == 0)
             rc = rc2;
     }
@@ -299,7 +355,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
 
 int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
 {
-    int rc = flush_events(w, err);
+    int rc = seal(w, err);
     if (rc == 0 && sync && fdatasync(w->fd) < 0 && errno != EINVAL && errno != EROFS) {
         int e = errno;
         return ltr_fail(err, e, "syncing %s: %s", w->path, strerror(e));
@@ -323,6 +379,7 @@ void ltr_writer_close(ltr_writer *w)
     ltr_stackshare_free(&w->stacks);
     ltr_bytes_free(&w->meta);
     ltr_bytes_free(&w->nodes);
+    ltr_bytes_free(&w->meta_wait);
     free(w->path);
     free(w);
 }
