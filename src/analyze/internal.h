@@ -178,8 +178,9 @@ double an_held_spread(const ltr_analysis *a, const an_stack *s);
 
 typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } an_rank;
 
-/* A ranked list of the stacks of p (or of every process when p is NULL),
- * best first, at most top entries (0 = all); malloc'd, *n entries. Outstanding:
+/* A ranked list of the stacks of p, best first, at most top entries (0 =
+ * all); p NULL: the best top of every process, together, best first (as the
+ * JSON report lists them); malloc'd, *n entries. Outstanding:
  * AIFO entries by bytes, then AOFO by bytes. Calls: by allocation calls. Temporary: by
  * temporary allocations. Entries with nothing to show are left out. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);

@@ -145,7 +145,7 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
     static const char *const bytes_key[] = {"bytes", "bytes", "calls"};
     fprintf(out, ",\"%s\":[", key);
     size_t n;
-    an_entry *e = an_ranked(a, NULL, rank, 0, &n);
+    an_entry *e = an_ranked(a, NULL, rank, top, &n);
     size_t shown = 0, *seen = calloc(a->model.nprocs + 1, sizeof *seen);
     for (size_t i = 0; i < n && seen; i++) {
         size_t pi = 0; /* top counts per process, as in the text report */
