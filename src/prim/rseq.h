@@ -29,9 +29,9 @@
 #endif
 
 #ifdef LTR_HAVE_RSEQ
-/* Offsets in struct rseq (the kernel's ABI): cpu_id, rseq_cs. */
+/* Offsets in struct rseq (the kernel's ABI): cpu_id 4, rseq_cs 8 (the
+ * sequences below write them as numbers). */
 #define LTR_RSEQ_CPU_ID 4
-#define LTR_RSEQ_CS 8
 
 static inline char *ltr_rseq_area(void)
 {
@@ -49,6 +49,34 @@ static inline int ltr_rseq_cpu(void)
     return cpu < 0 ? -1 : cpu;
 }
 
+/* The parts every sequence shares, as librseq lays them out: its struct
+ * rseq_cs (label 3: start 1, length to 2, abort 4) in section __rseq_cs;
+ * the entry, which arms it and checks the thread runs on %[cpu] (else
+ * aborts); and the abort handler in __rseq_failure, after the signature
+ * (a ud1 instruction holding RSEQ_SIG, never run), jumping to the C label
+ * abort. Operands: %[rs] the thread's struct rseq, %[cpu]; rax is used. */
+#define LTR_RSEQ_CS                                                                                    \
+    ".pushsection __rseq_cs, \"aw\"\n\t"                                                               \
+    ".balign 32\n\t"                                                                                  \
+    "3:\n\t"                                                                                          \
+    ".long 0x0, 0x0\n\t"                                                                              \
+    ".quad 1f, (2f - 1f), 4f\n\t"                                                                     \
+    ".popsection\n\t"
+#define LTR_RSEQ_ENTER                                                                                 \
+    "leaq 3b(%%rip), %%rax\n\t"                                                                       \
+    "movq %%rax, 8(%[rs])\n\t"                                                                        \
+    "1:\n\t"                                                                                          \
+    "cmpl %[cpu], 4(%[rs])\n\t"                                                                       \
+    "jnz 4f\n\t"
+#define LTR_RSEQ_ABORT                                                                                 \
+    "2:\n\t"                                                                                          \
+    ".pushsection __rseq_failure, \"ax\"\n\t"                                                         \
+    ".byte 0x0f, 0xb9, 0x3d\n\t"                                                                      \
+    ".long 0x53053053\n\t"                                                                            \
+    "4:\n\t"                                                                                          \
+    "jmp %l[abort]\n\t"                                                                               \
+    ".popsection"
+
 /* On CPU cpu, if *slot == slot_expect and *word == word_expect: copies len
  * bytes from src to dst, then adds len + (1 << 32) to *word (the ring's
  * commit word: bytes in its low half, events in its high half); all of it
@@ -58,17 +86,7 @@ static inline int ltr_rseq_append(int cpu, const uint32_t *slot, uint32_t slot_e
                                   uint64_t word_expect, void *dst, const void *src, size_t len)
 {
     char *rs = ltr_rseq_area();
-    __asm__ __volatile__ goto(".pushsection __rseq_cs, \"aw\"\n\t"
-                              ".balign 32\n\t"
-                              "3:\n\t"
-                              ".long 0x0, 0x0\n\t"
-                              ".quad 1f, (2f - 1f), 4f\n\t"
-                              ".popsection\n\t"
-                              "leaq 3b(%%rip), %%rax\n\t"
-                              "movq %%rax, 8(%[rs])\n\t"
-                              "1:\n\t"
-                              "cmpl %[cpu], 4(%[rs])\n\t"
-                              "jnz 4f\n\t"
+    __asm__ __volatile__ goto(LTR_RSEQ_CS LTR_RSEQ_ENTER
                               "cmpl %[sexp], (%[slot])\n\t"
                               "jnz %l[differ]\n\t"
                               "cmpq %[wexp], (%[word])\n\t"
@@ -81,14 +99,8 @@ static inline int ltr_rseq_append(int cpu, const uint32_t *slot, uint32_t slot_e
                               "addq %[len], %%rax\n\t"
                               "movabsq $0x100000000, %%rcx\n\t"
                               "addq %%rcx, %%rax\n\t"
-                              "movq %%rax, (%[word])\n\t"
-                              "2:\n\t"
-                              ".pushsection __rseq_failure, \"ax\"\n\t"
-                              ".byte 0x0f, 0xb9, 0x3d\n\t" /* ud1: the signature is never run */
-                              ".long 0x53053053\n\t"       /* RSEQ_SIG */
-                              "4:\n\t"
-                              "jmp %l[abort]\n\t"
-                              ".popsection"
+                              "movq %%rax, (%[word])\n\t" /* the commit: the sequence's last instruction */
+                              LTR_RSEQ_ABORT
                               :
                               : [rs] "r"(rs), [cpu] "r"(cpu), [slot] "r"(slot), [sexp] "r"(slot_expect),
                                 [word] "r"(word), [wexp] "r"(word_expect), [src] "r"(src), [dst] "r"(dst),
@@ -107,27 +119,11 @@ differ:
 static inline int ltr_rseq_swap(int cpu, uint32_t *slot, uint32_t expect, uint32_t value)
 {
     char *rs = ltr_rseq_area();
-    __asm__ __volatile__ goto(".pushsection __rseq_cs, \"aw\"\n\t"
-                              ".balign 32\n\t"
-                              "3:\n\t"
-                              ".long 0x0, 0x0\n\t"
-                              ".quad 1f, (2f - 1f), 4f\n\t"
-                              ".popsection\n\t"
-                              "leaq 3b(%%rip), %%rax\n\t"
-                              "movq %%rax, 8(%[rs])\n\t"
-                              "1:\n\t"
-                              "cmpl %[cpu], 4(%[rs])\n\t"
-                              "jnz 4f\n\t"
+    __asm__ __volatile__ goto(LTR_RSEQ_CS LTR_RSEQ_ENTER
                               "cmpl %[expect], (%[slot])\n\t"
                               "jnz %l[differ]\n\t"
                               "movl %[value], (%[slot])\n\t"
-                              "2:\n\t"
-                              ".pushsection __rseq_failure, \"ax\"\n\t"
-                              ".byte 0x0f, 0xb9, 0x3d\n\t"
-                              ".long 0x53053053\n\t"
-                              "4:\n\t"
-                              "jmp %l[abort]\n\t"
-                              ".popsection"
+                              LTR_RSEQ_ABORT
                               :
                               : [rs] "r"(rs), [cpu] "r"(cpu), [slot] "r"(slot), [expect] "r"(expect),
                                 [value] "r"(value)
