@@ -59,6 +59,8 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t n
         /* No buffer on this CPU yet, or it is full: a new one in its place. */
         if (spare == LTR_RING_NONE && (spare = ltr_ring_acquire(r, pid, 0, owner)) == LTR_RING_NONE)
             break;
+        if (!atomic_load_explicit(&r->cpus_used, memory_order_relaxed))
+            atomic_store_explicit(&r->cpus_used, 1, memory_order_relaxed); /* ring.c: woken early from now on */
         if (ltr_rseq_swap(cpu, slot, cur, spare + 1) == 0) {
             if (cur && cur <= r->nbuf && ltr_ring_publish(r, cur - 1))
                 *wake = true;

@@ -179,16 +179,19 @@ bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
     atomic_store_explicit(&ltr_ring_buf_at(r, idx)->state, LTR_BUF_FULL, memory_order_release);
     uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
     atomic_store_explicit(&queue_slots(r)[pos % r->nbuf], idx + 1, memory_order_release);
-    /* Wake the consumer when a quarter or less of the buffers are free, once.
-     * Waking it at the first buffer published since it last looked was
-     * tried (issue 17): with 1000 threads on 2 CPUs it lost less at the
-     * default priority (2 runs in 10 instead of 8 in 8), but a recorder
-     * draining one buffer at a time writes a METADATA chunk before each,
-     * which cuts the EVENTS chunks short: bench/heap's trace grew from 159
-     * to 493 chunks and 7.86 to 8.76 bytes per event. A privileged recorder
-     * runs at nice -10 (recorder/setup.c), and then waking here lost
-     * nothing in 10 runs either. */
-    if (atomic_load_explicit(&r->free_count, memory_order_relaxed) > r->nbuf / 4)
+    /* Wake the consumer when a quarter or less of the buffers are free,
+     * once; in a ring that ever had more threads than it gives buffers of
+     * their own (a CPU's buffer was taken), at the first buffer published
+     * since it last looked. bench/threads, 1000 threads on 2 CPUs, with an
+     * unprivileged recorder (no nice -10): waking at a quarter, 6 runs of 6
+     * lost 2 to 24 % of their events, the recorder too slow to get the CPU
+     * within that margin; waking at once, 5 of 6 lost nothing (the sixth
+     * 1.5 %); waking at once for CPU buffers only, 5 of 6 lost. Waking at
+     * once in every ring cost bench/heap's two threads 7 % of `ltr
+     * record`'s wall time (farm-bench, 15 pairs), the recorder preempting
+     * them at each buffer: so only rings that need it do. */
+    bool early = atomic_load_explicit(&r->cpus_used, memory_order_relaxed) && !(r->flags & LTR_RING_OVERWRITE);
+    if (!early && atomic_load_explicit(&r->free_count, memory_order_relaxed) > r->nbuf / 4)
         return false;
     return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
 }

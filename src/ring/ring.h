@@ -58,6 +58,7 @@ typedef struct ltr_ring {
     _Alignas(64) _Atomic uint64_t free_head; /* tag << 32 | (index + 1) */
     _Atomic uint32_t free_count;
     _Atomic uint32_t own_count; /* buffers owned by single threads (tid != 0), not by CPUs */
+    _Atomic uint32_t cpus_used; /* a CPU's buffer was taken once: the consumer is woken early */
     _Alignas(64) _Atomic uint64_t queue_tail; /* producers: fetch_add */
     _Alignas(64) _Atomic uint64_t queue_head; /* consumer, or stealing producers */
     _Alignas(64) _Atomic uint64_t next_seq;
