@@ -33,9 +33,11 @@ typedef struct tslot {
 
 /* A record for a CPU's buffer is built here, then copied in at commit
  * (ring/percpu.c): the thread id, the compact header and a payload of up to
- * CPU_PAYLOAD_MAX bytes. A heap event's payload is under 40 bytes; a larger
- * event of a thread without a buffer of its own is lost, and counted. */
-#define CPU_PAYLOAD_MAX 960
+ * CPU_PAYLOAD_MAX bytes. A heap event's payload is under 40 bytes, the
+ * agent's largest (FileOpen with its path) under 1 KiB (agent/sysev.h); a
+ * larger event of a thread without a buffer of its own is lost, and
+ * counted. */
+#define CPU_PAYLOAD_MAX 1024
 
 typedef struct thread_state {
     uint32_t epoch;     /* process epoch the slots belong to (fork changes it) */
