@@ -449,11 +449,15 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
     if (idx == LTR_RING_NONE) {
         if (ltr_ring_want_wake(r)) /* until now it was asked, not woken: up to 50 ms of losses */
             wake_recorder(sl->session);
-        /* Past the limit, or no buffer free at all: the CPU's buffer may
-         * still have room (python3 with 700 threads lost 12 events of 169 483
-         * when only threads past the limit went there: the pool was empty
-         * for a moment, its buffers held by threads or waiting to be written). */
-        if (!cpus)
+        /* Past the limit, or (file mode) no buffer free at all: the CPU's
+         * buffer may still have room (python3 with 700 threads lost 12
+         * events of 169 483 when only threads past the limit went there: the
+         * pool was empty for a moment, its buffers held by threads or
+         * waiting to be written). A memory-mode ring always has a buffer to
+         * take over unless every one is being written: there a thread goes
+         * to its CPU only past the limit, as its tests have it. */
+        bool limited = atomic_load_explicit(&r->own_count, memory_order_relaxed) >= ltr_ring_own_max(r, g.ncpu);
+        if (!cpus || (!limited && (r->flags & LTR_RING_OVERWRITE)))
             return false;
         sl->incarnation = inc;
         sl->data = NULL;
