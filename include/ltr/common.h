@@ -67,6 +67,12 @@ typedef enum ltr_type {
 #define LTR_TYPE_UVAR ((ltr_type)14) /* unsigned LEB128 */
 #define LTR_TYPE_IVAR ((ltr_type)15) /* zigzag, then unsigned LEB128 */
 #define LTR_TYPE_PVAR ((ltr_type)16) /* an address as unsigned LEB128 */
+/* Written only by the trace writer (format version 4), never by producers: an
+ * address later events of the process may refer to, and an address told as
+ * such a reference (docs/trace-format.md, "Address references"). A reader
+ * hands both out as pointer. */
+#define LTR_TYPE_PNEW ((ltr_type)17)
+#define LTR_TYPE_PREF ((ltr_type)18)
 
 /* Largest event payload a producer may write. */
 #define LTR_MAX_EVENT_PAYLOAD 65536u

@@ -86,18 +86,27 @@ static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
 }
 
 /* Reads every field of a payload by its plan; 0 if the payload is short or a
- * varint bad (the generic path then calls it damage). */
+ * varint bad (the generic path then calls it damage). A pref's address is
+ * read when stored as itself; else its code goes to *ref (format 4). */
 static inline __attribute__((always_inline)) int read_fields(const an_fast_plan *pl, const uint8_t *q,
                                                             const uint8_t *end, const uint8_t *bend,
-                                                            uint64_t val[AN_F_COUNT + 1])
+                                                            uint64_t val[AN_F_COUNT + 1], uint64_t *ref,
+                                                            uint64_t news[AN_FAST_FIELDS], unsigned *nnew)
 {
     for (unsigned i = 0; i < pl->nfields; i++) {
         unsigned w = pl->width[i];
-        if (!w) {
+        if (!w || w == AN_FAST_PREF) {
             size_t n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &val[pl->slot[i]]);
             if (!n)
                 return 0;
             q += n;
+            if (pl->pnew & (1u << i))
+                news[(*nnew)++] = val[pl->slot[i]];
+            if (w == AN_FAST_PREF && (*ref = val[pl->slot[i]]) == 0) { /* the address follows */
+                if (!(n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &val[pl->slot[i]])))
+                    return 0;
+                q += n;
+            }
         } else {
             if ((size_t)(end - q) < w)
                 return 0;
@@ -161,8 +170,16 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
         if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
             break;
         const an_fast_plan *pl = plan_of(b, id);
-        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val))
+        uint64_t ref = 0, news[AN_FAST_FIELDS];
+        unsigned nnew = 0;
+        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val, &ref, news, &nnew))
             break;
+        if (ref || nnew) { /* format 4: a pref resolves against the values before the event */
+            if (ref && ltr_refseq_resolve(v->refs, ref, &val[pl->slot[pl->pref]]) < 0)
+                break; /* the generic path reports it */
+            for (unsigned i = 0; i < nnew; i++)
+                ltr_refseq_append(v->refs, news[i]);
+        }
         ts += (uint64_t)ltr_unzigzag(delta);
         if (feed) {
             if (n == room) {

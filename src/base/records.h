@@ -15,7 +15,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 3u /* 2: compact blocks; 3: FRAME_NODES_V (a reader of 3 reads 1 and 2 too) */
+#define LTR_FORMAT_VERSION 4u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references (a reader of 4 reads 1 to 3 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -60,6 +60,12 @@ enum ltr_counter_kind {
 #define LTR_BLOCK_FLAG_SEALED_EARLY 0x1u
 #define LTR_BLOCK_FLAG_COMPACT 0x2u /* u64 ts_base after the header, compact event records */
 #define LTR_BLOCK_COMPACT_HEADER_SIZE 40u
+/* Format 4: a compact block whose events may tell addresses by reference
+ * (field types pnew and pref): u64 ref_base after ts_base. */
+#define LTR_BLOCK_FLAG_REFS 0x4u
+#define LTR_BLOCK_REFS_HEADER_SIZE 48u
+/* How far back (in pnew values of its process) a pref may refer. */
+#define LTR_REFS_WINDOW (1u << 18)
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
 

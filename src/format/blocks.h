@@ -22,12 +22,17 @@
  * counts stay exactly those of ltr_trace_next), and leaves every other record
  * (unknown layout, malformed: damage) to ltr_trace_next, which goes on from
  * there. Both may be mixed freely. */
+struct ltr_refseq;
+
 typedef struct ltr_block_view {
     const uint8_t *rec; /* the next record */
     size_t left;        /* bytes of records left in the block (> 0) */
     uint64_t ts;        /* compact: the timestamp the next record's delta counts from */
     uint32_t pid, tid;  /* the block's producer thread */
     int compact;        /* compact records (else fixed ones: leave them to ltr_trace_next) */
+    /* The process's address references (format 4, LTR_BLOCK_FLAG_REFS), or
+     * NULL for a block without them: a pref then resolves to nothing. */
+    struct ltr_refseq *refs;
 } ltr_block_view;
 
 /* Records decoded by the consumer from the start of a view. */
@@ -52,6 +57,17 @@ void ltr_trace_set_readahead(ltr_trace *t, int mode);
 #define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
+
+/* Address references (docs/trace-format.md, "Address references"): the
+ * pnew values of one (collector, pid), numbered in file order. A consumer
+ * decoding records itself resolves every pref field of an event first
+ * (code: the stored uvar, at least 1; 0 means the address was stored as
+ * itself), then appends its pnew values. Resolving fails (-1) for a
+ * reference the file does not back: to a value in a chunk lost to damage,
+ * further back than the window, or after a record of the block that could
+ * not be read; the generic path then reports the event as damage. */
+int ltr_refseq_resolve(const struct ltr_refseq *s, uint64_t code, uint64_t *addr);
+void ltr_refseq_append(struct ltr_refseq *s, uint64_t addr);
 
 /* Size of a fixed-size type, 0 for string and blob, -1 for an unknown type. */
 int ltr_type_fixed_size(unsigned type);

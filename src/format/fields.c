@@ -16,7 +16,7 @@ int ltr_type_fixed_size(unsigned type)
     case LTR_TYPE_U32: case LTR_TYPE_I32: return 4;
     case LTR_TYPE_U64: case LTR_TYPE_I64: case LTR_TYPE_F64: case LTR_TYPE_POINTER: return 8;
     case LTR_TYPE_STRING: case LTR_TYPE_BLOB:
-    case LTR_TYPE_UVAR: case LTR_TYPE_IVAR: case LTR_TYPE_PVAR: return 0;
+    case LTR_TYPE_UVAR: case LTR_TYPE_IVAR: case LTR_TYPE_PVAR: case LTR_TYPE_PNEW: case LTR_TYPE_PREF: return 0;
     }
     return -1;
 }
@@ -25,20 +25,34 @@ const char *ltr_type_name(ltr_type type)
 {
     static const char *const names[] = {"?", "u8", "u16", "u32", "u64", "i8", "i16", "i32",
                                         "i64", "f64", "string", "blob", "pointer", "bool",
-                                        "uvar", "ivar", "pvar"};
+                                        "uvar", "ivar", "pvar", "pnew", "pref"};
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
 /* Size of the field at p (size bytes left), or -1 if it runs past them. */
-static int is_varint(ltr_type t) { return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR; }
+static int is_varint(ltr_type t)
+{
+    return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR || t == LTR_TYPE_PNEW;
+}
 
-static int64_t field_size(ltr_type type, const uint8_t *p, size_t left)
+/* A pref: uvar code, and when the code is 0 the address itself as a uvar. */
+static int64_t pref_size(const uint8_t *p, size_t left)
+{
+    uint64_t code, unused;
+    size_t n = ltr_get_uvar(p, left, &code);
+    size_t m = n && code == 0 ? ltr_get_uvar(p + n, left - n, &unused) : 1;
+    return n && m ? (int64_t)(n + (code == 0 ? m : 0)) : -1;
+}
+
+int64_t ltr_field_size(ltr_type type, const uint8_t *p, size_t left)
 {
     int fixed = ltr_type_fixed_size(type);
     int64_t need;
     uint64_t unused;
     if (fixed > 0)
         need = fixed;
+    else if (type == LTR_TYPE_PREF)
+        need = pref_size(p, left);
     else if (is_varint(type))
         need = (int64_t)ltr_get_uvar(p, left, &unused) ?: -1; /* a bad varint is a short payload */
     else if (type == LTR_TYPE_STRING)
@@ -64,13 +78,36 @@ const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const
     uint32_t off = 0;
     for (unsigned i = 0; i < n; i++) {
         t->offsets[i] = off;
-        int64_t fs = field_size(l->fields[i].type, p + off, size - off);
+        int64_t fs = ltr_field_size(l->fields[i].type, p + off, size - off);
         if (fs < 0)
             return NULL;
         off += (uint32_t)fs;
     }
     t->offsets[n] = off; /* bytes after the last field are ignored (room for growth) */
     return t->offsets;
+}
+
+int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l)
+{
+    const ltr_event *ev = &t->ev;
+    int rc = 0;
+    if (l->pref >= 0) {
+        uint64_t code = 0;
+        const uint8_t *p = ev->payload + ev->field_offsets[l->pref];
+        size_t n = ltr_get_uvar(p, ev->payload_size - ev->field_offsets[l->pref], &code); /* checked by the offsets */
+        if (code == 0)
+            ltr_get_uvar(p + n, ev->payload_size - ev->field_offsets[l->pref] - n, &t->ev.ref_address);
+        else
+            rc = ltr_refseq_resolve(t->blk_refs, code, &t->ev.ref_address);
+    }
+    for (unsigned i = 0, k = 0; k < l->npnew && i < l->pub.field_count; i++)
+        if (l->fields[i].type == LTR_TYPE_PNEW) {
+            uint64_t v = 0;
+            ltr_get_uvar(ev->payload + ev->field_offsets[i], ev->payload_size - ev->field_offsets[i], &v);
+            ltr_refseq_append(t->blk_refs, v);
+            k++;
+        }
+    return rc;
 }
 
 static int64_t sign_extend(uint64_t v, int bytes)
@@ -90,7 +127,7 @@ static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_trace_v
         out->type = LTR_TYPE_I64;
         out->i = ltr_unzigzag(v);
     } else {
-        out->type = type == LTR_TYPE_PVAR ? LTR_TYPE_POINTER : LTR_TYPE_U64;
+        out->type = type == LTR_TYPE_PVAR || type == LTR_TYPE_PNEW ? LTR_TYPE_POINTER : LTR_TYPE_U64;
         out->u = v;
     }
     return 0;
@@ -108,6 +145,11 @@ int ltr_event_field(const ltr_event *ev, unsigned index, ltr_trace_value *out)
     ltr_type type = l->fields[index].type;
     out->type = type;
     int fixed = ltr_type_fixed_size(type);
+    if (type == LTR_TYPE_PREF) { /* resolved when the event was read */
+        out->type = LTR_TYPE_POINTER;
+        out->u = ev->ref_address;
+        return 0;
+    }
     if (is_varint(type))
         return varint_value(type, p, end - off, out);
     if (fixed > 0) {

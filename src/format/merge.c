@@ -384,11 +384,15 @@ static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
                                .pid = ltr_get_u32(h + 8), .tid = ltr_get_u32(h + 12), .seq = ltr_get_u64(h + 16),
                                .event_count = ltr_get_u32(h + 24)};
     b->compact = (b->info.flags & LTR_BLOCK_FLAG_COMPACT) != 0;
-    size_t hl = b->compact ? 40 : 32;
+    int refs = b->compact && (b->info.flags & LTR_BLOCK_FLAG_REFS);
+    size_t hl = refs ? LTR_BLOCK_REFS_HEADER_SIZE : b->compact ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
     uint32_t bytes = ltr_get_u32(h + 28);
     if (len - off < hl || bytes > len - off - hl)
         return 0;
     b->ts_base = b->compact ? ltr_get_u64(h + 32) : 0;
+    b->info.ref_base = refs ? ltr_get_u64(h + 40) : 0; /* kept: the payloads' references count from it */
+    if (!b->compact)
+        b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_REFS;
     b->rec = h + hl;
     b->len = bytes;
     return hl + bytes;
@@ -632,6 +636,8 @@ int ltr_merge(const char *const *paths, size_t n, const char *out, bool replace,
     if (rc == 0) {
         rc = ltr_writer_open_fd(&m.w, fd, tmp, err);
         fd = -1; /* the writer's now, even on failure */
+        if (rc == 0)
+            ltr_writer_trust_layouts(m.w); /* format 4 sources' pnew and pref fields */
     }
     if (rc == 0)
         rc = run(&m, paths);

@@ -236,6 +236,16 @@ static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
     }
     l->pub.fields = l->fields;
     l->fixed_offsets = fixed_offsets(l->fields, n);
+    l->pref = -1;
+    for (unsigned i = 0; i < n; i++) {
+        if (l->fields[i].type == LTR_TYPE_PNEW)
+            l->npnew++;
+        if (l->fields[i].type != LTR_TYPE_PREF)
+            continue;
+        if (l->pref >= 0)
+            return -1; /* one pref per layout: the event keeps one resolved address */
+        l->pref = (int16_t)i;
+    }
     return 0;
 }
 

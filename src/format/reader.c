@@ -179,7 +179,10 @@ static int start_block(ltr_trace *t)
     const uint8_t *b = t->raw + t->ev_pos;
     size_t left = t->raw_len - t->ev_pos;
     uint16_t flags = left >= LTR_BLOCK_HEADER_SIZE ? ltr_get_u16(b + 6) : 0;
-    size_t hsize = flags & LTR_BLOCK_FLAG_COMPACT ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
+    int refs = (flags & (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_REFS)) ==
+               (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_REFS);
+    size_t hsize = refs ? LTR_BLOCK_REFS_HEADER_SIZE
+                 : flags & LTR_BLOCK_FLAG_COMPACT ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
     if (left < hsize || memcmp(b, LTR_BLOCK_MAGIC, 4) != 0 || ltr_get_u32(b + 28) > left - hsize) {
         block_damage(t, "bad buffer block header", t->ev_pos);
         t->ev_pos = t->raw_len;
@@ -193,6 +196,7 @@ static int start_block(ltr_trace *t)
     t->blk_count = ltr_get_u32(b + 24);
     t->blk_compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0;
     t->blk_ts = t->blk_compact ? ltr_get_u64(b + 32) : 0;
+    t->blk_refs = refs ? ltr_refs_block(&t->refs, t->ev.collector, t->ev.pid, ltr_get_u64(b + 40)) : NULL;
     t->blk_seen = 0;
     t->blk_pos = t->ev_pos + hsize;
     t->blk_end = t->blk_pos + ltr_get_u32(b + 28);
@@ -276,11 +280,13 @@ static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *pay
 {
     const ltr_layout_rec *l = find_layout(t, id);
     if (!l) {
+        ltr_refseq_spoil(t->blk_refs); /* it may have held pnew values */
         block_damage(t, "event with an unknown layout id", at);
         return 0;
     }
     const uint32_t *offs = ltr_payload_offsets(t, l, payload, size);
     if (!offs) {
+        ltr_refseq_spoil(t->blk_refs);
         block_damage(t, "event payload shorter than its layout's fields", at);
         return 0;
     }
@@ -288,6 +294,10 @@ static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *pay
     t->ev.payload = payload;
     t->ev.payload_size = size;
     t->ev.field_offsets = offs;
+    if ((l->pref >= 0 || l->npnew) && ltr_event_refs(t, l) < 0) {
+        block_damage(t, "event whose address refers to an allocation the file does not hold", at);
+        return 0;
+    }
     count_event(t, (ltr_layout_rec *)l);
     return 1;
 }
@@ -386,6 +396,7 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err)
     v->pid = t->ev.pid;
     v->tid = t->ev.tid;
     v->compact = t->blk_compact;
+    v->refs = t->blk_refs;
     return 1;
 }
 
@@ -438,6 +449,8 @@ static void reset_state(ltr_trace *t)
 {
     stop_readahead(t);
     ltr_meta_free(t);
+    ltr_refs_free(&t->refs);
+    t->blk_refs = NULL;
     free(t->damage);
     t->damage = NULL;
     t->ndamage = 0;

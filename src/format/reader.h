@@ -11,6 +11,7 @@
 
 #include "format/blocks.h"
 #include "format/chunk.h"
+#include "base/hmap.h"
 #include "base/records.h"
 
 #include <stddef.h>
@@ -59,7 +60,21 @@ typedef struct ltr_layout_rec {
     ltr_trace_provider *prov;
     ltr_field *fields;
     uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
+    int16_t pref;            /* index of its pref field (format 4), -1: none */
+    uint16_t npnew;          /* its pnew fields */
 } ltr_layout_rec;
+
+/* refseq.c: the address references of every (collector, pid) (blocks.h). */
+typedef struct ltr_refs {
+    an_hmap seqs; /* collector << 32 | pid -> its struct ltr_refseq */
+} ltr_refs;
+void ltr_refs_init(ltr_refs *r);
+void ltr_refs_free(ltr_refs *r); /* and ready for use again */
+/* The sequence a block of (collector, pid) continues, its count set to the
+ * block's base; NULL without memory. */
+struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t base);
+/* A record of the block could not be read: resolve and append nothing more until the next block. */
+void ltr_refseq_spoil(struct ltr_refseq *s);
 
 typedef struct ltr_process_rec {
     ltr_process pub;
@@ -143,6 +158,8 @@ struct ltr_trace {
     uint32_t blk_count, blk_seen;
     int blk_compact;             /* compact records (LTR_BLOCK_FLAG_COMPACT) */
     uint64_t blk_ts;             /* compact: timestamp of the previous record */
+    struct ltr_refseq *blk_refs; /* its process's address references (LTR_BLOCK_FLAG_REFS), or NULL */
+    ltr_refs refs;
     ltr_process *blk_proc;
     ltr_thread *blk_thread;
     ltr_event ev;
@@ -196,6 +213,13 @@ void ltr_heapmeta_free(ltr_trace *t);
 
 /* fields.c: where each field of a payload starts; returns the offsets array
  * (the layout's fixed one or scratch), or NULL if the payload is too short. */
+/* Size of the field of that type at p (left bytes), -1 if it runs past them
+ * or holds a bad varint. */
+int64_t ltr_field_size(ltr_type type, const uint8_t *p, size_t left);
+/* Resolves the current event's pref field into ev.ref_address and appends its
+ * pnew values to the block's references; -1 when the pref cannot be resolved
+ * (the values are appended all the same). */
+int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l);
 const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,
                                     uint32_t size);
 

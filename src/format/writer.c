@@ -10,6 +10,7 @@
 #include "format/chunk.h"
 #include "format/compact.h"
 #include "format/nodevar.h"
+#include "format/refs.h"
 #include "format/stackshare.h"
 
 #include <errno.h>
@@ -50,6 +51,8 @@ struct ltr_writer {
     ltr_bytes meta;        /* METADATA records as rewritten */
     ltr_bytes nodes;       /* the same, FRAME_NODES as FRAME_NODES_V */
     ltr_bytes meta_wait;   /* METADATA come while EVENTS were pending: written just before them */
+    ltr_refwriter refs;    /* frees' addresses told as references (format 4) */
+    ltr_bytes meta_in;     /* METADATA as received, heap layouts converted */
 };
 
 /* METADATA that comes while EVENTS are pending waits for them and goes out
@@ -141,6 +144,7 @@ int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *er
     }
     w->chunk_target = DEFAULT_CHUNK_TARGET;
     w->fd = fd;
+    ltr_refwriter_init(&w->refs);
     uint8_t hdr[LTR_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, LTR_FILE_MAGIC, 8);
     ltr_put_u32(hdr + 8, LTR_FORMAT_VERSION);
@@ -171,6 +175,8 @@ void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ct
     w->drop_ctx = ctx;
 }
 
+void ltr_writer_trust_layouts(ltr_writer *w) { w->refs.trusted = 1; }
+
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = max_file_bytes; }
 
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes)
@@ -195,8 +201,10 @@ static int flush_events(ltr_writer *w, ltr_error *err)
     int rc = w->events.failed
                  ? ltr_fail(err, ENOMEM, "writing %s: out of memory collecting events", w->path)
                  : write_chunk(w, LTR_CHUNK_EVENTS, w->events.data, w->events.len, err);
-    if (rc < 0)
+    if (rc < 0) {
         drop_pending(w);
+        ltr_refwriter_forget(&w->refs); /* what they held is not in the file */
+    }
     w->nblocks = 0;
     w->events.len = 0;
     w->events.failed = 0;
@@ -244,6 +252,15 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
  * A rewrite that cannot be done leaves the records as they came. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
 {
+    /* the heap layouts' address fields become pnew and pref as the writer
+     * learns of them, before any block that uses them comes */
+    w->meta_in.len = 0;
+    w->meta_in.failed = 0;
+    ltr_bytes_put_mem(&w->meta_in, records, len);
+    if (w->meta_in.failed)
+        return ltr_fail(err, ENOMEM, "writing %s: out of memory for metadata", w->path);
+    ltr_refwriter_layouts(&w->refs, w->meta_in.data, len);
+    records = w->meta_in.data;
     if (w->nblocks && deferrable(records, len) && w->meta_wait.len + len <= META_WAIT_MAX) {
         ltr_bytes_put_mem(&w->meta_wait, records, len);
         return 0;
@@ -305,14 +322,16 @@ static uint64_t anchor_piece(ltr_writer *w, const ltr_block_info *info, const vo
 
 static size_t block_header_size(const ltr_block_info *info)
 {
-    return info->fixed_records ? LTR_BLOCK_HEADER_SIZE : LTR_BLOCK_COMPACT_HEADER_SIZE;
+    return info->fixed_records                  ? LTR_BLOCK_HEADER_SIZE
+           : info->flags & LTR_BLOCK_FLAG_REFS ? LTR_BLOCK_REFS_HEADER_SIZE
+                                               : LTR_BLOCK_COMPACT_HEADER_SIZE;
 }
 
 static void append_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                          uint64_t base)
 {
     ltr_bytes *b = &w->events;
-    uint16_t flags = (uint16_t)(info->flags & ~LTR_BLOCK_FLAG_COMPACT);
+    uint16_t flags = (uint16_t)(info->flags & ~(LTR_BLOCK_FLAG_COMPACT | (info->fixed_records ? LTR_BLOCK_FLAG_REFS : 0)));
     ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
     ltr_bytes_put_u16(b, info->collector);
     ltr_bytes_put_u16(b, info->fixed_records ? flags : flags | LTR_BLOCK_FLAG_COMPACT);
@@ -323,10 +342,34 @@ static void append_block(ltr_writer *w, const ltr_block_info *info, const void *
     ltr_bytes_put_u32(b, (uint32_t)len);
     if (!info->fixed_records)
         ltr_bytes_put_u64(b, base);
+    if (!info->fixed_records && (info->flags & LTR_BLOCK_FLAG_REFS))
+        ltr_bytes_put_u64(b, info->ref_base);
     ltr_bytes_put_mem(b, events, len);
 }
 
+static int block_now(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                     ltr_error *err);
+
+/* Frees' addresses as references where the block has heap events (refs.h). */
 int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
+                     ltr_error *err)
+{
+    if (info->fixed_records || (info->flags & LTR_BLOCK_FLAG_REFS))
+        return block_now(w, info, events, len, err);
+    ltr_block_info ri = *info;
+    int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, &ri.ref_base);
+    if (rc < 0) {
+        if (w->drop)
+            w->drop(w->drop_ctx, info, (uint32_t)len);
+        return ltr_fail(err, ENOMEM, "writing %s: out of memory re-encoding a block", w->path);
+    }
+    if (rc == 0)
+        return block_now(w, info, events, len, err);
+    ri.flags |= LTR_BLOCK_FLAG_REFS;
+    return block_now(w, &ri, w->refs.out.data, w->refs.out.len, err);
+}
+
+static int block_now(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                      ltr_error *err)
 {
     uint64_t base = info->fixed_records ? 0 : anchor_piece(w, info, events, len);
@@ -380,6 +423,8 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->meta);
     ltr_bytes_free(&w->nodes);
     ltr_bytes_free(&w->meta_wait);
+    ltr_bytes_free(&w->meta_in);
+    ltr_refwriter_free(&w->refs);
     free(w->path);
     free(w);
 }

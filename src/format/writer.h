@@ -27,6 +27,9 @@ typedef struct ltr_block_info {
     /* 0: the events are compact records (what producers write); the writer
      * adds LTR_BLOCK_FLAG_COMPACT and the timestamp base. 1: version-1 records. */
     uint8_t fixed_records;
+    /* With LTR_BLOCK_FLAG_REFS in flags (ltr merge copying a format 4
+     * block): its ref_base, written as given. Otherwise the writer decides. */
+    uint64_t ref_base;
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written
@@ -47,6 +50,9 @@ void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
 /* Flushes pending EVENTS, then writes a HEADER or END chunk from a key/value list
  * built with ltr_bytes_put_kv. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);
+/* The metadata comes from trace files (ltr merge), not from producers: LAYOUT
+ * records naming pnew and pref fields (format 4) are kept as they are. */
+void ltr_writer_trust_layouts(ltr_writer *w);
 /* Flushes pending EVENTS, then writes one METADATA chunk of the given records. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err);
 /* Appends a buffer block (its event records, len bytes) to the pending EVENTS chunk and

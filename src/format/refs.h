@@ -1,0 +1,52 @@
+/*
+ * format/refs.h — the writer's half of address references (format 4,
+ * docs/trace-format.md "Address references"; the reader's half is
+ * refseq.c). The heap agent writes every Free with the block's address; the
+ * writer tells most of them as "the address of the allocation n back in this
+ * process's file order" instead, which compresses to about a byte where the
+ * address took six. It is a re-encoding, not a pairing: a reference names an
+ * earlier allocation with the same address, so the reader gets back exactly
+ * the address the agent wrote, whatever the order threads' buffers reached
+ * the file in. Private to format/ (the writer and its tests).
+ */
+#ifndef LTR_FORMAT_REFS_H
+#define LTR_FORMAT_REFS_H
+
+#include <ltr/common.h>
+
+#include "base/hmap.h"
+#include "base/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ltr_refwriter {
+    an_hmap plans; /* layout id -> how its fields are re-encoded */
+    an_hmap seqs;  /* collector << 32 | pid -> its allocations' addresses */
+    ltr_bytes in;  /* the block being re-encoded, copied out of shared memory */
+    ltr_bytes out; /* the last block re-encoded */
+    int trusted;   /* LAYOUTs come from trace files: their pnew and pref stay */
+} ltr_refwriter;
+
+void ltr_refwriter_init(ltr_refwriter *w);
+void ltr_refwriter_free(ltr_refwriter *w);
+
+/* METADATA records on their way to the file (a copy the writer owns): the
+ * LAYOUT records of the heap provider's Alloc, Free and Realloc get pnew and
+ * pref in place of their pvar address fields, and the writer re-encodes
+ * those layouts' events from then on. A LAYOUT that names pnew or pref itself
+ * (no producer may) gets type 0 there, so that readers refuse it, unless the
+ * writer is trusted (its metadata comes from trace files). */
+void ltr_refwriter_layouts(ltr_refwriter *w, uint8_t *records, size_t len);
+
+/* The compact records of a block of (collector, pid), re-encoded into w->out
+ * when any of them has a re-encoded layout: returns 1 and the block's
+ * ref_base, else 0 (the block goes as it came); -1 when memory ran out
+ * halfway (the block cannot be written: it is lost). */
+int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,
+                        uint64_t *base);
+
+/* A chunk was not written: no later reference may name what it held. */
+void ltr_refwriter_forget(ltr_refwriter *w);
+
+#endif

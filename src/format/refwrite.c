@@ -1,0 +1,302 @@
+/*
+ * format/refwrite.c — the writer's half of address references (refs.h).
+ * Per (collector, pid) it counts the pnew values written so far and keeps,
+ * for each address, the ordinal of the latest one; a pref whose address is
+ * there within the window is written as the distance back to it (and the
+ * entry dropped: a block is freed once), any other as itself. A block's
+ * records are copied out of shared memory before they are parsed, so what is
+ * re-encoded is what was read once, whatever a traced program writes
+ * meanwhile; a record that does not parse goes on as it came (the reader
+ * reports it), and one whose fields do not goes with an empty payload (the
+ * reader reports it too, and spoils the rest of that block's references
+ * rather than guess how many values it held).
+ */
+#include "format/refs.h"
+
+#include "base/heap_events.h"
+#include "format/compact.h"
+#include "format/reader.h"
+
+#include <string.h>
+#include <stdlib.h>
+
+#define PLAN_FIELDS 16 /* layouts with more fields are written as they come */
+
+typedef struct plan {
+    uint64_t key;
+    uint8_t nfields;
+    uint8_t type[PLAN_FIELDS]; /* each field's stored type, pnew and pref included */
+} plan;
+
+typedef struct addr_ord {
+    uint64_t key; /* the address */
+    uint64_t ord; /* the latest pnew value with that address */
+} addr_ord;
+
+typedef struct wseq {
+    uint64_t n; /* pnew values written */
+    an_hmap addrs;
+} wseq;
+
+typedef struct seq_entry {
+    uint64_t key;
+    wseq *seq;
+} seq_entry;
+
+void ltr_refwriter_init(ltr_refwriter *w)
+{
+    memset(w, 0, sizeof *w);
+    an_hmap_init(&w->plans, sizeof(plan));
+    an_hmap_init(&w->seqs, sizeof(seq_entry));
+}
+
+void ltr_refwriter_free(ltr_refwriter *w)
+{
+    size_t pos = 0;
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
+        an_hmap_free(&e->seq->addrs);
+        free(e->seq);
+    }
+    an_hmap_free(&w->seqs);
+    an_hmap_free(&w->plans);
+    ltr_bytes_free(&w->out);
+    ltr_bytes_free(&w->in);
+}
+
+void ltr_refwriter_forget(ltr_refwriter *w)
+{
+    size_t pos = 0;
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
+        an_hmap_free(&e->seq->addrs);
+        an_hmap_init(&e->seq->addrs, sizeof(addr_ord));
+    }
+}
+
+/* ---- layouts ----------------------------------------------------------------- */
+
+/* The stored type of a heap layout's field: which address fields become pnew or pref. */
+static uint8_t heap_type(uint16_t event_id, const uint8_t *name, uint16_t len, uint8_t type, int *prefs)
+{
+    if (type != LTR_TYPE_PVAR)
+        return type;
+    int addr = len == 7 && !memcmp(name, "address", 7), old = len == 11 && !memcmp(name, "old_address", 11);
+    if (addr && (event_id == LTR_HEAP_EV_ALLOC || event_id == LTR_HEAP_EV_REALLOC))
+        return LTR_TYPE_PNEW;
+    if (((addr && event_id == LTR_HEAP_EV_FREE) || (old && event_id == LTR_HEAP_EV_REALLOC)) && !(*prefs)++)
+        return LTR_TYPE_PREF;
+    return type;
+}
+
+/* One LAYOUT record's body (len bytes): converted in place, its plan made.
+ * Body: u32 id, guid[16], u16 event_id, u8 level, u8 opcode, u64 keywords,
+ * str name, u16 count, count x (u8 type, str name). */
+static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t len)
+{
+    if (len < 34)
+        return;
+    size_t off = 32 + 2 + ltr_get_u16(b + 32);
+    if (off + 2 > len)
+        return;
+    int mine = !memcmp(b + 4, heap->b, 16) && ltr_get_u16(b + 20) >= LTR_HEAP_EV_ALLOC &&
+               ltr_get_u16(b + 20) <= LTR_HEAP_EV_REALLOC;
+    uint16_t count = ltr_get_u16(b + off), event_id = ltr_get_u16(b + 20);
+    plan p = {.nfields = (uint8_t)count};
+    int planned = mine && count <= PLAN_FIELDS, prefs = 0, changed = 0;
+    off += 2;
+    for (unsigned i = 0; i < count; i++) {
+        if (off + 3 > len || off + 3 + ltr_get_u16(b + off + 1) > len)
+            return; /* the reader calls it a bad record; nothing converted after it matters */
+        uint8_t *type = b + off;
+        uint16_t nlen = ltr_get_u16(b + off + 1);
+        if ((*type == LTR_TYPE_PNEW || *type == LTR_TYPE_PREF) && !w->trusted)
+            *type = 0; /* not a producer's to use */
+        uint8_t t = planned ? heap_type(event_id, b + off + 3, nlen, *type, &prefs) : *type;
+        planned = planned && ltr_type_fixed_size(t) >= 0;
+        if (planned)
+            p.type[i] = t;
+        changed |= t != *type;
+        off += 3 + nlen;
+    }
+    if (!planned || !changed)
+        return;
+    uint32_t id = ltr_get_u32(b);
+    int created;
+    plan *old = an_hmap_get(&w->plans, id);
+    if (old && memcmp(old->type, p.type, sizeof p.type))
+        return; /* the reader keeps the first description of an id */
+    off = 32 + 2 + ltr_get_u16(b + 32) + 2;
+    for (unsigned i = 0; i < count; off += 3 + ltr_get_u16(b + off + 1), i++)
+        b[off] = p.type[i];
+    plan *np = an_hmap_put(&w->plans, id, &created);
+    if (np) {
+        p.key = id;
+        *np = p;
+    }
+}
+
+void ltr_refwriter_layouts(ltr_refwriter *w, uint8_t *records, size_t len)
+{
+    ltr_guid heap;
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &heap);
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint32_t size = ltr_get_u32(records + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            return;
+        if (ltr_get_u16(records + off) == LTR_META_LAYOUT)
+            layout(w, &heap, records + off + LTR_RECORD_HEADER_SIZE, size - LTR_RECORD_HEADER_SIZE);
+        off += size;
+    }
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
+{
+    int created;
+    seq_entry *e = an_hmap_put(&w->seqs, (uint64_t)collector << 32 | pid, &created);
+    if (!e)
+        return NULL;
+    if (created) {
+        e->seq = calloc(1, sizeof *e->seq);
+        if (!e->seq) {
+            an_hmap_del(&w->seqs, (uint64_t)collector << 32 | pid);
+            return NULL;
+        }
+        an_hmap_init(&e->seq->addrs, sizeof(addr_ord));
+    }
+    return e->seq;
+}
+
+/* Keeps the addresses still within reach: a leaking process's table would
+ * otherwise grow with every block it never frees. */
+static void prune(wseq *s)
+{
+    if (s->addrs.n <= 2 * (size_t)LTR_REFS_WINDOW)
+        return;
+    an_hmap kept;
+    an_hmap_init(&kept, sizeof(addr_ord));
+    size_t pos = 0;
+    int created;
+    for (addr_ord *e; (e = an_hmap_next(&s->addrs, &pos));) {
+        addr_ord *k = s->n - e->ord <= LTR_REFS_WINDOW ? an_hmap_put(&kept, e->key, &created) : NULL;
+        if (k)
+            k->ord = e->ord;
+    }
+    an_hmap_free(&s->addrs);
+    s->addrs = kept;
+}
+
+static size_t put_uvar(uint8_t *o, uint64_t v) { return ltr_put_uvar(o, v); }
+
+/* The payload q (plen bytes) re-encoded into o (room for plen + 1 per pref):
+ * its length, or -1 when a field does not parse (nothing is counted then). */
+static long encode_payload(wseq *s, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
+{
+    uint64_t news[PLAN_FIELDS];
+    unsigned nnew = 0;
+    size_t in = 0, out = 0;
+    for (unsigned f = 0; f < pl->nfields; f++) {
+        uint8_t t = pl->type[f];
+        uint64_t v;
+        size_t n = t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF ? ltr_get_uvar(q + in, plen - in, &v) : 0;
+        if (t == LTR_TYPE_PREF) { /* the agent wrote it as a pvar */
+            if (!n)
+                return -1;
+            addr_ord *e = an_hmap_get(&s->addrs, v);
+            if (e && s->n - e->ord <= LTR_REFS_WINDOW) {
+                out += put_uvar(o + out, s->n - e->ord);
+                an_hmap_del(&s->addrs, v);
+            } else {
+                o[out++] = 0;
+                out += put_uvar(o + out, v);
+            }
+            in += n;
+            continue;
+        }
+        if (t == LTR_TYPE_PNEW) {
+            if (!n)
+                return -1;
+            news[nnew++] = v;
+        } else {
+            int64_t fs = ltr_field_size((ltr_type)t, q + in, plen - in);
+            if (fs < 0)
+                return -1;
+            n = (size_t)fs;
+        }
+        memcpy(o + out, q + in, n);
+        in += n;
+        out += n;
+    }
+    memcpy(o + out, q + in, plen - in); /* bytes after the fields go along */
+    out += plen - in;
+    for (unsigned i = 0; i < nnew; i++) {
+        int created;
+        addr_ord *e = an_hmap_put(&s->addrs, news[i], &created);
+        if (e)
+            e->ord = s->n;
+        s->n++;
+    }
+    return (long)out;
+}
+
+/* One record (n bytes at r, parsed as ce) of a planned layout into w->out. */
+static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8_t *r, const ltr_cevent *ce)
+{
+    uint64_t size;
+    size_t sn = ltr_get_uvar(r, ce->header, &size); /* parsed already */
+    size_t inner = ce->header - sn;                 /* the layout and delta varints */
+    uint8_t *dst = ltr_bytes_grow(&w->out, LTR_VARINT_MAX + inner + ce->payload + PLAN_FIELDS);
+    if (!dst)
+        return;
+    uint8_t *payload = dst + LTR_VARINT_MAX + inner;
+    long pn = encode_payload(s, pl, r + ce->header, ce->payload, payload);
+    if (pn < 0 || pn > (long)LTR_MAX_EVENT_PAYLOAD)
+        pn = 0; /* the reader reports it: payload shorter than its fields */
+    size_t hn = ltr_put_uvar(dst, inner + (size_t)pn);
+    memmove(dst + hn, r + sn, inner);
+    memmove(dst + hn + inner, payload, (size_t)pn);
+    w->out.len -= LTR_VARINT_MAX + inner + ce->payload + PLAN_FIELDS - (hn + inner + (size_t)pn);
+}
+
+int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,
+                        uint64_t *base)
+{
+    if (!w->plans.n)
+        return 0;
+    w->in.len = 0;
+    w->out.len = 0;
+    uint8_t *in = ltr_bytes_grow(&w->in, len);
+    if (!in || w->in.failed) {
+        w->in.failed = 0;
+        return 0;
+    }
+    memcpy(in, p, len); /* read shared memory once */
+    wseq *s = NULL;
+    for (size_t off = 0; off < len;) {
+        ltr_cevent ce;
+        size_t n = ltr_cevent_parse(in + off, len - off, &ce);
+        const plan *pl = n ? an_hmap_get(&w->plans, ce.layout) : NULL;
+        if (pl && !s) {
+            if (!(s = seq_of(w, collector, pid)))
+                return 0; /* nothing counted yet: the block goes as it came */
+            *base = s->n;
+        }
+        if (!n) { /* framing the reader will report: the rest as it is */
+            ltr_bytes_put_mem(&w->out, in + off, len - off);
+            break;
+        }
+        if (pl)
+            encode_record(w, s, pl, in + off, &ce);
+        else
+            ltr_bytes_put_mem(&w->out, in + off, n);
+        off += n;
+    }
+    if (s)
+        prune(s);
+    if (s && w->out.failed) { /* counted, not written: nothing may refer to it */
+        w->out.failed = 0;
+        ltr_refwriter_forget(w);
+        return -1;
+    }
+    return s != NULL;
+}
