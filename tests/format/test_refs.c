@@ -1,0 +1,639 @@
+/*
+ * tests/format/test_refs.c — address references (format 4, docs/trace-format.md
+ * "Address references"): the writer tells frees' addresses as references to
+ * earlier allocations and every reader gets back exactly the addresses
+ * written, whatever order threads' blocks reach the file in (frees of another
+ * thread's blocks written before their allocations, reuse of addresses,
+ * reallocs in place and moved); across the window's edge; with a chunk lost
+ * to damage (references into it are reported, never resolved to something
+ * else) and a chunk the writer could not write (nothing refers to it); a
+ * block whose record cannot be read; a producer's layout that names pnew
+ * itself; and a version 3 trace, read as it is and re-encoded by ltr merge.
+ */
+#include "base/heap_events.h"
+#include "format/chunk.h"
+#include "format/merge.h"
+#include "gen.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+enum { L_ALLOC = 1, L_FREE = 2, L_REALLOC = 3, L_UNKNOWN = 99, L_BAD = 5 };
+#define TS0 1000000000000ull
+#define NPIDS 2
+#define NTHREADS 3
+#define NADDR 48
+
+/* One heap event as the agent wrote it; its timestamp is unique and names it. */
+typedef struct op {
+    uint32_t pid, tid;
+    int kind; /* L_ALLOC, L_FREE, L_REALLOC */
+    uint64_t addr, old, size, ts;
+} op;
+
+typedef struct script {
+    op *v;
+    size_t n;
+} script;
+
+static void put_field(ltr_bytes *b, uint8_t type, const char *name)
+{
+    ltr_bytes_put_u8(b, type);
+    ltr_bytes_put_str(b, name);
+}
+
+static void put_layout_head(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event, const char *name,
+                            uint16_t nfields)
+{
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_mem(b, g->b, 16);
+    ltr_bytes_put_u16(b, event);
+    ltr_bytes_put_u8(b, 5);
+    ltr_bytes_put_u8(b, 0);
+    ltr_bytes_put_u64(b, 0);
+    ltr_bytes_put_str(b, name);
+    ltr_bytes_put_u16(b, nfields);
+}
+
+/* The heap agent's three layouts (docs/heap-events.md) under provider `prov`,
+ * and the processes and threads of the script. */
+static void heap_metadata(ltr_bytes *b, const char *prov)
+{
+    ltr_guid g;
+    ltr_guid_from_name(prov, &g);
+    size_t r = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(b, g.b, 16);
+    ltr_bytes_put_str(b, prov);
+    ltr_bytes_record_end(b, r);
+    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    put_layout_head(b, L_ALLOC, &g, LTR_HEAP_EV_ALLOC, "Alloc", 4);
+    put_field(b, LTR_TYPE_PVAR, "address");
+    put_field(b, LTR_TYPE_UVAR, "size");
+    put_field(b, LTR_TYPE_UVAR, "stack");
+    put_field(b, LTR_TYPE_U8, "function");
+    ltr_bytes_record_end(b, r);
+    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    put_layout_head(b, L_FREE, &g, LTR_HEAP_EV_FREE, "Free", 2);
+    put_field(b, LTR_TYPE_PVAR, "address");
+    put_field(b, LTR_TYPE_U8, "function");
+    ltr_bytes_record_end(b, r);
+    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
+    put_layout_head(b, L_REALLOC, &g, LTR_HEAP_EV_REALLOC, "Realloc", 5);
+    put_field(b, LTR_TYPE_PVAR, "old_address");
+    put_field(b, LTR_TYPE_PVAR, "address");
+    put_field(b, LTR_TYPE_UVAR, "size");
+    put_field(b, LTR_TYPE_UVAR, "stack");
+    put_field(b, LTR_TYPE_U8, "function");
+    ltr_bytes_record_end(b, r);
+    for (uint32_t p = 0; p < NPIDS; p++) {
+        r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
+        ltr_bytes_put_u32(b, 100 + p);
+        ltr_bytes_put_u32(b, 1);
+        ltr_bytes_put_u64(b, TS0 - 5);
+        ltr_bytes_put_str(b, "/bin/x");
+        ltr_bytes_put_u16(b, 0);
+        ltr_bytes_record_end(b, r);
+    }
+}
+
+/* A random heap of NPIDS processes with NTHREADS threads each: any thread
+ * frees any live block of its process, addresses come back soon (NADDR per
+ * process, the same numbers in every process), reallocs stay or move. */
+static script make_script(size_t n, unsigned seed)
+{
+    script s = {calloc(n, sizeof(op)), n};
+    uint8_t live[NPIDS][NADDR] = {{0}};
+    srand(seed);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = (uint32_t)rand() % NPIDS;
+        op *o = &s.v[i];
+        o->pid = 100 + p;
+        o->tid = 1000 + p * 10 + (uint32_t)rand() % NTHREADS;
+        o->ts = TS0 + i * 1000;
+        o->size = 1 + (uint64_t)rand() % 5000;
+        int a = rand() % NADDR, b = rand() % NADDR;
+        if (!live[p][a]) {
+            o->kind = L_ALLOC;
+            live[p][a] = 1;
+        } else if (rand() % 3) {
+            o->kind = L_FREE;
+            live[p][a] = 0;
+        } else {
+            o->kind = L_REALLOC;
+            o->old = 0x7f0000001000ull + (uint64_t)a * 32;
+            b = live[p][b] ? a : b; /* in place, or to a free address */
+            live[p][a] = 0;
+            live[p][b] = 1;
+            a = b;
+        }
+        o->addr = 0x7f0000001000ull + (uint64_t)a * 32;
+    }
+    return s;
+}
+
+static void put_cevent(ltr_bytes *b, const op *o, uint64_t prev)
+{
+    uint8_t payload[64];
+    size_t n = 0;
+    if (o->kind == L_REALLOC)
+        n += ltr_put_uvar(payload + n, o->old);
+    n += ltr_put_uvar(payload + n, o->addr);
+    if (o->kind != L_FREE) {
+        n += ltr_put_uvar(payload + n, o->size);
+        n += ltr_put_uvar(payload + n, 7);
+    }
+    payload[n++] = o->kind == L_FREE ? 20 : 1;
+    uint8_t *h = ltr_bytes_grow(b, LTR_CEVENT_HEADER_MAX + n);
+    size_t hl = ltr_put_cevent_header(h, (uint32_t)o->kind, o->ts, prev, (uint32_t)n);
+    memcpy(h + hl, payload, n);
+    b->len -= LTR_CEVENT_HEADER_MAX - hl;
+}
+
+static uint64_t dropped;
+
+static void on_drop(void *ctx, const ltr_block_info *info, uint32_t bytes)
+{
+    (void)ctx;
+    (void)bytes;
+    dropped += info->event_count;
+}
+
+static ltr_writer *open_heap_writer(const char *path, const char *prov, size_t chunk_target)
+{
+    ltr_writer *w;
+    ltr_error err;
+    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
+    ltr_writer_set_chunk_target(w, chunk_target);
+    ltr_writer_set_drop_callback(w, on_drop, NULL);
+    ltr_bytes b = {0};
+    gen_header(&b);
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err), 0);
+    b.len = 0;
+    heap_metadata(&b, prov);
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    ltr_bytes_free(&b);
+    return w;
+}
+
+/* Writes the script's events thread by thread, a few at a time, the threads
+ * taken in random order (each thread's blocks in its own order), as the
+ * recorder hands them over; from op `from` to `to`. hook(i) runs before the
+ * i-th block. */
+static void write_blocks(ltr_writer *w, const script *s, size_t from, size_t to, unsigned seed,
+                         void (*hook)(ltr_writer *, size_t))
+{
+    size_t next[NPIDS * NTHREADS];
+    for (size_t t = 0; t < NPIDS * NTHREADS; t++)
+        next[t] = from;
+    srand(seed);
+    ltr_bytes recs = {0};
+    uint64_t seq = 0;
+    for (size_t blocks = 0;; blocks++) {
+        size_t left = 0;
+        for (size_t t = 0; t < NPIDS * NTHREADS; t++)
+            left += next[t] < to;
+        if (!left)
+            break;
+        size_t t;
+        do
+            t = (size_t)rand() % (NPIDS * NTHREADS);
+        while (next[t] >= to);
+        uint32_t tid = 1000 + (uint32_t)(t / NTHREADS) * 10 + (uint32_t)(t % NTHREADS);
+        recs.len = 0;
+        uint32_t count = 0, want = 1 + (uint32_t)rand() % 12;
+        uint64_t prev = 0;
+        size_t i = next[t];
+        for (; i < to && count < want; i++)
+            if (s->v[i].tid == tid) {
+                put_cevent(&recs, &s->v[i], prev);
+                prev = s->v[i].ts;
+                count++;
+            }
+        next[t] = i;
+        if (!count)
+            continue;
+        if (hook)
+            hook(w, blocks);
+        ltr_block_info info = {.pid = 100 + (uint32_t)(t / NTHREADS), .tid = tid, .seq = seq++, .event_count = count};
+        ltr_error err;
+        (void)ltr_writer_block(w, &info, recs.data, recs.len, &err); /* a refused chunk is counted by on_drop */
+    }
+    ltr_bytes_free(&recs);
+}
+
+/* Reading back: every event delivered must be the script's event of its
+ * timestamp, field for field. */
+typedef struct readback {
+    size_t delivered, refs_blocks;
+    size_t frees, by_ref; /* frees, and those stored as a reference (pref code not 0) */
+    uint64_t damage, unresolved;
+} readback;
+
+static void check_event(const script *s, const ltr_event *ev)
+{
+    assert_true(ev->ts >= TS0 && (ev->ts - TS0) % 1000 == 0 && (ev->ts - TS0) / 1000 < s->n);
+    const op *o = &s->v[(ev->ts - TS0) / 1000];
+    assert_int_equal(ev->pid, o->pid);
+    assert_int_equal(ev->tid, o->tid);
+    assert_int_equal(ev->layout->event_id, o->kind);
+    uint64_t v = 0;
+    assert_int_equal(ltr_event_get_u64(ev, "address", &v), 0);
+    assert_int_equal(v, o->addr);
+    if (o->kind == L_REALLOC) {
+        assert_int_equal(ltr_event_get_u64(ev, "old_address", &v), 0);
+        assert_int_equal(v, o->old);
+    }
+    if (o->kind != L_FREE) {
+        assert_int_equal(ltr_event_get_u64(ev, "size", &v), 0);
+        assert_int_equal(v, o->size);
+    }
+}
+
+static readback read_back(const char *path, const script *s)
+{
+    readback r = {0};
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_version(t), 4);
+    const ltr_event *ev;
+    int rc;
+    while ((rc = ltr_trace_next(t, &ev, &err)) > 0) {
+        check_event(s, ev);
+        r.delivered++;
+        r.refs_blocks += (ev->block_flags & LTR_BLOCK_FLAG_REFS) != 0;
+        if (ev->layout->event_id == L_FREE) {
+            r.frees++;
+            r.by_ref += ev->layout->fields[0].type == LTR_TYPE_PREF && ev->payload[ev->field_offsets[0]] != 0;
+        }
+    }
+    assert_int_equal(rc, 0);
+    ltr_trace_summary sum;
+    ltr_trace_summarize(t, &sum);
+    r.damage = sum.damage;
+    for (size_t i = 0; i < ltr_trace_damage_count(t); i++)
+        if (strstr(ltr_trace_damage_at(t, i)->detail, "refers to an allocation the file does not hold"))
+            r.unresolved += ltr_trace_damage_at(t, i)->count;
+    ltr_trace_close(t);
+    return r;
+}
+
+static void test_every_address_comes_back(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 1);
+    const char *path = gen_tmp("refs.ltr"), *plain = gen_tmp("plain.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    write_blocks(w, &s, 0, s.n, 2, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_int_equal(r.refs_blocks, s.n); /* every heap block is told with references */
+    print_message("%zu frees, %zu of them by reference\n", r.frees, r.by_ref);
+    assert_true(r.by_ref * 2 > r.frees);
+    /* the same events under another provider's name go as they are */
+    w = open_heap_writer(plain, "Some.Other.Heap", 4096);
+    write_blocks(w, &s, 0, s.n, 2, NULL);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(plain, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    assert_int_equal(sum.events, s.n);
+    assert_int_equal(ltr_trace_layout_find(t, L_FREE)->fields[0].type, LTR_TYPE_PVAR);
+    ltr_trace_close(t);
+    unlink(path);
+    unlink(plain);
+    free(s.v);
+}
+
+/* Allocations further back than the window: their frees carry the address. */
+static void test_window_edge(void **state)
+{
+    (void)state;
+    size_t n = LTR_REFS_WINDOW + 40;
+    script s = {calloc(n, sizeof(op)), n};
+    for (size_t i = 0; i < n; i++) {
+        op *o = &s.v[i];
+        o->pid = 100;
+        o->tid = 1000;
+        o->ts = TS0 + i * 1000;
+        o->size = 8;
+        o->kind = L_ALLOC;
+        o->addr = 0x100000 + i * 16;
+    }
+    /* the last ops free the first allocation (too far back), the one exactly
+     * at the window and the one just inside it */
+    size_t far = 0, edge = n - 3 - LTR_REFS_WINDOW, inside = edge + 1;
+    size_t ops[3] = {far, edge, inside};
+    for (int k = 0; k < 3; k++) {
+        op *o = &s.v[n - 3 + (size_t)k];
+        o->kind = L_FREE;
+        o->addr = s.v[ops[k]].addr;
+    }
+    const char *path = gen_tmp("window.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    write_blocks(w, &s, 0, s.n, 3, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, n);
+    assert_int_equal(r.damage, 0);
+    unlink(path);
+    free(s.v);
+}
+
+/* Flips a byte in the payload of the k-th EVENTS chunk: its CRC fails, a reader skips it. */
+static void damage_events_chunk(const char *path, int k)
+{
+    size_t len;
+    uint8_t *p = gen_slurp(path, &len);
+    assert_non_null(p);
+    int seen = 0, done = 0;
+    for (size_t off = LTR_FILE_HEADER_SIZE; off + LTR_CHUNK_HEADER_SIZE <= len && !done;) {
+        uint16_t type = ltr_get_u16(p + off + 4);
+        uint32_t size = ltr_get_u32(p + off + 8);
+        if (type == LTR_CHUNK_EVENTS && seen++ == k) {
+            p[off + LTR_CHUNK_HEADER_SIZE + size / 2] ^= 0x55;
+            done = 1;
+        }
+        off += LTR_CHUNK_HEADER_SIZE + size;
+    }
+    assert_true(done);
+    assert_int_equal(gen_spit(path, p, len), 0);
+    free(p);
+}
+
+static void test_lost_chunk_makes_references_unknown_not_wrong(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 4);
+    const char *path = gen_tmp("lost.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    write_blocks(w, &s, 0, s.n, 5, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    damage_events_chunk(path, 3);
+    readback r = read_back(path, &s); /* every event delivered is right (check_event) */
+    print_message("%zu of %zu events read, %llu references unresolved\n", r.delivered, s.n,
+                  (unsigned long long)r.unresolved);
+    assert_true(r.delivered < s.n);
+    assert_true(r.unresolved > 0);          /* frees of allocations in the lost chunk */
+    assert_true(r.delivered + 2000 > s.n); /* and only those, with the chunk's own */
+    unlink(path);
+    free(s.v);
+}
+
+/* A chunk refused by the size limit: later frees of what it held carry their addresses. */
+static size_t limit_at;
+static void limit_hook(ltr_writer *w, size_t block)
+{
+    if (block == limit_at)
+        ltr_writer_set_limit(w, ltr_writer_size(w) + 40); /* the next chunk cannot fit */
+    if (block == limit_at + 40)
+        ltr_writer_set_limit(w, 0);
+}
+
+static void test_refused_chunk_is_not_referred_to(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 6);
+    const char *path = gen_tmp("refused.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 2048);
+    dropped = 0;
+    limit_at = 300;
+    write_blocks(w, &s, 0, s.n, 7, limit_hook);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    print_message("%llu events dropped by the writer\n", (unsigned long long)dropped);
+    assert_true(dropped > 0);
+    assert_int_equal(r.delivered + dropped, s.n);
+    assert_int_equal(r.damage, 0);
+    unlink(path);
+    free(s.v);
+}
+
+/* A record of unknown layout amid a block: the references after it in that
+ * block are reported, the next block resolves again. */
+static void test_unreadable_record_spoils_only_its_block(void **state)
+{
+    (void)state;
+    script s = {calloc(5, sizeof(op)), 5}; /* [2]: the record of unknown layout */
+    s.v[0] = (op){100, 1000, L_ALLOC, 0x5000, 0, 16, TS0};
+    s.v[1] = (op){100, 1000, L_ALLOC, 0x6000, 0, 16, TS0 + 1000};
+    s.v[3] = (op){100, 1000, L_FREE, 0x5000, 0, 0, TS0 + 3000};
+    s.v[4] = (op){100, 1000, L_FREE, 0x6000, 0, 0, TS0 + 4000};
+    const char *path = gen_tmp("spoil.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    ltr_bytes recs = {0};
+    put_cevent(&recs, &s.v[0], 0);
+    put_cevent(&recs, &s.v[1], s.v[0].ts);
+    uint8_t *h = ltr_bytes_grow(&recs, LTR_CEVENT_HEADER_MAX + 1); /* layout 99: never described */
+    size_t hl = ltr_put_cevent_header(h, L_UNKNOWN, TS0 + 2000, s.v[1].ts, 1);
+    h[hl] = 0;
+    recs.len -= LTR_CEVENT_HEADER_MAX - hl;
+    put_cevent(&recs, &s.v[3], TS0 + 2000);
+    ltr_block_info info = {.pid = 100, .tid = 1000, .seq = 1, .event_count = 4};
+    ltr_error err;
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    recs.len = 0;
+    put_cevent(&recs, &s.v[4], 0);
+    info.seq = 2;
+    info.event_count = 1;
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, 3); /* both allocations, and the free in the next block */
+    assert_int_equal(r.damage, 2);    /* the unknown layout and the free after it (one entry, counted twice) */
+    ltr_bytes_free(&recs);
+    unlink(path);
+    free(s.v);
+}
+
+/* A producer may not name pnew: its layout is refused, nothing counts its values. */
+static void test_producer_pnew_is_refused(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("pnew.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    ltr_bytes b = {0};
+    ltr_guid g;
+    ltr_guid_from_name("Some.App", &g);
+    size_t r = ltr_bytes_record_begin(&b, LTR_META_LAYOUT);
+    put_layout_head(&b, L_BAD, &g, 1, "Sneaky", 1);
+    put_field(&b, (uint8_t)LTR_TYPE_PNEW, "p");
+    ltr_bytes_record_end(&b, r);
+    ltr_error err;
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    ltr_writer_close(w); /* the metadata chunk was written at once */
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    assert_null(ltr_trace_layout_find(t, L_BAD));
+    assert_non_null(ltr_trace_layout_find(t, L_FREE));
+    assert_int_equal(ltr_trace_layout_find(t, L_FREE)->fields[0].type, LTR_TYPE_PREF);
+    assert_int_equal(sum.damage, 1);
+    ltr_trace_close(t);
+    ltr_bytes_free(&b);
+    unlink(path);
+}
+
+/* What a version 3 trace holds, as (event, address) lines, and the file's version. */
+static char *heap_lines(const char *path, uint32_t *version, int *refs, uint16_t collectors)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    *version = ltr_trace_version(t);
+    *refs = 0;
+    size_t cap = 1 << 20, len = 0;
+    char *out = calloc(1, cap);
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        ltr_guid heap;
+        ltr_guid_from_name(LTR_HEAP_PROVIDER, &heap);
+        if (!ev->layout->provider || memcmp(ev->layout->provider->guid.b, heap.b, 16) || ev->collector >= collectors)
+            continue;
+        uint64_t a = 0, o = 0;
+        ltr_event_get_u64(ev, "address", &a);
+        ltr_event_get_u64(ev, "old_address", &o);
+        *refs |= (ev->block_flags & LTR_BLOCK_FLAG_REFS) != 0;
+        len += (size_t)snprintf(out + len, cap - len, "%u %s %llx %llx\n", ev->tid, ev->layout->name,
+                                (unsigned long long)a, (unsigned long long)o);
+        assert_true(len < cap);
+    }
+    ltr_trace_close(t);
+    return out;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void put_chunk(ltr_bytes *f, uint16_t type, const ltr_bytes *payload, uint64_t seq)
+{
+    ltr_chunk_header c = {.type = type, .payload_size = (uint32_t)payload->len, .raw_size = (uint32_t)payload->len,
+                          .seq = seq, .payload_crc = ltr_crc32(payload->data, payload->len)};
+    ltr_chunk_header_encode(&c, ltr_bytes_grow(f, LTR_CHUNK_HEADER_SIZE));
+    ltr_bytes_put_mem(f, payload->data, payload->len);
+}
+
+/* The script as a version 3 writer wrote it: the agent's layouts and
+ * addresses as they are, one compact block per thread. */
+static void write_raw_v3(const char *path, const script *s)
+{
+    ltr_bytes f = {0}, c = {0};
+    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
+    memset(h, 0, LTR_FILE_HEADER_SIZE);
+    memcpy(h, LTR_FILE_MAGIC, 8);
+    ltr_put_u32(h + 8, 3);
+    gen_header(&c);
+    put_chunk(&f, LTR_CHUNK_HEADER, &c, 0);
+    c.len = 0;
+    heap_metadata(&c, LTR_HEAP_PROVIDER);
+    put_chunk(&f, LTR_CHUNK_METADATA, &c, 1);
+    c.len = 0;
+    for (uint32_t t = 0; t < NPIDS * NTHREADS; t++) {
+        uint32_t pid = 100 + t / NTHREADS, tid = 1000 + (t / NTHREADS) * 10 + t % NTHREADS, count = 0;
+        ltr_bytes recs = {0};
+        uint64_t prev = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->v[i].tid == tid) {
+                put_cevent(&recs, &s->v[i], prev);
+                prev = s->v[i].ts;
+                count++;
+            }
+        ltr_bytes_put_mem(&c, LTR_BLOCK_MAGIC, 4);
+        ltr_bytes_put_u16(&c, 0);
+        ltr_bytes_put_u16(&c, LTR_BLOCK_FLAG_COMPACT);
+        ltr_bytes_put_u32(&c, pid);
+        ltr_bytes_put_u32(&c, tid);
+        ltr_bytes_put_u64(&c, t);
+        ltr_bytes_put_u32(&c, count);
+        ltr_bytes_put_u32(&c, (uint32_t)recs.len);
+        ltr_bytes_put_u64(&c, 0);
+        ltr_bytes_put_mem(&c, recs.data, recs.len);
+        ltr_bytes_free(&recs);
+    }
+    put_chunk(&f, LTR_CHUNK_EVENTS, &c, 2);
+    assert_false(f.failed || c.failed);
+    assert_int_equal(gen_spit(path, f.data, f.len), 0);
+    ltr_bytes_free(&f);
+    ltr_bytes_free(&c);
+}
+
+static void test_version3_reads_and_merges_into_references(void **state)
+{
+    (void)state;
+    char v3[1024];
+    const char *src = getenv("LTR_SOURCE_DIR");
+    snprintf(v3, sizeof v3, "%s/tests/fuzz/corpus/trace/record-file.ltr", src ? src : ".");
+    uint32_t version;
+    int refs;
+    char *before = heap_lines(v3, &version, &refs, UINT16_MAX);
+    assert_int_equal(version, 3);
+    assert_false(refs);
+    assert_non_null(strstr(before, "Free")); /* the fixture frees what it allocated */
+    free(before);
+    /* a version 3 trace of the script, merged with a trace of the same host:
+     * its heap layouts are re-encoded, the addresses are the same */
+    script sc = make_script(3000, 8);
+    const char *old = gen_tmp("v3.ltr"), *other = gen_tmp("other.ltr"), *merged = gen_tmp("merged.ltr");
+    write_raw_v3(old, &sc);
+    before = heap_lines(old, &version, &refs, UINT16_MAX);
+    assert_int_equal(version, 3);
+    assert_int_equal(count_lines(before), sc.n);
+    gen_opts o = {.blocks = 2, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
+    assert_int_equal(gen_write(other, &o, NULL), 0);
+    const char *in[2] = {old, other};
+    ltr_error err;
+    ltr_merge_report rep;
+    assert_int_equal(ltr_merge(in, 2, merged, 0, &rep, &err), 0);
+    char *after = heap_lines(merged, &version, &refs, UINT16_MAX);
+    assert_int_equal(version, 4);
+    assert_true(refs);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+    free(sc.v);
+    unlink(old);
+    unlink(other);
+    unlink(merged);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_address_comes_back),
+        cmocka_unit_test(test_window_edge),
+        cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
+        cmocka_unit_test(test_refused_chunk_is_not_referred_to),
+        cmocka_unit_test(test_unreadable_record_spoils_only_its_block),
+        cmocka_unit_test(test_producer_pnew_is_refused),
+        cmocka_unit_test(test_version3_reads_and_merges_into_references),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
