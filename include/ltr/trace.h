@@ -115,9 +115,10 @@ typedef struct ltr_event {
     /* layout->field_count + 1 entries: where each field starts in payload,
      * then where the last one ends. Checked against payload_size by the reader. */
     const uint32_t *field_offsets;
-    /* The address of the layout's pref field (a layout has at most one),
-     * resolved by the reader; read it with ltr_event_field like any other. */
-    uint64_t ref_address;
+    /* The addresses of the layout's pnew and pref fields (format 4: at most
+     * one of each), resolved by the reader; read them with ltr_event_field
+     * like any other field. */
+    uint64_t addresses[2];
 } ltr_event;
 
 /* A typed field value. Strings and blobs point into the payload (no NUL).

@@ -86,27 +86,32 @@ static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
 }
 
 /* Reads every field of a payload by its plan; 0 if the payload is short or a
- * varint bad (the generic path then calls it damage). A pref's address is
- * read when stored as itself; else its code goes to *ref (format 4). */
+ * varint bad (the generic path then calls it damage). A pnew or pref field's
+ * address is read when stored as itself; else its code goes to code[]
+ * (format 4), to be resolved by the caller. */
 static inline __attribute__((always_inline)) int read_fields(const an_fast_plan *pl, const uint8_t *q,
                                                             const uint8_t *end, const uint8_t *bend,
-                                                            uint64_t val[AN_F_COUNT + 1], uint64_t *ref,
-                                                            uint64_t news[AN_FAST_FIELDS], unsigned *nnew)
+                                                            uint64_t val[AN_F_COUNT + 1], uint64_t code[2],
+                                                            uint64_t addr[2])
 {
     for (unsigned i = 0; i < pl->nfields; i++) {
         unsigned w = pl->width[i];
-        if (!w || w == AN_FAST_PREF) {
+        if (w == AN_FAST_REF) {
+            int k = (int)i == pl->ref[1];
+            size_t n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &code[k]);
+            if (!n)
+                return 0;
+            q += n;
+            if (code[k] == 0) { /* the address follows */
+                if (!(n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &addr[k])))
+                    return 0;
+                q += n;
+            }
+        } else if (!w) {
             size_t n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &val[pl->slot[i]]);
             if (!n)
                 return 0;
             q += n;
-            if (pl->pnew & (1u << i))
-                news[(*nnew)++] = val[pl->slot[i]];
-            if (w == AN_FAST_PREF && (*ref = val[pl->slot[i]]) == 0) { /* the address follows */
-                if (!(n = an_uvar(q, (size_t)(end - q), (size_t)(bend - q), &val[pl->slot[i]])))
-                    return 0;
-                q += n;
-            }
         } else {
             if ((size_t)(end - q) < w)
                 return 0;
@@ -115,6 +120,25 @@ static inline __attribute__((always_inline)) int read_fields(const an_fast_plan 
         }
     }
     return 1;
+}
+
+/* Format 4: the event's pnew and pref addresses, resolved against the
+ * sequences as they were before it (a pnew refers to frees, a pref to
+ * allocations), then joined to them. 0, or -1 for a reference the generic
+ * path must report (nothing joined then). */
+static int resolve_refs(struct ltr_refseq *refs, const an_fast_plan *pl, const uint64_t code[2], uint64_t addr[2],
+                        uint64_t val[AN_F_COUNT + 1])
+{
+    for (int k = 0; k < 2; k++)
+        if (pl->ref[k] >= 0 && code[k] &&
+            ltr_refseq_resolve(refs, k ? LTR_REFS_ALLOC : LTR_REFS_FREE, code[k], &addr[k]) < 0)
+            return -1;
+    for (int k = 0; k < 2; k++)
+        if (pl->ref[k] >= 0) {
+            ltr_refseq_append(refs, k ? LTR_REFS_FREE : LTR_REFS_ALLOC, addr[k]);
+            val[pl->slot[pl->ref[k]]] = addr[k];
+        }
+    return 0;
 }
 
 _Static_assert((int)AN_OP_ALLOC == (int)AN_ALLOC && (int)AN_OP_FREE == (int)AN_FREE &&
@@ -170,16 +194,11 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
         if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
             break;
         const an_fast_plan *pl = plan_of(b, id);
-        uint64_t ref = 0, news[AN_FAST_FIELDS];
-        unsigned nnew = 0;
-        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val, &ref, news, &nnew))
+        uint64_t code[2] = {0, 0}, addr[2] = {0, 0};
+        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val, code, addr))
             break;
-        if (ref || nnew) { /* format 4: a pref resolves against the values before the event */
-            if (ref && ltr_refseq_resolve(v->refs, ref, &val[pl->slot[pl->pref]]) < 0)
-                break; /* the generic path reports it */
-            for (unsigned i = 0; i < nnew; i++)
-                ltr_refseq_append(v->refs, news[i]);
-        }
+        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, code, addr, val) < 0)
+            break; /* the generic path reports it */
         ts += (uint64_t)ltr_unzigzag(delta);
         if (feed) {
             if (n == room) {

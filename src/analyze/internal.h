@@ -319,12 +319,11 @@ typedef struct an_fast_plan {
     const ltr_layout *layout;
     int kind;                       /* AN_ALLOC, AN_FREE, AN_REALLOC; else not read fast */
     uint8_t nfields;
-    uint8_t width[AN_FAST_FIELDS];  /* 0: a varint; AN_FAST_PREF: a pref; else the fixed size in bytes */
+    uint8_t width[AN_FAST_FIELDS];  /* 0: a varint; AN_FAST_REF: a pnew or pref; else the fixed size in bytes */
     uint8_t slot[AN_FAST_FIELDS];   /* AN_F_ADDR...; AN_F_COUNT: not wanted */
-    uint8_t pnew;                   /* bit i: field i is a pnew (its value goes to the block's references) */
-    uint8_t pref;                   /* index of the pref field, if any */
+    int8_t ref[2];                  /* index of the pnew and of the pref field (format 4), -1: none */
 } an_fast_plan;
-#define AN_FAST_PREF 255
+#define AN_FAST_REF 255
 void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan);
 typedef struct an_blocks an_blocks;
 struct ltr_block_view;

@@ -69,8 +69,8 @@ static int unsigned_width(ltr_type t)
     case LTR_TYPE_U16: return 2;
     case LTR_TYPE_U32: return 4;
     case LTR_TYPE_U64: case LTR_TYPE_POINTER: return 8;
-    case LTR_TYPE_UVAR: case LTR_TYPE_PVAR: case LTR_TYPE_PNEW: return AN_VARINT;
-    case LTR_TYPE_PREF: return 0; /* resolved by the reader */
+    case LTR_TYPE_UVAR: case LTR_TYPE_PVAR: return AN_VARINT;
+    case LTR_TYPE_PNEW: case LTR_TYPE_PREF: return 0; /* resolved by the reader */
     case LTR_TYPE_I8: case LTR_TYPE_I16: case LTR_TYPE_I32: case LTR_TYPE_I64:
     case LTR_TYPE_F64: case LTR_TYPE_STRING: case LTR_TYPE_BLOB: case LTR_TYPE_BOOL: return -1;
     }
@@ -131,24 +131,24 @@ void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan)
     plan->kind = AN_NOT_HEAP;
     if (info.kind <= 0 || l->field_count > AN_FAST_FIELDS)
         return;
+    plan->ref[0] = plan->ref[1] = -1;
     for (unsigned i = 0; i < l->field_count; i++) {
         ltr_type t = l->fields[i].type;
         int fixed = ltr_type_fixed_size(t);
-        int varint = t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR || t == LTR_TYPE_PNEW;
-        plan->width[i] = fixed > 0 ? (uint8_t)fixed : t == LTR_TYPE_PREF ? AN_FAST_PREF : 0;
+        int varint = t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR;
+        int ref = t == LTR_TYPE_PNEW ? 0 : t == LTR_TYPE_PREF ? 1 : -1;
+        plan->width[i] = fixed > 0 ? (uint8_t)fixed : ref >= 0 ? AN_FAST_REF : 0;
         plan->slot[i] = AN_F_COUNT;
-        if (t == LTR_TYPE_PNEW)
-            plan->pnew |= (uint8_t)(1u << i);
-        if (t == LTR_TYPE_PREF)
-            plan->pref = (uint8_t)i;
-        if (fixed <= 0 && !varint && t != LTR_TYPE_PREF)
+        if (ref >= 0)
+            plan->ref[ref] = (int8_t)i; /* one of each at most (the reader refuses more) */
+        if (fixed <= 0 && !varint && ref < 0)
             return; /* a string, a blob or a newer type */
     }
     for (int f = 0; f < AN_F_COUNT; f++) {
         const an_field_read *r = &info.f[f];
         if (r->index < 0)
             continue;
-        if (r->width == 0 && l->fields[r->index].type != LTR_TYPE_PREF)
+        if (r->width == 0 && plan->width[r->index] != AN_FAST_REF)
             return; /* read through ltr_event_field */
         plan->slot[r->index] = (uint8_t)f;
     }

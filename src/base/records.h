@@ -61,10 +61,10 @@ enum ltr_counter_kind {
 #define LTR_BLOCK_FLAG_COMPACT 0x2u /* u64 ts_base after the header, compact event records */
 #define LTR_BLOCK_COMPACT_HEADER_SIZE 40u
 /* Format 4: a compact block whose events may tell addresses by reference
- * (field types pnew and pref): u64 ref_base after ts_base. */
+ * (field types pnew and pref): u64 alloc_base, u64 free_base after ts_base. */
 #define LTR_BLOCK_FLAG_REFS 0x4u
-#define LTR_BLOCK_REFS_HEADER_SIZE 48u
-/* How far back (in pnew values of its process) a pref may refer. */
+#define LTR_BLOCK_REFS_HEADER_SIZE 56u
+/* How far back (in values of its process's sequence) a reference may go. */
 #define LTR_REFS_WINDOW (1u << 18)
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */

@@ -58,16 +58,21 @@ void ltr_trace_set_readahead(ltr_trace *t, int mode);
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
 
-/* Address references (docs/trace-format.md, "Address references"): the
- * pnew values of one (collector, pid), numbered in file order. A consumer
- * decoding records itself resolves every pref field of an event first
- * (code: the stored uvar, at least 1; 0 means the address was stored as
- * itself), then appends its pnew values. Resolving fails (-1) for a
+/* Address references (docs/trace-format.md, "Address references"): per
+ * (collector, pid), the pnew values (LTR_REFS_ALLOC) and the pref values
+ * (LTR_REFS_FREE) in file order. A pnew field refers into the free
+ * sequence, a pref field into the allocation sequence. A consumer decoding
+ * records itself resolves every reference of an event first (code: the
+ * stored uvar, at least 1; 0 means the address was stored as itself), then
+ * appends the event's pnew and pref values. Resolving fails (-1) for a
  * reference the file does not back: to a value in a chunk lost to damage,
  * further back than the window, or after a record of the block that could
  * not be read; the generic path then reports the event as damage. */
-int ltr_refseq_resolve(const struct ltr_refseq *s, uint64_t code, uint64_t *addr);
-void ltr_refseq_append(struct ltr_refseq *s, uint64_t addr);
+enum { LTR_REFS_ALLOC = 0, LTR_REFS_FREE = 1 };
+int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uint64_t *addr);
+void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr);
+/* A value whose address is unknown (its own reference failed): it takes its number, nothing resolves to it. */
+void ltr_refseq_skip(struct ltr_refseq *s, int which);
 
 /* Size of a fixed-size type, 0 for string and blob, -1 for an unknown type. */
 int ltr_type_fixed_size(unsigned type);

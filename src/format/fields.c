@@ -30,13 +30,12 @@ const char *ltr_type_name(ltr_type type)
 }
 
 /* Size of the field at p (size bytes left), or -1 if it runs past them. */
-static int is_varint(ltr_type t)
-{
-    return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR || t == LTR_TYPE_PNEW;
-}
+static int is_varint(ltr_type t) { return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR; }
 
-/* A pref: uvar code, and when the code is 0 the address itself as a uvar. */
-static int64_t pref_size(const uint8_t *p, size_t left)
+static int is_ref(ltr_type t) { return t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF; }
+
+/* A pnew or pref: uvar code, and when the code is 0 the address itself as a uvar. */
+static int64_t ref_size(const uint8_t *p, size_t left)
 {
     uint64_t code, unused;
     size_t n = ltr_get_uvar(p, left, &code);
@@ -51,8 +50,8 @@ int64_t ltr_field_size(ltr_type type, const uint8_t *p, size_t left)
     uint64_t unused;
     if (fixed > 0)
         need = fixed;
-    else if (type == LTR_TYPE_PREF)
-        need = pref_size(p, left);
+    else if (is_ref(type))
+        need = ref_size(p, left);
     else if (is_varint(type))
         need = (int64_t)ltr_get_uvar(p, left, &unused) ?: -1; /* a bad varint is a short payload */
     else if (type == LTR_TYPE_STRING)
@@ -87,27 +86,34 @@ const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const
     return t->offsets;
 }
 
-int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l)
+/* A pnew or pref field's address: stored as itself, or the value `code` back
+ * in the other sequence (a pnew refers to frees, a pref to allocations). */
+static int resolve_field(ltr_trace *t, int index, int refers_to, uint64_t *addr)
 {
     const ltr_event *ev = &t->ev;
-    int rc = 0;
-    if (l->pref >= 0) {
-        uint64_t code = 0;
-        const uint8_t *p = ev->payload + ev->field_offsets[l->pref];
-        size_t n = ltr_get_uvar(p, ev->payload_size - ev->field_offsets[l->pref], &code); /* checked by the offsets */
-        if (code == 0)
-            ltr_get_uvar(p + n, ev->payload_size - ev->field_offsets[l->pref] - n, &t->ev.ref_address);
-        else
-            rc = ltr_refseq_resolve(t->blk_refs, code, &t->ev.ref_address);
+    const uint8_t *p = ev->payload + ev->field_offsets[index];
+    size_t left = ev->payload_size - ev->field_offsets[index];
+    uint64_t code = 0;
+    size_t n = ltr_get_uvar(p, left, &code); /* checked by the offsets */
+    if (code == 0) {
+        ltr_get_uvar(p + n, left - n, addr);
+        return 0;
     }
-    for (unsigned i = 0, k = 0; k < l->npnew && i < l->pub.field_count; i++)
-        if (l->fields[i].type == LTR_TYPE_PNEW) {
-            uint64_t v = 0;
-            ltr_get_uvar(ev->payload + ev->field_offsets[i], ev->payload_size - ev->field_offsets[i], &v);
-            ltr_refseq_append(t->blk_refs, v);
-            k++;
-        }
-    return rc;
+    return ltr_refseq_resolve(t->blk_refs, refers_to, code, addr);
+}
+
+int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l)
+{
+    uint64_t *a = t->ev.addresses;
+    int ok_new = l->pnew < 0 || resolve_field(t, l->pnew, LTR_REFS_FREE, &a[0]) == 0;
+    int ok_ref = l->pref < 0 || resolve_field(t, l->pref, LTR_REFS_ALLOC, &a[1]) == 0;
+    /* both resolved against the sequences as they were before the event;
+     * a value that could not be resolved holds its place, unknown */
+    if (l->pnew >= 0)
+        ok_new ? ltr_refseq_append(t->blk_refs, LTR_REFS_ALLOC, a[0]) : ltr_refseq_skip(t->blk_refs, LTR_REFS_ALLOC);
+    if (l->pref >= 0)
+        ok_ref ? ltr_refseq_append(t->blk_refs, LTR_REFS_FREE, a[1]) : ltr_refseq_skip(t->blk_refs, LTR_REFS_FREE);
+    return ok_new && ok_ref ? 0 : -1;
 }
 
 static int64_t sign_extend(uint64_t v, int bytes)
@@ -127,7 +133,7 @@ static int varint_value(ltr_type type, const uint8_t *p, size_t len, ltr_trace_v
         out->type = LTR_TYPE_I64;
         out->i = ltr_unzigzag(v);
     } else {
-        out->type = type == LTR_TYPE_PVAR || type == LTR_TYPE_PNEW ? LTR_TYPE_POINTER : LTR_TYPE_U64;
+        out->type = type == LTR_TYPE_PVAR ? LTR_TYPE_POINTER : LTR_TYPE_U64;
         out->u = v;
     }
     return 0;
@@ -145,9 +151,9 @@ int ltr_event_field(const ltr_event *ev, unsigned index, ltr_trace_value *out)
     ltr_type type = l->fields[index].type;
     out->type = type;
     int fixed = ltr_type_fixed_size(type);
-    if (type == LTR_TYPE_PREF) { /* resolved when the event was read */
+    if (is_ref(type)) { /* resolved when the event was read */
         out->type = LTR_TYPE_POINTER;
-        out->u = ev->ref_address;
+        out->u = ev->addresses[type == LTR_TYPE_PREF];
         return 0;
     }
     if (is_varint(type))

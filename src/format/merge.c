@@ -390,7 +390,8 @@ static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
     if (len - off < hl || bytes > len - off - hl)
         return 0;
     b->ts_base = b->compact ? ltr_get_u64(h + 32) : 0;
-    b->info.ref_base = refs ? ltr_get_u64(h + 40) : 0; /* kept: the payloads' references count from it */
+    b->info.ref_base[0] = refs ? ltr_get_u64(h + 40) : 0; /* kept: the payloads' references count from them */
+    b->info.ref_base[1] = refs ? ltr_get_u64(h + 48) : 0;
     if (!b->compact)
         b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_REFS;
     b->rec = h + hl;

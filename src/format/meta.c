@@ -236,15 +236,13 @@ static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
     }
     l->pub.fields = l->fields;
     l->fixed_offsets = fixed_offsets(l->fields, n);
-    l->pref = -1;
+    l->pnew = l->pref = -1;
     for (unsigned i = 0; i < n; i++) {
-        if (l->fields[i].type == LTR_TYPE_PNEW)
-            l->npnew++;
-        if (l->fields[i].type != LTR_TYPE_PREF)
-            continue;
-        if (l->pref >= 0)
-            return -1; /* one pref per layout: the event keeps one resolved address */
-        l->pref = (int16_t)i;
+        int16_t *k = l->fields[i].type == LTR_TYPE_PNEW ? &l->pnew : l->fields[i].type == LTR_TYPE_PREF ? &l->pref : NULL;
+        if (k && *k >= 0)
+            return -1; /* one of each per layout: the event keeps their resolved addresses */
+        if (k)
+            *k = (int16_t)i;
     }
     return 0;
 }

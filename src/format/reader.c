@@ -196,7 +196,9 @@ static int start_block(ltr_trace *t)
     t->blk_count = ltr_get_u32(b + 24);
     t->blk_compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0;
     t->blk_ts = t->blk_compact ? ltr_get_u64(b + 32) : 0;
-    t->blk_refs = refs ? ltr_refs_block(&t->refs, t->ev.collector, t->ev.pid, ltr_get_u64(b + 40)) : NULL;
+    t->blk_refs = refs ? ltr_refs_block(&t->refs, t->ev.collector, t->ev.pid, ltr_get_u64(b + 40),
+                                        ltr_get_u64(b + 48))
+                       : NULL;
     t->blk_seen = 0;
     t->blk_pos = t->ev_pos + hsize;
     t->blk_end = t->blk_pos + ltr_get_u32(b + 28);
@@ -294,7 +296,7 @@ static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *pay
     t->ev.payload = payload;
     t->ev.payload_size = size;
     t->ev.field_offsets = offs;
-    if ((l->pref >= 0 || l->npnew) && ltr_event_refs(t, l) < 0) {
+    if ((l->pref >= 0 || l->pnew >= 0) && ltr_event_refs(t, l) < 0) {
         block_damage(t, "event whose address refers to an allocation the file does not hold", at);
         return 0;
     }

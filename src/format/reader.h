@@ -60,8 +60,7 @@ typedef struct ltr_layout_rec {
     ltr_trace_provider *prov;
     ltr_field *fields;
     uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
-    int16_t pref;            /* index of its pref field (format 4), -1: none */
-    uint16_t npnew;          /* its pnew fields */
+    int16_t pnew, pref;      /* index of its pnew and of its pref field (format 4), -1: none */
 } ltr_layout_rec;
 
 /* refseq.c: the address references of every (collector, pid) (blocks.h). */
@@ -70,9 +69,10 @@ typedef struct ltr_refs {
 } ltr_refs;
 void ltr_refs_init(ltr_refs *r);
 void ltr_refs_free(ltr_refs *r); /* and ready for use again */
-/* The sequence a block of (collector, pid) continues, its count set to the
- * block's base; NULL without memory. */
-struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t base);
+/* The sequences a block of (collector, pid) continues, their counts set to
+ * the block's bases; NULL without memory. */
+struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
+                                  uint64_t free_base);
 /* A record of the block could not be read: resolve and append nothing more until the next block. */
 void ltr_refseq_spoil(struct ltr_refseq *s);
 
@@ -216,9 +216,9 @@ void ltr_heapmeta_free(ltr_trace *t);
 /* Size of the field of that type at p (left bytes), -1 if it runs past them
  * or holds a bad varint. */
 int64_t ltr_field_size(ltr_type type, const uint8_t *p, size_t left);
-/* Resolves the current event's pref field into ev.ref_address and appends its
- * pnew values to the block's references; -1 when the pref cannot be resolved
- * (the values are appended all the same). */
+/* Resolves the current event's pnew and pref fields into ev.addresses and
+ * appends their values to the block's references; -1 when one cannot be
+ * resolved (the values read are appended all the same). */
 int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l);
 const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const uint8_t *p,
                                     uint32_t size);

@@ -33,9 +33,15 @@ typedef struct addr_ord {
     uint64_t ord; /* the latest pnew value with that address */
 } addr_ord;
 
-typedef struct wseq {
-    uint64_t n; /* pnew values written */
+/* One sequence of (collector, pid): values written, and for each address the
+ * latest ordinal not yet referred to. */
+typedef struct wring {
+    uint64_t n;
     an_hmap addrs;
+} wring;
+
+typedef struct wseq {
+    wring r[2]; /* LTR_REFS_ALLOC: pnew values, LTR_REFS_FREE: pref values */
 } wseq;
 
 typedef struct seq_entry {
@@ -54,7 +60,8 @@ void ltr_refwriter_free(ltr_refwriter *w)
 {
     size_t pos = 0;
     for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
-        an_hmap_free(&e->seq->addrs);
+        an_hmap_free(&e->seq->r[0].addrs);
+        an_hmap_free(&e->seq->r[1].addrs);
         free(e->seq);
     }
     an_hmap_free(&w->seqs);
@@ -66,23 +73,25 @@ void ltr_refwriter_free(ltr_refwriter *w)
 void ltr_refwriter_forget(ltr_refwriter *w)
 {
     size_t pos = 0;
-    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
-        an_hmap_free(&e->seq->addrs);
-        an_hmap_init(&e->seq->addrs, sizeof(addr_ord));
-    }
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));)
+        for (int k = 0; k < 2; k++) {
+            an_hmap_free(&e->seq->r[k].addrs);
+            an_hmap_init(&e->seq->r[k].addrs, sizeof(addr_ord));
+        }
 }
 
 /* ---- layouts ----------------------------------------------------------------- */
 
-/* The stored type of a heap layout's field: which address fields become pnew or pref. */
-static uint8_t heap_type(uint16_t event_id, const uint8_t *name, uint16_t len, uint8_t type, int *prefs)
+/* The stored type of a heap layout's field: which address fields become pnew
+ * or pref (one of each at most: counted in taken[]). */
+static uint8_t heap_type(uint16_t event_id, const uint8_t *name, uint16_t len, uint8_t type, int taken[2])
 {
     if (type != LTR_TYPE_PVAR)
         return type;
     int addr = len == 7 && !memcmp(name, "address", 7), old = len == 11 && !memcmp(name, "old_address", 11);
-    if (addr && (event_id == LTR_HEAP_EV_ALLOC || event_id == LTR_HEAP_EV_REALLOC))
+    if (addr && (event_id == LTR_HEAP_EV_ALLOC || event_id == LTR_HEAP_EV_REALLOC) && !(taken[0]++))
         return LTR_TYPE_PNEW;
-    if (((addr && event_id == LTR_HEAP_EV_FREE) || (old && event_id == LTR_HEAP_EV_REALLOC)) && !(*prefs)++)
+    if (((addr && event_id == LTR_HEAP_EV_FREE) || (old && event_id == LTR_HEAP_EV_REALLOC)) && !(taken[1]++))
         return LTR_TYPE_PREF;
     return type;
 }
@@ -101,7 +110,7 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
                ltr_get_u16(b + 20) <= LTR_HEAP_EV_REALLOC;
     uint16_t count = ltr_get_u16(b + off), event_id = ltr_get_u16(b + 20);
     plan p = {.nfields = (uint8_t)count};
-    int planned = mine && count <= PLAN_FIELDS, prefs = 0, changed = 0;
+    int planned = mine && count <= PLAN_FIELDS, taken[2] = {0, 0}, changed = 0;
     off += 2;
     for (unsigned i = 0; i < count; i++) {
         if (off + 3 > len || off + 3 + ltr_get_u16(b + off + 1) > len)
@@ -110,7 +119,7 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
         uint16_t nlen = ltr_get_u16(b + off + 1);
         if ((*type == LTR_TYPE_PNEW || *type == LTR_TYPE_PREF) && !w->trusted)
             *type = 0; /* not a producer's to use */
-        uint8_t t = planned ? heap_type(event_id, b + off + 3, nlen, *type, &prefs) : *type;
+        uint8_t t = planned ? heap_type(event_id, b + off + 3, nlen, *type, taken) : *type;
         planned = planned && ltr_type_fixed_size(t) >= 0;
         if (planned)
             p.type[i] = t;
@@ -162,80 +171,90 @@ static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
             an_hmap_del(&w->seqs, (uint64_t)collector << 32 | pid);
             return NULL;
         }
-        an_hmap_init(&e->seq->addrs, sizeof(addr_ord));
+        an_hmap_init(&e->seq->r[0].addrs, sizeof(addr_ord));
+        an_hmap_init(&e->seq->r[1].addrs, sizeof(addr_ord));
     }
     return e->seq;
 }
 
 /* Keeps the addresses still within reach: a leaking process's table would
  * otherwise grow with every block it never frees. */
-static void prune(wseq *s)
+static void prune(wring *g)
 {
-    if (s->addrs.n <= 2 * (size_t)LTR_REFS_WINDOW)
+    if (g->addrs.n <= 2 * (size_t)LTR_REFS_WINDOW)
         return;
     an_hmap kept;
     an_hmap_init(&kept, sizeof(addr_ord));
     size_t pos = 0;
     int created;
-    for (addr_ord *e; (e = an_hmap_next(&s->addrs, &pos));) {
-        addr_ord *k = s->n - e->ord <= LTR_REFS_WINDOW ? an_hmap_put(&kept, e->key, &created) : NULL;
+    for (addr_ord *e; (e = an_hmap_next(&g->addrs, &pos));) {
+        addr_ord *k = g->n - e->ord <= LTR_REFS_WINDOW ? an_hmap_put(&kept, e->key, &created) : NULL;
         if (k)
             k->ord = e->ord;
     }
-    an_hmap_free(&s->addrs);
-    s->addrs = kept;
+    an_hmap_free(&g->addrs);
+    g->addrs = kept;
 }
 
-static size_t put_uvar(uint8_t *o, uint64_t v) { return ltr_put_uvar(o, v); }
+/* An address of a pnew or pref field, told as a reference into the other
+ * sequence when it holds that address within the window (the entry is then
+ * used up: each value is referred to once), else as itself. */
+static size_t put_address(wring *other, uint64_t addr, uint8_t *o)
+{
+    addr_ord *e = an_hmap_get(&other->addrs, addr);
+    if (e && other->n - e->ord <= LTR_REFS_WINDOW) {
+        size_t n = ltr_put_uvar(o, other->n - e->ord);
+        an_hmap_del(&other->addrs, addr);
+        return n;
+    }
+    o[0] = 0;
+    return 1 + ltr_put_uvar(o + 1, addr);
+}
 
-/* The payload q (plen bytes) re-encoded into o (room for plen + 1 per pref):
- * its length, or -1 when a field does not parse (nothing is counted then). */
+static void join(wring *g, uint64_t addr)
+{
+    int created;
+    addr_ord *e = an_hmap_put(&g->addrs, addr, &created);
+    if (e)
+        e->ord = g->n;
+    g->n++;
+}
+
+/* The payload q (plen bytes) re-encoded into o (room for plen + 2): its
+ * length, or -1 when a field does not parse (nothing is counted then). The
+ * agent wrote the address fields as pvar; an allocation's address refers to
+ * the frees' sequence (an allocator hands freed blocks out again), a free's
+ * to the allocations'. Both are told against the sequences as they were
+ * before the event, then the event's values join them. */
 static long encode_payload(wseq *s, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
 {
-    uint64_t news[PLAN_FIELDS];
-    unsigned nnew = 0;
+    uint64_t addr[2];
+    int has[2] = {0, 0};
     size_t in = 0, out = 0;
     for (unsigned f = 0; f < pl->nfields; f++) {
         uint8_t t = pl->type[f];
-        uint64_t v;
-        size_t n = t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF ? ltr_get_uvar(q + in, plen - in, &v) : 0;
-        if (t == LTR_TYPE_PREF) { /* the agent wrote it as a pvar */
+        if (t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF) {
+            int k = t == LTR_TYPE_PREF; /* LTR_REFS_ALLOC or LTR_REFS_FREE: the sequence it joins */
+            size_t n = ltr_get_uvar(q + in, plen - in, &addr[k]);
             if (!n)
                 return -1;
-            addr_ord *e = an_hmap_get(&s->addrs, v);
-            if (e && s->n - e->ord <= LTR_REFS_WINDOW) {
-                out += put_uvar(o + out, s->n - e->ord);
-                an_hmap_del(&s->addrs, v);
-            } else {
-                o[out++] = 0;
-                out += put_uvar(o + out, v);
-            }
+            has[k] = 1;
+            out += put_address(&s->r[!k], addr[k], o + out);
             in += n;
             continue;
         }
-        if (t == LTR_TYPE_PNEW) {
-            if (!n)
-                return -1;
-            news[nnew++] = v;
-        } else {
-            int64_t fs = ltr_field_size((ltr_type)t, q + in, plen - in);
-            if (fs < 0)
-                return -1;
-            n = (size_t)fs;
-        }
-        memcpy(o + out, q + in, n);
-        in += n;
-        out += n;
+        int64_t fs = ltr_field_size((ltr_type)t, q + in, plen - in);
+        if (fs < 0)
+            return -1;
+        memcpy(o + out, q + in, (size_t)fs);
+        in += (size_t)fs;
+        out += (size_t)fs;
     }
     memcpy(o + out, q + in, plen - in); /* bytes after the fields go along */
     out += plen - in;
-    for (unsigned i = 0; i < nnew; i++) {
-        int created;
-        addr_ord *e = an_hmap_put(&s->addrs, news[i], &created);
-        if (e)
-            e->ord = s->n;
-        s->n++;
-    }
+    for (int k = 0; k < 2; k++)
+        if (has[k])
+            join(&s->r[k], addr[k]);
     return (long)out;
 }
 
@@ -245,7 +264,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     uint64_t size;
     size_t sn = ltr_get_uvar(r, ce->header, &size); /* parsed already */
     size_t inner = ce->header - sn;                 /* the layout and delta varints */
-    uint8_t *dst = ltr_bytes_grow(&w->out, LTR_VARINT_MAX + inner + ce->payload + PLAN_FIELDS);
+    uint8_t *dst = ltr_bytes_grow(&w->out, LTR_VARINT_MAX + inner + ce->payload + 2);
     if (!dst)
         return;
     uint8_t *payload = dst + LTR_VARINT_MAX + inner;
@@ -255,11 +274,11 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     size_t hn = ltr_put_uvar(dst, inner + (size_t)pn);
     memmove(dst + hn, r + sn, inner);
     memmove(dst + hn + inner, payload, (size_t)pn);
-    w->out.len -= LTR_VARINT_MAX + inner + ce->payload + PLAN_FIELDS - (hn + inner + (size_t)pn);
+    w->out.len -= LTR_VARINT_MAX + inner + ce->payload + 2 - (hn + inner + (size_t)pn);
 }
 
 int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,
-                        uint64_t *base)
+                        uint64_t base[2])
 {
     if (!w->plans.n)
         return 0;
@@ -279,7 +298,8 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
         if (pl && !s) {
             if (!(s = seq_of(w, collector, pid)))
                 return 0; /* nothing counted yet: the block goes as it came */
-            *base = s->n;
+            base[0] = s->r[0].n;
+            base[1] = s->r[1].n;
         }
         if (!n) { /* framing the reader will report: the rest as it is */
             ltr_bytes_put_mem(&w->out, in + off, len - off);
@@ -291,8 +311,10 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
             ltr_bytes_put_mem(&w->out, in + off, n);
         off += n;
     }
-    if (s)
-        prune(s);
+    if (s) {
+        prune(&s->r[0]);
+        prune(&s->r[1]);
+    }
     if (s && w->out.failed) { /* counted, not written: nothing may refer to it */
         w->out.failed = 0;
         ltr_refwriter_forget(w);

@@ -342,8 +342,10 @@ static void append_block(ltr_writer *w, const ltr_block_info *info, const void *
     ltr_bytes_put_u32(b, (uint32_t)len);
     if (!info->fixed_records)
         ltr_bytes_put_u64(b, base);
-    if (!info->fixed_records && (info->flags & LTR_BLOCK_FLAG_REFS))
-        ltr_bytes_put_u64(b, info->ref_base);
+    if (!info->fixed_records && (info->flags & LTR_BLOCK_FLAG_REFS)) {
+        ltr_bytes_put_u64(b, info->ref_base[0]);
+        ltr_bytes_put_u64(b, info->ref_base[1]);
+    }
     ltr_bytes_put_mem(b, events, len);
 }
 
@@ -357,7 +359,7 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     if (info->fixed_records || (info->flags & LTR_BLOCK_FLAG_REFS))
         return block_now(w, info, events, len, err);
     ltr_block_info ri = *info;
-    int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, &ri.ref_base);
+    int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, ri.ref_base);
     if (rc < 0) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)len);

@@ -28,8 +28,9 @@ typedef struct ltr_block_info {
      * adds LTR_BLOCK_FLAG_COMPACT and the timestamp base. 1: version-1 records. */
     uint8_t fixed_records;
     /* With LTR_BLOCK_FLAG_REFS in flags (ltr merge copying a format 4
-     * block): its ref_base, written as given. Otherwise the writer decides. */
-    uint64_t ref_base;
+     * block): its bases (allocations', frees'), written as given. Otherwise
+     * the writer decides. */
+    uint64_t ref_base[2];
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written

@@ -1,7 +1,8 @@
 /*
  * tests/format/test_refs.c — address references (format 4, docs/trace-format.md
  * "Address references"): the writer tells frees' addresses as references to
- * earlier allocations and every reader gets back exactly the addresses
+ * earlier allocations, and allocations' as references to earlier frees, and
+ * every reader gets back exactly the addresses
  * written, whatever order threads' blocks reach the file in (frees of another
  * thread's blocks written before their allocations, reuse of addresses,
  * reallocs in place and moved); across the window's edge; with a chunk lost
@@ -234,7 +235,8 @@ static void write_blocks(ltr_writer *w, const script *s, size_t from, size_t to,
  * timestamp, field for field. */
 typedef struct readback {
     size_t delivered, refs_blocks;
-    size_t frees, by_ref; /* frees, and those stored as a reference (pref code not 0) */
+    size_t frees, by_ref;        /* frees, and those stored as a reference (pref code not 0) */
+    size_t allocs, allocs_by_ref; /* allocations, and those whose address refers to a free (pnew code not 0) */
     uint64_t damage, unresolved;
 } readback;
 
@@ -275,6 +277,10 @@ static readback read_back(const char *path, const script *s)
             r.frees++;
             r.by_ref += ev->layout->fields[0].type == LTR_TYPE_PREF && ev->payload[ev->field_offsets[0]] != 0;
         }
+        if (ev->layout->event_id == L_ALLOC) {
+            r.allocs++;
+            r.allocs_by_ref += ev->layout->fields[0].type == LTR_TYPE_PNEW && ev->payload[ev->field_offsets[0]] != 0;
+        }
     }
     assert_int_equal(rc, 0);
     ltr_trace_summary sum;
@@ -301,8 +307,10 @@ static void test_every_address_comes_back(void **state)
     assert_int_equal(r.delivered, s.n);
     assert_int_equal(r.damage, 0);
     assert_int_equal(r.refs_blocks, s.n); /* every heap block is told with references */
-    print_message("%zu frees, %zu of them by reference\n", r.frees, r.by_ref);
+    print_message("%zu frees, %zu of them by reference; %zu allocations, %zu by reference to a free\n", r.frees,
+                  r.by_ref, r.allocs, r.allocs_by_ref);
     assert_true(r.by_ref * 2 > r.frees);
+    assert_true(r.allocs_by_ref * 2 > r.allocs); /* NADDR addresses: nearly every one was freed before */
     /* the same events under another provider's name go as they are */
     w = open_heap_writer(plain, "Some.Other.Heap", 4096);
     write_blocks(w, &s, 0, s.n, 2, NULL);
