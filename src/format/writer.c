@@ -65,7 +65,10 @@ struct ltr_writer {
  * before the events that do. Only records whose place among events means
  * something wait (providers, layouts, stacks, frame nodes); a PROCESS
  * record (after exec a process's frame node ids start again), a THREAD or a
- * MODULE record is written where it comes. */
+ * MODULE record is written where it comes. So is a FRAME_NODES_V record
+ * (ltr merge copying a trace's): its ids count from the records before it
+ * in its chunk, and waiting would put another call's records in that chunk
+ * (a merged trace's stacks came out wrong). */
 #define META_WAIT_MAX (4u << 20)
 
 static int deferrable(const uint8_t *p, size_t len)
@@ -74,7 +77,7 @@ static int deferrable(const uint8_t *p, size_t len)
         uint16_t kind = ltr_get_u16(p + off);
         uint32_t size = ltr_get_u32(p + off + 4);
         if (kind == LTR_META_PROCESS || kind == LTR_META_THREAD || kind == LTR_META_MODULE ||
-            size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            kind == LTR_META_FRAME_NODES_V || size < LTR_RECORD_HEADER_SIZE || size > len - off)
             return 0;
         off += size;
     }
