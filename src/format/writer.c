@@ -361,17 +361,25 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
 {
     if (info->fixed_records || (info->flags & LTR_BLOCK_FLAG_REFS))
         return block_now(w, info, events, len, err);
+    /* A chunk too full to take the block is written before the block is
+     * re-encoded: were it lost, the block must not refer to what it held. A
+     * re-encoded record is at most 2 bytes longer (a reference taking an
+     * address's place is never longer than it, plus 0 ahead of each address). */
+    int rc0 = 0;
+    if (w->nblocks && w->events.len + LTR_BLOCK_REFS_HEADER_SIZE + 2 * len > LTR_CHUNK_MAX_RAW)
+        rc0 = seal(w, err);
     ltr_block_info ri = *info;
     int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, ri.ref_base);
     if (rc < 0) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)len);
-        return ltr_fail(err, ENOMEM, "writing %s: out of memory re-encoding a block", w->path);
+        return rc0 < 0 ? rc0 : ltr_fail(err, ENOMEM, "writing %s: out of memory re-encoding a block", w->path);
     }
-    if (rc == 0)
-        return block_now(w, info, events, len, err);
-    ri.flags |= LTR_BLOCK_FLAG_REFS;
-    return block_now(w, &ri, w->refs.out.data, w->refs.out.len, err);
+    if (rc > 0)
+        ri.flags |= LTR_BLOCK_FLAG_REFS;
+    rc = rc > 0 ? block_now(w, &ri, w->refs.out.data, w->refs.out.len, rc0 < 0 ? NULL : err)
+                : block_now(w, info, events, len, rc0 < 0 ? NULL : err);
+    return rc0 < 0 ? rc0 : rc;
 }
 
 static int block_now(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
