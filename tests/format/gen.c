@@ -40,11 +40,19 @@ static void put_guid(ltr_bytes *b, const char *text)
 
 static void put_layout(ltr_bytes *b, uint32_t id, const char *guid, const char *name, const char *fields)
 {
+    ltr_guid g;
+    ltr_guid_parse(guid, &g);
+    gen_layout(b, id, &g, (uint16_t)(100 + id), name, fields);
+}
+
+void gen_layout(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event_id, const char *name,
+                const char *fields)
+{
     /* fields: "TYPE:name,TYPE:name" with TYPE a number */
     size_t r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
     ltr_bytes_put_u32(b, id);
-    put_guid(b, guid);
-    ltr_bytes_put_u16(b, (uint16_t)(100 + id));
+    ltr_bytes_put_mem(b, g->b, 16);
+    ltr_bytes_put_u16(b, event_id);
     ltr_bytes_put_u8(b, 4);
     ltr_bytes_put_u8(b, 0);
     ltr_bytes_put_u64(b, 0x10);

@@ -40,6 +40,9 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *marks);
 void gen_header(ltr_bytes *kv);
 void gen_metadata(ltr_bytes *b);
 void gen_counters(ltr_bytes *b);
+/* A LAYOUT record: fields "TYPE:name,TYPE:name" with TYPE the type's number. */
+void gen_layout(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event_id, const char *name,
+                const char *fields);
 /* A PROCESS record for pid (executable /bin/x, no arguments). */
 void gen_process(ltr_bytes *b, uint32_t pid);
 /* Event n as a version-1 record, or as a compact one whose timestamp counts from prev_ts. */

@@ -46,25 +46,6 @@ typedef struct script {
     size_t n;
 } script;
 
-static void put_field(ltr_bytes *b, uint8_t type, const char *name)
-{
-    ltr_bytes_put_u8(b, type);
-    ltr_bytes_put_str(b, name);
-}
-
-static void put_layout_head(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event, const char *name,
-                            uint16_t nfields)
-{
-    ltr_bytes_put_u32(b, id);
-    ltr_bytes_put_mem(b, g->b, 16);
-    ltr_bytes_put_u16(b, event);
-    ltr_bytes_put_u8(b, 5);
-    ltr_bytes_put_u8(b, 0);
-    ltr_bytes_put_u64(b, 0);
-    ltr_bytes_put_str(b, name);
-    ltr_bytes_put_u16(b, nfields);
-}
-
 /* The heap agent's three layouts (docs/heap-events.md) under provider `prov`,
  * and the processes and threads of the script. */
 static void heap_metadata(ltr_bytes *b, const char *prov)
@@ -75,26 +56,11 @@ static void heap_metadata(ltr_bytes *b, const char *prov)
     ltr_bytes_put_mem(b, g.b, 16);
     ltr_bytes_put_str(b, prov);
     ltr_bytes_record_end(b, r);
-    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
-    put_layout_head(b, L_ALLOC, &g, LTR_HEAP_EV_ALLOC, "Alloc", 4);
-    put_field(b, LTR_TYPE_PVAR, "address");
-    put_field(b, LTR_TYPE_UVAR, "size");
-    put_field(b, LTR_TYPE_UVAR, "stack");
-    put_field(b, LTR_TYPE_U8, "function");
-    ltr_bytes_record_end(b, r);
-    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
-    put_layout_head(b, L_FREE, &g, LTR_HEAP_EV_FREE, "Free", 2);
-    put_field(b, LTR_TYPE_PVAR, "address");
-    put_field(b, LTR_TYPE_U8, "function");
-    ltr_bytes_record_end(b, r);
-    r = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
-    put_layout_head(b, L_REALLOC, &g, LTR_HEAP_EV_REALLOC, "Realloc", 5);
-    put_field(b, LTR_TYPE_PVAR, "old_address");
-    put_field(b, LTR_TYPE_PVAR, "address");
-    put_field(b, LTR_TYPE_UVAR, "size");
-    put_field(b, LTR_TYPE_UVAR, "stack");
-    put_field(b, LTR_TYPE_U8, "function");
-    ltr_bytes_record_end(b, r);
+    /* pvar 16, uvar 14, u8 1 */
+    gen_layout(b, L_ALLOC, &g, LTR_HEAP_EV_ALLOC, "Alloc", "16:address,14:size,14:stack,1:function");
+    gen_layout(b, L_FREE, &g, LTR_HEAP_EV_FREE, "Free", "16:address,1:function");
+    gen_layout(b, L_REALLOC, &g, LTR_HEAP_EV_REALLOC, "Realloc",
+               "16:old_address,16:address,14:size,14:stack,1:function");
     for (uint32_t p = 0; p < NPIDS; p++) {
         r = ltr_bytes_record_begin(b, LTR_META_PROCESS);
         ltr_bytes_put_u32(b, 100 + p);
@@ -485,10 +451,7 @@ static void test_producer_pnew_is_refused(void **state)
     ltr_bytes b = {0};
     ltr_guid g;
     ltr_guid_from_name("Some.App", &g);
-    size_t r = ltr_bytes_record_begin(&b, LTR_META_LAYOUT);
-    put_layout_head(&b, L_BAD, &g, 1, "Sneaky", 1);
-    put_field(&b, (uint8_t)LTR_TYPE_PNEW, "p");
-    ltr_bytes_record_end(&b, r);
+    gen_layout(&b, L_BAD, &g, 1, "Sneaky", "17:p"); /* 17: pnew */
     ltr_error err;
     assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
     ltr_writer_close(w); /* the metadata chunk was written at once */
