@@ -8,8 +8,8 @@
  * references into it, and only those, fail. A slot remembers which ordinal it
  * holds, so a gap or a wrap never hands out another value's address.
  *
- * Memory: at most LTR_REFS_WINDOW slots of 16 bytes per sequence (4 MiB), and
- * only as many as its values back to the oldest still referable.
+ * Memory: LTR_REFS_WINDOW slots of 16 bytes per sequence (4 MiB), mapped
+ * at once and backed by the kernel only where values landed.
  */
 #include "format/reader.h"
 #include "format/blocks.h"
@@ -24,8 +24,7 @@ typedef struct ltr_refslot {
 
 typedef struct ring {
     uint64_t n;        /* ordinal of the next value */
-    ltr_refslot *slot; /* ordinal o at o & (cap - 1) */
-    uint32_t cap;      /* a power of two, up to LTR_REFS_WINDOW */
+    ltr_refslot *slot; /* LTR_REFS_WINDOW slots, ordinal o at o % LTR_REFS_WINDOW; NULL until the first */
 } ring;
 
 struct ltr_refseq {
@@ -36,7 +35,6 @@ struct ltr_refseq {
 /* Bases this high are damage: no process makes 2^62 allocations, and the
  * ordinal arithmetic stays far from wrapping. */
 #define REFS_BASE_MAX (1ull << 62)
-#define REFS_FIRST_CAP 256u
 
 typedef struct seq_entry {
     uint64_t key;
@@ -59,8 +57,10 @@ void ltr_refs_free(ltr_refs *r)
 
 static void rebase(ring *g, uint64_t base)
 {
-    if (base < g->n && g->slot) /* never written so: forget rather than trust old slots */
-        memset(g->slot, 0, (size_t)g->cap * sizeof *g->slot);
+    if (base < g->n && g->slot) { /* never written so: forget rather than trust old slots */
+        free(g->slot);
+        g->slot = NULL;
+    }
     g->n = base;
 }
 
@@ -96,27 +96,10 @@ int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uin
     if (!g->slot || code == 0 || code > g->n || code > LTR_REFS_WINDOW)
         return -1;
     uint64_t o = g->n - code;
-    const ltr_refslot *slot = &g->slot[o & (g->cap - 1)];
+    const ltr_refslot *slot = &g->slot[o & (LTR_REFS_WINDOW - 1)];
     if (slot->ord1 != o + 1)
         return -1;
     *addr = slot->addr;
-    return 0;
-}
-
-/* Doubles the ring, keeping every value it holds. 0, or -1 without memory
- * (the oldest values are then overwritten sooner: their references fail). */
-static int grow(ring *g)
-{
-    uint32_t cap = g->cap ? g->cap * 2 : REFS_FIRST_CAP;
-    ltr_refslot *slot = calloc(cap, sizeof *slot);
-    if (!slot)
-        return -1;
-    for (uint32_t i = 0; i < g->cap; i++)
-        if (g->slot[i].ord1)
-            slot[(g->slot[i].ord1 - 1) & (cap - 1)] = g->slot[i];
-    free(g->slot);
-    g->slot = slot;
-    g->cap = cap;
     return 0;
 }
 
@@ -125,13 +108,16 @@ void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr)
     if (!s || s->spoiled)
         return;
     ring *g = &s->r[which];
-    /* grow only when the slot holds a value still within the window */
-    while (!g->slot || (g->cap < LTR_REFS_WINDOW && g->slot[g->n & (g->cap - 1)].ord1 &&
-                        g->n - (g->slot[g->n & (g->cap - 1)].ord1 - 1) <= LTR_REFS_WINDOW))
-        if (grow(g) < 0)
-            break;
-    if (g->slot)
-        g->slot[g->n & (g->cap - 1)] = (ltr_refslot){g->n + 1, addr};
+    /* The whole window at once: calloc maps it, and the kernel backs a page
+     * only when a value lands on it, so a process with few allocations
+     * costs few pages. Growing by doubling instead was a tenth of `ltr
+     * analyze` on bench/heap's trace: copies, and unmapping the old rings
+     * (TLB shootdowns of the reader's other threads). */
+    if (!g->slot && !(g->slot = calloc(LTR_REFS_WINDOW, sizeof *g->slot))) {
+        g->n++; /* unknown: its references fail */
+        return;
+    }
+    g->slot[g->n & (LTR_REFS_WINDOW - 1)] = (ltr_refslot){g->n + 1, addr};
     g->n++;
 }
 
