@@ -20,8 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define REFS_PLAN_CACHE 8
+
 typedef struct ltr_refwriter {
     an_hmap plans; /* layout id -> how its fields are re-encoded */
+    uint64_t cache_id[REFS_PLAN_CACHE]; /* layout id + 1 of the plan below, by id; 0: none */
+    const void *cache_plan[REFS_PLAN_CACHE];
     an_hmap seqs;  /* collector << 32 | pid -> its allocations' addresses */
     ltr_bytes in;  /* the block being re-encoded, copied out of shared memory */
     ltr_bytes out; /* the last block re-encoded */
