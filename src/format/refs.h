@@ -44,11 +44,15 @@ void ltr_refwriter_free(ltr_refwriter *w);
 void ltr_refwriter_layouts(ltr_refwriter *w, uint8_t *records, size_t len);
 
 /* The compact records of a block of (collector, pid), re-encoded into w->out
- * when any of them has a re-encoded layout: returns 1 and the block's
- * bases (allocations', frees'), else 0 (the block goes as it came); -1 when memory ran out
- * halfway (the block cannot be written: it is lost). */
+ * when any of them has a re-encoded layout (its records must be: their
+ * LAYOUT says pnew and pref). Returns 1 and the block's bases (allocations',
+ * frees') for a block with references (LTR_BLOCK_FLAG_REFS); 2 for one whose
+ * addresses are all stored as themselves (plain asked for, or no memory for
+ * the process's tables: no flag, nothing counted); 0 when the block has no
+ * such record (it goes as it came); -1 when memory ran out (the block cannot
+ * be written: it is lost). */
 int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,
-                        uint64_t base[2]);
+                        int plain, uint64_t base[2]);
 
 /* A chunk was not written: no later reference may name what it held. */
 void ltr_refwriter_forget(ltr_refwriter *w);

@@ -224,7 +224,7 @@ static void prune(wring *g, uint32_t reach)
 static size_t put_address(wring *other, uint32_t reach, uint64_t addr, uint8_t *o)
 {
     addr_ord e;
-    if (an_hmap_take_sized(&other->addrs, addr, &e, sizeof e) && other->n - e.ord <= reach)
+    if (other && an_hmap_take_sized(&other->addrs, addr, &e, sizeof e) && other->n - e.ord <= reach)
         return ltr_put_uvar(o, other->n - e.ord);
     o[0] = 0;
     return 1 + ltr_put_uvar(o + 1, addr);
@@ -240,7 +240,8 @@ static void join(wring *g, uint64_t addr)
 }
 
 /* The payload q (plen bytes) re-encoded into o (room for plen + 2): its
- * length, or -1 when a field does not parse (nothing is counted then). The
+ * length, or -1 when a field does not parse (nothing is counted then). With
+ * no sequences (s NULL: a plain block) every address is stored as itself. The
  * agent wrote the address fields as pvar; an allocation's address refers to
  * the frees' sequence (an allocator hands freed blocks out again), a free's
  * to the allocations'. Both are told against the sequences as they were
@@ -258,7 +259,7 @@ static long encode_payload(wseq *s, const plan *pl, const uint8_t *q, size_t ple
             if (!n)
                 return -1;
             has[k] = 1;
-            out += put_address(&s->r[!k], window[!k], addr[k], o + out);
+            out += put_address(s ? &s->r[!k] : NULL, window[!k], addr[k], o + out);
             in += n;
             continue;
         }
@@ -271,7 +272,7 @@ static long encode_payload(wseq *s, const plan *pl, const uint8_t *q, size_t ple
     }
     memcpy(o + out, q + in, plen - in); /* bytes after the fields go along */
     out += plen - in;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2 && s; k++)
         if (has[k])
             join(&s->r[k], addr[k]);
     return (long)out;
@@ -297,7 +298,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
 }
 
 int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,
-                        uint64_t base[2])
+                        int plain, uint64_t base[2])
 {
     if (!w->plans.n)
         return 0;
@@ -306,17 +307,16 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
     uint8_t *in = ltr_bytes_grow(&w->in, len);
     if (!in || w->in.failed) {
         w->in.failed = 0;
-        return 0;
+        return -1; /* its heap records cannot go as the agent wrote them: their layouts say pnew and pref */
     }
     memcpy(in, p, len); /* read shared memory once */
     wseq *s = NULL;
+    int planned = 0;
     for (size_t off = 0; off < len;) {
         ltr_cevent ce;
         size_t n = ltr_cevent_parse(in + off, len - off, &ce);
         const plan *pl = n ? plan_of(w, ce.layout) : NULL;
-        if (pl && !s) {
-            if (!(s = seq_of(w, collector, pid)))
-                return 0; /* nothing counted yet: the block goes as it came */
+        if (pl && !planned++ && !plain && (s = seq_of(w, collector, pid))) {
             base[0] = s->r[0].n;
             base[1] = s->r[1].n;
         }
@@ -334,10 +334,11 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
         prune(&s->r[0], window[0]);
         prune(&s->r[1], window[1]);
     }
-    if (s && w->out.failed) { /* counted, not written: nothing may refer to it */
+    if (w->out.failed) { /* counted, not written: nothing may refer to it */
         w->out.failed = 0;
-        ltr_refwriter_forget(w);
+        if (s)
+            ltr_refwriter_forget(w);
         return -1;
     }
-    return s != NULL;
+    return !planned ? 0 : s ? 1 : 2;
 }

@@ -369,13 +369,13 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     if (w->nblocks && w->events.len + LTR_BLOCK_REFS_HEADER_SIZE + 2 * len > LTR_CHUNK_MAX_RAW)
         rc0 = seal(w, err);
     ltr_block_info ri = *info;
-    int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, ri.ref_base);
+    int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, info->plain, ri.ref_base);
     if (rc < 0) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)len);
         return rc0 < 0 ? rc0 : ltr_fail(err, ENOMEM, "writing %s: out of memory re-encoding a block", w->path);
     }
-    if (rc > 0)
+    if (rc == 1)
         ri.flags |= LTR_BLOCK_FLAG_REFS;
     rc = rc > 0 ? block_now(w, &ri, w->refs.out.data, w->refs.out.len, rc0 < 0 ? NULL : err)
                 : block_now(w, info, events, len, rc0 < 0 ? NULL : err);

@@ -31,6 +31,10 @@ typedef struct ltr_block_info {
      * block): its bases (allocations', frees'), written as given. Otherwise
      * the writer decides. */
     uint64_t ref_base[2];
+    /* 1: the heap records' addresses stored as themselves, no address
+     * references (the recorder is behind: their cost would be paid in lost
+     * events). */
+    uint8_t plain;
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written

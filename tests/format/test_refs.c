@@ -151,6 +151,8 @@ static ltr_writer *open_heap_writer(const char *path, const char *prov, size_t c
     return w;
 }
 
+static size_t plain_every; /* every n-th block asked to go plain (a recorder behind), 0: none */
+
 /* Writes the script's events thread by thread, a few at a time, the threads
  * taken in random order (each thread's blocks in its own order), as the
  * recorder hands them over; from op `from` to `to`. hook(i) runs before the
@@ -190,7 +192,8 @@ static void write_blocks(ltr_writer *w, const script *s, size_t from, size_t to,
             continue;
         if (hook)
             hook(w, blocks);
-        ltr_block_info info = {.pid = 100 + (uint32_t)(t / NTHREADS), .tid = tid, .seq = seq++, .event_count = count};
+        ltr_block_info info = {.pid = 100 + (uint32_t)(t / NTHREADS), .tid = tid, .seq = seq++, .event_count = count,
+                               .plain = plain_every && blocks % plain_every == 0};
         ltr_error err;
         (void)ltr_writer_block(w, &info, recs.data, recs.len, &err); /* a refused chunk is counted by on_drop */
     }
@@ -291,6 +294,32 @@ static void test_every_address_comes_back(void **state)
     ltr_trace_close(t);
     unlink(path);
     unlink(plain);
+    free(s.v);
+}
+
+/* Blocks written plain (the recorder behind) among the others: their
+ * addresses stored as themselves, nothing counted; references around them
+ * still right. */
+static void test_plain_blocks_among_the_others(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 9);
+    const char *path = gen_tmp("plain.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    plain_every = 3;
+    write_blocks(w, &s, 0, s.n, 10, NULL);
+    plain_every = 0;
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    print_message("%zu of %zu events in blocks with references; %zu frees by reference\n", r.refs_blocks, s.n,
+                  r.by_ref);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_true(r.refs_blocks < s.n && r.refs_blocks * 2 > s.n);
+    assert_true(r.by_ref > 0);
+    unlink(path);
     free(s.v);
 }
 
@@ -599,6 +628,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address_comes_back),
+        cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
