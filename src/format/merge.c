@@ -418,6 +418,10 @@ static int write_events(merger *m, source *s, uint32_t si)
     ltr_bytes recs = {0};
     block b;
     for (size_t off = 0, used; (used = next_block(s->f.raw, s->f.raw_len, off, &b)); off += used) {
+        if (b.info.collector >= LTR_MERGE_COLLECTORS) /* its blocks and counters would mix with the next source's */
+            return ltr_bytes_free(&recs),
+                   ltr_fail(m->err, EINVAL, "%s has collector %u: a merged trace cannot be merged again",
+                            s->path, b.info.collector);
         recs.len = 0;
         uint32_t n = b.compact ? rewrite_compact(s, b.rec, b.len, b.ts_base, &recs) : rewrite_fixed(s, b.rec, b.len, &recs);
         if (recs.failed)

@@ -238,11 +238,11 @@ static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
     l->fixed_offsets = fixed_offsets(l->fields, n);
     l->pnew = l->pref = -1;
     for (unsigned i = 0; i < n; i++) {
-        int16_t *k = l->fields[i].type == LTR_TYPE_PNEW ? &l->pnew : l->fields[i].type == LTR_TYPE_PREF ? &l->pref : NULL;
+        int32_t *k = l->fields[i].type == LTR_TYPE_PNEW ? &l->pnew : l->fields[i].type == LTR_TYPE_PREF ? &l->pref : NULL;
         if (k && *k >= 0)
             return -1; /* one of each per layout: the event keeps their resolved addresses */
         if (k)
-            *k = (int16_t)i;
+            *k = (int32_t)i;
     }
     return 0;
 }

@@ -60,7 +60,7 @@ typedef struct ltr_layout_rec {
     ltr_trace_provider *prov;
     ltr_field *fields;
     uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
-    int16_t pnew, pref;      /* index of its pnew and of its pref field (format 4), -1: none */
+    int32_t pnew, pref;      /* index of its pnew and of its pref field (format 4), -1: none */
 } ltr_layout_rec;
 
 /* refseq.c: the address references of every (collector, pid) (blocks.h). */

@@ -22,10 +22,18 @@
 
 #define REFS_PLAN_CACHE 8
 
+/* How much longer a re-encoded payload can get: its pnew and its pref field
+ * (one of each), each a 1-byte address, become a 0 and a 10-byte varint at
+ * most, or a reference of up to 3 bytes. (A reference is not always
+ * shorter: the agent's addresses are, but a traced program may write any; a
+ * reserve of 2 let a Realloc of two tiny addresses write past the buffer.) */
+#define REFS_GROWTH (2 * (1 + LTR_VARINT_MAX))
+
 typedef struct ltr_refwriter {
     an_hmap plans; /* layout id -> how its fields are re-encoded */
     uint64_t cache_id[REFS_PLAN_CACHE]; /* layout id + 1 of the plan below, by id; 0: none */
     const void *cache_plan[REFS_PLAN_CACHE];
+    uint64_t uses; /* blocks that used a process's tables, to find the least recently used */
     an_hmap seqs;  /* collector << 32 | pid -> its allocations' addresses */
     ltr_bytes in;  /* the block being re-encoded, copied out of shared memory */
     ltr_bytes out; /* the last block re-encoded */
@@ -42,6 +50,11 @@ void ltr_refwriter_free(ltr_refwriter *w);
  * (no producer may) gets type 0 there, so that readers refuse it, unless the
  * writer is trusted (its metadata comes from trace files). */
 void ltr_refwriter_layouts(ltr_refwriter *w, uint8_t *records, size_t len);
+
+/* A METADATA chunk holding these records was written (ok) or not. A layout
+ * whose LAYOUT never reached the file loses its plan: the reader takes the
+ * first description of an id it finds, which may be another one. */
+void ltr_refwriter_layouts_written(ltr_refwriter *w, const uint8_t *records, size_t len, int ok);
 
 /* The compact records of a block of (collector, pid), re-encoded into w->out
  * when any of them has a re-encoded layout (its records must be: their

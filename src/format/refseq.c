@@ -8,8 +8,8 @@
  * references into it, and only those, fail. A slot remembers which ordinal it
  * holds, so a gap or a wrap never hands out another value's address.
  *
- * Memory: LTR_REFS_WINDOW slots of 16 bytes per sequence (4 MiB), mapped
- * at once and backed by the kernel only where values landed.
+ * Memory: 64 KiB per sequence, or 4 MiB (LTR_REFS_WINDOW slots of 16 bytes)
+ * for one of more than 4096 values.
  */
 #include "format/reader.h"
 #include "format/blocks.h"
@@ -24,8 +24,17 @@ typedef struct ltr_refslot {
 
 typedef struct ring {
     uint64_t n;        /* ordinal of the next value */
-    ltr_refslot *slot; /* LTR_REFS_WINDOW slots, ordinal o at o % LTR_REFS_WINDOW; NULL until the first */
+    ltr_refslot *slot; /* ordinal o at o % cap; NULL until the first */
+    uint32_t cap;      /* REFS_SMALL, then LTR_REFS_WINDOW */
 } ring;
+
+/* A sequence starts with 64 KiB of slots (from the heap, not a mapping of
+ * its own: a trace of thousands of processes must not run into the
+ * mapping limit) and gets the whole window at once when it needs more.
+ * Doubling step by step instead was a tenth of `ltr analyze` on bench/heap's
+ * trace: copies, and unmapping the old rings (TLB shootdowns of the
+ * reader's other threads). */
+#define REFS_SMALL 4096u
 
 struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
@@ -96,10 +105,25 @@ int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uin
     if (!g->slot || code == 0 || code > g->n || code > LTR_REFS_WINDOW)
         return -1;
     uint64_t o = g->n - code;
-    const ltr_refslot *slot = &g->slot[o & (LTR_REFS_WINDOW - 1)];
+    const ltr_refslot *slot = &g->slot[o & (g->cap - 1)];
     if (slot->ord1 != o + 1)
         return -1;
     *addr = slot->addr;
+    return 0;
+}
+
+/* The ring at its full size, every value it held kept; -1 without memory. */
+static int widen(ring *g)
+{
+    ltr_refslot *slot = calloc(LTR_REFS_WINDOW, sizeof *slot);
+    if (!slot)
+        return -1;
+    for (uint32_t i = 0; i < g->cap; i++)
+        if (g->slot[i].ord1)
+            slot[(g->slot[i].ord1 - 1) & (LTR_REFS_WINDOW - 1)] = g->slot[i];
+    free(g->slot);
+    g->slot = slot;
+    g->cap = LTR_REFS_WINDOW;
     return 0;
 }
 
@@ -108,16 +132,16 @@ void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr)
     if (!s || s->spoiled)
         return;
     ring *g = &s->r[which];
-    /* The whole window at once: calloc maps it, and the kernel backs a page
-     * only when a value lands on it, so a process with few allocations
-     * costs few pages. Growing by doubling instead was a tenth of `ltr
-     * analyze` on bench/heap's trace: copies, and unmapping the old rings
-     * (TLB shootdowns of the reader's other threads). */
-    if (!g->slot && !(g->slot = calloc(LTR_REFS_WINDOW, sizeof *g->slot))) {
+    if (!g->slot && (g->slot = calloc(REFS_SMALL, sizeof *g->slot)))
+        g->cap = REFS_SMALL;
+    if (!g->slot) {
         g->n++; /* unknown: its references fail */
         return;
     }
-    g->slot[g->n & (LTR_REFS_WINDOW - 1)] = (ltr_refslot){g->n + 1, addr};
+    ltr_refslot *at = &g->slot[g->n & (g->cap - 1)];
+    if (g->cap < LTR_REFS_WINDOW && at->ord1 && g->n - (at->ord1 - 1) <= LTR_REFS_WINDOW && widen(g) == 0)
+        at = &g->slot[g->n & (g->cap - 1)]; /* else the oldest is overwritten: its references fail */
+    *at = (ltr_refslot){g->n + 1, addr};
     g->n++;
 }
 

@@ -22,8 +22,10 @@
 
 #define PLAN_FIELDS 16 /* layouts with more fields are written as they come */
 
+
 typedef struct plan {
     uint64_t key;
+    uint8_t written; /* a METADATA chunk holding its LAYOUT reached the file */
     uint8_t nfields;
     uint8_t type[PLAN_FIELDS]; /* each field's stored type, pnew and pref included */
 } plan;
@@ -50,12 +52,21 @@ static const uint32_t window[2] = {LTR_REFS_WINDOW, FREES_WINDOW}; /* by the seq
 
 typedef struct wseq {
     wring r[2]; /* LTR_REFS_ALLOC: pnew values, LTR_REFS_FREE: pref values */
+    uint64_t used; /* when a block last used it (the writer's count of uses) */
 } wseq;
+
+/* Processes whose tables are kept: the writer is not told when a process
+ * ends, and a session beside a build runs thousands. The least recently used
+ * one's tables go (its next block starts again from 0, which a reader takes
+ * as a new sequence). */
+#define REFS_MAX_PROCESSES 64
 
 typedef struct seq_entry {
     uint64_t key;
     wseq *seq;
 } seq_entry;
+
+static void free_seq(wseq *s);
 
 void ltr_refwriter_init(ltr_refwriter *w)
 {
@@ -67,11 +78,8 @@ void ltr_refwriter_init(ltr_refwriter *w)
 void ltr_refwriter_free(ltr_refwriter *w)
 {
     size_t pos = 0;
-    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
-        an_hmap_free(&e->seq->r[0].addrs);
-        an_hmap_free(&e->seq->r[1].addrs);
-        free(e->seq);
-    }
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));)
+        free_seq(e->seq);
     an_hmap_free(&w->seqs);
     an_hmap_free(&w->plans);
     ltr_bytes_free(&w->out);
@@ -152,6 +160,25 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
     memset(w->cache_id, 0, sizeof w->cache_id); /* the map may have moved its entries */
 }
 
+void ltr_refwriter_layouts_written(ltr_refwriter *w, const uint8_t *records, size_t len, int ok)
+{
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint32_t size = ltr_get_u32(records + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            return;
+        plan *p = ltr_get_u16(records + off) == LTR_META_LAYOUT && size >= LTR_RECORD_HEADER_SIZE + 4
+                      ? an_hmap_get(&w->plans, ltr_get_u32(records + off + LTR_RECORD_HEADER_SIZE))
+                      : NULL;
+        if (p && ok)
+            p->written = 1;
+        else if (p && !p->written) {
+            an_hmap_del(&w->plans, p->key);
+            memset(w->cache_id, 0, sizeof w->cache_id);
+        }
+        off += size;
+    }
+}
+
 void ltr_refwriter_layouts(ltr_refwriter *w, uint8_t *records, size_t len)
 {
     ltr_guid heap;
@@ -181,10 +208,33 @@ static const plan *plan_of(ltr_refwriter *w, uint32_t id)
     return p;
 }
 
+static void free_seq(wseq *s)
+{
+    an_hmap_free(&s->r[0].addrs);
+    an_hmap_free(&s->r[1].addrs);
+    free(s);
+}
+
+static void evict_one(ltr_refwriter *w)
+{
+    size_t pos = 0;
+    seq_entry *old = NULL;
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));)
+        if (!old || e->seq->used < old->seq->used)
+            old = e;
+    if (old) {
+        free_seq(old->seq);
+        an_hmap_del(&w->seqs, old->key);
+    }
+}
+
 static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
 {
     int created;
-    seq_entry *e = an_hmap_put(&w->seqs, (uint64_t)collector << 32 | pid, &created);
+    uint64_t key = (uint64_t)collector << 32 | pid;
+    if (!an_hmap_get(&w->seqs, key) && w->seqs.n >= REFS_MAX_PROCESSES)
+        evict_one(w); /* before the put: a delete moves entries */
+    seq_entry *e = an_hmap_put(&w->seqs, key, &created);
     if (!e)
         return NULL;
     if (created) {
@@ -196,6 +246,7 @@ static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
         an_hmap_init(&e->seq->r[0].addrs, sizeof(addr_ord));
         an_hmap_init(&e->seq->r[1].addrs, sizeof(addr_ord));
     }
+    e->seq->used = ++w->uses;
     return e->seq;
 }
 
@@ -239,7 +290,7 @@ static void join(wring *g, uint64_t addr)
     g->n++;
 }
 
-/* The payload q (plen bytes) re-encoded into o (room for plen + 2): its
+/* The payload q (plen bytes) re-encoded into o (room for plen + REFS_GROWTH): its
  * length, or -1 when a field does not parse (nothing is counted then). With
  * no sequences (s NULL: a plain block) every address is stored as itself. The
  * agent wrote the address fields as pvar; an allocation's address refers to
@@ -284,7 +335,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     uint64_t size;
     size_t sn = ltr_get_uvar(r, ce->header, &size); /* parsed already */
     size_t inner = ce->header - sn;                 /* the layout and delta varints */
-    uint8_t *dst = ltr_bytes_grow(&w->out, LTR_VARINT_MAX + inner + ce->payload + 2);
+    uint8_t *dst = ltr_bytes_grow(&w->out, LTR_VARINT_MAX + inner + ce->payload + REFS_GROWTH);
     if (!dst)
         return;
     uint8_t *payload = dst + LTR_VARINT_MAX + inner;
@@ -294,7 +345,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     size_t hn = ltr_put_uvar(dst, inner + (size_t)pn);
     memmove(dst + hn, r + sn, inner);
     memmove(dst + hn + inner, payload, (size_t)pn);
-    w->out.len -= LTR_VARINT_MAX + inner + ce->payload + 2 - (hn + inner + (size_t)pn);
+    w->out.len -= LTR_VARINT_MAX + inner + ce->payload + REFS_GROWTH - (hn + inner + (size_t)pn);
 }
 
 int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, const uint8_t *p, size_t len,

@@ -291,6 +291,7 @@ static int write_metadata_now(ltr_writer *w, const void *records, size_t len, lt
     int rc = write_chunk(w, LTR_CHUNK_METADATA, p, len, err);
     if (rc < 0)
         ltr_stackshare_reset(&w->stacks);
+    ltr_refwriter_layouts_written(&w->refs, p, len, rc == 0);
     return rc;
 }
 
@@ -363,8 +364,9 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
         return block_now(w, info, events, len, err);
     /* A chunk too full to take the block is written before the block is
      * re-encoded: were it lost, the block must not refer to what it held. A
-     * re-encoded record is at most 2 bytes longer (a reference taking an
-     * address's place is never longer than it, plus 0 ahead of each address). */
+     * re-encoded record grows by at most 4 bytes (refwrite.c: two fields of
+     * 2 more each when parsed well; a 0 and a varint instead of the same
+     * varint otherwise), and a record holding them is at least 5 bytes. */
     int rc0 = 0;
     if (w->nblocks && w->events.len + LTR_BLOCK_REFS_HEADER_SIZE + 2 * len > LTR_CHUNK_MAX_RAW)
         rc0 = seal(w, err);

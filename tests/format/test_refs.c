@@ -13,7 +13,9 @@
  */
 #include "base/heap_events.h"
 #include "format/chunk.h"
+#include "format/compact.h"
 #include "format/merge.h"
+#include "format/refs.h"
 #include "gen.h"
 
 #include <ltr/trace.h>
@@ -323,6 +325,98 @@ static void test_plain_blocks_among_the_others(void **state)
     free(s.v);
 }
 
+/* ---- a record that grows: tiny addresses told by long references ---- */
+
+static void raw_record(ltr_bytes *b, uint32_t layout, const uint8_t *payload, size_t n)
+{
+    uint8_t *h = ltr_bytes_grow(b, LTR_CEVENT_HEADER_MAX + n);
+    size_t hl = ltr_put_cevent_header(h, layout, 0, 0, (uint32_t)n);
+    memcpy(h + hl, payload, n);
+    b->len -= LTR_CEVENT_HEADER_MAX - hl;
+}
+
+static void raw_event(ltr_bytes *b, uint32_t layout, int nf, const uint64_t *v, int fn)
+{
+    uint8_t p[64];
+    size_t n = 0;
+    for (int i = 0; i < nf; i++)
+        n += ltr_put_uvar(p + n, v[i]);
+    p[n++] = (uint8_t)fn;
+    raw_record(b, layout, p, n);
+}
+
+/* Records of an unplanned layout (copied as they are) of `filler` payload
+ * bytes, then Alloc 5, 16384 other allocations, Free 9, 200 other frees and,
+ * if asked, Realloc 5 -> 9: a 1-byte old address told as 16385 allocations
+ * back (3 bytes), a 1-byte new one as 201 frees back (2 bytes). */
+static void tiny_block(ltr_bytes *b, size_t filler, int with_realloc)
+{
+    static uint8_t pad[60000];
+    b->len = 0;
+    while (filler) {
+        size_t k = filler > 60000 ? 50000 : filler;
+        raw_record(b, 50, pad, k);
+        filler -= k;
+    }
+    uint64_t a[3] = {5, 1, 1}, f = 9;
+    raw_event(b, L_ALLOC, 3, a, 1);
+    for (uint64_t i = 0; i < 16384; i++) {
+        a[0] = 0x100000 + 16 * i;
+        raw_event(b, L_ALLOC, 3, a, 1);
+    }
+    raw_event(b, L_FREE, 1, &f, 20);
+    for (uint64_t i = 0; i < 200; i++) {
+        f = 0x900000 + 16 * i;
+        raw_event(b, L_FREE, 1, &f, 20);
+    }
+    if (with_realloc) {
+        uint64_t r[4] = {5, 9, 1, 1};
+        raw_event(b, L_REALLOC, 4, r, 1);
+    }
+}
+
+static void heap_refwriter(ltr_refwriter *w)
+{
+    ltr_bytes meta = {0};
+    heap_metadata(&meta, LTR_HEAP_PROVIDER);
+    ltr_refwriter_init(w);
+    ltr_refwriter_layouts(w, meta.data, meta.len);
+    ltr_bytes_free(&meta);
+}
+
+/* A traced program may write any address, and a reference can be longer
+ * than the address it stands for: the Realloc above grows by 3 bytes. Its
+ * re-encoding placed to end exactly at the output buffer's capacity (found
+ * by a review under ASan: writing past it with a reserve of 2 bytes). */
+static void test_tiny_addresses_grow_a_record(void **state)
+{
+    (void)state;
+    ltr_bytes blk = {0};
+    ltr_refwriter w;
+    uint64_t base[2];
+    heap_refwriter(&w);
+    tiny_block(&blk, 0, 0);
+    assert_int_equal(ltr_refwriter_block(&w, 0, 100, blk.data, blk.len, 0, base), 1);
+    size_t before = w.out.len;
+    ltr_refwriter_free(&w);
+    /* the Realloc's reserve: size varint room 10, layout and delta 2, payload 5, growth */
+    size_t want = 262144 - (10 + 2 + 5 + REFS_GROWTH) - before, filler = 0;
+    while (want > 60005) { /* a filler record of 50000 payload bytes takes 50005 */
+        filler += 50000;
+        want -= 50005;
+    }
+    filler += want - 5;
+    heap_refwriter(&w);
+    tiny_block(&blk, filler, 1);
+    assert_int_equal(ltr_refwriter_block(&w, 0, 100, blk.data, blk.len, 0, base), 1);
+    /* the last record: its payload is the two references, then size, stack, function */
+    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xc9, 0x01, /* 201 */ 1, 1, 1};
+    assert_true(w.out.len > sizeof expect);
+    assert_memory_equal(w.out.data + w.out.len - sizeof expect, expect, sizeof expect);
+    ltr_refwriter_free(&w);
+    ltr_bytes_free(&blk);
+}
+
 /* Allocations further back than the window: their frees carry the address. */
 static void test_window_edge(void **state)
 {
@@ -630,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_every_address_comes_back),
         cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
+        cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
         cmocka_unit_test(test_unreadable_record_spoils_only_its_block),
