@@ -297,6 +297,28 @@ static void test_merged_stacks_keep_their_nodes(void **state)
     unlink(out);
 }
 
+/* A merged trace's collectors go past a source's four: merged again, they
+ * would mix with the next source's (counters, address references). */
+static void test_merged_trace_is_not_a_source(void **state)
+{
+    (void)state;
+    const char *a = gen_tmp("ma.ltr"), *b = gen_tmp("mb.ltr"), *m = gen_tmp("mm.ltr"), *out = gen_tmp("m2.ltr");
+    assert_int_equal(gen_write(a, &opts, NULL), 0);
+    copy_file(a, b);
+    const char *paths[] = {a, b};
+    ltr_merge_report rep;
+    ltr_error err;
+    if (ltr_merge(paths, 2, m, false, &rep, &err))
+        fail_msg("%s", err.msg);
+    const char *again[] = {a, m};
+    assert_int_not_equal(ltr_merge(again, 2, out, false, &rep, &err), 0);
+    assert_non_null(strstr(err.msg, "cannot be merged again"));
+    assert_int_equal(access(out, F_OK), -1);
+    unlink(a);
+    unlink(b);
+    unlink(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_layouts_renumbered),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_merged_stacks_keep_their_nodes),
+        cmocka_unit_test(test_merged_trace_is_not_a_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

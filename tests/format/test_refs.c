@@ -325,6 +325,46 @@ static void test_plain_blocks_among_the_others(void **state)
     free(s.v);
 }
 
+/* np processes each allocate a block, then each frees it, every event a block. */
+static readback processes_run(uint32_t np)
+{
+    script s = {calloc(2 * np, sizeof(op)), 2 * np};
+    for (uint32_t p = 0; p < np; p++) {
+        s.v[p] = (op){1000 + p, 1000 + p, L_ALLOC, 0x4000 + 16 * p, 0, 8, TS0 + p * 1000};
+        s.v[np + p] = (op){1000 + p, 1000 + p, L_FREE, 0x4000 + 16 * p, 0, 0, TS0 + (np + p) * 1000};
+    }
+    const char *path = gen_tmp("procs.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    ltr_bytes recs = {0};
+    ltr_error err;
+    for (size_t i = 0; i < s.n; i++) {
+        recs.len = 0;
+        put_cevent(&recs, &s.v[i], 0);
+        ltr_block_info info = {.pid = s.v[i].pid, .tid = s.v[i].tid, .seq = i, .event_count = 1};
+        assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    }
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    ltr_bytes_free(&recs);
+    unlink(path);
+    free(s.v);
+    return r;
+}
+
+/* More processes than the writer keeps tables for (64): those it drops
+ * start again from 0, which a reader takes as a new sequence. */
+static void test_many_processes(void **state)
+{
+    (void)state;
+    readback few = processes_run(40), many = processes_run(100);
+    print_message("40 processes: %zu frees by reference; 100: %zu\n", few.by_ref, many.by_ref);
+    assert_int_equal(few.by_ref, 40);
+    assert_true(many.by_ref < 100); /* the least recently used tables went */
+}
+
 /* ---- a record that grows: tiny addresses told by long references ---- */
 
 static void raw_record(ltr_bytes *b, uint32_t layout, const uint8_t *payload, size_t n)
@@ -725,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
+        cmocka_unit_test(test_many_processes),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
         cmocka_unit_test(test_unreadable_record_spoils_only_its_block),
