@@ -10,7 +10,10 @@
  * else) and a chunk the writer could not write (nothing refers to it); a
  * block whose record cannot be read; a producer's layout that names pnew
  * itself; and a version 3 trace, read as it is and re-encoded by ltr merge.
+ * ltr analyze's own decoding (its fast path) finds the same as on the events
+ * stored plain, and after a lost chunk the same events as the reader.
  */
+#include "analyze/analyze.h"
 #include "base/heap_events.h"
 #include "format/chunk.h"
 #include "format/compact.h"
@@ -363,6 +366,79 @@ static void test_many_processes(void **state)
     print_message("40 processes: %zu frees by reference; 100: %zu\n", few.by_ref, many.by_ref);
     assert_int_equal(few.by_ref, 40);
     assert_true(many.by_ref < 100); /* the least recently used tables went */
+}
+
+/* ---- the analyzer's fast path (analyze/blocks.c) resolves them too ---- */
+
+static void damage_events_chunk(const char *path, int k);
+
+static char *analysis_json(const char *path)
+{
+    ltr_analysis *a;
+    ltr_error err;
+    ltr_analyze_opts o = {0};
+    if (ltr_analysis_run(path, &o, &a, &err))
+        fail_msg("%s", err.msg);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(ltr_analysis_write(a, f, LTR_REPORT_JSON, 10), 0);
+    fclose(f);
+    ltr_analysis_free(a);
+    return text;
+}
+
+/* The first number after "key": in the JSON (the summary comes first). */
+static uint64_t json_u64(const char *js, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(js, k);
+    assert_non_null(p);
+    return strtoull(p + strlen(k), NULL, 10);
+}
+
+/* ltr analyze decodes heap records itself (its fast path): on a trace with
+ * references it must find what it finds on the same events stored plain,
+ * and on a trace with a chunk lost, take exactly the heap events the
+ * reader's own path gives. */
+static void test_analyzer_reads_references(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 11);
+    const char *refs = gen_tmp("an-refs.ltr"), *plain = gen_tmp("an-plain.ltr");
+    ltr_error err;
+    ltr_writer *w = open_heap_writer(refs, LTR_HEAP_PROVIDER, 4096);
+    write_blocks(w, &s, 0, s.n, 12, NULL);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    w = open_heap_writer(plain, LTR_HEAP_PROVIDER, 4096);
+    plain_every = 1;
+    write_blocks(w, &s, 0, s.n, 12, NULL);
+    plain_every = 0;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    char *a = analysis_json(refs), *b = analysis_json(plain);
+    static const char *const keys[] = {"heap_events", "allocations", "allocated_bytes", "frees", "unseen_frees",
+                                       "outstanding_bytes", "outstanding_allocations", "peak_bytes"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_int_equal(json_u64(a, keys[i]), json_u64(b, keys[i]));
+    assert_int_equal(json_u64(a, "heap_events"), s.n);
+    assert_int_equal(json_u64(a, "unseen_frees"), 0);
+    free(a);
+    free(b);
+    damage_events_chunk(refs, 2);
+    readback r = read_back(refs, &s);
+    a = analysis_json(refs);
+    print_message("lost chunk: reader %zu events, analyzer %llu\n", r.delivered,
+                  (unsigned long long)json_u64(a, "heap_events"));
+    assert_true(r.delivered < s.n);
+    assert_int_equal(json_u64(a, "heap_events"), r.delivered);
+    free(a);
+    unlink(refs);
+    unlink(plain);
+    free(s.v);
 }
 
 /* ---- a record that grows: tiny addresses told by long references ---- */
@@ -766,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_window_edge),
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_many_processes),
+        cmocka_unit_test(test_analyzer_reads_references),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
         cmocka_unit_test(test_unreadable_record_spoils_only_its_block),
