@@ -439,11 +439,16 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
         return;
     }
     ltr_block_info info = block_of(&cs->ring, c, idx, partial);
-    /* Behind (an eighth of the buffers waiting): the writer skips its
-     * address references, about 45 ns an event (format/refs.h), until the
-     * queue is short again. An unprivileged recorder beside 1000 threads
-     * lost 27 to 50 % of their events with them, in 3 runs of 5 (bench/threads). */
-    info.plain = ltr_ring_queued(&cs->ring) > cs->ring.nbuf / 32;
+    /* Nearly out of free buffers (a 16th left): the writer skips its address
+     * references, about 45 ns an event (format/refs.h), until producers have
+     * room again. An unprivileged recorder beside 1000 threads lost 27 to 50
+     * % of their events with them, in 3 runs of 5 (bench/threads). Not the
+     * queue's length: producers wake the recorder only when a quarter of the
+     * buffers is left (ring.c), so a long queue is the normal case (judged
+     * by it, cc1plus's trace went plain nearly whole: 2.05 bytes per event
+     * instead of 1.41). The count is the traced programs' to scribble on:
+     * at worst every block goes plain, or none. */
+    info.plain = atomic_load_explicit(&cs->ring.shared->free_count, memory_order_relaxed) < cs->ring.nbuf / 16;
     const uint8_t *data = ltr_ring_vdata(&cs->ring, idx) + n->flushed_bytes;
     uint32_t len = records_in(cs, &info, data, bytes - n->flushed_bytes,
                               events >= n->flushed_events ? events - n->flushed_events : UINT32_MAX,
