@@ -138,14 +138,23 @@ ltr_reg_provider *ltr_registry_provider(ltr_registry *r, const ltr_guid *g, cons
     return free_slot;
 }
 
+bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation)
+{
+    ltr_reg_session *rs = &r->sessions[s];
+    if (!incarnation || atomic_load(&rs->incarnation) != incarnation)
+        return false; /* ended already, and the slot may be another session's now */
+    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
+        atomic_fetch_and(&r->providers[i].sessions, ~(1u << s));
+    atomic_store(&rs->incarnation, 0);
+    return true;
+}
+
 void ltr_registry_reap(ltr_registry *r)
 {
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->sessions[s];
-        if (!atomic_load(&rs->incarnation) || ltr_pid_alive((pid_t)rs->recorder_pid))
-            continue;
-        for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
-            atomic_fetch_and(&r->providers[i].sessions, ~(1u << s));
-        atomic_store(&rs->incarnation, 0);
+        uint64_t inc = atomic_load(&rs->incarnation);
+        if (inc && !ltr_pid_alive((pid_t)rs->recorder_pid))
+            ltr_registry_release(r, s, inc);
     }
 }

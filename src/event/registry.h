@@ -131,6 +131,14 @@ static inline bool ltr_reg_wants(const ltr_reg_provider *p, unsigned s, uint8_t 
     return (any == 0 || (kw & any)) && (kw & all) == all;
 }
 
+/* Ends the session of slot s if the slot still holds that incarnation:
+ * clears its provider bits, then frees the slot; false when it was ended
+ * already. Once freed, a slot may be claimed by another session at once, so
+ * only the incarnation may say whose the bits are (a recorder that cleared
+ * them twice, at stop and at exit, once silenced the session started
+ * between: test_registry.c). Caller holds the lock. */
+bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation);
+
 /* Clears slots whose recorder is gone (killed): their sessions and provider
  * bits. Caller holds the lock. */
 void ltr_registry_reap(ltr_registry *r);

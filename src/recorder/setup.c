@@ -294,10 +294,7 @@ void rec_unpublish(recorder *r)
         return;
     atomic_store(&r->shm->state, LTR_SESSION_STOPPING);
     ltr_registry_lock();
-    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++)
-        atomic_fetch_and(&r->reg->providers[i].sessions, ~(1u << r->slot));
-    if (atomic_load(&r->reg->sessions[r->slot].incarnation) == r->incarnation)
-        atomic_store(&r->reg->sessions[r->slot].incarnation, 0);
+    ltr_registry_release(r->reg, r->slot, r->incarnation); /* called at stop and again at exit */
     ltr_registry_unlock();
 }
 
