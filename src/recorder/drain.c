@@ -425,7 +425,65 @@ void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
     }
 }
 
-/* Writes what the buffer holds beyond what was written before. */
+/* A block into the trace now, or counted as dropped once the file is full. */
+static void write_block(recorder *r, ltr_block_info *info, const uint8_t *data, uint32_t len)
+{
+    collector_state *cs = &r->col[info->collector];
+    /* Nearly out of free buffers (a 16th left), or the backlog more than half
+     * full: the writer skips its address references, about 45 ns an event
+     * (format/refs.h), until it catches up. An unprivileged recorder beside
+     * 1000 threads lost 27 to 50 % of their events with them, in 3 runs of 5
+     * (bench/threads), before the backlog. Not the queue's length: producers
+     * wake the recorder only when a quarter of the buffers is left (ring.c),
+     * so a long queue is the normal case (judged by it, cc1plus's trace went
+     * plain nearly whole: 2.05 bytes per event instead of 1.41). The count
+     * is the traced programs' to scribble on: at worst every block goes
+     * plain, or none. */
+    info->plain = atomic_load_explicit(&cs->ring.shared->free_count, memory_order_relaxed) < cs->ring.nbuf / 16 ||
+                  r->backlog.bytes > r->backlog.cap / 2;
+    cs->events_written += info->event_count;
+    ltr_error err;
+    if (r->file_full) {
+        rec_on_drop(r, info, len);
+    } else if (rec_write_block(r->writer, info, data, len, &err) != 0) {
+        rec_write_failed(r, &err);
+        if (err.code == EFBIG || err.code == ENOSPC)
+            r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
+    }
+}
+
+static void write_oldest(recorder *r)
+{
+    rec_backlog_entry *e = rec_backlog_oldest(&r->backlog);
+    r->col[e->info.collector].backlog_events -= e->info.event_count;
+    write_block(r, &e->info, e->data, e->len);
+    rec_backlog_drop(&r->backlog);
+}
+
+/* A block out of shared memory: copied into the backlog, the oldest written
+ * first while it is full; written at once, after the whole backlog, when it
+ * cannot be copied. Either way blocks reach the file in the order they
+ * came out. */
+static void block_out(recorder *r, ltr_block_info *info, const uint8_t *data, uint32_t len)
+{
+    rec_backlog *b = &r->backlog;
+    if (rec_backlog_oldest(b) && !rec_backlog_fits(b, len) && !r->backlog_full_logged) {
+        r->backlog_full_logged = true;
+        rec_log("the recorder fell %zu MiB behind, as far as its backlog may (%d times the buffers): "
+                "producers may lose events until it catches up", b->cap >> 20, REC_BACKLOG_POOLS);
+    }
+    while (rec_backlog_oldest(b) && !rec_backlog_fits(b, len))
+        write_oldest(r);
+    if (rec_backlog_push(b, info, data, len) == 0) {
+        r->col[info->collector].backlog_events += info->event_count;
+        return;
+    }
+    while (rec_backlog_oldest(b))
+        write_oldest(r);
+    write_block(r, info, data, len);
+}
+
+/* Takes what the buffer holds beyond what was taken before. */
 static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
 {
     collector_state *cs = &r->col[c];
@@ -439,16 +497,6 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
         return;
     }
     ltr_block_info info = block_of(&cs->ring, c, idx, partial);
-    /* Nearly out of free buffers (a 16th left): the writer skips its address
-     * references, about 45 ns an event (format/refs.h), until producers have
-     * room again. An unprivileged recorder beside 1000 threads lost 27 to 50
-     * % of their events with them, in 3 runs of 5 (bench/threads). Not the
-     * queue's length: producers wake the recorder only when a quarter of the
-     * buffers is left (ring.c), so a long queue is the normal case (judged
-     * by it, cc1plus's trace went plain nearly whole: 2.05 bytes per event
-     * instead of 1.41). The count is the traced programs' to scribble on:
-     * at worst every block goes plain, or none. */
-    info.plain = atomic_load_explicit(&cs->ring.shared->free_count, memory_order_relaxed) < cs->ring.nbuf / 16;
     const uint8_t *data = ltr_ring_vdata(&cs->ring, idx) + n->flushed_bytes;
     uint32_t len = records_in(cs, &info, data, bytes - n->flushed_bytes,
                               events >= n->flushed_events ? events - n->flushed_events : UINT32_MAX,
@@ -457,16 +505,8 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     n->flushed_events = events;
     if (!len)
         return;
-    cs->events_written += info.event_count;
-    ltr_error err;
     write_new_metadata(r); /* the layouts its events use come first */
-    if (r->file_full) {
-        rec_on_drop(r, &info, len);
-    } else if (rec_write_block(r->writer, &info, data, len, &err) != 0) {
-        rec_write_failed(r, &err);
-        if (err.code == EFBIG || err.code == ENOSPC)
-            r->file_full = err.code == EFBIG; /* a full disk may free up; a size limit won't */
-    }
+    block_out(r, &info, data, len);
 }
 
 /* A buffer is complete: into the file and free again (file mode), or into the
@@ -565,6 +605,31 @@ static void log_damage(recorder *r)
     }
 }
 
+/* How long one round writes from the backlog before the loop looks at its
+ * requests again (it comes back at once while blocks wait). */
+#define BACKLOG_SLICE_NS (20 * 1000000ull)
+
+/* Writes the backlog's oldest blocks for up to budget_ns (0: through the
+ * block pushed as the through-th, for a flush), taking the queued buffers
+ * out again after each: producers get their buffers back while it writes. */
+static void write_backlog(recorder *r, uint64_t budget_ns, uint64_t through)
+{
+    uint64_t end = budget_ns ? ltr_now_ns() + budget_ns : UINT64_MAX;
+    rec_backlog *b = &r->backlog;
+    while (rec_backlog_oldest(b) && (budget_ns || b->dropped < through)) {
+        write_oldest(r);
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+            take_queued(r, c);
+        if (ltr_now_ns() >= end)
+            return;
+    }
+}
+
+bool rec_backlog_waiting(const recorder *r)
+{
+    return rec_backlog_oldest(&r->backlog) != NULL;
+}
+
 void rec_drain(recorder *r, bool flush_active)
 {
     rec_sample_counters(r);
@@ -580,9 +645,12 @@ void rec_drain(recorder *r, bool flush_active)
         write_new_metadata(r); /* before the blocks that use it */
         take_queued(r, c);
     }
-    if (flush_active) {
+    if (!flush_active) {
+        write_backlog(r, BACKLOG_SLICE_NS, 0);
+    } else { /* what was committed before the flush, all of it */
         write_new_metadata(r);
         for_active(r, true, 0, flush_partial);
+        write_backlog(r, 0, r->backlog.blocks);
         ltr_error err;
         if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
             rec_write_failed(r, &err);
@@ -784,6 +852,7 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
 {
     rec_drain(r, true);
     for_active(r, true, 0, finish_buffer);
+    write_backlog(r, 0, r->backlog.blocks); /* producers are stopped: all of it */
     ltr_bytes counters = {0}, kv = {0};
     if (ltr_writer_flush(r->writer, 0, err) != 0) /* blocks it cannot write are counted as lost */
         rec_write_failed(r, err);
@@ -808,7 +877,7 @@ uint64_t rec_events_recorded(recorder *r, unsigned c)
     collector_state *cs = &r->col[c];
     rec_sample_counters(r);
     /* the dropped ones are counted as lost, not twice */
-    uint64_t n = cs->events_written - cs->events_dropped + cs->overwritten.total;
+    uint64_t n = cs->events_written - cs->events_dropped + cs->overwritten.total + cs->backlog_events;
     if (c == 0 && r->cfg.mode == LTR_MODE_MEMORY)
         n += r->nmarkers; /* kept by the recorder, out of the ring */
     for (uint32_t i = 0; i < cs->ring.nbuf; i++) {

@@ -7,6 +7,7 @@
 #define LTR_RECORDER_INTERNAL_H
 
 #include "format/writer.h"
+#include "recorder/backlog.h"
 #include "recorder/recorder.h"
 #include "system/system.h"
 
@@ -34,6 +35,7 @@ typedef struct collector_state {
     /* counters of the recorder's side (producers count events_lost in the ring) */
     uint64_t events_written, buffers_written; /* in the current output */
     uint64_t events_dropped, buffers_lost;    /* could not be written (disk, size limit) */
+    uint64_t backlog_events;                  /* taken out, waiting in the backlog */
     /* what producers count in shared memory: events lost, overwritten, buffers
      * overwritten, and lost by processes that could not attach (registry) */
     shm_count lost, overwritten, bufs_overwritten, unattached;
@@ -94,6 +96,8 @@ typedef struct recorder {
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */
+    rec_backlog backlog; /* file mode: blocks taken out, not yet written (backlog.h) */
+    bool backlog_full_logged;
     bool file_full;     /* file mode: size limit or disk full was reached */
     ltr_error write_err; /* file mode: the first write to the trace that failed (code 0: none) */
     uint64_t write_failures; /* how many writes failed: the log says the 1st, 2nd, 4th, 8th... */
@@ -115,6 +119,8 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
 
 /* drain.c */
 void rec_drain(recorder *r, bool flush_active);
+/* Blocks wait in the backlog: the loop comes back at once, not in 50 ms. */
+bool rec_backlog_waiting(const recorder *r);
 void rec_harvest_owner(recorder *r, uint32_t owner);
 /* Writes what the ring holds to path, through a new temporary beside it. path
  * is replaced only with force; a path taken meanwhile fails with EEXIST, and

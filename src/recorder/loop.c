@@ -597,7 +597,7 @@ static void run_loop(recorder *r)
         pfd[3] = (struct pollfd){.fd = r->controller_fd, .events = POLLIN}; /* -1: ignored */
         for (unsigned i = 0; i < r->nconns; i++)
             pfd[4 + i] = (struct pollfd){.fd = r->conns[i].fd, .events = POLLIN};
-        int ready = poll(pfd, n, 50);
+        int ready = poll(pfd, n, rec_backlog_waiting(r) ? 0 : 50);
         if (ready < 0 && errno != EINTR)
             break;
         if (atomic_load_explicit(unanswered, memory_order_relaxed)) /* running: answering again */

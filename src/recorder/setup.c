@@ -150,6 +150,9 @@ static int open_output(recorder *r, ltr_error *err)
     if (r->cfg.max_file_size)
         ltr_writer_set_limit(r->writer, r->cfg.max_file_size);
     ltr_writer_set_drop_callback(r->writer, rec_on_drop, r);
+    /* bounded by the buffers, not the threads (backlog.h) */
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        r->backlog.cap += (size_t)REC_BACKLOG_POOLS * r->cfg.collectors[c].buffers * r->cfg.collectors[c].buffer_kb * 1024;
     ltr_bytes kv = {0};
     rec_header_kv(r, &kv, "file");
     rc = ltr_writer_kv(r->writer, LTR_CHUNK_HEADER, &kv, err);
@@ -319,6 +322,7 @@ void rec_teardown(recorder *r)
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
     }
+    rec_backlog_free(&r->backlog);
     if (r->writer)
         ltr_writer_close(r->writer);
     if (r->shm) { /* producers may now give the pages back */
