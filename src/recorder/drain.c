@@ -429,18 +429,22 @@ void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 static void write_block(recorder *r, ltr_block_info *info, const uint8_t *data, uint32_t len)
 {
     collector_state *cs = &r->col[info->collector];
-    /* Nearly out of free buffers (a 16th left), or the backlog more than half
-     * full: the writer skips its address references, about 45 ns an event
-     * (format/refs.h), until it catches up. An unprivileged recorder beside
-     * 1000 threads lost 27 to 50 % of their events with them, in 3 runs of 5
-     * (bench/threads), before the backlog. Not the queue's length: producers
+    /* Nearly out of free buffers (a 16th left), or more than the buffers'
+     * worth waiting in the backlog (an eighth of its bound): the writer skips
+     * its address references, about 45 ns an event (format/refs.h), until it
+     * catches up. An unprivileged recorder beside 1000 threads lost 27 to 50
+     * % of their events with them, in 3 runs of 5 (bench/threads), before the
+     * backlog; with it, 2 runs of 6 lost some with this at half the bound, 1
+     * of 8 at an eighth, and neither bench/heap's nor cc1plus's trace grew
+     * (7.27-7.30 and 1.41 bytes per event; at a 32nd they did: 7.49 and
+     * 1.43-1.45). Not the queue's length: producers
      * wake the recorder only when a quarter of the buffers is left (ring.c),
      * so a long queue is the normal case (judged by it, cc1plus's trace went
      * plain nearly whole: 2.05 bytes per event instead of 1.41). The count
      * is the traced programs' to scribble on: at worst every block goes
      * plain, or none. */
     info->plain = atomic_load_explicit(&cs->ring.shared->free_count, memory_order_relaxed) < cs->ring.nbuf / 16 ||
-                  r->backlog.bytes > r->backlog.cap / 2;
+                  r->backlog.bytes > r->backlog.cap / 8;
     cs->events_written += info->event_count;
     ltr_error err;
     if (r->file_full) {
