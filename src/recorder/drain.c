@@ -314,7 +314,7 @@ static void meta_skip_damage(recorder *r, uint64_t end)
  * of an append, or scribbled memory) is skipped, once. */
 static void meta_pull(recorder *r)
 {
-    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_new : &r->meta_kept;
+    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
     uint64_t end = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
     if (end > r->meta_capacity)
         end = r->meta_capacity;
@@ -348,10 +348,10 @@ int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_er
     return 0;
 }
 
-/* File mode: the records new since the last call go to the file. */
-static void write_new_metadata(recorder *r)
+/* File mode: the metadata the backlog has handed on goes to the file; what
+ * a failed write leaves (a full disk may free up) is tried again first. */
+static void write_meta_pending(recorder *r)
 {
-    meta_pull(r);
     if (r->file_full || !r->meta_new.len)
         return;
     size_t done = 0;
@@ -429,6 +429,7 @@ void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 static void write_block(recorder *r, ltr_block_info *info, const uint8_t *data, uint32_t len)
 {
     collector_state *cs = &r->col[info->collector];
+    write_meta_pending(r); /* left by a failed write: the layouts may be in it */
     /* Nearly out of free buffers (a 16th left), or more than the buffers'
      * worth waiting in the backlog (an eighth of its bound): the writer skips
      * its address references, about 45 ns an event (format/refs.h), until it
@@ -456,35 +457,65 @@ static void write_block(recorder *r, ltr_block_info *info, const uint8_t *data, 
     }
 }
 
+/* An entry of the backlog into the file, as its kind says (backlog.h). */
+static void entry_write(recorder *r, enum rec_backlog_kind kind, ltr_block_info *info, const uint8_t *data,
+                        uint32_t len)
+{
+    if (kind == REC_BACKLOG_BLOCK) {
+        write_block(r, info, data, len);
+    } else if (kind == REC_BACKLOG_META) {
+        ltr_bytes_put_mem(&r->meta_new, data, len);
+        write_meta_pending(r);
+    } else {
+        r->col[info->collector].buffers_written++;
+    }
+}
+
 static void write_oldest(recorder *r)
 {
     rec_backlog_entry *e = rec_backlog_oldest(&r->backlog);
-    r->col[e->info.collector].backlog_events -= e->info.event_count;
-    write_block(r, &e->info, e->data, e->len);
+    if (e->kind == REC_BACKLOG_BLOCK)
+        r->col[e->info.collector].backlog_events -= e->info.event_count;
+    entry_write(r, (enum rec_backlog_kind)e->kind, &e->info, e->data, e->len);
     rec_backlog_drop(&r->backlog);
 }
 
-/* A block out of shared memory: copied into the backlog, the oldest written
- * first while it is full; written at once, after the whole backlog, when it
- * cannot be copied. Either way blocks reach the file in the order they
- * came out. */
-static void block_out(recorder *r, ltr_block_info *info, const uint8_t *data, uint32_t len)
+/* What was taken out of shared memory: copied into the backlog, the oldest
+ * written first while it is full; written at once, after the whole
+ * backlog, when it cannot be copied. Either way the file gets everything in
+ * the order it was taken. */
+static void entry_out(recorder *r, enum rec_backlog_kind kind, ltr_block_info *info, const uint8_t *data,
+                      uint32_t len)
 {
     rec_backlog *b = &r->backlog;
     if (rec_backlog_oldest(b) && !rec_backlog_fits(b, len) && !r->backlog_full_logged) {
         r->backlog_full_logged = true;
-        rec_log("the recorder fell %zu MiB behind, as far as its backlog may (%d times the buffers): "
-                "producers may lose events until it catches up", b->cap >> 20, REC_BACKLOG_POOLS);
+        rec_log("the recorder fell %zu MiB behind, as far as its backlog may (%d times the buffers, "
+                "%zu MiB at most): producers may lose events until it catches up",
+                b->cap >> 20, REC_BACKLOG_POOLS, REC_BACKLOG_MAX >> 20);
     }
     while (rec_backlog_oldest(b) && !rec_backlog_fits(b, len))
         write_oldest(r);
-    if (rec_backlog_push(b, info, data, len) == 0) {
-        r->col[info->collector].backlog_events += info->event_count;
+    if (rec_backlog_push(b, kind, info, data, len) == 0) {
+        if (kind == REC_BACKLOG_BLOCK)
+            r->col[info->collector].backlog_events += info->event_count;
         return;
     }
     while (rec_backlog_oldest(b))
         write_oldest(r);
-    write_block(r, info, data, len);
+    entry_write(r, kind, info, data, len);
+}
+
+/* The metadata records new in shared memory, behind what was taken before. */
+static void take_metadata(recorder *r)
+{
+    meta_pull(r);
+    if (!r->meta_taken.len)
+        return;
+    ltr_block_info none = {0};
+    entry_out(r, REC_BACKLOG_META, &none, r->meta_taken.data,
+              r->meta_taken.len > UINT32_MAX ? UINT32_MAX : (uint32_t)r->meta_taken.len);
+    r->meta_taken.len = 0;
 }
 
 /* Takes what the buffer holds beyond what was taken before. */
@@ -509,8 +540,8 @@ static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
     n->flushed_events = events;
     if (!len)
         return;
-    write_new_metadata(r); /* the layouts its events use come first */
-    block_out(r, &info, data, len);
+    take_metadata(r); /* the layouts its events use come first */
+    entry_out(r, REC_BACKLOG_BLOCK, &info, data, len);
 }
 
 /* A buffer is complete: into the file and free again (file mode), or into the
@@ -520,7 +551,8 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
     collector_state *cs = &r->col[c];
     if (r->cfg.mode == LTR_MODE_FILE) {
         write_tail(r, c, idx, false);
-        cs->buffers_written++;
+        ltr_block_info done = {.collector = (uint16_t)c};
+        entry_out(r, REC_BACKLOG_DONE, &done, NULL, 0); /* written once its last block is */
         cs->notes[idx] = (buf_note){0, 0};
         ltr_ring_release(&cs->ring, idx);
         return;
@@ -646,15 +678,18 @@ void rec_drain(recorder *r, bool flush_active)
     }
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         atomic_store(&r->col[c].ring.shared->wake_pending, 0);
-        write_new_metadata(r); /* before the blocks that use it */
+        take_metadata(r); /* before the blocks that use it */
         take_queued(r, c);
     }
-    if (!flush_active) {
-        write_backlog(r, BACKLOG_SLICE_NS, 0);
-    } else { /* what was committed before the flush, all of it */
-        write_new_metadata(r);
+    if (flush_active) { /* what is being written too, taken as far as committed */
+        take_metadata(r);
         for_active(r, true, 0, flush_partial);
-        write_backlog(r, 0, r->backlog.blocks);
+    }
+    /* A round writes for BACKLOG_SLICE_NS at most, the periodic flush too:
+     * the recorder answers requests between rounds. What the flush then
+     * puts to the file, and its counters count, is what was written. */
+    write_backlog(r, BACKLOG_SLICE_NS, 0);
+    if (flush_active) {
         ltr_error err;
         if (!r->file_full && ltr_writer_flush(r->writer, 0, &err) != 0)
             rec_write_failed(r, &err);
@@ -671,6 +706,11 @@ void rec_drain(recorder *r, bool flush_active)
 int rec_flush_file(recorder *r, ltr_error *err)
 {
     rec_drain(r, true);
+    write_backlog(r, 0, r->backlog.pushed); /* all that was taken before this */
+    ltr_error e;
+    if (!r->file_full && ltr_writer_flush(r->writer, 0, &e) != 0)
+        rec_write_failed(r, &e);
+    write_counters(r);
     if (r->file_full)
         return 0; /* the size limit holds: what follows is counted as lost */
     return ltr_writer_flush(r->writer, 1, err);
@@ -680,7 +720,7 @@ int rec_flush_file(recorder *r, ltr_error *err)
 void rec_harvest_owner(recorder *r, uint32_t owner)
 {
     if (r->cfg.mode == LTR_MODE_FILE)
-        write_new_metadata(r);
+        take_metadata(r);
     for_active(r, false, owner, finish_buffer);
 }
 
@@ -856,7 +896,11 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
 {
     rec_drain(r, true);
     for_active(r, true, 0, finish_buffer);
-    write_backlog(r, 0, r->backlog.blocks); /* producers are stopped: all of it */
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        take_queued(r, c); /* handed over meanwhile (a thread ending) */
+    take_metadata(r);
+    while (rec_backlog_oldest(&r->backlog)) /* all of it, taking nothing more */
+        write_oldest(r);
     ltr_bytes counters = {0}, kv = {0};
     if (ltr_writer_flush(r->writer, 0, err) != 0) /* blocks it cannot write are counted as lost */
         rec_write_failed(r, err);

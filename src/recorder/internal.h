@@ -76,9 +76,11 @@ typedef struct recorder {
     uint32_t nprocs;
     shm_count *proc_lost; /* nprocs x LTR_MAX_COLLECTORS */
     /* The metadata region read so far, copied out before use: meta_pulled
-     * bytes of it; meta_new holds what the file has yet to get (file mode),
+     * bytes of it; meta_new holds what the file has yet to get, out of the
+     * backlog (file mode),
      * meta_kept all of it (memory mode: what a save writes). */
     uint64_t meta_pulled, meta_damage;
+    ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
     ltr_bytes last_counters; /* file mode: the COUNTERS last written */
     uint32_t marker_layout;

@@ -153,6 +153,8 @@ static int open_output(recorder *r, ltr_error *err)
     /* bounded by the buffers, not the threads (backlog.h) */
     for (unsigned c = 0; c < r->cfg.ncollectors; c++)
         r->backlog.cap += (size_t)REC_BACKLOG_POOLS * r->cfg.collectors[c].buffers * r->cfg.collectors[c].buffer_kb * 1024;
+    if (r->backlog.cap > REC_BACKLOG_MAX)
+        r->backlog.cap = REC_BACKLOG_MAX;
     ltr_bytes kv = {0};
     rec_header_kv(r, &kv, "file");
     rc = ltr_writer_kv(r->writer, LTR_CHUNK_HEADER, &kv, err);
@@ -313,6 +315,7 @@ void rec_teardown(recorder *r)
     free(r->conns);
     free(r->losses);
     free(r->proc_lost);
+    ltr_bytes_free(&r->meta_taken);
     ltr_bytes_free(&r->meta_new);
     ltr_bytes_free(&r->meta_kept);
     ltr_bytes_free(&r->last_counters);
