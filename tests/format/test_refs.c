@@ -139,7 +139,8 @@ static void on_drop(void *ctx, const ltr_block_info *info, uint32_t bytes)
     dropped += info->event_count;
 }
 
-static ltr_writer *open_heap_writer(const char *path, const char *prov, size_t chunk_target)
+/* A writer with the header written, and no metadata yet. */
+static ltr_writer *open_bare_writer(const char *path, size_t chunk_target)
 {
     ltr_writer *w;
     ltr_error err;
@@ -149,7 +150,15 @@ static ltr_writer *open_heap_writer(const char *path, const char *prov, size_t c
     ltr_bytes b = {0};
     gen_header(&b);
     assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err), 0);
-    b.len = 0;
+    ltr_bytes_free(&b);
+    return w;
+}
+
+static ltr_writer *open_heap_writer(const char *path, const char *prov, size_t chunk_target)
+{
+    ltr_writer *w = open_bare_writer(path, chunk_target);
+    ltr_error err;
+    ltr_bytes b = {0};
     heap_metadata(&b, prov);
     assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
     ltr_bytes_free(&b);
@@ -655,15 +664,9 @@ static void test_unwritten_layout_is_not_planned(void **state)
     (void)state;
     script s = make_script(8000, 8);
     const char *path = gen_tmp("unwritten-layout.ltr");
-    ltr_writer *w;
+    ltr_writer *w = open_bare_writer(path, 2048);
     ltr_error err;
-    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
-    ltr_writer_set_chunk_target(w, 2048);
-    ltr_writer_set_drop_callback(w, on_drop, NULL);
     ltr_bytes b = {0};
-    gen_header(&b);
-    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_HEADER, &b, &err), 0);
-    b.len = 0;
     heap_metadata(&b, LTR_HEAP_PROVIDER);
     ltr_writer_set_limit(w, ltr_writer_size(w) + 40); /* the LAYOUTs cannot fit */
     assert_int_not_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
