@@ -214,19 +214,32 @@ static int flush_events(ltr_writer *w, ltr_error *err)
     return rc;
 }
 
-static int write_metadata_now(ltr_writer *w, const void *records, size_t len, ltr_error *err);
+static int write_metadata_now(ltr_writer *w, const void *records, size_t len, int kept, ltr_error *err);
 
-/* The metadata waiting, then the pending events; the first error is
- * returned, the events attempted anyway. */
+/* The metadata waiting, then the pending events. Metadata that could not
+ * be written waits on, tried again first at the next seal: its caller was
+ * told it was taken, and the producers never send a stack twice. The events
+ * pending meanwhile are dropped and counted, not written: some came after
+ * it and would be read without their stacks (a disk full for a moment left
+ * 55 671 events whose stacks the trace never held, and no damage reported;
+ * found by a review). */
 static int seal(ltr_writer *w, ltr_error *err)
 {
     int rc = 0;
-    if (w->meta_wait.len) {
-        rc = w->meta_wait.failed
-                 ? ltr_fail(err, ENOMEM, "writing %s: out of memory collecting metadata", w->path)
-                 : write_metadata_now(w, w->meta_wait.data, w->meta_wait.len, err);
+    if (w->meta_wait.len && w->meta_wait.failed) {
+        rc = ltr_fail(err, ENOMEM, "writing %s: out of memory collecting metadata", w->path);
         w->meta_wait.len = 0;
         w->meta_wait.failed = 0;
+    } else if (w->meta_wait.len) {
+        rc = write_metadata_now(w, w->meta_wait.data, w->meta_wait.len, 1, err);
+        if (rc == 0)
+            w->meta_wait.len = 0;
+    }
+    if (rc < 0 && w->nblocks) {
+        drop_pending(w);
+        ltr_refwriter_forget(&w->refs); /* what they held is not in the file */
+        w->events.failed = 0;
+        return rc;
     }
     int rc2 = flush_events(w, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
@@ -269,11 +282,17 @@ int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_erro
         return 0;
     }
     int rc = seal(w, err);
-    int rc2 = write_metadata_now(w, records, len, rc < 0 ? NULL : err);
+    if (rc < 0 && w->meta_wait.len)
+        return rc; /* older metadata waits still: this must not pass it (the caller tries again) */
+    int rc2 = write_metadata_now(w, records, len, 0, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
 }
 
-static int write_metadata_now(ltr_writer *w, const void *records, size_t len, ltr_error *err)
+/* kept: the records stay in meta_wait when they cannot be written, to be
+ * tried again as they are (their layouts converted already): the plans for
+ * their layouts stay too. Otherwise the caller gives them again from the
+ * start, and they are planned again. */
+static int write_metadata_now(ltr_writer *w, const void *records, size_t len, int kept, ltr_error *err)
 {
     w->meta.len = 0;
     w->meta.failed = 0;
@@ -291,7 +310,8 @@ static int write_metadata_now(ltr_writer *w, const void *records, size_t len, lt
     int rc = write_chunk(w, LTR_CHUNK_METADATA, p, len, err);
     if (rc < 0)
         ltr_stackshare_reset(&w->stacks);
-    ltr_refwriter_layouts_written(&w->refs, p, len, rc == 0);
+    if (rc == 0 || !kept)
+        ltr_refwriter_layouts_written(&w->refs, p, len, rc == 0);
     return rc;
 }
 
