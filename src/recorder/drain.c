@@ -480,6 +480,11 @@ static void entry_write(recorder *r, enum rec_backlog_kind kind, ltr_block_info 
         write_block(r, info, data, len);
     } else if (kind == REC_BACKLOG_META) {
         ltr_bytes_put_mem(&r->meta_new, data, len);
+        if (r->meta_new.failed) { /* out of memory: these records are lost, the log says so */
+            r->meta_new.failed = 0;
+            r->meta_damage++;
+            rec_log("out of memory for %u bytes of metadata: they are not in the trace", len);
+        }
         write_meta_pending(r);
     } else {
         r->col[info->collector].buffers_written++;
@@ -531,6 +536,7 @@ static void take_metadata(recorder *r)
     entry_out(r, REC_BACKLOG_META, &none, r->meta_taken.data,
               r->meta_taken.len > UINT32_MAX ? UINT32_MAX : (uint32_t)r->meta_taken.len);
     r->meta_taken.len = 0;
+    r->meta_taken.failed = 0; /* short of memory: what was not copied is pulled again next time */
 }
 
 /* Takes what the buffer holds beyond what was taken before. */

@@ -447,7 +447,11 @@ static void handle_capturestate(recorder *r, int fd)
         return;
     }
     unsigned named = rec_capture_threads(r);
-    rec_drain(r, r->cfg.mode == LTR_MODE_FILE); /* the records taken, in file mode written */
+    ltr_error ferr;
+    if (r->cfg.mode != LTR_MODE_FILE) /* the records taken */
+        rec_drain(r, false);
+    else if (rec_flush_file(r, &ferr) != 0) /* and in file mode written, the backlog's too */
+        rec_log("capturestate: %s", ferr.msg);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     ltr_bytes_put_kv(&kv, "system", r->system ? "1" : "0");
