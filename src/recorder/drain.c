@@ -453,12 +453,11 @@ static void write_block(recorder *r, ltr_block_info *info, const uint8_t *data, 
      * backlog; with it, 2 runs of 6 lost some with this at half the bound, 1
      * of 8 at an eighth, and neither bench/heap's nor cc1plus's trace grew
      * (7.27-7.30 and 1.41 bytes per event; at a 32nd they did: 7.49 and
-     * 1.43-1.45). Not the queue's length: producers
-     * wake the recorder only when a quarter of the buffers is left (ring.c),
-     * so a long queue is the normal case (judged by it, cc1plus's trace went
-     * plain nearly whole: 2.05 bytes per event instead of 1.41). The count
-     * is the traced programs' to scribble on: at worst every block goes
-     * plain, or none. */
+     * 1.43-1.45). Not the queue's length: producers wake the recorder only
+     * when a quarter of the buffers is left (ring.c), so a long queue is the
+     * normal case (judged by it, cc1plus's trace went plain nearly whole:
+     * 2.05 bytes per event instead of 1.41). The count is the traced
+     * programs' to scribble on: at worst every block goes plain, or none. */
     info->plain = atomic_load_explicit(&cs->ring.shared->free_count, memory_order_relaxed) < cs->ring.nbuf / 16 ||
                   r->backlog.bytes > r->backlog.cap / 8;
     cs->events_written += info->event_count;
@@ -540,7 +539,7 @@ static void take_metadata(recorder *r)
 }
 
 /* Takes what the buffer holds beyond what was taken before. */
-static void write_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
+static void take_tail(recorder *r, unsigned c, uint32_t idx, bool partial)
 {
     collector_state *cs = &r->col[c];
     buf_note *n = &cs->notes[idx];
@@ -571,7 +570,7 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
 {
     collector_state *cs = &r->col[c];
     if (r->cfg.mode == LTR_MODE_FILE) {
-        write_tail(r, c, idx, false);
+        take_tail(r, c, idx, false);
         ltr_block_info done = {.collector = (uint16_t)c};
         entry_out(r, REC_BACKLOG_DONE, &done, NULL, 0); /* written once its last block is */
         cs->notes[idx] = (buf_note){0, 0};
@@ -625,7 +624,7 @@ static void for_active(recorder *r, bool all_owners, uint32_t owner,
 
 static void flush_partial(recorder *r, unsigned c, uint32_t idx)
 {
-    write_tail(r, c, idx, true);
+    take_tail(r, c, idx, true);
 }
 
 /* File mode, at each flush: the counters so far, so that a recorder killed
