@@ -367,6 +367,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
         return ltr_fail(err, ENOMEM, "out of memory");
     a->progress = o->progress;
     a->debug_path = o->debug_path;
+    a->local_symbols = o->local_symbols;
     a->pid_set = o->pid_set;
     a->pid = o->pid;
     a->trend_wanted = o->trend;

@@ -31,6 +31,7 @@ typedef struct ltr_analyze_opts {
     int page_frames;       /* json: each stack's frames as the text report shows them (ltr report's page) */
     int mapped;            /* the report is of the mappings the program made (VirtualAllocation) */
     int files;             /* the report is of the files the program worked on (FileIO) */
+    int local_symbols;     /* frames resolved with this machine's files only, not the trace's SYMBOLS */
 } ltr_analyze_opts;
 
 typedef enum ltr_report_format {
@@ -57,6 +58,22 @@ const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i);
 /* Writes the report; top = stacks per list (0 = all). Text, JSON and CSV go
  * to a text stream; pprof is binary (gzip). Returns 0 or -EIO. */
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);
+/* What ltr_analysis_embed_symbols did. */
+typedef struct ltr_embed_result {
+    size_t entries;         /* addresses named, in all */
+    size_t chunks;          /* SYMBOLS chunks added (0: nothing was named, or a failure) */
+    uint64_t bytes;         /* bytes added to the file */
+    ltr_analysis *analysis; /* the analysis it ran, for its warnings (modules without symbols
+                             * here); NULL if the trace could not be read; the caller frees it */
+} ltr_embed_result;
+/* Resolves every stack of the trace at path with this machine's files
+ * (debug_path and progress as ltr_analyze_opts') and adds the names found to the file as
+ * SYMBOLS chunks after its END (docs/trace-format.md, "SYMBOLS chunks").
+ * Refused (-EINVAL, err says why, the file untouched) for a trace cut short,
+ * damaged or holding symbols already; a write that fails (a full disk)
+ * leaves the file as it was. Returns 0 or -errno. */
+int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int progress, ltr_embed_result *res,
+                               ltr_error *err);
 /* "text", "json", "csv", "pprof", "folded" -> format, or 0. */
 ltr_report_format ltr_report_format_parse(const char *name);
 

@@ -110,6 +110,8 @@ struct ltr_analysis {
     uint32_t pid;
     int progress;
     const char *debug_path;
+    int local_symbols;        /* the trace's SYMBOLS chunks are not used (ltr_analyze_opts) */
+    size_t known_symbols;     /* addresses the trace's SYMBOLS chunks named */
     ltr_guid snap_guid;       /* Ltr.HeapSnapshot */
     an_snapshot *snaps;       /* in the order their Begin came */
     size_t nsnaps;

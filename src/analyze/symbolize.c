@@ -5,9 +5,12 @@
  * symbolizing, tens of milliseconds for libc's compressed DWARF), and at the
  * report resolves the frames of the stacks it shows. The results are those
  * of a symbolizer made after the scan: lookups wait for the thread, and only
- * the files a lookup needed are named in warnings.
+ * the files a lookup needed are named in warnings. The names a trace holds
+ * (its SYMBOLS chunks, embed.c) are given to the symbolizer before any
+ * module, so that the files they cover are never opened.
  */
 #include "analyze/internal.h"
+#include "format/symchunk.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,12 +24,25 @@ static int wants_prewarm(void)
     return !(e && !strcmp(e, "0"));
 }
 
+static void add_known(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+                      const ltr_symframe *frames, size_t n)
+{
+    ltr_analysis *a = ctx;
+    ltr_sym_frame f[LTR_SYMCHUNK_MAX_FRAMES];
+    for (size_t i = 0; i < n; i++)
+        f[i] = (ltr_sym_frame){.function = frames[i].function, .file = frames[i].file, .line = frames[i].line};
+    if (a->sym && ltr_symbolizer_add_known(a->sym, path, id, idlen, offset, f, n) == 0)
+        a->known_symbols++;
+}
+
 /* The symbolizer, given every module record read so far; NULL once memory ran out. */
 static ltr_symbolizer *symbolizer(ltr_analysis *a)
 {
     if (!a->sym && !a->sym_failed) {
         a->sym = ltr_symbolizer_new(a->debug_path);
         a->sym_failed = !a->sym;
+        if (a->sym && !a->local_symbols)
+            ltr_trace_read_symbols(a->trace, add_known, a); /* an I/O error: the files are opened instead */
     }
     if (a->sym && an_load_modules(a->trace, a->sym, a->pid_set, a->pid, &a->modules_added) < 0) {
         ltr_symbolizer_free(a->sym);
@@ -42,6 +58,8 @@ void an_symbols_update(ltr_analysis *a)
         return;
     size_t before = a->modules_added;
     ltr_symbolizer *s = symbolizer(a);
+    if (a->known_symbols) /* every stack was resolved where the trace was made: what it did not name */
+        return;          /* could not be named there, and opening files for it is rarely worth it */
     if (s && (a->modules_added > before || a->prewarm_pending))
         a->prewarm_pending = ltr_symbolizer_prewarm(s) == -EBUSY;
 }

@@ -29,6 +29,7 @@ enum ltr_chunk_type {
     LTR_CHUNK_EVENTS = 3,
     LTR_CHUNK_COUNTERS = 4,
     LTR_CHUNK_END = 5,
+    LTR_CHUNK_SYMBOLS = 6, /* format/symchunk.h: names of the recorded addresses */
 };
 
 /* METADATA record kinds */

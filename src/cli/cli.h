@@ -42,10 +42,22 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
  * help is the usage line followed by help_text. */
 int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
                      const char *help_text, const char **instance, int *first, int nmin, int nmax);
-/* The same, also taking --force (*force = 1), for the commands that write a file. */
+/* The same, also taking --force (*force = 1) and --no-symbols (*no_symbols
+ * = 1), for the commands that write a trace. */
 int cli_session_file_args(const char *cmd, int argc, char **argv, const char *usage,
                           const char *help_text, const char **instance, int *first, int nmin, int nmax,
-                          int *force);
+                          int *force, int *no_symbols);
+/* Adds the names of the trace's frames to it (ltr_analysis_embed_symbols)
+ * and says so on stderr, or why not: an error when asked (ltr symbolize),
+ * else a warning, the trace being whole either way. Returns 0 when they
+ * were added (or nothing was named), 1 if not. */
+int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, int asked);
+/* The help text of --no-symbols, for the commands that write a trace. */
+#define CLI_NO_SYMBOLS_HELP \
+    "  --no-symbols         do not add the names of the recorded frames to the trace\n" \
+    "                       (by default they are: the trace then shows them where\n" \
+    "                       its binaries and debug files are not; 'ltr symbolize')\n"
+int cmd_symbolize(int argc, char **argv);
 
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);

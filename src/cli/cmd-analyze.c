@@ -10,7 +10,8 @@
 
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
-    "                  [--trend] [--debug-dir DIRS] [--cpu | --mapped | --files] [--full-stacks] [--width N]"
+    "                  [--trend] [--debug-dir DIRS] [--local-symbols] [--cpu | --mapped | --files]\n"            \
+    "                  [--full-stacks] [--width N]"
 
 static void help(void)
 {
@@ -42,6 +43,9 @@ static void help(void)
            "                     terminal's width at a terminal, whole lines otherwise\n"
            "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
            "                     (default /usr/lib/debug)\n"
+           "  --local-symbols    name frames with this machine's files only, not with the\n"
+           "                     names the trace holds (added where it was recorded:\n"
+           "                     'ltr symbolize'), which are used first by default\n"
            "  --cpu              the CPU samples instead (SampledProfile: 'ltr start\n"
            "                     general'): stacks ranked by samples, text or json\n"
            "  --mapped           the mappings the program made itself instead\n"

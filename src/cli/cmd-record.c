@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 static const char usage[] = "ltr record [-o FILE] [--force] [--filemode|--memory] [--buffer-size KB]\n"
-                            "                  [--buffers N|N%] [--depth N] -- CMD [ARGS...]\n"
+                            "                  [--buffers N|N%] [--depth N] [--no-symbols] -- CMD [ARGS...]\n"
                             "       ltr record --pid PID [--duration SECS] [-o FILE] [OPTIONS]";
 
 static void help(void)
@@ -49,7 +49,8 @@ static void help(void)
            "                       apart. Refused, nothing recorded, exit status 1: no such\n"
            "                       process, a zombie, a static program, another user's\n"
            "                       process, ptrace not permitted (Yama, CAP_SYS_PTRACE)\n"
-           "  --duration SECS      with --pid: stop recording after SECS seconds\n\n"
+           "  --duration SECS      with --pid: stop recording after SECS seconds\n"
+           CLI_NO_SYMBOLS_HELP "\n"
            "Buffers. The default, %u buffers of %u KB (8 MB), is many small buffers\n"
            "because each thread that allocates holds one while it fills it: a pool\n"
            "of 100 threads allocating in bursts lost 37%% of its events with 64\n"
@@ -76,6 +77,7 @@ typedef struct record_opts {
     int force;
     uint32_t pid;         /* --pid: a running process instead of CMD */
     uint64_t duration_ns; /* --duration */
+    int no_symbols;       /* --no-symbols */
 } record_opts;
 
 /* Parses the options; returns the index of CMD in argv, or -exit status. */
@@ -87,7 +89,7 @@ static int parse(int argc, char **argv, record_opts *o)
         {"buffers", required_argument, 0, 'b'},     {"depth", required_argument, 0, 'd'},
         {"force", no_argument, 0, 'F'},             {"help", no_argument, 0, 'h'},
         {"pid", required_argument, 0, 'P'},         {"duration", required_argument, 0, 'D'},
-        {0, 0, 0, 0}};
+        {"no-symbols", no_argument, 0, 'S'},        {0, 0, 0, 0}};
     uint64_t v;
     const char *buffers = NULL;
     int c;
@@ -119,6 +121,7 @@ static int parse(int argc, char **argv, record_opts *o)
                 return -2;
             o->duration_ns = v * 1000000000ull;
             break;
+        case 'S': o->no_symbols = 1; break;
         case 'h': help(); return 0;
         default: return -cli_usage_error("record", usage);
         }
@@ -203,6 +206,8 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
                 "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
     if (!stop_rc)
         report(trace, counts, o);
+    if (!stop_rc && !o->no_symbols)
+        cli_add_symbols("record", trace, NULL, 0);
     char log[4200];
     if (ltr_client_reply_log(&stopped, log, sizeof log)) /* else it was removed: nothing went wrong */
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);

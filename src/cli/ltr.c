@@ -39,6 +39,7 @@ static const cli_command commands[] = {
     {"export", cmd_export, "write the heap analysis as pprof, folded stacks, JSON, CSV or Chrome trace", TRACES},
     {"report", cmd_report, "the analysis as one HTML page: memory over time, stacks, flame graph", TRACES},
     {"merge", cmd_merge, "merge traces of this machine and boot into one", TRACES},
+    {"symbolize", cmd_symbolize, "add the names of its frames to a trace, to read it where its binaries are not", TRACES},
     {"profiles", cmd_profiles, "list recording profiles, built-in or of a .wprp file; --export one", PROFILES},
     {"providers", cmd_providers, "the providers programs named, and the sessions that enable each", PROFILES},
 };

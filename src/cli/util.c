@@ -123,14 +123,15 @@ int cli_refuse_existing(const char *cmd, const char *path, int force)
     return cli_fail(cmd, "%s", err.msg);
 }
 
-/* force == NULL: --force is not an option of this command. */
+/* force, no_symbols == NULL: --force, --no-symbols are not options of this command. */
 static int session_args(const char *cmd, int argc, char **argv, const char *usage,
                         const char *help_text, const char **instance, int *first, int nmin, int nmax,
-                        int *force)
+                        int *force, int *no_symbols)
 {
     static const struct option opts[] = {{"instance", required_argument, 0, 'n'},
                                          {"help", no_argument, 0, 'h'},
-                                         {"force", no_argument, 0, 'f'}, {0, 0, 0, 0}};
+                                         {"force", no_argument, 0, 'f'},
+                                         {"no-symbols", no_argument, 0, 'S'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -138,6 +139,8 @@ static int session_args(const char *cmd, int argc, char **argv, const char *usag
             *instance = optarg;
         } else if (c == 'f' && force) {
             *force = 1;
+        } else if (c == 'S' && no_symbols) {
+            *no_symbols = 1;
         } else if (c == 'h') {
             printf("usage: %s\n\n%s", usage, help_text);
             return 0;
@@ -154,12 +157,12 @@ static int session_args(const char *cmd, int argc, char **argv, const char *usag
 int cli_session_args(const char *cmd, int argc, char **argv, const char *usage,
                      const char *help_text, const char **instance, int *first, int nmin, int nmax)
 {
-    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, NULL);
+    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, NULL, NULL);
 }
 
 int cli_session_file_args(const char *cmd, int argc, char **argv, const char *usage,
                           const char *help_text, const char **instance, int *first, int nmin, int nmax,
-                          int *force)
+                          int *force, int *no_symbols)
 {
-    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, force);
+    return session_args(cmd, argc, argv, usage, help_text, instance, first, nmin, nmax, force, no_symbols);
 }

@@ -82,6 +82,9 @@ static void dispatch(ltr_trace *t, const ltr_chunk_header *h)
     case LTR_CHUNK_COUNTERS:
         ltr_counters_parse(t, t->raw, t->raw_len);
         break;
+    case LTR_CHUNK_SYMBOLS:
+        ltr_symbols_chunk(t, t->raw, t->raw_len);
+        break;
     case LTR_CHUNK_EVENTS:
         t->in_events = 1;
         t->ev_pos = 0;
@@ -465,6 +468,8 @@ static void reset_state(ltr_trace *t)
     t->blk_active = 0;
     t->have_event = 0;
     t->first_event_ts = 0;
+    t->has_symbols = 0;
+    t->symbol_entries = 0;
 }
 
 void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }

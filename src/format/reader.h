@@ -186,11 +186,16 @@ struct ltr_trace {
     ltr_trace_summary sum;
     uint64_t first_event_ts;
     int have_event;
+    int has_symbols;             /* a SYMBOLS chunk was met (symread.c) */
+    uint64_t symbol_entries;
 };
 
 /* Records damage; a BAD_RECORD at the same chunk as the last entry only bumps its count. */
 void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
                           int64_t seq, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* symread.c: a SYMBOLS chunk met by the scan, checked and counted. */
+void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len);
 
 /* meta.c: chunk contents. Each records its own damage (as BAD_RECORD at the current chunk). */
 void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len);

@@ -18,6 +18,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -94,7 +96,7 @@ static int compress_payload(ltr_writer *w, uint16_t type, const void *raw, size_
         w->zbuf.failed = 0;
         return ltr_fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
     }
-    int level = type == LTR_CHUNK_METADATA ? ZSTD_LEVEL_METADATA : ZSTD_LEVEL;
+    int level = type == LTR_CHUNK_METADATA || type == LTR_CHUNK_SYMBOLS ? ZSTD_LEVEL_METADATA : ZSTD_LEVEL;
     size_t n = ZSTD_compressCCtx(w->cctx, w->zbuf.data, bound, raw, len, level);
     if (ZSTD_isError(n))
         return ltr_fail(err, EIO, "writing %s: compressing a chunk: %s", w->path, ZSTD_getErrorName(n));
@@ -170,6 +172,35 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
     if (fd < 0)
         return ltr_fail(err, -fd, "creating %s: %s", path, strerror(-fd));
     return ltr_writer_open_fd(out, fd, path, err);
+}
+
+int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, uint64_t next_seq, ltr_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return ltr_fail(err, errno, "opening %s to add to it: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+        close(fd);
+        return ltr_fail(err, ESTALE, "%s changed while it was read (%llu bytes then): nothing was added to it",
+                        path, (unsigned long long)size);
+    }
+    ltr_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path)) || !(w->cctx = ZSTD_createCCtx())) {
+        if (w)
+            free(w->path);
+        free(w);
+        close(fd);
+        return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
+    }
+    w->chunk_target = DEFAULT_CHUNK_TARGET;
+    w->fd = fd;
+    ltr_refwriter_init(&w->refs);
+    w->size = size;
+    w->seq = next_seq;
+    *out = w;
+    return 0;
 }
 
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx)
@@ -442,6 +473,14 @@ int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
 }
 
 uint64_t ltr_writer_size(const ltr_writer *w) { return w->size; }
+
+int ltr_writer_chunk(ltr_writer *w, uint16_t chunk_type, const void *raw, size_t len, ltr_error *err)
+{
+    int rc = seal(w, err);
+    if (rc < 0)
+        return rc;
+    return write_chunk(w, chunk_type, raw, len, err);
+}
 
 void ltr_writer_close(ltr_writer *w)
 {

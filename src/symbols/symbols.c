@@ -5,6 +5,11 @@
  * process unloaded modules, since an address may then mean different code at
  * different times.
  *
+ * Each file also keeps what its offsets resolved to, whichever process asked:
+ * that is what ltr_symbolizer_each hands out to be embedded in a trace
+ * (docs/trace-format.md, "SYMBOLS chunks"), and where the frames a trace
+ * embedded (ltr_symbolizer_add_known) are found without opening the file.
+ *
  * Opening a file is the costly part (libdw reads and inflates its debug
  * info: tens of milliseconds for libc), so ltr_symbolizer_prewarm does it on
  * a thread of its own while the caller goes on (the analyzer streaming the
@@ -35,6 +40,8 @@ typedef struct sym_file {
     int opened;       /* sym_elf_open was tried (by a lookup or the prewarm thread) */
     int used;         /* a lookup needed it: only then is its problem reported */
     int syms_known, no_syms; /* no DWARF and no .symtab found for it (sym_elf_has_symbols) */
+    an_hmap *offsets; /* ELF address -> sym_cached: resolved here or given as known */
+    int has_known;    /* frames came from the trace: opened only when a lookup misses them */
 } sym_file;
 
 typedef struct sym_mod {
@@ -108,6 +115,9 @@ static void settle(ltr_symbolizer *s)
     s->warming = 0;
 }
 
+/* A file whose frames the trace embedded is opened only if a lookup misses. */
+static int wants_warm(const sym_file *f) { return !f->opened && !f->has_known; }
+
 int ltr_symbolizer_prewarm(ltr_symbolizer *s)
 {
     if (s->warming && !atomic_load(&s->warm_done))
@@ -115,13 +125,13 @@ int ltr_symbolizer_prewarm(ltr_symbolizer *s)
     settle(s);
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++)
-        n += !s->files[i]->opened;
+        n += wants_warm(s->files[i]);
     if (!n)
         return 0;
     if (!(s->warm = malloc(n * sizeof *s->warm)))
         return -ENOMEM;
     for (size_t i = 0; i < s->nfiles; i++)
-        if (!s->files[i]->opened)
+        if (wants_warm(s->files[i]))
             s->warm[s->nwarm++] = s->files[i];
     atomic_store(&s->warm_stop, 0);
     atomic_store(&s->warm_done, 0);
@@ -160,6 +170,9 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
         sym_elf_close(s->files[i]->elf);
         free(s->files[i]->path);
         free(s->files[i]->problem);
+        if (s->files[i]->offsets)
+            an_hmap_free(s->files[i]->offsets);
+        free(s->files[i]->offsets);
         free(s->files[i]);
     }
     free(s->files);
@@ -181,13 +194,14 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     free(s);
 }
 
-static sym_file *file_of(ltr_symbolizer *s, const ltr_sym_module *m)
+/* The file of that path and build-id, made if new. */
+static sym_file *file_of(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len)
 {
-    size_t idlen = m->build_id_len < 64 ? m->build_id_len : 64;
+    size_t idlen = build_id_len < 64 ? build_id_len : 64;
     for (size_t i = 0; i < s->nfiles; i++) {
         sym_file *f = s->files[i];
-        if (!strcmp(f->path, m->path) && f->build_id_len == idlen &&
-            (!idlen || !memcmp(f->build_id, m->build_id, idlen)))
+        if (!strcmp(f->path, path) && f->build_id_len == idlen &&
+            (!idlen || !memcmp(f->build_id, build_id, idlen)))
             return f;
     }
     sym_file **v = realloc(s->files, (s->nfiles + 1) * sizeof *v);
@@ -195,12 +209,15 @@ static sym_file *file_of(ltr_symbolizer *s, const ltr_sym_module *m)
         return NULL;
     s->files = v;
     sym_file *f = calloc(1, sizeof *f);
-    if (!f || !(f->path = strdup(m->path))) {
+    if (!f || !(f->path = strdup(path)) || !(f->offsets = malloc(sizeof *f->offsets))) {
+        if (f)
+            free(f->path);
         free(f);
         return NULL;
     }
+    an_hmap_init(f->offsets, sizeof(sym_cached));
     if (idlen) /* a record without a build-id may give NULL */
-        memcpy(f->build_id, m->build_id, idlen);
+        memcpy(f->build_id, build_id, idlen);
     f->build_id_len = idlen;
     s->files[s->nfiles++] = f;
     return f;
@@ -251,7 +268,7 @@ int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
     x->load_ts = m->ts;
     x->unload_ts = UINT64_MAX;
     x->bias = m->load_bias;
-    x->file = file_of(s, m);
+    x->file = file_of(s, m->path, m->build_id, m->build_id_len);
     x->seg = malloc((m->segment_count ? m->segment_count : 1) * sizeof *x->seg);
     if (!x->file || !x->seg || !proc_of(s, m->pid)) {
         free(x->seg);
@@ -340,6 +357,11 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
     sym_level lv[MAX_LEVELS];
     size_t k = 0;
     uint64_t vaddr = x ? addr - x->bias : addr;
+    sym_cached *done = x ? an_hmap_get(x->file->offsets, vaddr) : NULL;
+    if (done) { /* this offset of the file, for another process, or from the trace */
+        *n = done->n;
+        return done->first;
+    }
     sym_elf *e = x ? elf_of(s, x->file) : NULL;
     if (e) /* a return address: the call is the instruction before it */
         k = sym_elf_resolve(e, vaddr ? vaddr - 1 : 0, lv, MAX_LEVELS);
@@ -365,7 +387,12 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
         }
     }
     *n = (uint32_t)total;
-    return (size_t)(f - s->frames);
+    size_t first = (size_t)(f - s->frames);
+    if (x && (done = an_hmap_put(x->file->offsets, vaddr, NULL))) {
+        done->first = (uint32_t)first;
+        done->n = (uint32_t)total;
+    }
+    return first;
 }
 
 size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t address,
@@ -394,7 +421,70 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
     }
     size_t k = n < cap ? n : cap;
     memcpy(out, s->frames + first, k * sizeof *out);
+    for (size_t i = 0; i < k; i++) /* frames of an offset are shared by every address that maps there */
+        out[i].address = address;
     return k;
+}
+
+/* A copy of str kept by the symbolizer; NULL for NULL. *ok = 0 when memory ran out. */
+static const char *keep_copy(ltr_symbolizer *s, const char *str, int *ok)
+{
+    if (!str)
+        return NULL;
+    char *c = strdup(str);
+    const char *k = c ? keep(s, c) : NULL;
+    if (!k)
+        *ok = 0;
+    return k;
+}
+
+int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len,
+                             uint64_t offset, const ltr_sym_frame *frames, size_t n)
+{
+    if (!n || n > MAX_LEVELS)
+        return -EINVAL;
+    settle(s);
+    sym_file *f = file_of(s, path, build_id, build_id_len);
+    if (!f)
+        return -ENOMEM;
+    f->has_known = 1;
+    int created;
+    sym_cached *c = an_hmap_put(f->offsets, offset, &created);
+    if (!c)
+        return -ENOMEM;
+    if (!created) /* the first wins: a trace holds one entry per offset */
+        return 0;
+    ltr_sym_frame *out = new_frames(s, n);
+    int ok = 1;
+    for (size_t i = 0; out && i < n; i++) {
+        out[i] = (ltr_sym_frame){0, f->path, offset, keep_copy(s, frames[i].function, &ok),
+                                 keep_copy(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
+    }
+    if (!out || !ok) {
+        an_hmap_del(f->offsets, offset);
+        return -ENOMEM;
+    }
+    c->first = (uint32_t)(out - s->frames);
+    c->n = (uint32_t)n;
+    return 0;
+}
+
+void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
+{
+    settle(s);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        sym_file *f = s->files[i];
+        size_t pos = 0;
+        const sym_cached *c;
+        while ((c = an_hmap_next(f->offsets, &pos))) {
+            const ltr_sym_frame *fr = s->frames + c->first;
+            int named = 0;
+            for (uint32_t k = 0; k < c->n; k++)
+                named |= fr[k].function || fr[k].file;
+            if (named)
+                fn(ctx, f->path, f->build_id, f->build_id_len, c->key, fr, c->n);
+        }
+    }
 }
 
 /* A problem is reported once a lookup needed the file, whoever opened it. */

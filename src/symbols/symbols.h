@@ -85,6 +85,22 @@ void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, co
  * open, -EBUSY while an earlier one is still at work (call again later),
  * -errno when it could not start (the lookups then open the files). */
 int ltr_symbolizer_prewarm(ltr_symbolizer *s);
+/* Frames of one ELF address of a file (path and build-id as its MODULE
+ * records give them), known already: a trace's SYMBOLS chunk, made where it
+ * was recorded. Lookups that reach that address of that file return them
+ * without opening the file, and ltr_symbolizer_prewarm leaves files with
+ * known frames alone (a lookup of an address not known opens it). frames:
+ * n (1 to 64) frames, the innermost first, as ltr_symbolize gives them; only
+ * function, file and line are read, and copied. The first given for an
+ * address is kept. Returns 0, -EINVAL (n out of range) or -ENOMEM. */
+int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len,
+                             uint64_t offset, const ltr_sym_frame *frames, size_t n);
+/* Every file address resolved so far (or given as known) that was named (a
+ * function or a file), once, in no particular order: what a SYMBOLS chunk
+ * holds. Frames as ltr_symbolize gives them (address: the first lookup's). */
+typedef void (*ltr_sym_each_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
+                                uint64_t offset, const ltr_sym_frame *frames, size_t n);
+void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx);
 /* Demangles a C++ (Itanium) or Rust (legacy or v0) symbol; returns a malloc'd
  * string or NULL if name is not mangled. Rust names lose their hashes: the
  * legacy "::h<16 hex>" element, v0's crate disambiguators, ".llvm.N". */

@@ -337,7 +337,9 @@ static void test_folded_with_flamegraph(void **state)
 }
 
 /* Copies the demo into dir, records it there, and returns the trace path. */
-static const char *record_copy(const char *dir)
+/* A copy of the demo recorded without the names of its frames (these tests
+ * are of the analysis finding them here); opts: more record options. */
+static const char *record_copy_opts(const char *dir, const char *opts)
 {
     static char trace[4200];
     tu_result r = tu_run("mkdir -p %s && cp '%s' '%s' %s/", dir, demo_bin("leaky"),
@@ -347,9 +349,11 @@ static const char *record_copy(const char *dir)
     snprintf(trace, sizeof trace, "%s/leaky.ltr", dir);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "$PWD/%s/leaky", dir);
-    record(trace, "", cmd);
+    record(trace, opts, cmd);
     return trace;
 }
+
+static const char *record_copy(const char *dir) { return record_copy_opts(dir, "--no-symbols"); }
 
 static void test_separate_debug_info(void **state)
 {

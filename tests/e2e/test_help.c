@@ -24,7 +24,8 @@ static const char *const commands[] = {"record", "run",  "start",   "status",  "
                                        "stop",   "cancel", "watch", "marker", "info",    "dump",
                                        "analyze", "export", "profiles", "snapshotconfig", "singlesnapshot",
                                        "enableperiodicsnapshot", "disableperiodicsnapshot", "heaptracingconfig",
-                                       "merge", "flush", "boottrace", "capturestate", "providers", "report"};
+                                       "merge", "flush", "boottrace", "capturestate", "providers", "report",
+                                       "symbolize"};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static int sandbox(void **state)

@@ -1,0 +1,32 @@
+/*
+ * cli/symbols.c — names added to a trace at the end of a recording (`ltr
+ * record`, `ltr stop`, `ltr save`) and by `ltr symbolize`: the command
+ * layer's side of ltr_analysis_embed_symbols (src/analyze/embed.c), which
+ * does the work. What it adds, or why it added nothing, is said on stderr;
+ * the trace is whole either way.
+ */
+#include "cli/cli.h"
+#include "analyze/analyze.h"
+#include "prim/prim.h"
+
+#include <stdio.h>
+
+int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, int asked)
+{
+    ltr_embed_result res;
+    ltr_error err = {0};
+    int rc = ltr_analysis_embed_symbols(path, debug_path, 1, &res, &err);
+    if (rc < 0 && asked)
+        cli_fail(cmd, "%s", err.msg);
+    else if (rc < 0)
+        cli_warn(cmd, "%s; the trace is whole, and its frames are named where their files are "
+                 "('ltr symbolize' adds the names later)", err.msg);
+    else if (!res.entries)
+        fprintf(stderr, "ltr %s: no frame of the trace could be named here: no symbols added\n", cmd);
+    else
+        fprintf(stderr, "ltr %s: names of %zu recorded addresses added to the trace (%llu KiB), for "
+                "analysis without these binaries\n", cmd, res.entries,
+                (unsigned long long)(res.bytes + 1023) / 1024);
+    ltr_analysis_free(res.analysis);
+    return rc < 0;
+}

@@ -1,0 +1,69 @@
+/*
+ * format/symchunk.h — the payload of SYMBOLS chunks (docs/trace-format.md,
+ * "SYMBOLS chunks"): the functions, source files and lines of the recorded
+ * return addresses, resolved where the trace was recorded, so that a trace
+ * is analyzed with names on a machine without its binaries or debug files,
+ * and without inflating their DWARF again (tens of milliseconds for libc,
+ * most of the analysis of a small trace: docs/benchmarks.md).
+ *
+ * The builder takes entries (a module's file, an ELF address in it, the
+ * frames found there, innermost first) and makes payloads of at most
+ * LTR_SYMCHUNK_TARGET raw bytes each, one per chunk; the parser hands every
+ * entry of a payload to a callback. Both sides know nothing of symbolizing.
+ */
+#ifndef LTR_FORMAT_SYMCHUNK_H
+#define LTR_FORMAT_SYMCHUNK_H
+
+#include "base/records.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LTR_SYMCHUNK_MAX_FRAMES 64    /* frames per address: inlined calls and their function */
+#define LTR_SYMCHUNK_MAX_STRING 4096  /* longer names are cut */
+#define LTR_SYMCHUNK_TARGET (16u << 20) /* raw bytes a payload stops growing at */
+
+typedef struct ltr_symframe {
+    const char *function; /* NULL when unknown */
+    const char *file;     /* NULL when unknown */
+    uint32_t line;        /* 0 when unknown */
+} ltr_symframe;
+
+typedef struct ltr_symchunk_builder ltr_symchunk_builder;
+
+ltr_symchunk_builder *ltr_symchunk_builder_new(void);
+void ltr_symchunk_builder_free(ltr_symchunk_builder *b);
+/* One address of a file; the strings are copied. Returns 0, -EINVAL (n not
+ * 1..LTR_SYMCHUNK_MAX_FRAMES, build_id_len over 64) or -ENOMEM. */
+int ltr_symchunk_add(ltr_symchunk_builder *b, const char *path, const uint8_t *build_id, size_t build_id_len,
+                     uint64_t offset, const ltr_symframe *frames, size_t n);
+size_t ltr_symchunk_entries(const ltr_symchunk_builder *b);
+/* The payloads, each at most LTR_CHUNK_MAX_RAW bytes: entries sorted by file
+ * and address. *out is an array of *count ltr_bytes the caller frees
+ * (ltr_bytes_free each, then free). Returns 0 or -ENOMEM. */
+int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count);
+
+/* Hands every entry of a payload to fn, in order; the strings live until fn
+ * returns. Returns the number of entries, or -1 when the payload does not
+ * parse (the entries before the bad one were handed out) or memory ran out. */
+typedef void (*ltr_symchunk_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
+                                uint64_t offset, const ltr_symframe *frames, size_t n);
+long ltr_symchunk_parse(const uint8_t *p, size_t len, ltr_symchunk_fn fn, void *ctx);
+
+/* Reading and adding them to a trace file (symread.c). */
+struct ltr_trace;
+/* Every entry of the trace's SYMBOLS chunks, found by walking the chunk
+ * headers from the start (a few hundred bytes read per megabyte of trace)
+ * before the trace is scanned: the analyzer must know which files it need
+ * not open before it starts opening them. The walk stops at the first bad
+ * chunk header; a SYMBOLS chunk that does not parse gives what came before
+ * its bad entry. Returns the entries handed out, -errno on an I/O error. */
+long ltr_trace_read_symbols(struct ltr_trace *t, ltr_symchunk_fn fn, void *ctx);
+/* After a whole scan: where chunks can be added (the file's size, the next
+ * sequence number). -1 with *why when the trace is not fit for it: cut short
+ * (no END), damaged, or holding SYMBOLS chunks already. */
+int ltr_trace_append_point(const struct ltr_trace *t, uint64_t *size, uint64_t *next_seq, const char **why);
+/* SYMBOLS entries a scan met (a chunk that did not parse counts as damage). */
+uint64_t ltr_trace_symbol_entries(const struct ltr_trace *t);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * format/symread.c — a trace's SYMBOLS chunks (symchunk.h) as the reader
+ * meets them, found ahead of a scan by walking the chunk headers, and the
+ * point where `ltr symbolize` and the end of a recording add them. They come
+ * after END, so readers that predate them (which skip chunk types they do
+ * not know) read the trace as before.
+ */
+#include "format/reader.h"
+#include "format/symchunk.h"
+
+#include <errno.h>
+#include <zstd.h>
+
+static void count_only(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+                       const ltr_symframe *frames, size_t n)
+{
+    (void)ctx, (void)path, (void)id, (void)idlen, (void)offset, (void)frames, (void)n;
+}
+
+/* reader.c's dispatch: a SYMBOLS chunk met by the scan is checked and counted. */
+void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len)
+{
+    t->has_symbols = 1;
+    long n = ltr_symchunk_parse(p, len, count_only, NULL);
+    if (n < 0)
+        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                             "chunk %llu: a SYMBOLS entry does not parse", (unsigned long long)t->chunk_seq);
+    else
+        t->symbol_entries += (uint64_t)n;
+}
+
+uint64_t ltr_trace_symbol_entries(const ltr_trace *t) { return t->symbol_entries; }
+
+long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
+{
+    ZSTD_DCtx *d = NULL;
+    ltr_fetch f = {0};
+    long total = 0;
+    uint64_t pos = LTR_FILE_HEADER_SIZE;
+    while (pos + LTR_CHUNK_HEADER_SIZE <= t->file_size) {
+        uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
+        ssize_t got = ltr_read_at(t->fd, hdr, sizeof hdr, pos);
+        if (got < 0) {
+            total = got;
+            break;
+        }
+        ltr_chunk_header h;
+        if (got != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h) != LTR_CHUNK_OK)
+            break; /* damage: the scan reports it; symbols past it are not used */
+        if (h.type == LTR_CHUNK_SYMBOLS) {
+            if (!d && !(d = ZSTD_createDCtx())) {
+                total = -ENOMEM;
+                break;
+            }
+            ltr_fetch_chunk(t->fd, t->file_size, pos, d, &f);
+            long n = f.kind == LTR_FETCH_OK ? ltr_symchunk_parse(f.raw, f.raw_len, fn, ctx) : 0;
+            if (f.kind == LTR_FETCH_ERROR) {
+                total = f.err;
+                break;
+            }
+            total += n > 0 ? n : 0;
+        }
+        pos += LTR_CHUNK_HEADER_SIZE + h.payload_size;
+    }
+    ltr_fetch_free(&f);
+    ZSTD_freeDCtx(d);
+    return total;
+}
+
+int ltr_trace_append_point(const ltr_trace *t, uint64_t *size, uint64_t *next_seq, const char **why)
+{
+    *why = NULL;
+    if (!t->sum.complete)
+        *why = "it was cut short (no END chunk): its recording did not finish";
+    else if (t->sum.damage)
+        *why = "it is damaged (ltr info lists where)";
+    else if (t->has_symbols)
+        *why = "it holds symbols already";
+    else if (t->pos != t->file_size)
+        *why = "it was not read to its end";
+    if (*why)
+        return -1;
+    *size = t->file_size;
+    *next_seq = t->expect_seq;
+    return 0;
+}
