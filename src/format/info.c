@@ -4,6 +4,7 @@
  * reader (ltr/trace.h), as any program reading traces could.
  */
 #include "format/info.h"
+#include "format/symchunk.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -103,6 +104,11 @@ static void text_header(FILE *out, const ltr_trace *t, const ltr_trace_info *in)
     const char *desc = ltr_trace_kv(t, LTR_KV_END, "session.description");
     fprintf(out, "description: %s\n", desc ? desc : "");
     fprintf(out, "events:      %" PRIu64 " in %" PRIu64 " buffer blocks\n", s->events, s->blocks);
+    uint64_t named = ltr_trace_symbol_entries(t);
+    if (named)
+        fprintf(out, "symbols:     %" PRIu64 " addresses named where it was recorded\n", named);
+    else
+        fprintf(out, "symbols:     none in the trace: frames are named where their files are (ltr symbolize)\n");
 }
 
 static void text_tables(FILE *out, const ltr_trace *t)
@@ -192,7 +198,8 @@ static void json_summary(FILE *out, const ltr_trace *t, const ltr_trace_info *in
     jstr(out, ltr_trace_path(t));
     fprintf(out, ",\"version\":%u,\"file_size\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
            ltr_trace_version(t), s->file_size, s->chunks, s->complete ? "true" : "false");
-    fprintf(out, ",\"events\":%" PRIu64 ",\"blocks\":%" PRIu64, s->events, s->blocks);
+    fprintf(out, ",\"events\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"symbols\":%" PRIu64, s->events, s->blocks,
+            ltr_trace_symbol_entries(t));
     if (s->events)
         fprintf(out, ",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64, s->first_ts, s->last_ts);
     fprintf(out, ",\"start\":");

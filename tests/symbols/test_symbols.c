@@ -7,7 +7,10 @@
  * module+offset frames and is warned about only once a lookup needed it;
  * a call inside an inlined function gives the inlined frame and the frame
  * of the function it was inlined into; ltr_demangle on real C++ and Rust
- * names (both manglings), against what other demanglers print.
+ * names (both manglings), against what other demanglers print. Frames known
+ * already (a trace's SYMBOLS chunk) are given for their file's addresses,
+ * from any process, without opening it; an address they do not cover opens
+ * it; and every address resolved comes back once from ltr_symbolizer_each.
  */
 #include "symbols/symbols.h"
 
@@ -251,6 +254,76 @@ static void test_missing_module_file(void **state)
     ltr_symbolizer_free(unused);
 }
 
+typedef struct each_seen {
+    size_t n, named_gone;
+    uint64_t offsets[8];
+} each_seen;
+
+static void count_each(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+                       const ltr_sym_frame *frames, size_t n)
+{
+    (void)id, (void)idlen;
+    each_seen *e = ctx;
+    assert_true(n >= 1);
+    assert_true(frames[n - 1].function || frames[n - 1].file);
+    if (strstr(path, "libgone.so") && e->named_gone < 8)
+        e->offsets[e->named_gone++] = offset;
+    e->n++;
+}
+
+static void test_known_frames(void **state)
+{
+    (void)state;
+    const uint64_t base = 0x7e5500000000ull, base2 = 0x7f0000000000ull;
+    test_mod gone = {.bias = base, .nseg = 1};
+    snprintf(gone.path, sizeof gone.path, "/nonexistent/ltr-test/libgone.so");
+    gone.seg[0] = (ltr_sym_segment){base, base + 0x4000, 0, 5};
+    test_mod again = gone; /* the same file in another process, elsewhere */
+    again.bias = base2;
+    again.seg[0] = (ltr_sym_segment){base2, base2 + 0x4000, 0, 5};
+    ltr_symbolizer *s = ltr_symbolizer_new(NULL);
+    assert_non_null(s);
+    ltr_sym_frame known[2] = {{.function = "inlined_helper", .file = "gone.c", .line = 7},
+                              {.function = "gone_fn", .file = "gone.c", .line = 30}};
+    assert_int_equal(ltr_symbolizer_add_known(s, gone.path, NULL, 0, 0x1234, known, 2), 0);
+    assert_int_equal(ltr_symbolizer_add_known(s, gone.path, NULL, 0, 0x1234, known + 1, 1), 0); /* first kept */
+    assert_int_equal(ltr_symbolizer_add_known(s, gone.path, NULL, 0, 0x10, known, 0), -EINVAL);
+    add(s, &gone);
+    ltr_sym_module r = {.pid = PID + 1, .loaded = 1, .load_bias = again.bias, .path = again.path,
+                        .segments = again.seg, .segment_count = again.nseg};
+    assert_int_equal(ltr_symbolizer_add_module(s, &r), 0);
+    assert_int_equal(ltr_symbolizer_prewarm(s), 0); /* nothing to open: its frames are known */
+    ltr_sym_frame f[4];
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t addr = (pass ? base2 : base) + 0x1234; /* known by the return address's ELF address */
+        size_t n = ltr_symbolize(s, pass ? PID + 1 : PID, 1, addr, f, 4);
+        assert_int_equal(n, 2);
+        assert_string_equal(f[0].function, "inlined_helper");
+        assert_true(f[0].inlined);
+        assert_string_equal(f[1].function, "gone_fn");
+        assert_int_equal(f[1].line, 30);
+        assert_false(f[1].inlined);
+        assert_true(f[0].address == addr && f[1].address == addr);
+        assert_string_equal(f[1].module, gone.path);
+        assert_true(f[1].offset == 0x1234);
+    }
+    assert_int_equal(ltr_symbolizer_problem_count(s), 0); /* never opened */
+    /* an address they do not cover opens the file, which is missing */
+    size_t n = ltr_symbolize(s, PID, 1, base + 0x2000, f, 4);
+    assert_int_equal(n, 1);
+    assert_null(f[0].function);
+    assert_int_equal(ltr_symbolizer_problem_count(s), 1);
+    /* resolved here: the executable's frame; each hands out the named ones once */
+    add(s, &mods[0]);
+    ltr_symbolize(s, PID, 1, (uint64_t)(uintptr_t)probe_target + 1, f, 4);
+    each_seen e = {0};
+    ltr_symbolizer_each(s, count_each, &e);
+    assert_int_equal(e.named_gone, 1); /* 0x1234; 0x2000 named nothing */
+    assert_true(e.offsets[0] == 0x1234);
+    assert_int_equal(e.n, 2);
+    ltr_symbolizer_free(s);
+}
+
 /* The inlined function first, marked inlined, at the line of its call; then
  * the function it is inlined into, at the line where it was inlined. */
 static void test_inlined_call_and_its_caller(void **state)
@@ -334,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_prewarm_same_frames),
         cmocka_unit_test(test_modules_added_during_prewarm),
         cmocka_unit_test(test_missing_module_file),
+        cmocka_unit_test(test_known_frames),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

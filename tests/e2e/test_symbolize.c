@@ -1,0 +1,205 @@
+/*
+ * tests/e2e/test_symbolize.c — the names of a trace's frames carried in the
+ * trace (SYMBOLS chunks: src/analyze/embed.c, `ltr symbolize`): added at the
+ * end of `ltr record` unless --no-symbols; the analysis of a trace whose
+ * binaries are gone still names its leaks, and one whose binaries are here
+ * says the same with them as without them; `ltr symbolize` refuses what it
+ * cannot do (a trace cut short, one that has them, a full disk) and leaves
+ * the file as it was.
+ */
+#include "util/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char demo_dir[4096];
+
+/* A copy of the demo in dir, recorded with opts; returns the trace. */
+static const char *record_demo(const char *dir, const char *opts, tu_result *out)
+{
+    static char trace[4200];
+    tu_result r = tu_run("mkdir -p %s && cp '%s/leaky' '%s/libleaky-plugin.so' %s/", dir, demo_dir, demo_dir, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(trace, sizeof trace, "%s/leaky.ltr", dir);
+    *out = tu_run("'%s' record %s -o '%s' -- \"$PWD/%s/leaky\"", tu_ltr(), opts, trace, dir);
+    if (out->status != 0)
+        fprintf(stderr, "record failed (%d): %s\n", out->status, out->err);
+    assert_int_equal(out->status, 0);
+    return trace;
+}
+
+static char *run_out(int want_status, const char *fmt, const char *a, const char *b)
+{
+    tu_result r = tu_run(fmt, tu_ltr(), a, b);
+    if (r.status != want_status)
+        fprintf(stderr, "status %d: %s\n", r.status, r.err);
+    assert_int_equal(r.status, want_status);
+    char *s = r.out;
+    r.out = NULL;
+    tu_free(&r);
+    return s;
+}
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Recorded with its names, the binaries removed: the leaks are still named,
+ * with their files and lines, and no module is said to lack symbols.
+ * Without the trace's names (--local-symbols) they are not. */
+static void names_travel_with_the_trace(void **state)
+{
+    (void)state;
+    tu_result rec;
+    const char *trace = record_demo("moved", "", &rec);
+    assert_non_null(strstr(rec.err, "recorded addresses added to the trace"));
+    tu_free(&rec);
+    tu_result r = tu_run("rm moved/leaky moved/libleaky-plugin.so");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char *json = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", trace, "");
+    const char *leak = strstr(json, "\"function\":\"remember_session\"");
+    assert_non_null(leak);
+    assert_non_null(strstr(json, "leaky.c\""));
+    assert_non_null(strstr(json, "\"function\":\"plugin_cache_add\""));
+    assert_null(strstr(json, "was not symbolized"));
+    assert_null(strstr(json, "has no symbols"));
+    free(json);
+    json = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", trace, "--local-symbols");
+    assert_null(strstr(json, "\"function\":\"remember_session\""));
+    assert_non_null(strstr(json, "moved/leaky was not symbolized"));
+    free(json);
+    char *info = run_out(0, "'%s' info '%s' %s", trace, "");
+    assert_non_null(strstr(info, " addresses named where it was recorded"));
+    assert_non_null(strstr(info, "damage:      none"));
+    assert_non_null(strstr(info, "state:       complete"));
+    free(info);
+}
+
+/* Where the binaries are, the names a trace carries are the ones its files
+ * give: every report the same with them as without. */
+static void same_names_as_the_files(void **state)
+{
+    (void)state;
+    tu_result rec;
+    const char *trace = record_demo("here", "--no-symbols", &rec);
+    assert_null(strstr(rec.err, "added to the trace"));
+    tu_free(&rec);
+    char *info = run_out(0, "'%s' info '%s' %s", trace, "--json");
+    assert_non_null(strstr(info, "\"symbols\":0,"));
+    free(info);
+    char *local = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", trace, "");
+    char *folded_local = run_out(0, "'%s' export '%s' --format folded -o - %s", trace, "");
+    long long before = file_size(trace);
+    tu_result r = tu_run("'%s' symbolize '%s'", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "ltr symbolize: names of "));
+    tu_free(&r);
+    assert_true(file_size(trace) > before);
+    char *embedded = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", trace, "");
+    char *folded = run_out(0, "'%s' export '%s' --format folded -o - %s", trace, "");
+    assert_string_equal(local, embedded);
+    assert_string_equal(folded_local, folded);
+    assert_non_null(strstr(embedded, "\"function\":\"remember_session\""));
+    free(local);
+    free(embedded);
+    free(folded_local);
+    free(folded);
+    info = run_out(0, "'%s' info '%s' %s", trace, "--json");
+    assert_null(strstr(info, "\"symbols\":0,"));
+    assert_non_null(strstr(info, "\"complete\":true"));
+    assert_non_null(strstr(info, "\"damage_count\":0"));
+    free(info);
+}
+
+/* What symbolize cannot do, it says, with exit status 1, the file untouched. */
+static void symbolize_refuses(void **state)
+{
+    (void)state;
+    tu_result rec;
+    const char *t = record_demo("refuse", "", &rec);
+    tu_free(&rec);
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s", t);
+    long long size = file_size(trace);
+    tu_result r = tu_run("'%s' symbolize '%s'", tu_ltr(), trace);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "it holds symbols already"));
+    assert_int_equal(file_size(trace), size);
+    tu_free(&r);
+    /* cut short: the recording did not finish */
+    r = tu_run("'%s' record --no-symbols -o refuse/cut.ltr -- refuse/leaky && cp refuse/cut.ltr refuse/short.ltr && "
+               "truncate -s -100 refuse/short.ltr && cp refuse/short.ltr refuse/short.orig", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' symbolize refuse/short.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "cut short"));
+    tu_free(&r);
+    r = tu_run("cmp refuse/short.ltr refuse/short.orig");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    /* a full disk: what was written is taken back */
+    char lib[4300];
+    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
+    r = tu_run("cp refuse/cut.ltr refuse/full.orig && touch refuse/full.flag && LTR_TEST_DISK_FULL=$PWD/refuse/full.flag "
+               "ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD='%s' '%s' symbolize refuse/cut.ltr", lib, tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "No space left on device"));
+    tu_free(&r);
+    r = tu_run("cmp refuse/cut.ltr refuse/full.orig && '%s' symbolize refuse/cut.ltr", tu_ltr());
+    assert_int_equal(r.status, 0); /* and once there is room, it is done */
+    tu_free(&r);
+    /* bad usage and a missing file */
+    r = tu_run("'%s' symbolize", tu_ltr());
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+    r = tu_run("'%s' symbolize refuse/nosuch.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "nosuch.ltr"));
+    tu_free(&r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *dir = tu_sandbox();
+    if (chdir(dir) != 0)
+        return -1;
+    snprintf(demo_dir, sizeof demo_dir, "%s", tu_ltr());
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(demo_dir, '/');
+        if (slash)
+            *slash = 0;
+    }
+    strncat(demo_dir, "/demo", sizeof demo_dir - strlen(demo_dir) - 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_sandbox_end();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(names_travel_with_the_trace),
+        cmocka_unit_test(same_names_as_the_files),
+        cmocka_unit_test(symbolize_refuses),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
