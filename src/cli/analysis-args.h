@@ -25,6 +25,9 @@ typedef struct cli_analysis_args {
 int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
                        unsigned formats_allowed, int is_export, cli_analysis_args *out);
 /* Runs the analysis; NULL after printing why it failed. */
+/* malloc tuned for an analysis's large, short-lived tables (analysis-args.c
+ * says what it saves); before the analysis starts its threads. */
+void cli_malloc_for_analysis(void);
 ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a);
 /* Exit status once the report is written: 3 and the damage on stderr if the trace was damaged. */
 int cli_analysis_status(const char *cmd, ltr_analysis *a);

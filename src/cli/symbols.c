@@ -6,6 +6,7 @@
  * the trace is whole either way.
  */
 #include "cli/cli.h"
+#include "cli/analysis-args.h"
 #include "analyze/analyze.h"
 #include "prim/prim.h"
 
@@ -15,6 +16,7 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
 {
     ltr_embed_result res;
     ltr_error err = {0};
+    cli_malloc_for_analysis();
     int rc = ltr_analysis_embed_symbols(path, debug_path, 1, &res, &err);
     if (rc < 0 && asked)
         cli_fail(cmd, "%s", err.msg);
