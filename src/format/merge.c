@@ -22,9 +22,12 @@
  *   before them as in the source. Every block is written standalone (its
  *   first timestamp absolute), so a block whose earlier piece was damaged
  *   in its source still gets its right times.
+ * - SYMBOLS chunks (the names of the sources' frames) become one set, each
+ *   address of each file once, written after the merge's END.
  * Damaged stretches of a source are skipped and counted, as a reader would.
  */
 #include "format/merge.h"
+#include "format/symchunk.h"
 #include "format/reader.h"
 #include "format/writer.h"
 #include "base/hmap.h"
@@ -77,6 +80,8 @@ typedef struct merger {
     uint32_t next_layout;
     ltr_merge_report *rep;
     ltr_error *err;
+    ltr_symchunk_builder *syms; /* the sources' SYMBOLS entries, written after END */
+    int syms_failed;
 } merger;
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t kind)
@@ -441,6 +446,14 @@ static int write_events(merger *m, source *s, uint32_t si)
 
 /* ---- one chunk, and the order of chunks --------------------------------------------- */
 
+static void keep_symbol(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+                        const ltr_symframe *frames, size_t n)
+{
+    merger *m = ctx;
+    if (ltr_symchunk_add(m->syms, path, id, idlen, offset, frames, n) < 0)
+        m->syms_failed = 1;
+}
+
 static int take_chunk(merger *m, source *s, uint32_t si)
 {
     int rc = 0;
@@ -466,6 +479,10 @@ static int take_chunk(merger *m, source *s, uint32_t si)
         s->complete = 1;
         break;
     }
+    case LTR_CHUNK_SYMBOLS: /* the names travel with the merge: one set, after its END */
+        if (m->syms && ltr_symchunk_parse(s->f.raw, s->f.raw_len, keep_symbol, m) < 0)
+            m->rep->damaged++;
+        break;
     default: break; /* a kind this reader does not know: readers skip it, so does the merge */
     }
     ltr_bytes_free(&out);
@@ -596,6 +613,25 @@ static int write_end(merger *m)
     return rc;
 }
 
+/* The sources' names of their frames (SYMBOLS), after END as in any trace. */
+static int write_symbols(merger *m)
+{
+    if (!m->syms || !ltr_symchunk_entries(m->syms))
+        return 0;
+    ltr_bytes *parts = NULL;
+    size_t n = 0;
+    int rc = m->syms_failed || ltr_symchunk_build(m->syms, &parts, &n) < 0
+                 ? ltr_fail(m->err, ENOMEM, "out of memory keeping the sources' symbols")
+                 : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = ltr_writer_chunk(m->w, LTR_CHUNK_SYMBOLS, parts[i].data, parts[i].len, m->err);
+        ltr_bytes_free(&parts[i]);
+    }
+    free(parts);
+    return rc;
+}
+
 static int run(merger *m, const char *const *paths)
 {
     int rc = 0;
@@ -610,6 +646,8 @@ static int run(merger *m, const char *const *paths)
         rc = write_counters(m);
     if (rc == 0)
         rc = write_end(m);
+    if (rc == 0 && m->rep->complete)
+        rc = write_symbols(m);
     if (rc == 0)
         rc = ltr_writer_flush(m->w, 1, m->err);
     return rc;
@@ -628,11 +666,12 @@ int ltr_merge(const char *const *paths, size_t n, const char *out, bool replace,
     int fd = ltr_create_temp(tmp);
     if (fd < 0)
         return ltr_fail(err, -fd, "%s: a temporary file beside it: %s", out, strerror(-fd));
-    merger m = {.n = n, .rep = rep, .err = err, .src = calloc(n, sizeof(source))};
+    merger m = {.n = n, .rep = rep, .err = err, .src = calloc(n, sizeof(source)),
+                .syms = ltr_symchunk_builder_new()};
     an_hmap_init(&m.layouts, sizeof(seen_rec));
     an_hmap_init(&m.records, sizeof(seen_rec));
     an_hmap_init(&m.stack_pids, sizeof(seen_rec));
-    if (!m.src)
+    if (!m.src || !m.syms)
         rc = ltr_fail(err, ENOMEM, "out of memory");
     for (size_t i = 0; m.src && i < n; i++)
         m.src[i].fd = -1; /* not opened yet */
@@ -657,6 +696,7 @@ int ltr_merge(const char *const *paths, size_t n, const char *out, bool replace,
     for (size_t i = 0; m.src && i < n; i++)
         close_source(&m.src[i]);
     free(m.src);
+    ltr_symchunk_builder_free(m.syms);
     an_hmap_free(&m.layouts);
     an_hmap_free(&m.records);
     an_hmap_free(&m.stack_pids);

@@ -3,7 +3,7 @@
  * trace (SYMBOLS chunks: src/analyze/embed.c, `ltr symbolize`): added at the
  * end of `ltr record` unless --no-symbols; the analysis of a trace whose
  * binaries are gone still names its leaks, and one whose binaries are here
- * says the same with them as without them; `ltr symbolize` refuses what it
+ * says the same with them as without them; a merge keeps them; `ltr symbolize` refuses what it
  * cannot do (a trace cut short, one that has them, a full disk) and leaves
  * the file as it was.
  */
@@ -123,6 +123,32 @@ static void same_names_as_the_files(void **state)
     free(info);
 }
 
+/* Two traces merged keep the names of both. */
+static void merge_keeps_names(void **state)
+{
+    (void)state;
+    tu_result rec;
+    record_demo("m1", "", &rec);
+    tu_free(&rec);
+    record_demo("m2", "", &rec);
+    tu_free(&rec);
+    tu_result r = tu_run("'%s' merge m1/leaky.ltr m2/leaky.ltr -o m12.ltr && rm m1/leaky m2/leaky "
+                         "m1/libleaky-plugin.so m2/libleaky-plugin.so", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char *info = run_out(0, "'%s' info '%s' %s", "m12.ltr", "--json");
+    assert_null(strstr(info, "\"symbols\":0,"));
+    assert_non_null(strstr(info, "\"damage_count\":0"));
+    free(info);
+    char *json = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "m12.ltr", "");
+    /* both processes' leak, named: m1's and m2's copies are two files */
+    const char *first = strstr(json, "\"function\":\"remember_session\"");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, "\"function\":\"remember_session\""));
+    assert_null(strstr(json, "was not symbolized"));
+    free(json);
+}
+
 /* What symbolize cannot do, it says, with exit status 1, the file untouched. */
 static void symbolize_refuses(void **state)
 {
@@ -199,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_travel_with_the_trace),
         cmocka_unit_test(same_names_as_the_files),
+        cmocka_unit_test(merge_keeps_names),
         cmocka_unit_test(symbolize_refuses),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
