@@ -3,7 +3,10 @@
  * (analyze/order.h): threads' runs merged oldest first, and a thread whose
  * events come from two CPUs' buffers (a later run written before an earlier
  * one) still handed on in its time order, not counted as late while the
- * earlier ones wait.
+ * earlier ones wait; many threads' thousands of events, in rooms of every
+ * size across the queues' segments, some runs of a thread written out of
+ * order, come out once each and in order, with a hold that hands on while
+ * they come.
  */
 #include "analyze/order.h"
 
@@ -101,12 +104,134 @@ static void test_older_than_handed_on_is_late(void **state)
     an_order_free(o);
 }
 
+typedef struct big_out {
+    uint64_t *ts;
+    uint32_t *tid;
+    uint64_t *addr;
+    size_t n, cap;
+} big_out;
+
+static void collect_all(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+{
+    (void)pid;
+    big_out *o = ctx;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(o->n < o->cap);
+        o->ts[o->n] = ev[i].ts;
+        o->tid[o->n] = tid;
+        o->addr[o->n++] = ev[i].addr;
+    }
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Writes n events of tid with times ts[0..n) through rooms of random size. */
+static void put_many(an_order *o, uint32_t tid, const uint64_t *ts, size_t n, uint64_t *seed)
+{
+    for (size_t done = 0; done < n;) {
+        size_t room;
+        an_event *e = an_order_room(o, 1, tid, &room);
+        assert_non_null(e);
+        assert_true(room >= 1);
+        size_t k = 1 + rnd(seed) % 700;
+        k = k < room ? k : room;
+        k = k < n - done ? k : n - done;
+        for (size_t i = 0; i < k; i++)
+            e[i] = (an_event){.ts = ts[done + i], .op = AN_OP_ALLOC, .addr = (uint64_t)tid << 32 | ts[done + i]};
+        an_order_commit(o, k);
+        done += k;
+    }
+}
+
+enum { THREADS = 7, PER = 5000 };
+static uint64_t many_ts[THREADS][PER];
+
+/* Blocks of each thread, threads interleaved at random; every fifth block
+ * of a thread swapped with its next (two CPUs' buffers written the other
+ * way round). */
+static void feed_many(an_order *o, uint64_t seed)
+{
+    size_t next[THREADS] = {0};
+    for (;;) {
+        int live = 0;
+        for (int t = 0; t < THREADS; t++)
+            live += next[t] < PER;
+        if (!live)
+            break;
+        int t = (int)(rnd(&seed) % THREADS);
+        if (next[t] >= PER)
+            continue;
+        size_t len = 1 + rnd(&seed) % 900, left = PER - next[t];
+        len = len < left ? len : left;
+        if (rnd(&seed) % 5 == 0 && left >= 2 * len) {
+            put_many(o, (uint32_t)t, many_ts[t] + next[t] + len, len, &seed);
+            put_many(o, (uint32_t)t, many_ts[t] + next[t], len, &seed);
+            next[t] += 2 * len;
+        } else {
+            put_many(o, (uint32_t)t, many_ts[t] + next[t], len, &seed);
+            next[t] += len;
+        }
+    }
+}
+
+/* Every event once; in time order but for those counted late (none when
+ * strict). */
+static void check_many(const big_out *got, const an_order *o, int strict)
+{
+    assert_int_equal(got->n, THREADS * PER);
+    uint8_t *seen = calloc(THREADS * PER, 1);
+    size_t disorder = 0;
+    for (size_t i = 0; i < got->n; i++) {
+        size_t idx = (size_t)((got->addr[i] & 0xffffffffu) / 10);
+        assert_true(idx < (size_t)THREADS * PER);
+        assert_int_equal(seen[idx], 0);
+        seen[idx] = 1;
+        assert_int_equal(got->tid[i], got->addr[i] >> 32);
+        disorder += i && got->ts[i] < got->ts[i - 1];
+    }
+    free(seen);
+    assert_true(disorder <= an_order_late(o));
+    if (strict) {
+        assert_int_equal(disorder, 0);
+        assert_int_equal(an_order_late(o), 0);
+    }
+}
+
+static void test_many_events_across_segments(void **state)
+{
+    (void)state;
+    big_out got = {calloc(THREADS * PER, 8), calloc(THREADS * PER, 4), calloc(THREADS * PER, 8), 0, THREADS * PER};
+    assert_non_null(got.ts);
+    for (int t = 0; t < THREADS; t++) /* distinct times: thread t's are t mod THREADS */
+        for (size_t i = 0; i < PER; i++)
+            many_ts[t][i] = (i * THREADS + (size_t)t) * 10;
+    for (int pass = 0; pass < 2; pass++) { /* a hold that hands on while they come, then one that holds all */
+        got.n = 0;
+        an_order *o = an_order_new(pass ? THREADS * PER + 1 : THREADS * PER / 3, collect_all, &got);
+        assert_non_null(o);
+        feed_many(o, 0x9e3779b97f4a7c15ull);
+        an_order_drain(o);
+        check_many(&got, o, pass);
+        an_order_free(o);
+    }
+    free(got.ts);
+    free(got.tid);
+    free(got.addr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_of_two_buffers_merge),
         cmocka_unit_test(test_one_threads_ties_keep_their_order),
         cmocka_unit_test(test_older_than_handed_on_is_late),
+        cmocka_unit_test(test_many_events_across_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
