@@ -20,7 +20,7 @@ static const char usage[] =
     "ltr watch (--pid PID | --name NAME) --record-to FILE\n"
     "                 [--private-bytes-above SIZE] [--growth-above SIZE|auto] [--interval SECONDS]\n"
     "                 [--support-bundle] [--max-triggers N] [--monitor] [--memory-interval SECONDS]\n"
-    "                 [PROFILE...]";
+    "                 [--no-symbols] [PROFILE...]";
 
 static void help(void)
 {
@@ -62,7 +62,12 @@ static void help(void)
            "  --monitor            print one line per poll: time, pid, private bytes, growth,\n"
            "                       how far back the flight recorder reaches, what it waits for\n"
            "  --memory-interval SECONDS\n"
-           "                       the memory counters in the trace (default 1)\n\n"
+           "                       the memory counters in the trace (default 1)\n"
+           "  --no-symbols         do not add the names of the recorded frames to each trace\n"
+           "                       once saved (by default they are, as 'ltr symbolize' does,\n"
+           "                       so that the trace shows them on another machine; this\n"
+           "                       takes a moment of CPU after each trigger, the recording\n"
+           "                       going on meanwhile)\n\n"
            "Ctrl-C or SIGTERM ends it cleanly: the session is cancelled (saved traces stay),\n"
            "nothing is left running. If watch itself is killed, the recorder cancels the\n"
            "session. As a service: systemctl enable --now ltr-watch@NAME (docs/watch.md).\n\n"
@@ -77,6 +82,7 @@ static void on_signal(int sig) { stop_asked = sig; }
 
 typedef struct out_ctx {
     bool monitor;
+    bool no_symbols;
     ltr_watch_rule rule;
 } out_ctx;
 
@@ -106,12 +112,14 @@ static void on_poll(void *ctx, const ltr_watch_poll *p)
 
 static void on_trigger(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v)
 {
-    (void)ctx;
+    const out_ctx *o = ctx;
     printf("ltr watch: trigger %u: %s; trace saved to %s", n, v->condition, path);
     if (bundle)
         printf(", support bundle %s", bundle);
     printf("\n");
     fflush(stdout);
+    if (!o->no_symbols) /* the trace is read elsewhere, most often: its names go with it */
+        cli_add_symbols("watch", path, NULL, 0);
 }
 
 static int parse_size(const char *opt, const char *text, uint64_t *out)
@@ -143,7 +151,7 @@ int cmd_watch(int argc, char **argv)
         {"growth-above", required_argument, 0, 'g'},  {"interval", required_argument, 0, 'i'},
         {"max-triggers", required_argument, 0, 'm'},  {"monitor", no_argument, 0, 'M'},
         {"memory-interval", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
-        {"support-bundle", no_argument, 0, 'b'},
+        {"support-bundle", no_argument, 0, 'b'},       {"no-symbols", no_argument, 0, 'S'},
         {0, 0, 0, 0}};
     ltr_watch_config cfg = {.max_triggers = 1};
     out_ctx o = {0};
@@ -184,6 +192,7 @@ int cmd_watch(int argc, char **argv)
             break;
         case 'M': o.monitor = true; break;
         case 'b': cfg.support_bundle = true; break;
+        case 'S': o.no_symbols = true; break;
         case 'h': help(); return 0;
         default: return cli_usage_error("watch", usage);
         }

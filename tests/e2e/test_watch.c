@@ -197,6 +197,11 @@ static void test_trigger_on_growth(void **state)
     assert_non_null(strstr(d.out, "ltr watch: trigger 1: pid"));
     assert_non_null(strstr(d.out, "SnapshotEnd"));
     tu_free(&d);
+    /* the names of its frames went into it, to read it elsewhere */
+    tu_result i = tu_run("%s info %s", LTR, path);
+    assert_non_null(strstr(i.out, " addresses named where it was recorded"));
+    assert_non_null(strstr(i.out, "damage:      none"));
+    tu_free(&i);
     snprintf(path, sizeof path, "%s/t-2.ltr", dir);
     assert_int_equal(access(path, F_OK), -1);
 }
