@@ -1,7 +1,7 @@
 /*
  * format/symchunk.c — SYMBOLS chunk payloads (symchunk.h), built and parsed.
  *
- *   uvar string_count, then each string: uvar length (at most 4096), bytes
+ *   uvar string_count, then each string: uvar length (at most 65535), bytes
  *   module groups until the end of the payload:
  *     uvar path (a string's index), u8 build-id length (0..64), its bytes,
  *     uvar entry_count (at least 1), then each entry, by rising address:
@@ -112,7 +112,12 @@ static long intern(ltr_symchunk_builder *b, const char *s)
 {
     if (!s)
         return 0;
-    size_t n = strnlen(s, LTR_SYMCHUNK_MAX_STRING);
+    size_t n = strnlen(s, LTR_SYMCHUNK_MAX_STRING + 1);
+    if (n > LTR_SYMCHUNK_MAX_STRING) { /* cut where a character starts, not inside one */
+        n = LTR_SYMCHUNK_MAX_STRING;
+        while (n > 0 && ((uint8_t)s[n] & 0xc0) == 0x80)
+            n--;
+    }
     uint64_t h = fnv1a(s, n);
     int created;
     sc_hashed *e = an_hmap_put(&b->by_hash, h, &created);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define LTR_SYMCHUNK_MAX_FRAMES 64    /* frames per address: inlined calls and their function */
-#define LTR_SYMCHUNK_MAX_STRING 4096  /* longer names are cut */
+#define LTR_SYMCHUNK_MAX_STRING 65535 /* longer names are cut, on a UTF-8 character's start */
 #define LTR_SYMCHUNK_TARGET (16u << 20) /* raw bytes a payload stops growing at */
 
 typedef struct ltr_symframe {

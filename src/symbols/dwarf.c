@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct sym_elf {
@@ -70,21 +71,35 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
     *problem = NULL;
     if (path[0] != '/') /* [vdso] and the like: nothing on disk to read */
         return NULL;
-    if (access(path, R_OK) != 0) {
+    /* The path comes from the trace (a traced program's mappings): a FIFO or
+     * a device there would block or be read as a file. O_NONBLOCK, and a
+     * regular file only; libdwfl reads the descriptor checked. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         *problem = strerr_problem("the file is not readable here");
         return NULL;
     }
-    sym_elf *e = calloc(1, sizeof *e);
-    if (!e)
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *problem = strerr_problem("not a regular file here");
         return NULL;
+    }
+    sym_elf *e = calloc(1, sizeof *e);
+    if (!e) {
+        close(fd);
+        return NULL;
+    }
     e->cb.find_elf = dwfl_build_id_find_elf;
     e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
     e->cb.section_address = dwfl_offline_section_address;
     e->cb.debuginfo_path = debug_path;
     e->dwfl = dwfl_begin(&e->cb);
     e->funcs = sym_funcs_new();
-    if (e->dwfl && e->funcs)
-        e->mod = dwfl_report_elf(e->dwfl, path, path, -1, 0, false);
+    if (e->dwfl && e->funcs) /* on success fd is libdwfl's, closed by dwfl_end; not on failure */
+        e->mod = dwfl_report_elf(e->dwfl, path, path, fd, 0, false);
+    if (!e->mod)
+        close(fd);
     if (!e->mod) {
         *problem = strerr_problem("not an ELF file libdw can read");
         sym_elf_close(e);

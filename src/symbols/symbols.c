@@ -42,6 +42,7 @@ typedef struct sym_file {
     int syms_known, no_syms; /* no DWARF and no .symtab found for it (sym_elf_has_symbols) */
     an_hmap *offsets; /* ELF address -> sym_cached: resolved here or given as known */
     int has_known;    /* frames came from the trace: opened only when a lookup misses them */
+    size_t rank;      /* modules added before the first that named it; SIZE_MAX: none yet */
 } sym_file;
 
 typedef struct sym_mod {
@@ -55,8 +56,25 @@ typedef struct sym_mod {
 
 typedef struct sym_cached {
     uint64_t key;        /* address */
-    uint32_t first, n;   /* in frames */
+    uint32_t first, n;   /* in frames; n may carry KNOWN_WEAK */
 } sym_cached;
+
+/* Known frames without a source file (named by a symbol table where the
+ * trace was made, not by DWARF): this machine's files may name them better
+ * (a debug package installed since), so they are looked up here first and
+ * used only when that names nothing (the file is gone, or as bare). */
+#define KNOWN_WEAK 0x80000000u
+#define COUNT(n) ((n) & ~KNOWN_WEAK)
+
+/* Known frames are the trace's word: bounded, whatever it says (each string
+ * is kept once, and past these the rest is looked up in the files). */
+#define KNOWN_MAX_FRAMES (1u << 21)
+#define KNOWN_MAX_STRING_BYTES ((size_t)64 << 20)
+
+typedef struct known_str {
+    uint64_t key; /* FNV-1a of the text */
+    const char *text;
+} known_str;
 
 typedef struct sym_proc {
     uint64_t pid;
@@ -76,6 +94,8 @@ struct ltr_symbolizer {
     size_t nframes, capframes;
     char **strings;       /* every string frames point to */
     size_t nstrings, capstrings;
+    an_hmap known_strs;   /* the known frames' strings, each once (known_str) */
+    size_t known_frames, known_bytes;
     /* prewarm thread, while warming: it opens warm[0..nwarm) */
     int warming;
     pthread_t warm_thread;
@@ -158,6 +178,7 @@ ltr_symbolizer *ltr_symbolizer_new(const char *debug_path)
     }
     s->debug_path_ptr = s->debug_path;
     an_hmap_init(&s->procs, sizeof(sym_proc));
+    an_hmap_init(&s->known_strs, sizeof(known_str));
     return s;
 }
 
@@ -186,6 +207,7 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
         free(p->cache);
     }
     an_hmap_free(&s->procs);
+    an_hmap_free(&s->known_strs);
     free(s->frames);
     for (size_t i = 0; i < s->nstrings; i++)
         free(s->strings[i]);
@@ -216,6 +238,7 @@ static sym_file *file_of(ltr_symbolizer *s, const char *path, const uint8_t *bui
         return NULL;
     }
     an_hmap_init(f->offsets, sizeof(sym_cached));
+    f->rank = SIZE_MAX;
     if (idlen) /* a record without a build-id may give NULL */
         memcpy(f->build_id, build_id, idlen);
     f->build_id_len = idlen;
@@ -269,6 +292,8 @@ int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
     x->unload_ts = UINT64_MAX;
     x->bias = m->load_bias;
     x->file = file_of(s, m->path, m->build_id, m->build_id_len);
+    if (x->file && x->file->rank == SIZE_MAX)
+        x->file->rank = s->nmods;
     x->seg = malloc((m->segment_count ? m->segment_count : 1) * sizeof *x->seg);
     if (!x->file || !x->seg || !proc_of(s, m->pid)) {
         free(x->seg);
@@ -342,15 +367,34 @@ static ltr_sym_frame *new_frames(ltr_symbolizer *s, size_t n)
     return f;
 }
 
-static sym_elf *elf_of(ltr_symbolizer *s, sym_file *f)
+/* Resolves addr into new frames; returns the index of the first and sets *n. */
+/* The file's debug info for a lookup; quiet: a file that fails to open is
+ * not named in the problems (a known frame stands in for what it lacks). */
+static sym_elf *elf_for(ltr_symbolizer *s, sym_file *f, int quiet)
 {
-    f->used = 1;
     if (!f->opened)
         open_file(s, f, 0);
+    if (!quiet || f->elf)
+        f->used = 1;
     return f->elf;
 }
 
-/* Resolves addr into new frames; returns the index of the first and sets *n. */
+static int names_something(const sym_level *lv, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (lv[i].function || lv[i].file)
+            return 1;
+    return 0;
+}
+
+static void free_levels(sym_level *lv, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        free(lv[i].function);
+        free(lv[i].file);
+    }
+}
+
 static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr, uint32_t *n)
 {
     sym_mod *x = module_at(s, pid, ts, addr);
@@ -358,20 +402,25 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
     size_t k = 0;
     uint64_t vaddr = x ? addr - x->bias : addr;
     sym_cached *done = x ? an_hmap_get(x->file->offsets, vaddr) : NULL;
-    if (done) { /* this offset of the file, for another process, or from the trace */
+    if (done && !(done->n & KNOWN_WEAK)) { /* resolved for another process, or named by DWARF where recorded */
         *n = done->n;
         return done->first;
     }
-    sym_elf *e = x ? elf_of(s, x->file) : NULL;
+    uint32_t weak_first = done ? done->first : 0, weak_n = done ? COUNT(done->n) : 0;
+    sym_elf *e = x ? elf_for(s, x->file, weak_n != 0) : NULL;
     if (e) /* a return address: the call is the instruction before it */
         k = sym_elf_resolve(e, vaddr ? vaddr - 1 : 0, lv, MAX_LEVELS);
+    if (weak_n && !names_something(lv, k)) { /* nothing better here: the trace's names */
+        free_levels(lv, k);
+        *n = weak_n;
+        return weak_first;
+    }
+    if (weak_n)
+        x->file->used = 1; /* this file named it: its problems and bareness are reported */
     size_t total = k ? k : 1;
     ltr_sym_frame *f = new_frames(s, total);
     if (!f) {
-        for (size_t i = 0; i < k; i++) {
-            free(lv[i].function);
-            free(lv[i].file);
-        }
+        free_levels(lv, k);
         *n = 0;
         return 0;
     }
@@ -407,6 +456,7 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
         n = c->n;
     } else {
         first = (uint32_t)resolve(s, pid, ts, address, &n);
+        n = COUNT(n);
         if (p && !p->has_unloads && (c = an_hmap_put(p->cache, address, NULL))) {
             c->first = first;
             c->n = n;
@@ -426,15 +476,41 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
     return k;
 }
 
-/* A copy of str kept by the symbolizer; NULL for NULL. *ok = 0 when memory ran out. */
-static const char *keep_copy(ltr_symbolizer *s, const char *str, int *ok)
+/* str as the symbolizer keeps a known frame's: once per text, control
+ * characters (which no name holds, and which would forge lines of a text
+ * report) as '?'. NULL for NULL; *ok = 0 when memory or the bound ran out. */
+static const char *known_text(ltr_symbolizer *s, const char *str, int *ok)
 {
     if (!str)
         return NULL;
-    char *c = strdup(str);
-    const char *k = c ? keep(s, c) : NULL;
-    if (!k)
+    size_t len = strlen(str);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)str[i]) * 0x100000001b3ull;
+    int created;
+    known_str *e = an_hmap_put(&s->known_strs, h, &created);
+    if (e && !created && !strcmp(e->text, str))
+        return e->text;
+    if (e && !created)
+        e = NULL; /* another text with that hash: kept apart, not found by it */
+    char *c = NULL;
+    if (s->known_bytes + len + 1 > KNOWN_MAX_STRING_BYTES || !(c = malloc(len + 1))) {
+        if (e)
+            an_hmap_del(&s->known_strs, h);
         *ok = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i <= len; i++)
+        c[i] = i < len && ((uint8_t)str[i] < 0x20 || str[i] == 0x7f) ? '?' : str[i];
+    s->known_bytes += len + 1;
+    const char *k = keep(s, c);
+    if (e)
+        e->text = k;
+    if (!k) {
+        if (e)
+            an_hmap_del(&s->known_strs, h);
+        *ok = 0;
+    }
     return k;
 }
 
@@ -443,6 +519,8 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
 {
     if (!n || n > MAX_LEVELS)
         return -EINVAL;
+    if (s->known_frames + n > KNOWN_MAX_FRAMES)
+        return -E2BIG;
     settle(s);
     sym_file *f = file_of(s, path, build_id, build_id_len);
     if (!f)
@@ -455,17 +533,21 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
     if (!created) /* the first wins: a trace holds one entry per offset */
         return 0;
     ltr_sym_frame *out = new_frames(s, n);
-    int ok = 1;
+    int ok = 1, strong = 0;
     for (size_t i = 0; out && i < n; i++) {
-        out[i] = (ltr_sym_frame){0, f->path, offset, keep_copy(s, frames[i].function, &ok),
-                                 keep_copy(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
+        out[i] = (ltr_sym_frame){0, f->path, offset, known_text(s, frames[i].function, &ok),
+                                 known_text(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
+        strong |= frames[i].file != NULL;
     }
     if (!out || !ok) {
+        if (out)
+            s->nframes -= n;
         an_hmap_del(f->offsets, offset);
-        return -ENOMEM;
+        return ok ? -ENOMEM : -E2BIG;
     }
+    s->known_frames += n;
     c->first = (uint32_t)(out - s->frames);
-    c->n = (uint32_t)n;
+    c->n = (uint32_t)n | (strong ? 0 : KNOWN_WEAK);
     return 0;
 }
 
@@ -478,17 +560,56 @@ void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
         const sym_cached *c;
         while ((c = an_hmap_next(f->offsets, &pos))) {
             const ltr_sym_frame *fr = s->frames + c->first;
+            uint32_t n = COUNT(c->n);
             int named = 0;
-            for (uint32_t k = 0; k < c->n; k++)
+            for (uint32_t k = 0; k < n; k++)
                 named |= fr[k].function || fr[k].file;
             if (named)
-                fn(ctx, f->path, f->build_id, f->build_id_len, c->key, fr, c->n);
+                fn(ctx, f->path, f->build_id, f->build_id_len, c->key, fr, n);
         }
     }
 }
 
 /* A problem is reported once a lookup needed the file, whoever opened it. */
-static int reported(const sym_file *f) { return f->used && f->problem; }
+static int reported(sym_file *f) { return f->used && f->problem; }
+
+/* A file a lookup needed, opened fine, with nothing to name its functions by. */
+static int bare(sym_file *f)
+{
+    if (!f->used || !f->elf || f->problem)
+        return 0;
+    if (!f->syms_known) {
+        f->no_syms = !sym_elf_has_symbols(f->elf);
+        f->syms_known = 1;
+    }
+    return f->no_syms;
+}
+
+/* The i-th file (from 0) that pred holds for, in the order modules first
+ * named the files: the same order whether or not a trace's known frames
+ * made some files first. NULL past the last. */
+static sym_file *ranked(ltr_symbolizer *s, int (*pred)(sym_file *), size_t i)
+{
+    sym_file *best = NULL;
+    size_t best_at = 0;
+    for (size_t done = 0; done <= i; done++) { /* the next file after best in (rank, index) order */
+        sym_file *next = NULL;
+        size_t next_at = 0;
+        for (size_t k = 0; k < s->nfiles; k++) {
+            sym_file *f = s->files[k];
+            int after = !best || f->rank > best->rank || (f->rank == best->rank && k > best_at);
+            if (after && pred(f) && (!next || f->rank < next->rank || (f->rank == next->rank && k < next_at))) {
+                next = f;
+                next_at = k;
+            }
+        }
+        if (!next)
+            return NULL;
+        best = next;
+        best_at = next_at;
+    }
+    return best;
+}
 
 size_t ltr_symbolizer_problem_count(ltr_symbolizer *s)
 {
@@ -502,28 +623,9 @@ size_t ltr_symbolizer_problem_count(ltr_symbolizer *s)
 void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, const char **why)
 {
     settle(s);
-    for (size_t k = 0; k < s->nfiles; k++) {
-        if (!reported(s->files[k]))
-            continue;
-        if (i-- == 0) {
-            *path = s->files[k]->path;
-            *why = s->files[k]->problem;
-            return;
-        }
-    }
-    *path = *why = NULL;
-}
-
-/* A file a lookup needed, opened fine, with nothing to name its functions by. */
-static int bare(sym_file *f)
-{
-    if (!f->used || !f->elf || f->problem)
-        return 0;
-    if (!f->syms_known) {
-        f->no_syms = !sym_elf_has_symbols(f->elf);
-        f->syms_known = 1;
-    }
-    return f->no_syms;
+    sym_file *f = ranked(s, reported, i);
+    *path = f ? f->path : NULL;
+    *why = f ? f->problem : NULL;
 }
 
 size_t ltr_symbolizer_nosyms_count(ltr_symbolizer *s)
@@ -539,15 +641,8 @@ void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, co
                               size_t *build_id_len)
 {
     settle(s);
-    for (size_t k = 0; k < s->nfiles; k++) {
-        if (!bare(s->files[k]) || i-- != 0)
-            continue;
-        *path = s->files[k]->path;
-        *build_id = s->files[k]->build_id;
-        *build_id_len = s->files[k]->build_id_len;
-        return;
-    }
-    *path = NULL;
-    *build_id = NULL;
-    *build_id_len = 0;
+    sym_file *f = ranked(s, bare, i);
+    *path = f ? f->path : NULL;
+    *build_id = f ? f->build_id : NULL;
+    *build_id_len = f ? f->build_id_len : 0;
 }

@@ -123,6 +123,42 @@ static void same_names_as_the_files(void **state)
     free(info);
 }
 
+/* Names a symbol table gave where the trace was made (no DWARF there) give
+ * way to better ones here: the debug file found later under --debug-dir
+ * names the plugin's frames with their source file again. */
+static void debug_info_here_wins(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("set -e; mkdir -p late; cp '%s/leaky' '%s/libleaky-plugin.so' late/; cd late;"
+                         "id=$(readelf -n libleaky-plugin.so | sed -n 's/.*Build ID: //p');"
+                         "mkdir -p debug/.build-id/${id%%${id#??}}; objcopy --only-keep-debug libleaky-plugin.so "
+                         "debug/.build-id/${id%%${id#??}}/${id#??}.debug; strip --strip-debug libleaky-plugin.so",
+                         demo_dir, demo_dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' record -o late/leaky.ltr -- \"$PWD/late/leaky\"", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "added to the trace"));
+    tu_free(&r);
+    char *plain = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "late/leaky.ltr", "");
+    const char *e = strstr(plain, "\"function\":\"plugin_cache_add\"");
+    assert_non_null(e); /* its symbol table's name */
+    assert_null(strstr(plain, "plugin.c\""));
+    free(plain);
+    char *dbg = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "late/leaky.ltr",
+                        "--debug-dir $PWD/late/debug:/usr/lib/debug");
+    assert_non_null(strstr(dbg, "\"function\":\"plugin_cache_add\""));
+    assert_non_null(strstr(dbg, "plugin.c\""));
+    free(dbg);
+    /* and with the plugin gone, the names the trace holds */
+    r = tu_run("rm late/libleaky-plugin.so");
+    tu_free(&r);
+    char *gone = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "late/leaky.ltr", "");
+    assert_non_null(strstr(gone, "\"function\":\"plugin_cache_add\""));
+    assert_null(strstr(gone, "libleaky-plugin.so was not symbolized"));
+    free(gone);
+}
+
 /* Two traces merged keep the names of both. */
 static void merge_keeps_names(void **state)
 {
@@ -225,6 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_travel_with_the_trace),
         cmocka_unit_test(same_names_as_the_files),
+        cmocka_unit_test(debug_info_here_wins),
         cmocka_unit_test(merge_keeps_names),
         cmocka_unit_test(symbolize_refuses),
     };

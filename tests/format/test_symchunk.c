@@ -122,19 +122,44 @@ static void entries_come_back(void **state)
     ltr_symchunk_builder_free(b);
 }
 
+/* A name past the longest kept is cut where a character starts. */
+static void long_names_cut_on_characters(void **state)
+{
+    (void)state;
+    ltr_symchunk_builder *b = ltr_symchunk_builder_new();
+    size_t len = LTR_SYMCHUNK_MAX_STRING + 100;
+    char *name = malloc(len + 1);
+    memset(name, 'a', len);
+    name[len] = 0;
+    memcpy(name + LTR_SYMCHUNK_MAX_STRING - 1, "\xc3\xa9", 2); /* é across the limit */
+    ltr_symframe f = {name, NULL, 0};
+    assert_int_equal(ltr_symchunk_add(b, "/m", NULL, 0, 16, &f, 1), 0);
+    ltr_bytes *parts;
+    size_t n;
+    build_one(b, &parts, &n);
+    sink s = {0};
+    assert_int_equal(ltr_symchunk_parse(parts[0].data, parts[0].len, take, &s), 1);
+    assert_int_equal(s.v[0].fn_len[0], LTR_SYMCHUNK_MAX_STRING - 1); /* before the é, not in it */
+    free(s.v);
+    free(name);
+    free_parts(parts, n);
+    ltr_symchunk_builder_free(b);
+}
+
 /* Long names past the target: several payloads, each whole on its own. */
 static void large_sets_split(void **state)
 {
     (void)state;
     ltr_symchunk_builder *b = ltr_symchunk_builder_new();
-    char *name = malloc(LTR_SYMCHUNK_MAX_STRING + 100);
+    enum { LONG = 4195 };
+    char *name = malloc(LONG + 1);
     size_t total = 6000;
     for (size_t i = 0; i < total; i++) {
         char head[32];
         int k = snprintf(head, sizeof head, "f%zu_", i);
-        memset(name, 'a' + (int)(i % 26), LTR_SYMCHUNK_MAX_STRING + 99);
+        memset(name, 'a' + (int)(i % 26), LONG);
         memcpy(name, head, (size_t)k);
-        name[LTR_SYMCHUNK_MAX_STRING + 99] = 0; /* cut at the longest a payload keeps */
+        name[LONG] = 0;
         ltr_symframe f = {name, "big.c", (uint32_t)i};
         assert_int_equal(ltr_symchunk_add(b, i % 2 ? "/a" : "/b", NULL, 0, 16 * i, &f, 1), 0);
     }
@@ -145,13 +170,13 @@ static void large_sets_split(void **state)
     assert_true(n >= 2); /* 6000 names of 4 KiB: 24 MiB */
     sink s = {0};
     for (size_t i = 0; i < n; i++) {
-        assert_true(parts[i].len <= LTR_SYMCHUNK_TARGET + LTR_SYMCHUNK_MAX_STRING + 256);
+        assert_true(parts[i].len <= LTR_SYMCHUNK_TARGET + LONG + 256);
         long rc = ltr_symchunk_parse(parts[i].data, parts[i].len, take, &s);
         assert_true(rc > 0);
     }
     assert_int_equal(s.n, total);
     for (size_t i = 0; i < s.n; i++) {
-        assert_int_equal(s.v[i].fn_len[0], LTR_SYMCHUNK_MAX_STRING);
+        assert_int_equal(s.v[i].fn_len[0], LONG);
         assert_int_equal(strtoul(s.v[i].fn[0] + 1, NULL, 10), s.v[i].line[0]);
         assert_int_equal(s.v[i].line[0] * 16u, s.v[i].offset);
     }
@@ -202,6 +227,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(entries_come_back),
+        cmocka_unit_test(long_names_cut_on_characters),
         cmocka_unit_test(large_sets_split),
         cmocka_unit_test(damage_is_refused),
     };
