@@ -17,9 +17,9 @@
 #include "prim/prim.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct embed_ctx {
@@ -62,26 +62,24 @@ static void resolve_all(ltr_analysis *a)
     free(v);
 }
 
-/* Writes the payloads after the trace's last chunk, or nothing. */
-static int append(const char *path, uint64_t size, uint64_t seq, ltr_bytes *parts, size_t nparts,
+/* Writes the payloads after the trace's last chunk, or nothing: what was
+ * written before a failure is cut off again, through the same descriptor. */
+static int append(const char *path, const ltr_append_point *at, ltr_bytes *parts, size_t nparts,
                   uint64_t *added, ltr_error *err)
 {
     ltr_writer *w;
-    int rc = ltr_writer_open_append(&w, path, size, seq, err), opened = rc == 0;
+    int rc = ltr_writer_open_append(&w, path, at->size, at->next_seq, at->dev, at->ino, err);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; rc == 0 && i < nparts; i++)
         rc = ltr_writer_chunk(w, LTR_CHUNK_SYMBOLS, parts[i].data, parts[i].len, err);
     if (rc == 0)
         rc = ltr_writer_flush(w, 1, err);
     if (rc == 0)
-        *added = ltr_writer_size(w) - size;
+        *added = ltr_writer_size(w) - at->size;
+    else
+        (void)ltr_writer_cut(w, at->size, NULL);
     ltr_writer_close(w);
-    if (rc < 0 && opened) { /* the chunks written before the one that failed come off again */
-        int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            (void)!ftruncate(fd, (off_t)size);
-            close(fd);
-        }
-    }
     return rc;
 }
 
@@ -89,15 +87,21 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
                                ltr_error *err)
 {
     memset(res, 0, sizeof *res);
+    struct stat st; /* what would stop the append, said before the analysis */
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return ltr_fail(err, ELOOP, "%s: no symbols were added: it is a symlink (give the file it names)", path);
+    if (access(path, W_OK) != 0 && errno != ENOENT)
+        return ltr_fail(err, errno, "%s: no symbols were added: it cannot be written here (%s)", path,
+                        strerror(errno));
     ltr_analyze_opts o = {.debug_path = debug_path, .local_symbols = 1, .progress = progress};
     ltr_analysis *a;
     int rc = ltr_analysis_run(path, &o, &a, err);
     if (rc < 0)
         return rc;
     res->analysis = a;
-    uint64_t size, seq;
+    ltr_append_point at;
     const char *why;
-    if (ltr_trace_append_point(a->trace, &size, &seq, &why) < 0)
+    if (ltr_trace_append_point(a->trace, &at, &why) < 0)
         return ltr_fail(err, EINVAL, "%s: no symbols were added: %s", path, why);
     resolve_all(a);
     embed_ctx e = {ltr_symchunk_builder_new(), 0};
@@ -108,7 +112,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     if (!e.b || !a->sym || e.failed || ltr_symchunk_build(e.b, &parts, &nparts) < 0)
         rc = ltr_fail(err, ENOMEM, "%s: no symbols were added: out of memory", path);
     else if ((res->entries = ltr_symchunk_entries(e.b)) > 0)
-        rc = append(path, size, seq, parts, nparts, &res->bytes, err);
+        rc = append(path, &at, parts, nparts, &res->bytes, err);
     res->chunks = rc == 0 ? nparts : 0;
     for (size_t i = 0; i < nparts; i++)
         ltr_bytes_free(&parts[i]);

@@ -510,7 +510,7 @@ int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
         ltr_trace_close(t);
         return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
     }
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block the open */
     struct stat st;
     if (t->fd < 0 || fstat(t->fd, &st) < 0) {
         int e = errno;
@@ -520,6 +520,10 @@ int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
     if (S_ISDIR(st.st_mode)) {
         ltr_trace_close(t);
         return ltr_fail(err, EISDIR, "%s: is a directory, not an ltr trace", path);
+    }
+    if (!S_ISREG(st.st_mode)) { /* a pipe or device: a trace is read by position, and read again */
+        ltr_trace_close(t);
+        return ltr_fail(err, EINVAL, "%s: is not a regular file (a pipe or a device), not an ltr trace", path);
     }
     t->file_size = (uint64_t)st.st_size;
     int rc = check_file_header(t, err);

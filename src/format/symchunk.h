@@ -59,10 +59,15 @@ struct ltr_trace;
  * chunk header; a SYMBOLS chunk that does not parse gives what came before
  * its bad entry. Returns the entries handed out, -errno on an I/O error. */
 long ltr_trace_read_symbols(struct ltr_trace *t, ltr_symchunk_fn fn, void *ctx);
-/* After a whole scan: where chunks can be added (the file's size, the next
- * sequence number). -1 with *why when the trace is not fit for it: cut short
- * (no END), damaged, or holding SYMBOLS chunks already. */
-int ltr_trace_append_point(const struct ltr_trace *t, uint64_t *size, uint64_t *next_seq, const char **why);
+/* After a whole scan: where chunks can be added, and the file read (which
+ * the writer checks it is still writing to). */
+typedef struct ltr_append_point {
+    uint64_t size, next_seq; /* the file's size, the next chunk's sequence number */
+    uint64_t dev, ino;
+} ltr_append_point;
+/* -1 with *why when the trace is not fit for it: cut short (no END),
+ * damaged, or holding SYMBOLS chunks already. */
+int ltr_trace_append_point(const struct ltr_trace *t, ltr_append_point *at, const char **why);
 /* SYMBOLS entries a scan met (a chunk that did not parse counts as damage). */
 uint64_t ltr_trace_symbol_entries(const struct ltr_trace *t);
 

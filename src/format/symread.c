@@ -9,24 +9,24 @@
 #include "format/symchunk.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
-static void count_only(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
-                       const ltr_symframe *frames, size_t n)
+static void count_one(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+                      const ltr_symframe *frames, size_t n)
 {
-    (void)ctx, (void)path, (void)id, (void)idlen, (void)offset, (void)frames, (void)n;
+    (void)path, (void)id, (void)idlen, (void)offset, (void)frames, (void)n;
+    ++*(uint64_t *)ctx;
 }
 
-/* reader.c's dispatch: a SYMBOLS chunk met by the scan is checked and counted. */
+/* reader.c's dispatch: a SYMBOLS chunk met by the scan is checked and
+ * counted, the entries before a bad one too (the analysis uses them). */
 void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len)
 {
     t->has_symbols = 1;
-    long n = ltr_symchunk_parse(p, len, count_only, NULL);
-    if (n < 0)
+    if (ltr_symchunk_parse(p, len, count_one, &t->symbol_entries) < 0)
         ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
                              "chunk %llu: a SYMBOLS entry does not parse", (unsigned long long)t->chunk_seq);
-    else
-        t->symbol_entries += (uint64_t)n;
 }
 
 uint64_t ltr_trace_symbol_entries(const ltr_trace *t) { return t->symbol_entries; }
@@ -45,13 +45,23 @@ long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
             break;
         }
         ltr_chunk_header h;
-        if (got != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h) != LTR_CHUNK_OK)
-            break; /* damage: the scan reports it; symbols past it are not used */
-        if (h.type == LTR_CHUNK_SYMBOLS) {
-            if (!d && !(d = ZSTD_createDCtx())) {
-                total = -ENOMEM;
+        if (!d && !(d = ZSTD_createDCtx())) {
+            total = -ENOMEM;
+            break;
+        }
+        if (got != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h) != LTR_CHUNK_OK) {
+            /* damage (the scan reports it): on from the next good header, as the reader goes */
+            ltr_fetch_chunk(t->fd, t->file_size, pos, d, &f);
+            if (f.kind == LTR_FETCH_ERROR) {
+                total = f.err;
                 break;
             }
+            if (f.next <= pos)
+                break;
+            pos = f.next;
+            continue;
+        }
+        if (h.type == LTR_CHUNK_SYMBOLS) {
             ltr_fetch_chunk(t->fd, t->file_size, pos, d, &f);
             long n = f.kind == LTR_FETCH_OK ? ltr_symchunk_parse(f.raw, f.raw_len, fn, ctx) : 0;
             if (f.kind == LTR_FETCH_ERROR) {
@@ -67,9 +77,10 @@ long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
     return total;
 }
 
-int ltr_trace_append_point(const ltr_trace *t, uint64_t *size, uint64_t *next_seq, const char **why)
+int ltr_trace_append_point(const ltr_trace *t, ltr_append_point *at, const char **why)
 {
     *why = NULL;
+    struct stat st;
     if (!t->sum.complete)
         *why = "it was cut short (no END chunk): its recording did not finish";
     else if (t->sum.damage)
@@ -78,9 +89,10 @@ int ltr_trace_append_point(const ltr_trace *t, uint64_t *size, uint64_t *next_se
         *why = "it holds symbols already";
     else if (t->pos != t->file_size)
         *why = "it was not read to its end";
+    else if (fstat(t->fd, &st) != 0)
+        *why = "it cannot be looked at";
     if (*why)
         return -1;
-    *size = t->file_size;
-    *next_seq = t->expect_seq;
+    *at = (ltr_append_point){t->file_size, t->expect_seq, (uint64_t)st.st_dev, (uint64_t)st.st_ino};
     return 0;
 }

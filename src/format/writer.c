@@ -174,17 +174,20 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err)
     return ltr_writer_open_fd(out, fd, path, err);
 }
 
-int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, uint64_t next_seq, ltr_error *err)
+int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, uint64_t next_seq, uint64_t dev,
+                           uint64_t ino, ltr_error *err)
 {
     *out = NULL;
-    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return ltr_fail(err, errno, "opening %s to add to it: %s", path, strerror(errno));
+        return ltr_fail(err, errno, "opening %s to add to it: %s", path,
+                        errno == ELOOP ? "it is a symlink" : strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size || (uint64_t)st.st_dev != dev ||
+        (uint64_t)st.st_ino != ino) {
         close(fd);
-        return ltr_fail(err, ESTALE, "%s changed while it was read (%llu bytes then): nothing was added to it",
-                        path, (unsigned long long)size);
+        return ltr_fail(err, ESTALE, "%s changed or was replaced while it was read (%llu bytes then): nothing "
+                        "was added to it", path, (unsigned long long)size);
     }
     ltr_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path)) || !(w->cctx = ZSTD_createCCtx())) {
@@ -473,6 +476,15 @@ int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
 }
 
 uint64_t ltr_writer_size(const ltr_writer *w) { return w->size; }
+
+int ltr_writer_cut(ltr_writer *w, uint64_t size, ltr_error *err)
+{
+    if (ftruncate(w->fd, (off_t)size) != 0)
+        return ltr_fail(err, errno, "writing %s: cutting it back to %llu bytes: %s", w->path,
+                        (unsigned long long)size, strerror(errno));
+    w->size = size;
+    return 0;
+}
 
 int ltr_writer_chunk(ltr_writer *w, uint16_t chunk_type, const void *raw, size_t len, ltr_error *err)
 {

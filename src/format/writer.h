@@ -49,10 +49,14 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err);
 int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err);
 /* Opens a complete trace to add chunks after its last one (`ltr symbolize`,
  * and SYMBOLS chunks at the end of a recording): size, the file's size when
- * it was read, and next_seq, the sequence number the next chunk takes. The
- * file must still be that size (-ESTALE otherwise) and a regular file, not
- * a symlink. A chunk that fails to write is cut off again, as always. */
-int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, uint64_t next_seq, ltr_error *err);
+ * it was read, next_seq the sequence number the next chunk takes, dev and
+ * ino the file that was read. The path must still name that file, a regular
+ * one, not a symlink, at that size (-ESTALE otherwise). A chunk that fails
+ * to write is cut off again, as always. */
+int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, uint64_t next_seq, uint64_t dev,
+                           uint64_t ino, ltr_error *err);
+/* Cuts the file back to size bytes (what an append added, taken back). */
+int ltr_writer_cut(ltr_writer *w, uint64_t size, ltr_error *err);
 /* Flushes pending EVENTS, then writes one chunk of chunk_type from raw. */
 int ltr_writer_chunk(ltr_writer *w, uint16_t chunk_type, const void *raw, size_t len, ltr_error *err);
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx);

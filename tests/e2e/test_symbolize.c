@@ -223,6 +223,15 @@ static void symbolize_refuses(void **state)
     r = tu_run("cmp refuse/cut.ltr refuse/full.orig && '%s' symbolize refuse/cut.ltr", tu_ltr());
     assert_int_equal(r.status, 0); /* and once there is room, it is done */
     tu_free(&r);
+    /* a symlink is not followed, a FIFO not opened as a trace (it would block) */
+    r = tu_run("ln -s cut.ltr refuse/link.ltr && '%s' symbolize refuse/link.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "it is a symlink"));
+    tu_free(&r);
+    r = tu_run("mkfifo refuse/fifo.ltr && timeout 20 '%s' symbolize refuse/fifo.ltr", tu_ltr());
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "not a regular file"));
+    tu_free(&r);
     /* bad usage and a missing file */
     r = tu_run("'%s' symbolize", tu_ltr());
     assert_int_equal(r.status, 2);
