@@ -27,7 +27,7 @@ typedef struct embed_ctx {
     int failed;
 } embed_ctx;
 
-static void add_entry(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+static void add_entry(void *ctx, const char *path, const uint8_t *id, size_t idlen, int bare, uint64_t offset,
                       const ltr_sym_frame *frames, size_t n)
 {
     embed_ctx *e = ctx;
@@ -35,7 +35,8 @@ static void add_entry(void *ctx, const char *path, const uint8_t *id, size_t idl
     size_t skip = n > LTR_SYMCHUNK_MAX_FRAMES ? n - LTR_SYMCHUNK_MAX_FRAMES : 0; /* innermost cut, as the symbolizer cuts */
     for (size_t i = skip; i < n; i++)
         f[i - skip] = (ltr_symframe){frames[i].function, frames[i].file, frames[i].line};
-    if (ltr_symchunk_add(e->b, path, id, idlen, offset, f, n - skip) < 0)
+    ltr_symmodule md = {path, idlen ? id : NULL, idlen, bare ? LTR_SYMMODULE_BARE : 0};
+    if (ltr_symchunk_add(e->b, &md, offset, f, n - skip) < 0)
         e->failed = 1;
 }
 

@@ -24,15 +24,17 @@ static int wants_prewarm(void)
     return !(e && !strcmp(e, "0"));
 }
 
-static void add_known(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
-                      const ltr_symframe *frames, size_t n)
+static void add_known(void *ctx, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
     ltr_analysis *a = ctx;
     ltr_sym_frame f[LTR_SYMCHUNK_MAX_FRAMES];
     for (size_t i = 0; i < n; i++)
         f[i] = (ltr_sym_frame){.function = frames[i].function, .file = frames[i].file, .line = frames[i].line};
-    if (a->sym && ltr_symbolizer_add_known(a->sym, path, id, idlen, offset, f, n) == 0)
-        a->known_symbols++;
+    if (!a->sym || ltr_symbolizer_add_known(a->sym, m->path, m->build_id, m->build_id_len, offset, f, n) < 0)
+        return;
+    a->known_symbols++;
+    if (m->flags & LTR_SYMMODULE_BARE)
+        ltr_symbolizer_known_bare(a->sym, m->path, m->build_id, m->build_id_len);
 }
 
 /* The symbolizer, given every module record read so far; NULL once memory ran out. */

@@ -446,11 +446,10 @@ static int write_events(merger *m, source *s, uint32_t si)
 
 /* ---- one chunk, and the order of chunks --------------------------------------------- */
 
-static void keep_symbol(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
-                        const ltr_symframe *frames, size_t n)
+static void keep_symbol(void *ctx, const ltr_symmodule *md, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
     merger *m = ctx;
-    if (ltr_symchunk_add(m->syms, path, id, idlen, offset, frames, n) < 0)
+    if (ltr_symchunk_add(m->syms, md, offset, frames, n) < 0)
         m->syms_failed = 1;
 }
 

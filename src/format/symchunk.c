@@ -4,6 +4,7 @@
  *   uvar string_count, then each string: uvar length (at most 65535), bytes
  *   module groups until the end of the payload:
  *     uvar path (a string's index), u8 build-id length (0..64), its bytes,
+ *     u8 flags (LTR_SYMMODULE_*: bit 0 bare; others 0),
  *     uvar entry_count (at least 1), then each entry, by rising address:
  *       uvar address - the previous entry's (the first: from 0),
  *       u8 frame count (1..64), then each frame, innermost first:
@@ -25,6 +26,7 @@ typedef struct sc_mod {
     uint8_t id[64];
     size_t idlen;
     uint32_t path_str;
+    unsigned flags;
 } sc_mod;
 
 typedef struct sc_entry {
@@ -140,12 +142,14 @@ static long intern(ltr_symchunk_builder *b, const char *s)
     return (long)++b->nstrs;
 }
 
-static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *id, size_t idlen)
+static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *id, size_t idlen, unsigned flags)
 {
     for (size_t i = b->nmods; i-- > 0;) {
-        const sc_mod *m = &b->mods[i];
-        if (m->idlen == idlen && (!idlen || !memcmp(m->id, id, idlen)) && !strcmp(m->path, path))
+        sc_mod *m = &b->mods[i];
+        if (m->idlen == idlen && (!idlen || !memcmp(m->id, id, idlen)) && !strcmp(m->path, path)) {
+            m->flags |= flags;
             return (long)i;
+        }
     }
     long ps = intern(b, path);
     sc_mod *v = realloc(b->mods, (b->nmods + 1) * sizeof *v);
@@ -160,15 +164,16 @@ static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *
         memcpy(m->id, id, idlen);
     m->idlen = idlen;
     m->path_str = (uint32_t)(ps - 1);
+    m->flags = flags;
     return (long)b->nmods++;
 }
 
-int ltr_symchunk_add(ltr_symchunk_builder *b, const char *path, const uint8_t *build_id, size_t build_id_len,
-                     uint64_t offset, const ltr_symframe *frames, size_t n)
+int ltr_symchunk_add(ltr_symchunk_builder *b, const ltr_symmodule *md, uint64_t offset, const ltr_symframe *frames,
+                     size_t n)
 {
-    if (!n || n > LTR_SYMCHUNK_MAX_FRAMES || build_id_len > 64 || !path)
+    if (!n || n > LTR_SYMCHUNK_MAX_FRAMES || md->build_id_len > 64 || !md->path)
         return -EINVAL;
-    long mod = module_of(b, path, build_id, build_id_len);
+    long mod = module_of(b, md->path, md->build_id, md->build_id_len, md->flags & LTR_SYMMODULE_BARE);
     if (mod < 0 || grow((void **)&b->entries, &b->capentries, b->nentries + 1, sizeof *b->entries) ||
         grow((void **)&b->frames, &b->capframes, b->nframes + n, sizeof *b->frames))
         return -ENOMEM;
@@ -236,6 +241,7 @@ static void write_part(ltr_symchunk_builder *b, sc_part *p, size_t from, size_t 
         put_uvar(&body, local_ref(p, m->path_str + 1) - 1);
         ltr_bytes_put_u8(&body, (uint8_t)m->idlen);
         ltr_bytes_put_mem(&body, m->id, m->idlen);
+        ltr_bytes_put_u8(&body, (uint8_t)m->flags);
         put_uvar(&body, end - i);
         uint64_t prev = 0;
         for (; i < end; i++) {
@@ -263,7 +269,7 @@ static void write_part(ltr_symchunk_builder *b, sc_part *p, size_t from, size_t 
 }
 
 /* Bytes an entry may take at most, its strings not counted. */
-static size_t entry_bound(const sc_entry *e) { return 10 + 1 + 10 + 66 + 1 + e->n * 25u; }
+static size_t entry_bound(const sc_entry *e) { return 10 + 1 + 10 + 67 + 1 + e->n * 25u; }
 
 int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count)
 {
@@ -373,6 +379,10 @@ static long parse_modules(sc_in *in, char **strs, uint64_t nstrs, ltr_symchunk_f
             return -1;
         const uint8_t *id = in->p + in->pos;
         in->pos += idlen;
+        unsigned flags = in_u8(in);
+        if (flags & ~LTR_SYMMODULE_BARE)
+            return -1; /* a flag this reader does not know the meaning of */
+        ltr_symmodule md = {strs[path], idlen ? id : NULL, idlen, flags};
         uint64_t entries = in_uvar(in), offset = 0;
         if (!entries)
             in->bad = 1;
@@ -392,7 +402,7 @@ static long parse_modules(sc_in *in, char **strs, uint64_t nstrs, ltr_symchunk_f
             }
             if (in->bad)
                 return -1;
-            fn(ctx, strs[path], idlen ? id : NULL, idlen, offset, fr, n);
+            fn(ctx, &md, offset, fr, n);
             count++;
         }
     }

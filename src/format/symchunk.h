@@ -29,14 +29,27 @@ typedef struct ltr_symframe {
     uint32_t line;        /* 0 when unknown */
 } ltr_symframe;
 
+/* The file an entry is of, as its MODULE records name it. */
+typedef struct ltr_symmodule {
+    const char *path;
+    const uint8_t *build_id; /* NULL when build_id_len is 0 */
+    size_t build_id_len;
+    unsigned flags;          /* LTR_SYMMODULE_* */
+} ltr_symmodule;
+/* The file had neither a symbol table nor DWARF where the trace was made
+ * (its names are its dynamic symbols'): said where it is read, so that its
+ * reader learns how to get its debug file. */
+#define LTR_SYMMODULE_BARE 0x1u
+
 typedef struct ltr_symchunk_builder ltr_symchunk_builder;
 
 ltr_symchunk_builder *ltr_symchunk_builder_new(void);
 void ltr_symchunk_builder_free(ltr_symchunk_builder *b);
-/* One address of a file; the strings are copied. Returns 0, -EINVAL (n not
+/* One address of a file; the strings are copied, the file's flags joined
+ * to what earlier entries gave. Returns 0, -EINVAL (n not
  * 1..LTR_SYMCHUNK_MAX_FRAMES, build_id_len over 64) or -ENOMEM. */
-int ltr_symchunk_add(ltr_symchunk_builder *b, const char *path, const uint8_t *build_id, size_t build_id_len,
-                     uint64_t offset, const ltr_symframe *frames, size_t n);
+int ltr_symchunk_add(ltr_symchunk_builder *b, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames,
+                     size_t n);
 size_t ltr_symchunk_entries(const ltr_symchunk_builder *b);
 /* The payloads, each at most LTR_CHUNK_MAX_RAW bytes: entries sorted by file
  * and address. *out is an array of *count ltr_bytes the caller frees
@@ -46,8 +59,8 @@ int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count);
 /* Hands every entry of a payload to fn, in order; the strings live until fn
  * returns. Returns the number of entries, or -1 when the payload does not
  * parse (the entries before the bad one were handed out) or memory ran out. */
-typedef void (*ltr_symchunk_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
-                                uint64_t offset, const ltr_symframe *frames, size_t n);
+typedef void (*ltr_symchunk_fn)(void *ctx, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames,
+                                size_t n);
 long ltr_symchunk_parse(const uint8_t *p, size_t len, ltr_symchunk_fn fn, void *ctx);
 
 /* Reading and adding them to a trace file (symread.c). */

@@ -12,10 +12,9 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-static void count_one(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
-                      const ltr_symframe *frames, size_t n)
+static void count_one(void *ctx, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
-    (void)path, (void)id, (void)idlen, (void)offset, (void)frames, (void)n;
+    (void)m, (void)offset, (void)frames, (void)n;
     ++*(uint64_t *)ctx;
 }
 

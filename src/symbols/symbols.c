@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_LEVELS 64 /* inlining depth kept per address (Rust goes 20 deep and more) */
 
@@ -43,6 +44,9 @@ typedef struct sym_file {
     an_hmap *offsets; /* ELF address -> sym_cached: resolved here or given as known */
     int has_known;    /* frames came from the trace: opened only when a lookup misses them */
     size_t rank;      /* modules added before the first that named it; SIZE_MAX: none yet */
+    int known_bare;   /* bare where its known frames were named (ltr_symbolizer_known_bare) */
+    int known_used;   /* a lookup took its known frames without opening it */
+    int better;       /* -1 unknown, 0/1: a debug file here may name it better (may_do_better) */
 } sym_file;
 
 typedef struct sym_mod {
@@ -239,6 +243,7 @@ static sym_file *file_of(ltr_symbolizer *s, const char *path, const uint8_t *bui
     }
     an_hmap_init(f->offsets, sizeof(sym_cached));
     f->rank = SIZE_MAX;
+    f->better = -1;
     if (idlen) /* a record without a build-id may give NULL */
         memcpy(f->build_id, build_id, idlen);
     f->build_id_len = idlen;
@@ -379,6 +384,32 @@ static sym_elf *elf_for(ltr_symbolizer *s, sym_file *f, int quiet)
     return f->elf;
 }
 
+/* Whether this machine may name the file's frames better than the symbol
+ * table that named them where the trace was made. The same build-id is the
+ * same file, so only a separate debug file can add to it: one found by
+ * build-id under an absolute debug directory, or by debuginfod
+ * (DEBUGINFOD_URLS). Opening the file costs libdwfl's start (it loads the
+ * debuginfod client: 5 ms and more), most of a small trace's analysis. */
+static int may_do_better(ltr_symbolizer *s, sym_file *f)
+{
+    if (f->better >= 0)
+        return f->better;
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    f->better = (urls && *urls) || !f->build_id_len;
+    char id[129];
+    for (size_t i = 0; i < f->build_id_len && i < 64; i++)
+        snprintf(id + 2 * i, 3, "%02x", f->build_id[i]);
+    for (const char *p = s->debug_path; !f->better && p && *p;) {
+        size_t n = strcspn(p, ":");
+        char path[4352];
+        if (p[0] == '/' && n < 4096 &&
+            snprintf(path, sizeof path, "%.*s/.build-id/%.2s/%s.debug", (int)n, p, id, id + 2) < (int)sizeof path)
+            f->better = access(path, R_OK) == 0;
+        p += n + (p[n] == ':');
+    }
+    return f->better;
+}
+
 static int names_something(const sym_level *lv, size_t k)
 {
     for (size_t i = 0; i < k; i++)
@@ -407,6 +438,11 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
         return done->first;
     }
     uint32_t weak_first = done ? done->first : 0, weak_n = done ? COUNT(done->n) : 0;
+    if (weak_n && !x->file->opened && !may_do_better(s, x->file)) { /* this machine can add nothing */
+        x->file->known_used = 1;
+        *n = weak_n;
+        return weak_first;
+    }
     sym_elf *e = x ? elf_for(s, x->file, weak_n != 0) : NULL;
     if (e) /* a return address: the call is the instruction before it */
         k = sym_elf_resolve(e, vaddr ? vaddr - 1 : 0, lv, MAX_LEVELS);
@@ -551,11 +587,29 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
     return 0;
 }
 
+void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len)
+{
+    settle(s);
+    sym_file *f = file_of(s, path, build_id, build_id_len);
+    if (f)
+        f->known_bare = 1;
+}
+
+static int has_no_symbols(sym_file *f)
+{
+    if (!f->syms_known) {
+        f->no_syms = !sym_elf_has_symbols(f->elf);
+        f->syms_known = 1;
+    }
+    return f->no_syms;
+}
+
 void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
 {
     settle(s);
     for (size_t i = 0; i < s->nfiles; i++) {
         sym_file *f = s->files[i];
+        int bare_file = f->elf ? has_no_symbols(f) : f->known_bare;
         size_t pos = 0;
         const sym_cached *c;
         while ((c = an_hmap_next(f->offsets, &pos))) {
@@ -565,7 +619,7 @@ void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
             for (uint32_t k = 0; k < n; k++)
                 named |= fr[k].function || fr[k].file;
             if (named)
-                fn(ctx, f->path, f->build_id, f->build_id_len, c->key, fr, n);
+                fn(ctx, f->path, f->build_id, f->build_id_len, bare_file, c->key, fr, n);
         }
     }
 }
@@ -573,16 +627,16 @@ void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
 /* A problem is reported once a lookup needed the file, whoever opened it. */
 static int reported(sym_file *f) { return f->used && f->problem; }
 
-/* A file a lookup needed, opened fine, with nothing to name its functions by. */
+/* A file a lookup needed, opened fine, with nothing to name its functions
+ * by; or not opened, its known frames taken, bare where they were named and
+ * with no debug file here. */
 static int bare(sym_file *f)
 {
+    if (!f->opened)
+        return f->known_used && f->known_bare;
     if (!f->used || !f->elf || f->problem)
         return 0;
-    if (!f->syms_known) {
-        f->no_syms = !sym_elf_has_symbols(f->elf);
-        f->syms_known = 1;
-    }
-    return f->no_syms;
+    return has_no_symbols(f);
 }
 
 /* The i-th file (from 0) that pred holds for, in the order modules first

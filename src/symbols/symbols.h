@@ -95,11 +95,17 @@ int ltr_symbolizer_prewarm(ltr_symbolizer *s);
  * address is kept. Returns 0, -EINVAL (n out of range) or -ENOMEM. */
 int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len,
                              uint64_t offset, const ltr_sym_frame *frames, size_t n);
+/* The file had neither a symbol table nor DWARF where its known frames were
+ * named: if this machine has no debug file for it either, it is listed by
+ * ltr_symbolizer_nosyms_* once a lookup needed it, as a bare file opened
+ * here would be. */
+void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len);
 /* Every file address resolved so far (or given as known) that was named (a
  * function or a file), once, in no particular order: what a SYMBOLS chunk
- * holds. Frames as ltr_symbolize gives them (address: the first lookup's). */
+ * holds. Frames as ltr_symbolize gives them (address: the first lookup's);
+ * bare: the file has neither a symbol table nor DWARF. */
 typedef void (*ltr_sym_each_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
-                                uint64_t offset, const ltr_sym_frame *frames, size_t n);
+                                int bare, uint64_t offset, const ltr_sym_frame *frames, size_t n);
 void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx);
 /* Demangles a C++ (Itanium) or Rust (legacy or v0) symbol; returns a malloc'd
  * string or NULL if name is not mangled. Rust names lose their hashes: the

@@ -159,6 +159,29 @@ static void debug_info_here_wins(void **state)
     free(gone);
 }
 
+/* A module with neither a symbol table nor DWARF where recorded (its
+ * names from its dynamic symbols) is still named as one without symbols,
+ * with the advice on getting them, though its file is not opened again. */
+static void bare_modules_still_warned(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("set -e; mkdir -p bare; cp '%s/leaky' '%s/libleaky-plugin.so' bare/;"
+                         "strip --strip-all bare/libleaky-plugin.so", demo_dir, demo_dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' record -o bare/leaky.ltr -- \"$PWD/bare/leaky\"", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char *local = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "bare/leaky.ltr", "--local-symbols");
+    char *known = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "bare/leaky.ltr", "");
+    assert_non_null(strstr(local, "bare/libleaky-plugin.so has no symbols here"));
+    assert_non_null(strstr(known, "bare/libleaky-plugin.so has no symbols here"));
+    assert_non_null(strstr(known, "\"modules_without_symbols\":[{\"path\":"));
+    assert_string_equal(local, known);
+    free(local);
+    free(known);
+}
+
 /* Two traces merged keep the names of both. */
 static void merge_keeps_names(void **state)
 {
@@ -271,6 +294,7 @@ int main(void)
         cmocka_unit_test(names_travel_with_the_trace),
         cmocka_unit_test(same_names_as_the_files),
         cmocka_unit_test(debug_info_here_wins),
+        cmocka_unit_test(bare_modules_still_warned),
         cmocka_unit_test(merge_keeps_names),
         cmocka_unit_test(symbolize_refuses),
     };

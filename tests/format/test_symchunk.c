@@ -24,6 +24,7 @@ typedef struct got {
     int has_fn[3], has_file[3];
     uint8_t id[64];
     size_t idlen, n;
+    unsigned flags;
     uint64_t offset;
     uint32_t line[3];
 } got;
@@ -33,10 +34,12 @@ typedef struct sink {
     size_t n, cap;
 } sink;
 
-static void take(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
-                 const ltr_symframe *frames, size_t n)
+static void take(void *ctx, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
     sink *s = ctx;
+    const char *path = m->path;
+    const uint8_t *id = m->build_id;
+    size_t idlen = m->build_id_len;
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
         s->v = realloc(s->v, s->cap * sizeof *s->v);
@@ -45,8 +48,10 @@ static void take(void *ctx, const char *path, const uint8_t *id, size_t idlen, u
     got *g = &s->v[s->n++];
     memset(g, 0, sizeof *g);
     snprintf(g->path, sizeof g->path, "%s", path);
-    memcpy(g->id, id, idlen);
+    if (idlen)
+        memcpy(g->id, id, idlen);
     g->idlen = idlen;
+    g->flags = m->flags;
     g->offset = offset;
     g->n = n;
     for (size_t i = 0; i < n && i < 3; i++) {
@@ -57,6 +62,13 @@ static void take(void *ctx, const char *path, const uint8_t *id, size_t idlen, u
         snprintf(g->file[i], sizeof g->file[i], "%s", frames[i].file ? frames[i].file : "");
         g->line[i] = frames[i].line;
     }
+}
+
+static int add(ltr_symchunk_builder *b, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+               const ltr_symframe *frames, size_t n)
+{
+    ltr_symmodule m = {path, id, idlen, 0};
+    return ltr_symchunk_add(b, &m, offset, frames, n);
 }
 
 static void build_one(ltr_symchunk_builder *b, ltr_bytes **parts, size_t *n)
@@ -81,12 +93,13 @@ static void entries_come_back(void **state)
                            {"main", "prog.c", 12}};
     ltr_symframe one = {"malloc", NULL, 0}, none_file = {NULL, "x.c", 7};
     /* out of order, two files, one address given twice (kept once) */
-    assert_int_equal(ltr_symchunk_add(b, "/usr/bin/prog", id, 20, 0x1234, inl, 3), 0);
-    assert_int_equal(ltr_symchunk_add(b, "/lib/libc.so.6", NULL, 0, 0x90000, &one, 1), 0);
-    assert_int_equal(ltr_symchunk_add(b, "/usr/bin/prog", id, 20, 0x1000, &none_file, 1), 0);
-    assert_int_equal(ltr_symchunk_add(b, "/usr/bin/prog", id, 20, 0x1000, &none_file, 1), 0);
-    assert_int_equal(ltr_symchunk_add(b, "/usr/bin/prog", id, 20, 0x1, inl, 0), -EINVAL);
-    assert_int_equal(ltr_symchunk_add(b, "/usr/bin/prog", id, 65, 0x1, inl, 1), -EINVAL);
+    assert_int_equal(add(b, "/usr/bin/prog", id, 20, 0x1234, inl, 3), 0);
+    ltr_symmodule bare = {"/lib/libc.so.6", NULL, 0, LTR_SYMMODULE_BARE};
+    assert_int_equal(ltr_symchunk_add(b, &bare, 0x90000, &one, 1), 0);
+    assert_int_equal(add(b, "/usr/bin/prog", id, 20, 0x1000, &none_file, 1), 0);
+    assert_int_equal(add(b, "/usr/bin/prog", id, 20, 0x1000, &none_file, 1), 0);
+    assert_int_equal(add(b, "/usr/bin/prog", id, 20, 0x1, inl, 0), -EINVAL);
+    assert_int_equal(add(b, "/usr/bin/prog", id, 65, 0x1, inl, 1), -EINVAL);
     ltr_bytes *parts;
     size_t n;
     build_one(b, &parts, &n);
@@ -109,6 +122,8 @@ static void entries_come_back(void **state)
     assert_int_equal(s.v[1].line[2], 12);
     assert_string_equal(s.v[2].path, "/lib/libc.so.6");
     assert_int_equal(s.v[2].idlen, 0);
+    assert_int_equal(s.v[2].flags, LTR_SYMMODULE_BARE);
+    assert_int_equal(s.v[1].flags, 0);
     assert_string_equal(s.v[2].fn[0], "malloc");
     assert_int_equal(s.v[2].has_file[0], 0);
     /* "prog.c" twice, "/usr/bin/prog" as a path and nowhere else: each stored once */
@@ -133,7 +148,7 @@ static void long_names_cut_on_characters(void **state)
     name[len] = 0;
     memcpy(name + LTR_SYMCHUNK_MAX_STRING - 1, "\xc3\xa9", 2); /* é across the limit */
     ltr_symframe f = {name, NULL, 0};
-    assert_int_equal(ltr_symchunk_add(b, "/m", NULL, 0, 16, &f, 1), 0);
+    assert_int_equal(add(b, "/m", NULL, 0, 16, &f, 1), 0);
     ltr_bytes *parts;
     size_t n;
     build_one(b, &parts, &n);
@@ -161,7 +176,7 @@ static void large_sets_split(void **state)
         memcpy(name, head, (size_t)k);
         name[LONG] = 0;
         ltr_symframe f = {name, "big.c", (uint32_t)i};
-        assert_int_equal(ltr_symchunk_add(b, i % 2 ? "/a" : "/b", NULL, 0, 16 * i, &f, 1), 0);
+        assert_int_equal(add(b, i % 2 ? "/a" : "/b", NULL, 0, 16 * i, &f, 1), 0);
     }
     free(name);
     ltr_bytes *parts;
@@ -193,7 +208,7 @@ static void damage_is_refused(void **state)
     ltr_symchunk_builder *b = ltr_symchunk_builder_new();
     ltr_symframe f[2] = {{"inner", "a.c", 1}, {"outer", "b.c", 2}};
     for (uint64_t i = 0; i < 20; i++)
-        assert_int_equal(ltr_symchunk_add(b, "/m", (const uint8_t *)"\1\2\3\4", 4, 100 + 8 * i, f, 2), 0);
+        assert_int_equal(add(b, "/m", (const uint8_t *)"\1\2\3\4", 4, 100 + 8 * i, f, 2), 0);
     ltr_bytes *parts;
     size_t n;
     build_one(b, &parts, &n);

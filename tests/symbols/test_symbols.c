@@ -259,10 +259,10 @@ typedef struct each_seen {
     uint64_t offsets[8];
 } each_seen;
 
-static void count_each(void *ctx, const char *path, const uint8_t *id, size_t idlen, uint64_t offset,
+static void count_each(void *ctx, const char *path, const uint8_t *id, size_t idlen, int bare, uint64_t offset,
                        const ltr_sym_frame *frames, size_t n)
 {
-    (void)id, (void)idlen;
+    (void)id, (void)idlen, (void)bare;
     each_seen *e = ctx;
     assert_true(n >= 1);
     assert_true(frames[n - 1].function || frames[n - 1].file);
