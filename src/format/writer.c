@@ -136,20 +136,30 @@ static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len
     return 0;
 }
 
-int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err)
+/* A writer of fd, named path in messages; fd is closed on failure. */
+static ltr_writer *new_writer(int fd, const char *path, ltr_error *err)
 {
-    *out = NULL;
     ltr_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path)) || !(w->cctx = ZSTD_createCCtx())) {
         if (w)
             free(w->path);
         free(w);
         close(fd);
-        return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
+        ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
+        return NULL;
     }
     w->chunk_target = DEFAULT_CHUNK_TARGET;
     w->fd = fd;
     ltr_refwriter_init(&w->refs);
+    return w;
+}
+
+int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err)
+{
+    *out = NULL;
+    ltr_writer *w = new_writer(fd, path, err);
+    if (!w)
+        return -ENOMEM;
     uint8_t hdr[LTR_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, LTR_FILE_MAGIC, 8);
     ltr_put_u32(hdr + 8, LTR_FORMAT_VERSION);
@@ -189,17 +199,9 @@ int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, ui
         return ltr_fail(err, ESTALE, "%s changed or was replaced while it was read (%llu bytes then): nothing "
                         "was added to it", path, (unsigned long long)size);
     }
-    ltr_writer *w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup(path)) || !(w->cctx = ZSTD_createCCtx())) {
-        if (w)
-            free(w->path);
-        free(w);
-        close(fd);
-        return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
-    }
-    w->chunk_target = DEFAULT_CHUNK_TARGET;
-    w->fd = fd;
-    ltr_refwriter_init(&w->refs);
+    ltr_writer *w = new_writer(fd, path, err);
+    if (!w)
+        return -ENOMEM;
     w->size = size;
     w->seq = next_seq;
     *out = w;

@@ -665,14 +665,16 @@ static sym_file *ranked(ltr_symbolizer *s, int (*pred)(sym_file *), size_t i)
     return best;
 }
 
-size_t ltr_symbolizer_problem_count(ltr_symbolizer *s)
+static size_t count(ltr_symbolizer *s, int (*pred)(sym_file *))
 {
     settle(s);
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++)
-        n += reported(s->files[i]);
+        n += pred(s->files[i]) != 0;
     return n;
 }
+
+size_t ltr_symbolizer_problem_count(ltr_symbolizer *s) { return count(s, reported); }
 
 void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, const char **why)
 {
@@ -682,14 +684,7 @@ void ltr_symbolizer_problem_at(ltr_symbolizer *s, size_t i, const char **path, c
     *why = f ? f->problem : NULL;
 }
 
-size_t ltr_symbolizer_nosyms_count(ltr_symbolizer *s)
-{
-    settle(s);
-    size_t n = 0;
-    for (size_t i = 0; i < s->nfiles; i++)
-        n += bare(s->files[i]);
-    return n;
-}
+size_t ltr_symbolizer_nosyms_count(ltr_symbolizer *s) { return count(s, bare); }
 
 void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, const uint8_t **build_id,
                               size_t *build_id_len)

@@ -516,13 +516,7 @@ static int setup(void **state)
     const char *dir = tu_sandbox();
     if (chdir(dir) != 0)
         return -1;
-    snprintf(demo_dir, sizeof demo_dir, "%s", tu_ltr());
-    char *slash = strrchr(demo_dir, '/');
-    if (slash)
-        *slash = 0;
-    slash = strrchr(demo_dir, '/');
-    if (slash)
-        strcpy(slash, "/demo");
+    snprintf(demo_dir, sizeof demo_dir, "%s", tu_demo_dir());
     snprintf(leaky_trace, sizeof leaky_trace, "%s/leaky.ltr", dir);
     tu_result r = tu_run("'%s' record -o '%s' -- '%s'", tu_ltr(), leaky_trace, demo_bin("leaky"));
     int ok = r.status == 0;

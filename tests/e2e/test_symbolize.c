@@ -271,13 +271,7 @@ static int setup(void **state)
     const char *dir = tu_sandbox();
     if (chdir(dir) != 0)
         return -1;
-    snprintf(demo_dir, sizeof demo_dir, "%s", tu_ltr());
-    for (int i = 0; i < 2; i++) {
-        char *slash = strrchr(demo_dir, '/');
-        if (slash)
-            *slash = 0;
-    }
-    strncat(demo_dir, "/demo", sizeof demo_dir - strlen(demo_dir) - 1);
+    snprintf(demo_dir, sizeof demo_dir, "%s", tu_demo_dir());
     return 0;
 }
 

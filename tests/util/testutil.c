@@ -134,6 +134,19 @@ const char *tu_test_bin(const char *name)
     return path[k];
 }
 
+const char *tu_demo_dir(void)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", tu_ltr()); /* build/bin/ltr -> build/demo */
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+    }
+    strncat(dir, "/demo", sizeof dir - strlen(dir) - 1);
+    return dir;
+}
+
 long long tu_source_line(const char *path, const char *text)
 {
     FILE *f = fopen(path, "r");

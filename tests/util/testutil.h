@@ -36,6 +36,8 @@ double tu_now_s(void);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
 const char *tu_ltr(void);
 const char *tu_test_bin(const char *name);
+/* The demo's programs (demo/leaky.c...), built beside bin/: build/demo. */
+const char *tu_demo_dir(void);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
 long long tu_field(const char *text, const char *key);
 /* Line number of the first line of the file at path holding text, or -1. */
