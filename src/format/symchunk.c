@@ -275,7 +275,8 @@ int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count)
 {
     *out = NULL;
     *count = 0;
-    qsort(b->entries, b->nentries, sizeof *b->entries, by_module_offset);
+    if (b->nentries)
+        qsort(b->entries, b->nentries, sizeof *b->entries, by_module_offset);
     size_t kept = 0; /* an address given twice is stored once: the parser takes a repeat for damage */
     for (size_t i = 0; i < b->nentries; i++)
         if (!kept || by_module_offset(&b->entries[kept - 1], &b->entries[i]))

@@ -137,6 +137,19 @@ static void entries_come_back(void **state)
     ltr_symchunk_builder_free(b);
 }
 
+/* Nothing named: no payload (a program that allocated nothing). */
+static void empty_builds_nothing(void **state)
+{
+    (void)state;
+    ltr_symchunk_builder *b = ltr_symchunk_builder_new();
+    ltr_bytes *parts;
+    size_t n = 7;
+    build_one(b, &parts, &n);
+    assert_int_equal(n, 0);
+    free_parts(parts, n);
+    ltr_symchunk_builder_free(b);
+}
+
 /* A name past the longest kept is cut where a character starts. */
 static void long_names_cut_on_characters(void **state)
 {
@@ -242,6 +255,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(entries_come_back),
+        cmocka_unit_test(empty_builds_nothing),
         cmocka_unit_test(long_names_cut_on_characters),
         cmocka_unit_test(large_sets_split),
         cmocka_unit_test(damage_is_refused),
