@@ -63,10 +63,9 @@ typedef struct ltr_embed_result {
     size_t entries;         /* addresses named, in all */
     size_t chunks;          /* SYMBOLS chunks added (0: nothing was named, or a failure) */
     uint64_t bytes;         /* bytes added to the file */
-    ltr_analysis *analysis; /* the analysis it ran, for its warnings (modules without symbols
-                             * here); NULL if the trace could not be read; the caller frees it */
 } ltr_embed_result;
-/* Resolves every stack of the trace at path with this machine's files
+/* Resolves every frame address of the trace at path (its stack records and
+ * frame nodes, read without its events) with this machine's files
  * (debug_path and progress as ltr_analyze_opts') and adds the names found to the file as
  * SYMBOLS chunks after its END (docs/trace-format.md, "SYMBOLS chunks").
  * Refused (-EINVAL, err says why, the file untouched) for a trace cut short,

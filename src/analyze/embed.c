@@ -1,9 +1,11 @@
 /*
  * analyze/embed.c — symbols written into a trace (`ltr symbolize`, and the
- * end of `ltr record`, `ltr stop` and `ltr save`): every stack the trace
- * holds is resolved with this machine's files, as an analysis of the whole
- * trace would resolve it, and the names found go after END as SYMBOLS chunks
- * (format/symchunk.h). An analysis then names those frames without the
+ * end of `ltr record`, `ltr stop`, `ltr save`, `ltr watch`): every frame
+ * address of the trace's stack records and frame nodes is resolved with
+ * this machine's files, and the names found go after END as SYMBOLS chunks
+ * (format/symchunk.h). Only the metadata is read, not an event: an
+ * analysis of the whole trace (its first version) took 75 ms a megabyte of
+ * trace, a minute a gigabyte at the end of a recording. An analysis then names those frames without the
  * binaries or their debug files (a trace recorded on a server, read on a
  * laptop), and without reading their DWARF again: inflating libc's alone
  * was most of the analysis of a small trace (docs/benchmarks.md).
@@ -17,6 +19,8 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,33 +44,55 @@ static void add_entry(void *ctx, const char *path, const uint8_t *id, size_t idl
         e->failed = 1;
 }
 
-/* Every stack the trace holds goes through the symbolizer: the heap model's,
- * the snapshots' and the mappings'. */
-static void resolve_all(ltr_analysis *a)
+/* The walk of the trace's metadata: every frame address of every stack
+ * record and frame node, resolved as it is met, with the MODULE records read
+ * before it (a module is recorded before the first stack that uses it). */
+typedef struct walk {
+    ltr_trace *t;
+    ltr_symbolizer *sym;
+    size_t modules; /* MODULE records handed to sym */
+    uint64_t met;
+    an_progress progress;
+    int failed;
+} walk;
+
+static void met(void *ctx, uint32_t pid, uint64_t ip)
 {
-    static ltr_sym_frame frames[AN_MAX_FRAMES];
-    an_symbolize_reported(a, LTR_REPORT_FOLDED, 0);
-    if (!a->sym)
+    walk *w = ctx;
+    ltr_sym_frame f[AN_MAX_FRAMES];
+    if (w->failed || an_load_modules(w->t, w->sym, 0, 0, &w->modules) < 0) {
+        w->failed = 1;
         return;
-    for (size_t i = 0; i < a->nsnaps; i++)
-        for (size_t k = 0; k < a->snaps[i].nstacks; k++) {
-            an_stack s = {.pid = a->snaps[i].pid, .stack_id = a->snaps[i].stacks[k].stack,
-                          .first_ts = a->snaps[i].ts};
-            an_frames(a, &s, frames, AN_MAX_FRAMES);
-        }
-    size_t n;
-    an_vm_stack *v = an_vmem_ranked(&a->model.vm, 1, 0, &n);
-    for (size_t i = 0; v && i < n; i++) {
-        an_stack s = {.pid = v[i].pid, .stack_id = v[i].stack, .first_ts = v[i].first_ts};
-        an_frames(a, &s, frames, AN_MAX_FRAMES);
     }
-    free(v);
+    /* the modules loaded now: those of this stack's time (a later unload is not read yet) */
+    ltr_symbolize(w->sym, pid, UINT64_MAX - 1, ip, f, AN_MAX_FRAMES);
+    if (!(++w->met & 0xffff))
+        an_progress_update(&w->progress, an_trace_position(w->t));
 }
+
+static int append_now(const char *path, const ltr_append_point *at, ltr_bytes *parts, size_t nparts,
+                      uint64_t *added, ltr_error *err);
 
 /* Writes the payloads after the trace's last chunk, or nothing: what was
  * written before a failure is cut off again, through the same descriptor. */
 static int append(const char *path, const ltr_append_point *at, ltr_bytes *parts, size_t nparts,
                   uint64_t *added, ltr_error *err)
+{
+    /* Ctrl-C now would leave a chunk cut short after END, a trace read as
+     * damaged: the signals wait the milliseconds the writing takes. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &old);
+    int rc = append_now(path, at, parts, nparts, added, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int append_now(const char *path, const ltr_append_point *at, ltr_bytes *parts, size_t nparts,
+                      uint64_t *added, ltr_error *err)
 {
     ltr_writer *w;
     int rc = ltr_writer_open_append(&w, path, at->size, at->next_seq, at->dev, at->ino, err);
@@ -88,36 +114,48 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
                                ltr_error *err)
 {
     memset(res, 0, sizeof *res);
-    struct stat st; /* what would stop the append, said before the analysis */
+    struct stat st; /* what would stop the append, said before the walk */
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
         return ltr_fail(err, ELOOP, "%s: no symbols were added: it is a symlink (give the file it names)", path);
     if (access(path, W_OK) != 0 && errno != ENOENT)
         return ltr_fail(err, errno, "%s: no symbols were added: it cannot be written here (%s)", path,
                         strerror(errno));
-    ltr_analyze_opts o = {.debug_path = debug_path, .local_symbols = 1, .progress = progress};
-    ltr_analysis *a;
-    int rc = ltr_analysis_run(path, &o, &a, err);
+    walk w = {0};
+    int rc = ltr_trace_open(path, &w.t, err);
     if (rc < 0)
         return rc;
-    res->analysis = a;
+    if (!(w.sym = ltr_symbolizer_new(debug_path))) {
+        ltr_trace_close(w.t);
+        return ltr_fail(err, ENOMEM, "%s: no symbols were added: out of memory", path);
+    }
+    ltr_trace_metadata_only(w.t, 1); /* the stacks are in the metadata: no event is decoded */
+    ltr_trace_watch_addresses(w.t, met, &w);
+    ltr_trace_summary sum;
+    ltr_trace_summarize(w.t, &sum);
+    an_progress_begin(&w.progress, progress, sum.file_size);
+    const ltr_event *ev;
+    while ((rc = ltr_trace_next(w.t, &ev, err)) > 0)
+        ;
+    an_progress_end(&w.progress);
     ltr_append_point at;
-    const char *why;
-    if (ltr_trace_append_point(a->trace, &at, &why) < 0)
-        return ltr_fail(err, EINVAL, "%s: no symbols were added: %s", path, why);
-    resolve_all(a);
-    embed_ctx e = {ltr_symchunk_builder_new(), 0};
-    if (e.b && a->sym)
-        ltr_symbolizer_each(a->sym, add_entry, &e);
+    const char *why = NULL;
+    if (rc == 0 && ltr_trace_append_point(w.t, &at, &why) < 0)
+        rc = ltr_fail(err, EINVAL, "%s: no symbols were added: %s", path, why);
+    embed_ctx e = {rc == 0 && !w.failed ? ltr_symchunk_builder_new() : NULL, 0};
+    if (e.b)
+        ltr_symbolizer_each(w.sym, add_entry, &e);
     ltr_bytes *parts = NULL;
     size_t nparts = 0;
-    if (!e.b || !a->sym || e.failed || ltr_symchunk_build(e.b, &parts, &nparts) < 0)
+    if (rc == 0 && (!e.b || e.failed || ltr_symchunk_build(e.b, &parts, &nparts) < 0))
         rc = ltr_fail(err, ENOMEM, "%s: no symbols were added: out of memory", path);
-    else if ((res->entries = ltr_symchunk_entries(e.b)) > 0)
+    else if (rc == 0 && (res->entries = ltr_symchunk_entries(e.b)) > 0)
         rc = append(path, &at, parts, nparts, &res->bytes, err);
     res->chunks = rc == 0 ? nparts : 0;
     for (size_t i = 0; i < nparts; i++)
         ltr_bytes_free(&parts[i]);
     free(parts);
     ltr_symchunk_builder_free(e.b);
-    return rc; /* the analysis's warnings (modules without symbols here) are the caller's to show */
+    ltr_symbolizer_free(w.sym);
+    ltr_trace_close(w.t);
+    return rc;
 }

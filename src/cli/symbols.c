@@ -29,6 +29,5 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
         fprintf(stderr, "ltr %s: names of %zu recorded addresses added to the trace (%llu KiB), for "
                 "analysis without these binaries\n", cmd, res.entries,
                 (unsigned long long)(res.bytes + 1023) / 1024);
-    ltr_analysis_free(res.analysis);
     return rc < 0;
 }

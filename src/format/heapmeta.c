@@ -89,6 +89,8 @@ int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
     stack_rec *s = add_stack(t, pid, id, n); /* a repeat replaces: the same frames, or a new image */
     for (uint16_t i = 0; s && i < n; i++)
         s->frames[i] = ltr_get_u64(f + 8u * i);
+    for (uint16_t i = 0; t->addr_hook && i < n; i++)
+        t->addr_hook(t->addr_hook_ctx, pid, ltr_get_u64(f + 8u * i));
     return 0; /* out of memory is not damage */
 }
 
@@ -102,6 +104,8 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     if (!f || id == 0 || !base || shared > base->pub.frame_count || (uint32_t)n + shared > UINT16_MAX)
         return -1; /* the base stack unknown (its record lost?), or not that long */
     const uint64_t *outer = base->frames + (base->pub.frame_count - shared);
+    for (uint16_t i = 0; t->addr_hook && i < n; i++) /* the shared ones were met with the base */
+        t->addr_hook(t->addr_hook_ctx, pid, ltr_get_u64(f + 8u * i));
     stack_rec *s = add_stack(t, pid, id, (uint32_t)n + shared);
     if (!s)
         return 0;
@@ -203,6 +207,8 @@ static void store_nodes(ltr_trace *t, ltr_nodes_rec r)
         frame_node *fn = node_get(nt, id);
         if (fn && (fn->ip != ip || fn->parent != parent))
             drop_found_stacks(t, r.pid);
+        if (t->addr_hook)
+            t->addr_hook(t->addr_hook_ctx, r.pid, ip);
         if (!fn && !(fn = node_add(nt, id)))
             return; /* out of memory is not damage */
         *fn = (frame_node){ip, parent};

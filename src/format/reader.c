@@ -86,6 +86,8 @@ static void dispatch(ltr_trace *t, const ltr_chunk_header *h)
         ltr_symbols_chunk(t, t->raw, t->raw_len);
         break;
     case LTR_CHUNK_EVENTS:
+        if (t->metadata_only)
+            break;
         t->in_events = 1;
         t->ev_pos = 0;
         t->blk_active = 0;

@@ -188,6 +188,9 @@ struct ltr_trace {
     int have_event;
     int has_symbols;             /* a SYMBOLS chunk was met (symread.c) */
     uint64_t symbol_entries;
+    int metadata_only;           /* EVENTS chunks are skipped (symread.c) */
+    void (*addr_hook)(void *ctx, uint32_t pid, uint64_t ip); /* each frame address met, as met */
+    void *addr_hook_ctx;
 };
 
 /* Records damage; a BAD_RECORD at the same chunk as the last entry only bumps its count. */

@@ -81,6 +81,11 @@ typedef struct ltr_append_point {
 /* -1 with *why when the trace is not fit for it: cut short (no END),
  * damaged, or holding SYMBOLS chunks already. */
 int ltr_trace_append_point(const struct ltr_trace *t, ltr_append_point *at, const char **why);
+/* For ltr_symbolize's walk of a trace: EVENTS chunks skipped (on),
+ * and fn called with every frame address of a stack record or frame node,
+ * as the scan meets it (the MODULE records before it are listed already). */
+void ltr_trace_metadata_only(struct ltr_trace *t, int on);
+void ltr_trace_watch_addresses(struct ltr_trace *t, void (*fn)(void *ctx, uint32_t pid, uint64_t ip), void *ctx);
 /* SYMBOLS entries a scan met (a chunk that did not parse counts as damage). */
 uint64_t ltr_trace_symbol_entries(const struct ltr_trace *t);
 

@@ -30,6 +30,14 @@ void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len)
 
 uint64_t ltr_trace_symbol_entries(const ltr_trace *t) { return t->symbol_entries; }
 
+void ltr_trace_metadata_only(ltr_trace *t, int on) { t->metadata_only = on; }
+
+void ltr_trace_watch_addresses(ltr_trace *t, void (*fn)(void *ctx, uint32_t pid, uint64_t ip), void *ctx)
+{
+    t->addr_hook = fn;
+    t->addr_hook_ctx = ctx;
+}
+
 long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
 {
     ZSTD_DCtx *d = NULL;
