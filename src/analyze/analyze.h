@@ -63,14 +63,16 @@ typedef struct ltr_embed_result {
     size_t entries;         /* addresses named, in all */
     size_t chunks;          /* SYMBOLS chunks added (0: nothing was named, or a failure) */
     uint64_t bytes;         /* bytes added to the file */
+    size_t known;           /* addresses the trace named already (symbolized before) */
 } ltr_embed_result;
 /* Resolves every frame address of the trace at path (its stack records and
  * frame nodes, read without its events) with this machine's files
- * (debug_path and progress as ltr_analyze_opts') and adds the names found to the file as
- * SYMBOLS chunks after its END (docs/trace-format.md, "SYMBOLS chunks").
- * Refused (-EINVAL, err says why, the file untouched) for a trace cut short,
- * damaged or holding symbols already; a write that fails (a full disk)
- * leaves the file as it was. Returns 0 or -errno. */
+ * (debug_path and progress as ltr_analyze_opts') and adds the names found,
+ * that the trace does not hold yet (or holds from a symbol table only, where
+ * DWARF names them now), to the file as SYMBOLS chunks after its last chunk
+ * (docs/trace-format.md, "SYMBOLS chunks"). Refused (-EINVAL, err says why,
+ * the file untouched) for a trace cut short or damaged; a write that fails
+ * (a full disk) leaves the file as it was. Returns 0 or -errno. */
 int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int progress, ltr_embed_result *res,
                                ltr_error *err);
 /* "text", "json", "csv", "pprof", "folded" -> format, or 0. */

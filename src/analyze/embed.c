@@ -40,7 +40,8 @@ static void add_entry(void *ctx, const char *path, const uint8_t *id, size_t idl
     for (size_t i = skip; i < n; i++)
         f[i - skip] = (ltr_symframe){frames[i].function, frames[i].file, frames[i].line};
     ltr_symmodule md = {path, idlen ? id : NULL, idlen, bare ? LTR_SYMMODULE_BARE : 0};
-    if (ltr_symchunk_add(e->b, &md, offset, f, n - skip) < 0)
+    int rc = ltr_symchunk_add(e->b, &md, offset, f, n - skip);
+    if (rc < 0 && rc != -E2BIG) /* past the bounds a trace keeps, the rest is left to the files */
         e->failed = 1;
 }
 
@@ -120,6 +121,9 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     if (access(path, W_OK) != 0 && errno != ENOENT)
         return ltr_fail(err, errno, "%s: no symbols were added: it cannot be written here (%s)", path,
                         strerror(errno));
+    if (stat(path, &st) == 0 && !(st.st_mode & 0222)) /* root may write it: read-only means leave it */
+        return ltr_fail(err, EACCES, "%s: no symbols were added: it is read-only (mode %03o)", path,
+                        (unsigned)(st.st_mode & 0777));
     walk w = {0};
     int rc = ltr_trace_open(path, &w.t, err);
     if (rc < 0)
@@ -128,6 +132,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
         ltr_trace_close(w.t);
         return ltr_fail(err, ENOMEM, "%s: no symbols were added: out of memory", path);
     }
+    res->known = an_known_symbols(w.t, w.sym); /* a trace named before: only what it lacks is added */
     ltr_trace_metadata_only(w.t, 1); /* the stacks are in the metadata: no event is decoded */
     ltr_trace_watch_addresses(w.t, met, &w);
     ltr_trace_summary sum;

@@ -345,6 +345,8 @@ const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id
 /* Hands the MODULE records of the trace from *done on to the symbolizer
  * (only those of pid when pid_set) and advances *done; 0 or -ENOMEM. */
 int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t pid, size_t *done);
+/* The names the trace's SYMBOLS chunks hold, given to s as known: how many (symbolize.c). */
+size_t an_known_symbols(ltr_trace *t, ltr_symbolizer *s);
 /* File offset the reader has reached, for the progress bar. */
 uint64_t an_trace_position(const ltr_trace *t);
 

@@ -24,17 +24,29 @@ static int wants_prewarm(void)
     return !(e && !strcmp(e, "0"));
 }
 
+typedef struct known_ctx {
+    ltr_symbolizer *sym;
+    size_t n;
+} known_ctx;
+
 static void add_known(void *ctx, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
-    ltr_analysis *a = ctx;
+    known_ctx *k = ctx;
     ltr_sym_frame f[LTR_SYMCHUNK_MAX_FRAMES];
     for (size_t i = 0; i < n; i++)
         f[i] = (ltr_sym_frame){.function = frames[i].function, .file = frames[i].file, .line = frames[i].line};
-    if (!a->sym || ltr_symbolizer_add_known(a->sym, m->path, m->build_id, m->build_id_len, offset, f, n) < 0)
+    if (ltr_symbolizer_add_known(k->sym, m->path, m->build_id, m->build_id_len, offset, f, n) < 0)
         return;
-    a->known_symbols++;
+    k->n++;
     if (m->flags & LTR_SYMMODULE_BARE)
-        ltr_symbolizer_known_bare(a->sym, m->path, m->build_id, m->build_id_len);
+        ltr_symbolizer_known_bare(k->sym, m->path, m->build_id, m->build_id_len);
+}
+
+size_t an_known_symbols(ltr_trace *t, ltr_symbolizer *s)
+{
+    known_ctx k = {s, 0};
+    ltr_trace_read_symbols(t, add_known, &k); /* an I/O error: the files are opened instead */
+    return k.n;
 }
 
 /* The symbolizer, given every module record read so far; NULL once memory ran out. */
@@ -44,7 +56,7 @@ static ltr_symbolizer *symbolizer(ltr_analysis *a)
         a->sym = ltr_symbolizer_new(a->debug_path);
         a->sym_failed = !a->sym;
         if (a->sym && !a->local_symbols)
-            ltr_trace_read_symbols(a->trace, add_known, a); /* an I/O error: the files are opened instead */
+            a->known_symbols = an_known_symbols(a->trace, a->sym);
     }
     if (a->sym && an_load_modules(a->trace, a->sym, a->pid_set, a->pid, &a->modules_added) < 0) {
         ltr_symbolizer_free(a->sym);

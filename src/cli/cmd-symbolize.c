@@ -16,21 +16,23 @@ static void help(void)
 {
     printf("usage: %s\n\n"
            "Resolves every recorded stack of TRACE with the binaries and debug files of\n"
-           "this machine, as 'ltr analyze' would, and adds the names found (function,\n"
-           "source file and line of every address, inlined calls included) to TRACE as\n"
-           "SYMBOLS chunks after its end (docs/trace-format.md). 'ltr analyze', 'export'\n"
-           "and 'report' then name those frames on any machine, without the binaries or\n"
-           "their debug info, and without reading that debug info again ('--local-symbols'\n"
-           "there ignores them). 'ltr record', 'ltr stop' and 'ltr save' do this at the\n"
-           "end unless given --no-symbols. Readers that predate it skip these chunks.\n\n"
+           "this machine and adds the names found (function, source file and line of\n"
+           "every address, inlined calls included) to TRACE, after its end, as SYMBOLS\n"
+           "chunks (docs/trace-format.md). 'ltr analyze', 'export' and 'report' then\n"
+           "name those frames on any machine, without the binaries or their debug info,\n"
+           "and without reading that debug info again ('--local-symbols' there ignores\n"
+           "them). 'ltr record', 'stop', 'save' and 'watch' do this at the end unless\n"
+           "given --no-symbols. A trace that has names gets only those it lacks (one\n"
+           "merged with a trace without, a debug package installed since). Only the\n"
+           "trace's metadata is read. Readers that predate these chunks skip them.\n\n"
            "  --debug-dir DIRS   ':'-separated debug directories searched by build-id\n"
            "                     (default /usr/lib/debug)\n"
            "  -h, --help         this text\n\n"
            "Refused, TRACE unchanged: a trace cut short (no END: a recording that did not\n"
-           "finish), damaged, or that holds symbols already. A write that fails (a full\n"
-           "disk) takes back what it wrote.\n\n"
-           "exit status: 0 the names were added (or none could be found), 1 they were not,\n"
-           "2 bad usage.\n",
+           "finish), damaged, read-only, a symlink, or being added to by another ltr. A\n"
+           "write that fails (a full disk) takes back what it wrote.\n\n"
+           "exit status: 0 the names were added (or there were none to add), 1 they were\n"
+           "not, 2 bad usage.\n",
            usage);
 }
 

@@ -6,7 +6,6 @@
  * the trace is whole either way.
  */
 #include "cli/cli.h"
-#include "cli/analysis-args.h"
 #include "analyze/analyze.h"
 #include "prim/prim.h"
 
@@ -16,13 +15,15 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
 {
     ltr_embed_result res;
     ltr_error err = {0};
-    cli_malloc_for_analysis();
     int rc = ltr_analysis_embed_symbols(path, debug_path, 1, &res, &err);
     if (rc < 0 && asked)
         cli_fail(cmd, "%s", err.msg);
     else if (rc < 0)
         cli_warn(cmd, "%s; the trace is whole, and its frames are named where their files are "
                  "('ltr symbolize' adds the names later)", err.msg);
+    else if (!res.entries && res.known)
+        fprintf(stderr, "ltr %s: nothing to add: the trace names %zu addresses already, and this machine "
+                "names no other\n", cmd, res.known);
     else if (!res.entries)
         fprintf(stderr, "ltr %s: no frame of the trace could be named here: no symbols added\n", cmd);
     else

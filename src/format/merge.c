@@ -449,8 +449,9 @@ static int write_events(merger *m, source *s, uint32_t si)
 static void keep_symbol(void *ctx, const ltr_symmodule *md, uint64_t offset, const ltr_symframe *frames, size_t n)
 {
     merger *m = ctx;
-    if (ltr_symchunk_add(m->syms, md, offset, frames, n) < 0)
-        m->syms_failed = 1;
+    int rc = ltr_symchunk_add(m->syms, md, offset, frames, n);
+    if (rc == -ENOMEM)
+        m->syms_failed = 1; /* -E2BIG: past what one merge keeps, the rest is left out */
 }
 
 static int take_chunk(merger *m, source *s, uint32_t si)

@@ -1,7 +1,7 @@
 /*
  * format/symchunk.c — SYMBOLS chunk payloads (symchunk.h), built and parsed.
  *
- *   uvar string_count, then each string: uvar length (at most 65535), bytes
+ *   uvar string_count, then each string: uvar length (at most 1 MiB), bytes
  *   module groups until the end of the payload:
  *     uvar path (a string's index), u8 build-id length (0..64), its bytes,
  *     u8 flags (LTR_SYMMODULE_*: bit 0 bare; others 0),
@@ -58,8 +58,9 @@ struct ltr_symchunk_builder {
     sc_frame *frames;
     size_t nframes, capframes;
     sc_str *strs;
-    size_t nstrs, capstrs;
+    size_t nstrs, capstrs, str_bytes;
     an_hmap by_hash; /* FNV-1a of a string -> its id (a colliding other string is kept apart) */
+    an_hmap mod_index; /* FNV-1a of path and build-id -> a module's index (the first of that hash) */
 };
 
 static int grow(void **v, size_t *cap, size_t need, size_t esize)
@@ -80,8 +81,10 @@ static int grow(void **v, size_t *cap, size_t need, size_t esize)
 ltr_symchunk_builder *ltr_symchunk_builder_new(void)
 {
     ltr_symchunk_builder *b = calloc(1, sizeof *b);
-    if (b)
+    if (b) {
         an_hmap_init(&b->by_hash, sizeof(sc_hashed));
+        an_hmap_init(&b->mod_index, sizeof(sc_hashed));
+    }
     return b;
 }
 
@@ -98,6 +101,7 @@ void ltr_symchunk_builder_free(ltr_symchunk_builder *b)
     free(b->frames);
     free(b->strs);
     an_hmap_free(&b->by_hash);
+    an_hmap_free(&b->mod_index);
     free(b);
 }
 
@@ -109,7 +113,8 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-/* The id + 1 of s (cut at LTR_SYMCHUNK_MAX_STRING), 0 for NULL; -1 without memory. */
+/* The id + 1 of s (cut at LTR_SYMCHUNK_MAX_STRING), 0 for NULL; -1 without
+ * memory, -2 past the bound of all strings' bytes. */
 static long intern(ltr_symchunk_builder *b, const char *s)
 {
     if (!s)
@@ -129,6 +134,8 @@ static long intern(ltr_symchunk_builder *b, const char *s)
             return (long)e->id + 1;
         e = NULL; /* a collision: this one is stored apart, never found by hash */
     }
+    if (b->str_bytes + n + 1 > LTR_SYMCHUNK_MAX_ALL_STRING_BYTES)
+        return -2;
     if (grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof *b->strs))
         return -1;
     char *c = malloc(n + 1);
@@ -137,21 +144,40 @@ static long intern(ltr_symchunk_builder *b, const char *s)
     memcpy(c, s, n);
     c[n] = 0;
     b->strs[b->nstrs] = (sc_str){c, n};
+    b->str_bytes += n + 1;
     if (e)
         e->id = (uint32_t)b->nstrs;
     return (long)++b->nstrs;
 }
 
+static int is_mod(const sc_mod *m, const char *path, const uint8_t *id, size_t idlen)
+{
+    return m->idlen == idlen && (!idlen || !memcmp(m->id, id, idlen)) && !strcmp(m->path, path);
+}
+
+/* The index of the module, made if new; -1 without memory, -2 past the bounds. */
 static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *id, size_t idlen, unsigned flags)
 {
-    for (size_t i = b->nmods; i-- > 0;) {
-        sc_mod *m = &b->mods[i];
-        if (m->idlen == idlen && (!idlen || !memcmp(m->id, id, idlen)) && !strcmp(m->path, path)) {
-            m->flags |= flags;
-            return (long)i;
-        }
+    uint64_t h = fnv1a(path, strlen(path));
+    for (size_t i = 0; i < idlen; i++)
+        h = (h ^ id[i]) * 0x100000001b3ull;
+    int created;
+    sc_hashed *e = an_hmap_put(&b->mod_index, h, &created);
+    long found = -1;
+    if (e && !created && is_mod(&b->mods[e->id], path, id, idlen))
+        found = e->id;
+    for (size_t i = 0; found < 0 && e && !created && i < b->nmods; i++) /* a hash two modules share */
+        if (is_mod(&b->mods[i], path, id, idlen))
+            found = (long)i;
+    if (found >= 0) {
+        b->mods[found].flags |= flags;
+        return found;
     }
+    if (b->nmods >= LTR_SYMCHUNK_MAX_MODULES)
+        return -2;
     long ps = intern(b, path);
+    if (ps == -2)
+        return -2;
     sc_mod *v = realloc(b->mods, (b->nmods + 1) * sizeof *v);
     if (ps <= 0 || !v)
         return -1;
@@ -165,6 +191,8 @@ static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *
     m->idlen = idlen;
     m->path_str = (uint32_t)(ps - 1);
     m->flags = flags;
+    if (e && created)
+        e->id = (uint32_t)b->nmods;
     return (long)b->nmods++;
 }
 
@@ -173,12 +201,18 @@ int ltr_symchunk_add(ltr_symchunk_builder *b, const ltr_symmodule *md, uint64_t 
 {
     if (!n || n > LTR_SYMCHUNK_MAX_FRAMES || md->build_id_len > 64 || !md->path)
         return -EINVAL;
+    if (b->nframes + n > LTR_SYMCHUNK_MAX_ALL_FRAMES)
+        return -E2BIG;
     long mod = module_of(b, md->path, md->build_id, md->build_id_len, md->flags & LTR_SYMMODULE_BARE);
+    if (mod == -2)
+        return -E2BIG;
     if (mod < 0 || grow((void **)&b->entries, &b->capentries, b->nentries + 1, sizeof *b->entries) ||
         grow((void **)&b->frames, &b->capframes, b->nframes + n, sizeof *b->frames))
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         long fn = intern(b, frames[i].function), file = intern(b, frames[i].file);
+        if (fn == -2 || file == -2)
+            return -E2BIG;
         if (fn < 0 || file < 0)
             return -ENOMEM;
         b->frames[b->nframes + i] = (sc_frame){(uint32_t)fn, (uint32_t)file, frames[i].line};

@@ -20,8 +20,14 @@
 #include <stdint.h>
 
 #define LTR_SYMCHUNK_MAX_FRAMES 64    /* frames per address: inlined calls and their function */
-#define LTR_SYMCHUNK_MAX_STRING 65535 /* longer names are cut, on a UTF-8 character's start */
+#define LTR_SYMCHUNK_MAX_STRING (1u << 20) /* longer names are cut, on a UTF-8 character's start */
 #define LTR_SYMCHUNK_TARGET (16u << 20) /* raw bytes a payload stops growing at */
+/* What one builder takes at most (ltr merge gathers what its sources
+ * hold, and a source's chunks are whatever its file says): past these,
+ * ltr_symchunk_add refuses with -E2BIG. */
+#define LTR_SYMCHUNK_MAX_ALL_FRAMES (1u << 21)
+#define LTR_SYMCHUNK_MAX_ALL_STRING_BYTES ((size_t)64 << 20)
+#define LTR_SYMCHUNK_MAX_MODULES 65536u
 
 typedef struct ltr_symframe {
     const char *function; /* NULL when unknown */
@@ -47,7 +53,8 @@ ltr_symchunk_builder *ltr_symchunk_builder_new(void);
 void ltr_symchunk_builder_free(ltr_symchunk_builder *b);
 /* One address of a file; the strings are copied, the file's flags joined
  * to what earlier entries gave. Returns 0, -EINVAL (n not
- * 1..LTR_SYMCHUNK_MAX_FRAMES, build_id_len over 64) or -ENOMEM. */
+ * 1..LTR_SYMCHUNK_MAX_FRAMES, build_id_len over 64), -E2BIG (past the
+ * bounds above) or -ENOMEM. */
 int ltr_symchunk_add(ltr_symchunk_builder *b, const ltr_symmodule *m, uint64_t offset, const ltr_symframe *frames,
                      size_t n);
 size_t ltr_symchunk_entries(const ltr_symchunk_builder *b);
@@ -78,8 +85,8 @@ typedef struct ltr_append_point {
     uint64_t size, next_seq; /* the file's size, the next chunk's sequence number */
     uint64_t dev, ino;
 } ltr_append_point;
-/* -1 with *why when the trace is not fit for it: cut short (no END),
- * damaged, or holding SYMBOLS chunks already. */
+/* -1 with *why when the trace is not fit for it: cut short (no END), or
+ * damaged. */
 int ltr_trace_append_point(const struct ltr_trace *t, ltr_append_point *at, const char **why);
 /* For ltr_symbolize's walk of a trace: EVENTS chunks skipped (on),
  * and fn called with every frame address of a stack record or frame node,

@@ -92,8 +92,6 @@ int ltr_trace_append_point(const ltr_trace *t, ltr_append_point *at, const char 
         *why = "it was cut short (no END chunk): its recording did not finish";
     else if (t->sum.damage)
         *why = "it is damaged (ltr info lists where)";
-    else if (t->has_symbols)
-        *why = "it holds symbols already";
     else if (t->pos != t->file_size)
         *why = "it was not read to its end";
     else if (fstat(t->fd, &st) != 0)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -192,6 +193,12 @@ int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, ui
     if (fd < 0)
         return ltr_fail(err, errno, "opening %s to add to it: %s", path,
                         errno == ELOOP ? "it is a symlink" : strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) { /* held until close: one adds at a time, and checks under it */
+        int e = errno;
+        close(fd);
+        return ltr_fail(err, e, "%s: %s: nothing was added to it", path,
+                        e == EWOULDBLOCK ? "another ltr is adding to it now" : strerror(e));
+    }
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size || (uint64_t)st.st_dev != dev ||
         (uint64_t)st.st_ino != ino) {

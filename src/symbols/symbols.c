@@ -68,12 +68,19 @@ typedef struct sym_cached {
  * (a debug package installed since), so they are looked up here first and
  * used only when that names nothing (the file is gone, or as bare). */
 #define KNOWN_WEAK 0x80000000u
-#define COUNT(n) ((n) & ~KNOWN_WEAK)
+#define KNOWN 0x40000000u /* given by ltr_symbolizer_add_known, not resolved here */
+#define COUNT(n) ((n) & ~(KNOWN_WEAK | KNOWN))
 
 /* Known frames are the trace's word: bounded, whatever it says (each string
  * is kept once, and past these the rest is looked up in the files). */
 #define KNOWN_MAX_FRAMES (1u << 21)
 #define KNOWN_MAX_STRING_BYTES ((size_t)64 << 20)
+#define KNOWN_MAX_FILES 65536
+
+typedef struct file_ref {
+    uint64_t key; /* FNV-1a of path and build-id */
+    uint32_t index; /* in files */
+} file_ref;
 
 typedef struct known_str {
     uint64_t key; /* FNV-1a of the text */
@@ -91,6 +98,7 @@ struct ltr_symbolizer {
     char *debug_path_ptr; /* elfutils wants a char ** that outlives every Dwfl */
     sym_file **files;
     size_t nfiles;
+    an_hmap file_index;   /* file_ref: files found by path and build-id (a trace may name many) */
     sym_mod *mods;
     size_t nmods, capmods;
     an_hmap procs;        /* pid -> sym_proc */
@@ -183,6 +191,7 @@ ltr_symbolizer *ltr_symbolizer_new(const char *debug_path)
     s->debug_path_ptr = s->debug_path;
     an_hmap_init(&s->procs, sizeof(sym_proc));
     an_hmap_init(&s->known_strs, sizeof(known_str));
+    an_hmap_init(&s->file_index, sizeof(file_ref));
     return s;
 }
 
@@ -212,6 +221,7 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     }
     an_hmap_free(&s->procs);
     an_hmap_free(&s->known_strs);
+    an_hmap_free(&s->file_index);
     free(s->frames);
     for (size_t i = 0; i < s->nstrings; i++)
         free(s->strings[i]);
@@ -220,16 +230,41 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     free(s);
 }
 
+static int is_file(const sym_file *f, const char *path, const uint8_t *id, size_t idlen)
+{
+    return !strcmp(f->path, path) && f->build_id_len == idlen && (!idlen || !memcmp(f->build_id, id, idlen));
+}
+
+static uint64_t file_key(const char *path, const uint8_t *id, size_t idlen)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = path; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    for (size_t i = 0; i < idlen; i++)
+        h = (h ^ id[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The file of that path and build-id, or NULL. */
+static sym_file *find_file(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len)
+{
+    size_t idlen = build_id_len < 64 ? build_id_len : 64;
+    const file_ref *r = an_hmap_get(&s->file_index, file_key(path, build_id, idlen));
+    if (r && is_file(s->files[r->index], path, build_id, idlen))
+        return s->files[r->index];
+    for (size_t i = 0; r && i < s->nfiles; i++) /* two files of one hash: the second was not indexed */
+        if (is_file(s->files[i], path, build_id, idlen))
+            return s->files[i];
+    return NULL;
+}
+
 /* The file of that path and build-id, made if new. */
 static sym_file *file_of(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len)
 {
     size_t idlen = build_id_len < 64 ? build_id_len : 64;
-    for (size_t i = 0; i < s->nfiles; i++) {
-        sym_file *f = s->files[i];
-        if (!strcmp(f->path, path) && f->build_id_len == idlen &&
-            (!idlen || !memcmp(f->build_id, build_id, idlen)))
-            return f;
-    }
+    sym_file *found = find_file(s, path, build_id, idlen);
+    if (found)
+        return found;
     sym_file **v = realloc(s->files, (s->nfiles + 1) * sizeof *v);
     if (!v)
         return NULL;
@@ -247,6 +282,10 @@ static sym_file *file_of(ltr_symbolizer *s, const char *path, const uint8_t *bui
     if (idlen) /* a record without a build-id may give NULL */
         memcpy(f->build_id, build_id, idlen);
     f->build_id_len = idlen;
+    int created;
+    file_ref *r = an_hmap_put(&s->file_index, file_key(path, build_id, idlen), &created);
+    if (r && created)
+        r->index = (uint32_t)s->nfiles;
     s->files[s->nfiles++] = f;
     return f;
 }
@@ -387,9 +426,10 @@ static sym_elf *elf_for(ltr_symbolizer *s, sym_file *f, int quiet)
 /* Whether this machine may name the file's frames better than the symbol
  * table that named them where the trace was made. The same build-id is the
  * same file, so only a separate debug file can add to it: one found by
- * build-id under an absolute debug directory, or by debuginfod
- * (DEBUGINFOD_URLS). Opening the file costs libdwfl's start (it loads the
- * debuginfod client: 5 ms and more), most of a small trace's analysis. */
+ * build-id under an absolute debug directory, by the file's .gnu_debuglink,
+ * or by debuginfod (DEBUGINFOD_URLS). Opening the file costs libdwfl's start
+ * (it loads the debuginfod client: 5 ms and more), most of a small trace's
+ * analysis. */
 static int may_do_better(ltr_symbolizer *s, sym_file *f)
 {
     if (f->better >= 0)
@@ -407,6 +447,8 @@ static int may_do_better(ltr_symbolizer *s, sym_file *f)
             f->better = access(path, R_OK) == 0;
         p += n + (p[n] == ':');
     }
+    if (!f->better)
+        f->better = sym_elf_debuglink_here(f->path, s->debug_path);
     return f->better;
 }
 
@@ -512,32 +554,62 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
     return k;
 }
 
-/* str as the symbolizer keeps a known frame's: once per text, control
- * characters (which no name holds, and which would forge lines of a text
- * report) as '?'. NULL for NULL; *ok = 0 when memory or the bound ran out. */
+/* A name from a trace as it is shown: UTF-8 kept, but an invalid byte, a
+ * control character (C0, DEL, C1: U+0080..U+009F, which terminals act on)
+ * and the bidirectional controls (U+202A..U+202E, U+2066..U+2069: they
+ * reorder what follows) become '?': no name holds them, and a trace comes
+ * from elsewhere. out has room for len + 1 bytes; returns the length. */
+static size_t shown_text(const char *str, size_t len, char *out)
+{
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* below: an overlong form */
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        uint8_t c = (uint8_t)str[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1fu : n == 3 ? c & 0x0fu : c & 0x07u;
+        int ok = n && i + n <= len;
+        for (size_t k = 1; ok && k < n; k++) {
+            uint8_t d = (uint8_t)str[i + k];
+            ok = (d & 0xc0) == 0x80;
+            cp = cp << 6 | (d & 0x3fu);
+        }
+        ok = ok && cp >= least[n] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+        int control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+                      (cp >= 0x2066 && cp <= 0x2069);
+        if (!ok || control)
+            out[o++] = '?';
+        else
+            memcpy(out + o, str + i, n), o += n;
+        i += ok ? n : 1;
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* str as the symbolizer keeps a known frame's (shown_text), once per text.
+ * NULL for NULL; *ok = 0 when memory or the bound ran out. */
 static const char *known_text(ltr_symbolizer *s, const char *str, int *ok)
 {
     if (!str)
         return NULL;
-    size_t len = strlen(str);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)str[i]) * 0x100000001b3ull;
-    int created;
-    known_str *e = an_hmap_put(&s->known_strs, h, &created);
-    if (e && !created && !strcmp(e->text, str))
-        return e->text;
-    if (e && !created)
-        e = NULL; /* another text with that hash: kept apart, not found by it */
-    char *c = NULL;
-    if (s->known_bytes + len + 1 > KNOWN_MAX_STRING_BYTES || !(c = malloc(len + 1))) {
-        if (e)
-            an_hmap_del(&s->known_strs, h);
+    size_t raw = strlen(str);
+    char *c = s->known_bytes + raw + 1 <= KNOWN_MAX_STRING_BYTES ? malloc(raw + 1) : NULL;
+    if (!c) {
         *ok = 0;
         return NULL;
     }
-    for (size_t i = 0; i <= len; i++)
-        c[i] = i < len && ((uint8_t)str[i] < 0x20 || str[i] == 0x7f) ? '?' : str[i];
+    size_t len = shown_text(str, raw, c);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)c[i]) * 0x100000001b3ull;
+    int created;
+    known_str *e = an_hmap_put(&s->known_strs, h, &created);
+    if (e && !created && !strcmp(e->text, c)) {
+        free(c);
+        return e->text;
+    }
+    if (e && !created)
+        e = NULL; /* another text with that hash: kept apart, not found by it */
     s->known_bytes += len + 1;
     const char *k = keep(s, c);
     if (e)
@@ -558,41 +630,53 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
     if (s->known_frames + n > KNOWN_MAX_FRAMES)
         return -E2BIG;
     settle(s);
-    sym_file *f = file_of(s, path, build_id, build_id_len);
+    sym_file *f = find_file(s, path, build_id, build_id_len);
+    if (!f && s->nfiles >= KNOWN_MAX_FILES)
+        return -E2BIG;
+    if (!f)
+        f = file_of(s, path, build_id, build_id_len);
     if (!f)
         return -ENOMEM;
     f->has_known = 1;
+    int strong = 0;
+    for (size_t i = 0; i < n; i++)
+        strong |= frames[i].file != NULL;
     int created;
     sym_cached *c = an_hmap_put(f->offsets, offset, &created);
     if (!c)
         return -ENOMEM;
-    if (!created) /* the first wins: a trace holds one entry per offset */
+    /* the first wins, but for names from DWARF after a symbol table's (a
+     * trace symbolized again once a debug file was there) */
+    if (!created && !(strong && (c->n & KNOWN_WEAK)))
         return 0;
+    sym_cached before = *c;
     ltr_sym_frame *out = new_frames(s, n);
-    int ok = 1, strong = 0;
-    for (size_t i = 0; out && i < n; i++) {
+    int ok = 1;
+    for (size_t i = 0; out && i < n; i++)
         out[i] = (ltr_sym_frame){0, f->path, offset, known_text(s, frames[i].function, &ok),
                                  known_text(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
-        strong |= frames[i].file != NULL;
-    }
+    c = an_hmap_get(f->offsets, offset);
     if (!out || !ok) {
         if (out)
             s->nframes -= n;
-        an_hmap_del(f->offsets, offset);
+        if (created)
+            an_hmap_del(f->offsets, offset);
+        else
+            *c = before;
         return ok ? -ENOMEM : -E2BIG;
     }
     s->known_frames += n;
     c->first = (uint32_t)(out - s->frames);
-    c->n = (uint32_t)n | (strong ? 0 : KNOWN_WEAK);
+    c->n = (uint32_t)n | KNOWN | (strong ? 0 : KNOWN_WEAK);
     return 0;
 }
 
 void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len)
 {
     settle(s);
-    sym_file *f = file_of(s, path, build_id, build_id_len);
+    sym_file *f = find_file(s, path, build_id, build_id_len);
     if (f)
-        f->known_bare = 1;
+        f->known_bare = 1; /* its entries made it, if they were taken */
 }
 
 static int has_no_symbols(sym_file *f)
@@ -613,6 +697,8 @@ void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx)
         size_t pos = 0;
         const sym_cached *c;
         while ((c = an_hmap_next(f->offsets, &pos))) {
+            if (c->n & KNOWN) /* the trace has it already */
+                continue;
             const ltr_sym_frame *fr = s->frames + c->first;
             uint32_t n = COUNT(c->n);
             int named = 0;

@@ -92,7 +92,9 @@ int ltr_symbolizer_prewarm(ltr_symbolizer *s);
  * known frames alone (a lookup of an address not known opens it). frames:
  * n (1 to 64) frames, the innermost first, as ltr_symbolize gives them; only
  * function, file and line are read, and copied. The first given for an
- * address is kept. Returns 0, -EINVAL (n out of range) or -ENOMEM. */
+ * address is kept, unless it had no source file and a later one has.
+ * Returns 0, -EINVAL (n out of range), -E2BIG (past the bounds kept) or
+ * -ENOMEM. */
 int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len,
                              uint64_t offset, const ltr_sym_frame *frames, size_t n);
 /* The file had neither a symbol table nor DWARF where its known frames were
@@ -100,9 +102,9 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
  * ltr_symbolizer_nosyms_* once a lookup needed it, as a bare file opened
  * here would be. */
 void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_t *build_id, size_t build_id_len);
-/* Every file address resolved so far (or given as known) that was named (a
- * function or a file), once, in no particular order: what a SYMBOLS chunk
- * holds. Frames as ltr_symbolize gives them (address: the first lookup's);
+/* Every file address resolved here so far that was named (a function or a
+ * file), once, in no particular order, not those given as known: what a
+ * SYMBOLS chunk adds to a trace. Frames as ltr_symbolize gives them (address: the first lookup's);
  * bare: the file has neither a symbol table nor DWARF. */
 typedef void (*ltr_sym_each_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
                                 int bare, uint64_t offset, const ltr_sym_frame *frames, size_t n);
