@@ -17,9 +17,7 @@
 
 static uint64_t fnv(const char *s, size_t n, uint32_t pid)
 {
-    uint64_t h = 1469598103934665603ull ^ pid;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    uint64_t h = an_hash_bytes(AN_HASH_START ^ pid, s, n);
     return h ? h : 1;
 }
 

@@ -24,10 +24,7 @@ typedef struct path_entry {
 
 static uint64_t hash(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
+    return an_hash_bytes(AN_HASH_START, s, n);
 }
 
 /* The number of a path's text (1, 2, ...; 0 when memory ran out). Texts of

@@ -96,10 +96,7 @@ typedef struct pprof {
 
 static uint64_t fnv(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+    return an_hash_bytes(AN_HASH_START, s, strlen(s));
 }
 
 static uint64_t str_index(pprof *pp, const char *s)

@@ -38,6 +38,16 @@ int an_hmap_del(an_hmap *m, uint64_t key);
 /* Iteration: *pos starts at 0; returns the next entry or NULL at the end. */
 void *an_hmap_next(const an_hmap *m, size_t *pos);
 
+/* FNV-1a over n bytes, from h (AN_HASH_START to begin): the key of an entry
+ * found by its bytes (strings, paths), which the caller compares again. */
+#define AN_HASH_START 0xcbf29ce484222325ull
+static inline uint64_t an_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
 /* Out-of-line parts of the inline functions: key 0, and growing before an insert. */
 void *an_hmap_put_slow(an_hmap *m, uint64_t key, int *created);
 int an_hmap_take_zero(an_hmap *m, void *out);

@@ -86,9 +86,7 @@ typedef struct merger {
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t kind)
 {
-    uint64_t h = 1469598103934665603ull ^ kind; /* FNV-1a: the bytes are compared too */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
+    uint64_t h = an_hash_bytes(AN_HASH_START ^ kind, p, n); /* the bytes are compared too */
     return h ? h : 1; /* 0 marks an empty slot */
 }
 

@@ -105,13 +105,7 @@ void ltr_symchunk_builder_free(ltr_symchunk_builder *b)
     free(b);
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
-}
+static uint64_t fnv1a(const char *s, size_t n) { return an_hash_bytes(AN_HASH_START, s, n); }
 
 /* The id + 1 of s (cut at LTR_SYMCHUNK_MAX_STRING), 0 for NULL; -1 without
  * memory, -2 past the bound of all strings' bytes. */
@@ -158,9 +152,7 @@ static int is_mod(const sc_mod *m, const char *path, const uint8_t *id, size_t i
 /* The index of the module, made if new; -1 without memory, -2 past the bounds. */
 static long module_of(ltr_symchunk_builder *b, const char *path, const uint8_t *id, size_t idlen, unsigned flags)
 {
-    uint64_t h = fnv1a(path, strlen(path));
-    for (size_t i = 0; i < idlen; i++)
-        h = (h ^ id[i]) * 0x100000001b3ull;
+    uint64_t h = an_hash_bytes(fnv1a(path, strlen(path)), id, idlen);
     int created;
     sc_hashed *e = an_hmap_put(&b->mod_index, h, &created);
     long found = -1;

@@ -237,12 +237,7 @@ static int is_file(const sym_file *f, const char *path, const uint8_t *id, size_
 
 static uint64_t file_key(const char *path, const uint8_t *id, size_t idlen)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = path; *p; p++)
-        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-    for (size_t i = 0; i < idlen; i++)
-        h = (h ^ id[i]) * 0x100000001b3ull;
-    return h;
+    return an_hash_bytes(an_hash_bytes(AN_HASH_START, path, strlen(path)), id, idlen);
 }
 
 /* The file of that path and build-id, or NULL. */
@@ -599,9 +594,7 @@ static const char *known_text(ltr_symbolizer *s, const char *str, int *ok)
         return NULL;
     }
     size_t len = shown_text(str, raw, c);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)c[i]) * 0x100000001b3ull;
+    uint64_t h = an_hash_bytes(AN_HASH_START, c, len);
     int created;
     known_str *e = an_hmap_put(&s->known_strs, h, &created);
     if (e && !created && !strcmp(e->text, c)) {
