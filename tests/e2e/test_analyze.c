@@ -429,6 +429,27 @@ static void test_modules_without_symbols(void **state)
     free(cwd);
 }
 
+/* A trace of a megabyte and more is analyzed by the command run again with
+ * glibc's malloc on huge pages (analysis-args.c): the report is the one
+ * the command gives when it is not. */
+static void test_large_trace_same_report(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' record --no-symbols -o large.ltr -- /usr/bin/python3 -c 'import random\n"
+                         "l = [None] * 5000\nfor i in range(300000): l[random.randrange(5000)] = "
+                         "bytes(random.randrange(520, 4000))' && stat -c %%s large.ltr", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_true(atoll(r.out) >= 1 << 20); /* large enough to be run again */
+    tu_free(&r);
+    char *tuned = analyze("large.ltr", "--format json --top 5", 0);
+    r = tu_run("GLIBC_TUNABLES=glibc.malloc.hugetlb=0 '%s' analyze large.ltr --format json --top 5", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_string_equal(tuned, r.out);
+    assert_non_null(strstr(tuned, "\"heap_events\":"));
+    tu_free(&r);
+    free(tuned);
+}
+
 static void test_build_id_mismatch(void **state)
 {
     (void)state;
@@ -546,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_separate_debug_info),
         cmocka_unit_test(test_modules_without_symbols),
         cmocka_unit_test(test_build_id_mismatch),
+        cmocka_unit_test(test_large_trace_same_report),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
