@@ -297,43 +297,56 @@ static void write_part(ltr_symchunk_builder *b, sc_part *p, size_t from, size_t 
 /* Bytes an entry may take at most, its strings not counted. */
 static size_t entry_bound(const sc_entry *e) { return 10 + 1 + 10 + 67 + 1 + e->n * 25u; }
 
-int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count)
+/* Entries by file and address, an address given twice kept once (the
+ * parser takes a repeat for damage). */
+static void sort_entries(ltr_symchunk_builder *b)
 {
-    *out = NULL;
-    *count = 0;
     if (b->nentries)
         qsort(b->entries, b->nentries, sizeof *b->entries, by_module_offset);
-    size_t kept = 0; /* an address given twice is stored once: the parser takes a repeat for damage */
+    size_t kept = 0;
     for (size_t i = 0; i < b->nentries; i++)
         if (!kept || by_module_offset(&b->entries[kept - 1], &b->entries[i]))
             b->entries[kept++] = b->entries[i];
     b->nentries = kept;
+}
+
+/* Where the part that starts at entry i ends: before the entry that could
+ * take it past the target (each string counted once in the part). */
+static size_t part_end(const ltr_symchunk_builder *b, sc_part *p, size_t i)
+{
+    size_t size = 0, end = i;
+    uint32_t seen = ++p->part;
+    for (; end < b->nentries; end++) {
+        const sc_entry *e = &b->entries[end];
+        size_t add = entry_bound(e) + b->strs[b->mods[e->mod].path_str].len;
+        for (uint32_t k = 0; k < e->n; k++) {
+            const sc_frame *f = &b->frames[e->first + k];
+            uint32_t refs[2] = {f->function, f->file};
+            for (int r = 0; r < 2; r++)
+                if (refs[r] && p->stamp[refs[r] - 1] != seen) {
+                    p->stamp[refs[r] - 1] = seen;
+                    add += 10 + b->strs[refs[r] - 1].len;
+                }
+        }
+        if (end > i && size + add > LTR_SYMCHUNK_TARGET)
+            break;
+        size += add;
+    }
+    return end;
+}
+
+int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    sort_entries(b);
     sc_part p = {calloc(b->nstrs + 1, sizeof *p.local), calloc(b->nstrs + 1, sizeof *p.stamp),
                  calloc(b->nstrs + 1, sizeof *p.order), 0, 0};
     ltr_bytes *v = NULL;
     size_t n = 0;
     int rc = p.local && p.stamp && p.order ? 0 : -ENOMEM;
-    for (size_t i = 0; !rc && i < b->nentries;) {
-        /* a part ends before the entry that could take it past the target */
-        size_t size = 0, end = i;
-        uint32_t seen = ++p.part;
-        while (end < b->nentries) {
-            const sc_entry *e = &b->entries[end];
-            size_t add = entry_bound(e) + b->strs[b->mods[e->mod].path_str].len;
-            for (uint32_t k = 0; k < e->n; k++) {
-                const sc_frame *f = &b->frames[e->first + k];
-                uint32_t refs[2] = {f->function, f->file};
-                for (int r = 0; r < 2; r++)
-                    if (refs[r] && p.stamp[refs[r] - 1] != seen) {
-                        p.stamp[refs[r] - 1] = seen;
-                        add += 10 + b->strs[refs[r] - 1].len;
-                    }
-            }
-            if (end > i && size + add > LTR_SYMCHUNK_TARGET)
-                break;
-            size += add;
-            end++;
-        }
+    for (size_t i = 0, end; !rc && i < b->nentries; i = end) {
+        end = part_end(b, &p, i);
         ltr_bytes *v2 = realloc(v, (n + 1) * sizeof *v);
         if (!v2) {
             rc = -ENOMEM;
@@ -344,14 +357,13 @@ int ltr_symchunk_build(ltr_symchunk_builder *b, ltr_bytes **out, size_t *count)
         write_part(b, &p, i, end, &v[n]);
         if (v[n++].failed)
             rc = -ENOMEM;
-        i = end;
     }
     free(p.local);
     free(p.stamp);
     free(p.order);
+    for (size_t i = 0; rc && i < n; i++)
+        ltr_bytes_free(&v[i]);
     if (rc) {
-        for (size_t i = 0; i < n; i++)
-            ltr_bytes_free(&v[i]);
         free(v);
         return rc;
     }
