@@ -23,7 +23,7 @@
 
 typedef struct tally {
     unsigned long old_events, old_after_exec, new_events;
-    unsigned long long damage;
+    unsigned long long damage, lost;
 } tally;
 
 static tally read_trace(const char *path)
@@ -54,6 +54,8 @@ static tally read_trace(const char *path)
     ltr_trace_summary sum;
     ltr_trace_summarize(tr, &sum);
     t.damage = sum.damage;
+    for (size_t i = 0; i < ltr_trace_process_lost_count(tr); i++)
+        t.lost += ltr_trace_process_lost_at(tr, i)->events_lost;
     ltr_trace_close(tr);
     return t;
 }
@@ -70,10 +72,13 @@ static void test_old_image_before_new_process(void **state)
         char path[4200];
         snprintf(path, sizeof path, "%s/x.ltr", dir);
         tally t = read_trace(path);
-        print_message("run %d: %lu old events (%lu misplaced), %lu new, damage %llu\n", run, t.old_events,
-                      t.old_after_exec, t.new_events, t.damage);
+        print_message("run %d: %lu old events (%lu misplaced), %lu new, %llu lost, damage %llu\n", run,
+                      t.old_events, t.old_after_exec, t.new_events, t.lost, t.damage);
         assert_true(t.old_events > 1000);
-        assert_int_equal(t.new_events, 3000);
+        /* the new image's 3000 are in the trace, or counted lost: 32 threads
+         * at full speed beside another test can fill every buffer just as
+         * the process execs (seen once in CI: 1.2 M old events, 0 new) */
+        assert_true(t.new_events <= 3000 && t.new_events + t.lost >= 3000);
         assert_int_equal(t.old_after_exec, 0);
         assert_int_equal(t.damage, 0);
     }
