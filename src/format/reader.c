@@ -470,7 +470,6 @@ static void reset_state(ltr_trace *t)
     t->blk_active = 0;
     t->have_event = 0;
     t->first_event_ts = 0;
-    t->has_symbols = 0;
     t->symbol_entries = 0;
 }
 

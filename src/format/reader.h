@@ -186,7 +186,6 @@ struct ltr_trace {
     ltr_trace_summary sum;
     uint64_t first_event_ts;
     int have_event;
-    int has_symbols;             /* a SYMBOLS chunk was met (symread.c) */
     uint64_t symbol_entries;
     int metadata_only;           /* EVENTS chunks are skipped (symread.c) */
     void (*addr_hook)(void *ctx, uint32_t pid, uint64_t ip); /* each frame address met, as met */

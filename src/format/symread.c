@@ -22,7 +22,6 @@ static void count_one(void *ctx, const ltr_symmodule *m, uint64_t offset, const 
  * counted, the entries before a bad one too (the analysis uses them). */
 void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len)
 {
-    t->has_symbols = 1;
     if (ltr_symchunk_parse(p, len, count_one, &t->symbol_entries) < 0)
         ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
                              "chunk %llu: a SYMBOLS entry does not parse", (unsigned long long)t->chunk_seq);
@@ -52,11 +51,12 @@ long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
             break;
         }
         ltr_chunk_header h;
-        if (!d && !(d = ZSTD_createDCtx())) {
-            total = -ENOMEM;
+        int good = got == (ssize_t)sizeof hdr && ltr_chunk_header_decode(hdr, &h) == LTR_CHUNK_OK;
+        if ((!good || h.type == LTR_CHUNK_SYMBOLS) && !d && !(d = ZSTD_createDCtx())) {
+            total = -ENOMEM; /* made only when a chunk is to be read: most traces walked have none */
             break;
         }
-        if (got != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h) != LTR_CHUNK_OK) {
+        if (!good) {
             /* damage (the scan reports it): on from the next good header, as the reader goes */
             ltr_fetch_chunk(t->fd, t->file_size, pos, d, &f);
             if (f.kind == LTR_FETCH_ERROR) {
