@@ -122,22 +122,21 @@ static inline __attribute__((always_inline)) int read_fields(const an_fast_plan 
     return 1;
 }
 
-/* Format 4: the event's pnew and pref addresses, resolved against the
- * sequences as they were before it (a pnew refers to frees, a pref to
- * allocations), then joined to them. 0, or -1 for a reference the generic
- * path must report (nothing joined then). */
+/* Format 4 and 5: the event's pnew and pref addresses, resolved against the
+ * sequences and lists as they were before it (a pnew refers to frees, a
+ * pref to allocations), then joined to them. 0, or -1 for a reference the
+ * generic path must report (nothing joined then). */
 static int resolve_refs(struct ltr_refseq *refs, const an_fast_plan *pl, const uint64_t code[2], uint64_t addr[2],
                         uint64_t val[AN_F_COUNT + 1])
 {
+    ltr_refev e = {.has = {pl->ref[0] >= 0, pl->ref[1] >= 0}, .code = {code[0], code[1]},
+                   .addr = {addr[0], addr[1]}, .size = val[AN_F_SIZE]};
+    if (ltr_refseq_resolve_event(refs, &e) < 0)
+        return -1;
+    ltr_refseq_commit_event(refs, &e);
     for (int k = 0; k < 2; k++)
-        if (pl->ref[k] >= 0 && code[k] &&
-            ltr_refseq_resolve(refs, k ? LTR_REFS_ALLOC : LTR_REFS_FREE, code[k], &addr[k]) < 0)
-            return -1;
-    for (int k = 0; k < 2; k++)
-        if (pl->ref[k] >= 0) {
-            ltr_refseq_append(refs, k ? LTR_REFS_FREE : LTR_REFS_ALLOC, addr[k]);
-            val[pl->slot[pl->ref[k]]] = addr[k];
-        }
+        if (pl->ref[k] >= 0)
+            val[pl->slot[pl->ref[k]]] = e.addr[k];
     return 0;
 }
 

@@ -152,6 +152,8 @@ void an_fast_plan_make(an_decoder *d, const ltr_layout *l, an_fast_plan *plan)
             return; /* read through ltr_event_field */
         plan->slot[r->index] = (uint8_t)f;
     }
+    if (plan->ref[0] >= 0 && ltr_layout_model_size(l) != info.f[AN_F_SIZE].index)
+        return; /* the allocator model's size is not the size read: the generic path */
     plan->nfields = (uint8_t)l->field_count;
     plan->layout = l;
     plan->kind = info.kind;

@@ -15,7 +15,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 4u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references (a reader of 4 reads 1 to 3 too) */
+#define LTR_FORMAT_VERSION 5u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks (a reader of 5 reads 1 to 4 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -67,6 +67,10 @@ enum ltr_counter_kind {
 #define LTR_BLOCK_REFS_HEADER_SIZE 56u
 /* How far back (in values of its process's sequence) a reference may go. */
 #define LTR_REFS_WINDOW (1u << 18)
+/* Format 5, with LTR_BLOCK_FLAG_REFS: a pnew code of 1 to LTR_MODEL_LIST is
+ * a place in the allocator model's list of freed blocks of the event's size
+ * class, a larger code c a reference c - LTR_MODEL_LIST back (format/model.h). */
+#define LTR_BLOCK_FLAG_MODEL 0x10u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
 

@@ -60,19 +60,35 @@ uint64_t ltr_trace_position(const ltr_trace *t);
 
 /* Address references (docs/trace-format.md, "Address references"): per
  * (collector, pid), the pnew values (LTR_REFS_ALLOC) and the pref values
- * (LTR_REFS_FREE) in file order. A pnew field refers into the free
- * sequence, a pref field into the allocation sequence. A consumer decoding
- * records itself resolves every reference of an event first (code: the
- * stored uvar, at least 1; 0 means the address was stored as itself), then
- * appends the event's pnew and pref values. Resolving fails (-1) for a
- * reference the file does not back: to a value in a chunk lost to damage,
- * further back than the window, or after a record of the block that could
- * not be read; the generic path then reports the event as damage. */
+ * (LTR_REFS_FREE) in file order, and in format 5 the allocator model's lists
+ * of freed addresses. A pnew field refers into the free sequence or a list,
+ * a pref field into the allocation sequence. A consumer decoding records
+ * itself fills an ltr_refev with an event's stored codes (0: the address was
+ * stored as itself, in addr[]) and its size field, resolves them with
+ * ltr_refseq_resolve_event, which changes nothing, and then commits the
+ * event with ltr_refseq_commit_event. Resolving fails (-1) for a reference
+ * the file does not back: to a value in a chunk lost to damage, further back
+ * than the window, past what a list holds here, or after a record of the
+ * block that could not be read; the generic path then reports the event as
+ * damage (and still commits it: its values hold their places, unknown). */
 enum { LTR_REFS_ALLOC = 0, LTR_REFS_FREE = 1 };
-int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uint64_t *addr);
-void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr);
-/* A value whose address is unknown (its own reference failed): it takes its number, nothing resolves to it. */
-void ltr_refseq_skip(struct ltr_refseq *s, int which);
+typedef struct ltr_refev {
+    uint8_t has[2];   /* [0]: a pnew field, [1]: a pref field */
+    uint64_t code[2]; /* as stored */
+    uint64_t addr[2]; /* where the code is 0, the address stored; resolved ones are filled in */
+    uint64_t size;    /* the layout's model size field (ltr_layout_model_size), else 0 */
+    /* set by ltr_refseq_resolve_event for the commit */
+    uint8_t ok[2];
+    int place;      /* the list place the pnew took, -1: none */
+    int free_class; /* the size class of the allocation the pref names, -1: unknown */
+} ltr_refev;
+int ltr_refseq_resolve_event(const struct ltr_refseq *s, ltr_refev *e);
+void ltr_refseq_commit_event(struct ltr_refseq *s, const ltr_refev *e);
+
+/* The index of the field whose value is an event's size for the allocator
+ * model (the first uvar field named "size" of a layout with a pnew field),
+ * or -1. */
+int ltr_layout_model_size(const ltr_layout *l);
 
 /* Size of a fixed-size type, 0 for string and blob, -1 for an unknown type. */
 int ltr_type_fixed_size(unsigned type);

@@ -86,34 +86,34 @@ const uint32_t *ltr_payload_offsets(ltr_trace *t, const ltr_layout_rec *l, const
     return t->offsets;
 }
 
-/* A pnew or pref field's address: stored as itself, or the value `code` back
- * in the other sequence (a pnew refers to frees, a pref to allocations). */
-static int resolve_field(ltr_trace *t, int index, int refers_to, uint64_t *addr)
+/* A pnew or pref field's code, and the address when stored as itself. */
+static void stored_ref(const ltr_event *ev, int index, ltr_refev *e, int k)
 {
-    const ltr_event *ev = &t->ev;
     const uint8_t *p = ev->payload + ev->field_offsets[index];
     size_t left = ev->payload_size - ev->field_offsets[index];
-    uint64_t code = 0;
-    size_t n = ltr_get_uvar(p, left, &code); /* checked by the offsets */
-    if (code == 0) {
-        ltr_get_uvar(p + n, left - n, addr);
-        return 0;
-    }
-    return ltr_refseq_resolve(t->blk_refs, refers_to, code, addr);
+    size_t n = ltr_get_uvar(p, left, &e->code[k]); /* checked by the offsets */
+    e->has[k] = 1;
+    if (e->code[k] == 0)
+        ltr_get_uvar(p + n, left - n, &e->addr[k]);
 }
 
 int ltr_event_refs(ltr_trace *t, const ltr_layout_rec *l)
 {
-    uint64_t *a = t->ev.addresses;
-    int ok_new = l->pnew < 0 || resolve_field(t, l->pnew, LTR_REFS_FREE, &a[0]) == 0;
-    int ok_ref = l->pref < 0 || resolve_field(t, l->pref, LTR_REFS_ALLOC, &a[1]) == 0;
-    /* both resolved against the sequences as they were before the event;
-     * a value that could not be resolved holds its place, unknown */
+    const ltr_event *ev = &t->ev;
+    ltr_refev e = {0};
     if (l->pnew >= 0)
-        ok_new ? ltr_refseq_append(t->blk_refs, LTR_REFS_ALLOC, a[0]) : ltr_refseq_skip(t->blk_refs, LTR_REFS_ALLOC);
+        stored_ref(ev, l->pnew, &e, 0);
     if (l->pref >= 0)
-        ok_ref ? ltr_refseq_append(t->blk_refs, LTR_REFS_FREE, a[1]) : ltr_refseq_skip(t->blk_refs, LTR_REFS_FREE);
-    return ok_new && ok_ref ? 0 : -1;
+        stored_ref(ev, l->pref, &e, 1);
+    if (l->msize >= 0) {
+        const uint8_t *p = ev->payload + ev->field_offsets[l->msize];
+        ltr_get_uvar(p, ev->payload_size - ev->field_offsets[l->msize], &e.size);
+    }
+    int rc = ltr_refseq_resolve_event(t->blk_refs, &e);
+    ltr_refseq_commit_event(t->blk_refs, &e); /* unresolved values hold their places, unknown */
+    t->ev.addresses[0] = e.addr[0];
+    t->ev.addresses[1] = e.addr[1];
+    return rc;
 }
 
 static int64_t sign_extend(uint64_t v, int bytes)

@@ -244,7 +244,16 @@ static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
         if (k)
             *k = (int32_t)i;
     }
+    l->msize = -1;
+    for (unsigned i = 0; i < n && l->pnew >= 0 && l->msize < 0; i++)
+        if (l->fields[i].type == LTR_TYPE_UVAR && !strcmp(l->fields[i].name, "size"))
+            l->msize = (int32_t)i;
     return 0;
+}
+
+int ltr_layout_model_size(const ltr_layout *l)
+{
+    return ((const ltr_layout_rec *)l)->msize; /* pub is its first member */
 }
 
 static int parse_layout(ltr_trace *t, ltr_cursor *c)

@@ -61,6 +61,7 @@ typedef struct ltr_layout_rec {
     ltr_field *fields;
     uint32_t *fixed_offsets; /* field_count + 1 offsets if every field has a fixed size */
     int32_t pnew, pref;      /* index of its pnew and of its pref field (format 4), -1: none */
+    int32_t msize;           /* index of its allocator model size field (ltr_layout_model_size), -1: none */
 } ltr_layout_rec;
 
 /* refseq.c: the address references of every (collector, pid) (blocks.h). */
@@ -70,9 +71,10 @@ typedef struct ltr_refs {
 void ltr_refs_init(ltr_refs *r);
 void ltr_refs_free(ltr_refs *r); /* and ready for use again */
 /* The sequences a block of (collector, pid) continues, their counts set to
- * the block's bases; NULL without memory. */
+ * the block's bases (model: its pnew codes use the allocator model); NULL
+ * without memory. */
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base);
+                                  uint64_t free_base, int model);
 /* A record of the block could not be read: resolve and append nothing more until the next block. */
 void ltr_refseq_spoil(struct ltr_refseq *s);
 

@@ -8,17 +8,25 @@
  * references into it, and only those, fail. A slot remembers which ordinal it
  * holds, so a gap or a wrap never hands out another value's address.
  *
+ * Format 5 adds the allocator model (allocmodel.h): per sequence, lists of
+ * freed addresses by size class, which this reader keeps as the writer did.
+ * It trusts only what it saw happen: after a gap, or a free whose class it
+ * cannot know, its lists start again empty, and a place past a list's end
+ * fails like a reference into a gap. What the writer's lists hold is then
+ * always a prefix of what the reader's do (allocmodel.h).
+ *
  * Memory: 64 KiB per sequence, or 4 MiB (LTR_REFS_WINDOW slots of 16 bytes)
- * for one of more than 4096 values.
+ * for one of more than 4096 values; 136 bytes per size class used.
  */
 #include "format/reader.h"
+#include "format/allocmodel.h"
 #include "format/blocks.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct ltr_refslot {
-    uint64_t ord1; /* the ordinal held + 1; 0: empty */
+    uint64_t ord1; /* the ordinal held + 1 (LTR_MODEL_ORD_MASK), an allocation's size class above; 0: empty */
     uint64_t addr;
 } ltr_refslot;
 
@@ -39,11 +47,9 @@ typedef struct ring {
 struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
     int spoiled; /* a record of this block could not be read: how many values it held is unknown */
+    int model;   /* this block's pnew codes use the allocator model (LTR_BLOCK_FLAG_MODEL) */
+    ltr_model_list *lists[LTR_MODEL_CLASSES]; /* by size class, made when first pushed to */
 };
-
-/* Bases this high are damage: no process makes 2^62 allocations, and the
- * ordinal arithmetic stays far from wrapping. */
-#define REFS_BASE_MAX (1ull << 62)
 
 typedef struct seq_entry {
     uint64_t key;
@@ -58,10 +64,20 @@ void ltr_refs_free(ltr_refs *r)
     for (seq_entry *e; (e = an_hmap_next(&r->seqs, &pos));) {
         free(e->seq->r[0].slot);
         free(e->seq->r[1].slot);
+        for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+            free(e->seq->lists[c]);
         free(e->seq);
     }
     an_hmap_free(&r->seqs);
     an_hmap_init(&r->seqs, sizeof(seq_entry));
+}
+
+/* The lists can no longer be trusted: a free went into one this reader cannot tell. */
+static void distrust(struct ltr_refseq *s)
+{
+    for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+        if (s->lists[c])
+            s->lists[c]->n = s->lists[c]->unknown = 0;
 }
 
 static void rebase(ring *g, uint64_t base)
@@ -74,7 +90,7 @@ static void rebase(ring *g, uint64_t base)
 }
 
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base)
+                                  uint64_t free_base, int model)
 {
     int created;
     seq_entry *e = an_hmap_put(&r->seqs, (uint64_t)collector << 32 | pid, &created);
@@ -85,9 +101,12 @@ struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid,
         return NULL;
     }
     struct ltr_refseq *s = e->seq;
+    if (alloc_base != s->r[LTR_REFS_ALLOC].n || free_base != s->r[LTR_REFS_FREE].n)
+        distrust(s); /* values were lost, and with them what they did to the lists */
     rebase(&s->r[LTR_REFS_ALLOC], alloc_base);
     rebase(&s->r[LTR_REFS_FREE], free_base);
-    s->spoiled = alloc_base >= REFS_BASE_MAX || free_base >= REFS_BASE_MAX;
+    s->spoiled = alloc_base >= LTR_REFS_BASE_MAX || free_base >= LTR_REFS_BASE_MAX;
+    s->model = model;
     return s;
 }
 
@@ -97,7 +116,10 @@ void ltr_refseq_spoil(struct ltr_refseq *s)
         s->spoiled = 1;
 }
 
-int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uint64_t *addr)
+/* The value `code` back in a sequence: 0 and its address, or -1 if
+ * unknown. The class stored with it is set either way when the slot holds
+ * that value (an allocation whose address was lost still has its size). */
+static int resolve(const struct ltr_refseq *s, int which, uint64_t code, uint64_t *addr, int *cls)
 {
     if (!s || s->spoiled)
         return -1;
@@ -106,7 +128,10 @@ int ltr_refseq_resolve(const struct ltr_refseq *s, int which, uint64_t code, uin
         return -1;
     uint64_t o = g->n - code;
     const ltr_refslot *slot = &g->slot[o & (g->cap - 1)];
-    if (slot->ord1 != o + 1)
+    if ((slot->ord1 & LTR_MODEL_ORD_MASK) != o + 1)
+        return -1;
+    *cls = (int)(slot->ord1 >> LTR_MODEL_ORD_BITS);
+    if (slot->ord1 & LTR_MODEL_UNKNOWN)
         return -1;
     *addr = slot->addr;
     return 0;
@@ -120,17 +145,16 @@ static int widen(ring *g)
         return -1;
     for (uint32_t i = 0; i < g->cap; i++)
         if (g->slot[i].ord1)
-            slot[(g->slot[i].ord1 - 1) & (LTR_REFS_WINDOW - 1)] = g->slot[i];
+            slot[((g->slot[i].ord1 & LTR_MODEL_ORD_MASK) - 1) & (LTR_REFS_WINDOW - 1)] = g->slot[i];
     free(g->slot);
     g->slot = slot;
     g->cap = LTR_REFS_WINDOW;
     return 0;
 }
 
-void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr)
+/* A value joins its sequence; an unknown one keeps its number and class, and nothing resolves to it. */
+static void append(struct ltr_refseq *s, int which, uint64_t addr, unsigned cls, int unknown)
 {
-    if (!s || s->spoiled)
-        return;
     ring *g = &s->r[which];
     if (!g->slot && (g->slot = calloc(REFS_SMALL, sizeof *g->slot)))
         g->cap = REFS_SMALL;
@@ -139,14 +163,67 @@ void ltr_refseq_append(struct ltr_refseq *s, int which, uint64_t addr)
         return;
     }
     ltr_refslot *at = &g->slot[g->n & (g->cap - 1)];
-    if (g->cap < LTR_REFS_WINDOW && at->ord1 && g->n - (at->ord1 - 1) <= LTR_REFS_WINDOW && widen(g) == 0)
+    if (g->cap < LTR_REFS_WINDOW && at->ord1 &&
+        g->n - ((at->ord1 & LTR_MODEL_ORD_MASK) - 1) <= LTR_REFS_WINDOW && widen(g) == 0)
         at = &g->slot[g->n & (g->cap - 1)]; /* else the oldest is overwritten: its references fail */
-    *at = (ltr_refslot){g->n + 1, addr};
+    *at = (ltr_refslot){(g->n + 1) | (unknown ? LTR_MODEL_UNKNOWN : 0) | (uint64_t)cls << LTR_MODEL_ORD_BITS,
+                        unknown ? 0 : addr};
     g->n++;
 }
 
-void ltr_refseq_skip(struct ltr_refseq *s, int which)
+/* ---- one event's fields ------------------------------------------------------ */
+
+int ltr_refseq_resolve_event(const struct ltr_refseq *s, ltr_refev *e)
 {
-    if (s && !s->spoiled)
-        s->r[which].n++; /* its slot keeps an older number: references to this one fail */
+    e->ok[0] = e->ok[1] = 1;
+    e->place = -1;
+    e->free_class = -1;
+    if (e->has[1] && e->code[1])
+        e->ok[1] = resolve(s, LTR_REFS_ALLOC, e->code[1], &e->addr[1], &e->free_class) == 0;
+    if (e->has[0] && e->code[0]) {
+        uint64_t c = e->code[0];
+        int unused;
+        if (s && s->model && c <= LTR_MODEL_LIST) {
+            const ltr_model_list *l = s->spoiled ? NULL : s->lists[ltr_model_class(e->size)];
+            e->ok[0] = l && c - 1 < l->n && !(l->unknown >> (c - 1) & 1u);
+            if (l && c - 1 < l->n)
+                e->place = (int)(c - 1); /* taken even when unknown: the places after it stay right */
+            if (e->ok[0])
+                e->addr[0] = ltr_model_at(l, (uint32_t)(c - 1));
+        } else {
+            e->ok[0] = resolve(s, LTR_REFS_FREE, s && s->model ? c - LTR_MODEL_LIST : c, &e->addr[0], &unused) == 0;
+        }
+    }
+    return e->ok[0] && e->ok[1] ? 0 : -1;
+}
+
+/* The list of a class, made on first use; NULL without memory (then distrusted). */
+static ltr_model_list *list_of(struct ltr_refseq *s, unsigned cls)
+{
+    if (!s->lists[cls] && !(s->lists[cls] = calloc(1, sizeof *s->lists[cls])))
+        distrust(s); /* the push cannot be kept: no list may be trusted past it */
+    return s->lists[cls];
+}
+
+void ltr_refseq_commit_event(struct ltr_refseq *s, const ltr_refev *e)
+{
+    if (!s || s->spoiled)
+        return;
+    unsigned cls = ltr_model_class(e->size);
+    if (s->model) {
+        if (e->place >= 0)
+            ltr_model_take(s->lists[cls], (uint32_t)e->place);
+        ltr_model_list *l;
+        if (e->has[1] && e->code[1] && e->free_class < 0)
+            distrust(s); /* the writer put this free in a list; which one is unknown here */
+        else if (e->has[1] && e->free_class >= 0 && (l = list_of(s, (unsigned)e->free_class)))
+            ltr_model_push(l, e->addr[1], !e->ok[1]);
+    }
+    /* a value that could not be resolved holds its place, unknown: an
+     * allocation keeps its class for the free that will name it; a free's
+     * slot keeps an older number, so references to it fail */
+    if (e->has[0])
+        append(s, LTR_REFS_ALLOC, e->addr[0], cls, !e->ok[0]);
+    if (e->has[1])
+        e->ok[1] ? append(s, LTR_REFS_FREE, e->addr[1], 0, 0) : (void)s->r[LTR_REFS_FREE].n++;
 }

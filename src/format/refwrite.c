@@ -9,11 +9,14 @@
  * meanwhile; a record that does not parse goes on as it came (the reader
  * reports it), and one whose fields do not goes with an empty payload (the
  * reader reports it too, and spoils the rest of that block's references
- * rather than guess how many values it held).
+ * rather than guess how many values it held). Format 5: an allocation's
+ * address is first looked for in the allocator model's list of its size
+ * class (allocmodel.h), which every free whose allocation is known here joins.
  */
 #include "format/refs.h"
 
 #include "base/heap_events.h"
+#include "format/allocmodel.h"
 #include "format/compact.h"
 #include "format/reader.h"
 
@@ -27,12 +30,13 @@ typedef struct plan {
     uint64_t key;
     uint8_t written; /* a METADATA chunk holding its LAYOUT reached the file */
     uint8_t nfields;
+    int8_t msize; /* the allocator model's size field (as the reader finds it: ltr_layout_model_size), -1: none */
     uint8_t type[PLAN_FIELDS]; /* each field's stored type, pnew and pref included */
 } plan;
 
 typedef struct addr_ord {
     uint64_t key; /* the address */
-    uint64_t ord; /* the latest pnew value with that address */
+    uint64_t ord; /* the latest pnew value with that address; its size class above LTR_MODEL_ORD_BITS */
 } addr_ord;
 
 /* One sequence of (collector, pid): values written, and for each address the
@@ -53,6 +57,7 @@ static const uint32_t window[2] = {LTR_REFS_WINDOW, FREES_WINDOW}; /* by the seq
 typedef struct wseq {
     wring r[2]; /* LTR_REFS_ALLOC: pnew values, LTR_REFS_FREE: pref values */
     uint64_t used; /* when a block last used it (the writer's count of uses) */
+    ltr_model_list *lists[LTR_MODEL_CLASSES]; /* the allocator model's, made on first push */
 } wseq;
 
 /* Processes whose tables are kept: the writer is not told when a process
@@ -67,6 +72,7 @@ typedef struct seq_entry {
 } seq_entry;
 
 static void free_seq(wseq *s);
+static void forget_lists(wseq *s);
 
 void ltr_refwriter_init(ltr_refwriter *w)
 {
@@ -90,10 +96,13 @@ void ltr_refwriter_forget(ltr_refwriter *w)
 {
     size_t pos = 0;
     for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));)
+    {
         for (int k = 0; k < 2; k++) {
             an_hmap_free(&e->seq->r[k].addrs);
             an_hmap_init(&e->seq->r[k].addrs, sizeof(addr_ord));
         }
+        forget_lists(e->seq); /* the reader will not have seen the frees they hold */
+    }
 }
 
 /* ---- layouts ----------------------------------------------------------------- */
@@ -125,7 +134,7 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
     int mine = !memcmp(b + 4, heap->b, 16) && ltr_get_u16(b + 20) >= LTR_HEAP_EV_ALLOC &&
                ltr_get_u16(b + 20) <= LTR_HEAP_EV_REALLOC;
     uint16_t count = ltr_get_u16(b + off), event_id = ltr_get_u16(b + 20);
-    plan p = {.nfields = (uint8_t)count};
+    plan p = {.nfields = (uint8_t)count, .msize = -1};
     int planned = mine && count <= PLAN_FIELDS, taken[2] = {0, 0}, changed = 0;
     off += 2;
     for (unsigned i = 0; i < count; i++) {
@@ -139,11 +148,15 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
         planned = planned && ltr_type_fixed_size(t) >= 0;
         if (planned)
             p.type[i] = t;
+        if (planned && t == LTR_TYPE_UVAR && p.msize < 0 && nlen == 4 && !memcmp(b + off + 3, "size", 4))
+            p.msize = (int8_t)i;
         changed |= t != *type;
         off += 3 + nlen;
     }
     if (!planned || !changed)
         return;
+    if (!taken[0])
+        p.msize = -1; /* only a layout with a pnew field has one (the reader's rule) */
     uint32_t id = ltr_get_u32(b);
     int created;
     plan *old = an_hmap_get(&w->plans, id);
@@ -208,10 +221,19 @@ static const plan *plan_of(ltr_refwriter *w, uint32_t id)
     return p;
 }
 
+static void forget_lists(wseq *s)
+{
+    for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+        if (s->lists[c])
+            s->lists[c]->n = 0;
+}
+
 static void free_seq(wseq *s)
 {
     an_hmap_free(&s->r[0].addrs);
     an_hmap_free(&s->r[1].addrs);
+    for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+        free(s->lists[c]);
     free(s);
 }
 
@@ -261,7 +283,7 @@ static void prune(wring *g, uint32_t reach)
     size_t pos = 0;
     int created;
     for (addr_ord *e; (e = an_hmap_next(&g->addrs, &pos));) {
-        addr_ord *k = g->n - e->ord <= reach ? an_hmap_put(&kept, e->key, &created) : NULL;
+        addr_ord *k = g->n - (e->ord & LTR_MODEL_ORD_MASK) <= reach ? an_hmap_put(&kept, e->key, &created) : NULL;
         if (k)
             k->ord = e->ord;
     }
@@ -269,63 +291,124 @@ static void prune(wring *g, uint32_t reach)
     g->addrs = kept;
 }
 
-/* An address of a pnew or pref field, told as a reference into the other
- * sequence when it holds that address within the window (the entry is then
- * used up: each value is referred to once), else as itself. */
-static size_t put_address(wring *other, uint32_t reach, uint64_t addr, uint8_t *o)
+/* An address stored as itself. */
+static size_t put_plain(uint64_t addr, uint8_t *o)
 {
-    addr_ord e;
-    if (other && an_hmap_take_sized(&other->addrs, addr, &e, sizeof e) && other->n - e.ord <= reach)
-        return ltr_put_uvar(o, other->n - e.ord);
     o[0] = 0;
     return 1 + ltr_put_uvar(o + 1, addr);
 }
 
-static void join(wring *g, uint64_t addr)
+/* A pref: the distance back to the latest allocation with its address,
+ * within the window (the entry is then used up: each value is referred to
+ * once), and that allocation's size class in *cls; else itself. */
+static size_t put_free(wseq *s, uint64_t addr, uint8_t *o, int *cls)
+{
+    addr_ord e;
+    wring *allocs = s ? &s->r[LTR_REFS_ALLOC] : NULL;
+    if (allocs && an_hmap_take_sized(&allocs->addrs, addr, &e, sizeof e) &&
+        allocs->n - (e.ord & LTR_MODEL_ORD_MASK) <= window[LTR_REFS_ALLOC]) {
+        *cls = (int)(e.ord >> LTR_MODEL_ORD_BITS);
+        return ltr_put_uvar(o, allocs->n - (e.ord & LTR_MODEL_ORD_MASK));
+    }
+    return put_plain(addr, o);
+}
+
+/* A pnew: its place in its class's list of freed addresses, else the
+ * distance back to the latest free of its address (after the list's
+ * codes), else itself. */
+static size_t put_alloc(wseq *s, int model, uint64_t addr, unsigned cls, uint8_t *o, int *place)
+{
+    if (!s)
+        return put_plain(addr, o);
+    int i = model && s->lists[cls] ? ltr_model_find(s->lists[cls], addr) : -1;
+    if (i >= 0) {
+        *place = i;
+        return ltr_put_uvar(o, (uint64_t)i + 1);
+    }
+    addr_ord e;
+    wring *frees = &s->r[LTR_REFS_FREE];
+    if (an_hmap_take_sized(&frees->addrs, addr, &e, sizeof e) && frees->n - e.ord <= window[LTR_REFS_FREE])
+        return ltr_put_uvar(o, frees->n - e.ord + (model ? LTR_MODEL_LIST : 0));
+    return put_plain(addr, o);
+}
+
+static void join(wring *g, uint64_t addr, unsigned cls)
 {
     int created;
     addr_ord *e = an_hmap_put_sized(&g->addrs, addr, &created, sizeof *e);
     if (e)
-        e->ord = g->n;
+        e->ord = g->n | (uint64_t)cls << LTR_MODEL_ORD_BITS;
     g->n++;
+}
+
+/* What an event did to its process's sequences and lists, in the reader's
+ * order: the place its allocation took leaves its list, the free whose
+ * class is known goes in front of its list, then both values join. A list
+ * that cannot be made is a push the reader makes and this writer does not:
+ * every list is forgotten (the writer's lists must stay a prefix of the
+ * reader's, allocmodel.h). */
+static void commit(wseq *s, const int has[2], const uint64_t addr[2], unsigned cls, int place, int fcls)
+{
+    if (place >= 0)
+        ltr_model_take(s->lists[cls], (uint32_t)place);
+    if (has[1] && fcls >= 0) {
+        if (!s->lists[fcls] && !(s->lists[fcls] = calloc(1, sizeof *s->lists[fcls])))
+            forget_lists(s);
+        else
+            ltr_model_push(s->lists[fcls], addr[1], 0);
+    }
+    if (has[0])
+        join(&s->r[LTR_REFS_ALLOC], addr[0], cls);
+    if (has[1])
+        join(&s->r[LTR_REFS_FREE], addr[1], 0);
 }
 
 /* The payload q (plen bytes) re-encoded into o (room for plen + REFS_GROWTH): its
  * length, or -1 when a field does not parse (nothing is counted then). With
  * no sequences (s NULL: a plain block) every address is stored as itself. The
  * agent wrote the address fields as pvar; an allocation's address refers to
- * the frees' sequence (an allocator hands freed blocks out again), a free's
- * to the allocations'. Both are told against the sequences as they were
- * before the event, then the event's values join them. */
-static long encode_payload(wseq *s, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
+ * the frees (an allocator hands freed blocks out again), a free's to the
+ * allocations. Both are told against the sequences as they were before the
+ * event, then the event's values join them. The fields are parsed first:
+ * an allocation's code needs its size, which comes after its address. */
+static long encode_payload(wseq *s, int model, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
 {
-    uint64_t addr[2];
+    uint32_t off[PLAN_FIELDS + 1];
+    uint64_t addr[2] = {0, 0}, size = 0;
     int has[2] = {0, 0};
-    size_t in = 0, out = 0;
+    size_t in = 0;
     for (unsigned f = 0; f < pl->nfields; f++) {
         uint8_t t = pl->type[f];
-        if (t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF) {
-            int k = t == LTR_TYPE_PREF; /* LTR_REFS_ALLOC or LTR_REFS_FREE: the sequence it joins */
-            size_t n = ltr_get_uvar(q + in, plen - in, &addr[k]);
-            if (!n)
-                return -1;
-            has[k] = 1;
-            out += put_address(s ? &s->r[!k] : NULL, window[!k], addr[k], o + out);
-            in += n;
-            continue;
-        }
-        int64_t fs = ltr_field_size((ltr_type)t, q + in, plen - in);
-        if (fs < 0)
+        int ref = t == LTR_TYPE_PNEW || t == LTR_TYPE_PREF, k = t == LTR_TYPE_PREF; /* k: the sequence it joins */
+        int64_t fs = ref ? (int64_t)ltr_get_uvar(q + in, plen - in, &addr[k])
+                         : ltr_field_size((ltr_type)t, q + in, plen - in);
+        if (fs < 0 || (ref && fs == 0))
             return -1;
-        memcpy(o + out, q + in, (size_t)fs);
+        has[k] |= ref;
+        if ((int)f == pl->msize)
+            ltr_get_uvar(q + in, (size_t)fs, &size);
+        off[f] = (uint32_t)in;
         in += (size_t)fs;
-        out += (size_t)fs;
+    }
+    off[pl->nfields] = (uint32_t)in;
+    unsigned cls = ltr_model_class(size);
+    int place = -1, fcls = -1;
+    size_t out = 0;
+    for (unsigned f = 0; f < pl->nfields; f++) {
+        uint8_t t = pl->type[f];
+        if (t == LTR_TYPE_PREF)
+            out += put_free(s, addr[1], o + out, &fcls);
+        else if (t == LTR_TYPE_PNEW)
+            out += put_alloc(s, model, addr[0], cls, o + out, &place);
+        else {
+            memcpy(o + out, q + off[f], off[f + 1] - off[f]);
+            out += off[f + 1] - off[f];
+        }
     }
     memcpy(o + out, q + in, plen - in); /* bytes after the fields go along */
     out += plen - in;
-    for (int k = 0; k < 2 && s; k++)
-        if (has[k])
-            join(&s->r[k], addr[k]);
+    if (s)
+        commit(s, has, addr, cls, place, model ? fcls : -1);
     return (long)out;
 }
 
@@ -339,7 +422,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     if (!dst)
         return;
     uint8_t *payload = dst + LTR_VARINT_MAX + inner;
-    long pn = encode_payload(s, pl, r + ce->header, ce->payload, payload);
+    long pn = encode_payload(s, !w->no_model, pl, r + ce->header, ce->payload, payload);
     if (pn < 0 || pn > (long)LTR_MAX_EVENT_PAYLOAD)
         pn = 0; /* the reader reports it: payload shorter than its fields */
     size_t hn = ltr_put_uvar(dst, inner + (size_t)pn);

@@ -64,6 +64,10 @@ void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ct
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);
 /* Raw size of pending EVENTS that triggers a chunk write; default 1 MiB. */
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
+/* 0: allocations' addresses told without the allocator model, as format 4
+ * did (its blocks without LTR_BLOCK_FLAG_MODEL; for tests of format 4
+ * reading, and for measuring the model). Default 1. */
+void ltr_writer_set_model(ltr_writer *w, int on);
 /* Flushes pending EVENTS, then writes a HEADER or END chunk from a key/value list
  * built with ltr_bytes_put_kv. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);

@@ -17,6 +17,7 @@
 #include "base/heap_events.h"
 #include "format/chunk.h"
 #include "format/compact.h"
+#include "format/allocmodel.h"
 #include "format/merge.h"
 #include "format/refs.h"
 #include "gen.h"
@@ -77,6 +78,11 @@ static void heap_metadata(ltr_bytes *b, const char *prov)
     }
 }
 
+/* 1: an address is always asked for with one of three sizes, by its number,
+ * so that freed blocks come back to requests of their size class as an
+ * allocator's would (the allocator model's case); 0: sizes at random. */
+static int sizes_by_address;
+
 /* A random heap of NPIDS processes with NTHREADS threads each: any thread
  * frees any live block of its process, addresses come back soon (NADDR per
  * process, the same numbers in every process), reallocs stay or move. */
@@ -108,6 +114,8 @@ static script make_script(size_t n, unsigned seed)
             a = b;
         }
         o->addr = 0x7f0000001000ull + (uint64_t)a * 32;
+        if (sizes_by_address)
+            o->size = 8 + (uint64_t)(a % 3) * 40 + (uint64_t)rand() % 9;
     }
     return s;
 }
@@ -220,6 +228,7 @@ typedef struct readback {
     size_t delivered, refs_blocks;
     size_t frees, by_ref;        /* frees, and those stored as a reference (pref code not 0) */
     size_t allocs, allocs_by_ref; /* allocations, and those whose address refers to a free (pnew code not 0) */
+    size_t allocs_by_place;       /* those told by their place in the allocator model's list (code 1..16) */
     uint64_t damage, unresolved;
 } readback;
 
@@ -243,13 +252,15 @@ static void check_event(const script *s, const ltr_event *ev)
     }
 }
 
+static uint32_t expect_version = LTR_FORMAT_VERSION;
+
 static readback read_back(const char *path, const script *s)
 {
     readback r = {0};
     ltr_trace *t;
     ltr_error err;
     assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_version(t), 4);
+    assert_int_equal(ltr_trace_version(t), expect_version);
     const ltr_event *ev;
     int rc;
     while ((rc = ltr_trace_next(t, &ev, &err)) > 0) {
@@ -262,7 +273,9 @@ static readback read_back(const char *path, const script *s)
         }
         if (ev->layout->event_id == L_ALLOC) {
             r.allocs++;
-            r.allocs_by_ref += ev->layout->fields[0].type == LTR_TYPE_PNEW && ev->payload[ev->field_offsets[0]] != 0;
+            uint8_t code = ev->payload[ev->field_offsets[0]];
+            r.allocs_by_ref += ev->layout->fields[0].type == LTR_TYPE_PNEW && code != 0;
+            r.allocs_by_place += (ev->block_flags & LTR_BLOCK_FLAG_MODEL) && code >= 1 && code <= LTR_MODEL_LIST;
         }
     }
     assert_int_equal(rc, 0);
@@ -412,9 +425,9 @@ static uint64_t json_u64(const char *js, const char *key)
  * references it must find what it finds on the same events stored plain,
  * and on a trace with a chunk lost, take exactly the heap events the
  * reader's own path gives. */
-static void test_analyzer_reads_references(void **state)
+/* The analyzer's fast path against the same events stored plain, then after a lost chunk. */
+static void analyzer_reads_references(void)
 {
-    (void)state;
     script s = make_script(20000, 11);
     const char *refs = gen_tmp("an-refs.ltr"), *plain = gen_tmp("an-plain.ltr");
     ltr_error err;
@@ -447,6 +460,97 @@ static void test_analyzer_reads_references(void **state)
     free(a);
     unlink(refs);
     unlink(plain);
+    free(s.v);
+}
+
+static void test_analyzer_reads_references(void **state)
+{
+    (void)state;
+    analyzer_reads_references();
+    sizes_by_address = 1; /* the allocator model's places, resolved by the fast path */
+    analyzer_reads_references();
+    sizes_by_address = 0;
+}
+
+/* Freed blocks coming back to requests of their size class: most
+ * allocations are told by their place in the class's list, and every
+ * address comes back. */
+static void test_allocator_model_tells_reuse_by_place(void **state)
+{
+    (void)state;
+    sizes_by_address = 1;
+    script s = make_script(20000, 21);
+    sizes_by_address = 0;
+    const char *path = gen_tmp("model.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    write_blocks(w, &s, 0, s.n, 22, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    print_message("%zu allocations, %zu by reference, %zu of them by place\n", r.allocs, r.allocs_by_ref,
+                  r.allocs_by_place);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_true(r.allocs_by_place * 2 > r.allocs);
+    unlink(path);
+    free(s.v);
+}
+
+/* A lost chunk: the reader cannot know what its frees did to the lists, so
+ * it trusts none until they fill again; what it delivers is right. */
+static void test_lost_chunk_distrusts_the_model(void **state)
+{
+    (void)state;
+    sizes_by_address = 1;
+    script s = make_script(20000, 23);
+    sizes_by_address = 0;
+    const char *path = gen_tmp("model-lost.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    write_blocks(w, &s, 0, s.n, 24, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    damage_events_chunk(path, 3);
+    readback r = read_back(path, &s); /* every event delivered is right (check_event) */
+    print_message("%zu of %zu events read, %llu references unresolved\n", r.delivered, s.n,
+                  (unsigned long long)r.unresolved);
+    assert_true(r.delivered < s.n);
+    assert_true(r.delivered + 3000 > s.n); /* the lists fill again soon */
+    assert_true(r.allocs_by_place > 0);
+    unlink(path);
+    free(s.v);
+}
+
+/* Blocks without the model's flag, in a file of version 4: a pnew code is a
+ * reference into the frees, as format 4 has it. */
+static void test_format4_codes_still_read(void **state)
+{
+    (void)state;
+    sizes_by_address = 1;
+    script s = make_script(20000, 25);
+    sizes_by_address = 0;
+    const char *path = gen_tmp("v4.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    ltr_writer_set_model(w, 0);
+    write_blocks(w, &s, 0, s.n, 26, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    size_t len;
+    uint8_t *p = gen_slurp(path, &len);
+    assert_non_null(p);
+    ltr_put_u32(p + 8, 4);
+    assert_int_equal(gen_spit(path, p, len), 0);
+    free(p);
+    expect_version = 4;
+    readback r = read_back(path, &s);
+    expect_version = LTR_FORMAT_VERSION;
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_int_equal(r.allocs_by_place, 0);
+    assert_true(r.allocs_by_ref * 2 > r.allocs);
+    unlink(path);
     free(s.v);
 }
 
@@ -535,7 +639,8 @@ static void test_tiny_addresses_grow_a_record(void **state)
     tiny_block(&blk, filler, 1);
     assert_int_equal(ltr_refwriter_block(&w, 0, 100, blk.data, blk.len, 0, base), 1);
     /* the last record: its payload is the two references, then size, stack, function */
-    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xc9, 0x01, /* 201 */ 1, 1, 1};
+    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xd9, 0x01, /* 201 back, after the model's 16 places */
+                              1, 1, 1};
     assert_true(w.out.len > sizeof expect);
     assert_memory_equal(w.out.data + w.out.len - sizeof expect, expect, sizeof expect);
     ltr_refwriter_free(&w);
@@ -867,7 +972,7 @@ static void test_version3_reads_and_merges_into_references(void **state)
     ltr_merge_report rep;
     assert_int_equal(ltr_merge(in, 2, merged, 0, &rep, &err), 0);
     char *after = heap_lines(merged, &version, &refs, UINT16_MAX);
-    assert_int_equal(version, 4);
+    assert_int_equal(version, LTR_FORMAT_VERSION);
     assert_true(refs);
     assert_string_equal(after, before);
     free(before);
@@ -887,6 +992,9 @@ int main(void)
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_many_processes),
         cmocka_unit_test(test_analyzer_reads_references),
+        cmocka_unit_test(test_allocator_model_tells_reuse_by_place),
+        cmocka_unit_test(test_lost_chunk_distrusts_the_model),
+        cmocka_unit_test(test_format4_codes_still_read),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
         cmocka_unit_test(test_unwritten_layout_is_not_planned),
