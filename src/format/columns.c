@@ -32,7 +32,8 @@ typedef struct col_layout {
 /* A layout of the block being encoded: its entry of the column table. */
 typedef struct col_use {
     const col_layout *l;
-    uint32_t k;    /* columns of fields; 0: one column of whole payloads */
+    uint32_t k;    /* columns of fields */
+    int whole;     /* one column of whole payloads instead */
     uint32_t col0; /* its first column */
     uint8_t transform[LTR_COLUMNS_MAX_FIELDS];
 } col_use;
@@ -172,12 +173,11 @@ static long use_of(ltr_colwriter *w, uint32_t id)
         return -1;
     if (l->block == w->blocks)
         return l->use;
-    uint32_t k = l->whole ? 0 : l->k;
-    if (ltr_reserve((void **)&w->uses, &w->capuses, w->nuses, sizeof *w->uses, 8) < 0 ||
-        add_columns(w, k ? k : 1) < 0)
+    uint32_t k = l->whole ? 0 : l->k, n = l->whole ? 1 : k;
+    if (ltr_reserve((void **)&w->uses, &w->capuses, w->nuses, sizeof *w->uses, 8) < 0 || add_columns(w, n) < 0)
         return -1;
     col_use *u = &w->uses[w->nuses];
-    *u = (col_use){.l = l, .k = k, .col0 = (uint32_t)(w->ncols - (k ? k : 1))};
+    *u = (col_use){.l = l, .k = k, .whole = l->whole, .col0 = (uint32_t)(w->ncols - n)};
     l->block = w->blocks;
     l->use = (uint32_t)w->nuses;
     return (long)w->nuses++;
@@ -193,7 +193,7 @@ static void put_uvar_bytes(ltr_bytes *b, uint64_t v)
  * not cover it exactly (a bad varint, bytes missing or left over). */
 static int put_payload(ltr_colwriter *w, const col_use *u, const uint8_t *q, size_t plen)
 {
-    if (!u->k) {
+    if (u->whole) {
         put_uvar_bytes(&w->cols[u->col0], plen);
         ltr_bytes_put_mem(&w->cols[u->col0], q, plen);
         return 0;
@@ -264,7 +264,7 @@ static void assemble(ltr_colwriter *w)
     for (size_t i = 0; i < w->nuses; i++) {
         const col_use *u = &w->uses[i];
         put_uvar_bytes(o, u->l->key);
-        put_uvar_bytes(o, u->k);
+        put_uvar_bytes(o, u->whole ? 0 : u->k + 1);
         ltr_bytes_put_mem(o, u->l->type, u->k);
         ltr_bytes_put_mem(o, u->transform, u->k);
     }
@@ -333,6 +333,8 @@ typedef struct col_in {
 
 typedef struct col_table {
     uint32_t id, k, col0;
+    int whole;
+    const uint8_t *spec; /* k types, then k transforms */
 } col_table;
 
 void ltr_coldecoder_free(ltr_coldecoder *d)
@@ -379,18 +381,19 @@ static int read_table(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t *p
     }
     *ncols = 2;
     for (uint64_t e = 0; e < *nt; e++) {
-        uint64_t id, k;
-        if (take_uvar(p, len, pos, &id) < 0 || id > UINT32_MAX || take_uvar(p, len, pos, &k) < 0 ||
-            k > LTR_COLUMNS_MAX - *ncols || 2 * k > len - *pos)
+        uint64_t id, shape; /* shape: 0 whole payloads, else 1 + the field columns */
+        if (take_uvar(p, len, pos, &id) < 0 || id > UINT32_MAX || take_uvar(p, len, pos, &shape) < 0 ||
+            shape > LTR_COLUMNS_MAX + 1 - *ncols || 2 * (shape - !!shape) > len - *pos)
             return fail(d, "bad layout table");
-        const uint8_t *types = p + *pos;
+        uint64_t k = shape ? shape - 1 : 0;
+        const uint8_t *spec = p + *pos;
         for (uint64_t j = 0; j < k; j++)
-            if (!valid_spec(types[j], types[k + j]))
+            if (!valid_spec(spec[j], spec[k + j]))
                 return fail(d, "bad field type or transform in the layout table");
-        if (k && check && check(ctx, (uint32_t)id, types, (uint32_t)k) < 0)
+        if (shape && check && check(ctx, (uint32_t)id, spec, (uint32_t)k) < 0)
             return fail(d, "a layout of the column table is unknown or has other field types");
-        d->tab[e] = (col_table){(uint32_t)id, (uint32_t)k, (uint32_t)*ncols};
-        *ncols += k ? k : 1;
+        d->tab[e] = (col_table){(uint32_t)id, (uint32_t)k, (uint32_t)*ncols, !shape, spec};
+        *ncols += shape ? k : 1;
         *pos += 2 * k;
     }
     return 0;
@@ -415,19 +418,12 @@ static int read_columns(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t 
     }
     if (pos != len)
         return fail(d, "bytes after the last column");
-    /* the field types, from the table (read again: it was checked) */
-    size_t tpos = 0;
-    uint64_t skip;
-    take_uvar(p, len, &tpos, &skip);
     for (uint64_t e = 0; e < nt; e++) {
-        uint64_t id, k;
-        take_uvar(p, len, &tpos, &id);
-        take_uvar(p, len, &tpos, &k);
-        for (uint64_t j = 0; j < k; j++) {
-            d->cols[d->tab[e].col0 + j].type = p[tpos + j];
-            d->cols[d->tab[e].col0 + j].transform = p[tpos + k + j];
+        const col_table *t = &d->tab[e];
+        for (uint32_t j = 0; j < t->k; j++) {
+            d->cols[t->col0 + j].type = t->spec[j];
+            d->cols[t->col0 + j].transform = t->spec[t->k + j];
         }
-        tpos += 2 * k;
     }
     return 0;
 }
@@ -468,7 +464,7 @@ static long take_whole(col_in *c, uint8_t *o)
 /* The payload of a record of table entry e into d->pay: its length, or -1. */
 static long take_payload(ltr_coldecoder *d, const col_table *e)
 {
-    if (!e->k)
+    if (e->whole)
         return take_whole(&d->cols[e->col0], d->pay);
     size_t len = 0;
     for (uint32_t j = 0; j < e->k; j++) {
