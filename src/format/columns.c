@@ -327,6 +327,7 @@ int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t
 typedef struct col_in {
     const uint8_t *p;
     size_t len, pos;
+    size_t fixed; /* bytes of a fixed-size type's value, else 0 */
     uint8_t type, transform;
     uint64_t prev; /* the delta transform's value before */
 } col_in;
@@ -342,7 +343,6 @@ void ltr_coldecoder_free(ltr_coldecoder *d)
     ltr_bytes_free(&d->rows);
     free(d->cols);
     free(d->tab);
-    free(d->pay);
     memset(d, 0, sizeof *d);
 }
 
@@ -422,32 +422,67 @@ static int read_columns(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t 
         const col_table *t = &d->tab[e];
         for (uint32_t j = 0; j < t->k; j++) {
             d->cols[t->col0 + j].type = t->spec[j];
+            d->cols[t->col0 + j].fixed = (size_t)ltr_type_fixed_size(t->spec[j]);
             d->cols[t->col0 + j].transform = t->spec[t->k + j];
         }
     }
     return 0;
 }
 
-/* The next value of a field column onto the payload at o: its length, or -1 when the column has none left. */
-static long take_field(col_in *c, uint8_t *o)
+/* Copies the varint at c's position to o: its length, or 0 when it is bad or
+ * runs past the column (ltr_get_uvar's rules, without its value). */
+static inline size_t copy_varint(col_in *c, uint8_t *o)
 {
     const uint8_t *at = c->p + c->pos;
     size_t left = c->len - c->pos;
+    for (size_t i = 0; i < left && i < LTR_VARINT_MAX; i++) {
+        o[i] = at[i];
+        if (i == LTR_VARINT_MAX - 1 && at[i] > 1)
+            return 0;
+        if (!(at[i] & 0x80)) {
+            c->pos += i + 1;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the n-byte varint at p is 0 (in however many bytes: as ltr_field_size reads a pnew or pref code). */
+static inline int varint_is_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] & 0x7f)
+            return 0;
+    return 1;
+}
+
+/* The next value of a field column onto the payload at o: its length, or -1
+ * when the column has none left. The cases by the field's kind, not one
+ * ltr_field_size: this is most of what a column block costs a reader. */
+static inline long take_field(col_in *c, uint8_t *o)
+{
     if (c->transform == LTR_COLUMN_DELTA) {
         uint64_t z;
-        size_t n = ltr_get_uvar(at, left, &z);
+        size_t n = ltr_get_uvar(c->p + c->pos, c->len - c->pos, &z);
         if (!n)
             return -1;
         c->pos += n;
         c->prev += (uint64_t)ltr_unzigzag(z);
         return (long)ltr_put_uvar(o, c->prev);
     }
-    int64_t fs = ltr_field_size((ltr_type)c->type, at, left);
-    if (fs < 0)
-        return -1;
-    memcpy(o, at, (size_t)fs);
-    c->pos += (size_t)fs;
-    return (long)fs;
+    if (c->fixed) {
+        if (c->len - c->pos < c->fixed)
+            return -1;
+        memcpy(o, c->p + c->pos, c->fixed);
+        c->pos += c->fixed;
+        return (long)c->fixed;
+    }
+    size_t n = copy_varint(c, o);
+    if (n && (c->type == LTR_TYPE_PNEW || c->type == LTR_TYPE_PREF) && varint_is_zero(o, n)) {
+        size_t m = copy_varint(c, o + n); /* code 0: the address itself follows */
+        return m ? (long)(n + m) : -1;
+    }
+    return n ? (long)n : -1;
 }
 
 /* A payload kept whole: uvar length, bytes. */
@@ -461,16 +496,17 @@ static long take_whole(col_in *c, uint8_t *o)
     return (long)n;
 }
 
-/* The payload of a record of table entry e into d->pay: its length, or -1. */
-static long take_payload(ltr_coldecoder *d, const col_table *e)
+/* The payload of a record of table entry e onto o (room for
+ * LTR_MAX_EVENT_PAYLOAD + PAYLOAD_SLACK): its length, or -1. */
+static long take_payload(ltr_coldecoder *d, const col_table *e, uint8_t *o)
 {
     if (e->whole)
-        return take_whole(&d->cols[e->col0], d->pay);
+        return take_whole(&d->cols[e->col0], o);
     size_t len = 0;
     for (uint32_t j = 0; j < e->k; j++) {
         if (len > LTR_MAX_EVENT_PAYLOAD)
-            return -1; /* each field adds 20 bytes at most: d->pay has room for one more */
-        long n = take_field(&d->cols[e->col0 + j], d->pay + len);
+            return -1; /* each field adds 20 bytes at most: there is room for one more */
+        long n = take_field(&d->cols[e->col0 + j], o + len);
         if (n < 0)
             return -1;
         len += (size_t)n;
@@ -478,33 +514,40 @@ static long take_payload(ltr_coldecoder *d, const col_table *e)
     return len <= LTR_MAX_EVENT_PAYLOAD ? (long)len : -1;
 }
 
-/* Record i: uvar size, uvar layout id, the delta as stored, the payload. */
+/* Room for one more record at the end of d->rows: its header at its longest and a payload at its longest. */
+#define PAYLOAD_SLACK (2 * LTR_VARINT_MAX)
+#define RECORD_ROOM (3 + 5 + LTR_VARINT_MAX + LTR_MAX_EVENT_PAYLOAD + PAYLOAD_SLACK)
+
+/* The next record: uvar size, uvar layout id, the delta as stored, the
+ * payload; decoded in place, the payload where a one-byte size puts it
+ * (moved on in the rare record of 128 bytes or more). */
 static int take_record(ltr_coldecoder *d, uint64_t nt)
 {
-    uint64_t idx, delta;
+    uint64_t idx;
     col_in *ic = &d->cols[0], *tc = &d->cols[1];
     if (take_uvar(ic->p, ic->len, &ic->pos, &idx) < 0 || idx >= nt)
         return fail(d, "layout index missing or past the table");
-    const uint8_t *ts = tc->p + tc->pos;
-    size_t tn = ltr_get_uvar(ts, tc->len - tc->pos, &delta);
+    if (d->rows.len > LTR_CHUNK_MAX_RAW)
+        return fail(d, "records larger than a chunk");
+    if (d->rows.cap - d->rows.len < RECORD_ROOM) {
+        if (!ltr_bytes_grow(&d->rows, RECORD_ROOM))
+            return fail(d, "out of memory");
+        d->rows.len -= RECORD_ROOM;
+    }
+    const col_table *e = &d->tab[idx];
+    uint8_t *o = d->rows.data + d->rows.len;
+    size_t h = 1 + ltr_put_uvar(o + 1, e->id), tn = copy_varint(tc, o + h);
     if (!tn)
         return fail(d, "time delta column too short");
-    tc->pos += tn;
-    const col_table *e = &d->tab[idx];
-    long plen = take_payload(d, e);
+    h += tn;
+    long plen = take_payload(d, e, o + h);
     if (plen < 0)
         return fail(d, "a field column too short, or a payload over 64 KiB");
-    size_t size = ltr_uvar_len(e->id) + tn + (size_t)plen;
-    if (d->rows.len + LTR_VARINT_MAX + size > LTR_CHUNK_MAX_RAW)
-        return fail(d, "records larger than a chunk");
-    uint8_t *o = ltr_bytes_grow(&d->rows, LTR_VARINT_MAX + size);
-    if (!o)
-        return fail(d, "out of memory");
-    size_t h = ltr_put_uvar(o, size);
-    h += ltr_put_uvar(o + h, e->id);
-    memcpy(o + h, ts, tn);
-    memcpy(o + h + tn, d->pay, (size_t)plen);
-    d->rows.len -= LTR_VARINT_MAX - ltr_uvar_len(size);
+    size_t size = h - 1 + (size_t)plen, sn = ltr_uvar_len(size);
+    if (sn > 1)
+        memmove(o + sn, o + 1, size);
+    ltr_put_uvar(o, size);
+    d->rows.len += sn + size;
     return 0;
 }
 
@@ -514,8 +557,6 @@ int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t
     d->rows.len = 0;
     d->rows.failed = 0;
     d->why = NULL;
-    if (!d->pay && !(d->pay = malloc(LTR_MAX_EVENT_PAYLOAD + 4 * LTR_VARINT_MAX)))
-        return fail(d, "out of memory");
     size_t pos = 0, ncols;
     uint64_t nt;
     if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0)

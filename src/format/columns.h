@@ -72,7 +72,6 @@ typedef struct ltr_coldecoder {
     size_t capcols;
     struct col_table *tab;
     size_t captab;
-    uint8_t *pay;        /* one payload being rebuilt */
     const char *why;     /* what did not decode */
 } ltr_coldecoder;
 

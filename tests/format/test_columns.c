@@ -105,7 +105,12 @@ static size_t payload(int layout, uint8_t *o)
     case L_REF:
         for (int k = 0; k < 2; k++) {
             uint64_t code = rand() % 3 || !ref_codes ? 0 : 1 + (uint64_t)rand() % 300;
-            n += put_var(o + n, code);
+            if (!code && rand() % 8 == 0) { /* a 0 in two bytes: still "the address follows" */
+                o[n++] = 0x80;
+                o[n++] = 0;
+            } else {
+                n += put_var(o + n, code);
+            }
             if (!code)
                 n += put_var(o + n, any_value());
         }
