@@ -25,6 +25,7 @@ typedef struct col_layout {
     uint8_t whole;    /* its payloads stay whole: a string or blob field, or too many fields */
     uint8_t k;        /* fields (when not whole) */
     uint8_t type[LTR_COLUMNS_MAX_FIELDS];
+    uint8_t fixed[LTR_COLUMNS_MAX_FIELDS]; /* bytes of a fixed-size field, else 0 */
     uint32_t use;     /* its index in the table of block number `block` */
     uint64_t block;
 } col_layout;
@@ -94,8 +95,10 @@ static int parse_layout(const uint8_t *b, size_t len, col_layout *out)
         if (ltr_type_fixed_size(t) < 0 || (t == LTR_TYPE_PNEW && refs[0]++) || (t == LTR_TYPE_PREF && refs[1]++))
             return -1;
         out->whole |= !columnable(t);
-        if (i < LTR_COLUMNS_MAX_FIELDS)
+        if (i < LTR_COLUMNS_MAX_FIELDS) {
             out->type[i] = t;
+            out->fixed[i] = (uint8_t)ltr_type_fixed_size(t);
+        }
     }
     return c.bad ? -1 : 0;
 }
@@ -189,6 +192,31 @@ static void put_uvar_bytes(ltr_bytes *b, uint64_t v)
     ltr_bytes_put_mem(b, tmp, ltr_put_uvar(tmp, v));
 }
 
+/* The size of a field as ltr_field_size gives it, the common kinds inline:
+ * this and col_put are most of what columns cost the recorder. */
+static inline int64_t field_len(uint8_t type, uint8_t fixed, const uint8_t *p, size_t left)
+{
+    uint64_t v;
+    if (fixed)
+        return fixed <= left ? fixed : -1;
+    if (plain_varint(type)) {
+        size_t n = ltr_get_uvar(p, left, &v);
+        return n ? (int64_t)n : -1;
+    }
+    return ltr_field_size((ltr_type)type, p, left);
+}
+
+/* Appends a field's few bytes to a column, without a call when there is room. */
+static inline void col_put(ltr_bytes *c, const uint8_t *p, size_t n)
+{
+    if (!c->failed && c->cap - c->len >= n) {
+        memcpy(c->data + c->len, p, n);
+        c->len += n;
+    } else {
+        ltr_bytes_put_mem(c, p, n);
+    }
+}
+
 /* A record's payload into its layout's columns: 0, or -1 when its fields do
  * not cover it exactly (a bad varint, bytes missing or left over). */
 static int put_payload(ltr_colwriter *w, const col_use *u, const uint8_t *q, size_t plen)
@@ -200,10 +228,10 @@ static int put_payload(ltr_colwriter *w, const col_use *u, const uint8_t *q, siz
     }
     size_t pos = 0;
     for (uint32_t j = 0; j < u->k; j++) {
-        int64_t fs = ltr_field_size((ltr_type)u->l->type[j], q + pos, plen - pos);
+        int64_t fs = field_len(u->l->type[j], u->l->fixed[j], q + pos, plen - pos);
         if (fs < 0)
             return -1;
-        ltr_bytes_put_mem(&w->cols[u->col0 + j], q + pos, (size_t)fs);
+        col_put(&w->cols[u->col0 + j], q + pos, (size_t)fs);
         pos += (size_t)fs;
     }
     return pos == plen ? 0 : -1;
@@ -217,8 +245,9 @@ static int put_record(ltr_colwriter *w, const uint8_t *r, const ltr_cevent *ce)
     long u = ln && ce->payload <= LTR_MAX_EVENT_PAYLOAD ? use_of(w, ce->layout) : -1;
     if (u < 0)
         return -1;
-    put_uvar_bytes(&w->cols[0], (uint64_t)u);
-    ltr_bytes_put_mem(&w->cols[1], r + sn + ln, ce->header - sn - ln); /* the delta as it was */
+    uint8_t idx[LTR_VARINT_MAX];
+    col_put(&w->cols[0], idx, ltr_put_uvar(idx, (uint64_t)u));
+    col_put(&w->cols[1], r + sn + ln, ce->header - sn - ln); /* the delta as it was */
     return put_payload(w, &w->uses[u], r + ce->header, ce->payload);
 }
 

@@ -465,10 +465,12 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
 /* A compact block's records as columns when they parse cleanly and come out
  * smaller (format/columns.h): 1 and *events, *len the column data, or 0
  * for rows as they are. So a column block is never larger than its rows,
- * and the chunk-size checks made on the rows hold for it. */
+ * and the chunk-size checks made on the rows hold for it. Not when the
+ * recorder is behind (plain): columns cost it about 40 ns an event
+ * (docs/benchmarks.md, "Column blocks"), paid then in lost events. */
 static int as_columns(ltr_writer *w, const ltr_block_info *info, const void **events, size_t *len)
 {
-    if (info->fixed_records || !w->columns ||
+    if (info->fixed_records || info->plain || !w->columns ||
         ltr_colwriter_block(&w->cols, *events, *len, info->event_count) != 1)
         return 0;
     *events = w->cols.out.data;

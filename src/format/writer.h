@@ -32,8 +32,8 @@ typedef struct ltr_block_info {
      * the writer decides. */
     uint64_t ref_base[2];
     /* 1: the heap records' addresses stored as themselves, no address
-     * references (the recorder is behind: their cost would be paid in lost
-     * events). */
+     * references, and the records in rows, not columns (the recorder is
+     * behind: their cost would be paid in lost events). */
     uint8_t plain;
 } ltr_block_info;
 
