@@ -65,6 +65,9 @@ enum ltr_counter_kind {
  * (field types pnew and pref): u64 alloc_base, u64 free_base after ts_base. */
 #define LTR_BLOCK_FLAG_REFS 0x4u
 #define LTR_BLOCK_REFS_HEADER_SIZE 56u
+/* Format 5: with LTR_BLOCK_FLAG_COMPACT, the block's compact records stored
+ * as columns (format/columns.h); byte_count counts the column data. */
+#define LTR_BLOCK_FLAG_COLUMNS 0x8u
 /* How far back (in values of its process's sequence) a reference may go. */
 #define LTR_REFS_WINDOW (1u << 18)
 /* Format 5, with LTR_BLOCK_FLAG_REFS: a pnew code of 1 to LTR_MODEL_LIST is

@@ -27,6 +27,7 @@
  * Damaged stretches of a source are skipped and counted, as a reader would.
  */
 #include "format/merge.h"
+#include "format/columns.h"
 #include "format/symchunk.h"
 #include "format/reader.h"
 #include "format/writer.h"
@@ -58,6 +59,7 @@ typedef struct source {
     uint64_t first_ts;   /* of f's EVENTS chunk */
     ltr_idmap layouts;   /* source layout id -> merged id + 1 */
     ltr_bytes counters;  /* the last COUNTERS payload */
+    ltr_coldecoder cols; /* the records of its last column block */
     ltr_bytes header;    /* the HEADER key/value list */
     uint64_t end_ns, wall_end_ns;
     int complete;
@@ -140,6 +142,7 @@ static void close_source(source *s)
         close(s->fd);
     ZSTD_freeDCtx(s->dctx);
     ltr_fetch_free(&s->f);
+    ltr_coldecoder_free(&s->cols);
     ltr_idmap_free(&s->layouts);
     ltr_bytes_free(&s->counters);
     ltr_bytes_free(&s->header);
@@ -402,13 +405,28 @@ static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
     return hl + bytes;
 }
 
+/* A column block's records decoded (into s->cols), so that it is copied
+ * as rows are (the writer stores them as columns again): 0, or -1 when its
+ * column data does not decode (a reader would skip the whole block too). */
+static int block_rows(source *s, block *b)
+{
+    if (!(b->info.flags & LTR_BLOCK_FLAG_COLUMNS))
+        return 0;
+    b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_COLUMNS;
+    if (!b->compact || ltr_columns_decode(&s->cols, b->rec, b->len, b->info.event_count, NULL, NULL) < 0)
+        return -1;
+    b->rec = s->cols.rows.data;
+    b->len = s->cols.rows.len;
+    return 0;
+}
+
 /* The timestamp of an EVENTS chunk's first event (its place in the merge). */
-static uint64_t chunk_first_ts(const source *s)
+static uint64_t chunk_first_ts(source *s)
 {
     block b;
     size_t used = next_block(s->f.raw, s->f.raw_len, 0, &b);
     uint64_t v = 0;
-    if (!used || b.len == 0)
+    if (!used || block_rows(s, &b) < 0 || b.len == 0)
         return 0;
     if (!b.compact)
         return b.len >= 16 ? ltr_get_u64(b.rec + 8) : 0;
@@ -425,6 +443,10 @@ static int write_events(merger *m, source *s, uint32_t si)
             return ltr_bytes_free(&recs),
                    ltr_fail(m->err, EINVAL, "%s has collector %u: a merged trace cannot be merged again",
                             s->path, b.info.collector);
+        if (block_rows(s, &b) < 0) {
+            m->rep->damaged++;
+            continue;
+        }
         recs.len = 0;
         uint32_t n = b.compact ? rewrite_compact(s, b.rec, b.len, b.ts_base, &recs) : rewrite_fixed(s, b.rec, b.len, &recs);
         if (recs.failed)

@@ -178,6 +178,55 @@ static void block_damage(ltr_trace *t, const char *what, size_t at)
                          "chunk %llu: %s at raw offset %zu", (unsigned long long)t->chunk_seq, what, at);
 }
 
+/* The raw offset damage at pos of the current block is reported at: a
+ * record's own, or for a column block (whose records are decoded ones) the
+ * start of its column data. */
+static size_t raw_at(const ltr_trace *t, size_t pos) { return t->blk_columns ? t->blk_at : pos; }
+
+static const ltr_layout_rec *find_layout(ltr_trace *t, uint32_t id);
+
+/* A column block may name only layouts the reader knows with exactly those field types. */
+static int column_layout_check(void *ctx, uint32_t id, const uint8_t *types, uint32_t k)
+{
+    const ltr_layout_rec *l = find_layout(ctx, id);
+    if (!l || l->pub.field_count != k)
+        return -1;
+    for (uint32_t j = 0; j < k; j++)
+        if ((uint8_t)l->fields[j].type != types[j])
+            return -1;
+    return 0;
+}
+
+/* Where the current block's records are read from: the chunk, or for a
+ * column block its records decoded at once (so that everything after this
+ * sees compact records). Column data that does not decode is damage of the
+ * whole block: none of its events is read, and its address references are
+ * spoiled, as after any record that cannot be read. */
+static void block_records(ltr_trace *t, uint16_t flags, size_t at, size_t len)
+{
+    t->blk_at = at;
+    t->blk_columns = (flags & LTR_BLOCK_FLAG_COLUMNS) != 0;
+    t->blk_base = t->raw;
+    t->blk_pos = at;
+    t->blk_end = at + len;
+    if (!t->blk_columns)
+        return;
+    ltr_coldecoder *d = &t->coldec;
+    if (!t->blk_compact || ltr_columns_decode(d, t->raw + at, len, t->blk_count, column_layout_check, t) < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "column block does not decode (%s)",
+                 t->blk_compact ? d->why : "column flag without the compact flag");
+        ltr_refseq_spoil(t->blk_refs);
+        block_damage(t, what, at);
+        t->blk_pos = t->blk_end;
+        t->blk_active = 0;
+        return;
+    }
+    t->blk_base = d->rows.data;
+    t->blk_pos = 0;
+    t->blk_end = d->rows.len;
+}
+
 /* Starts the block at ev_pos. Returns 0, or -1 if the rest of the chunk is unusable. */
 static int start_block(ltr_trace *t)
 {
@@ -205,20 +254,20 @@ static int start_block(ltr_trace *t)
                                         ltr_get_u64(b + 48), (flags & LTR_BLOCK_FLAG_MODEL) != 0)
                        : NULL;
     t->blk_seen = 0;
-    t->blk_pos = t->ev_pos + hsize;
-    t->blk_end = t->blk_pos + ltr_get_u32(b + 28);
-    t->ev_pos = t->blk_end;
+    size_t at = t->ev_pos + hsize, len = ltr_get_u32(b + 28);
+    t->ev_pos = at + len;
     t->blk_active = 1;
     t->blk_proc = ltr_meta_process(t, t->ev.pid);
     t->blk_thread = ltr_meta_thread(t, t->ev.pid, t->ev.tid);
     t->sum.blocks++;
+    block_records(t, flags, at, len);
     return 0;
 }
 
 static void end_block(ltr_trace *t)
 {
     if (t->blk_active && t->blk_seen != t->blk_count)
-        block_damage(t, "buffer block event count differs from its records", t->blk_end);
+        block_damage(t, "buffer block event count differs from its records", raw_at(t, t->blk_end));
     t->blk_active = 0;
 }
 
@@ -275,7 +324,7 @@ static void count_event(ltr_trace *t, ltr_layout_rec *l)
 /* The record framing could not be trusted: the rest of the block is skipped. */
 static int bad_framing(ltr_trace *t, const char *what)
 {
-    block_damage(t, what, t->blk_pos);
+    block_damage(t, what, raw_at(t, t->blk_pos));
     t->blk_pos = t->blk_end;
     t->blk_active = 0;
     return 0;
@@ -312,13 +361,13 @@ static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *pay
 /* A version-1 record: u32 size, u32 layout, u64 timestamp, payload. */
 static int take_fixed_event(ltr_trace *t)
 {
-    const uint8_t *r = t->raw + t->blk_pos;
+    const uint8_t *r = t->blk_base + t->blk_pos;
     size_t left = t->blk_end - t->blk_pos;
     uint32_t size = left >= LTR_EVENT_HEADER_SIZE ? ltr_get_u32(r) : 0;
     if (size < LTR_EVENT_HEADER_SIZE || size > LTR_MAX_EVENT_PAYLOAD + LTR_EVENT_HEADER_SIZE ||
         size > left)
         return bad_framing(t, "event record size runs past its block");
-    size_t at = t->blk_pos;
+    size_t at = raw_at(t, t->blk_pos);
     t->blk_pos += size;
     t->blk_seen++;
     t->ev.ts = ltr_get_u64(r + 8);
@@ -330,14 +379,14 @@ static int take_fixed_event(ltr_trace *t)
  * or whose payload is short is skipped, its timestamp still counted. */
 static int take_compact_event(ltr_trace *t)
 {
-    const uint8_t *r = t->raw + t->blk_pos;
+    const uint8_t *r = t->blk_base + t->blk_pos;
     ltr_cevent ce;
     size_t n = ltr_cevent_parse(r, t->blk_end - t->blk_pos, &ce);
     if (!n)
         return bad_framing(t, "compact event record does not parse (bad varint or size past its block)");
     if (ce.payload > LTR_MAX_EVENT_PAYLOAD)
         return bad_framing(t, "compact event payload over 64 KiB");
-    size_t at = t->blk_pos;
+    size_t at = raw_at(t, t->blk_pos);
     t->blk_pos += n;
     t->blk_seen++;
     t->blk_ts += (uint64_t)ce.ts_delta;
@@ -397,7 +446,7 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err)
     int rc = stream_ready(t, err);
     if (rc <= 0)
         return rc;
-    v->rec = t->raw + t->blk_pos;
+    v->rec = t->blk_base + t->blk_pos;
     v->left = t->blk_end - t->blk_pos;
     v->ts = t->blk_ts;
     v->pid = t->ev.pid;
@@ -547,6 +596,7 @@ void ltr_trace_close(ltr_trace *t)
     reset_state(t);
     ZSTD_freeDCtx(t->dctx);
     ltr_fetch_free(&t->own);
+    ltr_coldecoder_free(&t->coldec);
     free(t->offsets);
     free(t->path);
     free(t);

@@ -11,6 +11,7 @@
 
 #include "format/blocks.h"
 #include "format/chunk.h"
+#include "format/columns.h"
 #include "base/hmap.h"
 #include "base/records.h"
 
@@ -156,7 +157,11 @@ struct ltr_trace {
     uint64_t chunk_off, chunk_seq;
     size_t ev_pos;               /* next block in raw */
     int blk_active;
-    size_t blk_pos, blk_end;     /* next event record, end of the block's records */
+    const uint8_t *blk_base;     /* where the block's records are: raw, or coldec.rows of a column block */
+    size_t blk_pos, blk_end;     /* next event record, end of the block's records (from blk_base) */
+    size_t blk_at;               /* raw offset of the block's records or column data */
+    int blk_columns;             /* a column block (LTR_BLOCK_FLAG_COLUMNS), read from its decoded records */
+    ltr_coldecoder coldec;
     uint32_t blk_count, blk_seen;
     int blk_compact;             /* compact records (LTR_BLOCK_FLAG_COMPACT) */
     uint64_t blk_ts;             /* compact: timestamp of the previous record */

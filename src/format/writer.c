@@ -8,6 +8,7 @@
 #include "format/writer.h"
 
 #include "format/chunk.h"
+#include "format/columns.h"
 #include "format/compact.h"
 #include "format/nodevar.h"
 #include "format/refs.h"
@@ -56,6 +57,8 @@ struct ltr_writer {
     ltr_bytes meta_wait;   /* METADATA come while EVENTS were pending: written just before them */
     ltr_refwriter refs;    /* frees' addresses told as references (format 4) */
     ltr_bytes meta_in;     /* METADATA as received, heap layouts converted */
+    ltr_colwriter cols;    /* compact blocks stored as columns (format 5) */
+    int columns;           /* 0: compact blocks stay in rows (LTR_COLUMNS=0, ltr_writer_set_columns) */
 };
 
 /* METADATA that comes while EVENTS are pending waits for them and goes out
@@ -152,6 +155,9 @@ static ltr_writer *new_writer(int fd, const char *path, ltr_error *err)
     w->chunk_target = DEFAULT_CHUNK_TARGET;
     w->fd = fd;
     ltr_refwriter_init(&w->refs);
+    ltr_colwriter_init(&w->cols);
+    const char *c = getenv("LTR_COLUMNS"); /* rows only, to compare them with columns (tests, benchmarks) */
+    w->columns = !(c && !strcmp(c, "0"));
     return w;
 }
 
@@ -222,6 +228,8 @@ void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ct
 }
 
 void ltr_writer_trust_layouts(ltr_writer *w) { w->refs.trusted = 1; }
+
+void ltr_writer_set_columns(ltr_writer *w, int on) { w->columns = on; }
 
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = max_file_bytes; }
 
@@ -321,6 +329,7 @@ int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_erro
     if (w->meta_in.failed)
         return ltr_fail(err, ENOMEM, "writing %s: out of memory for metadata", w->path);
     ltr_refwriter_layouts(&w->refs, w->meta_in.data, len);
+    ltr_colwriter_layouts(&w->cols, w->meta_in.data, len);
     records = w->meta_in.data;
     if (w->nblocks && deferrable(records, len) && w->meta_wait.len + len <= META_WAIT_MAX) {
         ltr_bytes_put_mem(&w->meta_wait, records, len);
@@ -355,8 +364,10 @@ static int write_metadata_now(ltr_writer *w, const void *records, size_t len, in
     int rc = write_chunk(w, LTR_CHUNK_METADATA, p, len, err);
     if (rc < 0)
         ltr_stackshare_reset(&w->stacks);
-    if (rc == 0 || !kept)
+    if (rc == 0 || !kept) {
         ltr_refwriter_layouts_written(&w->refs, p, len, rc == 0);
+        ltr_colwriter_layouts_written(&w->cols, p, len, rc == 0);
+    }
     return rc;
 }
 
@@ -396,11 +407,15 @@ static size_t block_header_size(const ltr_block_info *info)
                                                : LTR_BLOCK_COMPACT_HEADER_SIZE;
 }
 
+/* columns: the events are column data (LTR_BLOCK_FLAG_COLUMNS). */
 static void append_block(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
-                         uint64_t base)
+                         uint64_t base, int columns)
 {
     ltr_bytes *b = &w->events;
-    uint16_t flags = (uint16_t)(info->flags & ~(LTR_BLOCK_FLAG_COMPACT | (info->fixed_records ? LTR_BLOCK_FLAG_REFS : 0)));
+    uint16_t flags = (uint16_t)(info->flags & ~(LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS |
+                                                (info->fixed_records ? LTR_BLOCK_FLAG_REFS : 0)));
+    if (columns)
+        flags |= LTR_BLOCK_FLAG_COLUMNS;
     ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
     ltr_bytes_put_u16(b, info->collector);
     ltr_bytes_put_u16(b, info->fixed_records ? flags : flags | LTR_BLOCK_FLAG_COMPACT);
@@ -449,25 +464,43 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     return rc0 < 0 ? rc0 : rc;
 }
 
+/* A compact block's records as columns when they parse cleanly and come out
+ * smaller (format/columns.h): 1 and *events, *len the column data, or 0
+ * for rows as they are. So a column block is never larger than its rows,
+ * and the chunk-size checks made on the rows hold for it. Not when the
+ * recorder is behind (plain): columns cost it about 40 ns an event
+ * (docs/benchmarks.md, "Column blocks"), paid then in lost events. */
+static int as_columns(ltr_writer *w, const ltr_block_info *info, const void **events, size_t *len)
+{
+    if (info->fixed_records || info->plain || !w->columns ||
+        ltr_colwriter_block(&w->cols, *events, *len, info->event_count) != 1)
+        return 0;
+    *events = w->cols.out.data;
+    *len = w->cols.out.len;
+    return 1;
+}
+
 static int block_now(ltr_writer *w, const ltr_block_info *info, const void *events, size_t len,
                      ltr_error *err)
 {
     uint64_t base = info->fixed_records ? 0 : anchor_piece(w, info, events, len);
-    size_t need = block_header_size(info) + len;
-    if (need > LTR_CHUNK_MAX_RAW) {
+    if (block_header_size(info) + len > LTR_CHUNK_MAX_RAW) {
         if (w->drop)
             w->drop(w->drop_ctx, info, (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len));
         return ltr_fail(err, E2BIG, "writing %s: a block of %zu bytes does not fit in a chunk", w->path, len);
     }
+    size_t rows = len;
+    int columns = as_columns(w, info, &events, &len);
+    size_t need = block_header_size(info) + len;
     int rc = 0;
     if (w->events.len + need > LTR_CHUNK_MAX_RAW)
         rc = seal(w, err);
-    if (remember_block(w, info, (uint32_t)len) < 0) {
+    if (remember_block(w, info, (uint32_t)rows) < 0) {
         if (w->drop)
-            w->drop(w->drop_ctx, info, (uint32_t)len);
+            w->drop(w->drop_ctx, info, (uint32_t)rows);
         return rc < 0 ? rc : ltr_fail(err, ENOMEM, "writing %s: out of memory", w->path);
     }
-    append_block(w, info, events, len, base);
+    append_block(w, info, events, len, base, columns);
     if (w->events.len >= w->chunk_target) {
         int rc2 = seal(w, rc < 0 ? NULL : err);
         if (rc == 0)
@@ -522,6 +555,7 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->meta_wait);
     ltr_bytes_free(&w->meta_in);
     ltr_refwriter_free(&w->refs);
+    ltr_colwriter_free(&w->cols);
     free(w->path);
     free(w);
 }

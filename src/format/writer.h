@@ -32,8 +32,8 @@ typedef struct ltr_block_info {
      * the writer decides. */
     uint64_t ref_base[2];
     /* 1: the heap records' addresses stored as themselves, no address
-     * references (the recorder is behind: their cost would be paid in lost
-     * events). */
+     * references, and the records in rows, not columns (the recorder is
+     * behind: their cost would be paid in lost events). */
     uint8_t plain;
 } ltr_block_info;
 
@@ -60,6 +60,9 @@ int ltr_writer_cut(ltr_writer *w, uint64_t size, ltr_error *err);
 /* Flushes pending EVENTS, then writes one chunk of chunk_type from raw. */
 int ltr_writer_chunk(ltr_writer *w, uint16_t chunk_type, const void *raw, size_t len, ltr_error *err);
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx);
+/* 1 (the default, unless the environment says LTR_COLUMNS=0): compact blocks
+ * are stored as columns where they can be (format 5); 0: always as rows. */
+void ltr_writer_set_columns(ltr_writer *w, int on);
 /* 0 = no limit; a chunk that would make the file larger is refused with -EFBIG. */
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);
 /* Raw size of pending EVENTS that triggers a chunk write; default 1 MiB. */

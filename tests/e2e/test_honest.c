@@ -68,12 +68,13 @@ static void test_failed_stop_keeps_session(void **state)
     expect_running(false);
 }
 
-/* A 256 KB tmpfs at dir/full, or skip when mounting is not permitted. */
+/* A 64 KB tmpfs at dir/full (the heap target's tree trace takes about 210
+ * KB), or skip when mounting is not permitted. */
 static bool mount_small_disk(const char *dir, char *mnt, size_t size)
 {
     snprintf(mnt, size, "%s/full", dir);
     mkdir(mnt, 0700);
-    if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700") == 0)
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k,mode=0700") == 0)
         return true;
     fprintf(stderr, "skipped: cannot mount a small tmpfs to fill (%m): needs root\n");
     return false;
@@ -106,14 +107,14 @@ static void test_disk_full(void **state)
     assert_true(stop_ok);
 }
 
-/* A file size limit (ulimit -f) below what the trace needs is a write that
- * fails like a full disk: said once, with its errno text, and never a
+/* A file size limit (ulimit -f: 64 KiB, where the tree trace takes 210 KB)
+ * below what the trace needs is a write that fails like a full disk: said once, with its errno text, and never a
  * recorder killed by SIGXFSZ. The limit also applies to the recorder's shared
  * memory, which must still be sized: `ltr start` works under a soft limit. */
 static void test_file_size_limit(void **state)
 {
     const char *dir = *state;
-    tu_result r = tu_run("ulimit -S -f 256 && %s record -o %s/big.ltr -- %s tree", LTR, dir,
+    tu_result r = tu_run("ulimit -S -f 64 && %s record -o %s/big.ltr -- %s tree", LTR, dir,
                          tu_test_bin("heap-target"));
     if (r.status != 1 || !strstr(r.err, "File too large") || !strstr(r.err, "could not be written") ||
         strstr(r.err, "no session named"))

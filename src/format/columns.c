@@ -1,0 +1,600 @@
+/*
+ * format/columns.c — column blocks (columns.h; the bytes are described in
+ * docs/trace-format.md, "Column blocks"). The writer's half learns the
+ * field types of every LAYOUT on its way to the file and splits a block's
+ * records by them; the reader's half puts the records back together. The
+ * round trip is byte-exact by construction: every byte of a record is
+ * either copied as it was (varints included, so a value's encoding never
+ * changes) or derived from a value the writer checked re-encodes the same
+ * (the size, the layout id, the delta columns). Whatever the writer cannot
+ * promise that for, it leaves in rows.
+ */
+#include "format/columns.h"
+
+#include "format/compact.h"
+#include "format/reader.h"
+#include "prim/prim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A layout as the writer knows it. */
+typedef struct col_layout {
+    uint64_t key;     /* layout id */
+    uint8_t written;  /* a METADATA chunk holding its LAYOUT reached the file */
+    uint8_t whole;    /* its payloads stay whole: a string or blob field, or too many fields */
+    uint8_t k;        /* fields (when not whole) */
+    uint8_t type[LTR_COLUMNS_MAX_FIELDS];
+    uint8_t fixed[LTR_COLUMNS_MAX_FIELDS]; /* bytes of a fixed-size field, else 0 */
+    uint32_t use;     /* its index in the table of block number `block` */
+    uint64_t block;
+} col_layout;
+
+/* A layout of the block being encoded: its entry of the column table. */
+typedef struct col_use {
+    const col_layout *l;
+    uint32_t k;    /* columns of fields */
+    int whole;     /* one column of whole payloads instead */
+    uint32_t col0; /* its first column */
+    uint8_t transform[LTR_COLUMNS_MAX_FIELDS];
+} col_use;
+
+static int plain_varint(unsigned t) { return t == LTR_TYPE_UVAR || t == LTR_TYPE_IVAR || t == LTR_TYPE_PVAR; }
+
+/* A field type a column can hold: one whose values frame themselves. */
+static int columnable(unsigned t)
+{
+    return t != LTR_TYPE_STRING && t != LTR_TYPE_BLOB && ltr_type_fixed_size(t) >= 0 && t != 0;
+}
+
+/* The length of the varint at p if it is the shortest encoding of its value
+ * (what ltr_put_uvar writes back), else 0. */
+static size_t canonical_varint(const uint8_t *p, size_t left)
+{
+    uint64_t v;
+    size_t n = ltr_get_uvar(p, left, &v);
+    return n == 1 || (n > 1 && p[n - 1] != 0) ? n : 0;
+}
+
+/* ---- the writer: layouts ------------------------------------------------------ */
+
+void ltr_colwriter_init(ltr_colwriter *w)
+{
+    memset(w, 0, sizeof *w);
+    an_hmap_init(&w->layouts, sizeof(col_layout));
+    w->delta = 1;
+}
+
+void ltr_colwriter_free(ltr_colwriter *w)
+{
+    an_hmap_free(&w->layouts);
+    ltr_bytes_free(&w->in);
+    ltr_bytes_free(&w->out);
+    ltr_bytes_free(&w->spare);
+    for (size_t i = 0; i < w->capcols; i++)
+        ltr_bytes_free(&w->cols[i]);
+    free(w->cols);
+    free(w->uses);
+    memset(w, 0, sizeof *w);
+}
+
+/* A LAYOUT body parsed as a reader parses it (meta.c parse_layout): 0, or -1
+ * when a reader would refuse it (then its id stays unknown to both). */
+static int parse_layout(const uint8_t *b, size_t len, col_layout *out)
+{
+    ltr_cursor c = {b, len, 0, 0};
+    uint32_t id = ltr_cursor_u32(&c);
+    ltr_cursor_take(&c, 16 + 2 + 1 + 1 + 8); /* guid, event id, level, opcode, keywords */
+    ltr_cursor_take(&c, ltr_cursor_u16(&c)); /* name */
+    unsigned n = ltr_cursor_u16(&c);
+    int refs[2] = {0, 0};
+    *out = (col_layout){.key = id, .whole = n > LTR_COLUMNS_MAX_FIELDS, .k = (uint8_t)(n <= LTR_COLUMNS_MAX_FIELDS ? n : 0)};
+    for (unsigned i = 0; i < n && !c.bad; i++) {
+        uint8_t t = ltr_cursor_u8(&c);
+        ltr_cursor_take(&c, ltr_cursor_u16(&c));
+        if (ltr_type_fixed_size(t) < 0 || (t == LTR_TYPE_PNEW && refs[0]++) || (t == LTR_TYPE_PREF && refs[1]++))
+            return -1;
+        out->whole |= !columnable(t);
+        if (i < LTR_COLUMNS_MAX_FIELDS) {
+            out->type[i] = t;
+            out->fixed[i] = (uint8_t)ltr_type_fixed_size(t);
+        }
+    }
+    return c.bad ? -1 : 0;
+}
+
+/* Calls fn on the body of every LAYOUT record of a METADATA payload. */
+static void each_layout(ltr_colwriter *w, const uint8_t *records, size_t len, int ok,
+                        void (*fn)(ltr_colwriter *w, const uint8_t *body, size_t n, int ok))
+{
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint32_t size = ltr_get_u32(records + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            return;
+        if (ltr_get_u16(records + off) == LTR_META_LAYOUT)
+            fn(w, records + off + LTR_RECORD_HEADER_SIZE, size - LTR_RECORD_HEADER_SIZE, ok);
+        off += size;
+    }
+}
+
+static void learn(ltr_colwriter *w, const uint8_t *body, size_t n, int ok)
+{
+    (void)ok;
+    col_layout l;
+    int created;
+    if (parse_layout(body, n, &l) < 0 || an_hmap_get(&w->layouts, l.key))
+        return; /* a reader keeps the first description of an id */
+    col_layout *e = an_hmap_put(&w->layouts, l.key, &created);
+    if (e)
+        *e = l;
+}
+
+static void written(ltr_colwriter *w, const uint8_t *body, size_t n, int ok)
+{
+    col_layout *e = n >= 4 ? an_hmap_get(&w->layouts, ltr_get_u32(body)) : NULL;
+    if (e && ok)
+        e->written = 1;
+    else if (e && !e->written)
+        an_hmap_del(&w->layouts, e->key);
+}
+
+void ltr_colwriter_layouts(ltr_colwriter *w, const uint8_t *records, size_t len)
+{
+    each_layout(w, records, len, 0, learn);
+}
+
+void ltr_colwriter_layouts_written(ltr_colwriter *w, const uint8_t *records, size_t len, int ok)
+{
+    each_layout(w, records, len, ok, written);
+}
+
+/* ---- the writer: one block ----------------------------------------------------- */
+
+/* n more empty columns: 0, or -1 past LTR_COLUMNS_MAX or without memory. */
+static int add_columns(ltr_colwriter *w, size_t n)
+{
+    if (w->ncols + n > LTR_COLUMNS_MAX)
+        return -1;
+    size_t old = w->capcols;
+    if (w->ncols + n > old) {
+        if (ltr_reserve((void **)&w->cols, &w->capcols, w->ncols + n - 1, sizeof *w->cols, 16) < 0)
+            return -1;
+        memset(w->cols + old, 0, (w->capcols - old) * sizeof *w->cols);
+    }
+    for (size_t i = w->ncols; i < w->ncols + n; i++)
+        w->cols[i].len = 0;
+    w->ncols += n;
+    return 0;
+}
+
+/* The table index of a layout in the current block, added at its first
+ * record; -1 for a layout not known, or not in the file yet. */
+static long use_of(ltr_colwriter *w, uint32_t id)
+{
+    col_layout *l = an_hmap_get(&w->layouts, id);
+    if (!l || !l->written)
+        return -1;
+    if (l->block == w->blocks)
+        return l->use;
+    uint32_t k = l->whole ? 0 : l->k, n = l->whole ? 1 : k;
+    if (ltr_reserve((void **)&w->uses, &w->capuses, w->nuses, sizeof *w->uses, 8) < 0 || add_columns(w, n) < 0)
+        return -1;
+    col_use *u = &w->uses[w->nuses];
+    *u = (col_use){.l = l, .k = k, .whole = l->whole, .col0 = (uint32_t)(w->ncols - n)};
+    l->block = w->blocks;
+    l->use = (uint32_t)w->nuses;
+    return (long)w->nuses++;
+}
+
+static void put_uvar_bytes(ltr_bytes *b, uint64_t v)
+{
+    uint8_t tmp[LTR_VARINT_MAX];
+    ltr_bytes_put_mem(b, tmp, ltr_put_uvar(tmp, v));
+}
+
+/* The size of a field as ltr_field_size gives it, the common kinds inline:
+ * this and col_put are most of what columns cost the recorder. */
+static inline int64_t field_len(uint8_t type, uint8_t fixed, const uint8_t *p, size_t left)
+{
+    uint64_t v;
+    if (fixed)
+        return fixed <= left ? fixed : -1;
+    if (plain_varint(type)) {
+        size_t n = ltr_get_uvar(p, left, &v);
+        return n ? (int64_t)n : -1;
+    }
+    return ltr_field_size((ltr_type)type, p, left);
+}
+
+/* Appends a field's few bytes to a column, without a call when there is room. */
+static inline void col_put(ltr_bytes *c, const uint8_t *p, size_t n)
+{
+    if (!c->failed && c->cap - c->len >= n) {
+        memcpy(c->data + c->len, p, n);
+        c->len += n;
+    } else {
+        ltr_bytes_put_mem(c, p, n);
+    }
+}
+
+/* A record's payload into its layout's columns: 0, or -1 when its fields do
+ * not cover it exactly (a bad varint, bytes missing or left over). */
+static int put_payload(ltr_colwriter *w, const col_use *u, const uint8_t *q, size_t plen)
+{
+    if (u->whole) {
+        put_uvar_bytes(&w->cols[u->col0], plen);
+        ltr_bytes_put_mem(&w->cols[u->col0], q, plen);
+        return 0;
+    }
+    size_t pos = 0;
+    for (uint32_t j = 0; j < u->k; j++) {
+        int64_t fs = field_len(u->l->type[j], u->l->fixed[j], q + pos, plen - pos);
+        if (fs < 0)
+            return -1;
+        col_put(&w->cols[u->col0 + j], q + pos, (size_t)fs);
+        pos += (size_t)fs;
+    }
+    return pos == plen ? 0 : -1;
+}
+
+/* One record (at r, parsed as ce) into the columns: 0, or -1 when it keeps the block in rows. */
+static int put_record(ltr_colwriter *w, const uint8_t *r, const ltr_cevent *ce)
+{
+    size_t sn = canonical_varint(r, ce->header);
+    size_t ln = sn ? canonical_varint(r + sn, ce->header - sn) : 0;
+    long u = ln && ce->payload <= LTR_MAX_EVENT_PAYLOAD ? use_of(w, ce->layout) : -1;
+    if (u < 0)
+        return -1;
+    uint8_t idx[LTR_VARINT_MAX];
+    col_put(&w->cols[0], idx, ltr_put_uvar(idx, (uint64_t)u));
+    col_put(&w->cols[1], r + sn + ln, ce->header - sn - ln); /* the delta as it was */
+    return put_payload(w, &w->uses[u], r + ce->header, ce->payload);
+}
+
+/* A varint column's values as zigzag differences from the value before,
+ * into w->spare: 1 when every value re-encodes as it was and that is
+ * shorter. Frame node ids of neighbouring events differ by little. */
+static int delta_shorter(ltr_colwriter *w, const ltr_bytes *c)
+{
+    w->spare.len = 0;
+    uint64_t prev = 0, v = 0;
+    for (size_t pos = 0, n; pos < c->len; pos += n, prev = v) {
+        n = canonical_varint(c->data + pos, c->len - pos);
+        uint8_t *o = n ? ltr_bytes_grow(&w->spare, LTR_VARINT_MAX) : NULL;
+        if (!o)
+            return 0;
+        ltr_get_uvar(c->data + pos, n, &v);
+        w->spare.len -= LTR_VARINT_MAX - ltr_put_uvar(o, ltr_zigzag((int64_t)(v - prev)));
+    }
+    return w->spare.len < c->len;
+}
+
+static void choose_transforms(ltr_colwriter *w)
+{
+    for (size_t i = 0; i < w->nuses; i++) {
+        col_use *u = &w->uses[i];
+        for (uint32_t j = 0; j < u->k; j++) {
+            ltr_bytes *c = &w->cols[u->col0 + j];
+            if (!w->delta || !plain_varint(u->l->type[j]) || !delta_shorter(w, c))
+                continue;
+            ltr_bytes t = *c;
+            *c = w->spare;
+            w->spare = t;
+            u->transform[j] = LTR_COLUMN_DELTA;
+        }
+    }
+}
+
+/* The table, then every column with its length, into w->out. */
+static void assemble(ltr_colwriter *w)
+{
+    ltr_bytes *o = &w->out;
+    put_uvar_bytes(o, w->nuses);
+    for (size_t i = 0; i < w->nuses; i++) {
+        const col_use *u = &w->uses[i];
+        put_uvar_bytes(o, u->l->key);
+        put_uvar_bytes(o, u->whole ? 0 : u->k + 1);
+        ltr_bytes_put_mem(o, u->l->type, u->k);
+        ltr_bytes_put_mem(o, u->transform, u->k);
+    }
+    for (size_t i = 0; i < w->ncols; i++) {
+        put_uvar_bytes(o, w->cols[i].len);
+        ltr_bytes_put_mem(o, w->cols[i].data, w->cols[i].len);
+    }
+}
+
+static int any_failed(const ltr_colwriter *w)
+{
+    int failed = w->out.failed || w->spare.failed;
+    for (size_t i = 0; i < w->ncols; i++)
+        failed |= w->cols[i].failed;
+    return failed;
+}
+
+/* Ready for the next block: columns emptied, failures forgotten. */
+static void reset_block(ltr_colwriter *w)
+{
+    for (size_t i = 0; i < w->capcols; i++)
+        w->cols[i].failed = 0;
+    w->out.failed = w->spare.failed = w->in.failed = 0;
+    w->ncols = w->nuses = 0;
+    w->blocks++;
+}
+
+/* The records of p (copied to w->in) into columns: the record count, or -1. */
+static long split(ltr_colwriter *w, const uint8_t *p, size_t len)
+{
+    w->in.len = 0;
+    uint8_t *in = ltr_bytes_grow(&w->in, len);
+    if (!in || add_columns(w, 2) < 0) /* the layout indexes, the time deltas */
+        return -1;
+    memcpy(in, p, len); /* read shared memory once */
+    long n = 0;
+    for (size_t off = 0, rn; off < len; off += rn, n++) {
+        ltr_cevent ce;
+        rn = ltr_cevent_parse(in + off, len - off, &ce);
+        if (!rn || put_record(w, in + off, &ce) < 0)
+            return -1;
+    }
+    return n;
+}
+
+int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t count)
+{
+    reset_block(w);
+    w->out.len = 0;
+    if (!w->layouts.n || !len || split(w, p, len) != (long)count)
+        return 0;
+    choose_transforms(w);
+    assemble(w);
+    return !any_failed(w) && w->out.len < len;
+}
+
+/* ---- the reader ---------------------------------------------------------------- */
+
+/* One column being read. */
+typedef struct col_in {
+    const uint8_t *p;
+    size_t len, pos;
+    size_t fixed; /* bytes of a fixed-size type's value, else 0 */
+    uint8_t type, transform;
+    uint64_t prev; /* the delta transform's value before */
+} col_in;
+
+typedef struct col_table {
+    uint32_t id, k, col0;
+    int whole;
+    const uint8_t *spec; /* k types, then k transforms */
+} col_table;
+
+void ltr_coldecoder_free(ltr_coldecoder *d)
+{
+    ltr_bytes_free(&d->rows);
+    free(d->cols);
+    free(d->tab);
+    memset(d, 0, sizeof *d);
+}
+
+static int fail(ltr_coldecoder *d, const char *why)
+{
+    d->why = why;
+    return -1;
+}
+
+/* A uvar at *pos of p (len bytes): 0 and the value, -1 when it is bad or runs past len. */
+static int take_uvar(const uint8_t *p, size_t len, size_t *pos, uint64_t *v)
+{
+    size_t n = ltr_get_uvar(p + *pos, len - *pos, v);
+    *pos += n;
+    return n ? 0 : -1;
+}
+
+/* Whether (type, transform) of a table entry is one the writer may write. */
+static int valid_spec(uint8_t type, uint8_t transform)
+{
+    return columnable(type) && (transform == LTR_COLUMN_AS_IS || (transform == LTR_COLUMN_DELTA && plain_varint(type)));
+}
+
+/* The layout table: its entries in d->tab, the column count in *ncols. */
+static int read_table(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t *pos, uint64_t *nt, size_t *ncols,
+                      ltr_columns_check_fn check, void *ctx)
+{
+    if (take_uvar(p, len, pos, nt) < 0 || *nt > LTR_COLUMNS_MAX)
+        return fail(d, "bad layout table");
+    if (*nt > d->captab) {
+        col_table *t = realloc(d->tab, *nt * sizeof *t);
+        if (!t)
+            return fail(d, "out of memory");
+        d->tab = t;
+        d->captab = *nt;
+    }
+    *ncols = 2;
+    for (uint64_t e = 0; e < *nt; e++) {
+        uint64_t id, shape; /* shape: 0 whole payloads, else 1 + the field columns */
+        if (take_uvar(p, len, pos, &id) < 0 || id > UINT32_MAX || take_uvar(p, len, pos, &shape) < 0 ||
+            shape > LTR_COLUMNS_MAX + 1 - *ncols || 2 * (shape - !!shape) > len - *pos)
+            return fail(d, "bad layout table");
+        uint64_t k = shape ? shape - 1 : 0;
+        const uint8_t *spec = p + *pos;
+        for (uint64_t j = 0; j < k; j++)
+            if (!valid_spec(spec[j], spec[k + j]))
+                return fail(d, "bad field type or transform in the layout table");
+        if (shape && check && check(ctx, (uint32_t)id, spec, (uint32_t)k) < 0)
+            return fail(d, "a layout of the column table is unknown or has other field types");
+        d->tab[e] = (col_table){(uint32_t)id, (uint32_t)k, (uint32_t)*ncols, !shape, spec};
+        *ncols += shape ? k : 1;
+        *pos += 2 * k;
+    }
+    return 0;
+}
+
+/* Every column's place and kind; the data must end with the last one. */
+static int read_columns(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t pos, uint64_t nt, size_t ncols)
+{
+    if (ncols > d->capcols) {
+        col_in *c = realloc(d->cols, ncols * sizeof *c);
+        if (!c)
+            return fail(d, "out of memory");
+        d->cols = c;
+        d->capcols = ncols;
+    }
+    for (size_t i = 0; i < ncols; i++) {
+        uint64_t n;
+        if (take_uvar(p, len, &pos, &n) < 0 || n > len - pos)
+            return fail(d, "column length past the block");
+        d->cols[i] = (col_in){.p = p + pos, .len = (size_t)n};
+        pos += (size_t)n;
+    }
+    if (pos != len)
+        return fail(d, "bytes after the last column");
+    for (uint64_t e = 0; e < nt; e++) {
+        const col_table *t = &d->tab[e];
+        for (uint32_t j = 0; j < t->k; j++) {
+            d->cols[t->col0 + j].type = t->spec[j];
+            d->cols[t->col0 + j].fixed = (size_t)ltr_type_fixed_size(t->spec[j]);
+            d->cols[t->col0 + j].transform = t->spec[t->k + j];
+        }
+    }
+    return 0;
+}
+
+/* Copies the varint at c's position to o: its length, or 0 when it is bad or
+ * runs past the column (ltr_get_uvar's rules, without its value). */
+static inline size_t copy_varint(col_in *c, uint8_t *o)
+{
+    const uint8_t *at = c->p + c->pos;
+    size_t left = c->len - c->pos;
+    for (size_t i = 0; i < left && i < LTR_VARINT_MAX; i++) {
+        o[i] = at[i];
+        if (i == LTR_VARINT_MAX - 1 && at[i] > 1)
+            return 0;
+        if (!(at[i] & 0x80)) {
+            c->pos += i + 1;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the n-byte varint at p is 0 (in however many bytes: as ltr_field_size reads a pnew or pref code). */
+static inline int varint_is_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] & 0x7f)
+            return 0;
+    return 1;
+}
+
+/* The next value of a field column onto the payload at o: its length, or -1
+ * when the column has none left. The cases by the field's kind, not one
+ * ltr_field_size: this is most of what a column block costs a reader. */
+static inline long take_field(col_in *c, uint8_t *o)
+{
+    if (c->transform == LTR_COLUMN_DELTA) {
+        uint64_t z;
+        size_t n = ltr_get_uvar(c->p + c->pos, c->len - c->pos, &z);
+        if (!n)
+            return -1;
+        c->pos += n;
+        c->prev += (uint64_t)ltr_unzigzag(z);
+        return (long)ltr_put_uvar(o, c->prev);
+    }
+    if (c->fixed) {
+        if (c->len - c->pos < c->fixed)
+            return -1;
+        memcpy(o, c->p + c->pos, c->fixed);
+        c->pos += c->fixed;
+        return (long)c->fixed;
+    }
+    size_t n = copy_varint(c, o);
+    if (n && (c->type == LTR_TYPE_PNEW || c->type == LTR_TYPE_PREF) && varint_is_zero(o, n)) {
+        size_t m = copy_varint(c, o + n); /* code 0: the address itself follows */
+        return m ? (long)(n + m) : -1;
+    }
+    return n ? (long)n : -1;
+}
+
+/* A payload kept whole: uvar length, bytes. */
+static long take_whole(col_in *c, uint8_t *o)
+{
+    uint64_t n;
+    if (take_uvar(c->p, c->len, &c->pos, &n) < 0 || n > LTR_MAX_EVENT_PAYLOAD || n > c->len - c->pos)
+        return -1;
+    memcpy(o, c->p + c->pos, (size_t)n);
+    c->pos += (size_t)n;
+    return (long)n;
+}
+
+/* The payload of a record of table entry e onto o (room for
+ * LTR_MAX_EVENT_PAYLOAD + PAYLOAD_SLACK): its length, or -1. */
+static long take_payload(ltr_coldecoder *d, const col_table *e, uint8_t *o)
+{
+    if (e->whole)
+        return take_whole(&d->cols[e->col0], o);
+    size_t len = 0;
+    for (uint32_t j = 0; j < e->k; j++) {
+        if (len > LTR_MAX_EVENT_PAYLOAD)
+            return -1; /* each field adds 20 bytes at most: there is room for one more */
+        long n = take_field(&d->cols[e->col0 + j], o + len);
+        if (n < 0)
+            return -1;
+        len += (size_t)n;
+    }
+    return len <= LTR_MAX_EVENT_PAYLOAD ? (long)len : -1;
+}
+
+/* Room for one more record at the end of d->rows: its header at its longest and a payload at its longest. */
+#define PAYLOAD_SLACK (2 * LTR_VARINT_MAX)
+#define RECORD_ROOM (3 + 5 + LTR_VARINT_MAX + LTR_MAX_EVENT_PAYLOAD + PAYLOAD_SLACK)
+
+/* The next record: uvar size, uvar layout id, the delta as stored, the
+ * payload; decoded in place, the payload where a one-byte size puts it
+ * (moved on in the rare record of 128 bytes or more). */
+static int take_record(ltr_coldecoder *d, uint64_t nt)
+{
+    uint64_t idx;
+    col_in *ic = &d->cols[0], *tc = &d->cols[1];
+    if (take_uvar(ic->p, ic->len, &ic->pos, &idx) < 0 || idx >= nt)
+        return fail(d, "layout index missing or past the table");
+    if (d->rows.len > LTR_CHUNK_MAX_RAW)
+        return fail(d, "records larger than a chunk");
+    if (d->rows.cap - d->rows.len < RECORD_ROOM) {
+        if (!ltr_bytes_grow(&d->rows, RECORD_ROOM))
+            return fail(d, "out of memory");
+        d->rows.len -= RECORD_ROOM;
+    }
+    const col_table *e = &d->tab[idx];
+    uint8_t *o = d->rows.data + d->rows.len;
+    size_t h = 1 + ltr_put_uvar(o + 1, e->id), tn = copy_varint(tc, o + h);
+    if (!tn)
+        return fail(d, "time delta column too short");
+    h += tn;
+    long plen = take_payload(d, e, o + h);
+    if (plen < 0)
+        return fail(d, "a field column too short, or a payload over 64 KiB");
+    size_t size = h - 1 + (size_t)plen, sn = ltr_uvar_len(size);
+    if (sn > 1)
+        memmove(o + sn, o + 1, size);
+    ltr_put_uvar(o, size);
+    d->rows.len += sn + size;
+    return 0;
+}
+
+int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
+                       ltr_columns_check_fn check, void *ctx)
+{
+    d->rows.len = 0;
+    d->rows.failed = 0;
+    d->why = NULL;
+    size_t pos = 0, ncols;
+    uint64_t nt;
+    if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0)
+        return -1;
+    for (uint32_t i = 0; i < count; i++)
+        if (take_record(d, nt) < 0)
+            return -1;
+    for (size_t i = 0; i < ncols; i++)
+        if (d->cols[i].pos != d->cols[i].len)
+            return fail(d, "a column holds more values than the block has records");
+    return 0;
+}

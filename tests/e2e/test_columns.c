@@ -1,0 +1,45 @@
+/*
+ * tests/e2e/test_columns.c — column blocks (format 5) seen from outside: two
+ * real recordings (tests/programs/target.c, modes tree and chain) merged
+ * twice, once with the writer's columns turned off (LTR_COLUMNS=0) and once
+ * as it writes by default, give the same `ltr dump` event list, the same
+ * `ltr analyze` report in text and JSON, and the one with columns is the
+ * smaller file. The merge rewrites every block through the writer, so the
+ * two files differ only in how their blocks are stored.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/testutil.h"
+
+#include <stdio.h>
+
+#define LTR tu_ltr()
+
+static void test_columns_read_as_rows(void **state)
+{
+    const char *dir = *state, *target = tu_test_bin("heap-target");
+    tu_result r = tu_run(
+        "cd %s && export LTR_COLUMNS=0 && %s record -o a.ltr -- %s tree >/dev/null 2>&1 && "
+        "%s record -o b.ltr -- %s chain >/dev/null 2>&1 && %s merge a.ltr b.ltr -o rows.ltr && "
+        "unset LTR_COLUMNS && %s merge a.ltr b.ltr -o cols.ltr && "
+        "for f in rows cols; do %s dump $f.ltr | sed \"s/$f.ltr/X/g\" >$f.dump && "
+        "%s analyze $f.ltr | sed \"s/$f.ltr/X/g\" >$f.text && "
+        "%s analyze --format json $f.ltr | sed \"s/$f.ltr/X/g\" >$f.json || exit 1; done && "
+        "cmp rows.dump cols.dump && cmp rows.text cols.text && cmp rows.json cols.json && "
+        "test $(wc -l <rows.dump) -gt 2000000 && test $(stat -c %%s cols.ltr) -lt $(stat -c %%s rows.ltr)",
+        dir, LTR, target, LTR, target, LTR, LTR, LTR, LTR, LTR);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_columns_read_as_rows, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

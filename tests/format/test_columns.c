@@ -1,0 +1,637 @@
+/*
+ * tests/format/test_columns.c — column blocks (format 5, docs/trace-format.md
+ * "Column blocks"). The encoder and decoder round-trip generated blocks of
+ * every field type byte for byte (the delta transform included); every kind
+ * of record the encoder cannot promise that for keeps its block in rows,
+ * which a reader reads exactly as it reads it without columns; a trace
+ * written with columns reads event for event as the same trace written
+ * without; and column data cut short or changed anywhere never reads out of
+ * bounds, is reported, and never costs the events of another block.
+ */
+#include "format/chunk.h"
+#include "format/columns.h"
+#include "format/compact.h"
+#include "gen.h"
+
+#include <ltr/trace.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define PROV "Test.Columns"
+enum { L_FIX = 1, L_VAR = 2, L_REF = 3, L_STR = 4, L_NONE = 5, L_LATE = 6, L_UNKNOWN = 77 };
+#define NLAYOUTS 5 /* L_FIX .. L_NONE: in the metadata written */
+
+static const char *const fields[] = {
+    [L_FIX] = "1:a,2:b,3:c,4:d,5:e,6:f,7:g,8:h,9:i,12:j,13:k",
+    [L_VAR] = "14:size,15:diff,16:addr,14:stack",
+    [L_REF] = "17:new,18:old,14:stack",
+    [L_STR] = "14:n,10:name,11:data",
+    [L_NONE] = "",
+    [L_LATE] = "14:x",
+};
+
+/* The LAYOUT records of the given layouts, under PROV. */
+static void layouts(ltr_bytes *b, const int *ids, size_t n)
+{
+    ltr_guid g;
+    ltr_guid_from_name(PROV, &g);
+    size_t r = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(b, g.b, 16);
+    ltr_bytes_put_str(b, PROV);
+    ltr_bytes_record_end(b, r);
+    for (size_t i = 0; i < n; i++)
+        gen_layout(b, (uint32_t)ids[i], &g, (uint16_t)ids[i], "E", fields[ids[i]]);
+}
+
+static const int written_ids[NLAYOUTS] = {L_FIX, L_VAR, L_REF, L_STR, L_NONE};
+
+static void metadata(ltr_bytes *b) { layouts(b, written_ids, NLAYOUTS); }
+
+/* A colwriter that knows the written layouts (and L_LATE, not written). */
+static void colwriter(ltr_colwriter *w)
+{
+    ltr_colwriter_init(w);
+    ltr_bytes m = {0};
+    metadata(&m);
+    ltr_colwriter_layouts(w, m.data, m.len);
+    ltr_colwriter_layouts_written(w, m.data, m.len, 1);
+    m.len = 0;
+    layouts(&m, (const int[]){L_LATE}, 1);
+    ltr_colwriter_layouts(w, m.data, m.len);
+    ltr_bytes_free(&m);
+}
+
+/* ---- generated records ---- */
+
+static uint64_t rnd64(void) { return (uint64_t)rand() << 62 ^ (uint64_t)rand() << 31 ^ (uint64_t)rand(); }
+
+/* A value of random magnitude, so that varints of every length occur. */
+static uint64_t any_value(void)
+{
+    int bits = rand() % 65;
+    return bits == 64 ? rnd64() : rnd64() & ((1ull << bits) - 1);
+}
+
+static size_t put_var(uint8_t *o, uint64_t v) { return ltr_put_uvar(o, v); }
+
+static uint64_t stack_now; /* a slowly moving stack id: what the delta transform is for */
+static int ref_codes = 1;  /* pnew and pref fields may hold references (damage in a block without bit 2) */
+
+static size_t payload(int layout, uint8_t *o)
+{
+    size_t n = 0;
+    static const int fix[] = {1, 2, 4, 8, 1, 2, 4, 8, 8, 8, 1};
+    switch (layout) {
+    case L_FIX:
+        for (size_t i = 0; i < sizeof fix / sizeof fix[0]; i++)
+            for (int k = 0; k < fix[i]; k++)
+                o[n++] = (uint8_t)rand();
+        break;
+    case L_VAR:
+        n += put_var(o + n, any_value());
+        n += put_var(o + n, ltr_zigzag((int64_t)any_value()));
+        n += put_var(o + n, 0x7f0000000000ull + (rnd64() & 0xffffff));
+        stack_now += (uint64_t)(rand() % 7) - 3;
+        n += put_var(o + n, stack_now & 0xfffff);
+        break;
+    case L_REF:
+        for (int k = 0; k < 2; k++) {
+            uint64_t code = rand() % 3 || !ref_codes ? 0 : 1 + (uint64_t)rand() % 300;
+            if (!code && rand() % 8 == 0) { /* a 0 in two bytes: still "the address follows" */
+                o[n++] = 0x80;
+                o[n++] = 0;
+            } else {
+                n += put_var(o + n, code);
+            }
+            if (!code)
+                n += put_var(o + n, any_value());
+        }
+        n += put_var(o + n, (uint64_t)rand() % 100);
+        break;
+    case L_STR: {
+        n += put_var(o + n, any_value());
+        uint16_t s = (uint16_t)(rand() % 20);
+        ltr_put_u16(o + n, s);
+        n += 2;
+        for (int k = 0; k < s; k++)
+            o[n++] = (uint8_t)('a' + rand() % 26);
+        uint32_t d = (uint32_t)(rand() % 9);
+        ltr_put_u32(o + n, d);
+        n += 4;
+        for (uint32_t k = 0; k < d; k++)
+            o[n++] = (uint8_t)rand();
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+/* count records of random layouts among the first nl of ids; *ts runs on. */
+static void records(ltr_bytes *b, const int *ids, int nl, size_t count, uint64_t *ts)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint8_t p[512];
+        int l = ids[rand() % nl];
+        size_t n = payload(l, p);
+        uint64_t next = *ts + (uint64_t)(rand() % 2000) - 500; /* backwards too */
+        uint8_t *h = ltr_bytes_grow(b, LTR_CEVENT_HEADER_MAX + n);
+        size_t hl = ltr_put_cevent_header(h, (uint32_t)l, next, *ts, (uint32_t)n);
+        memcpy(h + hl, p, n);
+        b->len -= LTR_CEVENT_HEADER_MAX - hl;
+        *ts = next;
+    }
+}
+
+/* The reader's check, from the layouts as written. */
+static int check_types(void *ctx, uint32_t id, const uint8_t *types, uint32_t k)
+{
+    (void)ctx;
+    if (id >= sizeof fields / sizeof fields[0] || !fields[id] || id == L_LATE)
+        return -1;
+    uint32_t n = 0;
+    for (const char *p = fields[id]; *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p))
+        if (n >= k || (uint8_t)atoi(p) != types[n++])
+            return -1;
+    return n == k ? 0 : -1;
+}
+
+/* ---- the encoder and the decoder ---- */
+
+static void expect_round_trip(ltr_colwriter *w, ltr_coldecoder *d, const ltr_bytes *rows, uint32_t count)
+{
+    assert_int_equal(ltr_colwriter_block(w, rows->data, rows->len, count), 1);
+    assert_true(w->out.len < rows->len);
+    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, check_types, NULL), 0);
+    assert_int_equal(d->rows.len, rows->len);
+    assert_memory_equal(d->rows.data, rows->data, rows->len);
+    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, NULL, NULL), 0);
+    assert_memory_equal(d->rows.data, rows->data, rows->len);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    ltr_colwriter w;
+    ltr_coldecoder d = {0};
+    colwriter(&w);
+    srand(1);
+    ltr_bytes rows = {0};
+    for (int round = 0; round < 300; round++) {
+        int nl = 1 + rand() % NLAYOUTS;
+        int ids[NLAYOUTS];
+        for (int i = 0; i < nl; i++)
+            ids[i] = written_ids[(round % 2 + i) % NLAYOUTS]; /* L_FIX or L_VAR among them: some columns pay */
+        uint32_t count = 200 + (uint32_t)(rand() % 400); /* smaller blocks of 20 columns may not pay */
+        uint64_t ts = rnd64();
+        rows.len = 0;
+        records(&rows, ids, nl, count, &ts);
+        expect_round_trip(&w, &d, &rows, count);
+    }
+    ltr_bytes_free(&rows);
+    ltr_coldecoder_free(&d);
+    ltr_colwriter_free(&w);
+}
+
+/* The delta transform: taken for the slowly moving stack ids, and only where it pays. */
+static void test_delta(void **state)
+{
+    (void)state;
+    ltr_colwriter w;
+    ltr_coldecoder d = {0};
+    colwriter(&w);
+    srand(2);
+    ltr_bytes rows = {0};
+    uint64_t ts = 5;
+    stack_now = 500000;
+    records(&rows, (const int[]){L_VAR}, 1, 2000, &ts);
+    expect_round_trip(&w, &d, &rows, 2000);
+    size_t with = w.out.len;
+    w.delta = 0;
+    expect_round_trip(&w, &d, &rows, 2000);
+    assert_true(with + 2000 < w.out.len); /* the stack column: 3 bytes a value without, 1 with */
+    ltr_bytes_free(&rows);
+    ltr_coldecoder_free(&d);
+    ltr_colwriter_free(&w);
+}
+
+/* ---- what stays in rows ---- */
+
+/* Each kind of record that keeps its block in rows; the last one does not:
+ * a varint column of a value stored longer than it needs is kept as it is
+ * rather than as differences. */
+enum { BAD_VARINT, LONG_SIZE, LONG_LAYOUT, PAYLOAD_LONGER, PAYLOAD_SHORTER, UNKNOWN, LATE, COUNT, FRAMING,
+       NONCANONICAL_DELTA, NCASES };
+
+/* A block of good records with one bad one (case c) in the middle: its bytes, and its count in *count. */
+static void bad_block(int c, ltr_bytes *b, uint32_t *count)
+{
+    uint64_t ts = 1000;
+    b->len = 0;
+    records(b, written_ids, NLAYOUTS - 1, 100, &ts);
+    uint8_t p[64];
+    size_t n = 0;
+    int layout = L_VAR;
+    *count = 201;
+    switch (c) {
+    case BAD_VARINT: /* the size field: 11 continuation bytes */
+        memset(p, 0x80, 11);
+        n = 11;
+        p[n++] = 1;
+        break;
+    case PAYLOAD_LONGER:
+    case NONCANONICAL_DELTA:
+        stack_now = 1;
+        n = payload(L_VAR, p);
+        p[n++] = c == PAYLOAD_LONGER ? 7 : 0;
+        if (c == NONCANONICAL_DELTA) /* the stack field (the last, 1) as 0x81 0x00 */
+            p[n - 2] = 0x81;
+        break;
+    case PAYLOAD_SHORTER:
+        layout = L_FIX;
+        n = payload(L_FIX, p) - 1;
+        break;
+    default:
+        n = payload(L_VAR, p);
+        layout = c == UNKNOWN ? L_UNKNOWN : c == LATE ? L_LATE : L_VAR;
+        if (c == LATE)
+            n = (size_t)ltr_put_uvar(p, 5);
+        break;
+    }
+    uint8_t *h = ltr_bytes_grow(b, 32 + n);
+    size_t hl;
+    if (c == LONG_SIZE || c == LONG_LAYOUT) { /* one varint of the header in two bytes */
+        size_t k = 0;
+        h[k++] = (uint8_t)((1 + 1 + n + (c == LONG_LAYOUT)) | (c == LONG_SIZE ? 0x80 : 0));
+        if (c == LONG_SIZE)
+            h[k++] = 0;
+        h[k++] = (uint8_t)(layout | (c == LONG_LAYOUT ? 0x80 : 0));
+        if (c == LONG_LAYOUT)
+            h[k++] = 0;
+        h[k++] = 2; /* delta +1 */
+        hl = k;
+    } else {
+        hl = ltr_put_cevent_header(h, (uint32_t)layout, ts + 1, ts, (uint32_t)n);
+    }
+    memcpy(h + hl, p, n);
+    b->len -= 32 - hl;
+    ts++;
+    records(b, written_ids, NLAYOUTS - 1, 100, &ts);
+    if (c == COUNT)
+        *count = 200;
+    if (c == FRAMING)
+        b->len--; /* the last record runs past the block */
+}
+
+static void test_fallbacks(void **state)
+{
+    (void)state;
+    ltr_colwriter w;
+    ltr_coldecoder d = {0};
+    colwriter(&w);
+    ltr_bytes b = {0};
+    for (int c = 0; c < NCASES; c++) {
+        srand(10 + (unsigned)c);
+        uint32_t count;
+        bad_block(c, &b, &count);
+        if (c == COUNT || c == FRAMING) {
+            uint32_t framed;
+            ltr_cevents_prefix(b.data, b.len, &framed);
+            assert_int_equal(framed, c == COUNT ? 201 : 200);
+        }
+        if (c == NONCANONICAL_DELTA)
+            expect_round_trip(&w, &d, &b, count);
+        else if (ltr_colwriter_block(&w, b.data, b.len, count) != 0)
+            fail_msg("case %d was stored as columns", c);
+    }
+    /* a good block still goes as columns after them */
+    srand(99);
+    uint64_t ts = 0;
+    b.len = 0;
+    records(&b, written_ids, NLAYOUTS, 50, &ts);
+    expect_round_trip(&w, &d, &b, 50);
+    ltr_bytes_free(&b);
+    ltr_coldecoder_free(&d);
+    ltr_colwriter_free(&w);
+}
+
+/* ---- whole traces ---- */
+
+/* Every event of a trace as it reads: layout, pid, time, payload; and how many
+ * blocks had column flags, and the damage. */
+typedef struct readout {
+    ltr_bytes log;
+    size_t events, column_events;
+    uint64_t damage;
+    char damage_text[2048]; /* the first damage entries */
+} readout;
+
+static void read_trace(const char *path, readout *r)
+{
+    memset(r, 0, sizeof *r);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    int rc;
+    while ((rc = ltr_trace_next(t, &ev, &err)) > 0) {
+        ltr_bytes_put_u32(&r->log, ev->layout->id);
+        ltr_bytes_put_u32(&r->log, ev->pid);
+        ltr_bytes_put_u64(&r->log, ev->ts);
+        ltr_bytes_put_u32(&r->log, ev->payload_size);
+        ltr_bytes_put_mem(&r->log, ev->payload, ev->payload_size);
+        r->events++;
+        r->column_events += (ev->block_flags & LTR_BLOCK_FLAG_COLUMNS) != 0;
+    }
+    assert_int_equal(rc, 0);
+    ltr_trace_summary s;
+    ltr_trace_summarize(t, &s);
+    r->damage = s.damage;
+    for (size_t i = 0, at = 0; i < ltr_trace_damage_count(t) && at + 256 < sizeof r->damage_text; i++) {
+        ltr_damage_format(ltr_trace_damage_at(t, i), r->damage_text + at, 256);
+        at += strlen(r->damage_text + at);
+    }
+    ltr_trace_close(t);
+}
+
+static void expect_same(const readout *a, const readout *b)
+{
+    assert_int_equal(a->events, b->events);
+    assert_int_equal(a->damage, b->damage);
+    assert_int_equal(a->log.len, b->log.len);
+    assert_memory_equal(a->log.data, b->log.data, a->log.len);
+}
+
+/* A trace of the given blocks (records, count), written with or without columns. */
+static void write_trace(const char *path, int columns, ltr_bytes *blocks, const uint32_t *counts, size_t n)
+{
+    ltr_error err;
+    ltr_writer *w;
+    unlink(path);
+    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
+    ltr_writer_set_columns(w, columns);
+    ltr_writer_trust_layouts(w); /* pnew and pref stay what the test says */
+    ltr_bytes m = {0};
+    metadata(&m);
+    assert_int_equal(ltr_writer_metadata(w, m.data, m.len, &err), 0);
+    for (size_t i = 0; i < n; i++) {
+        ltr_block_info info = {.pid = 100 + (uint32_t)i % 3, .tid = 7, .seq = i, .event_count = counts[i]};
+        assert_int_equal(ltr_writer_block(w, &info, blocks[i].data, blocks[i].len, &err), 0);
+        if (i % 5 == 4)
+            assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    }
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&m);
+}
+
+static void test_trace_same_as_rows(void **state)
+{
+    (void)state;
+    enum { N = 12 + NCASES };
+    ltr_bytes blocks[N] = {{0}};
+    uint32_t counts[N];
+    srand(3);
+    ref_codes = 0; /* every event of a good block is read (no block here has bit 2) */
+    for (size_t i = 0; i < 12; i++) {
+        uint64_t ts = 1000000 + i;
+        counts[i] = (uint32_t)(i == 0 ? 1 : 200 + rand() % 500);
+        records(&blocks[i], written_ids, NLAYOUTS, counts[i], &ts);
+    }
+    for (int c = 0; c < NCASES; c++)
+        bad_block(c, &blocks[12 + c], &counts[12 + c]);
+    const char *rows_path = gen_tmp("rows.ltr"), *cols_path = gen_tmp("cols.ltr");
+    write_trace(rows_path, 0, blocks, counts, N);
+    write_trace(cols_path, 1, blocks, counts, N);
+    readout rows, cols;
+    read_trace(rows_path, &rows);
+    read_trace(cols_path, &cols);
+    expect_same(&rows, &cols);
+    assert_int_equal(rows.column_events, 0);
+    /* the blocks the encoder takes are columns in the file, and only they:
+     * the good ones but the one-record one, and of the bad ones the last */
+    size_t good = 0;
+    ltr_colwriter w;
+    colwriter(&w);
+    for (size_t i = 0; i < N; i++) {
+        int c = ltr_colwriter_block(&w, blocks[i].data, blocks[i].len, counts[i]);
+        assert_int_equal(c, i >= 1 && (i < 12 || i == 12 + NONCANONICAL_DELTA));
+        good += c ? counts[i] : 0;
+    }
+    ltr_colwriter_free(&w);
+    assert_int_equal(cols.column_events, good);
+    assert_true(rows.damage > 0); /* the bad blocks' own damage, the same in both */
+    for (size_t i = 0; i < N; i++)
+        ltr_bytes_free(&blocks[i]);
+    ltr_bytes_free(&rows.log);
+    ltr_bytes_free(&cols.log);
+    unlink(rows_path);
+    unlink(cols_path);
+}
+
+/* ---- damage ---- */
+
+/* A trace written by hand, uncompressed: METADATA of mine, then one EVENTS
+ * chunk of the given blocks (already framed). */
+static void raw_trace(const char *path, const ltr_bytes *meta, const ltr_bytes *events)
+{
+    ltr_bytes f = {0};
+    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
+    memset(h, 0, LTR_FILE_HEADER_SIZE);
+    memcpy(h, LTR_FILE_MAGIC, 8);
+    ltr_put_u32(h + 8, LTR_FORMAT_VERSION);
+    const ltr_bytes *parts[2] = {meta, events};
+    for (int i = 0; i < 2; i++) {
+        ltr_chunk_header c = {.type = i ? LTR_CHUNK_EVENTS : LTR_CHUNK_METADATA,
+                              .payload_size = (uint32_t)parts[i]->len, .raw_size = (uint32_t)parts[i]->len,
+                              .seq = (uint64_t)i, .payload_crc = ltr_crc32(parts[i]->data, parts[i]->len)};
+        ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
+        ltr_bytes_put_mem(&f, parts[i]->data, parts[i]->len);
+    }
+    assert_int_equal(gen_spit(path, f.data, f.len), 0);
+    ltr_bytes_free(&f);
+}
+
+static void put_block(ltr_bytes *b, uint32_t pid, uint16_t flags, uint32_t count, const uint8_t *data, size_t len)
+{
+    ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_put_u16(b, (uint16_t)(LTR_BLOCK_FLAG_COMPACT | flags));
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u64(b, pid);
+    ltr_bytes_put_u32(b, count);
+    ltr_bytes_put_u32(b, (uint32_t)len);
+    ltr_bytes_put_u64(b, 0);
+    ltr_bytes_put_mem(b, data, len);
+}
+
+/* The events of pid in a readout's log. */
+static size_t events_of(const readout *r, uint32_t pid, ltr_bytes *out)
+{
+    size_t n = 0;
+    out->len = 0;
+    for (size_t off = 0; off < r->log.len;) {
+        uint32_t size = ltr_get_u32(r->log.data + off + 16);
+        if (ltr_get_u32(r->log.data + off + 4) == pid) {
+            ltr_bytes_put_mem(out, r->log.data + off, 20 + size);
+            n++;
+        }
+        off += 20 + size;
+    }
+    return n;
+}
+
+typedef struct damage_case {
+    ltr_bytes meta, rows, cols, other;
+    uint32_t count, other_count;
+    readout good;
+    ltr_bytes good_other;
+} damage_case;
+
+/* Column block of pid 2 between row blocks of pids 1 and 3 (whose events must survive anything done to it). */
+static void damage_setup(damage_case *c)
+{
+    memset(c, 0, sizeof *c);
+    ref_codes = 0; /* no block here has bit 2: references would be damage of their own */
+    metadata(&c->meta);
+    ltr_colwriter w;
+    colwriter(&w);
+    srand(4);
+    uint64_t ts = 77;
+    c->count = 120;
+    records(&c->rows, written_ids, NLAYOUTS, c->count, &ts);
+    assert_int_equal(ltr_colwriter_block(&w, c->rows.data, c->rows.len, c->count), 1);
+    ltr_bytes_put_mem(&c->cols, w.out.data, w.out.len);
+    ltr_colwriter_free(&w);
+    c->other_count = 40;
+    records(&c->other, written_ids, 1, c->other_count, &ts); /* L_FIX: described in every case */
+}
+
+/* Reads the trace with pid 2's column data replaced by data (len bytes). */
+static void read_damaged(damage_case *c, const uint8_t *data, size_t len, readout *r)
+{
+    ltr_bytes ev = {0};
+    put_block(&ev, 1, 0, c->other_count, c->other.data, c->other.len);
+    put_block(&ev, 2, LTR_BLOCK_FLAG_COLUMNS, c->count, data, len);
+    put_block(&ev, 3, 0, c->other_count, c->other.data, c->other.len);
+    const char *path = gen_tmp("damaged.ltr");
+    raw_trace(path, &c->meta, &ev);
+    read_trace(path, r);
+    unlink(path);
+    ltr_bytes_free(&ev);
+}
+
+/* The events of pids 1 and 3 are exactly the good ones. */
+static void expect_others_intact(const damage_case *c, const readout *r)
+{
+    ltr_bytes a = {0}, b = {0};
+    for (uint32_t pid = 1; pid <= 3; pid += 2) {
+        assert_int_equal(events_of(&c->good, pid, &a), c->other_count);
+        assert_int_equal(events_of(r, pid, &b), c->other_count);
+        assert_memory_equal(a.data, b.data, a.len);
+    }
+    ltr_bytes_free(&a);
+    ltr_bytes_free(&b);
+}
+
+static void test_damage(void **state)
+{
+    (void)state;
+    damage_case c;
+    damage_setup(&c);
+    read_damaged(&c, c.cols.data, c.cols.len, &c.good);
+    assert_int_equal(c.good.damage, 0);
+    assert_int_equal(c.good.events, 2 * c.other_count + c.count);
+    assert_int_equal(c.good.column_events, c.count);
+    ltr_bytes mine = {0};
+    readout r;
+    /* cut short anywhere: the whole block is damage, nothing of it is read */
+    for (size_t cut = 0; cut < c.cols.len; cut++) {
+        read_damaged(&c, c.cols.data, cut, &r);
+        assert_true(r.damage >= 1);
+        assert_int_equal(events_of(&r, 2, &mine), 0);
+        expect_others_intact(&c, &r);
+        ltr_bytes_free(&r.log);
+    }
+    /* bytes changed anywhere: never out of bounds; the block decodes whole or not at all */
+    uint8_t *copy = malloc(c.cols.len);
+    size_t damaged = 0;
+    for (size_t at = 0; at < c.cols.len; at++) {
+        static const uint8_t flips[] = {0x01, 0x80, 0xff, 0x3c};
+        for (size_t f = 0; f < sizeof flips; f++) {
+            memcpy(copy, c.cols.data, c.cols.len);
+            copy[at] ^= flips[f];
+            read_damaged(&c, copy, c.cols.len, &r);
+            size_t n = events_of(&r, 2, &mine);
+            if (strstr(r.damage_text, "column block does not decode")) {
+                damaged++;
+                assert_int_equal(n, 0);
+            }
+            assert_true(n <= c.count);
+            expect_others_intact(&c, &r);
+            ltr_bytes_free(&r.log);
+        }
+    }
+    assert_true(damaged > 0);
+    free(copy);
+    ltr_bytes_free(&mine);
+    ltr_bytes_free(&c.good.log);
+    ltr_bytes_free(&c.meta);
+    ltr_bytes_free(&c.rows);
+    ltr_bytes_free(&c.cols);
+    ltr_bytes_free(&c.other);
+}
+
+/* A table naming a layout the reader does not know, or knows with other
+ * field types, is damage of the whole block, not events read wrong. */
+static void test_layout_mismatch(void **state)
+{
+    (void)state;
+    damage_case c;
+    damage_setup(&c);
+    readout r;
+    ltr_bytes mine = {0};
+    for (int k = 0; k < 2; k++) {
+        ltr_bytes_free(&c.meta);
+        memset(&c.meta, 0, sizeof c.meta);
+        /* k 0: L_VAR not described; k 1: L_VAR described with a u64 in place of its first uvar */
+        layouts(&c.meta, (const int[]){L_FIX, L_REF, L_STR, L_NONE}, 4);
+        if (k) {
+            ltr_guid g;
+            ltr_guid_from_name(PROV, &g);
+            gen_layout(&c.meta, L_VAR, &g, L_VAR, "E", "4:size,15:diff,16:addr,14:stack");
+        }
+        read_damaged(&c, c.cols.data, c.cols.len, &r);
+        assert_non_null(strstr(r.damage_text, "unknown or has other field types"));
+        assert_int_equal(events_of(&r, 2, &mine), 0);
+        ltr_bytes_free(&r.log);
+    }
+    ltr_bytes_free(&mine);
+    ltr_bytes_free(&c.meta);
+    ltr_bytes_free(&c.rows);
+    ltr_bytes_free(&c.cols);
+    ltr_bytes_free(&c.other);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_delta),
+        cmocka_unit_test(test_fallbacks),
+        cmocka_unit_test(test_trace_same_as_rows),
+        cmocka_unit_test(test_damage),
+        cmocka_unit_test(test_layout_mismatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
