@@ -131,9 +131,8 @@ static int resolve_refs(struct ltr_refseq *refs, const an_fast_plan *pl, const u
 {
     ltr_refev e = {.has = {pl->ref[0] >= 0, pl->ref[1] >= 0}, .code = {code[0], code[1]},
                    .addr = {addr[0], addr[1]}, .size = val[AN_F_SIZE]};
-    if (ltr_refseq_resolve_event(refs, &e) < 0)
+    if (ltr_refseq_apply_event(refs, &e) < 0)
         return -1;
-    ltr_refseq_commit_event(refs, &e);
     for (int k = 0; k < 2; k++)
         if (pl->ref[k] >= 0)
             val[pl->slot[pl->ref[k]]] = e.addr[k];

@@ -84,6 +84,8 @@ typedef struct ltr_refev {
 } ltr_refev;
 int ltr_refseq_resolve_event(const struct ltr_refseq *s, ltr_refev *e);
 void ltr_refseq_commit_event(struct ltr_refseq *s, const ltr_refev *e);
+/* Both, when the event resolves; -1 and nothing changed when it does not. */
+int ltr_refseq_apply_event(struct ltr_refseq *s, ltr_refev *e);
 
 /* The index of the field whose value is an event's size for the allocator
  * model (the first uvar field named "size" of a layout with a pnew field),
