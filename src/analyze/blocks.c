@@ -179,8 +179,123 @@ record_header(const uint8_t *r, const uint8_t *end, const uint8_t **rend, uint64
     return q + ln + tn;
 }
 
+/* ---- column blocks: the records read from their columns ---- */
+
+/* The next varint of a column at *pos (not moved when there is none). */
+static inline __attribute__((always_inline)) int col_uvar(const ltr_colcursor *c, size_t *pos, uint64_t *v)
+{
+    size_t n = an_uvar(c->p + *pos, c->len - *pos, c->len - *pos, v);
+    *pos += n;
+    return n != 0;
+}
+
+/* One field's value from its column as the plan reads it (a pnew or pref:
+ * its code, and after a code of 0 the address), with the column's position
+ * and delta value moved in pos[] and prev (committed by the caller once the
+ * whole record is read). 0 when the column has no value left or it is bad:
+ * the rebuilt record would not be read either. */
+static inline __attribute__((always_inline)) int col_field(const ltr_colcursor *c, unsigned w, size_t *pos,
+                                                           uint64_t *prev, uint64_t *val, uint64_t *code,
+                                                           uint64_t *addr)
+{
+    if (w == AN_FAST_REF)
+        return col_uvar(c, pos, code) && (*code != 0 || col_uvar(c, pos, addr));
+    if (w) {
+        if (c->len - *pos < w)
+            return 0;
+        *val = fixed_le(c->p + *pos, w);
+        *pos += w;
+        return 1;
+    }
+    if (c->transform != LTR_COLUMN_DELTA)
+        return col_uvar(c, pos, val);
+    uint64_t z;
+    if (!col_uvar(c, pos, &z))
+        return 0;
+    *prev += (uint64_t)ltr_unzigzag(z);
+    *val = *prev;
+    return 1;
+}
+
+/* The columns of the next record's fields, read into val[], code[] and
+ * addr[] by the plan; their new positions and delta values in pos[] and
+ * prev[] (the cursors are not moved). 0 when one has no value. */
+static inline __attribute__((always_inline)) int col_fields(const ltr_colview *cv, const ltr_colentry *e,
+                                                            const an_fast_plan *pl, size_t *pos, uint64_t *prev,
+                                                            uint64_t val[AN_F_COUNT + 1], uint64_t code[2],
+                                                            uint64_t addr[2])
+{
+    for (uint32_t j = 0; j < e->k; j++) {
+        const ltr_colcursor *c = &cv->cols[e->col0 + j];
+        int k = (int)j == pl->ref[1];
+        pos[j] = c->pos;
+        prev[j] = c->prev;
+        if (!col_field(c, pl->width[j], &pos[j], &prev[j], &val[pl->slot[j]], &code[k], &addr[k]))
+            return 0;
+    }
+    return 1;
+}
+
+/* The records of a column block read straight from its columns, a whole
+ * record at a time: the same checks the reader's rebuilding makes (a value
+ * missing or bad, an index past the table), so it takes exactly the records
+ * the reader would, and leaves the rest to it with the cursors where that
+ * record starts. 1 when every record of the block was taken. */
+static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, uint64_t *records)
+{
+    ltr_colview *cv = v->cols;
+    ltr_colcursor *ic = &cv->cols[0], *tc = &cv->cols[1];
+    ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
+    uint64_t ts = v->ts;
+    an_event *ev = NULL;
+    size_t room = 0, n = 0;
+    while (run.records < cv->left) {
+        size_t ipos = ic->pos, tpos = tc->pos, pos[AN_FAST_FIELDS];
+        uint64_t idx, delta, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0}, code[2] = {0, 0}, addr[2] = {0, 0};
+        if (!col_uvar(ic, &ipos, &idx) || idx >= cv->nt)
+            break;
+        const ltr_colentry *e = &cv->tab[idx];
+        const an_fast_plan *pl = e->whole || e->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, e->id);
+        if (!pl || pl->kind <= 0 || pl->nfields != e->k || !col_uvar(tc, &tpos, &delta) ||
+            !col_fields(cv, e, pl, pos, prev, val, code, addr))
+            break;
+        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, code, addr, val) < 0)
+            break; /* the generic path reports it */
+        ic->pos = ipos;
+        tc->pos = tpos;
+        for (uint32_t j = 0; j < e->k; j++) {
+            cv->cols[e->col0 + j].pos = pos[j];
+            cv->cols[e->col0 + j].prev = prev[j];
+        }
+        ts += (uint64_t)ltr_unzigzag(delta);
+        if (feed) {
+            if (n == room) {
+                an_sink_commit(sk, v->pid, v->tid, n);
+                ev = an_sink_room(sk, v->pid, v->tid, &room);
+                n = 0;
+            }
+            ev[n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
+                                 .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
+                                 .op = (uint32_t)pl->kind};
+        }
+        if (!run.records++)
+            run.first_ts = ts;
+        run.min_ts = ts < run.min_ts ? ts : run.min_ts;
+        run.max_ts = ts > run.max_ts ? ts : run.max_ts;
+        count_layout(b, e->id);
+    }
+    an_sink_commit(sk, v->pid, v->tid, n);
+    run.last_ts = ts;
+    uint32_t left = cv->left;
+    report(b, &run);
+    *records = run.records;
+    return run.records == left;
+}
+
 int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, uint64_t *records)
 {
+    if (v->cols)
+        return run_columns(b, sk, v, feed, records);
     const uint8_t *r = v->rec, *end = v->rec + v->left;
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;

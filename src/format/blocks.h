@@ -23,6 +23,7 @@
  * (unknown layout, malformed: damage) to ltr_trace_next, which goes on from
  * there. Both may be mixed freely. */
 struct ltr_refseq;
+typedef struct ltr_colview ltr_colview;
 
 typedef struct ltr_block_view {
     const uint8_t *rec; /* the next record */
@@ -33,7 +34,42 @@ typedef struct ltr_block_view {
     /* The process's address references (format 4, LTR_BLOCK_FLAG_REFS), or
      * NULL for a block without them: a pref then resolves to nothing. */
     struct ltr_refseq *refs;
+    /* A column block's records still in their columns (then rec and left
+     * are not used), or NULL. */
+    ltr_colview *cols;
 } ltr_block_view;
+
+/* A column block (format 5, docs/trace-format.md "Column blocks") whose
+ * records are still in their columns. A consumer may take records from the
+ * cursors itself, a whole record at a time (when it stops, every cursor is
+ * where the next record starts), and tell the reader how many it took with
+ * ltr_trace_block_consumed (bytes 0); the rest it leaves to ltr_trace_next,
+ * which rebuilds them from there. Reading the columns directly spares the
+ * reader rebuilding the records and the consumer parsing them again: most
+ * of what column blocks would cost an analysis. */
+typedef struct ltr_colcursor {
+    const uint8_t *p;
+    size_t len, pos;
+    size_t fixed; /* bytes of a fixed-size type's value, else 0 (a varint) */
+    uint8_t type, transform; /* transform: LTR_COLUMN_DELTA, or 0 */
+    uint64_t prev;           /* the delta transform's value before */
+} ltr_colcursor;
+
+enum { LTR_COLUMN_AS_IS = 0, LTR_COLUMN_DELTA = 1 };
+
+typedef struct ltr_colentry {
+    uint32_t id, k, col0; /* layout id, its field columns, the first of them */
+    int whole;            /* its payloads kept whole, in one column (uvar length, bytes) */
+    const uint8_t *spec;  /* k field types, then k transforms */
+} ltr_colentry;
+
+struct ltr_colview {
+    uint64_t nt;              /* entries of the table */
+    const ltr_colentry *tab;
+    ltr_colcursor *cols;      /* [0]: layout indexes, [1]: time deltas, then each entry's from col0 */
+    size_t ncols;
+    uint32_t left;            /* records not taken yet */
+};
 
 /* Records decoded by the consumer from the start of a view. */
 typedef struct ltr_block_run {

@@ -352,20 +352,8 @@ int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t
 
 /* ---- the reader ---------------------------------------------------------------- */
 
-/* One column being read. */
-typedef struct col_in {
-    const uint8_t *p;
-    size_t len, pos;
-    size_t fixed; /* bytes of a fixed-size type's value, else 0 */
-    uint8_t type, transform;
-    uint64_t prev; /* the delta transform's value before */
-} col_in;
-
-typedef struct col_table {
-    uint32_t id, k, col0;
-    int whole;
-    const uint8_t *spec; /* k types, then k transforms */
-} col_table;
+typedef ltr_colcursor col_in;
+typedef ltr_colentry col_table;
 
 void ltr_coldecoder_free(ltr_coldecoder *d)
 {
@@ -550,14 +538,12 @@ static long take_payload(ltr_coldecoder *d, const col_table *e, uint8_t *o)
 /* The next record: uvar size, uvar layout id, the delta as stored, the
  * payload; decoded in place, the payload where a one-byte size puts it
  * (moved on in the rare record of 128 bytes or more). */
-static int take_record(ltr_coldecoder *d, uint64_t nt)
+static int take_record(ltr_coldecoder *d)
 {
     uint64_t idx;
     col_in *ic = &d->cols[0], *tc = &d->cols[1];
-    if (take_uvar(ic->p, ic->len, &ic->pos, &idx) < 0 || idx >= nt)
+    if (take_uvar(ic->p, ic->len, &ic->pos, &idx) < 0 || idx >= d->view.nt)
         return fail(d, "layout index missing or past the table");
-    if (d->rows.len > LTR_CHUNK_MAX_RAW)
-        return fail(d, "records larger than a chunk");
     if (d->rows.cap - d->rows.len < RECORD_ROOM) {
         if (!ltr_bytes_grow(&d->rows, RECORD_ROOM))
             return fail(d, "out of memory");
@@ -580,21 +566,52 @@ static int take_record(ltr_coldecoder *d, uint64_t nt)
     return 0;
 }
 
-int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
-                       ltr_columns_check_fn check, void *ctx)
+int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, ltr_columns_check_fn check,
+                     void *ctx)
 {
-    d->rows.len = 0;
-    d->rows.failed = 0;
     d->why = NULL;
+    d->view = (ltr_colview){0};
     size_t pos = 0, ncols;
     uint64_t nt;
     if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0)
         return -1;
-    for (uint32_t i = 0; i < count; i++)
-        if (take_record(d, nt) < 0)
-            return -1;
-    for (size_t i = 0; i < ncols; i++)
+    d->view = (ltr_colview){.nt = nt, .tab = d->tab, .cols = d->cols, .ncols = ncols, .left = count};
+    return 0;
+}
+
+uint32_t ltr_columns_rows(ltr_coldecoder *d, size_t max_bytes)
+{
+    uint32_t n = 0;
+    d->rows.len = 0;
+    d->rows.failed = 0;
+    while (d->view.left && d->rows.len < max_bytes && !d->why) {
+        if (take_record(d) < 0)
+            break;
+        d->view.left--;
+        n++;
+    }
+    return n;
+}
+
+int ltr_columns_leftover(const ltr_coldecoder *d)
+{
+    for (size_t i = 0; i < d->view.ncols; i++)
         if (d->cols[i].pos != d->cols[i].len)
-            return fail(d, "a column holds more values than the block has records");
+            return 1;
+    return 0;
+}
+
+int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
+                       ltr_columns_check_fn check, void *ctx)
+{
+    if (ltr_columns_open(d, p, len, count, check, ctx) < 0)
+        return -1;
+    ltr_columns_rows(d, LTR_CHUNK_MAX_RAW);
+    if (d->why)
+        return -1;
+    if (d->view.left)
+        return fail(d, "records larger than a chunk");
+    if (ltr_columns_leftover(d))
+        return fail(d, "a column holds more values than the block has records");
     return 0;
 }

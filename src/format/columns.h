@@ -8,15 +8,17 @@
  * (docs/benchmarks.md). The columns are a lossless re-encoding of the
  * compact records: the writer turns a block's records into columns when
  * every record parses under its layout, and keeps the rows otherwise; the
- * reader turns columns back into exactly those records at once, so that
- * nothing after it knows columns exist. Private to format/ (the writer, the
- * reader, merge and their tests).
+ * reader turns columns back into exactly those records, a batch at a time,
+ * unless a consumer reading blocks (src/analyze's fast path) takes them from
+ * the columns itself (format/blocks.h, ltr_colview). Private to format/ (the
+ * writer, the reader, merge and their tests).
  */
 #ifndef LTR_FORMAT_COLUMNS_H
 #define LTR_FORMAT_COLUMNS_H
 
 #include "base/hmap.h"
 #include "base/records.h"
+#include "format/blocks.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +28,6 @@
 /* Columns of one block at most: bounds what a reader allocates for a table. */
 #define LTR_COLUMNS_MAX 65536u
 
-enum { LTR_COLUMN_AS_IS = 0, LTR_COLUMN_DELTA = 1 };
 
 /* ---- the writer's half ---- */
 
@@ -67,19 +68,32 @@ int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t
 typedef int (*ltr_columns_check_fn)(void *ctx, uint32_t id, const uint8_t *types, uint32_t k);
 
 typedef struct ltr_coldecoder {
-    ltr_bytes rows;      /* the decoded compact records */
-    struct col_in *cols; /* the block's columns */
-    size_t capcols;
-    struct col_table *tab;
+    ltr_bytes rows;      /* records rebuilt */
+    ltr_colview view;    /* the block's table and cursors */
+    ltr_colentry *tab;
     size_t captab;
+    ltr_colcursor *cols;
+    size_t capcols;
     const char *why;     /* what did not decode */
 } ltr_coldecoder;
 
-/* The column data of a block of count records back into compact records
- * (d->rows): 0, or -1 with d->why when it does not decode (lengths past the
- * data, a column with too few or too many values, a layout index past the
- * table, a layout check refuses, a record over 64 KiB, no memory). check
- * may be NULL (ltr merge, which only copies the records). */
+/* The table and columns of a block of count records (d->view): 0, or -1
+ * with d->why when they do not frame (a bad table, a column length past the
+ * data, bytes after the last column, a layout check refuses, no memory).
+ * check may be NULL (ltr merge, which only copies the records). */
+int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, ltr_columns_check_fn check,
+                     void *ctx);
+/* The next records from the cursors as compact records (d->rows, emptied
+ * first), until d->view.left is 0 or the rows reach about max_bytes: how
+ * many were rebuilt. A record that cannot be rebuilt (a column too short,
+ * a bad varint, a layout index past the table, a payload over 64 KiB) stops
+ * it with d->why set: the rest of the block cannot be read. */
+uint32_t ltr_columns_rows(ltr_coldecoder *d, size_t max_bytes);
+/* Every record taken, some column still holds values. */
+int ltr_columns_leftover(const ltr_coldecoder *d);
+/* All of a block at once (ltr merge, tests): open, every record rebuilt
+ * (at most LTR_CHUNK_MAX_RAW bytes of them), nothing left over: 0, or -1
+ * with d->why. */
 int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
                        ltr_columns_check_fn check, void *ctx);
 void ltr_coldecoder_free(ltr_coldecoder *d);

@@ -198,10 +198,11 @@ static int column_layout_check(void *ctx, uint32_t id, const uint8_t *types, uin
 }
 
 /* Where the current block's records are read from: the chunk, or for a
- * column block its records decoded at once (so that everything after this
- * sees compact records). Column data that does not decode is damage of the
- * whole block: none of its events is read, and its address references are
- * spoiled, as after any record that cannot be read. */
+ * column block its columns (ltr_trace_block hands them to a consumer that
+ * reads them) or the records rebuilt from them a batch at a time (rows).
+ * Column data that does not frame is damage of the whole block: none of
+ * its events is read, and its address references are spoiled, as after any
+ * record that cannot be read. */
 static void block_records(ltr_trace *t, uint16_t flags, size_t at, size_t len)
 {
     t->blk_at = at;
@@ -212,19 +213,46 @@ static void block_records(ltr_trace *t, uint16_t flags, size_t at, size_t len)
     if (!t->blk_columns)
         return;
     ltr_coldecoder *d = &t->coldec;
-    if (!t->blk_compact || ltr_columns_decode(d, t->raw + at, len, t->blk_count, column_layout_check, t) < 0) {
+    t->blk_pos = t->blk_end = 0;
+    if (!t->blk_compact || ltr_columns_open(d, t->raw + at, len, t->blk_count, column_layout_check, t) < 0) {
         char what[128];
         snprintf(what, sizeof what, "column block does not decode (%s)",
                  t->blk_compact ? d->why : "column flag without the compact flag");
         ltr_refseq_spoil(t->blk_refs);
         block_damage(t, what, at);
-        t->blk_pos = t->blk_end;
         t->blk_active = 0;
-        return;
     }
-    t->blk_base = d->rows.data;
-    t->blk_pos = 0;
-    t->blk_end = d->rows.len;
+}
+
+/* Rows rebuilt at a time from a column block: a few buffers' worth, so that
+ * a reader's memory does not grow with a block however large. */
+#define COLUMN_ROWS_BATCH (256u << 10)
+
+/* A column block's next records: 1 when there are some, left in the
+ * columns (want_rows 0: for ltr_trace_block's consumer) or rebuilt into
+ * rows. A record that cannot be rebuilt ends the block, reported, once the
+ * rows before it are read: the records after it cannot be found. */
+static int more_columns(ltr_trace *t, int want_rows)
+{
+    ltr_coldecoder *d = &t->coldec;
+    if (!d->why && d->view.left && !want_rows)
+        return 1;
+    if (!d->why && d->view.left) {
+        ltr_columns_rows(d, COLUMN_ROWS_BATCH);
+        t->blk_base = d->rows.data;
+        t->blk_pos = 0;
+        t->blk_end = d->rows.len;
+        if (t->blk_end)
+            return 1;
+    }
+    if (d->why) {
+        char what[128];
+        snprintf(what, sizeof what, "column block does not decode (%s)", d->why);
+        ltr_refseq_spoil(t->blk_refs);
+        block_damage(t, what, t->blk_at);
+        t->blk_active = 0;
+    }
+    return 0;
 }
 
 /* Starts the block at ev_pos. Returns 0, or -1 if the rest of the chunk is unusable. */
@@ -266,6 +294,8 @@ static int start_block(ltr_trace *t)
 
 static void end_block(ltr_trace *t)
 {
+    if (t->blk_active && t->blk_columns && ltr_columns_leftover(&t->coldec))
+        block_damage(t, "column block: a column holds more values than the block has records", t->blk_at);
     if (t->blk_active && t->blk_seen != t->blk_count)
         block_damage(t, "buffer block event count differs from its records", raw_at(t, t->blk_end));
     t->blk_active = 0;
@@ -399,24 +429,29 @@ static int take_event(ltr_trace *t)
     return t->blk_compact ? take_compact_event(t) : take_fixed_event(t);
 }
 
-/* Makes the current block one with records left: 1, or 0 when the chunk is used up. */
-static int block_ready(ltr_trace *t)
+/* Makes the current block one with records left: 1, or 0 when the chunk is
+ * used up. want_rows: a column block's records rebuilt (else they may be
+ * left in the columns). */
+static int block_ready(ltr_trace *t, int want_rows)
 {
-    while (t->blk_pos >= t->blk_end) {
+    for (;;) {
+        if (t->blk_pos < t->blk_end)
+            return 1;
+        if (t->blk_active && t->blk_columns && more_columns(t, want_rows))
+            return 1;
         end_block(t);
         if (t->ev_pos >= t->raw_len || start_block(t) < 0)
             return 0;
     }
-    return 1;
 }
 
 /* Brings the stream to a block with records left, loading chunks as needed:
  * 1, 0 at the end of the trace, or -errno. */
-static int stream_ready(ltr_trace *t, ltr_error *err)
+static int stream_ready(ltr_trace *t, int want_rows, ltr_error *err)
 {
     for (;;) {
         if (t->in_events) {
-            if (block_ready(t))
+            if (block_ready(t, want_rows))
                 return 1;
             t->in_events = 0;
         }
@@ -431,7 +466,7 @@ static int stream_ready(ltr_trace *t, ltr_error *err)
 int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
 {
     for (;;) {
-        int rc = stream_ready(t, err);
+        int rc = stream_ready(t, 1, err);
         if (rc <= 0)
             return rc;
         if (take_event(t)) {
@@ -443,11 +478,13 @@ int ltr_trace_next(ltr_trace *t, const ltr_event **ev, ltr_error *err)
 
 int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err)
 {
-    int rc = stream_ready(t, err);
+    int rc = stream_ready(t, 0, err);
     if (rc <= 0)
         return rc;
-    v->rec = t->blk_base + t->blk_pos;
-    v->left = t->blk_end - t->blk_pos;
+    int in_columns = t->blk_pos >= t->blk_end; /* a column block's records not rebuilt */
+    v->cols = in_columns ? &t->coldec.view : NULL;
+    v->rec = in_columns ? NULL : t->blk_base + t->blk_pos;
+    v->left = in_columns ? 0 : t->blk_end - t->blk_pos;
     v->ts = t->blk_ts;
     v->pid = t->ev.pid;
     v->tid = t->ev.tid;
@@ -460,7 +497,10 @@ void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r)
 {
     if (!r->records)
         return;
-    t->blk_pos += r->bytes;
+    if (t->blk_pos >= t->blk_end) /* taken from the columns */
+        t->coldec.view.left -= r->records;
+    else
+        t->blk_pos += r->bytes;
     t->blk_seen += r->records;
     t->blk_ts = r->last_ts;
     count_span(t, r->first_ts, r->min_ts, r->max_ts);

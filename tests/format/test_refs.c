@@ -18,6 +18,8 @@
 #include "format/chunk.h"
 #include "format/compact.h"
 #include "format/allocmodel.h"
+#include "format/chunk.h"
+#include "format/columns.h"
 #include "format/merge.h"
 #include "format/refs.h"
 #include "gen.h"
@@ -522,6 +524,123 @@ static void test_lost_chunk_distrusts_the_model(void **state)
     free(s.v);
 }
 
+/* ---- a column block read by the analyzer straight from its columns ---- */
+
+/* Events of the heap provider the reader delivers from a trace. */
+static uint64_t reader_heap_events(const char *path, uint64_t *damage)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    uint64_t n = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0)
+        n++;
+    ltr_trace_summary sum;
+    ltr_trace_summarize(t, &sum);
+    *damage = sum.damage;
+    ltr_trace_close(t);
+    return n;
+}
+
+/* A trace of the heap metadata as the agent writes it and one EVENTS
+ * chunk, uncompressed, holding a column block of pid 100 (count records)
+ * between two copies of a row block of pid 101. */
+static void column_trace(const char *path, const ltr_bytes *meta, const uint8_t *cols, size_t len, uint32_t count,
+                         const ltr_bytes *rows, uint32_t nrows)
+{
+    ltr_bytes ev = {0}, f = {0};
+    for (int b = 0; b < 3; b++) {
+        int col = b == 1;
+        ltr_bytes_put_mem(&ev, LTR_BLOCK_MAGIC, 4);
+        ltr_bytes_put_u16(&ev, 0);
+        ltr_bytes_put_u16(&ev, (uint16_t)(LTR_BLOCK_FLAG_COMPACT | (col ? LTR_BLOCK_FLAG_COLUMNS : 0)));
+        ltr_bytes_put_u32(&ev, col ? 100 : 101);
+        ltr_bytes_put_u32(&ev, col ? 1000 : 1010);
+        ltr_bytes_put_u64(&ev, (uint64_t)b);
+        ltr_bytes_put_u32(&ev, col ? count : nrows);
+        ltr_bytes_put_u32(&ev, (uint32_t)(col ? len : rows->len));
+        ltr_bytes_put_u64(&ev, 0);
+        ltr_bytes_put_mem(&ev, col ? cols : rows->data, col ? len : rows->len);
+    }
+    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
+    memset(h, 0, LTR_FILE_HEADER_SIZE);
+    memcpy(h, LTR_FILE_MAGIC, 8);
+    ltr_put_u32(h + 8, LTR_FORMAT_VERSION);
+    const ltr_bytes *parts[2] = {meta, &ev};
+    for (int i = 0; i < 2; i++) {
+        ltr_chunk_header c = {.type = i ? LTR_CHUNK_EVENTS : LTR_CHUNK_METADATA,
+                              .payload_size = (uint32_t)parts[i]->len, .raw_size = (uint32_t)parts[i]->len,
+                              .seq = (uint64_t)i, .payload_crc = ltr_crc32(parts[i]->data, parts[i]->len)};
+        ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
+        ltr_bytes_put_mem(&f, parts[i]->data, parts[i]->len);
+    }
+    assert_int_equal(gen_spit(path, f.data, f.len), 0);
+    ltr_bytes_free(&f);
+    ltr_bytes_free(&ev);
+}
+
+/* Whatever is done to a column block's data (a byte changed anywhere, a
+ * count one off), the analyzer, which reads the columns itself, takes
+ * exactly the events the reader delivers. */
+static void test_analyzer_reads_columns_as_the_reader(void **state)
+{
+    (void)state;
+    script s = make_script(400, 31);
+    ltr_bytes meta = {0}, rows = {0}, other = {0};
+    heap_metadata(&meta, LTR_HEAP_PROVIDER);
+    uint32_t count = 0, nother = 0;
+    uint64_t prev = 0, prev_other = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        s.v[i].tid = s.v[i].pid == 100 ? 1000 : 1010;
+        if (s.v[i].pid == 100)
+            put_cevent(&rows, &s.v[i], prev), prev = s.v[i].ts, count++;
+        else
+            put_cevent(&other, &s.v[i], prev_other), prev_other = s.v[i].ts, nother++;
+    }
+    ltr_colwriter w;
+    ltr_colwriter_init(&w);
+    ltr_colwriter_layouts(&w, meta.data, meta.len);
+    ltr_colwriter_layouts_written(&w, meta.data, meta.len, 1);
+    assert_int_equal(ltr_colwriter_block(&w, rows.data, rows.len, count), 1);
+    const char *path = gen_tmp("an-cols.ltr");
+    uint64_t damage;
+    column_trace(path, &meta, w.out.data, w.out.len, count, &other, nother);
+    uint64_t all = count + 2 * (uint64_t)nother; /* pid 101's block comes twice */
+    assert_int_equal(reader_heap_events(path, &damage), all);
+    assert_int_equal(damage, 0);
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), all);
+    free(js);
+    uint8_t *copy = malloc(w.out.len);
+    size_t differs = 0, cases = 0;
+    for (size_t at = 0; at <= w.out.len; at++)
+        for (int f = 0; f < 3; f++) {
+            memcpy(copy, w.out.data, w.out.len);
+            uint32_t n = count;
+            if (at == w.out.len)
+                n = f == 0 ? count - 1 : f == 1 ? count + 1 : 0;
+            else
+                copy[at] ^= (uint8_t[]){0x01, 0x80, 0x41}[f];
+            column_trace(path, &meta, copy, w.out.len, n, &other, nother);
+            uint64_t want = reader_heap_events(path, &damage);
+            js = analysis_json(path);
+            assert_int_equal(json_u64(js, "heap_events"), want);
+            free(js);
+            differs += want != all;
+            cases++;
+        }
+    print_message("%zu damaged column blocks, %zu of them read short\n", cases, differs);
+    assert_true(differs > 0);
+    free(copy);
+    unlink(path);
+    ltr_colwriter_free(&w);
+    ltr_bytes_free(&meta);
+    ltr_bytes_free(&rows);
+    ltr_bytes_free(&other);
+    free(s.v);
+}
+
 /* Blocks without the model's flag, in a file of version 4: a pnew code is a
  * reference into the frees, as format 4 has it. */
 static void test_format4_codes_still_read(void **state)
@@ -995,6 +1114,7 @@ int main(void)
         cmocka_unit_test(test_allocator_model_tells_reuse_by_place),
         cmocka_unit_test(test_lost_chunk_distrusts_the_model),
         cmocka_unit_test(test_format4_codes_still_read),
+        cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
         cmocka_unit_test(test_unwritten_layout_is_not_planned),
