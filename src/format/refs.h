@@ -35,6 +35,8 @@ typedef struct ltr_refwriter {
     const void *cache_plan[REFS_PLAN_CACHE];
     uint64_t uses; /* blocks that used a process's tables, to find the least recently used */
     an_hmap seqs;  /* collector << 32 | pid -> its allocations' addresses */
+    uint64_t high; /* past every count of every sequence so far: where a new sequence starts */
+    an_hmap others; /* layout ids whose first description was not planned: never planned after */
     ltr_bytes in;  /* the block being re-encoded, copied out of shared memory */
     ltr_bytes out; /* the last block re-encoded */
     int trusted;   /* LAYOUTs come from trace files: their pnew and pref stay */

@@ -33,22 +33,24 @@ typedef struct ltr_refslot {
 typedef struct ring {
     uint64_t n;        /* ordinal of the next value */
     ltr_refslot *slot; /* ordinal o at o % cap; NULL until the first */
-    uint32_t cap;      /* REFS_SMALL, then LTR_REFS_WINDOW */
+    uint32_t cap;      /* REFS_FIRST, REFS_SMALL, then LTR_REFS_WINDOW */
 } ring;
 
-/* A sequence starts with 64 KiB of slots (from the heap, not a mapping of
- * its own: a trace of thousands of processes must not run into the
- * mapping limit) and gets the whole window at once when it needs more.
+/* A sequence starts with 1 KiB of slots, then 64 KiB (from the heap, not a
+ * mapping of its own: a trace of thousands of processes must not run into
+ * the mapping limit), and gets the whole window at once when it needs more.
  * Doubling step by step instead was a tenth of `ltr analyze` on bench/heap's
  * trace: copies, and unmapping the old rings (TLB shootdowns of the
- * reader's other threads). */
+ * reader's other threads). Starting at 64 KiB, a crafted trace of 20 000
+ * processes of two events each (170 KB) took `ltr info` 2.3 GB. */
+#define REFS_FIRST 64u
 #define REFS_SMALL 4096u
 
 struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
     int spoiled; /* a record of this block could not be read: how many values it held is unknown */
     int model;   /* this block's pnew codes use the allocator model (LTR_BLOCK_FLAG_MODEL) */
-    ltr_model_list *lists[LTR_MODEL_CLASSES]; /* by size class, made when first pushed to */
+    ltr_model_list **lists; /* LTR_MODEL_CLASSES by size class, each made when first pushed to; NULL until then */
 };
 
 typedef struct seq_entry {
@@ -64,8 +66,9 @@ void ltr_refs_free(ltr_refs *r)
     for (seq_entry *e; (e = an_hmap_next(&r->seqs, &pos));) {
         free(e->seq->r[0].slot);
         free(e->seq->r[1].slot);
-        for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+        for (unsigned c = 0; e->seq->lists && c < LTR_MODEL_CLASSES; c++)
             free(e->seq->lists[c]);
+        free(e->seq->lists);
         free(e->seq);
     }
     an_hmap_free(&r->seqs);
@@ -75,7 +78,7 @@ void ltr_refs_free(ltr_refs *r)
 /* The lists can no longer be trusted: a free went into one this reader cannot tell. */
 static void distrust(struct ltr_refseq *s)
 {
-    for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
+    for (unsigned c = 0; s->lists && c < LTR_MODEL_CLASSES; c++)
         if (s->lists[c])
             s->lists[c]->n = s->lists[c]->unknown = 0;
 }
@@ -141,15 +144,16 @@ static inline __attribute__((always_inline)) int resolve(const struct ltr_refseq
 /* The ring at its full size, every value it held kept; -1 without memory. */
 static int widen(ring *g)
 {
-    ltr_refslot *slot = calloc(LTR_REFS_WINDOW, sizeof *slot);
+    uint32_t cap = g->cap < REFS_SMALL ? REFS_SMALL : LTR_REFS_WINDOW;
+    ltr_refslot *slot = calloc(cap, sizeof *slot);
     if (!slot)
         return -1;
     for (uint32_t i = 0; i < g->cap; i++)
         if (g->slot[i].ord1)
-            slot[((g->slot[i].ord1 & LTR_MODEL_ORD_MASK) - 1) & (LTR_REFS_WINDOW - 1)] = g->slot[i];
+            slot[((g->slot[i].ord1 & LTR_MODEL_ORD_MASK) - 1) & (cap - 1)] = g->slot[i];
     free(g->slot);
     g->slot = slot;
-    g->cap = LTR_REFS_WINDOW;
+    g->cap = cap;
     return 0;
 }
 
@@ -158,8 +162,8 @@ static inline __attribute__((always_inline)) void append(struct ltr_refseq *s, i
                                                          unsigned cls, int unknown)
 {
     ring *g = &s->r[which];
-    if (!g->slot && (g->slot = calloc(REFS_SMALL, sizeof *g->slot)))
-        g->cap = REFS_SMALL;
+    if (!g->slot && (g->slot = calloc(REFS_FIRST, sizeof *g->slot)))
+        g->cap = REFS_FIRST;
     if (!g->slot) {
         g->n++; /* unknown: its references fail */
         return;
@@ -186,7 +190,7 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
         uint64_t c = e->code[0];
         int unused;
         if (s && s->model && c <= LTR_MODEL_LIST) {
-            const ltr_model_list *l = s->spoiled ? NULL : s->lists[ltr_model_class(e->size)];
+            const ltr_model_list *l = s->spoiled || !s->lists ? NULL : s->lists[ltr_model_class(e->size)];
             e->ok[0] = l && c - 1 < l->n && !(l->unknown >> (c - 1) & 1u);
             if (l && c - 1 < l->n)
                 e->place = (int)(c - 1); /* taken even when unknown: the places after it stay right */
@@ -202,9 +206,11 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
 /* The list of a class, made on first use; NULL without memory (then distrusted). */
 static ltr_model_list *list_of(struct ltr_refseq *s, unsigned cls)
 {
-    if (!s->lists[cls] && !(s->lists[cls] = calloc(1, sizeof *s->lists[cls])))
+    if (!s->lists && !(s->lists = calloc(LTR_MODEL_CLASSES, sizeof *s->lists)))
+        distrust(s);
+    else if (!s->lists[cls] && !(s->lists[cls] = calloc(1, sizeof *s->lists[cls])))
         distrust(s); /* the push cannot be kept: no list may be trusted past it */
-    return s->lists[cls];
+    return s->lists ? s->lists[cls] : NULL;
 }
 
 static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq *s, const ltr_refev *e)

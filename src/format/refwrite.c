@@ -79,6 +79,7 @@ void ltr_refwriter_init(ltr_refwriter *w)
     memset(w, 0, sizeof *w);
     an_hmap_init(&w->plans, sizeof(plan));
     an_hmap_init(&w->seqs, sizeof(seq_entry));
+    an_hmap_init(&w->others, sizeof(uint64_t));
 }
 
 void ltr_refwriter_free(ltr_refwriter *w)
@@ -88,6 +89,7 @@ void ltr_refwriter_free(ltr_refwriter *w)
         free_seq(e->seq);
     an_hmap_free(&w->seqs);
     an_hmap_free(&w->plans);
+    an_hmap_free(&w->others);
     ltr_bytes_free(&w->out);
     ltr_bytes_free(&w->in);
 }
@@ -153,13 +155,19 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
         changed |= t != *type;
         off += 3 + nlen;
     }
-    if (!planned || !changed)
-        return;
-    if (!taken[0])
-        p.msize = -1; /* only a layout with a pnew field has one (the reader's rule) */
     uint32_t id = ltr_get_u32(b);
     int created;
     plan *old = an_hmap_get(&w->plans, id);
+    if (!planned || !changed || an_hmap_get(&w->others, id)) {
+        /* The reader keeps an id's first description: one not planned here
+         * makes every later one of that id unplanned too, or the writer
+         * would count values the reader reads as another layout's. */
+        if (!old)
+            an_hmap_put(&w->others, id, &created); /* without memory: planned later, as before */
+        return;
+    }
+    if (!taken[0])
+        p.msize = -1; /* only a layout with a pnew field has one (the reader's rule) */
     if (old && memcmp(old->type, p.type, sizeof p.type))
         return; /* the reader keeps the first description of an id */
     off = 32 + 2 + ltr_get_u16(b + 32) + 2;
@@ -267,6 +275,10 @@ static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
         }
         an_hmap_init(&e->seq->r[0].addrs, sizeof(addr_ord));
         an_hmap_init(&e->seq->r[1].addrs, sizeof(addr_ord));
+        /* past every count used: a process whose tables were dropped comes
+         * back with numbers no reader holds for it, so a reader that lost
+         * its first block cannot take an old value for a new one */
+        e->seq->r[0].n = e->seq->r[1].n = w->high;
     }
     e->seq->used = ++w->uses;
     return e->seq;
@@ -467,6 +479,8 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
     if (s) {
         prune(&s->r[0], window[0]);
         prune(&s->r[1], window[1]);
+        for (int k = 0; k < 2; k++)
+            w->high = s->r[k].n > w->high ? s->r[k].n : w->high;
     }
     if (w->out.failed) { /* counted, not written: nothing may refer to it */
         w->out.failed = 0;

@@ -1102,6 +1102,156 @@ static void test_version3_reads_and_merges_into_references(void **state)
     unlink(merged);
 }
 
+
+/* ---- eviction of a process's tables, then a lost chunk (found by a review) ---- */
+
+/* One block of ops [from, to) of one thread. */
+static void one_block(ltr_writer *w, const script *s, size_t from, size_t to, uint64_t seq)
+{
+    ltr_bytes recs = {0};
+    uint64_t prev = 0;
+    for (size_t i = from; i < to; i++) {
+        put_cevent(&recs, &s->v[i], prev);
+        prev = s->v[i].ts;
+    }
+    ltr_block_info info = {.pid = s->v[from].pid, .tid = s->v[from].tid, .seq = seq,
+                           .event_count = (uint32_t)(to - from)};
+    ltr_error err;
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    ltr_bytes_free(&recs);
+}
+
+/* The writer drops the tables of the least recently used process past 64
+ * (REFS_MAX_PROCESSES). It once started it again from bases (0, 0): when
+ * the chunk holding the restarted process's first block was lost, the next
+ * block's bases could be at or past the counts the reader still held from
+ * before the eviction, and a reference made against the new ordinals
+ * resolved to the old era's address of the same ordinal. A new sequence
+ * now starts past every count the writer used. equal: B1 ends where the
+ * old counts (1, 1) did; else B1 holds 3 allocations and the next block's
+ * frees come after them. */
+static void evicted_then_lost(int model, int equal)
+{
+    size_t n = 70;
+    script s = {calloc(n, sizeof(op)), n};
+    size_t k = 0;
+    uint64_t ts = TS0;
+    s.v[k++] = (op){100, 1000, L_ALLOC, 0x5000, 0, 16, ts}, ts += 1000; /* A: the old era of pid 100 */
+    s.v[k++] = (op){100, 1000, L_FREE, 0x5000, 0, 0, ts}, ts += 1000;
+    for (uint32_t p = 0; p < 64; p++) /* 64 other processes: pid 100's tables go */
+        s.v[k++] = (op){2000 + p, 2000 + p, L_ALLOC, 0x9000, 0, 16, ts}, ts += 1000;
+    if (equal) {
+        s.v[k++] = (op){100, 1000, L_ALLOC, 0x6000, 0, 16, ts}, ts += 1000; /* B1: new era, its chunk lost */
+        s.v[k++] = (op){100, 1000, L_FREE, 0x6000, 0, 0, ts}, ts += 1000;
+        s.v[k++] = (op){100, 1000, L_ALLOC, 0x6000, 0, 16, ts}, ts += 1000; /* B2: bases (1, 1) again */
+        s.v[k++] = (op){100, 1000, L_FREE, 0x6000, 0, 0, ts}, ts += 1000;
+    } else {
+        s.v[k++] = (op){100, 1000, L_ALLOC, 0x6000, 0, 16, ts}, ts += 1000; /* B1: ordinals 0..2, lost */
+        s.v[k++] = (op){100, 1000, L_ALLOC, 0x7000, 0, 16, ts}, ts += 1000;
+        s.v[k++] = (op){100, 1000, L_ALLOC, 0x8000, 0, 16, ts}, ts += 1000;
+        s.v[k++] = (op){100, 1000, L_FREE, 0x6000, 0, 0, ts}, ts += 1000; /* B2: base (3, 0), frees ordinal 0 */
+        n = k;
+    }
+    const char *path = gen_tmp("evict-lost.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1); /* a chunk per block */
+    ltr_writer_set_model(w, model);
+    uint64_t seq = 0;
+    one_block(w, &s, 0, 2, seq++);
+    for (size_t i = 2; i < 66; i++)
+        one_block(w, &s, i, i + 1, seq++);
+    one_block(w, &s, 66, equal ? 68 : 69, seq++);
+    one_block(w, &s, equal ? 68 : 69, n, seq++);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    damage_events_chunk(path, 65); /* B1 */
+    s.n = n;
+    readback r = read_back(path, &s); /* check_event: every address delivered is the one written */
+    print_message("model %d: %zu of %zu events read, damage %llu\n", model, r.delivered, n,
+                  (unsigned long long)r.damage);
+    unlink(path);
+    free(s.v);
+}
+
+static void test_evicted_then_lost_model(void **state)
+{
+    (void)state;
+    evicted_then_lost(1, 1);
+}
+
+static void test_evicted_then_lost_format4(void **state)
+{
+    (void)state;
+    evicted_then_lost(0, 1);
+}
+
+static void test_evicted_then_lost_higher_base(void **state)
+{
+    (void)state;
+    evicted_then_lost(1, 0);
+}
+
+/* ---- a layout id described first as another provider's layout (found by a review) ---- */
+
+/* The reader keeps the first description of a layout id. The writer once
+ * remembered only the heap layouts it planned, so a heap LAYOUT repeating an
+ * id some other layout took first was planned: its events re-encoded and
+ * counted by the writer, read as the other layout and not counted by the
+ * reader, and a free in the same block named another allocation. Shared
+ * metadata is the traced programs' to write (a program that registers ids
+ * ahead of the counter). */
+static void test_layout_id_taken_first(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("dupid.ltr");
+    ltr_writer *w = open_bare_writer(path, 1 << 20);
+    ltr_bytes b = {0};
+    ltr_guid g;
+    ltr_guid_from_name("Some.App", &g);
+    size_t r = ltr_bytes_record_begin(&b, LTR_META_PROVIDER);
+    ltr_bytes_put_mem(&b, g.b, 16);
+    ltr_bytes_put_str(&b, "Some.App");
+    ltr_bytes_record_end(&b, r);
+    gen_layout(&b, L_ALLOC, &g, 1, "Other", "14:a,14:b,14:c,1:d"); /* id 1 first: not a heap layout */
+    ltr_error err;
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    b.len = 0;
+    heap_metadata(&b, LTR_HEAP_PROVIDER); /* ids 1 (Alloc, a repeat for the reader), 2, 3 */
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    ltr_bytes_free(&b);
+    op v[4] = {{100, 1000, L_REALLOC, 0x7000, 0x100, 16, TS0},        /* block 0: allocation ordinal 0 for both */
+               {100, 1000, L_ALLOC, 0x6000, 0, 16, TS0 + 1000},       /* block 1: the writer's ordinal 1 */
+               {100, 1000, L_FREE, 0x6000, 0, 0, TS0 + 2000}};        /* code 1: ordinal 1 for the writer */
+    ltr_bytes recs = {0};
+    put_cevent(&recs, &v[0], 0);
+    ltr_block_info info = {.pid = 100, .tid = 1000, .seq = 0, .event_count = 1};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    recs.len = 0;
+    put_cevent(&recs, &v[1], 0);
+    put_cevent(&recs, &v[2], v[1].ts);
+    info = (ltr_block_info){.pid = 100, .tid = 1000, .seq = 1, .event_count = 2};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&recs);
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    int frees = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        print_message("event %s\n", ev->layout->name);
+        if (ev->layout->event_id == LTR_HEAP_EV_FREE && !strcmp(ev->layout->name, "Free")) {
+            uint64_t a = 0;
+            assert_int_equal(ltr_event_get_u64(ev, "address", &a), 0);
+            print_message("free address %#llx (written 0x6000)\n", (unsigned long long)a);
+            assert_int_equal(a, 0x6000);
+            frees++;
+        }
+    }
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1121,6 +1271,10 @@ int main(void)
         cmocka_unit_test(test_unreadable_record_spoils_only_its_block),
         cmocka_unit_test(test_producer_pnew_is_refused),
         cmocka_unit_test(test_version3_reads_and_merges_into_references),
+        cmocka_unit_test(test_evicted_then_lost_model),
+        cmocka_unit_test(test_evicted_then_lost_format4),
+        cmocka_unit_test(test_evicted_then_lost_higher_base),
+        cmocka_unit_test(test_layout_id_taken_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
