@@ -179,6 +179,36 @@ record_header(const uint8_t *r, const uint8_t *end, const uint8_t **rend, uint64
     return q + ln + tn;
 }
 
+/* Where the records a run takes go: their events, in the sink's room (when fed). */
+typedef struct taker {
+    an_sink *sk;
+    const ltr_block_view *v;
+    int feed;
+    an_event *ev;
+    size_t room, n; /* events written at ev */
+} taker;
+
+/* A record taken: its event to the sink, its time and layout to the run's counts. */
+static inline __attribute__((always_inline)) void take(an_blocks *b, taker *t, ltr_block_run *run, uint64_t ts,
+                                                       const uint64_t val[AN_F_COUNT + 1], int kind, uint64_t id)
+{
+    if (t->feed) {
+        if (t->n == t->room) {
+            an_sink_commit(t->sk, t->v->pid, t->v->tid, t->n);
+            t->ev = an_sink_room(t->sk, t->v->pid, t->v->tid, &t->room);
+            t->n = 0;
+        }
+        t->ev[t->n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
+                                   .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
+                                   .op = (uint32_t)kind};
+    }
+    if (!run->records++)
+        run->first_ts = ts;
+    run->min_ts = ts < run->min_ts ? ts : run->min_ts;
+    run->max_ts = ts > run->max_ts ? ts : run->max_ts;
+    count_layout(b, id);
+}
+
 /* ---- column blocks: the records read from their columns ---- */
 
 /* The next varint of a column at *pos (not moved when there is none). */
@@ -247,8 +277,7 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
     ltr_colcursor *ic = &cv->cols[0], *tc = &cv->cols[1];
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;
-    an_event *ev = NULL;
-    size_t room = 0, n = 0;
+    taker out = {.sk = sk, .v = v, .feed = feed};
     while (run.records < cv->left) {
         size_t ipos = ic->pos, tpos = tc->pos, pos[AN_FAST_FIELDS];
         uint64_t idx, delta, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0}, code[2] = {0, 0}, addr[2] = {0, 0};
@@ -268,23 +297,9 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
             cv->cols[e->col0 + j].prev = prev[j];
         }
         ts += (uint64_t)ltr_unzigzag(delta);
-        if (feed) {
-            if (n == room) {
-                an_sink_commit(sk, v->pid, v->tid, n);
-                ev = an_sink_room(sk, v->pid, v->tid, &room);
-                n = 0;
-            }
-            ev[n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
-                                 .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
-                                 .op = (uint32_t)pl->kind};
-        }
-        if (!run.records++)
-            run.first_ts = ts;
-        run.min_ts = ts < run.min_ts ? ts : run.min_ts;
-        run.max_ts = ts > run.max_ts ? ts : run.max_ts;
-        count_layout(b, e->id);
+        take(b, &out, &run, ts, val, pl->kind, e->id);
     }
-    an_sink_commit(sk, v->pid, v->tid, n);
+    an_sink_commit(sk, v->pid, v->tid, out.n);
     run.last_ts = ts;
     uint32_t left = cv->left;
     report(b, &run);
@@ -299,8 +314,7 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
     const uint8_t *r = v->rec, *end = v->rec + v->left;
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;
-    an_event *ev = NULL;
-    size_t room = 0, n = 0; /* events written at ev */
+    taker out = {.sk = sk, .v = v, .feed = feed};
     while (r < end) {
         const uint8_t *rend, *q;
         uint64_t id, delta, val[AN_F_COUNT + 1] = {0};
@@ -313,24 +327,10 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
         if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, code, addr, val) < 0)
             break; /* the generic path reports it */
         ts += (uint64_t)ltr_unzigzag(delta);
-        if (feed) {
-            if (n == room) {
-                an_sink_commit(sk, v->pid, v->tid, n);
-                ev = an_sink_room(sk, v->pid, v->tid, &room);
-                n = 0;
-            }
-            ev[n++] = (an_event){.ts = ts, .addr = val[AN_F_ADDR], .old_addr = val[AN_F_OLD],
-                                 .size = val[AN_F_SIZE], .stack = (uint32_t)val[AN_F_STACK],
-                                 .op = (uint32_t)pl->kind};
-        }
-        if (!run.records++)
-            run.first_ts = ts;
-        run.min_ts = ts < run.min_ts ? ts : run.min_ts;
-        run.max_ts = ts > run.max_ts ? ts : run.max_ts;
-        count_layout(b, id);
+        take(b, &out, &run, ts, val, pl->kind, id);
         r = rend;
     }
-    an_sink_commit(sk, v->pid, v->tid, n);
+    an_sink_commit(sk, v->pid, v->tid, out.n);
     run.bytes = (size_t)(r - v->rec);
     run.last_ts = ts;
     report(b, &run);

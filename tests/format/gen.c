@@ -454,7 +454,7 @@ void gen_process(ltr_bytes *b, uint32_t pid)
     ltr_bytes_record_end(b, r);
 }
 
-int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, size_t n)
+int gen_raw_chunks(const char *path, uint32_t version, const ltr_bytes *chunks, const uint16_t *types, size_t n)
 {
     ltr_bytes f = {0};
     uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
@@ -462,13 +462,18 @@ int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, siz
     memcpy(h, LTR_FILE_MAGIC, 8);
     ltr_put_u32(h + 8, version);
     for (size_t i = 0; i < n; i++) {
-        ltr_chunk_header c = {.type = LTR_CHUNK_METADATA, .payload_size = (uint32_t)meta[i].len,
-                              .raw_size = (uint32_t)meta[i].len, .seq = i,
-                              .payload_crc = ltr_crc32(meta[i].data, meta[i].len)};
+        ltr_chunk_header c = {.type = types ? types[i] : LTR_CHUNK_METADATA, .payload_size = (uint32_t)chunks[i].len,
+                              .raw_size = (uint32_t)chunks[i].len, .seq = i,
+                              .payload_crc = ltr_crc32(chunks[i].data, chunks[i].len)};
         ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
-        ltr_bytes_put_mem(&f, meta[i].data, meta[i].len);
+        ltr_bytes_put_mem(&f, chunks[i].data, chunks[i].len);
     }
     int rc = f.failed ? -1 : gen_spit(path, f.data, f.len);
     ltr_bytes_free(&f);
     return rc;
+}
+
+int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, size_t n)
+{
+    return gen_raw_chunks(path, version, meta, NULL, n);
 }

@@ -77,5 +77,7 @@ void gen_file_free(gen_file *f);
  * of these records as they are, written without the writer's rewrites (what
  * an older writer wrote, or records a test damaged): 0 or -1. */
 int gen_raw_trace(const char *path, uint32_t version, const ltr_bytes *meta, size_t n);
+/* The same for n uncompressed chunks of these types (NULL: all METADATA). */
+int gen_raw_chunks(const char *path, uint32_t version, const ltr_bytes *chunks, const uint16_t *types, size_t n);
 
 #endif

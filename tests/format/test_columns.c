@@ -444,21 +444,9 @@ static void test_trace_same_as_rows(void **state)
  * chunk of the given blocks (already framed). */
 static void raw_trace(const char *path, const ltr_bytes *meta, const ltr_bytes *events)
 {
-    ltr_bytes f = {0};
-    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
-    memset(h, 0, LTR_FILE_HEADER_SIZE);
-    memcpy(h, LTR_FILE_MAGIC, 8);
-    ltr_put_u32(h + 8, LTR_FORMAT_VERSION);
-    const ltr_bytes *parts[2] = {meta, events};
-    for (int i = 0; i < 2; i++) {
-        ltr_chunk_header c = {.type = i ? LTR_CHUNK_EVENTS : LTR_CHUNK_METADATA,
-                              .payload_size = (uint32_t)parts[i]->len, .raw_size = (uint32_t)parts[i]->len,
-                              .seq = (uint64_t)i, .payload_crc = ltr_crc32(parts[i]->data, parts[i]->len)};
-        ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
-        ltr_bytes_put_mem(&f, parts[i]->data, parts[i]->len);
-    }
-    assert_int_equal(gen_spit(path, f.data, f.len), 0);
-    ltr_bytes_free(&f);
+    const ltr_bytes parts[2] = {*meta, *events};
+    const uint16_t types[2] = {LTR_CHUNK_METADATA, LTR_CHUNK_EVENTS};
+    assert_int_equal(gen_raw_chunks(path, LTR_FORMAT_VERSION, parts, types, 2), 0);
 }
 
 static void put_block(ltr_bytes *b, uint32_t pid, uint16_t flags, uint32_t count, const uint8_t *data, size_t len)

@@ -127,6 +127,15 @@ static script make_script(size_t n, unsigned seed)
     return s;
 }
 
+/* A script whose addresses come back to requests of their size class (the allocator model's case). */
+static script model_script(size_t n, unsigned seed)
+{
+    sizes_by_address = 1;
+    script s = make_script(n, seed);
+    sizes_by_address = 0;
+    return s;
+}
+
 static void put_cevent(ltr_bytes *b, const op *o, uint64_t prev)
 {
     uint8_t payload[64];
@@ -299,16 +308,23 @@ static readback read_back(const char *path, const script *s)
     return r;
 }
 
+/* The script written through a writer (chunks of 4 KiB, blocks as write_blocks makes them). */
+static void write_script(const char *path, const script *s, unsigned seed, int model)
+{
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    ltr_writer_set_model(w, model);
+    write_blocks(w, s, 0, s->n, seed, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+}
+
 static void test_every_address_comes_back(void **state)
 {
     (void)state;
     script s = make_script(20000, 1);
     const char *path = gen_tmp("refs.ltr"), *plain = gen_tmp("plain.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    write_blocks(w, &s, 0, s.n, 2, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script(path, &s, 2, 1);
     readback r = read_back(path, &s);
     assert_int_equal(r.delivered, s.n);
     assert_int_equal(r.damage, 0);
@@ -318,7 +334,8 @@ static void test_every_address_comes_back(void **state)
     assert_true(r.by_ref * 2 > r.frees);
     assert_true(r.allocs_by_ref * 2 > r.allocs); /* NADDR addresses: nearly every one was freed before */
     /* the same events under another provider's name go as they are */
-    w = open_heap_writer(plain, "Some.Other.Heap", 4096);
+    ltr_error err;
+    ltr_writer *w = open_heap_writer(plain, "Some.Other.Heap", 4096);
     write_blocks(w, &s, 0, s.n, 2, NULL);
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
@@ -488,15 +505,9 @@ static void test_analyzer_reads_references(void **state)
 static void test_allocator_model_tells_reuse_by_place(void **state)
 {
     (void)state;
-    sizes_by_address = 1;
-    script s = make_script(20000, 21);
-    sizes_by_address = 0;
+    script s = model_script(20000, 21);
     const char *path = gen_tmp("model.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    write_blocks(w, &s, 0, s.n, 22, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script(path, &s, 22, 1);
     readback r = read_back(path, &s);
     print_message("%zu allocations, %zu by reference, %zu of them by place\n", r.allocs, r.allocs_by_ref,
                   r.allocs_by_place);
@@ -512,15 +523,9 @@ static void test_allocator_model_tells_reuse_by_place(void **state)
 static void test_lost_chunk_distrusts_the_model(void **state)
 {
     (void)state;
-    sizes_by_address = 1;
-    script s = make_script(20000, 23);
-    sizes_by_address = 0;
+    script s = model_script(20000, 23);
     const char *path = gen_tmp("model-lost.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    write_blocks(w, &s, 0, s.n, 24, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script(path, &s, 24, 1);
     damage_events_chunk(path, 3);
     readback r = read_back(path, &s); /* every event delivered is right (check_event) */
     print_message("%zu of %zu events read, %llu references unresolved\n", r.delivered, s.n,
@@ -557,7 +562,7 @@ static uint64_t reader_heap_events(const char *path, uint64_t *damage)
 static void column_trace(const char *path, const ltr_bytes *meta, const uint8_t *cols, size_t len, uint32_t count,
                          const ltr_bytes *rows, uint32_t nrows)
 {
-    ltr_bytes ev = {0}, f = {0};
+    ltr_bytes ev = {0};
     for (int b = 0; b < 3; b++) {
         int col = b == 1;
         ltr_bytes_put_mem(&ev, LTR_BLOCK_MAGIC, 4);
@@ -571,20 +576,9 @@ static void column_trace(const char *path, const ltr_bytes *meta, const uint8_t 
         ltr_bytes_put_u64(&ev, 0);
         ltr_bytes_put_mem(&ev, col ? cols : rows->data, col ? len : rows->len);
     }
-    uint8_t *h = ltr_bytes_grow(&f, LTR_FILE_HEADER_SIZE);
-    memset(h, 0, LTR_FILE_HEADER_SIZE);
-    memcpy(h, LTR_FILE_MAGIC, 8);
-    ltr_put_u32(h + 8, LTR_FORMAT_VERSION);
-    const ltr_bytes *parts[2] = {meta, &ev};
-    for (int i = 0; i < 2; i++) {
-        ltr_chunk_header c = {.type = i ? LTR_CHUNK_EVENTS : LTR_CHUNK_METADATA,
-                              .payload_size = (uint32_t)parts[i]->len, .raw_size = (uint32_t)parts[i]->len,
-                              .seq = (uint64_t)i, .payload_crc = ltr_crc32(parts[i]->data, parts[i]->len)};
-        ltr_chunk_header_encode(&c, ltr_bytes_grow(&f, LTR_CHUNK_HEADER_SIZE));
-        ltr_bytes_put_mem(&f, parts[i]->data, parts[i]->len);
-    }
-    assert_int_equal(gen_spit(path, f.data, f.len), 0);
-    ltr_bytes_free(&f);
+    const ltr_bytes parts[2] = {*meta, ev};
+    const uint16_t types[2] = {LTR_CHUNK_METADATA, LTR_CHUNK_EVENTS};
+    assert_int_equal(gen_raw_chunks(path, LTR_FORMAT_VERSION, parts, types, 2), 0);
     ltr_bytes_free(&ev);
 }
 
@@ -654,16 +648,9 @@ static void test_analyzer_reads_columns_as_the_reader(void **state)
 static void test_format4_codes_still_read(void **state)
 {
     (void)state;
-    sizes_by_address = 1;
-    script s = make_script(20000, 25);
-    sizes_by_address = 0;
+    script s = model_script(20000, 25);
     const char *path = gen_tmp("v4.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    ltr_writer_set_model(w, 0);
-    write_blocks(w, &s, 0, s.n, 26, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script(path, &s, 26, 0);
     size_t len;
     uint8_t *p = gen_slurp(path, &len);
     assert_non_null(p);
@@ -837,11 +824,7 @@ static void test_lost_chunk_makes_references_unknown_not_wrong(void **state)
     (void)state;
     script s = make_script(20000, 4);
     const char *path = gen_tmp("lost.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    write_blocks(w, &s, 0, s.n, 5, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script(path, &s, 5, 1);
     damage_events_chunk(path, 3);
     readback r = read_back(path, &s); /* every event delivered is right (check_event) */
     print_message("%zu of %zu events read, %llu references unresolved\n", r.delivered, s.n,
