@@ -405,16 +405,18 @@ static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
     return hl + bytes;
 }
 
-/* A column block's records decoded (into s->cols), so that it is copied
- * as rows are (the writer stores them as columns again): 0, or -1 when its
- * column data does not decode (a reader would skip the whole block too). */
+/* A column block's records rebuilt (into s->cols), so that it is copied as
+ * rows are (the writer stores them as columns again): 0, or -1 when its
+ * columns do not frame (a reader skips the whole block too). A record that
+ * cannot be rebuilt ends the block, as a reader reads it. */
 static int block_rows(source *s, block *b)
 {
     if (!(b->info.flags & LTR_BLOCK_FLAG_COLUMNS))
         return 0;
     b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_COLUMNS;
-    if (!b->compact || ltr_columns_decode(&s->cols, b->rec, b->len, b->info.event_count, NULL, NULL) < 0)
+    if (!b->compact || ltr_columns_open(&s->cols, b->rec, b->len, b->info.event_count, NULL, NULL) < 0)
         return -1;
+    b->info.event_count = ltr_columns_rows(&s->cols, LTR_CHUNK_MAX_RAW);
     b->rec = s->cols.rows.data;
     b->len = s->cols.rows.len;
     return 0;
