@@ -61,11 +61,17 @@ void an_blocks_free(an_blocks *b)
 
 /* The plan of a layout id, settled when the reader first knows the layout
  * (layouts are never redefined until a rewind, which ends the stream). */
-static const an_fast_plan *plan_of(an_blocks *b, uint64_t id)
+static __attribute__((noinline)) const an_fast_plan *plan_first(an_blocks *b, uint64_t id);
+
+static inline __attribute__((always_inline)) const an_fast_plan *plan_of(an_blocks *b, uint64_t id)
 {
     an_fast_plan *p = &b->plans[id];
-    if (p->kind != PLAN_UNSEEN)
-        return p;
+    return p->kind != PLAN_UNSEEN ? p : plan_first(b, id);
+}
+
+static const an_fast_plan *plan_first(an_blocks *b, uint64_t id)
+{
+    an_fast_plan *p = &b->plans[id];
     const ltr_layout *l = ltr_trace_layout_find(b->trace, (uint32_t)id);
     if (!l)
         return p; /* not described yet: the generic path reports it */
@@ -126,16 +132,17 @@ static inline __attribute__((always_inline)) int read_fields(const an_fast_plan 
  * sequences and lists as they were before it (a pnew refers to frees, a
  * pref to allocations), then joined to them. 0, or -1 for a reference the
  * generic path must report (nothing joined then). */
-static int resolve_refs(struct ltr_refseq *refs, const an_fast_plan *pl, const uint64_t code[2], uint64_t addr[2],
-                        uint64_t val[AN_F_COUNT + 1])
+static inline __attribute__((always_inline)) int resolve_refs(struct ltr_refseq *refs, const an_fast_plan *pl,
+                                                               ltr_refev *e, uint64_t val[AN_F_COUNT + 1])
 {
-    ltr_refev e = {.has = {pl->ref[0] >= 0, pl->ref[1] >= 0}, .code = {code[0], code[1]},
-                   .addr = {addr[0], addr[1]}, .size = val[AN_F_SIZE]};
-    if (ltr_refseq_apply_event(refs, &e) < 0)
+    e->has[0] = pl->ref[0] >= 0;
+    e->has[1] = pl->ref[1] >= 0;
+    e->size = val[AN_F_SIZE];
+    if (ltr_refseq_apply_event(refs, e) < 0)
         return -1;
     for (int k = 0; k < 2; k++)
         if (pl->ref[k] >= 0)
-            val[pl->slot[pl->ref[k]]] = e.addr[k];
+            val[pl->slot[pl->ref[k]]] = e->addr[k];
     return 0;
 }
 
@@ -280,24 +287,25 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
     taker out = {.sk = sk, .v = v, .feed = feed};
     while (run.records < cv->left) {
         size_t ipos = ic->pos, tpos = tc->pos, pos[AN_FAST_FIELDS];
-        uint64_t idx, delta, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0}, code[2] = {0, 0}, addr[2] = {0, 0};
+        uint64_t idx, delta, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0};
+        ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
         if (!col_uvar(ic, &ipos, &idx) || idx >= cv->nt)
             break;
-        const ltr_colentry *e = &cv->tab[idx];
-        const an_fast_plan *pl = e->whole || e->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, e->id);
-        if (!pl || pl->kind <= 0 || pl->nfields != e->k || !col_uvar(tc, &tpos, &delta) ||
-            !col_fields(cv, e, pl, pos, prev, val, code, addr))
+        const ltr_colentry *ce = &cv->tab[idx];
+        const an_fast_plan *pl = ce->whole || ce->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, ce->id);
+        if (!pl || pl->kind <= 0 || pl->nfields != ce->k || !col_uvar(tc, &tpos, &delta) ||
+            !col_fields(cv, ce, pl, pos, prev, val, e.code, e.addr))
             break;
-        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, code, addr, val) < 0)
+        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, &e, val) < 0)
             break; /* the generic path reports it */
         ic->pos = ipos;
         tc->pos = tpos;
-        for (uint32_t j = 0; j < e->k; j++) {
-            cv->cols[e->col0 + j].pos = pos[j];
-            cv->cols[e->col0 + j].prev = prev[j];
+        for (uint32_t j = 0; j < ce->k; j++) {
+            cv->cols[ce->col0 + j].pos = pos[j];
+            cv->cols[ce->col0 + j].prev = prev[j];
         }
         ts += (uint64_t)ltr_unzigzag(delta);
-        take(b, &out, &run, ts, val, pl->kind, e->id);
+        take(b, &out, &run, ts, val, pl->kind, ce->id);
     }
     an_sink_commit(sk, v->pid, v->tid, out.n);
     run.last_ts = ts;
@@ -321,10 +329,10 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
         if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
             break;
         const an_fast_plan *pl = plan_of(b, id);
-        uint64_t code[2] = {0, 0}, addr[2] = {0, 0};
-        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val, code, addr))
+        ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
+        if (pl->kind <= 0 || !read_fields(pl, q, rend, end, val, e.code, e.addr))
             break;
-        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, code, addr, val) < 0)
+        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, &e, val) < 0)
             break; /* the generic path reports it */
         ts += (uint64_t)ltr_unzigzag(delta);
         take(b, &out, &run, ts, val, pl->kind, id);
