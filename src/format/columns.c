@@ -408,7 +408,7 @@ static int read_table(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t *p
     for (uint64_t e = 0; e < *nt; e++) {
         uint64_t id, shape; /* shape: 0 whole payloads, else 1 + the field columns */
         if (take_uvar(p, len, pos, &id) < 0 || id > UINT32_MAX || take_uvar(p, len, pos, &shape) < 0 ||
-            shape > LTR_COLUMNS_MAX + 1 - *ncols || 2 * (shape - !!shape) > len - *pos)
+            (shape ? shape - 1 : 1) > LTR_COLUMNS_MAX - *ncols || 2 * (shape - !!shape) > len - *pos)
             return fail(d, "bad layout table");
         uint64_t k = shape ? shape - 1 : 0;
         const uint8_t *spec = p + *pos;

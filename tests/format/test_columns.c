@@ -631,6 +631,32 @@ static void test_layout_mismatch(void **state)
     ltr_bytes_free(&c.other);
 }
 
+/* A table of whole-payload entries up to the column limit opens; one entry
+ * more is refused (the layout and time columns count too). */
+static void test_column_limit(void **state)
+{
+    (void)state;
+    for (uint32_t extra = 0; extra <= 1; extra++) {
+        uint32_t entries = LTR_COLUMNS_MAX - 2 + extra;
+        ltr_bytes b = {0};
+        uint8_t v[LTR_VARINT_MAX];
+        ltr_bytes_put_mem(&b, v, ltr_put_uvar(v, entries));
+        for (uint32_t e = 0; e < entries; e++) {
+            ltr_bytes_put_mem(&b, v, ltr_put_uvar(v, e)); /* layout id */
+            ltr_bytes_put_u8(&b, 0);                     /* shape 0: whole payloads */
+        }
+        for (uint32_t c = 0; c < entries + 2; c++)
+            ltr_bytes_put_u8(&b, 0); /* every column empty */
+        ltr_coldecoder d = {0};
+        int rc = ltr_columns_open(&d, b.data, b.len, 0, NULL, NULL);
+        assert_int_equal(rc, extra ? -1 : 0);
+        if (!extra)
+            assert_int_equal(d.view.ncols, LTR_COLUMNS_MAX);
+        ltr_coldecoder_free(&d);
+        ltr_bytes_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -640,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_trace_same_as_rows),
         cmocka_unit_test(test_damage),
         cmocka_unit_test(test_layout_mismatch),
+        cmocka_unit_test(test_column_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
