@@ -5,7 +5,9 @@
  * as it writes by default, give the same `ltr dump` event list, the same
  * `ltr analyze` report in text and JSON, and the one with columns is the
  * smaller file. The merge rewrites every block through the writer, so the
- * two files differ only in how their blocks are stored.
+ * two files differ only in how their blocks are stored. (The recordings
+ * hold about 2 M events; a CI run beside other tests had 1 991 939, so the
+ * size check asks for more than 1 M.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +31,7 @@ static void test_columns_read_as_rows(void **state)
         "%s analyze $f.ltr | sed \"s/$f.ltr/X/g\" >$f.text && "
         "%s analyze --format json $f.ltr | sed \"s/$f.ltr/X/g\" >$f.json || exit 1; done && "
         "cmp rows.dump cols.dump && cmp rows.text cols.text && cmp rows.json cols.json && "
-        "test $(wc -l <rows.dump) -gt 2000000 && test $(stat -c %%s cols.ltr) -lt $(stat -c %%s rows.ltr)",
+        "test $(wc -l <rows.dump) -gt 1000000 && test $(stat -c %%s cols.ltr) -lt $(stat -c %%s rows.ltr)",
         dir, LTR, target, LTR, target, LTR, LTR, LTR, LTR, LTR);
     if (r.status != 0)
         fail_msg("status %d: %s%s", r.status, r.out, r.err);
