@@ -53,6 +53,14 @@ static inline uint64_t ltr_model_at(const ltr_model_list *l, uint32_t i)
     return l->a[(l->head + i) & (LTR_MODEL_LIST - 1u)];
 }
 
+/* No entry: what the writer and reader do to every list when they can no
+ * longer be sure of what the other holds. */
+static inline void ltr_model_empty(ltr_model_list *l)
+{
+    l->n = 0;
+    l->unknown = 0;
+}
+
 /* A free's address goes in front; the oldest falls off a full list. */
 static inline void ltr_model_push(ltr_model_list *l, uint64_t addr, int unknown)
 {

@@ -80,7 +80,7 @@ static void distrust(struct ltr_refseq *s)
 {
     for (unsigned c = 0; s->lists && c < LTR_MODEL_CLASSES; c++)
         if (s->lists[c])
-            s->lists[c]->n = s->lists[c]->unknown = 0;
+            ltr_model_empty(s->lists[c]);
 }
 
 static void rebase(ring *g, uint64_t base)

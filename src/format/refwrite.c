@@ -97,8 +97,7 @@ void ltr_refwriter_free(ltr_refwriter *w)
 void ltr_refwriter_forget(ltr_refwriter *w)
 {
     size_t pos = 0;
-    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));)
-    {
+    for (seq_entry *e; (e = an_hmap_next(&w->seqs, &pos));) {
         for (int k = 0; k < 2; k++) {
             an_hmap_free(&e->seq->r[k].addrs);
             an_hmap_init(&e->seq->r[k].addrs, sizeof(addr_ord));
@@ -233,7 +232,7 @@ static void forget_lists(wseq *s)
 {
     for (unsigned c = 0; c < LTR_MODEL_CLASSES; c++)
         if (s->lists[c])
-            s->lists[c]->n = 0;
+            ltr_model_empty(s->lists[c]);
 }
 
 static void free_seq(wseq *s)
