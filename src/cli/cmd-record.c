@@ -38,7 +38,7 @@ static void help(void)
            "                       at the end; the trace counts the overwritten events\n"
            "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
-           "                       1 to 50 (default %u)\n"
+           "                       1 to 50 (default %u: %u per CPU, at most %u)\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n"
            "  --pid PID            record a process that runs already instead of CMD, until\n"
            "                       Ctrl-C, --duration or its exit (as 'heaptrack -p'): the\n"
@@ -51,22 +51,24 @@ static void help(void)
            "                       process, ptrace not permitted (Yama, CAP_SYS_PTRACE)\n"
            "  --duration SECS      with --pid: stop recording after SECS seconds\n"
            CLI_NO_SYMBOLS_HELP "\n"
-           "Buffers. The default, %u buffers of %u KB (8 MB), is many small buffers\n"
-           "because each thread that allocates holds one while it fills it: a pool\n"
-           "of 100 threads allocating in bursts lost 37%% of its events with 64\n"
-           "buffers of 128 KB and none with these, at the same overhead\n"
-           "(docs/heap-tracing.md). Past seven eighths of the buffers, further\n"
-           "threads share the buffer of the CPU they run on (glibc 2.35+, x86-64):\n"
-           "1000 threads on 2 CPUs lose nothing when ltr runs as root, which lets\n"
-           "its recorder run at nice -10 (docs/design.md). 'ltr start heap' takes\n"
-           "1024 of 1 MB instead: a flight recorder's reach back in time is its pool\n"
-           "(see 'ltr start --help').\n\n"
+           "Buffers. The default, %u buffers of %u KB per CPU (16 MB a CPU, here %u\n"
+           "buffers), is many small buffers because each thread that allocates holds\n"
+           "one while it fills it: a pool of 100 threads allocating in bursts lost\n"
+           "37%% of its events with 64 buffers of 128 KB and none with 512 of 16 KB,\n"
+           "at the same overhead (docs/heap-tracing.md). Past seven eighths of the\n"
+           "buffers, further threads share the buffer of the CPU they run on (glibc\n"
+           "2.35+, x86-64). Per CPU, because the pool must hold what the program\n"
+           "writes while the recorder waits for a CPU, and a program writes as fast\n"
+           "as it has CPUs: 1000 threads on 2 CPUs lose nothing, with an\n"
+           "unprivileged recorder too (docs/design.md). 'ltr start heap' takes 1024\n"
+           "of 1 MB instead: a flight recorder's reach back in time is its pool (see\n"
+           "'ltr start --help').\n\n"
            "exit status: CMD's exit status (127 when it could not be started); 1 when\n"
            "ltr could not start the recording or write the trace, or --pid could not be\n"
            "attached; 2 bad usage. With --pid: 0 once the trace is written.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_HEAP_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
-           LTR_BUFFERS_MAX, LTR_HEAP_BUFFERS_DEFAULT, LTR_HEAP_BUFFERS_DEFAULT,
-           LTR_HEAP_BUFFER_KB_DEFAULT);
+           LTR_BUFFERS_MAX, ltr_heap_default_buffers(), LTR_HEAP_BUFFERS_PER_CPU, LTR_HEAP_BUFFERS_MOST,
+           LTR_HEAP_BUFFERS_PER_CPU, LTR_HEAP_BUFFER_KB_DEFAULT, ltr_heap_default_buffers());
 }
 
 typedef struct record_opts {
@@ -243,7 +245,7 @@ static int record_pid(const record_opts *o, const ltr_session_config *cfg, const
 int cmd_record(int argc, char **argv)
 {
     record_opts o = {.output = "ltr-record.ltr", .mode = LTR_MODE_FILE,
-                     .buffer_kb = LTR_HEAP_BUFFER_KB_DEFAULT, .buffers = LTR_HEAP_BUFFERS_DEFAULT, .depth = -1};
+                     .buffer_kb = LTR_HEAP_BUFFER_KB_DEFAULT, .buffers = ltr_heap_default_buffers(), .depth = -1};
     int first = parse(argc, argv, &o);
     if (first <= 0)
         return -first;

@@ -82,7 +82,7 @@ static void help(void)
            "holds (heap.light: 256 MB). Memory is taken as buffers are first used: in\n"
            "memory mode it grows to the whole pool as the ring fills; in file mode\n"
            "written buffers are reused first, so it grows only while writing lags.\n"
-           "'ltr record' takes 512 of 16 KB instead: see 'ltr record --help'.\n\n"
+           "'ltr record' takes 1024 of 16 KB per CPU instead: see 'ltr record --help'.\n\n"
            "exit status: 0 the session started (warnings on stderr name what it will\n"
            "not record, and each --pid that could not be attached), 1 nothing was\n"
            "started (an error in a profile, a profile with Strict=\"true\" that records\n"

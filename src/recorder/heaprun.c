@@ -32,6 +32,13 @@ static bool readable(const char *path)
     return access(path, R_OK) == 0;
 }
 
+uint32_t ltr_heap_default_buffers(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t n = (uint64_t)LTR_HEAP_BUFFERS_PER_CPU * (uint64_t)(cpus > 0 ? cpus : 1);
+    return n > LTR_HEAP_BUFFERS_MOST ? LTR_HEAP_BUFFERS_MOST : (uint32_t)n;
+}
+
 int ltr_heap_agent_path(char *out, size_t size, ltr_error *err)
 {
     const char *env = getenv("LTR_HEAP_AGENT");

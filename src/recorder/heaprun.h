@@ -20,13 +20,26 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
 
 /* ltr record's buffers: each thread that allocates holds a buffer of its own
  * while it fills it, so their number bounds the threads that can record at
- * once, and heap events are small (about 15 bytes). 512 of 16 KB, the 8 MB
- * that 64 of 128 KB were: a pool of 100 threads allocating in bursts lost
- * 37 % of its events with 64 buffers, none with these; bench/heap's trace
- * grows 0.7 % (block headers), its overhead does not move
- * (docs/heap-tracing.md). */
+ * once, and heap events are small (about 15 bytes). Buffers of 16 KB: a
+ * pool of 100 threads allocating in bursts lost 37 % of its events with 64
+ * of 128 KB, none with 512 of 16 KB, the same 8 MB; bench/heap's trace grows
+ * 0.7 % (block headers), its overhead does not move (docs/heap-tracing.md).
+ *
+ * 1024 of them per CPU online, at most LTR_HEAP_BUFFERS_MOST: what the
+ * pool must hold is what the program writes while the recorder is away, and
+ * a program writes as fast as it has CPUs. An unprivileged recorder (nice 0,
+ * no -10) beside 1000 threads in bursts on 2 CPUs (bench/threads) is kept
+ * off its CPU by the scheduler for 50 to 97 ms at times (perf sched:
+ * runnable all along, preempted), and the program fills 8 MB in less. Runs
+ * that lost events, as nobody: 512 buffers, 4 to 5 of 16; 768, none of 12;
+ * 1024, 1 of 40; 2048, none of 32 (docs/benchmarks.md, "Threads"). Memory is
+ * taken as buffers are first used, and in file mode written buffers are
+ * reused first. */
 #define LTR_HEAP_BUFFER_KB_DEFAULT 16u
-#define LTR_HEAP_BUFFERS_DEFAULT 512u
+#define LTR_HEAP_BUFFERS_PER_CPU 1024u
+#define LTR_HEAP_BUFFERS_MOST 8192u /* 128 MB: 8 CPUs and more */
+/* ltr record's default count of buffers on this machine (above). */
+uint32_t ltr_heap_default_buffers(void);
 
 /* Makes cfg a heap session: one collector "heap" of the given buffers, the
  * Ltr.Heap provider enabled in it. */

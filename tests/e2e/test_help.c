@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define LTR tu_ltr()
 
@@ -219,9 +220,24 @@ static void record_takes_buffers_percent(void **state)
 static void default_buffers_explained(void **state)
 {
     tu_result r = tu_run("%s record --help", LTR);
-    assert_non_null(strstr(r.out, "512 buffers of 16 KB"));
-    assert_non_null(strstr(r.out, "each thread that allocates holds one"));
+    assert_non_null(strstr(r.out, "1024 buffers of 16 KB per CPU"));
+    char here[64];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(here, sizeof here, "here %ld\n", 1024 * cpus > 8192 ? 8192 : 1024 * cpus);
+    assert_non_null(strstr(r.out, here));
+    assert_non_null(strstr(r.out, "each thread that allocates holds"));
     tu_free(&r);
+    /* and what the help says is what record does */
+    const char *dir = *state;
+    r = tu_run("%s record -o %s/d.ltr -- true", LTR, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char trace[4096];
+    unsigned long long count, size, ram;
+    snprintf(trace, sizeof trace, "%s/d.ltr", dir);
+    trace_buffers(trace, &count, &size, &ram);
+    assert_int_equal(count, (unsigned long long)(1024 * cpus > 8192 ? 8192 : 1024 * cpus));
+    assert_int_equal(size, 16384);
     r = tu_run("%s start --help", LTR);
     assert_non_null(strstr(r.out, "64 buffers of 128 KB"));
     assert_non_null(strstr(r.out, "'ltr start heap' takes 1024 buffers of 1 MB"));
