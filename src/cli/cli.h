@@ -59,9 +59,6 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
     "                       its binaries and debug files are not; 'ltr symbolize')\n"
 int cmd_symbolize(int argc, char **argv);
 
-/* main's argv, whole: what the command runs again with (analysis-args.c). */
-extern char **cli_main_argv;
-
 /* One function per subcommand, each in its own file cmd-NAME.c. */
 int cmd_start(int argc, char **argv);
 int cmd_watch(int argc, char **argv);

@@ -93,11 +93,8 @@ static int help(int argc, char **argv)
     return c->run(2, args);
 }
 
-char **cli_main_argv;
-
 int main(int argc, char **argv)
 {
-    cli_main_argv = argv;
     ltr_ignore_sigxfsz(); /* past ulimit -f: EFBIG, said like a full disk, not a silent death */
     if (argc < 2) {
         usage(stderr);
