@@ -57,7 +57,9 @@ typedef struct source {
     int have;            /* f holds an intact chunk not written yet */
     int done;
     uint64_t first_ts;   /* of f's EVENTS chunk */
-    ltr_idmap layouts;   /* source layout id -> merged id + 1 */
+    ltr_idmap layouts;   /* source layout id -> merged id + 1 (its first description, as a reader keeps) */
+    ltr_idmap types_at;  /* source layout id -> offset + 1 in types: its field types */
+    ltr_bytes types;     /* per layout: u32 count, then a type byte per field */
     ltr_bytes counters;  /* the last COUNTERS payload */
     ltr_coldecoder cols; /* the records of its last column block */
     ltr_bytes header;    /* the HEADER key/value list */
@@ -144,6 +146,8 @@ static void close_source(source *s)
     ltr_fetch_free(&s->f);
     ltr_coldecoder_free(&s->cols);
     ltr_idmap_free(&s->layouts);
+    ltr_idmap_free(&s->types_at);
+    ltr_bytes_free(&s->types);
     ltr_bytes_free(&s->counters);
     ltr_bytes_free(&s->header);
 }
@@ -223,14 +227,53 @@ static int seen_elsewhere(merger *m, an_hmap *h, uint64_t kind, const uint8_t *r
     return m->arena.failed ? (ltr_fail(m->err, ENOMEM, "out of memory"), -1) : 0;
 }
 
+/* The field types of a LAYOUT body b (len bytes from its id on: u32 id,
+ * guid[16], u16 event_id, u8 level, u8 opcode, u64 keywords, str name, u16
+ * count, count x (u8 type, str name)) into s->types, for the column tables
+ * that name it (column_types_match). A body that does not parse is left
+ * out: a reader calls it a bad record and knows no layout by that id. */
+static int keep_types(source *s, uint32_t id, const uint8_t *b, size_t len)
+{
+    if (len < 34 || 34 + (size_t)ltr_get_u16(b + 32) + 2 > len)
+        return 0;
+    size_t off = 34 + ltr_get_u16(b + 32), at = s->types.len;
+    uint16_t count = ltr_get_u16(b + off);
+    ltr_bytes_put_u32(&s->types, count);
+    for (off += 2; count--; off += 3 + ltr_get_u16(b + off + 1)) {
+        if (off + 3 > len || off + 3 + ltr_get_u16(b + off + 1) > len) {
+            s->types.len = at;
+            return 0;
+        }
+        ltr_bytes_put_u8(&s->types, b[off]);
+    }
+    return s->types.failed || ltr_idmap_put(&s->types_at, id, (void *)(uintptr_t)(at + 1)) < 0 ? -1 : 0;
+}
+
+/* A column table's entry for layout id against the layout its source
+ * described first: the check a reader makes before it reads the block
+ * (reader.c), so that merge rebuilds no records a reader would not read. */
+static int column_types_match(void *ctx, uint32_t id, const uint8_t *types, uint32_t k)
+{
+    const source *s = ctx;
+    uintptr_t at = (uintptr_t)ltr_idmap_get(&s->types_at, id);
+    if (!at || ltr_get_u32(s->types.data + at - 1) != k)
+        return -1;
+    return memcmp(s->types.data + at - 1 + 4, types, k) ? -1 : 0;
+}
+
 /* A LAYOUT record of source s, with its merged id in place of its own: an
  * identical layout (all but the id) of any trace has one merged id and is
- * written once. Returns 1 to write it, 0 when written already, -1 on error. */
+ * written once. An id described again keeps its first description for the
+ * events, as a reader does. Returns 1 to write it, 0 when written already,
+ * -1 on error. */
 static int layout_rec(merger *m, source *s, uint8_t *rec, size_t len)
 {
     if (len < 12)
         return 1; /* a bad record: left as it is, for the reader to report */
     uint32_t id = ltr_get_u32(rec + 8), merged;
+    int first = ltr_idmap_get(&s->layouts, id) == NULL;
+    if (first && keep_types(s, id, rec + 8, len - 8) < 0)
+        return ltr_fail(m->err, ENOMEM, "out of memory"), -1;
     int created, keep = 1;
     seen_rec *e = an_hmap_put(&m->layouts, hash_bytes(rec + 12, len - 12, LTR_META_LAYOUT), &created);
     if (!e)
@@ -245,7 +288,7 @@ static int layout_rec(merger *m, source *s, uint8_t *rec, size_t len)
             ltr_bytes_put_mem(&m->arena, rec + 12, len - 12);
         }
     }
-    if (m->arena.failed || ltr_idmap_put(&s->layouts, id, (void *)(uintptr_t)((uint64_t)merged + 1)) < 0)
+    if (m->arena.failed || (first && ltr_idmap_put(&s->layouts, id, (void *)(uintptr_t)((uint64_t)merged + 1)) < 0))
         return ltr_fail(m->err, ENOMEM, "out of memory"), -1;
     ltr_put_u32(rec + 8, merged);
     return keep;
@@ -407,14 +450,15 @@ static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
 
 /* A column block's records rebuilt (into s->cols), so that it is copied as
  * rows are (the writer stores them as columns again): 0, or -1 when its
- * columns do not frame (a reader skips the whole block too). A record that
- * cannot be rebuilt ends the block, as a reader reads it. */
+ * columns do not frame or its table names a layout the source did not
+ * describe with those field types (a reader skips the whole block too). A
+ * record that cannot be rebuilt ends the block, as a reader reads it. */
 static int block_rows(source *s, block *b)
 {
     if (!(b->info.flags & LTR_BLOCK_FLAG_COLUMNS))
         return 0;
     b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_COLUMNS;
-    if (!b->compact || ltr_columns_open(&s->cols, b->rec, b->len, b->info.event_count, NULL, NULL) < 0)
+    if (!b->compact || ltr_columns_open(&s->cols, b->rec, b->len, b->info.event_count, column_types_match, s) < 0)
         return -1;
     b->info.event_count = ltr_columns_rows(&s->cols, LTR_CHUNK_MAX_RAW);
     b->rec = s->cols.rows.data;

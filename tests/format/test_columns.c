@@ -11,6 +11,7 @@
 #include "format/chunk.h"
 #include "format/columns.h"
 #include "format/compact.h"
+#include "format/merge.h"
 #include "gen.h"
 
 #include <ltr/trace.h>
@@ -440,13 +441,18 @@ static void test_trace_same_as_rows(void **state)
 
 /* ---- damage ---- */
 
-/* A trace written by hand, uncompressed: METADATA of mine, then one EVENTS
- * chunk of the given blocks (already framed). */
+/* A trace written by hand, uncompressed: a HEADER (what ltr merge asks of
+ * a source), METADATA of mine, then one EVENTS chunk of the given blocks
+ * (already framed). */
 static void raw_trace(const char *path, const ltr_bytes *meta, const ltr_bytes *events)
 {
-    const ltr_bytes parts[2] = {*meta, *events};
-    const uint16_t types[2] = {LTR_CHUNK_METADATA, LTR_CHUNK_EVENTS};
-    assert_int_equal(gen_raw_chunks(path, LTR_FORMAT_VERSION, parts, types, 2), 0);
+    ltr_bytes header = {0};
+    ltr_bytes_put_kv(&header, "format.version", "5");
+    ltr_bytes_put_kv(&header, "host.name", "genhost"); /* gen_write's: one machine, for ltr merge */
+    const ltr_bytes parts[3] = {header, *meta, *events};
+    const uint16_t types[3] = {LTR_CHUNK_HEADER, LTR_CHUNK_METADATA, LTR_CHUNK_EVENTS};
+    assert_int_equal(gen_raw_chunks(path, LTR_FORMAT_VERSION, parts, types, 3), 0);
+    ltr_bytes_free(&header);
 }
 
 static void put_block(ltr_bytes *b, uint32_t pid, uint16_t flags, uint32_t count, const uint8_t *data, size_t len)
@@ -505,18 +511,24 @@ static void damage_setup(damage_case *c)
     records(&c->other, written_ids, 1, c->other_count, &ts); /* L_FIX: described in every case */
 }
 
-/* Reads the trace with pid 2's column data replaced by data (len bytes), its block saying count records. */
-static void read_damaged_count(damage_case *c, const uint8_t *data, size_t len, uint32_t count, readout *r)
+/* The trace at path, with pid 2's column data replaced by data (len bytes), its block saying count records. */
+static void write_damaged(const damage_case *c, const char *path, const uint8_t *data, size_t len, uint32_t count)
 {
     ltr_bytes ev = {0};
     put_block(&ev, 1, 0, c->other_count, c->other.data, c->other.len);
     put_block(&ev, 2, LTR_BLOCK_FLAG_COLUMNS, count, data, len);
     put_block(&ev, 3, 0, c->other_count, c->other.data, c->other.len);
-    const char *path = gen_tmp("damaged.ltr");
     raw_trace(path, &c->meta, &ev);
+    ltr_bytes_free(&ev);
+}
+
+/* Reads that trace. */
+static void read_damaged_count(damage_case *c, const uint8_t *data, size_t len, uint32_t count, readout *r)
+{
+    const char *path = gen_tmp("damaged.ltr");
+    write_damaged(c, path, data, len, count);
     read_trace(path, r);
     unlink(path);
-    ltr_bytes_free(&ev);
 }
 
 static void read_damaged(damage_case *c, const uint8_t *data, size_t len, readout *r)
@@ -601,7 +613,9 @@ static void test_damage(void **state)
 }
 
 /* A table naming a layout the reader does not know, or knows with other
- * field types, is damage of the whole block, not events read wrong. */
+ * field types, is damage of the whole block, not events read wrong; ltr
+ * merge skips it the same way. An id described twice is read, and merged,
+ * as its first description says. */
 static void test_layout_mismatch(void **state)
 {
     (void)state;
@@ -609,20 +623,45 @@ static void test_layout_mismatch(void **state)
     damage_setup(&c);
     readout r;
     ltr_bytes mine = {0};
-    for (int k = 0; k < 2; k++) {
+    ltr_guid g;
+    ltr_guid_from_name(PROV, &g);
+    for (int k = 0; k < 3; k++) {
         ltr_bytes_free(&c.meta);
         memset(&c.meta, 0, sizeof c.meta);
-        /* k 0: L_VAR not described; k 1: L_VAR described with a u64 in place of its first uvar */
-        layouts(&c.meta, (const int[]){L_FIX, L_REF, L_STR, L_NONE}, 4);
-        if (k) {
-            ltr_guid g;
-            ltr_guid_from_name(PROV, &g);
+        /* k 0: L_VAR not described; k 1: L_VAR described with a u64 in
+         * place of its first uvar; k 2: described right, then so again */
+        if (k < 2)
+            layouts(&c.meta, (const int[]){L_FIX, L_REF, L_STR, L_NONE}, 4);
+        else
+            layouts(&c.meta, written_ids, NLAYOUTS);
+        if (k)
             gen_layout(&c.meta, L_VAR, &g, L_VAR, "E", "4:size,15:diff,16:addr,14:stack");
-        }
+        uint32_t want = k == 2 ? c.count : 0;
         read_damaged(&c, c.cols.data, c.cols.len, &r);
-        assert_non_null(strstr(r.damage_text, "unknown or has other field types"));
-        assert_int_equal(events_of(&r, 2, &mine), 0);
+        assert_true(k == 2 ? r.damage == 0 : strstr(r.damage_text, "unknown or has other field types") != NULL);
+        assert_int_equal(events_of(&r, 2, &mine), want);
         ltr_bytes_free(&r.log);
+        char damaged[4096], other[4096], merged[4096];
+        snprintf(damaged, sizeof damaged, "%s", gen_tmp("mismatch.ltr"));
+        snprintf(other, sizeof other, "%s", gen_tmp("mismatch-other.ltr"));
+        snprintf(merged, sizeof merged, "%s", gen_tmp("mismatch-merged.ltr"));
+        write_damaged(&c, damaged, c.cols.data, c.cols.len, c.count);
+        gen_opts o = {.blocks = 1, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
+        assert_int_equal(gen_write(other, &o, NULL), 0);
+        const char *in[2] = {damaged, other};
+        ltr_error err;
+        ltr_merge_report rep;
+        assert_int_equal(ltr_merge(in, 2, merged, 1, &rep, &err), 0);
+        assert_int_equal(rep.damaged, k == 2 ? 0 : 1);
+        read_trace(merged, &r);
+        assert_int_equal(r.damage, 0);
+        assert_int_equal(events_of(&r, 2, &mine), want);
+        assert_int_equal(events_of(&r, 1, &mine), c.other_count);
+        assert_int_equal(events_of(&r, 3, &mine), c.other_count);
+        ltr_bytes_free(&r.log);
+        unlink(damaged);
+        unlink(other);
+        unlink(merged);
     }
     ltr_bytes_free(&mine);
     ltr_bytes_free(&c.meta);
