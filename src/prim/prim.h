@@ -37,6 +37,16 @@
 uint64_t ltr_now_ns(void);
 /* CLOCK_REALTIME in ns since the epoch, for the wall-clock anchor. */
 uint64_t ltr_wall_ns(void);
+/* ltr_now_ns rounded down to a multiple of grain_ns, for a caller that asks
+ * very often (the heap agent, at every event): between a grain's edges it is
+ * read from the CPU's time-stamp counter where the kernel keeps time with it
+ * (grainclock.c says why that is exact). c is the calling thread's own,
+ * zeroed before its first use; the same grain_ns at every call with it. */
+typedef struct ltr_grain_clock {
+    uint64_t tsc_last, tsc_edge, grain_ts;
+    uint64_t clock_reads; /* the calls that asked clock_gettime */
+} ltr_grain_clock;
+uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);
 
 /* Fills ltr_error: code and a printf-style message. Returns -code. */
 int ltr_fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
