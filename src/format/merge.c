@@ -227,26 +227,23 @@ static int seen_elsewhere(merger *m, an_hmap *h, uint64_t kind, const uint8_t *r
     return m->arena.failed ? (ltr_fail(m->err, ENOMEM, "out of memory"), -1) : 0;
 }
 
-/* The field types of a LAYOUT body b (len bytes from its id on: u32 id,
- * guid[16], u16 event_id, u8 level, u8 opcode, u64 keywords, str name, u16
- * count, count x (u8 type, str name)) into s->types, for the column tables
- * that name it (column_types_match). A body that does not parse is left
- * out: a reader calls it a bad record and knows no layout by that id. */
+/* The field types of a LAYOUT body b (len bytes from its id on), for the
+ * column tables that name it (column_types_match): 0, or -1 when it does
+ * not parse as a reader parses it (which then knows no layout by it), or
+ * -ENOMEM. */
 static int keep_types(source *s, uint32_t id, const uint8_t *b, size_t len)
 {
-    if (len < 34 || 34 + (size_t)ltr_get_u16(b + 32) + 2 > len)
-        return 0;
-    size_t off = 34 + ltr_get_u16(b + 32), at = s->types.len;
-    uint16_t count = ltr_get_u16(b + off);
-    ltr_bytes_put_u32(&s->types, count);
-    for (off += 2; count--; off += 3 + ltr_get_u16(b + off + 1)) {
-        if (off + 3 > len || off + 3 + ltr_get_u16(b + off + 1) > len) {
-            s->types.len = at;
-            return 0;
-        }
-        ltr_bytes_put_u8(&s->types, b[off]);
-    }
-    return s->types.failed || ltr_idmap_put(&s->types_at, id, (void *)(uintptr_t)(at + 1)) < 0 ? -1 : 0;
+    uint32_t k;
+    if (ltr_layout_body_types(b, len, NULL, 0, &k) < 0)
+        return -1;
+    size_t at = s->types.len;
+    uint8_t *t = ltr_bytes_grow(&s->types, 4 + (size_t)k);
+    if (!t || s->types.failed)
+        return -ENOMEM;
+    ltr_put_u32(t, k);
+    ltr_layout_body_types(b, len, t + 4, k, &k);
+    s->types.len = at + 4 + k;
+    return ltr_idmap_put(&s->types_at, id, (void *)(uintptr_t)(at + 1)) < 0 ? -ENOMEM : 0;
 }
 
 /* A column table's entry for layout id against the layout its source
@@ -263,17 +260,21 @@ static int column_types_match(void *ctx, uint32_t id, const uint8_t *types, uint
 
 /* A LAYOUT record of source s, with its merged id in place of its own: an
  * identical layout (all but the id) of any trace has one merged id and is
- * written once. An id described again keeps its first description for the
- * events, as a reader does. Returns 1 to write it, 0 when written already,
+ * written once. An id described again keeps, for the events, its first
+ * description that parses, as a reader does. Returns 1 to write it, 0 when written already,
  * -1 on error. */
 static int layout_rec(merger *m, source *s, uint8_t *rec, size_t len)
 {
     if (len < 12)
         return 1; /* a bad record: left as it is, for the reader to report */
     uint32_t id = ltr_get_u32(rec + 8), merged;
-    int first = ltr_idmap_get(&s->layouts, id) == NULL;
-    if (first && keep_types(s, id, rec + 8, len - 8) < 0)
-        return ltr_fail(m->err, ENOMEM, "out of memory"), -1;
+    int first = 0; /* the id's first description that parses: the one a reader keeps */
+    if (!ltr_idmap_get(&s->layouts, id)) {
+        int rc = keep_types(s, id, rec + 8, len - 8);
+        if (rc == -ENOMEM)
+            return ltr_fail(m->err, ENOMEM, "out of memory"), -1;
+        first = rc == 0;
+    }
     int created, keep = 1;
     seen_rec *e = an_hmap_put(&m->layouts, hash_bytes(rec + 12, len - 12, LTR_META_LAYOUT), &created);
     if (!e)

@@ -221,29 +221,40 @@ static uint32_t *fixed_offsets(const ltr_field *f, unsigned n)
     return o;
 }
 
+/* Field i's type against the rules a reader keeps (kept[0], kept[1]: the
+ * pnew and pref fields so far, -1 none): a type it knows, and one pnew and
+ * one pref at most per layout, since the event keeps their resolved
+ * addresses. 0, or -1 when the layout is refused. */
+static int field_type_rule(uint8_t type, unsigned i, int32_t kept[2])
+{
+    if (ltr_type_fixed_size((ltr_type)type) < 0)
+        return -1;
+    int k = type == LTR_TYPE_PNEW ? 0 : type == LTR_TYPE_PREF ? 1 : -1;
+    if (k >= 0 && kept[k] >= 0)
+        return -1;
+    if (k >= 0)
+        kept[k] = (int32_t)i;
+    return 0;
+}
+
 static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
 {
     unsigned n = ltr_cursor_u16(c);
     l->fields = calloc(n ? n : 1, sizeof *l->fields);
     if (!l->fields || c->bad)
         return -1;
+    int32_t kept[2] = {-1, -1};
     for (unsigned i = 0; i < n; i++) {
         l->fields[i].type = (ltr_type)ltr_cursor_u8(c);
         l->fields[i].name = ltr_cursor_str(c);
         l->pub.field_count = (uint16_t)(i + 1);
-        if (!l->fields[i].name || ltr_type_fixed_size(l->fields[i].type) < 0)
+        if (!l->fields[i].name || field_type_rule((uint8_t)l->fields[i].type, i, kept) < 0)
             return -1;
     }
     l->pub.fields = l->fields;
     l->fixed_offsets = fixed_offsets(l->fields, n);
-    l->pnew = l->pref = -1;
-    for (unsigned i = 0; i < n; i++) {
-        int32_t *k = l->fields[i].type == LTR_TYPE_PNEW ? &l->pnew : l->fields[i].type == LTR_TYPE_PREF ? &l->pref : NULL;
-        if (k && *k >= 0)
-            return -1; /* one of each per layout: the event keeps their resolved addresses */
-        if (k)
-            *k = (int32_t)i;
-    }
+    l->pnew = kept[0];
+    l->pref = kept[1];
     l->msize = -1;
     for (unsigned i = 0; i < n && l->pnew >= 0 && l->msize < 0; i++)
         if (l->fields[i].type == LTR_TYPE_UVAR && !strcmp(l->fields[i].name, "size"))
@@ -254,6 +265,28 @@ static int parse_fields(ltr_cursor *c, ltr_layout_rec *l)
 int ltr_layout_model_size(const ltr_layout *l)
 {
     return ((const ltr_layout_rec *)l)->msize; /* pub is its first member */
+}
+
+int ltr_layout_body_types(const uint8_t *body, size_t len, uint8_t *types, uint32_t max, uint32_t *count)
+{
+    ltr_cursor c = {.p = body, .len = len};
+    ltr_cursor_u32(&c);
+    ltr_cursor_take(&c, 16);
+    ltr_cursor_take(&c, 2 + 1 + 1 + 8);
+    ltr_cursor_take(&c, ltr_cursor_u16(&c));
+    unsigned n = ltr_cursor_u16(&c);
+    int32_t kept[2] = {-1, -1};
+    for (unsigned i = 0; i < n && !c.bad; i++) {
+        uint8_t type = ltr_cursor_u8(&c);
+        if (!ltr_cursor_take(&c, ltr_cursor_u16(&c)) || field_type_rule(type, i, kept) < 0)
+            return -1;
+        if (i < max)
+            types[i] = type;
+    }
+    if (c.bad)
+        return -1;
+    *count = n;
+    return 0;
 }
 
 static int parse_layout(ltr_trace *t, ltr_cursor *c)

@@ -208,6 +208,11 @@ void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len);
 
 /* meta.c: chunk contents. Each records its own damage (as BAD_RECORD at the current chunk). */
 void ltr_meta_parse(ltr_trace *t, const uint8_t *p, size_t len);
+/* A LAYOUT record's body (len bytes from its id on) as a reader takes it:
+ * 0 with its field count in *count and the first max field types in types,
+ * or -1 when a reader refuses it (cut short, a type it does not know, two
+ * pnew or pref fields). For ltr merge, which keeps what a reader keeps. */
+int ltr_layout_body_types(const uint8_t *body, size_t len, uint8_t *types, uint32_t max, uint32_t *count);
 void ltr_counters_parse(ltr_trace *t, const uint8_t *p, size_t len);
 void ltr_kv_parse(ltr_trace *t, ltr_kv_table *list, const uint8_t *p, size_t len);
 /* Placeholders for ids events use without a record; NULL only without memory. */

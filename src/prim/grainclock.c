@@ -8,18 +8,28 @@
  *
  * Why it is exact: a thread asks clock_gettime at each grain's start, and in
  * between only compares the counter with where the next edge may come at the
- * earliest. That bound takes the counter's rate as at most LOW_RATE of what
- * it was measured to be, so the counter reaches it before the clock reaches
- * the edge (NTP slews the clock by 0.05 % at most). It is used only where the
- * kernel keeps time with the counter itself (clocksource tsc: constant rate,
- * the same on every CPU, checked by the kernel), and a counter that went
- * back or jumped past a grain (a resume) sends the thread to the clock again.
+ * earliest. That bound needs a rate the counter's is sure to be above: it is
+ * measured between two samples, the first's counter read after its clock
+ * and the second's before (a thread held up between the two reads, by a
+ * preemption or a page fault, only makes the rate lower), and taken 2 %
+ * lower still (NTP slews the clock by 0.05 % at most). So the counter
+ * reaches the bound before the clock reaches the edge. It is used only where
+ * the kernel keeps time with the counter itself (clocksource tsc: constant
+ * rate, the same on every CPU, checked by the kernel); a counter that went
+ * back sends the thread to the clock again, and one that fell behind the
+ * clock by more than the margin (the kernel gave up on it since) turns the
+ * counter off for the process.
+ *
+ * It runs inside malloc: the clock source is read with raw system calls
+ * (no cancellation point, no hook of the agent's own), errno kept.
  */
 #include "prim/prim.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -32,8 +42,8 @@
 enum { CAL_NONE, CAL_BUSY, CAL_BASE, CAL_OFF };
 
 static _Atomic int cal_state;
-static uint64_t cal_tsc, cal_ns;       /* the first sample, once cal_state is CAL_BASE */
-static _Atomic uint64_t cycles_per_us; /* counter ticks a microsecond, rounded down; 0: not known yet */
+static uint64_t cal_tsc, cal_ns;       /* the first sample (counter read after the clock), once CAL_BASE */
+static _Atomic uint64_t cycles_per_us; /* counter ticks a microsecond, low (above); 0: not known yet */
 
 #if defined(__x86_64__)
 static inline uint64_t counter(void) { return __rdtsc(); }
@@ -43,11 +53,13 @@ static inline uint64_t counter(void) { return __rdtsc(); }
 static int kernel_uses_tsc(void)
 {
     char buf[32] = "";
-    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    int saved = errno;
+    long fd = syscall(SYS_openat, AT_FDCWD, "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                      O_RDONLY | O_CLOEXEC);
+    long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    errno = saved;
     return n >= 3 && !memcmp(buf, "tsc", 3) && (buf[3] == '\n' || buf[3] == 0);
 }
 #else
@@ -55,9 +67,10 @@ static inline uint64_t counter(void) { return 0; }
 static int kernel_uses_tsc(void) { return 0; }
 #endif
 
-/* One (counter, clock) sample towards the rate; the first thread to come
- * takes the base, a later sample 2 ms on gives the rate. */
-static void calibrate(uint64_t tsc, uint64_t ns)
+/* One sample towards the rate: the clock ns, the counter read just before
+ * it (lo) and just after (hi). The first thread to come takes the base, a
+ * later sample 2 ms on gives the rate. */
+static void calibrate(uint64_t lo, uint64_t ns, uint64_t hi)
 {
     int st = atomic_load_explicit(&cal_state, memory_order_acquire);
     if (st == CAL_NONE) {
@@ -68,14 +81,16 @@ static void calibrate(uint64_t tsc, uint64_t ns)
             atomic_store_explicit(&cal_state, CAL_OFF, memory_order_release);
             return;
         }
-        cal_tsc = tsc;
+        cal_tsc = hi; /* the counter was at most this when the clock read ns */
         cal_ns = ns;
         atomic_store_explicit(&cal_state, CAL_BASE, memory_order_release);
         return;
     }
-    if (st != CAL_BASE || ns < cal_ns + CALIBRATE_NS || tsc <= cal_tsc)
+    if (st != CAL_BASE || ns < cal_ns + CALIBRATE_NS || lo <= cal_tsc)
         return;
-    uint64_t rate = (tsc - cal_tsc) * 1000u / (ns - cal_ns); /* ticks a microsecond */
+    /* at least lo - cal_tsc ticks passed in ns - cal_ns (128 bits: a second
+     * sample may come days later) */
+    uint64_t rate = (uint64_t)((unsigned __int128)(lo - cal_tsc) * 1000u / (ns - cal_ns));
     uint64_t zero = 0;
     if (rate > 0)
         atomic_compare_exchange_strong(&cycles_per_us, &zero, rate);
@@ -93,14 +108,24 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
         c->tsc_last = tsc;
         return c->grain_ts;
     }
-    uint64_t ns = ltr_now_ns();
+    uint64_t ns = ltr_now_ns(), hi = counter();
     c->clock_reads++;
     uint64_t grain = ns - ns % grain_ns, rate = atomic_load_explicit(&cycles_per_us, memory_order_relaxed);
+    if (rate && c->ns_read && ns > c->ns_read && hi > c->tsc_read &&
+        (unsigned __int128)(hi - c->tsc_read) * 1000u * 100u < (unsigned __int128)(ns - c->ns_read) * rate * 98u) {
+        /* Since the last read, even counted generously (from before that
+         * read to after this one), fewer ticks than the rate promised: the
+         * counter is not the clock's any more (the stamps since that read
+         * may have been early); the clock only, from now on. */
+        atomic_store_explicit(&cal_state, CAL_OFF, memory_order_relaxed);
+        return grain;
+    }
     c->grain_ts = grain;
-    c->tsc_last = tsc;
+    c->tsc_last = c->tsc_read = tsc;
+    c->ns_read = ns;
     c->tsc_edge = 0; /* the clock again next time, unless the edge is known */
     if (!rate) {
-        calibrate(tsc, ns);
+        calibrate(tsc, ns, hi);
         return grain;
     }
     /* read before the clock: the edge is at least this far from tsc */

@@ -44,6 +44,7 @@ uint64_t ltr_wall_ns(void);
  * zeroed before its first use; the same grain_ns at every call with it. */
 typedef struct ltr_grain_clock {
     uint64_t tsc_last, tsc_edge, grain_ts;
+    uint64_t tsc_read, ns_read; /* the counter before the last clock read, and that read */
     uint64_t clock_reads; /* the calls that asked clock_gettime */
 } ltr_grain_clock;
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,10 @@ static bool readable(const char *path)
 
 uint32_t ltr_heap_default_buffers(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the CPUs this process, and the command it starts, may run on
+     * (taskset, a container's cpuset); all online ones if that cannot be told */
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
     uint64_t n = (uint64_t)LTR_HEAP_BUFFERS_PER_CPU * (uint64_t)(cpus > 0 ? cpus : 1);
     return n > LTR_HEAP_BUFFERS_MOST ? LTR_HEAP_BUFFERS_MOST : (uint32_t)n;
 }

@@ -25,7 +25,7 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
  * of 128 KB, none with 512 of 16 KB, the same 8 MB; bench/heap's trace grows
  * 0.7 % (block headers), its overhead does not move (docs/heap-tracing.md).
  *
- * 1024 of them per CPU online, at most LTR_HEAP_BUFFERS_MOST: what the
+ * 1024 of them per CPU it may run on, at most LTR_HEAP_BUFFERS_MOST: what the
  * pool must hold is what the program writes while the recorder is away, and
  * a program writes as fast as it has CPUs. An unprivileged recorder (nice 0,
  * no -10) beside 1000 threads in bursts on 2 CPUs (bench/threads) is kept

@@ -45,7 +45,8 @@ static int create_shm(recorder *r, ltr_error *err)
     int rc = ltr_map_shared(fd, off, &mem);
     if (rc) {
         close(fd);
-        return ltr_fail(err, -rc, "cannot map %zu bytes of shared memory: %s", off, strerror(-rc));
+        return ltr_fail(err, -rc, "cannot map %zu bytes of shared memory: %s (the buffers take most of it: "
+                        "fewer or smaller ones need less, --buffers and --buffer-size)", off, strerror(-rc));
     }
     ltr_shm *shm = mem;
     shm->magic = LTR_SHM_MAGIC;

@@ -665,9 +665,9 @@ static int by_thread_time(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* 600 threads alive at once, more than a ring of 512 buffers (the default
- * on one CPU) gives buffers of their own: the rest write to their CPUs'
- * buffers (ring.h). Nothing is lost, every event is there once, under its
+/* 600 threads alive at once, more than a ring of 512 buffers (half the
+ * default on one CPU) gives buffers of their own: the rest write to their
+ * CPUs' buffers (ring.h). Nothing is lost, every event is there once, under its
  * own thread, and the analysis comes out exact. */
 static void test_more_threads_than_buffers(void **state)
 {

@@ -670,6 +670,62 @@ static void test_layout_mismatch(void **state)
     ltr_bytes_free(&c.other);
 }
 
+/* An id whose first LAYOUT record a reader cannot parse (a field type it
+ * does not know), then described right: a reader knows the id by the second
+ * record (meta.c parse_layout keeps the first description that parses) and
+ * reads pid 2's column block; ltr merge must read the same. */
+static void test_layout_first_unparsable(void **state)
+{
+    (void)state;
+    ltr_guid g;
+    ltr_guid_from_name(PROV, &g);
+    /* k 0: L_VAR, pid 2's column block; k 1: L_FIX, the row blocks of pids 1 and 3 */
+    int fails = 0;
+    for (int k = 0; k < 2; k++) {
+        damage_case c;
+        damage_setup(&c);
+        readout r;
+        ltr_bytes mine = {0};
+        int id = k ? L_FIX : L_VAR;
+        uint32_t pid = k ? 1 : 2, want = k ? c.other_count : c.count;
+        ltr_bytes_free(&c.meta);
+        memset(&c.meta, 0, sizeof c.meta);
+        layouts(&c.meta, k ? (const int[]){L_VAR, L_REF, L_STR, L_NONE} : (const int[]){L_FIX, L_REF, L_STR, L_NONE},
+                4);
+        gen_layout(&c.meta, (uint32_t)id, &g, (uint16_t)id, "E", "99:x"); /* 99: no type a reader knows */
+        gen_layout(&c.meta, (uint32_t)id, &g, (uint16_t)id, "E", fields[id]);
+        read_damaged(&c, c.cols.data, c.cols.len, &r); /* damage: the bad LAYOUT record, reported */
+        assert_int_equal(events_of(&r, pid, &mine), want); /* the source, as a reader reads it */
+        ltr_bytes_free(&r.log);
+        char damaged[4096], other[4096], merged[4096];
+        snprintf(damaged, sizeof damaged, "%s", gen_tmp("unparsable.ltr"));
+        snprintf(other, sizeof other, "%s", gen_tmp("unparsable-other.ltr"));
+        snprintf(merged, sizeof merged, "%s", gen_tmp("unparsable-merged.ltr"));
+        write_damaged(&c, damaged, c.cols.data, c.cols.len, c.count);
+        gen_opts o = {.blocks = 1, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
+        assert_int_equal(gen_write(other, &o, NULL), 0);
+        const char *in[2] = {damaged, other};
+        ltr_error err;
+        ltr_merge_report rep;
+        assert_int_equal(ltr_merge(in, 2, merged, 1, &rep, &err), 0);
+        read_trace(merged, &r);
+        size_t got = events_of(&r, pid, &mine);
+        fprintf(stderr, "layout %d: source %u events of pid %u; merged %zu (merge damaged %llu, reader damage %llu)\n",
+                id, want, pid, got, (unsigned long long)rep.damaged, (unsigned long long)r.damage);
+        ltr_bytes_free(&r.log);
+        unlink(damaged);
+        unlink(other);
+        unlink(merged);
+        ltr_bytes_free(&mine);
+        ltr_bytes_free(&c.meta);
+        ltr_bytes_free(&c.rows);
+        ltr_bytes_free(&c.cols);
+        ltr_bytes_free(&c.other);
+        fails += got != want;
+    }
+    assert_int_equal(fails, 0);
+}
+
 /* A table of whole-payload entries up to the column limit opens; one entry
  * more is refused (the layout and time columns count too). */
 static void test_column_limit(void **state)
@@ -705,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_trace_same_as_rows),
         cmocka_unit_test(test_damage),
         cmocka_unit_test(test_layout_mismatch),
+        cmocka_unit_test(test_layout_first_unparsable),
         cmocka_unit_test(test_column_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
