@@ -32,9 +32,9 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
  * off its CPU by the scheduler for 50 to 97 ms at times (perf sched:
  * runnable all along, preempted), and the program fills 8 MB in less. Runs
  * that lost events, as nobody: 512 buffers, 4 to 5 of 16; 768, none of 12;
- * 1024, 1 of 40; 2048, none of 32 (docs/benchmarks.md, "Threads"). Memory is
- * taken as buffers are first used, and in file mode written buffers are
- * reused first. */
+ * 1024, 1 of 40; 2048, 1 of 112 (docs/benchmarks.md, "Buffers per CPU").
+ * Memory is taken as buffers are first used, and in file mode written
+ * buffers are reused first. */
 #define LTR_HEAP_BUFFER_KB_DEFAULT 16u
 #define LTR_HEAP_BUFFERS_PER_CPU 1024u
 #define LTR_HEAP_BUFFERS_MOST 8192u /* 128 MB: 8 CPUs and more */
