@@ -181,29 +181,32 @@ static void trace_buffers(const char *trace, unsigned long long *count, unsigned
     tu_free(&r);
 }
 
+/* `ltr record OPTS -o DIR/NAME -- true`, and what ltr info says its buffers were. */
+static void recorded_buffers(const char *dir, const char *opts, const char *name, unsigned long long *count,
+                             unsigned long long *size, unsigned long long *ram)
+{
+    tu_result r = tu_run("%s record %s -o %s/%s -- true", LTR, opts, dir, name);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char trace[4096];
+    snprintf(trace, sizeof trace, "%s/%s", dir, name);
+    trace_buffers(trace, count, size, ram);
+}
+
 /* `ltr record --buffers N%` is the share of RAM it is for `ltr start`, in
  * buffers of the size given, whichever option comes first. */
 static void record_takes_buffers_percent(void **state)
 {
     const char *dir = *state;
-    tu_result r = tu_run("%s record --buffers 1%% -o %s/a.ltr -- true", LTR, dir);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    char trace[512];
     unsigned long long count, size, ram;
-    snprintf(trace, sizeof trace, "%s/a.ltr", dir);
-    trace_buffers(trace, &count, &size, &ram);
+    recorded_buffers(dir, "--buffers 1%", "a.ltr", &count, &size, &ram);
     assert_int_equal(size, 16384);
     assert_int_equal(count, ram / 100 / size);
-    r = tu_run("%s record --buffers 1%% --buffer-size 64 -o %s/b.ltr -- true", LTR, dir);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    snprintf(trace, sizeof trace, "%s/b.ltr", dir);
-    trace_buffers(trace, &count, &size, &ram);
+    recorded_buffers(dir, "--buffers 1% --buffer-size 64", "b.ltr", &count, &size, &ram);
     assert_int_equal(size, 65536);
     assert_int_equal(count, ram / 100 / size);
     /* the same message as start's for a bad share */
-    r = tu_run("%s record --buffers 60%% -o %s/c.ltr -- true", LTR, dir);
+    tu_result r = tu_run("%s record --buffers 60%% -o %s/c.ltr -- true", LTR, dir);
     tu_result s = tu_run("%s start --buffers 60%%", LTR);
     assert_int_equal(r.status, 2);
     assert_int_equal(s.status, 2);
@@ -231,14 +234,8 @@ static void default_buffers_explained(void **state)
     assert_non_null(strstr(r.out, "each thread that allocates holds"));
     tu_free(&r);
     /* and what the help says is what record does */
-    const char *dir = *state;
-    r = tu_run("%s record -o %s/d.ltr -- true", LTR, dir);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    char trace[4096];
     unsigned long long count, size, ram;
-    snprintf(trace, sizeof trace, "%s/d.ltr", dir);
-    trace_buffers(trace, &count, &size, &ram);
+    recorded_buffers(*state, "", "d.ltr", &count, &size, &ram);
     assert_int_equal(count, (unsigned long long)(1024 * cpus > 8192 ? 8192 : 1024 * cpus));
     assert_int_equal(size, 16384);
     r = tu_run("%s start --help", LTR);

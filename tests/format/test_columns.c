@@ -511,6 +511,14 @@ static void damage_setup(damage_case *c)
     records(&c->other, written_ids, 1, c->other_count, &ts); /* L_FIX: described in every case */
 }
 
+static void damage_free(damage_case *c)
+{
+    ltr_bytes_free(&c->meta);
+    ltr_bytes_free(&c->rows);
+    ltr_bytes_free(&c->cols);
+    ltr_bytes_free(&c->other);
+}
+
 /* The trace at path, with pid 2's column data replaced by data (len bytes), its block saying count records. */
 static void write_damaged(const damage_case *c, const char *path, const uint8_t *data, size_t len, uint32_t count)
 {
@@ -606,10 +614,27 @@ static void test_damage(void **state)
     free(copy);
     ltr_bytes_free(&mine);
     ltr_bytes_free(&c.good.log);
-    ltr_bytes_free(&c.meta);
-    ltr_bytes_free(&c.rows);
-    ltr_bytes_free(&c.cols);
-    ltr_bytes_free(&c.other);
+    damage_free(&c);
+}
+
+/* The damaged trace (pid 2's column block as written) merged with a small
+ * other one, and the merge read into r; the merge's report in rep. */
+static void merge_damaged(const damage_case *c, readout *r, ltr_merge_report *rep)
+{
+    char damaged[4096], other[4096], merged[4096];
+    snprintf(damaged, sizeof damaged, "%s", gen_tmp("damaged-in.ltr"));
+    snprintf(other, sizeof other, "%s", gen_tmp("damaged-other.ltr"));
+    snprintf(merged, sizeof merged, "%s", gen_tmp("damaged-merged.ltr"));
+    write_damaged(c, damaged, c->cols.data, c->cols.len, c->count);
+    gen_opts o = {.blocks = 1, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
+    assert_int_equal(gen_write(other, &o, NULL), 0);
+    const char *in[2] = {damaged, other};
+    ltr_error err;
+    assert_int_equal(ltr_merge(in, 2, merged, 1, rep, &err), 0);
+    read_trace(merged, r);
+    unlink(damaged);
+    unlink(other);
+    unlink(merged);
 }
 
 /* A table naming a layout the reader does not know, or knows with other
@@ -641,33 +666,17 @@ static void test_layout_mismatch(void **state)
         assert_true(k == 2 ? r.damage == 0 : strstr(r.damage_text, "unknown or has other field types") != NULL);
         assert_int_equal(events_of(&r, 2, &mine), want);
         ltr_bytes_free(&r.log);
-        char damaged[4096], other[4096], merged[4096];
-        snprintf(damaged, sizeof damaged, "%s", gen_tmp("mismatch.ltr"));
-        snprintf(other, sizeof other, "%s", gen_tmp("mismatch-other.ltr"));
-        snprintf(merged, sizeof merged, "%s", gen_tmp("mismatch-merged.ltr"));
-        write_damaged(&c, damaged, c.cols.data, c.cols.len, c.count);
-        gen_opts o = {.blocks = 1, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
-        assert_int_equal(gen_write(other, &o, NULL), 0);
-        const char *in[2] = {damaged, other};
-        ltr_error err;
         ltr_merge_report rep;
-        assert_int_equal(ltr_merge(in, 2, merged, 1, &rep, &err), 0);
+        merge_damaged(&c, &r, &rep);
         assert_int_equal(rep.damaged, k == 2 ? 0 : 1);
-        read_trace(merged, &r);
         assert_int_equal(r.damage, 0);
         assert_int_equal(events_of(&r, 2, &mine), want);
         assert_int_equal(events_of(&r, 1, &mine), c.other_count);
         assert_int_equal(events_of(&r, 3, &mine), c.other_count);
         ltr_bytes_free(&r.log);
-        unlink(damaged);
-        unlink(other);
-        unlink(merged);
     }
     ltr_bytes_free(&mine);
-    ltr_bytes_free(&c.meta);
-    ltr_bytes_free(&c.rows);
-    ltr_bytes_free(&c.cols);
-    ltr_bytes_free(&c.other);
+    damage_free(&c);
 }
 
 /* An id whose first LAYOUT record a reader cannot parse (a field type it
@@ -697,30 +706,14 @@ static void test_layout_first_unparsable(void **state)
         read_damaged(&c, c.cols.data, c.cols.len, &r); /* damage: the bad LAYOUT record, reported */
         assert_int_equal(events_of(&r, pid, &mine), want); /* the source, as a reader reads it */
         ltr_bytes_free(&r.log);
-        char damaged[4096], other[4096], merged[4096];
-        snprintf(damaged, sizeof damaged, "%s", gen_tmp("unparsable.ltr"));
-        snprintf(other, sizeof other, "%s", gen_tmp("unparsable-other.ltr"));
-        snprintf(merged, sizeof merged, "%s", gen_tmp("unparsable-merged.ltr"));
-        write_damaged(&c, damaged, c.cols.data, c.cols.len, c.count);
-        gen_opts o = {.blocks = 1, .events_per_block = 3, .chunk_target = 0, .with_end = 1};
-        assert_int_equal(gen_write(other, &o, NULL), 0);
-        const char *in[2] = {damaged, other};
-        ltr_error err;
         ltr_merge_report rep;
-        assert_int_equal(ltr_merge(in, 2, merged, 1, &rep, &err), 0);
-        read_trace(merged, &r);
+        merge_damaged(&c, &r, &rep);
         size_t got = events_of(&r, pid, &mine);
         fprintf(stderr, "layout %d: source %u events of pid %u; merged %zu (merge damaged %llu, reader damage %llu)\n",
                 id, want, pid, got, (unsigned long long)rep.damaged, (unsigned long long)r.damage);
         ltr_bytes_free(&r.log);
-        unlink(damaged);
-        unlink(other);
-        unlink(merged);
         ltr_bytes_free(&mine);
-        ltr_bytes_free(&c.meta);
-        ltr_bytes_free(&c.rows);
-        ltr_bytes_free(&c.cols);
-        ltr_bytes_free(&c.other);
+        damage_free(&c);
         fails += got != want;
     }
     assert_int_equal(fails, 0);
