@@ -241,13 +241,22 @@ static void keep(const heap_event *e, uint32_t stack, uint64_t ts)
         snap_table_insert((uintptr_t)e->addr, e->size, stack, snapshot_now_s(ts));
 }
 
-/* The thread's clock between grain edges (prim.h): 9.5 ns a stamp instead
- * of clock_gettime's 23.5 on this machine. */
-static __thread ltr_grain_clock grain_clock __attribute__((tls_model("initial-exec")));
+/* The stamp from the thread's clock between grain edges (prim.h): 9.5 ns
+ * instead of clock_gettime's 23.5 on this machine. The clock's state is in
+ * the thread's block, not TLS (perthread.h: the agent keeps only words
+ * there); without a block, the clock itself. */
+static uint64_t grain_now(void)
+{
+    agent_thread *t = agent_thread_block(AGENT_BLOCK_THREAD, sizeof(agent_thread));
+    if (t)
+        return ltr_grain_now(&t->clock, AGENT_TS_GRAIN_NS);
+    uint64_t ns = ltr_now_ns();
+    return ns - ns % AGENT_TS_GRAIN_NS;
+}
 
 uint64_t emit_timestamp(void)
 {
-    uint64_t ts = ltr_grain_now(&grain_clock, AGENT_TS_GRAIN_NS);
+    uint64_t ts = grain_now();
     uint64_t after = atomic_load_explicit(&agent_module_change_ts, memory_order_acquire);
     if (__builtin_expect(ts <= after, 0))
         ts = after + 1;

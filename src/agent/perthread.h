@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "event/registry.h"
+#include "prim/prim.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -33,6 +34,8 @@ typedef struct agent_thread {
     uint64_t named[LTR_MAX_SESSIONS];
     /* emit.c's count of other threads' renames when the record was written */
     uint32_t renames_seen;
+    /* emit.c's event clock between 100 us edges (prim.h) */
+    ltr_grain_clock clock;
     /* the siginfo of the first signals held during one stay in the agent */
     struct {
         int sig;
