@@ -348,10 +348,16 @@ int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_er
     return 0;
 }
 
-/* After a failed metadata write, the next try waits this long: a full disk
- * had every block try again (a seal, a rewrite of megabytes of frame nodes
- * and their compression, failing), and a stop with the disk full took 113 s
- * instead of 1.6 (found by a review, with pwrite failing by LD_PRELOAD). */
+/* After a failed metadata write, the next try waits: a full disk had every
+ * block try again (a seal, a rewrite of megabytes of frame nodes and their
+ * compression, failing), and a stop with the disk full took 113 s instead
+ * of 1.6 (found by a review, with pwrite failing by LD_PRELOAD). The wait
+ * starts at META_RETRY_FIRST_NS and doubles up to META_RETRY_NS: with a
+ * second's wait from the first failure, a disk full for half a second lost
+ * every event of the second after it when the recorder was slow (an ASan
+ * build beside other tests: tests/e2e/test_disk_full.c saw none written),
+ * since the blocks that waited were dropped before the next try. */
+#define META_RETRY_FIRST_NS 10000000ull
 #define META_RETRY_NS 1000000000ull
 
 /* File mode: the metadata the backlog has handed on goes to the file. What
@@ -362,7 +368,7 @@ static bool write_meta_pending(recorder *r)
     if (!r->meta_new.len)
         return true;
     uint64_t now = ltr_now_ns();
-    if (r->file_full || (r->meta_failed_ns && now - r->meta_failed_ns < META_RETRY_NS))
+    if (r->file_full || (r->meta_failed_ns && now - r->meta_failed_ns < r->meta_retry_ns))
         return false;
     size_t done = 0;
     ltr_error err;
@@ -371,6 +377,10 @@ static bool write_meta_pending(recorder *r)
     memmove(r->meta_new.data, r->meta_new.data + done, r->meta_new.len - done);
     r->meta_new.len -= done;
     r->meta_failed_ns = r->meta_new.len ? now : 0;
+    r->meta_retry_ns = !r->meta_new.len ? 0
+                       : !r->meta_retry_ns ? META_RETRY_FIRST_NS
+                       : r->meta_retry_ns >= META_RETRY_NS / 2 ? META_RETRY_NS
+                                                                : 2 * r->meta_retry_ns;
     return !r->meta_new.len;
 }
 

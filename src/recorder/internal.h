@@ -83,6 +83,7 @@ typedef struct recorder {
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */
+    uint64_t meta_retry_ns;  /* how long after that it is tried again (drain.c), 0 after a success */
     ltr_bytes last_counters; /* file mode: the COUNTERS last written */
     uint32_t marker_layout;
     bool marker_meta_written; /* file mode */
