@@ -4,16 +4,17 @@
  * ltr_grain_now). The heap agent stamps every event to 100 us; the clock
  * read was a seventh of what it adds to a traced program (perf of bench/heap's
  * deep workload: __vdso_clock_gettime 3.4 % against the agent's 23 %), and on
- * this machine clock_gettime costs 23.5 ns against rdtsc's 9.5.
+ * this machine clock_gettime costs 23.5 ns against an ordered rdtsc's 18.8:
+ * the agent's cost on the deep workload 6 % lower (docs/benchmarks.md).
  *
  * Why it is exact: a thread asks clock_gettime at each grain's start, and in
  * between only compares the counter with where the next edge may come at the
  * earliest. That bound needs a rate the counter's is sure to be above: it is
  * measured between two samples, the first's counter read after its clock
  * and the second's before (a thread held up between the two reads, by a
- * preemption or a page fault, only makes the rate lower), and taken 2 %
- * lower still (NTP slews the clock by 0.05 % at most). So the counter
- * reaches the bound before the clock reaches the edge. It is used only where
+ * preemption or a page fault, only makes the rate lower), and taken a fifth
+ * lower still (the clock's slew, LOW_RATE_PERCENT). So the counter reaches
+ * the bound before the clock reaches the edge. It is used only where
  * the kernel keeps time with the counter itself (clocksource tsc: constant
  * rate, the same on every CPU, checked by the kernel); a counter that went
  * back sends the thread to the clock again, and one that fell behind the
@@ -37,7 +38,12 @@
 #endif
 
 #define CALIBRATE_NS 2000000u /* the rate measured over 2 ms at least */
-#define LOW_RATE_PERCENT 98u  /* the rate taken as 2 % below what was measured */
+/* The rate taken as 80 % of what was measured: CLOCK_MONOTONIC follows
+ * adjtimex's tick, which moves it by up to 10 % either way (chronyd slews by
+ * up to 8.3 % so): a rate measured while the clock ran 10 % slow, used while
+ * it runs 10 % fast, is still below the counter's (0.8 < 0.9 / 1.1). A
+ * review's test: 6 % of slew gave early stamps with a 2 % margin. */
+#define LOW_RATE_PERCENT 80u
 
 enum { CAL_NONE, CAL_BUSY, CAL_BASE, CAL_OFF };
 
@@ -46,7 +52,15 @@ static uint64_t cal_tsc, cal_ns;       /* the first sample (counter read after t
 static _Atomic uint64_t cycles_per_us; /* counter ticks a microsecond, low (above); 0: not known yet */
 
 #if defined(__x86_64__)
-static inline uint64_t counter(void) { return __rdtsc(); }
+/* Ordered after every instruction before it (lfence), as the kernel's own
+ * read is: a bare rdtsc may run ahead of the load that saw another thread
+ * free a block, and stamp its reuse from before that free's stamp. 18.8 ns
+ * here against rdtsc's 9.6 and clock_gettime's 23.5. */
+static inline uint64_t counter(void)
+{
+    _mm_lfence();
+    return __rdtsc();
+}
 
 /* The kernel keeps time with the counter: its rate is constant and every
  * CPU's counter agrees (it checks both, else it picks another source). */
@@ -112,7 +126,8 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
     c->clock_reads++;
     uint64_t grain = ns - ns % grain_ns, rate = atomic_load_explicit(&cycles_per_us, memory_order_relaxed);
     if (rate && c->ns_read && ns > c->ns_read && hi > c->tsc_read &&
-        (unsigned __int128)(hi - c->tsc_read) * 1000u * 100u < (unsigned __int128)(ns - c->ns_read) * rate * 98u) {
+        (unsigned __int128)(hi - c->tsc_read) * 1000u * 100u <
+            (unsigned __int128)(ns - c->ns_read) * rate * LOW_RATE_PERCENT) {
         /* Since the last read, even counted generously (from before that
          * read to after this one), fewer ticks than the rate promised: the
          * counter is not the clock's any more (the stamps since that read

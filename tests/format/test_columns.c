@@ -650,26 +650,33 @@ static void test_layout_mismatch(void **state)
     ltr_bytes mine = {0};
     ltr_guid g;
     ltr_guid_from_name(PROV, &g);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         ltr_bytes_free(&c.meta);
         memset(&c.meta, 0, sizeof c.meta);
         /* k 0: L_VAR not described; k 1: L_VAR described with a u64 in
          * place of its first uvar; k 2: described right, then so again */
+        /* (review) k 3: first a description that does not parse (an unknown
+         * type), then the right one; k 4: two pnew fields first, then right */
+        if (k == 3)
+            gen_layout(&c.meta, L_VAR, &g, L_VAR, "E", "238:size,15:diff,16:addr,14:stack");
+        if (k == 4)
+            gen_layout(&c.meta, L_VAR, &g, L_VAR, "E", "14:size,17:diff,17:addr,14:stack");
         if (k < 2)
             layouts(&c.meta, (const int[]){L_FIX, L_REF, L_STR, L_NONE}, 4);
         else
             layouts(&c.meta, written_ids, NLAYOUTS);
-        if (k)
+        if (k == 1 || k == 2)
             gen_layout(&c.meta, L_VAR, &g, L_VAR, "E", "4:size,15:diff,16:addr,14:stack");
-        uint32_t want = k == 2 ? c.count : 0;
+        uint32_t want = k >= 2 ? c.count : 0;
         read_damaged(&c, c.cols.data, c.cols.len, &r);
-        assert_true(k == 2 ? r.damage == 0 : strstr(r.damage_text, "unknown or has other field types") != NULL);
+        assert_true(k >= 2 ? strstr(r.damage_text, "unknown or has other field types") == NULL && r.damage == (k >= 3)
+                           : strstr(r.damage_text, "unknown or has other field types") != NULL);
         assert_int_equal(events_of(&r, 2, &mine), want);
         ltr_bytes_free(&r.log);
         ltr_merge_report rep;
         merge_damaged(&c, &r, &rep);
-        assert_int_equal(rep.damaged, k == 2 ? 0 : 1);
-        assert_int_equal(r.damage, 0);
+        assert_int_equal(rep.damaged, k >= 2 ? 0 : 1);
+        assert_int_equal(r.damage, k >= 3); /* the bad LAYOUT record, copied as it is */
         assert_int_equal(events_of(&r, 2, &mine), want);
         assert_int_equal(events_of(&r, 1, &mine), c.other_count);
         assert_int_equal(events_of(&r, 3, &mine), c.other_count);

@@ -1,0 +1,81 @@
+/*
+ * tests/prim/test_grainclock_slew.c — prim/grainclock.c while the clock is
+ * slewed faster than the 2 % margin allows. CLOCK_MONOTONIC follows
+ * adjtimex's tick and frequency: chronyd on Linux slews by up to 83 333 ppm
+ * by default (maxslewrate), by adjusting the tick (up to 10 %). Here the
+ * clock runs 6 % fast from a moment on, after the rate was measured at the
+ * normal speed (clock_gettime replaced, as in test_grainclock_preempt.c).
+ * Every stamp must still be its call's grain (prim.h: never earlier).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "prim/prim.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t slew_from; /* nonzero: from this clock value on, the clock runs 6 % fast */
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    static int (*real)(clockid_t, struct timespec *);
+    if (!real)
+        real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+    int rc = real(id, ts);
+    uint64_t ns = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+    if (slew_from && ns > slew_from) {
+        ns += (ns - slew_from) * 6 / 100;
+        ts->tv_sec = (time_t)(ns / 1000000000u);
+        ts->tv_nsec = (long)(ns % 1000000000u);
+    }
+    return rc;
+}
+
+static void test_a_slewed_clock_gives_no_early_stamp(void **state)
+{
+    (void)state;
+    const uint64_t grain = 100000; /* the agent's */
+    ltr_grain_clock c;
+    memset(&c, 0, sizeof c);
+    uint64_t start = ltr_now_ns();
+    while (ltr_now_ns() - start < 10000000u) /* the rate measured at the normal speed */
+        ltr_grain_now(&c, grain);
+    slew_from = ltr_now_ns();
+    uint64_t calls = 0, early = 0, worst = 0, reads0 = c.clock_reads;
+    start = slew_from;
+    for (;;) {
+        uint64_t a = ltr_now_ns();
+        uint64_t g = ltr_grain_now(&c, grain);
+        uint64_t b = ltr_now_ns();
+        calls++;
+        uint64_t lo = a - a % grain;
+        if (g < lo) {
+            early++;
+            if (lo - g > worst)
+                worst = lo - g;
+        }
+        if (b - start > 60000000u)
+            break;
+    }
+    slew_from = 0;
+    fprintf(stderr, "%llu calls, %llu clock reads, %llu stamps a grain early (up to %llu ns before the grain)\n",
+            (unsigned long long)calls, (unsigned long long)(c.clock_reads - reads0), (unsigned long long)early,
+            (unsigned long long)worst);
+    assert_int_equal(early, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_slewed_clock_gives_no_early_stamp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
