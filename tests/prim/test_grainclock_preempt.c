@@ -16,43 +16,21 @@
 #define _GNU_SOURCE
 #endif
 #include "prim/prim.h"
+#include "prim/fake_clock.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-static int delay_next; /* the next clock_gettime is late by 5 ms */
-static uint64_t fast_from; /* nonzero: from this clock value on, the clock runs FAST times as fast */
 /* Far past what a loose rate could hide: the rate is a lower bound, and
  * under load (a CI run) a held-up sample left it low enough that a clock
  * twice as fast went unnoticed. */
 #define FAST 20u
-
-int clock_gettime(clockid_t id, struct timespec *ts)
-{
-    static int (*real)(clockid_t, struct timespec *);
-    if (!real)
-        real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
-    if (delay_next) {
-        delay_next = 0;
-        struct timespec d = {0, 5000000};
-        nanosleep(&d, NULL); /* the thread off its CPU between rdtsc and the clock */
-    }
-    int rc = real(id, ts);
-    uint64_t ns = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-    if (fast_from && ns > fast_from) {
-        ns += (ns - fast_from) * (FAST - 1);
-        ts->tv_sec = (time_t)(ns / 1000000000u);
-        ts->tv_nsec = (long)(ns % 1000000000u);
-    }
-    return rc;
-}
 
 static void test_a_late_first_sample_gives_early_stamps(void **state)
 {
@@ -61,9 +39,9 @@ static void test_a_late_first_sample_gives_early_stamps(void **state)
     ltr_grain_clock c;
     memset(&c, 0, sizeof c);
     uint64_t start = ltr_now_ns(), calls = 0, bad = 0, worst = 0;
-    delay_next = 1; /* consumed inside this first ltr_grain_now, after its rdtsc */
+    fake_delay_next = 1; /* consumed inside this first ltr_grain_now, after its rdtsc */
     ltr_grain_now(&c, grain);
-    assert_int_equal(delay_next, 0);
+    assert_int_equal(fake_delay_next, 0);
     for (;;) {
         uint64_t a = ltr_now_ns();
         uint64_t g = ltr_grain_now(&c, grain);
@@ -91,8 +69,9 @@ static void test_a_counter_behind_the_clock_is_dropped(void **state)
     memset(&c, 0, sizeof c);
     for (int i = 0; i < 1000; i++) /* on the counter: the rate is known (the test before) */
         ltr_grain_now(&c, grain);
-    fast_from = ltr_now_ns();
-    uint64_t start = fast_from, calls = 0, bad = 0, last_reads = 0, last_calls = 0;
+    fake_extra_pct = (FAST - 1) * 100;
+    fake_from = ltr_now_ns();
+    uint64_t start = fake_from, calls = 0, bad = 0, last_reads = 0, last_calls = 0;
     for (;;) {
         uint64_t a = ltr_now_ns();
         uint64_t g = ltr_grain_now(&c, grain);
@@ -109,7 +88,7 @@ static void test_a_counter_behind_the_clock_is_dropped(void **state)
         if (b - start > FAST * 40000000ull)
             break;
     }
-    fast_from = 0;
+    fake_from = 0;
     assert_int_equal(bad, 0);
     /* the counter off: every call of the last stretch read the clock */
     assert_int_equal(c.clock_reads - last_reads + 1, last_calls);
