@@ -242,7 +242,6 @@ static int keep_types(source *s, uint32_t id, const uint8_t *b, size_t len)
         return -ENOMEM;
     ltr_put_u32(t, k);
     ltr_layout_body_types(b, len, t + 4, k, &k);
-    s->types.len = at + 4 + k;
     return ltr_idmap_put(&s->types_at, id, (void *)(uintptr_t)(at + 1)) < 0 ? -ENOMEM : 0;
 }
 
