@@ -13,7 +13,7 @@
  */
 #include "analyze/internal.h"
 #include "analyze/sink.h"
-#include "analyze/varint.h"
+#include "base/varint.h"
 #include "format/blocks.h"
 #include "prim/prim.h"
 
@@ -35,6 +35,8 @@ struct an_blocks {
     size_t capvals;
     struct col_vals *cvals;
     size_t capcvals;
+    ltr_colvals *got;      /* the values decoded here, when the read-ahead thread did not */
+    size_t capgot;
     int ahead;             /* column blocks decoded ahead (LTR_ANALYZE_AHEAD=0: not, to compare) */
 };
 
@@ -66,6 +68,7 @@ void an_blocks_free(an_blocks *b)
     free(b->used);
     free(b->vals);
     free(b->cvals);
+    free(b->got);
     free(b);
 }
 
@@ -348,49 +351,25 @@ typedef struct col_vals {
     uint64_t prev;       /* a delta column's value after them */
 } col_vals;
 
-/* A column's values from its cursor on, until its end or a value that does
- * not decode (a record needing it is then left to the generic path). A
- * column of a type the fast path does not read stays empty. */
-static uint32_t decode_column(const ltr_colcursor *c, int readable, uint64_t *out, col_vals *cv)
-{
-    size_t pos = c->pos, n = 0;
-    uint64_t prev = c->prev, z;
-    if (!readable) {
-        /* nothing: records reading it stop */
-    } else if (c->fixed) {
-        for (; c->len - pos >= c->fixed; pos += c->fixed)
-            out[n++] = fixed_le(c->p + pos, (unsigned)c->fixed);
-    } else if (c->transform == LTR_COLUMN_DELTA) {
-        for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
-            out[n++] = prev += (uint64_t)ltr_unzigzag(z);
-    } else {
-        for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
-            out[n++] = z;
-    }
-    *cv = (col_vals){.v = out, .n = (uint32_t)n, .end = pos, .prev = prev};
-    return (uint32_t)n;
-}
-
-static int fixed_readable(size_t fixed) { return fixed == 0 || fixed == 1 || fixed == 2 || fixed == 4 || fixed == 8; }
-
-/* Every column of a fresh block decoded into b->cvals; 0 when the block is
- * not one to decode ahead (taken from already, too large, no memory). */
+/* Every column of a fresh block's values in b->cvals: those the read-ahead
+ * thread decoded, else decoded here; 0 when the block is not one to read so
+ * (taken from already, too large, no memory). */
 static int decode_columns(an_blocks *b, const ltr_colview *cv)
 {
-    size_t bytes = 0;
-    for (size_t k = 0; k < cv->ncols; k++)
-        bytes += cv->cols[k].len - cv->cols[k].pos;
-    if (!b->ahead || cv->ncols < 2 || cv->cols[0].pos || bytes > COLS_AHEAD_MAX)
+    size_t room = ltr_colview_value_room(cv);
+    if (!b->ahead || cv->ncols < 2 || cv->cols[0].pos || room > COLS_AHEAD_MAX ||
+        ltr_reserve((void **)&b->cvals, &b->capcvals, cv->ncols, sizeof *b->cvals, 64) != 0 ||
+        ltr_reserve((void **)&b->got, &b->capgot, cv->ncols, sizeof *b->got, 64) != 0)
         return 0;
-    if (ltr_reserve((void **)&b->vals, &b->capvals, bytes, sizeof *b->vals, 4096) != 0 ||
-        ltr_reserve((void **)&b->cvals, &b->capcvals, cv->ncols, sizeof *b->cvals, 64) != 0)
-        return 0;
-    size_t used = 0;
+    const ltr_colvals *got = cv->ahead;
+    if (!got) {
+        if (ltr_reserve((void **)&b->vals, &b->capvals, room, sizeof *b->vals, 4096) != 0)
+            return 0;
+        ltr_colview_values(cv, b->vals, b->got);
+        got = b->got;
+    }
     for (size_t k = 0; k < cv->ncols; k++)
-        used += decode_column(&cv->cols[k], fixed_readable(cv->cols[k].fixed), b->vals + used, &b->cvals[k]);
-    for (uint64_t e = 0; e < cv->nt; e++) /* a whole payload's column holds bytes, not values */
-        if (cv->tab[e].whole && cv->tab[e].col0 < cv->ncols)
-            b->cvals[cv->tab[e].col0].n = 0;
+        b->cvals[k] = (col_vals){.v = got[k].v, .n = got[k].n, .end = got[k].end, .prev = got[k].prev};
     return 1;
 }
 

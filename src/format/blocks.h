@@ -63,13 +63,36 @@ typedef struct ltr_colentry {
     const uint8_t *spec;  /* k field types, then k transforms */
 } ltr_colentry;
 
+/* A column's values decoded whole (ltr_colview_values): from the cursor's
+ * position on, until the column's end or a value that does not decode.
+ * Decoding a column in a loop of its own is cheaper than a varint of each
+ * column in turn as records are read (analyze/blocks.c says how much). */
+typedef struct ltr_colvals {
+    const uint64_t *v; /* a delta column's values as the transform gives them */
+    uint32_t n;
+    size_t end;        /* the cursor's position after the n values */
+    uint64_t prev;     /* a delta column's value after them */
+} ltr_colvals;
+
 struct ltr_colview {
     uint64_t nt;              /* entries of the table */
     const ltr_colentry *tab;
     ltr_colcursor *cols;      /* [0]: layout indexes, [1]: time deltas, then each entry's from col0 */
     size_t ncols;
     uint32_t left;            /* records not taken yet */
+    /* Each column's values, decoded on the read-ahead thread while the block
+     * waited (ltr_trace_set_decode_ahead), for the block as it was opened;
+     * NULL when they were not. */
+    const ltr_colvals *ahead;
 };
+
+/* Every column of v decoded from its cursor on into out[k] (v->ncols of
+ * them), the values into store, which holds at least
+ * ltr_colview_value_room(v) of them. A column the fast path does not read
+ * (a whole payload's, a fixed size other than 1, 2, 4 or 8 bytes) gets no
+ * values. */
+size_t ltr_colview_value_room(const ltr_colview *v);
+void ltr_colview_values(const ltr_colview *v, uint64_t *store, ltr_colvals *out);
 
 /* Records decoded by the consumer from the start of a view. */
 typedef struct ltr_block_run {
@@ -86,6 +109,10 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
 void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
 /* n events of layout l were decoded by the caller (its and its provider's counts). */
 void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
+/* Column blocks' values decoded on the read-ahead thread (ltr_colview.ahead)
+ * for the scans after the next rewind: for a consumer of ltr_trace_block
+ * that reads them (src/analyze); off by default. */
+void ltr_trace_set_decode_ahead(ltr_trace *t, int on);
 /* Read-ahead thread for the scans after the next rewind: -1 automatic (files
  * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1
  * decides when set), 0 never, 1 always. */

@@ -1,10 +1,12 @@
 /*
- * format/chunk.c — chunk header encoding and checking (see chunk.h).
+ * format/chunk.c — chunk header encoding and checking, and buffer block
+ * framing (see chunk.h).
  */
 #include "format/chunk.h"
 
 #include "base/records.h"
 
+#include <string.h>
 #include <zlib.h>
 
 uint32_t ltr_crc32(const void *p, size_t n)
@@ -46,4 +48,23 @@ int ltr_chunk_header_decode(const uint8_t in[32], ltr_chunk_header *h)
     h->seq = ltr_get_u64(in + 16);
     h->payload_crc = ltr_get_u32(in + 24);
     return LTR_CHUNK_OK;
+}
+
+size_t ltr_block_frame_at(const uint8_t *p, size_t len, size_t off, ltr_block_frame *b)
+{
+    if (off > len || len - off < LTR_BLOCK_HEADER_SIZE || memcmp(p + off, LTR_BLOCK_MAGIC, 4) != 0)
+        return 0;
+    const uint8_t *h = p + off;
+    uint16_t flags = ltr_get_u16(h + 6);
+    int compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0, refs = compact && (flags & LTR_BLOCK_FLAG_REFS);
+    size_t hl = refs ? LTR_BLOCK_REFS_HEADER_SIZE : compact ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
+    uint32_t bytes = ltr_get_u32(h + 28);
+    if (len - off < hl || bytes > len - off - hl)
+        return 0;
+    *b = (ltr_block_frame){.collector = ltr_get_u16(h + 4), .flags = compact ? flags : (uint16_t)(flags & ~LTR_BLOCK_FLAG_REFS),
+                           .pid = ltr_get_u32(h + 8), .tid = ltr_get_u32(h + 12), .count = ltr_get_u32(h + 24),
+                           .seq = ltr_get_u64(h + 16), .ts_base = compact ? ltr_get_u64(h + 32) : 0,
+                           .ref_base = {refs ? ltr_get_u64(h + 40) : 0, refs ? ltr_get_u64(h + 48) : 0},
+                           .rec = h + hl, .at = off + hl, .len = bytes};
+    return hl + bytes;
 }

@@ -10,6 +10,7 @@
  * promise that for, it leaves in rows.
  */
 #include "format/columns.h"
+#include "base/varint.h"
 
 #include "format/compact.h"
 #include "format/reader.h"
@@ -583,7 +584,7 @@ int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t c
     uint64_t nt;
     if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0)
         return -1;
-    d->view = (ltr_colview){.nt = nt, .tab = d->tab, .cols = d->cols, .ncols = ncols, .left = count};
+    d->view = (ltr_colview){.nt = nt, .tab = d->tab, .cols = d->cols, .ncols = ncols, .left = count, .ahead = NULL};
     return 0;
 }
 
@@ -599,6 +600,59 @@ uint32_t ltr_columns_rows(ltr_coldecoder *d, size_t max_bytes)
         n++;
     }
     return n;
+}
+
+/* ---- values decoded ahead (ltr_colvals) ---- */
+
+size_t ltr_colview_value_room(const ltr_colview *v)
+{
+    size_t bytes = 0;
+    for (size_t k = 0; k < v->ncols; k++)
+        bytes += v->cols[k].len - v->cols[k].pos; /* a value takes a byte at least */
+    return bytes;
+}
+
+static int readable(size_t fixed) { return fixed == 0 || fixed == 1 || fixed == 2 || fixed == 4 || fixed == 8; }
+
+static inline uint64_t fixed_value(const uint8_t *p, size_t w)
+{
+    switch (w) { /* little-endian host, as the format */
+    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    default: return *p;
+    }
+}
+
+/* One column's values from its cursor on, into out; how many. */
+static uint32_t column_values(const ltr_colcursor *c, int wanted, uint64_t *out, ltr_colvals *cv)
+{
+    size_t pos = c->pos, n = 0;
+    uint64_t prev = c->prev, z;
+    if (!wanted) {
+        /* none: a record that reads this column is left to the generic path */
+    } else if (c->fixed) {
+        for (; c->len - pos >= c->fixed; pos += c->fixed)
+            out[n++] = fixed_value(c->p + pos, c->fixed);
+    } else if (c->transform == LTR_COLUMN_DELTA) {
+        for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
+            out[n++] = prev += (uint64_t)ltr_unzigzag(z);
+    } else {
+        for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
+            out[n++] = z;
+    }
+    *cv = (ltr_colvals){.v = out, .n = (uint32_t)n, .end = pos, .prev = prev};
+    return (uint32_t)n;
+}
+
+void ltr_colview_values(const ltr_colview *v, uint64_t *store, ltr_colvals *out)
+{
+    size_t used = 0;
+    for (size_t k = 0; k < v->ncols; k++)
+        used += column_values(&v->cols[k], readable(v->cols[k].fixed), store + used, &out[k]);
+    for (uint64_t e = 0; e < v->nt; e++) /* a whole payload's column holds bytes, not values */
+        if (v->tab[e].whole && v->tab[e].col0 < v->ncols)
+            out[v->tab[e].col0].n = 0;
 }
 
 int ltr_columns_leftover(const ltr_coldecoder *d)

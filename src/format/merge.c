@@ -27,6 +27,7 @@
  * Damaged stretches of a source are skipped and counted, as a reader would.
  */
 #include "format/merge.h"
+#include "format/chunk.h"
 #include "format/columns.h"
 #include "format/symchunk.h"
 #include "format/reader.h"
@@ -422,30 +423,22 @@ typedef struct block {
     size_t len;
 } block;
 
-/* The block at off: its size, or 0 at the end or at a bad block (a reader
- * skips the rest of the chunk there too). */
+/* The block at off (ltr_block_frame_at): its size, or 0 at the end or at a
+ * bad block (a reader skips the rest of the chunk there too). */
 static size_t next_block(const uint8_t *p, size_t len, size_t off, block *b)
 {
-    if (len - off < 32 || memcmp(p + off, "LTRB", 4))
+    ltr_block_frame f;
+    size_t used = ltr_block_frame_at(p, len, off, &f);
+    if (!used)
         return 0;
-    const uint8_t *h = p + off;
-    b->info = (ltr_block_info){.collector = ltr_get_u16(h + 4), .flags = ltr_get_u16(h + 6),
-                               .pid = ltr_get_u32(h + 8), .tid = ltr_get_u32(h + 12), .seq = ltr_get_u64(h + 16),
-                               .event_count = ltr_get_u32(h + 24)};
-    b->compact = (b->info.flags & LTR_BLOCK_FLAG_COMPACT) != 0;
-    int refs = b->compact && (b->info.flags & LTR_BLOCK_FLAG_REFS);
-    size_t hl = refs ? LTR_BLOCK_REFS_HEADER_SIZE : b->compact ? LTR_BLOCK_COMPACT_HEADER_SIZE : LTR_BLOCK_HEADER_SIZE;
-    uint32_t bytes = ltr_get_u32(h + 28);
-    if (len - off < hl || bytes > len - off - hl)
-        return 0;
-    b->ts_base = b->compact ? ltr_get_u64(h + 32) : 0;
-    b->info.ref_base[0] = refs ? ltr_get_u64(h + 40) : 0; /* kept: the payloads' references count from them */
-    b->info.ref_base[1] = refs ? ltr_get_u64(h + 48) : 0;
-    if (!b->compact)
-        b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_REFS;
-    b->rec = h + hl;
-    b->len = bytes;
-    return hl + bytes;
+    b->info = (ltr_block_info){.collector = f.collector, .flags = f.flags, .pid = f.pid, .tid = f.tid, .seq = f.seq,
+                               .event_count = f.count,
+                               .ref_base = {f.ref_base[0], f.ref_base[1]}}; /* kept: the payloads' references count from them */
+    b->compact = (f.flags & LTR_BLOCK_FLAG_COMPACT) != 0;
+    b->ts_base = f.ts_base;
+    b->rec = f.rec;
+    b->len = f.len;
+    return used;
 }
 
 /* A column block's records rebuilt (into s->cols), so that it is copied as

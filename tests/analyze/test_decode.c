@@ -9,7 +9,7 @@
  * documented contract.
  */
 #include "analyze/internal.h"
-#include "analyze/varint.h"
+#include "base/varint.h"
 #include "base/heap_events.h"
 
 #include <setjmp.h>
@@ -150,7 +150,7 @@ static void test_other_and_bad_layouts(void **state)
     an_decoder_free(d);
 }
 
-/* The fast path's varint (analyze/varint.h) against the reader's
+/* The fast path's varint (base/varint.h) against the reader's
  * ltr_get_uvar on one buffer: same length (0 = refused) and, when accepted,
  * same value, for every cut `left` and every readable span beyond it. */
 static void check_uvar_like_reader(const uint8_t *buf, size_t size)

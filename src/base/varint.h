@@ -1,11 +1,12 @@
 /*
- * analyze/varint.h — the fast path's LEB128 decoding (blocks.c): the same
+ * base/varint.h — the LEB128 decoding of the hot loops (the analyzer's fast
+ * path, analyze/blocks.c; column values decoded ahead, format/columns.c): the same
  * values and lengths as ltr_get_uvar (base/records.h), the common cases
  * cheaper. Inline, in a header of its own so a test can hold it to
  * ltr_get_uvar on every length and cut.
  */
-#ifndef LTR_ANALYZE_VARINT_H
-#define LTR_ANALYZE_VARINT_H
+#ifndef LTR_BASE_VARINT_H
+#define LTR_BASE_VARINT_H
 
 #include "base/records.h"
 
