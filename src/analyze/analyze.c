@@ -196,6 +196,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
     an_blocks *b = an_blocks_new(a->trace, d);
     if (!b)
         return ltr_fail(err, ENOMEM, "out of memory");
+    ltr_trace_set_decode_ahead(a->trace, an_blocks_decodes_ahead(b));
     ltr_block_view v;
     int rc;
     uint64_t shown = 0;

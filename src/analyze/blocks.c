@@ -59,6 +59,8 @@ an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d)
     return b;
 }
 
+int an_blocks_decodes_ahead(const an_blocks *b) { return b->ahead; }
+
 void an_blocks_free(an_blocks *b)
 {
     if (!b)

@@ -109,9 +109,9 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
 void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
 /* n events of layout l were decoded by the caller (its and its provider's counts). */
 void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
-/* Column blocks' values decoded on the read-ahead thread (ltr_colview.ahead)
- * for the scans after the next rewind: for a consumer of ltr_trace_block
- * that reads them (src/analyze); off by default. */
+/* Column blocks' values decoded on the read-ahead thread (ltr_colview.ahead),
+ * from the chunks it fetches next on, for a consumer of ltr_trace_block that
+ * reads them (src/analyze); off by default. */
 void ltr_trace_set_decode_ahead(ltr_trace *t, int on);
 /* Read-ahead thread for the scans after the next rewind: -1 automatic (files
  * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1

@@ -655,6 +655,55 @@ void ltr_colview_values(const ltr_colview *v, uint64_t *store, ltr_colvals *out)
             out[v->tab[e].col0].n = 0;
 }
 
+/* ---- values decoded on the read-ahead thread (reader.h, ltr_ahead) ---- */
+
+void ltr_ahead_free(ltr_ahead *a)
+{
+    ltr_coldecoder_free(&a->dec);
+    free(a->vals);
+    free(a->cols);
+    free(a->offs);
+    free(a->blocks);
+    memset(a, 0, sizeof *a);
+}
+
+/* One column block's values after those already in a; 0, or -1 without
+ * memory. The values of a chunk's blocks are gathered in one array, which
+ * grows as they come (a value per byte of a block's columns at most): each
+ * column's place in it is kept as an offset until the chunk is done. */
+static int ahead_block(ltr_ahead *a, const ltr_block_frame *f)
+{
+    ltr_colview *v = &a->dec.view;
+    size_t room = ltr_colview_value_room(v);
+    if (ltr_reserve((void **)&a->vals, &a->capvals, a->nvals + room, sizeof *a->vals, 1u << 16) != 0 ||
+        ltr_reserve((void **)&a->cols, &a->capcols, a->ncols + v->ncols, sizeof *a->cols, 256) != 0 ||
+        ltr_reserve((void **)&a->offs, &a->capoffs, a->ncols + v->ncols, sizeof *a->offs, 256) != 0 ||
+        ltr_reserve((void **)&a->blocks, &a->capblocks, a->nblocks, sizeof *a->blocks, 64) != 0)
+        return -1;
+    ltr_colview_values(v, a->vals + a->nvals, a->cols + a->ncols);
+    for (size_t k = 0; k < v->ncols; k++) {
+        a->offs[a->ncols + k] = (size_t)(a->cols[a->ncols + k].v - a->vals);
+        a->nvals += a->cols[a->ncols + k].n;
+    }
+    a->blocks[a->nblocks++] = (ltr_ahead_block){.at = f->at, .len = f->len, .count = f->count, .ncols = v->ncols,
+                                               .col0 = a->ncols};
+    a->ncols += v->ncols;
+    return 0;
+}
+
+void ltr_ahead_decode(ltr_ahead *a, const uint8_t *raw, size_t len)
+{
+    a->nvals = a->ncols = a->nblocks = 0;
+    ltr_block_frame f;
+    for (size_t off = 0, used; (used = ltr_block_frame_at(raw, len, off, &f)); off += used)
+        if ((f.flags & (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS)) ==
+                (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS) &&
+            ltr_columns_open(&a->dec, f.rec, f.len, f.count, NULL, NULL) == 0 && ahead_block(a, &f) < 0)
+            break; /* the blocks before it keep their values */
+    for (size_t k = 0; k < a->ncols; k++)
+        a->cols[k].v = a->vals + a->offs[k];
+}
+
 int ltr_columns_leftover(const ltr_coldecoder *d)
 {
     for (size_t i = 0; i < d->view.ncols; i++)

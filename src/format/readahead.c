@@ -6,7 +6,9 @@
  * on the file, so a sequential scan can fetch ahead: a read-ahead thread
  * fetches the next chunks on another core into a few slots while the reader
  * parses the current one, and the reader applies them in file order, with the
- * same damage as if it had fetched them itself.
+ * same damage as if it had fetched them itself. For a consumer that reads
+ * column blocks' values (ltr_trace_set_decode_ahead), the thread decodes
+ * them too, another part of the work the reader's core need not do.
  */
 #include "prim/prim.h"
 #include "format/reader.h"
@@ -183,6 +185,7 @@ void ltr_fetch_free(ltr_fetch *f)
     free(f->raw);
     f->cbuf = f->raw = NULL;
     f->ccap = f->rawcap = 0;
+    ltr_ahead_free(&f->ahead);
 }
 
 /* The thread and the reader share the slots: the thread fills slot
@@ -198,6 +201,7 @@ struct ltr_readahead {
     pthread_cond_t cv;
     uint64_t produced, consumed, released;
     int stop, done;
+    int decode;             /* column values decoded (ltr_readahead_decode) */
     ltr_fetch slots[RA_SLOTS];
 };
 
@@ -208,8 +212,17 @@ static ltr_fetch *free_slot(ltr_readahead *ra)
     while (!ra->stop && ra->produced - ra->released >= RA_SLOTS)
         pthread_cond_wait(&ra->cv, &ra->mu);
     ltr_fetch *f = ra->stop ? NULL : &ra->slots[ra->produced % RA_SLOTS];
+    if (f)
+        f->decode_ahead = ra->decode;
     pthread_mutex_unlock(&ra->mu);
     return f;
+}
+
+void ltr_readahead_decode(ltr_readahead *ra, int on)
+{
+    pthread_mutex_lock(&ra->mu);
+    ra->decode = on; /* from the next chunk fetched on */
+    pthread_mutex_unlock(&ra->mu);
 }
 
 static void *run(void *arg)
@@ -218,6 +231,9 @@ static void *run(void *arg)
     ltr_fetch *f;
     while ((f = free_slot(ra))) {
         ltr_fetch_chunk(ra->fd, ra->file_size, ra->pos, ra->dctx, f);
+        f->ahead.nblocks = 0;
+        if (f->decode_ahead && f->kind == LTR_FETCH_OK && f->h.type == LTR_CHUNK_EVENTS)
+            ltr_ahead_decode(&f->ahead, f->raw, f->raw_len); /* work the reader would do, on this core */
         ra->pos = f->next;
         int last = f->kind == LTR_FETCH_END || f->kind == LTR_FETCH_ERROR;
         pthread_mutex_lock(&ra->mu);
@@ -231,11 +247,12 @@ static void *run(void *arg)
     return NULL;
 }
 
-ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos)
+ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos, int decode_ahead)
 {
     ltr_readahead *ra = calloc(1, sizeof *ra);
     if (!ra)
         return NULL;
+    ra->decode = decode_ahead;
     ra->fd = fd;
     ra->file_size = file_size;
     ra->pos = pos;

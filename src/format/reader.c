@@ -125,6 +125,8 @@ static void apply_chunk(ltr_trace *t, const ltr_fetch *f)
     default:
         t->raw = f->raw;
         t->raw_len = f->raw_len;
+        t->ahead = f->decode_ahead ? &f->ahead : NULL;
+        t->ahead_next = 0;
         dispatch(t, h);
         break;
     }
@@ -197,6 +199,23 @@ static int column_layout_check(void *ctx, uint32_t id, const uint8_t *types, uin
     return 0;
 }
 
+/* The values the read-ahead thread decoded for the column block at `at`
+ * (the same bytes framed by the same code: the same columns), or NULL. */
+static const ltr_colvals *values_ahead(ltr_trace *t, size_t at, size_t len, const ltr_colview *v)
+{
+    const ltr_ahead *a = t->ahead;
+    if (!a)
+        return NULL;
+    while (t->ahead_next < a->nblocks && a->blocks[t->ahead_next].at < at)
+        t->ahead_next++;
+    if (t->ahead_next == a->nblocks)
+        return NULL;
+    const ltr_ahead_block *b = &a->blocks[t->ahead_next];
+    if (b->at != at || b->len != len || b->count != t->blk_count || b->ncols != v->ncols)
+        return NULL;
+    return &a->cols[b->col0];
+}
+
 /* Where the current block's records are read from: the chunk, or for a
  * column block its columns (ltr_trace_block hands them to a consumer that
  * reads them) or the records rebuilt from them a batch at a time (rows).
@@ -221,7 +240,9 @@ static void block_records(ltr_trace *t, uint16_t flags, size_t at, size_t len)
         ltr_refseq_spoil(t->blk_refs);
         block_damage(t, what, at);
         t->blk_active = 0;
+        return;
     }
+    d->view.ahead = values_ahead(t, at, len, &d->view);
 }
 
 /* Rows rebuilt at a time from a column block: a few buffers' worth, so that
@@ -564,6 +585,13 @@ static void reset_state(ltr_trace *t)
 
 void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }
 
+void ltr_trace_set_decode_ahead(ltr_trace *t, int on)
+{
+    t->decode_ahead = on;
+    if (t->ra)
+        ltr_readahead_decode(t->ra, on);
+}
+
 uint64_t ltr_trace_position(const ltr_trace *t) { return t->pos; }
 
 /* A thread pays off on traces of more than a few chunks; LTR_READAHEAD=0 or 1 overrides. */
@@ -584,7 +612,7 @@ int ltr_trace_rewind(ltr_trace *t, ltr_error *err)
         t->file_size = (uint64_t)st.st_size;
     reset_state(t);
     if (wants_readahead(t))
-        t->ra = ltr_readahead_start(t->fd, t->file_size, t->pos); /* NULL: the reader fetches itself */
+        t->ra = ltr_readahead_start(t->fd, t->file_size, t->pos, t->decode_ahead); /* NULL: the reader fetches itself */
     return prime(t, err);
 }
 

@@ -110,6 +110,30 @@ typedef enum ltr_fetch_kind {
     LTR_FETCH_OK,           /* raw holds raw_len bytes */
 } ltr_fetch_kind;
 
+/* The values of an EVENTS chunk's column blocks, decoded by the read-ahead
+ * thread after it fetched the chunk (ltr_trace_set_decode_ahead): per block,
+ * where its column data is and its columns' values (ltr_colvals). */
+typedef struct ltr_ahead_block {
+    size_t at, len;   /* the column data's offset in the payload, and bytes */
+    uint32_t count;   /* the block's records */
+    size_t ncols, col0; /* its columns, from cols[col0] */
+} ltr_ahead_block;
+
+typedef struct ltr_ahead {
+    ltr_coldecoder dec;         /* the thread's own, to frame the columns */
+    uint64_t *vals;
+    size_t nvals, capvals;
+    ltr_colvals *cols;
+    size_t *offs;               /* each column's first value in vals, while vals may still move */
+    size_t ncols, capcols, capoffs;
+    ltr_ahead_block *blocks;
+    size_t nblocks, capblocks;
+} ltr_ahead;
+/* Decodes the column blocks of an EVENTS payload into a (emptied first);
+ * a block that does not frame, or runs out of memory, is left to its reader. */
+void ltr_ahead_decode(ltr_ahead *a, const uint8_t *raw, size_t len);
+void ltr_ahead_free(ltr_ahead *a);
+
 typedef struct ltr_fetch {
     ltr_fetch_kind kind;
     int err;
@@ -121,6 +145,8 @@ typedef struct ltr_fetch {
     char text[96];
     uint8_t *cbuf, *raw;    /* reused from fetch to fetch */
     size_t ccap, rawcap, raw_len;
+    int decode_ahead;       /* the read-ahead thread decodes column values (ahead) */
+    ltr_ahead ahead;        /* of this EVENTS chunk, when decode_ahead */
 } ltr_fetch;
 
 /* pread up to len bytes; returns the count (short only at end of file) or -errno. */
@@ -131,7 +157,9 @@ void ltr_fetch_free(ltr_fetch *f);
 /* A thread fetching the chunks from pos on, a few ahead of the reader, with
  * its own buffers and zstd context. NULL if it could not start. */
 typedef struct ltr_readahead ltr_readahead;
-ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos);
+ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos, int decode_ahead);
+/* Column values decoded (ltr_ahead) for the chunks fetched from now on, or not. */
+void ltr_readahead_decode(ltr_readahead *ra, int on);
 /* The next chunk in file order, waiting for it; valid until the next call or
  * the stop. NULL after the thread's END or ERROR fetch was handed out. */
 const ltr_fetch *ltr_readahead_next(ltr_readahead *ra);
@@ -151,6 +179,9 @@ struct ltr_trace {
     int readahead;               /* -1 automatic, 0 never, 1 always (ltr_trace_set_readahead) */
     const uint8_t *raw;          /* the current chunk's decompressed payload (own's or a slot's) */
     size_t raw_len;
+    int decode_ahead;            /* ltr_trace_set_decode_ahead */
+    const ltr_ahead *ahead;      /* the current chunk's column values decoded ahead, or NULL */
+    size_t ahead_next;           /* its first block not met yet */
 
     /* the EVENTS chunk being streamed */
     int in_events;

@@ -9,9 +9,10 @@
  * hold about 2 M events; a CI run beside other tests had 1 991 939, so the
  * size check asks for more than 1 M.) And the analyzer's fast path gives
  * the same report whether it decodes a column block's columns ahead (the
- * default) or reads them a record at a time (LTR_ANALYZE_AHEAD=0), on a
- * recording whose chunks were damaged, so that references into them fail
- * and the generic path takes records from the middle of blocks.
+ * default: itself, or on the read-ahead thread, LTR_READAHEAD=1) or reads
+ * them a record at a time (LTR_ANALYZE_AHEAD=0), on a recording whose
+ * chunks were damaged, so that references into them fail and the generic
+ * path takes records from the middle of blocks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,10 +49,12 @@ static void test_columns_ahead_as_a_record_at_a_time(void **state)
     tu_result r = tu_run(
         "cd %s && %s record -o t.ltr -- %s tree >/dev/null 2>&1 && size=$(stat -c %%s t.ltr) && "
         "for k in 3 5 7; do printf '\\125' | dd of=t.ltr bs=1 seek=$((size * k / 10)) conv=notrunc 2>/dev/null; done && "
-        "{ %s analyze --format json t.ltr >ahead.json 2>ahead.err; test $? = 3; } && "
+        "{ LTR_READAHEAD=0 %s analyze --format json t.ltr >ahead.json 2>ahead.err; test $? = 3; } && "
+        "{ LTR_READAHEAD=1 %s analyze --format json t.ltr >thread.json 2>thread.err; test $? = 3; } && "
         "{ LTR_ANALYZE_AHEAD=0 %s analyze --format json t.ltr >slow.json 2>slow.err; test $? = 3; } && "
-        "cmp ahead.json slow.json && cmp ahead.err slow.err && grep -q damaged ahead.err",
-        dir, LTR, target, LTR, LTR);
+        "cmp ahead.json slow.json && cmp ahead.err slow.err && cmp thread.json slow.json && cmp thread.err slow.err && "
+        "grep -q damaged ahead.err",
+        dir, LTR, target, LTR, LTR, LTR);
     if (r.status != 0)
         fail_msg("status %d: %s%s", r.status, r.out, r.err);
     tu_free(&r);
