@@ -23,6 +23,7 @@
 
 #define SEG_SHIFT 8 /* 256 events (10 KiB) a segment: a trace may name a thousand threads */
 #define SEG ((size_t)1 << SEG_SHIFT)
+_Static_assert(SEG == AN_ORDER_SEGMENT, "order.h says the size");
 
 typedef struct oq {
     an_event **seg;         /* ring of scap (a power of two) segment pointers */
@@ -52,6 +53,7 @@ struct an_order {
     uint64_t late;
     an_event **pool;        /* segments handed on, for the next to fill */
     size_t npool, cappool;
+    an_order_retire retire; /* or segments handed on go there, to come back with an_order_recycle */
 };
 
 /* Segments a queue holds: those of [head, tail), and the one tail is in. */
@@ -77,6 +79,10 @@ static void seg_put(an_order *o, an_event *seg)
     }
     o->pool[o->npool++] = seg;
 }
+
+void an_order_set_retire(an_order *o, an_order_retire retire) { o->retire = retire; }
+
+void an_order_recycle(an_order *o, an_event *seg) { seg_put(o, seg); }
 
 an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx)
 {
@@ -252,8 +258,10 @@ static void release(an_order *o, size_t count)
         q->head += k;
         o->held -= k;
         count -= k;
-        for (size_t s = before_seg; s < seg_first(q) && s < seg_end(q); s++) /* segments handed on */
-            seg_put(o, q->seg[s & (q->scap - 1)]);
+        for (size_t s = before_seg; s < seg_first(q) && s < seg_end(q); s++) { /* segments handed on */
+            an_event *seg = q->seg[s & (q->scap - 1)];
+            o->retire ? o->retire(o->ctx, seg) : seg_put(o, seg);
+        }
         if (q->head < q->tail) {
             sift_down(o, 0);
             continue;

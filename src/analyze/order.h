@@ -39,6 +39,10 @@ typedef void (*an_order_emit)(void *ctx, uint32_t pid, uint32_t tid, const an_ev
 #define AN_ORDER_HOLD_SAVE (1u << 21)
 #define AN_ORDER_HOLD_FILE (1u << 18)
 
+/* A segment of events (AN_ORDER_SEGMENT of them) whose events were all handed on. */
+typedef void (*an_order_retire)(void *ctx, an_event *seg);
+#define AN_ORDER_SEGMENT 256
+
 /* hold: events that may wait (0: AN_ORDER_HOLD_FILE). NULL without memory. */
 an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx);
 /* Room for the next events of (pid, tid): *room >= 1; NULL without memory. */
@@ -47,6 +51,12 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room);
 void an_order_commit(an_order *o, size_t n);
 /* Hands on every waiting event, oldest first. */
 void an_order_drain(an_order *o);
+/* Segments handed on go to retire instead of back to the stage's pool: the
+ * events handed on stay where they are until the segment comes back with
+ * an_order_recycle (a consumer on another thread reads them there, no copy).
+ * Segments not back by an_order_free are the caller's to free. */
+void an_order_set_retire(an_order *o, an_order_retire retire);
+void an_order_recycle(an_order *o, an_event *seg);
 /* Events that came after later ones had been handed on. */
 uint64_t an_order_late(const an_order *o);
 void an_order_free(an_order *o);
