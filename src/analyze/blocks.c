@@ -165,11 +165,14 @@ _Static_assert((int)AN_OP_ALLOC == (int)AN_ALLOC && (int)AN_OP_FREE == (int)AN_F
                    (int)AN_OP_REALLOC == (int)AN_REALLOC,
                "a plan's kind is the model's op");
 
-static void count_layout(an_blocks *b, uint64_t id)
+static void count_layouts(an_blocks *b, uint64_t id, uint64_t n)
 {
-    if (!b->counts[id]++)
+    if (n && !b->counts[id])
         b->used[b->nused++] = (uint32_t)id;
+    b->counts[id] += n;
 }
+
+static void count_layout(an_blocks *b, uint64_t id) { count_layouts(b, id, 1); }
 
 /* Tells the reader what the run took: framing, summary, process, thread and layout counts. */
 static void report(an_blocks *b, const ltr_block_run *run)
@@ -210,9 +213,9 @@ typedef struct taker {
     size_t room, n; /* events written at ev */
 } taker;
 
-/* A record taken: its event to the sink, its time and layout to the run's counts. */
-static inline __attribute__((always_inline)) void take(an_blocks *b, taker *t, ltr_block_run *run, uint64_t ts,
-                                                       const uint64_t val[AN_F_COUNT + 1], int kind, uint64_t id)
+/* A record taken: its event to the sink, its time to the run (its layout the caller counts). */
+static inline __attribute__((always_inline)) void take_event(taker *t, ltr_block_run *run, uint64_t ts,
+                                                             const uint64_t val[AN_F_COUNT + 1], int kind)
 {
     if (t->feed) {
         if (t->n == t->room) {
@@ -228,6 +231,13 @@ static inline __attribute__((always_inline)) void take(an_blocks *b, taker *t, l
         run->first_ts = ts;
     run->min_ts = ts < run->min_ts ? ts : run->min_ts;
     run->max_ts = ts > run->max_ts ? ts : run->max_ts;
+}
+
+/* A record taken: its event, time and layout. */
+static inline __attribute__((always_inline)) void take(an_blocks *b, taker *t, ltr_block_run *run, uint64_t ts,
+                                                       const uint64_t val[AN_F_COUNT + 1], int kind, uint64_t id)
+{
+    take_event(t, run, ts, val, kind);
     count_layout(b, id);
 }
 
@@ -345,6 +355,7 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
  * is never decoded twice. */
 
 #define COLS_AHEAD_MAX (1u << 20) /* bytes of columns: 8 MiB of values at most */
+#define ENTRY_PLANS 64 /* table entries a block may have to be read so: the heap's layouts are a few */
 
 typedef struct col_vals {
     const uint64_t *v;
@@ -359,7 +370,7 @@ typedef struct col_vals {
 static int decode_columns(an_blocks *b, const ltr_colview *cv)
 {
     size_t room = ltr_colview_value_room(cv);
-    if (!b->ahead || cv->ncols < 2 || cv->cols[0].pos || room > COLS_AHEAD_MAX ||
+    if (!b->ahead || cv->ncols < 2 || cv->cols[0].pos || room > COLS_AHEAD_MAX || cv->nt > ENTRY_PLANS ||
         ltr_reserve((void **)&b->cvals, &b->capcvals, cv->ncols, sizeof *b->cvals, 64) != 0 ||
         ltr_reserve((void **)&b->got, &b->capgot, cv->ncols, sizeof *b->got, 64) != 0)
         return 0;
@@ -375,50 +386,74 @@ static int decode_columns(an_blocks *b, const ltr_colview *cv)
     return 1;
 }
 
-/* A record's values given back (vals_fields' at[]): the generic path takes it. */
-static void vals_back(col_vals *cv, const ltr_colentry *e, const uint32_t *at)
+/* How the records of one entry of a block's table are read from the
+ * values, settled once a block (the plan, and each field's column checked
+ * to be of the plan's kind, as col_field reads it): kind 0 when they are
+ * the generic path's. */
+typedef struct entry_plan {
+    int kind;
+    uint32_t layout, k;
+    int8_t ref[2];          /* the pnew and pref fields' indexes, -1: none */
+    uint8_t ref_slot[2];    /* where their addresses go in val[] */
+    uint64_t taken;         /* records taken, for the layout counts */
+    struct {
+        col_vals *c;
+        uint8_t slot;       /* where a value goes in val[] */
+        int8_t ref;         /* -1: a value; 0 a pnew, 1 a pref: a code, and after a code of 0 the address */
+    } f[AN_FAST_FIELDS];
+} entry_plan;
+
+static void entry_settle(an_blocks *b, const ltr_colview *cv, uint64_t e, col_vals *vals, entry_plan *ep)
 {
-    for (uint32_t j = 0; j < e->k; j++)
-        cv[e->col0 + j].i = at[j];
+    const ltr_colentry *ce = &cv->tab[e];
+    const an_fast_plan *pl = ce->whole || ce->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, ce->id);
+    *ep = (entry_plan){.kind = 0, .layout = ce->id, .k = ce->k};
+    if (!pl || pl->kind <= 0 || pl->nfields != ce->k)
+        return;
+    for (uint32_t j = 0; j < ce->k; j++) {
+        const ltr_colcursor *c = &cv->cols[ce->col0 + j];
+        int ref = pl->width[j] != AN_FAST_REF ? -1 : (int)j == pl->ref[1];
+        if (ref >= 0 ? c->transform == LTR_COLUMN_DELTA || c->fixed : pl->width[j] != c->fixed)
+            return;
+        ep->f[j].c = &vals[ce->col0 + j];
+        ep->f[j].slot = pl->slot[j];
+        ep->f[j].ref = (int8_t)ref;
+    }
+    for (int k = 0; k < 2; k++) {
+        ep->ref[k] = pl->ref[k];
+        ep->ref_slot[k] = pl->ref[k] >= 0 ? pl->slot[pl->ref[k]] : AN_F_COUNT;
+    }
+    ep->kind = pl->kind;
 }
 
-/* The next record's fields from the decoded values, read as the plan says
- * (each field's column as the interleaved reading would: col_field), where
- * each column stood in at[]; 0, with nothing taken, when a column has no
- * value left or is not of the plan's kind (the interleaved reading would
- * then stop there too, or the generic path judge the record). */
-static inline __attribute__((always_inline)) int vals_fields(col_vals *cv, const ltr_colcursor *cols,
-                                                             const ltr_colentry *e, const an_fast_plan *pl,
-                                                             uint64_t val[AN_F_COUNT + 1], uint64_t code[2],
-                                                             uint64_t addr[2], uint32_t *at)
+/* The next record's fields from the values; 0, with nothing taken, when a
+ * column has no value left (the interleaved reading stops there too). */
+static inline __attribute__((always_inline)) int entry_fields(const entry_plan *ep, uint64_t val[AN_F_COUNT + 1],
+                                                              ltr_refev *e, uint32_t *at)
 {
-    for (uint32_t j = 0; j < e->k; j++)
-        at[j] = cv[e->col0 + j].i;
     uint32_t j = 0;
-    for (; j < e->k; j++) {
-        col_vals *c = &cv[e->col0 + j];
-        unsigned w = pl->width[j];
+    for (; j < ep->k; j++) {
+        col_vals *c = ep->f[j].c;
+        at[j] = c->i;
         if (c->i == c->n)
             break;
-        if (w == AN_FAST_REF) {
-            int k = (int)j == pl->ref[1];
-            if (cols[e->col0 + j].transform == LTR_COLUMN_DELTA || cols[e->col0 + j].fixed)
+        uint64_t x = c->v[c->i++];
+        int ref = ep->f[j].ref;
+        if (ref < 0) {
+            val[ep->f[j].slot] = x;
+            continue;
+        }
+        e->code[ref] = x;
+        if (x == 0) {
+            if (c->i == c->n)
                 break;
-            code[k] = c->v[c->i++];
-            if (code[k] == 0) {
-                if (c->i == c->n)
-                    break;
-                addr[k] = c->v[c->i++];
-            }
-        } else {
-            if (w != cols[e->col0 + j].fixed)
-                break;
-            val[pl->slot[j]] = c->v[c->i++];
+            e->addr[ref] = c->v[c->i++];
         }
     }
-    if (j == e->k)
+    if (j == ep->k)
         return 1;
-    vals_back(cv, e, at);
+    for (uint32_t u = 0; u <= j && u < ep->k; u++)
+        ep->f[u].c->i = at[u];
     return 0;
 }
 
@@ -448,6 +483,9 @@ static int run_decoded(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
 {
     ltr_colview *cv = v->cols;
     col_vals *vals = b->cvals, *ix = &vals[0], *dt = &vals[1];
+    entry_plan eps[ENTRY_PLANS];
+    for (uint64_t e = 0; e < cv->nt; e++)
+        entry_settle(b, cv, e, vals, &eps[e]);
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     uint64_t ts = v->ts;
     taker out = {.sk = sk, .v = v, .feed = feed};
@@ -455,21 +493,28 @@ static int run_decoded(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
         uint64_t idx = ix->v[ix->i], val[AN_F_COUNT + 1] = {0};
         uint32_t at[AN_FAST_FIELDS];
         ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
-        if (idx >= cv->nt)
+        entry_plan *ep = idx < cv->nt ? &eps[idx] : NULL;
+        if (!ep || !ep->kind || !entry_fields(ep, val, &e, at))
             break;
-        const ltr_colentry *ce = &cv->tab[idx];
-        const an_fast_plan *pl = ce->whole || ce->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, ce->id);
-        if (!pl || pl->kind <= 0 || pl->nfields != ce->k ||
-            !vals_fields(vals, cv->cols, ce, pl, val, e.code, e.addr, at))
-            break;
-        if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, &e, val) < 0) {
-            vals_back(vals, ce, at); /* the generic path reports it */
-            break;
+        if (ep->ref[0] >= 0 || ep->ref[1] >= 0) {
+            e.has[0] = ep->ref[0] >= 0;
+            e.has[1] = ep->ref[1] >= 0;
+            e.size = val[AN_F_SIZE];
+            if (ltr_refseq_apply_event(v->refs, &e) < 0) {
+                for (uint32_t j = 0; j < ep->k; j++) /* its values back: the generic path reports it */
+                    ep->f[j].c->i = at[j];
+                break;
+            }
+            val[ep->ref_slot[0]] = ep->ref[0] >= 0 ? e.addr[0] : val[ep->ref_slot[0]];
+            val[ep->ref_slot[1]] = ep->ref[1] >= 0 ? e.addr[1] : val[ep->ref_slot[1]];
         }
         ix->i++;
         ts += (uint64_t)ltr_unzigzag(dt->v[dt->i++]);
-        take(b, &out, &run, ts, val, pl->kind, ce->id);
+        take_event(&out, &run, ts, val, ep->kind);
+        ep->taken++;
     }
+    for (uint64_t e = 0; e < cv->nt; e++)
+        count_layouts(b, eps[e].layout, eps[e].taken);
     an_sink_commit(sk, v->pid, v->tid, out.n);
     place_cursors(cv, vals);
     run.last_ts = ts;
