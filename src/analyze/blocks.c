@@ -31,8 +31,10 @@ struct an_blocks {
     uint64_t *counts;      /* events per layout id decoded since the last report */
     uint32_t *used;        /* layout ids with counts, for the report */
     size_t nused;
-    uint64_t *vals;        /* a column block's values, decoded ahead (col_vals) */
+    uint32_t *vals;        /* a column block's values, decoded ahead (col_vals) */
     size_t capvals;
+    uint64_t *big;
+    size_t capbig;
     struct col_vals *cvals;
     size_t capcvals;
     ltr_colvals *got;      /* the values decoded here, when the read-ahead thread did not */
@@ -69,6 +71,7 @@ void an_blocks_free(an_blocks *b)
     free(b->counts);
     free(b->used);
     free(b->vals);
+    free(b->big);
     free(b->cvals);
     free(b->got);
     free(b);
@@ -358,11 +361,23 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
 #define ENTRY_PLANS 64 /* table entries a block may have to be read so: the heap's layouts are a few */
 
 typedef struct col_vals {
-    const uint64_t *v;
-    uint32_t n, i;       /* values decoded, taken */
+    const uint32_t *v;   /* LTR_COLVAL_BIG: the next of big */
+    const uint64_t *big;
+    uint32_t n, i, bi;   /* values decoded, taken, big ones taken */
     size_t end;          /* the column's position after the n values */
     uint64_t prev;       /* a delta column's value after them */
 } col_vals;
+
+/* Where a column stood before a record, to give its values back. */
+typedef struct col_at {
+    uint32_t i, bi;
+} col_at;
+
+static inline __attribute__((always_inline)) uint64_t next_value(col_vals *c)
+{
+    uint32_t x = c->v[c->i++];
+    return x != LTR_COLVAL_BIG ? x : c->big[c->bi++];
+}
 
 /* Every column of a fresh block's values in b->cvals: those the read-ahead
  * thread decoded, else decoded here; 0 when the block is not one to read so
@@ -376,13 +391,15 @@ static int decode_columns(an_blocks *b, const ltr_colview *cv)
         return 0;
     const ltr_colvals *got = cv->ahead;
     if (!got) {
-        if (ltr_reserve((void **)&b->vals, &b->capvals, room, sizeof *b->vals, 4096) != 0)
+        if (ltr_reserve((void **)&b->vals, &b->capvals, room, sizeof *b->vals, 4096) != 0 ||
+            ltr_reserve((void **)&b->big, &b->capbig, room, sizeof *b->big, 4096) != 0)
             return 0;
-        ltr_colview_values(cv, b->vals, b->got);
+        ltr_colview_values(cv, b->vals, b->big, b->got);
         got = b->got;
     }
     for (size_t k = 0; k < cv->ncols; k++)
-        b->cvals[k] = (col_vals){.v = got[k].v, .n = got[k].n, .end = got[k].end, .prev = got[k].prev};
+        b->cvals[k] = (col_vals){.v = got[k].v, .big = got[k].big, .n = got[k].n, .end = got[k].end,
+                                 .prev = got[k].prev};
     return 1;
 }
 
@@ -426,18 +443,27 @@ static void entry_settle(an_blocks *b, const ltr_colview *cv, uint64_t e, col_va
     ep->kind = pl->kind;
 }
 
+/* The first k fields' values of a record given back: the generic path takes it. */
+static void entry_back(const entry_plan *ep, const col_at *at, uint32_t k)
+{
+    for (uint32_t j = 0; j < k; j++) {
+        ep->f[j].c->i = at[j].i;
+        ep->f[j].c->bi = at[j].bi;
+    }
+}
+
 /* The next record's fields from the values; 0, with nothing taken, when a
  * column has no value left (the interleaved reading stops there too). */
 static inline __attribute__((always_inline)) int entry_fields(const entry_plan *ep, uint64_t val[AN_F_COUNT + 1],
-                                                              ltr_refev *e, uint32_t *at)
+                                                              ltr_refev *e, col_at *at)
 {
     uint32_t j = 0;
     for (; j < ep->k; j++) {
         col_vals *c = ep->f[j].c;
-        at[j] = c->i;
+        at[j] = (col_at){c->i, c->bi};
         if (c->i == c->n)
             break;
-        uint64_t x = c->v[c->i++];
+        uint64_t x = next_value(c);
         int ref = ep->f[j].ref;
         if (ref < 0) {
             val[ep->f[j].slot] = x;
@@ -447,13 +473,12 @@ static inline __attribute__((always_inline)) int entry_fields(const entry_plan *
         if (x == 0) {
             if (c->i == c->n)
                 break;
-            e->addr[ref] = c->v[c->i++];
+            e->addr[ref] = next_value(c);
         }
     }
     if (j == ep->k)
         return 1;
-    for (uint32_t u = 0; u <= j && u < ep->k; u++)
-        ep->f[u].c->i = at[u];
+    entry_back(ep, at, j < ep->k ? j + 1 : j);
     return 0;
 }
 
@@ -473,7 +498,7 @@ static void place_cursors(ltr_colview *cv, const col_vals *vals)
             c->pos += c->fixed ? c->fixed : an_uvar(c->p + c->pos, c->len - c->pos, c->len - c->pos, &z);
         }
         if (d->i && c->transform == LTR_COLUMN_DELTA && !c->fixed)
-            c->prev = d->v[d->i - 1];
+            c->prev = d->v[d->i - 1] != LTR_COLVAL_BIG ? d->v[d->i - 1] : d->big[d->bi - 1];
     }
 }
 
@@ -490,26 +515,29 @@ static int run_decoded(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
     uint64_t ts = v->ts;
     taker out = {.sk = sk, .v = v, .feed = feed};
     while (run.records < cv->left && ix->i < ix->n && dt->i < dt->n) {
-        uint64_t idx = ix->v[ix->i], val[AN_F_COUNT + 1] = {0};
-        uint32_t at[AN_FAST_FIELDS];
+        col_at ix_at = {ix->i, ix->bi}, at[AN_FAST_FIELDS];
+        uint64_t idx = next_value(ix), val[AN_F_COUNT + 1] = {0};
         ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
         entry_plan *ep = idx < cv->nt ? &eps[idx] : NULL;
-        if (!ep || !ep->kind || !entry_fields(ep, val, &e, at))
+        if (!ep || !ep->kind || !entry_fields(ep, val, &e, at)) {
+            ix->i = ix_at.i;
+            ix->bi = ix_at.bi;
             break;
+        }
         if (ep->ref[0] >= 0 || ep->ref[1] >= 0) {
             e.has[0] = ep->ref[0] >= 0;
             e.has[1] = ep->ref[1] >= 0;
             e.size = val[AN_F_SIZE];
             if (ltr_refseq_apply_event(v->refs, &e) < 0) {
-                for (uint32_t j = 0; j < ep->k; j++) /* its values back: the generic path reports it */
-                    ep->f[j].c->i = at[j];
+                entry_back(ep, at, ep->k); /* the generic path reports it */
+                ix->i = ix_at.i;
+                ix->bi = ix_at.bi;
                 break;
             }
             val[ep->ref_slot[0]] = ep->ref[0] >= 0 ? e.addr[0] : val[ep->ref_slot[0]];
             val[ep->ref_slot[1]] = ep->ref[1] >= 0 ? e.addr[1] : val[ep->ref_slot[1]];
         }
-        ix->i++;
-        ts += (uint64_t)ltr_unzigzag(dt->v[dt->i++]);
+        ts += (uint64_t)ltr_unzigzag(next_value(dt));
         take_event(&out, &run, ts, val, ep->kind);
         ep->taken++;
     }

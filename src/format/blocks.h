@@ -66,9 +66,14 @@ typedef struct ltr_colentry {
 /* A column's values decoded whole (ltr_colview_values): from the cursor's
  * position on, until the column's end or a value that does not decode.
  * Decoding a column in a loop of its own is cheaper than a varint of each
- * column in turn as records are read (analyze/blocks.c says how much). */
+ * column in turn as records are read (analyze/blocks.c says how much). A
+ * value is 32 bits, LTR_COLVAL_BIG standing for the next of big[] (an
+ * address stored as itself, say): nearly all are small, and 32-bit values
+ * halve the memory (cc1plus's chunks hold about 0.9 values a byte). */
+#define LTR_COLVAL_BIG UINT32_MAX
 typedef struct ltr_colvals {
-    const uint64_t *v; /* a delta column's values as the transform gives them */
+    const uint32_t *v; /* a delta column's values as the transform gives them */
+    const uint64_t *big;
     uint32_t n;
     size_t end;        /* the cursor's position after the n values */
     uint64_t prev;     /* a delta column's value after them */
@@ -87,12 +92,12 @@ struct ltr_colview {
 };
 
 /* Every column of v decoded from its cursor on into out[k] (v->ncols of
- * them), the values into store, which holds at least
- * ltr_colview_value_room(v) of them. A column the fast path does not read
- * (a whole payload's, a fixed size other than 1, 2, 4 or 8 bytes) gets no
- * values. */
+ * them), the values into store and the big ones into big, each with room
+ * for ltr_colview_value_room(v) of them; how many big ones. A column the
+ * fast path does not read (a whole payload's, a fixed size other than 1,
+ * 2, 4 or 8 bytes) gets no values. */
 size_t ltr_colview_value_room(const ltr_colview *v);
-void ltr_colview_values(const ltr_colview *v, uint64_t *store, ltr_colvals *out);
+size_t ltr_colview_values(const ltr_colview *v, uint32_t *store, uint64_t *big, ltr_colvals *out);
 
 /* Records decoded by the consumer from the start of a view. */
 typedef struct ltr_block_run {

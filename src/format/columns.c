@@ -624,35 +624,49 @@ static inline uint64_t fixed_value(const uint8_t *p, size_t w)
     }
 }
 
-/* One column's values from its cursor on, into out; how many. */
-static uint32_t column_values(const ltr_colcursor *c, int wanted, uint64_t *out, ltr_colvals *cv)
+/* A value into the column's 32-bit store, or its big ones. */
+static inline void put_value(uint32_t *out, size_t *n, uint64_t *big, size_t *nbig, uint64_t x)
 {
-    size_t pos = c->pos, n = 0;
+    if (x < LTR_COLVAL_BIG) {
+        out[(*n)++] = (uint32_t)x;
+    } else {
+        out[(*n)++] = LTR_COLVAL_BIG;
+        big[(*nbig)++] = x;
+    }
+}
+
+/* One column's values from its cursor on, into out and big; how many big. */
+static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, uint64_t *big, ltr_colvals *cv)
+{
+    size_t pos = c->pos, n = 0, nbig = 0;
     uint64_t prev = c->prev, z;
     if (!wanted) {
         /* none: a record that reads this column is left to the generic path */
     } else if (c->fixed) {
         for (; c->len - pos >= c->fixed; pos += c->fixed)
-            out[n++] = fixed_value(c->p + pos, c->fixed);
+            put_value(out, &n, big, &nbig, fixed_value(c->p + pos, c->fixed));
     } else if (c->transform == LTR_COLUMN_DELTA) {
         for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
-            out[n++] = prev += (uint64_t)ltr_unzigzag(z);
+            put_value(out, &n, big, &nbig, prev += (uint64_t)ltr_unzigzag(z));
     } else {
         for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
-            out[n++] = z;
+            put_value(out, &n, big, &nbig, z);
     }
-    *cv = (ltr_colvals){.v = out, .n = (uint32_t)n, .end = pos, .prev = prev};
-    return (uint32_t)n;
+    *cv = (ltr_colvals){.v = out, .big = big, .n = (uint32_t)n, .end = pos, .prev = prev};
+    return nbig;
 }
 
-void ltr_colview_values(const ltr_colview *v, uint64_t *store, ltr_colvals *out)
+size_t ltr_colview_values(const ltr_colview *v, uint32_t *store, uint64_t *big, ltr_colvals *out)
 {
-    size_t used = 0;
-    for (size_t k = 0; k < v->ncols; k++)
-        used += column_values(&v->cols[k], readable(v->cols[k].fixed), store + used, &out[k]);
+    size_t used = 0, nbig = 0;
+    for (size_t k = 0; k < v->ncols; k++) {
+        nbig += column_values(&v->cols[k], readable(v->cols[k].fixed), store + used, big + nbig, &out[k]);
+        used += out[k].n;
+    }
     for (uint64_t e = 0; e < v->nt; e++) /* a whole payload's column holds bytes, not values */
         if (v->tab[e].whole && v->tab[e].col0 < v->ncols)
             out[v->tab[e].col0].n = 0;
+    return nbig;
 }
 
 /* ---- values decoded on the read-ahead thread (reader.h, ltr_ahead) ---- */
@@ -661,6 +675,7 @@ void ltr_ahead_free(ltr_ahead *a)
 {
     ltr_coldecoder_free(&a->dec);
     free(a->vals);
+    free(a->big);
     free(a->cols);
     free(a->offs);
     free(a->blocks);
@@ -668,22 +683,24 @@ void ltr_ahead_free(ltr_ahead *a)
 }
 
 /* One column block's values after those already in a; 0, or -1 without
- * memory. The values of a chunk's blocks are gathered in one array, which
- * grows as they come (a value per byte of a block's columns at most): each
- * column's place in it is kept as an offset until the chunk is done. */
+ * memory. The values of a chunk's blocks are gathered in two arrays, which
+ * grow as they come (a value per byte of a block's columns at most): each
+ * column's places in them are kept as offsets until the chunk is done. */
 static int ahead_block(ltr_ahead *a, const ltr_block_frame *f)
 {
     ltr_colview *v = &a->dec.view;
     size_t room = ltr_colview_value_room(v);
     if (ltr_reserve((void **)&a->vals, &a->capvals, a->nvals + room, sizeof *a->vals, 1u << 16) != 0 ||
+        ltr_reserve((void **)&a->big, &a->capbig, a->nbig + room, sizeof *a->big, 1u << 12) != 0 ||
         ltr_reserve((void **)&a->cols, &a->capcols, a->ncols + v->ncols, sizeof *a->cols, 256) != 0 ||
         ltr_reserve((void **)&a->offs, &a->capoffs, a->ncols + v->ncols, sizeof *a->offs, 256) != 0 ||
         ltr_reserve((void **)&a->blocks, &a->capblocks, a->nblocks, sizeof *a->blocks, 64) != 0)
         return -1;
-    ltr_colview_values(v, a->vals + a->nvals, a->cols + a->ncols);
+    a->nbig += ltr_colview_values(v, a->vals + a->nvals, a->big + a->nbig, a->cols + a->ncols);
     for (size_t k = 0; k < v->ncols; k++) {
-        a->offs[a->ncols + k] = (size_t)(a->cols[a->ncols + k].v - a->vals);
-        a->nvals += a->cols[a->ncols + k].n;
+        ltr_colvals *c = &a->cols[a->ncols + k];
+        a->offs[a->ncols + k] = (ltr_ahead_off){(size_t)(c->v - a->vals), (size_t)(c->big - a->big)};
+        a->nvals += c->n;
     }
     a->blocks[a->nblocks++] = (ltr_ahead_block){.at = f->at, .len = f->len, .count = f->count, .ncols = v->ncols,
                                                .col0 = a->ncols};
@@ -693,15 +710,17 @@ static int ahead_block(ltr_ahead *a, const ltr_block_frame *f)
 
 void ltr_ahead_decode(ltr_ahead *a, const uint8_t *raw, size_t len)
 {
-    a->nvals = a->ncols = a->nblocks = 0;
+    a->nvals = a->nbig = a->ncols = a->nblocks = 0;
     ltr_block_frame f;
     for (size_t off = 0, used; (used = ltr_block_frame_at(raw, len, off, &f)); off += used)
         if ((f.flags & (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS)) ==
                 (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS) &&
             ltr_columns_open(&a->dec, f.rec, f.len, f.count, NULL, NULL) == 0 && ahead_block(a, &f) < 0)
             break; /* the blocks before it keep their values */
-    for (size_t k = 0; k < a->ncols; k++)
-        a->cols[k].v = a->vals + a->offs[k];
+    for (size_t k = 0; k < a->ncols; k++) {
+        a->cols[k].v = a->vals + a->offs[k].v;
+        a->cols[k].big = a->big + a->offs[k].big;
+    }
 }
 
 int ltr_columns_leftover(const ltr_coldecoder *d)

@@ -119,12 +119,18 @@ typedef struct ltr_ahead_block {
     size_t ncols, col0; /* its columns, from cols[col0] */
 } ltr_ahead_block;
 
+typedef struct ltr_ahead_off {
+    size_t v, big;
+} ltr_ahead_off;
+
 typedef struct ltr_ahead {
     ltr_coldecoder dec;         /* the thread's own, to frame the columns */
-    uint64_t *vals;
+    uint32_t *vals;
     size_t nvals, capvals;
+    uint64_t *big;
+    size_t nbig, capbig;
     ltr_colvals *cols;
-    size_t *offs;               /* each column's first value in vals, while vals may still move */
+    ltr_ahead_off *offs;        /* each column's first values, while the arrays may still move */
     size_t ncols, capcols, capoffs;
     ltr_ahead_block *blocks;
     size_t nblocks, capblocks;
