@@ -197,23 +197,44 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
     drop_found_stacks(t, pid);
 }
 
-/* Stores the nodes of a record found good (all or nothing: the caller checked them). */
-static void store_nodes(ltr_trace *t, ltr_nodes_rec r)
+/* Stores n nodes of pid from a good record, v[0]'s parent `parent`; -1
+ * without memory. */
+static int store_nodes(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t parent, const ltr_node *v, uint32_t n)
 {
-    node_table *nt = pid_nodes(t, r.pid);
-    uint32_t parent = r.parent, id;
-    uint64_t ip;
-    while (nt && ltr_nodes_next(&r, &id, &ip) > 0) {
-        frame_node *fn = node_get(nt, id);
-        if (fn && (fn->ip != ip || fn->parent != parent))
-            drop_found_stacks(t, r.pid);
-        if (t->addr_hook)
-            t->addr_hook(t->addr_hook_ctx, r.pid, ip);
-        if (!fn && !(fn = node_add(nt, id)))
-            return; /* out of memory is not damage */
-        *fn = (frame_node){ip, parent};
-        parent = id;
+    void (*hook)(void *, uint32_t, uint64_t) = t->addr_hook;
+    for (uint32_t i = 0; i < n; parent = v[i++].id) {
+        frame_node *fn = node_get(nt, v[i].id);
+        if (fn && (fn->ip != v[i].ip || fn->parent != parent))
+            drop_found_stacks(t, pid);
+        if (hook)
+            hook(t->addr_hook_ctx, pid, v[i].ip);
+        if (!fn && !(fn = node_add(nt, v[i].id)))
+            return -1;
+        *fn = (frame_node){v[i].ip, parent};
     }
+    return 0;
+}
+
+/* Reads a record's nodes and stores them, all or nothing: a record of at
+ * most LTR_NODES_BATCH nodes is read once (nodevar.h has the figures), a
+ * longer one checked whole first. -1 when it is bad (nothing stored); else
+ * *last is its last id. */
+static int read_nodes(ltr_trace *t, ltr_nodes_rec r, uint32_t *last)
+{
+    ltr_node v[LTR_NODES_BATCH];
+    int whole = r.count <= LTR_NODES_BATCH;
+    if (!whole && ltr_nodes_check(r, last) < 0)
+        return -1;
+    int k = ltr_nodes_take(&r, v, LTR_NODES_BATCH);
+    if (k < 0)
+        return -1; /* only a whole record fails here: nothing stored */
+    if (whole)
+        *last = k ? v[k - 1].id : r.parent;
+    node_table *nt = pid_nodes(t, r.pid);
+    for (uint32_t parent = r.parent; nt && k > 0; parent = v[k - 1].id, k = ltr_nodes_take(&r, v, LTR_NODES_BATCH))
+        if (store_nodes(t, nt, r.pid, parent, v, (uint32_t)k) < 0)
+            break; /* out of memory is not damage */
+    return 0;
 }
 
 /* The rest of a record's body, for the node iterator. */
@@ -229,9 +250,8 @@ int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c)
     const uint8_t *body = body_rest(c, &len);
     ltr_nodes_rec r;
     uint32_t last;
-    if (!body || ltr_nodes_open(&r, body, len) < 0 || ltr_nodes_check(r, &last) < 0)
+    if (!body || ltr_nodes_open(&r, body, len) < 0 || read_nodes(t, r, &last) < 0)
         return -1;
-    store_nodes(t, r);
     return 0;
 }
 
@@ -255,13 +275,12 @@ int ltr_meta_parse_frame_nodes_v(ltr_trace *t, ltr_cursor *c, ltr_node_bases *b)
     rc = ltr_node_bases_get(b, r.pid, &r.base);
     if (rc < 0)
         return rc == LTR_NODE_BASE_NO_MEMORY ? 0 : -1; /* out of memory is not damage */
-    if (ltr_nodes_check(r, &last) < 0) {
+    if (read_nodes(t, r, &last) < 0) {
         ltr_node_bases_spoil(b, r.pid);
         return -1;
     }
     if (r.count)
         ltr_node_bases_set(b, r.pid, last);
-    store_nodes(t, r);
     return 0;
 }
 

@@ -66,7 +66,8 @@ static int next_var_id(ltr_nodes_rec *r, uint64_t v, uint32_t *id)
     return 0;
 }
 
-int ltr_nodes_next(ltr_nodes_rec *r, uint32_t *id, uint64_t *ip)
+/* ltr_nodes_next, inline in ltr_nodes_take's loop. */
+static inline int next_node(ltr_nodes_rec *r, uint32_t *id, uint64_t *ip)
 {
     if (r->i == r->count)
         return 0;
@@ -86,17 +87,27 @@ int ltr_nodes_next(ltr_nodes_rec *r, uint32_t *id, uint64_t *ip)
     return 1;
 }
 
+int ltr_nodes_next(ltr_nodes_rec *r, uint32_t *id, uint64_t *ip) { return next_node(r, id, ip); }
+
+int ltr_nodes_take(ltr_nodes_rec *r, ltr_node *v, uint32_t max)
+{
+    uint32_t n = 0, up = r->i ? r->id : r->parent;
+    int k = 1;
+    while (n < max && (k = next_node(r, &v[n].id, &v[n].ip)) > 0) {
+        if (up >= v[n].id) /* each node is the parent of the next: parents are below their children */
+            return -1;
+        up = v[n++].id;
+    }
+    return k < 0 ? -1 : (int)n;
+}
+
 int ltr_nodes_check(ltr_nodes_rec r, uint32_t *last)
 {
-    uint32_t up = r.parent, id;
-    uint64_t ip;
+    ltr_node v[LTR_NODES_BATCH];
     int k;
-    while ((k = ltr_nodes_next(&r, &id, &ip)) > 0) {
-        if (up >= id) /* each node is the parent of the next: parents are below their children */
-            return -1;
-        up = id;
-    }
-    *last = up;
+    while ((k = ltr_nodes_take(&r, v, LTR_NODES_BATCH)) > 0)
+        ;
+    *last = r.i ? r.id : r.parent;
     return k;
 }
 
