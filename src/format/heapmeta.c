@@ -21,27 +21,37 @@ typedef struct stack_rec {
     uint64_t frames[];
 } stack_rec;
 
-/* A process's frame nodes, stored in the order met and found by id: memory
- * follows the nodes the file holds, not the largest id it names (ids go up
- * to 2^24; an array indexed by id let a 1 kB trace claim 8 GB). The agent
- * numbers nodes 1, 2, 3...: ids up to twice the nodes held (and 4096) are
- * found in an array, the rest through a map. The map alone was 10 % of
- * `ltr analyze` on cc1plus's trace (perf), a probe per frame of every
- * stack built. */
+/* A process's frame nodes, found by id: memory follows the nodes the file
+ * holds, not the largest id it names (ids go up to 2^24; an array indexed
+ * by id let a 1 kB trace claim 8 GB). The agent numbers nodes 1, 2, 3...:
+ * a node whose id is below twice the nodes held (and 4096) is kept in a page
+ * of NODE_PAGE ids, indexed by id, the rest in a list found through a map.
+ * The map alone was 10 % of `ltr analyze` on cc1plus's trace (perf), a probe
+ * per frame of every stack built. Pages by id, not one array of nodes and
+ * one of positions grown by realloc: the copies and the page faults of the
+ * copies were 28 % of reading the nodes in `ltr analyze` of cc1plus's trace
+ * (perf); reading them in a new process (nodevar.h's harness, least of 40)
+ * took 11.3 ms instead of 12.7, and 3.8 instead of 4.1 on bench/heap's.
+ * Pages of 1024 ids (16 kB): 256 and 512 were within 2 % of it, 4096 4 %
+ * slower, 16384 (each its own mmap) 17 %. Peak memory of `ltr analyze`
+ * (/usr/bin/time, median of 7): cc1plus's 87 MB instead of 97, bench/heap's
+ * 48 instead of 43 (the pages share the heap with the rest). */
 typedef struct frame_node {
     uint64_t ip;
+    uint32_t id;     /* 0: a page's empty slot */
     uint32_t parent; /* below the node's own id; 0: outermost frame */
 } frame_node;
 
-typedef struct node_table {
-    frame_node *v;
-    uint32_t n, cap;
-    uint32_t *dense;     /* id -> 1 + its position in v, for ids below ndense; 0: see index */
-    uint32_t ndense;
-    ltr_idmap index;     /* the same for the other ids */
-} node_table;
-
+#define NODE_PAGE 1024u
 #define DENSE_SLACK 4096u
+
+typedef struct node_table {
+    frame_node **page;  /* ids [k * NODE_PAGE, (k + 1) * NODE_PAGE) in page[k], NULL until met */
+    uint32_t npage, n;  /* n: the nodes held */
+    frame_node *far;    /* the other nodes, in the order met */
+    uint32_t nfar, capfar;
+    ltr_idmap index;    /* their id -> 1 + position in far */
+} node_table;
 
 typedef struct module_rec {
     ltr_module pub;
@@ -130,48 +140,63 @@ static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
 
 static frame_node *node_get(const node_table *nt, uint32_t id)
 {
-    uintptr_t at = id < nt->ndense ? nt->dense[id] : 0;
-    if (!at && nt->index.n)
-        at = (uintptr_t)ltr_idmap_get(&nt->index, id);
-    return at ? &nt->v[at - 1] : NULL;
+    uint32_t k = id / NODE_PAGE;
+    frame_node *fn = k < nt->npage && nt->page[k] ? &nt->page[k][id % NODE_PAGE] : NULL;
+    if (fn && fn->id == id)
+        return fn;
+    uintptr_t at = nt->index.n ? (uintptr_t)ltr_idmap_get(&nt->index, id) : 0;
+    return at ? &nt->far[at - 1] : NULL;
 }
 
-/* Room in the array for id, when id is within what the nodes held justify. */
-static int dense_room(node_table *nt, uint32_t id)
+/* id's slot in its page, when its page is there or the nodes held justify
+ * it; NULL otherwise or without memory. */
+static frame_node *page_slot(node_table *nt, uint32_t id)
 {
-    if (id < nt->ndense)
-        return 1;
-    if (id >= 2u * nt->n + DENSE_SLACK)
-        return 0;
-    uint32_t cap = nt->ndense ? nt->ndense : DENSE_SLACK;
-    while (cap <= id)
-        cap *= 2;
-    uint32_t *d = realloc(nt->dense, sizeof *d * cap);
-    if (!d)
-        return 0;
-    for (uint32_t i = nt->ndense; i < cap; i++)
-        d[i] = 0;
-    nt->dense = d;
-    nt->ndense = cap;
-    return 1;
+    uint32_t k = id / NODE_PAGE;
+    if (k >= nt->npage || !nt->page[k]) {
+        if (id >= 2u * nt->n + DENSE_SLACK)
+            return NULL;
+        if (k >= nt->npage) {
+            uint32_t npage = nt->npage ? nt->npage : 1;
+            while (npage <= k)
+                npage *= 2;
+            frame_node **v = realloc(nt->page, sizeof *v * npage);
+            if (!v)
+                return NULL;
+            memset(v + nt->npage, 0, sizeof *v * (npage - nt->npage));
+            nt->page = v;
+            nt->npage = npage;
+        }
+        if (!(nt->page[k] = calloc(NODE_PAGE, sizeof **nt->page)))
+            return NULL;
+    }
+    return &nt->page[k][id % NODE_PAGE];
+}
+
+/* A far node: appended to the list, found through the map. */
+static frame_node *far_slot(node_table *nt, uint32_t id)
+{
+    if (nt->nfar == nt->capfar) {
+        uint32_t cap = nt->capfar ? nt->capfar * 2 : 64;
+        frame_node *v = realloc(nt->far, sizeof *v * cap);
+        if (!v)
+            return NULL;
+        nt->far = v;
+        nt->capfar = cap;
+    }
+    if (ltr_idmap_put(&nt->index, id, (void *)(uintptr_t)(nt->nfar + 1)) < 0)
+        return NULL;
+    return &nt->far[nt->nfar++];
 }
 
 /* A new node id in nt, to fill; NULL without memory. */
 static frame_node *node_add(node_table *nt, uint32_t id)
 {
-    if (nt->n == nt->cap) {
-        uint32_t cap = nt->cap ? nt->cap * 2 : 1024;
-        frame_node *v = cap > nt->cap ? realloc(nt->v, sizeof *v * cap) : NULL;
-        if (!v)
-            return NULL;
-        nt->v = v;
-        nt->cap = cap;
-    }
-    if (dense_room(nt, id))
-        nt->dense[id] = nt->n + 1;
-    else if (ltr_idmap_put(&nt->index, id, (void *)(uintptr_t)(nt->n + 1)) < 0)
-        return NULL;
-    return &nt->v[nt->n++];
+    frame_node *fn = page_slot(nt, id);
+    if (!fn)
+        fn = far_slot(nt, id);
+    nt->n += fn != NULL;
+    return fn;
 }
 
 /* Forgets the stacks of pid found so far (they stay allocated: callers may
@@ -185,15 +210,25 @@ static void drop_found_stacks(ltr_trace *t, uint32_t pid)
     }
 }
 
+/* Frees what nt holds but the page array (NULL pages). */
+static void nodes_clear(node_table *nt)
+{
+    for (uint32_t k = 0; k < nt->npage; k++) {
+        free(nt->page[k]);
+        nt->page[k] = NULL;
+    }
+    ltr_idmap_free(&nt->index);
+    free(nt->far);
+    nt->far = NULL;
+    nt->n = nt->nfar = nt->capfar = 0;
+}
+
 void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
 {
     node_table *nt = ltr_idmap_get(&t->node_pids, pid);
     if (!nt || !nt->n)
         return;
-    ltr_idmap_free(&nt->index);
-    for (uint32_t i = 0; i < nt->ndense; i++)
-        nt->dense[i] = 0;
-    nt->n = 0;
+    nodes_clear(nt);
     drop_found_stacks(t, pid);
 }
 
@@ -210,7 +245,7 @@ static int store_nodes(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t pare
             hook(t->addr_hook_ctx, pid, v[i].ip);
         if (!fn && !(fn = node_add(nt, v[i].id)))
             return -1;
-        *fn = (frame_node){v[i].ip, parent};
+        *fn = (frame_node){v[i].ip, v[i].id, parent};
     }
     return 0;
 }
@@ -356,9 +391,8 @@ void ltr_heapmeta_free(ltr_trace *t)
     for (size_t i = 0; i < t->node_pids.cap; i++)
         if (t->node_pids.vals[i]) {
             node_table *nt = t->node_pids.vals[i];
-            ltr_idmap_free(&nt->index);
-            free(nt->dense);
-            free(nt->v);
+            nodes_clear(nt);
+            free(nt->page);
             free(nt);
         }
     ltr_idmap_free(&t->node_pids);
