@@ -12,6 +12,8 @@
  * paths built by threads in turn, pids interleaved and exec mid-chunk; a
  * damaged kind 9 record (cut at every byte, bad varints, bad ids) loses
  * exactly its nodes and those counted from it, never gives a wrong stack.
+ * A record longer than the reader decodes at once is all or nothing too,
+ * and nodes whose ids are far above the others are found.
  */
 #include "gen.h"
 
@@ -623,6 +625,106 @@ static void test_kind9_bad_ids(void **state)
     }
 }
 
+/* ---- long records, ids far apart ---- */
+
+#define LONG_NODES 150 /* more than the reader decodes at once (LTR_NODES_BATCH) */
+
+/* A record of n nodes of pid 100, ids first, first + 1, ... each the parent
+ * of the next, the first's parent `parent`, ips ip0 + 8 * i; as kind 9
+ * (counted from base) or kind 8. bad_at < n: that node's id is 2^24 (kind 9:
+ * its gap varint says so), the record is bad there. */
+static void put_chain(ltr_bytes *b, int var, uint32_t parent, uint32_t first, uint32_t n, uint64_t ip0,
+                      uint32_t base, uint32_t bad_at)
+{
+    size_t at = ltr_bytes_record_begin(b, var ? LTR_META_FRAME_NODES_V : LTR_META_FRAME_NODES);
+    if (var) {
+        put_uv(b, 100);
+        put_uv(b, parent);
+        put_uv(b, n);
+    } else {
+        ltr_bytes_put_u32(b, 100);
+        ltr_bytes_put_u32(b, parent);
+        ltr_bytes_put_u16(b, (uint16_t)n);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = i == bad_at ? LTR_FRAME_NODE_MAX_ID : first + i;
+        if (var) {
+            put_uv(b, i == 0 ? zz((int64_t)first - base - 1) : i == bad_at ? LTR_FRAME_NODE_MAX_ID : 0);
+            put_uv(b, ip0 + 8u * i);
+        } else {
+            ltr_bytes_put_u32(b, id);
+            ltr_bytes_put_u64(b, ip0 + 8u * i);
+        }
+    }
+    ltr_bytes_record_end(b, at);
+}
+
+/* Stack id of pid 100 is the chain from `first` to id, ips from ip0. */
+static void expect_chain(const ltr_trace *t, uint32_t first, uint32_t id, uint64_t ip0)
+{
+    const ltr_stack *s = ltr_trace_stack_find(t, 100, id);
+    assert_non_null(s);
+    assert_int_equal(s->frame_count, id - first + 1);
+    for (uint32_t k = 0; k < s->frame_count; k++)
+        assert_int_equal(s->frames[k], ip0 + 8u * (id - first - k));
+}
+
+/* A record longer than what the reader decodes at once is still all or
+ * nothing: one bad past its first batch of nodes stores none of them. */
+static void long_records(int var)
+{
+    ltr_bytes chunk = {0};
+    put_chain(&chunk, var, 0, 1, LONG_NODES, 0x400000, 0, UINT32_MAX);
+    put_chain(&chunk, var, LONG_NODES, LONG_NODES + 1, LONG_NODES, 0x500000, LONG_NODES, 100);
+    const char *path = gen_tmp("longnodes.ltr");
+    assert_int_equal(gen_raw_trace(path, var ? LTR_FORMAT_VERSION : 2, &chunk, 1), 0);
+    ltr_bytes_free(&chunk);
+    ltr_trace_summary s;
+    ltr_trace *t = open_scanned(path, &s);
+    assert_int_equal(s.damage, 1);
+    expect_chain(t, 1, LONG_NODES, 0x400000);
+    expect_chain(t, 1, 70, 0x400000);
+    for (uint32_t id = LONG_NODES + 1; id <= 2 * LONG_NODES; id++)
+        assert_null(ltr_trace_stack_find(t, 100, id));
+    ltr_trace_close(t);
+    unlink(path);
+}
+
+static void test_long_records_all_or_nothing(void **state)
+{
+    long_records(0);
+    long_records(1);
+}
+
+/* Ids far above the nodes held when they come are kept apart (through a
+ * map); they are still found once nodes near them have come too. */
+static void test_far_ids_found(void **state)
+{
+    enum { FAR = 100000, CHAINS = 800, LEN = 64 }; /* 51200 nodes: ids up to FAR are near by then */
+    ltr_bytes chunk = {0};
+    put_chain(&chunk, 1, 0, FAR, 3, 0x600000, 0, UINT32_MAX);
+    uint32_t base = FAR + 2;
+    for (uint32_t c = 0; c < CHAINS; c++, base = c * LEN)
+        put_chain(&chunk, 1, 0, c * LEN + 1, LEN, 0x400000, base, UINT32_MAX);
+    put_chain(&chunk, 1, 1, FAR - 1, 1, 0x700000, base, UINT32_MAX); /* a near id beside the far ones */
+    const char *path = gen_tmp("farnodes.ltr");
+    assert_int_equal(gen_raw_trace(path, LTR_FORMAT_VERSION, &chunk, 1), 0);
+    ltr_bytes_free(&chunk);
+    ltr_trace_summary s;
+    ltr_trace *t = open_scanned(path, &s);
+    assert_int_equal(s.damage, 0);
+    expect_chain(t, FAR, FAR + 2, 0x600000);
+    expect_chain(t, 1, LEN, 0x400000);
+    expect_chain(t, (CHAINS - 1) * LEN + 1, CHAINS * LEN, 0x400000);
+    const ltr_stack *near = ltr_trace_stack_find(t, 100, FAR - 1);
+    assert_non_null(near);
+    assert_int_equal(near->frame_count, 2);
+    assert_int_equal(near->frames[0], 0x700000);
+    assert_int_equal(near->frames[1], 0x400000);
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +736,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kind9_cut_at_every_byte, setup_damage, teardown_damage),
         cmocka_unit_test_setup_teardown(test_kind9_bad_varints, setup_damage, teardown_damage),
         cmocka_unit_test_setup_teardown(test_kind9_bad_ids, setup_damage, teardown_damage),
+        cmocka_unit_test(test_long_records_all_or_nothing),
+        cmocka_unit_test(test_far_ids_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
