@@ -3,10 +3,13 @@
  * reported at its own virtual addresses, so a module loaded by many processes
  * at different places is opened once. Separate debug info is found by the
  * standard elfutils lookup (build-id under each debug directory, then
- * .gnu_debuglink), which is why a debug_path is passed in. Which function
+ * .gnu_debuglink), which is why a debug_path is passed in, through
+ * debuginfo.c's callback (no debuginfod client loaded when it has nothing
+ * to ask). Which function
  * and inlined calls hold an address, and their names, is funcs.c's part.
  */
 #include "symbols/dwarf.h"
+#include "symbols/debuginfo.h"
 #include "symbols/funcs.h"
 #include "symbols/symbols.h"
 #include "symbols/symtab.h"
@@ -93,7 +96,7 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
         return NULL;
     }
     e->cb.find_elf = dwfl_build_id_find_elf;
-    e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    e->cb.find_debuginfo = sym_find_debuginfo;
     e->cb.section_address = dwfl_offline_section_address;
     e->cb.debuginfo_path = debug_path;
     e->dwfl = dwfl_begin(&e->cb);
@@ -108,6 +111,9 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
         return NULL;
     }
     dwfl_report_end(e->dwfl, NULL, NULL);
+    void **userdata;
+    dwfl_module_info(e->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+    *userdata = debug_path; /* sym_find_debuginfo's debug path */
     if ((*problem = build_id_problem(e->mod, build_id, build_id_len))) {
         sym_elf_close(e);
         return NULL;

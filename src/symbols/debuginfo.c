@@ -1,0 +1,156 @@
+/*
+ * symbols/debuginfo.c — the find_debuginfo callback ltr gives libdwfl:
+ * elfutils' standard lookup, kept whole wherever it may find a file, but not
+ * its last step when there is nothing for that step to do.
+ *
+ * elfutils 0.188's dwfl_standard_find_debuginfo (libdwfl/find-debuginfo.c)
+ * tries in turn: (1) the build-id under each absolute debug directory
+ * (dwfl_build_id_find_debuginfo); (2) the .gnu_debuglink name, or FILE.debug
+ * and FILE when there is none, in the places each debug path entry names;
+ * (3) the same for the file's real path; (4) when all failed, debuginfod.
+ * The first use of (4) dlopens libdebuginfod.so.1, which loads some 30
+ * libraries (libcurl-gnutls, gnutls, krb5, ldap...) and runs their
+ * constructors, though with DEBUGINFOD_URLS unset or empty the client then
+ * answers -ENOSYS at once, without reading even its cache
+ * (debuginfod/debuginfod-client.c, debuginfod_query_server). That dlopen was
+ * 4.5 ms of every analysis of a trace naming a module with no debug file
+ * here (`perf stat -r 30`: dlopen of libdebuginfod.so.1 alone 5.3 ms, of
+ * nothing 0.7 ms; `farm-bench` figures in the commit adding this file).
+ *
+ * libdw has no switch for (4), and no public function for (2) and (3)
+ * alone. So with debuginfod not configured this runs (1) through the public
+ * dwfl_build_id_find_debuginfo and, for (2) and (3), looks only whether any
+ * name they could open is there: a superset of their candidates, without
+ * their checks (CRC, build-id), which stay libdwfl's. When one is there the
+ * standard callback runs whole, so a file found is the one it finds and a
+ * file it rejects costs the dlopen as before; when none is, it would have
+ * found nothing locally and debuginfod would have answered nothing.
+ */
+#include "symbols/debuginfo.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* elfutils' DEFAULT_DEBUGINFO_PATH (libdwfl/libdwflP.h), used when a Dwfl's
+ * debuginfo_path is NULL */
+#define DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
+
+bool sym_debuginfod_configured(void)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    return urls && *urls;
+}
+
+/* dir/sub/name (sub may be NULL) is something libdwfl's open() of it would
+ * not pass over: there and not the module's own file (try_open skips that),
+ * or failing otherwise than ENOENT and ENOTDIR (it stops at those). */
+static bool is_there(const struct stat *self, const char *dir, const char *sub, const char *name)
+{
+    char p[PATH_MAX];
+    int n = snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
+    if (n < 0 || n >= (int)sizeof p)
+        return true; /* cannot tell: libdwfl looks */
+    struct stat st;
+    if (stat(p, &st) != 0)
+        return errno != ENOENT && errno != ENOTDIR;
+    return st.st_dev != self->st_dev || st.st_ino != self->st_ino;
+}
+
+/* The names looked for in each place: the debuglink (or FILE.debug), its
+ * last component (a dwz alternate file's name under an absolute entry) and,
+ * with no debuglink, FILE itself. */
+typedef struct wanted {
+    const char *name[3];
+    size_t n;
+    const char *last; /* the debuglink's last component */
+    const struct stat *self;
+} wanted;
+
+/* dir/sub, dir/each tail of sub after a '/', and dir itself: libdwfl
+ * follows that chain when a name is not in a place (explore_dir), and looks
+ * for a dwz alternate file in dir/.dwz. */
+static bool in_tree(const wanted *w, const char *dir, const char *sub)
+{
+    for (const char *s = sub;; s = strchr(s, '/') ? strchr(s, '/') + 1 : NULL) {
+        for (size_t i = 0; i < w->n; i++)
+            if (is_there(w->self, dir, s, w->name[i]))
+                return true;
+        if (!s)
+            return is_there(w->self, dir, ".dwz", w->last);
+    }
+}
+
+/* Whether steps (2) and (3) might find a file for file_name: the places of
+ * each debug_path entry ("" the file's directory, a relative entry under
+ * it, an absolute one with the file's directory under it; a leading '+' or
+ * '-' says whether to check CRCs). */
+static bool by_name_here(const char *file_name, const char *debuglink, const char *debug_path,
+                         const struct stat *self)
+{
+    const char *slash = strrchr(file_name, '/'), *base = slash ? slash + 1 : file_name;
+    char dir[PATH_MAX], invented[NAME_MAX + sizeof ".debug"];
+    if (snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file_name) : 1, slash ? file_name : ".") >=
+        (int)sizeof dir)
+        return true;
+    if (!debuglink && snprintf(invented, sizeof invented, "%s.debug", base) >= (int)sizeof invented)
+        return true;
+    const char *link = debuglink ? debuglink : invented, *link_base = strrchr(link, '/');
+    wanted w = {.name = {link}, .n = 1, .last = link_base ? link_base + 1 : link, .self = self};
+    if (link_base)
+        w.name[w.n++] = w.last;
+    if (!debuglink)
+        w.name[w.n++] = base;
+    const char *p = debug_path + (debug_path[0] == '+' || debug_path[0] == '-');
+    for (;;) {
+        p += *p == '+' || *p == '-';
+        size_t n = strcspn(p, ":");
+        char entry[PATH_MAX];
+        if (n >= sizeof entry)
+            return true;
+        snprintf(entry, sizeof entry, "%.*s", (int)n, p);
+        bool there = !n ? in_tree(&w, dir, NULL)
+                   : entry[0] == '/' ? in_tree(&w, entry, dir + (dir[0] == '/'))
+                   : in_tree(&w, dir, entry);
+        if (there)
+            return true;
+        if (!p[n])
+            return false;
+        p += n + 1;
+    }
+}
+
+int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                       char **debuginfo_file_name)
+{
+    if (sym_debuginfod_configured())
+        return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                            debuglink_crc, debuginfo_file_name);
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
+        int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                              debuglink_crc, debuginfo_file_name);
+        if (fd >= 0 || errno != 0)
+            return fd;
+    }
+    const char *const *path = *userdata;
+    const char *debug_path = path && *path ? *path : DEFAULT_DEBUG_PATH;
+    struct stat self;
+    if (!file_name || stat(file_name, &self) != 0)
+        self = (struct stat){0};
+    char *real = file_name ? realpath(file_name, NULL) : NULL;
+    bool here = !file_name || by_name_here(file_name, debuglink_file, debug_path, &self) ||
+                (real && strcmp(real, file_name) && by_name_here(real, debuglink_file, debug_path, &self));
+    free(real);
+    if (here)
+        return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                            debuglink_crc, debuginfo_file_name);
+    errno = 0; /* found nothing, as the standard callback says it */
+    return -1;
+}

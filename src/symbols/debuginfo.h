@@ -1,0 +1,28 @@
+/*
+ * symbols/debuginfo.h — the find_debuginfo callback ltr gives libdwfl:
+ * elfutils' standard lookup of a separate debug file, without loading the
+ * debuginfod client when debuginfod is not configured (debuginfo.c).
+ */
+#ifndef LTR_SYMBOLS_DEBUGINFO_H
+#define LTR_SYMBOLS_DEBUGINFO_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+
+/* DEBUGINFOD_URLS is set and not empty: what libdebuginfod needs before it
+ * asks a server or reads its cache (0.188's debuginfod_query_server). */
+bool sym_debuginfod_configured(void);
+
+/* A Dwfl_Callbacks.find_debuginfo: the same file as
+ * dwfl_standard_find_debuginfo finds (build-id under the debug directories,
+ * .gnu_debuglink and the file's own name in the usual places, debuginfod
+ * when DEBUGINFOD_URLS is set), but where none of the local places holds a
+ * file and DEBUGINFOD_URLS is unset or empty it answers "none" itself.
+ * The module's user data (dwfl_module_info) must be NULL or the char **
+ * given as the Dwfl's debuginfo_path: libdwfl does not tell a callback the
+ * Dwfl's. */
+int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                       char **debuginfo_file_name);
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * tests/symbols/test_debuginfo.c — symbols/debuginfo.c, the find_debuginfo
+ * callback, on copies of this test's own executable (built with -g): with
+ * DEBUGINFOD_URLS unset, symbolizing a module that has no debug file here
+ * (stripped, with or without a .gnu_debuglink to a missing file) does not
+ * load libdebuginfod into the process (/proc/self/maps), which elfutils'
+ * standard callback did; a debug file found by build-id under a debug
+ * directory or by .gnu_debuglink in each place elfutils looks (beside the
+ * file, .debug/, an absolute directory with the file's directory or a tail
+ * of it under it, FILE.debug with no debuglink, beside a symlink's target)
+ * is the one dwfl_standard_find_debuginfo finds, and names the probe as the
+ * unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
+ * answers on), the debuginfod client is asked, as before.
+ */
+#include "symbols/debuginfo.h"
+#include "symbols/dwarf.h"
+#include "util/testutil.h"
+
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <link.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static const char *box; /* the sandbox: every layout is under it */
+__attribute__((noinline)) int probe(int x);
+__attribute__((noinline)) int probe(int x) { return x * 7 + 1; }
+
+static int main_bias(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(uintptr_t *)arg = info->dlpi_addr;
+    return 1; /* the executable comes first */
+}
+
+/* The probe's ELF virtual address, the same in every copy of the file. */
+static uint64_t probe_vaddr(void)
+{
+    uintptr_t bias = 0;
+    dl_iterate_phdr(main_bias, &bias);
+    return (uint64_t)((uintptr_t)probe - bias);
+}
+
+static int debuginfod_loaded(void)
+{
+    char *maps = tu_read_file("/proc/self/maps");
+    assert_non_null(maps);
+    int loaded = strstr(maps, "libdebuginfod") != NULL;
+    free(maps);
+    return loaded;
+}
+
+/* The debug file libdwfl takes for path with find_debuginfo (malloc'd, NULL if none). */
+static char *debug_file_by(Dwfl_Callbacks *cb, const char *path, char **debug_path)
+{
+    cb->find_elf = dwfl_build_id_find_elf;
+    cb->section_address = dwfl_offline_section_address;
+    cb->debuginfo_path = debug_path;
+    Dwfl *d = dwfl_begin(cb);
+    assert_non_null(d);
+    Dwfl_Module *m = dwfl_report_elf(d, path, path, -1, 0, false);
+    assert_non_null(m);
+    dwfl_report_end(d, NULL, NULL);
+    void **userdata;
+    const char *found = NULL;
+    dwfl_module_info(m, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+    *userdata = debug_path;
+    Dwarf_Addr bias;
+    dwfl_module_getdwarf(m, &bias);
+    dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, &found);
+    char *copy = found ? strdup(found) : NULL;
+    dwfl_end(d);
+    return copy;
+}
+
+/* Symbolizes the probe in the copy at path as the symbolizer does (dwarf.c). */
+static size_t resolve_probe(const char *path, const char *debug_path, sym_level *lv, size_t cap)
+{
+    char *dp = strdup(debug_path), *problem = NULL;
+    sym_elf *e = sym_elf_open(path, NULL, 0, &dp, &problem);
+    assert_non_null(e);
+    size_t n = sym_elf_resolve(e, probe_vaddr(), lv, cap);
+    sym_elf_close(e);
+    free(dp);
+    return n;
+}
+
+static void free_levels(sym_level *lv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(lv[i].function);
+        free(lv[i].file);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    unsetenv("DEBUGINFOD_URLS");
+    box = tu_sandbox();
+    /* keep.dbg: the DWARF; stripped: no symbols at all, no debuglink */
+    return tu_ok(tu_run("set -e; cd %s; objcopy --only-keep-debug /proc/%d/exe keep.dbg;"
+                        "strip --strip-all -o stripped /proc/%d/exe", box, (int)getpid(), (int)getpid()));
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_sandbox_end();
+    return 0;
+}
+
+/* A stripped copy with no debug file anywhere, and one whose debuglink
+ * names a file that is not there (GCC's cc1plus on Debian): nothing named,
+ * elfutils' local lookups done, and no libdebuginfod in the process. */
+static void test_no_debug_file_no_debuginfod(void **state)
+{
+    (void)state;
+    assert_false(debuginfod_loaded());
+    tu_expect_ok(tu_run("set -e; cd %s; mkdir -p none; cp stripped none/bare; cp keep.dbg none/gone.dbg;"
+                        "objcopy --add-gnu-debuglink=none/gone.dbg stripped none/linked; rm none/gone.dbg", box));
+    const char *mods[] = {"bare", "linked"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[4200], *dp = strdup(":.debug:/usr/lib/debug"), *problem = NULL;
+        snprintf(path, sizeof path, "%s/none/%s", box, mods[i]);
+        sym_elf *e = sym_elf_open(path, NULL, 0, &dp, &problem);
+        assert_non_null(e);
+        assert_int_equal(sym_elf_has_symbols(e), 0); /* looked for DWARF and .symtab: none */
+        sym_level lv[4];
+        size_t n = sym_elf_resolve(e, probe_vaddr(), lv, 4);
+        assert_true(n == 0 || !lv[0].file);
+        free_levels(lv, n);
+        sym_elf_close(e);
+        free(dp);
+        assert_false(debuginfod_loaded());
+    }
+}
+
+/* One place a debug file may be: shell commands (run in the sandbox, $B
+ * its path, $X$R the build-id of every copy) making the module mod and its
+ * debug file, the debug path and the file elfutils should find. Every
+ * debuglink names keep.dbg (objcopy takes the CRC from that file). */
+typedef struct layout {
+    const char *make, *debug_path, *mod, *expect;
+} layout;
+
+static const layout layouts[] = {
+    {"mkdir -p bid/debug/.build-id/$X; cp stripped bid/mod; cp keep.dbg bid/debug/.build-id/$X/$R.debug",
+     "$B/bid/debug", "bid/mod", "bid/debug/.build-id/$X/$R.debug"},
+    {"mkdir -p beside; cp keep.dbg beside/; objcopy --add-gnu-debuglink=keep.dbg stripped beside/mod",
+     ":.debug:/usr/lib/debug", "beside/mod", "beside/keep.dbg"},
+    {"mkdir -p dot/.debug; cp keep.dbg dot/.debug/; objcopy --add-gnu-debuglink=keep.dbg stripped dot/mod",
+     ":.debug:/usr/lib/debug", "dot/mod", "dot/.debug/keep.dbg"},
+    {"mkdir -p abs \"absdbg/$B/abs\"; cp keep.dbg \"absdbg/$B/abs/\"; objcopy --add-gnu-debuglink=keep.dbg stripped abs/mod",
+     ":.debug:$B/absdbg", "abs/mod", "absdbg/$B/abs/keep.dbg"},
+    {"mkdir -p tail taildbg/tail; cp keep.dbg taildbg/tail/; objcopy --add-gnu-debuglink=keep.dbg stripped tail/mod",
+     ":.debug:$B/taildbg", "tail/mod", "taildbg/tail/keep.dbg"},
+    {"mkdir -p invented; cp stripped invented/mod; cp keep.dbg invented/mod.debug", ":.debug:/usr/lib/debug",
+     "invented/mod", "invented/mod.debug"},
+    {"mkdir -p real sym; cp keep.dbg real/; objcopy --add-gnu-debuglink=keep.dbg stripped real/mod;"
+     "ln -sf ../real/mod sym/mod", ":.debug:/usr/lib/debug", "sym/mod", "real/keep.dbg"},
+};
+
+static void assert_same_levels(const sym_level *a, size_t na, const sym_level *b, size_t nb)
+{
+    assert_int_equal(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        assert_string_equal(a[i].function, b[i].function);
+        assert_string_equal(a[i].file, b[i].file);
+        assert_int_equal(a[i].line, b[i].line);
+    }
+}
+
+static void test_found_as_elfutils_finds(void **state)
+{
+    (void)state;
+    sym_level want[4];
+    size_t nwant = resolve_probe("/proc/self/exe", ":.debug:/usr/lib/debug", want, 4);
+    assert_true(nwant >= 1 && want[nwant - 1].file && strstr(want[nwant - 1].file, "test_debuginfo.c"));
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        const layout *l = &layouts[i];
+        tu_result r = tu_run("set -e; cd %s; B=$PWD; id=$(readelf -n stripped | sed -n 's/.*Build ID: //p');"
+                             "X=${id%%${id#??}}; R=${id#??}; %s; realpath %s; echo \"%s\"",
+                             box, l->make, l->expect, l->debug_path);
+        char expect[4200], debug_path[4200], path[4200];
+        assert_int_equal(r.status, 0);
+        assert_int_equal(sscanf(r.out, "%4199s %4199s", expect, debug_path), 2);
+        tu_free(&r);
+        snprintf(path, sizeof path, "%s/%s", box, l->mod);
+        char *dp = debug_path;
+        Dwfl_Callbacks ours = {.find_debuginfo = sym_find_debuginfo};
+        Dwfl_Callbacks standard = {.find_debuginfo = dwfl_standard_find_debuginfo};
+        char *a = debug_file_by(&ours, path, &dp), *b = debug_file_by(&standard, path, &dp);
+        char *real = a ? realpath(a, NULL) : NULL;
+        if (!real || !b || strcmp(a, b) || strcmp(real, expect))
+            fprintf(stderr, "%s: ours %s, elfutils' %s, wanted %s\n", l->mod, a, b, expect);
+        assert_non_null(real);
+        assert_non_null(b);
+        assert_string_equal(a, b);
+        assert_string_equal(real, expect);
+        sym_level lv[4];
+        size_t n = resolve_probe(path, debug_path, lv, 4);
+        assert_same_levels(lv, n, want, nwant);
+        free_levels(lv, n);
+        free(a);
+        free(b);
+        free(real);
+        assert_false(debuginfod_loaded());
+    }
+    free_levels(want, nwant);
+}
+
+/* Last: it loads the client. DEBUGINFOD_URLS set, the lookup of a module
+ * with no local debug file asks debuginfod (a loopback port nothing
+ * listens on: refused at once), as elfutils' standard callback does. */
+static void test_debuginfod_when_configured(void **state)
+{
+    (void)state;
+    char cache[4200], path[4200], *dp = strdup(":.debug");
+    snprintf(cache, sizeof cache, "%s/debuginfod-cache", box);
+    snprintf(path, sizeof path, "%s/none/bare", box);
+    setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9/", 1);
+    char *problem = NULL;
+    sym_elf *e = sym_elf_open(path, NULL, 0, &dp, &problem);
+    assert_non_null(e);
+    assert_int_equal(sym_elf_has_symbols(e), 0);
+    sym_elf_close(e);
+    free(dp);
+    unsetenv("DEBUGINFOD_URLS");
+    if (!debuginfod_loaded() && !dlopen("libdebuginfod.so.1", RTLD_LAZY))
+        skip(); /* elfutils without debuginfod here: nothing to ask */
+    assert_true(debuginfod_loaded());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_debug_file_no_debuginfod),
+        cmocka_unit_test(test_found_as_elfutils_finds),
+        cmocka_unit_test(test_debuginfod_when_configured),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
