@@ -124,33 +124,39 @@ static bool by_name_here(const char *file_name, const char *debuglink, const cha
     }
 }
 
+bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path)
+{
+    struct stat self;
+    if (stat(file_name, &self) != 0)
+        self = (struct stat){0};
+    if (by_name_here(file_name, debuglink, debug_path, &self))
+        return true;
+    char *real = realpath(file_name, NULL);
+    bool here = real && strcmp(real, file_name) && by_name_here(real, debuglink, debug_path, &self);
+    free(real);
+    return here;
+}
+
 int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name)
 {
-    if (sym_debuginfod_configured())
-        return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                            debuglink_crc, debuginfo_file_name);
-    const unsigned char *bits;
-    GElf_Addr vaddr;
-    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
-        int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                              debuglink_crc, debuginfo_file_name);
-        if (fd >= 0 || errno != 0)
-            return fd;
+    if (!sym_debuginfod_configured()) {
+        const unsigned char *bits;
+        GElf_Addr vaddr;
+        if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
+            int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                                  debuglink_crc, debuginfo_file_name);
+            if (fd >= 0 || errno != 0)
+                return fd;
+        }
+        const char *const *path = *userdata;
+        if (file_name &&
+            !sym_debug_file_by_name_here(file_name, debuglink_file, path && *path ? *path : DEFAULT_DEBUG_PATH)) {
+            errno = 0; /* found nothing, as the standard callback says it */
+            return -1;
+        }
     }
-    const char *const *path = *userdata;
-    const char *debug_path = path && *path ? *path : DEFAULT_DEBUG_PATH;
-    struct stat self;
-    if (!file_name || stat(file_name, &self) != 0)
-        self = (struct stat){0};
-    char *real = file_name ? realpath(file_name, NULL) : NULL;
-    bool here = !file_name || by_name_here(file_name, debuglink_file, debug_path, &self) ||
-                (real && strcmp(real, file_name) && by_name_here(real, debuglink_file, debug_path, &self));
-    free(real);
-    if (here)
-        return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                            debuglink_crc, debuginfo_file_name);
-    errno = 0; /* found nothing, as the standard callback says it */
-    return -1;
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                        debuginfo_file_name);
 }

@@ -13,6 +13,14 @@
  * asks a server or reads its cache (0.188's debuginfod_query_server). */
 bool sym_debuginfod_configured(void);
 
+/* A file is there that libdwfl's standard lookup by name may take for
+ * file_name's debug file: debuglink (or, NULL, FILE.debug and FILE) in the
+ * places debug_path names (':'-separated: "" the file's directory, a
+ * relative entry under it, an absolute one with the file's directory or a
+ * tail of it under it), for file_name and for its real path. A superset:
+ * libdwfl may still reject it (CRC, build-id). */
+bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path);
+
 /* A Dwfl_Callbacks.find_debuginfo: the same file as
  * dwfl_standard_find_debuginfo finds (build-id under the debug directories,
  * .gnu_debuglink and the file's own name in the usual places, debuginfod

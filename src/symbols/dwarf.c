@@ -126,11 +126,6 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
     return e;
 }
 
-static int readable_other(const char *candidate, const char *path)
-{
-    return strcmp(candidate, path) != 0 && access(candidate, R_OK) == 0;
-}
-
 int sym_elf_debuglink_here(const char *path, const char *debug_path)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -144,18 +139,7 @@ int sym_elf_debuglink_here(const char *path, const char *debug_path)
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     GElf_Word crc;
     const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
-    int found = 0;
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path) : 0;
-    for (const char *p = debug_path; link && !found && p;) {
-        size_t n = strcspn(p, ":");
-        char c[8192];
-        int k = !n ? snprintf(c, sizeof c, "%.*s/%s", dirlen, path, link)
-              : p[0] == '/' ? snprintf(c, sizeof c, "%.*s%.*s/%s", (int)n, p, dirlen, path, link)
-              : snprintf(c, sizeof c, "%.*s/%.*s/%s", dirlen, path, (int)n, p, link);
-        found = k > 0 && k < (int)sizeof c && readable_other(c, path);
-        p = p[n] ? p + n + 1 : NULL;
-    }
+    int found = elf && sym_debug_file_by_name_here(path, link, debug_path);
     if (elf)
         elf_end(elf);
     close(fd);

@@ -8,8 +8,9 @@
  * directory or by .gnu_debuglink in each place elfutils looks (beside the
  * file, .debug/, an absolute directory with the file's directory or a tail
  * of it under it, FILE.debug with no debuglink, beside a symlink's target)
- * is the one dwfl_standard_find_debuginfo finds, and names the probe as the
- * unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
+ * is the one dwfl_standard_find_debuginfo finds, is seen by
+ * sym_elf_debuglink_here (symbols.c's check before opening a file) when
+ * found by name, and names the probe as the unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
  * answers on), the debuginfod client is asked, as before.
  */
 #include "symbols/debuginfo.h"
@@ -133,6 +134,7 @@ static void test_no_debug_file_no_debuginfod(void **state)
         sym_elf *e = sym_elf_open(path, NULL, 0, &dp, &problem);
         assert_non_null(e);
         assert_int_equal(sym_elf_has_symbols(e), 0); /* looked for DWARF and .symtab: none */
+        assert_int_equal(sym_elf_debuglink_here(path, dp), 0);
         sym_level lv[4];
         size_t n = sym_elf_resolve(e, probe_vaddr(), lv, 4);
         assert_true(n == 0 || !lv[0].file);
@@ -205,6 +207,8 @@ static void test_found_as_elfutils_finds(void **state)
         assert_non_null(b);
         assert_string_equal(a, b);
         assert_string_equal(real, expect);
+        /* symbols.c's check before opening a file sees the same places */
+        assert_int_equal(sym_elf_debuglink_here(path, debug_path), !strstr(l->expect, ".build-id/"));
         sym_level lv[4];
         size_t n = resolve_probe(path, debug_path, lv, 4);
         assert_same_levels(lv, n, want, nwant);
