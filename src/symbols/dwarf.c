@@ -9,7 +9,7 @@
  * and inlined calls hold an address, and their names, is funcs.c's part.
  */
 #include "symbols/dwarf.h"
-#include "symbols/debuginfo.h"
+#include "elfdebug/debuginfo.h"
 #include "symbols/funcs.h"
 #include "symbols/symbols.h"
 #include "symbols/symtab.h"
@@ -96,7 +96,7 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
         return NULL;
     }
     e->cb.find_elf = dwfl_build_id_find_elf;
-    e->cb.find_debuginfo = sym_find_debuginfo;
+    e->cb.find_debuginfo = dbg_find_debuginfo;
     e->cb.section_address = dwfl_offline_section_address;
     e->cb.debuginfo_path = debug_path;
     e->dwfl = dwfl_begin(&e->cb);
@@ -113,7 +113,7 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
     dwfl_report_end(e->dwfl, NULL, NULL);
     void **userdata;
     dwfl_module_info(e->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-    *userdata = debug_path; /* sym_find_debuginfo's debug path */
+    *userdata = debug_path; /* dbg_find_debuginfo's debug path */
     if ((*problem = build_id_problem(e->mod, build_id, build_id_len))) {
         sym_elf_close(e);
         return NULL;
@@ -139,7 +139,7 @@ int sym_elf_debuglink_here(const char *path, const char *debug_path)
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     GElf_Word crc;
     const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
-    int found = elf && sym_debug_file_by_name_here(path, link, debug_path);
+    int found = elf && dbg_file_by_name_here(path, link, debug_path);
     if (elf)
         elf_end(elf);
     close(fd);

@@ -32,7 +32,7 @@ void sym_elf_warm(sym_elf *e);
 int sym_elf_has_symbols(sym_elf *e);
 /* 1 when a debug file elfutils may find by name for the ELF file at path
  * (its .gnu_debuglink, or FILE.debug without one) is where it looks with
- * debug_path (sym_debug_file_by_name_here): read with libelf alone,
+ * debug_path (dbg_file_by_name_here): read with libelf alone,
  * without libdwfl's start. */
 int sym_elf_debuglink_here(const char *path, const char *debug_path);
 /* Resolves the instruction at ELF virtual address vaddr into at most cap

@@ -19,7 +19,7 @@
  */
 #include "prim/prim.h"
 #include "symbols/symbols.h"
-#include "symbols/debuginfo.h"
+#include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
 #include "base/hmap.h"
 
@@ -433,7 +433,7 @@ static int may_do_better(ltr_symbolizer *s, sym_file *f)
 {
     if (f->better >= 0)
         return f->better;
-    f->better = sym_debuginfod_configured() || !f->build_id_len;
+    f->better = dbg_debuginfod_configured() || !f->build_id_len;
     char id[129];
     for (size_t i = 0; i < f->build_id_len && i < 64; i++)
         snprintf(id + 2 * i, 3, "%02x", f->build_id[i]);

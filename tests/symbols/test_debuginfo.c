@@ -1,5 +1,5 @@
 /*
- * tests/symbols/test_debuginfo.c — symbols/debuginfo.c, the find_debuginfo
+ * tests/symbols/test_debuginfo.c — elfdebug/debuginfo.c, the find_debuginfo
  * callback, on copies of this test's own executable (built with -g): with
  * DEBUGINFOD_URLS unset, symbolizing a module that has no debug file here
  * (stripped, with or without a .gnu_debuglink to a missing file) does not
@@ -13,7 +13,7 @@
  * found by name, and names the probe as the unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
  * answers on), the debuginfod client is asked, as before.
  */
-#include "symbols/debuginfo.h"
+#include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
 #include "util/testutil.h"
 
@@ -197,7 +197,7 @@ static void test_found_as_elfutils_finds(void **state)
         tu_free(&r);
         snprintf(path, sizeof path, "%s/%s", box, l->mod);
         char *dp = debug_path;
-        Dwfl_Callbacks ours = {.find_debuginfo = sym_find_debuginfo};
+        Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
         Dwfl_Callbacks standard = {.find_debuginfo = dwfl_standard_find_debuginfo};
         char *a = debug_file_by(&ours, path, &dp), *b = debug_file_by(&standard, path, &dp);
         char *real = a ? realpath(a, NULL) : NULL;

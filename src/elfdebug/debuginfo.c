@@ -1,5 +1,6 @@
 /*
- * symbols/debuginfo.c — the find_debuginfo callback ltr gives libdwfl:
+ * elfdebug/debuginfo.c — the find_debuginfo callback ltr gives libdwfl (the
+ * symbolizer, symbols/dwarf.c, and the CPU samples' unwinder, system/cpu.c):
  * elfutils' standard lookup, kept whole wherever it may find a file, but not
  * its last step when there is nothing for that step to do.
  *
@@ -26,7 +27,7 @@
  * file it rejects costs the dlopen as before; when none is, it would have
  * found nothing locally and debuginfod would have answered nothing.
  */
-#include "symbols/debuginfo.h"
+#include "elfdebug/debuginfo.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,7 +41,7 @@
  * debuginfo_path is NULL */
 #define DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
 
-bool sym_debuginfod_configured(void)
+bool dbg_debuginfod_configured(void)
 {
     const char *urls = getenv("DEBUGINFOD_URLS");
     return urls && *urls;
@@ -124,7 +125,7 @@ static bool by_name_here(const char *file_name, const char *debuglink, const cha
     }
 }
 
-bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path)
+bool dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path)
 {
     struct stat self;
     if (stat(file_name, &self) != 0)
@@ -137,11 +138,11 @@ bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, c
     return here;
 }
 
-int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name)
 {
-    if (!sym_debuginfod_configured()) {
+    if (!dbg_debuginfod_configured()) {
         const unsigned char *bits;
         GElf_Addr vaddr;
         if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
@@ -152,7 +153,7 @@ int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
         }
         const char *const *path = *userdata;
         if (file_name &&
-            !sym_debug_file_by_name_here(file_name, debuglink_file, path && *path ? *path : DEFAULT_DEBUG_PATH)) {
+            !dbg_file_by_name_here(file_name, debuglink_file, path && *path ? *path : DEFAULT_DEBUG_PATH)) {
             errno = 0; /* found nothing, as the standard callback says it */
             return -1;
         }

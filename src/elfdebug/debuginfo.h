@@ -1,17 +1,17 @@
 /*
- * symbols/debuginfo.h — the find_debuginfo callback ltr gives libdwfl:
+ * elfdebug/debuginfo.h — the find_debuginfo callback ltr gives libdwfl:
  * elfutils' standard lookup of a separate debug file, without loading the
  * debuginfod client when debuginfod is not configured (debuginfo.c).
  */
-#ifndef LTR_SYMBOLS_DEBUGINFO_H
-#define LTR_SYMBOLS_DEBUGINFO_H
+#ifndef LTR_ELFDEBUG_DEBUGINFO_H
+#define LTR_ELFDEBUG_DEBUGINFO_H
 
 #include <elfutils/libdwfl.h>
 #include <stdbool.h>
 
 /* DEBUGINFOD_URLS is set and not empty: what libdebuginfod needs before it
  * asks a server or reads its cache (0.188's debuginfod_query_server). */
-bool sym_debuginfod_configured(void);
+bool dbg_debuginfod_configured(void);
 
 /* A file is there that libdwfl's standard lookup by name may take for
  * file_name's debug file: debuglink (or, NULL, FILE.debug and FILE) in the
@@ -19,7 +19,7 @@ bool sym_debuginfod_configured(void);
  * relative entry under it, an absolute one with the file's directory or a
  * tail of it under it), for file_name and for its real path. A superset:
  * libdwfl may still reject it (CRC, build-id). */
-bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path);
+bool dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path);
 
 /* A Dwfl_Callbacks.find_debuginfo: the same file as
  * dwfl_standard_find_debuginfo finds (build-id under the debug directories,
@@ -29,7 +29,7 @@ bool sym_debug_file_by_name_here(const char *file_name, const char *debuglink, c
  * The module's user data (dwfl_module_info) must be NULL or the char **
  * given as the Dwfl's debuginfo_path: libdwfl does not tell a callback the
  * Dwfl's. */
-int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name);
 
