@@ -170,7 +170,9 @@ _Static_assert((int)AN_OP_ALLOC == (int)AN_ALLOC && (int)AN_OP_FREE == (int)AN_F
 
 static void count_layouts(an_blocks *b, uint64_t id, uint64_t n)
 {
-    if (n && !b->counts[id])
+    if (!n) /* an entry without a plan may name any id */
+        return;
+    if (!b->counts[id])
         b->used[b->nused++] = (uint32_t)id;
     b->counts[id] += n;
 }

@@ -656,16 +656,24 @@ static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, u
     return nbig;
 }
 
+/* Column k's values at store + *used; its big ones counted in *nbig. */
+static void one_column(const ltr_colview *v, size_t k, int wanted, uint32_t *store, uint64_t *big, size_t *used,
+                       size_t *nbig, ltr_colvals *out)
+{
+    *nbig += column_values(&v->cols[k], wanted && readable(v->cols[k].fixed), store + *used, big + *nbig, &out[k]);
+    *used += out[k].n;
+}
+
 size_t ltr_colview_values(const ltr_colview *v, uint32_t *store, uint64_t *big, ltr_colvals *out)
 {
     size_t used = 0, nbig = 0;
-    for (size_t k = 0; k < v->ncols; k++) {
-        nbig += column_values(&v->cols[k], readable(v->cols[k].fixed), store + used, big + nbig, &out[k]);
-        used += out[k].n;
+    for (size_t k = 0; k < 2 && k < v->ncols; k++) /* the layout indexes and the time deltas */
+        one_column(v, k, 1, store, big, &used, &nbig, out);
+    for (uint64_t e = 0; e < v->nt; e++) { /* read_table gave each entry its own columns, in order */
+        const ltr_colentry *t = &v->tab[e];
+        for (size_t k = t->col0; k < t->col0 + (t->whole ? 1 : t->k) && k < v->ncols; k++)
+            one_column(v, k, !t->whole, store, big, &used, &nbig, out); /* a whole one holds payloads */
     }
-    for (uint64_t e = 0; e < v->nt; e++) /* a whole payload's column holds bytes, not values */
-        if (v->tab[e].whole && v->tab[e].col0 < v->ncols)
-            out[v->tab[e].col0].n = 0;
     return nbig;
 }
 
