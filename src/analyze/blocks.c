@@ -99,16 +99,6 @@ static const an_fast_plan *plan_first(an_blocks *b, uint64_t id)
     return p;
 }
 
-static inline uint64_t fixed_le(const uint8_t *p, unsigned w)
-{
-    switch (w) { /* little-endian host, as the format */
-    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-    default: return *p;
-    }
-}
-
 /* Reads every field of a payload by its plan; 0 if the payload is short or a
  * varint bad (the generic path then calls it damage). A pnew or pref field's
  * address is read when stored as itself; else its code goes to code[]
@@ -139,7 +129,7 @@ static inline __attribute__((always_inline)) int read_fields(const an_fast_plan 
         } else {
             if ((size_t)(end - q) < w)
                 return 0;
-            val[pl->slot[i]] = fixed_le(q, w);
+            val[pl->slot[i]] = an_fixed_le(q, w);
             q += w;
         }
     }
@@ -270,7 +260,7 @@ static inline __attribute__((always_inline)) int col_field(const ltr_colcursor *
     if (w) {
         if (c->len - *pos < w)
             return 0;
-        *val = fixed_le(c->p + *pos, w);
+        *val = an_fixed_le(c->p + *pos, w);
         *pos += w;
         return 1;
     }

@@ -1,5 +1,5 @@
 /*
- * base/varint.h — the LEB128 decoding of the hot loops (the analyzer's fast
+ * base/varint.h — the LEB128 (and fixed-size) decoding of the hot loops (the analyzer's fast
  * path, analyze/blocks.c; column values decoded ahead, format/columns.c): the same
  * values and lengths as ltr_get_uvar (base/records.h), the common cases
  * cheaper. Inline, in a header of its own so a test can hold it to
@@ -46,6 +46,18 @@ static inline __attribute__((always_inline)) size_t an_uvar(const uint8_t *p, si
     if (readable >= 8 && (n = an_uvar8(p, v)) != 0)
         return n <= left ? n : 0;
     return ltr_get_uvar(p, left, v);
+}
+
+/* A fixed-size field of w bytes (1, 2, 4 or 8), little-endian as the host
+ * and the format; any other w reads one byte. */
+static inline __attribute__((always_inline)) uint64_t an_fixed_le(const uint8_t *p, size_t w)
+{
+    switch (w) {
+    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    default: return *p;
+    }
 }
 
 #endif

@@ -614,16 +614,6 @@ size_t ltr_colview_value_room(const ltr_colview *v)
 
 static int readable(size_t fixed) { return fixed == 0 || fixed == 1 || fixed == 2 || fixed == 4 || fixed == 8; }
 
-static inline uint64_t fixed_value(const uint8_t *p, size_t w)
-{
-    switch (w) { /* little-endian host, as the format */
-    case 8: { uint64_t v; memcpy(&v, p, 8); return v; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-    default: return *p;
-    }
-}
-
 /* A value into the column's 32-bit store, or its big ones. */
 static inline void put_value(uint32_t *out, size_t *n, uint64_t *big, size_t *nbig, uint64_t x)
 {
@@ -644,7 +634,7 @@ static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, u
         /* none: a record that reads this column is left to the generic path */
     } else if (c->fixed) {
         for (; c->len - pos >= c->fixed; pos += c->fixed)
-            put_value(out, &n, big, &nbig, fixed_value(c->p + pos, c->fixed));
+            put_value(out, &n, big, &nbig, an_fixed_le(c->p + pos, c->fixed));
     } else if (c->transform == LTR_COLUMN_DELTA) {
         for (size_t m; pos < c->len && (m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)); pos += m)
             put_value(out, &n, big, &nbig, prev += (uint64_t)ltr_unzigzag(z));
