@@ -196,7 +196,6 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
     an_blocks *b = an_blocks_new(a->trace, d);
     if (!b)
         return ltr_fail(err, ENOMEM, "out of memory");
-    ltr_trace_set_decode_ahead(a->trace, an_blocks_decodes_ahead(b));
     ltr_block_view v;
     int rc;
     uint64_t shown = 0;
@@ -384,7 +383,7 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
     window_spec w = {0};
-    int rc = ltr_trace_open(path, &a->trace, err);
+    int rc = ltr_trace_open_decoding(path, an_decodes_ahead(), &a->trace, err);
     if (rc == 0)
         rc = window_prepare(a, o, &w, err);
     if (rc == 0)

@@ -49,8 +49,7 @@ an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d)
         return NULL;
     b->trace = t;
     b->dec = d;
-    const char *e = getenv("LTR_ANALYZE_AHEAD");
-    b->ahead = !e || strcmp(e, "0") != 0;
+    b->ahead = an_decodes_ahead();
     b->plans = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->plans);
     b->counts = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->counts);
     b->used = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->used);
@@ -61,7 +60,11 @@ an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d)
     return b;
 }
 
-int an_blocks_decodes_ahead(const an_blocks *b) { return b->ahead; }
+int an_decodes_ahead(void)
+{
+    const char *e = getenv("LTR_ANALYZE_AHEAD");
+    return !e || strcmp(e, "0") != 0;
+}
 
 void an_blocks_free(an_blocks *b)
 {

@@ -332,8 +332,9 @@ struct ltr_block_view;
 struct an_sink;
 an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d);
 void an_blocks_free(an_blocks *b);
-/* Whether it reads column blocks' values decoded ahead (the default; LTR_ANALYZE_AHEAD=0: a record at a time). */
-int an_blocks_decodes_ahead(const an_blocks *b);
+/* Whether the fast path reads column blocks' values decoded ahead (the
+ * default; LTR_ANALYZE_AHEAD=0: a record at a time). */
+int an_decodes_ahead(void);
 /* Reads the heap records at the start of the view, committing them to the
  * sink when feed is set (else only counting them: a process --pid leaves out), up to
  * the end of the block or the first record the generic path must take, and

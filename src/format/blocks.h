@@ -86,7 +86,7 @@ struct ltr_colview {
     size_t ncols;
     uint32_t left;            /* records not taken yet */
     /* Each column's values, decoded on the read-ahead thread while the block
-     * waited (ltr_trace_set_decode_ahead), for the block as it was opened;
+     * waited (ltr_trace_open_decoding), for the block as it was opened;
      * NULL when they were not. */
     const ltr_colvals *ahead;
 };
@@ -114,10 +114,12 @@ int ltr_trace_block(ltr_trace *t, ltr_block_view *v, ltr_error *err);
 void ltr_trace_block_consumed(ltr_trace *t, const ltr_block_run *r);
 /* n events of layout l were decoded by the caller (its and its provider's counts). */
 void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
-/* Column blocks' values decoded on the read-ahead thread (ltr_colview.ahead),
- * from the chunks it fetches next on, for a consumer of ltr_trace_block that
- * reads them (src/analyze); off by default. */
-void ltr_trace_set_decode_ahead(ltr_trace *t, int on);
+/* ltr_trace_open, and with decode_ahead the read-ahead thread decodes
+ * column blocks' values (ltr_colview.ahead) for a consumer of
+ * ltr_trace_block that reads them (src/analyze). Set at the open, not
+ * after: on bench/heap's trace, of a few chunks, the thread had fetched
+ * most of them before the analysis could ask. */
+int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out, ltr_error *err);
 /* Read-ahead thread for the scans after the next rewind: -1 automatic (files
  * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1
  * decides when set), 0 never, 1 always. */

@@ -7,7 +7,7 @@
  * fetches the next chunks on another core into a few slots while the reader
  * parses the current one, and the reader applies them in file order, with the
  * same damage as if it had fetched them itself. For a consumer that reads
- * column blocks' values (ltr_trace_set_decode_ahead), the thread decodes
+ * column blocks' values (ltr_trace_open_decoding), the thread decodes
  * them too, another part of the work the reader's core need not do.
  */
 #include "prim/prim.h"
@@ -201,7 +201,6 @@ struct ltr_readahead {
     pthread_cond_t cv;
     uint64_t produced, consumed, released;
     int stop, done;
-    int decode;             /* column values decoded (ltr_readahead_decode) */
     ltr_fetch slots[RA_SLOTS];
 };
 
@@ -212,18 +211,10 @@ static ltr_fetch *free_slot(ltr_readahead *ra)
     while (!ra->stop && ra->produced - ra->released >= RA_SLOTS)
         pthread_cond_wait(&ra->cv, &ra->mu);
     ltr_fetch *f = ra->stop ? NULL : &ra->slots[ra->produced % RA_SLOTS];
-    if (f)
-        f->decode_ahead = ra->decode;
     pthread_mutex_unlock(&ra->mu);
     return f;
 }
 
-void ltr_readahead_decode(ltr_readahead *ra, int on)
-{
-    pthread_mutex_lock(&ra->mu);
-    ra->decode = on; /* from the next chunk fetched on */
-    pthread_mutex_unlock(&ra->mu);
-}
 
 static void *run(void *arg)
 {
@@ -252,7 +243,8 @@ ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos, int
     ltr_readahead *ra = calloc(1, sizeof *ra);
     if (!ra)
         return NULL;
-    ra->decode = decode_ahead;
+    for (int i = 0; i < RA_SLOTS; i++)
+        ra->slots[i].decode_ahead = decode_ahead;
     ra->fd = fd;
     ra->file_size = file_size;
     ra->pos = pos;

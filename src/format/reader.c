@@ -585,13 +585,6 @@ static void reset_state(ltr_trace *t)
 
 void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }
 
-void ltr_trace_set_decode_ahead(ltr_trace *t, int on)
-{
-    t->decode_ahead = on;
-    if (t->ra)
-        ltr_readahead_decode(t->ra, on);
-}
-
 uint64_t ltr_trace_position(const ltr_trace *t) { return t->pos; }
 
 /* A thread pays off on traces of more than a few chunks; LTR_READAHEAD=0 or 1 overrides. */
@@ -618,11 +611,17 @@ int ltr_trace_rewind(ltr_trace *t, ltr_error *err)
 
 int ltr_trace_open(const char *path, ltr_trace **out, ltr_error *err)
 {
+    return ltr_trace_open_decoding(path, 0, out, err);
+}
+
+int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out, ltr_error *err)
+{
     *out = NULL;
     ltr_trace *t = calloc(1, sizeof *t);
     if (t) {
         t->fd = -1;
         t->readahead = -1;
+        t->decode_ahead = decode_ahead; /* before the read-ahead thread starts: its first chunks too */
     }
     if (!t || !(t->path = strdup(path)) || !(t->dctx = ZSTD_createDCtx())) {
         ltr_trace_close(t);

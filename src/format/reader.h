@@ -111,7 +111,7 @@ typedef enum ltr_fetch_kind {
 } ltr_fetch_kind;
 
 /* The values of an EVENTS chunk's column blocks, decoded by the read-ahead
- * thread after it fetched the chunk (ltr_trace_set_decode_ahead): per block,
+ * thread after it fetched the chunk (ltr_trace_open_decoding): per block,
  * where its column data is and its columns' values (ltr_colvals). */
 typedef struct ltr_ahead_block {
     size_t at, len;   /* the column data's offset in the payload, and bytes */
@@ -164,8 +164,6 @@ void ltr_fetch_free(ltr_fetch *f);
  * its own buffers and zstd context. NULL if it could not start. */
 typedef struct ltr_readahead ltr_readahead;
 ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos, int decode_ahead);
-/* Column values decoded (ltr_ahead) for the chunks fetched from now on, or not. */
-void ltr_readahead_decode(ltr_readahead *ra, int on);
 /* The next chunk in file order, waiting for it; valid until the next call or
  * the stop. NULL after the thread's END or ERROR fetch was handed out. */
 const ltr_fetch *ltr_readahead_next(ltr_readahead *ra);
@@ -185,7 +183,7 @@ struct ltr_trace {
     int readahead;               /* -1 automatic, 0 never, 1 always (ltr_trace_set_readahead) */
     const uint8_t *raw;          /* the current chunk's decompressed payload (own's or a slot's) */
     size_t raw_len;
-    int decode_ahead;            /* ltr_trace_set_decode_ahead */
+    int decode_ahead;            /* ltr_trace_open_decoding */
     const ltr_ahead *ahead;      /* the current chunk's column values decoded ahead, or NULL */
     size_t ahead_next;           /* its first block not met yet */
 
