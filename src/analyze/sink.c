@@ -224,7 +224,7 @@ static void batch_add(sink_batch *b, uint32_t pid, uint32_t tid, const an_event 
 static void batch_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
 {
     sink_batch *b = s->fill;
-    if (!s->dropping)
+    if (n && !s->dropping) /* n 0: maybe no room was asked for, b->ev still NULL (NULL + 0 is undefined) */
         batch_add(b, pid, tid, b->ev + b->n, n);
 }
 
