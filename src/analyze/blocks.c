@@ -352,7 +352,7 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
  * interleaved way above, so a block that mixes other events with the heap's
  * is never decoded twice. */
 
-#define COLS_AHEAD_MAX (1u << 20) /* bytes of columns: 8 MiB of values at most */
+#define COLS_AHEAD_MAX LTR_COLVALS_BLOCK_MAX /* bytes of columns: 12 MiB of values at most */
 #define ENTRY_PLANS 64 /* table entries a block may have to be read so: the heap's layouts are a few */
 
 typedef struct col_vals {

@@ -71,6 +71,14 @@ typedef struct ltr_colentry {
  * address stored as itself, say): nearly all are small, and 32-bit values
  * halve the memory (cc1plus's chunks hold about 0.9 values a byte). */
 #define LTR_COLVAL_BIG UINT32_MAX
+/* Values are decoded ahead (ltr_colview.ahead) for a block of at most
+ * LTR_COLVALS_BLOCK_MAX bytes of columns (a consumer reads no larger one
+ * so: 4 to 12 bytes of values a byte), and for a chunk's blocks up to
+ * LTR_COLVALS_CHUNK_MAX bytes of columns in all (a real chunk holds about
+ * 1 MiB): a crafted chunk of 64 MiB must not cost the read-ahead thread
+ * ten times that in each of its slots. */
+#define LTR_COLVALS_BLOCK_MAX (1u << 20)
+#define LTR_COLVALS_CHUNK_MAX (4u << 20)
 typedef struct ltr_colvals {
     const uint32_t *v; /* a delta column's values as the transform gives them */
     const uint64_t *big;

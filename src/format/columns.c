@@ -680,14 +680,17 @@ void ltr_ahead_free(ltr_ahead *a)
     memset(a, 0, sizeof *a);
 }
 
-/* One column block's values after those already in a; 0, or -1 without
- * memory. The values of a chunk's blocks are gathered in two arrays, which
- * grow as they come (a value per byte of a block's columns at most): each
- * column's places in them are kept as offsets until the chunk is done. */
+/* One column block's values after those already in a; 0 (also when it is
+ * past the budgets of blocks.h: left to its reader), or -1 without memory.
+ * The values of a chunk's blocks are gathered in two arrays, which grow as
+ * they come (a value per byte of a block's columns at most): each column's
+ * places in them are kept as offsets until the chunk is done. */
 static int ahead_block(ltr_ahead *a, const ltr_block_frame *f)
 {
     ltr_colview *v = &a->dec.view;
     size_t room = ltr_colview_value_room(v);
+    if (room > LTR_COLVALS_BLOCK_MAX || a->nvals + room > LTR_COLVALS_CHUNK_MAX)
+        return 0;
     if (ltr_reserve((void **)&a->vals, &a->capvals, a->nvals + room, sizeof *a->vals, 1u << 16) != 0 ||
         ltr_reserve((void **)&a->big, &a->capbig, a->nbig + room, sizeof *a->big, 1u << 12) != 0 ||
         ltr_reserve((void **)&a->cols, &a->capcols, a->ncols + v->ncols, sizeof *a->cols, 256) != 0 ||

@@ -6,7 +6,10 @@
  * (events, summary, every damage entry); rewinding and closing in the middle
  * of a scan stop the thread cleanly (ASan checks the leaks); a consumer that
  * takes records through ltr_trace_block and reports them leaves exactly the
- * counts of a plain scan.
+ * counts of a plain scan. The column values the thread decodes ahead
+ * (ltr_ahead_decode) take memory bounded by a budget, not by what a chunk
+ * of 64 MiB claims: a crafted chunk of one huge column block, or of many
+ * large ones, costs no more than a real one.
  */
 #include "gen.h"
 
@@ -215,6 +218,57 @@ static void test_block_api_keeps_counts(void **state)
     ltr_trace_close(plain);
 }
 
+/* An EVENTS payload of n column blocks, each of one layout without fields
+ * whose index column holds col bytes of zeros (one value a byte). */
+static uint8_t *column_payload(size_t n, size_t col, size_t *len)
+{
+    uint8_t lenvar[10];
+    size_t lv = ltr_put_uvar(lenvar, col), data = 3 + lv + col + 1, one = LTR_BLOCK_COMPACT_HEADER_SIZE + data;
+    uint8_t *p = calloc(n, one);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *h = p + i * one, *d = h + LTR_BLOCK_COMPACT_HEADER_SIZE;
+        memcpy(h, LTR_BLOCK_MAGIC, 4);
+        ltr_put_u16(h + 6, LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS);
+        ltr_put_u32(h + 24, 1);
+        ltr_put_u32(h + 28, (uint32_t)data);
+        d[0] = 1; /* one table entry: layout 1, no field columns */
+        d[1] = 1;
+        d[2] = 1;
+        memcpy(d + 3, lenvar, lv); /* the index column, its zeros left by calloc */
+        d[3 + lv + col] = 0;       /* the time column: empty */
+    }
+    *len = n * one;
+    return p;
+}
+
+static void test_values_ahead_bounded(void **state)
+{
+    (void)state;
+    ltr_ahead a = {0};
+    size_t len;
+    /* real chunks' blocks get their values */
+    uint8_t *p = column_payload(4, 1000, &len);
+    ltr_ahead_decode(&a, p, len);
+    assert_int_equal(a.nblocks, 4);
+    assert_int_equal(a.cols[2].n, 1000);
+    free(p);
+    /* one block of 16 MiB of columns: more than a consumer reads decoded ahead */
+    p = column_payload(1, 16u << 20, &len);
+    ltr_ahead_decode(&a, p, len);
+    assert_int_equal(a.nblocks, 0);
+    assert_true(a.capvals * sizeof *a.vals + a.capbig * sizeof *a.big <= 3 * LTR_COLVALS_CHUNK_MAX * 4);
+    free(p);
+    /* 48 blocks of 1 MiB: decoded up to the chunk's budget, the rest left to the reader */
+    p = column_payload(48, LTR_COLVALS_BLOCK_MAX - 8, &len);
+    ltr_ahead_decode(&a, p, len);
+    assert_true(a.nblocks >= 1 && a.nblocks < 48);
+    assert_true(a.nvals <= LTR_COLVALS_CHUNK_MAX);
+    assert_true(a.capvals * sizeof *a.vals + a.capbig * sizeof *a.big <= 3 * LTR_COLVALS_CHUNK_MAX * 4);
+    free(p);
+    ltr_ahead_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_garbage_same_with_thread),
         cmocka_unit_test(test_rewind_and_close_mid_scan),
         cmocka_unit_test(test_block_api_keeps_counts),
+        cmocka_unit_test(test_values_ahead_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
