@@ -9,10 +9,12 @@
  * counts of a plain scan. The column values the thread decodes ahead
  * (ltr_ahead_decode) take memory bounded by a budget, not by what a chunk
  * of 64 MiB claims: a crafted chunk of one huge column block, or of many
- * large ones, costs no more than a real one.
+ * large ones, costs no more than a real one; and values at and around
+ * their 32-bit escape (LTR_COLVAL_BIG) come back exact.
  */
 #include "gen.h"
 
+#include "format/columns.h"
 #include "format/compact.h"
 #include "format/reader.h"
 
@@ -269,6 +271,51 @@ static void test_values_ahead_bounded(void **state)
     ltr_ahead_free(&a);
 }
 
+/* A column's values equal to LTR_COLVAL_BIG and around it, as stored and
+ * as a delta column's running value crosses it, come back exact, decoded
+ * here or ahead. */
+static void test_values_around_the_escape(void **state)
+{
+    (void)state;
+    const uint64_t as_is[] = {UINT32_MAX - 1ull, UINT32_MAX, UINT32_MAX + 1ull, 5, UINT64_MAX};
+    const int64_t steps[] = {UINT32_MAX - 2ll, 1, 1, 1, -1, -(int64_t)UINT32_MAX};
+    uint8_t data[256], a[64], b[64];
+    size_t na = 0, nb = 0, n = 0;
+    for (size_t i = 0; i < 5; i++)
+        na += ltr_put_uvar(a + na, as_is[i]);
+    for (size_t i = 0; i < 6; i++)
+        nb += ltr_put_uvar(b + nb, ltr_zigzag(steps[i]));
+    const uint8_t table[] = {1, 1, 3, LTR_TYPE_UVAR, LTR_TYPE_UVAR, LTR_COLUMN_AS_IS, LTR_COLUMN_DELTA};
+    memcpy(data, table, sizeof table);
+    n = sizeof table;
+    data[n++] = 0; /* no layout indexes, no time deltas: only the values matter */
+    data[n++] = 0;
+    data[n++] = (uint8_t)na;
+    memcpy(data + n, a, na);
+    n += na;
+    data[n++] = (uint8_t)nb;
+    memcpy(data + n, b, nb);
+    n += nb;
+    ltr_coldecoder d = {0};
+    assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
+    assert_int_equal(d.view.ncols, 4);
+    uint32_t store[256];
+    uint64_t big[256];
+    ltr_colvals cv[4];
+    assert_int_equal(ltr_colview_values(&d.view, store, big, cv), 4 + 2);
+    assert_int_equal(cv[2].n, 5);
+    assert_int_equal(cv[3].n, 6);
+    uint64_t run = 0;
+    for (int k = 2; k < 4; k++)
+        for (uint32_t i = 0, bi = 0; i < cv[k].n; i++) {
+            uint64_t x = cv[k].v[i] != LTR_COLVAL_BIG ? cv[k].v[i] : cv[k].big[bi++];
+            uint64_t want = k == 2 ? as_is[i] : (run += (uint64_t)steps[i]);
+            assert_true(x == want);
+        }
+    assert_true(cv[3].prev == run && cv[2].end == na && cv[3].end == nb);
+    ltr_coldecoder_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_rewind_and_close_mid_scan),
         cmocka_unit_test(test_block_api_keeps_counts),
         cmocka_unit_test(test_values_ahead_bounded),
+        cmocka_unit_test(test_values_around_the_escape),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
