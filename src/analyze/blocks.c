@@ -8,6 +8,9 @@
  * does not parse) it stops, and analyze.c hands that record to
  * ltr_trace_next, which applies the damage rules. The reader's counts are
  * reported per run, so `ltr info` and the analysis see the same figures.
+ * A column block (format 5) it reads from its columns' values, decoded
+ * whole beforehand (by the read-ahead thread, or here), or a record at a
+ * time from the columns once the generic path took one of its records.
  * Why not the reader's per-event path: its generic event and field lookup
  * were over a third of the analysis time (docs/analysis.md, "Speed").
  */

@@ -7,7 +7,10 @@
  * either copied as it was (varints included, so a value's encoding never
  * changes) or derived from a value the writer checked re-encodes the same
  * (the size, the layout id, the delta columns). Whatever the writer cannot
- * promise that for, it leaves in rows.
+ * promise that for, it leaves in rows. For a consumer that reads columns
+ * itself (src/analyze), a view's columns are also decoded whole into values
+ * (ltr_colview_values), on the read-ahead thread for a whole chunk
+ * (ltr_ahead_decode).
  */
 #include "format/columns.h"
 #include "base/varint.h"
