@@ -327,7 +327,8 @@ static void warn_state(ltr_analysis *a)
         an_warn(a, "%llu heap event(s) came in the trace later than what the analysis could hold to put "
                 "the threads' events in time order%s: the peak and its time, and the pairing of frees with "
                 "allocations of reused addresses, may be off near them (it held %zu events; "
-                "LTR_ANALYZE_HOLD=N holds N)",
+                "LTR_ANALYZE_HOLD=N holds N; a damaged trace whose events come far behind their thread's "
+                "many times is left so past a bound, docs/analysis.md)",
                 (unsigned long long)a->model.late, a->model.unordered ? " (memory ran out for it)" : "",
                 a->hold);
     uint64_t unseen = 0, implicit = 0;
