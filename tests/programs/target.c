@@ -420,6 +420,8 @@ static void mode_kill(void)
     kill(getpid(), SIGKILL);
 }
 
+/* 200 001 events quickly ("manygate FILE": a pair of events, then these once
+ * FILE exists, so that a test can stop the recorder of an attached process). */
 static void mode_many(void)
 {
     for (int i = 0; i < 100000; i++)
@@ -495,6 +497,12 @@ int main(int argc, char **argv)
         mode_kill();
     else if (!strcmp(mode, "many"))
         mode_many();
+    else if (!strcmp(mode, "manygate") && argc > 2) {
+        free(malloc(3998));
+        if (!wait_for(argv[2]))
+            return 3;
+        mode_many();
+    }
     else if (!strcmp(mode, "dormant"))
         mode_dormant();
     else if (!strcmp(mode, "tree"))
