@@ -164,6 +164,10 @@ int ltr_refseq_resolve_event(const struct ltr_refseq *s, ltr_refev *e);
 void ltr_refseq_commit_event(struct ltr_refseq *s, const ltr_refev *e);
 /* Both, when the event resolves; -1 and nothing changed when it does not. */
 int ltr_refseq_apply_event(struct ltr_refseq *s, ltr_refev *e);
+/* ltr_refseq_apply_event over e[0..n) in order, up to the first that does
+ * not resolve (nothing changed for it): how many were applied. An event
+ * with neither field (has[] both 0) is applied as nothing. */
+size_t ltr_refseq_apply_events(struct ltr_refseq *s, ltr_refev *e, size_t n);
 
 /* The index of the field whose value is an event's size for the allocator
  * model (the first uvar field named "size" of a layout with a pnew field),

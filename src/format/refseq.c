@@ -250,3 +250,19 @@ int ltr_refseq_apply_event(struct ltr_refseq *s, ltr_refev *e)
     commit_event(s, e);
     return 0;
 }
+
+/* The same, in one call for a run of events: on cc1plus's trace a call an
+ * event (its arguments built and the function's registers saved each time)
+ * was about 45 instructions of the 300 the analysis's main thread spent an
+ * event (callgrind). */
+size_t ltr_refseq_apply_events(struct ltr_refseq *s, ltr_refev *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].has[0] && !e[i].has[1])
+            continue;
+        if (resolve_event(s, &e[i]) < 0)
+            return i;
+        commit_event(s, &e[i]);
+    }
+    return n;
+}
