@@ -182,10 +182,12 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     size_t n;
     an_proc *const *procs = an_procs(a, &n);
     char ob[32], peak[32], line[1024];
+    /* the event count is the trace's; the calls are the window's */
     snprintf(line, sizeof line,
-             "\n%zu process(es), %llu heap events: %llu allocations, %llu frees; outstanding at the window's end "
+             "\n%zu process(es), %llu heap events%s: %llu allocations, %llu frees; outstanding at the window's end "
              "%s in %llu allocations; peak %s",
-             n, (unsigned long long)a->heap_events, (unsigned long long)sum.allocs, (unsigned long long)sum.frees,
+             n, (unsigned long long)a->heap_events, a->from_set || a->to_set ? " in the trace, in the window" : "",
+             (unsigned long long)sum.allocs, (unsigned long long)sum.frees,
              ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
              (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count),
              ltr_size_format(sum.peak_bytes, peak, sizeof peak));

@@ -163,6 +163,8 @@ static void test_window_in_the_middle(void **state)
     free(json);
 }
 
+static double num_s(const char *from, const char *key);
+
 static void test_memory_mode(void **state)
 {
     (void)state;
@@ -177,6 +179,12 @@ static void test_memory_mode(void **state)
     assert_int_equal(num_after(leak, "bytes"), 1000);
     assert_int_equal(num_after(leak, "count"), 10);
     assert_non_null(strstr(json, "memory-mode trace"));
+    /* the window (and the rates and spreads that divide by it) starts at
+     * the first event kept, not at the session's start: it covers no more
+     * than the tail does */
+    const char *win = strstr(json, "\"window\"");
+    double first = num_s(win, "from_s"), last = num_s(win, "to_s");
+    assert_true(first > 0 && last > first);
     free(json);
 }
 
@@ -528,6 +536,13 @@ static void test_window_and_pid_mistakes(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
     assert_non_null(strstr(r.out, " 0 allocations, 0 frees"));
+    tu_free(&r);
+    /* a --to past the end: the window (and every rate) ends at the last event */
+    r = tu_run("'%s' analyze '%s' --to 999 --format json", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "the window ends after the trace's last event ("));
+    double to = num_s(strstr(r.out, "\"window\""), "to_s");
+    assert_true(to > 0 && to < 999);
     tu_free(&r);
 }
 
