@@ -332,6 +332,15 @@ void rec_teardown(recorder *r)
     if (r->shm) { /* producers may now give the pages back */
         atomic_store(&r->shm->state, LTR_SESSION_DONE);
         ltr_unmap(r->shm, r->shm_size);
+        /* And the recorder gives them back itself, but for the first page
+         * (the header: producers read its state): a producer gives them
+         * back only at its next event of an enabled provider, so a service
+         * that had joined a session (even one denied by its pid filter)
+         * held the whole pool, 1 GB by default, until another session or
+         * its exit (found by a review). A late write lands in a fresh page. */
+        long page = sysconf(_SC_PAGESIZE);
+        if (r->memfd >= 0 && page > 0 && r->shm_size > (size_t)page)
+            fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, (off_t)(r->shm_size - (size_t)page));
     }
     if (r->memfd >= 0)
         close(r->memfd);

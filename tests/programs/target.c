@@ -421,7 +421,8 @@ static void mode_kill(void)
 }
 
 /* 200 001 events quickly ("manygate FILE": a pair of events, then these once
- * FILE exists, so that a test can stop the recorder of an attached process). */
+ * FILE exists, so that a test can stop the recorder of an attached process;
+ * "manyhold FILE": these, then it runs on until FILE exists). */
 static void mode_many(void)
 {
     for (int i = 0; i < 100000; i++)
@@ -497,7 +498,11 @@ int main(int argc, char **argv)
         mode_kill();
     else if (!strcmp(mode, "many"))
         mode_many();
-    else if (!strcmp(mode, "manygate") && argc > 2) {
+    else if (!strcmp(mode, "manyhold") && argc > 2) {
+        mode_many();
+        if (!wait_for(argv[2]))
+            return 3;
+    } else if (!strcmp(mode, "manygate") && argc > 2) {
         free(malloc(3998));
         if (!wait_for(argv[2]))
             return 3;
