@@ -746,12 +746,75 @@ int rec_flush_file(recorder *r, ltr_error *err)
     return ltr_writer_flush(r->writer, 1, err);
 }
 
-/* A producer process went away: what its threads still held is complete. */
+/* A thread ended inside ltr_ring_publish leaves its buffer FULL in no queue
+ * slot: killed between marking it FULL and claiming a queue position, or
+ * between claiming one and storing its index there. The second also leaves a
+ * hole the queue stops at (take_queued waits 2 s before skipping it). Threads
+ * end anywhere when their process execs (all but the caller, at once) or is
+ * killed: heap-exec-race's 32 threads hit that window about 1 exec in 200,
+ * and everything published behind the hole, the new image's buffers too, was
+ * still waiting when the session ended, neither written nor counted
+ * (tests/e2e/test_exec_order.c). These buffers, of owner (all owners: the
+ * session's end, when no one publishes any more), are finished here; returns
+ * how many. File mode only: there a FULL buffer in no slot is one being
+ * published; in memory mode it may also be one a producer is taking over
+ * (steal_oldest in ring.c). */
+static unsigned finish_unqueued(recorder *r, unsigned c, bool all_owners, uint32_t owner)
+{
+    ltr_ring_view *ring = &r->col[c].ring;
+    uint8_t *queued = calloc(ring->nbuf, 1);
+    if (!queued)
+        return 0;
+    uint64_t tail = ltr_ring_tail(ring);
+    for (uint64_t pos = ltr_ring_history_start(ring, tail); pos < tail; pos++) {
+        uint32_t idx = ltr_ring_at(ring, pos);
+        if (idx != LTR_RING_NONE)
+            queued[idx] = 1;
+    }
+    unsigned n = 0;
+    for (uint32_t i = 0; i < ring->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
+        if (!queued[i] && atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_FULL &&
+            (all_owners || b->owner == owner)) {
+            finish_buffer(r, c, i);
+            n++;
+        }
+    }
+    free(queued);
+    return n;
+}
+
+/* File mode: the queue taken past up to `most` holes at its head, positions
+ * claimed by threads that died before filling them (finish_unqueued). */
+static void take_past_holes(recorder *r, unsigned c, unsigned most)
+{
+    collector_state *cs = &r->col[c];
+    take_queued(r, c);
+    for (unsigned i = 0; i < most && ltr_ring_queued(&cs->ring) - 1 < cs->ring.nbuf &&
+                         ltr_ring_at(&cs->ring, ltr_ring_head(&cs->ring)) == LTR_RING_NONE;
+         i++) {
+        ltr_ring_skip_slot(&cs->ring);
+        cs->queue_stall_ns = 0;
+        take_queued(r, c);
+    }
+}
+
+/* A producer process went away (exited, or exec'd: the new image attaches
+ * anew): what its threads still held is complete. In file mode, with what a
+ * thread left in the middle of publishing, and the queue past the holes it
+ * left (as many as its unqueued buffers: its threads are gone, none will
+ * fill them), taken now: before the new image's PROCESS record, and without
+ * the 2 s wait that kept them and all behind them out of a short session. */
 void rec_harvest_owner(recorder *r, uint32_t owner)
 {
     if (r->cfg.mode == LTR_MODE_FILE)
         take_metadata(r);
     for_active(r, false, owner, finish_buffer);
+    for (unsigned c = 0; r->cfg.mode == LTR_MODE_FILE && c < r->cfg.ncollectors; c++) {
+        unsigned dead = finish_unqueued(r, c, false, owner);
+        if (dead)
+            take_past_holes(r, c, dead);
+    }
 }
 
 /* ---- traces ------------------------------------------------------------------ */
@@ -926,8 +989,12 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
 {
     rec_drain(r, true);
     for_active(r, true, 0, finish_buffer);
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
-        take_queued(r, c); /* handed over meanwhile (a thread ending) */
+    /* handed over meanwhile (a thread ending); past any hole, and then what
+     * was published into none (finish_unqueued): no one publishes now */
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        take_past_holes(r, c, r->col[c].ring.nbuf);
+        finish_unqueued(r, c, true, 0);
+    }
     take_metadata(r);
     while (rec_backlog_oldest(&r->backlog)) /* all of it, taking nothing more */
         write_oldest(r);

@@ -55,10 +55,11 @@ static tally read_trace(const char *path)
     ltr_trace_summarize(tr, &sum);
     t.damage = sum.damage;
     /* the session's count, not the processes' rows: a new image that could
-     * not attach before it was done (the recorder busy with the old one's
-     * buffers) counts its events for the session only, having no row. Runs
-     * with 0 new events and 0 lost by the rows were seen 4 times in about
-     * 70 (session 13); that is the likely cause, not reproduced to confirm. */
+     * not attach before it was done counts its events for the session only.
+     * Runs with 0 new and 0 lost (about 1 in 200) were the old image's
+     * threads ended by the exec inside ltr_ring_publish: the queue hole they
+     * left held back every buffer behind it, the new image's too, past the
+     * session's end (recorder/drain.c, finish_unqueued). */
     const ltr_collector_counters *c = ltr_trace_has_counters(tr) ? ltr_trace_collector_at(tr, 0) : NULL;
     t.lost = c ? c->events_lost : 0;
     ltr_trace_close(tr);
