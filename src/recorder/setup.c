@@ -304,6 +304,37 @@ void rec_unpublish(recorder *r)
     ltr_registry_unlock();
 }
 
+/* The pages of the buffers' data and of the metadata region given back (as
+ * the session ends): a producer gives them back only at its next event of
+ * an enabled provider, so a service that had joined the session (even one
+ * denied by its pid filter) held the whole pool, 1 GB by default, until
+ * another session or its exit (found by a review). Only these regions:
+ * producers only write into them, and a late write lands in a fresh page;
+ * the headers, buffer states and queues they read stay (punched to zeros, a
+ * producer still on its way out of a write read a ring of no buffers and
+ * divided by it: SIGFPE in test_e2e_attach). The places are the recorder's
+ * own, never read from the shared memory a producer may have scribbled on. */
+static void punch(const recorder *r, const uint8_t *from, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || !from || !len)
+        return;
+    uintptr_t base = (uintptr_t)r->shm, lo = (uintptr_t)from, hi = lo + len;
+    lo = (lo + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    hi &= ~((uintptr_t)page - 1);
+    if (lo < hi && lo >= base && hi <= base + r->shm_size)
+        fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(lo - base), (off_t)(hi - lo));
+}
+
+static void give_back_pages(const recorder *r)
+{
+    if (r->memfd < 0)
+        return;
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        punch(r, r->col[c].ring.data, (size_t)r->col[c].ring.nbuf * r->col[c].ring.buffer_size);
+    punch(r, r->meta, r->meta_capacity);
+}
+
 void rec_teardown(recorder *r)
 {
     if (r->listen_fd >= 0) {
@@ -331,16 +362,8 @@ void rec_teardown(recorder *r)
         ltr_writer_close(r->writer);
     if (r->shm) { /* producers may now give the pages back */
         atomic_store(&r->shm->state, LTR_SESSION_DONE);
+        give_back_pages(r);
         ltr_unmap(r->shm, r->shm_size);
-        /* And the recorder gives them back itself, but for the first page
-         * (the header: producers read its state): a producer gives them
-         * back only at its next event of an enabled provider, so a service
-         * that had joined a session (even one denied by its pid filter)
-         * held the whole pool, 1 GB by default, until another session or
-         * its exit (found by a review). A late write lands in a fresh page. */
-        long page = sysconf(_SC_PAGESIZE);
-        if (r->memfd >= 0 && page > 0 && r->shm_size > (size_t)page)
-            fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, (off_t)(r->shm_size - (size_t)page));
     }
     if (r->memfd >= 0)
         close(r->memfd);
