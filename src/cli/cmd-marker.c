@@ -9,6 +9,16 @@
 
 static const char usage[] = "ltr marker TEXT [--instance NAME]";
 
+/* The marker into one session; a session that did not take it is named, the
+ * others are marked all the same. */
+static int mark(const char *session, const char *text)
+{
+    ltr_error err = {0};
+    if (ltr_client_op(session, "marker", NULL, text, false, NULL, &err))
+        return cli_fail("marker", "no marker in session '%s': %s", session, err.msg);
+    return 0;
+}
+
 int cmd_marker(int argc, char **argv)
 {
     const char *instance = NULL;
@@ -23,7 +33,7 @@ int cmd_marker(int argc, char **argv)
         return rc;
     const char *text = argv[first];
     if (instance)
-        return cli_session_request("marker", instance, "marker", NULL, text, NULL);
+        return mark(instance, text);
     char names[64][64];
     ltr_error err;
     int n = ltr_client_sessions(names, 64, &err);
@@ -33,6 +43,6 @@ int cmd_marker(int argc, char **argv)
         return cli_fail("marker", "no session is running");
     rc = 0;
     for (int i = 0; i < n; i++)
-        rc |= cli_session_request("marker", names[i], "marker", NULL, text, NULL);
+        rc |= mark(names[i], text);
     return rc;
 }

@@ -8,13 +8,62 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-static int connect_to(const char *session, ltr_error *err)
+/* How long a request waits for its answer. A save or a stop writes a whole
+ * trace (a big ring takes a while), a flush what is pending, a capturestate
+ * waits up to 10 s for the system provider: those wait long. The others are
+ * answered by the recorder's loop at once, so one not answered in a few
+ * seconds will not be soon: the command says so and goes on (`ltr status`
+ * to the other sessions) instead of hanging. */
+#define CLIENT_QUICK_S 10
+#define CLIENT_LONG_S 600
+/* While it waits, how often it looks whether the recorder is stopped
+ * (SIGSTOP, a debugger): a stopped one is reported then, also mid-save,
+ * not after the whole wait. */
+#define CLIENT_LOOK_MS 1000
+/* A listener's backlog full (requests pile up before a stopped recorder):
+ * connecting again after this long. */
+#define CLIENT_RETRY_MS 50
+
+static unsigned answer_limit_s(const ltr_bytes *req)
+{
+    static const char *const slow[] = {"save", "stop", "flush", "capturestate"};
+    char op[32];
+    if (ltr_kv_find(req->data, req->len, "op", op, sizeof op))
+        for (size_t i = 0; i < sizeof slow / sizeof *slow; i++)
+            if (!strcmp(op, slow[i]))
+                return CLIENT_LONG_S;
+    return CLIENT_QUICK_S;
+}
+
+static void nap_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Connects without blocking: a blocking connect to a listener whose backlog
+ * is full waits as long as its recorder is stopped. Tries again until
+ * end_ns; the socket stays non-blocking (the deadlines bound each wait). */
+static int connect_by(const struct sockaddr_un *sa, uint64_t end_ns)
+{
+    for (;;) {
+        int fd = ltr_unix_connect_addr(sa, true);
+        if (fd != -EAGAIN || ltr_now_ns() >= end_ns)
+            return fd;
+        nap_ms(CLIENT_RETRY_MS);
+    }
+}
+
+static int connect_to(const char *session, uint64_t end_ns, ltr_error *err)
 {
     char dir[4096], name[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
@@ -29,9 +78,12 @@ static int connect_to(const char *session, ltr_error *err)
         return rc;
     }
     /* connected through the directory fd: the one that was checked */
-    int fd = ltr_unix_connect_addr(&sa, false), e = -fd;
+    int fd = connect_by(&sa, end_ns), e = -fd;
     close(dirfd);
     if (fd < 0) {
+        if (e == EAGAIN)
+            return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer: too many requests wait for it "
+                                            "already (its recorder is stopped or hung)", session);
         if (e == ENOENT || e == ECONNREFUSED)
             return ltr_fail(err, ESRCH, "no session named '%s' is running", session);
         if (e == EACCES || e == EPERM)
@@ -39,20 +91,68 @@ static int connect_to(const char *session, ltr_error *err)
                             session);
         return ltr_fail(err, e, "cannot reach session '%s': %s", session, strerror(e));
     }
-    /* A save of a big ring can take a while; a dead recorder must not hang us. */
-    ltr_sock_recv_timeout(fd, 600);
     return fd;
+}
+
+/* The recorder at the other end of fd (the process that listens), or 0. */
+static pid_t peer_pid(int fd)
+{
+    struct ucred uc;
+    socklen_t len = sizeof uc;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 ? uc.pid : 0;
+}
+
+/* Whether pid is stopped (SIGSTOP, a debugger): it answers nothing until it runs again. */
+static bool is_stopped(pid_t pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (pid <= 0 || ltr_read_small_file(path, stat, sizeof stat) <= 0)
+        return false;
+    const char *p = strrchr(stat, ')'); /* past the name, which may hold anything */
+    return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Waits for the answer to arrive on fd until end_ns, looking meanwhile
+ * whether the recorder is stopped. 0, or -ETIMEDOUT with err naming the
+ * session and why. */
+static int await_answer(int fd, const char *session, uint64_t end_ns, unsigned limit_s, ltr_error *err)
+{
+    pid_t rec = peer_pid(fd);
+    for (;;) {
+        uint64_t now = ltr_now_ns();
+        if (now >= end_ns)
+            return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer within %u s: its recorder (pid %d) "
+                            "is busy or hung", session, limit_s, (int)rec);
+        uint64_t left_ms = (end_ns - now) / 1000000 + 1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, left_ms < CLIENT_LOOK_MS ? (int)left_ms : CLIENT_LOOK_MS);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return ltr_fail(err, errno, "session '%s': %s", session, strerror(errno));
+        if (n == 0 && is_stopped(rec))
+            return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer: its recorder (pid %d) is stopped "
+                            "(SIGSTOP or a debugger); 'kill -CONT %d' lets it go on", session, (int)rec,
+                            (int)rec);
+    }
 }
 
 int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *resp, ltr_error *err)
 {
     memset(resp, 0, sizeof *resp);
-    int fd = connect_to(session, err);
+    unsigned limit_s = answer_limit_s(req);
+    uint64_t end_ns = ltr_now_ns() + (uint64_t)limit_s * 1000000000u;
+    int fd = connect_to(session, ltr_now_ns() + (uint64_t)CLIENT_QUICK_S * 1000000000u, err);
     if (fd < 0)
         return fd;
-    int rc = ltr_send_msg(fd, req->data, req->len, NULL, 0);
+    int rc = ltr_send_msg_by(fd, req->data, req->len, NULL, 0, end_ns);
+    if (rc == 0 && (rc = await_answer(fd, session, end_ns, limit_s, err)) != 0) {
+        close(fd);
+        return rc;
+    }
     uint8_t *body = NULL;
-    ssize_t n = rc ? rc : ltr_recv_msg(fd, &body, NULL, NULL, 16u << 20);
+    ssize_t n = rc ? rc : ltr_recv_msg_by(fd, &body, NULL, NULL, 16u << 20, end_ns);
     close(fd);
     if (n < 0)
         return ltr_fail(err, (int)-n, "session '%s' did not answer: %s", session,

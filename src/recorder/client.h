@@ -24,7 +24,11 @@ typedef struct ltr_kvlist {
 } ltr_kvlist;
 
 /* Sends req to the session's recorder and waits for the response (fills err
- * with the recorder's message when ok != 1). Returns 0 or -errno. */
+ * with the recorder's message when ok != 1). Returns 0 or -errno. The wait
+ * is bounded: a few seconds for a request answered at once (status,
+ * marker, cancel...), 10 minutes for one that writes a trace (save, stop,
+ * flush, capturestate); a stopped recorder (SIGSTOP) is reported within
+ * about a second either way: -ETIMEDOUT, err naming the session and why. */
 int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *resp, ltr_error *err);
 /* One request of the protocol, typed: op ("status", "save", "stop",
  * "cancel", "marker"...) with its path and text (NULL when absent), and

@@ -1,7 +1,8 @@
 /*
  * tests/e2e/test_session.c — sessions through the ltr command: start, status,
  * save, stop, cancel and marker; memory and file mode; several sessions at
- * once; a killed recorder; bad options; permissions.
+ * once; a killed recorder; a stopped one (commands say so in seconds);
+ * bad options; permissions.
  */
 #include "util/testutil.h"
 
@@ -187,11 +188,14 @@ static void test_oversized_events_are_counted(void **state)
     assert_int_equal(t.events_lost, 10);
 }
 
-/* --max-file-size: the file stops growing; what did not fit is counted lost. */
+/* --max-file-size: the file stops growing; what did not fit is counted lost.
+ * The pool (4 MiB) holds all 3 MB the producer writes, so they reach the
+ * recorder even when it gets no CPU meanwhile (with 1 MiB, a loaded machine
+ * once lost them at the producer instead, and no buffer met the limit). */
 static void test_max_file_size(void **state)
 {
     const char *dir = *state;
-    tu_expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 16 -o %s/cap.ltr "
+    tu_expect_ok(tu_run("%s start --filemode --max-file-size 1 --buffer-size 64 --buffers 64 -o %s/cap.ltr "
                      "--instance cap --provider Test.Producer", LTR, dir));
     tu_result p = tu_run("%s --events 3000 --size 1000 --random --wait-enabled 5", PRODUCER);
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
@@ -334,6 +338,60 @@ static void test_killed_recorder(void **state)
     tu_expect_ok(tu_run("%s cancel --instance k", LTR));
 }
 
+/* A command that does not end by itself is killed after this long (the test
+ * then fails); against a stopped recorder it ends in a few seconds. */
+#define STOPPED_LIMIT_S 60
+
+/* Runs an ltr command under that limit; its result, and how long it took. */
+static tu_result run_timed(double *took, const char *args)
+{
+    double t0 = tu_now_s();
+    tu_result r = tu_run("timeout -s KILL %d %s %s", STOPPED_LIMIT_S, LTR, args);
+    *took = tu_now_s() - t0;
+    return r;
+}
+
+/* One session's recorder stopped (SIGSTOP): status, marker and save say so
+ * in seconds, naming it, instead of hanging 10 minutes; status still shows
+ * the other session, marker still marks it. */
+static void test_stopped_recorder_answers_fast(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance s1 --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s start --instance s2 --provider Test.Producer", LTR));
+    tu_result st = tu_run("%s status --instance s1", LTR);
+    const char *at = strstr(st.out, "recorder pid ");
+    pid_t rec = at ? (pid_t)atoi(at + strlen("recorder pid ")) : 0;
+    tu_free(&st);
+    assert_true(rec > 0);
+    assert_int_equal(kill(rec, SIGSTOP), 0);
+    double took_status, took_marker, took_save;
+    tu_result status = run_timed(&took_status, "status");
+    tu_result marker = run_timed(&took_marker, "marker hello");
+    char args[600];
+    snprintf(args, sizeof args, "save --instance s1 %s/s1.ltr", dir);
+    tu_result save = run_timed(&took_save, args);
+    kill(rec, SIGCONT);
+    if (status.status != 1 || !strstr(status.out, "session 's2'") || !strstr(status.err, "session 's1'") ||
+        !strstr(status.err, "is stopped"))
+        fail_msg("ltr status: %d: %s%s", status.status, status.out, status.err);
+    if (marker.status != 1 || !strstr(marker.err, "no marker in session 's1'") || strstr(marker.err, "'s2'"))
+        fail_msg("ltr marker: %d: %s", marker.status, marker.err);
+    if (save.status != 1 || !strstr(save.err, "session 's1'") || !strstr(save.err, "is stopped"))
+        fail_msg("ltr save: %d: %s", save.status, save.err);
+    if (took_status > 15 || took_marker > 15 || took_save > 15)
+        fail_msg("took %.1f s, %.1f s and %.1f s", took_status, took_marker, took_save);
+    tu_free(&status), tu_free(&marker), tu_free(&save);
+    /* s2 took the marker; s1 runs on and answers again */
+    tu_expect_ok(tu_run("%s save --no-symbols --instance s2 %s/s2.ltr", LTR, dir));
+    tu_result d = tu_run("%s dump %s/s2.ltr", LTR, dir);
+    assert_non_null(strstr(d.out, "hello"));
+    tu_free(&d);
+    tu_expect_ok(tu_run("%s status --instance s1", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance s1", LTR));
+    tu_expect_ok(tu_run("%s cancel --instance s2", LTR));
+}
+
 static void test_permissions(void **state)
 {
     const char *dir = *state;
@@ -379,6 +437,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_taken_name_and_missing_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_bad_options, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stopped_recorder_answers_fast, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
