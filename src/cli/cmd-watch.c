@@ -4,6 +4,7 @@
  */
 #include "base/units.h"
 #include "cli/cli.h"
+#include "cli/session.h"
 #include "watch/watch.h"
 
 #include <errno.h>
@@ -153,6 +154,7 @@ int cmd_watch(int argc, char **argv)
         {"memory-interval", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
         {"support-bundle", no_argument, 0, 'b'},       {"no-symbols", no_argument, 0, 'S'},
         {0, 0, 0, 0}};
+    static char record_to[4096];
     ltr_watch_config cfg = {.max_triggers = 1};
     out_ctx o = {0};
     uint64_t v;
@@ -166,7 +168,11 @@ int cmd_watch(int argc, char **argv)
             cfg.pid = (uint32_t)v;
             break;
         case 'n': cfg.name = optarg; break;
-        case 'o': cfg.record_to = optarg; break;
+        case 'o': /* the recorder writes it, in its own working directory: absolute here */
+            if (cli_absolute_path("watch", optarg, record_to, sizeof record_to))
+                return 2;
+            cfg.record_to = record_to;
+            break;
         case 'a':
             if (parse_size("--private-bytes-above", optarg, &cfg.rule.above))
                 return 2;

@@ -143,6 +143,8 @@ int ltr_watch_check(const ltr_watch_config *cfg, ltr_error *err)
         return ltr_fail(err, ESRCH, "--pid %u: no such process", cfg->pid);
     if (!cfg->record_to || !cfg->record_to[0])
         return ltr_fail(err, EINVAL, "give --record-to FILE: where a trigger saves the trace");
+    if (cfg->record_to[0] != '/') /* the recorder would write it in its own directory, not ours */
+        return ltr_fail(err, EINVAL, "--record-to %s: give an absolute path", cfg->record_to);
     if ((rc = check_directory(cfg->record_to, err)))
         return rc;
     ltr_plan *plan = resolve(cfg, err);
@@ -162,6 +164,9 @@ typedef struct watch {
     uint32_t pid;          /* the process watched now; 0: none (by name, waiting) */
     uint64_t start_ticks;  /* its start: a reused pid is another process */
     uint32_t snap_pid;     /* whose snapshot setting we turned on */
+    /* the agent's own memory is not growth: polls count from once it joined (settling()) */
+    bool joined, settled;
+    unsigned unjoined; /* polls the agent has not joined in */
     ltr_watch_cond cond;
     unsigned triggers, next_n;
     uint64_t t0;
@@ -221,8 +226,10 @@ static int start_session(watch *w, ltr_error *err)
     sc->cancel_when_orphaned = true;
     if ((rc = ltr_runtime_dir(w->rundir, sizeof w->rundir, err)))
         return rc;
-    if (w->cfg->pid && (rc = ltr_attach_check((pid_t)w->cfg->pid, w->rundir, err)) < 0)
-        return ltr_fail(err, -rc, "--pid %u: %s", w->cfg->pid, err->msg);
+    if (w->cfg->pid && (rc = ltr_attach_check((pid_t)w->cfg->pid, w->rundir, err)) < 0) {
+        ltr_error why = *err; /* ltr_fail writes into err: its message is copied first */
+        return ltr_fail(err, -rc, "--pid %u: %s", w->cfg->pid, why.msg);
+    }
     if ((rc = ltr_recorder_launch(sc, err)))
         return rc;
     say(w, false, "session '%s' started: memory mode, profiles %s", sc->name, sc->profiles);
@@ -274,7 +281,8 @@ static int follow(watch *w, uint32_t pid, ltr_error *err)
 {
     w->pid = pid;
     w->start_ticks = ltr_proc_start_ticks((pid_t)pid);
-    ltr_watch_cond_init(&w->cond, &w->cfg->rule); /* a new process: its own warm-up and thresholds */
+    w->joined = w->settled = false; /* a new process: its own baseline, warm-up and thresholds */
+    w->unjoined = 0;
     int rc = reach(w, pid, err);
     if (rc == 0 && w->cfg->name)
         say(w, false, "watching pid %u (%s)", pid, w->cfg->name);
@@ -291,17 +299,54 @@ static uint32_t find_named(watch *w)
     return n > 0 ? pids[0] : 0;
 }
 
-static uint64_t reach_ns(watch *w)
+/* The session's status: how far back the recorder reaches (0 when it does
+ * not answer); returns whether the process watched has joined the session
+ * (true too when that cannot be told: the agent's settling must not wait on
+ * a recorder that does not answer). */
+static bool ask_session(watch *w, uint64_t *reach)
 {
     static ltr_session_status st;
     ltr_error err;
+    *reach = 0;
     if (ltr_client_status(w->sc.name, &st, &err) != 0)
-        return 0;
-    uint64_t r = 0; /* the heap collector's: the shortest of them all */
-    for (unsigned c = 0; c < st.ncollectors; c++)
-        if (!r || st.collectors[c].reach_ns < r)
-            r = st.collectors[c].reach_ns;
-    return r;
+        return true;
+    for (unsigned c = 0; c < st.ncollectors; c++) /* the heap collector's: the shortest of them all */
+        if (!*reach || st.collectors[c].reach_ns < *reach)
+            *reach = st.collectors[c].reach_ns;
+    for (unsigned i = 0; i < st.nattached; i++)
+        if (st.attached[i] == w->pid)
+            return true;
+    return st.nattached >= LTR_STATUS_PIDS; /* the list is cut: cannot tell */
+}
+
+/* The heap agent's own memory (its tables: some MiB of RssAnon) comes at
+ * once when it joins the session, at the process's first allocation after
+ * the attach, and is not the process's growth. So the condition starts
+ * only at the first poll after the one that saw it joined: that poll is the
+ * baseline growth counts from, and auto's warm-up learns from there. Until
+ * then a poll is only shown. Returns whether this one is such. */
+#define WATCH_JOIN_POLLS 5
+
+static bool settling(watch *w, bool joined, ltr_watch_verdict *v, uint64_t private_bytes)
+{
+    if (w->settled)
+        return false;
+    /* a process that does not allocate through malloc (an allocator of its
+     * own on mmap) never joins: past a few polls it is watched as it is */
+    if (w->joined || w->unjoined >= WATCH_JOIN_POLLS) {
+        w->settled = true;
+        ltr_watch_cond_init(&w->cond, &w->cfg->rule);
+        return false;
+    }
+    w->joined = joined;
+    w->unjoined += !joined;
+    memset(v, 0, sizeof *v);
+    v->state = LTR_WATCH_SETTLING;
+    v->private_bytes = private_bytes;
+    snprintf(v->waits_for, sizeof v->waits_for, joined ? "the heap agent to settle (its memory is not growth)"
+                                                       : "the heap agent to join at the next allocation "
+                                                         "(its memory is not growth)");
+    return true;
 }
 
 /* The monitor's lines, oldest first, in one malloc'd buffer (or NULL). */
@@ -424,9 +469,10 @@ static int poll_once(watch *w, ltr_error *err)
             return 1;
         }
     }
-    ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
     p.pid = w->pid;
-    p.reach_ns = reach_ns(w);
+    bool joined = ask_session(w, &p.reach_ns);
+    if (!settling(w, joined, &p.v, m.private_bytes))
+        ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
     remember(w, &p);
     if (w->h->poll)
         w->h->poll(w->h->ctx, &p);

@@ -48,6 +48,7 @@ enum ltr_watch_state {
     LTR_WATCH_WAITING,      /* armed: the condition does not hold */
     LTR_WATCH_HOLDING,      /* it holds still, after a trigger: waits for it to end */
     LTR_WATCH_FIRE,         /* it holds now: trigger */
+    LTR_WATCH_SETTLING,     /* the heap agent has just joined the process: its memory is not growth */
 };
 
 typedef struct ltr_watch_verdict {
@@ -70,7 +71,9 @@ void ltr_watch_cond_poll(ltr_watch_cond *c, uint64_t private_bytes, ltr_watch_ve
 typedef struct ltr_watch_config {
     uint32_t pid;              /* the target, or */
     const char *name;          /* the executable's file name (by name: followed across restarts) */
-    const char *record_to;     /* FILE: the first trigger's trace; later ones FILE-2, FILE-3... */
+    /* FILE: the first trigger's trace; later ones FILE-2, FILE-3... Absolute:
+     * the recorder writes it, and its working directory is not the caller's. */
+    const char *record_to;
     ltr_watch_rule rule;
     uint32_t interval_ms;      /* polls (default 10 s) */
     unsigned max_triggers;     /* then it ends (default 1) */

@@ -9,7 +9,9 @@
  * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
  * write nothing; a watched --pid that exits ends it with status 3; by
  * --name a restarted service is followed; the systemd unit verifies and its
- * command line runs; bad input is refused before anything starts. Attaching
+ * command line runs; bad input is refused before anything starts, an
+ * attach refused is said whole; a relative --record-to is the caller's; the
+ * heap agent's own memory is never taken for growth. Attaching
  * the agent needs ptrace: as root here (CI runs as root), the tests skip
  * otherwise.
  */
@@ -424,6 +426,84 @@ static void test_name_follows_restart(void **state)
     kill(b, SIGKILL);
 }
 
+/* --record-to a relative path is the caller's: the trace and its bundle go
+ * to the directory watch was started in (the recorder's is another), and
+ * that is the path it says and names the frames in. */
+static void test_record_to_relative(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "cd %s && exec %s watch --pid %d --record-to rel.ltr --private-bytes-above 1M "
+                         "--interval 0.2 --support-bundle", dir, LTR, (int)svc);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    char *s = tu_read_file(out), want[1200];
+    snprintf(want, sizeof want, "trace saved to %s/rel.ltr, support bundle %s/rel.tar.zst", dir, dir);
+    if (!strstr(s, want) || strstr(s, "warning"))
+        fail_msg("wanted '%s' and no warning in: %s", want, s);
+    free(s);
+    snprintf(want, sizeof want, "%s/rel.ltr", dir);
+    tu_result i = tu_run("%s info %s", LTR, want);
+    assert_int_equal(i.status, 0);
+    assert_non_null(strstr(i.out, " addresses named where it was recorded"));
+    tu_free(&i);
+}
+
+/* The heap agent's own memory (some MiB, at once when it joins the
+ * process) is not the service's growth: on a service growing slowly,
+ * --growth-above 1M neither fires nor shows a poll growing by it. */
+static void test_agent_memory_is_not_growth(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "500 0 -64"); /* 128 KiB/s from the start */
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 1M --interval 0.5 "
+                         "--max-triggers 100 --monitor",
+                    LTR, (int)svc, dir);
+    char *s = wait_for(out, "  pid ", 8);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    free(s);
+    s = tu_read_file(out);
+    if (strstr(s, "trigger"))
+        fail_msg("triggered on the agent's memory: %s", s);
+    for (const char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(strchr(line, ' ') ? strchr(line, ' ') : "", "  pid ", 6) && growth_of(line) > 1 << 20)
+            fail_msg("a poll grew by more than 1 MiB: %s", s);
+    free(s);
+}
+
+/* The refusal of an attach is said once, whole: "--pid N: pid N would
+ * look for sessions in ...". */
+static void test_attach_refusal_said_whole(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    char out[512];
+    snprintf(out, sizeof out, "%s/svc.out", dir);
+    spawn(out, "exec env LTR_RUNTIME_DIR=%s/elsewhere %s 50 256 0", dir, tu_test_bin("watch-target"));
+    char *s = wait_for(out, "ready", 1);
+    pid_t svc = (pid_t)atoi(strstr(s, "ready") + 6);
+    free(s);
+    tu_result r = tu_run("%s watch --pid %d --record-to %s/t.ltr --growth-above 1M", LTR, (int)svc, dir);
+    char want[1024];
+    snprintf(want, sizeof want, "--pid %d: pid %d would look for sessions in %s/elsewhere", (int)svc, (int)svc,
+             dir);
+    if (r.status != 1 || !strstr(r.err, want))
+        fail_msg("wanted '%s': status %d: %s", want, r.status, r.err);
+    tu_free(&r);
+    kill(svc, SIGKILL);
+}
+
 /* A copy of s with every from replaced by to (malloc'd). */
 static char *replace(const char *s, const char *from, const char *to)
 {
@@ -548,6 +628,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refusal_said_whole, tu_setup_sandbox, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
