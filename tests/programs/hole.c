@@ -1,0 +1,115 @@
+/*
+ * tests/programs/hole.c — a producer that ends the way a thread killed inside
+ * ltr_ring_publish does (an exec or a kill between its two steps), for
+ * tests/e2e/test_queue_hole.c: that happens about 1 time in 200 in
+ * test_exec_order, far too rarely to test the recorder's handling of it
+ * (recorder/drain.c, finish_unqueued and take_past_holes). Here it happens
+ * every time: the program writes its events like any producer, then does to
+ * the buffer its thread still holds exactly what ltr_ring_publish does up to
+ * its last store (the buffer marked FULL, a queue position claimed with the
+ * fetch_add of the queue tail) and never stores the buffer's index into the
+ * claimed slot. That leaves a hole at the queue's head, which holds back
+ * every buffer published behind it, and a FULL buffer in no queue slot.
+ *
+ *   hole SESSION EVENTS exit|stay
+ *
+ * exit: the process is gone at once (the recorder harvests it). stay: it
+ * stays alive, writing nothing, until killed (or 60 s), so that the session
+ * ends with the hole's maker still there. Prints, once the hole is made:
+ * "hole=POS buffer=IDX held=EVENTS pid=PID", held being the events of the
+ * half-published buffer.
+ */
+#include <ltr/provider.h>
+
+#include "event/producer.h"
+#include "event/registry.h"
+#include "event/shm.h"
+#include "ring/ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static ltr_provider prov = {.name = "Test.Hole", .state = &ltr_never_enabled};
+static const ltr_field_desc fields[] = {{"seq", LTR_TYPE_UVAR}};
+static ltr_event_desc ev = {.provider = &prov, .id = 1, .name = "BeforeHole", .fields = fields,
+                            .field_count = 1};
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* This process's attachment to the session named name (as scribbler.c finds it). */
+static ltr_attach *session_named(const char *name)
+{
+    ltr_error err;
+    ltr_registry *reg = ltr_registry_get(&err);
+    for (unsigned slot = 0; reg && slot < LTR_MAX_SESSIONS; slot++) {
+        bool unreachable;
+        if (atomic_load(&reg->sessions[slot].incarnation) && !strcmp(reg->sessions[slot].name, name))
+            return ltr_producer_session(reg, slot, &unreachable);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "stay"))) {
+        fprintf(stderr, "usage: hole SESSION EVENTS exit|stay\n");
+        return 2;
+    }
+    long events = atol(argv[2]);
+    ltr_provider_register(&prov);
+    for (int i = 0; i < 500 && !ltr_event_enabled(&ev); i++)
+        sleep_ms(10);
+    if (!ltr_event_enabled(&ev)) {
+        fprintf(stderr, "hole: provider Test.Hole was not enabled in time\n");
+        return 1;
+    }
+    for (long i = 0; i < events; i++) {
+        ltr_write_result res;
+        const ltr_value v[] = {LTR_UVAR((uint64_t)i)};
+        ltr_event_write_values(&ev, v, 1, &res);
+        if (res.sessions_written != 1) { /* the test counts on every one being in a buffer */
+            fprintf(stderr, "hole: event %ld not written\n", i);
+            return 1;
+        }
+    }
+    ltr_attach *a = session_named(argv[1]);
+    if (!a) {
+        fprintf(stderr, "hole: session %s not found\n", argv[1]);
+        return 1;
+    }
+    /* The buffer this (only) thread still writes into: the last events. */
+    ltr_ring *ring = ltr_shm_ring(a->shm, 0);
+    uint32_t idx = LTR_RING_NONE, found = 0;
+    for (uint32_t i = 0; i < ring->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
+        if (atomic_load(&b->state) == LTR_BUF_ACTIVE && b->owner == a->owner)
+            idx = i, found++;
+    }
+    if (found != 1) {
+        fprintf(stderr, "hole: %u active buffers of this process, not 1\n", found);
+        return 1;
+    }
+    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
+    uint32_t held = LTR_COMMIT_EVENTS(atomic_load(&b->commit));
+    /* ltr_ring_publish's first steps, word for word (ring.c), and not its
+     * last: the slot at pos stays 0, as when the thread dies right there. */
+    if (b->tid != 0)
+        atomic_fetch_sub_explicit(&ring->own_count, 1, memory_order_relaxed);
+    atomic_store_explicit(&b->state, LTR_BUF_FULL, memory_order_release);
+    uint64_t pos = atomic_fetch_add_explicit(&ring->queue_tail, 1, memory_order_relaxed);
+    printf("hole=%llu buffer=%u held=%u pid=%d\n", (unsigned long long)pos, idx, held, (int)getpid());
+    fflush(stdout);
+    if (!strcmp(argv[3], "stay"))
+        for (int i = 0; i < 6000; i++) /* killed by the test; a bound if it is not */
+            sleep_ms(10);
+    /* No exit handlers: they would publish the buffer this thread still
+     * thinks it holds, which a dead thread never does. */
+    _exit(0);
+}
