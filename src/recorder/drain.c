@@ -696,6 +696,32 @@ bool rec_backlog_waiting(const recorder *r)
     return rec_backlog_oldest(&r->backlog) != NULL;
 }
 
+/* Memory mode: a queue slot claimed and left empty for 2 s is a dead
+ * producer's (its process exec'd or was killed inside ltr_ring_publish) and
+ * is marked so (ltr_ring_mark_dead): producers that overwrite the oldest
+ * buffer stop at an empty slot, so it stopped the flight recorder for the
+ * rest of the session, every later event lost (file mode takes the queue
+ * past such a slot: take_queued, take_past_holes). The dead producer's
+ * buffer, in no slot, is out of the ring from then on. Looked at once a
+ * second (a scan of the queue). */
+static void mark_dead_holes(recorder *r)
+{
+    uint64_t now = ltr_now_ns();
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        uint64_t pos = ltr_ring_first_hole(&cs->ring);
+        if (pos == UINT64_MAX || pos != cs->hole_pos || !cs->queue_stall_ns) {
+            cs->hole_pos = pos;
+            cs->queue_stall_ns = pos == UINT64_MAX ? 0 : now;
+        } else if (now - cs->queue_stall_ns >= 2000000000u) {
+            if (ltr_ring_mark_dead(&cs->ring, pos))
+                rec_log("collector %s: a queue slot whose producer never filled it marked dead",
+                        r->cfg.collectors[c].name);
+            cs->queue_stall_ns = 0;
+        }
+    }
+}
+
 void rec_drain(recorder *r, bool flush_active)
 {
     rec_sample_counters(r);
@@ -704,6 +730,8 @@ void rec_drain(recorder *r, bool flush_active)
         meta_pull(r); /* kept before producers or anyone else can write over it */
         for (unsigned c = 0; c < r->cfg.ncollectors; c++)
             atomic_store(&r->col[c].ring.shared->wake_pending, 0);
+        if (flush_active)
+            mark_dead_holes(r);
         return;
     }
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {

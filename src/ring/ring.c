@@ -99,7 +99,9 @@ static uint32_t pop_oldest(ltr_ring *r)
         if (atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                   memory_order_acquire)) {
             atomic_store_explicit(&slots[h % r->nbuf], 0, memory_order_relaxed);
-            return v - 1;
+            if (v != LTR_RING_SLOT_DEAD)
+                return v - 1;
+            h++; /* a dead producer's position, stepped over: the next one */
         }
     }
 }
@@ -217,6 +219,8 @@ static uint32_t slot_index(ltr_ring_view *v, uint32_t slot)
 {
     if (slot - 1 < v->nbuf)
         return slot - 1;
+    if (slot == LTR_RING_SLOT_DEAD)
+        return LTR_RING_NONE; /* marked by this consumer: no damage */
     v->damage++;
     return LTR_RING_NONE;
 }
@@ -318,3 +322,21 @@ bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos)
     return ltr_ring_head(v) <= pos;
 }
 _Static_assert(sizeof(ltr_ring_buf) == 64, "one cache line per buffer header");
+
+uint64_t ltr_ring_first_hole(ltr_ring_view *v)
+{
+    uint64_t tail = ltr_ring_tail(v);
+    for (uint64_t pos = ltr_ring_history_start(v, tail); pos < tail; pos++)
+        if (atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire) == 0)
+            return pos;
+    return UINT64_MAX;
+}
+
+bool ltr_ring_mark_dead(ltr_ring_view *v, uint64_t pos)
+{
+    uint32_t empty = 0;
+    if (pos < ltr_ring_head(v) || pos >= ltr_ring_tail(v))
+        return false;
+    return atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &empty, LTR_RING_SLOT_DEAD,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}

@@ -30,6 +30,11 @@
 
 #define LTR_RING_MAGIC 0x4c545252u /* "LTRR" */
 #define LTR_RING_NONE UINT32_MAX
+/* A queue slot whose producer died between claiming its position and
+ * storing its buffer there (its process exec'd or was killed inside
+ * ltr_ring_publish): the consumer of an overwrite ring marks it so, and a
+ * producer taking the oldest buffer steps over it (ltr_ring_mark_dead). */
+#define LTR_RING_SLOT_DEAD UINT32_MAX
 #define LTR_RING_OVERWRITE 0x1u /* flags: producers reuse the oldest full buffer */
 
 enum ltr_buf_state { LTR_BUF_FREE = 0, LTR_BUF_ACTIVE = 1, LTR_BUF_FULL = 2 };
@@ -196,5 +201,15 @@ uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos);
 /* True if the buffer at pos was not taken for reuse since ltr_ring_at: call
  * after copying it, to know the copy is whole. */
 bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos);
+/* Overwrite ring: the first position of [head, tail) whose slot is empty
+ * (claimed, not stored), or UINT64_MAX. */
+uint64_t ltr_ring_first_hole(ltr_ring_view *v);
+/* Overwrite ring: the empty slot at pos marked LTR_RING_SLOT_DEAD (false if
+ * it was filled meanwhile, or pos is no longer in the queue). Producers
+ * taking the oldest buffer stop at an empty slot (its producer may be about
+ * to store), so a slot left empty by a dead producer stopped them all for
+ * the rest of the session: every later event lost. Call only on a slot
+ * seen empty for long (seconds), never filled by a live producer. */
+bool ltr_ring_mark_dead(ltr_ring_view *v, uint64_t pos);
 
 #endif

@@ -154,11 +154,50 @@ static void test_hole_of_a_live_process(void **state)
     expect_all(path, "stopped", true);
 }
 
+/* Memory mode (a flight recorder): producers that find no free buffer take
+ * the oldest published one, and stopped at a hole, since its producer might
+ * be about to fill it: every later event was lost for the rest of the
+ * session. The recorder now marks a slot left empty for 2 s dead, and
+ * producers step over it. A first producer overwrites the ring up to the
+ * hole (it may lose events there); once the recorder has looked, a second
+ * one loses nothing. */
+static void test_hole_in_a_flight_recorder(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance hm --buffer-size 4 --buffers 8 --provider Test.Producer "
+                        "--provider Test.Hole", LTR));
+    tu_result h = tu_run("%s hm %d exit", tu_test_bin("ltr-test-hole"), HOLE_EVENTS);
+    if (h.status != 0)
+        fail_msg("hole failed (%d): %s%s", h.status, h.out, h.err);
+    held_events(h.out);
+    tu_free(&h);
+    const char *producer = tu_test_bin("ltr-test-producer");
+    tu_result p = tu_run("%s --events %d --wait-enabled 5", producer, 2 * PRODUCER_EVENTS);
+    assert_int_equal(p.status, 0);
+    print_message("up to the hole: %lld written, %lld lost\n", tu_field(p.out, "written"), tu_field(p.out, "lost"));
+    tu_free(&p);
+    usleep(3200 * 1000); /* the recorder looks once a second, and marks a slot empty for 2 s */
+    p = tu_run("%s --events %d --wait-enabled 5", producer, 2 * PRODUCER_EVENTS);
+    assert_int_equal(p.status, 0);
+    print_message("after: %lld written, %lld lost\n", tu_field(p.out, "written"), tu_field(p.out, "lost"));
+    assert_int_equal(tu_field(p.out, "written"), 2 * PRODUCER_EVENTS);
+    assert_int_equal(tu_field(p.out, "lost"), 0);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance hm %s/hm.ltr", LTR, dir));
+    char path[600];
+    snprintf(path, sizeof path, "%s/hm.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.seq_max, 2 * PRODUCER_EVENTS - 1); /* the newest event is kept */
+    assert_int_equal(t.damage, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hole_of_an_exited_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_of_a_live_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_hole_in_a_flight_recorder, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
