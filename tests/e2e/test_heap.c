@@ -5,6 +5,7 @@
  * runs; target.c says what that mode allocates.
  */
 #include "base/heap_events.h"
+#include "prim/prim.h"
 #include "util/testutil.h"
 
 #include <ltr/trace.h>
@@ -575,32 +576,6 @@ static void test_handler_jumping_out_of_agent(void **state)
 
 /* ltr record says what the trace is missing: events lost for want of
  * buffers (with how many of how many), or every event (a static program). */
-/* The pid `ltr status` names after `key` for ltr record's session (the
- * recorder, or the process attached); 0 while it names none. */
-static long session_pid(pid_t record, const char *key)
-{
-    tu_result st = tu_run("%s status --instance record-%ld", tu_ltr(), (long)record);
-    const char *p = strstr(st.out, key);
-    long pid = p ? atol(p + strlen(key)) : 0;
-    tu_free(&st);
-    return pid;
-}
-
-/* Whether a process is gone or a zombie (its parent not yet told). */
-static bool process_ended(long pid)
-{
-    char path[64], stat[256];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = 0;
-    const char *close = strrchr(stat, ')');
-    return !close || close[1] == 0 || close[2] == 'Z' || close[2] == 'X';
-}
-
 /* `ltr record` with two 4 KB buffers around mode_many, its recorder stopped
  * (SIGSTOP) from before the program's first event of the 200 001 until after
  * the program ended: the program runs on, the buffers fill, and every later
@@ -624,17 +599,19 @@ static tu_result record_beside_stopped_recorder(void)
         _exit(127);
     }
     long recorder = 0, target = 0;
+    char instance[32];
+    snprintf(instance, sizeof instance, "record-%ld", (long)record);
     for (int i = 0; i < 2000 && !(recorder && target); i++) {
-        recorder = session_pid(record, "recorder pid ");
-        target = session_pid(record, "processes attached: ");
+        recorder = tu_session_pid(instance, "recorder pid ");
+        target = tu_session_pid(instance, "processes attached: ");
         if (!(recorder && target))
             usleep(10000);
     }
     bool stopped = recorder && target && kill((pid_t)recorder, SIGSTOP) == 0;
     tu_write_file(dir, "go", "");
-    for (int i = 0; i < 2000 && stopped && !process_ended(target); i++)
+    for (int i = 0; i < 2000 && stopped && ltr_pid_alive((pid_t)target); i++)
         usleep(10000);
-    bool ended = process_ended(target);
+    bool ended = !ltr_pid_alive((pid_t)target); /* gone, or a zombie its parent was not told of yet */
     if (recorder)
         kill((pid_t)recorder, SIGCONT);
     int status = 0;

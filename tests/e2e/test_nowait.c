@@ -39,14 +39,7 @@ static const char *agent(void)
 }
 
 /* The recorder pid `ltr status` names for a session; 0 if none. */
-static long recorder_pid(const char *instance)
-{
-    tu_result st = tu_run("%s status --instance %s", LTR, instance);
-    const char *p = strstr(st.out, "recorder pid ");
-    long pid = p ? atol(p + strlen("recorder pid ")) : 0;
-    tu_free(&st);
-    return pid;
-}
+static long recorder_pid(const char *instance) { return tu_session_pid(instance, "recorder pid "); }
 
 /* A column of the collector's line in `ltr status`: 0 recorded, 1 lost. */
 static long long status_count(const char *instance, const char *collector, int which)

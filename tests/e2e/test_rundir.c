@@ -54,29 +54,10 @@ static int list_dir(const char *dir, char *out, size_t size)
     return n;
 }
 
-static long recorder_pid(const char *session)
-{
-    tu_result st = tu_run("%s status --instance %s", LTR, session);
-    const char *p = strstr(st.out, "recorder pid ");
-    long pid = p ? strtol(p + 13, NULL, 10) : -1;
-    tu_free(&st);
-    return pid;
-}
+static long recorder_pid(const char *session) { return tu_session_pid(session, "recorder pid "); }
 
 /* Gone: no such process, or a zombie (its files, and locks, are closed). */
-static bool process_gone(long pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *paren = strrchr(buf, ')');
-    return paren && (paren[2] == 'Z' || paren[2] == 'X');
-}
+static bool process_gone(long pid) { return !ltr_pid_alive((pid_t)pid); }
 
 /* Kills a session's recorder with SIGKILL and waits until it is gone. */
 static void kill_recorder(const char *session)

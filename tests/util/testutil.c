@@ -162,6 +162,15 @@ long long tu_source_line(const char *path, const char *text)
     return found;
 }
 
+long tu_session_pid(const char *instance, const char *key)
+{
+    tu_result st = tu_run("%s status --instance %s", tu_ltr(), instance);
+    const char *p = strstr(st.out, key);
+    long pid = p ? atol(p + strlen(key)) : 0;
+    tu_free(&st);
+    return pid;
+}
+
 long long tu_field(const char *text, const char *key)
 {
     char pat[64];

@@ -40,6 +40,10 @@ const char *tu_test_bin(const char *name);
 const char *tu_demo_dir(void);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
 long long tu_field(const char *text, const char *key);
+/* The number `ltr status --instance INSTANCE` prints after key ("recorder
+ * pid ", "processes attached: "), or 0 when it prints none. */
+long tu_session_pid(const char *instance, const char *key);
+
 /* Line number of the first line of the file at path holding text, or -1. */
 long long tu_source_line(const char *path, const char *text);
 
