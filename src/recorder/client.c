@@ -329,6 +329,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->pid = kv_u64(kv, "pid");
     st->uptime_ns = kv_u64(kv, "uptime_ns");
     st->processes = kv_u64(kv, "processes");
+    st->untraced = kv_u64(kv, "untraced");
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);
     kv_str(kv, "names", st->names, sizeof st->names);
     st->has_output = ltr_kvlist_get(kv, "output", st->output, sizeof st->output) != NULL;

@@ -49,6 +49,7 @@ typedef struct producer_conn {
     pid_t pid;
     uint32_t owner;
     uint32_t proc_slot;
+    bool traced; /* some collector is not denied to it (a session's --pid and names) */
 } producer_conn;
 
 typedef struct pid_loss {

@@ -181,7 +181,9 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     char wants[LTR_SESSION_NAME_MAX];
     if (!ltr_kv_find(req, len, "session", wants, sizeof wants))
         wants[0] = 0;
-    put_u64(&kv, "deny", collectors_denied(&r->cfg, pid, fd, wants));
+    uint32_t denied = collectors_denied(&r->cfg, pid, fd, wants), all = (1u << r->cfg.ncollectors) - 1;
+    pc->traced = (denied & all) != all;
+    put_u64(&kv, "deny", denied);
     int fds[2] = {r->memfd, r->wakefd};
     reply(fd, &kv, fds, 2);
     ltr_bytes_free(&kv);
@@ -197,13 +199,23 @@ static void handle_status(recorder *r, int fd)
     put_u64(&kv, "pid", (uint64_t)getpid());
     put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
     put_u64(&kv, "now_ns", ltr_now_ns()); /* what the collectors' oldest_ns count from */
-    put_u64(&kv, "processes", r->nconns);
     /* which processes, and which --pid the session was given (ltr status
-     * warns about those not attached) */
+     * warns about those not attached); a process the session's --pid or
+     * names deny everything joined (any process with the agent joins every
+     * heap session) but is not traced: counted apart, not listed (a review
+     * took them for traced) */
     char list[LTR_STATUS_PIDS * 12 + 1] = "";
     size_t at = 0;
-    for (unsigned i = 0; i < r->nconns && i < LTR_STATUS_PIDS; i++)
-        at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
+    unsigned traced = 0, listed = 0;
+    for (unsigned i = 0; i < r->nconns; i++) {
+        if (!r->conns[i].traced)
+            continue;
+        traced++;
+        if (listed++ < LTR_STATUS_PIDS)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
+    }
+    put_u64(&kv, "processes", traced);
+    put_u64(&kv, "untraced", r->nconns - traced);
     ltr_bytes_put_kv(&kv, "attached", list);
     at = 0;
     list[0] = 0;

@@ -197,6 +197,45 @@ static void test_stopped_session_pages_given_back(void **state)
     assert_true(after >= 0 && after < 256);
 }
 
+/* Every process with the agent joins every heap session, but one that the
+ * session's --pid denies everything is not traced: `ltr status` counts it
+ * apart and does not list it among the processes attached (a review took
+ * such a service for a traced one). */
+static void test_untraced_joiners_apart(void **state)
+{
+    const char *dir = *state;
+    long pid[2];
+    for (int i = 0; i < 2; i++) {
+        tu_result r = tu_run("LD_PRELOAD=%s %s gatehold %s/go1 %s/go2 >/dev/null 2>&1 & echo $!", agent(), TARGET,
+                             dir, dir);
+        pid[i] = atol(r.out);
+        tu_free(&r);
+        assert_true(pid[i] > 0);
+    }
+    tu_expect_ok(tu_run("%s start heap --instance u --pid %ld --buffers 8 --buffer-size 64", LTR, pid[0]));
+    tu_write_file(dir, "go1", "");
+    char *out = NULL;
+    for (int i = 0; i < 500; i++, usleep(10000)) { /* both joined once they allocate */
+        tu_result st = tu_run("%s status --instance u", LTR);
+        free(out);
+        out = strdup(st.out);
+        tu_free(&st);
+        if (strstr(out, "1 more joined"))
+            break;
+    }
+    tu_write_file(dir, "go2", "");
+    gone_within(pid[0]);
+    gone_within(pid[1]);
+    tu_expect_ok(tu_run("%s cancel --instance u", LTR));
+    char want[64], other[64];
+    snprintf(want, sizeof want, "processes attached: %ld\n", pid[0]);
+    snprintf(other, sizeof other, " %ld", pid[1]);
+    if (!strstr(out, "1 processes attached (1 more joined, not traced") || !strstr(out, want))
+        fail_msg("ltr status said:\n%s", out);
+    assert_null(strstr(out, other));
+    free(out);
+}
+
 /* Whether a process sleeps in usleep (the target's gate), read from /proc. */
 static bool in_gate(long pid)
 {
@@ -360,6 +399,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stopped_recorder_heap_agent, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pending_attach_completes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_session_pages_given_back, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_untraced_joiners_apart, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_registry_lock_held, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_record_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_record_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),

@@ -498,7 +498,13 @@ int main(int argc, char **argv)
         mode_kill();
     else if (!strcmp(mode, "many"))
         mode_many();
-    else if (!strcmp(mode, "manyhold") && argc > 2) {
+    else if (!strcmp(mode, "gatehold") && argc > 3) {
+        if (!wait_for(argv[2])) /* "gatehold G1 G2": the counts between two gates */
+            return 3;
+        mode_counts();
+        if (!wait_for(argv[3]))
+            return 3;
+    } else if (!strcmp(mode, "manyhold") && argc > 2) {
         mode_many();
         if (!wait_for(argv[2]))
             return 3;
