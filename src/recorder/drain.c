@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- header, end, counters ------------------------------------------------- */
@@ -812,15 +813,37 @@ static unsigned finish_unqueued(recorder *r, unsigned c, bool all_owners, uint32
     return n;
 }
 
+/* Whether the queue's head slot is claimed and empty. */
+static bool head_hole(collector_state *cs)
+{
+    return ltr_ring_queued(&cs->ring) - 1 < cs->ring.nbuf &&
+           ltr_ring_at(&cs->ring, ltr_ring_head(&cs->ring)) == LTR_RING_NONE;
+}
+
+/* A hole at the head slot still there after HOLE_GRACE_MS: a live producer
+ * between its two stores fills it within microseconds, unless it is
+ * preempted right there. The dead process's own holes cannot be told from
+ * a live producer's claim ahead of them (a review made one wait there: its
+ * slot skipped at once, its buffer then written out of order and counted
+ * as damage), so the harvest gives each this long first. */
+#define HOLE_GRACE_MS 50
+static bool hole_stays(collector_state *cs, unsigned grace_ms)
+{
+    for (unsigned waited = 0; waited < grace_ms && head_hole(cs); waited++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return head_hole(cs);
+}
+
 /* File mode: the queue taken past up to `most` holes at its head, positions
- * claimed by threads that died before filling them (finish_unqueued). */
-static void take_past_holes(recorder *r, unsigned c, unsigned most)
+ * claimed by threads that died before filling them (finish_unqueued); each
+ * after grace_ms (0: no one publishes any more). */
+static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned grace_ms)
 {
     collector_state *cs = &r->col[c];
     take_queued(r, c);
-    for (unsigned i = 0; i < most && ltr_ring_queued(&cs->ring) - 1 < cs->ring.nbuf &&
-                         ltr_ring_at(&cs->ring, ltr_ring_head(&cs->ring)) == LTR_RING_NONE;
-         i++) {
+    for (unsigned i = 0; i < most && hole_stays(cs, grace_ms); i++) {
         ltr_ring_skip_slot(&cs->ring);
         cs->queue_stall_ns = 0;
         take_queued(r, c);
@@ -841,7 +864,7 @@ void rec_harvest_owner(recorder *r, uint32_t owner)
     for (unsigned c = 0; r->cfg.mode == LTR_MODE_FILE && c < r->cfg.ncollectors; c++) {
         unsigned dead = finish_unqueued(r, c, false, owner);
         if (dead)
-            take_past_holes(r, c, dead);
+            take_past_holes(r, c, dead, HOLE_GRACE_MS);
     }
 }
 
@@ -1020,7 +1043,7 @@ int rec_finish_file(recorder *r, const char *description, ltr_error *err)
     /* handed over meanwhile (a thread ending); past any hole, and then what
      * was published into none (finish_unqueued): no one publishes now */
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        take_past_holes(r, c, r->col[c].ring.nbuf);
+        take_past_holes(r, c, r->col[c].ring.nbuf, 0);
         finish_unqueued(r, c, true, 0);
     }
     take_metadata(r);

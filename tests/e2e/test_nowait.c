@@ -218,9 +218,11 @@ static void test_untraced_joiners_apart(void **state)
     for (int i = 0; i < 500; i++, usleep(10000)) { /* both joined once they allocate */
         tu_result st = tu_run("%s status --instance u", LTR);
         free(out);
-        out = strdup(st.out);
+        out = malloc(strlen(st.out) + strlen(st.err) + 32);
+        assert_non_null(out);
+        sprintf(out, "%s%s(status %d)\n", st.out, st.err, st.status);
         tu_free(&st);
-        if (strstr(out, "1 more joined"))
+        if (strstr(out, "1 processes attached (1 more joined"))
             break;
     }
     tu_write_file(dir, "go2", "");
