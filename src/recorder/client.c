@@ -102,16 +102,23 @@ static pid_t peer_pid(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 ? uc.pid : 0;
 }
 
-/* Whether pid is stopped (SIGSTOP, a debugger): it answers nothing until it runs again. */
-static bool is_stopped(pid_t pid)
+/* Whether pid is stopped: 'T' (SIGSTOP), 't' (held by a tracer), or 0
+ * (running, or not known). */
+static char stop_state(pid_t pid)
 {
     char path[64], stat[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     if (pid <= 0 || ltr_read_small_file(path, stat, sizeof stat) <= 0)
-        return false;
+        return 0;
     const char *p = strrchr(stat, ')'); /* past the name, which may hold anything */
-    return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+    return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't') ? p[2] : 0;
 }
+
+/* A tracer holds its tracee in 't' at every system call when it is strace,
+ * for microseconds each: one look that saw 't' does not make a recorder
+ * under strace, busy with a long save, a stopped one. A debugger's stop
+ * lasts: 't' at this many looks in a row (CLIENT_LOOK_MS apart) is one. */
+#define CLIENT_TRACED_LOOKS 3
 
 /* Waits for the answer to arrive on fd until end_ns, looking meanwhile
  * whether the recorder is stopped. 0, or -ETIMEDOUT with err naming the
@@ -119,6 +126,7 @@ static bool is_stopped(pid_t pid)
 static int await_answer(int fd, const char *session, uint64_t end_ns, unsigned limit_s, ltr_error *err)
 {
     pid_t rec = peer_pid(fd);
+    unsigned traced = 0; /* looks in a row that saw it held by a tracer */
     for (;;) {
         uint64_t now = ltr_now_ns();
         if (now >= end_ns)
@@ -131,7 +139,9 @@ static int await_answer(int fd, const char *session, uint64_t end_ns, unsigned l
             return 0;
         if (n < 0 && errno != EINTR)
             return ltr_fail(err, errno, "session '%s': %s", session, strerror(errno));
-        if (n == 0 && is_stopped(rec))
+        char st = n == 0 ? stop_state(rec) : 0;
+        traced = st == 't' ? traced + 1 : 0;
+        if (st == 'T' || traced >= CLIENT_TRACED_LOOKS)
             return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer: its recorder (pid %d) is stopped "
                             "(SIGSTOP or a debugger); 'kill -CONT %d' lets it go on", session, (int)rec,
                             (int)rec);
