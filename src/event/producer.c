@@ -44,6 +44,7 @@ typedef struct thread_state {
     uint32_t use_clock;
     bool registered;    /* exit destructor installed */
     tslot *pending;     /* slot of the last reserve, for commit */
+    tslot *hot;         /* slot ltr_producer_put wrote to last (within slots) */
     uint32_t pending_size;
     uint64_t pending_ts;
     tslot slots[LTR_THREAD_SLOTS];
@@ -572,6 +573,53 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     t->pending_size = (uint32_t)hn + in->payload;
     t->pending_ts = in->ts;
     return rec + hn;
+}
+
+/* The common case in one call: the thread's slot of this session's
+ * incarnation and collector has a buffer of its own with room. What
+ * reserve_event checks again at every event (the payload's bound, whether
+ * the session wants this process) held when that buffer was taken and
+ * cannot change while the incarnation stays. On bench/heap's deep workload
+ * (callgrind) reserve, the header's copy and commit were 300 instructions
+ * an event; this is 150. */
+bool ltr_producer_put(ltr_attach *a, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
+                      const uint8_t *payload, uint32_t n)
+{
+    thread_state *t = THREAD_STATE(false);
+    if (__builtin_expect(!t || t->epoch != atomic_load_explicit(&g.epoch, memory_order_relaxed), 0))
+        return false;
+    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
+    if (!inc || n > LTR_MAX_EVENT_PAYLOAD ||
+        atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
+        return false;
+    tslot *sl = t->hot; /* the slot of the thread's last record, most often this one's */
+    if (!sl || sl->incarnation != inc || sl->session != s || sl->collector != c) {
+        sl = NULL;
+        for (unsigned i = 0; i < LTR_THREAD_SLOTS && !sl; i++)
+            if (t->slots[i].incarnation == inc && t->slots[i].session == s && t->slots[i].collector == c)
+                sl = &t->slots[i];
+        if (!sl)
+            return false;
+        t->hot = sl;
+    }
+    if (!sl->data)
+        return false;
+    uint64_t delta = ltr_zigzag((int64_t)(ts - sl->last_ts));
+    size_t inner = ltr_uvar_len(layout) + ltr_uvar_len(delta) + n;
+    size_t total = ltr_uvar_len(inner) + inner;
+    if (sl->bytes + total > sl->cap)
+        return false; /* the general way hands the buffer over and takes another */
+    uint8_t *p = sl->data + sl->bytes;
+    p += ltr_put_uvar(p, inner);
+    p += ltr_put_uvar(p, layout);
+    p += ltr_put_uvar(p, delta);
+    memcpy(p, payload, n);
+    sl->last_use = ++t->use_clock;
+    sl->bytes += (uint32_t)total;
+    sl->events++;
+    sl->last_ts = ts;
+    ltr_ring_commit(sl->ring, sl->buf, sl->bytes, sl->events);
+    return true;
 }
 
 bool ltr_producer_commit(void)

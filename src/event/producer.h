@@ -86,6 +86,13 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
  * buffer could be had): it has then been counted as lost. */
 bool ltr_producer_commit(void);
 
+/* Writes a whole record (its header and n bytes of payload) when this
+ * thread's buffer of (s, c) for the session's current incarnation has room:
+ * true when written and committed. False when nothing was done: the caller
+ * then goes the general way (reserve, copy, commit), which takes buffers,
+ * writes to the CPU's buffer and counts losses. */
+bool ltr_producer_put(ltr_attach *a, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
+                      const uint8_t *payload, uint32_t n);
 /* Counts one event as lost in a session/collector (and for this process). */
 void ltr_producer_count_lost(ltr_attach *a, unsigned c);
 /* Notes an event lost because this process is not attached to session s (the
