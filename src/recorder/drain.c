@@ -926,6 +926,7 @@ static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
         int rc = save_block(sc, c, idx, &info, cs->copy, commit, err);
         if (rc)
             return rc;
+        rec_meanwhile(sc->r);
     }
     return 0;
 }
@@ -943,6 +944,7 @@ static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
         int rc = save_block(sc, c, i, &info, ltr_ring_vdata(ring, i), commit, err);
         if (rc)
             return rc;
+        rec_meanwhile(sc->r);
     }
     return 0;
 }

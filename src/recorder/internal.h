@@ -113,6 +113,11 @@ typedef struct recorder {
     pid_loss *losses; /* recorder-side losses per pid (writer drops) */
     unsigned nlosses;
     ltr_system *system; /* the system provider's thread, when the session enables Ltr.System */
+    /* loop.c: requests met while a save was written (rec_meanwhile), to be
+     * answered once it ends: their connection, and what was read of them */
+    struct deferred_req *deferred;
+    unsigned ndeferred, deferred_cap;
+    uint64_t meanwhile_ns; /* when rec_meanwhile last looked */
     bool done;
     int exit_status;
 } recorder;
@@ -122,6 +127,11 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
+
+/* loop.c: while a save is written, attaches and status requests are
+ * answered (cheap: it looks at most every few milliseconds); others wait
+ * for the save's end. */
+void rec_meanwhile(recorder *r);
 
 /* drain.c */
 void rec_drain(recorder *r, bool flush_active);

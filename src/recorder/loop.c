@@ -541,6 +541,8 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
     return false;
 }
 
+static void serve(recorder *r, int fd, uint8_t *req, ssize_t n);
+
 static void accept_one(recorder *r)
 {
     int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -551,10 +553,114 @@ static void accept_one(recorder *r)
     ltr_sock_recv_timeout(fd, 10);
     uint8_t *req = NULL;
     ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);
+    serve(r, fd, req, n);
+}
+
+/* Answers a request read from fd (n < 0: none could be); frees it, closes fd unless kept. */
+static void serve(recorder *r, int fd, uint8_t *req, ssize_t n)
+{
     bool kept = n >= 0 && handle_request(r, fd, req, (size_t)n);
     free(req);
     if (!kept)
         close(fd);
+}
+
+/* ---- while a save is written ----
+ *
+ * A save writes the whole ring on the recorder's one thread: a second and
+ * more under load. A process that starts meanwhile waits 250 ms for the
+ * answer to its attach (producer.c), then writes nothing until it comes: a
+ * review's sqlite3, started during a save, lost 583 038 events (counted)
+ * with 600 buffers free. So the save looks at the socket every
+ * MEANWHILE_NS: an attach only adds a process (whose records the save then
+ * writes too), a status only reads; both are answered at once. Anything
+ * else (a marker, another save, a stop) is read and kept, and answered once
+ * the save ends (run_loop). */
+#define MEANWHILE_NS (5 * 1000000ull)
+#define MEANWHILE_READ_MS 20 /* a request comes with its connection */
+
+typedef struct deferred_req {
+    int fd;
+    uint8_t *req; /* NULL: not read yet */
+    ssize_t len;
+} deferred_req;
+
+static void defer(recorder *r, int fd, uint8_t *req, ssize_t len)
+{
+    if (r->ndeferred == r->deferred_cap) {
+        unsigned cap = r->deferred_cap ? 2 * r->deferred_cap : 8;
+        deferred_req *v = realloc(r->deferred, cap * sizeof *v);
+        if (!v) {
+            free(req);
+            close(fd); /* its command says the recorder closed the connection */
+            return;
+        }
+        r->deferred = v;
+        r->deferred_cap = cap;
+    }
+    r->deferred[r->ndeferred++] = (deferred_req){fd, req, len};
+}
+
+void rec_meanwhile(recorder *r)
+{
+    uint64_t now = ltr_now_ns();
+    if (now - r->meanwhile_ns < MEANWHILE_NS)
+        return;
+    r->meanwhile_ns = now;
+    atomic_store_explicit(&r->reg->sessions[r->slot].unanswered, 0, memory_order_relaxed);
+    for (;;) {
+        struct pollfd lp = {.fd = r->listen_fd, .events = POLLIN};
+        int fd = poll(&lp, 1, 0) > 0 ? accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC) : -1;
+        if (fd < 0)
+            return;
+        struct pollfd rp = {.fd = fd, .events = POLLIN};
+        if (poll(&rp, 1, MEANWHILE_READ_MS) <= 0) {
+            defer(r, fd, NULL, -1);
+            continue;
+        }
+        ltr_sock_recv_timeout(fd, 1);
+        uint8_t *req = NULL;
+        ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);
+        char op[32];
+        if (n < 0 || !ltr_kv_find(req, (size_t)n, "op", op, sizeof op)) {
+            free(req);
+            close(fd);
+        } else if (!strcmp(op, "attach")) {
+            if (!handle_attach(r, fd, req, (size_t)n))
+                close(fd);
+            free(req);
+        } else if (!strcmp(op, "status")) {
+            handle_status(r, fd);
+            close(fd);
+            free(req);
+        } else {
+            defer(r, fd, req, n);
+        }
+    }
+}
+
+/* The requests kept during a save, in the order they came. Taken out of
+ * the recorder first: one of them may be a save, which keeps others anew. */
+static void serve_deferred(recorder *r)
+{
+    deferred_req *v = r->deferred;
+    unsigned n = r->ndeferred;
+    r->deferred = NULL;
+    r->ndeferred = r->deferred_cap = 0;
+    for (unsigned i = 0; i < n; i++) {
+        deferred_req *d = &v[i];
+        if (r->done) { /* the session ended meanwhile: its command hears it closed */
+            free(d->req);
+            close(d->fd);
+            continue;
+        }
+        if (!d->req) {
+            ltr_sock_recv_timeout(d->fd, 10);
+            d->len = ltr_recv_msg(d->fd, &d->req, NULL, NULL, 1u << 20);
+        }
+        serve(r, d->fd, d->req, d->len);
+    }
+    free(v);
 }
 
 static void producer_gone(recorder *r, unsigned i)
@@ -637,7 +743,10 @@ static void run_loop(recorder *r)
             controller_gone(r);
         if (!r->done && ready > 0 && (pfd[0].revents & POLLIN))
             accept_one(r);
+        if (r->ndeferred)
+            serve_deferred(r);
     }
+    serve_deferred(r); /* what a save kept when the session ended: closed */
 }
 
 static void redirect_log(const ltr_session_config *cfg)
