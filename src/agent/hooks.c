@@ -115,6 +115,8 @@ __attribute__((constructor(101))) static void agent_start(void)
     agent_leave();
     if (how != AGENT_DUPLICATE) /* the first copy records; this one stays inert */
         emit_init();
+    if (redirect_injected())
+        ltr_producer_set_injected();
 }
 
 /* ---- C allocation functions ------------------------------------------------ */

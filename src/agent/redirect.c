@@ -44,11 +44,13 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define AGENT_SONAME "libltr-heap.so"
 
 static enum agent_arrival arrival = AGENT_PRELOADED;
+static bool injected; /* AGENT_LATE by ltr's injector (redirect_injected) */
 static void *bound_definition(const char *name);
 
 enum agent_arrival redirect_arrival(void)
@@ -285,6 +287,25 @@ static int find_other_copy(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* Whether a tracer holds this process now: ltr's injector does, for the
+ * dlopen that brings the agent in (inject.c); the ld.so.preload shim's
+ * dlopen has none (unless the program runs under a debugger: it is then
+ * taken for attached, and joins only sessions that name it). Raw system
+ * calls: the agent's own hooks of open and read are not ready yet. */
+static bool held_by_tracer(void)
+{
+    char buf[2048];
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    const char *t = strstr(buf, "\nTracerPid:");
+    return t && atol(t + strlen("\nTracerPid:")) != 0;
+}
+
 enum agent_arrival redirect_decide(void)
 {
     agent_busy++;
@@ -309,9 +330,12 @@ enum agent_arrival redirect_decide(void)
     if (!interposes)
         dl_iterate_phdr(find_other_copy, &other);
     arrival = interposes ? AGENT_PRELOADED : other ? AGENT_DUPLICATE : AGENT_LATE;
+    injected = arrival == AGENT_LATE && held_by_tracer();
     agent_leave();
     return arrival;
 }
+
+bool redirect_injected(void) { return injected; }
 
 /* The agent's own definitions: from its own handle, since a reference from
  * its code binds like any other module's (to libc's, when it came late). */

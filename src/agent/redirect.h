@@ -20,6 +20,8 @@ enum agent_arrival {
 enum agent_arrival redirect_arrival(void);
 /* Decides it. Call from the constructor, before the real functions are resolved. */
 enum agent_arrival redirect_decide(void);
+/* AGENT_LATE, dlopen'ed by ltr's injector (an attach), not by the by-name shim. */
+bool redirect_injected(void);
 
 /* The definition the hook for name calls: the next one after the agent when
  * preloaded, the one the process binds to (dlsym RTLD_DEFAULT) when late. */

@@ -77,6 +77,7 @@ static struct {
     pthread_key_t exit_key;
     _Atomic uint32_t epoch;
     const char *only_session; /* $LTR_SESSION: this process writes to that session only */
+    bool injected;            /* the heap agent came by an attach (ltr_producer_set_injected) */
     uint32_t ncpu;            /* CPUs the tables of CPU buffers have room for */
     ltr_attach att[LTR_MAX_SESSIONS];
     retired retired[LTR_MAX_SESSIONS]; /* under lock */
@@ -170,6 +171,8 @@ static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     ltr_bytes_put_kv(&req, "op", "attach");
     ltr_bytes_put_kv(&req, "pid", pid);
     ltr_bytes_put_kv(&req, "session", g.only_session ? g.only_session : "");
+    if (g.injected)
+        ltr_bytes_put_kv(&req, "injected", "1");
     int rc = req.failed ? -ENOMEM : ltr_send_msg_by(sock, req.data, req.len, NULL, 0, 1);
     ltr_bytes_free(&req);
     if (rc) {
@@ -337,6 +340,8 @@ static void init_once(void)
 }
 
 void ltr_producer_init(void) { pthread_once(&g.once, init_once); }
+
+void ltr_producer_set_injected(void) { g.injected = true; }
 
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable)
 {

@@ -65,6 +65,10 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
  * session look may happen inside an allocation (the heap agent) runs it
  * beforehand, from its constructor. */
 void ltr_producer_init(void);
+/* The heap agent came into this running process by an attach (ltr's
+ * injector): its attach requests say so, and a session that names no
+ * process (no --pid, no --name) does not take it (docs/attach.md). */
+void ltr_producer_set_injected(void);
 
 /* An event record to write: what goes into its compact header. */
 typedef struct ltr_cevent_in {

@@ -121,6 +121,7 @@ typedef struct ltr_session_status {
     bool file_mode;
     uint64_t pid, uptime_ns, processes;
     uint64_t untraced;           /* processes joined that its --pid or names deny: not in processes */
+    char untraced_why[160];      /* why (the session's rule) */
     char profiles[1024];         /* ";"-joined, empty without profiles */
     char names[4096];            /* executable names it heap-traces, "/"-joined, or "" */
     bool has_output;             /* file mode: output, file_size, max_file_size */

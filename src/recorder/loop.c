@@ -136,13 +136,20 @@ static bool peer_named(const ltr_session_config *cfg, int fd)
 }
 
 /* The collectors a process may not write into: those limited to listed pids
- * and names, when it is none of them. */
-static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, int fd, const char *wants)
+ * and names, when it is none of them. A session that lists none takes any
+ * process with the agent, but for one that got it by an attach (injected):
+ * an agent stays in a process once attached, and a service attached to once
+ * joined every heap session started after, unrelated ones too (a review's
+ * `ltr start heap` for a sqlite3 run recorded a node service, whose name the
+ * pprof export then gave the profile). Such a process is traced by a
+ * session that names it. */
+static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, int fd, const char *wants,
+                                  bool injected)
 {
     if (cfg->exclusive && strcmp(wants, cfg->name) != 0)
         return UINT32_MAX; /* not one of the processes launched for this session */
     if (!cfg->npids && !cfg->nnames)
-        return 0;
+        return injected ? cfg->pid_collectors : 0;
     for (unsigned i = 0; i < cfg->npids; i++)
         if (cfg->pids[i] == (uint32_t)pid)
             return 0;
@@ -181,7 +188,9 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     char wants[LTR_SESSION_NAME_MAX];
     if (!ltr_kv_find(req, len, "session", wants, sizeof wants))
         wants[0] = 0;
-    uint32_t denied = collectors_denied(&r->cfg, pid, fd, wants), all = (1u << r->cfg.ncollectors) - 1;
+    char flag[4];
+    bool injected = ltr_kv_find(req, len, "injected", flag, sizeof flag) && !strcmp(flag, "1");
+    uint32_t denied = collectors_denied(&r->cfg, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
     pc->traced = (denied & all) != all;
     put_u64(&kv, "deny", denied);
     int fds[2] = {r->memfd, r->wakefd};
@@ -216,6 +225,11 @@ static void handle_status(recorder *r, int fd)
     }
     put_u64(&kv, "processes", traced);
     put_u64(&kv, "untraced", r->nconns - traced);
+    ltr_bytes_put_kv(&kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
+                                          : r->cfg.npids || r->cfg.nnames
+                                              ? "not among its --pid or names"
+                                              : "given the agent by an attach, they join only sessions "
+                                                "that name them (--pid, --name)");
     ltr_bytes_put_kv(&kv, "attached", list);
     at = 0;
     list[0] = 0;

@@ -15,9 +15,9 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
     fprintf(out, "session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached",
             st->name, st->mode, (double)st->uptime_ns / 1e9, (unsigned long long)st->pid,
             (unsigned long long)st->processes);
-    if (st->untraced) /* joined (the agent joins every heap session) but not among its --pid or names */
-        fprintf(out, " (%llu more joined, not traced: not among its --pid or names)",
-                (unsigned long long)st->untraced);
+    if (st->untraced) /* joined (the agent joins every heap session) but denied */
+        fprintf(out, " (%llu more joined, not traced: %s)", (unsigned long long)st->untraced,
+                st->untraced_why);
     fprintf(out, "\n");
     if (st->profiles[0])
         fprintf(out, "  profiles: %s\n", st->profiles);

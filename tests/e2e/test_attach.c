@@ -208,6 +208,56 @@ static void test_fifty_cycles(void **state)
     assert_int_equal(finish(&t), 0); /* the busy threads' checks held throughout */
 }
 
+/* One round of the "cycles" target into a session: its allocations of the
+ * round's size in the trace (and none lost). */
+static size_t cycle_into(target *t, const char *start_args, const char *trace)
+{
+    tu_result r = tu_run("%s start heap --filemode %s", LTR, start_args);
+    if (r.status != 0)
+        fail_msg("start %s: %s%s", start_args, r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t->in, "go\n", 3), 3);
+    expect_line(t, "did\n");
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    size_t n = count_allocs(trace, t->pid, 31337, t->site, &at_site, &lost);
+    assert_int_equal(lost, 0);
+    return n;
+}
+
+/* A process attached to once keeps the agent, and joins every heap session
+ * after: one that names no process (no --pid, no --name) does not trace it
+ * (a review's unrelated `ltr start heap` recorded a service attached to
+ * earlier), and says so in its status; one that names it does. */
+static void test_attached_not_in_open_sessions(void **state)
+{
+    if (!need_root())
+        skip();
+    const char *dir = getenv("TMPDIR");
+    target t = start("cycles");
+    char trace[512], args[64];
+    snprintf(args, sizeof args, "--pid %d", (int)t.pid);
+    snprintf(trace, sizeof trace, "%s/named.ltr", dir);
+    assert_int_equal(cycle_into(&t, args, trace), 100);
+    /* an open session: the target joins it (its allocations try to) but is not traced */
+    tu_expect_ok(tu_run("%s start heap --filemode --instance open", LTR));
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line(&t, "did\n");
+    tu_result st = tu_run("%s status --instance open", LTR);
+    if (!strstr(st.out, "0 processes attached (1 more joined, not traced: given the agent by an attach"))
+        fail_msg("ltr status: %s", st.out);
+    tu_free(&st);
+    snprintf(trace, sizeof trace, "%s/open.ltr", dir);
+    tu_expect_ok(tu_run("%s stop --instance open %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    assert_int_equal(count_allocs(trace, t.pid, 31337, t.site, &at_site, &lost), 0);
+    snprintf(trace, sizeof trace, "%s/named2.ltr", dir);
+    assert_int_equal(cycle_into(&t, args, trace), 100); /* named again: traced again */
+    assert_int_equal(finish(&t), 0);
+}
+
 static void test_record_pid(void **state)
 {
     if (!need_root())
@@ -311,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_attach_running_program, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fifty_cycles, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attached_not_in_open_sessions, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
