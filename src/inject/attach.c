@@ -94,7 +94,10 @@ static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, ltr
                            .user_dir = xdg[0] ? xdg : user_dir,
                            .system_dir = "/run",
                            .tmp = "/tmp",
-                           .home = home[0] ? home : NULL};
+                           .home = home[0] ? home : NULL,
+                           /* a check: nothing made where its environment says (a review's
+                            * su with LTR_RUNTIME_DIR=/etc/x had root create /etc/x) */
+                           .look_only = true};
     ltr_error local;
     int dfd = ltr_runtime_dir_in(&p, out, size, &local);
     if (dfd < 0)
@@ -118,10 +121,11 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
     int has = carries_agent(pid);
     if (has == -ESRCH)
         return ltr_fail(err, ESRCH, "pid %d: no such process: check the pid (ps, pgrep)", (int)pid);
-    int rc;
-    if (has <= 0 && (rc = ltr_inject_check(pid, err)) != 0) /* it needs an injection: can it have one? */
-        return rc;
-    if ((rc = inj_target_read(pid, &t, false, err)) != 0)
+    /* Whose it is, first: the injection check reads the files the process
+     * maps, which another user may have crafted (an attacker review's libc
+     * with a wrapping segment offset crashed root's ltr before it refused). */
+    int rc = inj_target_read(pid, &t, false, err);
+    if (rc != 0)
         return rc;
     char who[64], us[64];
     if (t.euid != geteuid()) {
@@ -135,6 +139,8 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
                         (int)pid, user_name(t.euid, who, sizeof who), (unsigned)t.euid,
                         user_name(geteuid(), us, sizeof us), (unsigned)geteuid(), who, who);
     }
+    if (has <= 0 && (rc = ltr_inject_check(pid, err)) != 0) /* it needs an injection: can it have one? */
+        return rc;
     char theirs[4096];
     if ((rc = target_runtime_dir(pid, t.euid, theirs, sizeof theirs, err)) != 0)
         return rc;

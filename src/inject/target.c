@@ -310,8 +310,10 @@ static void find_restorer(Elf *e, uint64_t bias, inj_target *t)
         return;
     for (size_t i = 0; i < n; i++) {
         GElf_Phdr p;
-        if (!gelf_getphdr(e, (int)i, &p) || p.p_type != PT_LOAD || !(p.p_flags & PF_X) ||
-            p.p_offset + p.p_filesz > size)
+        /* the file is the target's to craft: an offset near 2^64 wrapped the
+         * sum past the check (an attacker review's libc crashed root's ltr) */
+        if (!gelf_getphdr(e, (int)i, &p) || p.p_type != PT_LOAD || !(p.p_flags & PF_X) || p.p_offset > size ||
+            p.p_filesz > size - p.p_offset)
             continue;
         const char *seg = raw + p.p_offset, *hit = seg;
         while ((hit = memmem(hit, p.p_filesz - (size_t)(hit - seg), pat, sizeof pat))) {

@@ -147,11 +147,12 @@ static int place(char *out, size_t size, const char *fmt, const char *a, unsigne
     return 0;
 }
 
-/* The directory of this format, opened (created if missing) and checked. */
-static int open_place(char *out, size_t size, const char *fmt, const char *a, ltr_error *err)
+/* The directory of this format, opened (created if missing, unless
+ * look_only) and checked. */
+static int open_place(char *out, size_t size, const char *fmt, const char *a, bool look_only, ltr_error *err)
 {
     int rc = place(out, size, fmt, a, (unsigned)geteuid(), err);
-    return rc ? rc : open_private_dir(out, true, err);
+    return rc ? rc : open_private_dir(out, !look_only, err);
 }
 
 /* /tmp/ltr-UID is taken by someone else: a directory of a random name, which
@@ -207,14 +208,14 @@ int ltr_runtime_dir_in(const ltr_rundir_places *p, char *out, size_t size, ltr_e
     err->code = 0;
     err->msg[0] = 0;
     if (p->explicit_dir && *p->explicit_dir)
-        return open_place(out, size, "%s", p->explicit_dir, err);
+        return open_place(out, size, "%s", p->explicit_dir, p->look_only, err);
     if (p->user_dir && *p->user_dir && stat(p->user_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
         st.st_uid == geteuid())
-        return open_place(out, size, "%s/ltr", p->user_dir, err);
+        return open_place(out, size, "%s/ltr", p->user_dir, p->look_only, err);
     if (geteuid() == 0 && trusted_parent(p->system_dir))
-        return open_place(out, size, "%s/ltr", p->system_dir, err);
-    int fd = open_place(out, size, "%s/ltr-%u", p->tmp, err);
-    if (fd >= 0 || (fd != -EACCES && fd != -ELOOP && fd != -ENOTDIR))
+        return open_place(out, size, "%s/ltr", p->system_dir, p->look_only, err);
+    int fd = open_place(out, size, "%s/ltr-%u", p->tmp, p->look_only, err);
+    if (fd >= 0 || (fd != -EACCES && fd != -ELOOP && fd != -ENOTDIR) || p->look_only)
         return fd;
     return private_fallback(p, out, size, err); /* someone else's, or not a directory */
 }

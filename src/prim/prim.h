@@ -64,6 +64,7 @@ typedef struct ltr_rundir_places {
     const char *system_dir;   /* /run: root's, writable by root only */
     const char *tmp;          /* /tmp */
     const char *home;         /* $HOME: where a private fallback is recorded */
+    bool look_only;           /* open what is there, create nothing: another process's, checked */
 } ltr_rundir_places;
 /* Returns the opened directory (close it) with its path in out, or -errno.
  * When it is a fallback past a squatter, err->msg says so (err->code 0). */

@@ -14,9 +14,12 @@
  *   cycles    4 threads churn (checked) until end of input; each line makes
  *             main allocate and free 100 blocks of 31337 bytes in
  *             cycle_alloc_site, then print "did"
+ *   maplib F  maps file F (a crafted "libc.so.6") below the C library, then
+ *             reads stdin
  * It prints "ready" once it is in place.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,6 +246,14 @@ int main(int argc, char **argv)
         ready();
         pthread_join(th, NULL);
         return signalled == 1 ? 0 : 3;
+    }
+    if (!strcmp(mode, "maplib") && argc > 2) { /* a file mapped below the C library, as a libc */
+        int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || mmap((void *)0x10000000, 16384, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE,
+                           fd, 0) == MAP_FAILED)
+            return fail("maplib");
+        ready();
+        return read_line();
     }
     if (!strcmp(mode, "attach"))
         return mode_attach();
