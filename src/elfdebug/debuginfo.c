@@ -54,8 +54,11 @@ bool dbg_debuginfod_configured(void)
 
 /* dir/sub/name (sub may be NULL) is something libdwfl's open() of it would
  * not pass over: there and not the module's own file (try_open skips that),
- * or failing otherwise than ENOENT and ENOTDIR (it stops at those). */
-static bool is_there(const struct stat *self, const char *dir, const char *sub, const char *name)
+ * or failing otherwise than ENOENT and ENOTDIR (it stops at those). A FIFO
+ * or a device there sets *unsafe: libdwfl opens without O_NONBLOCK, and an
+ * attacker review's FIFO named prog.debug beside a stripped program hung
+ * root's `ltr analyze` of its trace for good. */
+static bool is_there(const struct stat *self, const char *dir, const char *sub, const char *name, bool *unsafe)
 {
     char p[PATH_MAX];
     int n = snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
@@ -64,6 +67,8 @@ static bool is_there(const struct stat *self, const char *dir, const char *sub, 
     struct stat st;
     if (stat(p, &st) != 0)
         return errno != ENOENT && errno != ENOTDIR;
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        *unsafe = true;
     return st.st_dev != self->st_dev || st.st_ino != self->st_ino;
 }
 
@@ -75,19 +80,20 @@ typedef struct wanted {
     size_t n;
     const char *last; /* the debuglink's last component */
     const struct stat *self;
+    bool unsafe;      /* a candidate is a FIFO or a device (is_there) */
 } wanted;
 
 /* dir/sub, dir/each tail of sub after a '/', and dir itself: libdwfl
  * follows that chain when a name is not in a place (explore_dir), and looks
  * for a dwz alternate file in dir/.dwz. */
-static bool in_tree(const wanted *w, const char *dir, const char *sub)
+static bool in_tree(wanted *w, const char *dir, const char *sub)
 {
     for (const char *s = sub;; s = strchr(s, '/') ? strchr(s, '/') + 1 : NULL) {
         for (size_t i = 0; i < w->n; i++)
-            if (is_there(w->self, dir, s, w->name[i]))
+            if (is_there(w->self, dir, s, w->name[i], &w->unsafe))
                 return true;
         if (!s)
-            return is_there(w->self, dir, ".dwz", w->last);
+            return is_there(w->self, dir, ".dwz", w->last, &w->unsafe);
     }
 }
 
@@ -95,8 +101,8 @@ static bool in_tree(const wanted *w, const char *dir, const char *sub)
  * each debug_path entry ("" the file's directory, a relative entry under
  * it, an absolute one with the file's directory under it; a leading '+' or
  * '-' says whether to check CRCs). */
-static bool by_name_here(const char *file_name, const char *debuglink, const char *debug_path,
-                         const struct stat *self)
+static int by_name_here(const char *file_name, const char *debuglink, const char *debug_path,
+                        const struct stat *self)
 {
     const char *slash = strrchr(file_name, '/'), *base = slash ? slash + 1 : file_name;
     char dir[PATH_MAX], invented[NAME_MAX + sizeof ".debug"];
@@ -122,23 +128,26 @@ static bool by_name_here(const char *file_name, const char *debuglink, const cha
         bool there = !n ? in_tree(&w, dir, NULL)
                    : entry[0] == '/' ? in_tree(&w, entry, dir + (dir[0] == '/'))
                    : in_tree(&w, dir, entry);
+        if (w.unsafe)
+            return DBG_UNSAFE;
         if (there)
-            return true;
+            return DBG_HERE;
         if (!p[n])
-            return false;
+            return DBG_NONE;
         p += n + 1;
     }
 }
 
-bool dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path)
+int dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path)
 {
     struct stat self;
     if (stat(file_name, &self) != 0)
         self = (struct stat){0};
-    if (by_name_here(file_name, debuglink, debug_path, &self))
-        return true;
+    int here = by_name_here(file_name, debuglink, debug_path, &self);
+    if (here != DBG_NONE)
+        return here;
     char *real = realpath(file_name, NULL);
-    bool here = real && strcmp(real, file_name) && by_name_here(real, debuglink, debug_path, &self);
+    here = real && strcmp(real, file_name) ? by_name_here(real, debuglink, debug_path, &self) : DBG_NONE;
     free(real);
     return here;
 }
@@ -147,6 +156,13 @@ int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name)
 {
+    const char *const *path = *userdata;
+    const char *debug_path = path && *path ? *path : DEFAULT_DEBUG_PATH;
+    int here = file_name ? dbg_file_by_name_here(file_name, debuglink_file, debug_path) : DBG_HERE;
+    if (here == DBG_UNSAFE) { /* no lookup by name at all: libdwfl would wait on it */
+        errno = 0;
+        return -1;
+    }
     if (!dbg_debuginfod_configured()) {
         const unsigned char *bits;
         GElf_Addr vaddr;
@@ -156,9 +172,7 @@ int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
             if (fd >= 0 || errno != 0)
                 return fd;
         }
-        const char *const *path = *userdata;
-        if (file_name &&
-            !dbg_file_by_name_here(file_name, debuglink_file, path && *path ? *path : DEFAULT_DEBUG_PATH)) {
+        if (here == DBG_NONE) {
             errno = 0; /* found nothing, as the standard callback says it */
             return -1;
         }

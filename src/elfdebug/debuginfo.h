@@ -18,8 +18,11 @@ bool dbg_debuginfod_configured(void);
  * places debug_path names (':'-separated: "" the file's directory, a
  * relative entry under it, an absolute one with the file's directory or a
  * tail of it under it), for file_name and for its real path. A superset:
- * libdwfl may still reject it (CRC, build-id). */
-bool dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path);
+ * libdwfl may still reject it (CRC, build-id). DBG_UNSAFE: one of them is
+ * a FIFO or a device, which libdwfl's blocking open would wait on: no
+ * lookup by name is made then. */
+enum { DBG_NONE = 0, DBG_HERE = 1, DBG_UNSAFE = -1 };
+int dbg_file_by_name_here(const char *file_name, const char *debuglink, const char *debug_path);
 
 /* A Dwfl_Callbacks.find_debuginfo: the same file as
  * dwfl_standard_find_debuginfo finds (build-id under the debug directories,

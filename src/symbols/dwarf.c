@@ -139,7 +139,7 @@ int sym_elf_debuglink_here(const char *path, const char *debug_path)
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     GElf_Word crc;
     const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
-    int found = elf && dbg_file_by_name_here(path, link, debug_path);
+    int found = elf && dbg_file_by_name_here(path, link, debug_path) == DBG_HERE;
     if (elf)
         elf_end(elf);
     close(fd);

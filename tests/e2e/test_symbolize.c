@@ -178,6 +178,28 @@ static void debug_info_here_wins(void **state)
 /* A module with neither a symbol table nor DWARF where recorded (its
  * names from its dynamic symbols) is still named as one without symbols,
  * with the advice on getting them, though its file is not opened again. */
+/* A FIFO where a debug file would be (FILE.debug beside a stripped
+ * program): libdwfl's open would wait on it for good (an attacker review
+ * hung root's `ltr analyze` of a trace handed over so). The analysis goes on
+ * without a debug file for that module, within the time limit. */
+static void fifo_for_debug_file(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("set -e; mkdir -p fifo; cp '%s/leaky' '%s/libleaky-plugin.so' fifo/; cd fifo;"
+                         "strip leaky libleaky-plugin.so; mkfifo leaky.debug libleaky-plugin.so.debug",
+                         demo_dir, demo_dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' record --no-symbols -o fifo/leaky.ltr -- \"$PWD/fifo/leaky\"", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("timeout -s KILL 60 '%s' analyze fifo/leaky.ltr", tu_ltr());
+    if (r.status != 0)
+        fail_msg("ltr analyze beside FIFOs: %d (137: it hung)\n%s", r.status, r.err);
+    assert_non_null(strstr(r.out, "plugin_cache_add")); /* named by the symbol table left */
+    tu_free(&r);
+}
+
 static void bare_modules_still_warned(void **state)
 {
     (void)state;
@@ -320,6 +342,7 @@ int main(void)
         cmocka_unit_test(names_travel_with_the_trace),
         cmocka_unit_test(same_names_as_the_files),
         cmocka_unit_test(debug_info_here_wins),
+        cmocka_unit_test(fifo_for_debug_file),
         cmocka_unit_test(bare_modules_still_warned),
         cmocka_unit_test(merge_keeps_names),
         cmocka_unit_test(symbolize_refuses),
