@@ -67,8 +67,13 @@ int ltr_byname_disable(const char *name, ltr_error *err);
 /* The file name of pid's executable as the kernel knows it (the last part
  * of /proc/PID/exe, symbolic links resolved). 0 or -errno. */
 int ltr_exe_name(pid_t pid, char *out, size_t size);
-/* The running processes whose executable is name, the first max of them
- * (not this process). Returns how many there are, or -errno. */
-int ltr_pids_named(const char *name, uint32_t *pids, unsigned max);
+/* The running processes whose executable is name and whose effective user is
+ * owner (LTR_ANY_OWNER: any), the first max of them (not this process).
+ * Returns how many there are, or -errno. A session takes only processes of
+ * its own user (their agent reports to that user's sessions), and another
+ * user can name a program of theirs like a service: an attacker review's
+ * decoy kept root's `ltr watch --name` on it for good. */
+#define LTR_ANY_OWNER ((uid_t)-1)
+int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max);
 
 #endif

@@ -35,7 +35,23 @@ int ltr_exe_name(pid_t pid, char *out, size_t size)
     return 0;
 }
 
-int ltr_pids_named(const char *name, uint32_t *pids, unsigned max)
+/* The effective user of pid (/proc/PID/status), or LTR_ANY_OWNER if unknown. */
+static uid_t euid_of(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return LTR_ANY_OWNER;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *u = strstr(buf, "\nUid:");
+    unsigned real, eff;
+    return u && sscanf(u + 5, "%u %u", &real, &eff) == 2 ? (uid_t)eff : LTR_ANY_OWNER;
+}
+
+int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -48,7 +64,8 @@ int ltr_pids_named(const char *name, uint32_t *pids, unsigned max)
             continue;
         pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
         char exe[LTR_BYNAME_NAME_MAX + 1];
-        if (pid == self || ltr_exe_name(pid, exe, sizeof exe) != 0 || strcmp(exe, name) != 0)
+        if (pid == self || ltr_exe_name(pid, exe, sizeof exe) != 0 || strcmp(exe, name) != 0 ||
+            (owner != LTR_ANY_OWNER && euid_of(pid) != owner))
             continue;
         if ((unsigned)found < max)
             pids[found] = (uint32_t)pid;

@@ -100,6 +100,8 @@ static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, ltr
                            .look_only = true};
     ltr_error local;
     int dfd = ltr_runtime_dir_in(&p, out, size, &local);
+    if (dfd == -ENOENT)
+        return 0; /* not made yet: its agent would make it there (out), which is not ours */
     if (dfd < 0)
         return ltr_fail(err, EACCES, "pid %d: the runtime directory its agent would use is not usable: %s",
                         (int)pid, local.msg);

@@ -276,7 +276,7 @@ int ltr_heap_name_reach_of(const char *name, ltr_heap_name_reach *out)
     if (ltr_byname_read(&set, &err) == 0)
         for (unsigned k = 0; k < set.n && !out->configured; k++)
             out->configured = !strcmp(set.names[k], name);
-    int n = ltr_pids_named(name, pids, 4096);
+    int n = ltr_pids_named(name, geteuid(), pids, 4096);
     if (n < 0)
         return n;
     out->running = (unsigned)n;

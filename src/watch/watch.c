@@ -293,7 +293,7 @@ static int follow(watch *w, uint32_t pid, ltr_error *err)
 static uint32_t find_named(watch *w)
 {
     uint32_t pids[8];
-    int n = ltr_pids_named(w->cfg->name, pids, 8);
+    int n = ltr_pids_named(w->cfg->name, geteuid(), pids, 8);
     if (n > 1)
         say(w, false, "%d processes are named %s: watching pid %u", n, w->cfg->name, pids[0]);
     return n > 0 ? pids[0] : 0;

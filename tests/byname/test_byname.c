@@ -80,7 +80,7 @@ static void test_exe_name_and_pids(void **state)
     uint32_t pids[512];
     int n = 0, seen = 0;
     for (double end = tu_now_s() + 20; !seen && tu_now_s() < end;) {
-        n = ltr_pids_named("sleep", pids, 512);
+        n = ltr_pids_named("sleep", LTR_ANY_OWNER, pids, 512);
         for (int i = 0; i < n && i < 512; i++)
             seen |= pids[i] == (uint32_t)child;
         if (!seen)
@@ -93,8 +93,47 @@ static void test_exe_name_and_pids(void **state)
     assert_true(seen);
     assert_true(reach.running >= 1 && reach.without >= 1); /* plain sleep has no agent */
     assert_false(reach.configured);
-    assert_int_equal(ltr_pids_named("not-sleep-at-all", pids, 512), 0);
-    assert_int_equal(ltr_pids_named("test_byname", pids, 512), 0); /* not this process */
+    assert_int_equal(ltr_pids_named("not-sleep-at-all", LTR_ANY_OWNER, pids, 512), 0);
+    assert_int_equal(ltr_pids_named("test_byname", LTR_ANY_OWNER, pids, 512), 0); /* not this process */
+}
+
+static bool among(uint32_t pid, const uint32_t *pids, int n)
+{
+    for (int i = 0; i < n && i < 512; i++)
+        if (pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* Another user's process of the same name is not one of ours: watch and
+ * `start --name` look for their own user's only (an attacker review's decoy
+ * blinded root's ltr watch --name). */
+static void test_pids_named_by_owner(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* running a process as another user takes root */
+    pid_t theirs = fork();
+    if (theirs == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(126);
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    uint32_t any[512], ours[512];
+    int n_any = 0, n_ours = 0;
+    bool seen = false;
+    for (double end = tu_now_s() + 20; !seen && tu_now_s() < end; usleep(10000)) {
+        n_any = ltr_pids_named("sleep", LTR_ANY_OWNER, any, 512);
+        seen = among((uint32_t)theirs, any, n_any);
+    }
+    n_ours = ltr_pids_named("sleep", geteuid(), ours, 512);
+    bool in_ours = among((uint32_t)theirs, ours, n_ours);
+    kill(theirs, SIGKILL);
+    waitpid(theirs, NULL, 0);
+    assert_true(seen);
+    assert_false(in_ours);
+    assert_true(n_ours < n_any);
 }
 
 /* ---- changes, in the private /etc ---------------------------------------- */
@@ -290,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_names_checked),
         cmocka_unit_test(test_match_whole_lines_only),
         cmocka_unit_test(test_exe_name_and_pids),
+        cmocka_unit_test(test_pids_named_by_owner),
         cmocka_unit_test_setup(test_absent_preload_comes_back_absent, fresh),
         cmocka_unit_test_setup(test_existing_preload_restored_byte_for_byte, fresh),
         cmocka_unit_test_setup(test_directory_kept_or_refused, fresh),
