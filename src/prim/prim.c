@@ -498,6 +498,47 @@ ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t ma
     return (ssize_t)hdr;
 }
 
+void ltr_msg_in_free(ltr_msg_in *m)
+{
+    free(m->body);
+    memset(m, 0, sizeof *m);
+}
+
+int ltr_msg_in_read(int sock, ltr_msg_in *m, size_t max_len)
+{
+    for (;;) {
+        bool head = m->hdr_got < sizeof m->hdr;
+        uint8_t *to = head ? m->hdr + m->hdr_got : m->body + m->got;
+        size_t want = head ? sizeof m->hdr - m->hdr_got : m->len - m->got;
+        if (!head && !want) {
+            m->body[m->len] = 0;
+            return 1;
+        }
+        ssize_t n = recv(sock, to, want, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EPIPE;
+            ltr_msg_in_free(m);
+            return -e;
+        }
+        if (!head) {
+            m->got += (uint32_t)n;
+            continue;
+        }
+        if ((m->hdr_got += (uint32_t)n) < sizeof m->hdr)
+            continue;
+        memcpy(&m->len, m->hdr, sizeof m->len);
+        if (m->len > max_len || !(m->body = malloc((size_t)m->len + 1))) {
+            int e = m->len > max_len ? EMSGSIZE : ENOMEM;
+            ltr_msg_in_free(m);
+            return -e;
+        }
+    }
+}
+
 ssize_t ltr_recv_msg(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len)
 {
     return ltr_recv_msg_by(sock, body, fds, nfds, max_len, 0);

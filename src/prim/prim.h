@@ -105,6 +105,22 @@ int ltr_send_msg_by(int sock, const void *buf, size_t len, const int *fds, int n
                     uint64_t deadline_ns);
 ssize_t ltr_recv_msg_by(int sock, uint8_t **body, int *fds, int *nfds, size_t max_len,
                         uint64_t deadline_ns);
+/* One framed message read as its bytes come, never waiting: for a server
+ * that must not let a slow or silent client hold it (the recorder: an
+ * attacker review's client sending a byte every 5 s stalled a session, its
+ * programs losing their events). Zeroed to start. */
+typedef struct ltr_msg_in {
+    uint8_t hdr[4];
+    uint32_t hdr_got, len, got;
+    uint8_t *body; /* malloc'd, len + 1 bytes (a 0 after them) once the header is in */
+} ltr_msg_in;
+/* Takes what has arrived: 1 when the message is whole (m->body, m->len are
+ * then the caller's to free), 0 when more is to come, -errno on an error,
+ * an end of the stream or a message longer than max_len (m freed). Fds
+ * passed alongside are not taken (the kernel closes them). */
+int ltr_msg_in_read(int sock, ltr_msg_in *m, size_t max_len);
+void ltr_msg_in_free(ltr_msg_in *m);
+
 /* A stream socket connected to the AF_UNIX socket at path, or -errno. With
  * nonblock, a listener whose backlog is full is not waited for (-EAGAIN), and
  * the socket stays non-blocking. */

@@ -113,10 +113,10 @@ typedef struct recorder {
     pid_loss *losses; /* recorder-side losses per pid (writer drops) */
     unsigned nlosses;
     ltr_system *system; /* the system provider's thread, when the session enables Ltr.System */
-    /* loop.c: requests met while a save was written (rec_meanwhile), to be
-     * answered once it ends: their connection, and what was read of them */
-    struct deferred_req *deferred;
-    unsigned ndeferred, deferred_cap;
+    /* loop.c: connections whose request is on its way, or was met while a
+     * save was written (rec_meanwhile) and is answered once it ends */
+    struct pending_req *pending;
+    unsigned npending, pending_cap;
     uint64_t meanwhile_ns; /* when rec_meanwhile last looked */
     bool done;
     int exit_status;

@@ -555,64 +555,94 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
     return false;
 }
 
-static void serve(recorder *r, int fd, uint8_t *req, ssize_t n);
-
-static void accept_one(recorder *r)
-{
-    int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
-    /* A client that connects and says nothing must not stall the session for
-     * long; a slow one (a loaded machine) must still be served. */
-    ltr_sock_recv_timeout(fd, 10);
-    uint8_t *req = NULL;
-    ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);
-    serve(r, fd, req, n);
-}
-
-/* Answers a request read from fd (n < 0: none could be); frees it, closes fd unless kept. */
-static void serve(recorder *r, int fd, uint8_t *req, ssize_t n)
-{
-    bool kept = n >= 0 && handle_request(r, fd, req, (size_t)n);
-    free(req);
-    if (!kept)
-        close(fd);
-}
-
-/* ---- while a save is written ----
+/* ---- requests, read as their bytes come ----
  *
- * A save writes the whole ring on the recorder's one thread: a second and
- * more under load. A process that starts meanwhile waits 250 ms for the
- * answer to its attach (producer.c), then writes nothing until it comes: a
- * review's sqlite3, started during a save, lost 583 038 events (counted)
- * with 600 buffers free. So the save looks at the socket every
- * MEANWHILE_NS: an attach only adds a process (whose records the save then
- * writes too), a status only reads; both are answered at once. Anything
- * else (a marker, another save, a stop) is read and kept, and answered once
- * the save ends (run_loop). */
+ * The recorder has one thread: waiting on a client (10 s for each byte,
+ * before) let one that sends a byte every 5 s hold the session (an attacker
+ * review: 96 715 of 160 101 events lost, `ltr status` and `ltr run` refused,
+ * no process could attach). A connection's request is read as its bytes
+ * come (ltr_msg_in_read), between everything else the loop does; one not
+ * whole REQUEST_MAX_NS after it connected is closed.
+ *
+ * And a save writes the whole ring (a second and more under load): a
+ * process that starts meanwhile waits 250 ms for the answer to its attach
+ * (producer.c), then writes nothing until it comes (a review's sqlite3,
+ * started during a save, lost 583 038 events, counted, with 600 buffers
+ * free). So the save looks at the socket every MEANWHILE_NS
+ * (rec_meanwhile): an attach only adds a process (whose records the save
+ * then writes too), a status only reads; both are answered at once.
+ * Anything else (a marker, another save, a stop) is answered once the save
+ * ends, in the order it came. */
+#define REQUEST_MAX_NS (10 * 1000000000ull)
+#define REQUEST_MAX_BYTES (1u << 20)
 #define MEANWHILE_NS (5 * 1000000ull)
-#define MEANWHILE_READ_MS 20 /* a request comes with its connection */
 
-typedef struct deferred_req {
+typedef struct pending_req {
     int fd;
-    uint8_t *req; /* NULL: not read yet */
-    ssize_t len;
-} deferred_req;
+    ltr_msg_in in;
+    uint64_t deadline_ns;
+    bool whole;
+    short revents; /* what poll said of it, this round */
+} pending_req;
 
-static void defer(recorder *r, int fd, uint8_t *req, ssize_t len)
+static void keep_pending(recorder *r, pending_req p)
 {
-    if (r->ndeferred == r->deferred_cap) {
-        unsigned cap = r->deferred_cap ? 2 * r->deferred_cap : 8;
-        deferred_req *v = realloc(r->deferred, cap * sizeof *v);
+    if (r->npending == r->pending_cap) {
+        unsigned cap = r->pending_cap ? 2 * r->pending_cap : 8;
+        pending_req *v = realloc(r->pending, cap * sizeof *v);
         if (!v) {
-            free(req);
-            close(fd); /* its command says the recorder closed the connection */
+            ltr_msg_in_free(&p.in);
+            close(p.fd); /* its command says the recorder closed the connection */
             return;
         }
-        r->deferred = v;
-        r->deferred_cap = cap;
+        r->pending = v;
+        r->pending_cap = cap;
     }
-    r->deferred[r->ndeferred++] = (deferred_req){fd, req, len};
+    r->pending[r->npending++] = p;
+}
+
+/* Reads what arrived: true while the connection is good (p->whole once
+ * its request is in); false when it was closed (an error, its end). */
+static bool read_more(pending_req *p)
+{
+    if (p->whole)
+        return true;
+    int rc = ltr_msg_in_read(p->fd, &p->in, REQUEST_MAX_BYTES);
+    if (rc < 0) {
+        close(p->fd);
+        return false;
+    }
+    p->whole = rc == 1;
+    return true;
+}
+
+/* Answers a whole request: the connection blocking again for the answer
+ * (and for the producer an attach keeps), the request freed. */
+static void serve(recorder *r, pending_req *p)
+{
+    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
+    bool kept = handle_request(r, p->fd, p->in.body, p->in.len);
+    if (!kept)
+        close(p->fd);
+    ltr_msg_in_free(&p->in);
+}
+
+/* The new connections: each answered now if its request came whole with
+ * it, else kept, to be read as it comes. */
+static void accept_new(recorder *r)
+{
+    int fd;
+    while ((fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        pending_req p = {.fd = fd, .deadline_ns = ltr_now_ns() + REQUEST_MAX_NS};
+        if (read_more(&p))
+            keep_pending(r, p);
+    }
+}
+
+/* What a request asks (its "op"), "" if it says nothing. */
+static const char *op_of(const pending_req *p, char *op, size_t size)
+{
+    return ltr_kv_find(p->in.body, p->in.len, "op", op, size) ? op : "";
 }
 
 void rec_meanwhile(recorder *r)
@@ -622,59 +652,75 @@ void rec_meanwhile(recorder *r)
         return;
     r->meanwhile_ns = now;
     atomic_store_explicit(&r->reg->sessions[r->slot].unanswered, 0, memory_order_relaxed);
-    for (;;) {
-        struct pollfd lp = {.fd = r->listen_fd, .events = POLLIN};
-        int fd = poll(&lp, 1, 0) > 0 ? accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC) : -1;
-        if (fd < 0)
-            return;
-        struct pollfd rp = {.fd = fd, .events = POLLIN};
-        if (poll(&rp, 1, MEANWHILE_READ_MS) <= 0) {
-            defer(r, fd, NULL, -1);
+    accept_new(r);
+    unsigned kept = 0;
+    for (unsigned i = 0; i < r->npending; i++) {
+        pending_req p = r->pending[i];
+        if (!read_more(&p))
             continue;
-        }
-        ltr_sock_recv_timeout(fd, 1);
-        uint8_t *req = NULL;
-        ssize_t n = ltr_recv_msg(fd, &req, NULL, NULL, 1u << 20);
         char op[32];
-        if (n < 0 || !ltr_kv_find(req, (size_t)n, "op", op, sizeof op)) {
-            free(req);
-            close(fd);
-        } else if (!strcmp(op, "attach")) {
-            if (!handle_attach(r, fd, req, (size_t)n))
-                close(fd);
-            free(req);
-        } else if (!strcmp(op, "status")) {
-            handle_status(r, fd);
-            close(fd);
-            free(req);
+        if (p.whole && !strcmp(op_of(&p, op, sizeof op), "attach")) {
+            if (!handle_attach(r, p.fd, p.in.body, p.in.len))
+                close(p.fd);
+            ltr_msg_in_free(&p.in);
+        } else if (p.whole && !strcmp(op, "status")) {
+            handle_status(r, p.fd);
+            close(p.fd);
+            ltr_msg_in_free(&p.in);
         } else {
-            defer(r, fd, req, n);
+            r->pending[kept++] = p;
         }
     }
+    r->npending = kept;
 }
 
-/* The requests kept during a save, in the order they came. Taken out of
- * the recorder first: one of them may be a save, which keeps others anew. */
-static void serve_deferred(recorder *r)
+/* After a poll round: reads what came, answers the whole requests in the
+ * order they came (taken out first: one of them may be a save, during which
+ * rec_meanwhile looks at the rest), drops those past their time. */
+static void serve_pending(recorder *r)
 {
-    deferred_req *v = r->deferred;
-    unsigned n = r->ndeferred;
-    r->deferred = NULL;
-    r->ndeferred = r->deferred_cap = 0;
-    for (unsigned i = 0; i < n; i++) {
-        deferred_req *d = &v[i];
-        if (r->done) { /* the session ended meanwhile: its command hears it closed */
-            free(d->req);
-            close(d->fd);
+    uint64_t now = ltr_now_ns();
+    pending_req *whole = NULL;
+    unsigned nwhole = 0, kept = 0;
+    for (unsigned i = 0; i < r->npending; i++) {
+        pending_req p = r->pending[i];
+        if (p.revents && !read_more(&p))
+            continue;
+        p.revents = 0;
+        if (!p.whole && now > p.deadline_ns) {
+            ltr_msg_in_free(&p.in);
+            close(p.fd);
             continue;
         }
-        if (!d->req) {
-            ltr_sock_recv_timeout(d->fd, 10);
-            d->len = ltr_recv_msg(d->fd, &d->req, NULL, NULL, 1u << 20);
+        pending_req *v = p.whole && !r->done ? realloc(whole, (nwhole + 1) * sizeof *v) : NULL;
+        if (v) {
+            whole = v;
+            whole[nwhole++] = p;
+        } else {
+            r->pending[kept++] = p;
         }
-        serve(r, d->fd, d->req, d->len);
     }
-    free(v);
+    r->npending = kept;
+    for (unsigned i = 0; i < nwhole; i++) {
+        if (r->done) { /* the session ended meanwhile: its command hears it closed */
+            ltr_msg_in_free(&whole[i].in);
+            close(whole[i].fd);
+        } else {
+            serve(r, &whole[i]);
+        }
+    }
+    free(whole);
+}
+
+static void close_pending(recorder *r)
+{
+    for (unsigned i = 0; i < r->npending; i++) {
+        ltr_msg_in_free(&r->pending[i].in);
+        close(r->pending[i].fd);
+    }
+    free(r->pending);
+    r->pending = NULL;
+    r->npending = r->pending_cap = 0;
 }
 
 static void producer_gone(recorder *r, unsigned i)
@@ -725,15 +771,22 @@ static void run_loop(recorder *r)
     uint64_t last_flush = ltr_now_ns();
     _Atomic uint32_t *unanswered = &r->reg->sessions[r->slot].unanswered;
     while (!r->done) {
-        unsigned n = 4 + r->nconns;
-        struct pollfd pfd[n];
+        unsigned n = 4 + r->nconns, np = r->npending;
+        struct pollfd pfd[n + np];
         pfd[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
         pfd[1] = (struct pollfd){.fd = r->wakefd, .events = POLLIN};
         pfd[2] = (struct pollfd){.fd = r->signal_fd, .events = POLLIN};
         pfd[3] = (struct pollfd){.fd = r->controller_fd, .events = POLLIN}; /* -1: ignored */
         for (unsigned i = 0; i < r->nconns; i++)
             pfd[4 + i] = (struct pollfd){.fd = r->conns[i].fd, .events = POLLIN};
-        int ready = poll(pfd, n, rec_backlog_waiting(r) ? 0 : 50);
+        bool waiting = rec_backlog_waiting(r); /* or a whole request, kept during a save */
+        for (unsigned i = 0; i < np; i++) { /* requests on their way */
+            pfd[n + i] = (struct pollfd){.fd = r->pending[i].whole ? -1 : r->pending[i].fd, .events = POLLIN};
+            waiting |= r->pending[i].whole;
+        }
+        int ready = poll(pfd, n + np, waiting ? 0 : 50);
+        for (unsigned i = 0; ready > 0 && i < np; i++)
+            r->pending[i].revents = pfd[n + i].revents;
         if (ready < 0 && errno != EINTR)
             break;
         if (atomic_load_explicit(unanswered, memory_order_relaxed)) /* running: answering again */
@@ -756,11 +809,11 @@ static void run_loop(recorder *r)
         if (!r->done && ready > 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)))
             controller_gone(r);
         if (!r->done && ready > 0 && (pfd[0].revents & POLLIN))
-            accept_one(r);
-        if (r->ndeferred)
-            serve_deferred(r);
+            accept_new(r);
+        if (!r->done && r->npending)
+            serve_pending(r);
     }
-    serve_deferred(r); /* what a save kept when the session ended: closed */
+    close_pending(r); /* what came as the session ended: closed */
 }
 
 static void redirect_log(const ltr_session_config *cfg)

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -420,6 +422,44 @@ static void test_recorder_held_by_debugger(void **state)
     tu_expect_ok(tu_run("%s cancel --instance held", LTR));
 }
 
+/* A client that connects and sends its request a byte a second holds
+ * nothing: the recorder reads requests as their bytes come (an attacker
+ * review's, a byte every 5 s, had `ltr status` fail, no process attach and
+ * 96 715 events of 160 101 lost). Status answers and a program loses
+ * nothing while it trickles. */
+static void test_slow_client_holds_nothing(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance slow --provider Test.Producer", LTR));
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/run/slow.sock", dir);
+    pid_t trickler = fork();
+    if (trickler == 0) {
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        uint32_t len = 1000;
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || write(fd, &len, 4) != 4)
+            _exit(1);
+        for (int i = 0; i < 60; i++) {
+            sleep(1);
+            if (write(fd, "x", 1) != 1)
+                _exit(0);
+        }
+        _exit(0);
+    }
+    usleep(300000); /* connected, its header sent */
+    tu_result st = tu_run("timeout -s KILL 30 %s status --instance slow", LTR);
+    tu_result p = tu_run("timeout -s KILL 30 %s --threads 2 --events 5000 --wait-enabled 5", PRODUCER);
+    kill(trickler, SIGKILL);
+    waitpid(trickler, NULL, 0);
+    if (st.status != 0 || !strstr(st.out, "session 'slow'"))
+        fail_msg("ltr status beside a slow client: %d: %s%s", st.status, st.out, st.err);
+    if (tu_field(p.out, "written") != 10000 || tu_field(p.out, "lost") != 0)
+        fail_msg("a program beside a slow client: %d: %s", p.status, p.out);
+    tu_free(&st);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s cancel --instance slow", LTR));
+}
+
 static void test_permissions(void **state)
 {
     const char *dir = *state;
@@ -467,6 +507,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_recorder_answers_fast, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_recorder_held_by_debugger, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_slow_client_holds_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
