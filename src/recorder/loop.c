@@ -212,11 +212,17 @@ static void handle_status(recorder *r, int fd)
      * warns about those not attached); a process the session's --pid or
      * names deny everything joined (any process with the agent joins every
      * heap session) but is not traced: counted apart, not listed (a review
-     * took them for traced) */
+     * took them for traced); the recorder itself, which writes the system
+     * provider's events through a connection of its own, is neither (a
+     * review read its pid as the --pid's) */
     char list[LTR_STATUS_PIDS * 12 + 1] = "";
     size_t at = 0;
-    unsigned traced = 0, listed = 0;
+    unsigned traced = 0, listed = 0, own = 0;
     for (unsigned i = 0; i < r->nconns; i++) {
+        if (r->conns[i].pid == getpid()) {
+            own++;
+            continue;
+        }
         if (!r->conns[i].traced)
             continue;
         traced++;
@@ -224,7 +230,7 @@ static void handle_status(recorder *r, int fd)
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
     }
     put_u64(&kv, "processes", traced);
-    put_u64(&kv, "untraced", r->nconns - traced);
+    put_u64(&kv, "untraced", r->nconns - own - traced);
     ltr_bytes_put_kv(&kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
                                           : r->cfg.npids || r->cfg.nnames
                                               ? "not among its --pid or names"

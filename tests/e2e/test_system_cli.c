@@ -131,6 +131,14 @@ static void test_memory_counters_agree_with_proc(void **state)
     tu_expect_ok(tu_run("%s start memory --filemode --instance m1 --pid %d --memory-interval 0.05 -o %s", LTR,
                         (int)p, trace));
     wait_events("m1", 4);
+    /* the recorder writes the system events itself: not a process attached */
+    long rec = tu_session_pid("m1", "recorder pid ");
+    tu_result st = tu_run("%s status --instance m1", LTR);
+    char own[64];
+    snprintf(own, sizeof own, "processes attached: %ld", rec);
+    if (rec <= 0 || !strstr(st.out, " 0 processes attached") || strstr(st.out, own))
+        fail_msg("ltr status: %s", st.out);
+    tu_free(&st);
     uint64_t seen = proc_private(p);
     wait_events("m1", 4);
     tu_expect_ok(tu_run("%s stop %s --instance m1 --force", LTR, trace));
