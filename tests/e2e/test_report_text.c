@@ -59,6 +59,11 @@ static void test_ranking_units_threads(void **state)
     assert_non_null(second);
     /* the steady leak first: fewer bytes, but grown over the run */
     assert_non_null(strstr(first, "MiB in 200 allocations, growing "));
+    /* the program runs for well under 10 s: no rate per minute made of it */
+    const char *eol = strchr(first, '\n');
+    const char *short_note = strstr(first, "too short a window for a rate"), *per_min = strstr(first, "/min");
+    assert_true(short_note && short_note < eol);
+    assert_true(!per_min || per_min > eol);
     assert_true(strstr(first, "Deep<") < second);
     assert_non_null(strstr(second, "MiB in 1 allocation, at once")); /* one: no plural */
     assert_true(strstr(second, "load_table") != NULL);
