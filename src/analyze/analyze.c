@@ -350,6 +350,12 @@ static void warn_state(ltr_analysis *a)
                 "many times is left so past a bound, docs/analysis.md)",
                 (unsigned long long)a->model.late, a->model.unordered ? " (memory ran out for it)" : "",
                 a->hold);
+    else if (a->model.late_across && a->model.nprocs > 1)
+        an_warn(a, "%llu heap event(s) came in the trace after later events of other processes had been "
+                "analyzed (a process's buffer written when it ended: a compiler driver waiting for its "
+                "children): each process's figures are exact, only the peak of all of them together and its "
+                "time may be off (it held %zu events; LTR_ANALYZE_HOLD=N holds N)",
+                (unsigned long long)a->model.late_across, a->hold);
     uint64_t unseen = 0, implicit = 0;
     for (size_t i = 0; i < a->model.nprocs; i++) {
         unseen += a->model.procs[i]->unseen_frees;

@@ -57,8 +57,11 @@ void an_order_drain(an_order *o);
  * Segments not back by an_order_free are the caller's to free. */
 void an_order_set_retire(an_order *o, an_order_retire retire);
 void an_order_recycle(an_order *o, an_event *seg);
-/* Events that came after later ones had been handed on. */
+/* Events that came after later ones of their own process had been handed
+ * on; and those that came after later ones of other processes only (which
+ * changes only the figures of all processes together). */
 uint64_t an_order_late(const an_order *o);
+uint64_t an_order_late_across(const an_order *o);
 void an_order_free(an_order *o);
 
 #endif
