@@ -57,6 +57,7 @@ struct an_order {
     int out_set;
     uint64_t late, late_across; /* later than their own process's time handed on; than another's only */
     an_hmap proc_out;       /* pid -> latest time handed on of that process (proc_out) */
+    struct proc_out *po;    /* the last run's entry (threads of one process take turns), or NULL */
     uint64_t committed, moved; /* events committed, events merge_back moved (MERGE_BUDGET) */
     an_event **pool;        /* segments handed on, for the next to fill */
     size_t npool, cappool;
@@ -265,8 +266,9 @@ static void release(an_order *o, size_t count)
          * of them together: counted apart. A compiler driver's buffer, written
          * when it exits, came after its child's whole trace: g++'s warning
          * made a review doubt figures that were exact. */
-        int created;
-        proc_out *po = an_hmap_put(&o->proc_out, q->pid, &created);
+        int created = 0;
+        proc_out *po = o->po && o->po->key == q->pid ? o->po : an_hmap_put(&o->proc_out, q->pid, &created);
+        o->po = po; /* a put may move the entries: only the last one is kept */
         for (size_t i = 0; i < k; i++) {
             uint64_t t = at(q, q->head + i)->ts;
             if (po && !created && t < po->ts)
