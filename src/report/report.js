@@ -71,9 +71,34 @@
     keys.forEach(function (k) { series[k].forEach(function (p) { times[p[0]] = 1; }); });
     var xs = Object.keys(times).map(Number).sort(function (a, b) { return a - b; });
     var data = [xs];
-    keys.forEach(function (k) { /* each series stepped onto the shared x values */
+    /* How each series is drawn, per what it measures:
+     * - "heap" (outstanding heap bytes): a level that changes only at a heap
+     *   event and holds until the next one, so a step function: the value of
+     *   a point held until the next point (uPlot's stepped paths, align 1).
+     *   Across an idle gap it stays flat, then jumps at the next event; a
+     *   line between the points would draw a ramp nothing did.
+     * - "private" (the memory counters' private bytes): a kernel figure read
+     *   every so often, which changes between reads at times the trace does
+     *   not know; a line between its own readings, interpolated onto the
+     *   shared x values so that the points the legend shows are on the line
+     *   (marked "~" where they are not a reading). */
+    var sampled = function (k) { return / private$/.test(k); }, read = {};
+    keys.forEach(function (k) {
         var pts = series[k], j = 0, last = null;
-        data.push(xs.map(function (x) {
+        if (sampled(k)) {
+            read[k] = {};
+            pts.forEach(function (p) { read[k][p[0]] = 1; });
+            data.push(xs.map(function (x) { /* null before the first reading and after the last */
+                while (j < pts.length && pts[j][0] < x) j++;
+                if (j >= pts.length) return null;
+                if (pts[j][0] === x) { while (j + 1 < pts.length && pts[j + 1][0] === x) j++; return pts[j][1]; }
+                if (j === 0) return null;
+                var a = pts[j - 1], b = pts[j];
+                return a[1] + (b[1] - a[1]) * (x - a[0]) / (b[0] - a[0]);
+            }));
+            return;
+        }
+        data.push(xs.map(function (x) { /* stepped onto the shared x values: the last value at or before x */
             while (j < pts.length && pts[j][0] <= x) last = pts[j++][1];
             return last;
         }));
@@ -87,10 +112,17 @@
             axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } }, { values: function (u, v) { return v.map(size); }, size: 70 }],
             series: [{ label: "s" }].concat(keys.map(function (k) { /* a process's color; private bytes dashed */
                 var c = colors[shown.indexOf(k.replace(/ (heap|private)$/, "")) % colors.length];
-                return { label: k, stroke: c, width: 1.5, dash: / private$/.test(k) ? [6, 4] : undefined,
-                         value: function (u, v) { return v == null ? "-" : size(v); } };
+                return { label: k, stroke: c, width: 1.5, dash: sampled(k) ? [6, 4] : undefined,
+                         paths: sampled(k) ? undefined : uPlot.paths.stepped({ align: 1 }),
+                         value: function (u, v, si, i) {
+                             return v == null ? "-" : (read[k] && i != null && !read[k][xs[i]] ? "~" : "") + size(v);
+                         } };
             })),
-            cursor: { drag: { x: true, y: false, setScale: false } },
+            /* the legend's values are those of the point whose step the cursor
+             * is on (the last x at or before it), not of the nearest point,
+             * which past a step's middle would be the next step's value */
+            cursor: { drag: { x: true, y: false, setScale: false },
+                      dataIdx: function (u, si, closest, x) { return closest > 0 && xs[closest] > x ? closest - 1 : closest; } },
             hooks: {
                 draw: [function (u) {
                     var ctx = u.ctx;
@@ -145,13 +177,13 @@
         r.spread = r.AIFO[0] > 1 && r.last > r.first ? (r.last - r.first) / Math.max(1, b - a) : 0;
         return r;
     }
-    function spark(s) {
+    function spark(s) { /* the stack's outstanding bytes per cell, held across the cell: steps, as the timeline's */
         var v = overTime(s), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
         cv.width = 128; cv.height = 24; cv.className = "spark";
         var ctx = cv.getContext("2d");
         ctx.strokeStyle = "#c0392b";
         ctx.beginPath();
-        v.forEach(function (y, i) { ctx.lineTo(i * 2, 23 - 22 * y / max); });
+        v.forEach(function (y, i) { ctx.lineTo(i * 2, 23 - 22 * y / max); ctx.lineTo(i * 2 + 2, 23 - 22 * y / max); });
         ctx.stroke();
         return cv;
     }

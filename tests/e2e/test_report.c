@@ -8,7 +8,12 @@
  * re-ranks (the one-time table of the program's start tops the first 50 ms)
  * and a range over the whole trace gives exactly the report's AIFI, AIFO,
  * AOFI and AOFO bytes and its first stack;
- * the page holds no reference to the network. Skips, saying why, when
+ * the page holds no reference to the network. The timeline draws outstanding
+ * bytes as steps: on report-target's "gap" (1 MiB, 600 ms idle, 8 MiB) the
+ * line read back from the chart's canvas stays at 1 MiB across the gap, the
+ * rise is drawn upright where the 8 MiB came, and the legend three quarters
+ * across the gap says 1 MiB (a line between the points drew a ramp, and
+ * the legend gave the next point's 9 MiB). Skips, saying why, when
  * chromium is not installed.
  */
 #include <setjmp.h>
@@ -38,6 +43,62 @@ static const char check_py[] =
     "print('range_top:', c['range'][2] if c['range'] else '')\n"
     "t = a['types']\n"
     "print('range_exact=%d' % (c['range'] is not None and all(c['range'][3][k] == t[k]['bytes'] for k in t)))\n";
+
+/* The timeline's steps, read back from the drawn page: probe.py PAGE OUT
+ * writes a copy of the page that keeps the uPlot chart (a wrapper of the
+ * constructor, before report.js) and, once drawn, writes into #probe for the
+ * widest gap between two points of the first series that rises by more than
+ * 4 MiB: the line's distance in pixels from the level before the gap, a
+ * quarter, half and three quarters across it (off, 0 for a step); the rise
+ * in pixels and how much of it is drawn at the gap's end (drawn); the
+ * legend's value with the cursor three quarters across, and the level before
+ * the gap as the legend writes it. */
+static const char steps_probe_py[] =
+    "import sys\n"
+    "page = open(sys.argv[1]).read()\n"
+    "hook = ('<script>(function () { var U = window.uPlot; window.uPlot = function (o, d, t) {'\n"
+    "        ' return (window.ltrChart = new U(o, d, t)); }; Object.assign(window.uPlot, U); })();</script>\\n')\n"
+    "probe = r'''<pre id=\"probe\"></pre><script>setTimeout(function () {\n"
+    "var u = window.ltrChart, r = {}, xs = u.data[0], ys = u.data[1], g = -1;\n"
+    "for (var i = 0; i + 1 < xs.length; i++)\n"
+    "    if (ys[i] != null && ys[i + 1] - ys[i] > 4194304 && (g < 0 || xs[i + 1] - xs[i] > xs[g + 1] - xs[g])) g = i;\n"
+    "r.found = g >= 0 ? 1 : 0;\n"
+    "var x0 = xs[g], x1 = xs[g + 1], W = u.ctx.canvas.width, H = u.ctx.canvas.height;\n"
+    "var img = u.ctx.getImageData(0, 0, W, H).data;\n"
+    "function rows(c) { /* the rows of the first series' color (#c0392b) in the canvas's column c */\n"
+    "    var out = [];\n"
+    "    for (var y = 0; y < H; y++) {\n"
+    "        var o = (y * W + c) * 4;\n"
+    "        if (img[o + 3] > 100 && img[o] > 140 && img[o] - img[o + 1] > 70 && img[o] - img[o + 2] > 70) out.push(y);\n"
+    "    }\n"
+    "    return out;\n"
+    "}\n"
+    "var lo = u.valToPos(ys[g], \"y\", true), hi = u.valToPos(ys[g + 1], \"y\", true);\n"
+    "r.off = [0.25, 0.5, 0.75].map(function (f) { /* how far the line is from the level before the gap, in pixels */\n"
+    "    var c = rows(Math.round(u.valToPos(x0 + (x1 - x0) * f, \"x\", true)));\n"
+    "    return c.length ? Math.round(Math.max(Math.abs(c[0] - lo), Math.abs(c[c.length - 1] - lo))) : 9999;\n"
+    "});\n"
+    "var jump = [], cx = Math.round(u.valToPos(x1, \"x\", true));\n"
+    "for (var c = cx - 2; c <= cx + 2; c++) jump = jump.concat(rows(c));\n"
+    "r.rise = Math.round(lo - hi); /* the jump's height, and how much of it is drawn at its x */\n"
+    "r.drawn = jump.length ? Math.round(Math.max.apply(null, jump) - Math.min.apply(null, jump)) : 0;\n"
+    "u.setCursor({ left: u.valToPos(x0 + (x1 - x0) * 0.75, \"x\"), top: u.valToPos(ys[g], \"y\") });\n"
+    "r.legend = document.querySelectorAll(\".u-legend .u-series\")[1].querySelector(\".u-value\").textContent;\n"
+    "r.held = u.series[1].value(u, ys[g], 1, g);\n"
+    "document.getElementById(\"probe\").textContent = JSON.stringify(r);\n"
+    "}, 300);</script>\n"
+    "'''\n"
+    "mark = '<script>\\n/*\\n * src/report/report.js'\n"
+    "assert mark in page and '</body>' in page\n"
+    "page = page.replace(mark, hook + mark).replace('</body>', probe + '</body>')\n"
+    "open(sys.argv[2], 'w').write(page)\n";
+
+static const char steps_read_py[] =
+    "import html, json, re, sys\n"
+    "m = re.search(r'<pre id=\"probe\">(.*?)</pre>', open(sys.argv[1]).read(), re.S)\n"
+    "r = json.loads(html.unescape(m.group(1)))\n"
+    "print('found=%d off=%d rise=%d drawn=%d legend_held=%d' % (r['found'], max(r['off']), r['rise'], r['drawn'],\n"
+    "                                                         r['legend'] == r['held']), r['off'], r['legend'], r['held'])\n";
 
 static int chromium_missing(void)
 {
@@ -101,6 +162,33 @@ static void test_page_in_chromium(void **state)
     }
 }
 
+static void test_timeline_steps(void **state)
+{
+    const char *dir = *state;
+    if (chromium_missing()) {
+        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
+        skip();
+    }
+    tu_write_file(dir, "probe.py", steps_probe_py);
+    tu_write_file(dir, "read.py", steps_read_py);
+    tu_result r = tu_run("cd %s && %s record -o g.ltr -- %s gap >/dev/null && %s report g.ltr && "
+                         "python3 probe.py g.html probe.html && HOME=%s timeout 120 chromium --headless --no-sandbox "
+                         "--disable-gpu --virtual-time-budget=5000 --dump-dom 'file://%s/probe.html' >gdom.html "
+                         "2>chromium.err && python3 read.py gdom.html",
+                         dir, LTR, tu_test_bin("report-target"), LTR, dir, dir);
+    if (r.status != 0)
+        fail_msg("recording, the page, chromium or the probe: %s%s", r.out, r.err);
+    if (tu_field(r.out, "found") != 1)
+        fail_msg("no gap then rise of 8 MiB in the chart's data: %s", r.out);
+    if (tu_field(r.out, "off") > 2) /* flat at the level before the gap, not a ramp to the next point */
+        fail_msg("the line is not flat across the idle gap: %s", r.out);
+    if (tu_field(r.out, "rise") < 50 || tu_field(r.out, "drawn") < tu_field(r.out, "rise") - 3)
+        fail_msg("the rise is not drawn upright at the next event: %s", r.out);
+    if (tu_field(r.out, "legend_held") != 1) /* the legend says what the line shows */
+        fail_msg("the legend is not the held value: %s", r.out);
+    tu_free(&r);
+}
+
 static void test_refusals(void **state)
 {
     const char *dir = *state;
@@ -122,6 +210,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_page_in_chromium, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_timeline_steps, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

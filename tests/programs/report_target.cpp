@@ -6,6 +6,8 @@
  * grow_cache, a steady leak), through allocator frames that C++ inlines and
  * a template whose name is long (Deep<...>::make). Prints "done" and exits.
  * Built -O2 without frame pointers, like a distributed binary.
+ * With "gap" (tests/e2e/test_report.c, the timeline's steps): 1 MiB, idle
+ * 600 ms, 8 MiB, 100 ms more, and exits holding both.
  */
 #include <map>
 #include <pthread.h>
@@ -46,8 +48,22 @@ static void *grower(void *)
     return nullptr;
 }
 
-int main()
+static char *volatile held[2]; /* volatile: the compiler keeps both allocations */
+
+static int gap()
 {
+    struct timespec idle = {0, 600000000}, tail = {0, 100000000};
+    held[0] = new char[1 << 20];
+    nanosleep(&idle, nullptr);
+    held[1] = new char[8 << 20];
+    nanosleep(&tail, nullptr);
+    return held[0] && held[1] ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && std::string(argv[1]) == "gap")
+        return gap();
     load_table();
     pthread_t t;
     pthread_create(&t, nullptr, grower, nullptr);
