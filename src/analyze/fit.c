@@ -9,6 +9,7 @@
  */
 #include "analyze/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Cuts s to at most width columns, ending in "..." when cut. */
@@ -30,10 +31,22 @@ void an_fit_line(FILE *out, const char *line, unsigned width)
     const char *nl = line;
     while (*nl == '\n') /* leading blank lines stay */
         fputc(*nl++, out);
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", nl);
+    size_t n = strlen(nl);
+    if (!width || n <= width) { /* whole: a copy into 4 KiB cut long lines piped (a review's threads line) */
+        fprintf(out, "%s\n", nl);
+        return;
+    }
+    char small[512], *buf = width < sizeof small - 1 ? small : malloc((size_t)width + 2);
+    if (!buf) {
+        fprintf(out, "%s\n", nl);
+        return;
+    }
+    memcpy(buf, nl, (size_t)width + 1); /* its first width + 1 bytes: enough for cut to see it is longer */
+    buf[width + 1] = 0;
     cut(buf, width);
     fprintf(out, "%s\n", buf);
+    if (buf != small)
+        free(buf);
 }
 
 void an_fit_wrap(FILE *out, const char *text, unsigned width, unsigned indent)

@@ -193,6 +193,23 @@ static void jnosyms(const ltr_analysis *a, FILE *out)
     fputc(']', out);
 }
 
+/* ,"threads":[{"tid":1234,"name":"main"},...]: the process's threads as
+ * the trace names them (the text report's "threads:" line). */
+static void jthreads(ltr_analysis *a, FILE *out, uint32_t pid)
+{
+    fputs(",\"threads\":[", out);
+    unsigned n = 0;
+    for (size_t i = 0, nt = ltr_trace_thread_count(a->trace); i < nt; i++) {
+        const ltr_thread *t = ltr_trace_thread_at(a->trace, i);
+        if (t->pid != pid)
+            continue;
+        fprintf(out, "%s{\"tid\":%u,\"name\":", n++ ? "," : "", t->tid);
+        jstr(out, t->name ? t->name : "");
+        fputc('}', out);
+    }
+    fputc(']', out);
+}
+
 int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
 {
     size_t n;
@@ -207,6 +224,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
         jfigures(a, out, procs[i]);
         fputc(',', out);
         jhistogram(out, procs[i]);
+        jthreads(a, out, procs[i]->pid);
         fputc('}', out);
     }
     fputc(']', out);

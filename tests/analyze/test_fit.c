@@ -85,6 +85,22 @@ static void test_fit_text(void **state)
     fclose(f);
     assert_string_equal(buf, "\none two\nthree four\nfive six\nseven\na line th...\n");
     free(buf);
+    /* piped (width 0) a line is whole, however long (a copy into 4 KiB cut
+     * a threads line of 400 threads); cut to a width wider than that too */
+    char line[10001];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = 0;
+    f = open_memstream(&buf, &len);
+    an_fit_line(f, line, 0);
+    fclose(f);
+    assert_int_equal(len, sizeof line); /* its 10 000 bytes and the newline */
+    free(buf);
+    f = open_memstream(&buf, &len);
+    an_fit_line(f, line, 5000);
+    fclose(f);
+    assert_int_equal(len, 5001);
+    assert_memory_equal(buf + 4997, "...\n", 4);
+    free(buf);
 }
 
 static const an_stack *stack_named(const an_proc *p, uint32_t id)

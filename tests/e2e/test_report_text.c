@@ -151,6 +151,8 @@ static void test_json_spellings(void **state)
     assert_int_equal(a.status, 0);
     assert_string_equal(a.out, b.out);
     assert_non_null(strstr(a.out, "\"format\":\"ltr-analysis\""));
+    assert_non_null(strstr(a.out, ",\"name\":\"grower\"}")); /* the threads, as the text names them */
+    assert_non_null(strstr(a.out, "\"threads\":[{\"tid\":"));
     tu_free(&a), tu_free(&b);
     a = tu_run("%s info %s --json", LTR, trace), b = tu_run("%s info %s --format json", LTR, trace);
     assert_int_equal(b.status, 0);
