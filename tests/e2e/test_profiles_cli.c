@@ -97,6 +97,18 @@ static void details_of_a_file_profile(void **state)
     assert_non_null(strstr(r->out, "heap tracing in collector 'MSO Heap Collector' of pid 12345678"));
 }
 
+/* --details of a file alone says how to name one of its profiles (a review
+ * got "no profile of that name in the built-in profiles"). */
+static void details_of_a_file_alone(void **state)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp' --details", wprp_dir());
+    run *r = ltr(args);
+    assert_int_not_equal(r->status, 0);
+    assert_non_null(strstr(r->err, "WPRP_Heap.wprp' is a file: --details takes a profile of it"));
+    assert_non_null(strstr(r->err, "WPRP_Heap.wprp!Name"));
+}
+
 static void details_of_builtins(void **state)
 {
     run *r = ltr("heap heapsnapshot.light --details");
@@ -224,6 +236,7 @@ int main(void)
         cmocka_unit_test(lists_builtins),
         cmocka_unit_test(lists_a_file),
         cmocka_unit_test(details_of_a_file_profile),
+        cmocka_unit_test(details_of_a_file_alone),
         cmocka_unit_test(details_of_builtins),
         cmocka_unit_test(details_of_a_bare_name),
         cmocka_unit_test(details_of_a_strict_profile_that_starts_nothing),
