@@ -150,7 +150,7 @@ static void write_thread(ltr_attach *a)
     ltr_put_u64(rec + 16, ltr_now_ns());
     ltr_put_u16(rec + 24, (uint16_t)n);
     memcpy(rec + 26, name, n);
-    ltr_shm_meta_append(a->shm, rec, size);
+    ltr_producer_meta_append(a, rec, size);
 }
 
 /* emit_session, inlined into emit_next_session and so into every event's

@@ -217,7 +217,7 @@ static void write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t
     }
     ltr_bytes_record_end(&b, rec);
     if (!b.failed)
-        ltr_shm_meta_append(a->shm, b.data, (uint32_t)b.len);
+        ltr_producer_meta_append(a, b.data, (uint32_t)b.len);
     ltr_bytes_free(&b);
 }
 

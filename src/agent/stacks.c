@@ -314,7 +314,7 @@ static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
         ltr_put_u32(rec + 18 + 12u * i, b->id[i]);
         ltr_put_u64(rec + 22 + 12u * i, trie_nodes[b->id[i]].ip);
     }
-    ltr_shm_meta_append(a->shm, rec, size);
+    ltr_producer_meta_append(a, rec, size);
     for (uint16_t i = 0; i < b->n; i++)
         atomic_fetch_or_explicit(&trie_nodes[b->id[i]].written, bit, memory_order_release);
     b->n = 0;

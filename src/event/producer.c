@@ -22,7 +22,7 @@
 
 typedef struct tslot {
     uint64_t incarnation; /* 0: empty */
-    ltr_ring *ring;
+    ltr_ring_view *ring;  /* the attachment's checked view (never the shared header's word) */
     uint8_t *data;     /* own buffer; NULL: the thread writes to its CPU's (cpus) */
     uint32_t *cpus;    /* the process's CPU buffers of this session and collector */
     uint32_t buf, bytes, events, cap;
@@ -197,17 +197,47 @@ static void drop_pending(ltr_attach *a)
  * process's row did not. */
 static void claim_unattached(ltr_attach *a)
 {
-    ltr_shm_proc *procs = ltr_shm_procs(a->shm);
     for (unsigned c = 0; c < 4; c++) {
         uint64_t n = atomic_exchange_explicit(&a->unattached_lost[c], 0, memory_order_relaxed);
-        if (n && c < a->shm->ncollectors && a->proc_slot < a->shm->nprocs)
-            atomic_fetch_add_explicit(&procs[a->proc_slot].events_lost[c], n, memory_order_relaxed);
+        if (n && c < a->lay->ncollectors && a->proc_slot < a->lay->nprocs)
+            atomic_fetch_add_explicit(&a->lay->procs[a->proc_slot].events_lost[c], n, memory_order_relaxed);
     }
 }
 
 void ltr_producer_note_unattached(unsigned s, unsigned c)
 {
     atomic_fetch_add_explicit(&g.att[s].unattached_lost[c & 3], 1, memory_order_relaxed);
+}
+
+/* Where the rings, the metadata region and the loss counters are, from the
+ * header of a session's shared memory of `size` bytes, each word read once
+ * and checked: the header is shared, and a traced program may have written
+ * over it already. False when it cannot be a session's: no attach. */
+static bool take_layout(ltr_shm_layout *lay, ltr_shm *shm, size_t size)
+{
+    uint8_t *base = (uint8_t *)shm;
+    uint32_t ncol = __atomic_load_n(&shm->ncollectors, __ATOMIC_RELAXED);
+    if (ncol > LTR_MAX_COLLECTORS)
+        return false;
+    for (unsigned c = 0; c < ncol; c++) {
+        uint64_t off = __atomic_load_n(&shm->collectors[c].ring_offset, __ATOMIC_RELAXED);
+        if (off >= size || !ltr_ring_view_attach(&lay->rings[c], base + off, size - off))
+            return false;
+    }
+    uint64_t meta = __atomic_load_n(&shm->meta_offset, __ATOMIC_RELAXED);
+    uint64_t cap = __atomic_load_n(&shm->meta_capacity, __ATOMIC_RELAXED);
+    uint64_t procs = __atomic_load_n(&shm->procs_offset, __ATOMIC_RELAXED);
+    uint32_t nprocs = __atomic_load_n(&shm->nprocs, __ATOMIC_RELAXED);
+    /* Records are 8-aligned (their kind is stored atomically), so are the counters. */
+    if (meta > size || cap > size - meta || meta % 8 || procs > size || procs % 8 ||
+        nprocs > (size - procs) / sizeof(ltr_shm_proc))
+        return false;
+    lay->ncollectors = ncol;
+    lay->meta = base + meta;
+    lay->meta_capacity = cap;
+    lay->procs = (ltr_shm_proc *)(base + procs);
+    lay->nprocs = nprocs;
+    return true;
 }
 
 /* Takes the recorder's answer to the pending attach, waiting no later than
@@ -230,7 +260,10 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     if (ltr_map_shared(fds[0], size, &mem) != 0)
         goto fail;
     ltr_shm *shm = mem;
-    if (shm->magic != LTR_SHM_MAGIC || shm->size != size || shm->incarnation != inc) {
+    ltr_shm_layout *lay = calloc(1, sizeof *lay);
+    if (!lay || shm->magic != LTR_SHM_MAGIC || shm->size != size || shm->incarnation != inc ||
+        !take_layout(lay, shm, size)) {
+        free(lay);
         ltr_unmap(mem, size);
         goto fail;
     }
@@ -238,6 +271,7 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
      * the eventfd non-blocking; this holds whoever made it). */
     ltr_set_nonblock(fds[1]);
     a->shm = shm;
+    a->lay = lay;
     a->size = size;
     a->memfd = fds[0];
     a->wakefd = fds[1];
@@ -378,10 +412,21 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
 
 void ltr_producer_count_lost(ltr_attach *a, unsigned c)
 {
-    atomic_fetch_add_explicit(&ltr_shm_ring(a->shm, c)->events_lost, 1, memory_order_relaxed);
-    if (a->proc_slot < a->shm->nprocs)
-        atomic_fetch_add_explicit(&ltr_shm_procs(a->shm)[a->proc_slot].events_lost[c], 1,
-                                  memory_order_relaxed);
+    /* c may come from the registry, which any process of the user can
+     * write: a collector the session does not have has no counter. */
+    ltr_shm_layout *lay = a->lay;
+    if (c >= lay->ncollectors)
+        return;
+    atomic_fetch_add_explicit(&lay->rings[c].shared->events_lost, 1, memory_order_relaxed);
+    if (a->proc_slot < lay->nprocs)
+        atomic_fetch_add_explicit(&lay->procs[a->proc_slot].events_lost[c], 1, memory_order_relaxed);
+}
+
+int ltr_producer_meta_append(ltr_attach *a, const uint8_t *record, uint32_t size)
+{
+    ltr_shm_layout *lay = a->lay;
+    return ltr_shm_meta_append_to(lay->meta, lay->meta_capacity, &a->shm->meta_used, &a->shm->meta_lost,
+                                  record, size);
 }
 
 /* ---- thread slots --------------------------------------------------------- */
@@ -446,7 +491,7 @@ static tslot *find_slot(thread_state *t, unsigned s, unsigned c, uint64_t inc)
  * kind of buffer, in order). False when neither can be had. */
 static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
 {
-    ltr_ring *r = ltr_shm_ring(a->shm, c);
+    ltr_ring_view *r = &a->lay->rings[c];
     bool cpus = a->cpus && ltr_ring_cpu_usable();
     uint32_t idx = ltr_ring_acquire_own(r, (uint32_t)getpid(), ltr_gettid(), a->owner,
                                         cpus ? ltr_ring_own_max(r, g.ncpu) : UINT32_MAX);
@@ -462,7 +507,7 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
          * waiting to be written). A memory-mode ring always has a buffer to
          * take over unless every one is being written: there a thread goes
          * to its CPU only past the limit, as its tests have it. */
-        bool limited = atomic_load_explicit(&r->own_count, memory_order_relaxed) >= ltr_ring_own_max(r, g.ncpu);
+        bool limited = atomic_load_explicit(&r->shared->own_count, memory_order_relaxed) >= ltr_ring_own_max(r, g.ncpu);
         if (!cpus || (!limited && (r->flags & LTR_RING_OVERWRITE)))
             return false;
         sl->incarnation = inc;
@@ -471,7 +516,7 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
     }
     sl->incarnation = inc;
     sl->buf = idx;
-    sl->data = ltr_ring_data(r, idx);
+    sl->data = ltr_ring_vdata(r, idx);
     sl->cap = r->buffer_size;
     sl->bytes = sl->events = 0;
     sl->last_ts = 0; /* a new buffer is a new block: its first delta is from 0 */
@@ -543,12 +588,12 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     thread_state *t = THREAD_STATE(true);
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     *lost = false;
-    if (!inc || c >= a->shm->ncollectors || (a->denied & (1u << c)) ||
+    ltr_shm_layout *lay = a->lay;
+    if (!inc || c >= lay->ncollectors || (a->denied & (1u << c)) ||
         atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
         return NULL; /* the session is ending, or does not want this process: never its event */
     *lost = true;
-    ltr_ring *r = ltr_shm_ring(a->shm, c);
-    if (in->payload > LTR_MAX_EVENT_PAYLOAD || LTR_CEVENT_HEADER_MAX + in->payload > r->buffer_size) {
+    if (in->payload > LTR_MAX_EVENT_PAYLOAD || LTR_CEVENT_HEADER_MAX + in->payload > lay->rings[c].buffer_size) {
         ltr_producer_count_lost(a, c);
         return NULL;
     }

@@ -24,6 +24,18 @@
 
 #define LTR_THREAD_SLOTS 8
 
+/* Where things are in a session's shared memory, as its header said when
+ * the process attached, checked then (finish_attach) and never read from it
+ * again: any traced program can write over the header, and a producer must
+ * not follow it out of the mapping (ring.h, "a ring as one side sees it"). */
+typedef struct ltr_shm_layout {
+    uint32_t ncollectors, nprocs;
+    ltr_ring_view rings[LTR_MAX_COLLECTORS];
+    uint8_t *meta;
+    uint64_t meta_capacity;
+    ltr_shm_proc *procs;
+} ltr_shm_layout;
+
 typedef struct ltr_attach {
     _Atomic uint64_t incarnation; /* nonzero: attached and usable */
     ltr_shm *shm;
@@ -34,6 +46,10 @@ typedef struct ltr_attach {
     uint32_t denied;    /* bit c: the session does not want this process in collector c */
     uint32_t recorder_pid;
     uint32_t pid;       /* this process, when it attached */
+    /* Where things are in shm (below). Each attachment has its own, never
+     * freed, like cpus: a thread still writing to an ended session keeps
+     * a whole view of that one, never half of the next one's. */
+    struct ltr_shm_layout *lay;
     /* Per collector c, cpus + c * ncpu: the CPU buffers of this process
      * (ring.h, "per-CPU buffers"). Each attachment has its own, never freed:
      * a thread still writing to an ended session only touches that one. */
@@ -97,6 +113,10 @@ bool ltr_producer_commit(void);
  * writes to the CPU's buffer and counts losses. */
 bool ltr_producer_put(ltr_attach *a, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
                       const uint8_t *payload, uint32_t n);
+/* Appends a metadata record (framed: kind, 0, size) to the session's
+ * metadata region, where the attachment's checked copy says it is. 0, or
+ * -ENOSPC when it is full (counted in its lost word). */
+int ltr_producer_meta_append(ltr_attach *a, const uint8_t *record, uint32_t size);
 /* Counts one event as lost in a session/collector (and for this process). */
 void ltr_producer_count_lost(ltr_attach *a, unsigned c);
 /* Notes an event lost because this process is not attached to session s (the

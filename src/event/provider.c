@@ -95,13 +95,13 @@ size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
     return lay;
 }
 
-static int append_layout(ltr_shm *shm, ltr_event_desc *d, uint32_t id)
+static int append_layout(ltr_attach *a, ltr_event_desc *d, uint32_t id)
 {
     ltr_bytes b = {0};
     size_t lay = ltr_event_layout_records(d, id, &b);
-    int rc = b.failed ? -ENOMEM : ltr_shm_meta_append(shm, b.data, (uint32_t)lay);
+    int rc = b.failed ? -ENOMEM : ltr_producer_meta_append(a, b.data, (uint32_t)lay);
     if (!rc)
-        rc = ltr_shm_meta_append(shm, b.data + lay, (uint32_t)(b.len - lay));
+        rc = ltr_producer_meta_append(a, b.data + lay, (uint32_t)(b.len - lay));
     ltr_bytes_free(&b);
     return rc;
 }
@@ -115,7 +115,7 @@ static uint32_t layout_id(ltr_event_desc *d, ltr_attach *a, unsigned s)
         return (uint32_t)cached;
     ensure_guid(d->provider);
     uint32_t id = atomic_fetch_add(&a->shm->next_layout_id, 1) + 1;
-    if (append_layout(a->shm, d, id) != 0)
+    if (append_layout(a, d, id) != 0)
         return 0;
     /* Two threads may race here; both layouts are valid, the later one is cached. */
     __atomic_store_n(&d->layout_cache[s], (uint64_t)(uint32_t)inc << 32 | id, __ATOMIC_RELEASE);

@@ -25,9 +25,3 @@ int ltr_shm_meta_append_to(uint8_t *meta, uint64_t capacity, _Atomic uint64_t *u
     __atomic_store_n((uint16_t *)dst, ltr_get_u16(record), __ATOMIC_RELEASE);
     return 0;
 }
-
-int ltr_shm_meta_append(ltr_shm *s, const uint8_t *record, uint32_t size)
-{
-    return ltr_shm_meta_append_to(ltr_shm_meta(s), s->meta_capacity, &s->meta_used, &s->meta_lost,
-                                  record, size);
-}

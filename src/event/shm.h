@@ -67,13 +67,13 @@ static inline ltr_shm_proc *ltr_shm_procs(ltr_shm *s)
     return (ltr_shm_proc *)((uint8_t *)s + s->procs_offset);
 }
 
-/* Appends one metadata record (already framed: kind, 0, size) to the region.
- * The kind is stored last, with release, so a reader that sees a nonzero kind
- * sees the whole record. Returns 0, or -ENOSPC when the region is full. */
-int ltr_shm_meta_append(ltr_shm *s, const uint8_t *record, uint32_t size);
-/* The same into a region whose place and capacity the caller knows (the
- * recorder, which takes neither from the shared header); only the used and
- * lost words are shared. */
+/* Appends one metadata record (already framed: kind, 0, size) to the region
+ * at meta, of `capacity` bytes: a place and capacity the caller knows, never
+ * taken from the shared header (the recorder's own; a producer's copy made
+ * when it attached, ltr_producer_meta_append); only the used and lost words
+ * are shared. The kind is stored last, with release, so a reader that sees a
+ * nonzero kind sees the whole record. Returns 0, or -ENOSPC when the region
+ * is full. */
 int ltr_shm_meta_append_to(uint8_t *meta, uint64_t capacity, _Atomic uint64_t *used,
                            _Atomic uint64_t *lost, const uint8_t *record, uint32_t size);
 

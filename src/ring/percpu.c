@@ -28,10 +28,10 @@
 
 bool ltr_ring_cpu_usable(void) { return ltr_rseq_cpu() >= 0; }
 
-enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t nslots, uint32_t pid,
+enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring_view *v, uint32_t *slots, uint32_t nslots, uint32_t pid,
                                         uint32_t owner, const void *rec, uint32_t len, bool *wake)
 {
-    if (len > r->buffer_size)
+    if (len > v->buffer_size)
         return LTR_CPU_NO_BUFFER;
     enum ltr_cpu_append rc = LTR_CPU_NO_BUFFER;
     uint32_t spare = LTR_RING_NONE; /* a new buffer not yet in its slot */
@@ -43,12 +43,16 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t n
         }
         uint32_t *slot = &slots[cpu];
         uint32_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if (cur && cur <= r->nbuf) {
-            ltr_ring_buf *b = ltr_ring_buf_at(r, cur - 1);
+        /* The slot is ours (process memory), the commit word is shared:
+         * bytes past the buffer (written over) count as a full buffer, and
+         * the record goes to a new one. The rseq copies to where the checked
+         * word said, whatever the word says by then. */
+        if (cur && cur <= v->nbuf) {
+            ltr_ring_buf *b = &v->bufs[cur - 1];
             uint64_t c = atomic_load_explicit(&b->commit, memory_order_relaxed);
             uint32_t used = LTR_COMMIT_BYTES(c);
-            if (used <= r->buffer_size && len <= r->buffer_size - used) {
-                if (ltr_rseq_append(cpu, slot, cur, (uint64_t *)&b->commit, c, ltr_ring_data(r, cur - 1) + used,
+            if (used <= v->buffer_size && len <= v->buffer_size - used) {
+                if (ltr_rseq_append(cpu, slot, cur, (uint64_t *)&b->commit, c, ltr_ring_vdata(v, cur - 1) + used,
                                     rec, len) == 0) {
                     rc = LTR_CPU_APPENDED;
                     break;
@@ -57,12 +61,12 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t n
             }
         }
         /* No buffer on this CPU yet, or it is full: a new one in its place. */
-        if (spare == LTR_RING_NONE && (spare = ltr_ring_acquire(r, pid, 0, owner)) == LTR_RING_NONE)
+        if (spare == LTR_RING_NONE && (spare = ltr_ring_acquire(v, pid, 0, owner)) == LTR_RING_NONE)
             break;
-        if (!atomic_load_explicit(&r->cpus_used, memory_order_relaxed))
-            atomic_store_explicit(&r->cpus_used, 1, memory_order_relaxed); /* ring.c: woken early from now on */
+        if (!atomic_load_explicit(&v->shared->cpus_used, memory_order_relaxed))
+            atomic_store_explicit(&v->shared->cpus_used, 1, memory_order_relaxed); /* ring.c: woken early from now on */
         if (ltr_rseq_swap(cpu, slot, cur, spare + 1) == 0) {
-            if (cur && cur <= r->nbuf && ltr_ring_publish(r, cur - 1))
+            if (cur && cur <= v->nbuf && ltr_ring_publish(v, cur - 1))
                 *wake = true;
             spare = LTR_RING_NONE;
         }
@@ -73,6 +77,6 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t n
      * leaving a barrier) held the whole pool until its next round, 60 ms,
      * and events were lost meanwhile. */
     if (spare != LTR_RING_NONE)
-        ltr_ring_unacquire(r, spare);
+        ltr_ring_unacquire(v, spare);
     return rc;
 }

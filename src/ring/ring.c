@@ -24,22 +24,29 @@ size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf)
     return data + (size_t)buffer_size * nbuf;
 }
 
-static _Atomic uint32_t *queue_slots(ltr_ring *r)
-{
-    return (_Atomic uint32_t *)((uint8_t *)r + r->queue_offset);
-}
+/* Compare-and-swap loops of a producer give up after this many failures:
+ * each failure is another thread's success, so honest threads fail a few
+ * times at most (1000 threads on 2 CPUs); a scribbler rewriting the word
+ * could keep one looping for good. Giving up loses the event (counted). */
+#define PRODUCER_CAS_TRIES 1000
 
-static void push_free(ltr_ring *r, uint32_t idx)
+/* Pushes idx (below v->nbuf: the caller's own buffer) on the free stack.
+ * False, the buffer left out of the pool, when the head kept changing. */
+static bool push_free(ltr_ring_view *v, uint32_t idx)
 {
-    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    ltr_ring *r = v->shared;
+    ltr_ring_buf *b = &v->bufs[idx];
     uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
-    uint64_t next;
-    do {
+    for (int i = 0; i < PRODUCER_CAS_TRIES; i++) {
         atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
-        next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
-    } while (!atomic_compare_exchange_weak_explicit(&r->free_head, &head, next,
-                                                    memory_order_release, memory_order_relaxed));
-    atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
+        uint64_t next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
+        if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, next, memory_order_release,
+                                                  memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
 }
 
 void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flags)
@@ -55,27 +62,68 @@ void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flag
     r->data_offset = align_up(r->queue_offset + sizeof(uint32_t) * nbuf, 4096);
     r->total_size = ltr_ring_size(buffer_size, nbuf);
     memset((uint8_t *)r + r->bufs_offset, 0, r->data_offset - r->bufs_offset);
+    ltr_ring_view v;
+    ltr_ring_view_init(&v, mem, buffer_size, nbuf);
     /* Push in reverse so that buffer 0 is taken first: easier to read in a debugger. */
     for (uint32_t i = nbuf; i-- > 0;)
-        push_free(r, i);
+        push_free(&v, i);
+}
+
+static bool ring_sizes_valid(uint32_t magic, uint32_t buffer_size, uint32_t nbuf, size_t avail)
+{
+    /* nbuf below UINT32_MAX: index + 1 must never be LTR_RING_SLOT_DEAD. */
+    return magic == LTR_RING_MAGIC && nbuf > 0 && nbuf < UINT32_MAX && buffer_size > 0 &&
+           ltr_ring_size(buffer_size, nbuf) <= avail;
 }
 
 bool ltr_ring_valid(const ltr_ring *r, size_t avail)
 {
-    return avail >= sizeof *r && r->magic == LTR_RING_MAGIC && r->nbuf > 0 && r->buffer_size > 0 &&
+    return avail >= sizeof *r && ring_sizes_valid(r->magic, r->buffer_size, r->nbuf, avail) &&
            r->total_size <= avail && r->total_size == ltr_ring_size(r->buffer_size, r->nbuf);
 }
 
-static uint32_t pop_free(ltr_ring *r)
+bool ltr_ring_view_attach(ltr_ring_view *v, void *mem, size_t avail)
 {
+    if (avail < sizeof(ltr_ring) || (uintptr_t)mem % 64)
+        return false;
+    /* Each word read once, into our copy: a scribbler changing the header
+     * between the check and the use must not get past the check. */
+    ltr_ring *r = mem;
+    uint32_t magic = __atomic_load_n(&r->magic, __ATOMIC_RELAXED);
+    uint32_t buffer_size = __atomic_load_n(&r->buffer_size, __ATOMIC_RELAXED);
+    uint32_t nbuf = __atomic_load_n(&r->nbuf, __ATOMIC_RELAXED);
+    uint32_t flags = __atomic_load_n(&r->flags, __ATOMIC_RELAXED);
+    if (!ring_sizes_valid(magic, buffer_size, nbuf, avail))
+        return false;
+    ltr_ring_view_init(v, mem, buffer_size, nbuf);
+    v->flags = flags & LTR_RING_OVERWRITE;
+    return true;
+}
+
+/* The index in a queue slot or free stack value (index + 1), or
+ * LTR_RING_NONE when it cannot be one: written over by someone. */
+static inline uint32_t producer_index(const ltr_ring_view *v, uint32_t plus1)
+{
+    return plus1 - 1 < v->nbuf ? plus1 - 1 : LTR_RING_NONE;
+}
+
+static uint32_t pop_free(ltr_ring_view *v)
+{
+    ltr_ring *r = v->shared;
     uint64_t head = atomic_load_explicit(&r->free_head, memory_order_acquire);
-    for (;;) {
+    for (int i = 0; i < PRODUCER_CAS_TRIES; i++) {
         uint32_t top = (uint32_t)head;
         if (top == 0)
             return LTR_RING_NONE;
+        /* A head naming no buffer was written over: taking it would write
+         * outside the ring. The pool is lost to this producer (its events
+         * counted as lost) until the head is sane again. */
+        if (producer_index(v, top) == LTR_RING_NONE)
+            return LTR_RING_NONE;
         /* `next` may be stale if another thread took this buffer meanwhile; the
-         * tag then differs and the exchange fails. */
-        uint32_t next = atomic_load_explicit(&ltr_ring_buf_at(r, top - 1)->next, memory_order_relaxed);
+         * tag then differs and the exchange fails. A bad `next` is caught by
+         * the check above at the next pop. */
+        uint32_t next = atomic_load_explicit(&v->bufs[top - 1].next, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, want,
                                                   memory_order_acquire, memory_order_acquire)) {
@@ -83,50 +131,57 @@ static uint32_t pop_free(ltr_ring *r)
             return top - 1;
         }
     }
+    return LTR_RING_NONE;
 }
 
 /* Claims the oldest queue position. Its slot is cleared before any producer
  * can come round to it again: that would take nbuf more published buffers
- * while we hold one of the nbuf. */
-static uint32_t pop_oldest(ltr_ring *r)
+ * while we hold one of the nbuf. Bounded: an honest queue has at most nbuf
+ * dead positions in a row; a scribbled one may have endless garbage. */
+static uint32_t pop_oldest(ltr_ring_view *v)
 {
-    _Atomic uint32_t *slots = queue_slots(r);
+    ltr_ring *r = v->shared;
     uint64_t h = atomic_load_explicit(&r->queue_head, memory_order_acquire);
-    for (;;) {
-        uint32_t v = atomic_load_explicit(&slots[h % r->nbuf], memory_order_acquire);
-        if (v == 0)
+    for (uint32_t tries = 0; tries <= v->nbuf + PRODUCER_CAS_TRIES; tries++) {
+        uint32_t s = atomic_load_explicit(&v->slots[h % v->nbuf], memory_order_acquire);
+        if (s == 0)
             return LTR_RING_NONE; /* empty, or its producer is between two stores */
         if (atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                   memory_order_acquire)) {
-            atomic_store_explicit(&slots[h % r->nbuf], 0, memory_order_relaxed);
-            if (v != LTR_RING_SLOT_DEAD)
-                return v - 1;
-            h++; /* a dead producer's position, stepped over: the next one */
+            atomic_store_explicit(&v->slots[h % v->nbuf], 0, memory_order_relaxed);
+            /* A slot value naming no buffer was written over: stepped over
+             * like a dead producer's, never used as an index. */
+            uint32_t idx = producer_index(v, s);
+            if (idx != LTR_RING_NONE)
+                return idx;
+            h++; /* a dead producer's position (or garbage), stepped over: the next one */
         }
     }
+    return LTR_RING_NONE;
 }
 
-static uint32_t steal_oldest(ltr_ring *r)
+static uint32_t steal_oldest(ltr_ring_view *v)
 {
-    uint32_t idx = pop_oldest(r);
+    uint32_t idx = pop_oldest(v);
     /* A reader copying this buffer must see our claim before any new byte. */
     atomic_thread_fence(memory_order_release);
     if (idx != LTR_RING_NONE) {
-        uint64_t c = atomic_load_explicit(&ltr_ring_buf_at(r, idx)->commit, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->events_overwritten, LTR_COMMIT_EVENTS(c), memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->buffers_overwritten, 1, memory_order_relaxed);
+        uint64_t c = atomic_load_explicit(&v->bufs[idx].commit, memory_order_relaxed);
+        atomic_fetch_add_explicit(&v->shared->events_overwritten, LTR_COMMIT_EVENTS(c), memory_order_relaxed);
+        atomic_fetch_add_explicit(&v->shared->buffers_overwritten, 1, memory_order_relaxed);
     }
     return idx;
 }
 
-uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner)
+uint32_t ltr_ring_acquire(ltr_ring_view *v, uint32_t pid, uint32_t tid, uint32_t owner)
 {
-    uint32_t idx = pop_free(r);
-    if (idx == LTR_RING_NONE && (r->flags & LTR_RING_OVERWRITE))
-        idx = steal_oldest(r);
+    ltr_ring *r = v->shared;
+    uint32_t idx = pop_free(v);
+    if (idx == LTR_RING_NONE && (v->flags & LTR_RING_OVERWRITE))
+        idx = steal_oldest(v);
     if (idx == LTR_RING_NONE)
         return idx;
-    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    ltr_ring_buf *b = &v->bufs[idx];
     b->pid = pid;
     b->tid = tid;
     b->owner = owner;
@@ -139,31 +194,31 @@ uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owne
     return idx;
 }
 
-uint32_t ltr_ring_acquire_own(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own)
+uint32_t ltr_ring_acquire_own(ltr_ring_view *v, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own)
 {
     /* Racy by a few buffers when many threads acquire at once: it steers, it does not guard. */
-    if (atomic_load_explicit(&r->own_count, memory_order_relaxed) >= max_own)
+    if (atomic_load_explicit(&v->shared->own_count, memory_order_relaxed) >= max_own)
         return LTR_RING_NONE;
-    return ltr_ring_acquire(r, pid, tid, owner);
+    return ltr_ring_acquire(v, pid, tid, owner);
 }
 
-uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu)
+uint32_t ltr_ring_own_max(const ltr_ring_view *v, uint32_t ncpu)
 {
-    uint32_t keep = r->nbuf / 8;
+    uint32_t keep = v->nbuf / 8;
     if (keep < 2 * ncpu)
         keep = 2 * ncpu;
-    if (keep > r->nbuf / 2)
-        keep = r->nbuf / 2;
-    return r->nbuf - keep;
+    if (keep > v->nbuf / 2)
+        keep = v->nbuf / 2;
+    return v->nbuf - keep;
 }
 
-void ltr_ring_unacquire(ltr_ring *r, uint32_t idx)
+void ltr_ring_unacquire(ltr_ring_view *v, uint32_t idx)
 {
-    ltr_ring_buf *b = ltr_ring_buf_at(r, idx);
+    ltr_ring_buf *b = &v->bufs[idx];
     if (b->tid != 0)
-        atomic_fetch_sub_explicit(&r->own_count, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&v->shared->own_count, 1, memory_order_relaxed);
     atomic_store_explicit(&b->state, LTR_BUF_FREE, memory_order_release);
-    push_free(r, idx);
+    push_free(v, idx); /* false: the stack is being written over; the buffer stays out */
 }
 
 /* A thread's own buffer (not a CPU's) leaves its owner: one fewer owned.
@@ -175,12 +230,13 @@ static void own_done(ltr_ring *r, ltr_ring_buf *b)
         atomic_fetch_sub_explicit(&r->own_count, 1, memory_order_relaxed);
 }
 
-bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
+bool ltr_ring_publish(ltr_ring_view *v, uint32_t idx)
 {
-    own_done(r, ltr_ring_buf_at(r, idx));
-    atomic_store_explicit(&ltr_ring_buf_at(r, idx)->state, LTR_BUF_FULL, memory_order_release);
+    ltr_ring *r = v->shared;
+    own_done(r, &v->bufs[idx]);
+    atomic_store_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_release);
     uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
-    atomic_store_explicit(&queue_slots(r)[pos % r->nbuf], idx + 1, memory_order_release);
+    atomic_store_explicit(&v->slots[pos % v->nbuf], idx + 1, memory_order_release);
     /* Wake the consumer when a quarter or less of the buffers are free,
      * once; in a ring that ever had more threads than it gives buffers of
      * their own (a CPU's buffer was taken), at the first buffer published
@@ -192,8 +248,8 @@ bool ltr_ring_publish(ltr_ring *r, uint32_t idx)
      * once in every ring cost bench/heap's two threads 7 % of `ltr
      * record`'s wall time (farm-bench, 15 pairs), the recorder preempting
      * them at each buffer: so only rings that need it do. */
-    bool early = atomic_load_explicit(&r->cpus_used, memory_order_relaxed) && !(r->flags & LTR_RING_OVERWRITE);
-    if (!early && atomic_load_explicit(&r->free_count, memory_order_relaxed) > r->nbuf / 4)
+    bool early = atomic_load_explicit(&r->cpus_used, memory_order_relaxed) && !(v->flags & LTR_RING_OVERWRITE);
+    if (!early && atomic_load_explicit(&r->free_count, memory_order_relaxed) > v->nbuf / 4)
         return false;
     return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
 }

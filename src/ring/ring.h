@@ -79,45 +79,73 @@ void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flag
 /* Checks that mem of `avail` bytes holds a sane ring (a producer attaching). */
 bool ltr_ring_valid(const ltr_ring *r, size_t avail);
 
-static inline ltr_ring_buf *ltr_ring_buf_at(ltr_ring *r, uint32_t idx)
+/* A ring as one side sees it: the shared header (its atomic words only) and
+ * the layout, computed from sizes that side got itself, never read back.
+ * Every producer can write the whole shared memory (a buggy or hostile
+ * traced program too), so neither side takes an offset, a size or an index
+ * from it on trust: the consumer's geometry comes from what it created, a
+ * producer's from the header as it was when the producer attached (checked
+ * then, ltr_ring_view_attach); each index read from the queue or the free
+ * stack is checked against nbuf, and every walk is bounded. What the
+ * consumer finds impossible is skipped and counted in damage; a producer
+ * that meets it loses the event (counted), never reads or writes outside
+ * the ring, never loops for good. */
+typedef struct ltr_ring_view {
+    ltr_ring *shared;
+    ltr_ring_buf *bufs;
+    _Atomic uint32_t *slots;
+    uint8_t *data;
+    uint32_t buffer_size, nbuf;
+    uint32_t flags;  /* LTR_RING_OVERWRITE as the header said at attach (producers) */
+    uint64_t damage; /* queue entries and buffer states found impossible (consumer) */
+} ltr_ring_view;
+
+/* The view of the ring at mem, laid out by ltr_ring_init with these sizes. */
+void ltr_ring_view_init(ltr_ring_view *v, void *mem, uint32_t buffer_size, uint32_t nbuf);
+/* A producer's view of the ring at mem, of `avail` bytes of shared memory:
+ * its header read once, checked (ltr_ring_valid's checks, on the copy), and
+ * never again. False when it is not a sane ring. */
+bool ltr_ring_view_attach(ltr_ring_view *v, void *mem, size_t avail);
+/* idx must be below v->nbuf. */
+static inline ltr_ring_buf *ltr_ring_vbuf(const ltr_ring_view *v, uint32_t idx)
 {
-    return (ltr_ring_buf *)((uint8_t *)r + r->bufs_offset) + idx;
+    return v->bufs + idx;
 }
-static inline uint8_t *ltr_ring_data(ltr_ring *r, uint32_t idx)
+static inline uint8_t *ltr_ring_vdata(const ltr_ring_view *v, uint32_t idx)
 {
-    return (uint8_t *)r + r->data_offset + (size_t)idx * r->buffer_size;
+    return v->data + (size_t)idx * v->buffer_size;
 }
 
 /* Producer: takes a free buffer for thread (pid, tid); in overwrite mode, the
  * oldest published one if none is free. LTR_RING_NONE if none. */
-uint32_t ltr_ring_acquire(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner);
+uint32_t ltr_ring_acquire(ltr_ring_view *v, uint32_t pid, uint32_t tid, uint32_t owner);
 /* Producer: the same for a thread's own buffer, refused (LTR_RING_NONE)
  * while max_own buffers are owned by single threads: the rest is kept for
  * the CPUs' buffers (below), so that a thread that gets none of its own
  * still has somewhere to write. */
-uint32_t ltr_ring_acquire_own(ltr_ring *r, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own);
+uint32_t ltr_ring_acquire_own(ltr_ring_view *v, uint32_t pid, uint32_t tid, uint32_t owner, uint32_t max_own);
 /* The own buffers a producer allows when its threads can fall back on the
  * CPUs' buffers of a process on ncpu CPUs: an eighth of the ring is kept for
  * those (at least 2 per CPU, at most half). */
-uint32_t ltr_ring_own_max(const ltr_ring *r, uint32_t ncpu);
+uint32_t ltr_ring_own_max(const ltr_ring_view *v, uint32_t ncpu);
 /* Producer: gives back a buffer it acquired and never wrote into (nor
  * anyone else): free again at once, with no trip through the consumer. */
-void ltr_ring_unacquire(ltr_ring *r, uint32_t idx);
+void ltr_ring_unacquire(ltr_ring_view *v, uint32_t idx);
 /* Producer: publishes how much of its buffer holds complete events. */
-static inline void ltr_ring_commit(ltr_ring *r, uint32_t idx, uint32_t bytes, uint32_t events)
+static inline void ltr_ring_commit(ltr_ring_view *v, uint32_t idx, uint32_t bytes, uint32_t events)
 {
-    atomic_store_explicit(&ltr_ring_buf_at(r, idx)->commit, LTR_COMMIT(bytes, events),
+    atomic_store_explicit(&v->bufs[idx].commit, LTR_COMMIT(bytes, events),
                           memory_order_release);
 }
 /* Producer: found no buffer. True when the caller should wake the consumer
  * (nobody asked since it last looked). */
-static inline bool ltr_ring_want_wake(ltr_ring *r)
+static inline bool ltr_ring_want_wake(ltr_ring_view *v)
 {
-    return atomic_exchange_explicit(&r->wake_pending, 1, memory_order_relaxed) == 0;
+    return atomic_exchange_explicit(&v->shared->wake_pending, 1, memory_order_relaxed) == 0;
 }
 /* Producer: gives its buffer to the consumer (full, or the thread is done).
  * Returns true when the consumer should be woken (few free buffers left). */
-bool ltr_ring_publish(ltr_ring *r, uint32_t idx);
+bool ltr_ring_publish(ltr_ring_view *v, uint32_t idx);
 
 /* ---- per-CPU buffers (percpu.c) ----
  * A thread without a buffer of its own appends to the buffer of the CPU it
@@ -135,36 +163,11 @@ enum ltr_cpu_append { LTR_CPU_APPENDED, LTR_CPU_NO_BUFFER, LTR_CPU_UNSUPPORTED }
  * when the consumer should be woken. LTR_CPU_NO_BUFFER: no buffer could be
  * had (or the record is larger than one); LTR_CPU_UNSUPPORTED: no rseq, or a
  * CPU beyond the table. */
-enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring *r, uint32_t *slots, uint32_t nslots, uint32_t pid,
+enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring_view *v, uint32_t *slots, uint32_t nslots, uint32_t pid,
                                         uint32_t owner, const void *rec, uint32_t len, bool *wake);
 /* True when this thread can append to CPU buffers (rseq registered). */
 bool ltr_ring_cpu_usable(void);
 
-/* The consumer's view of a ring. Every producer can write the whole shared
- * memory (a buggy or hostile traced program too), so the consumer never takes
- * an offset, a size or an index from it on trust: the geometry comes from what
- * the consumer created, each index read from the queue is checked, and every
- * walk is bounded. What it finds impossible is skipped and counted in damage. */
-typedef struct ltr_ring_view {
-    ltr_ring *shared;
-    ltr_ring_buf *bufs;
-    _Atomic uint32_t *slots;
-    uint8_t *data;
-    uint32_t buffer_size, nbuf;
-    uint64_t damage; /* queue entries and buffer states found impossible */
-} ltr_ring_view;
-
-/* The view of the ring at mem, laid out by ltr_ring_init with these sizes. */
-void ltr_ring_view_init(ltr_ring_view *v, void *mem, uint32_t buffer_size, uint32_t nbuf);
-/* idx must be below v->nbuf. */
-static inline ltr_ring_buf *ltr_ring_vbuf(const ltr_ring_view *v, uint32_t idx)
-{
-    return v->bufs + idx;
-}
-static inline uint8_t *ltr_ring_vdata(const ltr_ring_view *v, uint32_t idx)
-{
-    return v->data + (size_t)idx * v->buffer_size;
-}
 
 /* Consumer: next published buffer (a valid index whose state is FULL), or
  * LTR_RING_NONE. Entries that are neither are dropped from the queue and

@@ -85,10 +85,11 @@ int main(int argc, char **argv)
         return 1;
     }
     /* The buffer this (only) thread still writes into: the last events. */
-    ltr_ring *ring = ltr_shm_ring(a->shm, 0);
+    ltr_ring_view *view = &a->lay->rings[0];
+    ltr_ring *ring = view->shared;
     uint32_t idx = LTR_RING_NONE, found = 0;
-    for (uint32_t i = 0; i < ring->nbuf; i++) {
-        ltr_ring_buf *b = ltr_ring_buf_at(ring, i);
+    for (uint32_t i = 0; i < view->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_vbuf(view, i);
         if (atomic_load(&b->state) == LTR_BUF_ACTIVE && b->owner == a->owner)
             idx = i, found++;
     }
@@ -96,7 +97,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "hole: %u active buffers of this process, not 1\n", found);
         return 1;
     }
-    ltr_ring_buf *b = ltr_ring_buf_at(ring, idx);
+    ltr_ring_buf *b = ltr_ring_vbuf(view, idx);
     uint32_t held = LTR_COMMIT_EVENTS(atomic_load(&b->commit));
     /* ltr_ring_publish's first steps, word for word (ring.c), and not its
      * last: the slot at pos stays 0, as when the thread dies right there. */

@@ -28,7 +28,8 @@
 #define NBUF 16u
 
 static ltr_ring *ring;
-static ltr_ring_view view;
+static ltr_ring_view view;  /* the consumer's */
+static ltr_ring_view pview; /* the producers': from the header, as a producer attaches */
 static uint32_t *slots, nslots;
 static _Atomic int producers_done;
 static _Atomic uint64_t refused[THREADS], wakes;
@@ -55,7 +56,7 @@ static void *producer(void *arg)
         bool wake = false;
         /* Refused when the consumer is behind: this producer (not ltr's)
          * tries again, so that every record must arrive. */
-        while (ltr_ring_cpu_append(ring, slots, nslots, 1, 1, rec, len, &wake) != LTR_CPU_APPENDED) {
+        while (ltr_ring_cpu_append(&pview, slots, nslots, 1, 1, rec, len, &wake) != LTR_CPU_APPENDED) {
             refused[id]++;
             sched_yield();
         }
@@ -110,6 +111,7 @@ static void run_producers(void)
     ring = aligned_alloc(4096, (ltr_ring_size(BUF_SIZE, NBUF) + 4095) & ~(size_t)4095);
     ltr_ring_init(ring, BUF_SIZE, NBUF, 0);
     ltr_ring_view_init(&view, ring, BUF_SIZE, NBUF);
+    assert_true(ltr_ring_view_attach(&pview, ring, ltr_ring_size(BUF_SIZE, NBUF)));
     producers_done = 0;
     for (int i = 0; i < THREADS; i++) {
         seen[i] = calloc(PER_THREAD, 1);
@@ -180,14 +182,15 @@ static void test_full_buffer_is_replaced(void **state)
     ring = aligned_alloc(4096, (ltr_ring_size(64, 4) + 4095) & ~(size_t)4095);
     ltr_ring_init(ring, 64, 4, 0);
     ltr_ring_view_init(&view, ring, 64, 4);
+    assert_true(ltr_ring_view_attach(&pview, ring, ltr_ring_size(64, 4)));
     uint8_t rec[65] = {0};
     bool wake = false;
-    assert_int_equal(ltr_ring_cpu_append(ring, slots, nslots, 1, 1, rec, 65, &wake), LTR_CPU_NO_BUFFER);
+    assert_int_equal(ltr_ring_cpu_append(&pview, slots, nslots, 1, 1, rec, 65, &wake), LTR_CPU_NO_BUFFER);
     assert_int_equal(ring->free_count, 4);
     /* 7 records of 20 bytes: 3 fit a buffer, so at least 2 buffers are
      * published (more if the thread moved between CPUs). */
     for (int i = 0; i < 7; i++)
-        assert_int_equal(ltr_ring_cpu_append(ring, slots, nslots, 1, 1, rec, 20, &wake), LTR_CPU_APPENDED);
+        assert_int_equal(ltr_ring_cpu_append(&pview, slots, nslots, 1, 1, rec, 20, &wake), LTR_CPU_APPENDED);
     uint32_t idx, events = 0, published = 0;
     while ((idx = ltr_ring_take(&view)) != LTR_RING_NONE) {
         bool bad;
@@ -199,7 +202,7 @@ static void test_full_buffer_is_replaced(void **state)
     assert_true(published >= 2);
     for (uint32_t i = 0; i < nslots; i++)
         if (slots[i])
-            events += LTR_COMMIT_EVENTS(atomic_load(&ltr_ring_buf_at(ring, slots[i] - 1)->commit));
+            events += LTR_COMMIT_EVENTS(atomic_load(&ltr_ring_vbuf(&view, slots[i] - 1)->commit));
     assert_int_equal(events, 7);
     assert_int_equal(ring->own_count, 0); /* CPUs' buffers are not threads' own */
     free(ring);
@@ -211,17 +214,19 @@ static void test_own_buffers_are_limited(void **state)
 {
     ltr_ring *r = aligned_alloc(4096, (ltr_ring_size(64, 64) + 4095) & ~(size_t)4095);
     ltr_ring_init(r, 64, 64, 0);
-    assert_int_equal(ltr_ring_own_max(r, 2), 56);  /* an eighth kept for the CPUs */
-    assert_int_equal(ltr_ring_own_max(r, 8), 48);  /* at least 2 per CPU */
-    assert_int_equal(ltr_ring_own_max(r, 64), 32); /* at most half */
+    ltr_ring_view p;
+    assert_true(ltr_ring_view_attach(&p, r, ltr_ring_size(64, 64)));
+    assert_int_equal(ltr_ring_own_max(&p, 2), 56);  /* an eighth kept for the CPUs */
+    assert_int_equal(ltr_ring_own_max(&p, 8), 48);  /* at least 2 per CPU */
+    assert_int_equal(ltr_ring_own_max(&p, 64), 32); /* at most half */
     uint32_t got[3];
     for (int i = 0; i < 3; i++)
-        assert_int_not_equal(got[i] = ltr_ring_acquire_own(r, 1, 10 + i, 1, 3), LTR_RING_NONE);
-    assert_int_equal(ltr_ring_acquire_own(r, 1, 13, 1, 3), LTR_RING_NONE);
+        assert_int_not_equal(got[i] = ltr_ring_acquire_own(&p, 1, 10 + i, 1, 3), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_acquire_own(&p, 1, 13, 1, 3), LTR_RING_NONE);
     assert_int_equal(r->own_count, 3);
-    ltr_ring_publish(r, got[0]);
+    ltr_ring_publish(&p, got[0]);
     assert_int_equal(r->own_count, 2);
-    assert_int_not_equal(ltr_ring_acquire_own(r, 1, 13, 1, 3), LTR_RING_NONE);
+    assert_int_not_equal(ltr_ring_acquire_own(&p, 1, 13, 1, 3), LTR_RING_NONE);
     /* The consumer finishing a dead thread's buffer gives its place back too. */
     ltr_ring_view v;
     ltr_ring_view_init(&v, r, 64, 64);

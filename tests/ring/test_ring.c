@@ -36,6 +36,14 @@ static ltr_ring_view view_of(ltr_ring *r, uint32_t size, uint32_t nbuf)
     return v;
 }
 
+/* A producer's view of r, made as a producer makes it: from the header. */
+static ltr_ring_view prod_of(ltr_ring *r)
+{
+    ltr_ring_view v;
+    assert_true(ltr_ring_view_attach(&v, r, ltr_ring_size(r->buffer_size, r->nbuf)));
+    return v;
+}
+
 static uint64_t committed(ltr_ring_view *v, uint32_t idx)
 {
     bool bad;
@@ -47,24 +55,24 @@ static uint64_t committed(ltr_ring_view *v, uint32_t idx)
 static void test_acquire_until_empty(void **state)
 {
     ltr_ring *r = make_ring(4096, 4);
-    ltr_ring_view v = view_of(r, 4096, 4);
+    ltr_ring_view v = view_of(r, 4096, 4), p = prod_of(r);
     uint32_t seen[4];
     for (int i = 0; i < 4; i++) {
-        seen[i] = ltr_ring_acquire(r, 1, 1, 1);
+        seen[i] = ltr_ring_acquire(&p, 1, 1, 1);
         assert_int_not_equal(seen[i], LTR_RING_NONE);
         for (int j = 0; j < i; j++)
             assert_int_not_equal(seen[i], seen[j]);
     }
-    assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_acquire(&p, 1, 1, 1), LTR_RING_NONE);
     assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
-    ltr_ring_commit(r, seen[2], 100, 3);
-    ltr_ring_publish(r, seen[2]);
+    ltr_ring_commit(&p, seen[2], 100, 3);
+    ltr_ring_publish(&p, seen[2]);
     uint32_t got = ltr_ring_take(&v);
     assert_int_equal(got, seen[2]);
     assert_int_equal(LTR_COMMIT_BYTES(committed(&v, got)), 100);
     assert_int_equal(LTR_COMMIT_EVENTS(committed(&v, got)), 3);
     assert_true(ltr_ring_release(&v, got));
-    assert_int_equal(ltr_ring_acquire(r, 1, 1, 1), seen[2]);
+    assert_int_equal(ltr_ring_acquire(&p, 1, 1, 1), seen[2]);
     free(r);
 }
 
@@ -73,8 +81,8 @@ static void test_acquire_until_empty(void **state)
 static void test_consumer_distrusts_shared_words(void **state)
 {
     ltr_ring *r = make_ring(4096, 4);
-    ltr_ring_view v = view_of(r, 4096, 4);
-    uint32_t a = ltr_ring_acquire(r, 1, 1, 1);
+    ltr_ring_view v = view_of(r, 4096, 4), p = prod_of(r);
+    uint32_t a = ltr_ring_acquire(&p, 1, 1, 1);
     r->bufs_offset = UINT64_MAX / 2; /* the view never reads the layout back */
     r->data_offset = 12345;
     _Atomic uint32_t *slots = v.slots;
@@ -111,7 +119,7 @@ static void test_corrupt_header_is_invalid(void **state)
 #define THREADS 4
 #define PER_THREAD 20000
 static ltr_ring *shared;
-static ltr_ring_view shared_view;
+static ltr_ring_view shared_view, shared_prod;
 static _Atomic int producers_done;
 static _Atomic uint64_t dropped[THREADS];
 
@@ -120,11 +128,11 @@ static void *producer(void *arg)
     uint32_t id = (uint32_t)(uintptr_t)arg, idx = LTR_RING_NONE, used = 0, n = 0;
     for (uint32_t seq = 0; seq < PER_THREAD; seq++) {
         if (idx != LTR_RING_NONE && used + 8 > shared->buffer_size) {
-            ltr_ring_publish(shared, idx);
+            ltr_ring_publish(&shared_prod, idx);
             idx = LTR_RING_NONE;
         }
         if (idx == LTR_RING_NONE) {
-            idx = ltr_ring_acquire(shared, 1, id, 1);
+            idx = ltr_ring_acquire(&shared_prod, 1, id, 1);
             used = n = 0;
             if (idx == LTR_RING_NONE) {
                 dropped[id]++;
@@ -132,12 +140,12 @@ static void *producer(void *arg)
             }
         }
         uint32_t w[2] = {id, seq};
-        memcpy(ltr_ring_data(shared, idx) + used, w, 8);
+        memcpy(ltr_ring_vdata(&shared_view, idx) + used, w, 8);
         used += 8;
-        ltr_ring_commit(shared, idx, used, ++n);
+        ltr_ring_commit(&shared_prod, idx, used, ++n);
     }
     if (idx != LTR_RING_NONE)
-        ltr_ring_publish(shared, idx);
+        ltr_ring_publish(&shared_prod, idx);
     producers_done++;
     return NULL;
 }
@@ -146,6 +154,7 @@ static void test_concurrent_producers(void **state)
 {
     shared = make_ring(256, 8);
     shared_view = view_of(shared, 256, 8);
+    shared_prod = prod_of(shared);
     pthread_t t[THREADS];
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, producer, (void *)i);
@@ -158,7 +167,7 @@ static void test_concurrent_producers(void **state)
         uint32_t idx;
         while ((idx = ltr_ring_take(&shared_view)) != LTR_RING_NONE) {
             uint64_t c = committed(&shared_view, idx);
-            const uint8_t *d = ltr_ring_data(shared, idx);
+            const uint8_t *d = ltr_ring_vdata(&shared_view, idx);
             assert_int_equal(LTR_COMMIT_BYTES(c), LTR_COMMIT_EVENTS(c) * 8);
             for (uint32_t k = 0; k < LTR_COMMIT_EVENTS(c); k++) {
                 uint32_t w[2];
@@ -186,13 +195,13 @@ static void test_concurrent_producers(void **state)
 static void test_overwrite_keeps_newest(void **state)
 {
     ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
-    ltr_ring_view v = view_of(r, 64, 4);
+    ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
     for (uint32_t b = 0; b < 10; b++) {
-        uint32_t idx = ltr_ring_acquire(r, 1, 1, 1);
+        uint32_t idx = ltr_ring_acquire(&p, 1, 1, 1);
         assert_int_not_equal(idx, LTR_RING_NONE);
-        memcpy(ltr_ring_data(r, idx), &b, 4);
-        ltr_ring_commit(r, idx, 4, 1);
-        ltr_ring_publish(r, idx);
+        memcpy(ltr_ring_vdata(&v, idx), &b, 4);
+        ltr_ring_commit(&p, idx, 4, 1);
+        ltr_ring_publish(&p, idx);
     }
     assert_int_equal(r->buffers_overwritten, 6);
     assert_int_equal(r->events_overwritten, 6);
@@ -200,14 +209,14 @@ static void test_overwrite_keeps_newest(void **state)
     for (uint64_t pos = ltr_ring_head(&v); pos < ltr_ring_tail(&v); pos++, expect++) {
         uint32_t idx = ltr_ring_at(&v, pos), word;
         assert_int_not_equal(idx, LTR_RING_NONE);
-        memcpy(&word, ltr_ring_data(r, idx), 4);
+        memcpy(&word, ltr_ring_vdata(&v, idx), 4);
         assert_int_equal(word, expect);
         assert_true(ltr_ring_still_at(&v, pos));
     }
     assert_int_equal(expect, 10);
     /* Taking the oldest for reuse makes a reader's copy of it invalid. */
     uint64_t oldest = ltr_ring_head(&v);
-    assert_int_not_equal(ltr_ring_acquire(r, 1, 1, 1), LTR_RING_NONE);
+    assert_int_not_equal(ltr_ring_acquire(&p, 1, 1, 1), LTR_RING_NONE);
     assert_false(ltr_ring_still_at(&v, oldest));
     assert_int_equal(ltr_ring_at(&v, oldest), LTR_RING_NONE);
     free(r);
