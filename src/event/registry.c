@@ -104,7 +104,9 @@ void ltr_registry_unlock(void)
 
 ltr_reg_provider *ltr_registry_find_provider(ltr_registry *r, const ltr_guid *g)
 {
-    for (unsigned i = 0; i < r->nproviders; i++) {
+    /* The array's own size, not the shared count: any process of the user
+     * can write that, and a count past the array read past the mapping. */
+    for (unsigned i = 0; i < LTR_MAX_PROVIDERS; i++) {
         ltr_reg_provider *p = &r->providers[i];
         if (atomic_load(&p->used) && !memcmp(&p->guid, g, sizeof *g))
             return p;

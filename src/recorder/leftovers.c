@@ -81,8 +81,10 @@ void rec_record_close(recorder *r)
 
 static bool live_session(const ltr_registry *reg, const char *name)
 {
-    for (unsigned s = 0; s < reg->nsessions; s++)
-        if (atomic_load(&reg->sessions[s].incarnation) && !strcmp(reg->sessions[s].name, name))
+    /* The array's own size: the shared count can have been written over. */
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
+        if (atomic_load(&reg->sessions[s].incarnation) &&
+            !strncmp(reg->sessions[s].name, name, sizeof reg->sessions[s].name))
             return true;
     return false;
 }
