@@ -90,10 +90,56 @@ static void test_scribbled_shared_memory(void **state)
         run_seed(*state, seed);
 }
 
+/* The other side of the same damage: the producers. A legitimate producer
+ * writes while the scribbler writes garbage into the very words producers
+ * read (scribbler.c, "fields": the header's offsets and counts, the ring's
+ * geometry, its free stack head, queue positions and slots, buffer headers
+ * and commit words), then writes events itself; then a third process
+ * attaches to the damaged session. None of the three may crash or hang:
+ * a producer keeps what it learnt when it attached and loses (counts) an
+ * event rather than follow a shared word out of bounds. Before, the
+ * legitimate producer died of SIGSEGV (a buffer index from the free stack
+ * or the queue, a data offset from the ring's header) or SIGFPE (a queue
+ * position modulo a zeroed nbuf), and so did the scribbler. */
+static void run_fields_seed(const char *dir, unsigned seed)
+{
+    int file_mode = seed % 2, threads = seed % 3 == 0 ? 40 : 2; /* 40: some write to their CPU's buffer */
+    char mode[600];
+    snprintf(mode, sizeof mode, file_mode ? "--filemode -o %s/ff.part.ltr" : "", dir);
+    expect_ok(tu_run("%s start --instance ff %s --buffer-size 4 --buffers 32 --provider Test.Producer "
+                     "--provider Test.Scribbler", LTR, mode), "start", seed);
+    const char *prod = tu_test_bin("ltr-test-producer");
+    tu_result r = tu_run("timeout -s KILL 60 %s --threads %d --events %d --wait-enabled 5 >%s/ff.out 2>&1 & p=$!; "
+                         "sleep 0.3; timeout -s KILL 60 %s ff %u 600 fields >/dev/null; s=$?; wait $p; "
+                         "echo producer=$? scribbler=$s; "
+                         "timeout -s KILL 60 %s --events 2000 --wait-enabled 5 >/dev/null 2>&1; echo late=$?",
+                         prod, threads, 6000000 / threads, dir, tu_test_bin("ltr-test-scribbler"), seed, prod);
+    print_message("fields seed %u (%s mode, %d threads): %s", seed, file_mode ? "file" : "memory", threads, r.out);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_field(r.out, "producer"), 0);
+    assert_int_equal(tu_field(r.out, "scribbler"), 0);
+    assert_int_equal(tu_field(r.out, "late"), 0);
+    tu_free(&r);
+    /* The recorder, for its part, still answers and writes its trace. */
+    expect_ok(tu_run("%s status --instance ff", LTR), "status after the scribbles", seed);
+    expect_ok(tu_run("%s stop --instance ff %s/ff.ltr", LTR, dir), "stop", seed);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ff.ltr", dir);
+    unlink(path);
+}
+
+static void test_producers_survive_scribbled_fields(void **state)
+{
+    for (unsigned seed = 1; seed <= 12; seed++)
+        run_fields_seed(*state, seed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scribbled_shared_memory, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,9 @@
  * (collector 0's header, buffer headers and queue), meta (the part of the
  * metadata region in use), procs (the per-process loss counters), registry
  * (the words of the per-user registry a recorder reads: its table sizes and
- * the session's counters of events lost unattached).
+ * the session's counters of events lost unattached), fields (the words
+ * producers read: see scribble_fields; WRITES rounds, this program writing
+ * its own events between them, while other producers write).
  */
 #include <ltr/provider.h>
 
@@ -83,6 +85,80 @@ static void scribble_registry(int writes)
         *words[next_random() % 10] = scribble_value(16);
 }
 
+static uint64_t random64(void)
+{
+    return (uint64_t)next_random() << 32 | next_random();
+}
+
+/* Garbage for a 64-bit word: an index or offset just out of bounds, a
+ * huge one, zero, or random. */
+static uint64_t scribble_value64(uint64_t bound)
+{
+    switch (next_random() % 6) {
+    case 0: return 0;
+    case 1: return UINT64_MAX;
+    case 2: return bound + next_random() % 64;
+    case 3: return (uint64_t)1 << (32 + next_random() % 31);
+    default: return random64();
+    }
+}
+
+/* The words a producer process reads from the session's shared memory,
+ * each written over with garbage a careless check lets through: the
+ * header's offsets and counts, collector 0's ring header, its free stack
+ * head, its queue positions and slots, its buffers' headers and commit
+ * words. Any other producer of the session must go on unharmed (its events
+ * lost, counted), and so must this one (it writes its own events after
+ * each round of the second half). Deterministic for a seed. */
+static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
+{
+    ltr_ring *r = ltr_shm_ring(shm, 0);
+    uint32_t nbuf = r->nbuf;
+    ltr_ring_buf *bufs = (ltr_ring_buf *)((uint8_t *)r + r->bufs_offset);
+    _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)r + r->queue_offset);
+    for (int i = 0; i < rounds; i++) {
+        uint32_t b = next_random() % nbuf;
+        switch (next_random() % 16) {
+        case 0: r->nbuf = next_random() % 2 ? 0 : scribble_value(nbuf) ; break;
+        case 1: r->buffer_size = scribble_value(nbuf) | (next_random() % 2 ? 0 : 1u << 31); break;
+        case 2: r->bufs_offset = scribble_value64(size); break;
+        case 3: r->data_offset = scribble_value64(size); break;
+        case 4: r->queue_offset = scribble_value64(size); break;
+        case 5: /* a head naming a buffer past the ring, or none that exists */
+            atomic_store(&r->free_head, random64() << 32 | (nbuf + 1 + next_random() % 1000));
+            break;
+        case 6: atomic_store(&bufs[b].next, scribble_value(nbuf) + nbuf); break;
+        case 7: /* queue slots naming buffers past the ring, or dead positions */
+            for (uint32_t k = 0; k < nbuf; k++)
+                atomic_store(&slots[k], next_random() % 2 ? UINT32_MAX : nbuf + 1 + next_random() % 1000);
+            break;
+        case 8: atomic_store(&r->queue_head, scribble_value64(nbuf)); break;
+        case 9: atomic_store(&r->queue_tail, scribble_value64(nbuf)); break;
+        case 10: /* bytes committed past the buffer */
+            atomic_store(&bufs[b].commit, scribble_value64(r->buffer_size) | (uint64_t)random64() << 32);
+            break;
+        case 11: atomic_store(&bufs[b].state, scribble_value(nbuf)); break;
+        case 12: shm->collectors[next_random() % LTR_MAX_COLLECTORS].ring_offset = scribble_value64(size); break;
+        case 13: shm->ncollectors = scribble_value(LTR_MAX_COLLECTORS); break;
+        case 14:
+            shm->meta_offset = scribble_value64(size);
+            shm->meta_capacity = scribble_value64(size);
+            break;
+        case 15:
+            shm->procs_offset = scribble_value64(size);
+            shm->nprocs = scribble_value(LTR_SHM_PROCS) | (next_random() % 2 ? 0 : 1u << 30);
+            break;
+        }
+        atomic_store(&r->free_count, scribble_value(nbuf));
+        for (uint64_t k = 0; i >= rounds / 2 && k < 50; k++) { /* in the second half, this producer too */
+            const ltr_value v[] = {LTR_UVAR(k)};
+            ltr_event_write_values(&ev, v, 1, NULL);
+        }
+        if (i % 8 == 7)
+            sleep_ms(1); /* the other producers and the recorder run meanwhile */
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -119,6 +195,10 @@ int main(int argc, char **argv)
         len = sizeof(ltr_shm_proc) * a->shm->nprocs;
     }
     uint32_t nbuf = ring->nbuf;
+    if (!strcmp(region, "fields")) {
+        scribble_fields(a->shm, a->size, writes);
+        len = 0;
+    }
     if (!strcmp(region, "registry")) {
         scribble_registry(writes);
         len = 0;
