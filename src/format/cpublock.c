@@ -72,6 +72,7 @@ static int write_thread(ltr_writer *w, const ltr_block_info *info, const uint8_t
     b.tid = v[from].tid;
     b.event_count = (uint32_t)(to - from);
     b.flags &= (uint16_t)~LTR_BLOCK_FLAG_SEALED_EARLY; /* each block stands alone: no anchor */
+    b.alone = 1;
     return ltr_writer_block(w, &b, out->data, out->len, err);
 }
 

@@ -35,6 +35,13 @@ typedef struct ltr_block_info {
      * references, and the records in rows, not columns (the recorder is
      * behind: their cost would be paid in lost events). */
     uint8_t plain;
+    /* Whole buffers the block holds (0 counts as 1): the writer merges a
+     * thread's consecutive whole buffers into one block (writer.c), and a
+     * drop callback counts them all. */
+    uint32_t nbuffers;
+    /* 1: written as a block of its own, never merged (a thread's records
+     * out of a CPU's buffer: their sequence number is the CPU buffer's). */
+    uint8_t alone;
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written

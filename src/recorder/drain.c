@@ -439,12 +439,13 @@ void rec_on_drop(void *ctx, const ltr_block_info *info, uint32_t byte_count)
 {
     recorder *r = ctx;
     collector_state *cs = &r->col[info->collector];
+    uint32_t buffers = info->nbuffers ? info->nbuffers : 1; /* a block of merged buffers: each lost */
     cs->events_dropped += info->event_count;
-    cs->buffers_lost++;
+    cs->buffers_lost += buffers;
     pid_loss *l = loss_for(r, info->pid);
     if (l) {
         l->events_lost[info->collector] += info->event_count;
-        l->buffers_lost[info->collector]++;
+        l->buffers_lost[info->collector] += buffers;
     }
 }
 
