@@ -73,4 +73,8 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
 /* A chunk was not written: no later reference may name what it held. */
 void ltr_refwriter_forget(ltr_refwriter *w);
 
+/* Whether a LAYOUT of this id has come to the writer (and, when planned,
+ * reached the file): a reader knows how to read its records. */
+int ltr_refwriter_described(const ltr_refwriter *w, uint32_t id);
+
 #endif

@@ -180,6 +180,11 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
     memset(w->cache_id, 0, sizeof w->cache_id); /* the map may have moved its entries */
 }
 
+int ltr_refwriter_described(const ltr_refwriter *w, uint32_t id)
+{
+    return an_hmap_get(&w->plans, id) != NULL || an_hmap_get(&w->others, id) != NULL;
+}
+
 void ltr_refwriter_layouts_written(ltr_refwriter *w, const uint8_t *records, size_t len, int ok)
 {
     for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {

@@ -576,6 +576,35 @@ static int block_now(ltr_writer *w, const ltr_block_info *info, const void *even
     return rc;
 }
 
+/* Whether every record of a whole buffer parses and is of a layout the
+ * file describes, with its last record's time in *last. A buffer with one
+ * that does not is written as a block of its own: the reader stops a
+ * block at a record it cannot parse, and its references at one of a layout
+ * it does not know, so merged, such a record cost the thread's next
+ * buffers too (a review's; before, only the rest of its buffer). */
+static int buffer_reads(const ltr_writer *w, const uint8_t *p, size_t len, uint64_t *last)
+{
+    uint32_t ok[4] = {0}; /* layout ids + 1 found described: a heap buffer has 3 */
+    uint64_t ts = 0;
+    for (size_t pos = 0, n; pos < len; pos += n) {
+        ltr_cevent ev;
+        if (!(n = ltr_cevent_parse(p + pos, len - pos, &ev)))
+            return 0;
+        ts += (uint64_t)ev.ts_delta;
+        unsigned k = 0;
+        while (k < 4 && ok[k] && ok[k] != ev.layout + 1)
+            k++;
+        if (k < 4 && ok[k])
+            continue;
+        if (!ltr_refwriter_described(&w->refs, ev.layout))
+            return 0;
+        if (k < 4)
+            ok[k] = ev.layout + 1;
+    }
+    *last = ts;
+    return 1;
+}
+
 /* A whole buffer of a thread's own, as a producer wrote it: one that may
  * be merged (merging). */
 static int mergeable(const ltr_writer *w, const ltr_block_info *info, size_t len)
@@ -604,11 +633,12 @@ static int emit_merge(ltr_writer *w, ltr_error *err)
 /* Appends a whole buffer's records to the merge, its first record's time
  * counted from the last one there; 0, or -1 when its first record does not
  * parse (nothing appended: the buffer goes on its own). */
-static int merge_append(merging *m, const ltr_block_info *info, const uint8_t *p, size_t len)
+static int merge_append(const ltr_writer *w, merging *m, const ltr_block_info *info, const uint8_t *p,
+                        size_t len)
 {
     ltr_cevent ev;
-    size_t n = ltr_cevent_parse(p, len, &ev);
-    if (!n)
+    uint64_t last;
+    if (!buffer_reads(w, p, len, &last) || !ltr_cevent_parse(p, len, &ev))
         return -1;
     uint64_t first = (uint64_t)ev.ts_delta; /* a buffer's first record counts from 0 */
     uint8_t *dst = ltr_bytes_grow(&m->recs, LTR_CEVENT_HEADER_MAX + len);
@@ -617,7 +647,7 @@ static int merge_append(merging *m, const ltr_block_info *info, const uint8_t *p
     size_t h = ltr_put_cevent_header(dst, ev.layout, first, m->last_ts, ev.payload);
     memcpy(dst + h, p + ev.header, len - ev.header); /* its payload, then the records after it */
     m->recs.len -= LTR_CEVENT_HEADER_MAX + ev.header - h;
-    m->last_ts = ltr_cevents_last_ts(p, len, 0);
+    m->last_ts = last;
     m->info.event_count += info->event_count;
     m->info.nbuffers++;
     m->last_seq = info->seq;
@@ -631,12 +661,12 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     const ltr_block_info *b = &m->info;
     if (m->on && mergeable(w, info, len) && info->collector == b->collector && info->pid == b->pid &&
         info->tid == b->tid && info->seq == m->last_seq + 1 && m->recs.len + len <= MERGE_MAX &&
-        merge_append(m, info, events, len) == 0)
+        merge_append(w, m, info, events, len) == 0)
         return 0;
     int rc = emit_merge(w, err);
-    if (mergeable(w, info, len)) {
-        *m = (merging){.on = 1, .info = *info, .recs = m->recs, .last_seq = info->seq,
-                       .last_ts = ltr_cevents_last_ts(events, len, 0)};
+    uint64_t last;
+    if (mergeable(w, info, len) && buffer_reads(w, events, len, &last)) {
+        *m = (merging){.on = 1, .info = *info, .recs = m->recs, .last_seq = info->seq, .last_ts = last};
         m->info.nbuffers = 1;
         m->recs.len = 0;
         uint8_t *dst = ltr_bytes_grow(&m->recs, len);

@@ -707,14 +707,25 @@ static void serve_pending(recorder *r)
         }
     }
     r->npending = kept;
-    for (unsigned i = 0; i < nwhole; i++) {
-        if (r->done) { /* the session ended meanwhile: its command hears it closed */
-            ltr_msg_in_free(&whole[i].in);
-            close(whole[i].fd);
-        } else {
-            serve(r, &whole[i]);
+    /* attaches and status first: one that came in the round of a save would
+     * otherwise wait for all of it (a review), the attach's process losing
+     * its events meanwhile */
+    for (int quick = 1; quick >= 0; quick--)
+        for (unsigned i = 0; i < nwhole; i++) {
+            char op[32];
+            if (whole[i].fd < 0)
+                continue;
+            bool is_quick = !strcmp(op_of(&whole[i], op, sizeof op), "attach") || !strcmp(op, "status");
+            if (is_quick != (quick == 1))
+                continue;
+            if (r->done) { /* the session ended meanwhile: its command hears it closed */
+                ltr_msg_in_free(&whole[i].in);
+                close(whole[i].fd);
+            } else {
+                serve(r, &whole[i]);
+            }
+            whole[i].fd = -1;
         }
-    }
     free(whole);
 }
 

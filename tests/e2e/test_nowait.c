@@ -347,6 +347,47 @@ static void test_attach_answered_during_save(void **state)
     tu_expect_ok(tu_run("%s cancel --instance sv", LTR));
 }
 
+/* A status that comes in the same round as a save (both sent while the
+ * recorder was stopped for a moment) is answered before the save is
+ * written, not after it (a review's). */
+static void test_status_beside_save_first(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance sq --provider Test.Producer --buffers 256 --buffer-size 1024", LTR));
+    tu_result fill = tu_run("%s --threads 2 --events 3000000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(fill.out, "written"), 6000000);
+    tu_free(&fill);
+    long rec = recorder_pid("sq");
+    assert_true(rec > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    /* the status reports whether the save's file was still being written when it was answered */
+    tu_result bg = tu_run("(%s save --instance sq %s/sq.ltr >%s/save.out 2>&1 &) ; sleep 0.05; "
+                          "(sh -c '%s status --instance sq >%s/status.out 2>&1; "
+                          "ls %s/sq.ltr.*.part >%s/during 2>/dev/null' &) ; sleep 0.3",
+                          LTR, dir, dir, LTR, dir, dir, dir);
+    tu_free(&bg);
+    kill((pid_t)rec, SIGCONT);
+    bool saved = false;
+    char path[600];
+    snprintf(path, sizeof path, "%s/sq.ltr", dir);
+    for (int i = 0; i < 3000 && !saved; i++) {
+        saved = access(path, F_OK) == 0;
+        if (!saved)
+            usleep(10000);
+    }
+    assert_true(saved);
+    usleep(200000); /* the status's ls is done */
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "cat %s/status.out %s/during", dir, dir);
+    tu_result out = tu_run("%s", cmd);
+    if (!strstr(out.out, "session 'sq': memory mode") || !strstr(out.out, "/sq.ltr.") ||
+        !strstr(out.out, ".part\n"))
+        fail_msg("a status sent with a save (then the save's file, if it was still being written): %s",
+                 out.out);
+    tu_free(&out);
+    tu_expect_ok(tu_run("%s cancel --instance sq", LTR));
+}
+
 /* A process stuck while it holds the registry's lock (a recorder stopped
  * while it starts or ends a session) does not hang a traced program, nor keep
  * it from being traced by a session that runs. */
@@ -454,6 +495,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stopped_recorder_provider, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_recorder_heap_agent, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_attach_answered_during_save, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_status_beside_save_first, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pending_attach_completes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_session_pages_given_back, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_untraced_joiners_apart, tu_setup_sandbox, tu_teardown_sandbox),

@@ -1048,7 +1048,7 @@ static void test_unreadable_record_spoils_only_its_block(void **state)
     assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
     recs.len = 0;
     put_cevent(&recs, &s.v[4], 0);
-    info.seq = 3; /* not the next buffer: a block of its own (consecutive ones are merged, writer.c) */
+    info.seq = 2; /* the next buffer: not merged after one with such a record (writer.c) */
     info.event_count = 1;
     assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
@@ -1056,6 +1056,24 @@ static void test_unreadable_record_spoils_only_its_block(void **state)
     readback r = read_back(path, &s);
     assert_int_equal(r.delivered, 3); /* both allocations, and the free in the next block */
     assert_int_equal(r.damage, 2);    /* the unknown layout and the free after it (one entry, counted twice) */
+    unlink(path);
+    /* a record that is framed but does not parse: the next buffer is read too */
+    w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    recs.len = 0;
+    put_cevent(&recs, &s.v[0], 0);
+    put_cevent(&recs, &s.v[1], s.v[0].ts);
+    static const uint8_t bad[] = {0x02, 0x80, 0x80}; /* size 2, then a layout varint that never ends */
+    memcpy(ltr_bytes_grow(&recs, sizeof bad), bad, sizeof bad);
+    info = (ltr_block_info){.pid = 100, .tid = 1000, .seq = 1, .event_count = 3};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    recs.len = 0;
+    put_cevent(&recs, &s.v[4], 0);
+    info = (ltr_block_info){.pid = 100, .tid = 1000, .seq = 2, .event_count = 1};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    r = read_back(path, &s);
+    assert_int_equal(r.delivered, 3); /* the free in the next buffer among them */
     ltr_bytes_free(&recs);
     unlink(path);
     free(s.v);
