@@ -103,7 +103,8 @@ static void text_header(FILE *out, const ltr_trace *t, const ltr_trace_info *in)
                 in->duration_ns % 1000000000u, s->complete ? "" : " (to the last event)");
     const char *desc = ltr_trace_kv(t, LTR_KV_END, "session.description");
     fprintf(out, "description: %s\n", desc ? desc : "");
-    fprintf(out, "events:      %" PRIu64 " in %" PRIu64 " buffer blocks\n", s->events, s->blocks);
+    /* a block: one buffer, or a thread's consecutive ones (writer.c) */
+    fprintf(out, "events:      %" PRIu64 " in %" PRIu64 " blocks\n", s->events, s->blocks);
     uint64_t named = ltr_trace_symbol_entries(t);
     if (named)
         fprintf(out, "symbols:     %" PRIu64 " addresses named where it was recorded\n", named);

@@ -100,7 +100,7 @@ static void test_info(void **state)
     expect_in(r.out, "started:     2023-11-14T22:13:20.123456789Z");
     expect_in(r.out, "duration:    0.002000000 s");
     expect_in(r.out, "description: gen \"desc\"");
-    expect_in(r.out, "events:      300 in 30 buffer blocks");
+    expect_in(r.out, "events:      300 in 30 blocks");
     expect_in(r.out, "  100      1        200        /usr/bin/alpha");
     expect_in(r.out, "/usr/bin/beta 'with space'");
     expect_in(r.out, "0a1b2c3d-4e5f-4061-8293-a4b5c6d7e8f9 200        Test.Alpha");

@@ -94,7 +94,7 @@ static void test_complete_trace(void **state)
     assert_non_null(strstr(text, "state:       complete\n"));
     assert_non_null(strstr(text, "started:     2023-11-14T22:13:20.123456789Z\n"));
     assert_non_null(strstr(text, "duration:    0.002000000 s\n"));
-    assert_non_null(strstr(text, "events:      15 in 3 buffer blocks\n"));
+    assert_non_null(strstr(text, "events:      15 in 3 blocks\n"));
     assert_non_null(strstr(text, "\ndamage:      none\n"));
     free(text);
     ltr_trace_close(t);
