@@ -293,6 +293,17 @@ static void test_pending_attach_completes(void **state)
     assert_int_equal(t.process_events_lost, t.events_lost); /* all of them its own */
 }
 
+/* A memory-mode session of Test.Producer whose ring holds 6 M events: its
+ * save takes about 2 s here, time for what a test does meanwhile. */
+static void start_full_ring(const char *instance)
+{
+    tu_expect_ok(tu_run("%s start --instance %s --provider Test.Producer --buffers 256 --buffer-size 1024", LTR,
+                        instance));
+    tu_result fill = tu_run("%s --threads 2 --events 3000000 --wait-enabled 5", PRODUCER);
+    assert_int_equal(tu_field(fill.out, "written"), 6000000);
+    tu_free(&fill);
+}
+
 /* A process that starts while the recorder writes a save is answered
  * meanwhile (rec_meanwhile), not after the save: it waited 250 ms for its
  * attach and then lost its events until the save ended (a review's sqlite3
@@ -302,10 +313,7 @@ static void test_pending_attach_completes(void **state)
 static void test_attach_answered_during_save(void **state)
 {
     const char *dir = *state;
-    tu_expect_ok(tu_run("%s start --instance sv --provider Test.Producer --buffers 256 --buffer-size 1024", LTR));
-    tu_result fill = tu_run("%s --threads 2 --events 3000000 --wait-enabled 5", PRODUCER);
-    assert_int_equal(tu_field(fill.out, "written"), 6000000);
-    tu_free(&fill);
+    start_full_ring("sv");
     char cmd[1200], part[600];
     snprintf(cmd, sizeof cmd, "%s save --instance sv %s/saved.ltr >%s/save.out 2>&1 & echo $!", LTR, dir, dir);
     tu_result bg = tu_run("%s", cmd);
@@ -353,10 +361,7 @@ static void test_attach_answered_during_save(void **state)
 static void test_status_beside_save_first(void **state)
 {
     const char *dir = *state;
-    tu_expect_ok(tu_run("%s start --instance sq --provider Test.Producer --buffers 256 --buffer-size 1024", LTR));
-    tu_result fill = tu_run("%s --threads 2 --events 3000000 --wait-enabled 5", PRODUCER);
-    assert_int_equal(tu_field(fill.out, "written"), 6000000);
-    tu_free(&fill);
+    start_full_ring("sq");
     long rec = recorder_pid("sq");
     assert_true(rec > 0);
     assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
