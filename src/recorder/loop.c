@@ -645,10 +645,14 @@ static void accept_new(recorder *r)
     }
 }
 
-/* What a request asks (its "op"), "" if it says nothing. */
-static const char *op_of(const pending_req *p, char *op, size_t size)
+/* A whole request answered at once even while a save is written: an
+ * attach only adds a process, a status only reads. */
+static bool quick(const pending_req *p)
 {
-    return ltr_kv_find(p->in.body, p->in.len, "op", op, size) ? op : "";
+    char op[32];
+    if (!ltr_kv_find(p->in.body, p->in.len, "op", op, sizeof op))
+        return false;
+    return !strcmp(op, "attach") || !strcmp(op, "status");
 }
 
 void rec_meanwhile(recorder *r)
@@ -664,18 +668,10 @@ void rec_meanwhile(recorder *r)
         pending_req p = r->pending[i];
         if (!read_more(&p))
             continue;
-        char op[32];
-        if (p.whole && !strcmp(op_of(&p, op, sizeof op), "attach")) {
-            if (!handle_attach(r, p.fd, p.in.body, p.in.len))
-                close(p.fd);
-            ltr_msg_in_free(&p.in);
-        } else if (p.whole && !strcmp(op, "status")) {
-            handle_status(r, p.fd);
-            close(p.fd);
-            ltr_msg_in_free(&p.in);
-        } else {
+        if (p.whole && quick(&p))
+            serve(r, &p);
+        else
             r->pending[kept++] = p;
-        }
     }
     r->npending = kept;
 }
@@ -710,13 +706,9 @@ static void serve_pending(recorder *r)
     /* attaches and status first: one that came in the round of a save would
      * otherwise wait for all of it (a review), the attach's process losing
      * its events meanwhile */
-    for (int quick = 1; quick >= 0; quick--)
+    for (int first = 1; first >= 0; first--)
         for (unsigned i = 0; i < nwhole; i++) {
-            char op[32];
-            if (whole[i].fd < 0)
-                continue;
-            bool is_quick = !strcmp(op_of(&whole[i], op, sizeof op), "attach") || !strcmp(op, "status");
-            if (is_quick != (quick == 1))
+            if (whole[i].fd < 0 || quick(&whole[i]) != (first == 1))
                 continue;
             if (r->done) { /* the session ended meanwhile: its command hears it closed */
                 ltr_msg_in_free(&whole[i].in);
