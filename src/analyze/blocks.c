@@ -611,18 +611,8 @@ static uint32_t window_records(window_ctx *w, const uint8_t *ent, an_event *ev, 
         run->first_ts = ev[0].ts;
     run->records += lim;
     w->ts = ts;
-    taker *t = w->out;
-    for (uint32_t done = 0; t->feed && done < lim;) {
-        if (t->n == t->room) {
-            an_sink_commit(t->sk, t->v->pid, t->v->tid, t->n);
-            t->ev = an_sink_room(t->sk, t->v->pid, t->v->tid, &t->room);
-            t->n = 0;
-        }
-        size_t k = t->room - t->n < lim - done ? t->room - t->n : lim - done;
-        memcpy(t->ev + t->n, ev + done, k * sizeof *ev);
-        t->n += k;
-        done += (uint32_t)k;
-    }
+    if (w->out->feed) /* the window was built in the sink's room (run_decoded) */
+        w->out->n += lim;
     return lim;
 }
 
@@ -692,7 +682,17 @@ static int run_decoded(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
         m = m < ix->n - ix->i ? m : ix->n - ix->i;
         m = m < dt->n - dt->i ? m : dt->n - dt->i;
         m = m < WINDOW ? m : WINDOW;
-        if (!m || run_window(&w, m, b->wev, b->refs, b->at) < m)
+        an_event *ev = b->wev;
+        if (out.feed) { /* built where the events go: copying them there was 4 % of the main thread (cc1plus) */
+            if (out.n == out.room) {
+                an_sink_commit(sk, v->pid, v->tid, out.n);
+                out.ev = an_sink_room(sk, v->pid, v->tid, &out.room);
+                out.n = 0;
+            }
+            m = m < out.room - out.n ? m : (uint32_t)(out.room - out.n);
+            ev = out.ev + out.n;
+        }
+        if (!m || run_window(&w, m, ev, b->refs, b->at) < m)
             break;
     }
     for (uint64_t e = 0; e < cv->nt; e++)
