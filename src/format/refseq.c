@@ -224,8 +224,9 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
         ltr_model_list *l;
         if (e->has[1] && e->code[1] && e->free_class < 0)
             distrust(s); /* the writer put this free in a list; which one is unknown here */
-        else if (e->has[1] && e->free_class >= 0 && (l = list_of(s, (unsigned)e->free_class)))
-            ltr_model_push(l, e->addr[1], !e->ok[1]);
+        else if (e->has[1] && e->free_class >= 0 &&
+                 ((l = s->lists ? s->lists[e->free_class] : NULL) || (l = list_of(s, (unsigned)e->free_class))))
+            ltr_model_push(l, e->addr[1], !e->ok[1]); /* made lists without a call: 1.5 % of cc1plus's analysis */
     }
     /* a value that could not be resolved holds its place, unknown: an
      * allocation keeps its class for the free that will name it; a free's
