@@ -501,6 +501,16 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid)
     return p && p->known ? p->exe : "";
 }
 
+const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size)
+{
+    const char *exe = an_process_exe(a, pid);
+    size_t len = strlen(exe);
+    if (len >= size)
+        len = size - 1;
+    buf[ltr_shown_text(exe, len, buf, false)] = 0;
+    return buf;
+}
+
 ltr_report_format ltr_report_format_parse(const char *name)
 {
     static const char *const names[] = {NULL, "text", "json", "csv", "pprof", "folded", "chrome"};
@@ -510,7 +520,7 @@ ltr_report_format ltr_report_format_parse(const char *name)
     return 0;
 }
 
-int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
+static int write_report(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
 {
     int rc;
     if (a->files_report) {
@@ -537,5 +547,30 @@ int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsign
     }
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = -EIO;
+    return rc;
+}
+
+/* The text report names executables, threads, files and modules of the
+ * trace, which the traced programs chose: it is written whole, then shown
+ * without a control character (ltr_shown_text), so that no name can act on
+ * the terminal it is read on. The other formats escape names their way. */
+int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)
+{
+    if (fmt != LTR_REPORT_TEXT)
+        return write_report(a, out, fmt, top);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return -ENOMEM;
+    int rc = write_report(a, m, fmt, top);
+    if (fclose(m) != 0 && rc == 0)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        len = ltr_shown_text(text, len, text, true);
+        if (fwrite(text, 1, len, out) != len || fflush(out) != 0 || ferror(out))
+            rc = -EIO;
+    }
+    free(text);
     return rc;
 }

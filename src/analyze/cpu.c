@@ -41,11 +41,17 @@ static void note_name(ltr_analysis *a, const ltr_event *ev)
         snprintf(e->name, sizeof e->name, "%.*s", (int)(len < 15 ? len : 15), name);
 }
 
-static const char *process_name(const ltr_analysis *a, uint32_t pid)
+/* The name as a line shows it, in buf (PROCESS_NAME_MAX bytes): one line,
+ * no control character; any process may name itself (prctl PR_SET_NAME). */
+#define PROCESS_NAME_MAX 1024
+static const char *process_name(const ltr_analysis *a, uint32_t pid, char *buf)
 {
     const char *exe = an_process_exe(a, pid);
     const cpu_name *e = *exe ? NULL : an_hmap_get(&a->cpu_names, pid);
-    return e ? e->name : exe;
+    if (!e)
+        return an_process_exe_shown(a, pid, buf, PROCESS_NAME_MAX);
+    buf[ltr_shown_text(e->name, strlen(e->name), buf, false)] = 0;
+    return buf;
 }
 
 int an_cpu_feed(ltr_analysis *a, const ltr_event *ev)
@@ -207,9 +213,10 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     an_cpu_stack **v = an_cpu_ranked(a, &n);
     fprintf(out, "\n%llu CPU sample(s) (1 ms of CPU each) in %zu stack(s)%s\n", (unsigned long long)a->cpu_samples, n,
             a->cpu_samples ? "; stacks by samples:" : ": the trace has no CPU samples (SampledProfile)");
+    char name[PROCESS_NAME_MAX];
     for (size_t i = 0; i < n && (!top || i < top); i++) {
         fprintf(out, "  #%zu %llu samples (%.1f%%), process %u %s\n", i + 1, (unsigned long long)v[i]->samples,
-                100.0 * (double)v[i]->samples / (double)a->cpu_samples, v[i]->pid, process_name(a, v[i]->pid));
+                100.0 * (double)v[i]->samples / (double)a->cpu_samples, v[i]->pid, process_name(a, v[i]->pid, name));
         frame_list l = {0};
         each_frame(v[i]->text, collect, &l);
         for (size_t k = l.n; k-- > 0;) /* innermost first, as the heap report */
@@ -266,9 +273,12 @@ static int write_folded(ltr_analysis *a, FILE *out)
 {
     size_t n;
     an_cpu_stack **v = an_cpu_ranked(a, &n);
+    char name[PROCESS_NAME_MAX];
     for (size_t i = 0; i < n; i++) {
-        const char *exe = process_name(a, v[i]->pid), *base = strrchr(exe, '/');
-        fprintf(out, "%s-%u", base ? base + 1 : *exe ? exe : "pid", v[i]->pid);
+        const char *exe = process_name(a, v[i]->pid, name), *base = strrchr(exe, '/');
+        for (const char *c = base ? base + 1 : *exe ? exe : "pid"; *c; c++) /* a ';' or ' ' would split it */
+            fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
+        fprintf(out, "-%u", v[i]->pid);
         frame_list l = {0};
         each_frame(v[i]->text, collect, &l);
         for (size_t k = 0; k < l.n; k++) {

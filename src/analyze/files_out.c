@@ -130,8 +130,10 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     for (size_t i = 0; i < n; i++) {
         uint32_t pid = (uint32_t)(v[i].key >> 32);
         if (!i || pid != (uint32_t)(v[i - 1].key >> 32)) {
-            fprintf(out, "\nprocess %u %s:\n  %14s %14s %7s %7s  %s\n", pid, an_process_exe(a, pid), "bytes read",
-                    "bytes written", "opens", "failed", "path");
+            char exe[1024];
+            fprintf(out, "\nprocess %u %s:\n  %14s %14s %7s %7s  %s\n", pid,
+                    an_process_exe_shown(a, pid, exe, sizeof exe), "bytes read", "bytes written", "opens", "failed",
+                    "path");
             shown = 0;
         }
         if (top && shown++ >= top)

@@ -10,6 +10,7 @@
  * heap snapshot.
  */
 #include "analyze/internal.h"
+#include "prim/prim.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,9 +39,11 @@ static void line(ltr_analysis *a, FILE *out, const an_stack *s)
     if (!bytes)
         return;
     /* the root is the program, not its pid: two runs' stacks then compare */
-    const char *exe = an_process_exe(a, s->pid), *b = strrchr(exe, '/');
+    char shown[1024];
+    const char *exe = an_process_exe_shown(a, s->pid, shown, sizeof shown), *b = strrchr(exe, '/');
     if (*exe)
-        fputs(b ? b + 1 : exe, out);
+        for (const char *c = b ? b + 1 : exe; *c; c++) /* one line, and a ';' would split the root */
+            fputc(*c == ';' ? ':' : *c, out);
     else
         fprintf(out, "pid %u", s->pid);
     for (size_t n = an_frames_shown(a, s, f, AN_MAX_FRAMES); n-- > 0;) {

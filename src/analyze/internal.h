@@ -221,6 +221,9 @@ void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
 /* Seconds of an absolute timestamp from the trace start. */
 double an_seconds(const ltr_analysis *a, uint64_t ts);
 const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
+/* The executable as a line of text shows it: on one line, without a control
+ * character (ltr_shown_text), in buf. The traced program chose its name. */
+const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size);
 
 /* One frame on one line: "function (file:line) [inlined]  module+0xOFFSET". */
 void an_print_frame(FILE *out, const ltr_sym_frame *f);

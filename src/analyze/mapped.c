@@ -86,8 +86,9 @@ static void text_proc(ltr_analysis *a, FILE *out, const an_vm_proc *p, unsigned 
 {
     size_t n;
     an_vm_stack *v = an_vmem_ranked(&a->model.vm, 0, p->pid, &n);
+    char exe[1024];
     fprintf(out, "\nprocess %u %s: %llu bytes mapped at the window's end, in %zu range(s)\n", p->pid,
-            an_process_exe(a, p->pid), (unsigned long long)an_vmem_outstanding(p), p->n);
+            an_process_exe_shown(a, p->pid, exe, sizeof exe), (unsigned long long)an_vmem_outstanding(p), p->n);
     fprintf(out, "  in the window: %llu map(s) of %llu bytes, %llu unmap(s) of %llu bytes, %llu remap(s); "
             "madvise gave back %llu bytes in %llu call(s)\n",
             (unsigned long long)p->maps, (unsigned long long)p->map_bytes, (unsigned long long)p->unmaps,

@@ -6,6 +6,7 @@
  * stack shares are hidden unless --full-stacks (frames.c).
  */
 #include "analyze/internal.h"
+#include "prim/prim.h"
 #include "base/units.h"
 
 #include <stdlib.h>
@@ -42,7 +43,9 @@ void an_frame_text(const ltr_sym_frame *f, const char *function, const char *fil
         snprintf(mod, sizeof mod, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
     else
         snprintf(mod, sizeof mod, "0x%llx", (unsigned long long)f->address);
-    snprintf(out, size, "%s%s%s  %s", function ? function : "??", where, f->inlined ? " [inlined]" : "", mod);
+    int n = snprintf(out, size, "%s%s%s  %s", function ? function : "??", where, f->inlined ? " [inlined]" : "", mod);
+    if (n >= 0 && size) /* the module's path is the program's choice too: one line */
+        out[ltr_shown_text(out, (size_t)n < size ? (size_t)n : size - 1, out, false)] = 0;
 }
 
 void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
@@ -170,8 +173,10 @@ static void print_threads(ltr_analysis *a, FILE *out, const an_proc *p)
         if (t->pid == p->pid)
             fprintf(m, "%s %s (%u)", n++ ? "," : "", t->name && *t->name ? t->name : "?", t->tid);
     }
-    if (fclose(m) == 0 && n)
+    if (fclose(m) == 0 && n) {
+        line[ltr_shown_text(line, len, line, false)] = 0; /* a thread names itself: one line */
         an_fit_line(out, line, a->width);
+    }
     free(line);
 }
 
@@ -208,7 +213,8 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     an_fit_text(out, line, a->width);
     for (size_t i = 0; i < n; i++) {
         const an_proc *p = procs[i];
-        snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_process_exe(a, p->pid));
+        char exe[1024];
+        snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_process_exe_shown(a, p->pid, exe, sizeof exe));
         an_fit_line(out, line, a->width);
         print_figures(a, out, p);
         print_threads(a, out, p);

@@ -5,6 +5,7 @@
  */
 #include "format/info.h"
 #include "format/symchunk.h"
+#include "prim/prim.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -61,8 +62,10 @@ static int duration(const ltr_trace *t, const ltr_trace_summary *s, uint64_t *ou
 /* Arguments joined by spaces, quoted for a shell when they need it. */
 static void print_cmdline(FILE *out, const ltr_process *p)
 {
+    char shown[4096]; /* an argument on the line: no newline nor control character of the program's */
     for (uint32_t i = 0; i < p->argc; i++) {
-        const char *a = p->argv[i];
+        shown[ltr_shown_text(p->argv[i], strnlen(p->argv[i], sizeof shown - 1), shown, false)] = 0;
+        const char *a = shown;
         int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                     "0123456789-_./=:,+@%") == strlen(a);
         if (i)
@@ -117,8 +120,11 @@ static void text_tables(FILE *out, const ltr_trace *t)
     fprintf(out, "\nprocesses:\n  %-8s %-8s %-10s %s\n", "PID", "PPID", "EVENTS", "EXECUTABLE / COMMAND LINE");
     for (size_t i = 0; i < ltr_trace_process_count(t); i++) {
         const ltr_process *p = ltr_trace_process_at(t, i);
-        fprintf(out, "  %-8u %-8u %-10" PRIu64 " %s\n", p->pid, p->ppid, p->events,
-               p->known ? p->exe : "(no process record)");
+        char exe[1024]; /* on one line: the program chose its path */
+        const char *shown = p->known ? exe : "(no process record)";
+        size_t len = p->known ? strnlen(p->exe, sizeof exe - 1) : 0;
+        exe[ltr_shown_text(p->exe, len, exe, false)] = 0;
+        fprintf(out, "  %-8u %-8u %-10" PRIu64 " %s\n", p->pid, p->ppid, p->events, shown);
         if (p->argc) {
             fprintf(out, "  %-28s ", "");
             print_cmdline(out, p);
@@ -292,12 +298,25 @@ int ltr_trace_info_scan(ltr_trace *t, ltr_trace_info *info, ltr_error *err)
     return 0;
 }
 
+/* The text names executables, command lines and providers that the traced
+ * programs, or whoever wrote the trace, chose: it is made whole, then shown
+ * without a control character (ltr_shown_text), so that none acts on the
+ * terminal it is read on. */
 void ltr_trace_info_write_text(FILE *out, const ltr_trace *t, const ltr_trace_info *info)
 {
-    text_header(out, t, info);
-    text_tables(out, t);
-    text_counters(out, t);
-    text_damage(out, t, info);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    FILE *to = m ? m : out; /* out of memory: unfiltered rather than nothing */
+    text_header(to, t, info);
+    text_tables(to, t);
+    text_counters(to, t);
+    text_damage(to, t, info);
+    if (m && fclose(m) == 0) {
+        len = ltr_shown_text(text, len, text, true);
+        fwrite(text, 1, len, out);
+    }
+    free(text);
 }
 
 void ltr_trace_info_write_json(FILE *out, const ltr_trace *t, const ltr_trace_info *info)

@@ -181,6 +181,14 @@ void ltr_gettid_forget(void);
 /* Reads a small file (/proc/...) into buf, NUL-terminated. Returns bytes or -errno. */
 ssize_t ltr_read_small_file(const char *path, char *buf, size_t size);
 
+/* Text from a trace as it is shown (prim/text.c): UTF-8 kept, but an invalid
+ * byte, a control character (C0, DEL, C1: U+0080..U+009F, which terminals
+ * act on) and the bidirectional controls (U+202A..U+202E, U+2066..U+2069:
+ * they reorder what follows) become '?'; with keep_lines, newlines and tabs
+ * stay (a whole report's text). out has room for len bytes and may be str
+ * itself; returns the length written (no NUL is added). */
+size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines);
+
 /* Output files (prim/files.c): never written through a symlink nor into a file
  * that exists already, whoever made it. */
 /* Creates path new, mode 0600 (O_CREAT|O_EXCL|O_NOFOLLOW). Returns the fd

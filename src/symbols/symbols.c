@@ -552,34 +552,12 @@ size_t ltr_symbolize(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr
     return k;
 }
 
-/* A name from a trace as it is shown: UTF-8 kept, but an invalid byte, a
- * control character (C0, DEL, C1: U+0080..U+009F, which terminals act on)
- * and the bidirectional controls (U+202A..U+202E, U+2066..U+2069: they
- * reorder what follows) become '?': no name holds them, and a trace comes
- * from elsewhere. out has room for len + 1 bytes; returns the length. */
+/* A name from a trace as it is shown (ltr_shown_text, no newline kept): no
+ * name holds a control character, and a trace comes from elsewhere. out has
+ * room for len + 1 bytes; returns the length. */
 static size_t shown_text(const char *str, size_t len, char *out)
 {
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* below: an overlong form */
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        uint8_t c = (uint8_t)str[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1fu : n == 3 ? c & 0x0fu : c & 0x07u;
-        int ok = n && i + n <= len;
-        for (size_t k = 1; ok && k < n; k++) {
-            uint8_t d = (uint8_t)str[i + k];
-            ok = (d & 0xc0) == 0x80;
-            cp = cp << 6 | (d & 0x3fu);
-        }
-        ok = ok && cp >= least[n] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-        int control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-                      (cp >= 0x2066 && cp <= 0x2069);
-        if (!ok || control)
-            out[o++] = '?';
-        else
-            memcpy(out + o, str + i, n), o += n;
-        i += ok ? n : 1;
-    }
+    size_t o = ltr_shown_text(str, len, out, false);
     out[o] = 0;
     return o;
 }

@@ -1,0 +1,40 @@
+/*
+ * prim/text.c — text from a trace made safe to show. Names in a trace
+ * (executables, command lines, thread and function names, file paths) come
+ * from the traced programs, or from whoever wrote the trace file, and ltr
+ * shows them on root's terminal: an escape sequence in one would act on the
+ * terminal (move the cursor over earlier lines, retitle it, write the
+ * clipboard), and a newline would forge a line of the report.
+ */
+#include "prim/prim.h"
+
+#include <stdint.h>
+
+size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines)
+{
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* below: an overlong form */
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        uint8_t c = (uint8_t)str[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1fu : n == 3 ? c & 0x0fu : c & 0x07u;
+        int ok = n && i + n <= len;
+        for (size_t k = 1; ok && k < n; k++) {
+            uint8_t d = (uint8_t)str[i + k];
+            ok = (d & 0xc0) == 0x80;
+            cp = cp << 6 | (d & 0x3fu);
+        }
+        ok = ok && cp >= least[n] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+        int control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+                      (cp >= 0x2066 && cp <= 0x2069);
+        if (ok && keep_lines && (cp == '\n' || cp == '\t'))
+            control = 0;
+        if (!ok || control)
+            out[o++] = '?';
+        else
+            for (size_t k = 0; k < n; k++) /* out may be str itself: never ahead of it */
+                out[o++] = str[i + k];
+        i += ok ? n : 1;
+    }
+    return o;
+}

@@ -1,0 +1,107 @@
+/*
+ * tests/e2e/test_hostile_names.c — names a traced program chose, shown by
+ * root: the demo's leaky program runs under a file name, from a directory of
+ * that name, and with an argument whose text, hold a terminal's escape sequences (a title, a
+ * colour, an 8-bit CSI, a line erase with a carriage return), a newline that
+ * would forge a line and an HTML comment with a script tag. What `ltr info`
+ * and `ltr analyze` print holds no control character (only the newlines and
+ * tabs of their own lines) and the name stays on its line: the names are
+ * shown with '?' there. Folded stacks (heap and CPU) have one line per
+ * stack, "root;frames VALUE", whatever the program's name.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define LTR tu_ltr()
+
+/* No ' in it: the shell commands quote it so. */
+#define HOSTILE "x\033]0;TITLE\007\033[31m\302\233<!--<script>\n    #1 AIFO 99 GiB forged;f"
+
+static char trace[4200], dir[4200];
+
+static int record(void **state)
+{
+    const char *box = tu_sandbox();
+    *state = (void *)box;
+    snprintf(dir, sizeof dir, "%s/" HOSTILE, box);
+    snprintf(trace, sizeof trace, "%s/h.ltr", box);
+    if (mkdir(dir, 0755) != 0)
+        return -1;
+    tu_result r = tu_run("cp %s/libleaky-plugin.so '%s/' && cp %s/leaky '%s/" HOSTILE "' && %s record -o %s -- '%s/"
+                         HOSTILE "' '\033[2Kfake\rarg' >/dev/null", tu_demo_dir(), dir, tu_demo_dir(), dir, LTR, trace,
+                         dir);
+    return tu_ok(r) == 0 ? 0 : -1;
+}
+
+/* The first control character of text but a newline or a tab, or NULL. */
+static const char *control(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return (const char *)p;
+    return NULL;
+}
+
+static void expect_shown(const char *what, const char *out)
+{
+    const char *c = control(out);
+    if (c)
+        fail_msg("%s prints a control character (0x%02x) of a name: ...%.40s", what, (unsigned char)*c,
+                 c > out + 20 ? c - 20 : out);
+    assert_non_null(strstr(out, "x?]0;TITLE??[31m?<!--<script>?    #1 AIFO 99 GiB forged;f/x?]0;TITLE"));
+    assert_null(strstr(out, "\n    #1 AIFO 99 GiB")); /* no line of the name's making */
+}
+
+static void test_text_outputs(void **state)
+{
+    (void)state;
+    static const char *const cmds[] = {"info", "analyze", "analyze --trend", "analyze --full-stacks"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        tu_result r = tu_run("%s %s %s", LTR, cmds[i], trace);
+        assert_int_equal(r.status, 0);
+        expect_shown(cmds[i], r.out);
+        tu_free(&r);
+    }
+    tu_result r = tu_run("%s info %s", LTR, trace);
+    assert_non_null(strstr(r.out, "'?[2Kfake?arg'")); /* the argument too */
+    tu_free(&r);
+}
+
+static void test_folded(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("%s export %s --format folded -o -", LTR, trace);
+    assert_int_equal(r.status, 0);
+    size_t lines = 0;
+    for (const char *l = r.out; *l; lines++) {
+        size_t n = strcspn(l, "\n");
+        const char *sp = memrchr(l, ' ', n);
+        if (!sp || sp + 1 == l + n || strspn(sp + 1, "0123456789") != (size_t)(l + n - sp - 1))
+            fail_msg("a folded line without its value: %.*s", (int)n, l);
+        if (strncmp(l, "x?]0:TITLE", 10) || memchr(l, '\033', n))
+            fail_msg("a folded line not rooted at the program: %.*s", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+    assert_true(lines > 0);
+    /* the root is one frame: its ';' became ':' */
+    assert_non_null(strstr(r.out, "x?]0:TITLE??[31m?<!--<script>?    #1 AIFO 99 GiB forged:f;"));
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_outputs),
+        cmocka_unit_test(test_folded),
+    };
+    return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
+}
