@@ -45,8 +45,11 @@ static void put_asset(FILE *out, const char *name)
         fwrite(a->data, 1, a->size, out);
 }
 
-/* One of the analyzer's outputs as a JSON script element: "</" written
- * "<\/" (the same string to JSON) so that no name can end the script. */
+/* One of the analyzer's outputs as a JSON script element: every '<' written
+ * "\u003c" (the same string to JSON: a '<' is only ever inside a string), so
+ * that no name can end the script ("</script") nor put the HTML parser in
+ * its escaped script states ("<!--<script" would make the element run on
+ * over the next ones, and the page show nothing). */
 static int data_script(ltr_analysis *a, FILE *out, const char *id, ltr_report_format fmt, unsigned top)
 {
     char *buf = NULL;
@@ -59,8 +62,8 @@ static int data_script(ltr_analysis *a, FILE *out, const char *id, ltr_report_fo
     if (rc == 0) {
         fprintf(out, "<script type=\"application/json\" id=\"%s\">", id);
         for (size_t i = 0; i < len; i++) {
-            if (buf[i] == '<' && i + 1 < len && buf[i + 1] == '/')
-                fputs("<\\", out);
+            if (buf[i] == '<')
+                fputs("\\u003c", out);
             else
                 fputc(buf[i], out);
         }

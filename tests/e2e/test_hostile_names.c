@@ -7,7 +7,8 @@
  * and `ltr analyze` print holds no control character (only the newlines and
  * tabs of their own lines) and the name stays on its line: the names are
  * shown with '?' there. Folded stacks (heap and CPU) have one line per
- * stack, "root;frames VALUE", whatever the program's name.
+ * stack, "root;frames VALUE", whatever the program's name. The page of
+ * `ltr report` keeps the names inside its JSON data.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,11 +98,48 @@ static void test_folded(void **state)
     tu_free(&r);
 }
 
+/* The page of ltr report: the names are in its JSON data, which no name can
+ * end or turn into markup: no "<!--" or "<script" of theirs in the page (the
+ * HTML parser's escaped script states would run the data script on over
+ * the next elements, and the page would show nothing), and the data reads
+ * back as JSON holding the name. */
+static void test_report_page(void **state)
+{
+    const char *box = *state;
+    tu_result r = tu_run("%s report %s -o %s/h.html", LTR, trace, box);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/h.html", box);
+    char *page = tu_read_file(path);
+    assert_non_null(page);
+    assert_null(strstr(page, "<!--"));
+    size_t scripts = 0;
+    for (const char *p = page; (p = strstr(p, "<script")); p++)
+        scripts++;
+    assert_int_equal(scripts, 6); /* the two data scripts and the four of the page */
+    free(page);
+    static const char check[] =
+        "import json, re, sys\n"
+        "page = open(sys.argv[1]).read()\n"
+        "for id in ('analysis', 'timeline-data'):\n"
+        "    m = re.search(r'<script type=\"application/json\" id=\"%s\">(.*?)</script>' % id, page, re.S)\n"
+        "    d = json.loads(m.group(1))\n"
+        "    print(id, 'x\\x1b]0;TITLE' in json.dumps(d, ensure_ascii=False) or '<!--<script>' in json.dumps(d))\n";
+    tu_write_file(box, "check.py", check);
+    r = tu_run("python3 %s/check.py %s", box, path);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "analysis True"));
+    assert_non_null(strstr(r.out, "timeline-data True"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_outputs),
         cmocka_unit_test(test_folded),
+        cmocka_unit_test(test_report_page),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
