@@ -189,6 +189,13 @@ ssize_t ltr_read_small_file(const char *path, char *buf, size_t size);
  * itself; returns the length written (no NUL is added). */
 size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines);
 
+/* Opens path for reading if it is a regular file, and never opens anything
+ * else (prim/files.c): a path a trace names may lead to a device, whose
+ * driver acts on the open itself (a watchdog arms, a tape rewinds, a pty is
+ * made), or to a FIFO. Returns the fd (O_NONBLOCK, close-on-exec), -EINVAL
+ * for a file of another type, or -errno. */
+int ltr_open_regular(const char *path);
+
 /* Output files (prim/files.c): never written through a symlink nor into a file
  * that exists already, whoever made it. */
 /* Creates path new, mode 0600 (O_CREAT|O_EXCL|O_NOFOLLOW). Returns the fd

@@ -9,6 +9,7 @@
  * and inlined calls hold an address, and their names, is funcs.c's part.
  */
 #include "symbols/dwarf.h"
+#include "prim/prim.h"
 #include "elfdebug/debuginfo.h"
 #include "symbols/funcs.h"
 #include "symbols/symbols.h"
@@ -76,18 +77,13 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
     *problem = NULL;
     if (path[0] != '/') /* [vdso] and the like: nothing on disk to read */
         return NULL;
-    /* The path comes from the trace (a traced program's mappings): a FIFO or
-     * a device there would block or be read as a file. O_NONBLOCK, and a
-     * regular file only; libdwfl reads the descriptor checked. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    /* The path comes from the trace (a traced program's mappings, and the
+     * program may have put a symlink to a device at its name since): a
+     * regular file only, never opened otherwise (ltr_open_regular: a
+     * device's open would act, a FIFO's block); libdwfl reads the fd checked. */
+    int fd = ltr_open_regular(path);
     if (fd < 0) {
-        *problem = strerr_problem("the file is not readable here");
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        *problem = strerr_problem("not a regular file here");
+        *problem = strerr_problem(fd == -EINVAL ? "not a regular file here" : "the file is not readable here");
         return NULL;
     }
     sym_elf *e = calloc(1, sizeof *e);
@@ -128,13 +124,9 @@ sym_elf *sym_elf_open(const char *path, const uint8_t *build_id, size_t build_id
 
 int sym_elf_debuglink_here(const char *path, const char *debug_path)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
+    int fd = ltr_open_regular(path); /* from the trace: never a device's open */
+    if (fd < 0)
         return 0;
-    }
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     GElf_Word crc;

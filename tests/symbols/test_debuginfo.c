@@ -11,7 +11,9 @@
  * is the one dwfl_standard_find_debuginfo finds, is seen by
  * sym_elf_debuglink_here (symbols.c's check before opening a file) when
  * found by name, and names the probe as the unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
- * answers on), the debuginfod client is asked, as before.
+ * answers on), the debuginfod client is asked, as before. A module's path
+ * that leads to a FIFO (a symlink the traced program left there) is never
+ * opened.
  */
 #include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
@@ -19,6 +21,10 @@
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <link.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,12 +250,46 @@ static void test_debuginfod_when_configured(void **state)
     assert_true(debuginfod_loaded());
 }
 
+/* A module's path from a trace that leads, through a symlink the traced
+ * program put there, to something not a regular file is never opened: a
+ * device's driver acts on the open itself (a watchdog arms, a pty is made).
+ * Seen on a FIFO: a writer waiting in open() is let through by any open of
+ * its read side, so the writer still waits when the symbolizer is done. */
+static void test_never_opens_a_fifo(void **state)
+{
+    (void)state;
+    char fifo[4200], link[4200], *dp = strdup(":.debug");
+    snprintf(fifo, sizeof fifo, "%s/fifo", box);
+    snprintf(link, sizeof link, "%s/libswapped.so", box);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink(fifo, link), 0);
+    pid_t writer = fork();
+    assert_true(writer >= 0);
+    if (writer == 0) {
+        alarm(2); /* still waiting then: no one opened the FIFO */
+        _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
+    }
+    usleep(200 * 1000); /* the writer waits in open() */
+    char *problem = NULL;
+    assert_null(sym_elf_open(link, NULL, 0, &dp, &problem));
+    assert_non_null(problem);
+    assert_string_equal(problem, "not a regular file here");
+    free(problem);
+    assert_int_equal(sym_elf_debuglink_here(link, dp), 0);
+    int st;
+    assert_int_equal(waitpid(writer, &st, 0), writer);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+        fail_msg("the FIFO behind the module's path was opened");
+    free(dp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_debug_file_no_debuginfod),
         cmocka_unit_test(test_found_as_elfutils_finds),
         cmocka_unit_test(test_debuginfod_when_configured),
+        cmocka_unit_test(test_never_opens_a_fifo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
