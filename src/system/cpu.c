@@ -259,9 +259,33 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
  * without, VmRSS). The modules' user data stays NULL: the default debug
  * path, as debuginfo_path's NULL says. */
 static char *debuginfo_path = NULL;
-static const Dwfl_Callbacks proc_cbs = {.find_elf = dwfl_linux_proc_find_elf,
-                                        .find_debuginfo = dbg_find_debuginfo,
-                                        .debuginfo_path = &debuginfo_path};
+
+/* A module's file, by the path the target's mappings name. The target may
+ * have put a symlink to a FIFO or a device there: dwfl_linux_proc_find_elf
+ * checks with stat() and then open()s, without O_NONBLOCK, so a swap
+ * between the two left the sampling thread waiting on a FIFO for good (or
+ * ran a device's open). Here the file is opened only if regular
+ * (ltr_open_regular); a deleted file, or "[vdso]", is libdw's as before. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+                    Elf **elfp)
+{
+    static const char deleted[] = " (deleted)";
+    size_t n = strlen(name);
+    if (name[0] != '/' || (n > sizeof deleted - 1 && !strcmp(name + n - (sizeof deleted - 1), deleted)))
+        return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+    int fd = ltr_open_regular(name);
+    if (fd < 0)
+        return -1;
+    if (!(*file_name = strdup(name))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+const Dwfl_Callbacks sys_proc_dwfl_callbacks = {.find_elf = find_elf,
+                                                .find_debuginfo = dbg_find_debuginfo,
+                                                .debuginfo_path = &debuginfo_path};
 
 /* The process's modules, as libdw sees them; remade when a frame falls
  * outside them: at once after an exec, else (a dlopen since) at most once a
@@ -290,7 +314,7 @@ static Dwfl *dwfl_of(sys_cpu *c, uint32_t pid, bool refresh)
     }
     p->made_ns = now;
     exe_of(pid, p->exe, sizeof p->exe);
-    p->dwfl = dwfl_begin(&proc_cbs);
+    p->dwfl = dwfl_begin(&sys_proc_dwfl_callbacks);
     if (p->dwfl && (dwfl_linux_proc_report(p->dwfl, (pid_t)pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
                     !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_cbs, &c->ctx))) {
         dwfl_end(p->dwfl);

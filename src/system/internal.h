@@ -7,6 +7,7 @@
 
 #include "system/system.h"
 
+#include <elfutils/libdwfl.h>
 #include <ltr/provider.h>
 
 #include <stddef.h>
@@ -49,5 +50,8 @@ size_t sys_cpu_fds(const sys_cpu *c, int *fds, size_t cap);
 /* Unwinds and writes the samples of targets the rings hold. */
 void sys_cpu_read(sys_cpu *c);
 void sys_cpu_free(sys_cpu *c);
+/* How libdw finds a target's module files and their debug files: never by
+ * opening what is not a regular file (a target chooses its paths). */
+extern const Dwfl_Callbacks sys_proc_dwfl_callbacks;
 
 #endif
