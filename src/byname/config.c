@@ -48,14 +48,18 @@ int ltr_byname_check(const char *name, ltr_error *err)
 
 /* ---- small file helpers ------------------------------------------------- */
 
-/* Reads a whole file into a new NUL-terminated buffer. -ENOENT if absent. */
-static int slurp(const char *path, char **out, size_t *len, size_t max)
+/* Reads a whole file into a new NUL-terminated buffer. -ENOENT if absent;
+ * with roots_only, -EPERM unless root owns the file read and only root may
+ * write it. */
+static int slurp(const char *path, char **out, size_t *len, size_t max, bool roots_only)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
     if (fd < 0)
         return -errno;
     struct stat st;
     int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
+    if (!rc && roots_only && (st.st_uid != 0 || (st.st_mode & 022)))
+        rc = -EPERM;
     if (rc) {
         close(fd);
         return rc;
@@ -98,7 +102,15 @@ static int copy_file(const char *from, const char *to, ltr_error *err)
 {
     char *data = NULL;
     size_t len = 0;
-    int rc = slurp(from, &data, &len, 256u << 20);
+    /* The copy goes into processes of every user, root's too (the shim into
+     * every one, through /etc/ld.so.preload): a file another user could
+     * have written (LTR_HEAP_AGENT, or a build tree, may lead there) would
+     * run their code as root. The fd read is the one checked. */
+    int rc = slurp(from, &data, &len, 256u << 20, true);
+    if (rc == -EPERM)
+        return ltr_fail(err, EPERM, "%s is another user's, or writable by group or others: only root may write "
+                        "what is loaded into every process (install ltr as root, or fix the file's owner and "
+                        "mode)", from);
     if (rc)
         return ltr_fail(err, -rc, "cannot read %s: %s", from, strerror(-rc));
     rc = write_atomic(to, data, len, 0644, 0, 0);
@@ -131,7 +143,7 @@ int ltr_byname_read(ltr_byname_list *out, ltr_error *err)
     char *text = NULL;
     size_t len = 0;
     out->n = 0;
-    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX);
+    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX, false);
     if (rc == -ENOENT)
         return 0;
     if (rc)
@@ -211,7 +223,7 @@ static int preload_add(prior *p, ltr_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX, false);
     if (rc && rc != -ENOENT)
         return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
     if (!rc && find_line(text, len)) {
@@ -245,7 +257,7 @@ static int preload_remove(const prior *p, ltr_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX, false);
     if (rc == -ENOENT)
         return 0;
     if (rc)

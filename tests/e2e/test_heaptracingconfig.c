@@ -4,7 +4,8 @@
  * started by a plain exec, carries the agent dormant and is traced exactly
  * once a session enables its name (and another enabled name is not); the
  * setting leaves nothing behind; real programs give the same output with it
- * on; the refusals. Everything happens in a private /etc
+ * on; the refusals, a shim or agent another user could write among them.
+ * Everything happens in a private /etc
  * (tests/util/private_etc.h) as root: the machine's /etc/ld.so.preload is
  * never touched. Without root the tests are skipped.
  */
@@ -239,6 +240,37 @@ static void test_refusals(void **state)
     tu_free(&r);
 }
 
+/* The shim goes into every process of the machine (/etc/ld.so.preload), and
+ * the agent into every one of an enabled name: copies of files that another
+ * user could write (their owner, or a mode writable by group or others;
+ * LTR_HEAP_AGENT or the build tree may lead there) are refused, and nothing
+ * is changed. */
+static void test_sources_not_roots_alone_refused(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state;
+    char lib[4096];
+    snprintf(lib, sizeof lib, "%s", tu_ltr()); /* build/bin/ltr -> build/lib */
+    *strrchr(lib, '/') = 0;
+    *strrchr(lib, '/') = 0;
+    static const char *const setups[] = {"chown 65534 m/libltr-byname.so", "chown 65534 m/libltr-heap.so",
+                                         "chmod 0666 m/libltr-byname.so", "chmod 0664 m/libltr-heap.so"};
+    for (size_t i = 0; i < sizeof setups / sizeof *setups; i++) {
+        tu_result r = tu_run("cd %s && rm -rf m && mkdir m && cp %s/lib/libltr-heap.so %s/lib/libltr-byname.so m/ && "
+                             "%s && LTR_HEAP_AGENT=%s/m/libltr-heap.so %s heaptracingconfig svc enable",
+                             dir, lib, lib, setups[i], dir, tu_ltr());
+        if (r.status != 1 || !strstr(r.err, "only root may write what is loaded into every process"))
+            fail_msg("%s: status %d\n%s%s", setups[i], r.status, r.out, r.err);
+        tu_free(&r);
+        struct stat st;
+        assert_int_not_equal(lstat(LTR_BYNAME_DIR, &st), 0); /* nothing was changed */
+        char *preload = tu_read_file(LTR_BYNAME_PRELOAD);
+        assert_true(!preload || !strstr(preload, "libltr-byname"));
+        free(preload);
+    }
+}
+
 /* `ltr start heap --name` without the setting: it says new processes will
  * not carry the agent, attaches the running one (started plainly, no agent),
  * whose allocations from then on are in the trace, exactly. */
@@ -288,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_changes, fresh, done),
         cmocka_unit_test_setup_teardown(test_real_programs_unaffected, fresh, done),
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
+        cmocka_unit_test_setup_teardown(test_sources_not_roots_alone_refused, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
