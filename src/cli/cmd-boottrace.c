@@ -11,6 +11,7 @@
 #include "recorder/boottrace.h"
 #include "recorder/recorder.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -159,6 +160,35 @@ static int output_dir_missing(const char *path)
                     "at boot; make it first", path);
 }
 
+/* The unit runs this ltr as root at every boot: a binary that another user
+ * could replace (theirs, in a directory of theirs, or where others may
+ * write) would run their code as root from the next boot on, for good (a
+ * user's build tree, run once with sudo). So the file and every directory
+ * on its way are root's and writable by no one else: a group's write only
+ * for root's group, and others' only in a sticky directory (/tmp), whose
+ * entries of root's no one else may rename. */
+static int roots_alone(const char *path)
+{
+    size_t n = strlen(path); /* /proc/self/exe's: absolute, no "//", no "..", no symlink */
+    for (size_t i = 0; i <= n; i++) {
+        if (i && i < n && path[i] != '/')
+            continue; /* "/", then the path up to each later '/', then all of it */
+        char prefix[4096];
+        snprintf(prefix, sizeof prefix, "%.*s", i ? (int)i : 1, path);
+        struct stat st;
+        if (lstat(prefix, &st) != 0)
+            return cli_fail("boottrace", "cannot check %s: %s", prefix, strerror(errno));
+        bool last = i == n;
+        bool group = (st.st_mode & S_IWGRP) && st.st_gid != 0;
+        bool others = (st.st_mode & S_IWOTH) && (last || !(st.st_mode & S_ISVTX));
+        if (st.st_uid != 0 || group || others || (last ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode)))
+            return cli_fail("boottrace", "%s is another user's, or others may write it: the unit would run "
+                            "%s as root at every boot, and whoever can change it with it; run an ltr that only "
+                            "root can change (installed, or a build tree of root's)", prefix, path);
+    }
+    return 0;
+}
+
 static int need_root(void)
 {
     if (geteuid() == 0)
@@ -206,6 +236,8 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     if (n <= 0)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
     self[n] = 0;
+    if (roots_alone(self))
+        return 1;
     const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
     size_t k = 0;
     start[k++] = "start";

@@ -7,7 +7,7 @@
  * that `ltr stop` ends with a complete trace (the boot, played by hand),
  * --disable leaves /etc/systemd as it found it; and the refusals: not root
  * (as nobody, through setpriv), bad usage, a bad profile, a unit that is not
- * ours. Needs root (it writes /etc/systemd); skipped where systemd runs the
+ * ours, an ltr binary that another user could change. Needs root (it writes /etc/systemd); skipped where systemd runs the
  * machine (systemctl would enable the unit on the real system).
  */
 #include "util/private_etc.h"
@@ -201,6 +201,18 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
     expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
            "is not there: the session could not write its trace");
+    /* an ltr that another user could change (a build tree of theirs, or a
+     * directory others may write): the unit would run it as root at each boot */
+    char lib[4096];
+    snprintf(lib, sizeof lib, "%s", tu_ltr()); /* build/bin/ltr -> build/lib */
+    *strrchr(lib, '/') = 0;
+    *strrchr(lib, '/') = 0;
+    static const char *const setups[] = {"chown -R nobody u", "chown nobody u/bin/ltr", "chmod 0777 u/bin",
+                                         "chmod 0775 u && chgrp nogroup u"};
+    for (size_t i = 0; i < sizeof setups / sizeof *setups; i++)
+        expect(tu_run("cd %s && rm -rf u && mkdir -p u/bin u/lib && cp %s/bin/ltr u/bin/ && cp -P %s/lib/*.so* u/lib/ "
+                      "&& %s && u/bin/ltr boottrace heap --memory", dir, lib, lib, setups[i]),
+               1, "the unit would run");
     char *after = etc_systemd();
     assert_string_equal(after, before); /* none of them wrote anything */
     free(after);
