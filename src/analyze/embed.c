@@ -118,6 +118,14 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     struct stat st; /* what would stop the append, said before the walk */
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
         return ltr_fail(err, ELOOP, "%s: no symbols were added: it is a symlink (give the file it names)", path);
+    /* The names come from the files this user can read (root: any): written
+     * into a trace another user owns, they would tell that user what their
+     * own reading could not (a trace that names a module at a path of
+     * theirs, a symlink by then, to a binary only root may read). */
+    if (stat(path, &st) == 0 && st.st_uid != geteuid())
+        return ltr_fail(err, EPERM, "%s: no symbols were added: it is another user's (uid %u), and the names "
+                        "of files that only this user may read would go into it; run 'ltr symbolize' as its owner",
+                        path, (unsigned)st.st_uid);
     if (access(path, W_OK) != 0 && errno != ENOENT)
         return ltr_fail(err, errno, "%s: no symbols were added: it cannot be written here (%s)", path,
                         strerror(errno));

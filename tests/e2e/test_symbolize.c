@@ -300,6 +300,17 @@ static void symbolize_refuses(void **state)
     r = tu_run("cmp refuse/cut.ltr refuse/full.orig && '%s' symbolize refuse/cut.ltr", tu_ltr());
     assert_int_equal(r.status, 0); /* and once there is room, it is done */
     tu_free(&r);
+    /* another user's trace: the names of files this user reads stay out of it */
+    r = tu_run("cp refuse/cut.ltr refuse/theirs.ltr && cp refuse/cut.ltr refuse/theirs.orig && "
+               "chown 65534 refuse/theirs.ltr && '%s' symbolize refuse/theirs.ltr", tu_ltr());
+    if (geteuid() == 0) {
+        assert_int_equal(r.status, 1);
+        assert_non_null(strstr(r.err, "it is another user's (uid 65534)"));
+        tu_free(&r);
+        r = tu_run("cmp refuse/theirs.ltr refuse/theirs.orig");
+        assert_int_equal(r.status, 0);
+    }
+    tu_free(&r);
     /* a symlink is not followed, a FIFO not opened as a trace (it would block) */
     r = tu_run("ln -s cut.ltr refuse/link.ltr && '%s' symbolize refuse/link.ltr", tu_ltr());
     assert_int_equal(r.status, 1);
