@@ -13,13 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One message on stderr, without a control character (ltr_shown_text): it
+ * may name a file, a process or a trace's contents that another user chose,
+ * and stderr is often root's terminal. */
+static void say(const char *cmd, const char *what, const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    int n = vasprintf(&text, fmt, ap);
+    if (n < 0) {
+        fprintf(stderr, "ltr %s: %s(out of memory)\n", cmd, what);
+        return;
+    }
+    text[ltr_shown_text(text, (size_t)n, text, true)] = 0;
+    fprintf(stderr, "ltr %s: %s%s\n", cmd, what, text);
+    free(text);
+}
+
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ltr %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say(cmd, "", fmt, ap);
     va_end(ap);
     return 1;
 }
@@ -28,9 +42,7 @@ void cli_warn(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ltr %s: warning: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say(cmd, "warning: ", fmt, ap);
     va_end(ap);
 }
 

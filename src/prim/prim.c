@@ -47,6 +47,12 @@ int ltr_fail(ltr_error *err, int code, const char *fmt, ...)
         err->code = code;
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* Messages name paths and programs that others chose (a traced
+         * process's executable, its libraries, a trace's contents) and go
+         * to root's terminal: no control character of theirs goes along,
+         * nor a newline that would forge a line of ltr's (a message is one). */
+        size_t n = strnlen(err->msg, sizeof err->msg);
+        err->msg[ltr_shown_text(err->msg, n, err->msg, false)] = 0;
     }
     return -code;
 }

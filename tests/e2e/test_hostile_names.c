@@ -9,7 +9,8 @@
  * shown with '?' there. Folded stacks (heap and CPU) have one line per
  * stack, "root;frames VALUE", whatever the program's name. The page of
  * `ltr report` keeps the names inside its JSON data. A function named like a
- * spreadsheet formula is text in the CSV export.
+ * spreadsheet formula is text in the CSV export. Error messages that name
+ * the program (ltr record --pid of it) hold no control character either.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,6 +162,29 @@ static void test_csv_formula(void **state)
     tu_free(&r);
 }
 
+/* Messages too: `ltr record --pid` of a static program (which it refuses,
+ * naming the program) that lives under the hostile name. */
+static void test_messages(void **state)
+{
+    const char *box = *state;
+    tu_result r = tu_run("cd %s && printf '#include <unistd.h>\\nint main(void){sleep(20);return 0;}\\n' > st.c && "
+                         "gcc -static -o '%s/st' st.c", box, dir);
+    if (r.status != 0) {
+        tu_free(&r);
+        printf("skipped: no static C library here (libc6-dev)\n");
+        skip();
+    }
+    tu_free(&r);
+    r = tu_run("'%s/st' & p=$!; sleep 0.2; %s record --pid $p -o %s/st.ltr; kill $p", dir, LTR, box);
+    assert_int_equal(r.status, 0); /* kill's: ltr refused, saying why */
+    assert_non_null(strstr(r.err, "is statically linked"));
+    const char *c = control(r.err);
+    if (c)
+        fail_msg("ltr record --pid prints a control character (0x%02x): %s", (unsigned char)*c, r.err);
+    assert_non_null(strstr(r.err, "x?]0;TITLE??[31m?<!--<script>?    #1 AIFO 99 GiB forged;f/st)"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_folded),
         cmocka_unit_test(test_report_page),
         cmocka_unit_test(test_csv_formula),
+        cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
