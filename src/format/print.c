@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 static void put_mem(FILE *out, const void *p, size_t n) { fwrite_unlocked(p, 1, n, out); }
@@ -116,8 +117,21 @@ static const char *short_escape(uint8_t c)
     return NULL;
 }
 
-/* Escaped bytes: valid UTF-8 copied, the rest escaped; json selects \u00XX and
- * \ufffd over the text form's \xNN. */
+/* Whether the character of len bytes at p is one that valid UTF-8 carries
+ * but a terminal acts on or that reorders the text after it: a C1 control
+ * (U+0080..U+009F: U+009B is CSI) or a bidirectional control (U+202A..U+202E,
+ * U+2066..U+2069). The strings printed come from traced programs. */
+static bool acts(const uint8_t *p, size_t len)
+{
+    if (len == 2)
+        return p[0] == 0xc2 && p[1] <= 0x9f;
+    if (len != 3 || p[0] != 0xe2)
+        return false;
+    return (p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) || (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9);
+}
+
+/* Escaped bytes: valid UTF-8 copied, the rest escaped (and the characters
+ * acts() names); json selects \u00XX and \ufffd over the text form's \xNN. */
 static void put_escaped(FILE *out, const uint8_t *p, size_t n, int json)
 {
     char buf[8];
@@ -142,6 +156,14 @@ static void put_escaped(FILE *out, const uint8_t *p, size_t n, int json)
             else
                 put_mem(out, buf, (size_t)snprintf(buf, sizeof buf, json ? "\\u%04x" : "\\x%02x", c));
             len = 1;
+        } else if (acts(p + i, len)) {
+            uint32_t cp = len == 2 ? (uint32_t)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f)
+                                   : (uint32_t)(p[i] & 0x0f) << 12 | (uint32_t)(p[i + 1] & 0x3f) << 6 | (p[i + 2] & 0x3f);
+            if (json)
+                put_mem(out, buf, (size_t)snprintf(buf, sizeof buf, "\\u%04x", (unsigned)cp));
+            else
+                for (size_t k = 0; k < len; k++)
+                    put_mem(out, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02x", p[i + k]));
         } else {
             put_mem(out, p + i, len);
         }

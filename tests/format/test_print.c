@@ -1,7 +1,7 @@
 /*
  * tests/format/test_print.c — the event formatting helpers: exact text and
  * JSON lines for every field type, JSON string escaping of control characters
- * and invalid UTF-8, and signed seconds.
+ * (C1 and the bidirectional controls too) and invalid UTF-8, and signed seconds.
  */
 #include "gen.h"
 
@@ -46,6 +46,12 @@ static void test_json_string_escaping(void **state)
     mo_open(&m);
     ltr_print_json_string(m.f, "a\0b", 3); /* embedded NUL */
     mo_expect(&m, "\"a\\u0000b\"");
+    /* valid UTF-8 that a terminal acts on (C1: CSI) or that reorders the line
+     * (bidirectional controls): escaped too, the characters beside kept */
+    mo_open(&m);
+    static const char c1[] = "\xc2\x9b""2J \xc2\xa0 \xe2\x80\xae""x\xe2\x81\xa6 \xe2\x80\xa9";
+    ltr_print_json_string(m.f, c1, sizeof c1 - 1);
+    mo_expect(&m, "\"\\u009b2J \xc2\xa0 \\u202ex\\u2066 \xe2\x80\xa9\"");
 }
 
 static void test_seconds(void **state)
