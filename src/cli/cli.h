@@ -19,6 +19,8 @@ typedef struct cli_command {
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "ltr NAME: warning: message" to stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "ltr CMD: " and the message, as is (a profile's diagnostic says its own severity). */
+void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses an unsigned decimal integer in [min, max]; on failure prints a message
  * naming the option and the allowed range, and returns -1. */
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,

@@ -140,7 +140,7 @@ static int check_profiles(char **specs, int n, bool filemode)
     for (size_t i = 0; rc && i < plan->diags.n; i++) {
         char line[2048];
         ltr_diag_format(&plan->diags.v[i], line, sizeof line);
-        fprintf(stderr, "ltr boottrace: %s\n", line);
+        cli_say("boottrace", "%s", line); /* names from a .wprp file: shown without control characters */
     }
     ltr_plan_free(plan);
     return rc ? cli_fail("boottrace", "the profiles have errors: nothing was set up") : 0;

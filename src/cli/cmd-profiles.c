@@ -49,7 +49,7 @@ static void print_diags(const ltr_diag_list *l)
     char line[2048];
     for (size_t i = 0; i < l->n; i++) {
         ltr_diag_format(&l->v[i], line, sizeof line);
-        fprintf(stderr, "ltr profiles: %s\n", line);
+        cli_say("profiles", "%s", line); /* names from the file: shown without control characters */
     }
 }
 
@@ -80,9 +80,13 @@ static int list(const char *file)
     } else if (rc == 0) {
         printf("%s: no profiles\n", file ? file : "built-in profiles");
     }
-    for (size_t i = 0; i < l->n; i++)
-        printf("  %-24s %-14s %-12s %s\n", l->v[i].name, levels_text(l->v[i].levels),
-               modes_text(l->v[i].modes), l->v[i].description ? l->v[i].description : "");
+    for (size_t i = 0; i < l->n; i++) { /* a file from the web names them: shown without control characters */
+        char name[512], desc[2048];
+        const char *d = l->v[i].description ? l->v[i].description : "";
+        name[ltr_shown_text(l->v[i].name, strnlen(l->v[i].name, sizeof name - 1), name, false)] = 0;
+        desc[ltr_shown_text(d, strnlen(d, sizeof desc - 1), desc, false)] = 0;
+        printf("  %-24s %-14s %-12s %s\n", name, levels_text(l->v[i].levels), modes_text(l->v[i].modes), desc);
+    }
     ltr_profile_list_free(l);
     return rc ? 1 : 0;
 }
@@ -95,8 +99,17 @@ static int details(char **specs, int n, bool filemode)
     if (!p)
         return cli_fail("profiles", "out of memory");
     print_diags(&p->diags);
-    if (rc == 0)
-        ltr_plan_write_text(stdout, p);
+    if (rc == 0) { /* names from a .wprp file: shown without control characters */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            ltr_plan_write_text(m, p);
+            if (fclose(m) == 0)
+                fwrite(text, 1, ltr_shown_text(text, len, text, true), stdout);
+            free(text);
+        }
+    }
     ltr_plan_free(p);
     return rc ? 1 : 0;
 }

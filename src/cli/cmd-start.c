@@ -127,7 +127,7 @@ static ltr_plan *resolve_profiles(const char *const *specs, size_t n, bool filem
     for (size_t i = 0; i < plan->diags.n; i++) {
         char line[2048];
         ltr_diag_format(&plan->diags.v[i], line, sizeof line);
-        fprintf(stderr, "ltr start: %s\n", line);
+        cli_say("start", "%s", line); /* names from a .wprp file: shown without control characters */
     }
     if (rc) {
         cli_fail("start", "the profiles have errors; nothing was started");

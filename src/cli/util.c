@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One message on stderr, without a control character (ltr_shown_text): it
- * may name a file, a process or a trace's contents that another user chose,
- * and stderr is often root's terminal. */
+/* One message on stderr, one line without a control character
+ * (ltr_shown_text): it may name a file, a process, a profile or a trace's
+ * contents that another user chose, and stderr is often root's terminal. */
 static void say(const char *cmd, const char *what, const char *fmt, va_list ap)
 {
     char *text = NULL;
@@ -24,7 +24,7 @@ static void say(const char *cmd, const char *what, const char *fmt, va_list ap)
         fprintf(stderr, "ltr %s: %s(out of memory)\n", cmd, what);
         return;
     }
-    text[ltr_shown_text(text, (size_t)n, text, true)] = 0;
+    text[ltr_shown_text(text, (size_t)n, text, false)] = 0;
     fprintf(stderr, "ltr %s: %s%s\n", cmd, what, text);
     free(text);
 }
@@ -36,6 +36,14 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     say(cmd, "", fmt, ap);
     va_end(ap);
     return 1;
+}
+
+void cli_say(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(cmd, "", fmt, ap);
+    va_end(ap);
 }
 
 void cli_warn(const char *cmd, const char *fmt, ...)

@@ -1,7 +1,8 @@
 /*
  * tests/e2e/test_profiles_cli.c — `ltr profiles` run as a user runs it ($LTR_BIN):
  * listing the built-in profiles and a real file's, --details of built-in and
- * file profiles, --export, and the exit status and message of bad input.
+ * file profiles, --export, and the exit status and message of bad input; a
+ * file's names with control characters shown without them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +170,33 @@ static void windows_only_reported(void **state)
     assert_non_null(strstr(r->err, "warning: 'NetworkMin.Light.Memory': the profile starts nothing"));
 }
 
+/* A .wprp from the web names its profiles, providers and descriptions: a
+ * C1 control (U+009B is CSI), a bidirectional control or a newline in
+ * them reaches the listing and the diagnostics as '?', on its own line. */
+static void hostile_names_shown(void **state)
+{
+    const char *f = write_file("hostile.wprp",
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+        "<WindowsPerformanceRecorder Version=\"1.0\" Author=\"x\"><Profiles>\n"
+        "<EventCollector Id=\"C\" Name=\"c\"><BufferSize Value=\"64\" /><Buffers Value=\"4\" /></EventCollector>\n"
+        "<EventProvider Id=\"E\" Name=\"prov\" />\n"
+        "<Profile Id=\"P.Light.File\" Name=\"p&#x9b;[2J&#10;forged\" Description=\"d&#x9b;[31m&#x202e;rev&#10;line2\" "
+        "DetailLevel=\"Light\" LoggingMode=\"File\"><Collectors><EventCollectorId Value=\"C\"><EventProviders>"
+        "<EventProviderId Value=\"E\" /></EventProviders></EventCollectorId></Collectors></Profile>\n"
+        "</Profiles></WindowsPerformanceRecorder>\n");
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", f);
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    static const char *const acting[] = {"\xc2\x9b", "\xe2\x80\xae", "\nforged", "\nline2"};
+    for (size_t i = 0; i < sizeof acting / sizeof *acting; i++)
+        if (strstr(r->out, acting[i]) || strstr(r->err, acting[i]))
+            fail_msg("a name's control character (#%zu) is printed:\n%s%s", i, r->out, r->err);
+    assert_non_null(strstr(r->out, "  p?[2J?forged "));
+    assert_non_null(strstr(r->out, " d?[31m?rev?line2\n"));
+    assert_non_null(strstr(r->err, "expected 'p?[2J?forged.Light.File'\n")); /* the diagnostic too */
+}
+
 static void bad_input(void **state)
 {
     const char *f = write_file("notxml.wprp", "hello\n");
@@ -241,6 +269,7 @@ int main(void)
         cmocka_unit_test(details_of_a_bare_name),
         cmocka_unit_test(details_of_a_strict_profile_that_starts_nothing),
         cmocka_unit_test(windows_only_reported),
+        cmocka_unit_test(hostile_names_shown),
         cmocka_unit_test(bad_input),
         cmocka_unit_test(exports),
     };
