@@ -9,12 +9,15 @@
 #include "prim/prim.h"
 #include "profiles/profiles.h"
 #include "recorder/boottrace.h"
+#include "recorder/heaprun.h"
 #include "recorder/recorder.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,6 +240,13 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
     self[n] = 0;
     if (roots_alone(self))
+        return 1;
+    /* and the heap agent it will load into the services at boot: the one
+     * beside it (the unit sets no LTR_HEAP_AGENT) */
+    char agent[4096], real[PATH_MAX];
+    ltr_error ignored;
+    unsetenv("LTR_HEAP_AGENT");
+    if (ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real) && roots_alone(real))
         return 1;
     const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
     size_t k = 0;

@@ -201,14 +201,16 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
     expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
            "is not there: the session could not write its trace");
-    /* an ltr that another user could change (a build tree of theirs, or a
-     * directory others may write): the unit would run it as root at each boot */
+    /* an ltr, or the heap agent beside it, that another user could change (a
+     * build tree of theirs, or a directory others may write): the unit would
+     * run it as root at each boot */
     char lib[4096];
     snprintf(lib, sizeof lib, "%s", tu_ltr()); /* build/bin/ltr -> build/lib */
     *strrchr(lib, '/') = 0;
     *strrchr(lib, '/') = 0;
     static const char *const setups[] = {"chown -R nobody u", "chown nobody u/bin/ltr", "chmod 0777 u/bin",
-                                         "chmod 0775 u && chgrp nogroup u"};
+                                         "chmod 0775 u && chgrp nogroup u", "chown nobody u/lib/libltr-heap.so",
+                                         "chmod 0777 u/lib"};
     for (size_t i = 0; i < sizeof setups / sizeof *setups; i++)
         expect(tu_run("cd %s && rm -rf u && mkdir -p u/bin u/lib && cp %s/bin/ltr u/bin/ && cp -P %s/lib/*.so* u/lib/ "
                       "&& %s && u/bin/ltr boottrace heap --memory", dir, lib, lib, setups[i]),
