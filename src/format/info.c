@@ -62,9 +62,13 @@ static int duration(const ltr_trace *t, const ltr_trace_summary *s, uint64_t *ou
 /* Arguments joined by spaces, quoted for a shell when they need it. */
 static void print_cmdline(FILE *out, const ltr_process *p)
 {
-    char shown[4096]; /* an argument on the line: no newline nor control character of the program's */
     for (uint32_t i = 0; i < p->argc; i++) {
-        shown[ltr_shown_text(p->argv[i], strnlen(p->argv[i], sizeof shown - 1), shown, false)] = 0;
+        /* an argument on the line: no newline nor control character of the program's */
+        size_t len = strlen(p->argv[i]);
+        char *shown = malloc(len + 1);
+        if (!shown)
+            return;
+        shown[ltr_shown_text(p->argv[i], len, shown, false)] = 0;
         const char *a = shown;
         int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                     "0123456789-_./=:,+@%") == strlen(a);
@@ -72,12 +76,13 @@ static void print_cmdline(FILE *out, const ltr_process *p)
             putc(' ', out);
         if (plain) {
             fputs(a, out);
-            continue;
+        } else {
+            putc('\'', out);
+            for (; *a; a++)
+                fputs(*a == '\'' ? "'\\''" : (char[]){*a, 0}, out);
+            putc('\'', out);
         }
-        putc('\'', out);
-        for (; *a; a++)
-            fputs(*a == '\'' ? "'\\''" : (char[]){*a, 0}, out);
-        putc('\'', out);
+        free(shown);
     }
 }
 

@@ -40,8 +40,8 @@ static int record(void **state)
     if (mkdir(dir, 0755) != 0)
         return -1;
     tu_result r = tu_run("cp %s/libleaky-plugin.so '%s/' && cp %s/leaky '%s/" HOSTILE "' && %s record -o %s -- '%s/"
-                         HOSTILE "' '\033[2Kfake\rarg' >/dev/null", tu_demo_dir(), dir, tu_demo_dir(), dir, LTR, trace,
-                         dir);
+                         HOSTILE "' '\033[2Kfake\rarg' \"$(printf '%%05000d' 0)END\" >/dev/null", tu_demo_dir(), dir,
+                         tu_demo_dir(), dir, LTR, trace, dir);
     return tu_ok(r) == 0 ? 0 : -1;
 }
 
@@ -76,6 +76,7 @@ static void test_text_outputs(void **state)
     }
     tu_result r = tu_run("%s info %s", LTR, trace);
     assert_non_null(strstr(r.out, "'?[2Kfake?arg'")); /* the argument too */
+    assert_non_null(strstr(r.out, "00000000END")); /* and a long one whole */
     tu_free(&r);
 }
 
