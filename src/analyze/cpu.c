@@ -227,19 +227,12 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     return 0;
 }
 
+/* As every JSON string ltr writes (ltr_print_json_string): the frames' names
+ * come from the sampled programs' symbol tables, and a byte that is not
+ * UTF-8 made the whole report unreadable as JSON. */
 static void json_str(FILE *out, const char *s)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
+    ltr_print_json_string(out, s, strlen(s));
 }
 
 static int write_json(ltr_analysis *a, FILE *out, unsigned top)
@@ -281,10 +274,11 @@ static int write_folded(ltr_analysis *a, FILE *out)
         fprintf(out, "-%u", v[i]->pid);
         frame_list l = {0};
         each_frame(v[i]->text, collect, &l);
-        for (size_t k = 0; k < l.n; k++) {
+        for (size_t k = 0; k < l.n; k++) { /* names of the program's choosing: no control character either */
             fputc(';', out);
+            l.v[k][ltr_shown_text(l.v[k], strlen(l.v[k]), l.v[k], false)] = 0;
             for (const char *c = l.v[k]; *c; c++)
-                fputc(*c == ';' || *c == ' ' || *c == '\n' ? '_' : *c, out);
+                fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
         }
         frames_free(&l);
         fprintf(out, " %llu\n", (unsigned long long)v[i]->samples);

@@ -11,6 +11,8 @@
  * `ltr report` keeps the names inside its JSON data. A function named like a
  * spreadsheet formula is text in the CSV export. Error messages that name
  * the program (ltr record --pid of it) hold no control character either.
+ * CPU samples of a function with such a name: JSON that reads as JSON,
+ * folded stacks without the bytes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define LTR tu_ltr()
 
@@ -186,6 +189,41 @@ static void test_messages(void **state)
     tu_free(&r);
 }
 
+/* CPU samples of a function whose symbol holds a byte that is not UTF-8 and
+ * a C1 CSI: the JSON report stays JSON (the name "sp\ufffdin\u009b"), and
+ * the folded stacks hold neither byte. Sampling the system needs root. */
+static void test_cpu_names(void **state)
+{
+    const char *box = *state;
+    if (geteuid() != 0) {
+        printf("skipped: CPU samples need root here\n");
+        skip();
+    }
+    tu_result r = tu_run("cd %s && printf '__attribute__((noinline)) long spin(long n) { volatile long s = 0; "
+                         "for (long i = 0; i < n; i++) s += i; return s; }\\nint main(void) { return "
+                         "(int)spin(3000000000L) & 1; }\\n' > busy.c && gcc -O1 -o busy0 busy.c && "
+                         "objcopy --redefine-sym \"spin=sp$(printf '\\377')in$(printf '\\302\\233')\" busy0 busy && "
+                         "{ ./busy & p=$!; } && %s start general --filemode --instance cpu --pid $p -o cpu.ltr && "
+                         "sleep 1.5 && %s stop --instance cpu cpu.ltr; kill $p",
+                         box, LTR, LTR);
+    tu_expect_ok(r);
+    static const char check[] =
+        "import json, sys\n"
+        "d = json.loads(open(sys.argv[1], 'rb').read())\n"
+        "print('names', ascii([f for s in d['stacks'] for f in s['frames'] if f.startswith('sp')][:1]))\n";
+    tu_write_file(box, "cpucheck.py", check);
+    r = tu_run("cd %s && %s analyze cpu.ltr --cpu --format json > cpu.json && python3 cpucheck.py cpu.json", box, LTR);
+    if (r.status != 0 || !strstr(r.out, "names ['sp\\ufffdin\\x9b']"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    r = tu_run("cd %s && %s export cpu.ltr --cpu --format folded -o -", box, LTR);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, ";sp?in? "));
+    assert_null(strchr(r.out, '\377'));
+    assert_null(strstr(r.out, "\302\233"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_report_page),
         cmocka_unit_test(test_csv_formula),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_cpu_names),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
