@@ -34,6 +34,9 @@ void an_warn(ltr_analysis *a, const char *fmt, ...)
         return;
     }
     a->warnings = v;
+    /* a warning names modules and files of the trace, which the traced
+     * program chose: one line, without a control character, wherever shown */
+    line[ltr_shown_text(line, (size_t)n, line, false)] = 0;
     a->warnings[a->nwarnings++] = line;
 }
 

@@ -12,7 +12,8 @@
  * spreadsheet formula is text in the CSV export. Error messages that name
  * the program (ltr record --pid of it) hold no control character either.
  * CPU samples of a function with such a name: JSON that reads as JSON,
- * folded stacks without the bytes.
+ * folded stacks without the bytes. The analysis's warnings naming the
+ * program's module, as the rest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -224,6 +225,20 @@ static void test_cpu_names(void **state)
     tu_free(&r);
 }
 
+/* The analysis's warnings name modules: with the program's file gone (and
+ * the names the trace carries set aside), the warning that it was not
+ * symbolized names it on one line, without its control characters. */
+static void test_warnings(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("mv '%s/" HOSTILE "' '%s/gone' && %s analyze %s --local-symbols; s=$?; "
+                         "mv '%s/gone' '%s/" HOSTILE "'; exit $s", dir, dir, LTR, trace, dir, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "was not symbolized"));
+    expect_shown("ltr analyze's warning", r.out);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_csv_formula),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_cpu_names),
+        cmocka_unit_test(test_warnings),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
