@@ -138,9 +138,12 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         }
         if (top && shown++ >= top)
             continue;
+        const char *path = path_of(a, v[i].key);
+        char one_line[4096]; /* the traced program named the file: one line, no control character */
+        one_line[ltr_shown_text(path, strnlen(path, sizeof one_line - 1), one_line, false)] = 0;
         fprintf(out, "  %14llu %14llu %7llu %7llu  %s\n", (unsigned long long)v[i].rbytes,
                 (unsigned long long)v[i].wbytes, (unsigned long long)v[i].opens, (unsigned long long)v[i].failed,
-                path_of(a, v[i].key));
+                one_line);
     }
     free(v);
     return 0;

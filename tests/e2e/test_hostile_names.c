@@ -13,7 +13,7 @@
  * the program (ltr record --pid of it) hold no control character either.
  * CPU samples of a function with such a name: JSON that reads as JSON,
  * folded stacks without the bytes. The analysis's warnings naming the
- * program's module, as the rest.
+ * program's module, and the paths of ltr analyze --files, as the rest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -239,6 +239,22 @@ static void test_warnings(void **state)
     tu_free(&r);
 }
 
+/* ltr analyze --files names the files the program opened: a file in the
+ * hostile directory is shown on one line, without control characters. */
+static void test_file_paths(void **state)
+{
+    const char *box = *state;
+    tu_result r = tu_run("cd %s && %s start heap --provider Ltr.System:0x20 --filemode --instance fio -o fio.ltr && "
+                         "%s run --instance fio -- %s '%s/data.bin' 1 100 >/dev/null && %s stop fio.ltr --instance fio "
+                         "&& %s analyze fio.ltr --files", box, LTR, LTR, tu_test_bin("ltr-test-fileio"), dir, LTR, LTR);
+    assert_int_equal(r.status, 0);
+    const char *c = control(r.out);
+    if (c)
+        fail_msg("ltr analyze --files prints a control character (0x%02x):\n%s", (unsigned char)*c, r.out);
+    assert_non_null(strstr(r.out, "x?]0;TITLE??[31m?<!--<script>?    #1 AIFO 99 GiB forged;f/data.bin\n"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_cpu_names),
         cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_file_paths),
     };
     return cmocka_run_group_tests(tests, record, tu_teardown_sandbox);
 }
