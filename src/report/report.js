@@ -195,6 +195,20 @@
 
     /* the stacks holding memory, leak candidates (AIFO) first */
     var table = document.getElementById("stacks");
+    /* Said as the text report says it (out_text.c's growth_text): a rate per
+     * minute only over 10 s or more, since "893 MiB/min" from a half-second
+     * run alarms more than it says; and a range's AIFO rows (s.range_s) say
+     * how their blocks spread in the range, not "at once" for a steady leak. */
+    function growth(s) {
+        if (s.type !== "AIFO")
+            return "";
+        var secs = s.range_s !== undefined ? s.range_s : A.window.to_s - A.window.from_s;
+        if (!((s.spread || 0) >= 0.1) || !(secs > 0))
+            return "at once";
+        if (secs < 10)
+            return "growing over " + secs.toPrecision(2) + " s";
+        return size(s.bytes / (secs / 60)) + "/min";
+    }
     function showStacks(list, note) {
         table.innerHTML = "";
         var head = document.createElement("tr");
@@ -207,7 +221,7 @@
             tr.appendChild(text("td", s.type, s.type));
             tr.appendChild(text("td", size(s.bytes), "num"));
             tr.appendChild(text("td", String(s.count), "num"));
-            tr.appendChild(text("td", s.growth_bytes_per_min ? size(s.growth_bytes_per_min) + "/min" : (s.type === "AIFO" ? "at once" : ""), "num"));
+            tr.appendChild(text("td", growth(s), "num"));
             var sp = document.createElement("td");
             sp.appendChild(spark(s));
             tr.appendChild(sp);
@@ -233,17 +247,17 @@
      * exactly; a range is widened to whole cells), AIFO first. */
     function rerank(from, to) {
         var a = cellOf(from), b = cellOf(to), list = [], sums = { AIFI: 0, AIFO: 0, AOFI: 0, AOFO: 0 };
+        var lo = G.base_s + a * G.width_s, hi = G.base_s + (b + 1) * G.width_s;
         Object.keys(byId).forEach(function (k) {
             var s = byId[k], t = typesIn(s, a, b);
             Object.keys(sums).forEach(function (n) { sums[n] += t[n][1]; });
             ["AIFO", "AOFO"].forEach(function (n) {
                 if (t[n][1] > 0)
-                    list.push(Object.assign({}, s, { type: n, bytes: t[n][1], count: t[n][0], growth_bytes_per_min: 0,
+                    list.push(Object.assign({}, s, { type: n, bytes: t[n][1], count: t[n][0], spread: t.spread, range_s: hi - lo,
                         weight: n === "AIFO" ? t[n][1] * (0.5 + 0.5 * Math.min(1, t.spread)) : t[n][1] }));
             });
         });
         list.sort(function (x, y) { return x.type !== y.type ? (x.type === "AIFO" ? -1 : 1) : y.weight - x.weight; });
-        var lo = G.base_s + a * G.width_s, hi = G.base_s + (b + 1) * G.width_s;
         check.range = [lo, hi, list.length && list[0].frames.length ? frameName(list[0].frames[0]) : null, sums];
         showStacks(list, "Stacks of " + lo.toFixed(3) + " s to " + hi.toFixed(3) + " s: AIFI " + size(sums.AIFI) +
             ", AIFO " + size(sums.AIFO) + ", AOFI " + size(sums.AOFI) + ", AOFO " + size(sums.AOFO) +

@@ -8,7 +8,9 @@
  * re-ranks (the one-time table of the program's start tops the first 50 ms)
  * and a range over the whole trace gives exactly the report's AIFI, AIFO,
  * AOFI and AOFO bytes and its first stack;
- * the page holds no reference to the network. The timeline draws outstanding
+ * the page holds no reference to the network; the growth column says
+ * "growing over N s" of a window under 10 s, as ltr analyze does, not a rate
+ * per minute, and so does a range's. The timeline draws outstanding
  * bytes as steps: on report-target's "gap" (1 MiB, 600 ms idle, 8 MiB) the
  * line read back from the chart's canvas stays at 1 MiB across the gap, the
  * rise is drawn upright where the 8 MiB came, and the legend three quarters
@@ -42,7 +44,8 @@ static const char check_py[] =
     "print('totals_equal=%d' % same)\n"
     "print('range_top:', c['range'][2] if c['range'] else '')\n"
     "t = a['types']\n"
-    "print('range_exact=%d' % (c['range'] is not None and all(c['range'][3][k] == t[k]['bytes'] for k in t)))\n";
+    "print('range_exact=%d' % (c['range'] is not None and all(c['range'][3][k] == t[k]['bytes'] for k in t)))\n"
+    "print('rates=%d growing=%d' % (len(re.findall(r'/min</td>', dom)), len(re.findall(r'>growing over [0-9.]+ s</td>', dom))))\n";
 
 /* The timeline's steps, read back from the drawn page: probe.py PAGE OUT
  * writes a copy of the page that keeps the uPlot chart (a wrapper of the
@@ -154,6 +157,12 @@ static void test_page_in_chromium(void **state)
             fail_msg("the page's self-check: %s", r.out);
         if (i == 0 && !strstr(r.out, "first: Deep<")) /* the steady leak tops the list */
             fail_msg("the leak's function is not first: %s", r.out);
+        /* a run of a second or so: the steady leak is "growing over N s", as
+         * ltr analyze says, never a rate per minute (the page said "893
+         * MiB/min" of a half-second python3 run), and in a range too (where
+         * it said "at once") */
+        if (i != 1 && (tu_field(r.out, "rates") != 0 || tu_field(r.out, "growing") < 1))
+            fail_msg("a rate per minute from a short window, or the steady leak not growing: %s", r.out);
         if (i == 1 && !strstr(r.out, "range_top: load_table")) /* the start's table tops the range */
             fail_msg("the range did not re-rank: %s", r.out);
         if (i == 2 && (tu_field(r.out, "range_exact") != 1 || !strstr(r.out, "range_top: Deep<")))
