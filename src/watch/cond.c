@@ -130,6 +130,12 @@ void ltr_watch_cond_poll(ltr_watch_cond *c, uint64_t pb, ltr_watch_verdict *v)
     describe_wait(c, v, learning);
     v->state = learning ? LTR_WATCH_LEARNING : !holds ? LTR_WATCH_WAITING : c->held ? LTR_WATCH_HOLDING
                                                                                       : LTR_WATCH_FIRE;
+    if (v->state == LTR_WATCH_HOLDING) { /* it holds, and waits for that to end: not for what holds already */
+        char armed[sizeof v->waits_for];
+        snprintf(armed, sizeof armed, "%s", v->waits_for);
+        snprintf((char *)v->waits_for, sizeof v->waits_for, "the condition to end (it held at the last trigger), "
+                 "then %.140s", armed);
+    }
     if (v->state == LTR_WATCH_FIRE) {
         describe_fire(c, v);
         if (r->growth_auto) { /* the next trigger needs as much growth again */

@@ -71,12 +71,16 @@ void ltr_watch_poll_format(const ltr_watch_poll *p, time_t wall, char *out, size
     char when[32], pb[32], g[32];
     struct tm tm;
     strftime(when, sizeof when, "%H:%M:%S", localtime_r(&wall, &tm));
+    /* the poll that fires says so: "waiting for growth above 2 MiB" beside
+     * a growth of 3 MiB read as a watch that missed its condition */
+    const char *what = p->v.state == LTR_WATCH_FIRE ? "condition met: " : "waiting for ";
+    const char *text = p->v.state == LTR_WATCH_FIRE ? "trigger" : p->v.waits_for;
     if (!p->pid)
-        snprintf(out, size, "%s  no process  waiting for %s", when, p->v.waits_for);
+        snprintf(out, size, "%s  no process  %s%s", when, what, text);
     else
-        snprintf(out, size, "%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  waiting for %s", when,
-                 p->pid, ltr_size_format(p->v.private_bytes, pb, sizeof pb),
-                 ltr_size_format_signed(p->v.growth, g, sizeof g), (double)p->reach_ns / 1e9, p->v.waits_for);
+        snprintf(out, size, "%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  %s%s", when, p->pid,
+                 ltr_size_format(p->v.private_bytes, pb, sizeof pb), ltr_size_format_signed(p->v.growth, g, sizeof g),
+                 (double)p->reach_ns / 1e9, what, text);
 }
 
 static int check_directory(const char *record_to, ltr_error *err)

@@ -1,7 +1,8 @@
 /*
  * tests/watch/test_watch_cond.c — the watch's condition (watch/cond.c) on
  * made-up series of private bytes, the sizes it parses and prints
- * (base/units.c), and the names later triggers save to.
+ * (base/units.c), the monitor's line of a poll, and the names later
+ * triggers save to.
  */
 #include "base/units.h"
 #include "watch/watch.h"
@@ -111,6 +112,30 @@ static void test_fixed_rearms(void **state)
     assert_int_equal(fires, 2); /* it ended (95) and started again */
 }
 
+/* What --monitor and the bundle's monitor.txt print of a poll: the one that
+ * fires says the condition was met (it said "waiting for growth above 2.00
+ * MiB" beside a growth of 3.05 MiB), and one where the condition holds on
+ * after a trigger says it waits for it to end, not for what holds already. */
+static void test_poll_lines(void **state)
+{
+    (void)state;
+    ltr_watch_rule r = {.above = 100 * MiB};
+    uint64_t s[] = {90 * MiB, 101 * MiB, 102 * MiB};
+    ltr_watch_cond c;
+    ltr_watch_cond_init(&c, &r);
+    char line[3][512];
+    for (int i = 0; i < 3; i++) {
+        ltr_watch_poll p = {.pid = 42};
+        ltr_watch_cond_poll(&c, s[i], &p.v);
+        ltr_watch_poll_format(&p, 0, line[i], sizeof line[i]);
+    }
+    assert_non_null(strstr(line[0], "waiting for private bytes above 100 MiB"));
+    assert_non_null(strstr(line[1], "condition met: trigger"));
+    assert_null(strstr(line[1], "waiting for"));
+    assert_non_null(strstr(line[2], "waiting for the condition to end (it held at the last trigger), then private "
+                                    "bytes above 100 MiB"));
+}
+
 static void test_growth_not_on_first_poll(void **state)
 {
     (void)state;
@@ -189,7 +214,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_parse),     cmocka_unit_test(test_size_format),
         cmocka_unit_test(test_rule_check),     cmocka_unit_test(test_fixed_both),
-        cmocka_unit_test(test_fixed_rearms),   cmocka_unit_test(test_growth_not_on_first_poll),
+        cmocka_unit_test(test_fixed_rearms),   cmocka_unit_test(test_poll_lines),
+        cmocka_unit_test(test_growth_not_on_first_poll),
         cmocka_unit_test(test_auto),           cmocka_unit_test(test_auto_idle_floor),
         cmocka_unit_test(test_trace_path),
     };
