@@ -495,7 +495,8 @@ static int watch_session(watch *w, volatile sig_atomic_t *stop, ltr_error *err)
     int rc;
     if (cfg->pid && (rc = follow(w, cfg->pid, err)))
         return rc;
-    if (cfg->name && !find_named(w))
+    uint32_t one; /* only whether one runs: the first poll's find_named says which, once */
+    if (cfg->name && ltr_pids_named(cfg->name, geteuid(), &one, 1) <= 0)
         say(w, false, "no process named %s runs yet: waiting for one", cfg->name);
     uint32_t interval = cfg->interval_ms ? cfg->interval_ms : 10000;
     while (!*stop && (rc = poll_once(w, err)) == 1)

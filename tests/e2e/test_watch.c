@@ -8,7 +8,8 @@
  * .tar.zst beside the trace, with the files it lists, past a planted name;
  * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
  * write nothing; a watched --pid that exits ends it with status 3; by
- * --name a restarted service is followed; the systemd unit verifies and its
+ * --name a restarted service is followed, and of two the one watched is
+ * said once; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
  * attach refused is said whole; a relative --record-to is the caller's; the
  * heap agent's own memory is never taken for growth. Attaching
@@ -426,6 +427,33 @@ static void test_name_follows_restart(void **state)
     kill(b, SIGKILL);
 }
 
+/* By name with two processes of the name: which one is watched is said
+ * once (it was said twice, by the start's look and the first poll's). */
+static void test_name_two_said_once(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t a = start_target(dir, "a", "50 256 0");
+    pid_t b = start_target(dir, "b", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --name watch-target --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, dir);
+    free(wait_for(out, "  private ", 2)); /* two polls after it chose */
+    char *s = tu_read_file(out);
+    int said = 0;
+    for (const char *p = s; (p = strstr(p, "processes are named watch-target")); p++)
+        said++;
+    if (said != 1)
+        fail_msg("which process is watched said %d times:\n%s", said, s);
+    free(s);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+}
+
 /* --record-to a relative path is the caller's: the trace and its bundle go
  * to the directory watch was started in (the recorder's is another), and
  * that is the path it says and names the frames in. */
@@ -625,6 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_signal_leaves_nothing, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
