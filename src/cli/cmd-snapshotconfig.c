@@ -6,6 +6,7 @@
  */
 #include "cli/cli.h"
 #include "cli/snapshot-args.h"
+#include "recorder/heaprun.h"
 #include "recorder/snapshot.h"
 
 #include <errno.h>
@@ -108,10 +109,14 @@ int cmd_snapshotconfig(int argc, char **argv)
     }
     rc = 0;
     for (int i = 0; i < npids; i++) {
+        /* a library loaded into a running service is said, as ltr start
+         * --pid says it, not left for the user to find in its maps */
+        bool attach = verb && ltr_heap_agent_loaded(pids[i]) == 0;
         if (ltr_snapshot_enable_pid(pids[i], verb, &err) != 0)
             rc = cli_fail("snapshotconfig", "%s", err.msg);
         else
-            printf("heap snapshots %s for process %u\n", verb ? "enabled" : "disabled", pids[i]);
+            printf("heap snapshots %s for process %u%s\n", verb ? "enabled" : "disabled", pids[i],
+                   attach ? " (it ran without the heap agent: the agent was loaded into it)" : "");
     }
     return rc;
 }

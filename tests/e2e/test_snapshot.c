@@ -304,6 +304,11 @@ static void test_errors(void **state)
     if (r.status != 0)
         fprintf(stderr, "snapshotconfig --pid %u enable: %s%s", plain, r.out, r.err);
     assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "the agent was loaded into it")); /* said, as ltr start --pid says it */
+    tu_free(&r);
+    r = tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), plain);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "loaded")); /* it has it now: nothing loaded again */
     tu_free(&r);
     r = tu_run("grep -c libltr-heap.so /proc/%u/maps", plain);
     assert_true(atoi(r.out) > 0);
