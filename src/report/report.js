@@ -27,7 +27,8 @@
     var S = A.summary;
     document.getElementById("trace").textContent = A.trace + ": " + S.processes + " process(es), " + S.heap_events +
         " heap events over " + S.duration_s.toFixed(3) + " s; outstanding at the end " + size(S.outstanding_bytes) +
-        " in " + S.outstanding_allocations + " allocations; peak " + size(S.peak_bytes);
+        " in " + S.outstanding_allocations + " allocations; " +
+        (S.peak_s === null ? "no peak (no heap event in the window)" : "peak " + size(S.peak_bytes));
     var warn = document.getElementById("warnings");
     if (S.events_lost || S.events_overwritten)
         warn.appendChild(text("div", "Events lost: " + S.events_lost + ", overwritten: " + S.events_overwritten +

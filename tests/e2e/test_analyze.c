@@ -562,6 +562,10 @@ static void test_window_and_pid_mistakes(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
     assert_non_null(strstr(r.out, " 0 allocations, 0 frees"));
+    /* no heap event in the window, so no peak: not "peak 0 B" beside the
+     * bytes outstanding all through it */
+    assert_null(strstr(r.out, "peak 0 B"));
+    assert_non_null(strstr(r.out, "; no peak (no heap event in the window)"));
     tu_free(&r);
     /* a --to past the end: the window (and every rate) ends at the last event */
     r = tu_run("'%s' analyze '%s' --to 999 --format json", tu_ltr(), leaky_trace);
