@@ -187,6 +187,11 @@ static void report(const char *trace, record_counts c, const record_opts *o)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
                  "(now --buffers %u --buffer-size %u)", c.lost, c.emitted, o->buffers, o->buffer_kb);
+    else if (c.known && !c.recorded && o->pid) /* attached: an idle service is the likeliest cause */
+        cli_warn("record", "no heap events were recorded: pid %u made no allocation through the heap agent's "
+                 "hooks while it was recorded (idle, blocked, or allocating through an allocator of its own or "
+                 "a malloc pointer it kept from before the attach, docs/heap-tracing.md \"Attaching late\")",
+                 o->pid);
     else if (c.known && !c.recorded)
         cli_warn("record", "no heap events were recorded: the command never called the shared C library's "
                  "malloc family or C++'s operator new (a statically linked program, Go without cgo, or an "

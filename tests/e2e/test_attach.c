@@ -4,7 +4,8 @@
  * its threads allocate, and from then on its allocations are in the trace
  * with exact counts and their stacks; 50 start/stop cycles against a busy
  * program that checks its own results (one injection, then the dormant agent
- * enabled again each time, exact counts in each trace); `ltr record --pid`;
+ * enabled again each time, exact counts in each trace); `ltr record --pid`
+ * (and its word on a process idle while recorded);
  * and the refusals with their messages and exit status. The targets are
  * tests/inject/target.c's. ptrace needs root here (CI runs as root): the
  * tests skip, saying so, when not root.
@@ -307,6 +308,17 @@ static void test_record_pid(void **state)
     assert_int_equal(write(u.in, "go\n", 3), 3);
     expect_line(&u, "did\n");
     assert_int_equal(finish(&u), 0);
+    /* idle all the while (blocked in read): said of the process, not of a
+     * command that "never called the shared C library's malloc family" */
+    target v = start("read");
+    r = tu_run("%s record --pid %d --duration 1 -o %s/idle.ltr", LTR, (int)v.pid, dir);
+    char idle[64];
+    snprintf(idle, sizeof idle, "pid %d made no allocation", (int)v.pid);
+    if (r.status != 0 || strstr(r.err, "the command never called") || !strstr(r.err, idle))
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(v.in, "x\n", 2), 2);
+    assert_int_equal(finish(&v), 0);
 }
 
 static void expect_refused(tu_result r, const char *words)
