@@ -20,6 +20,7 @@
         while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
         return (i ? b.toPrecision(3) : String(Math.round(b))) + " " + u[i];
     }
+    function signedSize(b) { return (b > 0 ? "+" : b < 0 ? "-" : "") + size(Math.abs(b)); } /* a growth, as ltr analyze --trend */
     function text(tag, s, cls) { var e = document.createElement(tag); e.textContent = s; if (cls) e.className = cls; return e; }
     function frameName(f) { return f.function || (f.module ? f.module.replace(/.*\//, "") + "+" + f.offset : f.address); }
 
@@ -332,7 +333,7 @@
     if (trend.length) {
         box.appendChild(text("h3", "Trend across the snapshots"));
         rows(["verdict", "pid", "growth per hour", "first", "last", "allocated in"], trend, function (t) {
-            return [t.verdict, String(t.pid), size(t.growth_bytes_per_hour), size(t.bytes_first), size(t.bytes_last),
+            return [t.verdict, String(t.pid), signedSize(t.growth_bytes_per_hour), size(t.bytes_first), size(t.bytes_last),
                     t.frames.length ? frameName(t.frames[0]) : "(no stack)"];
         });
     }

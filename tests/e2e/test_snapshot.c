@@ -223,6 +223,38 @@ static void test_trend_finds_the_slow_leak(void **state)
     tu_free(&r);
 }
 
+/* A stack that falls across the snapshots: its growth is negative, said in
+ * units with its sign by --trend and on ltr report's page alike (the page
+ * wrote "-7903037 B": its sizes knew only positive numbers). */
+static void test_trend_falling(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    unsigned pid = launch("shrink", "4");
+    enable_and_go(pid);
+    tu_expect_ok(tu_run("%s enableperiodicsnapshot heap 1 %u", tu_ltr(), pid));
+    wait_for("done", 60);
+    wait_gone(pid);
+    const char *trace = stop("shrink.ltr");
+    tu_result r = tu_run("%s analyze %s --trend", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, ": -") || !strstr(r.out, "iB/hour"))
+        fail_msg("no falling trend in units: %s", r.out);
+    tu_free(&r);
+    r = tu_run("%s report %s -o %s.html && command -v chromium >/dev/null || exit 77; "
+               "HOME=$(dirname %s) timeout 120 chromium --headless --no-sandbox --disable-gpu "
+               "--virtual-time-budget=5000 --dump-dom file://%s.html 2>/dev/null | "
+               "grep -o -E '<td>[^<]*</td><td>[^<]*</td><td>[^<]*</td><td>shrink_site'",
+               tu_ltr(), trace, trace, trace, trace);
+    if (r.status == 77) {
+        printf("chromium is not installed: the page's trend is not checked here\n");
+    } else {
+        const char *row = strstr(r.out, "<td>"); /* the growth's cell: "-1.76 GiB", sign and unit */
+        if (r.status != 0 || !row || strncmp(row, "<td>-", 5) || !strchr("KMGT", row[strcspn(row, " ") + 1]))
+            fail_msg("the page's trend row of shrink_site, its growth: %s%s", r.out, r.err);
+    }
+    tu_free(&r);
+}
+
 /* Heap tracing and snapshots in one session. */
 static void test_snapshots_with_heap_tracing(void **state)
 {
@@ -400,6 +432,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_single_snapshot_counts, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_trend_finds_the_slow_leak, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_trend_falling, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_snapshots_with_heap_tracing, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),

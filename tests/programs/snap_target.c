@@ -10,6 +10,8 @@
  *          cache_site fills a 2 MB cache of 1 KB entries over about 2.5 s
  *          and then replaces entries (constant), churn_a/churn_b allocate
  *          and free several MB a second in bursts holding a random amount;
+ *   shrink allocates 2 MB in 1 KB blocks from shrink_site at once, then
+ *          frees them evenly over SECS seconds (a stack that falls);
  *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
  *   stacks allocates a block from each of 2^D distinct stacks, the same way.
  * Files are made with open/close, never stdio: no allocation of its own
@@ -166,6 +168,21 @@ static void stacks(int depth)
         nap(10);
 }
 
+__attribute__((noinline)) void *shrink_site(void) { return malloc(1024); }
+
+static void shrink(double secs)
+{
+    static void *held[2048];
+    for (int i = 0; i < 2048; i++)
+        held[i] = shrink_site();
+    double t0 = now();
+    for (int i = 2047; i >= 0; i--) {
+        while (now() - t0 < secs * (2048 - i) / 2048)
+            nap(5);
+        free(held[i]);
+    }
+}
+
 static void big(long n)
 {
     void **keep = malloc((size_t)n * sizeof *keep);
@@ -197,6 +214,8 @@ int main(int argc, char **argv)
         count();
     else if (!strcmp(argv[1], "trend"))
         trend(argc > 3 ? atof(argv[3]) : 10);
+    else if (!strcmp(argv[1], "shrink"))
+        shrink(argc > 3 ? atof(argv[3]) : 4);
     else if (!strcmp(argv[1], "stacks"))
         stacks(argc > 3 ? atoi(argv[3]) : 14);
     else if (!strcmp(argv[1], "big"))
