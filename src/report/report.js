@@ -242,7 +242,10 @@
         check.stacks = list.length;
         check.names = list.map(function (s) { return s.frames.length ? frameName(s.frames[0]) : ""; });
     }
-    showStacks(A.stacks);
+    /* a trace of heap snapshots alone (no heap event) leaves the chart, this
+     * table and the flame graph empty: the page says why and where to look */
+    showStacks(A.stacks, S.heap_events ? undefined : "No heap events in this trace (heap snapshots alone, or " +
+        "no process allocated): " + ((A.snapshots || []).length ? "see the heap snapshots below." : "nothing to show."));
 
     /* A time range re-ranks the stacks for it, as ltr analyze --from --to
      * would: each stack's AIFO and AOFO blocks of the range (by time cell,
