@@ -6,7 +6,8 @@
  * allocator's own frames: operator new and the C++ standard library's
  * frames above it (std::allocator and its traits, the containers'
  * _M_allocate, constructors, push_back), which C++ inlines by the
- * half-dozen into every stack. What is left starts at the code that asked for memory and ends at
+ * half-dozen into every stack, and Rust's standard library frames the same
+ * way (alloc::, RawVec, Vec::push, hashbrown: known by their files). What is left starts at the code that asked for memory and ends at
  * main or the thread's function. The text report, folded stacks and pprof
  * use it; JSON and CSV keep every frame.
  */
@@ -28,6 +29,20 @@ bool an_frame_is_startup(const ltr_sym_frame *f)
     return false;
 }
 
+/* A frame of Rust's standard library, by the file its DWARF names: the
+ * toolchain's own build says /rustc/HASH/library/alloc/src/..., a std built
+ * with remapped paths library/alloc/src/..., rust-src under rustup
+ * .../lib/rustlib/src/rust/library/..., std's vendored crates (hashbrown)
+ * /rust/deps/. By file, not by name: a C++ program's namespace core:: or
+ * alloc:: is its own code. */
+static bool rust_library_file(const char *file)
+{
+    if (!file)
+        return false;
+    return !strncmp(file, "/rustc/", 7) || !strncmp(file, "/rust/deps/", 11) ||
+           (!strncmp(file, "library/", 8) && strstr(file + 8, "/src/")) || strstr(file, "/lib/rustlib/src/rust/library/");
+}
+
 bool an_frame_is_allocator(const ltr_sym_frame *f)
 {
     /* operator new and the C++ standard library's frames between it and the
@@ -35,8 +50,15 @@ bool an_frame_is_allocator(const ltr_sym_frame *f)
      * _M_allocate, _M_create_storage, constructors, push_back... inlined by
      * the half-dozen. The program's own frame keeps the line that called
      * them. */
-    static const char *const prefixes[] = {"operator new", "std::", "__gnu_cxx::", "__cxxabiv1::"};
+    static const char *const prefixes[] = {"operator new", "std::", "__gnu_cxx::", "__cxxabiv1::",
+                                           "__rust_alloc", "__rust_realloc", "__rdl_"};
     const char *fn = f->function;
+    /* Rust's the same way: alloc::alloc::alloc, <alloc::alloc::Global as
+     * core::alloc::Allocator>::allocate, RawVec, Vec::push, hashbrown...
+     * inlined by the dozen, so that "allocated in" said alloc::alloc::alloc
+     * of every Rust stack; the program's frame keeps its line */
+    if (fn && rust_library_file(f->file))
+        return true;
     for (size_t i = 0; fn && i < sizeof prefixes / sizeof *prefixes; i++)
         if (!strncmp(fn, prefixes[i], strlen(prefixes[i])))
             return true;

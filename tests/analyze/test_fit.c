@@ -43,6 +43,25 @@ static void test_hidden_frames(void **state)
     an_frames_trim(only, 2, &first, &end);
     assert_int_equal(first, 0);
     assert_int_equal(end, 2);
+    /* Rust: the standard library's frames (by their files) before the
+     * program's first own one; a C++ namespace core:: of the program's own
+     * is not Rust's library */
+    ltr_sym_frame rs[] = {fn("alloc::alloc::alloc"), fn("<alloc::alloc::Global as core::alloc::Allocator>::allocate"),
+                          fn("alloc::raw_vec::RawVecInner<A>::try_allocate_in"), fn("alloc::vec::from_elem"),
+                          fn("hashbrown::raw::RawTableInner::new_uninitialized"), fn("__rust_alloc"),
+                          fn("rl::leak_some"), fn("rl::main"), fn("core::ops::function::FnOnce::call_once")};
+    rs[0].file = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/alloc.rs";
+    rs[1].file = "library/alloc/src/alloc.rs";
+    rs[2].file = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/alloc/src/raw_vec/mod.rs";
+    rs[3].file = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/vec/mod.rs";
+    rs[4].file = "/rust/deps/hashbrown-0.16.1/src/raw/mod.rs";
+    rs[6].file = rs[7].file = "/src/rl.rs";
+    rs[8].file = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ops/function.rs";
+    an_frames_trim(rs, 9, &first, &end);
+    assert_int_equal(first, 6);
+    ltr_sym_frame cxx_core = fn("core::Engine::load(int)");
+    cxx_core.file = "/src/engine/core.cpp";
+    assert_false(an_frame_is_allocator(&cxx_core));
     ltr_sym_frame mine = fn("std_like_but_mine()"), noname = {.address = 0x10};
     assert_false(an_frame_is_allocator(&mine));
     assert_false(an_frame_is_allocator(&noname));
