@@ -2,7 +2,8 @@
  * analyze/frames.c — the frames a report for people hides unless
  * --full-stacks (docs/analysis.md, "Hidden frames"): at the outer end of a
  * stack the start-up and thread-entry frames every stack shares (_start,
- * __libc_start_*, start_thread, clone3), and at the inner end the
+ * __libc_start_*, start_thread, clone3; Rust's std::rt and thread entry
+ * frames, by their files), and at the inner end the
  * allocator's own frames: operator new and the C++ standard library's
  * frames above it (std::allocator and its traits, the containers'
  * _M_allocate, constructors, push_back), which C++ inlines by the
@@ -71,6 +72,14 @@ void an_frames_trim(const ltr_sym_frame *f, size_t n, size_t *first, size_t *end
     while (a < b && an_frame_is_allocator(&f[a]))
         a++;
     while (b > a && an_frame_is_startup(&f[b - 1]))
+        b--;
+    /* Rust's runtime start and thread entry: the C main rustc writes, then
+     * std::rt::lang_start..., FnOnce::call_once, or std's thread_start and
+     * spawn closures, every one of the standard library's files: the stack
+     * then ends at the program's main or its thread's closure */
+    if (b - a >= 2 && f[b - 1].function && !strcmp(f[b - 1].function, "main") && rust_library_file(f[b - 2].file))
+        b--;
+    while (b > a && rust_library_file(f[b - 1].file))
         b--;
     if (a == b) { /* nothing but hidden frames: show them rather than nothing */
         a = 0;

@@ -59,6 +59,16 @@ static void test_hidden_frames(void **state)
     rs[8].file = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ops/function.rs";
     an_frames_trim(rs, 9, &first, &end);
     assert_int_equal(first, 6);
+    assert_int_equal(end, 8); /* ends at rl::main: not call_once, std::rt::lang_start..., rustc's C main */
+    ltr_sym_frame rt[] = {fn("rl::main"), fn("core::ops::function::FnOnce::call_once"),
+                          fn("std::rt::lang_start_internal"), fn("main"), fn("__libc_start_call_main")};
+    rt[1].file = rt[2].file = rs[8].file;
+    an_frames_trim(rt, 5, &first, &end);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 1);
+    ltr_sym_frame cmain[] = {fn("grow"), fn("main"), fn("__libc_start_call_main")}; /* C's main stays */
+    an_frames_trim(cmain, 3, &first, &end);
+    assert_int_equal(end, 2);
     ltr_sym_frame cxx_core = fn("core::Engine::load(int)");
     cxx_core.file = "/src/engine/core.cpp";
     assert_false(an_frame_is_allocator(&cxx_core));
