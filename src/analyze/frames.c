@@ -16,20 +16,6 @@
 
 #include <string.h>
 
-bool an_frame_is_startup(const ltr_sym_frame *f)
-{
-    static const char *const names[] = {
-        "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main", "start_thread",
-        "clone", "clone3", "__clone", "__clone3", "__clone_internal", "thread_start",
-    };
-    if (!f->function)
-        return false;
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!strcmp(f->function, names[i]))
-            return true;
-    return false;
-}
-
 /* A frame of Rust's standard library, by the file its DWARF names: the
  * toolchain's own build says /rustc/HASH/library/alloc/src/..., a std built
  * with remapped paths library/alloc/src/..., rust-src under rustup
@@ -42,6 +28,22 @@ static bool rust_library_file(const char *file)
         return false;
     return !strncmp(file, "/rustc/", 7) || !strncmp(file, "/rust/deps/", 11) ||
            (!strncmp(file, "library/", 8) && strstr(file + 8, "/src/")) || strstr(file, "/lib/rustlib/src/rust/library/");
+}
+
+bool an_frame_is_startup(const ltr_sym_frame *f)
+{
+    static const char *const names[] = {
+        "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main", "start_thread",
+        "clone", "clone3", "__clone", "__clone3", "__clone_internal", "thread_start",
+    };
+    if (!f->function)
+        return false;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(f->function, names[i]))
+            return true;
+    /* Rust's std::rt::lang_start..., FnOnce::call_once, std's thread entry
+     * and spawn closures: at the outer end, only the standard library's */
+    return rust_library_file(f->file);
 }
 
 bool an_frame_is_allocator(const ltr_sym_frame *f)
@@ -73,14 +75,11 @@ void an_frames_trim(const ltr_sym_frame *f, size_t n, size_t *first, size_t *end
         a++;
     while (b > a && an_frame_is_startup(&f[b - 1]))
         b--;
-    /* Rust's runtime start and thread entry: the C main rustc writes, then
-     * std::rt::lang_start..., FnOnce::call_once, or std's thread_start and
-     * spawn closures, every one of the standard library's files: the stack
-     * then ends at the program's main or its thread's closure */
+    /* the C main rustc writes, below std::rt::lang_start: the stack then
+     * ends at the program's own main */
     if (b - a >= 2 && f[b - 1].function && !strcmp(f[b - 1].function, "main") && rust_library_file(f[b - 2].file))
-        b--;
-    while (b > a && rust_library_file(f[b - 1].file))
-        b--;
+        for (b--; b > a && an_frame_is_startup(&f[b - 1]);)
+            b--;
     if (a == b) { /* nothing but hidden frames: show them rather than nothing */
         a = 0;
         b = n;

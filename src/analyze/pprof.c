@@ -82,6 +82,7 @@ typedef struct pp_key {
 #define LOC_ID_BITS 48
 #define HIDE_ALLOCATOR (1ull << 62)
 #define HIDE_STARTUP (1ull << 61)
+#define HIDE_MAIN (1ull << 60) /* a location of main alone: hidden below Rust's std::rt (frames.c) */
 
 typedef struct pprof {
     ltr_bytes out, sub, sub2;
@@ -269,6 +270,8 @@ static uint64_t location_id(pprof *pp, ltr_analysis *a, const an_stack *s, uint6
         f[n++] = (ltr_sym_frame){.address = addr};
     size_t first, end;
     uint64_t bits = shown_lines(a, f, n, &first, &end);
+    if (n == 1 && f[0].function && !strcmp(f[0].function, "main"))
+        bits |= HIDE_MAIN;
     if (k)
         k->id = id | bits;
     ltr_bytes loc = {0};
@@ -297,6 +300,10 @@ static size_t shown_locations(const ltr_analysis *a, uint64_t *ids, size_t n)
             first++;
         while (end > first && (ids[end - 1] & HIDE_STARTUP))
             end--;
+        /* the C main rustc writes, below std::rt::lang_start: as an_frames_trim */
+        if (end - first >= 2 && (ids[end - 1] & HIDE_MAIN) && (ids[end - 2] & HIDE_STARTUP))
+            for (end--; end > first && (ids[end - 1] & HIDE_STARTUP);)
+                end--;
         if (first == end) /* nothing but hidden frames: show them rather than nothing */
             first = 0, end = n;
     }

@@ -60,6 +60,7 @@ static void test_hidden_frames(void **state)
     an_frames_trim(rs, 9, &first, &end);
     assert_int_equal(first, 6);
     assert_int_equal(end, 8); /* ends at rl::main: not call_once, std::rt::lang_start..., rustc's C main */
+    assert_true(an_frame_is_startup(&rs[8])); /* pprof's locations too */
     ltr_sym_frame rt[] = {fn("rl::main"), fn("core::ops::function::FnOnce::call_once"),
                           fn("std::rt::lang_start_internal"), fn("main"), fn("__libc_start_call_main")};
     rt[1].file = rt[2].file = rs[8].file;

@@ -6,7 +6,9 @@
  * exact bytes and count, its first frame in leak.rs is the leaking function,
  * demangled, at the line of the leak, right below an inlined frame of the
  * library code it inlined (Box::new, Vec::with_capacity); and no frame of the
- * program's own module keeps a mangled name or a legacy escape. Without rustc
+ * program's own module keeps a mangled name or a legacy escape; the text
+ * report, folded stacks and pprof hide the standard library's frames at both
+ * ends (alloc::alloc..., std::rt::lang_start...). Without rustc
  * the test fails and says what to install.
  */
 #include "util/testutil.h"
@@ -266,6 +268,21 @@ static void check_build(const char *mangling, const char *remember)
     for (size_t i = 0; i < sizeof leaks / sizeof *leaks; i++)
         check_leak(r.out, prog, &leaks[i]);
     check_demangled(r.out, prog);
+    tu_free(&r);
+    /* the reports for people hide the standard library's frames at both ends,
+     * as C++'s: a stack from the leaking function to main, no alloc::alloc
+     * inlined by the dozen, no std::rt::lang_start below main */
+    r = tu_run("'%s' analyze '%s' && '%s' export '%s' --format folded -o -", tu_ltr(), trace, tu_ltr(), trace);
+    if (r.status != 0 || strstr(r.out, "alloc::alloc::") || strstr(r.out, "lang_start") ||
+        !strstr(r.out, "leak::main;leak::leak_boxes "))
+        fail_msg("library frames shown: %s%s", r.out, r.err);
+    tu_free(&r);
+    r = tu_run("command -v go >/dev/null || exit 77; '%s' export '%s' --format pprof -o '%s.pb.gz' && "
+               "HOME=$TMPDIR GOCACHE=$TMPDIR/gocache go tool pprof -symbolize=none -traces '%s.pb.gz'",
+               tu_ltr(), trace, trace, trace);
+    if (r.status != 77 && (r.status != 0 || strstr(r.out, "alloc::alloc::") || strstr(r.out, "lang_start") ||
+                           !strstr(r.out, "leak::leak_boxes")))
+        fail_msg("pprof: library frames shown: %s%s", r.out, r.err);
     tu_free(&r);
 }
 
