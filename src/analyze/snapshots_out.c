@@ -20,8 +20,13 @@ static size_t shown(size_t n, unsigned top)
 
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
 {
-    if (!a->nsnaps)
+    if (!a->nsnaps) {
+        if (a->trend_wanted) /* asked for, it is answered: silence read as "no leak" */
+            fprintf(out, "\ntrend across periodic snapshots: none (the trace holds no heap snapshot: record "
+                         "with the heapsnapshot profile and 'ltr enableperiodicsnapshot heap SECS PID', "
+                         "docs/heap-tracing.md \"Heap snapshots\")\n");
         return 0;
+    }
     fprintf(out, "\nheap snapshots: %zu\n", a->nsnaps);
     for (size_t i = 0; i < a->nsnaps; i++) {
         const an_snapshot *s = &a->snaps[i];

@@ -558,6 +558,11 @@ static void test_window_and_pid_mistakes(void **state)
     assert_non_null(strstr(r.err, "--pid 1: "));
     assert_non_null(strstr(r.err, "has no process 1 (its processes: "));
     tu_free(&r);
+    /* --trend of a trace without heap snapshots says there is none, and why */
+    r = tu_run("'%s' analyze '%s' --trend", tu_ltr(), leaky_trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "trend across periodic snapshots: none (the trace holds no heap snapshot"));
+    tu_free(&r);
     r = tu_run("'%s' analyze '%s' --from 1000", tu_ltr(), leaky_trace);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
