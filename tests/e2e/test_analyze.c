@@ -184,7 +184,10 @@ static void test_memory_mode(void **state)
      * than the tail does */
     const char *win = strstr(json, "\"window\"");
     double first = num_s(win, "from_s"), last = num_s(win, "to_s");
-    assert_true(first > 0 && last > first);
+    /* the kept tail is a few hundred events: on a fast or busy run all in
+     * one 100 us grain of the heap clock (docs/heap-events.md), so from and
+     * to may be the same time (the test failed about one run in four so) */
+    assert_true(first > 0 && last >= first);
     free(json);
 }
 
