@@ -212,7 +212,10 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     size_t n;
     an_cpu_stack **v = an_cpu_ranked(a, &n);
     fprintf(out, "\n%llu CPU sample(s) (1 ms of CPU each) in %zu stack(s)%s\n", (unsigned long long)a->cpu_samples, n,
-            a->cpu_samples ? "; stacks by samples:" : ": the trace has no CPU samples (SampledProfile)");
+            a->cpu_samples ? "; stacks by samples:"
+                           : ": the trace has no CPU samples (SampledProfile) in the window: the general profile "
+                             "records them, e.g. 'ltr start general heap --pid P' (where perf_event_open is "
+                             "permitted)");
     char name[PROCESS_NAME_MAX];
     for (size_t i = 0; i < n && (!top || i < top); i++) {
         fprintf(out, "  #%zu %llu samples (%.1f%%), process %u %s\n", i + 1, (unsigned long long)v[i]->samples,

@@ -213,6 +213,11 @@ static void test_analyze_heap_share(void **state)
     assert_non_null(strstr(r.out, "the heap explains"));
     assert_non_null(strstr(r.out, "private bytes (RssAnon + VmSwap)"));
     tu_free(&r);
+    /* --cpu of a trace recorded without CPU samples says which profile has them */
+    r = tu_run("%s analyze %s --cpu", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no CPU samples (SampledProfile) in the window: the general profile records them"));
+    tu_free(&r);
 }
 
 /* ---- processes, threads and modules ------------------------------------- */
