@@ -8,7 +8,8 @@
  * frames above it (std::allocator and its traits, the containers'
  * _M_allocate, constructors, push_back), which C++ inlines by the
  * half-dozen into every stack, and Rust's standard library frames the same
- * way (alloc::, RawVec, Vec::push, hashbrown: known by their files). What is left starts at the code that asked for memory and ends at
+ * way (alloc::, RawVec, Vec::push, hashbrown: known by their files), and
+ * CPython's allocator (obmalloc.c). What is left starts at the code that asked for memory and ends at
  * main or the thread's function. The text report, folded stacks and pprof
  * use it; JSON and CSV keep every frame.
  */
@@ -28,6 +29,30 @@ static bool rust_library_file(const char *file)
         return false;
     return !strncmp(file, "/rustc/", 7) || !strncmp(file, "/rust/deps/", 11) ||
            (!strncmp(file, "library/", 8) && strstr(file + 8, "/src/")) || strstr(file, "/lib/rustlib/src/rust/library/");
+}
+
+/* CPython's allocator, between the object that asked for memory and
+ * malloc: pymalloc's arena and pool frames and the PyObject_/PyMem_ entry
+ * points (Objects/obmalloc.c; a review's python3 stacks said "allocated in
+ * arena_map_get" or "_PyObject_Malloc" where _PyObject_GC_New, PyList_New
+ * asked). By file where DWARF names it, else by the entry points' names,
+ * which are CPython's own. */
+static bool python_allocator(const ltr_sym_frame *f)
+{
+    static const char *const names[] = {
+        "_PyObject_Malloc", "_PyObject_Calloc", "_PyObject_Realloc", "PyObject_Malloc", "PyObject_Calloc",
+        "PyObject_Realloc", "_PyMem_RawMalloc", "_PyMem_RawCalloc", "_PyMem_RawRealloc", "PyMem_RawMalloc",
+        "PyMem_RawCalloc", "PyMem_RawRealloc", "PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc",
+        "_PyMem_DebugRawAlloc", "_PyMem_DebugRawRealloc", "_PyMem_DebugMalloc", "_PyMem_DebugRealloc",
+    };
+    size_t len = f->file ? strlen(f->file) : 0, tail = sizeof "Objects/obmalloc.c" - 1;
+    if (len >= tail && !strcmp(f->file + len - tail, "Objects/obmalloc.c") &&
+        (len == tail || f->file[len - tail - 1] == '/'))
+        return true;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(f->function, names[i]))
+            return true;
+    return false;
 }
 
 bool an_frame_is_startup(const ltr_sym_frame *f)
@@ -60,7 +85,7 @@ bool an_frame_is_allocator(const ltr_sym_frame *f)
      * core::alloc::Allocator>::allocate, RawVec, Vec::push, hashbrown...
      * inlined by the dozen, so that "allocated in" said alloc::alloc::alloc
      * of every Rust stack; the program's frame keeps its line */
-    if (fn && rust_library_file(f->file))
+    if (fn && (rust_library_file(f->file) || python_allocator(f)))
         return true;
     for (size_t i = 0; fn && i < sizeof prefixes / sizeof *prefixes; i++)
         if (!strncmp(fn, prefixes[i], strlen(prefixes[i])))

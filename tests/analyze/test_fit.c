@@ -70,6 +70,19 @@ static void test_hidden_frames(void **state)
     ltr_sym_frame cmain[] = {fn("grow"), fn("main"), fn("__libc_start_call_main")}; /* C's main stays */
     an_frames_trim(cmain, 3, &first, &end);
     assert_int_equal(end, 2);
+    /* CPython's allocator: by its file (obmalloc.c), or its entry points' names without DWARF */
+    ltr_sym_frame py[] = {fn("arena_map_get"), fn("new_arena"), fn("_PyObject_Malloc"), fn("_PyObject_GC_New"),
+                          fn("PyList_New"), fn("main")};
+    py[0].file = py[1].file = "/tmp/python-build/Python-3.11.7/Objects/obmalloc.c";
+    py[3].file = "Modules/gcmodule.c";
+    an_frames_trim(py, 6, &first, &end);
+    assert_int_equal(first, 3); /* starts at _PyObject_GC_New, what asked */
+    ltr_sym_frame raw[] = {fn("PyMem_RawMalloc"), fn("my_ext_alloc")};
+    an_frames_trim(raw, 2, &first, &end);
+    assert_int_equal(first, 1);
+    ltr_sym_frame notpy = fn("pool_alloc");
+    notpy.file = "/src/myObjects/obmalloc.c"; /* not a path's component: the program's own */
+    assert_false(an_frame_is_allocator(&notpy));
     ltr_sym_frame cxx_core = fn("core::Engine::load(int)");
     cxx_core.file = "/src/engine/core.cpp";
     assert_false(an_frame_is_allocator(&cxx_core));
