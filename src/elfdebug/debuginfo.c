@@ -1,46 +1,83 @@
 /*
  * elfdebug/debuginfo.c — the find_debuginfo callback ltr gives libdwfl (the
  * symbolizer, symbols/dwarf.c, and the CPU samples' unwinder, system/cpu.c):
- * elfutils' standard lookup, kept whole wherever it may find a file, but not
- * its last step when there is nothing for that step to do.
+ * elfutils' standard lookup of a module's separate debug file, with its
+ * lookup by name done here so that no name a traced program can change is
+ * opened unless it is a regular file, and without its last step when there
+ * is nothing for that step to do.
  *
  * elfutils 0.188's dwfl_standard_find_debuginfo (libdwfl/find-debuginfo.c)
  * tries in turn: (1) the build-id under each absolute debug directory
  * (dwfl_build_id_find_debuginfo); (2) the .gnu_debuglink name, or FILE.debug
  * and FILE when there is none, in the places each debug path entry names;
  * (3) the same for the file's real path; (4) when all failed, debuginfod.
- * The first use of (4) dlopens libdebuginfod.so.1, which loads some 30
- * libraries (libcurl-gnutls, gnutls, krb5, ldap...) and runs their
- * constructors, though with DEBUGINFOD_URLS unset or empty the client then
- * answers -ENOSYS at once, without reading even its cache
- * (debuginfod/debuginfod-client.c, debuginfod_query_server). That dlopen was
- * 4.5 ms of every analysis of a trace naming a module with no debug file
- * here (`perf stat -r 30`: dlopen of libdebuginfod.so.1 alone 5.3 ms, of
- * nothing 0.7 ms). Without it (`farm-bench -n 20 --vs "OLD/bin/ltr analyze
- * --format json T" -- NEW/bin/ltr analyze --format json T`, Release, 2
- * cores, medians): T = a trace of GCC's cc1plus, CPU 0.242 s against 0.247 s
- * (pairwise ratio 0.975), wall 0.173 s against 0.176 s, peak 87.3 MiB
- * against 94.2; T = heap-workload's with --local-symbols (three modules, no
- * debug file), CPU 71 ms against 78 (0.888), peak 32.3 MiB against 39.8.
  *
- * libdw has no switch for (4), and no public function for (2) and (3)
- * alone. So with debuginfod not configured this runs (1) through the public
- * dwfl_build_id_find_debuginfo and, for (2) and (3), looks only whether any
- * name they could open is there: a superset of their candidates, without
- * their checks (CRC, build-id), which stay libdwfl's. When one is there the
- * standard callback runs whole, so a file found is the one it finds and a
- * file it rejects costs the dlopen as before; when none is, it would have
- * found nothing locally and debuginfod would have answered nothing.
+ * Why (2) and (3) are ours. Their places are beside the module and under
+ * it (.debug/), where whoever owns the module's directory (a traced
+ * program, as another user than root) puts what it likes, and libdwfl
+ * opens each name with a blocking open(O_RDONLY). A FIFO there, or a
+ * symlink to one, left root's `ltr analyze` of the trace (and the
+ * recorder's CPU sampler) waiting in open() for good; a symlink to a device
+ * runs its driver's open (/dev/watchdog arms). A check by name first (a
+ * stat() here, then libdwfl's open) only narrowed that to a race: the
+ * review's LD_PRELOAD swapped the file for a FIFO right after the stat, and
+ * the analysis hung. So here every candidate is opened by
+ * ltr_open_regular (O_PATH, fstat, then the inode checked is opened
+ * O_NONBLOCK: a swap afterwards changes nothing) and checked as libdwfl's
+ * validate checks it: the build-id when the module has one (for a dwz
+ * alternate file the one its DWARF names), else the debuglink CRC where the
+ * path entry asks for it ('+'/'-'); the module's own file is passed over.
+ * The candidates and their order are find_debuginfo_in_path's (try_open,
+ * explore_dir, the .dwz directory for an alternate file), so the file found
+ * and the name returned are those the standard callback returns for
+ * regular files; a FIFO, a device or a directory fails the checks (libdwfl
+ * opens a directory and rejects it; the others it waited on or opened).
+ *
+ * (1) stays libdwfl's (dwfl_build_id_find_debuginfo): it too opens with a
+ * blocking open(), but only DIR/.build-id/xx/yyyy.debug under the absolute
+ * debug directories (/usr/lib/debug, root's, or what --debug-dir names),
+ * not a place a traced program chooses. (4), when DEBUGINFOD_URLS is set, is
+ * libdwfl's as well: the standard callback called with no file name and no
+ * debuglink, so its (2) and (3) look nowhere and only (1), again, and
+ * debuginfod run.
+ *
+ * Why (4) is skipped otherwise. The first use of (4) dlopens
+ * libdebuginfod.so.1, which loads some 30 libraries (libcurl-gnutls,
+ * gnutls, krb5, ldap...) and runs their constructors, though with
+ * DEBUGINFOD_URLS unset or empty the client then answers -ENOSYS at once,
+ * without reading even its cache (debuginfod/debuginfod-client.c,
+ * debuginfod_query_server). That dlopen was 4.5 ms of every analysis of a
+ * trace naming a module with no debug file here (`perf stat -r 30`: dlopen
+ * of libdebuginfod.so.1 alone 5.3 ms, of nothing 0.7 ms). Without it
+ * (`farm-bench -n 20 --vs "OLD/bin/ltr analyze --format json T" --
+ * NEW/bin/ltr analyze --format json T`, Release, 2 cores, medians): T = a
+ * trace of GCC's cc1plus, CPU 0.242 s against 0.247 s (pairwise ratio
+ * 0.975), wall 0.173 s against 0.176 s, peak 87.3 MiB against 94.2; T =
+ * heap-workload's with --local-symbols (three modules, no debug file), CPU
+ * 71 ms against 78 (0.888), peak 32.3 MiB against 39.8. libdw has no
+ * switch for (4): with debuginfod not configured, when (1) to (3) found
+ * nothing this answers "none" itself, as the standard callback would have
+ * after asking the client.
+ *
+ * dbg_file_by_name_here, symbols.c's check whether to open a module at all,
+ * only stat()s the same places (a superset of the candidates, nothing
+ * opened).
  */
 #include "elfdebug/debuginfo.h"
+#include "prim/prim.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* elfutils' DEFAULT_DEBUGINFO_PATH (libdwfl/libdwflP.h), used when a Dwfl's
  * debuginfo_path is NULL */
@@ -52,24 +89,22 @@ bool dbg_debuginfod_configured(void)
     return urls && *urls;
 }
 
-/* dir/sub/name (sub may be NULL) is something libdwfl's open() of it would
- * not pass over: there and not the module's own file (try_open skips that),
- * or failing otherwise than ENOENT and ENOTDIR (it stops at those). A FIFO
- * or a device there sets *unsafe: libdwfl opens without O_NONBLOCK, and an
- * attacker review's FIFO named prog.debug beside a stripped program hung
- * root's `ltr analyze` of its trace for good. */
-static bool is_there(const struct stat *self, const char *dir, const char *sub, const char *name, bool *unsafe)
+/* ---- Whether a file is there (symbols.c's check before opening a module) */
+
+/* dir/sub/name (sub may be NULL) is a file the lookup below may take: a
+ * regular file, not the module's own, or a name that fails otherwise than
+ * ENOENT and ENOTDIR (the lookup stops at those). stat() only: nothing is
+ * opened here. */
+static bool is_there(const struct stat *self, const char *dir, const char *sub, const char *name)
 {
     char p[PATH_MAX];
     int n = snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
     if (n < 0 || n >= (int)sizeof p)
-        return true; /* cannot tell: libdwfl looks */
+        return true; /* cannot tell: the lookup looks */
     struct stat st;
     if (stat(p, &st) != 0)
         return errno != ENOENT && errno != ENOTDIR;
-    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-        *unsafe = true;
-    return st.st_dev != self->st_dev || st.st_ino != self->st_ino;
+    return S_ISREG(st.st_mode) && (st.st_dev != self->st_dev || st.st_ino != self->st_ino);
 }
 
 /* The names looked for in each place: the debuglink (or FILE.debug), its
@@ -80,20 +115,19 @@ typedef struct wanted {
     size_t n;
     const char *last; /* the debuglink's last component */
     const struct stat *self;
-    bool unsafe;      /* a candidate is a FIFO or a device (is_there) */
 } wanted;
 
-/* dir/sub, dir/each tail of sub after a '/', and dir itself: libdwfl
- * follows that chain when a name is not in a place (explore_dir), and looks
- * for a dwz alternate file in dir/.dwz. */
+/* dir/sub, dir/each tail of sub after a '/', and dir itself: the lookup
+ * follows that chain when a name is not in a place, and looks for a dwz
+ * alternate file in dir/.dwz. */
 static bool in_tree(wanted *w, const char *dir, const char *sub)
 {
     for (const char *s = sub;; s = strchr(s, '/') ? strchr(s, '/') + 1 : NULL) {
         for (size_t i = 0; i < w->n; i++)
-            if (is_there(w->self, dir, s, w->name[i], &w->unsafe))
+            if (is_there(w->self, dir, s, w->name[i]))
                 return true;
         if (!s)
-            return is_there(w->self, dir, ".dwz", w->last, &w->unsafe);
+            return is_there(w->self, dir, ".dwz", w->last);
     }
 }
 
@@ -101,8 +135,8 @@ static bool in_tree(wanted *w, const char *dir, const char *sub)
  * each debug_path entry ("" the file's directory, a relative entry under
  * it, an absolute one with the file's directory under it; a leading '+' or
  * '-' says whether to check CRCs). */
-static int by_name_here(const char *file_name, const char *debuglink, const char *debug_path,
-                        const struct stat *self)
+static bool by_name_here(const char *file_name, const char *debuglink, const char *debug_path,
+                         const struct stat *self)
 {
     const char *slash = strrchr(file_name, '/'), *base = slash ? slash + 1 : file_name;
     char dir[PATH_MAX], invented[NAME_MAX + sizeof ".debug"];
@@ -128,12 +162,10 @@ static int by_name_here(const char *file_name, const char *debuglink, const char
         bool there = !n ? in_tree(&w, dir, NULL)
                    : entry[0] == '/' ? in_tree(&w, entry, dir + (dir[0] == '/'))
                    : in_tree(&w, dir, entry);
-        if (w.unsafe)
-            return DBG_UNSAFE;
         if (there)
-            return DBG_HERE;
+            return true;
         if (!p[n])
-            return DBG_NONE;
+            return false;
         p += n + 1;
     }
 }
@@ -143,40 +175,285 @@ int dbg_file_by_name_here(const char *file_name, const char *debuglink, const ch
     struct stat self;
     if (stat(file_name, &self) != 0)
         self = (struct stat){0};
-    int here = by_name_here(file_name, debuglink, debug_path, &self);
-    if (here != DBG_NONE)
-        return here;
+    if (by_name_here(file_name, debuglink, debug_path, &self))
+        return DBG_HERE;
     char *real = realpath(file_name, NULL);
-    here = real && strcmp(real, file_name) ? by_name_here(real, debuglink, debug_path, &self) : DBG_NONE;
+    bool here = real && strcmp(real, file_name) && by_name_here(real, debuglink, debug_path, &self);
     free(real);
-    return here;
+    return here ? DBG_HERE : DBG_NONE;
+}
+
+/* ---- Steps (2) and (3): the lookup by name, done here ------------------ */
+
+/* What a candidate must be. */
+typedef struct lookup {
+    struct stat self;        /* the module's own file: passed over (try_open) */
+    const void *id;          /* the build-id it must have, or NULL: then the CRC */
+    int id_len;
+    bool alt;                /* a dwz alternate file: its name is needed, its build-id checked */
+    GElf_Word crc;           /* the .gnu_debuglink CRC, 0 for none */
+} lookup;
+
+#define NOT_REGULAR (-2) /* try_open: there, but not a regular file */
+
+/* libdwfl's try_open: [dir/][sub/]name, its name in *fname (malloc'd) and
+ * the fd, opened only if a regular file (ltr_open_regular: no FIFO's
+ * blocking open, no device's). -1 with errno when it is not there (ENOENT,
+ * ENOTDIR, the module's own file) or cannot be opened; NOT_REGULAR for a
+ * FIFO, a device or a directory, which libdwfl opens and we take as a file
+ * that fails the checks. */
+static int try_open(const lookup *l, const char *dir, const char *sub, const char *name, char **fname)
+{
+    char *f;
+    if (!dir && !sub)
+        f = strdup(name);
+    else if ((!sub ? asprintf(&f, "%s/%s", dir, name)
+              : !dir ? asprintf(&f, "%s/%s", sub, name)
+              : asprintf(&f, "%s/%s/%s", dir, sub, name)) < 0)
+        f = NULL;
+    if (!f) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = ltr_open_regular(f);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == l->self.st_ino && st.st_dev == l->self.st_dev) {
+        close(fd); /* the module's file by another name */
+        fd = -ENOENT;
+    }
+    if (fd < 0) {
+        free(f);
+        if (fd == -EINVAL)
+            return NOT_REGULAR;
+        errno = -fd;
+        return -1;
+    }
+    *fname = f;
+    return fd;
+}
+
+/* The CRC-32 of .gnu_debuglink (zlib's, elfutils' __libdwfl_crc32_file) of
+ * the whole file; false when it cannot be read. */
+static uint32_t crc_table[256];
+
+static void make_crc_table(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static bool file_crc(int fd, uint32_t *crc)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* the symbolizer's threads */
+    pthread_once(&once, make_crc_table);
+    unsigned char buf[65536];
+    uint32_t c = 0xffffffffu;
+    for (off_t at = 0;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            c = crc_table[(c ^ buf[i]) & 0xff] ^ (c >> 8);
+        at += n;
+    }
+    *crc = c ^ 0xffffffffu;
+    return true;
+}
+
+/* libdwfl's validate: with a build-id to match, only that (a dwz alternate
+ * file always has one: find_debug_altlink asks only then); else the CRC
+ * when the entry checks it. */
+static bool valid(const lookup *l, int fd, bool check)
+{
+    if (l->id || l->alt) {
+        Elf *elf = l->id ? dwelf_elf_begin(fd) : NULL;
+        const void *bits;
+        ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
+        bool ok = n > 0 && n == l->id_len && !memcmp(bits, l->id, (size_t)n);
+        if (elf)
+            elf_end(elf);
+        return ok;
+    }
+    uint32_t crc;
+    return !check || (file_crc(fd, &crc) && crc == l->crc);
+}
+
+/* libdwfl's find_debuginfo_in_path, each candidate opened by try_open above:
+ * the fd of the first valid one and its name in *found, or -1 with errno 0
+ * when none is (errno set: a candidate could not be opened for another
+ * reason than not being there, which ends the lookup by name, as there). */
+static int in_path(const lookup *l, const char *file_name, const char *debuglink, const char *debug_path,
+                   char **found)
+{
+    bool cancheck = l->crc != 0;
+    const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+    const char *base = slash ? slash + 1 : file_name;
+    char *invented = NULL, *dirname = NULL, *path = NULL;
+    int fd = -1;
+    bool link_null = !debuglink;
+    if (link_null) {
+        /* a dwz alternate file needs its name; a debug file may be FILE.debug */
+        if (!base || l->alt) {
+            errno = 0;
+            return -1;
+        }
+        if (asprintf(&invented, "%s.debug", base) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+        debuglink = invented;
+        cancheck = false;
+    }
+    bool defcheck = true;
+    if (debug_path[0] == '-' || debug_path[0] == '+')
+        defcheck = *debug_path++ == '+';
+    path = strdup(debug_path);
+    dirname = slash ? strndup(file_name, (size_t)(slash - file_name)) : NULL;
+    if (!path || (slash && !dirname)) {
+        errno = ENOMEM;
+        goto out;
+    }
+    const char *link_last = strrchr(debuglink, '/') ? strrchr(debuglink, '/') + 1 : debuglink;
+    for (char *rest = path, *p; (p = strsep(&rest, ":"));) {
+        bool check = defcheck;
+        if (*p == '+' || *p == '-')
+            check = *p++ == '+';
+        check = check && cancheck;
+        const char *dir = dirname, *sub = NULL, *file = debuglink;
+        bool try_base = link_null;
+        if (!p[0]) {
+            try_base = false; /* the file's own directory: FILE is the module */
+        } else if (p[0] == '/') {
+            /* under an absolute entry, the file's absolute directory and
+             * each tail of it, then the entry itself; a dwz alternate file
+             * by its last component */
+            if (!l->alt && (!dirname || dirname[0] != '/'))
+                continue;
+            dir = p;
+            if (l->alt)
+                file = link_last;
+            else if (!*(sub = dirname + 1))
+                continue;
+        } else {
+            sub = p; /* relative: under the file's directory */
+        }
+        char *fname = NULL;
+        for (;;) {
+            fd = try_open(l, dir, sub, file, &fname);
+            if (fd == -1 && try_base)
+                fd = try_open(l, dir, sub, base, &fname);
+            if (fd == -1 && errno != ENOENT && errno != ENOTDIR)
+                goto out;
+            if (fd == -1 && l->alt && (!p[0] || p[0] == '/')) {
+                fd = try_open(l, dir, ".dwz", strrchr(file, '/') ? strrchr(file, '/') + 1 : file, &fname);
+                if (fd == -1 && errno != ENOENT && errno != ENOTDIR)
+                    goto out;
+            } else if (fd == -1 && !l->alt && sub) {
+                sub = strchr(sub, '/') ? strchr(sub, '/') + 1 : NULL; /* one directory less */
+                if (!sub || *sub)
+                    continue;
+            }
+            break;
+        }
+        if (fd >= 0 && valid(l, fd, check)) {
+            *found = fname;
+            goto out;
+        }
+        if (fd >= 0)
+            close(fd);
+        free(fname);
+        fd = -1;
+    }
+    errno = 0; /* nothing found */
+out:;
+    int e = errno;
+    free(invented);
+    free(dirname);
+    free(path);
+    errno = e;
+    return fd;
+}
+
+/* Steps (2) and (3): file_name's debug file by name, then its real path's. */
+static int by_name(Dwfl_Module *mod, const char *file_name, const char *debuglink, GElf_Word crc,
+                   const char *debug_path, char **found)
+{
+    lookup l = {.crc = crc};
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    Dwarf_Addr dwbias;
+    const char *main_file = NULL;
+    dwfl_module_info(mod, NULL, NULL, NULL, &dwbias, NULL, &main_file, NULL);
+    /* libdwfl asks for a dwz alternate file once the DWARF is open: the
+     * debug file's, or the module's own (mod->dw; dwbias is -1 until one
+     * of them is open) */
+    l.alt = dwbias != (Dwarf_Addr)-1;
+    if (l.alt) {
+        Dwarf_Addr bias;
+        Dwarf *dw = dwfl_module_getdwarf(mod, &bias); /* open already: nothing looked up */
+        const char *altname;
+        ssize_t n = dw ? dwelf_dwarf_gnu_debugaltlink(dw, &altname, &l.id) : -1;
+        l.id_len = n > 0 ? (int)n : 0;
+        if (n <= 0)
+            l.id = NULL;
+    } else if ((l.id_len = dwfl_module_build_id(mod, &bits, &vaddr)) > 0) {
+        l.id = bits;
+    } else {
+        l.id_len = 0;
+    }
+    /* libdwfl compares with the module's open file (mod->main.fd), which a
+     * callback cannot see: its name is the next best */
+    if (!(main_file && stat(main_file, &l.self) == 0) && !(file_name && stat(file_name, &l.self) == 0))
+        l.self = (struct stat){0};
+    int fd = in_path(&l, file_name, debuglink, debug_path, found);
+    if (fd < 0 && errno == 0 && file_name) { /* a symlink's debug file may be beside its target */
+        char *real = realpath(file_name, NULL);
+        if (real && strcmp(real, file_name))
+            fd = in_path(&l, real, debuglink, debug_path, found);
+        free(real);
+    }
+    return fd;
 }
 
 int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name)
 {
+    if (!mod)
+        return -1;
     const char *const *path = *userdata;
     const char *debug_path = path && *path ? *path : DEFAULT_DEBUG_PATH;
-    int here = file_name ? dbg_file_by_name_here(file_name, debuglink_file, debug_path) : DBG_HERE;
-    if (here == DBG_UNSAFE) { /* no lookup by name at all: libdwfl would wait on it */
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
         errno = 0;
-        return -1;
+        int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                              debuglink_crc, debuginfo_file_name);
+        if (fd >= 0 || errno != 0)
+            return fd;
+    }
+    char *found = NULL;
+    int fd = by_name(mod, file_name, debuglink_file, debuglink_crc, debug_path, &found);
+    if (fd >= 0) {
+        free(*debuginfo_file_name);
+        *debuginfo_file_name = found;
+        return fd;
     }
     if (!dbg_debuginfod_configured()) {
-        const unsigned char *bits;
-        GElf_Addr vaddr;
-        if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
-            int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                                  debuglink_crc, debuginfo_file_name);
-            if (fd >= 0 || errno != 0)
-                return fd;
-        }
-        if (here == DBG_NONE) {
-            errno = 0; /* found nothing, as the standard callback says it */
-            return -1;
-        }
+        errno = 0; /* found nothing, as the standard callback says it */
+        return -1;
     }
-    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-                                        debuginfo_file_name);
+    /* step (4): the standard callback with no name to look for, so that its
+     * steps (2) and (3) look nowhere (find_debuginfo_in_path answers at once
+     * without FILE or debuglink; no real path without FILE); its step (1)
+     * is run again, finding nothing again */
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0, debuginfo_file_name);
 }

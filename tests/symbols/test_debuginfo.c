@@ -7,13 +7,18 @@
  * standard callback did; a debug file found by build-id under a debug
  * directory or by .gnu_debuglink in each place elfutils looks (beside the
  * file, .debug/, an absolute directory with the file's directory or a tail
- * of it under it, FILE.debug with no debuglink, beside a symlink's target)
- * is the one dwfl_standard_find_debuginfo finds, is seen by
+ * of it under it, FILE.debug with no debuglink, beside a symlink's target;
+ * past a file of another build-id, past a CRC that differs where the debug
+ * path asks for the check, '-' and '+' before the path and an entry) is the
+ * one dwfl_standard_find_debuginfo finds, by the same name, is seen by
  * sym_elf_debuglink_here (symbols.c's check before opening a file) when
- * found by name, and names the probe as the unstripped executable does; with DEBUGINFOD_URLS set (a loopback address nothing
- * answers on), the debuginfod client is asked, as before. A module's path
- * that leads to a FIFO (a symlink the traced program left there) is never
- * opened.
+ * found by name, and names the probe as the unstripped executable does;
+ * with DEBUGINFOD_URLS set (a loopback address nothing answers on), the
+ * debuginfod client is asked, as before. A module's path that leads to a
+ * FIFO (a symlink the traced program left there) is never opened, nor is a
+ * FIFO at a debug file's name, even when a check by name saw a regular file
+ * there (the race of a traced program swapping it, made deterministic by
+ * this test's stat()).
  */
 #include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
@@ -174,6 +179,21 @@ static const layout layouts[] = {
      "invented/mod", "invented/mod.debug"},
     {"mkdir -p real sym; cp keep.dbg real/; objcopy --add-gnu-debuglink=keep.dbg stripped real/mod;"
      "ln -sf ../real/mod sym/mod", ":.debug:/usr/lib/debug", "sym/mod", "real/keep.dbg"},
+    /* a file of that name with another build-id is passed over */
+    {"mkdir -p wrongid/.debug; cp keep.dbg wrongid/.debug/; objcopy --add-gnu-debuglink=keep.dbg stripped wrongid/mod;"
+     "cp /bin/true wrongid/keep.dbg", ":.debug:/usr/lib/debug", "wrongid/mod", "wrongid/.debug/keep.dbg"},
+    /* no build-id in the module: the debuglink's CRC, where the path asks
+     * for it (by default; '-' before the path or an entry says no) */
+    {"mkdir -p crc/.debug; objcopy --remove-section=.note.gnu.build-id stripped crc/noid; cp keep.dbg crc/.debug/;"
+     "objcopy --add-gnu-debuglink=keep.dbg crc/noid crc/mod; cp keep.dbg crc/; echo >>crc/keep.dbg",
+     ":.debug:/usr/lib/debug", "crc/mod", "crc/.debug/keep.dbg"},
+    {"mkdir -p nocrc/.debug; objcopy --remove-section=.note.gnu.build-id stripped nocrc/noid; cp keep.dbg nocrc/.debug/;"
+     "objcopy --add-gnu-debuglink=keep.dbg nocrc/noid nocrc/mod; cp keep.dbg nocrc/; echo >>nocrc/keep.dbg",
+     "-:.debug", "nocrc/mod", "nocrc/keep.dbg"},
+    {"mkdir -p entrycrc/.debug; objcopy --remove-section=.note.gnu.build-id stripped entrycrc/noid;"
+     "cp keep.dbg entrycrc/.debug/; objcopy --add-gnu-debuglink=keep.dbg entrycrc/noid entrycrc/mod;"
+     "cp keep.dbg entrycrc/; echo >>entrycrc/keep.dbg; echo >>entrycrc/.debug/keep.dbg",
+     "-+:.debug", "entrycrc/mod", "entrycrc/.debug/keep.dbg"},
 };
 
 static void assert_same_levels(const sym_level *a, size_t na, const sym_level *b, size_t nb)
@@ -283,6 +303,76 @@ static void test_never_opens_a_fifo(void **state)
     free(dp);
 }
 
+/* stat() of this name (when set) says "a regular file", whatever is there:
+ * what a check made before a traced program swapped the file for a FIFO
+ * saw (the review's LD_PRELOAD, made deterministic). libdwfl and ltr's
+ * code linked into this test call it. */
+static char stat_lie[4200];
+
+int stat(const char *restrict path, struct stat *restrict st)
+{
+    static int (*real)(const char *restrict, struct stat *restrict);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "stat");
+    int rc = real(path, st);
+    if (rc == 0 && stat_lie[0] && !strcmp(path, stat_lie))
+        st->st_mode = (st->st_mode & ~(mode_t)S_IFMT) | S_IFREG;
+    return rc;
+}
+
+/* A debug file's name (the .gnu_debuglink beside the module) that a traced
+ * program has made a symlink to a FIFO after any check by name: the lookup
+ * never opens the FIFO (a writer waiting in open() is let through by any
+ * open of its read side; libdwfl's blocking open waited for good without
+ * one: root's `ltr analyze` hung) and goes on to the next place, .debug/,
+ * where the debug file is. A FIFO there from the start is passed over the
+ * same way, and so is a directory. */
+static void test_never_opens_a_fifo_by_name(void **state)
+{
+    (void)state;
+    tu_expect_ok(tu_run("set -e; cd %s; mkdir -p swap/.debug dir/.debug/keep.dbg dir/.debug/x; cp keep.dbg swap/.debug/;"
+                        "objcopy --add-gnu-debuglink=keep.dbg stripped swap/mod; mkfifo swap/fifo;"
+                        "ln -s fifo swap/keep.dbg; cp keep.dbg dir/.debug/x/;"
+                        "objcopy --add-gnu-debuglink=keep.dbg stripped dir/mod", box));
+    char fifo[4200], path[4200], want[4200], *dp = strdup(":.debug:/usr/lib/debug");
+    snprintf(fifo, sizeof fifo, "%s/swap/fifo", box);
+    snprintf(path, sizeof path, "%s/swap/mod", box);
+    snprintf(want, sizeof want, "%s/swap/.debug/keep.dbg", box);
+    for (int lie = 1; lie >= 0; lie--) {
+        snprintf(stat_lie, sizeof stat_lie, lie ? "%s/swap/keep.dbg" : "", box);
+        pid_t writer = fork();
+        assert_true(writer >= 0);
+        if (writer == 0) {
+            alarm(3); /* still waiting then: no one opened the FIFO */
+            _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
+        }
+        usleep(200 * 1000); /* the writer waits in open() */
+        Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
+        char *found = debug_file_by(&ours, path, &dp);
+        stat_lie[0] = '\0';
+        int st;
+        assert_int_equal(waitpid(writer, &st, 0), writer);
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+            fail_msg("the FIFO at the debuglink's name was opened (stat %s)", lie ? "saying a regular file" : "true");
+        if (!found || strcmp(found, want))
+            fail_msg("found %s, wanted %s", found ? found : "nothing", want);
+        free(found);
+        sym_level lv[4], ref[4];
+        size_t n = resolve_probe(path, dp, lv, 4), nref = resolve_probe("/proc/self/exe", dp, ref, 4);
+        assert_same_levels(lv, n, ref, nref);
+        free_levels(lv, n);
+        free_levels(ref, nref);
+    }
+    /* a directory at the debuglink's name in .debug/: passed over as a file
+     * that fails the checks, as libdwfl's open and checks of it do (so the
+     * look in the tails of .debug/ below, x/, is not made either) */
+    snprintf(path, sizeof path, "%s/dir/mod", box);
+    Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
+    char *found = debug_file_by(&ours, path, &dp);
+    assert_null(found);
+    free(dp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_found_as_elfutils_finds),
         cmocka_unit_test(test_debuginfod_when_configured),
         cmocka_unit_test(test_never_opens_a_fifo),
+        cmocka_unit_test(test_never_opens_a_fifo_by_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
