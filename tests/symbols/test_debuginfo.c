@@ -18,13 +18,15 @@
  * FIFO (a symlink the traced program left there) is never opened, nor is a
  * FIFO at a debug file's name, even when a check by name saw a regular file
  * there (the race of a traced program swapping it, made deterministic by
- * this test's stat()).
+ * this test's stat()). A dwz alternate file (.gnu_debugaltlink) is found
+ * where and as libdwfl finds it, by its build-id, never a FIFO.
  */
 #include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
 #include "util/testutil.h"
 
 #include <dlfcn.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -373,6 +375,103 @@ static void test_never_opens_a_fifo_by_name(void **state)
     free(dp);
 }
 
+/* The dwz alternate file (.gnu_debugaltlink) libdwfl asks for once a debug
+ * file's DWARF is open: find_debuginfo with the debug file's name, the
+ * link's name and no CRC. What each callback answered, through this. */
+typedef int find_debuginfo_fn(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *, const char *,
+                              GElf_Word, char **);
+static find_debuginfo_fn *alt_inner;
+static char *alt_found;
+
+static int alt_recorder(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                        const char *file_name, const char *debuglink, GElf_Word crc, char **name)
+{
+    int fd = alt_inner(mod, userdata, modname, base, file_name, debuglink, crc, name);
+    if (debuglink && !strcmp(debuglink, "dwz.dbg")) {
+        free(alt_found);
+        alt_found = strdup(fd >= 0 && *name ? *name : "none");
+    }
+    return fd;
+}
+
+/* The alternate file the callback finds for the module at path (malloc'd,
+ * "none"), and whether libdw took it (dwarf_getalt). */
+static char *alt_file_by(find_debuginfo_fn *cb, const char *path, char **debug_path, bool *taken)
+{
+    alt_inner = cb;
+    alt_found = NULL;
+    Dwfl_Callbacks c = {.find_elf = dwfl_build_id_find_elf, .find_debuginfo = alt_recorder,
+                         .section_address = dwfl_offline_section_address, .debuginfo_path = debug_path};
+    Dwfl *d = dwfl_begin(&c);
+    Dwfl_Module *m = dwfl_report_elf(d, path, path, -1, 0, false);
+    dwfl_report_end(d, NULL, NULL);
+    void **userdata;
+    dwfl_module_info(m, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+    *userdata = debug_path;
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(m, &bias);
+    *taken = dw && dwarf_getalt(dw);
+    dwfl_end(d);
+    return alt_found;
+}
+
+/* The debug file (beside the module, by its debuglink) names a dwz
+ * alternate file by .gnu_debugaltlink (dwz.dbg, with the module's own
+ * build-id: a copy of the debug file serves). Found as libdwfl finds it:
+ * beside the debug file, in its .dwz/, in its .debug/ past one with another
+ * build-id; and a FIFO at its name is passed over, never opened. */
+static void test_dwz_alternate_file(void **state)
+{
+    (void)state;
+    tu_expect_ok(tu_run("set -e; cd %s; id=$(readelf -n stripped | sed -n 's/.*Build ID: //p');"
+                        "perl -e 'print \"dwz.dbg\\0\", pack(\"H*\", $ARGV[0])' $id >altlink.bin;"
+                        "objcopy --add-section .gnu_debugaltlink=altlink.bin keep.dbg alt.dbg;"
+                        "for d in altbeside altdwz altwrong altfifo; do mkdir -p $d/.dwz $d/.debug; cp alt.dbg $d/keep.dbg;"
+                        "  objcopy --add-gnu-debuglink=keep.dbg stripped $d/mod; done;"
+                        "cp keep.dbg altbeside/dwz.dbg; cp keep.dbg altdwz/.dwz/dwz.dbg;"
+                        "cp /bin/true altwrong/dwz.dbg; cp keep.dbg altwrong/.dwz/dwz.dbg; cp keep.dbg altwrong/.debug/dwz.dbg;"
+                        "mkfifo altfifo/fifo; ln -s fifo altfifo/dwz.dbg; cp keep.dbg altfifo/.debug/dwz.dbg", box));
+    /* a file that fails the checks ends the look in its place (.dwz/ is
+     * looked in only when the name is not there): the next place is .debug/ */
+    static const char *const cases[][2] = {
+        {"altbeside", "altbeside/dwz.dbg"},
+        {"altdwz", "altdwz/.dwz/dwz.dbg"},
+        {"altwrong", "altwrong/.debug/dwz.dbg"},
+        {"altfifo", "altfifo/.debug/dwz.dbg"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[4200], want[4200], fifo[4200], *dp = strdup(":.debug:/usr/lib/debug");
+        snprintf(path, sizeof path, "%s/%s/mod", box, cases[i][0]);
+        snprintf(want, sizeof want, "%s/%s", box, cases[i][1]);
+        snprintf(fifo, sizeof fifo, "%s/altfifo/fifo", box);
+        bool is_fifo = !strcmp(cases[i][0], "altfifo"), taken = false;
+        pid_t writer = is_fifo ? fork() : 0;
+        assert_true(writer >= 0);
+        if (is_fifo && writer == 0) {
+            alarm(3);
+            _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
+        }
+        if (is_fifo)
+            usleep(200 * 1000);
+        char *ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
+        if (!ours || strcmp(ours, want) || !taken)
+            fail_msg("%s: ours %s (taken %d), wanted %s", cases[i][0], ours, taken, want);
+        if (is_fifo) {
+            int st;
+            assert_int_equal(waitpid(writer, &st, 0), writer);
+            if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+                fail_msg("the FIFO at the alternate file's name was opened");
+        } else { /* libdwfl's own lookup agrees (it would wait on the FIFO) */
+            char *theirs = alt_file_by(dwfl_standard_find_debuginfo, path, &dp, &taken);
+            if (!theirs || strcmp(ours, theirs))
+                fail_msg("%s: ours %s, elfutils' %s", cases[i][0], ours, theirs);
+            free(theirs);
+        }
+        free(ours);
+        free(dp);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_debuginfod_when_configured),
         cmocka_unit_test(test_never_opens_a_fifo),
         cmocka_unit_test(test_never_opens_a_fifo_by_name),
+        cmocka_unit_test(test_dwz_alternate_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
