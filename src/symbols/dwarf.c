@@ -4,8 +4,9 @@
  * at different places is opened once. Separate debug info is found by the
  * standard elfutils lookup (build-id under each debug directory, then
  * .gnu_debuglink), which is why a debug_path is passed in, through
- * debuginfo.c's callback (no debuginfod client loaded when it has nothing
- * to ask). Which function
+ * debuginfo.c's callback (a debug file found by name opened only if it is
+ * a regular file; no debuginfod client loaded when it has nothing to ask).
+ * Which function
  * and inlined calls hold an address, and their names, is funcs.c's part.
  */
 #include "symbols/dwarf.h"

@@ -30,10 +30,10 @@ void sym_elf_warm(sym_elf *e);
  * full symbol table (.symtab; .dynsym names only exported functions): most
  * of its frames cannot be named. */
 int sym_elf_has_symbols(sym_elf *e);
-/* 1 when a debug file elfutils may find by name for the ELF file at path
- * (its .gnu_debuglink, or FILE.debug without one) is where it looks with
- * debug_path (dbg_file_by_name_here): read with libelf alone,
- * without libdwfl's start. */
+/* 1 when a debug file dbg_find_debuginfo may find by name for the ELF file
+ * at path (its .gnu_debuglink, or FILE.debug without one) is where it looks
+ * with debug_path (dbg_file_by_name_here: a regular file there, by stat()):
+ * read with libelf alone, without libdwfl's start. */
 int sym_elf_debuglink_here(const char *path, const char *debug_path);
 /* Resolves the instruction at ELF virtual address vaddr into at most cap
  * levels, innermost inlined call first; returns how many (0 if nothing known). */

@@ -252,7 +252,8 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
     .set_initial_registers = cb_set_initial_registers};
 
 /* Naming a frame of a module without .symtab (libc, most of a distribution)
- * looks for its debug file: dbg_find_debuginfo is elfutils' lookup without
+ * looks for its debug file: dbg_find_debuginfo is elfutils' lookup (by
+ * name, beside the target's files, opening regular files only) without
  * the debuginfod client it would load into the recorder when DEBUGINFOD_URLS
  * is unset (some 30 libraries: the recorder of `ltr start general --pid` on
  * a busy shell loop held 29.9 MB resident with them after 4 s, 21.0 MB
