@@ -250,22 +250,23 @@ static bool file_crc(int fd, uint32_t *crc)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* the symbolizer's threads */
     pthread_once(&once, make_crc_table);
-    unsigned char buf[65536];
+    enum { CHUNK = 65536 };
+    unsigned char *buf = malloc(CHUNK); /* not on the stack of a sampler's thread */
+    if (!buf)
+        return false;
     uint32_t c = 0xffffffffu;
-    for (off_t at = 0;;) {
-        ssize_t n = pread(fd, buf, sizeof buf, at);
+    ssize_t n;
+    for (off_t at = 0; (n = pread(fd, buf, CHUNK, at)) != 0; at += n > 0 ? n : 0) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return false;
-        if (n == 0)
             break;
         for (ssize_t i = 0; i < n; i++)
             c = crc_table[(c ^ buf[i]) & 0xff] ^ (c >> 8);
-        at += n;
     }
+    free(buf);
     *crc = c ^ 0xffffffffu;
-    return true;
+    return n == 0;
 }
 
 /* libdwfl's validate: with a build-id to match, only that (a dwz alternate
