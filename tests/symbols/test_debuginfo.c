@@ -189,7 +189,8 @@ static const layout layouts[] = {
     {"mkdir -p crc/.debug; objcopy --remove-section=.note.gnu.build-id stripped crc/noid; cp keep.dbg crc/.debug/;"
      "objcopy --add-gnu-debuglink=keep.dbg crc/noid crc/mod; cp keep.dbg crc/; echo >>crc/keep.dbg",
      ":.debug:/usr/lib/debug", "crc/mod", "crc/.debug/keep.dbg"},
-    {"mkdir -p nocrc/.debug; objcopy --remove-section=.note.gnu.build-id stripped nocrc/noid; cp keep.dbg nocrc/.debug/;"
+    {"mkdir -p nocrc/.debug; objcopy --remove-section=.note.gnu.build-id stripped nocrc/noid;"
+     "cp keep.dbg nocrc/.debug/;"
      "objcopy --add-gnu-debuglink=keep.dbg nocrc/noid nocrc/mod; cp keep.dbg nocrc/; echo >>nocrc/keep.dbg",
      "-:.debug", "nocrc/mod", "nocrc/keep.dbg"},
     {"mkdir -p entrycrc/.debug; objcopy --remove-section=.note.gnu.build-id stripped entrycrc/noid;"
@@ -332,7 +333,8 @@ int stat(const char *restrict path, struct stat *restrict st)
 static void test_never_opens_a_fifo_by_name(void **state)
 {
     (void)state;
-    tu_expect_ok(tu_run("set -e; cd %s; mkdir -p swap/.debug dir/.debug/keep.dbg dir/.debug/x; cp keep.dbg swap/.debug/;"
+    tu_expect_ok(tu_run("set -e; cd %s; mkdir -p swap/.debug dir/.debug/keep.dbg dir/.debug/x;"
+                        "cp keep.dbg swap/.debug/;"
                         "objcopy --add-gnu-debuglink=keep.dbg stripped swap/mod; mkfifo swap/fifo;"
                         "ln -s fifo swap/keep.dbg; cp keep.dbg dir/.debug/x/;"
                         "objcopy --add-gnu-debuglink=keep.dbg stripped dir/mod", box));
@@ -426,10 +428,12 @@ static void test_dwz_alternate_file(void **state)
     tu_expect_ok(tu_run("set -e; cd %s; id=$(readelf -n stripped | sed -n 's/.*Build ID: //p');"
                         "perl -e 'print \"dwz.dbg\\0\", pack(\"H*\", $ARGV[0])' $id >altlink.bin;"
                         "objcopy --add-section .gnu_debugaltlink=altlink.bin keep.dbg alt.dbg;"
-                        "for d in altbeside altdwz altwrong altfifo; do mkdir -p $d/.dwz $d/.debug; cp alt.dbg $d/keep.dbg;"
+                        "for d in altbeside altdwz altwrong altfifo; do mkdir -p $d/.dwz $d/.debug;"
+                        "  cp alt.dbg $d/keep.dbg;"
                         "  objcopy --add-gnu-debuglink=keep.dbg stripped $d/mod; done;"
                         "cp keep.dbg altbeside/dwz.dbg; cp keep.dbg altdwz/.dwz/dwz.dbg;"
-                        "cp /bin/true altwrong/dwz.dbg; cp keep.dbg altwrong/.dwz/dwz.dbg; cp keep.dbg altwrong/.debug/dwz.dbg;"
+                        "cp /bin/true altwrong/dwz.dbg; cp keep.dbg altwrong/.dwz/dwz.dbg;"
+                        "cp keep.dbg altwrong/.debug/dwz.dbg;"
                         "mkfifo altfifo/fifo; ln -s fifo altfifo/dwz.dbg; cp keep.dbg altfifo/.debug/dwz.dbg", box));
     /* a file that fails the checks ends the look in its place (.dwz/ is
      * looked in only when the name is not there): the next place is .debug/ */
