@@ -30,7 +30,7 @@ typedef struct oq {
     size_t scap;
     size_t head, tail;      /* positions, from 0 on: waiting [head, tail); segment s holds s * SEG.. */
     size_t hpos;            /* index in the heap + 1; 0 while empty */
-    size_t sorted_from;     /* the events from here to tail are in time order (release_sorted) */
+    size_t sorted_from;     /* the events from here to tail are in time order (note_handed) */
     uint32_t pid, tid;
 } oq;
 
