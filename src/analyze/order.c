@@ -31,6 +31,7 @@ typedef struct oq {
     size_t head, tail;      /* positions, from 0 on: waiting [head, tail); segment s holds s * SEG.. */
     size_t hpos;            /* index in the heap + 1; 0 while empty */
     size_t sorted_from;     /* the events from here to tail are in time order (note_handed) */
+    an_event *spare;        /* the segment a room at a segment's start gave, nothing committed in it yet */
     uint32_t pid, tid;
 } oq;
 
@@ -114,6 +115,7 @@ void an_order_free(an_order *o)
         oq *q = o->qs[i];
         for (size_t k = seg_first(q); k < seg_end(q); k++)
             free(q->seg[k & (q->scap - 1)]);
+        free(q->spare);
         free(q->seg);
         free(q);
     }
@@ -236,11 +238,11 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room)
     if (!q)
         return NULL;
     size_t in_seg = q->tail & (SEG - 1);
-    if (!in_seg) { /* tail starts a segment of its own */
-        an_event *seg = seg_ring_room(q) ? seg_get(o) : NULL;
+    if (!in_seg) { /* tail starts a segment of its own: the one given there before if none of it was used */
+        an_event *seg = q->spare ? q->spare : seg_ring_room(q) ? seg_get(o) : NULL;
         if (!seg)
             return NULL;
-        q->seg[(q->tail >> SEG_SHIFT) & (q->scap - 1)] = seg;
+        q->seg[(q->tail >> SEG_SHIFT) & (q->scap - 1)] = q->spare = seg;
     }
     *room = SEG - in_seg;
     return at(q, q->tail);
@@ -399,6 +401,7 @@ void an_order_commit(an_order *o, size_t n)
     /* By time only: before()'s frees-first rule is for ties between
      * threads; one thread's events at one time are in its order already. */
     bool behind = !was_empty && e->ts < at(q, q->tail - 1)->ts;
+    q->spare = NULL; /* its segment holds events now */
     size_t old_tail = q->tail, descent = 0; /* the last new event earlier than the one before */
     for (size_t j = 1; j < n; j++) /* read while the decoder's writes are in the cache */
         descent = e[j].ts < e[j - 1].ts ? j : descent;

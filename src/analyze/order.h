@@ -45,7 +45,9 @@ typedef void (*an_order_retire)(void *ctx, an_event *seg);
 
 /* hold: events that may wait (0: AN_ORDER_HOLD_FILE). NULL without memory. */
 an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx);
-/* Room for the next events of (pid, tid): *room >= 1; NULL without memory. */
+/* Room for the next events of (pid, tid): *room >= 1; NULL without memory. A
+ * room whose events are not committed is given again by the next room there
+ * (the analyzer builds a window in place and may take none of it). */
 an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room);
 /* The first n events written at the last room are committed, in that thread's order. */
 void an_order_commit(an_order *o, size_t n);
