@@ -54,6 +54,19 @@ static const char *process_name(const ltr_analysis *a, uint32_t pid, char *buf)
     return buf;
 }
 
+/* The last component of the name (folded stacks' root), as a line shows it,
+ * in buf: taken before the name is cut to buf, not from what is left of a
+ * long path. */
+static const char *process_base(const ltr_analysis *a, uint32_t pid, char *buf)
+{
+    const char *exe = an_process_exe(a, pid);
+    const cpu_name *e = *exe ? NULL : an_hmap_get(&a->cpu_names, pid);
+    const char *name = e ? e->name : exe, *b = strrchr(name, '/');
+    name = b ? b + 1 : name;
+    buf[ltr_shown_text(name, strnlen(name, PROCESS_NAME_MAX - 1), buf, false)] = 0;
+    return buf;
+}
+
 int an_cpu_feed(ltr_analysis *a, const ltr_event *ev)
 {
     const ltr_layout *l = ev->layout;
@@ -271,8 +284,8 @@ static int write_folded(ltr_analysis *a, FILE *out)
     an_cpu_stack **v = an_cpu_ranked(a, &n);
     char name[PROCESS_NAME_MAX];
     for (size_t i = 0; i < n; i++) {
-        const char *exe = process_name(a, v[i]->pid, name), *base = strrchr(exe, '/');
-        for (const char *c = base ? base + 1 : *exe ? exe : "pid"; *c; c++) /* a ';' or ' ' would split it */
+        const char *base = process_base(a, v[i]->pid, name);
+        for (const char *c = *base ? base : "pid"; *c; c++) /* a ';' or ' ' would split it */
             fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
         fprintf(out, "-%u", v[i]->pid);
         frame_list l = {0};

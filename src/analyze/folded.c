@@ -39,10 +39,13 @@ static void line(ltr_analysis *a, FILE *out, const an_stack *s)
     if (!bytes)
         return;
     /* the root is the program, not its pid: two runs' stacks then compare */
+    /* the file's name taken before it is cut to the buffer: a path of more
+     * than the buffer left a piece of a directory's name as the root */
+    const char *exe = an_process_exe(a, s->pid), *b = strrchr(exe, '/'), *base = b ? b + 1 : exe;
     char shown[1024];
-    const char *exe = an_process_exe_shown(a, s->pid, shown, sizeof shown), *b = strrchr(exe, '/');
+    shown[ltr_shown_text(base, strnlen(base, sizeof shown - 1), shown, false)] = 0;
     if (*exe)
-        for (const char *c = b ? b + 1 : exe; *c; c++) /* one line, and a ';' would split the root */
+        for (const char *c = shown; *c; c++) /* one line, and a ';' would split the root */
             fputc(*c == ';' ? ':' : *c, out);
     else
         fprintf(out, "pid %u", s->pid);

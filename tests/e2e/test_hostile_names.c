@@ -105,6 +105,31 @@ static void test_folded(void **state)
     tu_free(&r);
 }
 
+/* A program at a path longer than the text's buffers (1 KiB): the root of
+ * its folded stacks is still its file's name, not a piece of a directory's
+ * name cut where the buffer ended. */
+static void test_folded_root_of_a_long_path(void **state)
+{
+    const char *box = *state;
+    char deep[1400];
+    int n = snprintf(deep, sizeof deep, "%s/long", box);
+    for (int i = 0; i < 12; i++)
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "/%0100d", i);
+    tu_result r = tu_run("mkdir -p '%s' && cp %s/libleaky-plugin.so %s/leaky '%s/' && %s record -o %s/long.ltr -- "
+                         "'%s/leaky' >/dev/null && %s export %s/long.ltr --format folded -o -",
+                         deep, tu_demo_dir(), tu_demo_dir(), deep, LTR, box, deep, LTR, box);
+    assert_int_equal(r.status, 0);
+    size_t lines = 0;
+    for (const char *l = r.out; *l; lines++) {
+        size_t k = strcspn(l, "\n");
+        if (strncmp(l, "leaky;", 6))
+            fail_msg("a folded line not rooted at the program's file name: %.60s", l);
+        l += k + (l[k] == '\n');
+    }
+    assert_true(lines > 0);
+    tu_free(&r);
+}
+
 /* The page of ltr report: the names are in its JSON data, which no name can
  * end or turn into markup: no "<!--" or "<script" of theirs in the page (the
  * HTML parser's escaped script states would run the data script on over
@@ -260,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_outputs),
         cmocka_unit_test(test_folded),
+        cmocka_unit_test(test_folded_root_of_a_long_path),
         cmocka_unit_test(test_report_page),
         cmocka_unit_test(test_csv_formula),
         cmocka_unit_test(test_messages),
