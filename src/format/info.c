@@ -125,11 +125,14 @@ static void text_tables(FILE *out, const ltr_trace *t)
     fprintf(out, "\nprocesses:\n  %-8s %-8s %-10s %s\n", "PID", "PPID", "EVENTS", "EXECUTABLE / COMMAND LINE");
     for (size_t i = 0; i < ltr_trace_process_count(t); i++) {
         const ltr_process *p = ltr_trace_process_at(t, i);
-        char exe[1024]; /* on one line: the program chose its path */
-        const char *shown = p->known ? exe : "(no process record)";
-        size_t len = p->known ? strnlen(p->exe, sizeof exe - 1) : 0;
-        exe[ltr_shown_text(p->exe, len, exe, false)] = 0;
-        fprintf(out, "  %-8u %-8u %-10" PRIu64 " %s\n", p->pid, p->ppid, p->events, shown);
+        /* on one line (the program chose its path), and whole, however long */
+        size_t len = p->known ? strlen(p->exe) : 0;
+        char *exe = p->known ? malloc(len + 1) : NULL;
+        if (exe)
+            exe[ltr_shown_text(p->exe, len, exe, false)] = 0;
+        fprintf(out, "  %-8u %-8u %-10" PRIu64 " %s\n", p->pid, p->ppid, p->events,
+                exe ? exe : p->known ? "(out of memory)" : "(no process record)");
+        free(exe);
         if (p->argc) {
             fprintf(out, "  %-28s ", "");
             print_cmdline(out, p);

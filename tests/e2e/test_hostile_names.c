@@ -128,6 +128,21 @@ static void test_folded_root_of_a_long_path(void **state)
     }
     assert_true(lines > 0);
     tu_free(&r);
+    /* and ltr info's executable column has the whole path, as its command line */
+    r = tu_run("%s info %s/long.ltr", LTR, box);
+    assert_int_equal(r.status, 0);
+    char exe[1500];
+    snprintf(exe, sizeof exe, "%s/leaky", deep);
+    int whole = 0; /* a process row ("  PID PPID EVENTS EXECUTABLE") ending in the whole path */
+    for (const char *l = r.out; *l;) {
+        size_t k = strcspn(l, "\n"), e = strlen(exe);
+        if (!strncmp(l, "  ", 2) && l[2] >= '0' && l[2] <= '9' && k > e && !strncmp(l + k - e, exe, e))
+            whole = 1;
+        l += k + (l[k] == '\n');
+    }
+    if (!whole)
+        fail_msg("ltr info's executable column does not hold the whole path: %s", r.out);
+    tu_free(&r);
 }
 
 /* The page of ltr report: the names are in its JSON data, which no name can
