@@ -15,7 +15,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 5u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks (a reader of 5 reads 1 to 4 too) */
+#define LTR_FORMAT_VERSION 6u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks; 6: the next address (a reader of 6 reads 1 to 5 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -74,6 +74,10 @@ enum ltr_counter_kind {
  * a place in the allocator model's list of freed blocks of the event's size
  * class, a larger code c a reference c - LTR_MODEL_LIST back (format/model.h). */
 #define LTR_BLOCK_FLAG_MODEL 0x10u
+/* Format 6, with LTR_BLOCK_FLAG_MODEL: a pnew code of LTR_MODEL_NEXT is the
+ * address just past the block's previous allocation (ltr_model_next), a
+ * larger code c a reference c - LTR_MODEL_NEXT back. */
+#define LTR_BLOCK_FLAG_NEXT 0x20u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
 

@@ -8,6 +8,13 @@
  * its place in that list takes a few bits where a reference into all frees
  * took about a byte and a half. On cc1plus's trace the allocations'
  * addresses went from 1 373 K to 857 K compressed (docs/benchmarks.md).
+ *
+ * Format 6 adds the other way an allocator hands out memory: a block cut
+ * from the end of its free space (glibc's top chunk) starts where the
+ * previous one cut so ended, one chunk (the request, its 8-byte header,
+ * rounded to 16, at least 32 bytes) further. A thread's allocations in a
+ * growing heap are such runs: perl's 200 K fresh strings took 278 KB of
+ * addresses, told so about 1 KB (docs/benchmarks.md, "The next address").
  */
 #ifndef LTR_FORMAT_ALLOCMODEL_H
 #define LTR_FORMAT_ALLOCMODEL_H
@@ -18,6 +25,9 @@
 
 /* Entries per list (a pnew code 1..LTR_MODEL_LIST is a place in one). */
 #define LTR_MODEL_LIST 16u
+/* The pnew code of "the address after the block's previous allocation"
+ * (format 6, LTR_BLOCK_FLAG_NEXT); references count on from it. */
+#define LTR_MODEL_NEXT (LTR_MODEL_LIST + 1u)
 #define LTR_MODEL_CLASSES 256u
 
 /* The size class of a request: glibc's chunk sizes up to 1 KiB (the size
@@ -31,6 +41,19 @@ static inline unsigned ltr_model_class(uint64_t size)
     unsigned k = 63u - (unsigned)__builtin_clzll(size); /* 10..63 */
     unsigned c = 66u + (k - 10u) * 4u + (unsigned)((size >> (k - 2u)) & 3u);
     return c < LTR_MODEL_CLASSES ? c : LTR_MODEL_CLASSES - 1u;
+}
+
+/* Where an allocator cutting blocks one after another would put the block
+ * after one of `size` bytes at addr: glibc's chunk of that request (its
+ * header, 16-byte steps, 32 bytes at least); 0 (no guess) for a size no
+ * allocator could give. Any function keeps the re-encoding exact: this one
+ * finds glibc's runs. */
+static inline uint64_t ltr_model_next(uint64_t addr, uint64_t size)
+{
+    if (size > (1ull << 62))
+        return 0;
+    uint64_t chunk = (size + 23u) & ~(uint64_t)15u;
+    return addr + (chunk < 32u ? 32u : chunk);
 }
 
 /* One class's list of freed addresses, most recent first: a ring, so that

@@ -300,7 +300,8 @@ static int start_block(ltr_trace *t)
     t->blk_compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0;
     t->blk_ts = t->blk_compact ? ltr_get_u64(b + 32) : 0;
     t->blk_refs = refs ? ltr_refs_block(&t->refs, t->ev.collector, t->ev.pid, ltr_get_u64(b + 40),
-                                        ltr_get_u64(b + 48), (flags & LTR_BLOCK_FLAG_MODEL) != 0)
+                                        ltr_get_u64(b + 48), (flags & LTR_BLOCK_FLAG_MODEL) != 0,
+                                        (flags & LTR_BLOCK_FLAG_NEXT) != 0)
                        : NULL;
     t->blk_seen = 0;
     size_t at = t->ev_pos + hsize, len = ltr_get_u32(b + 28);

@@ -72,10 +72,10 @@ typedef struct ltr_refs {
 void ltr_refs_init(ltr_refs *r);
 void ltr_refs_free(ltr_refs *r); /* and ready for use again */
 /* The sequences a block of (collector, pid) continues, their counts set to
- * the block's bases (model: its pnew codes use the allocator model); NULL
- * without memory. */
+ * the block's bases (model: its pnew codes use the allocator model; next:
+ * and the next address, format 6); NULL without memory. */
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base, int model);
+                                  uint64_t free_base, int model, int next);
 /* A record of the block could not be read: resolve and append nothing more until the next block. */
 void ltr_refseq_spoil(struct ltr_refseq *s);
 

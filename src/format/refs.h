@@ -41,6 +41,7 @@ typedef struct ltr_refwriter {
     ltr_bytes out; /* the last block re-encoded */
     int trusted;   /* LAYOUTs come from trace files: their pnew and pref stay */
     int no_model;  /* allocations told without the allocator model (format 4's codes) */
+    int no_next;   /* nor the next address (format 5's codes) */
 } ltr_refwriter;
 
 void ltr_refwriter_init(ltr_refwriter *w);

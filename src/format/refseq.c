@@ -15,6 +15,10 @@
  * fails like a reference into a gap. What the writer's lists hold is then
  * always a prefix of what the reader's do (allocmodel.h).
  *
+ * Format 6 adds the next address: the one just past the block's previous
+ * allocation (ltr_model_next), known when that allocation's address was; a
+ * guess from an unknown one fails like a reference into a gap.
+ *
  * Memory: 64 KiB per sequence, or 4 MiB (LTR_REFS_WINDOW slots of 16 bytes)
  * for one of more than 4096 values; 136 bytes per size class used.
  */
@@ -50,6 +54,8 @@ struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
     int spoiled; /* a record of this block could not be read: how many values it held is unknown */
     int model;   /* this block's pnew codes use the allocator model (LTR_BLOCK_FLAG_MODEL) */
+    int next;    /* and the next address (LTR_BLOCK_FLAG_NEXT): LTR_MODEL_NEXT, references after it */
+    uint64_t after; /* the next address after the block's last allocation; 0: none known */
     ltr_model_list **lists; /* LTR_MODEL_CLASSES by size class, each made when first pushed to; NULL until then */
 };
 
@@ -93,7 +99,7 @@ static void rebase(ring *g, uint64_t base)
 }
 
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base, int model)
+                                  uint64_t free_base, int model, int next)
 {
     int created;
     seq_entry *e = an_hmap_put(&r->seqs, (uint64_t)collector << 32 | pid, &created);
@@ -110,6 +116,8 @@ struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid,
     rebase(&s->r[LTR_REFS_FREE], free_base);
     s->spoiled = alloc_base >= LTR_REFS_BASE_MAX || free_base >= LTR_REFS_BASE_MAX;
     s->model = model;
+    s->next = model && next;
+    s->after = 0; /* the writer guesses within a block only */
     return s;
 }
 
@@ -196,8 +204,12 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
                 e->place = (int)(c - 1); /* taken even when unknown: the places after it stay right */
             if (e->ok[0])
                 e->addr[0] = ltr_model_at(l, (uint32_t)(c - 1));
+        } else if (s && s->next && c == LTR_MODEL_NEXT) {
+            e->ok[0] = s->after != 0 && !s->spoiled;
+            e->addr[0] = s->after;
         } else {
-            e->ok[0] = resolve(s, LTR_REFS_FREE, s && s->model ? c - LTR_MODEL_LIST : c, &e->addr[0], &unused) == 0;
+            uint64_t back = !s || !s->model ? c : s->next ? c - LTR_MODEL_NEXT : c - LTR_MODEL_LIST;
+            e->ok[0] = resolve(s, LTR_REFS_FREE, back, &e->addr[0], &unused) == 0;
         }
     }
     return e->ok[0] && e->ok[1] ? 0 : -1;
@@ -231,8 +243,10 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
     /* a value that could not be resolved holds its place, unknown: an
      * allocation keeps its class for the free that will name it; a free's
      * slot keeps an older number, so references to it fail */
-    if (e->has[0])
+    if (e->has[0]) {
         append(s, LTR_REFS_ALLOC, e->addr[0], cls, !e->ok[0]);
+        s->after = e->ok[0] ? ltr_model_next(e->addr[0], e->size) : 0;
+    }
     if (e->has[1])
         e->ok[1] ? append(s, LTR_REFS_FREE, e->addr[1], 0, 0) : (void)s->r[LTR_REFS_FREE].n++;
 }

@@ -12,6 +12,9 @@
  * rather than guess how many values it held). Format 5: an allocation's
  * address is first looked for in the allocator model's list of its size
  * class (allocmodel.h), which every free whose allocation is known here joins.
+ * Format 6: then it may be the address just past the block's previous
+ * allocation (ltr_model_next), a guess kept within the block, so that a
+ * block lost or re-read alone costs nothing beyond itself.
  */
 #include "format/refs.h"
 
@@ -58,6 +61,7 @@ typedef struct wseq {
     wring r[2]; /* LTR_REFS_ALLOC: pnew values, LTR_REFS_FREE: pref values */
     uint64_t used; /* when a block last used it (the writer's count of uses) */
     ltr_model_list *lists[LTR_MODEL_CLASSES]; /* the allocator model's, made on first push */
+    uint64_t next; /* after the block's previous allocation (format 6), 0: no guess; from 0 in each block */
 } wseq;
 
 /* Processes whose tables are kept: the writer is not told when a process
@@ -329,22 +333,29 @@ static size_t put_free(wseq *s, uint64_t addr, uint8_t *o, int *cls)
     return put_plain(addr, o);
 }
 
+/* The codes a block's pnew fields use: format 4's references only, or the
+ * allocator model's places first (5), and the next address too (6). */
+enum { CODES_REFS = 0, CODES_MODEL = 1, CODES_NEXT = 2 };
+
 /* A pnew: its place in its class's list of freed addresses, else the
- * distance back to the latest free of its address (after the list's
- * codes), else itself. */
-static size_t put_alloc(wseq *s, int model, uint64_t addr, unsigned cls, uint8_t *o, int *place)
+ * address after the block's previous allocation, else the distance back to
+ * the latest free of its address (after those codes), else itself. */
+static size_t put_alloc(wseq *s, int codes, uint64_t addr, unsigned cls, uint8_t *o, int *place)
 {
     if (!s)
         return put_plain(addr, o);
-    int i = model && s->lists[cls] ? ltr_model_find(s->lists[cls], addr) : -1;
+    int i = codes != CODES_REFS && s->lists[cls] ? ltr_model_find(s->lists[cls], addr) : -1;
     if (i >= 0) {
         *place = i;
         return ltr_put_uvar(o, (uint64_t)i + 1);
     }
+    if (codes == CODES_NEXT && s->next && addr == s->next)
+        return ltr_put_uvar(o, LTR_MODEL_NEXT);
     addr_ord e;
     wring *frees = &s->r[LTR_REFS_FREE];
+    uint64_t after = codes == CODES_NEXT ? LTR_MODEL_NEXT : codes == CODES_MODEL ? LTR_MODEL_LIST : 0;
     if (an_hmap_take_sized(&frees->addrs, addr, &e, sizeof e) && frees->n - e.ord <= window[LTR_REFS_FREE])
-        return ltr_put_uvar(o, frees->n - e.ord + (model ? LTR_MODEL_LIST : 0));
+        return ltr_put_uvar(o, frees->n - e.ord + after);
     return put_plain(addr, o);
 }
 
@@ -363,8 +374,9 @@ static void join(wring *g, uint64_t addr, unsigned cls)
  * that cannot be made is a push the reader makes and this writer does not:
  * every list is forgotten (the writer's lists must stay a prefix of the
  * reader's, allocmodel.h). */
-static void commit(wseq *s, const int has[2], const uint64_t addr[2], unsigned cls, int place, int fcls)
+static void commit(wseq *s, const int has[2], const uint64_t addr[2], uint64_t size, int place, int fcls)
 {
+    unsigned cls = ltr_model_class(size);
     if (place >= 0)
         ltr_model_take(s->lists[cls], (uint32_t)place);
     if (has[1] && fcls >= 0) {
@@ -373,8 +385,10 @@ static void commit(wseq *s, const int has[2], const uint64_t addr[2], unsigned c
         else
             ltr_model_push(s->lists[fcls], addr[1], 0);
     }
-    if (has[0])
+    if (has[0]) {
         join(&s->r[LTR_REFS_ALLOC], addr[0], cls);
+        s->next = ltr_model_next(addr[0], size);
+    }
     if (has[1])
         join(&s->r[LTR_REFS_FREE], addr[1], 0);
 }
@@ -387,7 +401,7 @@ static void commit(wseq *s, const int has[2], const uint64_t addr[2], unsigned c
  * allocations. Both are told against the sequences as they were before the
  * event, then the event's values join them. The fields are parsed first:
  * an allocation's code needs its size, which comes after its address. */
-static long encode_payload(wseq *s, int model, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
+static long encode_payload(wseq *s, int codes, const plan *pl, const uint8_t *q, size_t plen, uint8_t *o)
 {
     uint32_t off[PLAN_FIELDS + 1];
     uint64_t addr[2] = {0, 0}, size = 0;
@@ -415,7 +429,7 @@ static long encode_payload(wseq *s, int model, const plan *pl, const uint8_t *q,
         if (t == LTR_TYPE_PREF)
             out += put_free(s, addr[1], o + out, &fcls);
         else if (t == LTR_TYPE_PNEW)
-            out += put_alloc(s, model, addr[0], cls, o + out, &place);
+            out += put_alloc(s, codes, addr[0], cls, o + out, &place);
         else {
             memcpy(o + out, q + off[f], off[f + 1] - off[f]);
             out += off[f + 1] - off[f];
@@ -424,7 +438,7 @@ static long encode_payload(wseq *s, int model, const plan *pl, const uint8_t *q,
     memcpy(o + out, q + in, plen - in); /* bytes after the fields go along */
     out += plen - in;
     if (s)
-        commit(s, has, addr, cls, place, model ? fcls : -1);
+        commit(s, has, addr, size, place, codes != CODES_REFS ? fcls : -1);
     return (long)out;
 }
 
@@ -438,7 +452,8 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     if (!dst)
         return;
     uint8_t *payload = dst + LTR_VARINT_MAX + inner;
-    long pn = encode_payload(s, !w->no_model, pl, r + ce->header, ce->payload, payload);
+    long pn = encode_payload(s, w->no_model ? CODES_REFS : w->no_next ? CODES_MODEL : CODES_NEXT, pl,
+                             r + ce->header, ce->payload, payload);
     if (pn < 0 || pn > (long)LTR_MAX_EVENT_PAYLOAD)
         pn = 0; /* the reader reports it: payload shorter than its fields */
     size_t hn = ltr_put_uvar(dst, inner + (size_t)pn);
@@ -469,6 +484,7 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
         if (pl && !planned++ && !plain && (s = seq_of(w, collector, pid))) {
             base[0] = s->r[0].n;
             base[1] = s->r[1].n;
+            s->next = 0; /* a reader may read this block after any other, or alone */
         }
         if (!n) { /* framing the reader will report: the rest as it is */
             ltr_bytes_put_mem(&w->out, in + off, len - off);

@@ -276,6 +276,8 @@ void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = m
 
 void ltr_writer_set_model(ltr_writer *w, int on) { w->refs.no_model = !on; }
 
+void ltr_writer_set_next(ltr_writer *w, int on) { w->refs.no_next = !on; }
+
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes)
 {
     w->chunk_target = raw_bytes ? raw_bytes : 1;
@@ -515,7 +517,9 @@ static int block_in(ltr_writer *w, const ltr_block_info *info, const void *event
         return rc0 < 0 ? rc0 : ltr_fail(err, ENOMEM, "writing %s: out of memory re-encoding a block", w->path);
     }
     if (rc == 1)
-        ri.flags |= LTR_BLOCK_FLAG_REFS | (w->refs.no_model ? 0 : LTR_BLOCK_FLAG_MODEL);
+        ri.flags |= LTR_BLOCK_FLAG_REFS | (w->refs.no_model ? 0
+                                           : w->refs.no_next ? LTR_BLOCK_FLAG_MODEL
+                                                             : LTR_BLOCK_FLAG_MODEL | LTR_BLOCK_FLAG_NEXT);
     rc = rc > 0 ? block_now(w, &ri, w->refs.out.data, w->refs.out.len, rc0 < 0 ? NULL : err)
                 : block_now(w, info, events, len, rc0 < 0 ? NULL : err);
     return rc0 < 0 ? rc0 : rc;

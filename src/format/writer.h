@@ -78,6 +78,10 @@ void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
  * did (its blocks without LTR_BLOCK_FLAG_MODEL; for tests of format 4
  * reading, and for measuring the model). Default 1. */
 void ltr_writer_set_model(ltr_writer *w, int on);
+/* 0: without the next address (format 6's LTR_BLOCK_FLAG_NEXT), as format 5
+ * told allocations; for tests of format 5 reading and for measuring it.
+ * Default 1. */
+void ltr_writer_set_next(ltr_writer *w, int on);
 /* Flushes pending EVENTS, then writes a HEADER or END chunk from a key/value list
  * built with ltr_bytes_put_kv. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);

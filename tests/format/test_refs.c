@@ -21,6 +21,7 @@
 #include "format/chunk.h"
 #include "format/columns.h"
 #include "format/merge.h"
+#include "format/reader.h"
 #include "format/refs.h"
 #include "gen.h"
 
@@ -133,6 +134,51 @@ static script model_script(size_t n, unsigned seed)
     sizes_by_address = 1;
     script s = make_script(n, seed);
     sizes_by_address = 0;
+    return s;
+}
+
+/* A growing heap as glibc's makes one: each thread cuts its new blocks one
+ * after another from its own free space (ltr_model_next), and now and then
+ * a freed block of the process comes back to a request of its size, or a
+ * realloc moves a block to the thread's free space. Frees take any live
+ * block of the process, from any of its threads. */
+static script top_script(size_t n, unsigned seed)
+{
+    enum { LIVE = 64 };
+    script s = {calloc(n, sizeof(op)), n};
+    uint64_t top[NPIDS][NTHREADS], live[NPIDS][LIVE][2] = {{{0}}}, freed[NPIDS][2] = {{0}};
+    for (uint32_t p = 0; p < NPIDS; p++)
+        for (uint32_t t = 0; t < NTHREADS; t++)
+            top[p][t] = 0x7f0000000000ull + ((uint64_t)(p * NTHREADS + t) << 32);
+    srand(seed);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = (uint32_t)rand() % NPIDS, t = (uint32_t)rand() % NTHREADS, k = (uint32_t)rand() % LIVE;
+        op *o = &s.v[i];
+        o->pid = 100 + p;
+        o->tid = 1000 + p * 10 + t;
+        o->ts = TS0 + i * 1000;
+        o->size = 1 + (uint64_t)rand() % 600;
+        if (live[p][k][0] && rand() % 4) {
+            o->kind = L_FREE;
+            o->addr = live[p][k][0];
+            freed[p][0] = o->addr;
+            freed[p][1] = live[p][k][1];
+            live[p][k][0] = 0;
+            continue;
+        }
+        o->kind = live[p][k][0] ? L_REALLOC : L_ALLOC;
+        o->old = live[p][k][0];
+        if (o->kind == L_ALLOC && freed[p][0] && rand() % 4 == 0) { /* the last free comes back */
+            o->addr = freed[p][0];
+            o->size = freed[p][1];
+            freed[p][0] = 0;
+        } else {
+            o->addr = top[p][t];
+            top[p][t] = ltr_model_next(o->addr, o->size);
+        }
+        live[p][k][0] = o->addr;
+        live[p][k][1] = o->size;
+    }
     return s;
 }
 
@@ -249,6 +295,7 @@ typedef struct readback {
     size_t frees, by_ref;        /* frees, and those stored as a reference (pref code not 0) */
     size_t allocs, allocs_by_ref; /* allocations, and those whose address refers to a free (pnew code not 0) */
     size_t allocs_by_place;       /* those told by their place in the allocator model's list (code 1..16) */
+    size_t allocs_by_next;        /* those told as the address after the block's previous allocation */
     uint64_t damage, unresolved;
 } readback;
 
@@ -296,6 +343,7 @@ static readback read_back(const char *path, const script *s)
             uint8_t code = ev->payload[ev->field_offsets[0]];
             r.allocs_by_ref += ev->layout->fields[0].type == LTR_TYPE_PNEW && code != 0;
             r.allocs_by_place += (ev->block_flags & LTR_BLOCK_FLAG_MODEL) && code >= 1 && code <= LTR_MODEL_LIST;
+            r.allocs_by_next += (ev->block_flags & LTR_BLOCK_FLAG_NEXT) && code == LTR_MODEL_NEXT;
         }
     }
     assert_int_equal(rc, 0);
@@ -789,6 +837,107 @@ static void test_format4_codes_still_read(void **state)
     free(s.v);
 }
 
+/* A growing heap: most fresh blocks are told as the address after the
+ * block's previous allocation, and every address comes back, also to the
+ * analyzer's fast path; after a lost chunk, every event delivered is right. */
+static void test_fresh_blocks_told_by_the_next_address(void **state)
+{
+    (void)state;
+    script s = top_script(20000, 27);
+    const char *path = gen_tmp("next.ltr");
+    write_script(path, &s, 28, 1);
+    readback r = read_back(path, &s);
+    print_message("%zu allocations, %zu by the next address, %zu by place\n", r.allocs, r.allocs_by_next,
+                  r.allocs_by_place);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_true(r.allocs_by_next * 4 > r.allocs); /* blocks of 1 to 12 events: a run restarts with each */
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s.n);
+    assert_int_equal(json_u64(js, "unseen_frees"), 0);
+    free(js);
+    damage_events_chunk(path, 3);
+    r = read_back(path, &s); /* check_event: each one delivered is the script's */
+    js = analysis_json(path);
+    print_message("lost chunk: %zu of %zu events read, analyzer %llu\n", r.delivered, s.n,
+                  (unsigned long long)json_u64(js, "heap_events"));
+    assert_true(r.delivered < s.n);
+    assert_int_equal(json_u64(js, "heap_events"), r.delivered);
+    free(js);
+    unlink(path);
+    free(s.v);
+}
+
+/* The reader's side of the next address, event by event: it follows a
+ * known allocation in the same block; after one whose address is unknown
+ * (a place past what its list holds), or at a block's start, it is not
+ * known, and the event fails rather than take another address. */
+static void test_next_address_only_after_a_known_one(void **state)
+{
+    (void)state;
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 1, 1);
+    assert_non_null(q);
+    ltr_refev e = {.has = {1, 0}, .code = {0, 0}, .addr = {0x10000, 0}, .size = 100};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x10000 + 112); /* 100 bytes and the 8-byte header, in 16-byte steps */
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x10000 + 112 + 32); /* the smallest chunk */
+    e = (ltr_refev){.has = {1, 0}, .code = {3, 0}, .size = 8}; /* place 2 of an empty list: unknown */
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    ltr_refseq_commit_event(q, &e);
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    ltr_refseq_commit_event(q, &e);
+    e = (ltr_refev){.has = {1, 0}, .code = {0, 0}, .addr = {0x20000, 0}, .size = 24};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    q = ltr_refs_block(&refs, 0, 100, 6, 0, 1, 1); /* the next block: its first one has nothing to follow */
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    q = ltr_refs_block(&refs, 0, 100, 6, 0, 1, 0); /* without the flag: a reference, 17 - 16 frees back */
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1); /* no free was ever seen */
+    ltr_refs_free(&refs);
+}
+
+/* Blocks with the model but without the next address, in a file of
+ * version 5: a pnew code past the list's places is a reference
+ * LTR_MODEL_LIST back, as format 5 has it. */
+static void test_format5_codes_still_read(void **state)
+{
+    (void)state;
+    script s = top_script(20000, 31);
+    const char *path = gen_tmp("v5.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    ltr_writer_set_next(w, 0);
+    write_blocks(w, &s, 0, s.n, 32, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    size_t len;
+    uint8_t *p = gen_slurp(path, &len);
+    assert_non_null(p);
+    ltr_put_u32(p + 8, 5);
+    assert_int_equal(gen_spit(path, p, len), 0);
+    free(p);
+    expect_version = 5;
+    readback r = read_back(path, &s);
+    expect_version = LTR_FORMAT_VERSION;
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_int_equal(r.allocs_by_next, 0);
+    assert_true(r.allocs_by_ref > 0);
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s.n);
+    free(js);
+    unlink(path);
+    free(s.v);
+}
+
 /* ---- a record that grows: tiny addresses told by long references ---- */
 
 static void raw_record(ltr_bytes *b, uint32_t layout, const uint8_t *payload, size_t n)
@@ -812,7 +961,9 @@ static void raw_event(ltr_bytes *b, uint32_t layout, int nf, const uint64_t *v, 
 /* Records of an unplanned layout (copied as they are) of `filler` payload
  * bytes, then Alloc 5, 16384 other allocations, Free 9, 200 other frees and,
  * if asked, Realloc 5 -> 9: a 1-byte old address told as 16385 allocations
- * back (3 bytes), a 1-byte new one as 201 frees back (2 bytes). */
+ * back (3 bytes), a 1-byte new one as 201 frees back (2 bytes). The other
+ * allocations are 16 bytes apart, never where the next address would put
+ * them (32 bytes on): each a plain address. */
 static void tiny_block(ltr_bytes *b, size_t filler, int with_realloc)
 {
     static uint8_t pad[60000];
@@ -874,7 +1025,7 @@ static void test_tiny_addresses_grow_a_record(void **state)
     tiny_block(&blk, filler, 1);
     assert_int_equal(ltr_refwriter_block(&w, 0, 100, blk.data, blk.len, 0, base), 1);
     /* the last record: its payload is the two references, then size, stack, function */
-    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xd9, 0x01, /* 201 back, after the model's 16 places */
+    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xda, 0x01, /* 201 back, after the model's 16 places and the next address */
                               1, 1, 1};
     assert_true(w.out.len > sizeof expect);
     assert_memory_equal(w.out.data + w.out.len - sizeof expect, expect, sizeof expect);
@@ -1434,8 +1585,11 @@ static void random_round(unsigned seed, uint32_t npids, int damage)
     }
     const char *path = gen_tmp("rand.ltr");
     ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 256 + rr(&st) % 8192);
-    if (rr(&st) % 3 == 0)
+    unsigned codes = rr(&st) % 6; /* format 4's, 5's or 6's pnew codes */
+    if (codes < 2)
         ltr_writer_set_model(w, 0);
+    else if (codes == 2)
+        ltr_writer_set_next(w, 0);
     refuse_at = rr(&st) % 2 ? rr(&st) % 300 : (size_t)-1;
     /* blocks: each thread's events in its order, threads interleaved at random */
     size_t nthreads = npids * 4;
@@ -1546,6 +1700,9 @@ int main(void)
         cmocka_unit_test(test_allocator_model_tells_reuse_by_place),
         cmocka_unit_test(test_lost_chunk_distrusts_the_model),
         cmocka_unit_test(test_format4_codes_still_read),
+        cmocka_unit_test(test_fresh_blocks_told_by_the_next_address),
+        cmocka_unit_test(test_next_address_only_after_a_known_one),
+        cmocka_unit_test(test_format5_codes_still_read),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
