@@ -75,8 +75,9 @@ enum ltr_counter_kind {
  * class, a larger code c a reference c - LTR_MODEL_LIST back (format/model.h). */
 #define LTR_BLOCK_FLAG_MODEL 0x10u
 /* Format 6, with LTR_BLOCK_FLAG_MODEL: a pnew code of LTR_MODEL_NEXT is the
- * address just past the block's previous allocation (ltr_model_next), a
- * larger code c a reference c - LTR_MODEL_NEXT back. */
+ * address just past the block's previous allocation (ltr_model_next), one
+ * of LTR_MODEL_SAME the event's own old address, a larger code c a
+ * reference c - LTR_MODEL_CODES back (format/allocmodel.h). */
 #define LTR_BLOCK_FLAG_NEXT 0x20u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */

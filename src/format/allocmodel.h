@@ -25,9 +25,18 @@
 
 /* Entries per list (a pnew code 1..LTR_MODEL_LIST is a place in one). */
 #define LTR_MODEL_LIST 16u
-/* The pnew code of "the address after the block's previous allocation"
- * (format 6, LTR_BLOCK_FLAG_NEXT); references count on from it. */
+/* Format 6 (LTR_BLOCK_FLAG_NEXT): the pnew code of "the address after the
+ * block's previous allocation", and of "the event's own old address" (a
+ * realloc that stays in place: rust's growing strings, 99 000 of its 99 015
+ * reallocs); references count on from LTR_MODEL_CODES. */
 #define LTR_MODEL_NEXT (LTR_MODEL_LIST + 1u)
+#define LTR_MODEL_SAME (LTR_MODEL_LIST + 2u)
+#define LTR_MODEL_CODES LTR_MODEL_SAME
+/* Format 6: the pref code of "the allocation right after the one the
+ * block's previous free named" (a structure torn down in the order it was
+ * built: rust's map entries, a key and its value, allocated and freed side
+ * by side); distances count on from 2. */
+#define LTR_MODEL_FREED_NEXT 1u
 #define LTR_MODEL_CLASSES 256u
 
 /* The size class of a request: glibc's chunk sizes up to 1 KiB (the size

@@ -17,7 +17,9 @@
  *
  * Format 6 adds the next address: the one just past the block's previous
  * allocation (ltr_model_next), known when that allocation's address was; a
- * guess from an unknown one fails like a reference into a gap.
+ * guess from an unknown one fails like a reference into a gap. And a
+ * realloc's new address may be its old one, known when that one is (a
+ * pref is resolved before the pnew of its event).
  *
  * Memory: 64 KiB per sequence, or 4 MiB (LTR_REFS_WINDOW slots of 16 bytes)
  * for one of more than 4096 values; 136 bytes per size class used.
@@ -54,8 +56,9 @@ struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
     int spoiled; /* a record of this block could not be read: how many values it held is unknown */
     int model;   /* this block's pnew codes use the allocator model (LTR_BLOCK_FLAG_MODEL) */
-    int next;    /* and the next address (LTR_BLOCK_FLAG_NEXT): LTR_MODEL_NEXT, references after it */
+    int next;    /* and format 6's codes (LTR_BLOCK_FLAG_NEXT): LTR_MODEL_NEXT, _SAME, references after them */
     uint64_t after; /* the next address after the block's last allocation; 0: none known */
+    uint64_t freed1; /* the ordinal + 1 of the allocation the block's last free named; 0: none known */
     ltr_model_list **lists; /* LTR_MODEL_CLASSES by size class, each made when first pushed to; NULL until then */
 };
 
@@ -117,7 +120,7 @@ struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid,
     s->spoiled = alloc_base >= LTR_REFS_BASE_MAX || free_base >= LTR_REFS_BASE_MAX;
     s->model = model;
     s->next = model && next;
-    s->after = 0; /* the writer guesses within a block only */
+    s->after = s->freed1 = 0; /* the writer guesses within a block only */
     return s;
 }
 
@@ -187,13 +190,26 @@ static inline __attribute__((always_inline)) void append(struct ltr_refseq *s, i
 
 /* ---- one event's fields ------------------------------------------------------ */
 
+/* A pref code's distance back: format 6's LTR_MODEL_FREED_NEXT names the
+ * allocation after the one the block's last free named (0, failing, when
+ * that is not known or not behind this event), and distances count on. */
+static inline __attribute__((always_inline)) uint64_t free_distance(const struct ltr_refseq *s, uint64_t code)
+{
+    if (!s || !s->next)
+        return code;
+    if (code != LTR_MODEL_FREED_NEXT)
+        return code - LTR_MODEL_FREED_NEXT;
+    uint64_t n = s->r[LTR_REFS_ALLOC].n;
+    return s->freed1 && s->freed1 < n ? n - s->freed1 : 0;
+}
+
 static inline __attribute__((always_inline)) int resolve_event(const struct ltr_refseq *s, ltr_refev *e)
 {
     e->ok[0] = e->ok[1] = 1;
     e->place = -1;
     e->free_class = -1;
     if (e->has[1] && e->code[1])
-        e->ok[1] = resolve(s, LTR_REFS_ALLOC, e->code[1], &e->addr[1], &e->free_class) == 0;
+        e->ok[1] = resolve(s, LTR_REFS_ALLOC, free_distance(s, e->code[1]), &e->addr[1], &e->free_class) == 0;
     if (e->has[0] && e->code[0]) {
         uint64_t c = e->code[0];
         int unused;
@@ -207,8 +223,11 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
         } else if (s && s->next && c == LTR_MODEL_NEXT) {
             e->ok[0] = s->after != 0 && !s->spoiled;
             e->addr[0] = s->after;
+        } else if (s && s->next && c == LTR_MODEL_SAME) {
+            e->ok[0] = e->has[1] && e->ok[1] && !s->spoiled;
+            e->addr[0] = e->addr[1];
         } else {
-            uint64_t back = !s || !s->model ? c : s->next ? c - LTR_MODEL_NEXT : c - LTR_MODEL_LIST;
+            uint64_t back = !s || !s->model ? c : s->next ? c - LTR_MODEL_CODES : c - LTR_MODEL_LIST;
             e->ok[0] = resolve(s, LTR_REFS_FREE, back, &e->addr[0], &unused) == 0;
         }
     }
@@ -243,6 +262,15 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
     /* a value that could not be resolved holds its place, unknown: an
      * allocation keeps its class for the free that will name it; a free's
      * slot keeps an older number, so references to it fail */
+    if (s->next && e->has[1]) {
+        /* the allocation a free named is known by its number even when its
+         * address is not (the writer numbered it): a free told as the one
+         * after it fails only where any reference to that allocation
+         * would. Before the event's allocation joins: distances count from
+         * the count before it. */
+        uint64_t d = e->code[1] ? free_distance(s, e->code[1]) : 0, n = s->r[LTR_REFS_ALLOC].n;
+        s->freed1 = d && d <= n ? n - d + 1 : 0;
+    }
     if (e->has[0]) {
         append(s, LTR_REFS_ALLOC, e->addr[0], cls, !e->ok[0]);
         s->after = e->ok[0] ? ltr_model_next(e->addr[0], e->size) : 0;

@@ -62,6 +62,7 @@ typedef struct wseq {
     uint64_t used; /* when a block last used it (the writer's count of uses) */
     ltr_model_list *lists[LTR_MODEL_CLASSES]; /* the allocator model's, made on first push */
     uint64_t next; /* after the block's previous allocation (format 6), 0: no guess; from 0 in each block */
+    uint64_t freed1; /* the ordinal + 1 of the allocation the block's previous free named, 0: none (format 6) */
 } wseq;
 
 /* Processes whose tables are kept: the writer is not told when a process
@@ -320,16 +321,24 @@ static size_t put_plain(uint64_t addr, uint8_t *o)
 
 /* A pref: the distance back to the latest allocation with its address,
  * within the window (the entry is then used up: each value is referred to
- * once), and that allocation's size class in *cls; else itself. */
-static size_t put_free(wseq *s, uint64_t addr, uint8_t *o, int *cls)
+ * once), and that allocation's size class in *cls; else itself. With
+ * format 6's codes (next), the allocation right after the one the block's
+ * previous free named is LTR_MODEL_FREED_NEXT, and distances count on. */
+static size_t put_free(wseq *s, int next, uint64_t addr, uint8_t *o, int *cls)
 {
     addr_ord e;
     wring *allocs = s ? &s->r[LTR_REFS_ALLOC] : NULL;
     if (allocs && an_hmap_take_sized(&allocs->addrs, addr, &e, sizeof e) &&
         allocs->n - (e.ord & LTR_MODEL_ORD_MASK) <= window[LTR_REFS_ALLOC]) {
+        uint64_t ord = e.ord & LTR_MODEL_ORD_MASK, after = s->freed1;
         *cls = (int)(e.ord >> LTR_MODEL_ORD_BITS);
-        return ltr_put_uvar(o, allocs->n - (e.ord & LTR_MODEL_ORD_MASK));
+        s->freed1 = ord + 1;
+        if (next && after && ord == after)
+            return ltr_put_uvar(o, LTR_MODEL_FREED_NEXT);
+        return ltr_put_uvar(o, allocs->n - ord + (next ? LTR_MODEL_FREED_NEXT : 0));
     }
+    if (s)
+        s->freed1 = 0;
     return put_plain(addr, o);
 }
 
@@ -338,9 +347,11 @@ static size_t put_free(wseq *s, uint64_t addr, uint8_t *o, int *cls)
 enum { CODES_REFS = 0, CODES_MODEL = 1, CODES_NEXT = 2 };
 
 /* A pnew: its place in its class's list of freed addresses, else the
- * address after the block's previous allocation, else the distance back to
- * the latest free of its address (after those codes), else itself. */
-static size_t put_alloc(wseq *s, int codes, uint64_t addr, unsigned cls, uint8_t *o, int *place)
+ * address after the block's previous allocation, else the event's own old
+ * address (old: a realloc's, else NULL), else the distance back to the
+ * latest free of its address (after those codes), else itself. */
+static size_t put_alloc(wseq *s, int codes, uint64_t addr, const uint64_t *old, unsigned cls, uint8_t *o,
+                        int *place)
 {
     if (!s)
         return put_plain(addr, o);
@@ -351,9 +362,11 @@ static size_t put_alloc(wseq *s, int codes, uint64_t addr, unsigned cls, uint8_t
     }
     if (codes == CODES_NEXT && s->next && addr == s->next)
         return ltr_put_uvar(o, LTR_MODEL_NEXT);
+    if (codes == CODES_NEXT && old && addr == *old)
+        return ltr_put_uvar(o, LTR_MODEL_SAME);
     addr_ord e;
     wring *frees = &s->r[LTR_REFS_FREE];
-    uint64_t after = codes == CODES_NEXT ? LTR_MODEL_NEXT : codes == CODES_MODEL ? LTR_MODEL_LIST : 0;
+    uint64_t after = codes == CODES_NEXT ? LTR_MODEL_CODES : codes == CODES_MODEL ? LTR_MODEL_LIST : 0;
     if (an_hmap_take_sized(&frees->addrs, addr, &e, sizeof e) && frees->n - e.ord <= window[LTR_REFS_FREE])
         return ltr_put_uvar(o, frees->n - e.ord + after);
     return put_plain(addr, o);
@@ -427,9 +440,9 @@ static long encode_payload(wseq *s, int codes, const plan *pl, const uint8_t *q,
     for (unsigned f = 0; f < pl->nfields; f++) {
         uint8_t t = pl->type[f];
         if (t == LTR_TYPE_PREF)
-            out += put_free(s, addr[1], o + out, &fcls);
+            out += put_free(s, codes == CODES_NEXT, addr[1], o + out, &fcls);
         else if (t == LTR_TYPE_PNEW)
-            out += put_alloc(s, codes, addr[0], cls, o + out, &place);
+            out += put_alloc(s, codes, addr[0], has[1] ? &addr[1] : NULL, cls, o + out, &place);
         else {
             memcpy(o + out, q + off[f], off[f + 1] - off[f]);
             out += off[f + 1] - off[f];
@@ -484,7 +497,7 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
         if (pl && !planned++ && !plain && (s = seq_of(w, collector, pid))) {
             base[0] = s->r[0].n;
             base[1] = s->r[1].n;
-            s->next = 0; /* a reader may read this block after any other, or alone */
+            s->next = s->freed1 = 0; /* a reader may read this block after any other, or alone */
         }
         if (!n) { /* framing the reader will report: the rest as it is */
             ltr_bytes_put_mem(&w->out, in + off, len - off);

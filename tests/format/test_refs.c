@@ -141,7 +141,8 @@ static script model_script(size_t n, unsigned seed)
  * after another from its own free space (ltr_model_next), and now and then
  * a freed block of the process comes back to a request of its size, or a
  * realloc moves a block to the thread's free space. Frees take any live
- * block of the process, from any of its threads. */
+ * block of the process, from any of its threads; half the reallocs stay in
+ * place. */
 static script top_script(size_t n, unsigned seed)
 {
     enum { LIVE = 64 };
@@ -168,7 +169,9 @@ static script top_script(size_t n, unsigned seed)
         }
         o->kind = live[p][k][0] ? L_REALLOC : L_ALLOC;
         o->old = live[p][k][0];
-        if (o->kind == L_ALLOC && freed[p][0] && rand() % 4 == 0) { /* the last free comes back */
+        if (o->kind == L_REALLOC && rand() % 2) { /* grown in place */
+            o->addr = o->old;
+        } else if (o->kind == L_ALLOC && freed[p][0] && rand() % 4 == 0) { /* the last free comes back */
             o->addr = freed[p][0];
             o->size = freed[p][1];
             freed[p][0] = 0;
@@ -179,6 +182,30 @@ static script top_script(size_t n, unsigned seed)
         live[p][k][0] = o->addr;
         live[p][k][1] = o->size;
     }
+    return s;
+}
+
+/* A structure built, then torn down in the order it was built: each
+ * thread allocates n / 2 / NPIDS / NTHREADS blocks, then frees them oldest
+ * first, keeping every seventh to free at the very end. */
+static script teardown_script(size_t n)
+{
+    script s = {calloc(n, sizeof(op)), 0};
+    size_t per = n / 2 / (NPIDS * NTHREADS);
+    for (uint32_t p = 0; p < NPIDS; p++)
+        for (uint32_t t = 0; t < NTHREADS; t++) {
+            uint64_t a = 0x7f0000000000ull + ((uint64_t)(p * NTHREADS + t) << 32);
+            op *first = &s.v[s.n];
+            for (size_t i = 0; i < per; i++, a += 48)
+                s.v[s.n++] = (op){.pid = 100 + p, .tid = 1000 + p * 10 + t, .kind = L_ALLOC, .addr = a, .size = 40};
+            for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < per; i++)
+                    if ((i % 7 == 0) == pass)
+                        s.v[s.n++] = (op){.pid = 100 + p, .tid = 1000 + p * 10 + t, .kind = L_FREE,
+                                          .addr = first[i].addr};
+        }
+    for (size_t i = 0; i < s.n; i++)
+        s.v[i].ts = TS0 + i * 1000;
     return s;
 }
 
@@ -296,6 +323,8 @@ typedef struct readback {
     size_t allocs, allocs_by_ref; /* allocations, and those whose address refers to a free (pnew code not 0) */
     size_t allocs_by_place;       /* those told by their place in the allocator model's list (code 1..16) */
     size_t allocs_by_next;        /* those told as the address after the block's previous allocation */
+    size_t reallocs_same;         /* reallocs whose new address is told as their old one */
+    size_t by_freed_next;         /* frees told as naming the allocation after the previous free's */
     uint64_t damage, unresolved;
 } readback;
 
@@ -337,6 +366,8 @@ static readback read_back(const char *path, const script *s)
         if (ev->layout->event_id == L_FREE) {
             r.frees++;
             r.by_ref += ev->layout->fields[0].type == LTR_TYPE_PREF && ev->payload[ev->field_offsets[0]] != 0;
+            r.by_freed_next += (ev->block_flags & LTR_BLOCK_FLAG_NEXT) &&
+                               ev->payload[ev->field_offsets[0]] == LTR_MODEL_FREED_NEXT;
         }
         if (ev->layout->event_id == L_ALLOC) {
             r.allocs++;
@@ -345,6 +376,9 @@ static readback read_back(const char *path, const script *s)
             r.allocs_by_place += (ev->block_flags & LTR_BLOCK_FLAG_MODEL) && code >= 1 && code <= LTR_MODEL_LIST;
             r.allocs_by_next += (ev->block_flags & LTR_BLOCK_FLAG_NEXT) && code == LTR_MODEL_NEXT;
         }
+        if (ev->layout->event_id == L_REALLOC) /* old_address, then address */
+            r.reallocs_same += (ev->block_flags & LTR_BLOCK_FLAG_NEXT) &&
+                               ev->payload[ev->field_offsets[1]] == LTR_MODEL_SAME;
     }
     assert_int_equal(rc, 0);
     ltr_trace_summary sum;
@@ -847,11 +881,16 @@ static void test_fresh_blocks_told_by_the_next_address(void **state)
     const char *path = gen_tmp("next.ltr");
     write_script(path, &s, 28, 1);
     readback r = read_back(path, &s);
-    print_message("%zu allocations, %zu by the next address, %zu by place\n", r.allocs, r.allocs_by_next,
-                  r.allocs_by_place);
+    size_t in_place = 0;
+    for (size_t i = 0; i < s.n; i++)
+        in_place += s.v[i].kind == L_REALLOC && s.v[i].addr == s.v[i].old;
+    print_message("%zu allocations, %zu by the next address, %zu by place; %zu of %zu reallocs in place as such\n",
+                  r.allocs, r.allocs_by_next, r.allocs_by_place, r.reallocs_same, in_place);
     assert_int_equal(r.delivered, s.n);
     assert_int_equal(r.damage, 0);
     assert_true(r.allocs_by_next * 4 > r.allocs); /* blocks of 1 to 12 events: a run restarts with each */
+    assert_true(in_place > 100);
+    assert_true(r.reallocs_same * 10 > in_place * 9); /* unless the next address said it first */
     char *js = analysis_json(path);
     assert_int_equal(json_u64(js, "heap_events"), s.n);
     assert_int_equal(json_u64(js, "unseen_frees"), 0);
@@ -861,6 +900,36 @@ static void test_fresh_blocks_told_by_the_next_address(void **state)
     js = analysis_json(path);
     print_message("lost chunk: %zu of %zu events read, analyzer %llu\n", r.delivered, s.n,
                   (unsigned long long)json_u64(js, "heap_events"));
+    assert_true(r.delivered < s.n);
+    assert_int_equal(json_u64(js, "heap_events"), r.delivered);
+    free(js);
+    unlink(path);
+    free(s.v);
+}
+
+/* A teardown in the order of building: most frees are told as naming the
+ * allocation after the previous free's; every address comes back, also to
+ * the analyzer; after a lost chunk, every event delivered is right. */
+static void test_teardown_told_by_the_allocation_after(void **state)
+{
+    (void)state;
+    script s = teardown_script(24000);
+    const char *path = gen_tmp("teardown.ltr");
+    write_script(path, &s, 34, 1);
+    readback r = read_back(path, &s);
+    print_message("%zu frees, %zu told as the one after the previous free's\n", r.frees, r.by_freed_next);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    assert_true(r.by_freed_next * 2 > r.frees); /* not a block's first, nor after a seventh kept */
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s.n);
+    assert_int_equal(json_u64(js, "outstanding_allocations"), 0);
+    free(js);
+    damage_events_chunk(path, 4);
+    r = read_back(path, &s);
+    js = analysis_json(path);
+    print_message("lost chunk: %zu of %zu events read, %llu unresolved\n", r.delivered, s.n,
+                  (unsigned long long)r.unresolved);
     assert_true(r.delivered < s.n);
     assert_int_equal(json_u64(js, "heap_events"), r.delivered);
     free(js);
@@ -898,9 +967,57 @@ static void test_next_address_only_after_a_known_one(void **state)
     q = ltr_refs_block(&refs, 0, 100, 6, 0, 1, 1); /* the next block: its first one has nothing to follow */
     e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
-    q = ltr_refs_block(&refs, 0, 100, 6, 0, 1, 0); /* without the flag: a reference, 17 - 16 frees back */
+    ltr_refseq_commit_event(q, &e);
+    /* a realloc in place: its new address is its old one, when that is known */
+    e = (ltr_refev){.has = {1, 1}, .code = {LTR_MODEL_SAME, 0}, .addr = {0, 0x30000}, .size = 40};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x30000);
+    e = (ltr_refev){.has = {1, 1}, .code = {LTR_MODEL_SAME, 100}, .size = 40}; /* old one 100 back: unknown */
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_SAME, 0}, .size = 40}; /* an Alloc has no old address */
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    q = ltr_refs_block(&refs, 0, 100, 8, 1, 1, 0); /* without the flag: format 5's reference, 17 - 16 back */
     e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
-    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1); /* no free was ever seen */
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x30000); /* the one free so far: the realloc's old address */
+    ltr_refs_free(&refs);
+}
+
+/* The reader's side of the allocation after the previous free's: it is
+ * named by number, known when the previous free's distance was, even
+ * where that allocation's address was not; not after a free stored as
+ * itself, nor at a block's start. */
+static void test_freed_next_by_number(void **state)
+{
+    (void)state;
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 1, 1);
+    for (uint64_t i = 0; i < 4; i++) { /* allocations 0..3; the second one's address unknown */
+        ltr_refev a = {.has = {1, 0}, .code = {i == 1 ? 5 : 0, 0}, .addr = {0x1000 * (i + 1), 0}, .size = 40};
+        assert_int_equal(ltr_refseq_resolve_event(q, &a), i == 1 ? -1 : 0);
+        ltr_refseq_commit_event(q, &a);
+    }
+    ltr_refev e = {.has = {0, 1}, .code = {0, 4 + LTR_MODEL_FREED_NEXT}}; /* allocation 0 */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x1000);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}}; /* allocation 1: unknown */
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    ltr_refseq_commit_event(q, &e);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}}; /* allocation 2, by number */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x3000);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, 0}, .addr = {0, 0x9000}}; /* stored as itself */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    q = ltr_refs_block(&refs, 0, 100, 4, 4, 1, 1);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, 1 + LTR_MODEL_FREED_NEXT}}; /* allocation 3 */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x4000);
+    q = ltr_refs_block(&refs, 0, 100, 4, 5, 1, 1); /* a new block: nothing before it counts */
+    e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
     ltr_refs_free(&refs);
 }
 
@@ -1025,7 +1142,8 @@ static void test_tiny_addresses_grow_a_record(void **state)
     tiny_block(&blk, filler, 1);
     assert_int_equal(ltr_refwriter_block(&w, 0, 100, blk.data, blk.len, 0, base), 1);
     /* the last record: its payload is the two references, then size, stack, function */
-    const uint8_t expect[] = {0x81, 0x80, 0x01, /* 16385 */ 0xda, 0x01, /* 201 back, after the model's 16 places and the next address */
+    /* 201 back, after the model's 16 places and format 6's two codes */
+    const uint8_t expect[] = {0x82, 0x80, 0x01, /* 16385, after format 6's code 1 */ 0xdb, 0x01,
                               1, 1, 1};
     assert_true(w.out.len > sizeof expect);
     assert_memory_equal(w.out.data + w.out.len - sizeof expect, expect, sizeof expect);
@@ -1702,6 +1820,8 @@ int main(void)
         cmocka_unit_test(test_format4_codes_still_read),
         cmocka_unit_test(test_fresh_blocks_told_by_the_next_address),
         cmocka_unit_test(test_next_address_only_after_a_known_one),
+        cmocka_unit_test(test_teardown_told_by_the_allocation_after),
+        cmocka_unit_test(test_freed_next_by_number),
         cmocka_unit_test(test_format5_codes_still_read),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
