@@ -210,19 +210,26 @@ static bool skipped(const struct dl_phdr_info *info)
 
 /* ---- what the process binds to ------------------------------------------------- */
 
-/* A module's own definition of a function name (its dynamic symbols, through
- * its GNU hash table), or NULL. An undefined symbol is none: a non-PIE
- * program that takes a function's address exports its PLT entry under the
- * function's name, which dlsym(RTLD_DEFAULT) returns; calling that from a
- * hook would come back to the hook once the program's slot points there. */
-static void *module_defines(const struct link_map *l, const char *name)
+/* No GNU hash table: the module's symbols are not looked at (find_symbol). */
+#define SYM_UNKNOWN UINTPTR_MAX
+
+/* The address of a dynamic symbol called name in the module at base whose
+ * dynamic section is dyn (through its GNU hash table), 0 if none, or
+ * SYM_UNKNOWN. strict: a function defined there under its default version
+ * (an undefined symbol is none: a non-PIE program that takes a function's
+ * address exports its PLT entry under the function's name, which
+ * dlsym(RTLD_DEFAULT) returns; calling that from a hook would come back to
+ * the hook once the program's slot points there). Not strict: any symbol
+ * with a value other than except, which some lookup by dlsym could find
+ * (dlsym accepts such a PLT entry, a hidden version through dlvsym). */
+static uintptr_t find_symbol(uintptr_t base, const ElfW(Dyn) *dyn, const char *name, bool strict, uintptr_t except)
 {
     const ElfW(Sym) *symtab = NULL;
     const char *strtab = NULL;
     const uint32_t *gnu = NULL;
     const ElfW(Half) *versym = NULL;
-    for (const ElfW(Dyn) *e = l->l_ld; e && e->d_tag != DT_NULL; e++) {
-        uintptr_t p = abs_ptr(l->l_addr, e->d_un.d_ptr);
+    for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
+        uintptr_t p = abs_ptr(base, e->d_un.d_ptr);
         if (e->d_tag == DT_SYMTAB)
             symtab = (const ElfW(Sym) *)p;
         else if (e->d_tag == DT_STRTAB)
@@ -232,8 +239,10 @@ static void *module_defines(const struct link_map *l, const char *name)
         else if (e->d_tag == DT_VERSYM)
             versym = (const ElfW(Half) *)p;
     }
-    if (!symtab || !strtab || !gnu || !gnu[0])
-        return NULL;
+    if (!symtab || !strtab || !gnu)
+        return SYM_UNKNOWN;
+    if (!gnu[0])
+        return 0;
     uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
     const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_words);
     const uint32_t *chain = buckets + nbuckets;
@@ -242,17 +251,27 @@ static void *module_defines(const struct link_map *l, const char *name)
         h = h * 33 + *c;
     uint32_t i = buckets[h % nbuckets];
     if (i < symoffset)
-        return NULL;
+        return 0;
     for (;; i++) {
         uint32_t ch = chain[i - symoffset];
         const ElfW(Sym) *sym = &symtab[i];
-        if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
-            ELF64_ST_TYPE(sym->st_info) == STT_FUNC && !(versym && (versym[i] & 0x8000)) &&
-            !strcmp(strtab + sym->st_name, name))
-            return (void *)(l->l_addr + sym->st_value);
+        if ((ch | 1) == (h | 1) && !strcmp(strtab + sym->st_name, name)) {
+            uintptr_t at = sym->st_shndx == SHN_ABS ? sym->st_value : base + sym->st_value;
+            if (strict ? sym->st_shndx != SHN_UNDEF && sym->st_value && ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
+                             !(versym && (versym[i] & 0x8000))
+                       : (sym->st_value || sym->st_shndx == SHN_ABS) && at != except)
+                return at;
+        }
         if (ch & 1)
-            return NULL;
+            return 0;
     }
+}
+
+/* A module's own definition of a function name (find_symbol, strict), or NULL. */
+static void *module_defines(const struct link_map *l, const char *name)
+{
+    uintptr_t at = find_symbol(l->l_addr, l->l_ld, name, true, 0);
+    return at == SYM_UNKNOWN ? NULL : (void *)at;
 }
 
 /* The definition of name the process binds to: dlsym(RTLD_DEFAULT), unless
