@@ -165,6 +165,9 @@ void modules_after_fork(void);
  * first event). Set up by modules_init. */
 struct dl_phdr_info;
 void agent_loader_enter(void);
+/* Enters unless a fork is under way (or this thread is the one forking, in
+ * a pthread_atfork handler of the program's that runs after the agent's). */
+bool agent_loader_try_enter(void);
 void agent_loader_leave(void);
 int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
 

@@ -63,6 +63,11 @@ void agent_loader_enter(void)
     pthread_rwlock_rdlock(&loader_use);
 }
 
+bool agent_loader_try_enter(void)
+{
+    return pthread_rwlock_tryrdlock(&loader_use) == 0;
+}
+
 void agent_loader_leave(void)
 {
     pthread_rwlock_unlock(&loader_use);

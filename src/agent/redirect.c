@@ -87,7 +87,8 @@ static target targets[] = {
     {.name = "_ZnamSt11align_val_tRKSt9nothrow_t"}, {.name = "_Znwm"}, {.name = "_ZnwmRKSt9nothrow_t"},
     {.name = "_ZnwmSt11align_val_t"}, {.name = "_ZnwmSt11align_val_tRKSt9nothrow_t"},
     {.name = "aligned_alloc"}, {.name = "brk"}, {.name = "calloc"}, {.name = "close"}, {.name = "creat"},
-    {.name = "creat64"}, {.name = "dlclose"}, {.name = "dlmopen"}, {.name = "dlopen"}, {.name = "free"},
+    {.name = "creat64"}, {.name = "dlclose"}, {.name = "dlmopen"}, {.name = "dlopen"}, {.name = "dlsym"},
+    {.name = "free"},
     {.name = "madvise"}, {.name = "malloc"}, {.name = "memalign"}, {.name = "mmap"}, {.name = "mmap64"},
     {.name = "mremap"}, {.name = "munmap"}, {.name = "open"}, {.name = "open64"}, {.name = "openat"},
     {.name = "openat64"}, {.name = "posix_memalign"}, {.name = "pread"}, {.name = "pread64"},
@@ -291,6 +292,69 @@ static void *bound_definition(const char *name)
     return NULL;
 }
 
+/* ---- the program's own lookups (lookup.c) --------------------------------------- */
+
+bool redirect_hook_of(const char *name, void **ours, void **real)
+{
+    target *t = arrival == AGENT_LATE ? find_target(name) : NULL;
+    if (!t)
+        return false;
+    *ours = __atomic_load_n(&t->ours, __ATOMIC_ACQUIRE);
+    *real = __atomic_load_n(&t->real, __ATOMIC_ACQUIRE);
+    return *ours && *real;
+}
+
+typedef struct scope_look {
+    const char *name;
+    uintptr_t real, caller;
+    redirect_scope *s;
+} scope_look;
+
+static bool holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && a >= start && a - start < ph->p_memsz)
+            return true;
+    }
+    return false;
+}
+
+/* Called holding the loader's list lock (dl_iterate_phdr). The agent's own
+ * definitions are its hooks, which no module's lookup reaches (it is in no
+ * scope but its own); ld.so's count (they are in every scope). */
+static int look_at_scope(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    scope_look *w = arg;
+    dyninfo d;
+    bool readable = read_dynamic(info, &d);
+    bool main_ns = readable && in_main_namespace(info, d.dyn);
+    if (holds(info, w->caller)) {
+        w->s->caller_elsewhere = !main_ns;
+        w->s->caller_is_program = main_ns && d.dyn == _r_debug.r_map->l_ld;
+    }
+    if (!main_ns || info->dlpi_addr == self_base || info->dlpi_addr == getauxval(AT_SYSINFO_EHDR))
+        return 0;
+    if (d.dyn == _r_debug.r_map->l_ld)
+        w->s->program_has = find_symbol(info->dlpi_addr, d.dyn, w->name, false, 0) != 0;
+    if (find_symbol(info->dlpi_addr, d.dyn, w->name, false, w->real) != 0)
+        w->s->other = true;
+    return 0;
+}
+
+bool redirect_scope_of(const char *name, void *real, const void *caller, redirect_scope *s)
+{
+    *s = (redirect_scope){0};
+    if (!_r_debug.r_map || !agent_loader_try_enter())
+        return false;
+    scope_look w = {name, (uintptr_t)real, (uintptr_t)caller, s};
+    dl_iterate_phdr(look_at_scope, &w);
+    agent_loader_leave();
+    return true;
+}
+
 /* ---- deciding how the agent arrived -------------------------------------------- */
 
 static int find_other_copy(struct dl_phdr_info *info, size_t size, void *arg)
@@ -363,10 +427,13 @@ static bool resolve_ours(void)
     void *h = self_path ? dlopen(self_path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
     if (!h)
         return false;
+    lookup_real_dlsym = bound_definition("dlsym");
     for (size_t i = 0; i < NTARGETS; i++) {
         const char *n = targets[i].name;
+        /* dlsym only with the real one to pass lookups on to */
         targets[i].ours = !strcmp(n, "dlopen")    ? (void *)redirect_dlopen
                           : !strcmp(n, "dlmopen") ? (void *)redirect_dlmopen
+                          : !strcmp(n, "dlsym")   ? (lookup_real_dlsym ? (void *)lookup_dlsym : NULL)
                                                   : dlsym(h, n);
     }
     dlclose(h); /* -z nodelete: only the count */

@@ -32,4 +32,26 @@ void *agent_next_sym(const char *name);
  * at the agent. From the constructor, last; again after each dlopen. */
 void redirect_all(void);
 
+/* AGENT_LATE: the agent's definition of name and the one the process is
+ * bound to (which the hook calls), both known; false for a name the agent
+ * does not redirect. */
+bool redirect_hook_of(const char *name, void **ours, void **real);
+
+/* What the modules of the main namespace tell of a lookup of name made by
+ * the code at caller (lookup.c). */
+typedef struct redirect_scope {
+    bool caller_elsewhere;  /* in a module of another namespace (or one unreadable) */
+    bool caller_is_program; /* in the main program */
+    bool program_has;       /* the main program has a symbol of that name */
+    bool other;             /* some module (the agent aside) has one at another address than
+                             * real, or a module's symbols cannot be read */
+} redirect_scope;
+/* Fills s; false if the loader's list cannot be read now (a fork under way). */
+bool redirect_scope_of(const char *name, void *real, const void *caller, redirect_scope *s);
+
+/* lookup.c: the agent's dlsym, and libc's, to which it passes every
+ * lookup it does not answer itself. */
+void *lookup_dlsym(void *handle, const char *name);
+extern void *(*lookup_real_dlsym)(void *, const char *);
+
 #endif
