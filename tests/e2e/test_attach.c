@@ -5,7 +5,9 @@
  * with exact counts and their stacks; 50 start/stop cycles against a busy
  * program that checks its own results (one injection, then the dormant agent
  * enabled again each time, exact counts in each trace); `ltr record --pid`
- * (and its word on a process idle while recorded);
+ * (and its word on a process idle while recorded); malloc through pointers
+ * from dlsym looked up after the attach, traced where a preloaded agent's
+ * would be, and still working once the session stopped;
  * and the refusals with their messages and exit status. The targets are
  * tests/inject/target.c's. ptrace needs root here (CI runs as root): the
  * tests skip, saying so, when not root.
@@ -321,6 +323,70 @@ static void test_record_pid(void **state)
     assert_int_equal(finish(&v), 0);
 }
 
+/* inject-target dlsym's kinds of malloc pointer (sizes 100001 + kind): what
+ * dlsym returns after the attach, which lookups reach the agent's hook */
+static const char *const dlsym_kinds[] = {
+    "dlsym(RTLD_DEFAULT)", "dlsym(dlopen(NULL))", "dlvsym(RTLD_DEFAULT)", "dlsym(RTLD_NEXT) from the program",
+    "dlsym(libc's handle)", "dlsym(RTLD_DEFAULT) before the attach",
+};
+
+/* The blocks of each kind in the trace against want (each at the site). */
+static void expect_dlsym_kinds(const char *trace, pid_t pid, uint64_t site, const size_t want[6])
+{
+    for (int k = 0; k < 6; k++) {
+        size_t at_site;
+        uint64_t lost;
+        size_t n = count_allocs(trace, pid, 100001 + (uint64_t)k, site, &at_site, &lost);
+        if (n != want[k] || at_site != n || lost)
+            fail_msg("%s: %zu blocks of %d bytes (%zu at the site, %llu lost), expected %zu", dlsym_kinds[k], n,
+                     100001 + k, at_site, (unsigned long long)lost, want[k]);
+    }
+}
+
+/* Lookups made after the attach get the agent's hooks where a preloaded
+ * agent's would (RTLD_DEFAULT, the handle of dlopen(NULL), RTLD_NEXT from
+ * the program): an attached python3 whose ctypes leaked through
+ * ctypes.CDLL(None).malloc showed nothing. libc's own handle finds libc's
+ * malloc, and dlvsym the versioned one, preloaded too; a pointer taken
+ * before the attach stays libc's (nothing rewrites a program's own memory). The other lookups
+ * return what they did (the target checks: RTLD_NEXT's scope is the
+ * caller's). After the session stops, the pointers handed out still
+ * allocate and free (the agent stays, dormant). */
+static void test_dlsym_after_attach(void **state)
+{
+    if (!need_root())
+        skip();
+    target t = start("dlsym");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line(&t, "done\n");
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/dlsym.ltr", getenv("TMPDIR"));
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    expect_dlsym_kinds(trace, t.pid, t.site, (const size_t[6]){100, 100, 0, 100, 0, 0});
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line(&t, "did\n");
+    assert_int_equal(finish(&t), 0);
+}
+
+/* The same program preloaded (ltr record -- ...): what the attach emulates,
+ * but for the pointer taken at start, the hook here. */
+static void test_dlsym_preloaded(void **state)
+{
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/dlsym-preloaded.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("printf 'go\\ngo\\n' | %s record -o %s -- %s dlsym", LTR, trace, tu_test_bin("inject-target"));
+    const char *pid = strstr(r.out, "pid "), *site = strstr(r.out, "site ");
+    if (r.status != 0 || !pid || !site || !strstr(r.out, "did\n"))
+        fail_msg("%d\n%s%s", r.status, r.out, r.err);
+    expect_dlsym_kinds(trace, (pid_t)atoi(pid + 4), strtoull(site + 5, NULL, 16),
+                       (const size_t[6]){100, 100, 0, 100, 0, 100});
+    tu_free(&r);
+}
+
 static void expect_refused(tu_result r, const char *words)
 {
     if (r.status != 1 || !strstr(r.err, words))
@@ -449,6 +515,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fifty_cycles, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_attached_not_in_open_sessions, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dlsym_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dlsym_preloaded, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };

@@ -16,8 +16,19 @@
  *             cycle_alloc_site, then print "did"
  *   maplib F  maps file F (a crafted "libc.so.6") below the C library, then
  *             reads stdin
+ *   dlsym     at a first line, leaks 100 blocks through each of six malloc
+ *             pointers, in dlsym_alloc_site, of sizes 100001.. by kind:
+ *             dlsym(RTLD_DEFAULT), of dlopen(NULL)'s handle, dlvsym
+ *             (RTLD_DEFAULT, GLIBC_2.2.5), dlsym(RTLD_NEXT) from the program,
+ *             all looked up then; libc's handle; one looked up at start.
+ *             Checks that other lookups did not change (strlen, RTLD_NEXT
+ *             of its library's chain_outer, libc's malloc, a missing name's
+ *             dlerror); "done". At a second line, the same pointers allocate
+ *             100 more each (sizes 100101..), and every block is freed, the
+ *             first ones through a free looked up at the first line; "did"
  * It prints "ready" once it is in place.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -185,6 +196,89 @@ static int mode_cycles(void)
     return atomic_load(&busy_errors) || !atomic_load(&busy_rounds) ? 3 : 0;
 }
 
+/* dlsym: malloc through pointers from lookups (tests/e2e/test_attach.c) */
+typedef void *(*alloc_fn)(size_t);
+void *chain_outer(int k); /* libheapchain.so's: a library of the program, in no scope of the agent's */
+
+__attribute__((noinline)) void *dlsym_alloc_site(alloc_fn m, size_t n)
+{
+    void *p = m(n);
+    __asm__ volatile("" ::"r"(p) : "memory");
+    return p;
+}
+
+enum { DLSYM_KINDS = 6, DLSYM_BLOCKS = 100 };
+
+/* One line of stdin, byte by byte: both may come in one write (preloaded,
+ * from a pipe filled at once). */
+static int read_one_line(void)
+{
+    char c;
+    ssize_t n;
+    while ((n = read(0, &c, 1)) == 1 && c != '\n')
+        ;
+    return n == 1 ? 0 : n == 0 ? (errno = 0, fail("read got end of file")) : fail("read");
+}
+
+/* 100 blocks of size through m, written and read back */
+static int leak_through(alloc_fn m, size_t size, void **blocks)
+{
+    for (int i = 0; i < DLSYM_BLOCKS; i++) {
+        unsigned char *p = m ? dlsym_alloc_site(m, size) : NULL;
+        if (!p)
+            return fail("malloc through a looked-up pointer");
+        memset(p, i, size);
+        if (p[size - 1] != (unsigned char)i)
+            return fail("a block's bytes");
+        blocks[i] = p;
+    }
+    return 0;
+}
+
+static int mode_dlsym(void)
+{
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), *program = dlopen(NULL, RTLD_NOW);
+    alloc_fn early = (alloc_fn)dlsym(RTLD_DEFAULT, "malloc");
+    void *libc_malloc = libc ? dlsym(libc, "malloc") : NULL, *strlen_was = dlsym(RTLD_DEFAULT, "strlen");
+    if (!program || !early || !libc_malloc || dlsym(RTLD_NEXT, "chain_outer") != (void *)chain_outer)
+        return fail("lookups at start");
+    printf("pid %d\nsite %p\n", (int)getpid(), (void *)dlsym_alloc_site);
+    ready();
+    if (read_one_line() != 0)
+        return 3;
+    alloc_fn m[DLSYM_KINDS] = {
+        (alloc_fn)dlsym(RTLD_DEFAULT, "malloc"), (alloc_fn)dlsym(program, "malloc"),
+        (alloc_fn)dlvsym(RTLD_DEFAULT, "malloc", "GLIBC_2.2.5"), (alloc_fn)dlsym(RTLD_NEXT, "malloc"),
+        (alloc_fn)dlsym(libc, "malloc"), early,
+    };
+    void (*free_fn)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
+    static void *looked_up[2][DLSYM_KINDS][DLSYM_BLOCKS];
+    for (int k = 0; k < DLSYM_KINDS; k++)
+        if (leak_through(m[k], 100001 + (size_t)k, looked_up[0][k]))
+            return 3;
+    if (!free_fn || dlsym(libc, "malloc") != libc_malloc || dlsym(RTLD_DEFAULT, "strlen") != strlen_was ||
+        dlsym(RTLD_NEXT, "chain_outer") != (void *)chain_outer)
+        return errno = 0, fail("a lookup changed by the attach");
+    dlerror();
+    if (dlsym(RTLD_DEFAULT, "ltr_no_such_symbol") || !dlerror())
+        return errno = 0, fail("a missing name's lookup");
+    printf("done\n");
+    fflush(stdout);
+    if (read_one_line() != 0)
+        return 3;
+    for (int k = 0; k < DLSYM_KINDS; k++)
+        if (leak_through(m[k], 100101 + (size_t)k, looked_up[1][k]))
+            return 3;
+    for (int k = 0; k < DLSYM_KINDS; k++)
+        for (int i = 0; i < DLSYM_BLOCKS; i++) {
+            free_fn(looked_up[0][k][i]);
+            free(looked_up[1][k][i]);
+        }
+    printf("did\n");
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -259,6 +353,8 @@ int main(int argc, char **argv)
         return mode_attach();
     if (!strcmp(mode, "cycles"))
         return mode_cycles();
+    if (!strcmp(mode, "dlsym"))
+        return mode_dlsym();
     if (!strcmp(mode, "libc")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
