@@ -190,8 +190,8 @@ static void report(const char *trace, record_counts c, const record_opts *o)
     else if (c.known && !c.recorded && o->pid) /* attached: an idle service is the likeliest cause */
         cli_warn("record", "no heap events were recorded: pid %u made no allocation through the heap agent's "
                  "hooks while it was recorded (idle, blocked, or allocating through an allocator of its own or "
-                 "a pointer to malloc from dlsym, as Python's ctypes does, docs/heap-tracing.md \"Attaching "
-                 "late\")",
+                 "a pointer to malloc it took before the attach, as Python's ctypes keeps those it looked up, "
+                 "docs/heap-tracing.md \"Attaching late\")",
                  o->pid);
     else if (c.known && !c.recorded)
         cli_warn("record", "no heap events were recorded: the command never called the shared C library's "
