@@ -22,6 +22,9 @@
  * real dlopen the path it found (redirected modules are all of the main
  * namespace, like the agent: the namespace is the same).
  *
+ * dlsym is redirected too (lookup.c): a lookup made after the late arrival
+ * gets the hook where a preloaded agent's would have been found.
+ *
  * Not redirected: the agent, ld.so (its allocations in dlopen/dlclose stay
  * paired with its frees, both untraced), the vDSO, and modules of other
  * namespaces (dlmopen: their own libc). A slot is rewritten only when it

@@ -2,7 +2,8 @@
  * agent/redirect.h — how the agent came into the process, and, when it came
  * late (dlopen'ed into a running process by `ltr`'s injector or by the
  * ld.so.preload shim), the redirection of the functions it replaces in every
- * loaded module (redirect.c; docs/heap-tracing.md, "Attaching late").
+ * loaded module (redirect.c) and of the program's later lookups of them by
+ * dlsym (lookup.c; docs/heap-tracing.md, "Attaching late").
  */
 #ifndef LTR_AGENT_REDIRECT_H
 #define LTR_AGENT_REDIRECT_H
