@@ -31,9 +31,10 @@ int dbg_file_by_name_here(const char *file_name, const char *debuglink, const ch
  * it is a regular file (ltr_open_regular): a name a traced program can
  * change is never a FIFO's blocking open nor a device's open. With
  * DEBUGINFOD_URLS unset or empty no debuginfod client is loaded.
- * The module's user data (dwfl_module_info) must be NULL or the char **
- * given as the Dwfl's debuginfo_path: libdwfl does not tell a callback the
- * Dwfl's. */
+ * The module's user data (dwfl_module_info) must be NULL or point to a
+ * char * holding what the Dwfl's debuginfo_path holds (that char ** itself,
+ * or a struct that begins with such a char *): libdwfl does not tell a
+ * callback the Dwfl's. */
 int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                        char **debuginfo_file_name);

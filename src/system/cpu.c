@@ -57,6 +57,7 @@ static const int dwarf_to_perf[17] = {0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20
 typedef struct proc_dwfl {
     uint32_t pid;
     Dwfl *dwfl;
+    sys_mod_data *mods; /* its modules' user data (malloc'd: the array moves) */
     uint64_t made_ns;
     char exe[256]; /* /proc/PID/exe when made: an exec since makes it stale */
 } proc_dwfl;
@@ -192,8 +193,10 @@ void sys_cpu_free(sys_cpu *c)
         if (c->fds[i] >= 0)
             close(c->fds[i]);
     }
-    for (size_t i = 0; i < c->ndw; i++)
+    for (size_t i = 0; i < c->ndw; i++) {
         dwfl_end(c->dw[i].dwfl);
+        free(c->dw[i].mods);
+    }
     names_clear(c);
     an_hmap_free(&c->names);
     free(c->fds);
@@ -257,24 +260,59 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
  * the debuginfod client it would load into the recorder when DEBUGINFOD_URLS
  * is unset (some 30 libraries: the recorder of `ltr start general --pid` on
  * a busy shell loop held 29.9 MB resident with them after 4 s, 21.0 MB
- * without, VmRSS). The modules' user data stays NULL: the default debug
- * path, as debuginfo_path's NULL says. */
+ * without, VmRSS). The modules' user data (sys_mod_data) begins with this
+ * same debug path, NULL: the default. */
 static char *debuginfo_path = NULL;
+
+/* The file of pid's mapping that starts at base, opened through
+ * /proc/PID/map_files/START-END: the inode the process mapped, whatever its
+ * name leads to now. Only a regular file is opened (ltr_open_regular), so
+ * nothing there can block. Following those links needs CAP_SYS_ADMIN (or
+ * CAP_CHECKPOINT_RESTORE): without it, -EPERM. */
+static int open_mapped(uint32_t pid, Dwarf_Addr base)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0;
+    snprintf(path, sizeof path, "/proc/%u/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    int fd = -ENOENT;
+    unsigned long long lo, hi;
+    while (fd == -ENOENT && getline(&line, &cap, f) > 0)
+        if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo == base) {
+            snprintf(path, sizeof path, "/proc/%u/map_files/%llx-%llx", pid, lo, hi);
+            fd = ltr_open_regular(path);
+        }
+    free(line);
+    fclose(f);
+    return fd;
+}
 
 /* A module's file, by the path the target's mappings name. The target may
  * have put a symlink to a FIFO or a device there: dwfl_linux_proc_find_elf
  * checks with stat() and then open()s, without O_NONBLOCK, so a swap
  * between the two left the sampling thread waiting on a FIFO for good (or
  * ran a device's open). Here the file is opened only if regular
- * (ltr_open_regular); a deleted file, or "[vdso]", is libdw's as before. */
+ * (ltr_open_regular). A name that ends in " (deleted)" (a file removed
+ * since it was mapped, or one named so on purpose) is not opened by name
+ * at all: libdw would stat() it and open() it by that name whenever a
+ * regular file is there, the same race; it is opened through
+ * /proc/PID/map_files (open_mapped), the very inode mapped, and where that
+ * is refused (a recorder without CAP_SYS_ADMIN) the module has no file: its
+ * frames stay unnamed, nothing waits. The only other name that is not a
+ * path, "[vdso: PID]", is libdw's: read from the process's memory, nothing
+ * opened by name. */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
                     Elf **elfp)
 {
     static const char deleted[] = " (deleted)";
     size_t n = strlen(name);
-    if (name[0] != '/' || (n > sizeof deleted - 1 && !strcmp(name + n - (sizeof deleted - 1), deleted)))
+    if (name[0] != '/')
         return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
-    int fd = ltr_open_regular(name);
+    const sys_mod_data *data = *userdata; /* NULL: a module not from sys_proc_dwfl_report */
+    bool gone = n > sizeof deleted - 1 && !strcmp(name + n - (sizeof deleted - 1), deleted);
+    int fd = !gone ? ltr_open_regular(name) : data ? open_mapped(data->pid, base) : -1;
     if (fd < 0)
         return -1;
     if (!(*file_name = strdup(name))) {
@@ -287,6 +325,25 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 const Dwfl_Callbacks sys_proc_dwfl_callbacks = {.find_elf = find_elf,
                                                 .find_debuginfo = dbg_find_debuginfo,
                                                 .debuginfo_path = &debuginfo_path};
+
+static int set_mod_data(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)mod, (void)name, (void)start;
+    *userdata = arg;
+    return DWARF_CB_OK;
+}
+
+Dwfl *sys_proc_dwfl_report(uint32_t pid, sys_mod_data *mods)
+{
+    *mods = (sys_mod_data){.debuginfo_path = debuginfo_path, .pid = pid};
+    Dwfl *d = dwfl_begin(&sys_proc_dwfl_callbacks);
+    if (d && (dwfl_linux_proc_report(d, (pid_t)pid) != 0 || dwfl_report_end(d, NULL, NULL) != 0 ||
+              dwfl_getmodules(d, set_mod_data, mods, 0) != 0)) {
+        dwfl_end(d);
+        d = NULL;
+    }
+    return d;
+}
 
 /* The process's modules, as libdw sees them; remade when a frame falls
  * outside them: at once after an exec, else (a dlopen since) at most once a
@@ -305,6 +362,7 @@ static Dwfl *dwfl_of(sys_cpu *c, uint32_t pid, bool refresh)
     if (!p) {
         if (c->ndw == MAX_DWFL) { /* the oldest goes */
             dwfl_end(c->dw[0].dwfl);
+            free(c->dw[0].mods);
             memmove(&c->dw[0], &c->dw[1], sizeof c->dw[0] * --c->ndw);
         }
         p = &c->dw[c->ndw++];
@@ -315,9 +373,10 @@ static Dwfl *dwfl_of(sys_cpu *c, uint32_t pid, bool refresh)
     }
     p->made_ns = now;
     exe_of(pid, p->exe, sizeof p->exe);
-    p->dwfl = dwfl_begin(&sys_proc_dwfl_callbacks);
-    if (p->dwfl && (dwfl_linux_proc_report(p->dwfl, (pid_t)pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
-                    !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_cbs, &c->ctx))) {
+    if (!p->mods)
+        p->mods = malloc(sizeof *p->mods);
+    p->dwfl = p->mods ? sys_proc_dwfl_report(pid, p->mods) : NULL;
+    if (p->dwfl && !dwfl_attach_state(p->dwfl, NULL, (pid_t)pid, &thread_cbs, &c->ctx)) {
         dwfl_end(p->dwfl);
         p->dwfl = NULL;
     }

@@ -11,6 +11,7 @@
 #include <ltr/provider.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The provider Ltr.System (sampler.c). */
 extern ltr_provider sys_provider;
@@ -53,5 +54,17 @@ void sys_cpu_free(sys_cpu *c);
 /* How libdw finds a target's module files and their debug files: never by
  * opening what is not a regular file (a target chooses its paths). */
 extern const Dwfl_Callbacks sys_proc_dwfl_callbacks;
+/* What each module of a Dwfl made by sys_proc_dwfl_report carries as its
+ * user data: first the debug path dbg_find_debuginfo reads there (the one
+ * the callbacks name), then the pid whose /proc/PID/map_files open a
+ * module named "... (deleted)". */
+typedef struct sys_mod_data {
+    char *debuginfo_path;
+    uint32_t pid;
+} sys_mod_data;
+/* A Dwfl with sys_proc_dwfl_callbacks and pid's modules reported (from
+ * /proc/PID/maps), each module's user data mods, which must outlive it.
+ * NULL if the process cannot be read. */
+Dwfl *sys_proc_dwfl_report(uint32_t pid, sys_mod_data *mods);
 
 #endif

@@ -8,6 +8,10 @@
  * dwfl_linux_proc_find_elf stat()s and then open()s without O_NONBLOCK,
  * which left the sampling thread waiting on the FIFO for good. A FIFO there
  * from the start is not opened either, and a regular file is found.
+ * A mapping whose name ends in " (deleted)" (a file named so on purpose,
+ * still there) is not opened by that name at all, so the same swap after
+ * libdw's stat() of it gets no FIFO opened: its ELF comes from the inode
+ * mapped (/proc/PID/map_files), and the vDSO's from memory, as before.
  * A writer waiting in open() of the FIFO is let through by any open of its
  * read side: still waiting afterwards means no one opened it.
  */
@@ -21,15 +25,19 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char box[64], lib[128], fifo[128], real_file[128];
-static int swap_armed; /* the next stat() of lib swaps it to the FIFO */
+static char box[64], lib[128], fifo[128], real_file[128], gone[128];
+static const char *swap_armed; /* the next stat() of this name swaps it to the FIFO */
 
 /* libdw's stat() lands here (the executable's definition comes first). */
 int stat(const char *restrict path, struct stat *restrict st)
@@ -38,11 +46,11 @@ int stat(const char *restrict path, struct stat *restrict st)
     if (!real)
         real = (int (*)(const char *restrict, struct stat *restrict))dlsym(RTLD_NEXT, "stat");
     int rc = real(path, st);
-    if (swap_armed && !strcmp(path, lib)) {
-        swap_armed = 0;
+    if (swap_armed && !strcmp(path, swap_armed)) {
         char tmp[160];
-        snprintf(tmp, sizeof tmp, "%s.new", lib);
-        if (symlink(fifo, tmp) != 0 || rename(tmp, lib) != 0)
+        snprintf(tmp, sizeof tmp, "%s.new", swap_armed);
+        swap_armed = NULL;
+        if (symlink(fifo, tmp) != 0 || rename(tmp, path) != 0)
             abort();
     }
     return rc;
@@ -57,8 +65,9 @@ static int setup(void **state)
     snprintf(lib, sizeof lib, "%s/libtarget.so", box);
     snprintf(fifo, sizeof fifo, "%s/fifo", box);
     snprintf(real_file, sizeof real_file, "%s/real.so", box);
+    snprintf(gone, sizeof gone, "%s/libgone.so (deleted)", box);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "cp /proc/%d/exe %s", getpid(), real_file);
+    snprintf(cmd, sizeof cmd, "cp /proc/%d/exe %s && cp %s '%s'", getpid(), real_file, real_file, gone);
     return system(cmd) == 0 && mkfifo(fifo, 0600) == 0 ? 0 : -1;
 }
 
@@ -132,10 +141,84 @@ static void test_swap_after_stat_not_opened(void **state)
     (void)state;
     link_to(real_file);
     pid_t w = start_writer();
-    swap_armed = 1;
+    swap_armed = lib;
     module_elf_found();
-    swap_armed = 0;
+    swap_armed = NULL;
     expect_fifo_unopened(w);
+}
+
+/* The ELF of this process's module at addr, through a Dwfl as the sampler
+ * makes it (sys_proc_dwfl_report: this process's /proc/PID/maps). */
+static int own_module_elf_found(uint64_t addr, const char *name_ends)
+{
+    sys_mod_data mods;
+    Dwfl *d = sys_proc_dwfl_report((uint32_t)getpid(), &mods);
+    assert_non_null(d);
+    Dwfl_Module *m = dwfl_addrmodule(d, addr);
+    assert_non_null(m);
+    const char *name = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    size_t n = strlen(name), k = strlen(name_ends);
+    if (n < k || strcmp(name + n - k, name_ends))
+        fail_msg("the module at %#llx is %s", (unsigned long long)addr, name);
+    Dwarf_Addr bias;
+    int found = dwfl_module_getelf(m, &bias) != NULL;
+    dwfl_end(d);
+    return found;
+}
+
+/* Whether this process may follow its own /proc/self/map_files links
+ * (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): without, a "(deleted)" module
+ * has no file, by design. */
+static bool map_files_open(void)
+{
+    char path[128], line[256];
+    FILE *f = fopen("/proc/self/maps", "re");
+    assert_non_null(f);
+    unsigned long long lo, hi;
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_int_equal(sscanf(line, "%llx-%llx", &lo, &hi), 2);
+    snprintf(path, sizeof path, "/proc/self/map_files/%llx-%llx", lo, hi);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+/* A mapped file named "libgone.so (deleted)" that is still there, swapped
+ * for a symlink to a FIFO just after libdw's stat() of the name (libdw's
+ * own find_elf then open()ed the FIFO, blocking): the FIFO is never
+ * opened, and the ELF is the file mapped, found through map_files. */
+static void test_deleted_name_opened_as_mapped(void **state)
+{
+    (void)state;
+    int fd = open(gone, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    void *at = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    assert_true(at != MAP_FAILED);
+    close(fd);
+    pid_t w = start_writer();
+    swap_armed = gone;
+    int found = own_module_elf_found((uint64_t)(uintptr_t)at, "/libgone.so (deleted)");
+    swap_armed = NULL;
+    expect_fifo_unopened(w);
+    munmap(at, (size_t)st.st_size);
+    if (map_files_open())
+        assert_true(found);
+    else
+        assert_false(found); /* no capability: the module goes unnamed */
+}
+
+/* The vDSO (not a file: "[vdso: PID]") is still read from memory. */
+static void test_vdso_found(void **state)
+{
+    (void)state;
+    uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
+    if (!vdso)
+        skip();
+    assert_true(own_module_elf_found(vdso, "]"));
 }
 
 int main(void)
@@ -144,6 +227,8 @@ int main(void)
         cmocka_unit_test(test_regular_file_found),
         cmocka_unit_test(test_fifo_not_opened),
         cmocka_unit_test(test_swap_after_stat_not_opened),
+        cmocka_unit_test(test_deleted_name_opened_as_mapped),
+        cmocka_unit_test(test_vdso_found),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
