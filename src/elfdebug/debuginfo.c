@@ -1,10 +1,10 @@
 /*
  * elfdebug/debuginfo.c — the find_debuginfo callback ltr gives libdwfl (the
  * symbolizer, symbols/dwarf.c, and the CPU samples' unwinder, system/cpu.c):
- * elfutils' standard lookup of a module's separate debug file, with its
- * lookup by name done here so that no name a traced program can change is
- * opened unless it is a regular file, and without its last step when there
- * is nothing for that step to do.
+ * elfutils' standard lookup of a module's separate debug file, done here
+ * step by step so that no name a traced program or another user can
+ * change is opened unless it is a regular file, and without its last step
+ * when there is nothing for that step to do.
  *
  * elfutils 0.188's dwfl_standard_find_debuginfo (libdwfl/find-debuginfo.c)
  * tries in turn: (1) the build-id under each absolute debug directory
@@ -33,13 +33,32 @@
  * regular files; a FIFO, a device or a directory fails the checks (libdwfl
  * opens a directory and rejects it; the others it waited on or opened).
  *
- * (1) stays libdwfl's (dwfl_build_id_find_debuginfo): it too opens with a
- * blocking open(), but only DIR/.build-id/xx/yyyy.debug under the absolute
- * debug directories (/usr/lib/debug, root's, or what --debug-dir names),
- * not a place a traced program chooses. (4), when DEBUGINFOD_URLS is set, is
- * libdwfl's as well: the standard callback called with no file name and no
- * debuglink, so its (2) and (3) look nowhere and only (1), again, and
- * debuginfod run.
+ * Why (1) is ours too. It looks only at DIR/.build-id/xx/yyyy.debug under
+ * the absolute debug directories, but those are /usr/lib/debug or what
+ * --debug-dir names, and a --debug-dir may be a directory another user
+ * writes (a shared build tree, a colleague's symbol store): libdwfl opens
+ * the name with a blocking open() too, so a FIFO there (or a symlink to
+ * one) hung root's `ltr analyze --debug-dir` in open() for good, and a
+ * device ran its driver's open. So step (1) is libdwfl's
+ * __libdwfl_open_by_build_id with dwfl_build_id_find_debuginfo's check
+ * (by_build_id): the same candidates in the same order, each opened by
+ * ltr_open_regular and its build-id checked (the module's, or for a dwz
+ * alternate file the one the DWARF names). Where libdwfl ends the step at
+ * the first name it could open, valid or not, a name that is not a regular
+ * file with that build-id is passed over here for the next directory (what
+ * a writable --debug-dir holds cannot hide /usr/lib/debug's file), and a
+ * candidate that fails to open otherwise than by not being there (EACCES)
+ * does not end the whole lookup as libdwfl's errno then did: steps (2) and
+ * (3) still run. For files that are there and valid, the file found and the
+ * name returned are libdwfl's (tests/symbols/test_debuginfo compares them,
+ * libc6-dbg's among them).
+ *
+ * (4), when DEBUGINFOD_URLS is set, asks the debuginfod client as libdwfl
+ * does (__libdwfl_debuginfod_find_debuginfo: libdebuginfod.so.1 dlopened
+ * once, debuginfod_find_debuginfo with the build-id of step (1)), but not
+ * through the standard callback, whose own step (1) would open the same
+ * names again with its blocking open() (a system that sets DEBUGINFOD_URLS
+ * for every login, as Debian's libdebuginfod-common can, sets it for root).
  *
  * Why (4) is skipped otherwise. The first use of (4) dlopens
  * libdebuginfod.so.1, which loads some 30 libraries (libcurl-gnutls,
@@ -66,6 +85,7 @@
 #include "elfdebug/debuginfo.h"
 #include "prim/prim.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <libelf.h>
@@ -383,9 +403,10 @@ out:;
     return fd;
 }
 
-/* Steps (2) and (3): file_name's debug file by name, then its real path's. */
-static int by_name(Dwfl_Module *mod, const char *file_name, const char *debuglink, GElf_Word crc,
-                   const char *debug_path, char **found)
+/* What mod's debug file (or, once its DWARF is open, its dwz alternate
+ * file) must be, as libdwfl checks it: its build-id, the debuglink's CRC,
+ * not the module's own file. */
+static void lookup_of(Dwfl_Module *mod, const char *file_name, GElf_Word crc, lookup *out)
 {
     lookup l = {.crc = crc};
     const unsigned char *bits;
@@ -414,14 +435,124 @@ static int by_name(Dwfl_Module *mod, const char *file_name, const char *debuglin
      * callback cannot see: its name is the next best */
     if (!(main_file && stat(main_file, &l.self) == 0) && !(file_name && stat(file_name, &l.self) == 0))
         l.self = (struct stat){0};
-    int fd = in_path(&l, file_name, debuglink, debug_path, found);
+    *out = l;
+}
+
+/* Step (1): libdwfl's __libdwfl_open_by_build_id (dwfl_build_id_find_elf.c)
+ * and dwfl_build_id_find_debuginfo's check, each candidate opened by
+ * try_open: DIR/.build-id/xx/rest.debug under each absolute entry of the
+ * debug path (its '+' or '-' left out), in order, for the build-id the
+ * file must have (the module's; for a dwz alternate file the one its DWARF
+ * names, and none without). The first that is a regular file with that
+ * build-id is taken, its name the path it was opened by as the kernel
+ * resolved it (/proc/self/fd: libdwfl's realpath() of the name, without a
+ * second look by name). Unlike libdwfl, which ends this step at the first
+ * name it could open, whatever it was, a name that is not a regular file
+ * with that build-id is passed over for the next directory: what one debug
+ * directory holds (--debug-dir may name one that others write) cannot hide
+ * the file a later one (/usr/lib/debug) has. -1 with errno 0 when none is. */
+static int by_build_id(const lookup *l, const char *debug_path, char **found)
+{
+    enum { MIN_ID = 3, MAX_ID = 64 }; /* libdwfl's MIN_BUILD_ID_BYTES, MAX_BUILD_ID_BYTES */
+    const unsigned char *id = l->id;
+    if (!id || l->id_len < MIN_ID || l->id_len > MAX_ID) {
+        errno = 0;
+        return -1;
+    }
+    char name[sizeof ".build-id/xx/" + 2 * MAX_ID + sizeof ".debug"];
+    int n = snprintf(name, sizeof name, ".build-id/%02x/", id[0]);
+    for (int i = 1; i < l->id_len; i++)
+        n += snprintf(name + n, sizeof name - (size_t)n, "%02x", id[i]);
+    snprintf(name + n, sizeof name - (size_t)n, ".debug");
+    lookup any = *l;
+    any.self = (struct stat){0}; /* the module's own file is not passed over here */
+    char *path = strdup(debug_path);
+    if (!path) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = -1;
+    for (char *rest = path, *dir; fd < 0 && (dir = strsep(&rest, ":"));) {
+        dir += *dir == '+' || *dir == '-';
+        if (dir[0] != '/') /* only absolute directories, as libdwfl */
+            continue;
+        char *fname = NULL;
+        fd = try_open(&any, dir, NULL, name, &fname);
+        if (fd >= 0 && !valid(&any, fd, false)) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0) {
+            free(fname);
+            continue;
+        }
+        char self[64], real[PATH_MAX];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(self, real, sizeof real - 1);
+        if (k > 0 && real[0] == '/') {
+            real[k] = 0;
+            char *copy = strdup(real);
+            if (copy) {
+                free(fname);
+                fname = copy;
+            }
+        }
+        *found = fname;
+    }
+    free(path);
+    errno = 0;
+    return fd < 0 ? -1 : fd;
+}
+
+/* Steps (2) and (3): file_name's debug file by name, then its real path's. */
+static int by_name(const lookup *l, const char *file_name, const char *debuglink, const char *debug_path,
+                   char **found)
+{
+    int fd = in_path(l, file_name, debuglink, debug_path, found);
     if (fd < 0 && errno == 0 && file_name) { /* a symlink's debug file may be beside its target */
         char *real = realpath(file_name, NULL);
         if (real && strcmp(real, file_name))
-            fd = in_path(&l, real, debuglink, debug_path, found);
+            fd = in_path(l, real, debuglink, debug_path, found);
         free(real);
     }
     return fd;
+}
+
+/* ---- Step (4): the debuginfod client --------------------------------- */
+
+/* libdebuginfod's API (elfutils/debuginfod.h, not needed to build: the
+ * library is dlopened, as libdwfl does, only when debuginfod is asked). */
+static struct {
+    debuginfod_client *(*begin)(void);
+    int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+    debuginfod_client *client; /* one for the process: not thread-safe, so under lock */
+    pthread_mutex_t lock;
+} dfd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void dfd_load(void)
+{
+    void *so = dlopen("libdebuginfod.so.1", RTLD_LAZY);
+    if (!so)
+        return;
+    *(void **)&dfd.begin = dlsym(so, "debuginfod_begin");
+    *(void **)&dfd.find_debuginfo = dlsym(so, "debuginfod_find_debuginfo");
+    dfd.client = dfd.begin && dfd.find_debuginfo ? dfd.begin() : NULL;
+}
+
+/* libdwfl's __libdwfl_debuginfod_find_debuginfo for the build-id l wants:
+ * the fd of the file the client fetched (into its cache), or -1. */
+static int from_debuginfod(const lookup *l)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!l->id || l->id_len <= 0)
+        return -1;
+    pthread_once(&once, dfd_load);
+    if (!dfd.client)
+        return -1;
+    pthread_mutex_lock(&dfd.lock);
+    int fd = dfd.find_debuginfo(dfd.client, l->id, l->id_len, NULL);
+    pthread_mutex_unlock(&dfd.lock);
+    return fd >= 0 ? fd : -1;
 }
 
 int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -434,27 +565,19 @@ int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
     const char *debug_path = path && *path ? *path : DEFAULT_DEBUG_PATH;
     const unsigned char *bits;
     GElf_Addr vaddr;
-    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) { /* step (1), as the standard callback runs it */
-        errno = 0;
-        int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                              debuglink_crc, debuginfo_file_name);
-        if (fd >= 0 || errno != 0)
-            return fd;
-    }
+    lookup l;
+    lookup_of(mod, file_name, debuglink_crc, &l);
     char *found = NULL;
-    int fd = by_name(mod, file_name, debuglink_file, debuglink_crc, debug_path, &found);
+    int fd = -1;
+    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) /* step (1), where the standard callback runs it */
+        fd = by_build_id(&l, debug_path, &found);
+    if (fd < 0)
+        fd = by_name(&l, file_name, debuglink_file, debug_path, &found);
     if (fd >= 0) {
         free(*debuginfo_file_name);
         *debuginfo_file_name = found;
         return fd;
     }
-    if (!dbg_debuginfod_configured()) {
-        errno = 0; /* found nothing, as the standard callback says it */
-        return -1;
-    }
-    /* step (4): the standard callback with no name to look for, so that its
-     * steps (2) and (3) look nowhere (find_debuginfo_in_path answers at once
-     * without FILE or debuglink; no real path without FILE); its step (1)
-     * is run again, finding nothing again */
-    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0, debuginfo_file_name);
+    errno = 0; /* found nothing, as the standard callback says it */
+    return dbg_debuginfod_configured() ? from_debuginfod(&l) : -1;
 }

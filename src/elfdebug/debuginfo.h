@@ -1,8 +1,8 @@
 /*
  * elfdebug/debuginfo.h — the find_debuginfo callback ltr gives libdwfl:
- * elfutils' standard lookup of a separate debug file, its lookup by name
- * opening regular files only, and without loading the debuginfod client
- * when debuginfod is not configured (debuginfo.c).
+ * elfutils' standard lookup of a separate debug file, its lookups by
+ * build-id and by name opening regular files only, and without loading the
+ * debuginfod client when debuginfod is not configured (debuginfo.c).
  */
 #ifndef LTR_ELFDEBUG_DEBUGINFO_H
 #define LTR_ELFDEBUG_DEBUGINFO_H
@@ -27,9 +27,10 @@ int dbg_file_by_name_here(const char *file_name, const char *debuglink, const ch
 /* A Dwfl_Callbacks.find_debuginfo: the file dwfl_standard_find_debuginfo
  * finds (build-id under the debug directories, .gnu_debuglink and the
  * file's own name in the usual places, with libdwfl's checks, debuginfod
- * when DEBUGINFOD_URLS is set), but every file found by name opened only if
- * it is a regular file (ltr_open_regular): a name a traced program can
- * change is never a FIFO's blocking open nor a device's open. With
+ * when DEBUGINFOD_URLS is set), but every file it opens opened only if it
+ * is a regular file (ltr_open_regular): a name a traced program, or another
+ * user who writes a --debug-dir, can change is never a FIFO's blocking open
+ * nor a device's open. With
  * DEBUGINFOD_URLS unset or empty no debuginfod client is loaded.
  * The module's user data (dwfl_module_info) must be NULL or point to a
  * char * holding what the Dwfl's debuginfo_path holds (that char ** itself,

@@ -19,7 +19,13 @@
  * FIFO at a debug file's name, even when a check by name saw a regular file
  * there (the race of a traced program swapping it, made deterministic by
  * this test's stat()). A dwz alternate file (.gnu_debugaltlink) is found
- * where and as libdwfl finds it, by its build-id, never a FIFO.
+ * where and as libdwfl finds it, by its build-id, never a FIFO. The lookup
+ * by build-id under the debug directories (a --debug-dir may be another
+ * user's) passes over a FIFO, a symlink to one and a file of another
+ * build-id there for the debug file of a later directory, and asks
+ * debuginfod, when configured, without opening those names again; libc's
+ * debug file (libc6-dbg, where installed) and a dwz alternate file under
+ * .build-id/ are found under the names elfutils' lookup gives.
  */
 #include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
@@ -273,6 +279,28 @@ static void test_debuginfod_when_configured(void **state)
     assert_true(debuginfod_loaded());
 }
 
+/* A writer waiting in open() of the FIFO: any open of its read side lets
+ * it through, so still waiting at its alarm means no one opened it. */
+static pid_t start_fifo_writer(const char *fifo)
+{
+    pid_t writer = fork();
+    assert_true(writer >= 0);
+    if (writer == 0) {
+        alarm(2); /* still waiting then: no one opened the FIFO */
+        _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
+    }
+    usleep(200 * 1000); /* the writer waits in open() */
+    return writer;
+}
+
+static void expect_fifo_unopened(pid_t writer, const char *what)
+{
+    int st;
+    assert_int_equal(waitpid(writer, &st, 0), writer);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+        fail_msg("the FIFO at %s was opened", what);
+}
+
 /* A module's path from a trace that leads, through a symlink the traced
  * program put there, to something not a regular file is never opened: a
  * device's driver acts on the open itself (a watchdog arms, a pty is made).
@@ -286,23 +314,14 @@ static void test_never_opens_a_fifo(void **state)
     snprintf(link, sizeof link, "%s/libswapped.so", box);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_int_equal(symlink(fifo, link), 0);
-    pid_t writer = fork();
-    assert_true(writer >= 0);
-    if (writer == 0) {
-        alarm(2); /* still waiting then: no one opened the FIFO */
-        _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
-    }
-    usleep(200 * 1000); /* the writer waits in open() */
+    pid_t writer = start_fifo_writer(fifo);
     char *problem = NULL;
     assert_null(sym_elf_open(link, NULL, 0, &dp, &problem));
     assert_non_null(problem);
     assert_string_equal(problem, "not a regular file here");
     free(problem);
     assert_int_equal(sym_elf_debuglink_here(link, dp), 0);
-    int st;
-    assert_int_equal(waitpid(writer, &st, 0), writer);
-    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
-        fail_msg("the FIFO behind the module's path was opened");
+    expect_fifo_unopened(writer, "the end of the module's path");
     free(dp);
 }
 
@@ -344,20 +363,11 @@ static void test_never_opens_a_fifo_by_name(void **state)
     snprintf(want, sizeof want, "%s/swap/.debug/keep.dbg", box);
     for (int lie = 1; lie >= 0; lie--) {
         snprintf(stat_lie, sizeof stat_lie, lie ? "%s/swap/keep.dbg" : "", box);
-        pid_t writer = fork();
-        assert_true(writer >= 0);
-        if (writer == 0) {
-            alarm(3); /* still waiting then: no one opened the FIFO */
-            _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
-        }
-        usleep(200 * 1000); /* the writer waits in open() */
+        pid_t writer = start_fifo_writer(fifo);
         Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
         char *found = debug_file_by(&ours, path, &dp);
         stat_lie[0] = '\0';
-        int st;
-        assert_int_equal(waitpid(writer, &st, 0), writer);
-        if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
-            fail_msg("the FIFO at the debuglink's name was opened (stat %s)", lie ? "saying a regular file" : "true");
+        expect_fifo_unopened(writer, lie ? "the debuglink's name (stat saying a regular file)" : "the debuglink's name");
         if (!found || strcmp(found, want))
             fail_msg("found %s, wanted %s", found ? found : "nothing", want);
         free(found);
@@ -375,6 +385,92 @@ static void test_never_opens_a_fifo_by_name(void **state)
     char *found = debug_file_by(&ours, path, &dp);
     assert_null(found);
     free(dp);
+}
+
+/* Step (1), the build-id under each debug directory, where --debug-dir may
+ * name one that another user writes: a FIFO at DIR/.build-id/xx/rest.debug,
+ * a symlink to one, and a file of another build-id there are passed over
+ * (libdwfl's blocking open of such a FIFO hung root's `ltr analyze`), and
+ * the debug file under a later directory is found and names the probe. */
+static void test_build_id_never_opens_a_fifo(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("set -e; cd %s; id=$(readelf -n stripped | sed -n 's/.*Build ID: //p');"
+                         "X=${id%%${id#??}}; R=${id#??}; for d in b1 b2 b3 b4; do mkdir -p $d/.build-id/$X; done;"
+                         "mkdir -p bmod; cp stripped bmod/mod; mkfifo bfifo b1/.build-id/$X/$R.debug;"
+                         "ln -s $PWD/bfifo b2/.build-id/$X/$R.debug; cp /bin/true b3/.build-id/$X/$R.debug;"
+                         "cp keep.dbg b4/.build-id/$X/$R.debug;"
+                         "echo $PWD/b1/.build-id/$X/$R.debug $PWD/bfifo $(realpath b4/.build-id/$X/$R.debug)", box);
+    assert_int_equal(r.status, 0);
+    char fifos[2][4200], want[4200], path[4200], dirs[4200];
+    assert_int_equal(sscanf(r.out, "%4199s %4199s %4199s", fifos[0], fifos[1], want), 3);
+    tu_free(&r);
+    snprintf(path, sizeof path, "%s/bmod/mod", box);
+    snprintf(dirs, sizeof dirs, "%s/b1:%s/b2:%s/b3:%s/b4", box, box, box, box);
+    for (int i = 0; i < 2; i++) { /* a writer at the FIFO in b1, then at the one b2's symlink names */
+        pid_t writer = start_fifo_writer(fifos[i]);
+        char *dp = dirs;
+        Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
+        char *found = debug_file_by(&ours, path, &dp);
+        expect_fifo_unopened(writer, fifos[i]);
+        if (!found || strcmp(found, want))
+            fail_msg("found %s, wanted %s", found ? found : "nothing", want);
+        free(found);
+    }
+    sym_level lv[4], ref[4];
+    size_t n = resolve_probe(path, dirs, lv, 4), nref = resolve_probe("/proc/self/exe", ":.debug", ref, 4);
+    assert_same_levels(lv, n, ref, nref);
+    free_levels(lv, n);
+    free_levels(ref, nref);
+    /* with debuginfod configured (a loopback port nothing listens on) and
+     * no valid file under the directories, the client is asked without the
+     * directories' names being opened again (the standard callback's own
+     * step (1) would open the FIFO) */
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/debuginfod-cache", box);
+    snprintf(dirs, sizeof dirs, "%s/b1:%s/b2:%s/b3", box, box, box);
+    setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9/", 1);
+    pid_t writer = start_fifo_writer(fifos[0]);
+    char *dp = dirs;
+    Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
+    char *found = debug_file_by(&ours, path, &dp);
+    unsetenv("DEBUGINFOD_URLS");
+    expect_fifo_unopened(writer, "the first debug directory's build-id path, debuginfod configured");
+    assert_null(found);
+}
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    if (strstr(info->dlpi_name, "/libc.so"))
+        snprintf(arg, 4200, "%s", info->dlpi_name);
+    return 0;
+}
+
+/* A system library whose debug file is installed by build-id (Debian's
+ * libc6-dbg: /usr/lib/debug/.build-id/xx/rest.debug) is found there,
+ * under the name elfutils' own lookup gives. */
+static void test_build_id_system_library(void **state)
+{
+    (void)state;
+    char libc[4200] = "", *dp = "/usr/lib/debug";
+    dl_iterate_phdr(find_libc, libc);
+    tu_result r = tu_run("id=$(readelf -n '%s' | sed -n 's/.*Build ID: //p'); X=${id%%${id#??}}; R=${id#??};"
+                         "test -n \"$id\" && test -f /usr/lib/debug/.build-id/$X/$R.debug", libc);
+    bool installed = libc[0] && r.status == 0;
+    tu_free(&r);
+    if (!installed) {
+        printf("skipped: no debug file of libc (%s) under /usr/lib/debug/.build-id (libc6-dbg)\n", libc);
+        skip();
+    }
+    Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
+    Dwfl_Callbacks standard = {.find_debuginfo = dwfl_standard_find_debuginfo};
+    char *a = debug_file_by(&ours, libc, &dp), *b = debug_file_by(&standard, libc, &dp);
+    if (!a || !b || strcmp(a, b) || !strstr(a, "/usr/lib/debug/.build-id/"))
+        fail_msg("%s: ours %s, elfutils' %s", libc, a, b);
+    free(a);
+    free(b);
 }
 
 /* The dwz alternate file (.gnu_debugaltlink) libdwfl asks for once a debug
@@ -449,22 +545,12 @@ static void test_dwz_alternate_file(void **state)
         snprintf(want, sizeof want, "%s/%s", box, cases[i][1]);
         snprintf(fifo, sizeof fifo, "%s/altfifo/fifo", box);
         bool is_fifo = !strcmp(cases[i][0], "altfifo"), taken = false;
-        pid_t writer = is_fifo ? fork() : 0;
-        assert_true(writer >= 0);
-        if (is_fifo && writer == 0) {
-            alarm(3);
-            _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
-        }
-        if (is_fifo)
-            usleep(200 * 1000);
+        pid_t writer = is_fifo ? start_fifo_writer(fifo) : 0;
         char *ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
         if (!ours || strcmp(ours, want) || !taken)
             fail_msg("%s: ours %s (taken %d), wanted %s", cases[i][0], ours, taken, want);
         if (is_fifo) {
-            int st;
-            assert_int_equal(waitpid(writer, &st, 0), writer);
-            if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
-                fail_msg("the FIFO at the alternate file's name was opened");
+            expect_fifo_unopened(writer, "the alternate file's name");
         } else { /* libdwfl's own lookup agrees (it would wait on the FIFO) */
             char *theirs = alt_file_by(dwfl_standard_find_debuginfo, path, &dp, &taken);
             if (!theirs || strcmp(ours, theirs))
@@ -476,6 +562,50 @@ static void test_dwz_alternate_file(void **state)
     }
 }
 
+/* A dwz alternate file found by step (1): the debug file (beside the
+ * module) names one of another build-id, ID2, which is only under a debug
+ * directory's .build-id/. Found there as libdwfl finds it, and past a
+ * symlink to a FIFO at that name in an earlier directory, never opened. */
+static void test_dwz_alternate_by_build_id(void **state)
+{
+    (void)state;
+    tu_result r = tu_run(
+        "set -e; cd %s; id=$(readelf -n stripped | sed -n 's/.*Build ID: //p');"
+        "id2=$(printf %%s $id | tr 0-9a-f 1-9a-f0); X=${id2%%${id2#??}}; R=${id2#??};"
+        "perl -e 'print \"dwz.dbg\\0\", pack(\"H*\", $ARGV[0])' $id2 >altlink2.bin;"
+        "perl -e 'print pack(\"LLL\", 4, length($ARGV[0]) / 2, 3), \"GNU\\0\", pack(\"H*\", $ARGV[0])' $id2 >note2.bin;"
+        "objcopy --update-section .note.gnu.build-id=note2.bin keep.dbg alt2.dbg;"
+        "mkdir -p a2 a2fifo/.build-id/$X a2dir/.build-id/$X; cp alt2.dbg a2dir/.build-id/$X/$R.debug;"
+        "objcopy --add-section .gnu_debugaltlink=altlink2.bin keep.dbg a2/keep.dbg;"
+        "objcopy --add-gnu-debuglink=a2/keep.dbg stripped a2/mod; mkfifo a2fifo/fifo;"
+        "ln -s $PWD/a2fifo/fifo a2fifo/.build-id/$X/$R.debug;"
+        "readelf -n a2dir/.build-id/$X/$R.debug | grep -q \"Build ID: $id2\";"
+        "echo $(realpath a2dir/.build-id/$X/$R.debug)", box);
+    assert_int_equal(r.status, 0);
+    char want[4200], path[4200], fifo[4200], with_fifo[4200], plain[4200];
+    assert_int_equal(sscanf(r.out, "%4199s", want), 1);
+    tu_free(&r);
+    snprintf(path, sizeof path, "%s/a2/mod", box);
+    snprintf(fifo, sizeof fifo, "%s/a2fifo/fifo", box);
+    snprintf(with_fifo, sizeof with_fifo, ":.debug:%s/a2fifo:%s/a2dir", box, box);
+    snprintf(plain, sizeof plain, ":.debug:%s/a2dir", box);
+    bool taken = false;
+    char *dp = plain;
+    char *theirs = alt_file_by(dwfl_standard_find_debuginfo, path, &dp, &taken);
+    char *ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
+    if (!ours || !theirs || strcmp(ours, want) || strcmp(theirs, want) || !taken)
+        fail_msg("ours %s (taken %d), elfutils' %s, wanted %s", ours, taken, theirs, want);
+    free(ours);
+    free(theirs);
+    pid_t writer = start_fifo_writer(fifo);
+    dp = with_fifo;
+    ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
+    expect_fifo_unopened(writer, "the alternate file's build-id path");
+    if (!ours || strcmp(ours, want) || !taken)
+        fail_msg("past the FIFO: ours %s (taken %d), wanted %s", ours, taken, want);
+    free(ours);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +615,9 @@ int main(void)
         cmocka_unit_test(test_never_opens_a_fifo),
         cmocka_unit_test(test_never_opens_a_fifo_by_name),
         cmocka_unit_test(test_dwz_alternate_file),
+        cmocka_unit_test(test_build_id_never_opens_a_fifo),
+        cmocka_unit_test(test_build_id_system_library),
+        cmocka_unit_test(test_dwz_alternate_by_build_id),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
