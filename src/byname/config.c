@@ -48,18 +48,12 @@ int ltr_byname_check(const char *name, ltr_error *err)
 
 /* ---- small file helpers ------------------------------------------------- */
 
-/* Reads a whole file into a new NUL-terminated buffer. -ENOENT if absent;
- * with roots_only, -EPERM unless root owns the file read and only root may
- * write it. */
-static int slurp(const char *path, char **out, size_t *len, size_t max, bool roots_only)
+/* Reads the whole of fd, a regular file of at most max bytes, into a new
+ * NUL-terminated buffer, and closes fd. 0 or -errno. */
+static int slurp_fd(int fd, char **out, size_t *len, size_t max)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
     struct stat st;
     int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : (size_t)st.st_size > max ? -EFBIG : 0;
-    if (!rc && roots_only && (st.st_uid != 0 || (st.st_mode & 022)))
-        rc = -EPERM;
     if (rc) {
         close(fd);
         return rc;
@@ -75,6 +69,13 @@ static int slurp(const char *path, char **out, size_t *len, size_t max, bool roo
     *out = buf;
     *len = (size_t)n;
     return 0;
+}
+
+/* Reads a whole file into a new NUL-terminated buffer. -ENOENT if absent. */
+static int slurp(const char *path, char **out, size_t *len, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    return fd < 0 ? -errno : slurp_fd(fd, out, len, max);
 }
 
 /* Writes path anew: a temporary beside it, owned and moded as asked,
@@ -105,12 +106,16 @@ static int copy_file(const char *from, const char *to, ltr_error *err)
     /* The copy goes into processes of every user, root's too (the shim into
      * every one, through /etc/ld.so.preload): a file another user could
      * have written (LTR_HEAP_AGENT, or a build tree, may lead there) would
-     * run their code as root. The fd read is the one checked. */
-    int rc = slurp(from, &data, &len, 256u << 20, true);
-    if (rc == -EPERM)
-        return ltr_fail(err, EPERM, "%s is another user's, or writable by group or others: only root may write "
-                        "what is loaded into every process (install ltr as root, or fix the file's owner and "
-                        "mode)", from);
+     * run their code as root. The fd read is the one checked, with the
+     * rule `ltr boottrace` applies to what it runs (prim's
+     * ltr_open_roots_alone). */
+    ltr_error why;
+    int fd = ltr_open_roots_alone(from, &why);
+    if (fd == -EPERM)
+        return ltr_fail(err, EPERM, "only root may write what is loaded into every process: %s (or use an ltr "
+                        "installed as root where only root can write, e.g. cmake --install BUILD --prefix "
+                        "/opt/ltr)", why.msg);
+    int rc = fd < 0 ? fd : slurp_fd(fd, &data, &len, 256u << 20);
     if (rc)
         return ltr_fail(err, -rc, "cannot read %s: %s", from, strerror(-rc));
     rc = write_atomic(to, data, len, 0644, 0, 0);
@@ -143,7 +148,7 @@ int ltr_byname_read(ltr_byname_list *out, ltr_error *err)
     char *text = NULL;
     size_t len = 0;
     out->n = 0;
-    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX, false);
+    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX);
     if (rc == -ENOENT)
         return 0;
     if (rc)
@@ -223,7 +228,7 @@ static int preload_add(prior *p, ltr_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX, false);
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
     if (rc && rc != -ENOENT)
         return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_PRELOAD, strerror(-rc));
     if (!rc && find_line(text, len)) {
@@ -257,7 +262,7 @@ static int preload_remove(const prior *p, ltr_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX, false);
+    int rc = slurp(LTR_BYNAME_PRELOAD, &text, &len, PRELOAD_MAX);
     if (rc == -ENOENT)
         return 0;
     if (rc)

@@ -167,29 +167,19 @@ static int output_dir_missing(const char *path)
  * could replace (theirs, in a directory of theirs, or where others may
  * write) would run their code as root from the next boot on, for good (a
  * user's build tree, run once with sudo). So the file and every directory
- * on its way are root's and writable by no one else: a group's write only
- * for root's group, and others' only in a sticky directory (/tmp), whose
- * entries of root's no one else may rename. */
+ * on its way must be root's alone, by the rule `ltr heaptracingconfig`
+ * applies to what it copies (prim's ltr_open_roots_alone). */
 static int roots_alone(const char *path)
 {
-    size_t n = strlen(path); /* /proc/self/exe's: absolute, no "//", no "..", no symlink */
-    for (size_t i = 0; i <= n; i++) {
-        if (i && i < n && path[i] != '/')
-            continue; /* "/", then the path up to each later '/', then all of it */
-        char prefix[4096];
-        snprintf(prefix, sizeof prefix, "%.*s", i ? (int)i : 1, path);
-        struct stat st;
-        if (lstat(prefix, &st) != 0)
-            return cli_fail("boottrace", "cannot check %s: %s", prefix, strerror(errno));
-        bool last = i == n;
-        bool group = (st.st_mode & S_IWGRP) && st.st_gid != 0;
-        bool others = (st.st_mode & S_IWOTH) && (last || !(st.st_mode & S_ISVTX));
-        if (st.st_uid != 0 || group || others || (last ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode)))
-            return cli_fail("boottrace", "%s is another user's, or others may write it: the unit would run "
-                            "%s as root at every boot, and whoever can change it with it; run an ltr that only "
-                            "root can change (installed, or a build tree of root's)", prefix, path);
+    ltr_error err;
+    int fd = ltr_open_roots_alone(path, &err);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
     }
-    return 0;
+    return cli_fail("boottrace", "the unit would run %s as root at every boot, and whoever can change it with "
+                    "it: %s (or run an ltr installed as root where only root can write, e.g. cmake --install "
+                    "BUILD --prefix /opt/ltr)", path, err.msg);
 }
 
 static int need_root(void)

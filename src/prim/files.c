@@ -4,12 +4,18 @@
  * can write too (/tmp, shared directories): a file is therefore only ever
  * created new (never through a symlink, never reusing what someone planted),
  * temporaries get unpredictable names, and a finished file takes its final
- * name without replacing what is there unless the user said --force.
+ * name without replacing what is there unless the user said --force. And
+ * opening what ltr reads where others may have put something: regular files
+ * only, never a FIFO's or a device's open (ltr_open_regular), and what root
+ * runs at every boot or copies into every process only if root alone can
+ * change it, on its whole way from "/" (ltr_open_roots_alone).
  */
 #include "prim/prim.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,4 +135,115 @@ int ltr_open_regular(const char *path)
     int e = errno;
     close(pfd);
     return fd < 0 ? -e : fd;
+}
+
+/* ---- what root runs or copies into every process: root's alone ---------- */
+
+enum roots_alone_verdict { ROOTS_ALONE, WRITE_BITS, NOT_ROOTS, STICKY, WRONG_TYPE };
+
+/* One component against the rule: the file (last) or a directory on its way. */
+static enum roots_alone_verdict roots_alone_one(const struct stat *st, bool last)
+{
+    if (last ? !S_ISREG(st->st_mode) : !S_ISDIR(st->st_mode))
+        return WRONG_TYPE;
+    if (st->st_uid != 0)
+        return NOT_ROOTS;
+    if (S_ISDIR(st->st_mode) && (st->st_mode & S_IWOTH) && (st->st_mode & S_ISVTX))
+        return STICKY;
+    return st->st_mode & (S_IWGRP | S_IWOTH) ? WRITE_BITS : ROOTS_ALONE;
+}
+
+/* Why a component that no chmod fixes fails, and the way out. */
+static int refuse_component(const struct stat *st, const char *comp, enum roots_alone_verdict v, ltr_error *err)
+{
+    char who[64];
+    if (v == NOT_ROOTS)
+        return ltr_fail(err, EPERM, "%s belongs to %s, not root: %s could replace what is there; it must be "
+                        "somewhere only root can write", comp, ltr_user_name(st->st_uid, who, sizeof who), who);
+    if (v == STICKY)
+        return ltr_fail(err, EPERM, "%s is a directory every user may write (sticky, mode %04o, like /tmp): "
+                        "once root's file there is gone (a reboot, tmp cleaning) anyone may put theirs at its "
+                        "name; it must be somewhere only root can write", comp, (unsigned)(st->st_mode & 07777));
+    return ltr_fail(err, EPERM, "%s is %s", comp,
+                    S_ISLNK(st->st_mode) ? "a symlink now: it changed while it was checked"
+                    : S_ISDIR(st->st_mode) ? "a directory, not a regular file" : "not a regular file");
+}
+
+/* Why components whose write bits alone stand in the way fail (list: all
+ * of them, first: the first one's stat), and the chmod that leaves them to
+ * root alone; on Debian with /etc/staff-group-for-usr-local (/usr/local
+ * writable by group staff, whose members are root-equivalent by Debian's
+ * own base-passwd documentation), also that file to remove, or packages
+ * make new directories there group-writable again. */
+static int refuse_writable(const struct stat *first, const char *list, ltr_error *err)
+{
+    char group[64], who[128];
+    const struct group *g = getgrgid(first->st_gid);
+    if (g)
+        snprintf(group, sizeof group, "%s", g->gr_name);
+    else
+        snprintf(group, sizeof group, "gid %u", (unsigned)first->st_gid);
+    bool staff = g && !strcmp(g->gr_name, "staff") && access("/etc/staff-group-for-usr-local", F_OK) == 0;
+    if (first->st_mode & S_IWGRP)
+        snprintf(who, sizeof who, "the members of group %s%s", group,
+                 first->st_mode & S_IWOTH ? " and every user" : "");
+    else
+        snprintf(who, sizeof who, "every user");
+    return ltr_fail(err, EPERM, "%s may be written by %s, not by root alone, who could replace what is there; "
+                    "to leave it to root alone: chmod go-w %s%s", list, who, list,
+                    staff ? "; rm /etc/staff-group-for-usr-local (while it exists, Debian's packages make "
+                            "/usr/local's directories writable by group staff)" : "");
+}
+
+int ltr_open_roots_alone(const char *path, ltr_error *err)
+{
+    char real[PATH_MAX], list[400] = "";
+    if (!realpath(path, real))
+        return ltr_fail(err, errno, "cannot find %s: %s", path, strerror(errno));
+    size_t n = strlen(real); /* canonical: no "//", no "..", no symlink, no '/' at the end */
+    struct stat st, first = {0};
+    int fd = -1;
+    /* "/", then real up to each later '/', then all of it: each opened from
+     * the one before without following a symlink, and checked as opened */
+    for (size_t i = 0; i <= n; i++) {
+        if (i && i < n && real[i] != '/')
+            continue;
+        char comp[PATH_MAX];
+        snprintf(comp, sizeof comp, "%.*s", i ? (int)i : 1, real);
+        int next = !i ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
+                      : openat(fd, strrchr(comp, '/') + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        if ((fd = next) < 0 || fstat(fd, &st) != 0) {
+            e = fd < 0 ? e : errno;
+            if (fd >= 0)
+                close(fd);
+            return ltr_fail(err, e, "cannot check %s: %s", comp, strerror(e));
+        }
+        enum roots_alone_verdict v = roots_alone_one(&st, i == n);
+        if (v != ROOTS_ALONE && v != WRITE_BITS) {
+            close(fd);
+            return refuse_component(&st, comp, v, err);
+        }
+        size_t used = strlen(list), len = strlen(comp);
+        if (v == WRITE_BITS && !used)
+            first = st;
+        if (v == WRITE_BITS && used + 1 + len + sizeof " ..." <= sizeof list) {
+            if (used)
+                list[used++] = ' ';
+            memcpy(list + used, comp, len + 1);
+        } else if (v == WRITE_BITS && !strstr(list, " ...")) { /* too many to list: the first ones */
+            memcpy(list + used, " ...", sizeof " ...");
+        }
+    }
+    if (list[0]) {
+        close(fd);
+        return refuse_writable(&first, list, err);
+    }
+    char again[64];
+    snprintf(again, sizeof again, "/proc/self/fd/%d", fd);
+    int rfd = ltr_open_regular(again); /* the inode just checked, whatever the name leads to now */
+    close(fd);
+    return rfd >= 0 ? rfd : ltr_fail(err, -rfd, "cannot open %s: %s", real, strerror(-rfd));
 }

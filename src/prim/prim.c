@@ -62,7 +62,7 @@ int ltr_fail(ltr_error *err, int code, const char *fmt, ...)
  * users of it work through the open descriptor, so a path that is swapped
  * after the check cannot redirect them. */
 
-static const char *user_name(uid_t uid, char *buf, size_t size)
+const char *ltr_user_name(uid_t uid, char *buf, size_t size)
 {
     struct passwd *pw = getpwuid(uid);
     if (pw)
@@ -81,7 +81,7 @@ static int check_stat(const struct stat *st, const char *dir, ltr_error *err)
     char who[64];
     if (st->st_uid != geteuid())
         return ltr_fail(err, EACCES, "permission denied: %s belongs to %s, and ltr sessions are usable "
-                                     "by their owner only; %s", dir, user_name(st->st_uid, who, sizeof who),
+                                     "by their owner only; %s", dir, ltr_user_name(st->st_uid, who, sizeof who),
                         fix_hint);
     if (st->st_mode & 077)
         return ltr_fail(err, EACCES, "%s is open to other users (mode %03o); ltr needs 0700: "
@@ -98,7 +98,7 @@ static int refuse_entry(const char *dir, int e, ltr_error *err)
     char who[64];
     if (lstat(dir, &st) != 0)
         return ltr_fail(err, e, "%s: %s", dir, strerror(e));
-    user_name(st.st_uid, who, sizeof who);
+    ltr_user_name(st.st_uid, who, sizeof who);
     if (S_ISLNK(st.st_mode))
         return ltr_fail(err, ELOOP, "%s is a symbolic link (owned by %s), not a directory: ltr does not "
                                     "follow it, since another user may have planted it to catch ltr's "

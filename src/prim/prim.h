@@ -196,6 +196,23 @@ size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines);
  * for a file of another type, or -errno. */
 int ltr_open_regular(const char *path);
 
+/* Opens path for reading only if root alone can change it: what root runs
+ * at every boot (`ltr boottrace`) or copies into every process (`ltr
+ * heaptracingconfig`). The rule, for the file and every directory on its
+ * real path from "/" (symlinks resolved first, then each component opened
+ * without following one and checked as opened): owned by root, and
+ * writable by neither group nor others, whatever the group (gid 0 too: a
+ * group bit is also the mask of an ACL that may let any user write, and
+ * Debian's group staff, which may write /usr/local, is not root); a sticky
+ * directory writable by all (/tmp) is refused too (anyone may take a name
+ * there once root's file is gone). The file must be regular. Returns the fd
+ * (O_NONBLOCK, close-on-exec), or -errno with err naming the component,
+ * what is wrong, and the command that fixes it where one does
+ * (prim/files.c). */
+int ltr_open_roots_alone(const char *path, ltr_error *err);
+/* A user's name, or "uid N" when there is none, in buf. */
+const char *ltr_user_name(uid_t uid, char *buf, size_t size);
+
 /* Output files (prim/files.c): never written through a symlink nor into a file
  * that exists already, whoever made it. */
 /* Creates path new, mode 0600 (O_CREAT|O_EXCL|O_NOFOLLOW). Returns the fd

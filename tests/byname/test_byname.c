@@ -3,7 +3,9 @@
  * the shim's matching, processes found by their executable's name, and
  * enable/disable giving /etc/ld.so.preload back byte for byte whatever it
  * was. The changes happen in a private /etc (tests/util/private_etc.h), as
- * root; without root the tests that change it are skipped.
+ * root, with the shim and agent of the copy of ltr there (tu_private_ltr:
+ * what root alone can write, wherever the build tree is); without root the
+ * tests that change it are skipped.
  */
 #include "byname/byname.h"
 #include "recorder/heaprun.h"
@@ -143,7 +145,8 @@ static const char *src(const char *file)
     static char path[2][600];
     static int k;
     k ^= 1;
-    snprintf(path[k], sizeof path[k], "%s/../lib/%s", getenv("LTR_TEST_BIN"), file);
+    assert_non_null(tu_private_ltr()); /* made again after each reset */
+    snprintf(path[k], sizeof path[k], "%s/lib/%s", TU_PRIVATE_INSTALL, file);
     return path[k];
 }
 

@@ -7,10 +7,16 @@
  * that `ltr stop` ends with a complete trace (the boot, played by hand),
  * --disable leaves /etc/systemd as it found it; and the refusals: not root
  * (as nobody, through setpriv), bad usage, a bad profile, a unit that is not
- * ours, an ltr binary that another user could change. Needs root (it writes /etc/systemd); skipped where systemd runs the
- * machine (systemctl would enable the unit on the real system).
+ * ours, an ltr binary or heap agent that another user could change (the
+ * cases of tests/util/roots_alone.h, which test_heaptracingconfig runs
+ * too, and the binary's own). The ltr that sets the boot trace up is a
+ * copy in the private /etc (tu_private_ltr): the build tree may be where
+ * the rule refuses it. Needs root (it writes /etc/systemd); skipped where
+ * systemd runs the machine (systemctl would enable the unit on the real
+ * system).
  */
 #include "util/private_etc.h"
+#include "util/roots_alone.h"
 #include "util/testutil.h"
 
 #include <setjmp.h>
@@ -97,7 +103,9 @@ static void test_file_mode_boot_and_disable(void **state)
     SKIP_IF_NEEDED();
     const char *dir = *state;
     char *before = etc_systemd();
-    tu_result r = tu_run("%s boottrace heap --filemode -o %s/boot.ltr --buffers 64", tu_ltr(), dir);
+    const char *ltr = tu_private_ltr();
+    assert_non_null(ltr);
+    tu_result r = tu_run("%s boottrace heap --filemode -o %s/boot.ltr --buffers 64", ltr, dir);
     if (r.status != 0)
         fail_msg("boottrace failed (%d): %s%s", r.status, r.out, r.err);
     assert_non_null(strstr(r.out, "wrote " UNIT));
@@ -143,7 +151,7 @@ static void test_file_mode_boot_and_disable(void **state)
     assert_true(t.ok && t.complete);
     free(unit);
 
-    r = tu_run("%s boottrace --disable", tu_ltr());
+    r = tu_run("%s boottrace --disable", ltr);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "removed " LINK "\nremoved " UNIT "\n"));
     tu_free(&r);
@@ -151,7 +159,7 @@ static void test_file_mode_boot_and_disable(void **state)
     assert_string_equal(after, before);
     free(after);
     free(before);
-    r = tu_run("%s boottrace --disable", tu_ltr());
+    r = tu_run("%s boottrace --disable", ltr);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "nothing to remove"));
     tu_free(&r);
@@ -160,9 +168,10 @@ static void test_file_mode_boot_and_disable(void **state)
 static void test_memory_mode_replaces(void **state)
 {
     SKIP_IF_NEEDED();
-    const char *dir = *state;
-    tu_expect_ok(tu_run("%s boottrace heap --filemode -o %s/a.ltr", tu_ltr(), dir));
-    tu_result r = tu_run("%s boottrace heap.light --memory -o %s/m.ltr --instance early --name myservice", tu_ltr(),
+    const char *dir = *state, *ltr = tu_private_ltr();
+    assert_non_null(ltr);
+    tu_expect_ok(tu_run("%s boottrace heap --filemode -o %s/a.ltr", ltr, dir));
+    tu_result r = tu_run("%s boottrace heap.light --memory -o %s/m.ltr --instance early --name myservice", ltr,
                          dir);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "replaced " UNIT));
@@ -174,7 +183,7 @@ static void test_memory_mode_replaces(void **state)
     snprintf(want, sizeof want, "\"stop\" \"%s/m.ltr\" \"--instance\" \"early\" \"--force\"\n", dir);
     assert_non_null(strstr(unit, want)); /* written at shutdown if still running */
     free(unit);
-    tu_expect_ok(tu_run("%s boottrace --disable", tu_ltr()));
+    tu_expect_ok(tu_run("%s boottrace --disable", ltr));
     assert_int_equal(access(UNIT, F_OK), -1);
     assert_int_equal(access(LINK, F_OK), -1);
 }
@@ -201,32 +210,59 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
     expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
            "is not there: the session could not write its trace");
-    /* an ltr, or the heap agent beside it, that another user could change (a
-     * build tree of theirs, or a directory others may write): the unit would
-     * run it as root at each boot */
-    char lib[4096];
-    snprintf(lib, sizeof lib, "%s", tu_ltr()); /* build/bin/ltr -> build/lib */
-    *strrchr(lib, '/') = 0;
-    *strrchr(lib, '/') = 0;
-    static const char *const setups[] = {"chown -R nobody u", "chown nobody u/bin/ltr", "chmod 0777 u/bin",
-                                         "chmod 0775 u && chgrp nogroup u", "chown nobody u/lib/libltr-heap.so",
-                                         "chmod 0777 u/lib"};
-    for (size_t i = 0; i < sizeof setups / sizeof *setups; i++)
-        expect(tu_run("cd %s && rm -rf u && mkdir -p u/bin u/lib && cp %s/bin/ltr u/bin/ && cp -P %s/lib/*.so* u/lib/ "
-                      "&& %s && u/bin/ltr boottrace heap --memory", dir, lib, lib, setups[i]),
-               1, "the unit would run");
     char *after = etc_systemd();
     assert_string_equal(after, before); /* none of them wrote anything */
     free(after);
 
     /* a unit of that name that ltr did not write stays, also at --disable */
     tu_expect_ok(tu_run("mkdir -p /etc/systemd/system && printf '[Unit]\\n' > " UNIT));
-    expect(tu_run("%s boottrace heap --memory", tu_ltr()), 1, "was not written by ltr boottrace");
-    expect(tu_run("%s boottrace --disable", tu_ltr()), 1, "was not written by ltr boottrace");
+    expect(tu_run("%s boottrace heap --memory", tu_private_ltr()), 1, "was not written by ltr boottrace");
+    expect(tu_run("%s boottrace --disable", tu_private_ltr()), 1, "was not written by ltr boottrace");
     char *unit = tu_read_file(UNIT);
     assert_string_equal(unit, "[Unit]\n");
     free(unit);
     free(before);
+}
+
+/* The rule for what the unit runs as root at every boot (the ltr binary
+ * and the heap agent beside it), case by case: tests/util/roots_alone.h's
+ * cases, the ones `ltr heaptracingconfig` is tested with, and the binary's
+ * own (another user's; in a directory others may write). A refusal says
+ * why and writes nothing; what is root's alone is set up, and removed. */
+static void test_roots_alone_cases(void **state)
+{
+    SKIP_IF_NEEDED();
+    (void)state;
+    static const roots_alone_case own[] = {
+        {"the ltr binary another user's", "chown nobody t/bin/ltr", "@/t/bin/ltr belongs to nobody, not root"},
+        {"the ltr binary's directory writable by every user", "chmod 0777 t/bin",
+         "@/t/bin may be written by the members of group root and every user"},
+    };
+    char *before = etc_systemd();
+    for (size_t i = 0; i < roots_alone_ncases + sizeof own / sizeof *own; i++) {
+        const roots_alone_case *c = i < roots_alone_ncases ? &roots_alone_cases[i] : &own[i - roots_alone_ncases];
+        int made = roots_alone_tree(true, c->setup);
+        assert_true(made == 0 || made == 77);
+        if (made == 77) {
+            printf("case '%s' skipped: it cannot be made here\n", c->what);
+            continue;
+        }
+        tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace heap --memory");
+        char want[1024];
+        roots_alone_refusal(c, want, sizeof want);
+        if (c->refusal ? r.status != 1 || !strstr(r.err, "the unit would run") || !strstr(r.err, want)
+                       : r.status != 0)
+            fail_msg("%s: status %d, wanted %s%s:\n%s%s", c->what, r.status, c->refusal ? "a refusal with " : "0",
+                     c->refusal ? want : "", r.out, r.err);
+        tu_free(&r);
+        if (!c->refusal)
+            tu_expect_ok(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace --disable"));
+        char *after = etc_systemd();
+        assert_string_equal(after, before); /* a refusal wrote nothing; --disable took it all away */
+        free(after);
+    }
+    free(before);
+    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local"));
 }
 
 int main(void)
@@ -241,6 +277,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_mode_boot_and_disable, fresh, done),
         cmocka_unit_test_setup_teardown(test_memory_mode_replaces, fresh, done),
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
+        cmocka_unit_test_setup_teardown(test_roots_alone_cases, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,14 +4,18 @@
  * started by a plain exec, carries the agent dormant and is traced exactly
  * once a session enables its name (and another enabled name is not); the
  * setting leaves nothing behind; real programs give the same output with it
- * on; the refusals, a shim or agent another user could write among them.
- * Everything happens in a private /etc
+ * on; the refusals, a shim or agent another user could write among them
+ * (the cases of tests/util/roots_alone.h, which test_boottrace runs too,
+ * and the shim's own). Everything happens in a private /etc
  * (tests/util/private_etc.h) as root: the machine's /etc/ld.so.preload is
- * never touched. Without root the tests are skipped.
+ * never touched. The setting is changed with a copy of ltr in that /etc
+ * (tu_private_ltr), whose shim and agent the rule accepts wherever the
+ * build tree is. Without root the tests are skipped.
  */
 #include "base/heap_events.h"
 #include "byname/byname.h"
 #include "util/private_etc.h"
+#include "util/roots_alone.h"
 #include "util/testutil.h"
 
 #include <ltr/trace.h>
@@ -47,9 +51,12 @@ static int done(void **state)
     return tu_teardown_sandbox(state);
 }
 
+/* `ltr heaptracingconfig ARGS` with the private copy of ltr. */
 static tu_result config(const char *args)
 {
-    return tu_run("%s heaptracingconfig %s", tu_ltr(), args);
+    const char *ltr = tu_private_ltr();
+    assert_non_null(ltr);
+    return tu_run("%s heaptracingconfig %s", ltr, args);
 }
 
 static void expect(tu_result r, int status, const char *in_err)
@@ -173,16 +180,18 @@ static void test_concurrent_changes(void **state)
     (void)state;
     if (!have_etc)
         skip();
+    const char *ltr = tu_private_ltr();
+    assert_non_null(ltr);
     tu_result r = tu_run("for i in 1 2 3 4 5 6 7 8; do %s heaptracingconfig n$i enable >/dev/null & done; wait; "
                          "%s heaptracingconfig | sort | tr '\\n' ' '; grep -c libltr-byname /etc/ld.so.preload",
-                         tu_ltr(), tu_ltr());
+                         ltr, ltr);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "n1: enabled n2: enabled n3: enabled n4: enabled n5: enabled n6: enabled "
                                "n7: enabled n8: enabled 1\n");
     tu_free(&r);
     r = tu_run("for i in 1 2 3 4 5 6 7 8; do %s heaptracingconfig n$i disable >/dev/null & done; wait; "
                "%s heaptracingconfig; ls /etc/ltr 2>/dev/null; cat /etc/ld.so.preload 2>/dev/null",
-               tu_ltr(), tu_ltr());
+               ltr, ltr);
     assert_string_equal(r.out, "heap tracing by name: no name enabled\n");
     tu_free(&r);
 }
@@ -240,34 +249,64 @@ static void test_refusals(void **state)
     tu_free(&r);
 }
 
+/* Nothing of the setting is there: the refused enable changed nothing. */
+static void expect_unchanged(const char *what)
+{
+    struct stat st;
+    char *preload = tu_read_file(LTR_BYNAME_PRELOAD);
+    if (lstat(LTR_BYNAME_DIR, &st) == 0 || (preload && strstr(preload, "libltr-byname")))
+        fail_msg("%s: the setting was changed", what);
+    free(preload);
+}
+
 /* The shim goes into every process of the machine (/etc/ld.so.preload), and
  * the agent into every one of an enabled name: copies of files that another
- * user could write (their owner, or a mode writable by group or others;
- * LTR_HEAP_AGENT or the build tree may lead there) are refused, and nothing
- * is changed. */
+ * user could change are refused, and nothing is changed. Case by case:
+ * tests/util/roots_alone.h's cases, the ones `ltr boottrace` is tested
+ * with, and the shim's own; then an agent in a directory under /tmp
+ * ($LTR_HEAP_AGENT may lead anywhere), where every user may write. */
 static void test_sources_not_roots_alone_refused(void **state)
 {
     if (!have_etc)
         skip();
     const char *dir = *state;
-    char lib[4096];
-    snprintf(lib, sizeof lib, "%s", tu_ltr()); /* build/bin/ltr -> build/lib */
-    *strrchr(lib, '/') = 0;
-    *strrchr(lib, '/') = 0;
-    static const char *const setups[] = {"chown 65534 m/libltr-byname.so", "chown 65534 m/libltr-heap.so",
-                                         "chmod 0666 m/libltr-byname.so", "chmod 0664 m/libltr-heap.so"};
-    for (size_t i = 0; i < sizeof setups / sizeof *setups; i++) {
-        tu_result r = tu_run("cd %s && rm -rf m && mkdir m && cp %s/lib/libltr-heap.so %s/lib/libltr-byname.so m/ && "
-                             "%s && LTR_HEAP_AGENT=%s/m/libltr-heap.so %s heaptracingconfig svc enable",
-                             dir, lib, lib, setups[i], dir, tu_ltr());
-        if (r.status != 1 || !strstr(r.err, "only root may write what is loaded into every process"))
-            fail_msg("%s: status %d\n%s%s", setups[i], r.status, r.out, r.err);
+    static const roots_alone_case own[] = {
+        {"the shim another user's", "chown 65534 t/lib/libltr-byname.so",
+         "@/t/lib/libltr-byname.so belongs to nobody, not root"},
+        {"the shim writable by every user", "chmod 0666 t/lib/libltr-byname.so",
+         "@/t/lib/libltr-byname.so may be written by the members of group root and every user"},
+    };
+    for (size_t i = 0; i < roots_alone_ncases + sizeof own / sizeof *own; i++) {
+        const roots_alone_case *c = i < roots_alone_ncases ? &roots_alone_cases[i] : &own[i - roots_alone_ncases];
+        int made = roots_alone_tree(true, c->setup);
+        assert_true(made == 0 || made == 77);
+        if (made == 77) {
+            printf("case '%s' skipped: it cannot be made here\n", c->what);
+            continue;
+        }
+        tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr heaptracingconfig svc enable");
+        char want[1024];
+        roots_alone_refusal(c, want, sizeof want);
+        if (c->refusal ? r.status != 1 || !strstr(r.err, "only root may write what is loaded into every process") ||
+                             !strstr(r.err, want)
+                       : r.status != 0)
+            fail_msg("%s: status %d, wanted %s%s:\n%s%s", c->what, r.status, c->refusal ? "a refusal with " : "0",
+                     c->refusal ? want : "", r.out, r.err);
         tu_free(&r);
-        struct stat st;
-        assert_int_not_equal(lstat(LTR_BYNAME_DIR, &st), 0); /* nothing was changed */
-        char *preload = tu_read_file(LTR_BYNAME_PRELOAD);
-        assert_true(!preload || !strstr(preload, "libltr-byname"));
-        free(preload);
+        if (!c->refusal)
+            expect(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr heaptracingconfig svc disable"), 0, NULL);
+        expect_unchanged(c->what);
+    }
+    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local"));
+
+    struct stat st;
+    if (stat("/tmp", &st) == 0 && (st.st_mode & 01777) == 01777 && st.st_uid == 0) {
+        tu_result r = tu_run("cp -P %s/lib/*.so %s/ && LTR_HEAP_AGENT=%s/libltr-heap.so %s heaptracingconfig svc "
+                             "enable", TU_PRIVATE_INSTALL, dir, dir, tu_private_ltr());
+        if (r.status != 1 || !strstr(r.err, "/tmp is a directory every user may write (sticky"))
+            fail_msg("an agent under /tmp: status %d\n%s%s", r.status, r.out, r.err);
+        tu_free(&r);
+        expect_unchanged("an agent under /tmp");
     }
 }
 

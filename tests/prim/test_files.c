@@ -3,9 +3,14 @@
  * new files, unpredictable temporaries, publication that replaces nothing
  * unless forced, a new file written whole or not at all, absolute paths. The
  * recorder's own refusal of an existing path is
- * tests/e2e/test_recorder_refuses.c.
+ * tests/e2e/test_recorder_refuses.c. And the one rule for what root runs or
+ * copies into every process (ltr_open_roots_alone), case by case
+ * (tests/util/roots_alone_cases.h, the cases the tests of both commands
+ * that apply it run too), as root in a private /etc.
  */
 #include "prim/prim.h"
+#include "util/private_etc.h"
+#include "util/roots_alone.h"
 #include "util/testutil.h"
 
 #include <setjmp.h>
@@ -15,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,14 +187,94 @@ static void test_write_new_file(void **state)
     assert_non_null(strstr(err.msg, "cannot create"));
 }
 
+static const char *why_no_etc; /* why the rule's tests are skipped */
+
+/* Every case of the table, on a tree of plain files: refused with its
+ * message, or opened (the file checked: it reads "agent"). */
+static void test_roots_alone_cases(void **state)
+{
+    (void)state;
+    if (why_no_etc) {
+        printf("skipped: %s\n", why_no_etc);
+        skip();
+    }
+    for (size_t i = 0; i < roots_alone_ncases; i++) {
+        const roots_alone_case *c = &roots_alone_cases[i];
+        int made = roots_alone_tree(false, c->setup);
+        assert_true(made == 0 || made == 77);
+        if (made == 77) {
+            printf("case '%s' skipped: it cannot be made here\n", c->what);
+            continue;
+        }
+        ltr_error err = {0};
+        int fd = ltr_open_roots_alone(ROOTS_ALONE_BASE "/t/lib/libltr-heap.so", &err);
+        char want[1024];
+        roots_alone_refusal(c, want, sizeof want);
+        if (c->refusal && (fd != -EPERM || !strstr(err.msg, want)))
+            fail_msg("%s: %d '%s', wanted a refusal with '%s'", c->what, fd, err.msg, want);
+        if (!c->refusal && fd < 0)
+            fail_msg("%s: refused: %s", c->what, err.msg);
+        if (fd >= 0) {
+            char buf[16] = "";
+            assert_int_equal(read(fd, buf, sizeof buf - 1), 5);
+            assert_string_equal(buf, "agent");
+            close(fd);
+        }
+    }
+    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local"));
+}
+
+/* What only the rule itself shows: every component on the way that group
+ * or others may write is in the one chmod that fixes them all (staff's
+ * file named only where it exists); a symlink on the way is followed
+ * before the walk, and the rule applies to where it leads; what is not a
+ * regular file (a FIFO, a directory) is refused without being opened. */
+static void test_roots_alone_details(void **state)
+{
+    (void)state;
+    if (why_no_etc)
+        skip();
+#define B ROOTS_ALONE_BASE
+    ltr_error err;
+    assert_int_equal(roots_alone_tree(false, "chmod 0775 t t/lib && chmod 0664 t/lib/libltr-heap.so"), 0);
+    assert_int_equal(ltr_open_roots_alone(B "/t/lib/libltr-heap.so", &err), -EPERM);
+    assert_non_null(strstr(err.msg, "to leave it to root alone: chmod go-w " B "/t " B "/t/lib " B
+                                    "/t/lib/libltr-heap.so"));
+    assert_null(strstr(err.msg, "staff-group-for-usr-local"));
+
+    assert_int_equal(roots_alone_tree(false, "ln -s lib t/link && mkdir -m 0777 w && "
+                                             "ln -s ../t/lib/libltr-heap.so w/agent"), 0);
+    int fd = ltr_open_roots_alone(B "/t/link/libltr-heap.so", &err);
+    assert_true(fd >= 0);
+    close(fd);
+    fd = ltr_open_roots_alone(B "/w/agent", &err); /* a link where anyone writes: where it leads counts */
+    assert_true(fd >= 0);
+    close(fd);
+
+    assert_int_equal(roots_alone_tree(false, "mkfifo -m 0644 t/lib/fifo"), 0);
+    assert_int_equal(ltr_open_roots_alone(B "/t/lib/fifo", &err), -EPERM);
+    assert_non_null(strstr(err.msg, B "/t/lib/fifo is not a regular file"));
+    assert_int_equal(ltr_open_roots_alone(B "/t/lib", &err), -EPERM);
+    assert_non_null(strstr(err.msg, B "/t/lib is a directory, not a regular file"));
+    assert_int_equal(ltr_open_roots_alone(B "/t/lib/none", &err), -ENOENT);
+    tu_expect_ok(tu_run("rm -rf " B));
+#undef B
+}
+
 int main(void)
 {
+    if (geteuid() != 0)
+        why_no_etc = "not root: the rule's cases need root (chown) and a private /etc";
+    else if (tu_private_etc() != 0)
+        why_no_etc = "no private /etc could be made (mount namespaces, overlayfs)";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_write_new_file, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test(test_roots_alone_cases),
+        cmocka_unit_test(test_roots_alone_details),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * tests/util/private_etc.c — see private_etc.h.
  */
 #include "util/private_etc.h"
+#include "util/testutil.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -72,4 +73,23 @@ int tu_private_etc_reset(void)
     if (system(cmd) != 0)
         return -1;
     return mount_overlay();
+}
+
+const char *tu_private_ltr(void)
+{
+    static const char ltr[] = TU_PRIVATE_INSTALL "/bin/ltr";
+    if (access(ltr, X_OK) == 0)
+        return ltr;
+    char build[4096];
+    snprintf(build, sizeof build, "%s", tu_ltr()); /* build/bin/ltr -> build */
+    for (int i = 0; i < 2 && strrchr(build, '/'); i++)
+        *strrchr(build, '/') = 0;
+    tu_result r = tu_run("set -e; umask 022; mkdir -p %s/bin %s/lib; cp %s/bin/ltr %s/bin/; "
+                         "cp -P %s/lib/*.so* %s/lib/; chmod -R go-w %s", TU_PRIVATE_INSTALL, TU_PRIVATE_INSTALL,
+                         build, TU_PRIVATE_INSTALL, build, TU_PRIVATE_INSTALL, TU_PRIVATE_INSTALL);
+    int ok = r.status == 0;
+    if (!ok)
+        fprintf(stderr, "could not copy ltr into %s: %s", TU_PRIVATE_INSTALL, r.err);
+    tu_free(&r);
+    return ok ? ltr : NULL;
 }

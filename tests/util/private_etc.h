@@ -17,5 +17,13 @@ int tu_private_etc(void);
 /* Empties the overlay's writes: /etc is the machine's again (in this
  * namespace), for a test that must start from the real state. */
 int tu_private_etc_reset(void);
+/* A copy of the build's ltr and its libraries (TU_PRIVATE_INSTALL/bin/ltr
+ * and lib/) in the private /etc, root's alone on its whole way from "/":
+ * what `ltr boottrace` and `ltr heaptracingconfig` accept to run or copy
+ * as root (prim's ltr_open_roots_alone), wherever the build tree is (under
+ * /tmp, in a user's home: both refused). Made when missing (after
+ * tu_private_etc_reset too); returns the path of its bin/ltr, or NULL. */
+#define TU_PRIVATE_INSTALL "/etc/tu-install"
+const char *tu_private_ltr(void);
 
 #endif
