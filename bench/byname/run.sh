@@ -20,12 +20,17 @@ set -euo pipefail
 b=$1 n=$2 s=$3
 mount --make-rprivate /
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$s/u,workdir=$s/w" /etc
+# heaptracingconfig copies the shim and the agent only from where root alone
+# can write, the whole way from / (docs/design.md, "What root runs or
+# copies"): a copy of the build's in this private /etc, wherever the build is
+inst=/etc/bench-install
+(umask 022; mkdir -p $inst/bin $inst/lib; cp "$b/bin/ltr" $inst/bin/; cp -P "$b"/lib/*.so* $inst/lib/; chmod -R go-w $inst)
 progs=("/usr/bin/python3 -c pass" "perl -e 1" "git --version" "bash -c :" "$b/bench/startup 0 true")
 names="python3.11 perl git bash startup"
 mode() { # off | shim (another name enabled) | agent (their own names enabled too)
-  for x in no-such-program $names; do "$b/bin/ltr" heaptracingconfig $x disable >/dev/null 2>&1 || true; done
-  [ "$1" = off ] || "$b/bin/ltr" heaptracingconfig no-such-program enable >/dev/null
-  [ "$1" != agent ] || for x in $names; do "$b/bin/ltr" heaptracingconfig $x enable >/dev/null; done
+  for x in no-such-program $names; do $inst/bin/ltr heaptracingconfig $x disable >/dev/null 2>&1 || true; done
+  [ "$1" = off ] || $inst/bin/ltr heaptracingconfig no-such-program enable >/dev/null
+  [ "$1" != agent ] || for x in $names; do $inst/bin/ltr heaptracingconfig $x enable >/dev/null; done
 }
 # Rounds alternate the three modes, so that a machine whose load drifts
 # weighs on each alike; each figure is the median of the rounds' medians.
