@@ -224,6 +224,19 @@ static void test_refusals(void **state)
     free(before);
 }
 
+static char *systemd_before;
+
+/* After a case: a refusal wrote nothing; an accepted one is taken away by
+ * --disable, whole. */
+static void boottrace_undone(const roots_alone_case *c)
+{
+    if (!c->refusal)
+        tu_expect_ok(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace --disable"));
+    char *after = etc_systemd();
+    assert_string_equal(after, systemd_before);
+    free(after);
+}
+
 /* The rule for what the unit runs as root at every boot (the ltr binary
  * and the heap agent beside it), case by case: tests/util/roots_alone.h's
  * cases, the ones `ltr heaptracingconfig` is tested with, and the binary's
@@ -238,31 +251,12 @@ static void test_roots_alone_cases(void **state)
         {"the ltr binary's directory writable by every user", "chmod 0777 t/bin",
          "@/t/bin may be written by the members of group root and every user"},
     };
-    char *before = etc_systemd();
-    for (size_t i = 0; i < roots_alone_ncases + sizeof own / sizeof *own; i++) {
-        const roots_alone_case *c = i < roots_alone_ncases ? &roots_alone_cases[i] : &own[i - roots_alone_ncases];
-        int made = roots_alone_tree(true, c->setup);
-        assert_true(made == 0 || made == 77);
-        if (made == 77) {
-            printf("case '%s' skipped: it cannot be made here\n", c->what);
-            continue;
-        }
-        tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace heap --memory");
-        char want[1024];
-        roots_alone_refusal(c, want, sizeof want);
-        if (c->refusal ? r.status != 1 || !strstr(r.err, "the unit would run") || !strstr(r.err, want)
-                       : r.status != 0)
-            fail_msg("%s: status %d, wanted %s%s:\n%s%s", c->what, r.status, c->refusal ? "a refusal with " : "0",
-                     c->refusal ? want : "", r.out, r.err);
-        tu_free(&r);
-        if (!c->refusal)
-            tu_expect_ok(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace --disable"));
-        char *after = etc_systemd();
-        assert_string_equal(after, before); /* a refusal wrote nothing; --disable took it all away */
-        free(after);
-    }
-    free(before);
-    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local"));
+    systemd_before = etc_systemd();
+    char msg[4096];
+    if (roots_alone_run_cases(own, sizeof own / sizeof *own, "boottrace heap --memory", "the unit would run",
+                              boottrace_undone, msg, sizeof msg))
+        fail_msg("%s", msg);
+    free(systemd_before);
 }
 
 int main(void)

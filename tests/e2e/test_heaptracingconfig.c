@@ -259,6 +259,15 @@ static void expect_unchanged(const char *what)
     free(preload);
 }
 
+/* After a case: an accepted enable is disabled, and either way nothing of
+ * the setting is left. */
+static void setting_undone(const roots_alone_case *c)
+{
+    if (!c->refusal)
+        expect(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr heaptracingconfig svc disable"), 0, NULL);
+    expect_unchanged(c->what);
+}
+
 /* The shim goes into every process of the machine (/etc/ld.so.preload), and
  * the agent into every one of an enabled name: copies of files that another
  * user could change are refused, and nothing is changed. Case by case:
@@ -276,28 +285,11 @@ static void test_sources_not_roots_alone_refused(void **state)
         {"the shim writable by every user", "chmod 0666 t/lib/libltr-byname.so",
          "@/t/lib/libltr-byname.so may be written by the members of group root and every user"},
     };
-    for (size_t i = 0; i < roots_alone_ncases + sizeof own / sizeof *own; i++) {
-        const roots_alone_case *c = i < roots_alone_ncases ? &roots_alone_cases[i] : &own[i - roots_alone_ncases];
-        int made = roots_alone_tree(true, c->setup);
-        assert_true(made == 0 || made == 77);
-        if (made == 77) {
-            printf("case '%s' skipped: it cannot be made here\n", c->what);
-            continue;
-        }
-        tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr heaptracingconfig svc enable");
-        char want[1024];
-        roots_alone_refusal(c, want, sizeof want);
-        if (c->refusal ? r.status != 1 || !strstr(r.err, "only root may write what is loaded into every process") ||
-                             !strstr(r.err, want)
-                       : r.status != 0)
-            fail_msg("%s: status %d, wanted %s%s:\n%s%s", c->what, r.status, c->refusal ? "a refusal with " : "0",
-                     c->refusal ? want : "", r.out, r.err);
-        tu_free(&r);
-        if (!c->refusal)
-            expect(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr heaptracingconfig svc disable"), 0, NULL);
-        expect_unchanged(c->what);
-    }
-    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local"));
+    char msg[4096];
+    if (roots_alone_run_cases(own, sizeof own / sizeof *own, "heaptracingconfig svc enable",
+                              "only root may write what is loaded into every process", setting_undone, msg,
+                              sizeof msg))
+        fail_msg("%s", msg);
 
     struct stat st;
     if (stat("/tmp", &st) == 0 && (st.st_mode & 01777) == 01777 && st.st_uid == 0) {

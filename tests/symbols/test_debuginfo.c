@@ -35,9 +35,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <link.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -279,25 +277,10 @@ static void test_debuginfod_when_configured(void **state)
     assert_true(debuginfod_loaded());
 }
 
-/* A writer waiting in open() of the FIFO: any open of its read side lets
- * it through, so still waiting at its alarm means no one opened it. */
-static pid_t start_fifo_writer(const char *fifo)
-{
-    pid_t writer = fork();
-    assert_true(writer >= 0);
-    if (writer == 0) {
-        alarm(2); /* still waiting then: no one opened the FIFO */
-        _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
-    }
-    usleep(200 * 1000); /* the writer waits in open() */
-    return writer;
-}
-
+/* The FIFO a tu_fifo_writer waited at was never opened. */
 static void expect_fifo_unopened(pid_t writer, const char *what)
 {
-    int st;
-    assert_int_equal(waitpid(writer, &st, 0), writer);
-    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+    if (tu_fifo_opened(writer))
         fail_msg("the FIFO at %s was opened", what);
 }
 
@@ -314,7 +297,7 @@ static void test_never_opens_a_fifo(void **state)
     snprintf(link, sizeof link, "%s/libswapped.so", box);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_int_equal(symlink(fifo, link), 0);
-    pid_t writer = start_fifo_writer(fifo);
+    pid_t writer = tu_fifo_writer(fifo);
     char *problem = NULL;
     assert_null(sym_elf_open(link, NULL, 0, &dp, &problem));
     assert_non_null(problem);
@@ -363,7 +346,7 @@ static void test_never_opens_a_fifo_by_name(void **state)
     snprintf(want, sizeof want, "%s/swap/.debug/keep.dbg", box);
     for (int lie = 1; lie >= 0; lie--) {
         snprintf(stat_lie, sizeof stat_lie, lie ? "%s/swap/keep.dbg" : "", box);
-        pid_t writer = start_fifo_writer(fifo);
+        pid_t writer = tu_fifo_writer(fifo);
         Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
         char *found = debug_file_by(&ours, path, &dp);
         stat_lie[0] = '\0';
@@ -408,7 +391,7 @@ static void test_build_id_never_opens_a_fifo(void **state)
     snprintf(path, sizeof path, "%s/bmod/mod", box);
     snprintf(dirs, sizeof dirs, "%s/b1:%s/b2:%s/b3:%s/b4", box, box, box, box);
     for (int i = 0; i < 2; i++) { /* a writer at the FIFO in b1, then at the one b2's symlink names */
-        pid_t writer = start_fifo_writer(fifos[i]);
+        pid_t writer = tu_fifo_writer(fifos[i]);
         char *dp = dirs;
         Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
         char *found = debug_file_by(&ours, path, &dp);
@@ -431,7 +414,7 @@ static void test_build_id_never_opens_a_fifo(void **state)
     snprintf(dirs, sizeof dirs, "%s/b1:%s/b2:%s/b3", box, box, box);
     setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
     setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9/", 1);
-    pid_t writer = start_fifo_writer(fifos[0]);
+    pid_t writer = tu_fifo_writer(fifos[0]);
     char *dp = dirs;
     Dwfl_Callbacks ours = {.find_debuginfo = dbg_find_debuginfo};
     char *found = debug_file_by(&ours, path, &dp);
@@ -545,7 +528,7 @@ static void test_dwz_alternate_file(void **state)
         snprintf(want, sizeof want, "%s/%s", box, cases[i][1]);
         snprintf(fifo, sizeof fifo, "%s/altfifo/fifo", box);
         bool is_fifo = !strcmp(cases[i][0], "altfifo"), taken = false;
-        pid_t writer = is_fifo ? start_fifo_writer(fifo) : 0;
+        pid_t writer = is_fifo ? tu_fifo_writer(fifo) : 0;
         char *ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
         if (!ours || strcmp(ours, want) || !taken)
             fail_msg("%s: ours %s (taken %d), wanted %s", cases[i][0], ours, taken, want);
@@ -597,7 +580,7 @@ static void test_dwz_alternate_by_build_id(void **state)
         fail_msg("ours %s (taken %d), elfutils' %s, wanted %s", ours, taken, theirs, want);
     free(ours);
     free(theirs);
-    pid_t writer = start_fifo_writer(fifo);
+    pid_t writer = tu_fifo_writer(fifo);
     dp = with_fifo;
     ours = alt_file_by(dbg_find_debuginfo, path, &dp, &taken);
     expect_fifo_unopened(writer, "the alternate file's build-id path");

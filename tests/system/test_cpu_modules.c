@@ -16,6 +16,7 @@
  * read side: still waiting afterwards means no one opened it.
  */
 #include "system/internal.h"
+#include "util/testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +25,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +33,6 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char box[64], lib[128], fifo[128], real_file[128], gone[128];
@@ -81,21 +80,12 @@ static int teardown(void **state)
 
 static pid_t start_writer(void)
 {
-    pid_t w = fork();
-    assert_true(w >= 0);
-    if (w == 0) {
-        alarm(2); /* still waiting then: no one opened the FIFO */
-        _exit(open(fifo, O_WRONLY) >= 0 ? 0 : 1);
-    }
-    usleep(200 * 1000); /* the writer waits in open() */
-    return w;
+    return tu_fifo_writer(fifo);
 }
 
 static void expect_fifo_unopened(pid_t writer)
 {
-    int st;
-    assert_int_equal(waitpid(writer, &st, 0), writer);
-    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM)
+    if (tu_fifo_opened(writer))
         fail_msg("the FIFO at the module's path was opened");
 }
 

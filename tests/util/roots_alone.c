@@ -77,3 +77,34 @@ void roots_alone_refusal(const roots_alone_case *c, char *out, size_t size)
     }
     out[k] = 0;
 }
+
+int roots_alone_run_cases(const roots_alone_case *own, size_t nown, const char *args, const char *context,
+                          void (*after)(const roots_alone_case *c), char *msg, size_t size)
+{
+    for (size_t i = 0; i < roots_alone_ncases + nown; i++) {
+        const roots_alone_case *c = i < roots_alone_ncases ? &roots_alone_cases[i] : &own[i - roots_alone_ncases];
+        int made = roots_alone_tree(true, c->setup);
+        if (made == 77) {
+            printf("case '%s' skipped: it cannot be made here\n", c->what);
+            continue;
+        }
+        if (made) {
+            snprintf(msg, size, "%s: the tree could not be made", c->what);
+            return -1;
+        }
+        tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr %s", args);
+        char want[1024];
+        roots_alone_refusal(c, want, sizeof want);
+        bool ok = c->refusal ? r.status == 1 && strstr(r.err, context) && strstr(r.err, want) : r.status == 0;
+        if (!ok)
+            snprintf(msg, size, "%s: status %d, wanted %s%s:\n%s%s", c->what, r.status,
+                     c->refusal ? "1 and a refusal with " : "0", c->refusal ? want : "", r.out, r.err);
+        tu_free(&r);
+        if (!ok)
+            return -1;
+        after(c);
+    }
+    tu_result r = tu_run("rm -rf " ROOTS_ALONE_BASE " /etc/staff-group-for-usr-local");
+    tu_free(&r);
+    return 0;
+}

@@ -39,5 +39,15 @@ extern const size_t roots_alone_ncases;
 int roots_alone_tree(bool real, const char *setup);
 /* The case's refusal with ROOTS_ALONE_BASE in place of '@', in out. */
 void roots_alone_refusal(const roots_alone_case *c, char *out, size_t size);
+/* The command tests: every case of the table, then the command's own
+ * (own, nown), each on a tree made anew from the private install
+ * (roots_alone_tree), running `ROOTS_ALONE_BASE/t/bin/ltr ARGS` as root,
+ * which must end with exit status 1 and say context and the case's
+ * refusal, or 0 for a case the rule accepts; then after(c), the test's
+ * own check (nothing written; an accepted case undone). A case that cannot
+ * be made here is skipped, said on stdout. Returns 0, or -1 with what
+ * went wrong in msg. */
+int roots_alone_run_cases(const roots_alone_case *own, size_t nown, const char *args, const char *context,
+                          void (*after)(const roots_alone_case *c), char *msg, size_t size);
 
 #endif

@@ -5,6 +5,8 @@
 
 #include <ltr/trace.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -235,6 +237,25 @@ int tu_ok(tu_result r)
         fprintf(stderr, "unexpected failure %d:\n%s%s", status, r.out, r.err);
     tu_free(&r);
     return status;
+}
+
+pid_t tu_fifo_writer(const char *path)
+{
+    pid_t writer = fork();
+    if (writer == 0) {
+        alarm(2); /* still waiting then: no one opened the FIFO */
+        _exit(open(path, O_WRONLY) >= 0 ? 0 : 1);
+    }
+    usleep(200 * 1000); /* the writer waits in open() */
+    return writer;
+}
+
+int tu_fifo_opened(pid_t writer)
+{
+    int st;
+    if (writer <= 0 || waitpid(writer, &st, 0) != writer)
+        return 1; /* no writer to tell: as if opened, so that the test fails */
+    return !WIFSIGNALED(st) || WTERMSIG(st) != SIGALRM;
 }
 
 double tu_now_s(void)

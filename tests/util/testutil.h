@@ -7,6 +7,7 @@
 #define LTR_TESTUTIL_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct tu_result {
     int status; /* exit status, or 128 + signal */
@@ -33,6 +34,13 @@ char *tu_read_file(const char *path);
 void tu_write_file(const char *dir, const char *name, const char *text);
 /* CLOCK_MONOTONIC in seconds, for the tests' deadlines. */
 double tu_now_s(void);
+/* A child waiting in open() of the FIFO at path, for writing, from 0.2 s
+ * after this returns: any open of the FIFO's read side lets it through, so
+ * one still waiting at its alarm, 2 s later, means nobody opened it (no
+ * reader waited on it, no blocking open hung). tu_fifo_opened waits for
+ * the child and says whether it got through. */
+pid_t tu_fifo_writer(const char *path);
+int tu_fifo_opened(pid_t writer);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
 const char *tu_ltr(void);
 const char *tu_test_bin(const char *name);
