@@ -168,8 +168,9 @@ static int output_dir_missing(const char *path)
  * write) would run their code as root from the next boot on, for good (a
  * user's build tree, run once with sudo). So the file and every directory
  * on its way must be root's alone, by the rule `ltr heaptracingconfig`
- * applies to what it copies (prim's ltr_open_roots_alone). */
-static int roots_alone(const char *path)
+ * applies to what it copies (prim's ltr_open_roots_alone). agent: path is
+ * the heap agent, which the unit's session loads into the services. */
+static int roots_alone(const char *path, bool agent)
 {
     ltr_error err;
     int fd = ltr_open_roots_alone(path, &err);
@@ -177,9 +178,10 @@ static int roots_alone(const char *path)
         close(fd);
         return 0;
     }
-    return cli_fail("boottrace", "the unit would run %s as root at every boot, and whoever can change it with "
-                    "it: %s (or run an ltr installed as root where only root can write, e.g. cmake --install "
-                    "BUILD --prefix /opt/ltr)", path, err.msg);
+    return cli_fail("boottrace", "the unit would %s %s %s at every boot, and whoever can change it with it: %s "
+                    "(or run an ltr installed as root where only root can write, e.g. cmake --install BUILD "
+                    "--prefix /opt/ltr)", agent ? "load" : "run", path,
+                    agent ? "into the services it traces, root's among them," : "as root", err.msg);
 }
 
 static int need_root(void)
@@ -229,14 +231,16 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     if (n <= 0)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
     self[n] = 0;
-    if (roots_alone(self))
-        return 1;
     /* and the heap agent it will load into the services at boot: the one
-     * beside it (the unit sets no LTR_HEAP_AGENT) */
+     * beside it (the unit sets no LTR_HEAP_AGENT); both said at once, so
+     * that one round of fixes does for both */
     char agent[4096], real[PATH_MAX];
     ltr_error ignored;
     unsetenv("LTR_HEAP_AGENT");
-    if (ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real) && roots_alone(real))
+    int refused = roots_alone(self, false);
+    if (ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real))
+        refused |= roots_alone(real, true);
+    if (refused)
         return 1;
     const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
     size_t k = 0;

@@ -253,7 +253,7 @@ static void test_roots_alone_cases(void **state)
     };
     systemd_before = etc_systemd();
     char msg[4096];
-    if (roots_alone_run_cases(own, sizeof own / sizeof *own, "boottrace heap --memory", "the unit would run",
+    if (roots_alone_run_cases(own, sizeof own / sizeof *own, "boottrace heap --memory", "at every boot, and whoever can change it",
                               boottrace_undone, msg, sizeof msg))
         fail_msg("%s", msg);
     free(systemd_before);
