@@ -173,8 +173,8 @@ static int refuse_component(const struct stat *st, const char *comp, enum roots_
  * of them, first: the first one's stat), and the chmod that leaves them to
  * root alone; on Debian with /etc/staff-group-for-usr-local (/usr/local
  * writable by group staff, whose members are root-equivalent by Debian's
- * own base-passwd documentation), also that file to remove, or packages
- * make new directories there group-writable again. */
+ * own base-passwd documentation), also that file to remove, or base-files
+ * makes /usr/local's directories group-writable again when installed. */
 static int refuse_writable(const struct stat *first, const char *list, ltr_error *err)
 {
     char group[64], who[128];
@@ -191,7 +191,7 @@ static int refuse_writable(const struct stat *first, const char *list, ltr_error
         snprintf(who, sizeof who, "every user");
     return ltr_fail(err, EPERM, "%s may be written by %s, not by root alone, who could replace what is there; "
                     "to leave it to root alone: chmod go-w %s%s", list, who, list,
-                    staff ? "; rm /etc/staff-group-for-usr-local (while it exists, Debian's packages make "
+                    staff ? "; rm /etc/staff-group-for-usr-local (while it exists, Debian's base-files makes "
                             "/usr/local's directories writable by group staff)" : "");
 }
 
