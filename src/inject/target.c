@@ -201,16 +201,26 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
     return 0;
 }
 
-/* The ELF file of a mapping, as the process sees it. */
+/* The ELF file of a mapping, as the process sees it: the mapped inode
+ * itself (map_files, where the kernel lets us follow it), else its name
+ * under the process's root. Both opened as regular files only
+ * (ltr_open_regular): the name is the target's to change, and a FIFO or a
+ * device put there between the mapping and this open would hang or act on
+ * the attach (a review's finding beside cpu.c's). -1 and errno set. */
 static int open_mapped(pid_t pid, const libc_map *m)
 {
     char path[4200];
     snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->base, m->base_hi);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0)
-        return fd;
-    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, m->path);
-    return open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ltr_open_regular(path);
+    if (fd < 0) {
+        snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, m->path);
+        fd = ltr_open_regular(path);
+    }
+    if (fd < 0) {
+        errno = -fd == EINVAL ? ENOEXEC : -fd; /* not a regular file: not an ELF file to read */
+        return -1;
+    }
+    return fd;
 }
 
 /* The load bias: where the mapping at file offset 0 is, less the first
