@@ -172,11 +172,20 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
     }
     if (!taken[0])
         p.msize = -1; /* only a layout with a pnew field has one (the reader's rule) */
-    if (old && memcmp(old->type, p.type, sizeof p.type))
-        return; /* the reader keeps the first description of an id */
+    /* The reader keeps the first description of an id, and sizes the
+     * allocator model by that one's size field: a repeat with the same
+     * types but "size" elsewhere planned here would have the writer guess
+     * next addresses and size classes from another field than the reader
+     * (wrong addresses, not damage). Nor may a repeat replace the plan: its
+     * `written` would start again at 0, and a repeat that then fails to be
+     * written would drop the plan of a layout the file holds. */
+    if (old && (memcmp(old->type, p.type, sizeof p.type) || old->msize != p.msize || old->nfields != p.nfields))
+        return;
     off = 32 + 2 + ltr_get_u16(b + 32) + 2;
     for (unsigned i = 0; i < count; off += 3 + ltr_get_u16(b + off + 1), i++)
         b[off] = p.type[i];
+    if (old)
+        return; /* the same plan: the first one's, kept */
     plan *np = an_hmap_put(&w->plans, id, &created);
     if (np) {
         p.key = id;

@@ -9,7 +9,8 @@
  * to damage (references into it are reported, never resolved to something
  * else) and a chunk the writer could not write (nothing refers to it); a
  * block whose record cannot be read; a producer's layout that names pnew
- * itself; and a version 3 trace, read as it is and re-encoded by ltr merge.
+ * itself, or repeats a heap layout's id with its size field elsewhere; and
+ * a version 3 trace, read as it is and re-encoded by ltr merge.
  * ltr analyze's own decoding (its fast path) finds the same as on the events
  * stored plain, and after a lost chunk the same events as the reader.
  */
@@ -1651,6 +1652,44 @@ static void test_layout_id_taken_first(void **state)
     unlink(path);
 }
 
+/* A heap LAYOUT repeating an id with the same field types but "size"
+ * elsewhere (here swapped with "stack"): the reader keeps the first
+ * description, so its allocator model sizes the events by the first one's
+ * size field. The writer took the repeat's plan (only the types were
+ * compared), sized them by the stack field, and told an allocation 32
+ * bytes after one of 100 bytes as the next address, which the reader put
+ * 112 bytes on: a wrong address, not damage (found by a review). Shared
+ * metadata is the traced programs' to write: one program could do this to
+ * another's layout id. */
+static void test_layout_repeat_with_size_elsewhere(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("dupsize.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    ltr_bytes b = {0};
+    ltr_guid g;
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
+    gen_layout(&b, L_ALLOC, &g, LTR_HEAP_EV_ALLOC, "Alloc", "16:address,14:stack,14:size,1:function");
+    ltr_error err;
+    assert_int_equal(ltr_writer_metadata(w, b.data, b.len, &err), 0);
+    ltr_bytes_free(&b);
+    op v[2] = {{100, 1000, L_ALLOC, 0x10000, 0, 100, TS0},          /* stack 7 (put_cevent) */
+               {100, 1000, L_ALLOC, 0x10020, 0, 100, TS0 + 1000}}; /* 32 on: 7 bytes' chunk, not 100's */
+    ltr_bytes recs = {0};
+    put_cevent(&recs, &v[0], 0);
+    put_cevent(&recs, &v[1], v[0].ts);
+    ltr_block_info info = {.pid = 100, .tid = 1000, .seq = 0, .event_count = 2};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&recs);
+    script s = {v, 2};
+    readback r = read_back(path, &s); /* check_event: each address as written */
+    assert_int_equal(r.delivered, 2);
+    assert_int_equal(r.damage, 0);
+    unlink(path);
+}
+
 
 /* ---- random heaps, junk records, plain blocks, refused chunks ---- */
 
@@ -1834,6 +1873,7 @@ int main(void)
         cmocka_unit_test(test_evicted_then_lost_format4),
         cmocka_unit_test(test_evicted_then_lost_higher_base),
         cmocka_unit_test(test_layout_id_taken_first),
+        cmocka_unit_test(test_layout_repeat_with_size_elsewhere),
         cmocka_unit_test(test_random_heaps_every_address_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
