@@ -154,7 +154,10 @@ static void layout(ltr_refwriter *w, const ltr_guid *heap, uint8_t *b, size_t le
         planned = planned && ltr_type_fixed_size(t) >= 0;
         if (planned)
             p.type[i] = t;
-        if (planned && t == LTR_TYPE_UVAR && p.msize < 0 && nlen == 4 && !memcmp(b + off + 3, "size", 4))
+        /* "size" as the reader reads names: up to their first NUL (a name
+         * "size", NUL, "x" is its size field too; a review's) */
+        if (planned && t == LTR_TYPE_UVAR && p.msize < 0 && nlen >= 4 && !memcmp(b + off + 3, "size", 4) &&
+            (nlen == 4 || b[off + 3 + 4] == 0))
             p.msize = (int8_t)i;
         changed |= t != *type;
         off += 3 + nlen;

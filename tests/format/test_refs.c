@@ -1690,6 +1690,54 @@ static void test_layout_repeat_with_size_elsewhere(void **state)
     unlink(path);
 }
 
+/* A field named "size", a NUL and more (only a program writing the shared
+ * metadata itself can name one so): the reader keeps names up to their
+ * first NUL, so that is its model's size field; the writer must think so
+ * too, or it tells next addresses from another size than the reader's. */
+static void test_size_name_with_a_nul(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("nulsize.ltr");
+    ltr_writer *w = open_bare_writer(path, 1 << 20);
+    ltr_bytes b = {0};
+    heap_metadata(&b, LTR_HEAP_PROVIDER);
+    uint8_t *at = memmem(b.data, b.len, "\x04\x00size", 6);
+    assert_non_null(at); /* the Alloc layout's size field: u16 length 4, then the name */
+    size_t off = (size_t)(at - b.data);
+    ltr_bytes named = {0};
+    ltr_bytes_put_mem(&named, b.data, off);
+    ltr_bytes_put_mem(&named, "\x06\x00size\0x", 8); /* "size", NUL, "x" */
+    ltr_bytes_put_mem(&named, b.data + off + 6, b.len - off - 6);
+    /* the record holding it is 2 bytes longer: its header's u32 size */
+    size_t rec = 0;
+    for (size_t r = 0; r < named.len; r += ltr_get_u32(named.data + r + 4))
+        if (r <= off && off < r + ltr_get_u32(b.data + r + 4)) {
+            rec = r;
+            break;
+        }
+    ltr_put_u32(named.data + rec + 4, ltr_get_u32(named.data + rec + 4) + 2);
+    ltr_error err;
+    assert_int_equal(ltr_writer_metadata(w, named.data, named.len, &err), 0);
+    op v[3] = {{100, 1000, L_ALLOC, 0x10000, 0, 100, TS0},
+               {100, 1000, L_ALLOC, 0x10020, 0, 100, TS0 + 1000},  /* 32 on: a writer blind to the size */
+               {100, 1000, L_ALLOC, 0x10090, 0, 100, TS0 + 2000}}; /* 112 on: 100 bytes' chunk */
+    ltr_bytes recs = {0};
+    for (int i = 0; i < 3; i++)
+        put_cevent(&recs, &v[i], i ? v[i - 1].ts : 0);
+    ltr_block_info info = {.pid = 100, .tid = 1000, .seq = 0, .event_count = 3};
+    assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    script s = {v, 3};
+    readback r = read_back(path, &s); /* check_event: each address as written */
+    assert_int_equal(r.delivered, 3);
+    assert_int_equal(r.damage, 0);
+    assert_int_equal(r.allocs_by_next, 1); /* the third */
+    ltr_bytes_free(&recs);
+    ltr_bytes_free(&named);
+    ltr_bytes_free(&b);
+    unlink(path);
+}
 
 /* ---- random heaps, junk records, plain blocks, refused chunks ---- */
 
@@ -1874,6 +1922,7 @@ int main(void)
         cmocka_unit_test(test_evicted_then_lost_higher_base),
         cmocka_unit_test(test_layout_id_taken_first),
         cmocka_unit_test(test_layout_repeat_with_size_elsewhere),
+        cmocka_unit_test(test_size_name_with_a_nul),
         cmocka_unit_test(test_random_heaps_every_address_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
