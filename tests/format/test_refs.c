@@ -847,6 +847,24 @@ static void test_analyzer_reads_columns_as_the_reader(void **state)
     free(s.v);
 }
 
+/* The trace at path, its header saying `version`, read back whole: every
+ * event, no damage. */
+static readback read_back_as_version(const char *path, const script *s, uint32_t version)
+{
+    size_t len;
+    uint8_t *p = gen_slurp(path, &len);
+    assert_non_null(p);
+    ltr_put_u32(p + 8, version);
+    assert_int_equal(gen_spit(path, p, len), 0);
+    free(p);
+    expect_version = version;
+    readback r = read_back(path, s);
+    expect_version = LTR_FORMAT_VERSION;
+    assert_int_equal(r.delivered, s->n);
+    assert_int_equal(r.damage, 0);
+    return r;
+}
+
 /* Blocks without the model's flag, in a file of version 4: a pnew code is a
  * reference into the frees, as format 4 has it. */
 static void test_format4_codes_still_read(void **state)
@@ -855,21 +873,40 @@ static void test_format4_codes_still_read(void **state)
     script s = model_script(20000, 25);
     const char *path = gen_tmp("v4.ltr");
     write_script(path, &s, 26, 0);
-    size_t len;
-    uint8_t *p = gen_slurp(path, &len);
-    assert_non_null(p);
-    ltr_put_u32(p + 8, 4);
-    assert_int_equal(gen_spit(path, p, len), 0);
-    free(p);
-    expect_version = 4;
-    readback r = read_back(path, &s);
-    expect_version = LTR_FORMAT_VERSION;
-    assert_int_equal(r.delivered, s.n);
-    assert_int_equal(r.damage, 0);
+    readback r = read_back_as_version(path, &s, 4);
     assert_int_equal(r.allocs_by_place, 0);
     assert_true(r.allocs_by_ref * 2 > r.allocs);
     unlink(path);
     free(s.v);
+}
+
+/* The script through the writer (with the model, seed for the blocks'
+ * order) and back: every event, no damage, the analyzer taking them all
+ * and every free paired. Then events chunk k lost: every event the reader
+ * delivers is still the script's (check_event), some are not delivered,
+ * and the analyzer takes exactly those the reader delivers. Returns the
+ * whole trace's readback. */
+static readback round_trip_then_lose(const script *s, const char *name, unsigned seed, int k)
+{
+    const char *path = gen_tmp(name);
+    write_script(path, s, seed, 1);
+    readback whole = read_back(path, s);
+    assert_int_equal(whole.delivered, s->n);
+    assert_int_equal(whole.damage, 0);
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s->n);
+    assert_int_equal(json_u64(js, "unseen_frees"), 0);
+    free(js);
+    damage_events_chunk(path, k);
+    readback r = read_back(path, s);
+    js = analysis_json(path);
+    print_message("lost chunk: %zu of %zu events read, %llu unresolved\n", r.delivered, s->n,
+                  (unsigned long long)r.unresolved);
+    assert_true(r.delivered < s->n);
+    assert_int_equal(json_u64(js, "heap_events"), r.delivered);
+    free(js);
+    unlink(path);
+    return whole;
 }
 
 /* A growing heap: most fresh blocks are told as the address after the
@@ -879,32 +916,15 @@ static void test_fresh_blocks_told_by_the_next_address(void **state)
 {
     (void)state;
     script s = top_script(20000, 27);
-    const char *path = gen_tmp("next.ltr");
-    write_script(path, &s, 28, 1);
-    readback r = read_back(path, &s);
+    readback r = round_trip_then_lose(&s, "next.ltr", 28, 3);
     size_t in_place = 0;
     for (size_t i = 0; i < s.n; i++)
         in_place += s.v[i].kind == L_REALLOC && s.v[i].addr == s.v[i].old;
     print_message("%zu allocations, %zu by the next address, %zu by place; %zu of %zu reallocs in place as such\n",
                   r.allocs, r.allocs_by_next, r.allocs_by_place, r.reallocs_same, in_place);
-    assert_int_equal(r.delivered, s.n);
-    assert_int_equal(r.damage, 0);
     assert_true(r.allocs_by_next * 4 > r.allocs); /* blocks of 1 to 12 events: a run restarts with each */
     assert_true(in_place > 100);
     assert_true(r.reallocs_same * 10 > in_place * 9); /* unless the next address said it first */
-    char *js = analysis_json(path);
-    assert_int_equal(json_u64(js, "heap_events"), s.n);
-    assert_int_equal(json_u64(js, "unseen_frees"), 0);
-    free(js);
-    damage_events_chunk(path, 3);
-    r = read_back(path, &s); /* check_event: each one delivered is the script's */
-    js = analysis_json(path);
-    print_message("lost chunk: %zu of %zu events read, analyzer %llu\n", r.delivered, s.n,
-                  (unsigned long long)json_u64(js, "heap_events"));
-    assert_true(r.delivered < s.n);
-    assert_int_equal(json_u64(js, "heap_events"), r.delivered);
-    free(js);
-    unlink(path);
     free(s.v);
 }
 
@@ -915,26 +935,9 @@ static void test_teardown_told_by_the_allocation_after(void **state)
 {
     (void)state;
     script s = teardown_script(24000);
-    const char *path = gen_tmp("teardown.ltr");
-    write_script(path, &s, 34, 1);
-    readback r = read_back(path, &s);
+    readback r = round_trip_then_lose(&s, "teardown.ltr", 34, 4);
     print_message("%zu frees, %zu told as the one after the previous free's\n", r.frees, r.by_freed_next);
-    assert_int_equal(r.delivered, s.n);
-    assert_int_equal(r.damage, 0);
     assert_true(r.by_freed_next * 2 > r.frees); /* not a block's first, nor after a seventh kept */
-    char *js = analysis_json(path);
-    assert_int_equal(json_u64(js, "heap_events"), s.n);
-    assert_int_equal(json_u64(js, "outstanding_allocations"), 0);
-    free(js);
-    damage_events_chunk(path, 4);
-    r = read_back(path, &s);
-    js = analysis_json(path);
-    print_message("lost chunk: %zu of %zu events read, %llu unresolved\n", r.delivered, s.n,
-                  (unsigned long long)r.unresolved);
-    assert_true(r.delivered < s.n);
-    assert_int_equal(json_u64(js, "heap_events"), r.delivered);
-    free(js);
-    unlink(path);
     free(s.v);
 }
 
@@ -1036,17 +1039,7 @@ static void test_format5_codes_still_read(void **state)
     ltr_error err;
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
-    size_t len;
-    uint8_t *p = gen_slurp(path, &len);
-    assert_non_null(p);
-    ltr_put_u32(p + 8, 5);
-    assert_int_equal(gen_spit(path, p, len), 0);
-    free(p);
-    expect_version = 5;
-    readback r = read_back(path, &s);
-    expect_version = LTR_FORMAT_VERSION;
-    assert_int_equal(r.delivered, s.n);
-    assert_int_equal(r.damage, 0);
+    readback r = read_back_as_version(path, &s, 5);
     assert_int_equal(r.allocs_by_next, 0);
     assert_true(r.allocs_by_ref > 0);
     char *js = analysis_json(path);
