@@ -26,6 +26,10 @@
  *             dlerror); "done". At a second line, the same pointers allocate
  *             100 more each (sizes 100101..), and every block is freed, the
  *             first ones through a free looked up at the first line; "did"
+ *   dlsym-many  loads 800 copies of libheapchain.so (RTLD_LOCAL, from
+ *             $TMPDIR); at each line prints "cost NS": the best of 5
+ *             rounds of 100 dlsym(RTLD_DEFAULT, "malloc"), in ns per call
+ *             (a late agent looks at every module for each such lookup)
  * It prints "ready" once it is in place.
  */
 #include <dlfcn.h>
@@ -279,6 +283,58 @@ static int mode_dlsym(void)
     return 0;
 }
 
+/* dlsym-many: N modules, so that a lookup's cost per module shows */
+static int copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t n;
+    int rc = in && out ? 0 : -1;
+    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        rc = fwrite(buf, 1, n, out) == n ? 0 : -1;
+    if (out && fclose(out) != 0)
+        rc = -1;
+    if (in)
+        fclose(in);
+    return rc;
+}
+
+static long long ns_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+static int mode_dlsym_many(int n)
+{
+    Dl_info di;
+    const char *tmp = getenv("TMPDIR");
+    if (!dladdr((void *)chain_outer, &di) || !di.dli_fname || !tmp)
+        return errno = 0, fail("libheapchain's path, TMPDIR");
+    for (int i = 0; i < n; i++) {
+        char to[4096];
+        snprintf(to, sizeof to, "%s/many-%d.so", tmp, i);
+        if (copy_file(di.dli_fname, to) != 0 || !dlopen(to, RTLD_NOW | RTLD_LOCAL))
+            return fail("a copy of libheapchain");
+    }
+    ready();
+    while (read_one_line() == 0) {
+        long long best = -1;
+        for (int round = 0; round < 5; round++) {
+            long long t0 = ns_now();
+            for (int i = 0; i < 100; i++)
+                if (!dlsym(RTLD_DEFAULT, "malloc"))
+                    return errno = 0, fail("dlsym(RTLD_DEFAULT, malloc)");
+            long long per = (ns_now() - t0) / 100;
+            best = best < 0 || per < best ? per : best;
+        }
+        printf("cost %lld\n", best);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -355,6 +411,8 @@ int main(int argc, char **argv)
         return mode_cycles();
     if (!strcmp(mode, "dlsym"))
         return mode_dlsym();
+    if (!strcmp(mode, "dlsym-many"))
+        return mode_dlsym_many(800);
     if (!strcmp(mode, "libc")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
