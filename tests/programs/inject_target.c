@@ -29,7 +29,8 @@
  *   dlsym-many  loads 800 copies of libheapchain.so (RTLD_LOCAL, from
  *             $TMPDIR); at each line prints "cost NS": the best of 5
  *             rounds of 100 dlsym(RTLD_DEFAULT, "malloc"), in ns per call
- *             (a late agent looks at every module for each such lookup)
+ *             (a late agent looks at every module for each such lookup;
+ *             bench/attach/dlsym-many.sh)
  * It prints "ready" once it is in place.
  */
 #include <dlfcn.h>
