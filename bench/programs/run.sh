@@ -6,9 +6,9 @@
 # measures the issue's three benchmark workloads; this one shows how the
 # trace format does on the programs people trace, each in its own way of
 # using the heap: perl and python3 grow hashes of fresh strings, node's V8
-# reuses freed blocks, sqlite3 builds a table and an index in memory, a Rust
-# program (built here with rustc when there is one) tears a map down in
-# bucket order. Not a test.
+# reuses freed blocks, git shows this repository's last 300 commits, sqlite3
+# builds a table and an index in memory, a Rust program (built here with
+# rustc when there is one) tears a map down in bucket order. Not a test.
 # Usage: bench/programs/run.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +28,8 @@ command -v perl >/dev/null && add perl perl -e '$h{$_} = "x" x 100 for 1..100000
 py=/usr/bin/python3; [ -x "$py" ] || py=$(command -v python3 || true)
 [ -n "$py" ] && add python3 "$py" -c 'd = {str(i): "x" * 100 for i in range(100000)}'
 command -v node >/dev/null && add node node -e 'let a=[]; for(let i=0;i<200000;i++) a.push({x:"y".repeat(50)+i})'
+repo=$(cd "$here/../.." && pwd)
+command -v git >/dev/null && [ -d "$repo/.git" ] && add git git -C "$repo" log -p -n 300
 command -v sqlite3 >/dev/null && add sqlite3 sqlite3 :memory: "create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c where x<100000) insert into t select x, hex(randomblob(20)) from c; create index i on t(b);"
 if command -v rustc >/dev/null && rustc -O "$here/hashmap.rs" -o "$tmp/hashmap" 2>/dev/null; then add rust "$tmp/hashmap"; fi
 
