@@ -23,8 +23,10 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_SEGMENTS 16
@@ -57,10 +59,25 @@ struct modules_view {
 
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t loader_use = PTHREAD_RWLOCK_INITIALIZER;
+/* The thread that holds loader_use for a fork, 0: none. Fork handlers run
+ * latest-registered first, so a late agent's holds the lock while the
+ * program's own run, and one of those may allocate: that thread then walks
+ * the loader's list under its own write lock. Taking the read lock there
+ * failed (EDEADLK, unchecked) and the leave released the write lock, which
+ * the parent's handler released again: the next fork hung for good
+ * (test_e2e_attach, test_fork_handler_that_allocates). */
+static _Atomic pid_t fork_holder;
+
+static bool holds_for_fork(void)
+{
+    pid_t h = atomic_load_explicit(&fork_holder, memory_order_relaxed);
+    return h && h == (pid_t)syscall(SYS_gettid); /* a system call only while some thread forks */
+}
 
 void agent_loader_enter(void)
 {
-    pthread_rwlock_rdlock(&loader_use);
+    if (!holds_for_fork())
+        pthread_rwlock_rdlock(&loader_use);
 }
 
 bool agent_loader_try_enter(void)
@@ -70,7 +87,8 @@ bool agent_loader_try_enter(void)
 
 void agent_loader_leave(void)
 {
-    pthread_rwlock_unlock(&loader_use);
+    if (!holds_for_fork())
+        pthread_rwlock_unlock(&loader_use);
 }
 
 int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
@@ -84,15 +102,18 @@ int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *a
 static void fork_prepare(void)
 {
     pthread_rwlock_wrlock(&loader_use);
+    atomic_store_explicit(&fork_holder, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
 }
 
 static void fork_parent(void)
 {
+    atomic_store_explicit(&fork_holder, 0, memory_order_relaxed);
     pthread_rwlock_unlock(&loader_use);
 }
 
 static void fork_child(void)
 {
+    atomic_store_explicit(&fork_holder, 0, memory_order_relaxed);
     pthread_rwlock_init(&loader_use, NULL);
 }
 static module_list known;

@@ -25,6 +25,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -87,6 +88,19 @@ static void expect_line(target *t, const char *want)
     char line[128] = "";
     assert_non_null(fgets(line, sizeof line, t->out));
     assert_string_equal(line, want);
+}
+
+/* The target's next line, within secs: a target that hangs is killed
+ * (the test fails, saying so, instead of waiting forever). */
+static void expect_line_within(target *t, const char *want, int secs)
+{
+    struct pollfd p = {.fd = fileno(t->out), .events = POLLIN};
+    if (poll(&p, 1, secs * 1000) != 1) {
+        kill(t->pid, SIGKILL);
+        fail_msg("the target printed nothing in %d s: it hangs (expected \"%.*s\")", secs,
+                 (int)strcspn(want, "\n"), want);
+    }
+    expect_line(t, want);
 }
 
 static int finish(target *t)
@@ -373,6 +387,32 @@ static void test_dlsym_after_attach(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* A program's fork handler registered before the attach runs after the
+ * late agent's, which holds the agent's loader lock for the fork: a
+ * malloc there, traced, took that lock again from the forking thread
+ * (EDEADLK, unchecked) and let it go, and the agent's handler after the
+ * fork let it go once more: the next fork hung for good. */
+static void test_fork_handler_that_allocates(void **state)
+{
+    if (!need_root())
+        skip();
+    target t = start("atfork");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line_within(&t, "forked\n", 30);
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/atfork.ltr", getenv("TMPDIR"));
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    assert_int_equal(count_allocs(trace, t.pid, 100, 0, &at_site, &lost), 3); /* one a fork, traced */
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    assert_int_equal(finish(&t), 0);
+}
+
 /* The same program preloaded (ltr record -- ...): what the attach emulates,
  * but for the pointer taken at start, the hook here. */
 static void test_dlsym_preloaded(void **state)
@@ -518,6 +558,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_preloaded, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_fork_handler_that_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };

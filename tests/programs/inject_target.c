@@ -31,6 +31,10 @@
  *             rounds of 100 dlsym(RTLD_DEFAULT, "malloc"), in ns per call
  *             (a late agent looks at every module for each such lookup;
  *             bench/attach/dlsym-many.sh)
+ *   atfork    registers a fork handler that allocates (before the attach,
+ *             so that a late agent's own handler runs before it); at a
+ *             line forks 3 times (each child exits at once) and prints
+ *             "forked"; ends at the next line
  * It prints "ready" once it is in place.
  */
 #include <dlfcn.h>
@@ -44,6 +48,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -336,6 +341,35 @@ static int mode_dlsym_many(int n)
     return 0;
 }
 
+/* atfork: a program's fork handler that allocates, as libraries' do */
+static void *volatile atfork_block;
+static void atfork_prepare(void)
+{
+    atfork_block = malloc(100);
+    free(atfork_block);
+}
+
+static int mode_atfork(void)
+{
+    if (pthread_atfork(atfork_prepare, NULL, NULL) != 0)
+        return fail("pthread_atfork");
+    ready();
+    if (read_one_line() != 0)
+        return 3;
+    for (int i = 0; i < 3; i++) {
+        pid_t c = fork();
+        if (c < 0)
+            return fail("fork");
+        if (c == 0)
+            _exit(0);
+        if (waitpid(c, NULL, 0) != c)
+            return fail("waitpid");
+    }
+    printf("forked\n");
+    fflush(stdout);
+    return read_one_line();
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -414,6 +448,8 @@ int main(int argc, char **argv)
         return mode_dlsym();
     if (!strcmp(mode, "dlsym-many"))
         return mode_dlsym_many(800);
+    if (!strcmp(mode, "atfork"))
+        return mode_atfork();
     if (!strcmp(mode, "libc")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
