@@ -162,13 +162,20 @@ void modules_after_fork(void);
  * lookups) hold this, and a fork waits until none runs: glibc 2.36 does not
  * reset the loader's list lock in a fork child, so a child forked while
  * another thread was in dl_iterate_phdr hung at its own first one (its
- * first event). Set up by modules_init. */
+ * first event). Set up by modules_init.
+ * agent_loader_enter never waits: false while a fork holds the lock (then
+ * the caller does without the list, and does not call leave). A late
+ * agent's fork handler runs before the program's own, and one of those may
+ * wait for a thread that is in malloc: had that thread waited for the fork
+ * here, neither would go on (test_e2e_attach's fork-handler tests). The
+ * forking thread itself enters freely: it holds the lock for writing.
+ * agent_loader_wait waits, for the one use that cannot do without
+ * (redirect_all after a dlopen). */
 struct dl_phdr_info;
-void agent_loader_enter(void);
-/* Enters unless a fork is under way (or this thread is the one forking, in
- * a pthread_atfork handler of the program's that runs after the agent's). */
-bool agent_loader_try_enter(void);
+bool agent_loader_enter(void);
+void agent_loader_wait(void);
 void agent_loader_leave(void);
+/* dl_iterate_phdr, entered; -1 without calling cb while a fork holds the list. */
 int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
 
 #endif

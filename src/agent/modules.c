@@ -74,15 +74,17 @@ static bool holds_for_fork(void)
     return h && h == (pid_t)syscall(SYS_gettid); /* a system call only while some thread forks */
 }
 
-void agent_loader_enter(void)
+/* The lock prefers readers (glibc's default kind): a try fails only while
+ * a fork holds it, never because a fork waits for it. */
+bool agent_loader_enter(void)
+{
+    return holds_for_fork() || pthread_rwlock_tryrdlock(&loader_use) == 0;
+}
+
+void agent_loader_wait(void)
 {
     if (!holds_for_fork())
         pthread_rwlock_rdlock(&loader_use);
-}
-
-bool agent_loader_try_enter(void)
-{
-    return pthread_rwlock_tryrdlock(&loader_use) == 0;
 }
 
 void agent_loader_leave(void)
@@ -93,7 +95,8 @@ void agent_loader_leave(void)
 
 int agent_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
 {
-    agent_loader_enter();
+    if (!agent_loader_enter())
+        return -1;
     int r = dl_iterate_phdr(cb, arg);
     agent_loader_leave();
     return r;
@@ -275,8 +278,10 @@ static uint64_t change_ts(void)
 modules_view *modules_look(void)
 {
     modules_view *v = calloc(1, sizeof *v);
-    if (v)
-        agent_iterate_phdr(collect, v);
+    if (v && agent_iterate_phdr(collect, v) < 0) { /* a fork under way: look next time */
+        modules_view_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -327,9 +332,8 @@ void modules_rescan(bool cheap)
 {
     if (cheap) {
         unsigned long long c[2] = {0, 0};
-        agent_iterate_phdr(read_counters, c);
-        if (c[0] == seen_adds && c[1] == seen_subs)
-            return;
+        if (agent_iterate_phdr(read_counters, c) < 0 || (c[0] == seen_adds && c[1] == seen_subs))
+            return; /* nothing moved, or a fork under way: look next time */
     }
     modules_view *v = modules_look();
     if (cheap && pthread_mutex_trylock(&mod_lock) != 0) {

@@ -376,7 +376,7 @@ static int look_at_scope(struct dl_phdr_info *info, size_t size, void *arg)
 bool redirect_scope_of(const char *name, void *real, const void *caller, redirect_scope *s)
 {
     *s = (redirect_scope){0};
-    if (!_r_debug.r_map || !agent_loader_try_enter())
+    if (!_r_debug.r_map || !agent_loader_enter())
         return false;
     scope_look w = {name, (uintptr_t)real, (uintptr_t)caller, s, {_r_debug.r_map, false}};
     dl_iterate_phdr(look_at_scope, &w);
@@ -619,7 +619,7 @@ void redirect_all(void)
         return;
     int e = errno;
     agent_busy++;
-    agent_loader_enter(); /* before sweep_lock: no fork while one holds it */
+    agent_loader_wait(); /* before sweep_lock: no fork while one holds it (a new module must be swept) */
     pthread_mutex_lock(&sweep_lock);
     resolve_real();
     patch_list l = {0};

@@ -199,7 +199,8 @@ static void say(const char *msg)
 __attribute__((noinline)) static void check_against_libunwind(void *const *a, int n, int max)
 {
     void *b[MAX_DEPTH + 16];
-    agent_loader_enter(); /* libunwind looks objects up in the loader's list */
+    if (!agent_loader_enter()) /* libunwind looks objects up in the loader's list; a fork holds it */
+        return;
     int m = unw_backtrace(b, max);
     agent_loader_leave();
     int j = first_caller_frame(b, m);
@@ -266,11 +267,12 @@ stack_ref stacks_capture(const void *frame)
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
-    else {
-        agent_loader_enter(); /* libunwind looks objects up in the loader's list */
+    else if (agent_loader_enter()) { /* libunwind looks objects up in the loader's list */
         n = unw_backtrace(buf, depth + 16);
         agent_loader_leave();
         i = first_caller_frame(buf, n);
+    } else {
+        n = 0; /* a fork holds the list: this event goes without its stack rather than wait */
     }
     int count = n - i > depth ? depth : n - i;
     if (unwind_mode == UNWIND_CHECK) {

@@ -188,17 +188,16 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 static void rescan(void)
 {
     unsigned long long counts[2] = {seen_adds, seen_subs};
-    agent_iterate_phdr(scan_one, counts);
-    if (counts[0] == seen_adds && counts[1] == seen_subs)
-        return;
+    if (agent_iterate_phdr(scan_one, counts) < 0 || (counts[0] == seen_adds && counts[1] == seen_subs))
+        return; /* nothing moved, or a fork under way: look next time */
     atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
     void_caches();
     seen_adds = counts[0];
     if (counts[1] != seen_subs) {
-        seen_subs = counts[1];
         drop_modules(true);
         unwind_flush();
-        agent_iterate_phdr(scan_one, counts);
+        if (agent_iterate_phdr(scan_one, counts) == 0)
+            seen_subs = counts[1]; /* else looked at again next time */
     }
 }
 

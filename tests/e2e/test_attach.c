@@ -413,6 +413,36 @@ static void test_fork_handler_that_allocates(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* A library's fork handler that takes its mutex, held by another thread
+ * around its mallocs: the late agent's handler, run first, holds its lock
+ * for the fork; the worker, in a traced malloc, waited for that lock (a
+ * look at the loader's list: libunwind's, asked for here so that every
+ * stack takes it; the fast unwinder takes it only to look at modules
+ * again), and the fork for the worker's mutex: both for good. The agent
+ * no longer waits on a fork. */
+static void test_fork_handler_that_waits_for_a_thread_in_malloc(void **state)
+{
+    if (!need_root())
+        skip();
+    setenv("LTR_HEAP_UNWIND", "libunwind", 1); /* every stack through the loader's list: the wait each time */
+    target t = start("atfork-lock");
+    unsetenv("LTR_HEAP_UNWIND");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line_within(&t, "forked\n", 30);
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/atfork-lock.ltr", getenv("TMPDIR"));
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    assert_true(count_allocs(trace, t.pid, 64, 0, &at_site, &lost) > 0); /* the worker traced meanwhile */
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    assert_int_equal(finish(&t), 0);
+}
+
 /* The same program preloaded (ltr record -- ...): what the attach emulates,
  * but for the pointer taken at start, the hook here. */
 static void test_dlsym_preloaded(void **state)
@@ -559,6 +589,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dlsym_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_preloaded, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_handler_that_allocates, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_fork_handler_that_waits_for_a_thread_in_malloc, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };

@@ -35,6 +35,9 @@
  *             so that a late agent's own handler runs before it); at a
  *             line forks 3 times (each child exits at once) and prints
  *             "forked"; ends at the next line
+ *   atfork-lock  the same, 50 forks, but the fork handler takes a mutex that
+ *             another thread holds around its own mallocs, as a library
+ *             making its state fork-safe does
  * It prints "ready" once it is in place.
  */
 #include <dlfcn.h>
@@ -43,6 +46,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,14 +353,33 @@ static void atfork_prepare(void)
     free(atfork_block);
 }
 
-static int mode_atfork(void)
+/* atfork-lock: a library's state under a mutex, kept across forks */
+static pthread_mutex_t atfork_mutex = PTHREAD_MUTEX_INITIALIZER;
+static void atfork_lock(void) { pthread_mutex_lock(&atfork_mutex); }
+static void atfork_unlock(void) { pthread_mutex_unlock(&atfork_mutex); }
+static void *atfork_worker(void *arg)
 {
-    if (pthread_atfork(atfork_prepare, NULL, NULL) != 0)
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&atfork_mutex);
+        atfork_block = malloc(64);
+        free(atfork_block);
+        pthread_mutex_unlock(&atfork_mutex);
+    }
+    return NULL;
+}
+
+static int mode_atfork(bool with_lock)
+{
+    pthread_t th;
+    if (with_lock ? pthread_atfork(atfork_lock, atfork_unlock, atfork_unlock) != 0 ||
+                        pthread_create(&th, NULL, atfork_worker, NULL) != 0
+                  : pthread_atfork(atfork_prepare, NULL, NULL) != 0)
         return fail("pthread_atfork");
     ready();
     if (read_one_line() != 0)
         return 3;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (with_lock ? 50 : 3); i++) {
         pid_t c = fork();
         if (c < 0)
             return fail("fork");
@@ -449,7 +472,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "dlsym-many"))
         return mode_dlsym_many(800);
     if (!strcmp(mode, "atfork"))
-        return mode_atfork();
+        return mode_atfork(false);
+    if (!strcmp(mode, "atfork-lock"))
+        return mode_atfork(true);
     if (!strcmp(mode, "libc")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
