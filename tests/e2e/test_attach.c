@@ -387,6 +387,30 @@ static void test_dlsym_after_attach(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* inject-target's mode (its fork handler registered before the attach),
+ * attached, told to fork; it must say "forked" within 30 s, not hang. The
+ * recording's allocations of `size` bytes by the target. */
+static size_t forks_after_attach(const char *mode, uint64_t size)
+{
+    target t = start(mode);
+    unsetenv("LTR_HEAP_UNWIND");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    expect_line_within(&t, "forked\n", 30);
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/%s.ltr", getenv("TMPDIR"), mode);
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    size_t n = count_allocs(trace, t.pid, size, 0, &at_site, &lost);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    assert_int_equal(finish(&t), 0);
+    return n;
+}
+
 /* A program's fork handler registered before the attach runs after the
  * late agent's, which holds the agent's loader lock for the fork: a
  * malloc there, traced, took that lock again from the forking thread
@@ -396,21 +420,7 @@ static void test_fork_handler_that_allocates(void **state)
 {
     if (!need_root())
         skip();
-    target t = start("atfork");
-    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
-    if (r.status != 0)
-        fail_msg("start: %s%s", r.out, r.err);
-    tu_free(&r);
-    assert_int_equal(write(t.in, "go\n", 3), 3);
-    expect_line_within(&t, "forked\n", 30);
-    char trace[512];
-    snprintf(trace, sizeof trace, "%s/atfork.ltr", getenv("TMPDIR"));
-    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
-    size_t at_site;
-    uint64_t lost;
-    assert_int_equal(count_allocs(trace, t.pid, 100, 0, &at_site, &lost), 3); /* one a fork, traced */
-    assert_int_equal(write(t.in, "go\n", 3), 3);
-    assert_int_equal(finish(&t), 0);
+    assert_int_equal(forks_after_attach("atfork", 100), 3); /* one a fork, traced */
 }
 
 /* A library's fork handler that takes its mutex, held by another thread
@@ -424,23 +434,8 @@ static void test_fork_handler_that_waits_for_a_thread_in_malloc(void **state)
 {
     if (!need_root())
         skip();
-    setenv("LTR_HEAP_UNWIND", "libunwind", 1); /* every stack through the loader's list: the wait each time */
-    target t = start("atfork-lock");
-    unsetenv("LTR_HEAP_UNWIND");
-    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
-    if (r.status != 0)
-        fail_msg("start: %s%s", r.out, r.err);
-    tu_free(&r);
-    assert_int_equal(write(t.in, "go\n", 3), 3);
-    expect_line_within(&t, "forked\n", 30);
-    char trace[512];
-    snprintf(trace, sizeof trace, "%s/atfork-lock.ltr", getenv("TMPDIR"));
-    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
-    size_t at_site;
-    uint64_t lost;
-    assert_true(count_allocs(trace, t.pid, 64, 0, &at_site, &lost) > 0); /* the worker traced meanwhile */
-    assert_int_equal(write(t.in, "go\n", 3), 3);
-    assert_int_equal(finish(&t), 0);
+    setenv("LTR_HEAP_UNWIND", "libunwind", 1); /* the target's: every stack through the loader's list */
+    assert_true(forks_after_attach("atfork-lock", 64) > 0); /* the worker traced meanwhile */
 }
 
 /* The same program preloaded (ltr record -- ...): what the attach emulates,
