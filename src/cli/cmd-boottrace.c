@@ -232,13 +232,16 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
         return cli_fail("boottrace", "cannot tell where this ltr is (/proc/self/exe)");
     self[n] = 0;
     /* and the heap agent it will load into the services at boot: the one
-     * beside it (the unit sets no LTR_HEAP_AGENT); both said at once, so
-     * that one round of fixes does for both */
+     * beside it, by the path checked, which the unit names (LTR_HEAP_AGENT):
+     * the name beside it may lead through a symlink in a directory others
+     * can write, which the check, made on where it leads, does not see;
+     * both said at once, so that one round of fixes does for both */
     char agent[4096], real[PATH_MAX];
     ltr_error ignored;
     unsetenv("LTR_HEAP_AGENT");
     int refused = roots_alone(self, false);
-    if (ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real))
+    bool have_agent = ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real);
+    if (have_agent)
         refused |= roots_alone(real, true);
     if (refused)
         return 1;
@@ -258,7 +261,7 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     }
     for (size_t i = 0; i < o->nargs; i++)
         start[k++] = o->args[i];
-    ltr_boottrace bt = {.ltr = self, .instance = o->instance, .output = o->output ? out : NULL,
+    ltr_boottrace bt = {.ltr = self, .agent = have_agent ? real : NULL, .instance = o->instance, .output = o->output ? out : NULL,
                         .filemode = o->filemode, .start_args = start, .nargs = k};
     ltr_bytes unit = {0};
     int rc = ltr_boottrace_unit(&bt, &unit, &err);

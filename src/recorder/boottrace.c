@@ -30,14 +30,11 @@ extern char **environ;
 
 /* ---- the unit's text ------------------------------------------------------- */
 
-/* One argument as a systemd command line word: double-quoted, with \ and "
- * escaped, and % and $ doubled (systemd would expand them). */
-static int put_word(ltr_bytes *out, bool first, const char *arg, ltr_error *err)
+/* A text double-quoted for systemd: \ and " escaped, % doubled, and $ too
+ * where it would expand a variable (a command line, not an Environment=
+ * line, where $ means itself). */
+static int put_quoted(ltr_bytes *out, const char *arg, bool dollar, ltr_error *err)
 {
-    if (!strcmp(arg, ";"))
-        return ltr_fail(err, EINVAL, "an argument ';' cannot go into a systemd unit");
-    if (!first)
-        ltr_bytes_put_u8(out, ' ');
     ltr_bytes_put_u8(out, '"');
     for (const char *p = arg; *p; p++) {
         unsigned char c = (unsigned char)*p;
@@ -46,12 +43,22 @@ static int put_word(ltr_bytes *out, bool first, const char *arg, ltr_error *err)
                             "a systemd unit", arg);
         if (c == '\\' || c == '"')
             ltr_bytes_put_u8(out, '\\');
-        else if (c == '%' || c == '$')
+        else if (c == '%' || (c == '$' && dollar))
             ltr_bytes_put_u8(out, c);
         ltr_bytes_put_u8(out, c);
     }
     ltr_bytes_put_u8(out, '"');
     return 0;
+}
+
+/* One argument as a systemd command line word. */
+static int put_word(ltr_bytes *out, bool first, const char *arg, ltr_error *err)
+{
+    if (!strcmp(arg, ";"))
+        return ltr_fail(err, EINVAL, "an argument ';' cannot go into a systemd unit");
+    if (!first)
+        ltr_bytes_put_u8(out, ' ');
+    return put_quoted(out, arg, true, err);
 }
 
 static void put_text(ltr_bytes *out, const char *text)
@@ -83,8 +90,18 @@ int ltr_boottrace_unit(const ltr_boottrace *bt, ltr_bytes *out, ltr_error *err)
                   "Before=sysinit.target shutdown.target\nConflicts=shutdown.target\n");
     put_mounts_for(out, bt->output);
     /* `ltr start` returns once the recorder runs: the recorder is the main process */
-    put_text(out, "\n[Service]\nType=forking\nEnvironment=LTR_RUNTIME_DIR=" LTR_BOOT_RUNTIME_DIR "\nExecStart=");
-    int rc = put_word(out, true, bt->ltr, err);
+    put_text(out, "\n[Service]\nType=forking\nEnvironment=LTR_RUNTIME_DIR=" LTR_BOOT_RUNTIME_DIR "\n");
+    int rc = 0;
+    if (bt->agent) { /* the agent checked, not a name that may lead elsewhere by the next boot */
+        put_text(out, "Environment=");
+        char assign[4200];
+        snprintf(assign, sizeof assign, "LTR_HEAP_AGENT=%s", bt->agent);
+        rc = put_quoted(out, assign, false, err);
+        put_text(out, "\n");
+    }
+    put_text(out, "ExecStart=");
+    if (!rc)
+        rc = put_word(out, true, bt->ltr, err);
     for (size_t i = 0; !rc && i < bt->nargs; i++)
         rc = put_word(out, false, bt->start_args[i], err);
     if (!rc && bt->output) { /* at shutdown, a session still running writes its trace */

@@ -27,6 +27,7 @@
 /* What the unit runs. */
 typedef struct ltr_boottrace {
     const char *ltr;                /* absolute path of the ltr to run at boot */
+    const char *agent;              /* the heap agent it loads (LTR_HEAP_AGENT), or NULL */
     const char *instance;           /* the session's name */
     const char *output;             /* absolute, or NULL (memory mode only) */
     bool filemode;
@@ -34,7 +35,8 @@ typedef struct ltr_boottrace {
     size_t nargs;
 } ltr_boottrace;
 
-/* The unit's text: ExecStart runs `ltr start` with start_args; ExecStop
+/* The unit's text: ExecStart runs `ltr start` with start_args (and
+ * LTR_HEAP_AGENT=agent in its environment when agent is given); ExecStop
  * (at shutdown, if the session still runs) `ltr stop OUTPUT`, replacing
  * OUTPUT in memory mode. Returns 0, or -errno with err naming an argument
  * a unit cannot carry (a control character, a lone ';'). */

@@ -259,6 +259,30 @@ static void test_roots_alone_cases(void **state)
     free(systemd_before);
 }
 
+/* The agent the unit loads at boot is the one checked: its name beside
+ * ltr may lead through a symlink in a directory every user may write
+ * (BASE/t/lib -> BASE/w/lib -> BASE/r), where another user could point it
+ * elsewhere after the check; the check is made on where it leads (root's
+ * alone here), and the unit names that path, not the name beside ltr. */
+static void test_agent_named_as_checked(void **state)
+{
+    SKIP_IF_NEEDED();
+    (void)state;
+    assert_int_equal(roots_alone_tree(true, "mkdir -m 0777 w && mv t/lib r && ln -s ../r w/lib && "
+                                            "ln -s ../w/lib t/lib"), 0);
+    tu_result r = tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace heap --memory");
+    if (r.status != 0)
+        fail_msg("boottrace failed (%d): %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    char *unit = tu_read_file(UNIT);
+    assert_non_null(unit);
+    if (!strstr(unit, "\nEnvironment=\"LTR_HEAP_AGENT=" ROOTS_ALONE_BASE "/r/libltr-heap.so\"\n"))
+        fail_msg("the unit does not name the agent checked, " ROOTS_ALONE_BASE "/r/libltr-heap.so:\n%s", unit);
+    free(unit);
+    tu_expect_ok(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace --disable"));
+    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE));
+}
+
 int main(void)
 {
     if (geteuid() != 0)
@@ -272,6 +296,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_replaces, fresh, done),
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
         cmocka_unit_test_setup_teardown(test_roots_alone_cases, fresh, done),
+        cmocka_unit_test_setup_teardown(test_agent_named_as_checked, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

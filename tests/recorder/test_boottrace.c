@@ -108,6 +108,23 @@ static void test_unit_text(void **state)
 
     unit_of(&u, false, NULL); /* memory mode without -o: nothing at shutdown */
     assert_null(strstr((const char *)u.data, "ExecStop"));
+    assert_null(strstr((const char *)u.data, "LTR_HEAP_AGENT")); /* none given: none named */
+    ltr_bytes_free(&u);
+
+    /* the agent checked, named for the boot: in an Environment= line $ is
+     * itself (not doubled), % and the quoting as on the command line */
+    const char *args[] = {"start", "heap"};
+    ltr_boottrace named = {.ltr = "/usr/bin/ltr", .agent = "/opt/a \"b\" 5% $x\\y/libltr-heap.so",
+                           .instance = "boot", .start_args = args, .nargs = 2};
+    ltr_error e;
+    assert_int_equal(ltr_boottrace_unit(&named, &u, &e), 0);
+    ltr_bytes_put_u8(&u, 0);
+    assert_non_null(strstr((const char *)u.data, "\nEnvironment=\"LTR_HEAP_AGENT=/opt/a \\\"b\\\" 5%% $x\\\\y/"
+                                                 "libltr-heap.so\"\nExecStart=\"/usr/bin/ltr\" \"start\" \"heap\"\n"));
+    ltr_bytes_free(&u);
+    named.agent = "/opt/a\nExecStartPre=/bin/evil/libltr-heap.so";
+    assert_int_equal(ltr_boottrace_unit(&named, &u, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "control character"));
     ltr_bytes_free(&u);
 
     const char *bad[] = {"start", "heap\nExecStartPre=/bin/evil"};
