@@ -78,7 +78,7 @@ static void proc_free(an_proc *p)
     an_hmap_free(&p->threads);
     an_hmap_free(&p->stack_index);
     free(p->dense);
-    free(p->stacks);
+    ltr_table_free(p->stacks, p->capstacks, sizeof *p->stacks);
     free(p->series);
     free(p);
 }
@@ -169,16 +169,10 @@ static int64_t stack_slow(an_proc *p, uint32_t stack_id, uint64_t ts)
             an_hmap_del(&p->stack_index, stack_id);
         return -1;
     }
-    if (p->nstacks == p->capstacks) {
-        size_t cap = p->capstacks ? p->capstacks * 2 : 64;
-        an_stack *v = realloc(p->stacks, cap * sizeof *v);
-        if (!v) {
-            if (ix)
-                an_hmap_del(&p->stack_index, stack_id);
-            return -1;
-        }
-        p->stacks = v;
-        p->capstacks = cap;
+    if (ltr_table_reserve((void **)&p->stacks, &p->capstacks, p->nstacks, sizeof *p->stacks, 64) != 0) {
+        if (ix)
+            an_hmap_del(&p->stack_index, stack_id);
+        return -1;
     }
     an_stack *s = &p->stacks[p->nstacks];
     memset(s, 0, sizeof *s);

@@ -675,8 +675,8 @@ size_t ltr_colview_values(const ltr_colview *v, uint32_t *store, uint64_t *big, 
 void ltr_ahead_free(ltr_ahead *a)
 {
     ltr_coldecoder_free(&a->dec);
-    free(a->vals);
-    free(a->big);
+    ltr_table_free(a->vals, a->capvals, sizeof *a->vals);
+    ltr_table_free(a->big, a->capbig, sizeof *a->big);
     free(a->cols);
     free(a->offs);
     free(a->blocks);
@@ -694,8 +694,10 @@ static int ahead_block(ltr_ahead *a, const ltr_block_frame *f)
     size_t room = ltr_colview_value_room(v);
     if (room > LTR_COLVALS_BLOCK_MAX || a->nvals + room > LTR_COLVALS_CHUNK_MAX)
         return 0;
-    if (ltr_reserve((void **)&a->vals, &a->capvals, a->nvals + room, sizeof *a->vals, 1u << 16) != 0 ||
-        ltr_reserve((void **)&a->big, &a->capbig, a->nbig + room, sizeof *a->big, 1u << 12) != 0 ||
+    /* a mapping from the first (2 MiB, touched as written): a chunk's values
+     * outgrow the heap's size for tables, and a move there is a copy */
+    if (ltr_table_reserve((void **)&a->vals, &a->capvals, a->nvals + room, sizeof *a->vals, 1u << 19) != 0 ||
+        ltr_table_reserve((void **)&a->big, &a->capbig, a->nbig + room, sizeof *a->big, 1u << 12) != 0 ||
         ltr_reserve((void **)&a->cols, &a->capcols, a->ncols + v->ncols, sizeof *a->cols, 256) != 0 ||
         ltr_reserve((void **)&a->offs, &a->capoffs, a->ncols + v->ncols, sizeof *a->offs, 256) != 0 ||
         ltr_reserve((void **)&a->blocks, &a->capblocks, a->nblocks, sizeof *a->blocks, 64) != 0)

@@ -159,6 +159,13 @@ void ltr_unmap(void *addr, size_t size);
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */
 int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
+/* The same for a large array (prim/table.c): past LTR_TABLE_MAPPED bytes it
+ * is a mapping of its own, grown by mremap, so that growing never copies
+ * it or touches fresh pages. Freed only with ltr_table_free, given its
+ * capacity. */
+#define LTR_TABLE_MAPPED ((size_t)1 << 20)
+int ltr_table_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
+void ltr_table_free(void *v, size_t cap, size_t elem);
 
 bool ltr_pid_alive(pid_t pid);
 /* When process pid (0: this one) started, in clock ticks after boot (field 22
