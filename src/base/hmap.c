@@ -97,3 +97,21 @@ void *an_hmap_next(const an_hmap *m, size_t *pos)
     }
     return NULL;
 }
+
+void an_hmap_keep(an_hmap *m, int (*keep)(const void *entry, void *ctx), void *ctx)
+{
+    if (m->zero && !keep(m->zero, ctx))
+        an_hmap_take_zero(m, NULL);
+    /* a removal pulls later entries of its run back, into this slot or ones
+     * after it: the slot is looked at again, and nothing not yet looked at
+     * lands behind the scan (an entry of a run that wrapped around to the
+     * start was looked at already, and may be asked again) */
+    for (size_t i = 0; i < m->cap;) {
+        const uint8_t *e = m->slots + i * m->esize;
+        uint64_t key = an_hmap_key(e);
+        if (key && !keep(e, ctx))
+            an_hmap_take_sized(m, key, NULL, m->esize);
+        else
+            i++;
+    }
+}

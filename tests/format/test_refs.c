@@ -1182,6 +1182,41 @@ static void test_window_edge(void **state)
     free(s.v);
 }
 
+/* A leaking process: more allocations never freed than twice the window,
+ * so that the writer prunes its table of addresses (refwrite.c, prune),
+ * then frees of allocations from before the pruning (too far back: by
+ * address), at the window's edge and inside it, and of the latest: each
+ * read back as written. */
+static void test_leak_past_twice_the_window(void **state)
+{
+    (void)state;
+    size_t n = 2 * (size_t)LTR_REFS_WINDOW + 5000;
+    script s = {calloc(n, sizeof(op)), n};
+    for (size_t i = 0; i < n; i++)
+        s.v[i] = (op){.pid = 100, .tid = 1000, .ts = TS0 + i * 1000, .size = 24, .kind = L_ALLOC,
+                      .addr = 0x100000 + i * 32};
+    size_t allocs = n - 4, edge = allocs - LTR_REFS_WINDOW;
+    size_t freed[4] = {10, edge, edge + 1, allocs - 1};
+    for (int k = 0; k < 4; k++) {
+        op *o = &s.v[allocs + (size_t)k];
+        o->kind = L_FREE;
+        o->addr = s.v[freed[k]].addr;
+    }
+    const char *path = gen_tmp("leak.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    write_blocks(w, &s, 0, s.n, 3, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, n);
+    assert_int_equal(r.damage, 0);
+    assert_int_equal(r.frees, 4);
+    assert_int_equal(r.by_ref, 3); /* all but the first: kept through the pruning */
+    unlink(path);
+    free(s.v);
+}
+
 /* Flips a byte in the payload of the k-th EVENTS chunk: its CRC fails, a reader skips it. */
 static void damage_events_chunk(const char *path, int k)
 {
@@ -1892,6 +1927,7 @@ int main(void)
         cmocka_unit_test(test_consecutive_buffers_one_block),
         cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
+        cmocka_unit_test(test_leak_past_twice_the_window),
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_many_processes),
         cmocka_unit_test(test_analyzer_reads_references),
