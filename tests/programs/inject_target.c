@@ -31,6 +31,15 @@
  *             rounds of 100 dlsym(RTLD_DEFAULT, "malloc"), in ns per call
  *             (a late agent looks at every module for each such lookup;
  *             bench/attach/dlsym-many.sh)
+ *   dlopen-many [N [LIB]]  copies libheapchain.so (or LIB, a build of chain.c)
+ *             N times (800) into $TMPDIR; at
+ *             each line dlopens every copy (RTLD_NOW | RTLD_LOCAL), calls its
+ *             chain_outer once (one block of 12345 bytes from each copy's
+ *             own malloc slot, freed), closes them all, checks that each
+ *             was unloaded and prints "cost MEAN LAST": ns per dlopen over
+ *             all N and over the last tenth, where the most are loaded (a
+ *             late agent sweeps the modules after each dlopen;
+ *             bench/attach/dlopen-many.sh, test_e2e_attach)
  *   atfork    registers a fork handler that allocates (before the attach,
  *             so that a late agent's own handler runs before it); at a
  *             line forks 3 times (each child exits at once) and prints
@@ -345,6 +354,53 @@ static int mode_dlsym_many(int n)
     return 0;
 }
 
+/* dlopen-many: what a dlopen costs, and which copies' allocations are seen */
+static int dlopen_round(int n, char (*paths)[256], void **h)
+{
+    long long total = 0, last = 0;
+    for (int i = 0; i < n; i++) {
+        long long t0 = ns_now();
+        h[i] = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        long long took = ns_now() - t0;
+        total += took;
+        last += i >= n - n / 10 ? took : 0;
+        void *(*outer)(int) = h[i] ? (void *(*)(int))dlsym(h[i], "chain_outer") : NULL;
+        if (!outer)
+            return errno = 0, fail(dlerror());
+        free(outer(i));
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (dlclose(h[i]) != 0)
+            return errno = 0, fail(dlerror());
+    for (int i = 0; i < n; i++) /* unloaded: the next round loads each anew */
+        if (dlopen(paths[i], RTLD_NOW | RTLD_NOLOAD))
+            return errno = 0, fail("a copy still loaded after dlclose");
+    printf("cost %lld %lld\n", total / n, last / (n / 10 ? n / 10 : 1));
+    fflush(stdout);
+    return 0;
+}
+
+static int mode_dlopen_many(int n, const char *lib)
+{
+    Dl_info di;
+    const char *tmp = getenv("TMPDIR");
+    char (*paths)[256] = n > 0 ? calloc((size_t)n, sizeof *paths) : NULL;
+    void **h = n > 0 ? calloc((size_t)n, sizeof *h) : NULL;
+    if (!lib && dladdr((void *)chain_outer, &di))
+        lib = di.dli_fname;
+    if (!paths || !h || !lib || !tmp)
+        return errno = 0, fail("N, libheapchain's path, TMPDIR");
+    for (int i = 0; i < n; i++)
+        if (snprintf(paths[i], sizeof paths[i], "%s/dl-%d.so", tmp, i) >= (int)sizeof paths[i] ||
+            copy_file(lib, paths[i]) != 0)
+            return fail("a copy of libheapchain");
+    ready();
+    int rc = 0;
+    while (!rc && read_one_line() == 0)
+        rc = dlopen_round(n, paths, h);
+    return rc;
+}
+
 /* atfork: a program's fork handler that allocates, as libraries' do */
 static void *volatile atfork_block;
 static void atfork_prepare(void)
@@ -471,6 +527,8 @@ int main(int argc, char **argv)
         return mode_dlsym();
     if (!strcmp(mode, "dlsym-many"))
         return mode_dlsym_many(800);
+    if (!strcmp(mode, "dlopen-many"))
+        return mode_dlopen_many(argc > 2 ? atoi(argv[2]) : 800, argc > 3 ? argv[3] : NULL);
     if (!strcmp(mode, "atfork"))
         return mode_atfork(false);
     if (!strcmp(mode, "atfork-lock"))
