@@ -8,7 +8,8 @@
  * (and its word on a process idle while recorded); malloc through pointers
  * from dlsym looked up after the attach, traced where a preloaded agent's
  * would be, and still working once the session stopped (what such a
- * lookup costs beside 800 libraries: bench/attach/dlsym-many.sh);
+ * lookup costs beside 800 libraries: bench/attach/dlsym-many.sh); 800
+ * libraries dlopen'ed after the attach, each one's allocations traced;
  * and the refusals with their messages and exit status. The targets are
  * tests/inject/target.c's. ptrace needs root here (CI runs as root): the
  * tests skip, saying so, when not root.
@@ -387,6 +388,37 @@ static void test_dlsym_after_attach(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* inject-target dlopen-many: 800 copies of libheapchain.so dlopen'ed after
+ * the attach, each calling its own malloc once (12345 bytes, through the
+ * copy's own slot): every block is in the trace, so the sweep after each
+ * dlopen redirected every copy (one it left out allocates untraced), each
+ * found by the sweep's cursor on the loader's list. What such a dlopen
+ * costs: bench/attach/dlopen-many.sh (tests time nothing). */
+static void test_many_dlopens_after_attach(void **state)
+{
+    if (!need_root())
+        skip();
+    target t = start("dlopen-many");
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    char line[128] = "";
+    assert_non_null(fgets(line, sizeof line, t.out));
+    assert_int_equal(strncmp(line, "cost ", 5), 0); /* the round went through: each copy loaded, called, unloaded */
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/dlopen-many.ltr", getenv("TMPDIR"));
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t at_site;
+    uint64_t lost;
+    size_t n = count_allocs(trace, t.pid, 12345, 0, &at_site, &lost);
+    if (n != 800 || lost)
+        fail_msg("%zu blocks of 12345 bytes from 800 libraries dlopen'ed after the attach (%llu lost)", n,
+                 (unsigned long long)lost);
+    assert_int_equal(finish(&t), 0);
+}
+
 /* inject-target's mode (its fork handler registered before the attach),
  * attached, told to fork; it must say "forked" within 30 s, not hang. The
  * recording's allocations of `size` bytes by the target. */
@@ -583,6 +615,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_preloaded, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_many_dlopens_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_handler_that_allocates, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_handler_that_waits_for_a_thread_in_malloc, tu_setup_sandbox,
                                         tu_teardown_sandbox),

@@ -34,8 +34,8 @@
  *   dlopen-many [N [LIB]]  copies libheapchain.so (or LIB, a build of chain.c)
  *             N times (800) into $TMPDIR; at
  *             each line dlopens every copy (RTLD_NOW | RTLD_LOCAL), calls its
- *             chain_outer once (one block of 12345 bytes from each copy's
- *             own malloc slot, freed), closes them all, checks that each
+ *             chain_inner once (one block of 12345 bytes through each
+ *             copy's own malloc slot, freed), closes them all, checks that each
  *             was unloaded and prints "cost MEAN LAST": ns per dlopen over
  *             all N and over the last tenth, where the most are loaded (a
  *             late agent sweeps the modules after each dlopen;
@@ -364,10 +364,12 @@ static int dlopen_round(int n, char (*paths)[256], void **h)
         long long took = ns_now() - t0;
         total += took;
         last += i >= n - n / 10 ? took : 0;
-        void *(*outer)(int) = h[i] ? (void *(*)(int))dlsym(h[i], "chain_outer") : NULL;
-        if (!outer)
+        /* chain_inner: its malloc is the copy's own slot (chain_outer's call
+         * of chain_middle binds to the program's libheapchain.so) */
+        void *(*inner)(int) = h[i] ? (void *(*)(int))dlsym(h[i], "chain_inner") : NULL;
+        if (!inner)
             return errno = 0, fail(dlerror());
-        free(outer(i));
+        free(inner(i));
     }
     for (int i = n - 1; i >= 0; i--)
         if (dlclose(h[i]) != 0)
