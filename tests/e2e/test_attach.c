@@ -84,6 +84,17 @@ static target start(const char *mode)
     return t;
 }
 
+/* start(mode), then `ltr start heap --pid` on it: a file-mode session. */
+static target start_attached(const char *mode)
+{
+    target t = start(mode);
+    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
+    if (r.status != 0)
+        fail_msg("start: %s%s", r.out, r.err);
+    tu_free(&r);
+    return t;
+}
+
 static void expect_line(target *t, const char *want)
 {
     char line[128] = "";
@@ -372,11 +383,7 @@ static void test_dlsym_after_attach(void **state)
 {
     if (!need_root())
         skip();
-    target t = start("dlsym");
-    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
-    if (r.status != 0)
-        fail_msg("start: %s%s", r.out, r.err);
-    tu_free(&r);
+    target t = start_attached("dlsym");
     assert_int_equal(write(t.in, "go\n", 3), 3);
     expect_line(&t, "done\n");
     char trace[512];
@@ -398,11 +405,7 @@ static void test_many_dlopens_after_attach(void **state)
 {
     if (!need_root())
         skip();
-    target t = start("dlopen-many");
-    tu_result r = tu_run("%s start heap --filemode --pid %d", LTR, (int)t.pid);
-    if (r.status != 0)
-        fail_msg("start: %s%s", r.out, r.err);
-    tu_free(&r);
+    target t = start_attached("dlopen-many");
     assert_int_equal(write(t.in, "go\n", 3), 3);
     char line[128] = "";
     assert_non_null(fgets(line, sizeof line, t.out));
