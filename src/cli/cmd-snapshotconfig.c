@@ -20,11 +20,13 @@ static const char help[] =
     "of its live blocks (size, call stack, allocation time) from then on, and\n"
     "writes it into the sessions of 'ltr start heapsnapshot' when asked\n"
     "('ltr singlesnapshot', 'ltr enableperiodicsnapshot'). No event is written\n"
-    "per allocation. --pid: running processes, which must carry the heap agent\n"
-    "(started with 'ltr run'). --name: every new process of that name (the\n"
-    "kernel's name of the program, 15 characters at most) that carries the agent.\n"
-    "Without enable or disable, prints the current setting.\n"
-    "\nexit status: 0 done, 1 failed (no such process, no agent), 2 bad usage.\n";
+    "per allocation. --pid: running processes; enable loads the heap agent into\n"
+    "one that runs without it, as 'ltr start heap --pid' does (docs/attach.md;\n"
+    "it stays there, dormant, afterwards). --name: every new process of that\n"
+    "name (the kernel's name of the program, 15 characters at most) that\n"
+    "carries the agent. Without enable or disable, prints the current setting.\n"
+    "\nexit status: 0 done, 1 failed (no such process, or one the agent could not\n"
+    "be loaded into, with the reason), 2 bad usage.\n";
 
 static void show_proc(const ltr_snapshot_proc *p)
 {

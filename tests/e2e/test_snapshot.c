@@ -347,6 +347,13 @@ static void test_errors(void **state)
     r = tu_run("grep -c libltr-heap.so /proc/%u/maps", plain);
     assert_true(atoi(r.out) > 0);
     tu_free(&r);
+    /* and its help says so: it said such a process must have been started
+     * with 'ltr run', which sent a user to restart the service (a review's) */
+    r = tu_run("%s snapshotconfig --help", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "must carry the heap agent"));
+    assert_non_null(strstr(r.out, "enable loads the heap agent into\none that runs without it"));
+    tu_free(&r);
     /* one that cannot be attached (statically linked) is refused with the reason */
     r = tu_run("%s < /dev/zero & p=$!; sleep 0.2; %s snapshotconfig heap --pid $p enable; s=$?; kill $p; exit $s",
                tu_test_bin("inject-static"), tu_ltr());
