@@ -27,6 +27,8 @@ typedef struct inj_target {
     uid_t uid, euid;     /* real and effective */
     pid_t tracer;        /* TracerPid */
     uint64_t sig_ignored; /* SigIgn */
+    int kthread;          /* Kthread, where the kernel shows it: a kernel thread, no program */
+    char name[16];        /* Name: the kernel's, for the messages */
     char exe[4096];
     /* code where a stopped thread may hold a lock the loader or malloc takes:
      * libc, ld.so, libpthread, libdl (executable mappings) */

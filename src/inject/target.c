@@ -38,7 +38,8 @@ static int read_status(inj_target *t, ltr_error *err)
             continue;
         if (sscanf(line, "Uid: %u %u", &u1, &u2) == 2)
             t->uid = u1, t->euid = u2;
-        else if (sscanf(line, "TracerPid: %d", &t->tracer) == 1)
+        else if (sscanf(line, "TracerPid: %d", &t->tracer) == 1 || sscanf(line, "Kthread: %d", &t->kthread) == 1 ||
+                 sscanf(line, "Name: %15s", t->name) == 1)
             continue;
         else
             sscanf(line, "SigIgn: %" SCNx64, &t->sig_ignored);
@@ -59,6 +60,11 @@ static int check_state(const inj_target *t, ltr_error *err)
     if (t->state == 'T' || t->state == 't')
         return ltr_fail(err, EBUSY, "pid %d is stopped (state %c): it cannot load anything until it runs; "
                         "continue it (kill -CONT %d) and try again", pid, t->state, pid);
+    /* before SigIgn: a kernel thread ignores every signal, and that refusal
+     * told to start it with 'ltr run' */
+    if (t->kthread)
+        return ltr_fail(err, ENOTSUP, "pid %d (%s) is a kernel thread: it runs no program, so it has no heap "
+                        "to trace; check the pid (ps -o pid,args)", pid, t->name);
     if (t->sig_ignored & (1ull << (SIGSEGV - 1)))
         return ltr_fail(err, ENOTSUP, "pid %d ignores SIGSEGV, which ltr needs to see the end of the call it "
                         "makes in the process; start it with the agent instead ('ltr run -- CMD')", pid);

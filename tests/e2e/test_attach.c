@@ -10,8 +10,9 @@
  * would be, and still working once the session stopped (what such a
  * lookup costs beside 800 libraries: bench/attach/dlsym-many.sh); 800
  * libraries dlopen'ed after the attach, each one's allocations traced;
- * and the refusals with their messages and exit status. The targets are
- * tests/inject/target.c's. ptrace needs root here (CI runs as root): the
+ * and the refusals with their messages and exit status (a kernel thread
+ * among them). The targets are
+ * tests/programs/inject_target.c's. ptrace needs root here (CI runs as root): the
  * tests skip, saying so, when not root.
  */
 #include <setjmp.h>
@@ -593,6 +594,14 @@ static void test_refusals(void **state)
     waitpid(zombie, NULL, 0);
     expect_refused(tu_run("%s < /dev/zero & p=$!; sleep 0.2; %s start heap --pid $p; s=$?; kill $p; exit $s",
                           tu_test_bin("inject-static"), LTR), "statically linked");
+    /* a kernel thread (a pid from pgrep that matched a kworker) is said to be
+     * one: it ignores every signal, and was told to be started with 'ltr run' */
+    tu_result k = tu_run("grep -l '^Kthread:[[:space:]]*1' /proc/[0-9]*/status 2>/dev/null | head -1 | cut -d/ -f3");
+    int kthread = atoi(k.out);
+    tu_free(&k);
+    if (kthread > 0) /* none seen: a kernel that does not say, or a pid namespace */
+        expect_refused(tu_run("%s record --pid %d -o %s/k.ltr", LTR, kthread, getenv("TMPDIR")),
+                       "is a kernel thread: it runs no program");
     /* another user's process, for root's sessions */
     expect_refused(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & p=$!; sleep 0.2; "
                           "%s start heap --pid $p; s=$?; kill $p; exit $s", LTR), "runs as user");
