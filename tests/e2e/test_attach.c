@@ -11,9 +11,9 @@
  * lookup costs beside 800 libraries: bench/attach/dlsym-many.sh); 800
  * libraries dlopen'ed after the attach, each one's allocations traced;
  * and the refusals with their messages and exit status (a kernel thread
- * among them). The targets are
- * tests/programs/inject_target.c's. ptrace needs root here (CI runs as root): the
- * tests skip, saying so, when not root.
+ * among them). The targets are tests/programs/inject_target.c's. ptrace
+ * needs root here (CI runs as root): the tests skip, saying so, when not
+ * root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
