@@ -368,9 +368,13 @@ static void warn_state(ltr_analysis *a)
         an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (allocated before "
                 "the trace began, or before the heap agent started in their process%s); they change no total",
              (unsigned long long)unseen, a->events_lost ? ", or their Alloc was among the events lost" : "");
-    if (implicit)
-        an_warn(a, "%llu address(es) were allocated again without a free in between: those frees were lost",
-             (unsigned long long)implicit);
+    if (implicit) /* why their frees are missing: what the trace says of it, not a guess */
+        an_warn(a, "%llu address(es) were allocated again without a free in between: those frees are not in "
+                "the trace where the analysis met them (%s)", (unsigned long long)implicit,
+                a->model.late || a->model.unordered
+                    ? "some events came later than it could hold, above"
+                : a->events_lost ? "among the events lost, or made where the heap agent does not see them"
+                                 : "no event was lost: made where the heap agent does not see them");
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
     else if (!a->heap_events && !a->nsnaps)

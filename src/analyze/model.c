@@ -12,6 +12,17 @@
  * thread that allocated it (heaptrack's definition): memory churn that a
  * pool or a stack buffer would avoid.
  *
+ * The agent stamps events to 100 us, so threads often share a time, and
+ * the time-order stage puts a free first only where both are at the heads
+ * of their threads' runs: a thread's free of a block and another's
+ * allocation of its address at that time may come allocation first. That
+ * allocation ends the block there (its address was handed out again: it
+ * was freed), and the block is remembered as displaced; the free that
+ * follows at that time, from another thread, is its own, already counted,
+ * not the new block's. One that does not come is a free missing, as when
+ * a thread allocates an address it never freed (node's trace: 13 such
+ * frees counted missing, and 13 of the new blocks freed as never seen).
+ *
  * A live block keeps no timestamp: what the window needs of it is whether it
  * was allocated inside (an allocation after the window is not kept, so that
  * is ts >= from), settled once, as a bit beside its stack index: 24 bytes
@@ -41,6 +52,12 @@ typedef struct an_pending {
     uint64_t ts;
     uint32_t tid;
 } an_pending;
+
+typedef struct an_displaced {
+    uint64_t addr;
+    uint64_t ts;  /* when the allocation there ended it */
+    uint32_t tid; /* the thread of that allocation */
+} an_displaced;
 
 typedef struct an_thread {
     uint64_t tid;
@@ -75,6 +92,7 @@ static void proc_free(an_proc *p)
         }
     an_hmap_free(&p->live);
     an_hmap_free(&p->pending);
+    an_hmap_free(&p->displaced);
     an_hmap_free(&p->threads);
     an_hmap_free(&p->stack_index);
     free(p->dense);
@@ -102,6 +120,7 @@ static an_proc *proc_new(uint32_t pid)
     p->pid = pid;
     an_hmap_init(&p->live, sizeof(an_live));
     an_hmap_init(&p->pending, sizeof(an_pending));
+    an_hmap_init(&p->displaced, sizeof(an_displaced));
     an_hmap_init(&p->threads, sizeof(an_thread));
     an_hmap_init(&p->stack_index, sizeof(an_index));
     return p;
@@ -386,11 +405,48 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
     f->tid = tid;
 }
 
+/* A block ended by another thread's allocation of its address at ts. */
+static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid)
+{
+    int created;
+    an_displaced *d = an_hmap_put(&p->displaced, addr, &created);
+    if (!d) {
+        m->oom = 1;
+        p->implicit_frees++;
+        return;
+    }
+    if (!created)
+        p->implicit_frees++; /* the one displaced before: its free never came */
+    d->ts = ts;
+    d->tid = tid;
+}
+
+/* A free of an address where a block was displaced: at that time and from
+ * another thread than the allocation's, it is the displaced block's own,
+ * already counted (1); at another time, that free never came, and this one
+ * is for what is there now (0). */
+static int displaced_free(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+{
+    an_displaced *d = an_hmap_get(&p->displaced, addr);
+    if (!d || (ts == d->ts && tid == d->tid))
+        return 0; /* the new block's own thread: the displaced block's free may still come */
+    int own = ts == d->ts;
+    p->implicit_frees += !own;
+    an_hmap_del(&p->displaced, addr);
+    return own;
+}
+
 /* A free (or the free half of a realloc) in process p. */
 HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc,
                  int whole)
 {
     touch(p, ts);
+    if (p->displaced.n && displaced_free(p, tid, ts, addr)) {
+        an_thread *t = thread_of(m, p, tid);
+        if (t)
+            t->addr = 0;
+        return;
+    }
     an_live b;
     int held = an_hmap_take_sized(&p->live, addr, &b, sizeof b);
     if (held)
@@ -452,9 +508,9 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
         m->oom = 1;
         return;
     }
-    if (!created) { /* its free was lost: the address cannot be handed out twice */
-        p->implicit_frees++;
+    if (!created) { /* the address cannot be handed out twice: the block there was freed */
         an_live old = *b;
+        note_displaced(m, p, addr, ts, tid); /* by another thread at this time, maybe: its free may follow */
         end_live(m, p, &old, old.tid, ts, 1, whole);
     }
     int inside = whole || ts >= m->from;
@@ -662,6 +718,8 @@ void an_model_finish(an_model *m)
         while ((f = an_hmap_next(&p->pending, &pos)))
             p->unseen_frees += in_window(m, f->ts, 0);
         an_hmap_free(&p->pending);
+        p->implicit_frees += p->displaced.n; /* displaced, and their frees never came */
+        an_hmap_free(&p->displaced);
         an_hmap_free(&p->threads);
         p->last_thread = NULL;
     }

@@ -70,6 +70,7 @@ typedef struct an_proc {
     uint32_t pid;
     an_hmap live;        /* address -> an_live */
     an_hmap pending;     /* address -> free met before its allocation */
+    an_hmap displaced;   /* address -> a block another thread's allocation there ended (model.c) */
     an_hmap threads;     /* tid -> last allocation of the thread */
     an_hmap stack_index; /* stack id -> index in stacks, for ids too large for dense */
     uint32_t *dense;     /* stack id -> index in stacks + 1 (0 = not seen): the agent numbers stacks 1, 2, ... */
