@@ -32,12 +32,13 @@ static void name(FILE *out, const ltr_sym_frame *f)
     fputs(buf, out);
 }
 
-static void line(ltr_analysis *a, FILE *out, const an_stack *s)
+/* The stack's line, if it holds anything: 1 when written. */
+static int line(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
     if (!bytes)
-        return;
+        return 0;
     /* the root is the program, not its pid: two runs' stacks then compare */
     /* the file's name taken before it is cut to the buffer: a path of more
      * than the buffer left a piece of a directory's name as the root */
@@ -54,21 +55,28 @@ static void line(ltr_analysis *a, FILE *out, const an_stack *s)
         name(out, &f[n]);
     }
     fprintf(out, " %llu\n", (unsigned long long)bytes);
+    return 1;
 }
 
 int an_write_folded(ltr_analysis *a, FILE *out)
 {
-    size_t np;
+    size_t np, lines = 0;
     if (a->export_snap) { /* a heap snapshot's live bytes by stack */
         an_stack *v = an_snapshot_stacks(a->export_snap, &np);
         for (size_t k = 0; k < np; k++)
-            line(a, out, &v[k]);
+            lines += (size_t)line(a, out, &v[k]);
         free(v);
+        if (v && !lines)
+            an_warn(a, "the heap snapshot holds no live block: the folded stacks are empty");
         return v ? 0 : -ENOMEM;
     }
     an_proc *const *procs = an_procs(a, &np);
     for (size_t i = 0; i < np; i++)
         for (size_t k = 0; k < procs[i]->nstacks; k++)
-            line(a, out, &procs[i]->stacks[k]);
+            lines += (size_t)line(a, out, &procs[i]->stacks[k]);
+    /* an empty file is what flamegraph.pl refuses ("No stack counts found"): say why */
+    if (!lines)
+        an_warn(a, "nothing was outstanding at the window's end: the folded stacks are empty; --to T shows an "
+                "earlier moment ('ltr analyze' names the peak and when), --format pprof the allocations too");
     return 0;
 }

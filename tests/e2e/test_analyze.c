@@ -371,6 +371,12 @@ static void test_folded_with_flamegraph(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "remember_session (64,000 bytes"));
     tu_free(&r);
+    /* nothing outstanding: an empty file, which flamegraph.pl refuses, said so */
+    r = tu_run("'%s' export '%s' --format folded --to 0 -o empty.folded && test ! -s empty.folded", tu_ltr(),
+               leaky_trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "nothing was outstanding at the window's end: the folded stacks are empty"));
+    tu_free(&r);
 }
 
 /* Copies the demo into dir, records it there, and returns the trace path. */
