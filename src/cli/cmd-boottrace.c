@@ -217,6 +217,21 @@ static int disable(void)
     return 0;
 }
 
+/* The services a boot trace is for start after it: with the by-name
+ * setting off for a --name, they start without the agent, and the session
+ * records nothing of them (as 'ltr start' says of it). */
+static void warn_names_off(const boot_opts *o)
+{
+    for (size_t i = 0; i + 1 < o->nargs; i++) {
+        static ltr_heap_name_reach found;
+        if (strcmp(o->args[i], "--name") || ltr_heap_name_reach_of(o->args[i + 1], &found) || found.configured)
+            continue;
+        cli_warn("boottrace", "--name %s: new processes of this name do not start with the heap agent, so the "
+                 "boot session records none of them: 'ltr heaptracingconfig %s enable' (as root) makes them",
+                 o->args[i + 1], o->args[i + 1]);
+    }
+}
+
 static int enable(boot_opts *o, char **profiles, int nprofiles)
 {
     if (need_root() || check_profiles(profiles, nprofiles, o->filemode))
@@ -283,6 +298,7 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     printf("at each boot, session '%s' starts (%s); 'sudo ltr stop FILE' ends it and writes its trace; "
            "'ltr boottrace --disable' removes the boot trace\n",
            o->instance, o->filemode ? "file mode" : "memory mode");
+    warn_names_off(o);
     return 0;
 }
 

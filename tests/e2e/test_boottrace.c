@@ -175,6 +175,8 @@ static void test_memory_mode_replaces(void **state)
                          dir);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "replaced " UNIT));
+    /* the by-name setting is off for it (the private /etc has none): said */
+    assert_non_null(strstr(r.err, "--name myservice: new processes of this name do not start with the heap agent"));
     tu_free(&r);
     char *unit = tu_read_file(UNIT);
     assert_null(strstr(unit, "--filemode"));
