@@ -726,6 +726,21 @@ uint64_t ltr_proc_start_time(uint32_t pid)
     return f ? strtoull(f + 1, NULL, 10) : 0;
 }
 
+uint32_t ltr_proc_ppid(uint32_t pid)
+{
+    char path[64], stat[1024];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
+    uint32_t ppid = 0;
+    /* the command may hold spaces and parentheses: after the last ')' come the state and the parent */
+    const char *f = ltr_read_small_file(path, stat, sizeof stat) > 0 ? strrchr(stat, ')') : NULL;
+    if (f)
+        sscanf(f + 2, "%*c %u", &ppid);
+    return ppid;
+}
+
 uint64_t ltr_total_ram(void)
 {
     struct sysinfo si;

@@ -172,6 +172,9 @@ bool ltr_pid_alive(pid_t pid);
  * of /proc/PID/stat): with the pid, names a process even after its pid is
  * reused. 0 if it cannot be read (no such process). */
 uint64_t ltr_proc_start_time(uint32_t pid);
+/* The parent of process pid (0: this one), from /proc/PID/stat; 0 when it
+ * cannot be read (gone, or another pid namespace's). */
+uint32_t ltr_proc_ppid(uint32_t pid);
 uint64_t ltr_total_ram(void);
 /* The width in columns of the terminal fd is, or 0 when fd is not a
  * terminal (then output is for programs: lines are not cut). $COLUMNS, when

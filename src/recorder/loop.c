@@ -135,6 +135,27 @@ static bool peer_named(const ltr_session_config *cfg, int fd)
     return false;
 }
 
+/* Was the process at the other end of fd forked from a listed one (a
+ * prefork server's workers, for a session that names the server)? It
+ * holds the agent its parent got by an attach, and nothing else would
+ * trace it: 'ltr record --pid' listed such children with no event. By the
+ * kernel's word for its pid, and up the chain of parents a few steps (a
+ * worker's own helper); a parent gone is no longer told. */
+#define ANCESTORS_ASKED 8
+static bool peer_forked_from_listed(const ltr_session_config *cfg, int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (!cfg->npids || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+        return false;
+    uint32_t p = (uint32_t)cred.pid;
+    for (int up = 0; up < ANCESTORS_ASKED && (p = ltr_proc_ppid(p)) > 1; up++)
+        for (unsigned i = 0; i < cfg->npids; i++)
+            if (cfg->pids[i] == p)
+                return true;
+    return false;
+}
+
 /* The collectors a process may not write into: those limited to listed pids
  * and names, when it is none of them. A session that lists none takes any
  * process with the agent, but for one that got it by an attach (injected):
@@ -153,7 +174,7 @@ static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, int 
     for (unsigned i = 0; i < cfg->npids; i++)
         if (cfg->pids[i] == (uint32_t)pid)
             return 0;
-    return peer_named(cfg, fd) ? 0 : cfg->pid_collectors;
+    return peer_named(cfg, fd) || peer_forked_from_listed(cfg, fd) ? 0 : cfg->pid_collectors;
 }
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)

@@ -382,14 +382,7 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
     ltr_bytes_put_u32(&b, (uint32_t)pid);
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    uint32_t ppid = 0;
-    if (ltr_read_small_file(path, buf, sizeof buf) > 0) {
-        const char *close_paren = strrchr(buf, ')');
-        if (close_paren)
-            sscanf(close_paren + 2, "%*c %u", &ppid);
-    }
-    ltr_bytes_put_u32(&b, ppid);
+    ltr_bytes_put_u32(&b, ltr_proc_ppid((uint32_t)pid));
     ltr_bytes_put_u64(&b, ltr_now_ns());
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, buf, sizeof buf - 1);

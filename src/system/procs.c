@@ -126,17 +126,6 @@ static void thread_comm(uint32_t pid, uint32_t tid, char name[16])
     read_comm(path, name);
 }
 
-static uint32_t proc_ppid(uint32_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%u/stat", pid);
-    uint32_t ppid = 0;
-    const char *p = ltr_read_small_file(path, buf, sizeof buf) > 0 ? strrchr(buf, ')') : NULL;
-    if (p)
-        sscanf(p + 2, "%*c %u", &ppid);
-    return ppid;
-}
-
 typedef struct name_entry {
     uint64_t pid;
     char name[16];
@@ -571,7 +560,7 @@ static size_t rundown_all(sys_procs *ps)
             continue;
         proc_comm(pid, name);
         name_set(ps, pid, name);
-        w_start(ps, pid, proc_ppid(pid), name, true);
+        w_start(ps, pid, ltr_proc_ppid(pid), name, true);
         n++;
     }
     if (d)
@@ -587,7 +576,7 @@ void sys_procs_capture(sys_procs *ps, ltr_system_capture *out)
         sys_proc *p = &ps->v[i];
         if (ps->procs) {
             if (ps->nl < 0) {
-                w_start(ps, p->pid, proc_ppid(p->pid), p->name, true);
+                w_start(ps, p->pid, ltr_proc_ppid(p->pid), p->name, true);
                 out->processes++;
             }
             for (size_t t = 0; t < p->nthreads; t++)
@@ -618,7 +607,7 @@ void sys_procs_tick(sys_procs *ps)
         if (p && !p->announced) {
             p->announced = true;
             if (ps->procs && ps->nl < 0) /* with the connector: its rundown or fork said it */
-                w_start(ps, p->pid, proc_ppid(p->pid), p->name, true);
+                w_start(ps, p->pid, ltr_proc_ppid(p->pid), p->name, true);
         }
     }
     for (size_t i = 0; i < ps->n;) {

@@ -134,8 +134,9 @@ static uint64_t field(const ltr_event *ev, const char *name)
     return v;
 }
 
-/* Allocs of size by pid in the trace, and how many have their innermost
- * frame within 64 bytes after site (the small allocating function). */
+/* Allocs of size by pid (by any process but -pid when negative) in the
+ * trace, and how many have their innermost frame within 64 bytes after
+ * site (the small allocating function). */
 static size_t count_allocs(const char *path, pid_t pid, uint64_t size, uint64_t site, size_t *at_site,
                            uint64_t *lost)
 {
@@ -148,7 +149,7 @@ static size_t count_allocs(const char *path, pid_t pid, uint64_t size, uint64_t 
     const ltr_event *ev;
     while (ltr_trace_next(t, &ev, &err) == 1) {
         if (strcmp(ev->layout->provider->name, LTR_HEAP_PROVIDER) || strcmp(ev->layout->name, "Alloc") ||
-            field(ev, "size") != size || ev->pid != (uint32_t)pid)
+            field(ev, "size") != size || (pid > 0 ? ev->pid != (uint32_t)pid : ev->pid == (uint32_t)-pid))
             continue;
         n++;
         const ltr_stack *st = ltr_trace_stack_find(t, ev->pid, (uint32_t)field(ev, "stack"));
@@ -426,7 +427,11 @@ static void test_many_dlopens_after_attach(void **state)
 /* inject-target's mode (its fork handler registered before the attach),
  * attached, told to fork; it must say "forked" within 30 s, not hang. The
  * recording's allocations of `size` bytes by the target. */
-static size_t forks_after_attach(const char *mode, uint64_t size)
+/* Allocations of `size` by the target after the attach, in a mode that
+ * forks at a line; *in_children: the blocks its children allocated (each
+ * one, tests/programs/inject_target.c's CHILD_BLOCK). */
+#define CHILD_BLOCK 4321
+static size_t forks_after_attach(const char *mode, uint64_t size, size_t *in_children)
 {
     target t = start(mode);
     unsetenv("LTR_HEAP_UNWIND");
@@ -442,6 +447,7 @@ static size_t forks_after_attach(const char *mode, uint64_t size)
     size_t at_site;
     uint64_t lost;
     size_t n = count_allocs(trace, t.pid, size, 0, &at_site, &lost);
+    *in_children = count_allocs(trace, -t.pid, CHILD_BLOCK, 0, &at_site, &lost); /* any pid but the target's */
     assert_int_equal(write(t.in, "go\n", 3), 3);
     assert_int_equal(finish(&t), 0);
     return n;
@@ -456,7 +462,11 @@ static void test_fork_handler_that_allocates(void **state)
 {
     if (!need_root())
         skip();
-    assert_int_equal(forks_after_attach("atfork", 100), 3); /* one a fork, traced */
+    size_t children;
+    assert_int_equal(forks_after_attach("atfork", 100, &children), 3); /* one a fork, traced */
+    /* children forked after the attach carry the agent: traced by the session
+     * that names their parent (they were listed with no event) */
+    assert_int_equal(children, 3);
 }
 
 /* A library's fork handler that takes its mutex, held by another thread
@@ -471,7 +481,9 @@ static void test_fork_handler_that_waits_for_a_thread_in_malloc(void **state)
     if (!need_root())
         skip();
     setenv("LTR_HEAP_UNWIND", "libunwind", 1); /* the target's: every stack through the loader's list */
-    assert_true(forks_after_attach("atfork-lock", 64) > 0); /* the worker traced meanwhile */
+    size_t children;
+    assert_true(forks_after_attach("atfork-lock", 64, &children) > 0); /* the worker traced meanwhile */
+    assert_int_equal(children, 50);
 }
 
 /* The same program preloaded (ltr record -- ...): what the attach emulates,

@@ -42,8 +42,8 @@
  *             bench/attach/dlopen-many.sh, test_e2e_attach)
  *   atfork    registers a fork handler that allocates (before the attach,
  *             so that a late agent's own handler runs before it); at a
- *             line forks 3 times (each child exits at once) and prints
- *             "forked"; ends at the next line
+ *             line forks 3 times (each child allocates a block of 4321
+ *             bytes and exits) and prints "forked"; ends at the next line
  *   atfork-lock  the same, 50 forks, but the fork handler takes a mutex that
  *             another thread holds around its own mallocs, as a library
  *             making its state fork-safe does
@@ -403,6 +403,8 @@ static int mode_dlopen_many(int n, const char *lib)
     return rc;
 }
 
+#define CHILD_BLOCK 4321 /* what each forked child allocates (and frees) before it exits */
+
 /* atfork: a program's fork handler that allocates, as libraries' do */
 static void *volatile atfork_block;
 static void atfork_prepare(void)
@@ -441,8 +443,11 @@ static int mode_atfork(bool with_lock)
         pid_t c = fork();
         if (c < 0)
             return fail("fork");
-        if (c == 0)
+        if (c == 0) { /* a child forked after the attach: traced as its parent is */
+            atfork_block = malloc(CHILD_BLOCK);
+            free(atfork_block);
             _exit(0);
+        }
         if (waitpid(c, NULL, 0) != c)
             return fail("waitpid");
     }
