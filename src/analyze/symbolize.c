@@ -136,7 +136,7 @@ static void note_nosyms(ltr_analysis *a, const char *path, const uint8_t *id, si
     }
     a->nnosyms++;
     an_warn(a, "module %s has no symbols here (no .symtab or DWARF in it, and no debug file found%s%s): "
-            "its frames show ?? with module+offset%s%s",
+            "only the functions it exports are named (.dynsym), its other frames show ?? with module+offset%s%s",
             path, m->build_id ? " for its build-id " : "", m->build_id ? m->build_id : "",
             m->debug_file ? "; its debug file would be " : "", m->debug_file ? m->debug_file : "");
 }
