@@ -6,6 +6,33 @@
 #include "base/hmap.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+
+/* Slots of a MiB and more are a mapping of their own, advised huge pages.
+ * The analysis's table of live blocks grows with the live set: perl with a
+ * hash of 2 M entries left 2.1 M blocks, a table of 256 MiB, which malloc
+ * maps (past its threshold) without the advice: 235 000 page faults, 0.4 s
+ * of system time in a 0.9 s analysis (heaptrack_print took 0.46 s). */
+#define SLOTS_MAPPED ((size_t)1 << 20)
+
+static void *slots_new(size_t bytes)
+{
+    if (bytes < SLOTS_MAPPED)
+        return calloc(1, bytes);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE); /* fresh pages are zero: as calloc's */
+    return p;
+}
+
+static void slots_free(void *p, size_t bytes)
+{
+    if (bytes < SLOTS_MAPPED)
+        free(p);
+    else if (p)
+        munmap(p, bytes);
+}
 
 void an_hmap_init(an_hmap *m, size_t entry_size)
 {
@@ -15,7 +42,7 @@ void an_hmap_init(an_hmap *m, size_t entry_size)
 
 void an_hmap_free(an_hmap *m)
 {
-    free(m->slots);
+    slots_free(m->slots, m->cap * m->esize);
     free(m->zero);
     m->slots = m->zero = NULL;
     m->cap = m->n = 0;
@@ -33,7 +60,9 @@ int an_hmap_del(an_hmap *m, uint64_t key) { return an_hmap_take_sized(m, key, NU
 static int grow(an_hmap *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    uint8_t *slots = calloc(cap, m->esize);
+    if (cap > SIZE_MAX / 2 / m->esize)
+        return -1;
+    uint8_t *slots = slots_new(cap * m->esize);
     if (!slots)
         return -1;
     unsigned shift = 64 - (unsigned)__builtin_ctzll(cap);
@@ -47,7 +76,7 @@ static int grow(an_hmap *m)
             j = (j + 1) & (cap - 1);
         memcpy(slots + j * m->esize, e, m->esize);
     }
-    free(m->slots);
+    slots_free(m->slots, m->cap * m->esize);
     m->slots = slots;
     m->cap = cap;
     m->shift = shift;
