@@ -4,6 +4,8 @@
 #   heap  bench/heap's workload, 2 threads, chains of 5..40 frames
 #   deep  the same, 1 thread, every chain 12 frames deep
 #   real  GCC's cc1plus compiling bench/real/compile.cpp (-O0)
+#   leak  perl filling a hash of 1 M strings it never frees: a growing
+#         live set (PRODUCT.md's scenario), 2 M blocks outstanding at the end
 # For each: the tracers' overhead (ltr's over heaptrack's), trace bytes per
 # heap event (both divided by ltr's event count: the workloads are
 # deterministic, and heaptrack_print counts no frees), and the analysis of
@@ -22,7 +24,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-build}" && pwd); shift || true
-workloads=("$@"); [ ${#workloads[@]} -gt 0 ] || workloads=(heap deep real)
+workloads=("$@"); [ ${#workloads[@]} -gt 0 ] || workloads=(heap deep real leak)
 ltr=$build/bin/ltr
 runs=${RUNS:-3}
 command -v heaptrack >/dev/null || { echo "heaptrack is not installed (scripts/install-deps.sh)"; exit 1; }
@@ -37,9 +39,10 @@ cmd_of() { # the workload's command lines, into the arrays cmd and small (traces
     heap) cmd=("$build/bench/heap-workload" 2 100000) ;;
     deep) cmd=("$build/bench/heap-workload" 1 200000 12); small=("$build/bench/heap-workload" 1 20000 12)
           ht_opts=(--raw) ;;
+    leak) cmd=(perl -e '$h{$_} = "x" x 100 for 1..1000000') ;;
     real) cp "$here/real/compile.cpp" "$tmp/"
           read -r -a cmd < <(g++ -O0 -S compile.cpp -o compile.s -### 2>&1 | grep -m1 'cc1plus' | tr -d '"') ;;
-    *) echo "unknown workload '$1' (heap, deep or real)" >&2; exit 2 ;;
+    *) echo "unknown workload '$1' (heap, deep, real or leak)" >&2; exit 2 ;;
   esac
   [ "$1" = deep ] || small=("${cmd[@]}")
 }
@@ -90,7 +93,7 @@ for w in "${workloads[@]}"; do
   awk -v w="$label" -v p="$plain" -v l="$traced" -v h="$ht" -v e="$events" \
       -v ls="$(stat -c %s "$tmp/$w.ltr")" -v hs="$(stat -c %s "$htfile")" \
       -v aw="$aw" -v ac="$ac" -v hw="$hw" -v hc="$hc" 'BEGIN {
-    printf "%-8s %9.3f %9.3f %9.3f %9.3f | %8.2f %8.2f | %8.3f %8.3f %6.2f | %8.3f %8.3f %6.2f\n",
+    printf "%-8s %9.3f %9.3f %9.3f %9.3f | %8.3f %8.3f | %8.3f %8.3f %6.2f | %8.3f %8.3f %6.2f\n",
       w, p, l, h, (l - p) / (h - p), ls / e, hs / e, aw, hw, hw / aw, ac, hc, hc / ac }'
 done
 echo "overhead: ltr's added time over heaptrack's (goal at most 0.2 on deep; heap not above 0.12)."
