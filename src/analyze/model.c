@@ -51,12 +51,14 @@ typedef struct an_pending {
     uint64_t addr;
     uint64_t ts;
     uint32_t tid;
+    uint32_t count; /* frees of the address at ts met before their allocations */
 } an_pending;
 
 typedef struct an_displaced {
     uint64_t addr;
-    uint64_t ts;  /* when the allocation there ended it */
-    uint32_t tid; /* the thread of that allocation */
+    uint64_t ts;    /* when the allocation there ended it */
+    uint32_t tid;   /* the thread of that allocation (the last, if several) */
+    uint32_t count; /* blocks displaced there at ts whose frees have not come yet */
 } an_displaced;
 
 typedef struct an_thread {
@@ -399,13 +401,24 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
         m->oom = 1;
         return;
     }
-    if (!created && in_window(m, f->ts, 0))
-        p->unseen_frees++; /* two unpaired frees of one address: the older one is unseen */
+    /* frees of one address at one time, ahead of their allocations (the
+     * freeing thread's run handed on first: the other allocates it again
+     * and again within that time, each time it was freed), each wait for
+     * theirs; one at another time is of a block never seen */
+    if (!created && f->ts != ts) {
+        if (in_window(m, f->ts, 0))
+            p->unseen_frees += f->count;
+        f->count = 0;
+    }
     f->ts = ts;
     f->tid = tid;
+    f->count++;
 }
 
-/* A block ended by another thread's allocation of its address at ts. */
+/* A block ended by another thread's allocation of its address at ts. Several
+ * may be at one time (the allocating thread's run handed on ahead of the
+ * freeing one's: it takes the address again and again, each time the other
+ * freed it): each of their frees may follow. */
 static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid)
 {
     int created;
@@ -415,25 +428,32 @@ static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, 
         p->implicit_frees++;
         return;
     }
-    if (!created)
-        p->implicit_frees++; /* the one displaced before: its free never came */
+    if (!created && d->ts != ts) {
+        p->implicit_frees += d->count; /* those displaced before: their frees never came */
+        d->count = 0;
+    }
     d->ts = ts;
     d->tid = tid;
+    d->count++;
 }
 
-/* A free of an address where a block was displaced: at that time and from
- * another thread than the allocation's, it is the displaced block's own,
- * already counted (1); at another time, that free never came, and this one
- * is for what is there now (0). */
+/* A free of an address where blocks were displaced: at that time and from
+ * another thread than the allocation's, it is one displaced block's own,
+ * already counted (1); at another time, their frees never came, and this
+ * one is for what is there now (0). */
 static int displaced_free(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
 {
     an_displaced *d = an_hmap_get(&p->displaced, addr);
     if (!d || (ts == d->ts && tid == d->tid))
         return 0; /* the new block's own thread: the displaced block's free may still come */
-    int own = ts == d->ts;
-    p->implicit_frees += !own;
+    if (ts == d->ts) {
+        if (--d->count == 0)
+            an_hmap_del(&p->displaced, addr);
+        return 1;
+    }
+    p->implicit_frees += d->count;
     an_hmap_del(&p->displaced, addr);
-    return own;
+    return 0;
 }
 
 /* A free (or the free half of a realloc) in process p. */
@@ -481,7 +501,8 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint6
     if (!f || f->ts < ts)
         return 0;
     uint64_t free_ts = f->ts;
-    an_hmap_del(&p->pending, addr);
+    if (--f->count == 0)
+        an_hmap_del(&p->pending, addr);
     count_call(m, p, s, ts, size, 0);
     end_block(m, p, s, ts >= m->from, ts, free_ts, size, 0);
     return 1;
@@ -716,9 +737,12 @@ void an_model_finish(an_model *m)
         an_pending *f;
         pos = 0;
         while ((f = an_hmap_next(&p->pending, &pos)))
-            p->unseen_frees += in_window(m, f->ts, 0);
+            p->unseen_frees += in_window(m, f->ts, 0) ? f->count : 0;
         an_hmap_free(&p->pending);
-        p->implicit_frees += p->displaced.n; /* displaced, and their frees never came */
+        an_displaced *d;
+        pos = 0;
+        while ((d = an_hmap_next(&p->displaced, &pos)))
+            p->implicit_frees += d->count; /* displaced, and their frees never came */
         an_hmap_free(&p->displaced);
         an_hmap_free(&p->threads);
         p->last_thread = NULL;
