@@ -255,9 +255,16 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
     ltr_error ignored;
     unsetenv("LTR_HEAP_AGENT");
     int refused = roots_alone(self, false);
-    bool have_agent = ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0 && realpath(agent, real);
+    bool found = ltr_heap_agent_path(agent, sizeof agent, &ignored) == 0;
+    bool have_agent = found && realpath(agent, real);
     if (have_agent)
         refused |= roots_alone(real, true);
+    else /* a unit naming none would have the session look beside ltr at boot, by a name not checked: a
+          * lib that leads, through a symlink, where another user may put an agent of theirs later */
+        refused |= cli_fail("boottrace", "the heap agent beside this ltr cannot be checked (%s%s%s): the session "
+                            "at boot would load whatever is there by then into the services it traces (install "
+                            "ltr whole, e.g. cmake --install BUILD --prefix /opt/ltr)",
+                            found ? agent : ignored.msg, found ? ": " : "", found ? strerror(errno) : "");
     if (refused)
         return 1;
     const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */

@@ -285,6 +285,26 @@ static void test_agent_named_as_checked(void **state)
     tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE));
 }
 
+/* No agent beside ltr to check (its lib a symlink into a directory every
+ * user may write, leading nowhere yet): refused, nothing written. A unit
+ * naming no agent had the session look beside ltr at boot, by the name
+ * never checked, and load into the services what another user put there
+ * meanwhile. */
+static void test_agent_not_there_refused(void **state)
+{
+    SKIP_IF_NEEDED();
+    (void)state;
+    assert_int_equal(roots_alone_tree(true, "mkdir -m 0777 w && mv t/lib r && ln -s ../w/lib t/lib"), 0);
+    char *before = etc_systemd();
+    expect(tu_run(ROOTS_ALONE_BASE "/t/bin/ltr boottrace heap --memory --name myservice"), 1,
+           "the heap agent beside this ltr cannot be checked");
+    char *after = etc_systemd();
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE));
+}
+
 int main(void)
 {
     if (geteuid() != 0)
@@ -299,6 +319,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
         cmocka_unit_test_setup_teardown(test_roots_alone_cases, fresh, done),
         cmocka_unit_test_setup_teardown(test_agent_named_as_checked, fresh, done),
+        cmocka_unit_test_setup_teardown(test_agent_not_there_refused, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
