@@ -403,6 +403,24 @@ static void test_sink_merges_threads_by_time(void **state)
     free(runs);
 }
 
+/* The events of threads 1 (a) and 2 (b), n each, through the sink into a
+ * fresh model of the whole trace, thread 2's buffer first if order. */
+static void feed_two_threads(an_model *m, int order, const an_event *a, const an_event *b, size_t n)
+{
+    an_model_init(m, 0, UINT64_MAX);
+    an_sink *sk = an_sink_new(m, 0, 1, 0);
+    assert_non_null(sk);
+    for (int k = 0; k < 2; k++) {
+        int tid = (k ^ order) ? 2 : 1;
+        size_t room;
+        an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
+        memcpy(to, tid == 1 ? a : b, n * sizeof *a);
+        an_sink_commit(sk, 9, (uint32_t)tid, n);
+    }
+    an_sink_close(sk);
+    an_model_finish(m);
+}
+
 /* One timestamp in two threads (the agent stamps to 100 us): a block freed
  * by one thread and allocated again by the other within it pairs right,
  * whichever thread's buffer the file holds first. */
@@ -411,22 +429,11 @@ static void test_sink_ties_free_first(void **state)
     (void)state;
     for (int order = 0; order < 2; order++) {
         an_model m;
-        an_model_init(&m, 0, UINT64_MAX);
-        an_sink *sk = an_sink_new(&m, 0, 1, 0);
-        assert_non_null(sk);
         an_event a[2] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE}};
         an_event b[2] = {{.ts = 200, .addr = 0x1000, .size = 32, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 300, .addr = 0x1000, .op = AN_OP_FREE}};
-        for (int k = 0; k < 2; k++) {
-            int tid = (k ^ order) ? 2 : 1;
-            size_t room;
-            an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
-            memcpy(to, tid == 1 ? a : b, sizeof a);
-            an_sink_commit(sk, 9, (uint32_t)tid, 2);
-        }
-        an_sink_close(sk);
-        an_model_finish(&m);
+        feed_two_threads(&m, order, a, b, 2);
         const an_proc *p = m.procs[0];
         assert_int_equal(p->implicit_frees, 0);
         assert_int_equal(p->unseen_frees, 0);
@@ -449,9 +456,6 @@ static void test_sink_ties_two_frees_first(void **state)
     (void)state;
     for (int order = 0; order < 2; order++) {
         an_model m;
-        an_model_init(&m, 0, UINT64_MAX);
-        an_sink *sk = an_sink_new(&m, 0, 1, 0);
-        assert_non_null(sk);
         an_event a[4] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE},
                          {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE},
@@ -460,15 +464,7 @@ static void test_sink_ties_two_frees_first(void **state)
                          {.ts = 200, .addr = 0x1000, .size = 40, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .size = 48, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 300, .addr = 0x1000, .op = AN_OP_FREE}};
-        for (int k = 0; k < 2; k++) {
-            int tid = (k ^ order) ? 2 : 1;
-            size_t room, n = 4;
-            an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
-            memcpy(to, tid == 1 ? a : b, n * sizeof *a);
-            an_sink_commit(sk, 9, (uint32_t)tid, n);
-        }
-        an_sink_close(sk);
-        an_model_finish(&m);
+        feed_two_threads(&m, order, a, b, 4);
         const an_proc *p = m.procs[0];
         assert_int_equal(p->implicit_frees, 0);
         assert_int_equal(p->unseen_frees, 0);
@@ -490,24 +486,13 @@ static void test_sink_ties_free_behind(void **state)
     (void)state;
     for (int order = 0; order < 2; order++) {
         an_model m;
-        an_model_init(&m, 0, UINT64_MAX);
-        an_sink *sk = an_sink_new(&m, 0, 1, 0);
-        assert_non_null(sk);
         an_event a[3] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x2000, .size = 16, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE}};
         an_event b[3] = {{.ts = 150, .addr = 0x3000, .size = 8, .stack = 3, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .size = 32, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 300, .addr = 0x1000, .op = AN_OP_FREE}};
-        for (int k = 0; k < 2; k++) {
-            int tid = (k ^ order) ? 2 : 1;
-            size_t room, n = 3;
-            an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
-            memcpy(to, tid == 1 ? a : b, n * sizeof *a);
-            an_sink_commit(sk, 9, (uint32_t)tid, n);
-        }
-        an_sink_close(sk);
-        an_model_finish(&m);
+        feed_two_threads(&m, order, a, b, 3);
         const an_proc *p = m.procs[0];
         assert_int_equal(p->implicit_frees, 0);
         assert_int_equal(p->unseen_frees, 0);
@@ -530,9 +515,6 @@ static void test_sink_ties_two_frees_behind(void **state)
     (void)state;
     for (int order = 0; order < 2; order++) {
         an_model m;
-        an_model_init(&m, 0, UINT64_MAX);
-        an_sink *sk = an_sink_new(&m, 0, 1, 0);
-        assert_non_null(sk);
         an_event a[4] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x2000, .size = 16, .stack = 1, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .op = AN_OP_FREE},
@@ -541,15 +523,7 @@ static void test_sink_ties_two_frees_behind(void **state)
                          {.ts = 200, .addr = 0x1000, .size = 32, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 200, .addr = 0x1000, .size = 40, .stack = 2, .op = AN_OP_ALLOC},
                          {.ts = 300, .addr = 0x1000, .op = AN_OP_FREE}};
-        for (int k = 0; k < 2; k++) {
-            int tid = (k ^ order) ? 2 : 1;
-            size_t room, n = 4;
-            an_event *to = an_sink_room(sk, 9, (uint32_t)tid, &room);
-            memcpy(to, tid == 1 ? a : b, n * sizeof *a);
-            an_sink_commit(sk, 9, (uint32_t)tid, n);
-        }
-        an_sink_close(sk);
-        an_model_finish(&m);
+        feed_two_threads(&m, order, a, b, 4);
         const an_proc *p = m.procs[0];
         assert_int_equal(p->implicit_frees, 0);
         assert_int_equal(p->unseen_frees, 0);
