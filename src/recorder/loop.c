@@ -118,16 +118,21 @@ static void put_u64(ltr_bytes *kv, const char *key, uint64_t v)
 
 /* ---- requests -------------------------------------------------------------- */
 
-/* Is the process at the other end of fd one of the names the session
- * enables? Its executable is read from /proc by the kernel's word for its
- * pid (SO_PEERCRED), not from anything it sent. */
-static bool peer_named(const ltr_session_config *cfg, int fd)
+/* The kernel's word for the pid of the process at the other end of fd
+ * (SO_PEERCRED), not what it sent: 0 if it cannot be had. */
+static pid_t peer_pid(int fd)
 {
     struct ucred cred;
     socklen_t len = sizeof cred;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0 ? cred.pid : 0;
+}
+
+/* Is process pid one of the names the session enables? Its executable is
+ * read from /proc. */
+static bool named(const ltr_session_config *cfg, pid_t pid)
+{
     char exe[LTR_BYNAME_NAME_MAX + 1];
-    if (!cfg->nnames || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        ltr_exe_name(cred.pid, exe, sizeof exe) != 0)
+    if (!cfg->nnames || ltr_exe_name(pid, exe, sizeof exe) != 0)
         return false;
     for (unsigned i = 0; i < cfg->nnames; i++)
         if (!strcmp(cfg->names[i], exe))
@@ -135,24 +140,26 @@ static bool peer_named(const ltr_session_config *cfg, int fd)
     return false;
 }
 
-/* Was the process at the other end of fd forked from a listed one (a
- * prefork server's workers, for a session that names the server)? It
- * holds the agent its parent got by an attach, and nothing else would
- * trace it: 'ltr record --pid' listed such children with no event. By the
- * kernel's word for its pid, and up the chain of parents a few steps (a
+static bool listed(const ltr_session_config *cfg, uint32_t pid)
+{
+    for (unsigned i = 0; i < cfg->npids; i++)
+        if (cfg->pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* Was process pid forked from a listed one (a prefork server's workers,
+ * for a session that names the server)? It holds the agent its parent got
+ * by an attach, and nothing else would trace it: 'ltr record --pid' listed
+ * such children with no event. Up the chain of parents a few steps (a
  * worker's own helper); a parent gone is no longer told. */
 #define ANCESTORS_ASKED 8
-static bool peer_forked_from_listed(const ltr_session_config *cfg, int fd)
+static bool forked_from_listed(const ltr_session_config *cfg, pid_t pid)
 {
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (!cfg->npids || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
-        return false;
-    uint32_t p = (uint32_t)cred.pid;
-    for (int up = 0; up < ANCESTORS_ASKED && (p = ltr_proc_ppid(p)) > 1; up++)
-        for (unsigned i = 0; i < cfg->npids; i++)
-            if (cfg->pids[i] == p)
-                return true;
+    uint32_t p = (uint32_t)pid;
+    for (int up = 0; cfg->npids && up < ANCESTORS_ASKED && (p = ltr_proc_ppid(p)) > 1; up++)
+        if (listed(cfg, p))
+            return true;
     return false;
 }
 
@@ -163,18 +170,19 @@ static bool peer_forked_from_listed(const ltr_session_config *cfg, int fd)
  * joined every heap session started after, unrelated ones too (a review's
  * `ltr start heap` for a sqlite3 run recorded a node service, whose name the
  * pprof export then gave the profile). Such a process is traced by a
- * session that names it. */
-static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t pid, int fd, const char *wants,
+ * session that names it. The process is told by the kernel's pid for it
+ * (fd's peer), not by the one it sent (claimed), which serves only where the
+ * kernel does not say (a process in another pid namespace sends its own). */
+static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t claimed, int fd, const char *wants,
                                   bool injected)
 {
     if (cfg->exclusive && strcmp(wants, cfg->name) != 0)
         return UINT32_MAX; /* not one of the processes launched for this session */
     if (!cfg->npids && !cfg->nnames)
         return injected ? cfg->pid_collectors : 0;
-    for (unsigned i = 0; i < cfg->npids; i++)
-        if (cfg->pids[i] == (uint32_t)pid)
-            return 0;
-    return peer_named(cfg, fd) || peer_forked_from_listed(cfg, fd) ? 0 : cfg->pid_collectors;
+    pid_t pid = peer_pid(fd);
+    pid = pid ? pid : claimed;
+    return listed(cfg, (uint32_t)pid) || named(cfg, pid) || forked_from_listed(cfg, pid) ? 0 : cfg->pid_collectors;
 }
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
