@@ -35,12 +35,22 @@ extern char **environ;
  * line, where $ means itself). */
 static int put_quoted(ltr_bytes *out, const char *arg, bool dollar, ltr_error *err)
 {
+    /* Text systemd takes as it is: valid UTF-8 (it ignores a line that is
+     * not: the unit then fails to load at boot, said only in its journal)
+     * and no control character (a newline would start a line of the
+     * caller's). The refusal shows '?' for what was wrong (prim/text.c). */
+    size_t len = strlen(arg);
+    char shown[4200];
+    if (len >= sizeof shown)
+        return ltr_fail(err, EINVAL, "an argument of %zu bytes cannot go into a systemd unit", len);
+    size_t n = ltr_shown_text(arg, len, shown, false);
+    shown[n] = 0;
+    if (n != len || memcmp(shown, arg, len))
+        return ltr_fail(err, EINVAL, "the argument '%s' holds a control character or is not valid UTF-8 "
+                        "('?' here): systemd would not take it in a unit", shown);
     ltr_bytes_put_u8(out, '"');
     for (const char *p = arg; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f)
-            return ltr_fail(err, EINVAL, "the argument '%s' holds a control character: it cannot go into "
-                            "a systemd unit", arg);
         if (c == '\\' || c == '"')
             ltr_bytes_put_u8(out, '\\');
         else if (c == '%' || (c == '$' && dollar))

@@ -125,6 +125,14 @@ static void test_unit_text(void **state)
     named.agent = "/opt/a\nExecStartPre=/bin/evil/libltr-heap.so";
     assert_int_equal(ltr_boottrace_unit(&named, &u, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "control character"));
+    assert_null(strchr(e.msg, '\n')); /* shown as '?', not a line of the caller's */
+    ltr_bytes_free(&u);
+    named.agent = "/opt/\xff\xfe/libltr-heap.so"; /* systemd ignores a line that is not UTF-8 */
+    assert_int_equal(ltr_boottrace_unit(&named, &u, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "=/opt/?" "?/libltr-heap.so' holds a control character or is not valid UTF-8"));
+    ltr_bytes_free(&u);
+    named.agent = "/opt/caf\xc3\xa9/libltr-heap.so"; /* UTF-8 is fine */
+    assert_int_equal(ltr_boottrace_unit(&named, &u, &e), 0);
     ltr_bytes_free(&u);
 
     const char *bad[] = {"start", "heap\nExecStartPre=/bin/evil"};
