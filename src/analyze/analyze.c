@@ -373,8 +373,9 @@ static void warn_state(ltr_analysis *a)
                 "the trace where the analysis met them (%s)", (unsigned long long)implicit,
                 a->model.late || a->model.unordered
                     ? "some events came later than it could hold, above"
-                : a->events_lost ? "among the events lost, or made where the heap agent does not see them"
-                                 : "no event was lost: made where the heap agent does not see them");
+                : a->events_lost ? "among the events lost, or never recorded"
+                                 : "no event was lost or came late: never recorded, e.g. made where the heap "
+                                   "agent does not see them");
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
     else if (!a->heap_events && !a->nsnaps)
