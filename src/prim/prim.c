@@ -682,13 +682,19 @@ void ltr_unmap(void *addr, size_t size)
     munmap(addr, size);
 }
 
+size_t ltr_grown_capacity(size_t cap, size_t n, size_t first)
+{
+    size_t ncap = cap ? cap * 2 : first;
+    while (ncap <= n)
+        ncap *= 2;
+    return ncap;
+}
+
 int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first)
 {
     if (n < *cap)
         return 0;
-    size_t ncap = *cap ? *cap * 2 : first;
-    while (ncap <= n)
-        ncap *= 2;
+    size_t ncap = ltr_grown_capacity(*cap, n, first);
     void *nv = realloc(*v, ncap * elem);
     if (!nv)
         return -ENOMEM;
@@ -710,17 +716,23 @@ bool ltr_pid_alive(pid_t pid)
     return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
 }
 
-uint64_t ltr_proc_start_time(uint32_t pid)
+/* /proc/PID/stat of pid (0: this process) into stat, and where its fields
+ * after the command start (its closing ')': the command may hold spaces and
+ * parentheses); NULL when it cannot be read. */
+static const char *proc_stat_fields(uint32_t pid, char *stat, size_t size)
 {
-    char path[64], stat[1024];
+    char path[64];
     if (pid)
         snprintf(path, sizeof path, "/proc/%u/stat", pid);
     else
         snprintf(path, sizeof path, "/proc/self/stat");
-    if (ltr_read_small_file(path, stat, sizeof stat) <= 0)
-        return 0;
-    /* the command may hold spaces and parentheses: count from the last ')' */
-    const char *f = strrchr(stat, ')');
+    return ltr_read_small_file(path, stat, size) > 0 ? strrchr(stat, ')') : NULL;
+}
+
+uint64_t ltr_proc_start_time(uint32_t pid)
+{
+    char stat[1024];
+    const char *f = proc_stat_fields(pid, stat, sizeof stat);
     for (int field = 2; f && field < 22; field++)
         f = strchr(f + 1, ' ');
     return f ? strtoull(f + 1, NULL, 10) : 0;
@@ -728,14 +740,9 @@ uint64_t ltr_proc_start_time(uint32_t pid)
 
 uint32_t ltr_proc_ppid(uint32_t pid)
 {
-    char path[64], stat[1024];
-    if (pid)
-        snprintf(path, sizeof path, "/proc/%u/stat", pid);
-    else
-        snprintf(path, sizeof path, "/proc/self/stat");
+    char stat[1024];
     uint32_t ppid = 0;
-    /* the command may hold spaces and parentheses: after the last ')' come the state and the parent */
-    const char *f = ltr_read_small_file(path, stat, sizeof stat) > 0 ? strrchr(stat, ')') : NULL;
+    const char *f = proc_stat_fields(pid, stat, sizeof stat); /* then the state and the parent */
     if (f)
         sscanf(f + 2, "%*c %u", &ppid);
     return ppid;

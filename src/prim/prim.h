@@ -159,6 +159,9 @@ void ltr_unmap(void *addr, size_t size);
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */
 int ltr_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
+/* The capacity such an array grows to for element n: doubled from cap, or
+ * from first when it has none, until n fits. */
+size_t ltr_grown_capacity(size_t cap, size_t n, size_t first);
 /* The same for a large array (prim/table.c): past LTR_TABLE_MAPPED bytes it
  * is a mapping of its own, grown by mremap, so that growing never copies
  * it or touches fresh pages. Freed only with ltr_table_free, given its

@@ -41,9 +41,7 @@ int ltr_table_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first
 {
     if (n < *cap)
         return 0;
-    size_t ncap = *cap ? *cap * 2 : first;
-    while (ncap <= n)
-        ncap *= 2;
+    size_t ncap = ltr_grown_capacity(*cap, n, first);
     if (ncap > SIZE_MAX / 2 / elem)
         return -ENOMEM;
     size_t old = *cap * elem, want = ncap * elem;

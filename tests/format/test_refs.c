@@ -1145,6 +1145,21 @@ static void test_tiny_addresses_grow_a_record(void **state)
     ltr_bytes_free(&blk);
 }
 
+/* The script written by one writer in blocks of 3 threads' buffers into a
+ * scratch file of that name, and what reading it back found. */
+static readback written_and_read(const script *s, const char *name)
+{
+    const char *path = gen_tmp(name);
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    write_blocks(w, s, 0, s->n, 3, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back(path, s);
+    unlink(path);
+    return r;
+}
+
 /* Allocations further back than the window: their frees carry the address. */
 static void test_window_edge(void **state)
 {
@@ -1169,16 +1184,9 @@ static void test_window_edge(void **state)
         o->kind = L_FREE;
         o->addr = s.v[ops[k]].addr;
     }
-    const char *path = gen_tmp("window.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
-    write_blocks(w, &s, 0, s.n, 3, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
-    readback r = read_back(path, &s);
+    readback r = written_and_read(&s, "window.ltr");
     assert_int_equal(r.delivered, n);
     assert_int_equal(r.damage, 0);
-    unlink(path);
     free(s.v);
 }
 
@@ -1202,18 +1210,11 @@ static void test_leak_past_twice_the_window(void **state)
         o->kind = L_FREE;
         o->addr = s.v[freed[k]].addr;
     }
-    const char *path = gen_tmp("leak.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
-    write_blocks(w, &s, 0, s.n, 3, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
-    readback r = read_back(path, &s);
+    readback r = written_and_read(&s, "leak.ltr");
     assert_int_equal(r.delivered, n);
     assert_int_equal(r.damage, 0);
     assert_int_equal(r.frees, 4);
     assert_int_equal(r.by_ref, 3); /* all but the first: kept through the pruning */
-    unlink(path);
     free(s.v);
 }
 
