@@ -5,11 +5,15 @@
 # tests/programs' inject-target dlopens N copies of a small library (800
 # here) in a round, calling into each, then closes them all; it prints the
 # mean ns per dlopen over the round and over its last tenth (the most
-# modules loaded). Rounds: before `ltr start heap --pid`, after it, and the
-# same program under `ltr record` (the agent preloaded: no sweep), for
-# reference. Twice: libheapchain.so bound lazily, and libheapchain-now.so
-# (-z now: its slots are in RELRO, which the agent must find read-only
-# before it opens them, as in a distribution built so). Not a test: it prints.
+# modules loaded); then the same for the call into each new copy (its
+# first heap event, a new stack: the agent looks for new modules there,
+# preloaded or late, modules.c), the mean ns per dlclose (the agent looks
+# for unloaded ones) and the whole round in ms. Rounds: before `ltr start
+# heap --pid`, after it, and the same program under `ltr record` (the agent
+# preloaded: no sweep). Twice: libheapchain.so bound lazily, and
+# libheapchain-now.so (-z now: its slots are in RELRO, which the agent must
+# find read-only before it opens them, as in a distribution built so);
+# LIBS=lazy or LIBS=now for one. Not a test: it prints.
 # Usage: bench/attach/dlopen-many.sh [BUILD_DIR] [N]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -34,10 +38,12 @@ rounds() {
     "$ltr" stop "$tmp/attached-$(basename "$lib").ltr" >/dev/null 2>&1
     eval "exec ${T[1]}>&-"; wait "$pid" 2>/dev/null || true; pid=""
     pre=$(printf 'go\n' | "$ltr" record -o "$tmp/preloaded-$(basename "$lib").ltr" -- "$target" dlopen-many "$n" "$lib" 2>/dev/null | grep '^cost ')
-    echo "$(basename "$lib"), $n in a round (ns a dlopen: mean of the round, of its last tenth):"
-    echo "  before the attach:  ${before/ /, }"
-    echo "  after the attach:   ${after/ /, }"
-    echo "  preloaded:          $(echo "${pre#cost }" | sed 's/ /, /')"
+    echo "$(basename "$lib"), $n in a round (ns: mean of the round / of its last tenth):"
+    echo "  before the attach:  $(costs $before)"
+    echo "  after the attach:   $(costs $after)"
+    echo "  preloaded:          $(costs ${pre#cost })"
 }
-rounds "$build/tests/libheapchain.so"
-rounds "$build/tests/libheapchain-now.so"
+# inject-target's figures: dlopen mean, last; event mean, last; dlclose mean; round ms
+costs() { echo "dlopen $1 / $2, first event $3 / $4, dlclose $5, round ${6} ms"; }
+case ${LIBS:-both} in lazy | both) rounds "$build/tests/libheapchain.so" ;; esac
+case ${LIBS:-both} in now | both) rounds "$build/tests/libheapchain-now.so" ;; esac

@@ -36,10 +36,14 @@
  *             each line dlopens every copy (RTLD_NOW | RTLD_LOCAL), calls its
  *             chain_inner once (one block of 12345 bytes through each
  *             copy's own malloc slot, freed), closes them all, checks that each
- *             was unloaded and prints "cost MEAN LAST": ns per dlopen over
- *             all N and over the last tenth, where the most are loaded (a
- *             late agent sweeps the modules after each dlopen;
- *             bench/attach/dlopen-many.sh, test_e2e_attach)
+ *             was unloaded and prints "cost MEAN LAST CALL CALL_LAST
+ *             CLOSE MS": ns per dlopen over all N and over the last tenth,
+ *             where the most are loaded (a late agent sweeps the modules
+ *             after each dlopen), ns per call of chain_inner with its free
+ *             (the first heap event after the dlopen: the agent looks for
+ *             new modules there) likewise, ns per dlclose (the agent looks
+ *             for unloaded ones), and the whole round in ms
+ *             (bench/attach/dlopen-many.sh, test_e2e_attach)
  *   atfork    registers a fork handler that allocates (before the attach,
  *             so that a late agent's own handler runs before it); at a
  *             line forks 3 times (each child allocates a block of 4321
@@ -357,27 +361,36 @@ static int mode_dlsym_many(int n)
 /* dlopen-many: what a dlopen costs, and which copies' allocations are seen */
 static int dlopen_round(int n, char (*paths)[256], void **h)
 {
-    long long total = 0, last = 0;
+    long long opening = 0, open_last = 0, call = 0, call_last = 0, t_round = ns_now();
+    int tenth = n / 10 ? n / 10 : 1;
     for (int i = 0; i < n; i++) {
         long long t0 = ns_now();
         h[i] = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        long long took = ns_now() - t0;
-        total += took;
-        last += i >= n - n / 10 ? took : 0;
+        long long t1 = ns_now();
         /* chain_inner: its malloc is the copy's own slot (chain_outer's call
          * of chain_middle binds to the program's libheapchain.so) */
         void *(*inner)(int) = h[i] ? (void *(*)(int))dlsym(h[i], "chain_inner") : NULL;
         if (!inner)
             return errno = 0, fail(dlerror());
-        free(inner(i));
+        long long t2 = ns_now();
+        free(inner(i)); /* a new stack: a traced event looks for new modules here */
+        long long t3 = ns_now();
+        opening += t1 - t0;
+        open_last += i >= n - tenth ? t1 - t0 : 0;
+        call += t3 - t2;
+        call_last += i >= n - tenth ? t3 - t2 : 0;
     }
+    long long t_close = ns_now();
     for (int i = n - 1; i >= 0; i--)
         if (dlclose(h[i]) != 0)
             return errno = 0, fail(dlerror());
+    long long closing = ns_now() - t_close;
+    long long whole = ns_now() - t_round;
     for (int i = 0; i < n; i++) /* unloaded: the next round loads each anew */
         if (dlopen(paths[i], RTLD_NOW | RTLD_NOLOAD))
             return errno = 0, fail("a copy still loaded after dlclose");
-    printf("cost %lld %lld\n", total / n, last / (n / 10 ? n / 10 : 1));
+    printf("cost %lld %lld %lld %lld %lld %lld\n", opening / n, open_last / tenth, call / n, call_last / tenth,
+           closing / n, whole / 1000000);
     fflush(stdout);
     return 0;
 }
