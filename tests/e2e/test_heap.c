@@ -444,6 +444,74 @@ static void test_dlopen_dlclose_modules(void **state)
     heap_free(&h);
 }
 
+/* heap-target dlmany (tests/programs/dlmany.c): copies of libheapdl.so
+ * loaded and unloaded, some unloaded behind the agent's back and loaded
+ * again in each other's places, so that the agent's next look finds every
+ * change at once. Each allocation's innermost frame must be in a module
+ * recorded as that copy, loaded then: a merge of the module lists that
+ * lost a load, or took a copy loaded where another was for that one, names
+ * another copy or none. And every copy is recorded loaded and unloaded as
+ * many times as it was. */
+enum { DLMANY_COPIES = 300, DLMANY_SIZE = 50000 };
+
+static void expect_own_copy(const heap_trace *h, const hev *e, int copy)
+{
+    const ltr_stack *st = ltr_trace_stack_find(h->t, e->pid, e->stack);
+    assert_non_null(st);
+    const ltr_module *m = module_of(h, e->pid, st->frames[0], e->ts);
+    char want[32];
+    snprintf(want, sizeof want, "/dlmany-%d.so", copy);
+    const char *tail = m && strlen(m->path) >= strlen(want) ? m->path + strlen(m->path) - strlen(want) : "";
+    if (strcmp(tail, want) != 0)
+        fail_msg("%llu bytes, by copy %d: its frame %#llx is in %s", (unsigned long long)e->size, copy,
+                 (unsigned long long)st->frames[0], m ? m->path : "no module");
+}
+
+/* How many times each copy was recorded loaded (loads[i]) and unloaded;
+ * true if some copy was loaded where another one had been. */
+static bool dlmany_records(const heap_trace *h, int *loads, int *unloads)
+{
+    bool moved_in = false;
+    for (size_t i = 0; i < ltr_trace_module_count(h->t); i++) {
+        const ltr_module *m = ltr_trace_module_at(h->t, i);
+        const char *name = strrchr(m->path, '/');
+        int copy;
+        if (!name || sscanf(name, "/dlmany-%d.so", &copy) != 1 || copy < 0 || copy >= DLMANY_COPIES)
+            continue;
+        (m->event == 1 ? loads : unloads)[copy]++;
+        for (size_t k = 0; k < i && m->event == 1; k++) {
+            const ltr_module *o = ltr_trace_module_at(h->t, k);
+            moved_in |= o->pid == m->pid && o->load_bias == m->load_bias && strcmp(o->path, m->path) != 0;
+        }
+    }
+    return moved_in;
+}
+
+static void test_many_dlopened_copies_told_apart(void **state)
+{
+    char args[700];
+    snprintf(args, sizeof args, "dlmany %s %d", tu_test_bin("libheapdl.so"), DLMANY_COPIES);
+    heap_trace h = record_read("", "heap-target", args, 0);
+    size_t seen[3] = {0, 0, 0};
+    for (const hev *e = h.v; e < h.v + h.n; e++) {
+        if (e->kind != ALLOC || e->size < DLMANY_SIZE || e->size >= DLMANY_SIZE + 3000)
+            continue;
+        int phase = (int)(e->size - DLMANY_SIZE) / 1000, copy = (int)(e->size - DLMANY_SIZE) % 1000;
+        expect_own_copy(&h, e, copy);
+        seen[phase]++;
+    }
+    assert_int_equal(seen[0], DLMANY_COPIES);
+    assert_int_equal(seen[1], DLMANY_COPIES / 2);
+    assert_int_equal(seen[2], DLMANY_COPIES / 2);
+    int loads[DLMANY_COPIES] = {0}, unloads[DLMANY_COPIES] = {0};
+    /* else the run did not try what the test is for: the kernel placed no copy where another was */
+    assert_true(dlmany_records(&h, loads, unloads));
+    for (int i = 0; i < DLMANY_COPIES; i++)
+        if (loads[i] != (i % 2 ? 1 : 2) || unloads[i] != 1)
+            fail_msg("copy %d: recorded loaded %d times and unloaded %d", i, loads[i], unloads[i]);
+    heap_free(&h);
+}
+
 /* ---- processes and threads ----------------------------------------------------- */
 
 static void test_threads_and_names(void **state)
@@ -941,6 +1009,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stacks_of_many_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_many_dlopened_copies_told_apart, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_renamed_by_another_thread, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fork_child_is_its_own_process, tu_setup_sandbox, tu_teardown_sandbox),

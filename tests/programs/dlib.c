@@ -12,3 +12,12 @@ __attribute__((noinline)) void *dl_alloc(void)
     dl_sink++;
     return p;
 }
+
+/* The many-copies test (tests/programs/dlmany.c): a size that names the copy
+ * and its load. */
+__attribute__((noinline)) void *dl_alloc_n(size_t n)
+{
+    void *p = malloc(n);
+    dl_sink++;
+    return p;
+}
