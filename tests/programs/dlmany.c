@@ -1,11 +1,12 @@
 /*
- * tests/programs/dlmany.c — heap-target's "dlmany LIB N" mode: N copies of
- * libheapdl.so (LIB), loaded and unloaded so that copies come where others
- * were, each allocating through its own dl_alloc_n; test_heap.c checks that
- * every allocation's innermost frame is found in the copy that made it.
+ * tests/programs/dlmany.c — heap-target's "dlmany N" mode: N copies of
+ * libheapdl.so (TMPDIR/dlmany-I.so, made by the test), loaded and unloaded
+ * so that copies come where others were, each allocating through its own
+ * dl_alloc_n; test_heap.c checks that every allocation's innermost frame is
+ * found in the copy that made it.
  *
  * Copy I's allocations are DLMANY_SIZE + 1000 * PHASE + I bytes:
- *   phase 0  every copy loaded (TMPDIR/dlmany-I.so), each allocating;
+ *   phase 0  every copy loaded, each allocating;
  *   phase 1  the even copies closed through libc's own dlclose (the agent's
  *            is not called, so it notices only at its next look, which then
  *            finds every unload and every load at once: copies loaded where
@@ -46,21 +47,6 @@ __attribute__((noinline)) static void call2(alloc_fn f, size_t n)
     dlmany_sink += 3;
 }
 
-static int copy_lib(const char *from, const char *to)
-{
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    char buf[65536];
-    size_t n;
-    int rc = in && out ? 0 : -1;
-    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        rc = fwrite(buf, 1, n, out) == n ? 0 : -1;
-    if (out && fclose(out) != 0)
-        rc = -1;
-    if (in)
-        fclose(in);
-    return rc;
-}
-
 static void *open_copy(const char *tmp, int i)
 {
     char path[4096];
@@ -91,8 +77,8 @@ static void close_with(int (*close_fn)(void *), void *h)
     }
 }
 
-int mode_dlmany(const char *lib, int n);
-int mode_dlmany(const char *lib, int n)
+int mode_dlmany(int n);
+int mode_dlmany(int n)
 {
     const char *tmp = getenv("TMPDIR");
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
@@ -101,12 +87,6 @@ int mode_dlmany(const char *lib, int n)
     void **h = n > 0 ? calloc((size_t)n, sizeof *h) : NULL;
     if (!tmp || !libc_dlclose || !h)
         return fprintf(stderr, "TMPDIR, libc's dlclose, N\n"), 1;
-    for (int i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/dlmany-%d.so", tmp, i);
-        if (copy_lib(lib, path) != 0)
-            return fprintf(stderr, "copying %s to %s\n", lib, path), 1;
-    }
     for (int i = 0; i < n; i++) {
         h[i] = open_copy(tmp, i);
         call0(alloc_of(h[i]), DLMANY_SIZE + (size_t)i);

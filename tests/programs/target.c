@@ -22,7 +22,7 @@ void *chain_outer(int k);
 void mode_tree(void); /* tree.c */
 void mode_reuse(void); /* reuse.c */
 void mode_phases(unsigned same); /* reuse.c */
-int mode_dlmany(const char *lib, int n); /* dlmany.c */
+int mode_dlmany(int n); /* dlmany.c */
 
 static void *keep[64];
 
@@ -493,8 +493,8 @@ int main(int argc, char **argv)
         keep[0] = malloc(3500);
     else if (!strcmp(mode, "dlopen") && argc > 2)
         mode_dlopen(argv[2]);
-    else if (!strcmp(mode, "dlmany") && argc > 3)
-        return mode_dlmany(argv[2], atoi(argv[3]));
+    else if (!strcmp(mode, "dlmany") && argc > 2)
+        return mode_dlmany(atoi(argv[2]));
     else if (!strcmp(mode, "signal"))
         mode_signal();
     else if (!strcmp(mode, "kill"))
