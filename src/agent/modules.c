@@ -217,7 +217,9 @@ static bool same_module(const module *a, const module *b)
  * such a program's time in perf, about 0.3 ms on the first event after each
  * dlopen (docs/benchmarks.md, "The agent's module list"). The table lives
  * from one merge to the next (under mod_lock), grown, never shrunk, so a
- * merge allocates only when the modules outgrow it. */
+ * merge allocates only when the modules outgrow it; that allocation is the
+ * real allocator's (every path here runs with the agent's guard up), made
+ * under mod_lock as the MODULE records' are, and touches no loader lock. */
 static uint32_t *match_slots; /* index in known + 1; 0: empty */
 static size_t match_cap;      /* a power of two, at least twice known.n */
 
