@@ -8,15 +8,19 @@
  * Copy I's allocations are DLMANY_SIZE + 1000 * PHASE + I bytes:
  *   phase 0  every copy loaded, each allocating;
  *   phase 1  the even copies closed through libc's own dlclose (the agent's
- *            is not called, so it notices only at its next look, which then
- *            finds every unload and every load at once: copies loaded where
- *            other copies were must be told apart), loaded again in reverse
- *            order (so that they land in each other's places), then each
+ *            is not called: it does not look) and loaded again in reverse
+ *            order, so that they land in each other's places; then copy 1
+ *            closed through dlclose, where the agent looks and finds every
+ *            unload and every load at once (copies loaded where other
+ *            copies were must be told apart); then each even copy
  *            allocating;
- *   phase 2  the odd copies closed through dlclose (the agent looks at
- *            each), then the even ones allocating again.
+ *   phase 2  the other odd copies closed through dlclose (the agent looks
+ *            at each), then the even ones allocating again.
+ * The look is made at a dlclose, not left to the next event: the agent
+ * looks at an event only when its unwinder met an address outside the
+ * modules it knows, and a copy loaded where another was is not outside.
  * Each phase calls from a function of its own, so that every allocation
- * is a new stack, and the agent looks for modules at each.
+ * is a stack of its own.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -95,9 +99,11 @@ int mode_dlmany(int n)
         close_with(libc_dlclose, h[i]);
     for (int i = (n - 1) & ~1; i >= 0; i -= 2)
         h[i] = open_copy(tmp, i);
+    if (n > 1)
+        close_with(dlclose, h[1]);
     for (int i = 0; i < n; i += 2)
         call1(alloc_of(h[i]), DLMANY_SIZE + 1000 + (size_t)i);
-    for (int i = 1; i < n; i += 2)
+    for (int i = 3; i < n; i += 2)
         close_with(dlclose, h[i]);
     for (int i = 0; i < n; i += 2)
         call2(alloc_of(h[i]), DLMANY_SIZE + 2000 + (size_t)i);
