@@ -38,7 +38,7 @@ int an_hmap_del(an_hmap *m, uint64_t key);
 /* Iteration: *pos starts at 0; returns the next entry or NULL at the end. */
 void *an_hmap_next(const an_hmap *m, size_t *pos);
 /* Removes, in place, every entry that keep(entry, ctx) says no to (0); it
- * may be asked twice about one entry. Use it rather than filling a fresh
+ * may be asked twice about an entry it keeps, once about one it removes. Use it rather than filling a fresh
  * map from another's iteration: that puts keys in the order of their hash
  * into a map still too small for them, where they share a few home slots
  * and each probe runs the length of their cluster, which is quadratic (the

@@ -73,6 +73,9 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
 
 /* A chunk was not written: no later reference may name what it held. */
 void ltr_refwriter_forget(ltr_refwriter *w);
+/* Process pid ended: its tables go (any later block of that pid starts a
+ * new sequence, as after an eviction). */
+void ltr_refwriter_forget_process(ltr_refwriter *w, uint32_t pid);
 
 /* Whether a LAYOUT of this id has come to the writer (and, when planned,
  * reached the file): a reader knows how to read its records. */

@@ -279,6 +279,21 @@ static void evict_one(ltr_refwriter *w)
     }
 }
 
+/* an_hmap_keep's question: not the process's (its tables freed as it goes) */
+static int not_of_pid(const void *entry, void *ctx)
+{
+    const seq_entry *e = entry;
+    if ((uint32_t)e->key != *(const uint32_t *)ctx)
+        return 1;
+    free_seq(e->seq); /* asked once: a refused entry goes at once */
+    return 0;
+}
+
+void ltr_refwriter_forget_process(ltr_refwriter *w, uint32_t pid)
+{
+    an_hmap_keep(&w->seqs, not_of_pid, &pid);
+}
+
 static wseq *seq_of(ltr_refwriter *w, uint16_t collector, uint32_t pid)
 {
     int created;

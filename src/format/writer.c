@@ -684,6 +684,14 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     return rc < 0 ? rc : rc2;
 }
 
+int ltr_writer_process_ended(ltr_writer *w, uint32_t pid, ltr_error *err)
+{
+    /* its buffers waiting to be merged are told with the tables first */
+    int rc = w->merge.on && w->merge.info.pid == pid ? emit_merge(w, err) : 0;
+    ltr_refwriter_forget_process(&w->refs, pid);
+    return rc;
+}
+
 int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err)
 {
     int rc = seal(w, err);

@@ -107,6 +107,11 @@ int ltr_writer_cpu_block(ltr_writer *w, const ltr_block_info *info, const void *
 int ltr_writer_counters(ltr_writer *w, const void *records, size_t len, ltr_error *err);
 /* Writes the pending EVENTS chunk, if any; fdatasync()s the file if sync. */
 int ltr_writer_flush(ltr_writer *w, int sync, ltr_error *err);
+/* Process pid ended: what the writer keeps to tell its frees by reference
+ * goes (a recorder beside a build kept 4 MB for each of the last 64
+ * processes it saw), once its buffers waiting to be merged are in. A block
+ * of it written later is still read right. 0, or -errno as ltr_writer_block. */
+int ltr_writer_process_ended(ltr_writer *w, uint32_t pid, ltr_error *err);
 /* Bytes of the file header and complete chunks: the file's size. */
 uint64_t ltr_writer_size(const ltr_writer *w);
 /* Frees the writer and closes the file; pending EVENTS are not written. */

@@ -764,6 +764,16 @@ static void close_pending(recorder *r)
 static void producer_gone(recorder *r, unsigned i)
 {
     rec_harvest_owner(r, r->conns[i].owner);
+    /* its process ended (or left the session): the writer's tables for it
+     * go, where they stayed until 64 later processes pushed them out; not
+     * while another producer of that process writes */
+    bool alone = true;
+    for (unsigned k = 0; k < r->nconns; k++)
+        alone &= k == i || r->conns[k].pid != r->conns[i].pid;
+    ltr_error err;
+    if (r->writer && r->conns[i].pid > 0 && alone &&
+        ltr_writer_process_ended(r->writer, (uint32_t)r->conns[i].pid, &err))
+        rec_write_failed(r, &err);
     close(r->conns[i].fd);
     r->conns[i] = r->conns[--r->nconns];
 }

@@ -1218,6 +1218,46 @@ static void test_leak_past_twice_the_window(void **state)
     free(s.v);
 }
 
+/* A process's tables dropped while blocks of its pid still come (the
+ * recorder drops them when its connection closes: the writer kept them
+ * for 64 processes after they ended): every event reads back as written,
+ * without damage, and the frees of blocks allocated before the drop name
+ * them by address, not by a reference into tables that are gone. */
+static void ended_hook(ltr_writer *w, size_t block)
+{
+    ltr_error err;
+    if (block == 60)
+        assert_int_equal(ltr_writer_process_ended(w, 100, &err), 0);
+}
+
+static void test_process_ended_midway(void **state)
+{
+    (void)state;
+    size_t n = 2000, half = n / 2;
+    script s = {calloc(n, sizeof(op)), n};
+    for (size_t i = 0; i < n; i++) {
+        size_t b = i < half ? i : i - half; /* the allocations, then their frees in order */
+        s.v[i] = (op){.pid = 100, .tid = 1000, .ts = TS0 + i * 1000, .size = 48,
+                      .kind = i < half ? L_ALLOC : L_FREE, .addr = 0x100000 + b * 64};
+    }
+    readback kept = written_and_read(&s, "kept.ltr");
+    const char *path = gen_tmp("ended.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    write_blocks(w, &s, 0, s.n, 3, ended_hook);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback ended = read_back(path, &s);
+    unlink(path);
+    assert_int_equal(ended.delivered, n);
+    assert_int_equal(ended.damage, 0);
+    assert_int_equal(kept.by_ref, half);
+    if (ended.by_ref >= half || ended.by_ref == 0)
+        fail_msg("%zu of %zu frees by reference after the drop: wanted those of the blocks allocated after it",
+                 ended.by_ref, half);
+    free(s.v);
+}
+
 /* Flips a byte in the payload of the k-th EVENTS chunk: its CRC fails, a reader skips it. */
 static void damage_events_chunk(const char *path, int k)
 {
@@ -1929,6 +1969,7 @@ int main(void)
         cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
         cmocka_unit_test(test_leak_past_twice_the_window),
+        cmocka_unit_test(test_process_ended_midway),
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_many_processes),
         cmocka_unit_test(test_analyzer_reads_references),
