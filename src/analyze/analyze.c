@@ -191,6 +191,21 @@ static int take_one(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analy
     return rc;
 }
 
+/* Processes that ended since the last look (the trace's PROCESS_END
+ * records, read with the chunks): each an AN_OP_END event at its time, in
+ * a thread of its own, so that the model ends the process there, in time
+ * order with its events. */
+static void feed_ends(ltr_analysis *a, an_sink *sk)
+{
+    for (; a->ends_fed < ltr_trace_process_end_count(a->trace); a->ends_fed++) {
+        const ltr_process_end *e = ltr_trace_process_end_at(a->trace, a->ends_fed);
+        size_t room;
+        an_event *ev = an_sink_room(sk, e->pid, AN_END_TID, &room);
+        *ev = (an_event){.ts = e->ts, .op = AN_OP_END};
+        an_sink_commit(sk, e->pid, AN_END_TID, 1);
+    }
+}
+
 /* The events after the first: block by block, the heap records of compact
  * blocks through the fast path (blocks.c), any other record the generic way. */
 static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analyze_opts *o,
@@ -210,6 +225,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         a->heap_events += mine ? n : 0;
         if (!whole && (rc = take_one(a, sk, d, o, err)) <= 0)
             break;
+        feed_ends(a, sk);
         if (a->events - shown > 0xffff) {
             an_progress_update(pr, an_trace_position(a->trace));
             an_symbols_update(a); /* modules loaded later (dlopen) */

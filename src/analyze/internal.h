@@ -94,6 +94,7 @@ struct ltr_analysis {
     uint64_t win_start, win_end; /* the window as reported (end = last event when open) */
     int from_set, to_set;
     uint64_t events, heap_events, bad_heap_events;
+    size_t ends_fed;          /* the trace's PROCESS_END records handed to the model so far */
     uint64_t events_lost, events_overwritten;
     ltr_trace_summary sum;
     char **warnings;

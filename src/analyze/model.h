@@ -140,7 +140,10 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
  * size: the old range) then REMAP_TO (addr, size, stack); DISCARD size. */
 enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4,
              AN_OP_VM_MAP = 5, AN_OP_VM_UNMAP = 6, AN_OP_VM_REMAP_FROM = 7, AN_OP_VM_REMAP_TO = 8,
-             AN_OP_VM_DISCARD = 9, AN_OP_FILE_OPEN = 10, AN_OP_FILE_CLOSE = 11 };
+             AN_OP_VM_DISCARD = 9, AN_OP_FILE_OPEN = 10, AN_OP_FILE_CLOSE = 11, AN_OP_END = 12 };
+/* AN_OP_END: the process ended (the trace's PROCESS_END), at ts; committed
+ * under a thread id of its own, so that a batch holds nothing else. */
+#define AN_END_TID 0x7fffffffu
 /* AN_OP_FILE_*: a file event (files.h), under AN_VM_TID too: OPEN addr =
  * fd, size = path number, old_addr = errno; CLOSE addr = fd, size = bytes
  * read, old_addr = bytes written, stack = 1 when the descriptor closed. */

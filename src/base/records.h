@@ -43,6 +43,7 @@ enum ltr_meta_kind {
     LTR_META_STACK_REF = 7, /* written by the trace writer in place of STACK (format/stackshare.c) */
     LTR_META_FRAME_NODES = 8, /* heap agent: nodes of its per-process frame trie */
     LTR_META_FRAME_NODES_V = 9, /* written by the trace writer in place of FRAME_NODES (format/nodevar.c) */
+    LTR_META_PROCESS_END = 10, /* the recorder: a process's last producer went (docs/trace-format.md) */
 };
 
 /* Node ids of FRAME_NODES(_V) records are below this (the agent's are below 2^20). */

@@ -133,6 +133,17 @@ int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out,
  * decides when set), 0 never, 1 always. */
 void ltr_trace_set_readahead(ltr_trace *t, int mode);
 #define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
+/* A process the recorder saw go (LTR_META_PROCESS_END): its last producer's
+ * connection closed at ts, on the recorder's clock (the events'). */
+typedef struct ltr_process_end {
+    uint32_t pid;
+    uint64_t ts;
+} ltr_process_end;
+/* The PROCESS_END records read so far, in file order (the analysis ends a
+ * process's model there: an exited process frees nothing more). */
+size_t ltr_trace_process_end_count(const ltr_trace *t);
+const ltr_process_end *ltr_trace_process_end_at(const ltr_trace *t, size_t i);
+
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
 

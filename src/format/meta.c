@@ -442,6 +442,20 @@ static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_
     }
 }
 
+static int parse_process_end(ltr_trace *t, ltr_cursor *c)
+{
+    ltr_process_end e = {.pid = ltr_cursor_u32(c)};
+    e.ts = ltr_cursor_u64(c);
+    if (c->bad)
+        return -1;
+    ltr_process_end *v = realloc(t->ends, (t->nends + 1) * sizeof *v);
+    if (!v)
+        return 0; /* without memory the process is only not ended early */
+    t->ends = v;
+    t->ends[t->nends++] = e;
+    return 0;
+}
+
 static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c, void *bases)
 {
     switch (kind) {
@@ -457,6 +471,7 @@ static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c, void *bases)
     case LTR_META_FRAME_NODES: return ltr_meta_parse_frame_nodes(t, c);
     case LTR_META_FRAME_NODES_V: return ltr_meta_parse_frame_nodes_v(t, c, bases);
     case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
+    case LTR_META_PROCESS_END: return parse_process_end(t, c);
     }
     return 0; /* unknown kinds are skipped */
 }
@@ -672,6 +687,15 @@ void ltr_meta_free(ltr_trace *t)
     kv_free(&t->end_kv);
     free_counters(t);
     t->has_counters = 0;
+    free(t->ends);
+    t->ends = NULL;
+    t->nends = 0;
+}
+
+size_t ltr_trace_process_end_count(const ltr_trace *t) { return t->nends; }
+const ltr_process_end *ltr_trace_process_end_at(const ltr_trace *t, size_t i)
+{
+    return i < t->nends ? &t->ends[i] : NULL;
 }
 
 static const void *at(const ltr_ptrvec *v, size_t i) { return i < v->n ? v->v[i] : NULL; }

@@ -221,6 +221,8 @@ struct ltr_trace {
     size_t ncollectors;
     ltr_process_lost *plost;
     size_t nplost;
+    ltr_process_end *ends;       /* PROCESS_END records, in file order */
+    size_t nends;
     int has_counters;
 
     ltr_damage *damage;

@@ -127,6 +127,8 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
+/* Writes the PROCESS_END record of a process whose last producer went. */
+void rec_end_process(recorder *r, pid_t pid);
 
 /* loop.c: while a save is written, attaches and status requests are
  * answered (cheap: it looks at most every few milliseconds); others wait

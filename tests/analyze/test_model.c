@@ -594,6 +594,41 @@ static void test_huge_sizes(void **state)
     }
 }
 
+/* A process's end (AN_OP_END, from the trace's PROCESS_END): what it still
+ * held is outstanding at the window's end as at the trace's end, its live
+ * table goes, and its bytes leave the outstanding bytes of all processes
+ * together; another process goes on as before, and a late event of the
+ * ended one is taken as any other. */
+static void test_process_end(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_event nine[2] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
+                        {.ts = 110, .addr = 0x2000, .size = 32, .stack = 1, .op = AN_OP_ALLOC}};
+    an_event ten = {.ts = 120, .addr = 0x3000, .size = 16, .stack = 1, .op = AN_OP_ALLOC};
+    an_event end = {.ts = 200, .op = AN_OP_END};
+    an_event ten_again = {.ts = 210, .addr = 0x4000, .size = 8, .stack = 1, .op = AN_OP_ALLOC};
+    an_event late = {.ts = 190, .addr = 0x5000, .size = 4, .stack = 1, .op = AN_OP_ALLOC};
+    an_model_feed(&m, 9, 1, nine, 2);
+    an_model_feed(&m, 10, 1, &ten, 1);
+    an_model_feed(&m, 9, AN_END_TID, &end, 1);
+    const an_proc *p9 = m.procs[0];
+    assert_int_equal(p9->pid, 9);
+    assert_int_equal(p9->live.cap, 0); /* its table gone */
+    assert_int_equal(p9->type[AN_AIFO].count, 2);
+    assert_int_equal(p9->type[AN_AIFO].bytes, 96);
+    assert_int_equal(m.cur_bytes, 16);
+    an_model_feed(&m, 10, 1, &ten_again, 1);
+    an_model_feed(&m, 9, 1, &late, 1);
+    an_model_finish(&m);
+    assert_int_equal(m.peak_bytes, 112); /* 9's two blocks and 10's first, before 9 ended */
+    assert_int_equal(p9->type[AN_AIFO].count, 3); /* the late one too, at the trace's end */
+    assert_int_equal(p9->type[AN_AIFO].bytes, 100);
+    assert_int_equal(m.procs[1]->type[AN_AIFO].bytes, 24);
+    an_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_sink_ties_free_first),
         cmocka_unit_test(test_sink_ties_two_frees_first),
         cmocka_unit_test(test_sink_ties_free_behind),
+        cmocka_unit_test(test_process_end),
         cmocka_unit_test(test_sink_ties_two_frees_behind),
         cmocka_unit_test(test_whole_window_same_as_tested_window),
         cmocka_unit_test(test_huge_sizes),

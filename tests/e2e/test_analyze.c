@@ -165,6 +165,28 @@ static void test_window_in_the_middle(void **state)
 
 static double num_s(const char *from, const char *key);
 
+/* Three programs one after the other, each leaving 8 MB to its exit (as a
+ * build's compilers do): each one's 8 MB outstanding at the end, but their
+ * memory left with them, so all of them together never held more than one
+ * of them and the shell (the recorder writes when each ended: the trace's
+ * PROCESS_END; the peak was the sum of all, 24 MB). */
+static void test_ended_processes_leave_the_peak(void **state)
+{
+    (void)state;
+    char cmd[4300];
+    const char *hold = tu_test_bin("ltr-test-memhold");
+    snprintf(cmd, sizeof cmd, "sh -c \"'%s' 8 0 >/dev/null; '%s' 8 0 >/dev/null; '%s' 8 0 >/dev/null\"", hold, hold,
+             hold);
+    record("ended.ltr", "", cmd);
+    char *json = analyze("ended.ltr", "--format json --top 0", 0);
+    const char *sum = strstr(json, "\"summary\"");
+    long long mb = 1 << 20, peak = num_after(sum, "peak_bytes"), out = num_after(sum, "outstanding_bytes");
+    if (peak < 8 * mb || peak >= 9 * mb || out < 24 * mb)
+        fail_msg("peak %lld, outstanding at the end %lld: wanted one program's 8 MB at once, 24 MB left", peak,
+                 out);
+    free(json);
+}
+
 static void test_memory_mode(void **state)
 {
     (void)state;
@@ -620,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
+        cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_pprof_with_go),
         cmocka_unit_test(test_window_and_pid_mistakes),
