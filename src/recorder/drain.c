@@ -278,6 +278,11 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
     uint16_t kind;
     uint32_t size;
     while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r->meta, off, end, &kind))) {
+        if (kind == LTR_META_PROCESS_END) { /* only the recorder writes these (rec_end_process), never here: a
+                                             * producer's would end another process's model */
+            off += size;
+            continue;
+        }
         uint8_t *dst = ltr_bytes_grow(out, size);
         if (!dst)
             break;
@@ -535,6 +540,16 @@ static void entry_out(recorder *r, enum rec_backlog_kind kind, ltr_block_info *i
     while (rec_backlog_oldest(b))
         write_oldest(r);
     entry_write(r, kind, info, data, len);
+}
+
+void rec_end_process(recorder *r, pid_t pid)
+{
+    meta_pull(r); /* what its producers wrote goes before */
+    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
+    size_t rec = ltr_bytes_record_begin(out, LTR_META_PROCESS_END);
+    ltr_bytes_put_u32(out, (uint32_t)pid);
+    ltr_bytes_put_u64(out, ltr_now_ns());
+    ltr_bytes_record_end(out, rec);
 }
 
 /* The metadata records new in shared memory, behind what was taken before. */

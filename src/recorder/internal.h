@@ -127,7 +127,10 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
-/* Writes the PROCESS_END record of a process whose last producer went. */
+/* Writes the PROCESS_END record of a process whose last producer went,
+ * behind the metadata its producers wrote: straight into what the recorder
+ * writes, not through the shared region, where it drops any such record (a
+ * traced program could end another's model with one). */
 void rec_end_process(recorder *r, pid_t pid);
 
 /* loop.c: while a save is written, attaches and status requests are

@@ -376,19 +376,6 @@ void rec_teardown(recorder *r)
 }
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
-void rec_end_process(recorder *r, pid_t pid)
-{
-    ltr_bytes b = {0};
-    size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS_END);
-    ltr_bytes_put_u32(&b, (uint32_t)pid);
-    ltr_bytes_put_u64(&b, ltr_now_ns());
-    ltr_bytes_record_end(&b, rec);
-    if (!b.failed)
-        ltr_shm_meta_append_to(r->meta, r->meta_capacity, &r->shm->meta_used, &r->shm->meta_lost, b.data,
-                               (uint32_t)b.len);
-    ltr_bytes_free(&b);
-}
-
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
 {
     char path[64], buf[65536];

@@ -6,6 +6,8 @@
  * of the registry), and
  * the session must still answer, take a marker, stop and write a readable
  * trace that holds the clean producer's events, with counters that make sense.
+ * And a well-formed record no producer may write (a process's end, which
+ * the analysis acts on) is dropped, not taken.
  */
 #include "util/testutil.h"
 
@@ -134,10 +136,50 @@ static void test_producers_survive_scribbled_fields(void **state)
         run_fields_seed(*state, seed);
 }
 
+/* The number after "key": in JSON text, or -1. */
+static long long json_number(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? atoll(p + strlen(pat) + strspn(p + strlen(pat), " ")) : -1;
+}
+
+/* A traced program that appends a PROCESS_END record for another process
+ * to the shared metadata: only the recorder writes those (the analysis
+ * ends the process's model there), so it is dropped. Were it taken, perl's
+ * 5 MB block, freed a second after the forged end, would be outstanding at
+ * the end and its free one of a block never seen. */
+static void test_forged_process_end_dropped(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start heap --instance fe --filemode -o %s/fe.part.ltr --provider Test.Scribbler", LTR, dir),
+              "start", 0);
+    tu_result r = tu_run("%s run --instance fe -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
+                         "sleep 1; p=$(pgrep -n -x perl); %s fe 1 0 end:$p >/dev/null; s=$?; wait; "
+                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_field(r.out, "scribbler"), 0);
+    long long pid = tu_field(r.out, "pid");
+    tu_free(&r);
+    assert_true(pid > 0);
+    expect_ok(tu_run("%s stop --instance fe %s/fe.ltr", LTR, dir), "stop", 0);
+    r = tu_run("%s analyze %s/fe.ltr --pid %lld --format json", LTR, dir, pid);
+    assert_int_equal(r.status, 0);
+    const char *sum = strstr(r.out, "\"summary\"");
+    assert_non_null(sum);
+    long long out = json_number(sum, "outstanding_bytes"), unseen = json_number(sum, "unseen_frees");
+    if (out >= 5000000 || unseen)
+        fail_msg("perl's block outstanding (%lld bytes) or its free unseen (%lld): the forged end was taken", out,
+                 unseen);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scribbled_shared_memory, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_forged_process_end_dropped, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };

@@ -14,13 +14,17 @@
  * (the words of the per-user registry a recorder reads: its table sizes and
  * the session's counters of events lost unattached), fields (the words
  * producers read: see scribble_fields; WRITES rounds, this program writing
- * its own events between them, while other producers write).
+ * its own events between them, while other producers write), end:PID (no
+ * scribble: a well-formed PROCESS_END record for process PID appended to
+ * the metadata region, as only the recorder may write one).
  */
 #include <ltr/provider.h>
 
 #include "event/producer.h"
 #include "event/registry.h"
 #include "event/shm.h"
+#include "base/records.h"
+#include "prim/prim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +205,18 @@ int main(int argc, char **argv)
     }
     if (!strcmp(region, "registry")) {
         scribble_registry(writes);
+        len = 0;
+    }
+    if (!strncmp(region, "end:", 4)) { /* a forged end of another process */
+        uint8_t rec[24] = {0};
+        rec[0] = LTR_META_PROCESS_END;
+        rec[4] = sizeof rec;
+        uint32_t pid = (uint32_t)strtoul(region + 4, NULL, 10);
+        uint64_t now = ltr_now_ns();
+        memcpy(rec + 8, &pid, 4);
+        memcpy(rec + 12, &now, 8);
+        if (ltr_producer_meta_append(a, rec, sizeof rec) != 0)
+            return 1;
         len = 0;
     }
     len &= ~(uint64_t)3;
