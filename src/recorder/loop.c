@@ -761,6 +761,21 @@ static void close_pending(recorder *r)
     r->npending = r->pending_cap = 0;
 }
 
+/* Whether process pid is gone, or going: no memory of its own any more
+ * (/proc/PID/exe unreadable: an exiting process loses its memory before its
+ * descriptors close; a zombie or a reaped one has none), so no event of it
+ * can follow. A connection also closes when the process execs (the new
+ * image connects anew, often after the recorder saw the old one go) or
+ * leaves the session: the process runs on, its blocks still live, and its
+ * end there would make them outstanding and their frees unseen. When it
+ * cannot be told (another user's process), it is not taken as gone. */
+static bool process_gone(pid_t pid)
+{
+    char path[64], target[16];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    return readlink(path, target, sizeof target) < 0 && errno == ENOENT;
+}
+
 static void producer_gone(recorder *r, unsigned i)
 {
     rec_harvest_owner(r, r->conns[i].owner);
@@ -771,7 +786,7 @@ static void producer_gone(recorder *r, unsigned i)
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= k == i || r->conns[k].pid != r->conns[i].pid;
     ltr_error err;
-    if (r->conns[i].pid > 0 && alone)
+    if (r->conns[i].pid > 0 && alone && process_gone(r->conns[i].pid))
         rec_end_process(r, r->conns[i].pid); /* after its buffers: the analysis ends its model there */
     if (r->writer && r->conns[i].pid > 0 && alone &&
         ltr_writer_process_ended(r->writer, (uint32_t)r->conns[i].pid, &err))
