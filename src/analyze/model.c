@@ -742,12 +742,18 @@ void an_model_finish(an_model *m)
  * with it: the outstanding bytes of all processes together (their peak) no
  * longer count it. An event of it that comes later still (late) is taken as
  * any other. */
-static void proc_end(an_model *m, uint32_t pid)
+static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
 {
     for (size_t i = 0; i < m->nprocs; i++) {
         an_proc *p = m->procs[i];
         if (p->pid != pid)
             continue;
+        /* an event of the pid after its end came before it: the end came
+         * late (its chunk behind those events), or the pid was reused, or
+         * the process ran on (an exec, in a trace of a recorder that wrote
+         * one there): its blocks live now are not the ended process's */
+        if (p->last_ts > ts)
+            return;
         proc_finish(m, p);
         an_hmap_free(&p->live);
         m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
@@ -763,7 +769,7 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
         return;
     }
     if (n && ev[0].op == AN_OP_END) { /* a run of its own (AN_END_TID) */
-        proc_end(m, pid);
+        proc_end(m, pid, ev[0].ts);
         return;
     }
     if (n && ev[0].op >= AN_OP_VM_MAP) {

@@ -629,6 +629,34 @@ static void test_process_end(void **state)
     an_model_free(&m);
 }
 
+/* An end that comes after a later event of its pid (its chunk late, the pid
+ * reused by a new process, or a process that ran on after an exec) is not
+ * the end of the process now live under that pid: its blocks stay live,
+ * their frees pair. Ending there made a block allocated at 300 and freed
+ * at 400 outstanding, and its free unseen. */
+static void test_process_end_after_later_events(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_event old = {.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC};
+    an_event reused = {.ts = 300, .addr = 0x2000, .size = 32, .stack = 1, .op = AN_OP_ALLOC};
+    an_event end = {.ts = 200, .op = AN_OP_END};
+    an_event fr = {.ts = 400, .addr = 0x2000, .op = AN_OP_FREE};
+    an_model_feed(&m, 9, 1, &old, 1);
+    an_model_feed(&m, 9, 2, &reused, 1);
+    an_model_feed(&m, 9, AN_END_TID, &end, 1); /* late: behind the event at 300 */
+    an_model_feed(&m, 9, 2, &fr, 1);
+    an_model_finish(&m);
+    const an_proc *p9 = m.procs[0];
+    assert_int_equal(p9->unseen_frees, 0);
+    assert_int_equal(p9->type[AN_AIFI].count, 1);
+    assert_int_equal(p9->type[AN_AIFI].bytes, 32);
+    assert_int_equal(p9->type[AN_AIFO].count, 1);
+    assert_int_equal(p9->type[AN_AIFO].bytes, 64);
+    an_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -644,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_sink_ties_two_frees_first),
         cmocka_unit_test(test_sink_ties_free_behind),
         cmocka_unit_test(test_process_end),
+        cmocka_unit_test(test_process_end_after_later_events),
         cmocka_unit_test(test_sink_ties_two_frees_behind),
         cmocka_unit_test(test_whole_window_same_as_tested_window),
         cmocka_unit_test(test_huge_sizes),
