@@ -364,9 +364,9 @@ static void warn_state(ltr_analysis *a)
     if (a->model.late || a->model.unordered)
         an_warn(a, "%llu heap event(s) came in the trace later than what the analysis could hold to put "
                 "the threads' events in time order%s: the peak and its time, and the pairing of frees with "
-                "allocations of reused addresses, may be off near them (it held %zu events; "
-                "LTR_ANALYZE_HOLD=N holds N; a damaged trace whose events come far behind their thread's "
-                "many times is left so past a bound, docs/analysis.md)",
+                "allocations of reused addresses or of a process that had ended, may be off near them (it held "
+                "%zu events; LTR_ANALYZE_HOLD=N holds N; a damaged trace whose events come far behind their "
+                "thread's many times is left so past a bound, docs/analysis.md)",
                 (unsigned long long)a->model.late, a->model.unordered ? " (memory ran out for it)" : "",
                 a->hold);
     else if (a->model.late_across && a->model.nprocs > 1)
