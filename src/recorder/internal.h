@@ -65,6 +65,9 @@ typedef struct kept_marker {
 
 typedef struct recorder {
     ltr_session_config cfg;
+    /* when each of cfg.pids started (ltr_proc_start_time; 0: unknown): a pid
+     * reused during the session is another process, not the one named */
+    uint64_t pid_start[LTR_MAX_SESSION_PIDS];
     ltr_registry *reg;
     unsigned slot;
     uint64_t incarnation;

@@ -140,11 +140,13 @@ static bool named(const ltr_session_config *cfg, pid_t pid)
     return false;
 }
 
-static bool listed(const ltr_session_config *cfg, uint32_t pid)
+/* Is process pid one the session names by --pid: that pid, and the same
+ * process (its start time), not another that got the pid since. */
+static bool listed(const recorder *r, uint32_t pid)
 {
-    for (unsigned i = 0; i < cfg->npids; i++)
-        if (cfg->pids[i] == pid)
-            return true;
+    for (unsigned i = 0; i < r->cfg.npids; i++)
+        if (r->cfg.pids[i] == pid)
+            return !r->pid_start[i] || ltr_proc_start_time(pid) == r->pid_start[i];
     return false;
 }
 
@@ -154,11 +156,11 @@ static bool listed(const ltr_session_config *cfg, uint32_t pid)
  * such children with no event. Up the chain of parents a few steps (a
  * worker's own helper); a parent gone is no longer told. */
 #define ANCESTORS_ASKED 8
-static bool forked_from_listed(const ltr_session_config *cfg, pid_t pid)
+static bool forked_from_listed(const recorder *r, pid_t pid)
 {
     uint32_t p = (uint32_t)pid;
-    for (int up = 0; cfg->npids && up < ANCESTORS_ASKED && (p = ltr_proc_ppid(p)) > 1; up++)
-        if (listed(cfg, p))
+    for (int up = 0; r->cfg.npids && up < ANCESTORS_ASKED && (p = ltr_proc_ppid(p)) > 1; up++)
+        if (listed(r, p))
             return true;
     return false;
 }
@@ -173,16 +175,16 @@ static bool forked_from_listed(const ltr_session_config *cfg, pid_t pid)
  * session that names it. The process is told by the kernel's pid for it
  * (fd's peer), not by the one it sent (claimed), which serves only where the
  * kernel does not say (a process in another pid namespace sends its own). */
-static uint32_t collectors_denied(const ltr_session_config *cfg, pid_t claimed, int fd, const char *wants,
-                                  bool injected)
+static uint32_t collectors_denied(const recorder *r, pid_t claimed, int fd, const char *wants, bool injected)
 {
+    const ltr_session_config *cfg = &r->cfg;
     if (cfg->exclusive && strcmp(wants, cfg->name) != 0)
         return UINT32_MAX; /* not one of the processes launched for this session */
     if (!cfg->npids && !cfg->nnames)
         return injected ? cfg->pid_collectors : 0;
     pid_t pid = peer_pid(fd);
     pid = pid ? pid : claimed;
-    return listed(cfg, (uint32_t)pid) || named(cfg, pid) || forked_from_listed(cfg, pid) ? 0 : cfg->pid_collectors;
+    return listed(r, (uint32_t)pid) || named(cfg, pid) || forked_from_listed(r, pid) ? 0 : cfg->pid_collectors;
 }
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
@@ -219,7 +221,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         wants[0] = 0;
     char flag[4];
     bool injected = ltr_kv_find(req, len, "injected", flag, sizeof flag) && !strcmp(flag, "1");
-    uint32_t denied = collectors_denied(&r->cfg, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
+    uint32_t denied = collectors_denied(r, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
     pc->traced = (denied & all) != all;
     put_u64(&kv, "deny", denied);
     int fds[2] = {r->memfd, r->wakefd};

@@ -246,6 +246,8 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *cfg;
+    for (unsigned i = 0; i < cfg->npids && i < LTR_MAX_SESSION_PIDS; i++)
+        r->pid_start[i] = ltr_proc_start_time(cfg->pids[i]);
     r->memfd = r->wakefd = r->listen_fd = r->signal_fd = r->record_fd = r->controller_fd = -1;
     r->next_owner = 1;
     r->start_ns = ltr_now_ns();
