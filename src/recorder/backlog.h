@@ -38,6 +38,7 @@ enum rec_backlog_kind {
     REC_BACKLOG_BLOCK, /* a block of events: info and its records */
     REC_BACKLOG_META,  /* metadata records, framed (drain.c) */
     REC_BACKLOG_DONE,  /* a buffer of collector info.collector is complete: no data */
+    REC_BACKLOG_GONE,  /* process info.pid went: the writer's tables for it go, after its blocks */
 };
 
 typedef struct rec_backlog_entry {

@@ -502,6 +502,10 @@ static void entry_write(recorder *r, enum rec_backlog_kind kind, ltr_block_info 
             rec_log("out of memory for %u bytes of metadata: they are not in the trace", len);
         }
         write_meta_pending(r);
+    } else if (kind == REC_BACKLOG_GONE) {
+        ltr_error err;
+        if (r->writer && ltr_writer_process_ended(r->writer, info->pid, &err))
+            rec_write_failed(r, &err);
     } else {
         r->col[info->collector].buffers_written++;
     }
@@ -540,6 +544,13 @@ static void entry_out(recorder *r, enum rec_backlog_kind kind, ltr_block_info *i
     while (rec_backlog_oldest(b))
         write_oldest(r);
     entry_write(r, kind, info, data, len);
+}
+
+void rec_forget_process(recorder *r, uint32_t pid)
+{
+    ltr_block_info gone = {.pid = pid};
+    if (r->writer)
+        entry_out(r, REC_BACKLOG_GONE, &gone, NULL, 0);
 }
 
 void rec_end_process(recorder *r, pid_t pid)

@@ -135,6 +135,11 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
  * writes, not through the shared region, where it drops any such record (a
  * traced program could end another's model with one). */
 void rec_end_process(recorder *r, pid_t pid);
+/* The writer's tables for a process that went go once the blocks taken so
+ * far are written (file mode): its last buffers, harvested as it went, keep
+ * their references (bench/heap's, all written at its exit, took 1 % more
+ * bytes when the tables went before them). */
+void rec_forget_process(recorder *r, uint32_t pid);
 
 /* loop.c: while a save is written, attaches and status requests are
  * answered (cheap: it looks at most every few milliseconds); others wait

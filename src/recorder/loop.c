@@ -787,13 +787,11 @@ static void producer_gone(recorder *r, unsigned i)
     bool alone = true;
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= k == i || r->conns[k].pid != r->conns[i].pid;
-    ltr_error err;
     pid_t kernel_pid = peer_pid(r->conns[i].fd); /* /proc's; the events' pid is what it sent (a container's) */
     if (r->conns[i].pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : r->conns[i].pid))
         rec_end_process(r, r->conns[i].pid); /* after its buffers: the analysis ends its model there */
-    if (r->writer && r->conns[i].pid > 0 && alone &&
-        ltr_writer_process_ended(r->writer, (uint32_t)r->conns[i].pid, &err))
-        rec_write_failed(r, &err);
+    if (r->conns[i].pid > 0 && alone)
+        rec_forget_process(r, (uint32_t)r->conns[i].pid);
     close(r->conns[i].fd);
     r->conns[i] = r->conns[--r->nconns];
 }
