@@ -96,14 +96,17 @@ __attribute__((noinline)) void *churn_b(size_t n) { return malloc(n); }
 #define CACHE 2048
 #define CHURN 512
 
-/* The cache: 40 entries a step while it fills (about 2.5 s), then one
- * replaced a step. Built without optimization so that filling and
- * replacing are one call of cache_site, one stack (an optimizer would make
- * two copies of the loop). */
-__attribute__((noinline, optimize("O0"))) static void cache_step(void **cache, size_t *filled)
+/* The cache: filled up to `want` entries (at most 40 a step), else one
+ * replaced a step. It fills over its first 2.5 s by the clock, not by the
+ * steps: on a loaded machine fewer steps filled it later, past the half of
+ * the run where --trend looks for a plateau (CI saw a verdict other than
+ * plateau once). Built without optimization so that filling and replacing
+ * are one call of cache_site, one stack (an optimizer would make two
+ * copies of the loop). */
+__attribute__((noinline, optimize("O0"))) static void cache_step(void **cache, size_t *filled, size_t want)
 {
-    for (int k = 0; k < 40 && (*filled < CACHE || k == 0); k++) {
-        size_t i = *filled < CACHE ? (*filled)++ : (size_t)rand() % CACHE;
+    for (int k = 0; k < 40 && (*filled < want || k == 0); k++) {
+        size_t i = *filled < want ? (*filled)++ : (size_t)rand() % (*filled ? *filled : 1);
         free(cache[i]);
         cache[i] = cache_site();
     }
@@ -125,7 +128,8 @@ static void trend(double secs)
             }
             next_leak += 0.05;
         }
-        cache_step(cache, &filled);
+        double fill = (now() - t0) / 2.5;
+        cache_step(cache, &filled, fill >= 1 ? CACHE : (size_t)(CACHE * fill));
         /* a burst: hold a random amount (up to 512 blocks of 1..16 KB),
          * then let most of it go */
         size_t target = (size_t)rand() % CHURN;
