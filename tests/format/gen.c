@@ -380,11 +380,17 @@ ltr_writer *gen_open(const char *path)
 
 const char *gen_tmp(const char *name)
 {
-    static char buf[8][512];
+    static char buf[8][512], dir[400];
     static int k;
-    const char *dir = getenv("TMPDIR");
+    if (!dir[0]) { /* a directory of this process's own: a name with only its pid in it was taken again by a
+                    * later test process with that pid (pid_max 32768 here), whose writer then refused it */
+        const char *base = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/ltr-test-XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(dir))
+            snprintf(dir, sizeof dir, "%s", base && *base ? base : "/tmp");
+    }
     char *out = buf[k++ % 8];
-    snprintf(out, 512, "%s/ltr-test-%d-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), k, name);
+    snprintf(out, 512, "%s/%d-%s", dir, k, name);
     return out;
 }
 

@@ -55,7 +55,7 @@ void gen_block_ids(size_t i, uint32_t *pid, uint32_t *tid);
 int gen_check_event(const ltr_event *ev, uint64_t n);
 /* A writer of path with the HEADER and METADATA chunks of gen_write written; NULL on failure. */
 ltr_writer *gen_open(const char *path);
-/* A temporary path under $TMPDIR (or /tmp), unique per process and call. */
+/* A temporary path in a directory of this process's own under $TMPDIR (or /tmp), unique per call. */
 const char *gen_tmp(const char *name);
 /* Reads a whole file into a malloc'd buffer. */
 uint8_t *gen_slurp(const char *path, size_t *len);
