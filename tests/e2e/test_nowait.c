@@ -262,9 +262,9 @@ static void test_pending_attach_completes(void **state)
     assert_true(target > 0);
     /* Its first allocations found no answer; it now waits at its gate, its
      * attach pending. */
-    for (int i = 0; i < 2000 && !in_gate(target); i++)
+    bool gated = false; /* seen once is enough: between two sleeps it runs */
+    for (int i = 0; i < 2000 && !(gated = in_gate(target)); i++)
         usleep(10000);
-    bool gated = in_gate(target);
     kill((pid_t)rec, SIGCONT);
     assert_true(gated);
     /* The recorder answers the pending attach; the target takes the answer at
