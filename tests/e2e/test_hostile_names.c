@@ -242,7 +242,7 @@ static void test_cpu_names(void **state)
     }
     tu_result r = tu_run("cd %s && printf '__attribute__((noinline)) long spin(long n) { volatile long s = 0; "
                          "for (long i = 0; i < n; i++) s += i; return s; }\\nint main(void) { return "
-                         "(int)spin(3000000000L) & 1; }\\n' > busy.c && gcc -O1 -o busy0 busy.c && "
+                         "(int)spin(60000000000L) & 1; }\\n' > busy.c && gcc -O1 -o busy0 busy.c && "
                          "objcopy --redefine-sym \"spin=sp$(printf '\\377')in$(printf '\\302\\233')\" busy0 busy && "
                          "{ ./busy & p=$!; } && %s start general --filemode --instance cpu --pid $p -o cpu.ltr && "
                          "sleep 1.5 && %s stop --instance cpu cpu.ltr; kill $p",
