@@ -17,6 +17,7 @@
  * the loader, neither would ever go on.
  */
 #include "agent/agent.h"
+#include "agent/procmaps.h"
 #include "base/records.h"
 #include "prim/prim.h"
 
@@ -148,7 +149,7 @@ static void read_build_id(module *m, const struct dl_phdr_info *info, const ElfW
 static char *module_path(const struct dl_phdr_info *info, size_t index)
 {
     if (info->dlpi_name && info->dlpi_name[0])
-        return strdup(info->dlpi_name);
+        return procmaps_object_path(info); /* absolute: a reader elsewhere, later, finds the file */
     if (index == 0) { /* the main program */
         char exe[4096];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -34,6 +34,7 @@
  * on another thread is left for the next sweep.
  */
 #include "agent/agent.h"
+#include "agent/procmaps.h"
 #include "agent/redirect.h"
 
 #include <dlfcn.h>
@@ -552,19 +553,6 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* PROCMAP_QUERY (Linux 6.11, linux/fs.h): the mapping at one address, asked
- * of /proc/self/maps. Declared here: the build machine's headers may be older
- * than the kernel the agent runs on. */
-struct maps_query {
-    uint64_t size, query_flags, query_addr;
-    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
-    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-    uint64_t vma_name_addr, build_id_addr;
-};
-#define MAPS_QUERY _IOWR('f', 17, struct maps_query)
-#define MAPS_QUERY_READABLE 0x01
-#define MAPS_QUERY_WRITABLE 0x02
-
 /* The protection of each RELRO range asked of the kernel, one question a
  * range: the whole file costs the kernel some microseconds a module, and
  * was read after each dlopen (6.6 ms a dlopen beside 800 libraries built
@@ -578,11 +566,11 @@ static bool query_prots(int fd, patch_list *l)
         if (!p->relro_lo)
             continue;
         if (p->relro_lo != asked) { /* a module's patches are together: one question each range */
-            struct maps_query q = {.size = sizeof q, .query_addr = p->relro_lo};
-            if (ioctl(fd, MAPS_QUERY, &q) != 0 && errno != ENOENT)
+            struct procmaps_query q = {.size = sizeof q, .query_addr = p->relro_lo};
+            if (ioctl(fd, PROCMAPS_QUERY, &q) != 0 && errno != ENOENT)
                 return false;
-            prot = q.vma_end ? (q.vma_flags & MAPS_QUERY_READABLE ? PROT_READ : 0) |
-                                   (q.vma_flags & MAPS_QUERY_WRITABLE ? PROT_WRITE : 0)
+            prot = q.vma_end ? (q.vma_flags & PROCMAPS_QUERY_READABLE ? PROT_READ : 0) |
+                                   (q.vma_flags & PROCMAPS_QUERY_WRITABLE ? PROT_WRITE : 0)
                              : -1; /* none mapped there */
             asked = p->relro_lo;
         }
@@ -592,30 +580,15 @@ static bool query_prots(int fd, patch_list *l)
 }
 
 /* The same from the whole file, for a kernel before 6.11. */
-static void scan_prots(int fd, patch_list *l)
+static bool note_prot(uintptr_t lo, uintptr_t hi, const char *perms, const char *name, void *ctx)
 {
-    char buf[8192];
-    size_t have = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
-        if (n <= 0)
-            break;
-        have += (size_t)n;
-        buf[have] = 0;
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n'))) {
-            *nl = 0;
-            char *end;
-            uintptr_t lo = strtoull(line, &end, 16), hi = strtoull(end + 1, &end, 16);
-            int prot = (end[1] == 'r' ? PROT_READ : 0) | (end[2] == 'w' ? PROT_WRITE : 0);
-            for (size_t i = 0; i < l->n; i++)
-                if (l->v[i].relro_lo && l->v[i].relro_lo >= lo && l->v[i].relro_lo < hi)
-                    l->v[i].prot = prot;
-            line = nl + 1;
-        }
-        have -= (size_t)(line - buf);
-        memmove(buf, line, have);
-    }
+    (void)name;
+    patch_list *l = ctx;
+    int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].relro_lo && l->v[i].relro_lo >= lo && l->v[i].relro_lo < hi)
+            l->v[i].prot = prot;
+    return true;
 }
 
 /* The protection of the RELRO ranges now: read only once ld.so is done
@@ -629,7 +602,7 @@ static void read_prots(patch_list *l)
     if (!query_prots(fd, l)) {
         for (size_t i = 0; i < l->n; i++)
             l->v[i].prot = -1;
-        scan_prots(fd, l);
+        procmaps_each(fd, note_prot, l);
     }
     close(fd);
 }

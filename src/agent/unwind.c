@@ -26,6 +26,7 @@
  */
 #include "agent/agent.h"
 #include "agent/perthread.h"
+#include "agent/procmaps.h"
 #include "agent/unwind.h"
 
 #if defined(__x86_64__)
@@ -177,7 +178,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (hi == 0 || known_module(lo) || nmods == MAX_MODULES)
         return 0;
     /* The first object, named "", is the program itself. */
-    char *path = strdup(info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
+    char *path = info->dlpi_name && info->dlpi_name[0] ? procmaps_object_path(info) : strdup("/proc/self/exe");
     if (path)
         mods[nmods++] = (umod){.lo = lo, .hi = hi, .bias = info->dlpi_addr, .path = path, .fd = -1};
     return 0;

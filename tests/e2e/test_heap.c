@@ -444,6 +444,38 @@ static void test_dlopen_dlclose_modules(void **state)
     heap_free(&h);
 }
 
+/* dlopen("./libheapdl.so"): the loader names the object by that relative
+ * path, which says where the file is only from the working directory of
+ * that moment. Its MODULE record names it by the file's absolute path
+ * (the kernel's mapping of it), so that a reader elsewhere finds it, and the
+ * analysis names the function: with the loader's name it showed
+ * "?? libheapdl.so+0x..." (the symbolizer opens no relative path). */
+static void test_dlopen_by_relative_path(void **state)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tu_test_bin("libheapdl.so"));
+    *strrchr(dir, '/') = 0;
+    snprintf(trace_path, sizeof trace_path, "%s/t.ltr", getenv("TMPDIR"));
+    tu_expect_ok(tu_run("cd '%s' && %s record --force -o %s -- %s dlopen ./libheapdl.so", dir, tu_ltr(), trace_path,
+                        tu_test_bin("heap-target")));
+    heap_trace h = read_heap(trace_path);
+    const hev *e = find(&h, ALLOC, 3600);
+    assert_non_null(e);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    assert_non_null(m);
+    char want[600];
+    snprintf(want, sizeof want, "%s/libheapdl.so", dir);
+    if (strcmp(m->path, want))
+        fail_msg("the module is recorded as '%s', not '%s'", m->path, want);
+    heap_free(&h);
+    tu_result r = tu_run("cd / && %s analyze %s", tu_ltr(), trace_path);
+    if (r.status != 0 || !strstr(r.out, "dl_alloc"))
+        fail_msg("ltr analyze does not name dl_alloc:\n%s%s", r.out, r.err);
+    tu_free(&r);
+}
+
 /* heap-target dlmany (tests/programs/dlmany.c): copies of libheapdl.so
  * loaded and unloaded, some unloaded behind the agent's back and loaded
  * again in each other's places, so that the agent's next look finds every
@@ -1012,6 +1044,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stacks_of_many_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_dlopen_by_relative_path, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_many_dlopened_copies_told_apart, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_renamed_by_another_thread, tu_setup_sandbox, tu_teardown_sandbox),
