@@ -246,6 +246,33 @@ static void default_collector(ltr_session_config *cfg)
     cfg->collectors[0].buffers = LTR_BUFFERS_DEFAULT;
 }
 
+/* The registry holds one enablement per provider and session, so a provider
+ * named twice (a profile's Ltr.System and --provider Ltr.System:0x20, or one
+ * provider in two collectors) must become one spec: written as two, the last
+ * replaced the first, and 'ltr start general --provider Ltr.System:0x20'
+ * recorded no process, module, memory counter or CPU sample. As WPR combines
+ * a provider enabled twice: the union of keywords and the higher level, in the
+ * collector that named it first. */
+static void merge_same_providers(ltr_session_config *cfg)
+{
+    for (unsigned i = 0; i < cfg->nproviders; i++) {
+        ltr_provider_spec *a = &cfg->providers[i];
+        for (unsigned j = i + 1; j < cfg->nproviders;) {
+            const ltr_provider_spec *b = &cfg->providers[j];
+            if (memcmp(a->guid.b, b->guid.b, sizeof a->guid.b) != 0) {
+                j++;
+                continue;
+            }
+            a->any = a->any && b->any ? a->any | b->any : 0;
+            a->all &= b->all; /* an event either one wants must pass */
+            a->level = a->level && b->level ? (a->level > b->level ? a->level : b->level) : 0;
+            memmove(&cfg->providers[j], &cfg->providers[j + 1],
+                    (cfg->nproviders - j - 1) * sizeof cfg->providers[0]);
+            cfg->nproviders--;
+        }
+    }
+}
+
 int ltr_session_config_build(const ltr_plan *plan, const ltr_session_options *o,
                              ltr_session_config *cfg, ltr_bytes *notes, ltr_error *err)
 {
@@ -268,5 +295,6 @@ int ltr_session_config_build(const ltr_plan *plan, const ltr_session_options *o,
         cfg->providers[cfg->nproviders] = o->providers[i];
         cfg->providers[cfg->nproviders++].collector = 0;
     }
+    merge_same_providers(cfg);
     return 0;
 }

@@ -281,6 +281,42 @@ static void test_system_keywords(void **state)
     assert_int_not_equal(system_config(wprp, 0), 0); /* below 10 ms: an error in the profile */
 }
 
+/* A provider named twice becomes one spec with both's keywords: the registry
+ * keeps one enablement per session, and 'ltr start general --provider
+ * Ltr.System:0x20' once left only FileIO on, so the system thread's process,
+ * memory and CPU events were all filtered out. */
+static void test_same_provider_twice_merges(void **state)
+{
+    (void)state;
+    const char *src = getenv("LTR_SOURCE_DIR");
+    if (!src)
+        skip();
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/profiles", src);
+    const char *specs[] = {"general"};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir, .filemode = true};
+    ltr_plan *plan = NULL;
+    assert_int_equal(ltr_profiles_resolve(&req, &plan), 0);
+    fresh();
+    ltr_provider_spec p[3] = {spec("Ltr.System:0x20"), spec("Acme.One:0x1:3"), spec("Acme.One:0x4:5")};
+    ltr_session_options o = {.providers = p, .nproviders = 3};
+    ltr_bytes notes = {0};
+    ltr_error err;
+    int rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
+    ltr_plan_free(plan);
+    ltr_bytes_free(&notes);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.nproviders, 2);
+    assert_string_equal(cfg.providers[0].name, LTR_SYSTEM_PROVIDER);
+    uint64_t profile_bits = LTR_SYSKW_PROCESS | LTR_SYSKW_LOADER | LTR_SYSKW_MEMINFO;
+    assert_int_equal(cfg.providers[0].any & profile_bits, profile_bits);
+    assert_true(cfg.providers[0].any & LTR_SYSKW_FILEIO);
+    assert_string_equal(cfg.collectors[cfg.providers[0].collector].name, "ltr System Collector");
+    assert_string_equal(cfg.providers[1].name, "Acme.One");
+    assert_int_equal(cfg.providers[1].any, 0x5);
+    assert_int_equal(cfg.providers[1].level, 5);
+}
+
 /* HeapProcessNames: the session takes the processes of those names too. */
 static void test_heap_process_names(void **state)
 {
@@ -367,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_too_many_providers),
         cmocka_unit_test(test_builtin_heap_profile),
         cmocka_unit_test(test_system_keywords),
+        cmocka_unit_test(test_same_provider_twice_merges),
         cmocka_unit_test(test_heap_process_names),
         cmocka_unit_test(test_record_session),
     };
