@@ -30,7 +30,7 @@ int cmd_stop(int argc, char **argv)
     char path[4096];
     if (cli_absolute_path("stop", argv[first], path, sizeof path))
         return 2;
-    if (!force && ltr_path_taken(path) && !ltr_client_is_session_output(instance, path) &&
+    if (ltr_path_taken(path) && !ltr_client_is_session_output(instance, path) &&
         cli_refuse_existing("stop", path, force))
         return 1;
     const char *description = first + 1 < argc ? argv[first + 1] : "";

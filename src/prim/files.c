@@ -47,8 +47,19 @@ int ltr_temp_name(char *out, size_t size, const char *dest)
     return snprintf(out, size, "%s.XXXXXX.part", dest) >= (int)size ? -ENAMETOOLONG : 0;
 }
 
+bool ltr_path_replaceable(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
+}
+
 int ltr_publish(const char *tmp, const char *dest, bool replace)
 {
+    /* rename() replaces a device node or a FIFO like a file: as root,
+     * 'ltr export T --format pprof -o /dev/null --force' once left a
+     * regular file where /dev/null was. --force is about files. */
+    if (replace && !ltr_path_replaceable(dest))
+        return -EEXIST;
     if (replace) /* a symlink at dest is replaced, not followed */
         return rename(tmp, dest) == 0 ? 0 : -errno;
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) == 0)
@@ -70,6 +81,9 @@ bool ltr_path_taken(const char *path)
 
 int ltr_fail_exists(ltr_error *err, const char *path)
 {
+    if (!ltr_path_replaceable(path))
+        return ltr_fail(err, EEXIST, "%s is not a regular file (a device, a FIFO, a socket or a directory): "
+                        "ltr writes files and does not replace it, even with --force", path);
     return ltr_fail(err, EEXIST, "%s already exists: it was not overwritten (--force replaces it)", path);
 }
 

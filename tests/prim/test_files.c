@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static const char *in_dir(const char *dir, const char *name)
@@ -187,6 +188,39 @@ static void test_write_new_file(void **state)
     assert_non_null(strstr(err.msg, "cannot create"));
 }
 
+/* --force replaces a file or a symlink, never what is not a file: rename()
+ * would put a regular file where a FIFO or a device node was, and 'ltr export
+ * T -o /dev/null --force' as root once replaced /dev/null. */
+static void test_publish_never_over_a_non_file(void **state)
+{
+    const char *dir = *state;
+    char tmp[512], fifo[512], node[512];
+    snprintf(tmp, sizeof tmp, "%s", in_dir(dir, "tmp"));
+    snprintf(fifo, sizeof fifo, "%s", in_dir(dir, "fifo"));
+    snprintf(node, sizeof node, "%s", in_dir(dir, "null"));
+    write_text(tmp, "trace");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_false(ltr_path_replaceable(fifo));
+    assert_true(ltr_path_replaceable(tmp));
+    assert_true(ltr_path_replaceable(in_dir(dir, "absent")));
+    assert_int_equal(ltr_publish(tmp, fifo, true), -EEXIST);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_text(tmp, "trace");
+    assert_int_equal(ltr_publish(tmp, dir, true), -EEXIST); /* a directory */
+    ltr_error err;
+    assert_int_equal(ltr_write_new_file(fifo, true, write_hello, "x", &err), -EEXIST);
+    assert_non_null(strstr(err.msg, "not a regular file"));
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    if (mknod(node, S_IFCHR | 0600, makedev(1, 3)) == 0) { /* root: a /dev/null of our own */
+        assert_int_equal(ltr_publish(tmp, node, true), -EEXIST);
+        assert_int_equal(lstat(node, &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+    }
+}
+
 static const char *why_no_etc; /* why the rule's tests are skipped */
 
 /* Every case of the table, on a tree of plain files: refused with its
@@ -271,6 +305,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_publish_never_over_a_non_file, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_write_new_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test(test_roots_alone_cases),
