@@ -116,9 +116,15 @@ int ltr_write_new_file(const char *path, bool replace, int (*write)(FILE *f, voi
         }
         return ltr_fail(err, e, "cannot create %s: %s", path, strerror(e));
     }
+    /* The writers say -EIO for any failed write to f; the call that failed
+     * left its reason in errno, and "Input/output error" for a full disk
+     * sent users looking for a broken one. */
+    errno = 0;
     int rc = write(f, arg);
+    if (rc == -EIO && errno && errno != EIO)
+        rc = -errno;
     if (fclose(f) != 0 && rc >= 0)
-        rc = -EIO;
+        rc = errno ? -errno : -EIO;
     if (rc >= 0)
         rc = ltr_publish(tmp, path, replace);
     if (rc < 0)

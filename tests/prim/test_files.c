@@ -152,6 +152,15 @@ static int write_fails(FILE *f, void *arg)
     return -ENOSPC;
 }
 
+/* As a writer fails on a full disk: fwrite or fflush set errno, the
+ * writer says -EIO. */
+static int write_disk_full(FILE *f, void *arg)
+{
+    fputs(arg, f);
+    errno = ENOSPC;
+    return -EIO;
+}
+
 /* How many entries of dir have a name starting with prefix. */
 static int entries(const char *dir, const char *prefix)
 {
@@ -183,6 +192,9 @@ static void test_write_new_file(void **state)
                      -ENOSPC);
     assert_non_null(strstr(err.msg, "writing"));
     assert_int_equal(entries(dir, "failed"), 0);
+    assert_int_equal(ltr_write_new_file(in_dir(dir, "full.txt"), false, write_disk_full, "half", &err), -ENOSPC);
+    assert_non_null(strstr(err.msg, "No space left on device")); /* not "Input/output error" */
+    assert_int_equal(entries(dir, "full"), 0);
     assert_int_equal(entries(dir, "out.txt."), 0); /* no temporary left beside */
     assert_int_equal(ltr_write_new_file(in_dir(dir, "no/such/dir"), false, write_hello, "x", &err), -ENOENT);
     assert_non_null(strstr(err.msg, "cannot create"));
