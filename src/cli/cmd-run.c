@@ -10,7 +10,9 @@
 #include "recorder/snapshot.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char usage[] = "ltr run [--instance NAME] [--depth N] -- CMD [ARGS...]";
 
@@ -20,12 +22,49 @@ static void help(void)
            "Runs CMD with the heap agent preloaded. Every running session that enables\n"
            "heap tracing ('ltr start heap') records CMD's allocations and those of the\n"
            "processes it starts. Exits with CMD's exit status. With no such session\n"
-           "running, CMD is not run (nothing would record it) and the exit status is 1.\n\n"
+           "running, CMD is not run (nothing would record it) and the exit status is 1.\n"
+           "A session started with --pid or --name (or a profile's HeapProcessNames)\n"
+           "records only those processes: when none would record CMD, a warning says\n"
+           "so and CMD runs (a process it starts may have one of the names).\n\n"
            "  --instance NAME      into that session only\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n\n"
            "exit status: CMD's exit status; 127 when CMD could not be started, 1 when the\n"
            "heap agent is missing, 2 bad usage.\n",
            usage);
+}
+
+/* A session limited to --pid processes or to names (ltr start heap --pid P,
+ * --name N, a profile's HeapProcessNames) records CMD only if CMD is one of
+ * those names: 'ltr run -- ./app' into 'ltr start heap --name sqlite3' ran
+ * app, recorded none of it and said nothing. Said, not refused: a process
+ * CMD starts may still have one of the names. */
+static void warn_if_unrecorded(const char *only, const char *cmd)
+{
+    char names[32][LTR_SESSION_NAME_MAX_RUN];
+    int n = only ? 1 : ltr_heap_sessions(names, 32);
+    if (only)
+        snprintf(names[0], sizeof names[0], "%s", only);
+    char limits[512] = "";
+    size_t used = 0;
+    bool by_name = false;
+    for (int i = 0; i < n; i++) {
+        ltr_session_status st;
+        ltr_error err = {0};
+        if (ltr_client_status(names[i], &st, &err) != 0 || ltr_session_takes_command(&st, cmd))
+            return;
+        by_name |= st.names[0] != 0;
+        for (char *c = st.names; *c; c++)
+            *c = *c == '/' ? ' ' : *c;
+        int k = snprintf(limits + used, sizeof limits - used, "%s'%s' traces only %s%s%s%s", used ? "; " : "",
+                         st.name, st.nwanted ? "its --pid processes (and what they fork)" : "",
+                         st.nwanted && st.names[0] ? " and " : "", st.names[0] ? "processes named " : "",
+                         st.names);
+        used = k < 0 || (size_t)k >= sizeof limits - used ? sizeof limits - 1 : used + (size_t)k;
+    }
+    if (n > 0)
+        fprintf(stderr, "ltr run: warning: no running session records %s: %s. It runs, %s\n", cmd, limits,
+                by_name ? "and only the processes it starts that have one of those names are recorded"
+                        : "unrecorded");
 }
 
 int cmd_run(int argc, char **argv)
@@ -62,6 +101,7 @@ int cmd_run(int argc, char **argv)
                                            "start one first ('ltr start heap', or 'ltr start heapsnapshot' for "
                                            "snapshots), then 'ltr run -- %s'",
                                     argv[optind], argv[optind]);
+    warn_if_unrecorded(l.session, argv[optind]);
     l.argv = argv + optind;
     l.agent = agent;
     int status = 0, sig = 0;

@@ -7,6 +7,7 @@
  * exits first, and waits for them before it writes the trace.
  */
 #include "recorder/heaprun.h"
+#include "recorder/client.h"
 #include "byname/byname.h"
 #include "event/registry.h"
 #include "prim/prim.h"
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +115,74 @@ bool ltr_heap_traced_anywhere(void)
     bool on = p && atomic_load(&p->sessions) != 0;
     ltr_registry_unlock();
     return on;
+}
+
+int ltr_heap_sessions(char names[][LTR_SESSION_NAME_MAX_RUN], int max)
+{
+    ltr_error err = {0};
+    ltr_registry *reg = ltr_registry_get(&err);
+    if (!reg)
+        return 0;
+    ltr_guid g;
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
+    int n = 0;
+    ltr_registry_lock();
+    ltr_registry_reap(reg);
+    ltr_reg_provider *p = ltr_registry_provider(reg, &g, LTR_HEAP_PROVIDER);
+    uint32_t bits = p ? atomic_load(&p->sessions) : 0;
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)
+        if ((bits & (1u << s)) && atomic_load(&reg->sessions[s].incarnation))
+            snprintf(names[n++], LTR_SESSION_NAME_MAX_RUN, "%.*s", LTR_SESSION_NAME_MAX - 1,
+                     reg->sessions[s].name);
+    ltr_registry_unlock();
+    return n;
+}
+
+/* cmd's executable file name as the recorder compares it with a session's
+ * names (the target of a symlink: python3 runs python3.11), or "". */
+static void command_exe_name(const char *cmd, char *out, size_t size)
+{
+    out[0] = 0;
+    char found[4096], real[PATH_MAX];
+    if (strchr(cmd, '/')) {
+        snprintf(found, sizeof found, "%s", cmd);
+    } else {
+        const char *path = getenv("PATH");
+        bool ok = false;
+        for (const char *d = path ? path : ""; *d && !ok;) {
+            const char *colon = strchr(d, ':');
+            size_t len = colon ? (size_t)(colon - d) : strlen(d);
+            snprintf(found, sizeof found, "%.*s/%s", (int)len, len ? d : ".", cmd);
+            ok = access(found, X_OK) == 0;
+            d += len + (colon != NULL);
+        }
+        if (!ok)
+            return;
+    }
+    if (!realpath(found, real))
+        return;
+    const char *slash = strrchr(real, '/');
+    const char *base = slash ? slash + 1 : real;
+    if (strlen(base) < size)
+        memcpy(out, base, strlen(base) + 1);
+}
+
+bool ltr_session_takes_command(const ltr_session_status *st, const char *cmd)
+{
+    if (!st->nwanted && !st->names[0])
+        return true;
+    const char *slash = strrchr(cmd, '/');
+    char exe[256];
+    command_exe_name(cmd, exe, sizeof exe);
+    const char *given = slash ? slash + 1 : cmd;
+    for (const char *p = st->names, *end; *p; p = *end ? end + 1 : end) {
+        end = strchr(p, '/');
+        end = end ? end : p + strlen(p);
+        size_t len = (size_t)(end - p);
+        if ((strlen(given) == len && !strncmp(given, p, len)) || (strlen(exe) == len && !strncmp(exe, p, len)))
+            return true;
+    }
+    return false;
 }
 
 /* ---- the child ---------------------------------------------------------------- */

@@ -62,6 +62,17 @@ int ltr_record_session_config(ltr_session_config *cfg, const ltr_record_setup *s
 
 /* Does a running session enable heap tracing (`ltr run` has somewhere to go)? */
 bool ltr_heap_traced_anywhere(void);
+/* The names of the running sessions that enable heap tracing, at most max;
+ * how many. */
+#define LTR_SESSION_NAME_MAX_RUN 64
+int ltr_heap_sessions(char names[][LTR_SESSION_NAME_MAX_RUN], int max);
+
+struct ltr_session_status;
+/* Would the session of this status heap-trace a new process that runs the
+ * program cmd (as given, or found in $PATH)? Not if it is limited to --pid
+ * processes or to executable names (ltr start --pid, --name, a profile's
+ * HeapProcessNames) and cmd is none of those names. */
+bool ltr_session_takes_command(const struct ltr_session_status *st, const char *cmd);
 
 typedef struct ltr_heap_launch {
     char *const *argv;      /* the command */
