@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "prim/prim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +94,20 @@ static int help(int argc, char **argv)
     return c->run(2, args);
 }
 
+/* What a command printed must have reached its reader for exit status 0:
+ * 'ltr profiles >/dev/full' printed nothing and exited 0, as did status,
+ * providers and every --help. Commands whose output is the product (info,
+ * dump, analyze) check it themselves already, with their own words. */
+static int output_written(const char *cmd, int rc)
+{
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "ltr%s%s: writing the output failed: %s\n", cmd ? " " : "", cmd ? cmd : "",
+                strerror(errno ? errno : EIO));
+        return 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     ltr_ignore_sigxfsz(); /* past ulimit -f: EFBIG, said like a full disk, not a silent death */
@@ -101,15 +116,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!strcmp(argv[1], "help"))
-        return help(argc, argv);
+        return output_written(NULL, help(argc, argv));
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
-        return 0;
+        return output_written(NULL, 0);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("ltr " LTR_VERSION "\n");
-        return 0;
+        return output_written(NULL, 0);
     }
     const cli_command *c = find(argv[1]);
-    return c ? c->run(argc - 1, argv + 1) : unknown(argv[1]);
+    return c ? output_written(argv[1], c->run(argc - 1, argv + 1)) : unknown(argv[1]);
 }

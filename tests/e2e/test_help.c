@@ -252,9 +252,25 @@ static void default_buffers_explained(void **state)
     tu_free(&r);
 }
 
+/* Output that could not be written is a failure, said on stderr: 'ltr
+ * profiles >/dev/full' exited 0 with nothing written. */
+static void output_to_a_full_disk_fails(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"profiles", "--help", "--version", "help analyze", "status", "analyze --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        tu_result r = tu_run("%s %s >/dev/full", LTR, cmds[i]);
+        print_message("ltr %s >/dev/full: %d %s", cmds[i], r.status, r.err);
+        assert_int_equal(r.status, 1);
+        assert_non_null(strstr(r.err, "No space left on device"));
+        tu_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(output_to_a_full_disk_fails),
         cmocka_unit_test(general_help),
         cmocka_unit_test(help_cmd_is_cmd_help),
         cmocka_unit_test(every_help_has_exit_status),
