@@ -82,6 +82,7 @@ static bool in_scope(const wprp_node *n, const char *file)
 typedef struct match {
     wprp_node *v[4]; /* [level-1][mode-1]: Light/Verbose x File/Memory */
     unsigned variants; /* LTR_PROFILE_VARIANT of each found */
+    bool broken;       /* a profile of that Name whose inheritance failed (reported) */
 } match;
 
 static void find_variants(wprp_catalog *c, const char *file, const char *name, match *m)
@@ -93,6 +94,8 @@ static void find_variants(wprp_catalog *c, const char *file, const char *name, m
         if (!in_scope(n, file) || (own && strcasecmp(own, name) != 0))
             continue; /* resolving only candidates keeps unrelated faults quiet */
         const wprp_node *r = wprp_resolve(c, n);
+        if (!r && own)
+            m->broken = true;
         const char *rn = r ? wprp_node_value(r, "Name") : NULL;
         int level, mode;
         if (!rn || strcasecmp(rn, name) != 0 || variant_of(c, r, &level, &mode) != 0)
@@ -202,6 +205,10 @@ static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool 
     find_variants(c, file, s->name, &m);
     if (!m.variants) {
         if (!s->level && report_unknown_level(c, s, file))
+            return NULL;
+        /* its Base= cycle or missing base is the error, said already: "no
+         * profile of that name" after it told the user theirs was not there */
+        if (m.broken)
             return NULL;
         ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no profile of that name in %s",
                      file ? file : "the built-in profiles");

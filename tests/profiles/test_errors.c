@@ -152,6 +152,39 @@ static void base_cycle(void **state)
     ltr_profile_list_free(l);
 }
 
+/* A profile named whose Base= chain fails is that failure, said once:
+ * 'ltr profiles cyc.wprp!A --details' also said "'A': no profile of that
+ * name in cyc.wprp", of a profile the file has. */
+static void broken_profile_named_is_not_missing(void **state)
+{
+    (void)state;
+    const char *f = write_wprp("cycprof.wprp",
+        "<Profile Id='A.Verbose.File' Base='B.Verbose.File' Name='A' Description='d' DetailLevel='Verbose' "
+        "LoggingMode='File'/>\n"
+        "<Profile Id='B.Verbose.File' Base='A.Verbose.File' Name='B' Description='d' DetailLevel='Verbose' "
+        "LoggingMode='File'/>\n"
+        "<Profile Id='C.Verbose.File' Base='Nowhere.Verbose.File' Name='C' Description='d' "
+        "DetailLevel='Verbose' LoggingMode='File'/>");
+    const char *names[] = {"A", "C"};
+    const char *why[] = {"forms a cycle", "not found"};
+    for (int i = 0; i < 2; i++) {
+        char spec_text[600];
+        snprintf(spec_text, sizeof spec_text, "%s!%s", f, names[i]);
+        ltr_plan *p = NULL;
+        assert_int_not_equal(resolve(&p, true, spec_text, NULL), 0);
+        assert_non_null(p);
+        assert_non_null(find_diag(&p->diags, LTR_DIAG_ERROR, why[i]));
+        assert_null(find_diag(&p->diags, LTR_DIAG_ERROR, "no profile of that name"));
+        ltr_plan_free(p);
+    }
+    ltr_plan *p = NULL; /* a name the file does not have is still said so */
+    char spec_text[600];
+    snprintf(spec_text, sizeof spec_text, "%s!Z", f);
+    assert_int_not_equal(resolve(&p, true, spec_text, NULL), 0);
+    assert_non_null(find_diag(&p->diags, LTR_DIAG_ERROR, "no profile of that name"));
+    ltr_plan_free(p);
+}
+
 static void missing_and_wrong_bases(void **state)
 {
     char body[2048];
@@ -350,6 +383,7 @@ int main(void)
         cmocka_unit_test(entity_expansion),
         cmocka_unit_test(external_entity),
         cmocka_unit_test(base_cycle),
+        cmocka_unit_test(broken_profile_named_is_not_missing),
         cmocka_unit_test(missing_and_wrong_bases),
         cmocka_unit_test(duplicate_ids),
         cmocka_unit_test(out_of_schema_order),
