@@ -107,6 +107,8 @@ struct ltr_analysis {
     an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
     size_t nnosyms;
     size_t hold;              /* events that could wait for the time order (order.h) */
+    size_t hold_given;        /* that hold, asked by the caller (a second pass); 0: by the trace's kind */
+    int hold_env;             /* LTR_ANALYZE_HOLD set it */
     int pid_set;              /* --pid: only that process's events and modules */
     uint32_t pid;
     int progress;

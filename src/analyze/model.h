@@ -112,6 +112,7 @@ typedef struct an_model {
     int oom;           /* memory ran out: results incomplete */
     uint64_t late;     /* events that came after later ones of their process were modelled (sink.h) */
     uint64_t late_across; /* ...after later ones of other processes only: the total's peak may be off */
+    size_t hold_needed; /* with events late: a hold of the order stage under which they would not be (order.h) */
     int unordered;     /* the time-order stage could not run (no memory) */
     an_probe *probes;  /* answered AN_OP_PROBE events, in time order */
     an_vmem vm;        /* the mappings (AN_OP_VM_* events) */

@@ -24,6 +24,7 @@
 #define SEG_SHIFT 8 /* 256 events (10 KiB) a segment: a trace may name a thousand threads */
 #define SEG ((size_t)1 << SEG_SHIFT)
 _Static_assert(SEG == AN_ORDER_SEGMENT, "order.h says the size");
+#define CHECKPOINTS 1024 /* of the times handed on: a late event's distance to within 1/512 of the trace */
 
 typedef struct oq {
     an_event **seg;         /* ring of scap (a power of two) segment pointers */
@@ -64,6 +65,12 @@ struct an_order {
     an_event **pool;        /* segments handed on, for the next to fill */
     size_t npool, cappool;
     an_order_retire retire; /* or segments handed on go there, to come back with an_order_recycle */
+    /* How far behind the late events came (an_order_hold_needed): the events
+     * handed on so far, and every cp_every of them the latest time handed on
+     * then, thinned to every other one when CHECKPOINTS are taken. */
+    uint64_t handed, cp_every, behind;
+    uint64_t cp_ts[CHECKPOINTS], cp_handed[CHECKPOINTS];
+    size_t ncp;
 };
 
 /* Segments a queue holds: those of [head, tail), and the one tail is in. */
@@ -100,6 +107,7 @@ an_order *an_order_new(size_t hold, an_order_emit emit, void *ctx)
     if (!o)
         return NULL;
     o->hold = hold ? hold : AN_ORDER_HOLD_FILE;
+    o->cp_every = SEG;
     o->emit = emit;
     o->ctx = ctx;
     an_hmap_init(&o->map, sizeof(oq_ref));
@@ -130,6 +138,49 @@ void an_order_free(an_order *o)
 }
 
 uint64_t an_order_late(const an_order *o) { return o->late; }
+/* Each release hands on an eighth of the hold more than it must (an_order_commit):
+ * at least 7/8 of it waits. */
+size_t an_order_hold_needed(const an_order *o)
+{
+    return o->late ? (size_t)((o->hold + o->behind) * 8 / 7 + SEG) : 0;
+}
+
+/* A late event at ts: the events handed on since the time handed on first
+ * passed ts (at the checkpoint's grain: an upper bound) would have had to
+ * wait too. */
+static void note_behind(an_order *o, uint64_t ts)
+{
+    size_t lo = 0, hi = o->ncp;
+    while (lo < hi) { /* the first checkpoint later than ts: their times only grow */
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->cp_ts[mid] > ts)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint64_t behind = o->handed - (lo ? o->cp_handed[lo - 1] : 0);
+    if (behind > o->behind)
+        o->behind = behind;
+}
+
+/* n more events handed on, the latest time handed on now out_ts. */
+static void note_count(an_order *o, size_t n)
+{
+    uint64_t before = o->handed;
+    o->handed += n;
+    if (o->handed / o->cp_every == before / o->cp_every)
+        return;
+    if (o->ncp == CHECKPOINTS) { /* every other one, and half as often from now on */
+        for (size_t i = 0; i < CHECKPOINTS / 2; i++) {
+            o->cp_ts[i] = o->cp_ts[2 * i + 1];
+            o->cp_handed[i] = o->cp_handed[2 * i + 1];
+        }
+        o->ncp = CHECKPOINTS / 2;
+        o->cp_every *= 2;
+    }
+    o->cp_ts[o->ncp] = o->out_ts;
+    o->cp_handed[o->ncp++] = o->handed;
+}
 uint64_t an_order_late_across(const an_order *o) { return o->late_across; }
 
 /* The merge order: by time; at one time (the heap agent stamps events to
@@ -260,6 +311,8 @@ static void note_handed(an_order *o, proc_out *po, int created, const an_event *
 {
     size_t i = 0;
     if (sorted && n) {
+        if (po && !created && ev[0].ts < po->ts)
+            note_behind(o, ev[0].ts); /* the earliest of the run: the farthest behind */
         if (po && !created)
             for (; i < n && ev[i].ts < po->ts; i++)
                 o->late++;
@@ -272,13 +325,15 @@ static void note_handed(an_order *o, proc_out *po, int created, const an_event *
         if (!o->out_set || last > o->out_ts)
             o->out_ts = last;
         o->out_set = 1;
+        note_count(o, n);
         return;
     }
     for (; i < n; i++) {
         uint64_t t = ev[i].ts;
-        if (po && !created && t < po->ts)
+        if (po && !created && t < po->ts) {
             o->late++;
-        else if (o->out_set && t < o->out_ts)
+            note_behind(o, t);
+        } else if (o->out_set && t < o->out_ts)
             o->late_across++;
         if (po && (created || t > po->ts))
             po->ts = t, created = 0;
@@ -286,6 +341,7 @@ static void note_handed(an_order *o, proc_out *po, int created, const an_event *
             o->out_ts = t;
         o->out_set = 1;
     }
+    note_count(o, n);
 }
 
 /* Hands on up to count events, oldest first. */

@@ -64,6 +64,10 @@ void an_order_recycle(an_order *o, an_event *seg);
  * changes only the figures of all processes together). */
 uint64_t an_order_late(const an_order *o);
 uint64_t an_order_late_across(const an_order *o);
+/* With events late: a hold under which they would not have been (an upper
+ * bound, from how many events were handed on after the time of each); 0
+ * with none late. */
+size_t an_order_hold_needed(const an_order *o);
 void an_order_free(an_order *o);
 
 #endif

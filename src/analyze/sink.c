@@ -257,6 +257,8 @@ static void drop_order(an_sink *s)
     an_order_drain(s->order);
     s->model->late += an_order_late(s->order);
     s->model->late_across += an_order_late_across(s->order);
+    if (an_order_hold_needed(s->order) > s->model->hold_needed)
+        s->model->hold_needed = an_order_hold_needed(s->order);
     settle(s);
     an_order_free(s->order);
     s->order = NULL;

@@ -323,6 +323,41 @@ static void test_late_counts_match_their_definition(void **state)
  * place, and a damaged block may take none of it) is the same room the next
  * time: at a segment's start it was a fresh segment each time, and the one
  * before was lost (LeakSanitizer, test_format_refs). */
+/* How far behind late events came (an_order_hold_needed, the hold of the
+ * analysis's second pass): thread 1 makes 16 000 events, one a time unit,
+ * handed on past a hold of 100; thread 2's one event at time 4 000 comes
+ * after them all, 12 000 handed on later than it. A hold of what the stage
+ * says would have kept it in order: no event late, the same stream then. */
+static void test_hold_needed_keeps_the_late_in_order(void **state)
+{
+    (void)state;
+    static uint64_t ts[16000];
+    for (size_t i = 0; i < 16000; i++)
+        ts[i] = i + 1;
+    size_t need = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t got = 0;
+        an_order *o = an_order_new(pass ? need : 100, count_events, &got);
+        assert_non_null(o);
+        assert_int_equal(an_order_hold_needed(o), 0);
+        for (size_t i = 0; i < 16000; i += 128) /* half a segment a room */
+            put(o, 1, ts + i, 128);
+        put(o, 2, (uint64_t[]){4000}, 1);
+        an_order_drain(o);
+        assert_int_equal(got, 16001);
+        if (!pass) {
+            assert_int_equal(an_order_late(o), 1);
+            need = an_order_hold_needed(o);
+            if (need < 12000 || need > 2 * 12000)
+                fail_msg("hold needed %zu, for an event 12 000 behind past a hold of 100", need);
+        } else {
+            assert_int_equal(an_order_late(o), 0);
+            assert_int_equal(an_order_hold_needed(o), 0);
+        }
+        an_order_free(o);
+    }
+}
+
 static void test_room_not_committed_is_given_again(void **state)
 {
     (void)state;
@@ -352,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_far_behind_runs_have_a_budget),
         cmocka_unit_test(test_many_events_across_segments),
         cmocka_unit_test(test_late_counts_match_their_definition),
+        cmocka_unit_test(test_hold_needed_keeps_the_late_in_order),
         cmocka_unit_test(test_room_not_committed_is_given_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -311,6 +311,34 @@ static void test_peak_in_time_order(void **state)
     tu_free(&all);
 }
 
+/* A thread's buffer written when it exits, 1.4 M events after its
+ * allocation (overlap.c "behind"): behind the 256 K events the analysis
+ * holds at first. It analyzes the trace again holding as many as it saw
+ * come behind, and says so: the peak is the 12 MiB both threads held (a
+ * single pass found 8, the thread's block counted after the main thread's
+ * was freed). LTR_ANALYZE_HOLD sets the hold and analyzes once. */
+static void test_far_behind_analyzed_again(void **state)
+{
+    (void)state;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' behind", tu_test_bin("analyze-overlap"));
+    record("behind.ltr", "", cmd);
+    char *json = analyze("behind.ltr", "--format json", 0);
+    const char *sum = strstr(json, "\"summary\"");
+    assert_non_null(sum);
+    long long peak = num_after(sum, "peak_bytes");
+    if (peak < (12ll << 20) || peak >= (12ll << 20) + (512 << 10))
+        fail_msg("peak %lld bytes, not 12 MiB: %s", peak, json);
+    assert_non_null(strstr(json, "it analyzed the trace again, holding"));
+    assert_null(strstr(json, "later than what the analysis could hold"));
+    free(json);
+    tu_result once = tu_run("LTR_ANALYZE_HOLD=262144 '%s' analyze behind.ltr --format json", tu_ltr());
+    assert_int_equal(once.status, 0);
+    assert_non_null(strstr(once.out, "later than what the analysis could hold"));
+    assert_null(strstr(once.out, "analyzed the trace again"));
+    tu_free(&once);
+}
+
 static void test_pprof_with_go(void **state)
 {
     (void)state;
@@ -644,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_memory_mode),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_peak_in_time_order),
+        cmocka_unit_test(test_far_behind_analyzed_again),
         cmocka_unit_test(test_pprof_with_go),
         cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),

@@ -11,6 +11,13 @@
  *             allocates 1 MiB and frees it: the peak is 3 MiB at that
  *             allocation, which comes later in time than the 2 MiB but, in
  *             a buffer of its own, earlier in the file.
+ *   behind:   a thread allocates 8 MiB and waits; the main thread holds 4
+ *             MiB over 350 000 allocations and frees, frees it, makes as
+ *             many again, and lets the thread free its block: the peak is
+ *             12 MiB, at the main thread's allocation, though the thread's
+ *             buffer comes in the file 1.4 M events after its allocation
+ *             (written when it exits): behind the 256 K events the
+ *             analysis holds at first.
  * Between steps the program waits for the clock's next 100 us: the agent
  * stamps events to that grain, and events of two threads with one timestamp
  * have no order in the trace.
@@ -87,8 +94,52 @@ static int later(void)
     return 0;
 }
 
+static pthread_barrier_t started, done;
+
+static void *waits(void *arg)
+{
+    char *p = malloc((size_t)arg);
+    if (p)
+        memset(p, 1, 4096);
+    pthread_barrier_wait(&started);
+    pthread_barrier_wait(&done);
+    free(p);
+    return NULL;
+}
+
+static void churn(int n)
+{
+    for (int i = 0; i < n; i++) {
+        void *volatile q = malloc(32 + (size_t)(i & 63));
+        free(q);
+    }
+}
+
+static int behind(void)
+{
+    pthread_t t;
+    pthread_barrier_init(&started, NULL, 2);
+    pthread_barrier_init(&done, NULL, 2);
+    if (pthread_create(&t, NULL, waits, (void *)(size_t)(8u << 20)))
+        return 1;
+    pthread_barrier_wait(&started);
+    clock_moves_on();
+    char *kept = malloc(4u << 20);
+    if (!kept)
+        return 1;
+    kept[0] = 1;
+    churn(350000);
+    clock_moves_on();
+    free(kept);
+    churn(350000);
+    pthread_barrier_wait(&done);
+    return pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "behind"))
+        return behind();
     if (argc == 2 && !strcmp(argv[1], "together"))
         return together();
     if (argc == 2 && !strcmp(argv[1], "later"))
