@@ -30,9 +30,16 @@ int cmd_stop(int argc, char **argv)
     char path[4096];
     if (cli_absolute_path("stop", argv[first], path, sizeof path))
         return 2;
-    if (ltr_path_taken(path) && !ltr_client_is_session_output(instance, path) &&
-        cli_refuse_existing("stop", path, force))
-        return 1;
+    if (ltr_path_taken(path)) {
+        /* no session to stop says so first: not that the file is there, and
+         * then, with --force, that the session is not (a review) */
+        ltr_error err;
+        int ours = ltr_client_is_session_output(instance, path, &err);
+        if (ours < 0)
+            return cli_fail("stop", "%s", err.msg);
+        if (!ours && cli_refuse_existing("stop", path, force))
+            return 1;
+    }
     const char *description = first + 1 < argc ? argv[first + 1] : "";
     rc = cli_session_write_request("stop", instance, "stop", path, description, force, NULL);
     if (!rc) {

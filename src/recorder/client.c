@@ -252,11 +252,11 @@ const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size)
     return ltr_kvlist_get(resp, "log", buf, size);
 }
 
-bool ltr_client_is_session_output(const char *session, const char *path)
+int ltr_client_is_session_output(const char *session, const char *path, ltr_error *err)
 {
     static ltr_session_status st; /* 40 KB: not on the stack */
-    ltr_error err;
-    return ltr_client_status(session, &st, &err) == 0 && st.has_output && !strcmp(st.output, path);
+    int rc = ltr_client_status(session, &st, err);
+    return rc < 0 ? rc : st.has_output && !strcmp(st.output, path);
 }
 
 void ltr_kvlist_free(ltr_kvlist *kv)

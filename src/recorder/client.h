@@ -41,8 +41,9 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
  * went wrong, and the log is removed at a clean end). */
 const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size);
 /* Whether path is the file a running file-mode session grows its trace in
- * (stopping into it replaces nothing). False when the session does not answer. */
-bool ltr_client_is_session_output(const char *session, const char *path);
+ * (stopping into it replaces nothing): 1 it is, 0 it is not, -errno (err
+ * set) when the session does not answer (none of that name: -ESRCH). */
+int ltr_client_is_session_output(const char *session, const char *path, ltr_error *err);
 void ltr_kvlist_free(ltr_kvlist *kv);
 /* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
 const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);

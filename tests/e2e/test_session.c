@@ -279,6 +279,14 @@ static void test_taken_name_and_missing_session(void **state)
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "no session named 'nothere' is running"));
     tu_free(&r);
+    /* a file already there: still the missing session first (it said the
+     * file exists, and then, with --force, that no session runs) */
+    tu_write_file(dir, "there.ltr", "x");
+    r = tu_run("%s stop %s/there.ltr --instance nothere", LTR, dir);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no session named 'nothere' is running"));
+    assert_null(strstr(r.err, "already exists"));
+    tu_free(&r);
     r = tu_run("%s save %s/none.ltr", LTR, dir);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "no session named 'ltr' is running"));

@@ -72,13 +72,15 @@ static void test_is_session_output(void **state)
     snprintf(out, sizeof out, "%s/grows.ltr", dir);
     snprintf(other, sizeof other, "%s/other.ltr", dir);
     launch("out-test", LTR_MODE_FILE, out);
-    bool same = ltr_client_is_session_output("out-test", out);
-    bool differs = ltr_client_is_session_output("out-test", other);
     ltr_error err;
+    int same = ltr_client_is_session_output("out-test", out, &err);
+    int differs = ltr_client_is_session_output("out-test", other, &err);
     ltr_client_op("out-test", "cancel", NULL, NULL, false, NULL, &err);
-    assert_true(same);
-    assert_false(differs);
-    assert_false(ltr_client_is_session_output("nobody-here", out));
+    assert_int_equal(same, 1);
+    assert_int_equal(differs, 0);
+    /* no such session: said as such (ltr stop says that first, a review) */
+    assert_int_equal(ltr_client_is_session_output("nobody-here", out, &err), -ESRCH);
+    assert_non_null(strstr(err.msg, "no session named 'nobody-here'"));
 }
 
 /* flush and capturestate, typed: a file-mode session's trace is a readable
