@@ -54,6 +54,9 @@ int cli_session_file_args(const char *cmd, int argc, char **argv, const char *us
  * else a warning, the trace being whole either way. Returns 0 when they
  * were added (or nothing was named), 1 if not. */
 int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, int asked);
+/* The help text of --instance, for the commands that name a session. */
+#define CLI_INSTANCE_HELP \
+    "  --instance NAME      the session (default: ltr; WPR's -instancename)\n"
 /* The help text of --no-symbols, for the commands that write a trace. */
 #define CLI_NO_SYMBOLS_HELP \
     "  --no-symbols         do not add the names of the recorded frames to the trace\n" \

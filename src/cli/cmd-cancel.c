@@ -15,7 +15,8 @@ int cmd_cancel(int argc, char **argv)
     int first;
     int rc = cli_session_args("cancel", argc, argv, usage,
                               "Ends a session and discards what it recorded. A session whose recorder\n"
-                              "was killed (see ltr status) is forgotten; its partial trace stays.\n"
+                              "was killed (see ltr status) is forgotten; its partial trace stays.\n\n"
+                              CLI_INSTANCE_HELP
                               "\nexit status: 0 done, 1 no such session or it did not answer,\n"
                               "2 bad usage.\n",
                               &instance, &first, 0, 0);

@@ -18,7 +18,7 @@ int cmd_save(int argc, char **argv)
                                    "The session goes on recording, unchanged, also when FILE cannot be written.\n"
                                    "An existing FILE is not "
                                    "overwritten unless --force is given.\n\n"
-                                   CLI_NO_SYMBOLS_HELP
+                                   CLI_INSTANCE_HELP CLI_NO_SYMBOLS_HELP
                                    "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
                                    "not in memory mode, FILE could not be written), 2 bad usage.\n",
                                    &instance, &first, 1, 1, &force, &no_symbols);

@@ -108,7 +108,8 @@ int cmd_status(int argc, char **argv)
                               "Shows every running session (or one): its mode, how long it has run, its\n"
                               "buffers, and the events recorded, lost and overwritten per collector.\n"
                               "Then the sessions whose recorder was killed: their partial traces and how\n"
-                              "to recover them.\n"
+                              "to recover them.\n\n"
+                              "  --instance NAME      that session only\n"
                               "\nexit status: 0 done (also when no session is running), 1 a session\n"
                               "could not be asked, 2 bad usage.\n",
                               &instance, &first, 0, 0);

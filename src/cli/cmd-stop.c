@@ -21,7 +21,7 @@ int cmd_stop(int argc, char **argv)
                                    "or in memory mode the trace cannot be written whole (a full disk), the\n"
                                    "session keeps running and the exit status is 1. A write error in file\n"
                                    "mode (a full disk) is reported with the events it cost, exit status 1.\n\n"
-                                   CLI_NO_SYMBOLS_HELP
+                                   CLI_INSTANCE_HELP CLI_NO_SYMBOLS_HELP
                                    "\nexit status: 0 the trace was written, 1 it was not (no such session,\n"
                                    "FILE could not be written), 2 bad usage.\n",
                                    &instance, &first, 1, 2, &force, &no_symbols);
