@@ -106,6 +106,7 @@ struct ltr_analysis {
     size_t problems_warned;   /* symbolizer problems already turned into warnings */
     an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
     size_t nnosyms;
+    size_t nosyms_asked;      /* of the symbolizer's list, those looked at (one file under two paths: one entry) */
     size_t hold;              /* events that could wait for the time order (order.h) */
     size_t hold_given;        /* that hold, asked by the caller (a second pass); 0: by the trace's kind */
     int hold_env;             /* LTR_ANALYZE_HOLD set it */

@@ -113,8 +113,26 @@ static char *debug_dir(const ltr_analysis *a)
     return strdup("/usr/lib/debug");
 }
 
+/* Whether a module of that build-id was said already: one file under two
+ * paths (git's /usr/bin/git and /usr/lib/git-core/git, hard links) is one
+ * warning, whose fix serves both. */
+static bool nosyms_known(const ltr_analysis *a, const uint8_t *id, size_t idlen)
+{
+    char hex[2 * 64 + 1];
+    if (!idlen || idlen > 64)
+        return false;
+    for (size_t i = 0; i < idlen; i++)
+        snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    for (size_t i = 0; i < a->nnosyms; i++)
+        if (a->nosyms[i].build_id && !strcmp(a->nosyms[i].build_id, hex))
+            return true;
+    return false;
+}
+
 static void note_nosyms(ltr_analysis *a, const char *path, const uint8_t *id, size_t idlen)
 {
+    if (nosyms_known(a, id, idlen))
+        return;
     an_nosyms *v = realloc(a->nosyms, (a->nnosyms + 1) * sizeof *v);
     if (!v)
         return;
@@ -145,7 +163,8 @@ static void note_nosyms(ltr_analysis *a, const char *path, const uint8_t *id, si
 static void warn_nosyms(ltr_analysis *a, ltr_symbolizer *s)
 {
     size_t before = a->nnosyms;
-    for (size_t i = a->nnosyms; i < ltr_symbolizer_nosyms_count(s); i++) {
+    for (; a->nosyms_asked < ltr_symbolizer_nosyms_count(s); a->nosyms_asked++) {
+        size_t i = a->nosyms_asked;
         const char *path;
         const uint8_t *id;
         size_t idlen;

@@ -448,6 +448,26 @@ static const char *record_copy_opts(const char *dir, const char *opts)
 
 static const char *record_copy(const char *dir) { return record_copy_opts(dir, "--no-symbols"); }
 
+/* One file under two paths (git's /usr/bin/git and /usr/lib/git-core/git
+ * are hard links), stripped: one warning, for the build-id both share (a
+ * review saw two). */
+static void test_one_file_two_paths_one_warning(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("mkdir -p twice && cp '%s' '%s' twice/ && ln -f twice/leaky twice/leaky-again",
+                         demo_bin("leaky"), demo_bin("libleaky-plugin.so"));
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    record("twice/leaky.ltr", "--no-symbols", "sh -c \"$PWD/twice/leaky; $PWD/twice/leaky-again\"");
+    r = tu_run("strip twice/leaky && '%s' analyze twice/leaky.ltr --top 1", tu_ltr());
+    assert_int_equal(r.status, 0);
+    int once = strstr(r.out, "twice/leaky has no symbols here") != NULL,
+        again = strstr(r.out, "twice/leaky-again has no symbols here") != NULL;
+    if (once + again != 1)
+        fail_msg("wanted one warning about the stripped program:\n%s", r.out);
+    tu_free(&r);
+}
+
 static void test_separate_debug_info(void **state)
 {
     (void)state;
@@ -678,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_folded_with_flamegraph),
         cmocka_unit_test(test_separate_debug_info),
         cmocka_unit_test(test_modules_without_symbols),
+        cmocka_unit_test(test_one_file_two_paths_one_warning),
         cmocka_unit_test(test_build_id_mismatch),
         cmocka_unit_test(test_large_trace_same_report),
         cmocka_unit_test(test_bad_input),
