@@ -384,7 +384,8 @@ static void warn_state(ltr_analysis *a)
     }
     if (unseen)
         an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (allocated before "
-                "the trace began, or before the heap agent started in their process%s); they change no total",
+                "the trace began, before the heap agent started in their process, or by their parent before "
+                "it forked them: a shell's children free what it had%s); they change no total",
              (unsigned long long)unseen, a->events_lost ? ", or their Alloc was among the events lost" : "");
     if (implicit) /* why their frees are missing: what the trace says of it, not a guess */
         an_warn(a, "%llu address(es) were allocated again without a free in between: those frees are not in "
