@@ -96,7 +96,8 @@ static int grow(an_hmap *m)
         }
         gone = release_behind(m->slots, old_bytes, gone, (i + 1) * m->esize);
     }
-    slots_free(m->slots + gone, old_bytes - gone);
+    if (m->slots) /* none before the first growth */
+        slots_free(m->slots + gone, old_bytes - gone);
     m->slots = slots;
     m->cap = cap;
     m->shift = shift;
