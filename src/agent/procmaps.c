@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,26 +60,20 @@ static bool take_name(uintptr_t lo, uintptr_t hi, const char *perms, const char 
     return false;
 }
 
-/* The name of the file mapped at addr, malloc'd (NULL: none known). */
+/* The name of the file mapped at addr, malloc'd (NULL: none known). Read
+ * from the file, not asked by PROCMAP_QUERY: an object named by a relative
+ * path is rare, and an ioctl a seccomp filter does not know may kill the
+ * process (the late agent's sweep takes that risk for its speed beside
+ * hundreds of libraries; this has no such need). */
 static char *file_at(uintptr_t addr)
 {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *path = malloc(PATH_MAX);
-    struct procmaps_query q = {.size = sizeof q, .query_addr = addr, .vma_name_size = PATH_MAX,
-                               .vma_name_addr = (uintptr_t)path};
     int saved = errno;
-    if (path && ioctl(fd, PROCMAPS_QUERY, &q) == 0) {
-        close(fd);
-        errno = saved;
-        return q.vma_name_size ? path : (free(path), NULL);
-    }
-    free(path);
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     name_at w = {.addr = addr};
-    if (errno != ENOENT) /* a kernel before 6.11 (ENOENT: nothing mapped there) */
+    if (fd >= 0) {
         procmaps_each(fd, take_name, &w);
-    close(fd);
+        close(fd);
+    }
     errno = saved;
     return w.name;
 }
