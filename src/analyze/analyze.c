@@ -270,6 +270,8 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     ltr_trace_summary s0;
     ltr_trace_summarize(a->trace, &s0);
     an_progress_begin(&pr, o->progress, s0.file_size);
+    if (a->hold_given) /* the second pass (ltr_analysis_run) */
+        pr.label = "analyzing again"; /* within 80 columns, bar and time included */
     /* the first event goes the generic way: the origin may be its timestamp */
     const ltr_event *ev;
     int rc = ltr_trace_next(a->trace, &ev, err);

@@ -298,6 +298,7 @@ void an_files_text_free(ltr_analysis *a);
 typedef struct an_progress {
     int enabled, shown;
     uint64_t total, started_ns, next_ns;
+    const char *label; /* "analyzing" unless set after an_progress_begin */
 } an_progress;
 void an_progress_begin(an_progress *p, int wanted, uint64_t total);
 void an_progress_update(an_progress *p, uint64_t done);

@@ -23,6 +23,7 @@ void an_progress_begin(an_progress *p, int wanted, uint64_t total)
     p->total = total;
     p->started_ns = now_ns();
     p->next_ns = p->started_ns + 1000000000ull;
+    p->label = "analyzing";
 }
 
 void an_progress_update(an_progress *p, uint64_t done)
@@ -39,12 +40,12 @@ void an_progress_update(an_progress *p, uint64_t done)
     for (unsigned i = 0; i < 40; i++)
         bar[i] = i < pct * 40 / 100 ? '#' : '.';
     bar[40] = 0;
-    fprintf(stderr, "\ranalyzing [%s] %3u%% %.1f s", bar, pct, (double)(t - p->started_ns) / 1e9);
+    fprintf(stderr, "\r%s [%s] %3u%% %.1f s", p->label, bar, pct, (double)(t - p->started_ns) / 1e9);
     fflush(stderr);
 }
 
 void an_progress_end(an_progress *p)
 {
     if (p->shown)
-        fprintf(stderr, "\r%70s\r", "");
+        fprintf(stderr, "\r%79s\r", "");
 }
