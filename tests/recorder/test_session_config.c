@@ -192,20 +192,28 @@ static void test_too_many_providers(void **state)
     ltr_bytes_free(&notes);
 }
 
-/* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
-static void test_builtin_heap_profile(void **state)
+/* A built-in profile resolved as `ltr start NAME [--filemode]` does, and
+ * the configuration made fresh (the test is skipped without the sources). */
+static ltr_plan *builtin_plan(const char *name, bool filemode)
 {
-    (void)state;
     const char *src = getenv("LTR_SOURCE_DIR");
     if (!src)
         skip();
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/profiles", src);
-    const char *specs[] = {"heap"};
-    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir};
+    const char *specs[] = {name};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir, .filemode = filemode};
     ltr_plan *plan = NULL;
     assert_int_equal(ltr_profiles_resolve(&req, &plan), 0);
     fresh();
+    return plan;
+}
+
+/* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
+static void test_builtin_heap_profile(void **state)
+{
+    (void)state;
+    ltr_plan *plan = builtin_plan("heap", false);
     ltr_session_options o = {.buffers = 3};
     ltr_bytes notes = {0};
     ltr_error err;
@@ -288,16 +296,7 @@ static void test_system_keywords(void **state)
 static void test_same_provider_twice_merges(void **state)
 {
     (void)state;
-    const char *src = getenv("LTR_SOURCE_DIR");
-    if (!src)
-        skip();
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/profiles", src);
-    const char *specs[] = {"general"};
-    ltr_profile_request req = {.specs = specs, .nspecs = 1, .builtin_dir = dir, .filemode = true};
-    ltr_plan *plan = NULL;
-    assert_int_equal(ltr_profiles_resolve(&req, &plan), 0);
-    fresh();
+    ltr_plan *plan = builtin_plan("general", true);
     ltr_provider_spec p[3] = {spec("Ltr.System:0x20"), spec("Acme.One:0x1:3"), spec("Acme.One:0x4:5")};
     ltr_session_options o = {.providers = p, .nproviders = 3};
     ltr_bytes notes = {0};
