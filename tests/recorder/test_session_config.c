@@ -209,18 +209,24 @@ static ltr_plan *builtin_plan(const char *name, bool filemode)
     return plan;
 }
 
+/* cfg built from a built-in profile and options, as `ltr start` builds it. */
+static void build_builtin(const char *name, bool filemode, const ltr_session_options *o)
+{
+    ltr_plan *plan = builtin_plan(name, filemode);
+    ltr_bytes notes = {0};
+    ltr_error err;
+    int rc = ltr_session_config_build(plan, o, &cfg, &notes, &err);
+    ltr_plan_free(plan);
+    ltr_bytes_free(&notes);
+    if (rc != 0)
+        fail_msg("%s: %s", name, err.msg);
+}
+
 /* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
 static void test_builtin_heap_profile(void **state)
 {
     (void)state;
-    ltr_plan *plan = builtin_plan("heap", false);
-    ltr_session_options o = {.buffers = 3};
-    ltr_bytes notes = {0};
-    ltr_error err;
-    int rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
-    ltr_plan_free(plan);
-    ltr_bytes_free(&notes);
-    assert_int_equal(rc, 0);
+    build_builtin("heap", false, &(ltr_session_options){.buffers = 3});
     assert_int_equal(cfg.ncollectors, 1);
     assert_string_equal(cfg.collectors[0].name, "heap");
     assert_int_equal(cfg.collectors[0].buffer_kb, 1024);
@@ -296,15 +302,8 @@ static void test_system_keywords(void **state)
 static void test_same_provider_twice_merges(void **state)
 {
     (void)state;
-    ltr_plan *plan = builtin_plan("general", true);
     ltr_provider_spec p[3] = {spec("Ltr.System:0x20"), spec("Acme.One:0x1:3"), spec("Acme.One:0x4:5")};
-    ltr_session_options o = {.providers = p, .nproviders = 3};
-    ltr_bytes notes = {0};
-    ltr_error err;
-    int rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
-    ltr_plan_free(plan);
-    ltr_bytes_free(&notes);
-    assert_int_equal(rc, 0);
+    build_builtin("general", true, &(ltr_session_options){.providers = p, .nproviders = 3});
     assert_int_equal(cfg.nproviders, 2);
     assert_string_equal(cfg.providers[0].name, LTR_SYSTEM_PROVIDER);
     uint64_t profile_bits = LTR_SYSKW_PROCESS | LTR_SYSKW_LOADER | LTR_SYSKW_MEMINFO;
