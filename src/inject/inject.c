@@ -150,12 +150,19 @@ static bool eintr_on_stop(long nr)
     }
 }
 
-/* Blocking waits during which libc holds no lock dlopen or malloc needs. */
+/* Blocking waits during which libc holds no lock dlopen or malloc needs.
+ * restart_syscall is what a thread runs once a stop (SIGSTOP and SIGCONT,
+ * or an earlier try of ours) cut a relative nanosleep, clock_nanosleep,
+ * poll or timed futex wait: the kernel resumes only those so, all of them
+ * waits here. Without it, a thread that sleeps long could not be taken
+ * again until its sleep ended: a program continued after a stop (as the
+ * refusal of a stopped one says to do), sleeping 20 s, was refused. */
 static bool waiting_syscall(long nr)
 {
     switch (nr) {
     case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv: case SYS_write: case SYS_writev:
-    case SYS_pwrite64: case SYS_futex: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_poll:
+    case SYS_pwrite64: case SYS_futex: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_restart_syscall:
+    case SYS_poll:
     case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_wait4: case SYS_waitid: case SYS_pause:
     case SYS_rt_sigsuspend: case SYS_flock: case SYS_fcntl: case SYS_ioctl: case SYS_connect:
         return true;

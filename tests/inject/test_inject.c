@@ -2,7 +2,8 @@
  * tests/inject/test_inject.c — src/inject in-process: the injector loads
  * probe.so into target programs (tests/inject/target.c) blocked in read(),
  * epoll_wait(), nanosleep() and a condition variable, busy in four threads,
- * with SIGSEGV blocked in the main thread, and exiting during the attach;
+ * with SIGSEGV blocked in the main thread, sleeping on after a stop and a
+ * continue (restart_syscall), and exiting during the attach;
  * each target checks its own calls and exits 0 only if none saw an EINTR it
  * did not expect or a wrong result. Then every refusal, target untouched.
  * ptrace needs the right to trace the target: these tests run as root (CI
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +173,39 @@ static void test_in_nanosleep(void **state)
     blocked_mode("sleep", true);
     /* the sleep was restarted for what remained, not cut short */
     assert_true(tu_now_s() - t0 >= 1.9);
+}
+
+/* A thread that a stop cut in a relative sleep sleeps on in restart_syscall:
+ * a wait like the sleep itself (it was refused until the sleep ended). */
+static void test_in_sleep_restarted_after_a_stop(void **state)
+{
+    double t0 = tu_now_s();
+    target t = start("longsleep", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    kill(t.pid, SIGSTOP);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)t.pid);
+    for (double end = tu_now_s() + 10; tu_now_s() < end; usleep(1000)) {
+        char *s = tu_read_file(path), *p = s ? strrchr(s, ')') : NULL;
+        bool stopped = p && p[2] == 'T';
+        free(s);
+        if (stopped)
+            break;
+    }
+    kill(t.pid, SIGCONT);
+    wait_blocked(t.pid, t.pid);
+    snprintf(path, sizeof path, "/proc/%d/syscall", (int)t.pid);
+    char *sc = tu_read_file(path);
+    assert_non_null(sc);
+    assert_int_equal(atoi(sc), SYS_restart_syscall);
+    free(sc);
+    ltr_error err = {0};
+    ltr_inject_report rep;
+    if (ltr_inject_dlopen(t.pid, probe, 2000, &rep, &err) != 0)
+        fail_msg("inject: %s", err.msg);
+    assert_int_equal(probe_lines(&t), 1);
+    assert_int_equal(finish(&t), 0);
+    assert_true(tu_now_s() - t0 >= 5.9); /* the sleep went on for what remained */
 }
 
 static void test_condvar_wait(void **state)
@@ -412,6 +447,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_blocked_in_read, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_blocked_in_epoll_wait, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_in_nanosleep, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_in_sleep_restarted_after_a_stop, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_condvar_wait, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_busy_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_segv_blocked_thread_is_avoided, tu_setup_sandbox, tu_teardown_sandbox),

@@ -5,6 +5,8 @@
  *   read      blocked in read() on stdin (a pipe) until a line comes
  *   epoll     blocked in epoll_wait() on stdin (Linux gives EINTR on a stop)
  *   sleep     in nanosleep() for 2 s, then reads stdin
+ *   longsleep in nanosleep() for 6 s, then reads stdin (the test stops and
+ *             continues it first: the sleep goes on in restart_syscall)
  *   cond      main waits on a condition variable; a thread reads stdin and signals
  *   busy      4 threads allocate, free and check checksums until stdin ends
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
@@ -489,6 +491,13 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "sleep")) {
         struct timespec ts = {2, 0};
+        ready();
+        if (nanosleep(&ts, NULL) != 0)
+            return fail("nanosleep");
+        return read_line();
+    }
+    if (!strcmp(mode, "longsleep")) {
+        struct timespec ts = {6, 0};
         ready();
         if (nanosleep(&ts, NULL) != 0)
             return fail("nanosleep");
