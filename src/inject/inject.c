@@ -276,11 +276,34 @@ static int mem_write(const tracee *t, uint64_t addr, const void *buf, size_t len
     return n == (ssize_t)len ? 0 : -EFAULT;
 }
 
+/* Is word i, the address of the signal trampoline, the return address of a
+ * signal frame? The kernel writes the frame (rt_sigframe) as the
+ * trampoline's address, then the ucontext: uc_flags (UC_FP_XSTATE,
+ * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS: low bits only), uc_link (0),
+ * uc_stack (3 words), and the interrupted registers, whose code segment is
+ * 22 words further (0x33: 64-bit code; 0x23: 32-bit). A stale copy of the
+ * address is another matter: glibc's sigaction puts it in the
+ * kernel_sigaction it builds on its stack, and a word of a later frame that
+ * is never written keeps it. Taken for a frame, it refused every moment of
+ * the thread for as long as it stayed there (a Rust program sleeping in
+ * main: its runtime calls sigaction at start-up). A frame the scan cannot
+ * read whole is taken for one. */
+#define FRAME_CS_WORD 24
+static bool signal_frame_at(const uint64_t *w, size_t n, size_t i)
+{
+    if (i + FRAME_CS_WORD >= n)
+        return true;
+    uint16_t cs = (uint16_t)w[i + FRAME_CS_WORD];
+    return (w[i + 1] & ~(uint64_t)0xff) == 0 && w[i + 2] == 0 && (cs == 0x33 || cs == 0x23);
+}
+
 /* Does the stack above rsp hold a return address into code that holds a
- * lock fork takes (its atfork handlers run under it) or a signal frame? Stale
- * words count too: a false alarm costs a retry, never safety. */
-static bool stack_holds_danger(const tracee *t, const inj_range *danger, unsigned ndanger, uint64_t rsp,
-                               uint64_t top)
+ * lock fork takes (its atfork handlers run under it) or a signal frame
+ * (the trampoline's address, where a frame's shape follows it)? Stale
+ * return addresses into fork count too: a false alarm costs a retry, never
+ * safety. */
+static bool stack_holds_danger(const tracee *t, const inj_target *g, const inj_range *danger, unsigned ndanger,
+                               uint64_t rsp, uint64_t top)
 {
     size_t len = (size_t)(top - rsp);
     if (len > STACK_SCAN_MAX)
@@ -291,7 +314,8 @@ static bool stack_holds_danger(const tracee *t, const inj_range *danger, unsigne
         return true;
     bool bad = len && pread(t->mem, w, len, (off_t)rsp) != (ssize_t)len;
     for (size_t i = 0; !bad && i < len / 8; i++)
-        bad = inj_in(danger, ndanger, w[i]);
+        bad = inj_in(danger, ndanger, w[i]) &&
+              (!inj_in(g->restorer, g->nrestorer, w[i]) || signal_frame_at(w, len / 8, i));
     free(w);
     return bad;
 }
@@ -315,8 +339,8 @@ static const char *judge(tracee *t, const inj_target *g)
         return "its stack is not mapped";
     if (strcmp(name, "[stack]") != 0 && r->rsp - stack.lo < STACK_ROOM_MIN)
         return "too little room on its stack";
-    if (in_call ? stack_holds_danger(t, g->restorer, g->nrestorer, r->rsp, stack.hi)
-                : stack_holds_danger(t, g->danger, g->ndanger, r->rsp, stack.hi))
+    if (in_call ? stack_holds_danger(t, g, g->restorer, g->nrestorer, r->rsp, stack.hi)
+                : stack_holds_danger(t, g, g->danger, g->ndanger, r->rsp, stack.hi))
         return in_call ? "in a signal handler" : "inside fork or a signal handler";
     return NULL;
 }

@@ -3,9 +3,11 @@
  * probe.so into target programs (tests/inject/target.c) blocked in read(),
  * epoll_wait(), nanosleep() and a condition variable, busy in four threads,
  * with SIGSEGV blocked in the main thread, sleeping on after a stop and a
- * continue (restart_syscall), and exiting during the attach;
+ * continue (restart_syscall), beside a stale copy of the signal
+ * trampoline's address, and exiting during the attach;
  * each target checks its own calls and exits 0 only if none saw an EINTR it
- * did not expect or a wrong result. Then every refusal, target untouched.
+ * did not expect or a wrong result. Then every refusal, target untouched
+ * (a thread inside a signal handler among them).
  * ptrace needs the right to trace the target: these tests run as root (CI
  * does) or with ptrace allowed for our own children; the ones that need root
  * (another user) skip otherwise, saying so.
@@ -206,6 +208,29 @@ static void test_in_sleep_restarted_after_a_stop(void **state)
     assert_int_equal(probe_lines(&t), 1);
     assert_int_equal(finish(&t), 0);
     assert_true(tu_now_s() - t0 >= 5.9); /* the sleep went on for what remained */
+}
+
+/* The signal trampoline's address in a word of the stack, with no signal
+ * frame around it, is no reason to refuse; a real frame is. */
+static void test_trampoline_word_is_not_a_handler(void **state)
+{
+    target t = start("trampoline-word", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    ltr_inject_report rep;
+    inject_ok(&t, &rep);
+    assert_int_equal(finish(&t), 0);
+}
+
+static void test_refuse_inside_a_signal_handler(void **state)
+{
+    target t = start("inhandler", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    ltr_error err = {0};
+    assert_int_equal(ltr_inject_dlopen(t.pid, probe, 300, NULL, &err), -ETIMEDOUT);
+    if (!strstr(err.msg, "signal handler"))
+        fail_msg("expected a signal handler in: %s", err.msg);
+    assert_int_equal(probe_lines(&t), 0);
+    assert_int_equal(finish(&t), 0);
 }
 
 static void test_condvar_wait(void **state)
@@ -448,6 +473,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_blocked_in_epoll_wait, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_in_nanosleep, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_in_sleep_restarted_after_a_stop, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_trampoline_word_is_not_a_handler, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_refuse_inside_a_signal_handler, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_condvar_wait, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_busy_threads, tu_setup_sandbox, tu_teardown_sandbox),

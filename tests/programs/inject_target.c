@@ -7,6 +7,11 @@
  *   sleep     in nanosleep() for 2 s, then reads stdin
  *   longsleep in nanosleep() for 6 s, then reads stdin (the test stops and
  *             continues it first: the sleep goes on in restart_syscall)
+ *   trampoline-word  reads stdin with the address of libc's signal
+ *             trampoline in a local variable, as a stale word that glibc's
+ *             sigaction left on the stack would be (no signal frame)
+ *   inhandler a SIGUSR1 handler (installed with sigaction) reads stdin: a
+ *             real signal frame on the stack
  *   cond      main waits on a condition variable; a thread reads stdin and signals
  *   busy      4 threads allocate, free and check checksums until stdin ends
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
@@ -91,6 +96,8 @@ static int read_line(void)
         return fail("read");
     return n > 0 ? 0 : (errno = 0, fail("read got end of file"));
 }
+
+static volatile int handler_result = 3;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -471,6 +478,25 @@ static int mode_atfork(bool with_lock)
     return read_one_line();
 }
 
+static void on_usr1(int sig)
+{
+    (void)sig;
+    ready();
+    handler_result = read_line();
+}
+
+/* Blocks in read with the trampoline's address among its locals, followed
+ * by zeros as in a stale kernel_sigaction with an empty mask. */
+__attribute__((noinline)) static int read_beside(void *word)
+{
+    void *volatile slots[40];
+    for (int i = 0; i < 40; i++)
+        slots[i] = i == 3 ? word : NULL;
+    ready();
+    int rc = read_line();
+    return slots[3] == word ? rc : 3;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -502,6 +528,16 @@ int main(int argc, char **argv)
         if (nanosleep(&ts, NULL) != 0)
             return fail("nanosleep");
         return read_line();
+    }
+    if (!strcmp(mode, "trampoline-word") || !strcmp(mode, "inhandler")) {
+        struct sigaction sa = {.sa_handler = on_usr1}, old;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR1, &sa, NULL) != 0 || sigaction(SIGUSR1, NULL, &old) != 0 || !old.sa_restorer)
+            return fail("sigaction");
+        if (!strcmp(mode, "trampoline-word"))
+            return read_beside((void *)old.sa_restorer);
+        raise(SIGUSR1);
+        return handler_result;
     }
     if (!strcmp(mode, "cond")) {
         pthread_t th;
