@@ -87,8 +87,8 @@ static void help(void)
            "exit status: 0 the session started (warnings on stderr name what it will\n"
            "not record, and each --pid that could not be attached), 1 nothing was\n"
            "started (an error in a profile, a profile with Strict=\"true\" that records\n"
-           "nothing here, the recorder could not start, a --pid refused, or no --pid\n"
-           "could be attached),\n"
+           "nothing here, the recorder could not start, a --pid refused, no --pid\n"
+           "could be attached, or Ctrl-C while attaching cancelled the session),\n"
            "2 bad usage or a bad option value.\n",
            usage, LTR_BUFFER_KB_MIN, LTR_BUFFER_KB_MAX, LTR_BUFFER_KB_DEFAULT, LTR_BUFFERS_MIN,
            LTR_BUFFERS_MAX, LTR_BUFFERS_DEFAULT, LTR_BUFFERS_DEFAULT, LTR_BUFFER_KB_DEFAULT);
@@ -306,6 +306,34 @@ static void attach_names(const ltr_session_config *cfg, const char *rundir)
     }
 }
 
+/* Ctrl-C, SIGTERM or SIGHUP while the --pids and --names are attached (up
+ * to 3 s each): the session is cancelled, as if it had never started. The
+ * attach holds them while it has a thread of the target, and the default
+ * action at its end killed ltr there, leaving the session recording with
+ * none of its processes and nobody told. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    interrupted = sig;
+}
+
+static void catch_interrupts(struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_interrupt};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+}
+
+static void release_interrupts(const struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+}
+
 static void print_started(const ltr_session_config *cfg)
 {
     printf("session '%s' started: %s mode", cfg->name, cfg->mode == LTR_MODE_FILE ? "file" : "memory");
@@ -384,10 +412,20 @@ int cmd_start(int argc, char **argv)
     char why[512];
     if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
         cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
-    if (cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir)) {
+    struct sigaction old[3];
+    interrupted = 0;
+    catch_interrupts(old);
+    bool none = cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir);
+    if (!none && !interrupted)
+        attach_names(&cfg, rundir);
+    if (none || interrupted) {
         cli_session_request("start", cfg.name, "cancel", NULL, NULL, NULL);
+        release_interrupts(old);
+        if (interrupted)
+            return cli_fail("start", "interrupted (%s) while attaching; the session was cancelled",
+                            strsignal(interrupted)), 1;
         return cli_fail("start", "no --pid could be attached; the session was cancelled"), 1;
     }
-    attach_names(&cfg, rundir);
+    release_interrupts(old);
     return 0;
 }

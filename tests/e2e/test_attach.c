@@ -11,7 +11,8 @@
  * lookup costs beside 800 libraries: bench/attach/dlsym-many.sh); 800
  * libraries dlopen'ed after the attach, each one's allocations traced;
  * and the refusals with their messages and exit status (a kernel thread
- * among them). The targets are tests/programs/inject_target.c's. ptrace
+ * among them); `ltr start` interrupted while it attaches cancels its
+ * session. The targets are tests/programs/inject_target.c's. ptrace
  * needs root here (CI runs as root): the tests skip, saying so, when not
  * root.
  */
@@ -666,6 +667,27 @@ static void test_refusals(void **state)
     expect_no_session();
 }
 
+/* Ctrl-C (here SIGTERM) while `ltr start heap --pid` attaches: the session
+ * is cancelled and the command says so, status 1; it was killed at the end
+ * of the attach, and the session recorded on with none of its processes. */
+static void test_start_interrupted_while_attaching(void **state)
+{
+    if (!need_root())
+        skip();
+    tu_result r = tu_run("%s libc-long > /dev/null & p=$!; sleep 0.3; %s start heap --pid $p --instance intr & "
+                         "s=$!; sleep 0.8; kill -TERM $s; wait $s; rc=$?; kill $p; exit $rc",
+                         tu_test_bin("inject-target"), LTR);
+    tu_result st = tu_run("%s status --instance intr", LTR);
+    bool running = st.status == 0;
+    tu_free(&st);
+    if (running)
+        tu_expect_ok(tu_run("%s cancel --instance intr", LTR));
+    assert_false(running);
+    if (r.status != 1 || !strstr(r.err, "interrupted (Terminated) while attaching; the session was cancelled"))
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +703,8 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_interrupted_while_attaching, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_listed_pid_reused, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

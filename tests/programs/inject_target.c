@@ -16,6 +16,7 @@
  *   busy      4 threads allocate, free and check checksums until stdin ends
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
  *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
+ *   libc-long the same for 30 s: an attach finds no safe moment in its time
  *   attach    4 threads churn (checked) until a line comes; then each makes
  *             500 blocks of 4243 bytes in attach_alloc_site, kept; "done"
  *   cycles    4 threads churn (checked) until end of input; each line makes
@@ -598,14 +599,14 @@ int main(int argc, char **argv)
         return mode_atfork(false);
     if (!strcmp(mode, "atfork-lock"))
         return mode_atfork(true);
-    if (!strcmp(mode, "libc")) {
+    if (!strcmp(mode, "libc") || !strcmp(mode, "libc-long")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
         ready();
         static char big[1 << 22];
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long long end = now.tv_sec * 1000000000ll + now.tv_nsec + 300000000ll;
+        long long end = now.tv_sec * 1000000000ll + now.tv_nsec + (strcmp(mode, "libc") ? 30000 : 300) * 1000000ll;
         do {
             memset(big, 2, sizeof big);
             clock_gettime(CLOCK_MONOTONIC, &now);
