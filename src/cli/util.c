@@ -137,7 +137,9 @@ int cli_trace_args(const char *cmd, int argc, char **argv, const char *usage, vo
 int cli_refuse_existing(const char *cmd, const char *path, int force)
 {
     ltr_error err;
-    if (!ltr_path_taken(path) || (force && ltr_path_replaceable(path)))
+    if (ltr_replaceable(path, &err) != 0) /* not "--force replaces it": it would not */
+        return cli_fail(cmd, "%s", err.msg);
+    if (force || !ltr_path_taken(path))
         return 0;
     ltr_fail_exists(&err, path);
     return cli_fail(cmd, "%s", err.msg);

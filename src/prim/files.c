@@ -47,20 +47,36 @@ int ltr_temp_name(char *out, size_t size, const char *dest)
     return snprintf(out, size, "%s.XXXXXX.part", dest) >= (int)size ? -ENAMETOOLONG : 0;
 }
 
-bool ltr_path_replaceable(const char *path)
+/* What lstat and stat say of path, as a word for the messages. */
+static const char *kind_of(mode_t m)
 {
-    struct stat st;
-    return lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
+    return S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+int ltr_replaceable(const char *path, ltr_error *err)
+{
+    struct stat st, to;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0;
+    if (S_ISLNK(st.st_mode) && (stat(path, &to) != 0 || S_ISREG(to.st_mode)))
+        return 0; /* replaced, not followed: dangling, or to a file */
+    bool link = S_ISLNK(st.st_mode);
+    return ltr_fail(err, EPERM, "%s is %s%s: --force replaces a file (or a symbolic link to one), never "
+                    "this%s", path, link ? "a symbolic link to " : "", kind_of(link ? to.st_mode : st.st_mode),
+                    link ? " (standard output is '-' where a command takes it)" : "");
 }
 
 int ltr_publish(const char *tmp, const char *dest, bool replace)
 {
-    /* rename() replaces a device node or a FIFO like a file: as root,
-     * 'ltr export T --format pprof -o /dev/null --force' once left a
-     * regular file where /dev/null was. --force is about files. */
-    if (replace && !ltr_path_replaceable(dest))
-        return -EEXIST;
-    if (replace) /* a symlink at dest is replaced, not followed */
+    /* a symlink at dest is replaced, not followed; a device, FIFO or
+     * socket, or a link to one, is not replaced at all: as root,
+     * '-o /dev/null --force' made /dev/null a file of root's, mode 0600,
+     * and '/dev/stdout' one no longer pointing at anyone's output */
+    ltr_error ignored;
+    if (replace && ltr_replaceable(dest, &ignored) != 0)
+        return -EPERM;
+    if (replace)
         return rename(tmp, dest) == 0 ? 0 : -errno;
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) == 0)
         return 0;
@@ -81,9 +97,6 @@ bool ltr_path_taken(const char *path)
 
 int ltr_fail_exists(ltr_error *err, const char *path)
 {
-    if (!ltr_path_replaceable(path))
-        return ltr_fail(err, EEXIST, "%s is not a regular file (a device, a FIFO, a socket or a directory): "
-                        "ltr writes files and does not replace it, even with --force", path);
     return ltr_fail(err, EEXIST, "%s already exists: it was not overwritten (--force replaces it)", path);
 }
 

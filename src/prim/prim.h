@@ -236,15 +236,17 @@ int ltr_create_new(const char *path);
 int ltr_create_temp(char *tmpl);
 /* The template of a temporary beside dest, for ltr_create_temp: DEST.XXXXXX.part. */
 int ltr_temp_name(char *out, size_t size, const char *dest);
-/* Whether --force may replace what is at path: nothing, a regular file or a
- * symlink; never a device, a FIFO, a socket or a directory. */
-bool ltr_path_replaceable(const char *path);
 /* Gives the finished file tmp the name dest. Unless replace, whatever is at dest
  * (a file, a symlink) stays and -EEXIST is returned, atomically (a check before
  * would race with its creation); with replace, a symlink at dest is replaced,
- * never followed, and what is not a file (ltr_path_replaceable) stays too,
- * -EEXIST. Returns 0 or -errno; tmp stays on failure. */
+ * never followed, and what ltr_replaceable refuses stays (-EPERM). Returns 0
+ * or -errno; tmp stays on failure. */
 int ltr_publish(const char *tmp, const char *dest, bool replace);
+/* Whether --force may replace what is at path: nothing, a regular file, or a
+ * symlink (replaced, not followed) that is dangling or to a regular file.
+ * Never a device, FIFO, socket or directory, nor a symlink to one
+ * (/dev/stdout): 0, or -EPERM with err saying what it is. */
+int ltr_replaceable(const char *path, ltr_error *err);
 /* Whether anything (a file, a symlink, even a dangling one) has that name. */
 bool ltr_path_taken(const char *path);
 /* Fills err: path exists and was not overwritten, --force replaces it (EEXIST). */

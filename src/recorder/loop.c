@@ -354,11 +354,12 @@ static int move_output(const char *from, const char *to, bool force, ltr_error *
         else
             unlink(from);
     }
-    if (rc == -EEXIST) {
-        ltr_fail_exists(err, to);
+    if (rc == -EEXIST || rc == -EPERM) { /* a file there, or what --force never replaces */
+        if (rc == -EEXIST || ltr_replaceable(to, err) == 0)
+            ltr_fail_exists(err, to);
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        return ltr_fail(err, EEXIST, "%s; the trace stays at %s", why, from);
+        return ltr_fail(err, -rc, "%s; the trace stays at %s", why, from);
     }
     if (rc)
         return ltr_fail(err, -rc, "cannot move the trace %s to %s: %s (it stays at %s)", from, to,
@@ -405,8 +406,8 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     /* Refused before anything ends: the session goes on (rec_save and
      * move_output refuse again, atomically, if the name is taken meanwhile). */
     int rc = 0;
-    if (strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path) && (!force || !ltr_path_replaceable(path)))
-        rc = ltr_fail_exists(&err, path);
+    if (strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path))
+        rc = ltr_replaceable(path, &err) != 0 ? -err.code : !force ? ltr_fail_exists(&err, path) : 0;
     if (!rc)
         rc = can_write_to(path, &err);
     /* Memory mode saves before it ends anything: a save that fails (a full

@@ -130,6 +130,8 @@ static void remove_socket(recorder *r)
 /* The file-mode trace: always a new file (prim/files.c says why). */
 static int create_output(recorder *r, ltr_error *err)
 {
+    if (r->cfg.output_replace && ltr_replaceable(r->cfg.output, err) != 0)
+        return -err->code;
     if (r->cfg.output_replace && unlink(r->cfg.output) != 0 && errno != ENOENT)
         return ltr_fail(err, errno, "cannot replace %s: %s", r->cfg.output, strerror(errno));
     if (!r->cfg.output_temp)

@@ -3,7 +3,8 @@
  * another user's symlink or file planted where a trace or its temporary
  * goes (the victim file stays untouched, the trace is a new file of mode
  * 0600), and no command overwriting an existing file without --force (stop,
- * save, start -o, record -o, export -o), a refused stop keeping its session.
+ * save, start -o, record -o, export -o), a refused stop keeping its session,
+ * and --force replacing files only (never a FIFO, a device, a link to one).
  * The planted names are in a directory the test makes, so nothing here
  * depends on fs.protected_symlinks or fs.protected_regular.
  */
@@ -242,6 +243,50 @@ static void test_start_output_refuses_existing(void **state)
     assert_trace(path, 80);
 }
 
+/* What is not a file, or a symlink to one, is never replaced, --force or
+ * not: as root, 'export -o /dev/null --force' made /dev/null a file of
+ * root's, and '-o /dev/stdout --force' took /dev/stdout's link away. A FIFO
+ * and a symlink to it stand for them here. */
+static void assert_fifo(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+}
+
+static void expect_not_replaced(tu_result r, const char *path)
+{
+    if (r.status == 0 || !strstr(r.err, "--force replaces a file"))
+        fprintf(stderr, "expected a refusal of %s, got %d:\n%s%s", path, r.status, r.out, r.err);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "--force replaces a file"));
+    tu_free(&r);
+    assert_fifo(path);
+}
+
+static void test_force_replaces_files_only(void **state)
+{
+    const char *dir = *state;
+    char fifo[512], link[512], trace[512];
+    snprintf(fifo, sizeof fifo, "%s", in_dir(dir, "fifo"));
+    snprintf(link, sizeof link, "%s", in_dir(dir, "stdout"));
+    snprintf(trace, sizeof trace, "%s", in_dir(dir, "t.ltr"));
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink(fifo, link), 0);
+    expect_not_replaced(tu_run("%s start --filemode --provider Test.Producer -o %s --force", LTR, fifo), fifo);
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "no session is running"));
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    produce(50);
+    expect_not_replaced(tu_run("%s save --force %s", LTR, fifo), fifo);
+    expect_not_replaced(tu_run("%s stop --force %s", LTR, link), link);
+    assert_session_running("ltr");
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    expect_not_replaced(tu_run("%s export %s --format folded -o %s --force", LTR, trace, link), link);
+    expect_not_replaced(tu_run("%s export %s --format folded -o %s", LTR, trace, fifo), fifo);
+}
+
 /* record refuses before CMD runs: a long run must not end in a refusal. */
 static void test_record_and_export_refuse_existing(void **state)
 {
@@ -289,6 +334,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_save_refuses_existing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_output_refuses_existing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_and_export_refuse_existing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_force_replaces_files_only, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /*
  * tests/prim/test_files.c — prim/files.c, how every output file is made: only
  * new files, unpredictable temporaries, publication that replaces nothing
- * unless forced, a new file written whole or not at all, absolute paths. The
- * recorder's own refusal of an existing path is
+ * unless forced (and then files only, never a device or a FIFO), a new file
+ * written whole or not at all, absolute paths. The recorder's own refusal of
+ * an existing path is
  * tests/e2e/test_recorder_refuses.c. And the one rule for what root runs or
  * copies into every process (ltr_open_roots_alone), case by case
  * (tests/util/roots_alone_cases.h, the cases the tests of both commands
@@ -120,6 +121,43 @@ static void test_publish(void **state)
     assert_int_not_equal(access(tmp, F_OK), 0);
 }
 
+/* --force replaces a file or a symlink, never a FIFO, a device, a directory,
+ * nor a symlink to one (/dev/stdout): as root, '-o /dev/null --force' made
+ * /dev/null a file. */
+static void test_publish_replaces_files_only(void **state)
+{
+    const char *dir = *state;
+    char tmp[512], fifo[512], to_fifo[512], sub[512], dev[512];
+    snprintf(tmp, sizeof tmp, "%s", in_dir(dir, "tmp"));
+    snprintf(fifo, sizeof fifo, "%s", in_dir(dir, "fifo"));
+    snprintf(to_fifo, sizeof to_fifo, "%s", in_dir(dir, "stdout"));
+    snprintf(sub, sizeof sub, "%s", in_dir(dir, "sub"));
+    snprintf(dev, sizeof dev, "%s", in_dir(dir, "null"));
+    write_text(tmp, "trace");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink(fifo, to_fifo), 0);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    bool root = geteuid() == 0 && mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0;
+    const char *kept[] = {fifo, to_fifo, sub, root ? dev : NULL};
+    for (int i = 0; i < 4 && kept[i]; i++) {
+        struct stat before, after;
+        assert_int_equal(lstat(kept[i], &before), 0);
+        assert_int_equal(ltr_publish(tmp, kept[i], true), -EPERM);
+        assert_int_equal(lstat(kept[i], &after), 0);
+        assert_int_equal(before.st_mode, after.st_mode);
+        assert_int_equal(before.st_ino, after.st_ino);
+        assert_text(tmp, "trace");
+        ltr_error err;
+        assert_int_equal(ltr_replaceable(kept[i], &err), -EPERM);
+        assert_non_null(strstr(err.msg, "--force replaces a file"));
+    }
+    ltr_error err;
+    assert_int_equal(ltr_replaceable(to_fifo, &err), -EPERM);
+    assert_non_null(strstr(err.msg, "a symbolic link to a FIFO"));
+    assert_int_equal(ltr_replaceable(in_dir(dir, "nothing"), &err), 0);
+    assert_int_equal(ltr_replaceable(tmp, &err), 0);
+}
+
 /* Relative names are taken against the current directory; an empty or
  * too long one is an error that says so. */
 static void test_absolute_path(void **state)
@@ -198,39 +236,6 @@ static void test_write_new_file(void **state)
     assert_int_equal(entries(dir, "out.txt."), 0); /* no temporary left beside */
     assert_int_equal(ltr_write_new_file(in_dir(dir, "no/such/dir"), false, write_hello, "x", &err), -ENOENT);
     assert_non_null(strstr(err.msg, "cannot create"));
-}
-
-/* --force replaces a file or a symlink, never what is not a file: rename()
- * would put a regular file where a FIFO or a device node was, and 'ltr export
- * T -o /dev/null --force' as root once replaced /dev/null. */
-static void test_publish_never_over_a_non_file(void **state)
-{
-    const char *dir = *state;
-    char tmp[512], fifo[512], node[512];
-    snprintf(tmp, sizeof tmp, "%s", in_dir(dir, "tmp"));
-    snprintf(fifo, sizeof fifo, "%s", in_dir(dir, "fifo"));
-    snprintf(node, sizeof node, "%s", in_dir(dir, "null"));
-    write_text(tmp, "trace");
-    assert_int_equal(mkfifo(fifo, 0600), 0);
-    assert_false(ltr_path_replaceable(fifo));
-    assert_true(ltr_path_replaceable(tmp));
-    assert_true(ltr_path_replaceable(in_dir(dir, "absent")));
-    assert_int_equal(ltr_publish(tmp, fifo, true), -EEXIST);
-    struct stat st;
-    assert_int_equal(lstat(fifo, &st), 0);
-    assert_true(S_ISFIFO(st.st_mode));
-    assert_text(tmp, "trace");
-    assert_int_equal(ltr_publish(tmp, dir, true), -EEXIST); /* a directory */
-    ltr_error err;
-    assert_int_equal(ltr_write_new_file(fifo, true, write_hello, "x", &err), -EEXIST);
-    assert_non_null(strstr(err.msg, "not a regular file"));
-    assert_int_equal(lstat(fifo, &st), 0);
-    assert_true(S_ISFIFO(st.st_mode));
-    if (mknod(node, S_IFCHR | 0600, makedev(1, 3)) == 0) { /* root: a /dev/null of our own */
-        assert_int_equal(ltr_publish(tmp, node, true), -EEXIST);
-        assert_int_equal(lstat(node, &st), 0);
-        assert_true(S_ISCHR(st.st_mode));
-    }
 }
 
 static const char *why_no_etc; /* why the rule's tests are skipped */
@@ -317,8 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_publish_never_over_a_non_file, tu_setup_sandbox,
-                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_publish_replaces_files_only, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_write_new_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test(test_roots_alone_cases),
