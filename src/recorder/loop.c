@@ -377,12 +377,16 @@ static uint64_t dropped(const recorder *r)
 }
 
 /* A stop or save that failed leaves the recording as it was: the user is told
- * so, and how to end it. */
-static void reply_still_running(int fd, ltr_error *err)
+ * so, and what to do (a failed save was told to stop again, or cancel). */
+static void reply_still_running(int fd, ltr_error *err, bool stopping)
 {
     ltr_error e = *err;
-    ltr_fail(&e, err->code, "%s; the session is still running: stop it again with a writable path, "
-                            "or 'ltr cancel'", err->msg);
+    if (stopping)
+        ltr_fail(&e, err->code, "%s; the session is still running: stop it again with a writable path, "
+                                "or 'ltr cancel'", err->msg);
+    else
+        ltr_fail(&e, err->code, "%s; the session is still running, as it was: save again to a writable path",
+                 err->msg);
     reply_error(fd, &e);
 }
 
@@ -415,7 +419,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     if (!rc && r->cfg.mode == LTR_MODE_MEMORY)
         rc = rec_save(r, path, description, force, true, &err);
     if (rc) {
-        reply_still_running(fd, &err);
+        reply_still_running(fd, &err, true);
         return;
     }
     rec_unpublish(r);
@@ -573,7 +577,7 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
                                    "'ltr stop FILE' ends it", r->cfg.name);
             reply_error(fd, &err);
         } else if (rec_save(r, p, t, force, false, &err) != 0) {
-            reply_still_running(fd, &err);
+            reply_still_running(fd, &err, false);
         } else {
             reply_ok(fd);
         }
