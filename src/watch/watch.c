@@ -77,6 +77,10 @@ void ltr_watch_poll_format(const ltr_watch_poll *p, time_t wall, char *out, size
     const char *text = p->v.state == LTR_WATCH_FIRE ? "trigger" : p->v.waits_for;
     if (!p->pid)
         snprintf(out, size, "%s  no process  %s%s", when, what, text);
+    else if (p->no_answer) /* "reaches back 0 s" read as a recorder holding nothing */
+        snprintf(out, size, "%s  pid %u  private %s  growth %s  recorder does not answer  %s%s", when, p->pid,
+                 ltr_size_format(p->v.private_bytes, pb, sizeof pb), ltr_size_format_signed(p->v.growth, g, sizeof g),
+                 what, text);
     else
         snprintf(out, size, "%s  pid %u  private %s  growth %s  recorder reaches back %.0f s  %s%s", when, p->pid,
                  ltr_size_format(p->v.private_bytes, pb, sizeof pb), ltr_size_format_signed(p->v.growth, g, sizeof g),
@@ -171,6 +175,7 @@ typedef struct watch {
     /* the agent's own memory is not growth: polls count from once it joined (settling()) */
     bool joined, settled;
     unsigned unjoined; /* polls the agent has not joined in */
+    bool silent;       /* the recorder did not answer the last poll's status (said once) */
     ltr_watch_cond cond;
     unsigned triggers, next_n;
     uint64_t t0;
@@ -303,16 +308,27 @@ static uint32_t find_named(watch *w)
     return n > 0 ? pids[0] : 0;
 }
 
-/* The session's status: how far back the recorder reaches (0 when it does
- * not answer); returns whether the process watched has joined the session
- * (true too when that cannot be told: the agent's settling must not wait on
- * a recorder that does not answer). */
-static bool ask_session(watch *w, uint64_t *reach)
+/* The session's status: how far back the recorder reaches, or p->no_answer
+ * (a stopped recorder was shown as reaching back 0 s, with no word why: the
+ * reason is said once, and again when it answers); returns whether the
+ * process watched has joined the session (true too when that cannot be
+ * told: the agent's settling must not wait on a recorder that does not
+ * answer). */
+static bool ask_session(watch *w, ltr_watch_poll *p)
 {
     static ltr_session_status st;
     ltr_error err;
+    uint64_t *reach = &p->reach_ns;
     *reach = 0;
-    if (ltr_client_status(w->sc.name, &st, &err) != 0)
+    p->no_answer = ltr_client_status(w->sc.name, &st, &err) != 0;
+    if (p->no_answer != w->silent) {
+        if (p->no_answer)
+            say(w, true, "%s", err.msg);
+        else
+            say(w, false, "session '%s' answers again", w->sc.name);
+        w->silent = p->no_answer;
+    }
+    if (p->no_answer)
         return true;
     for (unsigned c = 0; c < st.ncollectors; c++) /* the heap collector's: the shortest of them all */
         if (!*reach || st.collectors[c].reach_ns < *reach)
@@ -474,7 +490,7 @@ static int poll_once(watch *w, ltr_error *err)
         }
     }
     p.pid = w->pid;
-    bool joined = ask_session(w, &p.reach_ns);
+    bool joined = ask_session(w, &p);
     if (!settling(w, joined, &p.v, m.private_bytes))
         ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
     remember(w, &p);

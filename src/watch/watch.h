@@ -89,6 +89,7 @@ typedef struct ltr_watch_poll {
     uint32_t pid;          /* 0: no process (by name: waiting for one) */
     ltr_watch_verdict v;
     uint64_t reach_ns;     /* how far back the flight recorder reaches now */
+    bool no_answer;        /* the recorder did not answer (stopped, hung): reach_ns is not known */
 } ltr_watch_poll;
 
 typedef struct ltr_watch_hooks {
@@ -102,7 +103,8 @@ typedef struct ltr_watch_hooks {
 
 /* One poll as --monitor prints it and the bundle's monitor.txt keeps it:
  * "02:53:44  pid 22709  private 43.2 MiB  growth +38.1 MiB  recorder reaches
- * back 5 s  waiting for ..." (wall: the poll's time). */
+ * back 5 s  waiting for ..." (wall: the poll's time); "recorder does not
+ * answer" in place of the reach when it did not. */
 void ltr_watch_poll_format(const ltr_watch_poll *p, time_t wall, char *out, size_t size);
 
 /* Checks cfg before anything starts: the rule, a target, FILE's directory

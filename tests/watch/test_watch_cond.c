@@ -115,7 +115,8 @@ static void test_fixed_rearms(void **state)
 /* What --monitor and the bundle's monitor.txt print of a poll: the one that
  * fires says the condition was met (it said "waiting for growth above 2.00
  * MiB" beside a growth of 3.05 MiB), and one where the condition holds on
- * after a trigger says it waits for it to end, not for what holds already. */
+ * after a trigger says it waits for it to end, not for what holds already;
+ * one whose recorder did not answer says that, not a reach of 0 s. */
 static void test_poll_lines(void **state)
 {
     (void)state;
@@ -134,6 +135,12 @@ static void test_poll_lines(void **state)
     assert_null(strstr(line[1], "waiting for"));
     assert_non_null(strstr(line[2], "waiting for the condition to end (it held at the last trigger), then private "
                                     "bytes above 100 MiB"));
+    /* a recorder that did not answer (SIGSTOP) is said so, not "reaches back 0 s" */
+    ltr_watch_poll p = {.pid = 42, .no_answer = true};
+    ltr_watch_cond_poll(&c, 103 * MiB, &p.v);
+    ltr_watch_poll_format(&p, 0, line[0], sizeof line[0]);
+    assert_non_null(strstr(line[0], "pid 42  private 103 MiB  growth +1.00 MiB  recorder does not answer  waiting"));
+    assert_null(strstr(line[0], "reaches back"));
 }
 
 static void test_growth_not_on_first_poll(void **state)
