@@ -171,7 +171,8 @@ typedef struct watch {
     char rundir[4096];
     uint32_t pid;          /* the process watched now; 0: none (by name, waiting) */
     uint64_t start_ticks;  /* its start: a reused pid is another process */
-    uint32_t snap_pid;     /* whose snapshot setting we turned on */
+    uint32_t snap_pid;     /* whose snapshots are enabled: a trigger takes one */
+    bool snap_ours;        /* ... because the watch turned them on: undone at its end */
     /* the agent's own memory is not growth: polls count from once it joined (settling()) */
     bool joined, settled;
     unsigned unjoined; /* polls the agent has not joined in */
@@ -248,7 +249,7 @@ static int start_session(watch *w, ltr_error *err)
 static void end_session(watch *w)
 {
     ltr_error err;
-    if (w->snap_pid && kill((pid_t)w->snap_pid, 0) == 0)
+    if (w->snap_pid && w->snap_ours && kill((pid_t)w->snap_pid, 0) == 0)
         ltr_snapshot_enable_pid(w->snap_pid, false, &err);
     w->snap_pid = 0;
     if (ltr_client_op(w->sc.name, "cancel", NULL, NULL, false, NULL, &err))
@@ -277,11 +278,19 @@ static int reach(watch *w, uint32_t pid, ltr_error *err)
                 return ltr_fail(err, -r.procs[k].state, "pid %u (%s) could not be attached: %s", pid,
                                 w->cfg->name, r.procs[k].why.msg);
     }
-    if (ltr_snapshot_enable_pid(pid, true, err) != 0)
+    /* snapshots someone enabled before (ltr snapshotconfig, periodic ones
+     * for --trend) are theirs: the watch's end turned them off, and the
+     * slow leak's snapshots stopped with no word */
+    ltr_snapshot_proc was;
+    ltr_error ignored;
+    bool theirs = ltr_snapshot_get(pid, &was, &ignored) == 0 && was.enabled;
+    if (ltr_snapshot_enable_pid(pid, true, err) != 0) {
         say(w, true, "pid %u: heap snapshots cannot be enabled (%s): a trigger saves the flight recorder's "
                      "tail only", pid, err->msg);
-    else
+    } else {
         w->snap_pid = pid;
+        w->snap_ours = !theirs;
+    }
     return 0;
 }
 

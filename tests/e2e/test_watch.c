@@ -7,7 +7,8 @@
  * auto fires on a slow leak after its warm-up; --support-bundle writes its
  * .tar.zst beside the trace, with the files it lists, past a planted name;
  * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
- * write nothing; a watched --pid that exits ends it with status 3; by
+ * write nothing, nor turn off heap snapshots the user had enabled; a
+ * watched --pid that exits ends it with status 3; by
  * --name a restarted service is followed, and of two the one watched is
  * said once; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
@@ -356,6 +357,43 @@ static void test_signal_leaves_nothing(void **state)
     kill(svc, SIGKILL);
 }
 
+/* Heap snapshots the user enabled before the watch (periodic ones for a
+ * slow leak's --trend) are left on when it ends; it turned them off. */
+static void test_snapshots_of_others_stay(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    tu_expect_ok(tu_run("%s start heapsnapshot --instance slow", LTR));
+    tu_expect_ok(tu_run("%s snapshotconfig heap --pid %d enable", LTR, (int)svc));
+    tu_expect_ok(tu_run("%s enableperiodicsnapshot heap 60 %d", LTR, (int)svc));
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 2));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    tu_result r = tu_run("%s snapshotconfig heap --pid %d", LTR, (int)svc);
+    if (!strstr(r.out, "enabled, table kept, a snapshot every 60 s"))
+        fail_msg("the user's snapshots after the watch: %s%s", r.out, r.err);
+    tu_free(&r);
+    /* and one the watch turned on itself goes off again at its end */
+    tu_expect_ok(tu_run("%s snapshotconfig heap --pid %d disable", LTR, (int)svc));
+    snprintf(out, sizeof out, "%s/watch2.out", dir);
+    w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                   "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 2));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    r = tu_run("%s snapshotconfig heap --pid %d", LTR, (int)svc);
+    assert_non_null(strstr(r.out, "disabled"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance slow", LTR));
+    kill(svc, SIGKILL);
+}
+
 /* Killed outright, the watch's session is cancelled by its recorder. */
 static void test_killed_watch_cancels(void **state)
 {
@@ -652,6 +690,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_support_bundle, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_signal_leaves_nothing, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshots_of_others_stay, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
