@@ -306,11 +306,11 @@ static void attach_names(const ltr_session_config *cfg, const char *rundir)
     }
 }
 
-/* Ctrl-C, SIGTERM or SIGHUP while the --pids and --names are attached (up
- * to 3 s each): the session is cancelled, as if it had never started. The
- * attach holds them while it has a thread of the target, and the default
- * action at its end killed ltr there, leaving the session recording with
- * none of its processes and nobody told. */
+/* Ctrl-C, SIGTERM or SIGHUP while the recorder is launched and the --pids
+ * and --names are attached (up to 3 s each): the session is cancelled, as
+ * if it had never started. The attach holds them while it has a thread of
+ * the target, and the default action at its end killed ltr there, leaving
+ * the session recording with none of its processes and nobody told. */
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig)
@@ -406,15 +406,21 @@ int cmd_start(int argc, char **argv)
     }
     if (cfg.mode == LTR_MODE_FILE && !o.output && ltr_session_default_output(&cfg, &err))
         return cli_fail("start", "%s", err.msg);
-    if (ltr_recorder_launch(&cfg, &err))
+    struct sigaction old[3];
+    interrupted = 0;
+    if (cfg.npids || cfg.nnames) /* from the launch on: a signal during it left the session too */
+        catch_interrupts(old);
+    if (ltr_recorder_launch(&cfg, &err)) {
+        if (cfg.npids || cfg.nnames)
+            release_interrupts(old);
         return cli_fail("start", "%s", err.msg);
+    }
     print_started(&cfg);
     char why[512];
     if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
         cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
-    struct sigaction old[3];
-    interrupted = 0;
-    catch_interrupts(old);
+    if (!cfg.npids && !cfg.nnames)
+        return 0;
     bool none = cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir);
     if (!none && !interrupted)
         attach_names(&cfg, rundir);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,11 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
         close(p[0]);
         if (ctl[1] >= 0)
             close(ctl[1]);
+        /* the launcher's own handlers (ltr start's, while it attaches) are
+         * not the recorder's: it takes these signals by signalfd once set up */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         setsid();
         pid_t grandchild = fork();
         if (grandchild != 0)

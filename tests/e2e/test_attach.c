@@ -674,9 +674,11 @@ static void test_start_interrupted_while_attaching(void **state)
 {
     if (!need_root())
         skip();
+    /* the signal once the session runs: its attach then lasts 3 s */
     tu_result r = tu_run("%s libc-long > /dev/null & p=$!; sleep 0.3; %s start heap --pid $p --instance intr & "
-                         "s=$!; sleep 0.8; kill -TERM $s; wait $s; rc=$?; kill $p; exit $rc",
-                         tu_test_bin("inject-target"), LTR);
+                         "s=$!; i=0; until %s status --instance intr > /dev/null 2>&1 || [ $i -gt 200 ]; do "
+                         "sleep 0.02; i=$((i+1)); done; kill -TERM $s; wait $s; rc=$?; kill $p; exit $rc",
+                         tu_test_bin("inject-target"), LTR, LTR);
     tu_result st = tu_run("%s status --instance intr", LTR);
     bool running = st.status == 0;
     tu_free(&st);
