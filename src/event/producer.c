@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -68,6 +70,7 @@ typedef struct retired {
     ltr_shm *shm;
     size_t size;
     int memfd;
+    ltr_fd_id memfd_id;
     uint32_t recorder_pid;
 } retired;
 
@@ -83,6 +86,55 @@ static struct {
     retired retired[LTR_MAX_SESSIONS]; /* under lock */
     unsigned nretired;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT, .epoch = 1};
+
+/* ---- the agent's fds in the program's table ----------------------------------
+ * A daemon closes every fd above 2 once it runs (after the agent attached,
+ * at its first allocation) and opens its own files, which get the numbers
+ * of the session's socket, memfd and eventfd. Used blindly, the wake-up
+ * wrote 8 bytes into one of its files, the end of the session closed two of
+ * them, and giving the memory back punched a hole the size of the session
+ * (zeros) into another: a test program's 100 000-byte database. So each is
+ * used only while fstat still says it is what the recorder handed over; once
+ * it is not, the number is the program's and is forgotten. (An eventfd of
+ * the program's own, in the wake-up's number, is the one case fstat cannot
+ * tell: eventfds share their inode; a spurious wake-up is all it costs.) */
+
+static ltr_fd_id fd_id(int fd)
+{
+    struct stat st;
+    ltr_fd_id id = {0, 0};
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        id = (ltr_fd_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    return id;
+}
+
+static bool fd_is(int fd, ltr_fd_id id)
+{
+    struct stat st;
+    return fd >= 0 && (id.dev || id.ino) && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == id.dev &&
+           (uint64_t)st.st_ino == id.ino;
+}
+
+/* Closes fd if it is still ours; forgets it either way. */
+static void close_ours(int *fd, ltr_fd_id id)
+{
+    if (fd_is(*fd, id))
+        close(*fd);
+    *fd = -1;
+}
+
+/* The memory of an ended session given back: through the memfd while it is
+ * ours, else through the mapping (MADV_REMOVE frees the same shared pages). */
+static void give_back(retired *r)
+{
+    if (fd_is(r->memfd, r->memfd_id)) {
+        fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->size);
+        close(r->memfd);
+    } else {
+        madvise(r->shm, r->size, MADV_REMOVE);
+    }
+    r->memfd = -1;
+}
 
 /* ---- attaching ------------------------------------------------------------ */
 
@@ -137,8 +189,7 @@ static void reap_retired(void)
             i++;
             continue;
         }
-        fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->size);
-        close(r->memfd);
+        give_back(r);
         g.retired[i] = g.retired[--g.nretired];
     }
 }
@@ -146,14 +197,14 @@ static void reap_retired(void)
 static void retire(ltr_attach *a)
 {
     atomic_store(&a->incarnation, 0);
-    if (a->sock >= 0)
-        close(a->sock);
-    if (a->wakefd >= 0)
-        close(a->wakefd);
+    close_ours(&a->sock, a->sock_id);
+    close_ours(&a->wakefd, a->wakefd_id);
     if (a->memfd >= 0) {
-        if (g.nretired == LTR_MAX_SESSIONS) /* full: the oldest keeps its memory till exit */
-            close(g.retired[--g.nretired].memfd);
-        g.retired[g.nretired++] = (retired){a->shm, a->size, a->memfd, a->recorder_pid};
+        if (g.nretired == LTR_MAX_SESSIONS) { /* full: the oldest keeps its memory till exit */
+            retired *old = &g.retired[--g.nretired];
+            close_ours(&old->memfd, old->memfd_id);
+        }
+        g.retired[g.nretired++] = (retired){a->shm, a->size, a->memfd, a->memfd_id, a->recorder_pid};
     }
     a->sock = a->wakefd = a->memfd = -1;
 }
@@ -180,15 +231,14 @@ static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
         return -1;
     }
     a->sock = sock;
+    a->sock_id = fd_id(sock);
     a->pending_inc = inc;
     return 0;
 }
 
 static void drop_pending(ltr_attach *a)
 {
-    if (a->sock >= 0)
-        close(a->sock);
-    a->sock = -1;
+    close_ours(&a->sock, a->sock_id);
     a->pending_inc = 0;
 }
 
@@ -248,6 +298,10 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     uint64_t inc = a->pending_inc;
     uint8_t *body = NULL;
     int fds[2] = {-1, -1}, nfds = 2;
+    if (!fd_is(a->sock, a->sock_id)) { /* the program closed it: its number may be a file of its own */
+        drop_pending(a);
+        return -EPROTO;
+    }
     ssize_t n = ltr_recv_msg_by(a->sock, &body, fds, &nfds, 4096, deadline);
     if (n == -ETIMEDOUT)
         return -ETIMEDOUT;
@@ -275,6 +329,8 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     a->size = size;
     a->memfd = fds[0];
     a->wakefd = fds[1];
+    a->memfd_id = fd_id(fds[0]);
+    a->wakefd_id = fd_id(fds[1]);
     a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
     a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
@@ -435,7 +491,7 @@ static void wake_recorder(unsigned s)
 {
     uint64_t one = 1;
     int fd = g.att[s].wakefd;
-    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+    if (fd_is(fd, g.att[s].wakefd_id) && write(fd, &one, sizeof one) < 0) {
         /* The recorder polls anyway; a failed wake only delays it. */
     }
 }
@@ -712,7 +768,7 @@ static void at_fork_child(void)
     ltr_gettid_forget();
     pthread_mutex_init(&g.lock, NULL);
     for (unsigned i = 0; i < g.nretired; i++) /* the parent's to give back, not ours */
-        close(g.retired[i].memfd);
+        close_ours(&g.retired[i].memfd, g.retired[i].memfd_id);
     g.nretired = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = &g.att[s];
@@ -725,10 +781,9 @@ static void at_fork_child(void)
             continue;
         atomic_store(&a->incarnation, 0);
         a->cpus = NULL; /* the parent's CPU buffers */
-        if (a->wakefd >= 0)
-            close(a->wakefd);
+        close_ours(&a->wakefd, a->wakefd_id);
         if (a->memfd >= 0) {
-            close(a->memfd);
+            close_ours(&a->memfd, a->memfd_id);
             ltr_unmap(a->shm, a->size);
         }
         a->wakefd = a->memfd = -1;

@@ -36,11 +36,19 @@ typedef struct ltr_shm_layout {
     ltr_shm_proc *procs;
 } ltr_shm_layout;
 
+/* What an fd was when the agent took it (fstat's device and inode): the
+ * traced program owns the fd table, and a daemon that closes every fd above
+ * 2 after the agent attached reuses the numbers for its own files. */
+typedef struct ltr_fd_id {
+    uint64_t dev, ino;
+} ltr_fd_id;
+
 typedef struct ltr_attach {
     _Atomic uint64_t incarnation; /* nonzero: attached and usable */
     ltr_shm *shm;
     size_t size;
     int memfd, sock, wakefd;
+    ltr_fd_id memfd_id, sock_id, wakefd_id; /* each used only while it is still that (producer.c) */
     uint32_t owner;     /* token the recorder gave this attachment */
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */

@@ -1,0 +1,143 @@
+/*
+ * tests/event/test_producer_fds.c — the producer's fds (the session's
+ * socket, memfd and eventfd) live in the traced program's fd table, which is
+ * the program's: a daemon closes every fd above 2 after the agent attached
+ * and opens its own files in their numbers. Then the wake-up wrote 8 bytes
+ * into one of them, the session's end closed two, and giving the memory
+ * back punched zeros over a third (python3 under 'ltr start heap --pid',
+ * its 100 000-byte database zeroed at the next session). Here this process
+ * is the program: it writes events, closes the producer's fds, opens files
+ * in their numbers, writes on, and a second session follows the first; its
+ * files must stay whole and open.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <ltr/provider.h>
+
+#include "prim/prim.h"
+#include "recorder/client.h"
+#include "recorder/recorder.h"
+#include "util/testutil.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FILE_BYTES 4096
+#define NFILES 32
+
+static ltr_provider prov = {.state = &ltr_never_enabled, .name = "Test.Fds"};
+static const ltr_field_desc fields[] = {{"seq", LTR_TYPE_UVAR}, {"blob", LTR_TYPE_BLOB}};
+static ltr_event_desc ev = {.provider = &prov, .id = 1, .name = "Tick", .fields = fields, .field_count = 2};
+
+/* A memory-mode session of small buffers (many hand-overs, each a wake-up)
+ * that enables Test.Fds. */
+static void launch(const char *name)
+{
+    static ltr_session_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "%s", name);
+    cfg.mode = LTR_MODE_MEMORY;
+    cfg.ncollectors = 1;
+    snprintf(cfg.collectors[0].name, sizeof cfg.collectors[0].name, "events");
+    cfg.collectors[0].buffer_kb = 4;
+    cfg.collectors[0].buffers = 16;
+    ltr_error err = {0};
+    if (ltr_provider_spec_parse("Test.Fds", &cfg.providers[0], &err))
+        fail_msg("%s", err.msg);
+    cfg.nproviders = 1;
+    if (ltr_recorder_launch(&cfg, &err))
+        fail_msg("the recorder did not start: %s", err.msg);
+    for (int i = 0; i < 500 && !ltr_event_enabled(&ev); i++)
+        usleep(10000);
+    assert_true(ltr_event_enabled(&ev));
+}
+
+static void write_events(int n)
+{
+    static char blob[200];
+    for (int i = 0; i < n; i++) {
+        const ltr_value v[] = {LTR_UVAR((uint64_t)i), LTR_BLOB(blob, sizeof blob)};
+        ltr_event_write_values(&ev, v, 2, NULL);
+    }
+}
+
+/* The fds the producer holds now: its socket, memfd and eventfd. */
+static int producer_fds(int *out, int max)
+{
+    int n = 0;
+    for (int fd = 3; fd < 1024 && n < max; fd++) {
+        char path[64], link[256] = "";
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k > 0 && (strstr(link, "memfd:ltr-session") || strstr(link, "[eventfd]") || !strncmp(link, "socket:", 7)))
+            out[n++] = fd;
+    }
+    return n;
+}
+
+static void test_program_reuses_the_producers_fds(void **state)
+{
+    const char *dir = *state;
+    assert_int_equal(ltr_provider_register(&prov), 0);
+    launch("fds-a");
+    write_events(10); /* attached */
+    int theirs[8];
+    int n = producer_fds(theirs, 8);
+    assert_true(n >= 3);
+    for (int i = 0; i < n; i++) /* the daemon's close-every-fd */
+        close(theirs[i]);
+    int files[NFILES];
+    char names[NFILES][512];
+    char data[FILE_BYTES];
+    memset(data, 'D', sizeof data);
+    for (int i = 0; i < NFILES; i++) {
+        snprintf(names[i], sizeof names[i], "%s/db.%d", dir, i);
+        files[i] = open(names[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        assert_true(files[i] >= 0);
+        assert_int_equal(write(files[i], data, sizeof data), (ssize_t)sizeof data);
+    }
+    int reused = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < NFILES; k++)
+            reused += files[k] == theirs[i];
+    assert_int_equal(reused, n); /* every number of the producer's is a file of ours now */
+    write_events(20000);          /* buffers handed over: wake-ups */
+    ltr_error err = {0};
+    assert_int_equal(ltr_client_op("fds-a", "cancel", NULL, NULL, false, NULL, &err), 0);
+    usleep(300000);
+    launch("fds-b"); /* the old attachment retired, its memory given back */
+    write_events(20000);
+    usleep(300000);
+    write_events(20000);
+    assert_int_equal(ltr_client_op("fds-b", "cancel", NULL, NULL, false, NULL, &err), 0);
+    for (int i = 0; i < NFILES; i++) {
+        if (fcntl(files[i], F_GETFD) < 0)
+            fail_msg("%s (fd %d) was closed under the program", names[i], files[i]);
+        struct stat st;
+        assert_int_equal(fstat(files[i], &st), 0);
+        char got[FILE_BYTES + 64];
+        ssize_t k = pread(files[i], got, sizeof got, 0);
+        if (k != FILE_BYTES || memcmp(got, data, FILE_BYTES) != 0)
+            fail_msg("%s (fd %d) changed under the program: %zd bytes, first %02x", names[i], files[i], k,
+                     k > 0 ? (unsigned char)got[0] : 0);
+        close(files[i]);
+    }
+    ltr_provider_unregister(&prov);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_program_reuses_the_producers_fds, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
