@@ -16,6 +16,8 @@
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static ltr_registry *mapped;
 static int reg_fd = -1;
+static dev_t reg_dev; /* what reg_fd was: a traced program may close it and */
+static ino_t reg_ino; /* open a file of its own in its number (reg_fd_ours) */
 
 static int open_registry(ltr_error *err)
 {
@@ -71,9 +73,36 @@ static int open_registry(ltr_error *err)
         return ltr_fail(err, EPROTO, "%s was written by another version of ltr; stop its "
                                      "sessions and remove it", path);
     }
+    if (fstat(fd, &st) == 0) {
+        reg_dev = st.st_dev;
+        reg_ino = st.st_ino;
+    }
     mapped = r;
     reg_fd = fd;
     return 0;
+}
+
+/* The fd to lock the registry with. A daemon that closes every fd above 2
+ * after the agent mapped the registry, then opens its own files, owns that
+ * number: locking it took the program's file, and the unlock released the
+ * program's own flock on it (its pidfile's, say). Then the registry is
+ * opened again (the mapping stays as it is). -1: it cannot be. */
+static int lock_fd(void)
+{
+    struct stat st;
+    if (reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_dev == reg_dev && st.st_ino == reg_ino)
+        return reg_fd;
+    char dir[4096];
+    ltr_error err;
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, &err);
+    int fd = dirfd < 0 ? -1 : openat(dirfd, "registry", O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (dirfd >= 0)
+        close(dirfd);
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != reg_dev || st.st_ino != reg_ino)) {
+        close(fd);
+        fd = -1;
+    }
+    return reg_fd = fd; /* the old number is the program's: never closed here */
 }
 
 ltr_registry *ltr_registry_get(ltr_error *err)
@@ -89,17 +118,20 @@ ltr_registry *ltr_registry_get(ltr_error *err)
 
 void ltr_registry_lock(void)
 {
-    ltr_flock_by(reg_fd, 0);
+    ltr_flock_by(lock_fd(), 0);
 }
 
 int ltr_registry_lock_by(uint64_t deadline_ns)
 {
-    return ltr_flock_by(reg_fd, deadline_ns);
+    int fd = lock_fd();
+    return fd < 0 ? -EBADF : ltr_flock_by(fd, deadline_ns);
 }
 
 void ltr_registry_unlock(void)
 {
-    flock(reg_fd, LOCK_UN);
+    struct stat st;
+    if (reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_dev == reg_dev && st.st_ino == reg_ino)
+        flock(reg_fd, LOCK_UN); /* a closed one's lock went with it */
 }
 
 ltr_reg_provider *ltr_registry_find_provider(ltr_registry *r, const ltr_guid *g)

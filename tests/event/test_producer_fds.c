@@ -8,7 +8,9 @@
  * its 100 000-byte database zeroed at the next session). Here this process
  * is the program: it writes events, closes the producer's fds, opens files
  * in their numbers, writes on, and a second session follows the first; its
- * files must stay whole and open.
+ * files must stay whole and open. And the registry's fd: a lock the program
+ * holds on its own file in that number stays held when a provider is
+ * registered (the registry's lock is taken and released).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,11 +136,52 @@ static void test_program_reuses_the_producers_fds(void **state)
     ltr_provider_unregister(&prov);
 }
 
+/* The registry's fd likewise: a provider registered after the program put
+ * its pidfile, locked, in that number took the registry's lock on the
+ * pidfile and its unlock released the program's lock. */
+static void test_program_reuses_the_registrys_fd(void **state)
+{
+    const char *dir = *state;
+    assert_int_equal(ltr_provider_register(&prov), 0); /* the registry is mapped */
+    int reg = -1;
+    for (int fd = 3; fd < 1024 && reg < 0; fd++) {
+        char path[64], link[4200] = "";
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k > 0 && strstr(link, "/registry"))
+            reg = fd;
+    }
+    assert_true(reg >= 0);
+    close(reg);
+    char pidfile[512];
+    snprintf(pidfile, sizeof pidfile, "%s/daemon.pid", dir);
+    int fd = open(pidfile, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    if (fd != reg) { /* a lower number was free: put it where the registry's was */
+        assert_int_equal(dup2(fd, reg), reg);
+        close(fd);
+        fd = reg;
+    }
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0); /* the daemon's single-instance lock */
+    static ltr_provider later = {.state = &ltr_never_enabled, .name = "Test.Fds.Later"};
+    assert_int_equal(ltr_provider_register(&later), 0); /* claims a slot: the registry's lock */
+    int other = open(pidfile, O_RDWR);
+    assert_true(other >= 0);
+    if (flock(other, LOCK_EX | LOCK_NB) == 0)
+        fail_msg("the program's lock on its pidfile (fd %d) was released under it", fd);
+    close(other);
+    assert_int_equal(fcntl(fd, F_GETFD) >= 0, 1);
+    close(fd);
+    ltr_provider_unregister(&later);
+    ltr_provider_unregister(&prov);
+}
+
 int main(void)
 {
+    /* one sandbox for both: the process maps one registry, its first */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_program_reuses_the_producers_fds, tu_setup_sandbox,
-                                        tu_teardown_sandbox),
+        cmocka_unit_test(test_program_reuses_the_producers_fds),
+        cmocka_unit_test(test_program_reuses_the_registrys_fd),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_setup_sandbox, tu_teardown_sandbox);
 }
