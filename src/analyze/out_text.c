@@ -156,9 +156,12 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
 }
 
 /* "threads: main (1234), worker-1 (1235), ..." as the trace names them. */
-/* Whole, however many: a fixed 4 KiB line cut python3's 400 threads at
- * the 240th mid-word when piped (a review); on a terminal an_fit_line fits
- * it to the width as before. */
+/* The first THREADS_SHOWN, then how many more: python3's http.server makes a
+ * thread a request, and hundreds of names made one line of thousands of
+ * characters (a review); `--format json` lists them all. Built in memory,
+ * not in a fixed buffer, which once cut a line of 400 names mid-word. */
+#define THREADS_SHOWN 12
+
 static void print_threads(ltr_analysis *a, FILE *out, const an_proc *p)
 {
     char *line = NULL;
@@ -170,9 +173,11 @@ static void print_threads(ltr_analysis *a, FILE *out, const an_proc *p)
     unsigned n = 0;
     for (size_t i = 0, nt = ltr_trace_thread_count(a->trace); i < nt; i++) {
         const ltr_thread *t = ltr_trace_thread_at(a->trace, i);
-        if (t->pid == p->pid)
-            fprintf(m, "%s %s (%u)", n++ ? "," : "", t->name && *t->name ? t->name : "?", t->tid);
+        if (t->pid == p->pid && n++ < THREADS_SHOWN)
+            fprintf(m, "%s %s (%u)", n > 1 ? "," : "", t->name && *t->name ? t->name : "?", t->tid);
     }
+    if (n > THREADS_SHOWN)
+        fprintf(m, ", and %u more (--format json lists them)", n - THREADS_SHOWN);
     if (fclose(m) == 0 && n) {
         line[ltr_shown_text(line, len, line, false)] = 0; /* a thread names itself: one line */
         an_fit_line(out, line, a->width);

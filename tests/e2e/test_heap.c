@@ -838,6 +838,18 @@ static void test_more_threads_than_buffers(void **state)
     assert_int_equal(allocs, 600 * 80);
     assert_int_equal(frees, 600 * 78);
     assert_true(shared);
+    /* the report names a dozen of its 601 threads, and says how many more */
+    r = tu_run("%s analyze %s", tu_ltr(), trace_path);
+    assert_int_equal(r.status, 0);
+    const char *threads = strstr(r.out, "  threads: "), *eol = threads ? strchr(threads, '\n') : NULL;
+    assert_non_null(eol);
+    int named = 0;
+    for (const char *c = threads; c < eol; c++)
+        named += *c == '(';
+    const char *more = strstr(threads, ", and 589 more (--format json lists them)");
+    if (named != 13 || !more || more > eol) /* 12 names, and the note's parenthesis */
+        fail_msg("%.*s", (int)(eol - threads), threads);
+    tu_free(&r);
     /* Each thread's two last blocks stay: paired by address, each thread's
      * events in its time order (a block is freed by the thread that made
      * it; a thread's events from two CPUs' buffers may come in either file
