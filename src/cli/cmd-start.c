@@ -388,8 +388,10 @@ int cmd_start(int argc, char **argv)
                                  "add one, e.g. 'ltr start heap --name %s'", cfg.names[0]), 2;
     char rundir[4096];
     ltr_error err;
-    if ((cfg.npids || cfg.nnames) && ltr_runtime_dir(rundir, sizeof rundir, &err))
+    if (ltr_runtime_dir(rundir, sizeof rundir, &err))
         return cli_fail("start", "%s", err.msg);
+    if (err.msg[0]) /* a fallback past a directory another user holds: said where the session is (a review) */
+        cli_warn("start", "%s", err.msg);
     if ((rc = cfg.pid_collectors ? check_pids(&cfg, rundir) : pids_exist(&cfg)) != 0)
         return rc;
     if (cfg.mode != LTR_MODE_FILE && (o.output || cfg.max_file_size))

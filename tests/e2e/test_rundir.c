@@ -203,6 +203,10 @@ static void test_tmp_squatter_command(void **state)
     assert_int_equal(mkdir(squat, 0700), 0); /* root squats nobody's name */
     tu_result r = tu_run("setpriv --reuid=%d --regid=%d --clear-groups env -u LTR_RUNTIME_DIR "
                          "-u XDG_RUNTIME_DIR HOME=%s %s status", NOBODY, NOBODY, home, LTR);
+    /* start says it too, where its session goes (only status did: a review) */
+    tu_result s = tu_run("cd / && setpriv --reuid=%d --regid=%d --clear-groups env -u LTR_RUNTIME_DIR "
+                         "-u XDG_RUNTIME_DIR HOME=%s sh -c '%s start --instance sq --buffers 4 && %s cancel "
+                         "--instance sq'", NOBODY, NOBODY, home, LTR, LTR);
     snprintf(rec, sizeof rec, "%s/.ltr-runtime-dir", home);
     FILE *f = fopen(rec, "r");
     size_t n = f ? fread(listing, 1, sizeof listing - 1, f) : 0;
@@ -222,6 +226,9 @@ static void test_tmp_squatter_command(void **state)
     assert_non_null(strstr(r.err, "ltr uses /tmp/ltr-65534-"));
     assert_non_null(strstr(r.err, "belongs to root"));
     tu_free(&r);
+    if (s.status != 0 || !strstr(s.err, "ltr start: ") || !strstr(s.err, "ltr uses /tmp/ltr-65534-"))
+        fail_msg("start as nobody beside a squatted directory (status %d):\n%s%s", s.status, s.out, s.err);
+    tu_free(&s);
 }
 
 /* The directory is checked once, then used through its fd: renaming it away
