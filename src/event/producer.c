@@ -194,6 +194,31 @@ static void reap_retired(void)
     }
 }
 
+/* The layout and CPU table of an attachment replaced by the next one of
+ * its slot: never freed (a thread still writing to the ended session may
+ * read them, producer.h), but kept where they can be found, so that they
+ * are not lost (LeakSanitizer: 288 bytes a session, when a process met two
+ * sessions one after the other). Under the producer's lock. */
+static struct {
+    void **v;
+    size_t n, cap;
+} kept;
+
+static void keep_forever(void *p)
+{
+    if (!p)
+        return;
+    if (kept.n == kept.cap) {
+        size_t cap = kept.cap ? kept.cap * 2 : 8;
+        void **v = realloc(kept.v, cap * sizeof *v);
+        if (!v)
+            return;
+        kept.v = v;
+        kept.cap = cap;
+    }
+    kept.v[kept.n++] = p;
+}
+
 static void retire(ltr_attach *a)
 {
     atomic_store(&a->incarnation, 0);
@@ -324,6 +349,8 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     /* Waking the recorder must never block the writer (the recorder makes
      * the eventfd non-blocking; this holds whoever made it). */
     ltr_set_nonblock(fds[1]);
+    keep_forever(a->lay); /* an earlier session's, in this slot */
+    keep_forever(a->cpus);
     a->shm = shm;
     a->lay = lay;
     a->size = size;
