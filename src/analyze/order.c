@@ -138,6 +138,8 @@ void an_order_free(an_order *o)
 }
 
 uint64_t an_order_late(const an_order *o) { return o->late; }
+uint64_t an_order_late_across(const an_order *o) { return o->late_across; }
+
 /* Each release hands on an eighth of the hold more than it must (an_order_commit):
  * at least 7/8 of it waits. */
 size_t an_order_hold_needed(const an_order *o)
@@ -181,7 +183,6 @@ static void note_count(an_order *o, size_t n)
     o->cp_ts[o->ncp] = o->out_ts;
     o->cp_handed[o->ncp++] = o->handed;
 }
-uint64_t an_order_late_across(const an_order *o) { return o->late_across; }
 
 /* The merge order: by time; at one time (the heap agent stamps events to
  * 100 us, so threads often share one) frees first, since a block freed by
