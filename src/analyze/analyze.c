@@ -516,16 +516,16 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
     want = want < cap ? want : cap;
     if (want <= a->hold)
         return rc;
-    ltr_analysis *b = NULL;
-    ltr_error again;
-    if (analysis_run(path, o, want, &b, &again) < 0)
-        return rc; /* the first pass stands, with its warning */
-    an_warn(b, "the threads' events came farther apart in the trace than the %zu events the analysis holds "
-            "to put them in time order (%llu came late): it analyzed the trace again, holding %zu "
-            "(LTR_ANALYZE_HOLD=N holds N, and analyzes once)",
-            a->hold, (unsigned long long)a->model.late, want);
+    /* the first pass goes before the second: never both in memory at once */
+    size_t held = a->hold;
+    unsigned long long late = a->model.late;
     ltr_analysis_free(a);
-    *out = b;
+    ltr_error again;
+    if (analysis_run(path, o, want, out, &again) < 0) /* out of memory, the file gone: as first */
+        return analysis_run(path, o, 0, out, err);
+    an_warn(*out, "the threads' events came farther apart in the trace than the %zu events the analysis "
+            "holds to put them in time order (%llu came late): it analyzed the trace again, holding %zu "
+            "(LTR_ANALYZE_HOLD=N holds N, and analyzes once)", held, late, want);
     return rc;
 }
 
