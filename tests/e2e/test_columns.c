@@ -30,9 +30,8 @@ static void test_columns_read_as_rows(void **state)
     const char *dir = *state, *target = tu_test_bin("heap-target");
     tu_result r = tu_run(
         "cd %s && export LTR_COLUMNS=0 && %s record -o a.ltr -- %s tree >/dev/null 2>&1 && "
-        /* how far behind events came, and the second pass's hold, follow the blocks' bounds */
-        "held='s/[0-9]+ came late\\): it analyzed the trace again, holding [0-9]+/N came late): "
-        "it analyzed the trace again, holding N/' && "
+        /* how many events came late may follow the blocks' bounds */
+        "held='s/[0-9]+ came late\\)/N came late)/' && "
         "%s record -o b.ltr -- %s chain >/dev/null 2>&1 && %s merge a.ltr b.ltr -o rows.ltr && "
         "unset LTR_COLUMNS && %s merge a.ltr b.ltr -o cols.ltr && "
         "for f in rows cols; do %s dump $f.ltr | sed \"s/$f.ltr/X/g\" >$f.dump && "
