@@ -476,6 +476,33 @@ static void test_dlopen_by_relative_path(void **state)
     tu_free(&r);
 }
 
+/* A daemon closing every fd after the agent attached (heap-target
+ * closeall): its connection to the session closes, and it runs on, writing
+ * into the buffers it holds. The recorder took it for gone and finished
+ * those buffers under it: "shared memory written over" in its log, and the
+ * 1 000 allocations after the close-all were neither in the trace nor
+ * counted lost. Now they are all there, nothing lost, no damage, and the
+ * program's own files untouched. */
+static void test_daemon_closing_every_fd(void **state)
+{
+    const char *dir = getenv("TMPDIR");
+    char args[1200];
+    snprintf(args, sizeof args, "closeall %s %s", tu_test_bin("libheapdl.so"), dir);
+    tu_result r = record("", "heap-target", args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "files ok") || strstr(r.err, "problems"))
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    heap_trace h = read_heap(trace_path);
+    size_t after = 0;
+    for (size_t i = 0; i < h.n; i++)
+        after += h.v[i].kind == ALLOC && h.v[i].size == 3601;
+    assert_int_equal(after, 1000);
+    assert_int_equal(h.lost, 0);
+    assert_int_equal(h.damage, 0);
+    heap_free(&h);
+}
+
 /* heap-target dlmany (tests/programs/dlmany.c): copies of libheapdl.so
  * loaded and unloaded, some unloaded behind the agent's back and loaded
  * again in each other's places, so that the agent's next look finds every
@@ -1057,6 +1084,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stacks_reusing_outer_frames, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_by_relative_path, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_daemon_closing_every_fd, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_many_dlopened_copies_told_apart, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_renamed_by_another_thread, tu_setup_sandbox, tu_teardown_sandbox),

@@ -5,6 +5,7 @@
  * test_heap.c for what each is expected to produce.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -389,6 +391,42 @@ static void mode_dlopen(const char *lib)
     keep[0] = malloc(3601); /* after the unload */
 }
 
+/* A daemon's close-all after its first allocations (the agent attached):
+ * every fd from 3 up closed, 64 files of its own opened (they take the
+ * agent's numbers), then 1 000 allocations of 3 601 bytes through the
+ * library and their frees. Says "files ok" if its files kept their bytes
+ * and stayed open. */
+static int mode_closeall(const char *lib, const char *dir)
+{
+    void *h = dlopen(lib, RTLD_NOW);
+    void *(*f)(size_t) = h ? (void *(*)(size_t))dlsym(h, "dl_alloc_n") : NULL;
+    if (!f)
+        return fprintf(stderr, "dlopen %s: %s\n", lib, dlerror()), 1;
+    free(f(3600));
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    enum { FILES = 64 };
+    int fds[FILES];
+    char data[4096];
+    memset(data, 'D', sizeof data);
+    for (int i = 0; i < FILES; i++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s/closeall.%d", dir, i);
+        fds[i] = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fds[i] < 0 || write(fds[i], data, sizeof data) != (ssize_t)sizeof data)
+            return 3;
+    }
+    for (int i = 0; i < 1000; i++)
+        free(f(3601));
+    for (int i = 0; i < FILES; i++) {
+        struct stat st;
+        if (fstat(fds[i], &st) != 0 || st.st_size != (off_t)sizeof data)
+            return printf("file %d changed\n", i), 4;
+    }
+    printf("files ok\n");
+    return 0;
+}
+
 static volatile int handled;
 
 static void on_signal(int sig)
@@ -529,6 +567,8 @@ int main(int argc, char **argv)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)
         mode_longjmp(argv[2]);
+    else if (!strcmp(mode, "closeall") && argc > 3)
+        return mode_closeall(argv[2], argv[3]);
     else if (!strcmp(mode, "countsgate") && argc > 2)
         return mode_counts_gate(argv[2]);
     else if (!strcmp(mode, "gate") && argc > 2)
