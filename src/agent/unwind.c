@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- rules: one 32-bit word, stored beside a 32-bit address tag ---------- */
@@ -121,6 +122,8 @@ typedef struct umod {
     uintptr_t lo, hi, bias; /* executable segments; load bias */
     char *path;
     int fd;
+    dev_t dev; /* what fd is: closed only while it still is (drop_modules) */
+    ino_t ino;
     Elf *elf;
     Dwarf_CFI *cfi;
     bool tried;
@@ -144,7 +147,13 @@ static void drop_modules(bool release)
             dwarf_cfi_end(mods[i].cfi);
         if (mods[i].elf)
             elf_end(mods[i].elf);
-        if (mods[i].fd >= 0)
+        /* A daemon that closes every fd and opens its own files has them
+         * in these numbers: closed here, its files went, and the modules
+         * read again took their numbers (its fds then read libc.so,
+         * test_daemon_closing_every_fd). */
+        struct stat st;
+        if (mods[i].fd >= 0 && fstat(mods[i].fd, &st) == 0 && st.st_dev == mods[i].dev &&
+            st.st_ino == mods[i].ino)
             close(mods[i].fd);
         free(mods[i].path);
     }
@@ -221,8 +230,15 @@ static Dwarf_CFI *module_cfi(umod *m)
     m->tried = true;
     elf_version(EV_CURRENT);
     m->fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    if (m->fd < 0)
+    struct stat st;
+    if (m->fd < 0 || fstat(m->fd, &st) != 0) {
+        if (m->fd >= 0)
+            close(m->fd);
+        m->fd = -1;
         return NULL;
+    }
+    m->dev = st.st_dev;
+    m->ino = st.st_ino;
     m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
     if (m->elf)
         m->cfi = dwarf_getcfi_elf(m->elf);

@@ -394,9 +394,11 @@ static void mode_dlopen(const char *lib)
 /* A daemon's close-all after its first allocations (the agent attached):
  * every fd from 3 up closed, 64 files of its own opened (they take the
  * agent's numbers), then 1 000 allocations of 3 601 bytes through the
- * library and their frees. Says "files ok" if its files kept their bytes
- * and stayed open. */
-static int mode_closeall(const char *lib, const char *dir)
+ * library LIB and their frees; then a copy of it, LIB2, loaded (elsewhere:
+ * LIB is still there), LIB unloaded, and 100 allocations of 3 602 bytes
+ * through the copy (the agent's unwinder looks at its modules again). Says "files ok" if its files kept
+ * their bytes, stayed open and are still the same files. */
+static int mode_closeall(const char *lib, const char *lib2, const char *dir)
 {
     void *h = dlopen(lib, RTLD_NOW);
     void *(*f)(size_t) = h ? (void *(*)(size_t))dlsym(h, "dl_alloc_n") : NULL;
@@ -407,20 +409,30 @@ static int mode_closeall(const char *lib, const char *dir)
         close(fd);
     enum { FILES = 64 };
     int fds[FILES];
+    ino_t ino[FILES];
     char data[4096];
     memset(data, 'D', sizeof data);
     for (int i = 0; i < FILES; i++) {
         char name[600];
+        struct stat st;
         snprintf(name, sizeof name, "%s/closeall.%d", dir, i);
         fds[i] = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fds[i] < 0 || write(fds[i], data, sizeof data) != (ssize_t)sizeof data)
+        if (fds[i] < 0 || write(fds[i], data, sizeof data) != (ssize_t)sizeof data || fstat(fds[i], &st) != 0)
             return 3;
+        ino[i] = st.st_ino;
     }
     for (int i = 0; i < 1000; i++)
         free(f(3601));
+    void *h2 = dlopen(lib2, RTLD_NOW); /* before the unload: not in its place */
+    f = h2 ? (void *(*)(size_t))dlsym(h2, "dl_alloc_n") : NULL;
+    if (!f)
+        return fprintf(stderr, "dlopen %s: %s\n", lib2, dlerror()), 1;
+    dlclose(h);
+    for (int i = 0; i < 100; i++)
+        free(f(3602));
     for (int i = 0; i < FILES; i++) {
         struct stat st;
-        if (fstat(fds[i], &st) != 0 || st.st_size != (off_t)sizeof data)
+        if (fstat(fds[i], &st) != 0 || st.st_ino != ino[i] || st.st_size != (off_t)sizeof data)
             return printf("file %d changed\n", i), 4;
     }
     printf("files ok\n");
@@ -567,8 +579,8 @@ int main(int argc, char **argv)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)
         mode_longjmp(argv[2]);
-    else if (!strcmp(mode, "closeall") && argc > 3)
-        return mode_closeall(argv[2], argv[3]);
+    else if (!strcmp(mode, "closeall") && argc > 4)
+        return mode_closeall(argv[2], argv[3], argv[4]);
     else if (!strcmp(mode, "countsgate") && argc > 2)
         return mode_counts_gate(argv[2]);
     else if (!strcmp(mode, "gate") && argc > 2)
