@@ -112,6 +112,15 @@ typedef struct recorder {
     uint64_t write_failures; /* how many writes failed: the log says the 1st, 2nd, 4th, 8th... */
     producer_conn *conns;
     unsigned nconns, conns_cap;
+    /* Producers whose connection closed while their process still mapped
+     * the session (a daemon's close-all, or a process on its way out): their
+     * buffers stay theirs until it no longer does (loop.c, still_writes). */
+    struct rec_orphan {
+        uint32_t owner;
+        int32_t pid;    /* as it sent */
+        pid_t kernel_pid;
+    } orphans[16];
+    unsigned norphans;
     uint32_t next_owner, next_proc;
     pid_loss *losses; /* recorder-side losses per pid (writer drops) */
     unsigned nlosses;

@@ -404,9 +404,12 @@ static int can_write_to(const char *path, ltr_error *err)
     return 0;
 }
 
+static void check_orphans(recorder *r);
+
 static void handle_stop(recorder *r, int fd, const char *path, const char *description, bool force)
 {
     ltr_error err = {0};
+    check_orphans(r); /* a process that closed its connection on its way out: its buffers in */
     /* Refused before anything ends: the session goes on (rec_save and
      * move_output refuse again, atomically, if the name is taken meanwhile). */
     int rc = 0;
@@ -572,6 +575,7 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
     if (!strcmp(op, "status")) {
         handle_status(r, fd);
     } else if (!strcmp(op, "save") && p) {
+        check_orphans(r);
         if (r->cfg.mode != LTR_MODE_MEMORY) {
             ltr_fail(&err, EINVAL, "session '%s' is in file mode: its trace is written as it goes; "
                                    "'ltr stop FILE' ends it", r->cfg.name);
@@ -812,33 +816,61 @@ static bool still_writes(pid_t pid, ino_t ino)
     return found;
 }
 
-static void producer_gone(recorder *r, unsigned i)
+/* A producer's buffers finished (its connection closed, and its process
+ * no longer maps the session): and when its process ended, the analysis
+ * told (PROCESS_END) and the writer's tables for it gone, where they stayed
+ * until 64 later processes pushed them out; not while another producer of
+ * that process writes. */
+static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid)
 {
-    pid_t kernel_pid = peer_pid(r->conns[i].fd); /* /proc's; the events' pid is what it sent (a container's) */
-    struct stat mst;
-    if (kernel_pid > 0 && fstat(r->memfd, &mst) == 0 && still_writes(kernel_pid, mst.st_ino)) {
-        /* its buffers stay its own: the flushes write what it commits, as
-         * for any producer, and the session's end stops it (the shared
-         * state); the process's end is not seen (no connection says it) */
-        log_routine("process %d closed its connection to the session and runs on (a daemon closing every "
-                    "fd?): its buffers stay its own", (int)r->conns[i].pid);
-        close(r->conns[i].fd);
-        r->conns[i] = r->conns[--r->nconns];
-        return;
-    }
-    rec_harvest_owner(r, r->conns[i].owner);
-    /* its process ended (or left the session): the writer's tables for it
-     * go, where they stayed until 64 later processes pushed them out; not
-     * while another producer of that process writes */
+    rec_harvest_owner(r, owner);
     bool alone = true;
     for (unsigned k = 0; k < r->nconns; k++)
-        alone &= k == i || r->conns[k].pid != r->conns[i].pid;
-    if (r->conns[i].pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : r->conns[i].pid))
-        rec_end_process(r, r->conns[i].pid); /* after its buffers: the analysis ends its model there */
-    if (r->conns[i].pid > 0 && alone)
-        rec_forget_process(r, (uint32_t)r->conns[i].pid);
-    close(r->conns[i].fd);
+        alone &= r->conns[k].pid != pid;
+    if (pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : pid))
+        rec_end_process(r, pid); /* after its buffers: the analysis ends its model there */
+    if (pid > 0 && alone)
+        rec_forget_process(r, (uint32_t)pid);
+}
+
+static bool session_mapped_by(recorder *r, pid_t kernel_pid)
+{
+    struct stat mst;
+    return kernel_pid > 0 && fstat(r->memfd, &mst) == 0 && still_writes(kernel_pid, mst.st_ino);
+}
+
+/* The orphans whose process no longer maps the session: done (at each
+ * flush, and before a save or a stop, so that a process that closed its
+ * connection on its way out has its buffers in). */
+static void check_orphans(recorder *r)
+{
+    for (unsigned i = 0; i < r->norphans;) {
+        struct rec_orphan o = r->orphans[i];
+        if (session_mapped_by(r, o.kernel_pid)) {
+            i++;
+            continue;
+        }
+        r->orphans[i] = r->orphans[--r->norphans];
+        owner_done(r, o.owner, o.pid, o.kernel_pid);
+    }
+}
+
+static void producer_gone(recorder *r, unsigned i)
+{
+    producer_conn c = r->conns[i];
+    pid_t kernel_pid = peer_pid(c.fd); /* /proc's; the events' pid is what it sent (a container's) */
+    close(c.fd);
     r->conns[i] = r->conns[--r->nconns];
+    if (r->norphans < sizeof r->orphans / sizeof *r->orphans && session_mapped_by(r, kernel_pid)) {
+        /* its buffers stay its own: the flushes write what it commits, as
+         * for any producer, and the session's end stops it (the shared
+         * state); done once it no longer maps the session */
+        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid};
+        log_routine("process %d closed its connection to the session and still maps it (a daemon closing "
+                    "every fd?): its buffers stay its own while it does", (int)c.pid);
+        return;
+    }
+    owner_done(r, c.owner, c.pid, kernel_pid);
 }
 
 static void on_signal(recorder *r)
@@ -847,6 +879,7 @@ static void on_signal(recorder *r)
     if (read(r->signal_fd, &si, sizeof si) != sizeof si)
         return;
     rec_log("signal %u: ending the session", si.ssi_signo);
+    check_orphans(r);
     rec_unpublish(r);
     usleep(STOP_GRACE_US);
     if (r->cfg.mode == LTR_MODE_FILE) {
@@ -864,6 +897,7 @@ static void controller_gone(recorder *r)
 {
     close(r->controller_fd);
     r->controller_fd = -1;
+    check_orphans(r);
     if (!r->cfg.stop_output[0]) { /* ltr watch: what it saved is saved; nothing more is written */
         rec_log("the command that controls this session (ltr watch) is gone: cancelling it");
         handle_cancel(r, -1);
@@ -915,6 +949,8 @@ static void run_loop(recorder *r)
         for (unsigned i = r->nconns; ready > 0 && i-- > 0;)
             if (pfd[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
                 producer_gone(r, i);
+        if (flush && r->norphans)
+            check_orphans(r);
         if (ready > 0 && (pfd[2].revents & POLLIN))
             on_signal(r);
         if (!r->done && ready > 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)))
