@@ -553,13 +553,13 @@ void rec_forget_process(recorder *r, uint32_t pid)
         entry_out(r, REC_BACKLOG_GONE, &gone, NULL, 0);
 }
 
-void rec_end_process(recorder *r, pid_t pid)
+void rec_end_process(recorder *r, pid_t pid, uint64_t ts)
 {
     meta_pull(r); /* what its producers wrote goes before */
     ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
     size_t rec = ltr_bytes_record_begin(out, LTR_META_PROCESS_END);
     ltr_bytes_put_u32(out, (uint32_t)pid);
-    ltr_bytes_put_u64(out, ltr_now_ns());
+    ltr_bytes_put_u64(out, ts);
     ltr_bytes_record_end(out, rec);
 }
 

@@ -142,8 +142,9 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
 /* Writes the PROCESS_END record of a process whose last producer went,
  * behind the metadata its producers wrote: straight into what the recorder
  * writes, not through the shared region, where it drops any such record (a
- * traced program could end another's model with one). */
-void rec_end_process(recorder *r, pid_t pid);
+ * traced program could end another's model with one). ts: when the
+ * recorder saw it go. */
+void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
 /* The writer's tables for a process that went go once the blocks taken so
  * far are written (file mode): its last buffers, harvested as it went, keep
  * their references (bench/heap's, all written at its exit, took 1 % more

@@ -821,14 +821,14 @@ static bool still_writes(pid_t pid, ino_t ino)
  * told (PROCESS_END) and the writer's tables for it gone, where they stayed
  * until 64 later processes pushed them out; not while another producer of
  * that process writes. */
-static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid)
+static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint64_t seen_ns)
 {
     rec_harvest_owner(r, owner);
     bool alone = true;
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= r->conns[k].pid != pid;
     if (pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : pid))
-        rec_end_process(r, pid); /* after its buffers: the analysis ends its model there */
+        rec_end_process(r, pid, seen_ns); /* after its buffers: the analysis ends its model there */
     if (pid > 0 && alone)
         rec_forget_process(r, (uint32_t)pid);
 }
@@ -851,11 +851,16 @@ static void check_orphans(recorder *r)
             continue;
         }
         r->orphans[i] = r->orphans[--r->norphans];
-        owner_done(r, o.owner, o.pid, o.kernel_pid);
+        owner_done(r, o.owner, o.pid, o.kernel_pid, ltr_now_ns());
     }
 }
 
-static void producer_gone(recorder *r, unsigned i)
+/* seen_ns: when the poll that said so returned, before that round's drain
+ * (the process's end in the trace): taken after the drain, it came behind
+ * the next program's first blocks once in CI (test_analyze,
+ * test_ended_processes_leave_the_peak: one program's 8 MB and the next's
+ * first 1 MB at once). */
+static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
 {
     producer_conn c = r->conns[i];
     pid_t kernel_pid = peer_pid(c.fd); /* /proc's; the events' pid is what it sent (a container's) */
@@ -870,7 +875,7 @@ static void producer_gone(recorder *r, unsigned i)
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
-    owner_done(r, c.owner, c.pid, kernel_pid);
+    owner_done(r, c.owner, c.pid, kernel_pid, seen_ns);
 }
 
 static void on_signal(recorder *r)
@@ -948,7 +953,7 @@ static void run_loop(recorder *r)
         /* Producers first: a process that ended before a stop has its buffers in. */
         for (unsigned i = r->nconns; ready > 0 && i-- > 0;)
             if (pfd[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
-                producer_gone(r, i);
+                producer_gone(r, i, now);
         if (flush && r->norphans)
             check_orphans(r);
         if (ready > 0 && (pfd[2].revents & POLLIN))

@@ -181,9 +181,13 @@ static void test_ended_processes_leave_the_peak(void **state)
     char *json = analyze("ended.ltr", "--format json --top 0", 0);
     const char *sum = strstr(json, "\"summary\"");
     long long mb = 1 << 20, peak = num_after(sum, "peak_bytes"), out = num_after(sum, "outstanding_bytes");
-    if (peak < 8 * mb || peak >= 9 * mb || out < 24 * mb)
-        fail_msg("peak %lld, outstanding at the end %lld: wanted one program's 8 MB at once, 24 MB left", peak,
-                 out);
+    /* below two programs' 16 MB, not one's 9: a process's end is when the
+     * recorder saw its connection close, and a recorder busy writing can
+     * see it after the next program's first 1 MB blocks (once in CI: 8 MB
+     * and 1 MB at once) */
+    if (peak < 8 * mb || peak >= 16 * mb || out < 24 * mb)
+        fail_msg("peak %lld, outstanding at the end %lld: wanted one program's 8 MB at once (and less than "
+                 "two programs'), 24 MB left", peak, out);
     free(json);
 }
 
