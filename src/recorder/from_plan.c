@@ -77,7 +77,8 @@ static void list_syskw(const ltr_plan *plan, ltr_bytes *notes, bool has_part, co
     ltr_bytes_put_mem(notes, title, strlen(title));
     for (size_t i = 0; i < plan->nsyskw; i++) {
         const ltr_plan_syskw *k = &plan->syskw[i];
-        if (k->available || (k->linux_part != NULL) != has_part)
+        /* an unknown keyword is not listed here: its own note says so */
+        if (k->available || (k->linux_part != NULL) != has_part || (!has_part && !ltr_syskw_lookup(k->name)))
             continue;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
@@ -92,6 +93,14 @@ static void list_syskw(const ltr_plan *plan, ltr_bytes *notes, bool has_part, co
         ltr_bytes_put_u8(notes, '\n');
     else
         notes->len = start;
+}
+
+/* A skipped "system keyword NAME" the line of list_syskw above already
+ * names (a known Windows facility): said once, not twice. */
+static bool listed_keyword(const char *what)
+{
+    static const char kw[] = "system keyword ";
+    return !strncmp(what, kw, sizeof kw - 1) && ltr_syskw_lookup(what + sizeof kw - 1) != NULL;
 }
 
 /* Heap tracing: the Ltr.Heap provider of the heap agent, in a collector
@@ -233,7 +242,8 @@ int ltr_session_config_from_plan(const ltr_plan *plan, ltr_session_config *cfg, 
     if (add_system(plan, cfg, map, err) != 0)
         return -err->code;
     for (size_t i = 0; i < plan->nskipped; i++)
-        note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);
+        if (!listed_keyword(plan->skipped[i].what))
+            note(notes, "skipped %s: %s", plan->skipped[i].what, plan->skipped[i].reason);
     return 0;
 }
 

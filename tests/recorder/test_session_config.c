@@ -240,6 +240,8 @@ static void test_builtin_heap_profile(void **state)
 /* System keywords that ltr records become the provider Ltr.System with
  * their parts' keyword bits, in the profile's system collector; a profile's
  * MemoryInfoInterval sets the interval unless --memory-interval did. */
+static char last_notes[4096]; /* what the last system_config told the user */
+
 static int system_config(const char *wprp, uint32_t option_ms)
 {
     char path[] = "/tmp/ltr-cfgtest-XXXXXX.wprp";
@@ -261,6 +263,7 @@ static int system_config(const char *wprp, uint32_t option_ms)
         ltr_bytes notes = {0};
         ltr_error err;
         rc = ltr_session_config_build(plan, &o, &cfg, &notes, &err);
+        snprintf(last_notes, sizeof last_notes, "%.*s", (int)notes.len, notes.data ? (char *)notes.data : "");
         ltr_bytes_free(&notes);
     }
     ltr_plan_free(plan);
@@ -270,7 +273,8 @@ static int system_config(const char *wprp, uint32_t option_ms)
 static const char system_wprp[] =
     "<WindowsPerformanceRecorder Version=\"1.0\"><Profiles>"
     "<SystemCollector Id=\"SC\" Name=\"sys\"><BufferSize Value=\"64\"/><Buffers Value=\"4\"/></SystemCollector>"
-    "<SystemProvider Id=\"SP\"><Keywords><Keyword Value=\"MemoryInfo\"/><Keyword Value=\"CSwitch\"/></Keywords>"
+    "<SystemProvider Id=\"SP\"><Keywords><Keyword Value=\"MemoryInfo\"/><Keyword Value=\"CSwitch\"/>"
+    "<Keyword Value=\"Bogus\"/></Keywords>"
     "<MemoryInfoInterval Value=\"%s\"/></SystemProvider>"
     "<Profile Id=\"P.Light.File\" Name=\"P\" DetailLevel=\"Light\" LoggingMode=\"File\" Description=\"t\">"
     "<Collectors><SystemCollectorId Value=\"SC\"><SystemProviderId Value=\"SP\"/></SystemCollectorId></Collectors>"
@@ -289,6 +293,19 @@ static void test_system_keywords(void **state)
     assert_int_equal(cfg.providers[0].any, LTR_SYSKW_MEMINFO); /* CSwitch: nothing on Linux */
     assert_true(ltr_session_records_system(&cfg));
     assert_int_equal(cfg.system_interval_ms, 250);
+    /* each skipped keyword said once: CSwitch in the line of those with no
+     * Linux counterpart (it was also a note of its own), Bogus in its own
+     * note as unknown, not in that line */
+    const char *cs = strstr(last_notes, "CSwitch");
+    assert_non_null(cs);
+    assert_null(strstr(cs + 1, "CSwitch"));
+    const char *line = strstr(last_notes, "no Linux counterpart, skipped: ");
+    assert_non_null(line);
+    assert_true(strchr(line, '\n') && !memmem(line, (size_t)(strchr(line, '\n') - line), "Bogus", 5));
+    const char *bogus = strstr(last_notes, "Bogus");
+    assert_non_null(bogus);
+    assert_null(strstr(bogus + 1, "Bogus"));
+    assert_non_null(strstr(last_notes, "skipped system keyword Bogus: not a system keyword ltr knows"));
     assert_int_equal(system_config(wprp, 40), 0);
     assert_int_equal(cfg.system_interval_ms, 40); /* the option wins */
     snprintf(wprp, sizeof wprp, system_wprp, "5");
