@@ -214,6 +214,29 @@ wprp_node *wprp_catalog_find(const wprp_catalog *c, wprp_kind kind, const char *
     return NULL;
 }
 
+/* A user file's element whose id a built-in profile defines too. */
+static void shadowed(wprp_catalog *c, const wprp_node *n)
+{
+    size_t len = strlen(c->shadowed_ids);
+    if (!c->nshadowed++)
+        c->shadowed_line = n->line;
+    if (len + strlen(n->id) + 8 < sizeof c->shadowed_ids)
+        snprintf(c->shadowed_ids + len, sizeof c->shadowed_ids - len, "%s%s", len ? ", " : "", n->id);
+    else if (!strstr(c->shadowed_ids, ", ..."))
+        snprintf(c->shadowed_ids + len, sizeof c->shadowed_ids - len, ", ...");
+}
+
+void wprp_catalog_tell_shadowed(wprp_catalog *c, const char *file)
+{
+    if (c->nshadowed)
+        ltr_diag_add(c->diags, LTR_DIAG_WARNING, file, c->shadowed_line, NULL,
+                     "%zu id(s) also defined by the built-in profiles (%s): this file's definitions are used "
+                     "by its own references",
+                     c->nshadowed, c->shadowed_ids);
+    c->nshadowed = 0;
+    c->shadowed_ids[0] = 0;
+}
+
 /* Takes ownership of n. A second element of the same kind and id in the same
  * file is an error (which one was meant?); in a later file it is a warning,
  * and the later one is used, the way a user's file overrides a built-in. */
@@ -230,6 +253,10 @@ void wprp_catalog_add(wprp_catalog *c, wprp_node *n)
             wprp_node_free(n);
             free(n);
             return;
+        }
+        if (o->builtin && !n->builtin) {
+            shadowed(c, n);
+            break;
         }
         ltr_diag_add(c->diags, LTR_DIAG_WARNING, n->file, n->line, n->id,
                      "%s id also defined in %s:%d; this definition is used",

@@ -84,12 +84,20 @@ typedef struct wprp_catalog {
     wprp_node **nodes;   /* in load order; a later node shadows an earlier one */
     size_t n, cap;
     ltr_diag_list *diags;
+    /* Ids of the file being loaded that a built-in profile defines too:
+     * said in one warning once the file is read (wprp_catalog_load), not
+     * one each (an exported built-in profile shadows every id). */
+    size_t nshadowed;
+    int shadowed_line;
+    char shadowed_ids[160];
 } wprp_catalog;
 
 const char *wprp_kind_name(wprp_kind k);
 wprp_family wprp_kind_family(wprp_kind k);
 
 void wprp_catalog_init(wprp_catalog *c, ltr_diag_list *diags);
+/* The one warning for the ids of file that built-in profiles define too. */
+void wprp_catalog_tell_shadowed(wprp_catalog *c, const char *file);
 void wprp_catalog_free(wprp_catalog *c);
 
 /* Loads one file (safe XML reading, schema checks). Returns 0, or -1 if the

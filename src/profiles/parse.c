@@ -330,6 +330,7 @@ int wprp_catalog_load(wprp_catalog *c, const char *path, bool builtin, const cha
     c->files[c->nfiles] = prof_strdup(path);
     walk w = {c, c->files[c->nfiles++], builtin};
     parse_root(&w, xmlDocGetRootElement(doc));
+    wprp_catalog_tell_shadowed(c, w.file);
     xmlFreeDoc(doc);
     if (file_out)
         *file_out = w.file;

@@ -240,6 +240,27 @@ static void duplicate_ids(void **state)
     ltr_plan_free(p);
 }
 
+/* A file defining ids the built-in profiles define too (an exported
+ * built-in profile defines them all): one warning naming them, not one each. */
+static void builtin_ids_shadowed(void **state)
+{
+    (void)state;
+    char body[2048];
+    snprintf(body, sizeof body, "<SystemCollector Id='ltr.SystemCollector' Name='Mine'/>\n"
+             "<EventCollector Id='EC' Name='Ev'/>\n<HeapEventCollector Id='ltr.HeapCollector' Name='MyHeap'/>\n"
+             "<EventProvider Id='E' Name='x'/>\n%s", profile_p);
+    const char *f = write_wprp("shadow.wprp", body);
+    ltr_profile_list *l = NULL;
+    const ltr_diag *d = listed(f, LTR_DIAG_WARNING, "2 id(s) also defined by the built-in profiles", &l);
+    assert_non_null(strstr(d->msg, "ltr.SystemCollector, ltr.HeapCollector"));
+    size_t warnings = 0;
+    for (size_t i = 0; i < l->diags.n; i++)
+        warnings += l->diags.v[i].severity == LTR_DIAG_WARNING && l->diags.v[i].file &&
+                    !strcmp(l->diags.v[i].file, f);
+    assert_int_equal(warnings, 1);
+    ltr_profile_list_free(l);
+}
+
 static void out_of_schema_order(void **state)
 {
     char body[2048];
@@ -386,6 +407,7 @@ int main(void)
         cmocka_unit_test(broken_profile_named_is_not_missing),
         cmocka_unit_test(missing_and_wrong_bases),
         cmocka_unit_test(duplicate_ids),
+        cmocka_unit_test(builtin_ids_shadowed),
         cmocka_unit_test(out_of_schema_order),
         cmocka_unit_test(profile_id_pattern),
         cmocka_unit_test(mixed_object_types),
