@@ -57,6 +57,7 @@ typedef struct sym_mod {
     ltr_sym_segment *seg;
     size_t nseg;
     sym_file *file;
+    size_t prev; /* index + 1 of the process's module recorded before, 0: none */
 } sym_mod;
 
 typedef struct sym_cached {
@@ -92,6 +93,11 @@ typedef struct sym_proc {
     uint64_t pid;
     int has_unloads;
     an_hmap *cache;      /* address -> sym_cached */
+    /* index + 1 of its last module: its modules are a chain (sym_mod.prev).
+     * A scan of every process's modules for each address took 20 s of
+     * `ltr analyze` on 200 python3 starts through pyenv's shims (7 038
+     * processes, 100 000 modules), 0.4 s this way. */
+    size_t last_mod;
 } sym_proc;
 
 struct ltr_symbolizer {
@@ -304,17 +310,17 @@ static sym_proc *proc_of(ltr_symbolizer *s, uint32_t pid)
 /* An unloaded record ends the latest matching load of the same object. */
 static void unload(ltr_symbolizer *s, const ltr_sym_module *m)
 {
-    for (size_t i = s->nmods; i-- > 0;) {
-        sym_mod *x = &s->mods[i];
-        if (x->pid == m->pid && x->bias == m->load_bias && x->unload_ts == UINT64_MAX &&
-            !strcmp(x->file->path, m->path)) {
+    sym_proc *p = proc_of(s, m->pid);
+    if (!p)
+        return;
+    for (size_t i = p->last_mod; i; i = s->mods[i - 1].prev) {
+        sym_mod *x = &s->mods[i - 1];
+        if (x->bias == m->load_bias && x->unload_ts == UINT64_MAX && !strcmp(x->file->path, m->path)) {
             x->unload_ts = m->ts;
             break;
         }
     }
-    sym_proc *p = proc_of(s, m->pid);
-    if (p)
-        p->has_unloads = 1;
+    p->has_unloads = 1;
 }
 
 int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
@@ -335,13 +341,15 @@ int ltr_symbolizer_add_module(ltr_symbolizer *s, const ltr_sym_module *m)
     if (x->file && x->file->rank == SIZE_MAX)
         x->file->rank = s->nmods;
     x->seg = malloc((m->segment_count ? m->segment_count : 1) * sizeof *x->seg);
-    if (!x->file || !x->seg || !proc_of(s, m->pid)) {
+    sym_proc *p = proc_of(s, m->pid);
+    if (!x->file || !x->seg || !p) {
         free(x->seg);
         return -ENOMEM;
     }
     memcpy(x->seg, m->segments, m->segment_count * sizeof *x->seg);
     x->nseg = m->segment_count;
-    s->nmods++;
+    x->prev = p->last_mod;
+    p->last_mod = ++s->nmods;
     return 0;
 }
 
@@ -359,14 +367,17 @@ static int holds(const sym_mod *x, uint64_t addr)
 static sym_mod *module_at(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr)
 {
     sym_mod *best = NULL, *later = NULL;
-    for (size_t i = 0; i < s->nmods; i++) {
-        sym_mod *x = &s->mods[i];
-        if (x->pid != pid || !holds(x, addr))
+    const sym_proc *p = an_hmap_get(&s->procs, pid);
+    /* newest first: of loads at one time the last recorded wins, of later
+     * loads the first recorded */
+    for (size_t i = p ? p->last_mod : 0; i; i = s->mods[i - 1].prev) {
+        sym_mod *x = &s->mods[i - 1];
+        if (!holds(x, addr))
             continue;
         if (x->load_ts <= ts && x->unload_ts > ts) {
-            if (!best || x->load_ts >= best->load_ts)
+            if (!best || x->load_ts > best->load_ts)
                 best = x;
-        } else if (x->load_ts > ts && (!later || x->load_ts < later->load_ts))
+        } else if (x->load_ts > ts && (!later || x->load_ts <= later->load_ts))
             later = x;
     }
     return best ? best : later;
