@@ -453,6 +453,16 @@ static int parse_process_end(ltr_trace *t, ltr_cursor *c)
         return 0; /* without memory the process is only not ended early */
     t->ends = v;
     t->ends[t->nends++] = e;
+    /* no block of the process after this (a pid used again starts its
+     * sequences past every count the writer used): what the reader keeps
+     * for its address references goes. Not in a save (its ends were
+     * written before its blocks) nor a merge (another trace's blocks of
+     * the pid may come after), nor in a trace of an older writer. */
+    const char *kind = ltr_trace_kv(t, LTR_KV_HEADER, "trace.kind");
+    const char *after = ltr_trace_kv(t, LTR_KV_HEADER, "trace.ends_after_blocks");
+    if (kind && !strcmp(kind, "file") && after && !strcmp(after, "1") &&
+        ltr_refs_drop_pid(&t->refs, e.pid, t->blk_refs))
+        t->blk_refs = NULL; /* its block was read to the end before this chunk */
     return 0;
 }
 

@@ -67,10 +67,16 @@ typedef struct ltr_layout_rec {
 
 /* refseq.c: the address references of every (collector, pid) (blocks.h). */
 typedef struct ltr_refs {
-    an_hmap seqs; /* collector << 32 | pid -> its struct ltr_refseq */
+    an_hmap seqs;         /* collector << 32 | pid -> its struct ltr_refseq */
+    uint32_t collectors;  /* the highest collector number seen + 1 */
 } ltr_refs;
 void ltr_refs_init(ltr_refs *r);
 void ltr_refs_free(ltr_refs *r); /* and ready for use again */
+/* The sequences of a process that ended, in every collector: a file-mode
+ * trace has no block of it after its PROCESS_END (the recorder writes that
+ * record after its last buffers; the writer never puts metadata before
+ * events it holds). Whether one was `keep`, a pointer the caller holds. */
+int ltr_refs_drop_pid(ltr_refs *r, uint32_t pid, const struct ltr_refseq *keep);
 /* The sequences a block of (collector, pid) continues, their counts set to
  * the block's bases (model: its pnew codes use the allocator model; next:
  * and the next address, format 6); NULL without memory. */

@@ -88,6 +88,8 @@ struct ltr_writer {
     ltr_bytes meta;        /* METADATA records as rewritten */
     ltr_bytes nodes;       /* the same, FRAME_NODES as FRAME_NODES_V */
     ltr_bytes meta_wait;   /* METADATA come while EVENTS were pending: written just before them */
+    ltr_bytes ends_wait;   /* PROCESS_END records come meanwhile: written just after them */
+    ltr_bytes meta_rest;   /* a METADATA batch without its PROCESS_END records */
     ltr_refwriter refs;    /* frees' addresses told as references (format 4) */
     ltr_bytes meta_in;     /* METADATA as received, heap layouts converted */
     ltr_colwriter cols;    /* compact blocks stored as columns (format 5) */
@@ -348,7 +350,12 @@ static int seal(ltr_writer *w, ltr_error *err)
         return merged < 0 ? merged : rc;
     }
     int rc2 = flush_events(w, rc < 0 ? NULL : err);
-    return merged < 0 ? merged : rc < 0 ? rc : rc2;
+    int rc3 = 0;
+    if (w->ends_wait.len && !w->ends_wait.failed) /* lost otherwise: those processes only end late */
+        rc3 = write_metadata_now(w, w->ends_wait.data, w->ends_wait.len, 0, rc < 0 || rc2 < 0 ? NULL : err);
+    w->ends_wait.len = 0;
+    w->ends_wait.failed = 0;
+    return merged < 0 ? merged : rc < 0 ? rc : rc2 < 0 ? rc2 : rc3;
 }
 
 /* Flushes pending events, then writes a chunk; the first error is returned, but the
@@ -374,6 +381,43 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
  * A rewrite that cannot be done leaves the records as they came. */
 static int metadata_in(ltr_writer *w, const void *records, size_t len, ltr_error *err);
 
+/* A process's end (PROCESS_END) goes after the events pending, which may
+ * hold its last buffers, and never before them, so that a reader of a
+ * file-mode trace can let go of what it keeps for the process there
+ * (docs/trace-format.md, "trace.ends_after_blocks"). Whether the batch held
+ * one: then meta_rest has the batch without them. */
+static int split_ends(ltr_writer *w, const uint8_t *p, size_t len)
+{
+    int found = 0;
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint32_t size = ltr_get_u32(p + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            break;
+        found |= ltr_get_u16(p + off) == LTR_META_PROCESS_END;
+        off += size;
+    }
+    if (!found)
+        return 0;
+    w->meta_rest.len = 0;
+    size_t ends_before = w->ends_wait.len;
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint32_t size = ltr_get_u32(p + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off) {
+            ltr_bytes_put_mem(&w->meta_rest, p + off, len - off); /* as it came: the reader reports it */
+            break;
+        }
+        ltr_bytes_put_mem(ltr_get_u16(p + off) == LTR_META_PROCESS_END ? &w->ends_wait : &w->meta_rest, p + off,
+                          size);
+        off += size;
+    }
+    if (w->meta_rest.failed) { /* without memory: the batch as it came, its ends before the events */
+        w->meta_rest.failed = 0;
+        w->ends_wait.len = ends_before;
+        return 0;
+    }
+    return 1;
+}
+
 /* Buffers waiting to be merged go first: what the writer learns from
  * metadata (a layout written, a stack) must come after them, as they did. */
 int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_error *err)
@@ -395,6 +439,12 @@ static int metadata_in(ltr_writer *w, const void *records, size_t len, ltr_error
     ltr_refwriter_layouts(&w->refs, w->meta_in.data, len);
     ltr_colwriter_layouts(&w->cols, w->meta_in.data, len);
     records = w->meta_in.data;
+    if (w->nblocks && split_ends(w, records, len)) {
+        records = w->meta_rest.data;
+        len = w->meta_rest.len;
+        if (!len)
+            return 0;
+    }
     if (w->nblocks && deferrable(records, len) && w->meta_wait.len + len <= META_WAIT_MAX) {
         ltr_bytes_put_mem(&w->meta_wait, records, len);
         return 0;
@@ -742,6 +792,8 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->meta);
     ltr_bytes_free(&w->nodes);
     ltr_bytes_free(&w->meta_wait);
+    ltr_bytes_free(&w->ends_wait);
+    ltr_bytes_free(&w->meta_rest);
     ltr_bytes_free(&w->meta_in);
     ltr_refwriter_free(&w->refs);
     ltr_colwriter_free(&w->cols);

@@ -76,6 +76,8 @@ void rec_header_kv(recorder *r, ltr_bytes *kv, const char *kind)
     put_kv_u64(kv, "format.version", LTR_FORMAT_VERSION);
     ltr_bytes_put_kv(kv, "ltr.version", "0.1.0");
     ltr_bytes_put_kv(kv, "trace.kind", kind);
+    if (!strcmp(kind, "file")) /* the writer puts a process's end after its blocks (writer.c, split_ends) */
+        ltr_bytes_put_kv(kv, "trace.ends_after_blocks", "1");
     ltr_bytes_put_kv(kv, "session.name", cfg->name);
     ltr_bytes_put_kv(kv, "session.mode", cfg->mode == LTR_MODE_FILE ? "file" : "memory");
     put_kv_u64(kv, "session.buffer_size", (uint64_t)cfg->collectors[0].buffer_kb * 1024);

@@ -1025,6 +1025,32 @@ static void test_freed_next_by_number(void **state)
     ltr_refs_free(&refs);
 }
 
+/* A process that ended (PROCESS_END in a file-mode trace) has its
+ * sequences let go in every collector, and only its own; a block of its pid
+ * after that (a new process) starts afresh: nothing before resolves. */
+static void test_ended_process_let_go(void **state)
+{
+    (void)state;
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *a = ltr_refs_block(&refs, 0, 100, 0, 0, 0, 0);
+    struct ltr_refseq *b = ltr_refs_block(&refs, 2, 100, 0, 0, 0, 0);
+    struct ltr_refseq *c = ltr_refs_block(&refs, 0, 200, 0, 0, 0, 0);
+    assert_true(a && b && c);
+    ltr_refev e = {.has = {1, 0}, .code = {0, 0}, .addr = {0x1000, 0}, .size = 16};
+    assert_int_equal(ltr_refseq_apply_event(a, &e), 0);
+    assert_int_equal(ltr_refseq_apply_event(c, &e), 0);
+    assert_int_equal(refs.seqs.n, 3);
+    assert_int_equal(ltr_refs_drop_pid(&refs, 100, c), 0); /* c is not 100's */
+    assert_int_equal(refs.seqs.n, 1);
+    assert_int_equal(ltr_refs_drop_pid(&refs, 200, c), 1);
+    assert_int_equal(refs.seqs.n, 0);
+    a = ltr_refs_block(&refs, 0, 100, 1u << 20, 0, 0, 0); /* past every count: a new process */
+    e = (ltr_refev){.has = {0, 1}, .code = {0, 1}};
+    assert_int_equal(ltr_refseq_resolve_event(a, &e), -1);
+    ltr_refs_free(&refs);
+}
+
 /* Blocks with the model but without the next address, in a file of
  * version 5: a pnew code past the list's places is a reference
  * LTR_MODEL_LIST back, as format 5 has it. */
@@ -1980,6 +2006,7 @@ int main(void)
         cmocka_unit_test(test_next_address_only_after_a_known_one),
         cmocka_unit_test(test_teardown_told_by_the_allocation_after),
         cmocka_unit_test(test_freed_next_by_number),
+        cmocka_unit_test(test_ended_process_let_go),
         cmocka_unit_test(test_format5_codes_still_read),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),

@@ -5,6 +5,7 @@
  * chunk (RLIMIT_FSIZE) that must be cut off again, and bad paths.
  */
 #include "gen.h"
+#include "format/blocks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +149,45 @@ static void test_end_flushes_pending_events(void **state)
     assert_false(ltr_trace_complete(t));
     assert_int_equal(ltr_trace_next(t, &ev, &err), 0);
     assert_true(ltr_trace_complete(t));
+    ltr_trace_close(t);
+    unlink(path);
+}
+
+/* A process's end comes after the events pending when it came, which may
+ * hold its last buffers (a reader of a file-mode trace lets go of the
+ * process there); other metadata of the batch still goes before them. */
+static void test_process_end_after_pending_blocks(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("ends.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
+    ltr_bytes meta = {0};
+    size_t rec = ltr_bytes_record_begin(&meta, LTR_META_PROCESS_END);
+    ltr_bytes_put_u32(&meta, 100);
+    ltr_bytes_put_u64(&meta, gen_ts(6));
+    ltr_bytes_record_end(&meta, rec);
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    ltr_bytes_free(&meta);
+    assert_int_equal(put_block(w, 6, 4, 1, &err), 0);
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "clock.end_ns", "1");
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
+    ltr_bytes_free(&kv);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    for (int i = 0; i < 10; i++) {
+        int rc = ltr_trace_next(t, &ev, &err);
+        if (rc != 1)
+            fail_msg("event %d: %d %s", i, rc, err.msg);
+        assert_int_equal(ltr_trace_process_end_count(t), 0); /* not before an event it came after */
+    }
+    assert_int_equal(ltr_trace_next(t, &ev, &err), 0);
+    assert_int_equal(ltr_trace_process_end_count(t), 1);
+    assert_int_equal(ltr_trace_process_end_at(t, 0)->pid, 100);
     ltr_trace_close(t);
     unlink(path);
 }
@@ -316,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_chunk_target_triggers_writes),
         cmocka_unit_test(test_end_flushes_pending_events),
+        cmocka_unit_test(test_process_end_after_pending_blocks),
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),
         cmocka_unit_test(test_bad_path),
