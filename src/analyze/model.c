@@ -170,9 +170,29 @@ static uint32_t *dense_slot(an_proc *p, uint32_t stack_id)
     return &v[stack_id];
 }
 
+/* The index of its stacks again, for an event of an ended process that
+ * came late; -1 without memory. */
+static int reindex(an_proc *p)
+{
+    p->unindexed = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        uint32_t *dense = dense_slot(p, p->stacks[i].stack_id);
+        an_index *ix = dense ? NULL : an_hmap_put(&p->stack_index, p->stacks[i].stack_id, NULL);
+        if (!dense && !ix)
+            return p->unindexed = 1, -1;
+        if (dense)
+            *dense = (uint32_t)i + 1;
+        else
+            ix->index = (uint32_t)i;
+    }
+    return 0;
+}
+
 /* stack_of for an id not in the dense index yet, or beyond it. */
 static int64_t stack_slow(an_proc *p, uint32_t stack_id, uint64_t ts)
 {
+    if (p->unindexed && reindex(p) != 0)
+        return -1;
     uint32_t *dense = dense_slot(p, stack_id);
     if (dense && *dense)
         return *dense - 1;
@@ -760,6 +780,19 @@ static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
             return;
         proc_finish(m, p);
         an_hmap_free(&p->live);
+        /* what only its events to come would use: 134 MiB of the analysis
+         * of 7 038 short processes (pyenv's shims), and the stacks' room
+         * to grow (628 MiB in all) */
+        free(p->dense);
+        p->dense = NULL;
+        p->ndense = 0;
+        an_hmap_free(&p->stack_index);
+        p->unindexed = 1;
+        an_stack *fit = p->nstacks ? realloc(p->stacks, p->nstacks * sizeof *fit) : NULL;
+        if (fit) {
+            p->stacks = fit;
+            p->capstacks = p->nstacks;
+        }
         m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
         p->cur_bytes = p->cur_count = 0;
         return;

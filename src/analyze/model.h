@@ -75,6 +75,7 @@ typedef struct an_proc {
     an_hmap stack_index; /* stack id -> index in stacks, for ids too large for dense */
     uint32_t *dense;     /* stack id -> index in stacks + 1 (0 = not seen): the agent numbers stacks 1, 2, ... */
     size_t ndense;
+    int unindexed;       /* dense and stack_index let go at its end (model.c, proc_end): made again if needed */
     uint32_t last_tid;   /* cache of the threads entry last used */
     struct an_thread *last_thread;
     an_stack *stacks;

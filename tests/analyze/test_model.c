@@ -604,13 +604,18 @@ static void test_process_end(void **state)
     (void)state;
     an_model m;
     an_model_init(&m, 0, UINT64_MAX);
-    an_event nine[2] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
-                        {.ts = 110, .addr = 0x2000, .size = 32, .stack = 1, .op = AN_OP_ALLOC}};
+    an_event nine[3] = {{.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC},
+                        {.ts = 110, .addr = 0x2000, .size = 32, .stack = 1, .op = AN_OP_ALLOC},
+                        {.ts = 115, .addr = 0x2100, .size = 1, .stack = 1u << 30, .op = AN_OP_ALLOC},
+                        };
+    an_event nine_free = {.ts = 116, .addr = 0x2100, .op = AN_OP_FREE};
     an_event ten = {.ts = 120, .addr = 0x3000, .size = 16, .stack = 1, .op = AN_OP_ALLOC};
     an_event end = {.ts = 200, .op = AN_OP_END};
     an_event ten_again = {.ts = 210, .addr = 0x4000, .size = 8, .stack = 1, .op = AN_OP_ALLOC};
-    an_event late = {.ts = 190, .addr = 0x5000, .size = 4, .stack = 1, .op = AN_OP_ALLOC};
-    an_model_feed(&m, 9, 1, nine, 2);
+    an_event late[2] = {{.ts = 190, .addr = 0x5000, .size = 4, .stack = 1, .op = AN_OP_ALLOC},
+                        {.ts = 191, .addr = 0x5100, .size = 2, .stack = 1u << 30, .op = AN_OP_ALLOC}};
+    an_model_feed(&m, 9, 1, nine, 3);
+    an_model_feed(&m, 9, 1, &nine_free, 1);
     an_model_feed(&m, 10, 1, &ten, 1);
     an_model_feed(&m, 9, AN_END_TID, &end, 1);
     const an_proc *p9 = m.procs[0];
@@ -619,12 +624,18 @@ static void test_process_end(void **state)
     assert_int_equal(p9->type[AN_AIFO].count, 2);
     assert_int_equal(p9->type[AN_AIFO].bytes, 96);
     assert_int_equal(m.cur_bytes, 16);
+    assert_int_equal(p9->nstacks, 2);
+    assert_null(p9->dense); /* its stacks' index let go */
+    assert_int_equal(p9->stack_index.cap, 0);
     an_model_feed(&m, 10, 1, &ten_again, 1);
-    an_model_feed(&m, 9, 1, &late, 1);
+    an_model_feed(&m, 9, 1, late, 2);
+    assert_int_equal(p9->nstacks, 2); /* the late ones found their stacks again, none made twice */
+    assert_int_equal(p9->stacks[1].type[AN_AIFI].count, 1);
     an_model_finish(&m);
+    assert_int_equal(p9->stacks[1].type[AN_AIFO].bytes, 2);
     assert_int_equal(m.peak_bytes, 112); /* 9's two blocks and 10's first, before 9 ended */
-    assert_int_equal(p9->type[AN_AIFO].count, 3); /* the late one too, at the trace's end */
-    assert_int_equal(p9->type[AN_AIFO].bytes, 100);
+    assert_int_equal(p9->type[AN_AIFO].count, 4); /* the late ones too, at the trace's end */
+    assert_int_equal(p9->type[AN_AIFO].bytes, 102);
     assert_int_equal(m.procs[1]->type[AN_AIFO].bytes, 24);
     an_model_free(&m);
 }
