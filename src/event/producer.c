@@ -304,7 +304,7 @@ static bool take_layout(ltr_shm_layout *lay, ltr_shm *shm, size_t size)
     uint64_t procs = __atomic_load_n(&shm->procs_offset, __ATOMIC_RELAXED);
     uint32_t nprocs = __atomic_load_n(&shm->nprocs, __ATOMIC_RELAXED);
     /* Records are 8-aligned (their kind is stored atomically), so are the counters. */
-    if (meta > size || cap > size - meta || meta % 8 || procs > size || procs % 8 ||
+    if (meta > size || cap > size - meta || meta % 8 || cap < 4096 || cap % 8 || procs > size || procs % 8 ||
         nprocs > (size - procs) / sizeof(ltr_shm_proc))
         return false;
     lay->ncollectors = ncol;
@@ -508,8 +508,7 @@ void ltr_producer_count_lost(ltr_attach *a, unsigned c)
 int ltr_producer_meta_append(ltr_attach *a, const uint8_t *record, uint32_t size)
 {
     ltr_shm_layout *lay = a->lay;
-    return ltr_shm_meta_append_to(lay->meta, lay->meta_capacity, &a->shm->meta_used, &a->shm->meta_lost,
-                                  record, size);
+    return ltr_shm_meta_append_to(lay->meta, lay->meta_capacity, a->shm, record, size);
 }
 
 /* ---- thread slots --------------------------------------------------------- */

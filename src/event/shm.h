@@ -1,9 +1,9 @@
 /*
  * event/shm.h — the shared memory of one session, as producers and the recorder
- * both see it: a header, one buffer ring per collector, an append-only metadata
- * region (providers, event layouts, processes: never overwritten, so a
- * memory-mode save always describes its events), and a table of per-process
- * loss counters. The recorder creates it (memfd) and hands it to each producer
+ * both see it: a header, one buffer ring per collector, a metadata region
+ * (providers, event layouts, processes, stacks: a ring the recorder copies
+ * out of, keeping what a memory-mode save needs itself), and a table of
+ * per-process loss counters. The recorder creates it (memfd) and hands it to each producer
  * process over the control socket. docs/design.md describes the protocol.
  */
 #ifndef LTR_EVENT_SHM_H
@@ -14,12 +14,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define LTR_SHM_MAGIC 0x314d485352544cull /* "LTRSHM1" */
+#define LTR_SHM_MAGIC 0x324d485352544cull /* "LTRSHM2": the metadata region a ring */
 #define LTR_MAX_COLLECTORS 4
 #define LTR_SHM_PROCS 4096
-/* Layouts, stacks and modules of a whole session. Sparse: only pages written
- * take memory. */
+/* Layouts, stacks and modules not yet copied out by the recorder (which
+ * does at every round of its loop, and gives the pages back). Appended to
+ * as a ring: it was append-only, and 256 MiB was full after about 165
+ * `python3 -c pass` through pyenv's shims (1.56 MB of metadata each), every
+ * later process's layouts and stacks lost with its events. */
 #define LTR_SHM_META_CAPACITY (256ull << 20)
+/* The kind of the filler a record that would not fit before the region's
+ * end leaves there (it starts again at the region's start); never in a trace. */
+#define LTR_SHM_META_PAD 0xffffu
 
 /* DONE: the recorder has written everything and let go of the memory; only
  * then may a producer give the pages back (see producer.c, retire). */
@@ -52,6 +58,10 @@ typedef struct ltr_shm {
     _Alignas(64) _Atomic uint64_t meta_used;
     _Atomic uint32_t next_layout_id;
     _Atomic uint64_t meta_lost; /* metadata records that did not fit */
+    /* Where the recorder has copied the region to (the recorder's own copy
+     * decides what it reads; producers only keep out of what it has not
+     * read). meta_used and meta_read count on: a place is one mod capacity. */
+    _Alignas(64) _Atomic uint64_t meta_read;
 } ltr_shm;
 
 static inline ltr_ring *ltr_shm_ring(ltr_shm *s, unsigned collector)
@@ -68,13 +78,14 @@ static inline ltr_shm_proc *ltr_shm_procs(ltr_shm *s)
 }
 
 /* Appends one metadata record (already framed: kind, 0, size) to the region
- * at meta, of `capacity` bytes: a place and capacity the caller knows, never
- * taken from the shared header (the recorder's own; a producer's copy made
- * when it attached, ltr_producer_meta_append); only the used and lost words
- * are shared. The kind is stored last, with release, so a reader that sees a
- * nonzero kind sees the whole record. Returns 0, or -ENOSPC when the region
- * is full. */
-int ltr_shm_meta_append_to(uint8_t *meta, uint64_t capacity, _Atomic uint64_t *used,
-                           _Atomic uint64_t *lost, const uint8_t *record, uint32_t size);
+ * at meta, of `capacity` bytes (a multiple of 8): a place and capacity the
+ * caller knows, never taken from the shared header (the recorder's own; a
+ * producer's copy made when it attached, ltr_producer_meta_append); only
+ * the used, read and lost words of shm are used. A record never wraps: one
+ * that would reach past the end leaves a LTR_SHM_META_PAD record to it and
+ * goes at the start. The kind is stored last, with release, so a reader
+ * that sees a nonzero kind sees the whole record. Returns 0, or -ENOSPC
+ * when the region holds too much the recorder has not read (counted lost). */
+int ltr_shm_meta_append_to(uint8_t *meta, uint64_t capacity, ltr_shm *shm, const uint8_t *record, uint32_t size);
 
 #endif

@@ -28,8 +28,7 @@ static void put_thread(recorder *r, uint32_t pid, uint32_t tid, const char *name
     ltr_bytes_put_str(&b, name);
     ltr_bytes_record_end(&b, rec);
     if (!b.failed)
-        ltr_shm_meta_append_to(r->meta, r->meta_capacity, &r->shm->meta_used, &r->shm->meta_lost, b.data,
-                               (uint32_t)b.len);
+        ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len);
     ltr_bytes_free(&b);
 }
 

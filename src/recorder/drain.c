@@ -261,13 +261,16 @@ void rec_counters(recorder *r, ltr_bytes *out)
 #define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
 #define META_WAIT_MS 1000
 
-/* The size of a complete record at off of the region, or 0: still being
- * written, or not a record. */
-static uint32_t meta_record_at(const uint8_t *m, uint64_t off, uint64_t end, uint16_t *kind)
+/* The size of a complete record at the region's place off (counting on,
+ * as meta_used does), or 0: still being written, or not a record. A
+ * record never wraps past the region's end. */
+static uint32_t meta_record_at(const recorder *r, uint64_t off, uint64_t end, uint16_t *kind)
 {
-    *kind = __atomic_load_n((const uint16_t *)(m + off), __ATOMIC_ACQUIRE);
-    uint32_t size = ltr_get_u32(m + off + 4);
-    if (!*kind || size < LTR_RECORD_HEADER_SIZE || size % 8 || size > end - off || size > META_CHUNK_MAX)
+    const uint8_t *m = r->meta + off % r->meta_capacity;
+    *kind = __atomic_load_n((const uint16_t *)m, __ATOMIC_ACQUIRE);
+    uint32_t size = ltr_get_u32(m + 4);
+    if (!*kind || size < LTR_RECORD_HEADER_SIZE || size % 8 || size > end - off ||
+        size > r->meta_capacity - off % r->meta_capacity || (size > META_CHUNK_MAX && *kind != LTR_SHM_META_PAD))
         return 0;
     return size;
 }
@@ -279,22 +282,39 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
     uint64_t off = r->meta_pulled;
     uint16_t kind;
     uint32_t size;
-    while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r->meta, off, end, &kind))) {
-        if (kind == LTR_META_PROCESS_END) { /* only the recorder writes these (rec_end_process), never here: a
-                                             * producer's would end another process's model */
+    while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r, off, end, &kind))) {
+        /* a PROCESS_END: only the recorder writes these (rec_end_process), never here: a producer's would
+         * end another process's model; a pad: the region's end */
+        if (kind == LTR_META_PROCESS_END || kind == LTR_SHM_META_PAD) {
             off += size;
             continue;
         }
         uint8_t *dst = ltr_bytes_grow(out, size);
         if (!dst)
             break;
-        memcpy(dst, r->meta + off, size);
+        memcpy(dst, r->meta + off % r->meta_capacity, size);
         ltr_put_u16(dst, kind);
         ltr_put_u16(dst + 2, 0);
         ltr_put_u32(dst + 4, size);
+        if (kind == LTR_META_LAYOUT)
+            ltr_bytes_put_mem(&r->layouts, dst, size);
         off += size;
     }
     r->meta_pulled = off;
+}
+
+/* The first place from off (by 8) whose page of the region holds data, or
+ * end: a page never written (or given back) reads as zeros, no record, and
+ * reading it would take memory. A used word scribbled far ahead had the
+ * recorder read up to the whole region (256 MiB) at each skip. */
+static uint64_t meta_next_data(const recorder *r, uint64_t off, uint64_t end)
+{
+    uint64_t at = off % r->meta_capacity, to_end = r->meta_capacity - at;
+    off_t base = (off_t)(r->meta - (const uint8_t *)r->shm) + (off_t)at;
+    off_t d = lseek(r->memfd, base, SEEK_DATA);
+    uint64_t skip = d < 0 ? to_end : (uint64_t)(d - base) & ~7ull; /* ENXIO: nothing to the file's end */
+    skip = skip < to_end ? skip : to_end;
+    return end - off > skip ? off + skip : end;
 }
 
 /* Past a record that never completed: its writer died, or the region was
@@ -302,11 +322,16 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
  * kind, sane size), never beyond end. */
 static void meta_skip_damage(recorder *r, uint64_t end)
 {
-    uint64_t off = r->meta_pulled + 8;
-    for (uint16_t kind; off + LTR_RECORD_HEADER_SIZE <= end; off += 8)
-        if (meta_record_at(r->meta, off, end, &kind) && kind <= LTR_META_FRAME_NODES_V &&
-            ltr_get_u16(r->meta + off + 2) == 0)
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t pg = page > 0 ? (uint64_t)page : 4096, off = r->meta_pulled + 8;
+    for (uint16_t kind; off + LTR_RECORD_HEADER_SIZE <= end; off += 8) {
+        if (off % pg == 0 || off == r->meta_pulled + 8)
+            off = meta_next_data(r, off, end);
+        if (off + LTR_RECORD_HEADER_SIZE <= end && meta_record_at(r, off, end, &kind) &&
+            (kind <= LTR_META_FRAME_NODES_V || kind == LTR_SHM_META_PAD) &&
+            ltr_get_u16(r->meta + off % r->meta_capacity + 2) == 0)
             break;
+    }
     rec_log("skipped %llu bytes of the metadata region: a record there never completed "
             "(its writer died, or the shared memory was written over)",
             (unsigned long long)((off < end ? off : end) - r->meta_pulled));
@@ -320,22 +345,63 @@ static void meta_skip_damage(recorder *r, uint64_t end)
  * reserved so far is taken, waiting briefly for those still being written. A
  * record that stays incomplete for a second (a producer killed in the middle
  * of an append, or scribbled memory) is skipped, once. */
+/* What was read of the region, [from, to), free for producers again: zeros
+ * (a record is complete once its kind is not), its whole pages given back. */
+static void meta_release(recorder *r, uint64_t from, uint64_t to)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t mask = page > 0 ? (uintptr_t)page - 1 : 4095;
+    while (from < to) {
+        uint64_t at = from % r->meta_capacity, n = r->meta_capacity - at;
+        n = n < to - from ? n : to - from;
+        uint8_t *p = r->meta + at, *lo = (uint8_t *)(((uintptr_t)p + mask) & ~mask);
+        uint8_t *hi = (uint8_t *)(((uintptr_t)p + n) & ~mask);
+        if (lo < hi) { /* the pages between: given back, zeros when next touched */
+            memset(p, 0, (size_t)(lo - p));
+            memset(hi, 0, (size_t)(p + n - hi));
+            rec_punch(r, lo, (size_t)(hi - lo));
+        } else {
+            memset(p, 0, n);
+        }
+        from += n;
+    }
+    atomic_store_explicit(&r->shm->meta_read, to, memory_order_release);
+}
+
 static void meta_pull(recorder *r)
 {
     ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
-    uint64_t end = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
-    if (end > r->meta_capacity)
-        end = r->meta_capacity;
-    for (int waited = 0; r->meta_pulled + LTR_RECORD_HEADER_SIZE <= end;) {
+    uint64_t end = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire), from = r->meta_pulled;
+    /* a producer never reserves past what was read plus the region: a used
+     * word behind or that far ahead was scribbled, and is put back where
+     * the recorder has read to (behind, producers would append nowhere) */
+    if (end < from || end - from > r->meta_capacity) {
+        atomic_compare_exchange_strong(&r->shm->meta_used, &end, from);
+        end = from;
+    }
+    /* within 10 s of a skip, 10 ms of waiting: a producer scribbling the
+     * used word again and again made every round wait a second (ltr status
+     * timed out, test_shm_fuzz); a record on its way takes microseconds */
+    bool skipped_lately = r->meta_skip_ns && ltr_now_ns() - r->meta_skip_ns < 10000000000ull;
+    int waited = skipped_lately ? META_WAIT_MS - 10 : 0;
+    for (; r->meta_pulled + LTR_RECORD_HEADER_SIZE <= end;) {
         meta_copy(r, end, out);
         if (r->meta_pulled + LTR_RECORD_HEADER_SIZE > end || out->failed)
             break;
         if (waited++ < META_WAIT_MS)
             usleep(1000);
-        else
+        else {
             meta_skip_damage(r, end); /* later ones at once: a second is all we wait */
+            r->meta_skip_ns = ltr_now_ns();
+        }
     }
+    if (r->meta_pulled != from)
+        meta_release(r, from, r->meta_pulled);
+    else /* as it is: a scribbled word put right */
+        atomic_store_explicit(&r->shm->meta_read, from, memory_order_release);
 }
+
+void rec_pull_metadata(recorder *r) { meta_pull(r); }
 
 int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_error *err)
 {

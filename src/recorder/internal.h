@@ -85,6 +85,8 @@ typedef struct recorder {
      * backlog (file mode),
      * meta_kept all of it (memory mode: what a save writes). */
     uint64_t meta_pulled, meta_damage;
+    uint64_t meta_skip_ns; /* when a record that never completed was last skipped */
+    ltr_bytes layouts;    /* every LAYOUT record pulled (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */
@@ -136,6 +138,9 @@ typedef struct recorder {
 
 /* setup.c */
 int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
+/* Gives back the whole pages of [from, from + len) of the session's shared
+ * memory (they read as zeros after). */
+void rec_punch(const recorder *r, const uint8_t *from, size_t len);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
@@ -145,6 +150,9 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
  * traced program could end another's model with one). ts: when the
  * recorder saw it go. */
 void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
+/* Copies the metadata region's new records out (into what the next round
+ * writes or keeps), and frees their place for producers. */
+void rec_pull_metadata(recorder *r);
 /* The writer's tables for a process that went go once the blocks taken so
  * far are written (file mode): its last buffers, harvested as it went, keep
  * their references (bench/heap's, all written at its exit, took 1 % more

@@ -66,11 +66,10 @@ static int layout_line(const uint8_t *p, size_t len, const ltr_guid *want, ltr_b
 
 void rec_layouts_text(recorder *r, const ltr_guid *g, ltr_bytes *out)
 {
-    /* the recorder's own copy of where the region is: the shared header's may be scribbled */
-    const uint8_t *meta = r->meta;
-    uint64_t used = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire);
-    if (used > r->meta_capacity)
-        used = r->meta_capacity; /* a scribbled counter: read what the region holds */
+    /* the layouts pulled so far, kept by the recorder: the region forgets what it read */
+    rec_pull_metadata(r);
+    const uint8_t *meta = r->layouts.data;
+    uint64_t used = r->layouts.len;
     for (uint64_t off = 0; off + 8 <= used;) {
         uint16_t kind = ltr_get_u16(meta + off);
         uint32_t size = ltr_get_u32(meta + off + 4);

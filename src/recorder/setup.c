@@ -24,6 +24,18 @@ static size_t page_align(size_t v)
     return (v + 4095) & ~(size_t)4095;
 }
 
+/* LTR_META_KB (64 to 262144) makes the metadata region smaller: a test
+ * sees it go round in seconds, and a host short of memory bounds it. */
+static size_t meta_capacity(void)
+{
+    const char *e = getenv("LTR_META_KB");
+    char *end;
+    unsigned long kb = e ? strtoul(e, &end, 10) : 0;
+    if (!e || !*e || *end || kb < 64 || kb > (LTR_SHM_META_CAPACITY >> 10))
+        return LTR_SHM_META_CAPACITY;
+    return (size_t)kb << 10;
+}
+
 static int create_shm(recorder *r, ltr_error *err)
 {
     const ltr_session_config *cfg = &r->cfg;
@@ -34,8 +46,8 @@ static int create_shm(recorder *r, ltr_error *err)
         off = page_align(off + ltr_ring_size(cfg->collectors[c].buffer_kb * 1024u,
                                              cfg->collectors[c].buffers));
     }
-    size_t meta_off = off;
-    off = page_align(off + LTR_SHM_META_CAPACITY);
+    size_t meta_off = off, meta_cap = meta_capacity();
+    off = page_align(off + meta_cap);
     size_t procs_off = off;
     off = page_align(off + sizeof(ltr_shm_proc) * LTR_SHM_PROCS);
     int fd = ltr_memfd_create("ltr-session", off, err);
@@ -63,12 +75,12 @@ static int create_shm(recorder *r, ltr_error *err)
         ltr_ring_view_init(&r->col[c].ring, (uint8_t *)mem + ring_off[c], size, n);
     }
     shm->meta_offset = meta_off;
-    shm->meta_capacity = LTR_SHM_META_CAPACITY;
+    shm->meta_capacity = meta_cap;
     shm->procs_offset = procs_off;
     shm->nprocs = LTR_SHM_PROCS;
     /* Ours to know, not the shared header's: producers can write that. */
     r->meta = (uint8_t *)mem + meta_off;
-    r->meta_capacity = LTR_SHM_META_CAPACITY;
+    r->meta_capacity = meta_cap;
     r->procs = (ltr_shm_proc *)((uint8_t *)mem + procs_off);
     r->nprocs = LTR_SHM_PROCS;
     /* Reserved before any producer exists: no layout of theirs can take it. */
@@ -318,7 +330,7 @@ void rec_unpublish(recorder *r)
  * producer still on its way out of a write read a ring of no buffers and
  * divided by it: SIGFPE in test_e2e_attach). The places are the recorder's
  * own, never read from the shared memory a producer may have scribbled on. */
-static void punch(const recorder *r, const uint8_t *from, size_t len)
+void rec_punch(const recorder *r, const uint8_t *from, size_t len)
 {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || !from || !len)
@@ -335,8 +347,8 @@ static void give_back_pages(const recorder *r)
     if (r->memfd < 0)
         return;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++)
-        punch(r, r->col[c].ring.data, (size_t)r->col[c].ring.nbuf * r->col[c].ring.buffer_size);
-    punch(r, r->meta, r->meta_capacity);
+        rec_punch(r, r->col[c].ring.data, (size_t)r->col[c].ring.nbuf * r->col[c].ring.buffer_size);
+    rec_punch(r, r->meta, r->meta_capacity);
 }
 
 void rec_teardown(recorder *r)
@@ -354,6 +366,7 @@ void rec_teardown(recorder *r)
     ltr_bytes_free(&r->meta_taken);
     ltr_bytes_free(&r->meta_new);
     ltr_bytes_free(&r->meta_kept);
+    ltr_bytes_free(&r->layouts);
     ltr_bytes_free(&r->last_counters);
     rec_markers_free(r);
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
@@ -402,8 +415,7 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
         ltr_bytes_put_str(&b, a);
     ltr_bytes_record_end(&b, rec);
     if (!b.failed)
-        ltr_shm_meta_append_to(r->meta, r->meta_capacity, &r->shm->meta_used, &r->shm->meta_lost, b.data,
-                               (uint32_t)b.len);
+        ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len);
     ltr_bytes_free(&b);
     uint32_t slot = r->next_proc < r->nprocs ? r->next_proc++ : r->nprocs - 1;
     atomic_store(&r->procs[slot].pid, (uint32_t)pid);

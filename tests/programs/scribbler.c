@@ -122,7 +122,7 @@ static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
     _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)r + r->queue_offset);
     for (int i = 0; i < rounds; i++) {
         uint32_t b = next_random() % nbuf;
-        switch (next_random() % 16) {
+        switch (next_random() % 17) {
         case 0: r->nbuf = next_random() % 2 ? 0 : scribble_value(nbuf) ; break;
         case 1: r->buffer_size = scribble_value(nbuf) | (next_random() % 2 ? 0 : 1u << 31); break;
         case 2: r->bufs_offset = scribble_value64(size); break;
@@ -151,6 +151,9 @@ static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
         case 15:
             shm->procs_offset = scribble_value64(size);
             shm->nprocs = scribble_value(LTR_SHM_PROCS) | (next_random() % 2 ? 0 : 1u << 30);
+            break;
+        case 16: /* the metadata ring's places: behind, ahead, wrapped */
+            atomic_store(next_random() % 2 ? &shm->meta_read : &shm->meta_used, scribble_value64(size));
             break;
         }
         atomic_store(&r->free_count, scribble_value(nbuf));
@@ -194,6 +197,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(region, "meta")) {
         from = a->shm->meta_offset;
         len = atomic_load(&a->shm->meta_used);
+        len = len < a->shm->meta_capacity ? len : a->shm->meta_capacity; /* a ring: it counts on */
     } else if (!strcmp(region, "procs")) {
         from = a->shm->procs_offset;
         len = sizeof(ltr_shm_proc) * a->shm->nprocs;
