@@ -148,6 +148,18 @@ static uint64_t shm_count_read(collector_state *cs, shm_count *k, uint64_t raw, 
     return k->total;
 }
 
+static void put_process_lost(ltr_bytes *out, unsigned c, uint32_t pid, uint64_t events, uint64_t buffers)
+{
+    if (!events && !buffers)
+        return;
+    size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_PROCESS_LOST);
+    ltr_bytes_put_u16(out, (uint16_t)c);
+    ltr_bytes_put_u32(out, pid);
+    ltr_bytes_put_u64(out, events);
+    ltr_bytes_put_u64(out, buffers);
+    ltr_bytes_record_end(out, rec);
+}
+
 void rec_sample_counters(recorder *r)
 {
     uint64_t now = ltr_now_ns();
@@ -233,27 +245,47 @@ void rec_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u64(out, rec_shm_damage(r, c));
         ltr_bytes_record_end(out, rec);
     }
-    uint32_t nprocs = r->next_proc < r->nprocs ? r->next_proc : r->nprocs;
+    /* each pid's row once: the slots of live producers with what the
+     * recorder holds for their pid, then the pids that went (and the
+     * recorder's own drops of pids without a slot) */
+    uint32_t gen = ++r->loss_gen, nprocs = r->next_proc < r->nprocs ? r->next_proc : r->nprocs;
     for (uint32_t i = 0; i < nprocs; i++) {
         uint32_t pid = atomic_load(&r->procs[i].pid);
         if (!pid)
             continue;
-        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-            uint64_t ev = r->proc_lost[i * LTR_MAX_COLLECTORS + c].total;
-            pid_loss *l = NULL;
-            for (unsigned k = 0; k < r->nlosses; k++)
-                if (r->losses[k].pid == pid)
-                    l = &r->losses[k];
-            if (!ev && !(l && (l->events_lost[c] || l->buffers_lost[c])))
-                continue;
-            size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_PROCESS_LOST);
-            ltr_bytes_put_u16(out, (uint16_t)c);
-            ltr_bytes_put_u32(out, pid);
-            ltr_bytes_put_u64(out, ev + (l ? l->events_lost[c] : 0));
-            ltr_bytes_put_u64(out, l ? l->buffers_lost[c] : 0);
-            ltr_bytes_record_end(out, rec);
-        }
+        pid_loss *l = NULL;
+        for (unsigned k = 0; k < r->nlosses && !l; k++)
+            l = r->losses[k].pid == pid && r->losses[k].told != gen ? &r->losses[k] : NULL;
+        for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+            put_process_lost(out, c, pid, r->proc_lost[i * LTR_MAX_COLLECTORS + c].total + (l ? l->events_lost[c] : 0),
+                             l ? l->buffers_lost[c] : 0);
+        if (l)
+            l->told = gen;
     }
+    for (unsigned k = 0; k < r->nlosses; k++)
+        for (unsigned c = 0; r->losses[k].told != gen && c < r->cfg.ncollectors; c++)
+            put_process_lost(out, c, r->losses[k].pid, r->losses[k].events_lost[c], r->losses[k].buffers_lost[c]);
+}
+
+void rec_release_slot(recorder *r, uint32_t slot, int32_t pid)
+{
+    if (slot >= r->nprocs - 1 || slot >= r->next_proc) /* the last is shared by all past the table */
+        return;
+    if (!r->free_slots && !(r->free_slots = malloc(sizeof *r->free_slots * r->nprocs)))
+        return; /* kept: a slot used once, as before */
+    uint64_t now = ltr_now_ns();
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        shm_count *k = &r->proc_lost[slot * LTR_MAX_COLLECTORS + c];
+        uint64_t total =
+            shm_count_read(&r->col[c], k, atomic_load(&r->procs[slot].events_lost[c]), now, r->start_ns);
+        pid_loss *l = total && pid > 0 ? loss_for(r, (uint32_t)pid) : NULL;
+        if (l)
+            l->events_lost[c] += total;
+        atomic_store(&r->procs[slot].events_lost[c], 0);
+        *k = (shm_count){0};
+    }
+    atomic_store(&r->procs[slot].pid, 0);
+    r->free_slots[r->nfree_slots++] = slot;
 }
 
 /* ---- metadata -------------------------------------------------------------- */

@@ -54,6 +54,7 @@ typedef struct producer_conn {
 
 typedef struct pid_loss {
     uint32_t pid;
+    uint32_t told; /* the counters write (loss_gen) that said it last */
     uint64_t buffers_lost[LTR_MAX_COLLECTORS], events_lost[LTR_MAX_COLLECTORS];
 } pid_loss;
 
@@ -121,9 +122,16 @@ typedef struct recorder {
         uint32_t owner;
         int32_t pid;    /* as it sent */
         pid_t kernel_pid;
+        uint32_t proc_slot;
     } orphans[16];
     unsigned norphans;
     uint32_t next_owner, next_proc;
+    /* Loss-counter slots of processes that went, for the next to come: 4096
+     * were handed out once each, and every process past them shared the
+     * last one (7 038 processes of 200 pyenv python3 starts: one pid's row
+     * showed another's losses). */
+    uint32_t *free_slots, nfree_slots;
+    uint32_t loss_gen;
     pid_loss *losses; /* recorder-side losses per pid (writer drops) */
     unsigned nlosses;
     ltr_system *system; /* the system provider's thread, when the session enables Ltr.System */
@@ -144,6 +152,9 @@ void rec_punch(const recorder *r, const uint8_t *from, size_t len);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
+/* A slot of a producer that went (its process no longer maps the session):
+ * its losses kept under its pid, the slot free for another. */
+void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
 /* Writes the PROCESS_END record of a process whose last producer went,
  * behind the metadata its producers wrote: straight into what the recorder
  * writes, not through the shared region, where it drops any such record (a

@@ -821,9 +821,10 @@ static bool still_writes(pid_t pid, ino_t ino)
  * told (PROCESS_END) and the writer's tables for it gone, where they stayed
  * until 64 later processes pushed them out; not while another producer of
  * that process writes. */
-static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint64_t seen_ns)
+static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint32_t slot, uint64_t seen_ns)
 {
     rec_harvest_owner(r, owner);
+    rec_release_slot(r, slot, pid);
     bool alone = true;
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= r->conns[k].pid != pid;
@@ -851,7 +852,7 @@ static void check_orphans(recorder *r)
             continue;
         }
         r->orphans[i] = r->orphans[--r->norphans];
-        owner_done(r, o.owner, o.pid, o.kernel_pid, ltr_now_ns());
+        owner_done(r, o.owner, o.pid, o.kernel_pid, o.proc_slot, ltr_now_ns());
     }
 }
 
@@ -870,12 +871,12 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
         /* its buffers stay its own: the flushes write what it commits, as
          * for any producer, and the session's end stops it (the shared
          * state); done once it no longer maps the session */
-        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid};
+        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot};
         log_routine("process %d closed its connection to the session and still maps it (a daemon closing "
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
-    owner_done(r, c.owner, c.pid, kernel_pid, seen_ns);
+    owner_done(r, c.owner, c.pid, kernel_pid, c.proc_slot, seen_ns);
 }
 
 static void on_signal(recorder *r)

@@ -362,6 +362,7 @@ void rec_teardown(recorder *r)
         close(r->conns[i].fd);
     free(r->conns);
     free(r->losses);
+    free(r->free_slots);
     free(r->proc_lost);
     ltr_bytes_free(&r->meta_taken);
     ltr_bytes_free(&r->meta_new);
@@ -417,7 +418,9 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
     if (!b.failed)
         ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len);
     ltr_bytes_free(&b);
-    uint32_t slot = r->next_proc < r->nprocs ? r->next_proc++ : r->nprocs - 1;
+    uint32_t slot = r->nfree_slots ? r->free_slots[--r->nfree_slots]
+                    : r->next_proc < r->nprocs ? r->next_proc++
+                                               : r->nprocs - 1; /* shared once all are taken */
     atomic_store(&r->procs[slot].pid, (uint32_t)pid);
     *proc_slot = slot;
     return 0;

@@ -194,6 +194,34 @@ static void test_memory_mode_keeps_newest(void **state)
     assert_int_equal(t.provider_events + t.events_overwritten, 20000);
 }
 
+/* A producer's loss row names it after more processes than the session
+ * has loss-counter slots (LTR_SHM_PROCS, 4096) came and went: the slots of
+ * those that went serve again. Before, every process past the 4096th shared
+ * the last slot, and its losses went under the pid of whichever process
+ * took that slot last (`sh -c :` attaches: it allocates; /bin/true does not). */
+static void test_loss_rows_past_the_slots(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance slots --provider Test.Producer --filemode -o %s/slots.part",
+                        LTR, dir));
+    tu_result r = tu_run("%s run --instance slots -- sh -c 'i=0; while [ $i -lt 4200 ]; do sh -c :; i=$((i+1)); "
+                         "done; %s --events 10 --size 70000 --wait-enabled 5 & echo producer=$!; wait; sh -c :; "
+                         "sh -c :'", LTR, PRODUCER);
+    long pid = tu_field(r.out, "producer");
+    assert_true(pid > 0);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s stop --instance slots %s/slots.ltr", LTR, dir));
+    r = tu_run("%s info %s/slots.ltr", LTR, dir);
+    char row[96];
+    snprintf(row, sizeof row, "pid %ld, collector ", pid);
+    const char *at = strstr(r.out, row);
+    if (!at || !strstr(at, ": 10 events lost") || strchr(at, '\n') < strstr(at, ": 10 events lost"))
+        fprintf(stderr, "no '%s...: 10 events lost' in:\n%s", row, r.out);
+    assert_non_null(at);
+    assert_true(strstr(at, ": 10 events lost") && strstr(at, ": 10 events lost") < strchr(at, '\n'));
+    tu_free(&r);
+}
+
 /* Too large for a buffer, or over 64 KiB: refused and counted, never split. */
 static void test_oversized_events_are_counted(void **state)
 {
@@ -538,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_loss_rows_past_the_slots, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_while_writing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_several_sessions_and_processes, tu_setup_sandbox, tu_teardown_sandbox),
