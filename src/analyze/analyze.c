@@ -435,6 +435,7 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
     a->series_wanted = o->series;
     a->page_frames = o->page_frames;
     a->width = o->width;
+    a->processes = o->processes;
     a->mapped_report = o->mapped;
     a->files_report = o->files;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));

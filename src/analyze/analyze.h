@@ -27,6 +27,7 @@ typedef struct ltr_analyze_opts {
     int cpu;               /* the report is of the CPU samples (docs/system-provider.md) */
     int full_stacks;       /* text, folded, pprof: every frame, start-up and allocator ones too */
     unsigned width;        /* text: lines fitted to this many columns; 0: unlimited */
+    unsigned processes;    /* text: past this many processes, those with the highest peak only; 0: all */
     int series;            /* keep each process's outstanding bytes over time, and the markers (chrome) */
     int page_frames;       /* json: each stack's frames as the text report shows them (ltr report's page) */
     int mapped;            /* the report is of the mappings the program made (VirtualAllocation) */

@@ -134,6 +134,7 @@ struct ltr_analysis {
     struct an_marker *markers; /* with a series: the trace's markers in the window */
     size_t nmarkers, capmarkers;
     unsigned width;           /* the text report's width in columns; 0: unlimited */
+    unsigned processes;       /* the text report's processes in detail; 0: all (ltr_analyze_opts) */
     an_hmap cpu;              /* (pid, stack text) hash -> an_cpu_stack */
     an_hmap cpu_names;        /* pid -> its name from the system provider's process events */
     uint64_t cpu_samples, cpu_lost;

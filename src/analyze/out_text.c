@@ -198,6 +198,15 @@ static void print_window(ltr_analysis *a, FILE *out)
     }
 }
 
+/* Highest peak first; then by pid, so that the report is the same each time. */
+static int by_peak(const void *x, const void *y)
+{
+    const an_proc *a = *(an_proc *const *)x, *b = *(an_proc *const *)y;
+    if (a->peak_bytes != b->peak_bytes)
+        return a->peak_bytes > b->peak_bytes ? -1 : 1;
+    return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
 static int write_text(ltr_analysis *a, FILE *out, unsigned top)
 {
     print_window(a, out);
@@ -222,7 +231,22 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
              ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
              (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count), peak);
     an_fit_text(out, line, a->width);
-    for (size_t i = 0; i < n; i++) {
+    an_proc **shown = NULL;
+    size_t nshown = n;
+    if (a->processes && n > a->processes && (shown = malloc(n * sizeof *shown))) {
+        /* a build's thousands of processes were a report of millions of
+         * lines (200 pyenv python3 starts: 8 202 processes, 4.8 M lines):
+         * the highest peaks, and the way to the others */
+        memcpy(shown, procs, n * sizeof *shown);
+        qsort(shown, n, sizeof *shown, by_peak);
+        nshown = a->processes;
+        snprintf(line, sizeof line,
+                 "the %zu processes with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
+                 "--format json or csv: all, each with its figures)", nshown, n);
+        an_fit_text(out, line, a->width);
+        procs = shown;
+    }
+    for (size_t i = 0; i < nshown; i++) {
         const an_proc *p = procs[i];
         char exe[1024];
         snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_process_exe_shown(a, p->pid, exe, sizeof exe));
@@ -234,6 +258,7 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         print_list(a, out, p, AN_RANK_TEMPORARY, top);
         print_histogram(out, p);
     }
+    free(shown);
     an_mem_write_text(a, out);
     return an_write_snapshots_text(a, out, top);
 }

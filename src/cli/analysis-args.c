@@ -64,6 +64,11 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
         out->opts.width = (unsigned)v;
         out->width_set = 1;
         return 0;
+    case 'P':
+        if (cli_parse_u64(cmd, "--processes", optarg, 0, UINT32_MAX, &v) < 0)
+            return -1;
+        out->opts.processes = (unsigned)v;
+        return 0;
     case 'M': out->opts.mapped = 1; return 0;
     case 'L': out->opts.files = 1; return 0;
     case 'Y': out->opts.local_symbols = 1; return 0;
@@ -78,7 +83,8 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"top", 1, 0, 'n'},
         {"format", 1, 0, 'F'}, {"debug-dir", 1, 0, 'd'}, {"trend", 0, 0, 'T'}, {"help", 0, 0, 'h'},
         {"cpu", 0, 0, 'c'}, {"full-stacks", 0, 0, 'A'}, {"width", 1, 0, 'w'}, {"json", 0, 0, 'J'},
-        {"mapped", 0, 0, 'M'}, {"files", 0, 0, 'L'}, {"local-symbols", 0, 0, 'Y'}, {0, 0, 0, 0}};
+        {"mapped", 0, 0, 'M'}, {"files", 0, 0, 'L'}, {"local-symbols", 0, 0, 'Y'}, {"processes", 1, 0, 'P'},
+        {0, 0, 0, 0}};
     static const struct option export_opts[] = {
         {"from", 1, 0, 'f'}, {"to", 1, 0, 't'}, {"pid", 1, 0, 'p'}, {"format", 1, 0, 'F'},
         {"output", 1, 0, 'o'}, {"debug-dir", 1, 0, 'd'}, {"force", 0, 0, 'W'}, {"snapshot", 1, 0, 'S'},
@@ -86,6 +92,7 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         {0, 0, 0, 0}};
     memset(out, 0, sizeof *out);
     out->top = 10;
+    out->opts.processes = 10;
     out->format = is_export ? 0 : LTR_REPORT_TEXT;
     out->opts.progress = 1;
     optind = 1;

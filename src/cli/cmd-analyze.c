@@ -11,7 +11,7 @@
 #define USAGE                                                                                    \
     "ltr analyze TRACE [--from T] [--to T] [--pid P] [--top N] [--format text|json|csv]\n"         \
     "                  [--trend] [--debug-dir DIRS] [--local-symbols] [--cpu | --mapped | --files]\n"            \
-    "                  [--full-stacks] [--width N]"
+    "                  [--full-stacks] [--width N] [--processes N]"
 
 static void help(void)
 {
@@ -33,6 +33,9 @@ static void help(void)
            "                     snapshots: leak, plateau (a cache) or noise\n"
            "  --pid P            only process P\n"
            "  --top N            stacks per list (default 10, 0 = all)\n"
+           "  --processes N      text: with more processes than N, the N with the highest\n"
+           "                     peak, highest first (default 10, 0 = all; json and csv\n"
+           "                     give all)\n"
            "  --format F         text (default), json (docs/analysis.md) or csv; --json is\n"
            "                     --format json. Text gives sizes in KiB, MiB, GiB; json\n"
            "                     and csv exact bytes\n"

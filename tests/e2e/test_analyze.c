@@ -189,6 +189,25 @@ static void test_ended_processes_leave_the_peak(void **state)
         fail_msg("peak %lld, outstanding at the end %lld: wanted one program's 8 MB at once (and less than "
                  "two programs'), 24 MB left", peak, out);
     free(json);
+    /* the text report past --processes: those with the highest peak (the
+     * three holders of 8 MB, not the shell), and the way to the rest */
+    char *text = analyze("ended.ltr", "--processes 2", 0);
+    assert_non_null(strstr(text, "the 2 processes with the highest peak, of 4 (--processes 0: all of them"));
+    int shown = 0;
+    for (const char *p = text; (p = strstr(p, "\nprocess ")); p++) {
+        shown++;
+        assert_non_null(strstr(p, "ltr-test-memhold"));
+        assert_true(strstr(p, "ltr-test-memhold") < strchr(p + 1, '\n'));
+    }
+    assert_int_equal(shown, 2);
+    free(text);
+    text = analyze("ended.ltr", "--processes 0", 0);
+    shown = 0;
+    for (const char *p = text; (p = strstr(p, "\nprocess ")); p++)
+        shown++;
+    assert_int_equal(shown, 4);
+    assert_null(strstr(text, "with the highest peak"));
+    free(text);
 }
 
 static void test_memory_mode(void **state)
