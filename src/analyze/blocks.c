@@ -23,7 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AN_FAST_LAYOUT_IDS 4096 /* layout ids the plans are indexed by; higher ones go the generic way */
+/* Layout ids the plans are indexed by, grown as ids come; higher ones go the
+ * generic way. Each process registers its own layouts, so ids grow with the
+ * processes: fixed at 4096, the events of every process after about the
+ * 700th went the generic way (200 pyenv python3 starts, 8 202 processes). */
+#define AN_FAST_LAYOUT_IDS_FIRST 4096
+#define AN_FAST_LAYOUT_IDS_MAX (1u << 22)
 
 enum { PLAN_UNSEEN = 0, PLAN_NONE = -1 };
 
@@ -31,6 +36,7 @@ struct an_blocks {
     ltr_trace *trace;
     an_decoder *dec;
     an_fast_plan *plans;   /* by layout id; kind PLAN_UNSEEN until the reader knows the layout */
+    size_t nids;           /* ids plans, counts and used have room for */
     uint64_t *counts;      /* events per layout id decoded since the last report */
     uint32_t *used;        /* layout ids with counts, for the report */
     size_t nused;
@@ -57,9 +63,10 @@ an_blocks *an_blocks_new(ltr_trace *t, an_decoder *d)
     b->trace = t;
     b->dec = d;
     b->ahead = an_decodes_ahead();
-    b->plans = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->plans);
-    b->counts = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->counts);
-    b->used = calloc(AN_FAST_LAYOUT_IDS, sizeof *b->used);
+    b->nids = AN_FAST_LAYOUT_IDS_FIRST;
+    b->plans = calloc(b->nids, sizeof *b->plans);
+    b->counts = calloc(b->nids, sizeof *b->counts);
+    b->used = calloc(b->nids, sizeof *b->used);
     if (!b->plans || !b->counts || !b->used) {
         an_blocks_free(b);
         return NULL;
@@ -88,6 +95,36 @@ void an_blocks_free(an_blocks *b)
     free(b->refs);
     free(b->at);
     free(b);
+}
+
+/* Room for layout id `id` in the plans (0: past the bound, or no memory:
+ * the generic way). */
+static __attribute__((noinline)) int ids_grow(an_blocks *b, uint64_t id)
+{
+    if (id >= AN_FAST_LAYOUT_IDS_MAX)
+        return 0;
+    size_t n = b->nids;
+    while (n <= id)
+        n *= 2;
+    an_fast_plan *p = realloc(b->plans, n * sizeof *p);
+    if (p)
+        b->plans = p;
+    uint64_t *c = p ? realloc(b->counts, n * sizeof *c) : NULL;
+    if (c)
+        b->counts = c;
+    uint32_t *u = c ? realloc(b->used, n * sizeof *u) : NULL;
+    if (!u)
+        return 0; /* what grew stays grown; nids is what all three hold */
+    b->used = u;
+    memset(b->plans + b->nids, 0, (n - b->nids) * sizeof *p);
+    memset(b->counts + b->nids, 0, (n - b->nids) * sizeof *c);
+    b->nids = n;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int has_id(an_blocks *b, uint64_t id)
+{
+    return id < b->nids || ids_grow(b, id);
 }
 
 /* The plan of a layout id, settled when the reader first knows the layout
@@ -325,7 +362,7 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
         if (!col_uvar(ic, &ipos, &idx) || idx >= cv->nt)
             break;
         const ltr_colentry *ce = &cv->tab[idx];
-        const an_fast_plan *pl = ce->whole || ce->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, ce->id);
+        const an_fast_plan *pl = ce->whole || !has_id(b, ce->id) ? NULL : plan_of(b, ce->id);
         if (!pl || pl->kind <= 0 || pl->nfields != ce->k || !col_uvar(tc, &tpos, &delta) ||
             !col_fields(cv, ce, pl, pos, prev, val, e.code, e.addr))
             break;
@@ -434,7 +471,7 @@ typedef struct entry_plan {
 static void entry_settle(an_blocks *b, const ltr_colview *cv, uint64_t e, col_vals *vals, entry_plan *ep)
 {
     const ltr_colentry *ce = &cv->tab[e];
-    const an_fast_plan *pl = ce->whole || ce->id >= AN_FAST_LAYOUT_IDS ? NULL : plan_of(b, ce->id);
+    const an_fast_plan *pl = ce->whole || !has_id(b, ce->id) ? NULL : plan_of(b, ce->id);
     *ep = (entry_plan){.kind = 0, .layout = ce->id, .k = ce->k};
     if (!pl || pl->kind <= 0 || pl->nfields != ce->k)
         return;
@@ -718,7 +755,7 @@ int an_blocks_run(an_blocks *b, an_sink *sk, const ltr_block_view *v, int feed, 
     while (r < end) {
         const uint8_t *rend, *q;
         uint64_t id, delta, val[AN_F_COUNT + 1] = {0};
-        if (!(q = record_header(r, end, &rend, &id, &delta)) || id >= AN_FAST_LAYOUT_IDS)
+        if (!(q = record_header(r, end, &rend, &id, &delta)) || !has_id(b, id))
             break;
         const an_fast_plan *pl = plan_of(b, id);
         ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
