@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #define AN_MAX_FRAMES 2048 /* resolved frames of one stack, inlined ones included */
+#define AN_PAGE_STACKS 500 /* ltr report: stacks of each ranking in the page, of all processes together */
 
 /* A module whose frames a report shows but which has no symbols here. */
 typedef struct an_nosyms {

@@ -5,8 +5,8 @@
  * stacks' frames as the text report shows them, and its Chrome trace
  * events), the libraries, and report.js, which draws the page from the data.
  * The analysis reduces the data before it reaches the page: the top stacks
- * per process and at most 2048 points per process over time, whatever the
- * trace's size.
+ * per process, at most AN_PAGE_STACKS of each ranking in all, and at most
+ * 2048 points per process over time, whatever the trace's size.
  */
 #include "report/report.h"
 #include "prim/prim.h"
