@@ -309,6 +309,16 @@ static uint32_t cell_index(const an_model *m, uint64_t ts)
     return ts <= m->cell_base ? 0 : (uint32_t)((ts - m->cell_base) / m->cell_width);
 }
 
+/* A stack's cells: a map of 4 slots at first, since most stacks have one
+ * or two cells; at hmap's 64 slots of 24 bytes, the 830 000 stacks of a
+ * shell loop's 1762 processes held 1.3 GB of cells (ltr report peaked at
+ * 1.8 GB, ltr analyze at 0.4). */
+static void cells_init(an_hmap *h)
+{
+    an_hmap_init(h, sizeof(an_cell));
+    h->first = 4;
+}
+
 /* Every stack's cells onto a grid twice as wide. */
 static void cells_widen(an_model *m)
 {
@@ -319,7 +329,7 @@ static void cells_widen(an_model *m)
             if (!h)
                 continue;
             old = *h;
-            an_hmap_init(h, sizeof(an_cell));
+            cells_init(h);
             size_t pos = 0;
             an_cell *c;
             while ((c = an_hmap_next(&old, &pos))) {
@@ -350,7 +360,7 @@ static void cell_add(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_
         return;
     }
     if (!s->cells->esize)
-        an_hmap_init(s->cells, sizeof(an_cell));
+        cells_init(s->cells);
     uint32_t f = free_ts ? cell_index(m, free_ts) : AN_CELL_NEVER;
     int created;
     an_cell *c = an_hmap_put(s->cells, (uint64_t)cell_index(m, alloc_ts) << 32 | f, &created);

@@ -77,7 +77,7 @@ int an_hmap_del(an_hmap *m, uint64_t key) { return an_hmap_take_sized(m, key, NU
 
 static int grow(an_hmap *m)
 {
-    size_t cap = m->cap ? m->cap * 2 : 64;
+    size_t cap = m->cap ? m->cap * 2 : m->first ? m->first : 64;
     if (cap > SIZE_MAX / 2 / m->esize)
         return -1;
     uint8_t *slots = slots_new(cap * m->esize);

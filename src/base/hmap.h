@@ -24,6 +24,7 @@ typedef struct an_hmap {
     uint8_t *zero;  /* the entry of key 0, or NULL */
     size_t esize, cap, n; /* n counts the entry of key 0 too */
     unsigned shift; /* 64 - log2(cap): the hash is the top bits of key * 2^64/phi */
+    unsigned first; /* slots of the first table, a power of two; 0 (an_hmap_init's): 64 */
 } an_hmap;
 
 void an_hmap_init(an_hmap *m, size_t entry_size);
