@@ -233,6 +233,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
             shown = a->events;
         }
     }
+    feed_ends(a, sk); /* those read with the trace's last chunks, after its last block */
     an_blocks_free(b);
     return rc;
 }

@@ -791,18 +791,14 @@ static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
         proc_finish(m, p);
         an_hmap_free(&p->live);
         /* what only its events to come would use: 134 MiB of the analysis
-         * of 7 038 short processes (pyenv's shims), and the stacks' room
-         * to grow (628 MiB in all) */
+         * of 7 038 short processes (pyenv's shims). Its stacks table stays
+         * as it is: past LTR_TABLE_MAPPED it is a mapping of its own, which
+         * a realloc to its size crashed on (cc1plus's trace) */
         free(p->dense);
         p->dense = NULL;
         p->ndense = 0;
         an_hmap_free(&p->stack_index);
         p->unindexed = 1;
-        an_stack *fit = p->nstacks ? realloc(p->stacks, p->nstacks * sizeof *fit) : NULL;
-        if (fit) {
-            p->stacks = fit;
-            p->capstacks = p->nstacks;
-        }
         m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
         p->cur_bytes = p->cur_count = 0;
         return;

@@ -210,6 +210,30 @@ static void test_ended_processes_leave_the_peak(void **state)
     free(text);
 }
 
+/* A process of 2^14 distinct stacks that ends inside the trace: its table
+ * of stacks is past a megabyte, a mapping of its own (prim/table.c), which
+ * the end of its model once resized with realloc: SIGSEGV on cc1plus's
+ * trace. Its stacks are all there once. */
+static void test_ended_process_of_many_stacks(void **state)
+{
+    (void)state;
+    char cmd[4300];
+    /* the small run after: blocks after the first one's end (one read
+     * after the trace's last block was not fed to the model either) */
+    snprintf(cmd, sizeof cmd, "sh -c \"'%s' 14; sleep 0.3; '%s' 1\"", tu_test_bin("analyze-manystacks"),
+             tu_test_bin("analyze-manystacks"));
+    record("many.ltr", "", cmd);
+    char *json = analyze("many.ltr", "--format json --top 0", 0);
+    const char *sum = strstr(json, "\"summary\"");
+    assert_true(num_after(sum, "allocations") >= 16384);
+    size_t stacks = 0;
+    for (const char *p = strstr(json, "\"most_calls\""); p && (p = strstr(p, "\"stack_id\"")); p++)
+        stacks++;
+    if (stacks < 16384)
+        fail_msg("%zu stacks in most_calls, wanted the 16384 paths", stacks);
+    free(json);
+}
+
 static void test_memory_mode(void **state)
 {
     (void)state;
@@ -713,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
+        cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_far_behind_analyzed_again),
