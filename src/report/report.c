@@ -61,11 +61,17 @@ static int data_script(ltr_analysis *a, FILE *out, const char *id, ltr_report_fo
     fclose(m);
     if (rc == 0) {
         fprintf(out, "<script type=\"application/json\" id=\"%s\">", id);
-        for (size_t i = 0; i < len; i++) {
-            if (buf[i] == '<')
+        /* a run at a time between the '<' escaped: a byte at a time was
+         * half of the report's time (a review, 1762 processes) */
+        for (size_t i = 0; i < len;) {
+            const char *lt = memchr(buf + i, '<', len - i);
+            size_t run = lt ? (size_t)(lt - (buf + i)) : len - i;
+            fwrite(buf + i, 1, run, out);
+            i += run;
+            if (lt) {
                 fputs("\\u003c", out);
-            else
-                fputc(buf[i], out);
+                i++;
+            }
         }
         fputs("</script>\n", out);
     }
