@@ -166,6 +166,12 @@ typedef struct ltr_collector_counters {
     /* Places of the session's shared memory the recorder found written over
      * (by a traced program) and skipped; 0 in traces of older recorders. */
     uint64_t shm_damage;
+    /* Metadata records (layouts, stacks' frame nodes, modules, thread
+     * names) that producers could not append because the session's
+     * metadata region held too much the recorder had not read yet: the
+     * stacks and modules they told are missing from the trace. Collector
+     * 0 holds the session's; 0 in traces of older recorders. */
+    uint64_t metadata_lost;
 } ltr_collector_counters;
 
 typedef struct ltr_process_lost {

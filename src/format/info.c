@@ -160,6 +160,9 @@ static void text_counters(FILE *out, const ltr_trace *t)
                c->buffers_written, c->buffers_lost, c->buffers_overwritten);
         if (c->shm_damage)
             fprintf(out, "    shared memory damage: %" PRIu64 " place(s) skipped\n", c->shm_damage);
+        if (c->metadata_lost)
+            fprintf(out, "    metadata records lost: %" PRIu64 " (stacks, modules or layouts missing)\n",
+                    c->metadata_lost);
     }
     if (ltr_trace_process_lost_count(t))
         fprintf(out, "\nlost per process:\n");
@@ -264,9 +267,10 @@ static void json_counters(FILE *out, const ltr_trace *t)
         jstr(out, c->name);
         fprintf(out, ",\"buffer_size\":%u,\"buffers\":%u,\"events_written\":%" PRIu64 ",\"events_lost\":%" PRIu64
                ",\"events_overwritten\":%" PRIu64 ",\"buffers_written\":%" PRIu64
-               ",\"buffers_lost\":%" PRIu64 ",\"buffers_overwritten\":%" PRIu64 ",\"shm_damage\":%" PRIu64 "}",
+               ",\"buffers_lost\":%" PRIu64 ",\"buffers_overwritten\":%" PRIu64 ",\"shm_damage\":%" PRIu64
+               ",\"metadata_lost\":%" PRIu64 "}",
                c->buffer_size, c->buffers, c->events_written, c->events_lost, c->events_overwritten,
-               c->buffers_written, c->buffers_lost, c->buffers_overwritten, c->shm_damage);
+               c->buffers_written, c->buffers_lost, c->buffers_overwritten, c->shm_damage, c->metadata_lost);
     }
     fprintf(out, "],\"lost_per_process\":[");
     for (size_t i = 0; i < ltr_trace_process_lost_count(t); i++) {
@@ -301,8 +305,10 @@ int ltr_trace_info_scan(ltr_trace *t, ltr_trace_info *info, ltr_error *err)
         return rc;
     iso_start(t, info->start, sizeof info->start);
     info->has_duration = duration(t, &info->summary, &info->duration_ns) == 0;
-    for (size_t i = 0; i < ltr_trace_collector_count(t); i++)
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
         info->shm_damage += ltr_trace_collector_at(t, i)->shm_damage;
+        info->metadata_lost += ltr_trace_collector_at(t, i)->metadata_lost;
+    }
     return 0;
 }
 

@@ -20,6 +20,7 @@ typedef struct ltr_trace_info {
     bool has_duration;     /* start clock known, and an END clock or an event */
     uint64_t duration_ns;  /* to END's clock, else to the last event */
     uint64_t shm_damage;   /* places of the session's shared memory skipped while recording */
+    uint64_t metadata_lost; /* metadata records that did not fit in the session's region */
 } ltr_trace_info;
 
 /* Reads the whole trace once (ltr_trace_scan) and fills info. Damage is not

@@ -522,6 +522,8 @@ static int parse_collector(ltr_trace *t, ltr_cursor *c)
     k.buffers_overwritten = ltr_cursor_u64(c);
     if (!c->bad && c->len - c->pos >= 8) /* added later: older traces end here */
         k.shm_damage = ltr_cursor_u64(c);
+    if (!c->bad && c->len - c->pos >= 8) /* added later still */
+        k.metadata_lost = ltr_cursor_u64(c);
     ltr_collector_counters *v = c->bad || !name ? NULL
                                 : realloc(t->collectors, (t->ncollectors + 1) * sizeof *v);
     if (!v) {

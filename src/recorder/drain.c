@@ -176,6 +176,8 @@ void rec_sample_counters(recorder *r)
             shm_count_read(cs, &r->proc_lost[i * LTR_MAX_COLLECTORS + c],
                            atomic_load(&r->procs[i].events_lost[c]), now, r->start_ns);
     }
+    if (r->cfg.ncollectors) /* the metadata's, counted against collector 0 as its damage is */
+        shm_count_read(&r->col[0], &r->meta_lost, atomic_load(&r->shm->meta_lost), now, r->start_ns);
 }
 
 uint64_t rec_shm_damage(recorder *r, unsigned c)
@@ -243,6 +245,7 @@ void rec_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u64(out, cs->overwritten.total);
         ltr_bytes_put_u64(out, cs->bufs_overwritten.total);
         ltr_bytes_put_u64(out, rec_shm_damage(r, c));
+        ltr_bytes_put_u64(out, c == 0 ? r->meta_lost.total : 0);
         ltr_bytes_record_end(out, rec);
     }
     /* each pid's row once: the slots of live producers with what the

@@ -87,6 +87,7 @@ typedef struct recorder {
      * meta_kept all of it (memory mode: what a save writes). */
     uint64_t meta_pulled, meta_damage;
     uint64_t meta_skip_ns; /* when a record that never completed was last skipped */
+    shm_count meta_lost;   /* records producers could not append: the region held too much unread */
     ltr_bytes layouts;    /* every LAYOUT record pulled (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;

@@ -16,7 +16,9 @@
  * producers read: see scribble_fields; WRITES rounds, this program writing
  * its own events between them, while other producers write), end:PID (no
  * scribble: a well-formed PROCESS_END record for process PID appended to
- * the metadata region, as only the recorder may write one).
+ * the metadata region, as only the recorder may write one), flood:N (no
+ * scribble: N well-formed THREAD records of 1 KiB appended at once, more
+ * than a small region holds; prints lost=K, the appends refused).
  */
 #include <ltr/provider.h>
 
@@ -221,6 +223,21 @@ int main(int argc, char **argv)
         memcpy(rec + 12, &now, 8);
         if (ltr_producer_meta_append(a, rec, sizeof rec) != 0)
             return 1;
+        len = 0;
+    }
+    if (!strncmp(region, "flood:", 6)) { /* faster than any recorder reads: most do not fit */
+        static uint8_t rec[1024];
+        unsigned n = (unsigned)strtoul(region + 6, NULL, 10), lost = 0;
+        rec[0] = LTR_META_THREAD;
+        memcpy(rec + 4, &(uint32_t){sizeof rec}, 4);
+        memcpy(rec + 8, &(uint32_t){(uint32_t)getpid()}, 4);
+        memcpy(rec + 24, &(uint16_t){sizeof rec - 26}, 2);
+        memset(rec + 26, 'x', sizeof rec - 26);
+        for (unsigned i = 0; i < n; i++) {
+            memcpy(rec + 12, &(uint32_t){0x40000000u + i}, 4);
+            lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
+        }
+        printf("lost=%u\n", lost);
         len = 0;
     }
     len &= ~(uint64_t)3;
