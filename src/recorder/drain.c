@@ -295,6 +295,12 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid)
 
 #define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
 #define META_WAIT_MS 1000
+/* The layouts kept for `ltr providers --details` (r->layouts): what the
+ * region held before it was a ring, at most. Unbounded, a traced program
+ * appending layouts without end had the recorder hold them all (1 GiB of
+ * them: 1.1 GB of RSS, a file-mode trace of a few MB). About 60 000
+ * processes' layouts of the heap provider. */
+#define REC_LAYOUTS_MAX (16u << 20)
 
 /* The size of a complete record at the region's place off (counting on,
  * as meta_used does), or 0: still being written, or not a record. A
@@ -331,7 +337,7 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
         ltr_put_u16(dst, kind);
         ltr_put_u16(dst + 2, 0);
         ltr_put_u32(dst + 4, size);
-        if (kind == LTR_META_LAYOUT)
+        if (kind == LTR_META_LAYOUT && size <= REC_LAYOUTS_MAX - r->layouts.len)
             ltr_bytes_put_mem(&r->layouts, dst, size);
         off += size;
     }

@@ -88,7 +88,7 @@ typedef struct recorder {
     uint64_t meta_pulled, meta_damage;
     uint64_t meta_skip_ns; /* when a record that never completed was last skipped */
     shm_count meta_lost;   /* records producers could not append: the region held too much unread */
-    ltr_bytes layouts;    /* every LAYOUT record pulled (ltr providers --details: the region forgets) */
+    ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */

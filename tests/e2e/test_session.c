@@ -205,6 +205,38 @@ static void test_metadata_lost_is_told(void **state)
     tu_free(&r);
 }
 
+/* The layouts the recorder keeps for `ltr providers --details` (the region
+ * forgets what it read) are bounded: a traced program appending 1 GiB of
+ * well-formed layouts (60 000-byte names) had a file-mode recorder hold
+ * all of it (a review: 4 MB to 1.5 GB of RSS in 2 s, the trace 0.8 MB),
+ * where the metadata region had bounded it before it was a ring. The
+ * session's buffers are small so that its backlog is too. */
+static void test_kept_layouts_bounded(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_META_KB=16384 %s start --instance lb --provider Test.Scribbler --buffers 32 "
+                        "--buffer-size 4 --filemode -o %s/lb.part", LTR, dir));
+    tu_result s = tu_run("%s lb 1 1 layouts:1024", tu_test_bin("ltr-test-scribbler"));
+    assert_int_equal(s.status, 0);
+    long long mb = tu_field(s.out, "appended");
+    tu_free(&s);
+    assert_true(mb >= 1000);
+    long rec = tu_session_pid("lb", "recorder pid ");
+    assert_true(rec > 0);
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", rec);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long long hwm_kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            hwm_kb = atoll(line + 6);
+    fclose(f);
+    print_message("recorder's peak RSS: %lld MiB after %lld MiB of layouts\n", hwm_kb >> 10, mb);
+    tu_expect_ok(tu_run("%s cancel --instance lb", LTR));
+    assert_true(hwm_kb > 0 && hwm_kb < 512 * 1024);
+}
+
 /* A flight recorder keeps the newest events: one thread writes 0..19999 into
  * a ring far too small for them; what is left is the end of the sequence. */
 static void test_memory_mode_keeps_newest(void **state)
@@ -602,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_lost_is_told, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_kept_layouts_bounded, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_loss_rows_past_the_slots, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),

@@ -18,10 +18,14 @@
  * scribble: a well-formed PROCESS_END record for process PID appended to
  * the metadata region, as only the recorder may write one), flood:N (no
  * scribble: N well-formed THREAD records of 1 KiB appended at once, more
- * than a small region holds; prints lost=K, the appends refused).
+ * than a small region holds; prints lost=K, the appends refused),
+ * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
+ * names, MB megabytes of them, each waited for while the region is full;
+ * prints appended=MB).
  */
 #include <ltr/provider.h>
 
+#include "event/event.h"
 #include "event/producer.h"
 #include "event/registry.h"
 #include "event/shm.h"
@@ -238,6 +242,23 @@ int main(int argc, char **argv)
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
+        len = 0;
+    }
+    if (!strncmp(region, "layouts:", 8)) { /* the recorder keeps a copy of layouts (ltr providers --details) */
+        static char name[60001];
+        memset(name, 'x', sizeof name - 1);
+        ltr_event_desc big = {.provider = &prov, .id = 2, .name = name};
+        ltr_bytes b = {0};
+        size_t lay = ltr_event_layout_records(&big, 1000, &b);
+        uint64_t want = strtoull(region + 8, NULL, 10) << 20, done = 0;
+        for (int waits = 0; !b.failed && done < want && waits < 5000;) {
+            if (ltr_producer_meta_append(a, b.data + lay, (uint32_t)(b.len - lay)) == 0)
+                done += b.len - lay;
+            else
+                sleep_ms(2), waits++;
+        }
+        ltr_bytes_free(&b);
+        printf("appended=%llu\n", (unsigned long long)(done >> 20));
         len = 0;
     }
     len &= ~(uint64_t)3;
