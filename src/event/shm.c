@@ -29,7 +29,7 @@ int ltr_shm_meta_append_to(uint8_t *meta, uint64_t capacity, ltr_shm *shm, const
         uint64_t tail = capacity - off % capacity;
         start = padded > tail ? off + tail : off;
         /* full, or words gone wild (a scribbled header): lost, never a wait */
-        if (padded > capacity || off < read || start + padded - read > capacity) {
+        if (padded > capacity || off < read || off % 8 || start + padded - read > capacity) {
             atomic_fetch_add_explicit(&shm->meta_lost, 1, memory_order_relaxed);
             return -ENOSPC;
         }

@@ -295,6 +295,12 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid)
 
 #define META_CHUNK_MAX (8u << 20) /* well under the format's 64 MiB per chunk */
 #define META_WAIT_MS 1000
+/* A skipped record's place (a producer stopped in the middle of its
+ * append, or scribbled memory) and all after it are handed out again only
+ * this long after the last skip: at once, a producer that went on writing
+ * after a stop wrote into another's record (a review: a record with wrong
+ * contents in the trace, damage 0). Meanwhile the region holds less. */
+#define META_HOLD_NS 10000000000ull
 /* The layouts kept for `ltr providers --details` (r->layouts): what the
  * region held before it was a ring, at most. Unbounded, a traced program
  * appending layouts without end had the recorder hold them all (1 GiB of
@@ -376,6 +382,11 @@ static void meta_skip_damage(recorder *r, uint64_t end)
     rec_log("skipped %llu bytes of the metadata region: a record there never completed "
             "(its writer died, or the shared memory was written over)",
             (unsigned long long)((off < end ? off : end) - r->meta_pulled));
+    if (!r->meta_holding) { /* its place, and what follows, not handed out again for a while */
+        r->meta_holding = true;
+        r->meta_hold_from = r->meta_pulled;
+    }
+    r->meta_hold_until_ns = ltr_now_ns() + META_HOLD_NS;
     r->meta_pulled = off < end ? off : end;
     r->meta_damage++;
 }
@@ -416,7 +427,7 @@ static void meta_pull(recorder *r)
     /* a producer never reserves past what was read plus the region: a used
      * word behind or that far ahead was scribbled, and is put back where
      * the recorder has read to (behind, producers would append nowhere) */
-    if (end < from || end - from > r->meta_capacity) {
+    if (end < from || end - from > r->meta_capacity || end % 8) { /* unaligned: a pad could reach past the end */
         atomic_compare_exchange_strong(&r->shm->meta_used, &end, from);
         end = from;
     }
@@ -436,10 +447,17 @@ static void meta_pull(recorder *r)
             r->meta_skip_ns = ltr_now_ns();
         }
     }
-    if (r->meta_pulled != from)
-        meta_release(r, from, r->meta_pulled);
-    else /* as it is: a scribbled word put right */
-        atomic_store_explicit(&r->shm->meta_read, from, memory_order_release);
+    uint64_t free_to = r->meta_pulled;
+    if (r->meta_holding && ltr_now_ns() < r->meta_hold_until_ns)
+        free_to = r->meta_hold_from;
+    else
+        r->meta_holding = false;
+    if (free_to > r->meta_released) {
+        meta_release(r, r->meta_released, free_to);
+        r->meta_released = free_to;
+    } else { /* as it is: a scribbled word put right */
+        atomic_store_explicit(&r->shm->meta_read, r->meta_released, memory_order_release);
+    }
 }
 
 void rec_pull_metadata(recorder *r) { meta_pull(r); }

@@ -87,6 +87,9 @@ typedef struct recorder {
      * meta_kept all of it (memory mode: what a save writes). */
     uint64_t meta_pulled, meta_damage;
     uint64_t meta_skip_ns; /* when a record that never completed was last skipped */
+    uint64_t meta_released; /* what of the region producers may write again (meta_read): up to meta_pulled */
+    bool meta_holding;      /* a skipped record's place held (drain.c, META_HOLD_NS) */
+    uint64_t meta_hold_from, meta_hold_until_ns;
     shm_count meta_lost;   /* records producers could not append: the region held too much unread */
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */

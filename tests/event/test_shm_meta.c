@@ -70,6 +70,8 @@ static void test_scribbled_words(void **state)
     atomic_store(&shm.meta_used, 1u << 20); /* far past what was read */
     assert_int_equal(append(8), -ENOSPC);
     assert_int_equal(append(CAP + 8), -ENOSPC); /* larger than the region */
+    atomic_store(&shm.meta_used, 252); /* unaligned: a pad there would reach past the region */
+    assert_int_equal(append(16), -ENOSPC);
     for (size_t i = 0; i < CAP; i++)
         assert_int_equal(region[i], 0); /* nothing written anywhere */
 }
