@@ -867,7 +867,8 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
     pid_t kernel_pid = peer_pid(c.fd); /* /proc's; the events' pid is what it sent (a container's) */
     close(c.fd);
     r->conns[i] = r->conns[--r->nconns];
-    if (r->norphans < sizeof r->orphans / sizeof *r->orphans && session_mapped_by(r, kernel_pid)) {
+    bool mapped = session_mapped_by(r, kernel_pid);
+    if (mapped && r->norphans < sizeof r->orphans / sizeof *r->orphans) {
         /* its buffers stay its own: the flushes write what it commits, as
          * for any producer, and the session's end stops it (the shared
          * state); done once it no longer maps the session */
@@ -876,7 +877,9 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
-    owner_done(r, c.owner, c.pid, kernel_pid, c.proc_slot, seen_ns);
+    /* past the orphans kept, one that still maps the session keeps its
+     * loss slot: it may still count into it (a review) */
+    owner_done(r, c.owner, c.pid, kernel_pid, mapped ? UINT32_MAX : c.proc_slot, seen_ns);
 }
 
 static void on_signal(recorder *r)
