@@ -340,6 +340,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->uptime_ns = kv_u64(kv, "uptime_ns");
     st->processes = kv_u64(kv, "processes");
     st->untraced = kv_u64(kv, "untraced");
+    st->metadata_lost = kv_u64(kv, "metadata_lost");
     if (!ltr_kvlist_get(kv, "untraced_why", st->untraced_why, sizeof st->untraced_why))
         snprintf(st->untraced_why, sizeof st->untraced_why, "not among its --pid or names");
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);

@@ -134,6 +134,7 @@ typedef struct ltr_session_status {
     /* the processes attached (the first LTR_STATUS_PIDS), and the --pid list */
     uint32_t attached[LTR_STATUS_PIDS], wanted[LTR_STATUS_PIDS];
     unsigned nattached, nwanted;
+    uint64_t metadata_lost;      /* records producers could not append to the metadata region */
 } ltr_session_status;
 
 /* The status as `ltr status` shows it (status_text.c). */

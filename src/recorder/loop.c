@@ -262,6 +262,8 @@ static void handle_status(recorder *r, int fd)
     }
     put_u64(&kv, "processes", traced);
     put_u64(&kv, "untraced", r->nconns - own - traced);
+    rec_sample_counters(r);
+    put_u64(&kv, "metadata_lost", r->meta_lost.total);
     ltr_bytes_put_kv(&kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
                                           : r->cfg.npids || r->cfg.nnames
                                               ? "not among its --pid or names"

@@ -58,5 +58,14 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
             fprintf(out, "  %9.1f s%s", (double)cs->reach_ns / 1e9, cs->events_overwritten ? "" : " (all)");
         fprintf(out, "\n");
     }
+    uint64_t damage = 0;
+    for (unsigned c = 0; c < st->ncollectors; c++)
+        damage += st->collectors[c].shm_damage;
+    if (damage)
+        fprintf(out, "  shared memory found written over (by a traced program?): %llu place(s) skipped\n",
+                (unsigned long long)damage);
+    if (st->metadata_lost)
+        fprintf(out, "  metadata records lost: %llu (the recorder did not read its metadata region fast enough: "
+                "the stacks, modules or layouts they told are missing)\n", (unsigned long long)st->metadata_lost);
 }
 

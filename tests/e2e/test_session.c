@@ -190,6 +190,13 @@ static void test_metadata_lost_is_told(void **state)
     long long lost = tu_field(s.out, "lost");
     tu_free(&s);
     assert_true(lost > 900 && lost <= 1000);
+    tu_result st = tu_run("%s status --instance mlost", LTR);
+    char said[64];
+    snprintf(said, sizeof said, "metadata records lost: %lld (", lost);
+    if (!strstr(st.out, said))
+        fprintf(stderr, "no '%s' in:\n%s", said, st.out);
+    assert_non_null(strstr(st.out, said));
+    tu_free(&st);
     tu_expect_ok(tu_run("%s stop --instance mlost %s/ml.ltr", LTR, dir));
     tu_result r = tu_run("%s info --json %s/ml.ltr", LTR, dir);
     char want[64];
