@@ -391,12 +391,6 @@ static void meta_skip_damage(recorder *r, uint64_t end)
     r->meta_damage++;
 }
 
-/* Metadata records are appended by many processes at once, each reserving
- * its place first; they complete out of order. An event's layout was reserved
- * before the event was committed, so before a block is written every record
- * reserved so far is taken, waiting briefly for those still being written. A
- * record that stays incomplete for a second (a producer killed in the middle
- * of an append, or scribbled memory) is skipped, once. */
 /* What was read of the region, [from, to), free for producers again: zeros
  * (a record is complete once its kind is not), its whole pages given back. */
 static void meta_release(recorder *r, uint64_t from, uint64_t to)
@@ -420,6 +414,12 @@ static void meta_release(recorder *r, uint64_t from, uint64_t to)
     atomic_store_explicit(&r->shm->meta_read, to, memory_order_release);
 }
 
+/* Metadata records are appended by many processes at once, each reserving
+ * its place first; they complete out of order. An event's layout was reserved
+ * before the event was committed, so before a block is written every record
+ * reserved so far is taken, waiting briefly for those still being written. A
+ * record that stays incomplete for a second (a producer killed in the middle
+ * of an append, or scribbled memory) is skipped, once. */
 static void meta_pull(recorder *r)
 {
     ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
