@@ -28,9 +28,10 @@ int cmd_capturestate(int argc, char **argv)
                               "  every thread of every process writing into the session (heap agents,\n"
                               "  providers) gets a THREAD record with its name now, read from /proc;\n\n"
                               "  the heap agents' modules and stack table, and every provider's event\n"
-                              "  layouts and processes, are metadata that the session keeps whole (no\n"
-                              "  event overwrites it): every trace it writes holds them already, and\n"
-                              "  there is nothing more to write (docs/heap-events.md).\n\n"
+                              "  layouts and processes, are metadata that the session keeps (no event\n"
+                              "  overwrites it; a memory-mode session lets go of a process that ended\n"
+                              "  once none of its events is held): every trace it writes holds them\n"
+                              "  already, and there is nothing more to write (docs/heap-events.md).\n\n"
                               "  --instance NAME   the session (default: ltr)\n"
                               "\nexit status: 0 the state was written, 1 it was not (no such session, the\n"
                               "system provider did not answer in time), 2 bad usage or a bad session name.\n",
@@ -51,7 +52,7 @@ int cmd_capturestate(int argc, char **argv)
         printf("session '%s' does not record the system provider (Ltr.System): it holds no process, "
                "thread or module events to write again\n", instance);
     printf("session '%s': named %llu thread(s) of the %llu process(es) writing into it; their modules, "
-           "stacks and layouts (%llu bytes of metadata) are kept whole: every trace it writes holds them\n",
+           "stacks and layouts (%llu bytes of metadata read) are kept: every trace it writes holds them\n",
            instance, (unsigned long long)res.named_threads, (unsigned long long)res.producers,
            (unsigned long long)res.metadata_bytes);
     return 0;

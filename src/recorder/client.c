@@ -341,6 +341,8 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->processes = kv_u64(kv, "processes");
     st->untraced = kv_u64(kv, "untraced");
     st->metadata_lost = kv_u64(kv, "metadata_lost");
+    st->metadata_kept = kv_u64(kv, "metadata_kept");
+    st->metadata_dropped = kv_u64(kv, "metadata_dropped");
     if (!ltr_kvlist_get(kv, "untraced_why", st->untraced_why, sizeof st->untraced_why))
         snprintf(st->untraced_why, sizeof st->untraced_why, "not among its --pid or names");
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);

@@ -135,6 +135,9 @@ typedef struct ltr_session_status {
     uint32_t attached[LTR_STATUS_PIDS], wanted[LTR_STATUS_PIDS];
     unsigned nattached, nwanted;
     uint64_t metadata_lost;      /* records producers could not append to the metadata region */
+    /* memory mode: the metadata bytes every save writes, and those let go
+     * (processes that ended, whose events no buffer holds) */
+    uint64_t metadata_kept, metadata_dropped;
 } ltr_session_status;
 
 /* The status as `ltr status` shows it (status_text.c). */

@@ -688,6 +688,7 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts)
     ltr_bytes_put_u32(out, (uint32_t)pid);
     ltr_bytes_put_u64(out, ts);
     ltr_bytes_record_end(out, rec);
+    rec_prune_kept(r);
 }
 
 /* The metadata records new in shared memory, behind what was taken before. */

@@ -94,6 +94,9 @@ typedef struct recorder {
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
+    size_t meta_kept_after;     /* memory mode: meta_kept's size after the last pruning (kept.c) */
+    size_t meta_kept_floor;     /* memory mode: no pruning below this size (kept.c), 0 until looked up */
+    uint64_t meta_kept_dropped; /* memory mode: bytes of it let go since the start (kept.c) */
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */
     uint64_t meta_retry_ns;  /* how long after that it is tried again (drain.c), 0 after a success */
     ltr_bytes last_counters; /* file mode: the COUNTERS last written */
@@ -165,6 +168,9 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
  * traced program could end another's model with one). ts: when the
  * recorder saw it go. */
 void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
+/* Memory mode: the kept metadata of processes that ended and whose events
+ * no buffer holds goes, once it doubled since the last time (kept.c). */
+void rec_prune_kept(recorder *r);
 /* Copies the metadata region's new records out (into what the next round
  * writes or keeps), and frees their place for producers. */
 void rec_pull_metadata(recorder *r);

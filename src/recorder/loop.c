@@ -264,6 +264,10 @@ static void handle_status(recorder *r, int fd)
     put_u64(&kv, "untraced", r->nconns - own - traced);
     rec_sample_counters(r);
     put_u64(&kv, "metadata_lost", r->meta_lost.total);
+    if (r->cfg.mode != LTR_MODE_FILE) { /* what every save writes, and what went (kept.c) */
+        put_u64(&kv, "metadata_kept", r->meta_kept.len);
+        put_u64(&kv, "metadata_dropped", r->meta_kept_dropped);
+    }
     ltr_bytes_put_kv(&kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
                                           : r->cfg.npids || r->cfg.nnames
                                               ? "not among its --pid or names"

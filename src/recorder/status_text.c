@@ -58,6 +58,10 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
             fprintf(out, "  %9.1f s%s", (double)cs->reach_ns / 1e9, cs->events_overwritten ? "" : " (all)");
         fprintf(out, "\n");
     }
+    if (!st->file_mode && st->metadata_kept)
+        fprintf(out, "  metadata kept for saves: %.1f MB (stacks, modules, threads; %.1f MB let go: processes "
+                "that ended, none of whose events a buffer still holds)\n", (double)st->metadata_kept / 1048576.0,
+                (double)st->metadata_dropped / 1048576.0);
     uint64_t damage = 0;
     for (unsigned c = 0; c < st->ncollectors; c++)
         damage += st->collectors[c].shm_damage;

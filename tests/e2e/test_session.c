@@ -143,6 +143,19 @@ static void test_accounting_file(void **state)
     check_accounting(*state, "--filemode", "accf");
 }
 
+/* The bytes of metadata a session read so far (`ltr capturestate`). */
+static unsigned long long metadata_read(const char *instance)
+{
+    tu_result c = tu_run("%s capturestate --instance %s", LTR, instance);
+    const char *bytes = strstr(c.out, "bytes of metadata");
+    assert_non_null(bytes);
+    while (bytes > c.out && bytes[-1] != '(')
+        bytes--;
+    unsigned long long n = strtoull(bytes, NULL, 10);
+    tu_free(&c);
+    return n;
+}
+
 /* The session's metadata region is a ring (event/shm.h): with 512 KiB of
  * it (LTR_META_KB), 200 processes write about twice that (their layouts,
  * modules and stacks; 150 `ls` wrote 735 KB): nothing is lost. Append-only,
@@ -155,13 +168,7 @@ static void test_metadata_region_goes_round(void **state)
     tu_expect_ok(tu_run("LTR_META_KB=512 %s start heap --instance round --filemode -o %s/round.ltr", LTR, dir));
     tu_expect_ok(tu_run("%s run --instance round -- sh -c 'for i in $(seq 200); do ls / >/dev/null; sleep 0.01; done'",
                         LTR));
-    tu_result c = tu_run("%s capturestate --instance round", LTR);
-    const char *bytes = strstr(c.out, "bytes of metadata");
-    assert_non_null(bytes);
-    while (bytes > c.out && bytes[-1] != '(')
-        bytes--;
-    assert_true(strtoull(bytes, NULL, 10) > 2 * 512 * 1024 * 9 / 10); /* round about twice */
-    tu_free(&c);
+    assert_true(metadata_read("round") > 2 * 512 * 1024 * 9 / 10); /* round about twice */
     tu_expect_ok(tu_run("%s stop --instance round %s/round-done.ltr", LTR, dir));
     char path[512];
     snprintf(path, sizeof path, "%s/round-done.ltr", dir);
@@ -209,6 +216,39 @@ static void test_metadata_lost_is_told(void **state)
     snprintf(want, sizeof want, "metadata records lost: %lld", lost);
     assert_non_null(strstr(r.out, want));
     assert_non_null(strstr(r.err, "did not fit in the session's metadata region"));
+    tu_free(&r);
+}
+
+/* A flight recorder lets go of the metadata of processes that ended and
+ * whose events no buffer holds any more: kept whole, it grew with every
+ * process that ever came (150 `python3 -c pass` beside a memory-mode
+ * session: 234 MB kept, every save writing it all). The last process's
+ * events are held, and its stacks still named in a save. */
+static void test_memory_mode_lets_go_of_ended(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_KEPT_PRUNE_KB=64 %s start heap --instance letgo --buffers 32 --buffer-size 16", LTR));
+    tu_expect_ok(tu_run("%s run --instance letgo -- sh -c 'for i in $(seq 200); do ls / >/dev/null; done; %s chain; "
+                        "for i in $(seq 20); do sh -c :; done'", LTR, tu_test_bin("heap-target")));
+    unsigned long long read = metadata_read("letgo");
+    tu_result st = tu_run("%s status --instance letgo", LTR);
+    const char *at = strstr(st.out, "metadata kept for saves: ");
+    if (!at)
+        fail_msg("no metadata kept in:\n%s", st.out);
+    double kept_mb = strtod(at + strlen("metadata kept for saves: "), NULL);
+    const char *gone = strstr(at, "; ");
+    assert_non_null(gone);
+    double gone_mb = strtod(gone + 2, NULL);
+    print_message("metadata read %llu bytes, kept %.1f MB, let go %.1f MB\n", read, kept_mb, gone_mb);
+    tu_free(&st);
+    assert_true(read > 500 * 1000);
+    assert_true(kept_mb * 1048576.0 < read / 3.0);
+    assert_true(gone_mb * 1048576.0 > read / 2.0);
+    tu_expect_ok(tu_run("%s stop --instance letgo %s/letgo.ltr", LTR, dir));
+    tu_result r = tu_run("%s analyze %s/letgo.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
+        fail_msg("the last process's stacks are not named:\n%s", r.out);
     tu_free(&r);
 }
 
@@ -639,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accounting_memory, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_ended, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_lost_is_told, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_kept_layouts_bounded, tu_setup_sandbox, tu_teardown_sandbox),

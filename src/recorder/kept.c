@@ -1,0 +1,144 @@
+/*
+ * recorder/kept.c — memory mode: the metadata kept for saves (r->meta_kept)
+ * let go of processes that ended and whose events no buffer holds any more.
+ *
+ * A flight recorder writes into every save all the metadata it read (the
+ * stacks, modules and threads its events need), because its buffers are
+ * overwritten but metadata is not. Kept whole, it grew with every process
+ * that ever came: a memory-mode session beside `python3 -c pass` run 150
+ * times held 234 MB of metadata (1.56 MB a start: python's modules and
+ * frame nodes), with 64 MB of buffers reaching back 0.2 s, and every save
+ * wrote it all. A service that starts a helper a minute would have its
+ * recorder grow by gigabytes a day.
+ *
+ * A process's records can go once it ended (its PROCESS_END is kept: the
+ * recorder saw it exit) and no buffer of the session holds its events: no
+ * save can hold an event that needs them. A buffer names the process whose
+ * thread (or CPU slot: a CPU's buffer serves one process) filled it; every
+ * buffer with committed bytes counts, whatever its state, so nothing a save
+ * could write is missed. Records of a pid after its last end (the pid used
+ * again) stay. LAYOUT and PROVIDER records name no process and stay (about
+ * 700 bytes a heap process). The pruning runs when the kept metadata has
+ * doubled since the last one, so its cost stays linear in what was kept.
+ */
+#include "recorder/internal.h"
+#include "base/hmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this, nothing is pruned: a session of a few processes keeps all.
+ * LTR_KEPT_PRUNE_KB (16 and up) sets it lower or higher: a test sees the
+ * pruning after a few dozen short processes (`ls`: 5 KB each). */
+#define KEPT_PRUNE_MIN (4u << 20)
+
+static size_t prune_min(void)
+{
+    const char *e = getenv("LTR_KEPT_PRUNE_KB");
+    char *end;
+    unsigned long kb = e ? strtoul(e, &end, 10) : 0;
+    if (!e || !*e || *end || kb < 16 || kb > (1ul << 30))
+        return KEPT_PRUNE_MIN;
+    return (size_t)kb << 10;
+}
+
+typedef struct pid_entry {
+    uint64_t key;  /* pid + 1 */
+    uint64_t last_end; /* 1 + offset in meta_kept of the pid's last PROCESS_END; 0: none */
+    uint64_t held;     /* 1: some buffer holds events of the pid */
+} pid_entry;
+
+/* The pid a record names (its first field), or -1 for a record naming none. */
+static int64_t record_pid(const uint8_t *rec, uint32_t size)
+{
+    switch (ltr_get_u16(rec)) {
+    case LTR_META_PROCESS:
+    case LTR_META_THREAD:
+    case LTR_META_STACK:
+    case LTR_META_MODULE:
+    case LTR_META_STACK_REF:
+    case LTR_META_FRAME_NODES:
+    case LTR_META_PROCESS_END:
+        return size >= LTR_RECORD_HEADER_SIZE + 4 ? (int64_t)ltr_get_u32(rec + LTR_RECORD_HEADER_SIZE) : -1;
+    default:
+        return -1;
+    }
+}
+
+/* Every pid with a PROCESS_END kept, and whether a buffer holds its events;
+ * -1 without memory. */
+static int ended_pids(recorder *r, an_hmap *pids)
+{
+    const uint8_t *d = r->meta_kept.data;
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len;) {
+        uint32_t size = ltr_get_u32(d + off + 4);
+        if (ltr_get_u16(d + off) == LTR_META_PROCESS_END) {
+            int64_t pid = record_pid(d + off, size);
+            pid_entry *e = pid < 0 ? NULL : an_hmap_put(pids, (uint64_t)pid + 1, NULL);
+            if (pid >= 0 && !e)
+                return -1;
+            if (e)
+                e->last_end = off + 1;
+        }
+        off += size;
+    }
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        ltr_ring_view *ring = &r->col[c].ring;
+        for (uint32_t i = 0; i < ring->nbuf; i++) {
+            ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
+            if (!LTR_COMMIT_BYTES(atomic_load_explicit(&b->commit, memory_order_acquire)))
+                continue;
+            pid_entry *e = an_hmap_get(pids, (uint64_t)b->pid + 1);
+            if (e)
+                e->held = 1;
+        }
+    }
+    return 0;
+}
+
+/* Drops, in place, the records of pids that ended and that no buffer
+ * holds, up to each one's last end; the bytes dropped. */
+static size_t compact(ltr_bytes *kept, const an_hmap *pids)
+{
+    uint8_t *d = kept->data;
+    size_t to = 0, off = 0;
+    while (off + LTR_RECORD_HEADER_SIZE <= kept->len) {
+        uint32_t size = ltr_get_u32(d + off + 4);
+        int64_t pid = record_pid(d + off, size);
+        const pid_entry *e = pid < 0 ? NULL : an_hmap_get(pids, (uint64_t)pid + 1);
+        if (!e || e->held || off + 1 > e->last_end) {
+            memmove(d + to, d + off, size);
+            to += size;
+        }
+        off += size;
+    }
+    size_t dropped = kept->len - to;
+    kept->len = to;
+    return dropped;
+}
+
+void rec_prune_kept(recorder *r)
+{
+    if (r->cfg.mode == LTR_MODE_FILE || r->meta_kept.failed)
+        return;
+    if (!r->meta_kept_floor)
+        r->meta_kept_floor = prune_min();
+    if (r->meta_kept.len < r->meta_kept_floor || r->meta_kept.len < 2 * r->meta_kept_after)
+        return;
+    an_hmap pids;
+    an_hmap_init(&pids, sizeof(pid_entry));
+    if (ended_pids(r, &pids) == 0 && pids.n) {
+        r->meta_kept_dropped += compact(&r->meta_kept, &pids);
+        /* the pages of what went back to the system (realloc of a large block: mremap) */
+        if (r->meta_kept.cap > 2 * r->meta_kept.len + (1u << 20)) {
+            size_t cap = r->meta_kept.len + (r->meta_kept.len >> 1) + 256;
+            uint8_t *p = realloc(r->meta_kept.data, cap);
+            if (p) {
+                r->meta_kept.data = p;
+                r->meta_kept.cap = cap;
+            }
+        }
+    }
+    an_hmap_free(&pids);
+    r->meta_kept_after = r->meta_kept.len;
+}
