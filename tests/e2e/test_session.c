@@ -222,8 +222,9 @@ static void test_metadata_lost_is_told(void **state)
 /* A flight recorder lets go of the metadata of processes that ended and
  * whose events no buffer holds any more: kept whole, it grew with every
  * process that ever came (150 `python3 -c pass` beside a memory-mode
- * session: 234 MB kept, every save writing it all). The last process's
- * events are held, and its stacks still named in a save. */
+ * session: 234 MB kept, every save writing it all). heap-target's events
+ * are still held when the short processes after it end and the kept
+ * metadata is pruned again: its stacks stay, named in the trace. */
 static void test_memory_mode_lets_go_of_ended(void **state)
 {
     const char *dir = *state;
