@@ -6,7 +6,7 @@
  * are right in code built without frame pointers (Debian's libraries): the
  * agent's own unwinder (unwind.c, rules cached per address) for the common
  * case, libunwind's unw_backtrace for stacks it gives up on (signal frames,
- * DWARF expressions). LTR_HEAP_UNWIND=libunwind uses libunwind only;
+ * DWARF expressions; fallback.c). LTR_HEAP_UNWIND=libunwind uses libunwind only;
  * LTR_HEAP_UNWIND=full walks every stack to its end (no reuse of the
  * previous walk's outer frames, unwind.c: for measuring);
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
@@ -24,14 +24,12 @@
  * after all its nodes are in the session's metadata region
  * (docs/heap-events.md).
  */
-#define UNW_LOCAL_ONLY
 #include "agent/agent.h"
 #include "agent/perthread.h"
 #include "agent/trie.h"
 #include "agent/unwind.h"
 #include "base/records.h"
 
-#include <libunwind.h>
 #include <link.h>
 #include <sched.h>
 #include <stdio.h>
@@ -95,7 +93,7 @@ void stacks_init(void)
         unwind_set_reuse(false);
     dl_iterate_phdr(find_agent, (void *)(uintptr_t)stacks_init);
     trie_ready = trie_init();
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    fallback_init();
 }
 
 bool stacks_in_agent(uintptr_t ip)
@@ -199,10 +197,9 @@ static void say(const char *msg)
 __attribute__((noinline)) static void check_against_libunwind(void *const *a, int n, int max)
 {
     void *b[MAX_DEPTH + 16];
-    if (!agent_loader_enter()) /* libunwind looks objects up in the loader's list; a fork holds it */
+    int m = fallback_backtrace(b, max);
+    if (m < 0)
         return;
-    int m = unw_backtrace(b, max);
-    agent_loader_leave();
     int j = first_caller_frame(b, m);
     m = m - j > depth ? depth : m - j;
     if (m == n && !memcmp(a, b + j, sizeof(void *) * (size_t)n))
@@ -226,9 +223,10 @@ __attribute__((destructor)) static void check_report(void)
         return;
     char line[160];
     snprintf(line, sizeof line,
-             "ltr-heap[%d]: unwind check: %llu fast, %llu fallback, %llu mismatched\n",
-             (int)getpid(), (unsigned long long)n_fast, (unsigned long long)n_fallback,
-             (unsigned long long)n_mismatch);
+             "ltr-heap[%d]: unwind check: %llu fast, %llu fallback, %llu mismatched, %llu refused "
+             "(libunwind's pipe gone)\n", (int)getpid(), (unsigned long long)n_fast,
+             (unsigned long long)n_fallback, (unsigned long long)n_mismatch,
+             (unsigned long long)fallback_refused());
     say(line);
     snprintf(line, sizeof line, "ltr-heap[%d]: unwind reuse: %llu of %llu frames\n", (int)getpid(),
              (unsigned long long)n_shared, (unsigned long long)n_frames);
@@ -267,13 +265,10 @@ stack_ref stacks_capture(const void *frame)
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
-    else if (agent_loader_enter()) { /* libunwind looks objects up in the loader's list */
-        n = unw_backtrace(buf, depth + 16);
-        agent_loader_leave();
+    else if ((n = fallback_backtrace(buf, depth + 16)) >= 0)
         i = first_caller_frame(buf, n);
-    } else {
-        n = 0; /* a fork holds the list: this event goes without its stack rather than wait */
-    }
+    else
+        n = 0; /* a fork holds the loader's list, or libunwind's pipe is gone: this event goes without its stack */
     int count = n - i > depth ? depth : n - i;
     if (unwind_mode == UNWIND_CHECK) {
         atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);

@@ -8,6 +8,7 @@
 #define LTR_AGENT_UNWIND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Fills pcs with up to max program counters of the calling thread, innermost
  * first: pcs[0] is inside unwind_fast itself, the others are return
@@ -38,5 +39,15 @@ void unwind_flush(void);
 
 /* In a fork child: forget state another thread may have held mid-change. */
 void unwind_after_fork(void);
+
+/* libunwind, for the stacks unwind_fast gives up on (fallback.c).
+ * fallback_init starts it and learns the pipe it validates memory through;
+ * fallback_backtrace is its unw_backtrace while that pipe is still its own
+ * (a daemon's close-all gives the numbers to the program's files), else -1,
+ * as when a fork holds the loader's list; fallback_refused counts the
+ * stacks refused for the pipe. */
+void fallback_init(void);
+int fallback_backtrace(void **buf, int max);
+uint64_t fallback_refused(void);
 
 #endif

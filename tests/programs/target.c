@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -391,13 +392,34 @@ static void mode_dlopen(const char *lib)
     keep[0] = malloc(3601); /* after the unload */
 }
 
+/* malloc(size) called from a page of code without unwind information, as
+ * a JIT's: push rbp; mov rbp,rsp; mov rax,rdi; mov rdi,rsi; call rax; pop
+ * rbp; ret (a frame chain, which libunwind follows validating memory). */
+static void *jit_alloc(size_t size)
+{
+    static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48,
+                                         0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3};
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return NULL;
+    memcpy(page, code, sizeof code);
+    void *(*call)(void *(*)(size_t), size_t) = (void *(*)(void *(*)(size_t), size_t))page;
+    void *p = call(malloc, size);
+    munmap(page, 4096);
+    return p;
+}
+
 /* A daemon's close-all after its first allocations (the agent attached):
  * every fd from 3 up closed, 64 files of its own opened (they take the
  * agent's numbers), then 1 000 allocations of 3 601 bytes through the
  * library LIB and their frees; then a copy of it, LIB2, loaded (elsewhere:
  * LIB is still there), LIB unloaded, and 100 allocations of 3 602 bytes
- * through the copy (the agent's unwinder looks at its modules again). Says "files ok" if its files kept
- * their bytes, stayed open and are still the same files. */
+ * through the copy (the agent's unwinder looks at its modules again); then
+ * an allocation of 3 603 bytes from code of its own without unwind
+ * information (a JIT's), which the agent's unwinder leaves to libunwind,
+ * which validates memory there through a pipe it opened at its start (a
+ * number the program now uses). Says "files ok" if its files kept their
+ * bytes and their offsets, stayed open and are still the same files. */
 static int mode_closeall(const char *lib, const char *lib2, const char *dir)
 {
     void *h = dlopen(lib, RTLD_NOW);
@@ -430,9 +452,11 @@ static int mode_closeall(const char *lib, const char *lib2, const char *dir)
     dlclose(h);
     for (int i = 0; i < 100; i++)
         free(f(3602));
+    free(jit_alloc(3603));
     for (int i = 0; i < FILES; i++) {
         struct stat st;
-        if (fstat(fds[i], &st) != 0 || st.st_ino != ino[i] || st.st_size != (off_t)sizeof data)
+        if (fstat(fds[i], &st) != 0 || st.st_ino != ino[i] || st.st_size != (off_t)sizeof data ||
+            lseek(fds[i], 0, SEEK_CUR) != (off_t)sizeof data)
             return printf("file %d changed\n", i), 4;
     }
     printf("files ok\n");
