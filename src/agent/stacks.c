@@ -294,11 +294,16 @@ typedef struct node_batch {
     uint32_t id[MAX_DEPTH];
 } node_batch;
 
-/* Appends one FRAME_NODES record of the batch and marks its nodes written. */
-static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
+/* Appends one FRAME_NODES record of the batch and marks its nodes written.
+ * When the session's metadata region has no room (the recorder far behind,
+ * or stopped), gives their claims back instead and returns false: the next
+ * stack through them writes them. Marked written regardless, they stayed
+ * missing for good: every later event through them had no stack, long
+ * after the recorder caught up. */
+static bool flush(node_batch *b, uint32_t bit, ltr_attach *a)
 {
     if (!b->n)
-        return;
+        return true;
     uint8_t rec[LTR_RECORD_HEADER_SIZE + 10 + 12 * MAX_DEPTH];
     uint32_t size = LTR_RECORD_HEADER_SIZE + 10 + 12u * b->n;
     ltr_put_u16(rec, LTR_META_FRAME_NODES);
@@ -311,16 +316,39 @@ static void flush(node_batch *b, uint32_t bit, ltr_attach *a)
         ltr_put_u32(rec + 18 + 12u * i, b->id[i]);
         ltr_put_u64(rec + 22 + 12u * i, trie_nodes[b->id[i]].ip);
     }
-    ltr_producer_meta_append(a, rec, size);
-    for (uint16_t i = 0; i < b->n; i++)
-        atomic_fetch_or_explicit(&trie_nodes[b->id[i]].written, bit, memory_order_release);
+    bool ok = ltr_producer_meta_append(a, rec, size) == 0;
+    for (uint16_t i = 0; i < b->n; i++) {
+        if (ok)
+            atomic_fetch_or_explicit(&trie_nodes[b->id[i]].written, bit, memory_order_release);
+        else
+            atomic_fetch_and_explicit(&trie_nodes[b->id[i]].claimed, ~bit, memory_order_release);
+    }
     b->n = 0;
+    return ok;
+}
+
+/* Waits for node nd, claimed by another thread, to be written; or takes its
+ * claim when that thread gave it back (its append found no room): true
+ * then, and this thread writes it. */
+static bool wait_or_claim(fnode *nd, uint32_t bit)
+{
+    for (;;) {
+        if (atomic_load_explicit(&nd->written, memory_order_acquire) & bit)
+            return false;
+        if (!(atomic_load_explicit(&nd->claimed, memory_order_acquire) & bit) &&
+            !(atomic_fetch_or(&nd->claimed, bit) & bit))
+            return true;
+        sched_yield();
+    }
 }
 
 /* Writes the nodes of stack ref that session slot s lacks, outermost first,
  * so that a node's parent is always before it. A node another thread is
  * writing is waited for, after this thread's own claims are written: a
- * waiting thread holds no unwritten claim, so waits never form a cycle. */
+ * waiting thread holds no unwritten claim, so waits never form a cycle.
+ * After an append that found no room, nothing more of the stack is
+ * written (a node's parent must be in before it), and the stack is not
+ * marked published: its next event tries again. */
 void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
 {
     if (atomic_load_explicit(ref.hint, memory_order_acquire) & TRIE_HINT(s))
@@ -345,12 +373,13 @@ void stacks_publish(stack_ref ref, unsigned s, ltr_attach *a)
             b.id[b.n++] = chain[n];
             continue;
         }
-        flush(&b, bit, a);
-        while (!(atomic_load_explicit(&nd->written, memory_order_acquire) & bit))
-            sched_yield();
+        if (!flush(&b, bit, a))
+            return;
+        if (wait_or_claim(nd, bit))
+            b.id[b.n++] = chain[n];
     }
-    flush(&b, bit, a);
-    atomic_fetch_or_explicit(ref.hint, TRIE_HINT(s), memory_order_release);
+    if (flush(&b, bit, a))
+        atomic_fetch_or_explicit(ref.hint, TRIE_HINT(s), memory_order_release);
 }
 
 void stacks_forget_session(unsigned s)

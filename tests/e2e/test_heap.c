@@ -517,6 +517,72 @@ static void test_daemon_closing_every_fd(void **state)
     heap_free(&h);
 }
 
+/* Waits for analyze-manystacks's round r (go.r, done.r in dir). */
+static bool manystacks_round(const char *dir, int r)
+{
+    char name[32], done[512];
+    snprintf(name, sizeof name, "go.%d", r);
+    tu_write_file(dir, name, "");
+    snprintf(done, sizeof done, "%s/done.%d", dir, r);
+    for (int i = 0; i < 6000 && access(done, F_OK) != 0; i++)
+        usleep(10000);
+    return access(done, F_OK) == 0;
+}
+
+/* Frame nodes that found no room in the session's metadata region (its
+ * recorder stopped, LTR_META_KB=64) are written by the next stack through
+ * them, once there is room. analyze-manystacks takes 2^11 paths while the
+ * recorder is stopped (about 150 KB of frame nodes), then the same paths
+ * again, round after round, the recorder reading the region between: every
+ * stack of the last round is in the trace. The agent marked nodes written
+ * whether or not their append succeeded, and the later rounds' events had
+ * no stack, for good. */
+static void test_stacks_after_a_full_metadata_region(void **state)
+{
+    enum { DEPTH = 11, ROUNDS = 5 };
+    const char *dir = getenv("TMPDIR");
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/mfull.ltr", dir);
+    tu_expect_ok(tu_run("LTR_META_KB=64 %s start heap --instance mfull --filemode -o %s.part", tu_ltr(), trace));
+    tu_result r = tu_run("%s run --instance mfull -- %s %d %s %d >/dev/null 2>&1 & echo $!", tu_ltr(),
+                         tu_test_bin("analyze-manystacks"), DEPTH, dir, ROUNDS);
+    long run = atol(r.out);
+    tu_free(&r);
+    long rec = tu_session_pid("mfull", "recorder pid "), target = 0;
+    for (int i = 0; i < 2000 && !(target = tu_session_pid("mfull", "processes attached: ")); i++)
+        usleep(10000);
+    assert_true(run > 0 && rec > 0 && target > 0);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    bool first = manystacks_round(dir, 0);
+    kill((pid_t)rec, SIGCONT);
+    assert_true(first);
+    for (int k = 1; k < ROUNDS; k++) {
+        tu_expect_ok(tu_run("%s flush --instance mfull", tu_ltr())); /* the region read: room again */
+        assert_true(manystacks_round(dir, k));
+    }
+    for (int i = 0; i < 6000 && ltr_pid_alive((pid_t)target); i++)
+        usleep(10000);
+    tu_expect_ok(tu_run("%s stop --instance mfull %s", tu_ltr(), trace));
+    heap_trace h = read_heap(trace);
+    uint64_t meta_lost = 0;
+    for (size_t c = 0; c < ltr_trace_collector_count(h.t); c++)
+        meta_lost += ltr_trace_collector_at(h.t, c)->metadata_lost;
+    size_t last = 0, stackless = 0;
+    for (size_t i = 0; i < h.n; i++) {
+        if (h.v[i].kind != ALLOC || (h.v[i].size != 32 && h.v[i].size != 33))
+            continue;
+        last++;
+        const ltr_stack *st = ltr_trace_stack_find(h.t, h.v[i].pid, h.v[i].stack);
+        stackless += !st || st->frame_count < DEPTH;
+    }
+    print_message("metadata records lost: %llu; last round: %zu allocations, %zu without their stack\n",
+                  (unsigned long long)meta_lost, last, stackless);
+    heap_free(&h);
+    assert_true(meta_lost > 100); /* the region did fill */
+    assert_int_equal(last, 1u << DEPTH);
+    assert_int_equal(stackless, 0);
+}
+
 /* heap-target dlmany (tests/programs/dlmany.c): copies of libheapdl.so
  * loaded and unloaded, some unloaded behind the agent's back and loaded
  * again in each other's places, so that the agent's next look finds every
@@ -1119,6 +1185,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_heap_then_run, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_bad_usage, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stacks_after_a_full_metadata_region, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
