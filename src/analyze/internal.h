@@ -214,6 +214,19 @@ size_t an_frames_shown(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, s
 an_proc *const *an_procs(const ltr_analysis *a, size_t *n);
 /* Sum over processes of a per-process figure. */
 void an_totals(const ltr_analysis *a, an_proc *sum);
+/* Whether process p had ended by the window's end (it holds no memory then:
+ * its outstanding blocks are what it never freed before its exit), and
+ * before the window began (no figure of the window is its). */
+bool an_ended_by_end(const ltr_analysis *a, const an_proc *p);
+bool an_ended_before(const ltr_analysis *a, const an_proc *p);
+/* Of the outstanding blocks at the window's end, those of processes that
+ * had ended by then: how many processes, bytes and blocks; and how many
+ * processes ended before the window began. */
+typedef struct an_ended_sum {
+    size_t processes, before;
+    uint64_t bytes, count;
+} an_ended_sum;
+void an_ended_totals(const ltr_analysis *a, an_ended_sum *e);
 /* Names of the impacting types: "AIFI", "AIFO", "AOFI", "AOFO". */
 extern const char *const an_type_names[AN_NTYPES];
 /* Adds a warning line (printf format) to the report. */

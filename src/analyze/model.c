@@ -801,6 +801,8 @@ static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
         p->unindexed = 1;
         m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
         p->cur_bytes = p->cur_count = 0;
+        p->ended = 1;
+        p->end_ts = ts;
         return;
     }
 }
@@ -824,6 +826,8 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
         m->oom = 1;
         return;
     }
+    if (p->ended && n && ev[n - 1].ts > p->end_ts)
+        p->ended = 0; /* the pid again, after its end: a process of its own (late ones are its own) */
     if (m->from == 0 && m->to == UINT64_MAX)
         feed_run(m, p, tid, ev, n, 1);
     else

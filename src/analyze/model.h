@@ -91,6 +91,8 @@ typedef struct an_proc {
     an_amount type[AN_NTYPES];
     uint64_t hist[AN_HIST_BUCKETS];
     uint64_t first_ts, last_ts;    /* of its heap events */
+    uint64_t end_ts;               /* when it ended (the trace's PROCESS_END), if ended */
+    int ended;                     /* it ended, and no event of it came after (a pid used again) */
     an_point *series;              /* outstanding bytes over time, when kept */
     size_t nseries;
     uint64_t series_width, series_end; /* a bucket's width, and where the last one ends */

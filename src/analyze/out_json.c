@@ -136,6 +136,11 @@ static void jsummary(ltr_analysis *a, FILE *out, size_t nprocs)
             (unsigned long long)a->heap_events, (unsigned long long)a->sum.damage,
             a->sum.complete ? "true" : "false", nprocs);
     jfigures(a, out, &sum);
+    an_ended_sum ended;
+    an_ended_totals(a, &ended);
+    fprintf(out, ",\"ended_processes\":%zu,\"ended_before_window\":%zu,\"never_freed_by_ended_bytes\":%llu,"
+                 "\"never_freed_by_ended_allocations\":%llu",
+            ended.processes, ended.before, (unsigned long long)ended.bytes, (unsigned long long)ended.count);
     fputc('}', out);
 }
 
@@ -233,6 +238,11 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
         jstr(out, an_process_exe(a, procs[i]->pid));
         fputc(',', out);
         jfigures(a, out, procs[i]);
+        fputs(",\"ended_s\":", out); /* by the window's end: its outstanding blocks are what it never freed */
+        if (an_ended_by_end(a, procs[i]))
+            fprintf(out, "%.9f", an_seconds(a, procs[i]->end_ts));
+        else
+            fputs("null", out);
         fputc(',', out);
         jhistogram(out, procs[i]);
         jthreads(a, out, procs[i]->pid);

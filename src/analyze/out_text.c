@@ -9,6 +9,7 @@
 #include "prim/prim.h"
 #include "base/units.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,8 +139,11 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
     uint64_t ob = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
     uint64_t oc = p->type[AN_AIFO].count + p->type[AN_AOFO].count;
     char b1[32], b2[32], line[512];
-    fprintf(out, "  outstanding at the window's end: %s in %llu allocations\n", ltr_size_format(ob, b1, sizeof b1),
+    fprintf(out, "  outstanding at the window's end: %s in %llu allocations", ltr_size_format(ob, b1, sizeof b1),
             (unsigned long long)oc);
+    if (an_ended_by_end(a, p)) /* what it never freed: its memory went with it */
+        fprintf(out, " (never freed: it ended at %.6f s)", an_seconds(a, p->end_ts));
+    fputc('\n', out);
     if (p->peak_set)
         fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
     snprintf(line, sizeof line, "  allocations: %llu (%s), frees: %llu, frees of unseen allocations: %llu",
@@ -231,21 +235,40 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
              ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
              (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count), peak);
     an_fit_text(out, line, a->width);
-    an_proc **shown = NULL;
-    size_t nshown = n;
-    if (a->processes && n > a->processes && (shown = malloc(n * sizeof *shown))) {
+    an_ended_sum ended;
+    an_ended_totals(a, &ended);
+    if (ended.count) { /* the outstanding can then be more than the peak: a build's compilers each left theirs */
+        snprintf(line, sizeof line, "of the outstanding, %s in %llu allocations is what %zu process(es) never freed "
+                 "before they ended (by the window's end): their leaks at exit, not memory held then",
+                 ltr_size_format(ended.bytes, ob, sizeof ob), (unsigned long long)ended.count, ended.processes);
+        an_fit_text(out, line, a->width);
+    }
+    /* processes that ended before the window began: nothing of theirs is in it (a review found them listed) */
+    an_proc **shown = malloc((n ? n : 1) * sizeof *shown);
+    if (!shown)
+        return -ENOMEM;
+    size_t listed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!an_ended_before(a, procs[i]))
+            shown[listed++] = procs[i];
+    if (ended.before) {
+        snprintf(line, sizeof line, "%zu process(es) ended before the window began: not listed (--format json "
+                 "or csv lists them)", ended.before);
+        an_fit_text(out, line, a->width);
+    }
+    size_t nshown = listed;
+    if (a->processes && listed > a->processes) {
         /* a build's thousands of processes were a report of millions of
          * lines (200 pyenv python3 starts: 8 202 processes, 4.8 M lines):
          * the highest peaks, and the way to the others */
-        memcpy(shown, procs, n * sizeof *shown);
-        qsort(shown, n, sizeof *shown, by_peak);
+        qsort(shown, listed, sizeof *shown, by_peak);
         nshown = a->processes;
         snprintf(line, sizeof line,
                  "the %zu processes with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
-                 "--format json or csv: all, each with its figures)", nshown, n);
+                 "--format json or csv: all, each with its figures)", nshown, listed);
         an_fit_text(out, line, a->width);
-        procs = shown;
     }
+    procs = shown;
     for (size_t i = 0; i < nshown; i++) {
         const an_proc *p = procs[i];
         char exe[1024];

@@ -44,6 +44,31 @@ void an_totals(const ltr_analysis *a, an_proc *sum)
     sum->peak_set = a->model.peak_set;
 }
 
+bool an_ended_by_end(const ltr_analysis *a, const an_proc *p)
+{
+    /* an open window ends with the trace: every end in it is before */
+    return p->ended && (!a->to_set || p->end_ts <= a->win_end);
+}
+
+bool an_ended_before(const ltr_analysis *a, const an_proc *p)
+{
+    return p->ended && p->end_ts < a->win_start;
+}
+
+void an_ended_totals(const ltr_analysis *a, an_ended_sum *e)
+{
+    memset(e, 0, sizeof *e);
+    for (size_t i = 0; i < a->model.nprocs; i++) {
+        const an_proc *p = a->model.procs[i];
+        if (!an_ended_by_end(a, p))
+            continue;
+        e->processes++;
+        e->before += an_ended_before(a, p);
+        e->bytes += p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
+        e->count += p->type[AN_AIFO].count + p->type[AN_AOFO].count;
+    }
+}
+
 double an_held_spread(const ltr_analysis *a, const an_stack *s)
 {
     uint64_t window = a->win_end - a->win_start;

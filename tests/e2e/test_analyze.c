@@ -188,10 +188,34 @@ static void test_ended_processes_leave_the_peak(void **state)
     if (peak < 8 * mb || peak >= 16 * mb || out < 24 * mb)
         fail_msg("peak %lld, outstanding at the end %lld: wanted one program's 8 MB at once (and less than "
                  "two programs'), 24 MB left", peak, out);
+    /* the outstanding is more than the peak: what the ended processes never freed, said so */
+    assert_int_equal(num_after(sum, "ended_processes"), 4);
+    assert_int_equal(num_after(sum, "ended_before_window"), 0);
+    assert_true(num_after(sum, "never_freed_by_ended_bytes") >= 24 * mb);
+    /* when the first holder ended: a window from just after it */
+    double first_end = 1e9;
+    for (const char *p = strstr(json, "\"processes\":["); (p = strstr(p, "ltr-test-memhold")); p++) {
+        const char *e = strstr(p, "\"ended_s\":");
+        double t = e ? strtod(e + strlen("\"ended_s\":"), NULL) : 1e9;
+        first_end = t > 0 && t < first_end ? t : first_end;
+    }
     free(json);
+    assert_true(first_end < 1e9);
+    char from[64];
+    snprintf(from, sizeof from, "--from %.6f --processes 0", first_end + 0.0001);
+    char *text = analyze("ended.ltr", from, 0);
+    if (!strstr(text, "1 process(es) ended before the window began: not listed") ||
+        !strstr(text, "is what 4 process(es) never freed before they ended")) /* the first too: AOFO */
+        fail_msg("a window after the first holder's end:\n%s", text);
+    int listed = 0;
+    for (const char *p = text; (p = strstr(p, "\nprocess ")); p++)
+        listed++;
+    assert_int_equal(listed, 3); /* two holders and the shell */
+    assert_non_null(strstr(text, "(never freed: it ended at "));
+    free(text);
     /* the text report past --processes: those with the highest peak (the
      * three holders of 8 MB, not the shell), and the way to the rest */
-    char *text = analyze("ended.ltr", "--processes 2", 0);
+    text = analyze("ended.ltr", "--processes 2", 0);
     assert_non_null(strstr(text, "the 2 processes with the highest peak, of 4 (--processes 0: all of them"));
     int shown = 0;
     for (const char *p = text; (p = strstr(p, "\nprocess ")); p++) {
