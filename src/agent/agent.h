@@ -156,6 +156,11 @@ void modules_publish_all(unsigned s, ltr_attach *a, modules_view *v);
  * into every session this process writes into. cheap = only if the loader's
  * load/unload counters moved. */
 void modules_rescan(bool cheap);
+/* Load records that found a session's metadata region full are owed
+ * (agent_modules_owed set) and written again by a later event, at most
+ * once a millisecond (modules.c). */
+extern _Atomic unsigned agent_modules_owed;
+void modules_pay_owed(void);
 void modules_after_fork(void);
 
 /* The agent's uses of the loader's list (dl_iterate_phdr, libunwind's

@@ -168,6 +168,8 @@ static inline __attribute__((always_inline)) ltr_attach *session_for(unsigned s,
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     if (atomic_load_explicit(&prepared_inc[s], memory_order_acquire) != inc)
         prepare(s, a, inc);
+    if (__builtin_expect(atomic_load_explicit(&agent_modules_owed, memory_order_relaxed) != 0, 0))
+        modules_pay_owed(); /* a module's load record found the region full before */
     uint64_t *named = thread_named();
     if (!named || named[s] != inc) {
         write_thread(a);

@@ -44,6 +44,8 @@ typedef struct module {
     uint8_t build_id[MAX_BUILD_ID];
     uint8_t build_id_len;
     bool matched; /* merge_locked: the other look holds it too */
+    uint32_t owed;    /* sessions whose load record found no room (modules_pay_owed) */
+    uint64_t owed_ts; /* the time that record was to have */
     uint16_t nseg;
     segment seg[MAX_SEGMENTS];
 } module;
@@ -267,8 +269,11 @@ static void match_marks(module_list *l)
         m->matched = false;
         for (size_t h = match_hash(m, match_cap - 1); match_slots[h]; h = (h + 1) & (match_cap - 1)) {
             module *k = &known.v[match_slots[h] - 1];
-            if (same_module(k, m))
+            if (same_module(k, m)) {
                 k->matched = m->matched = true;
+                m->owed = k->owed; /* still owed: the same module, looked at again */
+                m->owed_ts = k->owed_ts;
+            }
         }
     }
 }
@@ -283,7 +288,9 @@ static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- MODULE records --------------------------------------------------------- */
 
-static void write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t ts)
+/* False if the record was not written (no memory, or the session's
+ * metadata region had no room). */
+static bool write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t ts)
 {
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, 6 /* LTR_META_MODULE */);
@@ -302,19 +309,63 @@ static void write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t
         ltr_bytes_put_u8(&b, m->seg[i].flags);
     }
     ltr_bytes_record_end(&b, rec);
-    if (!b.failed)
-        ltr_producer_meta_append(a, b.data, (uint32_t)b.len);
+    bool ok = !b.failed && ltr_producer_meta_append(a, b.data, (uint32_t)b.len) == 0;
     ltr_bytes_free(&b);
+    return ok;
+}
+
+_Atomic unsigned agent_modules_owed;
+static _Atomic uint64_t owed_tried_ns;
+
+/* A load record that found no room is owed to its session, and written by a
+ * later event (modules_pay_owed): left out, every frame of that module in
+ * the trace had no module, for good. An unload that finds no room is not
+ * written again (the module is no longer known); a reader takes a module
+ * loaded later at its place for the one there. */
+static void load_to(unsigned s, ltr_attach *a, module *m, uint64_t ts)
+{
+    if (write_module(a, m, 1, ts)) {
+        m->owed &= ~(1u << s);
+        return;
+    }
+    m->owed |= 1u << s;
+    m->owed_ts = ts;
+    atomic_store_explicit(&agent_modules_owed, 1, memory_order_relaxed);
 }
 
 /* Writes one change into every session this process already writes into. */
-static void write_everywhere(const module *m, uint8_t event, uint64_t ts)
+static void write_everywhere(module *m, uint8_t event, uint64_t ts)
 {
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = emit_prepared(s);
-        if (a)
+        if (a && event == 1)
+            load_to(s, a, m, ts);
+        else if (a)
             write_module(a, m, event, ts);
     }
+}
+
+/* Tried at most once a millisecond: while the region stays full (its
+ * recorder stopped), every event would try them all. */
+void modules_pay_owed(void)
+{
+    uint64_t now = ltr_now_ns(), was = atomic_load_explicit(&owed_tried_ns, memory_order_relaxed);
+    if (now - was < 1000000 || !atomic_compare_exchange_strong(&owed_tried_ns, &was, now))
+        return;
+    if (pthread_mutex_trylock(&mod_lock) != 0)
+        return; /* another thread merges: the next event tries */
+    atomic_store_explicit(&agent_modules_owed, 0, memory_order_relaxed);
+    for (size_t i = 0; i < known.n; i++) {
+        module *m = &known.v[i];
+        for (uint32_t bits = m->owed; bits; bits &= bits - 1) {
+            unsigned s = (unsigned)__builtin_ctz(bits);
+            ltr_attach *a = emit_prepared(s);
+            m->owed &= ~(1u << s);
+            if (a)
+                load_to(s, a, m, m->owed_ts);
+        }
+    }
+    pthread_mutex_unlock(&mod_lock);
 }
 
 _Atomic uint64_t agent_module_change_ts;
@@ -413,7 +464,7 @@ void modules_publish_all(unsigned s, ltr_attach *a, modules_view *v)
     merge_locked(v);
     uint64_t ts = change_ts();
     for (size_t i = 0; i < known.n; i++)
-        write_module(a, &known.v[i], 1, ts);
+        load_to(s, a, &known.v[i], ts);
     pthread_mutex_unlock(&mod_lock);
 }
 

@@ -583,6 +583,71 @@ static void test_stacks_after_a_full_metadata_region(void **state)
     assert_int_equal(stackless, 0);
 }
 
+/* A module's load record that found no room in the session's metadata
+ * region is written by a later event. heap-target dlgated loads
+ * libheapdl.so while the region is full (its recorder stopped, and
+ * analyze-manystacks's 2^11 paths taken meanwhile) and allocates through
+ * it, then again once the recorder read the region: the second block's
+ * innermost frame is in a module the trace holds, libheapdl.so. Before,
+ * the record was not written again, and no frame of that library had a
+ * module in the trace (no name, no symbolization), for good. */
+static void test_module_after_a_full_metadata_region(void **state)
+{
+    const char *dir = getenv("TMPDIR");
+    char trace[512], lib[600];
+    snprintf(trace, sizeof trace, "%s/mmod.ltr", dir);
+    snprintf(lib, sizeof lib, "%s", tu_test_bin("libheapdl.so"));
+    tu_expect_ok(tu_run("LTR_META_KB=64 %s start heap --instance mmod --filemode -o %s.part", tu_ltr(), trace));
+    tu_result r = tu_run("%s run --instance mmod -- %s 11 %s 1 >/dev/null 2>&1 & %s run --instance mmod -- %s "
+                         "dlgated %s %s/g1 %s/dl-done %s/g2 >/dev/null 2>&1 & echo started", tu_ltr(),
+                         tu_test_bin("analyze-manystacks"), dir, tu_ltr(), tu_test_bin("heap-target"), lib, dir, dir,
+                         dir);
+    tu_free(&r);
+    long rec = tu_session_pid("mmod", "recorder pid ");
+    bool both = false;
+    for (int i = 0; i < 2000 && !both; i++) {
+        tu_result st = tu_run("%s status --instance mmod", tu_ltr());
+        both = strstr(st.out, " 2 processes attached") != NULL;
+        tu_free(&st);
+        if (!both)
+            usleep(10000);
+    }
+    assert_true(rec > 0 && both);
+    assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
+    bool filled = manystacks_round(dir, 0); /* the region full */
+    tu_write_file(dir, "g1", "");
+    char done[512];
+    snprintf(done, sizeof done, "%s/dl-done", dir);
+    for (int i = 0; i < 6000 && access(done, F_OK) != 0; i++)
+        usleep(10000);
+    kill((pid_t)rec, SIGCONT);
+    assert_true(filled);
+    assert_int_equal(access(done, F_OK), 0);
+    tu_expect_ok(tu_run("%s flush --instance mmod", tu_ltr())); /* the region read: room again */
+    usleep(20000); /* past the agent's millisecond between tries */
+    tu_write_file(dir, "g2", "");
+    bool ended = false;
+    for (int i = 0; i < 2000 && !ended; i++) {
+        tu_result st = tu_run("%s status --instance mmod", tu_ltr());
+        ended = strstr(st.out, " 0 processes attached") != NULL;
+        tu_free(&st);
+        if (!ended)
+            usleep(10000);
+    }
+    assert_true(ended);
+    tu_expect_ok(tu_run("%s stop --instance mmod %s", tu_ltr(), trace));
+    heap_trace h = read_heap(trace);
+    const hev *e = find(&h, ALLOC, 3612);
+    assert_non_null(e);
+    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
+    assert_non_null(st);
+    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    if (!m || !strstr(m->path, "libheapdl.so"))
+        fail_msg("the block's innermost frame %#llx is in %s", (unsigned long long)st->frames[0],
+                 m ? m->path : "no module");
+    heap_free(&h);
+}
+
 /* heap-target dlmany (tests/programs/dlmany.c): copies of libheapdl.so
  * loaded and unloaded, some unloaded behind the agent's back and loaded
  * again in each other's places, so that the agent's next look finds every
@@ -1186,6 +1251,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_bad_usage, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stacks_after_a_full_metadata_region, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_module_after_a_full_metadata_region, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

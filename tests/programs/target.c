@@ -392,6 +392,31 @@ static void mode_dlopen(const char *lib)
     keep[0] = malloc(3601); /* after the unload */
 }
 
+/* "dlgated LIB G1 DONE G2": attached, waits for the file G1, loads LIB and
+ * allocates 3 611 bytes through it, creates DONE, waits for G2 and
+ * allocates 3 612 bytes through it: a test stops the recorder and fills the
+ * session's metadata region before G1, so that LIB's load record finds no
+ * room, and lets the recorder read the region before G2. */
+static int mode_dlgated(const char *lib, const char *g1, const char *done, const char *g2)
+{
+    free(malloc(3610));
+    if (!wait_for(g1))
+        return 3;
+    void *h = dlopen(lib, RTLD_NOW);
+    void *(*f)(size_t) = h ? (void *(*)(size_t))dlsym(h, "dl_alloc_n") : NULL;
+    if (!f)
+        return fprintf(stderr, "dlopen %s: %s\n", lib, dlerror()), 1;
+    free(f(3611));
+    int fd = open(done, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return 4;
+    close(fd);
+    if (!wait_for(g2))
+        return 3;
+    free(f(3612));
+    return 0;
+}
+
 /* malloc(size) called from a page of code without unwind information, as
  * a JIT's: push rbp; mov rbp,rsp; mov rax,rdi; mov rdi,rsi; call rax; pop
  * rbp; ret (a frame chain, which libunwind follows validating memory). */
@@ -603,6 +628,8 @@ int main(int argc, char **argv)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)
         mode_longjmp(argv[2]);
+    else if (!strcmp(mode, "dlgated") && argc > 5)
+        return mode_dlgated(argv[2], argv[3], argv[4], argv[5]);
     else if (!strcmp(mode, "closeall") && argc > 4)
         return mode_closeall(argv[2], argv[3], argv[4]);
     else if (!strcmp(mode, "countsgate") && argc > 2)
