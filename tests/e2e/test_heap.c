@@ -583,6 +583,20 @@ static void test_stacks_after_a_full_metadata_region(void **state)
     assert_int_equal(stackless, 0);
 }
 
+/* Whether `ltr status` of the instance says text within 20 s. */
+static bool status_says(const char *instance, const char *text)
+{
+    bool said = false;
+    for (int i = 0; i < 2000 && !said; i++) {
+        tu_result st = tu_run("%s status --instance %s", tu_ltr(), instance);
+        said = strstr(st.out, text) != NULL;
+        tu_free(&st);
+        if (!said)
+            usleep(10000);
+    }
+    return said;
+}
+
 /* A module's load record that found no room in the session's metadata
  * region is written by a later event. heap-target dlgated loads
  * libheapdl.so while the region is full (its recorder stopped, and
@@ -604,15 +618,7 @@ static void test_module_after_a_full_metadata_region(void **state)
                          dir);
     tu_free(&r);
     long rec = tu_session_pid("mmod", "recorder pid ");
-    bool both = false;
-    for (int i = 0; i < 2000 && !both; i++) {
-        tu_result st = tu_run("%s status --instance mmod", tu_ltr());
-        both = strstr(st.out, " 2 processes attached") != NULL;
-        tu_free(&st);
-        if (!both)
-            usleep(10000);
-    }
-    assert_true(rec > 0 && both);
+    assert_true(rec > 0 && status_says("mmod", " 2 processes attached"));
     assert_int_equal(kill((pid_t)rec, SIGSTOP), 0);
     bool filled = manystacks_round(dir, 0); /* the region full */
     tu_write_file(dir, "g1", "");
@@ -626,15 +632,7 @@ static void test_module_after_a_full_metadata_region(void **state)
     tu_expect_ok(tu_run("%s flush --instance mmod", tu_ltr())); /* the region read: room again */
     usleep(20000); /* past the agent's millisecond between tries */
     tu_write_file(dir, "g2", "");
-    bool ended = false;
-    for (int i = 0; i < 2000 && !ended; i++) {
-        tu_result st = tu_run("%s status --instance mmod", tu_ltr());
-        ended = strstr(st.out, " 0 processes attached") != NULL;
-        tu_free(&st);
-        if (!ended)
-            usleep(10000);
-    }
-    assert_true(ended);
+    assert_true(status_says("mmod", " 0 processes attached"));
     tu_expect_ok(tu_run("%s stop --instance mmod %s", tu_ltr(), trace));
     heap_trace h = read_heap(trace);
     const hev *e = find(&h, ALLOC, 3612);
