@@ -266,6 +266,17 @@ static const ltr_module *module_of(const heap_trace *h, uint32_t pid, uint64_t a
     return found;
 }
 
+/* The module of the innermost frame of the first allocation of size
+ * (whose stack the trace must hold), at its time; NULL if none. */
+static const ltr_module *innermost_module(const heap_trace *h, uint64_t size)
+{
+    const hev *e = find(h, ALLOC, size);
+    assert_non_null(e);
+    const ltr_stack *st = ltr_trace_stack_find(h->t, e->pid, e->stack);
+    assert_non_null(st);
+    return module_of(h, e->pid, st->frames[0], e->ts);
+}
+
 static void test_stack_of_known_chain(void **state)
 {
     tu_result r = record("", "heap-target", "chain");
@@ -459,11 +470,7 @@ static void test_dlopen_by_relative_path(void **state)
     tu_expect_ok(tu_run("cd '%s' && %s record --force -o %s -- %s dlopen ./libheapdl.so", dir, tu_ltr(), trace_path,
                         tu_test_bin("heap-target")));
     heap_trace h = read_heap(trace_path);
-    const hev *e = find(&h, ALLOC, 3600);
-    assert_non_null(e);
-    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
-    assert_non_null(st);
-    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    const ltr_module *m = innermost_module(&h, 3600);
     assert_non_null(m);
     char want[600];
     snprintf(want, sizeof want, "%s/libheapdl.so", dir);
@@ -635,14 +642,9 @@ static void test_module_after_a_full_metadata_region(void **state)
     assert_true(status_says("mmod", " 0 processes attached"));
     tu_expect_ok(tu_run("%s stop --instance mmod %s", tu_ltr(), trace));
     heap_trace h = read_heap(trace);
-    const hev *e = find(&h, ALLOC, 3612);
-    assert_non_null(e);
-    const ltr_stack *st = ltr_trace_stack_find(h.t, e->pid, e->stack);
-    assert_non_null(st);
-    const ltr_module *m = module_of(&h, e->pid, st->frames[0], e->ts);
+    const ltr_module *m = innermost_module(&h, 3612);
     if (!m || !strstr(m->path, "libheapdl.so"))
-        fail_msg("the block's innermost frame %#llx is in %s", (unsigned long long)st->frames[0],
-                 m ? m->path : "no module");
+        fail_msg("the block's innermost frame is in %s", m ? m->path : "no module");
     heap_free(&h);
 }
 
