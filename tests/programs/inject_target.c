@@ -19,6 +19,9 @@
  *   libc-long the same for 30 s: an attach finds no safe moment in its time
  *   attach    4 threads churn (checked) until a line comes; then each makes
  *             500 blocks of 4243 bytes in attach_alloc_site, kept; "done"
+ *   fdchurn   2 threads open and close files until a line comes; then main
+ *             makes 100 blocks of 4244 bytes from a page of code without
+ *             unwind information (a JIT's: "site" is the page), freed; "done"
  *   cycles    4 threads churn (checked) until end of input; each line makes
  *             main allocate and free 100 blocks of 31337 bytes in
  *             cycle_alloc_site, then print "did"
@@ -206,6 +209,63 @@ static int mode_attach(void)
         for (int i = 0; i < 500; i++)
             free(kept[k][i]);
     return atomic_load(&busy_errors) ? 3 : 0;
+}
+
+static atomic_int fd_gate;
+static void *fd_churner(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&fd_gate)) { /* as a server accepting connections would */
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+    }
+    return NULL;
+}
+
+static void *fd_gate_opener(void *arg)
+{
+    (void)arg;
+    atomic_store(&fd_gate, read_line() == 0 ? 1 : 2);
+    return NULL;
+}
+
+/* Files opened and closed on other threads while the agent arrives (main
+ * allocating and sleeping 10 ms at a time meanwhile: an attach then met
+ * the churn about 1 time in 2, beside 1 in 3 with 4 threads and main
+ * blocked in read, 0 in 5 with main sleeping 1 ms at a time), then
+ * allocations whose stacks the agent's unwinder leaves to libunwind: push
+ * rbp; mov rbp,rsp; mov rax,rdi; mov rdi,rsi; call rax; pop rbp; ret. */
+static int mode_fdchurn(void)
+{
+    static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48,
+                                         0x89, 0xf7, 0xff, 0xd0, 0x5d, 0xc3};
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return fail("mmap");
+    memcpy(page, code, sizeof code);
+    void *(*call)(void *(*)(size_t), size_t) = (void *(*)(void *(*)(size_t), size_t))page;
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, i ? fd_churner : fd_gate_opener, NULL);
+    printf("site %p\n", page);
+    ready();
+    while (!atomic_load(&fd_gate)) {
+        free(call(malloc, 4245));
+        usleep(10000);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    if (atomic_load(&fd_gate) != 1)
+        return 3;
+    for (int i = 0; i < 100; i++)
+        free(call(malloc, 4244));
+    printf("done\n");
+    fflush(stdout);
+    char buf[64];
+    while (read(0, buf, sizeof buf) > 0)
+        ;
+    return 0;
 }
 
 static int mode_cycles(void)
@@ -587,6 +647,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "attach"))
         return mode_attach();
+    if (!strcmp(mode, "fdchurn"))
+        return mode_fdchurn();
     if (!strcmp(mode, "cycles"))
         return mode_cycles();
     if (!strcmp(mode, "dlsym"))
