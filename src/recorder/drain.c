@@ -201,6 +201,19 @@ static uint64_t first_record_ns(const uint8_t *p, uint32_t len)
     return c ? (uint64_t)ltr_unzigzag(delta) : 0;
 }
 
+uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx)
+{
+    ltr_ring_view *ring = &r->col[c].ring;
+    bool bad;
+    uint32_t len = LTR_COMMIT_BYTES(ltr_ring_committed(ring, idx, &bad));
+    uint8_t head[4 * LTR_VARINT_MAX];
+    uint32_t n = len < sizeof head ? len : (uint32_t)sizeof head;
+    memcpy(head, ltr_ring_vdata(ring, idx), n);
+    uint64_t tid;
+    size_t skip = ltr_ring_vbuf(ring, idx)->tid == 0 ? ltr_get_uvar(head, n, &tid) : 0; /* a CPU's: a thread id first */
+    return first_record_ns(head + skip, n - (uint32_t)skip);
+}
+
 uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];

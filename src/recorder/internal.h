@@ -171,6 +171,9 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */
 void rec_prune_kept(recorder *r);
+/* The time of the first event buffer idx of collector c holds, 0 if none
+ * can be read (a buffer being filled or taken over: a hint, not a promise). */
+uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx);
 /* Copies the metadata region's new records out (into what the next round
  * writes or keeps), and frees their place for producers. */
 void rec_pull_metadata(recorder *r);

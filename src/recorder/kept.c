@@ -20,17 +20,32 @@
  * again) stay. LAYOUT and PROVIDER records name no process and stay (about
  * 700 bytes a heap process). The pruning runs when the kept metadata has
  * doubled since the last one, so its cost stays linear in what was kept.
+ *
+ * The recorder's own buffers (the system provider's events: memory
+ * counters, CPU samples) name other processes by pid, and the analysis
+ * names those by their PROCESS record: a process's memory counters, kept
+ * in the recorder's slow buffer long after the process's own buffers were
+ * overwritten, came out as "process 30628 :" with no program (a review:
+ * idle beside 600 `ls`; the parent commit named it). So a process that
+ * ended after the first event the recorder's own buffers hold keeps its
+ * PROCESS record (100 to 300 bytes; its stacks and modules still go).
  */
 #include "recorder/internal.h"
 #include "base/hmap.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Below this, nothing is pruned: a session of a few processes keeps all.
  * LTR_KEPT_PRUNE_KB (16 and up) sets it lower or higher: a test sees the
  * pruning after a few dozen short processes (`ls`: 5 KB each). */
 #define KEPT_PRUNE_MIN (4u << 20)
+/* A process's end as the recorder saw it comes a little after the system
+ * provider's last events of it (its exit, read from /proc each 100 ms):
+ * its name is kept while the recorder's own buffers reach back this far
+ * before that end. */
+#define OWN_EVENTS_SLACK_NS (10 * 1000000000ull)
 
 static size_t prune_min(void)
 {
@@ -46,6 +61,7 @@ typedef struct pid_entry {
     uint64_t key;  /* pid + 1 */
     uint64_t last_end; /* 1 + offset in meta_kept of the pid's last PROCESS_END; 0: none */
     uint64_t held;     /* 1: some buffer holds events of the pid */
+    uint64_t last_end_ns; /* the ts of that PROCESS_END */
 } pid_entry;
 
 /* The pid a record names (its first field), or -1 for a record naming none. */
@@ -66,8 +82,9 @@ static int64_t record_pid(const uint8_t *rec, uint32_t size)
 }
 
 /* Every pid with a PROCESS_END kept, and whether a buffer holds its events;
- * -1 without memory. */
-static int ended_pids(recorder *r, an_hmap *pids)
+ * *own_first: the first event the recorder's own buffers hold (UINT64_MAX:
+ * none). -1 without memory. */
+static int ended_pids(recorder *r, an_hmap *pids, uint64_t *own_first)
 {
     const uint8_t *d = r->meta_kept.data;
     for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len;) {
@@ -77,17 +94,26 @@ static int ended_pids(recorder *r, an_hmap *pids)
             pid_entry *e = pid < 0 ? NULL : an_hmap_put(pids, (uint64_t)pid + 1, NULL);
             if (pid >= 0 && !e)
                 return -1;
-            if (e)
+            if (e) {
                 e->last_end = off + 1;
+                const uint8_t *ts = d + off + LTR_RECORD_HEADER_SIZE + 4; /* after its pid */
+                e->last_end_ns = size >= LTR_RECORD_HEADER_SIZE + 12 ? ltr_get_u64(ts) : 0;
+            }
         }
         off += size;
     }
+    uint32_t self = (uint32_t)getpid();
+    *own_first = UINT64_MAX;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         ltr_ring_view *ring = &r->col[c].ring;
         for (uint32_t i = 0; i < ring->nbuf; i++) {
             ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
             if (!LTR_COMMIT_BYTES(atomic_load_explicit(&b->commit, memory_order_acquire)))
                 continue;
+            if (b->pid == self) { /* unreadable (0): every ended process keeps its name meanwhile */
+                uint64_t ts = rec_buffer_first_ns(r, c, i);
+                *own_first = ts < *own_first ? ts : *own_first;
+            }
             pid_entry *e = an_hmap_get(pids, (uint64_t)b->pid + 1);
             if (e)
                 e->held = 1;
@@ -97,8 +123,9 @@ static int ended_pids(recorder *r, an_hmap *pids)
 }
 
 /* Drops, in place, the records of pids that ended and that no buffer
- * holds, up to each one's last end; the bytes dropped. */
-static size_t compact(ltr_bytes *kept, const an_hmap *pids)
+ * holds, up to each one's last end, but for the PROCESS records of those
+ * that ended after own_first (less the slack); the bytes dropped. */
+static size_t compact(ltr_bytes *kept, const an_hmap *pids, uint64_t own_first)
 {
     uint8_t *d = kept->data;
     size_t to = 0, off = 0;
@@ -106,7 +133,9 @@ static size_t compact(ltr_bytes *kept, const an_hmap *pids)
         uint32_t size = ltr_get_u32(d + off + 4);
         int64_t pid = record_pid(d + off, size);
         const pid_entry *e = pid < 0 ? NULL : an_hmap_get(pids, (uint64_t)pid + 1);
-        if (!e || e->held || off + 1 > e->last_end) {
+        bool named = ltr_get_u16(d + off) == LTR_META_PROCESS && own_first != UINT64_MAX &&
+                     e && e->last_end_ns + OWN_EVENTS_SLACK_NS >= own_first;
+        if (!e || e->held || off + 1 > e->last_end || named) {
             memmove(d + to, d + off, size);
             to += size;
         }
@@ -127,8 +156,9 @@ void rec_prune_kept(recorder *r)
         return;
     an_hmap pids;
     an_hmap_init(&pids, sizeof(pid_entry));
-    if (ended_pids(r, &pids) == 0 && pids.n) {
-        r->meta_kept_dropped += compact(&r->meta_kept, &pids);
+    uint64_t own_first;
+    if (ended_pids(r, &pids, &own_first) == 0 && pids.n) {
+        r->meta_kept_dropped += compact(&r->meta_kept, &pids, own_first);
         /* the pages of what went back to the system (realloc of a large block: mremap) */
         if (r->meta_kept.cap > 2 * r->meta_kept.len + (1u << 20)) {
             size_t cap = r->meta_kept.len + (r->meta_kept.len >> 1) + 256;

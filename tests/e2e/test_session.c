@@ -253,6 +253,31 @@ static void test_memory_mode_lets_go_of_ended(void **state)
     tu_free(&r);
 }
 
+/* The recorder's own buffers (the system provider's memory counters) name
+ * processes by pid, and hold them long after the processes' own buffers
+ * were overwritten: a process that ended keeps its PROCESS record while
+ * they may, or its counters come out without its program ("process 30628
+ * :" after 600 `ls`, where the unpruned recorder named it). */
+static void test_memory_mode_names_counted_processes(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_KEPT_PRUNE_KB=16 %s start heap --instance named --buffers 32 --buffer-size 64 "
+                        "--provider Ltr.System:0x4 --memory-interval 0.2", LTR));
+    tu_expect_ok(tu_run("%s run --instance named -- sh -c '%s 1 1000 >/dev/null; "
+                        "for i in $(seq 300); do ls / >/dev/null; done'", LTR, tu_test_bin("ltr-test-memhold")));
+    tu_result st = tu_run("%s status --instance named", LTR);
+    const char *gone = strstr(st.out, "; ");
+    if (!gone || strtod(gone + 2, NULL) <= 0)
+        fail_msg("nothing let go:\n%s", st.out);
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s stop --instance named %s/named.ltr", LTR, dir));
+    tu_result r = tu_run("%s analyze %s/named.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "ltr-test-memhold: memory counters"))
+        fail_msg("the counters of ltr-test-memhold do not name it:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* The layouts the recorder keeps for `ltr providers --details` (the region
  * forgets what it read) are bounded: a traced program appending 1 GiB of
  * well-formed layouts (60 000-byte names) had a file-mode recorder hold
@@ -681,6 +706,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_ended, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_names_counted_processes, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_lost_is_told, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_kept_layouts_bounded, tu_setup_sandbox, tu_teardown_sandbox),
