@@ -159,6 +159,26 @@ static int pid_check(const ltr_analysis *a, ltr_error *err)
                     a->pid, n ? " (its processes: " : "", list, n ? (len >= sizeof list - 16 ? ", ...)" : ")") : "");
 }
 
+/* tid, with the image of pid that made it in its high bits (AN_GEN_SHIFT):
+ * how many times the trace described the pid again (an exec) before this
+ * point of the file, which is read in order: a process's blocks from
+ * before its exec come before the new image's PROCESS record, those after
+ * it after. Times do not tell them apart: the new image's first events are
+ * stamped before the recorder writes that record (its attach). */
+static uint32_t image_tid(ltr_analysis *a, uint32_t pid, uint32_t tid)
+{
+    for (; a->images_fed < ltr_trace_image_count(a->trace); a->images_fed++) {
+        const ltr_process_image *im = ltr_trace_image_at(a->trace, a->images_fed);
+        an_index_gen *g = an_hmap_put(&a->gens, im->pid, NULL);
+        if (g && g->gen < AN_GEN_MAX)
+            g->gen++;
+    }
+    if (!a->gens.n)
+        return tid;
+    const an_index_gen *g = an_hmap_get(&a->gens, pid);
+    return g ? tid | g->gen << AN_GEN_SHIFT : tid;
+}
+
 static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *ev, const ltr_analyze_opts *o)
 {
     if (an_snapshot_event(a, ev) || an_mem_feed(a, sk, ev) || an_vm_feed(a, sk, ev) || an_file_feed(a, sk, ev) ||
@@ -174,10 +194,11 @@ static void feed(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_event *e
         return;
     }
     size_t room;
-    an_event *e = an_sink_room(sk, ev->pid, ev->tid, &room);
+    uint32_t tid = image_tid(a, ev->pid, ev->tid);
+    an_event *e = an_sink_room(sk, ev->pid, tid, &room);
     *e = (an_event){.ts = ev->ts, .addr = h.addr, .old_addr = h.old_addr, .size = h.size,
                     .stack = h.stack, .op = (uint32_t)h.kind};
-    an_sink_commit(sk, ev->pid, ev->tid, 1);
+    an_sink_commit(sk, ev->pid, tid, 1);
 }
 
 /* One event through the generic path; 1, 0 at the end, or -errno. */
@@ -220,6 +241,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
     uint64_t shown = 0;
     while ((rc = ltr_trace_block(a->trace, &v, err)) > 0) {
         int mine = !o->pid_set || v.pid == o->pid;
+        v.tid = image_tid(a, v.pid, v.tid);
         uint64_t n = 0;
         int whole = v.compact && an_blocks_run(b, sk, &v, mine, &n);
         a->events += n;
@@ -441,6 +463,7 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
     a->files_report = o->files;
     an_hmap_init(&a->cpu, sizeof(an_cpu_stack));
     an_hmap_init(&a->cpu_names, 24);
+    an_hmap_init(&a->gens, sizeof(an_index_gen));
     window_spec w = {0};
     int rc = ltr_trace_open_decoding(path, an_decodes_ahead(), &a->trace, err);
     if (rc == 0)
@@ -454,6 +477,7 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
         return rc;
     }
     an_model_finish(&a->model);
+    an_images_resolve(a);
     an_snapshots_finish(a);
     if (a->snap_from && (!an_snapshot_named(a, a->snap_from) || !an_snapshot_named(a, a->snap_to))) {
         ltr_fail(err, ENOENT, "the trace holds %zu heap snapshot(s): no snapshot:%llu", a->nsnaps,
@@ -539,6 +563,7 @@ void ltr_analysis_free(ltr_analysis *a)
     if (!a)
         return;
     an_model_free(&a->model);
+    an_hmap_free(&a->gens);
     an_snapshots_free(a);
     free(a->mem);
     for (size_t i = 0; i < a->nmarkers; i++)
@@ -579,14 +604,47 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid)
     return p && p->known ? p->exe : "";
 }
 
-const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size)
+void an_images_resolve(ltr_analysis *a)
 {
-    const char *exe = an_process_exe(a, pid);
+    size_t n = ltr_trace_image_count(a->trace);
+    for (size_t i = 0; n && i < a->model.nprocs; i++) {
+        an_proc *p = a->model.procs[i];
+        uint32_t seen = 0; /* the pid's images before this record */
+        for (size_t k = 0; k < n && !p->image; k++) {
+            const ltr_process_image *im = ltr_trace_image_at(a->trace, k);
+            if (im->pid == p->pid && seen++ == p->gen) { /* the record that replaced p's image */
+                p->image = (uint32_t)k + 1;
+                p->image_key = im->key;
+            }
+        }
+        for (size_t j = 0; p->image && j < p->nstacks; j++)
+            p->stacks[j].key = p->image_key;
+    }
+}
+
+const char *an_proc_exe(const ltr_analysis *a, const an_proc *p)
+{
+    const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;
+    return im ? im->exe : an_process_exe(a, p->pid);
+}
+
+static const char *shown(const char *exe, char *buf, size_t size)
+{
     size_t len = strlen(exe);
     if (len >= size)
         len = size - 1;
     buf[ltr_shown_text(exe, len, buf, false)] = 0;
     return buf;
+}
+
+const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size)
+{
+    return shown(an_process_exe(a, pid), buf, size);
+}
+
+const char *an_proc_exe_shown(const ltr_analysis *a, const an_proc *p, char *buf, size_t size)
+{
+    return shown(an_proc_exe(a, p), buf, size);
 }
 
 ltr_report_format ltr_report_format_parse(const char *name)

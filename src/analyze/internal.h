@@ -96,6 +96,8 @@ struct ltr_analysis {
     int from_set, to_set;
     uint64_t events, heap_events, bad_heap_events;
     size_t ends_fed;          /* the trace's PROCESS_END records handed to the model so far */
+    size_t images_fed;        /* the images replaced (ltr_trace_image_at) counted in gens so far */
+    an_hmap gens;             /* pid -> an_index_gen: how many of its images were replaced so far */
     uint64_t events_lost, events_overwritten;
     ltr_trace_summary sum;
     char **warnings;
@@ -212,6 +214,15 @@ void an_frames_trim(const ltr_sym_frame *f, size_t n, size_t *first, size_t *end
 size_t an_frames_shown(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
 /* The processes in the report, in pid order; *n entries (not to be freed: owned by the model). */
 an_proc *const *an_procs(const ltr_analysis *a, size_t *n);
+typedef struct an_index_gen {
+    uint64_t key; /* pid */
+    uint32_t gen;
+} an_index_gen;
+/* Once the trace is read: each model of a replaced image learns its key and
+ * entry in the trace's list of images (an_proc.image), and its stacks are
+ * read from that image's frames. */
+void an_images_resolve(ltr_analysis *a);
+
 /* Sum over processes of a per-process figure. */
 void an_totals(const ltr_analysis *a, an_proc *sum);
 /* Whether process p had ended by the window's end (it holds no memory then:
@@ -243,6 +254,10 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
 /* The executable as a line of text shows it: on one line, without a control
  * character (ltr_shown_text), in buf. The traced program chose its name. */
 const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size);
+/* The same for a process of the model: an image an exec replaced is named
+ * by its own program (an_proc.image), not the pid's last one. */
+const char *an_proc_exe(const ltr_analysis *a, const an_proc *p);
+const char *an_proc_exe_shown(const ltr_analysis *a, const an_proc *p, char *buf, size_t size);
 
 /* One frame on one line: "function (file:line) [inlined]  module+0xOFFSET". */
 void an_print_frame(FILE *out, const ltr_sym_frame *f);

@@ -79,7 +79,7 @@ static const char *kind_text(uint32_t kinds, char *buf, size_t size)
 
 static an_stack as_stack(const an_vm_stack *s)
 {
-    return (an_stack){.pid = s->pid, .stack_id = s->stack, .first_ts = s->first_ts};
+    return (an_stack){.pid = s->pid, .key = s->pid, .stack_id = s->stack, .first_ts = s->first_ts};
 }
 
 static void text_proc(ltr_analysis *a, FILE *out, const an_vm_proc *p, unsigned top)

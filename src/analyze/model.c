@@ -33,6 +33,7 @@
 #include "analyze/model.h"
 #include "prim/prim.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,13 +129,25 @@ static an_proc *proc_new(uint32_t pid)
     return p;
 }
 
-static an_proc *proc_of(an_model *m, uint32_t pid)
+static bool end_model(an_model *m, an_proc *p, uint64_t ts);
+static an_proc *current_of(an_model *m, uint32_t pid);
+
+/* The model of the pid's image that tid's bits name (AN_GEN_SHIFT), made
+ * at its first event (ts); an older image's then ends there: the exec that
+ * replaced it took its memory. */
+static an_proc *proc_of(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-    if (m->last && m->last->pid == pid)
+    uint32_t gen = tid >> AN_GEN_SHIFT;
+    if (m->last && m->last->pid == pid && m->last->gen == gen)
         return m->last;
-    for (size_t i = 0; i < m->nprocs; i++)
-        if (m->procs[i]->pid == pid)
-            return m->last = m->procs[i];
+    an_proc *older = NULL;
+    for (size_t i = 0; i < m->nprocs; i++) {
+        an_proc *q = m->procs[i];
+        if (q->pid == pid && q->gen == gen)
+            return m->last = q;
+        if (q->pid == pid && q->gen < gen && (!older || q->gen > older->gen))
+            older = q;
+    }
     if (m->nprocs == m->capprocs) {
         size_t cap = m->capprocs ? m->capprocs * 2 : 8;
         an_proc **v = realloc(m->procs, cap * sizeof *v);
@@ -146,7 +159,10 @@ static an_proc *proc_of(an_model *m, uint32_t pid)
     an_proc *p = proc_new(pid);
     if (!p)
         return NULL;
+    p->gen = gen;
     m->procs[m->nprocs++] = p;
+    if (older && !older->ended)
+        end_model(m, older, ts > older->last_ts ? ts - 1 : older->last_ts);
     return m->last = p;
 }
 
@@ -218,6 +234,7 @@ static int64_t stack_slow(an_proc *p, uint32_t stack_id, uint64_t ts)
     an_stack *s = &p->stacks[p->nstacks];
     memset(s, 0, sizeof *s);
     s->pid = p->pid;
+    s->key = p->image_key ? p->image_key : p->pid;
     s->stack_id = stack_id;
     s->first_ts = ts;
     if (ix)
@@ -510,7 +527,7 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
 
 static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
 {
-    an_proc *p = proc_of(m, pid);
+    an_proc *p = proc_of(m, pid, tid, ts);
     if (!p) {
         m->oom = 1;
         return;
@@ -583,7 +600,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
 void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,
                     uint64_t size, uint32_t stack)
 {
-    an_proc *p = proc_of(m, pid);
+    an_proc *p = proc_of(m, pid, tid, ts);
     if (!p) {
         m->oom = 1;
         return;
@@ -721,9 +738,7 @@ static void vm_feed(an_model *m, uint32_t pid, const an_event *ev, size_t n)
 
 static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
 {
-    an_proc *p = NULL;
-    for (size_t i = 0; i < m->nprocs && !p; i++)
-        p = m->procs[i]->pid == pid ? m->procs[i] : NULL;
+    an_proc *p = current_of(m, pid);
     for (size_t i = 0; i < n; i++) {
         if (ltr_reserve((void **)&m->probes, &m->capprobes, m->nprobes, sizeof *m->probes, 64) != 0) {
             m->oom = 1;
@@ -768,6 +783,43 @@ void an_model_finish(an_model *m)
         proc_finish(m, m->procs[i]);
 }
 
+/* The model of the pid's last image met, or NULL. */
+static an_proc *current_of(an_model *m, uint32_t pid)
+{
+    an_proc *p = NULL;
+    for (size_t i = 0; i < m->nprocs; i++)
+        if (m->procs[i]->pid == pid && (!p || m->procs[i]->gen > p->gen))
+            p = m->procs[i];
+    return p;
+}
+
+/* Ends p's model at ts: what it still holds is outstanding at the window's
+ * end, and its tables go; false if an event of it after ts came before
+ * (the end came late, its chunk behind those events, or the pid was
+ * reused, or the process ran on: its blocks live now are not the ended
+ * image's). */
+static bool end_model(an_model *m, an_proc *p, uint64_t ts)
+{
+    if (p->last_ts > ts)
+        return false;
+    proc_finish(m, p);
+    an_hmap_free(&p->live);
+    /* what only its events to come would use: 134 MiB of the analysis
+     * of 7 038 short processes (pyenv's shims). Its stacks table stays
+     * as it is: past LTR_TABLE_MAPPED it is a mapping of its own, which
+     * a realloc to its size crashed on (cc1plus's trace) */
+    free(p->dense);
+    p->dense = NULL;
+    p->ndense = 0;
+    an_hmap_free(&p->stack_index);
+    p->unindexed = 1;
+    m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
+    p->cur_bytes = p->cur_count = 0;
+    p->ended = 1;
+    p->end_ts = ts;
+    return true;
+}
+
 /* AN_OP_END: the process ended at ts (the recorder saw its last producer go),
  * all its events before (in time order): what it still held is outstanding
  * at the window's end, as at the trace's end, and its tables go now. A
@@ -778,33 +830,9 @@ void an_model_finish(an_model *m)
  * any other. */
 static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
 {
-    for (size_t i = 0; i < m->nprocs; i++) {
-        an_proc *p = m->procs[i];
-        if (p->pid != pid)
-            continue;
-        /* an event of the pid after its end came before it: the end came
-         * late (its chunk behind those events), or the pid was reused, or
-         * the process ran on (an exec, in a trace of a recorder that wrote
-         * one there): its blocks live now are not the ended process's */
-        if (p->last_ts > ts)
-            return;
-        proc_finish(m, p);
-        an_hmap_free(&p->live);
-        /* what only its events to come would use: 134 MiB of the analysis
-         * of 7 038 short processes (pyenv's shims). Its stacks table stays
-         * as it is: past LTR_TABLE_MAPPED it is a mapping of its own, which
-         * a realloc to its size crashed on (cc1plus's trace) */
-        free(p->dense);
-        p->dense = NULL;
-        p->ndense = 0;
-        an_hmap_free(&p->stack_index);
-        p->unindexed = 1;
-        m->cur_bytes -= p->cur_bytes <= m->cur_bytes ? p->cur_bytes : m->cur_bytes;
-        p->cur_bytes = p->cur_count = 0;
-        p->ended = 1;
-        p->end_ts = ts;
-        return;
-    }
+    an_proc *p = current_of(m, pid);
+    if (p)
+        end_model(m, p, ts);
 }
 
 void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
@@ -817,11 +845,12 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
         proc_end(m, pid, ev[0].ts);
         return;
     }
+
     if (n && ev[0].op >= AN_OP_VM_MAP) {
         vm_feed(m, pid, ev, n);
         return;
     }
-    an_proc *p = proc_of(m, pid);
+    an_proc *p = proc_of(m, pid, tid, n ? ev[0].ts : 0);
     if (!p) {
         m->oom = 1;
         return;

@@ -36,6 +36,7 @@ typedef struct an_amount {
 /* What one call stack of one process did. */
 typedef struct an_stack {
     uint32_t pid, stack_id; /* stack_id 0 = allocations without a stack */
+    uint32_t key;           /* where the trace keeps its frames: the pid, or its image's key once replaced */
     uint64_t first_ts;      /* first allocation seen from it */
     an_amount type[AN_NTYPES];
     an_amount calls;        /* allocation calls inside the window */
@@ -93,6 +94,10 @@ typedef struct an_proc {
     uint64_t first_ts, last_ts;    /* of its heap events */
     uint64_t end_ts;               /* when it ended (the trace's PROCESS_END), if ended */
     int ended;                     /* it ended, and no event of it came after (a pid used again) */
+    uint32_t gen;                  /* which image of the pid (AN_GEN_SHIFT) */
+    /* once the trace is read: the image an exec replaced, as the trace
+     * lists it (ltr_process_image: index + 1; its key); 0: the pid's last */
+    uint32_t image_key, image;
     an_point *series;              /* outstanding bytes over time, when kept */
     size_t nseries;
     uint64_t series_width, series_end; /* a bucket's width, and where the last one ends */
@@ -145,6 +150,13 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
 enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4,
              AN_OP_VM_MAP = 5, AN_OP_VM_UNMAP = 6, AN_OP_VM_REMAP_FROM = 7, AN_OP_VM_REMAP_TO = 8,
              AN_OP_VM_DISCARD = 9, AN_OP_FILE_OPEN = 10, AN_OP_FILE_CLOSE = 11, AN_OP_END = 12 };
+/* A heap event's thread id carries, above AN_GEN_SHIFT, which image of its
+ * process made it: how many times the trace had described the pid again
+ * (exec) when its block was read (analyze.c). Images of one pid are
+ * processes of their own in the model: the new one numbers its stacks from
+ * 1 again, and the memory of the old one went with the exec. */
+#define AN_GEN_SHIFT 24
+#define AN_GEN_MAX 127u
 /* AN_OP_END: the process ended (the trace's PROCESS_END), at ts; committed
  * under a thread id of its own, so that a batch holds nothing else. */
 #define AN_END_TID 0x7fffffffu

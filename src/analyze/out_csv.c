@@ -49,7 +49,7 @@ static void row(ltr_analysis *a, FILE *out, const an_proc *p, const an_stack *s)
     static ltr_sym_frame f[AN_MAX_FRAMES];
     size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
     fprintf(out, "%u,", p->pid);
-    cell(out, an_process_exe(a, p->pid));
+    cell(out, an_proc_exe(a, p));
     fprintf(out, ",%u", s->stack_id);
     for (int t = 0; t < AN_NTYPES; t++)
         fprintf(out, ",%llu,%llu", (unsigned long long)s->type[t].count, (unsigned long long)s->type[t].bytes);

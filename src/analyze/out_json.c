@@ -235,7 +235,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     fputs(",\"processes\":[", out);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "%s{\"pid\":%u,\"exe\":", i ? "," : "", procs[i]->pid);
-        jstr(out, an_process_exe(a, procs[i]->pid));
+        jstr(out, an_proc_exe(a, procs[i]));
         fputc(',', out);
         jfigures(a, out, procs[i]);
         fputs(",\"ended_s\":", out); /* by the window's end: its outstanding blocks are what it never freed */
@@ -243,6 +243,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
             fprintf(out, "%.9f", an_seconds(a, procs[i]->end_ts));
         else
             fputs("null", out);
+        fprintf(out, ",\"replaced_by_exec\":%s", procs[i]->image ? "true" : "false");
         fputc(',', out);
         jhistogram(out, procs[i]);
         jthreads(a, out, procs[i]->pid);

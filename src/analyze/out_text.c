@@ -142,7 +142,8 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
     fprintf(out, "  outstanding at the window's end: %s in %llu allocations", ltr_size_format(ob, b1, sizeof b1),
             (unsigned long long)oc);
     if (an_ended_by_end(a, p)) /* what it never freed: its memory went with it */
-        fprintf(out, " (never freed: it ended at %.6f s)", an_seconds(a, p->end_ts));
+        fprintf(out, " (never freed: %s at %.6f s)", p->image ? "an exec replaced it" : "it ended",
+                an_seconds(a, p->end_ts));
     fputc('\n', out);
     if (p->peak_set)
         fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
@@ -272,7 +273,7 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     for (size_t i = 0; i < nshown; i++) {
         const an_proc *p = procs[i];
         char exe[1024];
-        snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_process_exe_shown(a, p->pid, exe, sizeof exe));
+        snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_proc_exe_shown(a, p, exe, sizeof exe));
         an_fit_line(out, line, a->width);
         print_figures(a, out, p);
         print_threads(a, out, p);

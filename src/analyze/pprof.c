@@ -319,7 +319,7 @@ static void sample(pprof *pp, ltr_analysis *a, const an_stack *s, uint64_t pid_k
     if (!v[0] && !v[2])
         return;
     size_t n;
-    const uint64_t *addr = an_stack_addresses(a->trace, s->pid, s->stack_id, &n);
+    const uint64_t *addr = an_stack_addresses(a->trace, s->key, s->stack_id, &n);
     uint64_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids) {
         pp->out.failed = 1;

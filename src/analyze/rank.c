@@ -181,7 +181,7 @@ an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsig
 size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap)
 {
     size_t n, k = 0;
-    const uint64_t *addr = an_stack_addresses(a->trace, s->pid, s->stack_id, &n);
+    const uint64_t *addr = an_stack_addresses(a->trace, s->key, s->stack_id, &n);
     for (size_t i = 0; i < n && k < cap; i++) {
         if (a->sym)
             k += ltr_symbolize(a->sym, s->pid, s->first_ts, addr[i], out + k, cap - k);

@@ -309,7 +309,7 @@ an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n)
     an_stack *v = calloc(s->nstacks + 1, sizeof *v);
     *n = v ? s->nstacks : 0;
     for (size_t i = 0; i < *n; i++) {
-        v[i] = (an_stack){.pid = s->pid, .stack_id = s->stacks[i].stack, .first_ts = s->ts};
+        v[i] = (an_stack){.pid = s->pid, .key = s->pid, .stack_id = s->stacks[i].stack, .first_ts = s->ts};
         v[i].type[AN_AOFO] = (an_amount){.count = s->stacks[i].blocks, .bytes = s->stacks[i].bytes};
     }
     return v;

@@ -10,7 +10,7 @@
 
 static an_stack stack_of(uint32_t pid, uint32_t id, uint64_t ts)
 {
-    return (an_stack){.pid = pid, .stack_id = id, .first_ts = ts};
+    return (an_stack){.pid = pid, .key = pid, .stack_id = id, .first_ts = ts};
 }
 
 static size_t shown(size_t n, unsigned top)

@@ -144,6 +144,21 @@ typedef struct ltr_process_end {
 size_t ltr_trace_process_end_count(const ltr_trace *t);
 const ltr_process_end *ltr_trace_process_end_at(const ltr_trace *t, size_t i);
 
+/* A process image replaced: a PROCESS record came for a pid already
+ * described, an exec (the pid's next image numbers its stacks from 1
+ * again) or the pid used again. The old image's stacks stay findable under
+ * `key`, a number above every pid (ltr_trace_stack_find(t, key, id); the
+ * stacks found so report the real pid); `exe` is the old image's program. */
+#define LTR_IMAGE_KEY_BASE 0x80000000u
+typedef struct ltr_process_image {
+    uint32_t pid, key;
+    uint64_t ts; /* the new image's PROCESS record's time: the old one's events are before it */
+    char *exe;
+} ltr_process_image;
+/* The images replaced so far, in file order. */
+size_t ltr_trace_image_count(const ltr_trace *t);
+const ltr_process_image *ltr_trace_image_at(const ltr_trace *t, size_t i);
+
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
 

@@ -14,6 +14,7 @@
 #include "format/nodevar.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 typedef struct stack_rec {
@@ -84,7 +85,11 @@ static stack_rec *add_stack(ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
         free(s);
         return NULL;
     }
-    s->pub = (ltr_stack){.pid = pid, .id = id, .frame_count = (uint16_t)n, .frames = s->frames};
+    /* an old image's (its key above every pid): the stack says its process */
+    uint32_t shown = pid >= LTR_IMAGE_KEY_BASE && pid - LTR_IMAGE_KEY_BASE < t->nimages
+                         ? t->images[pid - LTR_IMAGE_KEY_BASE].pid
+                         : pid;
+    s->pub = (ltr_stack){.pid = shown, .id = id, .frame_count = (uint16_t)n, .frames = s->frames};
     ltr_idmap_put(m, id, s); /* without memory it stays listed, not findable */
     return s;
 }
@@ -223,13 +228,60 @@ static void nodes_clear(node_table *nt)
     nt->n = nt->nfar = nt->capfar = 0;
 }
 
-void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid)
+/* The pid's node table handed over to key, a new one for the pid; false
+ * if that cannot be (no memory): the pid's stays. */
+static bool move_nodes(ltr_trace *t, uint32_t pid, uint32_t key)
 {
-    node_table *nt = ltr_idmap_get(&t->node_pids, pid);
-    if (!nt || !nt->n)
-        return;
-    nodes_clear(nt);
-    drop_found_stacks(t, pid);
+    node_table *nt = ltr_idmap_get(&t->node_pids, pid), *fresh = nt ? calloc(1, sizeof *fresh) : NULL;
+    if (!nt)
+        return true;
+    if (!fresh || ltr_idmap_put(&t->node_pids, pid, fresh) < 0) {
+        free(fresh);
+        return false;
+    }
+    if (ltr_idmap_put(&t->node_pids, key, nt) < 0) { /* the old image's go */
+        nodes_clear(nt);
+        free(nt->page);
+        free(nt);
+    }
+    return true;
+}
+
+/* The same for the stacks of pid found so far (they stay allocated, in
+ * t->stacks: callers may hold them). */
+static bool move_found(ltr_trace *t, uint32_t pid, uint32_t key)
+{
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid), *fresh = m ? calloc(1, sizeof *fresh) : NULL;
+    if (!m)
+        return true;
+    if (!fresh || ltr_idmap_put(&t->stack_pids, pid, fresh) < 0) {
+        free(fresh);
+        return false;
+    }
+    if (ltr_idmap_put(&t->stack_pids, key, m) < 0) {
+        ltr_idmap_free(m);
+        free(m);
+    }
+    return true;
+}
+
+int ltr_heapmeta_has_nodes(const ltr_trace *t, uint32_t pid)
+{
+    const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    return nt && nt->n;
+}
+
+void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key)
+{
+    if (!ltr_heapmeta_has_nodes(t, pid))
+        return; /* STACK records (agents before FRAME_NODES): a later one of an id replaces it */
+    if (!key || !move_nodes(t, pid, key)) {
+        node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+        if (nt && nt->n)
+            nodes_clear(nt);
+    }
+    if (!key || !move_found(t, pid, key))
+        drop_found_stacks(t, pid);
 }
 
 /* Stores n nodes of pid from a good record, v[0]'s parent `parent`; -1

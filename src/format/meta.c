@@ -347,6 +347,26 @@ ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid)
     return &p->pub;
 }
 
+/* The image a PROCESS record for a described pid replaces, listed and its
+ * stacks kept under a key of their own; without memory they go (as before
+ * images were kept apart), and the analysis takes both images as one. */
+static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe)
+{
+    ltr_process_image *v = t->nimages < UINT32_MAX - LTR_IMAGE_KEY_BASE
+                               ? realloc(t->images, (t->nimages + 1) * sizeof *v)
+                               : NULL;
+    char *copy = v ? strdup(exe ? exe : "") : NULL;
+    if (v)
+        t->images = v;
+    if (!copy) {
+        ltr_heapmeta_new_image(t, pid, 0);
+        return;
+    }
+    uint32_t key = LTR_IMAGE_KEY_BASE + (uint32_t)t->nimages;
+    t->images[t->nimages++] = (ltr_process_image){.pid = pid, .key = key, .ts = ts, .exe = copy};
+    ltr_heapmeta_new_image(t, pid, key);
+}
+
 static int parse_process(ltr_trace *t, ltr_cursor *c)
 {
     uint32_t pid = ltr_cursor_u32(c), ppid = ltr_cursor_u32(c);
@@ -363,7 +383,12 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
         free_argv(argv, argc);
         return c->bad ? -1 : 0;
     }
-    /* After exec the same pid is described again: the newest record wins. */
+    /* After exec the same pid is described again: the newest record wins,
+     * and the old image's stacks are kept apart (the new one numbers its
+     * own from 1 again: read against them, the old image's events took the
+     * new one's frames, and the analysis added both images' blocks up) */
+    if (ltr_heapmeta_has_nodes(t, pid))
+        new_image(t, pid, start, p->exe);
     retire(t, p->exe);
     for (uint32_t i = 0; p->argv && i < p->pub.argc; i++)
         retire(t, p->argv[i]);
@@ -376,7 +401,6 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
     p->pub.argc = argc;
     p->pub.argv = (const char *const *)argv;
     p->pub.known = 1;
-    ltr_heapmeta_new_image(t, pid);
     return 0;
 }
 
@@ -702,6 +726,17 @@ void ltr_meta_free(ltr_trace *t)
     free(t->ends);
     t->ends = NULL;
     t->nends = 0;
+    for (size_t i = 0; i < t->nimages; i++)
+        free(t->images[i].exe);
+    free(t->images);
+    t->images = NULL;
+    t->nimages = 0;
+}
+
+size_t ltr_trace_image_count(const ltr_trace *t) { return t->nimages; }
+const ltr_process_image *ltr_trace_image_at(const ltr_trace *t, size_t i)
+{
+    return i < t->nimages ? &t->images[i] : NULL;
 }
 
 size_t ltr_trace_process_end_count(const ltr_trace *t) { return t->nends; }

@@ -229,6 +229,8 @@ struct ltr_trace {
     size_t nplost;
     ltr_process_end *ends;       /* PROCESS_END records, in file order */
     size_t nends;
+    ltr_process_image *images;   /* images replaced (meta.c, parse_process) */
+    size_t nimages;
     int has_counters;
 
     ltr_damage *damage;
@@ -268,7 +270,12 @@ int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c);
 int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c);
 int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c);
 /* A PROCESS record for pid: a new image (or process) numbers its nodes anew. */
-void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid);
+/* The pid's frame nodes and stacks so far are an old image's: kept under
+ * key (ltr_process_image), the pid's own start empty. */
+void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key);
+/* Whether pid has frame nodes (an image to keep apart when a PROCESS
+ * record describes it again; STACK records are replaced one by one). */
+int ltr_heapmeta_has_nodes(const ltr_trace *t, uint32_t pid);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 

@@ -234,6 +234,36 @@ static void test_ended_processes_leave_the_peak(void **state)
     free(text);
 }
 
+/* An exec replaces a process's image: the new one numbers its stacks from
+ * 1 again, and the old one's memory goes with it. heap-target's exec mode
+ * allocates 3 400 bytes (in mode_exec), execs itself and allocates 3 500
+ * (in main): two processes of one pid in the report, each block under its
+ * own image's frames, and the peak one block, not both. Before, both
+ * blocks were one stack, named by the new image's main, 6.74 KiB held. */
+static void test_exec_is_another_image(void **state)
+{
+    (void)state;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' exec", tu_test_bin("heap-target"));
+    record("exec.ltr", "", cmd);
+    char *json = analyze("exec.ltr", "--format json --top 0", 0);
+    const char *sum = strstr(json, "\"summary\"");
+    long long peak = num_after(sum, "peak_bytes");
+    if (num_after(sum, "processes") != 2 || peak < 3500 || peak >= 3400 + 3500)
+        fail_msg("wanted two images, the peak one block:\n%s", json);
+    const char *old = entry_of(json, "stacks", "mode_exec", "AIFO");
+    if (!old || num_after(old, "bytes") != 3400)
+        fail_msg("the old image's block is not under mode_exec:\n%s", json);
+    const char *replaced = strstr(json, "\"replaced_by_exec\":true"), *current = strstr(json, "\"replaced_by_exec\":false");
+    assert_non_null(replaced);
+    assert_non_null(current);
+    assert_null(strstr(replaced + 1, "\"replaced_by_exec\":true"));
+    free(json);
+    char *text = analyze("exec.ltr", "", 0);
+    assert_non_null(strstr(text, "(never freed: an exec replaced it at "));
+    free(text);
+}
+
 /* A process of 2^14 distinct stacks that ends inside the trace: its table
  * of stacks is past a megabyte, a mapping of its own (prim/table.c), which
  * the end of its model once resized with realloc: SIGSEGV on cc1plus's
@@ -765,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_memory_mode),
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
+        cmocka_unit_test(test_exec_is_another_image),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_far_behind_analyzed_again),
         cmocka_unit_test(test_pprof_with_go),
