@@ -228,41 +228,36 @@ static void nodes_clear(node_table *nt)
     nt->n = nt->nfar = nt->capfar = 0;
 }
 
-/* The pid's node table handed over to key, a new one for the pid; false
- * if that cannot be (no memory): the pid's stays. */
-static bool move_nodes(ltr_trace *t, uint32_t pid, uint32_t key)
+/* map's value for pid handed over to key, and a zeroed one of size bytes
+ * for the pid; false if that cannot be (no memory): the pid's stays. drop
+ * frees an old value that found no place under key (the old image's go). */
+static bool hand_over(ltr_idmap *map, uint32_t pid, uint32_t key, size_t size, void (*drop)(void *))
 {
-    node_table *nt = ltr_idmap_get(&t->node_pids, pid), *fresh = nt ? calloc(1, sizeof *fresh) : NULL;
-    if (!nt)
+    void *old = ltr_idmap_get(map, pid), *fresh = old ? calloc(1, size) : NULL;
+    if (!old)
         return true;
-    if (!fresh || ltr_idmap_put(&t->node_pids, pid, fresh) < 0) {
+    if (!fresh || ltr_idmap_put(map, pid, fresh) < 0) {
         free(fresh);
         return false;
     }
-    if (ltr_idmap_put(&t->node_pids, key, nt) < 0) { /* the old image's go */
-        nodes_clear(nt);
-        free(nt->page);
-        free(nt);
-    }
+    if (ltr_idmap_put(map, key, old) < 0)
+        drop(old);
     return true;
 }
 
-/* The same for the stacks of pid found so far (they stay allocated, in
- * t->stacks: callers may hold them). */
-static bool move_found(ltr_trace *t, uint32_t pid, uint32_t key)
+static void drop_nodes(void *v)
 {
-    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid), *fresh = m ? calloc(1, sizeof *fresh) : NULL;
-    if (!m)
-        return true;
-    if (!fresh || ltr_idmap_put(&t->stack_pids, pid, fresh) < 0) {
-        free(fresh);
-        return false;
-    }
-    if (ltr_idmap_put(&t->stack_pids, key, m) < 0) {
-        ltr_idmap_free(m);
-        free(m);
-    }
-    return true;
+    node_table *nt = v;
+    nodes_clear(nt);
+    free(nt->page);
+    free(nt);
+}
+
+/* The stacks found so far stay allocated, in t->stacks: callers may hold them. */
+static void drop_found(void *v)
+{
+    ltr_idmap_free(v);
+    free(v);
 }
 
 int ltr_heapmeta_has_nodes(const ltr_trace *t, uint32_t pid)
@@ -275,12 +270,12 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key)
 {
     if (!ltr_heapmeta_has_nodes(t, pid))
         return; /* STACK records (agents before FRAME_NODES): a later one of an id replaces it */
-    if (!key || !move_nodes(t, pid, key)) {
+    if (!key || !hand_over(&t->node_pids, pid, key, sizeof(node_table), drop_nodes)) {
         node_table *nt = ltr_idmap_get(&t->node_pids, pid);
         if (nt && nt->n)
             nodes_clear(nt);
     }
-    if (!key || !move_found(t, pid, key))
+    if (!key || !hand_over(&t->stack_pids, pid, key, sizeof(ltr_idmap), drop_found))
         drop_found_stacks(t, pid);
 }
 

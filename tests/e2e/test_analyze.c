@@ -83,6 +83,15 @@ static char *analyze(const char *trace, const char *opts, int expect_status)
     return out;
 }
 
+/* `ltr record` of the test program with args into trace, then its analysis. */
+static char *record_analyzed(const char *trace, const char *program, const char *args, const char *opts)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' %s", tu_test_bin(program), args);
+    record(trace, "", cmd);
+    return analyze(trace, opts, 0);
+}
+
 static void check_leak(const char *json, const char *function, long long bytes, long long count)
 {
     const char *e = entry_of(json, "stacks", function, "AIFO");
@@ -243,10 +252,7 @@ static void test_ended_processes_leave_the_peak(void **state)
 static void test_exec_is_another_image(void **state)
 {
     (void)state;
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "'%s' exec", tu_test_bin("heap-target"));
-    record("exec.ltr", "", cmd);
-    char *json = analyze("exec.ltr", "--format json --top 0", 0);
+    char *json = record_analyzed("exec.ltr", "heap-target", "exec", "--format json --top 0");
     const char *sum = strstr(json, "\"summary\"");
     long long peak = num_after(sum, "peak_bytes");
     if (num_after(sum, "processes") != 2 || peak < 3500 || peak >= 3400 + 3500)
@@ -423,10 +429,7 @@ static void test_peak_in_time_order(void **state)
 static void test_far_behind_analyzed_again(void **state)
 {
     (void)state;
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "'%s' behind", tu_test_bin("analyze-overlap"));
-    record("behind.ltr", "", cmd);
-    char *json = analyze("behind.ltr", "--format json", 0);
+    char *json = record_analyzed("behind.ltr", "analyze-overlap", "behind", "--format json");
     const char *sum = strstr(json, "\"summary\"");
     assert_non_null(sum);
     long long peak = num_after(sum, "peak_bytes");

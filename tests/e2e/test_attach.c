@@ -163,6 +163,19 @@ static size_t count_allocs(const char *path, pid_t pid, uint64_t size, uint64_t 
     return n;
 }
 
+/* `ltr stop` into DIR/NAMEk.ltr, then count_allocs of t's allocations of
+ * size there; the trace is removed after (fifty cycles of them). */
+static size_t stop_and_count(const char *dir, const char *name, int k, const target *t, uint64_t size,
+                             size_t *at_site, uint64_t *lost)
+{
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/%s%d.ltr", dir, name, k);
+    tu_expect_ok(tu_run("%s stop %s", LTR, trace));
+    size_t n = count_allocs(trace, t->pid, size, t->site, at_site, lost);
+    unlink(trace);
+    return n;
+}
+
 static bool need_root(void)
 {
     if (geteuid() == 0)
@@ -223,12 +236,9 @@ static void test_libunwind_stacks_after_attach_beside_open_files(void **state)
         target t = start_attached("fdchurn");
         assert_int_equal(write(t.in, "go\n", 3), 3);
         expect_line(&t, "done\n");
-        char trace[512];
-        snprintf(trace, sizeof trace, "%s/fdchurn%d.ltr", dir, k);
-        tu_expect_ok(tu_run("%s stop %s", LTR, trace));
         size_t at_site;
         uint64_t lost;
-        size_t n = count_allocs(trace, t.pid, 4244, t.site, &at_site, &lost);
+        size_t n = stop_and_count(dir, "fdchurn", k, &t, 4244, &at_site, &lost);
         assert_int_equal(n, 100);
         if (at_site != n)
             fail_msg("attach %d: %zu of 100 allocations from the JIT page have their stack", k, at_site);
@@ -251,16 +261,12 @@ static void test_fifty_cycles(void **state)
         tu_free(&r);
         assert_int_equal(write(t.in, "go\n", 3), 3);
         expect_line(&t, "did\n");
-        char trace[512];
-        snprintf(trace, sizeof trace, "%s/cycle-%d.ltr", dir, i);
-        tu_expect_ok(tu_run("%s stop %s", LTR, trace));
         size_t at_site;
         uint64_t lost;
-        size_t n = count_allocs(trace, t.pid, 31337, t.site, &at_site, &lost);
+        size_t n = stop_and_count(dir, "cycle-", i, &t, 31337, &at_site, &lost);
         if (n != 100 || at_site != 100 || lost)
             fail_msg("cycle %d: %zu allocations, %zu at the site, %llu lost", i, n, at_site,
                      (unsigned long long)lost);
-        unlink(trace);
     }
     char maps[64];
     snprintf(maps, sizeof maps, "/proc/%d/maps", (int)t.pid);
