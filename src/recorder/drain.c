@@ -1044,6 +1044,8 @@ typedef struct save_ctx {
     ltr_writer *w;
     size_t meta_done; /* of r->meta_kept */
     uint64_t events[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS];
+    const rec_save_rounds *rounds; /* an exec'd process's images apart (saveorder.c), or NULL */
+    unsigned round;                /* the round being written: its attachments' buffers only */
 } save_ctx;
 
 /* The metadata kept so far, up to what was reserved before the block to come. */
@@ -1059,6 +1061,8 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
                       uint64_t commit, ltr_error *err)
 {
     collector_state *cs = &sc->r->col[c];
+    if (sc->rounds && rec_round_of(sc->rounds, ltr_ring_vbuf(&cs->ring, idx)->owner) != sc->round)
+        return 0; /* another round's */
     /* A buffer comes once: twice (a queue entry or a state written over) is damage. */
     if (cs->saved_seq[idx] == info->seq + 1) {
         cs->damage++;
@@ -1121,7 +1125,8 @@ static int save_blocks(save_ctx *sc, ltr_error *err)
 {
     for (unsigned c = 0; c < sc->r->cfg.ncollectors; c++) {
         collector_state *cs = &sc->r->col[c];
-        memset(cs->saved_seq, 0, sizeof *cs->saved_seq * cs->ring.nbuf);
+        if (!sc->round) /* once a save: a later round meets the buffers already written again */
+            memset(cs->saved_seq, 0, sizeof *cs->saved_seq * cs->ring.nbuf);
         int rc = save_history(sc, c, err);
         if (!rc)
             rc = save_active(sc, c, err);
@@ -1137,13 +1142,29 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     save_ctx sc = {.r = r, .w = w};
-    if (!rc)
+    rec_save_rounds rounds;
+    meta_pull(r);
+    int planned = rc ? -1 : rec_save_rounds_plan(r, &rounds);
+    if (planned > 0) { /* an exec'd process: its images in rounds */
+        sc.rounds = &rounds;
+        sc.meta_done = rounds.scanned;
+    } else if (!rc) {
+        rec_save_rounds_free(&rounds); /* one round: as ever (without memory for rounds too) */
+    }
+    if (!rc && !sc.rounds)
         rc = save_metadata(&sc, err); /* all of it, even with no event */
     uint64_t saved_written[LTR_MAX_COLLECTORS], saved_buffers[LTR_MAX_COLLECTORS];
     if (!rc)
         rc = rec_markers_save(r, w, &sc.events[0], err);
-    if (!rc)
-        rc = save_blocks(&sc, err);
+    for (sc.round = 0; !rc && sc.round < (sc.rounds ? sc.rounds->rounds : 1); sc.round++) {
+        size_t done = 0;
+        if (sc.rounds)
+            rc = rec_write_meta(w, &rounds.meta[sc.round], &done, err);
+        if (!rc)
+            rc = save_blocks(&sc, err);
+    }
+    if (sc.rounds)
+        rec_save_rounds_free(&rounds);
     if (!rc)
         rc = ltr_writer_flush(w, 0, err);
     if (!rc) {

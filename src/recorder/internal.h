@@ -8,6 +8,7 @@
 
 #include "format/writer.h"
 #include "recorder/backlog.h"
+#include "base/hmap.h"
 #include "recorder/recorder.h"
 #include "system/system.h"
 
@@ -96,6 +97,13 @@ typedef struct recorder {
     ltr_bytes meta_new, meta_kept;
     size_t meta_kept_after;     /* memory mode: meta_kept's size after the last pruning (kept.c) */
     size_t meta_kept_floor;     /* memory mode: no pruning below this size (kept.c), 0 until looked up */
+    /* memory mode: the attachment each kept PROCESS record is of, in their
+     * order (saveorder.c: a save writes an exec'd process's images apart) */
+    struct rec_owner {
+        uint32_t pid, owner;
+        uint64_t ts; /* the record's start_ts */
+    } *owners;
+    size_t nowners, capowners;
     uint64_t meta_kept_dropped; /* memory mode: bytes of it let go since the start (kept.c) */
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */
     uint64_t meta_retry_ns;  /* how long after that it is tried again (drain.c), 0 after a success */
@@ -158,7 +166,9 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
 void rec_punch(const recorder *r, const uint8_t *from, size_t len);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
-int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot);
+/* owner: the attachment's token (memory mode remembers whose PROCESS
+ * record it is: saveorder.c). */
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot);
 /* A slot of a producer that went (its process no longer maps the session):
  * its losses kept under its pid, the slot free for another. */
 void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
@@ -171,6 +181,24 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */
 void rec_prune_kept(recorder *r);
+/* The owners of the PROCESS records kept (r->owners) that pruning let go. */
+void rec_prune_owners(recorder *r);
+/* The pid a metadata record names first (PROCESS, THREAD, STACK, ...), or -1. */
+int64_t rec_record_pid(const uint8_t *rec, uint32_t size);
+
+/* Memory mode: a save's rounds, one per image of an exec'd process
+ * (saveorder.c). meta[g]: the kept records of round g; NULL with one round. */
+typedef struct rec_save_rounds {
+    an_hmap pids, owners;
+    ltr_bytes *meta;
+    unsigned rounds;
+    size_t scanned; /* of meta_kept: what the rounds hold */
+} rec_save_rounds;
+/* 1: rounds to go in, 0: one (write as ever), -1: no memory. */
+int rec_save_rounds_plan(recorder *r, rec_save_rounds *sr);
+/* The round of an attachment's buffers. */
+unsigned rec_round_of(const rec_save_rounds *sr, uint32_t owner);
+void rec_save_rounds_free(rec_save_rounds *sr);
 /* The time of the first event buffer idx of collector c holds, 0 if none
  * can be read (a buffer being filled or taken over: a hint, not a promise). */
 uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx);

@@ -64,8 +64,7 @@ typedef struct pid_entry {
     uint64_t last_end_ns; /* the ts of that PROCESS_END */
 } pid_entry;
 
-/* The pid a record names (its first field), or -1 for a record naming none. */
-static int64_t record_pid(const uint8_t *rec, uint32_t size)
+int64_t rec_record_pid(const uint8_t *rec, uint32_t size)
 {
     switch (ltr_get_u16(rec)) {
     case LTR_META_PROCESS:
@@ -90,7 +89,7 @@ static int ended_pids(recorder *r, an_hmap *pids, uint64_t *own_first)
     for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len;) {
         uint32_t size = ltr_get_u32(d + off + 4);
         if (ltr_get_u16(d + off) == LTR_META_PROCESS_END) {
-            int64_t pid = record_pid(d + off, size);
+            int64_t pid = rec_record_pid(d + off, size);
             pid_entry *e = pid < 0 ? NULL : an_hmap_put(pids, (uint64_t)pid + 1, NULL);
             if (pid >= 0 && !e)
                 return -1;
@@ -131,7 +130,7 @@ static size_t compact(ltr_bytes *kept, const an_hmap *pids, uint64_t own_first)
     size_t to = 0, off = 0;
     while (off + LTR_RECORD_HEADER_SIZE <= kept->len) {
         uint32_t size = ltr_get_u32(d + off + 4);
-        int64_t pid = record_pid(d + off, size);
+        int64_t pid = rec_record_pid(d + off, size);
         const pid_entry *e = pid < 0 ? NULL : an_hmap_get(pids, (uint64_t)pid + 1);
         bool named = ltr_get_u16(d + off) == LTR_META_PROCESS && own_first != UINT64_MAX &&
                      e && e->last_end_ns + OWN_EVENTS_SLACK_NS >= own_first;
@@ -144,6 +143,32 @@ static size_t compact(ltr_bytes *kept, const an_hmap *pids, uint64_t own_first)
     size_t dropped = kept->len - to;
     kept->len = to;
     return dropped;
+}
+
+/* Whether owner entry e is the one of the PROCESS record at d. */
+static bool owner_of(const struct rec_owner *e, const uint8_t *d)
+{
+    return e->pid == ltr_get_u32(d + LTR_RECORD_HEADER_SIZE) && e->ts == ltr_get_u64(d + LTR_RECORD_HEADER_SIZE + 8);
+}
+
+void rec_prune_owners(recorder *r)
+{
+    const uint8_t *d = r->meta_kept.data;
+    size_t k = 0, i = 0, n = r->nowners;
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len; off += ltr_get_u32(d + off + 4)) {
+        if (ltr_get_u16(d + off) != LTR_META_PROCESS || ltr_get_u32(d + off + 4) < LTR_RECORD_HEADER_SIZE + 16)
+            continue;
+        size_t j = i; /* the entries before this record's were of records pruned */
+        while (j < n && !owner_of(&r->owners[j], d + off))
+            j++;
+        if (j == n)
+            continue; /* a record without an entry (no memory for one) */
+        r->owners[k++] = r->owners[j];
+        i = j + 1;
+    }
+    while (i < n) /* records not read out of the region yet */
+        r->owners[k++] = r->owners[i++];
+    r->nowners = k;
 }
 
 void rec_prune_kept(recorder *r)
@@ -170,5 +195,6 @@ void rec_prune_kept(recorder *r)
         }
     }
     an_hmap_free(&pids);
+    rec_prune_owners(r);
     r->meta_kept_after = r->meta_kept.len;
 }

@@ -208,7 +208,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->fd = fd;
     pc->pid = pid;
     pc->owner = r->next_owner++;
-    rec_add_process(r, pid, &pc->proc_slot);
+    rec_add_process(r, pid, pc->owner, &pc->proc_slot);
     ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");

@@ -301,7 +301,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
-        rec_add_process(r, getpid(), &own_slot);
+        rec_add_process(r, getpid(), UINT32_MAX, &own_slot);
     }
     ltr_registry_unlock();
     if (!rc)
@@ -367,6 +367,7 @@ void rec_teardown(recorder *r)
     ltr_bytes_free(&r->meta_taken);
     ltr_bytes_free(&r->meta_new);
     ltr_bytes_free(&r->meta_kept);
+    free(r->owners);
     ltr_bytes_free(&r->layouts);
     ltr_bytes_free(&r->last_counters);
     rec_markers_free(r);
@@ -394,14 +395,15 @@ void rec_teardown(recorder *r)
 }
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
-int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot)
 {
     char path[64], buf[65536];
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
+    uint64_t now = ltr_now_ns();
     ltr_bytes_put_u32(&b, (uint32_t)pid);
     ltr_bytes_put_u32(&b, ltr_proc_ppid((uint32_t)pid));
-    ltr_bytes_put_u64(&b, ltr_now_ns());
+    ltr_bytes_put_u64(&b, now);
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, buf, sizeof buf - 1);
     buf[n > 0 ? n : 0] = 0;
@@ -415,8 +417,10 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t *proc_slot)
     for (const char *a = buf; a < buf + len; a += strlen(a) + 1)
         ltr_bytes_put_str(&b, a);
     ltr_bytes_record_end(&b, rec);
-    if (!b.failed)
-        ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len);
+    if (!b.failed && ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len) == 0 &&
+        r->cfg.mode != LTR_MODE_FILE &&
+        ltr_reserve((void **)&r->owners, &r->capowners, r->nowners, sizeof *r->owners, 64) == 0)
+        r->owners[r->nowners++] = (struct rec_owner){(uint32_t)pid, owner, now};
     ltr_bytes_free(&b);
     uint32_t slot = r->nfree_slots ? r->free_slots[--r->nfree_slots]
                     : r->next_proc < r->nprocs ? r->next_proc++
