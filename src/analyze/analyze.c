@@ -622,6 +622,13 @@ void an_images_resolve(ltr_analysis *a)
     }
 }
 
+const char *an_stack_exe(const ltr_analysis *a, const an_stack *s)
+{
+    const ltr_process_image *im =
+        s->key >= LTR_IMAGE_KEY_BASE ? ltr_trace_image_at(a->trace, s->key - LTR_IMAGE_KEY_BASE) : NULL;
+    return im ? im->exe : an_process_exe(a, s->pid);
+}
+
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p)
 {
     const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;

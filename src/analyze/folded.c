@@ -42,7 +42,7 @@ static int line(ltr_analysis *a, FILE *out, const an_stack *s)
     /* the root is the program, not its pid: two runs' stacks then compare */
     /* the file's name taken before it is cut to the buffer: a path of more
      * than the buffer left a piece of a directory's name as the root */
-    const char *exe = an_process_exe(a, s->pid), *b = strrchr(exe, '/'), *base = b ? b + 1 : exe;
+    const char *exe = an_stack_exe(a, s), *b = strrchr(exe, '/'), *base = b ? b + 1 : exe;
     char shown[1024];
     shown[ltr_shown_text(base, strnlen(base, sizeof shown - 1), shown, false)] = 0;
     if (*exe)

@@ -257,6 +257,8 @@ const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf,
 /* The same for a process of the model: an image an exec replaced is named
  * by its own program (an_proc.image), not the pid's last one. */
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p);
+/* The program of a stack's image (an_stack.key). */
+const char *an_stack_exe(const ltr_analysis *a, const an_stack *s);
 const char *an_proc_exe_shown(const ltr_analysis *a, const an_proc *p, char *buf, size_t size);
 
 /* One frame on one line: "function (file:line) [inlined]  module+0xOFFSET". */
