@@ -805,9 +805,10 @@ static bool end_model(an_model *m, an_proc *p, uint64_t ts)
     proc_finish(m, p);
     an_hmap_free(&p->live);
     /* what only its events to come would use: 134 MiB of the analysis
-     * of 7 038 short processes (pyenv's shims). Its stacks table stays
-     * as it is: past LTR_TABLE_MAPPED it is a mapping of its own, which
-     * a realloc to its size crashed on (cc1plus's trace) */
+     * of 7 038 short processes (pyenv's shims); its stacks table cut to
+     * its stacks (ltr_table_shrink: a realloc of one that is a mapping of
+     * its own crashed on cc1plus's trace) */
+    ltr_table_shrink((void **)&p->stacks, &p->capstacks, p->nstacks, sizeof *p->stacks);
     free(p->dense);
     p->dense = NULL;
     p->ndense = 0;

@@ -169,6 +169,12 @@ size_t ltr_grown_capacity(size_t cap, size_t n, size_t first);
 #define LTR_TABLE_MAPPED ((size_t)1 << 20)
 int ltr_table_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 void ltr_table_free(void *v, size_t cap, size_t elem);
+/* Gives back what is past n elements of an array that is done growing (it
+ * may grow again): a heap one reallocated to n, a mapping cut to the huge
+ * pages n needs while it stays a mapping (cut to the heap's size, a mapping
+ * freed as a heap block crashed the analysis). 0, or -ENOMEM with the
+ * array as it was. */
+int ltr_table_shrink(void **v, size_t *cap, size_t n, size_t elem);
 
 bool ltr_pid_alive(pid_t pid);
 /* When process pid (0: this one) started, in clock ticks after boot (field 22

@@ -65,6 +65,26 @@ int ltr_table_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first
     return 0;
 }
 
+int ltr_table_shrink(void **v, size_t *cap, size_t n, size_t elem)
+{
+    size_t keep = n ? n : 1, old = *cap * elem, want = keep * elem;
+    if (keep >= *cap)
+        return 0;
+    if (old <= LTR_TABLE_MAPPED) {
+        void *nv = realloc(*v, want);
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+    } else if (want <= LTR_TABLE_MAPPED) {
+        return 0; /* a mapping stays one (ltr_table_free tells the kinds by size) */
+    } else if (mapped_size(want) < mapped_size(old) &&
+               munmap((char *)*v + mapped_size(want), mapped_size(old) - mapped_size(want)) != 0) {
+        return -ENOMEM;
+    }
+    *cap = keep;
+    return 0;
+}
+
 void ltr_table_free(void *v, size_t cap, size_t elem)
 {
     if (cap * elem <= LTR_TABLE_MAPPED)

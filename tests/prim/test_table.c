@@ -4,7 +4,8 @@
  * the move to a mapping, and from mapping to mapping), growing a mapped
  * array touches no fresh page (no copy: page faults counted with huge
  * pages off for the process), an impossible size fails and leaves the
- * array as it was, and both kinds free.
+ * array as it was, both kinds free, and both give back what is past their
+ * elements (ltr_table_shrink).
  */
 #include "prim/prim.h"
 
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -25,6 +27,17 @@ static long minor_faults(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_minflt;
+}
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    if (f)
+        fclose(f);
+    return resident * 4;
 }
 
 static void test_values_kept_across_growth(void **state)
@@ -91,6 +104,48 @@ static void test_impossible_size(void **state)
     ltr_table_free(v, cap, sizeof *v);
 }
 
+/* A table done growing gives back what is past its elements, in either
+ * kind, keeps its values, grows again and frees as its kind: a heap one is
+ * reallocated, a mapping cut to the huge pages its elements need (RSS
+ * falls) and stays a mapping however few are kept. */
+static void test_shrink(void **state)
+{
+    (void)state;
+    uint32_t *v = NULL;
+    size_t cap = 0;
+    assert_int_equal(ltr_table_reserve((void **)&v, &cap, 1000, sizeof *v, 16), 0);
+    v[1000] = 5;
+    assert_int_equal(ltr_table_shrink((void **)&v, &cap, 1001, sizeof *v), 0);
+    assert_int_equal(cap, 1001);
+    assert_int_equal(v[1000], 5);
+    assert_int_equal(ltr_table_reserve((void **)&v, &cap, 1001, sizeof *v, 16), 0);
+    v[1001] = 6;
+    assert_int_equal(v[1000], 5);
+    ltr_table_free(v, cap, sizeof *v);
+
+    uint8_t *m = NULL;
+    size_t mcap = 0;
+    const size_t big = 64u << 20, used = 3u << 20;
+    assert_int_equal(ltr_table_reserve((void **)&m, &mcap, big - 1, 1, big), 0);
+    for (size_t i = 0; i < big; i += 4096)
+        m[i] = (uint8_t)(i >> 12);
+    long before = rss_kb();
+    assert_int_equal(ltr_table_shrink((void **)&m, &mcap, used, 1), 0);
+    if (before - rss_kb() < 48 * 1024)
+        fail_msg("RSS %ld KB, then %ld: the 61 MiB past the elements were not given back", before, rss_kb());
+    assert_int_equal(mcap, used);
+    for (size_t i = 0; i < used; i += 4096)
+        assert_int_equal(m[i], (uint8_t)(i >> 12));
+    /* a few elements: it stays a mapping, ltr_table_free unmaps it */
+    size_t was = mcap;
+    assert_int_equal(ltr_table_shrink((void **)&m, &mcap, 10, 1), 0);
+    assert_int_equal(mcap, was);
+    assert_int_equal(ltr_table_reserve((void **)&m, &mcap, mcap, 1, big), 0);
+    assert_true(mcap > used);
+    assert_int_equal(m[4096], 1);
+    ltr_table_free(m, mcap, 1);
+}
+
 int main(void)
 {
     /* the analysis's heap (cli/analysis-args.c): arrays below 32 MiB in the
@@ -102,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_values_kept_across_growth),
         cmocka_unit_test(test_growth_does_not_copy),
         cmocka_unit_test(test_impossible_size),
+        cmocka_unit_test(test_shrink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
