@@ -629,6 +629,12 @@ const char *an_stack_exe(const ltr_analysis *a, const an_stack *s)
     return im ? im->exe : an_process_exe(a, s->pid);
 }
 
+bool an_proc_replaced_by_exec(const ltr_analysis *a, const an_proc *p)
+{
+    const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;
+    return im && !im->reused;
+}
+
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p)
 {
     const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;

@@ -257,6 +257,9 @@ const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf,
 /* The same for a process of the model: an image an exec replaced is named
  * by its own program (an_proc.image), not the pid's last one. */
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p);
+/* Whether p is an image an exec replaced; not a process that ended before
+ * its pid was used again (an image of the trace's all the same). */
+bool an_proc_replaced_by_exec(const ltr_analysis *a, const an_proc *p);
 /* The program of a stack's image (an_stack.key). */
 const char *an_stack_exe(const ltr_analysis *a, const an_stack *s);
 const char *an_proc_exe_shown(const ltr_analysis *a, const an_proc *p, char *buf, size_t size);

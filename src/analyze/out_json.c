@@ -243,7 +243,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
             fprintf(out, "%.9f", an_seconds(a, procs[i]->end_ts));
         else
             fputs("null", out);
-        fprintf(out, ",\"replaced_by_exec\":%s", procs[i]->image ? "true" : "false");
+        fprintf(out, ",\"replaced_by_exec\":%s", an_proc_replaced_by_exec(a, procs[i]) ? "true" : "false");
         fputc(',', out);
         jhistogram(out, procs[i]);
         jthreads(a, out, procs[i]->pid);

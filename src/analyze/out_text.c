@@ -142,7 +142,7 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
     fprintf(out, "  outstanding at the window's end: %s in %llu allocations", ltr_size_format(ob, b1, sizeof b1),
             (unsigned long long)oc);
     if (an_ended_by_end(a, p)) /* what it never freed: its memory went with it */
-        fprintf(out, " (never freed: %s at %.6f s)", p->image ? "an exec replaced it" : "it ended",
+        fprintf(out, " (never freed: %s at %.6f s)", an_proc_replaced_by_exec(a, p) ? "an exec replaced it" : "it ended",
                 an_seconds(a, p->end_ts));
     fputc('\n', out);
     if (p->peak_set)

@@ -154,6 +154,10 @@ typedef struct ltr_process_image {
     uint32_t pid, key;
     uint64_t ts; /* the new image's PROCESS record's time: the old one's events are before it */
     char *exe;
+    /* the old image's process had ended before the new one started (a
+     * PROCESS_END of the pid in between, from before the new record's
+     * time): the pid used again by another process, not an exec */
+    int reused;
 } ltr_process_image;
 /* The images replaced so far, in file order. */
 size_t ltr_trace_image_count(const ltr_trace *t);

@@ -350,7 +350,7 @@ ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid)
 /* The image a PROCESS record for a described pid replaces, listed and its
  * stacks kept under a key of their own; without memory they go (as before
  * images were kept apart), and the analysis takes both images as one. */
-static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe)
+static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, int reused)
 {
     ltr_process_image *v = t->nimages < UINT32_MAX - LTR_IMAGE_KEY_BASE
                                ? realloc(t->images, (t->nimages + 1) * sizeof *v)
@@ -363,7 +363,7 @@ static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe)
         return;
     }
     uint32_t key = LTR_IMAGE_KEY_BASE + (uint32_t)t->nimages;
-    t->images[t->nimages++] = (ltr_process_image){.pid = pid, .key = key, .ts = ts, .exe = copy};
+    t->images[t->nimages++] = (ltr_process_image){.pid = pid, .key = key, .ts = ts, .exe = copy, .reused = reused};
     ltr_heapmeta_new_image(t, pid, key);
 }
 
@@ -388,7 +388,8 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
      * own from 1 again: read against them, the old image's events took the
      * new one's frames, and the analysis added both images' blocks up) */
     if (ltr_heapmeta_has_nodes(t, pid))
-        new_image(t, pid, start, p->exe);
+        new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start);
+    p->end_ts = 0;
     retire(t, p->exe);
     for (uint32_t i = 0; p->argv && i < p->pub.argc; i++)
         retire(t, p->argv[i]);
@@ -472,6 +473,12 @@ static int parse_process_end(ltr_trace *t, ltr_cursor *c)
     e.ts = ltr_cursor_u64(c);
     if (c->bad)
         return -1;
+    /* a PROCESS record of the pid that starts after this end is another
+     * process (the pid used again: 32 768 pids wrap in minutes beside a
+     * build), not an exec of this one */
+    ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
+    if (p)
+        p->end_ts = e.ts ? e.ts : 1;
     ltr_process_end *v = realloc(t->ends, (t->nends + 1) * sizeof *v);
     if (!v)
         return 0; /* without memory the process is only not ended early */

@@ -89,6 +89,11 @@ typedef struct ltr_process_rec {
     ltr_process pub;
     char *exe;
     char **argv;
+    /* the ts of a PROCESS_END of the pid read since this record (0: none).
+     * Not the file's order alone: a save's writer puts a batch's ends just
+     * after the blocks pending (writer.c, split_ends), so an exec'd image's
+     * end can come before the PROCESS record that started that image */
+    uint64_t end_ts;
 } ltr_process_rec;
 
 /* The trace's header and end key/value lists, parsed: a later entry of a key

@@ -280,6 +280,69 @@ static void test_exec_is_another_image(void **state)
     }
 }
 
+/* The "replaced_by_exec" of the entry of pid's n-th process running program
+ * (a path's end), as text ("true", "false"), or NULL if there is none. */
+static const char *replaced_of(const char *json, long long pid, const char *program, int n)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "{\"pid\":%lld,\"exe\":\"", pid);
+    for (const char *p = strstr(json, "\"processes\":["); p && (p = strstr(p + 1, pat));) {
+        const char *exe = p + strlen(pat), *q = strchr(exe, '"');
+        size_t len = strlen(program);
+        if (!q || (size_t)(q - exe) < len || strncmp(q - len, program, len) || n--)
+            continue;
+        const char *r = strstr(q, "\"replaced_by_exec\":");
+        return r ? r + strlen("\"replaced_by_exec\":") : NULL;
+    }
+    return NULL;
+}
+
+/* A pid used again by another process after the first one ended is not an
+ * exec: both are processes of their own, and neither was replaced. The
+ * reader took every PROCESS record of a pid with stacks for an image, and
+ * the analysis said of the first one "(never freed: an exec replaced it)"
+ * (2 500 `ls` beside a fork loop, pid_max 32 768: 54 `ls` so). In a pid
+ * namespace of its own, where the next pid can be chosen
+ * (/proc/sys/kernel/ns_last_pid; as test_attach's test_listed_pid_reused). */
+static void test_pid_used_again_is_no_exec(void **state)
+{
+    (void)state;
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s/pidagain.ltr", getenv("TMPDIR"));
+    const char *target = tu_test_bin("heap-target");
+    tu_result r = tu_run("command -v unshare >/dev/null || exit 77; unshare %s --pid --fork --mount-proc sh -c \""
+                         "'%s' record --force -o '%s' -- sh -c '"
+                         "%s exec2 & A=\\$!; wait \\$A; echo \\$((A - 1)) > /proc/sys/kernel/ns_last_pid; "
+                         "%s exec2 & B=\\$!; wait \\$B; echo A=\\$A B=\\$B'\" || exit 77",
+                         geteuid() ? "--user --map-root-user" : "", tu_ltr(), trace, target, target);
+    if (r.status == 77) {
+        printf("skipped: no pid namespace of our own here\n");
+        tu_free(&r);
+        skip();
+    }
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    long long a = tu_field(r.out, "A"), b = tu_field(r.out, "B");
+    tu_free(&r);
+    if (a != b) {
+        printf("skipped: the namespace gave pid %lld, not %lld again\n", b, a);
+        skip();
+    }
+    char *json = analyze(trace, "--format json --top 0", 0);
+    const char *first = replaced_of(json, a, "/heap-target", 0), *second = replaced_of(json, a, "/heap-target", 1);
+    if (!first || !second || strncmp(first, "false", 5) || strncmp(second, "false", 5))
+        fail_msg("pid %lld's two heap-targets: wanted both not replaced by an exec:\n%s", a, json);
+    free(json);
+    char *text = analyze(trace, "", 0);
+    const char *p = strstr(text, "/heap-target\n"); /* its outstanding, on the next line */
+    const char *end = p ? strchr(p + strlen("/heap-target\n"), '\n') : NULL;
+    const char *said = p ? strstr(p, "(never freed: it ended at ") : NULL;
+    if (!end || !said || said > end)
+        fail_msg("the first heap-target's end:\n%s", text);
+    free(text);
+    unlink(trace);
+}
+
 /* A process of 2^14 distinct stacks that ends inside the trace: its table
  * of stacks is past a megabyte, a mapping of its own (prim/table.c), which
  * the end of its model once resized with realloc: SIGSEGV on cc1plus's
@@ -809,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),
+        cmocka_unit_test(test_pid_used_again_is_no_exec),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_far_behind_analyzed_again),
         cmocka_unit_test(test_pprof_with_go),
