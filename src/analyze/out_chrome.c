@@ -72,16 +72,28 @@ static void names(chrome *c, uint32_t pid)
     }
 }
 
-static void heap_counter(chrome *c, const an_proc *p)
+/* A pid's images (an exec) share its one track, each after the one before:
+ * a replaced image's points stop at its last bucket, without the point at
+ * the window's end (its never-freed bytes are the report's, and they put
+ * the track back in time: the next image's points came after it), and no
+ * point goes before one already on the track (an image's buckets grow
+ * wider with its life: its first can start before the exec). *last: the
+ * track's last time so far. */
+static void heap_counter(chrome *c, const an_proc *p, uint64_t *last)
 {
     for (size_t i = 0; i < p->nseries; i++) {
-        begin(c, "C", "heap outstanding bytes", p->pid, 0, us(c->a, p->series[i].ts));
+        uint64_t ts = p->series[i].ts > *last ? p->series[i].ts : *last;
+        begin(c, "C", "heap outstanding bytes", p->pid, 0, us(c->a, ts));
         fprintf(c->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", p->series[i].bytes);
+        *last = ts;
     }
+    if (p->image && an_proc_replaced_by_exec(c->a, p))
+        return;
     /* the value at the window's end, so the track ends where the report does */
     uint64_t end = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
     begin(c, "C", "heap outstanding bytes", p->pid, 0, us(c->a, c->a->win_end));
     fprintf(c->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", end);
+    *last = c->a->win_end;
 }
 
 static void memory_counters(chrome *c)
@@ -118,9 +130,13 @@ int an_write_chrome(ltr_analysis *a, FILE *out)
     fprintf(out, "{\"traceEvents\":[");
     size_t np;
     an_proc *const *procs = an_procs(a, &np);
+    uint64_t last = 0;
     for (size_t i = 0; i < np; i++) {
-        names(&c, procs[i]->pid);
-        heap_counter(&c, procs[i]);
+        if (!i || procs[i]->pid != procs[i - 1]->pid) { /* a pid's images: one track, named once */
+            names(&c, procs[i]->pid);
+            last = 0;
+        }
+        heap_counter(&c, procs[i], &last);
     }
     memory_counters(&c);
     instants(&c);

@@ -11,7 +11,11 @@
 static int by_pid(const void *x, const void *y)
 {
     const an_proc *a = *(an_proc *const *)x, *b = *(an_proc *const *)y;
-    return (a->pid > b->pid) - (a->pid < b->pid);
+    /* a pid's images in their order: qsort need not be stable (glibc's is
+     * not from 2.37), and the reports tell them apart by it */
+    if (a->pid != b->pid)
+        return (a->pid > b->pid) - (a->pid < b->pid);
+    return (a->gen > b->gen) - (a->gen < b->gen);
 }
 
 an_proc *const *an_procs(const ltr_analysis *a, size_t *n)

@@ -280,6 +280,32 @@ static void test_exec_is_another_image(void **state)
     }
 }
 
+/* An exec'd process in Chrome's format: its images share the pid's one
+ * counter track, in time order, named once. Each image's points went out
+ * with a last one at the window's end, and the next image's went back in
+ * time after it (heap-target exec: 0.9, 1.1, [end], 0.9, ... ms); the
+ * report's timeline drew the line back and forth. */
+static void test_exec_one_chrome_track(void **state)
+{
+    (void)state;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' exec", tu_test_bin("heap-target"));
+    record("execc.ltr", "--force", cmd);
+    tu_result r = tu_run("'%s' export execc.ltr --format chrome -o execc.json --force 2>/dev/null && python3 -c \""
+                         "import json\n"
+                         "ev = json.load(open('execc.json'))['traceEvents']\n"
+                         "for pid in {e['pid'] for e in ev if e['ph'] == 'C'}:\n"
+                         "    ts = [e['ts'] for e in ev if e['pid'] == pid and e['ph'] == 'C']\n"
+                         "    names = [e for e in ev if e['pid'] == pid and e['name'] == 'process_name']\n"
+                         "    print(pid, len(ts), 'ordered' if ts == sorted(ts) else 'back in time', len(names), 'names')\n"
+                         "\"", tu_ltr());
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    if (!strstr(r.out, " ordered 1 names") || strstr(r.out, "back in time") || strstr(r.out, " 2 names"))
+        fail_msg("the exec'd process's track:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* The "replaced_by_exec" of the entry of pid's n-th process running program
  * (a path's end), as text ("true", "false"), or NULL if there is none. */
 static const char *replaced_of(const char *json, long long pid, const char *program, int n)
@@ -873,6 +899,7 @@ int main(void)
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),
         cmocka_unit_test(test_pid_used_again_is_no_exec),
+        cmocka_unit_test(test_exec_one_chrome_track),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_far_behind_analyzed_again),
         cmocka_unit_test(test_pprof_with_go),
