@@ -297,3 +297,30 @@ void tu_write_file(const char *dir, const char *name, const char *text)
         abort();
     }
 }
+
+long long tu_pid_again(const char *fmt, ...)
+{
+    char cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    tu_result r = tu_run("%s", cmd);
+    if (r.status == 77) {
+        printf("skipped: no pid namespace of our own here\n");
+        tu_free(&r);
+        return 0;
+    }
+    if (r.status != 0) {
+        fprintf(stderr, "status %d: %s%s", r.status, r.out, r.err);
+        tu_free(&r);
+        return -1;
+    }
+    long long a = tu_field(r.out, "A"), b = tu_field(r.out, "B");
+    tu_free(&r);
+    if (a != b || a <= 0) {
+        printf("skipped: the namespace gave pid %lld, not %lld again\n", b, a);
+        return 0;
+    }
+    return a;
+}

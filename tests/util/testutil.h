@@ -48,6 +48,12 @@ const char *tu_test_bin(const char *name);
 const char *tu_demo_dir(void);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
 long long tu_field(const char *text, const char *key);
+/* Runs a shell command (printf-style) that runs two processes in a pid namespace of
+ * its own, the second given the first's pid again (ns_last_pid), and
+ * prints "A=pid B=pid"; it exits 77 where no namespace can be had. The pid
+ * both had; 0 when that cannot be here (said why: skip the test); -1 on
+ * another failing status (its output printed). */
+long long tu_pid_again(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The number `ltr status --instance INSTANCE` prints after key ("recorder
  * pid ", "processes attached: "), or 0 when it prints none. */
 long tu_session_pid(const char *instance, const char *key);
