@@ -166,11 +166,13 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
      * processes of a shell loop made a page of 523 MB that Chromium never drew */
     size_t limit = a->page_frames ? AN_PAGE_STACKS : SIZE_MAX;
     for (size_t i = 0; i < n && shown < limit; i++) {
-        an_index_count *c = top ? an_hmap_put(&seen, e[i].proc->pid, NULL) : NULL; /* top per process, as in text */
+        /* top per process (each image of an exec'd one too), as in text */
+        an_index_count *c = top ? an_hmap_put(&seen, (uint64_t)e[i].proc->gen << 32 | e[i].proc->pid, NULL) : NULL;
         if (top && (!c || c->n++ >= top))
             continue;
-        fprintf(out, "%s{\"pid\":%u,\"stack_id\":%u,", shown++ ? "," : "", e[i].proc->pid,
-                e[i].stack->stack_id);
+        /* image: which of the pid's (an exec'd process's images number their stacks each from 1) */
+        fprintf(out, "%s{\"pid\":%u,\"image\":%u,\"stack_id\":%u,", shown++ ? "," : "", e[i].proc->pid,
+                e[i].proc->gen, e[i].stack->stack_id);
         if (rank == AN_RANK_OUTSTANDING) {
             /* how steadily its AIFO bytes came (rank.c), and their growth per minute of the window */
             double spread = e[i].type == AN_AIFO ? an_held_spread(a, e[i].stack) : 0;
@@ -234,7 +236,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
     jsummary(a, out, n);
     fputs(",\"processes\":[", out);
     for (size_t i = 0; i < n; i++) {
-        fprintf(out, "%s{\"pid\":%u,\"exe\":", i ? "," : "", procs[i]->pid);
+        fprintf(out, "%s{\"pid\":%u,\"image\":%u,\"exe\":", i ? "," : "", procs[i]->pid, procs[i]->gen);
         jstr(out, an_proc_exe(a, procs[i]));
         fputc(',', out);
         jfigures(a, out, procs[i]);

@@ -267,8 +267,11 @@ static void test_exec_is_another_image(void **state)
         if (num_after(sum, "processes") != 2 || peak < 3500 || peak >= 3400 + 3500)
             fail_msg("%s: wanted two images, the peak one block:\n%s", modes[i], json);
         const char *old = entry_of(json, "stacks", "mode_exec", "AIFO");
-        if (!old || num_after(old, "bytes") != 3400)
+        if (!old || num_after(old, "bytes") != 3400 || num_after(old, "image") != 0)
             fail_msg("%s: the old image's block is not under mode_exec:\n%s", modes[i], json);
+        const char *now = entry_of(json, "stacks", "main", "AIFO");
+        if (!now || num_after(now, "bytes") != 3500 || num_after(now, "image") != 1)
+            fail_msg("%s: the new image's block is not its main's:\n%s", modes[i], json);
         const char *replaced = strstr(json, "\"replaced_by_exec\":true");
         assert_non_null(replaced);
         assert_non_null(strstr(json, "\"replaced_by_exec\":false"));
@@ -277,6 +280,14 @@ static void test_exec_is_another_image(void **state)
         char *text = analyze("exec.ltr", "", 0);
         assert_non_null(strstr(text, "(never freed: an exec replaced it at "));
         free(text);
+        /* --top per process is per image: one stack of each (a review: one between both) */
+        json = analyze("exec.ltr", "--format json --top 1", 0);
+        const char *list = strstr(json, "\"stacks\":["), *end = list ? strstr(list, "\"most_calls\"") : NULL;
+        int entries = 0;
+        for (const char *p = list; p && end && (p = strstr(p + 1, "{\"pid\":")) && p < end;)
+            entries++;
+        assert_int_equal(entries, 2);
+        free(json);
     }
 }
 
@@ -311,9 +322,11 @@ static void test_exec_one_chrome_track(void **state)
 static const char *replaced_of(const char *json, long long pid, const char *program, int n)
 {
     char pat[64];
-    snprintf(pat, sizeof pat, "{\"pid\":%lld,\"exe\":\"", pid);
+    snprintf(pat, sizeof pat, "{\"pid\":%lld,\"image\":", pid);
     for (const char *p = strstr(json, "\"processes\":["); p && (p = strstr(p + 1, pat));) {
-        const char *exe = p + strlen(pat), *q = strchr(exe, '"');
+        const char *exe = strstr(p, "\"exe\":\"");
+        exe = exe ? exe + strlen("\"exe\":\"") : NULL;
+        const char *q = exe ? strchr(exe, '"') : NULL;
         size_t len = strlen(program);
         if (!q || (size_t)(q - exe) < len || strncmp(q - len, program, len) || n--)
             continue;
