@@ -10,6 +10,7 @@
 #include "base/units.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,13 +249,17 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     an_proc **shown = malloc((n ? n : 1) * sizeof *shown);
     if (!shown)
         return -ENOMEM;
-    size_t listed = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!an_ended_before(a, procs[i]))
+    size_t listed = 0, later = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* nor those whose first heap event came after the window: all zeros (a review) */
+        bool after = a->to_set && procs[i]->first_ts > a->win_end;
+        later += after;
+        if (!an_ended_before(a, procs[i]) && !after)
             shown[listed++] = procs[i];
-    if (ended.before) {
-        snprintf(line, sizeof line, "%zu process(es) ended before the window began: not listed (--format json "
-                 "or csv lists them)", ended.before);
+    }
+    if (ended.before || later) {
+        snprintf(line, sizeof line, "%zu process(es) ended before the window began, %zu began after it ended: not "
+                 "listed (--format json or csv lists them)", ended.before, later);
         an_fit_text(out, line, a->width);
     }
     size_t nshown = listed;

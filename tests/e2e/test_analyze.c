@@ -213,7 +213,7 @@ static void test_ended_processes_leave_the_peak(void **state)
     char from[64];
     snprintf(from, sizeof from, "--from %.6f --processes 0", first_end + 0.0001);
     char *text = analyze("ended.ltr", from, 0);
-    if (!strstr(text, "1 process(es) ended before the window began: not listed") ||
+    if (!strstr(text, "1 process(es) ended before the window began, 0 began after it ended: not listed") ||
         !strstr(text, "is what 4 process(es) never freed before they ended")) /* the first too: AOFO */
         fail_msg("a window after the first holder's end:\n%s", text);
     int listed = 0;
@@ -221,6 +221,23 @@ static void test_ended_processes_leave_the_peak(void **state)
         listed++;
     assert_int_equal(listed, 3); /* two holders and the shell */
     assert_non_null(strstr(text, "(never freed: it ended at "));
+    free(text);
+    /* a window that ends when the first holder did: the last one (at least) began after it, with nothing
+     * in the window, and is not listed either */
+    snprintf(from, sizeof from, "--to %.6f --processes 0", first_end);
+    text = analyze("ended.ltr", from, 0);
+    const char *said = strstr(text, " began after it ended: not listed");
+    long later = 0;
+    if (said) {
+        while (said > text && said[-1] >= '0' && said[-1] <= '9')
+            said--;
+        later = strtol(said, NULL, 10);
+    }
+    listed = 0;
+    for (const char *p = text; (p = strstr(p, "\nprocess ")); p++)
+        listed++;
+    if (later < 1 || listed + later != 4)
+        fail_msg("a window ending with the first holder: %ld began after, %d listed:\n%s", later, listed, text);
     free(text);
     /* the text report past --processes: those with the highest peak (the
      * three holders of 8 MB, not the shell), and the way to the rest */
