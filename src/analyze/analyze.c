@@ -635,6 +635,19 @@ bool an_proc_replaced_by_exec(const ltr_analysis *a, const an_proc *p)
     return im && !im->reused;
 }
 
+const ltr_thread *an_proc_thread_next(const ltr_analysis *a, const an_proc *p, size_t *pos)
+{
+    bool replaced = p->image != 0;
+    size_t n = replaced ? ltr_trace_image_thread_count(a->trace) : ltr_trace_thread_count(a->trace);
+    while (*pos < n) {
+        const ltr_thread *t = replaced ? ltr_trace_image_thread_at(a->trace, (*pos)++)
+                                       : ltr_trace_thread_at(a->trace, (*pos)++);
+        if (t->pid == (replaced ? p->image_key : p->pid))
+            return t;
+    }
+    return NULL;
+}
+
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p)
 {
     const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;

@@ -260,6 +260,9 @@ const char *an_proc_exe(const ltr_analysis *a, const an_proc *p);
 /* Whether p is an image an exec replaced; not a process that ended before
  * its pid was used again (an image of the trace's all the same). */
 bool an_proc_replaced_by_exec(const ltr_analysis *a, const an_proc *p);
+/* A process's threads, as the trace names them (a replaced image's as they
+ * were named then): the next from *pos (0 to begin), or NULL. */
+const ltr_thread *an_proc_thread_next(const ltr_analysis *a, const an_proc *p, size_t *pos);
 /* The program of a stack's image (an_stack.key). */
 const char *an_stack_exe(const ltr_analysis *a, const an_stack *s);
 const char *an_proc_exe_shown(const ltr_analysis *a, const an_proc *p, char *buf, size_t size);

@@ -213,14 +213,12 @@ static void jnosyms(const ltr_analysis *a, FILE *out)
 
 /* ,"threads":[{"tid":1234,"name":"main"},...]: the process's threads as
  * the trace names them (the text report's "threads:" line). */
-static void jthreads(ltr_analysis *a, FILE *out, uint32_t pid)
+static void jthreads(ltr_analysis *a, FILE *out, const an_proc *p)
 {
     fputs(",\"threads\":[", out);
     unsigned n = 0;
-    for (size_t i = 0, nt = ltr_trace_thread_count(a->trace); i < nt; i++) {
-        const ltr_thread *t = ltr_trace_thread_at(a->trace, i);
-        if (t->pid != pid)
-            continue;
+    size_t pos = 0;
+    for (const ltr_thread *t; (t = an_proc_thread_next(a, p, &pos));) {
         fprintf(out, "%s{\"tid\":%u,\"name\":", n++ ? "," : "", t->tid);
         jstr(out, t->name ? t->name : "");
         fputc('}', out);
@@ -248,7 +246,7 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top)
         fprintf(out, ",\"replaced_by_exec\":%s", an_proc_replaced_by_exec(a, procs[i]) ? "true" : "false");
         fputc(',', out);
         jhistogram(out, procs[i]);
-        jthreads(a, out, procs[i]->pid);
+        jthreads(a, out, procs[i]);
         fputc('}', out);
     }
     fputc(']', out);

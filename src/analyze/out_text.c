@@ -177,11 +177,10 @@ static void print_threads(ltr_analysis *a, FILE *out, const an_proc *p)
         return;
     fputs("  threads:", m);
     unsigned n = 0;
-    for (size_t i = 0, nt = ltr_trace_thread_count(a->trace); i < nt; i++) {
-        const ltr_thread *t = ltr_trace_thread_at(a->trace, i);
-        if (t->pid == p->pid && n++ < THREADS_SHOWN)
+    size_t pos = 0;
+    for (const ltr_thread *t; (t = an_proc_thread_next(a, p, &pos));)
+        if (n++ < THREADS_SHOWN)
             fprintf(m, "%s %s (%u)", n > 1 ? "," : "", t->name && *t->name ? t->name : "?", t->tid);
-    }
     if (n > THREADS_SHOWN)
         fprintf(m, ", and %u more (--format json lists them)", n - THREADS_SHOWN);
     if (fclose(m) == 0 && n) {

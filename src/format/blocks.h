@@ -162,6 +162,11 @@ typedef struct ltr_process_image {
 /* The images replaced so far, in file order. */
 size_t ltr_trace_image_count(const ltr_trace *t);
 const ltr_process_image *ltr_trace_image_at(const ltr_trace *t, size_t i);
+/* The threads of the images replaced, named as they were then (a THREAD
+ * record of the new image replaces the name of its tid): pid is the
+ * image's key. */
+size_t ltr_trace_image_thread_count(const ltr_trace *t);
+const ltr_thread *ltr_trace_image_thread_at(const ltr_trace *t, size_t i);
 
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);

@@ -363,6 +363,17 @@ static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, 
         return;
     }
     uint32_t key = LTR_IMAGE_KEY_BASE + (uint32_t)t->nimages;
+    for (size_t i = 0; i < t->threads.n; i++) { /* named as they were: the new image names its own */
+        const ltr_thread *th = t->threads.v[i];
+        ltr_thread *was = th->pid == pid ? malloc(sizeof *was) : NULL;
+        char *name = was ? strdup(th->name ? th->name : "") : NULL;
+        if (name && ltr_ptrvec_push(&t->image_threads, was) == 0) {
+            *was = (ltr_thread){.pid = key, .tid = th->tid, .ts = th->ts, .name = name, .known = 1};
+        } else {
+            free(name);
+            free(was);
+        }
+    }
     t->images[t->nimages++] = (ltr_process_image){.pid = pid, .key = key, .ts = ts, .exe = copy, .reused = reused};
     ltr_heapmeta_new_image(t, pid, key);
 }
@@ -720,6 +731,7 @@ void ltr_meta_free(ltr_trace *t)
     free_vec(&t->layouts, free_layout_v);
     free_vec(&t->processes, free_process);
     free_vec(&t->threads, free_thread);
+    free_vec(&t->image_threads, free_thread);
     free_vec(&t->graveyard, free);
     ltr_heapmeta_free(t);
     ltr_idmap_free(&t->layout_map);
@@ -741,6 +753,11 @@ void ltr_meta_free(ltr_trace *t)
 }
 
 size_t ltr_trace_image_count(const ltr_trace *t) { return t->nimages; }
+size_t ltr_trace_image_thread_count(const ltr_trace *t) { return t->image_threads.n; }
+const ltr_thread *ltr_trace_image_thread_at(const ltr_trace *t, size_t i)
+{
+    return i < t->image_threads.n ? t->image_threads.v[i] : NULL;
+}
 const ltr_process_image *ltr_trace_image_at(const ltr_trace *t, size_t i)
 {
     return i < t->nimages ? &t->images[i] : NULL;

@@ -236,6 +236,7 @@ struct ltr_trace {
     size_t nends;
     ltr_process_image *images;   /* images replaced (meta.c, parse_process) */
     size_t nimages;
+    ltr_ptrvec image_threads;    /* their threads as named then: ltr_thread, pid = the image's key */
     int has_counters;
 
     ltr_damage *damage;

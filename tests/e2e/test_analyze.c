@@ -305,6 +305,17 @@ static void test_exec_is_another_image(void **state)
             entries++;
         assert_int_equal(entries, 2);
         free(json);
+        /* each image's threads as named then: a shell that execs the program is "sh", not
+         * the program (a review: the new image's name for both) */
+        char wrapped[4300];
+        snprintf(wrapped, sizeof wrapped, "sh -c \"exec '%s' chain\"", tu_test_bin("heap-target"));
+        record("wrapped.ltr", modes[i], wrapped);
+        json = analyze("wrapped.ltr", "--format json --top 0", 0);
+        const char *sh = strstr(json, "\"exe\":\"/usr/bin/dash\""), *sh_threads = sh ? strstr(sh, "\"threads\":[") : NULL;
+        const char *named = sh_threads ? strstr(sh_threads, "\"name\":\"sh\"") : NULL;
+        if (!named || named > strchr(sh_threads, ']'))
+            fail_msg("%s: the shell's image is not named sh:\n%s", modes[i], json);
+        free(json);
     }
 }
 
