@@ -183,12 +183,13 @@ bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation)
     return true;
 }
 
-void ltr_registry_reap(ltr_registry *r)
+void ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
+                       void *ctx)
 {
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->sessions[s];
         uint64_t inc = atomic_load(&rs->incarnation);
-        if (inc && !ltr_pid_alive((pid_t)rs->recorder_pid))
+        if (inc && !ltr_pid_alive((pid_t)rs->recorder_pid) && !(lives && lives(rs, inc, ctx)))
             ltr_registry_release(r, s, inc);
     }
 }

@@ -140,7 +140,11 @@ static inline bool ltr_reg_wants(const ltr_reg_provider *p, unsigned s, uint8_t 
 bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation);
 
 /* Clears slots whose recorder is gone (killed): their sessions and provider
- * bits. Caller holds the lock. */
-void ltr_registry_reap(ltr_registry *r);
+ * bits. Caller holds the lock. A recorder's pid is as its own pid namespace
+ * numbers it: seen from another one (a container sharing the runtime
+ * directory) a live recorder looks gone, so lives, when given, is asked
+ * too (the recorder's side: its session record still locked). */
+void ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
+                       void *ctx);
 
 #endif

@@ -277,7 +277,7 @@ int ltr_client_sessions(char names[][64], int max, ltr_error *err)
     if (!reg)
         return -err->code;
     ltr_registry_lock();
-    ltr_registry_reap(reg);
+    ltr_client_reap(reg);
     int n = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)
         if (atomic_load(&reg->sessions[s].incarnation))

@@ -155,4 +155,10 @@ ltr_collector_status ltr_session_status_total(const ltr_session_status *st);
 uint64_t ltr_collector_events_kept(const ltr_collector_status *c);
 uint64_t ltr_collector_events_emitted(const ltr_collector_status *c);
 
+/* ltr_registry_reap (registry lock held) with the recorder's side of
+ * liveness: a session whose record is still locked lives, whatever its
+ * pid says from here (leftovers.c). */
+struct ltr_registry;
+void ltr_client_reap(struct ltr_registry *reg);
+
 #endif

@@ -110,7 +110,7 @@ bool ltr_heap_traced_anywhere(void)
     ltr_guid g;
     ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
     ltr_registry_lock();
-    ltr_registry_reap(reg); /* a killed recorder's bits would say yes */
+    ltr_client_reap(reg); /* a killed recorder's bits would say yes */
     ltr_reg_provider *p = ltr_registry_provider(reg, &g, LTR_HEAP_PROVIDER);
     bool on = p && atomic_load(&p->sessions) != 0;
     ltr_registry_unlock();
@@ -127,7 +127,7 @@ int ltr_heap_sessions(char names[][LTR_SESSION_NAME_MAX_RUN], int max)
     ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
     int n = 0;
     ltr_registry_lock();
-    ltr_registry_reap(reg);
+    ltr_client_reap(reg);
     ltr_reg_provider *p = ltr_registry_provider(reg, &g, LTR_HEAP_PROVIDER);
     uint32_t bits = p ? atomic_load(&p->sessions) : 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)

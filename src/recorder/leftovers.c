@@ -79,6 +79,32 @@ void rec_record_close(recorder *r)
 
 /* ---- the command line's side -------------------------------------------- */
 
+/* Whether session rs's record is locked (its recorder lives, in whatever pid
+ * namespace: a flock is the file's, not the pid's). ctx: the runtime
+ * directory's fd. */
+static bool record_locked(const ltr_reg_session *rs, uint64_t inc, void *ctx)
+{
+    char name[LTR_SESSION_NAME_MAX + 48];
+    snprintf(name, sizeof name, "%.*s.%llu%s", (int)strnlen(rs->name, sizeof rs->name), rs->name,
+             (unsigned long long)inc, record_suffix);
+    int fd = openat(*(const int *)ctx, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+void ltr_client_reap(ltr_registry *reg)
+{
+    char dir[4096];
+    ltr_error err;
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, &err);
+    ltr_registry_reap(reg, dirfd >= 0 ? record_locked : NULL, &dirfd);
+    if (dirfd >= 0)
+        close(dirfd);
+}
+
 static bool live_session(const ltr_registry *reg, const char *name)
 {
     /* The array's own size: the shared count can have been written over. */
@@ -154,7 +180,7 @@ static int sweep(ltr_dead_session *out, int max, const char *forget_name, ltr_er
     }
     int n = 0;
     ltr_registry_lock();
-    ltr_registry_reap(reg);
+    ltr_registry_reap(reg, record_locked, &dirfd);
     for (struct dirent *de; (de = readdir(dp));) {
         char stem[256];
         size_t len;

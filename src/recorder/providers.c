@@ -17,7 +17,7 @@ int ltr_providers_list(ltr_provider_info *out, int max, ltr_error *err)
     if (!reg)
         return -err->code;
     ltr_registry_lock();
-    ltr_registry_reap(reg); /* a killed recorder's session enables nothing */
+    ltr_client_reap(reg); /* a killed recorder's session enables nothing */
     int n = 0;
     for (unsigned i = 0; i < LTR_MAX_PROVIDERS && n < max; i++) {
         const ltr_reg_provider *p = &reg->providers[i];

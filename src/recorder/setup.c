@@ -4,6 +4,7 @@
  * (file mode) the trace file with its header.
  */
 #include "recorder/internal.h"
+#include "recorder/client.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -277,7 +278,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
     if (rc)
         return rc;
     ltr_registry_lock();
-    ltr_registry_reap(r->reg);
+    ltr_client_reap(r->reg);
     rc = claim_slot(r, err);
     if (!rc) {
         r->incarnation = atomic_fetch_add(&r->reg->next_incarnation, 1);

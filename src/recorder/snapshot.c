@@ -9,6 +9,7 @@
 #include "base/heap_events.h"
 #include "prim/prim.h"
 #include "recorder/heaprun.h"
+#include "recorder/client.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -199,7 +200,7 @@ bool ltr_snapshot_session_running(void)
     ltr_guid g;
     ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &g);
     ltr_registry_lock();
-    ltr_registry_reap(r); /* a killed recorder's bits would say yes */
+    ltr_client_reap(r); /* a killed recorder's bits would say yes */
     const ltr_reg_provider *p = ltr_registry_find_provider(r, &g);
     bool on = p && atomic_load(&p->sessions) != 0;
     ltr_registry_unlock();

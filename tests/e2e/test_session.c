@@ -363,6 +363,32 @@ static void test_loss_rows_past_the_slots(void **state)
     tu_free(&r);
 }
 
+/* A recorder seen from another pid namespace that shares the runtime
+ * directory (a container): its pid is no process there, and `ltr status`
+ * run there took the session for one whose recorder was killed, cleared its
+ * registry slot and removed its socket (a review: the session went missing
+ * while its recorder ran). Its record, locked while the recorder lives,
+ * says it lives, whatever the pid says. */
+static void test_session_seen_from_another_pid_namespace(void **state)
+{
+    (void)state;
+    tu_expect_ok(tu_run("%s start --instance ns --provider Test.Producer", LTR));
+    tu_result r = tu_run("command -v unshare >/dev/null || exit 77; "
+                         "unshare --pid --fork --mount-proc %s status >/dev/null 2>&1 || exit 77", LTR);
+    int status = r.status;
+    tu_free(&r);
+    if (status == 77) {
+        tu_expect_ok(tu_run("%s cancel --instance ns", LTR));
+        printf("skipped: no pid namespace of our own here\n");
+        skip();
+    }
+    tu_result st = tu_run("%s status --instance ns", LTR);
+    if (st.status != 0 || !strstr(st.out, "session 'ns'"))
+        fail_msg("the session went missing: %d %s%s", st.status, st.out, st.err);
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s cancel --instance ns", LTR));
+}
+
 /* Too large for a buffer, or over 64 KiB: refused and counted, never split. */
 static void test_oversized_events_are_counted(void **state)
 {
@@ -722,6 +748,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stopped_recorder_answers_fast, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_recorder_held_by_debugger, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_slow_client_holds_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_session_seen_from_another_pid_namespace, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,13 @@ static void test_second_end_leaves_the_next_session(void **state)
     ltr_registry_unlock();
 }
 
+static bool lives_if_53(const ltr_reg_session *rs, uint64_t inc, void *ctx)
+{
+    (void)rs;
+    (void)ctx;
+    return inc == 53;
+}
+
 /* A slot whose recorder is gone is reaped; a live one is kept. */
 static void test_reap_frees_only_the_dead(void **state)
 {
@@ -83,7 +90,14 @@ static void test_reap_frees_only_the_dead(void **state)
     int st;
     waitpid(child, &st, 0);
     reg->sessions[6].recorder_pid = (uint32_t)child; /* gone now */
-    ltr_registry_reap(reg);
+    /* one whose pid is gone from here but which the recorder's side says
+     * lives (its record locked: a recorder in another pid namespace) stays */
+    publish(reg, 7, 53, heap);
+    reg->sessions[7].recorder_pid = (uint32_t)child;
+    ltr_registry_reap(reg, lives_if_53, NULL);
+    assert_int_equal(atomic_load(&reg->sessions[7].incarnation), 53);
+    assert_true(atomic_load(&heap->sessions) & (1u << 7));
+    assert_true(ltr_registry_release(reg, 7, 53));
     assert_int_equal(atomic_load(&reg->sessions[5].incarnation), 51);
     assert_true(atomic_load(&heap->sessions) & (1u << 5));
     assert_int_equal(atomic_load(&reg->sessions[6].incarnation), 0);
