@@ -48,7 +48,7 @@ static void row(ltr_analysis *a, FILE *out, const an_proc *p, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     size_t n = an_frames(a, s, f, AN_MAX_FRAMES);
-    fprintf(out, "%u,", p->pid);
+    fprintf(out, "%u,%u,", p->pid, p->gen); /* image: an exec'd process's images number their stacks each from 1 */
     cell(out, an_proc_exe(a, p));
     fprintf(out, ",%u", s->stack_id);
     for (int t = 0; t < AN_NTYPES; t++)
@@ -104,7 +104,7 @@ static void rows(ltr_analysis *a, FILE *out, const an_proc *p, unsigned top)
 
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top)
 {
-    fputs("pid,exe,stack_id,aifi_count,aifi_bytes,aifo_count,aifo_bytes,aofi_count,aofi_bytes,"
+    fputs("pid,image,exe,stack_id,aifi_count,aifi_bytes,aifo_count,aifo_bytes,aofi_count,aofi_bytes,"
           "aofo_count,aofo_bytes,calls,call_bytes,temporary,function,file,line,module,frames\n",
           out);
     size_t n;

@@ -305,6 +305,19 @@ static void test_exec_is_another_image(void **state)
             entries++;
         assert_int_equal(entries, 2);
         free(json);
+        /* CSV too: a row of each image, told apart by its image column */
+        tu_expect_ok(tu_run("'%s' export exec.ltr --format csv -o exec.csv --force", tu_ltr()));
+        char *csv = tu_read_file("exec.csv");
+        assert_non_null(csv);
+        assert_memory_equal(csv, "pid,image,exe,stack_id,", strlen("pid,image,exe,stack_id,"));
+        int images = 0; /* bit g: a row of image g */
+        for (const char *l = strchr(csv, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+            const char *comma = strchr(l + 1, ',');
+            if (comma && (comma[1] == '0' || comma[1] == '1') && comma[2] == ',')
+                images |= 1 << (comma[1] - '0');
+        }
+        free(csv);
+        assert_int_equal(images, 3);
         /* each image's threads as named then: a shell that execs the program is "sh", not
          * the program (a review: the new image's name for both) */
         char wrapped[4300];
