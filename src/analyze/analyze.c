@@ -607,19 +607,35 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid)
 void an_images_resolve(ltr_analysis *a)
 {
     size_t n = ltr_trace_image_count(a->trace);
-    for (size_t i = 0; n && i < a->model.nprocs; i++) {
+    if (!n)
+        return;
+    /* (gen << 32 | pid) -> 1 + the record that replaced that image: one pass
+     * over the records, one look a process (8 202 processes beside thousands
+     * of images were a scan of every record for each) */
+    an_hmap count, which;
+    an_hmap_init(&count, sizeof(an_index_gen));
+    an_hmap_init(&which, sizeof(an_index_gen));
+    for (size_t k = 0; k < n; k++) {
+        const ltr_process_image *im = ltr_trace_image_at(a->trace, k);
+        an_index_gen *c = an_hmap_put(&count, im->pid, NULL);
+        an_index_gen *w = c ? an_hmap_put(&which, (uint64_t)c->gen << 32 | im->pid, NULL) : NULL;
+        if (w && !w->gen)
+            w->gen = (uint32_t)k + 1;
+        if (c)
+            c->gen++;
+    }
+    for (size_t i = 0; i < a->model.nprocs; i++) {
         an_proc *p = a->model.procs[i];
-        uint32_t seen = 0; /* the pid's images before this record */
-        for (size_t k = 0; k < n && !p->image; k++) {
-            const ltr_process_image *im = ltr_trace_image_at(a->trace, k);
-            if (im->pid == p->pid && seen++ == p->gen) { /* the record that replaced p's image */
-                p->image = (uint32_t)k + 1;
-                p->image_key = im->key;
-            }
-        }
-        for (size_t j = 0; p->image && j < p->nstacks; j++)
+        const an_index_gen *w = an_hmap_get(&which, (uint64_t)p->gen << 32 | p->pid);
+        if (!w)
+            continue; /* the pid's last image */
+        p->image = w->gen;
+        p->image_key = ltr_trace_image_at(a->trace, w->gen - 1)->key;
+        for (size_t j = 0; j < p->nstacks; j++)
             p->stacks[j].key = p->image_key;
     }
+    an_hmap_free(&count);
+    an_hmap_free(&which);
 }
 
 const char *an_stack_exe(const ltr_analysis *a, const an_stack *s)
