@@ -148,6 +148,13 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
     fputc('\n', out);
     if (p->peak_set)
         fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
+    /* a program that frees what it grew before it exits (node's buffers) has
+     * none of it outstanding at the end: its growth was in no list (a review) */
+    if (p->peak_set && p->peak_bytes > 2 * ob && p->peak_bytes - ob >= (1u << 20)) {
+        snprintf(line, sizeof line, "  most of its peak was freed by the window's end: --to %.6f --pid %u lists "
+                 "the stacks that held it then", an_seconds(a, p->peak_ts), p->pid);
+        an_fit_line(out, line, a->width);
+    }
     snprintf(line, sizeof line, "  allocations: %llu (%s), frees: %llu, frees of unseen allocations: %llu",
              (unsigned long long)p->allocs, ltr_size_format(p->alloc_bytes, b2, sizeof b2), (unsigned long long)p->frees,
              (unsigned long long)p->unseen_frees);

@@ -260,6 +260,31 @@ static void test_ended_processes_leave_the_peak(void **state)
     free(text);
 }
 
+/* A program that frees what it grew before it exits has none of it
+ * outstanding at the end, so its growth was in none of the report's lists
+ * (a review: node's 112 MiB of buffers, freed at exit). The report says
+ * where its peak was, and that window lists what held it. */
+static void test_peak_freed_before_the_end(void **state)
+{
+    (void)state;
+    record("freed.ltr", "--force", "perl -e 'my @a; push @a, q(x) x 100000 for 1..100; @a = ();'");
+    char *text = analyze("freed.ltr", "", 0);
+    const char *hint = strstr(text, "most of its peak was freed by the window's end: --to ");
+    if (!hint)
+        fail_msg("no hint of the peak's window:\n%s", text);
+    char opts[128];
+    double to = strtod(hint + strlen("most of its peak was freed by the window's end: --to "), NULL);
+    const char *pid = strstr(hint, "--pid ");
+    assert_non_null(pid);
+    snprintf(opts, sizeof opts, "--to %.6f --pid %ld --format json", to, strtol(pid + 6, NULL, 10));
+    free(text);
+    char *json = analyze("freed.ltr", opts, 0);
+    long long held = num_after(strstr(json, "\"summary\""), "outstanding_bytes");
+    if (held < 9 * 1000 * 1000)
+        fail_msg("%lld bytes held at the peak's time, wanted the 10 MB:\n%s", held, json);
+    free(json);
+}
+
 /* An exec replaces a process's image: the new one numbers its stacks from
  * 1 again, and the old one's memory goes with it. heap-target's exec mode
  * allocates 3 400 bytes (in mode_exec), execs itself and allocates 3 500
@@ -942,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),
+        cmocka_unit_test(test_peak_freed_before_the_end),
         cmocka_unit_test(test_pid_used_again_is_no_exec),
         cmocka_unit_test(test_exec_one_chrome_track),
         cmocka_unit_test(test_peak_in_time_order),
