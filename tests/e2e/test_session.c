@@ -180,6 +180,14 @@ static void test_metadata_region_goes_round(void **state)
     assert_true(t.provider_events > 200 * 100);
 }
 
+/* Asserts that out holds want; says what it holds when it does not. */
+static void expect_in(const char *out, const char *want)
+{
+    if (!strstr(out, want))
+        fprintf(stderr, "no '%s' in:\n%s", want, out);
+    assert_non_null(strstr(out, want));
+}
+
 /* Metadata that does not fit in the region is told: 1000 records of 1 KiB
  * appended at once into 64 KiB (LTR_META_KB), faster than the recorder
  * reads, mostly refused; the trace's counters hold how many (metadata_lost)
@@ -200,17 +208,13 @@ static void test_metadata_lost_is_told(void **state)
     tu_result st = tu_run("%s status --instance mlost", LTR);
     char said[64];
     snprintf(said, sizeof said, "metadata records lost: %lld (", lost);
-    if (!strstr(st.out, said))
-        fprintf(stderr, "no '%s' in:\n%s", said, st.out);
-    assert_non_null(strstr(st.out, said));
+    expect_in(st.out, said);
     tu_free(&st);
     tu_expect_ok(tu_run("%s stop --instance mlost %s/ml.ltr", LTR, dir));
     tu_result r = tu_run("%s info --json %s/ml.ltr", LTR, dir);
     char want[64];
     snprintf(want, sizeof want, "\"metadata_lost\":%lld", lost);
-    if (!strstr(r.out, want))
-        fprintf(stderr, "no %s in:\n%s", want, r.out);
-    assert_non_null(strstr(r.out, want));
+    expect_in(r.out, want);
     tu_free(&r);
     r = tu_run("%s info %s/ml.ltr", LTR, dir);
     snprintf(want, sizeof want, "metadata records lost: %lld", lost);
