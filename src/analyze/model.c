@@ -121,7 +121,7 @@ static an_proc *proc_new(uint32_t pid)
     if (!p)
         return NULL;
     p->pid = pid;
-    an_hmap_init(&p->live, sizeof(an_live));
+    an_hmap_init_addresses(&p->live, sizeof(an_live));
     an_hmap_init(&p->pending, sizeof(an_pending));
     an_hmap_init(&p->displaced, sizeof(an_displaced));
     an_hmap_init(&p->threads, sizeof(an_thread));

@@ -58,6 +58,12 @@ void an_hmap_init(an_hmap *m, size_t entry_size)
     m->esize = entry_size;
 }
 
+void an_hmap_init_addresses(an_hmap *m, size_t entry_size)
+{
+    an_hmap_init(m, entry_size);
+    m->near = 1;
+}
+
 void an_hmap_free(an_hmap *m)
 {
     slots_free(m->slots, m->cap * m->esize);
@@ -89,7 +95,7 @@ static int grow(an_hmap *m)
         const uint8_t *e = m->slots + i * m->esize;
         uint64_t key = an_hmap_key(e);
         if (key) {
-            size_t j = (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
+            size_t j = an_hmap_home_in(key, m->near, shift);
             while (an_hmap_key(slots + j * m->esize))
                 j = (j + 1) & (cap - 1);
             memcpy(slots + j * m->esize, e, m->esize);

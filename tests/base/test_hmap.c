@@ -7,6 +7,9 @@
  * a copy into a fresh map was quadratic. And its growth: every entry is
  * found after it, and a mapped table's growth holds no more memory at its
  * peak than the new table (the analysis's table of live blocks on a leak).
+ * And the map keyed by addresses (an_hmap_init_addresses): a page's blocks
+ * get consecutive home slots, and every entry is found through growth and
+ * removals, where whole pages of 32-byte blocks make the longest runs.
  */
 #include "base/hmap.h"
 
@@ -198,12 +201,57 @@ static void test_growth_keeps_all_and_releases_behind(void **state)
     an_hmap_free(&m);
 }
 
+/* A heap's blocks: pages of 32-byte blocks side by side (the densest glibc
+ * cuts), then pages of 112-byte ones, in a region far away whose pages
+ * alias the first's by their low bits. */
+static uint64_t heap_block(uint64_t i)
+{
+    if (i < 40000)
+        return 0x555500000000ull + i * 32;
+    return 0x7f0000000000ull + (i - 40000) * 112;
+}
+
+static void test_addresses_near_and_found(void **state)
+{
+    (void)state;
+    an_hmap m;
+    an_hmap_init_addresses(&m, sizeof(entry));
+    const uint64_t n = 120000;
+    for (uint64_t i = 0; i < n; i++) {
+        entry *e = an_hmap_put(&m, heap_block(i), NULL);
+        assert_non_null(e);
+        e->value = i;
+    }
+    /* a page's granules are consecutive homes; the next page starts elsewhere */
+    uint64_t page = 0x555500001000ull;
+    size_t h = an_hmap_home(&m, page);
+    for (uint64_t g = 1; g < 256; g++)
+        assert_int_equal(an_hmap_home(&m, page + g * 16), (h + g) & (m.cap - 1));
+    assert_int_not_equal(an_hmap_home(&m, page + 4096), (h + 256) & (m.cap - 1));
+    size_t longest = longest_probe(&m);
+    if (longest > 512)
+        fail_msg("a run of %zu slots", longest);
+    for (uint64_t i = 0; i < n; i += 3) /* every third block freed: backward shifts across pages */
+        assert_true(an_hmap_del(&m, heap_block(i)));
+    for (uint64_t i = 0; i < n; i++) {
+        const entry *e = an_hmap_get(&m, heap_block(i));
+        if (i % 3 == 0 ? e != NULL : !e || e->value != i)
+            fail_msg("block %llu %s", (unsigned long long)i, i % 3 == 0 ? "still there" : "lost");
+    }
+    size_t pos = 0, found = 0;
+    while (an_hmap_next(&m, &pos))
+        found++;
+    assert_int_equal(found, n - (n + 2) / 3);
+    an_hmap_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keep_exactly_those_kept),
         cmocka_unit_test(test_keep_leaves_short_probes),
         cmocka_unit_test(test_growth_keeps_all_and_releases_behind),
+        cmocka_unit_test(test_addresses_near_and_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
