@@ -19,8 +19,11 @@
 
 typedef struct an_sink an_sink;
 
-/* A sink feeding m, which it owns until an_sink_close. threaded: the model
- * runs on a thread of its own (direct when the thread cannot start).
+#define AN_SINK_THREAD_LATER 2
+
+/* A sink feeding m, which it owns until an_sink_close. threaded 1: the model
+ * runs on a thread of its own (direct when the thread cannot start);
+ * AN_SINK_THREAD_LATER: so once enough events came to pay for it.
  * in_order: threads are merged by time, at most hold events waiting (0: the
  * default); else the model takes them as committed. NULL when memory runs out. */
 an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold);
