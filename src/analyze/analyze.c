@@ -263,7 +263,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
 /* The model gets a thread of its own on traces large enough for it to pay
  * (those the reader reads ahead), or once enough events came (sink.c);
  * LTR_ANALYZE_THREAD=0 or 1 overrides. */
-static int wants_model_thread(uint64_t file_size)
+static uint64_t wants_model_thread(uint64_t file_size)
 {
     const char *e = getenv("LTR_ANALYZE_THREAD");
     if (e && *e)

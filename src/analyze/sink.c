@@ -26,12 +26,11 @@
 #define SINK_RUNS 2048 /* threads that interleave in time make runs of a few events */
 #define SINK_BATCHES 8
 /* AN_SINK_THREAD_LATER: events fed directly before the model gets its
- * thread. A trace's file size does not tell its events: perl's leak of 2 M
+ * thread, by default. A trace's file size does not tell its events: perl's leak of 2 M
  * events is a file of 90 KB (the allocator model tells its addresses in a
  * few bits), which the file-size rule left without the thread, the model
  * then the main thread's 70 %; with it, the analysis took 0.101 s of wall
  * time against 0.120 (farm-bench, 11 runs). */
-#define SINK_THREAD_AFTER (1u << 18)
 
 typedef struct sink_run {
     uint32_t pid, tid;
@@ -49,8 +48,8 @@ typedef struct sink_batch {
 struct an_sink {
     an_model *model;
     int threaded;
-    int later;           /* direct until SINK_THREAD_AFTER events, then threaded */
-    uint64_t committed;  /* events committed, while later */
+    uint64_t later;      /* not 0: direct until that many events were committed, then threaded */
+    uint64_t committed;  /* events committed */
     an_order *order;     /* NULL: events go in as committed (no memory, or asked so) */
     int to_order;        /* the last room was the order stage's */
     sink_batch *batches; /* 1 direct, SINK_BATCHES threaded */
@@ -146,7 +145,7 @@ static int start_thread(an_sink *s)
 static void ordered(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n);
 static void retired(void *ctx, an_event *seg);
 
-an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold)
+an_sink *an_sink_new(an_model *m, uint64_t threaded, int in_order, size_t hold)
 {
     an_sink *s = calloc(1, sizeof *s);
     if (!s)
@@ -154,7 +153,7 @@ an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold)
     s->model = m;
     if (in_order && !(s->order = an_order_new(hold, ordered, s)))
         m->unordered = 1;
-    s->later = threaded == AN_SINK_THREAD_LATER;
+    s->later = threaded > 1 ? threaded : 0;
     if (!(threaded == 1 && start_thread(s) == 0) && !(s->batches = calloc(1, sizeof *s->batches))) {
         an_order_free(s->order);
         free(s);
@@ -296,7 +295,7 @@ static void thread_now(an_sink *s)
 
 an_event *an_sink_room(an_sink *s, uint32_t pid, uint32_t tid, size_t *room)
 {
-    if (s->later && s->committed >= SINK_THREAD_AFTER)
+    if (s->later && s->committed >= s->later)
         thread_now(s);
     an_event *e = s->order ? an_order_room(s->order, pid, tid, room) : NULL;
     if (s->order && !e) { /* out of memory: what waits goes on, the rest as it comes */

@@ -19,14 +19,16 @@
 
 typedef struct an_sink an_sink;
 
-#define AN_SINK_THREAD_LATER 2
+/* A trace's file size does not say how many events it holds: the model
+ * thread's default start, after this many (sink.c). */
+#define AN_SINK_THREAD_LATER ((uint64_t)1 << 18)
 
 /* A sink feeding m, which it owns until an_sink_close. threaded 1: the model
- * runs on a thread of its own (direct when the thread cannot start);
- * AN_SINK_THREAD_LATER: so once enough events came to pay for it.
+ * runs on a thread of its own (direct when the thread cannot start); n > 1:
+ * so once n events were committed (AN_SINK_THREAD_LATER); 0: direct.
  * in_order: threads are merged by time, at most hold events waiting (0: the
  * default); else the model takes them as committed. NULL when memory runs out. */
-an_sink *an_sink_new(an_model *m, int threaded, int in_order, size_t hold);
+an_sink *an_sink_new(an_model *m, uint64_t threaded, int in_order, size_t hold);
 /* Where to write the next events of (pid, tid): *room >= 1 of them. Valid
  * until the next commit. */
 an_event *an_sink_room(an_sink *s, uint32_t pid, uint32_t tid, size_t *room);

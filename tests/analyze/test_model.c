@@ -4,7 +4,8 @@
  * met before their allocation (another thread's block written first),
  * temporary allocations, realloc, and the live-allocation map under churn;
  * the same events through the batch paths (an_model_feed, direct and
- * threaded sinks) give the same model as one call per event, and the batch
+ * threaded sinks, and one whose thread starts midway) give the same model
+ * as one call per event, and the batch
  * loop without window tests (whole trace) the same as the one with them;
  * sizes near 2^64 keep exact totals; a stack's map of time cells (a
  * series) stays small for a stack of few cells.
@@ -239,7 +240,7 @@ static void feed_one_by_one(an_model *m, const an_event *ev, const gen_run *runs
 }
 
 /* Through a sink, each run written in pieces of whatever room it offers. */
-static void feed_through_sink_as(an_model *m, int threaded, int in_order, size_t hold, const an_event *ev,
+static void feed_through_sink_as(an_model *m, uint64_t threaded, int in_order, size_t hold, const an_event *ev,
                                  const gen_run *runs, size_t nruns)
 {
     an_sink *sk = an_sink_new(m, threaded, in_order, hold);
@@ -259,7 +260,7 @@ static void feed_through_sink_as(an_model *m, int threaded, int in_order, size_t
 }
 
 /* In file order, as committed: the batches alone. */
-static void feed_through_sink(an_model *m, int threaded, const an_event *ev, const gen_run *runs, size_t nruns)
+static void feed_through_sink(an_model *m, uint64_t threaded, const an_event *ev, const gen_run *runs, size_t nruns)
 {
     feed_through_sink_as(m, threaded, 0, 0, ev, runs, nruns);
 }
@@ -303,23 +304,28 @@ static void test_batches_same_as_single_events(void **state)
     gen_events(N, &ev, &runs, &nruns);
     uint64_t windows[2][2] = {{0, UINT64_MAX}, {200000, 900000}};
     for (int w = 0; w < 2; w++) {
-        an_model one, direct, threaded;
+        an_model one, direct, threaded, later;
         an_model_init(&one, windows[w][0], windows[w][1]);
         an_model_init(&direct, windows[w][0], windows[w][1]);
         an_model_init(&threaded, windows[w][0], windows[w][1]);
+        an_model_init(&later, windows[w][0], windows[w][1]);
         feed_one_by_one(&one, ev, runs, nruns);
         feed_through_sink(&direct, 0, ev, runs, nruns);
         feed_through_sink(&threaded, 1, ev, runs, nruns);
+        feed_through_sink(&later, 77777, ev, runs, nruns); /* the thread starts mid-batch */
         an_model_finish(&one);
         an_model_finish(&direct);
         an_model_finish(&threaded);
+        an_model_finish(&later);
         assert_true(one.procs[0]->unseen_frees > 0 && one.procs[0]->implicit_frees > 0);
         assert_true(one.procs[0]->allocs > 0 && one.procs[0]->frees > 0);
         assert_same_model(&one, &direct);
         assert_same_model(&one, &threaded);
+        assert_same_model(&one, &later);
         an_model_free(&one);
         an_model_free(&direct);
         an_model_free(&threaded);
+        an_model_free(&later);
     }
     free(ev);
     free(runs);
@@ -370,21 +376,24 @@ static void test_sink_merges_threads_by_time(void **state)
     }
     uint64_t windows[2][2] = {{0, UINT64_MAX}, {800000, 3600000}};
     for (int w = 0; w < 2; w++) {
-        an_model truth, direct, threaded, file_order, small;
-        an_model *m[5] = {&truth, &direct, &threaded, &file_order, &small};
-        for (int i = 0; i < 5; i++)
+        an_model truth, direct, threaded, file_order, small, later;
+        an_model *m[6] = {&truth, &direct, &threaded, &file_order, &small, &later};
+        for (int i = 0; i < 6; i++)
             an_model_init(m[i], windows[w][0], windows[w][1]);
         feed_one_by_one(&truth, sorted, one_each, n);
         feed_through_sink_as(&direct, 0, 1, N, ev, runs, nruns);
         feed_through_sink_as(&threaded, 1, 1, N, ev, runs, nruns);
         feed_through_sink_as(&file_order, 0, 0, 0, ev, runs, nruns);
         feed_through_sink_as(&small, 1, 1, 64, ev, runs, nruns);
-        for (int i = 0; i < 5; i++)
+        feed_through_sink_as(&later, 33333, 1, N, ev, runs, nruns); /* the thread starts with events held for the order */
+        for (int i = 0; i < 6; i++)
             an_model_finish(m[i]);
         assert_same_model(&truth, &direct);
         assert_same_model(&truth, &threaded);
+        assert_same_model(&truth, &later);
         assert_int_equal(direct.late, 0);
         assert_int_equal(threaded.late, 0);
+        assert_int_equal(later.late, 0);
         /* the test means something: file order gives another peak */
         assert_true(file_order.peak_bytes != truth.peak_bytes || file_order.peak_ts != truth.peak_ts);
         assert_true(small.late > 0);
@@ -394,7 +403,7 @@ static void test_sink_merges_threads_by_time(void **state)
             if (w == 0)
                 assert_true(p->cur_bytes == held);
         }
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 6; i++)
             an_model_free(m[i]);
     }
     free(sorted);
