@@ -2,7 +2,9 @@
  * tests/format/test_writer.c — the writer when writing fails: the size limit
  * (-EFBIG, blocks reported through the drop callback, file still valid and
  * the writer still usable), a full device, a write failing halfway through a
- * chunk (RLIMIT_FSIZE) that must be cut off again, and bad paths.
+ * chunk (RLIMIT_FSIZE) that must be cut off again, and bad paths. And
+ * events that repeat themselves: an EVENTS chunk after one that packed 16
+ * to one is searched deeper, so the same events take fewer bytes.
  */
 #include "gen.h"
 #include "format/blocks.h"
@@ -126,6 +128,49 @@ static void test_chunk_target_triggers_writes(void **state)
     assert_true(ltr_writer_size(w) > before); /* past the target: written */
     ltr_writer_close(w);
     read_back(path, 10, 0);
+    unlink(path);
+}
+
+/* The stored size of each EVENTS chunk of the file at path, in order. */
+static size_t events_chunk_sizes(const char *path, uint32_t *sizes, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t h[LTR_CHUNK_HEADER_SIZE];
+    size_t n = 0;
+    assert_int_equal(fseek(f, LTR_FILE_HEADER_SIZE, SEEK_SET), 0);
+    while (fread(h, 1, sizeof h, f) == sizeof h) {
+        uint32_t payload = ltr_get_u32(h + 8);
+        if (ltr_get_u16(h + 4) == LTR_CHUNK_EVENTS && n < max)
+            sizes[n++] = payload;
+        assert_int_equal(fseek(f, payload, SEEK_CUR), 0);
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_repeating_events_searched_deeper(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("repeats.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    for (uint64_t round = 0; round < 3; round++) { /* three chunks of the same events */
+        ltr_bytes ev = {0};
+        for (uint64_t k = 0; k < 20000; k++) /* a pattern of two, broken every 97 events */
+            gen_event(&ev, (k % 97 == 0 ? 3 * (k % 7) : 3 * (k & 1)), gen_ts(k / 50));
+        ltr_block_info info = {.pid = 100, .tid = 100, .seq = round, .event_count = 20000, .fixed_records = 1};
+        assert_int_equal(ltr_writer_block(w, &info, ev.data, ev.len, &err), 0);
+        assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+        ltr_bytes_free(&ev);
+    }
+    ltr_writer_close(w);
+    read_back(path, 60000, 0);
+    uint32_t sizes[4];
+    assert_int_equal(events_chunk_sizes(path, sizes, 4), 3);
+    if (!(sizes[1] < sizes[0] * 0.98 && sizes[2] < sizes[0] * 0.98)) /* the same events but the block's seq */
+        fail_msg("EVENTS chunks of %u, %u and %u bytes: the later ones not packed deeper", sizes[0], sizes[1],
+                 sizes[2]);
     unlink(path);
 }
 
@@ -356,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_chunk_target_triggers_writes),
         cmocka_unit_test(test_end_flushes_pending_events),
+        cmocka_unit_test(test_repeating_events_searched_deeper),
         cmocka_unit_test(test_process_end_after_pending_blocks),
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),
