@@ -223,7 +223,7 @@ static void feed_ends(ltr_analysis *a, an_sink *sk)
         const ltr_process_end *e = ltr_trace_process_end_at(a->trace, a->ends_fed);
         size_t room;
         an_event *ev = an_sink_room(sk, e->pid, AN_END_TID, &room);
-        *ev = (an_event){.ts = e->ts, .op = AN_OP_END};
+        *ev = (an_event){.ts = e->ts, .op = AN_OP_END, .size = e->exec_image};
         an_sink_commit(sk, e->pid, AN_END_TID, 1);
     }
 }
@@ -649,7 +649,7 @@ const char *an_stack_exe(const ltr_analysis *a, const an_stack *s)
 bool an_proc_replaced_by_exec(const ltr_analysis *a, const an_proc *p)
 {
     const ltr_process_image *im = p->image ? ltr_trace_image_at(a->trace, p->image - 1) : NULL;
-    return im && !im->reused;
+    return (im && !im->reused) || (p->ended && p->exec_end);
 }
 
 const ltr_thread *an_proc_thread_next(const ltr_analysis *a, const an_proc *p, size_t *pos)

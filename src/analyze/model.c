@@ -828,12 +828,21 @@ static bool end_model(an_model *m, an_proc *p, uint64_t ts)
  * each kept 7.5 M blocks in the model to the end (815 MB). Its memory left
  * with it: the outstanding bytes of all processes together (their peak) no
  * longer count it. An event of it that comes later still (late) is taken as
- * any other. */
-static void proc_end(an_model *m, uint32_t pid, uint64_t ts)
+ * any other. An exec's end (exec_image n > 0) ends image n - 1 of the pid
+ * (AN_GEN_SHIFT), not its newest: a traced exec's new image may have
+ * events stamped before it. */
+static void proc_end(an_model *m, uint32_t pid, uint64_t exec_image, uint64_t ts)
 {
-    an_proc *p = current_of(m, pid);
-    if (p)
-        end_model(m, p, ts);
+    an_proc *p = NULL;
+    if (!exec_image)
+        p = current_of(m, pid);
+    else /* an exec's end: of the image it names, whichever came since (time order) */
+        for (size_t i = 0; i < m->nprocs && !p; i++)
+            if (m->procs[i]->pid == pid &&
+                m->procs[i]->gen == (exec_image - 1 < AN_GEN_MAX ? exec_image - 1 : AN_GEN_MAX))
+                p = m->procs[i];
+    if (p && end_model(m, p, ts))
+        p->exec_end = exec_image != 0;
 }
 
 void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
@@ -843,7 +852,7 @@ void an_model_feed(an_model *m, uint32_t pid, uint32_t tid, const an_event *ev, 
         return;
     }
     if (n && ev[0].op == AN_OP_END) { /* a run of its own (AN_END_TID) */
-        proc_end(m, pid, ev[0].ts);
+        proc_end(m, pid, ev[0].size, ev[0].ts);
         return;
     }
 

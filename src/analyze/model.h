@@ -94,6 +94,7 @@ typedef struct an_proc {
     uint64_t first_ts, last_ts;    /* of its heap events */
     uint64_t end_ts;               /* when it ended (the trace's PROCESS_END), if ended */
     int ended;                     /* it ended, and no event of it came after (a pid used again) */
+    int exec_end;                  /* ended by an exec of a program that never joined the session */
     uint32_t gen;                  /* which image of the pid (AN_GEN_SHIFT) */
     /* once the trace is read: the image an exec replaced, as the trace
      * lists it (ltr_process_image: index + 1; its key); 0: the pid's last */

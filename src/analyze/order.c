@@ -37,7 +37,7 @@ typedef struct oq {
 } oq;
 
 typedef struct proc_out {
-    uint64_t key; /* pid */
+    uint64_t key; /* pid (late_key) */
     uint64_t ts;
 } proc_out;
 
@@ -300,6 +300,17 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room)
     return at(q, q->tail);
 }
 
+/* Whose time handed on a queue's events are measured against: its
+ * process's, but for a process's end (AN_END_TID), which is no event of
+ * the process's own: an exec's end (the recorder saw the old image's
+ * connection close) is stamped after the new image's first events, which
+ * come after it in the file (test_peak_in_time_order's driver: a shell's
+ * child exec'ing the program, one of its events taken as late). */
+static uint64_t late_key(const oq *q)
+{
+    return q->tid == AN_END_TID ? (uint64_t)q->pid | 1ull << 32 : q->pid;
+}
+
 /* Notes a run of n events of one process handed on (ev: contiguous, a run
  * never leaves its segment): the latest times handed on, and the events
  * later than them, counted late. An event later than its own process's
@@ -369,7 +380,8 @@ static void release(an_order *o, size_t count)
          * when it exits, came after its child's whole trace: g++'s warning
          * made a review doubt figures that were exact. */
         int created = 0;
-        proc_out *po = o->po && o->po->key == q->pid ? o->po : an_hmap_put(&o->proc_out, q->pid, &created);
+        uint64_t key = late_key(q);
+        proc_out *po = o->po && o->po->key == key ? o->po : an_hmap_put(&o->proc_out, key, &created);
         o->po = po; /* a put may move the entries: only the last one is kept */
         note_handed(o, po, created, first(q), k, q->head >= q->sorted_from);
         o->emit(o->ctx, q->pid, q->tid, first(q), k);

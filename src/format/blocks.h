@@ -138,6 +138,11 @@ void ltr_trace_set_readahead(ltr_trace *t, int mode);
 typedef struct ltr_process_end {
     uint32_t pid;
     uint64_t ts;
+    /* 0: the process's end (its last image's); n > 0: it exec'd a program
+     * that did not join the session, and image n - 1 of the pid ended (the
+     * analysis's image numbers: how many images of the pid were replaced
+     * before it, ltr_trace_image_at) */
+    uint32_t exec_image;
 } ltr_process_end;
 /* The PROCESS_END records read so far, in file order (the analysis ends a
  * process's model there: an exited process frees nothing more). */

@@ -378,6 +378,65 @@ static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, 
     ltr_heapmeta_new_image(t, pid, key);
 }
 
+/* An end of a process, in file order (feed_ends in the analysis); without
+ * memory the process is only not ended early. */
+static void add_end(ltr_trace *t, ltr_process_end e)
+{
+    ltr_process_end *v = realloc(t->ends, (t->nends + 1) * sizeof *v);
+    if (!v)
+        return;
+    t->ends = v;
+    t->ends[t->nends++] = e;
+}
+
+/* An exec's end read before the PROCESS record of the image it names: a
+ * batch's ends go before its other records when events are pending
+ * (writer.c, split_ends), and a save writes an image's records as one
+ * batch. It waits for that record (parse_process: exec_ends_due). */
+static int exec_end_waits(ltr_trace *t, ltr_process_end e, uint64_t start)
+{
+    ltr_exec_end_wait *v = realloc(t->exec_waits, (t->nexec_waits + 1) * sizeof *v);
+    if (!v)
+        return 0;
+    t->exec_waits = v;
+    t->exec_waits[t->nexec_waits++] = (ltr_exec_end_wait){e, start};
+    return 0;
+}
+
+/* Which image of pid started at start_ts: how many of its images were
+ * replaced by one that started then or before. A traced exec's PROCESS
+ * record may come before or after this end in the file (the writer puts
+ * ends after the events pending), so not simply the images so far. */
+static uint32_t image_started(const ltr_trace *t, uint32_t pid, uint64_t start_ts)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < t->nimages; i++)
+        n += t->images[i].pid == pid && t->images[i].ts <= start_ts;
+    return n;
+}
+
+/* The PROCESS record of pid that started at start came: an exec's end that
+ * waited for it is an end now; one that named an earlier start of the pid
+ * that never came, never will. */
+static void exec_ends_due(ltr_trace *t, uint32_t pid, uint64_t start)
+{
+    for (size_t i = 0; i < t->nexec_waits;) {
+        ltr_exec_end_wait *w = &t->exec_waits[i];
+        if (w->end.pid != pid || w->start > start) {
+            i++;
+            continue;
+        }
+        if (w->start == start) {
+            w->end.exec_image = image_started(t, pid, start) + 1;
+            add_end(t, w->end);
+            ltr_process_rec *p = ltr_idmap_get(&t->process_map, pid);
+            if (p)
+                p->exec_ended = 1;
+        }
+        *w = t->exec_waits[--t->nexec_waits];
+    }
+}
+
 static int parse_process(ltr_trace *t, ltr_cursor *c)
 {
     uint32_t pid = ltr_cursor_u32(c), ppid = ltr_cursor_u32(c);
@@ -398,9 +457,10 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
      * and the old image's stacks are kept apart (the new one numbers its
      * own from 1 again: read against them, the old image's events took the
      * new one's frames, and the analysis added both images' blocks up) */
-    if (ltr_heapmeta_has_nodes(t, pid))
+    if (ltr_heapmeta_has_nodes(t, pid) || p->exec_ended)
         new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start);
     p->end_ts = 0;
+    p->exec_ended = 0;
     retire(t, p->exe);
     for (uint32_t i = 0; p->argv && i < p->pub.argc; i++)
         retire(t, p->argv[i]);
@@ -409,6 +469,8 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
     p->argv = argv;
     p->pub.ppid = ppid;
     p->pub.start_ts = start;
+    if (t->nexec_waits)
+        exec_ends_due(t, pid, start);
     p->pub.exe = exe;
     p->pub.argc = argc;
     p->pub.argv = (const char *const *)argv;
@@ -484,17 +546,29 @@ static int parse_process_end(ltr_trace *t, ltr_cursor *c)
     e.ts = ltr_cursor_u64(c);
     if (c->bad)
         return -1;
+    ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
+    if (c->pos < c->len) { /* flags, and the image that ended (LTR_PROCESS_END_EXEC) */
+        uint8_t flags = ltr_cursor_u8(c);
+        uint64_t start = ltr_cursor_u64(c);
+        if (c->bad)
+            return -1;
+        if (flags & LTR_PROCESS_END_EXEC) {
+            /* after an exec's end a PROCESS record of the pid is the same
+             * process exec'ing again, not the pid used again (below) */
+            if (!p || start > p->pub.start_ts)
+                return exec_end_waits(t, e, start); /* its image's PROCESS record still to come */
+            e.exec_image = image_started(t, e.pid, start) + 1;
+            add_end(t, e);
+            p->exec_ended |= start == p->pub.start_ts;
+            return 0;
+        }
+    }
     /* a PROCESS record of the pid that starts after this end is another
      * process (the pid used again: 32 768 pids wrap in minutes beside a
      * build), not an exec of this one */
-    ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
     if (p)
         p->end_ts = e.ts ? e.ts : 1;
-    ltr_process_end *v = realloc(t->ends, (t->nends + 1) * sizeof *v);
-    if (!v)
-        return 0; /* without memory the process is only not ended early */
-    t->ends = v;
-    t->ends[t->nends++] = e;
+    add_end(t, e);
     /* no block of the process after this (a pid used again starts its
      * sequences past every count the writer used): what the reader keeps
      * for its address references goes. Not in a save (its ends were
@@ -745,6 +819,9 @@ void ltr_meta_free(ltr_trace *t)
     free(t->ends);
     t->ends = NULL;
     t->nends = 0;
+    free(t->exec_waits);
+    t->exec_waits = NULL;
+    t->nexec_waits = 0;
     for (size_t i = 0; i < t->nimages; i++)
         free(t->images[i].exe);
     free(t->images);

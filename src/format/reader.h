@@ -85,6 +85,12 @@ struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid,
 /* A record of the block could not be read: resolve and append nothing more until the next block. */
 void ltr_refseq_spoil(struct ltr_refseq *s);
 
+/* An exec's end waiting for the PROCESS record of its image (start). */
+typedef struct ltr_exec_end_wait {
+    ltr_process_end end;
+    uint64_t start;
+} ltr_exec_end_wait;
+
 typedef struct ltr_process_rec {
     ltr_process pub;
     char *exe;
@@ -94,6 +100,9 @@ typedef struct ltr_process_rec {
      * after the blocks pending (writer.c, split_ends), so an exec'd image's
      * end can come before the PROCESS record that started that image */
     uint64_t end_ts;
+    /* an exec's end named this record's image: the next PROCESS record of
+     * the pid is another image, whether or not this one had stacks */
+    int exec_ended;
 } ltr_process_rec;
 
 /* The trace's header and end key/value lists, parsed: a later entry of a key
@@ -234,6 +243,8 @@ struct ltr_trace {
     size_t nplost;
     ltr_process_end *ends;       /* PROCESS_END records, in file order */
     size_t nends;
+    ltr_exec_end_wait *exec_waits; /* exec's ends read before their image's PROCESS record (meta.c) */
+    size_t nexec_waits;
     ltr_process_image *images;   /* images replaced (meta.c, parse_process) */
     size_t nimages;
     ltr_ptrvec image_threads;    /* their threads as named then: ltr_thread, pid = the image's key */

@@ -693,13 +693,17 @@ void rec_forget_process(recorder *r, uint32_t pid)
         entry_out(r, REC_BACKLOG_GONE, &gone, NULL, 0);
 }
 
-void rec_end_process(recorder *r, pid_t pid, uint64_t ts)
+void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of)
 {
     meta_pull(r); /* what its producers wrote goes before */
     ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
     size_t rec = ltr_bytes_record_begin(out, LTR_META_PROCESS_END);
     ltr_bytes_put_u32(out, (uint32_t)pid);
     ltr_bytes_put_u64(out, ts);
+    if (exec_of) {
+        ltr_bytes_put_u8(out, LTR_PROCESS_END_EXEC);
+        ltr_bytes_put_u64(out, exec_of);
+    }
     ltr_bytes_record_end(out, rec);
     rec_prune_kept(r);
 }

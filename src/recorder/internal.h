@@ -50,6 +50,7 @@ typedef struct producer_conn {
     pid_t pid;
     uint32_t owner;
     uint32_t proc_slot;
+    uint64_t start_ts; /* its PROCESS record's */
     bool traced; /* some collector is not denied to it (a session's --pid and names) */
 } producer_conn;
 
@@ -138,6 +139,7 @@ typedef struct recorder {
         int32_t pid;    /* as it sent */
         pid_t kernel_pid;
         uint32_t proc_slot;
+        uint64_t start_ts; /* its PROCESS record's */
     } orphans[16];
     unsigned norphans;
     uint32_t next_owner, next_proc;
@@ -168,7 +170,7 @@ void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
 /* owner: the attachment's token (memory mode remembers whose PROCESS
  * record it is: saveorder.c). */
-int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot);
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot, uint64_t *start_ts);
 /* A slot of a producer that went (its process no longer maps the session):
  * its losses kept under its pid, the slot free for another. */
 void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
@@ -176,8 +178,10 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
  * behind the metadata its producers wrote: straight into what the recorder
  * writes, not through the shared region, where it drops any such record (a
  * traced program could end another's model with one). ts: when the
- * recorder saw it go. */
-void rec_end_process(recorder *r, pid_t pid, uint64_t ts);
+ * recorder saw it go. exec_of: not 0, the process lives on, an exec'd
+ * program that never joined the session, and this is the start_ts of the
+ * PROCESS record of the image that ended (LTR_PROCESS_END_EXEC). */
+void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */
 void rec_prune_kept(recorder *r);

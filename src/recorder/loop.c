@@ -208,7 +208,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->fd = fd;
     pc->pid = pid;
     pc->owner = r->next_owner++;
-    rec_add_process(r, pid, pc->owner, &pc->proc_slot);
+    rec_add_process(r, pid, pc->owner, &pc->proc_slot, &pc->start_ts);
     ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
@@ -822,12 +822,29 @@ static bool still_writes(pid_t pid, ino_t ino)
     return found;
 }
 
+static bool session_mapped_by(recorder *r, pid_t kernel_pid)
+{
+    struct stat mst;
+    return kernel_pid > 0 && fstat(r->memfd, &mst) == 0 && still_writes(kernel_pid, mst.st_ino);
+}
+
 /* A producer's buffers finished (its connection closed, and its process
  * no longer maps the session): and when its process ended, the analysis
  * told (PROCESS_END) and the writer's tables for it gone, where they stayed
  * until 64 later processes pushed them out; not while another producer of
- * that process writes. */
-static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint32_t slot, uint64_t seen_ns)
+ * that process writes.
+ *
+ * A process that lives on without the session mapped exec'd a program that
+ * did not join it (perl's system("sh", ...) under --pid or ltr watch, whose
+ * children inherit no preload): its traced image ended too, and the end
+ * names that image (its PROCESS record's start_ts). Without it the analysis
+ * kept such a child's blocks outstanding to the trace's end, a live process
+ * to the report. A traced exec's new image that attached already is another
+ * connection of the pid (not alone: no end); one that attaches later comes
+ * after this end in the file, an image of its own (the reader takes an
+ * exec's end followed by the pid's PROCESS record as the exec it was). */
+static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint32_t slot, uint64_t seen_ns,
+                       uint64_t start_ts)
 {
     rec_harvest_owner(r, owner);
     rec_release_slot(r, slot, pid);
@@ -835,15 +852,11 @@ static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pi
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= r->conns[k].pid != pid;
     if (pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : pid))
-        rec_end_process(r, pid, seen_ns); /* after its buffers: the analysis ends its model there */
+        rec_end_process(r, pid, seen_ns, 0); /* after its buffers: the analysis ends its model there */
+    else if (pid > 0 && alone && kernel_pid > 0 && start_ts && !session_mapped_by(r, kernel_pid))
+        rec_end_process(r, pid, seen_ns, start_ts);
     if (pid > 0 && alone)
         rec_forget_process(r, (uint32_t)pid);
-}
-
-static bool session_mapped_by(recorder *r, pid_t kernel_pid)
-{
-    struct stat mst;
-    return kernel_pid > 0 && fstat(r->memfd, &mst) == 0 && still_writes(kernel_pid, mst.st_ino);
 }
 
 /* The orphans whose process no longer maps the session: done (at each
@@ -858,7 +871,7 @@ static void check_orphans(recorder *r)
             continue;
         }
         r->orphans[i] = r->orphans[--r->norphans];
-        owner_done(r, o.owner, o.pid, o.kernel_pid, o.proc_slot, ltr_now_ns());
+        owner_done(r, o.owner, o.pid, o.kernel_pid, o.proc_slot, ltr_now_ns(), o.start_ts);
     }
 }
 
@@ -878,14 +891,14 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
         /* its buffers stay its own: the flushes write what it commits, as
          * for any producer, and the session's end stops it (the shared
          * state); done once it no longer maps the session */
-        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot};
+        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot, c.start_ts};
         log_routine("process %d closed its connection to the session and still maps it (a daemon closing "
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
     /* past the orphans kept, one that still maps the session keeps its
      * loss slot: it may still count into it (a review) */
-    owner_done(r, c.owner, c.pid, kernel_pid, mapped ? UINT32_MAX : c.proc_slot, seen_ns);
+    owner_done(r, c.owner, c.pid, kernel_pid, mapped ? UINT32_MAX : c.proc_slot, seen_ns, c.start_ts);
 }
 
 static void on_signal(recorder *r)

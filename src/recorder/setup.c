@@ -302,7 +302,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
-        rec_add_process(r, getpid(), UINT32_MAX, &own_slot);
+        rec_add_process(r, getpid(), UINT32_MAX, &own_slot, NULL);
     }
     ltr_registry_unlock();
     if (!rc)
@@ -396,12 +396,14 @@ void rec_teardown(recorder *r)
 }
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
-int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot)
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot, uint64_t *start_ts)
 {
     char path[64], buf[65536];
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
     uint64_t now = ltr_now_ns();
+    if (start_ts)
+        *start_ts = now;
     ltr_bytes_put_u32(&b, (uint32_t)pid);
     ltr_bytes_put_u32(&b, ltr_proc_ppid((uint32_t)pid));
     ltr_bytes_put_u64(&b, now);

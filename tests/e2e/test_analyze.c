@@ -295,6 +295,34 @@ static void test_peak_freed_before_the_end(void **state)
  * records and buffers in rounds (recorder/saveorder.c): it wrote all its
  * metadata before every buffer, and the old image took the new one's
  * frames there still. */
+/* A traced image that execs a program that never joins the session (env
+ * without the preload, running sleep): the recorder ends that image there,
+ * so the report does not keep it live, holding its blocks, to the trace's
+ * end (perl's system("sh", ...) under --pid or ltr watch). In file and
+ * memory mode; the parent's traced image is unaffected. */
+static void test_exec_of_untraced_program_ends_its_image(void **state)
+{
+    (void)state;
+    const char *modes[] = {"--force", "--force --memory"};
+    for (int i = 0; i < 2; i++) {
+        record("untraced.ltr", modes[i],
+               "perl -e 'system(\"env\", \"-u\", \"LD_PRELOAD\", \"sleep\", \"0.6\"); select(undef, undef, undef, 0.3)'");
+        char *json = analyze("untraced.ltr", "--format json --top 0", 0);
+        const char *env = strstr(json, "\"exe\":\"/usr/bin/env\"");
+        const char *next = env ? strstr(env, "{\"pid\":") : NULL, *ended = env ? strstr(env, "\"ended_s\":") : NULL;
+        const char *exec = env ? strstr(env, "\"replaced_by_exec\":true") : NULL;
+        if (!ended || (next && ended > next) || !strncmp(ended + strlen("\"ended_s\":"), "null", 4) || !exec ||
+            (next && exec > next))
+            fail_msg("%s: env's image, which exec'd an untraced sleep, is not ended by an exec:\n%s", modes[i], json);
+        free(json);
+        char *text = analyze("untraced.ltr", "", 0);
+        const char *shown = strstr(text, "/usr/bin/env\n");
+        if (!shown || !strstr(shown, "(never freed: an exec replaced it at "))
+            fail_msg("%s: the text does not say env's image was replaced:\n%s", modes[i], text);
+        free(text);
+    }
+}
+
 static void test_exec_is_another_image(void **state)
 {
     (void)state;
@@ -967,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),
+        cmocka_unit_test(test_exec_of_untraced_program_ends_its_image),
         cmocka_unit_test(test_peak_freed_before_the_end),
         cmocka_unit_test(test_pid_used_again_is_no_exec),
         cmocka_unit_test(test_exec_one_chrome_track),
