@@ -29,13 +29,19 @@ typedef struct an_hmap {
 } an_hmap;
 
 void an_hmap_init(an_hmap *m, size_t entry_size);
-/* A map keyed by heap addresses: the blocks of a 4 KiB page get
- * consecutive home slots (by their 16-byte granule), the pages are spread by
- * the hash. A program's allocations and frees walk its heap in order (a
- * growing heap is cut block after block), so its events walk the table in
- * order too, where a hash of the whole address sent each to a cache line
- * and a page of its own (measured in docs/benchmarks.md, "Live blocks near
- * each other"). A page's run is at most 256 slots: on cc1plus's events the mean probe went from 1.51 to 1.44 slots, the longest from 24 to 145 (16 KiB groups: 2.95 and 510). */
+/* A map keyed by heap addresses: the blocks of a 4 KiB page get home slots
+ * in order, two slots a 16-byte granule, the pages spread by the hash. A
+ * program's allocations and frees walk its heap in order (a growing heap is
+ * cut block after block), so its events walk the table in order too, where
+ * a hash of the whole address sent each to a cache line and a page of its
+ * own (docs/benchmarks.md, "Live blocks near each other": perl's leak of
+ * 2 M blocks, the analysis's CPU 0.78 of before). Two slots a granule, not
+ * one: session 3 took one back because pages of 16-byte blocks (jemalloc's
+ * smallest class; glibc's is 32) filled whole runs, and deleting 2 M of
+ * them in random order took 87 ns against the hash's 35; so 40 (2 M blocks
+ * at 32 and 112 bytes: 38 and 37 against 35 and 30; inserts 22 and 26
+ * against 35). On cc1plus's events the mean probe is 1.44 slots (hash:
+ * 1.51), the longest 26 (24). */
 void an_hmap_init_addresses(an_hmap *m, size_t entry_size);
 void an_hmap_free(an_hmap *m);
 /* The entry of key, or NULL. */
@@ -76,7 +82,7 @@ static inline size_t an_hmap_home_in(uint64_t key, unsigned near, unsigned shift
         return (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
     uint64_t g = key >> 4;
     size_t base = (size_t)(((g >> AN_HMAP_NEAR_BITS) * 0x9e3779b97f4a7c15ull) >> shift);
-    return (base + (size_t)(g & ((1u << AN_HMAP_NEAR_BITS) - 1))) & (((size_t)1 << (64 - shift)) - 1);
+    return (base + 2 * (size_t)(g & ((1u << AN_HMAP_NEAR_BITS) - 1))) & (((size_t)1 << (64 - shift)) - 1);
 }
 
 static inline size_t an_hmap_home(const an_hmap *m, uint64_t key)
