@@ -14,9 +14,12 @@ struct ltr_attach;
 struct ltr_registry;
 uint32_t ltr_event_layout_id(ltr_event_desc *d, struct ltr_attach *a, unsigned s);
 /* Appends d's PROVIDER and LAYOUT records, for layout id `id`, to b; returns
- * where the LAYOUT record starts. (The recorder keeps its markers' own.) */
+ * where the LAYOUT record starts. (The recorder keeps its markers' own.)
+ * Both end with the pid of the process that describes them (a field after
+ * the record's own, docs/trace-format.md): a memory-mode recorder lets them
+ * go with that process. */
 struct ltr_bytes;
-size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, struct ltr_bytes *b);
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, uint32_t pid, struct ltr_bytes *b);
 /* Counts an event of a process that could not attach to session s as lost. */
 void ltr_event_count_unattached(struct ltr_registry *reg, unsigned s, unsigned c);
 

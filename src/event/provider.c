@@ -70,13 +70,14 @@ bool ltr_event_enabled(const ltr_event_desc *d)
 
 /* ---- layouts -------------------------------------------------------------- */
 
-size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
+size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, uint32_t pid, ltr_bytes *b)
 {
     ltr_provider *p = d->provider;
     ensure_guid(p);
     size_t rec = ltr_bytes_record_begin(b, LTR_META_PROVIDER);
     ltr_bytes_put_mem(b, p->guid.b, 16);
     ltr_bytes_put_str(b, p->name);
+    ltr_bytes_put_u32(b, pid);
     ltr_bytes_record_end(b, rec);
     size_t lay = ltr_bytes_record_begin(b, LTR_META_LAYOUT);
     ltr_bytes_put_u32(b, id);
@@ -91,6 +92,7 @@ size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
         ltr_bytes_put_u8(b, (uint8_t)d->fields[i].type);
         ltr_bytes_put_str(b, d->fields[i].name);
     }
+    ltr_bytes_put_u32(b, pid);
     ltr_bytes_record_end(b, lay);
     return lay;
 }
@@ -98,7 +100,7 @@ size_t ltr_event_layout_records(ltr_event_desc *d, uint32_t id, ltr_bytes *b)
 static int append_layout(ltr_attach *a, ltr_event_desc *d, uint32_t id)
 {
     ltr_bytes b = {0};
-    size_t lay = ltr_event_layout_records(d, id, &b);
+    size_t lay = ltr_event_layout_records(d, id, a->pid, &b);
     int rc = b.failed ? -ENOMEM : ltr_producer_meta_append(a, b.data, (uint32_t)lay);
     if (!rc)
         rc = ltr_producer_meta_append(a, b.data + lay, (uint32_t)(b.len - lay));
@@ -106,19 +108,25 @@ static int append_layout(ltr_attach *a, ltr_event_desc *d, uint32_t id)
     return rc;
 }
 
-/* The layout id of d in the session of attachment a, registering it once. 0 on failure. */
+/* The layout id of d in the session of attachment a, registering it once
+ * per process. 0 on failure. A fork child describes its layouts again,
+ * under ids of its own (the cache's key holds the pid the attachment was
+ * made by): its LAYOUT records name it, and a memory-mode recorder that let
+ * its parent's go with the parent (recorder/kept.c) still has them. */
 static uint32_t layout_id(ltr_event_desc *d, ltr_attach *a, unsigned s)
 {
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_relaxed);
+    uint32_t key = inc ? (uint32_t)inc ^ a->pid * 0x9e3779b1u : 0;
+    key += inc && !key; /* 0 is an empty cache's */
     uint64_t cached = __atomic_load_n(&d->layout_cache[s], __ATOMIC_ACQUIRE);
-    if (cached >> 32 == (uint32_t)inc)
+    if (cached >> 32 == key)
         return (uint32_t)cached;
     ensure_guid(d->provider);
     uint32_t id = atomic_fetch_add(&a->shm->next_layout_id, 1) + 1;
     if (append_layout(a, d, id) != 0)
         return 0;
     /* Two threads may race here; both layouts are valid, the later one is cached. */
-    __atomic_store_n(&d->layout_cache[s], (uint64_t)(uint32_t)inc << 32 | id, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->layout_cache[s], (uint64_t)key << 32 | id, __ATOMIC_RELEASE);
     return id;
 }
 

@@ -17,9 +17,10 @@
  * thread (or CPU slot: a CPU's buffer serves one process) filled it; every
  * buffer with committed bytes counts, whatever its state, so nothing a save
  * could write is missed. Records of a pid after its last end (the pid used
- * again) stay. LAYOUT and PROVIDER records name no process and stay
- * (about 384 bytes an `ls`, a review measured: 0.4 GB a million processes;
- * tying them to a process is a change of the records). The pruning runs
+ * again) stay. LAYOUT and PROVIDER records end with the pid of the process
+ * that described them (a fork child describes its own), and go with it:
+ * they stayed, about 384 bytes an `ls` (a review: 0.4 GB a million
+ * processes); those of an older writer, without the pid, stay. The pruning runs
  * when the kept metadata has doubled since the last one, so its cost stays
  * linear in what was kept.
  *
@@ -66,9 +67,41 @@ typedef struct pid_entry {
     uint64_t last_end_ns; /* the ts of that PROCESS_END */
 } pid_entry;
 
+/* Where a string field (u16 length, bytes) at off ends, or 0 past size. */
+static uint32_t past_str(const uint8_t *body, uint32_t size, uint32_t off)
+{
+    if (off + 2 > size)
+        return 0;
+    uint32_t end = off + 2 + ltr_get_u16(body + off);
+    return end <= size ? end : 0;
+}
+
+/* The pid a PROVIDER or LAYOUT record ends with (event/provider.c: the
+ * process that described it), before the padding to 8 bytes; -1 for one
+ * without (an older writer's, whose padding may read as pid 0: a process
+ * that never ends). */
+static int64_t describer(const uint8_t *rec, uint32_t size)
+{
+    const uint8_t *body = rec + LTR_RECORD_HEADER_SIZE;
+    uint32_t n = size - LTR_RECORD_HEADER_SIZE, off;
+    if (ltr_get_u16(rec) == LTR_META_PROVIDER) {
+        off = past_str(body, n, 16);
+    } else {
+        off = past_str(body, n, 4 + 16 + 2 + 1 + 1 + 8); /* its event name */
+        uint32_t fields = off && off + 2 <= n ? ltr_get_u16(body + off) : 0;
+        off = off && off + 2 <= n ? off + 2 : 0;
+        for (uint32_t i = 0; i < fields && off; i++)
+            off = past_str(body, n, off + 1);
+    }
+    return off && n - off >= 4 && n - off < 12 ? (int64_t)ltr_get_u32(body + off) : -1;
+}
+
 int64_t rec_record_pid(const uint8_t *rec, uint32_t size)
 {
     switch (ltr_get_u16(rec)) {
+    case LTR_META_PROVIDER:
+    case LTR_META_LAYOUT:
+        return size >= LTR_RECORD_HEADER_SIZE + 16 ? describer(rec, size) : -1;
     case LTR_META_PROCESS:
     case LTR_META_THREAD:
     case LTR_META_STACK:

@@ -21,7 +21,7 @@
 static int write_marker_layout(recorder *r, ltr_writer *w, ltr_error *err)
 {
     ltr_bytes b = {0};
-    ltr_event_layout_records(&ltr_marker_event, r->marker_layout, &b);
+    ltr_event_layout_records(&ltr_marker_event, r->marker_layout, (uint32_t)getpid(), &b);
     int rc = b.failed ? ltr_fail(err, ENOMEM, "out of memory") : ltr_writer_metadata(w, b.data, b.len, err);
     ltr_bytes_free(&b);
     return rc;

@@ -5,6 +5,7 @@
  * bad options; permissions.
  */
 #include "util/testutil.h"
+#include <ltr/trace.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -251,6 +252,37 @@ static void test_memory_mode_lets_go_of_ended(void **state)
     assert_true(gone_mb * 1048576.0 > read / 2.0);
     tu_expect_ok(tu_run("%s stop --instance letgo %s/letgo.ltr", LTR, dir));
     tu_result r = tu_run("%s analyze %s/letgo.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
+        fail_msg("the last process's stacks are not named:\n%s", r.out);
+    tu_free(&r);
+}
+
+/* The LAYOUT and PROVIDER records of processes that ended go with them too
+ * (they end with the pid that described them): 300 `ls` each described
+ * the heap provider's layouts, and a flight recorder kept them all, about
+ * 384 bytes a process, forever. The last program's layouts stay, and its
+ * stacks are named. */
+static void test_memory_mode_lets_go_of_layouts(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_KEPT_PRUNE_KB=16 %s start heap --instance lay --buffers 32 --buffer-size 16", LTR));
+    tu_expect_ok(tu_run("%s run --instance lay -- sh -c 'for i in $(seq 300); do ls / >/dev/null; done; %s chain'",
+                        LTR, tu_test_bin("heap-target")));
+    tu_expect_ok(tu_run("%s stop --instance lay %s/lay.ltr", LTR, dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lay.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    size_t layouts = ltr_trace_layout_count(t);
+    ltr_trace_close(t);
+    print_message("layouts in the save: %zu\n", layouts);
+    if (layouts >= 150)
+        fail_msg("%zu layouts kept after 300 processes", layouts);
+    tu_result r = tu_run("%s analyze %s/lay.ltr --processes 1000", LTR, dir);
     assert_int_equal(r.status, 0);
     if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
         fail_msg("the last process's stacks are not named:\n%s", r.out);
@@ -736,6 +768,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_ended, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_layouts, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_names_counted_processes, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),

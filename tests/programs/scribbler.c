@@ -249,7 +249,7 @@ int main(int argc, char **argv)
         memset(name, 'x', sizeof name - 1);
         ltr_event_desc big = {.provider = &prov, .id = 2, .name = name};
         ltr_bytes b = {0};
-        size_t lay = ltr_event_layout_records(&big, 1000, &b);
+        size_t lay = ltr_event_layout_records(&big, 1000, (uint32_t)getpid(), &b);
         uint64_t want = strtoull(region + 8, NULL, 10) << 20, done = 0;
         for (int waits = 0; !b.failed && done < want && waits < 5000;) {
             if (ltr_producer_meta_append(a, b.data + lay, (uint32_t)(b.len - lay)) == 0)
