@@ -834,9 +834,17 @@ static bool end_model(an_model *m, an_proc *p, uint64_t ts)
 static void proc_end(an_model *m, uint32_t pid, uint64_t exec_image, uint64_t ts)
 {
     an_proc *p = NULL;
-    if (!exec_image)
+    if (!exec_image) {
         p = current_of(m, pid);
-    else /* an exec's end: of the image it names, whichever came since (time order) */
+        /* an image an exec's end ended, and no event of it since: the
+         * process ran on as a program outside the session, so a plain end
+         * of the pid now is another connection's going (a daemon that
+         * closed every fd, then exec'd: its orphan, done when the untraced
+         * program exits). Taken, it moved the image's end there and said it
+         * exited, not replaced by an exec. */
+        if (p && p->ended && p->exec_end)
+            return;
+    } else /* an exec's end: of the image it names, whichever came since (time order) */
         for (size_t i = 0; i < m->nprocs && !p; i++)
             if (m->procs[i]->pid == pid &&
                 m->procs[i]->gen == (exec_image - 1 < AN_GEN_MAX ? exec_image - 1 : AN_GEN_MAX))

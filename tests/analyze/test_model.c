@@ -678,6 +678,37 @@ static void test_process_end_after_later_events(void **state)
     an_model_free(&m);
 }
 
+/* An exec's end (AN_OP_END, size n: image n - 1 of the pid) ends that
+ * image; a plain end of the pid that comes after, with no event of the
+ * image since, is another connection's (a daemon that closed every fd and
+ * exec'd a traced program, which exec'd an untraced one: the daemon's
+ * orphan is done when that one exits) and leaves it so. Taken, it moved
+ * the image's end to 500 and cleared that an exec replaced it. */
+static void test_exec_end_stays_after_a_plain_end(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    const uint32_t image1 = 1u << AN_GEN_SHIFT;
+    an_event old = {.ts = 100, .addr = 0x1000, .size = 64, .stack = 1, .op = AN_OP_ALLOC};
+    an_event mine = {.ts = 200, .addr = 0x2000, .size = 32, .stack = 1, .op = AN_OP_ALLOC};
+    an_event exec_end = {.ts = 300, .op = AN_OP_END, .size = 2}; /* image 1 */
+    an_event end = {.ts = 500, .op = AN_OP_END};
+    an_model_feed(&m, 9, 1, &old, 1);
+    an_model_feed(&m, 9, 1 | image1, &mine, 1);
+    an_model_feed(&m, 9, AN_END_TID, &exec_end, 1);
+    const an_proc *p1 = m.procs[1];
+    assert_int_equal(p1->gen, 1);
+    assert_true(p1->ended && p1->exec_end);
+    assert_int_equal(p1->end_ts, 300);
+    an_model_feed(&m, 9, AN_END_TID, &end, 1);
+    assert_true(p1->ended && p1->exec_end);
+    assert_int_equal(p1->end_ts, 300);
+    an_model_finish(&m);
+    assert_int_equal(p1->type[AN_AIFO].bytes, 32);
+    an_model_free(&m);
+}
+
 /* With a series (ltr report, ltr export --format chrome) each stack keeps
  * its blocks by time cell (an_stack.cells): a stack of one or two cells
  * keeps a map of 4 slots, not hmap's 64 (24 bytes each: the 830 000 stacks
@@ -738,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_sink_ties_free_behind),
         cmocka_unit_test(test_process_end),
         cmocka_unit_test(test_process_end_after_later_events),
+        cmocka_unit_test(test_exec_end_stays_after_a_plain_end),
         cmocka_unit_test(test_sink_ties_two_frees_behind),
         cmocka_unit_test(test_whole_window_same_as_tested_window),
         cmocka_unit_test(test_huge_sizes),
