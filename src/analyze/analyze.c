@@ -222,9 +222,10 @@ static void feed_ends(ltr_analysis *a, an_sink *sk)
     for (; a->ends_fed < ltr_trace_process_end_count(a->trace); a->ends_fed++) {
         const ltr_process_end *e = ltr_trace_process_end_at(a->trace, a->ends_fed);
         size_t room;
-        an_event *ev = an_sink_room(sk, e->pid, AN_END_TID, &room);
+        uint32_t tid = e->exec_image ? AN_EXEC_END_TID : AN_END_TID;
+        an_event *ev = an_sink_room(sk, e->pid, tid, &room);
         *ev = (an_event){.ts = e->ts, .op = AN_OP_END, .size = e->exec_image};
-        an_sink_commit(sk, e->pid, AN_END_TID, 1);
+        an_sink_commit(sk, e->pid, tid, 1);
     }
 }
 

@@ -161,6 +161,11 @@ enum an_op { AN_OP_ALLOC = 1, AN_OP_FREE = 2, AN_OP_REALLOC = 3, AN_OP_PROBE = 4
 /* AN_OP_END: the process ended (the trace's PROCESS_END), at ts; committed
  * under a thread id of its own, so that a batch holds nothing else. */
 #define AN_END_TID 0x7fffffffu
+/* An exec's end (size: the image it ends, + 1) under a thread id of its
+ * own: the order stage measures it against no event of the pid (order.c,
+ * late_key), where a process's plain end still makes its events that come
+ * after it, stamped before, late. */
+#define AN_EXEC_END_TID 0x7ffffffeu
 /* AN_OP_FILE_*: a file event (files.h), under AN_VM_TID too: OPEN addr =
  * fd, size = path number, old_addr = errno; CLOSE addr = fd, size = bytes
  * read, old_addr = bytes written, stack = 1 when the descriptor closed. */

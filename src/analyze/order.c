@@ -301,14 +301,18 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room)
 }
 
 /* Whose time handed on a queue's events are measured against: its
- * process's, but for a process's end (AN_END_TID), which is no event of
- * the process's own: an exec's end (the recorder saw the old image's
- * connection close) is stamped after the new image's first events, which
- * come after it in the file (test_peak_in_time_order's driver: a shell's
- * child exec'ing the program, one of its events taken as late). */
+ * process's, but for an exec's end (AN_EXEC_END_TID), which is no event of
+ * the process's own: the recorder saw the old image's connection close
+ * after the new image's first events, which come after it in the file
+ * (test_peak_in_time_order's driver: a shell's child exec'ing the program,
+ * one of its events taken as late). A plain end (AN_END_TID) stays the
+ * process's: its events that come after it, stamped before, are late (the
+ * model ended it before them; the analysis runs again holding more), not
+ * only late across with "each process's figures are exact" (a save's ends
+ * come before its blocks: LTR_ANALYZE_HOLD=1000 on one said so). */
 static uint64_t late_key(const oq *q)
 {
-    return q->tid == AN_END_TID ? (uint64_t)q->pid | 1ull << 32 : q->pid;
+    return q->tid == AN_EXEC_END_TID ? (uint64_t)q->pid | 1ull << 32 : q->pid;
 }
 
 /* Notes a run of n events of one process handed on (ev: contiguous, a run

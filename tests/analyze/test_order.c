@@ -104,6 +104,35 @@ static void test_older_than_handed_on_is_late(void **state)
     an_order_free(o);
 }
 
+/* A process's plain end (AN_END_TID) handed on, then an event of the
+ * process stamped before it: late, as any event of its own (the model
+ * ended it before that event; the analysis runs again holding more). An
+ * exec's end (AN_EXEC_END_TID) is measured against no event of the pid:
+ * the new image's first events, stamped before it, come after it in the
+ * file, and are late only across. */
+static void test_after_an_end_is_late_but_after_an_exec_end(void **state)
+{
+    for (int exec = 0; exec < 2; exec++) {
+        out got = {0};
+        an_order *o = an_order_new(2, collect, &got); /* hold 2: the third hands on */
+        assert_non_null(o);
+        size_t room;
+        uint32_t end_tid = exec ? AN_EXEC_END_TID : AN_END_TID;
+        an_event *e = an_order_room(o, 1, end_tid, &room);
+        assert_non_null(e);
+        e[0] = (an_event){.ts = 50, .op = AN_OP_END, .size = (uint64_t)exec};
+        an_order_commit(o, 1);
+        put(o, 10, (uint64_t[]){60, 70}, 2); /* the end hands on */
+        put(o, 11, (uint64_t[]){40}, 1);     /* the process's, before its end */
+        an_order_drain(o);
+        assert_int_equal(got.n, 4);
+        assert_int_equal(got.tid[0], end_tid);
+        assert_int_equal(an_order_late(o), exec ? 0 : 1);
+        assert_int_equal(an_order_late_across(o), exec ? 1 : 0);
+        an_order_free(o);
+    }
+}
+
 /* Runs that each reach far back move every event they pass (merge_back):
  * past a budget of the events committed, a run stays where it came and is
  * counted late, so a file of many such runs costs linear time, not the
@@ -384,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_runs_of_two_buffers_merge),
         cmocka_unit_test(test_one_threads_ties_keep_their_order),
         cmocka_unit_test(test_older_than_handed_on_is_late),
+        cmocka_unit_test(test_after_an_end_is_late_but_after_an_exec_end),
         cmocka_unit_test(test_far_behind_runs_have_a_budget),
         cmocka_unit_test(test_many_events_across_segments),
         cmocka_unit_test(test_late_counts_match_their_definition),
