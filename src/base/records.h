@@ -44,12 +44,8 @@ enum ltr_meta_kind {
     LTR_META_FRAME_NODES = 8, /* heap agent: nodes of its per-process frame trie */
     LTR_META_FRAME_NODES_V = 9, /* written by the trace writer in place of FRAME_NODES (format/nodevar.c) */
     LTR_META_PROCESS_END = 10, /* the recorder: a process's last producer went (docs/trace-format.md) */
+    LTR_META_EXEC_END = 11,    /* the recorder: an image ended, its process running on outside the session */
 };
-
-/* PROCESS_END's flags (an optional u8 after its ts, then the ended image's
- * start_ts): the process runs on, an exec'd program that does not write to
- * the session. */
-#define LTR_PROCESS_END_EXEC 1u
 
 /* Node ids of FRAME_NODES(_V) records are below this (the agent's are below 2^20). */
 #define LTR_FRAME_NODE_MAX_ID (1u << 24)

@@ -540,6 +540,31 @@ static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_
     }
 }
 
+/* EXEC_END: the image of pid that started at start_ts ended, the process
+ * running on as a program outside the session. After it a PROCESS record
+ * of the pid is the same process exec'ing again, not the pid used again
+ * (it does not set end_ts). An image older than the pid's newest whose
+ * model is the newest's too (no stacks in between told them apart:
+ * image_started counts the same) is not ended: that would end the newest. */
+static int parse_exec_end(ltr_trace *t, ltr_cursor *c)
+{
+    ltr_process_end e = {.pid = ltr_cursor_u32(c)};
+    e.ts = ltr_cursor_u64(c);
+    uint64_t start = ltr_cursor_u64(c);
+    if (c->bad)
+        return -1;
+    ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
+    if (!p || start > p->pub.start_ts)
+        return exec_end_waits(t, e, start); /* its image's PROCESS record still to come */
+    uint32_t image = image_started(t, e.pid, start);
+    if (start < p->pub.start_ts && image == image_started(t, e.pid, p->pub.start_ts))
+        return 0;
+    e.exec_image = image + 1;
+    add_end(t, e);
+    p->exec_ended |= start == p->pub.start_ts;
+    return 0;
+}
+
 static int parse_process_end(ltr_trace *t, ltr_cursor *c)
 {
     ltr_process_end e = {.pid = ltr_cursor_u32(c)};
@@ -547,22 +572,6 @@ static int parse_process_end(ltr_trace *t, ltr_cursor *c)
     if (c->bad)
         return -1;
     ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
-    if (c->pos < c->len) { /* flags, and the image that ended (LTR_PROCESS_END_EXEC) */
-        uint8_t flags = ltr_cursor_u8(c);
-        uint64_t start = ltr_cursor_u64(c);
-        if (c->bad)
-            return -1;
-        if (flags & LTR_PROCESS_END_EXEC) {
-            /* after an exec's end a PROCESS record of the pid is the same
-             * process exec'ing again, not the pid used again (below) */
-            if (!p || start > p->pub.start_ts)
-                return exec_end_waits(t, e, start); /* its image's PROCESS record still to come */
-            e.exec_image = image_started(t, e.pid, start) + 1;
-            add_end(t, e);
-            p->exec_ended |= start == p->pub.start_ts;
-            return 0;
-        }
-    }
     /* a PROCESS record of the pid that starts after this end is another
      * process (the pid used again: 32 768 pids wrap in minutes beside a
      * build), not an exec of this one */
@@ -598,6 +607,7 @@ static int meta_record(ltr_trace *t, uint16_t kind, ltr_cursor *c, void *bases)
     case LTR_META_FRAME_NODES_V: return ltr_meta_parse_frame_nodes_v(t, c, bases);
     case LTR_META_MODULE: return ltr_meta_parse_module(t, c);
     case LTR_META_PROCESS_END: return parse_process_end(t, c);
+    case LTR_META_EXEC_END: return parse_exec_end(t, c);
     }
     return 0; /* unknown kinds are skipped */
 }

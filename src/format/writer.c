@@ -407,6 +407,12 @@ static int metadata_in(ltr_writer *w, const void *records, size_t len, ltr_error
  * file-mode trace can let go of what it keeps for the process there
  * (docs/trace-format.md, "trace.ends_after_blocks"). Whether the batch held
  * one: then meta_rest has the batch without them. */
+static int is_end(const uint8_t *record)
+{
+    uint16_t kind = ltr_get_u16(record);
+    return kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END;
+}
+
 static int split_ends(ltr_writer *w, const uint8_t *p, size_t len)
 {
     int found = 0;
@@ -414,7 +420,7 @@ static int split_ends(ltr_writer *w, const uint8_t *p, size_t len)
         uint32_t size = ltr_get_u32(p + off + 4);
         if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
             break;
-        found |= ltr_get_u16(p + off) == LTR_META_PROCESS_END;
+        found |= is_end(p + off);
         off += size;
     }
     if (!found)
@@ -427,7 +433,7 @@ static int split_ends(ltr_writer *w, const uint8_t *p, size_t len)
             ltr_bytes_put_mem(&w->meta_rest, p + off, len - off); /* as it came: the reader reports it */
             break;
         }
-        ltr_bytes_put_mem(ltr_get_u16(p + off) == LTR_META_PROCESS_END ? &w->ends_wait : &w->meta_rest, p + off,
+        ltr_bytes_put_mem(is_end(p + off) ? &w->ends_wait : &w->meta_rest, p + off,
                           size);
         off += size;
     }

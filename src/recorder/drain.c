@@ -343,9 +343,9 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
     uint16_t kind;
     uint32_t size;
     while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r, off, end, &kind))) {
-        /* a PROCESS_END: only the recorder writes these (rec_end_process), never here: a producer's would
-         * end another process's model; a pad: the region's end */
-        if (kind == LTR_META_PROCESS_END || kind == LTR_SHM_META_PAD) {
+        /* a PROCESS_END or EXEC_END: only the recorder writes these (rec_end_process), never here: a
+         * producer's would end another process's model; a pad: the region's end */
+        if (kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END || kind == LTR_SHM_META_PAD) {
             off += size;
             continue;
         }
@@ -697,13 +697,11 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of)
 {
     meta_pull(r); /* what its producers wrote goes before */
     ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
-    size_t rec = ltr_bytes_record_begin(out, LTR_META_PROCESS_END);
+    size_t rec = ltr_bytes_record_begin(out, exec_of ? LTR_META_EXEC_END : LTR_META_PROCESS_END);
     ltr_bytes_put_u32(out, (uint32_t)pid);
     ltr_bytes_put_u64(out, ts);
-    if (exec_of) {
-        ltr_bytes_put_u8(out, LTR_PROCESS_END_EXEC);
+    if (exec_of)
         ltr_bytes_put_u64(out, exec_of);
-    }
     ltr_bytes_record_end(out, rec);
     rec_prune_kept(r);
 }

@@ -180,7 +180,7 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
  * traced program could end another's model with one). ts: when the
  * recorder saw it go. exec_of: not 0, the process lives on, an exec'd
  * program that never joined the session, and this is the start_ts of the
- * PROCESS record of the image that ended (LTR_PROCESS_END_EXEC). */
+ * PROCESS record of the image that ended, written as an EXEC_END. */
 void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */

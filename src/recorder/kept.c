@@ -109,13 +109,15 @@ int64_t rec_record_pid(const uint8_t *rec, uint32_t size)
     case LTR_META_STACK_REF:
     case LTR_META_FRAME_NODES:
     case LTR_META_PROCESS_END:
+    case LTR_META_EXEC_END:
         return size >= LTR_RECORD_HEADER_SIZE + 4 ? (int64_t)ltr_get_u32(rec + LTR_RECORD_HEADER_SIZE) : -1;
     default:
         return -1;
     }
 }
 
-/* Every pid with a PROCESS_END kept, and whether a buffer holds its events;
+/* Every pid with a PROCESS_END (or an EXEC_END: an image that ended, the
+ * process running on outside the session) kept, and whether a buffer holds its events;
  * *own_first: the first event the recorder's own buffers hold (UINT64_MAX:
  * none). -1 without memory. */
 static int ended_pids(recorder *r, an_hmap *pids, uint64_t *own_first)
@@ -123,7 +125,8 @@ static int ended_pids(recorder *r, an_hmap *pids, uint64_t *own_first)
     const uint8_t *d = r->meta_kept.data;
     for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len;) {
         uint32_t size = ltr_get_u32(d + off + 4);
-        if (ltr_get_u16(d + off) == LTR_META_PROCESS_END) {
+        uint16_t kind = ltr_get_u16(d + off);
+        if (kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END) {
             int64_t pid = rec_record_pid(d + off, size);
             pid_entry *e = pid < 0 ? NULL : an_hmap_put(pids, (uint64_t)pid + 1, NULL);
             if (pid >= 0 && !e)

@@ -145,19 +145,21 @@ static long long json_number(const char *text, const char *key)
     return p ? atoll(p + strlen(pat) + strspn(p + strlen(pat), " ")) : -1;
 }
 
-/* A traced program that appends a PROCESS_END record for another process
- * to the shared metadata: only the recorder writes those (the analysis
- * ends the process's model there), so it is dropped. Were it taken, perl's
- * 5 MB block, freed a second after the forged end, would be outstanding at
- * the end and its free one of a block never seen. */
+/* A traced program that appends a PROCESS_END or an EXEC_END record for
+ * another process to the shared metadata: only the recorder writes those
+ * (the analysis ends the process's model, or an image of it, there), so
+ * they are dropped. Were one taken, perl's 5 MB block, freed a second after
+ * the forged end, would be outstanding at the end and its free one of a
+ * block never seen. */
 static void test_forged_process_end_dropped(void **state)
 {
     const char *dir = *state;
     expect_ok(tu_run("%s start heap --instance fe --filemode -o %s/fe.part.ltr --provider Test.Scribbler", LTR, dir),
               "start", 0);
     tu_result r = tu_run("%s run --instance fe -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
-                         "sleep 1; p=$(pgrep -n -x perl); %s fe 1 0 end:$p >/dev/null; s=$?; wait; "
-                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+                         "sleep 1; p=$(pgrep -n -x perl); %s fe 1 0 end:$p >/dev/null; s=$?; "
+                         "%s fe 1 0 execend:$p >/dev/null; s=$((s + $?)); wait; "
+                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"), tu_test_bin("ltr-test-scribbler"));
     assert_int_equal(r.status, 0);
     assert_int_equal(tu_field(r.out, "scribbler"), 0);
     long long pid = tu_field(r.out, "pid");

@@ -237,6 +237,62 @@ static void test_process_end_after_pending_blocks(void **state)
     unlink(path);
 }
 
+static void put_process(ltr_bytes *meta, uint32_t pid, uint64_t start)
+{
+    size_t rec = ltr_bytes_record_begin(meta, LTR_META_PROCESS);
+    ltr_bytes_put_u32(meta, pid);
+    ltr_bytes_put_u32(meta, 1);
+    ltr_bytes_put_u64(meta, start);
+    ltr_bytes_put_str(meta, "/bin/prog");
+    ltr_bytes_put_u16(meta, 0);
+    ltr_bytes_record_end(meta, rec);
+}
+
+static void put_exec_end(ltr_bytes *meta, uint32_t pid, uint64_t ts, uint64_t image_start)
+{
+    size_t rec = ltr_bytes_record_begin(meta, LTR_META_EXEC_END);
+    ltr_bytes_put_u32(meta, pid);
+    ltr_bytes_put_u64(meta, ts);
+    ltr_bytes_put_u64(meta, image_start);
+    ltr_bytes_record_end(meta, rec);
+}
+
+/* EXEC_END names the image it ends by its PROCESS record's start: pid 7's
+ * current image (an end, image 0); one read before its image's PROCESS
+ * record (pid 8: a save writes an image's records as one batch, its ends
+ * first) waits for it; one naming an older image that no stacks told
+ * apart from the newest (pid 9: its model is the newest's) ends nothing,
+ * nor does one naming a start no PROCESS record had. */
+static void test_exec_end_names_its_image(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("execend.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    ltr_bytes meta = {0};
+    put_process(&meta, 7, 1000);
+    put_exec_end(&meta, 7, 1500, 1000);
+    put_exec_end(&meta, 8, 2500, 2000);
+    put_process(&meta, 8, 2000);
+    put_process(&meta, 9, 3000);
+    put_process(&meta, 9, 3100);
+    put_exec_end(&meta, 9, 3200, 3000);
+    put_exec_end(&meta, 9, 3300, 2999);
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    ltr_bytes_free(&meta);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    assert_int_equal(ltr_trace_process_end_count(t), 2);
+    const ltr_process_end *a = ltr_trace_process_end_at(t, 0), *b = ltr_trace_process_end_at(t, 1);
+    assert_true(a->pid == 7 && a->ts == 1500 && a->exec_image == 1);
+    assert_true(b->pid == 8 && b->ts == 2500 && b->exec_image == 1);
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 static void test_block_too_large(void **state)
 {
     const char *path = gen_tmp("big.ltr");
@@ -402,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_chunk_target_triggers_writes),
         cmocka_unit_test(test_end_flushes_pending_events),
         cmocka_unit_test(test_repeating_events_searched_deeper),
+        cmocka_unit_test(test_exec_end_names_its_image),
         cmocka_unit_test(test_process_end_after_pending_blocks),
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),

@@ -217,15 +217,17 @@ int main(int argc, char **argv)
         scribble_registry(writes);
         len = 0;
     }
-    if (!strncmp(region, "end:", 4)) { /* a forged end of another process */
-        uint8_t rec[24] = {0};
-        rec[0] = LTR_META_PROCESS_END;
-        rec[4] = sizeof rec;
-        uint32_t pid = (uint32_t)strtoul(region + 4, NULL, 10);
-        uint64_t now = ltr_now_ns();
+    if (!strncmp(region, "end:", 4) || !strncmp(region, "execend:", 8)) { /* a forged end of another process */
+        bool exec = region[0] == 'e' && region[1] == 'x';
+        uint8_t rec[32] = {0};
+        rec[0] = exec ? LTR_META_EXEC_END : LTR_META_PROCESS_END;
+        rec[4] = exec ? 32 : 24;
+        uint32_t pid = (uint32_t)strtoul(region + (exec ? 8 : 4), NULL, 10);
+        uint64_t now = ltr_now_ns(), first_image = 1; /* an EXEC_END's: the image started first */
         memcpy(rec + 8, &pid, 4);
         memcpy(rec + 12, &now, 8);
-        if (ltr_producer_meta_append(a, rec, sizeof rec) != 0)
+        memcpy(rec + 20, &first_image, 8);
+        if (ltr_producer_meta_append(a, rec, rec[4]) != 0)
             return 1;
         len = 0;
     }
