@@ -204,25 +204,26 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         r->conns = n;
         r->conns_cap = cap;
     }
-    producer_conn *pc = &r->conns[r->nconns++];
-    pc->fd = fd;
-    pc->pid = pid;
-    pc->owner = r->next_owner++;
-    rec_add_process(r, pid, pc->owner, &pc->proc_slot, &pc->start_ts);
-    ltr_system_add_target(r->system, (uint32_t)pid);
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "ok", "1");
-    put_u64(&kv, "incarnation", r->incarnation);
-    put_u64(&kv, "size", r->shm_size);
-    put_u64(&kv, "owner", pc->owner);
-    put_u64(&kv, "proc", pc->proc_slot);
     char wants[LTR_SESSION_NAME_MAX];
     if (!ltr_kv_find(req, len, "session", wants, sizeof wants))
         wants[0] = 0;
     char flag[4];
     bool injected = ltr_kv_find(req, len, "injected", flag, sizeof flag) && !strcmp(flag, "1");
     uint32_t denied = collectors_denied(r, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
+    producer_conn *pc = &r->conns[r->nconns++];
+    pc->fd = fd;
+    pc->pid = pid;
+    pc->owner = r->next_owner++;
     pc->traced = (denied & all) != all;
+    rec_add_process(r, pid, pc->owner, pc->traced, &pc->proc_slot, &pc->start_ts);
+    if (pc->traced)
+        ltr_system_add_target(r->system, (uint32_t)pid);
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    put_u64(&kv, "incarnation", r->incarnation);
+    put_u64(&kv, "size", r->shm_size);
+    put_u64(&kv, "owner", pc->owner);
+    put_u64(&kv, "proc", pc->proc_slot);
     put_u64(&kv, "deny", denied);
     int fds[2] = {r->memfd, r->wakefd};
     reply(fd, &kv, fds, 2);
@@ -851,9 +852,10 @@ static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pi
     bool alone = true;
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= r->conns[k].pid != pid;
-    if (pid > 0 && alone && process_gone(kernel_pid ? kernel_pid : pid))
+    bool described = start_ts != 0; /* a process the session does not trace has no PROCESS record, nor ends */
+    if (pid > 0 && alone && described && process_gone(kernel_pid ? kernel_pid : pid))
         rec_end_process(r, pid, seen_ns, 0); /* after its buffers: the analysis ends its model there */
-    else if (pid > 0 && alone && kernel_pid > 0 && start_ts && !session_mapped_by(r, kernel_pid))
+    else if (pid > 0 && alone && described && kernel_pid > 0 && !session_mapped_by(r, kernel_pid))
         rec_end_process(r, pid, seen_ns, start_ts);
     if (pid > 0 && alone)
         rec_forget_process(r, (uint32_t)pid);

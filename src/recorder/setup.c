@@ -302,7 +302,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
-        rec_add_process(r, getpid(), UINT32_MAX, &own_slot, NULL);
+        rec_add_process(r, getpid(), UINT32_MAX, true, &own_slot, NULL);
     }
     ltr_registry_unlock();
     if (!rc)
@@ -396,14 +396,13 @@ void rec_teardown(recorder *r)
 }
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
-int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot, uint64_t *start_ts)
+/* The PROCESS record of a process that joined the session, and its start_ts. */
+static uint64_t describe_process(recorder *r, pid_t pid, uint32_t owner)
 {
     char path[64], buf[65536];
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
     uint64_t now = ltr_now_ns();
-    if (start_ts)
-        *start_ts = now;
     ltr_bytes_put_u32(&b, (uint32_t)pid);
     ltr_bytes_put_u32(&b, ltr_proc_ppid((uint32_t)pid));
     ltr_bytes_put_u64(&b, now);
@@ -425,6 +424,14 @@ int rec_add_process(recorder *r, pid_t pid, uint32_t owner, uint32_t *proc_slot,
         ltr_reserve((void **)&r->owners, &r->capowners, r->nowners, sizeof *r->owners, 64) == 0)
         r->owners[r->nowners++] = (struct rec_owner){(uint32_t)pid, owner, now};
     ltr_bytes_free(&b);
+    return now;
+}
+
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, bool traced, uint32_t *proc_slot, uint64_t *start_ts)
+{
+    uint64_t start = traced ? describe_process(r, pid, owner) : 0;
+    if (start_ts)
+        *start_ts = start;
     uint32_t slot = r->nfree_slots ? r->free_slots[--r->nfree_slots]
                     : r->next_proc < r->nprocs ? r->next_proc++
                                                : r->nprocs - 1; /* shared once all are taken */

@@ -299,7 +299,10 @@ static size_t cycle_into(target *t, const char *start_args, const char *trace)
 /* A process attached to once keeps the agent, and joins every heap session
  * after: one that names no process (no --pid, no --name) does not trace it
  * (a review's unrelated `ltr start heap` recorded a service attached to
- * earlier), and says so in its status; one that names it does. */
+ * earlier), and says so in its status; one that names it does. Its trace
+ * does not describe it either (a review: `ltr record -- ./daemon` listed
+ * about 170 children of a perl service attached to earlier, with their
+ * command lines). */
 static void test_attached_not_in_open_sessions(void **state)
 {
     if (!need_root())
@@ -323,6 +326,15 @@ static void test_attached_not_in_open_sessions(void **state)
     size_t at_site;
     uint64_t lost;
     assert_int_equal(count_allocs(trace, t.pid, 31337, t.site, &at_site, &lost), 0);
+    ltr_trace *tr;
+    ltr_error err;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(trace, &tr, &err), 0);
+    assert_int_equal(ltr_trace_scan(tr, &sum, &err), 0);
+    const ltr_process *described = ltr_trace_process_find(tr, (uint32_t)t.pid);
+    if (described && described->known)
+        fail_msg("the open session's trace describes pid %d: %s", (int)t.pid, described->exe);
+    ltr_trace_close(tr);
     snprintf(trace, sizeof trace, "%s/named2.ltr", dir);
     assert_int_equal(cycle_into(&t, args, trace), 100); /* named again: traced again */
     assert_int_equal(finish(&t), 0);
