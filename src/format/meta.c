@@ -348,9 +348,10 @@ ltr_process *ltr_meta_process(ltr_trace *t, uint32_t pid)
 }
 
 /* The image a PROCESS record for a described pid replaces, listed and its
- * stacks kept under a key of their own; without memory they go (as before
- * images were kept apart), and the analysis takes both images as one. */
-static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, int reused)
+ * stacks kept under a key of their own (1); without memory they go (as
+ * before images were kept apart), and the analysis takes both images as
+ * one (0). */
+static int new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, int reused)
 {
     ltr_process_image *v = t->nimages < UINT32_MAX - LTR_IMAGE_KEY_BASE
                                ? realloc(t->images, (t->nimages + 1) * sizeof *v)
@@ -360,7 +361,7 @@ static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, 
         t->images = v;
     if (!copy) {
         ltr_heapmeta_new_image(t, pid, 0);
-        return;
+        return 0;
     }
     uint32_t key = LTR_IMAGE_KEY_BASE + (uint32_t)t->nimages;
     for (size_t i = 0; i < t->threads.n; i++) { /* named as they were: the new image names its own */
@@ -376,6 +377,7 @@ static void new_image(ltr_trace *t, uint32_t pid, uint64_t ts, const char *exe, 
     }
     t->images[t->nimages++] = (ltr_process_image){.pid = pid, .key = key, .ts = ts, .exe = copy, .reused = reused};
     ltr_heapmeta_new_image(t, pid, key);
+    return 1;
 }
 
 /* An end of a process, in file order (feed_ends in the analysis); without
@@ -392,27 +394,20 @@ static void add_end(ltr_trace *t, ltr_process_end e)
 /* An exec's end read before the PROCESS record of the image it names: a
  * batch's ends go before its other records when events are pending
  * (writer.c, split_ends), and a save writes an image's records as one
- * batch. It waits for that record (parse_process: exec_ends_due). */
+ * batch. It waits for that record (parse_process: exec_ends_due); a few
+ * wait at once in a recorder's trace, so past EXEC_WAITS_MAX (a crafted
+ * one's) they are let go: each PROCESS record looks at all that wait. */
+#define EXEC_WAITS_MAX 256
 static int exec_end_waits(ltr_trace *t, ltr_process_end e, uint64_t start)
 {
+    if (t->nexec_waits >= EXEC_WAITS_MAX)
+        return 0;
     ltr_exec_end_wait *v = realloc(t->exec_waits, (t->nexec_waits + 1) * sizeof *v);
     if (!v)
         return 0;
     t->exec_waits = v;
     t->exec_waits[t->nexec_waits++] = (ltr_exec_end_wait){e, start};
     return 0;
-}
-
-/* Which image of pid started at start_ts: how many of its images were
- * replaced by one that started then or before. A traced exec's PROCESS
- * record may come before or after this end in the file (the writer puts
- * ends after the events pending), so not simply the images so far. */
-static uint32_t image_started(const ltr_trace *t, uint32_t pid, uint64_t start_ts)
-{
-    uint32_t n = 0;
-    for (size_t i = 0; i < t->nimages; i++)
-        n += t->images[i].pid == pid && t->images[i].ts <= start_ts;
-    return n;
 }
 
 /* The PROCESS record of pid that started at start came: an exec's end that
@@ -426,12 +421,11 @@ static void exec_ends_due(ltr_trace *t, uint32_t pid, uint64_t start)
             i++;
             continue;
         }
-        if (w->start == start) {
-            w->end.exec_image = image_started(t, pid, start) + 1;
+        ltr_process_rec *p = w->start == start ? ltr_idmap_get(&t->process_map, pid) : NULL;
+        if (p) {
+            w->end.exec_image = p->images + 1;
             add_end(t, w->end);
-            ltr_process_rec *p = ltr_idmap_get(&t->process_map, pid);
-            if (p)
-                p->exec_ended = 1;
+            p->exec_ended = 1;
         }
         *w = t->exec_waits[--t->nexec_waits];
     }
@@ -457,8 +451,11 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
      * and the old image's stacks are kept apart (the new one numbers its
      * own from 1 again: read against them, the old image's events took the
      * new one's frames, and the analysis added both images' blocks up) */
-    if (ltr_heapmeta_has_nodes(t, pid) || p->exec_ended)
-        new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start);
+    p->prev_start = p->pub.known ? p->pub.start_ts : 0;
+    p->prev_images = p->images;
+    if ((ltr_heapmeta_has_nodes(t, pid) || p->exec_ended) &&
+        new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start))
+        p->images++;
     p->end_ts = 0;
     p->exec_ended = 0;
     retire(t, p->exe);
@@ -543,9 +540,12 @@ static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_
 /* EXEC_END: the image of pid that started at start_ts ended, the process
  * running on as a program outside the session. After it a PROCESS record
  * of the pid is the same process exec'ing again, not the pid used again
- * (it does not set end_ts). An image older than the pid's newest whose
- * model is the newest's too (no stacks in between told them apart:
- * image_started counts the same) is not ended: that would end the newest. */
+ * (it does not set end_ts). The image is the pid's current one, or the one
+ * before when the new image's PROCESS record came first (a traced exec
+ * whose new image attached before the old connection was seen closing
+ * writes no end, so none is older); the one before whose model is the
+ * current one's too (no stacks told them apart: no image entry between)
+ * is not ended, that would end the newest. */
 static int parse_exec_end(ltr_trace *t, ltr_cursor *c)
 {
     ltr_process_end e = {.pid = ltr_cursor_u32(c)};
@@ -554,14 +554,17 @@ static int parse_exec_end(ltr_trace *t, ltr_cursor *c)
     if (c->bad)
         return -1;
     ltr_process_rec *p = ltr_idmap_get(&t->process_map, e.pid);
-    if (!p || start > p->pub.start_ts)
+    if (!p || !p->pub.known || start > p->pub.start_ts)
         return exec_end_waits(t, e, start); /* its image's PROCESS record still to come */
-    uint32_t image = image_started(t, e.pid, start);
-    if (start < p->pub.start_ts && image == image_started(t, e.pid, p->pub.start_ts))
+    if (start == p->pub.start_ts) {
+        e.exec_image = p->images + 1;
+        p->exec_ended = 1;
+    } else if (start == p->prev_start && p->prev_images != p->images) {
+        e.exec_image = p->prev_images + 1;
+    } else {
         return 0;
-    e.exec_image = image + 1;
+    }
     add_end(t, e);
-    p->exec_ended |= start == p->pub.start_ts;
     return 0;
 }
 

@@ -103,6 +103,11 @@ typedef struct ltr_process_rec {
     /* an exec's end named this record's image: the next PROCESS record of
      * the pid is another image, whether or not this one had stacks */
     int exec_ended;
+    /* images of the pid replaced so far (ltr_process_image entries): the
+     * analysis's number of the current one; and the image before it, its
+     * start and number, for an exec's end read after the next PROCESS */
+    uint32_t images, prev_images;
+    uint64_t prev_start;
 } ltr_process_rec;
 
 /* The trace's header and end key/value lists, parsed: a later entry of a key
