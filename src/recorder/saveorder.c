@@ -42,7 +42,15 @@ typedef struct owner_image {
 static int64_t record_image(rec_save_rounds *sr, const struct rec_owner *owners, size_t nowners, size_t *next_owner,
                             const uint8_t *rec, uint32_t size)
 {
-    int64_t pid = rec_record_pid(rec, size);
+    /* LAYOUT and PROVIDER records name the process that described them
+     * (kept.c lets them go with it), but a layout id is the session's, one
+     * for good: they go first, before every buffer, as before they named
+     * it. A process's second producer (the heap agent beside
+     * libltr-provider.so) is a PROCESS record of its own, a round of its
+     * own: the agent's layouts described after it went with that round,
+     * after the agent's buffers, whose events then had no layout. */
+    uint16_t kind = ltr_get_u16(rec);
+    int64_t pid = kind == LTR_META_LAYOUT || kind == LTR_META_PROVIDER ? -1 : rec_record_pid(rec, size);
     if (pid < 0)
         return 0;
     pid_images *p = an_hmap_put(&sr->pids, (uint64_t)pid + 1, NULL);

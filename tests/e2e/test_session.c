@@ -289,6 +289,41 @@ static void test_memory_mode_lets_go_of_layouts(void **state)
     tu_free(&r);
 }
 
+/* A process that writes events through libltr-provider.so under the heap
+ * agent has two producers, each a connection with a PROCESS record of its
+ * own; a save writes each "image" of a pid in a round of its own. The heap
+ * agent described its Realloc layout after the provider's connection (the
+ * second PROCESS record), its buffers went in the first round: the save
+ * wrote 400 reallocations before their LAYOUT record, all "event with an
+ * unknown layout id" (LAYOUT records went with the first round before they
+ * named their process). */
+static void test_save_layouts_of_a_second_producer(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance two --provider Test.Two", LTR));
+    tu_expect_ok(tu_run("%s run --instance two -- %s --name Test.Two --threads 2 --events 50 --reallocs 200", LTR,
+                        PRODUCER));
+    tu_expect_ok(tu_run("%s stop --instance two %s/two.ltr", LTR, dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/two.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    ltr_trace_close(t);
+    if (sum.damage)
+        fail_msg("%llu damaged in a save of %llu events", (unsigned long long)sum.damage,
+                 (unsigned long long)sum.events);
+    tu_result r = tu_run("%s dump %s/two.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    unsigned reallocs = 0;
+    for (const char *p = r.out; (p = strstr(p, "Ltr.Heap/Realloc")); p++)
+        reallocs++;
+    tu_free(&r);
+    assert_int_equal(reallocs, 400);
+}
+
 /* The recorder's own buffers (the system provider's memory counters) name
  * processes by pid, and hold them long after the processes' own buffers
  * were overwritten: a process that ended keeps its PROCESS record while
@@ -769,6 +804,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_ended, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_layouts, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_save_layouts_of_a_second_producer, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_names_counted_processes, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),

@@ -27,6 +27,7 @@ static ltr_event_desc ev = {.provider = &prov, .id = 7, .name = "Tick", .fields 
 static long nevents = 1000;
 static size_t blob_size = 8;
 static int random_blobs; /* incompressible payloads, to fill files */
+static long reallocs;
 static _Atomic unsigned long long written, lost, skipped;
 
 static void *worker(void *arg)
@@ -47,6 +48,11 @@ static void *worker(void *arg)
         if (!res.sessions_written && !res.sessions_lost)
             skipped++;
     }
+    for (long i = 0; i < reallocs; i++) {
+        char *more = realloc(blob, blob_size + 2 + (size_t)i % 64);
+        if (more)
+            blob = more;
+    }
     free(blob);
     return NULL;
 }
@@ -64,7 +70,7 @@ int main(int argc, char **argv)
         {"events", required_argument, 0, 'e'}, {"size", required_argument, 0, 's'},
         {"wait-enabled", required_argument, 0, 'w'}, {"level", required_argument, 0, 'l'},
         {"keywords", required_argument, 0, 'k'}, {"wait-disabled", required_argument, 0, 'd'},
-        {"random", no_argument, 0, 'r'},
+        {"random", no_argument, 0, 'r'}, {"reallocs", required_argument, 0, 'a'},
         {0, 0, 0, 0}};
     const char *name = "Test.Producer";
     int threads = 1, c;
@@ -80,6 +86,7 @@ int main(int argc, char **argv)
         case 'l': ev.level = (uint8_t)atoi(optarg); break;
         case 'k': ev.keywords = strtoull(optarg, NULL, 0); break;
         case 'r': random_blobs = 1; break;
+        case 'a': reallocs = atol(optarg); break;
         default: return 2;
         }
     }
