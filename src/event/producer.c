@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -234,6 +235,21 @@ static void retire(ltr_attach *a)
     a->sock = a->wakefd = a->memfd = -1;
 }
 
+/* What tells this process image apart: the kernel's 16 random bytes of
+ * the exec (AT_RANDOM), the same for every producer library in the image
+ * and new after an exec. A program writing its own events (libltr-provider)
+ * under the heap agent attaches twice; the recorder describes the process
+ * once for both (the second PROCESS record was taken for an exec, its
+ * stacks lost). 0: not known. */
+static uint64_t image_token(void)
+{
+    const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+    uint64_t v = 0;
+    if (r)
+        memcpy(&v, r, sizeof v);
+    return v;
+}
+
 /* Sends `attach` on a new connection, without waiting; the answer is read
  * by finish_attach. */
 static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
@@ -246,6 +262,9 @@ static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     ltr_bytes_put_kv(&req, "op", "attach");
     ltr_bytes_put_kv(&req, "pid", pid);
+    char image[24];
+    snprintf(image, sizeof image, "%llu", (unsigned long long)image_token());
+    ltr_bytes_put_kv(&req, "image", image);
     ltr_bytes_put_kv(&req, "session", g.only_session ? g.only_session : "");
     if (g.injected)
         ltr_bytes_put_kv(&req, "injected", "1");

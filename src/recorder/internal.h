@@ -51,6 +51,7 @@ typedef struct producer_conn {
     uint32_t owner;
     uint32_t proc_slot;
     uint64_t start_ts; /* its PROCESS record's */
+    uint64_t image;    /* the producer's image token (AT_RANDOM): another connection of it shares its record */
     bool traced; /* some collector is not denied to it (a session's --pid and names) */
 } producer_conn;
 

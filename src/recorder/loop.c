@@ -187,6 +187,21 @@ static uint32_t collectors_denied(const recorder *r, pid_t claimed, int fd, cons
     return listed(r, (uint32_t)pid) || named(cfg, pid) || forked_from_listed(r, pid) ? 0 : cfg->pid_collectors;
 }
 
+/* A traced connection of the same process image (pid and image token) that
+ * the session described already: a program writing its own events through
+ * libltr-provider under the heap agent attaches twice, and a second PROCESS
+ * record was taken for an exec (the analysis said an exec replaced the
+ * program, and the stacks of the first image's nodes were lost to it: a
+ * review's both.c, all 12 stacks "(no stack recorded)"). A traced exec's
+ * new image has a token of its own. */
+static const producer_conn *described_image(const recorder *r, pid_t pid, uint64_t token)
+{
+    for (unsigned k = 0; token && k < r->nconns; k++)
+        if (r->conns[k].pid == pid && r->conns[k].image == token && r->conns[k].start_ts)
+            return &r->conns[k];
+    return NULL;
+}
+
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
 {
     /* A producer that waited too long (this recorder was stopped) may have
@@ -210,12 +225,18 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     char flag[4];
     bool injected = ltr_kv_find(req, len, "injected", flag, sizeof flag) && !strcmp(flag, "1");
     uint32_t denied = collectors_denied(r, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
+    char image[24];
+    uint64_t token = ltr_kv_find(req, len, "image", image, sizeof image) ? strtoull(image, NULL, 10) : 0;
+    const producer_conn *same = described_image(r, pid, token);
     producer_conn *pc = &r->conns[r->nconns++];
     pc->fd = fd;
     pc->pid = pid;
     pc->owner = r->next_owner++;
+    pc->image = token;
     pc->traced = (denied & all) != all;
-    rec_add_process(r, pid, pc->owner, pc->traced, &pc->proc_slot, &pc->start_ts);
+    rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
+    if (same && pc->traced)
+        pc->start_ts = same->start_ts;
     if (pc->traced)
         ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};

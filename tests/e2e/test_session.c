@@ -324,6 +324,34 @@ static void test_save_layouts_of_a_second_producer(void **state)
     assert_int_equal(reallocs, 400);
 }
 
+/* The same process's two producers are one process to the trace: one
+ * PROCESS record for both connections (the image token, AT_RANDOM), where
+ * a second one was taken for an exec: the analysis said an exec replaced
+ * the program, and stacks described before it were lost ("(no stack
+ * recorded)"). In file and memory mode. */
+static void test_two_producers_one_process(void **state)
+{
+    const char *dir = *state;
+    for (int m = 0; m < 2; m++) {
+        char mode[4200];
+        snprintf(mode, sizeof mode, m ? "--buffers 64" : "--filemode -o %s/one.part", dir);
+        tu_expect_ok(tu_run("%s start heap --instance one %s --provider Test.Two", LTR, mode));
+        tu_expect_ok(tu_run("%s run --instance one -- %s --name Test.Two --threads 2 --events 50 --reallocs 200",
+                            LTR, PRODUCER));
+        tu_expect_ok(tu_run("%s stop --instance one %s/one%d.ltr", LTR, dir, m));
+        tu_result r = tu_run("%s analyze %s/one%d.ltr --format json --top 0", LTR, dir, m);
+        assert_int_equal(r.status, 0);
+        if (strstr(r.out, "\"replaced_by_exec\":true") || strstr(r.out, "\"image\":1"))
+            fail_msg("%s: the producer's second connection taken for an exec:\n%s", mode, r.out);
+        tu_free(&r);
+        r = tu_run("%s analyze %s/one%d.ltr --processes 100", LTR, dir, m);
+        assert_int_equal(r.status, 0);
+        if (strstr(r.out, "(no stack recorded)"))
+            fail_msg("%s: stacks lost:\n%s", mode, r.out);
+        tu_free(&r);
+    }
+}
+
 /* The recorder's own buffers (the system provider's memory counters) name
  * processes by pid, and hold them long after the processes' own buffers
  * were overwritten: a process that ended keeps its PROCESS record while
@@ -804,6 +832,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_ended, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_layouts, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_two_producers_one_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_layouts_of_a_second_producer, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_names_counted_processes, tu_setup_sandbox,
                                         tu_teardown_sandbox),
