@@ -301,8 +301,9 @@ static void test_save_layouts_of_a_second_producer(void **state)
 {
     const char *dir = *state;
     tu_expect_ok(tu_run("%s start heap --instance two --provider Test.Two", LTR));
-    tu_expect_ok(tu_run("%s run --instance two -- %s --name Test.Two --threads 2 --events 50 --reallocs 200", LTR,
-                        PRODUCER));
+    /* the producer, built with the sanitizers when the suite is, under the agent's preload */
+    tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" %s run --instance two -- %s "
+                        "--name Test.Two --threads 2 --events 50 --reallocs 200", LTR, PRODUCER));
     tu_expect_ok(tu_run("%s stop --instance two %s/two.ltr", LTR, dir));
     char path[4200];
     snprintf(path, sizeof path, "%s/two.ltr", dir);
@@ -336,8 +337,8 @@ static void test_two_producers_one_process(void **state)
         char mode[4200];
         snprintf(mode, sizeof mode, m ? "--buffers 64" : "--filemode -o %s/one.part", dir);
         tu_expect_ok(tu_run("%s start heap --instance one %s --provider Test.Two", LTR, mode));
-        tu_expect_ok(tu_run("%s run --instance one -- %s --name Test.Two --threads 2 --events 50 --reallocs 200",
-                            LTR, PRODUCER));
+        tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" %s run --instance one -- %s "
+                            "--name Test.Two --threads 2 --events 50 --reallocs 200", LTR, PRODUCER));
         tu_expect_ok(tu_run("%s stop --instance one %s/one%d.ltr", LTR, dir, m));
         tu_result r = tu_run("%s analyze %s/one%d.ltr --format json --top 0", LTR, dir, m);
         assert_int_equal(r.status, 0);
