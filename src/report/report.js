@@ -18,7 +18,8 @@
     function size(b) {
         var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
         while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
-        return (i ? b.toPrecision(3) : String(Math.round(b))) + " " + u[i];
+        /* as ltr_size_format (base/units.c): toPrecision(3) wrote 1020 KiB in exponent notation */
+        return (i ? b.toFixed(b < 10 ? 2 : b < 100 ? 1 : 0) : String(Math.round(b))) + " " + u[i];
     }
     function signedSize(b) { return (b > 0 ? "+" : b < 0 ? "-" : "") + size(Math.abs(b)); } /* a growth, as ltr analyze --trend */
     function text(tag, s, cls) { var e = document.createElement(tag); e.textContent = s; if (cls) e.className = cls; return e; }

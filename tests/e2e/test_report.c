@@ -233,6 +233,39 @@ static void test_page_bounded_by_processes(void **state)
     tu_free(&r);
 }
 
+/* Sizes on the page are written as ltr analyze writes them: a block of
+ * 1020 KiB (and the chart's ticks, a stack's growth) read "1.02e+3 KiB"
+ * where the page used toPrecision(3) on a value from 1000 to 1023 of its
+ * unit (a review). */
+static const char sizes_py[] =
+    "import re, sys\n"
+    "dom = re.sub(r'<script.*?</script>', '', open(sys.argv[1]).read(), flags=re.S)\n"
+    "print('exp=%d kib1020=%d' % (len(re.findall(r'[0-9]e\\+[0-9]+ [KMGT]iB', dom)),\n"
+    "      len(re.findall(r'>1020 KiB<', dom))))\n";
+
+static void test_sizes_as_analyze_writes_them(void **state)
+{
+    const char *dir = *state;
+    if (chromium_missing()) {
+        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
+        skip();
+    }
+    tu_write_file(dir, "sizes.py", sizes_py);
+    tu_result r = tu_run("cd %s && %s record --no-symbols -o k.ltr -- /usr/bin/python3 -c "
+                         "'import ctypes; ctypes.CDLL(None).malloc(1020 * 1024)' >/dev/null 2>&1 && "
+                         "%s report k.ltr && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                         "--virtual-time-budget=5000 --dump-dom 'file://%s/k.html' >kdom.html 2>chromium.err && "
+                         "python3 sizes.py kdom.html",
+                         dir, LTR, LTR, dir, dir);
+    if (r.status != 0)
+        fail_msg("recording, the page or chromium: %s%s", r.out, r.err);
+    if (tu_field(r.out, "kib1020") < 1) /* the leaked block's row */
+        fail_msg("no stack of 1020 KiB on the page: %s", r.out);
+    if (tu_field(r.out, "exp") != 0)
+        fail_msg("a size in exponent notation on the page: %s", r.out);
+    tu_free(&r);
+}
+
 static void test_refusals(void **state)
 {
     const char *dir = *state;
@@ -256,6 +289,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_page_in_chromium, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_timeline_steps, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_page_bounded_by_processes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_sizes_as_analyze_writes_them, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
