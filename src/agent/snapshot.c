@@ -196,6 +196,10 @@ void snapshot_after_fork(void)
     my_start = ltr_proc_start_time(0);
     atomic_store(&seen_gen, 1);
     atomic_store(&agent_snap_expect, 1);
+    /* a new process of its name, as one that starts (`--name`): a prefork
+     * service's workers kept no table, only their parent did (a review) */
+    if (reg)
+        enable_by_name();
 }
 
 bool snapshot_active(void)

@@ -436,6 +436,39 @@ static void test_by_name(void **state)
     tu_free(&r);
 }
 
+/* By name: a fork child is a new process of the name, and keeps its own
+ * table from its start; a prefork service's workers kept none (a review:
+ * `snapshotconfig heap --pid WORKER` said disabled, only the parent wrote
+ * snapshots). */
+static void test_by_name_fork_child(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    tu_expect_ok(tu_run("%s snapshotconfig heap --name snap-target enable", tu_ltr()));
+    launch("forked", "");
+    touch("go");
+    wait_for("ready", 30);
+    char p[700];
+    snprintf(p, sizeof p, "%s/child", dir);
+    char *text = tu_read_file(p);
+    unsigned child = text ? (unsigned)atoi(text) : 0;
+    free(text);
+    assert_true(child > 0);
+    tu_result r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), child);
+    if (!r.out || !strstr(r.out, "enabled"))
+        fail_msg("the fork child is not enabled by its name: %s%s", r.out, r.err);
+    tu_free(&r);
+    r = tu_run("%s singlesnapshot heap %u --timeout 10", tu_ltr(), child);
+    if (r.status != 0)
+        fail_msg("no snapshot of the fork child: %s%s", r.out, r.err);
+    tu_free(&r);
+    touch("exit");
+    wait_gone(child);
+    const char *trace = stop("fork.ltr");
+    r = tu_run("%s dump %s", tu_ltr(), trace);
+    assert_int_equal(stack_lines(r.out, 5, 500000), 1); /* the child's count_large */
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +479,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,8 @@
  *   shrink allocates 2 MB in 1 KB blocks from shrink_site at once, then
  *          frees them evenly over SECS seconds (a stack that falls);
  *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
- *   stacks allocates a block from each of 2^D distinct stacks, the same way.
+ *   stacks allocates a block from each of 2^D distinct stacks, the same way;
+ *   forked forks a child that writes its pid to DIR/child and does count.
  * Files are made with open/close, never stdio: no allocation of its own
  * after go but those listed.
  */
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *dir;
@@ -198,24 +200,44 @@ static void big(long n)
         nap(10);
 }
 
+/* DIR/NAME holds this process's pid, whole when it appears. */
+static int write_pid(const char *name)
+{
+    char p[4096], num[32];
+    int len = snprintf(num, sizeof num, "%d\n", (int)getpid());
+    snprintf(p, sizeof p, "%s/%s.tmp", dir, name);
+    int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, num, (size_t)len) != len)
+        return -1;
+    close(fd);
+    char final[4096];
+    snprintf(final, sizeof final, "%s/%s", dir, name);
+    return rename(p, final);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
     dir = argv[2];
-    char p[4096], num[32];
-    int len = snprintf(num, sizeof num, "%d\n", (int)getpid());
-    snprintf(p, sizeof p, "%s/pid.tmp", dir);
-    int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    if (fd < 0 || write(fd, num, (size_t)len) != len)
+    if (write_pid("pid") != 0)
         return 3;
-    close(fd);
-    char final[4096];
-    snprintf(final, sizeof final, "%s/pid", dir);
-    rename(p, final);
     wait_go();
     if (!strcmp(argv[1], "count"))
         count();
+    else if (!strcmp(argv[1], "forked")) { /* count in a fork child (DIR/child: its pid) */
+        pid_t c = fork();
+        if (c < 0)
+            return 3;
+        if (c == 0) {
+            if (write_pid("child") != 0)
+                _exit(3);
+            count();
+            _exit(0);
+        }
+        int st;
+        waitpid(c, &st, 0);
+    }
     else if (!strcmp(argv[1], "trend"))
         trend(argc > 3 ? atof(argv[3]) : 10);
     else if (!strcmp(argv[1], "shrink"))
