@@ -238,6 +238,9 @@ typedef struct an_ended_sum {
     uint64_t bytes, count;
 } an_ended_sum;
 void an_ended_totals(const ltr_analysis *a, an_ended_sum *e);
+/* Of the model's processes, the images an exec replaced (an_proc_replaced_by_exec):
+ * the processes are the model's less these. */
+size_t an_images_replaced(const ltr_analysis *a);
 /* Names of the impacting types: "AIFI", "AIFO", "AOFI", "AOFO". */
 extern const char *const an_type_names[AN_NTYPES];
 /* Adds a warning line (printf format) to the report. */

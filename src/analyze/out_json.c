@@ -141,6 +141,8 @@ static void jsummary(ltr_analysis *a, FILE *out, size_t nprocs)
     fprintf(out, ",\"ended_processes\":%zu,\"ended_before_window\":%zu,\"never_freed_by_ended_bytes\":%llu,"
                  "\"never_freed_by_ended_allocations\":%llu",
             ended.processes, ended.before, (unsigned long long)ended.bytes, (unsigned long long)ended.count);
+    /* "processes" counts the images (each an entry of the list): those an exec replaced */
+    fprintf(out, ",\"images_replaced_by_exec\":%zu", an_images_replaced(a));
     fputc('}', out);
 }
 

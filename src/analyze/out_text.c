@@ -234,11 +234,18 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         snprintf(peak, sizeof peak, "peak %s", ltr_size_format(sum.peak_bytes, ob, sizeof ob));
     else
         snprintf(peak, sizeof peak, "no peak (no heap event in the window)");
-    /* the event count is the trace's; the calls are the window's */
+    /* the event count is the trace's; the calls are the window's. Each
+     * image an exec replaced is listed as a process of its own, but it is
+     * not one: python3 through pyenv's shims said "80 process(es)" of 41
+     * (a review) */
+    size_t replaced = an_images_replaced(a);
+    char images[96] = "";
+    if (replaced)
+        snprintf(images, sizeof images, " (%zu program images, %zu of them replaced by an exec)", n, replaced);
     snprintf(line, sizeof line,
-             "\n%zu process(es), %llu heap events%s: %llu allocations, %llu frees; outstanding at the window's end "
+             "\n%zu process(es)%s, %llu heap events%s: %llu allocations, %llu frees; outstanding at the window's end "
              "%s in %llu allocations; %s",
-             n, (unsigned long long)a->heap_events, a->from_set || a->to_set ? " in the trace, in the window" : "",
+             n - replaced, images, (unsigned long long)a->heap_events, a->from_set || a->to_set ? " in the trace, in the window" : "",
              (unsigned long long)sum.allocs, (unsigned long long)sum.frees,
              ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
              (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count), peak);
@@ -246,9 +253,10 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
     an_ended_sum ended;
     an_ended_totals(a, &ended);
     if (ended.count) { /* the outstanding can then be more than the peak: a build's compilers each left theirs */
-        snprintf(line, sizeof line, "of the outstanding, %s in %llu allocations is what %zu process(es) never freed "
+        snprintf(line, sizeof line, "of the outstanding, %s in %llu allocations is what %zu %s never freed "
                  "before they ended (by the window's end): their leaks at exit, not memory held then",
-                 ltr_size_format(ended.bytes, ob, sizeof ob), (unsigned long long)ended.count, ended.processes);
+                 ltr_size_format(ended.bytes, ob, sizeof ob), (unsigned long long)ended.count, ended.processes,
+                 replaced ? "program image(s)" : "process(es)");
         an_fit_text(out, line, a->width);
     }
     /* processes that ended before the window began: nothing of theirs is in it (a review found them listed) */
@@ -276,8 +284,9 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         qsort(shown, listed, sizeof *shown, by_peak);
         nshown = a->processes;
         snprintf(line, sizeof line,
-                 "the %zu processes with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
-                 "--format json or csv: all, each with its figures)", nshown, listed);
+                 "the %zu %s with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
+                 "--format json or csv: all, each with its figures)", nshown, replaced ? "program images" : "processes",
+                 listed);
         an_fit_text(out, line, a->width);
     }
     procs = shown;

@@ -26,6 +26,14 @@ an_proc *const *an_procs(const ltr_analysis *a, size_t *n)
     return a->model.procs;
 }
 
+size_t an_images_replaced(const ltr_analysis *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->model.nprocs; i++)
+        n += an_proc_replaced_by_exec(a, a->model.procs[i]);
+    return n;
+}
+
 void an_totals(const ltr_analysis *a, an_proc *sum)
 {
     memset(sum, 0, sizeof *sum);

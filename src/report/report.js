@@ -27,7 +27,9 @@
 
     /* the header: the trace, its window, and what was lost */
     var S = A.summary;
-    document.getElementById("trace").textContent = A.trace + ": " + S.processes + " process(es), " + S.heap_events +
+    var replaced = S.images_replaced_by_exec || 0; /* images an exec replaced are no processes of their own */
+    document.getElementById("trace").textContent = A.trace + ": " + (S.processes - replaced) + " process(es)" +
+        (replaced ? " (" + S.processes + " program images, " + replaced + " of them replaced by an exec)" : "") + ", " + S.heap_events +
         " heap events over " + S.duration_s.toFixed(3) + " s; outstanding at the end " + size(S.outstanding_bytes) +
         " in " + S.outstanding_allocations + " allocations; " +
         (S.peak_s === null ? "no peak (no heap event in the window)" : "peak " + size(S.peak_bytes));
