@@ -218,7 +218,7 @@ int cli_analysis_status(const char *cmd, ltr_analysis *a)
 {
     if (!ltr_analysis_damage(a))
         return 0;
-    cli_warn(cmd, "the trace is damaged (%llu problem(s)); the report covers its intact chunks only",
+    cli_warn(cmd, "the trace is damaged (%llu problem(s)); what it says comes from its intact chunks only",
              (unsigned long long)ltr_analysis_damage(a));
     return 3;
 }

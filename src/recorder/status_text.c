@@ -12,9 +12,9 @@
 
 void ltr_session_status_write(FILE *out, const ltr_session_status *st)
 {
-    fprintf(out, "session '%s': %s mode, running %.1f s, recorder pid %llu, %llu processes attached",
+    fprintf(out, "session '%s': %s mode, running %.1f s, recorder pid %llu, %llu %s attached",
             st->name, st->mode, (double)st->uptime_ns / 1e9, (unsigned long long)st->pid,
-            (unsigned long long)st->processes);
+            (unsigned long long)st->processes, st->processes == 1 ? "process" : "processes");
     if (st->untraced) /* joined (the agent joins every heap session) but denied */
         fprintf(out, " (%llu more joined, not traced: %s)", (unsigned long long)st->untraced,
                 st->untraced_why);

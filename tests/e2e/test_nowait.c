@@ -223,7 +223,7 @@ static void test_untraced_joiners_apart(void **state)
         assert_non_null(out);
         sprintf(out, "%s%s(status %d)\n", st.out, st.err, st.status);
         tu_free(&st);
-        if (strstr(out, "1 processes attached (1 more joined"))
+        if (strstr(out, "1 process attached (1 more joined"))
             break;
     }
     tu_write_file(dir, "go2", "");
@@ -233,7 +233,7 @@ static void test_untraced_joiners_apart(void **state)
     char want[64], other[64];
     snprintf(want, sizeof want, "processes attached: %ld\n", pid[0]);
     snprintf(other, sizeof other, " %ld", pid[1]);
-    if (!strstr(out, "1 processes attached (1 more joined, not traced") || !strstr(out, want))
+    if (!strstr(out, "1 process attached (1 more joined, not traced") || !strstr(out, want))
         fail_msg("ltr status said:\n%s", out);
     assert_null(strstr(out, other));
     free(out);
@@ -272,7 +272,7 @@ static void test_pending_attach_completes(void **state)
     bool answered = false;
     for (int i = 0; i < 2000 && !answered; i++) {
         tu_result st = tu_run("%s status --instance p", LTR);
-        answered = strstr(st.out, " 1 processes attached") != NULL;
+        answered = strstr(st.out, " 1 process attached") != NULL;
         tu_free(&st);
         if (!answered)
             usleep(10000);
