@@ -31,7 +31,9 @@ static const char help[] =
 static void show_proc(const ltr_snapshot_proc *p)
 {
     printf("pid %u: %s", p->pid, p->enabled ? "enabled" : "disabled");
-    if (p->enabled)
+    if (p->agent_gone)
+        printf(", but it no longer carries the heap agent (it exec'd a program without it): no table");
+    else if (p->enabled)
         printf(", %s", p->tracking ? "table kept" : "table starts at its next allocation");
     if (p->period_s)
         printf(", a snapshot every %u s", p->period_s);

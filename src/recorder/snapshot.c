@@ -144,6 +144,10 @@ static void describe(const ltr_reg_snap_proc *e, ltr_snapshot_proc *out)
     out->tracking = atomic_load(&e->tracking);
     out->period_s = atomic_load(&e->period_s);
     out->snapshots = atomic_load(&e->snapshots);
+    /* an attached process that exec'd a program without the agent keeps its
+     * entry (the same pid), but no table any more (a review: "enabled,
+     * table kept" and every snapshot waiting out its timeout) */
+    out->agent_gone = out->enabled && ltr_heap_agent_loaded(out->pid) == 0;
 }
 
 int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_NAME_MAX], int max_names,
@@ -216,6 +220,12 @@ static ltr_reg_snap_proc *requestable(uint32_t pid, ltr_registry **r, ltr_error 
     if (!atomic_load(&e->enabled)) {
         ltr_fail(err, ENOENT, "heap snapshots are not enabled for process %u: 'ltr snapshotconfig "
                  "heap --pid %u enable' first", pid, pid);
+        return NULL;
+    }
+    if (ltr_heap_agent_loaded(pid) == 0) {
+        ltr_fail(err, ENOENT, "process %u no longer carries the heap agent (it exec'd a program without "
+                 "it): it keeps no table to write; 'ltr snapshotconfig heap --pid %u enable' loads it into "
+                 "the program it runs now", pid, pid);
         return NULL;
     }
     if (!ltr_snapshot_session_running()) {

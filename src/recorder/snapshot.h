@@ -29,6 +29,7 @@ int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err);
 typedef struct ltr_snapshot_proc {
     uint32_t pid;
     bool enabled, tracking; /* asked for; the agent keeps its table */
+    bool agent_gone;        /* enabled, but the process no longer carries the heap agent (an exec) */
     uint32_t period_s;
     uint64_t snapshots;     /* written so far */
 } ltr_snapshot_proc;

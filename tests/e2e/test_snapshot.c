@@ -469,6 +469,39 @@ static void test_by_name_fork_child(void **state)
     tu_free(&r);
 }
 
+/* A process given the agent by an attach that then execs a program
+ * without it keeps its entry (the same pid) but no table: said by
+ * `snapshotconfig --pid`, and a snapshot of it fails at once, where it said
+ * "enabled, table kept" and every request waited out its timeout (a
+ * review). */
+static void test_agent_gone_after_exec(void **state)
+{
+    tu_result r = tu_run("cd %s && perl -e 'while (! -e \"go\") { select(undef, undef, undef, 0.02) } "
+                         "exec \"sleep\", \"20\"' >/dev/null 2>&1 & echo $!", dir);
+    unsigned pid = (unsigned)atoi(r.out);
+    tu_free(&r);
+    assert_true(pid > 0);
+    r = tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), pid);
+    if (r.status != 0)
+        fail_msg("snapshotconfig --pid %u enable: %s%s", pid, r.out, r.err);
+    tu_free(&r);
+    touch("go");
+    tu_expect_ok(tu_run("for i in $(seq 1000); do case $(readlink /proc/%u/exe) in */sleep) exit 0;; esac; "
+                        "sleep 0.01; done; exit 1", pid));
+    r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), pid);
+    if (!r.out || !strstr(r.out, "no longer carries the heap agent"))
+        fail_msg("after the exec: %s%s", r.out, r.err);
+    tu_free(&r);
+    /* said at once: not "did not write its snapshot within 20000 ms" */
+    r = tu_run("%s singlesnapshot heap %u --timeout 20", tu_ltr(), pid);
+    assert_int_equal(r.status, 1);
+    if (!r.err || !strstr(r.err, "no longer carries the heap agent"))
+        fail_msg("the snapshot's failure: %s", r.err);
+    tu_free(&r);
+    r = tu_run("kill %u", pid);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
