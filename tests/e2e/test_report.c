@@ -103,21 +103,22 @@ static const char steps_read_py[] =
     "print('found=%d off=%d rise=%d drawn=%d legend_held=%d' % (r['found'], max(r['off']), r['rise'], r['drawn'],\n"
     "                                                         r['legend'] == r['held']), r['off'], r['legend'], r['held'])\n";
 
-static int chromium_missing(void)
+/* The test is skipped, and says why, without chromium. */
+static void need_chromium(void)
 {
     tu_result r = tu_run("command -v chromium");
     int missing = r.status != 0;
     tu_free(&r);
-    return missing;
+    if (missing) {
+        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
+        skip();
+    }
 }
 
 static void test_page_in_chromium(void **state)
 {
     const char *dir = *state;
-    if (chromium_missing()) {
-        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
-        skip();
-    }
+    need_chromium();
     tu_result r = tu_run("cd %s && %s start heap --filemode --instance page && %s run -- %s >/dev/null && "
                          "%s marker 'leak done' && %s stop --instance page p.ltr && %s report p.ltr && "
                          "%s analyze p.ltr --format json >p.json",
@@ -174,10 +175,7 @@ static void test_page_in_chromium(void **state)
 static void test_timeline_steps(void **state)
 {
     const char *dir = *state;
-    if (chromium_missing()) {
-        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
-        skip();
-    }
+    need_chromium();
     tu_write_file(dir, "probe.py", steps_probe_py);
     tu_write_file(dir, "read.py", steps_read_py);
     tu_result r = tu_run("cd %s && %s record -o g.ltr -- %s gap >/dev/null && %s report g.ltr && "
@@ -246,10 +244,7 @@ static const char sizes_py[] =
 static void test_sizes_as_analyze_writes_them(void **state)
 {
     const char *dir = *state;
-    if (chromium_missing()) {
-        printf("skipped: chromium is not installed (scripts/install-deps.sh installs it)\n");
-        skip();
-    }
+    need_chromium();
     tu_write_file(dir, "sizes.py", sizes_py);
     tu_result r = tu_run("cd %s && %s record --no-symbols -o k.ltr -- /usr/bin/python3 -c "
                          "'import ctypes; ctypes.CDLL(None).malloc(1020 * 1024)' >/dev/null 2>&1 && "

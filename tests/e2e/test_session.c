@@ -224,6 +224,30 @@ static void test_metadata_lost_is_told(void **state)
     tu_free(&r);
 }
 
+/* The summary of trace (in dir), read whole; returns its layouts. */
+static size_t scan_trace(const char *dir, const char *trace, ltr_trace_summary *sum)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, trace);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, sum, &err), 0);
+    size_t layouts = ltr_trace_layout_count(t);
+    ltr_trace_close(t);
+    return layouts;
+}
+
+/* heap-target chain's stacks, by name, in the analysis of trace (in dir) */
+static void expect_chain_named(const char *dir, const char *trace)
+{
+    tu_result r = tu_run("%s analyze %s/%s --processes 1000", LTR, dir, trace);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
+        fail_msg("the last process's stacks are not named:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* A flight recorder lets go of the metadata of processes that ended and
  * whose events no buffer holds any more: kept whole, it grew with every
  * process that ever came (150 `python3 -c pass` beside a memory-mode
@@ -251,11 +275,7 @@ static void test_memory_mode_lets_go_of_ended(void **state)
     assert_true(kept_mb * 1048576.0 < read / 3.0);
     assert_true(gone_mb * 1048576.0 > read / 2.0);
     tu_expect_ok(tu_run("%s stop --instance letgo %s/letgo.ltr", LTR, dir));
-    tu_result r = tu_run("%s analyze %s/letgo.ltr", LTR, dir);
-    assert_int_equal(r.status, 0);
-    if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
-        fail_msg("the last process's stacks are not named:\n%s", r.out);
-    tu_free(&r);
+    expect_chain_named(dir, "letgo.ltr");
 }
 
 /* The LAYOUT and PROVIDER records of processes that ended go with them too
@@ -270,23 +290,12 @@ static void test_memory_mode_lets_go_of_layouts(void **state)
     tu_expect_ok(tu_run("%s run --instance lay -- sh -c 'for i in $(seq 300); do ls / >/dev/null; done; %s chain'",
                         LTR, tu_test_bin("heap-target")));
     tu_expect_ok(tu_run("%s stop --instance lay %s/lay.ltr", LTR, dir));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/lay.ltr", dir);
-    ltr_trace *t;
-    ltr_error err;
     ltr_trace_summary sum;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
-    size_t layouts = ltr_trace_layout_count(t);
-    ltr_trace_close(t);
+    size_t layouts = scan_trace(dir, "lay.ltr", &sum);
     print_message("layouts in the save: %zu\n", layouts);
     if (layouts >= 150)
         fail_msg("%zu layouts kept after 300 processes", layouts);
-    tu_result r = tu_run("%s analyze %s/lay.ltr --processes 1000", LTR, dir);
-    assert_int_equal(r.status, 0);
-    if (!strstr(r.out, "chain_inner") || !strstr(r.out, "mode_chain"))
-        fail_msg("the last process's stacks are not named:\n%s", r.out);
-    tu_free(&r);
+    expect_chain_named(dir, "lay.ltr");
 }
 
 /* A process that writes events through libltr-provider.so under the heap
@@ -305,14 +314,8 @@ static void test_save_layouts_of_a_second_producer(void **state)
     tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" %s run --instance two -- %s "
                         "--name Test.Two --threads 2 --events 50 --reallocs 200", LTR, PRODUCER));
     tu_expect_ok(tu_run("%s stop --instance two %s/two.ltr", LTR, dir));
-    char path[4200];
-    snprintf(path, sizeof path, "%s/two.ltr", dir);
-    ltr_trace *t;
-    ltr_error err;
     ltr_trace_summary sum;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
-    ltr_trace_close(t);
+    scan_trace(dir, "two.ltr", &sum);
     if (sum.damage)
         fail_msg("%llu damaged in a save of %llu events", (unsigned long long)sum.damage,
                  (unsigned long long)sum.events);

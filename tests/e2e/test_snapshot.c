@@ -53,6 +53,18 @@ static void touch(const char *name)
     fclose(fopen(p, "w"));
 }
 
+/* The pid the target wrote into file `name` of the sandbox. */
+static unsigned pid_in(const char *name)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    char *text = tu_read_file(p);
+    unsigned pid = text ? (unsigned)atoi(text) : 0;
+    free(text);
+    assert_true(pid > 0);
+    return pid;
+}
+
 /* Starts the target under `ltr run` in the background; returns its pid. */
 static unsigned launch(const char *mode, const char *extra)
 {
@@ -60,13 +72,7 @@ static unsigned launch(const char *mode, const char *extra)
                          extra, dir);
     tu_free(&r);
     wait_for("pid", 30);
-    char p[700];
-    snprintf(p, sizeof p, "%s/pid", dir);
-    char *text = tu_read_file(p);
-    unsigned pid = text ? (unsigned)atoi(text) : 0;
-    free(text);
-    assert_true(pid > 0);
-    return pid;
+    return pid_in("pid");
 }
 
 /* Enables snapshots of pid and lets it start its table (at its next
@@ -447,12 +453,7 @@ static void test_by_name_fork_child(void **state)
     launch("forked", "");
     touch("go");
     wait_for("ready", 30);
-    char p[700];
-    snprintf(p, sizeof p, "%s/child", dir);
-    char *text = tu_read_file(p);
-    unsigned child = text ? (unsigned)atoi(text) : 0;
-    free(text);
-    assert_true(child > 0);
+    unsigned child = pid_in("child");
     tu_result r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), child);
     if (!r.out || !strstr(r.out, "enabled"))
         fail_msg("the fork child is not enabled by its name: %s%s", r.out, r.err);
