@@ -9,6 +9,7 @@
 #include "event/producer.h"
 #include "base/records.h"
 #include "prim/prim.h"
+#include "prim/sha1.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -240,13 +241,22 @@ static void retire(ltr_attach *a)
  * and new after an exec. A program writing its own events (libltr-provider)
  * under the heap agent attaches twice; the recorder describes the process
  * once for both (the second PROCESS record was taken for an exec, its
- * stacks lost). 0: not known. */
+ * stacks lost). Hashed: glibc makes the stack protector's canary and the
+ * pointer guard of those bytes, which must not leave the process. 0: not
+ * known. */
 static uint64_t image_token(void)
 {
     const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
-    uint64_t v = 0;
-    if (r)
-        memcpy(&v, r, sizeof v);
+    if (!r)
+        return 0;
+    ltr_sha1 h;
+    uint8_t digest[LTR_SHA1_DIGEST_SIZE];
+    ltr_sha1_init(&h);
+    ltr_sha1_update(&h, "ltr image", 9);
+    ltr_sha1_update(&h, r, 16);
+    ltr_sha1_digest(&h, digest);
+    uint64_t v;
+    memcpy(&v, digest, sizeof v);
     return v;
 }
 

@@ -1,6 +1,7 @@
 /*
- * prim/sha1.h — SHA-1 (FIPS 180-4), only for the name-derived provider GUIDs
- * of ETW (prim/guid.c). Its own small copy so that libltr-provider.so, which
+ * prim/sha1.h — SHA-1 (FIPS 180-4), for the name-derived provider GUIDs of
+ * ETW (prim/guid.c) and a producer's image token (event/producer.c, which
+ * must not send the exec's random bytes themselves). Its own small copy so that libltr-provider.so, which
  * derives a GUID at every provider registration, needs nothing beyond libc
  * (no crypto library loaded into every program that writes events).
  */
