@@ -52,6 +52,7 @@ typedef struct producer_conn {
     uint32_t proc_slot;
     uint64_t start_ts; /* its PROCESS record's */
     uint64_t image;    /* the producer's image token (AT_RANDOM): another connection of it shares its record */
+    uint32_t describer; /* the owner of the connection that wrote that record (its own, if it did) */
     bool traced; /* some collector is not denied to it (a session's --pid and names) */
 } producer_conn;
 
@@ -106,6 +107,13 @@ typedef struct recorder {
         uint64_t ts; /* the record's start_ts */
     } *owners;
     size_t nowners, capowners;
+    /* memory mode: a connection that shares another's PROCESS record (one
+     * image's second producer) and the owner whose record it is: a save
+     * writes its buffers in that image's round (saveorder.c) */
+    struct rec_owner_alias {
+        uint32_t owner, of;
+    } *aliases;
+    size_t naliases, capaliases;
     uint64_t meta_kept_dropped; /* memory mode: bytes of it let go since the start (kept.c) */
     uint64_t meta_failed_ns; /* file mode: when writing meta_new last failed, 0 if it did not */
     uint64_t meta_retry_ns;  /* how long after that it is tried again (drain.c), 0 after a success */
@@ -206,6 +214,8 @@ typedef struct rec_save_rounds {
 int rec_save_rounds_plan(recorder *r, rec_save_rounds *sr);
 /* The round of an attachment's buffers. */
 unsigned rec_round_of(const rec_save_rounds *sr, uint32_t owner);
+/* Memory mode: owner's buffers are of the image whose record owner `of` wrote. */
+void rec_add_alias(recorder *r, uint32_t owner, uint32_t of);
 void rec_save_rounds_free(rec_save_rounds *sr);
 /* The time of the first event buffer idx of collector c holds, 0 if none
  * can be read (a buffer being filled or taken over: a hint, not a promise). */

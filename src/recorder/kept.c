@@ -189,6 +189,32 @@ static bool owner_of(const struct rec_owner *e, const uint8_t *d)
     return e->pid == ltr_get_u32(d + LTR_RECORD_HEADER_SIZE) && e->ts == ltr_get_u64(d + LTR_RECORD_HEADER_SIZE + 8);
 }
 
+/* Whether owner has an entry in r->owners, which owners' order sorts (the
+ * recorder numbers attachments as they come, and appends them so). */
+static bool owner_kept(const recorder *r, uint32_t owner)
+{
+    size_t lo = 0, hi = r->nowners;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->owners[mid].owner < owner)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nowners && r->owners[lo].owner == owner;
+}
+
+/* The aliases of owners let go go too (their process ended: no buffer
+ * holds its events). */
+static void prune_aliases(recorder *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->naliases; i++)
+        if (owner_kept(r, r->aliases[i].of))
+            r->aliases[k++] = r->aliases[i];
+    r->naliases = k;
+}
+
 void rec_prune_owners(recorder *r)
 {
     const uint8_t *d = r->meta_kept.data;
@@ -207,6 +233,7 @@ void rec_prune_owners(recorder *r)
     while (i < n) /* records not read out of the region yet */
         r->owners[k++] = r->owners[i++];
     r->nowners = k;
+    prune_aliases(r);
 }
 
 void rec_prune_kept(recorder *r)

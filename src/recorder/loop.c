@@ -235,8 +235,12 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->image = token;
     pc->traced = (denied & all) != all;
     rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
-    if (same && pc->traced)
+    pc->describer = pc->owner;
+    if (same && pc->traced) {
         pc->start_ts = same->start_ts;
+        pc->describer = same->describer;
+        rec_add_alias(r, pc->owner, pc->describer);
+    }
     if (pc->traced)
         ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};

@@ -19,10 +19,14 @@
  * PROCESS record began an image g. The attachment of a record is known from
  * the recorder's own list (r->owners: it writes the PROCESS records), a
  * buffer's from the ring (ltr_ring_buf.owner). Without an exec in what is
- * kept, one round: as before.
+ * kept, one round: as before. An image's second producer (the heap agent
+ * beside libltr-provider.so) shares the first's record: its buffers go in
+ * that record's round (r->aliases), not the process's first image's, where
+ * the reader took them for the image before an exec.
  */
 #include "recorder/internal.h"
 #include "base/hmap.h"
+#include "prim/prim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +100,16 @@ int rec_save_rounds_plan(recorder *r, rec_save_rounds *sr)
     sr->meta = calloc(sr->rounds, sizeof *sr->meta);
     if (!sr->meta)
         return -1;
+    for (size_t i = 0; i < r->naliases; i++) {
+        const owner_image *of = an_hmap_get(&sr->owners, (uint64_t)r->aliases[i].of + 1);
+        if (!of)
+            continue; /* its record's owner not kept: the first image's round, as any unknown */
+        uint32_t image = of->image; /* before the put, which may move the entries */
+        owner_image *o = an_hmap_put(&sr->owners, (uint64_t)r->aliases[i].owner + 1, NULL);
+        if (!o)
+            return -1;
+        o->image = image;
+    }
     /* again, each record into its round's bytes, in order */
     an_hmap_free(&sr->pids);
     an_hmap_init(&sr->pids, sizeof(pid_images));
@@ -116,6 +130,13 @@ unsigned rec_round_of(const rec_save_rounds *sr, uint32_t owner)
 {
     const owner_image *o = sr->rounds > 1 ? an_hmap_get(&sr->owners, (uint64_t)owner + 1) : NULL;
     return o ? o->image : 0; /* an attachment not known: the process's first image */
+}
+
+void rec_add_alias(recorder *r, uint32_t owner, uint32_t of)
+{
+    if (r->cfg.mode != LTR_MODE_FILE &&
+        ltr_reserve((void **)&r->aliases, &r->capaliases, r->naliases, sizeof *r->aliases, 16) == 0)
+        r->aliases[r->naliases++] = (struct rec_owner_alias){owner, of};
 }
 
 void rec_save_rounds_free(rec_save_rounds *sr)

@@ -369,6 +369,7 @@ void rec_teardown(recorder *r)
     ltr_bytes_free(&r->meta_new);
     ltr_bytes_free(&r->meta_kept);
     free(r->owners);
+    free(r->aliases);
     ltr_bytes_free(&r->layouts);
     ltr_bytes_free(&r->last_counters);
     rec_markers_free(r);

@@ -356,6 +356,31 @@ static void test_two_producers_one_process(void **state)
     }
 }
 
+/* An image's second producer shares its first's PROCESS record; in memory
+ * mode a save writes each image's buffers after its record (saveorder.c),
+ * and the second producer's went with the process's first image: after an
+ * exec, the producer's threads and events were read as the shell's
+ * ("threads: sh (P), ? (P+1), ? (P+2)"). */
+static void test_second_producer_after_exec(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start heap --instance ex --buffers 64 --provider Test.Two", LTR));
+    tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" %s run --instance ex -- "
+                        "sh -c 'exec %s --name Test.Two --threads 2 --events 50 --reallocs 200'", LTR, PRODUCER));
+    tu_expect_ok(tu_run("%s stop --instance ex %s/ex.ltr", LTR, dir));
+    tu_result r = tu_run("%s analyze %s/ex.ltr --processes 10 --top 0", LTR, dir);
+    assert_int_equal(r.status, 0);
+    const char *sh = strstr(r.out, "/dash\n"), *producer = strstr(r.out, "ltr-test-producer\n");
+    if (!sh)
+        sh = strstr(r.out, "/sh\n");
+    if (!sh || !producer)
+        fail_msg("the shell's and the producer's images not both there:\n%s", r.out);
+    const char *threads = strstr(sh, "threads: ");
+    if (!threads || strcspn(threads, "\n") > strcspn(threads, ",") || strstr(producer, "(no stack recorded)"))
+        fail_msg("the producer's buffers read as the shell's image:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* The recorder's own buffers (the system provider's memory counters) name
  * processes by pid, and hold them long after the processes' own buffers
  * were overwritten: a process that ended keeps its PROCESS record while
@@ -838,6 +863,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_mode_lets_go_of_layouts, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_two_producers_one_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_layouts_of_a_second_producer, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_second_producer_after_exec, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_names_counted_processes, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
