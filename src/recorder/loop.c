@@ -202,6 +202,42 @@ static const producer_conn *described_image(const recorder *r, pid_t pid, uint64
     return NULL;
 }
 
+/* Whether the pid an attach claims is its process's: the kernel's pid of
+ * the peer (SO_PEERCRED), or that process's pid in its own namespace (the
+ * last of /proc/PEER/status's NSpid: a container's agent sends getpid()).
+ * The pid names the PROCESS record, the process's end and the memory-mode
+ * pruning of its records: a producer claiming another traced process's pid
+ * had the recorder write a second PROCESS record for it (every stack of the
+ * victim read "(no stack recorded)", the trace saying no damage), and held
+ * its end back for as long as the forged connection stayed open (the victim
+ * "replaced by an exec" after it exited). True when it cannot be told (no
+ * peer pid: another pid namespace that does not see the peer). */
+static bool claim_is_peer(int fd, pid_t claimed)
+{
+    pid_t kp = peer_pid(fd);
+    if (!kp || kp == claimed)
+        return true;
+    char path[64], status[16384];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)kp);
+    if (ltr_read_small_file(path, status, sizeof status) <= 0)
+        return false;
+    const char *ns = strstr(status, "\nNSpid:");
+    if (!ns)
+        return false;
+    ns += 7;
+    long last = -1;
+    char *end;
+    for (;;) {
+        while (*ns == ' ' || *ns == '\t')
+            ns++;
+        if (*ns < '0' || *ns > '9')
+            break;
+        last = strtol(ns, &end, 10);
+        ns = end;
+    }
+    return last == (long)claimed;
+}
+
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
 {
     /* A producer that waited too long (this recorder was stopped) may have
@@ -211,6 +247,11 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         return false;
     char pidtext[16];
     pid_t pid = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
+    if (!claim_is_peer(fd, pid)) {
+        rec_log("an attach claimed pid %d, which is not its process's (%d): refused", (int)pid,
+                    (int)peer_pid(fd));
+        return false;
+    }
     if (r->nconns == r->conns_cap) {
         unsigned cap = r->conns_cap ? r->conns_cap * 2 : 16;
         producer_conn *n = realloc(r->conns, sizeof *n * cap);

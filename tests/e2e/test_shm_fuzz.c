@@ -177,11 +177,42 @@ static void test_forged_process_end_dropped(void **state)
     tu_free(&r);
 }
 
+/* A traced program that sends the recorder an attach claiming another
+ * traced process's pid (the socket is the user's: any of its processes can
+ * connect). The pid names the PROCESS record and the process's end: taken,
+ * the recorder wrote a second PROCESS record for perl, whose every stack
+ * then read "(no stack recorded)" with no damage said; and a forged
+ * connection held open past perl's exit kept its end out ("replaced by an
+ * exec" seconds after it ended). The claim is refused: the connection's
+ * peer is another process. */
+static void test_forged_attach_pid_refused(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start heap --instance fa --filemode -o %s/fa.part.ltr --provider Test.Scribbler", LTR, dir),
+              "start", 0);
+    tu_result r = tu_run("%s run --instance fa -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
+                         "sleep 1; p=$(pgrep -n -x perl); %s fa 1 0 attach:$p; s=$?; wait; "
+                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_field(r.out, "scribbler"), 0);
+    assert_int_equal(tu_field(r.out, "answered"), 0);
+    long long pid = tu_field(r.out, "pid");
+    tu_free(&r);
+    assert_true(pid > 0);
+    expect_ok(tu_run("%s stop --instance fa %s/fa.ltr", LTR, dir), "stop", 0);
+    r = tu_run("%s analyze %s/fa.ltr --pid %lld", LTR, dir, pid);
+    assert_int_equal(r.status, 0);
+    if (strstr(r.out, "no stack recorded") || strstr(r.out, "replaced by an exec"))
+        fail_msg("the forged attach was taken:\n%s", r.out);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scribbled_shared_memory, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_process_end_dropped, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_forged_attach_pid_refused, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };

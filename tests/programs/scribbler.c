@@ -21,7 +21,10 @@
  * than a small region holds; prints lost=K, the appends refused),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
- * prints appended=MB).
+ * prints appended=MB), attach:PID (no scribble: an attach request on the
+ * session's socket that claims to come from process PID, as the agent's
+ * does from its own; prints answered=1 if the recorder took it, 0 if it
+ * closed the connection).
  */
 #include <ltr/provider.h>
 
@@ -36,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static ltr_provider prov = {.name = "Test.Scribbler", .state = &ltr_never_enabled};
@@ -230,6 +234,34 @@ int main(int argc, char **argv)
         if (ltr_producer_meta_append(a, rec, rec[4]) != 0)
             return 1;
         len = 0;
+    }
+    if (!strncmp(region, "attach:", 7)) { /* another process's pid claimed */
+        char dir[4096], name[LTR_SESSION_NAME_MAX + 8];
+        struct sockaddr_un sa;
+        int dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
+        if (dirfd < 0 || ltr_runtime_name(name, sizeof name, argv[1], LTR_RUN_SOCK) != 0 ||
+            ltr_dir_sockaddr(dirfd, dir, name, &sa, NULL) != 0)
+            return 1;
+        int sock = ltr_unix_connect(sa.sun_path, false);
+        close(dirfd);
+        if (sock < 0)
+            return 1;
+        ltr_bytes req = {0};
+        ltr_bytes_put_kv(&req, "op", "attach");
+        ltr_bytes_put_kv(&req, "pid", region + 7);
+        ltr_bytes_put_kv(&req, "image", "12345");
+        ltr_bytes_put_kv(&req, "session", "");
+        if (req.failed || ltr_send_msg(sock, req.data, req.len, NULL, 0) != 0)
+            return 1;
+        ltr_bytes_free(&req);
+        uint8_t *body = NULL;
+        int fds[4], nfds = 4;
+        ssize_t n = ltr_recv_msg_by(sock, &body, fds, &nfds, 1 << 16, ltr_now_ns() + 5000000000ull);
+        printf("answered=%d\n", n > 0 ? 1 : 0);
+        free(body);
+        sleep_ms(300);
+        close(sock);
+        return 0;
     }
     if (!strncmp(region, "flood:", 6)) { /* faster than any recorder reads: most do not fit */
         static uint8_t rec[1024];
