@@ -537,6 +537,17 @@ void ltr_producer_count_lost(ltr_attach *a, unsigned c)
 int ltr_producer_meta_append(ltr_attach *a, const uint8_t *record, uint32_t size)
 {
     ltr_shm_layout *lay = a->lay;
+    /* A session that denies this process every collector (its --pid or
+     * names do not cover it, or an exclusive session it was not started
+     * for) takes none of its events, so it needs none of its metadata: the
+     * trace kept out its PROCESS record, but not the paths of every module
+     * it loaded, its threads' names and its stacks (a review: beside
+     * 'ltr start heap --pid P', a sqlite3 and a python3 run with the agent
+     * left 40 modules, their threads and 1 242 symbolized addresses in the
+     * trace). Taken as written: nothing is owed to such a session. */
+    uint32_t all = lay->ncollectors >= 32 ? UINT32_MAX : (1u << lay->ncollectors) - 1;
+    if (all && (a->denied & all) == all)
+        return 0;
     return ltr_shm_meta_append_to(lay->meta, lay->meta_capacity, a->shm, record, size);
 }
 

@@ -334,6 +334,19 @@ static void test_attached_not_in_open_sessions(void **state)
     const ltr_process *described = ltr_trace_process_find(tr, (uint32_t)t.pid);
     if (described && described->known)
         fail_msg("the open session's trace describes pid %d: %s", (int)t.pid, described->exe);
+    /* nor its modules, threads or stacks (the agent wrote them all) */
+    for (size_t i = 0; i < ltr_trace_module_count(tr); i++)
+        if (ltr_trace_module_at(tr, i)->pid == (uint32_t)t.pid)
+            fail_msg("the open session's trace holds module %s of pid %d", ltr_trace_module_at(tr, i)->path,
+                     (int)t.pid);
+    for (size_t i = 0; i < ltr_trace_stack_count(tr); i++)
+        if (ltr_trace_stack_at(tr, i)->pid == (uint32_t)t.pid)
+            fail_msg("the open session's trace holds stack %u of pid %d", ltr_trace_stack_at(tr, i)->id,
+                     (int)t.pid);
+    for (size_t i = 0; i < ltr_trace_thread_count(tr); i++)
+        if (ltr_trace_thread_at(tr, i)->pid == (uint32_t)t.pid)
+            fail_msg("the open session's trace names thread %u of pid %d", ltr_trace_thread_at(tr, i)->tid,
+                     (int)t.pid);
     ltr_trace_close(tr);
     snprintf(trace, sizeof trace, "%s/named2.ltr", dir);
     assert_int_equal(cycle_into(&t, args, trace), 100); /* named again: traced again */
