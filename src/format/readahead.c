@@ -51,12 +51,26 @@ static int reserve(uint8_t **buf, size_t *cap, size_t n)
     return ltr_table_reserve((void **)buf, cap, n - 1, 1, n);
 }
 
+/* The first offset >= off that is not in a hole of a sparse file (a hole
+ * reads as zeros, and a chunk header starts with 'L'): a trace of 64 bytes
+ * and then 100 GB of hole (`truncate -s 100G`, no disk spent) had the scan
+ * read zeros for minutes (a review: a 4 GB one 4.9 s). file_size when
+ * only holes are left; off itself where the file system cannot say. */
+static uint64_t past_hole(int fd, uint64_t off, uint64_t file_size)
+{
+    off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+    if (data < 0)
+        return errno == ENXIO ? file_size : off;
+    return (uint64_t)data > off ? (uint64_t)data : off;
+}
+
 /* Finds the next offset >= from holding a chunk header whose CRC matches.
  * Returns 1 and sets *found, 0 if there is none, or -errno. */
 static int find_header(int fd, uint64_t file_size, uint64_t from, uint64_t *found)
 {
     uint8_t win[SCAN_WINDOW + LTR_CHUNK_HEADER_SIZE];
-    for (uint64_t off = from; off + LTR_CHUNK_HEADER_SIZE <= file_size; off += SCAN_WINDOW) {
+    for (uint64_t off = from; (off = past_hole(fd, off, file_size)) + LTR_CHUNK_HEADER_SIZE <= file_size;
+         off += SCAN_WINDOW) {
         ssize_t n = ltr_read_at(fd, win, sizeof win, off);
         if (n < 0)
             return (int)n;
