@@ -182,14 +182,22 @@
         r.spread = r.AIFO[0] > 1 && r.last > r.first ? (r.last - r.first) / Math.max(1, b - a) : 0;
         return r;
     }
+    /* The cells the window spans: the grid has G.count cells, but a width
+     * that doubles leaves the window's end anywhere in its second half, and
+     * the cells past it drew each stack flat there: a steady leak looked as if
+     * it had levelled off a third of the way before the trace ended. */
+    var sparkCells = A.window ? cellOf(A.window.to_s) + 1 : G.count;
     function spark(s) { /* the stack's outstanding bytes per cell, held across the cell: steps, as the timeline's */
-        var v = overTime(s), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
+        var v = overTime(s).slice(0, sparkCells), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
         cv.width = 128; cv.height = 24; cv.className = "spark";
-        var ctx = cv.getContext("2d");
+        var ctx = cv.getContext("2d"), w = cv.width / v.length;
         ctx.strokeStyle = "#c0392b";
         ctx.beginPath();
-        v.forEach(function (y, i) { ctx.lineTo(i * 2, 23 - 22 * y / max); ctx.lineTo(i * 2 + 2, 23 - 22 * y / max); });
+        v.forEach(function (y, i) { ctx.lineTo(i * w, 23 - 22 * y / max); ctx.lineTo((i + 1) * w, 23 - 22 * y / max); });
         ctx.stroke();
+        if (!check.spark) /* the cells drawn and where they end, beside the window's end */
+            check.spark = { cells: v.length, end_s: G.base_s + v.length * G.width_s, width_s: G.width_s,
+                            to_s: A.window ? A.window.to_s : null };
         return cv;
     }
     var byId = {}; /* every stack the page has, once: the outstanding ones and the big allocators */

@@ -8,9 +8,10 @@
  * re-ranks (the one-time table of the program's start tops the first 50 ms)
  * and a range over the whole trace gives exactly the report's AIFI, AIFO,
  * AOFI and AOFO bytes and its first stack;
- * the page holds no reference to the network; the growth column says
- * "growing over N s" of a window under 10 s, as ltr analyze does, not a rate
- * per minute, and so does a range's. The timeline draws outstanding
+ * the page holds no reference to the network; each stack's small chart
+ * spans the window (not past it, where the steady leak looked levelled
+ * off); the growth column says "growing over N s" of a window under 10 s, as
+ * ltr analyze does, not a rate per minute, and so does a range's. The timeline draws outstanding
  * bytes as steps: on report-target's "gap" (1 MiB, 600 ms idle, 8 MiB) the
  * line read back from the chart's canvas stays at 1 MiB across the gap, the
  * rise is drawn upright where the 8 MiB came, and the legend three quarters
@@ -45,7 +46,10 @@ static const char check_py[] =
     "print('range_top:', c['range'][2] if c['range'] else '')\n"
     "t = a['types']\n"
     "print('range_exact=%d' % (c['range'] is not None and all(c['range'][3][k] == t[k]['bytes'] for k in t)))\n"
-    "print('rates=%d growing=%d' % (len(re.findall(r'/min</td>', dom)), len(re.findall(r'>growing over [0-9.]+ s</td>', dom))))\n";
+    "print('rates=%d growing=%d' % (len(re.findall(r'/min</td>', dom)), len(re.findall(r'>growing over [0-9.]+ s</td>', dom))))\n"
+    "s = c.get('spark') or {}\n"
+    "fits = s.get('to_s') is not None and abs(s['end_s'] - s['to_s']) <= s['width_s'] + 1e-9\n"
+    "print('spark_fits=%d' % fits, s)\n";
 
 /* The timeline's steps, read back from the drawn page: probe.py PAGE OUT
  * writes a copy of the page that keeps the uPlot chart (a wrapper of the
@@ -98,8 +102,12 @@ static const char steps_probe_py[] =
 
 static const char steps_read_py[] =
     "import html, json, re, sys\n"
-    "m = re.search(r'<pre id=\"probe\">(.*?)</pre>', open(sys.argv[1]).read(), re.S)\n"
+    "dom = open(sys.argv[1]).read()\n"
+    "m = re.search(r'<pre id=\"probe\">(.*?)</pre>', dom, re.S)\n"
     "r = json.loads(html.unescape(m.group(1)))\n"
+    "s = json.loads(html.unescape(re.search(r'<pre id=\"selfcheck\"[^>]*>(.*?)</pre>', dom, re.S).group(1))).get('spark') or {}\n"
+    "fits = s.get('to_s') is not None and abs(s['end_s'] - s['to_s']) <= s['width_s'] + 1e-9\n"
+    "print('spark_fits=%d' % fits, s)\n"
     "print('found=%d off=%d rise=%d drawn=%d legend_held=%d' % (r['found'], max(r['off']), r['rise'], r['drawn'],\n"
     "                                                         r['legend'] == r['held']), r['off'], r['legend'], r['held'])\n";
 
@@ -158,6 +166,11 @@ static void test_page_in_chromium(void **state)
             fail_msg("the page's self-check: %s", r.out);
         if (i == 0 && !strstr(r.out, "first: Deep<")) /* the steady leak tops the list */
             fail_msg("the leak's function is not first: %s", r.out);
+        /* each stack's small chart spans the window, not the grid's 64 cells:
+         * past the window's end it drew the steady leak flat, as if it had
+         * levelled off (a python3 leak of 41 s: flat over its last 37 %) */
+        if (i == 0 && tu_field(r.out, "spark_fits") != 1)
+            fail_msg("the stacks' charts do not end at the window's end: %s", r.out);
         /* a run of a second or so: the steady leak is "growing over N s", as
          * ltr analyze says, never a rate per minute (the page said "893
          * MiB/min" of a half-second python3 run), and in a range too (where
@@ -193,6 +206,10 @@ static void test_timeline_steps(void **state)
         fail_msg("the rise is not drawn upright at the next event: %s", r.out);
     if (tu_field(r.out, "legend_held") != 1) /* the legend says what the line shows */
         fail_msg("the legend is not the held value: %s", r.out);
+    /* a window of 0.7 s in cells of 16 ms: the grid's 64 cells reach 1 s, and
+     * the stacks' charts drew the 8 MiB held flat over that last third */
+    if (tu_field(r.out, "spark_fits") != 1)
+        fail_msg("the stacks' charts do not end at the window's end: %s", r.out);
     tu_free(&r);
 }
 
