@@ -312,8 +312,18 @@ static uint32_t find_named(watch *w)
 {
     uint32_t pids[8];
     int n = ltr_pids_named(w->cfg->name, geteuid(), pids, 8);
-    if (n > 1)
-        say(w, false, "%d processes are named %s: watching pid %u", n, w->cfg->name, pids[0]);
+    if (n > 1) {
+        /* the others by pid, and how to watch one of them: the first found
+         * of a prefork service is its master, and the growth is a worker's */
+        char others[128] = "";
+        size_t len = 0;
+        int listed = n < 8 ? n : 8;
+        for (int i = 1; i < listed && len < sizeof others; i++)
+            len += (size_t)snprintf(others + len, sizeof others - len, "%s%u", i > 1 ? ", " : "", pids[i]);
+        say(w, false, "%d processes are named %s: watching pid %u, the first found; the other%s: %s%s "
+                      "(--pid PID watches one of them)",
+            n, w->cfg->name, pids[0], n > 2 ? "s" : "", others, n > listed ? ", ..." : "");
+    }
     return n > 0 ? pids[0] : 0;
 }
 

@@ -466,7 +466,8 @@ static void test_name_follows_restart(void **state)
 }
 
 /* By name with two processes of the name: which one is watched is said
- * once (it was said twice, by the start's look and the first poll's). */
+ * once (it was said twice, by the start's look and the first poll's), with
+ * the other's pid and how to watch it instead. */
 static void test_name_two_said_once(void **state)
 {
     const char *dir = *state;
@@ -485,6 +486,14 @@ static void test_name_two_said_once(void **state)
         said++;
     if (said != 1)
         fail_msg("which process is watched said %d times:\n%s", said, s);
+    /* and the other one by its pid, with how to watch it instead: the first
+     * found of a prefork service is its master, which does not grow */
+    char first[96], other[160];
+    snprintf(first, sizeof first, "watching pid %d, the first found", (int)a);
+    pid_t o = strstr(s, first) ? b : a;
+    snprintf(other, sizeof other, "the other: %d (--pid PID watches one of them)", (int)o);
+    if (!strstr(s, other))
+        fail_msg("the other process is not named, wanted '%s' in:\n%s", other, s);
     free(s);
     kill(w, SIGTERM);
     assert_int_equal(wait_exit(w), 0);
