@@ -170,8 +170,20 @@ static int session_args(const char *cmd, int argc, char **argv, const char *usag
             return cli_usage_error(cmd, usage);
         }
     }
-    if (argc - optind < nmin || argc - optind > nmax)
+    if (argc - optind < nmin || argc - optind > nmax) {
+        /* say what is wrong before the usage, as analyze's "no TRACE given":
+         * the operand missing is the usage's word after "ltr CMD " */
+        if (argc - optind > nmax) {
+            cli_fail(cmd, "'%s' is an argument too many%s", argv[optind + nmax],
+                     nmax ? " (quote a text of several words as one)" : ": this command takes none");
+        } else {
+            const char *w = strchr(usage, ' ');
+            w = w ? strchr(w + 1, ' ') : NULL;
+            int n = w ? (int)strcspn(w + 1, " ") : 0;
+            cli_fail(cmd, "no %.*s given", n, w ? w + 1 : "");
+        }
         return cli_usage_error(cmd, usage);
+    }
     *first = optind;
     return -1;
 }

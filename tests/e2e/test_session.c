@@ -671,6 +671,12 @@ static void test_bad_options(void **state)
     expect_refused("start --bogus", "usage: ltr start");
     expect_refused("frobnicate", "not an ltr command");
     expect_refused("stop", "usage: ltr stop");
+    /* what is missing or extra is said, not only the usage */
+    expect_refused("stop", "ltr stop: no FILE given");
+    expect_refused("save", "ltr save: no FILE given");
+    expect_refused("marker", "ltr marker: no TEXT given");
+    expect_refused("marker two words", "ltr marker: 'words' is an argument too many (quote a text");
+    expect_refused("cancel x", "ltr cancel: 'x' is an argument too many: this command takes none");
     /* Nothing was started by any of these. */
     tu_result st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "no session is running"));
