@@ -232,6 +232,13 @@ static int start_session(watch *w, ltr_error *err)
         sc->pids[sc->npids++] = w->cfg->pid;
     else
         snprintf(sc->names[sc->nnames++], sizeof sc->names[0], "%s", w->cfg->name);
+    /* Every collector is the target's, not the heap's alone: the snapshot
+     * collector takes any process whose snapshots are enabled, and a watch on
+     * rleak saved the periodic snapshots of two python3 services that a
+     * --trend session had enabled before, with their memory counters (a
+     * process that may write into one collector is a target of the system
+     * provider too): their 52 MiB listed first in the trigger's trace. */
+    sc->pid_collectors = (uint8_t)((1u << sc->ncollectors) - 1);
     sc->system_interval_ms = w->cfg->memory_interval_ms;
     sc->cancel_when_orphaned = true;
     if ((rc = ltr_runtime_dir(w->rundir, sizeof w->rundir, err)))

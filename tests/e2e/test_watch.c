@@ -501,6 +501,37 @@ static void test_name_two_said_once(void **state)
     kill(b, SIGKILL);
 }
 
+/* The trace is the target's: another process with periodic heap snapshots
+ * (a --trend session's, enabled before) is not in it, neither its snapshots
+ * nor its memory counters (a watch on rleak saved two python3 services'
+ * snapshots, listed before the target's own). */
+static void test_other_snapshots_not_recorded(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    pid_t other = start_target(dir, "other", "50 256 0");
+    tu_expect_ok(tu_run("%s start heapsnapshot --instance slow && %s snapshotconfig heap --pid %d enable && "
+                        "%s enableperiodicsnapshot heap 1 %d", LTR, LTR, (int)other, LTR, (int)other));
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/o.ltr --private-bytes-above 1M --interval 1", LTR,
+                    (int)svc, dir);
+    assert_int_equal(wait_exit(w), 0);
+    tu_expect_ok(tu_run("%s disableperiodicsnapshot heap %d && %s cancel --instance slow", LTR, (int)other, LTR));
+    kill(svc, SIGKILL);
+    kill(other, SIGKILL);
+    tu_result r = tu_run("%s analyze %s/o.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    char want[64], unwanted[64];
+    snprintf(want, sizeof want, "process %d at ", (int)svc);
+    snprintf(unwanted, sizeof unwanted, "process %d ", (int)other);
+    if (!strstr(r.out, want) || strstr(r.out, unwanted))
+        fail_msg("wanted the target's snapshot (%s) and nothing of pid %d in:\n%s", want, (int)other, r.out);
+    tu_free(&r);
+}
+
 /* --record-to a relative path is the caller's: the trace and its bundle go
  * to the directory watch was started in (the recorder's is another), and
  * that is the path it says and names the frames in. */
@@ -706,6 +737,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refusal_said_whole, tu_setup_sandbox, teardown),
     };
