@@ -174,8 +174,11 @@ static int session_args(const char *cmd, int argc, char **argv, const char *usag
         /* say what is wrong before the usage, as analyze's "no TRACE given":
          * the operand missing is the usage's word after "ltr CMD " */
         if (argc - optind > nmax) {
+            bool text = strstr(usage, "TEXT") || strstr(usage, "DESCRIPTION");
             cli_fail(cmd, "'%s' is an argument too many%s", argv[optind + nmax],
-                     nmax ? " (quote a text of several words as one)" : ": this command takes none");
+                     !nmax  ? ": this command takes none"
+                     : text ? " (quote a text of several words as one)"
+                            : "");
         } else {
             const char *w = strchr(usage, ' ');
             w = w ? strchr(w + 1, ' ') : NULL;

@@ -677,6 +677,8 @@ static void test_bad_options(void **state)
     expect_refused("marker", "ltr marker: no TEXT given");
     expect_refused("marker two words", "ltr marker: 'words' is an argument too many (quote a text");
     expect_refused("cancel x", "ltr cancel: 'x' is an argument too many: this command takes none");
+    expect_refused("stop f.ltr a description", "ltr stop: 'description' is an argument too many (quote a text");
+    expect_refused("save f.ltr g.ltr", "ltr save: 'g.ltr' is an argument too many\n");
     /* Nothing was started by any of these. */
     tu_result st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "no session is running"));
