@@ -20,7 +20,7 @@ int cmd_disableperiodicsnapshot(int argc, char **argv)
     if (cli_snapshot_help(argc, argv, usage, help) == 0)
         return 0;
     if (argc < 2)
-        return cli_usage_error("disableperiodicsnapshot", usage);
+        return cli_snapshot_missing("disableperiodicsnapshot", 0, usage);
     int rc = cli_snapshot_kind("disableperiodicsnapshot", argv[1], usage);
     if (rc)
         return rc;

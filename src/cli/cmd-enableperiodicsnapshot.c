@@ -22,7 +22,7 @@ int cmd_enableperiodicsnapshot(int argc, char **argv)
     if (cli_snapshot_help(argc, argv, usage, help) == 0)
         return 0;
     if (argc < 4)
-        return cli_usage_error("enableperiodicsnapshot", usage);
+        return cli_snapshot_missing("enableperiodicsnapshot", argc - 1, usage);
     int rc = cli_snapshot_kind("enableperiodicsnapshot", argv[1], usage);
     if (rc)
         return rc;

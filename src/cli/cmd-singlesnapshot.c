@@ -23,7 +23,7 @@ int cmd_singlesnapshot(int argc, char **argv)
     if (cli_snapshot_help(argc, argv, usage, help) == 0)
         return 0;
     if (argc < 3)
-        return cli_usage_error("singlesnapshot", usage);
+        return cli_snapshot_missing("singlesnapshot", argc - 1, usage);
     int rc = cli_snapshot_kind("singlesnapshot", argv[1], usage);
     if (rc)
         return rc;
@@ -41,7 +41,7 @@ int cmd_singlesnapshot(int argc, char **argv)
         }
     }
     if (!npids)
-        return cli_usage_error("singlesnapshot", usage);
+        return cli_snapshot_missing("singlesnapshot", 1, usage);
     for (int i = 0; i < npids; i++) {
         ltr_error err;
         if (ltr_snapshot_take(pids[i], (uint32_t)timeout * 1000u, &err) != 0)

@@ -16,6 +16,20 @@ int cli_snapshot_kind(const char *cmd, const char *text, const char *usage)
     return cli_usage_error(cmd, usage);
 }
 
+int cli_snapshot_missing(const char *cmd, int n, const char *usage)
+{
+    const char *w = usage;
+    for (int i = 0; i < n + 2 && w; i++) /* past "ltr CMD" and the operands before */
+        if ((w = strchr(w, ' ')))
+            w++;
+    int len = w ? (int)strcspn(w, " .[") : 0;
+    if (!n)
+        fprintf(stderr, "ltr %s: no kind of snapshot given ('heap', the only one)\n", cmd);
+    else
+        fprintf(stderr, "ltr %s: no %.*s given\n", cmd, len, w ? w : "");
+    return cli_usage_error(cmd, usage);
+}
+
 int cli_snapshot_pid(const char *cmd, const char *text, uint32_t *pid)
 {
     uint64_t v;

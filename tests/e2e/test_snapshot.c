@@ -385,6 +385,19 @@ static void test_errors(void **state)
     r = tu_run("%s singlesnapshot core %u", tu_ltr(), pid);
     assert_int_equal(r.status, 2);
     tu_free(&r);
+    /* what is missing is said, not only the usage */
+    const char *missing[][2] = {{"singlesnapshot", "no kind of snapshot given"},
+                                {"singlesnapshot heap --timeout 3", "no PID given"},
+                                {"enableperiodicsnapshot heap", "no SECS given"},
+                                {"enableperiodicsnapshot heap 5", "no PID given"},
+                                {"disableperiodicsnapshot", "no kind of snapshot given"}};
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+        r = tu_run("%s %s", tu_ltr(), missing[i][0]);
+        assert_int_equal(r.status, 2);
+        if (!strstr(r.err, missing[i][1]))
+            fail_msg("ltr %s: '%s' not said:\n%s", missing[i][0], missing[i][1], r.err);
+        tu_free(&r);
+    }
     tu_expect_ok(tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), pid));
     tu_expect_ok(tu_run("%s cancel", tu_ltr()));
     r = tu_run("%s singlesnapshot heap %u", tu_ltr(), pid);
