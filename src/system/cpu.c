@@ -393,10 +393,20 @@ static int frame_cb(Dwfl_Frame *f, void *arg)
     frames *fr = arg;
     Dwarf_Addr pc;
     bool activation;
-    if (!dwfl_frame_pc(f, &pc, &activation))
-        return DWARF_CB_ABORT;
+    if (!dwfl_frame_pc(f, &pc, &activation) || (pc == 0 && !activation))
+        return DWARF_CB_ABORT; /* a return address of 0: the outermost frame's end, not a frame */
     fr->pc[fr->n++] = activation ? pc : pc - 1; /* a return address: the call is before it */
     return fr->n == MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+Dwfl_Module *sys_addr_module(Dwfl *d, uint64_t pc, uint64_t *start)
+{
+    Dwfl_Module *m = dwfl_addrmodule(d, pc);
+    Dwarf_Addr lo = 0, hi = 0;
+    if (!m || !dwfl_module_info(m, NULL, &lo, &hi, NULL, NULL, NULL, NULL) || pc < lo || pc >= hi)
+        return NULL;
+    *start = lo;
+    return m;
 }
 
 /* A frame's name: "function" or "module+0xOFFSET"; NULL (and *unknown) when
@@ -407,14 +417,14 @@ static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bo
     name_entry *e = an_hmap_get(&c->names, key ? key : 1);
     if (e)
         return e->name;
-    Dwfl_Module *m = dwfl_addrmodule(d, pc);
+    uint64_t start = 0;
+    Dwfl_Module *m = sys_addr_module(d, pc, &start);
     if (!m) {
         *unknown = true;
         return NULL;
     }
-    Dwarf_Addr start = 0;
     const char *name = dwfl_module_addrname(m, pc);
-    const char *mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    const char *mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     const char *base = mod && strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
     char buf[512];
     if (name)

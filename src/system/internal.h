@@ -66,5 +66,13 @@ typedef struct sys_mod_data {
  * /proc/PID/maps), each module's user data mods, which must outlive it.
  * NULL if the process cannot be read. */
 Dwfl *sys_proc_dwfl_report(uint32_t pid, sys_mod_data *mods);
+/* The module of d that holds pc, with its start in *start; NULL when none
+ * does. dwfl_addrmodule alone is not enough on a Dwfl made from
+ * /proc/PID/maps: it answers the highest module (ld.so, usually) for every
+ * address above it (the stack, a return address of 0 - 1, and, after an
+ * exec, every library of the new image mapped above the old ld.so), which
+ * named those frames "ld-linux-x86-64.so.2+0x9869df095d" and kept the stale
+ * modules from being read again. */
+Dwfl_Module *sys_addr_module(Dwfl *d, uint64_t pc, uint64_t *start);
 
 #endif

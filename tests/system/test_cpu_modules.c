@@ -213,6 +213,36 @@ static void test_vdso_found(void **state)
     assert_true(own_module_elf_found(vdso, "]"));
 }
 
+/* A frame's module is the one whose range holds it: libdw's dwfl_addrmodule
+ * on a Dwfl made from /proc/PID/maps answers the highest module (ld.so) for
+ * any address above it, which named the frames of a target's new image after
+ * an exec (and a return address of 0, minus 1) "ld-linux...+0x9869df095d". */
+static void test_addr_outside_modules(void **state)
+{
+    (void)state;
+    sys_mod_data mods;
+    Dwfl *d = sys_proc_dwfl_report((uint32_t)getpid(), &mods);
+    assert_non_null(d);
+    uint64_t start = 0, top = 0;
+    assert_non_null(sys_addr_module(d, (uint64_t)(uintptr_t)&malloc, &start)); /* libc's code */
+    assert_true(start <= (uint64_t)(uintptr_t)&malloc);
+    /* the highest file mapping's end: every address from there up is in no module */
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[512];
+    unsigned long long lo, hi;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && strchr(line, '/') && hi > top && hi < 0xffff800000000000ull)
+            top = hi;
+    fclose(f);
+    int local;
+    assert_null(sys_addr_module(d, UINT64_MAX, &start));
+    assert_null(sys_addr_module(d, top + 0x1000000000ull, &start));
+    if ((uint64_t)(uintptr_t)&local > top) /* the stack, above every module */
+        assert_null(sys_addr_module(d, (uint64_t)(uintptr_t)&local, &start));
+    dwfl_end(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_swap_after_stat_not_opened),
         cmocka_unit_test(test_deleted_name_opened_as_mapped),
         cmocka_unit_test(test_vdso_found),
+        cmocka_unit_test(test_addr_outside_modules),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
