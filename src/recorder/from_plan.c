@@ -171,17 +171,26 @@ static uint64_t part_bit(const char *part)
 }
 
 /* The available system keywords: the Ltr.System provider with their parts'
- * keyword bits, in the collector of the first of them (docs/system-provider.md). */
+ * keyword bits, in the system collector of the first of them that is in one
+ * (else the collector of the first): a kernel provider named in an event
+ * collector (Microsoft-Windows-ImageLoad, in WPRP_Network's NetworkFull) also
+ * asks for a part, and being first it put every system event in the event
+ * collector, leaving the profile's system collector out of the session
+ * (docs/system-provider.md). */
 static int add_system(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
 {
     uint64_t mask = 0;
     size_t collector = 0;
+    bool in_system = false;
     for (size_t i = 0; i < plan->nsyskw; i++) {
         const ltr_plan_syskw *k = &plan->syskw[i];
         if (!k->available || !part_bit(k->linux_part))
             continue;
-        if (!mask)
+        bool sys = plan->collectors[k->collector].kind == LTR_COLLECTOR_SYSTEM;
+        if (!mask || (sys && !in_system)) {
             collector = k->collector;
+            in_system = sys;
+        }
         mask |= part_bit(k->linux_part);
     }
     if (!mask)

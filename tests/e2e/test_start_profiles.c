@@ -22,14 +22,20 @@ static const char profile[] =
     "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
     "<WindowsPerformanceRecorder Version=\"1.0\">\n"
     "  <Profiles>\n"
+    "    <SystemCollector Id=\"SC\" Name=\"Test System\">\n"
+    "      <BufferSize Value=\"64\"/>\n"
+    "      <Buffers Value=\"4\"/>\n"
+    "    </SystemCollector>\n"
     "    <EventCollector Id=\"EC\" Name=\"Test Collector\">\n"
     "      <BufferSize Value=\"64\"/>\n"
     "      <Buffers Value=\"8\"/>\n"
     "    </EventCollector>\n"
+    "    <SystemProvider Id=\"SP_Proc\"><Keywords><Keyword Value=\"ProcessThread\"/></Keywords></SystemProvider>\n"
     "    <SystemProvider Id=\"SP_WindowsOnly\"><Keywords><Keyword Value=\"CSwitch\"/></Keywords></SystemProvider>\n"
     "    <EventProvider Id=\"EP\" Name=\"Test.Producer\" Level=\"4\">\n"
     "      <Keywords><Keyword Value=\"0x2\"/></Keywords>\n"
     "    </EventProvider>\n"
+    "    <EventProvider Id=\"EP_ImageLoad\" Name=\"2cb15d1d-5fc1-11d2-abe1-00a0c911f518\"/>\n"
     "    <Profile Id=\"T.Light.File\" Name=\"T\" DetailLevel=\"Light\" LoggingMode=\"File\" Description=\"test\">\n"
     "      <Collectors>\n"
     "        <EventCollectorId Value=\"EC\">\n"
@@ -49,6 +55,14 @@ static const char profile[] =
     "    </Profile>\n"
     "    <Profile Id=\"N.Light.Memory\" Base=\"N.Light.File\" Name=\"N\" DetailLevel=\"Light\"\n"
     "             LoggingMode=\"Memory\"/>\n"
+    "    <Profile Id=\"K.Light.File\" Name=\"K\" DetailLevel=\"Light\" LoggingMode=\"File\">\n"
+    "      <Collectors>\n"
+    "        <EventCollectorId Value=\"EC\">\n"
+    "          <EventProviders><EventProviderId Value=\"EP_ImageLoad\"/></EventProviders>\n"
+    "        </EventCollectorId>\n"
+    "        <SystemCollectorId Value=\"SC\"><SystemProviderId Value=\"SP_Proc\"/></SystemCollectorId>\n"
+    "      </Collectors>\n"
+    "    </Profile>\n"
     "  </Profiles>\n"
     "</WindowsPerformanceRecorder>\n";
 
@@ -160,6 +174,29 @@ static void test_builtin_profiles_start_and_report(void **state)
     tu_free(&r);
 }
 
+/* The system events go in the profile's system collector, also when a kernel
+ * provider in an event collector (ImageLoad: modules) asks for a part first:
+ * WPRP_Network.15002's NetworkFull recorded them in its event collector and
+ * left its 'MSO System Collector' out. */
+static void test_system_parts_in_system_collector(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("%s start --filemode '%s/test.wprp!K.light' --instance k -o %s/k.ltr.part", LTR, dir,
+                         dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "Test System: 4 buffers of 64 KB"))
+        fprintf(stderr, "ltr start said: %s", r.out);
+    assert_non_null(strstr(r.out, "Test System: 4 buffers of 64 KB"));
+    assert_null(strstr(r.out, "Test Collector")); /* nothing else in it: not made */
+    tu_free(&r);
+    r = tu_run("%s status --instance k", LTR);
+    assert_non_null(strstr(r.out, "Test System"));
+    tu_free(&r);
+    r = tu_run("%s cancel --instance k", LTR);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+}
+
 static void test_profile_errors_start_nothing(void **state)
 {
     const char *dir = *state;
@@ -188,6 +225,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_filemode_picks_file_variant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_builtin_profiles_start_and_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_errors_start_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_system_parts_in_system_collector, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
