@@ -461,12 +461,23 @@ static int may_do_better(ltr_symbolizer *s, sym_file *f)
     return f->better;
 }
 
-static int names_something(const sym_level *lv, size_t k)
+/* Whether this machine's names lv (k levels) say more than the trace's weak
+ * ones (n frames, from a symbol table where it was recorded): a source file
+ * (DWARF), or a function where the trace had none. The same names again
+ * (the same binary, still without DWARF) are not more: taken as this
+ * machine's, they made every 'ltr symbolize' of a trace with such a module
+ * append them again (perl, sqlite3, gcc: 210, 82, 1618 addresses a run). */
+static int better_than_known(const sym_level *lv, size_t k, const ltr_sym_frame *known, uint32_t n)
 {
-    for (size_t i = 0; i < k; i++)
-        if (lv[i].function || lv[i].file)
+    int named = 0, known_named = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (lv[i].file)
             return 1;
-    return 0;
+        named |= lv[i].function != NULL;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        known_named |= known[i].function != NULL;
+    return named && !known_named;
 }
 
 static void free_levels(sym_level *lv, size_t k)
@@ -497,7 +508,7 @@ static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t add
     sym_elf *e = x ? elf_for(s, x->file, weak_n != 0) : NULL;
     if (e) /* a return address: the call is the instruction before it */
         k = sym_elf_resolve(e, vaddr ? vaddr - 1 : 0, lv, MAX_LEVELS);
-    if (weak_n && !names_something(lv, k)) { /* nothing better here: the trace's names */
+    if (weak_n && !better_than_known(lv, k, s->frames + weak_first, weak_n)) { /* nothing better here: the trace's names */
         free_levels(lv, k);
         *n = weak_n;
         return weak_first;

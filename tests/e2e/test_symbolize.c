@@ -220,6 +220,46 @@ static void bare_modules_still_warned(void **state)
     free(known);
 }
 
+/* A library without a symbol table: its exported functions are named by its
+ * dynamic symbols where the trace is recorded, its static ones not at all.
+ * 'ltr symbolize' then opens the file for the unnamed frames, and took the
+ * same dynamic-symbol names found there again as new: every run appended
+ * them once more (perl, sqlite3, gcc: hundreds of addresses a run). Nothing
+ * is added, however often. */
+static void symbolize_again_adds_nothing(void **state)
+{
+    (void)state;
+    tu_result r = tu_run(
+        "set -e; mkdir -p mix; cd mix;"
+        "printf '#include <stdlib.h>\\n"
+        "static void *__attribute__((noinline)) inner(size_t n) { void *p = malloc(n); __asm__ volatile(\"\" ::: \"memory\"); return p; }\\n"
+        "void *mix_alloc(size_t n) { void *p = inner(n); __asm__ volatile(\"\" ::: \"memory\"); return p; }\\n"
+        "void *mix_alloc2(size_t n) { void *p = malloc(n); __asm__ volatile(\"\" ::: \"memory\"); return p; }\\n'"
+        " | cc -shared -fPIC -O1 -o libmix.so -x c -;"
+        "printf 'void *mix_alloc(unsigned long); void *mix_alloc2(unsigned long);\\n"
+        "int main(void) { for (int i = 0; i < 3; i++) mix_alloc(100 + i); mix_alloc2(50); return 0; }\\n'"
+        " | cc -o mix -x c - -L. -lmix -Wl,-rpath,'$ORIGIN'; strip --strip-all libmix.so");
+    if (r.status != 0)
+        fail_msg("building mix: %s", r.err);
+    tu_free(&r);
+    r = tu_run("'%s' record -o mix/mix.ltr -- \"$PWD/mix/mix\"", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    long long size = file_size("mix/mix.ltr");
+    for (int i = 0; i < 2; i++) {
+        r = tu_run("'%s' symbolize mix/mix.ltr", tu_ltr());
+        assert_int_equal(r.status, 0);
+        if (!strstr(r.err, "nothing to add"))
+            fprintf(stderr, "ltr symbolize said: %s", r.err);
+        assert_non_null(strstr(r.err, "nothing to add"));
+        tu_free(&r);
+    }
+    assert_int_equal(file_size("mix/mix.ltr"), size);
+    char *json = run_out(0, "'%s' analyze '%s' --format json --top 0 %s", "mix/mix.ltr", "");
+    assert_non_null(strstr(json, "\"function\":\"mix_alloc2\""));
+    free(json);
+}
+
 /* Two traces merged keep the names of both; one merged with a trace that
  * had none gets the rest from ltr symbolize, the others kept. */
 static void merge_keeps_names(void **state)
@@ -355,6 +395,7 @@ int main(void)
         cmocka_unit_test(debug_info_here_wins),
         cmocka_unit_test(fifo_for_debug_file),
         cmocka_unit_test(bare_modules_still_warned),
+        cmocka_unit_test(symbolize_again_adds_nothing),
         cmocka_unit_test(merge_keeps_names),
         cmocka_unit_test(symbolize_refuses),
     };
