@@ -63,6 +63,44 @@ static int connect_by(const struct sockaddr_un *sa, uint64_t end_ns)
     }
 }
 
+/* No recorder listens for session: the error says so, and what there is
+ * instead: the session is dead (its recorder killed, with the partial trace
+ * it left), or the names of the sessions that do run (a 'ltr stop' without
+ * --instance while only named sessions run said only "no session named
+ * 'ltr'"). */
+static int no_session(const char *session, ltr_error *err)
+{
+    enum { MAX = 16 };
+    ltr_error ignored;
+    ltr_dead_session *dead = malloc(sizeof *dead * MAX);
+    int n = dead ? ltr_client_dead_sessions(dead, MAX, &ignored) : 0;
+    for (int i = 0; i < n && i < MAX; i++) {
+        if (strcmp(dead[i].name, session))
+            continue;
+        char partial[4200] = "";
+        if (dead[i].has_partial)
+            snprintf(partial, sizeof partial, "; its partial trace is %s", dead[i].output);
+        ltr_fail(err, ESRCH, "no session named '%s' is running: its recorder (pid %u) was killed or crashed%s "
+                             "('ltr status' tells what is left of it, 'ltr cancel --instance %s' forgets it)",
+                 session, dead[i].pid, partial, session);
+        free(dead);
+        return -ESRCH;
+    }
+    free(dead);
+    char names[MAX][64], list[MAX * 66] = "";
+    int m = ltr_client_sessions(names, MAX, &ignored);
+    for (int i = 0, used = 0; i < m && i < MAX; i++) {
+        int k = snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "", names[i]);
+        if (k < 0 || (size_t)k >= sizeof list - (size_t)used)
+            break;
+        used += k;
+    }
+    if (m > 0)
+        return ltr_fail(err, ESRCH, "no session named '%s' is running (running: %s; name one with --instance)",
+                        session, list);
+    return ltr_fail(err, ESRCH, "no session named '%s' is running", session);
+}
+
 static int connect_to(const char *session, uint64_t end_ns, ltr_error *err)
 {
     char dir[4096], name[sizeof ((struct sockaddr_un *)0)->sun_path];
@@ -85,7 +123,7 @@ static int connect_to(const char *session, uint64_t end_ns, ltr_error *err)
             return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer: too many requests wait for it "
                                             "already (its recorder is stopped or hung)", session);
         if (e == ENOENT || e == ECONNREFUSED)
-            return ltr_fail(err, ESRCH, "no session named '%s' is running", session);
+            return no_session(session, err);
         if (e == EACCES || e == EPERM)
             return ltr_fail(err, EACCES, "permission denied: session '%s' belongs to another user",
                             session);

@@ -644,6 +644,25 @@ static void test_taken_name_and_missing_session(void **state)
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "no session named 'ltr' is running"));
     tu_free(&r);
+    /* with other sessions running, it names them */
+    tu_expect_ok(tu_run("%s start --instance other1", LTR));
+    r = tu_run("%s stop %s/none.ltr", LTR, dir);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "no session named 'ltr' is running (running: other1; name one with --instance)"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance other1", LTR));
+    /* a session whose recorder was killed: said, with its partial trace */
+    tu_expect_ok(tu_run("%s start --filemode --instance gone1 -o %s/gone1.ltr.part", LTR, dir));
+    tu_expect_ok(tu_run("kill -KILL $(%s status --instance gone1 | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p') && "
+                        "sleep 0.3", LTR));
+    r = tu_run("%s stop %s/gone1.ltr --instance gone1", LTR, dir);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "was killed or crashed"))
+        fprintf(stderr, "ltr stop said: %s", r.err);
+    assert_non_null(strstr(r.err, "no session named 'gone1' is running: its recorder (pid "));
+    assert_non_null(strstr(r.err, "gone1.ltr.part"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance gone1", LTR));
 }
 
 static void expect_refused(const char *args, const char *message)
