@@ -421,6 +421,11 @@ int cmd_start(int argc, char **argv)
     char why[512];
     if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
         cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);
+    else if (ltr_session_samples_cpu(&cfg) && !cfg.npids && !cfg.nnames)
+        /* WPR samples the whole machine; a user of its CPU profiles expects as much */
+        fprintf(stderr, "ltr start: note: CPU samples (SampledProfile) are taken of the session's target "
+                        "processes only, not system-wide: none is named (--pid P), so there will be none "
+                        "until a process joins the session ('ltr run')\n");
     if (!cfg.npids && !cfg.nnames)
         return 0;
     bool none = cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir);

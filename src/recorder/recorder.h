@@ -130,6 +130,8 @@ typedef struct ltr_session_options {
 int ltr_session_config_build(const struct ltr_plan *plan, const ltr_session_options *o,
                              ltr_session_config *cfg, struct ltr_bytes *notes, ltr_error *err);
 
+/* Whether the session takes CPU samples (Ltr.System keyword SampledProfile). */
+bool ltr_session_samples_cpu(const ltr_session_config *cfg);
 /* Whether the session enables the system provider (Ltr.System): then its
  * pids are the processes whose memory counters are recorded. */
 bool ltr_session_records_system(const ltr_session_config *cfg);

@@ -25,6 +25,12 @@ bool ltr_session_records_system(const ltr_session_config *cfg)
     return system_spec(cfg) != NULL;
 }
 
+bool ltr_session_samples_cpu(const ltr_session_config *cfg)
+{
+    const ltr_provider_spec *ps = system_spec(cfg);
+    return ps && (!ps->any || (ps->any & LTR_SYSKW_SAMPLES));
+}
+
 int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size_t why_size)
 {
     const ltr_provider_spec *ps = system_spec(cfg);

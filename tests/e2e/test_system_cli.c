@@ -187,6 +187,19 @@ static void test_options(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "0.01"));
     tu_free(&r);
+    /* CPU samples are of the targets only (WPR's are system-wide): with none
+     * named, start says so; with --pid, or without samples, it does not */
+    static const struct { const char *args; bool note; } cases[] = {
+        {"general", true}, {"general --pid 1", false}, {"memory", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        r = tu_run("%s start %s --instance o2", LTR, cases[i].args);
+        assert_int_equal(r.status, 0);
+        bool note = cases[i].note && geteuid() == 0; /* else: a warning that none are taken at all */
+        if (!!strstr(r.err, "taken of the session's target processes only") != note)
+            fail_msg("ltr start %s said: %s", cases[i].args, r.err);
+        tu_free(&r);
+        tu_expect_ok(tu_run("%s cancel --instance o2", LTR));
+    }
 }
 
 /* analyze: private bytes over the window beside the heap's outstanding bytes,
