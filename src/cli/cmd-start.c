@@ -229,6 +229,19 @@ static const char *output_of(const ltr_session_config *cfg)
     return made;
 }
 
+/* cfg.pids[0 .. option_pids) came from --pid, the rest from the profiles'
+ * HeapProcessIds: a profile's placeholder (WPRP_Heap's TraceHeap_ByPID holds
+ * 12345678, to be rewritten) was said as "--pid 12345678", which the user
+ * never gave. */
+static unsigned option_pids;
+
+static const char *pid_named(const ltr_session_config *cfg, unsigned i)
+{
+    static char said[64];
+    snprintf(said, sizeof said, i < option_pids ? "--pid %u" : "the profile's HeapProcessId %u", cfg->pids[i]);
+    return said;
+}
+
 /* Every --pid is checked before anything starts (touching nothing): a pid
  * that cannot be traced refuses the whole start, with the cause and fix. */
 /* --pid for the system provider alone: a process that does not exist is an
@@ -237,7 +250,7 @@ static int pids_exist(const ltr_session_config *cfg)
 {
     for (unsigned i = 0; i < cfg->npids; i++)
         if (kill((pid_t)cfg->pids[i], 0) != 0 && errno == ESRCH)
-            return cli_fail("start", "--pid %u: no such process", cfg->pids[i]), 2;
+            return cli_fail("start", "%s: no such process", pid_named(cfg, i)), 2;
     return 0;
 }
 
@@ -246,7 +259,7 @@ static int check_pids(const ltr_session_config *cfg, const char *rundir)
     for (unsigned i = 0; i < cfg->npids; i++) {
         ltr_error err;
         if (ltr_attach_check((pid_t)cfg->pids[i], rundir, &err) < 0)
-            return cli_fail("start", "--pid %u: %s; nothing was started", cfg->pids[i], err.msg), 1;
+            return cli_fail("start", "%s: %s; nothing was started", pid_named(cfg, i), err.msg), 1;
     }
     return 0;
 }
@@ -265,7 +278,7 @@ static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
     }
     for (unsigned i = 0; i < cfg->npids; i++) {
         if (out[i].state < 0)
-            cli_warn("start", "--pid %u was not attached: %s", out[i].pid, out[i].why.msg);
+            cli_warn("start", "%s was not attached: %s", pid_named(cfg, i), out[i].why.msg);
         else if (out[i].state == LTR_ATTACH_INJECTED)
             printf("pid %u: heap agent loaded (thread %d stopped %.1f ms)\n", out[i].pid, (int)out[i].rep.tid,
                    (double)out[i].rep.call_ns / 1e6);
@@ -368,6 +381,7 @@ int cmd_start(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1)
         if ((rc = take_option(c, &cfg, &o)) >= 0)
             return rc;
+    option_pids = cfg.npids;
     /* N% counts buffers of --buffer-size, or of the default size */
     if (o.buffers && cli_parse_buffers("start", o.buffers,
                                        o.session.buffer_kb ? o.session.buffer_kb : LTR_BUFFER_KB_DEFAULT,

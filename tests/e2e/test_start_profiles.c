@@ -218,6 +218,36 @@ static void test_profile_errors_start_nothing(void **state)
     tu_free(&r);
 }
 
+/* A profile's HeapProcessIds are said as the profile's, not as a --pid the
+ * user never gave (WPRP_Heap.wprp's TraceHeap_ByPID holds a placeholder). */
+static void test_profile_pid_said_as_the_profiles(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("sh -c 'echo $$'");
+    unsigned gone = (unsigned)atoi(r.out); /* a process that has exited */
+    tu_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bypid.wprp", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "<?xml version=\"1.0\"?>\n<WindowsPerformanceRecorder Version=\"1.0\"><Profiles>\n"
+               "<HeapEventProvider Id=\"H\"><HeapProcessIds Operation=\"Add\">"
+               "<HeapProcessId Value=\"%u\"/></HeapProcessIds></HeapEventProvider>\n"
+               "<Profile Id=\"P.Light.File\" Name=\"P\" DetailLevel=\"Light\" LoggingMode=\"File\">"
+               "<Collectors><HeapEventCollectorId Value=\"HeapCollector_WPRHeapCollector\">"
+               "<HeapEventProviders><HeapEventProviderId Value=\"H\"/></HeapEventProviders>"
+               "</HeapEventCollectorId></Collectors></Profile>\n</Profiles></WindowsPerformanceRecorder>\n",
+            gone);
+    fclose(f);
+    r = tu_run("%s start --filemode '%s!P.light' -o %s/p.ltr", LTR, path, dir);
+    assert_int_not_equal(r.status, 0);
+    char want[64];
+    snprintf(want, sizeof want, "the profile's HeapProcessId %u", gone);
+    if (!strstr(r.err, want) || strstr(r.err, "--pid"))
+        fail_msg("the profile's pid not said as its own:\n%s", r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +256,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_builtin_profiles_start_and_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_errors_start_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_system_parts_in_system_collector, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_pid_said_as_the_profiles, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
