@@ -5,6 +5,7 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,10 +71,33 @@ static const cli_command *find(const char *name)
     return NULL;
 }
 
+static const cli_command *find(const char *name);
+
 static int unknown(const char *name)
 {
     fprintf(stderr, "ltr: '%s' is not an ltr command. See 'ltr --help'.\n", name);
+    if (name[0] == '-' && find(name + 1)) /* WPR's spelling: wpr -start */
+        fprintf(stderr, "ltr: ltr's commands take no dash, as WPR's do: 'ltr %s'\n", name + 1);
     return 2;
+}
+
+/* After a usage error: WPR's options take one dash (-filemode), ltr's long
+ * ones two; getopt said only "invalid option -- 'f'". */
+static int dashes_hint(int rc, int argc, char **argv)
+{
+    /* the commands that run a program: its own arguments, and its exit status */
+    bool runs = !strcmp(argv[1], "record") || !strcmp(argv[1], "run") || !strcmp(argv[1], "watch");
+    for (int i = 2; rc == 2 && !runs && i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (a[0] == '-' && a[1] >= 'a' && a[1] <= 'z' && a[2] >= 'a' && a[2] <= 'z' &&
+            strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") == strlen(a + 1)) {
+            fprintf(stderr, "ltr %s: long options take two dashes: --%s, not WPR's %s\n", argv[1], a + 1, a);
+            break;
+        }
+    }
+    return rc;
 }
 
 /* `ltr help [COMMAND]`: the same text as `ltr COMMAND --help`. */
@@ -126,5 +150,5 @@ int main(int argc, char **argv)
         return output_written(NULL, 0);
     }
     const cli_command *c = find(argv[1]);
-    return c ? output_written(argv[1], c->run(argc - 1, argv + 1)) : unknown(argv[1]);
+    return c ? output_written(argv[1], dashes_hint(c->run(argc - 1, argv + 1), argc, argv)) : unknown(argv[1]);
 }

@@ -100,6 +100,15 @@ static void help_cmd_is_cmd_help(void **state)
     r = tu_run("%s help stop start", LTR);
     assert_int_equal(r.status, 2);
     tu_free(&r);
+    /* WPR's spellings: a dash before the command, one before a long option */
+    r = tu_run("%s -start heap", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "ltr's commands take no dash, as WPR's do: 'ltr start'"));
+    tu_free(&r);
+    r = tu_run("%s start heap -filemode", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "long options take two dashes: --filemode, not WPR's -filemode"));
+    tu_free(&r);
 }
 
 /* Every command says what its exit status means. */
