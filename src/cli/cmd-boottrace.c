@@ -127,6 +127,9 @@ static int take(int c, boot_opts *o)
         if (ltr_byname_check(optarg, &err))
             return cli_fail("boottrace", "--name: %s", err.msg), 2;
         return add(o, "--name", optarg);
+    case 'P': /* ltr start's option, which a user may bring here: said why not, not "unrecognized" */
+        return cli_fail("boottrace", "--pid has no meaning at boot: no process of the next boot runs yet; "
+                                     "--name NAME heap-traces the processes of a name"), 2;
     case 'h': help(); return 0;
     default: return cli_usage_error("boottrace", usage);
     }
@@ -317,7 +320,7 @@ int cmd_boottrace(int argc, char **argv)
         {"instance", required_argument, 0, 'n'}, {"buffer-size", required_argument, 0, 's'},
         {"buffers", required_argument, 0, 'b'}, {"max-file-size", required_argument, 0, 'M'},
         {"provider", required_argument, 0, 'p'}, {"disable", no_argument, 0, 'D'},
-        {"name", required_argument, 0, 'N'},
+        {"name", required_argument, 0, 'N'},     {"pid", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     boot_opts o = {.instance = LTR_DEFAULT_SESSION};
     int c;

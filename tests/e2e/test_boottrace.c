@@ -209,6 +209,7 @@ static void test_refusals(void **state)
     expect(tu_run("%s boottrace heap --memory --instance ../x", tu_ltr()), 2, "may hold only");
     expect(tu_run("%s boottrace heap --memory --buffers 0", tu_ltr()), 2, "--buffers");
     expect(tu_run("%s boottrace heap --memory --name a/b", tu_ltr()), 2, "--name");
+    expect(tu_run("%s boottrace heap --memory --pid 1", tu_ltr()), 2, "--pid has no meaning at boot");
     expect(tu_run("%s boottrace no-such-profile --memory", tu_ltr()), 1, "the profiles have errors");
     expect(tu_run("%s boottrace heap --filemode -o %s/no/such/dir/t.ltr", tu_ltr(), dir), 1,
            "is not there: the session could not write its trace");
