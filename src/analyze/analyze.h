@@ -65,6 +65,7 @@ typedef struct ltr_embed_result {
     size_t chunks;          /* SYMBOLS chunks added (0: nothing was named, or a failure) */
     uint64_t bytes;         /* bytes added to the file */
     size_t known;           /* addresses the trace named already (symbolized before) */
+    uint64_t met;           /* frame addresses its stacks hold (0: no stack, nothing to name) */
 } ltr_embed_result;
 /* Resolves every frame address of the trace at path (its stack records and
  * frame nodes, read without its events) with this machine's files

@@ -150,6 +150,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     while ((rc = ltr_trace_next(w.t, &ev, err)) > 0)
         ;
     an_progress_end(&w.progress);
+    res->met = w.met;
     ltr_append_point at;
     const char *why = NULL;
     if (rc == 0 && ltr_trace_append_point(w.t, &at, &why) < 0)

@@ -24,7 +24,9 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
     else if (!res.entries && res.known)
         fprintf(stderr, "ltr %s: nothing to add: the trace names %zu addresses already, and this machine "
                 "names no other\n", cmd, res.known);
-    else if (!res.entries)
+    else if (!res.entries && !res.met && asked)
+        fprintf(stderr, "ltr %s: the trace holds no call stack: nothing to name\n", cmd);
+    else if (!res.entries && res.met) /* none at all (system events only): nothing to say after a stop */
         fprintf(stderr, "ltr %s: no frame of the trace could be named here: no symbols added\n", cmd);
     else
         fprintf(stderr, "ltr %s: names of %zu recorded addresses added to the trace (%llu KiB), for "

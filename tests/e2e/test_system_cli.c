@@ -141,7 +141,16 @@ static void test_memory_counters_agree_with_proc(void **state)
     tu_free(&st);
     uint64_t seen = proc_private(p);
     wait_events("m1", 4);
-    tu_expect_ok(tu_run("%s stop %s --instance m1 --force", LTR, trace));
+    tu_result stop = tu_run("%s stop %s --instance m1 --force", LTR, trace);
+    assert_int_equal(stop.status, 0);
+    /* no stack in it: nothing to name, and nothing said of names after a stop */
+    if (strstr(stop.err, "named") || strstr(stop.err, "symbols"))
+        fail_msg("ltr stop of a trace without stacks spoke of names:\n%s", stop.err);
+    tu_free(&stop);
+    stop = tu_run("%s symbolize %s", LTR, trace);
+    assert_int_equal(stop.status, 0);
+    assert_non_null(strstr(stop.err, "the trace holds no call stack: nothing to name"));
+    tu_free(&stop);
     kill(p, SIGKILL);
     waitpid(p, NULL, 0);
     uint64_t priv[4096], sys;
