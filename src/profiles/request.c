@@ -196,6 +196,42 @@ static void report_no_variant(wprp_catalog *c, const spec *s, const char *file, 
     free(hint);
 }
 
+/* A profile's Id (Name.Level.Mode, as the file writes it) where its Name was
+ * expected, if the name is one: the Id's profile, else NULL. */
+static const wprp_node *profile_by_id(const wprp_catalog *c, const char *file, const char *name)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (in_scope(c->nodes[i], file) && c->nodes[i]->id && strcasecmp(c->nodes[i]->id, name) == 0)
+            return c->nodes[i];
+    return NULL;
+}
+
+/* No profile of the spec's name: said, with what the user likely meant: a
+ * .wprp file given without '!Name', or a profile's Id given for its Name
+ * (a WPR user's `CPU-SampleOnly.Light.File`). */
+static void report_no_profile(wprp_catalog *c, const spec *s, const char *file)
+{
+    const char *in = file ? file : "the built-in profiles";
+    size_t len = strlen(s->name);
+    const wprp_node *by_id = profile_by_id(c, file, s->name);
+    by_id = by_id ? wprp_resolve(c, (wprp_node *)by_id) : NULL; /* its Name may be its Base='s */
+    const char *name = by_id ? wprp_node_value(by_id, "Name") : NULL;
+    if (!file && len > 5 && strcasecmp(s->name + len - 5, ".wprp") == 0)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "no profile of that name in %s: a .wprp file is named with one of its profiles, "
+                     "'%s!Name' ('ltr profiles %s' lists them)", in, s->name, s->name);
+    else if (name) {
+        const char *l = wprp_node_value(by_id, "DetailLevel"), *m = wprp_node_value(by_id, "LoggingMode");
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
+                     "no profile of that name in %s: '%s' is a profile's Id; name it as WPR does, by its Name "
+                     "and detail level: '%s.%s'%s", in, s->name, name,
+                     l && strcasecmp(l, "Light") == 0 ? "light" : "verbose",
+                     m && strcasecmp(m, "Memory") == 0 ? " (memory mode: without --filemode)"
+                                                       : " with --filemode");
+    } else
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no profile of that name in %s", in);
+}
+
 /* The variant a spec means: its level (Verbose when not given, as in WPR's
  * `-start Name`) in the mode. Returns NULL, reported, when there is none. */
 static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool filemode,
@@ -210,8 +246,7 @@ static wprp_node *choose(wprp_catalog *c, const spec *s, const char *file, bool 
          * profile of that name" after it told the user theirs was not there */
         if (m.broken)
             return NULL;
-        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name, "no profile of that name in %s",
-                     file ? file : "the built-in profiles");
+        report_no_profile(c, s, file);
         return NULL;
     }
     int mode = filemode ? LTR_PROFILE_FILEMODE : LTR_PROFILE_MEMORYMODE;

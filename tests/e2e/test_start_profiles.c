@@ -204,6 +204,16 @@ static void test_profile_errors_start_nothing(void **state)
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "NoSuchProfile"));
     tu_free(&r);
+    /* a file without '!Name', and a profile's Id for its Name: said what was meant */
+    r = tu_run("%s start '%s/test.wprp'", LTR, dir);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "a .wprp file is named with one of its profiles"));
+    tu_free(&r);
+    r = tu_run("%s start '%s/test.wprp!T.Light.File'", LTR, dir);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "is a profile's Id; name it as WPR does, by its Name and detail level: "
+                                  "'T.light' with --filemode"));
+    tu_free(&r);
     r = tu_run("%s start '%s/missing.wprp!T'", LTR, dir);
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "missing.wprp"));
