@@ -570,6 +570,47 @@ static source *pick(merger *m)
 
 /* ---- the merged trace's HEADER, COUNTERS and END ----------------------------------- */
 
+/* Header key k of the merge: the sources' value where they agree; else
+ * the providers and profiles of all (each once, ','-joined, as one
+ * session's list), and any other key each source's value '+'-joined in the
+ * sources' order, as session.name ("2048+64" buffers): the first source's
+ * alone said the merge had its providers only (a review). */
+static void put_merged_value(merger *m, ltr_bytes *kv, const char *k)
+{
+    ltr_bytes v = {0};
+    bool list = !strcmp(k, "session.providers") || !strcmp(k, "session.profiles"), same = true;
+    char first[4096] = "", one[4096];
+    for (size_t i = 0; i < m->n; i++) {
+        if (!ltr_kv_find(m->src[i].header.data, m->src[i].header.len, k, one, sizeof one))
+            snprintf(one, sizeof one, "-");
+        if (!i)
+            snprintf(first, sizeof first, "%s", one);
+        same &= !strcmp(one, first);
+        for (char *item = one, *next; item; item = next) { /* a list: each of its items once */
+            next = list ? strchr(item, ',') : NULL;
+            if (next)
+                *next++ = 0;
+            if (list && (!*item || !strcmp(item, "-")))
+                continue;
+            bool seen = false;
+            for (size_t at = 0; list && at < v.len && !seen;) { /* v is not 0-terminated yet */
+                const uint8_t *comma = memchr(v.data + at, ',', v.len - at);
+                size_t n = comma ? (size_t)(comma - v.data) - at : v.len - at;
+                seen = n == strlen(item) && !memcmp(v.data + at, item, n);
+                at += n + 1;
+            }
+            if (!seen) {
+                if (v.len)
+                    ltr_bytes_put_mem(&v, list ? "," : "+", 1);
+                ltr_bytes_put_mem(&v, item, strlen(item));
+            }
+        }
+    }
+    ltr_bytes_put_u8(&v, 0);
+    ltr_bytes_put_kv(kv, k, same || v.failed ? first : (const char *)v.data);
+    ltr_bytes_free(&v);
+}
+
 static int write_header(merger *m, const char *const *paths)
 {
     uint64_t start = UINT64_MAX, wall = 0;
@@ -588,12 +629,8 @@ static int write_header(merger *m, const char *const *paths)
         char k[128];
         snprintf(k, sizeof k, "%.*s", (int)klen, key);
         if (strncmp(k, "clock.", 6) && strcmp(k, "trace.kind") && strcmp(k, "session.name") &&
-            strcmp(k, "recorder.pid")) {
-            char *v = strndup(val, vlen);
-            if (v)
-                ltr_bytes_put_kv(&kv, k, v);
-            free(v);
-        }
+            strcmp(k, "recorder.pid"))
+            put_merged_value(m, &kv, k);
     }
     for (size_t i = 0; i < m->n; i++) {
         char name[256] = "";

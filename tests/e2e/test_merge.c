@@ -74,6 +74,28 @@ static void test_merge_analyzes_as_both(void **state)
     tu_free(&m);
 }
 
+/* The merged header names every source's providers and buffers, not the
+ * first's alone: `ltr info` of a heap trace merged with a system one said
+ * "providers: Ltr.Heap..." only. */
+static void test_header_of_all(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("cd %s && %s record -o h.ltr -- ls >/dev/null", dir, LTR));
+    tu_expect_ok(tu_run("%s start memory --filemode --instance sys --buffers 16 -o %s/s.ltr", LTR, dir));
+    tu_expect_ok(tu_run("sleep 0.3; %s stop %s/s.ltr --instance sys", LTR, dir));
+    tu_expect_ok(tu_run("cd %s && %s merge h.ltr s.ltr -o hs.ltr", dir, LTR));
+    tu_result r = tu_run("cd %s && %s info hs.ltr", dir, LTR);
+    assert_int_equal(r.status, 0);
+    const char *prov = strstr(r.out, "\nproviders:   ");
+    assert_non_null(prov);
+    size_t line = strcspn(prov + 1, "\n");
+    if (!memmem(prov, line, "Ltr.Heap", 8) || !memmem(prov, line, "Ltr.System", 10))
+        fail_msg("the merged header does not name both sources' providers:\n%s", r.out);
+    if (!strstr(r.out, "\nbuffers:     2048+16 x "))
+        fail_msg("the merged header does not give both sources' buffers:\n%s", r.out);
+    tu_free(&r);
+}
+
 static void test_refusals(void **state)
 {
     const char *dir = *state;
@@ -107,6 +129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_merge_analyzes_as_both, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_header_of_all, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
