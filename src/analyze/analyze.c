@@ -589,6 +589,7 @@ void ltr_analysis_free(ltr_analysis *a)
 }
 
 uint64_t ltr_analysis_damage(const ltr_analysis *a) { return a->sum.damage; }
+uint64_t ltr_analysis_cpu_samples(const ltr_analysis *a) { return a->cpu_samples; }
 size_t ltr_analysis_warning_count(const ltr_analysis *a) { return a->nwarnings; }
 const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i)
 {

@@ -52,6 +52,8 @@ int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis *
 void ltr_analysis_free(ltr_analysis *a);
 /* Damage occurrences met in the trace (0 = intact). */
 uint64_t ltr_analysis_damage(const ltr_analysis *a);
+/* CPU samples in the window (with opts.cpu). */
+uint64_t ltr_analysis_cpu_samples(const ltr_analysis *a);
 /* Warnings for people (lost events, damage, unseen frees, modules that could
  * not be symbolized), one line each; valid until ltr_analysis_free. */
 size_t ltr_analysis_warning_count(const ltr_analysis *a);

@@ -101,6 +101,9 @@ int cmd_export(int argc, char **argv)
     if (!a)
         return 1;
     rc = write_out(a, &args);
+    if (rc == 0 && args.opts.cpu && !ltr_analysis_cpu_samples(a)) /* an empty profile, said (analyze --cpu says so too) */
+        cli_warn("export", "the trace has no CPU samples (SampledProfile) in the window: the export is empty; "
+                 "the general profile records them, e.g. 'ltr start general heap --pid P'");
     if (rc == 0)
         rc = cli_analysis_status("export", a);
     for (size_t i = 0; rc != 1 && i < ltr_analysis_warning_count(a); i++)

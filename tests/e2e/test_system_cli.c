@@ -475,8 +475,15 @@ static void test_cpu_samples(void **state)
     tu_free(&r);
     r = tu_run("%s export %s --cpu --format folded -o -", LTR, trace);
     assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "no CPU samples"));
     assert_non_null(strstr(r.out, "ltr-test-busy-"));
     assert_non_null(strstr(r.out, ";main;busy_outer;busy_middle;busy_spin "));
+    tu_free(&r);
+    /* a window without samples: an empty export, said */
+    r = tu_run("%s export %s --cpu --format folded --to 0 -o -", LTR, trace);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.out[0], 0);
+    assert_non_null(strstr(r.err, "the trace has no CPU samples (SampledProfile) in the window: the export is empty"));
     tu_free(&r);
     char pb[4300];
     snprintf(pb, sizeof pb, "%s/cpu.pb.gz", dir);
