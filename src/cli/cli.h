@@ -19,6 +19,12 @@ typedef struct cli_command {
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "ltr NAME: warning: message" to stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fflush(stdout) before what goes to stderr, the errno of a failure kept
+ * for the exit's check (ltr.c), which a later call would have replaced:
+ * 'ltr status >/dev/full' said "Resource temporarily unavailable". */
+void cli_flush_stdout(void);
+/* The errno of the first failed cli_flush_stdout, 0 if none failed. */
+int cli_stdout_errno(void);
 /* "ltr CMD: " and the message, as is (a profile's diagnostic says its own severity). */
 void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses an unsigned decimal integer in [min, max]; on failure prints a message

@@ -32,7 +32,7 @@ int cmd_save(int argc, char **argv)
     rc = cli_session_write_request("save", instance, "save", path, NULL, force, NULL);
     if (!rc) {
         printf("saved session '%s' to %s\n", instance, argv[first]);
-        fflush(stdout);
+        cli_flush_stdout();
         if (!no_symbols)
             cli_add_symbols("save", path, NULL, 0);
     }

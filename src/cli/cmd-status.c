@@ -43,7 +43,7 @@ static int status_of(const char *session)
     if (ltr_client_status(session, &st, &err))
         return cli_fail("status", "%s", err.msg);
     ltr_session_status_write(stdout, &st);
-    fflush(stdout);
+    cli_flush_stdout();
     warn_unreached(&st);
     return 0;
 }

@@ -44,7 +44,7 @@ int cmd_stop(int argc, char **argv)
     rc = cli_session_write_request("stop", instance, "stop", path, description, force, NULL);
     if (!rc) {
         printf("stopped session '%s'; trace written to %s\n", instance, argv[first]);
-        fflush(stdout);
+        cli_flush_stdout();
         if (!no_symbols)
             cli_add_symbols("stop", path, NULL, 0);
     }

@@ -91,7 +91,7 @@ static void note(void *ctx, const char *line)
 {
     (void)ctx;
     printf("ltr watch: %s\n", line);
-    fflush(stdout);
+    cli_flush_stdout();
 }
 
 static void warn(void *ctx, const char *line)
@@ -108,7 +108,7 @@ static void on_poll(void *ctx, const ltr_watch_poll *p)
     char line[512];
     ltr_watch_poll_format(p, time(NULL), line, sizeof line);
     printf("%s\n", line);
-    fflush(stdout);
+    cli_flush_stdout();
 }
 
 static void on_trigger(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v)
@@ -118,7 +118,7 @@ static void on_trigger(void *ctx, unsigned n, const char *path, const char *bund
     if (bundle)
         printf(", support bundle %s", bundle);
     printf("\n");
-    fflush(stdout);
+    cli_flush_stdout();
     if (!o->no_symbols) /* the trace is read elsewhere, most often: its names go with it */
         cli_add_symbols("watch", path, NULL, 0);
 }

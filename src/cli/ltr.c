@@ -125,8 +125,8 @@ static int help(int argc, char **argv)
 static int output_written(const char *cmd, int rc)
 {
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, "ltr%s%s: writing the output failed: %s\n", cmd ? " " : "", cmd ? cmd : "",
-                strerror(errno ? errno : EIO));
+        int e = cli_stdout_errno() ? cli_stdout_errno() : errno ? errno : EIO; /* a flush before: its own */
+        fprintf(stderr, "ltr%s%s: writing the output failed: %s\n", cmd ? " " : "", cmd ? cmd : "", strerror(e));
         return 1;
     }
     return rc;

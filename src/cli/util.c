@@ -46,6 +46,16 @@ void cli_say(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+static int stdout_errno;
+
+void cli_flush_stdout(void)
+{
+    if (fflush(stdout) != 0 && !stdout_errno)
+        stdout_errno = errno ? errno : EIO;
+}
+
+int cli_stdout_errno(void) { return stdout_errno; }
+
 void cli_warn(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
