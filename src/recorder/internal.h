@@ -53,6 +53,7 @@ typedef struct producer_conn {
     uint64_t start_ts; /* its PROCESS record's */
     uint64_t image;    /* the producer's image token (AT_RANDOM): another connection of it shares its record */
     uint32_t describer; /* the owner of the connection that wrote that record (its own, if it did) */
+    int pidfd;           /* its process (pidfd_open), -1 if none: gone even when its pid is used again */
     bool traced; /* some collector is not denied to it (a session's --pid and names) */
 } producer_conn;
 
@@ -149,6 +150,7 @@ typedef struct recorder {
         pid_t kernel_pid;
         uint32_t proc_slot;
         uint64_t start_ts; /* its PROCESS record's */
+        int pidfd;           /* producer_conn's, closed when done */
     } orphans[16];
     unsigned norphans;
     uint32_t next_owner, next_proc;

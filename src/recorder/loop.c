@@ -18,6 +18,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -277,6 +278,8 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->traced = (denied & all) != all;
     rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
     pc->describer = pc->owner;
+    pid_t kp = peer_pid(fd);
+    pc->pidfd = kp > 0 ? (int)syscall(SYS_pidfd_open, kp, 0) : -1; /* close-on-exec, as every pidfd */
     if (same && pc->traced) {
         pc->start_ts = same->start_ts;
         pc->describer = same->describer;
@@ -771,6 +774,29 @@ static bool quick(const pending_req *p)
     return !strcmp(op, "attach") || !strcmp(op, "status");
 }
 
+/* An attach of a pid one of whose connections closed and was not seen go
+ * yet waits for the loop's next round, which sees it go first: its end (or
+ * its image's) then comes before the new PROCESS record. Answered first
+ * (during a drain, or in the round the close came after the poll), the pid
+ * used again at once was taken for an exec of it, and the ended process
+ * never ended (test_analyze: test_pid_used_again_is_no_exec, 2 runs in 5
+ * on a loaded machine). */
+static bool attach_waits(const recorder *r, const pending_req *p)
+{
+    char op[16], pidtext[16];
+    if (!ltr_kv_find(p->in.body, p->in.len, "op", op, sizeof op) || strcmp(op, "attach") ||
+        !ltr_kv_find(p->in.body, p->in.len, "pid", pidtext, sizeof pidtext))
+        return false;
+    pid_t pid = atoi(pidtext);
+    for (unsigned k = 0; k < r->nconns; k++) {
+        struct pollfd c = {.fd = r->conns[k].fd, .events = POLLIN | POLLRDHUP};
+        if (r->conns[k].pid == pid && poll(&c, 1, 0) > 0 &&
+            (c.revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)))
+            return true;
+    }
+    return false;
+}
+
 void rec_meanwhile(recorder *r)
 {
     uint64_t now = ltr_now_ns();
@@ -784,7 +810,7 @@ void rec_meanwhile(recorder *r)
         pending_req p = r->pending[i];
         if (!read_more(&p))
             continue;
-        if (p.whole && quick(&p))
+        if (p.whole && quick(&p) && !attach_waits(r, &p))
             serve(r, &p);
         else
             r->pending[kept++] = p;
@@ -829,6 +855,8 @@ static void serve_pending(recorder *r)
             if (r->done) { /* the session ended meanwhile: its command hears it closed */
                 ltr_msg_in_free(&whole[i].in);
                 close(whole[i].fd);
+            } else if (attach_waits(r, &whole[i])) {
+                keep_pending(r, whole[i]); /* kept whole: the next round's poll does not wait */
             } else {
                 serve(r, &whole[i]);
             }
@@ -856,11 +884,19 @@ static void close_pending(recorder *r)
  * leaves the session: the process runs on, its blocks still live, and its
  * end there would make them outstanding and their frees unseen. When it
  * cannot be told (another user's process), it is not taken as gone. */
-static bool process_gone(pid_t pid)
+static bool process_gone(pid_t pid, int pidfd)
 {
     char path[64], target[16];
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-    return readlink(path, target, sizeof target) < 0 && errno == ENOENT;
+    if (readlink(path, target, sizeof target) < 0 && errno == ENOENT)
+        return true;
+    /* Exited, its pid used again already by another process, whose /proc
+     * that is: its pidfd says so (an exec does not end it). Start times,
+     * in clock ticks, could not tell a shell's next fork child from the
+     * program that had just exited under that pid (test_analyze,
+     * test_pid_used_again_is_no_exec). */
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return pidfd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 }
 
 /* Whether process pid still maps the session's shared memory (memfd
@@ -911,7 +947,7 @@ static bool session_mapped_by(recorder *r, pid_t kernel_pid)
  * after this end in the file, an image of its own (the reader takes an
  * exec's end followed by the pid's PROCESS record as the exec it was). */
 static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pid, uint32_t slot, uint64_t seen_ns,
-                       uint64_t start_ts)
+                       uint64_t start_ts, int pidfd)
 {
     rec_harvest_owner(r, owner);
     rec_release_slot(r, slot, pid);
@@ -919,7 +955,7 @@ static void owner_done(recorder *r, uint32_t owner, int32_t pid, pid_t kernel_pi
     for (unsigned k = 0; k < r->nconns; k++)
         alone &= r->conns[k].pid != pid;
     bool described = start_ts != 0; /* a process the session does not trace has no PROCESS record, nor ends */
-    if (pid > 0 && alone && described && process_gone(kernel_pid ? kernel_pid : pid))
+    if (pid > 0 && alone && described && process_gone(kernel_pid ? kernel_pid : pid, pidfd))
         rec_end_process(r, pid, seen_ns, 0); /* after its buffers: the analysis ends its model there */
     else if (pid > 0 && alone && described && kernel_pid > 0 && !session_mapped_by(r, kernel_pid))
         rec_end_process(r, pid, seen_ns, start_ts);
@@ -934,12 +970,14 @@ static void check_orphans(recorder *r)
 {
     for (unsigned i = 0; i < r->norphans;) {
         struct rec_orphan o = r->orphans[i];
-        if (session_mapped_by(r, o.kernel_pid)) {
+        if (!process_gone(o.kernel_pid, o.pidfd) && session_mapped_by(r, o.kernel_pid)) {
             i++;
             continue;
         }
         r->orphans[i] = r->orphans[--r->norphans];
-        owner_done(r, o.owner, o.pid, o.kernel_pid, o.proc_slot, ltr_now_ns(), o.start_ts);
+        owner_done(r, o.owner, o.pid, o.kernel_pid, o.proc_slot, ltr_now_ns(), o.start_ts, o.pidfd);
+        if (o.pidfd >= 0)
+            close(o.pidfd);
     }
 }
 
@@ -954,19 +992,24 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
     pid_t kernel_pid = peer_pid(c.fd); /* /proc's; the events' pid is what it sent (a container's) */
     close(c.fd);
     r->conns[i] = r->conns[--r->nconns];
-    bool mapped = session_mapped_by(r, kernel_pid);
+    /* the pid used again already maps it too: a fork child of a traced
+     * shell inherits the mapping (its process is another: not this one's) */
+    bool mapped = !process_gone(kernel_pid, c.pidfd) && session_mapped_by(r, kernel_pid);
     if (mapped && r->norphans < sizeof r->orphans / sizeof *r->orphans) {
         /* its buffers stay its own: the flushes write what it commits, as
          * for any producer, and the session's end stops it (the shared
          * state); done once it no longer maps the session */
-        r->orphans[r->norphans++] = (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot, c.start_ts};
+        r->orphans[r->norphans++] =
+            (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot, c.start_ts, c.pidfd};
         log_routine("process %d closed its connection to the session and still maps it (a daemon closing "
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
     /* past the orphans kept, one that still maps the session keeps its
      * loss slot: it may still count into it (a review) */
-    owner_done(r, c.owner, c.pid, kernel_pid, mapped ? UINT32_MAX : c.proc_slot, seen_ns, c.start_ts);
+    owner_done(r, c.owner, c.pid, kernel_pid, mapped ? UINT32_MAX : c.proc_slot, seen_ns, c.start_ts, c.pidfd);
+    if (c.pidfd >= 0)
+        close(c.pidfd);
 }
 
 static void on_signal(recorder *r)

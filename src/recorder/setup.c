@@ -257,9 +257,23 @@ static void raise_priority(void)
                 "threads keep every CPU busy may lose events", now, strerror(errno));
 }
 
+/* Each traced process holds two descriptors in the recorder (its
+ * connection and its pidfd, loop.c): the usual soft limit of 1 024 would
+ * refuse the 500th process at once. The recorder polls, never selects:
+ * descriptors past 1 024 are fine. */
+static void raise_fd_limit(void)
+{
+    struct rlimit l;
+    if (getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
+        l.rlim_cur = l.rlim_max < ((rlim_t)1 << 20) ? l.rlim_max : (rlim_t)1 << 20;
+        setrlimit(RLIMIT_NOFILE, &l);
+    }
+}
+
 int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 {
     memset(r, 0, sizeof *r);
+    raise_fd_limit();
     r->cfg = *cfg;
     for (unsigned i = 0; i < cfg->npids && i < LTR_MAX_SESSION_PIDS; i++)
         r->pid_start[i] = ltr_proc_start_time(cfg->pids[i]);
@@ -359,8 +373,14 @@ void rec_teardown(recorder *r)
         remove_socket(r);
     }
     rec_record_close(r);
-    for (unsigned i = 0; i < r->nconns; i++)
+    for (unsigned i = 0; i < r->nconns; i++) {
         close(r->conns[i].fd);
+        if (r->conns[i].pidfd >= 0)
+            close(r->conns[i].pidfd);
+    }
+    for (unsigned i = 0; i < r->norphans; i++)
+        if (r->orphans[i].pidfd >= 0)
+            close(r->orphans[i].pidfd);
     free(r->conns);
     free(r->losses);
     free(r->free_slots);
