@@ -454,38 +454,6 @@ int ltr_writer_metadata(ltr_writer *w, const void *records, size_t len, ltr_erro
     return rc < 0 ? rc : rc2;
 }
 
-/* Whether an end of pid waits in ends_wait. */
-static int end_waits(const ltr_writer *w, uint32_t pid)
-{
-    const uint8_t *e = w->ends_wait.data;
-    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE + 4 <= w->ends_wait.len; off += ltr_get_u32(e + off + 4)) {
-        if (ltr_get_u32(e + off + 4) < LTR_RECORD_HEADER_SIZE + 4)
-            break;
-        if (ltr_get_u32(e + off + LTR_RECORD_HEADER_SIZE) == pid)
-            return 1;
-    }
-    return 0;
-}
-
-/* Where in records the first PROCESS record of a pid whose end waits is
- * (len: none). That record is the pid used again (or the exec's next
- * image), and must come after the end: deferred before the events as the
- * rest, it came before the end, and the reader took the new process for an
- * exec of the ended one (test_analyze: test_pid_used_again_is_no_exec). */
-static size_t after_an_end(const ltr_writer *w, const uint8_t *records, size_t len)
-{
-    for (size_t off = 0; w->ends_wait.len && off + LTR_RECORD_HEADER_SIZE + 4 <= len;) {
-        uint32_t size = ltr_get_u32(records + off + 4);
-        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
-            break;
-        if (ltr_get_u16(records + off) == LTR_META_PROCESS && size >= LTR_RECORD_HEADER_SIZE + 4 &&
-            end_waits(w, ltr_get_u32(records + off + LTR_RECORD_HEADER_SIZE)))
-            return off;
-        off += size;
-    }
-    return len;
-}
-
 static int metadata_in(ltr_writer *w, const void *records, size_t len, ltr_error *err)
 {
     /* the heap layouts' address fields become pnew and pref as the writer
@@ -503,15 +471,6 @@ static int metadata_in(ltr_writer *w, const void *records, size_t len, ltr_error
         len = w->meta_rest.len;
         if (!len)
             return 0;
-    }
-    size_t cut = w->nblocks ? after_an_end(w, records, len) : len;
-    if (cut < len) { /* what is before it goes before the events, as any; then the events, the ends, it */
-        ltr_bytes_put_mem(&w->meta_wait, records, cut);
-        int rc = seal(w, err);
-        if (rc < 0 && w->meta_wait.len)
-            return rc;
-        int rc2 = write_metadata_now(w, (const uint8_t *)records + cut, len - cut, 0, rc < 0 ? NULL : err);
-        return rc < 0 ? rc : rc2;
     }
     if (w->nblocks && deferrable(records, len) && w->meta_wait.len + len <= META_WAIT_MAX) {
         ltr_bytes_put_mem(&w->meta_wait, records, len);

@@ -293,6 +293,49 @@ static void test_exec_end_names_its_image(void **state)
     unlink(path);
 }
 
+/* A pid used again while its process's end waits for the blocks pending:
+ * the new process's PROCESS record (in the same batch, after the end) goes
+ * after the end too, since a PROCESS record never waits (deferrable): were
+ * it written with the batch's other records before the blocks, the reader
+ * would take it for an exec of the ended process. */
+static void test_pid_used_again_after_its_end(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("again.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    ltr_bytes meta = {0};
+    put_process(&meta, 100, 1000);
+    size_t nodes = ltr_bytes_record_begin(&meta, LTR_META_FRAME_NODES); /* a stack: images told apart */
+    ltr_bytes_put_u32(&meta, 100);
+    ltr_bytes_put_u32(&meta, 0);
+    ltr_bytes_put_u16(&meta, 1);
+    ltr_bytes_put_u32(&meta, 1);
+    ltr_bytes_put_u64(&meta, 0x401000);
+    ltr_bytes_record_end(&meta, nodes);
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    meta.len = 0;
+    assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
+    size_t rec = ltr_bytes_record_begin(&meta, LTR_META_PROCESS_END);
+    ltr_bytes_put_u32(&meta, 100);
+    ltr_bytes_put_u64(&meta, gen_ts(6));
+    ltr_bytes_record_end(&meta, rec);
+    put_process(&meta, 100, gen_ts(7)); /* another process, the same pid */
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    ltr_bytes_free(&meta);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    assert_int_equal(ltr_trace_process_end_count(t), 1);
+    assert_int_equal(ltr_trace_image_count(t), 1);
+    if (!ltr_trace_image_at(t, 0)->reused)
+        fail_msg("the pid used again read as an exec of the ended process");
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 static void test_block_too_large(void **state)
 {
     const char *path = gen_tmp("big.ltr");
@@ -460,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_repeating_events_searched_deeper),
         cmocka_unit_test(test_exec_end_names_its_image),
         cmocka_unit_test(test_process_end_after_pending_blocks),
+        cmocka_unit_test(test_pid_used_again_after_its_end),
         cmocka_unit_test(test_block_too_large),
         cmocka_unit_test(test_device_full),
         cmocka_unit_test(test_bad_path),
