@@ -777,10 +777,11 @@ static bool quick(const pending_req *p)
 /* An attach of a pid one of whose connections closed and was not seen go
  * yet waits for the loop's next round, which sees it go first: its end (or
  * its image's) then comes before the new PROCESS record. Answered first
- * (during a drain, or in the round the close came after the poll), the pid
- * used again at once was taken for an exec of it, and the ended process
- * never ended (test_analyze: test_pid_used_again_is_no_exec, 2 runs in 5
- * on a loaded machine). */
+ * (during a long drain, by rec_meanwhile, or in the round the close came
+ * after the poll), the new connection made the old one's process not
+ * "alone" at its close: no end at all, and the pid used again read as an
+ * exec of it. (test_analyze's test_pid_used_again_is_no_exec failed for
+ * another cause, fixed by the pidfd; this order is not forced by a test.) */
 static bool attach_waits(const recorder *r, const pending_req *p)
 {
     char op[16], pidtext[16];
