@@ -1081,13 +1081,42 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
     return rc ? rc : rec_write_block(sc->w, info, data, len, err);
 }
 
+static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t tail, ltr_error *err);
+
 /* The history, oldest first. Producers may take its oldest buffers for reuse
- * while we copy: a copy counts only if its queue position was not taken. */
+ * while we copy: a copy counts only if its queue position was not taken.
+ * Copying a large ring takes seconds, and meanwhile producers fill the
+ * buffers that were active when it began and publish them past the tail
+ * read first: those are neither history then nor active when save_active
+ * looks, so a whole buffer of events (up to a second of a busy program) was
+ * missing from every save, just before its end, and counted nowhere. The
+ * tail is read again until no buffer was published while copying (at most
+ * a ring's worth of rounds: a producer faster than the copy cannot keep the
+ * save going). */
 static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
 {
     collector_state *cs = &sc->r->col[c];
     uint64_t tail = ltr_ring_tail(&cs->ring);
-    for (uint64_t pos = ltr_ring_history_start(&cs->ring, tail); pos < tail; pos++) {
+    uint64_t pos = ltr_ring_history_start(&cs->ring, tail);
+    for (uint32_t round = 0; round <= cs->ring.nbuf; round++) {
+        int rc = save_history_range(sc, c, pos, tail, err);
+        if (rc)
+            return rc;
+        uint64_t now = ltr_ring_tail(&cs->ring);
+        if (now == tail)
+            break;
+        uint64_t start = ltr_ring_history_start(&cs->ring, now);
+        pos = start > tail ? start : tail;
+        tail = now;
+    }
+    return 0;
+}
+
+/* Positions [pos, tail) of the history. */
+static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t tail, ltr_error *err)
+{
+    collector_state *cs = &sc->r->col[c];
+    for (; pos < tail; pos++) {
         uint32_t idx = ltr_ring_at(&cs->ring, pos);
         if (idx == LTR_RING_NONE)
             continue;
@@ -1105,22 +1134,48 @@ static int save_history(save_ctx *sc, unsigned c, ltr_error *err)
     return 0;
 }
 
-/* Buffers being filled: their committed part never changes under us. */
+/* Buffers being filled. Their committed parts are all taken first, at one
+ * moment, then written: writing one takes milliseconds (compression, the
+ * metadata before it), and meanwhile a producer filled the rest of its
+ * buffer, published it and went on in a new one, which a scan writing as it
+ * went met ACTIVE later and wrote too: the events between the first
+ * buffer's commit seen and its end were in neither. Each is copied before
+ * it is written and kept only if no producer took it for reuse meanwhile
+ * (then it is counted as overwritten). */
+typedef struct active_seen {
+    uint32_t idx;
+    uint64_t commit;
+    ltr_block_info info;
+} active_seen;
+
 static int save_active(save_ctx *sc, unsigned c, ltr_error *err)
 {
-    ltr_ring_view *ring = &sc->r->col[c].ring;
+    collector_state *cs = &sc->r->col[c];
+    ltr_ring_view *ring = &cs->ring;
+    active_seen *seen = malloc(sizeof *seen * ring->nbuf);
+    if (!seen)
+        return ltr_fail(err, ENOMEM, "out of memory saving the buffers being filled");
+    uint32_t n = 0;
     for (uint32_t i = 0; i < ring->nbuf; i++) {
         if (atomic_load_explicit(&ltr_ring_vbuf(ring, i)->state, memory_order_acquire) != LTR_BUF_ACTIVE)
             continue;
         bool bad;
-        uint64_t commit = ltr_ring_committed(ring, i, &bad);
-        ltr_block_info info = block_of(ring, c, i, true);
-        int rc = save_block(sc, c, i, &info, ltr_ring_vdata(ring, i), commit, err);
-        if (rc)
-            return rc;
+        seen[n].idx = i;
+        seen[n].info = block_of(ring, c, i, true);
+        seen[n].commit = ltr_ring_committed(ring, i, &bad);
+        n++;
+    }
+    int rc = 0;
+    for (uint32_t k = 0; k < n && !rc; k++) {
+        memcpy(cs->copy, ltr_ring_vdata(ring, seen[k].idx), LTR_COMMIT_BYTES(seen[k].commit));
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load(&ltr_ring_vbuf(ring, seen[k].idx)->seq) != seen[k].info.seq)
+            continue; /* published and taken for reuse since: counted as overwritten */
+        rc = save_block(sc, c, seen[k].idx, &seen[k].info, cs->copy, seen[k].commit, err);
         rec_meanwhile(sc->r);
     }
-    return 0;
+    free(seen);
+    return rc;
 }
 
 static int save_blocks(save_ctx *sc, ltr_error *err)

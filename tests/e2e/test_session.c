@@ -66,6 +66,34 @@ static void test_memory_mode_save_marker_stop(void **state)
     tu_free(&st);
 }
 
+/* A save while a program writes: copying a ring of thousands of buffers
+ * takes a while, and the buffers the program filled and published
+ * meanwhile (it was writing into the first when the save began) were
+ * neither in the history the save read first nor being filled when it
+ * looked at those last: a whole run of the program's events was missing
+ * from the save just before its end, counted nowhere (a heap session's
+ * saves lacked 0.7 to 1.4 s of a busy service each). Its events, numbered,
+ * must come without a gap. */
+static void test_save_while_writing_misses_nothing(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --provider Test.Producer --buffer-size 4 --buffers 16384", LTR));
+    tu_result p = tu_run("%s --events 1000000 --wait-enabled 5", PRODUCER); /* a long history */
+    assert_int_equal(p.status, 0);
+    tu_free(&p);
+    tu_result r = tu_run("%s --events 200000 --pace-us 2000 --wait-enabled 5 >/dev/null & P=$!; sleep 1; "
+                         "%s save --no-symbols %s/mid.ltr >/dev/null; s=$?; wait $P; "
+                         "%s dump %s/mid.ltr | awk -v pid=$P -v s=$s '$2 ~ \"^\" pid \"/\" { split($5, a, \"=\"); "
+                         "q = a[2] + 0; if (n && q != last + 1) { g++; if (!first) first = last \" -> \" q } "
+                         "last = q; n++ } END { printf \"save=%%d gaps=%%d seen=%%d first gap %%s\\n\", s, g, n, first }'",
+                         PRODUCER, LTR, dir, LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (tu_field(r.out, "save") != 0 || tu_field(r.out, "seen") < 1000 || tu_field(r.out, "gaps") != 0)
+        fail_msg("the save lacks events of the program writing during it: %s", r.out);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel", LTR));
+}
+
 static void test_file_mode(void **state)
 {
     const char *dir = *state;
@@ -881,6 +909,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_memory_mode_save_marker_stop, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_save_while_writing_misses_nothing, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cancel_discards, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_accounting_memory, tu_setup_sandbox, tu_teardown_sandbox),

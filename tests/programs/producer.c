@@ -6,7 +6,7 @@
  *
  *   producer [--name PROVIDER] [--threads T] [--events N] [--size BYTES]
  *            [--wait-enabled SECONDS] [--level L] [--keywords K]
- *            [--wait-disabled SECONDS] [--random]
+ *            [--wait-disabled SECONDS] [--random] [--pace-us US]
  */
 #include <ltr/provider.h>
 
@@ -28,6 +28,7 @@ static long nevents = 1000;
 static size_t blob_size = 8;
 static int random_blobs; /* incompressible payloads, to fill files */
 static long reallocs;
+static long pace_us; /* a pause after every 100 events: a steady stream for seconds */
 static _Atomic unsigned long long written, lost, skipped;
 
 static void *worker(void *arg)
@@ -47,6 +48,8 @@ static void *worker(void *arg)
         lost += res.sessions_lost;
         if (!res.sessions_written && !res.sessions_lost)
             skipped++;
+        if (pace_us && i % 100 == 99)
+            usleep((useconds_t)pace_us);
     }
     for (long i = 0; i < reallocs; i++) {
         char *more = realloc(blob, blob_size + 2 + (size_t)i % 64);
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
         {"wait-enabled", required_argument, 0, 'w'}, {"level", required_argument, 0, 'l'},
         {"keywords", required_argument, 0, 'k'}, {"wait-disabled", required_argument, 0, 'd'},
         {"random", no_argument, 0, 'r'}, {"reallocs", required_argument, 0, 'a'},
+        {"pace-us", required_argument, 0, 'p'},
         {0, 0, 0, 0}};
     const char *name = "Test.Producer";
     int threads = 1, c;
@@ -87,6 +91,7 @@ int main(int argc, char **argv)
         case 'k': ev.keywords = strtoull(optarg, NULL, 0); break;
         case 'r': random_blobs = 1; break;
         case 'a': reallocs = atol(optarg); break;
+        case 'p': pace_us = atol(optarg); break;
         default: return 2;
         }
     }
