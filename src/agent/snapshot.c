@@ -365,7 +365,7 @@ static bool take(int reason)
                    reason);
         any = true;
     }
-    ltr_producer_flush_thread(); /* now, not when the buffer fills: the recorder writes it */
+    ltr_producer_flush_thread_to_files(); /* a file's now, not when the buffer fills: the recorder writes it */
     if (m.v)
         munmap(m.v, (m.mask + 1) * sizeof *m.v);
     return any;

@@ -816,6 +816,20 @@ void ltr_producer_flush_thread(void)
         hand_over(&t->slots[i]);
 }
 
+void ltr_producer_flush_thread_to_files(void)
+{
+    thread_state *t = THREAD_STATE(false);
+    if (!t || t->epoch != atomic_load(&g.epoch))
+        return;
+    for (unsigned i = 0; i < LTR_THREAD_SLOTS; i++) {
+        tslot *sl = &t->slots[i];
+        ltr_attach *a = sl->incarnation ? &g.att[sl->session] : NULL;
+        if (a && atomic_load_explicit(&a->incarnation, memory_order_acquire) == sl->incarnation && a->shm &&
+            a->shm->mode == LTR_MODE_FILE)
+            hand_over(sl);
+    }
+}
+
 static void on_thread_exit(void *arg)
 {
     ltr_producer_flush_thread();

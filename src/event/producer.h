@@ -134,6 +134,11 @@ void ltr_producer_note_unattached(unsigned s, unsigned c);
 
 /* Hands every buffer this thread holds to the recorder. */
 void ltr_producer_flush_thread(void);
+/* The same for the buffers of file-mode sessions only: a memory-mode save
+ * takes the buffers being filled as they are, and one handed over early is
+ * a buffer of the ring spent (a heap snapshot flushed each time: 32 of them
+ * filled a heapsnapshot ring of 32 MB holding 20 KB of events). */
+void ltr_producer_flush_thread_to_files(void);
 
 
 #endif

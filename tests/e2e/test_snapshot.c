@@ -161,6 +161,31 @@ static void test_single_snapshot_counts(void **state)
     tu_free(&r);
 }
 
+/* A flight recorder keeps snapshots by their bytes, not a buffer each: the
+ * agent handed its buffer over after every snapshot (for a file's sake),
+ * so a heapsnapshot ring of 4 buffers held the last 4 snapshots whatever
+ * their size (a review: 32 of 32 MB holding 20 KB of events). */
+static void test_memory_mode_keeps_snapshots_not_buffers(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --buffers 4", tu_ltr()));
+    unsigned pid = launch("count", "");
+    enable_and_go(pid);
+    wait_for("ready", 30);
+    for (int i = 0; i < 10; i++)
+        tu_expect_ok(tu_run("%s singlesnapshot heap %u", tu_ltr(), pid));
+    char trace[700];
+    snprintf(trace, sizeof trace, "%s/ring.ltr", dir);
+    tu_expect_ok(tu_run("%s save %s", tu_ltr(), trace));
+    touch("exit");
+    wait_gone(pid);
+    tu_expect_ok(tu_run("%s cancel", tu_ltr()));
+    tu_result r = tu_run("%s analyze %s --trend", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "heap snapshots: 10\n"))
+        fail_msg("the save lacks snapshots:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* The JSON entry of the trend list whose frames name fn; NULL if none. */
 static char *trend_entry(const char *json, const char *fn)
 {
@@ -520,6 +545,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_single_snapshot_counts, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_snapshots_not_buffers, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_trend_finds_the_slow_leak, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_trend_falling, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_snapshots_with_heap_tracing, setup, tu_teardown_sandbox),
