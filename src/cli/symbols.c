@@ -26,8 +26,10 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
                 "names no other\n", cmd, res.known);
     else if (!res.entries && !res.met && asked)
         fprintf(stderr, "ltr %s: the trace holds no call stack: nothing to name\n", cmd);
-    else if (!res.entries && res.met) /* none at all (system events only): nothing to say after a stop */
+    else if (!res.entries && res.met)
         fprintf(stderr, "ltr %s: no frame of the trace could be named here: no symbols added\n", cmd);
+    else if (!res.entries)
+        ; /* no stack at all (system events only) after a stop: nothing to say ("names of 0 ... added" was) */
     else
         fprintf(stderr, "ltr %s: names of %zu recorded addresses added to the trace (%llu KiB), for "
                 "analysis without these binaries\n", cmd, res.entries,
