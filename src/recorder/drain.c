@@ -335,6 +335,27 @@ static uint32_t meta_record_at(const recorder *r, uint64_t off, uint64_t end, ui
     return size;
 }
 
+/* Whether the PROCESS record rec (copied out of the region) is one the
+ * recorder appended (setup.c, describe_process), which it then forgets. A
+ * producer's would rename another process of the session, or start a new
+ * image of it (the reader keeps apart the stacks before it), unseen: a
+ * review renamed a traced perl "/usr/sbin/sshd" with one, and the trace
+ * said it was whole. */
+static bool own_process(recorder *r, const uint8_t *rec, uint32_t size)
+{
+    for (size_t i = 0; i < r->nown_procs; i++) {
+        const struct rec_own_process *o = &r->own_procs[i];
+        if (((o->size + 7u) & ~7u) != size || /* padded to 8 in the region (ltr_shm_meta_append_to) */
+            memcmp(o->rec + LTR_RECORD_HEADER_SIZE, rec + LTR_RECORD_HEADER_SIZE, o->size - LTR_RECORD_HEADER_SIZE))
+            continue;
+        free(o->rec);
+        memmove(&r->own_procs[i], &r->own_procs[i + 1], (r->nown_procs - i - 1) * sizeof *r->own_procs);
+        r->nown_procs--;
+        return true;
+    }
+    return false;
+}
+
 /* Copies the complete records from r->meta_pulled on into out, each framed as
  * it was when its size was read (a writer cannot change the copy after). */
 static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
@@ -353,6 +374,16 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
         if (!dst)
             break;
         memcpy(dst, r->meta + off % r->meta_capacity, size);
+        if (kind == LTR_META_PROCESS && !own_process(r, dst, size)) { /* checked in the copy: it stays so */
+            out->len -= size;
+            if (!r->forged_processes++)
+                rec_log("a PROCESS record in the metadata region was not the recorder's: a traced program "
+                        "wrote it (it would have renamed process %u); left out, and counted as damage",
+                        size >= LTR_RECORD_HEADER_SIZE + 4 ? ltr_get_u32(dst + LTR_RECORD_HEADER_SIZE) : 0);
+            r->meta_damage++;
+            off += size;
+            continue;
+        }
         ltr_put_u16(dst, kind);
         ltr_put_u16(dst + 2, 0);
         ltr_put_u32(dst + 4, size);

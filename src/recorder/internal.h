@@ -96,6 +96,16 @@ typedef struct recorder {
     bool meta_holding;      /* a skipped record's place held (drain.c, META_HOLD_NS) */
     uint64_t meta_hold_from, meta_hold_until_ns;
     shm_count meta_lost;   /* records producers could not append: the region held too much unread */
+    /* The PROCESS records the recorder appended to the region and has not
+     * read back yet, as it wrote them (setup.c, describe_process): only the
+     * recorder writes one, so one that matches none was a producer's, and
+     * would name another process as it liked (drain.c, own_process). */
+    struct rec_own_process {
+        uint8_t *rec;
+        uint32_t size;
+    } *own_procs;
+    size_t nown_procs, capown_procs;
+    uint64_t forged_processes; /* PROCESS records read that were not the recorder's (logged once) */
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
     ltr_bytes meta_new, meta_kept;
@@ -273,6 +283,7 @@ int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_er
 
 /* markers.c: markers are kept by the recorder, out of the reach of producers. */
 #define REC_MARKERS_MAX 4096
+#define REC_OWN_PROCS_MAX 4096 /* PROCESS records appended and not read back yet (setup.c) */
 int rec_marker(recorder *r, const char *text, ltr_error *err);
 /* Memory-mode save: every kept marker; adds them to *events. */
 int rec_markers_save(recorder *r, ltr_writer *w, uint64_t *events, ltr_error *err);

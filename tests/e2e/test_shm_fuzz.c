@@ -177,6 +177,38 @@ static void test_forged_process_end_dropped(void **state)
     tu_free(&r);
 }
 
+/* A traced program that appends a PROCESS record for another traced
+ * process to the shared metadata: only the recorder writes those (from
+ * what /proc says of the process that attached), so one it did not write
+ * is dropped and counted. Taken, the newest PROCESS record won: perl was
+ * listed as the forged program, "0 process(es) (1 of them replaced by an
+ * exec)", and the trace said "damage: none". */
+static void test_forged_process_record_dropped(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start heap --instance fp --provider Test.Scribbler", LTR), "start", 0);
+    tu_result r = tu_run("%s run --instance fp -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
+                         "sleep 1; p=$(pgrep -n -x perl); %s fp 1 0 process:$p:/usr/sbin/forged-name >/dev/null; "
+                         "s=$?; wait; echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_field(r.out, "scribbler"), 0);
+    long long pid = tu_field(r.out, "pid");
+    tu_free(&r);
+    assert_true(pid > 0);
+    expect_ok(tu_run("%s stop --instance fp %s/fp.ltr", LTR, dir), "stop", 0);
+    r = tu_run("%s info %s/fp.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (strstr(r.out, " /usr/sbin/forged-name") || !strstr(r.out, "/usr/bin/perl")) /* not the scribbler's argv */
+        fail_msg("the forged PROCESS record was taken:\n%s", r.out);
+    assert_non_null(strstr(r.err, "written over")); /* and said: the trace's shm_damage counter */
+    tu_free(&r);
+    r = tu_run("%s analyze %s/fp.ltr --pid %lld", LTR, dir, pid);
+    assert_int_equal(r.status, 0);
+    if (strstr(r.out, "replaced by an exec") || strstr(r.out, "forged-name"))
+        fail_msg("the forged PROCESS record was taken:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* A traced program that sends the recorder an attach claiming another
  * traced process's pid (the socket is the user's: any of its processes can
  * connect). The pid names the PROCESS record and the process's end: taken,
@@ -213,6 +245,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scribbled_shared_memory, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_process_end_dropped, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_attach_pid_refused, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_forged_process_record_dropped, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };

@@ -21,7 +21,11 @@
  * than a small region holds; prints lost=K, the appends refused),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
- * prints appended=MB), attach:PID (no scribble: an attach request on the
+ * prints appended=MB), process:PID:EXE (no scribble: a well-formed
+ * PROCESS record naming process PID as EXE, as only the recorder may
+ * write one), stack:PID:N:HEXADDR (no scribble: well-formed STACK records
+ * of process PID, ids 1 to N, each of the one frame HEXADDR; prints
+ * lost=K), attach:PID (no scribble: an attach request on the
  * session's socket that claims to come from process PID, as the agent's
  * does from its own; prints answered=1 if the recorder took it, 0 if it
  * closed the connection).
@@ -262,6 +266,43 @@ int main(int argc, char **argv)
         sleep_ms(300);
         close(sock);
         return 0;
+    }
+    if (!strncmp(region, "stack:", 6)) { /* STACK records of another process: ids 1..N, one frame each */
+        unsigned pid = 0, n = 0;
+        unsigned long long addr = 0;
+        if (sscanf(region + 6, "%u:%u:%llx", &pid, &n, &addr) != 3)
+            return 2;
+        uint8_t rec[32] = {0};
+        rec[0] = LTR_META_STACK;
+        rec[4] = 32;
+        memcpy(rec + 8, &pid, 4);
+        memcpy(rec + 16, &(uint16_t){1}, 2);
+        memcpy(rec + 18, &addr, 8);
+        unsigned lost = 0;
+        for (unsigned id = 1; id <= n; id++) {
+            memcpy(rec + 12, &id, 4);
+            lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
+        }
+        printf("lost=%u\n", lost);
+        len = 0;
+    }
+    if (!strncmp(region, "process:", 8)) { /* a PROCESS record of another process, under another name */
+        char *colon = strchr(region + 8, ':');
+        if (!colon)
+            return 2;
+        ltr_bytes b = {0};
+        size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
+        ltr_bytes_put_u32(&b, (uint32_t)strtoul(region + 8, NULL, 10));
+        ltr_bytes_put_u32(&b, 1);
+        ltr_bytes_put_u64(&b, ltr_now_ns());
+        ltr_bytes_put_str(&b, colon + 1);
+        ltr_bytes_put_u16(&b, 1);
+        ltr_bytes_put_str(&b, colon + 1);
+        ltr_bytes_record_end(&b, rec);
+        if (b.failed || ltr_producer_meta_append(a, b.data, (uint32_t)b.len) != 0)
+            return 1;
+        ltr_bytes_free(&b);
+        len = 0;
     }
     if (!strncmp(region, "flood:", 6)) { /* faster than any recorder reads: most do not fit */
         static uint8_t rec[1024];
