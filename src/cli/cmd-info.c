@@ -49,8 +49,8 @@ static int info(ltr_trace *t, int json)
                  "written over (by a traced program) and skipped: events may be missing", in.shm_damage);
     if (in.metadata_lost)
         cli_warn("info", "while recording, %" PRIu64 " metadata record(s) (call stacks' frames, modules, layouts) "
-                 "did not fit in the session's metadata region, which the recorder had not read fast enough: "
-                 "stacks through them show as not recorded", in.metadata_lost);
+                 "did not fit in the session's metadata region, which the recorder had not read fast enough, "
+                 "or past what a flight recorder keeps: stacks through them show as not recorded", in.metadata_lost);
     if (in.summary.damage) {
         cli_warn("info", "%s is damaged (%" PRIu64 " problem(s)); what could be read is shown",
                  ltr_trace_path(t), in.summary.damage);

@@ -258,7 +258,7 @@ void rec_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u64(out, cs->overwritten.total);
         ltr_bytes_put_u64(out, cs->bufs_overwritten.total);
         ltr_bytes_put_u64(out, rec_shm_damage(r, c));
-        ltr_bytes_put_u64(out, c == 0 ? r->meta_lost.total : 0);
+        ltr_bytes_put_u64(out, c == 0 ? r->meta_lost.total + r->meta_refused : 0);
         ltr_bytes_record_end(out, rec);
     }
     /* each pid's row once: the slots of live producers with what the
@@ -480,6 +480,7 @@ static void meta_pull(recorder *r)
      * timed out, test_shm_fuzz); a record on its way takes microseconds */
     bool skipped_lately = r->meta_skip_ns && ltr_now_ns() - r->meta_skip_ns < 10000000000ull;
     int waited = skipped_lately ? META_WAIT_MS - 10 : 0;
+    size_t before = out->len;
     for (; r->meta_pulled + LTR_RECORD_HEADER_SIZE <= end;) {
         meta_copy(r, end, out);
         if (r->meta_pulled + LTR_RECORD_HEADER_SIZE > end || out->failed)
@@ -491,6 +492,8 @@ static void meta_pull(recorder *r)
             r->meta_skip_ns = ltr_now_ns();
         }
     }
+    if (out == &r->meta_kept)
+        rec_keep_bounded(r, before);
     uint64_t free_to = r->meta_pulled;
     if (r->meta_holding && ltr_now_ns() < r->meta_hold_until_ns)
         free_to = r->meta_hold_from;

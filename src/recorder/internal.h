@@ -111,6 +111,9 @@ typedef struct recorder {
     ltr_bytes meta_new, meta_kept;
     size_t meta_kept_after;     /* memory mode: meta_kept's size after the last pruning (kept.c) */
     size_t meta_kept_floor;     /* memory mode: no pruning below this size (kept.c), 0 until looked up */
+    size_t meta_kept_max;       /* memory mode: meta_kept's bound (kept.c), 0 until looked up */
+    uint64_t meta_refused;      /* records read past that bound: not kept, counted lost */
+    uint64_t meta_refused_said; /* logged once */
     /* memory mode: the attachment each kept PROCESS record is of, in their
      * order (saveorder.c: a save writes an exec'd process's images apart) */
     struct rec_owner {
@@ -211,6 +214,9 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of);
 void rec_prune_kept(recorder *r);
 /* The owners of the PROCESS records kept (r->owners) that pruning let go. */
 void rec_prune_owners(recorder *r);
+/* Memory mode: meta_kept, grown from `before` by the records just read,
+ * back under its bound (kept.c): pruned, else those records not kept. */
+void rec_keep_bounded(recorder *r, size_t before);
 /* The pid a metadata record names first (PROCESS, THREAD, STACK, ...), or -1. */
 int64_t rec_record_pid(const uint8_t *rec, uint32_t size);
 

@@ -236,6 +236,8 @@ void rec_prune_owners(recorder *r)
     prune_aliases(r);
 }
 
+static void prune(recorder *r);
+
 void rec_prune_kept(recorder *r)
 {
     if (r->cfg.mode == LTR_MODE_FILE || r->meta_kept.failed)
@@ -244,6 +246,58 @@ void rec_prune_kept(recorder *r)
         r->meta_kept_floor = prune_min();
     if (r->meta_kept.len < r->meta_kept_floor || r->meta_kept.len < 2 * r->meta_kept_after)
         return;
+    prune(r);
+}
+
+/* What a memory-mode recorder keeps is bounded (KEPT_MAX, LTR_KEPT_MAX_KB):
+ * a traced program appending well-formed records (layouts, or stacks of a
+ * process that lives on, which pruning keeps) took a recorder of a 32 KB
+ * pool to 1 GB of memory in 7.6 s (a review). Past the bound the records
+ * just read are not kept, and counted lost as the region's are (a save
+ * says its stacks may lack them). */
+#define KEPT_MAX ((size_t)256 << 20)
+
+static size_t kept_max(void)
+{
+    const char *e = getenv("LTR_KEPT_MAX_KB");
+    char *end;
+    unsigned long kb = e ? strtoul(e, &end, 10) : 0;
+    if (!e || !*e || *end || kb < 64 || kb > (1ul << 30))
+        return KEPT_MAX;
+    return (size_t)kb << 10;
+}
+
+void rec_keep_bounded(recorder *r, size_t before)
+{
+    if (r->cfg.mode == LTR_MODE_FILE || r->meta_kept.failed)
+        return;
+    if (!r->meta_kept_max)
+        r->meta_kept_max = kept_max();
+    /* pruning is left to the ends of processes (rec_prune_kept): here it
+     * would move the records read since `before` */
+    if (r->meta_kept.len <= r->meta_kept_max || before > r->meta_kept.len)
+        return;
+    /* the records that fit stay; from the first that does not, none */
+    const uint8_t *d = r->meta_kept.data;
+    size_t cut = before;
+    while (cut + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len && ltr_get_u32(d + cut + 4) >= LTR_RECORD_HEADER_SIZE &&
+           cut + ltr_get_u32(d + cut + 4) <= r->meta_kept_max)
+        cut += ltr_get_u32(d + cut + 4);
+    for (size_t off = cut; off + LTR_RECORD_HEADER_SIZE <= r->meta_kept.len; off += ltr_get_u32(d + off + 4)) {
+        if (ltr_get_u32(d + off + 4) < LTR_RECORD_HEADER_SIZE)
+            break;
+        r->meta_refused++;
+    }
+    before = cut;
+    if (!r->meta_refused_said++)
+        rec_log("the metadata a flight recorder keeps reached %zu MiB: records past it are not kept, and counted "
+                "lost (a traced program appending without end, or LTR_KEPT_MAX_KB too low)",
+                r->meta_kept_max >> 20);
+    r->meta_kept.len = before;
+}
+
+static void prune(recorder *r)
+{
     an_hmap pids;
     an_hmap_init(&pids, sizeof(pid_entry));
     uint64_t own_first;

@@ -333,7 +333,7 @@ static void handle_status(recorder *r, int fd)
     put_u64(&kv, "processes", traced);
     put_u64(&kv, "untraced", r->nconns - own - traced);
     rec_sample_counters(r);
-    put_u64(&kv, "metadata_lost", r->meta_lost.total);
+    put_u64(&kv, "metadata_lost", r->meta_lost.total + r->meta_refused);
     if (r->cfg.mode != LTR_MODE_FILE) { /* what every save writes, and what went (kept.c) */
         put_u64(&kv, "metadata_kept", r->meta_kept.len);
         put_u64(&kv, "metadata_dropped", r->meta_kept_dropped);

@@ -69,7 +69,8 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
         fprintf(out, "  shared memory found written over (by a traced program?): %llu place(s) skipped\n",
                 (unsigned long long)damage);
     if (st->metadata_lost)
-        fprintf(out, "  metadata records lost: %llu (the recorder did not read its metadata region fast enough: "
-                "the stacks, modules or layouts they told are missing)\n", (unsigned long long)st->metadata_lost);
+        fprintf(out, "  metadata records lost: %llu (the recorder did not read its metadata region fast enough, "
+                "or a flight recorder's kept metadata reached its bound: the stacks, modules or layouts they told "
+                "are missing)\n", (unsigned long long)st->metadata_lost);
 }
 

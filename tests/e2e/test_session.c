@@ -466,6 +466,27 @@ static void test_kept_layouts_bounded(void **state)
     assert_true(hwm_kb > 0 && hwm_kb < 512 * 1024);
 }
 
+/* What a flight recorder keeps of the metadata is bounded too: a traced
+ * program appending well-formed layouts took a recorder of a 32 KB pool to
+ * 1 GB in 7.6 s (a review); past LTR_KEPT_MAX_KB (256 MiB by default) the
+ * records are not kept, and counted lost. */
+static void test_kept_metadata_bounded_in_memory_mode(void **state)
+{
+    (void)state;
+    tu_expect_ok(tu_run("LTR_KEPT_MAX_KB=4096 LTR_META_KB=16384 %s start --instance kb --provider Test.Scribbler "
+                        "--buffers 8 --buffer-size 4", LTR));
+    tu_result s = tu_run("%s kb 1 1 layouts:64", tu_test_bin("ltr-test-scribbler"));
+    assert_int_equal(s.status, 0);
+    tu_free(&s);
+    tu_result st = tu_run("%s status --instance kb", LTR);
+    const char *kept = strstr(st.out, "metadata kept for saves: ");
+    const char *lost = strstr(st.out, "metadata records lost: ");
+    if (!kept || strtod(kept + 25, NULL) > 4.0 || !lost || atoll(lost + 23) <= 0)
+        fail_msg("kept metadata not bounded, or what was not kept not counted:\n%s", st.out);
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s cancel --instance kb", LTR));
+}
+
 /* A flight recorder keeps the newest events: one thread writes 0..19999 into
  * a ring far too small for them; what is left is the end of the sequence. */
 static void test_memory_mode_keeps_newest(void **state)
@@ -926,6 +947,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metadata_region_goes_round, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_metadata_lost_is_told, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_kept_layouts_bounded, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_kept_metadata_bounded_in_memory_mode, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_loss_rows_past_the_slots, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
