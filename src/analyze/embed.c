@@ -115,7 +115,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
                                ltr_error *err)
 {
     memset(res, 0, sizeof *res);
-    struct stat st; /* what would stop the append, said before the walk */
+    struct stat st = {0}; /* what would stop the append, said before the walk */
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
         return ltr_fail(err, ELOOP, "%s: no symbols were added: it is a symlink (give the file it names)", path);
     /* The names come from the files this user can read (root: any): written
@@ -126,6 +126,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
         return ltr_fail(err, EPERM, "%s: no symbols were added: it is another user's (uid %u), and the names "
                         "of files that only this user may read would go into it; run 'ltr symbolize' as its owner",
                         path, (unsigned)st.st_uid);
+    struct stat checked = st; /* the file whose owner was checked: the one read and appended to (below) */
     if (access(path, W_OK) != 0 && errno != ENOENT)
         return ltr_fail(err, errno, "%s: no symbols were added: it cannot be written here (%s)", path,
                         strerror(errno));
@@ -155,6 +156,12 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     const char *why = NULL;
     if (rc == 0 && ltr_trace_append_point(w.t, &at, &why) < 0)
         rc = ltr_fail(err, EINVAL, "%s: no symbols were added: %s", path, why);
+    /* another file put at the path between the owner's check and the open
+     * (a user who may write its directory: root would have written names
+     * only root may read into that user's file; a review, by reading) */
+    else if (rc == 0 && (at.dev != (uint64_t)checked.st_dev || at.ino != (uint64_t)checked.st_ino))
+        rc = ltr_fail(err, EAGAIN, "%s: no symbols were added: another file was put at its path while it was "
+                      "read", path);
     embed_ctx e = {rc == 0 && !w.failed ? ltr_symchunk_builder_new() : NULL, 0};
     if (e.b)
         ltr_symbolizer_each(w.sym, add_entry, &e);
