@@ -184,6 +184,15 @@ static uint32_t collectors_denied(const recorder *r, pid_t claimed, int fd, cons
     if (!cfg->npids && !cfg->nnames)
         return injected ? cfg->pid_collectors : 0;
     pid_t pid = peer_pid(fd);
+    /* The recorder's own connection (the system provider's thread) writes
+     * the targets' memory counters and CPU samples, not events of its own:
+     * the pids and names do not limit it. ltr watch limits every collector,
+     * the system one too, to the target, and the trigger's trace lost the
+     * target's memory counters (0 Ltr.System events, none said lost). By
+     * the kernel's pid: a claim of ours from another process is refused
+     * before (claim_is_peer). */
+    if (pid && pid == getpid())
+        return 0;
     pid = pid ? pid : claimed;
     return listed(r, (uint32_t)pid) || named(cfg, pid) || forked_from_listed(r, pid) ? 0 : cfg->pid_collectors;
 }

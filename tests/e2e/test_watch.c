@@ -532,6 +532,30 @@ static void test_other_snapshots_not_recorded(void **state)
     tu_free(&r);
 }
 
+/* Limited to the target, the session still records the target's memory
+ * counters: the recorder writes them through a connection of its own, which
+ * the target's pid does not name (limiting every collector to the target
+ * denied it the system collector: the trigger's trace had 0 Ltr.System
+ * events, and analyze no private bytes beside the heap). */
+static void test_target_memory_counters_recorded(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/m.ltr --private-bytes-above 1M --interval 1 "
+                         "--memory-interval 0.2", LTR, (int)svc, dir);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    tu_result r = tu_run("%s analyze %s/m.ltr --pid %d", LTR, dir, (int)svc);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, ": memory counters, ") || !strstr(r.out, "private bytes (RssAnon + VmSwap)"))
+        fail_msg("the target's memory counters are not in the trace:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* --record-to a relative path is the caller's: the trace and its bundle go
  * to the directory watch was started in (the recorder's is another), and
  * that is the path it says and names the frames in. */
@@ -738,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refusal_said_whole, tu_setup_sandbox, teardown),
     };
