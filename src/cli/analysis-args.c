@@ -105,7 +105,7 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
             return 0;
         }
         if (c == '?' || c == ':') {
-            cli_fail(cmd, "unknown option or missing value: '%s'", argv[optind - 1]);
+            cli_fail(cmd, "unknown option or missing value: '%s'", cli_bad_option(argc, argv));
             return cli_usage_error(cmd, usage);
         }
         if (parse_option(cmd, c, formats_allowed, out) < 0)

@@ -23,6 +23,10 @@ void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * for the exit's check (ltr.c), which a later call would have replaced:
  * 'ltr status >/dev/full' said "Resource temporarily unavailable". */
 void cli_flush_stdout(void);
+/* After getopt's '?' or ':': the argument it was about. Inside a group of
+ * short options (`-trend`, 't' unknown) getopt has not moved past it, and
+ * argv[optind - 1] was the one before ("unknown option: 'analyze'"). */
+const char *cli_bad_option(int argc, char **argv);
 /* The errno of the first failed cli_flush_stdout, 0 if none failed. */
 int cli_stdout_errno(void);
 /* "ltr CMD: " and the message, as is (a profile's diagnostic says its own severity). */

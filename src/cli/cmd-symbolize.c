@@ -50,7 +50,7 @@ int cmd_symbolize(int argc, char **argv)
             return 0;
         }
         if (c != 'd') {
-            cli_fail("symbolize", "unknown option or missing value: '%s'", argv[optind - 1]);
+            cli_fail("symbolize", "unknown option or missing value: '%s'", cli_bad_option(argc, argv));
             return cli_usage_error("symbolize", usage);
         }
         debug_path = optarg;

@@ -87,6 +87,8 @@ static int dashes_hint(int rc, int argc, char **argv)
 {
     /* the commands that run a program: its own arguments, and its exit status */
     bool runs = !strcmp(argv[1], "record") || !strcmp(argv[1], "run") || !strcmp(argv[1], "watch");
+    /* and those that take a text, which may start with a dash ('ltr marker -done') */
+    runs |= !strcmp(argv[1], "marker") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "save");
     for (int i = 2; rc == 2 && !runs && i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--"))

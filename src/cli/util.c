@@ -56,6 +56,14 @@ void cli_flush_stdout(void)
 
 int cli_stdout_errno(void) { return stdout_errno; }
 
+const char *cli_bad_option(int argc, char **argv)
+{
+    if (optopt && optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
+        strchr(argv[optind] + 1, optopt))
+        return argv[optind];
+    return argv[optind > 0 ? optind - 1 : 0];
+}
+
 void cli_warn(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

@@ -109,6 +109,14 @@ static void help_cmd_is_cmd_help(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "long options take two dashes: --filemode, not WPR's -filemode"));
     tu_free(&r);
+    r = tu_run("%s marker -done", LTR); /* a text, not an option: no hint of a '--done' */
+    assert_null(strstr(r.err, "two dashes"));
+    tu_free(&r);
+    /* the option said is the one in error, not the argument before it */
+    r = tu_run("%s analyze -trend x.ltr", LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "unknown option or missing value: '-trend'"));
+    tu_free(&r);
 }
 
 /* Every command says what its exit status means. */
