@@ -181,8 +181,8 @@ static int await_answer(int fd, const char *session, uint64_t end_ns, unsigned l
         traced = st == 't' ? traced + 1 : 0;
         if (st == 'T' || traced >= CLIENT_TRACED_LOOKS)
             return ltr_fail(err, ETIMEDOUT, "session '%s' did not answer: its recorder (pid %d) is stopped "
-                            "(SIGSTOP or a debugger); 'kill -CONT %d' lets it go on", session, (int)rec,
-                            (int)rec);
+                            "(SIGSTOP or a debugger); nothing was done: 'kill -CONT %d' lets it go on, then ask "
+                            "again", session, (int)rec, (int)rec);
     }
 }
 

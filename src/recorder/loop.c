@@ -752,8 +752,29 @@ static bool read_more(pending_req *p)
 
 /* Answers a whole request: the connection blocking again for the answer
  * (and for the producer an attach keeps), the request freed. */
+/* Whether the requester hung up already: its command gave up waiting (the
+ * recorder was stopped: "'kill -CONT' lets it go on") and said nothing was
+ * done. A save carried out after a SIGCONT wrote a file its command had
+ * said nothing of, and the same save asked again then found it there. An
+ * attach checks its own (handle_attach). */
+static bool requester_gone(const pending_req *p)
+{
+    char op[16];
+    struct pollfd gone = {.fd = p->fd, .events = POLLRDHUP};
+    return ltr_kv_find(p->in.body, p->in.len, "op", op, sizeof op) && strcmp(op, "attach") &&
+           poll(&gone, 1, 0) > 0 && (gone.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void serve(recorder *r, pending_req *p)
 {
+    if (requester_gone(p)) {
+        char op[16] = "";
+        ltr_kv_find(p->in.body, p->in.len, "op", op, sizeof op);
+        rec_log("a '%s' request whose command stopped waiting for it (this recorder was stopped?): not done", op);
+        close(p->fd);
+        ltr_msg_in_free(&p->in);
+        return;
+    }
     fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
     bool kept = handle_request(r, p->fd, p->in.body, p->in.len);
     if (!kept)

@@ -818,7 +818,8 @@ static void test_stopped_recorder_answers_fast(void **state)
         fail_msg("ltr status: %d: %s%s", status.status, status.out, status.err);
     if (marker.status != 1 || !strstr(marker.err, "no marker in session 's1'") || strstr(marker.err, "'s2'"))
         fail_msg("ltr marker: %d: %s", marker.status, marker.err);
-    if (save.status != 1 || !strstr(save.err, "session 's1'") || !strstr(save.err, "is stopped"))
+    if (save.status != 1 || !strstr(save.err, "session 's1'") || !strstr(save.err, "is stopped") ||
+        !strstr(save.err, "nothing was done"))
         fail_msg("ltr save: %d: %s", save.status, save.err);
     if (took_status > 15 || took_marker > 15 || took_save > 15)
         fail_msg("took %.1f s, %.1f s and %.1f s", took_status, took_marker, took_save);
@@ -829,6 +830,13 @@ static void test_stopped_recorder_answers_fast(void **state)
     assert_non_null(strstr(d.out, "hello"));
     tu_free(&d);
     tu_expect_ok(tu_run("%s status --instance s1", LTR));
+    /* the save it said nothing was done of is not done once it goes on: the
+     * same save asked again found the file it had not been told of */
+    char s1[600];
+    snprintf(s1, sizeof s1, "%s/s1.ltr", dir);
+    if (access(s1, F_OK) == 0)
+        fail_msg("%s written by a save whose command was told nothing was done", s1);
+    tu_expect_ok(tu_run("%s save --no-symbols --instance s1 %s", LTR, s1));
     tu_expect_ok(tu_run("%s cancel --instance s1", LTR));
     tu_expect_ok(tu_run("%s cancel --instance s2", LTR));
 }
