@@ -285,17 +285,17 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->owner = r->next_owner++;
     pc->image = token;
     pc->traced = (denied & all) != all;
-    rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
+    pid_t kp = peer_pid(fd); /* /proc's number for it: pid may be its own namespace's */
+    rec_add_process(r, pid, kp, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
     pc->describer = pc->owner;
-    pid_t kp = peer_pid(fd);
     pc->pidfd = kp > 0 ? (int)syscall(SYS_pidfd_open, kp, 0) : -1; /* close-on-exec, as every pidfd */
     if (same && pc->traced) {
         pc->start_ts = same->start_ts;
         pc->describer = same->describer;
         rec_add_alias(r, pc->owner, pc->describer);
     }
-    if (pc->traced)
-        ltr_system_add_target(r->system, (uint32_t)pid);
+    if (pc->traced) /* read in /proc: its counters named by that pid, not another process's as its own */
+        ltr_system_add_target(r->system, (uint32_t)(kp > 0 ? kp : pid));
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     put_u64(&kv, "incarnation", r->incarnation);

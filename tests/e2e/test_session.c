@@ -566,6 +566,35 @@ static void test_session_seen_from_another_pid_namespace(void **state)
     tu_expect_ok(tu_run("%s cancel --instance ns", LTR));
 }
 
+/* A process in a pid namespace of its own sends its own pid (1 here): the
+ * recorder describes it from /proc by the connection's pid, where it read
+ * /proc/1, its own namespace's init (a review: the trace said the traced
+ * perl was the host's init, with its command line). */
+static void test_process_of_another_pid_namespace_described(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");
+    int status = r.status;
+    tu_free(&r);
+    if (status != 0) {
+        printf("skipped: no pid namespace of our own here\n");
+        skip();
+    }
+    tu_expect_ok(tu_run("%s start heap --instance pn --filemode -o %s/pn.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s run --instance pn -- unshare --pid --fork --mount-proc "
+                        "perl -e 'my @a = map { \"x\" x 100 } 1..1000'", LTR));
+    tu_expect_ok(tu_run("%s stop --instance pn %s/pn.ltr --force", LTR, dir));
+    r = tu_run("%s info %s/pn.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    const char *one = strstr(r.out, "\n  1        ");
+    char line[512] = "";
+    if (one)
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(one + 1, "\n"), one + 1);
+    if (!strstr(line, "/perl"))
+        fail_msg("the namespace's pid 1 is not described as the perl it is:\n%s", r.out);
+    tu_free(&r);
+}
+
 /* Too large for a buffer, or over 64 KiB: refused and counted, never split. */
 static void test_oversized_events_are_counted(void **state)
 {
@@ -969,6 +998,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recorder_held_by_debugger, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_slow_client_holds_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_session_seen_from_another_pid_namespace, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_process_of_another_pid_namespace_described, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
