@@ -501,6 +501,17 @@ static void test_name_two_said_once(void **state)
     kill(b, SIGKILL);
 }
 
+/* `ltr watch --pid svc` until its trigger (private bytes above 1M, at once
+ * for the targets' 50 MB) saved dir/trace, and exited 0. */
+static void watch_till_saved(const char *dir, pid_t svc, const char *trace, const char *extra)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/%s --private-bytes-above 1M --interval 1 %s", LTR,
+                    (int)svc, dir, trace, extra);
+    assert_int_equal(wait_exit(w), 0);
+}
+
 /* The trace is the target's: another process with periodic heap snapshots
  * (a --trend session's, enabled before) is not in it, neither its snapshots
  * nor its memory counters (a watch on rleak saved two python3 services'
@@ -514,11 +525,7 @@ static void test_other_snapshots_not_recorded(void **state)
     pid_t other = start_target(dir, "other", "50 256 0");
     tu_expect_ok(tu_run("%s start heapsnapshot --instance slow && %s snapshotconfig heap --pid %d enable && "
                         "%s enableperiodicsnapshot heap 1 %d", LTR, LTR, (int)other, LTR, (int)other));
-    char out[512];
-    snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/o.ltr --private-bytes-above 1M --interval 1", LTR,
-                    (int)svc, dir);
-    assert_int_equal(wait_exit(w), 0);
+    watch_till_saved(dir, svc, "o.ltr", "");
     tu_expect_ok(tu_run("%s disableperiodicsnapshot heap %d && %s cancel --instance slow", LTR, (int)other, LTR));
     kill(svc, SIGKILL);
     kill(other, SIGKILL);
@@ -543,11 +550,7 @@ static void test_target_memory_counters_recorded(void **state)
     if (skip_unless_root())
         skip();
     pid_t svc = start_target(dir, "svc", "50 256 0");
-    char out[512];
-    snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/m.ltr --private-bytes-above 1M --interval 1 "
-                         "--memory-interval 0.2", LTR, (int)svc, dir);
-    assert_int_equal(wait_exit(w), 0);
+    watch_till_saved(dir, svc, "m.ltr", "--memory-interval 0.2");
     kill(svc, SIGKILL);
     tu_result r = tu_run("%s analyze %s/m.ltr --pid %d", LTR, dir, (int)svc);
     assert_int_equal(r.status, 0);
