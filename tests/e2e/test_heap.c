@@ -1171,7 +1171,9 @@ static void test_pid_filter_and_private_record(void **state)
     snprintf(rec, sizeof rec, "%s/rec.ltr", tmp);
     tu_result r = tu_run("LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/a.pid; "
                          "LD_PRELOAD=%s %s gate %s/go > /dev/null & echo $! > %s/b.pid; "
-                         "%s start heap --instance pf --pid $(cat %s/a.pid) && "
+                         /* go only once the attach is done: a fixed wait before it ended A first on a
+                          * loaded machine ("pid A exited during the attach") */
+                         "%s start heap --instance pf --pid $(cat %s/a.pid) || exit 1; "
                          "%s record -o %s -- %s gate %s/go > /dev/null & "
                          "sleep 0.5; touch %s/go; wait; %s stop --instance pf %s; echo pids $(cat %s/a.pid %s/b.pid)",
                          agent, tu_test_bin("heap-target"), tmp, tmp, agent, tu_test_bin("heap-target"),
