@@ -112,6 +112,7 @@ typedef struct recorder {
     size_t meta_kept_after;     /* memory mode: meta_kept's size after the last pruning (kept.c) */
     size_t meta_kept_floor;     /* memory mode: no pruning below this size (kept.c), 0 until looked up */
     size_t meta_kept_max;       /* memory mode: meta_kept's bound (kept.c), 0 until looked up */
+    uint64_t meta_kept_bound_ns; /* the last pruning near that bound */
     uint64_t meta_refused;      /* records read past that bound: not kept, counted lost */
     uint64_t meta_refused_said; /* logged once */
     /* memory mode: the attachment each kept PROCESS record is of, in their

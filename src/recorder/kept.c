@@ -35,6 +35,7 @@
  */
 #include "recorder/internal.h"
 #include "base/hmap.h"
+#include "prim/prim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -236,19 +237,6 @@ void rec_prune_owners(recorder *r)
     prune_aliases(r);
 }
 
-static void prune(recorder *r);
-
-void rec_prune_kept(recorder *r)
-{
-    if (r->cfg.mode == LTR_MODE_FILE || r->meta_kept.failed)
-        return;
-    if (!r->meta_kept_floor)
-        r->meta_kept_floor = prune_min();
-    if (r->meta_kept.len < r->meta_kept_floor || r->meta_kept.len < 2 * r->meta_kept_after)
-        return;
-    prune(r);
-}
-
 /* What a memory-mode recorder keeps is bounded (KEPT_MAX, LTR_KEPT_MAX_KB):
  * a traced program appending well-formed records (layouts, or stacks of a
  * process that lives on, which pruning keeps) took a recorder of a 32 KB
@@ -265,6 +253,29 @@ static size_t kept_max(void)
     if (!e || !*e || *end || kb < 64 || kb > (1ul << 30))
         return KEPT_MAX;
     return (size_t)kb << 10;
+}
+
+static void prune(recorder *r);
+
+void rec_prune_kept(recorder *r)
+{
+    if (r->cfg.mode == LTR_MODE_FILE || r->meta_kept.failed)
+        return;
+    if (!r->meta_kept_floor)
+        r->meta_kept_floor = prune_min();
+    if (!r->meta_kept_max)
+        r->meta_kept_max = kept_max();
+    /* near the bound (rec_keep_bounded), where doubling cannot come any
+     * more once a pruning left over half of it: at most once a second, a
+     * pruning costing a pass over all that is kept (a review, by reading) */
+    uint64_t now = ltr_now_ns();
+    bool at_bound = r->meta_kept.len >= r->meta_kept_max - (r->meta_kept_max >> 4) &&
+                    r->meta_kept.len > r->meta_kept_after && now - r->meta_kept_bound_ns >= 1000000000ull;
+    if (!at_bound && (r->meta_kept.len < r->meta_kept_floor || r->meta_kept.len < 2 * r->meta_kept_after))
+        return;
+    if (at_bound)
+        r->meta_kept_bound_ns = now;
+    prune(r);
 }
 
 void rec_keep_bounded(recorder *r, size_t before)
