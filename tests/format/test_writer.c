@@ -198,6 +198,15 @@ static void test_end_flushes_pending_events(void **state)
     unlink(path);
 }
 
+/* A PROCESS_END record of pid at ts, as the recorder writes it. */
+static void put_process_end(ltr_bytes *meta, uint32_t pid, uint64_t ts)
+{
+    size_t rec = ltr_bytes_record_begin(meta, LTR_META_PROCESS_END);
+    ltr_bytes_put_u32(meta, pid);
+    ltr_bytes_put_u64(meta, ts);
+    ltr_bytes_record_end(meta, rec);
+}
+
 /* A process's end comes after the events pending when it came, which may
  * hold its last buffers (a reader of a file-mode trace lets go of the
  * process there); other metadata of the batch still goes before them. */
@@ -209,10 +218,7 @@ static void test_process_end_after_pending_blocks(void **state)
     ltr_error err;
     assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
     ltr_bytes meta = {0};
-    size_t rec = ltr_bytes_record_begin(&meta, LTR_META_PROCESS_END);
-    ltr_bytes_put_u32(&meta, 100);
-    ltr_bytes_put_u64(&meta, gen_ts(6));
-    ltr_bytes_record_end(&meta, rec);
+    put_process_end(&meta, 100, gen_ts(6));
     assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
     ltr_bytes_free(&meta);
     assert_int_equal(put_block(w, 6, 4, 1, &err), 0);
@@ -316,10 +322,7 @@ static void test_pid_used_again_after_its_end(void **state)
     assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
     meta.len = 0;
     assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
-    size_t rec = ltr_bytes_record_begin(&meta, LTR_META_PROCESS_END);
-    ltr_bytes_put_u32(&meta, 100);
-    ltr_bytes_put_u64(&meta, gen_ts(6));
-    ltr_bytes_record_end(&meta, rec);
+    put_process_end(&meta, 100, gen_ts(6));
     put_process(&meta, 100, gen_ts(7)); /* another process, the same pid */
     assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
     ltr_bytes_free(&meta);
