@@ -145,6 +145,22 @@ static long long json_number(const char *text, const char *key)
     return p ? atoll(p + strlen(pat) + strspn(p + strlen(pat), " ")) : -1;
 }
 
+/* The shell that runs perl (5 MB held 2 s, freed, 1 s more) in session
+ * INSTANCE and sets $p to its pid once perl has started: perl writes its
+ * own pid (renamed into place whole). `pgrep -n -x perl` took the newest
+ * perl of the machine, another test's under -j2, or none yet on a loaded
+ * one (then the forged claim was of pid 0, answered). */
+static const char *perl_started(const char *dir, const char *instance)
+{
+    static char sh[1024];
+    snprintf(sh, sizeof sh,
+             "%s run --instance %s -- perl -e 'open my $f, \">\", \"%s/%s.pid.tmp\" or die; print $f $$; close $f; "
+             "rename \"%s/%s.pid.tmp\", \"%s/%s.pid\"; $x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
+             "for i in $(seq 600); do [ -s %s/%s.pid ] && break; sleep 0.05; done; p=$(cat %s/%s.pid); ",
+             tu_ltr(), instance, dir, instance, dir, instance, dir, instance, dir, instance, dir, instance);
+    return sh;
+}
+
 /* A traced program that appends a PROCESS_END or an EXEC_END record for
  * another process to the shared metadata: only the recorder writes those
  * (the analysis ends the process's model, or an image of it, there), so
@@ -156,10 +172,10 @@ static void test_forged_process_end_dropped(void **state)
     const char *dir = *state;
     expect_ok(tu_run("%s start heap --instance fe --filemode -o %s/fe.part.ltr --provider Test.Scribbler", LTR, dir),
               "start", 0);
-    tu_result r = tu_run("%s run --instance fe -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
-                         "sleep 1; p=$(pgrep -n -x perl); %s fe 1 0 end:$p >/dev/null; s=$?; "
+    tu_result r = tu_run("%s %s fe 1 0 end:$p >/dev/null; s=$?; "
                          "%s fe 1 0 execend:$p >/dev/null; s=$((s + $?)); wait; "
-                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"), tu_test_bin("ltr-test-scribbler"));
+                         "echo pid=$p scribbler=$s", perl_started(dir, "fe"), tu_test_bin("ltr-test-scribbler"),
+                         tu_test_bin("ltr-test-scribbler"));
     assert_int_equal(r.status, 0);
     assert_int_equal(tu_field(r.out, "scribbler"), 0);
     long long pid = tu_field(r.out, "pid");
@@ -187,9 +203,8 @@ static void test_forged_process_record_dropped(void **state)
 {
     const char *dir = *state;
     expect_ok(tu_run("%s start heap --instance fp --provider Test.Scribbler", LTR), "start", 0);
-    tu_result r = tu_run("%s run --instance fp -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
-                         "sleep 1; p=$(pgrep -n -x perl); %s fp 1 0 process:$p:/usr/sbin/forged-name >/dev/null; "
-                         "s=$?; wait; echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+    tu_result r = tu_run("%s %s fp 1 0 process:$p:/usr/sbin/forged-name >/dev/null; "
+                         "s=$?; wait; echo pid=$p scribbler=$s", perl_started(dir, "fp"), tu_test_bin("ltr-test-scribbler"));
     assert_int_equal(r.status, 0);
     assert_int_equal(tu_field(r.out, "scribbler"), 0);
     long long pid = tu_field(r.out, "pid");
@@ -222,9 +237,8 @@ static void test_forged_attach_pid_refused(void **state)
     const char *dir = *state;
     expect_ok(tu_run("%s start heap --instance fa --filemode -o %s/fa.part.ltr --provider Test.Scribbler", LTR, dir),
               "start", 0);
-    tu_result r = tu_run("%s run --instance fa -- perl -e '$x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
-                         "sleep 1; p=$(pgrep -n -x perl); %s fa 1 0 attach:$p; s=$?; wait; "
-                         "echo pid=$p scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"));
+    tu_result r = tu_run("%s %s fa 1 0 attach:$p; s=$?; wait; "
+                         "echo pid=$p scribbler=$s", perl_started(dir, "fa"), tu_test_bin("ltr-test-scribbler"));
     assert_int_equal(r.status, 0);
     assert_int_equal(tu_field(r.out, "scribbler"), 0);
     assert_int_equal(tu_field(r.out, "answered"), 0);
