@@ -294,8 +294,8 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         pc->describer = same->describer;
         rec_add_alias(r, pc->owner, pc->describer);
     }
-    if (pc->traced) /* read in /proc: its counters named by that pid, not another process's as its own */
-        ltr_system_add_target(r->system, (uint32_t)(kp > 0 ? kp : pid));
+    if (pc->traced) /* read in /proc by kp, named by pid as its heap events are (a container's process) */
+        ltr_system_add_target(r->system, (uint32_t)(kp > 0 ? kp : pid), (uint32_t)pid);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     put_u64(&kv, "incarnation", r->incarnation);

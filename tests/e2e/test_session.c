@@ -592,7 +592,10 @@ static void test_session_seen_from_another_pid_namespace(void **state)
 /* A process in a pid namespace of its own sends its own pid (1 here): the
  * recorder describes it from /proc by the connection's pid, where it read
  * /proc/1, its own namespace's init (a review: the trace said the traced
- * perl was the host's init, with its command line). */
+ * perl was the host's init, with its command line). Its memory counters,
+ * read there too, carry the pid its heap events do: named by the host's
+ * pid they were another process's ("process 8727: memory counters" beside
+ * "process 1 /usr/bin/perl", a review). */
 static void test_process_of_another_pid_namespace_described(void **state)
 {
     const char *dir = *state;
@@ -603,9 +606,9 @@ static void test_process_of_another_pid_namespace_described(void **state)
         printf("skipped: no pid namespace of our own here\n");
         skip();
     }
-    tu_expect_ok(tu_run("%s start heap --instance pn --filemode -o %s/pn.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s start heap memory --instance pn --filemode -o %s/pn.ltr", LTR, dir));
     tu_expect_ok(tu_run("%s run --instance pn -- unshare --pid --fork --mount-proc "
-                        "perl -e 'my @a = map { \"x\" x 100 } 1..1000'", LTR));
+                        "perl -e 'my @a = map { \"x\" x 100 } 1..1000; select undef, undef, undef, 1.5'", LTR));
     tu_expect_ok(tu_run("%s stop --instance pn %s/pn.ltr --force", LTR, dir));
     r = tu_run("%s info %s/pn.ltr", LTR, dir);
     assert_int_equal(r.status, 0);
@@ -615,6 +618,11 @@ static void test_process_of_another_pid_namespace_described(void **state)
         snprintf(line, sizeof line, "%.*s", (int)strcspn(one + 1, "\n"), one + 1);
     if (!strstr(line, "/perl"))
         fail_msg("the namespace's pid 1 is not described as the perl it is:\n%s", r.out);
+    tu_free(&r);
+    r = tu_run("%s analyze %s/pn.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "\nprocess 1 /usr/bin/perl: memory counters"))
+        fail_msg("perl's memory counters are not named as its heap is:\n%s", r.out);
     tu_free(&r);
 }
 
