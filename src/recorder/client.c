@@ -290,13 +290,6 @@ const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size)
     return ltr_kvlist_get(resp, "log", buf, size);
 }
 
-int ltr_client_is_session_output(const char *session, const char *path, ltr_error *err)
-{
-    static ltr_session_status st; /* 40 KB: not on the stack */
-    int rc = ltr_client_status(session, &st, err);
-    return rc < 0 ? rc : st.has_output && !strcmp(st.output, path);
-}
-
 void ltr_kvlist_free(ltr_kvlist *kv)
 {
     free(kv->data);
@@ -386,6 +379,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     kv_str(kv, "profiles", st->profiles, sizeof st->profiles);
     kv_str(kv, "names", st->names, sizeof st->names);
     st->has_output = ltr_kvlist_get(kv, "output", st->output, sizeof st->output) != NULL;
+    st->output_temp = kv_u64(kv, "output_temp") == 1;
     st->file_size = kv_u64(kv, "file_size");
     st->max_file_size = kv_u64(kv, "max_file_size");
     kv_str(kv, "write_error", st->write_error, sizeof st->write_error);

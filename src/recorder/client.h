@@ -40,10 +40,6 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
  * is then kept): copied into buf; NULL when the reply names none (nothing
  * went wrong, and the log is removed at a clean end). */
 const char *ltr_client_reply_log(const ltr_kvlist *resp, char *buf, size_t size);
-/* Whether path is the file a running file-mode session grows its trace in
- * (stopping into it replaces nothing): 1 it is, 0 it is not, -errno (err
- * set) when the session does not answer (none of that name: -ESRCH). */
-int ltr_client_is_session_output(const char *session, const char *path, ltr_error *err);
 void ltr_kvlist_free(ltr_kvlist *kv);
 /* Copies the value of key into buf (NUL-terminated, cut to size); NULL if absent. */
 const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, size_t size);
@@ -53,6 +49,7 @@ const char *ltr_kvlist_get(const ltr_kvlist *kv, const char *key, char *buf, siz
  * file reached its --max-file-size (what comes after is counted as lost). */
 typedef struct ltr_flush_result {
     char output[4096];
+    bool output_temp;            /* output is ltr's temporary name (no -o FILE) */
     uint64_t file_size, dropped;
     char write_error[256];
     bool full;
@@ -127,6 +124,7 @@ typedef struct ltr_session_status {
     char names[4096];            /* executable names it heap-traces, "/"-joined, or "" */
     bool has_output;             /* file mode: output, file_size, max_file_size */
     char output[4096];
+    bool output_temp;            /* output is ltr's temporary name (no -o FILE) */
     uint64_t file_size, max_file_size;
     char write_error[256];       /* the first failed write to the trace, or "" */
     unsigned ncollectors;        /* at most LTR_MAX_COLLECTORS are kept */

@@ -368,6 +368,8 @@ static void handle_status(recorder *r, int fd)
     }
     if (r->cfg.mode == LTR_MODE_FILE) {
         ltr_bytes_put_kv(&kv, "output", r->cfg.output);
+        if (r->cfg.output_temp) /* a name of ltr's making: `ltr stop` needs a FILE to move it to */
+            ltr_bytes_put_kv(&kv, "output_temp", "1");
         put_u64(&kv, "file_size", ltr_writer_size(r->writer));
         put_u64(&kv, "max_file_size", r->cfg.max_file_size);
         if (r->write_err.code)

@@ -146,6 +146,47 @@ static void test_file_mode(void **state)
     assert_int_equal(t.provider_events + t.events_lost, 10000);
 }
 
+/* ltr start --filemode -o FILE, then ltr stop with no FILE (as wpr -stop
+ * after -filemode): the trace is completed in FILE and said so; a FILE
+ * that differs moves it, said; a session that has no -o FILE asks for one
+ * (it said "no FILE given" to all three). */
+static void test_stop_without_file(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --filemode -o %s/own.ltr --instance own --provider Test.Producer", LTR, dir));
+    tu_result p = tu_run("%s --events 100 --wait-enabled 5", PRODUCER);
+    assert_int_equal(p.status, 0);
+    tu_free(&p);
+    tu_result r = tu_run("%s stop --instance own", LTR);
+    assert_int_equal(r.status, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/own.ltr", dir);
+    assert_non_null(strstr(r.out, path));
+    tu_free(&r);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events + t.events_lost, 100);
+
+    tu_expect_ok(tu_run("%s start --filemode -o %s/first.ltr --instance moves", LTR, dir));
+    r = tu_run("%s stop --instance moves %s/second.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "second.ltr (moved from "));
+    assert_non_null(strstr(r.out, "first.ltr"));
+    tu_free(&r);
+
+    tu_expect_ok(tu_run("%s start --filemode --instance temp", LTR));
+    tu_expect_ok(tu_run("%s start --instance ring", LTR));
+    const char *needs[2][2] = {{"temp", "temporary name"}, {"ring", "memory mode"}};
+    for (int i = 0; i < 2; i++) {
+        r = tu_run("%s stop --instance %s", LTR, needs[i][0]);
+        assert_int_equal(r.status, 2);
+        assert_non_null(strstr(r.err, needs[i][1]));
+        assert_non_null(strstr(r.err, "give the FILE"));
+        tu_free(&r);
+        tu_expect_ok(tu_run("%s cancel --instance %s", LTR, needs[i][0]));
+    }
+}
+
 static void test_cancel_discards(void **state)
 {
     const char *dir = *state;
@@ -798,9 +839,10 @@ static void test_bad_options(void **state)
     expect_refused("start --instance 'bad name'", "session name");
     expect_refused("start --bogus", "usage: ltr start");
     expect_refused("frobnicate", "not an ltr command");
-    expect_refused("stop", "usage: ltr stop");
+    /* a FILE may be left out (a -o FILE of ltr start): what is missing first */
+    expect_refused("stop", "ltr stop: no session named 'ltr' is running");
+    expect_refused("stop a b c", "ltr stop: 'c' is an argument too many");
     /* what is missing or extra is said, not only the usage */
-    expect_refused("stop", "ltr stop: no FILE given");
     expect_refused("save", "ltr save: no FILE given");
     expect_refused("marker", "ltr marker: no TEXT given");
     expect_refused("marker two words", "ltr marker: 'words' is an argument too many (quote a text");
@@ -1002,6 +1044,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_of_threads_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stop_without_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cancel_discards, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_accounting_memory, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_accounting_file, tu_setup_sandbox, tu_teardown_sandbox),

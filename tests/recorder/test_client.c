@@ -1,8 +1,8 @@
 /*
  * tests/recorder/test_client.c — what the session commands ask of
  * recorder/client.h and recorder/config.c instead of computing it: a typed
- * request to a recorder started in this process, whether a path is a
- * session's growing trace, the events a trace keeps and the programs
+ * request to a recorder started in this process, the file a file-mode
+ * session grows its trace in, the events a trace keeps and the programs
  * emitted, a file-mode session's default trace name, and what is left of a
  * session whose recorder was killed (its partial trace's size and age).
  */
@@ -24,7 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void launch(const char *name, int mode, const char *output)
+/* output_temp: output is a template, as ltr start makes without -o */
+static void launch_as(const char *name, int mode, const char *output, bool output_temp)
 {
     static ltr_session_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -36,9 +37,15 @@ static void launch(const char *name, int mode, const char *output)
     cfg.collectors[0].buffers = 4;
     if (output)
         snprintf(cfg.output, sizeof cfg.output, "%s", output);
+    cfg.output_temp = output_temp;
     ltr_error err = {0};
     if (ltr_recorder_launch(&cfg, &err))
         fail_msg("the recorder did not start: %s", err.msg);
+}
+
+static void launch(const char *name, int mode, const char *output)
+{
+    launch_as(name, mode, output, false);
 }
 
 /* Every op of the protocol goes through one typed call; the recorder's
@@ -64,22 +71,31 @@ static void test_op(void **state)
     assert_non_null(strstr(err.msg, "op-test"));
 }
 
-/* stop FILE into the file a file-mode session grows in replaces nothing. */
-static void test_is_session_output(void **state)
+/* A file-mode session's status names the file it grows its trace in, and
+ * whether that is ltr's temporary name (ltr stop then needs a FILE) or the
+ * -o FILE (ltr stop may leave FILE out, and says when it moves the trace). */
+static void test_status_output(void **state)
 {
     const char *dir = *state;
-    char out[512], other[512];
+    char out[512], tmpl[512];
     snprintf(out, sizeof out, "%s/grows.ltr", dir);
-    snprintf(other, sizeof other, "%s/other.ltr", dir);
-    launch("out-test", LTR_MODE_FILE, out);
+    snprintf(tmpl, sizeof tmpl, "%s/ltr-tmp-XXXXXX.ltr.part", dir);
+    static ltr_session_status given, temp;
     ltr_error err;
-    int same = ltr_client_is_session_output("out-test", out, &err);
-    int differs = ltr_client_is_session_output("out-test", other, &err);
+    launch("out-test", LTR_MODE_FILE, out);
+    int rc = ltr_client_status("out-test", &given, &err);
     ltr_client_op("out-test", "cancel", NULL, NULL, false, NULL, &err);
-    assert_int_equal(same, 1);
-    assert_int_equal(differs, 0);
+    launch_as("tmp-test", LTR_MODE_FILE, tmpl, true);
+    int rc_temp = ltr_client_status("tmp-test", &temp, &err);
+    ltr_client_op("tmp-test", "cancel", NULL, NULL, false, NULL, &err);
+    assert_int_equal(rc, 0);
+    assert_true(given.has_output && !given.output_temp);
+    assert_string_equal(given.output, out);
+    assert_int_equal(rc_temp, 0);
+    assert_true(temp.has_output && temp.output_temp);
+    assert_null(strstr(temp.output, "XXXXXX")); /* the name made of the template */
     /* no such session: said as such (ltr stop says that first, a review) */
-    assert_int_equal(ltr_client_is_session_output("nobody-here", out, &err), -ESRCH);
+    assert_int_equal(ltr_client_status("nobody-here", &temp, &err), -ESRCH);
     assert_non_null(strstr(err.msg, "no session named 'nobody-here'"));
 }
 
@@ -243,7 +259,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_op, tu_setup_sandbox, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_is_session_output, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_status_output, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_flush_and_capture, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test(test_reply_log),
         cmocka_unit_test(test_kept_and_emitted),
