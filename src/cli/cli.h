@@ -6,6 +6,7 @@
 #ifndef LTR_CLI_H
 #define LTR_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct cli_command {
@@ -43,6 +44,12 @@ int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uin
  * anything already has, unless force; 0 to go on. Whatever writes the file
  * refuses again, atomically: this check says it before any work is done. */
 int cli_refuse_existing(const char *cmd, const char *path, int force);
+/* Warns of each unfinished trace beside path (path.XXXXXX.part) that a save,
+ * stop or record into path left when it was killed while writing: no
+ * message named them, and they stayed (prim's ltr_leftover_temps). */
+void cli_name_leftovers(const char *cmd, const char *path);
+/* A wall-clock time in ns as local "YYYY-MM-DD HH:MM:SS", "?" if none. */
+void cli_local_time(uint64_t wall_ns, char *out, size_t size);
 /* Prints the usage text and returns the exit status for a usage error (2). */
 int cli_usage_error(const char *cmd, const char *usage);
 /* Parses `TRACE [--json]` and --help. Returns -1 to go on, with *path set, or

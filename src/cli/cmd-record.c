@@ -181,6 +181,7 @@ static void report(const char *trace, record_counts c, const record_opts *o)
     if (c.known)
         fprintf(stderr, " (%llu heap events)", c.kept);
     fprintf(stderr, "\n");
+    cli_name_leftovers("record", trace); /* a record whose recorder was killed here left them */
     if (c.overwritten)
         cli_warn("record", "%llu older heap events were overwritten in memory mode and are not in the trace "
                  "(it keeps the newest %llu); record without --memory to keep them all",

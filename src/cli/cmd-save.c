@@ -30,6 +30,7 @@ int cmd_save(int argc, char **argv)
     if (cli_refuse_existing("save", path, force))
         return 1;
     rc = cli_session_write_request("save", instance, "save", path, NULL, force, NULL);
+    cli_name_leftovers("save", path); /* a save or stop killed while writing here left them */
     if (!rc) {
         printf("saved session '%s' to %s\n", instance, argv[first]);
         cli_flush_stdout();

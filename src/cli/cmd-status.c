@@ -48,22 +48,14 @@ static int status_of(const char *session)
     return 0;
 }
 
-static void local_time(uint64_t wall_ns, char *out, size_t size)
-{
-    time_t t = (time_t)(wall_ns / 1000000000u);
-    struct tm tm;
-    if (!wall_ns || !localtime_r(&t, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M:%S", &tm))
-        snprintf(out, size, "?");
-}
-
 static void print_dead(const ltr_dead_session *d)
 {
     char when[32];
-    local_time(d->start_wall_ns, when, sizeof when);
+    cli_local_time(d->start_wall_ns, when, sizeof when);
     printf("session '%s' is dead: its recorder (pid %u, started %s) was killed or crashed\n", d->name,
            d->pid, when);
     if (d->has_partial) {
-        local_time(d->partial_mtime_ns, when, sizeof when);
+        cli_local_time(d->partial_mtime_ns, when, sizeof when);
         printf("  partial trace: %s (%.1f MB, last written %s)\n"
                "    it holds what was recorded up to the recorder's last flush (once a second):\n"
                "    read it as it is (ltr analyze %s), or rename it to keep it\n",

@@ -62,6 +62,7 @@ int cmd_stop(int argc, char **argv)
         return 1;
     const char *description = first + 1 < argc ? argv[first + 1] : "";
     rc = cli_session_write_request("stop", instance, "stop", path, description, force, NULL);
+    cli_name_leftovers("stop", path); /* a save or stop killed while writing here left them */
     if (!rc) {
         printf("stopped session '%s'; trace written to %s", instance, first < argc ? argv[first] : path);
         if (st.has_output && !st.output_temp && !ours) /* the user named another file at the start */

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* One message on stderr, one line without a control character
  * (ltr_shown_text): it may name a file, a process, a profile or a trace's
@@ -161,6 +163,29 @@ int cli_refuse_existing(const char *cmd, const char *path, int force)
         return 0;
     ltr_fail_exists(&err, path);
     return cli_fail(cmd, "%s", err.msg);
+}
+
+void cli_local_time(uint64_t wall_ns, char *out, size_t size)
+{
+    time_t t = (time_t)(wall_ns / 1000000000u);
+    struct tm tm;
+    if (!wall_ns || !localtime_r(&t, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(out, size, "?");
+}
+
+static void say_leftover(const char *path, const struct stat *st, void *cmd)
+{
+    char when[32];
+    cli_local_time((uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec, when,
+                   sizeof when);
+    cli_warn(cmd, "%s (%.1f MB, last written %s) is an unfinished trace that a save, stop or record "
+             "into this name left when it was killed while writing: 'ltr info' reads what it holds; rename or "
+             "remove it", path, (double)st->st_size / 1048576.0, when);
+}
+
+void cli_name_leftovers(const char *cmd, const char *path)
+{
+    ltr_leftover_temps(path, say_leftover, (void *)cmd); /* a directory not read: nothing to say */
 }
 
 /* force, no_symbols == NULL: --force, --no-symbols are not options of this command. */

@@ -12,6 +12,8 @@
  */
 #include "prim/prim.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,12 +42,74 @@ int ltr_create_temp(char *tmpl)
         return -EINVAL;
     /* mkostemps: O_CREAT | O_EXCL, mode 0600, a name no one can guess. */
     int fd = mkostemps(tmpl, (int)strlen(x + 6), O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    if (fd < 0)
+        return -errno;
+    /* held while the file is written, and let go however its writer ends
+     * (a SIGKILL too): ltr_leftover_temps tells a temporary being written
+     * from one a killed writer left (new, so nobody else holds it) */
+    flock(fd, LOCK_EX | LOCK_NB);
+    return fd;
 }
 
 int ltr_temp_name(char *out, size_t size, const char *dest)
 {
     return snprintf(out, size, "%s.XXXXXX.part", dest) >= (int)size ? -ENAMETOOLONG : 0;
+}
+
+/* Whether name is base.XXXXXX.part, the temporary ltr_temp_name makes of
+ * base (mkostemps fills XXXXXX with letters and digits). */
+static bool temp_of(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    if (strlen(name) != n + sizeof ".XXXXXX.part" - 1 || strncmp(name, base, n) != 0 || name[n] != '.' ||
+        strcmp(name + n + 7, ".part") != 0)
+        return false;
+    for (size_t i = n + 1; i < n + 7; i++)
+        if (!isalnum((unsigned char)name[i]))
+            return false;
+    return true;
+}
+
+/* Whether the file at dirfd/name is a temporary of ours that nobody writes:
+ * a regular file (no symlink followed, no FIFO opened), this user's, whose
+ * writer's lock (ltr_create_temp) is gone. Its status in st. */
+static bool left_over(int dirfd, const char *name, struct stat *st)
+{
+    if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid())
+        return false;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat now;
+    bool left = fstat(fd, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev &&
+                flock(fd, LOCK_SH | LOCK_NB) == 0;
+    close(fd);
+    return left;
+}
+
+int ltr_leftover_temps(const char *dest, void (*each)(const char *path, const struct stat *st, void *arg),
+                       void *arg)
+{
+    const char *slash = strrchr(dest, '/'), *base = slash ? slash + 1 : dest;
+    int prefix = (int)(base - dest); /* dest's directory, with its '/' */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", prefix ? prefix : 1, prefix ? dest : ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    int n = 0;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)) != NULL) {
+        if (!temp_of(e->d_name, base) || !left_over(dirfd(d), e->d_name, &st))
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%.*s%s", prefix, dest, e->d_name);
+        each(path, &st, arg);
+        n++;
+    }
+    closedir(d);
+    return n;
 }
 
 /* What lstat and stat say of path, as a word for the messages. */

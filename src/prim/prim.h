@@ -242,6 +242,15 @@ int ltr_create_new(const char *path);
 int ltr_create_temp(char *tmpl);
 /* The template of a temporary beside dest, for ltr_create_temp: DEST.XXXXXX.part. */
 int ltr_temp_name(char *out, size_t size, const char *dest);
+/* The temporaries of dest (DEST.XXXXXX.part) that a writer killed while
+ * writing left: regular files of this user that no ltr_create_temp caller
+ * holds open (its lock is gone), never through a symlink. Each is given to
+ * each, with its status; nothing is removed (it holds what was written).
+ * One between its writer's close and its rename (an instant) counts too.
+ * Returns how many, or -errno when dest's directory cannot be read. */
+struct stat;
+int ltr_leftover_temps(const char *dest, void (*each)(const char *path, const struct stat *st, void *arg),
+                       void *arg);
 /* Gives the finished file tmp the name dest. Unless replace, whatever is at dest
  * (a file, a symlink) stays and -EEXIST is returned, atomically (a check before
  * would race with its creation); with replace, a symlink at dest is replaced,

@@ -2,7 +2,8 @@
  * tests/prim/test_files.c — prim/files.c, how every output file is made: only
  * new files, unpredictable temporaries, publication that replaces nothing
  * unless forced (and then files only, never a device or a FIFO), a new file
- * written whole or not at all, absolute paths. The recorder's own refusal of
+ * written whole or not at all, absolute paths, the temporaries a killed
+ * writer left. The recorder's own refusal of
  * an existing path is
  * tests/e2e/test_recorder_refuses.c. And the one rule for what root runs or
  * copies into every process (ltr_open_roots_alone), case by case
@@ -90,6 +91,40 @@ static void test_temporaries_differ(void **state)
     assert_string_equal(a + strlen(a) - 5, ".part");
     char tmpl[] = "no-x-here";
     assert_int_equal(ltr_create_temp(tmpl), -EINVAL);
+}
+
+static void count_leftover(const char *path, const struct stat *st, void *arg)
+{
+    (void)st;
+    char *seen = arg;
+    snprintf(seen + strlen(seen), 1024 - strlen(seen), "%s;", strrchr(path, '/') + 1);
+}
+
+/* A temporary a killed save left is named; one being written (its fd open),
+ * a symlink or a FIFO of that pattern, and other names are not; nothing is
+ * removed. A killed `ltr save` left s.ltr.XXXXXX.part that no message named. */
+static void test_leftover_temps(void **state)
+{
+    const char *dir = *state;
+    char dest[512], left[512], open_one[512];
+    snprintf(dest, sizeof dest, "%s", in_dir(dir, "s.ltr"));
+    assert_int_equal(ltr_temp_name(left, sizeof left, dest), 0);
+    assert_int_equal(ltr_temp_name(open_one, sizeof open_one, dest), 0);
+    int fl = ltr_create_temp(left), fo = ltr_create_temp(open_one);
+    assert_true(fl >= 0 && fo >= 0);
+    close(fl); /* its writer killed: the lock goes with it */
+    assert_int_equal(symlink(left, in_dir(dir, "s.ltr.Link01.part")), 0);
+    assert_int_equal(mkfifo(in_dir(dir, "s.ltr.Fifo01.part"), 0600), 0);
+    write_text(in_dir(dir, "s.ltr.short.part"), "not ours");
+    write_text(in_dir(dir, "xs.ltr.Abcdef.part"), "not ours");
+    char seen[1024] = "", want[600];
+    assert_int_equal(ltr_leftover_temps(dest, count_leftover, seen), 1);
+    snprintf(want, sizeof want, "%s;", strrchr(left, '/') + 1);
+    assert_string_equal(seen, want);
+    assert_int_equal(access(left, F_OK), 0); /* named, not removed */
+    close(fo);
+    assert_int_equal(ltr_leftover_temps(dest, count_leftover, seen), 2);
+    assert_int_equal(ltr_leftover_temps(in_dir(dir, "none/s.ltr"), count_leftover, seen), -ENOENT);
 }
 
 /* Whatever has the name (a file, a symlink, a dangling one) stays, and so does
@@ -321,6 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_new, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_temporaries_differ, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_leftover_temps, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_publish_replaces_files_only, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_absolute_path, tu_setup_sandbox, tu_teardown_sandbox),
