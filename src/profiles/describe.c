@@ -15,14 +15,55 @@ static const char *kind_text(ltr_collector_kind k)
     return k == LTR_COLLECTOR_SYSTEM ? "system" : k == LTR_COLLECTOR_EVENT ? "event" : "heap";
 }
 
+long ltr_plan_system_collector(const ltr_plan *p)
+{
+    long first = -1;
+    for (size_t i = 0; i < p->nsyskw; i++) {
+        const ltr_plan_syskw *k = &p->syskw[i];
+        if (!k->available || !k->linux_part)
+            continue;
+        if (p->collectors[k->collector].kind == LTR_COLLECTOR_SYSTEM)
+            return (long)k->collector;
+        if (first < 0)
+            first = (long)k->collector;
+    }
+    return first;
+}
+
+bool ltr_plan_collector_used(const ltr_plan *p, size_t i)
+{
+    for (size_t k = 0; k < p->nproviders; k++)
+        if (p->providers[k].collector == i)
+            return true;
+    return (p->heap.enabled && p->heap.collector == i) || (p->heap.snapshot && p->heap.snapshot_collector == i) ||
+           ltr_plan_system_collector(p) == (long)i;
+}
+
+/* Whether collector i names a system keyword this ltr records. */
+static bool names_syskw(const ltr_plan *p, size_t i)
+{
+    for (size_t k = 0; k < p->nsyskw; k++)
+        if (p->syskw[k].available && p->syskw[k].linux_part && p->syskw[k].collector == i)
+            return true;
+    return false;
+}
+
+/* Every collector the profiles name; one a session would not create (all
+ * it names is skipped, or its system keywords go to another) says so: it
+ * was listed with its buffers as if it took memory. */
 static void write_collectors(FILE *out, const ltr_plan *p)
 {
     fprintf(out, "Collectors:\n");
     for (size_t i = 0; i < p->ncollectors; i++) {
         const ltr_plan_collector *c = &p->collectors[i];
-        fprintf(out, "  %s (%s collector): buffers of %" PRIu32 " KB, %" PRIu32 "%s\n", c->name,
-               kind_text(c->kind), c->buffer_size_kb, c->buffers,
-               c->buffers_percent ? "% of total memory" : " of them");
+        fprintf(out, "  %s (%s collector): ", c->name, kind_text(c->kind));
+        if (ltr_plan_collector_used(p, i))
+            fprintf(out, "buffers of %" PRIu32 " KB, %" PRIu32 "%s\n", c->buffer_size_kb, c->buffers,
+                    c->buffers_percent ? "% of total memory" : " of them");
+        else
+            fprintf(out, "not created: nothing it names is recorded on Linux%s\n",
+                    names_syskw(p, i) ? " of its own (its system keywords go to the collector of the "
+                                        "others: the system provider is one)" : "");
     }
 }
 

@@ -167,6 +167,15 @@ LTR_API int ltr_profiles_resolve(const ltr_profile_request *req, ltr_plan **out)
  * starting it would be an error, so its plan can still be shown. */
 LTR_API int ltr_profiles_describe(const ltr_profile_request *req, ltr_plan **out);
 LTR_API void ltr_plan_free(ltr_plan *plan);
+/* The collector a session of the plan puts its system keywords in (the
+ * system provider is one provider, in one collector): that of the first
+ * available keyword in a system collector, else of the first available one;
+ * -1 when none is available (describe.c). */
+LTR_API long ltr_plan_system_collector(const ltr_plan *p);
+/* Whether a session of the plan creates collector i: a provider, the heap
+ * or its snapshots, or the system keywords go there. A collector whose
+ * providers all lack a Linux meaning is not created. */
+LTR_API bool ltr_plan_collector_used(const ltr_plan *p, size_t i);
 /* The plan as `ltr profiles --details` shows it (describe.c): profiles,
  * logging mode, collectors, system keywords, providers, heap, skipped. */
 LTR_API void ltr_plan_write_text(FILE *out, const ltr_plan *p);

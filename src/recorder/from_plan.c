@@ -180,22 +180,13 @@ static uint64_t part_bit(const char *part)
 static int add_system(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
 {
     uint64_t mask = 0;
-    size_t collector = 0;
-    bool in_system = false;
-    for (size_t i = 0; i < plan->nsyskw; i++) {
-        const ltr_plan_syskw *k = &plan->syskw[i];
-        if (!k->available || !part_bit(k->linux_part))
-            continue;
-        bool sys = plan->collectors[k->collector].kind == LTR_COLLECTOR_SYSTEM;
-        if (!mask || (sys && !in_system)) {
-            collector = k->collector;
-            in_system = sys;
-        }
-        mask |= part_bit(k->linux_part);
-    }
-    if (!mask)
+    for (size_t i = 0; i < plan->nsyskw; i++)
+        if (plan->syskw[i].available)
+            mask |= part_bit(plan->syskw[i].linux_part);
+    long collector = ltr_plan_system_collector(plan); /* as ltr profiles --details says */
+    if (!mask || collector < 0)
         return 0;
-    int c = collector_for(plan, collector, cfg, map, err);
+    int c = collector_for(plan, (size_t)collector, cfg, map, err);
     if (c < 0)
         return c;
     if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)

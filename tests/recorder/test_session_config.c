@@ -373,6 +373,86 @@ static void test_heap_process_names(void **state)
 
 /* `ltr record`'s session: its own name, the command only or one pid, the
  * trace growing under a temporary name beside it in file mode. */
+/* How many collectors a session of spec gets (ltr_session_config_from_plan,
+ * as ltr start) and how many its plan says are created (as ltr profiles
+ * --details shows); -1 when the spec does not resolve. */
+static int created_and_said(const char *spec, bool filemode, size_t *said)
+{
+    const char *specs[] = {spec};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1, .filemode = filemode};
+    ltr_plan *plan = NULL;
+    int n = -1;
+    if (ltr_profiles_resolve(&req, &plan) == 0) {
+        fresh();
+        ltr_bytes notes = {0};
+        ltr_error err;
+        if (ltr_session_config_from_plan(plan, &cfg, &notes, &err) == 0)
+            n = (int)cfg.ncollectors;
+        ltr_bytes_free(&notes);
+        *said = 0;
+        for (size_t i = 0; i < plan->ncollectors; i++)
+            *said += ltr_plan_collector_used(plan, i);
+    }
+    ltr_plan_free(plan);
+    return n;
+}
+
+/* Every profile of the real WPR corpus, in every variant: the collectors
+ * ltr profiles --details says a session creates are those ltr start
+ * creates. It listed, with their buffers, collectors whose providers all
+ * lack a Linux meaning (WPRP_Defender's DefenderFull: its MSO Event
+ * Collector, 0 created). */
+static void test_details_says_the_collectors_created(void **state)
+{
+    (void)state;
+    const char *src = getenv("LTR_SOURCE_DIR");
+    static const char *const files[] = {"WPRP_Defender.wprp", "WPRP_Network.wprp", "WPRP_Heap.wprp",
+                                        "WPRP_WindowsProviders.wprp", "PreWin10_WPRP_Handles.wprp"};
+    int compared = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tests/profiles/wprp/%s", src ? src : ".", files[f]);
+        ltr_profile_list *l = NULL;
+        ltr_profiles_list(path, NULL, &l);
+        assert_non_null(l);
+        for (size_t i = 0; i < l->n; i++)
+            for (int level = 0; level < 2; level++)
+                for (int filemode = 0; filemode < 2; filemode++) {
+                    char spec[4200];
+                    snprintf(spec, sizeof spec, "%s!%s%s", path, l->v[i].name, level ? ".light" : ".verbose");
+                    size_t said = 0;
+                    int created = created_and_said(spec, filemode, &said);
+                    if (created < 0)
+                        continue; /* no such variant */
+                    if ((size_t)created != said)
+                        fail_msg("%s (%s mode): --details says %zu collectors are created, ltr start "
+                                 "creates %d", spec, filemode ? "file" : "memory", said, created);
+                    compared++;
+                }
+        ltr_profile_list_free(l);
+    }
+    assert_true(compared > 20);
+    /* DefenderFull's one collector: said as not created, no buffers shown */
+    char defender[4200];
+    snprintf(defender, sizeof defender, "%s/tests/profiles/wprp/WPRP_Defender.wprp!DefenderFull",
+             src ? src : ".");
+    const char *specs[] = {defender};
+    ltr_profile_request req = {.specs = specs, .nspecs = 1};
+    ltr_plan *plan = NULL;
+    ltr_profiles_describe(&req, &plan);
+    assert_non_null(plan);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    ltr_plan_write_text(m, plan);
+    fclose(m);
+    ltr_plan_free(plan);
+    bool said_so = strstr(text, "MSO Event Collector (event collector): not created") != NULL;
+    if (!said_so)
+        fail_msg("--details of DefenderFull:\n%s", text);
+    free(text);
+}
+
 static void test_record_session(void **state)
 {
     (void)state;
@@ -421,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_same_provider_twice_merges),
         cmocka_unit_test(test_heap_process_names),
         cmocka_unit_test(test_record_session),
+        cmocka_unit_test(test_details_says_the_collectors_created),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
