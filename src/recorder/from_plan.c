@@ -103,8 +103,9 @@ static bool listed_keyword(const char *what)
     return !strncmp(what, kw, sizeof kw - 1) && ltr_syskw_lookup(what + sizeof kw - 1) != NULL;
 }
 
-/* Heap tracing: the Ltr.Heap provider of the heap agent, in a collector
- * named "heap" (docs/heap-events.md). */
+/* Heap tracing: the Ltr.Heap provider of the heap agent, in the profile's
+ * heap collector, under its name as every other collector ('ltr status'
+ * said "heap" where 'ltr profiles --details' said "ltr Heap Collector"). */
 static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
 {
     int c = collector_for(plan, plan->heap.collector, cfg, map, err);
@@ -113,7 +114,6 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
     if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
         return ltr_fail(err, E2BIG, "the profiles enable more than %d providers",
                         LTR_MAX_SESSION_PROVIDERS);
-    snprintf(cfg->collectors[c].name, sizeof cfg->collectors[c].name, "%s", LTR_HEAP_COLLECTOR);
     ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
     memset(ps, 0, sizeof *ps);
     snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_PROVIDER);

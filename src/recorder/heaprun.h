@@ -11,8 +11,10 @@
 
 #include <stdbool.h>
 
-/* Name of the collector heap sessions use. */
-#define LTR_HEAP_COLLECTOR "heap"
+/* Name of the collector `ltr record` uses: that of the built-in heap
+ * profile's (profiles/common.wprp), so that a heap session's status reads
+ * the same however it was started. */
+#define LTR_HEAP_COLLECTOR "ltr Heap Collector"
 
 /* Finds libltr-heap.so: $LTR_HEAP_AGENT, else beside the running ltr
  * (<bindir>/../lib or <bindir>/../<libdir>). Returns 0 or -ENOENT. */

@@ -228,7 +228,8 @@ static void test_builtin_heap_profile(void **state)
     (void)state;
     build_builtin("heap", false, &(ltr_session_options){.buffers = 3});
     assert_int_equal(cfg.ncollectors, 1);
-    assert_string_equal(cfg.collectors[0].name, "heap");
+    /* its profile's name, as every collector ('ltr status' said "heap") */
+    assert_string_equal(cfg.collectors[0].name, "ltr Heap Collector");
     assert_int_equal(cfg.collectors[0].buffer_kb, 1024);
     assert_int_equal(cfg.collectors[0].buffers, 3);
     assert_int_equal(cfg.pid_collectors, 1);
