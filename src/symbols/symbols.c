@@ -461,23 +461,29 @@ static int may_do_better(ltr_symbolizer *s, sym_file *f)
     return f->better;
 }
 
+/* Whether the trace's frames (n) name function. */
+static bool known_names(const ltr_sym_frame *known, uint32_t n, const char *function)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (known[i].function && !strcmp(known[i].function, function))
+            return true;
+    return false;
+}
+
 /* Whether this machine's names lv (k levels) say more than the trace's weak
  * ones (n frames, from a symbol table where it was recorded): a source file
- * (DWARF), or a function where the trace had none. The same names again
+ * (DWARF), or a function the trace did not name: where it had none, or a
+ * fuller symbol table's (a debug file's .symtab, where the trace had the
+ * .dynsym's nearest export: the weak name was kept). The same names again
  * (the same binary, still without DWARF) are not more: taken as this
  * machine's, they made every 'ltr symbolize' of a trace with such a module
  * append them again (perl, sqlite3, gcc: 210, 82, 1618 addresses a run). */
 static int better_than_known(const sym_level *lv, size_t k, const ltr_sym_frame *known, uint32_t n)
 {
-    int named = 0, known_named = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (lv[i].file)
+    for (size_t i = 0; i < k; i++)
+        if (lv[i].file || (lv[i].function && !known_names(known, n, lv[i].function)))
             return 1;
-        named |= lv[i].function != NULL;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        known_named |= known[i].function != NULL;
-    return named && !known_named;
+    return 0;
 }
 
 static void free_levels(sym_level *lv, size_t k)

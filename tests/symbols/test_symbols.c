@@ -351,6 +351,40 @@ static void test_known_frames(void **state)
 
 /* The inlined function first, marked inlined, at the line of its call; then
  * the function it is inlined into, at the line where it was inlined. */
+/* A trace's weak name (a symbol table where it was recorded: the .dynsym's
+ * nearest export) and this machine's symbol-table-only file naming another
+ * function at that address: this machine's is taken. It kept the weak one,
+ * the two being equally without a source file. The file here is this test
+ * without its DWARF (objcopy --strip-debug keeps .symtab). */
+static void test_symtab_names_over_a_weak_known_name(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ltr-symtab-XXXXXX", cmd[PATH_MAX * 2 + 64];
+    assert_non_null(mkdtemp(dir));
+    uint64_t addr = (uint64_t)(uintptr_t)probe_target + 1;
+    const test_mod *exe = holder(addr);
+    assert_non_null(exe);
+    test_mod m = *exe;
+    snprintf(m.path, sizeof m.path, "%s/mod", dir);
+    snprintf(cmd, sizeof cmd, "objcopy --strip-debug '%s' '%s'", exe->path, m.path);
+    if (system(cmd) != 0)
+        skip();
+    ltr_symbolizer *s = ltr_symbolizer_new(NULL);
+    assert_non_null(s);
+    ltr_sym_frame weak = {.function = "an_export_before_it"};
+    assert_int_equal(ltr_symbolizer_add_known(s, m.path, NULL, 0, addr - m.bias, &weak, 1), 0);
+    add(s, &m);
+    ltr_sym_frame f[4];
+    size_t n = ltr_symbolize(s, PID, 1, addr, f, 4);
+    assert_true(n >= 1);
+    assert_non_null(f[n - 1].function);
+    assert_string_equal(f[n - 1].function, "probe_target");
+    assert_null(f[n - 1].file);
+    ltr_symbolizer_free(s);
+    unlink(m.path);
+    rmdir(dir);
+}
+
 static void test_inlined_call_and_its_caller(void **state)
 {
     (void)state;
@@ -428,6 +462,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inlined_call_and_its_caller),
+        cmocka_unit_test(test_symtab_names_over_a_weak_known_name),
         cmocka_unit_test(test_demangle_table),
         cmocka_unit_test(test_prewarm_same_frames),
         cmocka_unit_test(test_modules_added_during_prewarm),
