@@ -232,12 +232,22 @@ static an_verdict classify(const double *t, const double *y, size_t n, double *s
     return AN_NOISE;
 }
 
+/* Leaks, plateaus, noise; each by growth, then by what it holds: plateaus
+ * mostly grow 0 B/hour (their median pair is flat), and a 5.7 MiB cache came
+ * after a 100 KiB one as the stacks happened to come (a Rust cache beside
+ * its map's table); pid and stack last, so that the order is the same each time. */
 static int by_verdict(const void *x, const void *y)
 {
     const an_trend *a = x, *b = y;
     if (a->verdict != b->verdict)
         return a->verdict - b->verdict;
-    return a->growth < b->growth ? 1 : a->growth > b->growth ? -1 : 0;
+    if (a->growth != b->growth)
+        return a->growth < b->growth ? 1 : -1;
+    if (a->last != b->last)
+        return a->last < b->last ? 1 : -1;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
 const char *const an_verdict_names[] = {"leak", "plateau", "noise"};

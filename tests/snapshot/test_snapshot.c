@@ -152,6 +152,27 @@ static void test_trend_verdicts(void **state)
     free(a);
 }
 
+/* Two caches that filled at once and stayed both grow 0 B/hour: the larger
+ * comes first, whatever order their stacks came in. */
+static void test_trend_plateaus_by_size(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    enum { N = 12 };
+    a->snaps = calloc(N, sizeof *a->snaps);
+    for (int i = 0; i < N; i++)
+        a->snaps[a->nsnaps++] = snap_at(i, (uint64_t[]){i ? 100000u : 0u, i ? 6000000u : 0u}, 2);
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 2);
+    assert_int_equal(a->trend[0].verdict, AN_PLATEAU);
+    assert_int_equal(a->trend[1].verdict, AN_PLATEAU);
+    assert_true(a->trend[0].growth == a->trend[1].growth);
+    assert_int_equal(a->trend[0].stack, 2);
+    assert_int_equal(a->trend[0].last, 6000000);
+    an_snapshots_free(a);
+    free(a);
+}
+
 static void test_trend_needs_snapshots(void **state)
 {
     (void)state;
@@ -259,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_table_counts),
         cmocka_unit_test(test_table_ages_and_sizes),
         cmocka_unit_test(test_trend_verdicts),
+        cmocka_unit_test(test_trend_plateaus_by_size),
         cmocka_unit_test(test_trend_needs_snapshots),
         cmocka_unit_test(test_snapshot_totals),
         cmocka_unit_test(test_snapshot_bound),
