@@ -169,6 +169,10 @@ void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s);
 /* ltr export --snapshot: the snapshot's stacks as the writers' stacks, each
  * with its live blocks as outstanding (AOFO); malloc'd, *n of them. */
 an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n);
+/* An export of the heap events that found no stack in the window says so
+ * (EMPTY: what then is empty), and names --snapshot when the trace holds
+ * snapshots: a heapsnapshot session's trace has no heap event. 1 if none. */
+int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty);
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
 void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 

@@ -325,6 +325,22 @@ an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n)
     return v;
 }
 
+int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty)
+{
+    size_t np, stacks = 0;
+    an_proc *const *procs = an_procs(a, &np);
+    for (size_t i = 0; i < np; i++)
+        stacks += procs[i]->nstacks;
+    if (stacks)
+        return 0;
+    if (a->nsnaps)
+        an_warn(a, "no allocation in the window, only %zu heap snapshot(s): %s; --snapshot N exports "
+                "snapshot N ('ltr analyze' lists them)", a->nsnaps, empty);
+    else
+        an_warn(a, "no allocation in the window: %s", empty);
+    return 1;
+}
+
 const an_snapshot *an_snapshot_named(const ltr_analysis *a, uint64_t n)
 {
     return n >= 1 && n <= a->nsnaps ? &a->snaps[n - 1] : NULL;

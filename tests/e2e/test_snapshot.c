@@ -159,6 +159,19 @@ static void test_single_snapshot_counts(void **state)
     r = tu_run("%s export %s --format json --snapshot 1 -o -", tu_ltr(), trace);
     assert_int_equal(r.status, 2);
     tu_free(&r);
+    /* without --snapshot the heap events are exported, and this trace has
+     * none: an empty profile is said, with the way to the snapshot (pprof
+     * was silent, folded's advice was --to T) */
+    r = tu_run("%s export %s --format pprof -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "no allocation in the window, only 1 heap snapshot(s): the profile is empty; "
+                                  "--snapshot N exports snapshot N"));
+    tu_free(&r);
+    r = tu_run("%s export %s --format folded -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "only 1 heap snapshot(s): the folded stacks are empty; --snapshot N"));
+    assert_null(strstr(r.err, "--to T"));
+    tu_free(&r);
 }
 
 /* A flight recorder keeps snapshots by their bytes, not a buffer each: the
