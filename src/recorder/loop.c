@@ -1050,6 +1050,17 @@ static void on_signal(recorder *r)
     struct signalfd_siginfo si;
     if (read(r->signal_fd, &si, sizeof si) != sizeof si)
         return;
+    /* `ltr record`'s session is ended by ltr record, which gets the same
+     * signal from a `systemctl stop` (the whole cgroup) or a kill of the
+     * group, passes it on to its command and stops the session when the
+     * command is gone: ended here, the trace was left at its .part and
+     * record said "did not answer" (SIGTERM to record, recorder and program
+     * at once). Should ltr record go too, controller_gone ends it. */
+    if (r->cfg.stop_output[0] && r->controller_fd >= 0) {
+        rec_log("signal %u: the session is ltr record's, which stops it when its command ends: "
+                "not ended here", si.ssi_signo);
+        return;
+    }
     rec_log("signal %u: ending the session", si.ssi_signo);
     check_orphans(r);
     rec_unpublish(r);

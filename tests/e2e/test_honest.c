@@ -235,6 +235,35 @@ static void test_record_killed(void **state)
     assert_true(exists(dir, "k.ltr"));
 }
 
+/* `systemctl stop` of a unit running `ltr record -- CMD` sends SIGTERM to
+ * every process of its cgroup: ltr record, its recorder and CMD at once. The
+ * session is record's to stop: the trace is written at -o, and said so (the
+ * recorder ended it itself, left it at its .part, and record said "did not
+ * answer", then "no session"). */
+static void test_record_all_terminated(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && { %s record -o t.ltr -- sleep 60 2>err & rec=$!; "
+                         "for i in $(seq 300); do ls t.ltr.*.part >/dev/null 2>&1 && "
+                         "cmd=$(pgrep -P $rec -x sleep) && break; sleep 0.1; done; "
+                         "recorder=$(%s status --instance record-$rec | grep -o 'recorder pid [0-9]*' | grep -o '[0-9]*$'); "
+                         "kill -TERM $rec $recorder $cmd; wait $rec; echo status=$?; cat err; }",
+                         dir, LTR, LTR);
+    if (!strstr(r.out, "trace written to"))
+        fprintf(stderr, "%s%s", r.out, r.err);
+    assert_non_null(strstr(r.out, "status=143"));
+    assert_non_null(strstr(r.out, "killed by signal 15 (SIGTERM"));
+    assert_non_null(strstr(r.out, "trace written to"));
+    assert_null(strstr(r.out, "did not answer"));
+    tu_free(&r);
+    assert_true(exists(dir, "t.ltr"));
+    r = tu_run("%s info %s/t.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "state:       complete"));
+    tu_free(&r);
+    expect_running(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +275,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_all_terminated, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
