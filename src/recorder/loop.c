@@ -664,8 +664,9 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
     } else if (!strcmp(op, "save") && p) {
         check_orphans(r);
         if (r->cfg.mode != LTR_MODE_MEMORY) {
-            ltr_fail(&err, EINVAL, "session '%s' is in file mode: its trace is written as it goes; "
-                                   "'ltr stop FILE' ends it", r->cfg.name);
+            ltr_fail(&err, EINVAL, "session '%s' is in file mode: its trace is written as it goes%s%s; %s ends it",
+                     r->cfg.name, r->cfg.output_temp ? "" : " to ", r->cfg.output_temp ? "" : r->cfg.output,
+                     r->cfg.output_temp ? "'ltr stop FILE'" : "'ltr stop'");
             reply_error(fd, &err);
         } else if (rec_save(r, p, t, force, false, &err) != 0) {
             reply_still_running(fd, &err, false);

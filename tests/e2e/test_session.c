@@ -168,6 +168,11 @@ static void test_stop_without_file(void **state)
     assert_int_equal(t.provider_events + t.events_lost, 100);
 
     tu_expect_ok(tu_run("%s start --filemode -o %s/first.ltr --instance moves", LTR, dir));
+    r = tu_run("%s save --instance moves %s/saved.ltr", LTR, dir); /* file mode: the hint is a bare stop */
+    assert_int_not_equal(r.status, 0);
+    if (!strstr(r.err, "first.ltr; 'ltr stop' ends it"))
+        fail_msg("save in file mode does not say where the trace goes and that 'ltr stop' ends it:\n%s", r.err);
+    tu_free(&r);
     r = tu_run("%s stop --instance moves %s/second.ltr", LTR, dir);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "second.ltr (moved from "));
