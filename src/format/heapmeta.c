@@ -9,6 +9,15 @@
  * asked for, from its node up to the root, and is unknown while any node of
  * that path is. Modules are kept in the order met. Records are
  * bounds-checked like every other (ltr_cursor).
+ *
+ * Every traced process of a session appends to one shared metadata region,
+ * so a traced program can write records for another pid; only a new image
+ * (a PROCESS record) may number a pid's stacks anew. Since format 3 a record
+ * that gives a known (pid, id) of the image other frames is damage and that
+ * stack is unknown from then on (neither definition can be trusted): taken,
+ * one traced program rewrote the stacks another's allocations were blamed
+ * on, and the trace said "damage: none". Format 2 traces keep "a repeat
+ * replaces" (their exec restarted ids without a new image).
  */
 #include "format/reader.h"
 #include "format/nodevar.h"
@@ -44,6 +53,7 @@ typedef struct frame_node {
 } frame_node;
 
 #define NODE_PAGE 1024u
+#define NODE_CONFLICT UINT32_MAX /* a node's parent when two records of its image disagreed: unknown */
 #define DENSE_SLACK 4096u
 
 typedef struct node_table {
@@ -52,6 +62,7 @@ typedef struct node_table {
     frame_node *far;    /* the other nodes, in the order met */
     uint32_t nfar, capfar;
     ltr_idmap index;    /* their id -> 1 + position in far */
+    size_t kept_stacks; /* the pid's stacks found when built ones were last forgotten (forget_built_stacks) */
 } node_table;
 
 typedef struct module_rec {
@@ -74,24 +85,72 @@ static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
     return m;
 }
 
-/* A new stack of n frames, listed and findable by (pid, id), replacing an
- * earlier one of that (pid, id); its frames are the caller's to fill before
- * anything else reads them. NULL without memory. */
-static stack_rec *add_stack(ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
+/* What stack_pids holds for a (pid, id) whose definitions disagreed: found, it is unknown. */
+static stack_rec conflicted;
+
+/* Whether a record that defines a known (pid, id) anew is damage (see the top). */
+static bool strict_ids(const ltr_trace *t) { return t->version >= 3; }
+
+static void conflict_damage(ltr_trace *t, const char *what, uint32_t pid, uint32_t id)
+{
+    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                         "chunk %llu: a %s record gives stack %u of pid %u other frames than an earlier record "
+                         "(another traced program wrote it?): that stack is left unknown",
+                         (unsigned long long)t->chunk_seq, what, id, pid);
+}
+
+/* A stack of n frames of (pid, id), to fill; not listed yet. NULL without memory. */
+static stack_rec *new_stack(const ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
 {
     stack_rec *s = malloc(sizeof *s + 8u * n);
-    ltr_idmap *m = s ? pid_stacks(t, pid) : NULL;
-    if (!m || ltr_ptrvec_push(&t->stacks, s) < 0) {
-        free(s);
-        return NULL;
-    }
     /* an old image's (its key above every pid): the stack says its process */
     uint32_t shown = pid >= LTR_IMAGE_KEY_BASE && pid - LTR_IMAGE_KEY_BASE < t->nimages
                          ? t->images[pid - LTR_IMAGE_KEY_BASE].pid
                          : pid;
-    s->pub = (ltr_stack){.pid = shown, .id = id, .frame_count = (uint16_t)n, .frames = s->frames};
-    ltr_idmap_put(m, id, s); /* without memory it stays listed, not findable */
+    if (s)
+        s->pub = (ltr_stack){.pid = shown, .id = id, .frame_count = (uint16_t)n, .frames = s->frames};
     return s;
+}
+
+/* s listed and findable by (pid, id) in m, replacing what m held there;
+ * freed without memory. */
+static const ltr_stack *list_stack(ltr_trace *t, ltr_idmap *m, stack_rec *s)
+{
+    if (!m || ltr_ptrvec_push(&t->stacks, s) < 0) {
+        free(s);
+        return NULL;
+    }
+    ltr_idmap_put(m, s->pub.id, s); /* without memory it stays listed, not findable */
+    return &s->pub;
+}
+
+static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id);
+static frame_node *node_get(const node_table *nt, uint32_t id);
+
+/* The stack a STACK or STACK_REF record defines (filled), taken unless it
+ * gives a known stack of the image other frames (strict_ids): then it is
+ * freed, the stack unknown, the record damage. */
+static void define_stack(ltr_trace *t, const char *what, uint32_t pid, stack_rec *s)
+{
+    ltr_idmap *m = pid_stacks(t, pid);
+    if (!m) {
+        free(s);
+        return;
+    }
+    const ltr_stack *was = strict_ids(t) ? ltr_idmap_get(m, s->pub.id) : NULL;
+    const node_table *nt = strict_ids(t) && !was ? ltr_idmap_get(&t->node_pids, pid) : NULL;
+    if (nt && node_get(nt, s->pub.id) && !(was = stack_from_nodes(t, pid, s->pub.id)))
+        was = &conflicted.pub; /* told by nodes, some unknown: nothing to check it against */
+    if (!was || (was != &conflicted.pub && was->frame_count == s->pub.frame_count &&
+                 !memcmp(was->frames, s->frames, 8u * s->pub.frame_count))) {
+        list_stack(t, m, s); /* new, or the same frames again */
+        return;
+    }
+    if (was != &conflicted.pub) {
+        conflict_damage(t, what, pid, s->pub.id);
+        ltr_idmap_put(m, s->pub.id, &conflicted);
+    }
+    free(s);
 }
 
 int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
@@ -101,11 +160,13 @@ int ltr_meta_parse_stack(ltr_trace *t, ltr_cursor *c)
     const uint8_t *f = ltr_cursor_take(c, 8u * n);
     if (!f || id == 0)
         return -1;
-    stack_rec *s = add_stack(t, pid, id, n); /* a repeat replaces: the same frames, or a new image */
+    stack_rec *s = new_stack(t, pid, id, n);
     for (uint16_t i = 0; s && i < n; i++)
         s->frames[i] = ltr_get_u64(f + 8u * i);
     for (uint16_t i = 0; t->addr_hook && i < n; i++)
         t->addr_hook(t->addr_hook_ctx, pid, ltr_get_u64(f + 8u * i));
+    if (s)
+        define_stack(t, "STACK", pid, s);
     return 0; /* out of memory is not damage */
 }
 
@@ -116,17 +177,19 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     const uint8_t *f = ltr_cursor_take(c, 8u * n);
     ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
     const stack_rec *base = m ? ltr_idmap_get(m, base_id) : NULL;
-    if (!f || id == 0 || !base || shared > base->pub.frame_count || (uint32_t)n + shared > UINT16_MAX)
+    if (!f || id == 0 || !base || base == &conflicted || shared > base->pub.frame_count ||
+        (uint32_t)n + shared > UINT16_MAX)
         return -1; /* the base stack unknown (its record lost?), or not that long */
     const uint64_t *outer = base->frames + (base->pub.frame_count - shared);
     for (uint16_t i = 0; t->addr_hook && i < n; i++) /* the shared ones were met with the base */
         t->addr_hook(t->addr_hook_ctx, pid, ltr_get_u64(f + 8u * i));
-    stack_rec *s = add_stack(t, pid, id, (uint32_t)n + shared);
+    stack_rec *s = new_stack(t, pid, id, (uint32_t)n + shared);
     if (!s)
         return 0;
     for (uint16_t i = 0; i < n; i++)
         s->frames[i] = ltr_get_u64(f + 8u * i);
     memcpy(s->frames + n, outer, 8u * shared); /* base may be the stack s replaces: still allocated */
+    define_stack(t, "STACK_REF", pid, s);
     return 0;
 }
 
@@ -226,6 +289,7 @@ static void nodes_clear(node_table *nt)
     free(nt->far);
     nt->far = NULL;
     nt->n = nt->nfar = nt->capfar = 0;
+    nt->kept_stacks = 0; /* its stacks are forgotten with it (ltr_heapmeta_new_image) */
 }
 
 /* map's value for pid handed over to key, and a zeroed one of size bytes
@@ -260,16 +324,17 @@ static void drop_found(void *v)
     free(v);
 }
 
-int ltr_heapmeta_has_nodes(const ltr_trace *t, uint32_t pid)
+int ltr_heapmeta_has_stacks(const ltr_trace *t, uint32_t pid)
 {
     const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
-    return nt && nt->n;
+    const ltr_idmap *m = strict_ids(t) ? ltr_idmap_get(&t->stack_pids, pid) : NULL;
+    return (nt && nt->n) || (m && m->n);
 }
 
 void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key)
 {
-    if (!ltr_heapmeta_has_nodes(t, pid))
-        return; /* STACK records (agents before FRAME_NODES): a later one of an id replaces it */
+    if (!ltr_heapmeta_has_stacks(t, pid))
+        return; /* format 2's STACK records (agents before FRAME_NODES): a later one of an id replaces it */
     if (!key || !hand_over(&t->node_pids, pid, key, sizeof(node_table), drop_nodes)) {
         node_table *nt = ltr_idmap_get(&t->node_pids, pid);
         if (nt && nt->n)
@@ -279,17 +344,66 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key)
         drop_found_stacks(t, pid);
 }
 
+/* After a node of pid was found to disagree: the stacks built so far go
+ * (those through it are unknown now), the others stay (a STACK record's,
+ * or one found to disagree). Nothing found since the last time: nothing to
+ * do (a crafted chunk of disagreeing nodes would go over all each time). */
+static void forget_built_stacks(ltr_trace *t, uint32_t pid, node_table *nt)
+{
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid), keep = {0};
+    if (!m || m->n == nt->kept_stacks)
+        return;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->vals[i] && (m->vals[i] == &conflicted || !node_get(nt, m->keys[i])))
+            ltr_idmap_put(&keep, m->keys[i], m->vals[i]); /* without memory it goes: unknown, never wrong */
+    ltr_idmap_free(m);
+    *m = keep;
+    nt->kept_stacks = m->n;
+}
+
+/* Node v of pid, whose record names parent, stored unless it disagrees with
+ * what the image told of its id before (strict_ids): then the node is
+ * unknown from here on, and the record damage. -1 without memory. */
+static int store_strict(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t parent, const ltr_node *v)
+{
+    frame_node *fn = node_get(nt, v->id);
+    ltr_idmap *m = fn ? NULL : ltr_idmap_get(&t->stack_pids, pid);
+    bool stack_rec_said = m && ltr_idmap_get(m, v->id); /* no node yet: a STACK record's (or one found to disagree) */
+    if (fn && fn->parent == NODE_CONFLICT)
+        return 0;
+    if (fn ? fn->ip == v->ip && fn->parent == parent : !stack_rec_said) {
+        if (!fn && !(fn = node_add(nt, v->id)))
+            return -1;
+        *fn = (frame_node){v->ip, v->id, parent};
+        return 0;
+    }
+    if (!fn && !(fn = node_add(nt, v->id)))
+        return -1;
+    *fn = (frame_node){0, v->id, NODE_CONFLICT};
+    conflict_damage(t, "FRAME_NODES", pid, v->id);
+    forget_built_stacks(t, pid, nt);
+    if (stack_rec_said && (m = ltr_idmap_get(&t->stack_pids, pid)))
+        ltr_idmap_put(m, v->id, &conflicted); /* the key is there: n stays */
+    return 0;
+}
+
 /* Stores n nodes of pid from a good record, v[0]'s parent `parent`; -1
  * without memory. */
 static int store_nodes(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t parent, const ltr_node *v, uint32_t n)
 {
     void (*hook)(void *, uint32_t, uint64_t) = t->addr_hook;
+    bool strict = strict_ids(t);
     for (uint32_t i = 0; i < n; parent = v[i++].id) {
-        frame_node *fn = node_get(nt, v[i].id);
-        if (fn && (fn->ip != v[i].ip || fn->parent != parent))
-            drop_found_stacks(t, pid);
         if (hook)
             hook(t->addr_hook_ctx, pid, v[i].ip);
+        if (strict) {
+            if (store_strict(t, nt, pid, parent, &v[i]) < 0)
+                return -1;
+            continue;
+        }
+        frame_node *fn = node_get(nt, v[i].id);
+        if (fn && (fn->ip != v[i].ip || fn->parent != parent))
+            drop_found_stacks(t, pid); /* format 2: a repeat replaces */
         if (!fn && !(fn = node_add(nt, v[i].id)))
             return -1;
         *fn = (frame_node){v[i].ip, v[i].id, parent};
@@ -378,15 +492,15 @@ static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id
     const frame_node *fn;
     uint32_t n = 0;
     for (uint32_t i = id; i; i = fn->parent, n++) /* parents are below ids: it ends */
-        if (!nt || !(fn = node_get(nt, i)) || n == UINT16_MAX)
+        if (!nt || !(fn = node_get(nt, i)) || fn->parent == NODE_CONFLICT || n == UINT16_MAX)
             return NULL;
-    stack_rec *s = n ? add_stack(t, pid, id, n) : NULL;
+    stack_rec *s = n ? new_stack(t, pid, id, n) : NULL;
     uint32_t k = 0;
     for (uint32_t i = id; s && i; i = fn->parent) {
         fn = node_get(nt, i);
         s->frames[k++] = fn->ip;
     }
-    return s ? &s->pub : NULL;
+    return s ? list_stack(t, pid_stacks(t, pid), s) : NULL;
 }
 
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c)
@@ -460,6 +574,8 @@ const ltr_stack *ltr_trace_stack_find(const ltr_trace *t, uint32_t pid, uint32_t
 {
     const ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
     const ltr_stack *s = m ? ltr_idmap_get(m, id) : NULL;
+    if (s == &conflicted.pub)
+        return NULL;
     /* Built on first use (the trace is the reader's cache, const to callers). */
     return s || !id ? s : stack_from_nodes((ltr_trace *)t, pid, id);
 }

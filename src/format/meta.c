@@ -453,7 +453,7 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
      * new one's frames, and the analysis added both images' blocks up) */
     p->prev_start = p->pub.known ? p->pub.start_ts : 0;
     p->prev_images = p->images;
-    if ((ltr_heapmeta_has_nodes(t, pid) || p->exec_ended) &&
+    if ((ltr_heapmeta_has_stacks(t, pid) || p->exec_ended) &&
         new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start))
         p->images++;
     p->end_ts = 0;

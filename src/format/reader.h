@@ -295,9 +295,10 @@ int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c);
 /* The pid's frame nodes and stacks so far are an old image's: kept under
  * key (ltr_process_image), the pid's own start empty. */
 void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key);
-/* Whether pid has frame nodes (an image to keep apart when a PROCESS
- * record describes it again; STACK records are replaced one by one). */
-int ltr_heapmeta_has_nodes(const ltr_trace *t, uint32_t pid);
+/* Whether pid's image told stacks, to keep apart when a PROCESS record
+ * describes it again: frame nodes, or since format 3 STACK records too (a
+ * format 2 trace's are replaced one by one). */
+int ltr_heapmeta_has_stacks(const ltr_trace *t, uint32_t pid);
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c);
 void ltr_heapmeta_free(ltr_trace *t);
 

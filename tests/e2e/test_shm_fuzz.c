@@ -7,7 +7,8 @@
  * the session must still answer, take a marker, stop and write a readable
  * trace that holds the clean producer's events, with counters that make sense.
  * And a well-formed record no producer may write (a process's end, which
- * the analysis acts on) is dropped, not taken.
+ * the analysis acts on) is dropped, not taken; stacks written for another
+ * process are damage, not its stacks.
  */
 #include "util/testutil.h"
 
@@ -224,6 +225,36 @@ static void test_forged_process_record_dropped(void **state)
     tu_free(&r);
 }
 
+/* A traced program that appends STACK or FRAME_NODES records for another
+ * traced process's stack ids, with frames of its own (the metadata region
+ * is every traced process's). Taken, "a repeat replaces": every stack of
+ * perl was the forged frame 0xdeadbeef in `ltr analyze`, and `ltr info`
+ * said nothing of damage. Now a known stack told other frames is unknown
+ * from then on, and counted as damage. */
+static void test_forged_stacks_not_taken(void **state)
+{
+    const char *dir = *state, *modes[] = {"stack", "nodes"};
+    for (int i = 0; i < 2; i++) {
+        expect_ok(tu_run("%s start heap --instance fs --provider Test.Scribbler", LTR), "start", 0);
+        tu_result r = tu_run("%s run --instance fs -- perl -e '$x = \"y\" x 5000000; sleep 2; print \"done\\n\"' & "
+                             "sleep 1; p=$(pgrep -n -x perl); %s fs 1 0 %s:$p:3000:deadbeef >/dev/null; "
+                             "s=$?; wait; echo scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"), modes[i]);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(tu_field(r.out, "scribbler"), 0);
+        tu_free(&r);
+        expect_ok(tu_run("%s stop --instance fs %s/%s.ltr", LTR, dir, modes[i]), "stop", 0);
+        r = tu_run("%s analyze %s/%s.ltr", LTR, dir, modes[i]);
+        if (strstr(r.out, "0xdeadbeef") || !strstr(r.out, "/usr/bin/perl"))
+            fail_msg("%s records of another process were taken:\n%s", modes[i], r.out);
+        assert_int_equal(r.status, 3); /* the trace is damaged (docs/analysis.md) */
+        tu_free(&r);
+        r = tu_run("%s info %s/%s.ltr", LTR, dir, modes[i]);
+        assert_non_null(strstr(r.err, "is damaged")); /* said */
+        assert_non_null(strstr(r.out, "other frames than an earlier record"));
+        tu_free(&r);
+    }
+}
+
 /* A traced program that sends the recorder an attach claiming another
  * traced process's pid (the socket is the user's: any of its processes can
  * connect). The pid names the PROCESS record and the process's end: taken,
@@ -260,6 +291,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forged_process_end_dropped, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_attach_pid_refused, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_process_record_dropped, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_forged_stacks_not_taken, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };

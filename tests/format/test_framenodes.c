@@ -13,10 +13,12 @@
  * damaged kind 9 record (cut at every byte, bad varints, bad ids) loses
  * exactly its nodes and those counted from it, never gives a wrong stack.
  * A record longer than the reader decodes at once is all or nothing too,
- * and nodes whose ids are far above the others are found.
+ * and nodes whose ids are far above the others are found. A record that
+ * gives a known stack other frames is damage (format 2: it replaced it).
  */
 #include "gen.h"
 
+#include "format/blocks.h" /* ltr_trace_image_at: the old image's stacks */
 #include "format/nodevar.h"
 
 #include <ltr/trace.h>
@@ -725,6 +727,85 @@ static void test_far_ids_found(void **state)
     unlink(path);
 }
 
+/* One FRAME_NODES record of one node. */
+static void put_node(ltr_bytes *b, uint32_t pid, uint32_t parent, uint32_t id, uint64_t ip)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_FRAME_NODES);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, parent);
+    ltr_bytes_put_u16(b, 1);
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_u64(b, ip);
+    ltr_bytes_record_end(b, r);
+}
+
+/* One STACK record of one frame. */
+static void put_stack1(ltr_bytes *b, uint32_t pid, uint32_t id, uint64_t ip)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_STACK);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_u16(b, 1);
+    ltr_bytes_put_u64(b, ip);
+    ltr_bytes_record_end(b, r);
+}
+
+/* The innermost frame of stack (pid, id), or 0 when it is unknown. */
+static uint64_t innermost(const ltr_trace *t, uint32_t pid, uint32_t id)
+{
+    const ltr_stack *s = ltr_trace_stack_find(t, pid, id);
+    return s ? s->frames[0] : 0;
+}
+
+/* Any traced process can append records for another pid to the session's
+ * metadata: a record that gives a known stack of the image other frames
+ * is damage, and that stack unknown from then on (a traced program made
+ * every stack of another one its own, and the trace said it was whole).
+ * The same records in a version 2 trace replace as they did, without damage. */
+static void test_redefinition_is_damage(void **state)
+{
+    ltr_bytes chunk = {0};
+    put_node(&chunk, 100, 0, 1, 0x1000);
+    put_node(&chunk, 100, 1, 2, 0x2000);
+    put_node(&chunk, 100, 0, 1, 0xbad1);  /* node 1 told again, other frame: stacks 1 and 2 */
+    put_stack1(&chunk, 100, 3, 0xbad3);   /* a STACK record first... */
+    put_node(&chunk, 100, 0, 3, 0x3000);  /* ...then the node of its id */
+    put_node(&chunk, 100, 0, 4, 0x4000);
+    put_node(&chunk, 100, 0, 4, 0x4000);  /* the same again: a repeat, not damage */
+    put_stack1(&chunk, 100, 4, 0xbad4);   /* a STACK record for a stack of nodes */
+    put_stack1(&chunk, 200, 5, 0x5000);
+    put_stack1(&chunk, 200, 5, 0x5000);
+    put_stack1(&chunk, 200, 5, 0xbad5);   /* STACK records alone disagree too */
+    put_node(&chunk, 100, 0, 6, 0x6000);
+    gen_process(&chunk, 100);             /* an exec: the new image numbers its own */
+    put_node(&chunk, 100, 0, 6, 0x7000);
+    const char *path = gen_tmp("redefined.ltr");
+    assert_int_equal(gen_raw_trace(path, LTR_FORMAT_VERSION, &chunk, 1), 0);
+    ltr_trace_summary s;
+    ltr_trace *t = open_scanned(path, &s);
+    assert_int_equal(s.damage, 4);
+    for (uint32_t id = 1; id <= 4; id++) /* neither definition taken */
+        assert_int_equal(innermost(t, 100, id), 0);
+    assert_int_equal(innermost(t, 200, 5), 0);
+    assert_int_equal(innermost(t, 100, 6), 0x7000);
+    assert_int_equal(innermost(t, ltr_trace_image_at(t, 0)->key, 6), 0x6000);
+    const ltr_damage *d = ltr_trace_damage_at(t, 0);
+    assert_non_null(strstr(d->detail, "gives stack 1 of pid 100 other frames"));
+    ltr_trace_close(t);
+
+    assert_int_equal(gen_raw_trace(path, 2, &chunk, 1), 0);
+    t = open_scanned(path, &s);
+    assert_int_equal(s.damage, 0);
+    uint32_t old = ltr_trace_image_at(t, 0)->key; /* pid 100 before its exec */
+    assert_int_equal(innermost(t, old, 1), 0xbad1);
+    assert_int_equal(innermost(t, old, 2), 0x2000);
+    assert_int_equal(innermost(t, old, 4), 0xbad4);
+    assert_int_equal(innermost(t, 200, 5), 0xbad5);
+    ltr_trace_close(t);
+    ltr_bytes_free(&chunk);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -738,6 +819,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kind9_bad_ids, setup_damage, teardown_damage),
         cmocka_unit_test(test_long_records_all_or_nothing),
         cmocka_unit_test(test_far_ids_found),
+        cmocka_unit_test(test_redefinition_is_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,11 +2,12 @@
  * tests/format/test_stackshare.c — the writer's STACK -> STACK_REF rewriting
  * (format/stackshare.c) read back by the reader: every stack comes back with
  * exactly its frames, across processes, exec (a PROCESS record: ids start
- * over), repeats and stacks that are the outer part of others; the file holds
+ * over, the old image's stacks kept apart), repeats and stacks that are the outer part of others; the file holds
  * far fewer frame bytes; a lost chunk makes the stacks that needed it unknown,
  * never wrong; a chunk the writer could not write is never referred to.
  */
 #include "gen.h"
+#include "format/blocks.h" /* ltr_trace_image_at: the old image's stacks */
 
 #include <ltr/trace.h>
 
@@ -28,8 +29,10 @@ typedef struct want {
     uint32_t pid, id;
     uint16_t n;
     uint64_t frames[MAX_DEPTH];
-    int current; /* not replaced by a later record of the same (pid, id) */
+    int current; /* not replaced by a later record of the same (pid, id); OLD_IMAGE: by an exec */
 } want;
+
+#define OLD_IMAGE 2
 
 typedef struct plan {
     want s[MAX_STACKS];
@@ -135,7 +138,10 @@ static void test_every_stack_exact(void **state)
     supersede(&p, again);
     for (uint32_t id = 1; id <= 300; id++) /* a fork child: same ids, its own pid */
         random_stack(add(&p), 200, id, 0x400000);
-    uint32_t exec_at = (uint32_t)p.n; /* pid 100 calls exec: ids start over */
+    uint32_t exec_at = (uint32_t)p.n; /* pid 100 calls exec: ids start over, the old image's kept apart */
+    for (size_t i = 0; i < p.n; i++)
+        if (p.s[i].pid == 100 && p.s[i].current)
+            p.s[i].current = OLD_IMAGE;
     for (uint32_t id = 1; id <= 300; id++) {
         want *w = add(&p);
         random_stack(w, 100, id, 0x400000); /* the same program again */
@@ -160,9 +166,15 @@ static void test_every_stack_exact(void **state)
     assert_int_equal(ltr_trace_scan(t, &s, &err), 0);
     assert_int_equal(s.damage, 0);
     assert_int_equal(ltr_trace_stack_count(t), p.n);
-    for (size_t i = 0; i < p.n; i++)
+    assert_int_equal(ltr_trace_image_count(t), 1);
+    for (size_t i = 0; i < p.n; i++) {
+        want old = p.s[i];
+        old.pid = ltr_trace_image_at(t, 0)->key;
         if (p.s[i].current)
-            check_stack(t, &p.s[i], 1);
+            check_stack(t, p.s[i].current == OLD_IMAGE ? &old : &p.s[i], 1);
+    }
+    for (uint32_t id = 301; id <= 401; id++) /* the old image's ids past the new one's: unknown, not stale */
+        assert_null(ltr_trace_stack_find(t, 100, id));
     ltr_trace_close(t);
     uint64_t stored = metadata_raw(path);
     if (stored * 2 > raw)

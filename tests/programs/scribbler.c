@@ -25,7 +25,8 @@
  * PROCESS record naming process PID as EXE, as only the recorder may
  * write one), stack:PID:N:HEXADDR (no scribble: well-formed STACK records
  * of process PID, ids 1 to N, each of the one frame HEXADDR; prints
- * lost=K), attach:PID (no scribble: an attach request on the
+ * lost=K), nodes:PID:N:HEXADDR (the same as FRAME_NODES records: nodes 1
+ * to N of process PID, each an outermost frame HEXADDR), attach:PID (no scribble: an attach request on the
  * session's socket that claims to come from process PID, as the agent's
  * does from its own; prints answered=1 if the recorder took it, 0 if it
  * closed the connection).
@@ -281,6 +282,25 @@ int main(int argc, char **argv)
         unsigned lost = 0;
         for (unsigned id = 1; id <= n; id++) {
             memcpy(rec + 12, &id, 4);
+            lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
+        }
+        printf("lost=%u\n", lost);
+        len = 0;
+    }
+    if (!strncmp(region, "nodes:", 6)) { /* FRAME_NODES records of another process: nodes 1..N, outermost each */
+        unsigned pid = 0, n = 0;
+        unsigned long long addr = 0;
+        if (sscanf(region + 6, "%u:%u:%llx", &pid, &n, &addr) != 3)
+            return 2;
+        uint8_t rec[32] = {0}; /* u32 pid, u32 parent 0, u16 count 1, then u32 id, u64 address */
+        rec[0] = LTR_META_FRAME_NODES;
+        rec[4] = 32;
+        memcpy(rec + 8, &pid, 4);
+        memcpy(rec + 16, &(uint16_t){1}, 2);
+        memcpy(rec + 22, &addr, 8);
+        unsigned lost = 0;
+        for (unsigned id = 1; id <= n; id++) {
+            memcpy(rec + 18, &id, 4);
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
