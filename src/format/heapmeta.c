@@ -45,7 +45,11 @@ typedef struct stack_rec {
  * Pages of 1024 ids (16 kB): 256 and 512 were within 2 % of it, 4096 4 %
  * slower, 16384 (each its own mmap) 17 %. Peak memory of `ltr analyze`
  * (/usr/bin/time, median of 7): cc1plus's 87 MB instead of 97, bench/heap's
- * 48 instead of 43 (the pages share the heap with the rest). */
+ * 48 instead of 43 (the pages share the heap with the rest). Page 0 starts
+ * at SMALL_PAGE ids and doubles as nodes come, and a page past it needs
+ * NODE_PAGE / 4 nodes held: a page for each pid of one node let a traced
+ * program writing one node for each of 200 000 made-up pids (6 MB of
+ * records, a 208 kB trace) take `ltr info` to 3.1 GB. */
 typedef struct frame_node {
     uint64_t ip;
     uint32_t id;     /* 0: a page's empty slot */
@@ -55,10 +59,13 @@ typedef struct frame_node {
 #define NODE_PAGE 1024u
 #define NODE_CONFLICT UINT32_MAX /* a node's parent when two records of its image disagreed: unknown */
 #define DENSE_SLACK 4096u
+#define SMALL_PAGE 4u    /* page 0's first size */
+#define SMALL_SLACK 64u  /* page 0 holds ids below twice the nodes held and this */
 
 typedef struct node_table {
     frame_node **page;  /* ids [k * NODE_PAGE, (k + 1) * NODE_PAGE) in page[k], NULL until met */
     uint32_t npage, n;  /* n: the nodes held */
+    uint32_t cap0;      /* the ids page[0] holds (NODE_PAGE once grown) */
     frame_node *far;    /* the other nodes, in the order met */
     uint32_t nfar, capfar;
     ltr_idmap index;    /* their id -> 1 + position in far */
@@ -209,11 +216,28 @@ static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
 static frame_node *node_get(const node_table *nt, uint32_t id)
 {
     uint32_t k = id / NODE_PAGE;
-    frame_node *fn = k < nt->npage && nt->page[k] ? &nt->page[k][id % NODE_PAGE] : NULL;
+    frame_node *fn = k < nt->npage && nt->page[k] && (k || id < nt->cap0) ? &nt->page[k][id % NODE_PAGE] : NULL;
     if (fn && fn->id == id)
         return fn;
     uintptr_t at = nt->index.n ? (uintptr_t)ltr_idmap_get(&nt->index, id) : 0;
     return at ? &nt->far[at - 1] : NULL;
+}
+
+/* Page 0 grown to hold id, if the nodes held justify it. */
+static bool grow_first_page(node_table *nt, uint32_t id)
+{
+    if (id >= 2u * nt->n + SMALL_SLACK)
+        return false;
+    uint32_t cap = nt->cap0 ? nt->cap0 : SMALL_PAGE;
+    while (cap <= id)
+        cap *= 2;
+    frame_node *p = realloc(nt->page[0], sizeof *p * cap);
+    if (!p)
+        return false;
+    memset(p + nt->cap0, 0, sizeof *p * (cap - nt->cap0));
+    nt->page[0] = p;
+    nt->cap0 = cap;
+    return true;
 }
 
 /* id's slot in its page, when its page is there or the nodes held justify
@@ -221,8 +245,10 @@ static frame_node *node_get(const node_table *nt, uint32_t id)
 static frame_node *page_slot(node_table *nt, uint32_t id)
 {
     uint32_t k = id / NODE_PAGE;
+    if (k == 0 && nt->npage && id >= nt->cap0)
+        return grow_first_page(nt, id) ? &nt->page[0][id] : NULL;
     if (k >= nt->npage || !nt->page[k]) {
-        if (id >= 2u * nt->n + DENSE_SLACK)
+        if (id >= 2u * nt->n + (k ? DENSE_SLACK : SMALL_SLACK) || (k && nt->n < NODE_PAGE / 4))
             return NULL;
         if (k >= nt->npage) {
             uint32_t npage = nt->npage ? nt->npage : 1;
@@ -235,6 +261,8 @@ static frame_node *page_slot(node_table *nt, uint32_t id)
             nt->page = v;
             nt->npage = npage;
         }
+        if (k == 0)
+            return grow_first_page(nt, id) ? &nt->page[0][id] : NULL;
         if (!(nt->page[k] = calloc(NODE_PAGE, sizeof **nt->page)))
             return NULL;
     }
@@ -245,7 +273,7 @@ static frame_node *page_slot(node_table *nt, uint32_t id)
 static frame_node *far_slot(node_table *nt, uint32_t id)
 {
     if (nt->nfar == nt->capfar) {
-        uint32_t cap = nt->capfar ? nt->capfar * 2 : 64;
+        uint32_t cap = nt->capfar ? nt->capfar * 2 : 4; /* a made-up pid's one node: little */
         frame_node *v = realloc(nt->far, sizeof *v * cap);
         if (!v)
             return NULL;
@@ -288,7 +316,7 @@ static void nodes_clear(node_table *nt)
     ltr_idmap_free(&nt->index);
     free(nt->far);
     nt->far = NULL;
-    nt->n = nt->nfar = nt->capfar = 0;
+    nt->n = nt->nfar = nt->capfar = nt->cap0 = 0;
     nt->kept_stacks = 0; /* its stacks are forgotten with it (ltr_heapmeta_new_image) */
 }
 

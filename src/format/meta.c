@@ -31,7 +31,7 @@ void *ltr_idmap_get(const ltr_idmap *m, uint32_t key)
 
 static int idmap_grow(ltr_idmap *m)
 {
-    size_t cap = m->cap ? m->cap * 2 : 64;
+    size_t cap = m->cap ? m->cap * 2 : 8; /* small: a pid's far frame nodes have one (heapmeta.c) */
     ltr_idmap g = {calloc(cap, sizeof *g.keys), calloc(cap, sizeof *g.vals), cap, 0};
     if (!g.keys || !g.vals) {
         ltr_idmap_free(&g);
