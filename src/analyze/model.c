@@ -540,12 +540,18 @@ void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, u
     free_block(m, pid, tid, ts, addr, 0);
 }
 
-/* An allocation whose free was already met (another thread's block came first). */
-static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t addr,
+/* An allocation whose free was already met (another thread's block came
+ * first). A free of the allocating thread's own at that time came before
+ * it (one thread's events at one time are in its order, order.c): it was
+ * of a block never seen, and this one took its address (a flight
+ * recorder's save of a cache that frees its oldest entry and allocates the
+ * next within 100 us: every entry was said freed at once, AIFI, and the
+ * cache held nothing). */
+static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint64_t ts, uint64_t addr,
                         uint64_t size)
 {
     an_pending *f = an_hmap_get(&p->pending, addr);
-    if (!f || f->ts < ts)
+    if (!f || f->ts < ts || (f->ts == ts && f->tid == tid))
         return 0;
     uint64_t free_ts = f->ts;
     if (--f->count == 0)
@@ -568,7 +574,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
         return;
     }
     an_stack *s = &p->stacks[si];
-    if (p->pending.n && pair_pending(m, p, s, ts, addr, size))
+    if (p->pending.n && pair_pending(m, p, s, tid, ts, addr, size))
         return;
     int created;
     an_live *b = an_hmap_put_sized(&p->live, addr, &created, sizeof *b);

@@ -81,6 +81,26 @@ static void test_unseen_and_reordered_frees(void **state)
     an_model_free(&m);
 }
 
+/* A thread frees a block never seen and allocates its address again within
+ * one time stamp (a cache that evicts its oldest entry for the next, in a
+ * flight recorder's save): the free is not the new block's, which stays
+ * outstanding (it was paired with it: AIFI, and the cache held nothing). */
+static void test_unseen_free_then_same_address(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_free_block(&m, 7, 1, 50, 0x10);   /* allocated before the trace */
+    an_model_alloc(&m, 7, 1, 50, 0x10, 64, 1); /* the next entry, at once */
+    an_model_finish(&m);
+    an_proc *p = m.procs[0];
+    assert_int_equal(p->unseen_frees, 1);
+    assert_int_equal(p->type[AN_AIFI].count, 0);
+    assert_int_equal(p->type[AN_AIFO].count, 1);
+    assert_int_equal(p->type[AN_AIFO].bytes, 64);
+    an_model_free(&m);
+}
+
 static void test_temporary_and_realloc(void **state)
 {
     (void)state;
@@ -758,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_stack_cells_stay_small),
         cmocka_unit_test(test_window_types),
         cmocka_unit_test(test_unseen_and_reordered_frees),
+        cmocka_unit_test(test_unseen_free_then_same_address),
         cmocka_unit_test(test_temporary_and_realloc),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
