@@ -568,13 +568,23 @@ static void replaced_add(an_model *m, an_stack *s, const an_pending *f, uint64_t
         cell_add_n(m, s, 0, 1, f->ts, size, n);
 }
 
-/* An allocation of s inside the window at the address of frees f, met
- * before it and not its own: if they are in the window and no allocation
- * took their place yet, s did (an_stack.replaced: a stack's net change over
+/* How soon after a free of a block never seen an allocation of the same
+ * thread at its address is taken to replace it: a cache's eviction and its
+ * insertion come microseconds apart. Later, or by another thread, the
+ * address is the allocator's reuse of a free slot, not a replacement: a
+ * leak whose blocks land where other code freed unseen blocks (a structure
+ * shrinking) was credited with them, its net growth understated. */
+#define REPLACE_GAP_NS 1000000u
+
+/* An allocation of s by tid at ts, inside the window, at the address of
+ * frees f, met before it and not its own: if they are in the window, no
+ * allocation took their place yet, and it came from the freeing thread at
+ * once after, s replaced them (an_stack.replaced: a stack's net change over
  * the window counts the blocks it replaced that the trace never saw). */
-static void note_replaced(an_model *m, an_proc *p, an_stack *s, an_pending *f, uint64_t size)
+static void note_replaced(an_model *m, an_proc *p, an_stack *s, an_pending *f, uint32_t tid, uint64_t ts,
+                          uint64_t size)
 {
-    if (f->replaced_by || !in_window(m, f->ts, 0))
+    if (f->replaced_by || !in_window(m, f->ts, 0) || f->tid != tid || ts - f->ts > REPLACE_GAP_NS)
         return;
     f->replaced_by = (uint32_t)(s - p->stacks) + 1;
     f->replaced_size = size;
@@ -595,7 +605,7 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint
     if (!f)
         return 0;
     if (f->ts < ts || (f->ts == ts && f->tid == tid)) {
-        note_replaced(m, p, s, f, size);
+        note_replaced(m, p, s, f, tid, ts, size);
         return 0;
     }
     if (f->replaced_by) /* their own allocation came after all: nothing unseen was replaced */

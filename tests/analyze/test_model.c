@@ -129,12 +129,17 @@ static void test_replaced_unseen(void **state)
     an_model_free_block(&m, 7, 1, 90, 0x20);
     an_model_alloc(&m, 7, 1, 95, 0x20, 32, 2);
     an_model_alloc(&m, 7, 2, 85, 0x20, 16, 3); /* the free at 90 was its own, after all */
+    an_model_free_block(&m, 7, 1, 100, 0x30);   /* never seen allocated */
+    an_model_alloc(&m, 7, 2, 101, 0x30, 8, 4);  /* another thread's: the allocator's reuse, no replacement */
+    an_model_free_block(&m, 7, 1, 200, 0x40);   /* never seen allocated */
+    an_model_alloc(&m, 7, 1, 200 + 2000000, 0x40, 8, 4); /* 2 ms after: reuse, no replacement */
     an_model_finish(&m);
+    assert_int_equal(stack_of(&m, 4)->replaced.count, 0);
     assert_int_equal(stack_of(&m, 1)->replaced.count, 1);
     assert_int_equal(stack_of(&m, 1)->replaced.bytes, 64);
     assert_int_equal(stack_of(&m, 2)->replaced.count, 0);
     assert_int_equal(stack_of(&m, 2)->replaced.bytes, 0);
-    assert_int_equal(m.procs[0]->unseen_frees, 1);
+    assert_int_equal(m.procs[0]->unseen_frees, 3);
     /* the cells (ltr report's ranges): stack 1's replaced block, freed unseen at 50 */
     assert_int_equal(unseen_cell_bytes(stack_of(&m, 1)), 64);
     assert_int_equal(unseen_cell_bytes(stack_of(&m, 2)), 0);
