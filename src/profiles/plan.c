@@ -379,6 +379,15 @@ static void apply_provider_ref(builder *b, const wprp_node *ref, const wprp_item
         return;
     }
     wprp_kind kind = provider_elems[k].kind;
+    if (kind == WPRP_HEAP_PROVIDER && ref->kind != WPRP_HEAP_COLLECTOR) {
+        /* taken, it turned heap tracing on with no heap collector to record
+         * it: the session started and recorded nothing, without a word */
+        error_at(b, ref->file, it->line, b->profile->id,
+                 "<%s Value=\"%s\"> is in an event or system collector: a heap provider goes in a "
+                 "<HeapEventCollectorId>'s <HeapEventProviders>",
+                 it->elem, it->value);
+        return;
+    }
     wprp_node *node = wprp_catalog_find(b->cat, kind, it->value, ref);
     if (!node) {
         error_at(b, ref->file, it->line, b->profile->id, "%s '%s' names nothing defined",

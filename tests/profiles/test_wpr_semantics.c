@@ -206,6 +206,28 @@ static void too_deep_and_cycles_told_apart(void **state)
     ltr_plan_free(p);
 }
 
+/* A heap provider listed under an event collector: taken, it turned heap
+ * tracing on with no heap collector, and the session started, recorded
+ * nothing and said only that the profile "starts nothing" (a review). */
+static void heap_provider_outside_heap_collector(void **state)
+{
+    (void)state;
+    const char *f = write_wprp("misplaced.wprp",
+                               "<EventCollector Id='EC' Name='Heap'><BufferSize Value='1024'/><Buffers Value='16'/>"
+                               "</EventCollector>"
+                               "<HeapEventProvider Id='HP'><HeapProcessIds Operation='Set'>"
+                               "<HeapProcessId Value='1234'/></HeapProcessIds></HeapEventProvider>"
+                               "<Profile Id='P.Verbose.File' Name='P' Description='d' DetailLevel='Verbose' "
+                               "LoggingMode='File'><Collectors><EventCollectorId Value='EC'><EventProviders>"
+                               "<HeapEventProviderId Value='HP'/></EventProviders></EventCollectorId></Collectors>"
+                               "</Profile>");
+    char spec[600];
+    snprintf(spec, sizeof spec, "%s!P", f);
+    ltr_plan *p = plan_of(-1, true, spec);
+    error_with(p, "<HeapEventProviderId Value=\"HP\"> is in an event or system collector");
+    ltr_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +236,7 @@ int main(void)
         cmocka_unit_test(unknown_detail_level_lists_the_levels),
         cmocka_unit_test(deep_base_chain_resolves),
         cmocka_unit_test(too_deep_and_cycles_told_apart),
+        cmocka_unit_test(heap_provider_outside_heap_collector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
