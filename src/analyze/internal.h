@@ -190,18 +190,6 @@ typedef struct an_entry {
  * spreads, a one-time allocation does not. */
 double an_held_spread(const ltr_analysis *a, const an_stack *s);
 
-/* How a stack's AIFO bytes came (docs/analysis.md, "Ranking"), the one
- * reading of it that the text, JSON and ltr report's page show. */
-typedef enum an_growth_kind { AN_AT_ONCE, AN_GROWING, AN_REPLACING } an_growth_kind;
-typedef struct an_growth {
-    an_growth_kind kind;
-    double spread;   /* an_held_spread */
-    int64_t net;     /* AIFO - AOFI - replaced bytes: its outstanding's change over the window */
-    double per_min;  /* growing: net bytes per minute of the window; else 0 */
-} an_growth;
-an_growth an_stack_growth(const ltr_analysis *a, const an_stack *s);
-extern const char *const an_growth_names[3]; /* "at_once", "growing", "replacing" (JSON) */
-
 typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } an_rank;
 
 /* A ranked list of the stacks of p, best first, at most top entries (0 =
@@ -303,10 +291,6 @@ void an_fit_frame(const ltr_sym_frame *f, unsigned width, char *out, size_t size
 /* A stack whose AIFO blocks spread over this much of the window grows
  * steadily (its growth per minute is shown); less is "at once". */
 #define AN_STEADY_SPREAD 0.1
-/* ...unless its net change over the window is less than this part of its
- * AIFO bytes: its new blocks mostly took the place of older ones
- * (AN_REPLACING). */
-#define AN_GROWING_NET 0.5
 int an_write_text(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);

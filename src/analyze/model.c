@@ -53,11 +53,6 @@ typedef struct an_pending {
     uint64_t ts;
     uint32_t tid;
     uint32_t count; /* frees of the address at ts met before their allocations */
-    /* the stack (index + 1) whose allocation took the address after these
-     * frees, credited with replacing them (an_stack.replaced), and its
-     * size: taken back if their own allocation still comes (late) */
-    uint32_t replaced_by;
-    uint64_t replaced_size;
 } an_pending;
 
 typedef struct an_displaced {
@@ -355,8 +350,7 @@ static void cells_widen(an_model *m)
             size_t pos = 0;
             an_cell *c;
             while ((c = an_hmap_next(&old, &pos))) {
-                uint32_t a = (uint32_t)(c->key >> 32), f = (uint32_t)c->key;
-                a = a == AN_CELL_NEVER ? a : a / 2;
+                uint32_t a = (uint32_t)(c->key >> 32) / 2, f = (uint32_t)c->key;
                 int created;
                 an_cell *n = an_hmap_put(h, (uint64_t)a << 32 | (f == AN_CELL_NEVER ? f : f / 2), &created);
                 if (!n) {
@@ -370,10 +364,8 @@ static void cells_widen(an_model *m)
         }
 }
 
-/* n blocks (-1: one taken back) of s of size bytes, allocated at alloc_ts
- * (unseen: never seen allocated), freed at free_ts (0: not in the window). */
-static void cell_add_n(an_model *m, an_stack *s, uint64_t alloc_ts, int unseen, uint64_t free_ts, uint64_t size,
-                       int n)
+/* A block of s, allocated at alloc_ts, freed at free_ts (0: not in the window). */
+static void cell_add(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 {
     if (!m->cell_width)
         m->cell_width = SERIES_FIRST_WIDTH;
@@ -387,23 +379,14 @@ static void cell_add_n(an_model *m, an_stack *s, uint64_t alloc_ts, int unseen, 
     if (!s->cells->esize)
         cells_init(s->cells);
     uint32_t f = free_ts ? cell_index(m, free_ts) : AN_CELL_NEVER;
-    uint64_t key = (uint64_t)(unseen ? AN_CELL_NEVER : cell_index(m, alloc_ts)) << 32 | f;
     int created;
-    an_cell *c = an_hmap_put(s->cells, key, &created);
+    an_cell *c = an_hmap_put(s->cells, (uint64_t)cell_index(m, alloc_ts) << 32 | f, &created);
     if (!c) {
         m->oom = 1;
         return;
     }
-    c->count += (uint64_t)(int64_t)n;
-    c->bytes += (uint64_t)(int64_t)n * size;
-    if (!c->count)
-        an_hmap_del(s->cells, key);
-}
-
-/* A block of s, allocated at alloc_ts, freed at free_ts (0: not in the window). */
-static void cell_add(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
-{
-    cell_add_n(m, s, alloc_ts, 0, free_ts, size, 1);
+    c->count++;
+    c->bytes += size;
 }
 
 /* A block allocated at ts inside the window and outstanding at its end:
@@ -473,7 +456,6 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
         if (in_window(m, f->ts, 0))
             p->unseen_frees += f->count;
         f->count = 0;
-        f->replaced_by = 0; /* those stay replaced; the next allocation here may replace this one */
     }
     f->ts = ts;
     f->tid = tid;
@@ -558,39 +540,6 @@ void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, u
     free_block(m, pid, tid, ts, addr, 0);
 }
 
-/* n (1, or -1 to take it back) allocations of s of size bytes that took
- * the address of the unseen frees f. */
-static void replaced_add(an_model *m, an_stack *s, const an_pending *f, uint64_t size, int n)
-{
-    s->replaced.count += (uint64_t)(int64_t)n;
-    s->replaced.bytes += (uint64_t)(int64_t)n * size;
-    if (m->series)
-        cell_add_n(m, s, 0, 1, f->ts, size, n);
-}
-
-/* How soon after a free of a block never seen an allocation of the same
- * thread at its address is taken to replace it: a cache's eviction and its
- * insertion come microseconds apart. Later, or by another thread, the
- * address is the allocator's reuse of a free slot, not a replacement: a
- * leak whose blocks land where other code freed unseen blocks (a structure
- * shrinking) was credited with them, its net growth understated. */
-#define REPLACE_GAP_NS 1000000u
-
-/* An allocation of s by tid at ts, inside the window, at the address of
- * frees f, met before it and not its own: if they are in the window, no
- * allocation took their place yet, and it came from the freeing thread at
- * once after, s replaced them (an_stack.replaced: a stack's net change over
- * the window counts the blocks it replaced that the trace never saw). */
-static void note_replaced(an_model *m, an_proc *p, an_stack *s, an_pending *f, uint32_t tid, uint64_t ts,
-                          uint64_t size)
-{
-    if (f->replaced_by || !in_window(m, f->ts, 0) || f->tid != tid || ts - f->ts > REPLACE_GAP_NS)
-        return;
-    f->replaced_by = (uint32_t)(s - p->stacks) + 1;
-    f->replaced_size = size;
-    replaced_add(m, s, f, size, 1);
-}
-
 /* An allocation whose free was already met (another thread's block came
  * first). A free of the allocating thread's own at that time came before
  * it (one thread's events at one time are in its order, order.c): it was
@@ -602,15 +551,8 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint
                         uint64_t size)
 {
     an_pending *f = an_hmap_get(&p->pending, addr);
-    if (!f)
+    if (!f || f->ts < ts || (f->ts == ts && f->tid == tid))
         return 0;
-    if (f->ts < ts || (f->ts == ts && f->tid == tid)) {
-        note_replaced(m, p, s, f, tid, ts, size);
-        return 0;
-    }
-    if (f->replaced_by) /* their own allocation came after all: nothing unseen was replaced */
-        replaced_add(m, &p->stacks[f->replaced_by - 1], f, f->replaced_size, -1);
-    f->replaced_by = 0;
     uint64_t free_ts = f->ts;
     if (--f->count == 0)
         an_hmap_del(&p->pending, addr);

@@ -44,12 +44,6 @@ typedef struct an_stack {
     /* when the first and the last of its AIFO blocks (allocated inside the
      * window, outstanding at its end) were allocated; 0: none */
     uint64_t held_first, held_last;
-    /* its allocations inside the window that took the address of a block
-     * freed inside it that the trace never saw allocated (by glibc's reuse,
-     * most often a block of its own it replaced: in a flight recorder's
-     * save, a cache's new entries for its entries from before the save).
-     * The bytes are the new blocks': the old ones' sizes are unknown. */
-    an_amount replaced;
     /* with a series: its blocks by (allocation, free) time cell (an_cell), so
      * that any range of cells has its four types exactly (ltr report) */
     an_hmap *cells;
@@ -57,8 +51,6 @@ typedef struct an_stack {
 
 /* A stack's blocks allocated in time cell `alloc` and freed in cell `freed`
  * (AN_CELL_NEVER: outstanding at the window's end): key alloc << 32 | freed.
- * alloc AN_CELL_NEVER: blocks the trace never saw allocated, freed in cell
- * `freed`, whose address the stack took (an_stack.replaced).
  * The cells split the window in at most AN_CELLS of an_model.cell_width
  * from an_model.cell_base, a width that doubles as the trace goes on. */
 typedef struct an_cell {

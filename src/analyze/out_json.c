@@ -118,8 +118,7 @@ static void jcells(FILE *out, const an_stack *s)
     an_cell *c;
     while (s->cells && (c = an_hmap_next(s->cells, &pos))) {
         uint32_t f = (uint32_t)c->key;
-        uint32_t al = (uint32_t)(c->key >> 32); /* never seen allocated (an_cell): -1, before every cell */
-        fprintf(out, "%s[%d,%d,%llu,%llu]", n++ ? "," : "", al == AN_CELL_NEVER ? -1 : (int)al, f == AN_CELL_NEVER ? -1 : (int)f,
+        fprintf(out, "%s[%u,%d,%llu,%llu]", n++ ? "," : "", (uint32_t)(c->key >> 32), f == AN_CELL_NEVER ? -1 : (int)f,
                 (unsigned long long)c->count, (unsigned long long)c->bytes);
     }
     fputs("],", out);
@@ -177,13 +176,11 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
         fprintf(out, "%s{\"pid\":%u,\"image\":%u,\"stack_id\":%u,", shown++ ? "," : "", e[i].proc->pid,
                 e[i].proc->gen, e[i].stack->stack_id);
         if (rank == AN_RANK_OUTSTANDING) {
-            /* how its AIFO bytes came (rank.c): how steadily, its net growth and its rate */
-            an_growth g = e[i].type == AN_AIFO ? an_stack_growth(a, e[i].stack) : (an_growth){0};
+            /* how steadily its AIFO bytes came (rank.c), and their growth per minute of the window */
+            double spread = e[i].type == AN_AIFO ? an_held_spread(a, e[i].stack) : 0;
+            double minutes = (double)(a->win_end - a->win_start) / 60e9;
             fprintf(out, "\"type\":\"%s\",\"spread\":%.3f,\"growth_bytes_per_min\":%.0f,", an_type_names[e[i].type],
-                    g.spread, g.per_min);
-            if (e[i].type == AN_AIFO)
-                fprintf(out, "\"growth\":\"%s\",\"net_bytes\":%lld,\"replaced_bytes\":%llu,",
-                        an_growth_names[g.kind], (long long)g.net, (unsigned long long)e[i].stack->replaced.bytes);
+                    spread, spread >= AN_STEADY_SPREAD && minutes > 0 ? (double)e[i].bytes / minutes : 0.0);
             if (e[i].type == AN_AIFO && e[i].stack->held_first) /* when its first and last such block came */
                 fprintf(out, "\"held_s\":[%.6f,%.6f],", an_seconds(a, e[i].stack->held_first),
                         an_seconds(a, e[i].stack->held_last));

@@ -67,27 +67,21 @@ void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
  * perl, "growing 34.0 GiB/min" alarmed a review and meant little. */
 #define RATE_MIN_WINDOW_S 10.0
 
-/* ", growing 1.20 MiB/min" for a steady AIFO stack (its net growth over
- * the window's minutes), ", growing over 0.03 s (...)" when the window is
- * too short for a rate, ", replacing older blocks (net +1.00 KiB over the
- * window)" for one whose new blocks took the place of older ones (a cache
- * that stays the same size), ", at once (12.5 s)" for one allocated in one
- * go: as an_stack_growth reads it. */
+/* ", growing 1.20 MiB/min" for a steady AIFO stack (its bytes over the
+ * window's minutes), ", growing over 0.03 s (...)" when the window is too
+ * short for a rate, ", at once (12.5 s)" for one allocated in one go. */
 static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, size_t size)
 {
     out[0] = 0;
     if (e->type != AN_AIFO)
         return;
-    an_growth g = an_stack_growth(a, e->stack);
-    double seconds = (double)(a->win_end - a->win_start) / 1e9;
+    double spread = an_held_spread(a, e->stack), seconds = (double)(a->win_end - a->win_start) / 1e9;
     char rate[32];
-    if (g.kind == AN_GROWING && seconds >= RATE_MIN_WINDOW_S)
-        snprintf(out, size, ", growing %s/min", ltr_size_format((uint64_t)g.per_min, rate, sizeof rate));
-    else if (g.kind == AN_GROWING && seconds > 0)
+    if (spread >= AN_STEADY_SPREAD && seconds >= RATE_MIN_WINDOW_S)
+        snprintf(out, size, ", growing %s/min",
+                 ltr_size_format((uint64_t)((double)e->bytes / (seconds / 60)), rate, sizeof rate));
+    else if (spread >= AN_STEADY_SPREAD && seconds > 0)
         snprintf(out, size, ", growing over %.2g s (too short a window for a rate)", seconds);
-    else if (g.kind == AN_REPLACING)
-        snprintf(out, size, ", replacing older blocks (net %s over the window)",
-                 ltr_size_format_signed(g.net, rate, sizeof rate));
     else
         snprintf(out, size, ", at once (%.1f s)", an_seconds(a, e->stack->held_first));
 }

@@ -90,48 +90,14 @@ double an_held_spread(const ltr_analysis *a, const an_stack *s)
     return spread > 1 ? 1 : spread;
 }
 
-const char *const an_growth_names[3] = {"at_once", "growing", "replacing"};
-
-/* What s's outstanding bytes changed by over the window: its AIFO blocks,
- * less those of its blocks from before the window that it freed in it, seen
- * (AOFI) or not (what it replaced). A flight recorder's save of a cache that
- * stays the same size sees its new entries held and its old ones' frees as
- * frees of blocks never seen: AIFO alone spread over the window as a leak's
- * do, and it ranked above the leak, "growing". */
-static int64_t net_bytes(const an_stack *s)
-{
-    uint64_t gone = s->type[AN_AOFI].bytes + s->replaced.bytes, held = s->type[AN_AIFO].bytes;
-    return held >= gone ? (int64_t)(held - gone < INT64_MAX ? held - gone : INT64_MAX)
-                        : -(int64_t)(gone - held < INT64_MAX ? gone - held : INT64_MAX);
-}
-
-an_growth an_stack_growth(const ltr_analysis *a, const an_stack *s)
-{
-    an_growth g = {AN_AT_ONCE, an_held_spread(a, s), net_bytes(s), 0};
-    double minutes = (double)(a->win_end - a->win_start) / 60e9;
-    if ((double)g.net < AN_GROWING_NET * (double)s->type[AN_AIFO].bytes)
-        g.kind = AN_REPLACING;
-    else if (g.spread >= AN_STEADY_SPREAD)
-        g.kind = AN_GROWING;
-    if (g.kind == AN_GROWING && minutes > 0)
-        g.per_min = (double)g.net / minutes;
-    return g;
-}
-
 /* Outstanding bytes weighed by how steadily they came (docs/analysis.md,
- * "Ranking"): of an AIFO stack, its net growth over the window (no more
- * than its AIFO bytes); a one-time allocation counts half of it, a leak
- * spread over the whole window all of it, so a steady leak ranks above a
- * one-time allocation of the same size, a much larger one-time allocation
- * still above a small leak, and a stack that only replaced older blocks
- * below both. */
+ * "Ranking"): a one-time allocation counts half its bytes, a leak spread over
+ * the whole window all of them, so a steady leak ranks above a one-time
+ * allocation of the same size, and a much larger one-time allocation still
+ * above a small leak. */
 static double weight(const ltr_analysis *a, const an_stack *s, enum an_type t, uint64_t bytes)
 {
-    if (t != AN_AIFO)
-        return (double)bytes;
-    an_growth g = an_stack_growth(a, s);
-    double net = g.net < 0 ? 0 : (double)g.net > (double)bytes ? (double)bytes : (double)g.net;
-    return net * (0.5 + 0.5 * g.spread);
+    return t == AN_AIFO ? (double)bytes * (0.5 + 0.5 * an_held_spread(a, s)) : (double)bytes;
 }
 
 static int by_value(const void *x, const void *y)

@@ -164,18 +164,14 @@
     function overTime(s) {
         var v = [];
         for (var t = 0; t < G.count; t++) v.push(0);
-        (s.cells || []).forEach(function (c) { /* c[0] -1: a block never seen allocated, there from the start */
-            for (var t = Math.max(0, c[0]); t < G.count && (c[1] < 0 || t < c[1]); t++) v[t] += c[3];
+        (s.cells || []).forEach(function (c) {
+            for (var t = c[0]; t < G.count && (c[1] < 0 || t < c[1]); t++) v[t] += c[3];
         });
         return v;
     }
     function typesIn(s, a, b) { /* cells a..b inclusive */
-        var r = { AIFI: [0, 0], AIFO: [0, 0], AOFI: [0, 0], AOFO: [0, 0], replaced: 0, first: b, last: a };
+        var r = { AIFI: [0, 0], AIFO: [0, 0], AOFI: [0, 0], AOFO: [0, 0], first: b, last: a };
         (s.cells || []).forEach(function (c) {
-            if (c[0] < 0) { /* blocks never seen that it replaced: counted only where their frees are (model.h) */
-                if (c[1] >= a && c[1] <= b) r.replaced += c[3];
-                return;
-            }
             var inside = c[0] >= a && c[0] <= b, before = c[0] < a;
             var freedIn = c[1] >= 0 && c[1] >= a && c[1] <= b, after = c[1] < 0 || c[1] > b;
             var t = inside && freedIn ? "AIFI" : inside && after ? "AIFO" : before && freedIn ? "AOFI" : before && after ? "AOFO" : null;
@@ -184,9 +180,6 @@
         });
         /* as the text report ranks: steady growth above a one-time allocation (docs/analysis.md) */
         r.spread = r.AIFO[0] > 1 && r.last > r.first ? (r.last - r.first) / Math.max(1, b - a) : 0;
-        /* and its net growth, read as rank.c's an_stack_growth reads it */
-        r.net = r.AIFO[1] - r.AOFI[1] - r.replaced;
-        r.growth = r.net < 0.5 * r.AIFO[1] ? "replacing" : r.spread >= 0.1 ? "growing" : "at_once";
         return r;
     }
     /* The cells the window spans: the grid has G.count cells, but a width
@@ -223,13 +216,11 @@
         if (s.type !== "AIFO")
             return "";
         var secs = s.range_s !== undefined ? s.range_s : A.window.to_s - A.window.from_s;
-        if (s.growth === "replacing") /* a cache's new entries for its old ones: no growth to rate */
-            return "replacing (net " + signedSize(s.net_bytes) + ")";
-        if (s.growth !== "growing" || !(secs > 0))
+        if (!((s.spread || 0) >= 0.1) || !(secs > 0))
             return "at once";
         if (secs < 10)
             return "growing over " + secs.toPrecision(2) + " s";
-        return size(s.net_bytes / (secs / 60)) + "/min";
+        return size(s.bytes / (secs / 60)) + "/min";
     }
     function showStacks(list, note) {
         table.innerHTML = "";
@@ -279,8 +270,7 @@
             ["AIFO", "AOFO"].forEach(function (n) {
                 if (t[n][1] > 0)
                     list.push(Object.assign({}, s, { type: n, bytes: t[n][1], count: t[n][0], spread: t.spread, range_s: hi - lo,
-                        growth: t.growth, net_bytes: t.net,
-                        weight: n === "AIFO" ? Math.max(0, Math.min(t.net, t[n][1])) * (0.5 + 0.5 * Math.min(1, t.spread)) : t[n][1] }));
+                        weight: n === "AIFO" ? t[n][1] * (0.5 + 0.5 * Math.min(1, t.spread)) : t[n][1] }));
             });
         });
         list.sort(function (x, y) { return x.type !== y.type ? (x.type === "AIFO" ? -1 : 1) : y.weight - x.weight; });

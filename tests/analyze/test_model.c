@@ -2,7 +2,6 @@
  * tests/analyze/test_model.c — the heap model on hand-made event sequences:
  * the four impacting types of a window, frees of unseen allocations, frees
  * met before their allocation (another thread's block written first),
- * allocations that took the address of a block freed unseen (replaced),
  * temporary allocations, realloc, and the live-allocation map under churn;
  * the same events through the batch paths (an_model_feed, direct and
  * threaded sinks, and one whose thread starts midway) give the same model
@@ -99,50 +98,6 @@ static void test_unseen_free_then_same_address(void **state)
     assert_int_equal(p->type[AN_AIFI].count, 0);
     assert_int_equal(p->type[AN_AIFO].count, 1);
     assert_int_equal(p->type[AN_AIFO].bytes, 64);
-    an_model_free(&m);
-}
-
-/* The bytes of a stack's cells of blocks never seen allocated. */
-static uint64_t unseen_cell_bytes(const an_stack *s)
-{
-    size_t pos = 0;
-    uint64_t bytes = 0;
-    an_cell *c;
-    while (s->cells && (c = an_hmap_next(s->cells, &pos)))
-        bytes += (uint32_t)(c->key >> 32) == AN_CELL_NEVER ? c->bytes : 0;
-    return bytes;
-}
-
-/* An allocation that takes the address of a block freed unseen is said to
- * have replaced it (an_stack.replaced, its net growth less that), once per
- * free; and no more if that block's own allocation still comes, late. */
-static void test_replaced_unseen(void **state)
-{
-    (void)state;
-    an_model m;
-    an_model_init(&m, 0, UINT64_MAX);
-    m.series = 1;
-    an_model_free_block(&m, 7, 1, 50, 0x10);   /* never seen allocated */
-    an_model_alloc(&m, 7, 1, 60, 0x10, 64, 1); /* takes its place */
-    an_model_free_block(&m, 7, 1, 70, 0x10);
-    an_model_alloc(&m, 7, 1, 80, 0x10, 64, 1); /* the free before is of a block seen: nothing replaced */
-    an_model_free_block(&m, 7, 1, 90, 0x20);
-    an_model_alloc(&m, 7, 1, 95, 0x20, 32, 2);
-    an_model_alloc(&m, 7, 2, 85, 0x20, 16, 3); /* the free at 90 was its own, after all */
-    an_model_free_block(&m, 7, 1, 100, 0x30);   /* never seen allocated */
-    an_model_alloc(&m, 7, 2, 101, 0x30, 8, 4);  /* another thread's: the allocator's reuse, no replacement */
-    an_model_free_block(&m, 7, 1, 200, 0x40);   /* never seen allocated */
-    an_model_alloc(&m, 7, 1, 200 + 2000000, 0x40, 8, 4); /* 2 ms after: reuse, no replacement */
-    an_model_finish(&m);
-    assert_int_equal(stack_of(&m, 4)->replaced.count, 0);
-    assert_int_equal(stack_of(&m, 1)->replaced.count, 1);
-    assert_int_equal(stack_of(&m, 1)->replaced.bytes, 64);
-    assert_int_equal(stack_of(&m, 2)->replaced.count, 0);
-    assert_int_equal(stack_of(&m, 2)->replaced.bytes, 0);
-    assert_int_equal(m.procs[0]->unseen_frees, 3);
-    /* the cells (ltr report's ranges): stack 1's replaced block, freed unseen at 50 */
-    assert_int_equal(unseen_cell_bytes(stack_of(&m, 1)), 64);
-    assert_int_equal(unseen_cell_bytes(stack_of(&m, 2)), 0);
     an_model_free(&m);
 }
 
@@ -824,7 +779,6 @@ int main(void)
         cmocka_unit_test(test_window_types),
         cmocka_unit_test(test_unseen_and_reordered_frees),
         cmocka_unit_test(test_unseen_free_then_same_address),
-        cmocka_unit_test(test_replaced_unseen),
         cmocka_unit_test(test_temporary_and_realloc),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),

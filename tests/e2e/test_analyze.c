@@ -2,8 +2,7 @@
  * tests/e2e/test_analyze.c — ltr analyze and ltr export end to end: real
  * programs with known leaks recorded with `ltr record` (the demo: a leak in a
  * thread, through realloc, in a dlopen'd library and in C++), a window in the
- * middle of a run, a memory-mode trace with frees of unseen allocations
- * (and a cache there that replaces its entries, ranked below a leak),
+ * middle of a run, a memory-mode trace with frees of unseen allocations,
  * pprof read by `go tool pprof`, folded stacks read by flamegraph.pl, separate
  * debug info by build-id, a build-id mismatch, and damaged or wrong input.
  */
@@ -524,38 +523,6 @@ static void test_memory_mode(void **state)
     free(json);
 }
 
-/* A flight recorder's tail of a FIFO cache that stays at 2000 entries (each
- * new one evicts the oldest) beside a leak of 5 KB/s: the cache's entries
- * from before the tail are never seen, so its new ones are AIFO spread over
- * the whole window as the leak's are; its frees of the old ones balance
- * them. The leak ranks first, growing; the cache after it, replacing older
- * blocks (it ranked first, "growing", in text, JSON and the report alike). */
-static void test_memory_mode_cache_below_leak(void **state)
-{
-    (void)state;
-    assert_int_equal(system("mkdir -p fifo && touch fifo/go"), 0);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "'%s' fifo fifo 12", tu_test_bin("snap-target"));
-    record("fifo.ltr", "--memory --buffer-size 64 --buffers 4", cmd);
-    char *json = analyze("fifo.ltr", "--format json --top 0", 0);
-    assert_true(num_after(strstr(json, "\"summary\""), "events_overwritten") > 0);
-    const char *first = strstr(strstr(json, "\"stacks\":["), "{\"pid\""), *leak = entry_of(json, "stacks", "leak_site", "AIFO"),
-               *cache = entry_of(json, "stacks", "fifo_site", "AIFO");
-    if (!leak || !cache || first != leak || !strstr(leak, "\"growth\":\"growing\"") ||
-        strncmp(strstr(cache, "\"growth\":"), "\"growth\":\"replacing\"", strlen("\"growth\":\"replacing\"")) || num_after(cache, "count") < 1000)
-        fail_msg("the leak is not first, growing, above the cache, replacing:\n%s", json);
-    /* the cache's net growth is a few entries at most; the leak's its bytes */
-    assert_true(num_after(cache, "net_bytes") < 10 * 512 && num_after(cache, "net_bytes") > -10 * 512);
-    assert_int_equal(num_after(leak, "net_bytes"), num_after(leak, "bytes"));
-    free(json);
-    char *text = analyze("fifo.ltr", "--width 0", 0);
-    const char *one = strstr(text, "    #1 AIFO"), *cache_line = strstr(text, "replacing older blocks (net ");
-    if (!one || !strstr(one, "growing") || strstr(one, "\n        leak_site") != strchr(one, '\n') ||
-        !cache_line || !strstr(cache_line, "\n        fifo_site"))
-        fail_msg("text report:\n%s", text);
-    free(text);
-}
-
 /* "t" of the heap Alloc of this size in `ltr dump --json` (the first), or -1. */
 static double alloc_time(const char *dump, long long size)
 {
@@ -1032,7 +999,6 @@ int main(void)
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
-        cmocka_unit_test(test_memory_mode_cache_below_leak),
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),

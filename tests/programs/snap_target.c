@@ -15,12 +15,6 @@
  *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
  *   stacks allocates a block from each of 2^D distinct stacks, the same way;
  *   forked forks a child that writes its pid to DIR/child and does count.
- *   fifo   for SECS seconds: a FIFO cache of 2000 entries of 512 bytes
- *          (fifo_site), filled in its first second, then each new entry
- *          evicts the oldest, 2000 a second; leak_site leaks 256 bytes every
- *          50 ms. A flight recorder's save of its last seconds sees the
- *          cache's new entries replace ones it never saw allocated
- *          (tests/e2e/test_analyze.c: the leak is ranked first).
  * Files are made with open/close, never stdio: no allocation of its own
  * after go but those listed.
  */
@@ -152,37 +146,6 @@ static void trend(double secs)
     sink = leaks;
 }
 
-__attribute__((noinline)) void *fifo_site(void) { return malloc(512); }
-
-#define FIFO 2000
-
-/* By the clock, not by steps, so that a loaded machine changes no rate:
- * the entries due are put in, each evicting the oldest once the cache is
- * full (free first: glibc hands the same address to the new entry). */
-static void fifo(double secs)
-{
-    static void *cache[FIFO];
-    void **leaks = NULL;
-    size_t nleaks = 0, puts = 0;
-    double t0 = now(), next_leak = t0;
-    while (now() - t0 < secs) {
-        if (now() >= next_leak) {
-            void **l = realloc(leaks, (nleaks + 1) * sizeof *l);
-            if (l) {
-                leaks = l;
-                leaks[nleaks++] = leak_site();
-            }
-            next_leak += 0.05;
-        }
-        for (size_t due = (size_t)((now() - t0) * FIFO); puts < due; puts++) {
-            free(cache[puts % FIFO]);
-            cache[puts % FIFO] = fifo_site();
-        }
-        nap(1);
-    }
-    sink = leaks;
-}
-
 /* 2^depth distinct stacks: the path of calls spells the bits of i. */
 __attribute__((noinline)) void *path_a(unsigned i, int depth);
 __attribute__((noinline)) void *path_b(unsigned i, int depth);
@@ -277,8 +240,6 @@ int main(int argc, char **argv)
     }
     else if (!strcmp(argv[1], "trend"))
         trend(argc > 3 ? atof(argv[3]) : 10);
-    else if (!strcmp(argv[1], "fifo"))
-        fifo(argc > 3 ? atof(argv[3]) : 10);
     else if (!strcmp(argv[1], "shrink"))
         shrink(argc > 3 ? atof(argv[3]) : 4);
     else if (!strcmp(argv[1], "stacks"))
