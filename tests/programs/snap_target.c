@@ -12,6 +12,10 @@
  *          and free several MB a second in bursts holding a random amount;
  *   shrink allocates 2 MB in 1 KB blocks from shrink_site at once, then
  *          frees them evenly over SECS seconds (a stack that falls);
+ *   sessions for SECS seconds, 1000 ticks a second in one thread: the
+ *          oldest of 2000 sessions (session_site) expires, a request's
+ *          buffer (request_site, one bin with a session) is allocated and
+ *          freed, 1 in 20 leaked, and a new session is made;
  *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
  *   stacks allocates a block from each of 2^D distinct stacks, the same way;
  *   forked forks a child that writes its pid to DIR/child and does count.
@@ -200,6 +204,33 @@ static void big(long n)
         nap(10);
 }
 
+__attribute__((noinline)) void *session_site(void) { return malloc(240); }
+__attribute__((noinline)) void *request_site(void) { return malloc(248); }
+
+/* One thread, 1000 ticks a second: the oldest of 2000 sessions expires, a
+ * request's buffer is allocated (1 in 20 leaked, request_site), a new
+ * session is made (session_site). Sizes of one bin: the request's buffer
+ * takes the expired session's address (glibc's free list). */
+static void sessions(double secs)
+{
+    static void *held[2000];
+    static void *leaked[20000];
+    unsigned nleaked = 0;
+    double t0 = now();
+    for (unsigned tick = 0; now() - t0 < secs && nleaked < 20000; tick++) {
+        free(held[tick % 2000]);
+        void *r = request_site();
+        if (tick % 20 == 0)
+            leaked[nleaked++] = r;
+        else
+            free(r);
+        held[tick % 2000] = session_site();
+        while (now() - t0 < tick / 1000.0)
+            nap(1);
+    }
+    sink = leaked;
+}
+
 /* DIR/NAME holds this process's pid, whole when it appears. */
 static int write_pid(const char *name)
 {
@@ -240,6 +271,8 @@ int main(int argc, char **argv)
     }
     else if (!strcmp(argv[1], "trend"))
         trend(argc > 3 ? atof(argv[3]) : 10);
+    else if (!strcmp(argv[1], "sessions"))
+        sessions(argc > 3 ? atof(argv[3]) : 6);
     else if (!strcmp(argv[1], "shrink"))
         shrink(argc > 3 ? atof(argv[3]) : 4);
     else if (!strcmp(argv[1], "stacks"))
