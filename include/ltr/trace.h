@@ -146,6 +146,9 @@ typedef enum ltr_damage_kind {
     LTR_DAMAGE_DECOMPRESS = 4, /* payload does not decompress to its raw size */
     LTR_DAMAGE_BAD_RECORD = 5, /* chunk intact but its content does not parse */
     LTR_DAMAGE_MISSING = 6,    /* chunk sequence numbers skip: whole chunks lost */
+    LTR_DAMAGE_FORGED = 7,     /* a well-formed record about a process that another traced program of the
+                                * session wrote (it contradicts what that process tells): left out, the
+                                * process's own taken; nothing else of the trace is missing */
 } ltr_damage_kind;
 
 typedef struct ltr_damage {

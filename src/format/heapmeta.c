@@ -18,6 +18,13 @@
  * one traced program rewrote the stacks another's allocations were blamed
  * on, and the trace said "damage: none". Format 2 traces keep "a repeat
  * replaces" (their exec restarted ids without a new image).
+ *
+ * Since format 3 the agent tells stacks by frame nodes only: an image of a
+ * pid with nodes never wrote a STACK or STACK_REF record, so those records
+ * (before its first node or after) are another program's, left out as
+ * FORGED damage and the nodes' stacks kept. Taken as a conflict, one
+ * forged STACK record per id made every stack of a traced perl unknown, or
+ * stood in for nodes the perl lost when the region was full.
  */
 #include "format/reader.h"
 #include "format/nodevar.h"
@@ -69,7 +76,6 @@ typedef struct node_table {
     frame_node *far;    /* the other nodes, in the order met */
     uint32_t nfar, capfar;
     ltr_idmap index;    /* their id -> 1 + position in far */
-    size_t kept_stacks; /* the pid's stacks found when built ones were last forgotten (forget_built_stacks) */
 } node_table;
 
 typedef struct module_rec {
@@ -106,6 +112,15 @@ static void conflict_damage(ltr_trace *t, const char *what, uint32_t pid, uint32
                          (unsigned long long)t->chunk_seq, what, id, pid);
 }
 
+/* A STACK or STACK_REF record for (pid, id) of an image told by frame nodes: another program's (see the top). */
+static void forged_damage(ltr_trace *t, const char *what, uint32_t pid, uint32_t id)
+{
+    ltr_trace_add_damage(t, LTR_DAMAGE_FORGED, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                         "chunk %llu: a %s record for stack %u of pid %u, whose stacks come from frame nodes "
+                         "(another traced program wrote it): left out, the process's own kept",
+                         (unsigned long long)t->chunk_seq, what, id, pid);
+}
+
 /* A stack of n frames of (pid, id), to fill; not listed yet. NULL without memory. */
 static stack_rec *new_stack(const ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
 {
@@ -131,23 +146,21 @@ static const ltr_stack *list_stack(ltr_trace *t, ltr_idmap *m, stack_rec *s)
     return &s->pub;
 }
 
-static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id);
-static frame_node *node_get(const node_table *nt, uint32_t id);
-
-/* The stack a STACK or STACK_REF record defines (filled), taken unless it
- * gives a known stack of the image other frames (strict_ids): then it is
- * freed, the stack unknown, the record damage. */
+/* The stack a STACK or STACK_REF record defines (filled), taken unless
+ * (strict_ids) the pid's image has frame nodes (then it is another
+ * program's: left out) or it gives a known stack of the image other frames
+ * (then neither is taken: the stack is unknown, the record damage). */
 static void define_stack(ltr_trace *t, const char *what, uint32_t pid, stack_rec *s)
 {
-    ltr_idmap *m = pid_stacks(t, pid);
+    const node_table *nt = strict_ids(t) ? ltr_idmap_get(&t->node_pids, pid) : NULL;
+    ltr_idmap *m = nt && nt->n ? NULL : pid_stacks(t, pid);
     if (!m) {
+        if (nt && nt->n)
+            forged_damage(t, what, pid, s->pub.id);
         free(s);
         return;
     }
     const ltr_stack *was = strict_ids(t) ? ltr_idmap_get(m, s->pub.id) : NULL;
-    const node_table *nt = strict_ids(t) && !was ? ltr_idmap_get(&t->node_pids, pid) : NULL;
-    if (nt && node_get(nt, s->pub.id) && !(was = stack_from_nodes(t, pid, s->pub.id)))
-        was = &conflicted.pub; /* told by nodes, some unknown: nothing to check it against */
     if (!was || (was != &conflicted.pub && was->frame_count == s->pub.frame_count &&
                  !memcmp(was->frames, s->frames, 8u * s->pub.frame_count))) {
         list_stack(t, m, s); /* new, or the same frames again */
@@ -317,7 +330,6 @@ static void nodes_clear(node_table *nt)
     free(nt->far);
     nt->far = NULL;
     nt->n = nt->nfar = nt->capfar = nt->cap0 = 0;
-    nt->kept_stacks = 0; /* its stacks are forgotten with it (ltr_heapmeta_new_image) */
 }
 
 /* map's value for pid handed over to key, and a zeroed one of size bytes
@@ -372,21 +384,15 @@ void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key)
         drop_found_stacks(t, pid);
 }
 
-/* After a node of pid was found to disagree: the stacks built so far go
- * (those through it are unknown now), the others stay (a STACK record's,
- * or one found to disagree). Nothing found since the last time: nothing to
- * do (a crafted chunk of disagreeing nodes would go over all each time). */
-static void forget_built_stacks(ltr_trace *t, uint32_t pid, node_table *nt)
+/* At the first node of pid's image: the stacks STACK records told it
+ * before are another program's (see the top), left out. */
+static void drop_forged_stacks(ltr_trace *t, uint32_t pid)
 {
-    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid), keep = {0};
-    if (!m || m->n == nt->kept_stacks)
-        return;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->vals[i] && (m->vals[i] == &conflicted || !node_get(nt, m->keys[i])))
-            ltr_idmap_put(&keep, m->keys[i], m->vals[i]); /* without memory it goes: unknown, never wrong */
-    ltr_idmap_free(m);
-    *m = keep;
-    nt->kept_stacks = m->n;
+    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    for (size_t i = 0; m && i < m->cap; i++)
+        if (m->vals[i])
+            forged_damage(t, "STACK", pid, m->keys[i]);
+    drop_found_stacks(t, pid);
 }
 
 /* Node v of pid, whose record names parent, stored unless it disagrees with
@@ -394,24 +400,20 @@ static void forget_built_stacks(ltr_trace *t, uint32_t pid, node_table *nt)
  * unknown from here on, and the record damage. -1 without memory. */
 static int store_strict(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t parent, const ltr_node *v)
 {
+    if (!nt->n)
+        drop_forged_stacks(t, pid);
     frame_node *fn = node_get(nt, v->id);
-    ltr_idmap *m = fn ? NULL : ltr_idmap_get(&t->stack_pids, pid);
-    bool stack_rec_said = m && ltr_idmap_get(m, v->id); /* no node yet: a STACK record's (or one found to disagree) */
     if (fn && fn->parent == NODE_CONFLICT)
         return 0;
-    if (fn ? fn->ip == v->ip && fn->parent == parent : !stack_rec_said) {
+    if (!fn || (fn->ip == v->ip && fn->parent == parent)) {
         if (!fn && !(fn = node_add(nt, v->id)))
             return -1;
         *fn = (frame_node){v->ip, v->id, parent};
         return 0;
     }
-    if (!fn && !(fn = node_add(nt, v->id)))
-        return -1;
     *fn = (frame_node){0, v->id, NODE_CONFLICT};
     conflict_damage(t, "FRAME_NODES", pid, v->id);
-    forget_built_stacks(t, pid, nt);
-    if (stack_rec_said && (m = ltr_idmap_get(&t->stack_pids, pid)))
-        ltr_idmap_put(m, v->id, &conflicted); /* the key is there: n stays */
+    drop_found_stacks(t, pid); /* those built through it are unknown now; the others are built again */
     return 0;
 }
 

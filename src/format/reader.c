@@ -29,7 +29,8 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
     t->sum.damage++;
     if (t->ndamage > 0) {
         ltr_damage *last = &t->damage[t->ndamage - 1];
-        if (kind == LTR_DAMAGE_BAD_RECORD && last->kind == kind && last->offset == off) {
+        if ((kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED) && last->kind == kind &&
+            last->offset == off) {
             last->count++;
             return;
         }
@@ -701,6 +702,7 @@ const char *ltr_damage_kind_name(ltr_damage_kind kind)
     case LTR_DAMAGE_DECOMPRESS: return "decompression failed";
     case LTR_DAMAGE_BAD_RECORD: return "bad record";
     case LTR_DAMAGE_MISSING: return "chunks missing";
+    case LTR_DAMAGE_FORGED: return "another process's record";
     }
     return "damage";
 }

@@ -266,7 +266,7 @@ struct ltr_trace {
     void *addr_hook_ctx;
 };
 
-/* Records damage; a BAD_RECORD at the same chunk as the last entry only bumps its count. */
+/* Records damage; a BAD_RECORD or FORGED at the same chunk as the last entry only bumps its count. */
 void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
                           int64_t seq, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 

@@ -250,7 +250,8 @@ static void test_forged_stacks_not_taken(void **state)
         tu_free(&r);
         r = tu_run("%s info %s/%s.ltr", LTR, dir, modes[i]);
         assert_non_null(strstr(r.err, "is damaged")); /* said */
-        assert_non_null(strstr(r.out, "other frames than an earlier record"));
+        /* perl's stacks are its nodes': a STACK record for one is another program's, left out */
+        assert_non_null(strstr(r.out, i ? "other frames than an earlier record" : "whose stacks come from frame nodes"));
         tu_free(&r);
     }
 }

@@ -763,18 +763,22 @@ static uint64_t innermost(const ltr_trace *t, uint32_t pid, uint32_t id)
  * metadata: a record that gives a known stack of the image other frames
  * is damage, and that stack unknown from then on (a traced program made
  * every stack of another one its own, and the trace said it was whole).
- * The same records in a version 2 trace replace as they did, without damage. */
+ * A STACK record for a pid whose image has frame nodes, before its first
+ * node or after, is another program's: left out as FORGED, the nodes'
+ * stack kept (taken as a conflict, it made the stack unknown). The same
+ * records in a version 2 trace replace as they did, without damage. */
 static void test_redefinition_is_damage(void **state)
 {
     ltr_bytes chunk = {0};
+    put_stack1(&chunk, 100, 3, 0xbad3);   /* a STACK record before the pid's first node... */
     put_node(&chunk, 100, 0, 1, 0x1000);
     put_node(&chunk, 100, 1, 2, 0x2000);
     put_node(&chunk, 100, 0, 1, 0xbad1);  /* node 1 told again, other frame: stacks 1 and 2 */
-    put_stack1(&chunk, 100, 3, 0xbad3);   /* a STACK record first... */
     put_node(&chunk, 100, 0, 3, 0x3000);  /* ...then the node of its id */
     put_node(&chunk, 100, 0, 4, 0x4000);
     put_node(&chunk, 100, 0, 4, 0x4000);  /* the same again: a repeat, not damage */
     put_stack1(&chunk, 100, 4, 0xbad4);   /* a STACK record for a stack of nodes */
+    put_stack1(&chunk, 100, 9, 0xbad9);   /* and for an id no node told (its node lost?) */
     put_stack1(&chunk, 200, 5, 0x5000);
     put_stack1(&chunk, 200, 5, 0x5000);
     put_stack1(&chunk, 200, 5, 0xbad5);   /* STACK records alone disagree too */
@@ -785,20 +789,29 @@ static void test_redefinition_is_damage(void **state)
     assert_int_equal(gen_raw_trace(path, LTR_FORMAT_VERSION, &chunk, 1), 0);
     ltr_trace_summary s;
     ltr_trace *t = open_scanned(path, &s);
-    assert_int_equal(s.damage, 4);
-    for (uint32_t id = 1; id <= 4; id++) /* neither definition taken */
-        assert_int_equal(innermost(t, 100, id), 0);
+    assert_int_equal(s.damage, 5);
+    uint32_t old = ltr_trace_image_at(t, 0)->key; /* pid 100 before its exec */
+    for (uint32_t id = 1; id <= 2; id++) /* neither definition taken */
+        assert_int_equal(innermost(t, old, id), 0);
+    assert_int_equal(innermost(t, old, 9), 0);
     assert_int_equal(innermost(t, 200, 5), 0);
+    assert_int_equal(innermost(t, old, 3), 0x3000); /* the nodes', not the STACK records' */
+    assert_int_equal(innermost(t, old, 4), 0x4000);
     assert_int_equal(innermost(t, 100, 6), 0x7000);
-    assert_int_equal(innermost(t, ltr_trace_image_at(t, 0)->key, 6), 0x6000);
+    assert_int_equal(innermost(t, old, 6), 0x6000);
+    uint64_t forged = 0;
+    for (size_t i = 0; ltr_trace_damage_at(t, i); i++)
+        if (ltr_trace_damage_at(t, i)->kind == LTR_DAMAGE_FORGED)
+            forged += ltr_trace_damage_at(t, i)->count;
+    assert_int_equal(forged, 3);
     const ltr_damage *d = ltr_trace_damage_at(t, 0);
-    assert_non_null(strstr(d->detail, "gives stack 1 of pid 100 other frames"));
+    assert_non_null(strstr(d->detail, "STACK record for stack 3 of pid 100, whose stacks come from frame nodes"));
     ltr_trace_close(t);
 
     assert_int_equal(gen_raw_trace(path, 2, &chunk, 1), 0);
     t = open_scanned(path, &s);
     assert_int_equal(s.damage, 0);
-    uint32_t old = ltr_trace_image_at(t, 0)->key; /* pid 100 before its exec */
+    old = ltr_trace_image_at(t, 0)->key;
     assert_int_equal(innermost(t, old, 1), 0xbad1);
     assert_int_equal(innermost(t, old, 2), 0x2000);
     assert_int_equal(innermost(t, old, 4), 0xbad4);
