@@ -121,6 +121,8 @@ static void forged_damage(ltr_trace *t, const char *what, uint32_t pid, uint32_t
                          (unsigned long long)t->chunk_seq, what, id, pid);
 }
 
+static bool told_by_nodes(const ltr_trace *t, uint32_t pid);
+
 /* A stack of n frames of (pid, id), to fill; not listed yet. NULL without memory. */
 static stack_rec *new_stack(const ltr_trace *t, uint32_t pid, uint32_t id, uint32_t n)
 {
@@ -152,10 +154,10 @@ static const ltr_stack *list_stack(ltr_trace *t, ltr_idmap *m, stack_rec *s)
  * (then neither is taken: the stack is unknown, the record damage). */
 static void define_stack(ltr_trace *t, const char *what, uint32_t pid, stack_rec *s)
 {
-    const node_table *nt = strict_ids(t) ? ltr_idmap_get(&t->node_pids, pid) : NULL;
-    ltr_idmap *m = nt && nt->n ? NULL : pid_stacks(t, pid);
+    bool forged = told_by_nodes(t, pid);
+    ltr_idmap *m = forged ? NULL : pid_stacks(t, pid);
     if (!m) {
-        if (nt && nt->n)
+        if (forged)
             forged_damage(t, what, pid, s->pub.id);
         free(s);
         return;
@@ -195,6 +197,10 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     uint32_t pid = ltr_cursor_u32(c), id = ltr_cursor_u32(c), base_id = ltr_cursor_u32(c);
     uint16_t shared = ltr_cursor_u16(c), n = ltr_cursor_u16(c);
     const uint8_t *f = ltr_cursor_take(c, 8u * n);
+    if (f && id && told_by_nodes(t, pid)) { /* before its base is looked at: the writer's base may be forged too */
+        forged_damage(t, "STACK_REF", pid, id);
+        return 0;
+    }
     ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
     const stack_rec *base = m ? ltr_idmap_get(m, base_id) : NULL;
     if (!f || id == 0 || !base || base == &conflicted || shared > base->pub.frame_count ||
@@ -362,6 +368,13 @@ static void drop_found(void *v)
 {
     ltr_idmap_free(v);
     free(v);
+}
+
+/* Whether pid's image has frame nodes, so that (strict_ids) a STACK or STACK_REF record of it is another program's. */
+static bool told_by_nodes(const ltr_trace *t, uint32_t pid)
+{
+    const node_table *nt = strict_ids(t) ? ltr_idmap_get(&t->node_pids, pid) : NULL;
+    return nt && nt->n;
 }
 
 int ltr_heapmeta_has_stacks(const ltr_trace *t, uint32_t pid)

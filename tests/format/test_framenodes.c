@@ -752,6 +752,19 @@ static void put_stack1(ltr_bytes *b, uint32_t pid, uint32_t id, uint64_t ip)
     ltr_bytes_record_end(b, r);
 }
 
+/* One STACK_REF record: stack id is its one frame ip, then none of base's. */
+static void put_stack_ref1(ltr_bytes *b, uint32_t pid, uint32_t id, uint32_t base, uint64_t ip)
+{
+    size_t r = ltr_bytes_record_begin(b, LTR_META_STACK_REF);
+    ltr_bytes_put_u32(b, pid);
+    ltr_bytes_put_u32(b, id);
+    ltr_bytes_put_u32(b, base);
+    ltr_bytes_put_u16(b, 0);
+    ltr_bytes_put_u16(b, 1);
+    ltr_bytes_put_u64(b, ip);
+    ltr_bytes_record_end(b, r);
+}
+
 /* The innermost frame of stack (pid, id), or 0 when it is unknown. */
 static uint64_t innermost(const ltr_trace *t, uint32_t pid, uint32_t id)
 {
@@ -779,6 +792,7 @@ static void test_redefinition_is_damage(void **state)
     put_node(&chunk, 100, 0, 4, 0x4000);  /* the same again: a repeat, not damage */
     put_stack1(&chunk, 100, 4, 0xbad4);   /* a STACK record for a stack of nodes */
     put_stack1(&chunk, 100, 9, 0xbad9);   /* and for an id no node told (its node lost?) */
+    put_stack_ref1(&chunk, 100, 10, 9, 0xbada); /* the writer's STACK_REF of the next, on the one left out */
     put_stack1(&chunk, 200, 5, 0x5000);
     put_stack1(&chunk, 200, 5, 0x5000);
     put_stack1(&chunk, 200, 5, 0xbad5);   /* STACK records alone disagree too */
@@ -789,11 +803,12 @@ static void test_redefinition_is_damage(void **state)
     assert_int_equal(gen_raw_trace(path, LTR_FORMAT_VERSION, &chunk, 1), 0);
     ltr_trace_summary s;
     ltr_trace *t = open_scanned(path, &s);
-    assert_int_equal(s.damage, 5);
+    assert_int_equal(s.damage, 6);
     uint32_t old = ltr_trace_image_at(t, 0)->key; /* pid 100 before its exec */
     for (uint32_t id = 1; id <= 2; id++) /* neither definition taken */
         assert_int_equal(innermost(t, old, id), 0);
     assert_int_equal(innermost(t, old, 9), 0);
+    assert_int_equal(innermost(t, old, 10), 0);
     assert_int_equal(innermost(t, 200, 5), 0);
     assert_int_equal(innermost(t, old, 3), 0x3000); /* the nodes', not the STACK records' */
     assert_int_equal(innermost(t, old, 4), 0x4000);
@@ -803,7 +818,7 @@ static void test_redefinition_is_damage(void **state)
     for (size_t i = 0; ltr_trace_damage_at(t, i); i++)
         if (ltr_trace_damage_at(t, i)->kind == LTR_DAMAGE_FORGED)
             forged += ltr_trace_damage_at(t, i)->count;
-    assert_int_equal(forged, 3);
+    assert_int_equal(forged, 4); /* the STACK_REF too, not a bad record (its base was left out) */
     const ltr_damage *d = ltr_trace_damage_at(t, 0);
     assert_non_null(strstr(d->detail, "STACK record for stack 3 of pid 100, whose stacks come from frame nodes"));
     ltr_trace_close(t);
