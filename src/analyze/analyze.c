@@ -376,13 +376,37 @@ static void warn_losses(ltr_analysis *a)
              (unsigned long long)a->events_overwritten);
 }
 
+/* How much of the trace's damage is records of intact chunks, and of them
+ * records another traced program wrote about a process (left out, the
+ * process's own taken): from its list, whose entries past its bound count
+ * as chunks' damage. A forged stack record is not a damaged stretch: said
+ * as one, the analysis told of allocations missing that were all there. */
+static void count_record_damage(ltr_analysis *a)
+{
+    a->bad_records = a->forged = 0;
+    for (size_t i = 0; ltr_trace_damage_at(a->trace, i); i++) {
+        const ltr_damage *d = ltr_trace_damage_at(a->trace, i);
+        a->bad_records += d->kind == LTR_DAMAGE_BAD_RECORD || d->kind == LTR_DAMAGE_FORGED ? d->count : 0;
+        a->forged += d->kind == LTR_DAMAGE_FORGED ? d->count : 0;
+    }
+}
+
 static void warn_state(ltr_analysis *a)
 {
-    if (a->sum.damage)
+    uint64_t chunks = a->sum.damage - a->bad_records, bad = a->bad_records - a->forged;
+    if (chunks)
         an_warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
                 "allocations and frees in the damaged stretches are missing",
              (unsigned long long)a->sum.damage);
-    else if (!a->sum.complete)
+    else if (bad)
+        an_warn(a, "the trace holds %llu bad record(s) in intact chunks ('ltr info' lists them): each was left "
+                "out and only what it told is missing (a record that gave a process's stack other frames than "
+                "an earlier one, as another traced program of the session can write, leaves that stack unknown)",
+                (unsigned long long)bad);
+    if (a->forged)
+        an_warn(a, "%llu record(s) about a process were another traced program's ('ltr info' lists them): left "
+                "out, and the process's own analyzed", (unsigned long long)a->forged);
+    if (!a->sum.damage && !a->sum.complete)
         an_warn(a, "the trace was cut short or is still being recorded (no END chunk): events up to its last "
                 "chunk were analyzed");
     if (a->bad_heap_events)
@@ -506,6 +530,7 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
     an_mem_finish(a);
     count_losses(a);
     settle_bounds(a);
+    count_record_damage(a);
     warn_losses(a);
     if (!o->cpu && !o->mapped && !o->files) /* its warnings are the heap's */
         warn_state(a);
@@ -588,7 +613,7 @@ void ltr_analysis_free(ltr_analysis *a)
     free(a);
 }
 
-uint64_t ltr_analysis_damage(const ltr_analysis *a) { return a->sum.damage; }
+uint64_t ltr_analysis_damage(const ltr_analysis *a) { return a->sum.damage - a->forged; }
 uint64_t ltr_analysis_cpu_samples(const ltr_analysis *a) { return a->cpu_samples; }
 size_t ltr_analysis_warning_count(const ltr_analysis *a) { return a->nwarnings; }
 const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i)

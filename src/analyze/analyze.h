@@ -50,7 +50,9 @@ typedef enum ltr_report_format {
  * not a failure: the intact content is analyzed and the damage is reported. */
 int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis **out, ltr_error *err);
 void ltr_analysis_free(ltr_analysis *a);
-/* Damage occurrences met in the trace (0 = intact). */
+/* Damage occurrences met in the trace that cost the analysis something (0 =
+ * intact, or only records other traced programs wrote about a process, left
+ * out without loss). */
 uint64_t ltr_analysis_damage(const ltr_analysis *a);
 /* CPU samples in the window (with opts.cpu). */
 uint64_t ltr_analysis_cpu_samples(const ltr_analysis *a);

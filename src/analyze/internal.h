@@ -100,6 +100,7 @@ struct ltr_analysis {
     an_hmap gens;             /* pid -> an_index_gen: how many of its images were replaced so far */
     uint64_t events_lost, events_overwritten;
     ltr_trace_summary sum;
+    uint64_t bad_records, forged; /* of sum.damage: records of intact chunks, and of them other processes' (warn_state) */
     char **warnings;
     size_t nwarnings;
     ltr_symbolizer *sym;      /* symbolize.c: made at the scan's start, fed modules as they come */

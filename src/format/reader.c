@@ -27,6 +27,7 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
                           int64_t seq, const char *fmt, ...)
 {
     t->sum.damage++;
+    t->record_damage += kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED;
     if (t->ndamage > 0) {
         ltr_damage *last = &t->damage[t->ndamage - 1];
         if ((kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED) && last->kind == kind &&
@@ -573,6 +574,7 @@ static void reset_state(ltr_trace *t)
     free(t->damage);
     t->damage = NULL;
     t->ndamage = 0;
+    t->record_damage = 0;
     uint64_t size = t->file_size;
     memset(&t->sum, 0, sizeof t->sum);
     t->sum.file_size = size;

@@ -257,6 +257,7 @@ struct ltr_trace {
 
     ltr_damage *damage;
     size_t ndamage;
+    uint64_t record_damage;      /* of sum.damage, records of intact chunks (BAD_RECORD, FORGED): the chunks are whole */
     ltr_trace_summary sum;
     uint64_t first_event_ts;
     int have_event;

@@ -90,7 +90,7 @@ int ltr_trace_append_point(const ltr_trace *t, ltr_append_point *at, const char 
     struct stat st;
     if (!t->sum.complete)
         *why = "it was cut short (no END chunk): its recording did not finish";
-    else if (t->sum.damage)
+    else if (t->sum.damage > t->record_damage) /* bad records leave the chunks whole: the end is the end */
         *why = "it is damaged (ltr info lists where)";
     else if (t->pos != t->file_size)
         *why = "it was not read to its end";
