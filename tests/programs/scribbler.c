@@ -26,7 +26,9 @@
  * write one), stack:PID:N:HEXADDR (no scribble: well-formed STACK records
  * of process PID, ids 1 to N, each of the one frame HEXADDR; prints
  * lost=K), nodes:PID:N:HEXADDR (the same as FRAME_NODES records: nodes 1
- * to N of process PID, each an outermost frame HEXADDR), attach:PID (no scribble: an attach request on the
+ * to N of process PID, each an outermost frame HEXADDR), module:PID:HEXSTART:HEXEND:PATH (no scribble: a
+ * well-formed MODULE record loading PATH for process PID over [START, END), bias START, no build-id; its
+ * reader takes it, which no test asserts yet), attach:PID (no scribble: an attach request on the
  * session's socket that claims to come from process PID, as the agent's
  * does from its own; prints answered=1 if the recorder took it, 0 if it
  * closed the connection).
@@ -304,6 +306,31 @@ int main(int argc, char **argv)
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
+        len = 0;
+    }
+    if (!strncmp(region, "module:", 7)) { /* a MODULE load of another process: PATH mapped over [START, END) */
+        unsigned pid = 0;
+        unsigned long long start = 0, end = 0;
+        int at = 0;
+        if (sscanf(region + 7, "%u:%llx:%llx:%n", &pid, &start, &end, &at) != 3 || !at)
+            return 2;
+        ltr_bytes b = {0};
+        size_t rec = ltr_bytes_record_begin(&b, LTR_META_MODULE);
+        ltr_bytes_put_u32(&b, pid);
+        ltr_bytes_put_u64(&b, ltr_now_ns());
+        ltr_bytes_put_u8(&b, 1);
+        ltr_bytes_put_u64(&b, start);
+        ltr_bytes_put_str(&b, region + 7 + at);
+        ltr_bytes_put_u8(&b, 0);
+        ltr_bytes_put_u16(&b, 1);
+        ltr_bytes_put_u64(&b, start);
+        ltr_bytes_put_u64(&b, end);
+        ltr_bytes_put_u64(&b, 0);
+        ltr_bytes_put_u8(&b, 5);
+        ltr_bytes_record_end(&b, rec);
+        if (b.failed || ltr_producer_meta_append(a, b.data, (uint32_t)b.len) != 0)
+            return 1;
+        ltr_bytes_free(&b);
         len = 0;
     }
     if (!strncmp(region, "process:", 8)) { /* a PROCESS record of another process, under another name */
