@@ -152,14 +152,14 @@ static int parse(int argc, char **argv, record_opts *o)
 typedef struct record_counts {
     unsigned long long recorded, lost, overwritten, kept, emitted;
     int known;
+    ltr_error why; /* not known: why (said only if the stop went well: else the stop says it) */
 } record_counts;
 
 static record_counts session_counts(const char *session)
 {
     record_counts c = {0};
     static ltr_session_status st;
-    ltr_error err;
-    if (ltr_client_status(session, &st, &err) == 0) {
+    if (ltr_client_status(session, &st, &c.why) == 0) {
         ltr_collector_status t = ltr_session_status_total(&st);
         c.recorded = t.events_recorded;
         c.lost = t.events_lost;
@@ -167,8 +167,6 @@ static record_counts session_counts(const char *session)
         c.kept = ltr_collector_events_kept(&t);
         c.emitted = ltr_collector_events_emitted(&t);
         c.known = 1;
-    } else {
-        cli_fail("record", "%s", err.msg);
     }
     return c;
 }
@@ -215,6 +213,8 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
     if (stop_rc && ltr_client_status(cfg->name, &still, &quiet) == 0)
         fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
                 "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
+    if (!stop_rc && !counts.known)
+        cli_warn("record", "its events could not be counted: %s", counts.why.msg);
     if (!stop_rc)
         report(trace, counts, o);
     if (!stop_rc && !o->no_symbols)

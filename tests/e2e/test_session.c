@@ -906,6 +906,24 @@ static void test_killed_recorder(void **state)
     tu_expect_ok(tu_run("%s cancel --instance k", LTR));
 }
 
+/* ltr record whose recorder is killed while its command runs: it says so
+ * once, naming the partial trace (its count of the session's events and its
+ * stop each said it: the same line twice). */
+static void test_record_recorder_killed_said_once(void **state)
+{
+    const char *dir = *state;
+    char script[1024];
+    snprintf(script, sizeof script,
+             "kill -KILL $('%s' status | sed -n 's/.*recorder pid \\([0-9]*\\).*/\\1/p')\nsleep 0.3\n", LTR);
+    tu_write_file(dir, "kill-recorder.sh", script);
+    tu_result r = tu_run("%s record -o %s/rk.ltr -- sh %s/kill-recorder.sh", LTR, dir, dir);
+    assert_int_equal(r.status, 1);
+    const char *said = strstr(r.err, "was killed or crashed");
+    if (!said || !strstr(r.err, "rk.ltr.") || strstr(said + 1, "was killed or crashed"))
+        fail_msg("ltr record did not say once that its recorder was killed:\n%s", r.err);
+    tu_free(&r);
+}
+
 /* A command that does not end by itself is killed after this long (the test
  * then fails); against a stopped recorder it ends in a few seconds. */
 #define STOPPED_LIMIT_S 60
@@ -1096,6 +1114,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_save_names_a_killed_save_leftover, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_recorder_killed_said_once, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_recorder_answers_fast, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_recorder_held_by_debugger, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_slow_client_holds_nothing, tu_setup_sandbox, tu_teardown_sandbox),
