@@ -43,7 +43,7 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
 /* ltr record's default count of buffers on this machine (above). */
 uint32_t ltr_heap_default_buffers(void);
 
-/* Makes cfg a heap session: one collector "heap" of the given buffers, the
+/* Makes cfg a heap session: one collector LTR_HEAP_COLLECTOR of the given buffers, the
  * Ltr.Heap provider enabled in it. */
 void ltr_heap_session_config(ltr_session_config *cfg, uint32_t buffer_kb, uint32_t buffers);
 
