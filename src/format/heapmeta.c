@@ -108,7 +108,8 @@ static void conflict_damage(ltr_trace *t, const char *what, uint32_t pid, uint32
 {
     ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
                          "chunk %llu: a %s record gives stack %u of pid %u other frames than an earlier record "
-                         "(another traced program wrote it?): that stack is left unknown",
+                         "(another traced program wrote it, or two processes of the session have that pid, each in a pid "
+                         "namespace of its own?): that stack is left unknown",
                          (unsigned long long)t->chunk_seq, what, id, pid);
 }
 
