@@ -374,7 +374,7 @@ static void warn_losses(ltr_analysis *a)
         an_warn(a, "memory-mode trace: %llu older event(s) were overwritten before it was saved; blocks "
                 "allocated before its first event are not seen, and their frees are counted apart: a cache "
                 "that replaces such blocks shows its new ones held, growing as a leak's would (its frees of "
-                "the old ones have no stack); a later save, or heap snapshots with --trend, tell them apart",
+                "the old ones have no stack); heap snapshots with --trend tell them apart",
              (unsigned long long)a->events_overwritten);
 }
 
