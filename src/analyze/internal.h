@@ -178,18 +178,29 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
 void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 
 /* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */
+/* How a stack's AIFO blocks came (docs/analysis.md, "Ranking"): growing
+ * over the window; at once (a one-time allocation); or turning over, a
+ * cache that frees its oldest as it allocates, its held blocks the young
+ * ones of a set it replaced. */
+typedef enum an_growth { AN_GROWING, AN_AT_ONCE, AN_TURNING_OVER } an_growth;
+extern const char *const an_growth_names[3];
+
 typedef struct an_entry {
     const an_proc *proc;
     const an_stack *stack;
     enum an_type type;
     uint64_t count, bytes;
     double weight; /* outstanding: what ranks it (rank.c: steady growth above a one-time allocation) */
+    an_growth growth; /* outstanding AIFO: an_stack_growth */
 } an_entry;
 
 /* How much of the window a stack's AIFO blocks were allocated over, 0 (at
  * once, or one block) to 1 (from its start to its end): a steady leak
  * spreads, a one-time allocation does not. */
 double an_held_spread(const ltr_analysis *a, const an_stack *s);
+/* How its AIFO blocks came: the one reading of it that the text, JSON and
+ * the report's page show and the ranking uses. */
+an_growth an_stack_growth(const ltr_analysis *a, const an_stack *s);
 
 typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } an_rank;
 

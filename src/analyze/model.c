@@ -401,9 +401,10 @@ static void note_held(an_stack *s, uint64_t ts)
 }
 
 /* A block ends at free_ts: its impacting type, if the window cares (ai: it
- * was allocated inside the window, at alloc_ts). */
-HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t alloc_ts, uint64_t free_ts,
-                   uint64_t size, int whole)
+ * was allocated inside the window, at alloc_ts). Returns whether it ended
+ * inside the window. */
+HOT int end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t alloc_ts, uint64_t free_ts,
+                  uint64_t size, int whole)
 {
     if (after_window(m, free_ts, whole)) {
         add_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
@@ -416,7 +417,21 @@ HOT void end_block(an_model *m, an_proc *p, an_stack *s, int ai, uint64_t alloc_
         p->frees++;
         if (m->series)
             cell_add(m, s, alloc_ts, free_ts, size);
+        return 1;
     }
+    return 0;
+}
+
+/* One of the stack's own blocks, allocated at born, freed at ts inside the
+ * window (an_stack.freed). */
+HOT void note_freed(an_stack *s, uint64_t born, uint64_t ts, uint64_t size)
+{
+    s->freed.count++;
+    s->freed.bytes += size;
+    if (born > s->freed_born_last)
+        s->freed_born_last = born;
+    if (ts > s->freed_last)
+        s->freed_last = ts;
 }
 
 /* A free of a block the model held (already out of the live map, or about to
@@ -428,13 +443,14 @@ HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint6
     an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
     int ai = (b->stack & LIVE_INSIDE) != 0; /* also: allocated inside the window, since not after it */
     an_thread *t = thread_of(m, p, tid);
-    if (t && !is_realloc && t->addr == b->addr && b->tid == tid && ai)
-        s->temporary++;
+    int temporary = t && !is_realloc && t->addr == b->addr && b->tid == tid && ai;
+    s->temporary += (uint64_t)temporary;
     if (t)
         t->addr = 0;
     if (in_window(m, ts, whole))
         note_peak(m, p, ts);
-    end_block(m, p, s, ai, b->ts, ts, b->size, whole);
+    if (end_block(m, p, s, ai, b->ts, ts, b->size, whole) && !is_realloc && !temporary)
+        note_freed(s, b->ts, ts, b->size);
     p->cur_bytes -= b->size;
     p->cur_count--;
     m->cur_bytes -= b->size;

@@ -44,6 +44,13 @@ typedef struct an_stack {
     /* when the first and the last of its AIFO blocks (allocated inside the
      * window, outstanding at its end) were allocated; 0: none */
     uint64_t held_first, held_last;
+    /* its own blocks freed inside the window by a free (a realloc's move and
+     * a temporary aside): how many and their bytes, when the youngest of
+     * them had been allocated and when the last of those frees came. A
+     * cache that turns over frees its oldest as it allocates (rank.c,
+     * an_stack_growth). */
+    an_amount freed;
+    uint64_t freed_born_last, freed_last;
     /* with a series: its blocks by (allocation, free) time cell (an_cell), so
      * that any range of cells has its four types exactly (ltr report) */
     an_hmap *cells;

@@ -177,11 +177,15 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
                 e[i].proc->gen, e[i].stack->stack_id);
         if (rank == AN_RANK_OUTSTANDING) {
             /* how steadily its AIFO bytes came (rank.c), and their growth per minute of the window */
-            double spread = e[i].type == AN_AIFO ? an_held_spread(a, e[i].stack) : 0;
+            int aifo = e[i].type == AN_AIFO;
+            double spread = aifo ? an_held_spread(a, e[i].stack) : 0;
             double minutes = (double)(a->win_end - a->win_start) / 60e9;
             fprintf(out, "\"type\":\"%s\",\"spread\":%.3f,\"growth_bytes_per_min\":%.0f,", an_type_names[e[i].type],
-                    spread, spread >= AN_STEADY_SPREAD && minutes > 0 ? (double)e[i].bytes / minutes : 0.0);
-            if (e[i].type == AN_AIFO && e[i].stack->held_first) /* when its first and last such block came */
+                    spread, aifo && e[i].growth == AN_GROWING && minutes > 0 ? (double)e[i].bytes / minutes : 0.0);
+            if (aifo) /* the text's label, and the frees that tell a cache turning over */
+                fprintf(out, "\"growth\":\"%s\",\"freed_count\":%llu,", an_growth_names[e[i].growth],
+                        (unsigned long long)e[i].stack->freed.count);
+            if (aifo && e[i].stack->held_first) /* when its first and last such block came */
                 fprintf(out, "\"held_s\":[%.6f,%.6f],", an_seconds(a, e[i].stack->held_first),
                         an_seconds(a, e[i].stack->held_last));
         }

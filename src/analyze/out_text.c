@@ -69,19 +69,23 @@ void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 
 /* ", growing 1.20 MiB/min" for a steady AIFO stack (its bytes over the
  * window's minutes), ", growing over 0.03 s (...)" when the window is too
- * short for a rate, ", at once (12.5 s)" for one allocated in one go. */
+ * short for a rate, ", at once (12.5 s)" for one allocated in one go,
+ * ", turning over: ..." for a cache that replaces its entries. */
 static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, size_t size)
 {
     out[0] = 0;
     if (e->type != AN_AIFO)
         return;
-    double spread = an_held_spread(a, e->stack), seconds = (double)(a->win_end - a->win_start) / 1e9;
+    double seconds = (double)(a->win_end - a->win_start) / 1e9;
     char rate[32];
-    if (spread >= AN_STEADY_SPREAD && seconds >= RATE_MIN_WINDOW_S)
+    if (e->growth == AN_GROWING && seconds >= RATE_MIN_WINDOW_S)
         snprintf(out, size, ", growing %s/min",
                  ltr_size_format((uint64_t)((double)e->bytes / (seconds / 60)), rate, sizeof rate));
-    else if (spread >= AN_STEADY_SPREAD && seconds > 0)
+    else if (e->growth == AN_GROWING && seconds > 0)
         snprintf(out, size, ", growing over %.2g s (too short a window for a rate)", seconds);
+    else if (e->growth == AN_TURNING_OVER)
+        snprintf(out, size, ", turning over: %llu of its blocks freed in the window, those held allocated since %.1f s",
+                 (unsigned long long)e->stack->freed.count, an_seconds(a, e->stack->held_first));
     else
         snprintf(out, size, ", at once (%.1f s)", an_seconds(a, e->stack->held_first));
 }

@@ -90,11 +90,36 @@ double an_held_spread(const ltr_analysis *a, const an_stack *s)
     return spread > 1 ? 1 : spread;
 }
 
+const char *const an_growth_names[3] = {"growing", "at once", "turning over"};
+
+/* Not growing (its held blocks came in under a tenth of the window), and a
+ * cache that turns over: it freed at least as many of its own blocks as it
+ * holds, of their size (a buffer grown by copying frees smaller ones), all
+ * allocated before the middle of the span its held ones came in, and it went
+ * on freeing past that middle. A leak that frees most of what it allocates
+ * frees blocks allocated among the ones it keeps; one that began late, after
+ * its frees ended, freed nothing past the middle; a table built once freed
+ * nothing. A python3 dict cache of 2000 entries that turned over in 0.3 s
+ * read "at once (14.8 s)" and ranked above a 28 KiB leak. */
+an_growth an_stack_growth(const ltr_analysis *a, const an_stack *s)
+{
+    if (an_held_spread(a, s) >= AN_STEADY_SPREAD)
+        return AN_GROWING;
+    const an_amount *held = &s->type[AN_AIFO], *freed = &s->freed;
+    uint64_t middle = s->held_first + (s->held_last - s->held_first) / 2;
+    if (held->count < 2 || freed->count < held->count ||
+        (double)held->bytes * (double)freed->count > 2.0 * (double)freed->bytes * (double)held->count ||
+        s->freed_born_last > middle || s->freed_last < middle)
+        return AN_AT_ONCE;
+    return AN_TURNING_OVER;
+}
+
 /* Outstanding bytes weighed by how steadily they came (docs/analysis.md,
  * "Ranking"): a one-time allocation counts half its bytes, a leak spread over
  * the whole window all of them, so a steady leak ranks above a one-time
  * allocation of the same size, and a much larger one-time allocation still
- * above a small leak. */
+ * above a small leak. A cache turning over comes after every other AIFO
+ * stack (by_value). */
 static double weight(const ltr_analysis *a, const an_stack *s, enum an_type t, uint64_t bytes)
 {
     return t == AN_AIFO ? (double)bytes * (0.5 + 0.5 * an_held_spread(a, s)) : (double)bytes;
@@ -105,6 +130,10 @@ static int by_value(const void *x, const void *y)
     const an_entry *a = x, *b = y;
     if (a->type != b->type) /* AIFO before AOFO */
         return a->type == AN_AIFO ? -1 : 1;
+    /* a cache turning over holds what it held before: no leak candidate */
+    int ta = a->growth == AN_TURNING_OVER, tb = b->growth == AN_TURNING_OVER;
+    if (ta != tb)
+        return ta - tb;
     if (a->weight != b->weight)
         return a->weight > b->weight ? -1 : 1;
     if (a->bytes != b->bytes)
@@ -126,11 +155,12 @@ static size_t collect(const ltr_analysis *a, const an_proc *p, an_rank rank, an_
             for (int k = 0; k < 2; k++)
                 if (s->type[kinds[k]].count)
                     out[n++] = (an_entry){p, s, kinds[k], s->type[kinds[k]].count, s->type[kinds[k]].bytes,
-                                          weight(a, s, kinds[k], s->type[kinds[k]].bytes)};
+                                          weight(a, s, kinds[k], s->type[kinds[k]].bytes),
+                                          kinds[k] == AN_AIFO ? an_stack_growth(a, s) : AN_AT_ONCE};
         } else if (rank == AN_RANK_CALLS && s->calls.count) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes, (double)s->calls.count};
+            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes, (double)s->calls.count, AN_GROWING};
         } else if (rank == AN_RANK_TEMPORARY && s->temporary) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count, (double)s->temporary};
+            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count, (double)s->temporary, AN_GROWING};
         }
     }
     return n;

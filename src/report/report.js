@@ -211,12 +211,16 @@
     /* Said as the text report says it (out_text.c's growth_text): a rate per
      * minute only over 10 s or more, since "893 MiB/min" from a half-second
      * run alarms more than it says; and a range's AIFO rows (s.range_s) say
-     * how their blocks spread in the range, not "at once" for a steady leak. */
+     * how their blocks spread in the range, not "at once" for a steady leak.
+     * The window's rows say what the analysis says (s.growth: rank.c's
+     * an_stack_growth), a cache turning over too; a range knows only cells. */
     function growth(s) {
         if (s.type !== "AIFO")
             return "";
         var secs = s.range_s !== undefined ? s.range_s : A.window.to_s - A.window.from_s;
-        if (!((s.spread || 0) >= 0.1) || !(secs > 0))
+        if (s.range_s === undefined && s.growth === "turning over")
+            return "turning over (" + s.freed_count + " freed)";
+        if (s.range_s === undefined ? s.growth !== "growing" : !((s.spread || 0) >= 0.1) || !(secs > 0))
             return "at once";
         if (secs < 10)
             return "growing over " + secs.toPrecision(2) + " s";

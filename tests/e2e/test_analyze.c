@@ -553,6 +553,67 @@ static void test_memory_mode_leak_beside_expiring_sessions(void **state)
     free(text);
 }
 
+/* The growth (an_stack_growth) of the AIFO entry of function, and its place
+ * in the ranking (-1: not there). */
+static int ranked_growth(const char *json, const char *function, char *growth, size_t size)
+{
+    const char *e = entry_of(json, "stacks", function, "AIFO"), *g = e ? strstr(e, "\"growth\":\"") : NULL;
+    growth[0] = 0;
+    if (!g)
+        return -1;
+    g += strlen("\"growth\":\"");
+    snprintf(growth, size, "%.*s", (int)(strchr(g, '"') - g), g);
+    int place = 0;
+    for (const char *p = strstr(json, "\"stacks\":["); p && p < e; p = strstr(p + 1, "{\"pid\":"))
+        place++;
+    return place;
+}
+
+/* A cache that turns over (snap-target's turnover mode: 2000 entries,
+ * replaced every 0.33 s) beside a leak, a leak that frees 199 in 200 and a
+ * table built at start, in a file and in a memory-mode save whose tail is
+ * some 6 s: the cache read "at once (5.7 s)" and ranked first with half its
+ * 2.57 MiB; it says it turns over and comes after the leaks, which stay
+ * growing, the table at once. */
+static void check_turnover(const char *trace, int table)
+{
+    char *json = analyze(trace, "--format json --top 0", 0), g[32];
+    int cache = ranked_growth(json, "cache_entry", g, sizeof g);
+    if (strcmp(g, "turning over"))
+        fail_msg("%s: the cache reads '%s':\n%s", trace, g, json);
+    int req = ranked_growth(json, "request_site", g, sizeof g);
+    assert_string_equal(g, "growing");
+    int leak = ranked_growth(json, "leak_site", g, sizeof g);
+    assert_string_equal(g, "growing");
+    if (req > cache || leak > cache)
+        fail_msg("%s: the cache (#%d) ranks above a leak (#%d, #%d)", trace, cache, req, leak);
+    if (table) {
+        assert_true(ranked_growth(json, "table_site", g, sizeof g) > 0);
+        assert_string_equal(g, "at once");
+    }
+    free(json);
+    char *text = analyze(trace, "--width 0", 0);
+    const char *line = strstr(text, "\n        cache_entry"), *head = line;
+    while (head && head > text && strncmp(head, "    #", 5))
+        head--;
+    if (!line || !head || !strstr(head, ", turning over: ") || strstr(head, ", turning over: ") > line)
+        fail_msg("%s: the cache's line does not say it turns over:\n%s", trace, text);
+    free(text);
+}
+
+static void test_cache_turning_over(void **state)
+{
+    (void)state;
+    assert_int_equal(system("mkdir -p turn && touch turn/go"), 0);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' turnover turn 6", tu_test_bin("snap-target"));
+    record("turn.ltr", "", cmd);
+    check_turnover("turn.ltr", 1);
+    snprintf(cmd, sizeof cmd, "'%s' turnover turn 9", tu_test_bin("snap-target"));
+    record("turn-mem.ltr", "--memory --buffer-size 64 --buffers 30", cmd);
+    check_turnover("turn-mem.ltr", 0);
+}
+
 /* "t" of the heap Alloc of this size in `ltr dump --json` (the first), or -1. */
 static double alloc_time(const char *dump, long long size)
 {
@@ -1030,6 +1091,7 @@ int main(void)
         cmocka_unit_test(test_window_in_the_middle),
         cmocka_unit_test(test_memory_mode),
         cmocka_unit_test(test_memory_mode_leak_beside_expiring_sessions),
+        cmocka_unit_test(test_cache_turning_over),
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
         cmocka_unit_test(test_exec_is_another_image),

@@ -16,6 +16,13 @@
  *          oldest of 2000 sessions (session_site) expires, a request's
  *          buffer (request_site, one bin with a session) is allocated and
  *          freed, 1 in 20 leaked, and a new session is made;
+ *   turnover for SECS seconds, 6000 ticks a second in one thread: the
+ *          oldest of 2000 cache entries of 600..2100 bytes (cache_entry)
+ *          is freed and a new one made, so the cache turns over in a third
+ *          of a second; a request's buffer (request_site) is allocated and
+ *          freed, 1 in 200 leaked; leak_site leaks 256 bytes every 50 ms;
+ *          table_site builds 400 blocks of 1000 bytes at the start, never
+ *          freed (docs/analysis.md, "Ranking": one label of each kind);
  *   big    allocates N blocks of 32 bytes, writes DIR/ready, waits for exit;
  *   stacks allocates a block from each of 2^D distinct stacks, the same way;
  *   forked forks a child that writes its pid to DIR/child and does count.
@@ -231,6 +238,35 @@ static void sessions(double secs)
     sink = leaked;
 }
 
+__attribute__((noinline)) void *cache_entry(size_t n) { return malloc(n); }
+__attribute__((noinline)) void *table_site(void) { return malloc(1000); }
+
+static void turnover(double secs)
+{
+    static void *cache[2000], *table[400], *leaked[20000];
+    unsigned nleaked = 0;
+    for (int i = 0; i < 400; i++)
+        table[i] = table_site();
+    double t0 = now(), next_leak = t0;
+    for (unsigned tick = 0; now() - t0 < secs && nleaked < 20000; tick++) {
+        free(cache[tick % 2000]);
+        cache[tick % 2000] = cache_entry(600 + (tick * 7919u) % 1500);
+        void *r = request_site();
+        if (tick % 200 == 0)
+            leaked[nleaked++] = r;
+        else
+            free(r);
+        if (now() >= next_leak && nleaked < 20000) {
+            leaked[nleaked++] = leak_site();
+            next_leak += 0.05;
+        }
+        while (now() - t0 < tick / 6000.0)
+            nap(1);
+    }
+    sink = table;
+    sink = leaked;
+}
+
 /* DIR/NAME holds this process's pid, whole when it appears. */
 static int write_pid(const char *name)
 {
@@ -273,6 +309,8 @@ int main(int argc, char **argv)
         trend(argc > 3 ? atof(argv[3]) : 10);
     else if (!strcmp(argv[1], "sessions"))
         sessions(argc > 3 ? atof(argv[3]) : 6);
+    else if (!strcmp(argv[1], "turnover"))
+        turnover(argc > 3 ? atof(argv[3]) : 6);
     else if (!strcmp(argv[1], "shrink"))
         shrink(argc > 3 ? atof(argv[3]) : 4);
     else if (!strcmp(argv[1], "stacks"))
