@@ -29,7 +29,9 @@ static void help(void)
            "trace and exits with CMD's exit status (128 + N if signal N killed it, said by\n"
            "name). Ctrl-C stops CMD; the trace is still written. If CMD cannot start, no\n"
            "trace is written and the exit status is a shell's: 127 not found, 126 not\n"
-           "executable. A write error (a full disk) is reported, exit status 1 or CMD's.\n\n"
+           "executable. A write error (a full disk) is reported, exit status 1 or CMD's.\n"
+           "The session is 'record-PID' (PID: this ltr record's); stopped by another\n"
+           "command ('ltr stop --instance record-PID FILE'), its trace is that FILE, said.\n\n"
            "  -o, --output FILE    the trace (default: ltr-record.ltr); an existing FILE is\n"
            "                       refused before CMD runs\n"
            "  --force              replace an existing FILE\n"
@@ -200,12 +202,37 @@ static void report(const char *trace, record_counts c, const record_opts *o)
                  "allocator linked into the program)");
 }
 
-/* Stops the session into trace; reports as for a command. Returns 0 or 1. */
-static int stop_into(const record_opts *o, const ltr_session_config *cfg, const char *trace)
+/* How long a record whose stop found no session waits for its recorder's
+ * note (a stop by another command at the same moment): the recorder is
+ * finishing that stop, and leaves the note before it answers it. */
+#define NOTE_WAIT_MS 10000
+
+/* Another command stopped or cancelled the session (the recorder's note,
+ * waited for up to wait_ms): said, with where the trace went. 0 if the trace
+ * was written, 1 if not, -1 when there is no note. */
+static int another_stopped(int note_fd, int wait_ms)
 {
+    char note[4800];
+    if (note_fd < 0 || !ltr_recorder_note(note_fd, wait_ms, note, sizeof note))
+        return -1;
+    note[strcspn(note, "\n")] = 0;
+    fprintf(stderr, "ltr record: %s\n", note + (note[0] && note[1] == ' ' ? 2 : 0));
+    return note[0] == '0' ? 0 : 1;
+}
+
+/* Stops the session into trace; reports as for a command. Returns 0 or 1. */
+static int stop_into(const record_opts *o, const ltr_session_config *cfg, const char *trace, int note_fd)
+{
+    int theirs = another_stopped(note_fd, 0);
+    if (theirs >= 0)
+        return theirs;
     record_counts counts = session_counts(cfg->name);
     ltr_kvlist stopped = {0};
     int stop_rc = cli_session_write_request("record", cfg->name, "stop", trace, NULL, o->force, &stopped);
+    if (stop_rc && (theirs = another_stopped(note_fd, NOTE_WAIT_MS)) >= 0) {
+        ltr_kvlist_free(&stopped);
+        return theirs;
+    }
     static ltr_session_status still;
     ltr_error quiet;
     /* a stop that could not begin keeps the recording; one that failed while
@@ -228,7 +255,7 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
 
 /* ltr record --pid: attach, wait for Ctrl-C, the duration or the exit, stop. */
 static int record_pid(const record_opts *o, const ltr_session_config *cfg, const char *agent,
-                      const char *rundir, const char *trace)
+                      const char *rundir, const char *trace, int note_fd)
 {
     ltr_error err;
     ltr_inject_report rep;
@@ -248,7 +275,7 @@ static int record_pid(const record_opts *o, const ltr_session_config *cfg, const
     ltr_wait_end why = ltr_attach_wait((pid_t)o->pid, o->duration_ns);
     if (why == LTR_WAIT_EXITED)
         fprintf(stderr, "ltr record: pid %u exited\n", o->pid);
-    return stop_into(o, cfg, trace);
+    return stop_into(o, cfg, trace, note_fd);
 }
 
 int cmd_record(int argc, char **argv)
@@ -278,10 +305,11 @@ int cmd_record(int argc, char **argv)
         return cli_fail("record", "%s", err.msg), 2;
     if (ltr_heap_agent_path(agent, sizeof agent, &err))
         return cli_fail("record", "%s", err.msg);
-    if (ltr_recorder_launch(&cfg, &err))
+    int note_fd;
+    if (ltr_recorder_launch_controlled(&cfg, &note_fd, &err))
         return cli_fail("record", "%s", err.msg);
     if (o.pid)
-        return record_pid(&o, &cfg, agent, rundir, trace);
+        return record_pid(&o, &cfg, agent, rundir, trace, note_fd);
     ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,
                          .wait_descendants = true, .session = cfg.name};
     int status = 0, sig = 0;
@@ -293,6 +321,6 @@ int cmd_record(int argc, char **argv)
         return status ? status : 1;
     }
     ltr_heap_report_signal("record", argv[first], sig);
-    int stop_rc = stop_into(&o, &cfg, trace);
+    int stop_rc = stop_into(&o, &cfg, trace, note_fd);
     return stop_rc && !status ? 1 : status;
 }

@@ -144,7 +144,7 @@ typedef struct recorder {
     ino_t sock_ino;        /* of our socket's file: removed only if still ours */
     int record_fd;         /* the session's record, locked while we live */
     char record_name[LTR_SESSION_NAME_MAX + 40];
-    int controller_fd; /* `ltr record`'s pipe: hung up when it is gone; else -1 */
+    int controller_fd; /* `ltr record`'s socket: hung up when it is gone, takes a note; else -1 */
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */

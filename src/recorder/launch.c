@@ -5,17 +5,21 @@
  * end of a pipe whose write end only the launcher holds: the kernel closes it
  * however the launcher ends, SIGKILL included, and the recorder sees the
  * hang-up. (PR_SET_PDEATHSIG cannot serve: the daemon's parent is the
- * intermediate process, gone at once.)
+ * intermediate process, gone at once.) It is a socket pair, so that the
+ * recorder can also leave a note on it for the launcher: a session of
+ * `ltr record` stopped by another command, whose trace went elsewhere.
  */
 #include "recorder/recorder.h"
 #include "prim/prim.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +45,9 @@ static void raise_session_share(void)
     close(fd);
 }
 
-int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
+/* keep: gets the launcher's end of the controller pair (-1 if none), else it
+ * stays open, unseen, until this process ends. */
+static int launch(const ltr_session_config *cfg, int *keep, ltr_error *err)
 {
     int rc = ltr_session_config_check(cfg, err);
     if (rc)
@@ -49,7 +55,7 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
     int p[2], ctl[2] = {-1, -1};
     if (pipe2(p, O_CLOEXEC) != 0)
         return ltr_fail(err, errno, "pipe: %s", strerror(errno));
-    if ((cfg->stop_output[0] || cfg->cancel_when_orphaned) && pipe2(ctl, O_CLOEXEC) != 0) {
+    if ((cfg->stop_output[0] || cfg->cancel_when_orphaned) && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
         close(p[0]);
         close(p[1]);
         return ltr_fail(err, errno, "pipe: %s", strerror(errno));
@@ -97,8 +103,11 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
     }
     close(p[0]);
     msg[used] = 0;
-    if (!strcmp(msg, "OK"))
+    if (!strcmp(msg, "OK")) {
+        if (keep)
+            *keep = ctl[1];
         return 0;
+    }
     if (ctl[1] >= 0)
         close(ctl[1]);
     /* "<errno> <message>" */
@@ -107,4 +116,32 @@ int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
     if (!used || code <= 0 || !text || *text != ' ')
         return ltr_fail(err, EIO, "%s", used ? msg : "the recorder exited while starting");
     return ltr_fail(err, (int)code, "%s", text + 1);
+}
+
+int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
+{
+    return launch(cfg, NULL, err);
+}
+
+int ltr_recorder_launch_controlled(const ltr_session_config *cfg, int *note_fd, ltr_error *err)
+{
+    *note_fd = -1;
+    return launch(cfg, note_fd, err);
+}
+
+int ltr_recorder_note(int note_fd, int timeout_ms, char *note, size_t size)
+{
+    struct pollfd p = {.fd = note_fd, .events = POLLIN};
+    size_t used = 0;
+    note[0] = 0;
+    while (used < size - 1 && !memchr(note, '\n', used) && poll(&p, 1, timeout_ms) > 0) {
+        ssize_t n = read(note_fd, note + used, size - 1 - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+    }
+    note[used] = 0;
+    return used ? 1 : 0;
 }

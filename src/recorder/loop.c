@@ -493,6 +493,30 @@ static int can_write_to(const char *path, ltr_error *err)
 
 static void check_orphans(recorder *r);
 
+/* A session of `ltr record` ended by another command's request ('ltr stop'
+ * or 'ltr cancel' on the connection fd): ltr record finds it gone when its
+ * command ends, and only this note tells it where the trace went (it said
+ * "no session named 'record-N' is running"). One line, "0 text" or "1 text"
+ * (no trace), sent without waiting: record may be gone. Record's own
+ * requests come from the process at the other end of the pair. */
+static void note_for_controller(const recorder *r, int fd, bool written, const char *fmt, ...)
+{
+    if (!r->cfg.stop_output[0] || r->controller_fd < 0 || fd < 0)
+        return;
+    pid_t theirs = peer_pid(fd);
+    if (theirs && theirs == peer_pid(r->controller_fd))
+        return;
+    char text[4600];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(text, sizeof text, "%d ", written ? 0 : 1);
+    vsnprintf(text + n, sizeof text - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    strcat(text, "\n");
+    if (send(r->controller_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        rec_log("the note for ltr record could not be sent: %s", strerror(errno));
+}
+
 static void handle_stop(recorder *r, int fd, const char *path, const char *description, bool force)
 {
     ltr_error err = {0};
@@ -528,6 +552,13 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
             rc = ltr_fail(&err, r->write_err.code, "the trace %s is complete but lacks %llu events that could "
                           "not be written to it: %s", path, (unsigned long long)dropped(r), r->write_err.msg);
     }
+    /* the note before the reply: ltr record finds it once the stop returned */
+    if (rc)
+        note_for_controller(r, fd, false, "its session was stopped by another command ('ltr stop --instance %s'), "
+                            "which failed: %s", r->cfg.name, err.msg);
+    else
+        note_for_controller(r, fd, true, "its session was stopped by another command ('ltr stop --instance %s'): "
+                            "the trace was written to %s", r->cfg.name, path);
     if (rc) {
         reply_error(fd, &err);
         r->exit_status = 1;
@@ -545,6 +576,8 @@ static void handle_cancel(recorder *r, int fd)
         r->writer = NULL;
         unlink(r->cfg.output);
     }
+    note_for_controller(r, fd, false, "its session was cancelled by another command ('ltr cancel --instance "
+                            "%s'): no trace was written", r->cfg.name);
     reply_ok(fd);
     r->done = true;
 }

@@ -143,9 +143,17 @@ int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size
  * With cfg->stop_output, the recorder watches this process: when it ends
  * without stopping the session, the recorder stops it. */
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err);
+/* The same for a session with cfg->stop_output (`ltr record`'s): *note_fd
+ * gets the launcher's end of the pair the recorder watches, on which it
+ * leaves a note when another command stopped or cancelled the session. */
+int ltr_recorder_launch_controlled(const ltr_session_config *cfg, int *note_fd, ltr_error *err);
+/* The recorder's note on note_fd ("0 text": the trace was written; "1 text":
+ * it was not), waiting up to timeout_ms for it or the recorder's end. 1 if
+ * there is one (in note), else 0. */
+int ltr_recorder_note(int note_fd, int timeout_ms, char *note, size_t size);
 /* Runs the recorder in this process; writes "OK" or the error to ready_fd once
- * set up. controller_fd (or -1): a pipe whose hang-up means the controlling
- * command is gone. Returns the process exit status. */
+ * set up. controller_fd (or -1): a socket whose hang-up means the controlling
+ * command is gone, and where a note for it goes. Returns the process exit status. */
 int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller_fd);
 /* The nice a recorder gives itself when it may (recorder/setup.c says why). */
 #define LTR_RECORDER_NICE (-10)

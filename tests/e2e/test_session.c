@@ -924,6 +924,43 @@ static void test_record_recorder_killed_said_once(void **state)
     tu_free(&r);
 }
 
+/* ltr record whose session another command stops (or cancels) while its
+ * command runs: it says where the trace went, and exits with the command's
+ * status (it said only "no session named 'record-N' is running" and exited
+ * 1 after a command's 0, though the trace was in X.ltr). */
+static void record_ended_by_another(const char *dir, const char *request, int status, const char *said)
+{
+    char script[1024];
+    snprintf(script, sizeof script,
+             "env -u LD_PRELOAD '%s' %s --instance $(env -u LD_PRELOAD '%s' status | "
+             "sed -n \"s/^session '\\(record-[0-9]*\\)'.*/\\1/p\") >/dev/null 2>&1\nexit %d\n", LTR, request, LTR,
+             status);
+    tu_write_file(dir, "end-record.sh", script);
+    tu_result r = tu_run("%s record -o %s/mine.ltr -- sh %s/end-record.sh", LTR, dir, dir);
+    if (r.status != status || !strstr(r.err, said) || strstr(r.err, "no session named"))
+        fail_msg("ltr record (exit %d) did not say that '%s' ended its session:\n%s", r.status, request, r.err);
+    tu_free(&r);
+}
+
+static void test_record_stopped_by_another_says_where(void **state)
+{
+    const char *dir = *state;
+    char stop[600], said[700], path[600];
+    snprintf(stop, sizeof stop, "stop %s/theirs.ltr", dir);
+    snprintf(said, sizeof said, "the trace was written to %s/theirs.ltr", dir);
+    record_ended_by_another(dir, stop, 0, said);
+    snprintf(path, sizeof path, "%s/theirs.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    assert_true(t.ok && t.complete);
+    snprintf(path, sizeof path, "%s/mine.ltr", dir);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+static void test_record_cancelled_by_another_says_so(void **state)
+{
+    record_ended_by_another(*state, "cancel", 5, "cancelled by another command");
+}
+
 /* A command that does not end by itself is killed after this long (the test
  * then fails); against a stopped recorder it ends in a few seconds. */
 #define STOPPED_LIMIT_S 60
@@ -1115,6 +1152,10 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_recorder, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_recorder_killed_said_once, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_stopped_by_another_says_where, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_cancelled_by_another_says_so, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stopped_recorder_answers_fast, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_recorder_held_by_debugger, tu_setup_sandbox, tu_teardown_sandbox),
