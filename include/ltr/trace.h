@@ -192,6 +192,12 @@ typedef struct ltr_trace_summary {
     uint64_t first_ts, last_ts; /* smallest and largest event timestamp; 0 if no events */
     uint64_t damage;     /* damage occurrences (sum of counts) */
     int complete;        /* END chunk seen */
+    /* Events not read because the reader never met their layout, in a
+     * trace whose counters say metadata records were lost while recording
+     * (a LAYOUT among them): lost, not damage. Known at the end of the
+     * file; until then, and in a trace that lost no metadata, such events
+     * are damage (BAD_RECORD). */
+    uint64_t events_layout_lost;
 } ltr_trace_summary;
 
 /* Opens a trace and reads up to its first intact chunk (normally HEADER).

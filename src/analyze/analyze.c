@@ -370,6 +370,10 @@ static void warn_losses(ltr_analysis *a)
         if (l->events_lost)
             an_warn(a, "process %u lost %llu event(s)", l->pid, (unsigned long long)l->events_lost);
     }
+    if (a->sum.events_layout_lost)
+        an_warn(a, "%llu event(s) could not be read: the layout records that describe them were among the "
+                "metadata records lost while recording; as lost events, some may be heap events of the window",
+                (unsigned long long)a->sum.events_layout_lost);
     if (a->events_overwritten)
         an_warn(a, "memory-mode trace: %llu older event(s) were overwritten before it was saved; blocks "
                 "allocated before its first event are not seen, and their frees are counted apart: a cache "

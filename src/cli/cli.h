@@ -20,6 +20,11 @@ typedef struct cli_command {
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "ltr NAME: warning: message" to stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warns of a trace's events not read because their LAYOUT records were lost
+ * with the metadata while recording (ltr_trace_summary.events_layout_lost),
+ * if there are any. */
+struct ltr_trace_summary;
+void cli_warn_layout_lost(const char *cmd, const struct ltr_trace_summary *s);
 /* fflush(stdout) before what goes to stderr, the errno of a failure kept
  * for the exit's check (ltr.c), which a later call would have replaced:
  * 'ltr status >/dev/full' said "Resource temporarily unavailable". */

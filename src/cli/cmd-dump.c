@@ -39,6 +39,7 @@ static int report_state(const ltr_trace *t, const char *path)
 {
     ltr_trace_summary s;
     ltr_trace_summarize(t, &s);
+    cli_warn_layout_lost("dump", &s);
     if (s.damage == 0) {
         if (!s.complete)
             cli_warn("dump", "%s was cut short (no END chunk): events up to its last chunk were printed",

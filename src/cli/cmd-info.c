@@ -51,6 +51,7 @@ static int info(ltr_trace *t, int json)
         cli_warn("info", "while recording, %" PRIu64 " metadata record(s) (call stacks' frames, modules, layouts) "
                  "did not fit in the session's metadata region, which the recorder had not read fast enough, "
                  "or past what a flight recorder keeps: stacks through them show as not recorded", in.metadata_lost);
+    cli_warn_layout_lost("info", &in.summary);
     if (in.summary.damage) {
         cli_warn("info", "%s is damaged (%" PRIu64 " problem(s)); what could be read is shown",
                  ltr_trace_path(t), in.summary.damage);

@@ -2,6 +2,7 @@
  * cli/util.c — error printing and option parsing shared by the subcommands.
  */
 #include "cli/cli.h"
+#include <ltr/trace.h>
 #include "prim/prim.h"
 #include "recorder/recorder.h"
 
@@ -72,6 +73,14 @@ void cli_warn(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     say(cmd, "warning: ", fmt, ap);
     va_end(ap);
+}
+
+void cli_warn_layout_lost(const char *cmd, const struct ltr_trace_summary *s)
+{
+    if (s->events_layout_lost)
+        cli_warn(cmd, "%llu event(s) could not be read: the layout records that describe them were among the "
+                 "metadata records lost while recording (the trace counts them), so they are lost events, not "
+                 "damage", (unsigned long long)s->events_layout_lost);
 }
 
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,

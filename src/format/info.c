@@ -216,8 +216,9 @@ static void json_summary(FILE *out, const ltr_trace *t, const ltr_trace_info *in
     jstr(out, ltr_trace_path(t));
     fprintf(out, ",\"version\":%u,\"file_size\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
            ltr_trace_version(t), s->file_size, s->chunks, s->complete ? "true" : "false");
-    fprintf(out, ",\"events\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"symbols\":%" PRIu64, s->events, s->blocks,
-            ltr_trace_symbol_entries(t));
+    fprintf(out, ",\"events\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"symbols\":%" PRIu64
+            ",\"events_layout_lost\":%" PRIu64, s->events, s->blocks, ltr_trace_symbol_entries(t),
+            s->events_layout_lost);
     if (s->events)
         fprintf(out, ",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64, s->first_ts, s->last_ts);
     fprintf(out, ",\"start\":");

@@ -23,16 +23,18 @@
 #define SCAN_WINDOW (64u * 1024u)
 
 
-void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
-                          int64_t seq, const char *fmt, ...)
+/* count occurrences of one damage (ltr_trace_add_damage's one, or a chunk's
+ * events of an unknown layout settled as damage at the end) */
+static void add_damage_n(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len, int64_t seq,
+                         uint64_t count, const char *fmt, va_list ap)
 {
-    t->sum.damage++;
-    t->record_damage += kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED;
+    t->sum.damage += count;
+    t->record_damage += kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED ? count : 0;
     if (t->ndamage > 0) {
         ltr_damage *last = &t->damage[t->ndamage - 1];
         if ((kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED) && last->kind == kind &&
             last->offset == off) {
-            last->count++;
+            last->count += count;
             return;
         }
     }
@@ -43,11 +45,71 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
         return;
     t->damage = d;
     d += t->ndamage++;
-    *d = (ltr_damage){.kind = kind, .offset = off, .length = len, .chunk_seq = seq, .count = 1};
+    *d = (ltr_damage){.kind = kind, .offset = off, .length = len, .chunk_seq = seq, .count = count};
+    vsnprintf(d->detail, sizeof d->detail, fmt, ap);
+}
+
+void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
+                          int64_t seq, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->detail, sizeof d->detail, fmt, ap);
+    add_damage_n(t, kind, off, len, seq, 1, fmt, ap);
     va_end(ap);
+}
+
+static void settle_damage(ltr_trace *t, const ltr_layout_gap *g, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void settle_damage(ltr_trace *t, const ltr_layout_gap *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_damage_n(t, LTR_DAMAGE_BAD_RECORD, g->chunk_off, 0, g->chunk_seq, g->count, fmt, ap);
+    va_end(ap);
+}
+
+/* An event whose layout id the reader does not know: held apart until the
+ * end of the file says whether the trace lost metadata (a memory-mode
+ * recorder past its bound on what it keeps counted the LAYOUT records of
+ * later processes lost, and their 77 269 events read as damage). */
+static void unknown_layout(ltr_trace *t, size_t at)
+{
+    t->sum.events_layout_lost++;
+    ltr_layout_gap *last = t->nlayout_gaps ? &t->layout_gaps[t->nlayout_gaps - 1] : NULL;
+    if (last && last->chunk_off == t->chunk_off) {
+        last->count++;
+        return;
+    }
+    if (t->nlayout_gaps >= LTR_MAX_DAMAGE_ENTRIES) { /* said with the last one */
+        last->count++;
+        return;
+    }
+    ltr_layout_gap *g = realloc(t->layout_gaps, (t->nlayout_gaps + 1) * sizeof *g);
+    if (!g) {
+        if (last)
+            last->count++;
+        return;
+    }
+    t->layout_gaps = g;
+    t->layout_gaps[t->nlayout_gaps++] =
+        (ltr_layout_gap){.chunk_off = t->chunk_off, .chunk_seq = (int64_t)t->chunk_seq, .at = at, .count = 1};
+}
+
+/* At the end of the file, with its counters read: events of unknown layouts
+ * are lost events if the trace lost metadata records, else damage. */
+static void settle_layout_gaps(ltr_trace *t)
+{
+    uint64_t metadata_lost = 0;
+    for (size_t i = 0; i < t->ncollectors; i++)
+        metadata_lost += t->collectors[i].metadata_lost;
+    for (size_t i = 0; !metadata_lost && i < t->nlayout_gaps; i++)
+        settle_damage(t, &t->layout_gaps[i], "chunk %llu: event with an unknown layout id at raw offset %zu",
+                      (unsigned long long)t->layout_gaps[i].chunk_seq, t->layout_gaps[i].at);
+    if (!metadata_lost)
+        t->sum.events_layout_lost = 0;
+    free(t->layout_gaps);
+    t->layout_gaps = NULL;
+    t->nlayout_gaps = 0;
 }
 
 static int io_fail(ltr_trace *t, ltr_error *err, ssize_t rc)
@@ -170,6 +232,8 @@ static int load_chunk(ltr_trace *t)
     if (f->kind == LTR_FETCH_END || f->kind == LTR_FETCH_ERROR) {
         int rc = f->kind == LTR_FETCH_END ? 0 : f->err;
         stop_readahead(t);
+        if (rc == 0)
+            settle_layout_gaps(t);
         return rc;
     }
     apply(t, f);
@@ -391,7 +455,7 @@ static int finish_event(ltr_trace *t, size_t at, uint32_t id, const uint8_t *pay
     const ltr_layout_rec *l = find_layout(t, id);
     if (!l) {
         ltr_refseq_spoil(t->blk_refs); /* it may have held pnew values */
-        block_damage(t, "event with an unknown layout id", at);
+        unknown_layout(t, at);
         return 0;
     }
     const uint32_t *offs = ltr_payload_offsets(t, l, payload, size);
@@ -574,6 +638,9 @@ static void reset_state(ltr_trace *t)
     free(t->damage);
     t->damage = NULL;
     t->ndamage = 0;
+    free(t->layout_gaps);
+    t->layout_gaps = NULL;
+    t->nlayout_gaps = 0;
     t->record_damage = 0;
     uint64_t size = t->file_size;
     memset(&t->sum, 0, sizeof t->sum);

@@ -121,6 +121,16 @@ typedef struct ltr_kv_table {
 
 #define LTR_MAX_DAMAGE_ENTRIES 1000
 
+/* Events of a chunk whose layout id the reader did not know: damage, unless
+ * the trace says metadata records were lost while recording (its counters,
+ * read last), and their LAYOUT records with them (ltr_trace_settle). */
+typedef struct ltr_layout_gap {
+    uint64_t chunk_off;
+    int64_t chunk_seq;
+    size_t at; /* the first one's raw offset */
+    uint64_t count;
+} ltr_layout_gap;
+
 /* readahead.c: a chunk as fetched from the file (read, CRC checked,
  * decompressed), before reader.c applies it: its damage, or its content. */
 typedef enum ltr_fetch_kind {
@@ -257,6 +267,8 @@ struct ltr_trace {
 
     ltr_damage *damage;
     size_t ndamage;
+    ltr_layout_gap *layout_gaps; /* per chunk, in file order; settled at the end of the file */
+    size_t nlayout_gaps;
     uint64_t record_damage;      /* of sum.damage, records of intact chunks (BAD_RECORD, FORGED): the chunks are whole */
     ltr_trace_summary sum;
     uint64_t first_event_ts;
