@@ -27,11 +27,28 @@ static void help(void)
            "              (--json: the same as --format json)\n"
            "  -h, --help  this text\n\n"
            "exit status:\n"
-           "  0  every event printed (a trace cut short without damage warns on stderr)\n"
+           "  0  every event printed (a trace cut short without damage, or one whose\n"
+           "     counters say events were lost or overwritten, warns on stderr)\n"
            "  1  the trace could not be opened or read (missing, not an ltr trace, I/O error)\n"
            "  2  bad usage\n"
            "  3  the trace is damaged: every intact event was printed, the damage is\n"
            "     listed on stderr\n");
+}
+
+/* Events the session was sent that the trace does not hold (its counters):
+ * a flight recorder's save is its newest events only, and a dump that said
+ * nothing of the others read as the whole recording. */
+static void warn_missing(const ltr_trace *t)
+{
+    unsigned long long lost = 0, overwritten = 0;
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
+        lost += ltr_trace_collector_at(t, i)->events_lost;
+        overwritten += ltr_trace_collector_at(t, i)->events_overwritten;
+    }
+    if (lost || overwritten)
+        cli_warn("dump", "the trace lacks events the session was sent: %llu lost while recording (no free "
+                 "buffer) and %llu older ones overwritten in memory mode before it was written; every event it "
+                 "holds was printed ('ltr info' counts them per collector and process)", lost, overwritten);
 }
 
 /* Lists damage on stderr; returns the exit status the trace's state asks for. */
@@ -39,6 +56,7 @@ static int report_state(const ltr_trace *t, const char *path)
 {
     ltr_trace_summary s;
     ltr_trace_summarize(t, &s);
+    warn_missing(t);
     cli_warn_layout_lost("dump", &s);
     if (s.damage == 0) {
         if (!s.complete)
