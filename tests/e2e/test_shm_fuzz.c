@@ -155,10 +155,12 @@ static const char *perl_started(const char *dir, const char *instance)
 {
     static char sh[1024];
     snprintf(sh, sizeof sh,
-             "%s run --instance %s -- perl -e 'open my $f, \">\", \"%s/%s.pid.tmp\" or die; print $f $$; close $f; "
-             "rename \"%s/%s.pid.tmp\", \"%s/%s.pid\"; $x = \"y\" x 5000000; sleep 2; undef $x; sleep 1' & "
+             "rm -f %s/%s.pid; %s run --instance %s -- perl -e 'open my $f, \">\", \"%s/%s.pid.tmp\" or die; "
+             "print $f $$; close $f; rename \"%s/%s.pid.tmp\", \"%s/%s.pid\"; $x = \"y\" x 5000000; sleep 2; "
+             "undef $x; sleep 1' & "
              "for i in $(seq 600); do [ -s %s/%s.pid ] && break; sleep 0.05; done; p=$(cat %s/%s.pid); ",
-             tu_ltr(), instance, dir, instance, dir, instance, dir, instance, dir, instance, dir, instance);
+             dir, instance, tu_ltr(), instance, dir, instance, dir, instance, dir, instance, dir, instance, dir,
+             instance);
     return sh;
 }
 
@@ -241,9 +243,8 @@ static void test_forged_stacks_not_taken(void **state)
     const char *dir = *state, *modes[] = {"stack", "nodes"};
     for (int i = 0; i < 2; i++) {
         expect_ok(tu_run("%s start heap --instance fs --provider Test.Scribbler", LTR), "start", 0);
-        tu_result r = tu_run("%s run --instance fs -- perl -e '$x = \"y\" x 5000000; sleep 2; print \"done\\n\"' & "
-                             "sleep 1; p=$(pgrep -n -x perl); %s fs 1 0 %s:$p:3000:deadbeef >/dev/null; "
-                             "s=$?; wait; echo scribbler=$s", LTR, tu_test_bin("ltr-test-scribbler"), modes[i]);
+        tu_result r = tu_run("%s %s fs 1 0 %s:$p:3000:deadbeef >/dev/null; s=$?; wait; echo scribbler=$s",
+                             perl_started(dir, "fs"), tu_test_bin("ltr-test-scribbler"), modes[i]);
         assert_int_equal(r.status, 0);
         assert_int_equal(tu_field(r.out, "scribbler"), 0);
         tu_free(&r);
