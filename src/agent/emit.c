@@ -145,7 +145,7 @@ static void write_thread(ltr_attach *a)
     ltr_put_u16(rec, LTR_META_THREAD);
     ltr_put_u16(rec + 2, 0);
     ltr_put_u32(rec + 4, size);
-    ltr_put_u32(rec + 8, (uint32_t)getpid());
+    ltr_put_u32(rec + 8, a->pid);
     ltr_put_u32(rec + 12, (uint32_t)ltr_gettid());
     ltr_put_u64(rec + 16, ltr_now_ns());
     ltr_put_u16(rec + 24, (uint16_t)n);

@@ -294,7 +294,7 @@ static bool write_module(ltr_attach *a, const module *m, uint8_t event, uint64_t
 {
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, 6 /* LTR_META_MODULE */);
-    ltr_bytes_put_u32(&b, (uint32_t)getpid());
+    ltr_bytes_put_u32(&b, a->pid);
     ltr_bytes_put_u64(&b, ts);
     ltr_bytes_put_u8(&b, event);
     ltr_bytes_put_u64(&b, m->bias);

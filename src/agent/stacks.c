@@ -51,7 +51,6 @@ typedef struct stacks_block {
 
 static bool trie_ready;
 static int depth = 64;
-static uint32_t pid; /* of this process (getpid is a system call per record) */
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
 static int unwind_mode = UNWIND_FAST;
 static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
@@ -83,7 +82,6 @@ void stacks_init(void)
         long v = strtol(d, NULL, 10);
         depth = v < 0 ? 0 : v > MAX_DEPTH ? MAX_DEPTH : (int)v;
     }
-    pid = (uint32_t)getpid();
     const char *u = getenv("LTR_HEAP_UNWIND");
     if (u && !strcmp(u, "libunwind"))
         unwind_mode = UNWIND_LIBUNWIND;
@@ -309,7 +307,7 @@ static bool flush(node_batch *b, uint32_t bit, ltr_attach *a)
     ltr_put_u16(rec, LTR_META_FRAME_NODES);
     ltr_put_u16(rec + 2, 0);
     ltr_put_u32(rec + 4, size);
-    ltr_put_u32(rec + 8, pid);
+    ltr_put_u32(rec + 8, a->pid); /* the session's name for this process (producer.h) */
     ltr_put_u32(rec + 12, trie_nodes[b->id[0]].parent);
     ltr_put_u16(rec + 16, b->n);
     for (uint16_t i = 0; i < b->n; i++) {
@@ -393,6 +391,5 @@ void stacks_after_fork(void)
      * yet. Ids stay: they are per process, and the child's are its parent's. */
     trie_after_fork();
     trie_forget(0);
-    pid = (uint32_t)getpid();
     unwind_after_fork();
 }

@@ -391,7 +391,8 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
     a->denied = (uint32_t)kv_u64(body, (size_t)n, "deny");
     a->recorder_pid = rs->recorder_pid;
-    a->pid = (uint32_t)getpid();
+    uint64_t tpid = kv_u64(body, (size_t)n, "trace_pid"); /* an older recorder's answer has none */
+    a->pid = tpid && tpid <= UINT32_MAX ? (uint32_t)tpid : (uint32_t)getpid();
     a->cpus = g.ncpu ? calloc((size_t)g.ncpu * 4, sizeof *a->cpus) : NULL; /* NULL: own buffers only */
     a->pending_inc = 0; /* the connection stays, as the attachment's */
     free(body);
@@ -615,7 +616,7 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
 {
     ltr_ring_view *r = &a->lay->rings[c];
     bool cpus = a->cpus && ltr_ring_cpu_usable();
-    uint32_t idx = ltr_ring_acquire_own(r, (uint32_t)getpid(), ltr_gettid(), a->owner,
+    uint32_t idx = ltr_ring_acquire_own(r, a->pid, ltr_gettid(), a->owner,
                                         cpus ? ltr_ring_own_max(r, g.ncpu) : UINT32_MAX);
     sl->ring = r;
     sl->cpus = a->cpus ? a->cpus + (size_t)c * g.ncpu : NULL;

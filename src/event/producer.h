@@ -53,7 +53,13 @@ typedef struct ltr_attach {
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */
     uint32_t recorder_pid;
-    uint32_t pid;       /* this process, when it attached */
+    /* This process as the session's trace names it, in every record and
+     * buffer header: the recorder's pid for it (its attach answer's
+     * trace_pid), which is getpid() unless the process is in a pid
+     * namespace below the recorder's (a container): there two containers'
+     * pid 1 were one process of the trace. Per attachment: recorders in
+     * two namespaces see the process by two pids. */
+    uint32_t pid;
     /* Where things are in shm (below). Each attachment has its own, never
      * freed, like cpus: a thread still writing to an ended session keeps
      * a whole view of that one, never half of the next one's. */

@@ -256,12 +256,18 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     if (poll(&gone, 1, 0) > 0 && (gone.revents & (POLLRDHUP | POLLHUP | POLLERR)))
         return false;
     char pidtext[16];
-    pid_t pid = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
-    if (!claim_is_peer(fd, pid)) {
-        rec_log("an attach claimed pid %d, which is not its process's (%d): refused", (int)pid,
+    pid_t claimed = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
+    if (!claim_is_peer(fd, claimed)) {
+        rec_log("an attach claimed pid %d, which is not its process's (%d): refused", (int)claimed,
                     (int)peer_pid(fd));
         return false;
     }
+    /* The pid the process is to write in this session's trace: ours for it
+     * (what ps and --pid say here), not its own namespace's, in which two
+     * containers' pid 1 traced at once were one process with two heaps
+     * (hRev25). Its own only where we do not see it (it is in a namespace
+     * above ours). Sent back: it writes this one (trace_pid). */
+    pid_t kp = peer_pid(fd), pid = kp > 0 ? kp : claimed;
     if (r->nconns == r->conns_cap) {
         unsigned cap = r->conns_cap ? r->conns_cap * 2 : 16;
         producer_conn *n = realloc(r->conns, sizeof *n * cap);
@@ -275,7 +281,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         wants[0] = 0;
     char flag[4];
     bool injected = ltr_kv_find(req, len, "injected", flag, sizeof flag) && !strcmp(flag, "1");
-    uint32_t denied = collectors_denied(r, pid, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
+    uint32_t denied = collectors_denied(r, claimed, fd, wants, injected), all = (1u << r->cfg.ncollectors) - 1;
     char image[24];
     uint64_t token = ltr_kv_find(req, len, "image", image, sizeof image) ? strtoull(image, NULL, 10) : 0;
     const producer_conn *same = described_image(r, pid, token);
@@ -285,7 +291,6 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->owner = r->next_owner++;
     pc->image = token;
     pc->traced = (denied & all) != all;
-    pid_t kp = peer_pid(fd); /* /proc's number for it: pid may be its own namespace's */
     rec_add_process(r, pid, kp, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
     pc->describer = pc->owner;
     pc->pidfd = kp > 0 ? (int)syscall(SYS_pidfd_open, kp, 0) : -1; /* close-on-exec, as every pidfd */
@@ -294,8 +299,8 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
         pc->describer = same->describer;
         rec_add_alias(r, pc->owner, pc->describer);
     }
-    if (pc->traced) /* read in /proc by kp, named by pid as its heap events are (a container's process) */
-        ltr_system_add_target(r->system, (uint32_t)(kp > 0 ? kp : pid), (uint32_t)pid);
+    if (pc->traced)
+        ltr_system_add_target(r->system, (uint32_t)pid);
     ltr_bytes kv = {0};
     ltr_bytes_put_kv(&kv, "ok", "1");
     put_u64(&kv, "incarnation", r->incarnation);
@@ -303,6 +308,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     put_u64(&kv, "owner", pc->owner);
     put_u64(&kv, "proc", pc->proc_slot);
     put_u64(&kv, "deny", denied);
+    put_u64(&kv, "trace_pid", (uint64_t)pid);
     int fds[2] = {r->memfd, r->wakefd};
     reply(fd, &kv, fds, 2);
     ltr_bytes_free(&kv);
@@ -1056,7 +1062,7 @@ static void check_orphans(recorder *r)
 static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
 {
     producer_conn c = r->conns[i];
-    pid_t kernel_pid = peer_pid(c.fd); /* /proc's; the events' pid is what it sent (a container's) */
+    pid_t kernel_pid = peer_pid(c.fd); /* /proc's; c.pid too unless the peer is in a namespace above */
     close(c.fd);
     r->conns[i] = r->conns[--r->nconns];
     /* the pid used again already maps it too: a fork child of a traced

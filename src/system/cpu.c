@@ -482,7 +482,7 @@ static void unwind_one(sys_cpu *c, uint32_t pid, uint32_t tid)
             fr.pc[fr.n++] = c->ctx.regs[8];
         text = stack_text(c, d, pid, &fr, &unknown);
     }
-    ltr_value v[] = {LTR_U32(sys_label(c->s, pid)), LTR_U32(tid), LTR_STR(text)};
+    ltr_value v[] = {LTR_U32(pid), LTR_U32(tid), LTR_STR(text)};
     sys_write(c->s, &ev_cpu_sample, v, 3);
 }
 

@@ -22,9 +22,6 @@ void sys_write(ltr_system *s, ltr_event_desc *d, const ltr_value *v, size_t n);
 bool sys_wants(const ltr_system *s, uint64_t keyword);
 /* The current targets' pids, at most cap; returns how many. */
 size_t sys_targets(ltr_system *s, uint32_t *pids, size_t cap);
-/* What the trace calls a target (its own pid namespace's pid, as its heap
- * events do), or pid itself for another process. */
-uint32_t sys_label(ltr_system *s, uint32_t pid);
 /* A target is gone: no longer one. */
 void sys_drop_target(ltr_system *s, uint32_t pid);
 

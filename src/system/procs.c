@@ -428,7 +428,7 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
             if (ps->procs)
                 w_start(ps, pid, parent, name, false);
             if (find(ps, parent)) { /* the session's processes include their children */
-                ltr_system_add_target(ps->s, pid, 0);
+                ltr_system_add_target(ps->s, pid);
                 sys_proc *p = follow(ps, pid);
                 if (p) /* followed from its first moment: what comes later is new, not rundown */
                     p->announced = p->threads_scanned = p->modules_scanned = true;

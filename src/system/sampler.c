@@ -44,8 +44,7 @@ LTR_EVENT_DEFINE(ev_sys_mem, sys_provider, LTR_SYS_EV_SYSTEM_MEMORY, LTR_LEVEL_I
 #define MAX_TARGETS 4096
 
 typedef struct target {
-    uint32_t pid;   /* in the recorder's /proc */
-    uint32_t label; /* in the trace: what its own events call it (ltr_system_add_target) */
+    uint32_t pid;
     uint64_t start_ticks; /* a pid reused by a new process is not the target */
 } target;
 
@@ -83,35 +82,22 @@ bool sys_wants(const ltr_system *s, uint64_t keyword)
     return !s->cfg.keywords || (s->cfg.keywords & keyword);
 }
 
-void ltr_system_add_target(ltr_system *s, uint32_t pid, uint32_t label)
+void ltr_system_add_target(ltr_system *s, uint32_t pid)
 {
     if (!s || !pid || pid == s->self)
         return;
     uint64_t ticks = ltr_proc_start_ticks((pid_t)pid);
-    label = label ? label : pid;
     pthread_mutex_lock(&s->lock);
     bool known = false;
     for (size_t i = 0; i < s->ntargets && !known; i++)
         if (s->targets[i].pid == pid) {
             known = true;
             s->targets[i].start_ticks = ticks; /* the pid's current process */
-            s->targets[i].label = label;
         }
     if (!known && s->ntargets < MAX_TARGETS &&
         ltr_reserve((void **)&s->targets, &s->cap, s->ntargets, sizeof *s->targets, 16) == 0)
-        s->targets[s->ntargets++] = (target){pid, label, ticks};
+        s->targets[s->ntargets++] = (target){pid, ticks};
     pthread_mutex_unlock(&s->lock);
-}
-
-uint32_t sys_label(ltr_system *s, uint32_t pid)
-{
-    uint32_t label = pid;
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->ntargets; i++)
-        if (s->targets[i].pid == pid)
-            label = s->targets[i].label;
-    pthread_mutex_unlock(&s->lock);
-    return label;
 }
 
 size_t sys_targets(ltr_system *s, uint32_t *pids, size_t cap)
@@ -162,7 +148,7 @@ static void sample_memory(ltr_system *s)
             sys_drop_target(s, pids[i]);
             continue;
         }
-        ltr_value v[] = {LTR_U32(sys_label(s, pids[i])), LTR_UVAR(m.private_bytes), LTR_UVAR(m.rss), LTR_UVAR(m.rss_file),
+        ltr_value v[] = {LTR_U32(pids[i]), LTR_UVAR(m.private_bytes), LTR_UVAR(m.rss), LTR_UVAR(m.rss_file),
                          LTR_UVAR(m.rss_shmem), LTR_UVAR(m.swap), LTR_UVAR(m.minflt), LTR_UVAR(m.majflt)};
         sys_write(s, &ev_proc_mem, v, sizeof v / sizeof v[0]);
     }
@@ -275,7 +261,7 @@ int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *
     s->self = (uint32_t)getpid();
     pthread_mutex_init(&s->lock, NULL);
     for (unsigned i = 0; i < cfg->npids; i++)
-        ltr_system_add_target(s, cfg->pids[i], 0);
+        ltr_system_add_target(s, cfg->pids[i]);
     if (sys_wants(s, LTR_SYSKW_SAMPLES))
         s->cpu = sys_cpu_new(s, s->cpu_why, sizeof s->cpu_why);
     s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

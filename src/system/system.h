@@ -56,12 +56,11 @@ typedef struct ltr_system ltr_system;
  * reads once). Returns 0 or -errno with err saying why. */
 int ltr_system_start(const ltr_system_config *cfg, ltr_system **out, ltr_error *err);
 /* A process the session now records (it attached): a target from now on.
- * pid is its number in the caller's /proc, where it is read; label, the pid
- * its memory counters and CPU samples are written with: the one its heap
- * events carry, its own pid namespace's for a process in a container (0:
- * pid). The caller's own pid is never one. Thread-safe, never blocks for
- * long. */
-void ltr_system_add_target(ltr_system *s, uint32_t pid, uint32_t label);
+ * pid is its number in the caller's /proc, the one its heap events carry
+ * too (a container's process writes the recorder's pid for it, which the
+ * attach gives it). The caller's own pid is never one. Thread-safe, never
+ * blocks for long. */
+void ltr_system_add_target(ltr_system *s, uint32_t pid);
 /* Why the CPU samples the session asked for are not recorded (perf_event_open
  * not permitted...), or NULL: said once, the rest records. */
 const char *ltr_system_cpu_problem(const ltr_system *s);

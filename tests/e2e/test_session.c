@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,40 +636,101 @@ static void test_session_seen_from_another_pid_namespace(void **state)
     tu_expect_ok(tu_run("%s cancel --instance ns", LTR));
 }
 
-/* A process in a pid namespace of its own sends its own pid (1 here): the
- * recorder describes it from /proc by the connection's pid, where it read
- * /proc/1, its own namespace's init (a review: the trace said the traced
- * perl was the host's init, with its command line). Its memory counters,
- * read there too, carry the pid its heap events do: named by the host's
- * pid they were another process's ("process 8727: memory counters" beside
- * "process 1 /usr/bin/perl", a review). */
-static void test_process_of_another_pid_namespace_described(void **state)
+/* Whether this machine lets us make pid namespaces (unshare); a test
+ * skips without. */
+static bool pid_namespaces_allowed(void)
 {
-    const char *dir = *state;
     tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");
     int status = r.status;
     tu_free(&r);
-    if (status != 0) {
+    if (status != 0)
         printf("skipped: no pid namespace of our own here\n");
+    return status == 0;
+}
+
+/* A process in a pid namespace of its own is named in the trace by the
+ * recorder's pid for it, what ps says here: its own namespace's (1) had
+ * the recorder read /proc/1, the host's init (a review: the trace said the
+ * traced perl was init, with its command line), and two containers' pid 1
+ * were one process (hRev25). Its memory counters, read by that pid, are
+ * named as its heap is ("process 8727: memory counters" beside "process 1
+ * /usr/bin/perl", a review). The perl's pid here is its unshare's child. */
+static void test_process_of_another_pid_namespace_described(void **state)
+{
+    const char *dir = *state;
+    if (!pid_namespaces_allowed())
         skip();
-    }
     tu_expect_ok(tu_run("%s start heap memory --instance pn --filemode -o %s/pn.ltr", LTR, dir));
-    tu_expect_ok(tu_run("%s run --instance pn -- unshare --pid --fork --mount-proc "
-                        "perl -e 'my @a = map { \"x\" x 100 } 1..1000; select undef, undef, undef, 1.5'", LTR));
+    tu_expect_ok(tu_run("%s run --instance pn -- sh -c 'unshare --pid --fork --mount-proc "
+                        "perl -e \"my @a = map { q(x) x 100 } 1..1000; select undef, undef, undef, 1.5\" & "
+                        "u=$!; until [ -s %s/perl.pid ]; do cat /proc/$u/task/$u/children > %s/perl.pid; "
+                        "sleep 0.05; done; wait'", LTR, dir, dir));
     tu_expect_ok(tu_run("%s stop --instance pn %s/pn.ltr --force", LTR, dir));
-    r = tu_run("%s info %s/pn.ltr", LTR, dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/perl.pid", dir);
+    char *text = tu_read_file(path);
+    assert_non_null(text);
+    int perl = atoi(text);
+    free(text);
+    assert_true(perl > 1);
+    tu_result r = tu_run("%s info %s/pn.ltr", LTR, dir);
     assert_int_equal(r.status, 0);
-    const char *one = strstr(r.out, "\n  1        ");
-    char line[512] = "";
-    if (one)
-        snprintf(line, sizeof line, "%.*s", (int)strcspn(one + 1, "\n"), one + 1);
+    char want[64], line[512] = "";
+    snprintf(want, sizeof want, "\n  %d ", perl);
+    const char *at = strstr(r.out, want);
+    if (at)
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 1, "\n"), at + 1);
     if (!strstr(line, "/perl"))
-        fail_msg("the namespace's pid 1 is not described as the perl it is:\n%s", r.out);
+        fail_msg("the perl (pid %d here) is not described by that pid:\n%s", perl, r.out);
     tu_free(&r);
     r = tu_run("%s analyze %s/pn.ltr", LTR, dir);
     assert_int_equal(r.status, 0);
-    if (!strstr(r.out, "\nprocess 1 /usr/bin/perl: memory counters"))
-        fail_msg("perl's memory counters are not named as its heap is:\n%s", r.out);
+    snprintf(want, sizeof want, "\nprocess %d /usr/bin/perl: memory counters", perl);
+    if (!strstr(r.out, want))
+        fail_msg("perl's memory counters are not named as its heap is (%d):\n%s", perl, r.out);
+    tu_free(&r);
+}
+
+/* The pid and the heap of a process of the analysis named program, or 0. */
+static int heap_of(const char *analysis, const char *program, long long *allocations)
+{
+    char want[128];
+    snprintf(want, sizeof want, "\nprocess %%d %s\n%%*[^\n]\n%%*[^\n]\n  allocations: %%lld", program);
+    const char *at = analysis;
+    int pid = 0;
+    while ((at = strstr(at, "\nprocess ")) && sscanf(at, want, &pid, allocations) != 2)
+        at++;
+    return at ? pid : 0;
+}
+
+/* Two containers' pid 1 traced at once in one session: each is the
+ * recorder's pid for it, so their heaps and frame nodes stay apart. Both
+ * wrote under pid 1: one heap of the two programs' allocations, and their
+ * frame nodes told the reader other frames for the same stacks ('damage:
+ * 2 conflicting stack records', hRev25). */
+static void test_two_pid_namespaces_at_once(void **state)
+{
+    const char *dir = *state;
+    if (!pid_namespaces_allowed())
+        skip();
+    tu_expect_ok(tu_run("cd %s && %s record -o ns2.ltr -- sh -c 'unshare -pf perl -e \"my %%h; "
+                        "\\$h{\\$_}=[1..3] for 1..20000\" & unshare -pf /usr/bin/python3 -c "
+                        "\"x=[str(i) for i in range(50000)]\" & wait'", dir, LTR));
+    tu_result r = tu_run("%s info %s/ns2.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "\ndamage:      none"))
+        fail_msg("the two namespaces' pid 1 damaged the trace:\n%s", r.out);
+    tu_free(&r);
+    r = tu_run("%s analyze %s/ns2.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    long long perl_allocs = 0, python_allocs = 0;
+    int perl = heap_of(r.out, "/usr/bin/perl", &perl_allocs);
+    int python = heap_of(r.out, "/usr/bin/python3.11", &python_allocs);
+    if (!python)
+        python = heap_of(r.out, "/usr/bin/python3", &python_allocs);
+    if (perl <= 1 || python <= 1 || perl == python || perl_allocs < 20000 || python_allocs < 100)
+        fail_msg("perl (%d, %lld allocations) and python3 (%d, %lld) are not two processes with their "
+                 "own heaps:\n%s", perl, perl_allocs, python, python_allocs, r.out);
     tu_free(&r);
 }
 
@@ -1164,6 +1226,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_process_of_another_pid_namespace_described, tu_setup_sandbox,
                                         tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_two_pid_namespaces_at_once, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_permissions, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
