@@ -198,7 +198,7 @@ void rec_unpublish(recorder *r); /* producers stop writing: state and registry *
  * collector denied to it: not started for an `ltr record`, not one of its
  * --pid or names) gets its slot but no PROCESS record: its program and
  * command line are none of the trace's business; *start_ts is 0 then. */
-int rec_add_process(recorder *r, pid_t pid, pid_t proc_pid, uint32_t owner, bool traced, uint32_t *proc_slot,
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, bool traced, uint32_t *proc_slot,
                     uint64_t *start_ts);
 /* A slot of a producer that went (its process no longer maps the session):
  * its losses kept under its pid, the slot free for another. */

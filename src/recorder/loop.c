@@ -215,8 +215,9 @@ static const producer_conn *described_image(const recorder *r, pid_t pid, uint64
 /* Whether the pid an attach claims is its process's: the kernel's pid of
  * the peer (SO_PEERCRED), or that process's pid in its own namespace (the
  * last of /proc/PEER/status's NSpid: a container's agent sends getpid()).
- * The pid names the PROCESS record, the process's end and the memory-mode
- * pruning of its records: a producer claiming another traced process's pid
+ * A producer that lies is refused. Where the kernel cannot tell, the claim
+ * names the PROCESS record, the process's end and the memory-mode pruning
+ * of its records: a producer claiming another traced process's pid
  * had the recorder write a second PROCESS record for it (every stack of the
  * victim read "(no stack recorded)", the trace saying no damage), and held
  * its end back for as long as the forged connection stayed open (the victim
@@ -291,7 +292,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->owner = r->next_owner++;
     pc->image = token;
     pc->traced = (denied & all) != all;
-    rec_add_process(r, pid, kp, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
+    rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
     pc->describer = pc->owner;
     pc->pidfd = kp > 0 ? (int)syscall(SYS_pidfd_open, kp, 0) : -1; /* close-on-exec, as every pidfd */
     if (same && pc->traced) {

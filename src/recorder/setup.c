@@ -316,7 +316,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
         atomic_store_explicit(&rs->incarnation, r->incarnation, memory_order_release);
         enable_providers(r);
         uint32_t own_slot; /* the recorder writes markers: it is a process of the trace too */
-        rec_add_process(r, getpid(), getpid(), UINT32_MAX, true, &own_slot, NULL);
+        rec_add_process(r, getpid(), UINT32_MAX, true, &own_slot, NULL);
     }
     ltr_registry_unlock();
     if (!rc)
@@ -421,21 +421,17 @@ void rec_teardown(recorder *r)
 
 /* Claims a loss-counter slot for a process and writes its PROCESS record. */
 /* The PROCESS record of a process that joined the session, and its start_ts. */
-/* proc_pid: the process's pid in the recorder's /proc, where pid is what it
- * sent (another pid namespace's: a container's agent sends getpid()); read
- * by pid, the record of a container's pid 1 held the host init's command
- * line (a review). Its parent is then not told (0): the kernel's number
- * for it is not of the pid's namespace. */
-static uint64_t describe_process(recorder *r, pid_t pid, pid_t proc_pid, uint32_t owner)
+/* pid: the process's in the recorder's /proc, which its records carry too
+ * (a container's process writes the trace_pid its attach gave it). */
+static uint64_t describe_process(recorder *r, pid_t pid, uint32_t owner)
 {
     char path[64], buf[65536];
     ltr_bytes b = {0};
     size_t rec = ltr_bytes_record_begin(&b, LTR_META_PROCESS);
     uint64_t now = ltr_now_ns();
     ltr_bytes_put_u32(&b, (uint32_t)pid);
-    ltr_bytes_put_u32(&b, proc_pid == pid ? ltr_proc_ppid((uint32_t)pid) : 0);
+    ltr_bytes_put_u32(&b, ltr_proc_ppid((uint32_t)pid));
     ltr_bytes_put_u64(&b, now);
-    pid = proc_pid;
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, buf, sizeof buf - 1);
     buf[n > 0 ? n : 0] = 0;
@@ -474,10 +470,10 @@ static uint64_t describe_process(recorder *r, pid_t pid, pid_t proc_pid, uint32_
     return now;
 }
 
-int rec_add_process(recorder *r, pid_t pid, pid_t proc_pid, uint32_t owner, bool traced, uint32_t *proc_slot,
+int rec_add_process(recorder *r, pid_t pid, uint32_t owner, bool traced, uint32_t *proc_slot,
                     uint64_t *start_ts)
 {
-    uint64_t start = traced ? describe_process(r, pid, proc_pid > 0 ? proc_pid : pid, owner) : 0;
+    uint64_t start = traced ? describe_process(r, pid, owner) : 0;
     if (start_ts)
         *start_ts = start;
     uint32_t slot = r->nfree_slots ? r->free_slots[--r->nfree_slots]
