@@ -408,7 +408,8 @@ static void warn_state(ltr_analysis *a)
         an_warn(a, "the trace holds %llu bad record(s) in intact chunks ('ltr info' lists them): each was left "
                 "out and only what it told is missing (a record that gave a process's stack other frames than "
                 "an earlier one, as another traced program of the session can write, or a process of another pid "
-                "namespace with the same pid, leaves that stack unknown)",
+                "namespace with the same pid, leaves that stack unknown; a module loaded over another still loaded is "
+                "left out, the first kept)",
                 (unsigned long long)bad);
     if (a->forged)
         an_warn(a, "%llu record(s) about a process were another traced program's ('ltr info' lists them): left "

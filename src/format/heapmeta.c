@@ -25,11 +25,24 @@
  * FORGED damage and the nodes' stacks kept. Taken as a conflict, one
  * forged STACK record per id made every stack of a traced perl unknown, or
  * stood in for nodes the perl lost when the region was full.
+ *
+ * A MODULE record can be another program's too: a load of /usr/bin/ls over
+ * a traced perl's text made perl's frames read ls+0x..., "damage: none". A
+ * process maps one object at an address at a time, and the agent writes an
+ * unload before a load that takes its place, so within one image a load
+ * over segments of a module still loaded is damage, left out, the first
+ * kept (it may be the forged one: either way the trace says so). A load
+ * that repeats a loaded module (same bias, path and segments) is a repeat.
+ * An unload of the image's main program (the PROCESS record's exe) is never
+ * real: left out as FORGED. The loaded segments sit in a tree (tsearch)
+ * whose compare calls overlapping segments equal: a forger's million loads
+ * cost log n each, not a scan of the others.
  */
 #include "format/reader.h"
 #include "format/nodevar.h"
 
 #include <errno.h>
+#include <search.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -78,12 +91,27 @@ typedef struct node_table {
     ltr_idmap index;    /* their id -> 1 + position in far */
 } node_table;
 
-typedef struct module_rec {
+typedef struct module_rec module_rec;
+
+/* A segment of a loaded module, as its image's tree holds it. */
+typedef struct seg_key {
+    uint64_t start, end;
+    module_rec *m;
+    bool in_tree;
+} seg_key;
+
+struct module_rec {
     ltr_module pub;
     char *path;
     uint8_t build_id[255];
+    seg_key *keys; /* pub.segment_count of them, after segs */
     ltr_segment segs[];
-} module_rec;
+};
+
+/* The modules a pid's image has loaded, by their segments. */
+typedef struct mod_image {
+    void *root; /* tsearch tree of seg_key */
+} mod_image;
 
 static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
 {
@@ -547,6 +575,120 @@ static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id
     return s ? list_stack(t, pid_stacks(t, pid), s) : NULL;
 }
 
+/* Overlapping segments compare equal: the tree holds none that overlap. */
+static int seg_cmp(const void *a, const void *b)
+{
+    const seg_key *x = a, *y = b;
+    return x->end <= y->start ? -1 : y->end <= x->start ? 1 : 0;
+}
+
+static void seg_keep(void *k) { (void)k; /* the module_rec holds it */ }
+
+static mod_image *pid_modules(ltr_trace *t, uint32_t pid)
+{
+    mod_image *im = ltr_idmap_get(&t->module_pids, pid);
+    if (im)
+        return im;
+    im = calloc(1, sizeof *im);
+    if (im && ltr_idmap_put(&t->module_pids, pid, im) < 0) {
+        free(im);
+        return NULL;
+    }
+    return im;
+}
+
+void ltr_heapmeta_modules_new_image(ltr_trace *t, uint32_t pid)
+{
+    mod_image *im = ltr_idmap_get(&t->module_pids, pid);
+    if (im) {
+        tdestroy(im->root, seg_keep);
+        im->root = NULL;
+    }
+}
+
+/* The loaded module of im one of whose segments overlaps one of m's; NULL if none. */
+static module_rec *loaded_over(const mod_image *im, const module_rec *m)
+{
+    for (uint16_t i = 0; i < m->pub.segment_count; i++) {
+        const seg_key *const *k = m->keys[i].start < m->keys[i].end ? tfind(&m->keys[i], &im->root, seg_cmp) : NULL;
+        if (k)
+            return (*k)->m;
+    }
+    return NULL;
+}
+
+static bool same_mapping(const module_rec *a, const module_rec *b)
+{
+    if (a->pub.load_bias != b->pub.load_bias || a->pub.segment_count != b->pub.segment_count ||
+        strcmp(a->path, b->path))
+        return false;
+    for (uint16_t i = 0; i < a->pub.segment_count; i++)
+        if (a->segs[i].start != b->segs[i].start || a->segs[i].end != b->segs[i].end)
+            return false;
+    return true;
+}
+
+/* m's segments into im's tree; false without memory. One that overlaps
+ * another of m's (not from the agent) stays out: the other holds it. */
+static bool load_segments(mod_image *im, module_rec *m)
+{
+    for (uint16_t i = 0; i < m->pub.segment_count; i++) {
+        seg_key *k = &m->keys[i];
+        if (k->start >= k->end)
+            continue; /* holds no address */
+        const seg_key *const *at = tsearch(k, &im->root, seg_cmp);
+        if (!at)
+            return false;
+        k->in_tree = *at == k;
+    }
+    return true;
+}
+
+static void unload_segments(mod_image *im, module_rec *m)
+{
+    for (uint16_t i = 0; i < m->pub.segment_count; i++)
+        if (m->keys[i].in_tree) {
+            tdelete(&m->keys[i], &im->root, seg_cmp);
+            m->keys[i].in_tree = false;
+        }
+}
+
+/* Whether MODULE record m (not listed yet) is to be listed, as the top
+ * says: a load over another module still loaded is damage, an unload of
+ * the main program FORGED; an unload takes the module it names out of the
+ * image's tree. */
+static bool module_taken(ltr_trace *t, module_rec *m)
+{
+    mod_image *im = strict_ids(t) ? pid_modules(t, m->pub.pid) : NULL;
+    if (!im)
+        return true; /* format 2 (its agents are not known to unload first), or without memory */
+    module_rec *was = loaded_over(im, m);
+    if (m->pub.event == 1) {
+        if (was && same_mapping(was, m))
+            return false; /* a repeat */
+        if (was) {
+            ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                                 "chunk %llu: a MODULE load of %.48s for pid %u over %.48s, still loaded: left out, the "
+                                 "first kept (forged? an unload lost?)",
+                                 (unsigned long long)t->chunk_seq, m->path, m->pub.pid, was->path);
+            return false;
+        }
+        (void)load_segments(im, m); /* without memory some of it goes unchecked: taken all the same */
+        return true;
+    }
+    const ltr_process_rec *p = ltr_idmap_get(&t->process_map, m->pub.pid);
+    if (p && p->exe && p->exe[0] && !strcmp(p->exe, m->path)) {
+        ltr_trace_add_damage(t, LTR_DAMAGE_FORGED, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                             "chunk %llu: a MODULE record unloads the main program %.60s of pid %u, which only an "
+                             "exec ends (another traced program's): left out",
+                             (unsigned long long)t->chunk_seq, m->path, m->pub.pid);
+        return false;
+    }
+    if (was && was->pub.load_bias == m->pub.load_bias && !strcmp(was->path, m->path))
+        unload_segments(im, was);
+    return true;
+}
+
 int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c)
 {
     uint32_t pid = ltr_cursor_u32(c);
@@ -558,26 +700,42 @@ int ltr_meta_parse_module(ltr_trace *t, ltr_cursor *c)
     const uint8_t *id = ltr_cursor_take(c, idlen);
     uint16_t nseg = ltr_cursor_u16(c);
     const uint8_t *segs = ltr_cursor_take(c, 25u * nseg);
-    module_rec *m = path && id && segs ? malloc(sizeof *m + sizeof(ltr_segment) * nseg) : NULL;
-    if (!m || ltr_ptrvec_push(&t->modules, m) < 0) {
+    module_rec *m = path && id && segs ? malloc(sizeof *m + (sizeof(ltr_segment) + sizeof(seg_key)) * nseg) : NULL;
+    if (!m) {
         free(path);
-        free(m);
         return c->bad ? -1 : 0;
     }
     memcpy(m->build_id, id, idlen);
+    m->keys = (seg_key *)(m->segs + nseg);
     for (uint16_t i = 0; i < nseg; i++) {
         const uint8_t *p = segs + 25u * i;
         m->segs[i] = (ltr_segment){ltr_get_u64(p), ltr_get_u64(p + 8), ltr_get_u64(p + 16), p[24]};
+        m->keys[i] = (seg_key){m->segs[i].start, m->segs[i].end, m, false};
     }
     m->path = path;
     m->pub = (ltr_module){.pid = pid, .ts = ts, .event = event, .load_bias = bias, .path = path,
                           .build_id_len = idlen, .build_id = m->build_id,
                           .segment_count = nseg, .segments = m->segs};
+    if (module_taken(t, m) && ltr_ptrvec_push(&t->modules, m) == 0)
+        return 0;
+    mod_image *im = ltr_idmap_get(&t->module_pids, pid);
+    if (im)
+        unload_segments(im, m); /* a load taken that found no place in the list */
+    free(path);
+    free(m);
+    return 0;
     return 0;
 }
 
 void ltr_heapmeta_free(ltr_trace *t)
 {
+    for (size_t i = 0; i < t->module_pids.cap; i++) /* before the modules their trees hold */
+        if (t->module_pids.vals[i]) {
+            mod_image *im = t->module_pids.vals[i];
+            tdestroy(im->root, seg_keep);
+            free(im);
+        }
+    ltr_idmap_free(&t->module_pids);
     for (size_t i = 0; i < t->modules.n; i++)
         free(((module_rec *)t->modules.v[i])->path);
     for (size_t i = 0; i < t->modules.n; i++)

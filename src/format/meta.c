@@ -456,6 +456,7 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
     if ((ltr_heapmeta_has_stacks(t, pid) || p->exec_ended) &&
         new_image(t, pid, start, p->exe, p->end_ts && p->end_ts <= start))
         p->images++;
+    ltr_heapmeta_modules_new_image(t, pid); /* an exec maps its objects anew, where the old image's were */
     p->end_ts = 0;
     p->exec_ended = 0;
     retire(t, p->exe);

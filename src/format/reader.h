@@ -250,6 +250,7 @@ struct ltr_trace {
     ltr_ptrvec stacks, modules;  /* heapmeta.c */
     ltr_idmap stack_pids;        /* pid -> ltr_idmap of stack id -> ltr_stack */
     ltr_idmap node_pids;         /* pid -> its frame nodes (FRAME_NODES records) */
+    ltr_idmap module_pids;       /* pid -> the segments its image has loaded (MODULE records) */
     ltr_kv_table header_kv, end_kv;
     ltr_ptrvec graveyard;        /* replaced strings, kept until rewind/close */
     ltr_collector_counters *collectors;
@@ -308,6 +309,8 @@ int ltr_meta_parse_frame_nodes(ltr_trace *t, ltr_cursor *c);
 /* The pid's frame nodes and stacks so far are an old image's: kept under
  * key (ltr_process_image), the pid's own start empty. */
 void ltr_heapmeta_new_image(ltr_trace *t, uint32_t pid, uint32_t key);
+/* A PROCESS record of pid: its modules are the new image's from here on. */
+void ltr_heapmeta_modules_new_image(ltr_trace *t, uint32_t pid);
 /* Whether pid's image told stacks, to keep apart when a PROCESS record
  * describes it again: frame nodes, or since format 3 STACK records too (a
  * format 2 trace's are replaced one by one). */

@@ -270,6 +270,46 @@ static void test_forged_stacks_not_taken(void **state)
     }
 }
 
+/* A traced program that appends MODULE records for another traced
+ * process: a load of /usr/bin/ls over perl's text (after, in the second
+ * run, an unload of perl's main program, which only an exec ends). Taken,
+ * perl's frames read ls+0x... and the trace said "damage: none". A load
+ * over a module still loaded in the image is damage, left out (the first
+ * kept); an unload of the main program is another program's, left out. */
+static void test_forged_module_not_taken(void **state)
+{
+    const char *dir = *state;
+    for (int unload = 0; unload < 2; unload++) {
+        char fm[8]; /* a session, and perl's pid file, of each run's own */
+        snprintf(fm, sizeof fm, "fm%d", unload);
+        expect_ok(tu_run("%s start heap --instance %s --filemode -o %s/%s.part.ltr --provider Test.Scribbler", LTR,
+                         fm, dir, fm),
+                  "start", unload);
+        /* perl's text (its r-xp mapping) and its bias (the start of its mapping at offset 0) */
+        tu_result r = tu_run("%s x=$(grep -m1 ' r-xp .*/perl' /proc/$p/maps); s=${x%%%%-*}; e=${x#*-}; e=${e%%%% *}; "
+                             "b=$(grep -m1 ' 00000000 .*/perl' /proc/$p/maps); b=${b%%%%-*}; f=${x##* }; "
+                             "[ %d = 0 ] || %s %s 1 0 unload:$p:$b:$s:$e:$f >/dev/null; u=$?; "
+                             "%s %s 1 0 module:$p:$s:$e:/usr/bin/ls >/dev/null; "
+                             "s=$?; wait; echo pid=$p scribbler=$((s + u))",
+                             perl_started(dir, fm), unload, tu_test_bin("ltr-test-scribbler"), fm,
+                             tu_test_bin("ltr-test-scribbler"), fm);
+        if (r.status || tu_field(r.out, "scribbler"))
+            fail_msg("run %d: exit %d:\n%s%s", unload, r.status, r.out, r.err);
+        tu_free(&r);
+        expect_ok(tu_run("%s stop --instance %s %s/%s.ltr", LTR, fm, dir, fm), "stop", unload);
+        r = tu_run("%s analyze %s/%s.ltr", LTR, dir, fm);
+        if (r.status != 3 || strstr(r.out, " ls+0x") || !strstr(r.out, " perl+0x"))
+            fail_msg("run %d: the forged MODULE load was taken (exit %d, perl's frames in ls):\n%s", unload, r.status,
+                     r.out);
+        tu_free(&r);
+        r = tu_run("%s info %s/%s.ltr", LTR, dir, fm);
+        assert_non_null(strstr(r.out, "a MODULE load of /usr/bin/ls for pid"));
+        if (unload)
+            assert_non_null(strstr(r.out, "a MODULE record unloads the main program"));
+        tu_free(&r);
+    }
+}
+
 /* A traced program that sends the recorder an attach claiming another
  * traced process's pid (the socket is the user's: any of its processes can
  * connect). The pid names the PROCESS record and the process's end: taken,
@@ -307,6 +347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forged_attach_pid_refused, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_process_record_dropped, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_forged_stacks_not_taken, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_forged_module_not_taken, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };

@@ -27,8 +27,8 @@
  * of process PID, ids 1 to N, each of the one frame HEXADDR; prints
  * lost=K), nodes:PID:N:HEXADDR (the same as FRAME_NODES records: nodes 1
  * to N of process PID, each an outermost frame HEXADDR), module:PID:HEXSTART:HEXEND:PATH (no scribble: a
- * well-formed MODULE record loading PATH for process PID over [START, END), bias START, no build-id; its
- * reader takes it, which no test asserts yet), attach:PID (no scribble: an attach request on the
+ * well-formed MODULE record loading PATH for process PID over [START, END), bias START, no build-id),
+ * unload:PID:HEXBIAS:HEXSTART:HEXEND:PATH (the same, unloading PATH of bias BIAS), attach:PID (no scribble: an attach request on the
  * session's socket that claims to come from process PID, as the agent's
  * does from its own; prints answered=1 if the recorder took it, 0 if it
  * closed the connection).
@@ -183,6 +183,30 @@ static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
     }
 }
 
+/* A well-formed MODULE record of process pid, loading (or unloading) path
+ * of bias over [start, end), no build-id; 0 if appended. */
+static int forge_module(ltr_attach *a, unsigned pid, int load, unsigned long long bias, unsigned long long start,
+                        unsigned long long end, const char *path)
+{
+    ltr_bytes b = {0};
+    size_t rec = ltr_bytes_record_begin(&b, LTR_META_MODULE);
+    ltr_bytes_put_u32(&b, pid);
+    ltr_bytes_put_u64(&b, ltr_now_ns());
+    ltr_bytes_put_u8(&b, load ? 1 : 2);
+    ltr_bytes_put_u64(&b, bias);
+    ltr_bytes_put_str(&b, path);
+    ltr_bytes_put_u8(&b, 0);
+    ltr_bytes_put_u16(&b, 1);
+    ltr_bytes_put_u64(&b, start);
+    ltr_bytes_put_u64(&b, end);
+    ltr_bytes_put_u64(&b, 0);
+    ltr_bytes_put_u8(&b, 5);
+    ltr_bytes_record_end(&b, rec);
+    int rc = b.failed || ltr_producer_meta_append(a, b.data, (uint32_t)b.len) != 0 ? -1 : 0;
+    ltr_bytes_free(&b);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -308,29 +332,15 @@ int main(int argc, char **argv)
         printf("lost=%u\n", lost);
         len = 0;
     }
-    if (!strncmp(region, "module:", 7)) { /* a MODULE load of another process: PATH mapped over [START, END) */
+    if (!strncmp(region, "module:", 7) || !strncmp(region, "unload:", 7)) { /* a MODULE record of another process */
         unsigned pid = 0;
-        unsigned long long start = 0, end = 0;
-        int at = 0;
-        if (sscanf(region + 7, "%u:%llx:%llx:%n", &pid, &start, &end, &at) != 3 || !at)
+        unsigned long long bias = 0, start = 0, end = 0;
+        int at = 0, load = region[0] == 'm';
+        if ((load ? sscanf(region + 7, "%u:%llx:%llx:%n", &pid, &start, &end, &at) != 3
+                  : sscanf(region + 7, "%u:%llx:%llx:%llx:%n", &pid, &bias, &start, &end, &at) != 4) || !at)
             return 2;
-        ltr_bytes b = {0};
-        size_t rec = ltr_bytes_record_begin(&b, LTR_META_MODULE);
-        ltr_bytes_put_u32(&b, pid);
-        ltr_bytes_put_u64(&b, ltr_now_ns());
-        ltr_bytes_put_u8(&b, 1);
-        ltr_bytes_put_u64(&b, start);
-        ltr_bytes_put_str(&b, region + 7 + at);
-        ltr_bytes_put_u8(&b, 0);
-        ltr_bytes_put_u16(&b, 1);
-        ltr_bytes_put_u64(&b, start);
-        ltr_bytes_put_u64(&b, end);
-        ltr_bytes_put_u64(&b, 0);
-        ltr_bytes_put_u8(&b, 5);
-        ltr_bytes_record_end(&b, rec);
-        if (b.failed || ltr_producer_meta_append(a, b.data, (uint32_t)b.len) != 0)
+        if (forge_module(a, pid, load, load ? start : bias, start, end, region + 7 + at) != 0)
             return 1;
-        ltr_bytes_free(&b);
         len = 0;
     }
     if (!strncmp(region, "process:", 8)) { /* a PROCESS record of another process, under another name */
