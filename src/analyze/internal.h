@@ -410,6 +410,8 @@ int an_blocks_run(an_blocks *b, struct an_sink *sk, const struct ltr_block_view 
 
 /* Frames of (pid, stack id) from the trace's STACK records; NULL if unknown. */
 const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id, size_t *n);
+/* Whether that stack is unknown because records of the session told it other frames. */
+int an_stack_conflicted(const ltr_trace *t, uint32_t pid, uint32_t id);
 /* Hands the MODULE records of the trace from *done on to the symbolizer
  * (only those of pid when pid_set) and advances *done; 0 or -ENOMEM. */
 int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t pid, size_t *done);

@@ -54,8 +54,12 @@ void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     size_t n = an_frames_shown(a, s, f, AN_MAX_FRAMES);
-    if (n == 0)
-        fprintf(out, "        (no stack recorded)\n");
+    if (n == 0) /* a stack written over is not one never recorded (a forger's FRAME_NODES) */
+        fputs(an_stack_conflicted(a->trace, s->key, s->stack_id)
+                  ? "        (stack unknown: records of its pid gave it different frames, e.g. another traced "
+                    "program's; 'ltr info' lists them)\n"
+                  : "        (no stack recorded)\n",
+              out);
     for (size_t i = 0; i < n; i++) {
         char line[4096];
         an_fit_frame(&f[i], a->width > 8 ? a->width - 8 : 0, line, sizeof line);

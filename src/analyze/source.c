@@ -225,6 +225,11 @@ const uint64_t *an_stack_addresses(const ltr_trace *t, uint32_t pid, uint32_t id
     return s ? s->frames : NULL;
 }
 
+int an_stack_conflicted(const ltr_trace *t, uint32_t pid, uint32_t id)
+{
+    return id && ltr_trace_stack_conflicted(t, pid, id);
+}
+
 int an_load_modules(const ltr_trace *t, ltr_symbolizer *s, int pid_set, uint32_t pid, size_t *done)
 {
     for (; *done < ltr_trace_module_count(t); ++*done) {

@@ -176,6 +176,11 @@ const ltr_thread *ltr_trace_image_thread_at(const ltr_trace *t, size_t i);
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
 
+/* Whether stack id of pid (or an old image's key), which ltr_trace_stack_find
+ * does not find, is unknown because records gave it, or a frame node of its
+ * path, other frames (heapmeta.c); not when its record was only lost. */
+int ltr_trace_stack_conflicted(const ltr_trace *t, uint32_t pid, uint32_t id);
+
 /* Address references (docs/trace-format.md, "Address references"): per
  * (collector, pid), the pnew values (LTR_REFS_ALLOC) and the pref values
  * (LTR_REFS_FREE) in file order, and in format 5 the allocator model's lists

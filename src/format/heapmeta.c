@@ -772,6 +772,19 @@ const ltr_module *ltr_trace_module_at(const ltr_trace *t, size_t i)
     return i < t->modules.n ? t->modules.v[i] : NULL;
 }
 
+int ltr_trace_stack_conflicted(const ltr_trace *t, uint32_t pid, uint32_t id)
+{
+    const ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
+    if (m && ltr_idmap_get(m, id) == &conflicted)
+        return 1;
+    const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
+    const frame_node *fn;
+    for (uint32_t i = id; nt && i && (fn = node_get(nt, i)); i = fn->parent) /* parents are below ids: it ends */
+        if (fn->parent == NODE_CONFLICT)
+            return 1;
+    return 0;
+}
+
 const ltr_stack *ltr_trace_stack_find(const ltr_trace *t, uint32_t pid, uint32_t id)
 {
     const ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
