@@ -384,17 +384,14 @@ static void warn_losses(ltr_analysis *a)
 
 /* How much of the trace's damage is records of intact chunks, and of them
  * records another traced program wrote about a process (left out, the
- * process's own taken): from its list, whose entries past its bound count
- * as chunks' damage. A forged stack record is not a damaged stretch: said
- * as one, the analysis told of allocations missing that were all there. */
+ * process's own taken), as the reader counted them (all, past its list's
+ * bound too: `ltr info` says the same). A forged stack record is not a
+ * damaged stretch: said as one, the analysis told of allocations missing
+ * that were all there. */
 static void count_record_damage(ltr_analysis *a)
 {
-    a->bad_records = a->forged = 0;
-    for (size_t i = 0; ltr_trace_damage_at(a->trace, i); i++) {
-        const ltr_damage *d = ltr_trace_damage_at(a->trace, i);
-        a->bad_records += d->kind == LTR_DAMAGE_BAD_RECORD || d->kind == LTR_DAMAGE_FORGED ? d->count : 0;
-        a->forged += d->kind == LTR_DAMAGE_FORGED ? d->count : 0;
-    }
+    a->bad_records = ltr_trace_record_damage(a->trace);
+    a->forged = ltr_trace_forged_count(a->trace);
 }
 
 static void warn_state(ltr_analysis *a)
@@ -403,7 +400,7 @@ static void warn_state(ltr_analysis *a)
     if (chunks)
         an_warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
                 "allocations and frees in the damaged stretches are missing",
-             (unsigned long long)a->sum.damage);
+             (unsigned long long)ltr_analysis_damage(a));
     else if (bad)
         an_warn(a, "the trace holds %llu bad record(s) in intact chunks ('ltr info' lists them): each was left "
                 "out and only what it told is missing (a record that gave a process's stack other frames than "
@@ -414,7 +411,7 @@ static void warn_state(ltr_analysis *a)
     if (a->forged)
         an_warn(a, "%llu record(s) about a process were another traced program's ('ltr info' lists them): left "
                 "out, and the process's own analyzed", (unsigned long long)a->forged);
-    if (!a->sum.damage && !a->sum.complete)
+    if (!ltr_analysis_damage(a) && !a->sum.complete)
         an_warn(a, "the trace was cut short or is still being recorded (no END chunk): events up to its last "
                 "chunk were analyzed");
     if (a->bad_heap_events)

@@ -5,6 +5,7 @@
  * damage into exit status 3 so scripts can tell partial output from full.
  */
 #include "cli/cli.h"
+#include "format/blocks.h"
 
 #include <ltr/trace.h>
 
@@ -58,14 +59,18 @@ static int report_state(const ltr_trace *t, const char *path)
     ltr_trace_summarize(t, &s);
     warn_missing(t);
     cli_warn_layout_lost("dump", &s);
-    if (s.damage == 0) {
+    uint64_t forged = ltr_trace_forged_count(t);
+    if (forged)
+        cli_warn("dump", "%llu record(s) about a process were another traced program's ('ltr info' lists them): "
+                 "left out", (unsigned long long)forged);
+    if (s.damage == forged) {
         if (!s.complete)
             cli_warn("dump", "%s was cut short (no END chunk): events up to its last chunk were printed",
                      path);
         return 0;
     }
     cli_warn("dump", "%s is damaged (%llu problem(s)); every intact event was printed", path,
-             (unsigned long long)s.damage);
+             (unsigned long long)(s.damage - forged));
     for (size_t i = 0; i < ltr_trace_damage_count(t); i++) {
         char line[400];
         ltr_damage_format(ltr_trace_damage_at(t, i), line, sizeof line);

@@ -52,9 +52,12 @@ static int info(ltr_trace *t, int json)
                  "did not fit in the session's metadata region, which the recorder had not read fast enough, "
                  "or past what a flight recorder keeps: stacks through them show as not recorded", in.metadata_lost);
     cli_warn_layout_lost("info", &in.summary);
-    if (in.summary.damage) {
+    if (in.forged)
+        cli_warn("info", "%" PRIu64 " record(s) about a process were another traced program's (listed under "
+                 "damage): left out, the process's own shown", in.forged);
+    if (in.summary.damage > in.forged) {
         cli_warn("info", "%s is damaged (%" PRIu64 " problem(s)); what could be read is shown",
-                 ltr_trace_path(t), in.summary.damage);
+                 ltr_trace_path(t), in.summary.damage - in.forged);
         return 3;
     }
     return 0;

@@ -173,6 +173,14 @@ const ltr_process_image *ltr_trace_image_at(const ltr_trace *t, size_t i);
 size_t ltr_trace_image_thread_count(const ltr_trace *t);
 const ltr_thread *ltr_trace_image_thread_at(const ltr_trace *t, size_t i);
 
+/* Of the damage found so far (summary.damage), the records of intact
+ * chunks (LTR_DAMAGE_BAD_RECORD and FORGED), and of those the FORGED ones:
+ * all, past the damage list's bound too. A FORGED record is left out at no
+ * loss, so a trace whose only damage they are is whole: `ltr info`, `ltr
+ * dump` and `ltr analyze` do not exit 3 for them, and list them apart. */
+uint64_t ltr_trace_record_damage(const ltr_trace *t);
+uint64_t ltr_trace_forged_count(const ltr_trace *t);
+
 /* The file offset reading has reached (for progress reports). */
 uint64_t ltr_trace_position(const ltr_trace *t);
 

@@ -4,6 +4,7 @@
  * reader (ltr/trace.h), as any program reading traces could.
  */
 #include "format/info.h"
+#include "format/blocks.h"
 #include "format/symchunk.h"
 #include "prim/prim.h"
 
@@ -175,10 +176,14 @@ static void text_counters(FILE *out, const ltr_trace *t)
 
 static void text_damage(FILE *out, const ltr_trace *t, const ltr_trace_info *in)
 {
-    if (in->summary.damage)
-        fprintf(out, "\ndamage:      %" PRIu64 " problem(s)\n", in->summary.damage);
+    uint64_t damage = in->summary.damage - in->forged;
+    if (damage)
+        fprintf(out, "\ndamage:      %" PRIu64 " problem(s)", damage);
     else
-        fprintf(out, "\ndamage:      none\n");
+        fprintf(out, "\ndamage:      none");
+    if (in->forged) /* listed below with the damage, not counted in it */
+        fprintf(out, "; %" PRIu64 " record(s) another traced program wrote about a process, left out", in->forged);
+    putc('\n', out);
     for (size_t i = 0; i < ltr_trace_damage_count(t); i++) {
         char line[400];
         ltr_damage_format(ltr_trace_damage_at(t, i), line, sizeof line);
@@ -284,7 +289,8 @@ static void json_counters(FILE *out, const ltr_trace *t)
 
 static void json_damage(FILE *out, const ltr_trace *t, const ltr_trace_info *in)
 {
-    fprintf(out, ",\"damage_count\":%" PRIu64 ",\"damage\":[", in->summary.damage);
+    fprintf(out, ",\"damage_count\":%" PRIu64 ",\"forged_count\":%" PRIu64 ",\"damage\":[",
+            in->summary.damage - in->forged, in->forged);
     for (size_t i = 0; i < ltr_trace_damage_count(t); i++) {
         const ltr_damage *d = ltr_trace_damage_at(t, i);
         fprintf(out, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"chunk_seq\":%" PRId64
@@ -306,6 +312,7 @@ int ltr_trace_info_scan(ltr_trace *t, ltr_trace_info *info, ltr_error *err)
         return rc;
     iso_start(t, info->start, sizeof info->start);
     info->has_duration = duration(t, &info->summary, &info->duration_ns) == 0;
+    info->forged = ltr_trace_forged_count(t);
     for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
         info->shm_damage += ltr_trace_collector_at(t, i)->shm_damage;
         info->metadata_lost += ltr_trace_collector_at(t, i)->metadata_lost;

@@ -21,6 +21,8 @@ typedef struct ltr_trace_info {
     uint64_t duration_ns;  /* to END's clock, else to the last event */
     uint64_t shm_damage;   /* places of the session's shared memory skipped while recording */
     uint64_t metadata_lost; /* metadata records that did not fit in the session's region */
+    uint64_t forged;       /* of summary.damage, records another traced program wrote about a process, left
+                            * out at no loss: not damage of the trace (blocks.h, ltr_trace_forged_count) */
 } ltr_trace_info;
 
 /* Reads the whole trace once (ltr_trace_scan) and fills info. Damage is not

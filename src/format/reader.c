@@ -30,6 +30,7 @@ static void add_damage_n(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint6
 {
     t->sum.damage += count;
     t->record_damage += kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED ? count : 0;
+    t->forged += kind == LTR_DAMAGE_FORGED ? count : 0;
     if (t->ndamage > 0) {
         ltr_damage *last = &t->damage[t->ndamage - 1];
         if ((kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED) && last->kind == kind &&
@@ -641,7 +642,7 @@ static void reset_state(ltr_trace *t)
     free(t->layout_gaps);
     t->layout_gaps = NULL;
     t->nlayout_gaps = 0;
-    t->record_damage = 0;
+    t->record_damage = t->forged = 0;
     uint64_t size = t->file_size;
     memset(&t->sum, 0, sizeof t->sum);
     t->sum.file_size = size;
@@ -756,6 +757,8 @@ const char *ltr_trace_path(const ltr_trace *t) { return t->path; }
 uint32_t ltr_trace_version(const ltr_trace *t) { return t->version; }
 int ltr_trace_complete(const ltr_trace *t) { return t->sum.complete; }
 size_t ltr_trace_damage_count(const ltr_trace *t) { return t->ndamage; }
+uint64_t ltr_trace_record_damage(const ltr_trace *t) { return t->record_damage; }
+uint64_t ltr_trace_forged_count(const ltr_trace *t) { return t->forged; }
 
 const ltr_damage *ltr_trace_damage_at(const ltr_trace *t, size_t i)
 {

@@ -271,6 +271,7 @@ struct ltr_trace {
     ltr_layout_gap *layout_gaps; /* per chunk, in file order; settled at the end of the file */
     size_t nlayout_gaps;
     uint64_t record_damage;      /* of sum.damage, records of intact chunks (BAD_RECORD, FORGED): the chunks are whole */
+    uint64_t forged;             /* of record_damage, FORGED */
     ltr_trace_summary sum;
     uint64_t first_event_ts;
     int have_event;

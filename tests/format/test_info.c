@@ -87,7 +87,7 @@ static void test_complete_trace(void **state)
     assert_non_null(strstr(json, "\"events\":15,\"blocks\":3"));
     assert_non_null(strstr(json, "\"start\":\"2023-11-14T22:13:20.123456789Z\",\"duration_ns\":2000000,"));
     assert_non_null(strstr(json, "\"session.description\":\"gen \\\"desc\\\"\""));
-    assert_non_null(strstr(json, "\"damage_count\":0,\"damage\":[]}\n"));
+    assert_non_null(strstr(json, "\"damage_count\":0,\"forged_count\":0,\"damage\":[]}\n"));
     free(json);
 
     char *text = written(t, &info, 0);
