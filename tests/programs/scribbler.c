@@ -294,39 +294,24 @@ int main(int argc, char **argv)
         close(sock);
         return 0;
     }
-    if (!strncmp(region, "stack:", 6)) { /* STACK records of another process: ids 1..N, one frame each */
+    if (!strncmp(region, "stack:", 6) || !strncmp(region, "nodes:", 6)) {
+        /* records of another process: STACK records of ids 1..N, one frame
+         * each, or FRAME_NODES records of nodes 1..N, each an outermost one
+         * (u32 pid, u32 parent 0, u16 count 1, then u32 id, u64 address) */
+        bool nodes = region[0] == 'n';
         unsigned pid = 0, n = 0;
         unsigned long long addr = 0;
         if (sscanf(region + 6, "%u:%u:%llx", &pid, &n, &addr) != 3)
             return 2;
         uint8_t rec[32] = {0};
-        rec[0] = LTR_META_STACK;
+        rec[0] = nodes ? LTR_META_FRAME_NODES : LTR_META_STACK;
         rec[4] = 32;
         memcpy(rec + 8, &pid, 4);
         memcpy(rec + 16, &(uint16_t){1}, 2);
-        memcpy(rec + 18, &addr, 8);
+        memcpy(rec + (nodes ? 22 : 18), &addr, 8);
         unsigned lost = 0;
         for (unsigned id = 1; id <= n; id++) {
-            memcpy(rec + 12, &id, 4);
-            lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
-        }
-        printf("lost=%u\n", lost);
-        len = 0;
-    }
-    if (!strncmp(region, "nodes:", 6)) { /* FRAME_NODES records of another process: nodes 1..N, outermost each */
-        unsigned pid = 0, n = 0;
-        unsigned long long addr = 0;
-        if (sscanf(region + 6, "%u:%u:%llx", &pid, &n, &addr) != 3)
-            return 2;
-        uint8_t rec[32] = {0}; /* u32 pid, u32 parent 0, u16 count 1, then u32 id, u64 address */
-        rec[0] = LTR_META_FRAME_NODES;
-        rec[4] = 32;
-        memcpy(rec + 8, &pid, 4);
-        memcpy(rec + 16, &(uint16_t){1}, 2);
-        memcpy(rec + 22, &addr, 8);
-        unsigned lost = 0;
-        for (unsigned id = 1; id <= n; id++) {
-            memcpy(rec + 18, &id, 4);
+            memcpy(rec + (nodes ? 18 : 12), &id, 4);
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
