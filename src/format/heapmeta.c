@@ -28,10 +28,12 @@
  *
  * A MODULE record can be another program's too: a load of /usr/bin/ls over
  * a traced perl's text made perl's frames read ls+0x..., "damage: none". A
- * process maps one object at an address at a time, and the agent writes an
- * unload before a load that takes its place, so within one image a load
- * over segments of a module still loaded is damage, left out, the first
- * kept (it may be the forged one: either way the trace says so). A load
+ * process maps one object at an address at a time, and its main program
+ * until an exec, so within one image a load over the main program's
+ * segments is damage, left out. A load over a library still loaded takes
+ * its place: the agent writes an unload before it, but an unload that found
+ * the region full is lost (counted, not written again), and calling that
+ * damage named a dlopen'd library after the one dlclosed before it. A load
  * that repeats a loaded module (same bias, path and segments) is a repeat.
  * An unload of the image's main program (the PROCESS record's exe) is never
  * real: left out as FORGED. The loaded segments sit in a tree (tsearch)
@@ -654,29 +656,36 @@ static void unload_segments(mod_image *im, module_rec *m)
 }
 
 /* Whether MODULE record m (not listed yet) is to be listed, as the top
- * says: a load over another module still loaded is damage, an unload of
- * the main program FORGED; an unload takes the module it names out of the
- * image's tree. */
+ * says: a load over the image's main program is damage, one over a library
+ * still loaded takes its place, an unload of the main program is FORGED;
+ * an unload takes the module it names out of the image's tree. */
 static bool module_taken(ltr_trace *t, module_rec *m)
 {
     mod_image *im = strict_ids(t) ? pid_modules(t, m->pub.pid) : NULL;
     if (!im)
         return true; /* format 2 (its agents are not known to unload first), or without memory */
     module_rec *was = loaded_over(im, m);
+    const ltr_process_rec *p = ltr_idmap_get(&t->process_map, m->pub.pid);
     if (m->pub.event == 1) {
         if (was && same_mapping(was, m))
             return false; /* a repeat */
-        if (was) {
-            ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                                 "chunk %llu: a MODULE load of %.48s for pid %u over %.48s, still loaded: left out, the "
-                                 "first kept (forged? an unload lost?)",
-                                 (unsigned long long)t->chunk_seq, m->path, m->pub.pid, was->path);
-            return false;
+        for (; was; was = loaded_over(im, m)) {
+            if (p && p->exe && p->exe[0] && !strcmp(p->exe, was->path)) {
+                ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
+                                     "chunk %llu: a MODULE load of %.48s for pid %u over its main program %.48s, "
+                                     "which only an exec ends: left out (another traced program's?)",
+                                     (unsigned long long)t->chunk_seq, m->path, m->pub.pid, was->path);
+                return false;
+            }
+            /* over a library: its unload was lost (the region full: counted,
+             * and the agent does not write it again), as likely as forged,
+             * and the later load is the one there (a review: a dlopen where
+             * a dlclose's unload did not fit was named after the old one) */
+            unload_segments(im, was);
         }
         (void)load_segments(im, m); /* without memory some of it goes unchecked: taken all the same */
         return true;
     }
-    const ltr_process_rec *p = ltr_idmap_get(&t->process_map, m->pub.pid);
     if (p && p->exe && p->exe[0] && !strcmp(p->exe, m->path)) {
         ltr_trace_add_damage(t, LTR_DAMAGE_FORGED, t->chunk_off, 0, (int64_t)t->chunk_seq,
                              "chunk %llu: a MODULE record unloads the main program %.60s of pid %u, which only an "

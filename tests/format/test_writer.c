@@ -263,6 +263,59 @@ static void put_exec_end(ltr_bytes *meta, uint32_t pid, uint64_t ts, uint64_t im
     ltr_bytes_record_end(meta, rec);
 }
 
+static void put_module_load(ltr_bytes *meta, uint32_t pid, const char *path, uint64_t start, uint64_t end)
+{
+    size_t rec = ltr_bytes_record_begin(meta, LTR_META_MODULE);
+    ltr_bytes_put_u32(meta, pid);
+    ltr_bytes_put_u64(meta, 1500);
+    ltr_bytes_put_u8(meta, 1); /* loaded */
+    ltr_bytes_put_u64(meta, start);
+    ltr_bytes_put_str(meta, path);
+    ltr_bytes_put_u8(meta, 0); /* no build-id */
+    ltr_bytes_put_u16(meta, 1);
+    ltr_bytes_put_u64(meta, start);
+    ltr_bytes_put_u64(meta, end);
+    ltr_bytes_put_u64(meta, 0);
+    ltr_bytes_put_u8(meta, 5); /* r-x */
+    ltr_bytes_record_end(meta, rec);
+}
+
+/* Loads over a module still loaded: over a library, the later one is the
+ * one there (its unload was lost when the region was full: a review's
+ * dlopen of libb where liba's dlclose did not fit read libb's frames as
+ * liba's, and the trace "damaged"); over the main program, another
+ * program's: damage, left out. */
+static void test_module_load_over_a_loaded_one(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("modover.ltr");
+    ltr_writer *w = open_with_meta(path);
+    ltr_error err;
+    ltr_bytes meta = {0};
+    put_process(&meta, 7, 1000); /* its executable: /bin/prog */
+    put_module_load(&meta, 7, "/bin/prog", 0x400000, 0x500000);
+    put_module_load(&meta, 7, "/lib/liba.so", 0x7f0000000000, 0x7f0000010000);
+    put_module_load(&meta, 7, "/lib/libb.so", 0x7f0000000000, 0x7f0000010000);
+    put_module_load(&meta, 7, "/usr/bin/ls", 0x400000, 0x500000);
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    ltr_bytes_free(&meta);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    assert_int_equal(sum.damage, 1); /* ls over prog */
+    int libb = 0, ls = 0;
+    for (size_t i = 0; i < ltr_trace_module_count(t); i++) {
+        libb += !strcmp(ltr_trace_module_at(t, i)->path, "/lib/libb.so");
+        ls += !strcmp(ltr_trace_module_at(t, i)->path, "/usr/bin/ls");
+    }
+    assert_int_equal(libb, 1);
+    assert_int_equal(ls, 0);
+    ltr_trace_close(t);
+    unlink(path);
+}
+
 /* EXEC_END names the image it ends by its PROCESS record's start: pid 7's
  * current image (an end, image 0); one read before its image's PROCESS
  * record (pid 8: a save writes an image's records as one batch, its ends
@@ -505,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_end_flushes_pending_events),
         cmocka_unit_test(test_repeating_events_searched_deeper),
         cmocka_unit_test(test_exec_end_names_its_image),
+        cmocka_unit_test(test_module_load_over_a_loaded_one),
         cmocka_unit_test(test_process_end_after_pending_blocks),
         cmocka_unit_test(test_pid_used_again_after_its_end),
         cmocka_unit_test(test_block_too_large),
