@@ -382,6 +382,11 @@ static bool settling(watch *w, bool joined, ltr_watch_verdict *v, uint64_t priva
     if (w->joined || w->unjoined >= WATCH_JOIN_POLLS) {
         w->settled = true;
         ltr_watch_cond_init(&w->cond, &w->cfg->rule);
+        if (!w->joined) /* the polls after say only the condition: said once why no heap comes */
+            say(w, false, "process %u: the heap agent has not joined it in %u polls (it joins at the process's "
+                "next malloc; a program that allocates only through mmap of its own never does): watched by its "
+                "private bytes from now on, its heap events recorded from when it joins", w->pid,
+                (unsigned)WATCH_JOIN_POLLS);
         return false;
     }
     w->joined = joined;

@@ -614,6 +614,33 @@ static void test_agent_memory_is_not_growth(void **state)
     free(s);
 }
 
+/* A process that never allocates (sleep) never lets the heap agent join:
+ * past the settling polls the watch goes on by its private bytes, and says
+ * so once (it showed "waiting for private bytes above ..." as if heap
+ * events were recorded: a review). */
+static void test_agent_never_joins_said(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = fork();
+    if (svc == 0) {
+        execlp("sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 3G --interval 0.2 "
+                         "--monitor", LTR, (int)svc, dir);
+    char *s = wait_for(out, "has not joined it", 1);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    waitpid(svc, NULL, 0);
+    assert_non_null(strstr(s, "watched by its private bytes"));
+    free(s);
+}
+
 /* The refusal of an attach is said once, whole: "--pid N: pid N would
  * look for sessions in ...". */
 static void test_attach_refusal_said_whole(void **state)
@@ -766,6 +793,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_never_joins_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refusal_said_whole, tu_setup_sandbox, teardown),
     };
