@@ -99,7 +99,9 @@ static void test_save_while_writing_misses_nothing(void **state)
  * published its buffer between the history's last look and the scan of the
  * buffers being filled (or during that scan) lost about 145 events of a
  * save in 2 of 8 (a review), none said lost. Each thread's numbers run on
- * without a gap. */
+ * without a gap but for events the trace counts lost for its process (a
+ * producer that found no buffer to take, the oldest one's slot being
+ * published: one event, under ASan, counted). */
 static void test_save_of_threads_misses_nothing(void **state)
 {
     const char *dir = *state;
@@ -107,10 +109,11 @@ static void test_save_of_threads_misses_nothing(void **state)
     tu_result r = tu_run("g=0; for k in 1 2 3 4 5 6 7 8; do "
                          "%s --threads 3 --events 400000 --pace-us 50 --wait-enabled 5 >/dev/null & P=$!; sleep 0.8; "
                          "%s save --no-symbols --force %s/t.ltr >/dev/null || exit 9; wait $P; "
-                         "n=$(%s dump %s/t.ltr | awk -v pid=$P '$2 ~ \"^\" pid \"/\" { split($5, a, \"=\"); "
-                         "q = a[2] + 0; t = $2; if ((t in last) && q != last[t] + 1) g++; last[t] = q } "
-                         "END { print g + 0 }'); g=$((g + n)); done; echo gaps=$g",
-                         PRODUCER, LTR, dir, LTR, dir);
+                         "lost=$(%s info %s/t.ltr 2>/dev/null | sed -n \"s/^  pid $P, collector 0: \\([0-9]*\\) events lost.*/\\1/p\"); "
+                         "n=$(%s dump %s/t.ltr 2>/dev/null | awk -v pid=$P -v lost=${lost:-0} '$2 ~ \"^\" pid \"/\" { "
+                         "split($5, a, \"=\"); q = a[2] + 0; t = $2; if ((t in last) && q != last[t] + 1) m += q - last[t] - 1; "
+                         "last[t] = q } END { print m > lost ? m - lost : 0 }'); g=$((g + n)); done; echo gaps=$g",
+                         PRODUCER, LTR, dir, LTR, dir, LTR, dir);
     assert_int_equal(r.status, 0);
     if (tu_field(r.out, "gaps") != 0)
         fail_msg("saves lack events of threads writing during them: %s", r.out);
