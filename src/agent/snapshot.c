@@ -76,11 +76,17 @@ uint32_t snapshot_now_s(uint64_t now_ns)
     return now_ns > epoch_ns ? (uint32_t)((now_ns - epoch_ns) / 1000000000u) : 0;
 }
 
+/* Our entry: ltr names a container's process by its pid outside, and says
+ * which pid it has inside (snap_own_pid); without that, `ltr singlesnapshot`
+ * of a process in a pid namespace of its own said it "exited before it
+ * wrote its snapshot". */
 static ltr_reg_snap_proc *find_mine(void)
 {
     for (unsigned i = 0; i < LTR_SNAP_PROCS; i++) {
         ltr_reg_snap_proc *e = &reg->snap.procs[i];
-        if (atomic_load(&e->pid) == my_pid && atomic_load(&e->start) == my_start)
+        uint32_t pid = atomic_load(&e->pid);
+        if (pid && (pid == my_pid || atomic_load(&reg->snap_own_pid[i]) == my_pid) &&
+            atomic_load(&e->start) == my_start)
             return e;
     }
     return NULL;
@@ -100,6 +106,7 @@ static ltr_reg_snap_proc *claim_entry(void)
     if (!e)
         return NULL;
     atomic_store(&e->pid, 0);
+    atomic_store(&reg->snap_own_pid[e - reg->snap.procs], 0);
     atomic_store(&e->start, my_start);
     atomic_store(&e->requested, 0);
     atomic_store(&e->written, 0);

@@ -96,6 +96,11 @@ typedef struct ltr_registry {
     /* Last, so that a registry file of an ltr before snapshots grows into
      * it (open_registry sizes it) and older readers map what they know. */
     ltr_reg_snapshots snap;
+    /* Per entry of snap.procs, the process's pid in its own pid namespace
+     * when that is not its pid here (a container's process: its agent
+     * knows itself by that one, getpid()), else 0; written before the
+     * entry's pid. Last, as snap is, for the same reason. */
+    _Atomic uint32_t snap_own_pid[LTR_SNAP_PROCS];
 } ltr_registry;
 
 /* Maps the registry of this user (creating it), once per process. NULL on

@@ -748,6 +748,28 @@ uint32_t ltr_proc_ppid(uint32_t pid)
     return ppid;
 }
 
+uint32_t ltr_proc_own_pid(uint32_t pid)
+{
+    char path[64], status[16384];
+    snprintf(path, sizeof path, "/proc/%u/status", pid);
+    if (ltr_read_small_file(path, status, sizeof status) <= 0)
+        return 0;
+    const char *ns = strstr(status, "\nNSpid:");
+    if (!ns)
+        return pid; /* a kernel before 4.1: no namespace of its own shown */
+    ns += 7;
+    unsigned long last = 0;
+    for (char *end;;) {
+        while (*ns == ' ' || *ns == '\t')
+            ns++;
+        if (*ns < '0' || *ns > '9')
+            break;
+        last = strtoul(ns, &end, 10);
+        ns = end;
+    }
+    return last <= UINT32_MAX ? (uint32_t)last : 0;
+}
+
 uint64_t ltr_total_ram(void)
 {
     struct sysinfo si;

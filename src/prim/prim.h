@@ -184,6 +184,10 @@ uint64_t ltr_proc_start_time(uint32_t pid);
 /* The parent of process pid (0: this one), from /proc/PID/stat; 0 when it
  * cannot be read (gone, or another pid namespace's). */
 uint32_t ltr_proc_ppid(uint32_t pid);
+/* Process pid's pid in its own pid namespace (the last of /proc/PID/status's
+ * NSpid), what its getpid() says: pid itself outside a container, 0 when it
+ * cannot be read. */
+uint32_t ltr_proc_own_pid(uint32_t pid);
 uint64_t ltr_total_ram(void);
 /* The width in columns of the terminal fd is, or 0 when fd is not a
  * terminal (then output is for programs: lines are not cut). $COLUMNS, when

@@ -226,27 +226,7 @@ static const producer_conn *described_image(const recorder *r, pid_t pid, uint64
 static bool claim_is_peer(int fd, pid_t claimed)
 {
     pid_t kp = peer_pid(fd);
-    if (!kp || kp == claimed)
-        return true;
-    char path[64], status[16384];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)kp);
-    if (ltr_read_small_file(path, status, sizeof status) <= 0)
-        return false;
-    const char *ns = strstr(status, "\nNSpid:");
-    if (!ns)
-        return false;
-    ns += 7;
-    long last = -1;
-    char *end;
-    for (;;) {
-        while (*ns == ' ' || *ns == '\t')
-            ns++;
-        if (*ns < '0' || *ns > '9')
-            break;
-        last = strtol(ns, &end, 10);
-        ns = end;
-    }
-    return last == (long)claimed;
+    return !kp || kp == claimed || (claimed > 0 && ltr_proc_own_pid((uint32_t)kp) == (uint32_t)claimed);
 }
 
 static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)

@@ -83,7 +83,9 @@ int ltr_snapshot_enable_pid(uint32_t pid, bool enable, ltr_error *err)
                         "some first", LTR_SNAP_PROCS);
     }
     if (e && enable && (atomic_load(&e->pid) != pid || atomic_load(&e->start) != start)) {
+        uint32_t own = ltr_proc_own_pid(pid);
         atomic_store(&e->pid, 0);
+        atomic_store(&r->snap_own_pid[e - r->snap.procs], own != pid ? own : 0);
         atomic_store(&e->start, start);
         atomic_store(&e->requested, 0);
         atomic_store(&e->written, 0);

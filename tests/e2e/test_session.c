@@ -640,18 +640,6 @@ static void test_session_seen_from_another_pid_namespace(void **state)
     tu_expect_ok(tu_run("%s cancel --instance ns", LTR));
 }
 
-/* Whether this machine lets us make pid namespaces (unshare); a test
- * skips without. */
-static bool pid_namespaces_allowed(void)
-{
-    tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");
-    int status = r.status;
-    tu_free(&r);
-    if (status != 0)
-        printf("skipped: no pid namespace of our own here\n");
-    return status == 0;
-}
-
 /* A process in a pid namespace of its own is named in the trace by the
  * recorder's pid for it, what ps says here: its own namespace's (1) had
  * the recorder read /proc/1, the host's init (a review: the trace said the
@@ -662,7 +650,7 @@ static bool pid_namespaces_allowed(void)
 static void test_process_of_another_pid_namespace_described(void **state)
 {
     const char *dir = *state;
-    if (!pid_namespaces_allowed())
+    if (!tu_pid_namespaces_allowed())
         skip();
     tu_expect_ok(tu_run("%s start heap memory --instance pn --filemode -o %s/pn.ltr", LTR, dir));
     tu_expect_ok(tu_run("%s run --instance pn -- sh -c 'unshare --pid --fork --mount-proc "
@@ -715,7 +703,7 @@ static int heap_of(const char *analysis, const char *program, long long *allocat
 static void test_two_pid_namespaces_at_once(void **state)
 {
     const char *dir = *state;
-    if (!pid_namespaces_allowed())
+    if (!tu_pid_namespaces_allowed())
         skip();
     tu_expect_ok(tu_run("cd %s && %s record -o ns2.ltr -- sh -c 'unshare -pf perl -e \"my %%h; "
                         "\\$h{\\$_}=[1..3] for 1..20000\" & unshare -pf /usr/bin/python3 -c "

@@ -554,6 +554,47 @@ static void test_agent_gone_after_exec(void **state)
     tu_free(&r);
 }
 
+/* A process in a pid namespace of its own (a container's), named by the
+ * pid it has here: its agent knew itself by its own namespace's pid (1),
+ * found no entry of its own, and `ltr singlesnapshot` said it "exited
+ * before it wrote its snapshot". */
+static void test_snapshot_of_a_container_process(void **state)
+{
+    if (!tu_pid_namespaces_allowed())
+        skip();
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    tu_result r = tu_run("%s run -- sh -c 'unshare --pid --fork --mount-proc %s count %s & echo $! > %s/unshare; "
+                         "wait' > %s/run.out 2>&1 &", tu_ltr(), TARGET, dir, dir, dir);
+    tu_free(&r);
+    wait_for("pid", 30);
+    assert_int_equal(pid_in("pid"), 1); /* its own namespace's */
+    char children[64];
+    snprintf(children, sizeof children, "/proc/%u/task/%u/children", pid_in("unshare"), pid_in("unshare"));
+    char *text = tu_read_file(children);
+    unsigned pid = text ? (unsigned)atoi(text) : 0;
+    free(text);
+    assert_true(pid > 1);
+    enable_and_go(pid);
+    wait_for("ready", 30);
+    r = tu_run("%s singlesnapshot heap %u", tu_ltr(), pid);
+    if (r.status != 0 || !strstr(r.out, "wrote a heap snapshot"))
+        fail_msg("singlesnapshot of %u (1 in its namespace): %s%s", pid, r.out, r.err);
+    tu_free(&r);
+    touch("exit");
+    wait_gone(pid);
+    const char *trace = stop("ns.ltr");
+    r = tu_run("%s dump %s", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(stack_lines(r.out, 37, 37000), 1);
+    tu_free(&r);
+    r = tu_run("%s analyze %s", tu_ltr(), trace);
+    char want[64];
+    snprintf(want, sizeof want, "snapshot:1 process %u ", pid);
+    if (r.status != 0 || !strstr(r.out, want))
+        fail_msg("no '%s' in:\n%s", want, r.out);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +608,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

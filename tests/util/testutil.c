@@ -298,6 +298,16 @@ void tu_write_file(const char *dir, const char *name, const char *text)
     }
 }
 
+bool tu_pid_namespaces_allowed(void)
+{
+    tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");
+    int status = r.status;
+    tu_free(&r);
+    if (status != 0)
+        printf("skipped: no pid namespace of our own here\n");
+    return status == 0;
+}
+
 long long tu_pid_again(const char *fmt, ...)
 {
     char cmd[16384];

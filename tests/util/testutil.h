@@ -6,6 +6,7 @@
 #ifndef LTR_TESTUTIL_H
 #define LTR_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -54,6 +55,9 @@ long long tu_field(const char *text, const char *key);
  * both had; 0 when that cannot be here (said why: skip the test); -1 on
  * another failing status (its output printed). */
 long long tu_pid_again(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether this machine lets us make pid namespaces (unshare --pid); says
+ * "skipped" when not (a test skips then). */
+bool tu_pid_namespaces_allowed(void);
 /* The number `ltr status --instance INSTANCE` prints after key ("recorder
  * pid ", "processes attached: "), or 0 when it prints none. */
 long tu_session_pid(const char *instance, const char *key);
