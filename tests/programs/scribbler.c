@@ -19,6 +19,8 @@
  * the metadata region, as only the recorder may write one), flood:N (no
  * scribble: N well-formed THREAD records of 1 KiB appended at once, more
  * than a small region holds; prints lost=K, the appends refused),
+ * floodwhile:PATH (the same, again and again while file PATH exists: the
+ * region kept full while other processes join the session),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
  * prints appended=MB), process:PID:EXE (no scribble: a well-formed
@@ -346,16 +348,17 @@ int main(int argc, char **argv)
         ltr_bytes_free(&b);
         len = 0;
     }
-    if (!strncmp(region, "flood:", 6)) { /* faster than any recorder reads: most do not fit */
+    bool while_file = !strncmp(region, "floodwhile:", 11);
+    if (!strncmp(region, "flood:", 6) || while_file) { /* faster than any recorder reads: most do not fit */
         static uint8_t rec[1024];
-        unsigned n = (unsigned)strtoul(region + 6, NULL, 10), lost = 0;
+        unsigned n = while_file ? UINT32_MAX : (unsigned)strtoul(region + 6, NULL, 10), lost = 0;
         rec[0] = LTR_META_THREAD;
         memcpy(rec + 4, &(uint32_t){sizeof rec}, 4);
         memcpy(rec + 8, &(uint32_t){(uint32_t)getpid()}, 4);
         memcpy(rec + 24, &(uint16_t){sizeof rec - 26}, 2);
         memset(rec + 26, 'x', sizeof rec - 26);
-        for (unsigned i = 0; i < n; i++) {
-            memcpy(rec + 12, &(uint32_t){0x40000000u + i}, 4);
+        for (unsigned i = 0; i < n && (!while_file || access(region + 11, F_OK) == 0); i++) {
+            memcpy(rec + 12, &(uint32_t){0x40000000u + i % 0x10000000u}, 4);
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
