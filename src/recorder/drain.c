@@ -335,25 +335,26 @@ static uint32_t meta_record_at(const recorder *r, uint64_t off, uint64_t end, ui
     return size;
 }
 
-/* Whether the PROCESS record rec (copied out of the region) is one the
- * recorder appended (setup.c, describe_process), which it then forgets. A
- * producer's would rename another process of the session, or start a new
- * image of it (the reader keeps apart the stacks before it), unseen: a
- * review renamed a traced perl "/usr/sbin/sshd" with one, and the trace
- * said it was whole. */
-static bool own_process(recorder *r, const uint8_t *rec, uint32_t size)
+/* What the metadata read goes into: the file's next metadata (file mode),
+ * or what every save writes (memory mode). */
+static ltr_bytes *meta_out(recorder *r)
 {
-    for (size_t i = 0; i < r->nown_procs; i++) {
-        const struct rec_own_process *o = &r->own_procs[i];
-        if (((o->size + 7u) & ~7u) != size || /* padded to 8 in the region (ltr_shm_meta_append_to) */
-            memcmp(o->rec + LTR_RECORD_HEADER_SIZE, rec + LTR_RECORD_HEADER_SIZE, o->size - LTR_RECORD_HEADER_SIZE))
-            continue;
-        free(o->rec);
-        memmove(&r->own_procs[i], &r->own_procs[i + 1], (r->nown_procs - i - 1) * sizeof *r->own_procs);
-        r->nown_procs--;
-        return true;
-    }
-    return false;
+    return r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
+}
+
+/* A PROCESS record in the region: only the recorder writes them, never
+ * there (rec_put_own_record), so a traced program wrote it. It would
+ * rename another process of the session, or start a new image of it (the
+ * reader keeps apart the stacks before it), unseen: a review renamed a
+ * traced perl "/usr/sbin/sshd" with one, and the trace said it was whole. */
+static void forged_process(recorder *r, uint64_t off, uint32_t size)
+{
+    const uint8_t *body = r->meta + off % r->meta_capacity + LTR_RECORD_HEADER_SIZE;
+    if (!r->forged_processes++) /* its pid read for the log alone */
+        rec_log("a PROCESS record in the metadata region was not the recorder's: a traced program "
+                "wrote it (it would have renamed process %u); left out, and counted as damage",
+                size >= LTR_RECORD_HEADER_SIZE + 4 ? ltr_get_u32(body) : 0);
+    r->meta_damage++;
 }
 
 /* Copies the complete records from r->meta_pulled on into out, each framed as
@@ -365,8 +366,12 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
     uint32_t size;
     while (off + LTR_RECORD_HEADER_SIZE <= end && (size = meta_record_at(r, off, end, &kind))) {
         /* a PROCESS_END or EXEC_END: only the recorder writes these (rec_end_process), never here: a
-         * producer's would end another process's model; a pad: the region's end */
-        if (kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END || kind == LTR_SHM_META_PAD) {
+         * producer's would end another process's model; a PROCESS: the same (forged_process); a pad:
+         * the region's end */
+        if (kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END || kind == LTR_SHM_META_PAD ||
+            kind == LTR_META_PROCESS) {
+            if (kind == LTR_META_PROCESS)
+                forged_process(r, off, size);
             off += size;
             continue;
         }
@@ -374,16 +379,6 @@ static void meta_copy(recorder *r, uint64_t end, ltr_bytes *out)
         if (!dst)
             break;
         memcpy(dst, r->meta + off % r->meta_capacity, size);
-        if (kind == LTR_META_PROCESS && !own_process(r, dst, size)) { /* checked in the copy: it stays so */
-            out->len -= size;
-            if (!r->forged_processes++)
-                rec_log("a PROCESS record in the metadata region was not the recorder's: a traced program "
-                        "wrote it (it would have renamed process %u); left out, and counted as damage",
-                        size >= LTR_RECORD_HEADER_SIZE + 4 ? ltr_get_u32(dst + LTR_RECORD_HEADER_SIZE) : 0);
-            r->meta_damage++;
-            off += size;
-            continue;
-        }
         ltr_put_u16(dst, kind);
         ltr_put_u16(dst + 2, 0);
         ltr_put_u32(dst + 4, size);
@@ -466,7 +461,7 @@ static void meta_release(recorder *r, uint64_t from, uint64_t to)
  * of an append, or scribbled memory) is skipped, once. */
 static void meta_pull(recorder *r)
 {
-    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
+    ltr_bytes *out = meta_out(r);
     uint64_t end = atomic_load_explicit(&r->shm->meta_used, memory_order_acquire), from = r->meta_pulled;
     /* a producer never reserves past what was read plus the region: a used
      * word behind or that far ahead was scribbled, and is put back where
@@ -730,7 +725,7 @@ void rec_forget_process(recorder *r, uint32_t pid)
 void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of)
 {
     meta_pull(r); /* what its producers wrote goes before */
-    ltr_bytes *out = r->cfg.mode == LTR_MODE_FILE ? &r->meta_taken : &r->meta_kept;
+    ltr_bytes *out = meta_out(r);
     size_t rec = ltr_bytes_record_begin(out, exec_of ? LTR_META_EXEC_END : LTR_META_PROCESS_END);
     ltr_bytes_put_u32(out, (uint32_t)pid);
     ltr_bytes_put_u64(out, ts);
@@ -738,6 +733,17 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of)
         ltr_bytes_put_u64(out, exec_of);
     ltr_bytes_record_end(out, rec);
     rec_prune_kept(r);
+}
+
+int rec_put_own_record(recorder *r, const uint8_t *rec, uint32_t size)
+{
+    meta_pull(r); /* what producers wrote before it goes before */
+    ltr_bytes *out = meta_out(r);
+    uint8_t *dst = out->failed ? NULL : ltr_bytes_grow(out, size);
+    if (!dst || out->failed)
+        return -1;
+    memcpy(dst, rec, size);
+    return 0;
 }
 
 /* The metadata records new in shared memory, behind what was taken before. */

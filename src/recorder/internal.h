@@ -96,15 +96,6 @@ typedef struct recorder {
     bool meta_holding;      /* a skipped record's place held (drain.c, META_HOLD_NS) */
     uint64_t meta_hold_from, meta_hold_until_ns;
     shm_count meta_lost;   /* records producers could not append: the region held too much unread */
-    /* The PROCESS records the recorder appended to the region and has not
-     * read back yet, as it wrote them (setup.c, describe_process): only the
-     * recorder writes one, so one that matches none was a producer's, and
-     * would name another process as it liked (drain.c, own_process). */
-    struct rec_own_process {
-        uint8_t *rec;
-        uint32_t size;
-    } *own_procs;
-    size_t nown_procs, capown_procs;
     uint64_t forged_processes; /* PROCESS records read that were not the recorder's (logged once) */
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */
@@ -113,7 +104,7 @@ typedef struct recorder {
     size_t meta_kept_floor;     /* memory mode: no pruning below this size (kept.c), 0 until looked up */
     size_t meta_kept_max;       /* memory mode: meta_kept's bound (kept.c), 0 until looked up */
     uint64_t meta_kept_bound_ns; /* the last pruning near that bound */
-    uint64_t meta_refused;      /* records read past that bound: not kept, counted lost */
+    uint64_t meta_refused;      /* records read past that bound (or PROCESS records without memory): counted lost */
     uint64_t meta_refused_said; /* logged once */
     /* memory mode: the attachment each kept PROCESS record is of, in their
      * order (saveorder.c: a save writes an exec'd process's images apart) */
@@ -211,6 +202,11 @@ void rec_release_slot(recorder *r, uint32_t slot, int32_t pid);
  * program that never joined the session, and this is the start_ts of the
  * PROCESS record of the image that ended, written as an EXEC_END. */
 void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of);
+/* Appends a record only the recorder writes (a PROCESS record) straight to
+ * what it writes, behind what producers appended to the region so far: in
+ * the region it could be lost (full, or a flight recorder past its bound)
+ * and a producer could forge one. -1 without memory. */
+int rec_put_own_record(recorder *r, const uint8_t *rec, uint32_t size);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */
 void rec_prune_kept(recorder *r);
@@ -291,7 +287,6 @@ int rec_write_meta(ltr_writer *w, const ltr_bytes *records, size_t *done, ltr_er
 
 /* markers.c: markers are kept by the recorder, out of the reach of producers. */
 #define REC_MARKERS_MAX 4096
-#define REC_OWN_PROCS_MAX 4096 /* PROCESS records appended and not read back yet (setup.c) */
 int rec_marker(recorder *r, const char *text, ltr_error *err);
 /* Memory-mode save: every kept marker; adds them to *events. */
 int rec_markers_save(recorder *r, ltr_writer *w, uint64_t *events, ltr_error *err);

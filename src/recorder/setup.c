@@ -388,9 +388,6 @@ void rec_teardown(recorder *r)
     ltr_bytes_free(&r->meta_taken);
     ltr_bytes_free(&r->meta_new);
     ltr_bytes_free(&r->meta_kept);
-    for (size_t i = 0; i < r->nown_procs; i++)
-        free(r->own_procs[i].rec);
-    free(r->own_procs);
     free(r->owners);
     free(r->aliases);
     ltr_bytes_free(&r->layouts);
@@ -445,23 +442,15 @@ static uint64_t describe_process(recorder *r, pid_t pid, uint32_t owner)
     for (const char *a = buf; a < buf + len; a += strlen(a) + 1)
         ltr_bytes_put_str(&b, a);
     ltr_bytes_record_end(&b, rec);
-    /* remembered before it is appended: read back, a record that matches
-     * none of these was written by a producer (drain.c, own_process) */
-    uint8_t *mine = b.failed ? NULL : malloc(b.len);
-    if (mine && r->nown_procs >= REC_OWN_PROCS_MAX) { /* never read back (the region skipped): the oldest go */
-        free(r->own_procs[0].rec);
-        memmove(r->own_procs, r->own_procs + 1, --r->nown_procs * sizeof *r->own_procs);
-    }
-    if (mine && ltr_reserve((void **)&r->own_procs, &r->capown_procs, r->nown_procs, sizeof *r->own_procs, 16) == 0) {
-        memcpy(mine, b.data, b.len);
-        r->own_procs[r->nown_procs++] = (struct rec_own_process){mine, (uint32_t)b.len};
-    } else {
-        free(mine);
-        b.failed = 1; /* not described, as when the region is full */
-    }
-    if (!b.failed && ltr_shm_meta_append_to(r->meta, r->meta_capacity, r->shm, b.data, (uint32_t)b.len) != 0) {
-        free(r->own_procs[--r->nown_procs].rec);
+    /* not through the metadata region, where a full region (LTR_META_KB=64,
+     * 40 python3 at once: 6 processes "(no process record)", an exec'd
+     * bash read as the /usr/bin/env before it, its stacks damage) or a
+     * flight recorder at its bound (LTR_KEPT_MAX_KB=64, a multiprocessing
+     * pool: every worker without one, python3 read as the pyenv bash that
+     * exec'd it) lost it: it is a process's identity, small, one an image */
+    if (b.failed || rec_put_own_record(r, b.data, (uint32_t)b.len) != 0) {
         b.failed = 1;
+        r->meta_refused++; /* no memory: counted lost with the metadata */
     }
     if (!b.failed && r->cfg.mode != LTR_MODE_FILE &&
         ltr_reserve((void **)&r->owners, &r->capowners, r->nowners, sizeof *r->owners, 64) == 0)

@@ -561,6 +561,70 @@ static void test_kept_metadata_bounded_in_memory_mode(void **state)
     tu_expect_ok(tu_run("%s cancel --instance kb", LTR));
 }
 
+/* How many lines of out end with suffix. */
+static int lines_ending(const char *out, const char *suffix)
+{
+    int n = 0;
+    size_t k = strlen(suffix);
+    for (const char *l = out; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        n += len >= k && !strncmp(l + len - k, suffix, k);
+        l += len + (e != NULL);
+    }
+    return n;
+}
+
+/* `ltr info` of trace file `name` in dir lists `want` processes whose program
+ * is ls, and none without its PROCESS record. */
+static void expect_ls_processes(const char *dir, const char *name, int want)
+{
+    tu_result r = tu_run("%s info %s/%s", LTR, dir, name);
+    assert_int_equal(r.status, 0);
+    int n = lines_ending(r.out, "/ls");
+    if (n != want || strstr(r.out, "(no process record)")) {
+        fprintf(stderr, "%s", r.out);
+        fail_msg("%d processes named ls, not %d, or one without its record (above)", n, want);
+    }
+    tu_free(&r);
+}
+
+/* A process's identity outlives the flight recorder's bound on metadata:
+ * the recorder writes it. Past LTR_KEPT_MAX_KB=64 (a dozen `ls`), every
+ * later process read "(no process record)" (so did the workers of a python3
+ * multiprocessing pool), and an image an exec began read as the program
+ * before it (python3 as the pyenv bash that exec'd it): here the sh that
+ * exec's the last ls read /usr/bin/dash. */
+static void test_kept_bound_keeps_processes(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_KEPT_MAX_KB=64 %s start heap --instance kproc", LTR));
+    tu_expect_ok(tu_run("%s run --instance kproc -- sh -c 'for i in $(seq 20); do ls / >/dev/null; done; "
+                        "exec ls / >/dev/null'", LTR));
+    tu_expect_ok(tu_run("%s stop --instance kproc %s/kproc.ltr", LTR, dir));
+    expect_ls_processes(dir, "kproc.ltr", 21);
+}
+
+/* The same in a file whose metadata region is full (LTR_META_KB=64, a
+ * producer keeping it so): 40 python3 at once lost 6 PROCESS records
+ * there, and an exec'd bash read as the /usr/bin/env before it, its
+ * stacks damage. */
+static void test_full_region_keeps_processes(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("LTR_META_KB=64 %s start heap --instance fproc --provider Test.Scribbler --filemode -o "
+                        "%s/fproc.part", LTR, dir));
+    tu_result s = tu_run("touch %s/flooding && (%s fproc 1 1 floodwhile:%s/flooding & "
+                         "%s run --instance fproc -- sh -c 'for i in $(seq 20); do ls / >/dev/null; done; "
+                         "exec ls / >/dev/null'; rm %s/flooding; wait)",
+                         dir, tu_test_bin("ltr-test-scribbler"), dir, LTR, dir);
+    assert_int_equal(s.status, 0);
+    assert_true(tu_field(s.out, "lost") > 0); /* the region was full */
+    tu_free(&s);
+    tu_expect_ok(tu_run("%s stop --instance fproc %s/fproc.ltr", LTR, dir));
+    expect_ls_processes(dir, "fproc.ltr", 21);
+}
+
 /* A flight recorder keeps the newest events: one thread writes 0..19999 into
  * a ring far too small for them; what is left is the end of the sequence. */
 static void test_memory_mode_keeps_newest(void **state)
@@ -1196,6 +1260,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kept_layouts_bounded, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_kept_metadata_bounded_in_memory_mode, tu_setup_sandbox,
                                         tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_kept_bound_keeps_processes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_full_region_keeps_processes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_loss_rows_past_the_slots, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
