@@ -739,7 +739,7 @@ int rec_put_own_record(recorder *r, const uint8_t *rec, uint32_t size)
 {
     meta_pull(r); /* what producers wrote before it goes before */
     ltr_bytes *out = meta_out(r);
-    uint8_t *dst = out->failed ? NULL : ltr_bytes_grow(out, size);
+    uint8_t *dst = out->failed || !rec_kept_own_fits(r, size) ? NULL : ltr_bytes_grow(out, size);
     if (!dst || out->failed)
         return -1;
     memcpy(dst, rec, size);

@@ -205,7 +205,8 @@ void rec_end_process(recorder *r, pid_t pid, uint64_t ts, uint64_t exec_of);
 /* Appends a record only the recorder writes (a PROCESS record) straight to
  * what it writes, behind what producers appended to the region so far: in
  * the region it could be lost (full, or a flight recorder past its bound)
- * and a producer could forge one. -1 without memory. */
+ * and a producer could forge one. -1 without memory, or past twice a
+ * flight recorder's bound (rec_kept_own_fits). */
 int rec_put_own_record(recorder *r, const uint8_t *rec, uint32_t size);
 /* Memory mode: the kept metadata of processes that ended and whose events
  * no buffer holds goes, once it doubled since the last time (kept.c). */
@@ -215,6 +216,12 @@ void rec_prune_owners(recorder *r);
 /* Memory mode: meta_kept, grown from `before` by the records just read,
  * back under its bound (kept.c): pruned, else those records not kept. */
 void rec_keep_bounded(recorder *r, size_t before);
+/* Memory mode: whether a record the recorder writes itself (a PROCESS
+ * record) may still be kept. Those stay past the bound (one small record an
+ * image), but not without end: a traced sh exec'ing itself 300 times with a
+ * 30 KB argument took what a recorder of LTR_KEPT_MAX_KB=64 kept to 8.7 MB.
+ * Twice the bound at most (kept.c). */
+bool rec_kept_own_fits(recorder *r, size_t size);
 /* The pid a metadata record names first (PROCESS, THREAD, STACK, ...), or -1. */
 int64_t rec_record_pid(const uint8_t *rec, uint32_t size);
 

@@ -307,6 +307,15 @@ void rec_keep_bounded(recorder *r, size_t before)
     r->meta_kept.len = before;
 }
 
+bool rec_kept_own_fits(recorder *r, size_t size)
+{
+    if (r->cfg.mode == LTR_MODE_FILE)
+        return true;
+    if (!r->meta_kept_max)
+        r->meta_kept_max = kept_max();
+    return r->meta_kept.len + size <= 2 * r->meta_kept_max;
+}
+
 static void prune(recorder *r)
 {
     an_hmap pids;

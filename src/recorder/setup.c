@@ -450,7 +450,7 @@ static uint64_t describe_process(recorder *r, pid_t pid, uint32_t owner)
      * exec'd it) lost it: it is a process's identity, small, one an image */
     if (b.failed || rec_put_own_record(r, b.data, (uint32_t)b.len) != 0) {
         b.failed = 1;
-        r->meta_refused++; /* no memory: counted lost with the metadata */
+        r->meta_refused++; /* no memory, or twice a flight recorder's bound: counted lost */
     }
     if (!b.failed && r->cfg.mode != LTR_MODE_FILE &&
         ltr_reserve((void **)&r->owners, &r->capowners, r->nowners, sizeof *r->owners, 64) == 0)

@@ -605,6 +605,25 @@ static void test_kept_bound_keeps_processes(void **state)
     expect_ls_processes(dir, "kproc.ltr", 21);
 }
 
+/* The PROCESS records a flight recorder keeps past its bound are bounded
+ * too (twice it): a traced sh exec'ing itself 300 times with a 30 KB
+ * argument took what a recorder of LTR_KEPT_MAX_KB=64 kept to 8.7 MB. */
+static void test_kept_processes_bounded_too(void **state)
+{
+    (void)state;
+    tu_expect_ok(tu_run("LTR_KEPT_MAX_KB=64 %s start heap --instance kexec", LTR));
+    tu_expect_ok(tu_run("S='if [ \"$1\" -gt 0 ]; then exec sh -c \"$0\" \"$0\" $(($1 - 1)) \"$2\"; fi'; "
+                        "%s run --instance kexec -- sh -c \"$S\" \"$S\" 300 \"$(head -c 30000 /dev/zero | tr '\\0' x)\"",
+                        LTR));
+    tu_result st = tu_run("%s status --instance kexec", LTR);
+    const char *kept = strstr(st.out, "metadata kept for saves: ");
+    const char *lost = strstr(st.out, "metadata records lost: ");
+    if (!kept || strtod(kept + 25, NULL) > 0.2 || !lost || atoll(lost + 23) <= 0)
+        fail_msg("PROCESS records kept without bound, or those not kept not counted:\n%s", st.out);
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s cancel --instance kexec", LTR));
+}
+
 /* The same in a file whose metadata region is full (LTR_META_KB=64, a
  * producer keeping it so): 40 python3 at once lost 6 PROCESS records
  * there, and an exec'd bash read as the /usr/bin/env before it, its
@@ -1262,6 +1281,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_kept_bound_keeps_processes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_full_region_keeps_processes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_kept_processes_bounded_too, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_oversized_events_are_counted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_loss_rows_past_the_slots, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_max_file_size, tu_setup_sandbox, tu_teardown_sandbox),
