@@ -48,9 +48,11 @@ static int info(ltr_trace *t, int json)
         cli_warn("info", "while recording, %" PRIu64 " place(s) of the session's shared memory were found "
                  "written over (by a traced program) and skipped: events may be missing", in.shm_damage);
     if (in.metadata_lost)
-        cli_warn("info", "while recording, %" PRIu64 " metadata record(s) (call stacks' frames, modules, layouts) "
-                 "did not fit in the session's metadata region, which the recorder had not read fast enough, "
-                 "or past what a flight recorder keeps: stacks through them show as not recorded", in.metadata_lost);
+        cli_warn("info", "while recording, %" PRIu64 " metadata record(s) (call stacks' frames, modules, layouts; "
+                 "a process's own record only past twice what a flight recorder keeps) did not fit in the "
+                 "session's metadata region, which the recorder had not read fast enough, or past what a flight "
+                 "recorder keeps: stacks through them show as not recorded, a process without its record as "
+                 "'(no process record)', an image its exec began as the program before it", in.metadata_lost);
     cli_warn_layout_lost("info", &in.summary);
     if (in.forged)
         cli_warn("info", "%" PRIu64 " record(s) about a process were another traced program's (listed under "

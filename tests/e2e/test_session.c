@@ -607,10 +607,11 @@ static void test_kept_bound_keeps_processes(void **state)
 
 /* The PROCESS records a flight recorder keeps past its bound are bounded
  * too (twice it): a traced sh exec'ing itself 300 times with a 30 KB
- * argument took what a recorder of LTR_KEPT_MAX_KB=64 kept to 8.7 MB. */
+ * argument took what a recorder of LTR_KEPT_MAX_KB=64 kept to 8.7 MB.
+ * `ltr info` says what the records not kept cost. */
 static void test_kept_processes_bounded_too(void **state)
 {
-    (void)state;
+    const char *dir = *state;
     tu_expect_ok(tu_run("LTR_KEPT_MAX_KB=64 %s start heap --instance kexec", LTR));
     tu_expect_ok(tu_run("S='if [ \"$1\" -gt 0 ]; then exec sh -c \"$0\" \"$0\" $(($1 - 1)) \"$2\"; fi'; "
                         "%s run --instance kexec -- sh -c \"$S\" \"$S\" 300 \"$(head -c 30000 /dev/zero | tr '\\0' x)\"",
@@ -621,7 +622,11 @@ static void test_kept_processes_bounded_too(void **state)
     if (!kept || strtod(kept + 25, NULL) > 0.2 || !lost || atoll(lost + 23) <= 0)
         fail_msg("PROCESS records kept without bound, or those not kept not counted:\n%s", st.out);
     tu_free(&st);
-    tu_expect_ok(tu_run("%s cancel --instance kexec", LTR));
+    tu_expect_ok(tu_run("%s stop --instance kexec %s/kexec.ltr", LTR, dir));
+    tu_result r = tu_run("%s info %s/kexec.ltr", LTR, dir);
+    expect_in(r.err, "a process without its record as '(no process record)', an image its exec began as the "
+                     "program before it"); /* what their loss costs is said */
+    tu_free(&r);
 }
 
 /* The same in a file whose metadata region is full (LTR_META_KB=64, a
