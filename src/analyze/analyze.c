@@ -326,6 +326,7 @@ static void count_losses(ltr_analysis *a)
         const ltr_collector_counters *c = ltr_trace_collector_at(a->trace, i);
         a->events_lost += c->events_lost;
         a->events_overwritten += c->events_overwritten;
+        a->metadata_lost += c->metadata_lost;
     }
 }
 
@@ -370,6 +371,13 @@ static void warn_losses(ltr_analysis *a)
         if (l->events_lost)
             an_warn(a, "process %u lost %llu event(s)", l->pid, (unsigned long long)l->events_lost);
     }
+    /* said by `ltr info` alone, the analysis named processes "(no process
+     * record)" and stacks "(no stack recorded)" without a word of why */
+    if (a->metadata_lost)
+        an_warn(a, "%llu metadata record(s) were lost while recording (the session's metadata region full, or "
+                "past what a flight recorder keeps): stacks through them show as not recorded, a process "
+                "without its record as '(no process record)', an image its exec began as the program before it",
+                (unsigned long long)a->metadata_lost);
     if (a->sum.events_layout_lost)
         an_warn(a, "%llu event(s) could not be read: the layout records that describe them were among the "
                 "metadata records lost while recording; as lost events, some may be heap events of the window",

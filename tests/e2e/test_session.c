@@ -608,7 +608,7 @@ static void test_kept_bound_keeps_processes(void **state)
 /* The PROCESS records a flight recorder keeps past its bound are bounded
  * too (twice it): a traced sh exec'ing itself 300 times with a 30 KB
  * argument took what a recorder of LTR_KEPT_MAX_KB=64 kept to 8.7 MB.
- * `ltr info` says what the records not kept cost. */
+ * `ltr info` and `ltr analyze` say what the records not kept cost. */
 static void test_kept_processes_bounded_too(void **state)
 {
     const char *dir = *state;
@@ -626,6 +626,9 @@ static void test_kept_processes_bounded_too(void **state)
     tu_result r = tu_run("%s info %s/kexec.ltr", LTR, dir);
     expect_in(r.err, "a process without its record as '(no process record)', an image its exec began as the "
                      "program before it"); /* what their loss costs is said */
+    tu_free(&r);
+    r = tu_run("%s analyze %s/kexec.ltr", LTR, dir);
+    expect_in(r.out, "metadata record(s) were lost while recording");
     tu_free(&r);
 }
 
