@@ -78,6 +78,16 @@ static uint64_t file_size(const char *path)
     return (uint64_t)st.st_size;
 }
 
+/* Writes the END chunk with one key/value in it: the trace complete. */
+static void put_end(ltr_writer *w, const char *key, const char *value)
+{
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, key, value);
+    ltr_error err;
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
+    ltr_bytes_free(&kv);
+}
+
 static void test_size_limit(void **state)
 {
     const char *path = gen_tmp("limit.ltr");
@@ -106,10 +116,7 @@ static void test_size_limit(void **state)
 
     /* still usable: with the limit lifted, END goes in and the trace is complete */
     ltr_writer_set_limit(w, 0);
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "clock.end_ns", "1");
-    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
-    ltr_bytes_free(&kv);
+    put_end(w, "clock.end_ns", "1");
     ltr_writer_close(w);
     read_back(path, 10, 1);
     unlink(path);
@@ -180,10 +187,7 @@ static void test_end_flushes_pending_events(void **state)
     ltr_writer *w = open_with_meta(path);
     ltr_error err;
     assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pending under the 1 MiB target */
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "session.description", "done");
-    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
-    ltr_bytes_free(&kv);
+    put_end(w, "session.description", "done");
     ltr_writer_close(w);
     read_back(path, 6, 1);
     ltr_trace *t; /* END comes after the events in the file */
@@ -196,6 +200,27 @@ static void test_end_flushes_pending_events(void **state)
     assert_true(ltr_trace_complete(t));
     ltr_trace_close(t);
     unlink(path);
+}
+
+/* Writes meta as one batch of metadata records (a hand-made one, as the
+ * recorder hands them over) and empties it for the next batch. */
+static void put_meta(ltr_writer *w, ltr_bytes *meta)
+{
+    ltr_error err;
+    assert_int_equal(ltr_writer_metadata(w, meta->data, meta->len, &err), 0);
+    ltr_bytes_free(meta);
+}
+
+/* Closes w and reads the trace at path back whole: the reader's tables are
+ * what the metadata tests check; the caller closes it. */
+static ltr_trace *close_and_scan(ltr_writer *w, const char *path, ltr_trace_summary *sum)
+{
+    ltr_writer_close(w);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_scan(t, sum, &err), 0);
+    return t;
 }
 
 /* A PROCESS_END record of pid at ts, as the recorder writes it. */
@@ -219,13 +244,9 @@ static void test_process_end_after_pending_blocks(void **state)
     assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
     ltr_bytes meta = {0};
     put_process_end(&meta, 100, gen_ts(6));
-    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
-    ltr_bytes_free(&meta);
+    put_meta(w, &meta);
     assert_int_equal(put_block(w, 6, 4, 1, &err), 0);
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "clock.end_ns", "1");
-    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
-    ltr_bytes_free(&kv);
+    put_end(w, "clock.end_ns", "1");
     ltr_writer_close(w);
     ltr_trace *t;
     assert_int_equal(ltr_trace_open(path, &t, &err), 0);
@@ -290,20 +311,15 @@ static void test_module_load_over_a_loaded_one(void **state)
     (void)state;
     const char *path = gen_tmp("modover.ltr");
     ltr_writer *w = open_with_meta(path);
-    ltr_error err;
     ltr_bytes meta = {0};
     put_process(&meta, 7, 1000); /* its executable: /bin/prog */
     put_module_load(&meta, 7, "/bin/prog", 0x400000, 0x500000);
     put_module_load(&meta, 7, "/lib/liba.so", 0x7f0000000000, 0x7f0000010000);
     put_module_load(&meta, 7, "/lib/libb.so", 0x7f0000000000, 0x7f0000010000);
     put_module_load(&meta, 7, "/usr/bin/ls", 0x400000, 0x500000);
-    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
-    ltr_bytes_free(&meta);
-    ltr_writer_close(w);
-    ltr_trace *t;
+    put_meta(w, &meta);
     ltr_trace_summary sum;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    ltr_trace *t = close_and_scan(w, path, &sum);
     assert_int_equal(sum.damage, 1); /* ls over prog */
     int libb = 0, ls = 0;
     for (size_t i = 0; i < ltr_trace_module_count(t); i++) {
@@ -327,7 +343,6 @@ static void test_exec_end_names_its_image(void **state)
     (void)state;
     const char *path = gen_tmp("execend.ltr");
     ltr_writer *w = open_with_meta(path);
-    ltr_error err;
     ltr_bytes meta = {0};
     put_process(&meta, 7, 1000);
     put_exec_end(&meta, 7, 1500, 1000);
@@ -337,13 +352,9 @@ static void test_exec_end_names_its_image(void **state)
     put_process(&meta, 9, 3100);
     put_exec_end(&meta, 9, 3200, 3000);
     put_exec_end(&meta, 9, 3300, 2999);
-    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
-    ltr_bytes_free(&meta);
-    ltr_writer_close(w);
-    ltr_trace *t;
+    put_meta(w, &meta);
     ltr_trace_summary sum;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    ltr_trace *t = close_and_scan(w, path, &sum);
     assert_int_equal(ltr_trace_process_end_count(t), 2);
     const ltr_process_end *a = ltr_trace_process_end_at(t, 0), *b = ltr_trace_process_end_at(t, 1);
     assert_true(a->pid == 7 && a->ts == 1500 && a->exec_image == 1);
@@ -362,7 +373,6 @@ static void test_pid_used_again_after_its_end(void **state)
     (void)state;
     const char *path = gen_tmp("again.ltr");
     ltr_writer *w = open_with_meta(path);
-    ltr_error err;
     ltr_bytes meta = {0};
     put_process(&meta, 100, 1000);
     size_t nodes = ltr_bytes_record_begin(&meta, LTR_META_FRAME_NODES); /* a stack: images told apart */
@@ -372,18 +382,14 @@ static void test_pid_used_again_after_its_end(void **state)
     ltr_bytes_put_u32(&meta, 1);
     ltr_bytes_put_u64(&meta, 0x401000);
     ltr_bytes_record_end(&meta, nodes);
-    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
-    meta.len = 0;
+    put_meta(w, &meta);
+    ltr_error err;
     assert_int_equal(put_block(w, 0, 6, 0, &err), 0); /* pid 100's, pending */
     put_process_end(&meta, 100, gen_ts(6));
     put_process(&meta, 100, gen_ts(7)); /* another process, the same pid */
-    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
-    ltr_bytes_free(&meta);
-    ltr_writer_close(w);
-    ltr_trace *t;
+    put_meta(w, &meta);
     ltr_trace_summary sum;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    ltr_trace *t = close_and_scan(w, path, &sum);
     assert_int_equal(ltr_trace_process_end_count(t), 1);
     assert_int_equal(ltr_trace_image_count(t), 1);
     if (!ltr_trace_image_at(t, 0)->reused)
