@@ -171,6 +171,35 @@ static const char *perl_started(const char *dir, const char *instance)
     return sh;
 }
 
+/* Starts session instance of the heap and the scribbler (in file mode
+ * into dir/instance.part.ltr, or in memory mode), runs perl in it and, once
+ * perl has started, the scribbler's forge of each of forges (NULL-ended, $p
+ * perl's pid), then waits for perl; every forging round of the tests below
+ * is this. Each forge must succeed; perl's pid is returned, the session
+ * left running, and what the scribbler printed is in *said when said is not
+ * NULL (the caller frees it). */
+static long long forge_beside_perl(const char *dir, const char *instance, bool file_mode, const char *const *forges,
+                                   tu_result *said)
+{
+    char mode[600] = "";
+    if (file_mode)
+        snprintf(mode, sizeof mode, "--filemode -o %s/%s.part.ltr", dir, instance);
+    expect_ok(tu_run("%s start heap --instance %s %s --provider Test.Scribbler", LTR, instance, mode), "start", 0);
+    char sh[2048] = "";
+    for (size_t n = 0; *forges; forges++, n = strlen(sh))
+        snprintf(sh + n, sizeof sh - n, "%s %s 1 0 %s; s=$((s + $?)); ", tu_test_bin("ltr-test-scribbler"),
+                 instance, *forges);
+    tu_result r = tu_run("s=0; %s %s wait; echo pid=$p scribbler=$s", perl_started(dir, instance), sh);
+    if (r.status || tu_field(r.out, "scribbler") || tu_field(r.out, "pid") <= 0)
+        fail_msg("%s: forging beside perl: exit %d:\n%s%s", instance, r.status, r.out, r.err);
+    long long pid = tu_field(r.out, "pid");
+    if (said)
+        *said = r;
+    else
+        tu_free(&r);
+    return pid;
+}
+
 /* A traced program that appends a PROCESS_END or an EXEC_END record for
  * another process to the shared metadata: only the recorder writes those
  * (the analysis ends the process's model, or an image of it, there), so
@@ -180,19 +209,9 @@ static const char *perl_started(const char *dir, const char *instance)
 static void test_forged_process_end_dropped(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance fe --filemode -o %s/fe.part.ltr --provider Test.Scribbler", LTR, dir),
-              "start", 0);
-    tu_result r = tu_run("%s %s fe 1 0 end:$p >/dev/null; s=$?; "
-                         "%s fe 1 0 execend:$p >/dev/null; s=$((s + $?)); wait; "
-                         "echo pid=$p scribbler=$s", perl_started(dir, "fe"), tu_test_bin("ltr-test-scribbler"),
-                         tu_test_bin("ltr-test-scribbler"));
-    assert_int_equal(r.status, 0);
-    assert_int_equal(tu_field(r.out, "scribbler"), 0);
-    long long pid = tu_field(r.out, "pid");
-    tu_free(&r);
-    assert_true(pid > 0);
+    long long pid = forge_beside_perl(dir, "fe", true, (const char *[]){"end:$p", "execend:$p", NULL}, NULL);
     expect_ok(tu_run("%s stop --instance fe %s/fe.ltr", LTR, dir), "stop", 0);
-    r = tu_run("%s analyze %s/fe.ltr --pid %lld --format json", LTR, dir, pid);
+    tu_result r = tu_run("%s analyze %s/fe.ltr --pid %lld --format json", LTR, dir, pid);
     assert_int_equal(r.status, 0);
     const char *sum = strstr(r.out, "\"summary\"");
     assert_non_null(sum);
@@ -212,16 +231,10 @@ static void test_forged_process_end_dropped(void **state)
 static void test_forged_process_record_dropped(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance fp --provider Test.Scribbler", LTR), "start", 0);
-    tu_result r = tu_run("%s %s fp 1 0 process:$p:/usr/sbin/forged-name >/dev/null; "
-                         "s=$?; wait; echo pid=$p scribbler=$s", perl_started(dir, "fp"), tu_test_bin("ltr-test-scribbler"));
-    assert_int_equal(r.status, 0);
-    assert_int_equal(tu_field(r.out, "scribbler"), 0);
-    long long pid = tu_field(r.out, "pid");
-    tu_free(&r);
-    assert_true(pid > 0);
+    long long pid = forge_beside_perl(dir, "fp", false, (const char *[]){"process:$p:/usr/sbin/forged-name", NULL},
+                                      NULL);
     expect_ok(tu_run("%s stop --instance fp %s/fp.ltr", LTR, dir), "stop", 0);
-    r = tu_run("%s info %s/fp.ltr", LTR, dir);
+    tu_result r = tu_run("%s info %s/fp.ltr", LTR, dir);
     assert_int_equal(r.status, 0);
     if (strstr(r.out, " /usr/sbin/forged-name") || !strstr(r.out, "/usr/bin/perl")) /* not the scribbler's argv */
         fail_msg("the forged PROCESS record was taken:\n%s", r.out);
@@ -249,13 +262,10 @@ static void test_forged_stacks_not_taken(void **state)
 {
     const char *dir = *state, *modes[] = {"stack", "nodes"};
     for (int i = 0; i < 2; i++) {
-        expect_ok(tu_run("%s start heap --instance fs --provider Test.Scribbler", LTR), "start", 0);
-        tu_result r = tu_run("%s %s fs 1 0 %s:$p:3000:deadbeef >/dev/null; s=$?; wait; echo scribbler=$s",
-                             perl_started(dir, "fs"), tu_test_bin("ltr-test-scribbler"), modes[i]);
-        assert_int_equal(r.status, 0);
-        assert_int_equal(tu_field(r.out, "scribbler"), 0);
-        tu_free(&r);
-        r = tu_run("%s stop --instance fs %s/%s.ltr", LTR, dir, modes[i]);
+        char forge[64];
+        snprintf(forge, sizeof forge, "%s:$p:3000:deadbeef", modes[i]);
+        forge_beside_perl(dir, "fs", false, (const char *[]){forge, NULL}, NULL);
+        tu_result r = tu_run("%s stop --instance fs %s/%s.ltr", LTR, dir, modes[i]);
         assert_int_equal(r.status, 0);
         if (strstr(r.err, "no symbols were added"))
             fail_msg("%s: the names were not added to a trace whose chunks are whole:\n%s", modes[i], r.err);
@@ -343,16 +353,10 @@ static void test_forged_module_not_taken(void **state)
 static void test_forged_attach_pid_refused(void **state)
 {
     const char *dir = *state;
-    expect_ok(tu_run("%s start heap --instance fa --filemode -o %s/fa.part.ltr --provider Test.Scribbler", LTR, dir),
-              "start", 0);
-    tu_result r = tu_run("%s %s fa 1 0 attach:$p; s=$?; wait; "
-                         "echo pid=$p scribbler=$s", perl_started(dir, "fa"), tu_test_bin("ltr-test-scribbler"));
-    assert_int_equal(r.status, 0);
-    assert_int_equal(tu_field(r.out, "scribbler"), 0);
+    tu_result r;
+    long long pid = forge_beside_perl(dir, "fa", true, (const char *[]){"attach:$p", NULL}, &r);
     assert_int_equal(tu_field(r.out, "answered"), 0);
-    long long pid = tu_field(r.out, "pid");
     tu_free(&r);
-    assert_true(pid > 0);
     expect_ok(tu_run("%s stop --instance fa %s/fa.ltr", LTR, dir), "stop", 0);
     r = tu_run("%s analyze %s/fa.ltr --pid %lld", LTR, dir, pid);
     assert_int_equal(r.status, 0);
