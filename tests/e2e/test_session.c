@@ -27,6 +27,20 @@
 #define LTR tu_ltr()
 #define PRODUCER tu_test_bin("ltr-test-producer")
 
+/* Stops session instance (NULL: the default one) into dir/file (NULL:
+ * dir/INSTANCE.ltr), which must work, and reads that trace back for
+ * provider's events: how most tests here end a session to look at what it
+ * recorded. */
+static tu_trace stop_and_read(const char *dir, const char *instance, const char *file, const char *provider)
+{
+    char path[512];
+    if (file)
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+    else
+        snprintf(path, sizeof path, "%s/%s.ltr", dir, instance);
+    tu_expect_ok(tu_run("%s stop %s%s %s", LTR, instance ? "--instance " : "", instance ? instance : "", path));
+    return tu_read_trace(path, provider);
+}
 
 static void test_memory_mode_save_marker_stop(void **state)
 {
@@ -138,12 +152,10 @@ static void test_file_mode(void **state)
     assert_int_not_equal(sv.status, 0);
     assert_non_null(strstr(sv.err, "file mode"));
     tu_free(&sv);
-    tu_expect_ok(tu_run("%s stop %s/moved.ltr", LTR, dir));
+    tu_trace t = stop_and_read(dir, NULL, "moved.ltr", "Test.Producer");
     char path[512];
     snprintf(path, sizeof path, "%s/growing.ltr", dir);
     assert_int_not_equal(access(path, F_OK), 0); /* moved to where stop said */
-    snprintf(path, sizeof path, "%s/moved.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Test.Producer");
     assert_true(t.ok && t.complete);
     assert_int_equal(t.provider_events, (uint64_t)written);
     assert_int_equal(t.events_lost, (uint64_t)lost);
@@ -220,10 +232,7 @@ static void check_accounting(const char *dir, const char *mode_opts, const char 
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
     assert_int_equal(written + lost, 48000);
     tu_free(&p);
-    tu_expect_ok(tu_run("%s stop --instance %s %s/%s.ltr", LTR, name, dir, name));
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.ltr", dir, name);
-    tu_trace t = tu_read_trace(path, "Test.Producer");
+    tu_trace t = stop_and_read(dir, name, NULL, "Test.Producer");
     assert_true(t.ok && t.complete);
     print_message("%s: trace %llu lost %llu overwritten %llu\n", name,
                   (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
@@ -271,10 +280,7 @@ static void test_metadata_region_goes_round(void **state)
     tu_expect_ok(tu_run("%s run --instance round -- sh -c 'for i in $(seq 200); do ls / >/dev/null; sleep 0.01; done'",
                         LTR));
     assert_true(metadata_read("round") > 2 * 512 * 1024 * 9 / 10); /* round about twice */
-    tu_expect_ok(tu_run("%s stop --instance round %s/round-done.ltr", LTR, dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/round-done.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    tu_trace t = stop_and_read(dir, "round", "round-done.ltr", "Ltr.Heap");
     assert_true(t.ok && t.complete);
     assert_int_equal(t.events_lost, 0);
     assert_int_equal(t.shm_damage, 0);
@@ -661,10 +667,7 @@ static void test_memory_mode_keeps_newest(void **state)
     tu_result p = tu_run("%s --events 20000 --size 16 --wait-enabled 5", PRODUCER);
     assert_int_equal(tu_field(p.out, "written"), 20000);
     tu_free(&p);
-    tu_expect_ok(tu_run("%s stop --instance newest %s/newest.ltr", LTR, dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/newest.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Test.Producer");
+    tu_trace t = stop_and_read(dir, "newest", NULL, "Test.Producer");
     assert_true(t.ok && t.complete);
     assert_int_equal(t.events_lost, 0);
     assert_true(t.events_overwritten > 10000);
@@ -825,22 +828,17 @@ static void test_oversized_events_are_counted(void **state)
     tu_result p = tu_run("%s --events 10 --size 5000 --wait-enabled 5", PRODUCER);
     assert_int_equal(tu_field(p.out, "lost"), 10);
     tu_free(&p);
-    tu_expect_ok(tu_run("%s stop --instance big %s/big.ltr", LTR, dir));
+    tu_trace t = stop_and_read(dir, "big", NULL, "Test.Producer");
+    assert_true(t.ok);
+    assert_int_equal(t.provider_events, 0);
+    assert_int_equal(t.events_lost, 10);
     tu_expect_ok(tu_run("%s start --instance big2 --buffer-size 1024 --provider Test.Producer", LTR));
     p = tu_run("%s --events 10 --size 70000 --wait-enabled 5 && %s --events 5 --size 60000",
                PRODUCER, PRODUCER);
     assert_non_null(strstr(p.out, "written=0 lost=10"));
     assert_non_null(strstr(p.out, "written=5 lost=0"));
     tu_free(&p);
-    tu_expect_ok(tu_run("%s stop --instance big2 %s/big2.ltr", LTR, dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/big.ltr", dir);
-    tu_trace t = tu_read_trace(path, "Test.Producer");
-    assert_true(t.ok);
-    assert_int_equal(t.provider_events, 0);
-    assert_int_equal(t.events_lost, 10);
-    snprintf(path, sizeof path, "%s/big2.ltr", dir);
-    t = tu_read_trace(path, "Test.Producer");
+    t = stop_and_read(dir, "big2", NULL, "Test.Producer");
     assert_int_equal(t.provider_events, 5);
     assert_int_equal(t.events_lost, 10);
 }
@@ -857,13 +855,12 @@ static void test_max_file_size(void **state)
     tu_result p = tu_run("%s --events 3000 --size 1000 --random --wait-enabled 5", PRODUCER);
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
     tu_free(&p);
-    tu_expect_ok(tu_run("%s stop --instance cap %s/cap-final.ltr", LTR, dir));
+    tu_trace t = stop_and_read(dir, "cap", "cap-final.ltr", "Test.Producer");
     char path[512];
     snprintf(path, sizeof path, "%s/cap-final.ltr", dir);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_true(st.st_size <= 1024 * 1024 + 64 * 1024); /* the limit, plus the closing chunks */
-    tu_trace t = tu_read_trace(path, "Test.Producer");
     assert_true(t.ok && t.complete);
     assert_true(t.buffers_lost > 0);
     assert_int_equal(t.provider_events + t.events_lost, 3000);
@@ -879,16 +876,15 @@ static void test_stop_while_writing(void **state)
 {
     const char *dir = *state;
     for (int round = 0; round < 4; round++) {
-        tu_expect_ok(tu_run("%s start --instance busy%d --buffer-size 16 --buffers 8 --provider Test.Producer",
-                         LTR, round));
+        char name[16];
+        snprintf(name, sizeof name, "busy%d", round);
+        tu_expect_ok(tu_run("%s start --instance %s --buffer-size 16 --buffers 8 --provider Test.Producer", LTR,
+                            name));
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s --threads 3 --events 400000 --wait-enabled 5 >/dev/null &", PRODUCER);
         tu_expect_ok(tu_run("%s", cmd));
         usleep(300000);
-        tu_expect_ok(tu_run("%s stop --instance busy%d %s/busy%d.ltr", LTR, round, dir, round));
-        char path[512];
-        snprintf(path, sizeof path, "%s/busy%d.ltr", dir, round);
-        tu_trace t = tu_read_trace(path, "Test.Producer");
+        tu_trace t = stop_and_read(dir, name, NULL, "Test.Producer");
         assert_true(t.ok && t.complete && t.has_counters);
         assert_int_equal(t.damage, 0);
         assert_true(t.provider_events > 0);
@@ -907,12 +903,8 @@ static void test_several_sessions_and_processes(void **state)
     assert_int_equal(p.status, 0);
     tu_free(&p);
     tu_expect_ok(tu_run("%s marker both", LTR));
-    tu_expect_ok(tu_run("%s stop --instance a %s/a.ltr", LTR, dir));
-    tu_expect_ok(tu_run("%s stop --instance b %s/b.ltr", LTR, dir));
-    char path[512];
     for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%c.ltr", dir, 'a' + i);
-        tu_trace t = tu_read_trace(path, "Test.Producer");
+        tu_trace t = stop_and_read(dir, i ? "b" : "a", NULL, "Test.Producer");
         assert_true(t.ok && t.complete);
         assert_int_equal(t.provider_events, 5000);
         assert_int_equal(t.markers, 1);
