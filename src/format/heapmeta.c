@@ -115,18 +115,22 @@ typedef struct mod_image {
     void *root; /* tsearch tree of seg_key */
 } mod_image;
 
-static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
+/* pid's table (of size bytes, zeroed when new) in map of per-pid tables:
+ * its stacks, frame nodes or modules. NULL without memory. */
+static void *pid_table(ltr_idmap *map, uint32_t pid, size_t size)
 {
-    ltr_idmap *m = ltr_idmap_get(&t->stack_pids, pid);
-    if (m)
-        return m;
-    m = calloc(1, sizeof *m);
-    if (m && ltr_idmap_put(&t->stack_pids, pid, m) < 0) {
-        free(m);
+    void *table = ltr_idmap_get(map, pid);
+    if (table)
+        return table;
+    table = calloc(1, size);
+    if (table && ltr_idmap_put(map, pid, table) < 0) {
+        free(table);
         return NULL;
     }
-    return m;
+    return table;
 }
+
+static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid) { return pid_table(&t->stack_pids, pid, sizeof(ltr_idmap)); }
 
 /* What stack_pids holds for a (pid, id) whose definitions disagreed: found, it is unknown. */
 static stack_rec conflicted;
@@ -250,18 +254,7 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     return 0;
 }
 
-static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
-{
-    node_table *nt = ltr_idmap_get(&t->node_pids, pid);
-    if (nt)
-        return nt;
-    nt = calloc(1, sizeof *nt);
-    if (nt && ltr_idmap_put(&t->node_pids, pid, nt) < 0) {
-        free(nt);
-        return NULL;
-    }
-    return nt;
-}
+static node_table *pid_nodes(ltr_trace *t, uint32_t pid) { return pid_table(&t->node_pids, pid, sizeof(node_table)); }
 
 static frame_node *node_get(const node_table *nt, uint32_t id)
 {
@@ -586,18 +579,7 @@ static int seg_cmp(const void *a, const void *b)
 
 static void seg_keep(void *k) { (void)k; /* the module_rec holds it */ }
 
-static mod_image *pid_modules(ltr_trace *t, uint32_t pid)
-{
-    mod_image *im = ltr_idmap_get(&t->module_pids, pid);
-    if (im)
-        return im;
-    im = calloc(1, sizeof *im);
-    if (im && ltr_idmap_put(&t->module_pids, pid, im) < 0) {
-        free(im);
-        return NULL;
-    }
-    return im;
-}
+static mod_image *pid_modules(ltr_trace *t, uint32_t pid) { return pid_table(&t->module_pids, pid, sizeof(mod_image)); }
 
 void ltr_heapmeta_modules_new_image(ltr_trace *t, uint32_t pid)
 {
