@@ -140,20 +140,20 @@ static bool strict_ids(const ltr_trace *t) { return t->version >= 3; }
 
 static void conflict_damage(ltr_trace *t, const char *what, uint32_t pid, uint32_t id)
 {
-    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                         "chunk %llu: a %s record gives stack %u of pid %u other frames than an earlier record "
-                         "(another traced program wrote it, or two processes of the session have that pid, each in a pid "
-                         "namespace of its own?): that stack is left unknown",
-                         (unsigned long long)t->chunk_seq, what, id, pid);
+    ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD,
+                           "a %s record gives stack %u of pid %u other frames than an earlier record (another traced "
+                           "program wrote it, or two processes of the session have that pid, each in a pid namespace "
+                           "of its own?): that stack is left unknown",
+                           what, id, pid);
 }
 
 /* A STACK or STACK_REF record for (pid, id) of an image told by frame nodes: another program's (see the top). */
 static void forged_damage(ltr_trace *t, const char *what, uint32_t pid, uint32_t id)
 {
-    ltr_trace_add_damage(t, LTR_DAMAGE_FORGED, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                         "chunk %llu: a %s record for stack %u of pid %u, whose stacks come from frame nodes "
-                         "(another traced program wrote it): left out, the process's own kept",
-                         (unsigned long long)t->chunk_seq, what, id, pid);
+    ltr_trace_chunk_damage(t, LTR_DAMAGE_FORGED,
+                           "a %s record for stack %u of pid %u, whose stacks come from frame nodes (another traced "
+                           "program wrote it): left out, the process's own kept",
+                           what, id, pid);
 }
 
 static bool told_by_nodes(const ltr_trace *t, uint32_t pid);
@@ -653,10 +653,10 @@ static bool module_taken(ltr_trace *t, module_rec *m)
             return false; /* a repeat */
         for (; was; was = loaded_over(im, m)) {
             if (p && p->exe && p->exe[0] && !strcmp(p->exe, was->path)) {
-                ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                                     "chunk %llu: a MODULE load of %.48s for pid %u over its main program %.48s, "
-                                     "which only an exec ends: left out (another traced program's?)",
-                                     (unsigned long long)t->chunk_seq, m->path, m->pub.pid, was->path);
+                ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD,
+                                       "a MODULE load of %.48s for pid %u over its main program %.48s, which only an "
+                                       "exec ends: left out (another traced program's?)",
+                                       m->path, m->pub.pid, was->path);
                 return false;
             }
             /* over a library: its unload was lost (the region full: counted,
@@ -669,10 +669,10 @@ static bool module_taken(ltr_trace *t, module_rec *m)
         return true;
     }
     if (p && p->exe && p->exe[0] && !strcmp(p->exe, m->path)) {
-        ltr_trace_add_damage(t, LTR_DAMAGE_FORGED, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                             "chunk %llu: a MODULE record unloads the main program %.60s of pid %u, which only an "
-                             "exec ends (another traced program's): left out",
-                             (unsigned long long)t->chunk_seq, m->path, m->pub.pid);
+        ltr_trace_chunk_damage(t, LTR_DAMAGE_FORGED,
+                               "a MODULE record unloads the main program %.60s of pid %u, which only an exec ends "
+                               "(another traced program's): left out",
+                               m->path, m->pub.pid);
         return false;
     }
     if (was && was->pub.load_bias == m->pub.load_bias && !strcmp(was->path, m->path))

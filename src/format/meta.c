@@ -138,9 +138,7 @@ char *ltr_cursor_str(ltr_cursor *c)
 
 static void record_damage(ltr_trace *t, const char *what, uint16_t kind, size_t at)
 {
-    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                         "chunk %llu: bad %s record (kind %u) at raw offset %zu",
-                         (unsigned long long)t->chunk_seq, what, kind, at);
+    ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD, "bad %s record (kind %u) at raw offset %zu", what, kind, at);
 }
 
 /* Strings a caller may still hold are kept until rewind or close. */
@@ -737,9 +735,7 @@ void ltr_kv_parse(ltr_trace *t, ltr_kv_table *list, const uint8_t *p, size_t len
         }
     }
     if (off < len)
-        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                             "chunk %llu: bad key/value entry at raw offset %zu",
-                             (unsigned long long)t->chunk_seq, off);
+        ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD, "bad key/value entry at raw offset %zu", off);
 }
 
 static ltr_kv_table *kv_list(const ltr_trace *t, ltr_kv_list which)

@@ -24,9 +24,11 @@
 
 
 /* count occurrences of one damage (ltr_trace_add_damage's one, or a chunk's
- * events of an unknown layout settled as damage at the end) */
+ * events of an unknown layout settled as damage at the end); named_chunk:
+ * the detail starts "chunk SEQ: " (ltr_trace_chunk_damage), written only
+ * when it makes an entry, as the rest is */
 static void add_damage_n(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len, int64_t seq,
-                         uint64_t count, const char *fmt, va_list ap)
+                         uint64_t count, bool named_chunk, const char *fmt, va_list ap)
 {
     t->sum.damage += count;
     t->record_damage += kind == LTR_DAMAGE_BAD_RECORD || kind == LTR_DAMAGE_FORGED ? count : 0;
@@ -47,7 +49,8 @@ static void add_damage_n(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint6
     t->damage = d;
     d += t->ndamage++;
     *d = (ltr_damage){.kind = kind, .offset = off, .length = len, .chunk_seq = seq, .count = count};
-    vsnprintf(d->detail, sizeof d->detail, fmt, ap);
+    int named = named_chunk ? snprintf(d->detail, sizeof d->detail, "chunk %llu: ", (unsigned long long)seq) : 0;
+    vsnprintf(d->detail + named, sizeof d->detail - (size_t)named, fmt, ap);
 }
 
 void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
@@ -55,7 +58,15 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
 {
     va_list ap;
     va_start(ap, fmt);
-    add_damage_n(t, kind, off, len, seq, 1, fmt, ap);
+    add_damage_n(t, kind, off, len, seq, 1, false, fmt, ap);
+    va_end(ap);
+}
+
+void ltr_trace_chunk_damage(ltr_trace *t, ltr_damage_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_damage_n(t, kind, t->chunk_off, 0, (int64_t)t->chunk_seq, 1, true, fmt, ap);
     va_end(ap);
 }
 
@@ -65,7 +76,7 @@ static void settle_damage(ltr_trace *t, const ltr_layout_gap *g, const char *fmt
 {
     va_list ap;
     va_start(ap, fmt);
-    add_damage_n(t, LTR_DAMAGE_BAD_RECORD, g->chunk_off, 0, g->chunk_seq, g->count, fmt, ap);
+    add_damage_n(t, LTR_DAMAGE_BAD_RECORD, g->chunk_off, 0, g->chunk_seq, g->count, true, fmt, ap);
     va_end(ap);
 }
 
@@ -104,8 +115,7 @@ static void settle_layout_gaps(ltr_trace *t)
     for (size_t i = 0; i < t->ncollectors; i++)
         metadata_lost += t->collectors[i].metadata_lost;
     for (size_t i = 0; !metadata_lost && i < t->nlayout_gaps; i++)
-        settle_damage(t, &t->layout_gaps[i], "chunk %llu: event with an unknown layout id at raw offset %zu",
-                      (unsigned long long)t->layout_gaps[i].chunk_seq, t->layout_gaps[i].at);
+        settle_damage(t, &t->layout_gaps[i], "event with an unknown layout id at raw offset %zu", t->layout_gaps[i].at);
     if (!metadata_lost)
         t->sum.events_layout_lost = 0;
     free(t->layout_gaps);
@@ -243,8 +253,7 @@ static int load_chunk(ltr_trace *t)
 
 static void block_damage(ltr_trace *t, const char *what, size_t at)
 {
-    ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                         "chunk %llu: %s at raw offset %zu", (unsigned long long)t->chunk_seq, what, at);
+    ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD, "%s at raw offset %zu", what, at);
 }
 
 /* The raw offset damage at pos of the current block is reported at: a

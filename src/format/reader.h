@@ -284,6 +284,10 @@ struct ltr_trace {
 /* Records damage; a BAD_RECORD or FORGED at the same chunk as the last entry only bumps its count. */
 void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint64_t len,
                           int64_t seq, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same for a record of the chunk being read: at the chunk, its detail
+ * "chunk SEQ: " and fmt's text (every record damage says its chunk so). */
+void ltr_trace_chunk_damage(ltr_trace *t, ltr_damage_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* symread.c: a SYMBOLS chunk met by the scan, checked and counted. */
 void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len);

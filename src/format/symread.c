@@ -23,8 +23,7 @@ static void count_one(void *ctx, const ltr_symmodule *m, uint64_t offset, const 
 void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len)
 {
     if (ltr_symchunk_parse(p, len, count_one, &t->symbol_entries) < 0)
-        ltr_trace_add_damage(t, LTR_DAMAGE_BAD_RECORD, t->chunk_off, 0, (int64_t)t->chunk_seq,
-                             "chunk %llu: a SYMBOLS entry does not parse", (unsigned long long)t->chunk_seq);
+        ltr_trace_chunk_damage(t, LTR_DAMAGE_BAD_RECORD, "a SYMBOLS entry does not parse");
 }
 
 uint64_t ltr_trace_symbol_entries(const ltr_trace *t) { return t->symbol_entries; }

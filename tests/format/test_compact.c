@@ -276,7 +276,7 @@ static void test_unknown_layout_keeps_time(void **state)
     compact_events(&b, 3, 3, gen_ts(2));
     readback r;
     read_block(&b, 6, &r);
-    expect_damage(&r, 5, "unknown layout");
+    expect_damage(&r, 5, "bad record: chunk 2: event with an unknown layout id at raw offset 130");
     assert_true(r.n[1] == 1 && r.n[2] == 3 && r.n[4] == 5);
     ltr_bytes_free(&b);
 }
