@@ -23,10 +23,9 @@
  * a thread allocates an address it never freed (node's trace: 13 such
  * frees counted missing, and 13 of the new blocks freed as never seen).
  *
- * A live block keeps no timestamp: what the window needs of it is whether it
- * was allocated inside (an allocation after the window is not kept, so that
- * is ts >= from), settled once, as a bit beside its stack index: 24 bytes
- * with the key, so more of the live table stays in the cache. With the
+ * What the window needs of a live block is whether it was allocated inside
+ * (an allocation after the window is not kept, so that is ts >= from),
+ * settled once, as a bit beside its stack index (live.h). With the
  * whole trace as the window (the default) every window test is known true:
  * the batch loop is compiled twice, once with the tests and once without.
  */
@@ -37,14 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct an_live {
-    uint64_t addr;
-    uint64_t size;
-    uint32_t stack; /* index in an_proc.stacks | LIVE_INSIDE */
-    uint32_t tid;
-    uint64_t ts;    /* allocated at: a stack's outstanding blocks' spread in time (an_stack.held_*) */
-} an_live;
-
+/* an_live.stack: the index in an_proc.stacks | LIVE_INSIDE */
 #define LIVE_INSIDE 0x80000000u /* allocated inside the window */
 #define MAX_STACKS LIVE_INSIDE  /* stack indexes must leave that bit free */
 
@@ -93,7 +85,7 @@ static void proc_free(an_proc *p)
             an_hmap_free(p->stacks[i].cells);
             free(p->stacks[i].cells);
         }
-    an_hmap_free(&p->live);
+    an_lives_free(&p->live);
     an_hmap_free(&p->pending);
     an_hmap_free(&p->displaced);
     an_hmap_free(&p->threads);
@@ -121,7 +113,7 @@ static an_proc *proc_new(uint32_t pid)
     if (!p)
         return NULL;
     p->pid = pid;
-    an_hmap_init_addresses(&p->live, sizeof(an_live));
+    an_lives_init(&p->live);
     an_hmap_init(&p->pending, sizeof(an_pending));
     an_hmap_init(&p->displaced, sizeof(an_displaced));
     an_hmap_init(&p->threads, sizeof(an_thread));
@@ -531,7 +523,7 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
         return;
     }
     an_live b;
-    int held = an_hmap_take_sized(&p->live, addr, &b, sizeof b);
+    int held = an_lives_take(&p->live, addr, &b);
     if (held)
         end_live(m, p, &b, tid, ts, is_realloc, whole);
     else if (!after_window(m, ts, whole))
@@ -593,7 +585,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
     if (p->pending.n && pair_pending(m, p, s, tid, ts, addr, size))
         return;
     int created;
-    an_live *b = an_hmap_put_sized(&p->live, addr, &created, sizeof *b);
+    an_live *b = an_lives_put(&p->live, addr, &created);
     if (!b) {
         m->oom = 1;
         return;
@@ -643,17 +635,11 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
  * for functions without side effects and dropped their calls, and with them
  * every prefetch (tests/build/check-prefetch.sh). With them back, perl's
  * leak of 2 M blocks: 0.78 of the analysis's CPU time. */
-HOT void prefetch_live(const an_proc *p, uint64_t addr)
-{
-    if (p->live.slots) /* an empty table has no slots (and no hash shift) yet */
-        __builtin_prefetch(p->live.slots + an_hmap_home(&p->live, addr) * sizeof(an_live), 1);
-}
-
 HOT void prefetch_event(const an_proc *p, const an_event *e)
 {
-    prefetch_live(p, e->addr);
+    an_lives_prefetch_slot(&p->live, e->addr);
     if (e->op == AN_OP_REALLOC)
-        prefetch_live(p, e->old_addr);
+        an_lives_prefetch_slot(&p->live, e->old_addr);
 }
 
 /* The series of outstanding bytes (an_point): a new bucket when ts passes the
@@ -777,7 +763,7 @@ static void proc_finish(an_model *m, an_proc *p)
 {
     size_t pos = 0;
     an_live *b;
-    while ((b = an_hmap_next(&p->live, &pos))) {
+    while ((b = an_lives_next(&p->live, &pos))) {
         an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
         add_type(p, s, b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
         if (b->stack & LIVE_INSIDE)
@@ -825,7 +811,7 @@ static bool end_model(an_model *m, an_proc *p, uint64_t ts)
     if (p->last_ts > ts)
         return false;
     proc_finish(m, p);
-    an_hmap_free(&p->live);
+    an_lives_free(&p->live);
     /* what only its events to come would use: 134 MiB of the analysis
      * of 7 038 short processes (pyenv's shims); its stacks table cut to
      * its stacks (ltr_table_shrink: a realloc of one that is a mapping of

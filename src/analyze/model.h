@@ -18,6 +18,7 @@
 #define LTR_ANALYZE_MODEL_H
 
 #include "analyze/files.h"
+#include "analyze/live.h"
 #include "analyze/vmem.h"
 #include "base/hmap.h"
 
@@ -76,7 +77,7 @@ typedef struct an_point {
 
 typedef struct an_proc {
     uint32_t pid;
-    an_hmap live;        /* address -> an_live */
+    an_lives live;       /* address -> an_live (live.h) */
     an_hmap pending;     /* address -> free met before its allocation */
     an_hmap displaced;   /* address -> a block another thread's allocation there ended (model.c) */
     an_hmap threads;     /* tid -> last allocation of the thread */

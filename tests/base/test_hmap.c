@@ -12,6 +12,7 @@
  * removals, where whole pages of 32-byte blocks make the longest runs.
  */
 #include "base/hmap.h"
+#include "util/testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,21 +142,6 @@ static void test_keep_leaves_short_probes(void **state)
     an_hmap_free(&m);
 }
 
-/* A field of /proc/self/status, in KiB (-1: not there). */
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':')
-            kb = atol(line + n + 1);
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 /* Blocks of 32 bytes, as the analysis's live table holds: a growth from 32
  * to 64 MiB keeps every entry, and the memory resident at its peak grows by
  * less than the new table's size (the old one goes behind the scan: 34.1
@@ -176,15 +162,12 @@ static void test_growth_keeps_all_and_releases_behind(void **state)
         e->a = i;
     }
     assert_int_equal(m.cap, half * 2);
-    FILE *reset = fopen("/proc/self/clear_refs", "w"); /* "5": the peak starts again from now */
-    int peak_known = reset && fputs("5", reset) >= 0;
-    if (reset)
-        peak_known &= fclose(reset) == 0;
-    long before = status_kb("VmRSS");
+    int peak_known = tu_peak_reset();
+    long before = tu_status_kb("VmRSS");
     wide *e = an_hmap_put(&m, address(half), NULL);
     assert_non_null(e);
     e->a = half;
-    long peak = status_kb("VmHWM");
+    long peak = tu_status_kb("VmHWM");
     assert_int_equal(m.cap, half * 4);
     for (uint64_t i = 0; i <= half; i++) {
         const wide *w = an_hmap_get(&m, address(i));

@@ -334,3 +334,26 @@ long long tu_pid_again(const char *fmt, ...)
     }
     return a;
 }
+
+long tu_status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':')
+            kb = atol(line + n + 1);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+int tu_peak_reset(void)
+{
+    FILE *reset = fopen("/proc/self/clear_refs", "w"); /* "5": the peak starts again from now */
+    int done = reset && fputs("5", reset) >= 0;
+    if (reset)
+        done &= fclose(reset) == 0;
+    return done;
+}

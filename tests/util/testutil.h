@@ -1,7 +1,8 @@
 /*
  * tests/util/testutil.h — helpers of the tests that drive the ltr command:
  * a private runtime directory per test, running a command and capturing its
- * output and exit status, and reading a trace back through the public reader.
+ * output and exit status, and reading a trace back through the public reader;
+ * and this process's memory figures, for tests that bound a table's peak.
  */
 #ifndef LTR_TESTUTIL_H
 #define LTR_TESTUTIL_H
@@ -80,5 +81,11 @@ typedef struct tu_trace {
     uint64_t seq_min, seq_max; /* of the provider's events' "seq" field, if any */
 } tu_trace;
 tu_trace tu_read_trace(const char *path, const char *provider);
+
+/* A field of /proc/self/status, in KiB (-1: not there). */
+long tu_status_kb(const char *field);
+/* Starts this process's peak (VmHWM) again from what it holds now; 0 when
+ * the kernel would not (the peak then is the whole run's). */
+int tu_peak_reset(void);
 
 #endif

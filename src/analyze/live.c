@@ -1,0 +1,53 @@
+/*
+ * analyze/live.c — the live-block table of live.h: room for a block (the
+ * blocks' array grown without a copy, the index doubled at half load and
+ * filled again from the blocks, in their order) and iteration.
+ */
+#include "analyze/live.h"
+#include "prim/prim.h"
+
+#include <string.h>
+
+void an_lives_init(an_lives *t) { memset(t, 0, sizeof *t); }
+
+void an_lives_free(an_lives *t)
+{
+    ltr_table_free(t->blocks, t->capblocks, sizeof *t->blocks);
+    ltr_table_free(t->index, t->cap, sizeof *t->index);
+    an_lives_init(t);
+}
+
+/* The index at twice its slots, every live block in it again. */
+static int grow_index(an_lives *t)
+{
+    if (ltr_table_reserve((void **)&t->index, &t->cap, t->cap, sizeof *t->index, 64) != 0)
+        return -1;
+    memset(t->index, 0, t->cap * sizeof *t->index);
+    t->shift = 64 - (unsigned)__builtin_ctzll(t->cap);
+    size_t mask = t->cap - 1;
+    for (size_t at = 0; at < t->nblocks; at++) {
+        if (t->blocks[at].stack == AN_LIVE_FREE)
+            continue;
+        size_t i = an_lives_home(t, t->blocks[at].addr);
+        while (t->index[i])
+            i = (i + 1) & mask;
+        t->index[i] = (uint32_t)at + 1;
+    }
+    return 0;
+}
+
+int an_lives_room(an_lives *t)
+{
+    if (!t->free && (t->nblocks >= UINT32_MAX - 1 || /* places are numbered + 1 in 32 bits */
+                     ltr_table_reserve((void **)&t->blocks, &t->capblocks, t->nblocks, sizeof *t->blocks, 64) != 0))
+        return -1;
+    return (t->n + 1) * 2 > t->cap ? grow_index(t) : 0;
+}
+
+an_live *an_lives_next(const an_lives *t, size_t *pos)
+{
+    for (; *pos < t->nblocks; (*pos)++)
+        if (t->blocks[*pos].stack != AN_LIVE_FREE)
+            return &t->blocks[(*pos)++];
+    return NULL;
+}

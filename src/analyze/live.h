@@ -1,0 +1,124 @@
+/*
+ * analyze/live.h — the model's table of a process's live blocks: the blocks
+ * in one array, appended as they come (a freed block's place taken again by
+ * the next), and an index by address of 4-byte block numbers beside it.
+ * It was an open-addressing map of the blocks themselves (base/hmap.h), at
+ * most half full: perl's leak of 2 M blocks grew it by doubling to 2^22
+ * slots of 32 bytes, 128 MiB, and the kernel zeroing the 256 MiB its
+ * growth touched was two thirds of the analysis's samples (perf,
+ * docs/benchmarks.md, "Where the leak's analysis goes"). Now the blocks are
+ * 64 MiB grown by mremap (prim/table.c: no copy, no page touched twice) and
+ * the index 16 MiB; its growth reads the blocks in order, not the slots.
+ * The index keeps base/hmap.h's home slots keyed by page (a page's blocks
+ * near each other) and its deletion by backward shift (no tombstones).
+ * The hot paths are inline: the model's batch loop is built around them.
+ */
+#ifndef LTR_ANALYZE_LIVE_H
+#define LTR_ANALYZE_LIVE_H
+
+#include "base/hmap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct an_live {
+    uint64_t addr;
+    uint64_t size;  /* a free place's: the next free place + 1 (0: none) */
+    uint32_t stack; /* the model's (model.c); AN_LIVE_FREE: a free place */
+    uint32_t tid;
+    uint64_t ts;    /* allocated at: a stack's outstanding blocks' spread in time (an_stack.held_*) */
+} an_live;
+
+#define AN_LIVE_FREE UINT32_MAX /* no stack index of the model's with its inside bit (MAX_STACKS) */
+
+typedef struct an_lives {
+    an_live *blocks;
+    size_t nblocks, capblocks; /* places used (live or free), and room */
+    uint32_t free;             /* the first free place + 1, 0: none */
+    uint32_t *index;           /* cap slots, a power of two: a block's place + 1, 0 empty */
+    size_t cap, n;             /* n: live blocks */
+    unsigned shift;            /* 64 - log2(cap), as an_hmap's */
+} an_lives;
+
+void an_lives_init(an_lives *t);
+void an_lives_free(an_lives *t);
+/* Room for one more block (index under half full, a place for it); -1 without memory. */
+int an_lives_room(an_lives *t);
+/* Iteration over the live blocks: *pos starts at 0; NULL at the end. */
+an_live *an_lives_next(const an_lives *t, size_t *pos);
+
+static inline size_t an_lives_home(const an_lives *t, uint64_t addr)
+{
+    return an_hmap_home_in(addr, 1, t->shift);
+}
+
+/* The index slot of addr's block, or the empty slot that ends its run. */
+static inline uint32_t *an_lives_slot(const an_lives *t, uint64_t addr)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = an_lives_home(t, addr);; i = (i + 1) & mask) {
+        uint32_t x = t->index[i];
+        if (!x || t->blocks[x - 1].addr == addr)
+            return &t->index[i];
+    }
+}
+
+/* addr's block, made (all but its address zero, *created 1) when absent;
+ * NULL only without memory. Valid until the next put. */
+static inline an_live *an_lives_put(an_lives *t, uint64_t addr, int *created)
+{
+    if (((t->n + 1) * 2 > t->cap || (!t->free && t->nblocks == t->capblocks)) && an_lives_room(t) != 0)
+        return NULL;
+    uint32_t *slot = an_lives_slot(t, addr);
+    *created = !*slot;
+    if (*slot)
+        return &t->blocks[*slot - 1];
+    size_t at = t->free ? t->free - 1 : t->nblocks++;
+    an_live *b = &t->blocks[at];
+    t->free = t->free ? (uint32_t)b->size : 0;
+    *b = (an_live){.addr = addr};
+    *slot = (uint32_t)at + 1;
+    t->n++;
+    return b;
+}
+
+/* Removes addr's block, copying it to out first; 1 if it was there. */
+static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
+{
+    if (!t->n)
+        return 0;
+    uint32_t *slot = an_lives_slot(t, addr);
+    uint32_t x = *slot;
+    if (!x)
+        return 0;
+    an_live *b = &t->blocks[x - 1];
+    *out = *b;
+    b->stack = AN_LIVE_FREE;
+    b->size = t->free;
+    t->free = x;
+    /* backward shift: pull later entries of the run into the hole when
+     * their home slot does not lie (cyclically) between the hole and them */
+    size_t mask = t->cap - 1, i = (size_t)(slot - t->index);
+    for (size_t j = (i + 1) & mask; (x = t->index[j]) != 0; j = (j + 1) & mask)
+        if (((j - an_lives_home(t, t->blocks[x - 1].addr)) & mask) >= ((j - i) & mask)) {
+            t->index[i] = x;
+            i = j;
+        }
+    t->index[i] = 0;
+    t->n--;
+    return 1;
+}
+
+/* Prefetches are inlined early: GCC 12 took plain static inline functions
+ * holding only __builtin_prefetch for functions without side effects and
+ * dropped their calls (tests/build/check-prefetch.sh). */
+#define AN_LIVES_PREFETCH static inline __attribute__((always_inline)) void
+
+/* The index slot of addr, for an event a few ahead. */
+AN_LIVES_PREFETCH an_lives_prefetch_slot(const an_lives *t, uint64_t addr)
+{
+    if (t->cap) /* none before the first block */
+        __builtin_prefetch(&t->index[an_lives_home(t, addr)]);
+}
+
+#endif
