@@ -14,13 +14,15 @@ void an_lives_free(an_lives *t)
 {
     ltr_table_free(t->blocks, t->capblocks, sizeof *t->blocks);
     ltr_table_free(t->index, t->cap, sizeof *t->index);
+    ltr_table_free(t->tags, t->captags, sizeof *t->tags);
     an_lives_init(t);
 }
 
 /* The index at twice its slots, every live block in it again. */
 static int grow_index(an_lives *t)
 {
-    if (ltr_table_reserve((void **)&t->index, &t->cap, t->cap, sizeof *t->index, 64) != 0)
+    if (ltr_table_reserve((void **)&t->tags, &t->captags, t->cap, sizeof *t->tags, 64) != 0 ||
+        ltr_table_reserve((void **)&t->index, &t->cap, t->cap, sizeof *t->index, 64) != 0)
         return -1;
     memset(t->index, 0, t->cap * sizeof *t->index);
     t->shift = 64 - (unsigned)__builtin_ctzll(t->cap);
@@ -32,6 +34,7 @@ static int grow_index(an_lives *t)
         while (t->index[i])
             i = (i + 1) & mask;
         t->index[i] = (uint32_t)at + 1;
+        t->tags[i] = an_lives_tag(t->blocks[at].addr);
     }
     return 0;
 }

@@ -843,7 +843,8 @@ static void test_live_table(void **state)
  * table holding the blocks in its own slots, half full at most, held 64
  * bytes a block (128 MiB at 2^22 slots of 32 bytes) and the kernel zeroing
  * the 256 MiB its growth touched was two thirds of the analysis's time;
- * the blocks in an array beside an index of 4-byte numbers: 40. */
+ * the blocks in an array beside an index of 4-byte numbers and a tag
+ * byte: 42. */
 static void test_leak_live_set_bytes(void **state)
 {
     (void)state;
