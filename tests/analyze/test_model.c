@@ -839,6 +839,39 @@ static void test_live_table(void **state)
     an_lives_free(&t);
 }
 
+/* Addresses 4 bytes apart, four to a granule and its two home slots: runs
+ * of a page's 1 024 blocks, slots hundreds from their homes, every block
+ * found while the others are taken (backward shifts across them). */
+static void test_live_table_far_slots(void **state)
+{
+    (void)state;
+    an_lives t;
+    an_lives_init(&t);
+    const uint64_t n = 3000, base = 0x600000000000ull;
+    int created;
+    for (uint64_t i = 0; i < n; i++)
+        an_lives_put(&t, base + 4 * i, &created)->ts = i;
+    size_t far = 0;
+    for (size_t i = 0; i < t.cap; i++)
+        if (t.index[i] && ((i - an_lives_home(&t, t.blocks[t.index[i] - 1].addr)) & (t.cap - 1)) > 255)
+            far++;
+    assert_true(far > 0);
+    an_live out;
+    for (uint64_t i = 0; i < n; i += 2)
+        assert_true(an_lives_take(&t, base + 4 * i, &out) && out.ts == i);
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t x = *an_lives_slot(&t, base + 4 * i);
+        if (i % 2 ? !x || t.blocks[x - 1].ts != i : x != 0)
+            fail_msg("block %llu %s", (unsigned long long)i, x ? "found after its free" : "lost");
+    }
+    for (uint64_t i = 1; i < n; i += 2)
+        assert_true(an_lives_take(&t, base + 4 * i, &out) && out.ts == i);
+    assert_int_equal(t.n, 0);
+    for (size_t i = 0; i < t.cap; i++)
+        assert_int_equal(t.index[i], 0);
+    an_lives_free(&t);
+}
+
 /* A leak (perl's hash of 1 M strings: 2 M blocks outstanding): the live
  * table holding the blocks in its own slots, half full at most, held 64
  * bytes a block (128 MiB at 2^22 slots of 32 bytes) and the kernel zeroing
@@ -895,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_whole_window_same_as_tested_window),
         cmocka_unit_test(test_huge_sizes),
         cmocka_unit_test(test_live_table),
+        cmocka_unit_test(test_live_table_far_slots),
         cmocka_unit_test(test_leak_live_set_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
