@@ -18,11 +18,18 @@ void an_lives_free(an_lives *t)
     an_lives_init(t);
 }
 
-/* The index at twice its slots, every live block in it again. */
+/* Past this many slots the index grows four times at once: each growth
+ * puts every live block in again, reading the blocks (a leak of 2 M
+ * blocks: 17 % of perf's samples at doublings); at most 40 bytes of index
+ * a live block, not 20. Below it, a table that fits the cache stays small. */
+#define INDEX_QUADRUPLE ((size_t)1 << 20)
+
+/* The index at two or four times its slots, every live block in it again. */
 static int grow_index(an_lives *t)
 {
-    if (ltr_table_reserve((void **)&t->tags, &t->captags, t->cap, sizeof *t->tags, 64) != 0 ||
-        ltr_table_reserve((void **)&t->index, &t->cap, t->cap, sizeof *t->index, 64) != 0)
+    size_t want = t->cap < INDEX_QUADRUPLE ? t->cap : t->cap * 3; /* doubled until it holds slot want */
+    if (ltr_table_reserve((void **)&t->tags, &t->captags, want, sizeof *t->tags, 64) != 0 ||
+        ltr_table_reserve((void **)&t->index, &t->cap, want, sizeof *t->index, 64) != 0)
         return -1;
     memset(t->index, 0, t->cap * sizeof *t->index);
     t->shift = 64 - (unsigned)__builtin_ctzll(t->cap);
