@@ -10,7 +10,7 @@
  * sizes near 2^64 keep exact totals; a stack's map of time cells (a
  * series) stays small for a stack of few cells; the table of live blocks
  * (live.h) finds every block through growth, frees and places taken again,
- * and a leak's 2 M live blocks hold under 48 bytes each at the model's peak.
+ * and a leak's 2 M live blocks hold under 56 bytes each at the model's peak.
  */
 #include "base/hmap.h"
 #include "analyze/model.h"
@@ -877,7 +877,7 @@ static void test_live_table_far_slots(void **state)
  * bytes a block (128 MiB at 2^22 slots of 32 bytes) and the kernel zeroing
  * the 256 MiB its growth touched was two thirds of the analysis's time;
  * the blocks in an array beside an index of 4-byte numbers and a tag
- * byte: 42. */
+ * byte: 43 (46 under ASan), bounded here at 56. */
 static void test_leak_live_set_bytes(void **state)
 {
     (void)state;
@@ -903,7 +903,7 @@ static void test_leak_live_set_bytes(void **state)
     an_model_finish(&m);
     assert_int_equal(m.procs[0]->unseen_frees, 0);
     assert_int_equal(m.procs[0]->type[AN_AIFO].count, N - N / 1000);
-    if (peak_known && before > 0 && peak > 0 && (uint64_t)(peak - before) * 1024 >= 48ull * N)
+    if (peak_known && before > 0 && peak > 0 && (uint64_t)(peak - before) * 1024 >= 56ull * N)
         fail_msg("the model's peak added %ld KiB for %d live blocks", peak - before, N);
     an_model_free(&m);
     free(ev);
