@@ -38,7 +38,7 @@
 
 /* an_live.stack: the index in an_proc.stacks | LIVE_INSIDE */
 #define LIVE_INSIDE 0x80000000u /* allocated inside the window */
-#define MAX_STACKS LIVE_INSIDE  /* stack indexes must leave that bit free */
+#define MAX_STACKS (LIVE_INSIDE - 1) /* stack indexes leave that bit free, and the last with it is AN_LIVE_FREE */
 
 typedef struct an_pending {
     uint64_t addr;
