@@ -5,7 +5,9 @@
  * ABA. Published buffers go through a bounded MPSC queue of nbuf slots: a
  * producer reserves a position with fetch_add and stores index + 1 into it;
  * the consumer reads slots in order. At most nbuf buffers exist, so a slot is
- * always empty again before its position comes round.
+ * emptied before its position comes round again, except in an overwrite ring
+ * where the one who took a position may still be about to empty it
+ * (ltr_ring_clear_taken).
  */
 #include "ring/ring.h"
 
@@ -107,6 +109,15 @@ static inline uint32_t producer_index(const ltr_ring_view *v, uint32_t plus1)
     return plus1 - 1 < v->nbuf ? plus1 - 1 : LTR_RING_NONE;
 }
 
+/* Compared with s, not stored: s names the buffer its taker now holds,
+ * which no one else can publish, so a slot holding s still is its own. */
+void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint32_t s)
+{
+    uint32_t expected = s;
+    atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &expected, 0, memory_order_relaxed,
+                                            memory_order_relaxed);
+}
+
 static uint32_t pop_free(ltr_ring_view *v)
 {
     ltr_ring *r = v->shared;
@@ -134,10 +145,10 @@ static uint32_t pop_free(ltr_ring_view *v)
     return LTR_RING_NONE;
 }
 
-/* Claims the oldest queue position. Its slot is cleared before any producer
- * can come round to it again: that would take nbuf more published buffers
- * while we hold one of the nbuf. Bounded: an honest queue has at most nbuf
- * dead positions in a row; a scribbled one may have endless garbage. */
+/* Claims the oldest queue position, then clears its slot unless a producer
+ * came round to it meanwhile (ltr_ring_clear_taken). Bounded: an honest
+ * queue has at most nbuf dead positions in a row; a scribbled one may have
+ * endless garbage. */
 static uint32_t pop_oldest(ltr_ring_view *v)
 {
     ltr_ring *r = v->shared;
@@ -148,7 +159,7 @@ static uint32_t pop_oldest(ltr_ring_view *v)
             return LTR_RING_NONE; /* empty, or its producer is between two stores */
         if (atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                   memory_order_acquire)) {
-            atomic_store_explicit(&v->slots[h % v->nbuf], 0, memory_order_relaxed);
+            ltr_ring_clear_taken(v, h, s);
             /* A slot value naming no buffer was written over: stepped over
              * like a dead producer's, never used as an index. */
             uint32_t idx = producer_index(v, s);
@@ -293,7 +304,7 @@ uint32_t ltr_ring_take(ltr_ring_view *v)
         if (!atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
-        atomic_store_explicit(slot, 0, memory_order_relaxed);
+        ltr_ring_clear_taken(v, h, s);
         uint32_t idx = slot_index(v, s);
         if (idx == LTR_RING_NONE)
             ; /* counted: go on with the next entry */
