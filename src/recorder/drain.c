@@ -1122,6 +1122,10 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
 }
 
 static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t tail, ltr_error *err);
+/* How long a save waits for a publication under way to store its buffer
+ * (two instructions apart; a producer preempted between them, or stopped
+ * there for good, costs at most this a position) */
+#define SAVE_PUBLISH_WAIT_NS 20000000u
 
 /* The history, oldest first. Producers may take its oldest buffers for reuse
  * while we copy: a copy counts only if its queue position was not taken.
@@ -1159,7 +1163,11 @@ static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t t
 {
     collector_state *cs = &sc->r->col[c];
     for (; pos < tail; pos++) {
-        uint32_t idx = ltr_ring_at(&cs->ring, pos);
+        /* a position below the tail whose buffer is not stored yet: its
+         * producer between the two (the buffer FULL, not ACTIVE), and its
+         * next buffer, taken after, could be met by save_active's scan: read
+         * as nothing, a save of three threads had a gap (CI, under ASan) */
+        uint32_t idx = ltr_ring_at_published(&cs->ring, pos, SAVE_PUBLISH_WAIT_NS);
         if (idx == LTR_RING_NONE)
             continue;
         bool bad;

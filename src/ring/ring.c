@@ -10,8 +10,11 @@
  * (ltr_ring_clear_taken).
  */
 #include "ring/ring.h"
+#include "prim/prim.h"
 
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 static size_t align_up(size_t v, size_t a)
 {
@@ -381,6 +384,27 @@ uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos)
         return LTR_RING_NONE;
     uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
     return s ? slot_index(v, s) : LTR_RING_NONE;
+}
+
+uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t max_ns)
+{
+    uint64_t until = 0;
+    for (unsigned spins = 0;; spins++) {
+        if (pos < ltr_ring_head(v))
+            return LTR_RING_NONE;
+        uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
+        if (s)
+            return slot_index(v, s); /* LTR_RING_NONE for a dead slot */
+        uint64_t now = ltr_now_ns();
+        if (!until)
+            until = now + max_ns;
+        else if (now >= until)
+            return LTR_RING_NONE;
+        if (spins < 64)
+            sched_yield(); /* the producer is between two instructions, most often on the other CPU */
+        else
+            nanosleep(&(struct timespec){0, 20000}, NULL); /* preempted there: let it run */
+    }
 }
 
 bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos)

@@ -201,6 +201,12 @@ uint64_t ltr_ring_history_start(ltr_ring_view *v, uint64_t tail);
 /* The buffer at a queue position, or LTR_RING_NONE (being published, taken,
  * or an impossible entry). */
 uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos);
+/* ltr_ring_at for a position below a tail read: an empty slot there is a
+ * publication under way (the producer took the position, its store of the
+ * buffer comes next), waited for up to max_ns; LTR_RING_NONE if it is still
+ * empty then (a producer stopped or killed between the two), dead, or was
+ * taken for reuse. */
+uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t max_ns);
 /* True if the buffer at pos was not taken for reuse since ltr_ring_at: call
  * after copying it, to know the copy is whole. */
 bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos);

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static ltr_ring *make_ring_flags(uint32_t size, uint32_t nbuf, uint32_t flags)
 {
@@ -259,6 +260,43 @@ static void test_taker_preempted_leaves_later_publication(void **state)
     free(r);
 }
 
+/* A position taken below the tail whose buffer is not stored yet (the
+ * producer between its fetch_add and its store) is waited for by
+ * ltr_ring_at_published; ltr_ring_at reads it as nothing, and a save that
+ * did met the producer's next buffer but not this one: a gap. */
+static ltr_ring_view *late_view;
+static uint64_t late_pos;
+static uint32_t late_slot;
+
+static void *store_late(void *arg)
+{
+    (void)arg;
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+    atomic_store_explicit(&late_view->slots[late_pos % late_view->nbuf], late_slot, memory_order_release);
+    return NULL;
+}
+
+static void test_publication_under_way_waited_for(void **state)
+{
+    (void)state;
+    ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
+    ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
+    uint32_t idx = ltr_ring_acquire(&p, 1, 1, 1);
+    ltr_ring_commit(&p, idx, 4, 1);
+    ltr_ring_publish(&p, idx);
+    late_pos = ltr_ring_tail(&v) - 1;
+    late_slot = atomic_exchange(&v.slots[late_pos % v.nbuf], 0); /* as before the producer's store */
+    late_view = &v;
+    assert_int_equal(ltr_ring_at(&v, late_pos), LTR_RING_NONE);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, store_late, NULL), 0);
+    assert_int_equal(ltr_ring_at_published(&v, late_pos, 2000000000u), idx);
+    pthread_join(t, NULL);
+    atomic_store(&v.slots[late_pos % v.nbuf], 0); /* a producer stopped there for good: not waited for long */
+    assert_int_equal(ltr_ring_at_published(&v, late_pos, 1000000u), LTR_RING_NONE);
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_producers),
         cmocka_unit_test(test_overwrite_keeps_newest),
         cmocka_unit_test(test_taker_preempted_leaves_later_publication),
+        cmocka_unit_test(test_publication_under_way_waited_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
