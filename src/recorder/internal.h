@@ -184,6 +184,9 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err);
 void rec_punch(const recorder *r, const uint8_t *from, size_t len);
 void rec_teardown(recorder *r);
 void rec_unpublish(recorder *r); /* producers stop writing: state and registry */
+/* Producers take events again, or take none from now on (the shared state
+ * they look at before each event; the registry unchanged). */
+void rec_take_events(recorder *r, bool take);
 /* owner: the attachment's token (memory mode remembers whose PROCESS
  * record it is: saveorder.c). A process the session does not trace (every
  * collector denied to it: not started for an `ltr record`, not one of its

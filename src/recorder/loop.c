@@ -516,9 +516,22 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     if (!rc)
         rc = can_write_to(path, &err);
     /* Memory mode saves before it ends anything: a save that fails (a full
-     * disk) keeps the buffers and the session. */
-    if (!rc && r->cfg.mode == LTR_MODE_MEMORY)
+     * disk) keeps the buffers and the session. Its trace ends where the stop
+     * came: producers take no event from then on (and those already past
+     * the state check finish). Taking them on during the save, the events
+     * committed after its last look at the buffers were in neither the trace
+     * nor its counters (a program writing through 'ltr stop': 200 to 411
+     * of its events in 3 of 3 stops). */
+    if (!rc && r->cfg.mode == LTR_MODE_MEMORY) {
+        rec_take_events(r, false);
+        usleep(STOP_GRACE_US);
         rc = rec_save(r, path, description, force, true, &err);
+        if (rc) {
+            rec_log("the stop's save failed, the session goes on: the events its programs emitted while it "
+                    "was tried are not in it");
+            rec_take_events(r, true);
+        }
+    }
     if (rc) {
         reply_still_running(fd, &err, true);
         return;

@@ -324,12 +324,18 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
     return rc;
 }
 
+void rec_take_events(recorder *r, bool take)
+{
+    if (r->shm)
+        atomic_store(&r->shm->state, take ? LTR_SESSION_RUNNING : LTR_SESSION_STOPPING);
+}
+
 void rec_unpublish(recorder *r)
 {
     rec_system_stop(r);
     if (!r->shm || !r->reg)
         return;
-    atomic_store(&r->shm->state, LTR_SESSION_STOPPING);
+    rec_take_events(r, false);
     ltr_registry_lock();
     ltr_registry_release(r->reg, r->slot, r->incarnation); /* called at stop and again at exit */
     ltr_registry_unlock();
