@@ -214,6 +214,12 @@ ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a)
     return an;
 }
 
+void cli_analysis_warnings(const char *cmd, ltr_analysis *a)
+{
+    for (size_t i = 0; i < ltr_analysis_warning_count(a); i++)
+        cli_warn(cmd, "%s", ltr_analysis_warning_at(a, i));
+}
+
 int cli_analysis_status(const char *cmd, ltr_analysis *a)
 {
     if (!ltr_analysis_damage(a))

@@ -29,6 +29,9 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
  * says what it saves); before the analysis starts its threads. */
 void cli_malloc_for_analysis(void);
 ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a);
+/* The analysis's warnings on stderr, for a format that has no place for
+ * them (csv, pprof, folded...): what the figures lack is said all the same. */
+void cli_analysis_warnings(const char *cmd, ltr_analysis *a);
 /* Exit status once the report is written: 3 and the damage on stderr if the trace was damaged. */
 int cli_analysis_status(const char *cmd, ltr_analysis *a);
 

@@ -84,6 +84,8 @@ int cmd_analyze(int argc, char **argv)
         return cli_fail("analyze", "writing the report failed");
     }
     rc = cli_analysis_status("analyze", a);
+    if (args.format == LTR_REPORT_CSV) /* text and json carry them; a csv table has no room */
+        cli_analysis_warnings("analyze", a);
     ltr_analysis_free(a);
     return rc;
 }

@@ -106,8 +106,8 @@ int cmd_export(int argc, char **argv)
                  "the general profile records them, e.g. 'ltr start general heap --pid P'");
     if (rc == 0)
         rc = cli_analysis_status("export", a);
-    for (size_t i = 0; rc != 1 && i < ltr_analysis_warning_count(a); i++)
-        cli_warn("export", "%s", ltr_analysis_warning_at(a, i));
+    if (rc != 1)
+        cli_analysis_warnings("export", a);
     ltr_analysis_free(a);
     return rc;
 }

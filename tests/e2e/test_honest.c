@@ -3,7 +3,8 @@
  * items 5, 6, 11..15): a stop or save that cannot write keeps the session, a
  * full disk fails the command with its errno text, memory mode's kept and
  * overwritten events apart, --pid of no process, `ltr run` with no session,
- * a command that cannot start or that a signal kills.
+ * a command that cannot start or that a signal kills, the warnings of a
+ * CSV analysis.
  */
 #include "base/heap_events.h"
 #include "util/testutil.h"
@@ -160,6 +161,31 @@ static void test_memory_counts(void **state)
     tu_free(&r);
 }
 
+/* A memory-mode trace of heap-target's tree, most of its events
+ * overwritten, at DIR/m.ltr. */
+static void record_overwritten(const char *dir)
+{
+    tu_expect_ok(tu_run("%s record --memory --buffers 8 --buffer-size 16 -o %s/m.ltr -- %s tree", LTR, dir,
+                        tu_test_bin("heap-target")));
+}
+
+/* A CSV table has no room for the analysis's warnings: 'ltr analyze
+ * --format csv' says them on stderr, as 'ltr export' does (it said nothing
+ * of the events a memory-mode save had overwritten: figures of its tail
+ * alone, exit 0, stderr empty). */
+static void test_csv_says_what_it_lacks(void **state)
+{
+    const char *dir = *state;
+    record_overwritten(dir);
+    tu_result r = tu_run("%s analyze %s/m.ltr --format csv", LTR, dir);
+    if (r.status != 0 || !strstr(r.err, "overwritten"))
+        fprintf(stderr, "expected the overwritten events on stderr, got %d:\n%s", r.status, r.err);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "pid,image,exe,"));
+    assert_non_null(strstr(r.err, "older event(s) were overwritten"));
+    tu_free(&r);
+}
+
 /* Item 12: --pid of no process is an error (nothing started), and one
  * without the agent gets it (issue 12: attach); a pid that leaves the
  * session later is a warning of `ltr status`, with its reason. ptrace of
@@ -271,6 +297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disk_full, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_size_limit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_counts, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_csv_says_what_it_lacks, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
