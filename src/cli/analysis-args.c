@@ -76,6 +76,13 @@ static int parse_option(const char *cmd, int c, unsigned allowed, cli_analysis_a
     return -1;
 }
 
+/* --from or --to snapshot:N: the difference of two heap snapshots (the
+ * analysis tells a bad N; this only tells the kind of window). */
+static int names_snapshot(const char *bound)
+{
+    return bound && !strncmp(bound, "snapshot:", 9);
+}
+
 int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage, void (*help)(void),
                        unsigned formats_allowed, int is_export, cli_analysis_args *out)
 {
@@ -121,6 +128,12 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
         out->opts.width = ltr_terminal_width(1);
     if (out->opts.cpu && out->format == LTR_REPORT_CSV) {
         cli_fail(cmd, "--cpu reports as text or json (ltr analyze), folded or pprof (ltr export), not csv");
+        return cli_usage_error(cmd, usage);
+    }
+    if (out->format == LTR_REPORT_CSV && (out->opts.trend || names_snapshot(out->opts.from) ||
+                                          names_snapshot(out->opts.to))) {
+        cli_fail(cmd, "%s reports as text or json, not csv (its rows are the heap events' stacks)",
+                 out->opts.trend ? "--trend" : "a difference of snapshots (snapshot:N)");
         return cli_usage_error(cmd, usage);
     }
     const char *alone = out->opts.mapped ? "--mapped" : out->opts.files ? "--files" : NULL;

@@ -4,7 +4,7 @@
  * full disk fails the command with its errno text, memory mode's kept and
  * overwritten events apart, --pid of no process, `ltr run` with no session,
  * a command that cannot start or that a signal kills, the warnings of a
- * CSV analysis.
+ * CSV analysis and what it cannot hold.
  */
 #include "base/heap_events.h"
 #include "util/testutil.h"
@@ -186,6 +186,20 @@ static void test_csv_says_what_it_lacks(void **state)
     tu_free(&r);
 }
 
+/* --trend and a difference of snapshots are not rows of the CSV table:
+ * asked for with --format csv, they are refused (the table came without
+ * them, exit 0). */
+static void test_csv_refuses_what_it_cannot_hold(void **state)
+{
+    const char *dir = *state;
+    record_overwritten(dir);
+    expect_fail(tu_run("%s analyze %s/m.ltr --trend --format csv", LTR, dir), 2, "--trend reports as text or json");
+    expect_fail(tu_run("%s analyze %s/m.ltr --from snapshot:1 --to snapshot:2 --format csv", LTR, dir), 2,
+                "not csv");
+    expect_fail(tu_run("%s export %s/m.ltr --from snapshot:1 --to snapshot:2 --format csv -o -", LTR, dir), 2,
+                "not csv");
+}
+
 /* Item 12: --pid of no process is an error (nothing started), and one
  * without the agent gets it (issue 12: attach); a pid that leaves the
  * session later is a warning of `ltr status`, with its reason. ptrace of
@@ -298,6 +312,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_size_limit, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_counts, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_csv_says_what_it_lacks, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_csv_refuses_what_it_cannot_hold, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
