@@ -118,16 +118,47 @@ static ltr_reg_snap_proc *claim_entry(void)
     return e;
 }
 
+/* The file name of this process's executable (/proc/self/exe), read once at
+ * start ("" if longer than a registry name can be): the name 'ltr start
+ * --name', 'ltr watch --name' and heaptracingconfig go by, so that one name
+ * serves all of them. A fork child runs the same executable. */
+static char exe_name[LTR_SNAP_NAME_MAX];
+
+static void read_exe_name(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe_name[0] = 0;
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    char *deleted = strstr(exe, " (deleted)"); /* replaced on disk since it started */
+    if (deleted && !deleted[10])
+        *deleted = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (strlen(base) < sizeof exe_name)
+        strcpy(exe_name, base);
+}
+
+static bool name_is_mine(const char *name, const char *comm)
+{
+    return !strncmp(name, comm, LTR_SNAP_NAME_MAX - 1) ||
+           (exe_name[0] && !strncmp(name, exe_name, LTR_SNAP_NAME_MAX - 1));
+}
+
 /* `ltr snapshotconfig heap --name N enable`: new instances of N keep their
- * table from the start. N is the kernel's name of the process (comm). */
+ * table from the start. N is the kernel's name of the process (comm) or its
+ * executable's file name: a program started through a link (python3 ->
+ * python3.11) has the link's name as comm, and was missed under the name
+ * the other --name options know it by. */
 static void enable_by_name(void)
 {
     char comm[LTR_SNAP_NAME_MAX] = "";
     prctl(PR_GET_NAME, comm, 0, 0, 0);
     bool named = false;
     for (unsigned i = 0; i < LTR_SNAP_NAMES && !named; i++)
-        named = atomic_load(&reg->snap.names[i].used) &&
-                !strncmp(reg->snap.names[i].name, comm, LTR_SNAP_NAME_MAX - 1);
+        named = atomic_load(&reg->snap.names[i].used) && name_is_mine(reg->snap.names[i].name, comm);
     if (!named || ltr_registry_lock_by(ltr_now_ns() + LTR_REGISTRY_WAIT_NS) != 0)
         return;
     if (claim_entry())
@@ -140,6 +171,7 @@ void snapshot_init(ltr_registry *r)
     reg = r;
     my_pid = (uint32_t)getpid();
     my_start = ltr_proc_start_time(0);
+    read_exe_name();
     enable_by_name();
     /* seen_gen and the expected word stay odd: the first hook looks */
     __atomic_store_n(&agent_snap_gen, &r->snap.gen, __ATOMIC_RELEASE);

@@ -23,8 +23,9 @@ static const char help[] =
     "per allocation. --pid: running processes; enable loads the heap agent into\n"
     "one that runs without it, as 'ltr start heap --pid' does (docs/attach.md;\n"
     "it stays there, dormant, afterwards). --name: every new process of that\n"
-    "name (the kernel's name of the program, 15 characters at most) that\n"
-    "carries the agent. Without enable or disable, prints the current setting.\n"
+    "name (its executable's file name, as 'ltr start --name' and 'ltr watch\n"
+    "--name' take it, or the kernel's name of the program; 15 characters at\n"
+    "most) that carries the agent. Without enable or disable, prints the current setting.\n"
     "\nexit status: 0 done, 1 failed (no such process, or one the agent could not\n"
     "be loaded into, with the reason), 2 bad usage.\n";
 

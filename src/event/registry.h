@@ -57,7 +57,7 @@ typedef struct ltr_reg_provider {
  * only the words marked "agent". */
 #define LTR_SNAP_PROCS 512
 #define LTR_SNAP_NAMES 64
-#define LTR_SNAP_NAME_MAX 16 /* a process name as the kernel keeps it (comm), with its 0 */
+#define LTR_SNAP_NAME_MAX 16 /* a process name (comm, or an executable's file name as short), with its 0 */
 
 typedef struct ltr_reg_snap_proc {
     _Atomic uint32_t pid;       /* 0: entry free */

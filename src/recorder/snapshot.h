@@ -22,7 +22,8 @@ int ltr_snapshot_reach(uint32_t pid, ltr_error *err);
  * periodic snapshots and drops its table. */
 int ltr_snapshot_enable_pid(uint32_t pid, bool enable, ltr_error *err);
 /* `snapshotconfig heap --name N enable|disable`: new processes named N
- * (the kernel's name, 15 characters at most) keep their table from start. */
+ * (their executable's file name or the kernel's name, 15 characters at
+ * most) keep their table from start. */
 int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err);
 
 /* One process's setting, as `snapshotconfig` without a verb shows it. */

@@ -493,6 +493,29 @@ static void test_by_name(void **state)
     tu_free(&r);
 }
 
+/* By name, the executable's: a program started through a link has the
+ * link's name as comm (python3 -> python3.11), and its executable's file
+ * name is what 'ltr start --name' and 'ltr watch --name' know it by: that
+ * name enables it too (it said "disabled", its table never kept). */
+static void test_by_name_of_executable(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    tu_expect_ok(tu_run("%s snapshotconfig heap --name snap-target enable", tu_ltr()));
+    tu_expect_ok(tu_run("ln -s %s %s/svc-link", TARGET, dir));
+    tu_result r = tu_run("%s run -- %s/svc-link count %s > %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir);
+    tu_free(&r);
+    wait_for("pid", 30);
+    unsigned pid = pid_in("pid");
+    r = tu_run("cat /proc/%u/comm; %s snapshotconfig heap --pid %u", pid, tu_ltr(), pid);
+    if (!r.out || !strstr(r.out, "svc-link") || !strstr(r.out, "enabled"))
+        fail_msg("snap-target run as svc-link is not enabled by its executable's name: %s%s", r.out, r.err);
+    tu_free(&r);
+    touch("go");
+    wait_for("ready", 30);
+    touch("exit");
+    wait_gone(pid);
+}
+
 /* By name: a fork child is a new process of the name, and keeps its own
  * table from its start; a prefork service's workers kept none (a review:
  * `snapshotconfig heap --pid WORKER` said disabled, only the parent wrote
@@ -606,6 +629,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, tu_teardown_sandbox),
