@@ -75,5 +75,11 @@ int ltr_exe_name(pid_t pid, char *out, size_t size);
  * decoy kept root's `ltr watch --name` on it for good. */
 #define LTR_ANY_OWNER ((uid_t)-1)
 int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max);
+/* A running process of owner (LTR_ANY_OWNER: any) that the kernel calls
+ * name (its comm: the name it was started by, a link's for python3 ->
+ * python3.11) but whose executable is not name, with that executable's
+ * name in exe; 0 if none. For saying why a --name finds nothing, never
+ * for choosing a process (a process sets its comm itself). */
+uint32_t ltr_pid_called(const char *name, uid_t owner, char *exe, size_t size);
 
 #endif

@@ -51,6 +51,44 @@ static uid_t euid_of(pid_t pid)
     return u && sscanf(u + 5, "%u %u", &real, &eff) == 2 ? (uid_t)eff : LTR_ANY_OWNER;
 }
 
+/* The kernel's name of pid (/proc/PID/comm), without its newline; 0 or -1. */
+static int comm_of(pid_t pid, char *out, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    bool got = fgets(out, (int)size, f) != NULL;
+    fclose(f);
+    if (got)
+        out[strcspn(out, "\n")] = 0;
+    return got ? 0 : -1;
+}
+
+uint32_t ltr_pid_called(const char *name, uid_t owner, char *exe, size_t size)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    uint32_t found = 0;
+    pid_t self = getpid();
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+        char comm[32];
+        if (pid == self || comm_of(pid, comm, sizeof comm) != 0 || strcmp(comm, name) != 0 ||
+            ltr_exe_name(pid, exe, size) != 0 || !strcmp(exe, name) ||
+            (owner != LTR_ANY_OWNER && euid_of(pid) != owner))
+            continue;
+        found = (uint32_t)pid;
+    }
+    closedir(d);
+    return found;
+}
+
 int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max)
 {
     DIR *d = opendir("/proc");

@@ -535,6 +535,21 @@ static int poll_once(watch *w, ltr_error *err)
     return w->triggers < (w->cfg->max_triggers ? w->cfg->max_triggers : 1);
 }
 
+/* No process's executable is name: it waits. One the kernel calls name
+ * (comm: ps, top and pgrep show it) is said, with the name that watches it,
+ * or watch waited for good on a running service started through a link
+ * (--name python3 beside python3 -> python3.11). */
+static void say_none_named(watch *w, const char *name)
+{
+    char exe[LTR_BYNAME_NAME_MAX + 1];
+    uint32_t called = ltr_pid_called(name, geteuid(), exe, sizeof exe);
+    if (called)
+        say(w, false, "no process named %s runs yet: waiting for one (--name is the executable's file name: "
+            "pid %u, which ps calls %s, runs %s: --name %s watches it)", name, called, name, exe, exe);
+    else
+        say(w, false, "no process named %s runs yet: waiting for one", name);
+}
+
 /* The session started: follows the target and polls until the end. */
 static int watch_session(watch *w, volatile sig_atomic_t *stop, ltr_error *err)
 {
@@ -544,7 +559,7 @@ static int watch_session(watch *w, volatile sig_atomic_t *stop, ltr_error *err)
         return rc;
     uint32_t one; /* only whether one runs: the first poll's find_named says which, once */
     if (cfg->name && ltr_pids_named(cfg->name, geteuid(), &one, 1) <= 0)
-        say(w, false, "no process named %s runs yet: waiting for one", cfg->name);
+        say_none_named(w, cfg->name);
     uint32_t interval = cfg->interval_ms ? cfg->interval_ms : 10000;
     while (!*stop && (rc = poll_once(w, err)) == 1)
         nap(interval, stop);

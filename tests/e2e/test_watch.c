@@ -9,8 +9,8 @@
  * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
  * write nothing, nor turn off heap snapshots the user had enabled; a
  * watched --pid that exits ends it with status 3; by
- * --name a restarted service is followed, and of two the one watched is
- * said once; the systemd unit verifies and its
+ * --name a restarted service is followed, of two the one watched is
+ * said once, one started through a link is named by its executable; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
  * attach refused is said whole; a relative --record-to is the caller's; the
  * heap agent's own memory is never taken for growth. Attaching
@@ -465,6 +465,26 @@ static void test_name_follows_restart(void **state)
     kill(b, SIGKILL);
 }
 
+/* By name, a service started through a link: ps calls it by the link's
+ * name, its executable has another. Watch waits for the name given, and
+ * says the pid and the name that watches it (it waited in silence for
+ * good: --name python3 beside a running python3 -> python3.11). */
+static void test_name_of_a_link_said(void **state)
+{
+    const char *dir = *state;
+    char out[512], link[32]; /* this run's own: no other test's process is called so */
+    snprintf(link, sizeof link, "svc-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/svc.out", dir);
+    spawn(out, "ln -s %s %s/%s && exec %s/%s 50 256 0", tu_test_bin("watch-target"), dir, link, dir, link);
+    free(wait_for(out, "ready", 1));
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --name %s --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2", LTR, link, dir);
+    free(wait_for(out, "runs watch-target: --name watch-target watches it", 1));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+}
+
 /* By name with two processes of the name: which one is watched is said
  * once (it was said twice, by the start's look and the first poll's), with
  * the other's pid and how to watch it instead. */
@@ -786,6 +806,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots_of_others_stay, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_name_of_a_link_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
