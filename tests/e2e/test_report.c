@@ -293,6 +293,12 @@ static void test_refusals(void **state)
     r = tu_run("cd %s && %s report t.ltr --format json", dir, LTR);
     assert_int_equal(r.status, 2);
     tu_free(&r);
+    /* '-o -' is standard output, as for ltr export (it wrote a file named
+     * '-' and said "- written") */
+    r = tu_run("cd %s && %s report t.ltr -o - | head -c 15; echo; ls", dir, LTR);
+    assert_non_null(strstr(r.out, "<!DOCTYPE html>"));
+    assert_null(strstr(r.out, "\n-\n"));
+    tu_free(&r);
 }
 
 int main(void)
