@@ -457,6 +457,9 @@ static void warn_state(ltr_analysis *a)
                 a->model.late || a->model.unordered
                     ? "some events came later than it could hold, above"
                 : a->events_lost ? "among the events lost, or never recorded"
+                : a->events_overwritten ? "among the events overwritten: a flight recorder overwrites one "
+                                          "thread's full buffers while another thread's older events wait "
+                                          "in the buffer it is filling, or never recorded"
                                  : "no event was lost or came late: never recorded, e.g. made where the heap "
                                    "agent does not see them");
     if (!a->heap_events && a->pid_set)

@@ -557,6 +557,33 @@ static int mode_gate(const char *file)
 
 /* The counts before and after the gate: a process whose first events find
  * its session's recorder stopped, and whose later ones find it running. */
+/* "overwritten": the main thread allocates a 512-byte block; a second thread
+ * frees it, then churns 40-byte blocks long enough for a flight recorder of
+ * a few buffers to overwrite the buffer that holds the free, then allocates
+ * 512 bytes, which its tcache gives at the same address. The main thread's
+ * buffer, half-filled, is kept: the trace has the block allocated twice and
+ * the free between them overwritten. Prints "same" if the address came back. */
+static void *first_block;
+
+static void *overwrite_the_free(void *unused)
+{
+    (void)unused;
+    free(first_block);
+    for (int i = 0; i < 200000; i++)
+        free(malloc(40));
+    return malloc(512);
+}
+
+static void mode_overwritten(void)
+{
+    first_block = malloc(512);
+    pthread_t t;
+    void *again = NULL;
+    if (pthread_create(&t, NULL, overwrite_the_free, NULL) == 0)
+        pthread_join(t, &again);
+    printf("%s\n", again == first_block ? "same" : "other");
+}
+
 static int mode_counts_gate(const char *file)
 {
     mode_counts();
@@ -568,6 +595,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "counts";
     if (!strcmp(mode, "counts"))
         mode_counts();
+    else if (!strcmp(mode, "overwritten"))
+        mode_overwritten();
     else if (!strcmp(mode, "chain"))
         mode_chain();
     else if (!strcmp(mode, "renamed"))
