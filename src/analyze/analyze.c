@@ -52,14 +52,41 @@ static int parse_seconds(const char *text, double *out)
     return 0;
 }
 
-static int is_marker(const ltr_event *ev, const char *text)
+/* The text of a marker event (ltr marker, a watch's trigger), or NULL. */
+static const char *marker_text(const ltr_event *ev, size_t *len)
 {
     const ltr_layout *l = ev->layout;
-    if (!l || !l->provider || strcmp(l->provider->name, "ltr") || strcmp(l->name, "Marker"))
-        return 0;
     const char *s;
-    size_t len;
-    return ltr_event_get_str(ev, "text", &s, &len) == 0 && len == strlen(text) && !memcmp(s, text, len);
+    if (!l || !l->provider || strcmp(l->provider->name, "ltr") || strcmp(l->name, "Marker") ||
+        ltr_event_get_str(ev, "text", &s, len) != 0)
+        return NULL;
+    return s;
+}
+
+/* The markers a trace holds, for a window that named none of them: the
+ * first one's text and how many (a watch's trigger marker is a long text
+ * that only 'ltr dump' showed). */
+typedef struct markers_seen {
+    char first[256];
+    uint64_t n;
+} markers_seen;
+
+static void see_marker(markers_seen *m, const char *s, size_t len)
+{
+    if (!m->n++)
+        snprintf(m->first, sizeof m->first, "%.*s", (int)(len < sizeof m->first ? len : sizeof m->first - 1), s);
+}
+
+static int no_marker(ltr_trace *t, int i, const char *text, const markers_seen *m, ltr_error *err)
+{
+    char what[400];
+    if (m->n)
+        snprintf(what, sizeof what, "its marker%s: '%s'%s (--from and --to take a marker's whole text)",
+                 m->n > 1 ? "s" : "", m->first, m->n > 1 ? ", ... ('ltr dump' lists them)" : "");
+    else
+        snprintf(what, sizeof what, "it holds no marker");
+    return ltr_fail(err, ENOENT, "%s: '%s' is neither a number of seconds nor the text of a marker in %s; %s",
+                    i ? "--to" : "--from", text, ltr_trace_path(t), what);
 }
 
 /* Timestamps of the first markers with these texts (either may be NULL). */
@@ -67,18 +94,24 @@ static int find_markers(ltr_trace *t, const char *text[2], uint64_t ts[2], ltr_e
 {
     const ltr_event *ev;
     int rc, found[2] = {!text[0], !text[1]};
-    while ((rc = ltr_trace_next(t, &ev, err)) > 0 && !(found[0] && found[1]))
+    markers_seen seen = {{0}, 0};
+    while ((rc = ltr_trace_next(t, &ev, err)) > 0 && !(found[0] && found[1])) {
+        size_t len;
+        const char *s = marker_text(ev, &len);
+        if (!s)
+            continue;
+        see_marker(&seen, s, len);
         for (int i = 0; i < 2; i++)
-            if (!found[i] && is_marker(ev, text[i])) {
+            if (!found[i] && len == strlen(text[i]) && !memcmp(s, text[i], len)) {
                 ts[i] = ev->ts;
                 found[i] = 1;
             }
+    }
     if (rc < 0)
         return rc;
     for (int i = 0; i < 2; i++)
         if (!found[i])
-            return ltr_fail(err, ENOENT, "%s: '%s' is neither a number of seconds nor the text of a marker in %s",
-                        i ? "--to" : "--from", text[i], ltr_trace_path(t));
+            return no_marker(t, i, text[i], &seen, err);
     return ltr_trace_rewind(t, err);
 }
 

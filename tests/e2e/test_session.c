@@ -75,6 +75,14 @@ static void test_memory_mode_save_marker_stop(void **state)
     assert_int_equal(t.provider_events, 6000);
     assert_int_equal(t.markers, 1);
     assert_string_equal(t.description, "the description");
+    /* a window by a marker the trace does not hold names the one it does
+     * (a watch's trigger marker is a long text only 'ltr dump' showed) */
+    tu_result a = tu_run("%s analyze %s/saved.ltr --from phase", LTR, dir);
+    assert_int_equal(a.status, 1);
+    if (!strstr(a.err, "its marker: 'phase two'"))
+        fprintf(stderr, "%s", a.err);
+    assert_non_null(strstr(a.err, "its marker: 'phase two'"));
+    tu_free(&a);
 
     st = tu_run("%s status", LTR);
     assert_non_null(strstr(st.out, "no session is running"));
