@@ -42,7 +42,7 @@ static void help(void)
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
            "                       1 to 50 (default %u: %u per CPU, at most %u)\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n"
-           "  --pid PID            record a process that runs already instead of CMD, until\n"
+           "  -p, --pid PID        record a process that runs already instead of CMD, until\n"
            "                       Ctrl-C, --duration or its exit (as 'heaptrack -p'): the\n"
            "                       heap agent is loaded into it if it has none (x86-64,\n"
            "                       ptrace of one thread for a few ms, no gdb; it stays\n"
@@ -100,7 +100,8 @@ static int parse(int argc, char **argv, record_opts *o)
     const char *buffers = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+    /* -p as heaptrack's: its users type it ("record: invalid option -- 'p'") */
+    while ((c = getopt_long(argc, argv, "+o:p:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'f': o->mode = LTR_MODE_FILE; break;
@@ -117,6 +118,7 @@ static int parse(int argc, char **argv, record_opts *o)
                 return -2;
             o->depth = (int)v;
             break;
+        case 'p':
         case 'P':
             if (cli_parse_u64("record", "--pid", optarg, 1, 4194304, &v))
                 return -2;

@@ -686,6 +686,8 @@ static void test_refusals(void **state)
     expect_refused(tu_run("%s start heap --pid %d", LTR, (int)gone), "no such process");
     expect_refused(tu_run("%s record --pid %d -o %s/x.ltr", LTR, (int)gone, getenv("TMPDIR")),
                    "no such process");
+    /* heaptrack's -p is --pid (it was "record: invalid option -- 'p'") */
+    expect_refused(tu_run("%s record -p %d -o %s/x.ltr", LTR, (int)gone, getenv("TMPDIR")), "no such process");
     pid_t zombie = fork();
     if (zombie == 0)
         _exit(0);
