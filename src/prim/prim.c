@@ -738,6 +738,13 @@ uint64_t ltr_proc_start_time(uint32_t pid)
     return f ? strtoull(f + 1, NULL, 10) : 0;
 }
 
+bool ltr_pid_stopped(uint32_t pid)
+{
+    char stat[1024];
+    const char *f = proc_stat_fields(pid, stat, sizeof stat); /* ") S ..." */
+    return f && f[1] == ' ' && (f[2] == 'T' || f[2] == 't');
+}
+
 uint32_t ltr_proc_ppid(uint32_t pid)
 {
     char stat[1024];

@@ -181,6 +181,8 @@ bool ltr_pid_alive(pid_t pid);
  * of /proc/PID/stat): with the pid, names a process even after its pid is
  * reused. 0 if it cannot be read (no such process). */
 uint64_t ltr_proc_start_time(uint32_t pid);
+/* Whether pid is stopped (state T: SIGSTOP, Ctrl-Z; t: a debugger holds it). */
+bool ltr_pid_stopped(uint32_t pid);
 /* The parent of process pid (0: this one), from /proc/PID/stat; 0 when it
  * cannot be read (gone, or another pid namespace's). */
 uint32_t ltr_proc_ppid(uint32_t pid);

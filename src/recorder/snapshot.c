@@ -255,7 +255,10 @@ int ltr_snapshot_take(uint32_t pid, uint32_t timeout_ms, ltr_error *err)
             return ltr_fail(err, ESRCH, "process %u exited before it wrote its snapshot", pid);
         if (ltr_now_ns() >= deadline)
             return ltr_fail(err, ETIMEDOUT, "process %u did not write its snapshot within %u ms%s",
-                            pid, timeout_ms, atomic_load(&e->tracking) ? "" :
+                            pid, timeout_ms,
+                            ltr_pid_stopped(pid) ? " (it is stopped, by SIGSTOP, Ctrl-Z or a debugger: "
+                                                   "it writes the snapshot once it runs again, kill -CONT)"
+                            : atomic_load(&e->tracking) ? "" :
                             " (its agent learns that snapshots are enabled at its next "
                             "allocation, and it has made none since)");
         usleep(2000);

@@ -174,6 +174,27 @@ static void test_single_snapshot_counts(void **state)
     tu_free(&r);
 }
 
+/* A snapshot of a stopped process (SIGSTOP, Ctrl-Z, a debugger) times out
+ * saying so, and how it goes on (it said only "did not write its snapshot
+ * within 30000 ms"). */
+static void test_snapshot_of_stopped_said(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    unsigned pid = launch("count", "");
+    enable_and_go(pid);
+    wait_for("ready", 30);
+    kill((pid_t)pid, SIGSTOP);
+    tu_result r = tu_run("%s singlesnapshot heap %u --timeout 1", tu_ltr(), pid);
+    kill((pid_t)pid, SIGCONT);
+    touch("exit");
+    wait_gone(pid);
+    if (!strstr(r.err, "it is stopped"))
+        fprintf(stderr, "%s", r.err);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "did not write its snapshot within 1000 ms (it is stopped"));
+    tu_free(&r);
+}
+
 /* A flight recorder keeps snapshots by their bytes, not a buffer each: the
  * agent handed its buffer over after every snapshot (for a file's sake),
  * so a heapsnapshot ring of 4 buffers held the last 4 snapshots whatever
@@ -632,6 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_snapshot_of_stopped_said, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, tu_teardown_sandbox),
