@@ -289,6 +289,22 @@ static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
     return (unsigned)reached;
 }
 
+/* --name matched no running executable: one that ps calls name (its comm,
+ * a link's name: python3 -> python3.11) is said with the name that traces
+ * it, where nothing was said and nothing of it recorded. */
+static void say_called(const char *name)
+{
+    uint32_t one;
+    char exe[LTR_BYNAME_NAME_MAX + 1];
+    if (ltr_pids_named(name, geteuid(), &one, 1) > 0)
+        return;
+    uint32_t called = ltr_pid_called(name, geteuid(), exe, sizeof exe);
+    if (called)
+        cli_warn("start", "--name %s: no running process's executable is %s (--name is the executable's file "
+                 "name); pid %u, which ps calls %s, runs %s: --name %s traces it",
+                 name, name, called, name, exe, exe);
+}
+
 /* --name: new processes carry the agent only under the by-name setting
  * (said when it is off); running ones without it are attached now, as
  * --pid's are, each failure a warning: the session is for the new ones too. */
@@ -314,6 +330,8 @@ static void attach_names(const ltr_session_config *cfg, const char *rundir)
                 printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", p->pid, name,
                        (int)p->rep.tid, (double)p->rep.call_ns / 1e6);
         }
+        if (r.listed && !r.without)
+            say_called(name);
         if (r.without > r.tried)
             cli_warn("start", "--name %s: only %u of its %u running processes without the agent were attached",
                      name, r.tried, r.without);

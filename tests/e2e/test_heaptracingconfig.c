@@ -342,6 +342,21 @@ static void test_start_by_name_attaches_running(void **state)
     ltr_trace_close(t);
 }
 
+/* `ltr start heap --name N` where no executable is N but a process that ps
+ * calls N runs (started through a link: python3 -> python3.11): said, with
+ * the name that traces it (nothing was said, nothing of it recorded). */
+static void test_start_by_name_of_a_link_said(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && ln -s /bin/sleep napper-%d && { ./napper-%d 30 & echo $! > n.pid; } && "
+                         "sleep 0.2 && %s start heap --instance n --name napper-%d; s=$?; %s cancel --instance n; "
+                         "kill $(cat n.pid); exit $s", dir, (int)getpid(), (int)getpid(), tu_ltr(), (int)getpid(),
+                         tu_ltr());
+    if (r.status != 0 || !strstr(r.err, "runs sleep: --name sleep traces it"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -353,6 +368,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
         cmocka_unit_test_setup_teardown(test_sources_not_roots_alone_refused, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_by_name_of_a_link_said, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
