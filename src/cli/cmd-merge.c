@@ -4,6 +4,7 @@
  * format/merge.c; this file parses and prints.
  */
 #include "cli/cli.h"
+#include "cli/session.h"
 #include "format/merge.h"
 
 #include <getopt.h>
@@ -56,6 +57,8 @@ int cmd_merge(int argc, char **argv)
         return cli_fail("merge", "give the merged trace's name: -o OUT.ltr"), 2;
     if (argc - optind < 2)
         return cli_fail("merge", "give two traces or more to merge"), 2;
+    if (cli_trace_not_stdout("merge", out))
+        return 2;
     ltr_merge_report rep;
     ltr_error err;
     if (ltr_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, force, &rep, &err))

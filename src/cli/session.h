@@ -18,7 +18,11 @@ int cli_session_request(const char *cmd, const char *session, const char *op, co
  * may be NULL. */
 int cli_session_write_request(const char *cmd, const char *session, const char *op, const char *path,
                               const char *text, int force, ltr_kvlist *resp);
-/* Makes a path absolute against the current directory (the recorder runs in /). */
+/* A trace's path of '-' is refused, said: other commands' -o - is standard
+ * output, and a trace went into a file named '-' ("-: 2 traces merged"). */
+int cli_trace_not_stdout(const char *cmd, const char *path);
+/* Makes a trace's path absolute against the current directory (the
+ * recorder runs in /); '-' is refused (cli_trace_not_stdout). */
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size);
 
 #endif

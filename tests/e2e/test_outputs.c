@@ -323,10 +323,34 @@ static void test_record_and_export_refuse_existing(void **state)
     assert_private_file(out);
 }
 
+/* '-' as a trace's name is refused, said: other commands' -o - is standard
+ * output, and record, save and merge wrote a file named '-' ("-: 2 traces
+ * merged", exit 0). */
+static void test_trace_to_dash_refused(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && %s record -o - -- true", dir, LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "a trace cannot go to standard output ('-')"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("cd %s && %s record -o a.ltr -- true && %s record -o b.ltr -- true", dir, LTR, LTR));
+    r = tu_run("cd %s && %s merge a.ltr b.ltr -o -", dir, LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "a trace cannot go to standard output ('-')"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s start --provider Test.Producer", LTR));
+    r = tu_run("cd %s && %s save -", dir, LTR);
+    assert_int_equal(r.status, 2);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel", LTR));
+    assert_int_not_equal(access(in_dir(dir, "-"), F_OK), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_output_cannot_be_planted, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_trace_to_dash_refused, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_temporary_cannot_be_planted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_output_symlink, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_refuses_existing_memory, tu_setup_sandbox, tu_teardown_sandbox),
