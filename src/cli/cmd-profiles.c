@@ -33,7 +33,8 @@ static void print_help(void)
            "  --export     write every variant of the profile (Light and Verbose, File and\n"
            "               Memory) to OUT.wprp, with what it inherits resolved and the\n"
            "               collectors and providers it uses, so the file stands alone\n"
-           "               (WPR's -exportprofile); an existing OUT.wprp is kept unless --force\n"
+           "               (WPR's -exportprofile); an existing OUT.wprp is kept unless --force;\n"
+           "               '-' writes it to standard output\n"
            "  --help       this text\n\n"
            "A name without .light or .verbose means Verbose, as in WPR.\n"
            "Built-in profiles are read from %s\n"
@@ -127,6 +128,11 @@ static int export(const char *spec, const char *path, bool force)
     ltr_diag_list_free(&diags);
     if (!xml)
         return 1;
+    if (!strcmp(path, "-")) { /* as export's and report's -o -; it was a file named '-' */
+        int bad = write_text(stdout, xml) != 0 || fflush(stdout) != 0;
+        free(xml);
+        return bad ? cli_fail("profiles", "writing the profile to standard output failed") : 0;
+    }
     ltr_error err;
     int rc = ltr_write_new_file(path, force, write_text, xml, &err);
     free(xml);

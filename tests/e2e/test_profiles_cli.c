@@ -253,6 +253,10 @@ static void exports(void **state)
     assert_int_equal(ltr("--export heap")->status, 2);
     assert_int_equal(ltr("--export heap x.wprp --details")->status, 2);
     assert_int_equal(ltr("heap --details --force")->status, 2);
+    r = ltr("--export heap -"); /* standard output, not a file named '-' */
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "heap.Light.Memory"));
+    assert_int_not_equal(access("-", F_OK), 0);
     r = ltr("--export nosuch x.wprp");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "no profile of that name"));
