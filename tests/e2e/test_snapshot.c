@@ -30,6 +30,17 @@ static int setup(void **state)
     return rc;
 }
 
+/* A test that failed left its snap-target waiting for a file of a sandbox
+ * about to go: it would wait for ever, and test_watch's search by name
+ * found it. Every snap-target of the sandbox ends here ('[t]': not the
+ * shell running pkill, whose command line holds the pattern). */
+static int teardown(void **state)
+{
+    tu_result r = tu_run("pkill -KILL -f 'snap-targe[t] .*%s'", dir);
+    tu_free(&r);
+    return tu_teardown_sandbox(state);
+}
+
 static bool has(const char *name)
 {
     char p[700];
@@ -644,19 +655,19 @@ static void test_snapshot_of_a_container_process(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_single_snapshot_counts, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_snapshots_not_buffers, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_trend_finds_the_slow_leak, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_trend_falling, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_snapshots_with_heap_tracing, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_errors, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_by_name, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_snapshot_of_stopped_said, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_single_snapshot_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_mode_keeps_snapshots_not_buffers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_finds_the_slow_leak, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_falling, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshots_with_heap_tracing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_of_stopped_said, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
