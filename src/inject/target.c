@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int read_status(inj_target *t, ltr_error *err)
@@ -198,6 +199,8 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
             t->ldso = (inj_range){m.lo, m.hi};
     }
     fclose(f);
+    if (ldso && !libc->found)
+        return -EAGAIN; /* in its start-up, the loader maps libc next */
     if (!libc->found || !ldso)
         return ltr_fail(err, ENOEXEC, "pid %d (%s) is statically linked or runs without the dynamic loader and "
                         "libc: nothing can load the agent into it, and its allocations do not go through "
@@ -205,6 +208,33 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
                         (int)t->pid, t->exe);
     snprintf(t->libc_path, sizeof t->libc_path, "%s", libc->path);
     return 0;
+}
+
+#define STARTUP_WAIT_MS 1000u
+
+/* read_maps, waiting out a program's start-up: right after its execve only
+ * the loader is mapped, and libc comes within milliseconds. Taken for a
+ * static program, a pid attached as its execve ran was refused ('ltr
+ * snapshotconfig heap --pid $!' of a perl its shell had just exec'd:
+ * "/usr/bin/perl is statically linked or runs without ... libc"). */
+static int read_maps_started(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *err)
+{
+    for (unsigned waited = 0;; waited++) {
+        int rc = read_maps(t, libc, libdl, err);
+        if (rc != -EAGAIN)
+            return rc;
+        if (waited == STARTUP_WAIT_MS)
+            return ltr_fail(err, ENOEXEC, "pid %d (%s) runs the dynamic loader without libc (still %u ms after "
+                            "it was first read: a program's start-up maps it within milliseconds): nothing "
+                            "can load the agent into it, and its allocations do not go through libc's malloc "
+                            "that the agent replaces", (int)t->pid, t->exe, STARTUP_WAIT_MS);
+        t->nlibcode = 0;
+        t->ldso = (inj_range){0, 0};
+        memset(libc, 0, sizeof *libc);
+        memset(libdl, 0, sizeof *libdl);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }
 
 /* The ELF file of a mapping, as the process sees it: the mapped inode
@@ -381,7 +411,7 @@ int inj_target_read(pid_t pid, inj_target *t, bool full, ltr_error *err)
     if ((rc = check_state(t, err)) || (rc = check_arch(t, err)))
         return rc;
     libc_map libc = {0}, libdl = {0};
-    if ((rc = read_maps(t, &libc, &libdl, err)))
+    if ((rc = read_maps_started(t, &libc, &libdl, err)))
         return rc;
     sym_walk w = {.t = t};
     if ((rc = read_symbols(t, &libc, false, &w, err)))
