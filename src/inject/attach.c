@@ -158,14 +158,22 @@ int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir,
 {
     if (rep)
         memset(rep, 0, sizeof *rep);
-    int rc = ltr_attach_check(pid, runtime_dir, err);
-    if (rc < 0)
-        return rc;
-    if (rc > 0)
-        return LTR_ATTACH_ALREADY;
-    if ((rc = ltr_inject_dlopen(pid, agent_path, timeout_ms, rep, err)) != 0)
-        return rc;
-    return LTR_ATTACH_INJECTED;
+    uint64_t deadline = ltr_now_ns() + (uint64_t)(timeout_ms ? timeout_ms : LTR_INJECT_TIMEOUT_MS) * 1000000u;
+    for (;;) {
+        int rc = ltr_attach_check(pid, runtime_dir, err);
+        if (rc < 0)
+            return rc;
+        if (rc > 0)
+            return LTR_ATTACH_ALREADY;
+        uint64_t now = ltr_now_ns();
+        unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000000u) : 0;
+        rc = ltr_inject_dlopen(pid, agent_path, left ? left : 1, rep, err);
+        /* a pid taken as its shell forked it may exec its program during the
+         * attach ('perl ... & ltr start heap --pid $!'): the program it runs
+         * now is checked and attached afresh, within the same time */
+        if (rc != -ESTALE || ltr_now_ns() >= deadline)
+            return rc ? rc : LTR_ATTACH_INJECTED;
+    }
 }
 
 void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size)

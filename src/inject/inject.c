@@ -320,6 +320,19 @@ static bool stack_holds_danger(const tracee *t, const inj_target *g, const inj_r
     return bad;
 }
 
+/* Has the stopped thread's process run execve since t->mem was opened? The
+ * file keeps the memory of the program it was opened on, and once an execve
+ * dropped that, a read gives 0 bytes (an unmapped address gives EIO): the
+ * addresses read of the program before (libc's, dlopen's, the trampoline's)
+ * no longer apply, and every read of the stack failed, judged 'in a signal
+ * handler' 2215 times (a perl that test_snapshot_cli attached to as its
+ * shell's child was still on its way to exec it). */
+static bool image_replaced(const tracee *t)
+{
+    char byte;
+    return pread(t->mem, &byte, 1, (off_t)t->regs.rsp) == 0;
+}
+
 /* Why this stop is not a safe moment, or NULL when it is. */
 static const char *judge(tracee *t, const inj_target *g)
 {
@@ -511,7 +524,14 @@ static int find_moment(tracee *t, const inj_target *g, uint64_t deadline, unsign
                 continue; /* that thread ended */
             }
             (*tries)++;
-            const char *why = take_regs(t) == 0 ? judge(t, g) : "its registers could not be read";
+            int got = take_regs(t);
+            if (got == 0 && image_replaced(t)) {
+                release(t, false);
+                return ltr_fail(err, ESTALE, "pid %d started another program (execve) during the attach: "
+                                "what was read of the one before does not apply to it; nothing was loaded",
+                                (int)g->pid);
+            }
+            const char *why = got == 0 ? judge(t, g) : "its registers could not be read";
             if (!why)
                 return 0;
             last = why;
@@ -542,17 +562,23 @@ int ltr_inject_dlopen(pid_t pid, const char *path, unsigned timeout_ms, ltr_inje
     inj_target *g = calloc(1, sizeof *g);
     tracee *t = calloc(1, sizeof *t);
     int rc = g && t ? 0 : ltr_fail(err, ENOMEM, "out of memory");
-    if (!rc)
-        rc = inj_target_read(pid, g, true, err);
-    char mem[64];
-    snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
+    int mem_errno = 0;
+    if (t)
+        t->mem = -1;
     if (!rc) {
+        /* opened before the program is read: an execve after it makes the
+         * file read nothing (image_replaced), so the addresses read are
+         * never used on another program than theirs */
+        char mem[64];
+        snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
         t->pid = pid;
         t->mem = open(mem, O_RDWR | O_CLOEXEC);
-        if (t->mem < 0)
-            rc = errno == ENOENT ? ltr_fail(err, ESRCH, "pid %d: no such process", (int)pid)
-                                 : inj_explain_eperm(g, err);
+        mem_errno = errno;
+        rc = inj_target_read(pid, g, true, err);
     }
+    if (!rc && t->mem < 0)
+        rc = mem_errno == ENOENT ? ltr_fail(err, ESRCH, "pid %d: no such process", (int)pid)
+                                 : inj_explain_eperm(g, err);
     if (!rc) {
         sigset_t old;
         hold_signals(&old);
@@ -567,8 +593,9 @@ int ltr_inject_dlopen(pid_t pid, const char *path, unsigned timeout_ms, ltr_inje
         }
         rep->longest_stop_ns = t->longest_stop;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        close(t->mem);
     }
+    if (t && t->mem >= 0)
+        close(t->mem);
     free(g);
     free(t);
     return rc;

@@ -47,7 +47,8 @@ int ltr_inject_check(pid_t pid, ltr_error *err);
  * as the target sees it (its root). Returns 0 once the library is loaded;
  * -errno otherwise with err saying why, the target as it was:
  * ltr_inject_check's codes, -ETIMEDOUT no safe moment within timeout_ms,
- * -ECHILD the process exited during the attach, -ELIBBAD dlopen failed
+ * -ECHILD the process exited during the attach, -ESTALE it ran execve during
+ * the attach (another program: read it afresh), -ELIBBAD dlopen failed
  * (err holds dlerror's message). rep may be NULL. */
 int ltr_inject_dlopen(pid_t pid, const char *path, unsigned timeout_ms, ltr_inject_report *rep,
                       ltr_error *err);
@@ -67,7 +68,8 @@ typedef enum ltr_attach_state {
 int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err);
 
 /* ltr_attach_check, then the injection of the agent at agent_path when pid
- * has none. Returns the ltr_attach_state, or -errno with err. */
+ * has none; both again for the new program when pid runs execve meanwhile,
+ * within timeout_ms in all. Returns the ltr_attach_state, or -errno with err. */
 int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir, unsigned timeout_ms,
                      ltr_inject_report *rep, ltr_error *err);
 

@@ -4,8 +4,8 @@
  * epoll_wait(), nanosleep() and a condition variable, busy in four threads,
  * with SIGSEGV blocked in the main thread, sleeping on after a stop and a
  * continue (restart_syscall), beside a stale copy of the signal
- * trampoline's address, exiting during the attach, and held in its
- * start-up before libc is mapped;
+ * trampoline's address, exiting during the attach, running execve during
+ * it, and held in its start-up before libc is mapped;
  * each target checks its own calls and exits 0 only if none saw an EINTR it
  * did not expect or a wrong result. Then every refusal, target untouched
  * (a thread inside a signal handler among them).
@@ -299,11 +299,63 @@ static void test_exit_while_looking(void **state)
     assert_int_equal(reap(&t), 0);
 }
 
+/* A helper process that writes a line to t's stdin once a tracer holds t
+ * (TracerPid): the injector is at work then, its view of t read. */
+static pid_t line_when_traced(const target *t)
+{
+    pid_t h = fork();
+    assert_true(h >= 0);
+    if (h)
+        return h;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)t->pid);
+    for (double end = tu_now_s() + 10; tu_now_s() < end;) {
+        char *s = tu_read_file(path), *p = s ? strstr(s, "TracerPid:") : NULL;
+        int tracer = p ? atoi(p + 10) : 0;
+        free(s);
+        if (tracer)
+            _exit(write(t->in, "x\n", 2) == 2 ? 0 : 1);
+    }
+    _exit(1);
+}
+
 static void expect_helper_done(pid_t h)
 {
     int st = -1;
     assert_int_equal(waitpid(h, &st, 0), h);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* A process that runs execve while the injector looks for a moment is
+ * another program: libc's addresses read of the one before do not apply,
+ * and /proc/PID/mem opened on it reads nothing. Every stack read failed,
+ * refused 3 s long as 'in a signal handler' (test_snapshot_cli's perl,
+ * attached to as its shell's child was still on its way to exec it); now
+ * the injector says so at once, and the attach takes the new program. */
+static void test_exec_during_attach(void **state)
+{
+    target t = start("exec-read", NULL, NULL);
+    wait_blocked(t.pid, t.pid);
+    pid_t h = line_when_traced(&t);
+    ltr_error err = {0};
+    int rc = ltr_inject_dlopen(t.pid, probe, 5000, NULL, &err);
+    expect_helper_done(h);
+    if (rc != -ESTALE || !strstr(err.msg, "started another program"))
+        fail_msg("an execve during the injection: %d %s", rc, err.msg);
+    assert_int_equal(probe_lines(&t), 0);
+    assert_int_equal(finish(&t), 0);
+
+    char dir[4096];
+    assert_int_equal(ltr_runtime_dir(dir, sizeof dir, &err), 0);
+    target u = start("exec-read", NULL, NULL);
+    wait_blocked(u.pid, u.pid);
+    h = line_when_traced(&u);
+    rc = ltr_attach_agent(u.pid, probe, dir, 5000, NULL, &err);
+    expect_helper_done(h);
+    if (rc != LTR_ATTACH_INJECTED)
+        fail_msg("an execve during the attach: %d %s", rc, err.msg);
+    assert_int_equal(probe_lines(&u), 1); /* in the program it exec'd */
+    assert_int_equal(finish(&u), 0);
 }
 
 /* Right after its execve a program maps the loader alone, libc next: it
@@ -537,6 +589,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_segv_blocked_thread_is_avoided, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exit_during_call, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exit_while_looking, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_exec_during_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_attach_during_start_up, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_no_such_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_zombie, tu_setup_sandbox, tu_teardown_sandbox),

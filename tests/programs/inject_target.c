@@ -15,6 +15,8 @@
  *   cond      main waits on a condition variable; a thread reads stdin and signals
  *   busy      4 threads allocate, free and check checksums until stdin ends
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
+ *   exec-read blocks SIGSEGV (no moment is safe) and reads stdin; at a line it
+ *             unblocks it and runs execve of itself in mode read
  *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
  *   libc-long the same for 30 s: an attach finds no safe moment in its time
  *   attach    4 threads churn (checked) until a line comes; then each makes
@@ -636,6 +638,18 @@ int main(int argc, char **argv)
         ready();
         pthread_join(th, NULL);
         return signalled == 1 ? 0 : 3;
+    }
+    if (!strcmp(mode, "exec-read")) {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGSEGV);
+        sigprocmask(SIG_BLOCK, &s, NULL);
+        ready();
+        if (read_line() != 0)
+            return 3;
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        execl("/proc/self/exe", argv[0], "read", (char *)NULL);
+        return fail("execl");
     }
     if (!strcmp(mode, "maplib") && argc > 2) { /* a file mapped below the C library, as a libc */
         int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
