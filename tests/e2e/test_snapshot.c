@@ -578,6 +578,13 @@ static void test_by_name_fork_child(void **state)
     tu_free(&r);
 }
 
+/* Waits until pid runs a program whose path ends in /NAME. */
+static void wait_exe(unsigned pid, const char *name)
+{
+    tu_expect_ok(tu_run("for i in $(seq 1000); do case $(readlink /proc/%u/exe) in */%s) exit 0;; esac; "
+                        "sleep 0.01; done; exit 1", pid, name));
+}
+
 /* A process given the agent by an attach that then execs a program
  * without it keeps its entry (the same pid) but no table: said by
  * `snapshotconfig --pid`, and a snapshot of it fails at once, where it said
@@ -590,13 +597,16 @@ static void test_agent_gone_after_exec(void **state)
     unsigned pid = (unsigned)atoi(r.out);
     tu_free(&r);
     assert_true(pid > 0);
+    /* $! is the shell's child until it has exec'd perl: the agent goes into
+     * perl (an attach during that execve is test_inject's
+     * test_exec_during_attach) */
+    wait_exe(pid, "perl");
     r = tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), pid);
     if (r.status != 0)
         fail_msg("snapshotconfig --pid %u enable: %s%s", pid, r.out, r.err);
     tu_free(&r);
     touch("go");
-    tu_expect_ok(tu_run("for i in $(seq 1000); do case $(readlink /proc/%u/exe) in */sleep) exit 0;; esac; "
-                        "sleep 0.01; done; exit 1", pid));
+    wait_exe(pid, "sleep");
     r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), pid);
     if (!r.out || !strstr(r.out, "no longer carries the heap agent"))
         fail_msg("after the exec: %s%s", r.out, r.err);
