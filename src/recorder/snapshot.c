@@ -139,6 +139,20 @@ int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err)
     return rc;
 }
 
+/* Did pid lose the agent it had by an exec? Its maps are read first: a
+ * process killed meanwhile has empty ones, and is not that (a kill during
+ * test_exit_during_snapshot's request read "it exec'd a program without
+ * it"). */
+static bool agent_gone(uint32_t pid)
+{
+    return ltr_heap_agent_loaded(pid) == 0 && ltr_pid_alive((pid_t)pid);
+}
+
+static int fail_exited(ltr_error *err, uint32_t pid)
+{
+    return ltr_fail(err, ESRCH, "process %u exited before it wrote its snapshot", pid);
+}
+
 static void describe(const ltr_reg_snap_proc *e, ltr_snapshot_proc *out)
 {
     out->pid = atomic_load(&e->pid);
@@ -149,7 +163,7 @@ static void describe(const ltr_reg_snap_proc *e, ltr_snapshot_proc *out)
     /* an attached process that exec'd a program without the agent keeps its
      * entry (the same pid), but no table any more (a review: "enabled,
      * table kept" and every snapshot waiting out its timeout) */
-    out->agent_gone = out->enabled && ltr_heap_agent_loaded(out->pid) == 0;
+    out->agent_gone = out->enabled && agent_gone(out->pid);
 }
 
 int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_NAME_MAX], int max_names,
@@ -224,7 +238,11 @@ static ltr_reg_snap_proc *requestable(uint32_t pid, ltr_registry **r, ltr_error 
                  "heap --pid %u enable' first", pid, pid);
         return NULL;
     }
-    if (ltr_heap_agent_loaded(pid) == 0) {
+    if (!ltr_pid_alive((pid_t)pid)) {
+        fail_exited(err, pid);
+        return NULL;
+    }
+    if (agent_gone(pid)) {
         ltr_fail(err, ENOENT, "process %u no longer carries the heap agent (it exec'd a program without "
                  "it): it keeps no table to write; 'ltr snapshotconfig heap --pid %u enable' loads it into "
                  "the program it runs now", pid, pid);
@@ -252,7 +270,7 @@ int ltr_snapshot_take(uint32_t pid, uint32_t timeout_ms, ltr_error *err)
     uint64_t deadline = ltr_now_ns() + (uint64_t)timeout_ms * 1000000u;
     while (atomic_load(&e->written) < want) {
         if (!ltr_pid_alive((pid_t)pid))
-            return ltr_fail(err, ESRCH, "process %u exited before it wrote its snapshot", pid);
+            return fail_exited(err, pid);
         if (ltr_now_ns() >= deadline)
             return ltr_fail(err, ETIMEDOUT, "process %u did not write its snapshot within %u ms%s",
                             pid, timeout_ms,

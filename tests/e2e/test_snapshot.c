@@ -662,6 +662,40 @@ static void test_snapshot_of_a_container_process(void **state)
     tu_free(&r);
 }
 
+/* A process killed and not reaped yet has empty maps: it was said to have
+ * exec'd a program without the agent (test_exit_during_snapshot under load,
+ * the kill landing between the request's checks: "no longer carries the
+ * heap agent (it exec'd a program without it)"). A perl whose parent does
+ * not reap it keeps it so. */
+static void test_killed_process_did_not_exec(void **state)
+{
+    tu_result r = tu_run("cd %s && perl -e 'my $p = fork; if (!$p) { select(undef, undef, undef, 0.02) while 1 } "
+                         "open my $f, \">\", \"child.new\"; print $f $p; close $f; rename \"child.new\", "
+                         "\"child\"; sleep 60' >/dev/null 2>&1 & echo $!", dir);
+    unsigned parent = (unsigned)atoi(r.out);
+    tu_free(&r);
+    assert_true(parent > 0);
+    wait_for("child", 30);
+    unsigned child = pid_in("child");
+    r = tu_run("%s snapshotconfig heap --pid %u enable", tu_ltr(), child);
+    if (r.status != 0)
+        fail_msg("snapshotconfig --pid %u enable: %s%s", child, r.out, r.err);
+    tu_free(&r);
+    tu_expect_ok(tu_run("kill -9 %u; for i in $(seq 1000); do grep -q '^State:.Z' /proc/%u/status && exit 0; "
+                        "sleep 0.01; done; exit 1", child, child));
+    r = tu_run("%s singlesnapshot heap %u --timeout 5", tu_ltr(), child);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "exited before it wrote its snapshot") || strstr(r.err, "exec'd"))
+        fail_msg("a snapshot of a killed process: %s", r.err);
+    tu_free(&r);
+    r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), child);
+    if (strstr(r.out, "exec'd"))
+        fail_msg("the setting of a killed process: %s", r.out);
+    tu_free(&r);
+    r = tu_run("kill %u", parent);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_of_a_container_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_process_did_not_exec, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
