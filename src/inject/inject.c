@@ -31,6 +31,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,35 @@ static bool image_replaced(const tracee *t)
     return pread(t->mem, &byte, 1, (off_t)t->regs.rsp) == 0;
 }
 
+static bool thread_alive(pid_t pid, pid_t tid);
+
+/* Does another thread of the process hold a lock of the loader (ld.so's
+ * recursive mutexes in _rtld_global: the load lock that dlopen takes first,
+ * and the others)? Our dlopen would wait for it, and ltr with it, the
+ * thread stopped in our call: a library constructor that never returns, in
+ * a hostile or a stuck program, hung root's `ltr start heap --pid` for good
+ * with Ctrl-C held off. glibc's layout is private, so the locks are known by
+ * their shape: a recursive pthread mutex, locked, owned by a live thread of
+ * the process other than this one (the owner's own dlopen proceeds). A
+ * false alarm costs a retry, never safety. */
+#define RTLD_SCAN_MAX (64u << 10)
+static bool loader_held_elsewhere(const tracee *t, const inj_target *g)
+{
+    size_t len = (size_t)(g->rtld_global.hi - g->rtld_global.lo) & ~(size_t)3;
+    if (len > RTLD_SCAN_MAX)
+        len = RTLD_SCAN_MAX;
+    uint32_t *w = len ? malloc(len) : NULL;
+    bool held = false;
+    if (w && mem_read(t, g->rtld_global.lo, w, len) == 0)
+        for (size_t i = 0; !held && i + 5 <= len / 4; i++) { /* __lock, __count, __owner, __nusers, __kind */
+            int32_t owner = (int32_t)w[i + 2];
+            held = (w[i + 4] & 0x7f) == PTHREAD_MUTEX_RECURSIVE_NP && w[i] && w[i + 1] && owner > 0 &&
+                   owner != t->tid && thread_alive(t->pid, owner);
+        }
+    free(w);
+    return held;
+}
+
 /* Why this stop is not a safe moment, or NULL when it is. */
 static const char *judge(tracee *t, const inj_target *g)
 {
@@ -355,6 +385,8 @@ static const char *judge(tracee *t, const inj_target *g)
     if (in_call ? stack_holds_danger(t, g, g->restorer, g->nrestorer, r->rsp, stack.hi)
                 : stack_holds_danger(t, g, g->danger, g->ndanger, r->rsp, stack.hi))
         return in_call ? "in a signal handler" : "inside fork or a signal handler";
+    if (loader_held_elsewhere(t, g))
+        return "another thread holds a lock of the loader (inside dlopen or a library's constructor)";
     return NULL;
 }
 

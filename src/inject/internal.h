@@ -46,6 +46,9 @@ typedef struct inj_target {
     inj_range restorer[8];
     unsigned nrestorer;
     inj_range ldso;      /* first executable mapping of ld.so (for the PC test) */
+    /* ld.so's _rtld_global, where its locks are (empty: not found, no
+     * check): a lock another thread holds would make our dlopen wait */
+    inj_range rtld_global;
     uint64_t dlopen_addr, dlerror_addr;
     bool dlopen_private; /* __libc_dlopen_mode (glibc < 2.34 without libdl): no dlerror */
     char libc_path[4096];

@@ -2,8 +2,9 @@
  * inject/target.c — what the injector learns of a process before it touches
  * it: /proc/PID/status facts (state, users, tracer, ignored signals), the
  * executable's architecture, and from /proc/PID/maps where libc and ld.so
- * are. Symbol addresses (dlopen, dlerror, and the functions that hold a
- * loader or fork lock while they call back) come from the dynamic symbol
+ * are. Symbol addresses (dlopen, dlerror, the functions that hold a
+ * loader or fork lock while they call back, and ld.so's _rtld_global where
+ * the loader's locks are) come from the dynamic symbol
  * table of the very file the process mapped, read with libelf through
  * /proc/PID/map_files (or /proc/PID/root/PATH): right for a process in a
  * container, and for one whose libc was upgraded on disk since it started.
@@ -166,7 +167,7 @@ typedef struct libc_map {
     bool found;
 } libc_map;
 
-static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *err)
+static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, libc_map *ld, ltr_error *err)
 {
     char path[64], line[4200];
     snprintf(path, sizeof path, "/proc/%d/maps", (int)t->pid);
@@ -182,7 +183,7 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
         if (!parse_map(line, &m) || m.path[0] != '/')
             continue;
         const char *b = base_name(m.path);
-        libc_map *which = is_libc(b) ? libc : (!strncmp(b, "libdl", 5) ? libdl : NULL);
+        libc_map *which = is_libc(b) ? libc : !strncmp(b, "libdl", 5) ? libdl : is_ldso(b) ? ld : NULL;
         if (which && m.off == 0 && !which->found) {
             which->found = true;
             which->base = m.lo;
@@ -217,10 +218,10 @@ static int read_maps(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *
  * static program, a pid attached as its execve ran was refused ('ltr
  * snapshotconfig heap --pid $!' of a perl its shell had just exec'd:
  * "/usr/bin/perl is statically linked or runs without ... libc"). */
-static int read_maps_started(inj_target *t, libc_map *libc, libc_map *libdl, ltr_error *err)
+static int read_maps_started(inj_target *t, libc_map *libc, libc_map *libdl, libc_map *ld, ltr_error *err)
 {
     for (unsigned waited = 0;; waited++) {
-        int rc = read_maps(t, libc, libdl, err);
+        int rc = read_maps(t, libc, libdl, ld, err);
         if (rc != -EAGAIN)
             return rc;
         if (waited == STARTUP_WAIT_MS)
@@ -232,6 +233,7 @@ static int read_maps_started(inj_target *t, libc_map *libc, libc_map *libdl, ltr
         t->ldso = (inj_range){0, 0};
         memset(libc, 0, sizeof *libc);
         memset(libdl, 0, sizeof *libdl);
+        memset(ld, 0, sizeof *ld);
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
@@ -374,19 +376,30 @@ static void find_restorer(Elf *e, uint64_t bias, inj_target *t)
     }
 }
 
+/* The ELF file of mapping m, opened (fd in *fd), or NULL with err. */
+static Elf *open_elf(const inj_target *t, const libc_map *m, int *fd, ltr_error *err)
+{
+    *fd = open_mapped(t->pid, m);
+    if (*fd < 0) {
+        ltr_fail(err, errno == ENOENT ? ESRCH : errno, "pid %d: cannot read its C library %s: %s", (int)t->pid,
+                 m->path, strerror(errno));
+        return NULL;
+    }
+    elf_version(EV_CURRENT);
+    Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+    if (!e) {
+        close(*fd);
+        ltr_fail(err, ENOEXEC, "pid %d: %s is not a readable ELF file: %s", (int)t->pid, m->path, elf_errmsg(-1));
+    }
+    return e;
+}
+
 static int read_symbols(inj_target *t, const libc_map *m, bool libdl, sym_walk *w, ltr_error *err)
 {
-    int fd = open_mapped(t->pid, m);
-    if (fd < 0)
-        return ltr_fail(err, errno == ENOENT ? ESRCH : errno, "pid %d: cannot read its C library %s: %s",
-                        (int)t->pid, m->path, strerror(errno));
-    elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (!e) {
-        close(fd);
-        return ltr_fail(err, ENOEXEC, "pid %d: %s is not a readable ELF file: %s", (int)t->pid, m->path,
-                        elf_errmsg(-1));
-    }
+    int fd;
+    Elf *e = open_elf(t, m, &fd, err);
+    if (!e)
+        return -err->code;
     w->bias = bias_of(e, m->base);
     w->libdl = libdl;
     each_dynsym(e, take_sym, w);
@@ -395,6 +408,33 @@ static int read_symbols(inj_target *t, const libc_map *m, bool libdl, sym_walk *
     elf_end(e);
     close(fd);
     return 0;
+}
+
+typedef struct rtld_walk {
+    uint64_t bias;
+    inj_range *out;
+} rtld_walk;
+
+static void take_rtld(void *arg, const char *name, uint64_t value, uint64_t size, bool is_default)
+{
+    rtld_walk *w = arg;
+    if (!strcmp(name, "_rtld_global"))
+        *w->out = (inj_range){w->bias + value, w->bias + value + size};
+}
+
+/* Where ld.so's _rtld_global is (glibc's; musl has none): left empty when
+ * it cannot be read, the attach going on without that check. */
+static void read_rtld_global(inj_target *t, const libc_map *ld)
+{
+    ltr_error ignored;
+    int fd;
+    Elf *e = ld->found ? open_elf(t, ld, &fd, &ignored) : NULL;
+    if (!e)
+        return;
+    rtld_walk w = {.bias = bias_of(e, ld->base), .out = &t->rtld_global};
+    each_dynsym(e, take_rtld, &w);
+    elf_end(e);
+    close(fd);
 }
 
 int inj_target_read(pid_t pid, inj_target *t, bool full, ltr_error *err)
@@ -410,9 +450,10 @@ int inj_target_read(pid_t pid, inj_target *t, bool full, ltr_error *err)
         return rc;
     if ((rc = check_state(t, err)) || (rc = check_arch(t, err)))
         return rc;
-    libc_map libc = {0}, libdl = {0};
-    if ((rc = read_maps_started(t, &libc, &libdl, err)))
+    libc_map libc = {0}, libdl = {0}, ld = {0};
+    if ((rc = read_maps_started(t, &libc, &libdl, &ld, err)))
         return rc;
+    read_rtld_global(t, &ld);
     sym_walk w = {.t = t};
     if ((rc = read_symbols(t, &libc, false, &w, err)))
         return rc;

@@ -2,7 +2,10 @@
  * tests/inject/probe.c — the tiny library the injector tests load: its
  * constructor appends "loaded PID TID" to $INJECT_PROBE_OUT, so a test knows
  * it ran, in which process; with $INJECT_PROBE_EXIT set it ends the process
- * instead (a target that exits during the attach).
+ * instead (a target that exits during the attach); with $INJECT_PROBE_HOLD
+ * set to N it writes a byte to fd $INJECT_PROBE_HOLD_FD and then sleeps N
+ * seconds first, inside the loader's lock (a constructor that does not
+ * return, for the attach's loader-lock check).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +18,11 @@ __attribute__((constructor)) static void probe_loaded(void)
 {
     if (getenv("INJECT_PROBE_EXIT"))
         _exit(atoi(getenv("INJECT_PROBE_EXIT")));
+    if (getenv("INJECT_PROBE_HOLD")) {
+        if (write(atoi(getenv("INJECT_PROBE_HOLD_FD") ? getenv("INJECT_PROBE_HOLD_FD") : "-1"), "h", 1) != 1)
+            abort();
+        sleep((unsigned)atoi(getenv("INJECT_PROBE_HOLD")));
+    }
     const char *out = getenv("INJECT_PROBE_OUT");
     if (!out)
         return;

@@ -393,6 +393,29 @@ static void test_attach_during_start_up(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* Another thread inside the loader's lock (a constructor that sleeps 4 s):
+ * no moment of main is safe, since its dlopen would wait, and ltr with it
+ * (a constructor that never returns hung root's ltr for good). Once the
+ * lock is let go, the attach goes through. */
+static void test_loader_lock_held_by_another_thread(void **state)
+{
+    char lib[4200];
+    snprintf(lib, sizeof lib, "INJECT_HOLD_LIB=%s", probe);
+    target t = start("loaderlock", lib, "INJECT_PROBE_HOLD=4");
+    wait_blocked(t.pid, t.pid);
+    ltr_error err = {0};
+    int rc = ltr_inject_dlopen(t.pid, probe, 1000, NULL, &err);
+    /* the message names the last thread's reason: main's, or the holder's */
+    if (rc != -ETIMEDOUT || (!strstr(err.msg, "holds a lock of the loader") && !strstr(err.msg, "SIGSEGV blocked")))
+        fail_msg("expected no safe moment, main's for the loader's lock: %d %s", rc, err.msg);
+    assert_int_equal(probe_lines(&t), 0); /* the holder's constructor has not returned */
+    for (double end = tu_now_s() + 30; probe_lines(&t) == 0 && tu_now_s() < end;) /* the holder lets go */
+        usleep(10000);
+    if ((rc = ltr_inject_dlopen(t.pid, probe, 5000, NULL, &err)) != 0)
+        fail_msg("after the lock was let go: %s", err.msg);
+    assert_int_equal(finish(&t), 0);
+}
+
 /* ---- refusals ------------------------------------------------------------- */
 
 static void expect_refusal(pid_t pid, int code, const char *words)
@@ -591,6 +614,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exit_while_looking, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_during_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_attach_during_start_up, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_loader_lock_held_by_another_thread, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_no_such_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_zombie, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_static, tu_setup_sandbox, tu_teardown_sandbox),

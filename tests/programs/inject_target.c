@@ -17,6 +17,9 @@
  *   segvmask  main blocks SIGSEGV and reads stdin; a thread sleeps in read too
  *   exec-read blocks SIGSEGV (no moment is safe) and reads stdin; at a line it
  *             unblocks it and runs execve of itself in mode read
+ *   loaderlock  a thread with SIGSEGV blocked dlopens $INJECT_HOLD_LIB (the
+ *             probe, whose constructor, with $INJECT_PROBE_HOLD, sleeps
+ *             inside the loader's lock); once it is in, main reads stdin
  *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
  *   libc-long the same for 30 s: an attach finds no safe moment in its time
  *   attach    4 threads churn (checked) until a line comes; then each makes
@@ -541,6 +544,34 @@ static int mode_atfork(bool with_lock)
     return read_one_line();
 }
 
+static void *load_held(void *lib)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGSEGV);
+    pthread_sigmask(SIG_BLOCK, &s, NULL); /* not a thread the attach may choose */
+    return dlopen(lib, RTLD_NOW);
+}
+
+/* Main blocks in read while another thread holds the loader's lock. */
+static int mode_loaderlock(const char *lib)
+{
+    int held[2];
+    char fd[16], b;
+    if (pipe(held) != 0)
+        return fail("pipe");
+    snprintf(fd, sizeof fd, "%d", held[1]);
+    setenv("INJECT_PROBE_HOLD_FD", fd, 1);
+    pthread_t th;
+    if (pthread_create(&th, NULL, load_held, (void *)lib) != 0 || read(held[0], &b, 1) != 1)
+        return fail("loaderlock");
+    ready();
+    int rc = read_line();
+    void *handle;
+    pthread_join(th, &handle);
+    return handle ? rc : fail("dlopen");
+}
+
 static void on_usr1(int sig)
 {
     (void)sig;
@@ -659,6 +690,8 @@ int main(int argc, char **argv)
         ready();
         return read_line();
     }
+    if (!strcmp(mode, "loaderlock") && getenv("INJECT_HOLD_LIB"))
+        return mode_loaderlock(getenv("INJECT_HOLD_LIB"));
     if (!strcmp(mode, "attach"))
         return mode_attach();
     if (!strcmp(mode, "fdchurn"))
