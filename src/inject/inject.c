@@ -417,9 +417,17 @@ static int call_in(tracee *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t fr
             return ltr_fail(err, ECHILD, "pid %d exited during the attach (nothing is left to trace)",
                             (int)t->pid);
         int sig = WSTOPSIG(st);
-        if (st >> 16 == PTRACE_EVENT_STOP) { /* stopped by SIGSTOP meanwhile: stay so until SIGCONT */
+        if (st >> 16 == PTRACE_EVENT_STOP) {
+            /* stopped (SIGSTOP, a terminal's) meanwhile: the call runs on to
+             * its end, the thread running ltr's call and none of the
+             * program's code, and rejoins the stop at the detach (the kernel
+             * puts a thread detached during a group stop back into it).
+             * Staying stopped until a SIGCONT kept ltr waiting, SIGINT held,
+             * for as long as none came: a target that stopped itself during
+             * the call hung root's ltr, and the SIGKILL that ended it made
+             * the target crash at its return to address 0 once continued. */
             note_resume(t);
-            ptrace(PTRACE_LISTEN, t->tid, 0, 0);
+            ptrace(PTRACE_CONT, t->tid, 0, 0);
             continue;
         }
         if (sig == SIGSEGV) {

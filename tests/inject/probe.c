@@ -5,9 +5,11 @@
  * instead (a target that exits during the attach); with $INJECT_PROBE_HOLD
  * set to N it writes a byte to fd $INJECT_PROBE_HOLD_FD and then sleeps N
  * seconds first, inside the loader's lock (a constructor that does not
- * return, for the attach's loader-lock check).
+ * return, for the attach's loader-lock check); with $INJECT_PROBE_STOP set it
+ * stops its process (SIGSTOP) first, as a stop from outside during the call.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@ __attribute__((constructor)) static void probe_loaded(void)
 {
     if (getenv("INJECT_PROBE_EXIT"))
         _exit(atoi(getenv("INJECT_PROBE_EXIT")));
+    if (getenv("INJECT_PROBE_STOP"))
+        kill(getpid(), SIGSTOP);
     if (getenv("INJECT_PROBE_HOLD")) {
         if (write(atoi(getenv("INJECT_PROBE_HOLD_FD") ? getenv("INJECT_PROBE_HOLD_FD") : "-1"), "h", 1) != 1)
             abort();

@@ -416,6 +416,51 @@ static void test_loader_lock_held_by_another_thread(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* The state letter of /proc/PID/stat, or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *s = tu_read_file(path);
+    char *p = s ? strrchr(s, ')') : NULL;
+    char c = p ? p[2] : 0;
+    free(s);
+    return c;
+}
+
+/* The process is stopped (SIGSTOP) during the call: the call ends and the
+ * thread rejoins the stop at the detach, so the process is still stopped
+ * when the attach returns, and reads its line once continued. Listening for
+ * the SIGCONT instead hung ltr, SIGINT held, for as long as none came, and
+ * past it too (the trap that follows a SIGCONT was listened to again): a
+ * helper continues the target after 20 s here, and kills it 10 s later. */
+static void test_stopped_during_call(void **state)
+{
+    target t = start("read", "INJECT_PROBE_STOP=1", NULL);
+    wait_blocked(t.pid, t.pid);
+    pid_t helper = fork();
+    if (helper == 0) {
+        sleep(20);
+        kill(t.pid, SIGCONT);
+        sleep(10);
+        kill(t.pid, SIGKILL); /* a wait that the SIGCONT did not end either */
+        _exit(0);
+    }
+    ltr_error err = {0};
+    int rc = ltr_inject_dlopen(t.pid, probe, 5000, NULL, &err);
+    char st = proc_state(t.pid);
+    for (double end = tu_now_s() + 10; st == 'R' && tu_now_s() < end; st = proc_state(t.pid))
+        usleep(1000); /* the detached thread on its way back into the stop */
+    kill(helper, SIGKILL);
+    waitpid(helper, NULL, 0);
+    if (rc != 0)
+        fail_msg("inject: %s", err.msg);
+    assert_int_equal(st, 'T'); /* returned while the stop holds, not at a SIGCONT */
+    assert_int_equal(probe_lines(&t), 1);
+    kill(t.pid, SIGCONT);
+    assert_int_equal(finish(&t), 0); /* its read saw no EINTR */
+}
+
 /* ---- refusals ------------------------------------------------------------- */
 
 static void expect_refusal(pid_t pid, int code, const char *words)
@@ -616,6 +661,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attach_during_start_up, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_loader_lock_held_by_another_thread, tu_setup_sandbox,
                                         tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stopped_during_call, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_no_such_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_zombie, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refuse_static, tu_setup_sandbox, tu_teardown_sandbox),
