@@ -442,6 +442,25 @@ static int write_bundle(watch *w, const char *trace, const char *bundle, const l
     return rc;
 }
 
+/* Saves the trace to the next free name, into path. A name taken between
+ * the look and the save's publication (another user's file, made in a
+ * shared directory such as /tmp once the save's temporary shows) moves it
+ * to the next, as a name taken before does: that refusal ended the watch
+ * (exit 1, the trigger's trace lost, a hint to use --force). 0 or -errno. */
+#define WATCH_SAVE_TRIES 16
+static int save_free_name(watch *w, bool with_bundle, char *path, size_t size, ltr_error *err)
+{
+    for (unsigned tries = 1;; tries++, w->next_n++) {
+        int rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, size);
+        if (rc)
+            return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
+        rc = ltr_client_op(w->sc.name, "save", path, NULL, false, NULL, err);
+        if (rc != -EEXIST || tries == WATCH_SAVE_TRIES)
+            return rc;
+        say(w, true, "%s appeared while the trace was saved to it (not overwritten): saving to the next name", path);
+    }
+}
+
 static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
 {
     char text[512];
@@ -454,10 +473,8 @@ static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
             e.msg);
     char path[PATH_MAX], bundle[PATH_MAX];
     bool with_bundle = w->cfg->support_bundle;
-    int rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, sizeof path);
+    int rc = save_free_name(w, with_bundle, path, sizeof path, err);
     if (rc)
-        return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
-    if ((rc = ltr_client_op(w->sc.name, "save", path, NULL, false, NULL, err)))
         return rc;
     if (with_bundle && ltr_watch_bundle_path(path, bundle, sizeof bundle) == 0 &&
         write_bundle(w, path, bundle, v, &e) != 0) {
