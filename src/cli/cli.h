@@ -11,7 +11,7 @@
 
 typedef struct cli_command {
     const char *name;
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    int (*run)(int argc, char **argv); /* argv[0] is "ltr NAME", getopt's prefix */
     const char *summary;
     const char *group; /* the heading `ltr --help` lists it under */
 } cli_command;

@@ -102,6 +102,20 @@ static int dashes_hint(int rc, int argc, char **argv)
     return rc;
 }
 
+/* Runs c with argv[0] "ltr NAME": getopt begins its own messages with
+ * argv[0], and they read "start: unrecognized option '--bogus'" beside
+ * every other message's "ltr start: ...". */
+static int run(const cli_command *c, int argc, char **argv)
+{
+    char shown[64];
+    snprintf(shown, sizeof shown, "ltr %s", c->name);
+    char *name = argv[0];
+    argv[0] = shown;
+    int rc = c->run(argc, argv);
+    argv[0] = name;
+    return rc;
+}
+
 /* `ltr help [COMMAND]`: the same text as `ltr COMMAND --help`. */
 static int help(int argc, char **argv)
 {
@@ -117,7 +131,7 @@ static int help(int argc, char **argv)
     if (!c)
         return unknown(argv[2]);
     char *args[] = {argv[2], "--help", NULL};
-    return c->run(2, args);
+    return run(c, 2, args);
 }
 
 /* What a command printed must have reached its reader for exit status 0:
@@ -152,5 +166,5 @@ int main(int argc, char **argv)
         return output_written(NULL, 0);
     }
     const cli_command *c = find(argv[1]);
-    return c ? output_written(argv[1], dashes_hint(c->run(argc - 1, argv + 1), argc, argv)) : unknown(argv[1]);
+    return c ? output_written(argv[1], dashes_hint(run(c, argc - 1, argv + 1), argc, argv)) : unknown(argv[1]);
 }

@@ -3,7 +3,8 @@
  * `ltr help CMD` is `ltr CMD --help`, an unknown CMD is an error, every
  * command's help has an exit status section and a usage line that names
  * every option it lists, the general help names --version; and the options
- * commands share behave the same (`--buffers N%` in record as in start).
+ * commands share behave the same (`--buffers N%` in record as in start);
+ * a bad option is said "ltr CMD: ...", as every other message.
  */
 #include "util/testutil.h"
 
@@ -132,6 +133,27 @@ static void every_help_has_exit_status(void **state)
         assert_non_null(strstr(s, "bad usage"));
         tu_free(&r);
     }
+}
+
+/* A bad option is said as every other message is, "ltr CMD: ...", exit 2:
+ * getopt's own messages began with the bare command ("start: unrecognized
+ * option '--bogus'"), in record, run, start, watch and eight others. */
+static void bad_option_said_as_ltr(void **state)
+{
+    static const char *const bad[] = {"--bogus", "-Q"};
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+            char want[64];
+            snprintf(want, sizeof want, "ltr %s: ", commands[i]);
+            tu_result r = tu_run("%s %s %s </dev/null", LTR, commands[i], bad[k]);
+            if (r.status != 2 || strncmp(r.err, want, strlen(want)))
+                fail_msg("ltr %s %s: exit %d, said: %s", commands[i], bad[k], r.status, r.err);
+            tu_free(&r);
+        }
+    tu_result r = tu_run("%s start -o", LTR); /* a missing value, in getopt's words too */
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "ltr start: option requires an argument -- 'o'"));
+    tu_free(&r);
 }
 
 /* The usage block: from "usage:" to the first empty line. */
@@ -299,6 +321,7 @@ int main(void)
         cmocka_unit_test(help_cmd_is_cmd_help),
         cmocka_unit_test(every_help_has_exit_status),
         cmocka_unit_test(usage_names_every_listed_option),
+        cmocka_unit_test_setup_teardown(bad_option_said_as_ltr, sandbox, sandbox_end),
         cmocka_unit_test_setup_teardown(record_takes_buffers_percent, sandbox, sandbox_end),
         cmocka_unit_test_setup_teardown(default_buffers_explained, sandbox, sandbox_end),
     };
