@@ -75,7 +75,7 @@ int an_write_folded(ltr_analysis *a, FILE *out)
         for (size_t k = 0; k < procs[i]->nstacks; k++)
             lines += (size_t)line(a, out, &procs[i]->stacks[k]);
     /* an empty file is what flamegraph.pl refuses ("No stack counts found"): say why */
-    if (!lines && !an_warn_no_heap_stacks(a, "the folded stacks are empty"))
+    if (!lines && !an_warn_no_heap_stacks(a, "the folded stacks are empty", true))
         an_warn(a, "nothing was outstanding at the window's end: the folded stacks are empty; --to T shows an "
                 "earlier moment ('ltr analyze' names the peak and when), --format pprof the allocations too");
     return 0;

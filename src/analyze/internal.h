@@ -173,8 +173,9 @@ void an_json_frames(ltr_analysis *a, FILE *out, const an_stack *s);
 an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n);
 /* An export of the heap events that found no stack in the window says so
  * (EMPTY: what then is empty), and names --snapshot when the trace holds
- * snapshots: a heapsnapshot session's trace has no heap event. 1 if none. */
-int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty);
+ * snapshots: a heapsnapshot session's trace has no heap event; as an option
+ * of this format (TAKES_SNAPSHOT: pprof, folded), else of those. 1 if none. */
+int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty, bool takes_snapshot);
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
 void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 

@@ -5,7 +5,9 @@
  * (metadata events, "ph":"M"), its outstanding heap bytes over time (a
  * counter track, "ph":"C", from the model's series: the highest of each
  * bucket, at most AN_SERIES_MAX points), its memory counters when the trace
- * has them (private bytes, RSS, swap); markers and heap snapshots as
+ * has them (private bytes, RSS, swap), its heap snapshots' live bytes (a
+ * counter track of its own: a trace of snapshots alone had no track at all,
+ * and ltr report's chart was empty); markers and heap snapshots as
  * instant events ("ph":"i"). Times are microseconds from the trace's start.
  */
 #include "analyze/internal.h"
@@ -124,6 +126,32 @@ static void instants(chrome *c)
     }
 }
 
+static bool has_heap_events(an_proc *const *procs, size_t np, uint32_t pid)
+{
+    for (size_t i = 0; i < np; i++)
+        if (procs[i]->pid == pid)
+            return true;
+    return false;
+}
+
+/* The live bytes of each complete snapshot (a cut one holds part of them),
+ * and the names of the processes known by their snapshots alone. */
+static void snapshot_counters(chrome *c, an_proc *const *procs, size_t np)
+{
+    for (size_t i = 0; i < c->a->nsnaps; i++) {
+        const an_snapshot *s = &c->a->snaps[i];
+        bool named = has_heap_events(procs, np, s->pid);
+        for (size_t j = 0; j < i && !named; j++)
+            named = c->a->snaps[j].pid == s->pid;
+        if (!named)
+            names(c, s->pid);
+        if (s->complete <= 0)
+            continue;
+        begin(c, "C", "heap snapshot live bytes", s->pid, 0, us(c->a, s->ts));
+        fprintf(c->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", s->bytes);
+    }
+}
+
 int an_write_chrome(ltr_analysis *a, FILE *out)
 {
     chrome c = {out, a, 0};
@@ -139,6 +167,7 @@ int an_write_chrome(ltr_analysis *a, FILE *out)
         heap_counter(&c, procs[i], &last);
     }
     memory_counters(&c);
+    snapshot_counters(&c, procs, np);
     instants(&c);
     fprintf(out, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":\"ltr-chrome\",\"version\":1,\"trace\":");
     const char *path = ltr_trace_path(a->trace);

@@ -111,5 +111,7 @@ int an_write_csv(ltr_analysis *a, FILE *out, unsigned top)
     an_proc *const *procs = an_procs(a, &n);
     for (size_t i = 0; i < n; i++)
         rows(a, out, procs[i], top);
+    /* a header alone, silently, of a trace of snapshots (pprof and folded said it) */
+    an_warn_no_heap_stacks(a, "the csv has its header alone", false);
     return 0;
 }

@@ -425,7 +425,7 @@ int an_write_pprof(ltr_analysis *a, FILE *out)
         free(v);
         np = 0;
     } else
-        an_warn_no_heap_stacks(a, "the profile is empty");
+        an_warn_no_heap_stacks(a, "the profile is empty", true);
     if (np)
         main_binary_first(&pp, a->trace, procs[0]->pid);
     for (size_t i = 0; i < np; i++) {

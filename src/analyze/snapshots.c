@@ -325,7 +325,7 @@ an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n)
     return v;
 }
 
-int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty)
+int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty, bool takes_snapshot)
 {
     size_t np, stacks = 0;
     an_proc *const *procs = an_procs(a, &np);
@@ -334,8 +334,9 @@ int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty)
     if (stacks)
         return 0;
     if (a->nsnaps)
-        an_warn(a, "no allocation in the window, only %zu heap snapshot(s): %s; --snapshot N exports "
-                "snapshot N ('ltr analyze' lists them)", a->nsnaps, empty);
+        an_warn(a, "no allocation in the window, only %zu heap snapshot(s): %s; %s ('ltr analyze' lists them)",
+                a->nsnaps, empty, takes_snapshot ? "--snapshot N exports snapshot N"
+                : "'ltr export --format pprof|folded --snapshot N' exports snapshot N");
     else
         an_warn(a, "no allocation in the window: %s", empty);
     return 1;

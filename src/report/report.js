@@ -28,11 +28,26 @@
     /* the header: the trace, its window, and what was lost */
     var S = A.summary;
     var replaced = S.images_replaced_by_exec || 0; /* images an exec replaced are no processes of their own */
-    document.getElementById("trace").textContent = A.trace + ": " + (S.processes - replaced) + " process(es)" +
+    document.getElementById("trace").textContent = A.trace + ": " + (S.heap_events || !(A.snapshots || []).length ?
+        (S.processes - replaced) + " process(es)" +
         (replaced ? " (" + S.processes + " program images, " + replaced + " of them replaced by an exec)" : "") + ", " + S.heap_events +
         " heap events over " + S.duration_s.toFixed(3) + " s; outstanding at the end " + size(S.outstanding_bytes) +
         " in " + S.outstanding_allocations + " allocations; " +
-        (S.peak_s === null ? "no peak (no heap event in the window)" : "peak " + size(S.peak_bytes));
+        (S.peak_s === null ? "no peak (no heap event in the window)" : "peak " + size(S.peak_bytes)) : snapshotsOnly());
+    /* A trace of heap snapshots alone: its processes are those of the
+     * snapshots ("0 process(es)" said the header, of a trace that held their
+     * totals), each with what its last snapshot held. */
+    function snapshotsOnly() {
+        var last = {};
+        A.snapshots.forEach(function (s) { if (s.complete) last[s.pid] = s.bytes; });
+        var pids = {};
+        A.snapshots.forEach(function (s) { pids[s.pid] = 1; });
+        var held = Object.keys(last).reduce(function (t, p) { return t + last[p]; }, 0);
+        return Object.keys(pids).length + " process(es), heap snapshots only (no heap events): " + A.snapshots.length +
+            " snapshot(s) over " + S.duration_s.toFixed(3) + " s; the last complete one of each process holds " +
+            size(held) + " in all";
+    }
+    check.header = document.getElementById("trace").textContent;
     var warn = document.getElementById("warnings");
     if (S.events_lost || S.events_overwritten)
         warn.appendChild(text("div", "Events lost: " + S.events_lost + ", overwritten: " + S.events_overwritten +
@@ -47,7 +62,7 @@
     check.totals = { outstanding_bytes: S.outstanding_bytes, allocations: S.allocations, frees: S.frees,
                      peak_bytes: S.peak_bytes };
 
-    /* the timeline: each process's outstanding heap bytes (and private bytes), markers as lines */
+    /* the timeline: each process's outstanding heap bytes (and private bytes, its snapshots' live bytes), markers as lines */
     var ev = C.traceEvents, series = {}, times = {}, markers = [], pname = {};
     ev.forEach(function (e) {
         if (e.ph === "M" && e.name === "process_name") pname[e.pid] = e.args.name;
@@ -58,21 +73,24 @@
             (series[who + " heap"] = series[who + " heap"] || []).push([e.ts / 1e6, e.args.bytes]);
         } else if (e.ph === "C" && e.name === "memory counters") {
             (series[who + " private"] = series[who + " private"] || []).push([e.ts / 1e6, e.args.private_bytes]);
+        } else if (e.ph === "C" && e.name === "heap snapshot live bytes") {
+            (series[who + " snapshots"] = series[who + " snapshots"] || []).push([e.ts / 1e6, e.args.bytes]);
         } else if (e.ph === "i") {
             markers.push([e.ts / 1e6, e.name]);
         }
     });
     /* the processes that held the most (a service's shell wrappers would
      * crowd the legend): the 6 highest peaks are drawn, the others counted */
+    function whose(k) { return k.replace(/ (heap|private|snapshots)$/, ""); }
     var DRAWN = 6, peakOf = function (k) { return Math.max.apply(null, series[k].map(function (p) { return p[1]; })); };
     var procs = {};
     Object.keys(series).forEach(function (k) {
-        var who = k.replace(/ (heap|private)$/, "");
+        var who = whose(k);
         procs[who] = Math.max(procs[who] || 0, peakOf(k));
     });
     var shown = Object.keys(procs).sort(function (a, b) { return procs[b] - procs[a]; }).slice(0, DRAWN);
     var hidden = Object.keys(procs).length - shown.length;
-    var keys = Object.keys(series).filter(function (k) { return shown.indexOf(k.replace(/ (heap|private)$/, "")) >= 0; });
+    var keys = Object.keys(series).filter(function (k) { return shown.indexOf(whose(k)) >= 0; });
     keys.forEach(function (k) { series[k].forEach(function (p) { times[p[0]] = 1; }); });
     var xs = Object.keys(times).map(Number).sort(function (a, b) { return a - b; });
     var data = [xs];
@@ -82,12 +100,13 @@
      *   a point held until the next point (uPlot's stepped paths, align 1).
      *   Across an idle gap it stays flat, then jumps at the next event; a
      *   line between the points would draw a ramp nothing did.
-     * - "private" (the memory counters' private bytes): a kernel figure read
-     *   every so often, which changes between reads at times the trace does
-     *   not know; a line between its own readings, interpolated onto the
+     * - "private" (the memory counters' private bytes) and "snapshots" (the
+     *   live bytes of each heap snapshot): a figure read every so often,
+     *   which changes between reads at times the trace does not know; a
+     *   line between its own readings, interpolated onto the
      *   shared x values so that the points the legend shows are on the line
      *   (marked "~" where they are not a reading). */
-    var sampled = function (k) { return / private$/.test(k); }, read = {};
+    var sampled = function (k) { return / (private|snapshots)$/.test(k); }, read = {};
     keys.forEach(function (k) {
         var pts = series[k], j = 0, last = null;
         if (sampled(k)) {
@@ -116,7 +135,7 @@
             scales: { x: { time: false } },
             axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } }, { values: function (u, v) { return v.map(size); }, size: 70 }],
             series: [{ label: "s" }].concat(keys.map(function (k) { /* a process's color; private bytes dashed */
-                var c = colors[shown.indexOf(k.replace(/ (heap|private)$/, "")) % colors.length];
+                var c = colors[shown.indexOf(whose(k)) % colors.length];
                 return { label: k, stroke: c, width: 1.5, dash: sampled(k) ? [6, 4] : undefined,
                          paths: sampled(k) ? undefined : uPlot.paths.stepped({ align: 1 }),
                          value: function (u, v, si, i) {
@@ -147,6 +166,7 @@
             }
         }, data, document.getElementById("timeline"));
         check.timeline = !!document.querySelector("#timeline canvas");
+        check.series = keys;
     }
     if (hidden > 0)
         document.getElementById("timeline").appendChild(text("div", hidden + " process(es) with smaller peaks are not drawn."));

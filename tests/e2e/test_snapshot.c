@@ -135,6 +135,25 @@ static int stack_lines(const char *dump, long blocks, long bytes)
     return n;
 }
 
+/* ltr report's page of a trace of snapshots alone: its header names the
+ * process and what the snapshot held, its chart draws it ("0 process(es)"
+ * and an empty chart, of a trace that held the snapshots' totals). */
+static void page_of_snapshots_alone(const char *trace)
+{
+    tu_result r = tu_run("%s report %s -o %s.html && command -v chromium >/dev/null || exit 77; "
+                         "HOME=$(dirname %s) timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                         "--virtual-time-budget=5000 --dump-dom file://%s.html 2>/dev/null | "
+                         "grep -o '<pre id=\"selfcheck\"[^<]*'",
+                         tu_ltr(), trace, trace, trace, trace);
+    if (r.status == 77)
+        printf("chromium is not installed: the page of the snapshot is not checked here\n");
+    else if (r.status != 0 || !strstr(r.out, "\"errors\":[]") || !strstr(r.out, "\"timeline\":true") ||
+             !strstr(r.out, ": 1 process(es), heap snapshots only (no heap events): 1 snapshot(s) over ") ||
+             !strstr(r.out, "holds 531 KiB in all") || !strstr(r.out, " snapshots\"]"))
+        fail_msg("the page of the snapshot's trace: %s%s", r.out, r.err);
+    tu_free(&r);
+}
+
 /* A single snapshot: per stack, the program's own count and bytes. */
 static void test_single_snapshot_counts(void **state)
 {
@@ -183,6 +202,20 @@ static void test_single_snapshot_counts(void **state)
     assert_non_null(strstr(r.err, "only 1 heap snapshot(s): the folded stacks are empty; --snapshot N"));
     assert_null(strstr(r.err, "--to T"));
     tu_free(&r);
+    /* csv's header alone is said too (it was silent), with the formats that take --snapshot */
+    r = tu_run("%s export %s --format csv -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "only 1 heap snapshot(s): the csv has its header alone; "
+                                  "'ltr export --format pprof|folded --snapshot N' exports snapshot N"));
+    tu_free(&r);
+    /* the snapshot's live bytes are a counter track of the named process */
+    r = tu_run("%s export %s --format chrome -o -", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"name\":\"process_name\""));
+    assert_non_null(strstr(r.out, "\"name\":\"heap snapshot live bytes\""));
+    assert_non_null(strstr(r.out, "\"args\":{\"bytes\":543400}}"));
+    tu_free(&r);
+    page_of_snapshots_alone(trace);
 }
 
 /* A snapshot of a stopped process (SIGSTOP, Ctrl-Z, a debugger) times out
