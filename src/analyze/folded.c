@@ -8,6 +8,11 @@
  * frame, so it becomes ':'.
  * With --snapshot N, VALUE is the bytes of the stack's live blocks in that
  * heap snapshot.
+ * One line per distinct string, its values summed: two call sites of one
+ * function are two stacks of the trace but one line of names, and a
+ * consumer may take the second line for the first's replacement (5 of 42
+ * lines of a python3 program twice over, 45 of 249 of node's). The lines
+ * are gathered, sorted and merged, then written in that order.
  */
 #include "analyze/internal.h"
 #include "prim/prim.h"
@@ -32,13 +37,63 @@ static void name(FILE *out, const ltr_sym_frame *f)
     fputs(buf, out);
 }
 
-/* The stack's line, if it holds anything: 1 when written. */
-static int line(ltr_analysis *a, FILE *out, const an_stack *s)
+/* The lines so far: each a string in the buffer m writes, NUL-ended, at
+ * offset at, with its value. */
+typedef struct folded_line {
+    size_t at;
+    uint64_t value;
+} folded_line;
+
+typedef struct folded {
+    FILE *m;
+    char *text;
+    size_t len;
+    folded_line *v;
+    size_t n, cap;
+    int failed;
+} folded;
+
+static char *folded_text; /* the buffer by_text compares in (qsort has no argument) */
+
+static int by_text(const void *x, const void *y)
+{
+    return strcmp(folded_text + ((const folded_line *)x)->at, folded_text + ((const folded_line *)y)->at);
+}
+
+/* The distinct lines, values summed; how many. */
+static size_t write_merged(folded *f, FILE *out)
+{
+    if (fclose(f->m) != 0)
+        f->failed = 1;
+    if (f->failed)
+        return 0;
+    folded_text = f->text;
+    qsort(f->v, f->n, sizeof *f->v, by_text);
+    size_t lines = 0;
+    for (size_t i = 0; i < f->n; lines++) {
+        uint64_t sum = 0;
+        size_t j = i;
+        for (; j < f->n && !strcmp(f->text + f->v[j].at, f->text + f->v[i].at); j++)
+            sum += f->v[j].value;
+        fprintf(out, "%s %llu\n", f->text + f->v[i].at, (unsigned long long)sum);
+        i = j;
+    }
+    return lines;
+}
+
+/* The stack's line, if it holds anything: 1 when taken. */
+static int line(ltr_analysis *a, folded *fo, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
-    if (!bytes)
+    if (!bytes || fo->failed)
         return 0;
+    if (ltr_reserve((void **)&fo->v, &fo->cap, fo->n, sizeof *fo->v, 1024) != 0) {
+        fo->failed = 1;
+        return 0;
+    }
+    FILE *out = fo->m;
+    off_t at = ftello(out);
     /* the root is the program, not its pid: two runs' stacks then compare */
     /* the file's name taken before it is cut to the buffer: a path of more
      * than the buffer left a piece of a directory's name as the root */
@@ -54,26 +109,46 @@ static int line(ltr_analysis *a, FILE *out, const an_stack *s)
         fputc(';', out);
         name(out, &f[n]);
     }
-    fprintf(out, " %llu\n", (unsigned long long)bytes);
+    fputc(0, out);
+    fo->v[fo->n++] = (folded_line){(size_t)at, bytes};
     return 1;
 }
 
-int an_write_folded(ltr_analysis *a, FILE *out)
+/* The snapshot's stacks, or the window's of every process, into f. */
+static void gather(ltr_analysis *a, folded *f)
 {
-    size_t np, lines = 0;
+    size_t np;
     if (a->export_snap) { /* a heap snapshot's live bytes by stack */
         an_stack *v = an_snapshot_stacks(a->export_snap, &np);
-        for (size_t k = 0; k < np; k++)
-            lines += (size_t)line(a, out, &v[k]);
+        f->failed |= !v;
+        for (size_t k = 0; v && k < np; k++)
+            line(a, f, &v[k]);
         free(v);
-        if (v && !lines)
-            an_warn(a, "the heap snapshot holds no live block: the folded stacks are empty");
-        return v ? 0 : -ENOMEM;
+        return;
     }
     an_proc *const *procs = an_procs(a, &np);
     for (size_t i = 0; i < np; i++)
         for (size_t k = 0; k < procs[i]->nstacks; k++)
-            lines += (size_t)line(a, out, &procs[i]->stacks[k]);
+            line(a, f, &procs[i]->stacks[k]);
+}
+
+int an_write_folded(ltr_analysis *a, FILE *out)
+{
+    folded f = {0};
+    f.m = open_memstream(&f.text, &f.len);
+    if (!f.m)
+        return -ENOMEM;
+    gather(a, &f);
+    size_t lines = write_merged(&f, out);
+    free(f.text);
+    free(f.v);
+    if (f.failed)
+        return -ENOMEM;
+    if (a->export_snap) {
+        if (!lines)
+            an_warn(a, "the heap snapshot holds no live block: the folded stacks are empty");
+        return 0;
+    }
     /* an empty file is what flamegraph.pl refuses ("No stack counts found"): say why */
     if (!lines && !an_warn_no_heap_stacks(a, "the folded stacks are empty", true))
         an_warn(a, "nothing was outstanding at the window's end: the folded stacks are empty; --to T shows an "

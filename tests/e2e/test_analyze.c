@@ -172,6 +172,31 @@ static void test_window_in_the_middle(void **state)
     free(json);
 }
 
+/* Folded stacks are one line per distinct stack: analyze-phases's three
+ * blocks left to its end come from three call sites of main, three stacks
+ * of the trace but one string ("analyze-phases;main" three times, 1000,
+ * 4000 and 6000), now one line of their sum; flamegraph.pl's total is the
+ * outstanding bytes the report gives, as it was. */
+static void test_folded_one_line_per_stack(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' record -o phases-folded.ltr -- '%s'", tu_ltr(), tu_test_bin("analyze-phases"));
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("'%s' export phases-folded.ltr --format folded -o phases.folded && cat phases.folded", tu_ltr());
+    assert_int_equal(r.status, 0);
+    if (strcmp(r.out, "analyze-phases;main 11000\n") != 0)
+        fail_msg("the folded stacks: %s", r.out);
+    tu_free(&r);
+    const char *fg = getenv("LTR_FLAMEGRAPH");
+    if (!fg || !*fg)
+        fg = "/usr/share/perl5/Devel/NYTProf/flamegraph.pl";
+    r = tu_run("perl %s --countname bytes phases.folded | grep -o '<title>all ([0-9,]* bytes'", fg);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "<title>all (11,000 bytes\n");
+    tu_free(&r);
+}
+
 static double num_s(const char *from, const char *key);
 
 /* Three programs one after the other, each leaving 8 MB to its exit (as a
@@ -1104,6 +1129,7 @@ int main(void)
         cmocka_unit_test(test_pprof_with_go),
         cmocka_unit_test(test_window_and_pid_mistakes),
         cmocka_unit_test(test_folded_with_flamegraph),
+        cmocka_unit_test(test_folded_one_line_per_stack),
         cmocka_unit_test(test_separate_debug_info),
         cmocka_unit_test(test_modules_without_symbols),
         cmocka_unit_test(test_one_file_two_paths_one_warning),
