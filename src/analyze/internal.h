@@ -52,6 +52,7 @@ typedef struct an_trend {
     uint32_t pid, stack;
     an_verdict verdict;
     double growth; /* bytes per hour, Theil–Sen over every snapshot */
+    double later;  /* the same over the later half: what a plateau grows now */
     uint64_t first, last, ts;
     size_t snapshots;
 } an_trend;

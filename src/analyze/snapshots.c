@@ -204,13 +204,14 @@ static double residual_mad(const double *t, const double *y, size_t n, double b,
     return scratch[n / 2];
 }
 
-static an_verdict classify(const double *t, const double *y, size_t n, double *scratch, double *slope)
+static an_verdict classify(const double *t, const double *y, size_t n, double *scratch, an_trend *tr)
 {
     size_t mid = n / 2;
     double all = theil_sen(t, y, 0, n, scratch);
     double late = theil_sen(t, y, mid, n, scratch);
     double rise_late = late * (t[n - 1] - t[mid]);
-    *slope = all;
+    tr->growth = all;
+    tr->later = late;
     /* leak: most pairs of snapshots rise, and the later half still rises,
      * as fast as the whole, by more than the noise around the line */
     if (concordance(y, n) >= AN_TREND_MIN_TAU && rise_late >= AN_TREND_MIN_BYTES &&
@@ -292,7 +293,7 @@ static void trend_of(ltr_analysis *a, uint32_t pid)
             an_trend *tr = &a->trend[a->ntrend++];
             *tr = (an_trend){.pid = pid, .stack = id, .snapshots = n, .first = (uint64_t)y[0],
                              .last = (uint64_t)y[n - 1], .ts = s[n - 1]->ts};
-            tr->verdict = classify(t, y, n, scratch, &tr->growth);
+            tr->verdict = classify(t, y, n, scratch, tr);
         }
 out:
     free(s);

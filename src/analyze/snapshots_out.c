@@ -60,10 +60,17 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
             char g[32], f1[32], l1[32];
-            fprintf(out, "    #%zu %s: %s/hour, %s -> %s over %zu snapshots (process %u)\n", i + 1,
-                    an_verdict_names[t->verdict], ltr_size_format_signed((int64_t)t->growth, g, sizeof g),
-                    ltr_size_format(t->first, f1, sizeof f1), ltr_size_format(t->last, l1, sizeof l1), t->snapshots,
-                    t->pid);
+            fprintf(out, "    #%zu %s: ", i + 1, an_verdict_names[t->verdict]);
+            /* a plateau's rate is the later half's, what it does now: the
+             * whole series' slope of a step from 0 B to 512 KiB that stayed
+             * read "plateau: +225 MiB/hour" */
+            if (t->verdict == AN_PLATEAU)
+                fprintf(out, "levelled off, %s/hour over the later half; ",
+                        ltr_size_format_signed((int64_t)t->later, g, sizeof g));
+            else
+                fprintf(out, "%s/hour, ", ltr_size_format_signed((int64_t)t->growth, g, sizeof g));
+            fprintf(out, "%s -> %s over %zu snapshots (process %u)\n", ltr_size_format(t->first, f1, sizeof f1),
+                    ltr_size_format(t->last, l1, sizeof l1), t->snapshots, t->pid);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_text_frames(a, out, &st);
         }
@@ -105,8 +112,9 @@ void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
             fprintf(out, "%s{\"pid\":%u,\"verdict\":\"%s\",\"growth_bytes_per_hour\":%.0f,"
+                         "\"later_growth_bytes_per_hour\":%.0f,"
                          "\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
-                    i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth,
+                    i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth, t->later,
                     (unsigned long long)t->first, (unsigned long long)t->last, t->snapshots);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_json_frames(a, out, &st);

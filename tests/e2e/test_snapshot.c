@@ -315,6 +315,10 @@ static void test_trend_finds_the_slow_leak(void **state)
     r = tu_run("%s analyze %s --trend", tu_ltr(), trace);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "#1 leak:"));
+    /* the cache's rate is its later half's: it read "plateau: +238 MiB/hour"
+     * (its fill, the whole series' slope) under the leak's +17.6 MiB/hour */
+    if (!strstr(r.out, " plateau: levelled off, ") || strstr(r.out, " plateau: +"))
+        fail_msg("the plateau's line: %s", r.out);
     tu_free(&r);
     /* ltr report's page shows the snapshots and the leak's verdict first */
     /* the page beside the trace, in the test's own directory */

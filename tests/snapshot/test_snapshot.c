@@ -143,8 +143,10 @@ static void test_trend_verdicts(void **state)
     assert_int_equal(a->trend[0].verdict, AN_LEAK);
     assert_true(a->trend[0].growth > 5000 * 3600 * 0.9 && a->trend[0].growth < 5000 * 3600 * 1.1);
     for (size_t i = 1; i < a->ntrend; i++) {
-        if (a->trend[i].stack == 2)
+        if (a->trend[i].stack == 2) { /* filled, then flat: its later half grows nothing */
             assert_int_equal(a->trend[i].verdict, AN_PLATEAU);
+            assert_true(a->trend[i].later == 0);
+        }
         else
             assert_int_equal(a->trend[i].verdict, AN_NOISE);
     }
@@ -169,6 +171,27 @@ static void test_trend_plateaus_by_size(void **state)
     assert_true(a->trend[0].growth == a->trend[1].growth);
     assert_int_equal(a->trend[0].stack, 2);
     assert_int_equal(a->trend[0].last, 6000000);
+    an_snapshots_free(a);
+    free(a);
+}
+
+/* A Rust Vec's realloc: 0 B for 4 snapshots, then 512 KiB to the end. A
+ * plateau, whose whole series' slope is the step's (most pairs straddle
+ * it: "plateau: +225 MiB/hour" said the text), while its later half, the
+ * rate the text now gives a plateau, grows nothing. */
+static void test_trend_step_is_a_plateau(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    enum { N = 9 };
+    a->snaps = calloc(N, sizeof *a->snaps);
+    for (int i = 0; i < N; i++)
+        a->snaps[a->nsnaps++] = snap_at(i, (uint64_t[]){i < 4 ? 0u : 524288u}, 1);
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 1);
+    assert_int_equal(a->trend[0].verdict, AN_PLATEAU);
+    assert_true(a->trend[0].growth > 100.0 * 1048576);
+    assert_true(a->trend[0].later == 0);
     an_snapshots_free(a);
     free(a);
 }
@@ -281,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_table_ages_and_sizes),
         cmocka_unit_test(test_trend_verdicts),
         cmocka_unit_test(test_trend_plateaus_by_size),
+        cmocka_unit_test(test_trend_step_is_a_plateau),
         cmocka_unit_test(test_trend_needs_snapshots),
         cmocka_unit_test(test_snapshot_totals),
         cmocka_unit_test(test_snapshot_bound),
