@@ -397,6 +397,17 @@ static void test_record_pid(void **state)
     if (r.status != 0)
         fail_msg("%s%s", r.out, r.err);
     assert_non_null(strstr(r.err, "trace written"));
+    /* the count it says is the trace's, as ltr info says it: its threads
+     * churn to the stop, and the count asked before the stop was short of
+     * the trace ('10451 heap events' of 10452) */
+    const char *said = strstr(r.err, " heap events)");
+    while (said && said > r.err && said[-1] != '(')
+        said--;
+    unsigned long long recorded = said ? strtoull(said, NULL, 10) : 0;
+    tu_free(&r);
+    r = tu_run("%s info %s/dur.ltr | sed -n 's/^ *events: *\\([0-9]*\\) written.*/\\1/p'", LTR, dir);
+    if (r.status != 0 || !recorded || strtoull(r.out, NULL, 10) != recorded)
+        fail_msg("record said %llu heap events, ltr info: %s%s", recorded, r.out, r.err);
     tu_free(&r);
     assert_int_equal(write(u.in, "go\n", 3), 3);
     expect_line(&u, "did\n");
