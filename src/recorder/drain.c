@@ -244,8 +244,12 @@ uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
 void rec_counters(recorder *r, ltr_bytes *out)
 {
     rec_sample_counters(r);
+    r->counted_written = r->counted_lost = r->counted_overwritten = 0;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
+        r->counted_written += cs->events_written - cs->events_dropped;
+        r->counted_lost += rec_events_lost(r, c);
+        r->counted_overwritten += cs->overwritten.total;
         size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_COLLECTOR);
         ltr_bytes_put_u16(out, (uint16_t)c);
         ltr_bytes_put_str(out, r->cfg.collectors[c].name);
