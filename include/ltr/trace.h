@@ -64,7 +64,7 @@ typedef struct ltr_process {
     uint64_t events;
 } ltr_process;
 
-/* A thread, keyed by tid; known = 0 as for processes. */
+/* A thread, keyed by its pid and tid; known = 0 as for processes. */
 typedef struct ltr_thread {
     uint32_t pid, tid;
     uint64_t ts;
@@ -245,7 +245,9 @@ LTR_API const ltr_process *ltr_trace_process_at(const ltr_trace *t, size_t i);
 LTR_API const ltr_process *ltr_trace_process_find(const ltr_trace *t, uint32_t pid);
 LTR_API size_t ltr_trace_thread_count(const ltr_trace *t);
 LTR_API const ltr_thread *ltr_trace_thread_at(const ltr_trace *t, size_t i);
-LTR_API const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t tid);
+/* Threads are per process: a tid is the thread's in its process's own pid
+ * namespace, so two containers' processes may both have a thread 1. */
+LTR_API const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t pid, uint32_t tid);
 
 /* Stacks and modules met so far. A later STACK record for the same (pid, id)
  * replaces the earlier one (a new image after exec). A stack told by

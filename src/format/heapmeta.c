@@ -115,22 +115,10 @@ typedef struct mod_image {
     void *root; /* tsearch tree of seg_key */
 } mod_image;
 
-/* pid's table (of size bytes, zeroed when new) in map of per-pid tables:
- * its stacks, frame nodes or modules. NULL without memory. */
-static void *pid_table(ltr_idmap *map, uint32_t pid, size_t size)
+static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid)
 {
-    void *table = ltr_idmap_get(map, pid);
-    if (table)
-        return table;
-    table = calloc(1, size);
-    if (table && ltr_idmap_put(map, pid, table) < 0) {
-        free(table);
-        return NULL;
-    }
-    return table;
+    return ltr_idmap_table(&t->stack_pids, pid, sizeof(ltr_idmap));
 }
-
-static ltr_idmap *pid_stacks(ltr_trace *t, uint32_t pid) { return pid_table(&t->stack_pids, pid, sizeof(ltr_idmap)); }
 
 /* What stack_pids holds for a (pid, id) whose definitions disagreed: found, it is unknown. */
 static stack_rec conflicted;
@@ -254,7 +242,10 @@ int ltr_meta_parse_stack_ref(ltr_trace *t, ltr_cursor *c)
     return 0;
 }
 
-static node_table *pid_nodes(ltr_trace *t, uint32_t pid) { return pid_table(&t->node_pids, pid, sizeof(node_table)); }
+static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
+{
+    return ltr_idmap_table(&t->node_pids, pid, sizeof(node_table));
+}
 
 static frame_node *node_get(const node_table *nt, uint32_t id)
 {
@@ -579,7 +570,10 @@ static int seg_cmp(const void *a, const void *b)
 
 static void seg_keep(void *k) { (void)k; /* the module_rec holds it */ }
 
-static mod_image *pid_modules(ltr_trace *t, uint32_t pid) { return pid_table(&t->module_pids, pid, sizeof(mod_image)); }
+static mod_image *pid_modules(ltr_trace *t, uint32_t pid)
+{
+    return ltr_idmap_table(&t->module_pids, pid, sizeof(mod_image));
+}
 
 void ltr_heapmeta_modules_new_image(ltr_trace *t, uint32_t pid)
 {

@@ -66,6 +66,19 @@ void ltr_idmap_free(ltr_idmap *m)
     *m = (ltr_idmap){0};
 }
 
+void *ltr_idmap_table(ltr_idmap *map, uint32_t key, size_t size)
+{
+    void *table = ltr_idmap_get(map, key);
+    if (table)
+        return table;
+    table = calloc(1, size);
+    if (table && ltr_idmap_put(map, key, table) < 0) {
+        free(table);
+        return NULL;
+    }
+    return table;
+}
+
 int ltr_ptrvec_push(ltr_ptrvec *p, void *x)
 {
     if (p->n == p->cap) {
@@ -476,15 +489,16 @@ static int parse_process(ltr_trace *t, ltr_cursor *c)
 
 ltr_thread *ltr_meta_thread(ltr_trace *t, uint32_t pid, uint32_t tid)
 {
-    ltr_thread *th = ltr_idmap_get(&t->thread_map, tid);
-    if (th)
+    ltr_idmap *tids = ltr_idmap_table(&t->thread_pids, pid, sizeof *tids);
+    ltr_thread *th = tids ? ltr_idmap_get(tids, tid) : NULL;
+    if (th || !tids)
         return th;
     th = calloc(1, sizeof *th);
     if (!th || ltr_ptrvec_push(&t->threads, th) < 0) {
         free(th);
         return NULL;
     }
-    if (ltr_idmap_put(&t->thread_map, tid, th) < 0) {
+    if (ltr_idmap_put(tids, tid, th) < 0) {
         t->threads.n--;
         free(th);
         return NULL;
@@ -507,7 +521,6 @@ static int parse_thread(ltr_trace *t, ltr_cursor *c)
     }
     if (th->known)
         retire(t, (char *)th->name);
-    th->pid = pid;
     th->ts = ts;
     th->name = name;
     th->known = 1;
@@ -820,7 +833,12 @@ void ltr_meta_free(ltr_trace *t)
     ltr_heapmeta_free(t);
     ltr_idmap_free(&t->layout_map);
     ltr_idmap_free(&t->process_map);
-    ltr_idmap_free(&t->thread_map);
+    for (size_t i = 0; i < t->thread_pids.cap; i++)
+        if (t->thread_pids.vals[i]) {
+            ltr_idmap_free(t->thread_pids.vals[i]);
+            free(t->thread_pids.vals[i]);
+        }
+    ltr_idmap_free(&t->thread_pids);
     t->last_layout = NULL;
     kv_free(&t->header_kv);
     kv_free(&t->end_kv);
@@ -887,9 +905,10 @@ const ltr_process *ltr_trace_process_find(const ltr_trace *t, uint32_t pid)
     return ltr_idmap_get(&t->process_map, pid);
 }
 
-const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t tid)
+const ltr_thread *ltr_trace_thread_find(const ltr_trace *t, uint32_t pid, uint32_t tid)
 {
-    return ltr_idmap_get(&t->thread_map, tid);
+    const ltr_idmap *tids = ltr_idmap_get(&t->thread_pids, pid);
+    return tids ? ltr_idmap_get(tids, tid) : NULL;
 }
 
 int ltr_trace_has_counters(const ltr_trace *t) { return t->has_counters; }

@@ -31,6 +31,9 @@ typedef struct ltr_idmap {
 void *ltr_idmap_get(const ltr_idmap *m, uint32_t key);
 int ltr_idmap_put(ltr_idmap *m, uint32_t key, void *val); /* 0 or -ENOMEM */
 void ltr_idmap_free(ltr_idmap *m);
+/* key's table (of size bytes, zeroed when new) in map of per-key tables: a
+ * pid's stacks, frame nodes, modules or threads. NULL without memory. */
+void *ltr_idmap_table(ltr_idmap *map, uint32_t key, size_t size);
 
 /* A growable array of pointers, in insertion order. */
 typedef struct ltr_ptrvec {
@@ -245,7 +248,11 @@ struct ltr_trace {
 
     /* tables */
     ltr_ptrvec providers, layouts, processes, threads;
-    ltr_idmap layout_map, process_map, thread_map;
+    ltr_idmap layout_map, process_map;
+    /* pid -> ltr_idmap of tid -> ltr_thread: a tid is the thread's in its
+     * process's own pid namespace (docs/trace-format.md), so two containers'
+     * tid 1 are two threads. */
+    ltr_idmap thread_pids;
     ltr_layout_rec *last_layout;
     ltr_ptrvec stacks, modules;  /* heapmeta.c */
     ltr_idmap stack_pids;        /* pid -> ltr_idmap of stack id -> ltr_stack */

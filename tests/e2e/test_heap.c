@@ -728,7 +728,7 @@ static void test_threads_and_names(void **state)
     for (int t = 0; t < 4; t++) {
         assert_int_equal(count(&h, ALLOC, 1, 2001 + (uint64_t)t), 1000);
         const hev *e = find(&h, ALLOC, 2001 + (uint64_t)t);
-        const ltr_thread *th = ltr_trace_thread_find(h.t, e->tid);
+        const ltr_thread *th = ltr_trace_thread_find(h.t, e->pid, e->tid);
         assert_non_null(th);
         char want[16];
         snprintf(want, sizeof want, "worker-%d", t);
@@ -747,7 +747,7 @@ static void test_renamed_by_another_thread(void **state)
     assert_non_null(before);
     assert_non_null(after);
     assert_int_equal(before->tid, after->tid);
-    const ltr_thread *th = ltr_trace_thread_find(h.t, after->tid);
+    const ltr_thread *th = ltr_trace_thread_find(h.t, after->pid, after->tid);
     assert_non_null(th);
     assert_string_equal(th->name, "renamed-late");
     heap_free(&h);

@@ -84,7 +84,7 @@ static void put_process(ltr_bytes *b, uint32_t pid, const char *exe, const char 
     ltr_bytes_record_end(b, r);
 }
 
-static void put_thread(ltr_bytes *b, uint32_t pid, uint32_t tid, const char *name)
+void gen_thread(ltr_bytes *b, uint32_t pid, uint32_t tid, const char *name)
 {
     size_t r = ltr_bytes_record_begin(b, LTR_META_THREAD);
     ltr_bytes_put_u32(b, pid);
@@ -109,9 +109,9 @@ void gen_metadata(ltr_bytes *b)
     put_layout(b, 3, GUID_B, "Tick", "4:n,14:u,15:i,16:p");
     put_process(b, 100, "/usr/bin/alpha", "--x");
     put_process(b, 200, "/usr/bin/beta", "with space");
-    put_thread(b, 100, 100, "alpha-main");
-    put_thread(b, 100, 101, "alpha-worker");
-    put_thread(b, 200, 200, "beta-main");
+    gen_thread(b, 100, 100, "alpha-main");
+    gen_thread(b, 100, 101, "alpha-worker");
+    gen_thread(b, 200, 200, "beta-main");
 }
 
 void gen_counters(ltr_bytes *b)

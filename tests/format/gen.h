@@ -39,6 +39,8 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *marks);
 /* The pieces, for tests that write their own files. */
 void gen_header(ltr_bytes *kv);
 void gen_metadata(ltr_bytes *b);
+/* A THREAD record: tid of pid is called name. */
+void gen_thread(ltr_bytes *b, uint32_t pid, uint32_t tid, const char *name);
 void gen_counters(ltr_bytes *b);
 /* A LAYOUT record: fields "TYPE:name,TYPE:name" with TYPE the type's number. */
 void gen_layout(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event_id, const char *name,

@@ -94,8 +94,8 @@ static void test_many_blocks_across_chunks(void **state)
     assert_int_equal(p->events, 40 * 50);
     assert_int_equal(ltr_trace_process_find(t, 100)->events, 80 * 50);
     assert_int_equal(ltr_trace_thread_count(t), 3);
-    assert_string_equal(ltr_trace_thread_find(t, 101)->name, "alpha-worker");
-    assert_int_equal(ltr_trace_thread_find(t, 101)->events, 40 * 50);
+    assert_string_equal(ltr_trace_thread_find(t, 100, 101)->name, "alpha-worker");
+    assert_int_equal(ltr_trace_thread_find(t, 100, 101)->events, 40 * 50);
 
     assert_true(ltr_trace_has_counters(t));
     assert_int_equal(ltr_trace_collector_count(t), 1);
@@ -191,7 +191,52 @@ static void test_placeholders(void **state)
     assert_false(pr->known);
     assert_string_equal(pr->exe, "");
     assert_int_equal(pr->events, 1);
-    assert_int_equal(ltr_trace_thread_find(t, 78)->pid, 77);
+    assert_int_equal(ltr_trace_thread_find(t, 77, 78)->pid, 77);
+    ltr_trace_close(t);
+    unlink(path);
+}
+
+/* A tid is the thread's in its process's own pid namespace: two containers'
+ * processes both have a thread 1, each with its own name and events (keyed
+ * by tid alone, the second's THREAD record renamed the first's thread and
+ * took it over, its pid too). */
+static void test_same_tid_in_two_processes(void **state)
+{
+    const char *path = gen_tmp("tid.ltr");
+    ltr_writer *w;
+    ltr_error err;
+    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
+    ltr_bytes meta = {0}, ev = {0};
+    gen_metadata(&meta); /* the layouts, and 3 threads of pids 100 and 200 */
+    gen_thread(&meta, 300, 1, "first-main");
+    gen_thread(&meta, 400, 1, "second-main");
+    assert_int_equal(ltr_writer_metadata(w, meta.data, meta.len, &err), 0);
+    gen_event(&ev, 2, 5);
+    for (uint32_t pid = 300; pid <= 400; pid += 100) {
+        ltr_block_info info = {.pid = pid, .tid = 1, .event_count = 1, .fixed_records = 1};
+        assert_int_equal(ltr_writer_block(w, &info, ev.data, ev.len, &err), 0);
+    }
+    assert_int_equal(ltr_writer_flush(w, 1, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&meta);
+    ltr_bytes_free(&ev);
+
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *e;
+    while (ltr_trace_next(t, &e, &err) > 0)
+        ;
+    assert_int_equal(ltr_trace_thread_count(t), 3 + 2);
+    const ltr_thread *first = ltr_trace_thread_find(t, 300, 1), *second = ltr_trace_thread_find(t, 400, 1);
+    assert_non_null(first);
+    assert_non_null(second);
+    assert_int_equal(first->pid, 300);
+    assert_string_equal(first->name, "first-main");
+    assert_int_equal(first->events, 1);
+    assert_int_equal(second->pid, 400);
+    assert_string_equal(second->name, "second-main");
+    assert_int_equal(second->events, 1);
+    assert_null(ltr_trace_thread_find(t, 500, 1));
     ltr_trace_close(t);
     unlink(path);
 }
@@ -202,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_many_blocks_across_chunks),
         cmocka_unit_test(test_field_access_bounds),
         cmocka_unit_test(test_placeholders),
+        cmocka_unit_test(test_same_tid_in_two_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

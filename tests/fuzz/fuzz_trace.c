@@ -93,7 +93,7 @@ static void use_event(ltr_trace *t, const ltr_event *ev)
     ltr_event_print_json(sink(), ev, origin);
     use_fields(t, ev);
     (void)ltr_trace_process_find(t, ev->pid);
-    (void)ltr_trace_thread_find(t, ev->tid);
+    (void)ltr_trace_thread_find(t, ev->pid, ev->tid);
 }
 
 static void use_kv(const ltr_trace *t, ltr_kv_list list)
