@@ -755,15 +755,17 @@ uint32_t ltr_proc_ppid(uint32_t pid)
     return ppid;
 }
 
-uint32_t ltr_proc_own_pid(uint32_t pid)
+/* The last id of the NSpid line of the status file at path (a process's or
+ * a thread's), its id in its own pid namespace; id itself on a kernel
+ * before 4.1, which shows none; 0 when it cannot be read. */
+static uint32_t own_ns_id(const char *path, uint32_t id)
 {
-    char path[64], status[16384];
-    snprintf(path, sizeof path, "/proc/%u/status", pid);
+    char status[16384];
     if (ltr_read_small_file(path, status, sizeof status) <= 0)
         return 0;
     const char *ns = strstr(status, "\nNSpid:");
     if (!ns)
-        return pid; /* a kernel before 4.1: no namespace of its own shown */
+        return id;
     ns += 7;
     unsigned long last = 0;
     for (char *end;;) {
@@ -775,6 +777,20 @@ uint32_t ltr_proc_own_pid(uint32_t pid)
         ns = end;
     }
     return last <= UINT32_MAX ? (uint32_t)last : 0;
+}
+
+uint32_t ltr_proc_own_pid(uint32_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%u/status", pid);
+    return own_ns_id(path, pid);
+}
+
+uint32_t ltr_task_own_tid(uint32_t pid, uint32_t tid)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%u/task/%u/status", pid, tid);
+    return own_ns_id(path, tid);
 }
 
 uint64_t ltr_total_ram(void)

@@ -190,6 +190,11 @@ uint32_t ltr_proc_ppid(uint32_t pid);
  * NSpid), what its getpid() says: pid itself outside a container, 0 when it
  * cannot be read. */
 uint32_t ltr_proc_own_pid(uint32_t pid);
+/* Thread tid of process pid (both as this process sees them) by its id in
+ * its own pid namespace (the last of /proc/PID/task/TID/status's NSpid), what
+ * its gettid() says and the heap agent writes: tid itself outside a
+ * container, 0 when it cannot be read (ended). */
+uint32_t ltr_task_own_tid(uint32_t pid, uint32_t tid);
 uint64_t ltr_total_ram(void);
 /* The width in columns of the terminal fd is, or 0 when fd is not a
  * terminal (then output is for programs: lines are not cut). $COLUMNS, when

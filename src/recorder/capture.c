@@ -6,6 +6,8 @@
  * pthread_setname_np); a name set otherwise (prctl, another thread's
  * pthread_setname_np) and the threads that never wrote an event are named
  * here. Read from /proc: the traced program is never asked or interrupted.
+ * A thread is named by the tid its process sees (its own pid namespace's,
+ * what the agent writes), not ours: /proc/PID/task lists ours.
  */
 #include "recorder/internal.h"
 #include "prim/prim.h"
@@ -53,7 +55,10 @@ static unsigned capture_process(recorder *r, uint32_t pid)
             continue; /* ended meanwhile */
         comm[strcspn(comm, "\n")] = 0;
         snprintf(name, sizeof name, "%.15s", comm);
-        put_thread(r, pid, tid, name);
+        uint32_t own = ltr_task_own_tid(pid, tid); /* the tid its heap events carry */
+        if (!own)
+            continue; /* ended meanwhile */
+        put_thread(r, pid, own, name);
         n++;
     }
     closedir(d);

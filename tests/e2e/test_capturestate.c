@@ -7,7 +7,8 @@
  * - a heap session's stacks need nothing: a stack first used long before
  *   (its records written then) still symbolizes in a save whose ring kept
  *   only its last use, with or without capturestate; a thread name set by
- *   prctl (unseen by the agent) is in the save only after capturestate;
+ *   prctl (unseen by the agent) is in the save only after capturestate,
+ *   for a container's thread by the tid its own namespace gives it;
  * - the refusals: no session, a bad session name, an argument too many.
  */
 #include "util/testutil.h"
@@ -168,6 +169,72 @@ static void test_heap_stacks_need_no_capture(void **state)
     tu_expect_ok(tu_run("%s cancel", tu_ltr()));
 }
 
+/* The tid of the one thread of the trace at path with this name, with its
+ * pid; 0 if none or several. */
+static uint32_t tid_named(const char *path, const char *name, uint32_t *pid)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+    }
+    uint32_t tid = 0;
+    for (size_t i = 0, n = 0; i < ltr_trace_thread_count(t); i++) {
+        const ltr_thread *th = ltr_trace_thread_at(t, i);
+        if (th->known && th->name && !strcmp(th->name, name) && ++n == 1) {
+            tid = th->tid;
+            *pid = th->pid;
+        } else if (th->known && th->name && !strcmp(th->name, name)) {
+            tid = 0;
+        }
+    }
+    ltr_trace_close(t);
+    return tid;
+}
+
+/* A container's thread renamed by prctl after its first event: capturestate
+ * names it by the tid its heap events carry, its own namespace's (what
+ * gettid() says there), under the recorder's pid for its process. It named
+ * it by our tid, /proc/PID/task's: a thread of no event, and the thread of
+ * the events kept the agent's first name. */
+static void test_container_thread_named_by_its_own_tid(void **state)
+{
+    if (!tu_pid_namespaces_allowed())
+        skip();
+    tu_write_file(dir, "ns.py",
+                  "import ctypes, os, sys, threading, time\n"
+                  "def work():\n"
+                  "    x = [str(i) for i in range(1000)]\n"
+                  "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
+                  "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
+                  "    while not os.path.exists(sys.argv[1] + '/exit'): time.sleep(0.05)\n"
+                  "threading.Thread(target=work).start()\n");
+    tu_expect_ok(tu_run("%s start heap --filemode -o %s/ns.ltr", tu_ltr(), dir));
+    tu_expect_ok(tu_run("%s run -- unshare --pid --fork --mount-proc /usr/bin/python3 %s/ns.py %s "
+                        "> %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir));
+    char path[700];
+    snprintf(path, sizeof path, "%s/tid", dir);
+    char *text = NULL;
+    for (double end = tu_now_s() + 60; !(text = tu_read_file(path)) || !*text; usleep(10000)) {
+        free(text);
+        if (tu_now_s() > end)
+            fail_msg("the python3 in its pid namespace did not start its thread");
+    }
+    uint32_t own = (uint32_t)atoi(text), pid = 0;
+    free(text);
+    tu_result r = tu_run("%s capturestate", tu_ltr());
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    tu_expect_ok(tu_run("touch %s/exit", dir));
+    tu_expect_ok(tu_run("%s stop %s/ns.ltr --force", tu_ltr(), dir));
+    snprintf(path, sizeof path, "%s/ns.ltr", dir);
+    uint32_t tid = tid_named(path, "ns-worker", &pid);
+    if (tid != own || pid == own)
+        fail_msg("the thread renamed ns-worker (tid %u in its namespace) is named as tid %u of pid %u", own, tid,
+                 pid);
+}
+
 static void test_capturestate_refusals(void **state)
 {
     expect(tu_run("%s capturestate", tu_ltr()), 1, "no session named 'ltr' is running");
@@ -180,6 +247,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_system_state_after_overwrite, fresh, done),
         cmocka_unit_test_setup_teardown(test_heap_stacks_need_no_capture, fresh, done),
+        cmocka_unit_test_setup_teardown(test_container_thread_named_by_its_own_tid, fresh, done),
         cmocka_unit_test_setup_teardown(test_capturestate_refusals, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
