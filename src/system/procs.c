@@ -66,7 +66,8 @@ LTR_EVENT_DEFINE(ev_mod_unload, sys_provider, LTR_SYS_EV_MODULE_UNLOAD, LTR_LEVE
 #define MAX_MODULES 8192
 
 typedef struct sys_thread {
-    uint32_t tid;
+    uint32_t tid; /* ours, what /proc and the connector say */
+    uint32_t own; /* its process's, what its events carry: the one written */
     char name[16];
     bool seen; /* in the current /proc scan */
 } sys_thread;
@@ -87,6 +88,7 @@ typedef struct sys_proc {
     sys_module *modules;
     size_t nmodules, capmodules;
     bool modules_scanned, threads_scanned, announced;
+    bool own_ns; /* in a pid namespace below ours: its threads' own tids are not ours */
 } sys_proc;
 
 struct sys_procs {
@@ -160,10 +162,18 @@ static void w_start(sys_procs *ps, uint32_t pid, uint32_t ppid, const char *name
     sys_write(ps->s, &ev_proc_start, v, 4);
 }
 
-static void w_thread(sys_procs *ps, ltr_event_desc *d, uint32_t pid, uint32_t tid, const char *name, bool rundown)
+/* A thread is written as its process sees it (t->own), as the heap agent
+ * writes it, so that both join: docs/system-provider.md. */
+static void w_thread(sys_procs *ps, ltr_event_desc *d, uint32_t pid, const sys_thread *t, bool rundown)
 {
-    ltr_value v[] = {LTR_U32(pid), LTR_U32(tid), LTR_STR(name), LTR_BOOL(rundown)};
+    ltr_value v[] = {LTR_U32(pid), LTR_U32(t->own), LTR_STR(t->name), LTR_BOOL(rundown)};
     sys_write(ps->s, d, v, 4);
+}
+
+static void w_thread_name(sys_procs *ps, uint32_t pid, const sys_thread *t)
+{
+    ltr_value v[] = {LTR_U32(pid), LTR_U32(t->own), LTR_STR(t->name)};
+    sys_write(ps->s, &ev_thread_name, v, 3);
 }
 
 static void w_exit(sys_procs *ps, uint32_t pid, bool known, uint32_t code, const char *name)
@@ -201,6 +211,8 @@ static sys_proc *follow(sys_procs *ps, uint32_t pid)
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->start_ticks = ltr_proc_start_ticks((pid_t)pid);
+    uint32_t own = ltr_proc_own_pid(pid);
+    p->own_ns = own && own != pid;
     proc_comm(pid, p->name);
     return p;
 }
@@ -228,8 +240,11 @@ static sys_thread *thread_add(sys_proc *p, uint32_t tid)
     if (p->nthreads >= MAX_THREADS ||
         ltr_reserve((void **)&p->threads, &p->capthreads, p->nthreads, sizeof *p->threads, 8) != 0)
         return NULL;
+    uint32_t own = p->own_ns ? ltr_task_own_tid(p->pid, tid) : tid;
+    if (!own)
+        return NULL; /* ended before its own tid could be read: not seen */
     sys_thread *t = &p->threads[p->nthreads++];
-    *t = (sys_thread){.tid = tid};
+    *t = (sys_thread){.tid = tid, .own = own};
     thread_comm(p->pid, tid, t->name);
     return t;
 }
@@ -240,10 +255,10 @@ static void process_gone(sys_procs *ps, sys_proc *p, bool known, uint32_t code)
     if (ps->procs) {
         for (size_t i = 0; i < p->nthreads; i++)
             if (p->threads[i].tid != p->pid)
-                w_thread(ps, &ev_thread_end, p->pid, p->threads[i].tid, p->threads[i].name, false);
+                w_thread(ps, &ev_thread_end, p->pid, &p->threads[i], false);
         sys_thread *main = thread_of(p, p->pid);
         if (main)
-            w_thread(ps, &ev_thread_end, p->pid, p->pid, main->name, false);
+            w_thread(ps, &ev_thread_end, p->pid, main, false);
         w_exit(ps, p->pid, known, code, p->name);
     }
     forget(ps, p);
@@ -268,14 +283,13 @@ static void scan_threads(sys_procs *ps, sys_proc *p)
         sys_thread *t = thread_of(p, tid);
         if (!t) {
             if ((t = thread_add(p, tid)))
-                w_thread(ps, &ev_thread_start, p->pid, tid, t->name, rundown);
+                w_thread(ps, &ev_thread_start, p->pid, t, rundown);
         } else {
             char name[16];
             thread_comm(p->pid, tid, name);
             if (name[0] && strcmp(name, t->name)) {
                 memcpy(t->name, name, sizeof name);
-                ltr_value v[] = {LTR_U32(p->pid), LTR_U32(tid), LTR_STR(name)};
-                sys_write(ps->s, &ev_thread_name, v, 3);
+                w_thread_name(ps, p->pid, t);
             }
         }
         if (t)
@@ -287,7 +301,7 @@ static void scan_threads(sys_procs *ps, sys_proc *p)
             i++;
             continue;
         }
-        w_thread(ps, &ev_thread_end, p->pid, p->threads[i].tid, p->threads[i].name, false);
+        w_thread(ps, &ev_thread_end, p->pid, &p->threads[i], false);
         p->threads[i] = p->threads[--p->nthreads];
     }
     p->threads_scanned = true;
@@ -432,14 +446,15 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
                 sys_proc *p = follow(ps, pid);
                 if (p) /* followed from its first moment: what comes later is new, not rundown */
                     p->announced = p->threads_scanned = p->modules_scanned = true;
-                if (p && ps->procs && thread_add(p, pid))
-                    w_thread(ps, &ev_thread_start, pid, pid, name, false);
+                sys_thread *t = p && ps->procs ? thread_add(p, pid) : NULL;
+                if (t)
+                    w_thread(ps, &ev_thread_start, pid, t, false);
             }
         } else {
             sys_proc *p = find(ps, pid);
             sys_thread *t = p && ps->procs && !thread_of(p, tid) ? thread_add(p, tid) : NULL;
             if (t)
-                w_thread(ps, &ev_thread_start, pid, tid, t->name, false);
+                w_thread(ps, &ev_thread_start, pid, t, false);
         }
         break;
     }
@@ -480,8 +495,7 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
             memcpy(p->name, name, sizeof name);
         if (t && ps->procs && strcmp(t->name, name)) {
             memcpy(t->name, name, sizeof name);
-            ltr_value v[] = {LTR_U32(pid), LTR_U32(tid), LTR_STR(name)};
-            sys_write(ps->s, &ev_thread_name, v, 3);
+            w_thread_name(ps, pid, t);
         }
         break;
     }
@@ -493,7 +507,7 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
             sys_thread *t = p ? thread_of(p, tid) : NULL;
             if (t) {
                 if (ps->procs)
-                    w_thread(ps, &ev_thread_end, pid, tid, t->name, false);
+                    w_thread(ps, &ev_thread_end, pid, t, false);
                 *t = p->threads[--p->nthreads];
             }
             break;
@@ -580,7 +594,7 @@ void sys_procs_capture(sys_procs *ps, ltr_system_capture *out)
                 out->processes++;
             }
             for (size_t t = 0; t < p->nthreads; t++)
-                w_thread(ps, &ev_thread_start, p->pid, p->threads[t].tid, p->threads[t].name, true);
+                w_thread(ps, &ev_thread_start, p->pid, &p->threads[t], true);
             out->threads += p->nthreads;
         }
         if (ps->loader) {

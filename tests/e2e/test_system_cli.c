@@ -350,17 +350,17 @@ static found wait_event(const char *path, const char *event, uint32_t pid, const
 }
 
 /* Either the thread's start already had its name, or its renaming says it. */
-static found wait_named_thread(const char *path, uint32_t pid)
+static found wait_named_thread(const char *path, uint32_t pid, const char *name)
 {
     found f;
     double deadline = tu_now_s() + 30;
     while (tu_now_s() < deadline) {
-        if (find_event(path, "ThreadStart", pid, "name", "worker-x", &f) ||
-            find_event(path, "ThreadName", pid, "name", "worker-x", &f))
+        if (find_event(path, "ThreadStart", pid, "name", name, &f) ||
+            find_event(path, "ThreadName", pid, "name", name, &f))
             return f;
         usleep(50000);
     }
-    fail_msg("no thread named worker-x in process %u after 30 s", pid);
+    fail_msg("no thread named %s in process %u after 30 s", name, pid);
     return f;
 }
 
@@ -380,7 +380,7 @@ static void check_processes(const char *dir, bool connector)
     wait_event(trace, "ThreadStart", (uint32_t)t.pid, NULL, NULL); /* the target is followed */
     wait_event(trace, "ModuleLoad", (uint32_t)t.pid, "path", "libc.so");
     command(&t, 't');
-    found th = wait_named_thread(trace, (uint32_t)t.pid);
+    found th = wait_named_thread(trace, (uint32_t)t.pid, "worker-x");
     assert_true(th.tid != 0 && th.tid != (uint64_t)t.pid);
     command(&t, 'e');
     found end = wait_event(trace, "ThreadEnd", (uint32_t)t.pid, "name", "worker-x");
@@ -425,6 +425,73 @@ static void check_processes(const char *dir, bool connector)
 
 static void test_processes_connector(void **state) { check_processes(*state, true); }
 static void test_processes_proc(void **state) { check_processes(*state, false); }
+
+/* Heap events of pid's thread tid in the trace at path. */
+static long heap_events_of(const char *path, uint32_t pid, uint32_t tid)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    long n = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0)
+        n += ev->layout && ev->layout->provider && !strcmp(ev->layout->provider->name, "Ltr.Heap") &&
+             ev->pid == pid && ev->tid == tid;
+    ltr_trace_close(t);
+    return n;
+}
+
+/* A container's thread is written by the tid its process sees, the one its
+ * heap events carry, so that the two join: the provider wrote ours from
+ * /proc and the connector (ThreadStart pid=P tid=22930 beside heap events of
+ * P's thread 1), and no thread event named a thread of the heap events. */
+static void check_container_threads(const char *dir, bool connector)
+{
+    if (!tu_pid_namespaces_allowed())
+        skip();
+    if (connector && geteuid() != 0) {
+        printf("skipped: the process connector needs root\n");
+        skip();
+    }
+    tu_write_file(dir, "ns.py",
+                  "import ctypes, os, sys, threading, time\n"
+                  "def work():\n"
+                  "    x = [str(i) for i in range(1000)]\n"
+                  "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
+                  "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
+                  "    while not os.path.exists(sys.argv[1] + '/exit'): time.sleep(0.05)\n"
+                  "threading.Thread(target=work).start()\n");
+    char trace[4200], path[4200];
+    snprintf(trace, sizeof trace, "%s/ns.ltr", dir);
+    tu_expect_ok(tu_run("%s%s start heap --provider Ltr.System:0x1 --filemode --instance ns -o %s",
+                        connector ? "" : "LTR_SYSTEM_NO_CONNECTOR=1 ", LTR, trace));
+    tu_expect_ok(tu_run("%s run --instance ns -- unshare --pid --fork --mount-proc /usr/bin/python3 %s/ns.py %s "
+                        "> %s/run.out 2>&1 &", LTR, dir, dir, dir));
+    snprintf(path, sizeof path, "%s/tid", dir);
+    char *text = NULL;
+    for (double end = tu_now_s() + 60; !(text = tu_read_file(path)) || !*text; usleep(10000)) {
+        free(text);
+        if (tu_now_s() > end)
+            fail_msg("the python3 in its pid namespace did not start its thread");
+    }
+    uint32_t own = (uint32_t)atoi(text);
+    free(text);
+    tu_result r = tu_run("pgrep -xf '/usr/bin/python3 %s/ns.py %s'", dir, dir);
+    uint32_t pid = (uint32_t)atol(r.out);
+    tu_free(&r);
+    assert_true(pid > 1 && pid != own);
+    found th = wait_named_thread(trace, pid, "ns-worker");
+    tu_expect_ok(tu_run("touch %s/exit", dir));
+    found end = wait_event(trace, "ThreadEnd", pid, "name", "ns-worker");
+    tu_expect_ok(tu_run("%s stop %s --instance ns", LTR, trace));
+    if (th.tid != own || end.tid != own)
+        fail_msg("the thread of tid %u in its namespace started as tid %llu and ended as tid %llu", own,
+                 (unsigned long long)th.tid, (unsigned long long)end.tid);
+    assert_true(heap_events_of(trace, pid, own) > 0);
+}
+
+static void test_container_threads_connector(void **state) { check_container_threads(*state, true); }
+static void test_container_threads_proc(void **state) { check_container_threads(*state, false); }
 
 /* ---- CPU samples ---------------------------------------------------------- */
 
@@ -506,6 +573,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_analyze_heap_share, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_processes_connector, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_processes_proc, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_container_threads_connector, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_container_threads_proc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
