@@ -92,6 +92,7 @@ struct sys_cpu {
     /* (pid, pc) -> the frame's name: libdw finds a name by walking the whole
      * symbol table, and samples hit the same few pcs again and again */
     an_hmap names;
+    an_hmap owns; /* own_tid: (pid, our tid) -> its tid in its own pid namespace */
 };
 
 #define NAMES_MAX 65536 /* cached names; the cache starts over beyond that */
@@ -100,6 +101,51 @@ typedef struct name_entry {
     uint64_t key;
     char *name;
 } name_entry;
+
+#define OWNS_MAX 65536 /* cached pids and own tids; the cache starts over beyond that */
+
+typedef struct own_entry {
+    uint64_t key;
+    uint32_t own;
+} own_entry;
+
+static own_entry *own_put(sys_cpu *c, uint64_t key, uint32_t own)
+{
+    if (c->owns.n >= OWNS_MAX) {
+        an_hmap_free(&c->owns);
+        an_hmap_init(&c->owns, sizeof(own_entry));
+    }
+    int created;
+    own_entry *e = an_hmap_put(&c->owns, key, &created);
+    if (e)
+        e->own = own;
+    return e;
+}
+
+/* The tid a sample's thread has in its process's own pid namespace, the one
+ * its heap and thread events carry (docs/system-provider.md): perf says
+ * ours. Cached: (pid, 0) says whether pid is in a namespace below ours (1),
+ * read at its first sample; (pid, tid) the thread's own, read once. 0 for a
+ * thread of such a process that ended before it could be read; ours for a
+ * process gone before its first sample was read (as outside a container). */
+static uint32_t own_tid(sys_cpu *c, uint32_t pid, uint32_t tid)
+{
+    uint64_t pkey = (uint64_t)pid << 32, key = pkey | tid;
+    own_entry *e = an_hmap_get(&c->owns, pkey);
+    if (!e) {
+        uint32_t own = ltr_proc_own_pid(pid);
+        if (!own || !(e = own_put(c, pkey, own != pid)))
+            return tid;
+    }
+    if (!e->own)
+        return tid;
+    if ((e = an_hmap_get(&c->owns, key)))
+        return e->own;
+    uint32_t own = ltr_task_own_tid(pid, tid);
+    if (own)
+        own_put(c, key, own);
+    return own;
+}
 
 static void names_clear(sys_cpu *c)
 {
@@ -150,6 +196,7 @@ sys_cpu *sys_cpu_new(ltr_system *s, char *why, size_t why_size)
     c->text = malloc(MAX_FRAMES * 160);
     c->ring_size = (1 + RING_PAGES) * (size_t)getpagesize();
     an_hmap_init(&c->names, sizeof(name_entry));
+    an_hmap_init(&c->owns, sizeof(own_entry));
     if (!c->fds || !c->rings || !c->copy || !c->text) {
         sys_cpu_free(c);
         return snprintf(why, why_size, "out of memory"), NULL;
@@ -199,6 +246,7 @@ void sys_cpu_free(sys_cpu *c)
     }
     names_clear(c);
     an_hmap_free(&c->names);
+    an_hmap_free(&c->owns);
     free(c->fds);
     free(c->rings);
     free(c->copy);
@@ -482,7 +530,7 @@ static void unwind_one(sys_cpu *c, uint32_t pid, uint32_t tid)
             fr.pc[fr.n++] = c->ctx.regs[8];
         text = stack_text(c, d, pid, &fr, &unknown);
     }
-    ltr_value v[] = {LTR_U32(pid), LTR_U32(tid), LTR_STR(text)};
+    ltr_value v[] = {LTR_U32(pid), LTR_U32(own_tid(c, pid, tid)), LTR_STR(text)};
     sys_write(c->s, &ev_cpu_sample, v, 3);
 }
 

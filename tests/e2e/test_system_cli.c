@@ -563,6 +563,58 @@ static void test_cpu_samples(void **state)
     tu_free(&r);
 }
 
+/* CPU samples of a container's thread carry the tid its heap events do,
+ * its own namespace's: perf says ours, and no sample joined a heap event's
+ * thread (of 257 samples of the python3, none of its spinning thread 2). */
+static void test_cpu_samples_of_a_container(void **state)
+{
+    const char *dir = *state;
+    if (geteuid() != 0) {
+        printf("skipped: CPU samples need root here\n");
+        skip();
+    }
+    if (!tu_pid_namespaces_allowed())
+        skip();
+    tu_write_file(dir, "busy.py",
+                  "import sys, threading, time\n"
+                  "def work():\n"
+                  "    x = [str(i) for i in range(1000)]\n"
+                  "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
+                  "    end = time.time() + 0.6\n"
+                  "    while time.time() < end: pass\n"
+                  "t = threading.Thread(target=work); t.start(); t.join()\n");
+    char trace[4200], path[4200];
+    snprintf(trace, sizeof trace, "%s/cpu.ltr", dir);
+    tu_expect_ok(tu_run("%s start heap --provider Ltr.System:0x9 --filemode --instance cn -o %s", LTR, trace));
+    tu_expect_ok(tu_run("%s run --instance cn -- unshare --pid --fork --mount-proc /usr/bin/python3 %s/busy.py %s",
+                        LTR, dir, dir));
+    tu_expect_ok(tu_run("%s stop %s --instance cn", LTR, trace));
+    snprintf(path, sizeof path, "%s/tid", dir);
+    char *text = tu_read_file(path);
+    assert_non_null(text);
+    uint32_t own = (uint32_t)atoi(text), pid = 0;
+    free(text);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    const ltr_event *ev;
+    long samples = 0, joined = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        if (l && l->provider && !strcmp(l->provider->name, "Ltr.Heap") && ev->tid == own)
+            pid = ev->pid; /* the worker's heap events come before its samples */
+        uint64_t p, tid;
+        if (l && l->provider && !strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) && !strcmp(l->name, "CpuSample") &&
+            !ltr_event_get_u64(ev, "pid", &p) && !ltr_event_get_u64(ev, "tid", &tid) && pid && p == pid) {
+            samples++;
+            joined += tid == own;
+        }
+    }
+    ltr_trace_close(t);
+    if (!pid || !joined || joined < samples / 2)
+        fail_msg("of %ld CPU samples of pid %u, %ld are of its thread %u, which spun", samples, pid, joined, own);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +628,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_container_threads_connector, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_container_threads_proc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cpu_samples_of_a_container, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
