@@ -459,7 +459,8 @@ static void check_container_threads(const char *dir, bool connector)
                   "    x = [str(i) for i in range(1000)]\n"
                   "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
                   "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
-                  "    while not os.path.exists(sys.argv[1] + '/exit'): time.sleep(0.05)\n"
+                  "    end = time.time() + 120  # a failed test's leftover ends by itself\n"
+                  "    while not os.path.exists(sys.argv[1] + '/exit') and time.time() < end: time.sleep(0.05)\n"
                   "threading.Thread(target=work).start()\n");
     char trace[4200], path[4200];
     snprintf(trace, sizeof trace, "%s/ns.ltr", dir);
