@@ -730,12 +730,7 @@ void ltr_heapmeta_free(ltr_trace *t)
     free(t->modules.v);
     free(t->stacks.v);
     t->modules = t->stacks = (ltr_ptrvec){0};
-    for (size_t i = 0; i < t->stack_pids.cap; i++)
-        if (t->stack_pids.vals[i]) {
-            ltr_idmap_free(t->stack_pids.vals[i]);
-            free(t->stack_pids.vals[i]);
-        }
-    ltr_idmap_free(&t->stack_pids);
+    ltr_idmap_free_maps(&t->stack_pids);
     for (size_t i = 0; i < t->node_pids.cap; i++)
         if (t->node_pids.vals[i]) {
             node_table *nt = t->node_pids.vals[i];

@@ -79,6 +79,16 @@ void *ltr_idmap_table(ltr_idmap *map, uint32_t key, size_t size)
     return table;
 }
 
+void ltr_idmap_free_maps(ltr_idmap *map)
+{
+    for (size_t i = 0; i < map->cap; i++)
+        if (map->vals[i]) {
+            ltr_idmap_free(map->vals[i]);
+            free(map->vals[i]);
+        }
+    ltr_idmap_free(map);
+}
+
 int ltr_ptrvec_push(ltr_ptrvec *p, void *x)
 {
     if (p->n == p->cap) {
@@ -833,12 +843,7 @@ void ltr_meta_free(ltr_trace *t)
     ltr_heapmeta_free(t);
     ltr_idmap_free(&t->layout_map);
     ltr_idmap_free(&t->process_map);
-    for (size_t i = 0; i < t->thread_pids.cap; i++)
-        if (t->thread_pids.vals[i]) {
-            ltr_idmap_free(t->thread_pids.vals[i]);
-            free(t->thread_pids.vals[i]);
-        }
-    ltr_idmap_free(&t->thread_pids);
+    ltr_idmap_free_maps(&t->thread_pids);
     t->last_layout = NULL;
     kv_free(&t->header_kv);
     kv_free(&t->end_kv);

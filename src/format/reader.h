@@ -34,6 +34,8 @@ void ltr_idmap_free(ltr_idmap *m);
 /* key's table (of size bytes, zeroed when new) in map of per-key tables: a
  * pid's stacks, frame nodes, modules or threads. NULL without memory. */
 void *ltr_idmap_table(ltr_idmap *map, uint32_t key, size_t size);
+/* Frees a map of per-key ltr_idmaps (made by ltr_idmap_table), and them. */
+void ltr_idmap_free_maps(ltr_idmap *map);
 
 /* A growable array of pointers, in insertion order. */
 typedef struct ltr_ptrvec {
