@@ -999,31 +999,57 @@ int rec_flush_file(recorder *r, ltr_error *err)
  * still waiting when the session ended, neither written nor counted
  * (tests/e2e/test_exec_order.c). These buffers, of owner (all owners: the
  * session's end, when no one publishes any more), are finished here; returns
- * how many. File mode only: there a FULL buffer in no slot is one being
- * published; in memory mode it may also be one a producer is taking over
- * (steal_oldest in ring.c). */
-static unsigned finish_unqueued(recorder *r, unsigned c, bool all_owners, uint32_t owner)
+ * how many. In memory mode they were never finished: such a buffer was out
+ * of the ring for good, its events in no save and counted nowhere (the
+ * scribbler's killedpublishing). There a FULL buffer in no slot may also
+ * be one a producer of another process is taking over (steal_oldest in
+ * ring.c: the head moved past it, its owner and seq not stored yet), for
+ * the few instructions between: only a buffer found so twice, HOLE_GRACE_MS
+ * apart, with the same seq, is the dead one's. */
+#define HOLE_GRACE_MS 50
+
+/* seq1[i]: buffer i's seq + 1 if it is FULL, of owner (or all_owners) and
+ * in no slot of the queue, else 0. Returns how many are. */
+static unsigned find_unqueued(ltr_ring_view *ring, bool all_owners, uint32_t owner, uint64_t *seq1)
 {
-    ltr_ring_view *ring = &r->col[c].ring;
-    uint8_t *queued = calloc(ring->nbuf, 1);
-    if (!queued)
-        return 0;
+    memset(seq1, 0, sizeof *seq1 * ring->nbuf);
     uint64_t tail = ltr_ring_tail(ring);
     for (uint64_t pos = ltr_ring_history_start(ring, tail); pos < tail; pos++) {
         uint32_t idx = ltr_ring_at(ring, pos);
         if (idx != LTR_RING_NONE)
-            queued[idx] = 1;
+            seq1[idx] = UINT64_MAX; /* queued */
     }
     unsigned n = 0;
     for (uint32_t i = 0; i < ring->nbuf; i++) {
         ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
-        if (!queued[i] && atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_FULL &&
-            (all_owners || b->owner == owner)) {
-            finish_buffer(r, c, i);
-            n++;
+        bool out = seq1[i] == 0 && atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_FULL &&
+                   (all_owners || b->owner == owner);
+        seq1[i] = out ? atomic_load_explicit(&b->seq, memory_order_relaxed) + 1 : 0;
+        n += out;
+    }
+    return n;
+}
+
+static unsigned finish_unqueued(recorder *r, unsigned c, bool all_owners, uint32_t owner)
+{
+    ltr_ring_view *ring = &r->col[c].ring;
+    uint64_t *first = calloc(ring->nbuf, sizeof *first), *again = calloc(ring->nbuf, sizeof *again);
+    unsigned n = 0;
+    if (first && again && find_unqueued(ring, all_owners, owner, first)) {
+        bool twice = r->cfg.mode != LTR_MODE_FILE;
+        if (twice) {
+            nanosleep(&(struct timespec){0, HOLE_GRACE_MS * 1000000L}, NULL);
+            find_unqueued(ring, all_owners, owner, again);
+        }
+        for (uint32_t i = 0; i < ring->nbuf; i++) {
+            if (first[i] && (!twice || again[i] == first[i])) {
+                finish_buffer(r, c, i);
+                n++;
+            }
         }
     }
-    free(queued);
+    free(first);
+    free(again);
     return n;
 }
 
@@ -1040,7 +1066,6 @@ static bool head_hole(collector_state *cs)
  * a live producer's claim ahead of them (a review made one wait there: its
  * slot skipped at once, its buffer then written out of order and counted
  * as damage), so the harvest gives each this long first. */
-#define HOLE_GRACE_MS 50
 static bool hole_stays(collector_state *cs, unsigned grace_ms)
 {
     for (unsigned waited = 0; waited < grace_ms && head_hole(cs); waited++) {
@@ -1065,19 +1090,20 @@ static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned gra
 }
 
 /* A producer process went away (exited, or exec'd: the new image attaches
- * anew): what its threads still held is complete. In file mode, with what a
- * thread left in the middle of publishing, and the queue past the holes it
+ * anew): what its threads still held is complete, with what a thread left
+ * in the middle of publishing. In file mode, the queue past the holes it
  * left (as many as its unqueued buffers: its threads are gone, none will
- * fill them), taken now: before the new image's PROCESS record, and without
- * the 2 s wait that kept them and all behind them out of a short session. */
+ * fill them) is taken now: before the new image's PROCESS record, and
+ * without the 2 s wait that kept them and all behind them out of a short
+ * session (memory mode marks such a hole dead: mark_dead_holes). */
 void rec_harvest_owner(recorder *r, uint32_t owner)
 {
     if (r->cfg.mode == LTR_MODE_FILE)
         take_metadata(r);
     for_active(r, false, owner, finish_buffer);
-    for (unsigned c = 0; r->cfg.mode == LTR_MODE_FILE && c < r->cfg.ncollectors; c++) {
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         unsigned dead = finish_unqueued(r, c, false, owner);
-        if (dead)
+        if (dead && r->cfg.mode == LTR_MODE_FILE)
             take_past_holes(r, c, dead, HOLE_GRACE_MS);
     }
 }

@@ -175,6 +175,29 @@ static void test_stop_while_writing_misses_nothing(void **state)
                  (unsigned long long)t.events_overwritten);
 }
 
+/* A producer killed inside ltr_ring_publish (its buffer marked FULL, in no
+ * queue slot: the scribbler does that and goes at once): in file mode the
+ * recorder finishes such a buffer when the process goes; in memory mode it
+ * was out of the ring for good, its 500 events neither in a save nor
+ * counted. */
+static void test_killed_publishing_in_memory_mode(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance kp --provider Test.Scribbler", LTR));
+    tu_expect_ok(tu_run("%s kp 1 1 killedpublishing", tu_test_bin("ltr-test-scribbler")));
+    usleep(300000); /* its connection's end seen */
+    tu_expect_ok(tu_run("%s save --instance kp --no-symbols %s/kp.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s cancel --instance kp", LTR));
+    char path[512];
+    snprintf(path, sizeof path, "%s/kp.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Scribbler");
+    assert_true(t.ok && t.complete);
+    if (t.provider_events + t.events_lost + t.events_overwritten != 500)
+        fail_msg("the program wrote 500 events; the save has %llu, %llu lost, %llu overwritten",
+                 (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
+                 (unsigned long long)t.events_overwritten);
+}
+
 static void test_file_mode(void **state)
 {
     const char *dir = *state;
@@ -1302,6 +1325,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_of_threads_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_while_writing_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_publishing_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_without_file, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cancel_discards, tu_setup_sandbox, tu_teardown_sandbox),

@@ -33,7 +33,9 @@
  * unload:PID:HEXBIAS:HEXSTART:HEXEND:PATH (the same, unloading PATH of bias BIAS), attach:PID (no scribble: an attach request on the
  * session's socket that claims to come from process PID, as the agent's
  * does from its own; prints answered=1 if the recorder took it, 0 if it
- * closed the connection).
+ * closed the connection), killedpublishing (no scribble: this process's
+ * buffer marked FULL, as ltr_ring_publish does first, and the process gone
+ * at once, as one killed there: the buffer in no queue slot).
  */
 #include <ltr/provider.h>
 
@@ -346,6 +348,13 @@ int main(int argc, char **argv)
         if (b.failed || ltr_producer_meta_append(a, b.data, (uint32_t)b.len) != 0)
             return 1;
         ltr_bytes_free(&b);
+        len = 0;
+    }
+    if (!strcmp(region, "killedpublishing")) { /* its 500 events in a buffer FULL in no slot */
+        ltr_ring_view *rv = &a->lay->rings[0];
+        for (uint32_t i = 0; i < rv->nbuf; i++)
+            if (ltr_ring_vbuf(rv, i)->owner == a->owner && atomic_load(&ltr_ring_vbuf(rv, i)->state) == LTR_BUF_ACTIVE)
+                atomic_store(&ltr_ring_vbuf(rv, i)->state, LTR_BUF_FULL);
         len = 0;
     }
     bool while_file = !strncmp(region, "floodwhile:", 11);
