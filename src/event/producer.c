@@ -712,9 +712,14 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     *lost = false;
     ltr_shm_layout *lay = a->lay;
-    if (!inc || c >= lay->ncollectors || (a->denied & (1u << c)) ||
-        atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
-        return NULL; /* the session is ending, or does not want this process: never its event */
+    if (!inc || c >= lay->ncollectors || (a->denied & (1u << c)))
+        return NULL; /* the session does not want this process: never its event */
+    uint32_t state = atomic_load_explicit(&a->shm->state, memory_order_relaxed);
+    if (state != LTR_SESSION_RUNNING) { /* ending: not its event, unless the stop fails (counted then) */
+        if (state == LTR_SESSION_STOPPING)
+            atomic_fetch_add_explicit(&a->shm->stopping_refused[c], 1, memory_order_relaxed);
+        return NULL;
+    }
     *lost = true;
     if (in->payload > LTR_MAX_EVENT_PAYLOAD || LTR_CEVENT_HEADER_MAX + in->payload > lay->rings[c].buffer_size) {
         ltr_producer_count_lost(a, c);

@@ -188,7 +188,26 @@ uint64_t rec_shm_damage(recorder *r, unsigned c)
 uint64_t rec_events_lost(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    return cs->lost.total + cs->events_dropped + cs->unattached.total;
+    return cs->lost.total + cs->events_dropped + cs->unattached.total + cs->refused_lost;
+}
+
+static uint64_t stop_refusals(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    return shm_count_read(cs, &cs->stopping_refused, atomic_load(&r->shm->stopping_refused[c]), ltr_now_ns(),
+                          r->start_ns);
+}
+
+void rec_stop_refusals_from(recorder *r)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        r->col[c].refused_from = stop_refusals(r, c);
+}
+
+void rec_stop_refusals_lost(recorder *r)
+{
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        r->col[c].refused_lost += stop_refusals(r, c) - r->col[c].refused_from;
 }
 
 /* The timestamp of a buffer's first compact record: its delta counts from 0

@@ -5,7 +5,9 @@
  * lost, and no event in the trace lacks its stack. The trace writer once
  * took metadata it deferred for written, lost it when the disk was full, and
  * every later event of those 60 stacks (55 671 of them) was read without
- * one, with no damage reported.
+ * one, with no damage reported. And a memory-mode stop that fails on a
+ * full disk: the session goes on, and the events refused while it was
+ * tried are counted as lost.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,10 +67,45 @@ static void test_no_event_without_its_stack(void **state)
     ltr_trace_close(t);
 }
 
+/* A memory-mode stop refuses events from its start, and goes on with the
+ * session when its save fails (the disk full): the events its programs
+ * emitted while it was tried were in no trace and counted nowhere (a
+ * program writing through such a stop: 'the trace has 9086, 0 lost, 69314
+ * overwritten' of 78400 written and 1600 refused). */
+static void test_failed_stop_counts_its_refusals(void **state)
+{
+    const char *dir = *state;
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
+    tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" LTR_TEST_DISK_FULL=%s/full "
+                        "LD_PRELOAD=%s %s start --instance sf --provider Test.Producer --buffer-size 4 --buffers 64",
+                        dir, lib, tu_ltr()));
+    tu_result r = tu_run("%s --threads 2 --events 40000 --pace-us 2000 --wait-enabled 5 >%s/p.out & P=$!; "
+                         "sleep 0.5; touch %s/full; %s stop --instance sf --no-symbols %s/s.ltr 2>/dev/null; "
+                         "echo failed=$?; rm %s/full; wait $P; cat %s/p.out",
+                         tu_test_bin("ltr-test-producer"), dir, dir, tu_ltr(), dir, dir, dir);
+    assert_int_equal(r.status, 0);
+    long long failed = tu_field(r.out, "failed"), written = tu_field(r.out, "written");
+    long long lost = tu_field(r.out, "lost"), skipped = tu_field(r.out, "skipped");
+    if (failed == 0 || skipped <= 0) /* the stop wrote, or the program ended before it */
+        fail_msg("no failed stop while the program wrote: %s", r.out);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s stop --instance sf --no-symbols %s/s.ltr", tu_ltr(), dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/s.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    if (t.provider_events + t.events_lost + t.events_overwritten != (uint64_t)(written + lost + skipped))
+        fail_msg("the program wrote %lld events, %lld lost, %lld refused by the failed stop; the trace has %llu, "
+                 "%llu lost, %llu overwritten", written, lost, skipped, (unsigned long long)t.provider_events,
+                 (unsigned long long)t.events_lost, (unsigned long long)t.events_overwritten);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_no_event_without_its_stack, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_failed_stop_counts_its_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
