@@ -139,7 +139,7 @@ static void test_save_of_threads_misses_nothing(void **state)
                          "lost=$(%s info %s/t.ltr 2>/dev/null | sed -n \"s/^  pid $P, collector 0: \\([0-9]*\\) events lost.*/\\1/p\"); "
                          "n=$(%s dump %s/t.ltr 2>/dev/null | awk -v pid=$P -v lost=${lost:-0} '$2 ~ \"^\" pid \"/\" { "
                          "split($5, a, \"=\"); q = a[2] + 0; t = $2; if ((t in last) && q != last[t] + 1) m += q - last[t] - 1; "
-                         "last[t] = q } END { print m > lost ? m - lost : 0 }'); g=$((g + n)); done; echo gaps=$g",
+                         "last[t] = q } END { print (m > lost ? m - lost : 0) }'); g=$((g + n)); done; echo gaps=$g",
                          PRODUCER, LTR, dir, LTR, dir, LTR, dir);
     assert_int_equal(r.status, 0);
     if (tu_field(r.out, "gaps") != 0)
