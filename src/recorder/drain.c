@@ -17,6 +17,7 @@
 #include "prim/prim.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,9 +261,9 @@ uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
     return 0;
 }
 
-void rec_counters(recorder *r, ltr_bytes *out)
+/* The counters as last sampled. */
+static void put_counters(recorder *r, ltr_bytes *out)
 {
-    rec_sample_counters(r);
     r->counted_written = r->counted_lost = r->counted_overwritten = 0;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
@@ -304,6 +305,12 @@ void rec_counters(recorder *r, ltr_bytes *out)
     for (unsigned k = 0; k < r->nlosses; k++)
         for (unsigned c = 0; r->losses[k].told != gen && c < r->cfg.ncollectors; c++)
             put_process_lost(out, c, r->losses[k].pid, r->losses[k].events_lost[c], r->losses[k].buffers_lost[c]);
+}
+
+void rec_counters(recorder *r, ltr_bytes *out)
+{
+    rec_sample_counters(r);
+    put_counters(r, out);
 }
 
 void rec_release_slot(recorder *r, uint32_t slot, int32_t pid)
@@ -1135,6 +1142,9 @@ typedef struct save_ctx {
     ltr_writer *w;
     size_t meta_done; /* of r->meta_kept */
     uint64_t events[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS];
+    /* buffers written, then taken over and written again with what they
+     * held next: the first's events counted as overwritten too */
+    uint64_t retaken_events[LTR_MAX_COLLECTORS], retaken_buffers[LTR_MAX_COLLECTORS];
     const rec_save_rounds *rounds; /* an exec'd process's images apart (saveorder.c), or NULL */
     unsigned round;                /* the round being written: its attachments' buffers only */
 } save_ctx;
@@ -1159,9 +1169,14 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
         cs->damage++;
         return 0;
     }
+    if (cs->saved_seq[idx]) { /* an earlier content of it written: taken over since (its seq changed) */
+        sc->retaken_events[c] += cs->saved_events[idx];
+        sc->retaken_buffers[c]++;
+    }
     cs->saved_seq[idx] = info->seq + 1;
     uint32_t len = records_in(cs, info, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
                               &info->event_count);
+    cs->saved_events[idx] = len ? info->event_count : 0;
     if (!len)
         return 0;
     int rc = save_metadata(sc, err);
@@ -1319,6 +1334,102 @@ static int save_blocks(save_ctx *sc, ltr_error *err)
     return 0;
 }
 
+/* A buffer the save wrote and a producer then took over (steal_oldest) is
+ * counted as overwritten too: its events were in both the save and the
+ * overwritten count it wrote, which then added up to more than the
+ * programs emitted (a save of a ring of 1024 while a program wrote: 5 832
+ * events more). So the save takes those back out of the overwritten count
+ * it writes, exactly: a taker moves the head, counts the buffer's events,
+ * then stores a new seq, and between the two the buffer is FULL in no
+ * queue slot with the seq the save wrote (unsettled). The counters are
+ * read when no buffer of the save is unsettled, and count as taken the
+ * buffers whose seq changed before; read again after, nothing more may be
+ * taken or unsettled (else the taking counted meanwhile is looked at
+ * again). */
+typedef struct saved_taken {
+    uint64_t events[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS];
+    unsigned unsettled;
+} saved_taken;
+
+static void saved_taken_now(recorder *r, uint64_t *seq1, saved_taken *t)
+{
+    *t = (saved_taken){0};
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        find_unqueued(&cs->ring, true, 0, seq1);
+        for (uint32_t i = 0; i < cs->ring.nbuf; i++) {
+            if (!cs->saved_seq[i])
+                continue;
+            if (seq1[i] == cs->saved_seq[i]) {
+                t->unsettled++;
+            } else if (atomic_load_explicit(&ltr_ring_vbuf(&cs->ring, i)->seq, memory_order_acquire) + 1 !=
+                       cs->saved_seq[i]) {
+                t->events[c] += cs->saved_events[i];
+                t->buffers[c]++;
+            }
+        }
+    }
+}
+
+/* Samples the counters at a moment the taken buffers of the save are known
+ * (*t); waits SAVE_PUBLISH_WAIT_NS at most for unsettled ones (a taker
+ * stopped between its two stores: then *t may miss its buffer). */
+static void sample_saved_taken(recorder *r, saved_taken *t)
+{
+    uint32_t most = 0;
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        most = r->col[c].ring.nbuf > most ? r->col[c].ring.nbuf : most;
+    uint64_t *seq1 = calloc(most ? most : 1, sizeof *seq1);
+    if (!seq1) {
+        *t = (saved_taken){0};
+        rec_sample_counters(r);
+        return;
+    }
+    uint64_t until = ltr_now_ns() + SAVE_PUBLISH_WAIT_NS;
+    saved_taken after;
+    for (;;) {
+        saved_taken_now(r, seq1, t);
+        bool late = ltr_now_ns() >= until;
+        if (t->unsettled && !late) {
+            sched_yield();
+            continue;
+        }
+        rec_sample_counters(r);
+        saved_taken_now(r, seq1, &after);
+        if (late || (!after.unsettled && !memcmp(after.events, t->events, sizeof t->events)))
+            break;
+    }
+    free(seq1);
+}
+
+/* The counters of a save: its events are those it wrote, and what it
+ * wrote is not overwritten too. */
+static void save_counters(recorder *r, const save_ctx *sc, ltr_bytes *out)
+{
+    saved_taken t;
+    sample_saved_taken(r, &t);
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        t.events[c] += sc->retaken_events[c];
+        t.buffers[c] += sc->retaken_buffers[c];
+    }
+    uint64_t written[LTR_MAX_COLLECTORS], buffers[LTR_MAX_COLLECTORS], over[LTR_MAX_COLLECTORS],
+        bufs_over[LTR_MAX_COLLECTORS];
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        written[c] = cs->events_written, buffers[c] = cs->buffers_written;
+        over[c] = cs->overwritten.total, bufs_over[c] = cs->bufs_overwritten.total;
+        cs->events_written = sc->events[c], cs->buffers_written = sc->buffers[c];
+        cs->overwritten.total -= t.events[c] < over[c] ? t.events[c] : over[c];
+        cs->bufs_overwritten.total -= t.buffers[c] < bufs_over[c] ? t.buffers[c] : bufs_over[c];
+    }
+    put_counters(r, out);
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        collector_state *cs = &r->col[c];
+        cs->events_written = written[c], cs->buffers_written = buffers[c];
+        cs->overwritten.total = over[c], cs->bufs_overwritten.total = bufs_over[c];
+    }
+}
+
 static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_error *err)
 {
     ltr_bytes kv = {0}, counters = {0};
@@ -1336,7 +1447,6 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     }
     if (!rc && !sc.rounds)
         rc = save_metadata(&sc, err); /* all of it, even with no event */
-    uint64_t saved_written[LTR_MAX_COLLECTORS], saved_buffers[LTR_MAX_COLLECTORS];
     if (!rc)
         rc = rec_markers_save(r, w, &sc.events[0], err);
     for (sc.round = 0; !rc && sc.round < (sc.rounds ? sc.rounds->rounds : 1); sc.round++) {
@@ -1351,18 +1461,7 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     if (!rc)
         rc = ltr_writer_flush(w, 0, err);
     if (!rc) {
-        /* The counters of a save describe the save: its events are those written. */
-        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-            saved_written[c] = r->col[c].events_written;
-            saved_buffers[c] = r->col[c].buffers_written;
-            r->col[c].events_written = sc.events[c];
-            r->col[c].buffers_written = sc.buffers[c];
-        }
-        rec_counters(r, &counters);
-        for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-            r->col[c].events_written = saved_written[c];
-            r->col[c].buffers_written = saved_buffers[c];
-        }
+        save_counters(r, &sc, &counters);
         rc = ltr_writer_counters(w, counters.data, counters.len, err);
     }
     ltr_bytes_free(&kv);

@@ -32,6 +32,7 @@ typedef struct collector_state {
     buf_note *notes;
     uint8_t *copy;           /* memory mode: a buffer copied out for a save */
     uint64_t *saved_seq;     /* memory mode, per buffer: 1 + the seq a save wrote, 0 if none */
+    uint32_t *saved_events;  /* and how many of its events it wrote */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     uint64_t hole_pos;       /* memory mode: that slot's position (mark_dead_holes) */
     /* counters of the recorder's side (producers count events_lost in the ring) */

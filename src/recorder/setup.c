@@ -100,7 +100,8 @@ static int alloc_notes(recorder *r, ltr_error *err)
         cs->notes = calloc(cs->ring.nbuf, sizeof *cs->notes);
         cs->copy = malloc(cs->ring.buffer_size);
         cs->saved_seq = calloc(cs->ring.nbuf, sizeof *cs->saved_seq);
-        if (!cs->notes || !cs->copy || !cs->saved_seq)
+        cs->saved_events = calloc(cs->ring.nbuf, sizeof *cs->saved_events);
+        if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events)
             return ltr_fail(err, ENOMEM, "out of memory");
     }
     r->proc_lost = calloc((size_t)r->nprocs * LTR_MAX_COLLECTORS, sizeof *r->proc_lost);
@@ -403,6 +404,7 @@ void rec_teardown(recorder *r)
         free(r->col[c].notes);
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
+        free(r->col[c].saved_events);
     }
     rec_backlog_free(&r->backlog);
     if (r->writer)

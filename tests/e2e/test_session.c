@@ -148,6 +148,40 @@ static void test_save_of_threads_misses_nothing(void **state)
     tu_expect_ok(tu_run("%s cancel", LTR));
 }
 
+/* A save while a program takes over the oldest buffers: one the save
+ * wrote and the program then took over before the save read its counters
+ * was counted twice, in the save and as overwritten, and the save's figures
+ * added up to more than the programs emitted (1 125 832 of 1 120 000; 2 of
+ * 3 saves). */
+static void test_save_counts_no_event_twice(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --provider Test.Producer --buffer-size 4 --buffers 1024", LTR));
+    tu_result p = tu_run("%s --events 1000000 --wait-enabled 5", PRODUCER); /* the ring full */
+    assert_int_equal(p.status, 0);
+    unsigned long long emitted = (unsigned long long)tu_field(p.out, "written") + tu_field(p.out, "lost");
+    tu_free(&p);
+    for (int k = 0; k < 6; k++) { /* without the fix, 1 or 2 saves in 3 counted twice */
+        tu_result r = tu_run("%s --threads 2 --events 30000 --pace-us 1000 --wait-enabled 5 >%s/p.out & P=$!; "
+                             "sleep 0.3; %s save --no-symbols --force %s/t.ltr >/dev/null; echo save=$?; wait $P; "
+                             "cat %s/p.out", PRODUCER, dir, LTR, dir, dir);
+        assert_int_equal(r.status, 0);
+        assert_int_equal(tu_field(r.out, "save"), 0);
+        emitted += (unsigned long long)tu_field(r.out, "written") + tu_field(r.out, "lost");
+        tu_free(&r);
+        char path[512];
+        snprintf(path, sizeof path, "%s/t.ltr", dir);
+        tu_trace t = tu_read_trace(path, "Test.Producer");
+        assert_true(t.ok && t.complete);
+        unsigned long long said = t.provider_events + t.events_lost + t.events_overwritten;
+        if (said > emitted)
+            fail_msg("save %d: %llu events, %llu lost, %llu overwritten: %llu, of %llu emitted by then", k,
+                     (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
+                     (unsigned long long)t.events_overwritten, said, emitted);
+    }
+    tu_expect_ok(tu_run("%s cancel", LTR));
+}
+
 /* 'ltr stop' of a memory-mode session while a program writes: every event
  * the program got written is in the trace or its counters. The stop's save
  * took events on while it copied, and those committed after its last look
@@ -1324,6 +1358,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_save_while_writing_misses_nothing, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_of_threads_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_save_counts_no_event_twice, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_while_writing_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_publishing_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),
