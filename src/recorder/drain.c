@@ -943,8 +943,9 @@ bool rec_backlog_waiting(const recorder *r)
  * buffer stop at an empty slot, so it stopped the flight recorder for the
  * rest of the session, every later event lost (file mode takes the queue
  * past such a slot: take_queued, take_past_holes). The dead producer's
- * buffer, in no slot, is out of the ring from then on. Looked at once a
- * second (a scan of the queue). */
+ * buffer, in no slot, went into the history when its process's end was
+ * seen (rec_harvest_owner). Looked at once a second (a scan of the
+ * queue). */
 static void mark_dead_holes(recorder *r)
 {
     uint64_t now = ltr_now_ns();
