@@ -121,9 +121,12 @@ static void test_save_while_writing_misses_nothing(void **state)
  * published its buffer between the history's last look and the scan of the
  * buffers being filled (or during that scan) lost about 145 events of a
  * save in 2 of 8 (a review), none said lost. Each thread's numbers run on
- * without a gap but for events the trace counts lost for its process (a
- * producer that found no buffer to take, the oldest one's slot being
- * published: one event, under ASan, counted). The ring holds a whole run
+ * without a gap but for events the trace counts lost for its process
+ * (one event, under ASan, in about one run of eight saves was a taker that
+ * read the head after another had emptied its slot, fixed in ring.c's
+ * pop_oldest; a producer preempted between claiming its queue position and
+ * storing its buffer there while the takers come round the whole ring to
+ * it still makes them lose events, counted). The ring holds a whole run
  * of the program (1.2 million events, about 8 300 buffers): in one of 4096
  * its own oldest buffers were taken over while the save copied them,
  * rightly counted as overwritten, and read as gaps (5 of 30 runs of eight
