@@ -117,7 +117,8 @@ static inline uint32_t producer_index(const ltr_ring_view *v, uint32_t plus1)
 void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint32_t s)
 {
     uint32_t expected = s;
-    atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &expected, 0, memory_order_relaxed,
+    /* release: a taker that reads the slot empty then sees the head moved (pop_oldest) */
+    atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &expected, 0, memory_order_release,
                                             memory_order_relaxed);
 }
 
@@ -209,8 +210,10 @@ uint32_t ltr_ring_acquire(ltr_ring_view *v, uint32_t pid, uint32_t tid, uint32_t
     b->pid = pid;
     b->tid = tid;
     b->owner = owner;
+    /* release: seen after the take-over's count of what the buffer held
+     * (a save's counters read when no buffer is between the two, drain.c) */
     atomic_store_explicit(&b->seq, atomic_fetch_add_explicit(&r->next_seq, 1, memory_order_relaxed),
-                          memory_order_relaxed);
+                          memory_order_release);
     atomic_store_explicit(&b->commit, 0, memory_order_relaxed);
     if (tid != 0)
         atomic_fetch_add_explicit(&r->own_count, 1, memory_order_relaxed);
