@@ -93,17 +93,25 @@ static inline an_live *an_lives_put(an_lives *t, uint64_t addr, int *created)
     return b;
 }
 
-/* Removes addr's block, copying it to out first; 1 if it was there. */
-static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
+/* The index slot of addr's live block, or NULL: the block stays valid
+ * until an_lives_remove of the slot (or a put), so that the model reads it
+ * in place instead of a copy. */
+static inline uint32_t *an_lives_find(const an_lives *t, uint64_t addr)
 {
     if (!t->n)
-        return 0;
+        return NULL;
     uint32_t *slot = an_lives_slot(t, addr);
+    return *slot ? slot : NULL;
+}
+
+/* The block of a slot an_lives_find gave. */
+static inline an_live *an_lives_at(const an_lives *t, const uint32_t *slot) { return &t->blocks[*slot - 1]; }
+
+/* The block of a slot an_lives_find gave leaves the table. */
+static inline void an_lives_remove(an_lives *t, uint32_t *slot)
+{
     uint32_t x = *slot;
-    if (!x)
-        return 0;
     an_live *b = &t->blocks[x - 1];
-    *out = *b;
     b->stack = AN_LIVE_FREE;
     b->size = t->free;
     t->free = x;
@@ -118,6 +126,16 @@ static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
         }
     t->index[i] = 0;
     t->n--;
+}
+
+/* Removes addr's block, copying it to out first; 1 if it was there. */
+static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
+{
+    uint32_t *slot = an_lives_find(t, addr);
+    if (!slot)
+        return 0;
+    *out = *an_lives_at(t, slot);
+    an_lives_remove(t, slot);
     return 1;
 }
 
