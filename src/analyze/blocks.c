@@ -460,6 +460,8 @@ typedef struct entry_plan {
     uint32_t layout, k;
     int8_t ref[2];          /* the pnew and pref fields' indexes, -1: none */
     uint8_t ref_slot[2];    /* where their addresses go in val[] */
+    uint8_t has[2];         /* ref[k] >= 0: the records' ltr_refev.has */
+    int sized;              /* a value field has the slot AN_F_SIZE (the references' size: else 0) */
     uint64_t taken;         /* records taken, for the layout counts */
     struct {
         col_vals *c;
@@ -487,7 +489,10 @@ static void entry_settle(an_blocks *b, const ltr_colview *cv, uint64_t e, col_va
     for (int k = 0; k < 2; k++) {
         ep->ref[k] = pl->ref[k];
         ep->ref_slot[k] = pl->ref[k] >= 0 ? pl->slot[pl->ref[k]] : AN_F_COUNT;
+        ep->has[k] = pl->ref[k] >= 0;
     }
+    for (uint32_t j = 0; j < ce->k; j++)
+        ep->sized |= ep->f[j].ref < 0 && ep->f[j].slot == AN_F_SIZE;
     ep->kind = pl->kind;
 }
 
@@ -536,31 +541,37 @@ static inline __attribute__((always_inline)) void put_slot(an_event *e, unsigned
     }
 }
 
-/* field_values' loop for a value field of one slot (a constant where it is inlined). */
+/* field_values' loop for a value field of one slot (a constant where it is
+ * inlined); a size goes to the records' references too (refs: when they
+ * have any), in the loop that has it at hand. */
 static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, unsigned slot, const uint16_t *recs,
-                                                                  uint32_t n, an_event *ev)
+                                                                  uint32_t n, an_event *ev, ltr_refev *refs)
 {
     const uint32_t *v = c->v;
     const uint64_t *big = c->big;
     uint32_t i = c->i, bi = c->bi, end = c->n, t = 0;
     for (; t < n && i < end; t++) {
         uint32_t x = v[i++];
-        put_slot(&ev[recs[t]], slot, x != LTR_COLVAL_BIG ? x : big[bi++]);
+        uint64_t y = x != LTR_COLVAL_BIG ? x : big[bi++];
+        put_slot(&ev[recs[t]], slot, y);
+        if (refs)
+            refs[recs[t]].size = y;
     }
     c->i = i;
     c->bi = bi;
     return t;
 }
 
+/* One field's values of an entry's records (refd: the entry has references). */
 static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t *recs, uint32_t n, an_event *ev,
-                             ltr_refev *refs)
+                             ltr_refev *refs, int refd)
 {
     switch (ref < 0 ? slot : AN_F_COUNT + 1) {
-    case AN_F_ADDR: return slot_values(c, AN_F_ADDR, recs, n, ev);
-    case AN_F_OLD: return slot_values(c, AN_F_OLD, recs, n, ev);
-    case AN_F_SIZE: return slot_values(c, AN_F_SIZE, recs, n, ev);
-    case AN_F_STACK: return slot_values(c, AN_F_STACK, recs, n, ev);
-    case AN_F_COUNT: return slot_values(c, AN_F_COUNT, recs, n, ev);
+    case AN_F_ADDR: return slot_values(c, AN_F_ADDR, recs, n, ev, NULL);
+    case AN_F_OLD: return slot_values(c, AN_F_OLD, recs, n, ev, NULL);
+    case AN_F_SIZE: return slot_values(c, AN_F_SIZE, recs, n, ev, refd ? refs : NULL);
+    case AN_F_STACK: return slot_values(c, AN_F_STACK, recs, n, ev, NULL);
+    case AN_F_COUNT: return slot_values(c, AN_F_COUNT, recs, n, ev, NULL);
     default: break;
     }
     const uint32_t *v = c->v;
@@ -621,28 +632,64 @@ typedef struct window_ctx {
     uint64_t ts;
 } window_ctx;
 
-/* The window's records in order: references resolved (a failure stops the
- * window there: the generic path reports it), timestamps, then the events
- * out. How many were taken. */
-static uint32_t window_records(window_ctx *w, const uint8_t *ent, an_event *ev, ltr_refev *refs, uint32_t lim)
+/* The addresses the references resolved, into the fields of an entry's
+ * records before lim (recs: in order; the slot a constant where inlined). */
+static inline __attribute__((always_inline)) void refs_out(const uint16_t *recs, uint32_t n, uint32_t lim, int k,
+                                                           unsigned slot, an_event *ev, const ltr_refev *refs)
 {
-    col_vals *dt = &w->vals[1];
-    for (uint32_t r = 0; r < lim; r++)
-        refs[r].size = ev[r].size;
+    for (uint32_t t = 0; t < n && recs[t] < lim; t++)
+        put_slot(&ev[recs[t]], slot, refs[recs[t]].addr[k]);
+}
+
+/* An entry's records' resolved addresses into their events, the pnew's
+ * then the pref's (as the plan's read puts them), an entry at a time: a
+ * record at a time, each looked its entry's plan up again. */
+static void entry_refs_out(const entry_plan *ep, const uint16_t *recs, uint32_t n, uint32_t lim, an_event *ev,
+                           const ltr_refev *refs)
+{
+    for (int k = 0; k < 2; k++)
+        switch (ep->ref[k] < 0 ? AN_F_COUNT : ep->ref_slot[k]) {
+        case AN_F_ADDR: refs_out(recs, n, lim, k, AN_F_ADDR, ev, refs); break;
+        case AN_F_OLD: refs_out(recs, n, lim, k, AN_F_OLD, ev, refs); break;
+        case AN_F_SIZE: refs_out(recs, n, lim, k, AN_F_SIZE, ev, refs); break;
+        case AN_F_STACK: refs_out(recs, n, lim, k, AN_F_STACK, ev, refs); break;
+        default: break;
+        }
+}
+
+/* A window's records grouped by table entry: each entry's records in order
+ * in list[first[e]..first[e] + cnt[e]). */
+typedef struct window_entries {
+    uint8_t ent[WINDOW];
+    uint16_t list[WINDOW];
+    uint32_t cnt[ENTRY_PLANS], first[ENTRY_PLANS];
+} window_entries;
+
+/* The window's records before lim: references resolved (a failure stops
+ * the window there: the generic path reports it), their addresses out,
+ * timestamps, the entries' counts. How many were taken. */
+static uint32_t window_records(window_ctx *w, const window_entries *we, an_event *ev, ltr_refev *refs, uint32_t lim)
+{
+    uint32_t nt = (uint32_t)w->v->cols->nt;
     lim = (uint32_t)ltr_refseq_apply_events(w->v->refs, refs, lim);
+    for (uint32_t e = 0; e < nt; e++) {
+        entry_plan *ep = &w->eps[e];
+        const uint16_t *recs = &we->list[we->first[e]];
+        uint32_t n = we->cnt[e], t = n;
+        if (n && (ep->ref[0] >= 0 || ep->ref[1] >= 0))
+            entry_refs_out(ep, recs, n, lim, ev, refs);
+        while (t && recs[t - 1] >= lim) /* the entry's records the window took */
+            t--;
+        ep->taken += t;
+    }
+    col_vals *dt = &w->vals[1];
     ltr_block_run *run = w->run;
     uint64_t ts = w->ts;
     for (uint32_t r = 0; r < lim; r++) {
-        entry_plan *ep = &w->eps[ent[r]];
-        if (ep->ref[0] >= 0)
-            put_slot(&ev[r], ep->ref_slot[0], refs[r].addr[0]);
-        if (ep->ref[1] >= 0)
-            put_slot(&ev[r], ep->ref_slot[1], refs[r].addr[1]);
         ts += (uint64_t)ltr_unzigzag(next_value(dt));
         ev[r].ts = ts;
         run->min_ts = ts < run->min_ts ? ts : run->min_ts;
         run->max_ts = ts > run->max_ts ? ts : run->max_ts;
-        ep->taken++;
     }
     if (lim && !run->records)
         run->first_ts = ev[0].ts;
@@ -661,44 +708,48 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
 {
     const ltr_colview *cv = w->v->cols;
     col_vals *vals = w->vals, *ix = &vals[0];
-    uint8_t ent[WINDOW];
-    uint16_t list[WINDOW];
-    uint32_t cnt[ENTRY_PLANS] = {0}, first[ENTRY_PLANS], lim = m;
+    window_entries we;
+    uint32_t lim = m;
+    memset(we.cnt, 0, cv->nt * sizeof *we.cnt);
     for (uint32_t r = 0; r < m; r++) {
         uint32_t x = ix->v[ix->i + r]; /* LTR_COLVAL_BIG is past any table */
         if (x >= cv->nt || !w->eps[x].kind) {
             lim = r;
             break;
         }
-        ent[r] = (uint8_t)x;
-        cnt[x]++;
-        ev[r] = (an_event){.op = (uint32_t)w->eps[x].kind};
-        refs[r].has[0] = w->eps[x].ref[0] >= 0;
-        refs[r].has[1] = w->eps[x].ref[1] >= 0;
+        const entry_plan *ep = &w->eps[x];
+        we.ent[r] = (uint8_t)x;
+        we.cnt[x]++;
+        ev[r] = (an_event){.op = (uint32_t)ep->kind};
+        memcpy(refs[r].has, ep->has, sizeof ep->has);
     }
     for (uint32_t e = 0, o = 0; e < cv->nt; e++) {
-        first[e] = o;
-        o += cnt[e];
+        we.first[e] = o;
+        o += we.cnt[e];
     }
     uint32_t fill[ENTRY_PLANS];
-    memcpy(fill, first, cv->nt * sizeof *fill);
+    memcpy(fill, we.first, cv->nt * sizeof *fill);
     for (uint32_t r = 0; r < lim; r++)
-        list[fill[ent[r]]++] = (uint16_t)r;
+        we.list[fill[we.ent[r]]++] = (uint16_t)r;
     for (size_t k = 2; k < cv->ncols; k++)
         at[k] = (col_at){vals[k].i, vals[k].bi};
     uint32_t full = lim; /* records whose fields the columns hold */
     for (uint32_t e = 0; e < cv->nt; e++) {
         const entry_plan *ep = &w->eps[e];
-        for (uint32_t j = 0; cnt[e] && j < ep->k; j++) {
-            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, &list[first[e]], cnt[e], ev, refs);
-            if (t < cnt[e] && list[first[e] + t] < full)
-                full = list[first[e] + t];
+        const uint16_t *recs = &we.list[we.first[e]];
+        int refd = ep->ref[0] >= 0 || ep->ref[1] >= 0;
+        for (uint32_t j = 0; we.cnt[e] && j < ep->k; j++) {
+            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, refd);
+            if (t < we.cnt[e] && recs[t] < full)
+                full = recs[t];
         }
+        for (uint32_t t = 0; refd && !ep->sized && t < we.cnt[e]; t++)
+            refs[recs[t]].size = 0; /* as the model's size field of a layout without one */
     }
-    uint32_t taken = window_records(w, ent, ev, refs, full);
+    uint32_t taken = window_records(w, &we, ev, refs, full);
     ix->i += taken;
     if (taken < lim)
-        window_rewalk(w->eps, ent, taken, at, vals, cv->ncols);
+        window_rewalk(w->eps, we.ent, taken, at, vals, cv->ncols);
     return taken;
 }
 
