@@ -10,7 +10,8 @@
  * (ltr_ahead_decode) take memory bounded by a budget, not by what a chunk
  * of 64 MiB claims: a crafted chunk of one huge column block, or of many
  * large ones, costs no more than a real one; and values at and around
- * their 32-bit escape (LTR_COLVAL_BIG) come back exact.
+ * their 32-bit escape (LTR_COLVAL_BIG), and in runs of one-byte varints
+ * (decoded eight at once), come back exact.
  */
 #include "gen.h"
 
@@ -316,6 +317,69 @@ static void test_values_around_the_escape(void **state)
     ltr_coldecoder_free(&d);
 }
 
+/* The values of a column whose varints come in runs of one byte (the
+ * decoding takes eight at once there) and out of them, a delta column's
+ * running value crossing LTR_COLVAL_BIG inside such a run, and a column
+ * that ends in a varint cut short: each value, where the column's reading
+ * ended and the delta column's last value, as a varint at a time reads them. */
+static void test_values_in_runs_of_small_ones(void **state)
+{
+    (void)state;
+    uint64_t as_is[64];
+    int64_t steps[64];
+    size_t nv = 0, ns = 0;
+    for (int i = 0; i < 20; i++)
+        as_is[nv++] = (uint64_t)i * 6;
+    as_is[nv++] = 300;
+    as_is[nv++] = 70000;
+    for (int i = 0; i < 9; i++)
+        as_is[nv++] = 127 - (uint64_t)i;
+    as_is[nv++] = UINT64_MAX;
+    for (int i = 0; i < 11; i++) /* eight, then three short of another eight */
+        as_is[nv++] = (uint64_t)i;
+    steps[ns++] = UINT32_MAX - 5ll;
+    for (int i = 0; i < 12; i++) /* across the escape one at a time */
+        steps[ns++] = 1;
+    for (int i = 0; i < 10; i++)
+        steps[ns++] = -3;
+    uint8_t data[512], a[128], b[128];
+    size_t na = 0, nb = 0, n = 0;
+    for (size_t i = 0; i < nv; i++)
+        na += ltr_put_uvar(a + na, as_is[i]);
+    for (size_t i = 0; i < ns; i++)
+        nb += ltr_put_uvar(b + nb, ltr_zigzag(steps[i]));
+    b[nb++] = 0x80; /* a varint cut short: the column's reading ends before it */
+    assert_true(na < 128 && nb < 128);
+    const uint8_t table[] = {1, 1, 3, LTR_TYPE_UVAR, LTR_TYPE_UVAR, LTR_COLUMN_AS_IS, LTR_COLUMN_DELTA};
+    memcpy(data, table, sizeof table);
+    n = sizeof table;
+    data[n++] = 0;
+    data[n++] = 0;
+    data[n++] = (uint8_t)na;
+    memcpy(data + n, a, na);
+    n += na;
+    data[n++] = (uint8_t)nb;
+    memcpy(data + n, b, nb);
+    n += nb;
+    ltr_coldecoder d = {0};
+    assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
+    uint32_t store[512];
+    uint64_t big[512];
+    ltr_colvals cv[4];
+    ltr_colview_values(&d.view, store, big, cv);
+    assert_int_equal(cv[2].n, nv);
+    assert_int_equal(cv[3].n, ns);
+    uint64_t run = 0;
+    for (int k = 2; k < 4; k++)
+        for (uint32_t i = 0, bi = 0; i < cv[k].n; i++) {
+            uint64_t x = cv[k].v[i] != LTR_COLVAL_BIG ? cv[k].v[i] : cv[k].big[bi++];
+            uint64_t want = k == 2 ? as_is[i] : (run += (uint64_t)steps[i]);
+            assert_true(x == want);
+        }
+    assert_true(cv[3].prev == run && cv[2].end == na && cv[3].end == nb - 1);
+    ltr_coldecoder_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_block_api_keeps_counts),
         cmocka_unit_test(test_values_ahead_bounded),
         cmocka_unit_test(test_values_around_the_escape),
+        cmocka_unit_test(test_values_in_runs_of_small_ones),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
