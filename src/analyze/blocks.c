@@ -684,13 +684,15 @@ static uint32_t window_records(window_ctx *w, const window_entries *we, an_event
     }
     col_vals *dt = &w->vals[1];
     ltr_block_run *run = w->run;
-    uint64_t ts = w->ts;
+    uint64_t ts = w->ts, lo = run->min_ts, hi = run->max_ts; /* in registers: the stores to ev[] might be them */
     for (uint32_t r = 0; r < lim; r++) {
         ts += (uint64_t)ltr_unzigzag(next_value(dt));
         ev[r].ts = ts;
-        run->min_ts = ts < run->min_ts ? ts : run->min_ts;
-        run->max_ts = ts > run->max_ts ? ts : run->max_ts;
+        lo = ts < lo ? ts : lo;
+        hi = ts > hi ? ts : hi;
     }
+    run->min_ts = lo;
+    run->max_ts = hi;
     if (lim && !run->records)
         run->first_ts = ev[0].ts;
     run->records += lim;
@@ -709,15 +711,17 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
     const ltr_colview *cv = w->v->cols;
     col_vals *vals = w->vals, *ix = &vals[0];
     window_entries we;
-    uint32_t lim = m;
-    memset(we.cnt, 0, cv->nt * sizeof *we.cnt);
+    uint32_t lim = m, nt = (uint32_t)cv->nt;
+    const uint32_t *iv = ix->v + ix->i;
+    const entry_plan *eps = w->eps; /* in registers: the stores to ev[] and refs[] might be them */
+    memset(we.cnt, 0, nt * sizeof *we.cnt);
     for (uint32_t r = 0; r < m; r++) {
-        uint32_t x = ix->v[ix->i + r]; /* LTR_COLVAL_BIG is past any table */
-        if (x >= cv->nt || !w->eps[x].kind) {
+        uint32_t x = iv[r]; /* LTR_COLVAL_BIG is past any table */
+        if (x >= nt || !eps[x].kind) {
             lim = r;
             break;
         }
-        const entry_plan *ep = &w->eps[x];
+        const entry_plan *ep = &eps[x];
         we.ent[r] = (uint8_t)x;
         we.cnt[x]++;
         ev[r] = (an_event){.op = (uint32_t)ep->kind};
