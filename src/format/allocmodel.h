@@ -99,7 +99,8 @@ static inline void ltr_model_push(ltr_model_list *l, uint64_t addr, int unknown)
     l->head = (l->head - 1u) & (LTR_MODEL_LIST - 1u); /* on a full list, the oldest's slot */
     l->a[l->head] = addr;
     l->n += l->n < LTR_MODEL_LIST;
-    l->unknown = (uint32_t)(((uint64_t)l->unknown << 1) & ((1ull << l->n) - 1u)) | (unknown != 0);
+    if (l->unknown | (uint32_t)unknown) /* none, the writer's always and a reader's mostly: no shifting of nothing */
+        l->unknown = (uint32_t)(((uint64_t)l->unknown << 1) & ((1ull << l->n) - 1u)) | (unknown != 0);
 }
 
 /* The entry at place i (< n) leaves the list: the places before it move up one. */
@@ -110,7 +111,8 @@ static inline void ltr_model_take(ltr_model_list *l, uint32_t i)
     l->head = (l->head + 1u) & (LTR_MODEL_LIST - 1u);
     l->n--;
     uint32_t below = (uint32_t)((1ull << i) - 1u);
-    l->unknown = (l->unknown & below) | (uint32_t)(((uint64_t)l->unknown >> (i + 1u)) << i);
+    if (l->unknown)
+        l->unknown = (l->unknown & below) | (uint32_t)(((uint64_t)l->unknown >> (i + 1u)) << i);
 }
 
 /* Where addr is in the list, or -1. */
