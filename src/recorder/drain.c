@@ -1148,6 +1148,7 @@ typedef struct save_ctx {
     uint64_t retaken_events[LTR_MAX_COLLECTORS], retaken_buffers[LTR_MAX_COLLECTORS];
     const rec_save_rounds *rounds; /* an exec'd process's images apart (saveorder.c), or NULL */
     unsigned round;                /* the round being written: its attachments' buffers only */
+    uint64_t publish_wait[LTR_MAX_COLLECTORS]; /* ns left to wait for publications (SAVE_PUBLISH_WAIT_NS) */
 } save_ctx;
 
 /* The metadata kept so far, up to what was reserved before the block to come. */
@@ -1187,9 +1188,9 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
 }
 
 static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t tail, ltr_error *err);
-/* How long a save waits for a publication under way to store its buffer
- * (two instructions apart; a producer preempted between them, or stopped
- * there for good, costs at most this a position) */
+/* How long a save waits, in all for a collector, for publications under
+ * way to store their buffers (two instructions apart; producers preempted
+ * between them, or stopped there for good, cost at most this a save) */
 #define SAVE_PUBLISH_WAIT_NS 20000000u
 
 /* The history, oldest first. Producers may take its oldest buffers for reuse
@@ -1232,7 +1233,7 @@ static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t t
          * producer between the two (the buffer FULL, not ACTIVE), and its
          * next buffer, taken after, could be met by save_active's scan: read
          * as nothing, a save of three threads had a gap (CI, under ASan) */
-        uint32_t idx = ltr_ring_at_published(&cs->ring, pos, SAVE_PUBLISH_WAIT_NS);
+        uint32_t idx = ltr_ring_at_published(&cs->ring, pos, &sc->publish_wait[c]);
         if (idx == LTR_RING_NONE)
             continue;
         bool bad;
@@ -1437,6 +1438,8 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     save_ctx sc = {.r = r, .w = w};
+    for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++)
+        sc.publish_wait[c] = SAVE_PUBLISH_WAIT_NS;
     rec_save_rounds rounds;
     meta_pull(r);
     int planned = rc ? -1 : rec_save_rounds_plan(r, &rounds);

@@ -399,25 +399,35 @@ uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos)
     return s ? slot_index(v, s) : LTR_RING_NONE;
 }
 
-uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t max_ns)
+/* What a wait begun at since (0: none) took, out of the budget *wait_ns. */
+static void spend_wait(uint64_t *wait_ns, uint64_t since)
 {
-    uint64_t until = 0;
+    uint64_t spent = since ? ltr_now_ns() - since : 0;
+    *wait_ns = spent < *wait_ns ? *wait_ns - spent : 0;
+}
+
+uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t *wait_ns)
+{
+    uint64_t since = 0;
     for (unsigned spins = 0;; spins++) {
         if (pos < ltr_ring_head(v))
-            return LTR_RING_NONE;
+            break;
         uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
-        if (s)
+        if (s) {
+            spend_wait(wait_ns, since);
             return slot_index(v, s); /* LTR_RING_NONE for a dead slot */
-        uint64_t now = ltr_now_ns();
-        if (!until)
-            until = now + max_ns;
-        else if (now >= until)
-            return LTR_RING_NONE;
+        }
+        if (!since)
+            since = ltr_now_ns();
+        else if (ltr_now_ns() - since >= *wait_ns)
+            break;
         if (spins < 64)
             sched_yield(); /* the producer is between two instructions, most often on the other CPU */
         else
             nanosleep(&(struct timespec){0, 20000}, NULL); /* preempted there: let it run */
     }
+    spend_wait(wait_ns, since);
+    return LTR_RING_NONE;
 }
 
 bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos)

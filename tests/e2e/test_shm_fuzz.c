@@ -365,6 +365,28 @@ static void test_forged_attach_pid_refused(void **state)
     tu_free(&r);
 }
 
+/* A traced program that empties every queue slot of its ring, the tail a
+ * ring ahead of the head: at each position a publication under way, which
+ * a save waits for (ltr_ring_at_published). Each waited 20 ms: a save of
+ * 4096 buffers took 82 s, the recorder deaf meanwhile ('ltr status': 'did
+ * not answer within 10 s'); of 16384, five and a half minutes. The wait is
+ * one budget for the whole save now. */
+static void test_emptied_queue_stalls_no_save(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start --instance eq --buffer-size 4 --buffers 16384 --provider Test.Scribbler", LTR),
+              "start", 0);
+    tu_result r = tu_run("touch %s/holes && { %s eq 1 1 holes:%s/holes > %s/scr.out & } && "
+                         "until grep -q holes= %s/scr.out; do sleep 0.1; done; "
+                         "timeout 60 %s save --instance eq %s/eq.ltr; s=$?; rm %s/holes; wait; exit $s",
+                         dir, tu_test_bin("ltr-test-scribbler"), dir, dir, dir, LTR, dir, dir);
+    if (r.status != 0)
+        fail_msg("the save beside an emptied queue failed or hung (status %d, 124: still waiting after 60 s):\n%s%s",
+                 r.status, r.out, r.err);
+    tu_free(&r);
+    expect_ok(tu_run("%s cancel --instance eq", LTR), "cancel", 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forged_module_not_taken, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_emptied_queue_stalls_no_save, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,9 @@
  * than a small region holds; prints lost=K, the appends refused),
  * floodwhile:PATH (the same, again and again while file PATH exists: the
  * region kept full while other processes join the session),
+ * holes:PATH (collector 0's queue tail a ring ahead of its head, and every
+ * queue slot emptied, again and again while file PATH exists: at each
+ * position a publication under way, that a save may wait for),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
  * prints appended=MB), process:PID:EXE (no scribble: a well-formed
@@ -371,6 +374,17 @@ int main(int argc, char **argv)
             lost += ltr_producer_meta_append(a, rec, sizeof rec) != 0;
         }
         printf("lost=%u\n", lost);
+        len = 0;
+    }
+    if (!strncmp(region, "holes:", 6)) { /* every position a publication under way, for a save */
+        _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)ring + ring->queue_offset);
+        atomic_store(&ring->queue_tail, atomic_load(&ring->queue_head) + ring->nbuf);
+        for (int said = 0; !said || access(region + 6, F_OK) == 0; said = 1) {
+            for (uint32_t k = 0; k < ring->nbuf; k++)
+                atomic_store(&slots[k], 0);
+            if (!said) /* the test goes on once every slot was emptied */
+                printf("holes=%u\n", ring->nbuf), fflush(stdout);
+        }
         len = 0;
     }
     if (!strncmp(region, "layouts:", 8)) { /* the recorder keeps a copy of layouts (ltr providers --details) */

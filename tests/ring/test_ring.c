@@ -290,10 +290,15 @@ static void test_publication_under_way_waited_for(void **state)
     assert_int_equal(ltr_ring_at(&v, late_pos), LTR_RING_NONE);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, store_late, NULL), 0);
-    assert_int_equal(ltr_ring_at_published(&v, late_pos, 2000000000u), idx);
+    uint64_t wait = 2000000000u;
+    assert_int_equal(ltr_ring_at_published(&v, late_pos, &wait), idx);
     pthread_join(t, NULL);
+    assert_true(wait < 2000000000u); /* what it waited is spent */
     atomic_store(&v.slots[late_pos % v.nbuf], 0); /* a producer stopped there for good: not waited for long */
-    assert_int_equal(ltr_ring_at_published(&v, late_pos, 1000000u), LTR_RING_NONE);
+    wait = 1000000u;
+    assert_int_equal(ltr_ring_at_published(&v, late_pos, &wait), LTR_RING_NONE);
+    assert_int_equal(wait, 0); /* the budget is spent: the next empty position is not waited for */
+    assert_int_equal(ltr_ring_at_published(&v, late_pos, &wait), LTR_RING_NONE);
     free(r);
 }
 
