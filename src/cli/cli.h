@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct cli_command {
     const char *name;
@@ -49,6 +50,11 @@ int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uin
  * anything already has, unless force; 0 to go on. Whatever writes the file
  * refuses again, atomically: this check says it before any work is done. */
 int cli_refuse_existing(const char *cmd, const char *path, int force);
+/* What write puts into a FILE goes to path, made new (never through a
+ * symlink, never over a file without force: prim's ltr_write_new_file), or
+ * to standard output for '-', as every -o of the commands that write a
+ * report or a profile takes it. 0, or 1 said (cmd: ...). */
+int cli_write_output(const char *cmd, const char *path, int force, int (*write)(FILE *f, void *arg), void *arg);
 /* Warns of each unfinished trace beside path (path.XXXXXX.part) that a save,
  * stop or record into path left when it was killed while writing: no
  * message named them, and they stayed (prim's ltr_leftover_temps). */

@@ -47,13 +47,6 @@ static void help(void)
            "2 bad usage, 3 the trace is damaged (its intact part was exported).\n");
 }
 
-static int write_stdout(ltr_analysis *a, const cli_analysis_args *args)
-{
-    if (ltr_analysis_write(a, stdout, args->format, 0) < 0)
-        return cli_fail("export", "writing to standard output failed");
-    return 0;
-}
-
 typedef struct report {
     ltr_analysis *a;
     ltr_report_format format;
@@ -65,17 +58,11 @@ static int write_report(FILE *f, void *arg)
     return ltr_analysis_write(r->a, f, r->format, 0); /* 0 or -EIO */
 }
 
-/* OUT is written as a new temporary beside it, then takes its name: never
- * through a symlink, never over a file unless --force (prim/files.c). */
+/* OUT, or standard output for '-' (cli_write_output). */
 static int write_out(ltr_analysis *a, const cli_analysis_args *args)
 {
-    if (!strcmp(args->output, "-"))
-        return write_stdout(a, args);
     report r = {a, args->format};
-    ltr_error err;
-    if (ltr_write_new_file(args->output, args->force, write_report, &r, &err))
-        return cli_fail("export", "%s", err.msg);
-    return 0;
+    return cli_write_output("export", args->output, args->force, write_report, &r);
 }
 
 int cmd_export(int argc, char **argv)

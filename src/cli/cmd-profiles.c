@@ -128,18 +128,11 @@ static int export(const char *spec, const char *path, bool force)
     ltr_diag_list_free(&diags);
     if (!xml)
         return 1;
-    if (!strcmp(path, "-")) { /* as export's and report's -o -; it was a file named '-' */
-        int bad = write_text(stdout, xml) != 0 || fflush(stdout) != 0;
-        free(xml);
-        return bad ? cli_fail("profiles", "writing the profile to standard output failed") : 0;
-    }
-    ltr_error err;
-    int rc = ltr_write_new_file(path, force, write_text, xml, &err);
+    int rc = cli_write_output("profiles", path, force, write_text, xml); /* '-': it was a file named '-' */
     free(xml);
-    if (rc)
-        return cli_fail("profiles", "%s", err.msg);
-    printf("profile %s written to %s\n", spec, path);
-    return 0;
+    if (!rc && strcmp(path, "-") != 0)
+        printf("profile %s written to %s\n", spec, path);
+    return rc;
 }
 
 int cmd_profiles(int argc, char **argv)

@@ -37,20 +37,14 @@ static int write_page(FILE *f, void *arg)
     return ltr_report_write(arg, f, 50, &err);
 }
 
-/* The page into FILE, made new (never through a symlink, never over a file
- * without --force: prim/files.c), or to standard output for '-', as
- * 'ltr export -o -' does (it was a file named '-', said written). */
+/* The page into FILE or, for '-', standard output (cli_write_output: it
+ * was a file named '-', said written). */
 static int write_to(const cli_analysis_args *args, ltr_analysis *a)
 {
-    ltr_error err;
-    if (!strcmp(args->output, "-")) {
-        if (write_page(stdout, a) != 0 || fflush(stdout) != 0)
-            return cli_fail("report", "writing the page to standard output failed");
-        return 0;
-    }
-    if (ltr_write_new_file(args->output, args->force, write_page, a, &err))
-        return cli_fail("report", "%s", err.msg);
-    printf("ltr report: %s written\n", args->output);
+    if (cli_write_output("report", args->output, args->force, write_page, a))
+        return 1;
+    if (strcmp(args->output, "-") != 0)
+        printf("ltr report: %s written\n", args->output);
     return 0;
 }
 

@@ -174,6 +174,18 @@ int cli_refuse_existing(const char *cmd, const char *path, int force)
     return cli_fail(cmd, "%s", err.msg);
 }
 
+int cli_write_output(const char *cmd, const char *path, int force, int (*write)(FILE *f, void *arg), void *arg)
+{
+    ltr_error err;
+    if (!strcmp(path, "-")) /* flushed here: a full pipe or disk is said, not met at exit */
+        return write(stdout, arg) != 0 || fflush(stdout) != 0
+                   ? cli_fail(cmd, "writing to standard output failed")
+                   : 0;
+    if (ltr_write_new_file(path, force, write, arg, &err))
+        return cli_fail(cmd, "%s", err.msg);
+    return 0;
+}
+
 void cli_local_time(uint64_t wall_ns, char *out, size_t size)
 {
     time_t t = (time_t)(wall_ns / 1000000000u);
