@@ -202,15 +202,7 @@ static void test_container_thread_named_by_its_own_tid(void **state)
 {
     if (!tu_pid_namespaces_allowed())
         skip();
-    tu_write_file(dir, "ns.py",
-                  "import ctypes, os, sys, threading, time\n"
-                  "def work():\n"
-                  "    x = [str(i) for i in range(1000)]\n"
-                  "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
-                  "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
-                  "    end = time.time() + 120  # a failed test's leftover ends by itself\n"
-                  "    while not os.path.exists(sys.argv[1] + '/exit') and time.time() < end: time.sleep(0.05)\n"
-                  "threading.Thread(target=work).start()\n");
+    tu_write_file(dir, "ns.py", tu_ns_worker_py);
     tu_expect_ok(tu_run("%s start heap --filemode -o %s/ns.ltr", tu_ltr(), dir));
     tu_expect_ok(tu_run("%s run -- unshare --pid --fork --mount-proc /usr/bin/python3 %s/ns.py %s "
                         "> %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir));

@@ -453,15 +453,7 @@ static void check_container_threads(const char *dir, bool connector)
         printf("skipped: the process connector needs root\n");
         skip();
     }
-    tu_write_file(dir, "ns.py",
-                  "import ctypes, os, sys, threading, time\n"
-                  "def work():\n"
-                  "    x = [str(i) for i in range(1000)]\n"
-                  "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
-                  "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
-                  "    end = time.time() + 120  # a failed test's leftover ends by itself\n"
-                  "    while not os.path.exists(sys.argv[1] + '/exit') and time.time() < end: time.sleep(0.05)\n"
-                  "threading.Thread(target=work).start()\n");
+    tu_write_file(dir, "ns.py", tu_ns_worker_py);
     char trace[4200], path[4200];
     snprintf(trace, sizeof trace, "%s/ns.ltr", dir);
     tu_expect_ok(tu_run("%s%s start heap --provider Ltr.System:0x1 --filemode --instance ns -o %s",

@@ -298,6 +298,16 @@ void tu_write_file(const char *dir, const char *name, const char *text)
     }
 }
 
+const char tu_ns_worker_py[] =
+    "import ctypes, os, sys, threading, time\n"
+    "def work():\n"
+    "    x = [str(i) for i in range(1000)]\n"
+    "    ctypes.CDLL(None).prctl(15, b'ns-worker', 0, 0, 0)\n"
+    "    open(sys.argv[1] + '/tid', 'w').write(str(threading.get_native_id()))\n"
+    "    end = time.time() + 120  # a failed test's leftover ends by itself\n"
+    "    while not os.path.exists(sys.argv[1] + '/exit') and time.time() < end: time.sleep(0.05)\n"
+    "threading.Thread(target=work).start()\n";
+
 bool tu_pid_namespaces_allowed(void)
 {
     tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");

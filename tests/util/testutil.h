@@ -59,6 +59,11 @@ long long tu_pid_again(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* Whether this machine lets us make pid namespaces (unshare --pid); says
  * "skipped" when not (a test skips then). */
 bool tu_pid_namespaces_allowed(void);
+/* A python3 script for a pid namespace's tests: a thread that allocates,
+ * names itself 'ns-worker' by prctl (unseen by the heap agent), writes its
+ * tid (its namespace's) to ARGV1/tid, and waits for ARGV1/exit (120 s at
+ * most: a failed test's leftover ends by itself). */
+extern const char tu_ns_worker_py[];
 /* The number `ltr status --instance INSTANCE` prints after key ("recorder
  * pid ", "processes attached: "), or 0 when it prints none. */
 long tu_session_pid(const char *instance, const char *key);
