@@ -272,6 +272,25 @@ static void test_values_ahead_bounded(void **state)
     ltr_ahead_free(&a);
 }
 
+
+/* A column block of one layout's two value columns, a (as is) and b
+ * (delta), of na and nb bytes (under 128 each), with no layout indexes and
+ * no time deltas: only the values matter. Its size. */
+static size_t two_columns(uint8_t *data, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+    const uint8_t table[] = {1, 1, 3, LTR_TYPE_UVAR, LTR_TYPE_UVAR, LTR_COLUMN_AS_IS, LTR_COLUMN_DELTA};
+    memcpy(data, table, sizeof table);
+    size_t n = sizeof table;
+    data[n++] = 0;
+    data[n++] = 0;
+    data[n++] = (uint8_t)na;
+    memcpy(data + n, a, na);
+    n += na;
+    data[n++] = (uint8_t)nb;
+    memcpy(data + n, b, nb);
+    return n + nb;
+}
+
 /* A column's values equal to LTR_COLVAL_BIG and around it, as stored and
  * as a delta column's running value crosses it, come back exact, decoded
  * here or ahead. */
@@ -286,17 +305,7 @@ static void test_values_around_the_escape(void **state)
         na += ltr_put_uvar(a + na, as_is[i]);
     for (size_t i = 0; i < 6; i++)
         nb += ltr_put_uvar(b + nb, ltr_zigzag(steps[i]));
-    const uint8_t table[] = {1, 1, 3, LTR_TYPE_UVAR, LTR_TYPE_UVAR, LTR_COLUMN_AS_IS, LTR_COLUMN_DELTA};
-    memcpy(data, table, sizeof table);
-    n = sizeof table;
-    data[n++] = 0; /* no layout indexes, no time deltas: only the values matter */
-    data[n++] = 0;
-    data[n++] = (uint8_t)na;
-    memcpy(data + n, a, na);
-    n += na;
-    data[n++] = (uint8_t)nb;
-    memcpy(data + n, b, nb);
-    n += nb;
+    n = two_columns(data, a, na, b, nb);
     ltr_coldecoder d = {0};
     assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
     assert_int_equal(d.view.ncols, 4);
@@ -350,17 +359,7 @@ static void test_values_in_runs_of_small_ones(void **state)
         nb += ltr_put_uvar(b + nb, ltr_zigzag(steps[i]));
     b[nb++] = 0x80; /* a varint cut short: the column's reading ends before it */
     assert_true(na < 128 && nb < 128);
-    const uint8_t table[] = {1, 1, 3, LTR_TYPE_UVAR, LTR_TYPE_UVAR, LTR_COLUMN_AS_IS, LTR_COLUMN_DELTA};
-    memcpy(data, table, sizeof table);
-    n = sizeof table;
-    data[n++] = 0;
-    data[n++] = 0;
-    data[n++] = (uint8_t)na;
-    memcpy(data + n, a, na);
-    n += na;
-    data[n++] = (uint8_t)nb;
-    memcpy(data + n, b, nb);
-    n += nb;
+    n = two_columns(data, a, na, b, nb);
     ltr_coldecoder d = {0};
     assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
     uint32_t store[512];
