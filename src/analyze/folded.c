@@ -68,7 +68,8 @@ static size_t write_merged(folded *f, FILE *out)
     if (f->failed)
         return 0;
     folded_text = f->text;
-    qsort(f->v, f->n, sizeof *f->v, by_text);
+    if (f->n) /* none: no array at all, which qsort must not be given (UBSan) */
+        qsort(f->v, f->n, sizeof *f->v, by_text);
     size_t lines = 0;
     for (size_t i = 0; i < f->n; lines++) {
         uint64_t sum = 0;
