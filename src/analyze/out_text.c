@@ -246,6 +246,16 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
      * image an exec replaced is listed as a process of its own, but it is
      * not one: python3 through pyenv's shims said "80 process(es)" of 41
      * (a review) */
+    if (!a->heap_events && a->nsnaps) {
+        /* a heapsnapshot session's trace: "0 process(es), 0 heap events ...
+         * outstanding 0 B" above its snapshots' hundreds of KiB read as if
+         * nothing were held (a new user's review) */
+        snprintf(line, sizeof line, "\nno heap events: the trace holds %zu heap snapshot(s), each process's live "
+                 "blocks by stack (below)", a->nsnaps);
+        an_fit_text(out, line, a->width);
+        an_mem_write_text(a, out);
+        return an_write_snapshots_text(a, out, top);
+    }
     size_t replaced = an_images_replaced(a);
     char images[96] = "";
     if (replaced)

@@ -178,6 +178,8 @@ static void test_single_snapshot_counts(void **state)
     r = tu_run("%s analyze %s", tu_ltr(), trace);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "snapshot:1 process"));
+    assert_non_null(strstr(r.out, "\nno heap events: the trace holds 1 heap snapshot(s)"));
+    assert_null(strstr(r.out, "0 process(es)"));
     assert_non_null(strstr(r.out, "531 KiB in 142 live blocks, 3 stacks, 0 B in blocks an hour old")); /* 543400 bytes */
     tu_free(&r);
     /* exported: the snapshot's live bytes by stack, as folded stacks */
