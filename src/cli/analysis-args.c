@@ -4,6 +4,7 @@
  */
 #include "cli/analysis-args.h"
 #include "cli/cli.h"
+#include "format/blocks.h"
 #include "prim/prim.h"
 
 #include <ltr/trace.h>
@@ -174,6 +175,10 @@ void cli_malloc_for_analysis(void)
 }
 
 /* The tables of a trace of a megabyte and more fault in a page at a time.
+ * A megabyte of file or of its chunks decompressed: perl's leak of 2 M
+ * events is a file of 66 KB (12 MB of events), whose analysis waits 10 MiB
+ * of them in the time-order stage; on huge pages 5 800 page faults became
+ * 1 000, and its CPU 0.90 of before (docs/benchmarks.md, session 27).
  * With transparent huge pages for them (the machine's THP mode is madvise),
  * bench/heap's trace took 969 page faults instead of 7 800 and 31 ms of CPU
  * instead of 45, cc1plus's 1 371 instead of 20 800 and 201 ms instead of 288
@@ -192,13 +197,20 @@ void cli_malloc_for_analysis(void)
  * faults against the tunable's 4 100, 0.49 s of CPU against 0.48); where
  * the growth cannot be had (a strict overcommit policy), malloc goes on as
  * usual. */
+#define HEAP_HUGE_MIN (1u << 20) /* bytes of trace, in the file or decompressed */
 #define HEAP_RESERVE_MIN ((size_t)192 << 20)
 #define HEAP_RESERVE_MAX ((size_t)1 << 30)
 #define HEAP_RESERVE_PER_BYTE 64 /* of trace: a review's 4 MB trace of 1.5 M live blocks took 294 MB */
+/* HEAP_HUGE_MIN bytes of file, or of its chunks decompressed (their headers say). */
+static int trace_is_large(const char *trace, const struct stat *st)
+{
+    return st->st_size >= HEAP_HUGE_MIN || ltr_trace_file_raw_bytes(trace, HEAP_HUGE_MIN) >= HEAP_HUGE_MIN;
+}
+
 static void heap_on_huge_pages(const char *trace)
 {
     struct stat st;
-    if (stat(trace, &st) != 0 || st.st_size < (1 << 20))
+    if (stat(trace, &st) != 0 || !trace_is_large(trace, &st))
         return;
     size_t reserve = (size_t)st.st_size * HEAP_RESERVE_PER_BYTE;
     reserve = reserve < HEAP_RESERVE_MIN ? HEAP_RESERVE_MIN : reserve > HEAP_RESERVE_MAX ? HEAP_RESERVE_MAX : reserve;

@@ -133,6 +133,12 @@ int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out,
  * decides when set), 0 never, 1 always. */
 void ltr_trace_set_readahead(ltr_trace *t, int mode);
 #define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
+/* The bytes a trace file's chunks hold once decompressed, summed from their
+ * headers (no payload read), counted until enough or the first header that
+ * does not check; 0 for a file that cannot be read. What the analysis's
+ * tables grow with, which the file's size does not tell where events pack
+ * well (perl's leak: 66 KB of file, 12 MB of events). */
+uint64_t ltr_trace_file_raw_bytes(const char *path, uint64_t enough);
 /* A process the recorder saw go (LTR_META_PROCESS_END): its last producer's
  * connection closed at ts, on the recorder's clock (the events'). */
 typedef struct ltr_process_end {

@@ -16,10 +16,12 @@
 #include "format/chunk.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -41,6 +43,26 @@ ssize_t ltr_read_at(int fd, void *buf, size_t len, uint64_t off)
         got += (size_t)n;
     }
     return (ssize_t)got;
+}
+
+uint64_t ltr_trace_file_raw_bytes(const char *path, uint64_t enough)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    uint64_t raw = 0, size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    for (uint64_t pos = LTR_FILE_HEADER_SIZE; raw < enough && pos + LTR_CHUNK_HEADER_SIZE <= size;) {
+        uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
+        ltr_chunk_header h;
+        if (ltr_read_at(fd, hdr, sizeof hdr, pos) != (ssize_t)sizeof hdr ||
+            ltr_chunk_header_decode(hdr, &h) != LTR_CHUNK_OK)
+            break;
+        raw += h.raw_size;
+        pos += LTR_CHUNK_HEADER_SIZE + h.payload_size;
+    }
+    close(fd);
+    return raw;
 }
 
 /* Room for n bytes (n > 0) in a buffer whose content need not be kept:

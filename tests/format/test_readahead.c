@@ -11,7 +11,8 @@
  * of 64 MiB claims: a crafted chunk of one huge column block, or of many
  * large ones, costs no more than a real one; and values at and around
  * their 32-bit escape (LTR_COLVAL_BIG), and in runs of one-byte varints
- * (decoded eight at once), come back exact.
+ * (decoded eight at once), come back exact. A file's bytes once
+ * decompressed are read from its chunk headers alone.
  */
 #include "gen.h"
 
@@ -379,6 +380,37 @@ static void test_values_in_runs_of_small_ones(void **state)
     ltr_coldecoder_free(&d);
 }
 
+/* A file's bytes once decompressed, from its chunk headers alone (the
+ * analysis's heap goes on huge pages by them, cli/analysis-args.c): 3 MiB
+ * of zeros packed into a few KB count 3 MiB, the walk stops once it has
+ * enough, and at a header that does not check. */
+static void test_file_raw_bytes(void **state)
+{
+    (void)state;
+    const char *path = gen_tmp("raw.ltr");
+    const size_t big = (size_t)3 << 20, small = 1000;
+    uint8_t *zeros = calloc(1, big);
+    assert_non_null(zeros);
+    ltr_writer *w;
+    ltr_error err = {0};
+    assert_int_equal(ltr_writer_open(&w, path, &err), 0);
+    assert_int_equal(ltr_writer_chunk(w, 99, zeros, big, &err), 0); /* a type readers skip */
+    uint64_t second = ltr_writer_size(w);
+    assert_int_equal(ltr_writer_chunk(w, 99, zeros, small, &err), 0);
+    assert_true(ltr_writer_size(w) < 64 * 1024);
+    ltr_writer_close(w);
+    free(zeros);
+    assert_int_equal(ltr_trace_file_raw_bytes(path, UINT64_MAX), big + small);
+    assert_int_equal(ltr_trace_file_raw_bytes(path, 1 << 20), big); /* enough after the first */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)second + 12, SEEK_SET), 0); /* the second's raw size: its CRC fails */
+    assert_int_equal(fputc(0x55, f), 0x55);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(ltr_trace_file_raw_bytes(path, UINT64_MAX), big);
+    assert_int_equal(ltr_trace_file_raw_bytes(gen_tmp("absent.ltr"), UINT64_MAX), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_values_ahead_bounded),
         cmocka_unit_test(test_values_around_the_escape),
         cmocka_unit_test(test_values_in_runs_of_small_ones),
+        cmocka_unit_test(test_file_raw_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
