@@ -201,10 +201,12 @@ void cli_malloc_for_analysis(void)
 #define HEAP_RESERVE_MIN ((size_t)192 << 20)
 #define HEAP_RESERVE_MAX ((size_t)1 << 30)
 #define HEAP_RESERVE_PER_BYTE 64 /* of trace: a review's 4 MB trace of 1.5 M live blocks took 294 MB */
-/* HEAP_HUGE_MIN bytes of file, or of its chunks decompressed (their headers say). */
+/* HEAP_HUGE_MIN bytes of file, or of its chunks decompressed (their headers
+ * say; only a regular file's: opening a FIFO could wait for its writer). */
 static int trace_is_large(const char *trace, const struct stat *st)
 {
-    return st->st_size >= HEAP_HUGE_MIN || ltr_trace_file_raw_bytes(trace, HEAP_HUGE_MIN) >= HEAP_HUGE_MIN;
+    return st->st_size >= HEAP_HUGE_MIN ||
+           (S_ISREG(st->st_mode) && ltr_trace_file_raw_bytes(trace, HEAP_HUGE_MIN) >= HEAP_HUGE_MIN);
 }
 
 static void heap_on_huge_pages(const char *trace)
