@@ -121,8 +121,9 @@ static ltr_reg_snap_proc *claim_entry(void)
 /* The file name of this process's executable (/proc/self/exe), read once at
  * start ("" if longer than a registry name can be): the name 'ltr start
  * --name', 'ltr watch --name' and heaptracingconfig go by, so that one name
- * serves all of them. A fork child runs the same executable. */
-static char exe_name[LTR_SNAP_NAME_MAX];
+ * serves all of them, however long: its comm is cut at 15 characters. A fork
+ * child runs the same executable. */
+static char exe_name[LTR_SNAP_LONG_NAME_MAX];
 
 static void read_exe_name(void)
 {
@@ -143,8 +144,7 @@ static void read_exe_name(void)
 
 static bool name_is_mine(const char *name, const char *comm)
 {
-    return !strncmp(name, comm, LTR_SNAP_NAME_MAX - 1) ||
-           (exe_name[0] && !strncmp(name, exe_name, LTR_SNAP_NAME_MAX - 1));
+    return !strcmp(name, comm) || (exe_name[0] && !strcmp(name, exe_name));
 }
 
 /* `ltr snapshotconfig heap --name N enable`: new instances of N keep their
@@ -158,7 +158,7 @@ static void enable_by_name(void)
     prctl(PR_GET_NAME, comm, 0, 0, 0);
     bool named = false;
     for (unsigned i = 0; i < LTR_SNAP_NAMES && !named; i++)
-        named = atomic_load(&reg->snap.names[i].used) && name_is_mine(reg->snap.names[i].name, comm);
+        named = atomic_load(&reg->snap.names[i].used) && name_is_mine(ltr_reg_snap_name_of(reg, i), comm);
     if (!named || ltr_registry_lock_by(ltr_now_ns() + LTR_REGISTRY_WAIT_NS) != 0)
         return;
     if (claim_entry())

@@ -32,7 +32,7 @@ int cmd_disableperiodicsnapshot(int argc, char **argv)
             return 2;
     if (argc == 2) {
         ltr_snapshot_proc procs[LTR_SNAP_PROCS];
-        char names[1][LTR_SNAP_NAME_MAX];
+        char names[1][LTR_SNAP_LONG_NAME_MAX];
         int nnames, np = ltr_snapshot_list(procs, LTR_SNAP_PROCS, names, 1, &nnames, &err);
         if (np < 0)
             return cli_fail("disableperiodicsnapshot", "%s", err.msg);

@@ -24,8 +24,9 @@ static const char help[] =
     "one that runs without it, as 'ltr start heap --pid' does (docs/attach.md;\n"
     "it stays there, dormant, afterwards). --name: every new process of that\n"
     "name (its executable's file name, as 'ltr start --name' and 'ltr watch\n"
-    "--name' take it, or the kernel's name of the program; 15 characters at\n"
-    "most) that carries the agent. Without enable or disable, prints the current setting.\n"
+    "--name' take it, however long, or the kernel's name of the program, its\n"
+    "first 15 characters, as ps shows it) that carries the agent. Without\n"
+    "enable or disable, prints the current setting.\n"
     "\nexit status: 0 done, 1 failed (no such process, or one the agent could not\n"
     "be loaded into, with the reason), 2 bad usage.\n";
 
@@ -58,7 +59,7 @@ static int show(const char *name, const uint32_t *pids, int npids)
         return rc;
     }
     ltr_snapshot_proc procs[LTR_SNAP_PROCS];
-    char names[LTR_SNAP_NAMES][LTR_SNAP_NAME_MAX];
+    char names[LTR_SNAP_NAMES][LTR_SNAP_LONG_NAME_MAX];
     int nnames, n = ltr_snapshot_list(procs, LTR_SNAP_PROCS, names, LTR_SNAP_NAMES, &nnames, &err);
     if (n < 0)
         return cli_fail("snapshotconfig", "%s", err.msg);

@@ -58,6 +58,7 @@ typedef struct ltr_reg_provider {
 #define LTR_SNAP_PROCS 512
 #define LTR_SNAP_NAMES 64
 #define LTR_SNAP_NAME_MAX 16 /* a process name (comm, or an executable's file name as short), with its 0 */
+#define LTR_SNAP_LONG_NAME_MAX 256 /* an executable's file name (NAME_MAX), with its 0 */
 
 typedef struct ltr_reg_snap_proc {
     _Atomic uint32_t pid;       /* 0: entry free */
@@ -101,7 +102,18 @@ typedef struct ltr_registry {
      * knows itself by that one, getpid()), else 0; written before the
      * entry's pid. Last, as snap is, for the same reason. */
     _Atomic uint32_t snap_own_pid[LTR_SNAP_PROCS];
+    /* Per entry of snap.names, a name longer than the kernel's 15
+     * characters (an executable's file name, which only /proc/self/exe can
+     * match: its comm is cut), the entry's own name then empty, which no
+     * process's is; else empty. Last, as snap is, for the same reason. */
+    char snap_long_names[LTR_SNAP_NAMES][LTR_SNAP_LONG_NAME_MAX];
 } ltr_registry;
+
+/* The name of snap.names[i]: its own, or its long one. */
+static inline const char *ltr_reg_snap_name_of(const ltr_registry *r, unsigned i)
+{
+    return r->snap.names[i].name[0] ? r->snap.names[i].name : r->snap_long_names[i];
+}
 
 /* Maps the registry of this user (creating it), once per process. NULL on
  * failure, with err filled. */

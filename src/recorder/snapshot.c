@@ -107,31 +107,33 @@ int ltr_snapshot_enable_pid(uint32_t pid, bool enable, ltr_error *err)
 int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err)
 {
     size_t len = strlen(name);
-    if (!len || len >= LTR_SNAP_NAME_MAX || strchr(name, '/'))
-        return ltr_fail(err, EINVAL, "'%s' is not a process name: give the program's name as the "
-                        "kernel keeps it (no '/', %d characters at most)", name, LTR_SNAP_NAME_MAX - 1);
+    if (!len || len >= LTR_SNAP_LONG_NAME_MAX || strchr(name, '/'))
+        return ltr_fail(err, EINVAL, "'%s' is not a program name: give its executable's file name or the "
+                        "kernel's name of it (no '/', %d characters at most)", name, LTR_SNAP_LONG_NAME_MAX - 1);
     ltr_registry *r = registry(err);
     if (!r)
         return -err->code;
     ltr_registry_lock();
-    ltr_reg_snap_name *slot = NULL, *free_slot = NULL;
+    unsigned slot = LTR_SNAP_NAMES, free_slot = LTR_SNAP_NAMES;
     for (unsigned i = 0; i < LTR_SNAP_NAMES; i++) {
-        ltr_reg_snap_name *n = &r->snap.names[i];
-        if (!atomic_load(&n->used))
-            free_slot = free_slot ? free_slot : n;
-        else if (!strncmp(n->name, name, LTR_SNAP_NAME_MAX))
-            slot = n;
+        if (!atomic_load(&r->snap.names[i].used))
+            free_slot = free_slot < LTR_SNAP_NAMES ? free_slot : i;
+        else if (!strcmp(ltr_reg_snap_name_of(r, i), name))
+            slot = i;
     }
     int rc = 0;
-    if (enable && !slot && !free_slot) {
+    if (enable && slot == LTR_SNAP_NAMES && free_slot == LTR_SNAP_NAMES) {
         rc = ltr_fail(err, ENOSPC, "%d names have heap snapshots enabled already; disable some "
                       "first", LTR_SNAP_NAMES);
-    } else if (enable && !slot) {
-        memset(free_slot->name, 0, sizeof free_slot->name);
-        memcpy(free_slot->name, name, len);
-        atomic_store(&free_slot->used, 1);
-    } else if (!enable && slot) {
-        atomic_store(&slot->used, 0);
+    } else if (enable && slot == LTR_SNAP_NAMES) {
+        /* longer than a comm: only the executable's file name can match it */
+        ltr_reg_snap_name *n = &r->snap.names[free_slot];
+        memset(n->name, 0, sizeof n->name);
+        memset(r->snap_long_names[free_slot], 0, LTR_SNAP_LONG_NAME_MAX);
+        memcpy(len < LTR_SNAP_NAME_MAX ? n->name : r->snap_long_names[free_slot], name, len);
+        atomic_store(&n->used, 1);
+    } else if (!enable && slot < LTR_SNAP_NAMES) {
+        atomic_store(&r->snap.names[slot].used, 0);
     }
     if (!rc)
         changed(r);
@@ -166,7 +168,7 @@ static void describe(const ltr_reg_snap_proc *e, ltr_snapshot_proc *out)
     out->agent_gone = out->enabled && agent_gone(out->pid);
 }
 
-int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_NAME_MAX], int max_names,
+int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_LONG_NAME_MAX], int max_names,
                       int *nnames, ltr_error *err)
 {
     ltr_registry *r = registry(err);
@@ -182,7 +184,7 @@ int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_NAM
     *nnames = 0;
     for (unsigned i = 0; i < LTR_SNAP_NAMES && *nnames < max_names; i++)
         if (atomic_load(&r->snap.names[i].used))
-            snprintf(names[(*nnames)++], LTR_SNAP_NAME_MAX, "%.15s", r->snap.names[i].name);
+            snprintf(names[(*nnames)++], LTR_SNAP_LONG_NAME_MAX, "%.255s", ltr_reg_snap_name_of(r, i));
     return n;
 }
 

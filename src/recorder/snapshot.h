@@ -22,7 +22,7 @@ int ltr_snapshot_reach(uint32_t pid, ltr_error *err);
  * periodic snapshots and drops its table. */
 int ltr_snapshot_enable_pid(uint32_t pid, bool enable, ltr_error *err);
 /* `snapshotconfig heap --name N enable|disable`: new processes named N
- * (their executable's file name or the kernel's name, 15 characters at
+ * (their executable's file name, or the kernel's name of 15 characters at
  * most) keep their table from start. */
 int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err);
 
@@ -37,7 +37,7 @@ typedef struct ltr_snapshot_proc {
 
 /* The live processes with an entry (n at most max) and the enabled names;
  * returns how many processes. */
-int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_NAME_MAX], int max_names,
+int ltr_snapshot_list(ltr_snapshot_proc *out, int max, char names[][LTR_SNAP_LONG_NAME_MAX], int max_names,
                       int *nnames, ltr_error *err);
 /* One process's setting; -ENOENT if it has none. */
 int ltr_snapshot_get(uint32_t pid, ltr_snapshot_proc *out, ltr_error *err);

@@ -589,6 +589,35 @@ static void test_by_name_of_executable(void **state)
     assert_true(enabled);
 }
 
+/* By the name of an executable of 20 characters, the way ls and ps -o args
+ * show it: its comm is cut at 15, and the name was refused ("15
+ * characters at most") while 'ltr start --name' and 'ltr watch --name'
+ * took it; the agent matches it against its executable's whole name. */
+static void test_by_name_of_a_long_executable(void **state)
+{
+    tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
+    tu_expect_ok(tu_run("cp %s %s/snap-target-20-chars", TARGET, dir));
+    tu_expect_ok(tu_run("%s snapshotconfig heap --name snap-target-20-chars enable", tu_ltr()));
+    tu_result r = tu_run("%s snapshotconfig heap --name snap-target-20-chars", tu_ltr());
+    if (!r.out || !strstr(r.out, "name snap-target-20-chars: enabled"))
+        fail_msg("the long name's setting: %s%s", r.out, r.err);
+    tu_free(&r);
+    r = tu_run("%s run -- %s/snap-target-20-chars count %s > %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir);
+    tu_free(&r);
+    wait_for("pid", 30);
+    unsigned pid = pid_in("pid");
+    r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), pid);
+    bool enabled = r.out && strstr(r.out, "enabled");
+    if (!enabled)
+        fprintf(stderr, "snap-target-20-chars is not enabled by its name: %s%s", r.out, r.err);
+    tu_free(&r);
+    touch("go"); /* and let it end either way */
+    wait_for("ready", 30);
+    touch("exit");
+    wait_gone(pid);
+    assert_true(enabled);
+}
+
 /* By name: a fork child is a new process of the name, and keeps its own
  * table from its start; a prefork service's workers kept none (a review:
  * `snapshotconfig heap --pid WORKER` said disabled, only the parent wrote
@@ -747,6 +776,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_name_of_a_long_executable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_of_stopped_said, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name_fork_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_gone_after_exec, setup, teardown),

@@ -274,7 +274,10 @@ static void test_setting_errors(void **state)
     assert_int_equal(ltr_snapshot_take((uint32_t)getpid(), 100, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "snapshotconfig heap --pid"));
     assert_int_equal(ltr_snapshot_enable_name("", true, &err), -EINVAL);
-    assert_int_equal(ltr_snapshot_enable_name("a-name-that-is-too-long", true, &err), -EINVAL);
+    char longer[LTR_SNAP_LONG_NAME_MAX + 1]; /* longer than any file's name */
+    memset(longer, 'n', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    assert_int_equal(ltr_snapshot_enable_name(longer, true, &err), -EINVAL);
     assert_false(ltr_snapshot_session_running());
 }
 
@@ -286,7 +289,7 @@ static void test_setting_by_name(void **state)
     assert_int_equal(ltr_snapshot_enable_name("svc", true, &err), 0); /* once */
     assert_int_equal(ltr_snapshot_enable_name("other", true, &err), 0);
     ltr_snapshot_proc procs[4];
-    char names[4][LTR_SNAP_NAME_MAX];
+    char names[4][LTR_SNAP_LONG_NAME_MAX];
     int nn;
     assert_true(ltr_snapshot_list(procs, 4, names, 4, &nn, &err) >= 0);
     assert_int_equal(nn, 2);
@@ -295,6 +298,28 @@ static void test_setting_by_name(void **state)
     assert_int_equal(nn, 1);
     assert_string_equal(names[0], "other");
     assert_int_equal(ltr_snapshot_enable_name("other", false, &err), 0);
+}
+
+/* An executable's file name of 20 characters is kept whole (the agent
+ * matches it against /proc/self/exe's), not refused nor cut to comm's 15;
+ * a name with a '/' is still no program's. */
+static void test_setting_by_long_name(void **state)
+{
+    (void)state;
+    ltr_error err;
+    assert_int_equal(ltr_snapshot_enable_name("snap-target-20-chars", true, &err), 0);
+    assert_int_equal(ltr_snapshot_enable_name("snap-target-20-chars", true, &err), 0); /* once */
+    ltr_snapshot_proc procs[4];
+    char names[4][LTR_SNAP_LONG_NAME_MAX];
+    int nn;
+    assert_true(ltr_snapshot_list(procs, 4, names, 4, &nn, &err) >= 0);
+    assert_int_equal(nn, 1);
+    assert_string_equal(names[0], "snap-target-20-chars");
+    assert_int_equal(ltr_snapshot_enable_name("snap-target-20-chars", false, &err), 0);
+    assert_true(ltr_snapshot_list(procs, 4, names, 4, &nn, &err) >= 0);
+    assert_int_equal(nn, 0);
+    assert_int_equal(ltr_snapshot_enable_name("bin/svc", true, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no '/'"));
 }
 
 int main(void)
@@ -310,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_bound),
         cmocka_unit_test_setup_teardown(test_setting_errors, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_setting_by_name, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_setting_by_long_name, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
