@@ -277,30 +277,36 @@ static int write_json(ltr_analysis *a, FILE *out, unsigned top)
     return 0;
 }
 
-/* Folded stacks: "process;outer;...;inner count", what flamegraph.pl reads. */
+/* Folded stacks: "process;outer;...;inner count", what flamegraph.pl reads;
+ * stacks whose names read the same once demangled are one line. */
 static int write_folded(ltr_analysis *a, FILE *out)
 {
+    an_folded f;
+    if (an_folded_open(&f) != 0)
+        return -ENOMEM;
     size_t n;
     an_cpu_stack **v = an_cpu_ranked(a, &n);
     char name[PROCESS_NAME_MAX];
-    for (size_t i = 0; i < n; i++) {
+    FILE *m;
+    for (size_t i = 0; i < n && (m = an_folded_begin(&f)); i++) {
         const char *base = process_base(a, v[i]->pid, name);
         for (const char *c = *base ? base : "pid"; *c; c++) /* a ';' or ' ' would split it */
-            fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
-        fprintf(out, "-%u", v[i]->pid);
+            fputc(*c == ';' || *c == ' ' ? '_' : *c, m);
+        fprintf(m, "-%u", v[i]->pid);
         frame_list l = {0};
         each_frame(v[i]->text, collect, &l);
         for (size_t k = 0; k < l.n; k++) { /* names of the program's choosing: no control character either */
-            fputc(';', out);
+            fputc(';', m);
             l.v[k][ltr_shown_text(l.v[k], strlen(l.v[k]), l.v[k], false)] = 0;
             for (const char *c = l.v[k]; *c; c++)
-                fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
+                fputc(*c == ';' || *c == ' ' ? '_' : *c, m);
         }
         frames_free(&l);
-        fprintf(out, " %llu\n", (unsigned long long)v[i]->samples);
+        an_folded_end(&f, v[i]->samples);
     }
     free(v);
-    return 0;
+    an_folded_finish(&f, out);
+    return f.failed ? -ENOMEM : 0;
 }
 
 int an_cpu_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top)

@@ -12,7 +12,8 @@
  * function are two stacks of the trace but one line of names, and a
  * consumer may take the second line for the first's replacement (5 of 42
  * lines of a python3 program twice over, 45 of 249 of node's). The lines
- * are gathered, sorted and merged, then written in that order.
+ * are gathered, sorted and merged, then written in that order; the CPU
+ * samples' folded stacks (cpu.c) are merged by the same functions.
  */
 #include "analyze/internal.h"
 #include "prim/prim.h"
@@ -37,41 +38,45 @@ static void name(FILE *out, const ltr_sym_frame *f)
     fputs(buf, out);
 }
 
-/* The lines so far: each a string in the buffer m writes, NUL-ended, at
- * offset at, with its value. */
-typedef struct folded_line {
-    size_t at;
-    uint64_t value;
-} folded_line;
-
-typedef struct folded {
-    FILE *m;
-    char *text;
-    size_t len;
-    folded_line *v;
-    size_t n, cap;
-    int failed;
-} folded;
-
 static char *folded_text; /* the buffer by_text compares in (qsort has no argument) */
 
 static int by_text(const void *x, const void *y)
 {
-    return strcmp(folded_text + ((const folded_line *)x)->at, folded_text + ((const folded_line *)y)->at);
+    return strcmp(folded_text + ((const an_folded_line *)x)->at, folded_text + ((const an_folded_line *)y)->at);
 }
 
-/* The distinct lines, values summed; how many. */
-static size_t write_merged(folded *f, FILE *out)
+int an_folded_open(an_folded *f)
+{
+    memset(f, 0, sizeof *f);
+    f->m = open_memstream(&f->text, &f->len);
+    return f->m ? 0 : -ENOMEM;
+}
+
+FILE *an_folded_begin(an_folded *f)
+{
+    if (f->failed || ltr_reserve((void **)&f->v, &f->cap, f->n, sizeof *f->v, 1024) != 0) {
+        f->failed = 1;
+        return NULL;
+    }
+    f->at = ftello(f->m);
+    return f->m;
+}
+
+void an_folded_end(an_folded *f, uint64_t value)
+{
+    fputc(0, f->m);
+    f->v[f->n++] = (an_folded_line){(size_t)f->at, value};
+}
+
+size_t an_folded_finish(an_folded *f, FILE *out)
 {
     if (fclose(f->m) != 0)
         f->failed = 1;
-    if (f->failed)
-        return 0;
-    folded_text = f->text;
-    if (f->n) /* none: no array at all, which qsort must not be given (UBSan) */
-        qsort(f->v, f->n, sizeof *f->v, by_text);
     size_t lines = 0;
-    for (size_t i = 0; i < f->n; lines++) {
+    folded_text = f->text;
+    if (!f->failed && f->n) /* none: no array at all, which qsort must not be given (UBSan) */
+        qsort(f->v, f->n, sizeof *f->v, by_text);
+    for (size_t i = 0; !f->failed && i < f->n; lines++) {
         uint64_t sum = 0;
         size_t j = i;
         for (; j < f->n && !strcmp(f->text + f->v[j].at, f->text + f->v[i].at); j++)
@@ -79,22 +84,19 @@ static size_t write_merged(folded *f, FILE *out)
         fprintf(out, "%s %llu\n", f->text + f->v[i].at, (unsigned long long)sum);
         i = j;
     }
+    free(f->text);
+    free(f->v);
     return lines;
 }
 
 /* The stack's line, if it holds anything: 1 when taken. */
-static int line(ltr_analysis *a, folded *fo, const an_stack *s)
+static int line(ltr_analysis *a, an_folded *fo, const an_stack *s)
 {
     static ltr_sym_frame f[AN_MAX_FRAMES];
     uint64_t bytes = s->type[AN_AIFO].bytes + s->type[AN_AOFO].bytes;
-    if (!bytes || fo->failed)
+    FILE *out = bytes ? an_folded_begin(fo) : NULL;
+    if (!out)
         return 0;
-    if (ltr_reserve((void **)&fo->v, &fo->cap, fo->n, sizeof *fo->v, 1024) != 0) {
-        fo->failed = 1;
-        return 0;
-    }
-    FILE *out = fo->m;
-    off_t at = ftello(out);
     /* the root is the program, not its pid: two runs' stacks then compare */
     /* the file's name taken before it is cut to the buffer: a path of more
      * than the buffer left a piece of a directory's name as the root */
@@ -110,13 +112,12 @@ static int line(ltr_analysis *a, folded *fo, const an_stack *s)
         fputc(';', out);
         name(out, &f[n]);
     }
-    fputc(0, out);
-    fo->v[fo->n++] = (folded_line){(size_t)at, bytes};
+    an_folded_end(fo, bytes);
     return 1;
 }
 
 /* The snapshot's stacks, or the window's of every process, into f. */
-static void gather(ltr_analysis *a, folded *f)
+static void gather(ltr_analysis *a, an_folded *f)
 {
     size_t np;
     if (a->export_snap) { /* a heap snapshot's live bytes by stack */
@@ -135,14 +136,11 @@ static void gather(ltr_analysis *a, folded *f)
 
 int an_write_folded(ltr_analysis *a, FILE *out)
 {
-    folded f = {0};
-    f.m = open_memstream(&f.text, &f.len);
-    if (!f.m)
+    an_folded f;
+    if (an_folded_open(&f) != 0)
         return -ENOMEM;
     gather(a, &f);
-    size_t lines = write_merged(&f, out);
-    free(f.text);
-    free(f.v);
+    size_t lines = an_folded_finish(&f, out);
     if (f.failed)
         return -ENOMEM;
     if (a->export_snap) {

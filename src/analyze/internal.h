@@ -311,6 +311,30 @@ int an_write_json(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_csv(ltr_analysis *a, FILE *out, unsigned top);
 int an_write_pprof(ltr_analysis *a, FILE *out);
 int an_write_folded(ltr_analysis *a, FILE *out);
+/* Folded lines, merged (folded.c): two stacks may read the same once named
+ * (two call sites of one function; C++'s D0 and D1 destructors are both
+ * "Foo::~Foo()"), and flamegraph.pl and speedscope want one line a stack.
+ * an_folded_begin gives the stream the next line's text goes to (NULL
+ * once failed), an_folded_end ends it with its value; an_folded_finish
+ * writes the distinct lines, values summed, in the order of their text,
+ * frees everything and returns how many (f->failed: out of memory). */
+typedef struct an_folded_line {
+    size_t at; /* the line's text, NUL-ended, at this offset of text */
+    uint64_t value;
+} an_folded_line;
+typedef struct an_folded {
+    FILE *m;
+    char *text;
+    size_t len;
+    off_t at;
+    an_folded_line *v;
+    size_t n, cap;
+    int failed;
+} an_folded;
+int an_folded_open(an_folded *f);
+FILE *an_folded_begin(an_folded *f);
+void an_folded_end(an_folded *f, uint64_t value);
+size_t an_folded_finish(an_folded *f, FILE *out);
 
 /* Memory counters (memory.c). an_mem_feed: takes ev if it is a memory sample
  * (returns 1; 0 for any other event) and asks the model for the heap's bytes

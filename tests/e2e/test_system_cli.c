@@ -488,11 +488,12 @@ static void test_container_threads_proc(void **state) { check_container_threads(
 
 /* ---- CPU samples ---------------------------------------------------------- */
 
-/* A busy function tops the CPU samples, its stack unwound without frame
- * pointers (busy.c is built with -fomit-frame-pointer). */
-static void test_cpu_samples(void **state)
+/* The CPU samples of prog, which spins for ms milliseconds of CPU after
+ * "ready" on its stdout and a byte on its stdin, in dir/cpu.ltr (trace:
+ * its path): the general profile's session follows it from before it spins
+ * to its end. Sampling the system needs root: skipped without. */
+static void cpu_trace(const char *dir, const char *prog, const char *ms, char *trace, size_t size)
 {
-    const char *dir = *state;
     if (geteuid() != 0) {
         /* system-wide perf sampling needs root or CAP_PERFMON (perf_event_paranoid is 2 by default) */
         printf("skipped: CPU samples need root here\n");
@@ -505,15 +506,14 @@ static void test_cpu_samples(void **state)
     if (p == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
-        execl(tu_test_bin("ltr-test-busy"), "ltr-test-busy", "800", (char *)NULL);
+        execl(tu_test_bin(prog), prog, ms, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
     close(out[1]);
     char buf[8] = {0};
     assert_int_equal(read(out[0], buf, 6), 6);
-    char trace[4200];
-    snprintf(trace, sizeof trace, "%s/cpu.ltr", dir);
+    snprintf(trace, size, "%s/cpu.ltr", dir);
     tu_result r = tu_run("%s start general --filemode --instance c1 --pid %d -o %s", LTR, (int)p, trace);
     assert_int_equal(r.status, 0);
     assert_null(strstr(r.err, "CPU samples")); /* no warning: root may sample */
@@ -526,7 +526,16 @@ static void test_cpu_samples(void **state)
     close(in[1]);
     close(out[0]);
     tu_expect_ok(tu_run("%s stop %s --instance c1", LTR, trace));
-    r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
+}
+
+/* A busy function tops the CPU samples, its stack unwound without frame
+ * pointers (busy.c is built with -fomit-frame-pointer). */
+static void test_cpu_samples(void **state)
+{
+    const char *dir = *state;
+    char trace[4200];
+    cpu_trace(dir, "ltr-test-busy", "800", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
     assert_int_equal(r.status, 0);
     long long total = jfield(r.out, "cpu_samples"), top = jfield(r.out, "samples");
     assert_true(total >= 200); /* 800 ms of CPU at one sample a millisecond; a loaded machine loses few */
@@ -553,6 +562,28 @@ static void test_cpu_samples(void **state)
     tu_free(&r);
     r = tu_run("%s analyze %s --cpu --format csv", LTR, trace);
     assert_int_equal(r.status, 2);
+    tu_free(&r);
+}
+
+/* Two stacks of the samples whose names read the same once demangled (Foo's
+ * D1 and D0 destructors, both "Foo::~Foo()") are one folded line, their
+ * samples summed: flamegraph.pl and speedscope take one line a stack (it
+ * was printed twice, 101 and 93 samples). The lines hold every sample. */
+static void test_cpu_folded_one_line_per_stack(void **state)
+{
+    char trace[4200];
+    cpu_trace(*state, "ltr-test-busy-dtors", "300", trace, sizeof trace);
+    tu_result r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
+    assert_int_equal(r.status, 0);
+    long long total = jfield(r.out, "cpu_samples");
+    tu_free(&r);
+    r = tu_run("%s export %s --cpu --format folded -o - > %s.folded && sed 's/ [0-9]*$//' %s.folded | sort | uniq -d; "
+               "grep -c 'main;Foo::~Foo() ' %s.folded; awk '{ s += $NF } END { print s }' %s.folded",
+               LTR, trace, trace, trace, trace, trace);
+    assert_int_equal(r.status, 0);
+    long long lines = 0, sum = 0;
+    if (sscanf(r.out, "%lld %lld", &lines, &sum) != 2 || lines != 1 || sum != total)
+        fail_msg("the folded stacks repeat a line, or lose samples (of %lld): %s", total, r.out);
     tu_free(&r);
 }
 
@@ -621,6 +652,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_container_threads_connector, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_container_threads_proc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cpu_folded_one_line_per_stack, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples_of_a_container, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
