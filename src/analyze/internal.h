@@ -53,6 +53,7 @@ typedef struct an_trend {
     an_verdict verdict;
     double growth; /* bytes per hour, Theil–Sen over every snapshot */
     double later;  /* the same over the later half: what a plateau grows now */
+    bool rising;   /* the later half rose by AN_TREND_MIN_BYTES or more: a plateau's not levelled */
     uint64_t first, last, ts;
     size_t snapshots;
 } an_trend;

@@ -212,6 +212,7 @@ static an_verdict classify(const double *t, const double *y, size_t n, double *s
     double rise_late = late * (t[n - 1] - t[mid]);
     tr->growth = all;
     tr->later = late;
+    tr->rising = rise_late >= AN_TREND_MIN_BYTES;
     /* leak: most pairs of snapshots rise, and the later half still rises,
      * as fast as the whole, by more than the noise around the line */
     if (concordance(y, n) >= AN_TREND_MIN_TAU && rise_late >= AN_TREND_MIN_BYTES &&
@@ -233,17 +234,30 @@ static an_verdict classify(const double *t, const double *y, size_t n, double *s
     return AN_NOISE;
 }
 
-/* Leaks, plateaus, noise; each by growth, then by what it holds: plateaus
- * mostly grow 0 B/hour (their median pair is flat), and a 5.7 MiB cache came
- * after a 100 KiB one as the stacks happened to come (a Rust cache beside
- * its map's table); pid and stack last, so that the order is the same each time. */
+/* What a stack's rank goes by: a leak's and noise's growth, the whole
+ * series'; a plateau's, its later half's while that still rises, else 0: a
+ * cache that filled fast and levelled off has the steepest whole series,
+ * and ranked by it above a table still growing at the end (a slow leak
+ * behind its fill), whose rank its later half's slope now gives. */
+static double rank_growth(const an_trend *t)
+{
+    if (t->verdict != AN_PLATEAU)
+        return t->growth;
+    return t->rising ? t->later : 0;
+}
+
+/* Leaks, plateaus, noise; each by rank_growth, then by what it holds:
+ * levelled plateaus all rank 0 B/hour, and a 5.7 MiB cache came after a
+ * 100 KiB one as the stacks happened to come (a Rust cache beside its map's
+ * table); pid and stack last, so that the order is the same each time. */
 static int by_verdict(const void *x, const void *y)
 {
     const an_trend *a = x, *b = y;
+    double ga = rank_growth(a), gb = rank_growth(b);
     if (a->verdict != b->verdict)
         return a->verdict - b->verdict;
-    if (a->growth != b->growth)
-        return a->growth < b->growth ? 1 : -1;
+    if (ga != gb)
+        return ga < gb ? 1 : -1;
     if (a->last != b->last)
         return a->last < b->last ? 1 : -1;
     if (a->pid != b->pid)

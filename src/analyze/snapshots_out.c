@@ -64,8 +64,8 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
             /* a plateau's rate is the later half's, what it does now: the
              * whole series' slope of a step from 0 B to 512 KiB that stayed
              * read "plateau: +225 MiB/hour" */
-            if (t->verdict == AN_PLATEAU)
-                fprintf(out, "levelled off, %s/hour over the later half; ",
+            if (t->verdict == AN_PLATEAU) /* one still rising is not said to have levelled off */
+                fprintf(out, "%s, %s/hour over the later half; ", t->rising ? "slowed, still growing" : "levelled off",
                         ltr_size_format_signed((int64_t)t->later, g, sizeof g));
             else
                 fprintf(out, "%s/hour, ", ltr_size_format_signed((int64_t)t->growth, g, sizeof g));
@@ -112,9 +112,10 @@ void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
             fprintf(out, "%s{\"pid\":%u,\"verdict\":\"%s\",\"growth_bytes_per_hour\":%.0f,"
-                         "\"later_growth_bytes_per_hour\":%.0f,"
+                         "\"later_growth_bytes_per_hour\":%.0f,\"still_growing\":%s,"
                          "\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
                     i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth, t->later,
+                    t->rising ? "true" : "false",
                     (unsigned long long)t->first, (unsigned long long)t->last, t->snapshots);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_json_frames(a, out, &st);

@@ -372,8 +372,9 @@
         box.appendChild(text("h3", "Trend across the snapshots"));
         /* a plateau's growth is its later half's, as ltr analyze --trend says it */
         rows(["verdict", "pid", "growth per hour", "first", "last", "allocated in"], trend, function (t) {
-            return [t.verdict, String(t.pid), t.verdict === "plateau" ? "levelled off, " +
-                    signedSize(t.later_growth_bytes_per_hour) + " in the later half" : signedSize(t.growth_bytes_per_hour),
+            return [t.verdict, String(t.pid), t.verdict === "plateau" ? (t.still_growing ? "slowed, still growing, " :
+                    "levelled off, ") + signedSize(t.later_growth_bytes_per_hour) + " in the later half" :
+                    signedSize(t.growth_bytes_per_hour),
                     size(t.bytes_first), size(t.bytes_last),
                     t.frames.length ? frameName(t.frames[0]) : "(no stack)"];
         });

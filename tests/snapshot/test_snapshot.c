@@ -196,6 +196,37 @@ static void test_trend_step_is_a_plateau(void **state)
     free(a);
 }
 
+/* A cache that filled fast early and levelled off (stack 1: 600 KB a
+ * snapshot for 5 snapshots, then flat) and a table that filled more slowly
+ * and still grows at the end (stack 2: 100 KB a snapshot for 6, then 5 KB a
+ * snapshot, a slow leak after its fill): both plateaus by their verdict,
+ * but the one still growing comes first. Ranked by the whole series' slope,
+ * the fast fill's, the levelled cache came first. */
+static void test_trend_growing_plateau_first(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    enum { N = 12 };
+    a->snaps = calloc(N, sizeof *a->snaps);
+    for (int i = 0; i < N; i++) {
+        uint64_t cache = 600000u * (uint64_t)(i < 5 ? i : 5);
+        uint64_t table = i < 6 ? 100000u * (uint64_t)i : 500000u + 5000u * (uint64_t)(i - 5);
+        a->snaps[a->nsnaps++] = snap_at(i, (uint64_t[]){cache, table}, 2);
+    }
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 2);
+    assert_int_equal(a->trend[0].verdict, AN_PLATEAU);
+    assert_int_equal(a->trend[1].verdict, AN_PLATEAU);
+    assert_true(a->trend[0].growth < a->trend[1].growth); /* the cache filled faster */
+    assert_int_equal(a->trend[0].stack, 2);
+    assert_true(a->trend[0].later > 0.9 * 5000 * 3600);
+    assert_true(a->trend[0].rising); /* "slowed, still growing" */
+    assert_true(a->trend[1].later == 0);
+    assert_false(a->trend[1].rising); /* "levelled off" */
+    an_snapshots_free(a);
+    free(a);
+}
+
 static void test_trend_needs_snapshots(void **state)
 {
     (void)state;
@@ -330,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_trend_verdicts),
         cmocka_unit_test(test_trend_plateaus_by_size),
         cmocka_unit_test(test_trend_step_is_a_plateau),
+        cmocka_unit_test(test_trend_growing_plateau_first),
         cmocka_unit_test(test_trend_needs_snapshots),
         cmocka_unit_test(test_snapshot_totals),
         cmocka_unit_test(test_snapshot_bound),
