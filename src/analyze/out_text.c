@@ -73,7 +73,7 @@ void an_text_frames(ltr_analysis *a, FILE *out, const an_stack *s)
 
 /* ", growing 1.20 MiB/min" for a steady AIFO stack (its bytes over the
  * window's minutes), ", growing over 0.03 s (...)" when the window is too
- * short for a rate, ", at once (12.5 s)" for one allocated in one go,
+ * short for a rate, ", at once, at 12.5 s" for one allocated in one go,
  * ", turning over: ..." for a cache that replaces its entries. */
 static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, size_t size)
 {
@@ -91,7 +91,7 @@ static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, siz
         snprintf(out, size, ", turning over: %llu of its blocks freed in the window, those held allocated since %.1f s",
                  (unsigned long long)e->stack->freed.count, an_seconds(a, e->stack->held_first));
     else
-        snprintf(out, size, ", at once (%.1f s)", an_seconds(a, e->stack->held_first));
+        snprintf(out, size, ", at once, at %.1f s", an_seconds(a, e->stack->held_first)); /* "(0.1 s)" read as how long */
 }
 
 static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank rank, unsigned top)
@@ -116,8 +116,8 @@ static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank ran
             snprintf(line, sizeof line, "    #%zu %llu call%s, %s", i + 1, (unsigned long long)e[i].count,
                      e[i].count == 1 ? "" : "s", sz);
         } else {
-            snprintf(line, sizeof line, "    #%zu %llu temporary of %llu calls", i + 1, (unsigned long long)e[i].count,
-                     (unsigned long long)e[i].bytes);
+            snprintf(line, sizeof line, "    #%zu %llu temporary of %llu call%s", i + 1, (unsigned long long)e[i].count,
+                     (unsigned long long)e[i].bytes, e[i].bytes == 1 ? "" : "s");
         }
         an_fit_line(out, line, a->width);
         an_text_frames(a, out, e[i].stack);

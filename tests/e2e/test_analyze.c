@@ -170,6 +170,13 @@ static void test_window_in_the_middle(void **state)
     assert_int_equal(num_after(strstr(json, "\"summary\""), "allocations"), 3);
     assert_int_equal(num_after(strstr(json, "\"summary\""), "frees"), 2);
     free(json);
+    /* the text as a reader takes it: main's one temporary of one call (it
+     * read "1 temporary of 1 calls"), and when a block held since came,
+     * not "(0.1 s)", which read as how long it took */
+    char *text = analyze(trace, "--width 0", 0);
+    if (!strstr(text, "#1 1 temporary of 1 call\n") || !strstr(text, "in 1 allocation, at once, at 0."))
+        fail_msg("%s", text);
+    free(text);
 }
 
 /* Folded stacks are one line per distinct stack: analyze-phases's three
