@@ -12,7 +12,8 @@
 
 #define USAGE                                                                                    \
     "ltr export TRACE --format pprof|folded|json|csv|chrome -o OUT [--force] [--from T] [--to T]\n" \
-    "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--cpu] [--full-stacks]"
+    "                 [--pid P] [--snapshot N] [--debug-dir DIRS] [--local-symbols] [--cpu]\n" \
+    "                 [--full-stacks]"
 
 static void help(void)
 {

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define USAGE "ltr report TRACE [-o FILE.html] [--force] [--from T] [--to T] [--pid P] [--debug-dir DIRS]"
+#define USAGE                                                                                    \
+    "ltr report TRACE [-o FILE.html] [--force] [--from T] [--to T] [--pid P] [--debug-dir DIRS]\n" \
+    "                 [--local-symbols]"
 
 static void help(void)
 {
@@ -25,7 +27,7 @@ static void help(void)
            "options: --from T, --to T, --pid P, --debug-dir DIRS, --local-symbols as for\n"
            "ltr analyze;\n"
            "  -o, --output FILE  the page (default TRACE with .html; '-': standard\n"
-           "                     output); kept if it exists\n"
+           "                     output); an existing FILE is refused\n"
            "  --force            replace FILE\n\n"
            "exit status: 0 written, 1 the trace could not be read or FILE not written,\n"
            "2 bad usage, 3 the trace is damaged (the page shows its intact part).\n");

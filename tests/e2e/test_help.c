@@ -164,16 +164,19 @@ static char *usage_block(const char *help)
 }
 
 /* Each long option an option line of the help lists (the part before the
- * description column) is in the usage lines too, or its short form is. */
+ * description column), or an "options: --from T, ... as for ltr analyze"
+ * line, is in the usage lines too, or its short form is (export's and
+ * report's usage lacked the --local-symbols such a line lists). */
 static void usage_names_every_listed_option(void **state)
 {
     for (size_t i = 0; i < NCOMMANDS; i++) {
         tu_result r = tu_run("%s %s --help", LTR, commands[i]);
         char *usage = usage_block(r.out);
         for (const char *line = r.out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-            if (strncmp(line, "  -", 3) != 0)
+            bool shared = !strncmp(line, "options: --", 11);
+            if (strncmp(line, "  -", 3) != 0 && !shared)
                 continue;
-            const char *end = strstr(line + 2, "  "), *nl = strchr(line, '\n');
+            const char *end = strstr(line + 2, shared ? " as for" : "  "), *nl = strchr(line, '\n');
             if (!end || (nl && end > nl))
                 end = nl ? nl : line + strlen(line);
             char short_opt[8] = ""; /* "-o " of "  -o, --output FILE" */
