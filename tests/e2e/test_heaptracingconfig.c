@@ -141,6 +141,41 @@ static void test_new_instance_traced_by_name(void **state)
     expect(config("byname-other disable"), 0, NULL);
 }
 
+/* A program whose executable's name has 20 characters, as ls and ps -o args
+ * show it (its comm is cut at 15): heaptracingconfig takes the whole name,
+ * the new instance carries the agent, and 'ltr start heap --name' with the
+ * same name traces it exactly. */
+static void test_long_name_traced(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state;
+    expect(config("byname-target-20-chr enable"), 0, NULL);
+    tu_result r = tu_run("cp %s %s/byname-target-20-chr && cd %s && { ./byname-target-20-chr %s > t.out & echo $! > t.pid; } "
+                         "&& i=0; until grep -q agent t.out || [ $i -ge 1000 ]; do sleep 0.02; i=$((i+1)); done; "
+                         "cat t.out /proc/$(cat t.pid)/comm; %s start heap --instance ln --filemode --name byname-target-20-chr",
+                         tu_test_bin("byname-target"), dir, dir, dir, tu_ltr());
+    if (r.status != 0 || !strstr(r.out, "agent 1\nbyname-target-2\n"))
+        fail_msg("the long name's instance: status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    r = tu_run("cat %s/t.pid", dir);
+    unsigned long pid = strtoul(r.out, NULL, 10);
+    tu_free(&r);
+    r = tu_run("cd %s && touch go && while kill -0 %lu 2>/dev/null; do sleep 0.02; done; %s stop --instance ln %s/ln.ltr",
+               dir, pid, tu_ltr(), dir);
+    tu_expect_ok(r);
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/ln.ltr", dir);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    size_t mine, others;
+    count(t, 4321, pid, &mine, &others);
+    assert_int_equal(mine, 10);
+    ltr_trace_close(t);
+    expect(config("byname-target-20-chr disable"), 0, NULL);
+}
+
 /* After the last disable nothing of the setting is left, and the commands
  * say what is on and off with their exit status. */
 static void test_nothing_left_after_disable(void **state)
@@ -362,6 +397,7 @@ int main(void)
     have_etc = tu_private_etc() == 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_new_instance_traced_by_name, fresh, done),
+        cmocka_unit_test_setup_teardown(test_long_name_traced, fresh, done),
         cmocka_unit_test_setup_teardown(test_nothing_left_after_disable, fresh, done),
         cmocka_unit_test_setup_teardown(test_concurrent_changes, fresh, done),
         cmocka_unit_test_setup_teardown(test_real_programs_unaffected, fresh, done),
