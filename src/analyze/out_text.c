@@ -81,6 +81,7 @@ static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, siz
     if (e->type != AN_AIFO)
         return;
     double seconds = (double)(a->win_end - a->win_start) / 1e9;
+    int digits = seconds < 1 ? 3 : 1; /* in a window of 35 ms every stack read "at 0.0 s" */
     char rate[32];
     if (e->growth == AN_GROWING && seconds >= RATE_MIN_WINDOW_S)
         snprintf(out, size, ", growing %s/min",
@@ -88,10 +89,10 @@ static void growth_text(const ltr_analysis *a, const an_entry *e, char *out, siz
     else if (e->growth == AN_GROWING && seconds > 0)
         snprintf(out, size, ", growing over %.2g s (too short a window for a rate)", seconds);
     else if (e->growth == AN_TURNING_OVER)
-        snprintf(out, size, ", turning over: %llu of its blocks freed in the window, those held allocated since %.1f s",
-                 (unsigned long long)e->stack->freed.count, an_seconds(a, e->stack->held_first));
+        snprintf(out, size, ", turning over: %llu of its blocks freed in the window, those held allocated since %.*f s",
+                 (unsigned long long)e->stack->freed.count, digits, an_seconds(a, e->stack->held_first));
     else
-        snprintf(out, size, ", at once, at %.1f s", an_seconds(a, e->stack->held_first)); /* "(0.1 s)" read as how long */
+        snprintf(out, size, ", at once, at %.*f s", digits, an_seconds(a, e->stack->held_first)); /* "(0.1 s)" read as how long */
 }
 
 static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank rank, unsigned top)
