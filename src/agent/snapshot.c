@@ -142,9 +142,12 @@ static void read_exe_name(void)
         strcpy(exe_name, base);
 }
 
+/* name is the registry's, which any process of the user may write: each
+ * comparison reads no more of it than its buffer could hold. */
 static bool name_is_mine(const char *name, const char *comm)
 {
-    return !strcmp(name, comm) || (exe_name[0] && !strcmp(name, exe_name));
+    return !strncmp(name, comm, LTR_SNAP_NAME_MAX) ||
+           (exe_name[0] && !strncmp(name, exe_name, LTR_SNAP_LONG_NAME_MAX));
 }
 
 /* `ltr snapshotconfig heap --name N enable`: new instances of N keep their

@@ -118,7 +118,7 @@ int ltr_snapshot_enable_name(const char *name, bool enable, ltr_error *err)
     for (unsigned i = 0; i < LTR_SNAP_NAMES; i++) {
         if (!atomic_load(&r->snap.names[i].used))
             free_slot = free_slot < LTR_SNAP_NAMES ? free_slot : i;
-        else if (!strcmp(ltr_reg_snap_name_of(r, i), name))
+        else if (!strncmp(ltr_reg_snap_name_of(r, i), name, LTR_SNAP_LONG_NAME_MAX))
             slot = i;
     }
     int rc = 0;
