@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +71,18 @@ static int show(const char *name, const uint32_t *pids, int npids)
     return 0;
 }
 
+/* Whether the argument after --pid's (or after its first) is one more
+ * process id. The first is one whatever it says (a bad one is named as a
+ * PID); after it, a word is the verb: '--pid 4242 enabled' was refused as
+ * "PID: 'enabled' is not valid", sending the user to check a pid that was
+ * right (as 'ltr heaptracingconfig' says, the verb is named). */
+static bool more_pid(const char *arg, bool first)
+{
+    if (arg[0] == '-' || !strcmp(arg, "enable") || !strcmp(arg, "disable"))
+        return false;
+    return first || (arg[0] >= '0' && arg[0] <= '9');
+}
+
 int cmd_snapshotconfig(int argc, char **argv)
 {
     if (cli_snapshot_help(argc, argv, usage, help) == 0)
@@ -86,8 +99,7 @@ int cmd_snapshotconfig(int argc, char **argv)
         if (!strcmp(argv[i], "--name") && i + 1 < argc && !name) {
             name = argv[++i];
         } else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
-            while (i + 1 < argc && argv[i + 1][0] != '-' && strcmp(argv[i + 1], "enable") &&
-                   strcmp(argv[i + 1], "disable")) {
+            for (bool first = true; i + 1 < argc && more_pid(argv[i + 1], first); first = false) {
                 if (npids == 64)
                     return cli_fail("snapshotconfig", "at most 64 process ids at once");
                 if (cli_snapshot_pid("snapshotconfig", argv[++i], &pids[npids++]))
@@ -95,6 +107,9 @@ int cmd_snapshotconfig(int argc, char **argv)
             }
         } else if ((!strcmp(argv[i], "enable") || !strcmp(argv[i], "disable")) && verb < 0) {
             verb = !strcmp(argv[i], "enable");
+        } else if (argv[i][0] != '-' && verb < 0) {
+            fprintf(stderr, "ltr snapshotconfig: unknown verb '%s': say 'enable' or 'disable'\n", argv[i]);
+            return cli_usage_error("snapshotconfig", usage);
         } else {
             fprintf(stderr, "ltr snapshotconfig: unexpected '%s'\n", argv[i]);
             return cli_usage_error("snapshotconfig", usage);

@@ -527,6 +527,32 @@ static void test_errors(void **state)
     wait_gone(pid);
 }
 
+/* A misspelled verb is named as the verb, not as a bad process id: after
+ * '--pid P', 'enabled' was taken for a second pid and refused as "PID:
+ * 'enabled' is not valid" (a new user's first try on a service). */
+static void test_misspelled_verb_named(void **state)
+{
+    (void)state;
+    unsigned me = (unsigned)getpid();
+    char lines[3][64];
+    snprintf(lines[0], sizeof lines[0], "--pid %u enabled", me);
+    snprintf(lines[1], sizeof lines[1], "--pid %u %u on", me, me);
+    snprintf(lines[2], sizeof lines[2], "--name snap-target enabled");
+    for (size_t i = 0; i < 3; i++) {
+        const char *line = lines[i];
+        tu_result r = tu_run("%s snapshotconfig heap %s", tu_ltr(), line);
+        assert_int_equal(r.status, 2);
+        if (!strstr(r.err, "unknown verb '") || !strstr(r.err, "say 'enable' or 'disable'") || strstr(r.err, "PID: '"))
+            fail_msg("snapshotconfig heap %s: the verb not named:\n%s", line, r.err);
+        tu_free(&r);
+    }
+    /* a bad pid is still named as one */
+    tu_result r = tu_run("%s snapshotconfig heap --pid 12x enable", tu_ltr());
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "PID: '12x' is not valid"));
+    tu_free(&r);
+}
+
 /* By name: a new instance of an enabled name keeps its table from its start. */
 static void test_by_name(void **state)
 {
@@ -774,6 +800,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_snapshots_with_heap_tracing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_during_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_misspelled_verb_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name_of_executable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_name_of_a_long_executable, setup, teardown),
