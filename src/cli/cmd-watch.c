@@ -73,7 +73,8 @@ static void help(void)
            "nothing is left running. If watch itself is killed, the recorder cancels the\n"
            "session. As a service: systemctl enable --now ltr-watch@NAME (docs/watch.md).\n\n"
            "exit status: 0 the triggers were saved, or it was stopped by a signal; 1 an error\n"
-           "(the session could not start, the process could not be attached, a save failed);\n"
+           "(the session could not start, the process could not be attached, a save failed,\n"
+           "the session was stopped or cancelled by another command);\n"
            "2 bad usage or a bad option value; 3 the process (--pid) exited.\n",
            usage, LTR_WATCH_WARMUP_POLLS, LTR_WATCH_SUSTAIN_POLLS);
 }

@@ -177,6 +177,7 @@ typedef struct watch {
     bool joined, settled;
     unsigned unjoined; /* polls the agent has not joined in */
     bool silent;       /* the recorder did not answer the last poll's status (said once) */
+    bool gone;         /* the session ended under the watch (ltr stop or cancel of it, its recorder dead) */
     ltr_watch_cond cond;
     unsigned triggers, next_n;
     uint64_t t0;
@@ -259,7 +260,7 @@ static void end_session(watch *w)
     if (w->snap_pid && w->snap_ours && kill((pid_t)w->snap_pid, 0) == 0)
         ltr_snapshot_enable_pid(w->snap_pid, false, &err);
     w->snap_pid = 0;
-    if (ltr_client_op(w->sc.name, "cancel", NULL, NULL, false, NULL, &err))
+    if (!w->gone && ltr_client_op(w->sc.name, "cancel", NULL, NULL, false, NULL, &err))
         say(w, true, "cancelling session '%s': %s", w->sc.name, err.msg);
 }
 
@@ -339,14 +340,24 @@ static uint32_t find_named(watch *w)
  * reason is said once, and again when it answers); returns whether the
  * process watched has joined the session (true too when that cannot be
  * told: the agent's settling must not wait on a recorder that does not
- * answer). */
-static bool ask_session(watch *w, ltr_watch_poll *p)
+ * answer). A session that no longer runs sets w->gone, and gone says why. */
+static bool ask_session(watch *w, ltr_watch_poll *p, ltr_error *gone)
 {
     static ltr_session_status st;
     ltr_error err;
     uint64_t *reach = &p->reach_ns;
     *reach = 0;
-    p->no_answer = ltr_client_status(w->sc.name, &st, &err) != 0;
+    int rc = ltr_client_status(w->sc.name, &st, &err);
+    /* no recorder listens any more: a stopped or hung one does not answer,
+     * but one that is gone never will, and the watch polled on for good,
+     * saying "recorder does not answer", its next trigger failing */
+    if (rc == -ESRCH) {
+        w->gone = true;
+        ltr_fail(gone, ECANCELED, "session '%s' is gone (stopped or cancelled by another command, or its "
+                 "recorder died: %s): nothing more can be saved, the watch ends", w->sc.name, err.msg);
+        return false;
+    }
+    p->no_answer = rc != 0;
     if (p->no_answer != w->silent) {
         if (p->no_answer)
             say(w, true, "%s", err.msg);
@@ -538,7 +549,9 @@ static int poll_once(watch *w, ltr_error *err)
         }
     }
     p.pid = w->pid;
-    bool joined = ask_session(w, &p);
+    bool joined = ask_session(w, &p, err);
+    if (w->gone)
+        return -ECANCELED;
     if (!settling(w, joined, &p.v, m.private_bytes))
         ltr_watch_cond_poll(&w->cond, m.private_bytes, &p.v);
     remember(w, &p);

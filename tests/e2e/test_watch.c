@@ -422,6 +422,35 @@ static void test_killed_watch_cancels(void **state)
     kill(svc, SIGKILL);
 }
 
+/* Its session stopped or cancelled by another command: the watch ends with
+ * an error saying so. It polled on for good, every line "recorder does not
+ * answer", and its next trigger would have had nothing to save. */
+static void test_session_gone_ends_watch(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 1));
+    tu_result st = tu_run("%s status", LTR);
+    const char *name = strstr(st.out, "session 'watch-");
+    assert_non_null(name);
+    int wpid = atoi(name + strlen("session 'watch-"));
+    tu_free(&st);
+    tu_expect_ok(tu_run("%s cancel --instance watch-%d", LTR, wpid));
+    assert_int_equal(wait_exit(w), 1);
+    char *s = tu_read_file(out);
+    if (!strstr(s, "is gone (stopped or cancelled by another command") || !strstr(s, "the watch ends"))
+        fail_msg("the watch of a cancelled session said:\n%s", s);
+    free(s);
+    assert_int_equal(kill(svc, 0), 0); /* the service runs on */
+    kill(svc, SIGKILL);
+}
+
 static void test_pid_gone(void **state)
 {
     const char *dir = *state;
@@ -863,6 +892,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_watch_cancels, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots_of_others_stay, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_ends_watch, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_of_a_link_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
