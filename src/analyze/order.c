@@ -205,10 +205,31 @@ static void heap_set(an_order *o, size_t i, oq *q)
     q->hpos = i + 1;
 }
 
+/* The queues' order in the heap: before() of their first events, and at
+ * one time where both are allocations, first the thread whose next event
+ * frees, at that time, the address the other allocates: it held the address
+ * before the other was handed it. Successive short threads (a thread per
+ * request) reuse one arena's addresses within 100 us, and half the time the
+ * later thread's allocation went first: its block ended there as displaced
+ * when the earlier one's came, its own free later unseen, and a block it
+ * kept was not counted (a program whose odd threads each kept one block of
+ * 100 B: 279 of 300 held, 21 said "allocated again without a free"). */
+static inline int q_before(const oq *a, const oq *b)
+{
+    const an_event *x = first(a), *y = first(b);
+    if (before(x, y))
+        return 1;
+    if (x->ts != y->ts || x->op != AN_OP_ALLOC || y->op != AN_OP_ALLOC || a->pid != b->pid ||
+        a->tail - a->head < 2)
+        return 0;
+    const an_event *x2 = at(a, a->head + 1);
+    return x2->op == AN_OP_FREE && x2->ts == x->ts && x2->addr == y->addr;
+}
+
 static void sift_up(an_order *o, size_t i)
 {
     oq *q = o->heap[i];
-    while (i > 0 && before(first(q), first(o->heap[(i - 1) / 2]))) {
+    while (i > 0 && q_before(q, o->heap[(i - 1) / 2])) {
         heap_set(o, i, o->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
@@ -222,9 +243,9 @@ static void sift_down(an_order *o, size_t i)
         size_t c = 2 * i + 1;
         if (c >= o->nheap)
             break;
-        if (c + 1 < o->nheap && before(first(o->heap[c + 1]), first(o->heap[c])))
+        if (c + 1 < o->nheap && q_before(o->heap[c + 1], o->heap[c]))
             c++;
-        if (!before(first(o->heap[c]), first(q)))
+        if (!q_before(o->heap[c], q))
             break;
         heap_set(o, i, o->heap[c]);
         i = c;

@@ -89,6 +89,42 @@ static void test_one_threads_ties_keep_their_order(void **state)
     an_order_free(o);
 }
 
+/* Two short threads at one time (a thread per request): the first
+ * allocates and frees an address, the second is handed it and keeps it.
+ * Whatever order their runs come in, the first's run goes first: the
+ * second's allocation had gone first when its queue came first, its block
+ * then ended by the first's allocation, a kept block lost (21 of 300). */
+static void test_tie_goes_to_the_thread_that_frees_it(void **state)
+{
+    for (int first_in = 0; first_in < 2; first_in++) {
+        out got = {0};
+        an_order *o = an_order_new(1000, collect, &got);
+        assert_non_null(o);
+        size_t room;
+        for (int k = 0; k < 2; k++) {
+            if ((k == 0) == (first_in == 0)) { /* thread 11 keeps the block */
+                an_event *e = an_order_room(o, 1, 11, &room);
+                e[0] = (an_event){.ts = 100, .op = AN_OP_ALLOC, .addr = 0x1000};
+                an_order_commit(o, 1);
+            } else { /* thread 10 allocates and frees it */
+                an_event *e = an_order_room(o, 1, 10, &room);
+                assert_true(room >= 2);
+                e[0] = (an_event){.ts = 100, .op = AN_OP_ALLOC, .addr = 0x1000};
+                e[1] = (an_event){.ts = 100, .op = AN_OP_FREE, .addr = 0x1000};
+                an_order_commit(o, 2);
+            }
+        }
+        an_order_drain(o);
+        assert_int_equal(got.n, 3);
+        static const uint32_t want_tid[] = {10, 10, 11}, want_op[] = {AN_OP_ALLOC, AN_OP_FREE, AN_OP_ALLOC};
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(got.tid[i], want_tid[i]);
+            assert_int_equal(got.op[i], want_op[i]);
+        }
+        an_order_free(o);
+    }
+}
+
 /* Once an event was handed on, an older one of the same thread is late:
  * counted, and still handed on. */
 static void test_older_than_handed_on_is_late(void **state)
@@ -412,6 +448,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_of_two_buffers_merge),
         cmocka_unit_test(test_one_threads_ties_keep_their_order),
+        cmocka_unit_test(test_tie_goes_to_the_thread_that_frees_it),
         cmocka_unit_test(test_older_than_handed_on_is_late),
         cmocka_unit_test(test_after_an_end_is_late_but_after_an_exec_end),
         cmocka_unit_test(test_far_behind_runs_have_a_budget),
