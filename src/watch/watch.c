@@ -353,8 +353,13 @@ static bool ask_session(watch *w, ltr_watch_poll *p, ltr_error *gone)
      * saying "recorder does not answer", its next trigger failing */
     if (rc == -ESRCH) {
         w->gone = true;
-        ltr_fail(gone, ECANCELED, "session '%s' is gone (stopped or cancelled by another command, or its "
-                 "recorder died: %s): nothing more can be saved, the watch ends", w->sc.name, err.msg);
+        /* a dead recorder's leftovers are the watch's session's: forgotten
+         * here, not left for the user to 'ltr cancel' (its memory is lost) */
+        ltr_error ignored;
+        bool died = ltr_client_forget(w->sc.name, &ignored) > 0;
+        ltr_fail(gone, ECANCELED, "session '%s' %s: nothing more can be saved, the watch ends", w->sc.name,
+                 died ? "is gone: its recorder died (killed or crashed), what it held in memory with it"
+                      : "was stopped or cancelled by another command");
         return false;
     }
     p->no_answer = rc != 0;

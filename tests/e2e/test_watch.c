@@ -422,9 +422,10 @@ static void test_killed_watch_cancels(void **state)
     kill(svc, SIGKILL);
 }
 
-/* Its session stopped or cancelled by another command: the watch ends with
- * an error saying so. It polled on for good, every line "recorder does not
- * answer", and its next trigger would have had nothing to save. */
+/* Its session stopped or cancelled by another command, or its recorder
+ * killed: the watch ends with an error saying which. It polled on for good,
+ * every line "recorder does not answer", and its next trigger would have
+ * had nothing to save. */
 static void test_session_gone_ends_watch(void **state)
 {
     const char *dir = *state;
@@ -444,9 +445,28 @@ static void test_session_gone_ends_watch(void **state)
     tu_expect_ok(tu_run("%s cancel --instance watch-%d", LTR, wpid));
     assert_int_equal(wait_exit(w), 1);
     char *s = tu_read_file(out);
-    if (!strstr(s, "is gone (stopped or cancelled by another command") || !strstr(s, "the watch ends"))
+    if (!strstr(s, "was stopped or cancelled by another command") || !strstr(s, "the watch ends"))
         fail_msg("the watch of a cancelled session said:\n%s", s);
     free(s);
+    /* its recorder killed: said so, and its dead session forgotten, not
+     * left in 'ltr status' for the user to cancel */
+    snprintf(out, sizeof out, "%s/watch2.out", dir);
+    w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 100G "
+                   "--interval 0.2 --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "  pid ", 1));
+    st = tu_run("%s status", LTR);
+    const char *rec = strstr(st.out, "recorder pid ");
+    assert_non_null(rec);
+    kill((pid_t)atoi(rec + strlen("recorder pid ")), SIGKILL);
+    tu_free(&st);
+    assert_int_equal(wait_exit(w), 1);
+    s = tu_read_file(out);
+    if (!strstr(s, "its recorder died (killed or crashed)") || !strstr(s, "the watch ends"))
+        fail_msg("the watch of a killed recorder said:\n%s", s);
+    free(s);
+    st = tu_run("%s status", LTR);
+    assert_null(strstr(st.out, "watch-"));
+    tu_free(&st);
     assert_int_equal(kill(svc, 0), 0); /* the service runs on */
     kill(svc, SIGKILL);
 }
