@@ -387,6 +387,39 @@ static void test_emptied_queue_stalls_no_save(void **state)
     expect_ok(tu_run("%s cancel --instance eq", LTR), "cancel", 0);
 }
 
+/* A traced program that moves every buffer's seq on, again and again, as
+ * if each were taken over after a save copied it: the save took all it
+ * wrote back out of the overwritten count it wrote, so another program's
+ * overwritten events were counted nowhere (of 1 000 000 events emitted, the
+ * save said N fewer: what it wrote). A save takes out at most what was
+ * counted overwritten while it ran, and here no one wrote meanwhile. */
+static void test_moved_seqs_hide_no_overwritten(void **state)
+{
+    const char *dir = *state;
+    expect_ok(tu_run("%s start --instance sq --buffer-size 4 --buffers 64 --provider Test.Producer", LTR), "start",
+              0);
+    tu_result p = tu_run("%s --events 1000000 --wait-enabled 5", tu_test_bin("ltr-test-producer"));
+    assert_int_equal(p.status, 0);
+    unsigned long long emitted = (unsigned long long)tu_field(p.out, "written") + tu_field(p.out, "lost");
+    tu_free(&p);
+    tu_result r = tu_run("touch %s/seqs && { %s sq 1 1 seqs:%s/seqs > %s/scr.out & } && "
+                         "until grep -q seqs= %s/scr.out; do sleep 0.1; done; "
+                         "%s save --instance sq --no-symbols %s/sq.ltr; s=$?; rm %s/seqs; wait; exit $s",
+                         dir, tu_test_bin("ltr-test-scribbler"), dir, dir, dir, LTR, dir, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    expect_ok(tu_run("%s cancel --instance sq", LTR), "cancel", 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/sq.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    unsigned long long said = t.provider_events + t.events_lost + t.events_overwritten;
+    if (said != emitted)
+        fail_msg("%llu events emitted; the save has %llu, %llu lost, %llu overwritten: %llu", emitted,
+                 (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
+                 (unsigned long long)t.events_overwritten, said);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +432,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_producers_survive_scribbled_fields, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_emptied_queue_stalls_no_save, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_moved_seqs_hide_no_overwritten, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

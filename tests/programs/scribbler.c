@@ -24,6 +24,9 @@
  * holes:PATH (collector 0's queue tail a ring ahead of its head, and every
  * queue slot emptied, again and again while file PATH exists: at each
  * position a publication under way, that a save may wait for),
+ * seqs:PATH (every buffer's seq of collector 0 moved on, again and again
+ * while file PATH exists, as if each were taken over: a save must not take
+ * what it wrote back out of the overwritten count for that alone),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
  * prints appended=MB), process:PID:EXE (no scribble: a well-formed
@@ -384,6 +387,16 @@ int main(int argc, char **argv)
                 atomic_store(&slots[k], 0);
             if (!said) /* the test goes on once every slot was emptied */
                 printf("holes=%u\n", ring->nbuf), fflush(stdout);
+        }
+        len = 0;
+    }
+    if (!strncmp(region, "seqs:", 5)) { /* every buffer seemingly taken over, without a count */
+        ltr_ring_buf *bufs = (ltr_ring_buf *)((uint8_t *)ring + ring->bufs_offset);
+        for (int said = 0; !said || access(region + 5, F_OK) == 0; said = 1) {
+            for (uint32_t k = 0; k < ring->nbuf; k++)
+                atomic_fetch_add(&bufs[k].seq, 1);
+            if (!said)
+                printf("seqs=%u\n", ring->nbuf), fflush(stdout);
         }
         len = 0;
     }
