@@ -241,6 +241,23 @@ int ltr_client_op(const char *session, const char *op, const char *path, const c
     return rc;
 }
 
+int ltr_client_save_keeping(const char *session, const char *path, char *kept, size_t size, ltr_error *err)
+{
+    ltr_bytes req = {0};
+    ltr_bytes_put_kv(&req, "op", "save");
+    ltr_bytes_put_kv(&req, "path", path);
+    ltr_bytes_put_kv(&req, "keep", "1");
+    ltr_kvlist resp = {0};
+    int rc = req.failed ? ltr_fail(err, ENOMEM, "out of memory") : ltr_client_request(session, &req, &resp, err);
+    if (size)
+        kept[0] = 0;
+    if (rc == -EEXIST && !ltr_kvlist_get(&resp, "kept", kept, size) && size)
+        kept[0] = 0; /* an older recorder, or a name taken before it wrote: nothing left */
+    ltr_bytes_free(&req);
+    ltr_kvlist_free(&resp);
+    return rc;
+}
+
 static uint64_t kv_u64(const ltr_kvlist *kv, const char *key)
 {
     char buf[32];

@@ -36,6 +36,10 @@ int ltr_client_request(const char *session, const ltr_bytes *req, ltr_kvlist *re
  * only success matters; else the caller frees it. Returns as ltr_client_request. */
 int ltr_client_op(const char *session, const char *op, const char *path, const char *text, bool force,
                   ltr_kvlist *resp, ltr_error *err);
+/* `save` of path that, should path be taken while the save is written,
+ * leaves the finished file for the caller to name: then -EEXIST with its
+ * name in kept (else kept is ""). */
+int ltr_client_save_keeping(const char *session, const char *path, char *kept, size_t size, ltr_error *err);
 /* The recorder's log named in a reply once it has logged a problem (the log
  * is then kept): copied into buf; NULL when the reply names none (nothing
  * went wrong, and the log is removed at a clean end). */

@@ -1498,7 +1498,7 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     return rc;
 }
 
-int rec_save(recorder *r, const char *path, const char *description, bool force, bool keep_on_refusal,
+int rec_save(recorder *r, const char *path, const char *description, bool force, char *kept, size_t kept_size,
              ltr_error *err)
 {
     rec_drain(r, false);
@@ -1519,9 +1519,11 @@ int rec_save(recorder *r, const char *path, const char *description, bool force,
         return rc;
     }
     rc = ltr_publish(tmp, path, force);
-    if (rc == -EEXIST && keep_on_refusal)
+    if (rc == -EEXIST && kept) {
+        snprintf(kept, kept_size, "%s", tmp);
         return ltr_fail(err, EEXIST, "%s appeared meanwhile and was not overwritten (--force replaces "
                         "it); the trace is at %s", path, tmp);
+    }
     if (rc)
         unlink(tmp);
     if (rc == -EEXIST)

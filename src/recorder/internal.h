@@ -274,9 +274,9 @@ bool rec_backlog_waiting(const recorder *r);
 void rec_harvest_owner(recorder *r, uint32_t owner);
 /* Writes what the ring holds to path, through a new temporary beside it. path
  * is replaced only with force; a path taken meanwhile fails with EEXIST, and
- * with keep_on_refusal (a stop: the ring is about to go) the temporary stays,
- * named in err. */
-int rec_save(recorder *r, const char *path, const char *description, bool force, bool keep_on_refusal,
+ * with kept (a stop: the ring is about to go; a watch: it names the file
+ * itself) the temporary stays, named in err and in kept. */
+int rec_save(recorder *r, const char *path, const char *description, bool force, char *kept, size_t kept_size,
              ltr_error *err);
 int rec_finish_file(recorder *r, const char *description, ltr_error *err);
 /* File mode: every committed event, the metadata it uses and the counters

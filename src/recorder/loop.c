@@ -88,7 +88,8 @@ static void reply(int fd, ltr_bytes *kv, const int *fds, int nfds)
         ltr_send_msg(fd, kv->data, kv->len, fds, nfds);
 }
 
-static void reply_error(int fd, const ltr_error *err)
+/* kept: a save's finished temporary left for the client to name (NULL: none). */
+static void reply_failure(int fd, const ltr_error *err, const char *kept)
 {
     ltr_bytes kv = {0};
     char code[16];
@@ -96,9 +97,16 @@ static void reply_error(int fd, const ltr_error *err)
     ltr_bytes_put_kv(&kv, "ok", "0");
     ltr_bytes_put_kv(&kv, "errno", code);
     ltr_bytes_put_kv(&kv, "error", err->msg);
+    if (kept)
+        ltr_bytes_put_kv(&kv, "kept", kept);
     put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
+}
+
+static void reply_error(int fd, const ltr_error *err)
+{
+    reply_failure(fd, err, NULL);
 }
 
 static void reply_ok(int fd)
@@ -468,7 +476,7 @@ static uint64_t dropped(const recorder *r)
 
 /* A stop or save that failed leaves the recording as it was: the user is told
  * so, and what to do (a failed save was told to stop again, or cancel). */
-static void reply_still_running(int fd, ltr_error *err, bool stopping)
+static void reply_still_running(int fd, ltr_error *err, bool stopping, const char *kept)
 {
     ltr_error e = *err;
     if (stopping)
@@ -477,7 +485,7 @@ static void reply_still_running(int fd, ltr_error *err, bool stopping)
     else
         ltr_fail(&e, err->code, "%s; the session is still running, as it was: save again to a writable path",
                  err->msg);
-    reply_error(fd, &e);
+    reply_failure(fd, &e, kept);
 }
 
 /* Can the trace go to path? A stop whose file cannot be written must not end
@@ -542,7 +550,8 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         rec_stop_refusals_from(r);
         rec_take_events(r, false);
         usleep(STOP_GRACE_US);
-        rc = rec_save(r, path, description, force, true, &err);
+        char kept[4200];
+        rc = rec_save(r, path, description, force, kept, sizeof kept, &err);
         if (rc) {
             rec_take_events(r, true);
             usleep(STOP_GRACE_US); /* writers refused just before count it */
@@ -552,7 +561,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         }
     }
     if (rc) {
-        reply_still_running(fd, &err, true);
+        reply_still_running(fd, &err, true, NULL);
         return;
     }
     rec_unpublish(r);
@@ -709,6 +718,10 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
     const char *t = ltr_kv_find(req, len, "text", text, sizeof text);
     char flag[4];
     bool force = ltr_kv_find(req, len, "force", flag, sizeof flag) && !strcmp(flag, "1");
+    /* a save whose path is taken meanwhile leaves its file for the client
+     * to name (ltr watch: the next free name, without a save again) */
+    bool keep = ltr_kv_find(req, len, "keep", flag, sizeof flag) && !strcmp(flag, "1");
+    char kept[4200];
     if (!strcmp(op, "attach"))
         return handle_attach(r, fd, req, len);
     if (!strcmp(op, "status")) {
@@ -720,8 +733,8 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
                      r->cfg.name, r->cfg.output_temp ? "" : " to ", r->cfg.output_temp ? "" : r->cfg.output,
                      r->cfg.output_temp ? "'ltr stop FILE'" : "'ltr stop'");
             reply_error(fd, &err);
-        } else if (rec_save(r, p, t, force, false, &err) != 0) {
-            reply_still_running(fd, &err, false);
+        } else if (rec_save(r, p, t, force, keep ? kept : NULL, sizeof kept, &err) != 0) {
+            reply_still_running(fd, &err, false, keep && err.code == EEXIST ? kept : NULL);
         } else {
             reply_ok(fd);
         }

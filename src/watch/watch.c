@@ -460,21 +460,32 @@ static int write_bundle(watch *w, const char *trace, const char *bundle, const l
 
 /* Saves the trace to the next free name, into path. A name taken between
  * the look and the save's publication (another user's file, made in a
- * shared directory such as /tmp once the save's temporary shows) moves it
- * to the next, as a name taken before does: that refusal ended the watch
- * (exit 1, the trigger's trace lost, a hint to use --force). 0 or -errno. */
-#define WATCH_SAVE_TRIES 16
+ * shared directory such as /tmp once the save's temporary shows) moves the
+ * finished file to the next, as a name taken before does: that refusal
+ * ended the watch (exit 1, the trigger's trace lost, a hint to use
+ * --force). The file itself moves, renamed without replacing anything, and
+ * is not saved again: another user planting each name as each save's
+ * temporary showed ended the watch after 16 saves (exit 1, its trace lost:
+ * 'leak-16.ltr already exists'); a rename shows nothing to race before it
+ * is done. 0 or -errno. */
 static int save_free_name(watch *w, bool with_bundle, char *path, size_t size, ltr_error *err)
 {
-    for (unsigned tries = 1;; tries++, w->next_n++) {
-        int rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, size);
-        if (rc)
-            return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
-        rc = ltr_client_op(w->sc.name, "save", path, NULL, false, NULL, err);
-        if (rc != -EEXIST || tries == WATCH_SAVE_TRIES)
-            return rc;
+    int rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, size);
+    if (rc)
+        return ltr_fail(err, -rc, "no file name is free beside %s", w->cfg->record_to);
+    char kept[PATH_MAX];
+    rc = ltr_client_save_keeping(w->sc.name, path, kept, sizeof kept, err);
+    while (rc == -EEXIST && kept[0]) {
         say(w, true, "%s appeared while the trace was saved to it (not overwritten): saving to the next name", path);
+        w->next_n++;
+        if ((rc = ltr_watch_trace_path(w->cfg->record_to, with_bundle, &w->next_n, path, size)) != 0)
+            return ltr_fail(err, -rc, "no file name is free beside %s: the trace is at %s", w->cfg->record_to,
+                            kept);
+        rc = ltr_publish(kept, path, false);
+        if (rc && rc != -EEXIST)
+            return ltr_fail(err, -rc, "cannot rename %s to %s: %s", kept, path, strerror(-rc));
     }
+    return rc;
 }
 
 static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)

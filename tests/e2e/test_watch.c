@@ -610,8 +610,9 @@ static void test_other_snapshots_not_recorded(void **state)
 }
 
 /* A child that makes a directory at dir/name once a temporary of that name
- * (name.XXXXXX.part) is created there, told by inotify at once. */
-static void plant_at_temporary(const char *dir, const char *name)
+ * (name.XXXXXX.part) is created there, told by inotify at once; with every,
+ * at the name of each temporary whose name begins so (name-2.ltr's too). */
+static void plant_at_temporary(const char *dir, const char *name, bool every)
 {
     int fd = inotify_init1(IN_CLOEXEC);
     assert_true(fd >= 0 && inotify_add_watch(fd, dir, IN_CREATE) >= 0);
@@ -623,7 +624,12 @@ static void plant_at_temporary(const char *dir, const char *name)
         for (ssize_t len; (len = read(fd, buf, sizeof buf)) > 0;)
             for (char *p = buf; p < buf + len; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len) {
                 const char *f = ((struct inotify_event *)p)->name;
-                if (!strncmp(f, name, n) && f[n] == '.' && strstr(f + n, ".part")) {
+                size_t flen = strlen(f), stem = strrchr(name, '.') ? (size_t)(strrchr(name, '.') - name) : n;
+                if (every && !strncmp(f, name, stem) && flen > 12 && !strcmp(f + flen - 5, ".part")) {
+                    snprintf(path, sizeof path, "%s/%.*s", dir, (int)(flen - 12), f); /* less .XXXXXX.part */
+                    if (mkdir(path, 0700) != 0)
+                        _exit(1);
+                } else if (!strncmp(f, name, n) && f[n] == '.' && strstr(f + n, ".part")) {
                     snprintf(path, sizeof path, "%s/%s", dir, name);
                     _exit(mkdir(path, 0700) == 0 ? 0 : 1);
                 }
@@ -649,7 +655,7 @@ static void test_name_taken_during_save(void **state)
     char out[512], planted[512];
     snprintf(out, sizeof out, "%s/plant.out", dir);
     snprintf(planted, sizeof planted, "%s/leak.ltr", dir);
-    plant_at_temporary(dir, "leak.ltr");
+    plant_at_temporary(dir, "leak.ltr", false);
     watch_till_saved(dir, svc, "leak.ltr", "--no-symbols");
     kill(svc, SIGKILL);
     struct stat st;
@@ -663,6 +669,35 @@ static void test_name_taken_during_save(void **state)
     tu_free(&r);
     snprintf(out, sizeof out, "%s/watch.out", dir);
     free(wait_for(out, "saving to the next name", 1));
+}
+
+/* Another user who takes each name as each save's temporary shows (the
+ * planter above, at every temporary) made the watch save again and again
+ * at the next name, and end after 16 saves: exit 1, the trigger's trace
+ * lost ('leak-16.ltr already exists'). The finished file moves to the next
+ * free name instead, saved once. */
+static void test_every_name_taken_during_save(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    plant_at_temporary(dir, "leak.ltr", true);
+    watch_till_saved(dir, svc, "leak.ltr", "--no-symbols");
+    kill(svc, SIGKILL);
+    char planted[512];
+    snprintf(planted, sizeof planted, "%s/leak.ltr", dir);
+    struct stat st;
+    if (lstat(planted, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        print_message("the planter came after the save: nothing was checked\n");
+        skip();
+    }
+    tu_result r = tu_run("%s info %s/leak-2.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = tu_run("ls %s | grep -c 'part$'", dir);
+    assert_int_equal(atoi(r.out), 0); /* no temporary left behind */
+    tu_free(&r);
 }
 
 /* Limited to the target, the session still records the target's memory
@@ -921,6 +956,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_taken_during_save, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_every_name_taken_during_save, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_joins_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
