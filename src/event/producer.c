@@ -715,9 +715,10 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
     if (!inc || c >= lay->ncollectors || (a->denied & (1u << c)))
         return NULL; /* the session does not want this process: never its event */
     uint32_t state = atomic_load_explicit(&a->shm->state, memory_order_relaxed);
-    if (state != LTR_SESSION_RUNNING) { /* ending: not its event, unless the stop fails (counted then) */
-        if (state == LTR_SESSION_STOPPING)
-            atomic_fetch_add_explicit(&a->shm->stopping_refused[c], 1, memory_order_relaxed);
+    if (state != LTR_SESSION_RUNNING) {
+        /* ending: not its event, unless the stop fails; any other value was
+         * written by a traced program: the recorder counts it lost */
+        atomic_fetch_add_explicit(&a->shm->stopping_refused[c], 1, memory_order_relaxed);
         return NULL;
     }
     *lost = true;

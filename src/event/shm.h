@@ -62,9 +62,10 @@ typedef struct ltr_shm {
      * decides what it reads; producers only keep out of what it has not
      * read). meta_used and meta_read count on: a place is one mod capacity. */
     _Alignas(64) _Atomic uint64_t meta_read;
-    /* Events producers refused while the session was STOPPING, per
-     * collector: a memory-mode stop whose save fails lets the session go
-     * on, and the recorder counts those of its attempt as lost. */
+    /* Events producers refused while the session's state was not RUNNING,
+     * per collector: a memory-mode stop whose save fails lets the session
+     * go on, and the recorder counts those of its attempt as lost, as it
+     * does those refused outside a stop (a state a traced program wrote). */
     _Alignas(64) _Atomic uint64_t stopping_refused[LTR_MAX_COLLECTORS];
 } ltr_shm;
 

@@ -199,16 +199,32 @@ static uint64_t stop_refusals(recorder *r, unsigned c)
                           r->start_ns);
 }
 
-void rec_stop_refusals_from(recorder *r)
+/* Outside a stop, a refusal is a state word a traced program wrote:
+ * another program's events refused by it were counted nowhere
+ * (keep_state). */
+void rec_count_refusals(recorder *r)
 {
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
-        r->col[c].refused_from = stop_refusals(r, c);
+    for (unsigned c = 0; !r->not_taking && c < r->cfg.ncollectors; c++) {
+        uint64_t total = stop_refusals(r, c);
+        r->col[c].refused_lost += total - r->col[c].refused_from;
+        r->col[c].refused_from = total;
+    }
 }
 
-void rec_stop_refusals_lost(recorder *r)
+/* The session's state word is the recorder's, but in memory that traced
+ * programs can write: a program that wrote STOPPING (or anything but
+ * RUNNING) once made every producer refuse every event from then on, the
+ * session deaf for good and the events counted nowhere (scribbler state:2,
+ * a program's 10 000 events: 'events: 0 written, 0 lost'). Put back at each
+ * round, as damage; the refusals meanwhile are counted lost. */
+static void keep_state(recorder *r)
 {
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
-        r->col[c].refused_lost += stop_refusals(r, c) - r->col[c].refused_from;
+    uint32_t want = r->not_taking ? LTR_SESSION_STOPPING : LTR_SESSION_RUNNING;
+    if (!r->shm || atomic_load(&r->shm->state) == want)
+        return;
+    atomic_store(&r->shm->state, want);
+    if (r->cfg.ncollectors)
+        r->col[0].damage++;
 }
 
 /* The timestamp of a buffer's first compact record: its delta counts from 0
@@ -966,7 +982,9 @@ static void mark_dead_holes(recorder *r)
 
 void rec_drain(recorder *r, bool flush_active)
 {
+    keep_state(r);
     rec_sample_counters(r);
+    rec_count_refusals(r);
     log_damage(r);
     if (r->cfg.mode != LTR_MODE_FILE) {
         meta_pull(r); /* kept before producers or anyone else can write over it */

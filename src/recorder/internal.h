@@ -42,9 +42,9 @@ typedef struct collector_state {
     /* what producers count in shared memory: events lost, overwritten, buffers
      * overwritten, and lost by processes that could not attach (registry) */
     shm_count lost, overwritten, bufs_overwritten, unattached;
-    shm_count stopping_refused; /* read at a memory-mode stop, and after its save failed */
-    uint64_t refused_from;      /* its total when the stop began */
-    uint64_t refused_lost;      /* refused while a stop that failed was tried */
+    shm_count stopping_refused; /* events producers refused, the state not RUNNING (shm.h) */
+    uint64_t refused_from;      /* its total when last counted (a stop: when it began) */
+    uint64_t refused_lost;      /* refused while a stop that failed was tried, or none was */
     uint64_t damage; /* buffers and counters found impossible (the ring's own: ring.damage) */
     bool damage_logged;
 } collector_state;
@@ -181,6 +181,7 @@ typedef struct recorder {
     unsigned npending, pending_cap;
     uint64_t meanwhile_ns; /* when rec_meanwhile last looked */
     bool done;
+    bool not_taking; /* the shared state says STOPPING: rec_take_events(false) */
     int exit_status;
 } recorder;
 
@@ -287,11 +288,12 @@ void rec_end_kv(recorder *r, ltr_bytes *kv, const char *description);
 void rec_counters(recorder *r, ltr_bytes *out);
 /* Events lost in collector c: by producers, by the writer, unattached. */
 uint64_t rec_events_lost(recorder *r, unsigned c);
-/* A memory-mode stop: what producers refuse from now on (rec_take_events
- * false) is not the session's, unless the stop fails: then, told so by
- * rec_stop_refusals_lost, those events are counted as lost. */
-void rec_stop_refusals_from(recorder *r);
-void rec_stop_refusals_lost(recorder *r);
+/* The events producers refused since this was last called are counted as
+ * lost, unless producers take none now (rec_take_events false: a stop
+ * under way, whose refusals come after its trace's end): called as a
+ * memory-mode stop begins, and after its save failed and events are taken
+ * again, it counts that attempt's refusals as lost then. */
+void rec_count_refusals(recorder *r);
 /* Memory mode: the time (ltr_now_ns's clock) of the oldest event collector
  * c's ring holds now, read from the first record of its oldest kept buffer;
  * 0 when it holds none or nothing was overwritten yet (the ring then reaches

@@ -547,7 +547,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
      * nor its counters (a program writing through 'ltr stop': 200 to 411
      * of its events in 3 of 3 stops). */
     if (!rc && r->cfg.mode == LTR_MODE_MEMORY) {
-        rec_stop_refusals_from(r);
+        rec_count_refusals(r);
         rec_take_events(r, false);
         usleep(STOP_GRACE_US);
         char kept[4200];
@@ -555,7 +555,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         if (rc) {
             rec_take_events(r, true);
             usleep(STOP_GRACE_US); /* writers refused just before count it */
-            rec_stop_refusals_lost(r);
+            rec_count_refusals(r);
             rec_log("the stop's save failed, the session goes on: the events its programs emitted while it "
                     "was tried are not in it, counted as lost");
         }

@@ -327,6 +327,7 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
 
 void rec_take_events(recorder *r, bool take)
 {
+    r->not_taking = !take;
     if (r->shm)
         atomic_store(&r->shm->state, take ? LTR_SESSION_RUNNING : LTR_SESSION_STOPPING);
 }

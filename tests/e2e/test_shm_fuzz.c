@@ -420,6 +420,34 @@ static void test_moved_seqs_hide_no_overwritten(void **state)
                  (unsigned long long)t.events_overwritten, said);
 }
 
+/* A traced program that writes the session's state word (STOPPING, or a
+ * value that means nothing) once: every producer refused every event from
+ * then on, counted nowhere, for the rest of the session (another program's
+ * 10 000 events: 'events: 0 written, 0 lost'). The recorder puts its state
+ * back, and what was refused meanwhile is counted lost. */
+static void test_written_state_hides_no_event(void **state)
+{
+    const char *dir = *state;
+    static const char *const values[] = {"2", "7"};
+    for (unsigned i = 0; i < 2; i++) {
+        expect_ok(tu_run("%s start --instance ws --filemode -o %s/ws%u.ltr --provider Test.Producer "
+                         "--provider Test.Scribbler", LTR, dir, i), "start", i);
+        expect_ok(tu_run("%s ws 1 1 state:%s", tu_test_bin("ltr-test-scribbler"), values[i]), "scribbler", i);
+        tu_result p = tu_run("%s --events 10000 --wait-enabled 5", tu_test_bin("ltr-test-producer"));
+        assert_int_equal(p.status, 0);
+        long long emitted = tu_field(p.out, "written") + tu_field(p.out, "lost") + tu_field(p.out, "skipped");
+        tu_free(&p);
+        expect_ok(tu_run("%s stop --instance ws --no-symbols", LTR), "stop", i);
+        char path[512];
+        snprintf(path, sizeof path, "%s/ws%u.ltr", dir, i);
+        tu_trace t = tu_read_trace(path, "Test.Producer");
+        assert_true(t.ok && t.complete);
+        if (t.provider_events + t.events_lost != (uint64_t)emitted)
+            fail_msg("state %s: the program emitted %lld events; the trace has %llu, %llu lost", values[i],
+                     emitted, (unsigned long long)t.provider_events, (unsigned long long)t.events_lost);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +461,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_emptied_queue_stalls_no_save, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_moved_seqs_hide_no_overwritten, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_written_state_hides_no_event, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

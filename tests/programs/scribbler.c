@@ -27,6 +27,8 @@
  * seqs:PATH (every buffer's seq of collector 0 moved on, again and again
  * while file PATH exists, as if each were taken over: a save must not take
  * what it wrote back out of the overwritten count for that alone),
+ * state:N (the session's state word set to N once, as only the recorder
+ * may: 2 is STOPPING, which producers take for a stop under way),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
  * names, MB megabytes of them, each waited for while the region is full;
  * prints appended=MB), process:PID:EXE (no scribble: a well-formed
@@ -388,6 +390,10 @@ int main(int argc, char **argv)
             if (!said) /* the test goes on once every slot was emptied */
                 printf("holes=%u\n", ring->nbuf), fflush(stdout);
         }
+        len = 0;
+    }
+    if (!strncmp(region, "state:", 6)) { /* every producer told the session ends */
+        atomic_store(&a->shm->state, (uint32_t)strtoul(region + 6, NULL, 10));
         len = 0;
     }
     if (!strncmp(region, "seqs:", 5)) { /* every buffer seemingly taken over, without a count */
