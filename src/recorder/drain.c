@@ -1075,26 +1075,45 @@ static unsigned find_unqueued(ltr_ring_view *ring, bool all_owners, uint32_t own
     return n;
 }
 
+/* Memory mode: a dead producer's buffer goes into a queue position that
+ * was claimed and left empty since before the grace (holes: the one it
+ * claimed, if it died after claiming; ltr_ring_fill_hole), else at a new
+ * position (it died before). */
+static void hand_in_dead(recorder *r, unsigned c, uint32_t idx, const uint64_t *holes, unsigned nholes,
+                         unsigned *used)
+{
+    while (*used < nholes)
+        if (ltr_ring_fill_hole(&r->col[c].ring, holes[(*used)++], idx))
+            return;
+    finish_buffer(r, c, idx);
+}
+
 static unsigned finish_unqueued(recorder *r, unsigned c, bool all_owners, uint32_t owner)
 {
     ltr_ring_view *ring = &r->col[c].ring;
-    uint64_t *first = calloc(ring->nbuf, sizeof *first), *again = calloc(ring->nbuf, sizeof *again);
-    unsigned n = 0;
-    if (first && again && find_unqueued(ring, all_owners, owner, first)) {
+    uint64_t *first = calloc(ring->nbuf, sizeof *first), *again = calloc(ring->nbuf, sizeof *again),
+             *holes = calloc(ring->nbuf, sizeof *holes);
+    unsigned n = 0, nholes = 0, used = 0;
+    if (first && again && holes && find_unqueued(ring, all_owners, owner, first)) {
         bool twice = r->cfg.mode != LTR_MODE_FILE;
         if (twice) {
+            nholes = ltr_ring_holes(ring, holes, ring->nbuf);
             nanosleep(&(struct timespec){0, HOLE_GRACE_MS * 1000000L}, NULL);
             find_unqueued(ring, all_owners, owner, again);
         }
         for (uint32_t i = 0; i < ring->nbuf; i++) {
             if (first[i] && (!twice || again[i] == first[i])) {
-                finish_buffer(r, c, i);
+                if (twice)
+                    hand_in_dead(r, c, i, holes, nholes, &used);
+                else
+                    finish_buffer(r, c, i);
                 n++;
             }
         }
     }
     free(first);
     free(again);
+    free(holes);
     return n;
 }
 

@@ -437,20 +437,38 @@ bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos)
 }
 _Static_assert(sizeof(ltr_ring_buf) == 64, "one cache line per buffer header");
 
-uint64_t ltr_ring_first_hole(ltr_ring_view *v)
+unsigned ltr_ring_holes(ltr_ring_view *v, uint64_t *pos_out, unsigned most)
 {
     uint64_t tail = ltr_ring_tail(v);
-    for (uint64_t pos = ltr_ring_history_start(v, tail); pos < tail; pos++)
+    unsigned n = 0;
+    for (uint64_t pos = ltr_ring_history_start(v, tail); pos < tail && n < most; pos++)
         if (atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire) == 0)
-            return pos;
-    return UINT64_MAX;
+            pos_out[n++] = pos;
+    return n;
 }
 
-bool ltr_ring_mark_dead(ltr_ring_view *v, uint64_t pos)
+uint64_t ltr_ring_first_hole(ltr_ring_view *v)
+{
+    uint64_t pos;
+    return ltr_ring_holes(v, &pos, 1) ? pos : UINT64_MAX;
+}
+
+/* value into the empty slot of position pos, still in the queue */
+static bool store_in_hole(ltr_ring_view *v, uint64_t pos, uint32_t value)
 {
     uint32_t empty = 0;
     if (pos < ltr_ring_head(v) || pos >= ltr_ring_tail(v))
         return false;
-    return atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &empty, LTR_RING_SLOT_DEAD,
-                                                   memory_order_acq_rel, memory_order_relaxed);
+    return atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &empty, value, memory_order_acq_rel,
+                                                   memory_order_relaxed);
+}
+
+bool ltr_ring_mark_dead(ltr_ring_view *v, uint64_t pos)
+{
+    return store_in_hole(v, pos, LTR_RING_SLOT_DEAD);
+}
+
+bool ltr_ring_fill_hole(ltr_ring_view *v, uint64_t pos, uint32_t idx)
+{
+    return store_in_hole(v, pos, idx + 1);
 }

@@ -227,6 +227,18 @@ void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint32_t s);
 /* Overwrite ring: the first position of [head, tail) whose slot is empty
  * (claimed, not stored), or UINT64_MAX. */
 uint64_t ltr_ring_first_hole(ltr_ring_view *v);
+/* The same, the first `most` of them into pos_out; how many. */
+unsigned ltr_ring_holes(ltr_ring_view *v, uint64_t *pos_out, unsigned most);
+/* Overwrite ring: a dead producer's FULL buffer idx stored into the empty
+ * slot of position pos (still queued), the one it claimed before it died
+ * (killed inside ltr_ring_publish between claiming a position and storing
+ * there). Handed in at a new position instead (ltr_ring_hand_in), it made
+ * one more position than buffers: once all were queued, a publication
+ * stored over the oldest's slot, and the queue went wrong for good (a
+ * ring of 8: its saves held 1 buffer, 912 of 60 500 events counted
+ * nowhere). False if the slot is not empty (any more). Call only on a slot
+ * seen empty for long, as ltr_ring_mark_dead. */
+bool ltr_ring_fill_hole(ltr_ring_view *v, uint64_t pos, uint32_t idx);
 /* Overwrite ring: the empty slot at pos marked LTR_RING_SLOT_DEAD (false if
  * it was filled meanwhile, or pos is no longer in the queue). Producers
  * taking the oldest buffer stop at an empty slot (its producer may be about

@@ -43,7 +43,9 @@
  * does from its own; prints answered=1 if the recorder took it, 0 if it
  * closed the connection), killedpublishing (no scribble: this process's
  * buffer marked FULL, as ltr_ring_publish does first, and the process gone
- * at once, as one killed there: the buffer in no queue slot).
+ * at once, as one killed there: the buffer in no queue slot),
+ * killedclaiming (the same, killed one step later: its queue position
+ * claimed too, the slot left empty).
  */
 #include <ltr/provider.h>
 
@@ -358,11 +360,15 @@ int main(int argc, char **argv)
         ltr_bytes_free(&b);
         len = 0;
     }
-    if (!strcmp(region, "killedpublishing")) { /* its 500 events in a buffer FULL in no slot */
+    bool claiming = !strcmp(region, "killedclaiming");
+    if (!strcmp(region, "killedpublishing") || claiming) { /* its 500 events in a buffer FULL in no slot */
         ltr_ring_view *rv = &a->lay->rings[0];
         for (uint32_t i = 0; i < rv->nbuf; i++)
-            if (ltr_ring_vbuf(rv, i)->owner == a->owner && atomic_load(&ltr_ring_vbuf(rv, i)->state) == LTR_BUF_ACTIVE)
+            if (ltr_ring_vbuf(rv, i)->owner == a->owner && atomic_load(&ltr_ring_vbuf(rv, i)->state) == LTR_BUF_ACTIVE) {
                 atomic_store(&ltr_ring_vbuf(rv, i)->state, LTR_BUF_FULL);
+                if (claiming)
+                    atomic_fetch_add(&ring->queue_tail, 1);
+            }
         len = 0;
     }
     bool while_file = !strncmp(region, "floodwhile:", 11);
