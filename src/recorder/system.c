@@ -2,7 +2,9 @@
  * recorder/system.c — the recorder's side of the system provider: when the
  * session enables Ltr.System (a profile's system keywords, or --provider), it
  * runs src/system's thread with the parts the session's keywords name, the
- * --pid processes as first targets and every process that attaches after.
+ * --pid processes as first targets and every process that attaches after;
+ * processes system-wide unless the session limits its system collector to
+ * its targets (ltr watch does: pid_collectors).
  */
 #include "recorder/internal.h"
 #include "base/system_events.h"
@@ -46,7 +48,8 @@ void rec_system_start(recorder *r)
         return;
     ltr_system_config sc = {.session = r->cfg.name, .keywords = ps->any,
                             .interval_ms = r->cfg.system_interval_ms,
-                            .pids = r->cfg.pids, .npids = r->cfg.npids};
+                            .pids = r->cfg.pids, .npids = r->cfg.npids,
+                            .targets_only = (r->cfg.pid_collectors >> ps->collector) & 1};
     ltr_error err = {0};
     if (ltr_system_start(&sc, &r->system, &err) != 0) {
         r->system = NULL;

@@ -26,9 +26,10 @@ size_t sys_targets(ltr_system *s, uint32_t *pids, size_t cap);
 void sys_drop_target(ltr_system *s, uint32_t pid);
 
 /* Processes, threads and modules (procs.c). procs: the ProcessThread part;
- * loader: the Loader part. NULL when memory runs out. */
+ * loader: the Loader part; targets_only: no process but the targets and
+ * their children, even with the connector. NULL when memory runs out. */
 typedef struct sys_procs sys_procs;
-sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader);
+sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader, bool targets_only);
 /* The process connector's socket to poll, -1 without one (polling /proc). */
 int sys_procs_fd(const sys_procs *ps);
 /* Reads what the connector has to say. */
@@ -36,7 +37,8 @@ void sys_procs_read(sys_procs *ps);
 /* Follows the targets: new ones, gone ones, threads and modules by /proc. */
 void sys_procs_tick(sys_procs *ps);
 /* Writes the state of what it follows now, as rundown events: every
- * process (system-wide with the connector, else the targets), and each
+ * process (system-wide with the connector, unless targets_only; else the
+ * targets), and each
  * target's threads with their names and its modules; counted in out. */
 void sys_procs_capture(sys_procs *ps, ltr_system_capture *out);
 /* overruns: connector messages the kernel dropped; connector: whether it was used. */

@@ -7,7 +7,8 @@
  * Two sources. Where the user may (CAP_NET_ADMIN: root), the kernel's
  * process connector (NETLINK_CONNECTOR, CN_IDX_PROC) reports every fork,
  * exec, exit and rename on the machine as it happens, with the exit status:
- * processes are then seen system-wide, the children of a target become
+ * processes are then seen system-wide (unless the session is limited to its
+ * targets: then only theirs are written), the children of a target become
  * targets, and a target's threads are followed exactly. Otherwise, and for
  * what the connector does not say (modules), the targets are polled in /proc
  * every tick: a thread or module that comes and goes between two ticks is
@@ -95,6 +96,10 @@ struct sys_procs {
     ltr_system *s;
     int nl; /* the process connector, -1 when not permitted */
     bool procs, loader;
+    /* every process on the machine is written (the connector, and a session
+     * not limited to its targets): a watch's trace, sent with a support
+     * bundle, held the names and executables of 1 818 other processes */
+    bool all;
     sys_proc *v;
     size_t n, cap;
     uint64_t overruns; /* connector messages the kernel dropped (its socket buffer was full) */
@@ -439,9 +444,10 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
         if (pid == tid) { /* a new process */
             proc_comm(pid, name);
             name_set(ps, pid, name);
-            if (ps->procs)
+            bool ours = find(ps, parent) != NULL;
+            if (ps->procs && (ps->all || ours))
                 w_start(ps, pid, parent, name, false);
-            if (find(ps, parent)) { /* the session's processes include their children */
+            if (ours) { /* the session's processes include their children */
                 ltr_system_add_target(ps->s, pid);
                 sys_proc *p = follow(ps, pid);
                 if (p) /* followed from its first moment: what comes later is new, not rundown */
@@ -469,7 +475,7 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
         snprintf(path, sizeof path, "/proc/%u/exe", pid);
         ssize_t n = readlink(path, exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = 0;
-        if (ps->procs) {
+        if (ps->procs && (ps->all || p)) {
             ltr_value v[] = {LTR_U32(pid), LTR_STR(name), LTR_STR(exe)};
             sys_write(ps->s, &ev_proc_exec, v, 3);
         }
@@ -515,7 +521,7 @@ static void on_event(sys_procs *ps, const struct proc_event *ev)
         name_take(ps, pid, name);
         if (p) {
             process_gone(ps, p, true, code);
-        } else if (ps->procs) {
+        } else if (ps->procs && ps->all) {
             w_exit(ps, pid, true, code, name);
         }
         break;
@@ -560,7 +566,7 @@ void sys_procs_read(sys_procs *ps)
 
 /* ---- the tick ----------------------------------------------------------------- */
 
-/* Every process on the machine, once, as the session starts (root: the
+/* Every process on the machine, once, as the session starts (ps->all: the
  * connector reports them as they come and go from then on). */
 static size_t rundown_all(sys_procs *ps)
 {
@@ -584,12 +590,12 @@ static size_t rundown_all(sys_procs *ps)
 
 void sys_procs_capture(sys_procs *ps, ltr_system_capture *out)
 {
-    if (ps->procs && ps->nl >= 0) /* followed system-wide: every process there is */
+    if (ps->all) /* followed system-wide: every process there is */
         out->processes += rundown_all(ps);
     for (size_t i = 0; i < ps->n; i++) {
         sys_proc *p = &ps->v[i];
         if (ps->procs) {
-            if (ps->nl < 0) {
+            if (!ps->all) {
                 w_start(ps, p->pid, ltr_proc_ppid(p->pid), p->name, true);
                 out->processes++;
             }
@@ -620,7 +626,7 @@ void sys_procs_tick(sys_procs *ps)
         }
         if (p && !p->announced) {
             p->announced = true;
-            if (ps->procs && ps->nl < 0) /* with the connector: its rundown or fork said it */
+            if (ps->procs && !ps->all) /* system-wide: the rundown or its fork said it */
                 w_start(ps, p->pid, ltr_proc_ppid(p->pid), p->name, true);
         }
     }
@@ -639,7 +645,7 @@ void sys_procs_tick(sys_procs *ps)
     }
 }
 
-sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader)
+sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader, bool targets_only)
 {
     sys_procs *ps = calloc(1, sizeof *ps);
     if (!ps)
@@ -649,7 +655,8 @@ sys_procs *sys_procs_new(ltr_system *s, bool procs, bool loader)
     ps->loader = loader;
     an_hmap_init(&ps->names, sizeof(name_entry));
     ps->nl = procs ? connector_open() : -1;
-    if (ps->nl >= 0)
+    ps->all = ps->nl >= 0 && !targets_only;
+    if (ps->all)
         rundown_all(ps);
     return ps;
 }

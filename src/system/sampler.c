@@ -196,7 +196,7 @@ static void *run(void *arg)
     uint64_t interval = (uint64_t)s->cfg.interval_ms * 1000000ull, now = ltr_now_ns(), next = now, next_tick = now;
     bool mem = sys_wants(s, LTR_SYSKW_MEMINFO), procs = sys_wants(s, LTR_SYSKW_PROCESS),
          loader = sys_wants(s, LTR_SYSKW_LOADER);
-    sys_procs *ps = procs || loader ? sys_procs_new(s, procs, loader) : NULL;
+    sys_procs *ps = procs || loader ? sys_procs_new(s, procs, loader, s->cfg.targets_only) : NULL;
     int cpufds[256];
     size_t ncpufds = sys_cpu_fds(s->cpu, cpufds, 256);
     while (!atomic_load(&s->stop)) {

@@ -47,6 +47,11 @@ typedef struct ltr_system_config {
     unsigned interval_ms; /* memory counters; 0 = LTR_SYSTEM_INTERVAL_MS_DEFAULT */
     const uint32_t *pids; /* targets known at start (--pid) */
     unsigned npids;
+    /* Processes are the targets' and their children's only, even where the
+     * process connector sees the whole machine: a session whose system
+     * collector is limited to its targets (ltr watch), whose trace is sent
+     * to others with no word of the machine's other processes. */
+    bool targets_only;
 } ltr_system_config;
 
 typedef struct ltr_system ltr_system;

@@ -15,15 +15,18 @@
  * attach refused is said whole; a relative --record-to is the caller's; the
  * heap agent's own memory is never taken for growth. Attaching
  * the agent needs ptrace: as root here (CI runs as root), the tests skip
- * otherwise.
+ * otherwise. The trace holds no process event of another process.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "base/system_events.h"
 #include "base/units.h"
 #include "util/testutil.h"
+
+#include <ltr/trace.h>
 
 #include <signal.h>
 #include <stdbool.h>
@@ -609,6 +612,59 @@ static void test_other_snapshots_not_recorded(void **state)
     tu_free(&r);
 }
 
+/* The Ltr.System process events (ProcessStart, ProcessExec, ProcessExit)
+ * of the trace at path: those of pid in *own, the others' returned. */
+static long others_process_events(const char *path, uint32_t pid, long *own)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    long others = 0;
+    *own = 0;
+    while (ltr_trace_next(t, &ev, &err) > 0) {
+        const ltr_layout *l = ev->layout;
+        uint64_t p;
+        if (!l || !l->provider || strcmp(l->provider->name, LTR_SYSTEM_PROVIDER) ||
+            (l->event_id != LTR_SYS_EV_PROCESS_START && l->event_id != LTR_SYS_EV_PROCESS_EXEC &&
+             l->event_id != LTR_SYS_EV_PROCESS_EXIT) ||
+            ltr_event_get_u64(ev, "pid", &p))
+            continue;
+        if (p == pid)
+            ++*own;
+        else
+            others++;
+    }
+    ltr_trace_close(t);
+    return others;
+}
+
+/* The trace is the target's in its process events too: as root the
+ * system provider sees every process on the machine through the kernel's
+ * process connector, and a 6 s watch's trace held 1 818 ProcessStart, 1 652
+ * ProcessExec and 1 685 ProcessExit of other processes, names and
+ * executables (a new user's, whose trace goes out with a support bundle).
+ * Other processes come and go all through the watch here; the target's own
+ * ProcessStart is there. */
+static void test_other_processes_not_recorded(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    char busy[512];
+    snprintf(busy, sizeof busy, "%s/busy.out", dir);
+    spawn(busy, "while :; do /bin/true; sleep 0.02; done");
+    watch_till_saved(dir, svc, "p.ltr", "");
+    kill(svc, SIGKILL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/p.ltr", dir);
+    long own, others = others_process_events(path, (uint32_t)svc, &own);
+    if (others || !own)
+        fail_msg("%ld process events of other processes (wanted none), %ld of the target's (wanted some)",
+                 others, own);
+}
+
 /* A child that makes a directory at dir/name once a temporary of that name
  * (name.XXXXXX.part) is created there, told by inotify at once; with every,
  * at the name of each temporary whose name begins so (name-2.ltr's too). */
@@ -955,6 +1011,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_other_processes_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_taken_during_save, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_every_name_taken_during_save, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
