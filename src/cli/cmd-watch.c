@@ -38,9 +38,13 @@ static void help(void)
            "then holds every live block with its stack, not only the recorder's tail) and\n"
            "saves the trace to FILE; later triggers to FILE-2, FILE-3... (before the\n"
            "extension: trace-2.ltr). An existing file is never overwritten.\n\n"
-           "  --pid PID            the process; if it exits, watch says so and ends (status 3)\n"
+           "  --pid PID            the process; if it exits, what the flight recorder holds\n"
+           "                       of its last moments (an OOM kill, a crash) is saved to\n"
+           "                       the next free FILE name as a trigger's trace is, and the\n"
+           "                       watch ends (status 3)\n"
            "  --name NAME          the process whose executable's file name is NAME, followed\n"
-           "                       across restarts (waits while none runs)\n"
+           "                       across restarts (waits while none runs; an instance\n"
+           "                       that exits is not saved by itself: docs/watch.md)\n"
            "  --record-to FILE     where the first trigger saves the trace\n"
            "  --private-bytes-above SIZE\n"
            "                       the condition holds only above this (e.g. 3G)\n"
@@ -75,7 +79,8 @@ static void help(void)
            "exit status: 0 the triggers were saved, or it was stopped by a signal; 1 an error\n"
            "(the session could not start, the process could not be attached, a save failed,\n"
            "the session was stopped or cancelled by another command);\n"
-           "2 bad usage or a bad option value; 3 the process (--pid) exited.\n",
+           "2 bad usage or a bad option value; 3 the process (--pid) exited: its recording\n"
+           "saved (the line says where), or, when it could not be, the error says why.\n",
            usage, LTR_WATCH_WARMUP_POLLS, LTR_WATCH_SUSTAIN_POLLS);
 }
 
@@ -85,6 +90,7 @@ static void on_signal(int sig) { stop_asked = sig; }
 typedef struct out_ctx {
     bool monitor;
     bool no_symbols;
+    bool exit_said; /* on_exited told the process's end and where its recording went */
     ltr_watch_rule rule;
 } out_ctx;
 
@@ -112,6 +118,12 @@ static void on_poll(void *ctx, const ltr_watch_poll *p)
     cli_flush_stdout();
 }
 
+static void add_symbols(const out_ctx *o, const char *path)
+{
+    if (!o->no_symbols) /* the trace is read elsewhere, most often: its names go with it */
+        cli_add_symbols("watch", path, NULL, 0);
+}
+
 static void on_trigger(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v)
 {
     const out_ctx *o = ctx;
@@ -120,8 +132,24 @@ static void on_trigger(void *ctx, unsigned n, const char *path, const char *bund
         printf(", support bundle %s", bundle);
     printf("\n");
     cli_flush_stdout();
-    if (!o->no_symbols) /* the trace is read elsewhere, most often: its names go with it */
-        cli_add_symbols("watch", path, NULL, 0);
+    add_symbols(o, path);
+}
+
+static void on_exited(void *ctx, uint32_t pid, const char *how, uint64_t reach_ns, const char *path,
+                      const char *bundle)
+{
+    out_ctx *o = ctx;
+    o->exit_said = true;
+    printf("ltr watch: pid %u exited (%s); ", pid, how);
+    if (reach_ns) /* 0: the recorder did not say how far back it reached */
+        printf("the last %.0f s it recorded saved to %s", (double)reach_ns / 1e9, path);
+    else
+        printf("what it recorded saved to %s", path);
+    if (bundle)
+        printf(", support bundle %s", bundle);
+    printf("\n");
+    cli_flush_stdout();
+    add_symbols(o, path);
 }
 
 static int parse_size(const char *opt, const char *text, uint64_t *out)
@@ -215,10 +243,13 @@ int cmd_watch(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    ltr_watch_hooks hooks = {.ctx = &o, .note = note, .warn = warn, .poll = on_poll, .trigger = on_trigger};
+    ltr_watch_hooks hooks = {.ctx = &o, .note = note, .warn = warn, .poll = on_poll, .trigger = on_trigger,
+                             .exited = on_exited};
     int rc = ltr_watch_run(&cfg, &hooks, &stop_asked, &err);
+    if (rc == -ESRCH && !o.exit_said) /* its recording could not be saved: err says why */
+        cli_fail("watch", "%s", err.msg);
     if (rc == -ESRCH)
-        return cli_fail("watch", "%s", err.msg), 3;
+        return 3;
     if (rc)
         return cli_fail("watch", "%s", err.msg);
     if (stop_asked)

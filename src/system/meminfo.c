@@ -44,13 +44,26 @@ static int stat_fields(pid_t pid, char *buf, size_t size, char **f, int *n)
 }
 
 /* Fields after the name, counted from 0 = state (proc(5) numbers them from 3). */
-enum { ST_MINFLT = 7, ST_MAJFLT = 9, ST_STARTTIME = 19, ST_COUNT = 20 };
+enum { ST_MINFLT = 7, ST_MAJFLT = 9, ST_STARTTIME = 19, ST_COUNT = 20, ST_EXIT_CODE = 49 };
 
 uint64_t ltr_proc_start_ticks(pid_t pid)
 {
     char buf[1024], *f[ST_COUNT];
     int n = ST_COUNT;
     return stat_fields(pid, buf, sizeof buf, f, &n) == 0 && n == ST_COUNT ? strtoull(f[ST_STARTTIME], NULL, 10) : 0;
+}
+
+int ltr_proc_exit_status(pid_t pid, uint64_t start_ticks, int *status)
+{
+    char buf[1024], *f[ST_EXIT_CODE + 1];
+    int n = ST_EXIT_CODE + 1, rc = stat_fields(pid, buf, sizeof buf, f, &n);
+    if (rc < 0)
+        return rc == -ENOENT ? -ESRCH : rc;
+    /* the exit code field (since Linux 3.5) is shown to those who may ptrace it: 0 else */
+    if (n <= ST_EXIT_CODE || f[0][0] != 'Z' || strtoull(f[ST_STARTTIME], NULL, 10) != start_ticks)
+        return -ESRCH;
+    *status = atoi(f[ST_EXIT_CODE]);
+    return 0;
 }
 
 int ltr_proc_memory_read(pid_t pid, ltr_proc_memory *out)

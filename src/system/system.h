@@ -36,6 +36,11 @@ typedef struct ltr_proc_memory {
 int ltr_proc_memory_read(pid_t pid, ltr_proc_memory *out);
 /* The start time of a process (clock ticks since boot), 0 if unknown. */
 uint64_t ltr_proc_start_ticks(pid_t pid);
+/* The wait status (as waitpid gives it) of a process that exited and that
+ * its parent has not reaped yet (a zombie), started at start_ticks (not
+ * another that got the pid). Returns 0, or -errno: -ESRCH when it runs,
+ * was reaped already or is another (only its parent learns it then). */
+int ltr_proc_exit_status(pid_t pid, uint64_t start_ticks, int *status);
 /* The machine's MemTotal and MemAvailable (/proc/meminfo), bytes. */
 int ltr_system_memory_read(uint64_t *total, uint64_t *available);
 

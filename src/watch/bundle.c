@@ -142,22 +142,29 @@ static void add_host(bundle *b)
 
 static void add_readme(bundle *b, const ltr_watch_bundle *in)
 {
-    char when[64], text[2048];
+    char when[64], why[512], text[2048];
     time_t now = time(NULL);
     struct tm tm;
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
+    const char *condition = in->condition ? in->condition : "";
+    /* a trace saved as the process ended is no trigger's: the bundle says why it was saved */
+    if (in->at_exit)
+        snprintf(why, sizeof why, "saved at %s, as pid %u ended: %s", when, in->pid, condition);
+    else
+        snprintf(why, sizeof why, "trigger %u at %s: pid %u: %s", in->trigger, when, in->pid, condition);
     snprintf(text, sizeof text,
              "ltr watch support bundle\n\n"
-             "trigger %u at %s: pid %u: %s\n"
+             "%s\n"
              "trace: %s (ltr analyze it)\n\n"
-             "proc/         the process's /proc/PID files at the trigger (not environ)\n"
+             "proc/         the process's /proc/PID files at the trigger (not environ; of a process\n"
+             "              that ended, what /proc still showed: MISSING.txt names the rest)\n"
              "profile.txt   what the session recorded, as 'ltr profiles --details' says\n"
              "status.txt    'ltr status' of the session at the trigger\n"
              "monitor.txt   the watch's polls (the last %u), as --monitor prints them\n"
              "recorder.log  the session recorder's log (its last %u MiB)\n"
              "host/         the machine: kernel, CPUs, memory, uptime, load, OS\n"
              "MISSING.txt   what could not be read, and why (absent: nothing)\n",
-             in->trigger, when, in->pid, in->condition ? in->condition : "", in->trace ? in->trace : "",
+             why, in->trace ? in->trace : "",
              LTR_WATCH_HISTORY, BUNDLE_LOG_TAIL >> 20);
     add_text(b, "README.txt", text);
 }

@@ -11,7 +11,9 @@
  * the system provider's) and feeds the condition (cond.c). A trigger writes
  * a marker with the condition and its figures, asks the target for a heap
  * snapshot (so the saved trace holds every live block with its stack, not
- * only the flight recorder's tail) and saves the trace to a new file.
+ * only the flight recorder's tail) and saves the trace to a new file. The
+ * target by --pid exiting is saved the same way: the lead-up to a crash or
+ * an OOM kill is what a flight recorder is for.
  */
 #include "watch/watch.h"
 #include "base/units.h"
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -335,6 +338,17 @@ static uint32_t find_named(watch *w)
     return n > 0 ? pids[0] : 0;
 }
 
+/* How far back the flight recorder reaches: the heap collector's, the
+ * shortest of them all. */
+static uint64_t reach_of(const ltr_session_status *st)
+{
+    uint64_t reach = 0;
+    for (unsigned c = 0; c < st->ncollectors; c++)
+        if (!reach || st->collectors[c].reach_ns < reach)
+            reach = st->collectors[c].reach_ns;
+    return reach;
+}
+
 /* The session's status: how far back the recorder reaches, or p->no_answer
  * (a stopped recorder was shown as reaching back 0 s, with no word why: the
  * reason is said once, and again when it answers); returns whether the
@@ -372,9 +386,7 @@ static bool ask_session(watch *w, ltr_watch_poll *p, ltr_error *gone)
     }
     if (p->no_answer)
         return true;
-    for (unsigned c = 0; c < st.ncollectors; c++) /* the heap collector's: the shortest of them all */
-        if (!*reach || st.collectors[c].reach_ns < *reach)
-            *reach = st.collectors[c].reach_ns;
+    *reach = reach_of(&st);
     for (unsigned i = 0; i < st.nattached; i++)
         if (st.attached[i] == w->pid)
             return true;
@@ -432,7 +444,7 @@ static char *history_text(const watch *w, size_t *len)
 
 /* The support bundle beside the trace saved at path. Returns 0, or -errno
  * with err (the trace stands: the caller warns). */
-static int write_bundle(watch *w, const char *trace, const char *bundle, const ltr_watch_verdict *v,
+static int write_bundle(watch *w, const char *trace, const char *bundle, const char *condition, bool at_exit,
                         ltr_error *err)
 {
     static ltr_session_status st;
@@ -448,7 +460,8 @@ static int write_bundle(watch *w, const char *trace, const char *bundle, const l
     bool have_log = ltr_runtime_name(logname, sizeof logname, w->sc.name, LTR_RUN_LOG) == 0 &&
                     snprintf(log, sizeof log, "%s/%s", w->rundir, logname) < (int)sizeof log;
     char *history = history_text(w, &history_len);
-    ltr_watch_bundle in = {.trigger = w->triggers + 1, .pid = w->pid, .condition = v->condition, .trace = trace,
+    ltr_watch_bundle in = {.trigger = w->triggers + 1, .at_exit = at_exit, .pid = w->pid, .condition = condition,
+                           .trace = trace,
                            .profile_text = w->plan_text, .status_text = status,
                            .status_error = status ? NULL : serr.msg, .history = history,
                            .history_len = history_len, .log_path = have_log ? log : NULL};
@@ -488,31 +501,87 @@ static int save_free_name(watch *w, bool with_bundle, char *path, size_t size, l
     return rc;
 }
 
+static void mark(watch *w, const char *text)
+{
+    ltr_error e;
+    if (ltr_client_op(w->sc.name, "marker", NULL, text, false, NULL, &e))
+        say(w, true, "the marker was not written: %s", e.msg);
+}
+
+/* The trace saved to the next free name (path), with its support bundle
+ * when asked (bundle, emptied when it could not be written: said). 0 or
+ * -errno with err. */
+static int save_all(watch *w, const char *condition, bool at_exit, char *path, char *bundle, ltr_error *err)
+{
+    bundle[0] = 0;
+    bool with_bundle = w->cfg->support_bundle;
+    int rc = save_free_name(w, with_bundle, path, PATH_MAX, err);
+    if (rc)
+        return rc;
+    ltr_error e;
+    if (with_bundle && ltr_watch_bundle_path(path, bundle, PATH_MAX) == 0 &&
+        write_bundle(w, path, bundle, condition, at_exit, &e) != 0) {
+        say(w, true, "no support bundle: %s (the trace %s is saved)", e.msg, path);
+        bundle[0] = 0;
+    }
+    w->next_n++;
+    return 0;
+}
+
 static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
 {
     char text[512];
     snprintf(text, sizeof text, "ltr watch: trigger %u: pid %u: %s", w->triggers + 1, w->pid, v->condition);
+    mark(w, text);
     ltr_error e;
-    if (ltr_client_op(w->sc.name, "marker", NULL, text, false, NULL, &e))
-        say(w, true, "the marker was not written: %s", e.msg);
     if (w->snap_pid == w->pid && ltr_snapshot_take(w->pid, WATCH_SNAPSHOT_TIMEOUT_MS, &e) != 0)
         say(w, true, "pid %u: no heap snapshot (%s): the trace holds the flight recorder's tail only", w->pid,
             e.msg);
     char path[PATH_MAX], bundle[PATH_MAX];
-    bool with_bundle = w->cfg->support_bundle;
-    int rc = save_free_name(w, with_bundle, path, sizeof path, err);
+    int rc = save_all(w, v->condition, false, path, bundle, err);
     if (rc)
         return rc;
-    if (with_bundle && ltr_watch_bundle_path(path, bundle, sizeof bundle) == 0 &&
-        write_bundle(w, path, bundle, v, &e) != 0) {
-        say(w, true, "no support bundle: %s (the trace %s is saved)", e.msg, path);
-        with_bundle = false;
-    }
     w->triggers++;
-    w->next_n++;
     if (w->h->trigger)
-        w->h->trigger(w->h->ctx, w->triggers, path, with_bundle ? bundle : NULL, v);
+        w->h->trigger(w->h->ctx, w->triggers, path, bundle[0] ? bundle : NULL, v);
     return 0;
+}
+
+/* How the watched process ended, as waitpid would say it, if its parent has
+ * not reaped it yet (the watch attached it: it may read its exit code). */
+static void describe_exit(const watch *w, char *out, size_t size)
+{
+    int st;
+    if (ltr_proc_exit_status((pid_t)w->pid, w->start_ticks, &st) != 0)
+        snprintf(out, size, "its exit status is not known: its parent reaped it before the poll");
+    else if (WIFSIGNALED(st))
+        snprintf(out, size, "killed by SIG%s%s", sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?",
+                 WCOREDUMP(st) ? ", core dumped" : "");
+    else
+        snprintf(out, size, "exit status %d", WEXITSTATUS(st));
+}
+
+/* The process watched by --pid exited: an OOM kill or a crash, most often,
+ * whose lead-up the flight recorder holds; it is saved as a trigger's trace
+ * is (a marker saying why, no snapshot of a process gone), and the watch
+ * ends (-ESRCH: status 3). The hook says what was saved, or err why not. */
+static int on_exit_of(watch *w, ltr_error *err)
+{
+    char how[128], text[512], path[PATH_MAX], bundle[PATH_MAX];
+    describe_exit(w, how, sizeof how);
+    snprintf(text, sizeof text, "ltr watch: pid %u exited (%s)", w->pid, how);
+    mark(w, text);
+    static ltr_session_status st;
+    ltr_error e;
+    uint64_t reach = ltr_client_status(w->sc.name, &st, &e) == 0 ? reach_of(&st) : 0;
+    char condition[300];
+    snprintf(condition, sizeof condition, "the process exited (%s)", how);
+    int rc = save_all(w, condition, true, path, bundle, &e);
+    if (rc)
+        return ltr_fail(err, ESRCH, "pid %u exited (%s): its recording could not be saved: %s", w->pid, how, e.msg);
+    if (w->h->exited)
+        w->h->exited(w->h->ctx, w->pid, how, reach, path, bundle[0] ? bundle : NULL);
+    return ltr_fail(err, ESRCH, "pid %u exited (%s)", w->pid, how);
 }
 
 /* Sleeps ms, in slices, unless stop is asked. */
@@ -545,7 +614,7 @@ static int poll_once(watch *w, ltr_error *err)
     ltr_proc_memory m;
     if (w->pid && (ltr_proc_memory_read((pid_t)w->pid, &m) != 0 || m.start_ticks != w->start_ticks)) {
         if (w->cfg->pid)
-            return ltr_fail(err, ESRCH, "pid %u is gone: nothing more to watch", w->pid);
+            return on_exit_of(w, err);
         say(w, false, "pid %u (%s) is gone: waiting for the next process of that name", w->pid, w->cfg->name);
         w->pid = w->snap_pid = 0;
     }

@@ -99,6 +99,10 @@ typedef struct ltr_watch_hooks {
     void (*poll)(void *ctx, const ltr_watch_poll *p);    /* after every poll */
     /* bundle: the support bundle written beside the trace, or NULL */
     void (*trigger)(void *ctx, unsigned n, const char *path, const char *bundle, const ltr_watch_verdict *v);
+    /* the process watched by --pid exited (how: "killed by SIGKILL", "exit
+     * status 1" or why that is not known), and what the flight recorder
+     * held, reach_ns back from its end, was saved to path (bundle beside) */
+    void (*exited)(void *ctx, uint32_t pid, const char *how, uint64_t reach_ns, const char *path, const char *bundle);
 } ltr_watch_hooks;
 
 /* One poll as --monitor prints it and the bundle's monitor.txt keeps it:
@@ -123,6 +127,7 @@ int ltr_watch_trace_path(const char *record_to, bool with_bundle, unsigned *n, c
 
 typedef struct ltr_watch_bundle {
     unsigned trigger;
+    bool at_exit;             /* saved as the process exited, not by a trigger (condition says how) */
     uint32_t pid;
     const char *condition;    /* the condition and its figures */
     const char *trace;        /* the trace saved beside it */
@@ -141,8 +146,9 @@ int ltr_watch_bundle_path(const char *trace, char *out, size_t size);
 int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_error *err);
 
 /* Runs the watch until max_triggers triggers (returns 0), *stop becomes
- * non-zero (a signal: returns 0), the target by pid is gone (returns
- * -ESRCH), or an error (-errno, err says it). Whatever way it ends, the
+ * non-zero (a signal: returns 0), the target by pid exits (its recording
+ * saved, hooks->exited told; returns -ESRCH, err says how it ended, or why
+ * nothing could be saved), or an error (-errno, err says it). Whatever way it ends, the
  * session is cancelled (the saved traces stay) and the target's snapshot
  * setting undone: nothing is left running. */
 int ltr_watch_run(const ltr_watch_config *cfg, const ltr_watch_hooks *hooks, volatile sig_atomic_t *stop,

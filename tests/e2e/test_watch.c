@@ -8,7 +8,8 @@
  * .tar.zst beside the trace, with the files it lists, past a planted name;
  * SIGTERM and SIGINT leave no session, recorder or runtime file behind and
  * write nothing, nor turn off heap snapshots the user had enabled; a
- * watched --pid that exits ends it with status 3; by
+ * watched --pid that exits (kills itself) has its recording saved, with the
+ * leak it ran before and a bundle that says why, and ends it with status 3; by
  * --name a restarted service is followed, of two the one watched is
  * said once, one started through a link is named by its executable; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
@@ -479,17 +480,42 @@ static void test_pid_gone(void **state)
     const char *dir = *state;
     if (skip_unless_root())
         skip();
-    pid_t svc = start_target(dir, "svc", "50 256 0");
+    pid_t svc = start_target(dir, "svc", "50 256 1024");
     char out[512];
     snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 100M --interval 0.2",
-                    LTR, (int)svc, dir);
-    free(wait_for(out, "heap agent loaded", 1));
-    kill(svc, SIGKILL);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above 1G --interval 0.2 "
+                         "--support-bundle --monitor", LTR, (int)svc, dir);
+    free(wait_for(out, "heap agent to settle", 1)); /* its heap events come into the session */
+    kill(svc, SIGUSR1);
+    nap_ms(500);
+    kill(svc, SIGUSR2); /* it kills itself, as the OOM killer would: its parent (we) reaps it later */
     assert_int_equal(wait_exit(w), 3);
     char *s = tu_read_file(out);
-    assert_non_null(strstr(s, "is gone"));
+    char want[1200];
+    snprintf(want, sizeof want, "ltr watch: pid %d exited (killed by SIGKILL); the last ", (int)svc);
+    const char *said = strstr(s, want);
+    snprintf(want, sizeof want, " s it recorded saved to %s/t.ltr, support bundle %s/t.tar.zst\n", dir, dir);
+    if (!said || !strstr(said, want))
+        fail_msg("wanted the exit and the save said in:\n%s", s);
+    assert_null(strstr(s, "error")); /* said once, as what it is */
     free(s);
+    /* the lead-up to its end: the leak it started before */
+    tu_result a = tu_run("%s analyze %s/t.ltr --top 3", LTR, dir);
+    assert_int_equal(a.status, 0);
+    if (!strstr(a.out, "leak_on_signal"))
+        fail_msg("the saved trace does not name the leak's stack:\n%s", a.out);
+    tu_free(&a);
+    tu_result d = tu_run("%s dump %s/t.ltr | grep -c 'exited (killed by SIGKILL)'", LTR, dir);
+    assert_int_equal(atoi(d.out), 1); /* the marker */
+    tu_free(&d);
+    tu_expect_ok(tu_run("cd %s && tar --zstd -xf t.tar.zst", dir));
+    char readme[600];
+    snprintf(readme, sizeof readme, "%s/t/README.txt", dir);
+    char *r = tu_read_file(readme);
+    snprintf(want, sizeof want, "as pid %d ended: the process exited (killed by SIGKILL)", (int)svc);
+    if (!r || !strstr(r, want))
+        fail_msg("the bundle's README does not say '%s':\n%s", want, r ? r : "(none)");
+    free(r);
 }
 
 /* By name: the service restarted (a new pid) is followed. */

@@ -6,7 +6,8 @@
  * leak_on_signal(), in 64 KB blocks touched page by page, so its private
  * bytes grow and the growth's stack is known. With GROW_KB given as a
  * negative number it leaks -GROW_KB per tick from the start (a slow steady
- * leak, for auto's test). Runs until killed.
+ * leak, for auto's test). Runs until killed; SIGUSR2 has it kill itself
+ * (SIGKILL) at its next tick, as the OOM killer would.
  *
  *     watch-target TICK_MS CHURN_KB GROW_KB
  */
@@ -19,6 +20,8 @@
 
 static volatile sig_atomic_t growing;
 static void on_usr1(int sig) { (void)sig; growing = 1; }
+static volatile sig_atomic_t ending;
+static void on_usr2(int sig) { (void)sig; ending = 1; }
 
 __attribute__((noinline)) static void leak_on_signal(long kb)
 {
@@ -49,6 +52,7 @@ int main(int argc, char **argv)
     long tick = argc > 1 ? atol(argv[1]) : 50, churn_kb = argc > 2 ? atol(argv[2]) : 1024;
     long grow_kb = argc > 3 ? atol(argv[3]) : 1024;
     signal(SIGUSR1, on_usr1);
+    signal(SIGUSR2, on_usr2);
     if (grow_kb < 0) {
         growing = 1;
         grow_kb = -grow_kb;
@@ -59,6 +63,8 @@ int main(int argc, char **argv)
         churn(churn_kb);
         if (growing)
             leak_on_signal(grow_kb);
+        if (ending) /* from the loop, not the handler: its last tick's events are made */
+            raise(SIGKILL);
         struct timespec ts = {tick / 1000, (tick % 1000) * 1000000};
         nanosleep(&ts, NULL);
     }

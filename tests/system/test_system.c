@@ -1,7 +1,8 @@
 /*
  * tests/system/test_system.c — the system provider's /proc readers
  * (src/system/meminfo.c): a process's counters agree with what /proc says
- * and follow memory it touches; a process that is gone is said to be gone.
+ * and follow memory it touches; a process that is gone is said to be gone;
+ * a zombie's exit status is read as its parent would get it.
  */
 #include "system/system.h"
 
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,40 @@ static void test_zombie_is_gone(void **state)
     waitpid(child, &st, 0);
 }
 
+/* A child that ended by status or signal, not reaped: its wait status read
+ * from /proc as its parent would get it; running, reaped or another start
+ * time: not known (ltr watch --pid says how its target ended). */
+static pid_t ended_child(int how)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        if (how)
+            raise(how);
+        _exit(7);
+    }
+    siginfo_t si;
+    assert_int_equal(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0); /* a zombie, not reaped */
+    return child;
+}
+
+static void test_exit_status_of_a_zombie(void **state)
+{
+    (void)state;
+    int st = -1;
+    assert_int_equal(ltr_proc_exit_status(getpid(), ltr_proc_start_ticks(getpid()), &st), -ESRCH);
+    pid_t child = ended_child(0);
+    uint64_t ticks = ltr_proc_start_ticks(child);
+    assert_int_equal(ltr_proc_exit_status(child, ticks + 1, &st), -ESRCH);
+    assert_int_equal(ltr_proc_exit_status(child, ticks, &st), 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+    waitpid(child, NULL, 0);
+    assert_int_equal(ltr_proc_exit_status(child, ticks, &st), -ESRCH);
+    child = ended_child(SIGKILL);
+    assert_int_equal(ltr_proc_exit_status(child, ltr_proc_start_ticks(child), &st), 0);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
 static void test_system_memory(void **state)
 {
     (void)state;
@@ -151,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_counters_follow_touched_memory),
         cmocka_unit_test(test_gone_process),
         cmocka_unit_test(test_zombie_is_gone),
+        cmocka_unit_test(test_exit_status_of_a_zombie),
         cmocka_unit_test(test_system_memory),
         cmocka_unit_test(test_cpu_probe_refused),
     };

@@ -2,7 +2,8 @@
  * tests/watch/test_watch_bundle.c — the support bundle writer in-process
  * (src/watch/bundle.c): its name beside a trace; a bundle of this very
  * process that tar opens, with the inputs it was given and the facts read
- * from /proc; a file that cannot be read named in MISSING.txt; and a path
+ * from /proc; a file that cannot be read named in MISSING.txt; one saved
+ * as the process ended says so and how; and a path
  * that exists (a planted symlink too) refused, left as it was, with no
  * temporary file left behind.
  */
@@ -85,6 +86,28 @@ static void test_bundle_of_this_process(void **state)
     assert_int_equal(access(path, F_OK), -1);
 }
 
+/* A bundle saved as the process ended says so, and how, not "trigger N"
+ * (ltr watch --pid of a process killed by the OOM killer). */
+static void test_bundle_at_exit_says_why(void **state)
+{
+    const char *dir = *state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/e.tar.zst", dir);
+    ltr_watch_bundle in = inputs(NULL);
+    in.at_exit = true;
+    in.condition = "the process exited (killed by SIGKILL)";
+    ltr_error err;
+    if (ltr_watch_bundle_write(path, &in, &err) != 0)
+        fail_msg("%s", err.msg);
+    tu_result x = tu_run("cd %s && tar --zstd -xf e.tar.zst && cat e/README.txt", dir);
+    assert_int_equal(x.status, 0);
+    char want[128];
+    snprintf(want, sizeof want, "as pid %d ended: the process exited (killed by SIGKILL)\n", (int)getpid());
+    if (!strstr(x.out, want) || strstr(x.out, "trigger 2"))
+        fail_msg("wanted '%s' and no trigger in:\n%s", want, x.out);
+    tu_free(&x);
+}
+
 static void test_existing_path_refused(void **state)
 {
     const char *dir = *state;
@@ -115,6 +138,7 @@ int main(void)
         cmocka_unit_test(test_bundle_path),
         cmocka_unit_test_setup_teardown(test_bundle_of_this_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_existing_path_refused, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_bundle_at_exit_says_why, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
