@@ -715,7 +715,12 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
             return sl;
         hand_over(sl);
     }
-    if (!take_buffer(sl, a, c, inc, fresh))
+    /* A first record too large for a CPU's buffer takes a buffer of its own
+     * at once (on the CPU's it was lost: test_oversized_events_are_counted,
+     * 5 events of 60 000 bytes, each a new thread's first). */
+    if (fresh)
+        sl->trial = false;
+    if (!take_buffer(sl, a, c, inc, fresh && in->payload <= CPU_PAYLOAD_MAX))
         return NULL;
     if (!sl->data)
         return sl; /* on its CPU's buffer */
