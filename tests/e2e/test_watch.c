@@ -14,7 +14,10 @@
  * said once, one started through a link is named by its executable; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
  * attach refused is said whole; a relative --record-to is the caller's; the
- * heap agent's own memory is never taken for growth. Attaching
+ * heap agent's own memory is never taken for growth. The by-name tests
+ * watch a copy of watch-target of their own name (tu_own_program): another
+ * run's watch-target beside them on the machine was watched instead.
+ * Attaching
  * the agent needs ptrace: as root here (CI runs as root), the tests skip
  * otherwise. The trace holds no process event of another process.
  */
@@ -122,17 +125,22 @@ static int wait_exit(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* The service, started without ltr; its pid from its "ready" line. */
-static pid_t start_target(const char *dir, const char *name, const char *args)
+/* The service prog, started without ltr; its pid from its "ready" line. */
+static pid_t start_program(const char *dir, const char *prog, const char *name, const char *args)
 {
     char out[512];
     snprintf(out, sizeof out, "%s/%s.out", dir, name);
-    spawn(out, "exec %s %s", tu_test_bin("watch-target"), args);
+    spawn(out, "exec %s %s", prog, args);
     char *s = wait_for(out, "ready", 1);
     pid_t pid = (pid_t)atoi(strstr(s, "ready") + 6);
     free(s);
     assert_true(pid > 0);
     return pid;
+}
+
+static pid_t start_target(const char *dir, const char *name, const char *args)
+{
+    return start_program(dir, tu_test_bin("watch-target"), name, args);
 }
 
 static bool skip_unless_root(void)
@@ -524,17 +532,18 @@ static void test_name_follows_restart(void **state)
     const char *dir = *state;
     if (skip_unless_root())
         skip();
+    const char *own, *prog = tu_own_program(dir, "watch-target", "wt", &own);
     char out[512];
     snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --name watch-target --record-to %s/t.ltr --private-bytes-above 100G "
-                         "--interval 0.2 --monitor", LTR, dir);
+    pid_t w = spawn(out, "exec %s watch --name %s --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, own, dir);
     free(wait_for(out, "waiting for one", 1)); /* none runs yet: it says it waits */
-    pid_t a = start_target(dir, "a", "50 256 0");
+    pid_t a = start_program(dir, prog, "a", "50 256 0");
     char want[64];
     snprintf(want, sizeof want, "watching pid %d", (int)a);
     free(wait_for(out, want, 1));
     kill(a, SIGKILL);
-    pid_t b = start_target(dir, "b", "50 256 0");
+    pid_t b = start_program(dir, prog, "b", "50 256 0");
     snprintf(want, sizeof want, "watching pid %d", (int)b);
     free(wait_for(out, want, 1));
     snprintf(want, sizeof want, "  pid %d  private", (int)b);
@@ -572,16 +581,18 @@ static void test_name_two_said_once(void **state)
     const char *dir = *state;
     if (skip_unless_root())
         skip();
-    pid_t a = start_target(dir, "a", "50 256 0");
-    pid_t b = start_target(dir, "b", "50 256 0");
-    char out[512];
+    const char *own, *prog = tu_own_program(dir, "watch-target", "wt", &own);
+    pid_t a = start_program(dir, prog, "a", "50 256 0");
+    pid_t b = start_program(dir, prog, "b", "50 256 0");
+    char out[512], named[64];
     snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --name watch-target --record-to %s/t.ltr --private-bytes-above 100G "
-                         "--interval 0.2 --monitor", LTR, dir);
+    pid_t w = spawn(out, "exec %s watch --name %s --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2 --monitor", LTR, own, dir);
     free(wait_for(out, "  private ", 2)); /* two polls after it chose */
     char *s = tu_read_file(out);
     int said = 0;
-    for (const char *p = s; (p = strstr(p, "processes are named watch-target")); p++)
+    snprintf(named, sizeof named, "2 processes are named %s:", own);
+    for (const char *p = s; (p = strstr(p, named)); p++)
         said++;
     if (said != 1)
         fail_msg("which process is watched said %d times:\n%s", said, s);
@@ -941,8 +952,8 @@ static char *unit_value(const char *text, const char *key)
 
 /* The systemd unit template: systemd-analyze verify finds nothing to say of
  * an instance, and its command line, run as systemd would for the instance
- * watch-target with the default options, watches that process and ends
- * cleanly on SIGTERM (systemd's KillSignal). */
+ * of this run's copy of watch-target with the default options, watches that
+ * process and ends cleanly on SIGTERM (systemd's KillSignal). */
 static void test_systemd_unit(void **state)
 {
     const char *dir = *state;
@@ -957,8 +968,9 @@ static void test_systemd_unit(void **state)
     /* the instance, with the ltr under test in place of the installed one */
     char *installed = strndup(exec, strcspn(exec, " "));
     char *local = replace(unit, installed, LTR);
+    const char *own, *prog = tu_own_program(dir, "watch-target", "wt", &own);
     char path[512];
-    snprintf(path, sizeof path, "%s/ltr-watch@watch-target.service", dir);
+    snprintf(path, sizeof path, "%s/ltr-watch@%s.service", dir, own);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(local, f);
@@ -974,8 +986,8 @@ static void test_systemd_unit(void **state)
     snprintf(state_dir, sizeof state_dir, "%s/state", dir);
     assert_int_equal(mkdir(state_dir, 0700), 0);
     char *a = replace(exec, installed, LTR), *b = replace(a, "/var/lib/ltr-watch/%i", state_dir),
-         *c = replace(b, "%i", "watch-target"), *cmd = replace(c, "$LTR_WATCH_OPTIONS", env);
-    pid_t svc = start_target(dir, "svc", "50 256 0");
+         *c = replace(b, "%i", own), *cmd = replace(c, "$LTR_WATCH_OPTIONS", env);
+    pid_t svc = start_program(dir, prog, "svc", "50 256 0");
     char out[512];
     snprintf(out, sizeof out, "%s/watch.out", dir);
     pid_t w = spawn(out, "exec %s", cmd);

@@ -136,6 +136,21 @@ const char *tu_test_bin(const char *name)
     return path[k];
 }
 
+const char *tu_own_program(const char *dir, const char *prog, const char *prefix, const char **name)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s-%d", dir, prefix, (int)getpid());
+    if (name)
+        *name = strrchr(path, '/') + 1;
+    tu_result r = tu_run("[ -x '%s' ] || cp '%s' '%s'", path, tu_test_bin(prog), path);
+    if (r.status != 0) {
+        fprintf(stderr, "cannot copy %s to %s: %s", prog, path, r.err);
+        abort();
+    }
+    tu_free(&r);
+    return path;
+}
+
 const char *tu_demo_dir(void)
 {
     static char dir[4096];

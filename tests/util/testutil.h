@@ -46,6 +46,12 @@ int tu_fifo_opened(pid_t writer);
 /* Path of build/bin/ltr, and of a test program built beside the tests. */
 const char *tu_ltr(void);
 const char *tu_test_bin(const char *name);
+/* A copy of test program prog in dir named prefix-PID (this test process's
+ * pid; 15 characters at most with a short prefix, whole in comm): what a
+ * by-name test (watch --name, start --name) names, so that it meets its own
+ * processes only, never another run's of prog beside it on the machine.
+ * Its name is *name when name is not NULL; the path is returned (static). */
+const char *tu_own_program(const char *dir, const char *prog, const char *prefix, const char **name);
 /* The demo's programs (demo/leaky.c...), built beside bin/: build/demo. */
 const char *tu_demo_dir(void);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
