@@ -86,21 +86,25 @@ static void count(ltr_trace *t, uint64_t size, unsigned long pid, size_t *mine, 
     }
 }
 
-/* The main case. byname-target and a copy of it named byname-other are both
- * enabled and both started plainly; a session enables byname-target only. */
+/* The main case. This run's copy of byname-target (tu_own_program: another
+ * run's byname-target is not ours to attach) and a copy of it named
+ * byname-other are both enabled and both started plainly; a session enables
+ * the first only. */
 static void test_new_instance_traced_by_name(void **state)
 {
     if (!have_etc)
         skip();
-    const char *dir = *state;
-    expect(config("byname-target enable"), 0, NULL);
+    const char *dir = *state, *own, *prog = tu_own_program(dir, "byname-target", "bn", &own);
+    char args[300];
+    snprintf(args, sizeof args, "%s enable", own);
+    expect(config(args), 0, NULL);
     expect(config("byname-other enable"), 0, NULL);
     tu_result r = tu_run("cp %s %s/byname-other && cd %s && "
                          "(%s %s > t.out & echo $! > t.pid; ./byname-other %s > o.out & echo $! > o.pid) && "
                          "i=0; while ! grep -q agent t.out o.out 2>/dev/null || [ $(cat t.out o.out | wc -l) -lt 2 ]; do "
                          "[ $i -lt 2000 ] || exit 9; sleep 0.02; i=$((i+1)); done; cat t.out o.out; "
                          "grep -c libltr-heap /proc/self/maps || true",
-                         tu_test_bin("byname-target"), dir, dir, tu_test_bin("byname-target"), dir, dir);
+                         tu_test_bin("byname-target"), dir, dir, prog, dir, dir);
     assert_int_equal(r.status, 0);
     /* both carry the agent, loaded by the shim; cat (another name) does not */
     const char *first = strstr(r.out, "agent 1\n");
@@ -113,9 +117,11 @@ static void test_new_instance_traced_by_name(void **state)
     tu_free(&r);
     unsigned long pid = strtoul(tpid, NULL, 10);
     free(tpid);
-    r = tu_run("%s start heap --instance bn --filemode --name byname-target && %s status --instance bn", tu_ltr(),
+    r = tu_run("%s start heap --instance bn --filemode --name %s && %s status --instance bn", tu_ltr(), own,
                tu_ltr());
-    if (r.status != 0 || !strstr(r.out, "heap tracing by name: byname-target\n"))
+    char listed[300];
+    snprintf(listed, sizeof listed, "heap tracing by name: %s\n", own);
+    if (r.status != 0 || !strstr(r.out, listed))
         fail_msg("start/status: %d\n%s%s", r.status, r.out, r.err);
     tu_free(&r);
     r = tu_run("cd %s && touch go && while kill -0 $(cat t.pid) 2>/dev/null || kill -0 $(cat o.pid) 2>/dev/null; "
@@ -137,7 +143,8 @@ static void test_new_instance_traced_by_name(void **state)
     assert_int_equal(mine, 7);
     assert_int_equal(others, 0);
     ltr_trace_close(t);
-    expect(config("byname-target disable"), 0, NULL);
+    snprintf(args, sizeof args, "%s disable", own);
+    expect(config(args), 0, NULL);
     expect(config("byname-other disable"), 0, NULL);
 }
 
@@ -338,25 +345,26 @@ static void test_sources_not_roots_alone_refused(void **state)
 }
 
 /* `ltr start heap --name` without the setting: it says new processes will
- * not carry the agent, attaches the running one (started plainly, no agent),
- * whose allocations from then on are in the trace, exactly. */
+ * not carry the agent, attaches the running one (started plainly, no agent;
+ * this run's own copy, not another run's byname-target, which its start
+ * would attach too), whose allocations from then on are in the trace, exactly. */
 static void test_start_by_name_attaches_running(void **state)
 {
     if (!have_etc)
         skip();
-    const char *dir = *state;
+    const char *dir = *state, *own, *prog = tu_own_program(dir, "byname-target", "bn", &own);
     tu_result r = tu_run("cd %s && { %s %s > t.out & echo $! > t.pid; } && "
                          "i=0; until grep -q agent t.out || [ $i -ge 1000 ]; do sleep 0.02; i=$((i+1)); done; "
-                         "cat t.out; %s start heap --instance w --filemode --name byname-target",
-                         dir, tu_test_bin("byname-target"), dir, tu_ltr());
-    if (r.status != 0 || !strstr(r.out, "agent 0\n") ||
-        !strstr(r.err, "--name byname-target: new processes of this name do not start with the heap agent: "
-                       "'ltr heaptracingconfig byname-target enable'") ||
-        !strstr(r.out, "(byname-target): heap agent loaded"))
+                         "cat t.out; %s start heap --instance w --filemode --name %s",
+                         dir, prog, dir, tu_ltr(), own);
+    char said[400];
+    snprintf(said, sizeof said, "--name %s: new processes of this name do not start with the heap agent: "
+             "'ltr heaptracingconfig %s enable'", own, own);
+    if (r.status != 0 || !strstr(r.out, "agent 0\n") || !strstr(r.err, said) || strstr(r.err, "not attached"))
         fail_msg("status %d\n%s%s", r.status, r.out, r.err);
     unsigned long pid = strtoul(strstr(r.out, "pid ") + 4, NULL, 10);
-    char loaded[64];
-    snprintf(loaded, sizeof loaded, "pid %lu (byname-target): heap agent loaded", pid);
+    char loaded[128];
+    snprintf(loaded, sizeof loaded, "pid %lu (%s): heap agent loaded", pid, own);
     assert_non_null(strstr(r.out, loaded));
     tu_free(&r);
     r = tu_run("cd %s && touch go && while kill -0 %lu 2>/dev/null; do sleep 0.02; done; cat t.out; "
