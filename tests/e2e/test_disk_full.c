@@ -25,10 +25,15 @@ static void test_no_event_without_its_stack(void **state)
     const char *dir = *state;
     char lib[4200];
     snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
-    /* ASan (the sanitized build) wants its runtime first; the shim goes first here */
-    tu_result r = tu_run("cd %s && ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
-                         "LTR_TEST_DISK_FULL=%s/full LD_PRELOAD=%s %s record -o x.ltr -- %s %s/full",
-                         dir, dir, lib, tu_ltr(), tu_test_bin("heap-disk-full"), dir);
+    /* ASan (the sanitized build) wants its runtime first; the shim goes first
+     * here. The disk fills once the trace holds the shallow allocations
+     * (ltr flush of the session, record-PID), not when the program thinks
+     * the recorder had time to write them. */
+    tu_result r = tu_run("cd %s && { ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
+                         "LTR_TEST_DISK_FULL=%s/full LD_PRELOAD=%s %s record -o x.ltr -- %s %s/full & } && rec=$! && "
+                         "i=0; until [ -e full.shallow ] || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "%s flush --instance record-$rec >/dev/null && touch full; wait $rec",
+                         dir, dir, lib, tu_ltr(), tu_test_bin("heap-disk-full"), dir, tu_ltr());
     print_message("status %d: %s", r.status, r.err);
     assert_non_null(strstr(r.err, "No space left on device")); /* said, and the trace kept */
     tu_free(&r);

@@ -1,9 +1,12 @@
 /*
  * tests/programs/diskfull.c — heap-disk-full FLAG: allocates from one stack
- * for 0.4 s, creates FLAG (the disk is full for libltr-test-enospc.so), then
- * allocates 3333 bytes from 60 stacks new to the trace for 0.5 s, removes
- * FLAG, and goes on with them for 0.5 s: the stacks were first sent while
- * nothing could be written (tests/e2e/test_disk_full.c).
+ * for 0.4 s, creates FLAG.shallow and waits for FLAG (the disk is full for
+ * libltr-test-enospc.so), which the test creates once the trace holds those
+ * allocations (ltr flush: on a loaded machine the recorder had written none
+ * of them before the disk was full when this program made FLAG itself),
+ * then allocates 3333 bytes from 60 stacks new to the trace for 0.5 s,
+ * removes FLAG, and goes on with them for 0.5 s: the stacks were first sent
+ * while nothing could be written (tests/e2e/test_disk_full.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +46,17 @@ int main(int argc, char **argv)
     double t0 = now();
     while (now() - t0 < 0.4)
         shallow();
-    FILE *f = fopen(argv[1], "w");
-    if (f)
-        fclose(f);
+    char said[4096];
+    snprintf(said, sizeof said, "%s.shallow", argv[1]);
+    FILE *f = fopen(said, "w");
+    if (!f)
+        return 3;
+    fclose(f);
+    for (int i = 0; access(argv[1], F_OK) != 0; i++) {
+        if (i > 6000) /* a minute: the test is gone */
+            return 3;
+        usleep(10000);
+    }
     t0 = now();
     while (now() - t0 < 0.5)
         for (int d = 0; d < 60; d++)
