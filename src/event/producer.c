@@ -33,9 +33,6 @@ typedef struct tslot {
     uint16_t session, collector;
     uint32_t last_use;
     uint64_t last_ts; /* of the buffer's last record: compact timestamps count from it */
-    bool trial;       /* on its CPU's buffer until it has written trial_bytes (start_on_cpu) */
-    uint32_t cpu_bytes; /* written to the CPUs' buffers while on trial */
-    uint64_t cpu_ts;  /* of its last record there */
 } tslot;
 
 /* A record for a CPU's buffer is built here, then copied in at commit
@@ -611,61 +608,18 @@ static tslot *find_slot(thread_state *t, unsigned s, unsigned c, uint64_t inc)
     return victim;
 }
 
-/* In memory mode, what a thread writes to its CPU's buffer before it takes
- * one of its own: a thread that starts for a request and ends after a few
- * dozen events never holds a buffer. Each buffer of its own took a whole
- * place in the ring: python3's http.server, a thread per request, saved
- * 55 500 events in 1024 buffers of 1 MiB, 54 a buffer. An eighth of a
- * buffer, so that a thread that does take one has written at least that
- * much (a thread that stops just past it wastes at most 8 times what it
- * wrote), and a long thread's first records through its CPU (a second copy,
- * about 5 bytes more each) are a few thousand of its lifetime's. File mode
- * writes only a buffer's committed part: a short thread's buffer costs no
- * room there, and threads keep their own buffers from the start. */
-static uint32_t trial_bytes(const ltr_ring_view *r) { return r->buffer_size / 8; }
-
-/* A new slot starts on its CPU's buffer (trial_bytes), where that can be. */
-static bool start_on_cpu(tslot *sl, bool cpus, uint64_t inc)
-{
-    if (!cpus || !(sl->ring->flags & LTR_RING_OVERWRITE))
-        return false;
-    sl->incarnation = inc;
-    sl->data = NULL;
-    sl->trial = true;
-    sl->cpu_bytes = 0;
-    sl->cpu_ts = 0;
-    return true;
-}
-
-/* The trial is over once the slot wrote trial_bytes to the CPUs' buffers,
- * and at a time later than its last record there: the analyzer orders a
- * thread's records from several buffers by time alone (analyze/order.c),
- * and a CPU's record is stamped to the nanosecond, the heap agent's to 100
- * us (reserve_on_cpu), so an own buffer's first record at the same 100 us
- * could go before the CPU's last. An event too large for the CPU's record
- * ends it at once (else it would be lost; such events are stamped to the
- * nanosecond). */
-static bool trial_over(const tslot *sl, const ltr_cevent_in *in)
-{
-    return in->payload > CPU_PAYLOAD_MAX || (sl->cpu_bytes >= trial_bytes(sl->ring) && in->ts > sl->cpu_ts);
-}
-
-/* A buffer of the thread's own for the slot (fresh: a new slot, which
- * starts on its CPU's buffer in memory mode); when the ring keeps the rest
+/* A buffer of the thread's own for the slot; when the ring keeps the rest
  * for the CPUs' buffers, the slot writes to those from now on (for as long
- * as it serves this session and collector). False when neither can be had. */
-static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc, bool fresh)
+ * as it serves this session and collector: a thread's events stay in one
+ * kind of buffer, in order). False when neither can be had. */
+static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc)
 {
     ltr_ring_view *r = &a->lay->rings[c];
     bool cpus = a->cpus && ltr_ring_cpu_usable();
-    sl->ring = r;
-    sl->cpus = a->cpus ? a->cpus + (size_t)c * g.ncpu : NULL;
-    if (fresh && start_on_cpu(sl, cpus, inc))
-        return true;
-    bool trial = sl->trial && !fresh;
-    sl->trial = false;
     uint32_t idx = ltr_ring_acquire_own(r, a->pid, ltr_gettid(), a->owner,
                                         cpus ? ltr_ring_own_max(r, g.ncpu) : UINT32_MAX);
+    sl->ring = r;
+    sl->cpus = a->cpus ? a->cpus + (size_t)c * g.ncpu : NULL;
     if (idx == LTR_RING_NONE) {
         if (ltr_ring_want_wake(r)) /* until now it was asked, not woken: up to 50 ms of losses */
             wake_recorder(sl->session);
@@ -677,19 +631,12 @@ static bool take_buffer(tslot *sl, ltr_attach *a, unsigned c, uint64_t inc, bool
          * take over unless every one is being written: there a thread goes
          * to its CPU only past the limit, as its tests have it. */
         bool limited = atomic_load_explicit(&r->shared->own_count, memory_order_relaxed) >= ltr_ring_own_max(r, g.ncpu);
-        sl->trial = trial && !limited; /* none free for now: on trial still, tried again at its next record */
-        if (!cpus || (!limited && !trial && (r->flags & LTR_RING_OVERWRITE)))
+        if (!cpus || (!limited && (r->flags & LTR_RING_OVERWRITE)))
             return false;
         sl->incarnation = inc;
         sl->data = NULL;
         return true;
     }
-    /* Its records on the CPU's buffer go to the ring's queue before those
-     * of its own buffer; left in the slot, they could outlive in a save
-     * the records that followed them (overwritten), as a block's
-     * allocation without its free. */
-    if (trial && ltr_ring_cpu_retire(r, sl->cpus, g.ncpu))
-        wake_recorder(sl->session);
     sl->incarnation = inc;
     sl->buf = idx;
     sl->data = ltr_ring_vdata(r, idx);
@@ -706,24 +653,16 @@ static tslot *slot_with_room(thread_state *t, ltr_attach *a, unsigned s, unsigne
 {
     tslot *sl = find_slot(t, s, c, inc);
     sl->last_use = ++t->use_clock;
-    bool fresh = !sl->incarnation;
-    if (!fresh && !sl->data && (!sl->trial || !trial_over(sl, in)))
+    if (sl->incarnation && !sl->data)
         return sl; /* on its CPU's buffer */
-    if (!fresh && sl->data) {
+    if (sl->incarnation) {
         *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, sl->last_ts, in->payload);
         if (sl->bytes + *hn + in->payload <= sl->cap)
             return sl;
         hand_over(sl);
     }
-    /* A first record too large for a CPU's buffer takes a buffer of its own
-     * at once (on the CPU's it was lost: test_oversized_events_are_counted,
-     * 5 events of 60 000 bytes, each a new thread's first). */
-    if (fresh)
-        sl->trial = false;
-    if (!take_buffer(sl, a, c, inc, fresh && in->payload <= CPU_PAYLOAD_MAX))
+    if (!take_buffer(sl, a, c, inc))
         return NULL;
-    if (!sl->data)
-        return sl; /* on its CPU's buffer */
     *hn = ltr_put_cevent_header(hdr, in->layout, in->ts, 0, in->payload);
     return sl;
 }
@@ -746,7 +685,6 @@ static uint8_t *reserve_on_cpu(thread_state *t, tslot *sl, const ltr_cevent_in *
     n += ltr_put_cevent_header(t->scratch + n, in->layout, ts, 0, in->payload);
     t->pending = sl;
     t->pending_size = (uint32_t)n + in->payload;
-    t->pending_ts = ts;
     return t->scratch + n;
 }
 
@@ -761,9 +699,6 @@ static bool commit_on_cpu(thread_state *t, tslot *sl)
     if (rc != LTR_CPU_APPENDED) {
         wake = wake || ltr_ring_want_wake(sl->ring);
         ltr_producer_count_lost(a, sl->collector);
-    } else if (sl->trial) {
-        sl->cpu_bytes += t->pending_size;
-        sl->cpu_ts = t->pending_ts;
     }
     if (wake)
         wake_recorder(sl->session);

@@ -16,8 +16,7 @@
  * interrupted by another thread on c is restarted, so each one sees the
  * slot and the commit word as no one else is changing them. A buffer taken
  * out of its slot is published after the swap: a sequence that read the
- * slot before then fails its comparison. ltr_ring_cpu_retire empties a
- * slot by the same swap.
+ * slot before then fails its comparison.
  */
 #include "ring/ring.h"
 #include "prim/rseq.h"
@@ -80,24 +79,4 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring_view *v, uint32_t *slots, uint3
     if (spare != LTR_RING_NONE)
         ltr_ring_unacquire(v, spare);
     return rc;
-}
-
-bool ltr_ring_cpu_retire(ltr_ring_view *v, uint32_t *slots, uint32_t nslots)
-{
-    for (int tries = 0; tries < APPEND_TRIES; tries++) {
-        int cpu = ltr_rseq_cpu();
-        if (cpu < 0 || (uint32_t)cpu >= nslots)
-            return false;
-        uint32_t cur = __atomic_load_n(&slots[cpu], __ATOMIC_RELAXED);
-        if (!cur || cur > v->nbuf ||
-            !LTR_COMMIT_BYTES(atomic_load_explicit(&v->bufs[cur - 1].commit, memory_order_relaxed)))
-            return false; /* nothing there to hand on */
-        int rc = ltr_rseq_swap(cpu, &slots[cpu], cur, 0);
-        if (rc == 0)
-            return ltr_ring_publish(v, cur - 1);
-        /* 1: preempted, try again; 2: another thread replaced it (full): published already */
-        if (rc == 2)
-            return false;
-    }
-    return false;
 }

@@ -167,13 +167,6 @@ enum ltr_cpu_append ltr_ring_cpu_append(ltr_ring_view *v, uint32_t *slots, uint3
                                         uint32_t owner, const void *rec, uint32_t len, bool *wake);
 /* True when this thread can append to CPU buffers (rseq registered). */
 bool ltr_ring_cpu_usable(void);
-/* Publishes this CPU's buffer in slots, if it holds any record, and leaves
- * the slot empty (the next append there takes a new buffer). For a thread
- * that leaves the CPUs' buffers for one of its own (event/producer.c): its
- * records there join the ring's queue now, before its later ones, instead
- * of waiting, in a memory-mode ring, behind a CPU no one may fill again.
- * Returns true when the consumer should be woken. */
-bool ltr_ring_cpu_retire(ltr_ring_view *v, uint32_t *slots, uint32_t nslots);
 
 
 /* Consumer: next published buffer (a valid index whose state is FULL), or

@@ -4,7 +4,6 @@
  * once; a killed recorder; a stopped one (commands say so in seconds);
  * bad options; permissions.
  */
-#include "ring/ring.h"
 #include "util/testutil.h"
 #include <ltr/trace.h>
 
@@ -812,34 +811,6 @@ static void test_memory_mode_keeps_newest(void **state)
     assert_int_equal(t.provider_events + t.events_overwritten, 20000);
 }
 
-/* A thread per request (3000 threads, one after another, 50 events each)
- * into a ring of 64 buffers: each thread took a buffer of its own, and its
- * 1 KiB of records a whole place in the ring; the save held one thread's
- * events a buffer, 3 050 events of 150 000 (a new user's python3
- * http.server: 54 events a buffer of 1 MiB). Short threads now write to
- * their CPU's buffer: the save holds many threads a buffer, and every
- * event is in it or counted overwritten, once. */
-static void test_memory_mode_of_short_threads(void **state)
-{
-    const char *dir = *state;
-    if (!ltr_ring_cpu_usable()) /* no rseq: threads keep their own buffers, as before */
-        skip();
-    tu_expect_ok(tu_run("%s start --instance req --provider Test.Producer --buffer-size 64 --buffers 64", LTR));
-    tu_result p = tu_run("%s --rounds 3000 --events 50 --wait-enabled 5", PRODUCER);
-    assert_int_equal(p.status, 0);
-    long long written = tu_field(p.out, "written");
-    assert_int_equal(written + tu_field(p.out, "lost"), 150000);
-    tu_free(&p);
-    tu_trace t = stop_and_read(dir, "req", NULL, "Test.Producer");
-    assert_true(t.ok && t.complete);
-    if (t.provider_events + t.events_lost + t.events_overwritten != (uint64_t)written)
-        fail_msg("the program wrote %lld events; the save has %llu, %llu lost, %llu overwritten", written,
-                 (unsigned long long)t.provider_events, (unsigned long long)t.events_lost,
-                 (unsigned long long)t.events_overwritten);
-    if (t.provider_events < 8 * 64 * 50) /* at least 8 threads' events a buffer */
-        fail_msg("the save holds %llu events of 150000 in 64 buffers", (unsigned long long)t.provider_events);
-}
-
 /* A producer's loss row names it after more processes than the session
  * has loss-counter slots (LTR_SHM_PROCS, 4096) came and went: the slots of
  * those that went serve again. Before, every process past the 4096th shared
@@ -1426,7 +1397,6 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_of_threads_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_counts_no_event_twice, tu_setup_sandbox, tu_teardown_sandbox),
-        cmocka_unit_test_setup_teardown(test_memory_mode_of_short_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_while_writing_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_publishing_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_claiming_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),

@@ -6,10 +6,7 @@
  *
  *   producer [--name PROVIDER] [--threads T] [--events N] [--size BYTES]
  *            [--wait-enabled SECONDS] [--level L] [--keywords K]
- *            [--wait-disabled SECONDS] [--random] [--pace-us US] [--rounds R]
- *
- * --rounds R: the T threads are started R times, each round's ended before
- * the next's start: a service that starts a thread per request.
+ *            [--wait-disabled SECONDS] [--random] [--pace-us US]
  */
 #include <ltr/provider.h>
 
@@ -77,10 +74,10 @@ int main(int argc, char **argv)
         {"wait-enabled", required_argument, 0, 'w'}, {"level", required_argument, 0, 'l'},
         {"keywords", required_argument, 0, 'k'}, {"wait-disabled", required_argument, 0, 'd'},
         {"random", no_argument, 0, 'r'}, {"reallocs", required_argument, 0, 'a'},
-        {"pace-us", required_argument, 0, 'p'}, {"rounds", required_argument, 0, 'o'},
+        {"pace-us", required_argument, 0, 'p'},
         {0, 0, 0, 0}};
     const char *name = "Test.Producer";
-    int threads = 1, rounds = 1, c;
+    int threads = 1, c;
     double wait_enabled = 0, wait_disabled = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -95,7 +92,6 @@ int main(int argc, char **argv)
         case 'r': random_blobs = 1; break;
         case 'a': reallocs = atol(optarg); break;
         case 'p': pace_us = atol(optarg); break;
-        case 'o': rounds = atoi(optarg); break;
         default: return 2;
         }
     }
@@ -113,12 +109,10 @@ int main(int argc, char **argv)
     pthread_t tids[256];
     if (threads > 256)
         threads = 256;
-    for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < threads; i++)
-            pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
-        for (int i = 0; i < threads; i++)
-            pthread_join(tids[i], NULL);
-    }
+    for (int i = 0; i < threads; i++)
+        pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
+    for (int i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
     for (double t = 0; t < wait_disabled && ltr_event_enabled(&ev); t += 0.01)
         sleep_ms(10);
     printf("written=%llu lost=%llu skipped=%llu enabled=%d\n", written, lost, skipped,

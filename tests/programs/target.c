@@ -576,13 +576,6 @@ static void *overwrite_the_free(void *unused)
 
 static void mode_overwritten(void)
 {
-    /* In memory mode a thread's first records go to its CPU's shared buffer
-     * (an eighth of a buffer, docs/design.md "Short threads, in memory
-     * mode"), published with the other thread's: this thread writes past
-     * that first, so that first_block's allocation waits in a buffer of its
-     * own while the other thread's buffers are overwritten. */
-    for (int i = 0; i < 2000; i++)
-        free(malloc(40));
     first_block = malloc(512);
     pthread_t t;
     void *again = NULL;
