@@ -317,6 +317,7 @@ static void emit(const heap_event *e)
     if (snap)
         keep(e, st.id, ts);
     agent_event_ts = 0;
+    agent_blocks_settle();
     agent_leave();
 }
 

@@ -16,6 +16,7 @@
 #ifndef LTR_AGENT_PERTHREAD_H
 #define LTR_AGENT_PERTHREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "event/registry.h"
@@ -60,5 +61,20 @@ static inline void *agent_thread_block(enum agent_block which, size_t size)
 
 /* From the agent's constructor: the key whose destructor unmaps a thread's blocks. */
 void agent_blocks_init(void);
+
+/* Set once the thread's blocks were given back at its exit: no destructor
+ * runs for blocks mapped after, so an event gives them back itself. */
+extern __thread int agent_exiting __attribute__((tls_model("initial-exec")));
+
+/* Hands the thread's buffers over and unmaps its blocks. */
+void agent_blocks_release(void);
+
+/* At the end of an event's writing (the guard still up): an exiting
+ * thread's blocks go at once. */
+static inline void agent_blocks_settle(void)
+{
+    if (__builtin_expect(agent_exiting, 0))
+        agent_blocks_release();
+}
 
 #endif

@@ -5,6 +5,7 @@
  * Sessions, their preparation (modules, thread names) and stacks are those of
  * emit.c and stacks.c: one stack trie per process serves both providers.
  */
+#include "agent/perthread.h"
 #include "agent/sysev.h"
 #include "event/event.h"
 #include "base/system_events.h"
@@ -55,6 +56,7 @@ void sysev_emit(ltr_event_desc *d, uint64_t kw, const void *frame, bool with_sta
         emit_put(a, s, c, d, ts, payload, n);
     }
     agent_event_ts = 0;
+    agent_blocks_settle();
     agent_leave();
     errno = saved;
 }
