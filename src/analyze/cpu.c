@@ -231,8 +231,9 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
                              "permitted)");
     char name[PROCESS_NAME_MAX];
     for (size_t i = 0; i < n && (!top || i < top); i++) {
-        fprintf(out, "  #%zu %llu samples (%.1f%%), process %u %s\n", i + 1, (unsigned long long)v[i]->samples,
-                100.0 * (double)v[i]->samples / (double)a->cpu_samples, v[i]->pid, process_name(a, v[i]->pid, name));
+        fprintf(out, "  #%zu %llu sample%s (%.1f%%), process %u %s\n", i + 1, (unsigned long long)v[i]->samples,
+                v[i]->samples == 1 ? "" : "s", 100.0 * (double)v[i]->samples / (double)a->cpu_samples, v[i]->pid,
+                process_name(a, v[i]->pid, name));
         frame_list l = {0};
         each_frame(v[i]->text, collect, &l);
         for (size_t k = l.n; k-- > 0;) /* innermost first, as the heap report */

@@ -31,7 +31,7 @@ static void help(void)
            "          heap bytes over time (and its memory counters when recorded), process\n"
            "          and thread names, markers and heap snapshots as instant events\n"
            "With --cpu, the CPU samples instead (SampledProfile): pprof with one sample\n"
-           "type (samples, count), folded 'process;outer;...;inner SAMPLES', or json.\n\n"
+           "type (samples, count), folded 'process-PID;outer;...;inner SAMPLES', or json.\n\n"
            "options: --from T, --to T, --pid P, --debug-dir DIRS, --local-symbols as for\n"
            "ltr analyze;\n"
            "  -o, --output OUT  the file to write ('-' = standard output); an existing\n"
