@@ -493,8 +493,10 @@ static void warn_state(ltr_analysis *a)
                 : a->events_overwritten ? "among the events overwritten: a flight recorder overwrites one "
                                           "thread's full buffers while another thread's older events wait "
                                           "in the buffer it is filling, or never recorded"
-                                 : "no event was lost or came late: never recorded, e.g. made where the heap "
-                                   "agent does not see them");
+                                 : "no event was lost or came late: made by another thread within the "
+                                   "100 us of the allocations around it and put after them (the trace keeps "
+                                   "no order among threads' events of one time), or never recorded, e.g. "
+                                   "made where the heap agent does not see them");
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
     else if (!a->heap_events && !a->nsnaps)
