@@ -25,6 +25,7 @@
 #include "event/registry.h"
 #include "event/shm.h"
 #include "ring/ring.h"
+#include "session_named.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,19 +42,6 @@ static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
-}
-
-/* This process's attachment to the session named name (as scribbler.c finds it). */
-static ltr_attach *session_named(const char *name)
-{
-    ltr_error err;
-    ltr_registry *reg = ltr_registry_get(&err);
-    for (unsigned slot = 0; reg && slot < LTR_MAX_SESSIONS; slot++) {
-        bool unreachable;
-        if (atomic_load(&reg->sessions[slot].incarnation) && !strcmp(reg->sessions[slot].name, name))
-            return ltr_producer_session(reg, slot, &unreachable);
-    }
-    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -79,9 +67,12 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    ltr_attach *a = session_named(argv[1]);
+    ltr_registry *reg;
+    unsigned slot;
+    const char *why;
+    ltr_attach *a = tp_session_named(argv[1], &reg, &slot, &why);
     if (!a) {
-        fprintf(stderr, "hole: session %s not found\n", argv[1]);
+        fprintf(stderr, "hole: session %s %s\n", argv[1], why);
         return 1;
     }
     /* The buffer this (only) thread still writes into: the last events. */

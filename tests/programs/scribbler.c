@@ -55,6 +55,7 @@
 #include "event/shm.h"
 #include "base/records.h"
 #include "prim/prim.h"
+#include "session_named.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,30 +98,6 @@ static void sleep_ms(long ms)
 static ltr_registry *reg;
 static unsigned slot;
 
-/* This process's attachment to the session named name, waited for: a
- * producer waits 250 ms at most for the recorder's answer and goes on
- * without (a traced program never waits on ltr), and a recorder busy with
- * 40 threads' events on a loaded machine answered later: the scribbler
- * said "session ff not found" and exited 1 (test_shm_fuzz's fields seed 9,
- * 2 of 24 by hand under load). *why says which failed. */
-static ltr_attach *session_named(const char *name, const char **why)
-{
-    ltr_error err;
-    *why = "not found";
-    reg = ltr_registry_get(&err);
-    for (slot = 0; reg && slot < LTR_MAX_SESSIONS; slot++) {
-        if (!atomic_load(&reg->sessions[slot].incarnation) || strcmp(reg->sessions[slot].name, name))
-            continue;
-        bool unreachable = true;
-        ltr_attach *a = NULL;
-        for (int i = 0; i < 3000 && !a && unreachable; i++) /* 30 s: the test's kill comes first */
-            if (!(a = ltr_producer_session(reg, slot, &unreachable)) && unreachable)
-                sleep_ms(10);
-        *why = unreachable ? "not answered in 30 s" : "gone";
-        return a;
-    }
-    return NULL;
-}
 
 /* The registry words a recorder reads (its name and incarnation are left:
  * without them the session cannot be found, which is not the recorder's fault). */
@@ -251,7 +228,7 @@ int main(int argc, char **argv)
         ltr_event_write_values(&ev, v, 1, NULL);
     }
     const char *why;
-    ltr_attach *a = session_named(argv[1], &why);
+    ltr_attach *a = tp_session_named(argv[1], &reg, &slot, &why);
     if (!a) {
         fprintf(stderr, "scribbler: session %s %s\n", argv[1], why);
         return 1;
