@@ -35,6 +35,14 @@ typedef struct collector_state {
     uint32_t *saved_events;  /* and how many of its events it wrote */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     uint64_t hole_pos;       /* memory mode: that slot's position (mark_dead_holes) */
+    /* memory mode: buffers of ended producers left FULL in no queue slot,
+     * waiting for a second look at a later round (drain.c, dead_first_look) */
+    uint64_t *dead_seq1;  /* per buffer: 1 + its seq at the first look, 0 if it waits for none */
+    uint64_t *dead_since; /* per buffer: when that look was */
+    uint32_t *dead_owner; /* per buffer: whose it was then */
+    unsigned ndead;       /* how many wait */
+    /* per queue slot: 1 + the position seen claimed and empty there, and since when */
+    uint64_t *hole_seen, *hole_since;
     /* counters of the recorder's side (producers count events_lost in the ring) */
     uint64_t events_written, buffers_written; /* in the current output */
     uint64_t events_dropped, buffers_lost;    /* could not be written (disk, size limit) */

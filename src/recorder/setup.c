@@ -103,6 +103,15 @@ static int alloc_notes(recorder *r, ltr_error *err)
         cs->saved_events = calloc(cs->ring.nbuf, sizeof *cs->saved_events);
         if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events)
             return ltr_fail(err, ENOMEM, "out of memory");
+        if (r->cfg.mode == LTR_MODE_FILE)
+            continue;
+        cs->dead_seq1 = calloc(cs->ring.nbuf, sizeof *cs->dead_seq1);
+        cs->dead_since = calloc(cs->ring.nbuf, sizeof *cs->dead_since);
+        cs->dead_owner = calloc(cs->ring.nbuf, sizeof *cs->dead_owner);
+        cs->hole_seen = calloc(cs->ring.nbuf, sizeof *cs->hole_seen);
+        cs->hole_since = calloc(cs->ring.nbuf, sizeof *cs->hole_since);
+        if (!cs->dead_seq1 || !cs->dead_since || !cs->dead_owner || !cs->hole_seen || !cs->hole_since)
+            return ltr_fail(err, ENOMEM, "out of memory");
     }
     r->proc_lost = calloc((size_t)r->nprocs * LTR_MAX_COLLECTORS, sizeof *r->proc_lost);
     if (!r->proc_lost)
@@ -406,6 +415,11 @@ void rec_teardown(recorder *r)
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
         free(r->col[c].saved_events);
+        free(r->col[c].dead_seq1);
+        free(r->col[c].dead_since);
+        free(r->col[c].dead_owner);
+        free(r->col[c].hole_seen);
+        free(r->col[c].hole_since);
     }
     rec_backlog_free(&r->backlog);
     if (r->writer)
