@@ -22,6 +22,7 @@
 #include "event/registry.h"
 #include "prim/prim.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -62,8 +63,9 @@ static inline void *agent_thread_block(enum agent_block which, size_t size)
 /* From the agent's constructor: the key whose destructor unmaps a thread's blocks. */
 void agent_blocks_init(void);
 
-/* Set once the thread's blocks were given back at its exit: no destructor
- * runs for blocks mapped after, so an event gives them back itself. */
+/* The rounds of key destructors at the thread's exit that gave its blocks
+ * back (perthread.c): from the last on, no destructor runs for blocks
+ * mapped after, so an event gives them back itself. */
 extern __thread int agent_exiting __attribute__((tls_model("initial-exec")));
 
 /* Hands the thread's buffers over and unmaps its blocks. */
@@ -73,7 +75,7 @@ void agent_blocks_release(void);
  * thread's blocks go at once. */
 static inline void agent_blocks_settle(void)
 {
-    if (__builtin_expect(agent_exiting, 0))
+    if (__builtin_expect(agent_exiting >= PTHREAD_DESTRUCTOR_ITERATIONS, 0))
         agent_blocks_release();
 }
 

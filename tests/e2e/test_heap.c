@@ -1002,6 +1002,22 @@ static void test_frees_after_thread_destructors(void **state)
     heap_free(&h);
 }
 
+/* A thread's own key destructor, running after the agent's, frees its
+ * cache of 200 nodes: a flight recorder of 16 buffers keeps every event,
+ * and their frees (each such event took a buffer of the ring: 16 of 401
+ * events kept, 385 overwritten). */
+static void test_key_destructor_frees_fill_no_ring(void **state)
+{
+    heap_trace h = record_read("--memory --buffers 16 --buffer-size 64", "heap-target", "keyfrees", 0);
+    assert_int_equal(h.overwritten, 0);
+    assert_int_equal(h.lost, 0);
+    size_t frees = 0;
+    for (const hev *e = h.v; e < h.v + h.n; e++)
+        frees += e->kind == FREE && e->tid != e->pid;
+    assert_int_equal(frees, 200);
+    heap_free(&h);
+}
+
 /* By thread, then time; file order kept at equal times (the index). */
 static int by_thread_time(const void *a, const void *b)
 {
@@ -1277,6 +1293,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads_with_small_stacks, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_thread_pool_with_default_buffers, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_frees_after_thread_destructors, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_key_destructor_frees_fill_no_ring, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_more_threads_than_buffers, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_exec_keeps_tracing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_signal_handler_allocates, tu_setup_sandbox, tu_teardown_sandbox),
