@@ -7,6 +7,13 @@
  *   producer [--name PROVIDER] [--threads T] [--events N] [--size BYTES]
  *            [--wait-enabled SECONDS] [--level L] [--keywords K]
  *            [--wait-disabled SECONDS] [--random] [--pace-us US]
+ *            [--ready-file PATH --go-file PATH]
+ *
+ * With --ready-file, the main thread writes one event once the provider is
+ * enabled (the process attaches at its first), then creates that file, and
+ * the threads write nothing before --go-file exists: a test may act on the
+ * recorder in between (stop it, say), at a known point, whatever the
+ * machine's speed.
  */
 #include <ltr/provider.h>
 
@@ -31,6 +38,18 @@ static long reallocs;
 static long pace_us; /* a pause after every 100 events: a steady stream for seconds */
 static _Atomic unsigned long long written, lost, skipped;
 
+/* One event, counted. */
+static void emit(unsigned id, long i, const char *blob)
+{
+    ltr_write_result res;
+    const ltr_value v[] = {LTR_U32(id), LTR_UVAR(i), LTR_STR("tick"), LTR_BLOB(blob, blob_size)};
+    ltr_event_write_values(&ev, v, 4, &res);
+    written += res.sessions_written;
+    lost += res.sessions_lost;
+    if (!res.sessions_written && !res.sessions_lost)
+        skipped++;
+}
+
 static void *worker(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg;
@@ -41,13 +60,7 @@ static void *worker(void *arg)
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             blob[k] = (char)x;
         }
-        ltr_write_result res;
-        const ltr_value v[] = {LTR_U32(id), LTR_UVAR(i), LTR_STR("tick"), LTR_BLOB(blob, blob_size)};
-        ltr_event_write_values(&ev, v, 4, &res);
-        written += res.sessions_written;
-        lost += res.sessions_lost;
-        if (!res.sessions_written && !res.sessions_lost)
-            skipped++;
+        emit(id, i, blob);
         if (pace_us && i % 100 == 99)
             usleep((useconds_t)pace_us);
     }
@@ -66,6 +79,28 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Attaches (a process attaches at its first event, which is counted with
+ * the others: the main thread's, numbered as a thread past the workers),
+ * says so (ready), then waits up to secs for go to exist; 0 when it does. */
+static int ready_then_go(const char *ready, const char *go, double secs, unsigned first_id)
+{
+    char *blob = calloc(1, blob_size + 1);
+    emit(first_id, 0, blob);
+    free(blob);
+    FILE *f = fopen(ready, "w");
+    if (!f || fclose(f) != 0) {
+        fprintf(stderr, "producer: cannot create %s\n", ready);
+        return 1;
+    }
+    for (double t = 0; t < secs && access(go, F_OK) != 0; t += 0.01)
+        sleep_ms(10);
+    if (access(go, F_OK) != 0) {
+        fprintf(stderr, "producer: %s did not appear in %.0f s\n", go, secs);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -74,9 +109,10 @@ int main(int argc, char **argv)
         {"wait-enabled", required_argument, 0, 'w'}, {"level", required_argument, 0, 'l'},
         {"keywords", required_argument, 0, 'k'}, {"wait-disabled", required_argument, 0, 'd'},
         {"random", no_argument, 0, 'r'}, {"reallocs", required_argument, 0, 'a'},
-        {"pace-us", required_argument, 0, 'p'},
+        {"pace-us", required_argument, 0, 'p'}, {"ready-file", required_argument, 0, 'R'},
+        {"go-file", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
-    const char *name = "Test.Producer";
+    const char *name = "Test.Producer", *ready = NULL, *go = NULL;
     int threads = 1, c;
     double wait_enabled = 0, wait_disabled = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -92,8 +128,14 @@ int main(int argc, char **argv)
         case 'r': random_blobs = 1; break;
         case 'a': reallocs = atol(optarg); break;
         case 'p': pace_us = atol(optarg); break;
+        case 'R': ready = optarg; break;
+        case 'G': go = optarg; break;
         default: return 2;
         }
+    }
+    if (!ready != !go) {
+        fprintf(stderr, "producer: --ready-file and --go-file go together\n");
+        return 2;
     }
     prov.name = name;
     if (ltr_provider_register(&prov) != 0) {
@@ -109,6 +151,8 @@ int main(int argc, char **argv)
     pthread_t tids[256];
     if (threads > 256)
         threads = 256;
+    if (ready && go && ready_then_go(ready, go, 60, (unsigned)threads) != 0)
+        return 4;
     for (int i = 0; i < threads; i++)
         pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
     for (int i = 0; i < threads; i++)
