@@ -604,6 +604,27 @@ static void test_by_name(void **state)
     tu_free(&r);
 }
 
+/* Runs snap-target as dir/EXE in the session and asks whether its table is
+ * kept (snapshotconfig --pid, its comm beside, which must hold comm), then
+ * lets it end either way: true when it was. */
+static bool kept_when_run_as(const char *exe, const char *comm)
+{
+    tu_result r = tu_run("%s run -- %s/%s count %s > %s/run.out 2>&1 &", tu_ltr(), dir, exe, dir, dir);
+    tu_free(&r);
+    wait_for("pid", 30);
+    unsigned pid = pid_in("pid");
+    r = tu_run("cat /proc/%u/comm; %s snapshotconfig heap --pid %u", pid, tu_ltr(), pid);
+    bool enabled = r.out && strstr(r.out, comm) && strstr(r.out, "enabled");
+    if (!enabled)
+        fprintf(stderr, "snap-target run as %s is not enabled by its executable's name: %s%s", exe, r.out, r.err);
+    tu_free(&r);
+    touch("go");
+    wait_for("ready", 30);
+    touch("exit");
+    wait_gone(pid);
+    return enabled;
+}
+
 /* By name, the executable's: a program started through a link has the
  * link's name as comm (python3 -> python3.11), and its executable's file
  * name is what 'ltr start --name' and 'ltr watch --name' know it by: that
@@ -613,20 +634,7 @@ static void test_by_name_of_executable(void **state)
     tu_expect_ok(tu_run("%s start heapsnapshot --filemode", tu_ltr()));
     tu_expect_ok(tu_run("%s snapshotconfig heap --name snap-target enable", tu_ltr()));
     tu_expect_ok(tu_run("ln -s %s %s/svc-link", TARGET, dir));
-    tu_result r = tu_run("%s run -- %s/svc-link count %s > %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir);
-    tu_free(&r);
-    wait_for("pid", 30);
-    unsigned pid = pid_in("pid");
-    r = tu_run("cat /proc/%u/comm; %s snapshotconfig heap --pid %u", pid, tu_ltr(), pid);
-    bool enabled = r.out && strstr(r.out, "svc-link") && strstr(r.out, "enabled");
-    if (!enabled)
-        fprintf(stderr, "snap-target run as svc-link is not enabled by its executable's name: %s%s", r.out, r.err);
-    tu_free(&r);
-    touch("go"); /* and let it end either way */
-    wait_for("ready", 30);
-    touch("exit");
-    wait_gone(pid);
-    assert_true(enabled);
+    assert_true(kept_when_run_as("svc-link", "svc-link"));
 }
 
 /* By the name of an executable of 20 characters, the way ls and ps -o args
@@ -642,20 +650,7 @@ static void test_by_name_of_a_long_executable(void **state)
     if (!r.out || !strstr(r.out, "name snap-target-20-chars: enabled"))
         fail_msg("the long name's setting: %s%s", r.out, r.err);
     tu_free(&r);
-    r = tu_run("%s run -- %s/snap-target-20-chars count %s > %s/run.out 2>&1 &", tu_ltr(), dir, dir, dir);
-    tu_free(&r);
-    wait_for("pid", 30);
-    unsigned pid = pid_in("pid");
-    r = tu_run("%s snapshotconfig heap --pid %u", tu_ltr(), pid);
-    bool enabled = r.out && strstr(r.out, "enabled");
-    if (!enabled)
-        fprintf(stderr, "snap-target-20-chars is not enabled by its name: %s%s", r.out, r.err);
-    tu_free(&r);
-    touch("go"); /* and let it end either way */
-    wait_for("ready", 30);
-    touch("exit");
-    wait_gone(pid);
-    assert_true(enabled);
+    assert_true(kept_when_run_as("snap-target-20-chars", ""));
 }
 
 /* By name: a fork child is a new process of the name, and keeps its own
