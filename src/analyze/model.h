@@ -75,7 +75,7 @@ typedef struct an_point {
 } an_point;
 #define AN_SERIES_MAX 2048 /* points per process; past it buckets double in width */
 
-#define AN_TAKEN 16 /* frees of one time remembered for a thread's own free that follows (model.c) */
+#define AN_TAKEN 1024 /* frees remembered for another thread's free of their address at their time (model.c) */
 
 typedef struct an_proc {
     uint32_t pid;
@@ -87,13 +87,12 @@ typedef struct an_proc {
     uint32_t *dense;     /* stack id -> index in stacks + 1 (0 = not seen): the agent numbers stacks 1, 2, ... */
     size_t ndense;
     int unindexed;       /* dense and stack_index let go at its end (model.c, proc_end): made again if needed */
-    /* frees at taken_ts that may be another block's there at that time (model.c, note_taken) */
+    /* frees that may be another block's there at their time, by address
+     * (model.c, note_taken); AN_TAKEN of them, made at the first */
     struct an_taken {
-        uint64_t addr;
-        uint32_t owner, by; /* the thread whose block there it was taken for; the freeing thread */
-    } taken[AN_TAKEN];
-    uint64_t taken_ts;
-    unsigned ntaken;     /* noted at taken_ts; the newest AN_TAKEN kept */
+        uint64_t addr, ts;
+        uint32_t by; /* the freeing thread */
+    } *taken;
     uint32_t last_tid;   /* cache of the threads entry last used */
     struct an_thread *last_thread;
     an_stack *stacks;
