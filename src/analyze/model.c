@@ -19,7 +19,8 @@
  * allocation ends the block there (its address was handed out again: it
  * was freed), and the block is remembered as displaced; the free that
  * follows at that time, from another thread, is its own, already counted,
- * not the new block's. One that does not come is a free missing, as when
+ * not the new block's (so is one from the allocating thread that finds its
+ * new block gone: displaced_by_itself). One that does not come is a free missing, as when
  * a thread allocates an address it never freed (node's trace: 13 such
  * frees counted missing, and 13 of the new blocks freed as never seen).
  * A free put first the other way may be taken for the wrong block: for
@@ -492,7 +493,14 @@ static void note_taken(an_proc *p, uint64_t addr, uint64_t ts, uint32_t by)
 {
     if (!p->taken && !(p->taken = calloc(AN_TAKEN, sizeof *p->taken)))
         return; /* the rule below then does not apply: as when another free displaced the entry */
-    p->taken[taken_slot(addr)] = (struct an_taken){addr, ts, by};
+    struct an_taken *k = &p->taken[taken_slot(addr)];
+    if (k->addr == addr && k->ts == ts && k->by != by)
+        k->other = k->by;
+    else if (k->addr != addr || k->ts != ts)
+        k->other = 0;
+    k->addr = addr;
+    k->ts = ts;
+    k->by = by;
 }
 
 /* A free at ts, of an address the model does not hold, from another thread
@@ -524,10 +532,18 @@ static void note_taken(an_proc *p, uint64_t addr, uint64_t ts, uint32_t by)
 static int untake(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
 {
     struct an_taken *k = p->taken ? &p->taken[taken_slot(addr)] : NULL;
-    if (!k || k->addr != addr || k->ts != ts || k->by == tid)
+    if (!k || k->addr != addr || k->ts != ts || (k->by == tid && (!k->other || k->other == tid)))
         return 0;
-    uint32_t by = k->by;
-    k->addr = 0; /* once */
+    uint32_t by;
+    if (k->by != tid) { /* once: what is left is the other thread's */
+        by = k->by;
+        k->by = k->other;
+    } else {
+        by = k->other;
+    }
+    k->other = 0;
+    if (!k->by)
+        k->addr = 0;
     keep_pending(m, p, by, ts, addr);
     return 1;
 }
@@ -573,6 +589,23 @@ static int displaced_free(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
     return 0;
 }
 
+/* A free at ts, of an address the model does not hold, from the thread
+ * whose allocation there at ts displaced a block whose free has not come:
+ * that thread's own block there was freed already, so this free is the
+ * displaced one's (already counted), made by the thread that then takes the
+ * address again. Threads passing blocks to each other within 100 us
+ * (thread A allocates X twice, B's free of the first between them, in
+ * truth) met it. 1 when it was such a free. */
+static int displaced_by_itself(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+{
+    an_displaced *d = p->displaced.n ? an_hmap_get(&p->displaced, addr) : NULL;
+    if (!d || d->ts != ts || d->tid != tid)
+        return 0;
+    if (--d->count == 0)
+        an_hmap_del(&p->displaced, addr);
+    return 1;
+}
+
 /* A free (or the free half of a realloc) in process p. */
 HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc,
                  int whole)
@@ -592,7 +625,7 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
             note_taken(p, addr, ts, tid);
         end_live(m, p, b, tid, ts, is_realloc, whole);
         an_lives_remove(&p->live, slot);
-    } else if (!after_window(m, ts, whole) && !untake(m, p, tid, ts, addr))
+    } else if (!after_window(m, ts, whole) && !displaced_by_itself(p, tid, ts, addr) && !untake(m, p, tid, ts, addr))
         keep_pending(m, p, tid, ts, addr);
     an_thread *t = held ? NULL : thread_of(m, p, tid);
     if (t)
