@@ -20,14 +20,18 @@
  * was freed), and the block is remembered as displaced; the free that
  * follows at that time, from another thread, is its own, already counted,
  * not the new block's (so is one from the allocating thread that finds its
- * new block gone: displaced_by_itself). One that does not come is a free missing, as when
+ * new block gone: displaced_by_itself; and one from the displaced block's
+ * own thread later that finds nothing there: displaced_free). One that
+ * does not come is a free missing, as when
  * a thread allocates an address it never freed (node's trace: 13 such
  * frees counted missing, and 13 of the new blocks freed as never seen).
  * A free put first the other way may be taken for the wrong block: for
- * one another thread frees at that time and allocates again, the free
- * being the new block's; that thread's free, finding nothing there, then
- * gives the other back to wait for the next allocation there (note_taken,
- * untake).
+ * one its thread frees itself at that time and allocates again, the free
+ * being the new block's; that thread's own free then gives the other back
+ * to wait for the next allocation there (note_taken, untake). And a
+ * thread's allocation whose own free at that time found nothing pairs
+ * with another thread's free there then, its own free taking the block
+ * that one was taken for (take_other).
  *
  * What the window needs of a live block is whether it was allocated inside
  * (an allocation after the window is not kept, so that is ts >= from),
@@ -57,6 +61,7 @@ typedef struct an_displaced {
     uint64_t addr;
     uint64_t ts;    /* when the allocation there ended it */
     uint32_t tid;   /* the thread of that allocation (the last, if several) */
+    uint32_t owner; /* the thread of the block it ended (the last, if several) */
     uint32_t count; /* blocks displaced there at ts whose frees have not come yet */
 } an_displaced;
 
@@ -480,79 +485,98 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
     f->count++;
 }
 
-/* A free at ts by thread by, taken for the block there: a block allocated
- * before, or one allocated at ts after the free was met
+/* A free at ts by thread by, taken for the block there of thread owner: a
+ * block allocated before, or one allocated at ts after the free was met
  * (pair_pending). Threads share times (100 us), and the block may be
- * another's to free: a thread whose free of the address at ts then finds
- * nothing there shows it (untake). Kept by address, the last at each
- * (direct-mapped: one that another displaces is a heuristic lost). */
+ * another's to free, which a free of the address at ts that then finds
+ * nothing there shows (untake, pair_pending). Kept by address, the last
+ * at each and the thread of another's before it (direct-mapped: one that
+ * another address displaces is a heuristic lost). */
 static size_t taken_slot(uint64_t addr) { return (size_t)(((addr >> 4) * 0x9E3779B97F4A7C15ull) >> 54); }
 _Static_assert(AN_TAKEN == 1024, "taken_slot's shift keeps 10 bits");
 
-static void note_taken(an_proc *p, uint64_t addr, uint64_t ts, uint32_t by)
+static void note_taken(an_proc *p, uint64_t addr, uint64_t ts, uint32_t owner, uint32_t by)
 {
     if (!p->taken && !(p->taken = calloc(AN_TAKEN, sizeof *p->taken)))
-        return; /* the rule below then does not apply: as when another free displaced the entry */
+        return; /* the rules below then do not apply: as when another free displaced the entry */
     struct an_taken *k = &p->taken[taken_slot(addr)];
-    if (k->addr == addr && k->ts == ts && k->by != by)
-        k->other = k->by;
-    else if (k->addr != addr || k->ts != ts)
-        k->other = 0;
+    int same = k->addr == addr && k->ts == ts;
+    k->other = same && k->by != by ? k->by : same ? k->other : 0;
     k->addr = addr;
     k->ts = ts;
+    k->owner = owner;
     k->by = by;
 }
 
-/* A free at ts, of an address the model does not hold, from another thread
- * than the one whose free at ts took the block there: that block was this
- * free's, and the other free waits for a later allocation there at ts, of
- * a thread other than its own (one thread's events at one time are in its
- * order). The time order hands on a thread's events of one time as one
- * run, so a thread's free of a block that another thread allocated and
- * freed again within those 100 us comes after all of them.
- * - A thread that frees a block (its own from before, or one it allocated
- *   at ts) and allocates its address again within 100 us, the new block
- *   handed to a new thread that frees it (Python's thread start and end: a
- *   16-byte block and the thread's state for each thread), had the new
- *   thread's free, put first by the time order, taken for the old block:
- *   its own thread's free then said of a block never seen, and the new
- *   block ended at the next allocation of its address, said freed without
- *   a free (python3 -m http.server, a thread per request: 61 of each in
- *   200 requests, though every free was in the trace).
- * - Threads that pass blocks to each other (a queue, a slot each takes
- *   from and puts into), glibc giving a thread back the block it freed
- *   last: thread A allocates X, B frees it and allocates X again, A frees
- *   that, all at ts. Handed on A's run first, A's second free took A's own
- *   block, B's free found nothing and its allocation stayed live for ever:
- *   4 threads of 200 000 such steps, 2 556 frees of blocks never seen and
- *   as many allocated again without a free; the blocks outstanding at the
- *   end, false leaks. Only the last AN_TAKEN frees a thread's run spread
- *   over were remembered then, and only of another thread's block.
- * 1 when it was such a free. */
-static int untake(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+/* The thread of entry k's last free (other 0) or of the one before (1),
+ * taken out of it: it is another block's (once). */
+static uint32_t taken_out(struct an_taken *k, int other)
 {
-    struct an_taken *k = p->taken ? &p->taken[taken_slot(addr)] : NULL;
-    if (!k || k->addr != addr || k->ts != ts || (k->by == tid && (!k->other || k->other == tid)))
-        return 0;
-    uint32_t by;
-    if (k->by != tid) { /* once: what is left is the other thread's */
-        by = k->by;
+    uint32_t by = other ? k->other : k->by;
+    if (!other) {
         k->by = k->other;
-    } else {
-        by = k->other;
+        k->owner = 0; /* not known of the one before */
     }
     k->other = 0;
     if (!k->by)
         k->addr = 0;
-    keep_pending(m, p, by, ts, addr);
+    return by;
+}
+
+/* The entry of addr at ts, or NULL. */
+static struct an_taken *taken_at(an_proc *p, uint64_t addr, uint64_t ts)
+{
+    struct an_taken *k = p->taken ? &p->taken[taken_slot(addr)] : NULL;
+    return k && k->addr == addr && k->ts == ts ? k : NULL;
+}
+
+/* A free at ts, of an address the model does not hold, from the thread
+ * whose block there another thread's free at ts was taken for: that block
+ * was this free's (one thread's events at one time are in its order), and
+ * the other free waits for a later allocation there at ts. A thread that
+ * frees a block (its own from before, or one it allocated at ts) and
+ * allocates its address again within 100 us, the new block handed to a
+ * new thread that frees it (Python's thread start and end: a
+ * 16-byte block and the thread's state for each thread), had the new
+ * thread's free, put first by the time order, taken for the old block:
+ * its own thread's free then said of a block never seen, and the new
+ * block ended at the next allocation of its address, said freed without a
+ * free (python3 -m http.server, a thread per request: 61 of each in 200
+ * requests, though every free was in the trace). 1 when it was such a free. */
+static int untake(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+{
+    struct an_taken *k = taken_at(p, addr, ts);
+    if (!k || k->owner != tid || k->by == tid)
+        return 0;
+    keep_pending(m, p, taken_out(k, 0), ts, addr);
     return 1;
+}
+
+/* For an allocation at ts whose thread's own free there at ts waits
+ * (came before it, found nothing): another thread's free there at ts, taken
+ * for a block, whose thread then takes it (0 if none). The waiting free was
+ * that block's, and the other is this allocation's. Threads that pass
+ * blocks to each other (a queue, slots each takes a block from and puts one
+ * into), glibc handing a thread back the block it freed last: thread A
+ * allocates X, B frees it and allocates X again, A frees that, all within
+ * 100 us; handed on A's run first, A's free took A's own block, B's free
+ * found nothing and its allocation stayed live for ever (4 threads of
+ * 200 000 such steps: 2 556 frees of blocks never seen and as many false
+ * leaks). Not at the free itself: the next allocation there may be
+ * another thread's, the free's own then (Python's thread starts above). */
+static uint32_t take_other(an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid)
+{
+    struct an_taken *k = taken_at(p, addr, ts);
+    if (!k || (k->by == tid && (!k->other || k->other == tid)))
+        return 0;
+    return taken_out(k, k->by == tid);
 }
 
 /* A block ended by another thread's allocation of its address at ts. Several
  * may be at one time (the allocating thread's run handed on ahead of the
  * freeing one's: it takes the address again and again, each time the other
  * freed it): each of their frees may follow. */
-static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid)
+static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid, uint32_t owner)
 {
     int created;
     an_displaced *d = an_hmap_put(&p->displaced, addr, &created);
@@ -567,19 +591,26 @@ static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, 
     }
     d->ts = ts;
     d->tid = tid;
+    d->owner = owner;
     d->count++;
 }
 
 /* A free of an address where blocks were displaced: at that time and from
  * another thread than the allocation's, it is one displaced block's own,
- * already counted (1); at another time, their frees never came, and this
- * one is for what is there now (0). */
+ * already counted (1); at a later time, one from the displaced block's own
+ * thread that finds nothing there is its free too (1): the time order put
+ * that block's allocation first among two threads' at one time, the other
+ * thread's allocation and free of the address before it in truth (threads
+ * one after another each allocating and freeing a block glibc hands the
+ * next one, strerror's message: 262 to 361 of 5 000 threads said freed
+ * without a free and as many frees of blocks never seen); otherwise their
+ * frees never came, and this one is for what is there now (0). */
 static int displaced_free(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
 {
     an_displaced *d = an_hmap_get(&p->displaced, addr);
     if (!d || (ts == d->ts && tid == d->tid))
         return 0; /* the new block's own thread: the displaced block's free may still come */
-    if (ts == d->ts) {
+    if (ts == d->ts || (tid == d->owner && !an_lives_find(&p->live, addr))) {
         if (--d->count == 0)
             an_hmap_del(&p->displaced, addr);
         return 1;
@@ -622,7 +653,7 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
     if (held) { /* read in place: end_live touches no live block (a copy was 4 % of the model's instructions) */
         const an_live *b = an_lives_at(&p->live, slot);
         if (b->tid != tid || p->threads.n > 1) /* a process of one thread has no other's free to wait for */
-            note_taken(p, addr, ts, tid);
+            note_taken(p, addr, ts, b->tid, tid);
         end_live(m, p, b, tid, ts, is_realloc, whole);
         an_lives_remove(&p->live, slot);
     } else if (!after_window(m, ts, whole) && !displaced_by_itself(p, tid, ts, addr) && !untake(m, p, tid, ts, addr))
@@ -658,13 +689,15 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint
                         uint64_t size)
 {
     an_pending *f = an_hmap_get(&p->pending, addr);
-    if (!f || f->ts < ts || (f->ts == ts && f->tid == tid))
+    if (!f || f->ts < ts)
         return 0;
     uint64_t free_ts = f->ts;
     uint32_t free_tid = f->tid;
+    if (f->ts == ts && f->tid == tid && !(free_tid = take_other(p, addr, ts, tid)))
+        return 0;
     if (--f->count == 0)
         an_hmap_del(&p->pending, addr);
-    note_taken(p, addr, ts, free_tid);
+    note_taken(p, addr, ts, tid, free_tid);
     count_call(m, p, s, ts, size, 0);
     end_block(m, p, s, ts >= m->from, ts, free_ts, size, 0);
     return 1;
@@ -693,7 +726,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
     }
     if (!created) { /* the address cannot be handed out twice: the block there was freed */
         an_live old = *b;
-        note_displaced(m, p, addr, ts, tid); /* by another thread at this time, maybe: its free may follow */
+        note_displaced(m, p, addr, ts, tid, old.tid); /* by another thread at this time, maybe: its free may follow */
         end_live(m, p, &old, old.tid, ts, 1, whole);
     }
     int inside = whole || ts >= m->from;

@@ -91,7 +91,8 @@ typedef struct an_proc {
      * (model.c, note_taken); AN_TAKEN of them, made at the first */
     struct an_taken {
         uint64_t addr, ts;
-        uint32_t by;    /* the freeing thread of the last there at ts */
+        uint32_t owner; /* the thread whose block there the last free at ts was taken for */
+        uint32_t by;    /* that free's thread */
         uint32_t other; /* another thread's free there at ts before it, or 0 */
     } *taken;
     uint32_t last_tid;   /* cache of the threads entry last used */
