@@ -30,6 +30,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct ltr_refslot {
     uint64_t ord1; /* the ordinal held + 1 (LTR_MODEL_ORD_MASK), an allocation's size class above; 0: empty */
@@ -40,6 +41,7 @@ typedef struct ring {
     uint64_t n;        /* ordinal of the next value */
     ltr_refslot *slot; /* ordinal o at o % cap; NULL until the first */
     uint32_t cap;      /* REFS_FIRST, REFS_SMALL, then LTR_REFS_WINDOW */
+    int mapped;        /* slot is a mapping of its own (slots_new) */
 } ring;
 
 /* A sequence starts with 1 KiB of slots, then 64 KiB (from the heap, not a
@@ -51,6 +53,39 @@ typedef struct ring {
  * processes of two events each (170 KB) took `ltr info` 2.3 GB. */
 #define REFS_FIRST 64u
 #define REFS_SMALL 4096u
+
+/* cap zeroed slots for g. The window's 4 MiB is a mapping of its own,
+ * whose pages the kernel hands out zeroed as they are first touched:
+ * calloc took it from the analysis's heap, made ahead of its use
+ * (cli/analysis-args.c), so it cleared all of it, and every page then
+ * faulted in (bench/heap's trace: 8 MiB of memset, 3.4 % of `ltr
+ * analyze`'s instructions, for two rings that each use 1.8 MiB). Smaller
+ * rings stay in the heap, and so does the window where a mapping cannot
+ * be had (thousands of processes at the mapping limit). */
+static ltr_refslot *slots_new(ring *g, uint32_t cap)
+{
+    g->mapped = 0;
+    if (cap == LTR_REFS_WINDOW) {
+        size_t bytes = (size_t)cap * sizeof(ltr_refslot);
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            madvise(p, bytes, MADV_HUGEPAGE); /* as the heap it replaces */
+            g->mapped = 1;
+            return p;
+        }
+    }
+    return calloc(cap, sizeof(ltr_refslot));
+}
+
+static void slots_free(ring *g)
+{
+    if (g->mapped)
+        munmap(g->slot, (size_t)g->cap * sizeof *g->slot);
+    else
+        free(g->slot);
+    g->slot = NULL;
+    g->mapped = 0;
+}
 
 struct ltr_refseq {
     ring r[2];   /* LTR_REFS_ALLOC: pnew values; LTR_REFS_FREE: pref values */
@@ -71,8 +106,8 @@ void ltr_refs_init(ltr_refs *r) { an_hmap_init(&r->seqs, sizeof(seq_entry)); }
 
 static void seq_free(struct ltr_refseq *s)
 {
-    free(s->r[0].slot);
-    free(s->r[1].slot);
+    slots_free(&s->r[0]);
+    slots_free(&s->r[1]);
     for (unsigned c = 0; s->lists && c < LTR_MODEL_CLASSES; c++)
         free(s->lists[c]);
     free(s->lists);
@@ -117,10 +152,8 @@ static void distrust(struct ltr_refseq *s)
 
 static void rebase(ring *g, uint64_t base)
 {
-    if (base < g->n && g->slot) { /* never written so: forget rather than trust old slots */
-        free(g->slot);
-        g->slot = NULL;
-    }
+    if (base < g->n && g->slot) /* never written so: forget rather than trust old slots */
+        slots_free(g);
     g->n = base;
 }
 
@@ -181,15 +214,14 @@ static inline __attribute__((always_inline)) int resolve(const struct ltr_refseq
 static int widen(ring *g)
 {
     uint32_t cap = g->cap < REFS_SMALL ? REFS_SMALL : LTR_REFS_WINDOW;
-    ltr_refslot *slot = calloc(cap, sizeof *slot);
-    if (!slot)
+    ring wide = {.n = g->n, .cap = cap};
+    if (!(wide.slot = slots_new(&wide, cap)))
         return -1;
     for (uint32_t i = 0; i < g->cap; i++)
         if (g->slot[i].ord1)
-            slot[((g->slot[i].ord1 & LTR_MODEL_ORD_MASK) - 1) & (cap - 1)] = g->slot[i];
-    free(g->slot);
-    g->slot = slot;
-    g->cap = cap;
+            wide.slot[((g->slot[i].ord1 & LTR_MODEL_ORD_MASK) - 1) & (cap - 1)] = g->slot[i];
+    slots_free(g);
+    *g = wide;
     return 0;
 }
 
@@ -198,7 +230,7 @@ static inline __attribute__((always_inline)) void append(struct ltr_refseq *s, i
                                                          unsigned cls, int unknown)
 {
     ring *g = &s->r[which];
-    if (!g->slot && (g->slot = calloc(REFS_FIRST, sizeof *g->slot)))
+    if (!g->slot && (g->slot = slots_new(g, REFS_FIRST)))
         g->cap = REFS_FIRST;
     if (!g->slot) {
         g->n++; /* unknown: its references fail */

@@ -11,6 +11,8 @@
  * block whose record cannot be read; a producer's layout that names pnew
  * itself, or repeats a heap layout's id with its size field elsewhere; and
  * a version 3 trace, read as it is and re-encoded by ltr merge.
+ * A sequence's window of 4 MiB touches only the slots it fills, from a
+ * heap grown ahead of its use as the analysis's is (refseq.c, slots_new).
  * ltr analyze's own decoding (its fast path) finds the same as on the events
  * stored plain, and after a lost chunk the same events as the reader.
  */
@@ -29,11 +31,15 @@
 #include <ltr/trace.h>
 
 #include <setjmp.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1025,6 +1031,67 @@ static void test_freed_next_by_number(void **state)
     ltr_refs_free(&refs);
 }
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* Past 4096 values a sequence takes its whole window (4 MiB of slots): in
+ * a heap grown ahead of its use (cli/analysis-args.c does so for the
+ * analysis; a calloc from it clears every byte, its pages all faulted in),
+ * 5000 values must touch about the 80 KB of slots they fill, not 4 MiB.
+ * In a child: the pages this process's other tests touched are no fresh
+ * ones. The page faults it took, or -1. */
+static long window_faults(void)
+{
+    if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) /* a fault a 4 KiB page */
+        return -1;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 64 << 20);
+    free(malloc(1 << 20)); /* the heap grows by 64 MiB, not yet touched */
+    mallopt(M_TOP_PAD, 0);
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 0, 0);
+    long before = minor_faults();
+    for (uint64_t i = 0; q && i < 5000; i++) {
+        ltr_refev e = {.has = {1, 0}, .addr = {0x100000 + 32 * i, 0}, .size = 16};
+        if (ltr_refseq_apply_event(q, &e) != 0)
+            return -1;
+    }
+    long faults = minor_faults() - before;
+    ltr_refev e = {.has = {0, 1}, .code = {0, 5000}}; /* the first value, 5000 back */
+    if (!q || ltr_refseq_apply_event(q, &e) != 0 || e.addr[1] != 0x100000)
+        return -1;
+    ltr_refs_free(&refs);
+    return faults;
+}
+
+static void test_window_touches_what_it_fills(void **state)
+{
+    (void)state;
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        long faults = window_faults();
+        _exit(write(fd[1], &faults, sizeof faults) == (ssize_t)sizeof faults ? 0 : 1);
+    }
+    long faults = -2;
+    assert_int_equal(read(fd[0], &faults, sizeof faults), (ssize_t)sizeof faults);
+    close(fd[0]);
+    close(fd[1]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(faults >= 0); /* the values went in, the first one resolves */
+    if (faults > 256)
+        fail_msg("5000 values took %ld page faults: the 4 MiB window was cleared, not only filled", faults);
+}
+
 /* A process that ended (PROCESS_END in a file-mode trace) has its
  * sequences let go in every collector, and only its own; a block of its pid
  * after that (a new process) starts afresh: nothing before resolves. */
@@ -2007,6 +2074,7 @@ int main(void)
         cmocka_unit_test(test_teardown_told_by_the_allocation_after),
         cmocka_unit_test(test_freed_next_by_number),
         cmocka_unit_test(test_ended_process_let_go),
+        cmocka_unit_test(test_window_touches_what_it_fills),
         cmocka_unit_test(test_format5_codes_still_read),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
