@@ -69,8 +69,12 @@ typedef struct pending_block {
  * thread, if it comes next and is the next of its collector's buffers,
  * joins it, up to MERGE_MAX bytes of records; anything else writes it
  * first. Its first record's time, counted from 0 as every buffer's first
- * is, is counted from the record before it instead. */
+ * is, is counted from the record before it instead. A caller may set the
+ * bound higher (ltr_writer_set_merge_max: a save, whose default 1 MB
+ * buffers are blocks of 1 MB) and may vouch for a buffer being its
+ * thread's next whatever its seq (ltr_block_info.thread_next). */
 #define MERGE_MAX (256u << 10)
+#define MERGE_MAX_MOST (16u << 20)
 
 typedef struct merging {
     int on;
@@ -107,6 +111,7 @@ struct ltr_writer {
     ltr_colwriter cols;    /* compact blocks stored as columns (format 5) */
     int columns;           /* 0: compact blocks stay in rows (LTR_COLUMNS=0, ltr_writer_set_columns) */
     merging merge;         /* whole buffers of one thread waiting to be one block */
+    size_t merge_max;      /* bytes of records a merged block holds at most */
 };
 
 /* METADATA that comes while EVENTS are pending waits for them and goes out
@@ -222,6 +227,7 @@ static ltr_writer *new_writer(int fd, const char *path, ltr_error *err)
         return NULL;
     }
     w->chunk_target = DEFAULT_CHUNK_TARGET;
+    w->merge_max = MERGE_MAX;
     w->fd = fd;
     ltr_refwriter_init(&w->refs);
     ltr_colwriter_init(&w->cols);
@@ -305,6 +311,11 @@ void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = m
 void ltr_writer_set_model(ltr_writer *w, int on) { w->refs.no_model = !on; }
 
 void ltr_writer_set_next(ltr_writer *w, int on) { w->refs.no_next = !on; }
+
+void ltr_writer_set_merge_max(ltr_writer *w, size_t bytes)
+{
+    w->merge_max = bytes < MERGE_MAX_MOST ? bytes : MERGE_MAX_MOST;
+}
 
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes)
 {
@@ -696,7 +707,7 @@ static int buffer_reads(const ltr_writer *w, const uint8_t *p, size_t len, uint6
 static int mergeable(const ltr_writer *w, const ltr_block_info *info, size_t len)
 {
     return !info->fixed_records && !info->plain && !info->alone && !(info->flags & ~LTR_BLOCK_FLAG_COMPACT) &&
-           len && len <= MERGE_MAX && !ltr_anchors_base(&w->anchors, info->collector, info->seq);
+           len && len <= w->merge_max && !ltr_anchors_base(&w->anchors, info->collector, info->seq);
 }
 
 /* The waiting buffers, as one block. */
@@ -746,7 +757,8 @@ int ltr_writer_block(ltr_writer *w, const ltr_block_info *info, const void *even
     merging *m = &w->merge;
     const ltr_block_info *b = &m->info;
     if (m->on && mergeable(w, info, len) && info->collector == b->collector && info->pid == b->pid &&
-        info->tid == b->tid && info->seq == m->last_seq + 1 && m->recs.len + len <= MERGE_MAX &&
+        info->tid == b->tid && (info->seq == m->last_seq + 1 || info->thread_next) &&
+        m->recs.len + len <= w->merge_max &&
         merge_append(w, m, info, events, len) == 0)
         return 0;
     int rc = emit_merge(w, err);

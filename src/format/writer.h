@@ -42,6 +42,12 @@ typedef struct ltr_block_info {
     /* 1: written as a block of its own, never merged (a thread's records
      * out of a CPU's buffer: their sequence number is the CPU buffer's). */
     uint8_t alone;
+    /* 1: the caller vouches that this whole buffer is, in its thread's
+     * order, the next after the last buffer of that thread it gave, whatever
+     * their seq: merged with it if that one still waits. A save gives each
+     * thread's buffers together (recorder/savewin.c), which other threads'
+     * buffers came between in the ring: not seq + 1. */
+    uint8_t thread_next;
 } ltr_block_info;
 
 /* Called for every block the writer had to discard because its chunk could not be written
@@ -72,6 +78,9 @@ void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ct
 void ltr_writer_set_columns(ltr_writer *w, int on);
 /* 0 = no limit; a chunk that would make the file larger is refused with -EFBIG. */
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes);
+/* Bytes of records a block of merged whole buffers holds at most (writer.c,
+ * MERGE_MAX): default 256 KiB, at most 16 MiB. */
+void ltr_writer_set_merge_max(ltr_writer *w, size_t bytes);
 /* Raw size of pending EVENTS that triggers a chunk write; default 1 MiB. */
 void ltr_writer_set_chunk_target(ltr_writer *w, size_t raw_bytes);
 /* 0: allocations' addresses told without the allocator model, as format 4

@@ -1281,6 +1281,7 @@ typedef struct save_ctx {
     /* the overwritten counts when the save began: a buffer it wrote and a
      * producer then took over was counted after (save_counters) */
     uint64_t over_from[LTR_MAX_COLLECTORS], bufs_over_from[LTR_MAX_COLLECTORS];
+    rec_save_window win; /* buffers taken, written a thread at a time (savewin.c) */
 } save_ctx;
 
 /* The metadata kept so far, up to what was reserved before the block to come. */
@@ -1290,8 +1291,27 @@ static int save_metadata(save_ctx *sc, ltr_error *err)
     return rec_write_meta(sc->w, &sc->r->meta_kept, &sc->meta_done, err);
 }
 
-/* Writes the committed part of a buffer (data: a copy, or the buffer itself
- * when its committed part cannot change). */
+/* The buffers the window holds, after the metadata kept so far (theirs). */
+static int save_window(save_ctx *sc, ltr_error *err)
+{
+    int rc = save_metadata(sc, err);
+    return rc ? rc : rec_window_write(&sc->win, sc->w, err);
+}
+
+/* A buffer's records into the window, written once it is full; a CPU's
+ * buffer (or one the window has no memory for) goes now, after it. */
+static int save_records(save_ctx *sc, const ltr_block_info *info, const uint8_t *data, uint32_t len,
+                        ltr_error *err)
+{
+    if (info->tid && rec_window_add(&sc->win, info, data, len) == 0)
+        return rec_window_full(&sc->win) ? save_window(sc, err) : 0;
+    int rc = save_window(sc, err);
+    rec_window_break(&sc->win);
+    return rc ? rc : rec_write_block(sc->w, info, data, len, err);
+}
+
+/* Takes the committed part of a buffer (data: a copy, or the buffer itself
+ * when its committed part cannot change) into the save. */
 static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *info, const uint8_t *data,
                       uint64_t commit, ltr_error *err)
 {
@@ -1313,10 +1333,9 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
     cs->saved_events[idx] = len ? info->event_count : 0;
     if (!len)
         return 0;
-    int rc = save_metadata(sc, err);
     sc->events[c] += info->event_count;
     sc->buffers[c]++;
-    return rc ? rc : rec_write_block(sc->w, info, data, len, err);
+    return save_records(sc, info, data, len, err);
 }
 
 static int save_history_range(save_ctx *sc, unsigned c, uint64_t pos, uint64_t tail, ltr_error *err);
@@ -1459,9 +1478,12 @@ static int save_blocks(save_ctx *sc, ltr_error *err)
         if (!sc->round) /* once a save: a later round meets the buffers already written again */
             memset(cs->saved_seq, 0, sizeof *cs->saved_seq * cs->ring.nbuf);
         uint64_t tail;
+        rec_window_break(&sc->win); /* a collector's first buffers, in a round, follow nothing before */
         int rc = save_history(sc, c, &tail, err);
         if (!rc)
             rc = save_active(sc, c, tail, err);
+        if (!rc)
+            rc = save_window(sc, err);
         if (rc)
             return rc;
     }
@@ -1582,6 +1604,7 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     rec_header_kv(r, &kv, "save");
     int rc = ltr_writer_kv(w, LTR_CHUNK_HEADER, &kv, err);
     save_ctx sc = {.r = r, .w = w};
+    rec_window_begin(&sc.win, w);
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++)
         sc.publish_wait[c] = SAVE_PUBLISH_WAIT_NS;
     rec_sample_counters(r);
@@ -1609,6 +1632,7 @@ static int write_save(ltr_writer *w, recorder *r, const char *description, ltr_e
     }
     if (sc.rounds)
         rec_save_rounds_free(&rounds);
+    rec_window_free(&sc.win);
     if (!rc)
         rc = ltr_writer_flush(w, 0, err);
     if (!rc) {

@@ -259,6 +259,32 @@ unsigned rec_round_of(const rec_save_rounds *sr, uint32_t owner);
 /* Memory mode: owner's buffers are of the image whose record owner `of` wrote. */
 void rec_add_alias(recorder *r, uint32_t owner, uint32_t of);
 void rec_save_rounds_free(rec_save_rounds *sr);
+
+/* Memory mode: the buffers a save took, held to be written a thread at a
+ * time, so that the writer merges each thread's (savewin.c). */
+typedef struct rec_save_window {
+    ltr_bytes recs; /* their records, one buffer after another */
+    struct rec_window_buf *bufs;
+    size_t n, cap;
+    uint64_t events;
+    /* the thread whose buffer was given to the writer last, while nothing
+     * else was given since */
+    bool last_on;
+    uint16_t last_collector;
+    uint64_t last_thread;
+} rec_save_window;
+/* An empty window, and w's merged blocks as large as a save's should be. */
+void rec_window_begin(rec_save_window *sw, ltr_writer *w);
+/* A copy of a thread's buffer (not a CPU's) into the window; -ENOMEM. */
+int rec_window_add(rec_save_window *sw, const ltr_block_info *info, const uint8_t *data, uint32_t len);
+/* Whether the window holds as much as it may: time to write it. */
+bool rec_window_full(const rec_save_window *sw);
+/* Writes the window, a thread at a time, and empties it. 0, or the writer's error. */
+int rec_window_write(rec_save_window *sw, ltr_writer *w, ltr_error *err);
+/* Something other than the window's buffers went to the writer: what comes
+ * next does not follow the last buffer written. */
+void rec_window_break(rec_save_window *sw);
+void rec_window_free(rec_save_window *sw);
 /* The time of the first event buffer idx of collector c holds, 0 if none
  * can be read (a buffer being filled or taken over: a hint, not a promise). */
 uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx);

@@ -1182,6 +1182,61 @@ static void test_memory_mode_keeps_newest(void **state)
     heap_free(&h);
 }
 
+/* One thread's events of heap-target alternate, in file order, as it made
+ * them: allocation j of size base + 2 * (j % 4), each freed next. */
+static void expect_turns_in_order(const heap_trace *h, uint32_t tid, size_t want)
+{
+    size_t j = 0, n = 0;
+    uint64_t base = 0, addr = 0, ts = 0;
+    for (const hev *e = h->v; e < h->v + h->n; e++) {
+        if (e->tid != tid)
+            continue;
+        if (e->ts < ts)
+            fail_msg("thread %u: event %zu at %llu ns after one at %llu", tid, n, (unsigned long long)e->ts,
+                     (unsigned long long)ts);
+        ts = e->ts;
+        if (n % 2 == 0) {
+            base = j ? base : e->size;
+            if (e->kind != ALLOC || e->size != base + 2 * (j % 4))
+                fail_msg("thread %u: event %zu is not allocation %zu of its turns (kind %d, size %llu)", tid, n,
+                         j, e->kind, (unsigned long long)e->size);
+            addr = e->addr;
+            j++;
+        } else if (e->kind != FREE || e->addr != addr) {
+            fail_msg("thread %u: event %zu is not the free of allocation %zu", tid, n, j - 1);
+        }
+        n++;
+    }
+    assert_int_equal(n, want);
+}
+
+/* Two threads whose small buffers alternate in the ring (heap-target
+ * alternate: 400 turns of 200 events, 16 KB buffers): a save writes each
+ * thread's buffers together, merged into blocks of up to 1 MB
+ * (recorder/savewin.c), where it wrote each buffer as a block, 2 threads'
+ * 80 000 events in 63 blocks (3 now); each thread's events all there, in
+ * their order. */
+static void test_save_merges_each_threads_buffers(void **state)
+{
+    (void)state;
+    heap_trace h = record_read("--memory --buffers 256 --buffer-size 16", "heap-target", "alternate 400 200", 0);
+    assert_int_equal(h.damage, 0);
+    assert_int_equal(h.overwritten + h.lost, 0);
+    uint32_t tids[2] = {0};
+    for (size_t i = 0; i < h.n; i++) /* the two workers: the threads of sizes 2001.. and 2101.. */
+        if (h.v[i].kind == ALLOC && h.v[i].size >= 2001 && h.v[i].size < 2200)
+            tids[h.v[i].size >= 2101] = h.v[i].tid;
+    assert_int_not_equal(tids[0], 0);
+    assert_int_not_equal(tids[1], 0);
+    expect_turns_in_order(&h, tids[0], 40000);
+    expect_turns_in_order(&h, tids[1], 40000);
+    ltr_trace_summary s;
+    ltr_trace_summarize(h.t, &s);
+    if (s.blocks > 12)
+        fail_msg("%llu blocks: each thread's buffers were not merged", (unsigned long long)s.blocks);
+    heap_free(&h);
+}
+
 static void test_start_heap_then_run(void **state)
 {
     char trace[600];
@@ -1301,6 +1356,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_target_leaves_readable_trace, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dormant_agent_changes_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_memory_mode_keeps_newest, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_save_merges_each_threads_buffers, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_heap_then_run, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pid_filter_and_private_record, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_bad_usage, tu_setup_sandbox, tu_teardown_sandbox),

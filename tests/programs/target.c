@@ -118,6 +118,62 @@ static void mode_threads(void)
         pthread_join(th[t], NULL);
 }
 
+/* A thread per request: n threads one after the other, each making
+ * `events` heap events (malloc/free pairs) and ending; then one allocation
+ * of main's, the newest event. Memory mode held a buffer per thread
+ * (docs/design.md, "Buffers: the defaults and why"). */
+static unsigned short_events;
+static void *short_worker(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i + 1 < short_events; i += 2)
+        free(malloc(3001 + (i & 7)));
+    return NULL;
+}
+
+static int mode_short_threads(unsigned n, unsigned events)
+{
+    short_events = events;
+    for (unsigned i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, short_worker, NULL))
+            return 4;
+        pthread_join(t, NULL);
+    }
+    keep[0] = malloc(3999);
+    return 0;
+}
+
+/* Two threads taking turns, `events` heap events a turn, `turns` turns in
+ * all: each fills a buffer over several turns, so their buffers alternate in
+ * the ring, as two busy threads' do (a save's merge of each thread's). */
+static pthread_barrier_t turn_barrier;
+static unsigned turn_count, turn_events;
+static void *turn_worker(void *arg)
+{
+    unsigned me = (unsigned)(uintptr_t)arg;
+    for (unsigned t = 0; t < turn_count; t++) {
+        for (unsigned i = 0; t % 2 == me && i + 1 < turn_events; i += 2)
+            free(malloc(2001 + me * 100 + (i & 7)));
+        pthread_barrier_wait(&turn_barrier);
+    }
+    return NULL;
+}
+
+static int mode_alternate(unsigned turns, unsigned events)
+{
+    pthread_t t[2];
+    turn_count = turns;
+    turn_events = events;
+    pthread_barrier_init(&turn_barrier, NULL, 2);
+    for (uintptr_t i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, turn_worker, (void *)i))
+            return 4;
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
 /* glibc's pthread_getattr_np allocates while it holds the lock of the
  * thread asked about: as the first thing a thread does (Rust's runtime does
  * it at start), it must not leave the agent waiting on that lock. */
@@ -704,6 +760,10 @@ int main(int argc, char **argv)
         return mode_key_frees();
     else if (!strcmp(mode, "crowd"))
         return mode_crowd();
+    else if (!strcmp(mode, "shortthreads") && argc > 3)
+        return mode_short_threads((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+    else if (!strcmp(mode, "alternate") && argc > 3)
+        return mode_alternate((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
     else if (!strcmp(mode, "atexit"))
         mode_atexit();
     else if (!strcmp(mode, "exec"))
