@@ -282,11 +282,18 @@ static void default_buffers_explained(void **state)
     assert_int_equal(size, 16384);
     r = tu_run("%s start --help", LTR);
     assert_non_null(strstr(r.out, "64 buffers of 128 KB"));
-    assert_non_null(strstr(r.out, "'ltr start heap' takes 1024 buffers of 1 MB"));
+    assert_non_null(strstr(r.out, "'ltr start heap' takes 16384 buffers of 64 KB"));
+    assert_non_null(strstr(r.out, "with --filemode, 1024 of 1 MB"));
     assert_non_null(strstr(r.out, "Memory is taken as buffers are first used"));
     tu_free(&r);
     /* and what the help says is what start heap does */
     r = tu_run("%s start heap", LTR);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "16384 buffers of 64 KB"));
+    tu_free(&r);
+    r = tu_run("%s cancel", LTR);
+    tu_free(&r);
+    r = tu_run("%s start heap --filemode", LTR);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "1024 buffers of 1024 KB"));
     tu_free(&r);
