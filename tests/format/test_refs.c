@@ -410,8 +410,10 @@ static void write_script(const char *path, const script *s, unsigned seed, int m
 }
 
 /* The script's thread-1000 events in whole buffers of 10 events, sequence
- * numbers from seq0 + 0, 1, 2... (gap: one is skipped at buffer gap). */
-static size_t write_thread_buffers(ltr_writer *w, const script *s, uint64_t seq0, size_t gap)
+ * numbers from seq0 + 0, 1, 2... (gap: one is skipped at buffer gap;
+ * apart: every other one, each buffer told as the thread's next, as a save
+ * gives a thread's buffers that another thread's alternated with). */
+static size_t write_thread_buffers(ltr_writer *w, const script *s, uint64_t seq0, size_t gap, bool apart)
 {
     ltr_bytes recs = {0};
     size_t buffers = 0;
@@ -428,13 +430,44 @@ static size_t write_thread_buffers(ltr_writer *w, const script *s, uint64_t seq0
         if (!count)
             break;
         ltr_block_info info = {.pid = 100, .tid = 1000, .seq = seq0 + buffers + (gap && buffers >= gap),
-                               .event_count = count};
+                               .event_count = count, .thread_next = apart};
+        info.seq += apart ? buffers : 0;
         ltr_error err;
         assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
         buffers++;
     }
     ltr_bytes_free(&recs);
     return buffers;
+}
+
+/* The script's thread-1000 events alone, their times 1000 ns apart, as
+ * check_event wants. */
+static script thread_1000(const script *s)
+{
+    script one = {calloc(s->n, sizeof(op)), 0};
+    assert_non_null(one.v);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].tid == 1000 && s->v[i].pid == 100) {
+            one.v[one.n] = s->v[i];
+            one.v[one.n].ts = TS0 + one.n * 1000;
+            one.n++;
+        }
+    return one;
+}
+
+/* Buffer blocks in the trace at path, read whole. */
+static uint64_t blocks_in(const char *path)
+{
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) > 0)
+        ;
+    ltr_trace_summary sum;
+    ltr_trace_summarize(t, &sum);
+    ltr_trace_close(t);
+    return sum.blocks;
 }
 
 /* A thread's consecutive whole buffers are one block in the file (a
@@ -446,16 +479,10 @@ static void test_consecutive_buffers_one_block(void **state)
 {
     (void)state;
     script s = make_script(6000, 7);
-    script one = {calloc(s.n, sizeof(op)), 0};
-    for (size_t i = 0; i < s.n; i++)
-        if (s.v[i].tid == 1000 && s.v[i].pid == 100) { /* its times 1000 ns apart, as check_event wants */
-            one.v[one.n] = s.v[i];
-            one.v[one.n].ts = TS0 + one.n * 1000;
-            one.n++;
-        }
+    script one = thread_1000(&s);
     const char *path = gen_tmp("merged.ltr");
     ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
-    size_t buffers = write_thread_buffers(w, &one, 1, 0);
+    size_t buffers = write_thread_buffers(w, &one, 1, 0, false);
     ltr_error err;
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
@@ -463,27 +490,14 @@ static void test_consecutive_buffers_one_block(void **state)
     readback r = read_back(path, &one);
     assert_int_equal(r.delivered, one.n);
     assert_int_equal(r.damage, 0);
-    ltr_trace *t;
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    ltr_trace_summary sum;
-    const ltr_event *ev;
-    while (ltr_trace_next(t, &ev, &err) > 0)
-        ;
-    ltr_trace_summarize(t, &sum);
-    ltr_trace_close(t);
-    assert_int_equal(sum.blocks, 1); /* every buffer in one block */
+    assert_int_equal(blocks_in(path), 1); /* every buffer in one block */
     /* a sequence number skipped: two blocks */
     unlink(path);
     w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
-    write_thread_buffers(w, &one, 1, 5);
+    write_thread_buffers(w, &one, 1, 5, false);
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
-    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
-    while (ltr_trace_next(t, &ev, &err) > 0)
-        ;
-    ltr_trace_summarize(t, &sum);
-    ltr_trace_close(t);
-    assert_int_equal(sum.blocks, 2);
+    assert_int_equal(blocks_in(path), 2);
     r = read_back(path, &one);
     assert_int_equal(r.delivered, one.n);
     /* a merged block that cannot be written counts every buffer it held */
@@ -491,12 +505,44 @@ static void test_consecutive_buffers_one_block(void **state)
     w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
     ltr_writer_set_limit(w, ltr_writer_size(w) + 64);
     dropped = dropped_buffers = 0;
-    buffers = write_thread_buffers(w, &one, 1, 0);
+    buffers = write_thread_buffers(w, &one, 1, 0, false);
     assert_int_not_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
     assert_int_equal(dropped, one.n);
     assert_int_equal(dropped_buffers, buffers);
     unlink(path);
+    free(one.v);
+    free(s.v);
+}
+
+/* A save gives a thread's buffers together, though another thread's came
+ * between them in the ring (recorder/savewin.c): told as the thread's next,
+ * they are merged whatever their sequence numbers, not told, each is a
+ * block; merged up to the bound set (ltr_writer_set_merge_max), every event
+ * as it was. */
+static void test_thread_next_buffers_one_block(void **state)
+{
+    (void)state;
+    script s = make_script(6000, 7);
+    script one = thread_1000(&s);
+    const char *path = gen_tmp("apart.ltr");
+    ltr_error err;
+    for (int bounded = 0; bounded < 2; bounded++) {
+        ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+        if (bounded)
+            ltr_writer_set_merge_max(w, 400); /* a few buffers of 10 events a block */
+        size_t buffers = write_thread_buffers(w, &one, 1, 0, true);
+        assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+        ltr_writer_close(w);
+        assert_true(buffers > 20);
+        readback r = read_back(path, &one);
+        assert_int_equal(r.delivered, one.n);
+        assert_int_equal(r.damage, 0);
+        uint64_t blocks = blocks_in(path);
+        if (bounded ? blocks <= buffers / 3 || blocks >= buffers : blocks != 1)
+            fail_msg("%llu blocks of %zu buffers", (unsigned long long)blocks, buffers);
+        unlink(path);
+    }
     free(one.v);
     free(s.v);
 }
@@ -2059,6 +2105,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address_comes_back),
         cmocka_unit_test(test_consecutive_buffers_one_block),
+        cmocka_unit_test(test_thread_next_buffers_one_block),
         cmocka_unit_test(test_plain_blocks_among_the_others),
         cmocka_unit_test(test_window_edge),
         cmocka_unit_test(test_leak_past_twice_the_window),
