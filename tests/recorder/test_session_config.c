@@ -222,7 +222,9 @@ static void build_builtin(const char *name, bool filemode, const ltr_session_opt
         fail_msg("%s: %s", name, err.msg);
 }
 
-/* The built-in heap profile, resolved as `ltr start heap --buffers 3` does. */
+/* The built-in heap profile, resolved as `ltr start heap --buffers 3` does:
+ * 64 KB buffers in memory mode (a thread holds one from its first event),
+ * 1 MB with --filemode (docs/design.md, "Buffers"). */
 static void test_builtin_heap_profile(void **state)
 {
     (void)state;
@@ -230,12 +232,16 @@ static void test_builtin_heap_profile(void **state)
     assert_int_equal(cfg.ncollectors, 1);
     /* its profile's name, as every collector ('ltr status' said "heap") */
     assert_string_equal(cfg.collectors[0].name, "ltr Heap Collector");
-    assert_int_equal(cfg.collectors[0].buffer_kb, 1024);
+    assert_int_equal(cfg.collectors[0].buffer_kb, 64);
     assert_int_equal(cfg.collectors[0].buffers, 3);
     assert_int_equal(cfg.pid_collectors, 1);
     assert_int_equal(cfg.nproviders, 1);
     assert_string_equal(cfg.providers[0].name, "Ltr.Heap");
     assert_string_equal(cfg.profiles, "heap.Verbose.Memory");
+    build_builtin("heap", true, &(ltr_session_options){0});
+    assert_int_equal(cfg.collectors[0].buffer_kb, 1024);
+    assert_int_equal(cfg.collectors[0].buffers, 1024);
+    assert_string_equal(cfg.profiles, "heap.Verbose.File");
 }
 
 /* System keywords that ltr records become the provider Ltr.System with
