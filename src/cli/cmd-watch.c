@@ -5,6 +5,7 @@
 #include "base/units.h"
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "prim/prim.h"
 #include "watch/watch.h"
 
 #include <errno.h>
@@ -94,10 +95,16 @@ typedef struct out_ctx {
     ltr_watch_rule rule;
 } out_ctx;
 
+/* A note may name a process's executable (the one ps calls by the name
+ * watched): its file name is the program's to choose, and stdout is often
+ * root's terminal, so it is shown without control characters. */
 static void note(void *ctx, const char *line)
 {
     (void)ctx;
-    printf("ltr watch: %s\n", line);
+    char shown[1024];
+    size_t len = strnlen(line, sizeof shown - 1);
+    shown[ltr_shown_text(line, len, shown, false)] = 0;
+    printf("ltr watch: %s\n", shown);
     cli_flush_stdout();
 }
 

@@ -573,6 +573,30 @@ static void test_name_of_a_link_said(void **state)
     assert_int_equal(wait_exit(w), 0);
 }
 
+/* The same said of an executable whose file name holds a terminal's escape
+ * sequences (a title, a screen erase): its program chose it, watch says it
+ * to root's terminal, with '?' for the control characters (they went out as
+ * they were). */
+static void test_name_of_a_hostile_exe_said_shown(void **state)
+{
+    const char *dir = *state;
+    char out[512], link[32];
+    snprintf(link, sizeof link, "svc-%d", (int)getpid());
+    snprintf(out, sizeof out, "%s/svc.out", dir);
+    spawn(out, "e=\"%s/$(printf 'wt\\033]0;T\\007\\033[2J')\" && cp %s \"$e\" && ln -s \"$e\" %s/%s && exec %s/%s 50 256 0",
+          dir, tu_test_bin("watch-target"), dir, link, dir, link);
+    free(wait_for(out, "ready", 1));
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --name %s --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2", LTR, link, dir);
+    char *s = wait_for(out, "watches it", 1);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    if (strchr(s, '\033') || strchr(s, '\007') || !strstr(s, "runs wt?]0;T??[2J: --name"))
+        fail_msg("the executable's name not shown without its control characters:\n%s", s);
+    free(s);
+}
+
 /* By name with two processes of the name: which one is watched is said
  * once (it was said twice, by the start's look and the first poll's), with
  * the other's pid and how to watch it instead. */
@@ -1043,6 +1067,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pid_gone, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_session_gone_ends_watch, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_of_a_link_said, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_name_of_a_hostile_exe_said_shown, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
