@@ -15,6 +15,7 @@
  */
 #include "watch/watch.h"
 #include "prim/prim.h"
+#include "system/system.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -82,9 +83,10 @@ static void add_text(bundle *b, const char *name, const char *text)
  * now: /proc files have no size to trust. A file that cannot be read is
  * named in MISSING.txt. The tail is the recorder's log, in the runtime
  * directory: a symlink there is not followed. */
-static void add_file(bundle *b, const char *name, const char *path, size_t max, bool tail)
+static void add_file_at(bundle *b, const char *name, int dir, const char *at, const char *path, size_t max,
+                        bool tail)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | (tail ? O_NOFOLLOW : 0));
+    int fd = openat(dir, at, O_RDONLY | O_CLOEXEC | (tail ? O_NOFOLLOW : 0));
     if (fd < 0) {
         fprintf(b->missing_f, "%s: %s: %s\n", name, path, strerror(errno));
         return;
@@ -108,16 +110,38 @@ static void add_file(bundle *b, const char *name, const char *path, size_t max, 
     free(buf);
 }
 
-static void add_proc(bundle *b, uint32_t pid)
+static void add_file(bundle *b, const char *name, const char *path, size_t max, bool tail)
+{
+    add_file_at(b, name, AT_FDCWD, path, path, max, tail);
+}
+
+/* The watched process's files, read through its /proc directory opened
+ * while the pid was still its own: a process that ended leaves its pid
+ * free, and the bundle of a watch by pid had the next process of that pid
+ * as its process (its command line with a password on it, its maps). */
+static void add_proc(bundle *b, uint32_t pid, uint64_t start_ticks)
 {
     /* not environ: it holds secrets */
     static const char *const files[] = {"status", "smaps_rollup", "maps", "limits", "cmdline", "stat", "io"};
+    char dir[32];
+    snprintf(dir, sizeof dir, "/proc/%u", pid);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), gone = errno;
+    if (fd >= 0 && start_ticks && ltr_proc_start_ticks((pid_t)pid) != start_ticks) {
+        fprintf(b->missing_f, "proc/: %s: pid %u is another process's now (the one watched ended)\n", dir, pid);
+        close(fd);
+        return;
+    }
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char name[64], path[64];
         snprintf(name, sizeof name, "proc/%s", files[i]);
-        snprintf(path, sizeof path, "/proc/%u/%s", pid, files[i]);
-        add_file(b, name, path, BUNDLE_FILE_MAX, false);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (fd >= 0)
+            add_file_at(b, name, fd, files[i], path, BUNDLE_FILE_MAX, false);
+        else
+            fprintf(b->missing_f, "%s: %s: %s\n", name, path, strerror(gone));
     }
+    if (fd >= 0)
+        close(fd);
 }
 
 static void add_host(bundle *b)
@@ -172,7 +196,7 @@ static void add_readme(bundle *b, const ltr_watch_bundle *in)
 static void add_all(bundle *b, const ltr_watch_bundle *in)
 {
     add_readme(b, in);
-    add_proc(b, in->pid);
+    add_proc(b, in->pid, in->start_ticks);
     if (in->profile_text)
         add_text(b, "profile.txt", in->profile_text);
     if (in->status_text)

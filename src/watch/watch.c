@@ -460,7 +460,8 @@ static int write_bundle(watch *w, const char *trace, const char *bundle, const c
     bool have_log = ltr_runtime_name(logname, sizeof logname, w->sc.name, LTR_RUN_LOG) == 0 &&
                     snprintf(log, sizeof log, "%s/%s", w->rundir, logname) < (int)sizeof log;
     char *history = history_text(w, &history_len);
-    ltr_watch_bundle in = {.trigger = w->triggers + 1, .at_exit = at_exit, .pid = w->pid, .condition = condition,
+    ltr_watch_bundle in = {.trigger = w->triggers + 1, .at_exit = at_exit, .pid = w->pid,
+                           .start_ticks = w->start_ticks, .condition = condition,
                            .trace = trace,
                            .profile_text = w->plan_text, .status_text = status,
                            .status_error = status ? NULL : serr.msg, .history = history,

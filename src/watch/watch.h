@@ -129,6 +129,7 @@ typedef struct ltr_watch_bundle {
     unsigned trigger;
     bool at_exit;             /* saved as the process exited, not by a trigger (condition says how) */
     uint32_t pid;
+    uint64_t start_ticks;     /* pid's start (ltr_proc_start_ticks): another process of that pid is not it */
     const char *condition;    /* the condition and its figures */
     const char *trace;        /* the trace saved beside it */
     const char *profile_text; /* the session plan as `ltr profiles --details` prints it */

@@ -3,7 +3,8 @@
  * (src/watch/bundle.c): its name beside a trace; a bundle of this very
  * process that tar opens, with the inputs it was given and the facts read
  * from /proc; a file that cannot be read named in MISSING.txt; one saved
- * as the process ended says so and how; and a path
+ * as the process ended says so and how; none of another process that has
+ * the watched pid now (it ended); and a path
  * that exists (a planted symlink too) refused, left as it was, with no
  * temporary file left behind.
  */
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "util/testutil.h"
+#include "system/system.h"
 #include "watch/watch.h"
 
 #include <dirent.h>
@@ -49,7 +51,8 @@ static int count_entries(const char *dir)
 static ltr_watch_bundle inputs(const char *log)
 {
     static const char history[] = "2026-11-24 10:00:00  pid 1  private 3.00 MiB  growth 0 B\n";
-    return (ltr_watch_bundle){.trigger = 2, .pid = (uint32_t)getpid(), .condition = "growth +9 MiB",
+    return (ltr_watch_bundle){.trigger = 2, .pid = (uint32_t)getpid(),
+                              .start_ticks = ltr_proc_start_ticks(getpid()), .condition = "growth +9 MiB",
                               .trace = "/x/t-2.ltr", .profile_text = "Profile: heap\n",
                               .status_error = "the session is not running", .history = history,
                               .history_len = sizeof history - 1, .log_path = log};
@@ -108,6 +111,29 @@ static void test_bundle_at_exit_says_why(void **state)
     tu_free(&x);
 }
 
+/* The process watched by pid ended and another one has its pid now (this
+ * one, started at another time than the one watched): the bundle holds
+ * none of the other's /proc files, and says why. It held them as the
+ * watched process's: a command line with a password on it, its maps. */
+static void test_pid_of_another_process_not_bundled(void **state)
+{
+    const char *dir = *state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/o.tar.zst", dir);
+    ltr_watch_bundle in = inputs(NULL);
+    in.start_ticks++;
+    ltr_error err;
+    if (ltr_watch_bundle_write(path, &in, &err) != 0)
+        fail_msg("%s", err.msg);
+    tu_result x = tu_run("cd %s && tar --zstd -xf o.tar.zst && ls o; cat o/MISSING.txt", dir);
+    assert_int_equal(x.status, 0);
+    char want[128];
+    snprintf(want, sizeof want, "pid %d is another process's now", (int)getpid());
+    if (strstr(x.out, "proc\n") || !strstr(x.out, want))
+        fail_msg("wanted no proc/ and '%s' in:\n%s", want, x.out);
+    tu_free(&x);
+}
+
 static void test_existing_path_refused(void **state)
 {
     const char *dir = *state;
@@ -137,6 +163,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bundle_path),
         cmocka_unit_test_setup_teardown(test_bundle_of_this_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pid_of_another_process_not_bundled, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_existing_path_refused, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_bundle_at_exit_says_why, tu_setup_sandbox, tu_teardown_sandbox),
     };
