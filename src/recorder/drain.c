@@ -1217,10 +1217,14 @@ static bool head_hole(collector_state *cs)
  * preempted right there. The dead process's own holes cannot be told from
  * a live producer's claim ahead of them (a review made one wait there: its
  * slot skipped at once, its buffer then written out of order and counted
- * as damage), so the harvest gives each this long first. */
-static bool hole_stays(collector_state *cs, unsigned grace_ms)
+ * as damage), so the harvest gives each this long first. Waited for until
+ * `until` (the harvest's start and the grace), not a grace per hole: the
+ * holes after the first were claimed before the harvest began as well, and
+ * a program that died with hundreds of positions claimed (scribbler
+ * killedclaimingmany:400) kept the recorder from answering for 20 s. */
+static bool hole_stays(collector_state *cs, uint64_t until)
 {
-    for (unsigned waited = 0; waited < grace_ms && head_hole(cs); waited++) {
+    while (head_hole(cs) && ltr_now_ns() < until) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
@@ -1228,13 +1232,16 @@ static bool hole_stays(collector_state *cs, unsigned grace_ms)
 }
 
 /* File mode: the queue taken past up to `most` holes at its head, positions
- * claimed by threads that died before filling them (finish_unqueued); each
- * after grace_ms (0: no one publishes any more). */
+ * claimed by threads that died before filling them (finish_unqueued); those
+ * still empty after grace_ms in all (0: no one publishes any more). A hole
+ * claimed since the harvest began is a live producer's, not given its
+ * grace here: take_queued's stall passes it if it stays. */
 static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned grace_ms)
 {
     collector_state *cs = &r->col[c];
+    uint64_t until = ltr_now_ns() + grace_ms * 1000000ull, claimed_before = ltr_ring_tail(&cs->ring);
     take_queued(r, c);
-    for (unsigned i = 0; i < most && hole_stays(cs, grace_ms); i++) {
+    for (unsigned i = 0; i < most && ltr_ring_head(&cs->ring) < claimed_before && hole_stays(cs, until); i++) {
         ltr_ring_skip_slot(&cs->ring);
         cs->queue_stall_ns = 0;
         take_queued(r, c);

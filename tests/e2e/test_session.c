@@ -2,6 +2,7 @@
  * tests/e2e/test_session.c — sessions through the ltr command: start, status,
  * save, stop, cancel and marker; memory and file mode; several sessions at
  * once; a killed recorder; a stopped one (commands say so in seconds);
+ * programs killed inside a publish (the recorder answering meanwhile);
  * bad options; permissions.
  */
 #include "util/testutil.h"
@@ -268,6 +269,35 @@ static void test_killed_claiming_in_memory_mode(void **state)
         fail_msg("%lld events emitted; the save has %llu, %llu lost, %llu overwritten", emitted,
                  (unsigned long long)(all.provider_events + scr.provider_events),
                  (unsigned long long)all.events_lost, (unsigned long long)all.events_overwritten);
+}
+
+/* File mode: a program killed with many queue positions claimed and left
+ * empty (as its threads inside ltr_ring_publish at once: scribbler
+ * killedclaimingmany). The recorder gave each hole HOLE_GRACE_MS, one
+ * after another, answering no one (400 of them: 20 s; a program attaching
+ * meanwhile lost its 1000 events, 'ltr status' and 'ltr stop' said it did
+ * not answer within 10 s). The holes share one grace. */
+static void test_killed_claiming_many_keep_file_mode_answering(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance km --filemode -o %s/km.ltr --buffers 400 --buffer-size 4 "
+                        "--provider Test.Producer --provider Test.Scribbler", LTR, dir));
+    tu_result p = tu_run("%s km 1 1 killedclaimingmany:400 >/dev/null && %s --events 1000 --wait-enabled 5",
+                         tu_test_bin("ltr-test-scribbler"), PRODUCER);
+    assert_int_equal(p.status, 0);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    tu_free(&p);
+    tu_result st = tu_run("%s stop --instance km --no-symbols", LTR);
+    if (st.status != 0 || lost)
+        fail_msg("beside a program killed with 400 positions claimed, another lost %lld of its %lld events "
+                 "(its attach not answered in time); stop: %d %s%s", lost, written + lost, st.status, st.out,
+                 st.err);
+    tu_free(&st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/km.ltr", dir);
+    tu_trace all = tu_read_trace(path, "Test.Producer");
+    assert_true(all.ok && all.complete);
+    assert_int_equal(all.provider_events, 1000);
 }
 
 /* Programs killed inside ltr_ring_publish over and over: the recorder
@@ -1434,6 +1464,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_while_writing_misses_nothing, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_publishing_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_claiming_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_claiming_many_keep_file_mode_answering, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_publishers_keep_the_recorder_answering, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_file_mode, tu_setup_sandbox, tu_teardown_sandbox),

@@ -45,7 +45,8 @@
  * buffer marked FULL, as ltr_ring_publish does first, and the process gone
  * at once, as one killed there: the buffer in no queue slot),
  * killedclaiming (the same, killed one step later: its queue position
- * claimed too, the slot left empty).
+ * claimed too, the slot left empty), killedclaimingmany:N (the same with
+ * N buffers more, as N threads killed there at once).
  */
 #include <ltr/provider.h>
 
@@ -351,9 +352,12 @@ int main(int argc, char **argv)
         ltr_bytes_free(&b);
         len = 0;
     }
-    bool claiming = !strcmp(region, "killedclaiming");
+    bool claiming = !strcmp(region, "killedclaiming") || !strncmp(region, "killedclaimingmany:", 19);
     if (!strcmp(region, "killedpublishing") || claiming) { /* its 500 events in a buffer FULL in no slot */
         ltr_ring_view *rv = &a->lay->rings[0];
+        unsigned more = claiming && region[14] ? (unsigned)strtoul(region + 19, NULL, 10) : 0;
+        for (unsigned k = 0; k < more; k++) /* as many buffers as it had threads */
+            ltr_ring_acquire(rv, (uint32_t)getpid(), (uint32_t)getpid() + 1 + k, a->owner);
         for (uint32_t i = 0; i < rv->nbuf; i++)
             if (ltr_ring_vbuf(rv, i)->owner == a->owner && atomic_load(&ltr_ring_vbuf(rv, i)->state) == LTR_BUF_ACTIVE) {
                 atomic_store(&ltr_ring_vbuf(rv, i)->state, LTR_BUF_FULL);
