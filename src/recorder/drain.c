@@ -1218,10 +1218,10 @@ static bool head_hole(collector_state *cs)
  * a live producer's claim ahead of them (a review made one wait there: its
  * slot skipped at once, its buffer then written out of order and counted
  * as damage), so the harvest gives each this long first. Waited for until
- * `until` (the harvest's start and the grace), not a grace per hole: the
- * holes after the first were claimed before the harvest began as well, and
- * a program that died with hundreds of positions claimed (scribbler
- * killedclaimingmany:400) kept the recorder from answering for 20 s. */
+ * `until` (take_past_holes), not a grace per hole: the holes after the
+ * first were claimed before the harvest began as well, and a program that
+ * died with hundreds of positions claimed (scribbler killedclaimingmany:400)
+ * kept the recorder from answering for 20 s. */
 static bool hole_stays(collector_state *cs, uint64_t until)
 {
     while (head_hole(cs) && ltr_now_ns() < until) {
@@ -1233,15 +1233,23 @@ static bool hole_stays(collector_state *cs, uint64_t until)
 
 /* File mode: the queue taken past up to `most` holes at its head, positions
  * claimed by threads that died before filling them (finish_unqueued); those
- * still empty after grace_ms in all (0: no one publishes any more). A hole
- * claimed since the harvest began is a live producer's, not given its
- * grace here: take_queued's stall passes it if it stays. */
+ * still empty grace_ms after the first harvest that saw them claimed (0: no
+ * one publishes any more). Programs killed at once each waited a grace of
+ * their own for holes all claimed before the first harvest: 40 killed
+ * inside a publish kept the recorder from answering for up to 2 s, and a
+ * program attaching then lost its 1000 events. A hole claimed since is a
+ * live producer's, not given its grace here: take_queued's stall passes it
+ * if it stays. */
 static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned grace_ms)
 {
     collector_state *cs = &r->col[c];
-    uint64_t until = ltr_now_ns() + grace_ms * 1000000ull, claimed_before = ltr_ring_tail(&cs->ring);
+    if (!grace_ms || ltr_ring_head(&cs->ring) >= cs->claimed_pos) { /* the last harvest's holes are passed */
+        cs->claimed_pos = ltr_ring_tail(&cs->ring);
+        cs->claimed_ns = ltr_now_ns();
+    }
+    uint64_t until = cs->claimed_ns + grace_ms * 1000000ull;
     take_queued(r, c);
-    for (unsigned i = 0; i < most && ltr_ring_head(&cs->ring) < claimed_before && hole_stays(cs, until); i++) {
+    for (unsigned i = 0; i < most && ltr_ring_head(&cs->ring) < cs->claimed_pos && hole_stays(cs, until); i++) {
         ltr_ring_skip_slot(&cs->ring);
         cs->queue_stall_ns = 0;
         take_queued(r, c);

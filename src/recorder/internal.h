@@ -35,6 +35,9 @@ typedef struct collector_state {
     uint32_t *saved_events;  /* and how many of its events it wrote */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     uint64_t hole_pos;       /* memory mode: that slot's position (mark_dead_holes) */
+    /* file mode: the queue's tail at a harvest's start, and when: a hole
+     * below it was claimed by then (take_past_holes) */
+    uint64_t claimed_pos, claimed_ns;
     /* memory mode: buffers of ended producers left FULL in no queue slot,
      * waiting for a second look at a later round (drain.c, dead_first_look) */
     uint64_t *dead_seq1;  /* per buffer: 1 + its seq at the first look, 0 if it waits for none */

@@ -300,6 +300,36 @@ static void test_killed_claiming_many_keep_file_mode_answering(void **state)
     assert_int_equal(all.provider_events, 1000);
 }
 
+/* File mode: 40 programs killed inside a publish at one moment, each with
+ * its position claimed and left empty. Each one's harvest waited
+ * HOLE_GRACE_MS of its own for holes all claimed before the first began,
+ * answering no one: a program attaching then lost its 1000 events, its
+ * attach not answered in time ('ltr status' 1.88 s beside 40 such). The
+ * holes claimed before a harvest share its grace. */
+static void test_killed_claimers_keep_file_mode_answering(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance kn --filemode -o %s/kn.ltr --provider Test.Producer "
+                        "--provider Test.Scribbler", LTR, dir));
+    tu_result p = tu_run("cd %s && for i in $(seq 40); do %s kn 1 1 killedclaimingat:%s/go > s$i.out & done; "
+                         "until [ $(cat s*.out | grep -c ready) = 40 ]; do sleep 0.05; done; touch go; wait; "
+                         "%s --events 1000 --wait-enabled 5",
+                         dir, tu_test_bin("ltr-test-scribbler"), dir, PRODUCER);
+    assert_int_equal(p.status, 0);
+    long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance kn --no-symbols", LTR));
+    if (lost)
+        fail_msg("a program attaching beside 40 programs killed inside a publish lost %lld of its %lld events: "
+                 "its attach was not answered in time", lost, written + lost);
+    char path[512];
+    snprintf(path, sizeof path, "%s/kn.ltr", dir);
+    tu_trace all = tu_read_trace(path, "Test.Producer"), scr = tu_read_trace(path, "Test.Scribbler");
+    assert_true(all.ok && all.complete && scr.ok);
+    assert_int_equal(all.provider_events, 1000);
+    assert_int_equal(scr.provider_events, 40 * 500);
+}
+
 /* Programs killed inside ltr_ring_publish over and over: the recorder
  * looked twice at each one's buffer, HOLE_GRACE_MS apart, sleeping between,
  * and answered no one meanwhile (40 at once: 2 s; 'ltr status' took 0.5 s
@@ -1465,6 +1495,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_publishing_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_claiming_in_memory_mode, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_claiming_many_keep_file_mode_answering, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_killed_claimers_keep_file_mode_answering, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_publishers_keep_the_recorder_answering, tu_setup_sandbox,
                                         tu_teardown_sandbox),

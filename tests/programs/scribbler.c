@@ -352,10 +352,16 @@ int main(int argc, char **argv)
         ltr_bytes_free(&b);
         len = 0;
     }
-    bool claiming = !strcmp(region, "killedclaiming") || !strncmp(region, "killedclaimingmany:", 19);
+    bool at_go = !strncmp(region, "killedclaimingat:", 17);
+    bool claiming = !strcmp(region, "killedclaiming") || !strncmp(region, "killedclaimingmany:", 19) || at_go;
     if (!strcmp(region, "killedpublishing") || claiming) { /* its 500 events in a buffer FULL in no slot */
         ltr_ring_view *rv = &a->lay->rings[0];
-        unsigned more = claiming && region[14] ? (unsigned)strtoul(region + 19, NULL, 10) : 0;
+        if (at_go) { /* attached: killed when PATH appears, with the others */
+            printf("ready\n"), fflush(stdout);
+            while (access(region + 17, F_OK) != 0)
+                sleep_ms(1);
+        }
+        unsigned more = claiming && !at_go && region[14] ? (unsigned)strtoul(region + 19, NULL, 10) : 0;
         for (unsigned k = 0; k < more; k++) /* as many buffers as it had threads */
             ltr_ring_acquire(rv, (uint32_t)getpid(), (uint32_t)getpid() + 1 + k, a->owner);
         for (uint32_t i = 0; i < rv->nbuf; i++)
