@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a fresh prefix and checks that the installed ltr runs
 # with no environment help: finds its built-in profiles, and that the public
-# libraries are installed for programs to build against.
+# libraries are installed for programs to build against, and the ltr-watch@
+# unit names the installed ltr.
 set -euo pipefail
 build=$1
 prefix=$(mktemp -d /tmp/ltr-install-XXXXXX)
@@ -30,5 +31,11 @@ PKG_CONFIG_PATH=$pcdir pkg-config --exists ltr-trace || { echo "FAIL: pkg-config
 st=0; out=$(env -i PATH=/usr/bin:/bin LTR_RUNTIME_DIR="$prefix/run" "$prefix/bin/ltr" profiles 2>"$prefix/err") || st=$?
 grep -q "heap" <<<"$out" ||
   { echo "FAIL: the installed ltr does not list its built-in profiles (exit $st): $out $(cat "$prefix/err")"; exit 1; }
+# The ltr-watch@ unit starts the ltr installed beside it, wherever the prefix
+# (`cmake --install --prefix P` after a configure for /usr/local named
+# /usr/local/bin/ltr, which is not there).
+unit=$prefix/lib/systemd/system/ltr-watch@.service
+grep -q "^ExecStart=$prefix/bin/ltr watch " "$unit" ||
+  { echo "FAIL: $unit does not start $prefix/bin/ltr: $(grep ExecStart= "$unit")"; exit 1; }
 env -i PATH=/usr/bin:/bin "$prefix/bin/ltr" --version | grep -q "^ltr " || { echo "FAIL: --version"; exit 1; }
 echo "installed ltr runs from $prefix"
