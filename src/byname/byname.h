@@ -75,6 +75,12 @@ int ltr_exe_name(pid_t pid, char *out, size_t size);
  * decoy kept root's `ltr watch --name` on it for good. */
 #define LTR_ANY_OWNER ((uid_t)-1)
 int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max);
+/* When no process of owner runs the executable name but one of another
+ * user does (a service under systemd's User=): the sentence naming it, its
+ * user and what reaches it, in out, and true; false when there is none.
+ * For saying why a --name finds nothing: it found nothing of its own user
+ * and said only "no process named NAME runs", while one ran. */
+bool ltr_name_run_by_other(const char *name, uid_t owner, char *out, size_t size);
 /* A running process of owner (LTR_ANY_OWNER: any) that the kernel calls
  * name (its comm: the name it was started by, a link's for python3 ->
  * python3.11) but whose executable is not name, with that executable's

@@ -5,6 +5,7 @@
  * never taken for its name.
  */
 #include "byname/byname.h"
+#include "prim/prim.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -111,4 +112,18 @@ int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max)
     }
     closedir(d);
     return found;
+}
+
+bool ltr_name_run_by_other(const char *name, uid_t owner, char *out, size_t size)
+{
+    uint32_t pid;
+    if (ltr_pids_named(name, owner, &pid, 1) != 0 || ltr_pids_named(name, LTR_ANY_OWNER, &pid, 1) <= 0)
+        return false;
+    uid_t its = euid_of((pid_t)pid);
+    char who[64], us[64];
+    ltr_user_name(its, who, sizeof who);
+    snprintf(out, size, "pid %u, named %s, runs as user %s (uid %u): a session reaches the processes of "
+             "its own user only, %s (uid %u) here; run ltr as %s (e.g. sudo -u %s ltr ...)", pid, name, who,
+             (unsigned)its, ltr_user_name(owner, us, sizeof us), (unsigned)owner, who, who);
+    return true;
 }

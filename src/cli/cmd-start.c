@@ -296,15 +296,20 @@ static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
     return (unsigned)reached;
 }
 
-/* --name matched no running executable: one that ps calls name (its comm,
- * a link's name: python3 -> python3.11) is said with the name that traces
+/* --name matched no running executable of this user: one of another user
+ * (a service's User=) is said with who can trace it; one that ps calls name
+ * (its comm, a link's name: python3 -> python3.11) with the name that traces
  * it, where nothing was said and nothing of it recorded. */
 static void say_called(const char *name)
 {
     uint32_t one;
-    char exe[LTR_BYNAME_NAME_MAX + 1];
+    char exe[LTR_BYNAME_NAME_MAX + 1], other[512];
     if (ltr_pids_named(name, geteuid(), &one, 1) > 0)
         return;
+    if (ltr_name_run_by_other(name, geteuid(), other, sizeof other)) {
+        cli_warn("start", "--name %s: no running process of this user is named so: %s", name, other);
+        return;
+    }
     uint32_t called = ltr_pid_called(name, geteuid(), exe, sizeof exe);
     if (called)
         cli_warn("start", "--name %s: no running process's executable is %s (--name is the executable's file "

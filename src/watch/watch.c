@@ -651,15 +651,18 @@ static int poll_once(watch *w, ltr_error *err)
     return w->triggers < (w->cfg->max_triggers ? w->cfg->max_triggers : 1);
 }
 
-/* No process's executable is name: it waits. One the kernel calls name
+/* No process's executable is name: it waits. One of another user (a
+ * service's User=) is said, with who can watch it; one the kernel calls name
  * (comm: ps, top and pgrep show it) is said, with the name that watches it,
  * or watch waited for good on a running service started through a link
  * (--name python3 beside python3 -> python3.11). */
 static void say_none_named(watch *w, const char *name)
 {
-    char exe[LTR_BYNAME_NAME_MAX + 1];
+    char exe[LTR_BYNAME_NAME_MAX + 1], other[512];
     uint32_t called = ltr_pid_called(name, geteuid(), exe, sizeof exe);
-    if (called)
+    if (ltr_name_run_by_other(name, geteuid(), other, sizeof other))
+        say(w, false, "no process of this user named %s runs yet: waiting for one (%s)", name, other);
+    else if (called)
         say(w, false, "no process named %s runs yet: waiting for one (--name is the executable's file name: "
             "pid %u, which ps calls %s, runs %s: --name %s watches it)", name, called, name, exe, exe);
     else

@@ -11,7 +11,8 @@
  * watched --pid that exits (kills itself) has its recording saved, with the
  * leak it ran before and a bundle that says why, and ends it with status 3; by
  * --name a restarted service is followed, of two the one watched is
- * said once, one started through a link is named by its executable; the systemd unit verifies and its
+ * said once, one started through a link is named by its executable, one
+ * of another user is said with its user; the systemd unit verifies and its
  * command line runs; bad input is refused before anything starts, an
  * attach refused is said whole; a relative --record-to is the caller's; the
  * heap agent's own memory is never taken for growth. The by-name tests
@@ -597,6 +598,39 @@ static void test_name_of_a_hostile_exe_said_shown(void **state)
     free(s);
 }
 
+/* By name, a service of another user (systemd's User=): the watch reaches
+ * only its own user's processes, and says which runs and as whom, and how
+ * to watch it, not "no process named NAME runs yet" (a root watch on a
+ * service run as nobody said only that, while it ran). */
+static void test_name_of_another_user_said(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    const char *own, *prog = tu_own_program(dir, "watch-target", "wt", &own);
+    assert_int_equal(chmod(dir, 0755), 0); /* nobody runs the copy from there */
+    char out[512], want[160];
+    snprintf(out, sizeof out, "%s/svc.out", dir);
+    spawn(out, "exec setpriv --reuid=65534 --regid=65534 --clear-groups %s 50 256 0", prog);
+    char *s = wait_for(out, "ready", 1);
+    pid_t svc = (pid_t)atoi(strstr(s, "ready") + 6);
+    free(s);
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --name %s --record-to %s/t.ltr --private-bytes-above 100G "
+                         "--interval 0.2", LTR, own, dir);
+    snprintf(want, sizeof want, "pid %d, named %s, runs as user nobody (uid 65534)", (int)svc, own);
+    free(wait_for(out, want, 1));
+    free(wait_for(out, "run ltr as nobody", 1));
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    /* ltr start --name says the same */
+    tu_result r = tu_run("%s start heap --name %s && %s cancel", LTR, own, LTR);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, want))
+        fail_msg("ltr start --name did not say '%s':\n%s", want, r.err);
+    tu_free(&r);
+}
+
 /* By name with two processes of the name: which one is watched is said
  * once (it was said twice, by the start's look and the first poll's), with
  * the other's pid and how to watch it instead. */
@@ -1069,6 +1103,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_name_of_a_link_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_of_a_hostile_exe_said_shown, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_two_said_once, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_name_of_another_user_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
