@@ -62,8 +62,9 @@ static const char *user_name(uid_t uid, char *buf, size_t size)
 }
 
 /* The runtime directory pid's agent would use, by prim's rules from its
- * environment (same user as we are). 0 or -errno. */
-static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, ltr_error *err)
+ * environment (same user as we are), and which of it chose it in *from.
+ * 0 or -errno. */
+static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, const char **from, ltr_error *err)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
@@ -89,6 +90,11 @@ static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, ltr
     environ_get(env, len, "XDG_RUNTIME_DIR", xdg, sizeof xdg);
     environ_get(env, len, "HOME", home, sizeof home);
     free(env);
+    /* a service systemd started has neither: its user's default is no
+     * choice of its environment, which the refusal said it was */
+    *from = explicit_dir[0] ? "from its environment's LTR_RUNTIME_DIR"
+            : xdg[0]        ? "from its environment's XDG_RUNTIME_DIR"
+                            : "its user's default: its environment sets neither LTR_RUNTIME_DIR nor XDG_RUNTIME_DIR";
     snprintf(user_dir, sizeof user_dir, "/run/user/%u", (unsigned)euid);
     ltr_rundir_places p = {.explicit_dir = explicit_dir[0] ? explicit_dir : NULL,
                            .user_dir = xdg[0] ? xdg : user_dir,
@@ -144,12 +150,12 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
     if (has <= 0 && (rc = ltr_inject_check(pid, err)) != 0) /* it needs an injection: can it have one? */
         return rc;
     char theirs[4096];
-    if ((rc = target_runtime_dir(pid, t.euid, theirs, sizeof theirs, err)) != 0)
+    const char *from = "";
+    if ((rc = target_runtime_dir(pid, t.euid, theirs, sizeof theirs, &from, err)) != 0)
         return rc;
     if (!same_dir(theirs, runtime_dir))
-        return ltr_fail(err, EACCES, "pid %d would look for sessions in %s (from its environment: "
-                        "LTR_RUNTIME_DIR or XDG_RUNTIME_DIR), and ltr's are in %s: run ltr with "
-                        "LTR_RUNTIME_DIR=%s", (int)pid, theirs, runtime_dir, theirs);
+        return ltr_fail(err, EACCES, "pid %d would look for sessions in %s (%s), and ltr's are in %s: run ltr "
+                        "with LTR_RUNTIME_DIR=%s", (int)pid, theirs, from, runtime_dir, theirs);
     return has > 0;
 }
 

@@ -715,6 +715,12 @@ static void test_refusals(void **state)
     if (kthread > 0) /* none seen: a kernel that does not say, or a pid namespace */
         expect_refused(tu_run("%s record --pid %d -o %s/k.ltr", LTR, kthread, getenv("TMPDIR")),
                        "is a kernel thread: it runs no program");
+    /* a process whose environment names no runtime directory (a service
+     * systemd started) is said to use its user's default, not one its
+     * environment chose (it was "from its environment: LTR_RUNTIME_DIR or
+     * XDG_RUNTIME_DIR" of a process started with env -i) */
+    expect_refused(tu_run("env -i sleep 5 & p=$!; sleep 0.2; %s start heap --pid $p; s=$?; kill $p; exit $s", LTR),
+                   "(its user's default: its environment sets neither LTR_RUNTIME_DIR nor XDG_RUNTIME_DIR)");
     /* another user's process, for root's sessions */
     expect_refused(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & p=$!; sleep 0.2; "
                           "%s start heap --pid $p; s=$?; kill $p; exit $s", LTR), "runs as user");
