@@ -9,6 +9,7 @@
 #include "analyze/internal.h"
 #include "analyze/sink.h"
 #include "base/system_events.h"
+#include "base/units.h"
 #include "prim/prim.h"
 
 #include <stdbool.h>
@@ -95,15 +96,16 @@ void an_mem_summary(const ltr_analysis *a, uint32_t pid, an_mem_summary_t *out)
     }
 }
 
-/* One line of the series: time, private bytes, RSS, file, swap, the heap's bytes. */
+/* One line of the series: time, private bytes, RSS, file, swap, the heap's
+ * bytes, in units as the rest of the text report (JSON keeps bytes). */
 static void print_sample(const ltr_analysis *a, FILE *out, const an_mem_sample *s)
 {
-    char heap[32] = "-";
+    char heap[32] = "-", priv[32], rss[32], file[32], swap[32];
     if (s->heap_seen)
-        snprintf(heap, sizeof heap, "%llu", (unsigned long long)s->heap);
-    fprintf(out, "    %10.3f %15llu %15llu %15llu %12llu %15s\n", an_seconds(a, s->ts),
-            (unsigned long long)s->private_bytes, (unsigned long long)s->rss, (unsigned long long)s->rss_file,
-            (unsigned long long)s->swap, heap);
+        ltr_size_format(s->heap, heap, sizeof heap);
+    fprintf(out, "    %10.3f %12s %12s %12s %12s %12s\n", an_seconds(a, s->ts),
+            ltr_size_format(s->private_bytes, priv, sizeof priv), ltr_size_format(s->rss, rss, sizeof rss),
+            ltr_size_format(s->rss_file, file, sizeof file), ltr_size_format(s->swap, swap, sizeof swap), heap);
 }
 
 #define SERIES_ROWS 12 /* samples shown of a process's series, evenly spread */
@@ -114,23 +116,23 @@ static void print_process(const ltr_analysis *a, FILE *out, uint32_t pid)
     an_mem_summary(a, pid, &m);
     fprintf(out, "\nprocess %u %s: memory counters, %llu sample(s) in the window\n", pid, an_process_exe(a, pid),
             (unsigned long long)m.samples);
-    fprintf(out, "  private bytes (RssAnon + VmSwap): %llu at %.3f s, %llu at %.3f s (%+lld), lowest %llu, "
-                 "highest %llu\n",
-            (unsigned long long)m.first.private_bytes, an_seconds(a, m.first.ts),
-            (unsigned long long)m.last.private_bytes, an_seconds(a, m.last.ts),
-            (long long)(m.last.private_bytes - m.first.private_bytes), (unsigned long long)m.min,
-            (unsigned long long)m.max);
+    char first[32], final[32], grew[32], lo[32], hi[32], heap[32];
+    fprintf(out, "  private bytes (RssAnon + VmSwap): %s at %.3f s, %s at %.3f s (%s), lowest %s, highest %s\n",
+            ltr_size_format(m.first.private_bytes, first, sizeof first), an_seconds(a, m.first.ts),
+            ltr_size_format(m.last.private_bytes, final, sizeof final), an_seconds(a, m.last.ts),
+            ltr_size_format_signed((int64_t)(m.last.private_bytes - m.first.private_bytes), grew, sizeof grew),
+            ltr_size_format(m.min, lo, sizeof lo), ltr_size_format(m.max, hi, sizeof hi));
     fprintf(out, "  page faults in the window: %llu minor, %llu major\n",
             (unsigned long long)(m.last.minflt - m.first.minflt), (unsigned long long)(m.last.majflt - m.first.majflt));
     if (m.last.heap_seen && m.last.private_bytes)
-        fprintf(out, "  the heap explains %.1f%% of the private bytes at %.3f s (%llu outstanding heap bytes of %llu); "
+        fprintf(out, "  the heap explains %.1f%% of the private bytes at %.3f s (%s outstanding in the heap of %s); "
                      "the rest: memory the program maps itself, freed memory the allocator keeps, stacks, "
                      "and blocks allocated before the heap agent saw the process (attached while it ran)\n",
                 100.0 * (double)m.last.heap / (double)m.last.private_bytes, an_seconds(a, m.last.ts),
-                (unsigned long long)m.last.heap, (unsigned long long)m.last.private_bytes);
+                ltr_size_format(m.last.heap, heap, sizeof heap), final);
     else
         fprintf(out, "  the trace has no heap events of this process: the heap's share is unknown\n");
-    fprintf(out, "    %10s %15s %15s %15s %12s %15s\n", "seconds", "private", "rss", "rss_file", "swap", "heap");
+    fprintf(out, "    %10s %12s %12s %12s %12s %12s\n", "seconds", "private", "rss", "rss_file", "swap", "heap");
     size_t shown = 0, k = 0;
     for (size_t i = 0; i < a->nmem; i++) {
         if (a->mem[i].pid != pid)

@@ -233,7 +233,13 @@ static void test_analyze_heap_share(void **state)
     assert_true(priv >= heap && heap * 100 / priv >= 80);
     r = tu_run("%s analyze %s", LTR, trace);
     assert_non_null(strstr(r.out, "the heap explains"));
-    assert_non_null(strstr(r.out, "private bytes (RssAnon + VmSwap)"));
+    /* in units, as the rest of the report: "24.6 MiB at 0.051 s", not
+     * "25806848 at 0.051 s" (a new user's watch trace read raw bytes) */
+    const char *line = strstr(r.out, "private bytes (RssAnon + VmSwap): ");
+    assert_non_null(line);
+    const char *at = strstr(line, " at "), *end = strchr(line, '\n');
+    if (!at || !end || at > end || strncmp(at - 4, " MiB", 4) || !strstr(line, "MiB outstanding in the heap"))
+        fail_msg("private bytes not in MiB:\n%s", r.out);
     tu_free(&r);
     /* --cpu of a trace recorded without CPU samples says which profile has them */
     r = tu_run("%s analyze %s --cpu", LTR, trace);
