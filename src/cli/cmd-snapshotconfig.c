@@ -71,6 +71,20 @@ static int show(const char *name, const uint32_t *pids, int npids)
     return 0;
 }
 
+/* The setting reaches new processes that carry the agent: without the
+ * by-name one (ltr heaptracingconfig) they carry none, and it printed only
+ * "enabled", a new instance then answering "heap snapshots are not enabled"
+ * (a new user's service, snapshotconfig --name before heaptracingconfig). */
+static void warn_without_byname(const char *name)
+{
+    static ltr_heap_name_reach r;
+    if (ltr_heap_name_reach_of(name, &r) != 0 || r.configured)
+        return;
+    cli_warn("snapshotconfig", "new processes named %s do not start with the heap agent, so they keep no "
+             "table: 'ltr heaptracingconfig %s enable' (as root) makes them; a running process takes "
+             "'ltr snapshotconfig heap --pid PID enable' (%u named so run now)", name, name, r.running);
+}
+
 /* Whether the argument after --pid's (or after its first) is one more
  * process id. The first is one whatever it says (a bad one is named as a
  * PID); after it, a word is the verb: '--pid 4242 enabled' was refused as
@@ -126,6 +140,8 @@ int cmd_snapshotconfig(int argc, char **argv)
         if (ltr_snapshot_enable_name(name, verb, &err) != 0)
             return cli_fail("snapshotconfig", "%s", err.msg);
         printf("heap snapshots %s for new processes named %s\n", verb ? "enabled" : "disabled", name);
+        if (verb)
+            warn_without_byname(name);
         return 0;
     }
     rc = 0;
