@@ -207,9 +207,12 @@ static void report(const char *trace, record_counts c, const record_opts *o)
                  "docs/heap-tracing.md \"Attaching late\")",
                  o->pid);
     else if (c.known && !c.recorded)
-        cli_warn("record", "no heap events were recorded: the command never called the shared C library's "
+        /* not "never called": libraries' constructors that run before the
+         * agent's allocate unseen (libstdc++'s pool in every C++ program) */
+        cli_warn("record", "no heap events were recorded: the heap agent saw no call of the shared C library's "
                  "malloc family or C++'s operator new (a statically linked program, Go without cgo, or an "
-                 "allocator linked into the program)");
+                 "allocator linked into the program; or it allocated only in libraries' constructors before "
+                 "the agent's own started, as libstdc++ does at the start of every C++ program)");
 }
 
 /* How long a record whose stop found no session waits for its recorder's
