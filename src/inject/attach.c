@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +116,23 @@ static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, con
     return 0;
 }
 
+/* Whether pid sees, at the path dir names in its mount namespace
+ * (/proc/PID/root), the directory that ltr sees there. A service with a
+ * private /tmp (systemd's PrivateTmp=, DynamicUser= implies it) has another
+ * /tmp/ltr-UID, or none yet, where its agent would look for sessions in
+ * vain. Unknown (not readable) counts as alike: the checks before stand. */
+static bool seen_alike(pid_t pid, const char *dir)
+{
+    char there[PATH_MAX + 64];
+    struct stat ours, theirs;
+    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, dir);
+    if (dir[0] != '/' || stat(dir, &ours) != 0)
+        return true;
+    if (stat(there, &theirs) != 0)
+        return errno != ENOENT;
+    return ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino;
+}
+
 static bool same_dir(const char *a, const char *b)
 {
     char ra[PATH_MAX], rb[PATH_MAX];
@@ -156,6 +174,13 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
     if (!same_dir(theirs, runtime_dir))
         return ltr_fail(err, EACCES, "pid %d would look for sessions in %s (%s), and ltr's are in %s: run ltr "
                         "with LTR_RUNTIME_DIR=%s", (int)pid, theirs, from, runtime_dir, theirs);
+    if (!seen_alike(pid, theirs))
+        return ltr_fail(err, EACCES, "pid %d runs in a mount namespace of its own where %s, the runtime directory "
+                        "its agent would use, is another directory than ltr's (a private /tmp: systemd's "
+                        "PrivateTmp=, or DynamicUser=): it would never find the session; give the service a "
+                        "runtime directory outside /tmp that both see (LTR_RUNTIME_DIR in its environment, "
+                        "Environment= in its unit) and restart it, then run ltr with the same LTR_RUNTIME_DIR",
+                        (int)pid, theirs);
     return has > 0;
 }
 

@@ -721,6 +721,14 @@ static void test_refusals(void **state)
      * XDG_RUNTIME_DIR" of a process started with env -i) */
     expect_refused(tu_run("env -i sleep 5 & p=$!; sleep 0.2; %s start heap --pid $p; s=$?; kill $p; exit $s", LTR),
                    "(its user's default: its environment sets neither LTR_RUNTIME_DIR nor XDG_RUNTIME_DIR)");
+    /* a process whose runtime directory is another one of the same name in a
+     * mount namespace of its own (systemd's PrivateTmp=, for a service whose
+     * runtime directory is /tmp/ltr-UID): its agent would never find the
+     * session; it was "heap agent loaded" and then nothing, 'ltr status'
+     * saying it "has not allocated since the session began" */
+    expect_refused(tu_run("unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs \"$LTR_RUNTIME_DIR\" && "
+                          "exec sleep 5' & p=$!; sleep 0.3; %s start heap --pid $p; s=$?; kill $p; exit $s", LTR),
+                   "runs in a mount namespace of its own");
     /* another user's process, for root's sessions */
     expect_refused(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & p=$!; sleep 0.2; "
                           "%s start heap --pid $p; s=$?; kill $p; exit $s", LTR), "runs as user");
