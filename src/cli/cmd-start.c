@@ -320,6 +320,22 @@ static void say_called(const char *name)
 /* --name: new processes carry the agent only under the by-name setting
  * (said when it is off); running ones without it are attached now, as
  * --pid's are, each failure a warning: the session is for the new ones too. */
+/* The running processes of name that carry the agent already (the by-name
+ * setting's) need no attach, but one whose runtime directory is not ltr's
+ * (its own mount namespace: systemd's PrivateTmp=) never joins: said, as an
+ * attach refused for it is, where nothing was said and nothing recorded. */
+static void say_unreachable_with_agent(const char *name, const char *rundir)
+{
+    static uint32_t pids[LTR_MAX_SESSION_PIDS];
+    int n = ltr_pids_named(name, geteuid(), pids, LTR_MAX_SESSION_PIDS);
+    for (int k = 0; k < n && k < LTR_MAX_SESSION_PIDS; k++) {
+        ltr_error err;
+        if (ltr_heap_agent_loaded(pids[k]) == 1 && ltr_attach_check((pid_t)pids[k], rundir, &err) < 0)
+            cli_warn("start", "--name %s: pid %u carries the heap agent but cannot join this session: %s", name,
+                     pids[k], err.msg);
+    }
+}
+
 static void attach_names(const ltr_session_config *cfg, const char *rundir)
 {
     for (unsigned i = 0; i < cfg->nnames; i++) {
@@ -342,6 +358,8 @@ static void attach_names(const ltr_session_config *cfg, const char *rundir)
                 printf("pid %u (%s): heap agent loaded (thread %d stopped %.1f ms)\n", p->pid, name,
                        (int)p->rep.tid, (double)p->rep.call_ns / 1e6);
         }
+        if (r.listed)
+            say_unreachable_with_agent(name, rundir);
         if (r.listed && !r.without)
             say_called(name);
         if (r.without > r.tried)

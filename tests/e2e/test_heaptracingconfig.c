@@ -385,6 +385,27 @@ static void test_start_by_name_attaches_running(void **state)
     ltr_trace_close(t);
 }
 
+/* A running instance that carries the agent in a mount namespace of its own,
+ * where its runtime directory is another one of the same name (systemd's
+ * PrivateTmp= for a user whose runtime directory is /tmp/ltr-UID): 'ltr start
+ * heap --name' says it cannot reach it; it said nothing, and the session
+ * recorded nothing ("0 processes attached"). */
+static void test_start_by_name_other_namespace_said(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state, *own, *prog = tu_own_program(dir, "byname-target", "bn", &own);
+    char args[300];
+    snprintf(args, sizeof args, "%s enable", own);
+    expect(config(args), 0, NULL);
+    expect(tu_run("cd %s && mkdir -p -m 700 \"$LTR_RUNTIME_DIR\" && { unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs \"$LTR_RUNTIME_DIR\" && "
+                  "exec %s %s' > t.out & echo $! > t.pid; } && i=0; while ! grep -q agent t.out 2>/dev/null; do "
+                  "[ $i -lt 2000 ] || exit 9; sleep 0.02; i=$((i+1)); done; grep -q 'agent 1' t.out || exit 8; "
+                  "%s start heap --instance ns --name %s; s=$?; %s cancel --instance ns; exit $s",
+                  dir, prog, dir, tu_ltr(), own, tu_ltr()),
+           0, "runs in a mount namespace of its own");
+}
+
 /* `ltr start heap --name N` where no executable is N but a process that ps
  * calls N runs (started through a link: python3 -> python3.11): said, with
  * the name that traces it (nothing was said, nothing of it recorded). */
@@ -412,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, fresh, done),
         cmocka_unit_test_setup_teardown(test_sources_not_roots_alone_refused, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_by_name_other_namespace_said, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_of_a_link_said, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
