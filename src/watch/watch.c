@@ -22,6 +22,7 @@
 #include "prim/prim.h"
 #include "profiles/profiles.h"
 #include "recorder/client.h"
+#include "recorder/heaprun.h"
 #include "recorder/reach.h"
 #include "recorder/recorder.h"
 #include "recorder/snapshot.h"
@@ -288,6 +289,13 @@ static int reach(watch *w, uint32_t pid, ltr_error *err)
             if (r.procs[k].pid == pid && r.procs[k].state < 0)
                 return ltr_fail(err, -r.procs[k].state, "pid %u (%s) could not be attached: %s", pid,
                                 w->cfg->name, r.procs[k].why.msg);
+        /* one that carries the agent already (the by-name setting's) may
+         * still not reach this session (a private /tmp): it waited "for the
+         * heap agent to join" for good */
+        ltr_error why;
+        if (ltr_heap_agent_loaded(pid) == 1 && ltr_attach_check((pid_t)pid, w->rundir, &why) < 0)
+            return ltr_fail(err, -why.code, "pid %u (%s) carries the heap agent but cannot join the session: %s",
+                            pid, w->cfg->name, why.msg);
     }
     /* snapshots someone enabled before (ltr snapshotconfig, periodic ones
      * for --trend) are theirs: the watch's end turned them off, and the

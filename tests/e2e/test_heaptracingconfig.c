@@ -388,8 +388,8 @@ static void test_start_by_name_attaches_running(void **state)
 /* A running instance that carries the agent in a mount namespace of its own,
  * where its runtime directory is another one of the same name (systemd's
  * PrivateTmp= for a user whose runtime directory is /tmp/ltr-UID): 'ltr start
- * heap --name' says it cannot reach it; it said nothing, and the session
- * recorded nothing ("0 processes attached"). */
+ * heap --name' and 'ltr watch --name' say it cannot reach it; they said
+ * nothing, the session recorded nothing ("0 processes attached"). */
 static void test_start_by_name_other_namespace_said(void **state)
 {
     if (!have_etc)
@@ -404,6 +404,11 @@ static void test_start_by_name_other_namespace_said(void **state)
                   "%s start heap --instance ns --name %s; s=$?; %s cancel --instance ns; exit $s",
                   dir, prog, dir, tu_ltr(), own, tu_ltr()),
            0, "runs in a mount namespace of its own");
+    /* and 'ltr watch --name' (it waited "for the heap agent to join" for good) */
+    expect(tu_run("timeout -s INT 3 %s watch --name %s --record-to %s/w.ltr --private-bytes-above 100G "
+                  "--interval 0.2 2>&1 | grep -m1 'runs in a mount namespace of its own' >&2",
+                  tu_ltr(), own, dir),
+           0, "cannot join the session");
 }
 
 /* `ltr start heap --name N` where no executable is N but a process that ps
