@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +134,18 @@ static bool seen_alike(pid_t pid, const char *dir)
     return ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino;
 }
 
+/* Whether pid's mount namespace has dir read-only where ltr's has it
+ * writable (systemd's ProtectSystem=strict or ReadOnlyPaths= over /run/ltr):
+ * its agent cannot open the registry there. Unknown counts as writable. */
+static bool read_only_there(pid_t pid, const char *dir)
+{
+    char there[PATH_MAX + 64];
+    struct statvfs ours, theirs;
+    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, dir);
+    return dir[0] == '/' && statvfs(dir, &ours) == 0 && !(ours.f_flag & ST_RDONLY) &&
+           statvfs(there, &theirs) == 0 && (theirs.f_flag & ST_RDONLY);
+}
+
 static bool same_dir(const char *a, const char *b)
 {
     char ra[PATH_MAX], rb[PATH_MAX];
@@ -181,6 +194,11 @@ int ltr_attach_check(pid_t pid, const char *runtime_dir, ltr_error *err)
                         "runtime directory outside /tmp that both see (LTR_RUNTIME_DIR in its environment, "
                         "Environment= in its unit) and restart it, then run ltr with the same LTR_RUNTIME_DIR",
                         (int)pid, theirs);
+    if (read_only_there(pid, theirs))
+        return ltr_fail(err, EACCES, "pid %d runs in a mount namespace of its own where %s, the runtime directory "
+                        "its agent would use, is read-only (systemd's ProtectSystem=strict or ReadOnlyPaths=): it "
+                        "cannot open the session registry there; give the service ReadWritePaths=%s in its unit "
+                        "and restart it", (int)pid, theirs, theirs);
     return has > 0;
 }
 

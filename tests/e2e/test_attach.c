@@ -729,6 +729,13 @@ static void test_refusals(void **state)
     expect_refused(tu_run("unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs \"$LTR_RUNTIME_DIR\" && "
                           "exec sleep 5' & p=$!; sleep 0.3; %s start heap --pid $p; s=$?; kill $p; exit $s", LTR),
                    "runs in a mount namespace of its own");
+    /* the same directory, read-only in its mount namespace (systemd's
+     * ProtectSystem=strict over /run/ltr): its agent cannot open the
+     * registry; it was "heap agent loaded", then nothing recorded */
+    expect_refused(tu_run("unshare -m --propagation private sh -c 'mount --bind \"$LTR_RUNTIME_DIR\" "
+                          "\"$LTR_RUNTIME_DIR\" && mount -o remount,bind,ro \"$LTR_RUNTIME_DIR\" && exec sleep 5' & "
+                          "p=$!; sleep 0.3; %s start heap --pid $p; s=$?; kill $p; exit $s", LTR),
+                   "read-only");
     /* another user's process, for root's sessions */
     expect_refused(tu_run("setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & p=$!; sleep 0.2; "
                           "%s start heap --pid $p; s=$?; kill $p; exit $s", LTR), "runs as user");
