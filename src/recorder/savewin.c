@@ -117,7 +117,8 @@ static int window_order(rec_save_window *sw)
         b->rank = (uint32_t)e[1];
     }
     an_hmap_free(&first);
-    qsort(sw->bufs, sw->n, sizeof *sw->bufs, by_rank);
+    if (sw->n > 1) /* an empty window has no array (qsort's is declared non-null) */
+        qsort(sw->bufs, sw->n, sizeof *sw->bufs, by_rank);
     return 0;
 }
 
