@@ -9,7 +9,8 @@
  * DWARF expressions; fallback.c). LTR_HEAP_UNWIND=libunwind uses libunwind only;
  * LTR_HEAP_UNWIND=full walks every stack to its end (no reuse of the
  * previous walk's outer frames, unwind.c: for measuring);
- * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares, and says at
+ * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares (and the
+ * walk's sums of its hashes with a pass of their own), and says at
  * exit (stderr) how many stacks each way gave and how many differed, and
  * how many of the fast stacks' frames were the previous walk's.
  *
@@ -39,14 +40,10 @@
 
 #define MAX_DEPTH TRIE_MAX_PATH
 
-/* This thread's prefix hashes of its last stack, and how many of them are
- * of a stack that reached its outermost frame (else 0): the next stack
- * hashes only the frames below the outer ones it shares with that one
- * (unwind_fast says how many). 7 KB: a block of the thread's own
- * (perthread.h), not TLS. */
+/* This thread's prefix hashes of a new stack (3 KB): a block of the
+ * thread's own (perthread.h), not TLS. */
 typedef struct stacks_block {
     trie_hashes hashes;
-    int hashed;
 } stacks_block;
 
 static bool trie_ready;
@@ -131,25 +128,33 @@ static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const 
     return lo;
 }
 
-/* The node of the n frames f; the outermost from of them are hashed already
- * (hashes). */
-static stack_ref lookup_or_add(trie_hashes *hashes, void *const *f, int n, int from, bool rescan)
+/* The node of the n frames f, whose hashes' sums are sums (trie.h), or to
+ * be made (NULL). A known stack costs one probe; a new one hashes its
+ * prefixes too, to find the longest it shares. */
+static stack_ref lookup_or_add(trie_hashes *hashes, void *const *f, int n, const uint64_t *sums,
+                               bool rescan)
 {
     if (n == 0)
         return (stack_ref){0};
     const uint64_t *h1 = hashes->h1;
     const uint32_t *h2 = hashes->h2;
-    trie_hash(f, n, from, hashes);
+    uint64_t path1;
+    uint32_t path2;
+    if (sums)
+        trie_hash_sums(sums, &path1, &path2);
+    else
+        trie_hash_path(f, n, &path1, &path2);
     const trie_table *t = trie_current();
     stack_ref ref = {0}, base = {0};
+    if (t && (ref = trie_find(t, path1, path2)).id)
+        return ref;
+    trie_hash(f, n, hashes);
     int known = 0;
     if (t) {
-        /* A new stack's next probes (longest_prefix) start now: their misses
-         * overlap this one's. */
+        /* A new stack's probes (longest_prefix) start now: their misses
+         * overlap. */
         for (int k = n - 1; k > 0 && k >= n - 4; k--)
             trie_prefetch(t, h1[k]);
-        if ((ref = trie_find(t, h1[n], h2[n])).id)
-            return ref;
         known = longest_prefix(t, n, h1, h2, &base);
     }
     /* publishing reads it (its slot's hint is set only if a stack ended
@@ -215,6 +220,23 @@ __attribute__((noinline)) static void check_against_libunwind(void *const *a, in
     }
 }
 
+/* UNWIND_CHECK: the hashes of the stack's n frames f from the walk's sums
+ * against those of a pass of their own (a wrong sum would cost a needless
+ * search of the trie at each event, never a wrong stack). */
+static void check_sums(void *const *f, int n, const uint64_t sums[2])
+{
+    uint64_t a1, b1;
+    uint32_t a2, b2;
+    trie_hash_path(f, n, &a1, &a2);
+    trie_hash_sums(sums, &b1, &b2);
+    if ((a1 == b1 && a2 == b2) || atomic_fetch_add(&n_mismatch, 1) >= 5)
+        return;
+    char line[160];
+    snprintf(line, sizeof line, "ltr-heap[%d]: unwind check: the walk's hash of %d frames is not theirs\n",
+             (int)getpid(), n);
+    say(line);
+}
+
 __attribute__((destructor)) static void check_report(void)
 {
     if (unwind_mode != UNWIND_CHECK)
@@ -258,8 +280,9 @@ stack_ref stacks_capture(const void *frame)
         return (stack_ref){0}; /* no stack: as with stacks off */
     void *buf[MAX_DEPTH + 16];
     int n = -1, i = 0, shared = 0, max = frame ? depth + 4 : depth + 16;
+    uint64_t sums[2];
     if (unwind_mode != UNWIND_LIBUNWIND) /* from frame: few agent frames, if any */
-        n = unwind_fast(buf, max, frame, &shared);
+        n = unwind_fast(buf, max, frame, &shared, sums);
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
@@ -276,13 +299,11 @@ stack_ref stacks_capture(const void *frame)
             check_against_libunwind(buf + i, count, depth + 16);
         }
     }
-    /* The previous stack's hashes of the outer frames this one shares hold
-     * if both reached their outermost frame, uncut. */
-    bool whole = fast && n < max && n - i <= depth;
-    int from = whole ? shared < sb->hashed ? shared : sb->hashed : 0;
-    from = from < count ? from : count;
-    sb->hashed = whole ? count : 0;
-    return lookup_or_add(&sb->hashes, buf + i, count, from, !fast || modules_moved());
+    /* the walk's sums are the stack's when it is all of the walk */
+    bool summed = fast && i == 0 && count == n;
+    if (unwind_mode == UNWIND_CHECK && summed)
+        check_sums(buf, count, sums);
+    return lookup_or_add(&sb->hashes, buf + i, count, summed ? sums : NULL, !fast || modules_moved());
 }
 
 /* Node records waiting to be appended: consecutive nodes of one path,

@@ -92,33 +92,56 @@ static bool table_make(trie_table *t, unsigned bits)
     return true;
 }
 
-bool trie_init(void)
+/* The two polynomials' bases (odd: their powers never vanish mod 2^64). */
+#define BASE_A 0xff51afd7ed558ccdull
+#define BASE_B 0xc4ceb9fe1a85ec53ull
+
+/* BASE_A^i and BASE_B^i, i from 0: the weight of a path's frame i places
+ * out from its innermost (trie_init). */
+uint64_t trie_pow[TRIE_SUM_MAX][2];
+
+static inline uint64_t h1_of(uint64_t a) { return (a ^ a >> 29) | 1; }
+static inline uint32_t h2_of(uint64_t b) { return (uint32_t)(b >> 32); }
+
+/* A chain from the outermost frame in: each prefix from the one before. */
+void trie_hash(void *const *f, int n, trie_hashes *h)
 {
-    trie_nodes = map(sizeof(fnode) * TRIE_MAX_NODES);
-    return trie_nodes != NULL;
+    uint64_t a = 0, b = 0;
+    for (int k = 1; k <= n; k++) {
+        uint64_t m = trie_mix(f[n - k]);
+        a = a * BASE_A + m;
+        b = b * BASE_B + m;
+        h->h1[k] = h1_of(a);
+        h->h2[k] = h2_of(b);
+    }
 }
 
-/* Each frame is mixed on its own (those run ahead, in parallel), and the
- * chains that carry a prefix to the next frame are one operation and a
- * multiply each: the frames of a stack are hashed at the speed of that chain
- * (4 cycles a frame where mixing inside them took 6). */
-void trie_hash(void *const *f, int n, int from, trie_hashes *h)
+/* The same sums as trie_hash's prefix n, term by term from the innermost
+ * frame: for a path the unwinder did not sum as it walked (libunwind's, or
+ * one cut or started inside the agent). */
+void trie_hash_path(void *const *f, int n, uint64_t *h1, uint32_t *h2)
 {
-    if (from == 0) {
-        h->a[0] = 0x9e3779b97f4a7c15ull;
-        h->b[0] = 0xc2b2ae3d27d4eb4full;
+    uint64_t sums[2] = {0, 0};
+    for (int i = 0; i < n; i++)
+        trie_sum_frame(sums, f[i], i);
+    trie_hash_sums(sums, h1, h2);
+}
+
+void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2)
+{
+    *h1 = h1_of(s[0]);
+    *h2 = h2_of(s[1]);
+}
+
+bool trie_init(void)
+{
+    trie_pow[0][0] = trie_pow[0][1] = 1;
+    for (int i = 1; i < TRIE_SUM_MAX; i++) {
+        trie_pow[i][0] = trie_pow[i - 1][0] * BASE_A;
+        trie_pow[i][1] = trie_pow[i - 1][1] * BASE_B;
     }
-    uint64_t a = h->a[from], b = h->b[from];
-    for (int k = from + 1; k <= n; k++) {
-        uint64_t m = (uint64_t)(uintptr_t)f[n - k] * 0xbf58476d1ce4e5b9ull;
-        m ^= m >> 31;
-        a = (a ^ m) * 0xff51afd7ed558ccdull;
-        b = (b + m) * 0xc4ceb9fe1a85ec53ull;
-        h->a[k] = a;
-        h->b[k] = b;
-        h->h1[k] = (a ^ a >> 29) | 1;
-        h->h2[k] = (uint32_t)(b >> 32);
-    }
+    trie_nodes = map(sizeof(fnode) * TRIE_MAX_NODES);
+    return trie_nodes != NULL;
 }
 
 const trie_table *trie_current(void)

@@ -44,17 +44,62 @@ bool trie_init(void);
 #define TRIE_MAX_PATH 256
 
 /* Two independent hashes of each prefix of a path: h1[k], h2[k] of its
- * outermost k frames, and the state they were made from (a, b), from which
- * the hashes of longer prefixes go on. */
+ * outermost k frames. Each is a polynomial of the frames' mixes, the
+ * outermost the highest power (prefix k+1 = prefix k * P + its next frame),
+ * so that the hashes of a whole path are also a sum of one term a frame, its
+ * mix times the power of its place from the innermost: terms that do not
+ * wait for each other (trie_hash_path). */
 typedef struct trie_hashes {
-    uint64_t h1[TRIE_MAX_PATH + 1], a[TRIE_MAX_PATH + 1], b[TRIE_MAX_PATH + 1];
+    uint64_t h1[TRIE_MAX_PATH + 1];
     uint32_t h2[TRIE_MAX_PATH + 1];
 } trie_hashes;
 
-/* Hashes prefixes from + 1 .. n of the n frames f (innermost first, n at
- * most TRIE_MAX_PATH); prefixes 1 .. from in h are these frames' already
- * (a caller's earlier path with the same outermost from frames). */
-void trie_hash(void *const *f, int n, int from, trie_hashes *h);
+/* Hashes prefixes 1 .. n of the n frames f (innermost first, n at most
+ * TRIE_MAX_PATH): what a new path needs to find its longest known prefix. */
+void trie_hash(void *const *f, int n, trie_hashes *h);
+/* The hashes of prefix n alone (the whole path), the same as trie_hash's
+ * h1[n], h2[n]: all a known path needs. Call after trie_init. */
+void trie_hash_path(void *const *f, int n, uint64_t *h1, uint32_t *h2);
+
+/* The sums behind a path's two hashes, kept term by term where the path is
+ * made (the unwinder adds each frame's as it steps to it, where the
+ * multiplies hide under the walk's loads): s[0], s[1] of frames 0 .. n-1,
+ * frame i the i-th from the innermost, i below TRIE_SUM_MAX. */
+#define TRIE_SUM_MAX 512
+extern uint64_t trie_pow[TRIE_SUM_MAX][2]; /* the bases' powers (trie_init) */
+
+static inline uint64_t trie_mix(const void *ip)
+{
+    uint64_t m = (uint64_t)(uintptr_t)ip * 0xbf58476d1ce4e5b9ull;
+    return m ^ m >> 31;
+}
+
+/* Adds frame ip, the i-th from the innermost, to the sums s. */
+static inline void trie_sum_frame(uint64_t s[2], const void *ip, int i)
+{
+    uint64_t m = trie_mix(ip);
+    s[0] += m * trie_pow[i][0];
+    s[1] += m * trie_pow[i][1];
+}
+
+/* Adds to the sums s of n frames those of a path that goes on outward
+ * from them (its own innermost frame then the n-th). */
+static inline void trie_sum_outer(uint64_t s[2], const uint64_t outer[2], int n)
+{
+    s[0] += outer[0] * trie_pow[n][0];
+    s[1] += outer[1] * trie_pow[n][1];
+}
+
+/* The sums of frame ip followed outward by a path of sums outer. */
+static inline void trie_sum_inner(uint64_t s[2], const void *ip, const uint64_t outer[2])
+{
+    uint64_t m = trie_mix(ip);
+    s[0] = m + outer[0] * trie_pow[1][0];
+    s[1] = m + outer[1] * trie_pow[1][1];
+}
+
+/* The hashes of a path from its sums: trie_hash_path's. */
+void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2);
 /* The table to look up in; NULL until the first node is added. */
 const trie_table *trie_current(void);
 static inline void trie_prefetch(const trie_table *t, uint64_t h1)

@@ -27,6 +27,7 @@
 #include "agent/agent.h"
 #include "agent/perthread.h"
 #include "agent/procmaps.h"
+#include "agent/trie.h"
 #include "agent/unwind.h"
 
 #if defined(__x86_64__)
@@ -442,6 +443,7 @@ typedef struct walk_cache {
     uintptr_t bp_in[CACHE_MAX]; /* BP as the frame was entered */
     uintptr_t bp_at[CACHE_MAX]; /* where its rule restored the BP an outer frame used; 0 */
     bool need_bp[CACHE_MAX];    /* the walk from this frame out used bp_in */
+    uint64_t sums[CACHE_MAX][2]; /* trie.h's sums of the keys from this slot out */
 } walk_cache;
 
 static bool reuse_on = true;
@@ -489,10 +491,13 @@ static void cache_store(unwind_block *ub, void *const *pcs, const walk_rec *w, i
         return;
     }
     bool need = base + count < CACHE_MAX && ub->cache.need_bp[base + count];
+    static const uint64_t none[2];
     for (int f = count - 1; f >= 0; f--) {
         int s = base + f;
         uint32_t rule = w->rule[f];
         ub->cache.key[s] = f ? (uintptr_t)pcs[f] : w->key0;
+        trie_sum_inner(ub->cache.sums[s], (void *)ub->cache.key[s],
+                       s + 1 < CACHE_MAX ? ub->cache.sums[s + 1] : none);
         ub->cache.cfa[s] = w->cfa[f];
         ub->cache.bp_in[s] = w->bp_in[f];
         ub->cache.bp_at[s] = rule_bp(rule) == BP_SAVED && need ? w->cfa[f] - rule_bp_off(rule) : 0;
@@ -514,6 +519,22 @@ static int finish_reused(unwind_block *ub, void **pcs, int n, int max, int s, co
     cache_store(ub, pcs, w, n - 1, s - (n - 1), e);
     *shared = take == outer ? outer : 0;
     return n + take;
+}
+
+/* The sums of pcs[0 .. n), a walk just stored: the cache's from its
+ * innermost slot, which hold them when its keys are pcs (a walk from the
+ * agent's own pc keys frame 0 by pc + 1), else a pass over pcs. */
+static void cached_sums(const unwind_block *ub, void *const *pcs, int n, uint64_t sums[2])
+{
+    int base = CACHE_MAX - ub->cache.n;
+    if (ub->cache.n == n && ub->cache.key[base] == (uintptr_t)pcs[0]) {
+        sums[0] = ub->cache.sums[base][0];
+        sums[1] = ub->cache.sums[base][1];
+        return;
+    }
+    sums[0] = sums[1] = 0;
+    for (int i = 0; i < n; i++)
+        trie_sum_frame(sums, pcs[i], i);
 }
 
 /* ---- when to record: reuse only where it pays ------------------------------
@@ -580,7 +601,7 @@ static void policy_count(unwind_block *ub, int frames, int reused)
  * BP needed where it is not known, is a give-up (-1). */
 static inline __attribute__((always_inline)) int
 walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t key,
-     const bool record, int *shared)
+     const bool record, int *shared, uint64_t sums[2])
 {
     const uintptr_t hi = stack_hi;
     const unsigned e = atomic_load_explicit(&epoch, memory_order_relaxed);
@@ -591,6 +612,11 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
     int cs = record && ub->cache.n && ub->cache.epoch == e ? CACHE_MAX - ub->cache.n : CACHE_MAX;
     bool bp_known = true;
     int n = 0;
+    /* each frame's terms of the path's hash (trie.h): they wait for nothing
+     * but the frame, and run beside the walk's chain of loads */
+    uint64_t sum[2] = {0, 0};
+    if (!record)
+        trie_sum_frame(sum, (void *)pc, 0);
     pcs[n++] = (void *)pc;
     while (n < max) {
         if (key >> 48)
@@ -637,6 +663,7 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
                               ? cs : first_changed(ub, cs);
             if (changed == CACHE_MAX) {
                 int total = finish_reused(ub, pcs, n, max, cs, w, e, shared);
+                cached_sums(ub, pcs, total, sums);
                 policy_count(ub, total, total - n);
                 return total;
             }
@@ -645,15 +672,21 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
         sp = cfa;
         if (!ra)
             break;
+        if (!record)
+            trie_sum_frame(sum, (void *)ra, n);
         pcs[n++] = (void *)ra;
         key = ra;
     }
-    if (!record)
+    if (!record) {
+        sums[0] = sum[0];
+        sums[1] = sum[1];
         return n;
+    }
     if (n == max) /* cut: it did not reach the outermost frame */
         ub->cache.n = 0;
     else
         cache_store(ub, pcs, w, n, CACHE_MAX - n, e);
+    cached_sums(ub, pcs, n, sums);
     policy_count(ub, n, 0);
     return n;
 give_up:
@@ -664,7 +697,7 @@ give_up:
     return -1;
 }
 
-__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame, int *shared)
+__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame, int *shared, uint64_t sums[2])
 {
     uintptr_t pc, sp, bp, key;
     *shared = 0;
@@ -681,20 +714,23 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame
         key = pc + 1; /* pc's rule, as if it were a return address */
     }
     unwind_block *ub = reuse_on ? agent_thread_block(AGENT_BLOCK_UNWIND, sizeof *ub) : NULL;
+    if (max > TRIE_SUM_MAX) /* not from stacks.c, whose stacks are shorter */
+        max = TRIE_SUM_MAX;
     if (max <= 0 || !stack_bounds() || sp - 16 < stack_lo || sp >= stack_hi) {
         if (ub)
             ub->cache.n = 0;
         return -1;
     }
     if (ub && policy_records())
-        return walk(ub, pcs, max, pc, sp, bp, key, true, shared);
-    return walk(ub, pcs, max, pc, sp, bp, key, false, shared);
+        return walk(ub, pcs, max, pc, sp, bp, key, true, shared, sums);
+    return walk(ub, pcs, max, pc, sp, bp, key, false, shared, sums);
 }
 
 #else /* not x86-64: libunwind does it all */
 
-int unwind_fast(void **pcs, int max, const void *frame, int *shared)
+int unwind_fast(void **pcs, int max, const void *frame, int *shared, uint64_t sums[2])
 {
+    (void)sums;
     (void)pcs;
     (void)max;
     (void)frame;

@@ -23,9 +23,12 @@
  * returned (0 if that call failed, was cut at max, or is not known to
  * share any, as while the thread's reuse is paused because it did not
  * pay); they were taken from that walk, not walked again (unwind.c).
+ * sums: trie.h's sums of pcs[0 .. return), made as the walk goes (the
+ * path's hashes without a pass of their own), when it returns one. max is
+ * at most TRIE_SUM_MAX.
  * Call with the agent's guard set: the first sight of an address may
  * allocate (libdw). Never blocks. */
-int unwind_fast(void **pcs, int max, const void *frame, int *shared);
+int unwind_fast(void **pcs, int max, const void *frame, int *shared, uint64_t sums[2]);
 
 /* Off: every walk goes to the end (for measuring the reuse alone). */
 void unwind_set_reuse(bool on);

@@ -6,7 +6,8 @@
  *     ltr-heap[PID]: unwind check: F fast, B fallback, M mismatched, R refused (...)
  *     ltr-heap[PID]: unwind reuse: R of N frames
  * (F stacks came from the fast unwinder and were compared frame by frame
- * with libunwind's, B went to libunwind, M of the F differed; R of the N
+ * with libunwind's, B went to libunwind, M of the F differed, or had hashes
+ * from the walk's sums that a pass over their frames did not give; R of the N
  * frames of the F were taken from the thread's previous walk). The call
  * sites are in tests/programs: unwind_target.cpp, target.c and reuse.c.
  */
