@@ -12,7 +12,8 @@
  * LTR_HEAP_UNWIND=check unwinds each stack both ways, compares (and the
  * walk's sums of its hashes with a pass of their own), and says at
  * exit (stderr) how many stacks each way gave and how many differed, and
- * how many of the fast stacks' frames were the previous walk's.
+ * how many of the fast stacks' frames were the previous walk's, and how
+ * many were stepped over at a guessed CFA.
  *
  * Stacks share their outer frames, as in heaptrack: a node of the trie
  * (trie.c) is (parent node, return address), a stack's id is the id of its
@@ -51,7 +52,7 @@ static int depth = 64;
 enum { UNWIND_FAST, UNWIND_LIBUNWIND, UNWIND_CHECK };
 static int unwind_mode = UNWIND_FAST;
 static _Atomic uint64_t n_fast, n_fallback, n_mismatch; /* stacks, for UNWIND_CHECK */
-static _Atomic uint64_t n_frames, n_shared; /* fast stacks' frames, those reused */
+static _Atomic uint64_t n_frames, n_shared, n_guessed; /* fast stacks' frames, those reused, guessed */
 static uintptr_t agent_lo, agent_hi;
 
 static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
@@ -251,6 +252,9 @@ __attribute__((destructor)) static void check_report(void)
     snprintf(line, sizeof line, "ltr-heap[%d]: unwind reuse: %llu of %llu frames\n", (int)getpid(),
              (unsigned long long)n_shared, (unsigned long long)n_frames);
     say(line);
+    snprintf(line, sizeof line, "ltr-heap[%d]: unwind guesses: %llu of %llu frames\n", (int)getpid(),
+             (unsigned long long)n_guessed, (unsigned long long)n_frames);
+    say(line);
     snprintf(line, sizeof line, "ltr-heap[%d]: %u frame nodes\n", (int)getpid(),
              (unsigned)trie_count());
     say(line);
@@ -279,10 +283,10 @@ stack_ref stacks_capture(const void *frame)
     if (!sb)
         return (stack_ref){0}; /* no stack: as with stacks off */
     void *buf[MAX_DEPTH + 16];
-    int n = -1, i = 0, shared = 0, max = frame ? depth + 4 : depth + 16;
-    uint64_t sums[2];
+    int n = -1, i = 0, max = frame ? depth + 4 : depth + 16;
+    unwind_info ui;
     if (unwind_mode != UNWIND_LIBUNWIND) /* from frame: few agent frames, if any */
-        n = unwind_fast(buf, max, frame, &shared, sums);
+        n = unwind_fast(buf, max, frame, &ui);
     bool fast = n >= 0;
     if (fast)
         i = frame ? past_agent(buf, n) : first_caller_frame(buf, n);
@@ -295,15 +299,16 @@ stack_ref stacks_capture(const void *frame)
         atomic_fetch_add(fast ? &n_fast : &n_fallback, 1);
         if (fast) {
             atomic_fetch_add(&n_frames, (uint64_t)n);
-            atomic_fetch_add(&n_shared, (uint64_t)shared);
+            atomic_fetch_add(&n_shared, (uint64_t)ui.shared);
+            atomic_fetch_add(&n_guessed, (uint64_t)ui.guessed);
             check_against_libunwind(buf + i, count, depth + 16);
         }
     }
     /* the walk's sums are the stack's when it is all of the walk */
     bool summed = fast && i == 0 && count == n;
     if (unwind_mode == UNWIND_CHECK && summed)
-        check_sums(buf, count, sums);
-    return lookup_or_add(&sb->hashes, buf + i, count, summed ? sums : NULL, !fast || modules_moved());
+        check_sums(buf, count, ui.sums);
+    return lookup_or_add(&sb->hashes, buf + i, count, summed ? ui.sums : NULL, !fast || modules_moved());
 }
 
 /* Node records waiting to be appended: consecutive nodes of one path,

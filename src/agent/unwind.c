@@ -460,12 +460,53 @@ typedef struct walk_rec {
     uint32_t rule[CACHE_MAX];
 } walk_rec;
 
+/* ---- guessing each frame's CFA ----------------------------------------------
+ *
+ * A walk is a chain: a frame's return address is loaded from its CFA, its
+ * rule from the table under that address, the next CFA from the rule, and
+ * each load waits for the one before (about 13 cycles a frame, most of a
+ * deep stack's cost where the reuse above does not pay: the deep workload's
+ * innermost ten frames differ from one allocation to the next, its CFAs do
+ * not). So a plain walk (not recording) keeps the CFA of each of its frames,
+ * and the next one takes them as guesses: at each frame it computes the CFA
+ * as ever and compares it with the guess, but loads the return address (and
+ * a saved BP) at the guess, which comes from memory of its own and is hidden
+ * from the compiler's knowledge of the equality (an empty asm): the next
+ * frame's loads need not wait for this one's rule, and the processor runs
+ * ahead through the frames while the comparisons, predicted, catch up.
+ *
+ * Exact: a frame is stepped over only once its computed CFA equals the
+ * guess, so every value the walk goes on with is the one the chain would
+ * give, and it loads nothing at an address the chain would not (a guess is
+ * dereferenced only after it was checked, and after the bounds of the
+ * chain's own checks). At the first frame whose guess fails, or that is not
+ * an ordinary step (the outermost, a give-up, BP unknown), it leaves that
+ * frame, its state untouched, to the chain. The guesses are this thread's
+ * own CFAs, of the same stack, and never trusted.
+ *
+ * Keeping the guesses costs a store a frame and a second look at the first
+ * frame that fails: on bench/heap's random depths, whose CFAs rarely repeat,
+ * 5 % more instructions. So, as the reuse above, a thread guesses in windows
+ * of PROBE_WALKS walks and goes on while at least half their frames were
+ * guessed, else walks plainly for a pause that doubles from PAUSE_MIN to
+ * PAUSE_MAX walks. */
+
+typedef struct walk_guess {
+    int n; /* CFAs of frames 0 .. n-1 of the thread's last guessing walk */
+    int left;                 /* walks left in this window, or pause (off) */
+    bool off;
+    unsigned frames, guessed; /* in this window */
+    unsigned pause;           /* walks in the next pause (0: PAUSE_MIN) */
+    uintptr_t cfa[TRIE_SUM_MAX];
+} walk_guess;
+
 /* This thread's cache and the walk in progress: not in TLS (glibc takes TLS
  * from every thread's stack) nor on the program's stack (2.6 KB), but in a
  * block of the thread's own (perthread.h). */
 typedef struct unwind_block {
     walk_cache cache;
     walk_rec rec;
+    walk_guess guess;
 } unwind_block;
 
 /* The first slot at or after s whose words no longer hold what the cached
@@ -591,6 +632,35 @@ static void policy_count(unwind_block *ub, int frames, int reused)
     ub->cache.n = 0;
 }
 
+/* Whether this thread's next plain walk guesses. */
+static inline bool guess_on(walk_guess *g)
+{
+    if (!g->off)
+        return true;
+    if (--g->left > 0)
+        return false;
+    g->off = false; /* a window again, from no guesses */
+    g->n = 0;
+    g->left = PROBE_WALKS;
+    return true;
+}
+
+/* After a guessing walk of frames frames, guessed of them stepped over at a
+ * guess. */
+static void guess_count(walk_guess *g, int frames, int guessed)
+{
+    g->frames += (unsigned)frames;
+    g->guessed += (unsigned)guessed;
+    if (--g->left > 0)
+        return;
+    bool paid = g->guessed * 2 >= g->frames;
+    unsigned pause = g->pause ? g->pause : PAUSE_MIN;
+    g->frames = g->guessed = 0;
+    g->off = !paid;
+    g->left = paid ? PROBE_WALKS : (int)pause;
+    g->pause = paid ? 0 : pause < PAUSE_MAX ? 2 * pause : pause;
+}
+
 /* ---- the walk ------------------------------------------------------------ */
 
 /* From the state (pc, sp, bp, key) of frame 0, into pcs[0..]. record: keep
@@ -601,7 +671,7 @@ static void policy_count(unwind_block *ub, int frames, int reused)
  * BP needed where it is not known, is a give-up (-1). */
 static inline __attribute__((always_inline)) int
 walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t key,
-     const bool record, int *shared, uint64_t sums[2])
+     const bool record, const bool guessing, unwind_info *info)
 {
     const uintptr_t hi = stack_hi;
     const unsigned e = atomic_load_explicit(&epoch, memory_order_relaxed);
@@ -618,6 +688,40 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
     if (!record)
         trie_sum_frame(sum, (void *)pc, 0);
     pcs[n++] = (void *)pc;
+    int ncfa = 0; /* frames whose CFA is known: 0 .. ncfa-1 */
+    int guessed = 0;
+    walk_guess *const guess = guessing ? &ub->guess : NULL;
+    /* the frames the guesses hold (above); the first that fails, the chain's */
+    for (int g = guessing ? guess->n : 0; n < max && n - 1 < g;) {
+        if (key >> 48)
+            break;
+        uint32_t rule = rule_at(key);
+        if (rule_kind(rule) != R_STEP || ((rule & R_CFA_BP) && !bp_known))
+            break;
+        uintptr_t cfa = guess->cfa[n - 1];
+        if (((rule & R_CFA_BP) ? bp : sp) + rule_cfa_off(rule) != cfa)
+            break;
+        __asm__("" : "+r"(cfa)); /* the guess's, not the rule's: the loads below wait for no rule */
+        if (cfa <= sp || cfa > hi || (cfa & 7))
+            break;
+        uintptr_t ra = load(cfa - 8), bp_out = bp;
+        if (rule_bp(rule) == BP_SAVED) {
+            uintptr_t at = cfa - rule_bp_off(rule);
+            if (at < sp || at + 8 > hi)
+                break;
+            bp_out = load(at);
+        }
+        bp_known = bp_known && rule_bp(rule) != BP_LOST;
+        bp = bp_out;
+        sp = cfa;
+        ncfa = n;
+        guessed = n;
+        if (!ra)
+            goto walked;
+        trie_sum_frame(sum, (void *)ra, n);
+        pcs[n++] = (void *)ra;
+        key = ra;
+    }
     while (n < max) {
         if (key >> 48)
             goto give_up;
@@ -641,6 +745,9 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
         uintptr_t cfa = base + rule_cfa_off(rule);
         if (cfa <= sp || cfa > hi || (cfa & 7))
             goto give_up;
+        if (guessing)
+            guess->cfa[n - 1] = cfa;
+        ncfa = n;
         uintptr_t ra = load(cfa - 8);
         uint32_t bp_rule = rule_bp(rule);
         if (bp_rule == BP_SAVED) {
@@ -662,8 +769,8 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
             int changed = ub->cache.need_bp[cs] && (!bp_known_in || bp_in != ub->cache.bp_in[cs])
                               ? cs : first_changed(ub, cs);
             if (changed == CACHE_MAX) {
-                int total = finish_reused(ub, pcs, n, max, cs, w, e, shared);
-                cached_sums(ub, pcs, total, sums);
+                int total = finish_reused(ub, pcs, n, max, cs, w, e, &info->shared);
+                cached_sums(ub, pcs, total, info->sums);
                 policy_count(ub, total, total - n);
                 return total;
             }
@@ -677,19 +784,29 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
         pcs[n++] = (void *)ra;
         key = ra;
     }
+walked:
     if (!record) {
-        sums[0] = sum[0];
-        sums[1] = sum[1];
+        if (guessing) {
+            guess->n = ncfa;
+            guess_count(guess, n, guessed);
+        }
+        info->guessed = guessed;
+        info->sums[0] = sum[0];
+        info->sums[1] = sum[1];
         return n;
     }
     if (n == max) /* cut: it did not reach the outermost frame */
         ub->cache.n = 0;
     else
         cache_store(ub, pcs, w, n, CACHE_MAX - n, e);
-    cached_sums(ub, pcs, n, sums);
+    cached_sums(ub, pcs, n, info->sums);
     policy_count(ub, n, 0);
     return n;
 give_up:
+    if (guessing) {
+        guess->n = ncfa;
+        guess_count(guess, n, guessed);
+    }
     if (record) {
         ub->cache.n = 0;
         policy_count(ub, 0, 0);
@@ -697,10 +814,10 @@ give_up:
     return -1;
 }
 
-__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame, int *shared, uint64_t sums[2])
+__attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame, unwind_info *info)
 {
     uintptr_t pc, sp, bp, key;
-    *shared = 0;
+    info->shared = info->guessed = 0;
     if (frame) {
         /* saved BP at frame, return address above it: the caller's registers */
         const uintptr_t *f = frame;
@@ -722,19 +839,20 @@ __attribute__((noinline)) int unwind_fast(void **pcs, int max, const void *frame
         return -1;
     }
     if (ub && policy_records())
-        return walk(ub, pcs, max, pc, sp, bp, key, true, shared, sums);
-    return walk(ub, pcs, max, pc, sp, bp, key, false, shared, sums);
+        return walk(ub, pcs, max, pc, sp, bp, key, true, false, info);
+    if (ub && guess_on(&ub->guess))
+        return walk(ub, pcs, max, pc, sp, bp, key, false, true, info);
+    return walk(ub, pcs, max, pc, sp, bp, key, false, false, info);
 }
 
 #else /* not x86-64: libunwind does it all */
 
-int unwind_fast(void **pcs, int max, const void *frame, int *shared, uint64_t sums[2])
+int unwind_fast(void **pcs, int max, const void *frame, unwind_info *info)
 {
-    (void)sums;
     (void)pcs;
     (void)max;
     (void)frame;
-    *shared = 0;
+    info->shared = info->guessed = 0;
     return -1;
 }
 

@@ -5,10 +5,12 @@
  * at exit each process says on stderr
  *     ltr-heap[PID]: unwind check: F fast, B fallback, M mismatched, R refused (...)
  *     ltr-heap[PID]: unwind reuse: R of N frames
+ *     ltr-heap[PID]: unwind guesses: G of N frames
  * (F stacks came from the fast unwinder and were compared frame by frame
  * with libunwind's, B went to libunwind, M of the F differed, or had hashes
  * from the walk's sums that a pass over their frames did not give; R of the N
- * frames of the F were taken from the thread's previous walk). The call
+ * frames of the F were taken from the thread's previous walk, G stepped
+ * over at the CFA the thread's previous walk found there). The call
  * sites are in tests/programs: unwind_target.cpp, target.c and reuse.c.
  */
 #include "util/testutil.h"
@@ -23,7 +25,7 @@
 #include <cmocka.h>
 
 typedef struct tally {
-    unsigned long long fast, fallback, mismatched, refused, reused, frames;
+    unsigned long long fast, fallback, mismatched, refused, reused, frames, guessed;
     int processes;
 } tally;
 
@@ -40,6 +42,11 @@ static tally read_tally(const char *err)
         t.fallback += b;
         t.mismatched += m;
         t.processes++;
+    }
+    for (const char *p = err; (p = strstr(p, "unwind guesses: ")); p++) {
+        unsigned long long g, n;
+        if (sscanf(p, "unwind guesses: %llu of %llu frames", &g, &n) == 2)
+            t.guessed += g;
     }
     for (const char *p = err; (p = strstr(p, "unwind reuse: ")); p++) {
         unsigned long long r, n;
@@ -132,6 +139,22 @@ static void test_reuse_pauses_and_resumes(void **state)
     assert_true(settled.reused * 2 > settled.frames);
 }
 
+/* Stacks whose frames differ near their outermost but whose CFAs repeat:
+ * the reuse pauses, and the plain walks step over nearly every frame at a
+ * guessed CFA (every one but the first walk's, the outermost and those of a
+ * recording window). Stacks whose inner frames move from one to the next
+ * (phases 0) are not guessed: the thread stops trying. check() has
+ * compared every frame with libunwind's. */
+static void test_guesses_where_cfas_repeat(void **state)
+{
+    tally alike = check("", "heap-target", "guesses 4000");
+    assert_true(alike.fast >= 4000);
+    assert_true(alike.reused * 3 < alike.frames);
+    assert_true(alike.guessed * 10 > alike.frames * 8);
+    tally moving = check("", "heap-target", "phases 0");
+    assert_true(moving.guessed * 10 < moving.frames);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +165,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_heap_target_modes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_reuse_pauses_and_resumes, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_guesses_where_cfas_repeat, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

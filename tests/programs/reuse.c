@@ -11,7 +11,8 @@
  * longjmp out of the frames they were made in. The size of each allocation
  * names its path (REUSE_* below), so test_heap.c checks every frame of every
  * stack (test_stacks_reusing_outer_frames); test_unwind.c runs it against
- * libunwind.
+ * libunwind. Mode "guesses" makes stacks whose CFAs repeat while their
+ * frames do not (below).
  */
 #include <alloca.h>
 #include <dlfcn.h>
@@ -134,4 +135,31 @@ void mode_phases(unsigned same)
         free(reuse_step((i & 1) | 15u << REUSE_DEPTH_SHIFT | REUSE_FP));
     for (unsigned i = 0; i < same; i++)
         free(reuse_step(15u << REUSE_DEPTH_SHIFT));
+}
+
+/* Two callers of the recursion, of the same frame, called from the same
+ * place: the stacks below them are alike, CFAs and all, while the return
+ * address into them differs. */
+#define REUSE_TOP(X, K)                                                                            \
+    __attribute__((noinline)) void *reuse_top_##X(unsigned code)                                   \
+    {                                                                                              \
+        void *p = reuse_rec(15, code);                                                             \
+        reuse_sink = K;                                                                            \
+        return p;                                                                                  \
+    }
+REUSE_TOP(a, 5)
+REUSE_TOP(b, 6)
+
+void *(*volatile reuse_top[2])(unsigned) = {reuse_top_a, reuse_top_b};
+
+/* Mode "guesses N": N allocations 20 frames deep whose consecutive stacks
+ * differ only in a frame near their outermost (reuse_top_a, then _b), as
+ * the deep workload's differ in their innermost: the previous walk has
+ * little to reuse (the agent pauses its recording), but every CFA is the
+ * same, so a plain walk steps over its frames at guessed CFAs
+ * (test_unwind.c counts them). */
+void mode_guesses(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        free(reuse_top[i & 1](15u << REUSE_DEPTH_SHIFT));
 }

@@ -25,6 +25,7 @@ void *chain_outer(int k);
 void mode_tree(void); /* tree.c */
 void mode_reuse(void); /* reuse.c */
 void mode_phases(unsigned same); /* reuse.c */
+void mode_guesses(unsigned n); /* reuse.c */
 int mode_dlmany(int n); /* dlmany.c */
 
 static void *keep[64];
@@ -804,6 +805,8 @@ int main(int argc, char **argv)
         mode_reuse();
     else if (!strcmp(mode, "phases") && argc > 2)
         mode_phases((unsigned)atoi(argv[2]));
+    else if (!strcmp(mode, "guesses") && argc > 2)
+        mode_guesses((unsigned)atoi(argv[2]));
     else if (!strcmp(mode, "loaderlock") && argc > 2)
         mode_loader_lock(argv[2]);
     else if (!strcmp(mode, "longjmp") && argc > 2)
