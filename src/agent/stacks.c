@@ -41,7 +41,7 @@
 
 #define MAX_DEPTH TRIE_MAX_PATH
 
-/* This thread's prefix hashes of a new stack (3 KB): a block of the
+/* This thread's prefix hashes of a new stack (4 KB): a block of the
  * thread's own (perthread.h), not TLS. */
 typedef struct stacks_block {
     trie_hashes hashes;
@@ -97,18 +97,26 @@ bool stacks_in_agent(uintptr_t ip)
     return ip >= agent_lo && ip < agent_hi;
 }
 
-/* The longest prefix of the n frames that is in table t, known to be shorter
+/* The node of the prefix of h's outermost k frames in t, id 0 if none. */
+static stack_ref find_prefix(const trie_table *t, trie_hashes *h, int k)
+{
+    uint64_t h1;
+    uint32_t h2;
+    trie_prefix_hash(h, k, &h1, &h2);
+    return trie_find(t, h1, h2);
+}
+
+/* The longest prefix of h's n frames that is in table t, known to be shorter
  * than n: its length (0: none) and node (id 0: none). New stacks mostly
  * differ from known ones in their few innermost frames: it looks 1, 2, 3, 4,
  * then 8, 16... frames in from the innermost (the first four prefetched by
  * the caller), then bisects. */
-static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const uint32_t *h2,
-                          stack_ref *node)
+static int longest_prefix(const trie_table *t, trie_hashes *h, stack_ref *node)
 {
-    int lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
+    int n = h->n, lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
     *node = (stack_ref){0};
     for (int step = 1; n - step > lo; step = step < 4 ? step + 1 : step * 2) {
-        stack_ref r = trie_find(t, h1[n - step], h2[n - step]);
+        stack_ref r = find_prefix(t, h, n - step);
         if (r.id) {
             lo = n - step;
             *node = r;
@@ -118,7 +126,7 @@ static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const 
     }
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        stack_ref r = trie_find(t, h1[mid], h2[mid]);
+        stack_ref r = find_prefix(t, h, mid);
         if (r.id) {
             lo = mid;
             *node = r;
@@ -130,38 +138,39 @@ static int longest_prefix(const trie_table *t, int n, const uint64_t *h1, const 
 }
 
 /* The node of the n frames f, whose hashes' sums are sums (trie.h), or to
- * be made (NULL). A known stack costs one probe; a new one hashes its
- * prefixes too, to find the longest it shares. */
+ * be made (NULL). A known stack costs one probe; a new one hashes the
+ * prefixes it looks at (hashes), to find the longest it shares. */
 static stack_ref lookup_or_add(trie_hashes *hashes, void *const *f, int n, const uint64_t *sums,
                                bool rescan)
 {
     if (n == 0)
         return (stack_ref){0};
-    const uint64_t *h1 = hashes->h1;
-    const uint32_t *h2 = hashes->h2;
-    uint64_t path1;
+    uint64_t made[2], path1;
     uint32_t path2;
-    if (sums)
-        trie_hash_sums(sums, &path1, &path2);
-    else
-        trie_hash_path(f, n, &path1, &path2);
+    if (!sums)
+        trie_path_sums(f, n, made);
+    trie_hash_sums(sums ? sums : made, &path1, &path2);
     const trie_table *t = trie_current();
     stack_ref ref = {0}, base = {0};
     if (t && (ref = trie_find(t, path1, path2)).id)
         return ref;
-    trie_hash(f, n, hashes);
+    trie_hashes_start(hashes, f, n, sums ? sums : made);
     int known = 0;
     if (t) {
         /* A new stack's probes (longest_prefix) start now: their misses
          * overlap. */
-        for (int k = n - 1; k > 0 && k >= n - 4; k--)
-            trie_prefetch(t, h1[k]);
-        known = longest_prefix(t, n, h1, h2, &base);
+        for (int k = n - 1; k > 0 && k >= n - 4; k--) {
+            uint64_t h1;
+            uint32_t h2;
+            trie_prefix_hash(hashes, k, &h1, &h2);
+            trie_prefetch(t, h1);
+        }
+        known = longest_prefix(t, hashes, &base);
     }
     /* publishing reads it (its slot's hint is set only if a stack ended
      * there): the miss overlaps the adding */
     __builtin_prefetch(&trie_nodes[base.id]);
-    if (!(ref = trie_add(known + 1, n, h1, h2, f, base.id)).id)
+    if (!(ref = trie_add(known + 1, hashes, base.id)).id)
         return ref; /* full: no more stacks */
     ref.known = base.id;
     ref.known_hint = base.hint;
@@ -226,9 +235,10 @@ __attribute__((noinline)) static void check_against_libunwind(void *const *a, in
  * search of the trie at each event, never a wrong stack). */
 static void check_sums(void *const *f, int n, const uint64_t sums[2])
 {
-    uint64_t a1, b1;
+    uint64_t made[2], a1, b1;
     uint32_t a2, b2;
-    trie_hash_path(f, n, &a1, &a2);
+    trie_path_sums(f, n, made);
+    trie_hash_sums(made, &a1, &a2);
     trie_hash_sums(sums, &b1, &b2);
     if ((a1 == b1 && a2 == b2) || atomic_fetch_add(&n_mismatch, 1) >= 5)
         return;

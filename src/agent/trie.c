@@ -97,34 +97,28 @@ static bool table_make(trie_table *t, unsigned bits)
 #define BASE_B 0xc4ceb9fe1a85ec53ull
 
 /* BASE_A^i and BASE_B^i, i from 0: the weight of a path's frame i places
- * out from its innermost (trie_init). */
+ * out from its innermost; and their inverses (trie_init). */
 uint64_t trie_pow[TRIE_SUM_MAX][2];
+static uint64_t inv_pow[TRIE_MAX_PATH + 1][2];
 
 static inline uint64_t h1_of(uint64_t a) { return (a ^ a >> 29) | 1; }
 static inline uint32_t h2_of(uint64_t b) { return (uint32_t)(b >> 32); }
 
-/* A chain from the outermost frame in: each prefix from the one before. */
-void trie_hash(void *const *f, int n, trie_hashes *h)
+/* x's inverse mod 2^64, x odd: Newton's steps, each doubling the bits
+ * right (x * x = 1 mod 8: 3 bits to start). */
+static uint64_t inverse(uint64_t x)
 {
-    uint64_t a = 0, b = 0;
-    for (int k = 1; k <= n; k++) {
-        uint64_t m = trie_mix(f[n - k]);
-        a = a * BASE_A + m;
-        b = b * BASE_B + m;
-        h->h1[k] = h1_of(a);
-        h->h2[k] = h2_of(b);
-    }
+    uint64_t y = x;
+    for (int i = 0; i < 5; i++)
+        y *= 2 - x * y;
+    return y;
 }
 
-/* The same sums as trie_hash's prefix n, term by term from the innermost
- * frame: for a path the unwinder did not sum as it walked (libunwind's, or
- * one cut or started inside the agent). */
-void trie_hash_path(void *const *f, int n, uint64_t *h1, uint32_t *h2)
+void trie_path_sums(void *const *f, int n, uint64_t s[2])
 {
-    uint64_t sums[2] = {0, 0};
+    s[0] = s[1] = 0;
     for (int i = 0; i < n; i++)
-        trie_sum_frame(sums, f[i], i);
-    trie_hash_sums(sums, h1, h2);
+        trie_sum_frame(s, f[i], i);
 }
 
 void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2)
@@ -133,12 +127,48 @@ void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2)
     *h2 = h2_of(s[1]);
 }
 
+void trie_hashes_start(trie_hashes *h, void *const *f, int n, const uint64_t total[2])
+{
+    h->f = f;
+    h->n = n;
+    h->summed = 0;
+    h->inner[0][0] = h->inner[0][1] = 0;
+    h->total[0] = total[0];
+    h->total[1] = total[1];
+}
+
+/* Makes the sums of h's innermost frames up to q of them. */
+static void sum_inner(trie_hashes *h, int q)
+{
+    for (int i = h->summed; i < q; i++) {
+        h->inner[i + 1][0] = h->inner[i][0];
+        h->inner[i + 1][1] = h->inner[i][1];
+        trie_sum_frame(h->inner[i + 1], h->f[i], i);
+    }
+    h->summed = q > h->summed ? q : h->summed;
+}
+
+void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2)
+{
+    int q = h->n - k;
+    sum_inner(h, q);
+    uint64_t s[2] = {(h->total[0] - h->inner[q][0]) * inv_pow[q][0],
+                     (h->total[1] - h->inner[q][1]) * inv_pow[q][1]};
+    trie_hash_sums(s, h1, h2);
+}
+
 bool trie_init(void)
 {
     trie_pow[0][0] = trie_pow[0][1] = 1;
     for (int i = 1; i < TRIE_SUM_MAX; i++) {
         trie_pow[i][0] = trie_pow[i - 1][0] * BASE_A;
         trie_pow[i][1] = trie_pow[i - 1][1] * BASE_B;
+    }
+    uint64_t inv_a = inverse(BASE_A), inv_b = inverse(BASE_B);
+    inv_pow[0][0] = inv_pow[0][1] = 1;
+    for (int i = 1; i <= TRIE_MAX_PATH; i++) {
+        inv_pow[i][0] = inv_pow[i - 1][0] * inv_a;
+        inv_pow[i][1] = inv_pow[i - 1][1] * inv_b;
     }
     trie_nodes = map(sizeof(fnode) * TRIE_MAX_NODES);
     return trie_nodes != NULL;
@@ -348,10 +378,10 @@ static bool first_table(void)
     return true;
 }
 
-stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void *const *f,
-                   uint32_t parent)
+stack_ref trie_add(int from, trie_hashes *h, uint32_t parent)
 {
     stack_ref ref = {.id = parent};
+    sum_inner(h, h->n - from); /* not under the lock */
     maybe_grow();
     wait_for_room();
     lock_adds();
@@ -359,8 +389,11 @@ stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void
         unlock_adds();
         return (stack_ref){0}; /* no memory: no stacks */
     }
-    for (int k = from; k <= n; k++) {
-        stack_ref r = add_node(h1[k], h2[k], ref.id, (uint64_t)(uintptr_t)f[n - k]);
+    for (int k = from; k <= h->n; k++) {
+        uint64_t h1;
+        uint32_t h2;
+        trie_prefix_hash(h, k, &h1, &h2);
+        stack_ref r = add_node(h1, h2, ref.id, (uint64_t)(uintptr_t)h->f[h->n - k]);
         if (!r.id && atomic_load(&adds.growing) == GROW_BUSY) {
             unlock_adds(); /* no slot: the grow under way makes room */
             wait_for_grow();

@@ -43,28 +43,16 @@ bool trie_init(void);
 /* The longest path hashed. */
 #define TRIE_MAX_PATH 256
 
-/* Two independent hashes of each prefix of a path: h1[k], h2[k] of its
- * outermost k frames. Each is a polynomial of the frames' mixes, the
- * outermost the highest power (prefix k+1 = prefix k * P + its next frame),
- * so that the hashes of a whole path are also a sum of one term a frame, its
- * mix times the power of its place from the innermost: terms that do not
- * wait for each other (trie_hash_path). */
-typedef struct trie_hashes {
-    uint64_t h1[TRIE_MAX_PATH + 1];
-    uint32_t h2[TRIE_MAX_PATH + 1];
-} trie_hashes;
-
-/* Hashes prefixes 1 .. n of the n frames f (innermost first, n at most
- * TRIE_MAX_PATH): what a new path needs to find its longest known prefix. */
-void trie_hash(void *const *f, int n, trie_hashes *h);
-/* The hashes of prefix n alone (the whole path), the same as trie_hash's
- * h1[n], h2[n]: all a known path needs. Call after trie_init. */
-void trie_hash_path(void *const *f, int n, uint64_t *h1, uint32_t *h2);
-
-/* The sums behind a path's two hashes, kept term by term where the path is
- * made (the unwinder adds each frame's as it steps to it, where the
- * multiplies hide under the walk's loads): s[0], s[1] of frames 0 .. n-1,
- * frame i the i-th from the innermost, i below TRIE_SUM_MAX. */
+/* The sums behind a path's two hashes (64 + 24 bits). Each is a polynomial
+ * of the frames' mixes, the outermost the highest power, so a path's sums
+ * are one term a frame, its mix times the base's power of its place from the
+ * innermost: terms that wait for nothing, kept where the path is made (the
+ * unwinder adds each frame's as it steps to it, where the multiplies hide
+ * under the walk's loads). The prefix of a path's outermost k frames is
+ * then the path's sums less those of its innermost n - k frames, divided by
+ * the base's power n - k (the bases are odd: their powers have inverses).
+ * s[0], s[1] of frames 0 .. n-1, frame i the i-th from the innermost, i
+ * below TRIE_SUM_MAX. */
 #define TRIE_SUM_MAX 512
 extern uint64_t trie_pow[TRIE_SUM_MAX][2]; /* the bases' powers (trie_init) */
 
@@ -82,14 +70,6 @@ static inline void trie_sum_frame(uint64_t s[2], const void *ip, int i)
     s[1] += m * trie_pow[i][1];
 }
 
-/* Adds to the sums s of n frames those of a path that goes on outward
- * from them (its own innermost frame then the n-th). */
-static inline void trie_sum_outer(uint64_t s[2], const uint64_t outer[2], int n)
-{
-    s[0] += outer[0] * trie_pow[n][0];
-    s[1] += outer[1] * trie_pow[n][1];
-}
-
 /* The sums of frame ip followed outward by a path of sums outer. */
 static inline void trie_sum_inner(uint64_t s[2], const void *ip, const uint64_t outer[2])
 {
@@ -98,8 +78,28 @@ static inline void trie_sum_inner(uint64_t s[2], const void *ip, const uint64_t 
     s[1] = m + outer[1] * trie_pow[1][1];
 }
 
-/* The hashes of a path from its sums: trie_hash_path's. */
+/* The sums of the n frames f (innermost first): for a path the unwinder
+ * did not sum as it walked. */
+void trie_path_sums(void *const *f, int n, uint64_t s[2]);
+/* The hashes of a path from its sums. */
 void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2);
+
+/* A new path's prefixes, hashed as asked: the sums of its innermost frames
+ * are made only as far as the prefixes looked at need (a new stack mostly
+ * differs from a known one in its few innermost frames). */
+typedef struct trie_hashes {
+    void *const *f; /* the path, innermost first */
+    int n;          /* its frames, at most TRIE_MAX_PATH */
+    int summed;     /* inner[0 .. summed] are made */
+    uint64_t total[2];
+    uint64_t inner[TRIE_MAX_PATH + 1][2]; /* the sums of the innermost q frames */
+} trie_hashes;
+
+/* Starts h on the n frames f whose sums are total. */
+void trie_hashes_start(trie_hashes *h, void *const *f, int n, const uint64_t total[2]);
+/* The hashes of the prefix of h's outermost k frames, 1 <= k <= n. */
+void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2);
+
 /* The table to look up in; NULL until the first node is added. */
 const trie_table *trie_current(void);
 static inline void trie_prefetch(const trie_table *t, uint64_t h1)
@@ -108,11 +108,10 @@ static inline void trie_prefetch(const trie_table *t, uint64_t h1)
 }
 /* The node of prefix (h1, h2) in t, id 0 if none. Lock-free. */
 stack_ref trie_find(const trie_table *t, uint64_t h1, uint32_t h2);
-/* Adds prefixes from..n of the n frames f below node parent, the node of
+/* Adds prefixes from..n of h's n frames below node parent, the node of
  * prefix from - 1 (those another thread added meanwhile are found, not
  * added twice); returns the node of prefix n, id 0 when the trie is full. */
-stack_ref trie_add(int from, int n, const uint64_t *h1, const uint32_t *h2, void *const *f,
-                   uint32_t parent);
+stack_ref trie_add(int from, trie_hashes *h, uint32_t parent);
 /* Nodes so far. */
 uint32_t trie_count(void);
 /* Clears, in every node, the claimed and written bits not in keep. */
