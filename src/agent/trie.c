@@ -148,12 +148,19 @@ static void sum_inner(trie_hashes *h, int q)
     h->summed = q > h->summed ? q : h->summed;
 }
 
-void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2)
+/* The sums of the prefix of h's outermost k frames, 0 <= k <= n. */
+static void prefix_sums(trie_hashes *h, int k, uint64_t s[2])
 {
     int q = h->n - k;
     sum_inner(h, q);
-    uint64_t s[2] = {(h->total[0] - h->inner[q][0]) * inv_pow[q][0],
-                     (h->total[1] - h->inner[q][1]) * inv_pow[q][1]};
+    s[0] = (h->total[0] - h->inner[q][0]) * inv_pow[q][0];
+    s[1] = (h->total[1] - h->inner[q][1]) * inv_pow[q][1];
+}
+
+void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2)
+{
+    uint64_t s[2];
+    prefix_sums(h, k, s);
     trie_hash_sums(s, h1, h2);
 }
 
@@ -378,10 +385,13 @@ static bool first_table(void)
     return true;
 }
 
+/* The prefixes below from - 1 follow from it by the chain (prefix k + 1 =
+ * prefix k * base + its next frame): two multiplies a node, no inverse. */
 stack_ref trie_add(int from, trie_hashes *h, uint32_t parent)
 {
     stack_ref ref = {.id = parent};
-    sum_inner(h, h->n - from); /* not under the lock */
+    uint64_t s[2];
+    prefix_sums(h, from - 1, s); /* not under the lock */
     maybe_grow();
     wait_for_room();
     lock_adds();
@@ -390,16 +400,18 @@ stack_ref trie_add(int from, trie_hashes *h, uint32_t parent)
         return (stack_ref){0}; /* no memory: no stacks */
     }
     for (int k = from; k <= h->n; k++) {
-        uint64_t h1;
+        const void *ip = h->f[h->n - k];
+        uint64_t m = trie_mix(ip), h1;
         uint32_t h2;
-        trie_prefix_hash(h, k, &h1, &h2);
-        stack_ref r = add_node(h1, h2, ref.id, (uint64_t)(uintptr_t)h->f[h->n - k]);
-        if (!r.id && atomic_load(&adds.growing) == GROW_BUSY) {
+        s[0] = s[0] * trie_pow[1][0] + m;
+        s[1] = s[1] * trie_pow[1][1] + m;
+        trie_hash_sums(s, &h1, &h2);
+        stack_ref r;
+        while (!(r = add_node(h1, h2, ref.id, (uint64_t)(uintptr_t)ip)).id &&
+               atomic_load(&adds.growing) == GROW_BUSY) {
             unlock_adds(); /* no slot: the grow under way makes room */
             wait_for_grow();
             lock_adds();
-            k--;
-            continue;
         }
         if (!(ref = r).id)
             break;
