@@ -30,6 +30,7 @@ enum ltr_chunk_type {
     LTR_CHUNK_COUNTERS = 4,
     LTR_CHUNK_END = 5,
     LTR_CHUNK_SYMBOLS = 6, /* format/symchunk.h: names of the recorded addresses */
+    LTR_CHUNK_INDEX = 7,   /* format/chunkindex.h: each timed chunk's earliest time, for the analysis */
 };
 
 /* METADATA record kinds */

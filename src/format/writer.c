@@ -8,6 +8,7 @@
 #include "format/writer.h"
 
 #include "format/chunk.h"
+#include "format/chunkindex.h"
 #include "format/columns.h"
 #include "format/compact.h"
 #include "format/nodevar.h"
@@ -112,6 +113,8 @@ struct ltr_writer {
     int columns;           /* 0: compact blocks stay in rows (LTR_COLUMNS=0, ltr_writer_set_columns) */
     merging merge;         /* whole buffers of one thread waiting to be one block */
     size_t merge_max;      /* bytes of records a merged block holds at most */
+    ltr_chunk_index index; /* the timed blocks and chunks written, for the INDEX chunk before END */
+    ltr_chunk_index index_wait; /* the pending EVENTS' blocks, their seq not known yet */
 };
 
 /* METADATA that comes while EVENTS are pending waits for them and goes out
@@ -182,6 +185,29 @@ static int compress_payload(ltr_writer *w, uint16_t type, const void *raw, size_
     return 0;
 }
 
+/* A chunk written (seq w->seq), into the index: an EVENTS chunk's blocks,
+ * a METADATA chunk's process ends (the analysis orders them with the events). */
+static void note_index(ltr_writer *w, uint16_t type, const void *raw, size_t len)
+{
+    if (type == LTR_CHUNK_EVENTS) {
+        w->index.failed |= w->index_wait.failed;
+        for (size_t i = 0; i < w->index_wait.n; i++) {
+            const ltr_index_entry *e = &w->index_wait.e[i];
+            ltr_chunk_index_add(&w->index, w->seq, e->end, e->flags, e->ts);
+        }
+    }
+    uint64_t ends = type == LTR_CHUNK_METADATA ? ltr_meta_ends_first_ts(raw, len) : UINT64_MAX;
+    if (ends != UINT64_MAX)
+        ltr_chunk_index_add(&w->index, w->seq, (uint32_t)len, 0, ends);
+}
+
+/* The pending EVENTS are written or dropped: their blocks' entries go. */
+static void index_wait_clear(ltr_writer *w)
+{
+    w->index_wait.n = 0;
+    w->index_wait.failed = 0;
+}
+
 /* Writes one chunk at w->size, or leaves the file as it was. */
 static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len, ltr_error *err)
 {
@@ -210,6 +236,7 @@ static int write_chunk(ltr_writer *w, uint16_t type, const void *raw, size_t len
         return ltr_fail(err, -rc, "writing %s: %s", w->path, strerror(-rc));
     }
     w->size += total;
+    note_index(w, type, raw, len);
     w->seq++;
     return 0;
 }
@@ -330,6 +357,7 @@ static void drop_pending(ltr_writer *w)
             w->drop(w->drop_ctx, &w->blocks[i].info, w->blocks[i].byte_count);
     w->nblocks = 0;
     w->events.len = 0;
+    index_wait_clear(w);
 }
 
 static int flush_events(ltr_writer *w, ltr_error *err)
@@ -346,6 +374,7 @@ static int flush_events(ltr_writer *w, ltr_error *err)
     w->nblocks = 0;
     w->events.len = 0;
     w->events.failed = 0;
+    index_wait_clear(w);
     return rc;
 }
 
@@ -399,12 +428,30 @@ static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t 
     return rc < 0 ? rc : rc2;
 }
 
+/* The INDEX chunk of the timed chunks written, just before END (only a
+ * complete trace has one: a reader trusts it for what comes after it).
+ * Best effort: a trace without it is read as any older one. */
+static void write_index(ltr_writer *w)
+{
+    uint8_t *p;
+    size_t len;
+    if (w->index.failed || !w->index.n || ltr_chunk_index_encode(&w->index, &p, &len) < 0)
+        return;
+    (void)write_chunk(w, LTR_CHUNK_INDEX, p, len, NULL);
+    free(p);
+}
+
 /* Pending events go first, so END really is the last chunk. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err)
 {
     if (kv->failed)
         return ltr_fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
-    return flush_then_write(w, chunk_type, kv->data, kv->len, err);
+    if (chunk_type != LTR_CHUNK_END)
+        return flush_then_write(w, chunk_type, kv->data, kv->len, err);
+    int rc = seal(w, err);
+    write_index(w);
+    int rc2 = write_chunk(w, chunk_type, kv->data, kv->len, rc < 0 ? NULL : err);
+    return rc < 0 ? rc : rc2;
 }
 
 /* STACK records become STACK_REF where they share frames with stacks written
@@ -655,6 +702,8 @@ static int block_now(ltr_writer *w, const ltr_block_info *info, const void *even
         return ltr_fail(err, E2BIG, "writing %s: a block of %zu bytes does not fit in a chunk", w->path, len);
     }
     size_t rows = len;
+    int sorted = 0;
+    uint64_t first = info->fixed_records ? 0 : ltr_cevents_first_ts(events, len, base, &sorted);
     int columns = as_columns(w, info, &events, &len);
     size_t need = block_header_size(info) + len;
     int rc = 0;
@@ -665,6 +714,7 @@ static int block_now(ltr_writer *w, const ltr_block_info *info, const void *even
         return rc < 0 ? rc : ltr_fail(err, ENOMEM, "writing %s: out of memory", w->path);
     }
     append_block(w, info, events, len, base, columns);
+    ltr_chunk_index_add(&w->index_wait, 0, (uint32_t)w->events.len, sorted ? LTR_INDEX_SORTED : 0, first);
     if (w->events.len >= w->chunk_target) {
         int rc2 = seal(w, rc < 0 ? NULL : err);
         if (rc == 0)
@@ -836,6 +886,8 @@ void ltr_writer_close(ltr_writer *w)
     ltr_bytes_free(&w->meta_in);
     ltr_refwriter_free(&w->refs);
     ltr_colwriter_free(&w->cols);
+    ltr_chunk_index_free(&w->index);
+    ltr_chunk_index_free(&w->index_wait);
     free(w->path);
     free(w);
 }

@@ -1,0 +1,176 @@
+/*
+ * format/chunkindex.c — the INDEX chunk of chunkindex.h: gathered by the
+ * writer, encoded and parsed, settled into the earliest time still to come
+ * at each chunk, and found in a file from its chunk headers, whose payloads
+ * are skipped (a few hundred 32-byte reads on a trace of hundreds of MB), so
+ * that looking costs nothing next to the analysis.
+ */
+#include "prim/prim.h"
+#include "format/chunkindex.h"
+
+#include "format/compact.h"
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int key_after(const ltr_index_entry *e, uint64_t seq, uint32_t end)
+{
+    return e->seq > seq || (e->seq == seq && e->end > end);
+}
+
+void ltr_chunk_index_add(ltr_chunk_index *x, uint64_t seq, uint32_t end, uint32_t flags, uint64_t ts)
+{
+    if (x->failed)
+        return;
+    if ((x->n && !key_after(&(ltr_index_entry){.seq = seq, .end = end}, x->e[x->n - 1].seq, x->e[x->n - 1].end)) ||
+        ltr_reserve((void **)&x->e, &x->cap, x->n, sizeof *x->e, 64)) {
+        x->failed = 1; /* out of order: no index rather than a wrong one */
+        return;
+    }
+    x->e[x->n++] = (ltr_index_entry){.seq = seq, .end = end, .flags = flags, .ts = ts};
+}
+
+void ltr_chunk_index_free(ltr_chunk_index *x)
+{
+    free(x->e);
+    *x = (ltr_chunk_index){0};
+}
+
+int ltr_chunk_index_encode(const ltr_chunk_index *x, uint8_t **out, size_t *len)
+{
+    *len = x->n * LTR_INDEX_ENTRY_SIZE;
+    if (!(*out = malloc(*len ? *len : 1)))
+        return -1;
+    for (size_t i = 0; i < x->n; i++) {
+        uint8_t *p = *out + i * LTR_INDEX_ENTRY_SIZE;
+        ltr_put_u64(p, x->e[i].seq);
+        ltr_put_u32(p + 8, x->e[i].end);
+        ltr_put_u32(p + 12, x->e[i].flags);
+        ltr_put_u64(p + 16, x->e[i].ts);
+    }
+    return 0;
+}
+
+int ltr_chunk_index_parse(const uint8_t *p, size_t len, ltr_chunk_index *out)
+{
+    ltr_chunk_index_free(out);
+    if (len % LTR_INDEX_ENTRY_SIZE)
+        return -1;
+    for (size_t off = 0; off < len && !out->failed; off += LTR_INDEX_ENTRY_SIZE) {
+        uint32_t flags = ltr_get_u32(p + off + 12);
+        if (flags & ~LTR_INDEX_SORTED)
+            out->failed = 1;
+        ltr_chunk_index_add(out, ltr_get_u64(p + off), ltr_get_u32(p + off + 8), flags, ltr_get_u64(p + off + 16));
+    }
+    if (out->failed) {
+        ltr_chunk_index_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void ltr_chunk_index_settle(ltr_chunk_index *x)
+{
+    uint64_t rest = UINT64_MAX;
+    for (size_t i = x->n; i-- > 0;) {
+        x->e[i].rest = rest;
+        rest = x->e[i].ts < rest ? x->e[i].ts : rest;
+    }
+}
+
+ltr_index_bound ltr_chunk_index_at(const ltr_chunk_index *x, uint64_t seq, uint32_t end)
+{
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) { /* the first entry after (seq, end) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (key_after(&x->e[mid], seq, end))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    ltr_index_bound b = {.rest = lo < x->n ? x->e[lo].ts < x->e[lo].rest ? x->e[lo].ts : x->e[lo].rest : UINT64_MAX};
+    const ltr_index_entry *at = lo ? &x->e[lo - 1] : NULL;
+    if (at && at->seq == seq && at->end == end) {
+        b.first = at->ts;
+        b.sorted = !!(at->flags & LTR_INDEX_SORTED);
+    }
+    return b;
+}
+
+uint64_t ltr_cevents_first_ts(const uint8_t *p, size_t len, uint64_t base, int *sorted)
+{
+    uint64_t ts = base, first = UINT64_MAX;
+    ltr_cevent ev;
+    *sorted = 1;
+    for (size_t pos = 0, n; pos < len; pos += n) {
+        if (!(n = ltr_cevent_parse(p + pos, len - pos, &ev))) {
+            *sorted = 0;
+            return 0;
+        }
+        ts += (uint64_t)ev.ts_delta;
+        if (ev.ts_delta < 0 && pos)
+            *sorted = 0;
+        first = ts < first ? ts : first;
+    }
+    return first;
+}
+
+uint64_t ltr_meta_ends_first_ts(const uint8_t *p, size_t len)
+{
+    uint64_t first = UINT64_MAX;
+    for (size_t off = 0; off + LTR_RECORD_HEADER_SIZE <= len;) {
+        uint16_t kind = ltr_get_u16(p + off);
+        uint32_t size = ltr_get_u32(p + off + 4);
+        if (size < LTR_RECORD_HEADER_SIZE || size > len - off)
+            break;
+        if ((kind == LTR_META_PROCESS_END || kind == LTR_META_EXEC_END) && size >= LTR_RECORD_HEADER_SIZE + 12) {
+            uint64_t ts = ltr_get_u64(p + off + LTR_RECORD_HEADER_SIZE + 4); /* after u32 pid */
+            first = ts < first ? ts : first;
+        }
+        off += size;
+    }
+    return first;
+}
+
+/* The offset of the INDEX chunk, from the headers alone; 0 when there is none
+ * or a header does not decode (what the index would vouch for is unsure). */
+static uint64_t index_offset(ltr_trace *t)
+{
+    uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
+    ltr_chunk_header h;
+    for (uint64_t pos = LTR_FILE_HEADER_SIZE; pos + LTR_CHUNK_HEADER_SIZE <= t->file_size;
+         pos += LTR_CHUNK_HEADER_SIZE + h.payload_size) {
+        if (ltr_read_at(t->fd, hdr, sizeof hdr, pos) != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h))
+            return 0;
+        if (h.type == LTR_CHUNK_INDEX)
+            return pos;
+    }
+    return 0;
+}
+
+int ltr_trace_find_index(ltr_trace *t, ltr_chunk_index *out)
+{
+    ltr_chunk_index_free(out);
+    struct stat st;
+    if (fstat(t->fd, &st) || !S_ISREG(st.st_mode))
+        return 0;
+    uint64_t at = index_offset(t);
+    if (!at)
+        return 0;
+    ltr_fetch f = {0};
+    ltr_fetch_chunk(t->fd, t->file_size, at, t->dctx, &f);
+    int ok = f.kind == LTR_FETCH_OK && ltr_chunk_index_parse(f.raw, f.raw_len, out) == 0;
+    ltr_fetch_free(&f);
+    if (ok)
+        ltr_chunk_index_settle(out);
+    return ok;
+}
+
+void ltr_trace_read_pos(const ltr_trace *t, uint64_t *seq, uint32_t *end)
+{
+    *seq = t->chunk_seq;
+    *end = t->in_events && t->ev_pos <= UINT32_MAX ? (uint32_t)t->ev_pos : UINT32_MAX;
+}
