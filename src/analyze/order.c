@@ -34,6 +34,7 @@ typedef struct oq {
     size_t sorted_from;     /* the events from here to tail are in time order (note_handed) */
     an_event *spare;        /* the segment a room at a segment's start gave, nothing committed in it yet */
     uint32_t pid, tid;
+    uint32_t id;            /* made id-th: the last tie-break (q_before) */
 } oq;
 
 typedef struct proc_out {
@@ -71,6 +72,9 @@ struct an_order {
     uint64_t handed, cp_every, behind;
     uint64_t cp_ts[CHECKPOINTS], cp_handed[CHECKPOINTS];
     size_t ncp;
+    /* an_order_bound: the thread whose events are being read, and what comes */
+    uint64_t flow_key, flow_next, rest;
+    int flow_sorted;
 };
 
 /* Segments a queue holds: those of [head, tail), and the one tail is in. */
@@ -242,9 +246,17 @@ static inline int q_before(const oq *a, const oq *b)
     const an_event *x = first(a), *y = first(b);
     if (before(x, y))
         return 1;
-    if (x->ts != y->ts || x->op != AN_OP_ALLOC || y->op != AN_OP_ALLOC || a->pid != b->pid)
+    if (before(y, x))
         return 0;
-    return frees_soon(a, y->addr);
+    if (x->op == AN_OP_ALLOC && y->op == AN_OP_ALLOC && a->pid == b->pid) {
+        int fa = frees_soon(a, y->addr), fb = frees_soon(b, x->addr);
+        if (fa != fb) /* each freeing what the other allocates says nothing */
+            return fa;
+    }
+    /* Otherwise the queue made first: an order of the events alone, not of
+     * when each queue came into the heap, so that handing on by a trace's
+     * index (an_order_bound) gives what holding them all gives. */
+    return a->id < b->id;
 }
 
 static void sift_up(an_order *o, size_t i)
@@ -303,6 +315,7 @@ static oq *queue_of(an_order *o, uint32_t pid, uint32_t tid)
     }
     q->pid = pid;
     q->tid = tid;
+    q->id = (uint32_t)o->nq;
     r->index = (uint32_t)o->nq;
     o->qs[o->nq++] = q;
     return o->cur = q;
@@ -402,10 +415,10 @@ static void note_handed(an_order *o, proc_out *po, int created, const an_event *
     note_count(o, n);
 }
 
-/* Hands on up to count events, oldest first. */
-static void release(an_order *o, size_t count)
+/* Hands on up to count events, oldest first, each older than until. */
+static void release(an_order *o, size_t count, uint64_t until)
 {
-    while (count && o->nheap) {
+    while (count && o->nheap && first(o->heap[0])->ts < until) {
         oq *q = o->heap[0];
         const an_event *next = NULL; /* the next oldest queue's first event */
         for (size_t c = 1; c <= 2 && c < o->nheap; c++)
@@ -415,9 +428,10 @@ static void release(an_order *o, size_t count)
         size_t avail = q->tail - q->head, part = SEG - (q->head & (SEG - 1));
         size_t k = 1, most = avail < count ? avail : count;
         most = most < part ? most : part;
-        if (!next)
+        if (!next && until == UINT64_MAX)
             k = most; /* alone: the run is all it may hand on, its events untouched */
-        while (k < most && !before(next, at(q, q->head + k)))
+        /* at a time the next queue's first event has too, the heap decides (q_before) */
+        while (k < most && (!next || before(at(q, q->head + k), next)) && at(q, q->head + k)->ts < until)
             k++;
         /* Later than a time handed on: late (a run left where it came too).
          * Late only against another process's events changes none of its
@@ -506,6 +520,30 @@ static bool merge_back(an_order *o, oq *q, size_t n)
     return true;
 }
 
+static uint64_t bound_now(const an_order *o) { return o->flow_next < o->rest ? o->flow_next : o->rest; }
+
+void an_order_bound(an_order *o, uint32_t pid, uint32_t tid, uint64_t first, int sorted, uint64_t rest)
+{
+    o->flow_key = (uint64_t)pid << 32 | tid;
+    o->flow_next = first;
+    o->flow_sorted = sorted;
+    o->rest = rest;
+    release(o, o->held, bound_now(o));
+}
+
+/* n events committed to q: with its thread's events in time order, those
+ * older than its last are all here (an_order_bound). */
+static void flow_on(an_order *o, const oq *q)
+{
+    if (!o->flow_sorted || o->flow_key != ((uint64_t)q->pid << 32 | q->tid))
+        return;
+    uint64_t last = at(q, q->tail - 1)->ts;
+    if (last > o->flow_next) {
+        o->flow_next = last;
+        release(o, o->held, bound_now(o));
+    }
+}
+
 void an_order_commit(an_order *o, size_t n)
 {
     oq *q = o->cur;
@@ -513,6 +551,8 @@ void an_order_commit(an_order *o, size_t n)
         return;
     const an_event *e = at(q, q->tail); /* what the last room gave: contiguous */
     int was_empty = q->head == q->tail;
+    /* its first events at one time, which q_before looks at, grow: */
+    int regroup = !was_empty && q->tail - q->head < TIE_LOOK && at(q, q->tail - 1)->ts == first(q)->ts;
     /* By time only: before()'s frees-first rule is for ties between
      * threads; one thread's events at one time are in its order already. */
     bool behind = !was_empty && e->ts < at(q, q->tail - 1)->ts;
@@ -532,9 +572,14 @@ void an_order_commit(an_order *o, size_t n)
     if (was_empty) {
         heap_set(o, o->nheap++, q);
         sift_up(o, o->nheap - 1);
+    } else if (regroup && q->hpos) { /* its place in the heap again */
+        sift_up(o, q->hpos - 1);
+        sift_down(o, q->hpos - 1);
     }
+    flow_on(o, q);
     if (o->held > o->hold) /* hand on an eighth more than needed: longer runs, fewer heap looks */
-        release(o, o->held - o->hold + o->hold / 8);
+        release(o, o->held - o->hold + o->hold / 8, UINT64_MAX);
 }
 
-void an_order_drain(an_order *o) { release(o, o->held); }
+void an_order_drain(an_order *o) { release(o, o->held, UINT64_MAX); }
+

@@ -53,6 +53,14 @@ an_event *an_order_room(an_order *o, uint32_t pid, uint32_t tid, size_t *room);
 void an_order_commit(an_order *o, size_t n);
 /* Hands on every waiting event, oldest first. */
 void an_order_drain(an_order *o);
+/* What is still to come (a complete trace's index, format/chunkindex.h):
+ * every event at or after rest, but (pid, tid)'s being read, at or after
+ * first, and each one committed at or after the one before when sorted.
+ * Every waiting event older than that goes on now, and as (pid, tid)'s come
+ * (sorted), those older than them. Strictly older: the order among events
+ * of one time looks at those of other threads at that time (q_before),
+ * which may still come. A bound that lies makes events late (counted). */
+void an_order_bound(an_order *o, uint32_t pid, uint32_t tid, uint64_t first, int sorted, uint64_t rest);
 /* Segments handed on go to retire instead of back to the stage's pool: the
  * events handed on stay where they are until the segment comes back with
  * an_order_recycle (a consumer on another thread reads them there, no copy).

@@ -8,7 +8,9 @@
  * order, come out once each and in order, with a hold that hands on while
  * they come; the late counts match their definition on a feed out of order;
  * at one time, the thread that frees an address goes before the one it
- * hands the address to.
+ * hands the address to; what a complete trace's index says is still to
+ * come (an_order_bound) hands on only what is older, in the order holding
+ * everything gives, and a bound that lies makes events late, not lost.
  */
 #include "analyze/order.h"
 
@@ -483,6 +485,173 @@ static void test_room_not_committed_is_given_again(void **state)
     an_order_free(o); /* the untouched room of thread 8 too (LeakSanitizer) */
 }
 
+/* A bound hands on what is older than every event still to come, and as
+ * the thread being read commits in order, what is older than its last;
+ * strictly older: events at the bound's time wait. */
+static void test_bound_hands_on_only_what_is_older(void **state)
+{
+    (void)state;
+    out got = {0};
+    an_order *o = an_order_new(1000, collect, &got);
+    assert_non_null(o);
+    put(o, 10, (uint64_t[]){10, 20, 30}, 3);
+    put(o, 11, (uint64_t[]){15, 35}, 2);
+    an_order_bound(o, 1, 12, 25, 1, 40); /* thread 12's block from 25 on, the rest from 40 */
+    assert_int_equal(got.n, 3);          /* 10, 15, 20 */
+    put(o, 12, (uint64_t[]){25, 28}, 2); /* thread 12 is at 28: 25 may go */
+    assert_int_equal(got.n, 4);
+    put(o, 12, (uint64_t[]){29, 33}, 2);
+    assert_int_equal(got.n, 7); /* 28, 29, 30 */
+    an_order_bound(o, 1, 12, UINT64_MAX, 0, 35); /* its block done: the rest from 35 */
+    assert_int_equal(got.n, 8); /* 33, not 35 */
+    an_order_drain(o);
+    static const uint64_t want[] = {10, 15, 20, 25, 28, 29, 30, 33, 35};
+    assert_int_equal(got.n, 9);
+    for (size_t i = 0; i < 9; i++)
+        assert_int_equal(got.ts[i], want[i]);
+    assert_int_equal(an_order_late(o), 0);
+    an_order_free(o);
+}
+
+typedef struct tie_block {
+    uint32_t tid;
+    size_t from, n;
+} tie_block;
+
+enum { TIE_THREADS = 5, TIE_PER = 3000, TIE_BLOCKS = TIE_THREADS * TIE_PER };
+static an_event tie_ev[TIE_THREADS][TIE_PER];
+
+/* Each thread's events on a 100 us grid, many at one time in several
+ * threads, allocating and freeing a few addresses of its own (threads that
+ * pass blocks are test_tie_goes_to_the_thread_that_frees_it's); cut into
+ * blocks of 1..300 events, the threads' blocks interleaved at random as a
+ * recorder writes them. */
+static size_t tie_trace(tie_block *b, uint64_t seed)
+{
+    for (uint32_t t = 0; t < TIE_THREADS; t++) {
+        uint64_t ts = 100000;
+        for (size_t i = 0; i < TIE_PER; i++) {
+            ts += rnd(&seed) % 3 ? 0 : 100;
+            tie_ev[t][i] = (an_event){.ts = ts, .op = rnd(&seed) % 2 ? AN_OP_ALLOC : AN_OP_FREE,
+                                      .addr = 0x1000 + t * 0x100 + rnd(&seed) % 4 * 16, .size = t << 16 | i};
+        }
+    }
+    size_t next[TIE_THREADS] = {0}, nb = 0;
+    for (size_t live = TIE_THREADS; live;) {
+        uint32_t t = (uint32_t)(rnd(&seed) % TIE_THREADS);
+        if (next[t] == TIE_PER)
+            continue;
+        size_t n = 1 + rnd(&seed) % 300;
+        n = n < TIE_PER - next[t] ? n : TIE_PER - next[t];
+        b[nb++] = (tie_block){t, next[t], n};
+        live -= (next[t] += n) == TIE_PER;
+    }
+    return nb;
+}
+
+typedef struct tie_out {
+    an_event *ev;
+    uint32_t *tid;
+    size_t n;
+} tie_out;
+
+static void collect_ties(void *ctx, uint32_t pid, uint32_t tid, const an_event *ev, size_t n)
+{
+    (void)pid;
+    tie_out *o = ctx;
+    for (size_t i = 0; i < n; i++, o->n++) {
+        assert_true(o->n < TIE_BLOCKS);
+        o->ev[o->n] = ev[i];
+        o->tid[o->n] = tid;
+    }
+}
+
+/* The blocks into a stage holding them all; bounded: told before each
+ * block what is still to come (its first time, the earliest of the blocks
+ * after it), as the analysis does from a trace's index. */
+static void feed_ties(tie_out *got, const tie_block *b, size_t nb, int bounded)
+{
+    uint64_t *rest = malloc((nb + 1) * sizeof *rest), seed = 77;
+    assert_non_null(rest);
+    rest[nb] = UINT64_MAX;
+    for (size_t i = nb; i-- > 0;) {
+        uint64_t first = tie_ev[b[i].tid][b[i].from].ts;
+        rest[i] = first < rest[i + 1] ? first : rest[i + 1];
+    }
+    an_order *o = an_order_new(TIE_BLOCKS + 1, collect_ties, got);
+    assert_non_null(o);
+    for (size_t i = 0; i < nb; i++) {
+        if (bounded)
+            an_order_bound(o, 1, b[i].tid, tie_ev[b[i].tid][b[i].from].ts, 1, rest[i + 1]);
+        for (size_t done = 0; done < b[i].n;) { /* through rooms of random size */
+            size_t room;
+            an_event *e = an_order_room(o, 1, b[i].tid, &room);
+            assert_non_null(e);
+            size_t k = 1 + rnd(&seed) % 100;
+            k = k < room ? k : room;
+            k = k < b[i].n - done ? k : b[i].n - done;
+            memcpy(e, &tie_ev[b[i].tid][b[i].from + done], k * sizeof *e);
+            an_order_commit(o, k);
+            done += k;
+        }
+        if (bounded)
+            an_order_bound(o, 1, b[i].tid, UINT64_MAX, 0, rest[i + 1]);
+    }
+    if (bounded)
+        assert_true(got->n > 0); /* handed on while they came */
+    an_order_drain(o);
+    assert_int_equal(an_order_late(o), 0);
+    an_order_free(o);
+    free(rest);
+}
+
+/* Handing on by the bound gives the order holding every event gives, ties
+ * at one time between threads included. */
+static void test_bound_gives_the_order_of_holding(void **state)
+{
+    (void)state;
+    tie_block *b = malloc(TIE_BLOCKS * sizeof *b);
+    assert_non_null(b);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        size_t nb = tie_trace(b, seed * 0x9e3779b97f4a7c15ull);
+        tie_out held = {malloc(TIE_BLOCKS * sizeof(an_event)), malloc(TIE_BLOCKS * 4), 0};
+        tie_out bound = {malloc(TIE_BLOCKS * sizeof(an_event)), malloc(TIE_BLOCKS * 4), 0};
+        feed_ties(&held, b, nb, 0);
+        feed_ties(&bound, b, nb, 1);
+        assert_int_equal(held.n, TIE_BLOCKS);
+        assert_int_equal(bound.n, TIE_BLOCKS);
+        for (size_t i = 0; i < TIE_BLOCKS; i++)
+            if (held.tid[i] != bound.tid[i] || held.ev[i].size != bound.ev[i].size)
+                fail_msg("seed %llu, event %zu: held thread %u's %u, bound thread %u's %u", (unsigned long long)seed,
+                         i, held.tid[i], (unsigned)(held.ev[i].size & 0xffff), bound.tid[i],
+                         (unsigned)(bound.ev[i].size & 0xffff));
+        free(held.ev);
+        free(held.tid);
+        free(bound.ev);
+        free(bound.tid);
+    }
+    free(b);
+}
+
+/* A bound that lies (nothing before 1000 still to come, then events at
+ * 50): they are handed on late and counted, none lost. */
+static void test_lying_bound_makes_events_late(void **state)
+{
+    (void)state;
+    out got = {0};
+    an_order *o = an_order_new(1000, collect, &got);
+    assert_non_null(o);
+    put(o, 10, (uint64_t[]){100, 200}, 2);
+    an_order_bound(o, 1, 11, UINT64_MAX, 0, 1000);
+    assert_int_equal(got.n, 2);
+    put(o, 11, (uint64_t[]){50, 60}, 2);
+    an_order_bound(o, 1, 11, 0, 1, 0); /* and one that says nothing */
+    an_order_drain(o);
+    assert_int_equal(got.n, 4);
+    assert_int_equal(an_order_late(o), 2);
+    an_order_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +666,9 @@ int main(void)
         cmocka_unit_test(test_late_counts_match_their_definition),
         cmocka_unit_test(test_hold_needed_keeps_the_late_in_order),
         cmocka_unit_test(test_room_not_committed_is_given_again),
+        cmocka_unit_test(test_bound_hands_on_only_what_is_older),
+        cmocka_unit_test(test_bound_gives_the_order_of_holding),
+        cmocka_unit_test(test_lying_bound_makes_events_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
