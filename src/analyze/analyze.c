@@ -9,6 +9,7 @@
 #include "analyze/sink.h"
 #include "analyze/order.h"
 #include "format/blocks.h"
+#include "format/chunkindex.h"
 #include "base/system_events.h"
 
 #include <errno.h>
@@ -262,11 +263,38 @@ static void feed_ends(ltr_analysis *a, an_sink *sk)
     }
 }
 
+/* With the trace's index (x->n: one was found), what is still to come
+ * from the block being read (of pid, tid; done: all of it was taken) and
+ * the rest of the trace: the events older than that go on to the model
+ * now, which then runs beside the decoding instead of after it (bench/heap's
+ * trace was held whole: both cores were never busy together). */
+static void bound(ltr_analysis *a, an_sink *sk, const ltr_chunk_index *x, uint32_t pid, uint32_t tid, int done)
+{
+    if (!x->n)
+        return;
+    uint64_t seq;
+    uint32_t end;
+    ltr_trace_read_pos(a->trace, &seq, &end);
+    ltr_index_bound b = ltr_chunk_index_at(x, seq, end);
+    an_sink_bound(sk, pid, tid, done ? UINT64_MAX : b.first, b.sorted && !done, b.rest);
+}
+
+/* The index of a complete trace in a regular file, settled; none with
+ * LTR_ANALYZE_INDEX=0 (to compare the hold alone). */
+static void find_index(ltr_analysis *a, ltr_chunk_index *x)
+{
+    const char *e = getenv("LTR_ANALYZE_INDEX");
+    if (!(e && !strcmp(e, "0")))
+        ltr_trace_find_index(a->trace, x);
+}
+
 /* The events after the first: block by block, the heap records of compact
  * blocks through the fast path (blocks.c), any other record the generic way. */
 static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analyze_opts *o,
                          an_progress *pr, ltr_error *err)
 {
+    ltr_chunk_index x = {0};
+    find_index(a, &x);
     an_blocks *b = an_blocks_new(a->trace, d);
     if (!b)
         return ltr_fail(err, ENOMEM, "out of memory");
@@ -276,6 +304,8 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
     while ((rc = ltr_trace_block(a->trace, &v, err)) > 0) {
         int mine = !o->pid_set || v.pid == o->pid;
         v.tid = image_tid(a, v.pid, v.tid);
+        feed_ends(a, sk); /* the ends of the chunks before it: the bound says they came */
+        bound(a, sk, &x, v.pid, v.tid, 0);
         uint64_t n = 0;
         int whole = v.compact && an_blocks_run(b, sk, &v, mine, &n);
         a->events += n;
@@ -283,6 +313,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         if (!whole && (rc = take_one(a, sk, d, o, err)) <= 0)
             break;
         feed_ends(a, sk);
+        bound(a, sk, &x, v.pid, v.tid, whole);
         if (a->events - shown > 0xffff) {
             an_progress_update(pr, an_trace_position(a->trace));
             an_symbols_update(a); /* modules loaded later (dlopen) */
@@ -290,6 +321,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         }
     }
     feed_ends(a, sk); /* those read with the trace's last chunks, after its last block */
+    ltr_chunk_index_free(&x);
     an_blocks_free(b);
     return rc;
 }

@@ -315,6 +315,12 @@ void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n)
         batch_commit(s, pid, tid, n);
 }
 
+void an_sink_bound(an_sink *s, uint32_t pid, uint32_t tid, uint64_t first, int sorted, uint64_t rest)
+{
+    if (s->order)
+        an_order_bound(s->order, pid, tid, first, sorted, rest);
+}
+
 void an_sink_close(an_sink *s)
 {
     if (!s)

@@ -34,6 +34,9 @@ an_sink *an_sink_new(an_model *m, uint64_t threaded, int in_order, size_t hold);
 an_event *an_sink_room(an_sink *s, uint32_t pid, uint32_t tid, size_t *room);
 /* The first n events written at the last room are (pid, tid)'s, in order. */
 void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n);
+/* What is still to come, as order.h's an_order_bound: the events that
+ * waited for the time order and need not go on to the model now. */
+void an_sink_bound(an_sink *s, uint32_t pid, uint32_t tid, uint64_t first, int sorted, uint64_t rest);
 /* Every event committed is in the model when this returns (m->late says
  * how many came too late for the time order), and the thread is gone;
  * frees s. NULL is ignored. */

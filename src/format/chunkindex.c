@@ -1,8 +1,8 @@
 /*
  * format/chunkindex.c — the INDEX chunk of chunkindex.h: gathered by the
  * writer, encoded and parsed, settled into the earliest time still to come
- * at each chunk, and found in a file from its chunk headers, whose payloads
- * are skipped (a few hundred 32-byte reads on a trace of hundreds of MB), so
+ * at each block, and found in a file from its chunk headers (reader.h's
+ * walk, as the SYMBOLS chunks are found), whose payloads are skipped, so
  * that looking costs nothing next to the analysis.
  */
 #include "prim/prim.h"
@@ -135,38 +135,25 @@ uint64_t ltr_meta_ends_first_ts(const uint8_t *p, size_t len)
     return first;
 }
 
-/* The offset of the INDEX chunk, from the headers alone; 0 when there is none
- * or a header does not decode (what the index would vouch for is unsure). */
-static uint64_t index_offset(ltr_trace *t)
+/* The first intact INDEX chunk's payload into the walk's index, which ends
+ * there: one that does not parse gives none. */
+static long index_chunk(void *ctx, const uint8_t *raw, size_t len)
 {
-    uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
-    ltr_chunk_header h;
-    for (uint64_t pos = LTR_FILE_HEADER_SIZE; pos + LTR_CHUNK_HEADER_SIZE <= t->file_size;
-         pos += LTR_CHUNK_HEADER_SIZE + h.payload_size) {
-        if (ltr_read_at(t->fd, hdr, sizeof hdr, pos) != (ssize_t)sizeof hdr || ltr_chunk_header_decode(hdr, &h))
-            return 0;
-        if (h.type == LTR_CHUNK_INDEX)
-            return pos;
-    }
-    return 0;
+    (void)ltr_chunk_index_parse(raw, len, ctx);
+    return -1;
 }
 
 int ltr_trace_find_index(ltr_trace *t, ltr_chunk_index *out)
 {
     ltr_chunk_index_free(out);
     struct stat st;
-    if (fstat(t->fd, &st) || !S_ISREG(st.st_mode))
+    if (fstat(t->fd, &st) || !S_ISREG(st.st_mode) || ltr_trace_walk_chunks(t, LTR_CHUNK_INDEX, index_chunk, out) < 0 ||
+        !out->n) {
+        ltr_chunk_index_free(out);
         return 0;
-    uint64_t at = index_offset(t);
-    if (!at)
-        return 0;
-    ltr_fetch f = {0};
-    ltr_fetch_chunk(t->fd, t->file_size, at, t->dctx, &f);
-    int ok = f.kind == LTR_FETCH_OK && ltr_chunk_index_parse(f.raw, f.raw_len, out) == 0;
-    ltr_fetch_free(&f);
-    if (ok)
-        ltr_chunk_index_settle(out);
-    return ok;
+    }
+    ltr_chunk_index_settle(out);
+    return 1;
 }
 
 void ltr_trace_read_pos(const ltr_trace *t, uint64_t *seq, uint32_t *end)

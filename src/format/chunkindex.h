@@ -69,8 +69,8 @@ uint64_t ltr_cevents_first_ts(const uint8_t *p, size_t len, uint64_t base, int *
 uint64_t ltr_meta_ends_first_ts(const uint8_t *p, size_t len);
 
 /* The settled index of a regular file's trace, found from its chunk headers
- * (a damaged header, a FIFO, no INDEX chunk, or one that is damaged or does
- * not parse give none). 1 found, 0 none. */
+ * (a FIFO, no INDEX chunk, the first intact one not parsing or empty, or an
+ * I/O error give none). 1 found, 0 none. */
 int ltr_trace_find_index(ltr_trace *t, ltr_chunk_index *out);
 /* The reader's position: the chunk it is in, and where in an EVENTS
  * chunk's payload the block being read ends. */

@@ -298,6 +298,12 @@ void ltr_trace_add_damage(ltr_trace *t, ltr_damage_kind kind, uint64_t off, uint
 void ltr_trace_chunk_damage(ltr_trace *t, ltr_damage_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* symread.c: the intact chunks of a type, found by walking the chunk
+ * headers ahead of a scan (32 bytes read per chunk, on past damage as the
+ * reader goes), each payload handed to fn: what fn returns is summed, and
+ * a negative return ends the walk. The sum, or -errno on an I/O error. */
+typedef long (*ltr_walk_fn)(void *ctx, const uint8_t *raw, size_t len);
+long ltr_trace_walk_chunks(ltr_trace *t, uint16_t type, ltr_walk_fn fn, void *ctx);
 /* symread.c: a SYMBOLS chunk met by the scan, checked and counted. */
 void ltr_symbols_chunk(ltr_trace *t, const uint8_t *p, size_t len);
 

@@ -36,7 +36,7 @@ void ltr_trace_watch_addresses(ltr_trace *t, void (*fn)(void *ctx, uint32_t pid,
     t->addr_hook_ctx = ctx;
 }
 
-long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
+long ltr_trace_walk_chunks(ltr_trace *t, uint16_t type, ltr_walk_fn fn, void *ctx)
 {
     ZSTD_DCtx *d = NULL;
     ltr_fetch f = {0};
@@ -51,7 +51,7 @@ long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
         }
         ltr_chunk_header h;
         int good = got == (ssize_t)sizeof hdr && ltr_chunk_header_decode(hdr, &h) == LTR_CHUNK_OK;
-        if ((!good || h.type == LTR_CHUNK_SYMBOLS) && !d && !(d = ZSTD_createDCtx())) {
+        if ((!good || h.type == type) && !d && !(d = ZSTD_createDCtx())) {
             total = -ENOMEM; /* made only when a chunk is to be read: most traces walked have none */
             break;
         }
@@ -67,20 +67,40 @@ long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
             pos = f.next;
             continue;
         }
-        if (h.type == LTR_CHUNK_SYMBOLS) {
+        if (h.type == type) {
             ltr_fetch_chunk(t->fd, t->file_size, pos, d, &f);
-            long n = f.kind == LTR_FETCH_OK ? ltr_symchunk_parse(f.raw, f.raw_len, fn, ctx) : 0;
+            long n = f.kind == LTR_FETCH_OK ? fn(ctx, f.raw, f.raw_len) : 0;
             if (f.kind == LTR_FETCH_ERROR) {
                 total = f.err;
                 break;
             }
-            total += n > 0 ? n : 0;
+            if (n < 0) /* the walker's fn has what it looked for */
+                break;
+            total += n;
         }
         pos += LTR_CHUNK_HEADER_SIZE + h.payload_size;
     }
     ltr_fetch_free(&f);
     ZSTD_freeDCtx(d);
     return total;
+}
+
+typedef struct symbols_walk {
+    ltr_symchunk_fn fn;
+    void *ctx;
+} symbols_walk;
+
+static long symbols_chunk(void *ctx, const uint8_t *raw, size_t len)
+{
+    symbols_walk *w = ctx;
+    long n = ltr_symchunk_parse(raw, len, w->fn, w->ctx);
+    return n > 0 ? n : 0;
+}
+
+long ltr_trace_read_symbols(ltr_trace *t, ltr_symchunk_fn fn, void *ctx)
+{
+    symbols_walk w = {fn, ctx};
+    return ltr_trace_walk_chunks(t, LTR_CHUNK_SYMBOLS, symbols_chunk, &w);
 }
 
 int ltr_trace_append_point(const ltr_trace *t, ltr_append_point *at, const char **why)

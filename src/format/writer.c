@@ -115,6 +115,7 @@ struct ltr_writer {
     size_t merge_max;      /* bytes of records a merged block holds at most */
     ltr_chunk_index index; /* the timed blocks and chunks written, for the INDEX chunk before END */
     ltr_chunk_index index_wait; /* the pending EVENTS' blocks, their seq not known yet */
+    int indexed;           /* the INDEX chunk was written (ltr_writer_index) */
 };
 
 /* METADATA that comes while EVENTS are pending waits for them and goes out
@@ -428,17 +429,20 @@ static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t 
     return rc < 0 ? rc : rc2;
 }
 
-/* The INDEX chunk of the timed chunks written, just before END (only a
- * complete trace has one: a reader trusts it for what comes after it).
- * Best effort: a trace without it is read as any older one. */
-static void write_index(ltr_writer *w)
+/* Just before END (only a complete trace has one: a reader trusts it for
+ * what comes after it). Best effort: a trace without it is read as any
+ * older one. */
+int ltr_writer_index(ltr_writer *w, ltr_error *err)
 {
+    int rc = seal(w, err);
     uint8_t *p;
     size_t len;
+    w->indexed = 1;
     if (w->index.failed || !w->index.n || ltr_chunk_index_encode(&w->index, &p, &len) < 0)
-        return;
+        return rc;
     (void)write_chunk(w, LTR_CHUNK_INDEX, p, len, NULL);
     free(p);
+    return rc;
 }
 
 /* Pending events go first, so END really is the last chunk. */
@@ -448,8 +452,7 @@ int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_e
         return ltr_fail(err, ENOMEM, "writing %s: out of memory building a key/value list", w->path);
     if (chunk_type != LTR_CHUNK_END)
         return flush_then_write(w, chunk_type, kv->data, kv->len, err);
-    int rc = seal(w, err);
-    write_index(w);
+    int rc = w->indexed ? seal(w, err) : ltr_writer_index(w, err);
     int rc2 = write_chunk(w, chunk_type, kv->data, kv->len, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
 }

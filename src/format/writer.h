@@ -70,6 +70,11 @@ int ltr_writer_open_append(ltr_writer **out, const char *path, uint64_t size, ui
                            uint64_t ino, ltr_error *err);
 /* Cuts the file back to size bytes (what an append added, taken back). */
 int ltr_writer_cut(ltr_writer *w, uint64_t size, ltr_error *err);
+/* Flushes pending EVENTS, then writes the INDEX chunk of what was written
+ * (format/chunkindex.h), which END comes just after: ltr_writer_kv writes
+ * it before END when it was not. Nothing else may come between them (the
+ * index would not name it). Only the flush's errors are returned. */
+int ltr_writer_index(ltr_writer *w, ltr_error *err);
 /* Flushes pending EVENTS, then writes one chunk of chunk_type from raw. */
 int ltr_writer_chunk(ltr_writer *w, uint16_t chunk_type, const void *raw, size_t len, ltr_error *err);
 void ltr_writer_set_drop_callback(ltr_writer *w, ltr_writer_drop_fn fn, void *ctx);

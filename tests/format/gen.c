@@ -350,6 +350,9 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *m)
         rc = write_records(w, ltr_writer_counters, gen_counters, &err);
         mark(w, m, o->blocks * o->events_per_block);
         if (rc == 0)
+            rc = ltr_writer_index(w, &err); /* a chunk of its own, marked as each is */
+        mark(w, m, o->blocks * o->events_per_block);
+        if (rc == 0)
             rc = write_kv(w, LTR_CHUNK_END, fill_end, &err);
         mark(w, m, o->blocks * o->events_per_block);
     }
