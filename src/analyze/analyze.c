@@ -266,8 +266,8 @@ static void feed_ends(ltr_analysis *a, an_sink *sk)
 /* With the trace's index (x->n: one was found), what is still to come
  * from the block being read (of pid, tid; done: all of it was taken) and
  * the rest of the trace: the events older than that go on to the model
- * now, which then runs beside the decoding instead of after it (bench/heap's
- * trace was held whole: both cores were never busy together). */
+ * now, which then runs beside the decoding instead of after it (cc1plus's
+ * trace reached the model after 256 K events, now after 16 K). */
 static void bound(ltr_analysis *a, an_sink *sk, const ltr_chunk_index *x, uint32_t pid, uint32_t tid, int done)
 {
     if (!x->n)

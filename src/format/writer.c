@@ -191,7 +191,8 @@ static int compress_payload(ltr_writer *w, uint16_t type, const void *raw, size_
 static void note_index(ltr_writer *w, uint16_t type, const void *raw, size_t len)
 {
     if (type == LTR_CHUNK_EVENTS) {
-        w->index.failed |= w->index_wait.failed;
+        /* one not of ltr_writer_block's blocks (ltr_writer_chunk's) cannot be named: no index */
+        w->index.failed |= w->index_wait.failed || !w->index_wait.n;
         for (size_t i = 0; i < w->index_wait.n; i++) {
             const ltr_index_entry *e = &w->index_wait.e[i];
             ltr_chunk_index_add(&w->index, w->seq, e->end, e->flags, e->ts);

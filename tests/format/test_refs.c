@@ -2180,8 +2180,9 @@ static void test_index_written_and_read(void **state)
     free(s.v);
 }
 
-/* An INDEX payload that does not parse (cut short, out of order, an unknown
- * flag): no index, the trace read as one without. */
+/* A writer handed an EVENTS chunk whole writes no index; an INDEX payload
+ * that does not parse (cut short, out of order, an unknown flag) is not
+ * used: the trace is read as one without. */
 static void test_damaged_index_not_used(void **state)
 {
     (void)state;
@@ -2199,8 +2200,17 @@ static void test_damaged_index_not_used(void **state)
     ltr_bytes_put_u32(&bad[2], 10);
     ltr_bytes_put_u32(&bad[2], 0x80);
     ltr_bytes_put_u64(&bad[2], 1);
+    size_t entries, events;
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096); /* an EVENTS chunk handed whole: */
+    write_blocks(w, &s, 0, s.n, 31, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_chunk(w, LTR_CHUNK_EVENTS, "", 0, &err), 0);
+    ltr_bytes kv = {0};
+    assert_int_equal(ltr_writer_kv(w, LTR_CHUNK_END, &kv, &err), 0);
+    ltr_writer_close(w);
+    assert_int_equal(index_holds(path, &entries, &events), 0); /* the index could not name its blocks */
+    unlink(path);
     for (int k = 0; k < 3; k++) {
-        size_t entries, events;
         write_indexed(path, &s, 1, &bad[k]);
         assert_int_equal(index_holds(path, &entries, &events), 0);
         assert_int_equal(events, s.n);
