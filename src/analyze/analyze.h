@@ -70,16 +70,21 @@ typedef struct ltr_embed_result {
     uint64_t bytes;         /* bytes added to the file */
     size_t known;           /* addresses the trace named already (symbolized before) */
     uint64_t met;           /* frame addresses its stacks hold (0: no stack, nothing to name) */
+    char *notes;            /* what reading perf maps met, a line each (malloc'd, NULL: none); the caller frees it */
 } ltr_embed_result;
+#define LTR_EMBED_PROGRESS 0x1u  /* progress on a terminal */
+/* Addresses in no module are looked up in their process's perf map (JIT
+ * code: symbols.h): only at the end of a recording, where it was made. */
+#define LTR_EMBED_PERF_MAPS 0x2u
 /* Resolves every frame address of the trace at path (its stack records and
  * frame nodes, read without its events) with this machine's files
- * (debug_path and progress as ltr_analyze_opts') and adds the names found,
+ * (debug_path as ltr_analyze_opts', flags LTR_EMBED_*) and adds the names found,
  * that the trace does not hold yet (or holds from a symbol table only, where
  * DWARF names them now), to the file as SYMBOLS chunks after its last chunk
  * (docs/trace-format.md, "SYMBOLS chunks"). Refused (-EINVAL, err says why,
  * the file untouched) for a trace cut short or damaged; a write that fails
  * (a full disk) leaves the file as it was. Returns 0 or -errno. */
-int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int progress, ltr_embed_result *res,
+int ltr_analysis_embed_symbols(const char *path, const char *debug_path, unsigned flags, ltr_embed_result *res,
                                ltr_error *err);
 /* "text", "json", "csv", "pprof", "folded" -> format, or 0. */
 ltr_report_format ltr_report_format_parse(const char *name);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,7 +112,17 @@ static int append_now(const char *path, const ltr_append_point *at, ltr_bytes *p
     return rc;
 }
 
-int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int progress, ltr_embed_result *res,
+/* Adds a perf map's note to the notes, a line each. */
+static void add_note(void *ctx, const char *note)
+{
+    char **notes = ctx, *v = NULL;
+    if (asprintf(&v, "%s%s\n", *notes ? *notes : "", note) < 0)
+        return;
+    free(*notes);
+    *notes = v;
+}
+
+int ltr_analysis_embed_symbols(const char *path, const char *debug_path, unsigned flags, ltr_embed_result *res,
                                ltr_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -141,12 +152,13 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
         ltr_trace_close(w.t);
         return ltr_fail(err, ENOMEM, "%s: no symbols were added: out of memory", path);
     }
+    ltr_symbolizer_use_perf_maps(w.sym, (flags & LTR_EMBED_PERF_MAPS) != 0);
     res->known = an_known_symbols(w.t, w.sym); /* a trace named before: only what it lacks is added */
     ltr_trace_metadata_only(w.t, 1); /* the stacks are in the metadata: no event is decoded */
     ltr_trace_watch_addresses(w.t, met, &w);
     ltr_trace_summary sum;
     ltr_trace_summarize(w.t, &sum);
-    an_progress_begin(&w.progress, progress, sum.file_size);
+    an_progress_begin(&w.progress, (flags & LTR_EMBED_PROGRESS) != 0, sum.file_size);
     const ltr_event *ev;
     while ((rc = ltr_trace_next(w.t, &ev, err)) > 0)
         ;
@@ -165,6 +177,7 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, int pro
     embed_ctx e = {rc == 0 && !w.failed ? ltr_symchunk_builder_new() : NULL, 0};
     if (e.b)
         ltr_symbolizer_each(w.sym, add_entry, &e);
+    ltr_symbolizer_perf_map_notes(w.sym, add_note, &res->notes);
     ltr_bytes *parts = NULL;
     size_t nparts = 0;
     if (rc == 0 && (!e.b || e.failed || ltr_symchunk_build(e.b, &parts, &nparts) < 0))

@@ -10,12 +10,19 @@
 #include "prim/prim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, int asked)
 {
     ltr_embed_result res;
     ltr_error err = {0};
-    int rc = ltr_analysis_embed_symbols(path, debug_path, 1, &res, &err);
+    /* at the end of a recording (not asked), the processes' perf maps are theirs */
+    int rc = ltr_analysis_embed_symbols(path, debug_path, LTR_EMBED_PROGRESS | (asked ? 0 : LTR_EMBED_PERF_MAPS),
+                                        &res, &err);
+    for (const char *l = rc < 0 ? NULL : res.notes; l && *l; l = strchr(l, '\n') + 1) /* nothing was added on failure */
+        fprintf(stderr, "ltr %s: %.*s\n", cmd, (int)strcspn(l, "\n"), l);
+    free(res.notes);
     if (rc < 0 && asked)
         cli_fail(cmd, "%s", err.msg);
     else if (rc < 0)

@@ -21,6 +21,7 @@
 #include "symbols/symbols.h"
 #include "elfdebug/debuginfo.h"
 #include "symbols/dwarf.h"
+#include "symbols/perfmap.h"
 #include "base/hmap.h"
 
 #include <errno.h>
@@ -98,6 +99,12 @@ typedef struct sym_proc {
      * `ltr analyze` on 200 python3 starts through pyenv's shims (7 038
      * processes, 100 000 modules), 0.4 s this way. */
     size_t last_mod;
+    /* its perf map (JIT code), looked for at its first address in no module
+     * when perf maps are on: jit_state 0 not yet, 1 read, else -errno */
+    int jit_state;
+    sym_perfmap *jit;
+    char *jit_path, *jit_why;
+    size_t jit_named; /* addresses it named */
 } sym_proc;
 
 struct ltr_symbolizer {
@@ -115,6 +122,7 @@ struct ltr_symbolizer {
     size_t nstrings, capstrings;
     an_hmap known_strs;   /* the known frames' strings, each once (known_str) */
     size_t known_frames, known_bytes;
+    int perf_maps;        /* ltr_symbolizer_use_perf_maps */
     /* prewarm thread, while warming: it opens warm[0..nwarm) */
     int warming;
     pthread_t warm_thread;
@@ -225,6 +233,9 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     while ((p = an_hmap_next(&s->procs, &pos))) {
         an_hmap_free(p->cache);
         free(p->cache);
+        sym_perfmap_free(p->jit);
+        free(p->jit_path);
+        free(p->jit_why);
     }
     an_hmap_free(&s->procs);
     an_hmap_free(&s->known_strs);
@@ -494,9 +505,66 @@ static void free_levels(sym_level *lv, size_t k)
     }
 }
 
+/* The name process pid's perf map gives addr (a return address: the call
+ * is the byte before it), the map read at the first need. */
+static const char *perf_map_name(ltr_symbolizer *s, uint32_t pid, uint64_t addr)
+{
+    sym_proc *p = proc_of(s, pid);
+    if (p && !p->jit_state) {
+        char path[128], why[512] = "";
+        p->jit_state = sym_perfmap_load(pid, &p->jit, path, sizeof path, why, sizeof why);
+        p->jit_state = p->jit_state ? p->jit_state : 1;
+        p->jit_path = strdup(path);
+        p->jit_why = strdup(why);
+    }
+    return p && p->jit_state == 1 ? sym_perfmap_find(p->jit, addr ? addr - 1 : 0) : NULL;
+}
+
+void ltr_sym_jit_path(uint32_t pid, char *out, size_t size) { snprintf(out, size, "[perf-%u.map]", pid); }
+
+static bool is_jit_path(const char *path)
+{
+    unsigned pid;
+    char end[8];
+    return sscanf(path, "[perf-%u.ma%7s", &pid, end) == 2 && !strcmp(end, "p]");
+}
+
+/* The frame of addr of pid in no module: JIT code, named by the trace
+ * (known, under ltr_sym_jit_path) or by the process's perf map. Its file
+ * is never opened; the frame names no module. 0 when nothing names it. */
+static int jit_resolve(ltr_symbolizer *s, uint32_t pid, uint64_t addr, uint32_t *n, size_t *first)
+{
+    char path[48];
+    ltr_sym_jit_path(pid, path, sizeof path);
+    sym_file *f = find_file(s, path, NULL, 0);
+    sym_cached *c = f ? an_hmap_get(f->offsets, addr) : NULL;
+    const char *name = c || !s->perf_maps ? NULL : perf_map_name(s, pid, addr);
+    if (!c && name && !f && (f = file_of(s, path, NULL, 0)))
+        f->opened = 1; /* no ELF file to open, nor to list among the problems */
+    ltr_sym_frame *fr = !c && name && f ? new_frames(s, 1) : NULL;
+    if (fr) {
+        fr->address = fr->offset = addr;
+        fr->function = keep(s, strdup(name));
+        if ((c = an_hmap_put(f->offsets, addr, NULL))) {
+            c->first = (uint32_t)(fr - s->frames);
+            c->n = 1;
+            sym_proc *p = proc_of(s, pid);
+            p->jit_named += p != NULL;
+        }
+    }
+    if (!c)
+        return 0;
+    *first = c->first;
+    *n = c->n;
+    return 1;
+}
+
 static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr, uint32_t *n)
 {
     sym_mod *x = module_at(s, pid, ts, addr);
+    size_t jit_first;
+    if (!x && jit_resolve(s, pid, addr, n, &jit_first))
+        return jit_first;
     sym_level lv[MAX_LEVELS];
     size_t k = 0;
     uint64_t vaddr = x ? addr - x->bias : addr;
@@ -655,7 +723,7 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
     ltr_sym_frame *out = new_frames(s, n);
     int ok = 1;
     for (size_t i = 0; out && i < n; i++)
-        out[i] = (ltr_sym_frame){0, f->path, offset, known_text(s, frames[i].function, &ok),
+        out[i] = (ltr_sym_frame){0, is_jit_path(path) ? NULL : f->path, offset, known_text(s, frames[i].function, &ok),
                                  known_text(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
     c = an_hmap_get(f->offsets, offset);
     if (!out || !ok) {
@@ -782,4 +850,50 @@ void ltr_symbolizer_nosyms_at(ltr_symbolizer *s, size_t i, const char **path, co
     *path = f ? f->path : NULL;
     *build_id = f ? f->build_id : NULL;
     *build_id_len = f ? f->build_id_len : 0;
+}
+
+void ltr_symbolizer_use_perf_maps(ltr_symbolizer *s, int on) { s->perf_maps = on; }
+
+static int by_pid(const void *x, const void *y)
+{
+    const sym_proc *a = *(const sym_proc *const *)x, *b = *(const sym_proc *const *)y;
+    return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+/* One process's note: its map refused, or what it named. */
+static void perf_map_note(const sym_proc *p, ltr_sym_note_fn fn, void *ctx)
+{
+    char note[1024];
+    const char *path = p->jit_path ? p->jit_path : "its perf map";
+    if (p->jit_state == 1 && p->jit_named)
+        snprintf(note, sizeof note, "JIT frames of process %llu named from %s: %zu address%s", (unsigned long long)p->pid,
+                 path, p->jit_named, p->jit_named == 1 ? "" : "es");
+    else if (p->jit_state == 1)
+        snprintf(note, sizeof note, "%s names none of process %llu's frames outside its modules (%zu entries, %zu "
+                 "lines skipped)", path, (unsigned long long)p->pid, sym_perfmap_entries(p->jit),
+                 sym_perfmap_skipped(p->jit));
+    else
+        snprintf(note, sizeof note, "%s not read: %s; the JIT frames of process %llu stay addresses", path,
+                 p->jit_why ? p->jit_why : "out of memory", (unsigned long long)p->pid);
+    fn(ctx, note);
+}
+
+void ltr_symbolizer_perf_map_notes(ltr_symbolizer *s, ltr_sym_note_fn fn, void *ctx)
+{
+    settle(s);
+    size_t pos = 0, n = 0;
+    const sym_proc *p;
+    while ((p = an_hmap_next(&s->procs, &pos)))
+        n += p->jit_state != 0 && p->jit_state != -ENOENT;
+    const sym_proc **v = n ? malloc(n * sizeof *v) : NULL;
+    if (!v)
+        return;
+    n = 0;
+    for (pos = 0; (p = an_hmap_next(&s->procs, &pos));)
+        if (p->jit_state != 0 && p->jit_state != -ENOENT)
+            v[n++] = p;
+    qsort(v, n, sizeof *v, by_pid);
+    for (size_t i = 0; i < n; i++)
+        perf_map_note(v[i], fn, ctx);
+    free(v);
 }

@@ -109,6 +109,22 @@ void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_
 typedef void (*ltr_sym_each_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
                                 int bare, uint64_t offset, const ltr_sym_frame *frames, size_t n);
 void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx);
+/* Addresses in no module of their process (JIT-compiled code) are looked
+ * up in the perf map the process wrote (symbols/perfmap.h: /tmp/perf-PID.map,
+ * read at the process's first such address) when on: only where the trace
+ * was made, while the process lives or just after, never for a trace from
+ * elsewhere. Their frame names a function and no module; offset is the
+ * address. ltr_symbolizer_each hands them out under the path
+ * ltr_sym_jit_path gives, offset the address, and frames known under that
+ * path (ltr_symbolizer_add_known) name the process's addresses in no module
+ * whether or not this is on. */
+void ltr_symbolizer_use_perf_maps(ltr_symbolizer *s, int on);
+/* "[perf-PID.map]": the file JIT frames of pid are embedded under (a name no MODULE gives). */
+void ltr_sym_jit_path(uint32_t pid, char *out, size_t size);
+/* One sentence (no newline) per process whose perf map was looked for and
+ * was there: refused and why, or how many addresses it named, by pid. */
+typedef void (*ltr_sym_note_fn)(void *ctx, const char *note);
+void ltr_symbolizer_perf_map_notes(ltr_symbolizer *s, ltr_sym_note_fn fn, void *ctx);
 /* Demangles a C++ (Itanium) or Rust (legacy or v0) symbol; returns a malloc'd
  * string or NULL if name is not mangled. Rust names lose their hashes: the
  * legacy "::h<16 hex>" element, v0's crate disambiguators, ".llvm.N". */
