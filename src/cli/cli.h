@@ -89,7 +89,11 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
 #define CLI_NO_SYMBOLS_HELP \
     "  --no-symbols         do not add the names of the recorded frames to the trace\n" \
     "                       (by default they are: the trace then shows them where\n" \
-    "                       its binaries and debug files are not; 'ltr symbolize')\n"
+    "                       its binaries and debug files are not; 'ltr symbolize').\n" \
+    "                       Frames of JIT code are named from the map the program\n" \
+    "                       writes of it, /tmp/perf-PID.map, as perf reads it: run\n" \
+    "                       node --perf-basic-prof --interpreted-frames-native-stack,\n" \
+    "                       python3.12 -X perf, java with perf-map-agent\n"
 int cmd_symbolize(int argc, char **argv);
 
 /* One function per subcommand, each in its own file cmd-NAME.c. */
