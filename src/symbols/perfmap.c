@@ -326,7 +326,8 @@ int sym_perfmap_load(uint32_t pid, sym_perfmap **out, char *path, size_t pathsiz
 {
     *out = NULL;
     uid_t ruid, euid;
-    uint32_t own = ltr_proc_own_pid(pid);
+    /* a zombie has a status but no root: it ended, as far as its map goes */
+    uint32_t own = ltr_pid_alive((pid_t)pid) ? ltr_proc_own_pid(pid) : 0;
     int fd, rc;
     if (own && proc_users(pid, &ruid, &euid)) {
         snprintf(path, pathsize, "/proc/%u/root/tmp/perf-%u.map", pid, own);

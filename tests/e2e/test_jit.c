@@ -5,7 +5,8 @@
  * into a page of its own and maps it itself. The analysis names that frame
  * (the map's last entry for it); a map that /tmp's other users could have
  * put there or changed (a symlink, a FIFO, another user's, one anyone may
- * write) is refused and said so, its frame left an address; a hostile
+ * write) is refused and said so, its frame left an address; a zombie's
+ * map is read at 'ltr stop'; a hostile
  * map's name reaches the terminal without its escape sequences; and
  * `ltr symbolize` later, where the maps may be anyone's, reads none.
  */
@@ -145,6 +146,35 @@ static void symbolize_later_reads_no_map(void **state)
     tu_free(&r);
 }
 
+/* A process that ended but was not reaped yet (a zombie: its parent execs
+ * sleep) at 'ltr stop': its /tmp map is read as an ended one's, not looked
+ * for under its /proc/PID/root, which a zombie has no more (the map was
+ * passed over, nothing said). */
+static void zombie_map_read(void **state)
+{
+    (void)state;
+    skip_unless_x86_64();
+    tu_result r = tu_run("'%s' start heap --filemode >/dev/null 2>&1 || exit 9\n"
+                         "{ '%s' run -- sh -c \"'%s' map & exec sleep 10\" >zombie.out 2>&1 & }\n"
+                         "for i in $(seq 200); do P=$(sed -n 's/jitleak pid //p' zombie.out)\n"
+                         "  [ -n \"$P\" ] && grep -q '^State:.*Z' /proc/$P/status && echo zombie && break; sleep 0.05; done\n"
+                         "'%s' stop zombie.ltr; s=$?; echo \"pid $P\"; rm -f /tmp/perf-$P.map; exit $s",
+                         tu_ltr(), tu_ltr(), tu_test_bin("ltr-test-jitleak"), tu_ltr());
+    if (r.status != 0)
+        fprintf(stderr, "%d: %s\n%s\n", r.status, r.out, r.err);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "zombie\n"));
+    const char *at = strstr(r.out, "pid ");
+    assert_non_null(at);
+    unsigned pid = (unsigned)strtoul(at + 4, NULL, 10);
+    char said[128];
+    snprintf(said, sizeof said, "JIT frames of process %u named from /tmp/perf-%u.map: 1 address\n", pid, pid);
+    if (!strstr(r.err, said))
+        fprintf(stderr, "no '%s' in: %s\n", said, r.err);
+    assert_non_null(strstr(r.err, said));
+    tu_free(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -165,6 +195,7 @@ int main(void)
         cmocka_unit_test(untrusted_maps_refused),
         cmocka_unit_test(hostile_map_shown_safely),
         cmocka_unit_test(symbolize_later_reads_no_map),
+        cmocka_unit_test(zombie_map_read),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
