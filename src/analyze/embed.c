@@ -16,6 +16,7 @@
 #include "analyze/internal.h"
 #include "format/symchunk.h"
 #include "format/writer.h"
+#include "format/blocks.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -112,6 +113,18 @@ static int append_now(const char *path, const ltr_append_point *at, ltr_bytes *p
     return rc;
 }
 
+/* Whether the trace saw process pid end: its pid may be another's by now. */
+static int process_ended(void *ctx, uint32_t pid)
+{
+    const ltr_trace *t = ctx;
+    for (size_t i = 0, n = ltr_trace_process_end_count(t); i < n; i++) {
+        const ltr_process_end *e = ltr_trace_process_end_at(t, i);
+        if (e->pid == pid && !e->exec_image)
+            return 1;
+    }
+    return 0;
+}
+
 /* Adds a perf map's note to the notes, a line each. */
 static void add_note(void *ctx, const char *note)
 {
@@ -175,6 +188,8 @@ int ltr_analysis_embed_symbols(const char *path, const char *debug_path, unsigne
         rc = ltr_fail(err, EAGAIN, "%s: no symbols were added: another file was put at its path while it was "
                       "read", path);
     embed_ctx e = {rc == 0 && !w.failed ? ltr_symchunk_builder_new() : NULL, 0};
+    if (rc == 0 && !w.failed)
+        ltr_symbolizer_read_perf_maps(w.sym, process_ended, w.t);
     if (e.b)
         ltr_symbolizer_each(w.sym, add_entry, &e);
     ltr_symbolizer_perf_map_notes(w.sym, add_note, &res->notes);

@@ -322,12 +322,13 @@ static int proc_users(uint32_t pid, uid_t *ruid, uid_t *euid)
     return 1;
 }
 
-int sym_perfmap_load(uint32_t pid, sym_perfmap **out, char *path, size_t pathsize, char *why, size_t whysize)
+int sym_perfmap_load(uint32_t pid, int ended, sym_perfmap **out, char *path, size_t pathsize, char *why,
+                     size_t whysize)
 {
     *out = NULL;
     uid_t ruid, euid;
     /* a zombie has a status but no root: it ended, as far as its map goes */
-    uint32_t own = ltr_pid_alive((pid_t)pid) ? ltr_proc_own_pid(pid) : 0;
+    uint32_t own = !ended && ltr_pid_alive((pid_t)pid) ? ltr_proc_own_pid(pid) : 0;
     int fd, rc;
     if (own && proc_users(pid, &ruid, &euid)) {
         snprintf(path, pathsize, "/proc/%u/root/tmp/perf-%u.map", pid, own);

@@ -43,12 +43,14 @@ size_t sym_perfmap_skipped(const sym_perfmap *m);
 int sym_perfmap_open(const char *path, uid_t uid, uid_t uid2, const char *whose, int *fd, char *why,
                      size_t whysize);
 
-/* The map of process pid (as this process sees pid): while it lives, the
- * /tmp of its own mount namespace named by its own pid (its pid namespace's:
+/* The map of process pid (as this process sees pid): while it lives (not
+ * ended, as the caller knows, and not a zombie), the /tmp of its own mount
+ * namespace named by its own pid (its pid namespace's:
  * /proc/PID/root/tmp/perf-NSPID.map), its users trusted; once it ended,
  * /tmp/perf-PID.map, this process's user trusted. path (the file looked
  * for) is filled whatever the outcome. Returns as sym_perfmap_open, and the
  * map read in *out. */
-int sym_perfmap_load(uint32_t pid, sym_perfmap **out, char *path, size_t pathsize, char *why, size_t whysize);
+int sym_perfmap_load(uint32_t pid, int ended, sym_perfmap **out, char *path, size_t pathsize, char *why,
+                     size_t whysize);
 
 #endif

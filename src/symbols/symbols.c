@@ -123,6 +123,9 @@ struct ltr_symbolizer {
     an_hmap known_strs;   /* the known frames' strings, each once (known_str) */
     size_t known_frames, known_bytes;
     int perf_maps;        /* ltr_symbolizer_use_perf_maps */
+    /* addresses in no module met meanwhile, for ltr_symbolizer_read_perf_maps */
+    struct jit_pending { uint32_t pid; uint64_t addr; } *jit_pending;
+    size_t njit_pending, capjit_pending;
     /* prewarm thread, while warming: it opens warm[0..nwarm) */
     int warming;
     pthread_t warm_thread;
@@ -241,6 +244,7 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     an_hmap_free(&s->known_strs);
     an_hmap_free(&s->file_index);
     free(s->frames);
+    free(s->jit_pending);
     for (size_t i = 0; i < s->nstrings; i++)
         free(s->strings[i]);
     free(s->strings);
@@ -507,12 +511,12 @@ static void free_levels(sym_level *lv, size_t k)
 
 /* The name process pid's perf map gives addr (a return address: the call
  * is the byte before it), the map read at the first need. */
-static const char *perf_map_name(ltr_symbolizer *s, uint32_t pid, uint64_t addr)
+static const char *perf_map_name(ltr_symbolizer *s, uint32_t pid, int ended, uint64_t addr)
 {
     sym_proc *p = proc_of(s, pid);
     if (p && !p->jit_state) {
         char path[128], why[512] = "";
-        p->jit_state = sym_perfmap_load(pid, &p->jit, path, sizeof path, why, sizeof why);
+        p->jit_state = sym_perfmap_load(pid, ended, &p->jit, path, sizeof path, why, sizeof why);
         p->jit_state = p->jit_state ? p->jit_state : 1;
         p->jit_path = strdup(path);
         p->jit_why = strdup(why);
@@ -529,16 +533,34 @@ static bool is_jit_path(const char *path)
     return sscanf(path, "[perf-%u.ma%7s", &pid, end) == 2 && !strcmp(end, "p]");
 }
 
-/* The frame of addr of pid in no module: JIT code, named by the trace
- * (known, under ltr_sym_jit_path) or by the process's perf map. Its file
- * is never opened; the frame names no module. 0 when nothing names it. */
+/* The frame of addr of pid in no module, JIT code, named by the trace
+ * (known, under ltr_sym_jit_path): 0 when it names none. With perf maps on,
+ * the address waits for ltr_symbolizer_read_perf_maps. */
 static int jit_resolve(ltr_symbolizer *s, uint32_t pid, uint64_t addr, uint32_t *n, size_t *first)
 {
     char path[48];
     ltr_sym_jit_path(pid, path, sizeof path);
     sym_file *f = find_file(s, path, NULL, 0);
     sym_cached *c = f ? an_hmap_get(f->offsets, addr) : NULL;
-    const char *name = c || !s->perf_maps ? NULL : perf_map_name(s, pid, addr);
+    if (!c && s->perf_maps &&
+        !ltr_reserve((void **)&s->jit_pending, &s->capjit_pending, s->njit_pending, sizeof *s->jit_pending, 256))
+        s->jit_pending[s->njit_pending++] = (struct jit_pending){pid, addr};
+    if (!c)
+        return 0;
+    *first = c->first;
+    *n = c->n;
+    return 1;
+}
+
+/* Names addr of pid from its perf map, as ltr_symbolize will give it:
+ * the file under ltr_sym_jit_path (never opened), a frame of no module. */
+static void jit_name(ltr_symbolizer *s, uint32_t pid, int ended, uint64_t addr)
+{
+    char path[48];
+    ltr_sym_jit_path(pid, path, sizeof path);
+    sym_file *f = find_file(s, path, NULL, 0);
+    sym_cached *c = f ? an_hmap_get(f->offsets, addr) : NULL;
+    const char *name = c ? NULL : perf_map_name(s, pid, ended, addr);
     if (!c && name && !f && (f = file_of(s, path, NULL, 0)))
         f->opened = 1; /* no ELF file to open, nor to list among the problems */
     ltr_sym_frame *fr = !c && name && f ? new_frames(s, 1) : NULL;
@@ -552,11 +574,17 @@ static int jit_resolve(ltr_symbolizer *s, uint32_t pid, uint64_t addr, uint32_t 
             p->jit_named += p != NULL;
         }
     }
-    if (!c)
-        return 0;
-    *first = c->first;
-    *n = c->n;
-    return 1;
+}
+
+void ltr_symbolizer_read_perf_maps(ltr_symbolizer *s, int (*ended)(void *ctx, uint32_t pid), void *ctx)
+{
+    settle(s);
+    for (size_t i = 0; i < s->njit_pending; i++) {
+        uint32_t pid = s->jit_pending[i].pid;
+        const sym_proc *p = an_hmap_get(&s->procs, pid);
+        jit_name(s, pid, p && !p->jit_state ? ended(ctx, pid) : 0, s->jit_pending[i].addr);
+    }
+    s->njit_pending = 0;
 }
 
 static size_t resolve(ltr_symbolizer *s, uint32_t pid, uint64_t ts, uint64_t addr, uint32_t *n)

@@ -109,16 +109,20 @@ void ltr_symbolizer_known_bare(ltr_symbolizer *s, const char *path, const uint8_
 typedef void (*ltr_sym_each_fn)(void *ctx, const char *path, const uint8_t *build_id, size_t build_id_len,
                                 int bare, uint64_t offset, const ltr_sym_frame *frames, size_t n);
 void ltr_symbolizer_each(ltr_symbolizer *s, ltr_sym_each_fn fn, void *ctx);
-/* Addresses in no module of their process (JIT-compiled code) are looked
- * up in the perf map the process wrote (symbols/perfmap.h: /tmp/perf-PID.map,
- * read at the process's first such address) when on: only where the trace
- * was made, while the process lives or just after, never for a trace from
- * elsewhere. Their frame names a function and no module; offset is the
- * address. ltr_symbolizer_each hands them out under the path
- * ltr_sym_jit_path gives, offset the address, and frames known under that
- * path (ltr_symbolizer_add_known) name the process's addresses in no module
- * whether or not this is on. */
+/* Addresses in no module of their process (JIT-compiled code) are kept,
+ * when on, for ltr_symbolizer_read_perf_maps: only where the trace was
+ * made, while the process lives or just after, never for a trace from
+ * elsewhere. Frames known under the path ltr_sym_jit_path gives
+ * (ltr_symbolizer_add_known, offset the address) name the process's
+ * addresses in no module whether or not this is on: a function and no
+ * module, offset the address. */
 void ltr_symbolizer_use_perf_maps(ltr_symbolizer *s, int on);
+/* Names the addresses kept so far from the perf map each process wrote
+ * (symbols/perfmap.h: /tmp/perf-PID.map); ended says whether the trace saw
+ * a process end (its pid may be another process's by now: its map is then
+ * looked for as an ended process's, never under the pid's /proc/PID/root).
+ * ltr_symbolizer_each then hands them out under ltr_sym_jit_path. */
+void ltr_symbolizer_read_perf_maps(ltr_symbolizer *s, int (*ended)(void *ctx, uint32_t pid), void *ctx);
 /* "[perf-PID.map]": the file JIT frames of pid are embedded under (a name no MODULE gives). */
 void ltr_sym_jit_path(uint32_t pid, char *out, size_t size);
 /* One sentence (no newline) per process whose perf map was looked for and

@@ -6,7 +6,8 @@
  * (the map's last entry for it); a map that /tmp's other users could have
  * put there or changed (a symlink, a FIFO, another user's, one anyone may
  * write) is refused and said so, its frame left an address; a zombie's
- * map is read at 'ltr stop'; a hostile
+ * map is read at 'ltr stop', and an ended process's map is not taken from
+ * the live process its pid was given to since; a hostile
  * map's name reaches the terminal without its escape sequences; and
  * `ltr symbolize` later, where the maps may be anyone's, reads none.
  */
@@ -175,6 +176,58 @@ static void zombie_map_read(void **state)
     tu_free(&r);
 }
 
+/* The pid of a process that ended, given again to a live process of
+ * another mount namespace whose /tmp holds a map of its own before 'ltr
+ * stop': the ended process's frames are named from its own map, not from
+ * the live one's (/proc/PID/root/tmp/perf-PID.map: 'other_process_function'
+ * was). In a pid namespace of its own, where the next pid can be chosen
+ * (ns_last_pid, as test_analyze's test_pid_used_again_is_no_exec). */
+static void pid_used_again_not_read(void **state)
+{
+    (void)state;
+    skip_unless_x86_64();
+    const char *dir = "."; /* the sandbox, made by setup */
+    /* the second process: not traced, and alive at the stop, in a /tmp of its own */
+    tu_write_file(dir, "reuse.sh",
+                  "\"$1\" map & A=$!\n"
+                  "wait $A\n"
+                  "echo $((A - 1)) > /proc/sys/kernel/ns_last_pid\n"
+                  "env -u LD_PRELOAD setsid unshare -m sh -c 'mount -t tmpfs none /tmp && "
+                  "echo \"0 7fffffffffff other_process_function\" > /tmp/perf-$$.map && : > ready && exec sleep 10' &\n"
+                  "B=$!\n"
+                  "while [ ! -e ready ]; do sleep 0.05; done\n"
+                  "echo \"A=$A B=$B\" > pids.txt\n");
+    tu_write_file(dir, "outer.sh",
+                  "\"$1\" start heap --filemode >/dev/null || exit 77\n"
+                  "\"$1\" run -- sh reuse.sh \"$2\" >/dev/null 2>&1 &\n"
+                  "while [ ! -e pids.txt ]; do sleep 0.05; done\n"
+                  "\"$1\" stop --force reused.ltr 2>stop.err\n"
+                  "cat pids.txt\n");
+    long long a = tu_pid_again("command -v unshare >/dev/null || exit 77; rm -f ready pids.txt; "
+                               "unshare %s --pid --fork --mount-proc sh outer.sh '%s' '%s' || exit 77",
+                               geteuid() ? "--user --map-root-user" : "", tu_ltr(), tu_test_bin("ltr-test-jitleak"));
+    char rm[64];
+    snprintf(rm, sizeof rm, "/tmp/perf-%lld.map", a);
+    if (a > 0)
+        unlink(rm);
+    assert_true(a >= 0);
+    if (!a)
+        skip();
+    char *err = tu_read_file("stop.err");
+    assert_non_null(err);
+    char said[128];
+    snprintf(said, sizeof said, "JIT frames of process %lld named from /tmp/perf-%lld.map", a, a);
+    if (!strstr(err, said))
+        fprintf(stderr, "no '%s' in: %s\n", said, err);
+    assert_non_null(strstr(err, said));
+    free(err);
+    tu_result r = tu_run("'%s' analyze reused.ltr", tu_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "jit_leaky_function  0x"));
+    assert_null(strstr(r.out, "other_process_function"));
+    tu_free(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -196,6 +249,7 @@ int main(void)
         cmocka_unit_test(hostile_map_shown_safely),
         cmocka_unit_test(symbolize_later_reads_no_map),
         cmocka_unit_test(zombie_map_read),
+        cmocka_unit_test(pid_used_again_not_read),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
