@@ -83,7 +83,7 @@ static int add_line(sym_perfmap *m, const char *s, size_t len)
         while (nlen > 0 && ((uint8_t)p[nlen] & 0xc0) == 0x80)
             nlen--;
     }
-    if (!nlen || m->n >= UINT32_MAX || m->names_len + nlen + 1 > UINT32_MAX)
+    if (!nlen || m->n >= SYM_PERFMAP_MAX_ENTRIES || m->names_len + nlen + 1 > UINT32_MAX)
         return -1;
     if (reserve((void **)&m->entries, &m->cap, m->n + 1, sizeof *m->entries) ||
         reserve((void **)&m->names, &m->names_cap, m->names_len + nlen + 1, 1))

@@ -893,13 +893,17 @@ static void perf_map_note(const sym_proc *p, ltr_sym_note_fn fn, void *ctx)
 {
     char note[1024];
     const char *path = p->jit_path ? p->jit_path : "its perf map";
+    size_t skipped = p->jit_state == 1 ? sym_perfmap_skipped(p->jit) : 0;
+    char skip[160] = "";
+    if (skipped)
+        snprintf(skip, sizeof skip, " (%zu lines skipped: not 'START SIZE name' in hex, longer than 4160 bytes, or past "
+                 "the %u entries read)", skipped, SYM_PERFMAP_MAX_ENTRIES);
     if (p->jit_state == 1 && p->jit_named)
-        snprintf(note, sizeof note, "JIT frames of process %llu named from %s: %zu address%s", (unsigned long long)p->pid,
-                 path, p->jit_named, p->jit_named == 1 ? "" : "es");
+        snprintf(note, sizeof note, "JIT frames of process %llu named from %s: %zu address%s%s",
+                 (unsigned long long)p->pid, path, p->jit_named, p->jit_named == 1 ? "" : "es", skip);
     else if (p->jit_state == 1)
-        snprintf(note, sizeof note, "%s names none of process %llu's frames outside its modules (%zu entries, %zu "
-                 "lines skipped)", path, (unsigned long long)p->pid, sym_perfmap_entries(p->jit),
-                 sym_perfmap_skipped(p->jit));
+        snprintf(note, sizeof note, "%s names none of process %llu's frames outside its modules (%zu entries)%s",
+                 path, (unsigned long long)p->pid, sym_perfmap_entries(p->jit), skip);
     else
         snprintf(note, sizeof note, "%s not read: %s; the JIT frames of process %llu stay addresses", path,
                  p->jit_why ? p->jit_why : "out of memory", (unsigned long long)p->pid);

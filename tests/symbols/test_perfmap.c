@@ -100,6 +100,24 @@ static void junk_skipped(void **state)
     free(text);
 }
 
+/* Past SYM_PERFMAP_MAX_ENTRIES, lines are skipped and counted, not kept: the memory of the read is bounded. */
+static void entries_bounded(void **state)
+{
+    (void)state;
+    size_t cap = (size_t)SYM_PERFMAP_MAX_ENTRIES + 2, n = 0;
+    char *text = malloc(cap * 24);
+    assert_non_null(text);
+    for (size_t i = 0; i < cap; i++)
+        n += (size_t)sprintf(text + n, "%zx 1 %s\n", i, i + 1 < cap ? "f" : "past");
+    sym_perfmap *m = read_text(text, n);
+    assert_int_equal(sym_perfmap_entries(m), SYM_PERFMAP_MAX_ENTRIES);
+    assert_int_equal(sym_perfmap_skipped(m), 2);
+    name_is(m, SYM_PERFMAP_MAX_ENTRIES - 1, "f");
+    name_is(m, cap - 1, NULL);
+    sym_perfmap_free(m);
+    free(text);
+}
+
 static void untrusted_refused(void **state)
 {
     (void)state;
@@ -140,6 +158,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(last_entry_wins),
         cmocka_unit_test(junk_skipped),
+        cmocka_unit_test(entries_bounded),
         cmocka_unit_test(untrusted_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
