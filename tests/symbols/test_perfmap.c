@@ -4,7 +4,7 @@
  * way, the last written holds each byte it covers, the others keep what is
  * left of theirs; lines that are not "hex hex name" and lines past the
  * bound are skipped without ending the read; and the trust rules refuse
- * what /tmp's other users could have put there.
+ * what /tmp's other users could have put there, and a map too big to read.
  */
 #include "symbols/perfmap.h"
 
@@ -149,6 +149,10 @@ static void untrusted_refused(void **state)
     assert_non_null(strstr(why, "a FIFO"));
     unlink(link);
     assert_int_equal(sym_perfmap_open(link, geteuid(), geteuid(), "u", &fd, why, sizeof why), -2); /* -ENOENT */
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(truncate(path, (off_t)SYM_PERFMAP_MAX_BYTES + 1), 0); /* sparse: no disk taken */
+    assert_true(sym_perfmap_open(path, geteuid(), geteuid(), "u", &fd, why, sizeof why) < 0);
+    assert_non_null(strstr(why, "more than the 64 MiB read"));
     unlink(path);
     rmdir(dir);
 }
