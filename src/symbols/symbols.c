@@ -99,8 +99,8 @@ typedef struct sym_proc {
      * `ltr analyze` on 200 python3 starts through pyenv's shims (7 038
      * processes, 100 000 modules), 0.4 s this way. */
     size_t last_mod;
-    /* its perf map (JIT code), looked for at its first address in no module
-     * when perf maps are on: jit_state 0 not yet, 1 read, else -errno */
+    /* its perf map (JIT code), read by ltr_symbolizer_read_perf_maps when
+     * it has an address in no module: jit_state 0 not yet, 1 read, else -errno */
     int jit_state;
     sym_perfmap *jit;
     char *jit_path, *jit_why;
@@ -571,7 +571,8 @@ static void jit_name(ltr_symbolizer *s, uint32_t pid, int ended, uint64_t addr)
             c->first = (uint32_t)(fr - s->frames);
             c->n = 1;
             sym_proc *p = proc_of(s, pid);
-            p->jit_named += p != NULL;
+            if (p)
+                p->jit_named++;
         }
     }
 }
@@ -751,8 +752,9 @@ int ltr_symbolizer_add_known(ltr_symbolizer *s, const char *path, const uint8_t 
     ltr_sym_frame *out = new_frames(s, n);
     int ok = 1;
     for (size_t i = 0; out && i < n; i++)
-        out[i] = (ltr_sym_frame){0, is_jit_path(path) ? NULL : f->path, offset, known_text(s, frames[i].function, &ok),
-                                 known_text(s, frames[i].file, &ok), frames[i].line, i + 1 < n};
+        out[i] = (ltr_sym_frame){0, is_jit_path(path) ? NULL : f->path, offset,
+                                 known_text(s, frames[i].function, &ok), known_text(s, frames[i].file, &ok),
+                                 frames[i].line, i + 1 < n};
     c = an_hmap_get(f->offsets, offset);
     if (!out || !ok) {
         if (out)
@@ -896,8 +898,8 @@ static void perf_map_note(const sym_proc *p, ltr_sym_note_fn fn, void *ctx)
     size_t skipped = p->jit_state == 1 ? sym_perfmap_skipped(p->jit) : 0;
     char skip[160] = "";
     if (skipped)
-        snprintf(skip, sizeof skip, " (%zu lines skipped: not 'START SIZE name' in hex, longer than 4160 bytes, or past "
-                 "the %u entries read)", skipped, SYM_PERFMAP_MAX_ENTRIES);
+        snprintf(skip, sizeof skip, " (%zu lines skipped: not 'START SIZE name' in hex, longer than 4160 bytes, "
+                 "or past the %u entries read)", skipped, SYM_PERFMAP_MAX_ENTRIES);
     if (p->jit_state == 1 && p->jit_named)
         snprintf(note, sizeof note, "JIT frames of process %llu named from %s: %zu address%s%s",
                  (unsigned long long)p->pid, path, p->jit_named, p->jit_named == 1 ? "" : "es", skip);

@@ -158,7 +158,8 @@ static void zombie_map_read(void **state)
     tu_result r = tu_run("'%s' start heap --filemode >/dev/null 2>&1 || exit 9\n"
                          "{ '%s' run -- sh -c \"'%s' map & exec sleep 10\" >zombie.out 2>&1 & }\n"
                          "for i in $(seq 200); do P=$(sed -n 's/jitleak pid //p' zombie.out)\n"
-                         "  [ -n \"$P\" ] && grep -q '^State:.*Z' /proc/$P/status && echo zombie && break; sleep 0.05; done\n"
+                         "  [ -n \"$P\" ] && grep -q '^State:.*Z' /proc/$P/status && echo zombie && break\n"
+                         "  sleep 0.05; done\n"
                          "'%s' stop zombie.ltr; s=$?; echo \"pid $P\"; rm -f /tmp/perf-$P.map; exit $s",
                          tu_ltr(), tu_ltr(), tu_test_bin("ltr-test-jitleak"), tu_ltr());
     if (r.status != 0)
