@@ -693,11 +693,18 @@ static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint
         return 0;
     uint64_t free_ts = f->ts;
     uint32_t free_tid = f->tid;
-    if (f->ts == ts && f->tid == tid && !(free_tid = take_other(p, addr, ts, tid)))
+    int swapped = f->ts == ts && f->tid == tid;
+    if (swapped && !(free_tid = take_other(p, addr, ts, tid)))
         return 0;
     if (--f->count == 0)
         an_hmap_del(&p->pending, addr);
-    note_taken(p, addr, ts, tid, free_tid);
+    /* after take_other, no owner: a later free of this thread's there that
+     * finds nothing is of a block allocated later still, not this one
+     * (untake gave the other free back, to wait for this thread's next
+     * allocation, which cannot pair with it: a free of a block never seen
+     * and that allocation a false leak, where thread 1 frees its block and
+     * allocates X, thread 2 frees X, allocates it and frees it again) */
+    note_taken(p, addr, ts, swapped ? 0 : tid, free_tid);
     count_call(m, p, s, ts, size, 0);
     end_block(m, p, s, ts >= m->from, ts, free_ts, size, 0);
     return 1;
