@@ -6,7 +6,9 @@
  * while the new image's PROCESS record (which starts the pid's stacks
  * afresh) arrives: tests/e2e/test_exec_order.c checks that every 1111-byte
  * event reaches the file before that record.
- * Usage: heap-exec-race THREADS MS
+ * With "noexec" after MS, it exits instead, its threads joined (a process
+ * whose pid another takes again: test_exec_order).
+ * Usage: heap-exec-race THREADS MS [noexec]
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -55,6 +57,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < threads; i++)
         pthread_create(&th[i], NULL, worker, NULL);
     usleep((useconds_t)ms * 1000);
+    if (argc > 3 && !strcmp(argv[3], "noexec")) {
+        stop = 1;
+        for (int i = 0; i < threads; i++)
+            pthread_join(th[i], NULL);
+        return 0;
+    }
     execl("/proc/self/exe", argv[0], "new", (char *)NULL); /* the threads end with the old image */
     return 1;
 }
