@@ -53,7 +53,7 @@ static ltr_attach *prepared_att[LTR_MAX_SESSIONS];
  * one relaxed load per event, one record per thread per rename. */
 static _Atomic uint32_t other_renames;
 
-static uint64_t *thread_named(void)
+static agent_thread *thread_named(void)
 {
     agent_thread *t = agent_thread_block(AGENT_BLOCK_THREAD, sizeof(agent_thread));
     if (!t)
@@ -63,7 +63,7 @@ static uint64_t *thread_named(void)
         memset(t->named, 0, sizeof t->named);
         t->renames_seen = r;
     }
-    return t->named;
+    return t;
 }
 
 void emit_init(void)
@@ -153,10 +153,9 @@ static void write_thread(ltr_attach *a)
     ltr_producer_meta_append(a, rec, size);
 }
 
-/* emit_session, inlined into emit_next_session and so into every event's
- * loop: the calls in between were a tenth of the agent's instructions an
- * event on bench/heap's deep workload (callgrind). */
-static inline __attribute__((always_inline)) ltr_attach *session_for(unsigned s, unsigned c)
+/* The slot's session the way session_for finds it the first time, or when
+ * the thread's shortcut does not hold. */
+static __attribute__((noinline)) ltr_attach *session_anew(unsigned s, unsigned c)
 {
     bool unreachable;
     ltr_attach *a = ltr_producer_session(reg, s, &unreachable);
@@ -170,13 +169,45 @@ static inline __attribute__((always_inline)) ltr_attach *session_for(unsigned s,
         prepare(s, a, inc);
     if (__builtin_expect(atomic_load_explicit(&agent_modules_owed, memory_order_relaxed) != 0, 0))
         modules_pay_owed(); /* a module's load record found the region full before */
-    uint64_t *named = thread_named();
-    if (!named || named[s] != inc) {
+    agent_thread *t = thread_named();
+    if (!t || t->named[s] != inc) {
         write_thread(a);
-        if (named)
-            named[s] = inc;
+        if (t) {
+            t->named[s] = inc;
+            t->att[s] = a;
+            memset(t->layouts[s], 0, sizeof t->layouts[s]); /* another session's, or the parent's */
+        }
     }
     return a;
+}
+
+/* The thread's shortcut (perthread.h): slot s holds the session this thread
+ * did its first duties for (prepared, its THREAD record written), still
+ * attached, with no rename since and no module record owed. What
+ * ltr_producer_session and session_anew check comes to this when it holds;
+ * their calls were a sixth of a free event's instructions (callgrind of
+ * heap-workload 1 50000 12 at --depth 0). A fork clears named (the child's
+ * one thread), and the child's prepared_inc with it. */
+static inline ltr_attach *known_session(const agent_thread *t, unsigned s)
+{
+    uint64_t inc = t->named[s];
+    ltr_attach *a = t->att[s];
+    if (!inc || !a || atomic_load_explicit(&reg->sessions[s].incarnation, memory_order_acquire) != inc ||
+        atomic_load_explicit(&a->incarnation, memory_order_acquire) != inc ||
+        atomic_load_explicit(&other_renames, memory_order_relaxed) != t->renames_seen ||
+        atomic_load_explicit(&agent_modules_owed, memory_order_relaxed) != 0)
+        return NULL;
+    return a;
+}
+
+/* emit_session, inlined into emit_next_session and so into every event's
+ * loop: the calls in between were a tenth of the agent's instructions an
+ * event on bench/heap's deep workload (callgrind). */
+static inline __attribute__((always_inline)) ltr_attach *session_for(unsigned s, unsigned c)
+{
+    agent_thread *t = agent_thread_block(AGENT_BLOCK_THREAD, sizeof(agent_thread));
+    ltr_attach *a = t ? known_session(t, s) : NULL;
+    return __builtin_expect(a != NULL, 1) ? a : session_anew(s, c);
 }
 
 /* The attachment to write into for session slot s, prepared; NULL to skip. */
@@ -230,8 +261,9 @@ static uint32_t encode(const heap_event *e, uint32_t stack, uint8_t *p)
 void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
               const uint8_t *payload, uint32_t n)
 {
+    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
     ltr_cevent_in in = {.layout = ltr_event_layout_id(d, a, s), .payload = n, .ts = ts};
-    if (in.layout && ltr_producer_put(a, s, c, in.layout, ts, payload, n))
+    if (in.layout && ltr_producer_put(a, inc, s, c, in.layout, ts, payload, n))
         return;
     if (!in.layout) {
         ltr_producer_count_lost(a, c);
@@ -243,6 +275,28 @@ void emit_put(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t
         return;
     memcpy(p, payload, n);
     ltr_producer_commit();
+}
+
+/* A heap event's record: its layout id from the thread's shortcut, which
+ * holds for the session session_for found (named[s] is its incarnation);
+ * the producer writes it only into that incarnation. Otherwise, and when
+ * the buffer is full, emit_put's general way. */
+static inline void put_heap(ltr_attach *a, unsigned s, unsigned c, ltr_event_desc *d, uint64_t ts,
+                            const uint8_t *payload, uint32_t n)
+{
+    agent_thread *t = agent_blocks[AGENT_BLOCK_THREAD];
+    uint64_t inc = t && t->att[s] == a ? t->named[s] : 0;
+    if (inc) {
+        uint32_t *layout = &t->layouts[s][d->id - LTR_HEAP_EV_ALLOC];
+        if (!*layout) { /* kept only when taken while the session was still inc */
+            uint32_t id = ltr_event_layout_id(d, a, s);
+            if (atomic_load_explicit(&a->incarnation, memory_order_acquire) == inc)
+                *layout = id;
+        }
+        if (*layout && ltr_producer_put(a, inc, s, c, *layout, ts, payload, n))
+            return;
+    }
+    emit_put(a, s, c, d, ts, payload, n);
 }
 
 /* The live-block table of heap snapshots (snapshot.h) follows the event:
@@ -312,7 +366,7 @@ static void emit(const heap_event *e)
         }
         if (st.id)
             stacks_publish(st, s, a);
-        emit_put(a, s, c, e->d, ts, payload, n);
+        put_heap(a, s, c, e->d, ts, payload, n);
     }
     if (snap)
         keep(e, st.id, ts);

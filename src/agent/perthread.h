@@ -9,9 +9,9 @@
  * dlopen'ed into a running process (redirect.h) gets its static TLS from the
  * few hundred bytes glibc keeps spare for all late modules together: past
  * them the dlopen fails. So the agent keeps only words in TLS, and the rest
- * (the producer's slots, the sessions a thread has named itself in, held
- * signals' siginfo) is mapped at a thread's first need and unmapped when
- * the thread exits.
+ * (the producer's slots, the sessions a thread has named itself in and
+ * their layout ids, held signals' siginfo) is mapped at a thread's first
+ * need and unmapped when the thread exits.
  */
 #ifndef LTR_AGENT_PERTHREAD_H
 #define LTR_AGENT_PERTHREAD_H
@@ -34,6 +34,10 @@ enum agent_block { AGENT_BLOCK_UNWIND, AGENT_BLOCK_STACKS, AGENT_BLOCK_THREAD, A
 typedef struct agent_thread {
     /* the session incarnation the thread's THREAD record was written for */
     uint64_t named[LTR_MAX_SESSIONS];
+    /* emit.c's shortcut while named[s] holds: the attachment of slot s, and
+     * the layout ids of the heap events in it (0: not asked yet) */
+    struct ltr_attach *att[LTR_MAX_SESSIONS];
+    uint32_t layouts[LTR_MAX_SESSIONS][3];
     /* emit.c's count of other threads' renames when the record was written */
     uint32_t renames_seen;
     /* emit.c's event clock between 100 us edges (prim.h) */

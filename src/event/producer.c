@@ -761,14 +761,13 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
  * cannot change while the incarnation stays. On bench/heap's deep workload
  * (callgrind) reserve, the header's copy and commit were 300 instructions
  * an event; this is 150. */
-bool ltr_producer_put(ltr_attach *a, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
+bool ltr_producer_put(ltr_attach *a, uint64_t inc, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
                       const uint8_t *payload, uint32_t n)
 {
     thread_state *t = THREAD_STATE(false);
     if (__builtin_expect(!t || t->epoch != atomic_load_explicit(&g.epoch, memory_order_relaxed), 0))
         return false;
-    uint64_t inc = atomic_load_explicit(&a->incarnation, memory_order_acquire);
-    if (!inc || n > LTR_MAX_EVENT_PAYLOAD ||
+    if (!inc || atomic_load_explicit(&a->incarnation, memory_order_acquire) != inc || n > LTR_MAX_EVENT_PAYLOAD ||
         atomic_load_explicit(&a->shm->state, memory_order_relaxed) != LTR_SESSION_RUNNING)
         return false;
     tslot *sl = t->hot; /* the slot of the thread's last record, most often this one's */

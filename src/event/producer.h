@@ -120,12 +120,13 @@ uint8_t *ltr_producer_reserve_event(ltr_attach *a, unsigned s, unsigned c, const
  * buffer could be had): it has then been counted as lost. */
 bool ltr_producer_commit(void);
 
-/* Writes a whole record (its header and n bytes of payload) when this
- * thread's buffer of (s, c) for the session's current incarnation has room:
- * true when written and committed. False when nothing was done: the caller
- * then goes the general way (reserve, copy, commit), which takes buffers,
- * writes to the CPU's buffer and counts losses. */
-bool ltr_producer_put(ltr_attach *a, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
+/* Writes a whole record (its header and n bytes of payload) when the
+ * session is still its incarnation inc (the one layout was taken for) and
+ * this thread's buffer of (s, c) for it has room: true when written and
+ * committed. False when nothing was done: the caller then goes the general
+ * way (reserve, copy, commit), which takes buffers, writes to the CPU's
+ * buffer and counts losses. */
+bool ltr_producer_put(ltr_attach *a, uint64_t inc, unsigned s, unsigned c, uint32_t layout, uint64_t ts,
                       const uint8_t *payload, uint32_t n);
 /* Appends a metadata record (framed: kind, 0, size) to the session's
  * metadata region, where the attachment's checked copy says it is. 0, or
