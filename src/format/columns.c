@@ -86,7 +86,7 @@ void ltr_colwriter_free(ltr_colwriter *w)
  * when a reader would refuse it (then its id stays unknown to both). */
 static int parse_layout(const uint8_t *b, size_t len, col_layout *out)
 {
-    ltr_cursor c = {b, len, 0, 0};
+    ltr_cursor c = {.p = b, .len = len};
     uint32_t id = ltr_cursor_u32(&c);
     ltr_cursor_take(&c, 16 + 2 + 1 + 1 + 8); /* guid, event id, level, opcode, keywords */
     ltr_cursor_take(&c, ltr_cursor_u16(&c)); /* name */

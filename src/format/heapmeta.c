@@ -489,7 +489,8 @@ static int read_nodes(ltr_trace *t, ltr_nodes_rec *r, uint32_t *last)
     if (whole)
         *last = k ? v[k - 1].id : r->parent;
     node_table *nt = pid_nodes(t, r->pid);
-    for (uint32_t parent = r->parent; nt && k > 0; parent = v[k - 1].id, k = ltr_nodes_take(r, v, LTR_NODES_BATCH))
+    for (uint32_t parent = r->parent; nt && k > 0;
+         parent = v[k - 1].id, k = r->i < r->count ? ltr_nodes_take(r, v, LTR_NODES_BATCH) : 0)
         if (store_nodes(t, nt, r->pid, parent, v, (uint32_t)k) < 0)
             break; /* out of memory is not damage */
     return 0;
@@ -522,7 +523,7 @@ int ltr_meta_parse_frame_nodes_v(ltr_trace *t, ltr_cursor *c, ltr_node_bases *b)
     const uint8_t *body = body_rest(c, &len);
     ltr_nodes_rec r;
     uint32_t last;
-    int rc = body ? ltr_nodes_open_var(&r, body, len) : -2;
+    int rc = body ? ltr_nodes_open_var(&r, body, len, len + c->slack) : -2;
     if (rc == -2)
         ltr_node_bases_spoil_all(b);
     if (rc < 0) {

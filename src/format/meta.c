@@ -552,7 +552,7 @@ static void walk_records(ltr_trace *t, const char *what, const uint8_t *p, size_
             record_damage(t, what, kind, pos);
             return;
         }
-        ltr_cursor c = {p + pos + LTR_RECORD_HEADER_SIZE, size - LTR_RECORD_HEADER_SIZE, 0, 0};
+        ltr_cursor c = {p + pos + LTR_RECORD_HEADER_SIZE, size - LTR_RECORD_HEADER_SIZE, 0, 0, len - pos - size};
         if (fn(t, kind, &c, ctx) < 0 || c.bad)
             record_damage(t, what, kind, pos);
         pos += size;

@@ -28,17 +28,17 @@ int ltr_nodes_open(ltr_nodes_rec *r, const uint8_t *body, size_t len)
  * once (an_uvar): a node's return address takes 6 or 7, and the byte loop
  * was a third of reading bench/heap's frame nodes (callgrind: 28 M of 65 M
  * instructions). */
-static int take_uvar(ltr_nodes_rec *r, uint64_t max, uint64_t *v)
+static inline __attribute__((always_inline)) int take_uvar(ltr_nodes_rec *r, uint64_t max, uint64_t *v)
 {
-    size_t left = r->len - r->pos, n = an_uvar(r->p + r->pos, left, left, v);
+    size_t n = an_uvar(r->p + r->pos, r->len - r->pos, r->readable - r->pos, v);
     r->pos += n;
     return n && *v <= max;
 }
 
-int ltr_nodes_open_var(ltr_nodes_rec *r, const uint8_t *body, size_t len)
+int ltr_nodes_open_var(ltr_nodes_rec *r, const uint8_t *body, size_t len, size_t readable)
 {
     uint64_t pid, parent, count;
-    *r = (ltr_nodes_rec){.p = body, .len = len, .var = 1};
+    *r = (ltr_nodes_rec){.p = body, .len = len, .readable = readable < len ? len : readable, .var = 1};
     if (!take_uvar(r, UINT32_MAX, &pid))
         return -2;
     r->pid = (uint32_t)pid;

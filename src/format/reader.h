@@ -51,6 +51,7 @@ typedef struct ltr_cursor {
     const uint8_t *p;
     size_t len, pos;
     int bad;
+    size_t slack; /* bytes readable past len (the rest of the chunk), for reading 8 at a time; 0 when unsaid */
 } ltr_cursor;
 
 const uint8_t *ltr_cursor_take(ltr_cursor *c, size_t n); /* NULL (and bad) if fewer left */
