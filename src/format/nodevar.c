@@ -126,6 +126,7 @@ void ltr_node_bases_clear(ltr_node_bases *b)
 {
     if (b->cap)
         memset(b->v, 0, sizeof *b->v * b->cap);
+    b->hot = NULL;
     b->n = 0;
     b->all = 0;
 }
@@ -155,13 +156,14 @@ static int bases_grow(ltr_node_bases *b)
             *base_slot(v, cap, b->v[i].pid) = b->v[i];
     free(b->v);
     b->v = v;
+    b->hot = NULL;
     b->cap = cap;
     return 0;
 }
 
 int ltr_node_bases_get(const ltr_node_bases *b, uint32_t pid, uint32_t *base)
 {
-    const ltr_node_base *e = b->cap ? base_slot(b->v, b->cap, pid) : NULL;
+    const ltr_node_base *e = b->hot && b->hot->pid == pid ? b->hot : b->cap ? base_slot(b->v, b->cap, pid) : NULL;
     int state = e && e->state ? e->state : b->all ? b->all : 1;
     *base = state == 1 && e && e->state ? e->base : 0;
     return state == 1 ? 0 : state;
@@ -172,6 +174,10 @@ static void put_base(ltr_node_bases *b, uint32_t pid, uint32_t base, int state)
 {
     if (b->all == LTR_NODE_BASE_NO_MEMORY)
         return;
+    if (b->hot && b->hot->pid == pid) {
+        *b->hot = (ltr_node_base){pid, base, state};
+        return;
+    }
     if ((b->n + 1) * 2 > b->cap && bases_grow(b) < 0) {
         ltr_node_bases_clear(b);
         b->all = LTR_NODE_BASE_NO_MEMORY;
@@ -180,6 +186,7 @@ static void put_base(ltr_node_bases *b, uint32_t pid, uint32_t base, int state)
     ltr_node_base *e = base_slot(b->v, b->cap, pid);
     b->n += !e->state;
     *e = (ltr_node_base){pid, base, state};
+    b->hot = e;
 }
 
 void ltr_node_bases_set(ltr_node_bases *b, uint32_t pid, uint32_t base) { put_base(b, pid, base, 1); }

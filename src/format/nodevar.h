@@ -74,6 +74,7 @@ int ltr_nodes_check(ltr_nodes_rec r, uint32_t *last);
 typedef struct ltr_node_base ltr_node_base;
 typedef struct ltr_node_bases {
     ltr_node_base *v; /* open addressing on pid */
+    ltr_node_base *hot; /* the entry last set (NULL: none), met first: a chunk's records are nearly all one pid's */
     size_t cap, n;
     int all; /* 0, or the LTR_NODE_BASE_* every pid without an entry has */
 } ltr_node_bases;

@@ -15,7 +15,8 @@
  * A record longer than the reader decodes at once is all or nothing too,
  * and nodes whose ids are far above the others are found. A record that
  * gives a known stack other frames is damage (format 2: it replaced it).
- * Many pids of one node each take little memory.
+ * Many pids of one node each take little memory. A chunk's bases (the
+ * last set met first) say each pid's own, and a spoil of the pid just set.
  */
 #include "gen.h"
 
@@ -861,6 +862,36 @@ static void test_one_node_pids_take_little(void **state)
     unlink(path);
 }
 
+/* The bases of one chunk: the entry last set is met first (nodevar.h), and
+ * must be each pid's own and keep a spoil, through growth and a clear. */
+static void test_bases_each_pid_own(void **state)
+{
+    (void)state;
+    ltr_node_bases b = {0};
+    uint32_t base;
+    for (uint32_t pid = 1; pid <= 100; pid++) /* grown several times */
+        ltr_node_bases_set(&b, pid, pid * 10);
+    for (uint32_t pid = 100; pid >= 1; pid--) {
+        assert_int_equal(ltr_node_bases_get(&b, pid, &base), 0);
+        assert_int_equal(base, pid * 10);
+    }
+    ltr_node_bases_set(&b, 7, 70);
+    ltr_node_bases_set(&b, 7, 71); /* the pid just set, set again */
+    assert_int_equal(ltr_node_bases_get(&b, 7, &base), 0);
+    assert_int_equal(base, 71);
+    ltr_node_bases_spoil(&b, 7); /* a bad record of the pid just set */
+    assert_int_equal(ltr_node_bases_get(&b, 7, &base), LTR_NODE_BASE_SPOILED);
+    assert_int_equal(ltr_node_bases_get(&b, 8, &base), 0);
+    assert_int_equal(base, 80);
+    ltr_node_bases_clear(&b);
+    assert_int_equal(ltr_node_bases_get(&b, 7, &base), 0);
+    assert_int_equal(base, 0);
+    ltr_node_bases_set(&b, 7, 5);
+    ltr_node_bases_spoil_all(&b);
+    assert_int_equal(ltr_node_bases_get(&b, 7, &base), LTR_NODE_BASE_SPOILED);
+    ltr_node_bases_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -876,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_far_ids_found),
         cmocka_unit_test(test_redefinition_is_damage),
         cmocka_unit_test(test_one_node_pids_take_little),
+        cmocka_unit_test(test_bases_each_pid_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
