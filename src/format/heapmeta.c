@@ -247,15 +247,23 @@ static node_table *pid_nodes(ltr_trace *t, uint32_t pid)
     return ltr_idmap_table(&t->node_pids, pid, sizeof(node_table));
 }
 
-static frame_node *node_get(const node_table *nt, uint32_t id)
+/* id's slot in its page when the page is there (holding id or empty), else NULL. */
+static frame_node *page_at(const node_table *nt, uint32_t id)
 {
     uint32_t k = id / NODE_PAGE;
-    frame_node *fn = k < nt->npage && nt->page[k] && (k || id < nt->cap0) ? &nt->page[k][id % NODE_PAGE] : NULL;
-    if (fn && fn->id == id)
-        return fn;
-    uintptr_t at = nt->index.n ? (uintptr_t)ltr_idmap_get(&nt->index, id) : 0;
-    return at ? &nt->far[at - 1] : NULL;
+    return k < nt->npage && nt->page[k] && (k || id < nt->cap0) ? &nt->page[k][id % NODE_PAGE] : NULL;
 }
+
+/* Node id, whose page slot (page_at) is at. */
+static frame_node *node_get_at(const node_table *nt, uint32_t id, frame_node *at)
+{
+    if (at && at->id == id)
+        return at;
+    uintptr_t i = nt->index.n ? (uintptr_t)ltr_idmap_get(&nt->index, id) : 0;
+    return i ? &nt->far[i - 1] : NULL;
+}
+
+static frame_node *node_get(const node_table *nt, uint32_t id) { return node_get_at(nt, id, page_at(nt, id)); }
 
 /* Page 0 grown to hold id, if the nodes held justify it. */
 static bool grow_first_page(node_table *nt, uint32_t id)
@@ -319,10 +327,13 @@ static frame_node *far_slot(node_table *nt, uint32_t id)
     return &nt->far[nt->nfar++];
 }
 
-/* A new node id in nt, to fill; NULL without memory. */
-static frame_node *node_add(node_table *nt, uint32_t id)
+/* A new node id in nt, to fill, in its page slot `at` (page_at) when
+ * there is one: a new id's page was looked for once, not again by
+ * page_slot (25 instructions of about 100 a node stored, bench/heap's
+ * trace). NULL without memory. */
+static frame_node *node_add(node_table *nt, uint32_t id, frame_node *at)
 {
-    frame_node *fn = page_slot(nt, id);
+    frame_node *fn = at ? at : page_slot(nt, id);
     if (!fn)
         fn = far_slot(nt, id);
     nt->n += fn != NULL;
@@ -430,11 +441,11 @@ static int store_strict(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t par
 {
     if (!nt->n)
         drop_forged_stacks(t, pid);
-    frame_node *fn = node_get(nt, v->id);
+    frame_node *at = page_at(nt, v->id), *fn = node_get_at(nt, v->id, at);
     if (fn && fn->parent == NODE_CONFLICT)
         return 0;
     if (!fn || (fn->ip == v->ip && fn->parent == parent)) {
-        if (!fn && !(fn = node_add(nt, v->id)))
+        if (!fn && !(fn = node_add(nt, v->id, at)))
             return -1;
         *fn = (frame_node){v->ip, v->id, parent};
         return 0;
@@ -459,10 +470,10 @@ static int store_nodes(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t pare
                 return -1;
             continue;
         }
-        frame_node *fn = node_get(nt, v[i].id);
+        frame_node *at = page_at(nt, v[i].id), *fn = node_get_at(nt, v[i].id, at);
         if (fn && (fn->ip != v[i].ip || fn->parent != parent))
             drop_found_stacks(t, pid); /* format 2: a repeat replaces */
-        if (!fn && !(fn = node_add(nt, v[i].id)))
+        if (!fn && !(fn = node_add(nt, v[i].id, at)))
             return -1;
         *fn = (frame_node){v[i].ip, v[i].id, parent};
     }
