@@ -672,6 +672,7 @@ void ltr_analysis_free(ltr_analysis *a)
 {
     if (!a)
         return;
+    an_ranked_forget(a);
     an_model_free(&a->model);
     an_hmap_free(&a->gens);
     an_snapshots_free(a);
@@ -832,8 +833,11 @@ static int write_report(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsig
     case LTR_REPORT_PPROF: rc = an_write_pprof(a, out); break;
     case LTR_REPORT_FOLDED: rc = an_write_folded(a, out); break;
     case LTR_REPORT_CHROME: rc = an_write_chrome(a, out); break;
-    default: return -EINVAL;
+    default: rc = -EINVAL; break;
     }
+    an_ranked_forget(a); /* the symbolizing's lists are this report's only */
+    if (rc == -EINVAL)
+        return rc;
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))
         rc = -EIO;
     return rc;

@@ -114,6 +114,10 @@ struct ltr_analysis {
     an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
     size_t nnosyms;
     size_t nosyms_asked;      /* of the symbolizer's list, those looked at (one file under two paths: one entry) */
+    struct an_entry *kept[3]; /* rank.c: each ranking's lists of every process, made while symbolizing a report */
+    size_t nkept[3];
+    unsigned kept_top;        /* the top they were made for */
+    int kept_ok;              /* bit r: kept[r] holds every process's list */
     size_t hold;              /* events that could wait for the time order (order.h) */
     size_t hold_given;        /* that hold, asked by the caller (a second pass); 0: by the trace's kind */
     int hold_env;             /* LTR_ANALYZE_HOLD set it */
@@ -214,6 +218,19 @@ typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } a
  * AIFO entries by bytes, then AOFO by bytes. Calls: by allocation calls. Temporary: by
  * temporary allocations. Entries with nothing to show are left out. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
+/* The report's rankings are made twice: by the symbolizing of the frames it
+ * will show, one process at a time, then by the JSON writer, of every process
+ * together (2 x 3 passes over bench/heap's 62 k stacks). The first's lists
+ * are kept (an_ranked_keep, a copy of each process's; an_ranked_kept_all
+ * once all are), and an_ranked_all sorts them instead of ranking again: the
+ * same entries, and by_value is a total order, so the same list. */
+void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry *e, size_t n);
+void an_ranked_kept_all(ltr_analysis *a);
+/* an_ranked(a, NULL, rank, top), from the lists kept when they are of that
+ * top (handed over), else made; the caller frees it. */
+an_entry *an_ranked_all(ltr_analysis *a, an_rank rank, unsigned top, size_t *n);
+/* Drops the lists kept (the report is written, or they are incomplete). */
+void an_ranked_forget(ltr_analysis *a);
 /* The symbolized frames of a stack, innermost first; returns how many. */
 size_t an_frames(ltr_analysis *a, const an_stack *s, ltr_sym_frame *out, size_t cap);
 typedef struct an_marker {

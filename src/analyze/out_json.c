@@ -159,7 +159,7 @@ static void jlist(ltr_analysis *a, FILE *out, const char *key, an_rank rank, uns
     static const char *const bytes_key[] = {"bytes", "bytes", "calls"};
     fprintf(out, ",\"%s\":[", key);
     size_t n;
-    an_entry *e = an_ranked(a, NULL, rank, top, &n);
+    an_entry *e = an_ranked_all(a, rank, top, &n);
     size_t shown = 0;
     an_hmap seen; /* pid -> its entries shown: a scan of the processes for each entry was quadratic
                    * (8 202 processes: 9 % of the analysis) */

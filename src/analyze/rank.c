@@ -142,7 +142,11 @@ static int by_value(const void *x, const void *y)
         return a->count > b->count ? -1 : 1;
     if (a->proc->pid != b->proc->pid)
         return a->proc->pid < b->proc->pid ? -1 : 1;
-    return (a->stack->stack_id > b->stack->stack_id) - (a->stack->stack_id < b->stack->stack_id);
+    if (a->stack->stack_id != b->stack->stack_id)
+        return a->stack->stack_id < b->stack->stack_id ? -1 : 1;
+    /* a total order (an exec'd pid's images number their stacks each from
+     * 1): a list sorted from the entries in any order is the same list */
+    return (a->proc->gen > b->proc->gen) - (a->proc->gen < b->proc->gen);
 }
 
 static size_t collect(const ltr_analysis *a, const an_proc *p, an_rank rank, an_entry *out)
@@ -217,6 +221,67 @@ an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsig
     qsort(v, *n, sizeof *v, by_value);
     if (top && *n > top && p)
         *n = top;
+    return v;
+}
+
+void an_ranked_forget(ltr_analysis *a)
+{
+    for (int r = 0; r < 3; r++) {
+        free(a->kept[r]);
+        a->kept[r] = NULL;
+        a->nkept[r] = 0;
+    }
+    a->kept_ok = 0;
+}
+
+/* The smallest power of two above n: a kept list's room (8 202 processes
+ * keep 24 606 lists, each appended). */
+static size_t room_above(size_t n)
+{
+    size_t r = 1;
+    while (r <= n)
+        r <<= 1;
+    return r;
+}
+
+void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry *e, size_t n)
+{
+    if (a->kept_top != top) {
+        an_ranked_forget(a);
+        a->kept_top = top;
+    }
+    size_t had = a->nkept[rank];
+    if (had == SIZE_MAX)
+        return; /* incomplete already: made again by its writer */
+    an_entry *v = a->kept[rank];
+    if ((!e || !v || had + n >= room_above(had)) && !(v = e ? realloc(v, room_above(had + n) * sizeof *v) : NULL)) {
+        free(a->kept[rank]);
+        a->kept[rank] = NULL;
+        a->nkept[rank] = SIZE_MAX;
+        return;
+    }
+    memcpy(v + had, e, n * sizeof *v);
+    a->kept[rank] = v;
+    a->nkept[rank] = had + n;
+}
+
+void an_ranked_kept_all(ltr_analysis *a)
+{
+    a->kept_ok = 0;
+    for (int r = 0; r < 3; r++)
+        a->kept_ok |= (a->kept[r] && a->nkept[r] != SIZE_MAX) << r;
+}
+
+an_entry *an_ranked_all(ltr_analysis *a, an_rank rank, unsigned top, size_t *n)
+{
+    if (!(a->kept_ok & 1 << rank) || a->kept_top != top)
+        return an_ranked(a, NULL, rank, top, n);
+    an_entry *v = a->kept[rank];
+    *n = a->nkept[rank];
+    a->kept[rank] = NULL;
+    a->nkept[rank] = 0;
+    a->kept_ok &= ~(1 << rank);
+    qsort(v, *n, sizeof *v, by_value);
     return v;
 }
 

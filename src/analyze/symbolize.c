@@ -95,9 +95,12 @@ static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned to
             an_entry *e = an_ranked(a, p, r, top, &n);
             for (size_t k = 0; e && k < n; k++)
                 an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
+            an_ranked_keep(a, r, top, e, n); /* for the JSON writer (rank.c) */
             free(e);
         }
     }
+    if (!all)
+        an_ranked_kept_all(a);
 }
 
 /* The first debug directory of --debug-dir (as given to elfutils), else
@@ -182,6 +185,7 @@ static void warn_nosyms(ltr_analysis *a, ltr_symbolizer *s)
 
 void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
 {
+    an_ranked_forget(a); /* an earlier report's lists are not this one's */
     ltr_symbolizer *s = symbolizer(a);
     if (!s) {
         if (!a->sym_warned)

@@ -3,7 +3,9 @@
  * frames are hidden (frames.c) and that a stack is never hidden whole, how a
  * frame is shortened to a width and a sentence wrapped (fit.c), and that a
  * stack's AIFO blocks allocated over the window rank above one allocated at
- * once (model.c's held times, rank.c's weight).
+ * once (model.c's held times, rank.c's weight). The rankings kept from the
+ * symbolizing, one process at a time, are the JSON writer's every-process
+ * lists exactly (rank.c's an_ranked_all).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,6 +189,53 @@ static void test_steady_above_once(void **state)
     an_model_free(&m);
 }
 
+/* Three processes, met in the order 3, 1, 2, each with stacks of sizes that
+ * tie across them, some blocks freed: the lists kept of each process (as
+ * symbolize.c keeps them) give the very lists an_ranked makes of all. */
+static void test_kept_rankings_are_the_writers(void **state)
+{
+    (void)state;
+    static const uint32_t pids[] = {3, 1, 2};
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    uint64_t ts = 1000, addr = 0x100000;
+    for (int k = 0; k < 3; k++)
+        for (uint32_t stack = 1; stack <= 6; stack++)
+            for (uint32_t i = 0; i < stack % 4 + 1; i++, ts += 1000, addr += 0x1000) {
+                an_model_alloc(&m, pids[k], pids[k], ts, addr, 64u << (stack % 3), stack);
+                if ((i + stack) % 3 == 0)
+                    an_model_free_block(&m, pids[k], pids[k], ts + 500, addr);
+            }
+    an_model_finish(&m);
+    ltr_analysis a;
+    memset(&a, 0, sizeof a);
+    a.model = m;
+    a.win_start = 1000;
+    a.win_end = ts;
+    for (size_t i = 0; i < m.nprocs; i++)
+        for (an_rank r = AN_RANK_OUTSTANDING; r <= AN_RANK_TEMPORARY; r++) {
+            size_t n;
+            an_entry *e = an_ranked(&a, m.procs[i], r, 2, &n);
+            an_ranked_keep(&a, r, 2, e, n);
+            free(e);
+        }
+    an_ranked_kept_all(&a);
+    for (an_rank r = AN_RANK_OUTSTANDING; r <= AN_RANK_TEMPORARY; r++) {
+        size_t n, nk;
+        an_entry *want = an_ranked(&a, NULL, r, 2, &n), *got = an_ranked_all(&a, r, 2, &nk);
+        assert_int_equal(nk, n);
+        assert_true(n >= 3 || r == AN_RANK_TEMPORARY);
+        for (size_t i = 0; i < n; i++) {
+            assert_ptr_equal(got[i].stack, want[i].stack);
+            assert_int_equal(got[i].type, want[i].type);
+        }
+        free(want);
+        free(got);
+    }
+    an_ranked_forget(&a);
+    an_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_fit_frame),
         cmocka_unit_test(test_fit_text),
         cmocka_unit_test(test_steady_above_once),
+        cmocka_unit_test(test_kept_rankings_are_the_writers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
