@@ -16,7 +16,8 @@
  */
 #include "profiles/profiles.h"
 
-#include <libxml/xmlwriter.h>
+#include "profiles/xmllib.h"
+
 #include <stdlib.h>
 #include <string.h>
 

@@ -12,12 +12,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libxml/parser.h>
-#include <libxml/xmlerror.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* libxml2's soname since 2.0 */
+ltr_lazylib ltr_libxml2 = {"libxml2.so.2", "to read recording profiles", NULL};
 
 /* Reads the whole file, refusing what is not a regular file or is too big. */
 static char *read_capped(const char *path, size_t *len, ltr_diag_list *diags)

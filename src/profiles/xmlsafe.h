@@ -5,9 +5,8 @@
 #ifndef LTR_PROFILES_XMLSAFE_H
 #define LTR_PROFILES_XMLSAFE_H
 
-#include <libxml/tree.h>
-
 #include "profiles/diag.h"
+#include "profiles/xmllib.h"
 
 /* Larger files are refused before any parsing (real profiles are < 100 KiB). */
 #define WPRP_MAX_FILE_BYTES (4u << 20)

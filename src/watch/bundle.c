@@ -16,9 +16,8 @@
 #include "watch/watch.h"
 #include "prim/prim.h"
 #include "system/system.h"
+#include "watch/archivelib.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +28,9 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+/* libarchive's soname since 3.0 */
+ltr_lazylib ltr_libarchive = {"libarchive.so.13", "to write support bundles", NULL};
 
 #define BUNDLE_FILE_MAX (16u << 20) /* a /proc file or log larger is cut (maps of huge programs) */
 #define BUNDLE_LOG_TAIL (4u << 20)  /* the recorder's log: its last 4 MiB */

@@ -2,7 +2,8 @@
  * tests/e2e/test_profiles_cli.c — `ltr profiles` run as a user runs it ($LTR_BIN):
  * listing the built-in profiles and a real file's, --details of built-in and
  * file profiles, --export, and the exit status and message of bad input; a
- * file's names with control characters shown without them.
+ * file's names with control characters shown without them. ltr starts
+ * without libxml2 (nor libarchive): it is loaded when a profile is read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +263,22 @@ static void exports(void **state)
     assert_non_null(strstr(r->err, "no profile of that name"));
 }
 
+/* The libraries the loader maps when ltr starts (glibc's ldd way): libxml2
+ * and libarchive, with ICU and the rest they bring, were most of the start-up
+ * of every command, `ltr analyze` too, which reads no profile. The listings
+ * above read profiles through the libxml2 loaded then. */
+static void starts_without_libxml2(void **state)
+{
+    char cmd[4096], path[512];
+    snprintf(path, sizeof path, "%s/libs", tmp_dir());
+    snprintf(cmd, sizeof cmd, "LD_TRACE_LOADED_OBJECTS=1 '%s' >'%s'", getenv("LTR_BIN"), path);
+    assert_int_equal(system(cmd), 0);
+    const char *libs = slurp_file(path);
+    assert_non_null(strstr(libs, "libc.so"));
+    if (strstr(libs, "libxml2") || strstr(libs, "libarchive"))
+        fail_msg("ltr starts with libxml2 or libarchive loaded:\n%s", libs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +293,7 @@ int main(void)
         cmocka_unit_test(hostile_names_shown),
         cmocka_unit_test(bad_input),
         cmocka_unit_test(exports),
+        cmocka_unit_test(starts_without_libxml2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
