@@ -205,19 +205,29 @@ static size_t keep_best(an_entry *v, size_t m, size_t k)
     return k;
 }
 
+/* The best top of p's entries (all when top is 0) to v, in no order. */
+static size_t best_of(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, an_entry *v)
+{
+    return keep_best(v, collect(a, p, rank, v), top ? top : SIZE_MAX);
+}
+
+/* One process's list goes to it, not through the list of every process
+ * looking for it: the text report and the symbolizing ask for each
+ * process's three, and 1 503 processes (a shell running ls) spent 129 M
+ * instructions of 1 194 M there. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n)
 {
-    size_t cap = 0;
-    for (size_t i = 0; i < a->model.nprocs; i++)
-        if (!p || a->model.procs[i] == p)
-            cap += 2 * a->model.procs[i]->nstacks;
+    size_t cap = p ? 2 * p->nstacks : 0;
+    for (size_t i = 0; !p && i < a->model.nprocs; i++)
+        cap += 2 * a->model.procs[i]->nstacks;
     an_entry *v = malloc((cap ? cap : 1) * sizeof *v);
     *n = 0;
     if (!v)
         return NULL;
-    for (size_t i = 0; i < a->model.nprocs; i++)
-        if (!p || a->model.procs[i] == p) /* each process's best: the best of all are among them */
-            *n += keep_best(v + *n, collect(a, a->model.procs[i], rank, v + *n), top ? top : SIZE_MAX);
+    if (p)
+        *n = best_of(a, p, rank, top, v);
+    for (size_t i = 0; !p && i < a->model.nprocs; i++) /* each process's best: the best of all are among them */
+        *n += best_of(a, a->model.procs[i], rank, top, v + *n);
     qsort(v, *n, sizeof *v, by_value);
     if (top && *n > top && p)
         *n = top;
