@@ -118,6 +118,7 @@ struct ltr_analysis {
     size_t nkept[3];
     unsigned kept_top;        /* the top they were made for */
     int kept_ok;              /* bit r: kept[r] holds every process's list */
+    an_hmap kept_at;          /* image << 32 | pid -> where its lists are in kept (rank.c) */
     size_t hold;              /* events that could wait for the time order (order.h) */
     size_t hold_given;        /* that hold, asked by the caller (a second pass); 0: by the trace's kind */
     int hold_env;             /* LTR_ANALYZE_HOLD set it */
@@ -219,15 +220,18 @@ typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } a
  * temporary allocations. Entries with nothing to show are left out. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
 /* The report's rankings are made twice: by the symbolizing of the frames it
- * will show, one process at a time, then by the JSON writer, of every process
- * together (2 x 3 passes over bench/heap's 62 k stacks). The first's lists
- * are kept (an_ranked_keep, a copy of each process's; an_ranked_kept_all
- * once all are), and an_ranked_all sorts them instead of ranking again: the
- * same entries, and by_value is a total order, so the same list. */
-void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry *e, size_t n);
+ * will show, one process at a time, then by the writer, the text one process
+ * at a time, the JSON of every process together (2 x 3 passes over
+ * bench/heap's 62 k stacks). The first's lists are kept (an_ranked_keep, a
+ * copy of p's; an_ranked_kept_all once all are), and the writer's are
+ * copies of them (an_ranked_of) or them sorted together (an_ranked_all)
+ * instead of ranked again: the same entries, and by_value is a total
+ * order, so the same lists. */
+void an_ranked_keep(ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, const an_entry *e, size_t n);
 void an_ranked_kept_all(ltr_analysis *a);
-/* an_ranked(a, NULL, rank, top), from the lists kept when they are of that
- * top (handed over), else made; the caller frees it. */
+/* an_ranked(a, p, rank, top) and an_ranked(a, NULL, rank, top), from the
+ * lists kept when they are of that top, else made; the caller frees them. */
+an_entry *an_ranked_of(ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
 an_entry *an_ranked_all(ltr_analysis *a, an_rank rank, unsigned top, size_t *n);
 /* Drops the lists kept (the report is written, or they are incomplete). */
 void an_ranked_forget(ltr_analysis *a);

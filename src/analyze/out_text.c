@@ -103,7 +103,7 @@ static void print_list(ltr_analysis *a, FILE *out, const an_proc *p, an_rank ran
         "stacks with the most temporary allocations (freed right away)",
     };
     size_t n;
-    an_entry *e = an_ranked(a, p, rank, top, &n);
+    an_entry *e = an_ranked_of(a, p, rank, top, &n);
     fprintf(out, "  %s:%s\n", titles[rank], n ? "" : " none");
     for (size_t i = 0; i < n; i++) {
         char line[512], sz[32];

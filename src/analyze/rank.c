@@ -234,6 +234,14 @@ an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsig
     return v;
 }
 
+/* Where one process's lists are in the kept ones. */
+typedef struct an_kept_at {
+    uint64_t key; /* image << 32 | pid */
+    size_t at[3], n[3];
+} an_kept_at;
+
+static uint64_t proc_key(const an_proc *p) { return (uint64_t)p->gen << 32 | p->pid; }
+
 void an_ranked_forget(ltr_analysis *a)
 {
     for (int r = 0; r < 3; r++) {
@@ -241,6 +249,7 @@ void an_ranked_forget(ltr_analysis *a)
         a->kept[r] = NULL;
         a->nkept[r] = 0;
     }
+    an_hmap_free(&a->kept_at);
     a->kept_ok = 0;
 }
 
@@ -254,7 +263,7 @@ static size_t room_above(size_t n)
     return r;
 }
 
-void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry *e, size_t n)
+void an_ranked_keep(ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, const an_entry *e, size_t n)
 {
     if (a->kept_top != top) {
         an_ranked_forget(a);
@@ -263,8 +272,11 @@ void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry 
     size_t had = a->nkept[rank];
     if (had == SIZE_MAX)
         return; /* incomplete already: made again by its writer */
+    if (!a->kept_at.esize)
+        an_hmap_init(&a->kept_at, sizeof(an_kept_at));
+    an_kept_at *k = an_hmap_put(&a->kept_at, proc_key(p), NULL);
     an_entry *v = a->kept[rank];
-    if ((!e || !v || had + n >= room_above(had)) && !(v = e ? realloc(v, room_above(had + n) * sizeof *v) : NULL)) {
+    if (!k || ((!e || !v || had + n >= room_above(had)) && !(v = e ? realloc(v, room_above(had + n) * sizeof *v) : NULL))) {
         free(a->kept[rank]);
         a->kept[rank] = NULL;
         a->nkept[rank] = SIZE_MAX;
@@ -273,6 +285,8 @@ void an_ranked_keep(ltr_analysis *a, an_rank rank, unsigned top, const an_entry 
     memcpy(v + had, e, n * sizeof *v);
     a->kept[rank] = v;
     a->nkept[rank] = had + n;
+    k->at[rank] = had;
+    k->n[rank] = n;
 }
 
 void an_ranked_kept_all(ltr_analysis *a)
@@ -282,15 +296,32 @@ void an_ranked_kept_all(ltr_analysis *a)
         a->kept_ok |= (a->kept[r] && a->nkept[r] != SIZE_MAX) << r;
 }
 
+/* A copy of n kept entries from e; NULL without memory. */
+static an_entry *kept_copy(const an_entry *e, size_t n)
+{
+    an_entry *v = malloc((n ? n : 1) * sizeof *v);
+    if (v)
+        memcpy(v, e, n * sizeof *v);
+    return v;
+}
+
+an_entry *an_ranked_of(ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n)
+{
+    const an_kept_at *k = (a->kept_ok & 1 << rank) && a->kept_top == top && a->kept_at.n
+                              ? an_hmap_get(&a->kept_at, proc_key(p)) : NULL;
+    an_entry *v = k ? kept_copy(a->kept[rank] + k->at[rank], k->n[rank]) : NULL;
+    if (!v)
+        return an_ranked(a, p, rank, top, n);
+    *n = k->n[rank]; /* sorted as an_ranked sorted it */
+    return v;
+}
+
 an_entry *an_ranked_all(ltr_analysis *a, an_rank rank, unsigned top, size_t *n)
 {
-    if (!(a->kept_ok & 1 << rank) || a->kept_top != top)
+    an_entry *v = (a->kept_ok & 1 << rank) && a->kept_top == top ? kept_copy(a->kept[rank], a->nkept[rank]) : NULL;
+    if (!v)
         return an_ranked(a, NULL, rank, top, n);
-    an_entry *v = a->kept[rank];
     *n = a->nkept[rank];
-    a->kept[rank] = NULL;
-    a->nkept[rank] = 0;
-    a->kept_ok &= ~(1 << rank);
     qsort(v, *n, sizeof *v, by_value);
     return v;
 }

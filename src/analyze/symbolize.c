@@ -95,7 +95,7 @@ static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned to
             an_entry *e = an_ranked(a, p, r, top, &n);
             for (size_t k = 0; e && k < n; k++)
                 an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
-            an_ranked_keep(a, r, top, e, n); /* for the JSON writer (rank.c) */
+            an_ranked_keep(a, p, r, top, e, n); /* for the writer (rank.c) */
             free(e);
         }
     }

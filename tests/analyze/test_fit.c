@@ -4,8 +4,9 @@
  * frame is shortened to a width and a sentence wrapped (fit.c), and that a
  * stack's AIFO blocks allocated over the window rank above one allocated at
  * once (model.c's held times, rank.c's weight). The rankings kept from the
- * symbolizing, one process at a time, are the JSON writer's every-process
- * lists exactly (rank.c's an_ranked_all).
+ * symbolizing, one process at a time, are the writers' lists exactly: each
+ * process's (the text's, an_ranked_of) and every process's together (the
+ * JSON's, an_ranked_all).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -216,7 +217,7 @@ static void test_kept_rankings_are_the_writers(void **state)
         for (an_rank r = AN_RANK_OUTSTANDING; r <= AN_RANK_TEMPORARY; r++) {
             size_t n;
             an_entry *e = an_ranked(&a, m.procs[i], r, 2, &n);
-            an_ranked_keep(&a, r, 2, e, n);
+            an_ranked_keep(&a, m.procs[i], r, 2, e, n);
             free(e);
         }
     an_ranked_kept_all(&a);
@@ -231,6 +232,15 @@ static void test_kept_rankings_are_the_writers(void **state)
         }
         free(want);
         free(got);
+        for (size_t k = 0; k < m.nprocs; k++) {
+            want = an_ranked(&a, m.procs[k], r, 2, &n);
+            got = an_ranked_of(&a, m.procs[k], r, 2, &nk);
+            assert_int_equal(nk, n);
+            for (size_t i = 0; i < n; i++)
+                assert_ptr_equal(got[i].stack, want[i].stack);
+            free(want);
+            free(got);
+        }
     }
     an_ranked_forget(&a);
     an_model_free(&m);
