@@ -87,5 +87,15 @@ bool ltr_name_run_by_other(const char *name, uid_t owner, char *out, size_t size
  * name in exe; 0 if none. For saying why a --name finds nothing, never
  * for choosing a process (a process sets its comm itself). */
 uint32_t ltr_pid_called(const char *name, uid_t owner, char *exe, size_t size);
+/* Whether the setting set gives the agent to new processes that the kernel
+ * calls comm (a name `ltr snapshotconfig --name` takes): a listed name that
+ * is comm, or that begins with it where comm is as long as the kernel keeps
+ * (15 characters: a longer executable's name is cut), or link_exe, the
+ * executable of a running process called comm (python3 -> python3.11; NULL
+ * if none). snapshotconfig warned that such processes carry no agent when
+ * the setting listed their full executable name. */
+bool ltr_byname_reaches_comm(const ltr_byname_list *set, const char *comm, const char *link_exe);
+/* The same with the setting as it is now and this user's running processes. */
+bool ltr_byname_reaches_comm_now(const char *comm);
 
 #endif

@@ -90,6 +90,30 @@ uint32_t ltr_pid_called(const char *name, uid_t owner, char *exe, size_t size)
     return found;
 }
 
+/* TASK_COMM_LEN less its NUL: how much of a name the kernel keeps as comm. */
+#define COMM_KEPT 15
+
+bool ltr_byname_reaches_comm(const ltr_byname_list *set, const char *comm, const char *link_exe)
+{
+    size_t n = strlen(comm);
+    for (unsigned k = 0; k < set->n; k++)
+        if (!strcmp(set->names[k], comm) || (n == COMM_KEPT && !strncmp(set->names[k], comm, COMM_KEPT)) ||
+            (link_exe && !strcmp(set->names[k], link_exe)))
+            return true;
+    return false;
+}
+
+bool ltr_byname_reaches_comm_now(const char *comm)
+{
+    static ltr_byname_list set;
+    char exe[LTR_BYNAME_NAME_MAX + 1];
+    ltr_error err;
+    if (ltr_byname_read(&set, &err) != 0 || !set.n)
+        return false;
+    uint32_t called = ltr_pid_called(comm, geteuid(), exe, sizeof exe);
+    return ltr_byname_reaches_comm(&set, comm, called ? exe : NULL);
+}
+
 int ltr_pids_named(const char *name, uid_t owner, uint32_t *pids, unsigned max)
 {
     DIR *d = opendir("/proc");

@@ -4,6 +4,7 @@
  * snapshots write (WPR's command, the same meaning). The setting is in the
  * registry (recorder/snapshot.h); without a verb it is shown.
  */
+#include "byname/byname.h"
 #include "cli/cli.h"
 #include "cli/snapshot-args.h"
 #include "recorder/heaprun.h"
@@ -78,7 +79,7 @@ static int show(const char *name, const uint32_t *pids, int npids)
 static void warn_without_byname(const char *name)
 {
     static ltr_heap_name_reach r;
-    if (ltr_heap_name_reach_of(name, &r) != 0 || r.configured)
+    if (ltr_heap_name_reach_of(name, &r) != 0 || r.configured || ltr_byname_reaches_comm_now(name))
         return;
     cli_warn("snapshotconfig", "new processes named %s do not start with the heap agent, so they keep no "
              "table: 'ltr heaptracingconfig %s enable' (as root) makes them; a running process takes "

@@ -66,6 +66,23 @@ static void test_match_whole_lines_only(void **state)
     assert_false(ltr_byname_match(text, 8, "alpha")); /* "alpha" cut short by the length */
 }
 
+/* snapshotconfig --name takes the kernel's name of a process (comm): the
+ * setting reaches it through a listed executable name the kernel cut at 15
+ * characters, or the executable of a link's process; not through a name
+ * that only begins like a shorter comm. */
+static void test_setting_reaches_comm(void **state)
+{
+    (void)state;
+    static ltr_byname_list set = {.names = {"averylongprogramname", "python3.11", "svc"}, .n = 3};
+    assert_true(ltr_byname_reaches_comm(&set, "svc", NULL));
+    assert_true(ltr_byname_reaches_comm(&set, "averylongprogra", NULL)); /* its comm, cut */
+    assert_false(ltr_byname_reaches_comm(&set, "averylongprogr", NULL)); /* 14: a name of its own */
+    assert_false(ltr_byname_reaches_comm(&set, "python3", NULL));
+    assert_true(ltr_byname_reaches_comm(&set, "python3", "python3.11")); /* started through the link */
+    assert_false(ltr_byname_reaches_comm(&set, "python3", "python3.12"));
+    assert_false(ltr_byname_reaches_comm(&set, "sv", NULL));
+}
+
 static void test_exe_name_and_pids(void **state)
 {
     (void)state;
@@ -331,6 +348,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_checked),
         cmocka_unit_test(test_match_whole_lines_only),
+        cmocka_unit_test(test_setting_reaches_comm),
         cmocka_unit_test(test_exe_name_and_pids),
         cmocka_unit_test(test_pids_named_by_owner),
         cmocka_unit_test_setup(test_absent_preload_comes_back_absent, fresh),

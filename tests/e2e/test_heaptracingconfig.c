@@ -180,6 +180,13 @@ static void test_long_name_traced(void **state)
     count(t, 4321, pid, &mine, &others);
     assert_int_equal(mine, 10);
     ltr_trace_close(t);
+    /* snapshotconfig takes the name ps shows (comm, cut at 15): the setting
+     * reaches those processes; it warned that they carry no agent. */
+    r = tu_run("%s snapshotconfig heap --name byname-target-2 enable", tu_ltr());
+    if (r.status != 0 || strstr(r.err, "do not start with the heap agent"))
+        fail_msg("snapshotconfig by the cut name: status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s snapshotconfig heap --name byname-target-2 disable", tu_ltr()));
     expect(config("byname-target-20-chr disable"), 0, NULL);
 }
 
