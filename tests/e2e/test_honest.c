@@ -259,6 +259,17 @@ static void test_start_pid(void **state)
     assert_non_null(strstr(r.err, "is not running"));
     tu_free(&r);
     tu_expect_ok(tu_run("%s cancel", LTR));
+    /* a service under a seccomp filter that refuses Unix sockets (systemd's
+     * RestrictAddressFamilies=): its agent never reaches the recorder, and
+     * status said it "has not allocated since the session began" of a
+     * process allocating all along */
+    r = tu_run("%s perl -e 'while (1) { my $x = \"a\" x 1000; select(undef, undef, undef, 0.001) }' & p=$!; "
+               "sleep 0.3; %s start heap --pid $p > /dev/null && sleep 0.3 && %s status; s=$?; kill $p; exit $s",
+               tu_test_bin("ltr-test-nounix"), LTR, LTR);
+    if (r.status != 0 || !strstr(r.err, "runs under a seccomp filter") || strstr(r.err, "has not allocated"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel", LTR));
 }
 
 /* Item 13: `ltr run` with no heap session is an error and runs nothing. */
