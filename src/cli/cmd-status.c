@@ -6,7 +6,6 @@
 #include "cli/cli.h"
 #include "cli/session.h"
 #include "prim/prim.h"
-#include "inject/inject.h"
 
 #include <stdbool.h>
 
@@ -17,25 +16,6 @@
 
 static const char usage[] = "ltr status [--instance NAME]";
 
-/* A warning for each --pid that is not attached, with its reason. */
-static void warn_unreached(const ltr_session_status *st)
-{
-    char rundir[4096] = "";
-    ltr_error err;
-    for (unsigned i = 0; i < st->nwanted; i++) {
-        bool found = false;
-        for (unsigned j = 0; j < st->nattached && !found; j++)
-            found = st->attached[j] == st->wanted[i];
-        if (found)
-            continue;
-        if (!rundir[0] && ltr_runtime_dir(rundir, sizeof rundir, &err))
-            snprintf(rundir, sizeof rundir, "?");
-        char why[600];
-        ltr_attach_explain((pid_t)st->wanted[i], rundir, why, sizeof why);
-        cli_warn("status", "session '%s': --pid %u is not attached: %s", st->name, st->wanted[i], why);
-    }
-}
-
 static int status_of(const char *session)
 {
     static ltr_session_status st;
@@ -44,7 +24,7 @@ static int status_of(const char *session)
         return cli_fail("status", "%s", err.msg);
     ltr_session_status_write(stdout, &st);
     cli_flush_stdout();
-    warn_unreached(&st);
+    cli_warn_unattached("status", &st, false);
     return 0;
 }
 

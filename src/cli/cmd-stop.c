@@ -69,6 +69,7 @@ int cmd_stop(int argc, char **argv)
             printf(" (moved from %s, the -o FILE of ltr start)", st.output);
         printf("\n");
         cli_flush_stdout();
+        cli_warn_unattached("stop", &st, true);
         if (!no_symbols)
             cli_add_symbols("stop", path, NULL, 0);
     }

@@ -3,8 +3,10 @@
  */
 #include "cli/session.h"
 #include "cli/cli.h"
+#include "inject/inject.h"
 #include "prim/prim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int request(const char *cmd, const char *session, const char *op, const char *path,
@@ -44,4 +46,26 @@ int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size)
     if (ltr_absolute_path(path, out, size, &err))
         return cli_fail(cmd, "%s", err.msg);
     return 0;
+}
+
+void cli_warn_unattached(const char *cmd, const ltr_session_status *st, bool running_only)
+{
+    char rundir[4096] = "";
+    ltr_error err;
+    for (unsigned i = 0; i < st->nwanted; i++) {
+        bool found = false;
+        for (unsigned j = 0; j < st->nattached && !found; j++)
+            found = st->attached[j] == st->wanted[i];
+        if (found || (running_only && !ltr_pid_alive((pid_t)st->wanted[i])))
+            continue;
+        if (!rundir[0] && ltr_runtime_dir(rundir, sizeof rundir, &err))
+            snprintf(rundir, sizeof rundir, "?");
+        char why[600];
+        ltr_attach_explain((pid_t)st->wanted[i], rundir, why, sizeof why);
+        if (running_only)
+            cli_warn(cmd, "session '%s': --pid %u never joined it, and none of its allocations is in the trace: "
+                     "%s", st->name, st->wanted[i], why);
+        else
+            cli_warn(cmd, "session '%s': --pid %u is not attached: %s", st->name, st->wanted[i], why);
+    }
 }

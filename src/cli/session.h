@@ -24,5 +24,10 @@ int cli_trace_not_stdout(const char *cmd, const char *path);
 /* Makes a trace's path absolute against the current directory (the
  * recorder runs in /); '-' is refused (cli_trace_not_stdout). */
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size);
+/* A warning under cmd for each --pid of the session that is not attached,
+ * with its reason (ltr_attach_explain). running_only: only those still
+ * running, which never joined (`ltr stop`: one that joined and exited has
+ * its events in the trace). */
+void cli_warn_unattached(const char *cmd, const ltr_session_status *st, bool running_only);
 
 #endif
