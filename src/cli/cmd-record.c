@@ -187,6 +187,7 @@ static record_counts stop_counts(const ltr_kvlist *stopped)
  * none at all (the agent only sees the allocation functions of shared libraries). */
 static void report(const char *trace, record_counts c, const record_opts *o)
 {
+    char filtered[400];
     fprintf(stderr, "ltr record: trace written to %s", trace);
     if (c.known)
         fprintf(stderr, " (%llu heap events)", c.kept);
@@ -200,6 +201,9 @@ static void report(const char *trace, record_counts c, const record_opts *o)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
                  "(now --buffers %u --buffer-size %u)", c.lost, c.emitted, o->buffers, o->buffer_kb);
+    else if (c.known && !c.recorded && o->pid && ltr_seccomp_said((pid_t)o->pid, filtered, sizeof filtered))
+        cli_warn("record", "no heap events were recorded from pid %u: %s; or it made no allocation while it was "
+                 "recorded", o->pid, filtered);
     else if (c.known && !c.recorded && o->pid) /* attached: an idle service is the likeliest cause */
         cli_warn("record", "no heap events were recorded: pid %u made no allocation through the heap agent's "
                  "hooks while it was recorded (idle, blocked, or allocating through an allocator of its own or "

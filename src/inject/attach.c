@@ -225,23 +225,27 @@ int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir,
     }
 }
 
-/* How many seccomp filters pid runs under (/proc/PID/status), 0 if none or unknown. */
-static unsigned seccomp_filters(pid_t pid)
+bool ltr_seccomp_said(pid_t pid, char *out, size_t size)
 {
     char path[64], line[256];
     unsigned n = 0;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return 0;
+        return false;
     while (fgets(line, sizeof line, f) && sscanf(line, "Seccomp_filters: %u", &n) != 1) {
     }
     fclose(f);
-    return n;
+    if (n)
+        snprintf(out, size, "it runs under a seccomp filter (Seccomp_filters in /proc/%d/status: systemd's "
+                 "SystemCallFilter= or RestrictAddressFamilies=), and its agent reaches ltr through a Unix socket "
+                 "(AF_UNIX), which such a filter may refuse (RestrictAddressFamilies= must list AF_UNIX)", (int)pid);
+    return n != 0;
 }
 
 void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size)
 {
+    char filtered[400];
     ltr_error err = {0};
     int rc = ltr_attach_check(pid, runtime_dir, &err);
     if (rc == -ESRCH && !strstr(err.msg, "zombie"))
@@ -251,15 +255,10 @@ void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t si
     else if (rc == 0)
         snprintf(out, size, "pid %d does not carry the heap agent (its attach failed or it was restarted): "
                  "'ltr start heap --pid %d' in a new session attaches it", (int)pid, (int)pid);
-    else if (seccomp_filters(pid))
-        /* its agent reaches the recorder through a Unix socket, which such a
-         * filter may refuse (systemd's RestrictAddressFamilies=): a service
-         * allocating all along was said to have not allocated */
-        snprintf(out, size, "pid %d carries the heap agent and has not joined: it runs under a seccomp filter "
-                 "(Seccomp_filters in /proc/%d/status: systemd's SystemCallFilter= or RestrictAddressFamilies=), "
-                 "and its agent reaches ltr through a Unix socket (AF_UNIX), which such a filter may refuse "
-                 "(RestrictAddressFamilies= must list AF_UNIX); if it allows them, it joins at its first "
-                 "allocation", (int)pid, (int)pid);
+    else if (ltr_seccomp_said(pid, filtered, sizeof filtered))
+        /* a service allocating all along was said to have not allocated */
+        snprintf(out, size, "pid %d carries the heap agent and has not joined: %s; if it allows them, it joins "
+                 "at its first allocation", (int)pid, filtered);
     else
         snprintf(out, size, "pid %d carries the heap agent and has not allocated since the session began "
                  "(it joins at its first allocation)", (int)pid);

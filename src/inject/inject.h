@@ -77,6 +77,12 @@ int ltr_attach_agent(pid_t pid, const char *agent_path, const char *runtime_dir,
  * status`): it exited, carries no agent (and why it could not get one), or
  * carries it and has not allocated since the session began. */
 void ltr_attach_explain(pid_t pid, const char *runtime_dir, char *out, size_t size);
+/* Whether pid runs under a seccomp filter (/proc/PID/status; false if
+ * unknown), with the sentence that says what it may do to its agent in out:
+ * the agent reaches the recorder through a Unix socket, which a filter may
+ * refuse (systemd's RestrictAddressFamilies=), and the process then carries
+ * the agent and never joins. ltr cannot read the filter itself. */
+bool ltr_seccomp_said(pid_t pid, char *out, size_t size);
 
 /* How ltr_attach_wait ended. */
 typedef enum ltr_wait_end {
