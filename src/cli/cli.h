@@ -42,6 +42,10 @@ void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf
  * naming the option and the allowed range, and returns -1. */
 int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_t min,
                   uint64_t max, uint64_t *out);
+/* Parses seconds, with a fraction (0.5), in [lo, hi] into milliseconds
+ * (rounded); on failure prints a message naming the option and the range
+ * ("give seconds from lo to hi, e.g. 0.5"), and returns -1. */
+int cli_parse_seconds(const char *cmd, const char *option, const char *text, double lo, double hi, uint64_t *ms);
 /* Parses `--buffers N|N%`: a count in LTR_BUFFERS_MIN..LTR_BUFFERS_MAX, or a
  * percentage of RAM (1..50) turned into a count of buffer_kb buffers. On
  * failure prints a message naming the option and what is allowed, returns -1. */

@@ -55,7 +55,8 @@ static void help(void)
            "                       recorded, exit status 1: no such process, a zombie, a\n"
            "                       static program, another user's process, ptrace not\n"
            "                       permitted (Yama, CAP_SYS_PTRACE)\n"
-           "  --duration SECS      with --pid: stop recording after SECS seconds\n"
+           "  --duration SECS      with --pid: stop recording after SECS seconds (0.5: half a\n"
+           "                       second)\n"
            CLI_NO_SYMBOLS_HELP "\n"
            "Buffers. The default, %u buffers of %u KB per CPU (16 MB a CPU, here %u\n"
            "buffers), is many small buffers because each thread that allocates holds\n"
@@ -127,9 +128,9 @@ static int parse(int argc, char **argv, record_opts *o)
             o->pid = (uint32_t)v;
             break;
         case 'D':
-            if (cli_parse_u64("record", "--duration (seconds)", optarg, 1, 365ull * 86400, &v))
+            if (cli_parse_seconds("record", "--duration", optarg, 0.001, 365.0 * 86400, &v))
                 return -2;
-            o->duration_ns = v * 1000000000ull;
+            o->duration_ns = v * 1000000ull;
             break;
         case 'S': o->no_symbols = 1; break;
         case 'h': help(); return 0;

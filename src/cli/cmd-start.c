@@ -202,16 +202,12 @@ static int take_option(int c, ltr_session_config *cfg, start_opts *o)
             return 2;
         cfg->pids[cfg->npids++] = (uint32_t)v;
         return -1;
-    case 'i': {
-        char *end;
-        double secs = strtod(optarg, &end);
-        if (end == optarg || *end || !(secs >= LTR_SYSTEM_INTERVAL_MS_MIN / 1000.0) ||
-            secs > LTR_SYSTEM_INTERVAL_MS_MAX / 1000.0)
-            return cli_fail("start", "--memory-interval '%s': give seconds from %.2f to %u (e.g. 0.5)", optarg,
-                            LTR_SYSTEM_INTERVAL_MS_MIN / 1000.0, LTR_SYSTEM_INTERVAL_MS_MAX / 1000), 2;
-        cfg->system_interval_ms = (uint32_t)(secs * 1000 + 0.5);
+    case 'i':
+        if (cli_parse_seconds("start", "--memory-interval", optarg, LTR_SYSTEM_INTERVAL_MS_MIN / 1000.0,
+                              LTR_SYSTEM_INTERVAL_MS_MAX / 1000.0, &v))
+            return 2;
+        cfg->system_interval_ms = (uint32_t)v;
         return -1;
-    }
     case 'N':
         if (cfg->nnames == LTR_MAX_SESSION_NAMES)
             return cli_fail("start", "at most %d --name options", LTR_MAX_SESSION_NAMES), 2;

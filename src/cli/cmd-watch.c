@@ -170,16 +170,6 @@ static int parse_size(const char *opt, const char *text, uint64_t *out)
     return rc;
 }
 
-static int parse_seconds(const char *opt, const char *text, double lo, double hi, uint32_t *ms)
-{
-    char *end;
-    double s = strtod(text, &end);
-    if (end == text || *end || !(s >= lo && s <= hi))
-        return cli_fail("watch", "%s '%s': give seconds from %g to %g", opt, text, lo, hi), -1;
-    *ms = (uint32_t)(s * 1000 + 0.5);
-    return 0;
-}
-
 int cmd_watch(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -220,12 +210,14 @@ int cmd_watch(int argc, char **argv)
                 return 2;
             break;
         case 'i':
-            if (parse_seconds("--interval", optarg, 0.1, 86400, &cfg.interval_ms))
+            if (cli_parse_seconds("watch", "--interval", optarg, 0.1, 86400, &v))
                 return 2;
+            cfg.interval_ms = (uint32_t)v;
             break;
         case 'I':
-            if (parse_seconds("--memory-interval", optarg, 0.01, 3600, &cfg.memory_interval_ms))
+            if (cli_parse_seconds("watch", "--memory-interval", optarg, 0.01, 3600, &v))
                 return 2;
+            cfg.memory_interval_ms = (uint32_t)v;
             break;
         case 'm':
             if (cli_parse_u64("watch", "--max-triggers", optarg, 1, 1000000, &v))

@@ -98,6 +98,16 @@ int cli_parse_u64(const char *cmd, const char *option, const char *text, uint64_
     return 0;
 }
 
+int cli_parse_seconds(const char *cmd, const char *option, const char *text, double lo, double hi, uint64_t *ms)
+{
+    char *end;
+    double s = strtod(text, &end);
+    if (end == text || *end || !(s >= lo && s <= hi)) /* NaN fails both */
+        return cli_fail(cmd, "%s '%s': give seconds from %g to %g (e.g. 0.5)", option, text, lo, hi), -1;
+    *ms = (uint64_t)(s * 1000 + 0.5);
+    return 0;
+}
+
 int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uint32_t *out)
 {
     size_t n = strlen(text);

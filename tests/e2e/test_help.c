@@ -323,9 +323,39 @@ static void output_to_a_full_disk_fails(void **state)
     tu_expect_ok(tu_run("%s cancel --instance full", LTR));
 }
 
+/* Options in seconds take fractions the same way in every command, and
+ * refuse alike what is no number or out of range: record's --duration took
+ * whole seconds only ("'0.5' is not valid: expected an integer") where
+ * watch's --interval took 0.5. */
+static void seconds_options_alike(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *said;
+    } bad[] = {
+        {"record --pid 1 --duration abc", "--duration 'abc': give seconds from 0.001 to 3.1536e+07 (e.g. 0.5)"},
+        {"record --pid 1 --duration 0", "--duration '0': give seconds from 0.001"},
+        {"watch --pid 1 --interval 0.05", "--interval '0.05': give seconds from 0.1 to 86400 (e.g. 0.5)"},
+        {"watch --pid 1 --memory-interval nan", "--memory-interval 'nan': give seconds from 0.01 to 3600"},
+        {"start memory --instance s --memory-interval 1s", "--memory-interval '1s': give seconds from 0.01 to 3600"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tu_result r = tu_run("%s %s", LTR, bad[i].args);
+        if (r.status != 2 || !strstr(r.err, bad[i].said))
+            fail_msg("ltr %s: status %d\n%s", bad[i].args, r.status, r.err);
+        tu_free(&r);
+    }
+    /* a fraction is taken: what stops it is the next check, --duration's rule */
+    tu_result r = tu_run("%s record --duration 0.5 -- true", LTR);
+    if (r.status != 2 || !strstr(r.err, "--duration is for --pid"))
+        fail_msg("record --duration 0.5: status %d\n%s", r.status, r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seconds_options_alike),
         cmocka_unit_test_setup_teardown(output_to_a_full_disk_fails, sandbox, sandbox_end),
         cmocka_unit_test(general_help),
         cmocka_unit_test(help_cmd_is_cmd_help),
