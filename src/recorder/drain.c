@@ -237,6 +237,14 @@ static uint64_t first_record_ns(const uint8_t *p, uint32_t len)
     return c ? (uint64_t)ltr_unzigzag(delta) : 0;
 }
 
+/* The same of a buffer's records (of len bytes) copied out: a CPU's start with a thread id. */
+static uint64_t records_first_ns(const uint8_t *p, uint32_t len, bool cpu)
+{
+    uint64_t tid;
+    size_t skip = cpu ? ltr_get_uvar(p, len, &tid) : 0;
+    return first_record_ns(p + skip, len - (uint32_t)skip);
+}
+
 uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx)
 {
     ltr_ring_view *ring = &r->col[c].ring;
@@ -245,9 +253,7 @@ uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx)
     uint8_t head[4 * LTR_VARINT_MAX];
     uint32_t n = len < sizeof head ? len : (uint32_t)sizeof head;
     memcpy(head, ltr_ring_vdata(ring, idx), n);
-    uint64_t tid;
-    size_t skip = ltr_ring_vbuf(ring, idx)->tid == 0 ? ltr_get_uvar(head, n, &tid) : 0; /* a CPU's: a thread id first */
-    return first_record_ns(head + skip, n - (uint32_t)skip);
+    return records_first_ns(head, n, ltr_ring_vbuf(ring, idx)->tid == 0);
 }
 
 uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
@@ -1338,7 +1344,17 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
         cs->damage++;
         return 0;
     }
-    if (cs->saved_seq[idx]) { /* an earlier content of it written: taken over since (its seq changed) */
+    /* Taken over since, its seq says; but a seq is the traced programs' to
+     * write, and a content that starts with the event it started with then
+     * is that content again (an owner's first event comes after the take-over):
+     * one moving a buffer's seq on at each queue slot it put it in had the
+     * buffer written at each, another program's events many times over. */
+    uint64_t first = records_first_ns(data, LTR_COMMIT_BYTES(commit), info->tid == 0);
+    if (cs->saved_seq[idx] && cs->saved_events[idx] && first == cs->saved_first_ns[idx]) {
+        cs->damage++;
+        return 0;
+    }
+    if (cs->saved_seq[idx]) { /* an earlier content of it written: taken over since */
         sc->retaken_events[c] += cs->saved_events[idx];
         sc->retaken_buffers[c]++;
     }
@@ -1346,6 +1362,7 @@ static int save_block(save_ctx *sc, unsigned c, uint32_t idx, ltr_block_info *in
     uint32_t len = records_in(cs, info, data, LTR_COMMIT_BYTES(commit), LTR_COMMIT_EVENTS(commit),
                               &info->event_count);
     cs->saved_events[idx] = len ? info->event_count : 0;
+    cs->saved_first_ns[idx] = first;
     if (!len)
         return 0;
     sc->events[c] += info->event_count;

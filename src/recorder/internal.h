@@ -33,6 +33,7 @@ typedef struct collector_state {
     uint8_t *copy;           /* memory mode: a buffer copied out for a save */
     uint64_t *saved_seq;     /* memory mode, per buffer: 1 + the seq a save wrote, 0 if none */
     uint32_t *saved_events;  /* and how many of its events it wrote */
+    uint64_t *saved_first_ns; /* and the time of their first (a content written again is not new) */
     uint64_t queue_stall_ns; /* since when the queue head slot is empty but claimed */
     uint64_t hole_pos;       /* memory mode: that slot's position (mark_dead_holes) */
     /* file mode: the queue's tail at a harvest's start, and when: a hole

@@ -101,7 +101,8 @@ static int alloc_notes(recorder *r, ltr_error *err)
         cs->copy = malloc(cs->ring.buffer_size);
         cs->saved_seq = calloc(cs->ring.nbuf, sizeof *cs->saved_seq);
         cs->saved_events = calloc(cs->ring.nbuf, sizeof *cs->saved_events);
-        if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events)
+        cs->saved_first_ns = calloc(cs->ring.nbuf, sizeof *cs->saved_first_ns);
+        if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events || !cs->saved_first_ns)
             return ltr_fail(err, ENOMEM, "out of memory");
         if (r->cfg.mode == LTR_MODE_FILE)
             continue;
@@ -415,6 +416,7 @@ void rec_teardown(recorder *r)
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
         free(r->col[c].saved_events);
+        free(r->col[c].saved_first_ns);
         free(r->col[c].dead_seq1);
         free(r->col[c].dead_since);
         free(r->col[c].dead_owner);

@@ -27,6 +27,11 @@
  * seqs:PATH (every buffer's seq of collector 0 moved on, again and again
  * while file PATH exists, as if each were taken over: a save must not take
  * what it wrote back out of the overwritten count for that alone),
+ * dupes:PATH (every queue slot of collector 0 from its head to its tail
+ * set to the buffer at its head, and that buffer's seq moved on again and
+ * again while file PATH exists, as if it were taken over and published
+ * again at each position: a save must write it once; prints dupes=N, the
+ * positions set),
  * state:N (the session's state word set to N once, as only the recorder
  * may: 2 is STOPPING, which producers take for a stop under way),
  * layouts:MB (no scribble: well-formed LAYOUT records of 60 000-byte
@@ -396,6 +401,21 @@ int main(int argc, char **argv)
                 atomic_store(&slots[k], 0);
             if (!said) /* the test goes on once every slot was emptied */
                 printf("holes=%u\n", ring->nbuf), fflush(stdout);
+        }
+        len = 0;
+    }
+    if (!strncmp(region, "dupes:", 6)) { /* one published buffer in every queue slot, seemingly taken over */
+        _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)ring + ring->queue_offset);
+        ltr_ring_buf *bufs = (ltr_ring_buf *)((uint8_t *)ring + ring->bufs_offset);
+        uint64_t head = atomic_load(&ring->queue_head), tail = atomic_load(&ring->queue_tail);
+        uint32_t first = atomic_load(&slots[head % ring->nbuf]);
+        for (uint64_t pos = head; first && first <= ring->nbuf && pos < tail; pos++)
+            atomic_store(&slots[pos % ring->nbuf], first);
+        for (int said = 0; first && first <= ring->nbuf && (!said || access(region + 6, F_OK) == 0); said = 1) {
+            for (unsigned k = 0; k < 4096; k++) /* many moves a look at the file */
+                atomic_fetch_add(&bufs[first - 1].seq, 1);
+            if (!said)
+                printf("dupes=%llu\n", (unsigned long long)(tail - head)), fflush(stdout);
         }
         len = 0;
     }
