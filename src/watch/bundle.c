@@ -214,8 +214,9 @@ static void add_all(bundle *b, const ltr_watch_bundle *in)
         add(b, "MISSING.txt", b->missing, b->missing_len);
 }
 
-/* The archive into fd. 0, or -errno with err. */
-static int write_archive(int fd, const char *top, const ltr_watch_bundle *in, ltr_error *err)
+/* The archive of what fill adds into fd. 0, or -errno with err. */
+static int write_archive(int fd, const char *top, void (*fill)(bundle *, const ltr_watch_bundle *),
+                         const ltr_watch_bundle *in, ltr_error *err)
 {
     bundle b = {.top = top, .a = archive_write_new()};
     b.missing_f = open_memstream(&b.missing, &b.missing_len);
@@ -232,7 +233,7 @@ static int write_archive(int fd, const char *top, const ltr_watch_bundle *in, lt
         b.failed = EIO;
         snprintf(b.why, sizeof b.why, "%s", archive_error_string(b.a) ? archive_error_string(b.a) : "libarchive");
     }
-    add_all(&b, in);
+    fill(&b, in);
     if (archive_write_close(b.a) != ARCHIVE_OK && !b.failed) {
         b.failed = archive_errno(b.a) ? archive_errno(b.a) : EIO;
         snprintf(b.why, sizeof b.why, "%s", archive_error_string(b.a) ? archive_error_string(b.a) : "close");
@@ -255,7 +256,7 @@ int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_err
     int fd = ltr_create_temp(tmp); /* 0600: the bundle holds the process's maps and command line */
     if (fd < 0)
         return ltr_fail(err, -fd, "%s: a temporary file beside it: %s", path, strerror(-fd));
-    rc = write_archive(fd, top, in, err);
+    rc = write_archive(fd, top, add_all, in, err);
     if (rc == 0 && fsync(fd) != 0)
         rc = ltr_fail(err, errno, "%s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
@@ -270,5 +271,27 @@ int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_err
     }
     if (rc)
         unlink(tmp);
+    return rc;
+}
+
+/* One small file: a bundle's way through libarchive, every function on it. */
+static void add_probe(bundle *b, const ltr_watch_bundle *in)
+{
+    (void)in;
+    add_text(b, "probe.txt", "probe");
+}
+
+int ltr_watch_bundle_check(ltr_error *err)
+{
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ltr_fail(err, errno, "/dev/null: %s", strerror(errno));
+    int rc = write_archive(fd, "probe", add_probe, NULL, err);
+    close(fd);
+    if (rc) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        ltr_fail(err, -rc, "--support-bundle: libarchive cannot write one here: %s", why);
+    }
     return rc;
 }

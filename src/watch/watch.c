@@ -159,6 +159,8 @@ int ltr_watch_check(const ltr_watch_config *cfg, ltr_error *err)
         return ltr_fail(err, EINVAL, "--record-to %s: give an absolute path", cfg->record_to);
     if ((rc = check_directory(cfg->record_to, err)))
         return rc;
+    if (cfg->support_bundle && (rc = ltr_watch_bundle_check(err)))
+        return rc;
     ltr_plan *plan = resolve(cfg, err);
     if (!plan)
         return -EINVAL;

@@ -145,6 +145,12 @@ int ltr_watch_bundle_path(const char *trace, char *out, size_t size);
 /* Writes the bundle to path, which must not exist (it is never replaced).
  * 0, or -errno with err saying why (then nothing is left at path). */
 int ltr_watch_bundle_write(const char *path, const ltr_watch_bundle *in, ltr_error *err);
+/* Whether a bundle can be written: one is, to /dev/null. A libarchive that
+ * cannot be loaded, or lacks a function a bundle calls, ends ltr with its
+ * name (profiles/lazylib.h): at a watch's start, not at its trigger days
+ * later, which ended the watch there, its trace saved and never said, a
+ * .part file left. 0, or -errno with err (a libarchive without zstd). */
+int ltr_watch_bundle_check(ltr_error *err);
 
 /* Runs the watch until max_triggers triggers (returns 0), *stop becomes
  * non-zero (a signal: returns 0), the target by pid exits (its recording

@@ -1058,6 +1058,30 @@ static void test_systemd_unit(void **state)
     free(cmd), free(c), free(b), free(a), free(local), free(installed), free(env), free(exec), free(unit);
 }
 
+/* A libarchive that cannot write a bundle (here not libarchive at all: a
+ * library of the tests in its name's place, as an older one lacks a
+ * function) is said at the start, nothing started. It was found at the
+ * trigger: the watch ended there (127), its trace saved and never said,
+ * the bundle's .part file left beside it. */
+static void test_bundle_library_checked_at_start(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("mkdir -p %s/lib && cp %s %s/lib/libarchive.so.13", dir, tu_test_bin("libheapdl.so"), dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    pid_t svc = start_target(dir, "svc", "50 256 2048");
+    r = tu_run("LD_LIBRARY_PATH=%s/lib timeout 20 %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 1 "
+               "--interval 0.3 --support-bundle", dir, LTR, (int)svc, dir);
+    kill(svc, SIGKILL);
+    if (r.status == 0 || r.status == 124 || !strstr(r.err, "libarchive.so.13") || strstr(r.out, "started") ||
+        strstr(r.err, "started"))
+        fail_msg("status %d (124: still watching after 20 s), said:\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    tu_result ls = tu_run("ls %s | grep -c -e ltr -e part", dir);
+    assert_string_equal(ls.out, "0\n"); /* no trace, no part of a bundle */
+    tu_free(&ls);
+}
+
 static void test_refusals(void **state)
 {
     const char *dir = *state;
@@ -1107,6 +1131,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_name_follows_restart, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_systemd_unit, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_bundle_library_checked_at_start, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_record_to_relative, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_snapshots_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_other_processes_not_recorded, tu_setup_sandbox, teardown),
