@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,8 +261,10 @@ const char *sym_perfmap_find(const sym_perfmap *m, uint64_t addr)
 size_t sym_perfmap_entries(const sym_perfmap *m) { return m->n; }
 size_t sym_perfmap_skipped(const sym_perfmap *m) { return m->skipped; }
 
-/* What is wrong with the file st for a process of uid or uid2, in why; 0 if nothing. */
-static int untrusted(const struct stat *st, uid_t uid, uid_t uid2, const char *whose, char *why, size_t whysize)
+/* What is wrong with the file st for a process of uid or uid2, in why; 0
+ * if nothing. mounted: it is a mount of its own, not its directory's file. */
+static int untrusted(const struct stat *st, bool mounted, uid_t uid, uid_t uid2, const char *whose, char *why,
+                     size_t whysize)
 {
     char who[64], user[64];
     if (S_ISLNK(st->st_mode))
@@ -272,6 +276,11 @@ static int untrusted(const struct stat *st, uid_t uid, uid_t uid2, const char *w
     else if (st->st_uid != 0 && st->st_uid != uid && st->st_uid != uid2)
         snprintf(why, whysize, "it is owned by %s, not by %s (%s) or root: anyone may write a file in /tmp",
                  ltr_user_name(st->st_uid, who, sizeof who), whose, ltr_user_name(uid, user, sizeof user));
+    else if (mounted) /* the process's own mount namespace: any file it can name, root's too */
+        snprintf(why, whysize, "it is another file mounted over that name (a bind mount), not one written there");
+    else if (st->st_nlink > 1) /* where hard links to others' files may be made (fs.protected_hardlinks=0) */
+        snprintf(why, whysize, "it has %llu names (hard links), so it may be another file than one written there",
+                 (unsigned long long)st->st_nlink);
     else if (st->st_mode & S_IWOTH)
         snprintf(why, whysize, "any user may write it (mode %03o)", (unsigned)(st->st_mode & 0777));
     else if ((uint64_t)st->st_size > SYM_PERFMAP_MAX_BYTES)
@@ -282,20 +291,48 @@ static int untrusted(const struct stat *st, uid_t uid, uid_t uid2, const char *w
     return -EPERM;
 }
 
+/* The mount fd (O_PATH) is on; 0 when the kernel does not say (before 5.8). */
+static uint64_t mount_of(int fd)
+{
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) != 0 || !(sx.stx_mask & STATX_MNT_ID))
+        return 0;
+    return sx.stx_mnt_id;
+}
+
+/* path's directory (O_PATH), its name in it at *name; -errno. */
+static int open_dir_of(const char *path, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX] = ".";
+    *name = slash ? slash + 1 : path;
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return dfd < 0 ? -errno : dfd;
+}
+
 int sym_perfmap_open(const char *path, uid_t uid, uid_t uid2, const char *whose, int *fd, char *why, size_t whysize)
 {
     /* O_PATH runs no driver's open and waits on no FIFO; with O_NOFOLLOW it
      * is the link itself when the name is one: what is checked, by fstat, is
-     * what is then opened (through /proc/self/fd), whatever the name by then */
+     * what is then opened (through /proc/self/fd), whatever the name by then.
+     * The name is looked up in its directory opened first, so that a mount
+     * over it shows as one (another mount than the directory's). */
     *fd = -1;
-    int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const char *name;
+    int dfd = open_dir_of(path, &name), pfd = dfd < 0 ? dfd : openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0) {
-        int e = errno;
+        int e = dfd < 0 ? -dfd : errno;
+        if (dfd >= 0)
+            close(dfd);
         snprintf(why, whysize, "%s", strerror(e));
         return -e;
     }
+    uint64_t at = mount_of(pfd), dir_at = mount_of(dfd);
+    close(dfd);
     struct stat st;
-    int rc = fstat(pfd, &st) == 0 ? untrusted(&st, uid, uid2, whose, why, whysize) : -errno;
+    int rc = fstat(pfd, &st) == 0 ? untrusted(&st, at != dir_at, uid, uid2, whose, why, whysize) : -errno;
     char again[64];
     snprintf(again, sizeof again, "/proc/self/fd/%d", pfd);
     if (rc == 0 && (*fd = open(again, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)

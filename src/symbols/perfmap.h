@@ -9,6 +9,10 @@
  * /tmp is everyone's: a map is read only if it is a regular file (never
  * through a symlink, never a FIFO's open), owned by the process's user or
  * root, not writable by others, and of bounded size, as perf trusts one;
+ * and, unlike perf, only if it is the file written in that directory: not
+ * a file mounted over the name (a process's own mount namespace, which a
+ * user namespace gives anyone, can put root's /etc/shadow or /proc/kmsg
+ * there) nor one with other names (a hard link to another's file);
  * its lines are the program's to choose, so what is read is bounded too
  * (lines, names) and a line that does not parse is skipped. Of entries that
  * overlap, the last written wins: code moved or compiled again.

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -157,6 +160,50 @@ static void untrusted_refused(void **state)
     rmdir(dir);
 }
 
+/* A name that is not the file written there: another name of a file (a
+ * hard link, where fs.protected_hardlinks=0 lets anyone link root's
+ * files), or a file mounted over it (a process's own mount namespace:
+ * root's /etc/shadow, owned by root and so trusted, was read as a map). */
+static void other_files_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ltr-perfmap-XXXXXX", path[128], other[128], why[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/perf-1.map", dir);
+    snprintf(other, sizeof other, "%s/elsewhere", dir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fputs("1000 10 f\n", f);
+    fclose(f);
+    int fd;
+    assert_int_equal(link(other, path), 0);
+    assert_true(sym_perfmap_open(path, geteuid(), geteuid(), "u", &fd, why, sizeof why) < 0);
+    assert_non_null(strstr(why, "hard links"));
+    unlink(path);
+    assert_int_equal(sym_perfmap_open(other, geteuid(), geteuid(), "u", &fd, why, sizeof why), 0);
+    close(fd);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    pid_t child = fork();
+    if (child == 0) { /* a mount namespace of its own, as any user may have with a user namespace */
+        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount(other, path, NULL, MS_BIND, NULL) != 0)
+            _exit(77);
+        int rc = sym_perfmap_open(path, geteuid(), geteuid(), "u", &fd, why, sizeof why);
+        _exit(rc < 0 && strstr(why, "mounted over") ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    if (WEXITSTATUS(status) == 77)
+        printf("skipped the mount: no mount namespace here (not root)\n");
+    else
+        assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(path);
+    unlink(other);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +211,7 @@ int main(void)
         cmocka_unit_test(junk_skipped),
         cmocka_unit_test(entries_bounded),
         cmocka_unit_test(untrusted_refused),
+        cmocka_unit_test(other_files_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
