@@ -13,25 +13,19 @@
  * pool or a stack buffer would avoid.
  *
  * The agent stamps events to 100 us, so threads often share a time, and
- * the time-order stage puts a free first only where both are at the heads
- * of their threads' runs: a thread's free of a block and another's
- * allocation of its address at that time may come allocation first. That
- * allocation ends the block there (its address was handed out again: it
- * was freed), and the block is remembered as displaced; the free that
- * follows at that time, from another thread, is its own, already counted,
- * not the new block's (so is one from the allocating thread that finds its
- * new block gone: displaced_by_itself; and one from the displaced block's
- * own thread later that finds nothing there: displaced_free). One that
- * does not come is a free missing, as when
- * a thread allocates an address it never freed (node's trace: 13 such
- * frees counted missing, and 13 of the new blocks freed as never seen).
- * A free put first the other way may be taken for the wrong block: for
- * one its thread frees itself at that time and allocates again, the free
- * being the new block's; that thread's own free then gives the other back
- * to wait for the next allocation there (note_taken, untake). And a
- * thread's allocation whose own free at that time found nothing pairs
- * with another thread's free there then, its own free taking the block
- * that one was taken for (take_other).
+ * the time-order stage cannot know the order of their events within it: a
+ * thread's free of a block and another's allocation of its address at that
+ * time may come allocation first. Where the order met does not alternate
+ * at an address (a free that finds no block there, an allocation over a
+ * live one), the address's events at that time are held back (tie_hold)
+ * until the process's first event of a later time, then put in an order of
+ * the threads' events that alternates (ties.h) and modelled in it
+ * (tie_settle). The address's events at that time modelled already are
+ * taken back and held back with them (tie_retract): the time order may
+ * have put them too early. Then every free ends a block some order of the
+ * threads' events gives it, and a free that finds none or an allocation
+ * over a block is one that no order explains: a free of a block the trace
+ * never saw, a free the trace lacks.
  *
  * What the window needs of a live block is whether it was allocated inside
  * (an allocation after the window is not kept, so that is ts >= from),
@@ -40,6 +34,7 @@
  * the batch loop is compiled twice, once with the tests and once without.
  */
 #include "analyze/model.h"
+#include "analyze/ties.h"
 #include "prim/prim.h"
 
 #include <stdbool.h>
@@ -57,13 +52,29 @@ typedef struct an_pending {
     uint32_t count; /* frees of the address at ts met before their allocations */
 } an_pending;
 
-typedef struct an_displaced {
+/* An event held back at an_proc.tie_ts (model.c's header). */
+typedef struct an_tie_op {
+    uint64_t addr, size;
+    uint32_t tid, stack; /* an allocation's an_live.stack (its stack's index, inside bit) */
+    uint32_t rank;       /* its address's among those held back (an_contest) */
+    uint8_t alloc;       /* an allocation, or a free */
+    uint8_t realloc;     /* a free: of a realloc */
+    uint8_t after;       /* a free: its thread's event before allocated addr (a temporary, if that block) */
+} an_tie_op;
+
+/* A free modelled at an_proc.freed_ts, of block, kept so that it can be
+ * taken back when another thread's events of the address at that time show
+ * that it may have come too early (tie_retract). */
+typedef struct an_freed_at {
+    an_live block; /* as it was; block.addr 0: taken back already */
+    uint32_t tid;
+    uint8_t realloc, after, temporary; /* as an_tie_op's, and what end_freed was told */
+} an_freed_at;
+
+typedef struct an_contest {
     uint64_t addr;
-    uint64_t ts;    /* when the allocation there ended it */
-    uint32_t tid;   /* the thread of that allocation (the last, if several) */
-    uint32_t owner; /* the thread of the block it ended (the last, if several) */
-    uint32_t count; /* blocks displaced there at ts whose frees have not come yet */
-} an_displaced;
+    uint32_t rank; /* in the order the addresses were held back */
+} an_contest;
 
 typedef struct an_thread {
     uint64_t tid;
@@ -98,10 +109,11 @@ static void proc_free(an_proc *p)
         }
     an_lives_free(&p->live);
     an_hmap_free(&p->pending);
-    an_hmap_free(&p->displaced);
+    an_hmap_free(&p->contested);
     an_hmap_free(&p->threads);
     an_hmap_free(&p->stack_index);
-    free(p->taken);
+    free(p->tie_ops);
+    free(p->freed_at);
     free(p->dense);
     ltr_table_free(p->stacks, p->capstacks, sizeof *p->stacks);
     free(p->series);
@@ -127,7 +139,7 @@ static an_proc *proc_new(uint32_t pid)
     p->pid = pid;
     an_lives_init(&p->live);
     an_hmap_init(&p->pending, sizeof(an_pending));
-    an_hmap_init(&p->displaced, sizeof(an_displaced));
+    an_hmap_init(&p->contested, sizeof(an_contest));
     an_hmap_init(&p->threads, sizeof(an_thread));
     an_hmap_init(&p->stack_index, sizeof(an_index));
     return p;
@@ -264,6 +276,14 @@ static void add_type(an_proc *p, an_stack *s, enum an_type t, uint64_t size)
     p->type[t].bytes += size;
 }
 
+static void sub_type(an_proc *p, an_stack *s, enum an_type t, uint64_t size)
+{
+    s->type[t].count--;
+    s->type[t].bytes -= size;
+    p->type[t].count--;
+    p->type[t].bytes -= size;
+}
+
 /* whole: the window is the whole trace (a constant where it is inlined). */
 HOT int in_window(const an_model *m, uint64_t ts, int whole) { return whole || (ts >= m->from && ts <= m->to); }
 HOT int after_window(const an_model *m, uint64_t ts, int whole) { return !whole && ts > m->to; }
@@ -393,6 +413,18 @@ static void cell_add(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_
     c->bytes += size;
 }
 
+/* cell_add taken back (a free taken back, tie_retract). */
+static void cell_sub(an_model *m, an_stack *s, uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
+{
+    uint64_t key = (uint64_t)cell_index(m, alloc_ts) << 32 | (free_ts ? cell_index(m, free_ts) : AN_CELL_NEVER);
+    an_cell *c = s->cells ? an_hmap_get(s->cells, key) : NULL;
+    if (!c)
+        return;
+    c->bytes -= size;
+    if (--c->count == 0)
+        an_hmap_del(s->cells, key);
+}
+
 /* A block allocated at ts inside the window and outstanding at its end:
  * the time span of such blocks tells a steady leak from a one-time
  * allocation (docs/analysis.md, "Growth"). */
@@ -439,18 +471,14 @@ HOT void note_freed(an_stack *s, uint64_t born, uint64_t ts, uint64_t size)
 }
 
 /* A free of a block the model held (already out of the live map, or about to
- * be overwritten there): ends it and says whether it was temporary (a realloc
- * that grows a block is not churn: is_realloc). */
-HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc,
-                  int whole)
+ * be overwritten there): ends it, temporary or not (a realloc that grows a
+ * block is not churn: is_realloc). */
+HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int is_realloc, int temporary,
+                   int whole)
 {
     an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
     int ai = (b->stack & LIVE_INSIDE) != 0; /* also: allocated inside the window, since not after it */
-    an_thread *t = thread_of(m, p, tid);
-    int temporary = t && !is_realloc && t->addr == b->addr && b->tid == tid && ai;
     s->temporary += (uint64_t)temporary;
-    if (t)
-        t->addr = 0;
     /* a window that begins after blocks were allocated has its peak at the
      * first event in it; over the whole trace each allocation noted it
      * already, and nothing since raised the outstanding bytes above it */
@@ -461,6 +489,47 @@ HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint6
     p->cur_bytes -= b->size;
     p->cur_count--;
     m->cur_bytes -= b->size;
+}
+
+/* end_freed for a free of thread tid met in its order: temporary when its
+ * thread's last event allocated the block. */
+HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc,
+                  int whole)
+{
+    an_thread *t = thread_of(m, p, tid);
+    int temporary = t && !is_realloc && t->addr == b->addr && b->tid == tid && (b->stack & LIVE_INSIDE);
+    if (t)
+        t->addr = 0;
+    end_freed(m, p, b, ts, is_realloc, temporary, whole);
+}
+
+/* end_freed taken back (tie_retract): the block is outstanding again. A
+ * block freed after the window keeps its note_held (it is outstanding at
+ * the window's end whichever free ends it), and its stack's freed times
+ * (an_stack.freed_*) stay: the free taken back comes again at that time
+ * unless its block stays live to the end. */
+static void unend_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int is_realloc, int temporary)
+{
+    an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
+    int ai = (b->stack & LIVE_INSIDE) != 0;
+    s->temporary -= (uint64_t)temporary;
+    if (after_window(m, ts, 0)) {
+        sub_type(p, s, ai ? AN_AIFO : AN_AOFO, b->size);
+        if (m->series)
+            cell_sub(m, s, b->ts, 0, b->size);
+    } else if (ts >= m->from) {
+        sub_type(p, s, ai ? AN_AIFI : AN_AOFI, b->size);
+        p->frees--;
+        if (m->series)
+            cell_sub(m, s, b->ts, ts, b->size);
+        if (!is_realloc && !temporary) {
+            s->freed.count--;
+            s->freed.bytes -= b->size;
+        }
+    }
+    p->cur_bytes += b->size;
+    p->cur_count++;
+    m->cur_bytes += b->size;
 }
 
 static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
@@ -485,156 +554,275 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
     f->count++;
 }
 
-/* A free at ts by thread by, taken for the block there of thread owner: a
- * block allocated before, or one allocated at ts after the free was met
- * (pair_pending). Threads share times (100 us), and the block may be
- * another's to free, which a free of the address at ts that then finds
- * nothing there shows (untake, pair_pending). Kept by address, the last
- * at each and the thread of another's before it (direct-mapped: one that
- * another address displaces is a heuristic lost). */
-static size_t taken_slot(uint64_t addr) { return (size_t)(((addr >> 4) * 0x9E3779B97F4A7C15ull) >> 54); }
-_Static_assert(AN_TAKEN == 1024, "taken_slot's shift keeps 10 bits");
-
-static void note_taken(an_proc *p, uint64_t addr, uint64_t ts, uint32_t owner, uint32_t by)
+/* A block put at its address: outstanding from ts (stack: an_live.stack). */
+HOT void hold_block(an_model *m, an_proc *p, an_live *b, uint64_t size, uint32_t stack, uint32_t tid, uint64_t ts)
 {
-    if (!p->taken && !(p->taken = calloc(AN_TAKEN, sizeof *p->taken)))
-        return; /* the rules below then do not apply: as when another free displaced the entry */
-    struct an_taken *k = &p->taken[taken_slot(addr)];
-    int same = k->addr == addr && k->ts == ts;
-    k->other = same && k->by != by ? k->by : same ? k->other : 0;
-    k->addr = addr;
-    k->ts = ts;
-    k->owner = owner;
-    k->by = by;
+    b->size = size;
+    b->stack = stack;
+    b->tid = tid;
+    b->ts = ts;
+    p->cur_bytes += size;
+    p->cur_count++;
+    m->cur_bytes += size;
+    if (stack & LIVE_INSIDE) /* in the window: not after it */
+        note_peak(m, p, ts);
 }
 
-/* The thread of entry k's last free (other 0) or of the one before (1),
- * taken out of it: it is another block's (once). */
-static uint32_t taken_out(struct an_taken *k, int other)
+/* An allocation over the live block b, whose free the trace lacks
+ * (implicit_frees): b ends there. */
+static void alloc_over(an_model *m, an_proc *p, an_live *b, uint64_t size, uint32_t stack, uint32_t tid, uint64_t ts)
 {
-    uint32_t by = other ? k->other : k->by;
-    if (!other) {
-        k->by = k->other;
-        k->owner = 0; /* not known of the one before */
+    an_live old = *b;
+    end_freed(m, p, &old, ts, 1, 0, 0);
+    p->implicit_frees++;
+    hold_block(m, p, b, size, stack, tid, ts);
+}
+
+/* ---- ties (model.c's header, ties.h): an address's events at one time held back ---- */
+
+/* Whether another thread's events at ts may come (the thread of the event
+ * at ts counted in p->threads): a process of one thread has its events in
+ * its order, and holding them back would only move its peak within ts;
+ * but at its first time, threads that each came with an event of it then
+ * (a trace that starts mid-stream) may not all be counted yet. */
+static int many_threads(const an_proc *p, uint64_t ts) { return p->threads.n > 1 || ts == p->first_ts; }
+
+/* Room for one more event held back; NULL without memory. */
+static an_tie_op *tie_room(an_model *m, an_proc *p)
+{
+    if (ltr_reserve((void **)&p->tie_ops, &p->captied, p->tied, sizeof *p->tie_ops, 16) != 0) {
+        m->oom = 1;
+        return NULL;
     }
-    k->other = 0;
-    if (!k->by)
-        k->addr = 0;
-    return by;
+    return &p->tie_ops[p->tied];
 }
 
-/* The entry of addr at ts, or NULL. */
-static struct an_taken *taken_at(an_proc *p, uint64_t addr, uint64_t ts)
+/* Holds back an event of thread tid (rank: its address's), which then is
+ * its thread's last as if modelled: a free right after its thread's
+ * allocation of the address may end a temporary block. */
+static void tie_put(an_model *m, an_proc *p, uint32_t rank, uint32_t tid, uint64_t addr, uint64_t size,
+                    uint32_t stack, int alloc, int is_realloc)
 {
-    struct an_taken *k = p->taken ? &p->taken[taken_slot(addr)] : NULL;
-    return k && k->addr == addr && k->ts == ts ? k : NULL;
+    an_tie_op *op = tie_room(m, p);
+    if (!op)
+        return;
+    an_thread *t = thread_of(m, p, tid);
+    *op = (an_tie_op){.addr = addr, .size = size, .tid = tid, .stack = stack, .rank = rank,
+                      .alloc = (uint8_t)alloc, .realloc = (uint8_t)is_realloc,
+                      .after = !alloc && t && t->addr == addr};
+    p->tied++;
+    if (t)
+        t->addr = alloc ? addr : 0;
 }
 
-/* A free at ts, of an address the model does not hold, from the thread
- * whose block there another thread's free at ts was taken for: that block
- * was this free's (one thread's events at one time are in its order), and
- * the other free waits for a later allocation there at ts. A thread that
- * frees a block (its own from before, or one it allocated at ts) and
- * allocates its address again within 100 us, the new block handed to a
- * new thread that frees it (Python's thread start and end: a
- * 16-byte block and the thread's state for each thread), had the new
- * thread's free, put first by the time order, taken for the old block:
- * its own thread's free then said of a block never seen, and the new
- * block ended at the next allocation of its address, said freed without a
- * free (python3 -m http.server, a thread per request: 61 of each in 200
- * requests, though every free was in the trace). 1 when it was such a free. */
-static int untake(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
-{
-    struct an_taken *k = taken_at(p, addr, ts);
-    if (!k || k->owner != tid || k->by == tid)
-        return 0;
-    keep_pending(m, p, taken_out(k, 0), ts, addr);
-    return 1;
-}
-
-/* For an allocation at ts whose thread's own free there at ts waits
- * (came before it, found nothing): another thread's free there at ts, taken
- * for a block, whose thread then takes it (0 if none). The waiting free was
- * that block's, and the other is this allocation's. Threads that pass
- * blocks to each other (a queue, slots each takes a block from and puts one
- * into), glibc handing a thread back the block it freed last: thread A
- * allocates X, B frees it and allocates X again, A frees that, all within
- * 100 us; handed on A's run first, A's free took A's own block, B's free
- * found nothing and its allocation stayed live for ever (4 threads of
- * 200 000 such steps: 2 556 frees of blocks never seen and as many false
- * leaks). Not at the free itself: the next allocation there may be
- * another thread's, the free's own then (Python's thread starts above). */
-static uint32_t take_other(an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid)
-{
-    struct an_taken *k = taken_at(p, addr, ts);
-    if (!k || (k->by == tid && (!k->other || k->other == tid)))
-        return 0;
-    return taken_out(k, k->by == tid);
-}
-
-/* A block ended by another thread's allocation of its address at ts. Several
- * may be at one time (the allocating thread's run handed on ahead of the
- * freeing one's: it takes the address again and again, each time the other
- * freed it): each of their frees may follow. */
-static void note_displaced(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t tid, uint32_t owner)
+/* addr's events at ts are held back from now on: its rank among the
+ * addresses held back, or -1 without memory. */
+static int64_t tie_contest(an_model *m, an_proc *p, uint64_t addr, uint64_t ts)
 {
     int created;
-    an_displaced *d = an_hmap_put(&p->displaced, addr, &created);
-    if (!d) {
+    an_contest *c = an_hmap_put(&p->contested, addr, &created);
+    if (!c) {
         m->oom = 1;
-        p->implicit_frees++;
+        return -1;
+    }
+    if (created)
+        c->rank = (uint32_t)p->contested.n - 1;
+    p->tie_ts = ts; /* the first one's, or the same: tie_hold settles those of another time first */
+    return c->rank;
+}
+
+/* A held-back event in the order found: a free that finds no block waits
+ * for a late allocation, or is of a block never seen (keep_pending); an
+ * allocation over a block ends it, its free missing (implicit_frees). */
+static void tie_apply(an_model *m, an_proc *p, const an_tie_op *op)
+{
+    uint64_t ts = p->tie_ts;
+    if (!op->alloc) {
+        uint32_t *slot = an_lives_find(&p->live, op->addr);
+        if (!slot) {
+            if (!after_window(m, ts, 0))
+                keep_pending(m, p, op->tid, ts, op->addr);
+            return;
+        }
+        const an_live *b = an_lives_at(&p->live, slot);
+        int temporary = op->after && !op->realloc && b->tid == op->tid && (b->stack & LIVE_INSIDE);
+        end_freed(m, p, b, ts, op->realloc, temporary, 0);
+        an_lives_remove(&p->live, slot);
         return;
     }
-    if (!created && d->ts != ts) {
-        p->implicit_frees += d->count; /* those displaced before: their frees never came */
-        d->count = 0;
+    int created;
+    an_live *b = an_lives_put(&p->live, op->addr, &created);
+    if (!b) {
+        m->oom = 1;
+        return;
     }
-    d->ts = ts;
-    d->tid = tid;
-    d->owner = owner;
-    d->count++;
+    if (!created)
+        alloc_over(m, p, b, op->size, op->stack, op->tid, ts);
+    else
+        hold_block(m, p, b, op->size, op->stack, op->tid, ts);
 }
 
-/* A free of an address where blocks were displaced: at that time and from
- * another thread than the allocation's, it is one displaced block's own,
- * already counted (1); at a later time, one from the displaced block's own
- * thread that finds nothing there is its free too (1): the time order put
- * that block's allocation first among two threads' at one time, the other
- * thread's allocation and free of the address before it in truth (threads
- * one after another each allocating and freeing a block glibc hands the
- * next one, strerror's message: 262 to 361 of 5 000 threads said freed
- * without a free and as many frees of blocks never seen); otherwise their
- * frees never came, and this one is for what is there now (0). */
-static int displaced_free(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+/* One address's held-back events (ops idx[0..n), in the order met): in an
+ * order of its threads' that alternates from what the address holds now
+ * (ties.h), or as met when one thread's or without memory. steps and
+ * order: room for n; tids for the threads' numbers. */
+static void tie_settle_address(an_model *m, an_proc *p, const uint32_t *idx, size_t n, an_tie_step *steps,
+                               uint32_t *order, uint32_t *tids)
 {
-    an_displaced *d = an_hmap_get(&p->displaced, addr);
-    if (!d || (ts == d->ts && tid == d->tid))
-        return 0; /* the new block's own thread: the displaced block's free may still come */
-    if (ts == d->ts || (tid == d->owner && !an_lives_find(&p->live, addr))) {
-        if (--d->count == 0)
-            an_hmap_del(&p->displaced, addr);
-        return 1;
+    const an_tie_op *ops = p->tie_ops;
+    uint32_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = 0;
+        while (t < k && tids[t] != ops[idx[i]].tid)
+            t++;
+        if (t == k)
+            tids[k++] = ops[idx[i]].tid;
+        steps[i] = (an_tie_step){.thread = t, .alloc = ops[idx[i]].alloc};
     }
-    p->implicit_frees += d->count;
-    an_hmap_del(&p->displaced, addr);
-    return 0;
+    int live = an_lives_find(&p->live, ops[idx[0]].addr) != NULL;
+    if (k < 2 || an_ties_order(steps, n, live, order) < 0)
+        for (size_t i = 0; i < n; i++)
+            order[i] = (uint32_t)i;
+    for (size_t i = 0; i < n; i++)
+        tie_apply(m, p, &ops[idx[order[i]]]);
 }
 
-/* A free at ts, of an address the model does not hold, from the thread
- * whose allocation there at ts displaced a block whose free has not come:
- * that thread's own block there was freed already, so this free is the
- * displaced one's (already counted), made by the thread that then takes the
- * address again. Threads passing blocks to each other within 100 us
- * (thread A allocates X twice, B's free of the first between them, in
- * truth) met it. 1 when it was such a free. */
-static int displaced_by_itself(an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
+/* Every event held back goes into the model, each address's in an order
+ * that alternates; the addresses in the order they were held back. */
+static void tie_settle(an_model *m, an_proc *p)
 {
-    an_displaced *d = p->displaced.n ? an_hmap_get(&p->displaced, addr) : NULL;
-    if (!d || d->ts != ts || d->tid != tid)
+    size_t n = p->tied, naddr = p->contested.n;
+    uint32_t *idx = malloc((3 * n + naddr + 1) * sizeof *idx);
+    an_tie_step *steps = malloc(n * sizeof *steps);
+    if (!idx || !steps) { /* as met */
+        m->oom = 1;
+        for (size_t i = 0; i < n; i++)
+            tie_apply(m, p, &p->tie_ops[i]);
+    } else {
+        uint32_t *order = idx + n, *tids = order + n, *at = tids + n; /* at: where each rank's events start */
+        memset(at, 0, (naddr + 1) * sizeof *at);
+        for (size_t i = 0; i < n; i++)
+            at[p->tie_ops[i].rank + 1]++;
+        for (size_t r = 0; r < naddr; r++)
+            at[r + 1] += at[r];
+        for (size_t i = 0; i < n; i++) /* by rank, each rank's in the order met */
+            idx[at[p->tie_ops[i].rank]++] = (uint32_t)i;
+        for (size_t r = 0, from = 0; r < naddr; from = at[r++])
+            if (at[r] > from) {
+                tie_settle_address(m, p, idx + from, at[r] - from, steps, order, tids);
+                an_hmap_del(&p->contested, p->tie_ops[idx[from]].addr);
+            }
+    }
+    free(idx);
+    free(steps);
+    p->tied = 0;
+    if (p->contested.n) { /* without memory above, or an address held back with no event (no memory either) */
+        an_hmap_free(&p->contested);
+        an_hmap_init(&p->contested, sizeof(an_contest));
+    }
+}
+
+/* An event of p at ts while events are held back: those settle first
+ * when ts is another time; 1 when it is held back too (its address's are). */
+static int tie_hold(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, uint64_t size,
+                    uint32_t stack, int alloc, int is_realloc)
+{
+    if (ts != p->tie_ts) {
+        tie_settle(m, p);
         return 0;
-    if (--d->count == 0)
-        an_hmap_del(&p->displaced, addr);
+    }
+    const an_contest *c = an_hmap_get(&p->contested, addr);
+    if (!c)
+        return 0;
+    tie_put(m, p, c->rank, tid, addr, size, stack, alloc, is_realloc);
     return 1;
+}
+
+/* A free of thread tid at ts about to end block b, kept for tie_retract
+ * while ts lasts (without memory it is not: a tie there then settles from
+ * what the model holds). */
+static void note_freed_at(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+{
+    if (ts != p->freed_ts) {
+        p->nfreed_at = 0;
+        p->freed_ts = ts;
+    }
+    if (ltr_reserve((void **)&p->freed_at, &p->capfreed_at, p->nfreed_at, sizeof *p->freed_at, 64) != 0)
+        return;
+    const an_thread *t = thread_of(m, p, tid);
+    int after = t && t->addr == b->addr;
+    p->freed_at[p->nfreed_at++] = (an_freed_at){
+        .block = *b, .tid = tid, .realloc = (uint8_t)is_realloc, .after = (uint8_t)after,
+        .temporary = (uint8_t)(after && !is_realloc && b->tid == tid && (b->stack & LIVE_INSIDE))};
+}
+
+/* An event held back again by tie_retract (n: those already). */
+static void tie_unput(an_model *m, an_proc *p, const an_tie_op *op, size_t *n)
+{
+    an_tie_op *to = tie_room(m, p);
+    if (!to)
+        return;
+    *to = *op;
+    p->tied++;
+    (*n)++;
+}
+
+/* addr's events at ts modelled so far held back again (rank: its
+ * address's), and what they did undone: the time order may have put them
+ * before another thread's events of the address at ts that came first
+ * (its free and allocation of the address, strerror's message in threads
+ * that follow each other; a free of the block there before, the other
+ * thread's free then finding nothing). From the block live there, back
+ * through the frees at ts (an_proc.freed_at) and the blocks they ended,
+ * to a block from before ts or none. */
+static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t rank)
+{
+    uint32_t *slot = an_lives_find(&p->live, addr);
+    size_t k = p->freed_ts == ts ? p->nfreed_at : 0, n = 0, first = p->tied;
+    for (;;) {
+        an_live *b = slot ? an_lives_at(&p->live, slot) : NULL;
+        if (b && b->ts != ts)
+            break; /* live since before ts: nothing of the address at ts before */
+        if (b) { /* its allocation, at ts */
+            tie_unput(m, p, &(an_tie_op){.addr = addr, .size = b->size, .tid = b->tid, .stack = b->stack,
+                                         .rank = rank, .alloc = 1}, &n);
+            p->cur_bytes -= b->size;
+            p->cur_count--;
+            m->cur_bytes -= b->size;
+            an_lives_remove(&p->live, slot);
+        }
+        while (k > 0 && p->freed_at[k - 1].block.addr != addr)
+            k--;
+        int created;
+        an_freed_at *f = k ? &p->freed_at[--k] : NULL;
+        an_live *back = f ? an_lives_put(&p->live, addr, &created) : NULL;
+        if (!back)
+            break;
+        *back = f->block;
+        unend_freed(m, p, back, ts, f->realloc, f->temporary);
+        tie_unput(m, p, &(an_tie_op){.addr = addr, .tid = f->tid, .rank = rank, .realloc = f->realloc,
+                                     .after = f->after}, &n);
+        f->block.addr = 0;
+        slot = an_lives_find(&p->live, addr);
+    }
+    for (size_t i = 0; i < n / 2; i++) { /* met last first: in the order met */
+        an_tie_op x = p->tie_ops[first + i];
+        p->tie_ops[first + i] = p->tie_ops[first + n - 1 - i];
+        p->tie_ops[first + n - 1 - i] = x;
+    }
+}
+
+/* An event at ts that does not alternate with what the model holds at
+ * addr (a free finding no block, an allocation over one): the address's
+ * events at ts are held back from here, with those tie_retract takes back. */
+static void tie_begin(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, uint64_t size,
+                      uint32_t stack, int alloc, int is_realloc)
+{
+    int64_t rank = tie_contest(m, p, addr, ts);
+    if (rank < 0)
+        return;
+    tie_retract(m, p, addr, ts, (uint32_t)rank);
+    tie_put(m, p, (uint32_t)rank, tid, addr, size, stack, alloc, is_realloc);
 }
 
 /* A free (or the free half of a realloc) in process p. */
@@ -642,23 +830,25 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
                  int whole)
 {
     touch(p, ts);
-    if (p->displaced.n && displaced_free(p, tid, ts, addr)) {
-        an_thread *t = thread_of(m, p, tid);
-        if (t)
-            t->addr = 0;
+    if (p->contested.n && tie_hold(m, p, tid, ts, addr, 0, 0, 0, is_realloc))
         return;
-    }
     uint32_t *slot = an_lives_find(&p->live, addr);
-    int held = slot != NULL;
-    if (held) { /* read in place: end_live touches no live block (a copy was 4 % of the model's instructions) */
+    if (slot) { /* read in place: end_live touches no live block (a copy was 4 % of the model's instructions) */
         const an_live *b = an_lives_at(&p->live, slot);
-        if (b->tid != tid || p->threads.n > 1) /* a process of one thread has no other's free to wait for */
-            note_taken(p, addr, ts, b->tid, tid);
+        if (many_threads(p, ts)) /* tie_retract takes it back */
+            note_freed_at(m, p, b, tid, ts, is_realloc);
         end_live(m, p, b, tid, ts, is_realloc, whole);
         an_lives_remove(&p->live, slot);
-    } else if (!after_window(m, ts, whole) && !displaced_by_itself(p, tid, ts, addr) && !untake(m, p, tid, ts, addr))
+        return;
+    }
+    an_thread *t = thread_of(m, p, tid);
+    if (after_window(m, ts, whole))
+        ;
+    else if (many_threads(p, ts)) { /* another thread's allocation at ts may still come */
+        tie_begin(m, p, tid, ts, addr, 0, 0, 0, is_realloc);
+        return;
+    } else /* one thread's events are in its order: a block never seen, or one late */
         keep_pending(m, p, tid, ts, addr);
-    an_thread *t = held ? NULL : thread_of(m, p, tid);
     if (t)
         t->addr = 0;
 }
@@ -678,34 +868,22 @@ void an_model_free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, u
     free_block(m, pid, tid, ts, addr, 0);
 }
 
-/* An allocation whose free was already met (another thread's block came
- * first). A free of the allocating thread's own at that time came before
- * it (one thread's events at one time are in its order, order.c): it was
- * of a block never seen, and this one took its address (a flight
- * recorder's save of a cache that frees its oldest entry and allocates the
- * next within 100 us: every entry was said freed at once, AIFI, and the
- * cache held nothing). */
+/* An allocation whose free was already met (its event came late). A free
+ * of the allocating thread's own at that time came before it (one
+ * thread's events at one time are in its order, order.c): it was of a
+ * block never seen, and this one took its address (a flight recorder's
+ * save of a cache that frees its oldest entry and allocates the next
+ * within 100 us: every entry was said freed at once, AIFI, and the cache
+ * held nothing). */
 static int pair_pending(an_model *m, an_proc *p, an_stack *s, uint32_t tid, uint64_t ts, uint64_t addr,
                         uint64_t size)
 {
     an_pending *f = an_hmap_get(&p->pending, addr);
-    if (!f || f->ts < ts)
+    if (!f || f->ts < ts || (f->ts == ts && f->tid == tid))
         return 0;
     uint64_t free_ts = f->ts;
-    uint32_t free_tid = f->tid;
-    int swapped = f->ts == ts && f->tid == tid;
-    if (swapped && !(free_tid = take_other(p, addr, ts, tid)))
-        return 0;
     if (--f->count == 0)
         an_hmap_del(&p->pending, addr);
-    /* after take_other, no owner: a later free of this thread's there that
-     * finds nothing is of a block allocated later still, not this one
-     * (untake gave the other free back, to wait for this thread's next
-     * allocation, which cannot pair with it: a free of a block never seen
-     * and that allocation a false leak, where thread 1 frees its block and
-     * allocates X, thread 2 frees X, allocates it and frees it again) */
-    note_taken(p, addr, ts, swapped ? 0 : tid, free_tid);
-    count_call(m, p, s, ts, size, 0);
     end_block(m, p, s, ts >= m->from, ts, free_ts, size, 0);
     return 1;
 }
@@ -723,6 +901,10 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
         return;
     }
     an_stack *s = &p->stacks[si];
+    uint32_t live_stack = (uint32_t)si | (whole || ts >= m->from ? LIVE_INSIDE : 0);
+    count_call(m, p, s, ts, size, whole);
+    if (p->contested.n && tie_hold(m, p, tid, ts, addr, size, live_stack, 1, 0))
+        return;
     if (p->pending.n && pair_pending(m, p, s, tid, ts, addr, size))
         return;
     int created;
@@ -731,22 +913,14 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
         m->oom = 1;
         return;
     }
-    if (!created) { /* the address cannot be handed out twice: the block there was freed */
-        an_live old = *b;
-        note_displaced(m, p, addr, ts, tid, old.tid); /* by another thread at this time, maybe: its free may follow */
-        end_live(m, p, &old, old.tid, ts, 1, whole);
+    if (!created && (thread_of(m, p, tid), many_threads(p, ts))) { /* its free may come at ts from another thread */
+        tie_begin(m, p, tid, ts, addr, size, live_stack, 1, 0);
+        return;
     }
-    int inside = whole || ts >= m->from;
-    b->size = size;
-    b->stack = (uint32_t)si | (inside ? LIVE_INSIDE : 0);
-    b->tid = tid;
-    b->ts = ts;
-    p->cur_bytes += size;
-    p->cur_count++;
-    m->cur_bytes += size;
-    count_call(m, p, s, ts, size, whole);
-    if (inside) /* in the window: not after it */
-        note_peak(m, p, ts);
+    if (!created)
+        alloc_over(m, p, b, size, live_stack, tid, ts);
+    else
+        hold_block(m, p, b, size, live_stack, tid, ts);
     an_thread *t = thread_of(m, p, tid);
     if (t)
         t->addr = addr;
@@ -902,6 +1076,8 @@ static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
  * live one, which the caller frees or keeps. */
 static void proc_finish(an_model *m, an_proc *p)
 {
+    if (p->contested.n)
+        tie_settle(m, p);
     size_t pos = 0;
     an_live *b;
     while ((b = an_lives_next(&p->live, &pos))) {
@@ -917,11 +1093,6 @@ static void proc_finish(an_model *m, an_proc *p)
     while ((f = an_hmap_next(&p->pending, &pos)))
         p->unseen_frees += in_window(m, f->ts, 0) ? f->count : 0;
     an_hmap_free(&p->pending);
-    an_displaced *d;
-    pos = 0;
-    while ((d = an_hmap_next(&p->displaced, &pos)))
-        p->implicit_frees += d->count; /* displaced, and their frees never came */
-    an_hmap_free(&p->displaced);
     an_hmap_free(&p->threads);
     p->last_thread = NULL;
 }

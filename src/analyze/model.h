@@ -9,7 +9,8 @@
  * leaves no trace in the model beyond the counters of its stack.
  *
  * Events arrive in time order: the sink (sink.h, order.h) merges the
- * threads' streams, which the file interleaves. Beyond what that stage can
+ * threads' streams, which the file interleaves (within one timestamp,
+ * threads' events in no known order: ties.h). Beyond what that stage can
  * hold an event may still come late (m->late); so a free met before its
  * allocation is kept aside and paired when the allocation turns up; what is
  * never paired is a free of an allocation the trace never saw, counted apart.
@@ -75,26 +76,27 @@ typedef struct an_point {
 } an_point;
 #define AN_SERIES_MAX 2048 /* points per process; past it buckets double in width */
 
-#define AN_TAKEN 1024 /* frees remembered for another thread's free of their address at their time (model.c) */
-
 typedef struct an_proc {
     uint32_t pid;
     an_lives live;       /* address -> an_live (live.h) */
     an_hmap pending;     /* address -> free met before its allocation */
-    an_hmap displaced;   /* address -> a block another thread's allocation there ended (model.c) */
     an_hmap threads;     /* tid -> last allocation of the thread */
     an_hmap stack_index; /* stack id -> index in stacks, for ids too large for dense */
     uint32_t *dense;     /* stack id -> index in stacks + 1 (0 = not seen): the agent numbers stacks 1, 2, ... */
     size_t ndense;
     int unindexed;       /* dense and stack_index let go at its end (model.c, proc_end): made again if needed */
-    /* frees that may be another block's there at their time, by address
-     * (model.c, note_taken); AN_TAKEN of them, made at the first */
-    struct an_taken {
-        uint64_t addr, ts;
-        uint32_t owner; /* the thread whose block there the last free at ts was taken for */
-        uint32_t by;    /* that free's thread */
-        uint32_t other; /* another thread's free there at ts before it, or 0 */
-    } *taken;
+    /* events held back at tie_ts: those of the addresses whose events at
+     * that time did not alternate in the order met, until an order of the
+     * threads' events that does is found (model.c, ties.h) */
+    struct an_tie_op *tie_ops;
+    size_t tied, captied;
+    an_hmap contested;   /* address -> its rank among those held back */
+    uint64_t tie_ts;
+    /* the frees modelled at freed_ts (a process of more than one thread),
+     * to take back (model.c, tie_retract) */
+    struct an_freed_at *freed_at;
+    size_t nfreed_at, capfreed_at;
+    uint64_t freed_ts;
     uint32_t last_tid;   /* cache of the threads entry last used */
     struct an_thread *last_thread;
     an_stack *stacks;
