@@ -491,18 +491,6 @@ HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int i
     m->cur_bytes -= b->size;
 }
 
-/* end_freed for a free of thread tid met in its order: temporary when its
- * thread's last event allocated the block. */
-HOT void end_live(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc,
-                  int whole)
-{
-    an_thread *t = thread_of(m, p, tid);
-    int temporary = t && !is_realloc && t->addr == b->addr && b->tid == tid && (b->stack & LIVE_INSIDE);
-    if (t)
-        t->addr = 0;
-    end_freed(m, p, b, ts, is_realloc, temporary, whole);
-}
-
 /* end_freed taken back (tie_retract): the block is outstanding again. A
  * block freed after the window keeps its note_held (it is outstanding at
  * the window's end whichever free ends it), and its stack's freed times
@@ -585,7 +573,7 @@ static void alloc_over(an_model *m, an_proc *p, an_live *b, uint64_t size, uint3
  * its order, and holding them back would only move its peak within ts;
  * but at its first time, threads that each came with an event of it then
  * (a trace that starts mid-stream) may not all be counted yet. */
-static int many_threads(const an_proc *p, uint64_t ts) { return p->threads.n > 1 || ts == p->first_ts; }
+HOT int many_threads(const an_proc *p, uint64_t ts) { return p->threads.n > 1 || ts == p->first_ts; }
 
 /* Room for one more event held back; NULL without memory. */
 static an_tie_op *tie_room(an_model *m, an_proc *p)
@@ -738,22 +726,31 @@ static int tie_hold(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t
     return 1;
 }
 
+/* The frees kept (an_proc.freed_at) grown; -1 without memory. */
+static int freed_at_grow(an_proc *p)
+{
+    return ltr_reserve((void **)&p->freed_at, &p->capfreed_at, p->nfreed_at, sizeof *p->freed_at, 64);
+}
+
 /* A free of thread tid at ts about to end block b, kept for tie_retract
  * while ts lasts (without memory it is not: a tie there then settles from
- * what the model holds). */
-static void note_freed_at(an_model *m, an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc)
+ * what the model holds). On every free of a process of threads that share
+ * times (bench/heap's), so inline and without a look of its own. */
+HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc, int after,
+                       int temporary)
 {
     if (ts != p->freed_ts) {
         p->nfreed_at = 0;
         p->freed_ts = ts;
     }
-    if (ltr_reserve((void **)&p->freed_at, &p->capfreed_at, p->nfreed_at, sizeof *p->freed_at, 64) != 0)
+    if (p->nfreed_at == p->capfreed_at && freed_at_grow(p) != 0)
         return;
-    const an_thread *t = thread_of(m, p, tid);
-    int after = t && t->addr == b->addr;
-    p->freed_at[p->nfreed_at++] = (an_freed_at){
-        .block = *b, .tid = tid, .realloc = (uint8_t)is_realloc, .after = (uint8_t)after,
-        .temporary = (uint8_t)(after && !is_realloc && b->tid == tid && (b->stack & LIVE_INSIDE))};
+    an_freed_at *f = &p->freed_at[p->nfreed_at++];
+    f->block = *b;
+    f->tid = tid;
+    f->realloc = (uint8_t)is_realloc;
+    f->after = (uint8_t)after;
+    f->temporary = (uint8_t)temporary;
 }
 
 /* An event held back again by tie_retract (n: those already). */
@@ -833,11 +830,16 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
     if (p->contested.n && tie_hold(m, p, tid, ts, addr, 0, 0, 0, is_realloc))
         return;
     uint32_t *slot = an_lives_find(&p->live, addr);
-    if (slot) { /* read in place: end_live touches no live block (a copy was 4 % of the model's instructions) */
+    if (slot) { /* read in place: end_freed touches no live block (a copy was 4 % of the model's instructions) */
         const an_live *b = an_lives_at(&p->live, slot);
-        if (many_threads(p, ts)) /* tie_retract takes it back */
-            note_freed_at(m, p, b, tid, ts, is_realloc);
-        end_live(m, p, b, tid, ts, is_realloc, whole);
+        an_thread *t = thread_of(m, p, tid);
+        int after = t && t->addr == addr; /* its thread's last event allocated it: temporary, if its block */
+        int temporary = after && !is_realloc && b->tid == tid && (b->stack & LIVE_INSIDE);
+        if (t)
+            t->addr = 0;
+        if (many_threads(p, ts)) /* tie_retract may take it back */
+            note_freed_at(p, b, tid, ts, is_realloc, after, temporary);
+        end_freed(m, p, b, ts, is_realloc, temporary, whole);
         an_lives_remove(&p->live, slot);
         return;
     }
