@@ -68,8 +68,22 @@ typedef struct an_tie_op {
 typedef struct an_freed_at {
     an_live block; /* as it was; block.addr 0: taken back already */
     uint32_t tid;
+    uint32_t prev; /* the free of its address kept before it (an index in an_proc.freed_at), or UINT32_MAX */
     uint8_t realloc, after, temporary; /* as an_tie_op's, and what end_freed was told */
 } an_freed_at;
+/* The frees kept at one time: at most FREED_MAX (a trace whose every
+ * event has one time keeps memory bounded), the last of each address
+ * found through an open-addressing index of them (an_freed_ix), at most
+ * half full, its entries of other times told by their epoch. */
+#define FREED_MAX AN_FREED_MAX
+typedef struct an_freed_ix {
+    uint64_t addr;
+    uint32_t at;    /* the last free of addr kept (an_proc.freed_at) */
+    uint32_t epoch; /* the time's (an_proc.freed_epoch); 0: empty */
+} an_freed_ix;
+/* Events held back at one time: past it they are settled at once (a trace
+ * whose every event has one time, each a tie, keeps memory bounded). */
+#define TIE_HOLD_MAX AN_TIES_HOLD
 
 typedef struct an_contest {
     uint64_t addr;
@@ -114,6 +128,7 @@ static void proc_free(an_proc *p)
     an_hmap_free(&p->stack_index);
     free(p->tie_ops);
     free(p->freed_at);
+    free(p->freed_ix);
     free(p->dense);
     ltr_table_free(p->stacks, p->capstacks, sizeof *p->stacks);
     free(p->series);
@@ -715,7 +730,7 @@ static void tie_settle(an_model *m, an_proc *p)
 static int tie_hold(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr, uint64_t size,
                     uint32_t stack, int alloc, int is_realloc)
 {
-    if (ts != p->tie_ts) {
+    if (ts != p->tie_ts || p->tied >= TIE_HOLD_MAX) {
         tie_settle(m, p);
         return 0;
     }
@@ -726,31 +741,82 @@ static int tie_hold(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t
     return 1;
 }
 
-/* The frees kept (an_proc.freed_at) grown; -1 without memory. */
-static int freed_at_grow(an_proc *p)
+/* addr's slot in the index of the frees kept: its entry of this time, or
+ * the one where it goes. */
+HOT an_freed_ix *freed_slot(const an_proc *p, uint64_t addr)
 {
-    return ltr_reserve((void **)&p->freed_at, &p->capfreed_at, p->nfreed_at, sizeof *p->freed_at, 64);
+    size_t mask = p->capfreed_ix - 1;
+    size_t i = (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 32) & mask;
+    while (p->freed_ix[i].epoch == p->freed_epoch && p->freed_ix[i].addr != addr)
+        i = (i + 1) & mask;
+    return &p->freed_ix[i];
+}
+
+/* Room for one more free kept: the index twice as large (the frees kept
+ * at this time put in again) and the list grown, up to FREED_MAX; -1 past
+ * it or without memory. */
+static int freed_grow(an_proc *p)
+{
+    if (p->nfreed_at >= FREED_MAX)
+        return -1;
+    if ((p->nfreed_at + 1) * 2 > p->capfreed_ix) {
+        size_t cap = p->capfreed_ix ? 2 * p->capfreed_ix : 256;
+        an_freed_ix *ix = calloc(cap, sizeof *ix);
+        if (!ix)
+            return -1;
+        free(p->freed_ix);
+        p->freed_ix = ix;
+        p->capfreed_ix = cap;
+        for (size_t i = 0; i < p->nfreed_at; i++)
+            *freed_slot(p, p->freed_at[i].block.addr) =
+                (an_freed_ix){.addr = p->freed_at[i].block.addr, .at = (uint32_t)i, .epoch = p->freed_epoch};
+    }
+    if (p->nfreed_at == p->capfreed_at)
+        return ltr_reserve((void **)&p->freed_at, &p->capfreed_at, p->nfreed_at, sizeof *p->freed_at, 64);
+    return 0;
 }
 
 /* A free of thread tid at ts about to end block b, kept for tie_retract
- * while ts lasts (without memory it is not: a tie there then settles from
- * what the model holds). On every free of a process of threads that share
- * times (bench/heap's), so inline and without a look of its own. */
+ * while ts lasts (past FREED_MAX or without memory it is not: a tie there
+ * then settles from what the model holds). On every free of a process of
+ * threads that share times (bench/heap's), so inline and without a look
+ * of its thread of its own. */
 HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc, int after,
                        int temporary)
 {
-    if (ts != p->freed_ts) {
+    if (ts != p->freed_ts || !p->freed_epoch) {
         p->nfreed_at = 0;
         p->freed_ts = ts;
+        if (++p->freed_epoch == 0 && p->freed_ix) { /* wrapped: every entry is of another time */
+            memset(p->freed_ix, 0, p->capfreed_ix * sizeof *p->freed_ix);
+            p->freed_epoch = 1;
+        }
     }
-    if (p->nfreed_at == p->capfreed_at && freed_at_grow(p) != 0)
+    if (((p->nfreed_at + 1) * 2 > p->capfreed_ix || p->nfreed_at == p->capfreed_at) && freed_grow(p) != 0)
         return;
-    an_freed_at *f = &p->freed_at[p->nfreed_at++];
+    an_freed_ix *x = freed_slot(p, b->addr);
+    an_freed_at *f = &p->freed_at[p->nfreed_at];
     f->block = *b;
     f->tid = tid;
+    f->prev = x->epoch == p->freed_epoch ? x->at : UINT32_MAX;
     f->realloc = (uint8_t)is_realloc;
     f->after = (uint8_t)after;
     f->temporary = (uint8_t)temporary;
+    *x = (an_freed_ix){.addr = b->addr, .at = (uint32_t)p->nfreed_at++, .epoch = p->freed_epoch};
+}
+
+/* The last free of addr kept at ts before `after` (NULL: the last of all),
+ * or NULL; one taken back already is not. */
+static an_freed_at *freed_before(an_proc *p, uint64_t addr, uint64_t ts, const an_freed_at *after)
+{
+    uint32_t i = UINT32_MAX;
+    if (after)
+        i = after->prev;
+    else if (p->freed_ts == ts && p->freed_ix) {
+        const an_freed_ix *x = freed_slot(p, addr);
+        i = x->epoch == p->freed_epoch ? x->at : UINT32_MAX;
+    }
+    return i < p->nfreed_at && p->freed_at[i].block.addr == addr ? &p->freed_at[i] : NULL;
 }
 
 /* An event held back again by tie_retract (n: those already). */
@@ -775,7 +841,8 @@ static void tie_unput(an_model *m, an_proc *p, const an_tie_op *op, size_t *n)
 static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uint32_t rank)
 {
     uint32_t *slot = an_lives_find(&p->live, addr);
-    size_t k = p->freed_ts == ts ? p->nfreed_at : 0, n = 0, first = p->tied;
+    size_t n = 0, first = p->tied;
+    an_freed_at *f = NULL;
     for (;;) {
         an_live *b = slot ? an_lives_at(&p->live, slot) : NULL;
         if (b && b->ts != ts)
@@ -788,10 +855,8 @@ static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uin
             m->cur_bytes -= b->size;
             an_lives_remove(&p->live, slot);
         }
-        while (k > 0 && p->freed_at[k - 1].block.addr != addr)
-            k--;
+        f = freed_before(p, addr, ts, f);
         int created;
-        an_freed_at *f = k ? &p->freed_at[--k] : NULL;
         an_live *back = f ? an_lives_put(&p->live, addr, &created) : NULL;
         if (!back)
             break;

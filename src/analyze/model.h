@@ -76,6 +76,12 @@ typedef struct an_point {
 } an_point;
 #define AN_SERIES_MAX 2048 /* points per process; past it buckets double in width */
 
+/* What the model keeps of one time, at most (model.c): the frees it may
+ * take back, and the events held back (past it, settled at once): a trace
+ * whose events all have one time stays bounded in memory and time. */
+#define AN_FREED_MAX 65536
+#define AN_TIES_HOLD 65536
+
 typedef struct an_proc {
     uint32_t pid;
     an_lives live;       /* address -> an_live (live.h) */
@@ -97,6 +103,9 @@ typedef struct an_proc {
     struct an_freed_at *freed_at;
     size_t nfreed_at, capfreed_at;
     uint64_t freed_ts;
+    struct an_freed_ix *freed_ix; /* address -> its last in freed_at (model.c) */
+    size_t capfreed_ix;
+    uint32_t freed_epoch;
     uint32_t last_tid;   /* cache of the threads entry last used */
     struct an_thread *last_thread;
     an_stack *stacks;

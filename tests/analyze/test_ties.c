@@ -266,6 +266,51 @@ static void test_order_search(void **state)
     assert_int_equal(an_ties_order(two_frees, 2, 0, out), 3);
 }
 
+/* Two threads' 200 000 steps each, all at one time (a trace whose clock
+ * stood still), every step a tie: thread 1 allocates and frees addresses
+ * of its own, thread 2 allocates its own and frees addresses never
+ * allocated. What the model keeps of that time stays within its bounds
+ * (the frees kept and the events held back grew with the trace, and each
+ * tie looked through all the frees: 40 000 steps took 0.86 s, these 34 s
+ * in a debug build), and every event is counted. */
+static void test_one_time_bounded(void **state)
+{
+    (void)state;
+    enum { STEPS = 200000 };
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_sink *sk = an_sink_new(&m, 0, 1, 0);
+    assert_non_null(sk);
+    size_t most_tied = 0, most_kept = 0;
+    for (uint64_t i = 0; i < STEPS; i++) {
+        for (uint32_t tid = 1; tid <= 2; tid++) {
+            uint64_t own = (tid == 1 ? 0x100000 : 0x80000000) + 16 * i;
+            an_event ev[2] = {{.ts = 100, .addr = own, .size = 16, .stack = tid, .op = AN_OP_ALLOC},
+                              {.ts = 100, .addr = tid == 1 ? own : 0x90000000 + 16 * i, .op = AN_OP_FREE}};
+            for (int k = 0; k < 2; k++) {
+                size_t room;
+                *an_sink_room(sk, 9, tid, &room) = ev[k];
+                an_sink_commit(sk, 9, tid, 1);
+            }
+        }
+        if (m.nprocs) {
+            most_tied = m.procs[0]->tied > most_tied ? m.procs[0]->tied : most_tied;
+            most_kept = m.procs[0]->capfreed_at > most_kept ? m.procs[0]->capfreed_at : most_kept;
+        }
+    }
+    an_sink_close(sk);
+    const an_proc *p = m.procs[0];
+    most_tied = p->tied > most_tied ? p->tied : most_tied;
+    most_kept = p->capfreed_at > most_kept ? p->capfreed_at : most_kept;
+    an_model_finish(&m);
+    assert_true(most_tied <= AN_TIES_HOLD + 1);
+    assert_true(most_kept <= AN_FREED_MAX);
+    assert_int_equal(p->unseen_frees, STEPS);
+    assert_int_equal(p->frees, STEPS);
+    assert_int_equal(p->cur_count, STEPS);
+    an_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_allocation_of_the_address_freed),
         cmocka_unit_test(test_unseen_block_then_passed),
         cmocka_unit_test(test_random_ties),
+        cmocka_unit_test(test_one_time_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
