@@ -24,6 +24,7 @@
 #define SEG_SHIFT 8 /* 256 events (10 KiB) a segment: a trace may name a thousand threads */
 #define SEG ((size_t)1 << SEG_SHIFT)
 _Static_assert(SEG == AN_ORDER_SEGMENT, "order.h says the size");
+#define TIE_LOOK 8 /* how far into a queue's events at one time q_before looks for a free */
 #define CHECKPOINTS 1024 /* of the times handed on: a late event's distance to within 1/512 of the trace */
 
 typedef struct oq {
@@ -33,6 +34,14 @@ typedef struct oq {
     size_t hpos;            /* index in the heap + 1; 0 while empty */
     size_t sorted_from;     /* the events from here to tail are in time order (note_handed) */
     an_event *spare;        /* the segment a room at a segment's start gave, nothing committed in it yet */
+    const an_event *fst;    /* at(q, head) while it holds events: the heap's comparisons read it often */
+    /* What its events at its first one's time free among its next TIE_LOOK
+     * (frees_soon), gathered when head was look_at - 1 (0: to gather): two
+     * threads at one time compare again after each run of one of them, the
+     * other's first events the same. */
+    size_t look_at;
+    uint32_t nlook;
+    uint64_t look[TIE_LOOK - 1];
     uint32_t pid, tid;
     uint32_t id;            /* made id-th: the last tie-break (q_before) */
 } oq;
@@ -201,7 +210,7 @@ static inline an_event *at(const oq *q, size_t pos)
 {
     return &q->seg[(pos >> SEG_SHIFT) & (q->scap - 1)][pos & (SEG - 1)];
 }
-static inline const an_event *first(const oq *q) { return at(q, q->head); }
+static inline const an_event *first(const oq *q) { return q->fst; }
 
 static void heap_set(an_order *o, size_t i, oq *q)
 {
@@ -209,22 +218,33 @@ static void heap_set(an_order *o, size_t i, oq *q)
     q->hpos = i + 1;
 }
 
-/* How far into a queue's events at one time q_before looks for a free. */
-#define TIE_LOOK 8
+/* The addresses q's events at its first event's time, among its next
+ * TIE_LOOK, free (a free's, a realloc's old block), into q->look. */
+static void gather_frees(oq *q)
+{
+    const an_event *e = first(q);
+    uint64_t ts = e->ts;
+    size_t end = q->tail - q->head > TIE_LOOK ? q->head + TIE_LOOK : q->tail;
+    q->nlook = 0;
+    q->look_at = q->head + 1;
+    for (size_t k = q->head + 1; k < end; k++) {
+        e = k & (SEG - 1) ? e + 1 : at(q, k); /* the next in its segment, but at a segment's start */
+        if (e->ts != ts)
+            return;
+        if (e->op == AN_OP_FREE || e->op == AN_OP_REALLOC)
+            q->look[q->nlook++] = e->op == AN_OP_FREE ? e->addr : e->old_addr;
+    }
+}
 
 /* Whether q's events at its first event's time, among its next TIE_LOOK,
- * free addr (a free, or a realloc's old block). */
-static int frees_soon(const oq *q, uint64_t addr)
+ * free addr. */
+static int frees_soon(oq *q, uint64_t addr)
 {
-    uint64_t ts = first(q)->ts;
-    size_t end = q->tail - q->head > TIE_LOOK ? q->head + TIE_LOOK : q->tail;
-    for (size_t k = q->head + 1; k < end; k++) {
-        const an_event *e = at(q, k);
-        if (e->ts != ts)
-            return 0;
-        if ((e->op == AN_OP_FREE && e->addr == addr) || (e->op == AN_OP_REALLOC && e->old_addr == addr))
+    if (q->look_at != q->head + 1)
+        gather_frees(q);
+    for (uint32_t i = 0; i < q->nlook; i++)
+        if (q->look[i] == addr)
             return 1;
-    }
     return 0;
 }
 
@@ -241,7 +261,7 @@ static int frees_soon(const oq *q, uint64_t addr)
  * and a buffer, then frees the temporary (strerror's), had its successor's
  * temporary go first 5 times in 500 threads, each said "allocated again"
  * and its free then "of a block never seen". */
-static inline int q_before(const oq *a, const oq *b)
+static inline int q_before(oq *a, oq *b)
 {
     const an_event *x = first(a), *y = first(b);
     if (before(x, y))
@@ -428,10 +448,11 @@ static void release(an_order *o, size_t count, uint64_t until)
         size_t avail = q->tail - q->head, part = SEG - (q->head & (SEG - 1));
         size_t k = 1, most = avail < count ? avail : count;
         most = most < part ? most : part;
+        const an_event *run = first(q); /* most stays within its segment */
         if (!next && until == UINT64_MAX)
             k = most; /* alone: the run is all it may hand on, its events untouched */
         /* at a time the next queue's first event has too, the heap decides (q_before) */
-        while (k < most && (!next || before(at(q, q->head + k), next)) && at(q, q->head + k)->ts < until)
+        while (k < most && (!next || before(&run[k], next)) && run[k].ts < until)
             k++;
         /* Later than a time handed on: late (a run left where it came too).
          * Late only against another process's events changes none of its
@@ -443,8 +464,8 @@ static void release(an_order *o, size_t count, uint64_t until)
         uint64_t key = late_key(q);
         proc_out *po = o->po && o->po->key == key ? o->po : an_hmap_put(&o->proc_out, key, &created);
         o->po = po; /* a put may move the entries: only the last one is kept */
-        note_handed(o, po, created, first(q), k, q->head >= q->sorted_from);
-        o->emit(o->ctx, q->pid, q->tid, first(q), k);
+        note_handed(o, po, created, run, k, q->head >= q->sorted_from);
+        o->emit(o->ctx, q->pid, q->tid, run, k);
         size_t before_seg = seg_first(q);
         q->head += k;
         o->held -= k;
@@ -454,6 +475,7 @@ static void release(an_order *o, size_t count, uint64_t until)
             o->retire ? o->retire(o->ctx, seg) : seg_put(o, seg);
         }
         if (q->head < q->tail) {
+            q->fst = k < part ? run + k : at(q, q->head); /* a run ends within its segment, or at its end */
             sift_down(o, 0);
             continue;
         }
@@ -561,6 +583,7 @@ void an_order_commit(an_order *o, size_t n)
     for (size_t j = 1; j < n; j++) /* read while the decoder's writes are in the cache */
         descent = e[j].ts < e[j - 1].ts ? j : descent;
     q->tail += n;
+    q->look_at = 0; /* its events at its first one's time may be more, or merged into */
     o->held += n;
     o->committed += n;
     if (!behind)
@@ -570,6 +593,7 @@ void an_order_commit(an_order *o, size_t n)
     else if (descent || q->sorted_from > q->head)
         q->sorted_from = q->tail; /* a merge into events not known in order: not known either */
     if (was_empty) {
+        q->fst = at(q, q->head);
         heap_set(o, o->nheap++, q);
         sift_up(o, o->nheap - 1);
     } else if (regroup && q->hpos) { /* its place in the heap again */
