@@ -406,6 +406,7 @@ typedef struct col_vals {
     const uint32_t *v;   /* LTR_COLVAL_BIG: the next of big */
     const uint64_t *big;
     uint32_t n, i, bi;   /* values decoded, taken, big ones taken */
+    uint32_t nbig;       /* big ones in all: once bi is there, none of the rest is LTR_COLVAL_BIG */
     size_t end;          /* the column's position after the n values */
     uint64_t prev;       /* a delta column's value after them */
 } col_vals;
@@ -418,11 +419,6 @@ typedef struct col_at {
 #define WINDOW 512
 
 
-static inline __attribute__((always_inline)) uint64_t next_value(col_vals *c)
-{
-    uint32_t x = c->v[c->i++];
-    return x != LTR_COLVAL_BIG ? x : c->big[c->bi++];
-}
 
 /* Every column of a fresh block's values in b->cvals: those the read-ahead
  * thread decoded, else decoded here; 0 when the block is not one to read so
@@ -446,8 +442,8 @@ static int decode_columns(an_blocks *b, const ltr_colview *cv)
         got = b->got;
     }
     for (size_t k = 0; k < cv->ncols; k++)
-        b->cvals[k] = (col_vals){.v = got[k].v, .big = got[k].big, .n = got[k].n, .end = got[k].end,
-                                 .prev = got[k].prev};
+        b->cvals[k] = (col_vals){.v = got[k].v, .big = got[k].big, .n = got[k].n, .nbig = got[k].nbig,
+                                 .end = got[k].end, .prev = got[k].prev};
     return 1;
 }
 
@@ -543,16 +539,17 @@ static inline __attribute__((always_inline)) void put_slot(an_event *e, unsigned
 
 /* field_values' loop for a value field of one slot (a constant where it is
  * inlined); a size goes to the records' references too (refs: when they
- * have any), in the loop that has it at hand. */
-static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, unsigned slot, const uint16_t *recs,
-                                                                  uint32_t n, an_event *ev, ltr_refev *refs)
+ * have any), in the loop that has it at hand. bigs: whether a value may
+ * stand for one of big (a constant too: sizes and stack ids seldom do). */
+static inline __attribute__((always_inline)) uint32_t slot_run(col_vals *c, unsigned slot, const uint16_t *recs,
+                                                               uint32_t n, an_event *ev, ltr_refev *refs, int bigs)
 {
     const uint32_t *v = c->v;
     const uint64_t *big = c->big;
     uint32_t i = c->i, bi = c->bi, end = c->n, t = 0;
     for (; t < n && i < end; t++) {
         uint32_t x = v[i++];
-        uint64_t y = x != LTR_COLVAL_BIG ? x : big[bi++];
+        uint64_t y = !bigs || x != LTR_COLVAL_BIG ? x : big[bi++];
         put_slot(&ev[recs[t]], slot, y);
         if (refs)
             refs[recs[t]].size = y;
@@ -560,6 +557,12 @@ static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, u
     c->i = i;
     c->bi = bi;
     return t;
+}
+
+static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, unsigned slot, const uint16_t *recs,
+                                                                  uint32_t n, an_event *ev, ltr_refev *refs)
+{
+    return c->bi == c->nbig ? slot_run(c, slot, recs, n, ev, refs, 0) : slot_run(c, slot, recs, n, ev, refs, 1);
 }
 
 /* One field's values of an entry's records (refd: the entry has references). */
@@ -594,7 +597,7 @@ static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t
     return t;
 }
 
-/* A value taken from c, as next_value, without its use. */
+/* A value taken from c, without its use. */
 static inline void skip_value(col_vals *c)
 {
     c->bi += c->v[c->i++] == LTR_COLVAL_BIG;
@@ -658,12 +661,46 @@ static void entry_refs_out(const entry_plan *ep, const uint16_t *recs, uint32_t 
 }
 
 /* A window's records grouped by table entry: each entry's records in order
- * in list[first[e]..first[e] + cnt[e]). */
+ * in recs[first[e]..first[e] + cnt[e]), recs either list or, when all are
+ * one entry's, IOTA (perl's leak: nearly every window, its order made
+ * without the list's fill, 8 instructions a record). */
 typedef struct window_entries {
     uint8_t ent[WINDOW];
     uint16_t list[WINDOW];
+    const uint16_t *recs;
     uint32_t cnt[ENTRY_PLANS], first[ENTRY_PLANS];
 } window_entries;
+
+#define IOTA4(n) n, n + 1, n + 2, n + 3
+#define IOTA16(n) IOTA4(n), IOTA4(n + 4), IOTA4(n + 8), IOTA4(n + 12)
+#define IOTA64(n) IOTA16(n), IOTA16(n + 16), IOTA16(n + 32), IOTA16(n + 48)
+#define IOTA256(n) IOTA64(n), IOTA64(n + 64), IOTA64(n + 128), IOTA64(n + 192)
+static const uint16_t IOTA[WINDOW] = {IOTA256(0), IOTA256(256)};
+_Static_assert(WINDOW == 512, "IOTA holds a window");
+
+/* The times of a window's lim records from the delta column, after ts,
+ * with the run's least and most (bigs: as slot_run's; deltas seldom are);
+ * the last. */
+static inline __attribute__((always_inline)) uint64_t stamps(col_vals *dt, an_event *ev, uint32_t lim, uint64_t ts,
+                                                             ltr_block_run *run, int bigs)
+{
+    const uint32_t *v = dt->v + dt->i;
+    const uint64_t *big = dt->big;
+    uint32_t bi = dt->bi;
+    uint64_t lo = run->min_ts, hi = run->max_ts; /* in registers: the stores to ev[] might be them */
+    for (uint32_t r = 0; r < lim; r++) {
+        uint32_t x = v[r];
+        ts += (uint64_t)ltr_unzigzag(!bigs || x != LTR_COLVAL_BIG ? x : big[bi++]);
+        ev[r].ts = ts;
+        lo = ts < lo ? ts : lo;
+        hi = ts > hi ? ts : hi;
+    }
+    dt->i += lim;
+    dt->bi = bi;
+    run->min_ts = lo;
+    run->max_ts = hi;
+    return ts;
+}
 
 /* The window's records before lim: references resolved (a failure stops
  * the window there: the generic path reports it), their addresses out,
@@ -674,7 +711,7 @@ static uint32_t window_records(window_ctx *w, const window_entries *we, an_event
     lim = (uint32_t)ltr_refseq_apply_events(w->v->refs, refs, lim);
     for (uint32_t e = 0; e < nt; e++) {
         entry_plan *ep = &w->eps[e];
-        const uint16_t *recs = &we->list[we->first[e]];
+        const uint16_t *recs = &we->recs[we->first[e]];
         uint32_t n = we->cnt[e], t = n;
         if (n && (ep->ref[0] >= 0 || ep->ref[1] >= 0))
             entry_refs_out(ep, recs, n, lim, ev, refs);
@@ -684,15 +721,7 @@ static uint32_t window_records(window_ctx *w, const window_entries *we, an_event
     }
     col_vals *dt = &w->vals[1];
     ltr_block_run *run = w->run;
-    uint64_t ts = w->ts, lo = run->min_ts, hi = run->max_ts; /* in registers: the stores to ev[] might be them */
-    for (uint32_t r = 0; r < lim; r++) {
-        ts += (uint64_t)ltr_unzigzag(next_value(dt));
-        ev[r].ts = ts;
-        lo = ts < lo ? ts : lo;
-        hi = ts > hi ? ts : hi;
-    }
-    run->min_ts = lo;
-    run->max_ts = hi;
+    uint64_t ts = dt->bi == dt->nbig ? stamps(dt, ev, lim, w->ts, run, 0) : stamps(dt, ev, lim, w->ts, run, 1);
     if (lim && !run->records)
         run->first_ts = ev[0].ts;
     run->records += lim;
@@ -731,16 +760,19 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
         we.first[e] = o;
         o += we.cnt[e];
     }
-    uint32_t fill[ENTRY_PLANS];
-    memcpy(fill, we.first, cv->nt * sizeof *fill);
-    for (uint32_t r = 0; r < lim; r++)
-        we.list[fill[we.ent[r]]++] = (uint16_t)r;
+    we.recs = lim && we.cnt[we.ent[0]] == lim ? IOTA : we.list;
+    if (we.recs == we.list) {
+        uint32_t fill[ENTRY_PLANS];
+        memcpy(fill, we.first, cv->nt * sizeof *fill);
+        for (uint32_t r = 0; r < lim; r++)
+            we.list[fill[we.ent[r]]++] = (uint16_t)r;
+    }
     for (size_t k = 2; k < cv->ncols; k++)
         at[k] = (col_at){vals[k].i, vals[k].bi};
     uint32_t full = lim; /* records whose fields the columns hold */
     for (uint32_t e = 0; e < cv->nt; e++) {
         const entry_plan *ep = &w->eps[e];
-        const uint16_t *recs = &we.list[we.first[e]];
+        const uint16_t *recs = &we.recs[we.first[e]];
         int refd = ep->ref[0] >= 0 || ep->ref[1] >= 0;
         for (uint32_t j = 0; we.cnt[e] && j < ep->k; j++) {
             uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, refd);

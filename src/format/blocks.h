@@ -83,6 +83,7 @@ typedef struct ltr_colvals {
     const uint32_t *v; /* a delta column's values as the transform gives them */
     const uint64_t *big;
     uint32_t n;
+    uint32_t nbig;     /* of big: 0, a loop over the values need not look for LTR_COLVAL_BIG */
     size_t end;        /* the cursor's position after the n values */
     uint64_t prev;     /* a delta column's value after them */
 } ltr_colvals;

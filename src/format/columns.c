@@ -690,7 +690,7 @@ static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, u
     } else {
         pos = varints(c, pos, 0, &prev, out, &n, big, &nbig);
     }
-    *cv = (ltr_colvals){.v = out, .big = big, .n = (uint32_t)n, .end = pos, .prev = prev};
+    *cv = (ltr_colvals){.v = out, .big = big, .n = (uint32_t)n, .nbig = (uint32_t)nbig, .end = pos, .prev = prev};
     return nbig;
 }
 

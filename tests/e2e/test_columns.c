@@ -12,7 +12,8 @@
  * default: itself, or on the read-ahead thread, LTR_READAHEAD=1) or reads
  * them a record at a time (LTR_ANALYZE_AHEAD=0), on a recording whose
  * chunks were damaged, so that references into them fail and the generic
- * path takes records from the middle of blocks.
+ * path takes records from the middle of blocks; also where sizes of 4 GiB
+ * and more are among the values.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,12 +63,30 @@ static void test_columns_ahead_as_a_record_at_a_time(void **state)
     tu_free(&r);
 }
 
+/* Sizes of 4 GiB and more stand for values of a column's big ones: a
+ * window of records is read with a look for them only while the column
+ * still has some to come (blocks.c, slot_run), and the reports, the
+ * values decoded ahead and a record at a time, agree. */
+static void test_columns_big_values(void **state)
+{
+    const char *dir = *state, *target = tu_test_bin("heap-target");
+    tu_result r = tu_run("cd %s && %s record -o t.ltr -- %s bigsizes 2>&1 >/dev/null && "
+                         "%s analyze --format json t.ltr >ahead.json && "
+                         "LTR_ANALYZE_AHEAD=0 %s analyze --format json t.ltr >slow.json && cmp ahead.json slow.json && "
+                         "grep -c 4295062296 ahead.json",
+                         dir, LTR, target, LTR, LTR);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_columns_read_as_rows, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_columns_ahead_as_a_record_at_a_time, tu_setup_sandbox,
                                         tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_columns_big_values, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -728,6 +728,23 @@ static void mode_overwritten(void)
     printf("%s\n", again == first_block ? "same" : "other");
 }
 
+/* Blocks of 4 GiB and more among small ones (address space, never
+ * touched), the last one kept: sizes a column's 32-bit values cannot hold
+ * (test_columns.c). Prints how many of them were had. */
+static void mode_bigsizes(void)
+{
+    int had = 0;
+    for (size_t i = 0; i < 100000; i++) { /* buffers full as it runs: a block written at the end stays in rows */
+        void *p = malloc(16 + i % 64), *big = i % 10000 == 5000 ? malloc(((size_t)4 << 30) + i) : NULL;
+        had += big != NULL;
+        if (i != 95000)
+            free(big);
+        if (i % 2)
+            free(p);
+    }
+    printf("%d\n", had);
+}
+
 static int mode_counts_gate(const char *file)
 {
     mode_counts();
@@ -743,6 +760,8 @@ int main(int argc, char **argv)
         mode_overwritten();
     else if (!strcmp(mode, "chain"))
         mode_chain();
+    else if (!strcmp(mode, "bigsizes"))
+        mode_bigsizes();
     else if (!strcmp(mode, "renamed"))
         mode_renamed();
     else if (!strcmp(mode, "threads"))
