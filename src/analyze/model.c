@@ -668,22 +668,18 @@ static void tie_apply(an_model *m, an_proc *p, const an_tie_op *op)
 /* One address's held-back events (ops idx[0..n), in the order met): in an
  * order of its threads' that alternates from what the address holds now
  * (ties.h), or as met when one thread's or without memory. steps and
- * order: room for n; tids for the threads' numbers. */
+ * order: room for n. */
 static void tie_settle_address(an_model *m, an_proc *p, const uint32_t *idx, size_t n, an_tie_step *steps,
-                               uint32_t *order, uint32_t *tids)
+                               uint32_t *order)
 {
     const an_tie_op *ops = p->tie_ops;
-    uint32_t k = 0;
+    int one = 1; /* one thread's: in its order */
     for (size_t i = 0; i < n; i++) {
-        uint32_t t = 0;
-        while (t < k && tids[t] != ops[idx[i]].tid)
-            t++;
-        if (t == k)
-            tids[k++] = ops[idx[i]].tid;
-        steps[i] = (an_tie_step){.thread = t, .alloc = ops[idx[i]].alloc};
+        steps[i] = (an_tie_step){.thread = ops[idx[i]].tid, .alloc = ops[idx[i]].alloc};
+        one &= steps[i].thread == steps[0].thread;
     }
     int live = an_lives_find(&p->live, ops[idx[0]].addr) != NULL;
-    if (k < 2 || an_ties_order(steps, n, live, order) < 0)
+    if (one || an_ties_order(steps, n, live, order, NULL) < 0)
         for (size_t i = 0; i < n; i++)
             order[i] = (uint32_t)i;
     for (size_t i = 0; i < n; i++)
@@ -695,14 +691,14 @@ static void tie_settle_address(an_model *m, an_proc *p, const uint32_t *idx, siz
 static void tie_settle(an_model *m, an_proc *p)
 {
     size_t n = p->tied, naddr = p->contested.n;
-    uint32_t *idx = malloc((3 * n + naddr + 1) * sizeof *idx);
+    uint32_t *idx = malloc((2 * n + naddr + 1) * sizeof *idx);
     an_tie_step *steps = malloc(n * sizeof *steps);
     if (!idx || !steps) { /* as met */
         m->oom = 1;
         for (size_t i = 0; i < n; i++)
             tie_apply(m, p, &p->tie_ops[i]);
     } else {
-        uint32_t *order = idx + n, *tids = order + n, *at = tids + n; /* at: where each rank's events start */
+        uint32_t *order = idx + n, *at = order + n; /* at: where each rank's events start */
         memset(at, 0, (naddr + 1) * sizeof *at);
         for (size_t i = 0; i < n; i++)
             at[p->tie_ops[i].rank + 1]++;
@@ -712,7 +708,7 @@ static void tie_settle(an_model *m, an_proc *p)
             idx[at[p->tie_ops[i].rank]++] = (uint32_t)i;
         for (size_t r = 0, from = 0; r < naddr; from = at[r++])
             if (at[r] > from) {
-                tie_settle_address(m, p, idx + from, at[r] - from, steps, order, tids);
+                tie_settle_address(m, p, idx + from, at[r] - from, steps, order);
                 an_hmap_del(&p->contested, p->tie_ops[idx[from]].addr);
             }
     }

@@ -7,7 +7,10 @@
  * from the start, taking at each step the earliest-come step that keeps to
  * the fewest. Two or three threads with a few steps each make a few dozen
  * states; a lattice past AN_TIES_STATES (40 threads, or long runs at one
- * address) is walked greedily instead, which sees no further than a step.
+ * address), or whose search would cost more than AN_TIES_WORK for its
+ * steps (15 threads with a free each: 32 768 states, each looking at 15
+ * threads, for 15 steps), is walked greedily instead, which sees no
+ * further than a step, in time n log k.
  */
 #include "analyze/ties.h"
 
@@ -26,6 +29,8 @@ typedef struct lattice {
     uint32_t k;      /* threads */
     size_t *first;   /* thread t's steps are ord[first[t] .. first[t + 1]) */
     uint32_t *ord;   /* step indexes by thread, each thread's in its order */
+    uint32_t *tof;   /* a step's thread (its t) */
+    uint32_t *heads; /* the greedy walk's (walk_greedy): room for 2 k */
     size_t *stride;  /* of a thread's position in a state's number */
     size_t *pos;     /* the walk's positions */
     size_t states;   /* positions' combinations; 0: too many to search */
@@ -35,31 +40,72 @@ static void lattice_free(lattice *l)
 {
     free(l->first);
     free(l->ord);
+    free(l->tof);
+    free(l->heads);
     free(l->stride);
     free(l->pos);
 }
 
-/* The threads' steps sorted by thread (stable) and the lattice's size; -1 without memory. */
+static int key_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steps' indexes by thread, each thread's in its order (keys: thread
+ * << 32 | index, sorted): threads are any numbers, their count unknown,
+ * so a sort, not a count per thread (a hostile trace's 32 000 threads at
+ * one address). Insertion for the few steps of most ties. */
+static void sort_keys(uint64_t *key, size_t n)
+{
+    if (n > 16) {
+        qsort(key, n, sizeof *key, key_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = key[i];
+        size_t j = i;
+        for (; j && key[j - 1] > x; j--)
+            key[j] = key[j - 1];
+        key[j] = x;
+    }
+}
+
+/* The threads' steps sorted by thread (stable) and the lattice's size:
+ * searched when it is within AN_TIES_STATES and the work of the search
+ * (a state's every thread looked at) within AN_TIES_WORK(n); -1 without
+ * memory. */
 static int lattice_make(lattice *l, const an_tie_step *steps, size_t n)
 {
+    uint64_t *key = malloc(n * sizeof *key);
+    l->ord = malloc(n * sizeof *l->ord);
+    l->tof = malloc(n * sizeof *l->tof);
+    if (!key || !l->ord || !l->tof) {
+        free(key);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        key[i] = (uint64_t)steps[i].thread << 32 | i;
+    sort_keys(key, n);
     l->k = 0;
     for (size_t i = 0; i < n; i++)
-        l->k = steps[i].thread + 1 > l->k ? steps[i].thread + 1 : l->k;
+        l->k += !i || key[i] >> 32 != key[i - 1] >> 32;
     l->first = calloc(l->k + 1, sizeof *l->first);
-    l->ord = malloc(n * sizeof *l->ord);
+    l->heads = malloc(2 * (size_t)l->k * sizeof *l->heads);
     l->stride = calloc(l->k, sizeof *l->stride);
     l->pos = calloc(l->k, sizeof *l->pos);
-    if (!l->first || !l->ord || !l->stride || !l->pos)
+    if (!l->first || !l->heads || !l->stride || !l->pos) {
+        free(key);
         return -1;
-    for (size_t i = 0; i < n; i++)
-        l->first[steps[i].thread + 1]++;
-    for (uint32_t t = 0; t < l->k; t++)
-        l->first[t + 1] += l->first[t];
-    size_t *fill = l->pos; /* zeroed again below */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t t = steps[i].thread;
-        l->ord[l->first[t] + fill[t]++] = (uint32_t)i;
     }
+    for (size_t i = 0, t = 0; i < n; i++) {
+        if (i && key[i] >> 32 != key[i - 1] >> 32)
+            l->first[++t] = i;
+        l->ord[i] = (uint32_t)key[i];
+        l->tof[l->ord[i]] = (uint32_t)t;
+    }
+    l->first[l->k] = n;
+    free(key);
     l->states = 1;
     for (uint32_t t = 0; t < l->k; t++) {
         size_t dim = l->first[t + 1] - l->first[t] + 1;
@@ -70,8 +116,8 @@ static int lattice_make(lattice *l, const an_tie_step *steps, size_t n)
         }
         l->states *= dim;
     }
-    for (uint32_t t = 0; t < l->k; t++)
-        fill[t] = 0;
+    if (l->states > AN_TIES_WORK(n) / l->k)
+        l->states = 0;
     return 0;
 }
 
@@ -105,7 +151,103 @@ static void fill_costs(lattice *l, const an_tie_step *steps, uint32_t *cost)
         l->pos[t] = 0;
 }
 
-long an_ties_order(const an_tie_step *steps, size_t n, int live, uint32_t *out)
+/* The greedy walk's heads (a thread's next step), by kind: a min-heap of
+ * step indexes, so that the earliest-come of a kind is taken in log k, not
+ * by looking at every thread at each step. */
+typedef struct heads {
+    uint32_t *v;
+    size_t n;
+} heads;
+
+static void heads_push(heads *h, uint32_t x)
+{
+    size_t i = h->n++;
+    for (; i && h->v[(i - 1) / 2] > x; i = (i - 1) / 2)
+        h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = x;
+}
+
+static uint32_t heads_pop(heads *h)
+{
+    uint32_t top = h->v[0], x = h->v[--h->n];
+    size_t i = 0;
+    for (size_t c; (c = 2 * i + 1) < h->n; i = c) {
+        c += c + 1 < h->n && h->v[c + 1] < h->v[c];
+        if (h->v[c] >= x)
+            break;
+        h->v[i] = h->v[c];
+    }
+    if (h->n)
+        h->v[i] = x;
+    return top;
+}
+
+/* Thread t's next step into its kind's heads, if it has one. */
+static void heads_next(const lattice *l, const an_tie_step *steps, heads *h, uint32_t t)
+{
+    size_t at = l->first[t] + l->pos[t];
+    if (at < l->first[t + 1])
+        heads_push(&h[steps[l->ord[at]].alloc], l->ord[at]);
+}
+
+/* Past the search: at each step the earliest-come next step that
+ * alternates, else the earliest-come; its cost (ties.h). */
+static long walk_greedy(lattice *l, const an_tie_step *steps, size_t n, int live, uint32_t *out, size_t *work)
+{
+    heads h[2] = {{l->heads, 0}, {l->heads + l->k, 0}}; /* frees, allocations */
+    for (uint32_t t = 0; t < l->k; t++)
+        heads_next(l, steps, h, t);
+    long total = 0;
+    for (size_t i = 0; i < n; i++) {
+        heads *from = h[!live].n ? &h[!live] : &h[live]; /* on a block a free alternates, else an allocation */
+        uint32_t at = heads_pop(from), t = l->tof[at];
+        total += step_cost(&steps[at], &live);
+        out[i] = at;
+        l->pos[t]++;
+        heads_next(l, steps, h, t);
+    }
+    if (work)
+        *work += n + l->k;
+    return total;
+}
+
+/* The search's walk (cost from fill_costs): its cost (ties.h). */
+static long walk_exact(lattice *l, const an_tie_step *steps, size_t n, int live, uint32_t *out,
+                       const uint32_t *cost, size_t *work)
+{
+    long total = 0;
+    /* An address that holds no block may hold one the trace never saw
+     * (allocated before it began), whose free comes first: 1, less than
+     * a step that does not alternate, which a block from before cannot
+     * explain anywhere else. */
+    if (!live && 1 + cost[1] < cost[0]) {
+        live = 1;
+        total = 1;
+    }
+    size_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t pick = UINT32_MAX, pick_cost = UINT32_MAX;
+        for (uint32_t t = 0; t < l->k; t++) {
+            const an_tie_step *st = next_of(l, steps, t);
+            int after = live;
+            if (!st)
+                continue;
+            uint32_t c = step_cost(st, &after) + cost[(s + l->stride[t]) * 2 + (size_t)after];
+            if (c < pick_cost || (c == pick_cost && l->ord[l->first[t] + l->pos[t]] < l->ord[l->first[pick] + l->pos[pick]]))
+                pick = t, pick_cost = c;
+        }
+        uint32_t at = l->ord[l->first[pick] + l->pos[pick]];
+        total += step_cost(&steps[at], &live);
+        out[i] = at;
+        l->pos[pick]++;
+        s += l->stride[pick];
+    }
+    if (work)
+        *work += l->states * l->k + n * l->k;
+    return total;
+}
+
+long an_ties_order(const an_tie_step *steps, size_t n, int live, uint32_t *out, size_t *work)
 {
     lattice l = {0};
     uint32_t *cost = NULL;
@@ -113,38 +255,12 @@ long an_ties_order(const an_tie_step *steps, size_t n, int live, uint32_t *out)
         lattice_free(&l);
         return -1;
     }
-    long total = 0;
+    long total;
     if (cost) {
         fill_costs(&l, steps, cost);
-        /* An address that holds no block may hold one the trace never saw
-         * (allocated before it began), whose free comes first: 1, less than
-         * a step that does not alternate, which a block from before cannot
-         * explain anywhere else. */
-        if (!live && 1 + cost[1] < cost[0]) {
-            live = 1;
-            total = 1;
-        }
-    }
-    size_t s = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t pick = UINT32_MAX, pick_cost = UINT32_MAX;
-        for (uint32_t t = 0; t < l.k; t++) {
-            const an_tie_step *st = next_of(&l, steps, t);
-            int after = live;
-            if (!st)
-                continue;
-            uint32_t c = step_cost(st, &after);
-            if (cost) /* exact: to the end; greedy: this step only */
-                c += cost[(s + l.stride[t]) * 2 + (size_t)after];
-            if (c < pick_cost || (c == pick_cost && l.ord[l.first[t] + l.pos[t]] < l.ord[l.first[pick] + l.pos[pick]]))
-                pick = t, pick_cost = c;
-        }
-        uint32_t at = l.ord[l.first[pick] + l.pos[pick]];
-        total += step_cost(&steps[at], &live);
-        out[i] = at;
-        l.pos[pick]++;
-        s += l.stride[pick];
-    }
+        total = walk_exact(&l, steps, n, live, out, cost, work);
+    } else
+        total = walk_greedy(&l, steps, n, live, out, work);
     free(cost);
     lattice_free(&l);
     return total;

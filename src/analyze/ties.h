@@ -19,14 +19,18 @@
 
 /* One event of an address at one time, as an_ties_order reads it. */
 typedef struct an_tie_step {
-    uint32_t thread; /* which thread's, 0, 1, ... in the order the threads first came */
+    uint32_t thread; /* which thread's (any number: its id) */
     uint32_t alloc;  /* 1: an allocation, 0: a free */
 } an_tie_step;
 
 /* States an_ties_order searches exactly (the product over the threads of
- * their events + 1, twice); past it, it takes the first thread whose next
- * event alternates, step by step. */
+ * their events + 1, twice), and the work it spends on n steps (states
+ * times threads: each state looks at every thread): past either, it takes
+ * the first thread whose next event alternates, step by step. The work's
+ * bound keeps the cost per event of a hostile trace's ties (many threads
+ * at one address at one time) near that of the ties met. */
 #define AN_TIES_STATES (1u << 16)
+#define AN_TIES_WORK(n) (4096 + 256 * (size_t)(n))
 
 /* An order of the n steps (their indexes into out), each thread's in the
  * order given, from an address that holds a block (live) or not, with the
@@ -38,7 +42,9 @@ typedef struct an_tie_step {
  * alternates and the choice is the same on every run: at each step, of the
  * threads whose next step leads to the least, the one whose next step
  * comes first in steps (which lists each thread's in its order). -1
- * without memory (out untouched). */
-long an_ties_order(const an_tie_step *steps, size_t n, int live, uint32_t *out);
+ * without memory (out untouched). work, unless NULL, is added the
+ * search's work (states times threads looked at, or steps and threads
+ * greedily): what bounds its time, which a test can hold. */
+long an_ties_order(const an_tie_step *steps, size_t n, int live, uint32_t *out, size_t *work);
 
 #endif
