@@ -6,11 +6,10 @@
  * last positions back (a step only moves forward), then the order is read
  * from the start, taking at each step the earliest-come step that keeps to
  * the fewest. Two or three threads with a few steps each make a few dozen
- * states; a lattice past AN_TIES_STATES (40 threads, or long runs at one
- * address), or whose search would cost more than AN_TIES_WORK for its
- * steps (15 threads with a free each: 32 768 states, each looking at 15
- * threads, for 15 steps), is walked greedily instead, which sees no
- * further than a step, in time n log k.
+ * states; threads of one step each count as two lines, their frees and
+ * their allocations (group_single). A lattice past AN_TIES_STATES (40
+ * threads, or long runs at one address) is walked greedily instead, which
+ * sees no further than a step, in time n log k.
  */
 #include "analyze/ties.h"
 
@@ -26,7 +25,7 @@ static unsigned step_cost(const an_tie_step *s, int *live)
 }
 
 typedef struct lattice {
-    uint32_t k;      /* threads */
+    uint32_t k;      /* lines: threads, those of one step grouped (group_single) */
     size_t *first;   /* thread t's steps are ord[first[t] .. first[t + 1]) */
     uint32_t *ord;   /* step indexes by thread, each thread's in its order */
     uint32_t *tof;   /* a step's thread (its t) */
@@ -71,10 +70,28 @@ static void sort_keys(uint64_t *key, size_t n)
     }
 }
 
-/* The threads' steps sorted by thread (stable) and the lattice's size:
- * searched when it is within AN_TIES_STATES and the work of the search
- * (a state's every thread looked at) within AN_TIES_WORK(n); -1 without
- * memory. */
+/* Keys sorted by thread made keys of the lattice's lines: a thread of
+ * more than one step is a line of its own (numbered from 2, in the order
+ * of the threads), and the threads of one step are two lines, their frees
+ * (0) and their allocations (1), each in the order met. Those of one step
+ * and one kind may come in any order, so only how many were taken
+ * matters, and the earliest-come goes first (what the walk would pick of
+ * them): 15 threads with a free each make 16 states, not 32 768. */
+static void group_single(uint64_t *key, const an_tie_step *steps, size_t n)
+{
+    uint64_t line = 2;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && key[j] >> 32 == key[i] >> 32;)
+            j++;
+        uint64_t to = j - i == 1 ? steps[(uint32_t)key[i]].alloc : line++;
+        for (size_t x = i; x < j; x++)
+            key[x] = to << 32 | (uint32_t)key[x];
+    }
+    sort_keys(key, n);
+}
+
+/* The steps by line (group_single), each line's in its order, and the
+ * lattice's size; -1 without memory. */
 static int lattice_make(lattice *l, const an_tie_step *steps, size_t n)
 {
     uint64_t *key = malloc(n * sizeof *key);
@@ -87,6 +104,7 @@ static int lattice_make(lattice *l, const an_tie_step *steps, size_t n)
     for (size_t i = 0; i < n; i++)
         key[i] = (uint64_t)steps[i].thread << 32 | i;
     sort_keys(key, n);
+    group_single(key, steps, n);
     l->k = 0;
     for (size_t i = 0; i < n; i++)
         l->k += !i || key[i] >> 32 != key[i - 1] >> 32;
@@ -116,8 +134,6 @@ static int lattice_make(lattice *l, const an_tie_step *steps, size_t n)
         }
         l->states *= dim;
     }
-    if (l->states > AN_TIES_WORK(n) / l->k)
-        l->states = 0;
     return 0;
 }
 

@@ -24,13 +24,10 @@ typedef struct an_tie_step {
 } an_tie_step;
 
 /* States an_ties_order searches exactly (the product over the threads of
- * their events + 1, twice), and the work it spends on n steps (states
- * times threads: each state looks at every thread): past either, it takes
- * the first thread whose next event alternates, step by step. The work's
- * bound keeps the cost per event of a hostile trace's ties (many threads
- * at one address at one time) near that of the ties met. */
+ * their events + 1, twice; threads of one event each count as two, their
+ * frees and their allocations); past it, it takes the first thread whose
+ * next event alternates, step by step. */
 #define AN_TIES_STATES (1u << 16)
-#define AN_TIES_WORK(n) (4096 + 256 * (size_t)(n))
 
 /* An order of the n steps (their indexes into out), each thread's in the
  * order given, from an address that holds a block (live) or not, with the
