@@ -1130,6 +1130,11 @@ static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
 {
     an_proc *p = current_of(m, pid);
     for (size_t i = 0; i < n; i++) {
+        /* events held back at an earlier time have all come (time order):
+         * their bytes are the process's now, though no event of it came
+         * since to settle them (a process that idles after a tie) */
+        if (p && p->contested.n && p->tie_ts < ev[i].ts)
+            tie_settle(m, p);
         if (ltr_reserve((void **)&m->probes, &m->capprobes, m->nprobes, sizeof *m->probes, 64) != 0) {
             m->oom = 1;
             return;

@@ -266,6 +266,33 @@ static void test_order_search(void **state)
     assert_int_equal(an_ties_order(two_frees, 2, 0, out, NULL), 3);
 }
 
+/* A memory sample's probe after a tie, the process idle since: its heap
+ * bytes are those of the order found (thread 2's allocation of X after
+ * thread 1's free of the block there), not those of before the tie (the
+ * events held back until the process's next event: none came). */
+static void test_probe_after_tie(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    const an_event before[2] = {{.ts = 100, .addr = X, .size = 1000, .stack = 1, .op = AN_OP_ALLOC},
+                                {.ts = 100, .addr = 0x2000, .size = 24, .stack = 1, .op = AN_OP_ALLOC}};
+    an_model_feed(&m, 9, 1, &before[0], 1);
+    an_model_feed(&m, 9, 2, &before[1], 1);
+    const an_event passed = {.ts = TS, .addr = X, .size = 10, .stack = 2, .op = AN_OP_ALLOC};
+    const an_event freed = {.ts = TS, .addr = X, .op = AN_OP_FREE};
+    an_model_feed(&m, 9, 2, &passed, 1); /* met first: over the block there */
+    an_model_feed(&m, 9, 1, &freed, 1);
+    const an_event probe = {.ts = TS + 5000, .addr = 0, .op = AN_OP_PROBE};
+    an_model_feed(&m, 9, 0, &probe, 1);
+    assert_int_equal(m.nprobes, 1);
+    assert_int_equal(m.probes[0].bytes, 10 + 24);
+    an_model_finish(&m);
+    assert_int_equal(m.procs[0]->implicit_frees, 0);
+    assert_int_equal(m.procs[0]->cur_bytes, 10 + 24);
+    an_model_free(&m);
+}
+
 /* A hostile trace's ties cost about what the ties met do per step: 15
  * threads with a free each at an address (a lattice of 32 768 states,
  * each looking at 15 threads: 2.3 s for 100 such addresses) are searched
@@ -350,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_random_ties),
         cmocka_unit_test(test_one_time_bounded),
         cmocka_unit_test(test_hostile_ties_bounded),
+        cmocka_unit_test(test_probe_after_tie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
