@@ -737,6 +737,26 @@ static int tie_hold(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t
     return 1;
 }
 
+/* What the ties kept of a process whose events are settled (its end):
+ * as large as its most events of one time (up to AN_FREED_MAX frees kept
+ * and AN_TIES_HOLD held back), so kept, 2 000 ended processes of two
+ * threads that freed 3 000 blocks at one time held 600 MB, the live set
+ * nothing. A frees' list of another time is never read (freed_before). */
+static void tie_release(an_proc *p)
+{
+    free(p->tie_ops);
+    p->tie_ops = NULL;
+    p->tied = p->captied = 0;
+    an_hmap_free(&p->contested);
+    free(p->freed_at);
+    free(p->freed_ix);
+    p->freed_at = NULL;
+    p->freed_ix = NULL;
+    p->nfreed_at = p->capfreed_at = p->capfreed_ix = 0;
+    p->freed_ts = 0;
+    p->freed_epoch = 0;
+}
+
 /* addr's slot in the index of the frees kept: its entry of this time, or
  * the one where it goes. */
 HOT an_freed_ix *freed_slot(const an_proc *p, uint64_t addr)
@@ -1150,6 +1170,7 @@ static void proc_finish(an_model *m, an_proc *p)
 {
     if (p->contested.n)
         tie_settle(m, p);
+    tie_release(p);
     size_t pos = 0;
     an_live *b;
     while ((b = an_lives_next(&p->live, &pos))) {
