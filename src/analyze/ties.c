@@ -8,8 +8,9 @@
  * the fewest. Two or three threads with a few steps each make a few dozen
  * states; threads of one step each count as two lines, their frees and
  * their allocations (group_single). A lattice past AN_TIES_STATES (40
- * threads, or long runs at one address) is walked greedily instead, which
- * sees no further than a step, in time n log k.
+ * threads, or long runs at one address) is walked greedily instead, the
+ * thread with the most steps left first (walk_greedy), which sees no
+ * further than a step, in time n log k.
  */
 #include "analyze/ties.h"
 
@@ -29,7 +30,7 @@ typedef struct lattice {
     size_t *first;   /* thread t's steps are ord[first[t] .. first[t + 1]) */
     uint32_t *ord;   /* step indexes by thread, each thread's in its order */
     uint32_t *tof;   /* a step's thread (its t) */
-    uint32_t *heads; /* the greedy walk's (walk_greedy): room for 2 k */
+    uint64_t *heads; /* the greedy walk's (walk_greedy): room for 2 k */
     size_t *stride;  /* of a thread's position in a state's number */
     size_t *pos;     /* the walk's positions */
     size_t states;   /* positions' combinations; 0: too many to search */
@@ -168,14 +169,15 @@ static void fill_costs(lattice *l, const an_tie_step *steps, uint32_t *cost)
 }
 
 /* The greedy walk's heads (a thread's next step), by kind: a min-heap of
- * step indexes, so that the earliest-come of a kind is taken in log k, not
- * by looking at every thread at each step. */
+ * keys, the most steps left first (their thread's), then the earliest-come
+ * (its index), so that the step is taken in log k, not by looking at
+ * every thread at each step. */
 typedef struct heads {
-    uint32_t *v;
+    uint64_t *v;
     size_t n;
 } heads;
 
-static void heads_push(heads *h, uint32_t x)
+static void heads_push(heads *h, uint64_t x)
 {
     size_t i = h->n++;
     for (; i && h->v[(i - 1) / 2] > x; i = (i - 1) / 2)
@@ -183,9 +185,9 @@ static void heads_push(heads *h, uint32_t x)
     h->v[i] = x;
 }
 
-static uint32_t heads_pop(heads *h)
+static uint64_t heads_pop(heads *h)
 {
-    uint32_t top = h->v[0], x = h->v[--h->n];
+    uint64_t top = h->v[0], x = h->v[--h->n];
     size_t i = 0;
     for (size_t c; (c = 2 * i + 1) < h->n; i = c) {
         c += c + 1 < h->n && h->v[c + 1] < h->v[c];
@@ -203,11 +205,17 @@ static void heads_next(const lattice *l, const an_tie_step *steps, heads *h, uin
 {
     size_t at = l->first[t] + l->pos[t];
     if (at < l->first[t + 1])
-        heads_push(&h[steps[l->ord[at]].alloc], l->ord[at]);
+        heads_push(&h[steps[l->ord[at]].alloc], (UINT32_MAX - (uint64_t)(l->first[t + 1] - at)) << 32 | l->ord[at]);
 }
 
-/* Past the search: at each step the earliest-come next step that
- * alternates, else the earliest-come; its cost (ties.h). */
+/* Past the search: at each step a next step that alternates if any, of
+ * the thread with the most steps left, the earliest-come of those (the
+ * longest chain first, as in scheduling chains of tasks: one with many
+ * steps left needs the other threads' steps between its own, and taken
+ * late it runs out of them; the earliest-come alone, threads passing
+ * blocks through 64 slots in a LIFO free list, 8 threads, 420 events at
+ * each time, left 1 262 frees finding no block in 5 runs, this 1); its
+ * cost (ties.h). */
 static long walk_greedy(lattice *l, const an_tie_step *steps, size_t n, int live, uint32_t *out, size_t *work)
 {
     heads h[2] = {{l->heads, 0}, {l->heads + l->k, 0}}; /* frees, allocations */
@@ -216,7 +224,7 @@ static long walk_greedy(lattice *l, const an_tie_step *steps, size_t n, int live
     long total = 0;
     for (size_t i = 0; i < n; i++) {
         heads *from = h[!live].n ? &h[!live] : &h[live]; /* on a block a free alternates, else an allocation */
-        uint32_t at = heads_pop(from), t = l->tof[at];
+        uint32_t at = (uint32_t)heads_pop(from), t = l->tof[at];
         total += step_cost(&steps[at], &live);
         out[i] = at;
         l->pos[t]++;

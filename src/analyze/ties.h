@@ -25,8 +25,8 @@ typedef struct an_tie_step {
 
 /* States an_ties_order searches exactly (the product over the threads of
  * their events + 1, twice; threads of one event each count as two, their
- * frees and their allocations); past it, it takes the first thread whose
- * next event alternates, step by step. */
+ * frees and their allocations); past it, it takes step by step a next
+ * event that alternates, of the thread with the most events left. */
 #define AN_TIES_STATES (1u << 16)
 
 /* An order of the n steps (their indexes into out), each thread's in the

@@ -266,6 +266,30 @@ static void test_order_search(void **state)
     assert_int_equal(an_ties_order(two_frees, 2, 0, out, NULL), 3);
 }
 
+/* Past the search (3 x 3^10 x 4 states), the walk takes the step of the
+ * thread with the most left: two threads free once each (met first), ten
+ * free the block there and allocate one, and one frees and allocates
+ * twice, each time after another's free. The earliest-come first took a
+ * free of one step, then found no allocation to follow it. */
+static void test_walk_longest_first(void **state)
+{
+    (void)state;
+    an_tie_step steps[2 + 20 + 3];
+    uint32_t out[25];
+    size_t n = 0;
+    for (uint32_t t = 0; t < 2; t++)
+        steps[n++] = (an_tie_step){.thread = t, .alloc = 0};
+    for (uint32_t t = 2; t < 12; t++) {
+        steps[n++] = (an_tie_step){.thread = t, .alloc = 0};
+        steps[n++] = (an_tie_step){.thread = t, .alloc = 1};
+    }
+    steps[n++] = (an_tie_step){.thread = 12, .alloc = 0};
+    steps[n++] = (an_tie_step){.thread = 12, .alloc = 1};
+    steps[n++] = (an_tie_step){.thread = 12, .alloc = 1};
+    assert_int_equal(an_ties_order(steps, n, 1, out, NULL), 0);
+    assert_int_equal(out[0], 22); /* thread 12's free first */
+}
+
 /* A memory sample's probe after a tie, the process idle since: its heap
  * bytes are those of the order found (thread 2's allocation of X after
  * thread 1's free of the block there), not those of before the tie (the
@@ -410,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_random_ties),
         cmocka_unit_test(test_one_time_bounded),
         cmocka_unit_test(test_hostile_ties_bounded),
+        cmocka_unit_test(test_walk_longest_first),
         cmocka_unit_test(test_probe_after_tie),
         cmocka_unit_test(test_end_lets_ties_go),
     };
