@@ -450,6 +450,44 @@ static void test_exec_one_chrome_track(void **state)
     tu_free(&r);
 }
 
+/* A window in the middle, in Chrome's format: the track is the window's.
+ * The model's series goes on through the frees after --to, so
+ * analyze-phases's track had b3's free and c1 after the window's end, then
+ * the end's point back in time (perl's phases, --from phase2 --to phase3:
+ * 11.9 MiB at 2.5 s after 3.0 MiB at 4.1 s), and began before --from. Now
+ * every point is inside the window, in time order, from what was
+ * outstanding at its start (a1 and a2 at least) to the report's end. */
+static void test_chrome_track_in_the_window(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' record -o phases-chrome.ltr -- '%s'", tu_ltr(), tu_test_bin("analyze-phases"));
+    assert_int_equal(r.status, 0);
+    unsigned long long t1 = 0, t2 = 0;
+    assert_int_equal(sscanf(r.out, "%llu %llu", &t1, &t2), 2);
+    tu_free(&r);
+    uint64_t start = header_start("phases-chrome.ltr");
+    double from = (double)(t1 - start) / 1e9, to = (double)(t2 - start) / 1e9;
+    r = tu_run("'%s' export phases-chrome.ltr --format chrome --from %.9f --to %.9f -o phases.json --force "
+               "2>/dev/null && python3 -c \""
+               "import json\n"
+               "ev = json.load(open('phases.json'))['traceEvents']\n"
+               "c = [e for e in ev if e['name'] == 'heap outstanding bytes']\n"
+               "ts = [e['ts'] for e in c]\n"
+               "print('ordered' if ts == sorted(ts) else 'back in time',\n"
+               "      'inside' if min(ts) >= %.3f and max(ts) <= %.3f else 'outside',\n"
+               "      c[0]['args']['bytes'], c[-1]['args']['bytes'])\n"
+               "\"",
+               tu_ltr(), from, to, from * 1e6 - 0.001, to * 1e6 + 0.001);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    long long first = -1, last = -1;
+    const char *sp = strchr(r.out, ' ') ? strchr(strchr(r.out, ' ') + 1, ' ') : NULL;
+    if (!sp || sscanf(sp, "%lld %lld", &first, &last) != 2 || strncmp(r.out, "ordered inside ", 15) != 0 ||
+        first < 1000 + 2000 || last < 1000 + 4000 + 5000)
+        fail_msg("the window's track (%.6f .. %.6f s): %s", from, to, r.out);
+    tu_free(&r);
+}
+
 /* The "replaced_by_exec" of the entry of pid's n-th process running program
  * (a path's end), as text ("true", "false"), or NULL if there is none. */
 static const char *replaced_of(const char *json, long long pid, const char *program, int n)
@@ -1187,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_peak_freed_before_the_end),
         cmocka_unit_test(test_pid_used_again_is_no_exec),
         cmocka_unit_test(test_exec_one_chrome_track),
+        cmocka_unit_test(test_chrome_track_in_the_window),
         cmocka_unit_test(test_peak_in_time_order),
         cmocka_unit_test(test_far_behind_analyzed_again),
         cmocka_unit_test(test_pprof_with_go),
