@@ -467,9 +467,29 @@ static void count_record_damage(ltr_analysis *a)
     a->forged = ltr_trace_forged_count(a->trace);
 }
 
+/* Damage of whole chunks, not of records in intact ones: events the trace
+ * held and the analysis never met. */
+static uint64_t damaged_chunks(const ltr_analysis *a) { return a->sum.damage - a->bad_records; }
+
+/* Where the allocations of frees never paired may also be, beside before the
+ * trace: what the trace says it misses. A trace whose first EVENTS chunk was
+ * damaged had 15 of python3's frees said "allocated before the trace
+ * began, ..." alone. */
+static const char *unseen_also(const ltr_analysis *a)
+{
+    if (damaged_chunks(a))
+        return a->events_lost ? ", or their Alloc was among the events lost or in the trace's damaged stretches"
+                              : ", or their Alloc was in the trace's damaged stretches";
+    if (!a->sum.complete)
+        return a->events_lost ? ", or their Alloc was among the events lost or not yet written when the trace "
+                                "was cut short"
+                              : ", or their Alloc was not yet written when the trace was cut short";
+    return a->events_lost ? ", or their Alloc was among the events lost" : "";
+}
+
 static void warn_state(ltr_analysis *a)
 {
-    uint64_t chunks = a->sum.damage - a->bad_records, bad = a->bad_records - a->forged;
+    uint64_t chunks = damaged_chunks(a), bad = a->bad_records - a->forged;
     if (chunks)
         an_warn(a, "the trace is damaged (%llu problem(s)): only its intact chunks were analyzed, so "
                 "allocations and frees in the damaged stretches are missing",
@@ -515,12 +535,15 @@ static void warn_state(ltr_analysis *a)
         an_warn(a, "%llu free(s) of allocations the trace never saw were counted apart (allocated before "
                 "the trace began, before the heap agent started in their process, or by their parent before "
                 "it forked them: a shell's children free what it had%s); they change no total",
-             (unsigned long long)unseen, a->events_lost ? ", or their Alloc was among the events lost" : "");
+             (unsigned long long)unseen, unseen_also(a));
     if (implicit) /* why their frees are missing: what the trace says of it, not a guess */
         an_warn(a, "%llu address(es) were allocated again without a free in between: those frees are not in "
                 "the trace where the analysis met them (%s)", (unsigned long long)implicit,
                 a->model.late || a->model.unordered
                     ? "some events came later than it could hold, above"
+                : damaged_chunks(a) ? "in the trace's damaged stretches, or never recorded"
+                : !a->sum.complete ? "not yet written when the trace was cut short (each thread's buffer goes "
+                                     "to the file when it fills or at the next flush), or never recorded"
                 : a->events_lost ? "among the events lost, or never recorded"
                 : a->events_overwritten ? "among the events overwritten: a flight recorder overwrites one "
                                           "thread's full buffers while another thread's older events wait "

@@ -3,7 +3,8 @@
  * session of tests/programs/flush_target.c, flushed at a point the test
  * chooses, leaves a .part trace that reads (analyze, info, dump) with exactly
  * the blocks allocated before the flush; the session goes on and its final
- * trace has all of them. And the refusals: no session, a memory-mode
+ * trace has all of them. A chunk of it damaged, the analysis says where
+ * allocations are missing. And the refusals: no session, a memory-mode
  * session, a bad session name, an argument too many.
  */
 #include "util/testutil.h"
@@ -123,6 +124,44 @@ static void test_flushed_part_holds_what_came_before(void **state)
     free(a);
 }
 
+/* A trace whose EVENTS chunk before a flush is damaged: the frees after it
+ * of blocks allocated in it are frees of allocations the analysis never
+ * saw, and the warning said only "allocated before the trace began, before
+ * the heap agent started ..." (perl's 300 strings freed after the flush:
+ * 1 such free, and 405 damage problems said just above it). Now it names
+ * the damaged stretches too. */
+static void test_damage_said_where_allocations_are_missing(void **state)
+{
+    tu_expect_ok(tu_run("%s start heap --filemode --buffers 64", tu_ltr()));
+    tu_expect_ok(tu_run("%s run -- perl -e 'my $d = shift; my @a = map { \"a\" x 100 } 1..300; "
+                        "open(my $f, \">\", \"$d/ready\"); close $f; select(undef, undef, undef, 0.01) until -e "
+                        "\"$d/go\"; @a = (); open($f, \">\", \"$d/done\"); close $f' %s > %s/run.out 2>&1 &",
+                        tu_ltr(), dir, dir));
+    wait_for("ready");
+    char part[4096];
+    flush(part, sizeof part);
+    tu_result r = tu_run("touch %s/go", dir);
+    tu_free(&r);
+    wait_for("done");
+    tu_expect_ok(tu_run("%s stop %s/whole.ltr", tu_ltr(), dir));
+    /* a byte of the first EVENTS chunk's payload (docs/trace-format.md, "Chunks") flipped */
+    tu_expect_ok(tu_run("python3 -c \"import struct\n"
+                        "d = bytearray(open('%s/whole.ltr', 'rb').read()); off = 16\n"
+                        "while struct.unpack('<H', d[off + 4:off + 6])[0] != 3:\n"
+                        "    off += 32 + struct.unpack('<I', d[off + 8:off + 12])[0]\n"
+                        "d[off + 32 + struct.unpack('<I', d[off + 8:off + 12])[0] // 2] ^= 0xff\n"
+                        "open('%s/damaged.ltr', 'wb').write(d)\"",
+                        dir, dir));
+    r = tu_run("%s analyze %s/damaged.ltr", tu_ltr(), dir);
+    assert_int_equal(r.status, 3);
+    const char *w = strstr(r.out, "free(s) of allocations the trace never saw");
+    const char *end = w ? strchr(w, '\n') : NULL;
+    const char *said = w ? strstr(w, "or their Alloc was in the trace's damaged stretches") : NULL;
+    if (!w || !said || (end && said > end))
+        fail_msg("the frees of blocks allocated in the damaged chunk:\n%s", r.out);
+    tu_free(&r);
+}
+
 static void test_flush_refusals(void **state)
 {
     expect(tu_run("%s flush", tu_ltr()), 1, "no session named 'ltr' is running");
@@ -138,6 +177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_flushed_part_holds_what_came_before, fresh, done),
+        cmocka_unit_test_setup_teardown(test_damage_said_where_allocations_are_missing, fresh, done),
         cmocka_unit_test_setup_teardown(test_flush_refusals, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
