@@ -128,12 +128,21 @@
         }));
     });
     var colors = ["#c0392b", "#2471a3", "#1e8449", "#7d3c98", "#b9770e", "#566573"];
+    /* The bytes axis ticks at binary steps (1, 2, 4 ... 512 B, KiB, MiB, GiB),
+     * as its labels are binary units: uPlot's decimal steps put ticks
+     * 2 000 000 bytes apart, labelled 1.91 MiB, 3.81 MiB, 5.72 MiB ... (a perl
+     * run's chart), figures no one reads a scale from. */
+    var binaryIncrs = [];
+    [1, 1024, 1048576, 1073741824, 1099511627776].forEach(function (unit) {
+        for (var m = 1; m < 1024; m *= 2) binaryIncrs.push(m * unit);
+    });
     var chart = null;
     if (xs.length) {
         chart = new uPlot({
             width: Math.max(600, document.body.clientWidth - 40), height: 280,
             scales: { x: { time: false } },
-            axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } }, { values: function (u, v) { return v.map(size); }, size: 70 }],
+            axes: [{ label: "seconds", values: function (u, v) { return v.map(function (x) { return +x.toPrecision(4); }); } },
+                   { values: function (u, v) { check.yticks = v; return v.map(size); }, incrs: binaryIncrs, size: 70 }],
             series: [{ label: "s" }].concat(keys.map(function (k) { /* a process's color; private bytes dashed */
                 var c = colors[shown.indexOf(whose(k)) % colors.length];
                 return { label: k, stroke: c, width: 1.5, dash: sampled(k) ? [6, 4] : undefined,
@@ -158,6 +167,7 @@
                         ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
                     });
                     ctx.restore();
+                    publish(); /* the axis's ticks (check.yticks), known once it is drawn */
                 }],
                 setSelect: [function (u) {
                     if (u.select.width > 2)

@@ -49,7 +49,10 @@ static const char check_py[] =
     "print('rates=%d growing=%d' % (len(re.findall(r'/min</td>', dom)), len(re.findall(r'>growing over [0-9.]+ s</td>', dom))))\n"
     "s = c.get('spark') or {}\n"
     "fits = s.get('to_s') is not None and abs(s['end_s'] - s['to_s']) <= s['width_s'] + 1e-9\n"
-    "print('spark_fits=%d' % fits, s)\n";
+    "print('spark_fits=%d' % fits, s)\n"
+    "y = c.get('yticks') or []\n"
+    "step = y[1] - y[0] if len(y) > 1 else 0\n"
+    "print('yticks_binary=%d' % (step > 0 and step & (step - 1) == 0 and all(v % step == 0 for v in y)), y)\n";
 
 /* The timeline's steps, read back from the drawn page: probe.py PAGE OUT
  * writes a copy of the page that keeps the uPlot chart (a wrapper of the
@@ -171,6 +174,10 @@ static void test_page_in_chromium(void **state)
          * levelled off (a python3 leak of 41 s: flat over its last 37 %) */
         if (i == 0 && tu_field(r.out, "spark_fits") != 1)
             fail_msg("the stacks' charts do not end at the window's end: %s", r.out);
+        /* the bytes axis ticks at binary steps, as its labels are in KiB and
+         * MiB: decimal steps labelled it 1.91 MiB, 3.81 MiB, 5.72 MiB ... */
+        if (i == 0 && tu_field(r.out, "yticks_binary") != 1)
+            fail_msg("the bytes axis's ticks are not binary steps: %s", r.out);
         /* a run of a second or so: the steady leak is "growing over N s", as
          * ltr analyze says, never a rate per minute (the page said "893
          * MiB/min" of a half-second python3 run), and in a range too (where
