@@ -480,10 +480,6 @@ static const char *unseen_also(const ltr_analysis *a)
     if (damaged_chunks(a))
         return a->events_lost ? ", or their Alloc was among the events lost or in the trace's damaged stretches"
                               : ", or their Alloc was in the trace's damaged stretches";
-    if (!a->sum.complete)
-        return a->events_lost ? ", or their Alloc was among the events lost or not yet written when the trace "
-                                "was cut short"
-                              : ", or their Alloc was not yet written when the trace was cut short";
     return a->events_lost ? ", or their Alloc was among the events lost" : "";
 }
 
@@ -542,8 +538,6 @@ static void warn_state(ltr_analysis *a)
                 a->model.late || a->model.unordered
                     ? "some events came later than it could hold, above"
                 : damaged_chunks(a) ? "in the trace's damaged stretches, or never recorded"
-                : !a->sum.complete ? "not yet written when the trace was cut short (each thread's buffer goes "
-                                     "to the file when it fills or at the next flush), or never recorded"
                 : a->events_lost ? "among the events lost, or never recorded"
                 : a->events_overwritten ? "among the events overwritten: a flight recorder overwrites one "
                                           "thread's full buffers while another thread's older events wait "
