@@ -447,11 +447,33 @@ static int frame_cb(Dwfl_Frame *f, void *arg)
     return fr->n == MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
+/* Whether pc is in one of the module's loaded segments, when its ELF tells.
+ * libdw makes one module of a file's mappings from the first to the next
+ * file's, so a file mapped twice with only anonymous memory between (node
+ * remaps its builtins' text: /usr/bin/node at 0x400000 and again at
+ * 0x7f...) spans the JIT code between them, which was named "node+0x7f4b7ebc7374". */
+static bool in_segment(Dwfl_Module *m, uint64_t pc)
+{
+    Dwarf_Addr bias = 0;
+    Elf *e = dwfl_module_getelf(m, &bias);
+    size_t n = 0;
+    if (!e || elf_getphdrnum(e, &n) != 0)
+        return true; /* nothing to tell by: the range libdw has */
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && pc - bias >= ph.p_vaddr &&
+            pc - bias - ph.p_vaddr < ph.p_memsz)
+            return true;
+    }
+    return false;
+}
+
 Dwfl_Module *sys_addr_module(Dwfl *d, uint64_t pc, uint64_t *start)
 {
     Dwfl_Module *m = dwfl_addrmodule(d, pc);
     Dwarf_Addr lo = 0, hi = 0;
-    if (!m || !dwfl_module_info(m, NULL, &lo, &hi, NULL, NULL, NULL, NULL) || pc < lo || pc >= hi)
+    if (!m || !dwfl_module_info(m, NULL, &lo, &hi, NULL, NULL, NULL, NULL) || pc < lo || pc >= hi ||
+        !in_segment(m, pc))
         return NULL;
     *start = lo;
     return m;

@@ -13,7 +13,9 @@
  * libdw's stat() of it gets no FIFO opened: its ELF comes from the inode
  * mapped (/proc/PID/map_files), and the vDSO's from memory, as before.
  * A writer waiting in open() of the FIFO is let through by any open of its
- * read side: still waiting afterwards means no one opened it.
+ * read side: still waiting afterwards means no one opened it. And a frame
+ * is a module's only inside its loaded segments, not in anonymous memory
+ * between two mappings of one file.
  */
 #include "system/internal.h"
 #include "util/testutil.h"
@@ -243,6 +245,73 @@ static void test_addr_outside_modules(void **state)
     dwfl_end(d);
 }
 
+/* The range of the executable's mappings, and the start of the next file
+ * mapping above them (0: none). */
+static void exe_span(uint64_t *lo, uint64_t *hi, uint64_t *next)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[4608];
+    unsigned long long a, b;
+    *lo = *hi = *next = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *path = strchr(line, '/'), *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        if (sscanf(line, "%llx-%llx", &a, &b) != 2 || !path)
+            continue;
+        if (!strcmp(path, exe)) {
+            *lo = *lo ? *lo : a;
+            *hi = b;
+        } else if (*hi && !*next) {
+            *next = a;
+        }
+    }
+    fclose(f);
+}
+
+/* A file mapped twice with no other file between (node remaps its builtins'
+ * text, /usr/bin/node at 0x400000 and again at 0x7f...): libdw makes one
+ * module from the first mapping to the second, and the JIT code between
+ * them, anonymous, was the executable's: CPU samples of node named it
+ * "node+0x7f4b7ebc7374" where the heap's stacks of the same trace say
+ * "?? 0x7f4b7efc7375". A frame is a module's only inside its segments. */
+static void test_anon_between_two_mappings_of_a_file(void **state)
+{
+    (void)state;
+    uint64_t lo, hi, next;
+    exe_span(&lo, &hi, &next);
+    long page = sysconf(_SC_PAGESIZE);
+    if (!lo || !next || next - hi < (256ull << 20))
+        skip();
+    int fd = open("/proc/self/exe", O_RDONLY);
+    assert_true(fd >= 0);
+    void *want_copy = (void *)(uintptr_t)(next - (64ull << 20)), *want_anon = (void *)(uintptr_t)(next - (128ull << 20));
+    void *copy = mmap(want_copy, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+    void *anon = mmap(want_anon, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                      -1, 0);
+    close(fd);
+    if (copy != want_copy || anon != want_anon)
+        skip(); /* the room was taken */
+    sys_mod_data mods;
+    Dwfl *d = sys_proc_dwfl_report((uint32_t)getpid(), &mods);
+    assert_non_null(d);
+    uint64_t start = 0;
+    assert_non_null(sys_addr_module(d, (uint64_t)(uintptr_t)&test_anon_between_two_mappings_of_a_file, &start));
+    assert_int_equal(start, lo);
+    Dwfl_Module *m = sys_addr_module(d, (uint64_t)(uintptr_t)anon + 16, &start);
+    if (m)
+        fail_msg("an anonymous page at %p is the module at 0x%llx's (its range 0x%llx-0x%llx, mapped again at %p)",
+                 anon, (unsigned long long)start, (unsigned long long)lo, (unsigned long long)hi, copy);
+    dwfl_end(d);
+    munmap(copy, (size_t)page);
+    munmap(anon, (size_t)page);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_deleted_name_opened_as_mapped),
         cmocka_unit_test(test_vdso_found),
         cmocka_unit_test(test_addr_outside_modules),
+        cmocka_unit_test(test_anon_between_two_mappings_of_a_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
