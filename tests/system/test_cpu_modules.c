@@ -290,10 +290,11 @@ static void test_anon_between_two_mappings_of_a_file(void **state)
         skip();
     int fd = open("/proc/self/exe", O_RDONLY);
     assert_true(fd >= 0);
-    void *want_copy = (void *)(uintptr_t)(next - (64ull << 20)), *want_anon = (void *)(uintptr_t)(next - (128ull << 20));
+    void *want_copy = (void *)(uintptr_t)(next - (64ull << 20));
+    void *want_anon = (void *)(uintptr_t)(next - (128ull << 20));
     void *copy = mmap(want_copy, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
-    void *anon = mmap(want_anon, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                      -1, 0);
+    void *anon = mmap(want_anon, (size_t)page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     close(fd);
     if (copy != want_copy || anon != want_anon)
         skip(); /* the room was taken */
