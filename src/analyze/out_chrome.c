@@ -74,6 +74,16 @@ static void names(chrome *c, uint32_t pid)
     }
 }
 
+/* Whether ts is inside --from and --to. The heap snapshots are all the
+ * analysis's, numbered as it lists them, so the window is applied here,
+ * as the model applies it to markers and memory counters: 'ltr export
+ * --format chrome --from 3' of a trace of seven snapshots a second had the
+ * three before 3 s, points and instants, before the track's start. */
+static bool in_window(const ltr_analysis *a, uint64_t ts)
+{
+    return (!a->from_set || ts >= a->win_start) && (!a->to_set || ts <= a->win_end);
+}
+
 static void counter_point(chrome *c, uint32_t pid, uint64_t ts, uint64_t bytes)
 {
     begin(c, "C", "heap outstanding bytes", pid, 0, us(c->a, ts));
@@ -139,6 +149,8 @@ static void instants(chrome *c)
     }
     for (size_t i = 0; i < c->a->nsnaps; i++) {
         const an_snapshot *s = &c->a->snaps[i];
+        if (!in_window(c->a, s->ts))
+            continue;
         char name[64];
         snprintf(name, sizeof name, "heap snapshot %zu", i + 1);
         begin(c, "i", name, s->pid, 0, us(c->a, s->ts));
@@ -161,9 +173,11 @@ static void snapshot_counters(chrome *c, an_proc *const *procs, size_t np)
 {
     for (size_t i = 0; i < c->a->nsnaps; i++) {
         const an_snapshot *s = &c->a->snaps[i];
+        if (!in_window(c->a, s->ts))
+            continue;
         bool named = has_heap_events(procs, np, s->pid);
         for (size_t j = 0; j < i && !named; j++)
-            named = c->a->snaps[j].pid == s->pid;
+            named = c->a->snaps[j].pid == s->pid && in_window(c->a, c->a->snaps[j].ts);
         if (!named)
             names(c, s->pid);
         if (s->complete <= 0)

@@ -289,6 +289,26 @@ static char *trend_entry(const char *json, const char *fn)
     return NULL;
 }
 
+/* Chrome's format of a window from the third periodic snapshot (text, the
+ * analysis's list): the snapshots before it are out of the window, as its
+ * markers and memory counters are (they were all there, points and
+ * instants, before the heap track's start). */
+static void chrome_from_third_snapshot(const char *trace, const char *text)
+{
+    const char *third = strstr(text, "snapshot:3 process ");
+    const char *at = third ? strstr(third, " at ") : NULL;
+    assert_non_null(at);
+    double from = atof(at + 4);
+    tu_result r = tu_run("%s export %s --format chrome --from %.3f -o - | python3 -c \"import json, sys\n"
+                         "ev = json.load(sys.stdin)['traceEvents']\n"
+                         "ev = [e for e in ev if e['name'].startswith('heap snapshot')]\n"
+                         "print('snapshot_events=%%d before=%%d' %% (len(ev), sum(e['ts'] < %.0f for e in ev)))\"",
+                         tu_ltr(), trace, from, from * 1e6);
+    if (r.status != 0 || tu_field(r.out, "snapshot_events") < 2 || tu_field(r.out, "before") != 0)
+        fail_msg("chrome's events of the snapshots from %.3f s: %s%s", from, r.out, r.err);
+    tu_free(&r);
+}
+
 /* Periodic snapshots of a slow leak under bursty churn, with a cache that
  * levels off: --trend puts the leak first as a leak, the cache as a
  * plateau, and no churn stack as a leak. The snapshots start before the
@@ -335,6 +355,7 @@ static void test_trend_finds_the_slow_leak(void **state)
      * (its fill, the whole series' slope) under the leak's +17.6 MiB/hour */
     if (!strstr(r.out, " plateau: levelled off, ") || strstr(r.out, " plateau: +"))
         fail_msg("the plateau's line: %s", r.out);
+    chrome_from_third_snapshot(trace, r.out);
     tu_free(&r);
     /* ltr report's page shows the snapshots and the leak's verdict first */
     /* the page beside the trace, in the test's own directory */
