@@ -42,7 +42,7 @@ static void help(void)
            "                    above it are left out, as in ltr analyze's text\n"
            "  --snapshot N      pprof and folded: heap snapshot N (snapshot:N of 'ltr\n"
            "                    analyze'), its live blocks by stack, instead of the\n"
-           "                    heap events\n\n"
+           "                    heap events (not with --from, --to or --cpu)\n\n"
            "exit status: 0 done, 1 the trace could not be read, OUT not written, or the\n"
            "window or --pid is not one of the trace (as for ltr analyze),\n"
            "2 bad usage, 3 the trace is damaged (its intact part was exported).\n");
@@ -76,6 +76,14 @@ int cmd_export(int argc, char **argv)
         return rc;
     if (args.opts.snapshot && args.format != LTR_REPORT_PPROF && args.format != LTR_REPORT_FOLDED) {
         cli_fail("export", "--snapshot goes with --format pprof or folded");
+        return cli_usage_error("export", USAGE);
+    }
+    /* a snapshot is one time and heap blocks: a window or the CPU samples
+     * beside it were ignored, the snapshot written whole (--from 3 with a
+     * snapshot of 1 s) or the CPU samples instead of it, with exit 0 */
+    if (args.opts.snapshot && (args.opts.from || args.opts.to || args.opts.cpu)) {
+        cli_fail("export", "--snapshot N exports snapshot N whole, its live blocks: it takes neither --from, --to "
+                 "nor --cpu ('ltr analyze --from snapshot:N --to snapshot:M' compares two)");
         return cli_usage_error("export", USAGE);
     }
     if (args.format == LTR_REPORT_CHROME && (args.opts.cpu || args.opts.snapshot)) {

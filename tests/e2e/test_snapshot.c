@@ -197,6 +197,15 @@ static void test_single_snapshot_counts(void **state)
     r = tu_run("%s export %s --format json --snapshot 1 -o -", tu_ltr(), trace);
     assert_int_equal(r.status, 2);
     tu_free(&r);
+    /* a window or --cpu beside --snapshot is refused: the snapshot went out
+     * whole whatever the window, or the CPU samples instead, exit 0 */
+    const char *const beside[] = {"--from 1000", "--to 0", "--cpu"};
+    for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+        r = tu_run("%s export %s --format folded --snapshot 1 %s -o -", tu_ltr(), trace, beside[i]);
+        if (r.status != 2 || !strstr(r.err, "--snapshot N exports snapshot N whole") || *r.out)
+            fail_msg("--snapshot 1 %s: status %d: %s%s", beside[i], r.status, r.out, r.err);
+        tu_free(&r);
+    }
     /* without --snapshot the heap events are exported, and this trace has
      * none: an empty profile is said, with the way to the snapshot (pprof
      * was silent, folded's advice was --to T) */
