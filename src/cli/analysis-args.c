@@ -145,6 +145,15 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
                  : out->opts.trend ? "--trend" : "--format csv");
         return cli_usage_error(cmd, usage);
     }
+    /* their own events over a time window: a trend or two snapshots' difference
+     * beside them was ignored, the whole trace's samples, mappings or files
+     * reported with exit 0 */
+    const char *own = out->opts.cpu ? "--cpu" : alone;
+    if (own && (out->opts.trend || names_snapshot(out->opts.from) || names_snapshot(out->opts.to))) {
+        cli_fail(cmd, "%s reports its events over a time window: not with %s", own,
+                 out->opts.trend ? "--trend" : "a difference of heap snapshots (snapshot:N)");
+        return cli_usage_error(cmd, usage);
+    }
     if (is_export == CLI_REPORT) { /* ltr report: the page's own analysis */
         if (out->format || out->opts.cpu || out->opts.snapshot || out->opts.full_stacks) {
             cli_fail(cmd, "the page takes none of --format, --cpu, --snapshot, --full-stacks");

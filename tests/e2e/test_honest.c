@@ -188,7 +188,7 @@ static void test_csv_says_what_it_lacks(void **state)
 
 /* --trend and a difference of snapshots are not rows of the CSV table:
  * asked for with --format csv, they are refused (the table came without
- * them, exit 0). */
+ * them, exit 0); nor with --cpu, --mapped or --files. */
 static void test_csv_refuses_what_it_cannot_hold(void **state)
 {
     const char *dir = *state;
@@ -198,6 +198,15 @@ static void test_csv_refuses_what_it_cannot_hold(void **state)
                 "not csv");
     expect_fail(tu_run("%s export %s/m.ltr --from snapshot:1 --to snapshot:2 --format csv -o -", LTR, dir), 2,
                 "not csv");
+    /* nor are they CPU samples, mappings or files: the whole trace's were
+     * reported in their place, exit 0 */
+    const char *const own[] = {"--cpu", "--mapped", "--files"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+        expect_fail(tu_run("%s analyze %s/m.ltr %s --from snapshot:1 --to snapshot:2", LTR, dir, own[i]), 2,
+                    "not with a difference of heap snapshots");
+        if (i == 0)
+            expect_fail(tu_run("%s analyze %s/m.ltr --cpu --trend", LTR, dir), 2, "--cpu reports its events");
+    }
 }
 
 /* A flight recorder overwrites full buffers, oldest first, while another
