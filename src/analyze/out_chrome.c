@@ -8,7 +8,8 @@
  * has them (private bytes, RSS, swap), its heap snapshots' live bytes (a
  * counter track of its own: a trace of snapshots alone had no track at all,
  * and ltr report's chart was empty); markers and heap snapshots as
- * instant events ("ph":"i"). Times are microseconds from the trace's start.
+ * instant events ("ph":"i"). Times are microseconds from the trace's start;
+ * all of it is the window's (--from, --to).
  */
 #include "analyze/internal.h"
 #include "prim/prim.h"
