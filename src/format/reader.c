@@ -239,6 +239,9 @@ static int load_chunk(ltr_trace *t)
         stop_readahead(t);
         ltr_fetch_chunk(t->fd, t->file_size, t->pos, t->dctx, &t->own);
         f = &t->own;
+    } else if (f->kind == LTR_FETCH_YOURS) {
+        ltr_fetch_chunk(t->fd, t->file_size, f->pos, t->dctx, &t->own); /* the same fetch, on this core */
+        f = &t->own;
     }
     if (f->kind == LTR_FETCH_END || f->kind == LTR_FETCH_ERROR) {
         int rc = f->kind == LTR_FETCH_END ? 0 : f->err;

@@ -149,6 +149,7 @@ typedef enum ltr_fetch_kind {
     LTR_FETCH_BAD_CRC,
     LTR_FETCH_BAD_ZSTD,     /* why = zstd's error, or "wrong size" */
     LTR_FETCH_OK,           /* raw holds raw_len bytes */
+    LTR_FETCH_YOURS,        /* the header is usable (h, next), the rest is the reader's to fetch (readahead.c) */
 } ltr_fetch_kind;
 
 /* The values of an EVENTS chunk's column blocks, decoded by the read-ahead

@@ -3,7 +3,9 @@
  * (format/readahead.c) and its block-level API (format/reader.h): a file
  * cut at every offset, with a byte flipped in every position and with
  * garbage between chunks reads the same with the thread as without it
- * (events, summary, every damage entry); rewinding and closing in the middle
+ * (events, summary, every damage entry), also with the column values
+ * decoded ahead, and the reader fetches the chunks it waits for itself;
+ * rewinding and closing in the middle
  * of a scan stop the thread cleanly (ASan checks the leaks); a consumer that
  * takes records through ltr_trace_block and reports them leaves exactly the
  * counts of a plain scan. The column values the thread decodes ahead
@@ -55,12 +57,13 @@ typedef struct scan {
     size_t ndamage;
 } scan;
 
+/* readahead 2: the thread decodes column values too (`ltr analyze`'s reader). */
 static void read_all(const char *path, int readahead, scan *s)
 {
     memset(s, 0, sizeof *s);
     ltr_trace *t;
     ltr_error err;
-    s->open_rc = ltr_trace_open(path, &t, &err);
+    s->open_rc = ltr_trace_open_decoding(path, readahead == 2, &t, &err);
     if (s->open_rc < 0)
         return;
     ltr_trace_set_readahead(t, readahead);
@@ -77,11 +80,11 @@ static void read_all(const char *path, int readahead, scan *s)
     ltr_trace_close(t);
 }
 
-static void same_scan(const char *path)
+static void same_scan_as(const char *path, int readahead)
 {
     static scan a, b;
     read_all(path, 0, &a);
-    read_all(path, 1, &b);
+    read_all(path, readahead, &b);
     assert_int_equal(a.open_rc, b.open_rc);
     assert_int_equal(a.rc, b.rc);
     assert_int_equal(a.n, b.n);
@@ -96,6 +99,12 @@ static void same_scan(const char *path)
         assert_int_equal(a.damage[i].count, b.damage[i].count);
         assert_string_equal(a.damage[i].detail, b.damage[i].detail);
     }
+}
+
+static void same_scan(const char *path)
+{
+    same_scan_as(path, 1);
+    same_scan_as(path, 2);
 }
 
 static void test_intact_same_with_thread(void **state)
@@ -145,6 +154,24 @@ static void test_garbage_same_with_thread(void **state)
     read_all(f->work, 1, &s);
     assert_true(s.sum.damage > 0);
     same_scan(f->work);
+}
+
+/* A chunk the reader waits for it fetches itself (readahead.c's
+ * reader_takes), the thread going on to the next: at the start it holds
+ * none, so the first (the HEADER chunk) is always its own. */
+static void test_reader_fetches_what_it_waits_for(void **state)
+{
+    fixture *f = *state;
+    ltr_trace *t;
+    ltr_error err;
+    setenv("LTR_READAHEAD", "1", 1); /* the thread from the open's first chunk on */
+    assert_int_equal(ltr_trace_open_decoding(f->path, 1, &t, &err), 0);
+    unsetenv("LTR_READAHEAD");
+    assert_non_null(t->ra);
+    assert_int_equal(t->own.kind, LTR_FETCH_OK);
+    assert_int_equal(t->own.h.type, LTR_CHUNK_HEADER);
+    assert_non_null(t->own.raw);
+    ltr_trace_close(t);
 }
 
 /* Rewinds after every number of events, and closes mid-scan: the thread is
@@ -418,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_truncation_same_with_thread),
         cmocka_unit_test(test_bit_flips_same_with_thread),
         cmocka_unit_test(test_garbage_same_with_thread),
+        cmocka_unit_test(test_reader_fetches_what_it_waits_for),
         cmocka_unit_test(test_rewind_and_close_mid_scan),
         cmocka_unit_test(test_block_api_keeps_counts),
         cmocka_unit_test(test_values_ahead_bounded),
