@@ -30,6 +30,11 @@ typedef struct shm_count {
 typedef struct collector_state {
     ltr_ring_view ring;
     buf_note *notes;
+    /* file mode, during a flush: the buffers being filled when it began
+     * (flush_active), and the published ones it found still queued */
+    uint32_t *flushing, *queued_now;
+    uint64_t *flushing_seq; /* their seq then (ltr_ring_buf.seq) */
+    uint32_t nflushing, nqueued_now;
     uint8_t *copy;           /* memory mode: a buffer copied out for a save */
     uint64_t *saved_seq;     /* memory mode, per buffer: 1 + the seq a save wrote, 0 if none */
     uint32_t *saved_events;  /* and how many of its events it wrote */
@@ -292,6 +297,11 @@ void rec_window_free(rec_save_window *sw);
 /* The time of the first event buffer idx of collector c holds, 0 if none
  * can be read (a buffer being filled or taken over: a hint, not a promise). */
 uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx);
+/* File mode, in a flush: whether the piece of buffer idx, being filled,
+ * must wait for the next flush: its thread (pid and tid) has another
+ * buffer among queued (n of them: published, not yet taken), which came
+ * before it. A CPU's buffer never waits (its records carry their times). */
+bool rec_piece_waits(const ltr_ring_view *ring, const uint32_t *queued, uint32_t n, uint32_t idx);
 /* Copies the metadata region's new records out (into what the next round
  * writes or keeps), and frees their place for producers. */
 void rec_pull_metadata(recorder *r);

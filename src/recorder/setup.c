@@ -102,7 +102,11 @@ static int alloc_notes(recorder *r, ltr_error *err)
         cs->saved_seq = calloc(cs->ring.nbuf, sizeof *cs->saved_seq);
         cs->saved_events = calloc(cs->ring.nbuf, sizeof *cs->saved_events);
         cs->saved_first_ns = calloc(cs->ring.nbuf, sizeof *cs->saved_first_ns);
-        if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events || !cs->saved_first_ns)
+        cs->flushing = calloc(cs->ring.nbuf, sizeof *cs->flushing);
+        cs->queued_now = calloc(cs->ring.nbuf, sizeof *cs->queued_now);
+        cs->flushing_seq = calloc(cs->ring.nbuf, sizeof *cs->flushing_seq);
+        if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events || !cs->saved_first_ns ||
+            !cs->flushing || !cs->queued_now || !cs->flushing_seq)
             return ltr_fail(err, ENOMEM, "out of memory");
         if (r->cfg.mode == LTR_MODE_FILE)
             continue;
@@ -413,6 +417,9 @@ void rec_teardown(recorder *r)
     rec_markers_free(r);
     for (unsigned c = 0; c < LTR_MAX_COLLECTORS; c++) {
         free(r->col[c].notes);
+        free(r->col[c].flushing);
+        free(r->col[c].queued_now);
+        free(r->col[c].flushing_seq);
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
         free(r->col[c].saved_events);
