@@ -565,14 +565,14 @@ static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, u
     return c->bi == c->nbig ? slot_run(c, slot, recs, n, ev, refs, 0) : slot_run(c, slot, recs, n, ev, refs, 1);
 }
 
-/* One field's values of an entry's records (refd: the entry has references). */
+/* One field's values of an entry's records (pnew: the entry has a pnew, whose reference reads the size). */
 static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t *recs, uint32_t n, an_event *ev,
-                             ltr_refev *refs, int refd)
+                             ltr_refev *refs, int pnew)
 {
     switch (ref < 0 ? slot : AN_F_COUNT + 1) {
     case AN_F_ADDR: return slot_values(c, AN_F_ADDR, recs, n, ev, NULL);
     case AN_F_OLD: return slot_values(c, AN_F_OLD, recs, n, ev, NULL);
-    case AN_F_SIZE: return slot_values(c, AN_F_SIZE, recs, n, ev, refd ? refs : NULL);
+    case AN_F_SIZE: return slot_values(c, AN_F_SIZE, recs, n, ev, pnew ? refs : NULL);
     case AN_F_STACK: return slot_values(c, AN_F_STACK, recs, n, ev, NULL);
     case AN_F_COUNT: return slot_values(c, AN_F_COUNT, recs, n, ev, NULL);
     default: break;
@@ -773,14 +773,13 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
     for (uint32_t e = 0; e < cv->nt; e++) {
         const entry_plan *ep = &w->eps[e];
         const uint16_t *recs = &we.recs[we.first[e]];
-        int refd = ep->ref[0] >= 0 || ep->ref[1] >= 0;
         for (uint32_t j = 0; we.cnt[e] && j < ep->k; j++) {
-            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, refd);
+            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, ep->has[0]);
             if (t < we.cnt[e] && recs[t] < full)
                 full = recs[t];
         }
-        for (uint32_t t = 0; refd && !ep->sized && t < we.cnt[e]; t++)
-            refs[recs[t]].size = 0; /* as the model's size field of a layout without one */
+        for (uint32_t t = 0; ep->has[0] && !ep->sized && t < we.cnt[e]; t++)
+            refs[recs[t]].size = 0; /* as the model's size field of a layout without one (a free's is not read) */
     }
     uint32_t taken = window_records(w, &we, ev, refs, full);
     ix->i += taken;

@@ -214,7 +214,7 @@ typedef struct ltr_refev {
     uint8_t has[2];   /* [0]: a pnew field, [1]: a pref field */
     uint64_t code[2]; /* as stored */
     uint64_t addr[2]; /* where the code is 0, the address stored; resolved ones are filled in */
-    uint64_t size;    /* the layout's model size field (ltr_layout_model_size), else 0 */
+    uint64_t size;    /* the layout's model size field (ltr_layout_model_size), else 0; read only with a pnew */
     /* set by ltr_refseq_resolve_event for the commit */
     uint8_t ok[2];
     int place;      /* the list place the pnew took, -1: none */
