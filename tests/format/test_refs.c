@@ -746,6 +746,35 @@ static void test_analyzer_reads_references(void **state)
     sizes_by_address = 0;
 }
 
+/* A thread's times that go back inside a block (its clock stepped back):
+ * the fast path takes a window's least and most times from its ends only
+ * while none did (blocks.c, stamps); here the latest and the earliest are
+ * in the middle of a block of 10 buffers. The reports agree with a record
+ * at a time, and the trace lasts to the latest. */
+static void test_times_back_in_a_block(void **state)
+{
+    (void)state;
+    script all = make_script(20000, 31);
+    script s = thread_1000(&all);
+    s.v[s.n / 2 + 5].ts += 7000000000ull;
+    s.v[s.n / 3 + 5].ts -= 500000000ull;
+    const char *path = gen_tmp("back.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1 << 20);
+    write_thread_buffers(w, &s, 1, 5, false); /* the block after the gap is read whole (the first's first record is not) */
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    char *js = analysis_json(path), *d = strstr(js, "\"duration_s\":");
+    assert_non_null(d);
+    double secs = strtod(d + strlen("\"duration_s\":"), NULL);
+    print_message("duration %.9f s\n", secs);
+    assert_true(secs > 7.0 && secs < 7.1);
+    free(js);
+    unlink(path);
+    free(s.v);
+    free(all.v);
+}
+
 /* Freed blocks coming back to requests of their size class: most
  * allocations are told by their place in the class's list, and every
  * address comes back. */
@@ -2272,6 +2301,7 @@ int main(void)
         cmocka_unit_test(test_tiny_addresses_grow_a_record),
         cmocka_unit_test(test_many_processes),
         cmocka_unit_test(test_analyzer_reads_references),
+        cmocka_unit_test(test_times_back_in_a_block),
         cmocka_unit_test(test_allocator_model_tells_reuse_by_place),
         cmocka_unit_test(test_lost_chunk_distrusts_the_model),
         cmocka_unit_test(test_format4_codes_still_read),
