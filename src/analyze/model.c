@@ -8,9 +8,16 @@
  * once and the block dropped; a free before `from` ends a block that never
  * mattered to the window.
  *
- * A temporary allocation is one whose free is the very next heap event of the
- * thread that allocated it (heaptrack's definition): memory churn that a
- * pool or a stack buffer would avoid.
+ * A temporary allocation is memory churn that a pool or a stack buffer would
+ * avoid. Counted as heaptrack_print counts it (accumulatedtracedata.cpp): a
+ * free (a realloc's free half too, a realloc being a free and then an
+ * allocation) whose thread's heap event before it was an allocation of the
+ * same size and stack as the freed block (heaptrack compares those, not the
+ * address), allocated inside the window. heaptrack looks at the process's
+ * order of events; here it is the thread's, since threads' events at one
+ * time come in no known order (ties below): in a process of one thread
+ * both are the same. A free of a block never seen is no event of that
+ * order, as heaptrack's interpreter drops it.
  *
  * The agent stamps events to 100 us, so threads often share a time, and
  * the time-order stage cannot know the order of their events within it: a
@@ -55,11 +62,11 @@ typedef struct an_pending {
 /* An event held back at an_proc.tie_ts (model.c's header). */
 typedef struct an_tie_op {
     uint64_t addr, size;
-    uint32_t tid, stack; /* an allocation's an_live.stack (its stack's index, inside bit) */
+    uint32_t tid, stack; /* an allocation's an_live.stack (its stack's index, inside bit); a free's size and
+                          * stack: its thread's allocation just before (an_thread), to tell a temporary */
     uint32_t rank;       /* its address's among those held back (an_contest) */
     uint8_t alloc;       /* an allocation, or a free */
     uint8_t realloc;     /* a free: of a realloc */
-    uint8_t after;       /* a free: its thread's event before allocated addr (a temporary, if that block) */
 } an_tie_op;
 
 /* A free modelled at an_proc.freed_ts, of block, kept so that it can be
@@ -69,7 +76,7 @@ typedef struct an_freed_at {
     an_live block; /* as it was; block.addr 0: taken back already */
     uint32_t tid;
     uint32_t prev; /* the free of its address kept before it (an index in an_proc.freed_at), or UINT32_MAX */
-    uint8_t realloc, after, temporary; /* as an_tie_op's, and what end_freed was told */
+    uint8_t realloc, temporary; /* as an_tie_op's, and what end_freed was told */
 } an_freed_at;
 /* The frees kept at one time: at most FREED_MAX (a trace whose every
  * event has one time keeps memory bounded), the last of each address
@@ -90,9 +97,13 @@ typedef struct an_contest {
     uint32_t rank; /* in the order the addresses were held back */
 } an_contest;
 
+/* A thread's last heap event, if an allocation inside the window: its size
+ * and an_live.stack (stack 0: none, never an inside block's), so that a free
+ * next of a block of both is a temporary (model.c's header). */
 typedef struct an_thread {
     uint64_t tid;
-    uint64_t addr; /* last allocation of the thread, 0 once anything else happened */
+    uint64_t size;
+    uint32_t stack;
 } an_thread;
 
 typedef struct an_index {
@@ -336,7 +347,6 @@ static an_thread *thread_slow(an_model *m, an_proc *p, uint32_t tid)
     return t;
 }
 
-/* Counts a block that an allocation inside the window created. */
 /* The thread's last allocation, which the next event of the thread replaces. */
 HOT an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
 {
@@ -345,6 +355,31 @@ HOT an_thread *thread_of(an_model *m, an_proc *p, uint32_t tid)
     return thread_slow(m, p, tid);
 }
 
+/* The thread's event (t NULL: without memory): an allocation of size at
+ * live stack (an_live.stack), of which one before the window is none. */
+HOT void thread_alloc(an_thread *t, uint64_t size, uint32_t live_stack)
+{
+    if (!t)
+        return;
+    t->size = size;
+    t->stack = live_stack & LIVE_INSIDE ? live_stack : 0;
+}
+
+/* A free, of t's thread (t NULL: without memory). */
+HOT void thread_free(an_thread *t)
+{
+    if (t)
+        t->stack = 0;
+}
+
+/* Whether a free of b is a temporary, its thread's event before it an
+ * allocation of size at stack (an_thread's). */
+HOT int is_temporary(uint64_t size, uint32_t stack, const an_live *b)
+{
+    return stack && stack == b->stack && size == b->size;
+}
+
+/* Counts a block that an allocation inside the window created. */
 HOT void count_call(an_model *m, an_proc *p, an_stack *s, uint64_t ts, uint64_t size, int whole)
 {
     if (!in_window(m, ts, whole))
@@ -601,8 +636,8 @@ static an_tie_op *tie_room(an_model *m, an_proc *p)
 }
 
 /* Holds back an event of thread tid (rank: its address's), which then is
- * its thread's last as if modelled: a free right after its thread's
- * allocation of the address may end a temporary block. */
+ * its thread's last as if modelled: a free keeps its thread's allocation
+ * just before, to tell whether the block it ends is a temporary. */
 static void tie_put(an_model *m, an_proc *p, uint32_t rank, uint32_t tid, uint64_t addr, uint64_t size,
                     uint32_t stack, int alloc, int is_realloc)
 {
@@ -610,12 +645,17 @@ static void tie_put(an_model *m, an_proc *p, uint32_t rank, uint32_t tid, uint64
     if (!op)
         return;
     an_thread *t = thread_of(m, p, tid);
+    if (!alloc && t) {
+        size = t->size;
+        stack = t->stack;
+    }
     *op = (an_tie_op){.addr = addr, .size = size, .tid = tid, .stack = stack, .rank = rank,
-                      .alloc = (uint8_t)alloc, .realloc = (uint8_t)is_realloc,
-                      .after = !alloc && t && t->addr == addr};
+                      .alloc = (uint8_t)alloc, .realloc = (uint8_t)is_realloc};
     p->tied++;
-    if (t)
-        t->addr = alloc ? addr : 0;
+    if (alloc)
+        thread_alloc(t, size, stack);
+    else
+        thread_free(t);
 }
 
 /* addr's events at ts are held back from now on: its rank among the
@@ -648,8 +688,7 @@ static void tie_apply(an_model *m, an_proc *p, const an_tie_op *op)
             return;
         }
         const an_live *b = an_lives_at(&p->live, slot);
-        int temporary = op->after && !op->realloc && b->tid == op->tid && (b->stack & LIVE_INSIDE);
-        end_freed(m, p, b, ts, op->realloc, temporary, 0);
+        end_freed(m, p, b, ts, op->realloc, is_temporary(op->size, op->stack, b), 0);
         an_lives_remove(&p->live, slot);
         return;
     }
@@ -797,8 +836,7 @@ static int freed_grow(an_proc *p)
  * then settles from what the model holds). On every free of a process of
  * threads that share times (bench/heap's), so inline and without a look
  * of its thread of its own. */
-HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc, int after,
-                       int temporary)
+HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc, int temporary)
 {
     if (ts != p->freed_ts || !p->freed_epoch) {
         p->nfreed_at = 0;
@@ -816,7 +854,6 @@ HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, 
     f->tid = tid;
     f->prev = x->epoch == p->freed_epoch ? x->at : UINT32_MAX;
     f->realloc = (uint8_t)is_realloc;
-    f->after = (uint8_t)after;
     f->temporary = (uint8_t)temporary;
     *x = (an_freed_ix){.addr = b->addr, .at = (uint32_t)p->nfreed_at++, .epoch = p->freed_epoch};
 }
@@ -879,7 +916,8 @@ static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uin
         *back = f->block;
         unend_freed(m, p, back, ts, f->realloc, f->temporary);
         tie_unput(m, p, &(an_tie_op){.addr = addr, .tid = f->tid, .rank = rank, .realloc = f->realloc,
-                                     .after = f->after}, &n);
+                                     .size = f->temporary ? f->block.size : 0, /* its thread's allocation before, */
+                                     .stack = f->temporary ? f->block.stack : 0}, &n); /* as far as it told */
         f->block.addr = 0;
         slot = an_lives_find(&p->live, addr);
     }
@@ -914,26 +952,22 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
     if (slot) { /* read in place: end_freed touches no live block (a copy was 4 % of the model's instructions) */
         const an_live *b = an_lives_at(&p->live, slot);
         an_thread *t = thread_of(m, p, tid);
-        int after = t && t->addr == addr; /* its thread's last event allocated it: temporary, if its block */
-        int temporary = after && !is_realloc && b->tid == tid && (b->stack & LIVE_INSIDE);
-        if (t)
-            t->addr = 0;
+        int temporary = t && is_temporary(t->size, t->stack, b);
+        thread_free(t);
         if (many_threads(p, ts)) /* tie_retract may take it back */
-            note_freed_at(p, b, tid, ts, is_realloc, after, temporary);
+            note_freed_at(p, b, tid, ts, is_realloc, temporary);
         end_freed(m, p, b, ts, is_realloc, temporary, whole);
         an_lives_remove(&p->live, slot);
         return;
     }
-    an_thread *t = thread_of(m, p, tid);
+    thread_of(m, p, tid); /* counted (many_threads); its last allocation stays: a block never seen is no event
+                             of the temporaries' order (model.c's header) */
     if (after_window(m, ts, whole))
         ;
-    else if (many_threads(p, ts)) { /* another thread's allocation at ts may still come */
+    else if (many_threads(p, ts)) /* another thread's allocation at ts may still come */
         tie_begin(m, p, tid, ts, addr, 0, 0, 0, is_realloc);
-        return;
-    } else /* one thread's events are in its order: a block never seen, or one late */
+    else /* one thread's events are in its order: a block never seen, or one late */
         keep_pending(m, p, tid, ts, addr);
-    if (t)
-        t->addr = 0;
 }
 
 static void free_block(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr, int is_realloc)
@@ -1004,9 +1038,7 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
         alloc_over(m, p, b, size, live_stack, tid, ts);
     else
         hold_block(m, p, b, size, live_stack, tid, ts);
-    an_thread *t = thread_of(m, p, tid);
-    if (t)
-        t->addr = addr;
+    thread_alloc(thread_of(m, p, tid), size, live_stack);
 }
 
 void an_model_alloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t addr,

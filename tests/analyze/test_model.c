@@ -33,6 +33,41 @@ static an_stack *stack_of(an_model *m, uint32_t id)
     return NULL;
 }
 
+/* Temporaries as heaptrack_print counts them (model.c's header), in known
+ * sequences with their counts: the thread's event before the free
+ * allocated a block of the freed one's size and stack, that block or not;
+ * a free of a block never seen between is no event of the count; a block
+ * allocated before the window is none; with threads, each thread's order. */
+static void test_temporary_as_heaptrack(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 50, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 10, 0x100, 16, 1); /* before the window */
+    an_model_free_block(&m, 1, 1, 60, 0x100);   /* not temporary: allocated outside */
+    an_model_alloc(&m, 1, 1, 61, 0x200, 24, 2);
+    an_model_alloc(&m, 1, 1, 62, 0x210, 24, 2);
+    an_model_free_block(&m, 1, 1, 63, 0x200); /* of the kind just allocated: temporary */
+    an_model_free_block(&m, 1, 1, 64, 0x210); /* after a free: not */
+    an_model_alloc(&m, 1, 1, 65, 0x300, 24, 3);
+    an_model_alloc(&m, 1, 1, 66, 0x310, 32, 3);
+    an_model_free_block(&m, 1, 1, 67, 0x300); /* another size: not */
+    an_model_alloc(&m, 1, 1, 68, 0x400, 8, 4);
+    an_model_free_block(&m, 1, 1, 69, 0x999); /* never seen: not an event of the count */
+    an_model_free_block(&m, 1, 1, 70, 0x400); /* temporary */
+    an_model_alloc(&m, 1, 1, 71, 0x500, 8, 5);
+    an_model_alloc(&m, 1, 2, 72, 0x600, 8, 6);  /* another thread's between */
+    an_model_free_block(&m, 1, 1, 73, 0x500); /* thread 1's event before allocated it: temporary */
+    an_model_free_block(&m, 1, 2, 74, 0x600); /* thread 2's too */
+    an_model_finish(&m);
+    static const uint64_t want[] = {0, 0, 1, 0, 1, 1, 1};
+    for (uint32_t id = 1; id <= 6; id++)
+        if (stack_of(&m, id)->temporary != want[id])
+            fail_msg("stack %u: %llu temporary, wanted %llu", id, (unsigned long long)stack_of(&m, id)->temporary,
+                     (unsigned long long)want[id]);
+    an_model_free(&m);
+}
+
 static void test_window_types(void **state)
 {
     (void)state;
@@ -113,12 +148,15 @@ static void test_temporary_and_realloc(void **state)
         an_model_alloc(&m, 1, 1, 10 + 2 * i, 0x100, 16, 1);
         an_model_free_block(&m, 1, 1, 11 + 2 * i, 0x100);
     }
+    /* a realloc is a free, then an allocation (heaptrack's): its free half
+     * right after the block's allocation is a temporary, moved or not */
     an_model_alloc(&m, 1, 1, 100, 0x200, 10, 2);
-    an_model_realloc(&m, 1, 1, 101, 0x200, 0x300, 20, 3); /* moves: not temporary */
+    an_model_realloc(&m, 1, 1, 101, 0x200, 0x300, 20, 3); /* moves */
     an_model_realloc(&m, 1, 1, 102, 0x300, 0x300, 30, 3); /* in place */
     an_model_finish(&m);
     assert_int_equal(stack_of(&m, 1)->temporary, 10);
-    assert_int_equal(stack_of(&m, 2)->temporary, 0);
+    assert_int_equal(stack_of(&m, 2)->temporary, 1);
+    assert_int_equal(stack_of(&m, 3)->temporary, 1); /* the 20 B block, not the 30 B one still live */
     assert_int_equal(stack_of(&m, 3)->type[AN_AIFO].bytes, 30);
     assert_int_equal(stack_of(&m, 3)->type[AN_AIFO].count, 1);
     assert_int_equal(m.procs[0]->type[AN_AIFO].bytes, 30);
@@ -1176,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_unseen_and_reordered_frees),
         cmocka_unit_test(test_unseen_free_then_same_address),
         cmocka_unit_test(test_temporary_and_realloc),
+        cmocka_unit_test(test_temporary_as_heaptrack),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),

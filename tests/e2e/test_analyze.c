@@ -2,9 +2,10 @@
  * tests/e2e/test_analyze.c — ltr analyze and ltr export end to end: real
  * programs with known leaks recorded with `ltr record` (the demo: a leak in a
  * thread, through realloc, in a dlopen'd library and in C++), a window in the
- * middle of a run, a memory-mode trace with frees of unseen allocations,
- * pprof read by `go tool pprof`, folded stacks read by flamegraph.pl, separate
- * debug info by build-id, a build-id mismatch, and damaged or wrong input.
+ * middle of a run, temporary allocations as heaptrack counts them, a
+ * memory-mode trace with frees of unseen allocations, pprof read by `go
+ * tool pprof`, folded stacks read by flamegraph.pl, separate debug info by
+ * build-id, a build-id mismatch, and damaged or wrong input.
  */
 #include "util/testutil.h"
 
@@ -179,6 +180,31 @@ static void test_window_in_the_middle(void **state)
     if (!strstr(text, "#1 1 temporary of 1 call\n") || ms != 3) /* a window under a second: "0.075 s", not "0.1 s" */
         fail_msg("%s", text);
     free(text);
+}
+
+/* Temporary allocations as heaptrack_print counts them (analyze-temps's
+ * header): a realloc's free half counts, and a free of a block of the size
+ * and stack just allocated. Before, a realloc never did and the block had
+ * to be the one allocated last: temp_first 0, chain_a and chain_b 0,
+ * same_kind 0 (heaptrack_print of the same program: 1 000, 1, 1, 1). */
+static void test_temporaries_as_heaptrack(void **state)
+{
+    (void)state;
+    char *json = record_analyzed("temps.ltr", "analyze-temps", "", "--format json --top 0");
+    static const struct {
+        const char *function;
+        long long temporary, calls;
+    } want[] = {{"temp_first", 1000, 1000}, {"temp_churn", 500, 500}, {"chain_a", 1, 1},
+                {"chain_b", 1, 1},          {"chain_c", 1, 1},        {"same_kind", 1, 2}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const char *e = entry_of(json, "most_temporary", want[i].function, NULL);
+        if (!e || num_after(e, "temporary") != want[i].temporary || num_after(e, "calls") != want[i].calls)
+            fail_msg("%s: wanted %lld temporary of %lld calls:\n%s", want[i].function, want[i].temporary,
+                     want[i].calls, json);
+    }
+    if (entry_of(json, "most_temporary", "temp_grow", NULL))
+        fail_msg("temp_grow's blocks are freed after others, none temporary:\n%s", json);
+    free(json);
 }
 
 /* Folded stacks are one line per distinct stack: analyze-phases's three
@@ -1215,6 +1241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demo_leaks),
         cmocka_unit_test(test_window_in_the_middle),
+        cmocka_unit_test(test_temporaries_as_heaptrack),
         cmocka_unit_test(test_memory_mode),
         cmocka_unit_test(test_memory_mode_leak_beside_expiring_sessions),
         cmocka_unit_test(test_cache_turning_over),
