@@ -117,6 +117,10 @@ typedef struct an_proc {
     uint64_t implicit_frees;       /* blocks whose address was allocated again without a free */
     uint64_t cur_bytes, cur_count; /* outstanding now (while reading) */
     uint64_t peak_bytes, peak_ts;  /* highest outstanding inside the window */
+    /* outstanding after the last event at peak_ts, what a window to peak_ts
+     * holds: times are 100 us apart, and frees of one time may follow its
+     * peak (below the peak by their bytes) */
+    uint64_t peak_time_end_bytes;
     int peak_set;
     an_amount type[AN_NTYPES];
     uint64_t hist[AN_HIST_BUCKETS];

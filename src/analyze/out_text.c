@@ -144,6 +144,25 @@ static void print_histogram(FILE *out, const an_proc *p)
     }
 }
 
+/* The window that lists what held the peak: to its time in ns, as a window's
+ * end is read (a time in us ended it before the peak, 200 KB short in a
+ * perl run), and what that window holds said where frees of the peak's
+ * time (times are 100 us apart) come after the peak: a window ends at a
+ * time, not at an event. */
+static void print_peak_hint(ltr_analysis *a, FILE *out, const an_proc *p)
+{
+    char line[512], held[32], below[32];
+    int n = snprintf(line, sizeof line, "  most of its peak was freed by the window's end: --to %.9f --pid %u lists "
+                     "the stacks that held ", an_seconds(a, p->peak_ts), p->pid);
+    if (p->peak_time_end_bytes == p->peak_bytes)
+        snprintf(line + n, sizeof line - (size_t)n, "it then");
+    else
+        snprintf(line + n, sizeof line - (size_t)n, "%s at that time's end, %s below the peak: frees stamped "
+                 "with its time came after it", ltr_size_format(p->peak_time_end_bytes, held, sizeof held),
+                 ltr_size_format(p->peak_bytes - p->peak_time_end_bytes, below, sizeof below));
+    an_fit_line(out, line, a->width);
+}
+
 static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
 {
     uint64_t ob = p->type[AN_AIFO].bytes + p->type[AN_AOFO].bytes;
@@ -159,11 +178,8 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
         fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
     /* a program that frees what it grew before it exits (node's buffers) has
      * none of it outstanding at the end: its growth was in no list (a review) */
-    if (p->peak_set && p->peak_bytes > 2 * ob && p->peak_bytes - ob >= (1u << 20)) {
-        snprintf(line, sizeof line, "  most of its peak was freed by the window's end: --to %.6f --pid %u lists "
-                 "the stacks that held it then", an_seconds(a, p->peak_ts), p->pid);
-        an_fit_line(out, line, a->width);
-    }
+    if (p->peak_set && p->peak_bytes > 2 * ob && p->peak_bytes - ob >= (1u << 20))
+        print_peak_hint(a, out, p);
     snprintf(line, sizeof line, "  allocations: %llu (%s), frees: %llu, frees of unseen allocations: %llu",
              (unsigned long long)p->allocs, ltr_size_format(p->alloc_bytes, b2, sizeof b2), (unsigned long long)p->frees,
              (unsigned long long)p->unseen_frees);

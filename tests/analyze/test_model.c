@@ -2,7 +2,8 @@
  * tests/analyze/test_model.c — the heap model on hand-made event sequences:
  * the four impacting types of a window, frees of unseen allocations, frees
  * met before their allocation (another thread's block written first),
- * temporary allocations, realloc, and the live-allocation map under churn;
+ * temporary allocations (as heaptrack counts them), realloc, the bytes at
+ * the end of the peak's time, and the live-allocation map under churn;
  * the same events through the batch paths (an_model_feed, direct and
  * threaded sinks, and one whose thread starts midway) give the same model
  * as one call per event, and the batch
@@ -66,6 +67,32 @@ static void test_temporary_as_heaptrack(void **state)
             fail_msg("stack %u: %llu temporary, wanted %llu", id, (unsigned long long)stack_of(&m, id)->temporary,
                      (unsigned long long)want[id]);
     an_model_free(&m);
+}
+
+/* The end of the peak's time: frees stamped with the peak's time that came
+ * after it (times 100 us apart) leave a window to that time below the
+ * peak, which the report's hint of that window says (out_text.c). */
+static void test_peak_time_end(void **state)
+{
+    (void)state;
+    uint64_t to[2] = {UINT64_MAX, 20};
+    for (int w = 0; w < 2; w++) {
+        an_model m;
+        an_model_init(&m, 0, to[w]);
+        an_model_alloc(&m, 1, 1, 10, 0x100, 1000, 1);
+        an_model_alloc(&m, 1, 1, 20, 0x200, 5000, 2); /* the peak: 6 000 */
+        an_model_free_block(&m, 1, 1, 20, 0x100);     /* at its time, after it */
+        an_model_alloc(&m, 1, 1, 20, 0x300, 300, 3);
+        an_model_free_block(&m, 1, 1, 30, 0x200);
+        an_model_finish(&m);
+        const an_proc *p = m.procs[0];
+        assert_int_equal(p->peak_bytes, 6000);
+        assert_int_equal(p->peak_ts, 20);
+        assert_int_equal(p->peak_time_end_bytes, 5300);
+        if (w) /* what the window to the peak's time holds */
+            assert_int_equal(p->type[AN_AIFO].bytes, 5300);
+        an_model_free(&m);
+    }
 }
 
 static void test_window_types(void **state)
@@ -1215,6 +1242,7 @@ int main(void)
         cmocka_unit_test(test_unseen_free_then_same_address),
         cmocka_unit_test(test_temporary_and_realloc),
         cmocka_unit_test(test_temporary_as_heaptrack),
+        cmocka_unit_test(test_peak_time_end),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
