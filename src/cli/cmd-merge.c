@@ -26,7 +26,9 @@ static void help(void)
            "'ltr dump' prints them as they are stored.\n\n"
            "Traces of another machine or another boot are refused (their clocks do not\n"
            "compare), and so is a process whose heap stacks are in two of the traces.\n"
-           "A damaged stretch of a trace is skipped and counted; when a trace was cut\n"
+           "A damaged stretch of a trace is skipped and counted; the events after it\n"
+           "that refer to what it held (a free's allocation) are copied but cannot be\n"
+           "read, and are counted apart from the events merged. When a trace was cut\n"
            "short, so is the merge.\n\n"
            "options:\n"
            "  -o, --output OUT.ltr  the merged trace (kept if it exists, unless --force)\n"
@@ -63,7 +65,7 @@ int cmd_merge(int argc, char **argv)
     ltr_error err;
     if (ltr_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, force, &rep, &err))
         return cli_fail("merge", "%s", err.msg);
-    printf("%s: %d traces merged, %" PRIu64 " events in %" PRIu64 " blocks", out, argc - optind, rep.events,
+    printf("%s: %d traces merged, %" PRIu64 " events in %" PRIu64 " blocks", out, argc - optind, rep.readable,
            rep.blocks);
     if (rep.duplicates)
         printf(", %" PRIu64 " metadata records held by several traces written once", rep.duplicates);
@@ -71,6 +73,10 @@ int cmd_merge(int argc, char **argv)
     if (rep.damaged)
         cli_warn("merge", "%" PRIu64 " damaged stretch(es) of the traces were skipped ('ltr info' on each says "
                  "where)", rep.damaged);
+    if (rep.events > rep.readable)
+        cli_warn("merge", "%" PRIu64 " more events were copied that cannot be read, in the merge as in their trace: "
+                 "they refer to what its damaged stretches held ('ltr info %s' counts them as damage)",
+                 rep.events - rep.readable, out);
     if (!rep.complete)
         cli_warn("merge", "a trace was cut short (no END): so is the merge");
     return 0;

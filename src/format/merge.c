@@ -749,6 +749,28 @@ static int run(merger *m, const char *const *paths)
     return rc;
 }
 
+/* How many of the events written a reader reads back from tmp: a damaged
+ * source's records that refer to what its skipped stretches held are
+ * copied as they are (a merge never decodes events), and a merge of a
+ * copy with an EVENTS chunk flipped said "7 986 228 events" of which a
+ * reader read 585 704. Read back only after damage: it costs a read of
+ * the whole merge, which a merge of intact traces, all readable, skips. */
+static int count_readable(const char *tmp, ltr_merge_report *rep, ltr_error *err)
+{
+    rep->readable = rep->events;
+    if (!rep->damaged)
+        return 0;
+    ltr_trace *t;
+    ltr_trace_summary sum;
+    int rc = ltr_trace_open(tmp, &t, err);
+    if (rc)
+        return rc;
+    if ((rc = ltr_trace_scan(t, &sum, err)) == 0)
+        rep->readable = sum.events < rep->events ? sum.events : rep->events;
+    ltr_trace_close(t);
+    return rc;
+}
+
 int ltr_merge(const char *const *paths, size_t n, const char *out, bool replace, ltr_merge_report *rep,
               ltr_error *err)
 {
@@ -785,6 +807,8 @@ int ltr_merge(const char *const *paths, size_t n, const char *out, bool replace,
         ltr_writer_close(m.w);
     if (fd >= 0)
         close(fd);
+    if (rc == 0)
+        rc = count_readable(tmp, rep, err);
     if (rc == 0 && (rc = ltr_publish(tmp, out, replace)) < 0)
         rc = rc == -EEXIST ? ltr_fail_exists(err, out) : ltr_fail(err, -rc, "%s: %s", out, strerror(-rc));
     if (rc)

@@ -18,6 +18,11 @@
 
 typedef struct ltr_merge_report {
     uint64_t chunks, blocks, events;   /* written */
+    /* of events, those a reader reads back from the merge: the others are
+     * records copied from a damaged source that refer to what its damaged
+     * stretches held (a free's allocation), which no reader can read there
+     * either; read back only when damage was skipped (else all of them) */
+    uint64_t readable;
     uint64_t duplicates;               /* metadata records written once for several traces */
     uint64_t damaged;                  /* damaged stretches of the sources, skipped */
     int complete;                      /* every source was complete: the merge has an END */
