@@ -19,7 +19,9 @@ int cmd_flush(int argc, char **argv)
                               "Makes a file-mode session write every event its programs have committed so\n"
                               "far, the metadata they use and its counters into the trace it grows (the\n"
                               "file 'ltr status' names as output), and to the disk. When the command\n"
-                              "returns, that file is a valid trace holding all of them: 'ltr info',\n"
+                              "returns, that file is a valid trace holding all of them (but those in\n"
+                              "buffers behind one a thread has not finished handing in, preempted there\n"
+                              "or killed: it says how many, and a later flush writes them): 'ltr info',\n"
                               "'ltr dump' and 'ltr analyze' read it, as a trace still being written (no\n"
                               "END chunk yet). The session goes on recording, unchanged; 'ltr stop FILE'\n"
                               "ends it as usual. A session flushes by itself about once a second; this\n"
@@ -44,7 +46,15 @@ int cmd_flush(int argc, char **argv)
     if (res.write_error[0])
         cli_warn("flush", "%llu events could not be written to the trace: %s", (unsigned long long)res.dropped,
                  res.write_error);
-    printf("flushed session '%s': %s holds everything recorded so far (%llu bytes)\n", instance, res.output,
-           (unsigned long long)res.file_size);
+    if (res.held)
+        cli_warn("flush", "%llu events wait in buffers behind one that a thread has not finished handing in (it "
+                 "was preempted there, or killed): a later flush writes them, once it is handed in or within 2 s "
+                 "past it, the stop or its process's end at the latest", (unsigned long long)res.held);
+    if (res.held)
+        printf("flushed session '%s': %s holds what was recorded so far but %llu events (%llu bytes)\n", instance,
+               res.output, (unsigned long long)res.held, (unsigned long long)res.file_size);
+    else
+        printf("flushed session '%s': %s holds everything recorded so far (%llu bytes)\n", instance, res.output,
+               (unsigned long long)res.file_size);
     return 0;
 }

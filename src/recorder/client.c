@@ -275,6 +275,7 @@ int ltr_client_flush(const char *session, ltr_flush_result *out, ltr_error *err)
         ltr_kvlist_get(&resp, "output", out->output, sizeof out->output);
         out->file_size = kv_u64(&resp, "file_size");
         out->dropped = kv_u64(&resp, "dropped");
+        out->held = kv_u64(&resp, "held");
         ltr_kvlist_get(&resp, "write_error", out->write_error, sizeof out->write_error);
         out->full = kv_u64(&resp, "full") == 1;
     }

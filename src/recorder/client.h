@@ -55,6 +55,7 @@ typedef struct ltr_flush_result {
     char output[4096];
     bool output_temp;            /* output is ltr's temporary name (no -o FILE) */
     uint64_t file_size, dropped;
+    uint64_t held; /* events committed but not in the file yet: behind a queue slot not filled yet */
     char write_error[256];
     bool full;
 } ltr_flush_result;

@@ -166,6 +166,9 @@ typedef struct recorder {
     rec_backlog backlog; /* file mode: blocks taken out, not yet written (backlog.h) */
     bool backlog_full_logged;
     bool file_full;     /* file mode: size limit or disk full was reached */
+    /* file mode, the last flush: events committed that it left in the
+     * buffers (behind a queue slot not filled yet, flush_partials) */
+    uint64_t flush_held;
     ltr_error write_err; /* file mode: the first write to the trace that failed (code 0: none) */
     uint64_t write_failures; /* how many writes failed: the log says the 1st, 2nd, 4th, 8th... */
     producer_conn *conns;

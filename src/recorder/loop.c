@@ -640,6 +640,7 @@ static void handle_flush(recorder *r, int fd)
     ltr_bytes_put_kv(&kv, "output", r->cfg.output);
     put_u64(&kv, "file_size", ltr_writer_size(r->writer));
     put_u64(&kv, "dropped", dropped(r));
+    put_u64(&kv, "held", r->flush_held);
     if (r->write_err.code)
         ltr_bytes_put_kv(&kv, "write_error", r->write_err.msg);
     if (r->file_full)

@@ -17,7 +17,9 @@
  * half-published buffer (it holds complete, committed events), it does not
  * count it as lost. Without the fix the half-published buffer's events are
  * missing whatever the timing (nothing ever takes a FULL buffer that is in
- * no queue slot), and the clean producer's too while the 2 s run.
+ * no queue slot), and the clean producer's too while the 2 s run. An `ltr
+ * flush` while the hole's maker lives says how many events wait behind the
+ * hole, and the file holds all the others.
  */
 #include "util/testutil.h"
 
@@ -118,14 +120,10 @@ static void test_hole_of_an_exited_process(void **state)
     expect_all(path, "stopped", true);
 }
 
-/* The hole's maker is still alive when the session stops (rec_finish_file):
- * no one publishes any more, so the queue is taken past the hole and the
- * half-published buffer written. */
-static void test_hole_of_a_live_process(void **state)
+/* ltr-test-hole in the background, staying: once its hole is made, its pid. */
+static long long hole_staying(const char *dir)
 {
-    const char *dir = *state;
-    start(dir);
-    /* in the background, its output in a file: tu_run would wait for it */
+    /* its output in a file: tu_run would wait for it */
     tu_expect_ok(tu_run("%s hq %d stay >%s/hole.out 2>&1 </dev/null &", tu_test_bin("ltr-test-hole"),
                         HOLE_EVENTS, dir));
     char path[600];
@@ -139,17 +137,63 @@ static void test_hole_of_a_live_process(void **state)
     }
     if (!out || !strstr(out, "pid="))
         fail_msg("hole did not make its hole: %s", out ? out : "(no output)");
-    double made = tu_now_s();
     print_message("%s", out);
     held_events(out);
     long long pid = tu_field(out, "pid");
     free(out);
+    return pid;
+}
+
+/* The hole's maker is still alive when the session stops (rec_finish_file):
+ * no one publishes any more, so the queue is taken past the hole and the
+ * half-published buffer written. */
+static void test_hole_of_a_live_process(void **state)
+{
+    const char *dir = *state;
+    start(dir);
+    long long pid = hole_staying(dir);
+    double made = tu_now_s();
     produce();
     tu_expect_ok(tu_run("%s stop --instance hq %s/hq.ltr", LTR, dir));
     print_message("stopped %.2f s after the hole was made (the old wait: 2 s)\n", tu_now_s() - made);
     /* still there at the stop, as this test means it to be */
     assert_int_equal(kill((pid_t)pid, 0), 0);
     kill((pid_t)pid, SIGKILL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/hq.ltr", dir);
+    expect_all(path, "stopped", true);
+}
+
+/* `ltr flush` while the hole's maker lives: its half-published buffer is in
+ * no queue slot (written at its end), and what was published behind the
+ * hole waits (up to 2 s), with the pieces of its threads' buffers being
+ * filled (drain.c, flush_partials). The flush said the file held
+ * "everything recorded so far" all the same; now it says how many events
+ * wait, and the file holds all the others. */
+static void test_flush_says_what_waits(void **state)
+{
+    const char *dir = *state;
+    start(dir);
+    long long pid = hole_staying(dir);
+    produce();
+    tu_result f = tu_run("%s flush --instance hq", LTR);
+    if (f.status != 0)
+        fail_msg("flush failed (%d): %s%s", f.status, f.out, f.err);
+    const char *but = strstr(f.out, "so far but ");
+    unsigned long long waits = but ? strtoull(but + strlen("so far but "), NULL, 10) : 0;
+    char path[600];
+    snprintf(path, sizeof path, "%s/hq.part.ltr", dir);
+    tu_trace p = tu_read_trace(path, "Test.Producer");
+    tu_trace h = tu_read_trace(path, "Test.Hole");
+    print_message("flush: %s%s in the file: %llu producer events, %llu of the hole's\n", f.out, f.err,
+                  (unsigned long long)p.provider_events, (unsigned long long)h.provider_events);
+    assert_true(p.ok && h.ok);
+    if (p.provider_events + h.provider_events + waits != PRODUCER_EVENTS + HOLE_EVENTS)
+        fail_msg("the flush says %llu events wait, the file holds %llu of %d", waits,
+                 (unsigned long long)(p.provider_events + h.provider_events), PRODUCER_EVENTS + HOLE_EVENTS);
+    tu_free(&f);
+    kill((pid_t)pid, SIGKILL);
+    tu_expect_ok(tu_run("%s stop --instance hq %s/hq.ltr", LTR, dir));
     snprintf(path, sizeof path, "%s/hq.ltr", dir);
     expect_all(path, "stopped", true);
 }
@@ -196,6 +240,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hole_of_an_exited_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_flush_says_what_waits, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_of_a_live_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_in_a_flight_recorder, tu_setup_sandbox, tu_teardown_sandbox),
     };
