@@ -23,6 +23,8 @@
  */
 #include "util/testutil.h"
 
+#include <ltr/trace.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,6 +200,55 @@ static void test_flush_says_what_waits(void **state)
     expect_all(path, "stopped", true);
 }
 
+/* Events of a thread of ltr-test-producer whose seq is not above the one
+ * before it in the file (its events in file order): how many. */
+static unsigned long long seq_steps_back(const char *path)
+{
+    ltr_trace *t;
+    ltr_error err;
+    if (ltr_trace_open(path, &t, &err))
+        fail_msg("%s", err.msg);
+    static long long last[256];
+    memset(last, -1, sizeof last);
+    unsigned long long back = 0, n = 0;
+    const ltr_event *ev;
+    while (ltr_trace_next(t, &ev, &err) == 1) {
+        ltr_trace_value th, sq;
+        if (strcmp(ev->layout->name, "Tick") || ltr_event_field(ev, 0, &th) || ltr_event_field(ev, 1, &sq) ||
+            th.u >= 256)
+            continue;
+        back += (long long)sq.u <= last[th.u];
+        last[th.u] = (long long)sq.u;
+        n++;
+    }
+    ltr_trace_close(t);
+    print_message("%llu events of the producer, %llu after a later one of their thread\n", n, back);
+    assert_true(n > 0);
+    return back;
+}
+
+/* The session stopped while the hole's maker lives and the producer's
+ * threads fill buffers, their earlier ones published behind the hole: the
+ * stop took the buffers being filled first, then the queue past the hole,
+ * so each thread's last events came before its earlier ones in the file
+ * (4 threads of hole.c's hole and heap allocations: 2 or 3 threads so). */
+static void test_stop_keeps_threads_in_order(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance hq --filemode -o %s/hq.part.ltr --buffer-size 4 --buffers 512 "
+                        "--provider Test.Producer --provider Test.Hole", LTR, dir));
+    long long pid = hole_staying(dir);
+    /* 4 threads, 100 events each 10 ms: some 30 buffers behind the hole by the stop */
+    tu_expect_ok(tu_run("%s --threads 4 --events 30000 --pace-us 10000 --wait-enabled 5 >%s/p.out 2>&1 "
+                        "</dev/null &", tu_test_bin("ltr-test-producer"), dir));
+    usleep(700000);
+    tu_expect_ok(tu_run("%s stop --instance hq %s/hq.ltr", LTR, dir));
+    kill((pid_t)pid, SIGKILL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/hq.ltr", dir);
+    assert_int_equal(seq_steps_back(path), 0);
+}
+
 /* Memory mode (a flight recorder): producers that find no free buffer take
  * the oldest published one, and stopped at a hole, since its producer might
  * be about to fill it: every later event was lost for the rest of the
@@ -241,6 +292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hole_of_an_exited_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_flush_says_what_waits, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stop_keeps_threads_in_order, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_of_a_live_process, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_in_a_flight_recorder, tu_setup_sandbox, tu_teardown_sandbox),
     };
