@@ -46,13 +46,10 @@ int cmd_flush(int argc, char **argv)
     if (res.write_error[0])
         cli_warn("flush", "%llu events could not be written to the trace: %s", (unsigned long long)res.dropped,
                  res.write_error);
-    if (res.held)
-        cli_warn("flush", "%llu events wait in buffers behind one that a thread has not finished handing in (it "
-                 "was preempted there, or killed): a later flush writes them, once it is handed in or within 2 s "
-                 "past it, the stop or its process's end at the latest", (unsigned long long)res.held);
-    if (res.held)
-        printf("flushed session '%s': %s holds what was recorded so far but %llu events (%llu bytes)\n", instance,
-               res.output, (unsigned long long)res.held, (unsigned long long)res.file_size);
+    if (res.held) /* a thread preempted between its two steps of handing one in, under load, or killed there */
+        printf("flushed session '%s': %s holds what was recorded so far but %llu events, in buffers behind one "
+               "a thread has not finished handing in: written later, at the stop at the latest (%llu bytes)\n",
+               instance, res.output, (unsigned long long)res.held, (unsigned long long)res.file_size);
     else
         printf("flushed session '%s': %s holds everything recorded so far (%llu bytes)\n", instance, res.output,
                (unsigned long long)res.file_size);

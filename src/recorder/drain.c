@@ -979,7 +979,12 @@ static void flush_partials(recorder *r)
             else
                 take_tail(r, c, cs->flushing[k], true);
         }
-        list_full(cs); /* and the queue's, behind the slot, with those handed in since */
+        /* and the queue's, behind the slot: what was handed in as the flush
+         * ran is taken first (a buffer whose piece it saw being filled, or
+         * not), else counted too (8 threads, 'ltr flush' in a loop: 88
+         * events said to wait, behind no hole, 1 flush in 6) */
+        take_queued(r, c);
+        list_full(cs);
         for (uint32_t k = 0; k < cs->nqueued_now; k++)
             r->flush_held += events_untaken(cs, cs->queued_now[k]);
     }
