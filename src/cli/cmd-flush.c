@@ -21,7 +21,7 @@ int cmd_flush(int argc, char **argv)
                               "file 'ltr status' names as output), and to the disk. When the command\n"
                               "returns, that file is a valid trace holding all of them (but those in\n"
                               "buffers behind one a thread has not finished handing in, preempted there\n"
-                              "or killed: it says how many, and a later flush writes them): 'ltr info',\n"
+                              "or killed: it says how many, written later): 'ltr info',\n"
                               "'ltr dump' and 'ltr analyze' read it, as a trace still being written (no\n"
                               "END chunk yet). The session goes on recording, unchanged; 'ltr stop FILE'\n"
                               "ends it as usual. A session flushes by itself about once a second; this\n"
