@@ -330,6 +330,8 @@ static void note_peak(an_model *m, an_proc *p, uint64_t ts)
         p->peak_bytes = p->cur_bytes;
         p->peak_ts = ts;
         p->peak_set = 1;
+        if (ts < p->last_ts) /* a late event's: its time is over already, touch will not come back to it */
+            p->peak_time_end_bytes = p->cur_bytes;
     }
     if (!m->peak_set || m->cur_bytes > m->peak_bytes) {
         m->peak_bytes = m->cur_bytes;

@@ -95,6 +95,28 @@ static void test_peak_time_end(void **state)
     }
 }
 
+/* An allocation that comes late (after events of a later time) and makes
+ * the peak: its time was over before it came, so what that time's end
+ * holds is taken with it, not left as another time's (the hint then said
+ * "held 1000 B at that time's end, 4.98 KiB below the peak: frees stamped
+ * with its time came after it" of a time no free has). */
+static void test_peak_time_end_late(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 10, 0x100, 1000, 1);
+    an_model_alloc(&m, 1, 1, 30, 0x200, 100, 2);
+    an_model_alloc(&m, 1, 1, 20, 0x300, 5000, 3); /* late: the peak, 6 100 */
+    an_model_free_block(&m, 1, 1, 40, 0x300);
+    an_model_finish(&m);
+    const an_proc *p = m.procs[0];
+    assert_int_equal(p->peak_bytes, 6100);
+    assert_int_equal(p->peak_ts, 20);
+    assert_int_equal(p->peak_time_end_bytes, 6100);
+    an_model_free(&m);
+}
+
 static void test_window_types(void **state)
 {
     (void)state;
@@ -1243,6 +1265,7 @@ int main(void)
         cmocka_unit_test(test_temporary_and_realloc),
         cmocka_unit_test(test_temporary_as_heaptrack),
         cmocka_unit_test(test_peak_time_end),
+        cmocka_unit_test(test_peak_time_end_late),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
