@@ -56,7 +56,11 @@ void cli_warn_unattached(const char *cmd, const ltr_session_status *st, bool run
         bool found = false;
         for (unsigned j = 0; j < st->nattached && !found; j++)
             found = st->attached[j] == st->wanted[i];
-        if (found || (running_only && !ltr_pid_alive((pid_t)st->wanted[i])))
+        bool joined = false; /* and running, its connection closed since: traced still */
+        for (unsigned j = 0; j < st->njoined && !joined; j++)
+            joined = st->joined[j] == st->wanted[i];
+        bool alive = ltr_pid_alive((pid_t)st->wanted[i]);
+        if (found || (joined && alive) || (running_only && !alive))
             continue;
         if (!rundir[0] && ltr_runtime_dir(rundir, sizeof rundir, &err))
             snprintf(rundir, sizeof rundir, "?");

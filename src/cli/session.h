@@ -24,7 +24,8 @@ int cli_trace_not_stdout(const char *cmd, const char *path);
 /* Makes a trace's path absolute against the current directory (the
  * recorder runs in /); '-' is refused (cli_trace_not_stdout). */
 int cli_absolute_path(const char *cmd, const char *path, char *out, size_t size);
-/* A warning under cmd for each --pid of the session that is not attached,
+/* A warning under cmd for each --pid of the session that is not attached
+ * and, running, never joined (status.joined: one whose connection closed is traced),
  * with its reason (ltr_attach_explain). running_only: only those still
  * running, which never joined (`ltr stop`: one that joined and exited has
  * its events in the trace). */

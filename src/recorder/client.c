@@ -407,6 +407,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
         collector_parse(kv, c, &st->collectors[c], kv_u64(kv, "now_ns"), st->uptime_ns);
     st->nattached = pid_list(kv, "attached", st->attached);
     st->nwanted = pid_list(kv, "wanted", st->wanted);
+    st->njoined = pid_list(kv, "joined", st->joined);
 }
 
 int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err)

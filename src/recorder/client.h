@@ -137,6 +137,8 @@ typedef struct ltr_session_status {
     /* the processes attached (the first LTR_STATUS_PIDS), and the --pid list */
     uint32_t attached[LTR_STATUS_PIDS], wanted[LTR_STATUS_PIDS];
     unsigned nattached, nwanted;
+    uint32_t joined[LTR_STATUS_PIDS]; /* of wanted, those that joined once (attached now or not) */
+    unsigned njoined;
     uint64_t metadata_lost;      /* records producers could not append to the metadata region */
     /* memory mode: the metadata bytes every save writes, and those let go
      * (processes that ended, whose events no buffer holds) */

@@ -95,6 +95,10 @@ typedef struct recorder {
     /* when each of cfg.pids started (ltr_proc_start_time; 0: unknown): a pid
      * reused during the session is another process, not the one named */
     uint64_t pid_start[LTR_MAX_SESSION_PIDS];
+    /* which of cfg.pids joined the session once (status's "joined"): one
+     * that closed its connection since (a daemon closing every fd) is not
+     * attached, yet its events are in the trace */
+    bool pid_joined[LTR_MAX_SESSION_PIDS];
     ltr_registry *reg;
     unsigned slot;
     uint64_t incarnation;

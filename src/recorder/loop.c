@@ -175,6 +175,14 @@ static bool listed(const recorder *r, uint32_t pid)
     return false;
 }
 
+/* A traced connection of pid: a --pid it is has joined (pid_joined). */
+static void note_joined(recorder *r, uint32_t pid)
+{
+    for (unsigned i = 0; i < r->cfg.npids; i++)
+        if (r->cfg.pids[i] == pid && listed(r, pid))
+            r->pid_joined[i] = true;
+}
+
 /* Was process pid forked from a listed one (a prefork server's workers,
  * for a session that names the server)? It holds the agent its parent got
  * by an attach, and nothing else would trace it: 'ltr record --pid' listed
@@ -296,6 +304,8 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     pc->owner = r->next_owner++;
     pc->image = token;
     pc->traced = (denied & all) != all;
+    if (pc->traced)
+        note_joined(r, pid);
     rec_add_process(r, pid, pc->owner, pc->traced && !same, &pc->proc_slot, &pc->start_ts);
     pc->describer = pc->owner;
     pc->pidfd = kp > 0 ? (int)syscall(SYS_pidfd_open, kp, 0) : -1; /* close-on-exec, as every pidfd */
@@ -369,6 +379,12 @@ static void handle_status(recorder *r, int fd)
     for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
         at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
     ltr_bytes_put_kv(&kv, "wanted", list);
+    at = 0;
+    list[0] = 0;
+    for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
+        if (r->pid_joined[i])
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
+    ltr_bytes_put_kv(&kv, "joined", list);
     ltr_bytes_put_kv(&kv, "profiles", r->cfg.profiles);
     if (r->cfg.nnames) { /* '/' is in no file name */
         char names[LTR_MAX_SESSION_NAMES * 256] = "";

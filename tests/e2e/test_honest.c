@@ -283,6 +283,32 @@ static void test_start_pid(void **state)
     tu_free(&r);
 }
 
+/* A --pid that joined and then closed its connection (a daemon closing
+ * every fd) is not attached, yet writes its events into the trace:
+ * 'ltr stop' said it "never joined it, and none of its allocations is in
+ * the trace" of a trace holding 3 500 of them. */
+static void test_stop_joined_then_closed(void **state)
+{
+    if (geteuid() != 0) {
+        printf("skipped: ptrace of a plain process needs root here\n");
+        return;
+    }
+    tu_result r = tu_run("perl -MPOSIX -e 'for (1..60) { my $x = \"a\" x 1000; select(undef, undef, undef, 0.01) } "
+                         "POSIX::close($_) for 3..1023; while (1) { my $x = \"a\" x 1000; "
+                         "select(undef, undef, undef, 0.001) }' & p=$!; sleep 0.1; "
+                         "%s start heap --filemode -o %s/cl.ltr --pid $p > /dev/null && sleep 1.5 && %s status && "
+                         "%s stop --no-symbols; s=$?; kill $p; exit $s", LTR, (const char *)*state, LTR, LTR);
+    if (r.status != 0 || !strstr(r.out, "0 processes attached") || strstr(r.err, "never joined") ||
+        strstr(r.err, "is not attached"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/cl.ltr", (const char *)*state);
+    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    assert_true(t.ok);
+    assert_true(t.provider_events > 0); /* its events are in the trace: it joined */
+}
+
 /* Item 13: `ltr run` with no heap session is an error and runs nothing. */
 static void test_run_without_session(void **state)
 {
@@ -361,6 +387,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_csv_refuses_what_it_cannot_hold, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_free_among_overwritten_said, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stop_joined_then_closed, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
