@@ -145,6 +145,15 @@ static const an_tie_step *next_of(const lattice *l, const an_tie_step *steps, ui
     return at < l->first[t + 1] ? &steps[l->ord[at]] : NULL;
 }
 
+/* The cost of thread t's next step st from state s (live: a block there)
+ * and of the fewest from where it leads. */
+static uint32_t cost_via(const lattice *l, const an_tie_step *st, const uint32_t *cost, size_t s, uint32_t t, int live)
+{
+    int after = live;
+    uint32_t c = step_cost(st, &after);
+    return c + cost[(s + l->stride[t]) * 2 + (size_t)after];
+}
+
 /* cost[s * 2 + live]: the fewest steps that do not alternate from state s to the end. */
 static void fill_costs(lattice *l, const an_tie_step *steps, uint32_t *cost)
 {
@@ -155,10 +164,9 @@ static void fill_costs(lattice *l, const an_tie_step *steps, uint32_t *cost)
             uint32_t best = UINT32_MAX;
             for (uint32_t t = 0; t < l->k; t++) {
                 const an_tie_step *st = next_of(l, steps, t);
-                int after = live;
                 if (!st)
                     continue;
-                uint32_t c = step_cost(st, &after) + cost[(s + l->stride[t]) * 2 + (size_t)after];
+                uint32_t c = cost_via(l, st, cost, s, t, live);
                 best = c < best ? c : best;
             }
             cost[s * 2 + (size_t)live] = best == UINT32_MAX ? 0 : best; /* the end: nothing more */
@@ -253,10 +261,9 @@ static long walk_exact(lattice *l, const an_tie_step *steps, size_t n, int live,
         uint32_t pick = UINT32_MAX, pick_cost = UINT32_MAX;
         for (uint32_t t = 0; t < l->k; t++) {
             const an_tie_step *st = next_of(l, steps, t);
-            int after = live;
             if (!st)
                 continue;
-            uint32_t c = step_cost(st, &after) + cost[(s + l->stride[t]) * 2 + (size_t)after];
+            uint32_t c = cost_via(l, st, cost, s, t, live);
             if (c < pick_cost || (c == pick_cost && l->ord[l->first[t] + l->pos[t]] < l->ord[l->first[pick] + l->pos[pick]]))
                 pick = t, pick_cost = c;
         }

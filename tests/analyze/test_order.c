@@ -94,6 +94,17 @@ static void test_one_threads_ties_keep_their_order(void **state)
     an_order_free(o);
 }
 
+/* Thread 10's allocation and free of the address, then thread 11's allocation. */
+static void expect_first_frees_then_keeps(const out *got)
+{
+    static const uint32_t want_tid[] = {10, 10, 11}, want_op[] = {AN_OP_ALLOC, AN_OP_FREE, AN_OP_ALLOC};
+    assert_int_equal(got->n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(got->tid[i], want_tid[i]);
+        assert_int_equal(got->op[i], want_op[i]);
+    }
+}
+
 /* Two short threads at one time (a thread per request): the first
  * allocates and frees an address, the second is handed it and keeps it.
  * Whatever order their runs come in, the first's run goes first: the
@@ -120,12 +131,7 @@ static void test_tie_goes_to_the_thread_that_frees_it(void **state)
             }
         }
         an_order_drain(o);
-        assert_int_equal(got.n, 3);
-        static const uint32_t want_tid[] = {10, 10, 11}, want_op[] = {AN_OP_ALLOC, AN_OP_FREE, AN_OP_ALLOC};
-        for (size_t i = 0; i < 3; i++) {
-            assert_int_equal(got.tid[i], want_tid[i]);
-            assert_int_equal(got.op[i], want_op[i]);
-        }
+        expect_first_frees_then_keeps(&got);
         an_order_free(o);
     }
 }
@@ -186,12 +192,7 @@ static void test_tie_sees_a_free_that_came_later(void **state)
         an_order_commit(o, 1);
     }
     an_order_drain(o);
-    assert_int_equal(got.n, 3);
-    static const uint32_t want_tid[] = {10, 10, 11}, want_op[] = {AN_OP_ALLOC, AN_OP_FREE, AN_OP_ALLOC};
-    for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(got.tid[i], want_tid[i]);
-        assert_int_equal(got.op[i], want_op[i]);
-    }
+    expect_first_frees_then_keeps(&got);
     an_order_free(o);
 }
 
