@@ -400,6 +400,12 @@ static bool ask_session(watch *w, ltr_watch_poll *p, ltr_error *gone)
     for (unsigned i = 0; i < st.nattached; i++)
         if (st.attached[i] == w->pid)
             return true;
+    /* a --pid that joined and closed its connection since (a daemon closing
+     * every fd) is traced still: the watch said its agent "has not joined it"
+     * and watched its private bytes only */
+    for (unsigned i = 0; i < st.njoined; i++)
+        if (st.joined[i] == w->pid)
+            return true;
     return st.nattached >= LTR_STATUS_PIDS; /* the list is cut: cannot tell */
 }
 

@@ -953,6 +953,38 @@ static void test_agent_never_joins_said(void **state)
     free(s);
 }
 
+/* A service that closes every descriptor, the agent's connection too, after
+ * it joined (a daemon's close-all) is traced still: the watch said "the
+ * heap agent has not joined it" and went on by its private bytes. The
+ * recorder's 'joined' list says it joined (control-protocol.md). */
+static void test_joined_then_closed_not_said_unjoined(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = fork();
+    if (svc == 0) {
+        execlp("perl", "perl", "-MPOSIX", "-e",
+               "while (1) { for (1..10) { my $x = 'a' x 1000; select(undef, undef, undef, 0.001) } "
+               "POSIX::close($_) for 3..1023 }", (char *)NULL);
+        _exit(127);
+    }
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 3G --interval 0.2 "
+                         "--monitor", LTR, (int)svc, dir);
+    char *s = wait_for(out, "  pid ", 8); /* past the 5 settling polls */
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    waitpid(svc, NULL, 0);
+    free(s);
+    s = tu_read_file(out);
+    if (strstr(s, "has not joined"))
+        fail_msg("a process that joined and closed its connection was said never joined:\n%s", s);
+    free(s);
+}
+
 /* The refusal of an attach is said once, whole: "--pid N: pid N would
  * look for sessions in ...". */
 static void test_attach_refusal_said_whole(void **state)
@@ -1139,6 +1171,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_every_name_taken_during_save, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_joins_said, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_joined_then_closed_not_said_unjoined, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_memory_is_not_growth, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refusal_said_whole, tu_setup_sandbox, teardown),
     };
