@@ -926,6 +926,35 @@ static void test_agent_memory_is_not_growth(void **state)
     free(s);
 }
 
+/* Runs argv (from PATH) in the background. */
+static pid_t start_argv(char *const argv[])
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* `ltr watch --pid svc` with a threshold never reached, until text appears
+ * n times in its output; then the watch and svc are ended. Returns the
+ * watch's output up to then. */
+static char *watch_until(const char *dir, pid_t svc, const char *text, int n)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/watch.out", dir);
+    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 3G --interval 0.2 "
+                         "--monitor", LTR, (int)svc, dir);
+    char *s = wait_for(out, text, n);
+    kill(w, SIGTERM);
+    assert_int_equal(wait_exit(w), 0);
+    kill(svc, SIGKILL);
+    waitpid(svc, NULL, 0);
+    return s;
+}
+
 /* A process that never allocates (sleep) never lets the heap agent join:
  * past the settling polls the watch goes on by its private bytes, and says
  * so once (it showed "waiting for private bytes above ..." as if heap
@@ -935,20 +964,8 @@ static void test_agent_never_joins_said(void **state)
     const char *dir = *state;
     if (skip_unless_root())
         skip();
-    pid_t svc = fork();
-    if (svc == 0) {
-        execlp("sleep", "sleep", "60", (char *)NULL);
-        _exit(127);
-    }
-    char out[512];
-    snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 3G --interval 0.2 "
-                         "--monitor", LTR, (int)svc, dir);
-    char *s = wait_for(out, "has not joined it", 1);
-    kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
-    kill(svc, SIGKILL);
-    waitpid(svc, NULL, 0);
+    pid_t svc = start_argv((char *[]){"sleep", "60", NULL});
+    char *s = watch_until(dir, svc, "has not joined it", 1);
     assert_non_null(strstr(s, "watched by its private bytes"));
     free(s);
 }
@@ -962,24 +979,11 @@ static void test_joined_then_closed_not_said_unjoined(void **state)
     const char *dir = *state;
     if (skip_unless_root())
         skip();
-    pid_t svc = fork();
-    if (svc == 0) {
-        execlp("perl", "perl", "-MPOSIX", "-e",
-               "while (1) { for (1..10) { my $x = 'a' x 1000; select(undef, undef, undef, 0.001) } "
-               "POSIX::close($_) for 3..1023 }", (char *)NULL);
-        _exit(127);
-    }
-    char out[512];
-    snprintf(out, sizeof out, "%s/watch.out", dir);
-    pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --private-bytes-above 3G --interval 0.2 "
-                         "--monitor", LTR, (int)svc, dir);
-    char *s = wait_for(out, "  pid ", 8); /* past the 5 settling polls */
-    kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
-    kill(svc, SIGKILL);
-    waitpid(svc, NULL, 0);
-    free(s);
-    s = tu_read_file(out);
+    pid_t svc = start_argv((char *[]){"perl", "-MPOSIX", "-e",
+                                      "while (1) { for (1..10) { my $x = 'a' x 1000; select(undef, undef, undef, "
+                                      "0.001) } POSIX::close($_) for 3..1023 }",
+                                      NULL});
+    char *s = watch_until(dir, svc, "  pid ", 8); /* past the 5 settling polls */
     if (strstr(s, "has not joined"))
         fail_msg("a process that joined and closed its connection was said never joined:\n%s", s);
     free(s);
