@@ -880,19 +880,26 @@ static void take_queued(recorder *r, unsigned c)
     }
 }
 
-/* Every buffer a producer still owns, optionally only those of one owner. */
+/* Every buffer a producer still owns in collector c, optionally only
+ * those of one owner. */
+static void for_active_of(recorder *r, unsigned c, bool all_owners, uint32_t owner,
+                          void (*fn)(recorder *, unsigned, uint32_t))
+{
+    ltr_ring_view *ring = &r->col[c].ring;
+    for (uint32_t i = 0; i < ring->nbuf; i++) {
+        ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_ACTIVE &&
+            (all_owners || b->owner == owner))
+            fn(r, c, i);
+    }
+}
+
+/* The same in every collector. */
 static void for_active(recorder *r, bool all_owners, uint32_t owner,
                        void (*fn)(recorder *, unsigned, uint32_t))
 {
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        ltr_ring_view *ring = &r->col[c].ring;
-        for (uint32_t i = 0; i < ring->nbuf; i++) {
-            ltr_ring_buf *b = ltr_ring_vbuf(ring, i);
-            if (atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_ACTIVE &&
-                (all_owners || b->owner == owner))
-                fn(r, c, i);
-        }
-    }
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        for_active_of(r, c, all_owners, owner, fn);
 }
 
 bool rec_piece_waits(const ltr_ring_view *ring, const uint32_t *queued, uint32_t n, uint32_t idx)
@@ -1350,6 +1357,67 @@ static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned gra
     }
 }
 
+/* File mode, a producer gone: the buffers it published that still wait in
+ * the queue (behind a hole: another producer between its two stores,
+ * stopped there, or one of its own killed there) written now, in queue
+ * order, before the buffers its threads were filling. Written when their
+ * turn came, after the hole, they followed those in the file: each
+ * thread's last events before its earlier ones (a process killed behind
+ * hole.c's hole, 4 threads: 1 to 4 steps back of a thread's events), and
+ * after the process's end, which the reader takes as no block of it
+ * coming after. They stay queued, their contents taken (take_tail notes
+ * it): finish_buffer writes nothing more of them and frees them when
+ * their turn comes, so the queue's order and count are as before. A CPU's
+ * buffer (tid 0) holds several threads' records: one it was publishing
+ * when it died (unqueued, cpu_unqueued) may hold a thread's records from
+ * before that thread's in a CPU buffer behind its hole, so then the CPU
+ * buffers wait their turn as before. */
+static void take_owner_queued(recorder *r, unsigned c, uint32_t owner, bool cpu_unqueued)
+{
+    ltr_ring_view *ring = &r->col[c].ring;
+    uint64_t tail = ltr_ring_tail(ring);
+    for (uint64_t pos = ltr_ring_history_start(ring, tail); pos < tail; pos++) {
+        uint32_t idx = ltr_ring_at(ring, pos);
+        if (idx == LTR_RING_NONE)
+            continue;
+        ltr_ring_buf *b = ltr_ring_vbuf(ring, idx);
+        if (atomic_load_explicit(&b->state, memory_order_acquire) == LTR_BUF_FULL && b->owner == owner &&
+            (b->tid != 0 || !cpu_unqueued))
+            take_tail(r, c, idx, false);
+    }
+}
+
+/* Whether owner has a CPU's buffer FULL in no queue slot (seq1 as
+ * find_unqueued left it). */
+static bool cpu_unqueued(ltr_ring_view *ring, const uint64_t *seq1)
+{
+    for (uint32_t i = 0; i < ring->nbuf; i++)
+        if (seq1[i] && ltr_ring_vbuf(ring, i)->tid == 0)
+            return true;
+    return false;
+}
+
+/* File mode: owner's buffers in its threads' order: what it published
+ * (still queued: take_owner_queued), what it was publishing (in no slot),
+ * then what it was filling. */
+static void harvest_file(recorder *r, uint32_t owner)
+{
+    take_metadata(r);
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        ltr_ring_view *ring = &r->col[c].ring;
+        uint64_t *seq1 = calloc(ring->nbuf, sizeof *seq1);
+        bool cpu = !seq1 || (find_unqueued(ring, false, owner, seq1) && cpu_unqueued(ring, seq1));
+        free(seq1);
+        take_owner_queued(r, c, owner, cpu);
+    }
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
+        unsigned dead = finish_unqueued(r, c, false, owner);
+        for_active_of(r, c, false, owner, finish_buffer);
+        if (dead)
+            take_past_holes(r, c, dead, HOLE_GRACE_MS);
+    }
+}
+
 /* A producer process went away (exited, or exec'd: the new image attaches
  * anew): what its threads still held is complete, with what a thread left
  * in the middle of publishing. In file mode, the queue past the holes it
@@ -1359,18 +1427,13 @@ static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned gra
  * session (memory mode marks such a hole dead: mark_dead_holes). */
 void rec_harvest_owner(recorder *r, uint32_t owner)
 {
-    if (r->cfg.mode == LTR_MODE_FILE)
-        take_metadata(r);
-    for_active(r, false, owner, finish_buffer);
-    for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
-        if (r->cfg.mode != LTR_MODE_FILE) {
-            dead_first_look(r, c, owner);
-            continue;
-        }
-        unsigned dead = finish_unqueued(r, c, false, owner);
-        if (dead)
-            take_past_holes(r, c, dead, HOLE_GRACE_MS);
+    if (r->cfg.mode == LTR_MODE_FILE) {
+        harvest_file(r, owner);
+        return;
     }
+    for_active(r, false, owner, finish_buffer);
+    for (unsigned c = 0; c < r->cfg.ncollectors; c++)
+        dead_first_look(r, c, owner);
 }
 
 /* ---- traces ------------------------------------------------------------------ */
