@@ -17,6 +17,18 @@
 #include <sys/types.h>
 
 /* What the recorder remembers of each buffer, beside the shared header. */
+/* The threads of the published buffers not yet taken, at a flush: an open
+ * addressing table of cap (a power of two, at least twice the buffers)
+ * keys, those of generation gen the current ones (no clearing a flush). */
+typedef struct rec_thread_key {
+    uint64_t thread; /* pid << 32 | tid */
+    uint32_t idx, gen;
+} rec_thread_key;
+typedef struct rec_thread_set {
+    rec_thread_key *keys;
+    uint32_t cap, gen;
+} rec_thread_set;
+
 typedef struct buf_note {
     uint32_t flushed_bytes, flushed_events; /* already written (file mode) */
 } buf_note;
@@ -34,6 +46,7 @@ typedef struct collector_state {
      * (flush_active), and the published ones it found still queued */
     uint32_t *flushing, *queued_now;
     uint64_t *flushing_seq; /* their seq then (ltr_ring_buf.seq) */
+    rec_thread_set queued_threads; /* queued_now's threads (rec_thread_set_fill) */
     uint32_t nflushing, nqueued_now;
     uint8_t *copy;           /* memory mode: a buffer copied out for a save */
     uint64_t *saved_seq;     /* memory mode, per buffer: 1 + the seq a save wrote, 0 if none */
@@ -304,11 +317,16 @@ void rec_window_free(rec_save_window *sw);
 /* The time of the first event buffer idx of collector c holds, 0 if none
  * can be read (a buffer being filled or taken over: a hint, not a promise). */
 uint64_t rec_buffer_first_ns(recorder *r, unsigned c, uint32_t idx);
+/* A set for a ring of nbuf buffers (its keys allocated); false when out of memory. */
+bool rec_thread_set_init(rec_thread_set *set, uint32_t nbuf);
+/* The set now holds the threads of queued (n of them, at most the ring's
+ * buffers): their own buffers' (a CPU's, tid 0, has none). */
+void rec_thread_set_fill(rec_thread_set *set, const ltr_ring_view *ring, const uint32_t *queued, uint32_t n);
 /* File mode, in a flush: whether the piece of buffer idx, being filled,
  * must wait for the next flush: its thread (pid and tid) has another
- * buffer among queued (n of them: published, not yet taken), which came
- * before it. A CPU's buffer never waits (its records carry their times). */
-bool rec_piece_waits(const ltr_ring_view *ring, const uint32_t *queued, uint32_t n, uint32_t idx);
+ * buffer in set (published, not yet taken), which came before it. A CPU's
+ * buffer never waits (its records carry their times). */
+bool rec_piece_waits(const ltr_ring_view *ring, const rec_thread_set *set, uint32_t idx);
 /* Copies the metadata region's new records out (into what the next round
  * writes or keeps), and frees their place for producers. */
 void rec_pull_metadata(recorder *r);

@@ -106,7 +106,8 @@ static int alloc_notes(recorder *r, ltr_error *err)
         cs->queued_now = calloc(cs->ring.nbuf, sizeof *cs->queued_now);
         cs->flushing_seq = calloc(cs->ring.nbuf, sizeof *cs->flushing_seq);
         if (!cs->notes || !cs->copy || !cs->saved_seq || !cs->saved_events || !cs->saved_first_ns ||
-            !cs->flushing || !cs->queued_now || !cs->flushing_seq)
+            !cs->flushing || !cs->queued_now || !cs->flushing_seq ||
+            !rec_thread_set_init(&cs->queued_threads, cs->ring.nbuf))
             return ltr_fail(err, ENOMEM, "out of memory");
         if (r->cfg.mode == LTR_MODE_FILE)
             continue;
@@ -420,6 +421,7 @@ void rec_teardown(recorder *r)
         free(r->col[c].flushing);
         free(r->col[c].queued_now);
         free(r->col[c].flushing_seq);
+        free(r->col[c].queued_threads.keys);
         free(r->col[c].copy);
         free(r->col[c].saved_seq);
         free(r->col[c].saved_events);
