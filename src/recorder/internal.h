@@ -392,6 +392,8 @@ void rec_markers_free(recorder *r);
 /* loop.c */
 /* Logs a problem: the log is then kept (else removed at a clean end). */
 void rec_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Logs a line that needs no one's attention: the log is not kept for it. */
+void rec_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The log's name in the runtime directory, or NULL if there is none. */
 const char *rec_log_name(void);
 

@@ -54,9 +54,7 @@ void rec_log(const char *fmt, ...)
     logfile.problems++;
 }
 
-/* A line that needs no one's attention. */
-static void log_routine(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_routine(const char *fmt, ...)
+void rec_note(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -1142,7 +1140,7 @@ static void producer_gone(recorder *r, unsigned i, uint64_t seen_ns)
          * state); done once it no longer maps the session */
         r->orphans[r->norphans++] =
             (struct rec_orphan){c.owner, c.pid, kernel_pid, c.proc_slot, c.start_ts, c.pidfd};
-        log_routine("process %d closed its connection to the session and still maps it (a daemon closing "
+        rec_note("process %d closed its connection to the session and still maps it (a daemon closing "
                     "every fd?): its buffers stay its own while it does", (int)c.pid);
         return;
     }
@@ -1312,15 +1310,15 @@ int ltr_recorder_run(const ltr_session_config *cfg, int ready_fd, int controller
         return 1;
     }
     if (cfg->mode == LTR_MODE_FILE) /* its name may be random: here is where to find it */
-        log_routine("session '%s' started (file mode), writing %s", cfg->name, r.cfg.output);
+        rec_note("session '%s' started (file mode), writing %s", cfg->name, r.cfg.output);
     else
-        log_routine("session '%s' started (memory mode)", cfg->name);
+        rec_note("session '%s' started (memory mode)", cfg->name);
     r.controller_fd = controller_fd;
     rec_system_start(&r);
     run_loop(&r);
     rec_unpublish(&r);
     rec_teardown(&r);
-    log_routine("session '%s' ended", cfg->name);
+    rec_note("session '%s' ended", cfg->name);
     end_log(r.exit_status);
     return r.exit_status;
 }

@@ -259,8 +259,10 @@ static int open_fds(recorder *r, ltr_error *err)
  * while they ran (preempted every 0.3 ms), and 2 to 3 runs in 10 lost events;
  * at nice -10, none in 10 (at -5, 1 in 10). It sleeps when nothing waits to
  * be written, so this takes nothing from the programs beside it then. Only a
- * privileged recorder may (root, CAP_SYS_NICE); others say so in their log
- * and go on. The share of its session (its autogroup) is raised by
+ * privileged recorder may (root, CAP_SYS_NICE); others note it in their log
+ * and go on: a note, not a problem, since it is every unprivileged user's
+ * lot (as a problem it kept a log per `ltr record` and had each one say "the
+ * recorder reported problems"); lost events are reported by their count. The share of its session (its autogroup) is raised by
  * launch.c, which made the session for it alone. */
 static void raise_priority(void)
 {
@@ -269,7 +271,7 @@ static void raise_priority(void)
     if (errno || now <= LTR_RECORDER_NICE)
         return;
     if (setpriority(PRIO_PROCESS, 0, LTR_RECORDER_NICE) != 0)
-        rec_log("running at nice %d: the recorder may not raise its priority (%s); a program whose "
+        rec_note("running at nice %d: the recorder may not raise its priority (%s); a program whose "
                 "threads keep every CPU busy may lose events", now, strerror(errno));
 }
 
