@@ -479,8 +479,15 @@ Dwfl_Module *sys_addr_module(Dwfl *d, uint64_t pc, uint64_t *start)
     return m;
 }
 
-/* A frame's name: "function" or "module+0xOFFSET"; NULL (and *unknown) when
- * no module holds pc. Cached. */
+uint64_t sys_elf_vaddr(Dwfl_Module *m, uint64_t pc, uint64_t start)
+{
+    Dwarf_Addr bias = 0;
+    return dwfl_module_getelf(m, &bias) ? pc - bias : pc - start;
+}
+
+/* A frame's name: "function" or "module+0xOFFSET", the offset an ELF virtual
+ * address as the heap's frames give it; NULL (and *unknown) when no module
+ * holds pc. Cached. */
 static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bool *unknown)
 {
     uint64_t key = (pc * 0x9e3779b97f4a7c15ull) ^ pid;
@@ -500,7 +507,7 @@ static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bo
     if (name)
         snprintf(buf, sizeof buf, "%s", name);
     else
-        snprintf(buf, sizeof buf, "%s+0x%llx", base ? base : "??", (unsigned long long)(pc - start));
+        snprintf(buf, sizeof buf, "%s+0x%llx", base ? base : "??", (unsigned long long)sys_elf_vaddr(m, pc, start));
     if (c->names.n >= NAMES_MAX)
         names_clear(c);
     int created;

@@ -76,5 +76,13 @@ Dwfl *sys_proc_dwfl_report(uint32_t pid, sys_mod_data *mods);
  * named those frames "ld-linux-x86-64.so.2+0x9869df095d" and kept the stale
  * modules from being read again. */
 Dwfl_Module *sys_addr_module(Dwfl *d, uint64_t pc, uint64_t *start);
+/* pc as an ELF virtual address of its module m (start: sys_addr_module's),
+ * what addr2line -e and the heap's frames (module+0xOFFSET) take: pc less
+ * the load bias. Not pc - start: a program built without -pie starts at
+ * its first segment's address (0x400000), and python3's CPU samples said
+ * python3.11+0x165996 where its heap frames said 0x565997 (a return
+ * address; a sample names the call, a byte before). When the ELF
+ * cannot be read, pc - start (right where the first segment is at 0). */
+uint64_t sys_elf_vaddr(Dwfl_Module *m, uint64_t pc, uint64_t start);
 
 #endif

@@ -15,7 +15,7 @@
  * A writer waiting in open() of the FIFO is let through by any open of its
  * read side: still waiting afterwards means no one opened it. And a frame
  * is a module's only inside its loaded segments, not in anonymous memory
- * between two mappings of one file.
+ * between two mappings of one file; its offset is an ELF virtual address.
  */
 #include "system/internal.h"
 #include "util/testutil.h"
@@ -35,6 +35,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char box[64], lib[128], fifo[128], real_file[128], gone[128];
@@ -313,10 +314,82 @@ static void test_anon_between_two_mappings_of_a_file(void **state)
     munmap(anon, (size_t)page);
 }
 
+/* Process pid's entry point (AT_ENTRY) and its executable's e_entry: the
+ * same code, as an address in the process and as an ELF virtual address. */
+static void entry_points(pid_t pid, uint64_t *at, uint64_t *elf)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/auxv", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    uint64_t kv[2];
+    *at = *elf = 0;
+    while (fread(kv, sizeof kv, 1, f) == 1 && kv[0] != AT_NULL)
+        if (kv[0] == AT_ENTRY)
+            *at = kv[1];
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 24, SEEK_SET), 0); /* Elf64_Ehdr.e_entry */
+    assert_int_equal(fread(elf, sizeof *elf, 1, f), 1);
+    fclose(f);
+    assert_true(*at && *elf);
+}
+
+static void expect_entry_offset(pid_t pid)
+{
+    uint64_t at, elf, start = 0;
+    entry_points(pid, &at, &elf);
+    sys_mod_data mods;
+    Dwfl *d = sys_proc_dwfl_report((uint32_t)pid, &mods);
+    assert_non_null(d);
+    Dwfl_Module *m = sys_addr_module(d, at, &start);
+    assert_non_null(m);
+    uint64_t got = sys_elf_vaddr(m, at, start);
+    if (got != elf)
+        fail_msg("pid %d's entry point 0x%llx is its module's 0x%llx, not the ELF's 0x%llx (start 0x%llx)",
+                 (int)pid, (unsigned long long)at, (unsigned long long)got, (unsigned long long)elf,
+                 (unsigned long long)start);
+    dwfl_end(d);
+}
+
+/* A frame that the sampler names module+0xOFFSET has for offset the ELF
+ * virtual address, as the heap's frames and addr2line -e: in a program
+ * built with -pie (this test) and without (busy-nopie, whose code starts
+ * at 0x400000: pc less the module's start said 0x12b2 in busy_spin, at
+ * 0x4011f0..0x4012e0). */
+static void test_offsets_are_elf_addresses(void **state)
+{
+    (void)state;
+    expect_entry_offset(getpid());
+    int in[2], out[2]; /* close-on-exec: a child that keeps no end of its stdin ends when the test does */
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execl(tu_test_bin("ltr-test-busy-nopie"), "ltr-test-busy-nopie", "1", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    char buf[8] = {0};
+    assert_int_equal(read(out[0], buf, 6), 6); /* "ready": exec'd and waiting */
+    expect_entry_offset(p);
+    assert_int_equal(write(in[1], "g", 1), 1);
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    close(in[1]);
+    close(out[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regular_file_found),
+        cmocka_unit_test(test_offsets_are_elf_addresses),
         cmocka_unit_test(test_fifo_not_opened),
         cmocka_unit_test(test_swap_after_stat_not_opened),
         cmocka_unit_test(test_deleted_name_opened_as_mapped),
