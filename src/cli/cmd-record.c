@@ -157,6 +157,7 @@ static int parse(int argc, char **argv, record_opts *o)
 /* What the session recorded and lost. */
 typedef struct record_counts {
     unsigned long long recorded, lost, overwritten, kept, emitted;
+    unsigned long long unattached; /* of lost: of processes that never joined the session */
     int known;
     ltr_error why; /* not known: why (said only if the stop went well: else the stop says it) */
 } record_counts;
@@ -178,6 +179,9 @@ static record_counts stop_counts(const ltr_kvlist *stopped)
     c.kept = strtoull(w, NULL, 10);
     c.lost = strtoull(l, NULL, 10);
     c.overwritten = strtoull(o, NULL, 10);
+    if (ltr_kvlist_get(stopped, "events_unattached", w, sizeof w)) /* a recorder before it: all lost for buffers */
+        c.unattached = strtoull(w, NULL, 10);
+    c.unattached = c.unattached < c.lost ? c.unattached : c.lost;
     c.recorded = c.kept + c.overwritten;
     c.emitted = c.recorded + c.lost;
     c.known = 1;
@@ -194,24 +198,31 @@ static void report(const char *trace, record_counts c, const record_opts *o)
         fprintf(stderr, " (%llu heap events)", c.kept);
     fprintf(stderr, "\n");
     cli_name_leftovers("record", trace); /* a record whose recorder was killed here left them */
+    bool none = c.known && !c.recorded && !c.lost; /* no event seen at all */
     if (c.overwritten)
         cli_warn("record", "%llu older heap events were overwritten in memory mode and are not in the trace "
                  "(it keeps the newest %llu); record without --memory to keep them all",
                  c.overwritten, c.kept);
-    if (c.lost)
+    if (c.unattached)
+        cli_warn("record", "%llu of %llu heap events were lost because their process could not join the "
+                 "session: its heap agent never reached the recorder (a seccomp filter or sandbox that denies "
+                 "it Unix sockets, as systemd's RestrictAddressFamilies= without AF_UNIX or "
+                 "SystemCallFilter= do, or no file descriptor left); more buffers would not help",
+                 c.unattached, c.emitted);
+    if (c.lost > c.unattached)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
-                 "(now --buffers %u --buffer-size %u)", c.lost, c.emitted, o->buffers, o->buffer_kb);
-    else if (c.known && !c.recorded && o->pid && ltr_seccomp_said((pid_t)o->pid, filtered, sizeof filtered))
+                 "(now --buffers %u --buffer-size %u)", c.lost - c.unattached, c.emitted, o->buffers, o->buffer_kb);
+    else if (none && o->pid && ltr_seccomp_said((pid_t)o->pid, filtered, sizeof filtered))
         cli_warn("record", "no heap events were recorded from pid %u: %s; or it made no allocation while it was "
                  "recorded", o->pid, filtered);
-    else if (c.known && !c.recorded && o->pid) /* attached: an idle service is the likeliest cause */
+    else if (none && o->pid) /* attached: an idle service is the likeliest cause */
         cli_warn("record", "no heap events were recorded: pid %u made no allocation through the heap agent's "
                  "hooks while it was recorded (idle, blocked, or allocating through an allocator of its own or "
                  "a pointer to malloc it took before the attach, as Python's ctypes keeps those it looked up, "
                  "docs/heap-tracing.md \"Attaching late\")",
                  o->pid);
-    else if (c.known && !c.recorded)
+    else if (none)
         /* not "never called": libraries' constructors that run before the
          * agent's allocate unseen (libstdc++'s pool in every C++ program) */
         cli_warn("record", "no heap events were recorded: the heap agent saw no call of the shared C library's "

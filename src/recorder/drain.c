@@ -286,11 +286,12 @@ uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
 /* The counters as last sampled. */
 static void put_counters(recorder *r, ltr_bytes *out)
 {
-    r->counted_written = r->counted_lost = r->counted_overwritten = 0;
+    r->counted_written = r->counted_lost = r->counted_overwritten = r->counted_unattached = 0;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
         r->counted_written += cs->events_written - cs->events_dropped;
         r->counted_lost += rec_events_lost(r, c);
+        r->counted_unattached += cs->unattached.total;
         r->counted_overwritten += cs->overwritten.total;
         size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_COLLECTOR);
         ltr_bytes_put_u16(out, (uint16_t)c);

@@ -135,8 +135,9 @@ typedef struct recorder {
     uint64_t meta_hold_from, meta_hold_until_ns;
     shm_count meta_lost;   /* records producers could not append: the region held too much unread */
     /* The events the last counters written told, over the collectors: in
-     * the trace, lost, overwritten (a stop's answer: what its trace says). */
-    uint64_t counted_written, counted_lost, counted_overwritten;
+     * the trace, lost, overwritten (a stop's answer: what its trace says);
+     * of the lost, those of processes that could not join the session. */
+    uint64_t counted_written, counted_lost, counted_overwritten, counted_unattached;
     uint64_t forged_processes; /* PROCESS records read that were not the recorder's (logged once) */
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */

@@ -134,6 +134,7 @@ static void reply_stopped(const recorder *r, int fd)
     put_u64(&kv, "events_written", r->counted_written);
     put_u64(&kv, "events_lost", r->counted_lost);
     put_u64(&kv, "events_overwritten", r->counted_overwritten);
+    put_u64(&kv, "events_unattached", r->counted_unattached);
     put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);

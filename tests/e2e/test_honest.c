@@ -283,6 +283,21 @@ static void test_start_pid(void **state)
     tu_free(&r);
 }
 
+/* A command under a seccomp filter that refuses Unix sockets: its agent
+ * never joins the session, and `ltr record` said its events were lost for
+ * want of a free buffer, "record again with more or larger buffers", which
+ * would never help (3478 of 3478 of this perl, and a Python service under
+ * systemd's RestrictAddressFamilies= alike). */
+static void test_record_unjoined_command(void **state)
+{
+    tu_result r = tu_run("%s record -o %s/nu.ltr -- %s perl -e 'my @a; push @a, \"x\" x 100 for 1..1000'", LTR,
+                         (const char *)*state, tu_test_bin("ltr-test-nounix"));
+    if (r.status != 0 || !strstr(r.err, "heap events were lost because their process could not join the session") ||
+        strstr(r.err, "larger buffers"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 /* A --pid that joined and then closed its connection (a daemon closing
  * every fd) is not attached, yet writes its events into the trace:
  * 'ltr stop' said it "never joined it, and none of its allocations is in
@@ -388,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_among_overwritten_said, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_joined_then_closed, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_unjoined_command, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
