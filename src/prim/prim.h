@@ -48,6 +48,10 @@ typedef struct ltr_grain_clock {
     uint64_t clock_reads; /* the calls that asked clock_gettime */
 } ltr_grain_clock;
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);
+/* Whether ltr_grain_now may read the counter, given the kernel's clock
+ * source as sysfs names it ("tsc", no line end) and the fewest counter ticks that
+ * clock_gettime and the same clock by system call took (grainclock.c). */
+bool ltr_grain_counter_trusted(const char *source, uint64_t vdso_ticks, uint64_t syscall_ticks);
 
 /* Fills ltr_error: code and a printf-style message. Returns -code. */
 int ltr_fail(ltr_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -3,7 +3,9 @@
  * every value is CLOCK_MONOTONIC's grain at some moment of the call (never
  * a grain early or late, across many edges, on several threads at once
  * while the counter's rate is being measured), and where the kernel keeps
- * time with the CPU's counter most calls do not ask clock_gettime.
+ * time with the CPU's counter (tsc, or kvm-clock read by the vDSO) most
+ * calls do not ask clock_gettime; which clock sources and costs of the
+ * clock's read let it use the counter.
  */
 #include "prim/prim.h"
 
@@ -15,17 +17,31 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
-/* The kernel's clock source, as grainclock.c reads it. */
-static int kernel_uses_tsc(void)
+/* Whether the grain clock should read the counter on this machine, found
+ * apart from grainclock.c: clock source tsc, or kvm-clock read by the vDSO
+ * (clock_gettime far cheaper than the same clock by system call). */
+static int counter_expected(void)
 {
     char buf[32] = "";
     FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
     if (!f)
         return 0;
-    int ok = fgets(buf, sizeof buf, f) && !strcmp(buf, "tsc\n");
+    int got = fgets(buf, sizeof buf, f) != NULL;
     fclose(f);
-    return ok;
+    if (!got || strcmp(buf, "kvm-clock\n"))
+        return got && !strcmp(buf, "tsc\n");
+    struct timespec ts;
+    uint64_t t0 = ltr_now_ns();
+    for (int i = 0; i < 1000; i++)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t1 = ltr_now_ns();
+    for (int i = 0; i < 1000; i++)
+        syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    return (t1 - t0) * 2 < ltr_now_ns() - t1;
 }
 
 typedef struct run {
@@ -76,16 +92,37 @@ static void test_every_value_is_the_grain_of_its_moment(void **state)
         assert_true(calls > 10000);
         /* 100 us: a clock read per grain and thread, and those of the 2 ms
          * before the rate is known; calls come every 100 ns or so */
-        if (k == 0 && kernel_uses_tsc())
+        if (k == 0 && counter_expected())
             assert_true(reads * 4 < calls);
         fprintf(stderr, "grain %llu ns: %llu calls, %llu clock reads\n", (unsigned long long)grains[k],
                 (unsigned long long)calls, (unsigned long long)reads);
     }
 }
 
+/* The counter under kvm-clock only when the vDSO reads it (its fallback, the
+ * system call, costs as much as the call it is compared with); never under
+ * another clock source, whatever the costs. */
+static void test_which_clocks_trust_the_counter(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    assert_true(ltr_grain_counter_trusted("tsc", 0, 0));
+    assert_true(ltr_grain_counter_trusted("kvm-clock", 147, 2200)); /* a PVM guest's */
+    assert_true(ltr_grain_counter_trusted("kvm-clock", 40, 300));
+    assert_false(ltr_grain_counter_trusted("kvm-clock", 2300, 2200)); /* the vDSO's fallback */
+    assert_false(ltr_grain_counter_trusted("kvm-clock", 160, 300));
+    assert_false(ltr_grain_counter_trusted("kvm-clock", 0, 0));
+#endif
+    assert_false(ltr_grain_counter_trusted("hpet", 147, 2200));
+    assert_false(ltr_grain_counter_trusted("acpi_pm", 0, 0));
+    assert_false(ltr_grain_counter_trusted("", 147, 2200));
+    assert_false(ltr_grain_counter_trusted("tsc-early", 0, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_which_clocks_trust_the_counter),
         cmocka_unit_test(test_every_value_is_the_grain_of_its_moment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
