@@ -378,6 +378,8 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
         feed(a, sk, d, ev, o);
         an_symbols_update(a); /* the modules met so far: their files open while the events stream */
         rc = stream_blocks(a, sk, d, o, &pr, err);
+        if (rc >= 0)
+            an_symbols_read_all(a);
     }
     an_sink_close(sk); /* the model is the main thread's again */
     an_progress_end(&pr);

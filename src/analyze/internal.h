@@ -289,6 +289,11 @@ void an_warn(ltr_analysis *a, const char *fmt, ...) __attribute__((format(printf
 /* During the scan: hands the module records met since the last call to the
  * symbolizer and has it open their files in the background (symbolize.c). */
 void an_symbols_update(ltr_analysis *a);
+/* Every event read, the model may still be at work: the files the trace
+ * says were bare where it was recorded, whose frames it could not name,
+ * are opened now on the symbolizer's thread (ltr_symbolizer_prewarm_bare),
+ * while the main thread waits for the model, not after it. */
+void an_symbols_read_all(ltr_analysis *a);
 /* Before a report: resolves the frames of the stacks it shows, and warns about
  * the modules that could not be symbolized. */
 void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top);

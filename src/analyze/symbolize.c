@@ -78,6 +78,15 @@ void an_symbols_update(ltr_analysis *a)
         a->prewarm_pending = ltr_symbolizer_prewarm(s) == -EBUSY;
 }
 
+void an_symbols_read_all(ltr_analysis *a)
+{
+    if (a->sym_failed || !wants_prewarm() || !a->known_symbols)
+        return; /* without the trace's names every file was prewarmed already */
+    ltr_symbolizer *s = symbolizer(a);
+    if (s)
+        ltr_symbolizer_prewarm_bare(s); /* else the lookups open them */
+}
+
 /* Resolves the frames of the stacks a report of fmt with top entries per list
  * will show: pprof, folded and CSV (and top 0) show every stack, text and
  * JSON the top of three rankings per process. A trace may hold far more

@@ -49,6 +49,12 @@ typedef struct sym_file {
     int known_bare;   /* bare where its known frames were named (ltr_symbolizer_known_bare) */
     int known_used;   /* a lookup took its known frames without opening it */
     int better;       /* -1 unknown, 0/1: a debug file here may name it better (may_do_better) */
+    /* opened ahead by the prewarm thread for ltr_symbolizer_prewarm_bare,
+     * not opened yet as far as lookups and problems go: the first lookup
+     * that opens the file takes these instead of opening it again */
+    int early_done;
+    sym_elf *early;
+    char *early_problem;
 } sym_file;
 
 typedef struct sym_mod {
@@ -137,16 +143,37 @@ struct ltr_symbolizer {
 static void open_file(ltr_symbolizer *s, sym_file *f, int warm)
 {
     f->opened = 1;
+    if (f->early_done) { /* opened ahead (ltr_symbolizer_prewarm_bare): the same open, done */
+        f->elf = f->early;
+        f->problem = f->early_problem;
+        f->early = NULL;
+        f->early_problem = NULL;
+        f->early_done = 0;
+        return;
+    }
     f->elf = sym_elf_open(f->path, f->build_id, f->build_id_len, &s->debug_path_ptr, &f->problem);
     if (warm && f->elf)
         sym_elf_warm(f->elf);
 }
 
+/* A file with known frames opened ahead, for a lookup to take (open_file). */
+static void open_early(ltr_symbolizer *s, sym_file *f)
+{
+    f->early = sym_elf_open(f->path, f->build_id, f->build_id_len, &s->debug_path_ptr, &f->early_problem);
+    if (f->early)
+        sym_elf_warm(f->early);
+    f->early_done = 1;
+}
+
 static void *prewarm_thread(void *arg)
 {
     ltr_symbolizer *s = arg;
-    for (size_t i = 0; i < s->nwarm && !atomic_load(&s->warm_stop); i++)
-        open_file(s, s->warm[i], 1);
+    for (size_t i = 0; i < s->nwarm && !atomic_load(&s->warm_stop); i++) {
+        if (s->warm[i]->has_known)
+            open_early(s, s->warm[i]);
+        else
+            open_file(s, s->warm[i], 1);
+    }
     atomic_store(&s->warm_done, 1);
     return NULL;
 }
@@ -168,20 +195,27 @@ static void settle(ltr_symbolizer *s)
 /* A file whose frames the trace embedded is opened only if a lookup misses. */
 static int wants_warm(const sym_file *f) { return !f->opened && !f->has_known; }
 
-int ltr_symbolizer_prewarm(ltr_symbolizer *s)
+/* One the trace says was bare where it was recorded: its frames it could
+ * not name there are looked up here, which opens it (ltr_symbolizer_prewarm_bare). */
+static int wants_warm_bare(const sym_file *f)
+{
+    return !f->opened && f->has_known && f->known_bare && !f->early_done;
+}
+
+static int start_prewarm(ltr_symbolizer *s, int (*wants)(const sym_file *))
 {
     if (s->warming && !atomic_load(&s->warm_done))
         return -EBUSY;
     settle(s);
     size_t n = 0;
     for (size_t i = 0; i < s->nfiles; i++)
-        n += wants_warm(s->files[i]);
+        n += wants(s->files[i]);
     if (!n)
         return 0;
     if (!(s->warm = malloc(n * sizeof *s->warm)))
         return -ENOMEM;
     for (size_t i = 0; i < s->nfiles; i++)
-        if (wants_warm(s->files[i]))
+        if (wants(s->files[i]))
             s->warm[s->nwarm++] = s->files[i];
     atomic_store(&s->warm_stop, 0);
     atomic_store(&s->warm_done, 0);
@@ -195,6 +229,10 @@ int ltr_symbolizer_prewarm(ltr_symbolizer *s)
     s->warming = 1;
     return 1;
 }
+
+int ltr_symbolizer_prewarm(ltr_symbolizer *s) { return start_prewarm(s, wants_warm); }
+
+int ltr_symbolizer_prewarm_bare(ltr_symbolizer *s) { return start_prewarm(s, wants_warm_bare); }
 
 ltr_symbolizer *ltr_symbolizer_new(const char *debug_path)
 {
@@ -220,6 +258,8 @@ void ltr_symbolizer_free(ltr_symbolizer *s)
     settle(s);
     for (size_t i = 0; i < s->nfiles; i++) {
         sym_elf_close(s->files[i]->elf);
+        sym_elf_close(s->files[i]->early);
+        free(s->files[i]->early_problem);
         free(s->files[i]->path);
         free(s->files[i]->problem);
         if (s->files[i]->offsets)

@@ -11,6 +11,9 @@
  * already (a trace's SYMBOLS chunk) are given for their file's addresses,
  * from any process, without opening it; an address they do not cover opens
  * it; and every address resolved comes back once from ltr_symbolizer_each.
+ * Files with known frames that were bare where recorded, opened ahead
+ * (ltr_symbolizer_prewarm_bare), give the same frames, problems and bare
+ * files as files a lookup opens.
  */
 #include "symbols/symbols.h"
 
@@ -349,6 +352,65 @@ static void test_known_frames(void **state)
     ltr_symbolizer_free(s);
 }
 
+/* One symbolizer each way: files opened ahead by ltr_symbolizer_prewarm_bare
+ * (waited for: every one opened before the first lookup) count as not
+ * opened until a lookup opens them, which takes them as they are. The
+ * missing file has a build-id, so that its known frames are taken without
+ * opening it (no debug file here could name them better). */
+static void test_prewarm_bare_same(void **state)
+{
+    (void)state;
+    const uint64_t base = 0x7e5500000000ull;
+    const uint8_t id[20] = {0x1e, 0x55, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
+    ltr_sym_segment seg = {base, base + 0x4000, 0, 5};
+    const char *gone = "/nonexistent/ltr-test/libgone.so";
+    ltr_sym_module r = {.pid = PID, .loaded = 1, .load_bias = base, .path = gone, .build_id = id,
+                        .build_id_len = sizeof id, .segments = &seg, .segment_count = 1};
+    const test_mod *exe = holder((uint64_t)(uintptr_t)probe_target);
+    assert_non_null(exe);
+    uint64_t at = (uint64_t)(uintptr_t)probe_target + 1;
+    ltr_sym_frame weak = {.function = "exported_nearby"};
+    ltr_symbolizer *s[2] = {ltr_symbolizer_new(NULL), ltr_symbolizer_new(NULL)}; /* s[1] prewarms */
+    for (int k = 0; k < 2; k++) {
+        assert_non_null(s[k]);
+        assert_int_equal(ltr_symbolizer_add_known(s[k], gone, id, sizeof id, 0x1234, &weak, 1), 0);
+        assert_int_equal(ltr_symbolizer_add_known(s[k], exe->path, NULL, 0, 0x10, &weak, 1), 0);
+        ltr_symbolizer_known_bare(s[k], gone, id, sizeof id);
+        ltr_symbolizer_known_bare(s[k], exe->path, NULL, 0);
+        assert_int_equal(ltr_symbolizer_add_module(s[k], &r), 0);
+        add(s[k], exe);
+    }
+    assert_int_equal(ltr_symbolizer_prewarm(s[1]), 0); /* their frames are known */
+    assert_int_equal(ltr_symbolizer_prewarm_bare(s[1]), 1);
+    int rc;
+    while ((rc = ltr_symbolizer_prewarm_bare(s[1])) == -EBUSY)
+        usleep(1000);
+    assert_int_equal(rc, 0); /* both opened ahead: nothing left to open */
+    ltr_sym_frame f[2][32];
+    size_t n[2];
+    for (int k = 0; k < 2; k++) { /* a known frame: the file not opened, bare as the trace said */
+        n[k] = ltr_symbolize(s[k], PID, 1, base + 0x1234, f[k], 32);
+        assert_int_equal(ltr_symbolizer_problem_count(s[k]), 0);
+        assert_int_equal(ltr_symbolizer_nosyms_count(s[k]), 1);
+    }
+    assert_same_frames(f[0], n[0], f[1], n[1]);
+    assert_string_equal(f[1][0].function, "exported_nearby");
+    for (int k = 0; k < 2; k++) { /* a frame the trace did not name: the file is opened, and missing */
+        n[k] = ltr_symbolize(s[k], PID, 1, base + 0x2000, f[k], 32);
+        assert_int_equal(ltr_symbolizer_problem_count(s[k]), 1);
+        assert_int_equal(ltr_symbolizer_nosyms_count(s[k]), 0);
+    }
+    assert_same_frames(f[0], n[0], f[1], n[1]);
+    for (int k = 0; k < 2; k++)
+        n[k] = ltr_symbolize(s[k], PID, 1, at, f[k], 32);
+    assert_same_frames(f[0], n[0], f[1], n[1]);
+    assert_string_equal(f[1][n[1] - 1].function, "probe_target");
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(ltr_symbolizer_nosyms_count(s[k]), 0); /* its file names it here */
+        ltr_symbolizer_free(s[k]);
+    }
+}
+
 /* The inlined function first, marked inlined, at the line of its call; then
  * the function it is inlined into, at the line where it was inlined. */
 /* A trace's weak name (a symbol table where it was recorded: the .dynsym's
@@ -468,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_modules_added_during_prewarm),
         cmocka_unit_test(test_missing_module_file),
         cmocka_unit_test(test_known_frames),
+        cmocka_unit_test(test_prewarm_bare_same),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
