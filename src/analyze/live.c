@@ -14,7 +14,6 @@ void an_lives_free(an_lives *t)
 {
     ltr_table_free(t->blocks, t->capblocks, sizeof *t->blocks);
     ltr_table_free(t->index, t->cap, sizeof *t->index);
-    ltr_table_free(t->tags, t->captags, sizeof *t->tags);
     an_lives_init(t);
 }
 
@@ -31,11 +30,12 @@ void an_lives_free(an_lives *t)
 static int grow_index(an_lives *t)
 {
     size_t want = t->cap < INDEX_QUADRUPLE ? t->cap : t->cap * 3; /* doubled until it holds slot want */
-    if (ltr_table_reserve((void **)&t->tags, &t->captags, want, sizeof *t->tags, 64) != 0 ||
-        ltr_table_reserve((void **)&t->index, &t->cap, want, sizeof *t->index, 64) != 0)
+    if (ltr_table_reserve((void **)&t->index, &t->cap, want, sizeof *t->index, 64) != 0)
         return -1;
     memset(t->index, 0, t->cap * sizeof *t->index);
     t->shift = 64 - (unsigned)__builtin_ctzll(t->cap);
+    t->place = t->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)(t->cap - 1);
+    t->tagshift = t->cap > UINT32_MAX ? 32 : 64 - t->shift;
     size_t mask = t->cap - 1;
     for (size_t at = 0; at < t->nblocks; at++) {
         if (t->blocks[at].stack == AN_LIVE_FREE)
@@ -43,8 +43,7 @@ static int grow_index(an_lives *t)
         size_t i = an_lives_home(t, t->blocks[at].addr);
         while (t->index[i])
             i = (i + 1) & mask;
-        t->index[i] = (uint32_t)at + 1;
-        t->tags[i] = an_lives_tag(t->blocks[at].addr);
+        t->index[i] = ((uint32_t)at + 1) | an_lives_tag(t, t->blocks[at].addr);
     }
     return 0;
 }

@@ -8,8 +8,9 @@
  * growth touched was two thirds of the analysis's samples (perf,
  * docs/benchmarks.md, "Where the leak's analysis goes"). Now the blocks are
  * 64 MiB grown by mremap (prim/table.c: no copy, no page touched twice) and
- * the index 16 MiB (and 4 MiB of tags, an_lives_tag); its growth reads
- * the blocks in order, not the slots.
+ * the index 16 MiB, each slot a block's number and, above it, bits of the
+ * block's address (an_lives_tag); its growth reads the blocks in order, not
+ * the slots.
  * The index keeps base/hmap.h's home slots keyed by page (a page's blocks
  * near each other) and its deletion by backward shift (no tombstones).
  * The hot paths are inline: the model's batch loop is built around them.
@@ -36,10 +37,15 @@ typedef struct an_lives {
     an_live *blocks;
     size_t nblocks, capblocks; /* places used (live or free), and room */
     uint32_t free;             /* the first free place + 1, 0: none */
-    uint32_t *index;           /* cap slots, a power of two: a block's place + 1, 0 empty */
-    uint8_t *tags;             /* a filled slot's an_lives_tag, by slot */
-    size_t cap, captags, n;    /* n: live blocks */
+    /* cap slots, a power of two: 0 empty, else a block's place + 1 in the
+     * bits of place (places stay under cap / 2: a new one is made only when
+     * every place is live, and the index grows at half load), its
+     * an_lives_tag in the bits above */
+    uint32_t *index;
+    size_t cap, n;             /* n: live blocks */
     unsigned shift;            /* 64 - log2(cap), as an_hmap's */
+    uint32_t place;            /* the bits of a slot's place: cap - 1, all of them past 2^32 slots */
+    unsigned tagshift;         /* where the tag starts: log2(cap), at most 32 (no tag) */
 } an_lives;
 
 void an_lives_init(an_lives *t);
@@ -54,21 +60,30 @@ static inline size_t an_lives_home(const an_lives *t, uint64_t addr)
     return an_hmap_home_in(addr, 1, t->shift);
 }
 
-/* Eight bits of an address beside its slot, so that a probe passes the
- * slots of other blocks without reading them: perl's leak, every allocation
- * a new address, spent 56 % of the model's samples comparing the address
- * of the block in a slot on its way to an empty one. Both the granule in
- * the page (a page's blocks in one run) and the page (other pages' runs). */
-static inline uint8_t an_lives_tag(uint64_t addr) { return (uint8_t)((addr >> 4) ^ (addr >> 12)); }
+/* Bits of an address in its slot above the block's place, so that a probe
+ * passes the slots of other blocks without reading them: perl's leak, every
+ * allocation a new address, spent 56 % of the model's samples comparing
+ * the address of the block in a slot on its way to an empty one. Both the
+ * granule in the page (a page's blocks in one run) and the page (other
+ * pages' runs). They were a byte in an array of their own: a probe read
+ * two lines, and the leak's 2^22 slots took 4 MiB more of fresh pages.
+ * 32 - log2(cap) bits: 10 at the leak's 2^22 slots, none past 2^32. */
+static inline uint32_t an_lives_tag(const an_lives *t, uint64_t addr)
+{
+    return (uint32_t)(((addr >> 4) ^ (addr >> 12)) << t->tagshift);
+}
+
+/* The block a filled slot's value x names. */
+static inline an_live *an_lives_block_of(const an_lives *t, uint32_t x) { return &t->blocks[(x & t->place) - 1]; }
 
 /* The index slot of addr's block, or the empty slot that ends its run. */
 static inline uint32_t *an_lives_slot(const an_lives *t, uint64_t addr)
 {
     size_t mask = t->cap - 1;
-    uint8_t tag = an_lives_tag(addr);
+    uint32_t tag = an_lives_tag(t, addr), place = t->place;
     for (size_t i = an_lives_home(t, addr);; i = (i + 1) & mask) {
         uint32_t x = t->index[i];
-        if (!x || (t->tags[i] == tag && t->blocks[x - 1].addr == addr))
+        if (!x || ((x & ~place) == tag && t->blocks[(x & place) - 1].addr == addr))
             return &t->index[i];
     }
 }
@@ -82,13 +97,12 @@ static inline an_live *an_lives_put(an_lives *t, uint64_t addr, int *created)
     uint32_t *slot = an_lives_slot(t, addr);
     *created = !*slot;
     if (*slot)
-        return &t->blocks[*slot - 1];
+        return an_lives_block_of(t, *slot);
     size_t at = t->free ? t->free - 1 : t->nblocks++;
     an_live *b = &t->blocks[at];
     t->free = t->free ? (uint32_t)b->size : 0;
     *b = (an_live){.addr = addr};
-    *slot = (uint32_t)at + 1;
-    t->tags[slot - t->index] = an_lives_tag(addr);
+    *slot = ((uint32_t)at + 1) | an_lives_tag(t, addr);
     t->n++;
     return b;
 }
@@ -105,23 +119,22 @@ static inline uint32_t *an_lives_find(const an_lives *t, uint64_t addr)
 }
 
 /* The block of a slot an_lives_find gave. */
-static inline an_live *an_lives_at(const an_lives *t, const uint32_t *slot) { return &t->blocks[*slot - 1]; }
+static inline an_live *an_lives_at(const an_lives *t, const uint32_t *slot) { return an_lives_block_of(t, *slot); }
 
 /* The block of a slot an_lives_find gave leaves the table. */
 static inline void an_lives_remove(an_lives *t, uint32_t *slot)
 {
     uint32_t x = *slot;
-    an_live *b = &t->blocks[x - 1];
+    an_live *b = an_lives_block_of(t, x);
     b->stack = AN_LIVE_FREE;
     b->size = t->free;
-    t->free = x;
+    t->free = x & t->place;
     /* backward shift: pull later entries of the run into the hole when
      * their home slot does not lie (cyclically) between the hole and them */
     size_t mask = t->cap - 1, i = (size_t)(slot - t->index);
     for (size_t j = (i + 1) & mask; (x = t->index[j]) != 0; j = (j + 1) & mask)
-        if (((j - an_lives_home(t, t->blocks[x - 1].addr)) & mask) >= ((j - i) & mask)) {
+        if (((j - an_lives_home(t, an_lives_block_of(t, x)->addr)) & mask) >= ((j - i) & mask)) {
             t->index[i] = x;
-            t->tags[i] = t->tags[j];
             i = j;
         }
     t->index[i] = 0;
@@ -144,14 +157,12 @@ static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
  * dropped their calls (tests/build/check-prefetch.sh). */
 #define AN_LIVES_PREFETCH static inline __attribute__((always_inline)) void
 
-/* The index slot of addr and its tag, for an event a few ahead. */
+/* The index slot of addr, for an event a few ahead. */
 AN_LIVES_PREFETCH an_lives_prefetch_slot(const an_lives *t, uint64_t addr)
 {
     if (!t->cap) /* none before the first block */
         return;
-    size_t i = an_lives_home(t, addr);
-    __builtin_prefetch(&t->index[i]);
-    __builtin_prefetch(&t->tags[i]);
+    __builtin_prefetch(&t->index[an_lives_home(t, addr)]);
 }
 
 #endif
