@@ -854,15 +854,52 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
     ltr_ring_hand_in(&cs->ring, idx);
 }
 
+#define REC_SKIPPED_MAX (sizeof ((collector_state *)0)->skipped / sizeof (uint64_t))
+
+/* File mode: the queue's head slot stepped over as never filled, and its
+ * position watched (take_late), the oldest let go when too many are. */
+static void skip_hole(collector_state *cs)
+{
+    if (cs->nskipped == REC_SKIPPED_MAX)
+        memmove(cs->skipped, cs->skipped + 1, sizeof *cs->skipped * --cs->nskipped);
+    cs->skipped[cs->nskipped++] = ltr_ring_skip_slot(&cs->ring);
+    cs->queue_stall_ns = 0;
+}
+
+/* File mode: the buffers stored late into positions stepped over (a
+ * producer stopped between its two stores for longer than the 2 s, then
+ * let go), taken now: called before each buffer taken from the queue is
+ * written, since a thread's store there comes before its later buffers.
+ * The slot left as it was, the queue took that store a lap later for the
+ * next position's (the head then past the tail) or a later claim of the
+ * slot wrote over it (the buffer in no slot until its process ended). */
+static void take_late(recorder *r, unsigned c)
+{
+    collector_state *cs = &r->col[c];
+    for (unsigned k = 0; k < cs->nskipped;) {
+        bool forget;
+        uint32_t idx = ltr_ring_take_late(&cs->ring, cs->skipped[k], &forget);
+        if (idx != LTR_RING_NONE)
+            finish_buffer(r, c, idx);
+        if (forget)
+            cs->skipped[k] = cs->skipped[--cs->nskipped]; /* the order of the rest does not matter */
+        else
+            k++;
+    }
+}
+
 static void take_queued(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
+    take_late(r, c);
     /* Each buffer comes through the queue once per round at most: more means
      * someone keeps filling it. The rest waits for the next round. */
     for (uint32_t n = 0; n < cs->ring.nbuf; n++) {
         uint32_t idx = ltr_ring_take(&cs->ring);
         if (idx != LTR_RING_NONE) {
             cs->queue_stall_ns = 0;
+            if (cs->nskipped)
+                take_late(r, c);
             finish_buffer(r, c, idx);
             continue;
         }
@@ -876,8 +913,7 @@ static void take_queued(recorder *r, unsigned c)
         if (now - cs->queue_stall_ns < 2000000000u)
             return;
         rec_log("skipping a queue slot whose producer never filled it");
-        ltr_ring_skip_slot(&cs->ring);
-        cs->queue_stall_ns = 0;
+        skip_hole(cs);
     }
 }
 
@@ -1402,8 +1438,7 @@ static void take_past_holes(recorder *r, unsigned c, unsigned most, unsigned gra
     uint64_t until = cs->claimed_ns + grace_ms * 1000000ull;
     take_queued(r, c);
     for (unsigned i = 0; i < most && ltr_ring_head(&cs->ring) < cs->claimed_pos && hole_stays(cs, until); i++) {
-        ltr_ring_skip_slot(&cs->ring);
-        cs->queue_stall_ns = 0;
+        skip_hole(cs);
         take_queued(r, c);
     }
 }

@@ -317,6 +317,13 @@ uint32_t ltr_ring_take(ltr_ring_view *v)
         uint32_t s = atomic_load_explicit(slot, memory_order_acquire);
         if (s == 0)
             return LTR_RING_NONE; /* empty, or its producer is between two stores */
+        /* A position not claimed yet whose slot holds a buffer: a store
+         * made late into a position stepped over a lap before (ltr_ring_take_late).
+         * Taken as this position's, the head went past the tail, and the
+         * next buffer published, behind the head, waited a lap: a thread's
+         * events after its later ones once a lap (test_queue_hole). */
+        if (h >= ltr_ring_tail(v))
+            return LTR_RING_NONE;
         if (!atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
@@ -377,9 +384,31 @@ uint64_t ltr_ring_queued(ltr_ring_view *v)
     return ltr_ring_tail(v) - ltr_ring_head(v);
 }
 
-void ltr_ring_skip_slot(ltr_ring_view *v)
+uint64_t ltr_ring_skip_slot(ltr_ring_view *v)
 {
-    atomic_fetch_add_explicit(&v->shared->queue_head, 1, memory_order_acq_rel);
+    return atomic_fetch_add_explicit(&v->shared->queue_head, 1, memory_order_acq_rel);
+}
+
+uint32_t ltr_ring_take_late(ltr_ring_view *v, uint64_t pos, bool *forget)
+{
+    *forget = true;
+    _Atomic uint32_t *slot = &v->slots[pos % v->nbuf];
+    /* the slot, then the tail: a store of the next lap's position comes
+     * after its claim, so it is seen with the tail past pos + nbuf */
+    uint32_t s = atomic_load_explicit(slot, memory_order_acquire);
+    if (ltr_ring_tail(v) > pos + v->nbuf)
+        return LTR_RING_NONE;
+    if (!s) {
+        *forget = false;
+        return LTR_RING_NONE;
+    }
+    if (!atomic_compare_exchange_strong_explicit(slot, &s, 0, memory_order_acq_rel, memory_order_acquire))
+        return LTR_RING_NONE; /* changed under it: someone scribbles */
+    uint32_t idx = slot_index(v, s);
+    if (idx == LTR_RING_NONE || atomic_load_explicit(&v->bufs[idx].state, memory_order_acquire) == LTR_BUF_FULL)
+        return idx;
+    v->damage++; /* not a published buffer */
+    return LTR_RING_NONE;
 }
 
 uint64_t ltr_ring_history_start(ltr_ring_view *v, uint64_t tail)

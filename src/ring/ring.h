@@ -184,7 +184,17 @@ uint64_t ltr_ring_committed(ltr_ring_view *v, uint32_t idx, bool *bad);
 /* Consumer: buffers in the queue that are not visible yet (a producer between
  * reserving a queue slot and filling it). Used to skip a slot whose producer died. */
 uint64_t ltr_ring_queued(ltr_ring_view *v);
-void ltr_ring_skip_slot(ltr_ring_view *v);
+/* Consumer: steps the head over its slot (claimed, never filled); returns
+ * the position stepped over. */
+uint64_t ltr_ring_skip_slot(ltr_ring_view *v);
+/* Consumer: the buffer a producer stored late into the slot of position
+ * pos, which the consumer stepped over (ltr_ring_skip_slot) as never
+ * filled: a producer stopped between its two stores (SIGSTOP, a debugger,
+ * a frozen cgroup) for longer than the consumer waits. The slot is
+ * emptied for its next lap's position. LTR_RING_NONE while it is empty,
+ * and *forget set once pos needs no more watching: taken now, or the
+ * queue came round to its slot (a store there is the next lap's). */
+uint32_t ltr_ring_take_late(ltr_ring_view *v, uint64_t pos, bool *forget);
 
 /* Reading the history of an overwrite ring: positions [head, tail). */
 static inline uint64_t ltr_ring_head(const ltr_ring_view *v)

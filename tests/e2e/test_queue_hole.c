@@ -299,6 +299,63 @@ static void test_killed_keeps_threads_in_order(void **state)
     assert_int_equal(p.damage, 0);
 }
 
+/* A producer stopped between claiming its queue position and storing its
+ * buffer there, long enough for the recorder to pass the position (2 s),
+ * then let go: its store lands behind the queue's head. The recorder took
+ * a slot at the head without asking whether the position had been claimed,
+ * so a lap later it took that late store as the next position's (the head
+ * past the tail), and every later lap's buffer at that slot a lap late:
+ * a thread's events after its later ones (1 in 20 000 events here). The
+ * late buffer is written at the next flush (it was in no slot, or in one
+ * behind the head, until its process ended), the producer's threads in
+ * order, every event once. */
+static void test_late_store_behind_the_head(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance hq --filemode -o %s/hq.part.ltr --buffer-size 4 --buffers 16 "
+                        "--provider Test.Producer --provider Test.Hole", LTR, dir));
+    tu_expect_ok(tu_run("%s hq %d late:4000 >%s/hole.out 2>&1 </dev/null &", tu_test_bin("ltr-test-hole"),
+                        HOLE_EVENTS, dir));
+    char path[600];
+    snprintf(path, sizeof path, "%s/hole.out", dir);
+    char *out = NULL;
+    for (double end = tu_now_s() + 30; tu_now_s() < end && !(out && strstr(out, "stored")); usleep(20000)) {
+        free(out);
+        out = tu_read_file(path);
+    }
+    if (!out || !strstr(out, "stored"))
+        fail_msg("hole did not store late: %s", out ? out : "(no output)");
+    print_message("%s", out);
+    long long pid = tu_field(out, "pid");
+    free(out);
+    /* the queue taken up to the late store's slot, the next lap's position
+     * there unclaimed; the late buffer in the file then, not held until
+     * its process ends (it stays) */
+    tu_expect_ok(tu_run("%s flush --instance hq", LTR));
+    snprintf(path, sizeof path, "%s/hq.part.ltr", dir);
+    assert_int_equal(tu_read_trace(path, "Test.Hole").provider_events, HOLE_EVENTS);
+    /* 2 threads, some 10 laps of the ring */
+    tu_result p = tu_run("%s --threads 2 --events 10000 --pace-us 2000 --wait-enabled 5",
+                         tu_test_bin("ltr-test-producer"));
+    assert_int_equal(p.status, 0);
+    assert_int_equal(tu_field(p.out, "lost"), 0);
+    tu_free(&p);
+    tu_expect_ok(tu_run("%s stop --instance hq %s/hq.ltr", LTR, dir));
+    kill((pid_t)pid, SIGKILL);
+    snprintf(path, sizeof path, "%s/hq.ltr", dir);
+    unsigned long long gaps;
+    assert_int_equal(seq_steps(path, &gaps), 0);
+    assert_int_equal(gaps, 0);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    tu_trace h = tu_read_trace(path, "Test.Hole");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events, 20000);
+    assert_int_equal(h.provider_events, HOLE_EVENTS);
+    assert_int_equal(t.events_written, t.events);
+    assert_int_equal(t.events_lost, 0);
+    assert_int_equal(t.damage, 0);
+}
+
 /* Memory mode (a flight recorder): producers that find no free buffer take
  * the oldest published one, and stopped at a hole, since its producer might
  * be about to fill it: every later event was lost for the rest of the
@@ -345,6 +402,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_keeps_threads_in_order, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_killed_keeps_threads_in_order, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_of_a_live_process, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_late_store_behind_the_head, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_hole_in_a_flight_recorder, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

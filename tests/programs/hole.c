@@ -11,11 +11,17 @@
  * claimed slot. That leaves a hole at the queue's head, which holds back
  * every buffer published behind it, and a FULL buffer in no queue slot.
  *
- *   hole SESSION EVENTS exit|stay
+ *   hole SESSION EVENTS exit|stay|late:MS
  *
  * exit: the process is gone at once (the recorder harvests it). stay: it
  * stays alive, writing nothing, until killed (or 60 s), so that the session
- * ends with the hole's maker still there. Prints, once the hole is made:
+ * ends with the hole's maker still there. late:MS: it makes the last store
+ * MS ms late, as a thread stopped there (SIGSTOP, a debugger, a frozen
+ * cgroup) and let go, then publishes a ring's worth of empty buffers but
+ * one (the queue then comes round to the late store's slot: the next lap's
+ * position there is not claimed yet), prints "stored" and stays, as stay
+ * does. Prints,
+ * once the hole is made:
  * "hole=POS buffer=IDX held=EVENTS pid=PID", held being the events of the
  * half-published buffer.
  */
@@ -46,8 +52,9 @@ static void sleep_ms(long ms)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "stay"))) {
-        fprintf(stderr, "usage: hole SESSION EVENTS exit|stay\n");
+    long late_ms = !strncmp(argv[argc - 1], "late:", 5) ? atol(argv[argc - 1] + 5) : 0;
+    if (argc != 4 || (strcmp(argv[3], "exit") && strcmp(argv[3], "stay") && late_ms <= 0)) {
+        fprintf(stderr, "usage: hole SESSION EVENTS exit|stay|late:MS\n");
         return 2;
     }
     long events = atol(argv[2]);
@@ -98,7 +105,21 @@ int main(int argc, char **argv)
     uint64_t pos = atomic_fetch_add_explicit(&ring->queue_tail, 1, memory_order_relaxed);
     printf("hole=%llu buffer=%u held=%u pid=%d\n", (unsigned long long)pos, idx, held, (int)getpid());
     fflush(stdout);
-    if (!strcmp(argv[3], "stay"))
+    if (late_ms) { /* ltr_ring_publish's last store, late */
+        sleep_ms(late_ms);
+        atomic_store_explicit(&view->slots[pos % view->nbuf], idx + 1, memory_order_release);
+        for (uint32_t i = 0; i + 1 < view->nbuf; i++) {
+            uint32_t empty = ltr_ring_acquire(view, b->pid, b->tid, a->owner);
+            if (empty == LTR_RING_NONE) {
+                fprintf(stderr, "hole: no free buffer for the empty ones\n");
+                _exit(1);
+            }
+            ltr_ring_publish(view, empty);
+        }
+        printf("stored\n");
+        fflush(stdout);
+    }
+    if (!strcmp(argv[3], "stay") || late_ms)
         for (int i = 0; i < 6000; i++) /* killed by the test; a bound if it is not */
             sleep_ms(10);
     /* No exit handlers: they would publish the buffer this thread still

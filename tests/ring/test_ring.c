@@ -260,6 +260,44 @@ static void test_taker_preempted_leaves_later_publication(void **state)
     free(r);
 }
 
+/* File mode: a producer stopped between claiming a position and storing
+ * its buffer there, the consumer stepping over the position (it waited
+ * long enough), then the producer let go: its store is taken by
+ * ltr_ring_take_late (once), before the buffer it publishes next; and
+ * ltr_ring_take never takes a position not claimed yet, whatever its slot
+ * holds (it took a late store a lap later as the next position's, the
+ * head past the tail). */
+static void test_late_store_into_a_skipped_position(void **state)
+{
+    (void)state;
+    ltr_ring *r = make_ring(64, 4);
+    ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
+    uint32_t late = ltr_ring_acquire(&p, 1, 1, 1);
+    ltr_ring_commit(&p, late, 4, 1);
+    atomic_store(&p.bufs[late].state, LTR_BUF_FULL); /* ltr_ring_publish's first steps */
+    uint64_t pos = atomic_fetch_add(&r->queue_tail, 1);
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_skip_slot(&v), pos);
+    bool forget;
+    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), LTR_RING_NONE);
+    assert_false(forget); /* still empty: watched on */
+    atomic_store(&p.slots[pos % 4], late + 1); /* and its last, late */
+    uint32_t next = publish_one(&p);
+    assert_int_equal(ltr_ring_take(&v), next);
+    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), late);
+    assert_true(forget);
+    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), LTR_RING_NONE); /* once */
+    /* such a store not watched, found at the head a lap on: the head's
+     * position is not claimed (the queue is empty) */
+    uint64_t h = ltr_ring_head(&v);
+    atomic_store(&p.slots[h % 4], late + 1);
+    assert_int_equal(ltr_ring_tail(&v), h);
+    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
+    assert_int_equal(ltr_ring_head(&v), h);
+    assert_int_equal(v.damage, 0);
+    free(r);
+}
+
 /* A position taken below the tail whose buffer is not stored yet (the
  * producer between its fetch_add and its store) is waited for by
  * ltr_ring_at_published; ltr_ring_at reads it as nothing, and a save that
@@ -350,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_overwrite_keeps_newest),
         cmocka_unit_test(test_taker_preempted_leaves_later_publication),
         cmocka_unit_test(test_publication_under_way_waited_for),
+        cmocka_unit_test(test_late_store_into_a_skipped_position),
         cmocka_unit_test(test_takers_at_once_always_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
