@@ -745,6 +745,38 @@ static void mode_bigsizes(void)
     printf("%d\n", had);
 }
 
+/* The layout of a thread's arena as the thread sees it: the offsets from its
+ * first block of blocks taken after its (and the process's) first free and
+ * first realloc, whose events' layouts the agent describes from this thread.
+ * test_heap.c's test_arena_as_without_agent runs it plain and recorded: a
+ * block the agent took from this arena and gave back (its record buffer,
+ * 256 bytes) stayed in the thread's cache and moved every later block by its
+ * 272 bytes: "464 32 576" recorded, "192 32 304" plain. */
+static void *arena_walk(void *unused)
+{
+    (void)unused;
+    char *first = malloc(24), *grown = malloc(100);
+    free(malloc(40));
+    void *after_free = malloc(100);
+    grown = realloc(grown, 5000);
+    void *after_realloc = malloc(100);
+    printf("%td %td %td\n", (char *)after_free - first, (char *)after_realloc - first, grown - first);
+    free(after_realloc);
+    free(after_free);
+    free(grown);
+    free(first);
+    return NULL;
+}
+
+static void mode_arena(void)
+{
+    void *kept = malloc(100); /* the session's start, in the main thread */
+    pthread_t th;
+    pthread_create(&th, NULL, arena_walk, NULL);
+    pthread_join(th, NULL);
+    free(kept);
+}
+
 static int mode_counts_gate(const char *file)
 {
     mode_counts();
@@ -770,6 +802,8 @@ int main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(mode, "getattr"))
         mode_getattr();
+    else if (!strcmp(mode, "arena"))
+        mode_arena();
     else if (!strcmp(mode, "smallstack"))
         return mode_small_stacks();
     else if (!strcmp(mode, "pool"))
