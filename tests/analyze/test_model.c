@@ -1227,8 +1227,15 @@ static void test_live_table_far_slots(void **state)
  * bytes a block (128 MiB at 2^22 slots of 32 bytes) and the kernel zeroing
  * the 256 MiB its growth touched was two thirds of the analysis's time;
  * the blocks in an array beside an index of 4-byte numbers and a tag
- * byte: 43 (46 under ASan); the tag in the number's slot: 41, bounded here
- * at 48. */
+ * byte: 43; the tag in the number's slot: 41, bounded here at 48. Under
+ * ASan the index's earlier copies stay in its quarantine: 47.8 a block, at
+ * times 48.3 (a CI run failed on it), so the bound there is 56, still under
+ * the 64 of the table that held the blocks. */
+#ifdef __SANITIZE_ADDRESS__
+#define LIVE_BLOCK_BOUND 56ull
+#else
+#define LIVE_BLOCK_BOUND 48ull
+#endif
 static void test_leak_live_set_bytes(void **state)
 {
     (void)state;
@@ -1254,7 +1261,7 @@ static void test_leak_live_set_bytes(void **state)
     an_model_finish(&m);
     assert_int_equal(m.procs[0]->unseen_frees, 0);
     assert_int_equal(m.procs[0]->type[AN_AIFO].count, N - N / 1000);
-    if (peak_known && before > 0 && peak > 0 && (uint64_t)(peak - before) * 1024 >= 48ull * N)
+    if (peak_known && before > 0 && peak > 0 && (uint64_t)(peak - before) * 1024 >= LIVE_BLOCK_BOUND * N)
         fail_msg("the model's peak added %ld KiB for %d live blocks", peak - before, N);
     an_model_free(&m);
     free(ev);
