@@ -174,8 +174,8 @@ static void print_figures(ltr_analysis *a, FILE *out, const an_proc *p)
         fprintf(out, " (never freed: %s at %.6f s)", an_proc_replaced_by_exec(a, p) ? "an exec replaced it" : "it ended",
                 an_seconds(a, p->end_ts));
     fputc('\n', out);
-    if (p->peak_set)
-        fprintf(out, "  peak: %s at %.6f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
+    if (p->peak_set) /* to the ns, as the hint and JSON say it: copied into --to in us it ended before the peak */
+        fprintf(out, "  peak: %s at %.9f s\n", ltr_size_format(p->peak_bytes, b1, sizeof b1), an_seconds(a, p->peak_ts));
     /* a program that frees what it grew before it exits (node's buffers) has
      * none of it outstanding at the end: its growth was in no list (a review) */
     if (p->peak_set && p->peak_bytes > 2 * ob && p->peak_bytes - ob >= (1u << 20))

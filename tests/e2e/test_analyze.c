@@ -341,6 +341,12 @@ static void test_peak_freed_before_the_end(void **state)
     snprintf(opts, sizeof opts, "--to %.*s --pid %ld --format json", (int)strcspn(to, " "), to,
              strtol(pid + 6, NULL, 10));
     int whole = strstr(hint, "lists the stacks that held it then") != NULL; /* else it says how much less */
+    /* the peak's line gives its time as the hint does, to the ns: a --to
+     * copied from it, in us, ended the window before the peak */
+    const char *at = strstr(text, "  peak: ");
+    at = at ? strstr(at, " at ") : NULL;
+    if (!at || strncmp(at + 4, to, strcspn(to, " ")) || at[4 + strcspn(to, " ")] != ' ')
+        fail_msg("the peak's time is not the hint's %.*s:\n%s", (int)strcspn(to, " "), to, text);
     free(text);
     char *json = analyze("freed.ltr", "--format json", 0);
     long long peak = num_after(strstr(json, "\"summary\""), "peak_bytes");
