@@ -1037,8 +1037,12 @@ HOT void alloc_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t a
     count_call(m, p, s, ts, size, whole);
     if (p->contested.n && tie_hold(m, p, tid, ts, addr, size, live_stack, 1, 0))
         return;
-    if (p->pending.n && pair_pending(m, p, s, tid, ts, addr, size))
+    if (p->pending.n && pair_pending(m, p, s, tid, ts, addr, size)) {
+        /* the thread's last allocation is no longer the one before: a free of
+         * that one next is no temporary (and this block's free came first) */
+        thread_free(thread_of(m, p, tid));
         return;
+    }
     int created;
     an_live *b = an_lives_put(&p->live, addr, &created);
     if (!b) {

@@ -212,6 +212,25 @@ static void test_temporary_and_realloc(void **state)
     an_model_free(&m);
 }
 
+/* An allocation whose free came first (pair_pending) is the thread's last
+ * allocation: the free of the one before it is no temporary. It was
+ * counted one: the thread's last allocation was left as that block's. */
+static void test_paired_late_allocation_ends_a_temporary(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 1, 0x100, 16, 1);
+    an_model_free_block(&m, 1, 1, 5, 0x200);    /* of a block not seen yet: pending */
+    an_model_alloc(&m, 1, 1, 3, 0x200, 16, 1);  /* late: paired with that free */
+    an_model_free_block(&m, 1, 1, 6, 0x100);
+    an_model_finish(&m);
+    assert_int_equal(m.procs[0]->unseen_frees, 0);
+    assert_int_equal(stack_of(&m, 1)->temporary, 0);
+    assert_int_equal(stack_of(&m, 1)->type[AN_AIFI].count, 2);
+    an_model_free(&m);
+}
+
 static void test_lost_free(void **state)
 {
     (void)state;
@@ -1278,6 +1297,7 @@ int main(void)
         cmocka_unit_test(test_temporary_as_heaptrack),
         cmocka_unit_test(test_peak_time_end),
         cmocka_unit_test(test_peak_time_end_late),
+        cmocka_unit_test(test_paired_late_allocation_ends_a_temporary),
         cmocka_unit_test(test_lost_free),
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
