@@ -103,12 +103,12 @@ static bool listed_keyword(const char *what)
     return !strncmp(what, kw, sizeof kw - 1) && ltr_syskw_lookup(what + sizeof kw - 1) != NULL;
 }
 
-/* Heap tracing: the Ltr.Heap provider of the heap agent, in the profile's
- * heap collector, under its name as every other collector ('ltr status'
- * said "heap" where 'ltr profiles --details' said "ltr Heap Collector"). */
-static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
+/* One of the heap agent's providers, by name, in the plan's collector
+ * (its index in cfg, or negative: err says why). */
+static int add_agent_provider(const ltr_plan *plan, size_t collector, const char *name, ltr_session_config *cfg,
+                              int *map, ltr_error *err)
 {
-    int c = collector_for(plan, plan->heap.collector, cfg, map, err);
+    int c = collector_for(plan, collector, cfg, map, err);
     if (c < 0)
         return c;
     if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
@@ -116,9 +116,20 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
                         LTR_MAX_SESSION_PROVIDERS);
     ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
     memset(ps, 0, sizeof *ps);
-    snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_PROVIDER);
-    ltr_guid_from_name(LTR_HEAP_PROVIDER, &ps->guid);
+    snprintf(ps->name, sizeof ps->name, "%s", name);
+    ltr_guid_from_name(name, &ps->guid);
     ps->collector = (uint8_t)c;
+    return c;
+}
+
+/* Heap tracing: the Ltr.Heap provider of the heap agent, in the profile's
+ * heap collector, under its name as every other collector ('ltr status'
+ * said "heap" where 'ltr profiles --details' said "ltr Heap Collector"). */
+static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
+{
+    int c = add_agent_provider(plan, plan->heap.collector, LTR_HEAP_PROVIDER, cfg, map, err);
+    if (c < 0)
+        return c;
     /* HeapProcessIds: only these processes are heap-traced. */
     cfg->pid_collectors |= (uint8_t)(1u << c);
     for (size_t i = 0; i < plan->heap.npids; i++) {
@@ -142,18 +153,8 @@ static int add_heap(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr
  * heap collector's process ids. */
 static int add_snapshot(const ltr_plan *plan, ltr_session_config *cfg, int *map, ltr_error *err)
 {
-    int c = collector_for(plan, plan->heap.snapshot_collector, cfg, map, err);
-    if (c < 0)
-        return c;
-    if (cfg->nproviders == LTR_MAX_SESSION_PROVIDERS)
-        return ltr_fail(err, E2BIG, "the profiles enable more than %d providers",
-                        LTR_MAX_SESSION_PROVIDERS);
-    ltr_provider_spec *ps = &cfg->providers[cfg->nproviders++];
-    memset(ps, 0, sizeof *ps);
-    snprintf(ps->name, sizeof ps->name, "%s", LTR_HEAP_SNAPSHOT_PROVIDER);
-    ltr_guid_from_name(LTR_HEAP_SNAPSHOT_PROVIDER, &ps->guid);
-    ps->collector = (uint8_t)c;
-    return 0;
+    int c = add_agent_provider(plan, plan->heap.snapshot_collector, LTR_HEAP_SNAPSHOT_PROVIDER, cfg, map, err);
+    return c < 0 ? c : 0;
 }
 
 /* The keyword bit of Ltr.System that a system part is recorded under. */
