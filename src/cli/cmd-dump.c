@@ -81,8 +81,11 @@ static int report_state(const ltr_trace *t, const char *path)
 
 static int dump(ltr_trace *t, int json)
 {
-    static char outbuf[1 << 20];
-    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    /* stdout's for the process's life; on the heap, not in the .bss that
+     * LeakSanitizer reads whole at every exit of an ASan build's ltr */
+    static char *outbuf;
+    if (!outbuf && (outbuf = malloc(1 << 20)))
+        setvbuf(stdout, outbuf, _IOFBF, 1 << 20);
     const ltr_event *ev;
     ltr_error err = {0};
     uint64_t origin = 0;
