@@ -25,16 +25,21 @@ static size_t page_align(size_t v)
     return (v + 4095) & ~(size_t)4095;
 }
 
+/* The value of environment variable name when it is a number from lo to
+ * hi, else dflt: the recorder's tunables for tests. */
+static unsigned long env_within(const char *name, unsigned long lo, unsigned long hi, unsigned long dflt)
+{
+    const char *e = getenv(name);
+    char *end;
+    unsigned long v = e ? strtoul(e, &end, 10) : 0;
+    return !e || !*e || *end || v < lo || v > hi ? dflt : v;
+}
+
 /* LTR_META_KB (64 to 262144) makes the metadata region smaller: a test
  * sees it go round in seconds, and a host short of memory bounds it. */
 static size_t meta_capacity(void)
 {
-    const char *e = getenv("LTR_META_KB");
-    char *end;
-    unsigned long kb = e ? strtoul(e, &end, 10) : 0;
-    if (!e || !*e || *end || kb < 64 || kb > (LTR_SHM_META_CAPACITY >> 10))
-        return LTR_SHM_META_CAPACITY;
-    return (size_t)kb << 10;
+    return (size_t)env_within("LTR_META_KB", 64, LTR_SHM_META_CAPACITY >> 10, LTR_SHM_META_CAPACITY >> 10) << 10;
 }
 
 /* LTR_SHM_PROCS (16 to 4096) makes the table of per-process loss counters
@@ -44,12 +49,7 @@ static size_t meta_capacity(void)
  * of 4 200 (about 60 s of `sh -c :` under the agent on the PVM guest). */
 static uint32_t procs_capacity(void)
 {
-    const char *e = getenv("LTR_SHM_PROCS");
-    char *end;
-    unsigned long n = e ? strtoul(e, &end, 10) : 0;
-    if (!e || !*e || *end || n < 16 || n > LTR_SHM_PROCS)
-        return LTR_SHM_PROCS;
-    return (uint32_t)n;
+    return (uint32_t)env_within("LTR_SHM_PROCS", 16, LTR_SHM_PROCS, LTR_SHM_PROCS);
 }
 
 static int create_shm(recorder *r, ltr_error *err)
