@@ -158,6 +158,7 @@ static int parse(int argc, char **argv, record_opts *o)
 typedef struct record_counts {
     unsigned long long recorded, lost, overwritten, kept, emitted;
     unsigned long long unattached; /* of lost: of processes that never joined the session */
+    unsigned long long refused, pidless; /* attaches the recorder refused; of them, claiming no pid */
     int known;
     ltr_error why; /* not known: why (said only if the stop went well: else the stop says it) */
 } record_counts;
@@ -182,10 +183,29 @@ static record_counts stop_counts(const ltr_kvlist *stopped)
     if (ltr_kvlist_get(stopped, "events_unattached", w, sizeof w)) /* a recorder before it: all lost for buffers */
         c.unattached = strtoull(w, NULL, 10);
     c.unattached = c.unattached < c.lost ? c.unattached : c.lost;
+    if (ltr_kvlist_get(stopped, "attaches_refused", w, sizeof w))
+        c.refused = strtoull(w, NULL, 10);
+    if (ltr_kvlist_get(stopped, "attaches_pidless", w, sizeof w))
+        c.pidless = strtoull(w, NULL, 10);
     c.recorded = c.kept + c.overwritten;
     c.emitted = c.recorded + c.lost;
     c.known = 1;
     return c;
+}
+
+/* Why a process could not join the session: the recorder refused its attach
+ * (its getpid() failed: it claimed pid -1, refused as not its process's), or
+ * its agent never reached the recorder. Both were said as the second. */
+static const char *unjoined_why(record_counts c)
+{
+    if (c.pidless)
+        return "the recorder refused its attach, as it claimed pid -1: its getpid() failed (a seccomp filter "
+               "that denies getpid, as systemd's SystemCallFilter= can), so it could not say which process it is";
+    if (c.refused)
+        return "the recorder refused its attach, as it claimed a pid not its own (the recorder's log names it)";
+    return "its heap agent never reached the recorder (a seccomp filter or sandbox that denies it Unix sockets, "
+           "as systemd's RestrictAddressFamilies= without AF_UNIX or SystemCallFilter= do, or no file "
+           "descriptor left)";
 }
 
 /* The trace, and what a user must know before reading it: events lost, or
@@ -205,10 +225,7 @@ static void report(const char *trace, record_counts c, const record_opts *o)
                  c.overwritten, c.kept);
     if (c.unattached)
         cli_warn("record", "%llu of %llu heap events were lost because their process could not join the "
-                 "session: its heap agent never reached the recorder (a seccomp filter or sandbox that denies "
-                 "it Unix sockets, as systemd's RestrictAddressFamilies= without AF_UNIX or "
-                 "SystemCallFilter= do, or no file descriptor left); more buffers would not help",
-                 c.unattached, c.emitted);
+                 "session: %s; more buffers would not help", c.unattached, c.emitted, unjoined_why(c));
     if (c.lost > c.unattached)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "

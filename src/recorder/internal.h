@@ -142,6 +142,10 @@ typedef struct recorder {
      * the trace, lost, overwritten (a stop's answer: what its trace says);
      * of the lost, those of processes that could not join the session. */
     uint64_t counted_written, counted_lost, counted_overwritten, counted_unattached;
+    /* Attaches refused for a pid not their process's; of them, those that
+     * claimed none (their getpid() failed: a seccomp filter denying it): a
+     * stop's answer says them, as their events are counted unattached. */
+    uint64_t attaches_refused, attaches_pidless;
     uint64_t forged_processes; /* PROCESS records read that were not the recorder's (logged once) */
     ltr_bytes layouts;    /* the LAYOUT records pulled, 16 MiB at most (ltr providers --details: the region forgets) */
     ltr_bytes meta_taken; /* file mode: pulled, on its way into the backlog */

@@ -135,6 +135,8 @@ static void reply_stopped(const recorder *r, int fd)
     put_u64(&kv, "events_lost", r->counted_lost);
     put_u64(&kv, "events_overwritten", r->counted_overwritten);
     put_u64(&kv, "events_unattached", r->counted_unattached);
+    put_u64(&kv, "attaches_refused", r->attaches_refused);
+    put_u64(&kv, "attaches_pidless", r->attaches_pidless);
     put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
@@ -270,8 +272,10 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     char pidtext[16];
     pid_t claimed = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
     if (!claim_is_peer(fd, claimed)) {
-        rec_log("an attach claimed pid %d, which is not its process's (%d): refused", (int)claimed,
-                    (int)peer_pid(fd));
+        rec_log("an attach claimed pid %d, which is not its process's (%d): refused%s", (int)claimed,
+                (int)peer_pid(fd), claimed <= 0 ? " (its getpid() failed: a seccomp filter denying it?)" : "");
+        r->attaches_refused++;
+        r->attaches_pidless += claimed <= 0;
         return false;
     }
     /* The pid the process is to write in this session's trace: ours for it

@@ -298,6 +298,21 @@ static void test_record_unjoined_command(void **state)
     tu_free(&r);
 }
 
+/* A command under a seccomp filter that refuses getpid(): its agent reaches
+ * the recorder claiming pid -1, and is refused as not its process's; its
+ * events were said lost as if it "never reached the recorder (... denies it
+ * Unix sockets ...)" (and before that "no buffer was free"). */
+static void test_record_command_without_getpid(void **state)
+{
+    tu_result r = tu_run("%s record -o %s/np.ltr -- %s --getpid perl -e 'my @a; push @a, \"x\" x 100 for 1..1000'",
+                         LTR, (const char *)*state, tu_test_bin("ltr-test-nounix"));
+    if (r.status != 0 || !strstr(r.err, "could not join the session: the recorder refused its attach, as it "
+                                        "claimed pid -1: its getpid() failed") ||
+        strstr(r.err, "never reached the recorder") || strstr(r.err, "larger buffers"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 /* A --pid that joined and then closed its connection (a daemon closing
  * every fd) is not attached, yet writes its events into the trace:
  * 'ltr stop' said it "never joined it, and none of its allocations is in
@@ -404,6 +419,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_joined_then_closed, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_unjoined_command, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_command_without_getpid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_run_without_session, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),

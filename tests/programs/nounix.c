@@ -1,16 +1,21 @@
 /*
- * tests/programs/nounix.c — ltr-test-nounix CMD [ARG...]: runs CMD under a
- * seccomp filter that refuses socket(AF_UNIX, ...) with EAFNOSUPPORT, as
- * systemd's RestrictAddressFamilies= without AF_UNIX does for a service. The
- * heap agent reaches the recorder through a Unix socket, so such a process
- * never joins a session: what ltr says about it is tested with this.
+ * tests/programs/nounix.c — ltr-test-nounix [--getpid] CMD [ARG...]: runs CMD
+ * under a seccomp filter that refuses socket(AF_UNIX, ...) with EAFNOSUPPORT,
+ * as systemd's RestrictAddressFamilies= without AF_UNIX does for a service.
+ * The heap agent reaches the recorder through a Unix socket, so such a
+ * process never joins a session: what ltr says about it is tested with this.
+ * With --getpid the filter refuses getpid() with EPERM instead (as a
+ * SystemCallFilter= may): the agent reaches the recorder claiming pid -1,
+ * and is refused.
  */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -30,7 +35,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: ltr-test-nounix CMD [ARG...]\n");
         return 2;
     }
-    struct sock_filter f[] = {
+    bool getpid_only = !strcmp(argv[1], "--getpid");
+    if (getpid_only && argc < 3) {
+        fprintf(stderr, "usage: ltr-test-nounix [--getpid] CMD [ARG...]\n");
+        return 2;
+    }
+    argv += getpid_only;
+    struct sock_filter unix_f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
@@ -41,7 +52,18 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {sizeof f / sizeof *f, f};
+    struct sock_filter getpid_f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof unix_f / sizeof *unix_f, unix_f};
+    if (getpid_only)
+        prog = (struct sock_fprog){sizeof getpid_f / sizeof *getpid_f, getpid_f};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
         perror("ltr-test-nounix: seccomp");
         return 1;
