@@ -86,6 +86,12 @@ int cli_session_file_args(const char *cmd, int argc, char **argv, const char *us
  * else a warning, the trace being whole either way. Returns 0 when they
  * were added (or nothing was named), 1 if not. */
 int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, int asked);
+/* A stop that failed yet wrote its trace (complete, lacking events its disk
+ * had no room for: the reply's "written"): names added to it as to any
+ * (cli_add_symbols, which says why not: the disk still full). Nothing when
+ * the reply names no such trace. */
+struct ltr_kvlist;
+void cli_name_written(const char *cmd, const struct ltr_kvlist *failed_stop);
 /* The help text of --instance, for the commands that name a session. */
 #define CLI_INSTANCE_HELP \
     "  --instance NAME      the session (default: ltr; WPR's -instancename)\n"

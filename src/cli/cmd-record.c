@@ -294,6 +294,8 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
         report(trace, counts, o);
     if (!stop_rc && !o->no_symbols)
         cli_add_symbols("record", trace, NULL, 0);
+    else if (!o->no_symbols)
+        cli_name_written("record", &stopped);
     char log[4200];
     if (ltr_client_reply_log(&stopped, log, sizeof log)) /* else it was removed: nothing went wrong */
         cli_warn("record", "the recorder reported problems; its log is kept at %s", log);

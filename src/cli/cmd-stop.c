@@ -61,7 +61,11 @@ int cmd_stop(int argc, char **argv)
     if (!ours && ltr_path_taken(path) && cli_refuse_existing("stop", path, force))
         return 1;
     const char *description = first + 1 < argc ? argv[first + 1] : "";
-    rc = cli_session_write_request("stop", instance, "stop", path, description, force, NULL);
+    ltr_kvlist resp;
+    rc = cli_session_write_request("stop", instance, "stop", path, description, force, &resp);
+    if (rc && !no_symbols)
+        cli_name_written("stop", &resp);
+    ltr_kvlist_free(&resp);
     cli_name_leftovers("stop", path); /* a save or stop killed while writing here left them */
     if (!rc) {
         printf("stopped session '%s'; trace written to %s", instance, first < argc ? argv[first] : path);

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "analyze/analyze.h"
 #include "prim/prim.h"
+#include "recorder/client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,4 +43,11 @@ int cli_add_symbols(const char *cmd, const char *path, const char *debug_path, i
                 "analysis without these binaries\n", cmd, res.entries,
                 (unsigned long long)(res.bytes + 1023) / 1024);
     return rc < 0;
+}
+
+void cli_name_written(const char *cmd, const ltr_kvlist *failed_stop)
+{
+    char written[4096];
+    if (ltr_kvlist_get(failed_stop, "written", written, sizeof written))
+        cli_add_symbols(cmd, written, NULL, 0);
 }

@@ -86,8 +86,10 @@ static void reply(int fd, ltr_bytes *kv, const int *fds, int nfds)
         ltr_send_msg(fd, kv->data, kv->len, fds, nfds);
 }
 
-/* kept: a save's finished temporary left for the client to name (NULL: none). */
-static void reply_failure(int fd, const ltr_error *err, const char *kept)
+/* key, value (NULL: none): "kept", a save's finished temporary left for the
+ * client to name; "written", a stop's trace written whole but lacking events
+ * (the client adds no names to it, and says so). */
+static void reply_failure(int fd, const ltr_error *err, const char *key, const char *value)
 {
     ltr_bytes kv = {0};
     char code[16];
@@ -95,8 +97,8 @@ static void reply_failure(int fd, const ltr_error *err, const char *kept)
     ltr_bytes_put_kv(&kv, "ok", "0");
     ltr_bytes_put_kv(&kv, "errno", code);
     ltr_bytes_put_kv(&kv, "error", err->msg);
-    if (kept)
-        ltr_bytes_put_kv(&kv, "kept", kept);
+    if (key && value)
+        ltr_bytes_put_kv(&kv, key, value);
     put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
@@ -104,7 +106,7 @@ static void reply_failure(int fd, const ltr_error *err, const char *kept)
 
 static void reply_error(int fd, const ltr_error *err)
 {
-    reply_failure(fd, err, NULL);
+    reply_failure(fd, err, NULL, NULL);
 }
 
 static void reply_ok(int fd)
@@ -504,7 +506,7 @@ static void reply_still_running(int fd, ltr_error *err, bool stopping, const cha
     else
         ltr_fail(&e, err->code, "%s; the session is still running, as it was: save again to a writable path",
                  err->msg);
-    reply_failure(fd, &e, kept);
+    reply_failure(fd, &e, "kept", kept);
 }
 
 /* Can the trace go to path? A stop whose file cannot be written must not end
@@ -584,6 +586,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         return;
     }
     rec_unpublish(r);
+    bool lacking = false; /* written whole, with events it could not take */
     if (r->cfg.mode == LTR_MODE_FILE) {
         usleep(STOP_GRACE_US);
         rc = rec_finish_file(r, description, &err);
@@ -595,7 +598,8 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
                      "what was written stays in %s", why.msg, (unsigned long long)dropped(r), r->cfg.output);
         else
             rc = move_output(r->cfg.output, path, force, &err);
-        if (!rc && r->write_err.code)
+        lacking = !rc && r->write_err.code;
+        if (lacking)
             rc = ltr_fail(&err, r->write_err.code, "the trace %s is complete but lacks %llu events that could "
                           "not be written to it: %s", path, (unsigned long long)dropped(r), r->write_err.msg);
     }
@@ -607,7 +611,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         note_for_controller(r, fd, true, "its session was stopped by another command ('ltr stop --instance %s'): "
                             "the trace was written to %s", r->cfg.name, path);
     if (rc) {
-        reply_error(fd, &err);
+        reply_failure(fd, &err, "written", lacking ? path : NULL);
         r->exit_status = 1;
     } else {
         reply_stopped(r, fd);
