@@ -403,13 +403,20 @@ static void count_losses(ltr_analysis *a)
  * from the session's start (a 1.1 s tail of a 12 s session made a steady
  * leak look allocated at once, and a 3.1 s tail rated it 1.45 MiB/min
  * instead of 5.6); a --to past the last event ends the window there (a
- * --to 999 on a 5 s trace did the same). The model's window is kept: it
+ * --to 999 on a 5 s trace did the same); the last event is the last
+ * heap event or process end. The model's window is kept: it
  * only says which events count, and the trace has none outside it. */
 static void settle_bounds(ltr_analysis *a)
 {
     ltr_trace_summarize(a->trace, &a->sum);
     uint64_t first = a->events_overwritten && a->sum.first_ts > a->origin ? a->sum.first_ts : a->origin;
     uint64_t last = a->sum.last_ts > a->origin ? a->sum.last_ts : a->origin;
+    /* A process's end is stamped when the recorder sees it gone, after its
+     * last event, which may be the trace's (a --pid SIGKILLed: "never
+     * freed: it ended at 1.186 s" in a window that ended at 1.113 s) */
+    for (size_t i = 0; i < a->model.nprocs; i++)
+        if (a->model.procs[i]->ended && a->model.procs[i]->end_ts > last)
+            last = a->model.procs[i]->end_ts;
     a->win_start = a->from_set ? a->model.from : first;
     a->win_end = a->to_set ? a->model.to : last;
     if (a->from_set && a->win_start < first && a->win_end > first) {

@@ -234,6 +234,24 @@ static void test_folded_one_line_per_stack(void **state)
 
 static double num_s(const char *from, const char *key);
 
+/* A process SIGKILLed after a quiet time: the recorder stamps its end when
+ * it sees it gone, after the trace's last heap event, and the whole trace's
+ * window ended at that event: "never freed: it ended at 1.186 s" in a
+ * window that ended at 1.113 s (ltr record --pid of a target killed). */
+static void test_window_holds_the_last_end(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("'%s' record --force -o killed.ltr -- perl -e 'my @a = map { \"x\" x 1000 } 1..200; "
+                         "select(undef, undef, undef, 0.3); kill 9, $$'", tu_ltr());
+    assert_int_equal(r.status, 128 + 9);
+    tu_free(&r);
+    char *json = analyze("killed.ltr", "--format json --top 0", 0);
+    double to = num_s(strstr(json, "\"window\""), "to_s"), ended = num_s(strstr(json, "\"processes\""), "ended_s");
+    if (!(ended > 0.3 && ended <= to))
+        fail_msg("the window ends at %.9f s, the process ended at %.9f s:\n%s", to, ended, json);
+    free(json);
+}
+
 /* Three programs one after the other, each leaving 8 MB to its exit (as a
  * build's compilers do): each one's 8 MB outstanding at the end, but their
  * memory left with them, so all of them together never held more than one
@@ -1261,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_cache_turning_over),
         cmocka_unit_test(test_ended_process_of_many_stacks),
         cmocka_unit_test(test_ended_processes_leave_the_peak),
+        cmocka_unit_test(test_window_holds_the_last_end),
         cmocka_unit_test(test_exec_is_another_image),
         cmocka_unit_test(test_exec_of_untraced_program_ends_its_image),
         cmocka_unit_test(test_peak_freed_before_the_end),
