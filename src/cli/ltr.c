@@ -3,6 +3,7 @@
  */
 #include "cli/cli.h"
 #include "prim/prim.h"
+#include "recorder/recorder.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -151,6 +152,7 @@ static int output_written(const char *cmd, int rc)
 int main(int argc, char **argv)
 {
     ltr_ignore_sigxfsz(); /* past ulimit -f: EFBIG, said like a full disk, not a silent death */
+    ltr_recorder_title_area(argc, argv); /* before getopt reorders argv */
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -19,9 +19,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The launcher's argument strings, one after another in memory: what
+ * /proc/PID/cmdline reads (the recorder's title is written over them). */
+static char *title_area;
+static size_t title_size;
+
+void ltr_recorder_title_area(int argc, char **argv)
+{
+    char *end = argc > 0 ? argv[0] : NULL;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i] != end)
+            return; /* not one after another: no title (never seen from execve) */
+        end += strlen(argv[i]) + 1;
+    }
+    title_area = argc > 0 ? argv[0] : NULL;
+    title_size = argc > 0 ? (size_t)(end - argv[0]) : 0;
+}
+
+/* What ps, pgrep and pkill see of the recorder: its name (comm) and command
+ * line say what it is and which session, not the command that launched it.
+ * The title is cut to the launcher's arguments' length (`ltr start heap`
+ * leaves 13 bytes: "ltr-recorder"); the rest is zeroed, NUL-ended, which
+ * the kernel reads as a command line of its own. */
+static void set_title(const ltr_session_config *cfg)
+{
+    prctl(PR_SET_NAME, "ltr-recorder", 0, 0, 0);
+    if (!title_area || title_size < 2)
+        return;
+    memset(title_area, 0, title_size);
+    snprintf(title_area, title_size, "ltr-recorder --instance %s", cfg->name);
+}
 
 static void close_pipe(int fds[2])
 {
@@ -81,6 +113,7 @@ static int launch(const ltr_session_config *cfg, int *keep, ltr_error *err)
         if (grandchild != 0)
             _exit(grandchild < 0 ? 1 : 0);
         raise_session_share();
+        set_title(cfg);
         if (chdir("/") != 0) {
             /* the recorder uses absolute paths only */
         }

@@ -139,6 +139,11 @@ bool ltr_session_records_system(const ltr_session_config *cfg);
  * -errno with why saying what would permit them (the rest records anyway). */
 int ltr_session_cpu_samples_check(const ltr_session_config *cfg, char *why, size_t why_size);
 
+/* The launcher's argv (main's, before getopt), whose strings the recorder,
+ * forked from it, overwrites with its own title: `ltr-recorder --instance
+ * NAME`. Without it, ps showed the recorder as the command that started it,
+ * and `pkill -f 'ltr record'` stopped the recorder with the command. */
+void ltr_recorder_title_area(int argc, char **argv);
 /* Starts the recorder as a daemon and waits until it runs or has failed.
  * With cfg->stop_output, the recorder watches this process: when it ends
  * without stopping the session, the recorder stops it. */

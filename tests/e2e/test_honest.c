@@ -406,6 +406,29 @@ static void test_record_all_terminated(void **state)
     expect_running(false);
 }
 
+/* `pkill -f 'ltr record ...'` of the user's pattern: the recorder, forked
+ * from ltr record, had its command line, was signalled with it and ended the
+ * session itself, and record warned "the recorder reported problems". It
+ * says what it is (ltr-recorder --instance NAME): only the command is hit,
+ * and its trace written as after a Ctrl-C. (The pattern and the command
+ * are built in the shell: written whole, they match the shell running it.) */
+static void test_pkill_of_record_spares_its_recorder(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && { o=pk.ltr; %s record -o $o -- sleep 60 2>err & rec=$!; "
+                         "for i in $(seq 300); do ls pk.ltr.*.part >/dev/null 2>&1 && "
+                         "pgrep -P $rec -x sleep >/dev/null && break; sleep 0.1; done; "
+                         "recorder=$(%s status --instance record-$rec | grep -o 'recorder pid [0-9]*' | grep -o '[0-9]*$'); "
+                         "echo title=$(tr '\\0' ' ' </proc/$recorder/cmdline); "
+                         "p='ltr recor'; pkill -TERM -f \"${p}d -o pk.ltr\"; wait $rec; echo status=$?; cat err; }",
+                         dir, LTR, LTR);
+    if (!strstr(r.out, "title=ltr-recorder --instance record-") || !strstr(r.out, "trace written to") ||
+        strstr(r.out, "the recorder reported problems"))
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    assert_true(exists(dir, "pk.ltr"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_cannot_start, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_all_terminated, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_pkill_of_record_spares_its_recorder, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
