@@ -10,6 +10,7 @@
 #include "analyze/internal.h"
 #include "analyze/sink.h"
 #include "base/system_events.h"
+#include "base/units.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -82,29 +83,32 @@ static an_stack as_stack(const an_vm_stack *s)
     return (an_stack){.pid = s->pid, .key = s->pid, .stack_id = s->stack, .first_ts = s->first_ts};
 }
 
+/* Sizes as the heap report prints them (KiB, MiB: ltr_size_format); the
+ * JSON gives bytes. Raw byte counts here were the one text output that
+ * printed "753664 bytes" where the rest said "736 KiB". */
 static void text_proc(ltr_analysis *a, FILE *out, const an_vm_proc *p, unsigned top)
 {
     size_t n;
     an_vm_stack *v = an_vmem_ranked(&a->model.vm, 0, p->pid, &n);
-    char exe[1024];
-    fprintf(out, "\nprocess %u %s: %llu bytes mapped at the window's end, in %zu range(s)\n", p->pid,
-            an_process_exe_shown(a, p->pid, exe, sizeof exe), (unsigned long long)an_vmem_outstanding(p), p->n);
-    fprintf(out, "  in the window: %llu map(s) of %llu bytes, %llu unmap(s) of %llu bytes, %llu remap(s); "
-            "madvise gave back %llu bytes in %llu call(s)\n",
-            (unsigned long long)p->maps, (unsigned long long)p->map_bytes, (unsigned long long)p->unmaps,
-            (unsigned long long)p->unmap_bytes, (unsigned long long)p->remaps,
-            (unsigned long long)p->discard_bytes, (unsigned long long)p->discards);
+    char exe[1024], s1[32], s2[32], s3[32];
+    fprintf(out, "\nprocess %u %s: %s mapped at the window's end, in %zu range(s)\n", p->pid,
+            an_process_exe_shown(a, p->pid, exe, sizeof exe), ltr_size_format(an_vmem_outstanding(p), s1, sizeof s1),
+            p->n);
+    fprintf(out, "  in the window: %llu map(s) of %s, %llu unmap(s) of %s, %llu remap(s); "
+            "madvise gave back %s in %llu call(s)\n",
+            (unsigned long long)p->maps, ltr_size_format(p->map_bytes, s1, sizeof s1), (unsigned long long)p->unmaps,
+            ltr_size_format(p->unmap_bytes, s2, sizeof s2), (unsigned long long)p->remaps,
+            ltr_size_format(p->discard_bytes, s3, sizeof s3), (unsigned long long)p->discards);
     if (p->unseen_bytes)
-        fprintf(out, "  %llu unmapped byte(s) in %llu call(s) were never seen mapped (mapped before the trace, "
+        fprintf(out, "  %s unmapped in %llu call(s) were never seen mapped (mapped before the trace, "
                 "or by libc itself): counted apart\n",
-                (unsigned long long)p->unseen_bytes, (unsigned long long)p->unseen_calls);
+                ltr_size_format(p->unseen_bytes, s1, sizeof s1), (unsigned long long)p->unseen_calls);
     fprintf(out, "  stacks holding mapped bytes at the window's end:%s\n", n ? "" : " none");
     for (size_t i = 0; i < n && (!top || i < top); i++) {
         char kinds[48];
-        fprintf(out, "    #%zu %llu bytes in %llu range(s), %s; %llu of them mapped inside the window\n", i + 1,
-                (unsigned long long)v[i].bytes, (unsigned long long)v[i].ranges,
-                kind_text(v[i].kinds, kinds, sizeof kinds),
-                (unsigned long long)v[i].inside);
+        fprintf(out, "    #%zu %s in %llu range(s), %s; %s of them mapped inside the window\n", i + 1,
+                ltr_size_format(v[i].bytes, s1, sizeof s1), (unsigned long long)v[i].ranges,
+                kind_text(v[i].kinds, kinds, sizeof kinds), ltr_size_format(v[i].inside, s2, sizeof s2));
         an_stack s = as_stack(&v[i]);
         an_text_frames(a, out, &s);
     }
