@@ -377,6 +377,14 @@ static void test_record_killed(void **state)
     assert_true(exists(dir, "k.ltr"));
 }
 
+/* Shell text after `ltr record -o $o -- sleep 60 & rec=$!`: waits until the
+ * session writes $o's .part and the command runs (cmd), and finds the
+ * recorder's pid (recorder) by 'ltr status' (its %s: ltr). */
+#define RECORDING                                                                                                 \
+    "for i in $(seq 300); do ls $o.*.part >/dev/null 2>&1 && cmd=$(pgrep -P $rec -x sleep) && break; "          \
+    "sleep 0.1; done; "                                                                                           \
+    "recorder=$(%s status --instance record-$rec | grep -o 'recorder pid [0-9]*' | grep -o '[0-9]*$'); "
+
 /* `systemctl stop` of a unit running `ltr record -- CMD` sends SIGTERM to
  * every process of its cgroup: ltr record, its recorder and CMD at once. The
  * session is record's to stop: the trace is written at -o, and said so (the
@@ -385,10 +393,7 @@ static void test_record_killed(void **state)
 static void test_record_all_terminated(void **state)
 {
     const char *dir = *state;
-    tu_result r = tu_run("cd %s && { %s record -o t.ltr -- sleep 60 2>err & rec=$!; "
-                         "for i in $(seq 300); do ls t.ltr.*.part >/dev/null 2>&1 && "
-                         "cmd=$(pgrep -P $rec -x sleep) && break; sleep 0.1; done; "
-                         "recorder=$(%s status --instance record-$rec | grep -o 'recorder pid [0-9]*' | grep -o '[0-9]*$'); "
+    tu_result r = tu_run("cd %s && { o=t.ltr; %s record -o $o -- sleep 60 2>err & rec=$!; " RECORDING
                          "kill -TERM $rec $recorder $cmd; wait $rec; echo status=$?; cat err; }",
                          dir, LTR, LTR);
     if (!strstr(r.out, "trace written to"))
@@ -415,10 +420,7 @@ static void test_record_all_terminated(void **state)
 static void test_pkill_of_record_spares_its_recorder(void **state)
 {
     const char *dir = *state;
-    tu_result r = tu_run("cd %s && { o=pk.ltr; %s record -o $o -- sleep 60 2>err & rec=$!; "
-                         "for i in $(seq 300); do ls pk.ltr.*.part >/dev/null 2>&1 && "
-                         "pgrep -P $rec -x sleep >/dev/null && break; sleep 0.1; done; "
-                         "recorder=$(%s status --instance record-$rec | grep -o 'recorder pid [0-9]*' | grep -o '[0-9]*$'); "
+    tu_result r = tu_run("cd %s && { o=pk.ltr; %s record -o $o -- sleep 60 2>err & rec=$!; " RECORDING
                          "echo title=$(tr '\\0' ' ' </proc/$recorder/cmdline); "
                          "p='ltr recor'; pkill -TERM -f \"${p}d -o pk.ltr\"; wait $rec; echo status=$?; cat err; }",
                          dir, LTR, LTR);
