@@ -12,8 +12,8 @@
  * own mappings and its files (sysev.h: vmem.c, fileio.c).
  *
  * Everything the agent does itself runs with the thread's reentrancy guard
- * set, so its own allocations (attaching, libunwind, dl_iterate_phdr) go to
- * the real allocator untraced.
+ * set, so its own allocations (attaching, libdw, libunwind, dl_iterate_phdr)
+ * go untraced to the agent's own heap (ownheap.h), not the program's.
  */
 #ifndef LTR_AGENT_AGENT_H
 #define LTR_AGENT_AGENT_H
@@ -47,8 +47,19 @@ enum heap_fn {
  * next events must come after (emit.c). */
 extern _Atomic uint64_t agent_module_change_ts;
 
-/* Nonzero while this thread runs agent code: hooks then only pass through. */
+/* Nonzero while this thread runs agent code: hooks then only pass through.
+ * Its low 16 bits count stretches of the agent's own work, whose
+ * allocations come from the agent's heap (ownheap.h); AGENT_PASS counts
+ * hooks that hand a program's call on unrecorded (operator new to malloc,
+ * reallocarray to realloc), whose blocks stay the program's. */
 extern __thread int agent_busy __attribute__((tls_model("initial-exec")));
+#define AGENT_PASS (1 << 16)
+
+/* Whether this thread runs the agent's own work now. */
+static inline bool agent_own(void)
+{
+    return (agent_busy & (AGENT_PASS - 1)) != 0;
+}
 
 /* signals.c: signals of the program's handlers that came while this thread
  * ran agent code, to be sent again when it leaves. */
@@ -59,6 +70,13 @@ void signals_release(void);
 static inline void agent_leave(void)
 {
     if (--agent_busy == 0 && __builtin_expect(agent_held != 0, 0))
+        signals_release();
+}
+
+/* The end of a hook's passing on (agent_busy += AGENT_PASS at its start). */
+static inline void agent_pass_leave(void)
+{
+    if ((agent_busy -= AGENT_PASS) == 0 && __builtin_expect(agent_held != 0, 0))
         signals_release();
 }
 

@@ -8,13 +8,17 @@
  *
  * Allocations made before the real functions are known (by dlsym itself, or
  * by constructors that run before ours) come from a small static arena;
- * freeing such a block does nothing.
+ * freeing such a block does nothing. Those made while the thread runs the
+ * agent's own work (agent_own: libdw, libunwind, libc on its behalf) come
+ * from the agent's heap (ownheap.h), and a block of it goes back there
+ * whoever frees it: the program's heap sees only the program's calls.
  *
  * This file is built with frame pointers (CMakeLists.txt): a hook hands its
  * frame (HOOK_FRAME) to emit.c, and the stack is unwound from the hook's
  * caller on, not through the agent's own frames first.
  */
 #include "agent/agent.h"
+#include "agent/ownheap.h"
 #include "agent/perthread.h"
 #include "agent/redirect.h"
 #include "agent/snapshot.h"
@@ -106,12 +110,57 @@ static inline bool ready(void)
     return real.malloc != NULL;
 }
 
+/* ---- the agent's own heap -------------------------------------------------- */
+
+/* A block of the agent's heap for its own work, zeroed if asked; NULL when
+ * that heap has none (the caller then takes the real allocator's). */
+static void *own(size_t n, size_t align, bool zero)
+{
+    void *p = ownheap_alloc(n, align);
+    if (p && zero)
+        memset(p, 0, n);
+    return p;
+}
+
+/* Frees and reallocs of its blocks come from the program's code too (glibc
+ * frees at a thread's exit what it made for the agent): the guard holds the
+ * program's signal handlers off the heap's lock meanwhile. */
+static void own_free(void *p)
+{
+    agent_busy++;
+    ownheap_free(p);
+    agent_leave();
+}
+
+static void *own_realloc(void *old, size_t n)
+{
+    if (!n) { /* glibc's realloc(p, 0): freed, NULL */
+        own_free(old);
+        return NULL;
+    }
+    agent_busy++;
+    void *p = ownheap_realloc(old, n, real.malloc);
+    agent_leave();
+    return p;
+}
+
 __attribute__((constructor(101))) static void agent_start(void)
 {
     agent_blocks_init();
     agent_busy++;
     enum agent_arrival how = redirect_decide(); /* before ready(): where the real ones are */
+    /* Preloaded, every call of the process's to the malloc family, the
+     * agent's own and ld.so's included, reaches the hooks, which tell its
+     * blocks by address. Arrived late, the agent's own calls and ld.so's
+     * are bound to libc's and are not redirected (redirect.c), while
+     * libdw's and libc's are: a frame libdw allocated for the agent, then
+     * freed by unwind.c, reached libc's free (`free(): invalid pointer`,
+     * test_honest's test_stop_joined_then_closed). So only then. */
+    if (how == AGENT_PRELOADED)
+        ownheap_init();
     ready();
+    if (own_span)
+        pthread_atfork(NULL, NULL, ownheap_after_fork);
     agent_leave();
     if (how != AGENT_DUPLICATE) /* the first copy records; this one stays inert */
         emit_init();
@@ -125,7 +174,10 @@ EXPORT void *malloc(size_t n)
 {
     if (!ready())
         return boot_alloc(n, 16);
-    void *p = real.malloc(n);
+    void *p;
+    if (__builtin_expect(agent_own(), 0) && (p = own(n, 16, false)))
+        return p;
+    p = real.malloc(n);
     if (p && agent_wanted())
         emit_alloc(p, n, FN_MALLOC, HOOK_FRAME);
     return p;
@@ -140,7 +192,10 @@ EXPORT void *calloc(size_t n, size_t m)
     }
     if (!ready())
         return boot_alloc(total, 16);
-    void *p = real.calloc(n, m);
+    void *p;
+    if (__builtin_expect(agent_own(), 0) && (p = own(total, 16, true)))
+        return p;
+    p = real.calloc(n, m);
     if (p && agent_wanted())
         emit_alloc(p, total, FN_CALLOC, HOOK_FRAME);
     return p;
@@ -150,6 +205,10 @@ EXPORT void free(void *p)
 {
     if (!p || is_boot(p))
         return;
+    if (__builtin_expect(ownheap_has(p), 0)) {
+        own_free(p);
+        return;
+    }
     if (agent_wanted())
         emit_free(p, FN_FREE);
     if (ready())
@@ -186,8 +245,13 @@ EXPORT void *realloc(void *old, size_t n)
 {
     if (old && is_boot(old))
         return boot_realloc(old, n);
+    if (__builtin_expect(old && ownheap_has(old), 0))
+        return own_realloc(old, n);
     if (!ready())
         return old ? NULL : boot_alloc(n, 16);
+    void *q;
+    if (__builtin_expect(!old && agent_own(), 0) && (q = own(n, 16, false)))
+        return q;
     if (!agent_wanted())
         return real.realloc(old, n);
     uint64_t kept[2];
@@ -207,15 +271,15 @@ EXPORT void *reallocarray(void *old, size_t n, size_t m)
         errno = ENOMEM;
         return NULL;
     }
-    if ((old && is_boot(old)) || !ready())
+    if ((old && (is_boot(old) || ownheap_has(old))) || !ready() || agent_own())
         return realloc(old, total);
     if (!agent_wanted())
         return real.reallocarray(old, n, m);
     uint64_t kept[2];
     bool took = snapshot_realloc_begin(old, kept);
-    agent_busy++; /* glibc's reallocarray calls realloc: one event, not two */
+    agent_busy += AGENT_PASS; /* glibc's reallocarray calls realloc: one event, not two */
     void *p = real.reallocarray(old, n, m);
-    agent_leave();
+    agent_pass_leave();
     if (took && !p && total)
         snapshot_realloc_failed(old, kept);
     if (p || (old && !total))
@@ -229,6 +293,11 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
+    void *p;
+    if (__builtin_expect(agent_own(), 0) && (p = own(n, align, false))) {
+        *out = p;
+        return 0;
+    }
     int rc = real.posix_memalign(out, align, n);
     if (rc == 0 && agent_wanted())
         emit_alloc(*out, n, FN_POSIX_MEMALIGN, HOOK_FRAME);
@@ -241,7 +310,11 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     {                                                             \
         if (!ready())                                             \
             return boot_alloc(size, align);                       \
-        void *p = real.name args;                                 \
+        void *p;                                                  \
+        if (__builtin_expect(agent_own(), 0) &&                   \
+            (p = own(size, align, false)))                        \
+            return p;                                             \
+        p = real.name args;                                       \
         if (p && agent_wanted())                                  \
             emit_alloc(p, size, fn, HOOK_FRAME);                  \
         return p;                                                 \
@@ -258,7 +331,7 @@ ALIGNED_HOOK(pvalloc, FN_PVALLOC, (size_t n), (n), 4096, n)
 
 static void guard_down(int *unused)
 {
-    agent_leave();
+    agent_pass_leave();
 }
 
 typedef void *(*new_fn)(size_t, ...);
@@ -280,7 +353,7 @@ static void *lookup(void **cache, const char *name)
         static void *next;                                                \
         void *p;                                                          \
         {                                                                 \
-            agent_busy++;                                                 \
+            agent_busy += AGENT_PASS;                                     \
             int guard __attribute__((cleanup(guard_down))) = 0;           \
             (void)guard;                                                  \
             new_fn f = (new_fn)lookup(&next, #sym);                       \
@@ -311,13 +384,13 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, FN_NEW_ARR_AL_NOTHROW,
             return;                                                       \
         if (agent_wanted())                                               \
             emit_free(p, fn);                                             \
-        agent_busy++;                                                     \
+        agent_busy += AGENT_PASS;                                         \
         delete_fn f = (delete_fn)lookup(&next, #sym);                     \
         if (f)                                                            \
             f args;                                                       \
         else if (ready())                                                 \
             real.free(p);                                                 \
-        agent_leave();                                                    \
+        agent_pass_leave();                                               \
     }
 
 DELETE_HOOK(_ZdlPv, FN_DELETE, (void *p), (p))
