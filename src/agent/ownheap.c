@@ -31,7 +31,6 @@
  * agent's own mmap hooks (vmem.c): the program's mappings are not ours.
  */
 #include "agent/ownheap.h"
-#include "agent/agent.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -109,7 +108,7 @@ void ownheap_init(void)
     }
 }
 
-/* Size class of a block of n bytes (header included), and its size. */
+/* Size class of a block of n bytes (header included): class_size(class_of(n)) >= n. */
 static unsigned class_of(size_t n)
 {
     if (n <= 128)
