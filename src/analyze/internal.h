@@ -219,6 +219,10 @@ typedef enum an_rank { AN_RANK_OUTSTANDING, AN_RANK_CALLS, AN_RANK_TEMPORARY } a
  * AIFO entries by bytes, then AOFO by bytes. Calls: by allocation calls. Temporary: by
  * temporary allocations. Entries with nothing to show are left out. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n);
+/* The three rankings of p as an_ranked(a, p, r, top) makes each (v[r], n[r]
+ * entries, malloc'd), from one pass over its stacks; -1 without memory,
+ * every v[r] NULL. */
+int an_ranked_each(const ltr_analysis *a, const an_proc *p, unsigned top, an_entry *v[3], size_t n[3]);
 /* The report's rankings are made twice: by the symbolizing of the frames it
  * will show, one process at a time, then by the writer, the text one process
  * at a time, the JSON of every process together (2 x 3 passes over

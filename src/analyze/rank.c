@@ -149,31 +149,10 @@ static int by_value(const void *x, const void *y)
     return (a->proc->gen > b->proc->gen) - (a->proc->gen < b->proc->gen);
 }
 
-static size_t collect(const ltr_analysis *a, const an_proc *p, an_rank rank, an_entry *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const an_stack *s = &p->stacks[i];
-        if (rank == AN_RANK_OUTSTANDING) {
-            static const enum an_type kinds[2] = {AN_AIFO, AN_AOFO};
-            for (int k = 0; k < 2; k++)
-                if (s->type[kinds[k]].count)
-                    out[n++] = (an_entry){p, s, kinds[k], s->type[kinds[k]].count, s->type[kinds[k]].bytes,
-                                          weight(a, s, kinds[k], s->type[kinds[k]].bytes),
-                                          kinds[k] == AN_AIFO ? an_stack_growth(a, s) : AN_AT_ONCE};
-        } else if (rank == AN_RANK_CALLS && s->calls.count) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes, (double)s->calls.count, AN_GROWING};
-        } else if (rank == AN_RANK_TEMPORARY && s->temporary) {
-            out[n++] = (an_entry){p, s, AN_AIFO, s->temporary, s->calls.count, (double)s->temporary, AN_GROWING};
-        }
-    }
-    return n;
-}
-
-/* The k best of v[0..m) by by_value moved to v[0..k), in no order: a heap
- * whose root is the worst kept. A trace of cc1plus has tens of thousands of
- * stacks per ranking and a report shows ten: sorting them all was 8 % of
- * `ltr analyze` (perf, bench/real's trace). */
+/* The k best entries by by_value are kept in no order: a heap whose root is
+ * the worst kept. A trace of cc1plus has tens of thousands of stacks per
+ * ranking and a report shows ten: sorting them all was 8 % of `ltr analyze`
+ * (perf, bench/real's trace). */
 static void sift(an_entry *v, size_t k, size_t i)
 {
     for (;;) {
@@ -191,24 +170,58 @@ static void sift(an_entry *v, size_t k, size_t i)
     }
 }
 
-static size_t keep_best(an_entry *v, size_t m, size_t k)
+/* e offered to the k best so far in v[0..*n): the first k kept as they
+ * come, then made a heap, each later entry taking the root's place if it
+ * ranks above it. */
+static inline void offer(an_entry *v, size_t *n, size_t k, const an_entry *e)
 {
-    if (m <= k)
-        return m;
-    for (size_t i = k / 2; i-- > 0;)
-        sift(v, k, i);
-    for (size_t i = k; i < m; i++)
-        if (by_value(&v[i], &v[0]) < 0) {
-            v[0] = v[i];
-            sift(v, k, 0);
-        }
-    return k;
+    if (*n < k) {
+        v[(*n)++] = *e;
+        for (size_t i = *n == k ? k / 2 : 0; i-- > 0;) /* full: made a heap */
+            sift(v, k, i);
+    } else if (by_value(e, &v[0]) < 0) {
+        v[0] = *e;
+        sift(v, k, 0);
+    }
 }
 
-/* The best top of p's entries (all when top is 0) to v, in no order. */
-static size_t best_of(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, an_entry *v)
+/* The best top of p's entries (all when top is 0) of each ranking r whose
+ * v[r] is not NULL, to v[r] (n[r] of them, in no order), in one pass over
+ * its stacks: each entry offered as its stack comes, never more than top
+ * written. All of them were written first and the best picked after, one
+ * ranking at a time: 2 entries a stack, 8.4 MB of fresh memory for each of
+ * the three rankings of cc1plus's 75 K stacks, 20 of the 61 samples the
+ * main thread took after the model (perf, docs/benchmarks.md, session 30),
+ * and its 12 MB of stacks read three times. */
+static void best_of(const ltr_analysis *a, const an_proc *p, unsigned top, an_entry *const v[3], size_t n[3])
 {
-    return keep_best(v, collect(a, p, rank, v), top ? top : SIZE_MAX);
+    size_t k = top ? top : SIZE_MAX;
+    n[0] = n[1] = n[2] = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const an_stack *s = &p->stacks[i];
+        if (v[AN_RANK_OUTSTANDING]) {
+            static const enum an_type kinds[2] = {AN_AIFO, AN_AOFO};
+            for (int t = 0; t < 2; t++)
+                if (s->type[kinds[t]].count)
+                    offer(v[AN_RANK_OUTSTANDING], &n[AN_RANK_OUTSTANDING], k,
+                          &(an_entry){p, s, kinds[t], s->type[kinds[t]].count, s->type[kinds[t]].bytes,
+                                      weight(a, s, kinds[t], s->type[kinds[t]].bytes),
+                                      kinds[t] == AN_AIFO ? an_stack_growth(a, s) : AN_AT_ONCE});
+        }
+        if (v[AN_RANK_CALLS] && s->calls.count)
+            offer(v[AN_RANK_CALLS], &n[AN_RANK_CALLS], k,
+                  &(an_entry){p, s, AN_AIFO, s->calls.count, s->calls.bytes, (double)s->calls.count, AN_GROWING});
+        if (v[AN_RANK_TEMPORARY] && s->temporary)
+            offer(v[AN_RANK_TEMPORARY], &n[AN_RANK_TEMPORARY], k,
+                  &(an_entry){p, s, AN_AIFO, s->temporary, s->calls.count, (double)s->temporary, AN_GROWING});
+    }
+}
+
+/* Room for the best top of p's entries (all of them when top is 0). */
+static size_t room_of(const an_proc *p, unsigned top)
+{
+    size_t all = 2 * p->nstacks;
+    return top && top < all ? top : all;
 }
 
 /* One process's list goes to it, not through the list of every process
@@ -217,21 +230,42 @@ static size_t best_of(const ltr_analysis *a, const an_proc *p, an_rank rank, uns
  * instructions of 1 194 M there. */
 an_entry *an_ranked(const ltr_analysis *a, const an_proc *p, an_rank rank, unsigned top, size_t *n)
 {
-    size_t cap = p ? 2 * p->nstacks : 0;
+    size_t cap = p ? room_of(p, top) : 0;
     for (size_t i = 0; !p && i < a->model.nprocs; i++)
-        cap += 2 * a->model.procs[i]->nstacks;
+        cap += room_of(a->model.procs[i], top);
     an_entry *v = malloc((cap ? cap : 1) * sizeof *v);
     *n = 0;
     if (!v)
         return NULL;
-    if (p)
-        *n = best_of(a, p, rank, top, v);
-    for (size_t i = 0; !p && i < a->model.nprocs; i++) /* each process's best: the best of all are among them */
-        *n += best_of(a, a->model.procs[i], rank, top, v + *n);
+    for (size_t i = 0; i < (p ? 1 : a->model.nprocs); i++) { /* each process's best: the best of all are among them */
+        an_entry *to[3] = {NULL, NULL, NULL};
+        size_t got[3];
+        to[rank] = v + *n;
+        best_of(a, p ? p : a->model.procs[i], top, to, got);
+        *n += got[rank];
+    }
     qsort(v, *n, sizeof *v, by_value);
     if (top && *n > top && p)
         *n = top;
     return v;
+}
+
+int an_ranked_each(const ltr_analysis *a, const an_proc *p, unsigned top, an_entry *v[3], size_t n[3])
+{
+    size_t cap = room_of(p, top);
+    for (int r = 0; r < 3; r++)
+        v[r] = malloc((cap ? cap : 1) * sizeof *v[r]);
+    if (!v[0] || !v[1] || !v[2]) {
+        for (int r = 0; r < 3; r++) {
+            free(v[r]);
+            v[r] = NULL;
+        }
+        return -1;
+    }
+    best_of(a, p, top, v, n);
+    for (int r = 0; r < 3; r++)
+        qsort(v[r], n[r], sizeof *v[r], by_value);
+    return 0;
 }
 
 /* Where one process's lists are in the kept ones. */

@@ -99,13 +99,15 @@ static void resolve_reported(ltr_analysis *a, ltr_report_format fmt, unsigned to
         const an_proc *p = a->model.procs[i];
         for (size_t k = 0; all && k < p->nstacks; k++)
             an_frames(a, &p->stacks[k], frames, AN_MAX_FRAMES);
+        an_entry *e[3] = {NULL, NULL, NULL};
+        size_t n[3] = {0, 0, 0};
+        if (!all)
+            an_ranked_each(a, p, top, e, n); /* without memory none, kept as none: the writer ranks again */
         for (an_rank r = AN_RANK_OUTSTANDING; !all && r <= AN_RANK_TEMPORARY; r++) {
-            size_t n;
-            an_entry *e = an_ranked(a, p, r, top, &n);
-            for (size_t k = 0; e && k < n; k++)
-                an_frames(a, e[k].stack, frames, AN_MAX_FRAMES);
-            an_ranked_keep(a, p, r, top, e, n); /* for the writer (rank.c) */
-            free(e);
+            for (size_t k = 0; e[r] && k < n[r]; k++)
+                an_frames(a, e[r][k].stack, frames, AN_MAX_FRAMES);
+            an_ranked_keep(a, p, r, top, e[r], n[r]); /* for the writer (rank.c) */
+            free(e[r]);
         }
     }
     if (!all)
