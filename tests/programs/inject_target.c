@@ -27,7 +27,8 @@
  *   fdchurn   2 threads open and close files until a line comes; then main
  *             makes 100 blocks of 4244 bytes from a page of code without
  *             unwind information (a JIT's: "site" is the page), freed; "done"
- *   cycles    4 threads churn (checked) until end of input; each line makes
+ *   cycles    4 threads churn (checked, resting 1 ms each 64 rounds) until
+ *             end of input; each line makes
  *             main allocate and free 100 blocks of 31337 bytes in
  *             cycle_alloc_site, then print "did"
  *   maplib F  maps file F (a crafted "libc.so.6") below the C library, then
@@ -125,6 +126,13 @@ static void *cond_helper(void *arg)
 
 static atomic_int stop_busy;
 static atomic_long busy_errors, busy_rounds;
+/* cycles: the churning threads rest this long after each 64 rounds. Without
+ * rest, 4 threads on 2 CPUs wrote every cycle's trace full for the test to
+ * read twice, and took both CPUs from the tests beside it: test_e2e_attach
+ * 42 s plain and 200 s under ASan (session 30's CI), 65 s of CPU at load
+ * 14. With 1 ms after 64 rounds a thread is still in malloc, realloc or
+ * free at most moments of each start and stop (a round is a few us). */
+static useconds_t busy_rest_us;
 
 static void *busy(void *arg)
 {
@@ -145,7 +153,8 @@ static void *busy(void *arg)
         if (sum != check)
             atomic_fetch_add(&busy_errors, 1);
         free(p);
-        atomic_fetch_add(&busy_rounds, 1);
+        if (atomic_fetch_add(&busy_rounds, 1) % 64 == 63 && busy_rest_us)
+            usleep(busy_rest_us);
     }
     return NULL;
 }
@@ -276,6 +285,7 @@ static int mode_fdchurn(void)
 static int mode_cycles(void)
 {
     pthread_t th[4];
+    busy_rest_us = 1000;
     for (long i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, busy, (void *)(i + 1));
     printf("site %p\n", (void *)cycle_alloc_site);
