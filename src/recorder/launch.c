@@ -44,15 +44,19 @@ void ltr_recorder_title_area(int argc, char **argv)
 /* What ps, pgrep and pkill see of the recorder: its name (comm) and command
  * line say what it is and which session, not the command that launched it.
  * The title is cut to the launcher's arguments' length (`ltr start heap`
- * leaves 13 bytes: "ltr-recorder"); the rest is zeroed, NUL-ended, which
- * the kernel reads as a command line of its own. */
+ * leaves 13 bytes: "ltr-recorder"). */
 static void set_title(const ltr_session_config *cfg)
 {
     prctl(PR_SET_NAME, "ltr-recorder", 0, 0, 0);
     if (!title_area || title_size < 2)
         return;
     memset(title_area, 0, title_size);
-    snprintf(title_area, title_size, "ltr-recorder --instance %s", cfg->name);
+    int n = snprintf(title_area, title_size, "ltr-recorder --instance %s", cfg->name);
+    /* The kernel reads the whole argument area, its NULs as empty arguments
+     * ('ltr info' listed 60 of them), unless its last byte is not a NUL:
+     * then it reads up to the first NUL (setproctitle's case, proc(5)). */
+    if (n >= 0 && (size_t)n + 1 < title_size)
+        title_area[title_size - 1] = ' ';
 }
 
 static void close_pipe(int fds[2])
