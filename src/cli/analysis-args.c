@@ -10,9 +10,7 @@
 #include <ltr/trace.h>
 
 #include <getopt.h>
-#include <malloc.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,9 +176,7 @@ int cli_analysis_parse(const char *cmd, int argc, char **argv, const char *usage
  * returned at its exit. */
 void cli_malloc_for_analysis(void)
 {
-    mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    ltr_bigheap_keep();
 }
 
 /* The tables of a trace of a megabyte and more fault in a page at a time.
@@ -224,17 +220,7 @@ static void heap_on_huge_pages(const char *trace)
     if (stat(trace, &st) != 0 || !trace_is_large(trace, &st))
         return;
     size_t reserve = (size_t)st.st_size * HEAP_RESERVE_PER_BYTE;
-    reserve = reserve < HEAP_RESERVE_MIN ? HEAP_RESERVE_MIN : reserve > HEAP_RESERVE_MAX ? HEAP_RESERVE_MAX : reserve;
-    mallopt(M_TOP_PAD, (int)reserve);
-    uintptr_t start = (uintptr_t)sbrk(0);
-    void *p = malloc(1 << 20);
-    __asm__ volatile("" : : "r"(p) : "memory"); /* made, not optimized away with its free */
-    uintptr_t end = (uintptr_t)sbrk(0);
-    free(p);
-    mallopt(M_TOP_PAD, 0);
-    uintptr_t huge = (uintptr_t)2 << 20, from = (start + huge - 1) & ~(huge - 1);
-    if (end > from + huge)
-        madvise((void *)from, end - from, MADV_HUGEPAGE);
+    ltr_bigheap_huge(reserve < HEAP_RESERVE_MIN ? HEAP_RESERVE_MIN : reserve > HEAP_RESERVE_MAX ? HEAP_RESERVE_MAX : reserve);
 }
 
 ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a)

@@ -143,6 +143,13 @@ int ltr_set_nonblock(int fd);
  * -ETIMEDOUT past it. */
 int ltr_flock_by(int fd, uint64_t deadline_ns);
 
+/* malloc for a tool process's tables of megabytes (bigheap.c): one arena
+ * that keeps what is freed (no mmap below 32 MiB, no trim below 256 MiB);
+ * then, for a reserve of address space, the heap grown by it once and the
+ * range advised transparent huge pages. Before any thread is started. */
+void ltr_bigheap_keep(void);
+void ltr_bigheap_huge(size_t reserve);
+
 /* Anonymous shared memory of `size` bytes, sealed against resizing. */
 int ltr_memfd_create(const char *name, size_t size, ltr_error *err);
 /* RLIMIT_FSIZE (ulimit -f): ltr's own processes ignore SIGXFSZ, so a trace
