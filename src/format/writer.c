@@ -35,6 +35,19 @@
  * back for the chunks that hold them. */
 #define ZSTD_LEVEL 7
 #define ZSTD_LEVEL_BEHIND 3
+/* Levels of a writer told that the CPUs have none to spare
+ * (ltr_writer_set_thrifty: the recorder sees tasks waiting for a CPU). On
+ * bench/heap's workload, whose two threads keep both CPUs busy, level 7
+ * packed the events at 17 to 28 MB/s and the metadata (its stacks' nodes)
+ * at 28, level 3 at 92 to 97 and 144 to 174 (zstd -b on the chunks, load
+ * 9): the recorder's CPU 146-220 ms (median 179) at 7 and 7, 85-142 (115) at
+ * 3 and 3, for a trace 6.8 % larger (5.71 -> 6.09 bytes an event;
+ * heaptrack's: 8.36). Where a CPU is spare, level 7 costs the program
+ * nothing and keeps cc1plus's trace 9.5 % smaller (0.901 against 0.987
+ * bytes an event). docs/benchmarks.md, "The recorder's CPU beside a busy
+ * program". */
+#define ZSTD_LEVEL_THRIFTY 3
+#define ZSTD_LEVEL_METADATA_THRIFTY 3
 /* Events that repeat themselves (a program filling a structure: perl's hash
  * of 1 M strings, every event "the next address" with one of two sizes and
  * stacks) are searched deeper, once the last EVENTS chunk packed at least
@@ -94,6 +107,7 @@ struct ltr_writer {
     size_t chunk_target;
     ZSTD_CCtx *cctx;
     int repeats;      /* the last EVENTS chunk packed REPEATS_RATIO to one or better */
+    int thrifty;      /* ltr_writer_set_thrifty: the cheaper levels */
     ltr_bytes zbuf;   /* compressed payload scratch */
     ltr_bytes events; /* raw payload of the pending EVENTS chunk */
     pending_block *blocks;
@@ -167,8 +181,10 @@ static int compress_payload(ltr_writer *w, uint16_t type, const void *raw, size_
         return ltr_fail(err, ENOMEM, "writing %s: out of memory for a chunk of %zu bytes", w->path, len);
     }
     int level = type == LTR_CHUNK_SYMBOLS                      ? ZSTD_LEVEL_SYMBOLS
+                : type == LTR_CHUNK_METADATA && w->thrifty     ? ZSTD_LEVEL_METADATA_THRIFTY
                 : type == LTR_CHUNK_METADATA                   ? ZSTD_LEVEL_METADATA
                 : type == LTR_CHUNK_EVENTS && events_behind(w) ? ZSTD_LEVEL_BEHIND
+                : type == LTR_CHUNK_EVENTS && w->thrifty       ? ZSTD_LEVEL_THRIFTY
                                                                : ZSTD_LEVEL;
     int deeper = type == LTR_CHUNK_EVENTS && level == ZSTD_LEVEL && w->repeats;
     size_t n = ZSTD_CCtx_reset(w->cctx, ZSTD_reset_parameters);
@@ -338,6 +354,11 @@ void ltr_writer_set_columns(ltr_writer *w, int on) { w->columns = on; }
 void ltr_writer_set_limit(ltr_writer *w, uint64_t max_file_bytes) { w->limit = max_file_bytes; }
 
 void ltr_writer_set_model(ltr_writer *w, int on) { w->refs.no_model = !on; }
+
+void ltr_writer_set_thrifty(ltr_writer *w, int on)
+{
+    w->thrifty = on != 0;
+}
 
 void ltr_writer_set_next(ltr_writer *w, int on) { w->refs.no_next = !on; }
 

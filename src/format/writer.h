@@ -96,6 +96,10 @@ void ltr_writer_set_model(ltr_writer *w, int on);
  * told allocations; for tests of format 5 reading and for measuring it.
  * Default 1. */
 void ltr_writer_set_next(ltr_writer *w, int on);
+/* 1: EVENTS and METADATA chunks compressed at a cheaper level (writer.c
+ * says how much cheaper, and what it costs in bytes): for a recorder whose
+ * CPU would be taken from programs waiting for one. Default 0. */
+void ltr_writer_set_thrifty(ltr_writer *w, int on);
 /* Flushes pending EVENTS, then writes a HEADER or END chunk from a key/value list
  * built with ltr_bytes_put_kv. */
 int ltr_writer_kv(ltr_writer *w, uint16_t chunk_type, const ltr_bytes *kv, ltr_error *err);

@@ -15,6 +15,7 @@
 #include "recorder/internal.h"
 #include "format/compact.h"
 #include "prim/prim.h"
+#include "system/system.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -1172,6 +1173,25 @@ static void mark_dead_holes(recorder *r)
 
 static void dead_second_look(recorder *r, unsigned c, uint64_t now);
 
+/* Whether the CPU the writer spends compressing is taken from someone:
+ * runnable tasks of the machine waited for a CPU (PSI) for more than a
+ * tenth of the time since the last look, taken at most every
+ * THRIFT_LOOK_NS. The writer then compresses at its cheaper levels
+ * (writer.c says what they save and cost). A kernel without PSI: never. */
+#define THRIFT_LOOK_NS 20000000ull
+#define THRIFT_WAITED_PART 10
+static void choose_thrift(recorder *r)
+{
+    uint64_t now = ltr_now_ns(), waited_us;
+    if (now - r->thrift_ns < THRIFT_LOOK_NS || ltr_cpu_waited_us(&waited_us) != 0)
+        return;
+    if (r->thrift_ns && waited_us >= r->thrift_waited_us)
+        ltr_writer_set_thrifty(r->writer,
+                               (waited_us - r->thrift_waited_us) * 1000 * THRIFT_WAITED_PART > now - r->thrift_ns);
+    r->thrift_ns = now;
+    r->thrift_waited_us = waited_us;
+}
+
 void rec_drain(recorder *r, bool flush_active)
 {
     keep_state(r);
@@ -1189,6 +1209,7 @@ void rec_drain(recorder *r, bool flush_active)
             mark_dead_holes(r);
         return;
     }
+    choose_thrift(r);
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         atomic_store(&r->col[c].ring.shared->wake_pending, 0);
         take_metadata(r); /* before the blocks that use it */

@@ -189,6 +189,7 @@ typedef struct recorder {
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */
+    uint64_t thrift_ns, thrift_waited_us; /* file mode: the last look at the CPUs' pressure (drain.c) */
     rec_backlog backlog; /* file mode: blocks taken out, not yet written (backlog.h) */
     bool backlog_full_logged;
     bool file_full;     /* file mode: size limit or disk full was reached */

@@ -43,6 +43,9 @@ uint64_t ltr_proc_start_ticks(pid_t pid);
 int ltr_proc_exit_status(pid_t pid, uint64_t start_ticks, int *status);
 /* The machine's MemTotal and MemAvailable (/proc/meminfo), bytes. */
 int ltr_system_memory_read(uint64_t *total, uint64_t *available);
+/* Microseconds during which some runnable task of the machine waited for a
+ * CPU, since boot (pressure.c). 0, or -errno (-ENOENT: a kernel without PSI). */
+int ltr_cpu_waited_us(uint64_t *us);
 
 /* ---- the provider's thread (sampler.c) ------------------------------------- */
 

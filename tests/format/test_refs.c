@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -1223,6 +1224,42 @@ static void test_format5_codes_still_read(void **state)
     free(s.v);
 }
 
+/* A writer told to be thrifty (a recorder whose CPUs have none to spare)
+ * compresses at a cheaper level: another file, the same events. */
+static void test_thrifty_writer_same_events(void **state)
+{
+    (void)state;
+    script s = top_script(20000, 37);
+    const char *paths[2] = {gen_tmp("full.ltr"), gen_tmp("thrifty.ltr")};
+    long long size[2];
+    char *js[2];
+    for (int i = 0; i < 2; i++) {
+        ltr_writer *w = open_heap_writer(paths[i], LTR_HEAP_PROVIDER, 4096);
+        ltr_writer_set_thrifty(w, i);
+        write_blocks(w, &s, 0, s.n, 32, NULL);
+        ltr_error err;
+        assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+        ltr_writer_close(w);
+        struct stat st;
+        assert_int_equal(stat(paths[i], &st), 0);
+        size[i] = (long long)st.st_size;
+        js[i] = analysis_json(paths[i]);
+        assert_int_equal(json_u64(js[i], "heap_events"), s.n);
+    }
+    /* the analysis the same, but for the trace's name */
+    const char *body[2] = {strstr(js[0], "\"window\""), strstr(js[1], "\"window\"")};
+    assert_non_null(body[0]);
+    assert_non_null(body[1]);
+    assert_string_equal(body[0], body[1]);
+    if (size[0] == size[1])
+        fail_msg("a thrifty writer wrote the same %lld bytes: its level did not change", size[0]);
+    for (int i = 0; i < 2; i++) {
+        free(js[i]);
+        unlink(paths[i]);
+    }
+    free(s.v);
+}
+
 /* ---- a record that grows: tiny addresses told by long references ---- */
 
 static void raw_record(ltr_bytes *b, uint32_t layout, const uint8_t *payload, size_t n)
@@ -2292,6 +2329,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address_comes_back),
+        cmocka_unit_test(test_thrifty_writer_same_events),
         cmocka_unit_test(test_consecutive_buffers_one_block),
         cmocka_unit_test(test_thread_next_buffers_one_block),
         cmocka_unit_test(test_plain_blocks_among_the_others),

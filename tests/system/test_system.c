@@ -131,6 +131,23 @@ static void test_system_memory(void **state)
     assert_true(total > 0 && avail > 0 && avail <= total);
 }
 
+/* The machine's CPU pressure: microseconds some task waited for a CPU,
+ * which only grow (how much is timing: not asserted). Without PSI the
+ * reader says -ENOENT. */
+static void test_cpu_waited(void **state)
+{
+    (void)state;
+    uint64_t a = 0, b = 0;
+    if (access("/proc/pressure/cpu", R_OK) != 0) {
+        assert_int_equal(ltr_cpu_waited_us(&a), -ENOENT);
+        return;
+    }
+    assert_int_equal(ltr_cpu_waited_us(&a), 0);
+    usleep(20000);
+    assert_int_equal(ltr_cpu_waited_us(&b), 0);
+    assert_true(b >= a);
+}
+
 /* Another user than root may not sample the whole system (perf_event_paranoid
  * above 0): the probe says so, naming what would permit it. Run as root to
  * become that user (a child that drops to nobody). */
@@ -185,6 +202,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counters_follow_touched_memory),
+        cmocka_unit_test(test_cpu_waited),
         cmocka_unit_test(test_gone_process),
         cmocka_unit_test(test_zombie_is_gone),
         cmocka_unit_test(test_exit_status_of_a_zombie),
