@@ -2,7 +2,7 @@
 # Installs, with apt-get, the Debian packages ltr needs to build and test.
 # Idempotent and silent when everything is already present.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libzstd-dev zlib1g-dev libxml2-dev
+packages=(build-essential cmake ninja-build pkg-config libzstd-dev zlib1g-dev libxml2-dev
           libdw-dev libelf-dev libcmocka-dev zstd libarchive-dev libunwind-dev libiberty-dev rustc
           golang-go heaptrack binutils libdevel-nytprof-perl
           python3 git procps  # real programs the tests run beside ltr; pgrep
