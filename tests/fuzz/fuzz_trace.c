@@ -164,7 +164,12 @@ static char *analyze_once(const char *path)
 {
     ltr_analysis *a;
     ltr_error err;
-    ltr_analyze_opts o = {0};
+    /* No separate debug files: the seeds' frames are in this machine's
+     * libc, and with libc6-dbg installed every input's analysis read its
+     * compressed DWARF (0.8 s of the 3.1 s an input took at load 13; 84
+     * inputs in 60 s, 1 a second); the frames are still named from the
+     * modules' own symbol tables. */
+    ltr_analyze_opts o = {.debug_path = "/nonexistent/ltr-fuzz"};
     if (ltr_analysis_run(path, &o, &a, &err) != 0)
         return NULL;
     char *text = NULL;
