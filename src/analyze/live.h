@@ -7,7 +7,7 @@
  * slots of 32 bytes, 128 MiB, and the kernel zeroing the 256 MiB its
  * growth touched was two thirds of the analysis's samples (perf,
  * docs/benchmarks.md, "Where the leak's analysis goes"). Now the blocks are
- * 64 MiB grown by mremap (prim/table.c: no copy, no page touched twice) and
+ * 48 MiB grown by mremap (prim/table.c: no copy, no page touched twice) and
  * the index 16 MiB, each slot a block's number and, above it, bits of the
  * block's address (an_lives_tag); its growth reads the blocks in order, not
  * the slots.
@@ -23,15 +23,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 24 bytes (32 with a 64-bit size and the thread in it: perl's leak of
+ * 2 M live blocks touched 64 MiB of fresh pages for them, 48 now): the
+ * rare sizes of AN_LIVE_BIG and more are kept aside by address
+ * (an_lives.big), and the thread beside the blocks only once a second
+ * thread allocates (an_lives.tids). */
 typedef struct an_live {
     uint64_t addr;
-    uint64_t size;  /* a free place's: the next free place + 1 (0: none) */
-    uint32_t stack; /* the model's (model.c); AN_LIVE_FREE: a free place */
-    uint32_t tid;
     uint64_t ts;    /* allocated at: a stack's outstanding blocks' spread in time (an_stack.held_*) */
+    uint32_t size;  /* an_lives_size's; a free place's: the next free place + 1 (0: none) */
+    uint32_t stack; /* the model's (model.c); AN_LIVE_FREE: a free place */
 } an_live;
 
 #define AN_LIVE_FREE UINT32_MAX /* no stack index of the model's with its inside bit (MAX_STACKS) */
+#define AN_LIVE_BIG UINT32_MAX  /* an_live.size of a block whose size is in an_lives.big */
+
+/* A block's size of AN_LIVE_BIG or more, by its address. */
+typedef struct an_live_big {
+    uint64_t addr, size;
+} an_live_big;
 
 typedef struct an_lives {
     an_live *blocks;
@@ -46,12 +56,23 @@ typedef struct an_lives {
     unsigned shift;            /* 64 - log2(cap), as an_hmap's */
     uint32_t place;            /* the bits of a slot's place: cap - 1, all of them past 2^32 slots */
     unsigned tagshift;         /* where the tag starts: log2(cap), at most 32 (no tag) */
+    an_hmap big;               /* address -> an_live_big: the live blocks' sizes of AN_LIVE_BIG and more */
+    /* each place's allocating thread, made when a
+     * thread other than tid0 allocates while another block lives: before,
+     * every live block is tid0's (a process of one thread never has it) */
+    uint32_t *tids;
+    size_t captids;            /* at least capblocks */
+    uint32_t tid0;
 } an_lives;
 
 void an_lives_init(an_lives *t);
 void an_lives_free(an_lives *t);
 /* Room for one more block (index under half full, a place for it); -1 without memory. */
 int an_lives_room(an_lives *t);
+/* Out-of-line parts of an_lives_set_size and an_lives_set_tid; -1 without memory. */
+uint64_t an_lives_big_size(const an_lives *t, uint64_t addr);
+int an_lives_set_size_slow(an_lives *t, an_live *b, uint64_t size);
+int an_lives_set_tid_slow(an_lives *t, an_live *b, uint32_t tid);
 /* Iteration over the live blocks: *pos starts at 0; NULL at the end. */
 an_live *an_lives_next(const an_lives *t, size_t *pos);
 
@@ -76,6 +97,37 @@ static inline uint32_t an_lives_tag(const an_lives *t, uint64_t addr)
 /* The block a filled slot's value x names. */
 static inline an_live *an_lives_block_of(const an_lives *t, uint32_t x) { return &t->blocks[(x & t->place) - 1]; }
 
+/* A live block's size. */
+static inline uint64_t an_lives_size(const an_lives *t, const an_live *b)
+{
+    return b->size != AN_LIVE_BIG ? b->size : an_lives_big_size(t, b->addr);
+}
+
+/* A live block's size set; -1 without memory. */
+static inline int an_lives_set_size(an_lives *t, an_live *b, uint64_t size)
+{
+    if (size >= AN_LIVE_BIG || b->size == AN_LIVE_BIG)
+        return an_lives_set_size_slow(t, b, size);
+    b->size = (uint32_t)size;
+    return 0;
+}
+
+/* The thread that allocated a live block. */
+static inline uint32_t an_lives_tid(const an_lives *t, const an_live *b)
+{
+    return t->tids ? t->tids[b - t->blocks] : t->tid0;
+}
+
+/* A live block's thread set (after an_lives_put); -1 without memory. */
+static inline int an_lives_set_tid(an_lives *t, an_live *b, uint32_t tid)
+{
+    if (t->tids)
+        t->tids[b - t->blocks] = tid;
+    else if (tid != t->tid0)
+        return an_lives_set_tid_slow(t, b, tid);
+    return 0;
+}
+
 /* The index slot of addr's block, or the empty slot that ends its run. */
 static inline uint32_t *an_lives_slot(const an_lives *t, uint64_t addr)
 {
@@ -88,7 +140,8 @@ static inline uint32_t *an_lives_slot(const an_lives *t, uint64_t addr)
     }
 }
 
-/* addr's block, made (all but its address zero, *created 1) when absent;
+/* addr's block, made (all but its address zero, *created 1) when absent:
+ * its size and thread set next (an_lives_set_size, an_lives_set_tid);
  * NULL only without memory. Valid until the next put. */
 static inline an_live *an_lives_put(an_lives *t, uint64_t addr, int *created)
 {
@@ -126,6 +179,8 @@ static inline void an_lives_remove(an_lives *t, uint32_t *slot)
 {
     uint32_t x = *slot;
     an_live *b = an_lives_block_of(t, x);
+    if (b->size == AN_LIVE_BIG)
+        an_hmap_del(&t->big, b->addr);
     b->stack = AN_LIVE_FREE;
     b->size = t->free;
     t->free = x & t->place;
@@ -141,7 +196,8 @@ static inline void an_lives_remove(an_lives *t, uint32_t *slot)
     t->n--;
 }
 
-/* Removes addr's block, copying it to out first; 1 if it was there. */
+/* Removes addr's block, copying it to out first (its size, if AN_LIVE_BIG,
+ * an_lives_size's before); 1 if it was there. */
 static inline int an_lives_take(an_lives *t, uint64_t addr, an_live *out)
 {
     uint32_t *slot = an_lives_find(t, addr);

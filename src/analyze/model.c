@@ -74,6 +74,8 @@ typedef struct an_tie_op {
  * that it may have come too early (tie_retract). */
 typedef struct an_freed_at {
     an_live block; /* as it was; block.addr 0: taken back already */
+    uint64_t size; /* the block's (an_lives_size) */
+    uint32_t block_tid; /* the thread that allocated it (an_lives_tid) */
     uint32_t tid;
     uint32_t prev; /* the free of its address kept before it (an index in an_proc.freed_at), or UINT32_MAX */
     uint8_t realloc, temporary; /* as an_tie_op's, and what end_freed was told */
@@ -386,11 +388,11 @@ HOT void thread_free(an_thread *t)
         t->stack = 0;
 }
 
-/* Whether a free of b is a temporary, its thread's event before it an
- * allocation of size at stack (an_thread's). */
-HOT int is_temporary(uint64_t size, uint32_t stack, const an_live *b)
+/* Whether a free of b (of b_size bytes) is a temporary, its thread's event
+ * before it an allocation of size at stack (an_thread's). */
+HOT int is_temporary(uint64_t size, uint32_t stack, const an_live *b, uint64_t b_size)
 {
-    return stack && stack == b->stack && size == b->size;
+    return stack && stack == b->stack && size == b_size;
 }
 
 /* Counts a block that an allocation inside the window created. */
@@ -534,11 +536,11 @@ HOT void note_freed(an_stack *s, uint64_t born, uint64_t ts, uint64_t size)
         s->freed_last = ts;
 }
 
-/* A free of a block the model held (already out of the live map, or about to
- * be overwritten there): ends it, temporary or not (a realloc that grows a
- * block is not churn: is_realloc). */
-HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int is_realloc, int temporary,
-                   int whole)
+/* A free of a block the model held (about to leave the live map, or to be
+ * overwritten there) of size bytes: ends it, temporary or not (a realloc
+ * that grows a block is not churn: is_realloc). */
+HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t size, uint64_t ts, int is_realloc,
+                   int temporary, int whole)
 {
     an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
     int ai = (b->stack & LIVE_INSIDE) != 0; /* also: allocated inside the window, since not after it */
@@ -548,11 +550,11 @@ HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int i
      * already, and nothing since raised the outstanding bytes above it */
     if (!whole && in_window(m, ts, 0))
         note_peak(m, p, ts);
-    if (end_block(m, p, s, ai, b->ts, ts, b->size, whole) && !is_realloc && !temporary)
-        note_freed(s, b->ts, ts, b->size);
-    p->cur_bytes -= b->size;
+    if (end_block(m, p, s, ai, b->ts, ts, size, whole) && !is_realloc && !temporary)
+        note_freed(s, b->ts, ts, size);
+    p->cur_bytes -= size;
     p->cur_count--;
-    m->cur_bytes -= b->size;
+    m->cur_bytes -= size;
 }
 
 /* end_freed taken back (tie_retract): the block is outstanding again. A
@@ -560,28 +562,29 @@ HOT void end_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int i
  * the window's end whichever free ends it), and its stack's freed times
  * (an_stack.freed_*) stay: the free taken back comes again at that time
  * unless its block stays live to the end. */
-static void unend_freed(an_model *m, an_proc *p, const an_live *b, uint64_t ts, int is_realloc, int temporary)
+static void unend_freed(an_model *m, an_proc *p, const an_live *b, uint64_t size, uint64_t ts, int is_realloc,
+                        int temporary)
 {
     an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
     int ai = (b->stack & LIVE_INSIDE) != 0;
     s->temporary -= (uint64_t)temporary;
     if (after_window(m, ts, 0)) {
-        sub_type(p, s, ai ? AN_AIFO : AN_AOFO, b->size);
+        sub_type(p, s, ai ? AN_AIFO : AN_AOFO, size);
         if (m->series)
-            cell_sub(m, s, b->ts, 0, b->size);
+            cell_sub(m, s, b->ts, 0, size);
     } else if (ts >= m->from) {
-        sub_type(p, s, ai ? AN_AIFI : AN_AOFI, b->size);
+        sub_type(p, s, ai ? AN_AIFI : AN_AOFI, size);
         p->frees--;
         if (m->series)
-            cell_sub(m, s, b->ts, ts, b->size);
+            cell_sub(m, s, b->ts, ts, size);
         if (!is_realloc && !temporary) {
             s->freed.count--;
-            s->freed.bytes -= b->size;
+            s->freed.bytes -= size;
         }
     }
-    p->cur_bytes += b->size;
+    p->cur_bytes += size;
     p->cur_count++;
-    m->cur_bytes += b->size;
+    m->cur_bytes += size;
 }
 
 static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t addr)
@@ -609,9 +612,9 @@ static void keep_pending(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uin
 /* A block put at its address: outstanding from ts (stack: an_live.stack). */
 HOT void hold_block(an_model *m, an_proc *p, an_live *b, uint64_t size, uint32_t stack, uint32_t tid, uint64_t ts)
 {
-    b->size = size;
+    if (an_lives_set_size(&p->live, b, size) != 0 || an_lives_set_tid(&p->live, b, tid) != 0)
+        m->oom = 1; /* its size or thread may be off: the analysis says it ran out of memory */
     b->stack = stack;
-    b->tid = tid;
     b->ts = ts;
     p->cur_bytes += size;
     p->cur_count++;
@@ -625,7 +628,7 @@ HOT void hold_block(an_model *m, an_proc *p, an_live *b, uint64_t size, uint32_t
 static void alloc_over(an_model *m, an_proc *p, an_live *b, uint64_t size, uint32_t stack, uint32_t tid, uint64_t ts)
 {
     an_live old = *b;
-    end_freed(m, p, &old, ts, 1, 0, 0);
+    end_freed(m, p, &old, an_lives_size(&p->live, b), ts, 1, 0, 0);
     p->implicit_frees++;
     hold_block(m, p, b, size, stack, tid, ts);
 }
@@ -702,7 +705,8 @@ static void tie_apply(an_model *m, an_proc *p, const an_tie_op *op)
             return;
         }
         const an_live *b = an_lives_at(&p->live, slot);
-        end_freed(m, p, b, ts, op->realloc, is_temporary(op->size, op->stack, b), 0);
+        uint64_t size = an_lives_size(&p->live, b);
+        end_freed(m, p, b, size, ts, op->realloc, is_temporary(op->size, op->stack, b, size), 0);
         an_lives_remove(&p->live, slot);
         return;
     }
@@ -851,7 +855,8 @@ static int freed_grow(an_proc *p)
  * then settles from what the model holds). On every free of a process of
  * threads that share times (bench/heap's), so inline and without a look
  * of its thread of its own. */
-HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, int is_realloc, int temporary)
+HOT void note_freed_at(an_proc *p, const an_live *b, uint64_t size, uint32_t tid, uint64_t ts, int is_realloc,
+                       int temporary)
 {
     if (ts != p->freed_ts || !p->freed_epoch) {
         p->nfreed_at = 0;
@@ -866,6 +871,8 @@ HOT void note_freed_at(an_proc *p, const an_live *b, uint32_t tid, uint64_t ts, 
     an_freed_ix *x = freed_slot(p, b->addr);
     an_freed_at *f = &p->freed_at[p->nfreed_at];
     f->block = *b;
+    f->size = size;
+    f->block_tid = an_lives_tid(&p->live, b);
     f->tid = tid;
     f->prev = x->epoch == p->freed_epoch ? x->at : UINT32_MAX;
     f->realloc = (uint8_t)is_realloc;
@@ -916,11 +923,12 @@ static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uin
         if (b && b->ts != ts)
             break; /* live since before ts: nothing of the address at ts before */
         if (b) { /* its allocation, at ts */
-            tie_unput(m, p, &(an_tie_op){.addr = addr, .size = b->size, .tid = b->tid, .stack = b->stack,
-                                         .rank = rank, .alloc = 1}, &n);
-            p->cur_bytes -= b->size;
+            uint64_t size = an_lives_size(&p->live, b);
+            tie_unput(m, p, &(an_tie_op){.addr = addr, .size = size, .tid = an_lives_tid(&p->live, b),
+                                         .stack = b->stack, .rank = rank, .alloc = 1}, &n);
+            p->cur_bytes -= size;
             p->cur_count--;
-            m->cur_bytes -= b->size;
+            m->cur_bytes -= size;
             an_lives_remove(&p->live, slot);
         }
         f = freed_before(p, addr, ts, f);
@@ -928,10 +936,12 @@ static void tie_retract(an_model *m, an_proc *p, uint64_t addr, uint64_t ts, uin
         an_live *back = f ? an_lives_put(&p->live, addr, &created) : NULL;
         if (!back)
             break;
-        *back = f->block;
-        unend_freed(m, p, back, ts, f->realloc, f->temporary);
+        *back = (an_live){.addr = addr, .ts = f->block.ts, .stack = f->block.stack};
+        if (an_lives_set_size(&p->live, back, f->size) != 0 || an_lives_set_tid(&p->live, back, f->block_tid) != 0)
+            m->oom = 1;
+        unend_freed(m, p, back, f->size, ts, f->realloc, f->temporary);
         tie_unput(m, p, &(an_tie_op){.addr = addr, .tid = f->tid, .rank = rank, .realloc = f->realloc,
-                                     .size = f->temporary ? f->block.size : 0, /* its thread's allocation before, */
+                                     .size = f->temporary ? f->size : 0, /* its thread's allocation before, */
                                      .stack = f->temporary ? f->block.stack : 0}, &n); /* as far as it told */
         f->block.addr = 0;
         slot = an_lives_find(&p->live, addr);
@@ -966,12 +976,13 @@ HOT void free_in(an_model *m, an_proc *p, uint32_t tid, uint64_t ts, uint64_t ad
     uint32_t *slot = an_lives_find(&p->live, addr);
     if (slot) { /* read in place: end_freed touches no live block (a copy was 4 % of the model's instructions) */
         const an_live *b = an_lives_at(&p->live, slot);
+        uint64_t size = an_lives_size(&p->live, b);
         an_thread *t = thread_of(m, p, tid);
-        int temporary = t && is_temporary(t->size, t->stack, b);
+        int temporary = t && is_temporary(t->size, t->stack, b, size);
         thread_free(t);
         if (many_threads(p, ts)) /* tie_retract may take it back */
-            note_freed_at(p, b, tid, ts, is_realloc, temporary);
-        end_freed(m, p, b, ts, is_realloc, temporary, whole);
+            note_freed_at(p, b, size, tid, ts, is_realloc, temporary);
+        end_freed(m, p, b, size, ts, is_realloc, temporary, whole);
         an_lives_remove(&p->live, slot);
         return;
     }
@@ -1227,11 +1238,12 @@ static void proc_finish(an_model *m, an_proc *p)
     an_live *b;
     while ((b = an_lives_next(&p->live, &pos))) {
         an_stack *s = &p->stacks[b->stack & ~LIVE_INSIDE];
-        add_type(p, s, b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, b->size);
+        uint64_t size = an_lives_size(&p->live, b);
+        add_type(p, s, b->stack & LIVE_INSIDE ? AN_AIFO : AN_AOFO, size);
         if (b->stack & LIVE_INSIDE)
             note_held(s, b->ts);
         if (m->series)
-            cell_add(m, s, b->ts, 0, b->size);
+            cell_add(m, s, b->ts, 0, size);
     }
     an_pending *f;
     pos = 0;
