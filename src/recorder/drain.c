@@ -855,52 +855,28 @@ static void finish_buffer(recorder *r, unsigned c, uint32_t idx)
     ltr_ring_hand_in(&cs->ring, idx);
 }
 
-#define REC_SKIPPED_MAX (sizeof ((collector_state *)0)->skipped / sizeof (uint64_t))
-
-/* File mode: the queue's head slot stepped over as never filled, and its
- * position watched (take_late), the oldest let go when too many are. */
-static void skip_hole(collector_state *cs)
+/* File mode: the queue's head slot stepped over as never filled (unless
+ * it was filled just now: taken next), and closed: its producer, if it is
+ * only stopped and stores later, hands the buffer in at a new position
+ * (ring.h, LTR_RING_SLOT). Watched for a late store before (take_late), a
+ * store a whole lap late went into the next lap's position: a buffer
+ * written over there, or its own written over (tests/ring/test_ring.c,
+ * test_late_store_after_a_full_lap). */
+static bool skip_hole(collector_state *cs)
 {
-    if (cs->nskipped == REC_SKIPPED_MAX)
-        memmove(cs->skipped, cs->skipped + 1, sizeof *cs->skipped * --cs->nskipped);
-    cs->skipped[cs->nskipped++] = ltr_ring_skip_slot(&cs->ring);
     cs->queue_stall_ns = 0;
-}
-
-/* File mode: the buffers stored late into positions stepped over (a
- * producer stopped between its two stores for longer than the 2 s, then
- * let go), taken now: called before each buffer taken from the queue is
- * written, since a thread's store there comes before its later buffers.
- * The slot left as it was, the queue took that store a lap later for the
- * next position's (the head then past the tail) or a later claim of the
- * slot wrote over it (the buffer in no slot until its process ended). */
-static void take_late(recorder *r, unsigned c)
-{
-    collector_state *cs = &r->col[c];
-    for (unsigned k = 0; k < cs->nskipped;) {
-        bool forget;
-        uint32_t idx = ltr_ring_take_late(&cs->ring, cs->skipped[k], &forget);
-        if (idx != LTR_RING_NONE)
-            finish_buffer(r, c, idx);
-        if (forget)
-            cs->skipped[k] = cs->skipped[--cs->nskipped]; /* the order of the rest does not matter */
-        else
-            k++;
-    }
+    return ltr_ring_skip_slot(&cs->ring);
 }
 
 static void take_queued(recorder *r, unsigned c)
 {
     collector_state *cs = &r->col[c];
-    take_late(r, c);
     /* Each buffer comes through the queue once per round at most: more means
      * someone keeps filling it. The rest waits for the next round. */
     for (uint32_t n = 0; n < cs->ring.nbuf; n++) {
         uint32_t idx = ltr_ring_take(&cs->ring);
         if (idx != LTR_RING_NONE) {
             cs->queue_stall_ns = 0;
-            if (cs->nskipped)
-                take_late(r, c);
             finish_buffer(r, c, idx);
             continue;
         }
@@ -913,8 +889,8 @@ static void take_queued(recorder *r, unsigned c)
             cs->queue_stall_ns = now;
         if (now - cs->queue_stall_ns < 2000000000u)
             return;
-        rec_log("skipping a queue slot whose producer never filled it");
-        skip_hole(cs);
+        if (skip_hole(cs))
+            rec_log("skipped a queue slot whose producer never filled it");
     }
 }
 

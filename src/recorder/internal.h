@@ -57,10 +57,6 @@ typedef struct collector_state {
     /* file mode: the queue's tail at a harvest's start, and when: a hole
      * below it was claimed by then (take_past_holes) */
     uint64_t claimed_pos, claimed_ns;
-    /* file mode: positions stepped over as never filled, watched for a
-     * late store (take_late), the newest REC_SKIPPED_MAX */
-    uint64_t skipped[16];
-    unsigned nskipped;
     /* memory mode: buffers of ended producers left FULL in no queue slot,
      * waiting for a second look at a later round (drain.c, dead_first_look) */
     uint64_t *dead_seq1;  /* per buffer: 1 + its seq at the first look, 0 if it waits for none */

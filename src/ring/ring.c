@@ -3,11 +3,17 @@
  *
  * Free buffers form a Treiber stack whose head carries a 32-bit tag against
  * ABA. Published buffers go through a bounded MPSC queue of nbuf slots: a
- * producer reserves a position with fetch_add and stores index + 1 into it;
- * the consumer reads slots in order. At most nbuf buffers exist, so a slot is
- * emptied before its position comes round again, except in an overwrite ring
- * where the one who took a position may still be about to empty it
- * (ltr_ring_clear_taken).
+ * producer reserves a position with fetch_add and stores its buffer there
+ * with a compare-and-swap that needs the slot open for that position's
+ * turn (ring.h, LTR_RING_SLOT); the consumer reads slots in order and
+ * closes each at its turn as it passes. At most nbuf buffers exist, so a
+ * slot is passed before its position comes round again, except in an
+ * overwrite ring where the one who took a position may still be about to
+ * close it (ltr_ring_clear_taken). A producer that finds its slot closed
+ * (it was stopped between claim and store, and the consumer stepped over
+ * its position) claims a new position: a compare-and-swap where a plain
+ * store was, once per buffer handed in (bench/write-path.sh: no change
+ * measured, docs/benchmarks.md "session 32").
  */
 #include "ring/ring.h"
 #include "prim/prim.h"
@@ -25,7 +31,7 @@ size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf)
 {
     size_t bufs = align_up(sizeof(ltr_ring), 64);
     size_t queue = align_up(bufs + sizeof(ltr_ring_buf) * nbuf, 64);
-    size_t data = align_up(queue + sizeof(uint32_t) * nbuf, 4096);
+    size_t data = align_up(queue + sizeof(uint64_t) * nbuf, 4096);
     return data + (size_t)buffer_size * nbuf;
 }
 
@@ -64,7 +70,7 @@ void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flag
     r->nbuf = nbuf;
     r->bufs_offset = align_up(sizeof(ltr_ring), 64);
     r->queue_offset = align_up(r->bufs_offset + sizeof(ltr_ring_buf) * nbuf, 64);
-    r->data_offset = align_up(r->queue_offset + sizeof(uint32_t) * nbuf, 4096);
+    r->data_offset = align_up(r->queue_offset + sizeof(uint64_t) * nbuf, 4096);
     r->total_size = ltr_ring_size(buffer_size, nbuf);
     memset((uint8_t *)r + r->bufs_offset, 0, r->data_offset - r->bufs_offset);
     ltr_ring_view v;
@@ -112,13 +118,22 @@ static inline uint32_t producer_index(const ltr_ring_view *v, uint32_t plus1)
     return plus1 - 1 < v->nbuf ? plus1 - 1 : LTR_RING_NONE;
 }
 
+/* How a slot's value s stands to position pos of turn t: below 0, the
+ * slot is open for pos (nothing stored for it yet); 0, pos's own (stored,
+ * closed or dead); above 0, a later lap's. */
+static inline int32_t slot_age(uint64_t s, uint32_t turn)
+{
+    return (int32_t)(LTR_RING_SLOT_TURN(s) - turn);
+}
+
 /* Compared with s, not stored: s names the buffer its taker now holds,
  * which no one else can publish, so a slot holding s still is its own. */
-void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint32_t s)
+void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint64_t s)
 {
-    uint32_t expected = s;
-    /* release: a taker that reads the slot empty then sees the head moved (pop_oldest) */
-    atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &expected, 0, memory_order_release,
+    uint64_t expected = s;
+    /* release: a taker that reads the slot open then sees the head moved (pop_oldest) */
+    atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &expected,
+                                            LTR_RING_SLOT(LTR_RING_TURN(pos, v->nbuf), 0), memory_order_release,
                                             memory_order_relaxed);
 }
 
@@ -158,8 +173,8 @@ static uint32_t pop_oldest(ltr_ring_view *v)
     ltr_ring *r = v->shared;
     uint64_t h = atomic_load_explicit(&r->queue_head, memory_order_acquire);
     for (uint32_t tries = 0; tries <= v->nbuf + PRODUCER_CAS_TRIES; tries++) {
-        uint32_t s = atomic_load_explicit(&v->slots[h % v->nbuf], memory_order_acquire);
-        if (s == 0) {
+        uint64_t s = atomic_load_explicit(&v->slots[h % v->nbuf], memory_order_acquire);
+        if (slot_age(s, LTR_RING_TURN(h, v->nbuf)) < 0) {
             /* Emptied by the taker of position h since we read the head:
              * the next oldest is there to take. Read as "nothing to take",
              * a save's program lost an event now and then, its ring of
@@ -175,8 +190,11 @@ static uint32_t pop_oldest(ltr_ring_view *v)
                                                   memory_order_acquire)) {
             ltr_ring_clear_taken(v, h, s);
             /* A slot value naming no buffer was written over: stepped over
-             * like a dead producer's, never used as an index. */
-            uint32_t idx = producer_index(v, s);
+             * like a dead producer's, never used as an index; so is one of
+             * another lap (this position's taker preempted before closing
+             * it, or garbage). */
+            uint32_t idx = slot_age(s, LTR_RING_TURN(h, v->nbuf)) ? LTR_RING_NONE
+                                                                   : producer_index(v, LTR_RING_SLOT_TAG(s));
             if (idx != LTR_RING_NONE)
                 return idx;
             h++; /* a dead producer's position (or garbage), stepped over: the next one */
@@ -257,13 +275,52 @@ static void own_done(ltr_ring *r, ltr_ring_buf *b)
         atomic_fetch_sub_explicit(&r->own_count, 1, memory_order_relaxed);
 }
 
+/* Positions a buffer is offered before it is left in none: each one
+ * closed means the producer stood still between its claim and its store
+ * for longer than the recorder waits (2 s), or a scribbler. */
+#define STORE_TRIES 8
+
+/* idx into pos's slot if it is open for pos. The value expected first is
+ * the usual one (closed by the consumer at the lap before), so the common
+ * case is a single compare-and-swap; a slot still holding the lap before's
+ * buffer (an overwrite ring's taker preempted before closing it) is
+ * written over as a plain store did. */
+static inline bool store_at(ltr_ring_view *v, uint64_t pos, uint32_t idx)
+{
+    _Atomic uint64_t *slot = &v->slots[pos % v->nbuf];
+    uint32_t turn = LTR_RING_TURN(pos, v->nbuf);
+    uint64_t cur = LTR_RING_SLOT(turn - 1, 0);
+    for (int i = 0; i < PRODUCER_CAS_TRIES; i++) {
+        if (atomic_compare_exchange_weak_explicit(slot, &cur, LTR_RING_SLOT(turn, idx + 1), memory_order_release,
+                                                  memory_order_relaxed))
+            return true;
+        if (slot_age(cur, turn) >= 0)
+            return false; /* closed for pos, or a later lap's: pos was stepped over */
+    }
+    return false;
+}
+
+uint64_t ltr_ring_store(ltr_ring_view *v, uint64_t pos, uint32_t idx)
+{
+    for (int tries = 1; !store_at(v, pos, idx); tries++) {
+        if (tries == STORE_TRIES)
+            return UINT64_MAX;
+        pos = atomic_fetch_add_explicit(&v->shared->queue_tail, 1, memory_order_relaxed);
+    }
+    return pos;
+}
+
+uint64_t ltr_ring_claim(ltr_ring_view *v, uint32_t idx)
+{
+    own_done(v->shared, &v->bufs[idx]);
+    atomic_store_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_release);
+    return atomic_fetch_add_explicit(&v->shared->queue_tail, 1, memory_order_relaxed);
+}
+
 bool ltr_ring_publish(ltr_ring_view *v, uint32_t idx)
 {
     ltr_ring *r = v->shared;
-    own_done(r, &v->bufs[idx]);
-    atomic_store_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_release);
-    uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
-    atomic_store_explicit(&v->slots[pos % v->nbuf], idx + 1, memory_order_release);
+    ltr_ring_store(v, ltr_ring_claim(v, idx), idx);
     /* Wake the consumer when a quarter or less of the buffers are free,
      * once; in a ring that ever had more threads than it gives buffers of
      * their own (a CPU's buffer was taken), at the first buffer published
@@ -291,19 +348,27 @@ void ltr_ring_view_init(ltr_ring_view *v, void *mem, uint32_t buffer_size, uint3
 {
     size_t bufs = align_up(sizeof(ltr_ring), 64);
     size_t queue = align_up(bufs + sizeof(ltr_ring_buf) * nbuf, 64);
-    size_t data = align_up(queue + sizeof(uint32_t) * nbuf, 4096);
+    size_t data = align_up(queue + sizeof(uint64_t) * nbuf, 4096);
     *v = (ltr_ring_view){.shared = mem, .bufs = (ltr_ring_buf *)((uint8_t *)mem + bufs),
-                         .slots = (_Atomic uint32_t *)((uint8_t *)mem + queue),
+                         .slots = (_Atomic uint64_t *)((uint8_t *)mem + queue),
                          .data = (uint8_t *)mem + data, .buffer_size = buffer_size, .nbuf = nbuf};
 }
 
-/* The index in a queue slot value, or LTR_RING_NONE when it cannot be one. */
-static uint32_t slot_index(ltr_ring_view *v, uint32_t slot)
+/* The index in the value s of position pos's slot, stored for pos, or
+ * LTR_RING_NONE when it cannot be one: counted as damage unless dead
+ * (marked by this consumer) or of another lap than pos's, which may_be_passed
+ * says may be (pos passed meanwhile). */
+static uint32_t slot_index(ltr_ring_view *v, uint64_t s, uint64_t pos, bool may_be_passed)
 {
-    if (slot - 1 < v->nbuf)
-        return slot - 1;
-    if (slot == LTR_RING_SLOT_DEAD)
-        return LTR_RING_NONE; /* marked by this consumer: no damage */
+    uint32_t tag = LTR_RING_SLOT_TAG(s);
+    if (slot_age(s, LTR_RING_TURN(pos, v->nbuf)) == 0) {
+        if (tag - 1 < v->nbuf)
+            return tag - 1;
+        if (tag == LTR_RING_SLOT_DEAD || (tag == 0 && may_be_passed))
+            return LTR_RING_NONE;
+    } else if (may_be_passed) {
+        return LTR_RING_NONE;
+    }
     v->damage++;
     return LTR_RING_NONE;
 }
@@ -313,22 +378,20 @@ uint32_t ltr_ring_take(ltr_ring_view *v)
     ltr_ring *r = v->shared;
     uint64_t h = atomic_load_explicit(&r->queue_head, memory_order_acquire);
     for (uint32_t tries = 0; tries <= v->nbuf + CONSUMER_CAS_TRIES; tries++) {
-        _Atomic uint32_t *slot = &v->slots[h % v->nbuf];
-        uint32_t s = atomic_load_explicit(slot, memory_order_acquire);
-        if (s == 0)
+        uint64_t s = atomic_load_explicit(&v->slots[h % v->nbuf], memory_order_acquire);
+        if (slot_age(s, LTR_RING_TURN(h, v->nbuf)) < 0)
             return LTR_RING_NONE; /* empty, or its producer is between two stores */
-        /* A position not claimed yet whose slot holds a buffer: a store
-         * made late into a position stepped over a lap before (ltr_ring_take_late).
-         * Taken as this position's, the head went past the tail, and the
-         * next buffer published, behind the head, waited a lap: a thread's
-         * events after its later ones once a lap (test_queue_hole). */
+        /* A position not claimed yet whose slot holds something: nothing a
+         * producer stores (it stores at its claimed position only), so
+         * garbage, stepped over once a producer claims the position and
+         * finds its slot taken. Taken before, the head went past the tail. */
         if (h >= ltr_ring_tail(v))
             return LTR_RING_NONE;
         if (!atomic_compare_exchange_weak_explicit(&r->queue_head, &h, h + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
         ltr_ring_clear_taken(v, h, s);
-        uint32_t idx = slot_index(v, s);
+        uint32_t idx = slot_index(v, s, h, false);
         if (idx == LTR_RING_NONE)
             ; /* counted: go on with the next entry */
         else if (atomic_load_explicit(&v->bufs[idx].state, memory_order_acquire) == LTR_BUF_FULL)
@@ -365,8 +428,7 @@ void ltr_ring_hand_in(ltr_ring_view *v, uint32_t idx)
     ltr_ring *r = v->shared;
     if (atomic_exchange_explicit(&v->bufs[idx].state, LTR_BUF_FULL, memory_order_acq_rel) == LTR_BUF_ACTIVE)
         own_done(r, &v->bufs[idx]);
-    uint64_t pos = atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed);
-    atomic_store_explicit(&v->slots[pos % v->nbuf], idx + 1, memory_order_release);
+    ltr_ring_store(v, atomic_fetch_add_explicit(&r->queue_tail, 1, memory_order_relaxed), idx);
 }
 
 uint64_t ltr_ring_committed(ltr_ring_view *v, uint32_t idx, bool *bad)
@@ -384,31 +446,18 @@ uint64_t ltr_ring_queued(ltr_ring_view *v)
     return ltr_ring_tail(v) - ltr_ring_head(v);
 }
 
-uint64_t ltr_ring_skip_slot(ltr_ring_view *v)
+bool ltr_ring_skip_slot(ltr_ring_view *v)
 {
-    return atomic_fetch_add_explicit(&v->shared->queue_head, 1, memory_order_acq_rel);
-}
-
-uint32_t ltr_ring_take_late(ltr_ring_view *v, uint64_t pos, bool *forget)
-{
-    *forget = true;
-    _Atomic uint32_t *slot = &v->slots[pos % v->nbuf];
-    /* the slot, then the tail: a store of the next lap's position comes
-     * after its claim, so it is seen with the tail past pos + nbuf */
-    uint32_t s = atomic_load_explicit(slot, memory_order_acquire);
-    if (ltr_ring_tail(v) > pos + v->nbuf)
-        return LTR_RING_NONE;
-    if (!s) {
-        *forget = false;
-        return LTR_RING_NONE;
-    }
-    if (!atomic_compare_exchange_strong_explicit(slot, &s, 0, memory_order_acq_rel, memory_order_acquire))
-        return LTR_RING_NONE; /* changed under it: someone scribbles */
-    uint32_t idx = slot_index(v, s);
-    if (idx == LTR_RING_NONE || atomic_load_explicit(&v->bufs[idx].state, memory_order_acquire) == LTR_BUF_FULL)
-        return idx;
-    v->damage++; /* not a published buffer */
-    return LTR_RING_NONE;
+    uint64_t h = ltr_ring_head(v);
+    _Atomic uint64_t *slot = &v->slots[h % v->nbuf];
+    uint64_t s = atomic_load_explicit(slot, memory_order_acquire);
+    uint32_t turn = LTR_RING_TURN(h, v->nbuf);
+    if (slot_age(s, turn) >= 0 ||
+        !atomic_compare_exchange_strong_explicit(slot, &s, LTR_RING_SLOT(turn, 0), memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return false;
+    atomic_fetch_add_explicit(&v->shared->queue_head, 1, memory_order_acq_rel);
+    return true;
 }
 
 uint64_t ltr_ring_history_start(ltr_ring_view *v, uint64_t tail)
@@ -424,8 +473,8 @@ uint32_t ltr_ring_at(ltr_ring_view *v, uint64_t pos)
 {
     if (pos < ltr_ring_head(v))
         return LTR_RING_NONE;
-    uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
-    return s ? slot_index(v, s) : LTR_RING_NONE;
+    uint64_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
+    return slot_age(s, LTR_RING_TURN(pos, v->nbuf)) < 0 ? LTR_RING_NONE : slot_index(v, s, pos, true);
 }
 
 /* What a wait begun at since (0: none) took, out of the budget *wait_ns. */
@@ -441,10 +490,10 @@ uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t *wait_ns
     for (unsigned spins = 0;; spins++) {
         if (pos < ltr_ring_head(v))
             break;
-        uint32_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
-        if (s) {
+        uint64_t s = atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire);
+        if (slot_age(s, LTR_RING_TURN(pos, v->nbuf)) >= 0) {
             spend_wait(wait_ns, since);
-            return slot_index(v, s); /* LTR_RING_NONE for a dead slot */
+            return slot_index(v, s, pos, true); /* LTR_RING_NONE for a dead slot */
         }
         if (!since)
             since = ltr_now_ns();
@@ -471,7 +520,8 @@ unsigned ltr_ring_holes(ltr_ring_view *v, uint64_t *pos_out, unsigned most)
     uint64_t tail = ltr_ring_tail(v);
     unsigned n = 0;
     for (uint64_t pos = ltr_ring_history_start(v, tail); pos < tail && n < most; pos++)
-        if (atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire) == 0)
+        if (slot_age(atomic_load_explicit(&v->slots[pos % v->nbuf], memory_order_acquire),
+                     LTR_RING_TURN(pos, v->nbuf)) < 0)
             pos_out[n++] = pos;
     return n;
 }
@@ -482,13 +532,16 @@ uint64_t ltr_ring_first_hole(ltr_ring_view *v)
     return ltr_ring_holes(v, &pos, 1) ? pos : UINT64_MAX;
 }
 
-/* value into the empty slot of position pos, still in the queue */
-static bool store_in_hole(ltr_ring_view *v, uint64_t pos, uint32_t value)
+/* tag into the empty slot of position pos, still in the queue */
+static bool store_in_hole(ltr_ring_view *v, uint64_t pos, uint32_t tag)
 {
-    uint32_t empty = 0;
     if (pos < ltr_ring_head(v) || pos >= ltr_ring_tail(v))
         return false;
-    return atomic_compare_exchange_strong_explicit(&v->slots[pos % v->nbuf], &empty, value, memory_order_acq_rel,
+    _Atomic uint64_t *slot = &v->slots[pos % v->nbuf];
+    uint64_t open = atomic_load_explicit(slot, memory_order_acquire);
+    uint32_t turn = LTR_RING_TURN(pos, v->nbuf);
+    return slot_age(open, turn) < 0 &&
+           atomic_compare_exchange_strong_explicit(slot, &open, LTR_RING_SLOT(turn, tag), memory_order_acq_rel,
                                                    memory_order_relaxed);
 }
 

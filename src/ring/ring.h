@@ -28,13 +28,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LTR_RING_MAGIC 0x4c545252u /* "LTRR" */
+/* "LTRQ": queue slots of 64 bits, a turn beside the index ("LTRR" had
+ * 32-bit slots: an agent of before must not attach) */
+#define LTR_RING_MAGIC 0x4c545251u
 #define LTR_RING_NONE UINT32_MAX
 /* A queue slot whose producer died between claiming its position and
  * storing its buffer there (its process exec'd or was killed inside
  * ltr_ring_publish): the consumer of an overwrite ring marks it so, and a
  * producer taking the oldest buffer steps over it (ltr_ring_mark_dead). */
 #define LTR_RING_SLOT_DEAD UINT32_MAX
+
+/* A queue slot holds turn << 32 | tag. tag is the stored buffer's index + 1,
+ * 0 for none, or LTR_RING_SLOT_DEAD; turn is the lap of the position the
+ * slot served last (position / nbuf + 1, modulo 2^32; 0 before the first).
+ * The slot is open for position pos while its turn is before pos's
+ * (compared modulo 2^32): the producer that claimed pos stores into it
+ * with a compare-and-swap that needs it open, so a store made late, after
+ * the consumer stepped over pos (the producer stopped between its claim
+ * and its store for seconds: SIGSTOP, a debugger, a frozen cgroup), finds
+ * the slot closed at pos's turn or taken by a later lap, and goes to a
+ * new position instead (ltr_ring_store). With index + 1 alone a store a
+ * full lap late (the queue came round to pos + nbuf meanwhile) landed in
+ * the next lap's position: it wrote over the buffer published there (in no
+ * slot then, its events neither written nor counted) or was written over
+ * by it. A turn wraps after 2^32 laps: only a store late by 2^31 laps or
+ * more (2^31 * nbuf buffers published while one producer stands still)
+ * could be taken for an early one. */
+#define LTR_RING_SLOT(turn, tag) ((uint64_t)(uint32_t)(turn) << 32 | (uint32_t)(tag))
+#define LTR_RING_SLOT_TURN(s) ((uint32_t)((s) >> 32))
+#define LTR_RING_SLOT_TAG(s) ((uint32_t)(s))
+#define LTR_RING_TURN(pos, nbuf) ((uint32_t)((pos) / (nbuf) + 1))
 #define LTR_RING_OVERWRITE 0x1u /* flags: producers reuse the oldest full buffer */
 
 enum ltr_buf_state { LTR_BUF_FREE = 0, LTR_BUF_ACTIVE = 1, LTR_BUF_FULL = 2 };
@@ -93,7 +116,7 @@ bool ltr_ring_valid(const ltr_ring *r, size_t avail);
 typedef struct ltr_ring_view {
     ltr_ring *shared;
     ltr_ring_buf *bufs;
-    _Atomic uint32_t *slots;
+    _Atomic uint64_t *slots; /* LTR_RING_SLOT values */
     uint8_t *data;
     uint32_t buffer_size, nbuf;
     uint32_t flags;  /* LTR_RING_OVERWRITE as the header said at attach (producers) */
@@ -144,8 +167,20 @@ static inline bool ltr_ring_want_wake(ltr_ring_view *v)
     return atomic_exchange_explicit(&v->shared->wake_pending, 1, memory_order_relaxed) == 0;
 }
 /* Producer: gives its buffer to the consumer (full, or the thread is done).
- * Returns true when the consumer should be woken (few free buffers left). */
+ * Returns true when the consumer should be woken (few free buffers left).
+ * ltr_ring_claim, then ltr_ring_store. */
 bool ltr_ring_publish(ltr_ring_view *v, uint32_t idx);
+/* Producer: the first steps of ltr_ring_publish: the buffer marked FULL,
+ * a queue position claimed for it (returned). */
+uint64_t ltr_ring_claim(ltr_ring_view *v, uint32_t idx);
+/* Producer: buffer idx stored into the slot of position pos, claimed for
+ * it, if that slot is still open for pos (ring.h, LTR_RING_SLOT); if the
+ * consumer stepped over pos meanwhile, into a new position claimed now.
+ * Returns the position it is stored at, or UINT64_MAX if slot after slot
+ * was found closed (a scribbler): the buffer is then FULL in no slot, as a
+ * producer killed between claim and store leaves it, and the recorder
+ * takes it when its process ends. */
+uint64_t ltr_ring_store(ltr_ring_view *v, uint64_t pos, uint32_t idx);
 
 /* ---- per-CPU buffers (percpu.c) ----
  * A thread without a buffer of its own appends to the buffer of the CPU it
@@ -184,17 +219,11 @@ uint64_t ltr_ring_committed(ltr_ring_view *v, uint32_t idx, bool *bad);
 /* Consumer: buffers in the queue that are not visible yet (a producer between
  * reserving a queue slot and filling it). Used to skip a slot whose producer died. */
 uint64_t ltr_ring_queued(ltr_ring_view *v);
-/* Consumer: steps the head over its slot (claimed, never filled); returns
- * the position stepped over. */
-uint64_t ltr_ring_skip_slot(ltr_ring_view *v);
-/* Consumer: the buffer a producer stored late into the slot of position
- * pos, which the consumer stepped over (ltr_ring_skip_slot) as never
- * filled: a producer stopped between its two stores (SIGSTOP, a debugger,
- * a frozen cgroup) for longer than the consumer waits. The slot is
- * emptied for its next lap's position. LTR_RING_NONE while it is empty,
- * and *forget set once pos needs no more watching: taken now, or the
- * queue came round to its slot (a store there is the next lap's). */
-uint32_t ltr_ring_take_late(ltr_ring_view *v, uint64_t pos, bool *forget);
+/* Consumer: steps the head over its slot, claimed and never filled,
+ * closing the slot for its position: a store made there later goes to a
+ * new position (ltr_ring_store), taken in its turn. False, the head left
+ * there, if the slot was filled meanwhile (ltr_ring_take takes it). */
+bool ltr_ring_skip_slot(ltr_ring_view *v);
 
 /* Reading the history of an overwrite ring: positions [head, tail). */
 static inline uint64_t ltr_ring_head(const ltr_ring_view *v)
@@ -223,9 +252,9 @@ uint32_t ltr_ring_at_published(ltr_ring_view *v, uint64_t pos, uint64_t *wait_ns
 /* True if the buffer at pos was not taken for reuse since ltr_ring_at: call
  * after copying it, to know the copy is whole. */
 bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos);
-/* Empties the slot of queue position pos, just taken from the head (the
- * head moved past it) with value s, unless the slot holds another value by
- * now: position pos + nbuf's, stored meanwhile. In an overwrite ring that
+/* Closes the slot of queue position pos (tag 0 at pos's turn), just taken
+ * from the head (the head moved past it) with value s, unless the slot
+ * holds another value by now: position pos + nbuf's, stored meanwhile. In an overwrite ring that
  * happens: while the producer that took pos is preempted between moving the
  * head and clearing the slot, others take the next oldest buffers, fill
  * them and publish them round to pos + nbuf. Cleared with a plain store,
@@ -233,7 +262,7 @@ bool ltr_ring_still_at(ltr_ring_view *v, uint64_t pos);
  * the empty slot stopped every producer taking the oldest buffer (their
  * events lost) until the recorder marked it dead 2 s later (a stress test
  * of 8 threads on a ring of 4: 3 runs in 10). */
-void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint32_t s);
+void ltr_ring_clear_taken(ltr_ring_view *v, uint64_t pos, uint64_t s);
 /* Overwrite ring: the first position of [head, tail) whose slot is empty
  * (claimed, not stored), or UINT64_MAX. */
 uint64_t ltr_ring_first_hole(ltr_ring_view *v);
@@ -254,7 +283,8 @@ bool ltr_ring_fill_hole(ltr_ring_view *v, uint64_t pos, uint32_t idx);
  * taking the oldest buffer stop at an empty slot (its producer may be about
  * to store), so a slot left empty by a dead producer stopped them all for
  * the rest of the session: every later event lost. Call only on a slot
- * seen empty for long (seconds), never filled by a live producer. */
+ * seen empty for long (seconds); a producer only stopped there that
+ * stores later finds it closed and takes a new position (ltr_ring_store). */
 bool ltr_ring_mark_dead(ltr_ring_view *v, uint64_t pos);
 
 #endif

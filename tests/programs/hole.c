@@ -5,10 +5,10 @@
  * test_exec_order, far too rarely to test the recorder's handling of it
  * (recorder/drain.c, finish_unqueued and take_past_holes). Here it happens
  * every time: the program writes its events like any producer, then does to
- * the buffer its thread still holds exactly what ltr_ring_publish does up to
- * its last store (the buffer marked FULL, a queue position claimed with the
- * fetch_add of the queue tail) and never stores the buffer's index into the
- * claimed slot. That leaves a hole at the queue's head, which holds back
+ * the buffer its thread still holds what ltr_ring_publish does up to its
+ * store (ltr_ring_claim: the buffer marked FULL, a queue position claimed
+ * with the fetch_add of the queue tail) and never stores the buffer into
+ * the claimed slot (ltr_ring_store). That leaves a hole at the queue's head, which holds back
  * every buffer published behind it, and a FULL buffer in no queue slot.
  *
  *   hole SESSION EVENTS exit|stay|late:MS
@@ -17,10 +17,9 @@
  * stays alive, writing nothing, until killed (or 60 s), so that the session
  * ends with the hole's maker still there. late:MS: it makes the last store
  * MS ms late, as a thread stopped there (SIGSTOP, a debugger, a frozen
- * cgroup) and let go, then publishes a ring's worth of empty buffers but
- * one (the queue then comes round to the late store's slot: the next lap's
- * position there is not claimed yet), prints "stored" and stays, as stay
- * does. Prints,
+ * cgroup) and let go (the slot closed by then if the recorder stepped over
+ * it: stored at a new position), then publishes a ring's worth of empty
+ * buffers but one, prints "stored" and stays, as stay does. Prints,
  * once the hole is made:
  * "hole=POS buffer=IDX held=EVENTS pid=PID", held being the events of the
  * half-published buffer.
@@ -84,7 +83,6 @@ int main(int argc, char **argv)
     }
     /* The buffer this (only) thread still writes into: the last events. */
     ltr_ring_view *view = &a->lay->rings[0];
-    ltr_ring *ring = view->shared;
     uint32_t idx = LTR_RING_NONE, found = 0;
     for (uint32_t i = 0; i < view->nbuf; i++) {
         ltr_ring_buf *b = ltr_ring_vbuf(view, i);
@@ -97,17 +95,14 @@ int main(int argc, char **argv)
     }
     ltr_ring_buf *b = ltr_ring_vbuf(view, idx);
     uint32_t held = LTR_COMMIT_EVENTS(atomic_load(&b->commit));
-    /* ltr_ring_publish's first steps, word for word (ring.c), and not its
-     * last: the slot at pos stays 0, as when the thread dies right there. */
-    if (b->tid != 0)
-        atomic_fetch_sub_explicit(&ring->own_count, 1, memory_order_relaxed);
-    atomic_store_explicit(&b->state, LTR_BUF_FULL, memory_order_release);
-    uint64_t pos = atomic_fetch_add_explicit(&ring->queue_tail, 1, memory_order_relaxed);
+    /* ltr_ring_publish's first steps (ring.c), and not its last: the slot
+     * at pos stays open, as when the thread dies right there. */
+    uint64_t pos = ltr_ring_claim(view, idx);
     printf("hole=%llu buffer=%u held=%u pid=%d\n", (unsigned long long)pos, idx, held, (int)getpid());
     fflush(stdout);
     if (late_ms) { /* ltr_ring_publish's last store, late */
         sleep_ms(late_ms);
-        atomic_store_explicit(&view->slots[pos % view->nbuf], idx + 1, memory_order_release);
+        ltr_ring_store(view, pos, idx);
         for (uint32_t i = 0; i + 1 < view->nbuf; i++) {
             uint32_t empty = ltr_ring_acquire(view, b->pid, b->tid, a->owner);
             if (empty == LTR_RING_NONE) {

@@ -146,7 +146,7 @@ static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
     ltr_ring *r = ltr_shm_ring(shm, 0);
     uint32_t nbuf = r->nbuf;
     ltr_ring_buf *bufs = (ltr_ring_buf *)((uint8_t *)r + r->bufs_offset);
-    _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)r + r->queue_offset);
+    _Atomic uint64_t *slots = (_Atomic uint64_t *)((uint8_t *)r + r->queue_offset);
     for (int i = 0; i < rounds; i++) {
         uint32_t b = next_random() % nbuf;
         switch (next_random() % 17) {
@@ -159,9 +159,14 @@ static void scribble_fields(ltr_shm *shm, uint64_t size, int rounds)
             atomic_store(&r->free_head, random64() << 32 | (nbuf + 1 + next_random() % 1000));
             break;
         case 6: atomic_store(&bufs[b].next, scribble_value(nbuf) + nbuf); break;
-        case 7: /* queue slots naming buffers past the ring, or dead positions */
-            for (uint32_t k = 0; k < nbuf; k++)
-                atomic_store(&slots[k], next_random() % 2 ? UINT32_MAX : nbuf + 1 + next_random() % 1000);
+        case 7: /* queue slots naming buffers past the ring, or dead positions, at
+                 * their positions' turns (ring.h), or at any */
+            for (uint32_t k = 0; k < nbuf; k++) {
+                uint64_t head = atomic_load(&r->queue_head), pos = head + (k + nbuf - head % nbuf) % nbuf;
+                uint32_t turn = next_random() % 4 ? LTR_RING_TURN(pos, nbuf) : (uint32_t)random64();
+                atomic_store(&slots[k], LTR_RING_SLOT(turn, next_random() % 2 ? UINT32_MAX
+                                                                                 : nbuf + 1 + next_random() % 1000));
+            }
             break;
         case 8: atomic_store(&r->queue_head, scribble_value64(nbuf)); break;
         case 9: atomic_store(&r->queue_tail, scribble_value64(nbuf)); break;
@@ -394,7 +399,7 @@ int main(int argc, char **argv)
         len = 0;
     }
     if (!strncmp(region, "holes:", 6)) { /* every position a publication under way, for a save */
-        _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)ring + ring->queue_offset);
+        _Atomic uint64_t *slots = (_Atomic uint64_t *)((uint8_t *)ring + ring->queue_offset);
         atomic_store(&ring->queue_tail, atomic_load(&ring->queue_head) + ring->nbuf);
         for (int said = 0; !said || access(region + 6, F_OK) == 0; said = 1) {
             for (uint32_t k = 0; k < ring->nbuf; k++)
@@ -405,12 +410,12 @@ int main(int argc, char **argv)
         len = 0;
     }
     if (!strncmp(region, "dupes:", 6)) { /* one published buffer in every queue slot, seemingly taken over */
-        _Atomic uint32_t *slots = (_Atomic uint32_t *)((uint8_t *)ring + ring->queue_offset);
+        _Atomic uint64_t *slots = (_Atomic uint64_t *)((uint8_t *)ring + ring->queue_offset);
         ltr_ring_buf *bufs = (ltr_ring_buf *)((uint8_t *)ring + ring->bufs_offset);
         uint64_t head = atomic_load(&ring->queue_head), tail = atomic_load(&ring->queue_tail);
-        uint32_t first = atomic_load(&slots[head % ring->nbuf]);
+        uint32_t first = LTR_RING_SLOT_TAG(atomic_load(&slots[head % ring->nbuf]));
         for (uint64_t pos = head; first && first <= ring->nbuf && pos < tail; pos++)
-            atomic_store(&slots[pos % ring->nbuf], first);
+            atomic_store(&slots[pos % ring->nbuf], LTR_RING_SLOT(LTR_RING_TURN(pos, ring->nbuf), first));
         for (int said = 0; first && first <= ring->nbuf && (!said || access(region + 6, F_OK) == 0); said = 1) {
             for (unsigned k = 0; k < 4096; k++) /* many moves a look at the file */
                 atomic_fetch_add(&bufs[first - 1].seq, 1);

@@ -86,13 +86,14 @@ static void test_consumer_distrusts_shared_words(void **state)
     uint32_t a = ltr_ring_acquire(&p, 1, 1, 1);
     r->bufs_offset = UINT64_MAX / 2; /* the view never reads the layout back */
     r->data_offset = 12345;
-    _Atomic uint32_t *slots = v.slots;
-    atomic_store(&r->queue_tail, 3);
-    slots[0] = 0x7fffffff; /* an index past the ring */
-    slots[1] = 3;          /* a free buffer, never published */
-    slots[2] = 1 + a;      /* a buffer its producer still owns */
+    _Atomic uint64_t *slots = v.slots;
+    atomic_store(&r->queue_tail, 4);
+    slots[0] = LTR_RING_SLOT(1, 0x7fffffff); /* an index past the ring */
+    slots[1] = LTR_RING_SLOT(1, 3);          /* a free buffer, never published */
+    slots[2] = LTR_RING_SLOT(1, 1 + a);      /* a buffer its producer still owns */
+    slots[3] = LTR_RING_SLOT(2, 1 + a);      /* a lap that has not come */
     assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
-    assert_int_equal(v.damage, 3);
+    assert_int_equal(v.damage, 4);
     assert_int_equal(ltr_ring_queued(&v), 0);
     /* A commit word claiming more than the buffer holds. */
     atomic_store(&ltr_ring_vbuf(&v, a)->commit, LTR_COMMIT(5000, 2));
@@ -103,7 +104,7 @@ static void test_consumer_distrusts_shared_words(void **state)
     atomic_store(&r->queue_head, 7);
     atomic_store(&r->queue_tail, 1u << 30);
     assert_int_equal(ltr_ring_history_start(&v, ltr_ring_tail(&v)), (1u << 30) - 4);
-    assert_int_equal(v.damage, 5);
+    assert_int_equal(v.damage, 6);
     free(r);
 }
 
@@ -250,7 +251,7 @@ static void test_taker_preempted_leaves_later_publication(void **state)
         publish_one(&p);
     uint64_t h = ltr_ring_head(&v);
     assert_int_equal(ltr_ring_tail(&v), h + 4);
-    uint32_t s = atomic_load(&v.slots[h % 4]); /* A: the oldest position taken, its slot not emptied yet */
+    uint64_t s = atomic_load(&v.slots[h % 4]); /* A: the oldest position taken, its slot not closed yet */
     atomic_store(&r->queue_head, h + 1);
     uint32_t b = publish_one(&p); /* B: position h + 1's buffer, published at h + 4 */
     assert_int_equal(ltr_ring_tail(&v), h + 5);
@@ -260,42 +261,154 @@ static void test_taker_preempted_leaves_later_publication(void **state)
     free(r);
 }
 
+/* A buffer of one event, handed in as far as its position's claim
+ * (ltr_ring_publish's first step, ltr_ring_claim), as a producer stopped
+ * there (SIGSTOP, a debugger, a frozen cgroup) leaves it; *idx its index.
+ * Returns the position. */
+static uint64_t claim_only(ltr_ring_view *p, uint32_t *idx)
+{
+    *idx = ltr_ring_acquire(p, 1, 1, 1);
+    assert_int_not_equal(*idx, LTR_RING_NONE);
+    ltr_ring_commit(p, *idx, 4, 1);
+    return ltr_ring_claim(p, *idx);
+}
+
+/* claim_only, then the consumer steps over the position, as the recorder
+ * does when its store has not come for 2 s. */
+static uint64_t claim_skipped(ltr_ring_view *v, ltr_ring_view *p, uint32_t *idx)
+{
+    uint64_t pos = claim_only(p, idx);
+    assert_int_equal(ltr_ring_take(v), LTR_RING_NONE);
+    assert_true(ltr_ring_skip_slot(v));
+    assert_int_equal(ltr_ring_head(v), pos + 1);
+    return pos;
+}
+
+/* The buffers the consumer takes now, at most max, into got; how many. */
+static unsigned take_all(ltr_ring_view *v, uint32_t *got, unsigned max)
+{
+    unsigned n = 0;
+    uint32_t idx;
+    while (n < max && (idx = ltr_ring_take(v)) != LTR_RING_NONE) {
+        got[n++] = idx;
+        assert_true(ltr_ring_release(v, idx));
+    }
+    return n;
+}
+
+/* File mode: a producer stopped between claiming position pos and storing
+ * there, the consumer stepping over pos (as the recorder does after 2 s),
+ * a whole lap published meanwhile, then the producer let go: its store
+ * came into the slot of pos + nbuf. With the next lap's buffer stored there
+ * already, it overwrote that one (in no slot, its events neither written
+ * nor counted); stored before it, the next lap's store overwrote the late
+ * one. Every buffer handed in must come out of the queue, once. */
+static void test_late_store_after_a_full_lap(void **state)
+{
+    (void)state;
+    for (int next_lap_stored_first = 0; next_lap_stored_first < 2; next_lap_stored_first++) {
+        ltr_ring *r = make_ring(64, 4);
+        ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
+        uint32_t late, got[8];
+        uint64_t pos = claim_skipped(&v, &p, &late);
+        for (int i = 0; i < 3; i++) { /* positions pos + 1 to pos + 3, taken */
+            uint32_t b = publish_one(&p);
+            assert_int_equal(take_all(&v, got, 8), 1);
+            assert_int_equal(got[0], b);
+        }
+        uint32_t next = LTR_RING_NONE;
+        if (next_lap_stored_first)
+            next = publish_one(&p); /* position pos + 4: the late store's slot */
+        assert_int_equal(ltr_ring_store(&p, pos, late), pos + 4 + next_lap_stored_first); /* at the tail */
+        if (!next_lap_stored_first)
+            next = publish_one(&p);
+        unsigned n = take_all(&v, got, 8);
+        assert_int_equal(n, 2);
+        assert_int_equal(got[0], next_lap_stored_first ? next : late); /* in the order handed in */
+        assert_int_equal(got[1], next_lap_stored_first ? late : next);
+        assert_int_equal(ltr_ring_queued(&v), 0);
+        assert_int_equal(r->free_count, 4);
+        assert_int_equal(v.damage, 0);
+        free(r);
+    }
+}
+
 /* File mode: a producer stopped between claiming a position and storing
- * its buffer there, the consumer stepping over the position (it waited
- * long enough), then the producer let go: its store is taken by
- * ltr_ring_take_late (once), before the buffer it publishes next; and
- * ltr_ring_take never takes a position not claimed yet, whatever its slot
- * holds (it took a late store a lap later as the next position's, the
- * head past the tail). */
+ * there, the consumer stepping over the position (it waited long enough),
+ * then the producer let go within the lap: its store finds the slot closed
+ * and goes to the tail, taken before the buffer it publishes next (the
+ * recorder watched such positions for a late store before, and a store a
+ * full lap late escaped it: above). A store made before the step over
+ * keeps its place. ltr_ring_take never takes a position not claimed yet,
+ * whatever its slot holds. */
 static void test_late_store_into_a_skipped_position(void **state)
 {
     (void)state;
     ltr_ring *r = make_ring(64, 4);
     ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
-    uint32_t late = ltr_ring_acquire(&p, 1, 1, 1);
-    ltr_ring_commit(&p, late, 4, 1);
-    atomic_store(&p.bufs[late].state, LTR_BUF_FULL); /* ltr_ring_publish's first steps */
-    uint64_t pos = atomic_fetch_add(&r->queue_tail, 1);
-    assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
-    assert_int_equal(ltr_ring_skip_slot(&v), pos);
-    bool forget;
-    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), LTR_RING_NONE);
-    assert_false(forget); /* still empty: watched on */
-    atomic_store(&p.slots[pos % 4], late + 1); /* and its last, late */
+    uint32_t late, got[8];
+    uint64_t pos = claim_skipped(&v, &p, &late);
+    assert_int_equal(ltr_ring_store(&p, pos, late), pos + 1);
     uint32_t next = publish_one(&p);
-    assert_int_equal(ltr_ring_take(&v), next);
-    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), late);
-    assert_true(forget);
-    assert_int_equal(ltr_ring_take_late(&v, pos, &forget), LTR_RING_NONE); /* once */
-    /* such a store not watched, found at the head a lap on: the head's
-     * position is not claimed (the queue is empty) */
+    assert_int_equal(take_all(&v, got, 8), 2);
+    assert_int_equal(got[0], late);
+    assert_int_equal(got[1], next);
+    pos = claim_only(&p, &late);
+    assert_int_equal(ltr_ring_store(&p, pos, late), pos);
+    assert_false(ltr_ring_skip_slot(&v)); /* filled meanwhile: taken, not stepped over */
+    assert_int_equal(take_all(&v, got, 8), 1);
+    assert_int_equal(got[0], late);
     uint64_t h = ltr_ring_head(&v);
-    atomic_store(&p.slots[h % 4], late + 1);
     assert_int_equal(ltr_ring_tail(&v), h);
+    atomic_store(&p.slots[h % 4], LTR_RING_SLOT(LTR_RING_TURN(h, 4), late + 1));
     assert_int_equal(ltr_ring_take(&v), LTR_RING_NONE);
     assert_int_equal(ltr_ring_head(&v), h);
     assert_int_equal(v.damage, 0);
     free(r);
+}
+
+/* Overwrite mode (memory mode): the same producer, its position marked
+ * dead by the recorder after 2 s (ltr_ring_mark_dead), producers taking
+ * the oldest buffers on past it, then its store, late. It overwrote the
+ * buffer published a lap later into that slot (gone from the history and
+ * from the pool for good, its events in no save and counted nowhere), or
+ * that buffer's store overwrote it. Every buffer published must be in the
+ * history once, or counted as overwritten. */
+static void test_late_store_in_overwrite_ring(void **state)
+{
+    (void)state;
+    for (int next_lap_stored_first = 0; next_lap_stored_first < 2; next_lap_stored_first++) {
+        ltr_ring *r = make_ring_flags(64, 4, LTR_RING_OVERWRITE);
+        ltr_ring_view v = view_of(r, 64, 4), p = prod_of(r);
+        uint32_t late;
+        uint64_t pos = claim_only(&p, &late);
+        for (int i = 0; i < 3; i++)
+            publish_one(&p); /* positions pos + 1 to pos + 3 */
+        assert_int_equal(ltr_ring_acquire(&p, 1, 1, 1), LTR_RING_NONE); /* the oldest is a hole */
+        assert_true(ltr_ring_mark_dead(&v, pos));
+        uint32_t next = ltr_ring_acquire(&p, 1, 1, 1); /* pos + 1's, for position pos + 4 */
+        assert_int_not_equal(next, LTR_RING_NONE);
+        ltr_ring_commit(&p, next, 4, 1);
+        if (next_lap_stored_first)
+            ltr_ring_publish(&p, next);
+        assert_int_equal(ltr_ring_store(&p, pos, late), pos + 4 + next_lap_stored_first); /* at the tail */
+        if (!next_lap_stored_first)
+            ltr_ring_publish(&p, next);
+        bool seen[4] = {false};
+        uint64_t events = 0, tail = ltr_ring_tail(&v);
+        for (uint64_t at = ltr_ring_history_start(&v, tail); at < tail; at++) {
+            uint32_t idx = ltr_ring_at(&v, at);
+            assert_int_not_equal(idx, LTR_RING_NONE);
+            assert_false(seen[idx]); /* once */
+            seen[idx] = true;
+            events += LTR_COMMIT_EVENTS(committed(&v, idx));
+        }
+        assert_true(seen[next]);
+        assert_true(seen[late]);
+        assert_int_equal(events + r->events_overwritten, 5); /* every event published, saved or counted */
+        assert_int_equal(v.damage, 0);
+        free(r);
+    }
 }
 
 /* A position taken below the tail whose buffer is not stored yet (the
@@ -304,7 +417,7 @@ static void test_late_store_into_a_skipped_position(void **state)
  * did met the producer's next buffer but not this one: a gap. */
 static ltr_ring_view *late_view;
 static uint64_t late_pos;
-static uint32_t late_slot;
+static uint64_t late_slot;
 
 static void *store_late(void *arg)
 {
@@ -389,6 +502,8 @@ int main(void)
         cmocka_unit_test(test_taker_preempted_leaves_later_publication),
         cmocka_unit_test(test_publication_under_way_waited_for),
         cmocka_unit_test(test_late_store_into_a_skipped_position),
+        cmocka_unit_test(test_late_store_after_a_full_lap),
+        cmocka_unit_test(test_late_store_in_overwrite_ring),
         cmocka_unit_test(test_takers_at_once_always_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
