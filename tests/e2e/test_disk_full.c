@@ -8,7 +8,8 @@
  * one, with no damage reported. And a memory-mode stop that fails on a
  * full disk: the session goes on, and the events refused while it was
  * tried are counted as lost. A trace that lacks what a full disk refused
- * still gets its frames' names, or is said to have none ('ltr symbolize').
+ * still gets its frames' names, or is said to have none ('ltr symbolize'),
+ * whether ltr record or ltr stop ended the session.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <ltr/trace.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_no_event_without_its_stack(void **state)
@@ -76,6 +78,37 @@ static void test_no_event_without_its_stack(void **state)
     ltr_trace_close(t);
 }
 
+/* The same disk full under a file-mode session that 'ltr stop' ends (its
+ * path apart from ltr record's): the stop fails, says why and the trace it
+ * wrote, and that trace, lacking what the disk refused, still gets its
+ * frames' names (a stop once added none and said nothing). */
+static void test_failed_file_stop_names_its_trace(void **state)
+{
+    const char *dir = *state;
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
+    tu_expect_ok(tu_run("cd %s && ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
+                        "LTR_TEST_DISK_FULL=%s/full LD_PRELOAD=%s %s start heap --filemode --instance dfs -o s.ltr",
+                        dir, dir, lib, tu_ltr()));
+    tu_result r = tu_run("cd %s && { ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
+                         "LD_PRELOAD=%s/../lib/libltr-heap.so %s %s/full & } && p=$! && "
+                         "i=0; until [ -e full.shallow ] || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "%s flush --instance dfs >/dev/null && touch full; wait $p; echo program=$?; "
+                         "%s stop --instance dfs; echo stop=$?",
+                         dir, getenv("LTR_TEST_BIN"), tu_test_bin("heap-disk-full"), dir, tu_ltr(), tu_ltr());
+    print_message("%s%s", r.out, r.err);
+    assert_int_equal(tu_field(r.out, "program"), 0);
+    assert_int_not_equal(tu_field(r.out, "stop"), 0); /* the trace lacks what the disk refused: said */
+    assert_non_null(strstr(r.err, "No space left on device"));
+    assert_non_null(strstr(r.err, "recorded addresses added to the trace"));
+    tu_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/s.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Heap");
+    assert_true(t.ok);
+    assert_true(t.events_lost > 0);
+}
+
 /* A memory-mode stop refuses events from its start, and goes on with the
  * session when its save fails (the disk full): the events its programs
  * emitted while it was tried were in no trace and counted nowhere (a
@@ -114,6 +147,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_no_event_without_its_stack, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_failed_file_stop_names_its_trace, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_failed_stop_counts_its_refusals, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
