@@ -78,6 +78,16 @@ static void test_no_event_without_its_stack(void **state)
     ltr_trace_close(t);
 }
 
+/* 'ltr start ARGS' in dir, its recorder's disk full while dir/full exists
+ * (the shim first: ASan's runtime is told not to mind). */
+static void start_on_full_disk(const char *dir, const char *args)
+{
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
+    tu_expect_ok(tu_run("cd %s && ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
+                        "LTR_TEST_DISK_FULL=%s/full LD_PRELOAD=%s %s start %s", dir, dir, lib, tu_ltr(), args));
+}
+
 /* The same disk full under a file-mode session that 'ltr stop' ends (its
  * path apart from ltr record's): the stop fails, says why and the trace it
  * wrote, and that trace, lacking what the disk refused, still gets its
@@ -85,11 +95,7 @@ static void test_no_event_without_its_stack(void **state)
 static void test_failed_file_stop_names_its_trace(void **state)
 {
     const char *dir = *state;
-    char lib[4200];
-    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
-    tu_expect_ok(tu_run("cd %s && ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
-                        "LTR_TEST_DISK_FULL=%s/full LD_PRELOAD=%s %s start heap --filemode --instance dfs -o s.ltr",
-                        dir, dir, lib, tu_ltr()));
+    start_on_full_disk(dir, "heap --filemode --instance dfs -o s.ltr");
     tu_result r = tu_run("cd %s && { ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
                          "LD_PRELOAD=%s/../lib/libltr-heap.so %s %s/full & } && p=$! && "
                          "i=0; until [ -e full.shallow ] || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done; "
@@ -117,11 +123,7 @@ static void test_failed_file_stop_names_its_trace(void **state)
 static void test_failed_stop_counts_its_refusals(void **state)
 {
     const char *dir = *state;
-    char lib[4200];
-    snprintf(lib, sizeof lib, "%s/libltr-test-enospc.so", tu_test_bin(""));
-    tu_expect_ok(tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" LTR_TEST_DISK_FULL=%s/full "
-                        "LD_PRELOAD=%s %s start --instance sf --provider Test.Producer --buffer-size 4 --buffers 64",
-                        dir, lib, tu_ltr()));
+    start_on_full_disk(dir, "--instance sf --provider Test.Producer --buffer-size 4 --buffers 64");
     tu_result r = tu_run("%s --threads 2 --events 40000 --pace-us 2000 --wait-enabled 5 >%s/p.out & P=$!; "
                          "sleep 0.5; touch %s/full; %s stop --instance sf --no-symbols %s/s.ltr 2>/dev/null; "
                          "echo failed=$?; rm %s/full; wait $P; cat %s/p.out",
