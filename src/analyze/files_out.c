@@ -11,6 +11,7 @@
 #include "analyze/sink.h"
 #include "base/records.h"
 #include "base/system_events.h"
+#include "base/units.h"
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -131,9 +132,8 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         uint32_t pid = (uint32_t)(v[i].key >> 32);
         if (!i || pid != (uint32_t)(v[i - 1].key >> 32)) {
             char exe[1024];
-            fprintf(out, "\nprocess %u %s:\n  %14s %14s %7s %7s  %s\n", pid,
-                    an_process_exe_shown(a, pid, exe, sizeof exe), "bytes read", "bytes written", "opens", "failed",
-                    "path");
+            fprintf(out, "\nprocess %u %s:\n  %10s %10s %7s %7s  %s\n", pid,
+                    an_process_exe_shown(a, pid, exe, sizeof exe), "read", "written", "opens", "failed", "path");
             shown = 0;
         }
         if (top && shown++ >= top)
@@ -141,9 +141,11 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         const char *path = path_of(a, v[i].key);
         char one_line[4096]; /* the traced program named the file: one line, no control character */
         one_line[ltr_shown_text(path, strnlen(path, sizeof one_line - 1), one_line, false)] = 0;
-        fprintf(out, "  %14llu %14llu %7llu %7llu  %s\n", (unsigned long long)v[i].rbytes,
-                (unsigned long long)v[i].wbytes, (unsigned long long)v[i].opens, (unsigned long long)v[i].failed,
-                one_line);
+        /* sizes as the rest of the text prints them (the JSON gives bytes) */
+        char rs[32], ws[32];
+        fprintf(out, "  %10s %10s %7llu %7llu  %s\n", ltr_size_format(v[i].rbytes, rs, sizeof rs),
+                ltr_size_format(v[i].wbytes, ws, sizeof ws), (unsigned long long)v[i].opens,
+                (unsigned long long)v[i].failed, one_line);
     }
     free(v);
     return 0;

@@ -62,7 +62,7 @@ static void test_files_exact(void **state)
     tu_free(&r);
     r = tu_run("%s analyze %s --files", LTR, trace);
     assert_int_equal(r.status, 0);
-    snprintf(want, sizeof want, "86415          86415       8       0  %s/data.bin\n", dir);
+    snprintf(want, sizeof want, "  84.4 KiB   84.4 KiB       8       0  %s/data.bin\n", dir); /* 86 415 bytes */
     assert_non_null(strstr(r.out, want));
     tu_free(&r);
     /* the raw events: the failed open carries ENOENT */
