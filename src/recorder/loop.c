@@ -758,7 +758,13 @@ static bool handle_request(recorder *r, int fd, const uint8_t *req, size_t len)
                      r->cfg.output_temp ? "'ltr stop FILE'" : "'ltr stop'");
             reply_error(fd, &err);
         } else if (rec_save(r, p, t, force, keep ? kept : NULL, sizeof kept, &err) != 0) {
-            reply_still_running(fd, &err, false, keep && err.code == EEXIST ? kept : NULL);
+            /* keep is ltr watch's: what becomes of its session after a
+             * failed save is its to say ('still running ... save again'
+             * was printed by a watch that then cancelled the session) */
+            if (keep)
+                reply_failure(fd, &err, "kept", err.code == EEXIST ? kept : NULL);
+            else
+                reply_still_running(fd, &err, false, NULL);
         } else {
             reply_ok(fd);
         }

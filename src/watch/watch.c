@@ -555,9 +555,10 @@ static int on_trigger(watch *w, const ltr_watch_verdict *v, ltr_error *err)
         say(w, true, "pid %u: no heap snapshot (%s): the trace holds the flight recorder's tail only", w->pid,
             e.msg);
     char path[PATH_MAX], bundle[PATH_MAX];
-    int rc = save_all(w, v->condition, false, path, bundle, err);
+    int rc = save_all(w, v->condition, false, path, bundle, &e);
     if (rc)
-        return rc;
+        return ltr_fail(err, -rc, "trigger %u: the trace could not be saved: %s; the watch ends, and its session "
+                        "with it", w->triggers + 1, e.msg);
     w->triggers++;
     if (w->h->trigger)
         w->h->trigger(w->h->ctx, w->triggers, path, bundle[0] ? bundle : NULL, v);

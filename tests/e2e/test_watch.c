@@ -851,6 +851,36 @@ static void test_every_name_taken_during_save(void **state)
     tu_free(&r);
 }
 
+/* A trigger whose save fails (a full disk: the enospc shim, preloaded
+ * into the watch and so its recorder) ends the watch, exit 1, and takes
+ * its session along: it said so, not the recorder's answer to 'ltr save'
+ * ('...; the session is still running, as it was: save again to a
+ * writable path', printed by a watch that then cancelled it). */
+static void test_failed_save_ends_the_watch_said(void **state)
+{
+    const char *dir = *state;
+    if (skip_unless_root())
+        skip();
+    pid_t svc = start_target(dir, "svc", "50 256 0");
+    tu_write_file(dir, "full", "");
+    tu_result r = tu_run("ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" LTR_TEST_DISK_FULL=%s/full "
+                         "LD_PRELOAD=%s/libltr-test-enospc.so %s watch --pid %d --record-to %s/t.ltr "
+                         "--private-bytes-above 1K --interval 0.2 --no-symbols",
+                         dir, tu_test_bin(""), LTR, (int)svc, dir);
+    kill(svc, SIGKILL);
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "trigger 1: the trace could not be saved: ") || !strstr(r.err, "No space left on device") ||
+        !strstr(r.err, "the watch ends, and its session with it") || strstr(r.err, "still running"))
+        fail_msg("wanted the failed save and the end of the watch said, as they are:\n%s", r.err);
+    tu_free(&r);
+    tu_result st = tu_run("%s status", LTR);
+    assert_non_null(strstr(st.out, "o session is running"));
+    tu_free(&st);
+    tu_result ls = tu_run("ls %s | grep -c 'ltr' || true", dir);
+    assert_int_equal(atoi(ls.out), 0); /* no trace, no temporary left */
+    tu_free(&ls);
+}
+
 /* Limited to the target, the session still records the target's memory
  * counters: the recorder writes them through a connection of its own, which
  * the target's pid does not name (limiting every collector to the target
@@ -1173,6 +1203,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_other_processes_not_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_name_taken_during_save, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_every_name_taken_during_save, tu_setup_sandbox, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_save_ends_the_watch_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_target_memory_counters_recorded, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_joins_said, tu_setup_sandbox, teardown),
         cmocka_unit_test_setup_teardown(test_joined_then_closed_not_said_unjoined, tu_setup_sandbox, teardown),
