@@ -273,16 +273,29 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
     if (theirs >= 0)
         return theirs;
     ltr_kvlist stopped = {0};
-    int stop_rc = cli_session_write_request("record", cfg->name, "stop", trace, NULL, o->force, &stopped);
-    if (stop_rc && (theirs = another_stopped(note_fd, NOTE_WAIT_MS)) >= 0) {
+    ltr_error serr = {0};
+    int stop_rc = ltr_client_op(cfg->name, "stop", trace, NULL, o->force, &stopped, &serr) ? 1 : 0;
+    if (stop_rc)
+        cli_fail("record", "%s", serr.msg);
+    /* unanswered (a recorder stopped by SIGSTOP or hung): it writes the
+     * trace to its FILE by itself once it runs again and finds record gone,
+     * and no note comes meanwhile (record waited 10 s for one, then said
+     * 'ltr stop --instance' writes it, which then found no session) */
+    bool unanswered = stop_rc && serr.code == ETIMEDOUT;
+    static ltr_session_status still;
+    ltr_error quiet;
+    /* a stop that could not begin keeps the recording (no note comes: record
+     * waited 10 s for one after a full disk); one that failed while
+     * finishing ended the session, and its error was said already */
+    bool running = stop_rc && !unanswered && ltr_client_status(cfg->name, &still, &quiet) == 0;
+    if (stop_rc && !unanswered && !running && (theirs = another_stopped(note_fd, NOTE_WAIT_MS)) >= 0) {
         ltr_kvlist_free(&stopped);
         return theirs;
     }
-    static ltr_session_status still;
-    ltr_error quiet;
-    /* a stop that could not begin keeps the recording; one that failed while
-     * finishing ended the session, and its error was said already */
-    if (stop_rc && ltr_client_status(cfg->name, &still, &quiet) == 0)
+    if (unanswered)
+        fprintf(stderr, "ltr record: once its recorder answers again, it writes the trace to %s by itself, "
+                "ltr record having ended; 'ltr cancel --instance %s' drops it instead\n", trace, cfg->name);
+    else if (running)
         fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
                 "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
     record_counts counts = {0};

@@ -182,6 +182,7 @@ typedef struct recorder {
     int record_fd;         /* the session's record, locked while we live */
     char record_name[LTR_SESSION_NAME_MAX + 40];
     int controller_fd; /* `ltr record`'s socket: hung up when it is gone, takes a note; else -1 */
+    bool controller_stop_failed; /* its own stop could not begin: it told its user the session goes on */
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */

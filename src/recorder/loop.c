@@ -531,12 +531,18 @@ static void check_orphans(recorder *r);
  * "no session named 'record-N' is running"). One line, "0 text" or "1 text"
  * (no trace), sent without waiting: record may be gone. Record's own
  * requests come from the process at the other end of the pair. */
+/* Whether the request on fd comes from ltr record, the session's controller. */
+static bool from_controller(const recorder *r, int fd)
+{
+    pid_t theirs = fd >= 0 && r->controller_fd >= 0 ? peer_pid(fd) : 0;
+    return theirs && theirs == peer_pid(r->controller_fd);
+}
+
 static void note_for_controller(const recorder *r, int fd, bool written, const char *fmt, ...)
 {
     if (!r->cfg.stop_output[0] || r->controller_fd < 0 || fd < 0)
         return;
-    pid_t theirs = peer_pid(fd);
-    if (theirs && theirs == peer_pid(r->controller_fd))
+    if (from_controller(r, fd))
         return;
     char text[4600];
     va_list ap;
@@ -582,6 +588,7 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
         }
     }
     if (rc) {
+        r->controller_stop_failed |= from_controller(r, fd);
         reply_still_running(fd, &err, true, NULL);
         return;
     }
@@ -1207,12 +1214,26 @@ static void controller_gone(recorder *r)
         handle_cancel(r, -1);
         return;
     }
+    /* its own stop failed (a full disk): it said the session goes on, for
+     * 'ltr stop --instance NAME FILE'; stopped here again into the same
+     * FILE, the session ended unwritten as record exited, its log saying
+     * "trace written" (a memory-mode 'ltr record -o' on a full disk) */
+    if (r->controller_stop_failed) {
+        rec_log("the command that controls this session (ltr record) is gone after its stop failed: the "
+                "session goes on, for 'ltr stop --instance %s FILE' or 'ltr cancel --instance %s'",
+                r->cfg.name, r->cfg.name);
+        return;
+    }
     rec_log("the command that controls this session (ltr record) is gone: stopping it, "
             "the trace goes to %s", r->cfg.stop_output);
     handle_stop(r, -1, r->cfg.stop_output, NULL, r->cfg.stop_force);
+    if (!r->done) { /* the stop could not begin: the recording goes on, as a stop's failure leaves it */
+        rec_log("the trace could not be written to %s: the session goes on, for 'ltr stop --instance %s "
+                "FILE' or 'ltr cancel --instance %s'", r->cfg.stop_output, r->cfg.name, r->cfg.name);
+        return;
+    }
     rec_log(r->exit_status ? "the trace could not be written" : "trace written to %s",
             r->cfg.stop_output);
-    r->done = true;
 }
 
 static void run_loop(recorder *r)

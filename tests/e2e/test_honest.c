@@ -435,6 +435,60 @@ static void test_pkill_of_record_spares_its_recorder(void **state)
     assert_true(exists(dir, "pk.ltr"));
 }
 
+/* A memory-mode `ltr record` whose stop cannot write (a full disk) says
+ * its session goes on, for 'ltr stop --instance record-N FILE': it does,
+ * once record has ended. The recorder, finding record gone, stopped it again
+ * into the same full disk and ended it unwritten, its log saying "trace
+ * written to"; and record waited 10 s for a note no one would send. */
+static void test_record_failed_stop_keeps_session(void **state)
+{
+    char mnt[512];
+    if (!mount_small_disk(*state, mnt, sizeof mnt)) {
+        skip();
+        return;
+    }
+    const char *dir = *state;
+    tu_result r = tu_run("%s record --memory --no-symbols -o %s/m.ltr -- %s tree >/dev/null 2>%s/err; "
+                         "n=$(grep -o \"session is 'record-[0-9]*'\" %s/err | grep -o '[0-9]*'); echo n=$n; "
+                         "for i in $(seq 300); do grep -q 'is gone' $LTR_RUNTIME_DIR/record-$n.log && break; "
+                         "sleep 0.1; done; cat $LTR_RUNTIME_DIR/record-$n.log; "
+                         "%s status --instance record-$n >/dev/null && echo running=1; "
+                         "%s stop --no-symbols --instance record-$n %s/ok.ltr && echo stopped=1; cat %s/err",
+                         LTR, mnt, tu_test_bin("heap-target"), dir, dir, LTR, LTR, dir, dir);
+    umount2(mnt, MNT_DETACH);
+    if (!strstr(r.out, "its session is 'record-") || !strstr(r.out, "running=1") || !strstr(r.out, "stopped=1") ||
+        strstr(r.out, "]: trace written to")) /* the recorder's log */
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/ok.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Ltr.Heap");
+    assert_true(t.ok && t.complete && t.provider_events > 1000);
+    expect_running(false);
+}
+
+/* `ltr record` whose recorder is stopped (SIGSTOP) when its command ends:
+ * the stop is not answered, record ends, and the recorder, once it runs
+ * again, finds record gone and writes the trace to -o by itself: record
+ * says so. It said "'ltr stop --instance record-N FILE' writes it" (or
+ * nothing), after 10 s waiting for a note. */
+static void test_record_with_stopped_recorder_says_where(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && { o=s.ltr; %s record -o $o -- sleep 2 2>err & rec=$!; " RECORDING
+                         "kill -STOP $recorder; wait $rec; echo status=$?; kill -CONT $recorder; "
+                         "for i in $(seq 300); do [ -e $o ] && break; sleep 0.1; done; cat err; }",
+                         dir, LTR, LTR);
+    if (!strstr(r.out, "status=1") || !strstr(r.out, "is stopped (SIGSTOP") ||
+        !strstr(r.out, "/s.ltr by itself") || strstr(r.out, "its session is"))
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    r = tu_run("%s info %s/s.ltr", LTR, dir);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "state:       complete"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +508,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_killed, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_all_terminated, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pkill_of_record_spares_its_recorder, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_failed_stop_keeps_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_record_with_stopped_recorder_says_where, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
