@@ -36,6 +36,11 @@ void cli_flush_stdout(void);
 const char *cli_bad_option(int argc, char **argv);
 /* The errno of the first failed cli_flush_stdout, 0 if none failed. */
 int cli_stdout_errno(void);
+/* A failed write of stdout said with its cause ("ltr CMD: writing the
+ * output failed: No space left on device"; info, dump and analyze said no
+ * cause): the errno of the failed write, saved or seen again by flushing
+ * what is still buffered. Returns 1. */
+int cli_fail_output(const char *cmd);
 /* "ltr CMD: " and the message, as is (a profile's diagnostic says its own severity). */
 void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses an unsigned decimal integer in [min, max]; on failure prints a message

@@ -84,7 +84,7 @@ int cmd_analyze(int argc, char **argv)
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     if (ltr_analysis_write(a, stdout, args.format, args.top) < 0) {
         ltr_analysis_free(a);
-        return cli_fail("analyze", "writing the report failed");
+        return cli_fail_output("analyze");
     }
     rc = cli_analysis_status("analyze", a);
     if (args.format == LTR_REPORT_CSV) /* text and json carry them; a csv table has no room */

@@ -101,7 +101,7 @@ static int dump(ltr_trace *t, int json)
         putchar('\n');
     }
     if (fflush(stdout) != 0 || ferror(stdout))
-        return cli_fail("dump", "writing the output failed");
+        return cli_fail_output("dump");
     if (rc < 0)
         return cli_fail("dump", "%s", err.msg);
     return report_state(t, ltr_trace_path(t));

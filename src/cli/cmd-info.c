@@ -43,7 +43,7 @@ static int info(ltr_trace *t, int json)
     else
         ltr_trace_info_write_text(stdout, t, &in);
     if (fflush(stdout) != 0)
-        return cli_fail("info", "writing the output failed");
+        return cli_fail_output("info");
     if (in.shm_damage)
         cli_warn("info", "while recording, %" PRIu64 " place(s) of the session's shared memory were found "
                  "written over (by a traced program) and skipped: events may be missing", in.shm_damage);

@@ -59,6 +59,17 @@ void cli_flush_stdout(void)
 
 int cli_stdout_errno(void) { return stdout_errno; }
 
+int cli_fail_output(const char *cmd)
+{
+    int e = errno;
+    errno = 0;
+    if (fflush(stdout) != 0 && errno) /* what is buffered still fails, with its cause */
+        e = errno;
+    if (stdout_errno)
+        e = stdout_errno;
+    return cli_fail(cmd, "writing the output failed: %s", strerror(e ? e : EIO));
+}
+
 const char *cli_bad_option(int argc, char **argv)
 {
     if (optopt && optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&

@@ -321,6 +321,16 @@ static void output_to_a_full_disk_fails(void **state)
         }
     }
     tu_expect_ok(tu_run("%s cancel --instance full", LTR));
+    /* the commands that read a trace said no cause ("writing the report failed") */
+    const char *dir = getenv("TMPDIR");
+    tu_expect_ok(tu_run("%s record --no-symbols -o %s/t.ltr -- sh -c true", LTR, dir));
+    const char *reads[] = {"info", "dump", "analyze", "analyze --format json"};
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        tu_result r = tu_run("%s %s %s/t.ltr >/dev/full", LTR, reads[i], dir);
+        if (r.status != 1 || !strstr(r.err, "writing the output failed: No space left on device"))
+            fail_msg("ltr %s >/dev/full: %d %s", reads[i], r.status, r.err);
+        tu_free(&r);
+    }
 }
 
 /* Options in seconds take fractions the same way in every command, and
