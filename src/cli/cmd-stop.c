@@ -65,11 +65,16 @@ int cmd_stop(int argc, char **argv)
     rc = cli_session_write_request("stop", instance, "stop", path, description, force, &resp);
     if (rc && !no_symbols)
         cli_name_written("stop", &resp);
+    char flag[4];
+    bool taken = !rc && ltr_kvlist_get(&resp, "output_taken", flag, sizeof flag) && !strcmp(flag, "1");
     ltr_kvlist_free(&resp);
     cli_name_leftovers("stop", path); /* a save or stop killed while writing here left them */
     if (!rc) {
         printf("stopped session '%s'; trace written to %s", instance, first < argc ? argv[first] : path);
-        if (st.has_output && !st.output_temp && !ours) /* the user named another file at the start */
+        if (taken) /* its -o FILE named another file by then: that one stays */
+            printf(" (from the session's own file: %s, the -o FILE of ltr start, had become another file, "
+                   "left as it is)", st.output);
+        else if (st.has_output && !st.output_temp && !ours) /* the user named another file at the start */
             printf(" (moved from %s, the -o FILE of ltr start)", st.output);
         printf("\n");
         cli_flush_stdout();

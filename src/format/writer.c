@@ -283,6 +283,8 @@ static ltr_writer *new_writer(int fd, const char *path, ltr_error *err)
     return w;
 }
 
+int ltr_writer_fd(const ltr_writer *w) { return w->fd; }
+
 int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err)
 {
     *out = NULL;

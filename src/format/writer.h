@@ -60,6 +60,9 @@ int ltr_writer_open(ltr_writer **out, const char *path, ltr_error *err);
 /* The same on fd, a new file opened for writing (ltr_create_temp); the writer owns
  * fd from now on, even on failure. path names it in messages. */
 int ltr_writer_open_fd(ltr_writer **out, int fd, const char *path, ltr_error *err);
+/* The descriptor the writer writes through (the file's identity, and a way
+ * back to it once its name was taken by another file). */
+int ltr_writer_fd(const ltr_writer *w);
 /* Opens a complete trace to add chunks after its last one (`ltr symbolize`,
  * and SYMBOLS chunks at the end of a recording): size, the file's size when
  * it was read, next_seq the sequence number the next chunk takes, dev and

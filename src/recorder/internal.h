@@ -186,6 +186,9 @@ typedef struct recorder {
     uint64_t start_ns, start_wall_ns;
     collector_state col[LTR_MAX_COLLECTORS];
     ltr_writer *writer; /* file mode */
+    dev_t output_dev;   /* file mode: the trace file made, which cfg.output named then */
+    ino_t output_ino;
+    bool output_was_taken; /* its stop wrote the trace from its own file: output named another */
     uint64_t thrift_ns, thrift_waited_us; /* file mode: the last look at the CPUs' pressure (drain.c) */
     rec_backlog backlog; /* file mode: blocks taken out, not yet written (backlog.h) */
     bool backlog_full_logged;

@@ -139,6 +139,8 @@ static void reply_stopped(const recorder *r, int fd)
     put_u64(&kv, "events_unattached", r->counted_unattached);
     put_u64(&kv, "attaches_refused", r->attaches_refused);
     put_u64(&kv, "attaches_pidless", r->attaches_pidless);
+    if (r->output_was_taken)
+        ltr_bytes_put_kv(&kv, "output_taken", "1");
     put_log(&kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
@@ -430,23 +432,23 @@ static void handle_status(recorder *r, int fd)
     ltr_bytes_free(&kv);
 }
 
-/* Copies the trace to a new temporary beside `to` (another filesystem); its
+/* Copies the trace read from in (at its start; closed here) to a new
+ * temporary beside `to` (another filesystem, or a name taken from it); its
  * name on success, in tmp. */
-static int copy_beside(const char *from, const char *to, char *tmp, size_t size)
+static int copy_beside(int in, const char *to, char *tmp, size_t size)
 {
-    if (ltr_temp_name(tmp, size, to) < 0)
-        return -ENAMETOOLONG;
-    int out = ltr_create_temp(tmp);
-    if (out < 0)
+    int out = ltr_temp_name(tmp, size, to) < 0 ? -ENAMETOOLONG : in < 0 ? -EBADF : ltr_create_temp(tmp);
+    if (out < 0) {
+        if (in >= 0)
+            close(in);
         return out;
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    int rc = in < 0 ? -errno : 0;
+    }
+    int rc = 0;
     char buf[1 << 16];
     ssize_t n;
     while (!rc && (n = read(in, buf, sizeof buf)) > 0)
         rc = ltr_write_all(out, buf, (size_t)n);
-    if (in >= 0)
-        close(in);
+    close(in);
     if (close(out) != 0 && !rc)
         rc = -errno;
     if (rc)
@@ -463,7 +465,8 @@ static int move_output(const char *from, const char *to, bool force, ltr_error *
     int rc = ltr_publish(from, to, force);
     if (rc == -EXDEV) {
         char tmp[4200];
-        rc = copy_beside(from, to, tmp, sizeof tmp);
+        int in = open(from, O_RDONLY | O_CLOEXEC);
+        rc = in < 0 ? -errno : copy_beside(in, to, tmp, sizeof tmp);
         if (rc)
             return ltr_fail(err, -rc, "cannot copy the trace %s to %s: %s (it stays at %s)", from, to,
                             strerror(-rc), from);
@@ -483,6 +486,39 @@ static int move_output(const char *from, const char *to, bool force, ltr_error *
     if (rc)
         return ltr_fail(err, -rc, "cannot move the trace %s to %s: %s (it stays at %s)", from, to,
                         strerror(-rc), from);
+    return 0;
+}
+
+/* Whether the file-mode trace's name no longer names the file the session
+ * writes: removed, or another file put there while it recorded ('ltr save
+ * --instance other --force' to it). Its stop then moved that other file to
+ * the stop's FILE and said "trace written to FILE", the recording lost. */
+static bool output_taken(const recorder *r)
+{
+    struct stat st;
+    return r->cfg.mode == LTR_MODE_FILE && r->output_ino &&
+           (lstat(r->cfg.output, &st) != 0 || st.st_dev != r->output_dev || st.st_ino != r->output_ino);
+}
+
+/* The finished trace of a session whose name was taken (output_taken),
+ * written to `to` from its own file, read again through the descriptor the
+ * writer still holds (in: /proc/self/fd, opened before the writer closed). */
+static int write_out_own(recorder *r, int in, const char *to, bool force, ltr_error *err)
+{
+    char tmp[4200];
+    int rc = copy_beside(in, to, tmp, sizeof tmp);
+    if (rc)
+        return ltr_fail(err, -rc, "%s no longer names this session's trace (another file took the name, or it "
+                        "was removed, while it recorded), and the trace could not be copied to %s: %s",
+                        r->cfg.output, to, strerror(-rc));
+    rc = ltr_publish(tmp, to, force);
+    if (rc) {
+        unlink(tmp);
+        return rc == -EEXIST ? ltr_fail_exists(err, to)
+                             : ltr_fail(err, -rc, "cannot write the trace to %s: %s", to, strerror(-rc));
+    }
+    rec_log("%s no longer named this session's trace (another file took the name, or it was removed, while it "
+            "recorded): the trace was written to %s from the recorder's own descriptor", r->cfg.output, to);
     return 0;
 }
 
@@ -564,6 +600,11 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     int rc = 0;
     if (strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path))
         rc = ltr_replaceable(path, &err) != 0 ? -err.code : !force ? ltr_fail_exists(&err, path) : 0;
+    /* its own name taken by another file: written back there only if forced */
+    bool taken = output_taken(r);
+    if (!rc && taken && !strcmp(path, r->cfg.output) && !force && ltr_path_taken(path))
+        rc = ltr_fail(&err, EEXIST, "%s is no longer this session's trace: another file took the name while it "
+                      "recorded (not overwritten); stop it into another FILE, the trace goes there whole", path);
     if (!rc)
         rc = can_write_to(path, &err);
     /* Memory mode saves before it ends anything: a save that fails (a full
@@ -597,12 +638,17 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     if (r->cfg.mode == LTR_MODE_FILE) {
         usleep(STOP_GRACE_US);
         rc = rec_finish_file(r, description, &err);
+        char own[64];
+        snprintf(own, sizeof own, "/proc/self/fd/%d", ltr_writer_fd(r->writer));
+        int in = !rc && taken ? open(own, O_RDONLY | O_CLOEXEC) : -1;
         ltr_writer_close(r->writer);
         r->writer = NULL;
         ltr_error why = err;
         if (rc)
             ltr_fail(&err, why.code, "%s: the trace is incomplete, %llu events could not be written to it; "
                      "what was written stays in %s", why.msg, (unsigned long long)dropped(r), r->cfg.output);
+        else if (taken)
+            r->output_was_taken = (rc = write_out_own(r, in, path, force, &err)) == 0;
         else
             rc = move_output(r->cfg.output, path, force, &err);
         lacking = !rc && r->write_err.code;

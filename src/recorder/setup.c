@@ -198,6 +198,11 @@ static int open_output(recorder *r, ltr_error *err)
     if (r->cfg.max_file_size)
         ltr_writer_set_limit(r->writer, r->cfg.max_file_size);
     ltr_writer_set_drop_callback(r->writer, rec_on_drop, r);
+    struct stat st;
+    if (fstat(ltr_writer_fd(r->writer), &st) == 0) {
+        r->output_dev = st.st_dev;
+        r->output_ino = st.st_ino;
+    }
     /* bounded by the buffers, not the threads (backlog.h) */
     for (unsigned c = 0; c < r->cfg.ncollectors; c++)
         r->backlog.cap += (size_t)REC_BACKLOG_POOLS * r->cfg.collectors[c].buffers * r->cfg.collectors[c].buffer_kb * 1024;

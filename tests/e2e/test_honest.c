@@ -435,6 +435,38 @@ static void test_pkill_of_record_spares_its_recorder(void **state)
     assert_true(exists(dir, "pk.ltr"));
 }
 
+/* A file-mode session whose -o FILE another file took while it recorded
+ * (another session's 'ltr save --force' to that name): its stop moved that
+ * other file to the stop's FILE and said "trace written to B.ltr (moved
+ * from A.ltr ...)", its own recording lost. It is written from its own
+ * file now, and said so; the other file stays, and a stop to that name
+ * without --force is refused, the session going on. */
+static void test_stop_after_output_taken(void **state)
+{
+    const char *dir = *state;
+    tu_expect_ok(tu_run("%s start --instance a --provider Test.Producer --filemode -o %s/A.ltr", LTR, dir));
+    tu_expect_ok(tu_run("%s start --instance b --provider Test.Producer", LTR));
+    tu_expect_ok(tu_run("%s --events 3000 --wait-enabled 5", tu_test_bin("ltr-test-producer")));
+    tu_expect_ok(tu_run("%s save --instance b --force %s/A.ltr", LTR, dir));
+    expect_fail(tu_run("%s stop --instance a %s/A.ltr", LTR, dir), 0, "is no longer this session's trace");
+    tu_result r = tu_run("%s stop --instance a %s/B.ltr", LTR, dir);
+    if (r.status != 0 || !strstr(r.out, "from the session's own file") || strstr(r.out, "moved from"))
+        fail_msg("%d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance b", LTR));
+    char path[512];
+    snprintf(path, sizeof path, "%s/B.ltr", dir);
+    tu_trace t = tu_read_trace(path, "Test.Producer");
+    assert_true(t.ok && t.complete);
+    assert_int_equal(t.provider_events, 3000);
+    r = tu_run("%s info %s/A.ltr", LTR, dir); /* the other session's save, left as it is */
+    assert_non_null(strstr(r.out, "session:     b\n"));
+    tu_free(&r);
+    r = tu_run("%s info %s/B.ltr", LTR, dir);
+    assert_non_null(strstr(r.out, "session:     a\n"));
+    tu_free(&r);
+}
+
 /* A memory-mode `ltr record` whose stop cannot write (a full disk) says
  * its session goes on, for 'ltr stop --instance record-N FILE': it does,
  * once record has ended. The recorder, finding record gone, stopped it again
@@ -509,6 +541,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_all_terminated, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_pkill_of_record_spares_its_recorder, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_failed_stop_keeps_session, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_stop_after_output_taken, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_with_stopped_recorder_says_where, tu_setup_sandbox,
                                         tu_teardown_sandbox),
     };
