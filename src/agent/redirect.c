@@ -401,15 +401,19 @@ static int find_other_copy(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* Whether a tracer holds this process now: ltr's injector does, for the
+/* Whether a tracer holds this thread now: ltr's injector does, for the
  * dlopen that brings the agent in (inject.c); the ld.so.preload shim's
  * dlopen has none (unless the program runs under a debugger: it is then
- * taken for attached, and joins only sessions that name it). Raw system
- * calls: the agent's own hooks of open and read are not ready yet. */
+ * taken for attached, and joins only sessions that name it). The thread's
+ * own status: the injector takes any thread, and /proc/self/status is the
+ * main thread's (node, its main thread in epoll_wait, was attached through
+ * another, taken for preloaded, and joined every open heap session). Raw
+ * system calls: the agent's own hooks of open and read are not ready yet. */
 static bool held_by_tracer(void)
 {
-    char buf[2048];
-    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    char buf[2048], path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/status", (long)syscall(SYS_gettid));
+    long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
     if (fd >= 0)
         syscall(SYS_close, fd);

@@ -353,6 +353,43 @@ static void test_attached_not_in_open_sessions(void **state)
     assert_int_equal(finish(&t), 0);
 }
 
+/* The same when the injector took another thread than the main one, which
+ * waits in epoll_wait (node's, or any event loop's): the agent asked the
+ * main thread's status whether a tracer held it, found none, took itself
+ * for preloaded, and the target joined every open session, traced. */
+static void test_attached_through_a_thread_not_in_open_sessions(void **state)
+{
+    if (!need_root())
+        skip();
+    target t = start("epoll-thread");
+    tu_result r = tu_run("%s record --pid %d --duration 0.3 --no-symbols -o %s/a.ltr", LTR, (int)t.pid,
+                         getenv("TMPDIR"));
+    if (r.status != 0 || !strstr(r.err, "heap agent loaded (thread "))
+        fail_msg("record --pid: %d %s", r.status, r.err);
+    char main_thread[64];
+    snprintf(main_thread, sizeof main_thread, "loaded (thread %d ", (int)t.pid);
+    bool other_thread = !strstr(r.err, main_thread);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s start heap --instance open", LTR));
+    bool said = false;
+    tu_result st = {0};
+    for (int i = 0; i < 300 && !said; i++) { /* it allocates every 10 ms: it joins at once */
+        tu_free(&st);
+        st = tu_run("%s status --instance open", LTR);
+        said = strstr(st.out, "1 more joined, not traced: given the agent by an attach") != NULL;
+        if (!said)
+            usleep(10000);
+    }
+    tu_expect_ok(tu_run("%s cancel --instance open", LTR));
+    assert_int_equal(write(t.in, "go\n", 3), 3);
+    assert_int_equal(finish(&t), 0);
+    if (!other_thread)
+        print_message("the injector took the main thread: nothing was checked\n");
+    else if (!said)
+        fail_msg("ltr status: %s", st.out);
+    tu_free(&st);
+}
+
 static void test_record_pid(void **state)
 {
     if (!need_root())
@@ -783,6 +820,8 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_fifty_cycles, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_attached_not_in_open_sessions, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attached_through_a_thread_not_in_open_sessions, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_record_pid, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_after_attach, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlsym_preloaded, tu_setup_sandbox, tu_teardown_sandbox),

@@ -4,6 +4,7 @@
  * have done without ltr (no EINTR it did not ask for, right sums):
  *   read      blocked in read() on stdin (a pipe) until a line comes
  *   epoll     blocked in epoll_wait() on stdin (Linux gives EINTR on a stop)
+ *   epoll-thread  the same, beside a thread that allocates every 10 ms
  *   sleep     in nanosleep() for 2 s, then reads stdin
  *   longsleep in nanosleep() for 6 s, then reads stdin (the test stops and
  *             continues it first: the sleep goes on in restart_syscall)
@@ -601,6 +602,19 @@ __attribute__((noinline)) static int read_beside(void *word)
     return slots[3] == word ? rc : 3;
 }
 
+/* epoll-thread's thread: allocates every 10 ms, for ever (volatile: the pair is kept). */
+static void *allocate_often(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        void *volatile p = malloc(31337);
+        free(p);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "read";
@@ -616,6 +630,17 @@ int main(int argc, char **argv)
         ready();
         int n = epoll_wait(ep, &got, 1, -1);
         if (n != 1)
+            return fail("epoll_wait");
+        return read_line();
+    }
+    if (!strcmp(mode, "epoll-thread")) { /* as epoll, beside a thread the injector takes instead */
+        pthread_t th;
+        int ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN}, got;
+        if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0 || pthread_create(&th, NULL, allocate_often, NULL))
+            return fail("epoll-thread setup");
+        ready();
+        if (epoll_wait(ep, &got, 1, -1) != 1)
             return fail("epoll_wait");
         return read_line();
     }
