@@ -411,9 +411,10 @@ static int find_other_copy(struct dl_phdr_info *info, size_t size, void *arg)
  * system calls: the agent's own hooks of open and read are not ready yet. */
 static bool held_by_tracer(void)
 {
-    char buf[2048], path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%ld/status", (long)syscall(SYS_gettid));
-    long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    char buf[2048];
+    /* thread-self, not task/TID: right even where /proc is another pid
+     * namespace's than the thread's gettid() */
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
     long n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);
     if (fd >= 0)
         syscall(SYS_close, fd);
