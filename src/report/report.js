@@ -191,11 +191,11 @@
      * over time, and the four types of any range of cells, exactly. */
     var G = A.cells || { base_s: 0, width_s: 1, count: 1 };
     function cellOf(t) { return Math.max(0, Math.min(G.count - 1, Math.floor((t - G.base_s) / G.width_s))); }
-    function overTime(s) {
-        var v = [];
-        for (var t = 0; t < G.count; t++) v.push(0);
+    function overTime(s, cells) { /* cells: how many (G.count unless given); past the grid's, held */
+        var v = [], n = cells || G.count;
+        for (var t = 0; t < n; t++) v.push(0);
         (s.cells || []).forEach(function (c) {
-            for (var t = c[0]; t < G.count && (c[1] < 0 || t < c[1]); t++) v[t] += c[3];
+            for (var t = c[0]; t < n && (c[1] < 0 || t < c[1]); t++) v[t] += c[3];
         });
         return v;
     }
@@ -216,9 +216,15 @@
      * that doubles leaves the window's end anywhere in its second half, and
      * the cells past it drew each stack flat there: a steady leak looked as if
      * it had levelled off a third of the way before the trace ended. */
-    var sparkCells = A.window ? cellOf(A.window.to_s) + 1 : G.count;
+    /* And a window that ends past the grid (its cells cover the heap
+     * events; the window, the trace's last event of any kind: a program
+     * idle after its last allocation, or slow to exit on a loaded machine)
+     * has its cells past the grid's too, each stack's bytes held there: the
+     * charts ended at the grid's 64th cell, a third short of a 1.07 s window
+     * whose heap events fitted 64 cells of 16 ms. */
+    var sparkCells = A.window ? Math.max(1, Math.floor((A.window.to_s - G.base_s) / G.width_s) + 1) : G.count;
     function spark(s) { /* the stack's outstanding bytes per cell, held across the cell: steps, as the timeline's */
-        var v = overTime(s).slice(0, sparkCells), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
+        var v = overTime(s, Math.max(sparkCells, G.count)).slice(0, sparkCells), max = Math.max.apply(null, v) || 1, cv = document.createElement("canvas");
         cv.width = 128; cv.height = 24; cv.className = "spark";
         var ctx = cv.getContext("2d"), w = cv.width / v.length;
         ctx.strokeStyle = "#c0392b";

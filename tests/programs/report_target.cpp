@@ -7,7 +7,8 @@
  * a template whose name is long (Deep<...>::make). Prints "done" and exits.
  * Built -O2 without frame pointers, like a distributed binary.
  * With "gap" (tests/e2e/test_report.c, the timeline's steps): 1 MiB, idle
- * 600 ms, 8 MiB, 100 ms more, and exits holding both.
+ * 600 ms, 8 MiB, 700 ms more, and exits holding both (the window then ends
+ * past the grid's 64 cells, which cover the heap events).
  */
 #include <map>
 #include <pthread.h>
@@ -52,7 +53,7 @@ static char *volatile held[2]; /* volatile: the compiler keeps both allocations 
 
 static int gap()
 {
-    struct timespec idle = {0, 600000000}, tail = {0, 100000000};
+    struct timespec idle = {0, 600000000}, tail = {0, 700000000};
     held[0] = new char[1 << 20];
     nanosleep(&idle, nullptr);
     held[1] = new char[8 << 20];
