@@ -175,6 +175,13 @@ typedef struct ltr_collector_counters {
      * stacks and modules they told are missing from the trace. Collector
      * 0 holds the session's; 0 in traces of older recorders. */
     uint64_t metadata_lost;
+    /* Of events_lost, those the recorder took out of the buffers but could
+     * not write to the file: a write that failed (a full disk, an I/O
+     * error), metadata they need that such a write lost, or the session's
+     * --max-file-size reached. Counted apart so that their cause is said
+     * (they were once said to have found no free buffer); 0 in traces of
+     * older recorders, which counted them in events_lost alone. */
+    uint64_t events_unwritten;
 } ltr_collector_counters;
 
 typedef struct ltr_process_lost {

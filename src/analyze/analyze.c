@@ -10,6 +10,7 @@
 #include "analyze/order.h"
 #include "format/blocks.h"
 #include "format/chunkindex.h"
+#include "format/info.h"
 #include "base/system_events.h"
 
 #include <errno.h>
@@ -395,6 +396,8 @@ static void count_losses(ltr_analysis *a)
         a->events_overwritten += c->events_overwritten;
         a->metadata_lost += c->metadata_lost;
     }
+    char why[200];
+    a->events_unwritten = ltr_trace_unwritten(a->trace, why, sizeof why);
 }
 
 /* The window as reported, and as growth rates and the ranking's spread
@@ -432,14 +435,27 @@ static void settle_bounds(ltr_analysis *a)
         a->win_end = a->win_start;
 }
 
+/* What a lost event does to the figures, said once after the losses. */
+#define LOST_WHEN                                                                                                 \
+    "; the trace does not say when, so some may fall inside the window: a lost Free makes its block look "       \
+    "outstanding (a false leak candidate), a lost Alloc turns its free into a free of an unseen allocation, a "  \
+    "lost Realloc does both"
+
 static void warn_losses(ltr_analysis *a)
 {
-    if (a->events_lost)
-        an_warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit); the trace "
-                "does not say when, so some may fall inside the window: a lost Free makes its block look "
-                "outstanding (a false leak candidate), a lost Alloc turns its free into a free of an unseen "
-                "allocation, a lost Realloc does both",
-             (unsigned long long)a->events_lost);
+    /* A recording whose disk filled for a while was said to have lost its
+     * events for want of a free buffer, where 'ltr record' had said the
+     * disk refused them: the two counted apart, each with its cause. */
+    char why[200];
+    ltr_trace_unwritten(a->trace, why, sizeof why);
+    uint64_t unwritten = a->events_unwritten;
+    uint64_t unbuffered = a->events_lost - unwritten; /* the reader keeps unwritten <= lost */
+    if (unbuffered)
+        an_warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit)%s",
+                (unsigned long long)unbuffered, unwritten ? "" : LOST_WHEN);
+    if (unwritten)
+        an_warn(a, "%llu event(s) were recorded but could not be written to the trace: %s%s",
+                (unsigned long long)unwritten, why, LOST_WHEN);
     for (size_t i = 0; i < ltr_trace_process_lost_count(a->trace); i++) {
         const ltr_process_lost *l = ltr_trace_process_lost_at(a->trace, i);
         if (l->events_lost)

@@ -101,6 +101,7 @@ struct ltr_analysis {
     size_t images_fed;        /* the images replaced (ltr_trace_image_at) counted in gens so far */
     an_hmap gens;             /* pid -> an_index_gen: how many of its images were replaced so far */
     uint64_t events_lost, events_overwritten;
+    uint64_t events_unwritten; /* of events_lost, those the recorder could not write to the file */
     uint64_t metadata_lost; /* records the session could not keep (the counters' metadata_lost) */
     ltr_trace_summary sum;
     uint64_t bad_records, forged; /* of sum.damage: records of intact chunks, and of them other processes' (warn_state) */

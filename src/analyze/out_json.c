@@ -128,12 +128,13 @@ static void jsummary(ltr_analysis *a, FILE *out, size_t nprocs)
 {
     an_proc sum;
     an_totals(a, &sum);
-    fprintf(out, ",\"summary\":{\"duration_s\":%.9f,\"events\":%llu,\"events_lost\":%llu,"
+    fprintf(out, ",\"summary\":{\"duration_s\":%.9f,\"events\":%llu,\"events_lost\":%llu,\"events_unwritten\":%llu,"
                  "\"events_overwritten\":%llu,\"heap_events\":%llu,\"damage\":%llu,\"forged_records\":%llu,"
                  "\"complete\":%s,"
                  "\"processes\":%zu,",
             (double)(a->win_end - a->win_start) / 1e9, (unsigned long long)a->events,
-            (unsigned long long)a->events_lost, (unsigned long long)a->events_overwritten,
+            (unsigned long long)a->events_lost, (unsigned long long)a->events_unwritten,
+            (unsigned long long)a->events_overwritten,
             (unsigned long long)a->heap_events, (unsigned long long)ltr_analysis_damage(a),
             (unsigned long long)a->forged,
             a->sum.complete ? "true" : "false", nprocs);

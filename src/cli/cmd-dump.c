@@ -6,6 +6,7 @@
  */
 #include "cli/cli.h"
 #include "format/blocks.h"
+#include "format/info.h"
 
 #include <ltr/trace.h>
 
@@ -42,14 +43,20 @@ static void help(void)
 static void warn_missing(const ltr_trace *t)
 {
     unsigned long long lost = 0, overwritten = 0;
+    char why[200];
+    unsigned long long unwritten = ltr_trace_unwritten(t, why, sizeof why);
     for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
         lost += ltr_trace_collector_at(t, i)->events_lost;
         overwritten += ltr_trace_collector_at(t, i)->events_overwritten;
     }
-    if (lost || overwritten)
+    if (lost > unwritten || overwritten)
         cli_warn("dump", "the trace lacks events the session was sent: %llu lost while recording (no free "
                  "buffer) and %llu older ones overwritten in memory mode before it was written; every event it "
-                 "holds was printed ('ltr info' counts them per collector and process)", lost, overwritten);
+                 "holds was printed ('ltr info' counts them per collector and process)", lost - unwritten,
+                 overwritten);
+    if (unwritten) /* once said to have found no free buffer */
+        cli_warn("dump", "the trace lacks %llu events the recorder could not write to it: %s; every event it "
+                 "holds was printed", unwritten, why);
 }
 
 /* Lists damage on stderr; returns the exit status the trace's state asks for. */

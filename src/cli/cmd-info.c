@@ -47,6 +47,11 @@ static int info(ltr_trace *t, int json)
     if (in.shm_damage)
         cli_warn("info", "while recording, %" PRIu64 " place(s) of the session's shared memory were found "
                  "written over (by a traced program) and skipped: events may be missing", in.shm_damage);
+    char why[200];
+    uint64_t unwritten = ltr_trace_unwritten(t, why, sizeof why);
+    if (unwritten) /* counted in the events lost, once said nowhere apart from those without a free buffer */
+        cli_warn("info", "while recording, %" PRIu64 " event(s) could not be written to the trace: %s", unwritten,
+                 why);
     if (in.metadata_lost)
         cli_warn("info", "while recording, %" PRIu64 " metadata record(s) (call stacks' frames, modules, layouts; "
                  "a process's own record only past twice what a flight recorder keeps) did not fit in the "

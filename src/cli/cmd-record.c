@@ -158,6 +158,7 @@ static int parse(int argc, char **argv, record_opts *o)
 typedef struct record_counts {
     unsigned long long recorded, lost, overwritten, kept, emitted;
     unsigned long long unattached; /* of lost: of processes that never joined the session */
+    unsigned long long unwritten;  /* of lost: those the trace's file refused (a failed write) */
     unsigned long long refused, pidless; /* attaches the recorder refused; of them, claiming no pid */
     int known;
     ltr_error why; /* not known: why (said only if the stop went well: else the stop says it) */
@@ -183,6 +184,9 @@ static record_counts stop_counts(const ltr_kvlist *stopped)
     if (ltr_kvlist_get(stopped, "events_unattached", w, sizeof w)) /* a recorder before it: all lost for buffers */
         c.unattached = strtoull(w, NULL, 10);
     c.unattached = c.unattached < c.lost ? c.unattached : c.lost;
+    if (ltr_kvlist_get(stopped, "events_unwritten", w, sizeof w)) /* a recorder before it: in lost alone */
+        c.unwritten = strtoull(w, NULL, 10);
+    c.unwritten = c.unwritten < c.lost - c.unattached ? c.unwritten : c.lost - c.unattached;
     if (ltr_kvlist_get(stopped, "attaches_refused", w, sizeof w))
         c.refused = strtoull(w, NULL, 10);
     if (ltr_kvlist_get(stopped, "attaches_pidless", w, sizeof w))
@@ -226,10 +230,14 @@ static void report(const char *trace, record_counts c, const record_opts *o)
     if (c.unattached)
         cli_warn("record", "%llu of %llu heap events were lost because their process could not join the "
                  "session: %s; more buffers would not help", c.unattached, c.emitted, unjoined_why(c));
-    if (c.lost > c.unattached)
+    if (c.unwritten) /* not for want of buffers: a stop with them fails, saying the write's error */
+        cli_warn("record", "%llu of %llu heap events could not be written to the trace (a write to it failed)",
+                 c.unwritten, c.emitted);
+    if (c.lost > c.unattached + c.unwritten)
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
-                 "(now --buffers %u --buffer-size %u)", c.lost - c.unattached, c.emitted, o->buffers, o->buffer_kb);
+                 "(now --buffers %u --buffer-size %u)", c.lost - c.unattached - c.unwritten, c.emitted, o->buffers,
+                 o->buffer_kb);
     else if (none && o->pid && ltr_seccomp_said((pid_t)o->pid, filtered, sizeof filtered))
         cli_warn("record", "no heap events were recorded from pid %u: %s; or it made no allocation while it was "
                  "recorded", o->pid, filtered);

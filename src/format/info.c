@@ -149,6 +149,21 @@ static void text_tables(FILE *out, const ltr_trace *t)
     }
 }
 
+uint64_t ltr_trace_unwritten(const ltr_trace *t, char *why, size_t n)
+{
+    uint64_t unwritten = 0;
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++)
+        unwritten += ltr_trace_collector_at(t, i)->events_unwritten;
+    const char *limit = ltr_trace_kv(t, LTR_KV_HEADER, "session.max_file_size");
+    unsigned long long bytes = limit ? strtoull(limit, NULL, 10) : 0;
+    if (bytes)
+        snprintf(why, n, "a write to it failed (a full disk, an I/O error), or the session's --max-file-size "
+                 "of %llu bytes was reached", bytes);
+    else
+        snprintf(why, n, "a write to it failed (a full disk, an I/O error)");
+    return unwritten;
+}
+
 static void text_counters(FILE *out, const ltr_trace *t)
 {
     fprintf(out, "\ncounters%s:\n", ltr_trace_has_counters(t) ? " (last COUNTERS chunk)" : ": none in the trace");
@@ -161,6 +176,8 @@ static void text_counters(FILE *out, const ltr_trace *t)
                c->buffers_written, c->buffers_lost, c->buffers_overwritten);
         if (c->shm_damage)
             fprintf(out, "    shared memory damage: %" PRIu64 " place(s) skipped\n", c->shm_damage);
+        if (c->events_unwritten)
+            fprintf(out, "    of the events lost, %" PRIu64 " could not be written to the file\n", c->events_unwritten);
         if (c->metadata_lost)
             fprintf(out, "    metadata records lost: %" PRIu64 " (stacks, modules or layouts missing)\n",
                     c->metadata_lost);
@@ -274,9 +291,10 @@ static void json_counters(FILE *out, const ltr_trace *t)
         fprintf(out, ",\"buffer_size\":%u,\"buffers\":%u,\"events_written\":%" PRIu64 ",\"events_lost\":%" PRIu64
                ",\"events_overwritten\":%" PRIu64 ",\"buffers_written\":%" PRIu64
                ",\"buffers_lost\":%" PRIu64 ",\"buffers_overwritten\":%" PRIu64 ",\"shm_damage\":%" PRIu64
-               ",\"metadata_lost\":%" PRIu64 "}",
+               ",\"metadata_lost\":%" PRIu64 ",\"events_unwritten\":%" PRIu64 "}",
                c->buffer_size, c->buffers, c->events_written, c->events_lost, c->events_overwritten,
-               c->buffers_written, c->buffers_lost, c->buffers_overwritten, c->shm_damage, c->metadata_lost);
+               c->buffers_written, c->buffers_lost, c->buffers_overwritten, c->shm_damage, c->metadata_lost,
+               c->events_unwritten);
     }
     fprintf(out, "],\"lost_per_process\":[");
     for (size_t i = 0; i < ltr_trace_process_lost_count(t); i++) {

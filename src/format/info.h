@@ -25,6 +25,14 @@ typedef struct ltr_trace_info {
                             * out at no loss: not damage of the trace (blocks.h, ltr_trace_forged_count) */
 } ltr_trace_info;
 
+/* The events the trace's counters say could not be written to the file
+ * (events_unwritten, summed over the collectors; all of them in events_lost
+ * too), and into why (at least 160 bytes) their cause as a phrase: a write
+ * that failed, or also the session's --max-file-size when it had one
+ * (session.max_file_size of the header). Every command that states the
+ * losses says it so: these were once said to have found no free buffer. */
+uint64_t ltr_trace_unwritten(const ltr_trace *t, char *why, size_t n);
+
 /* Reads the whole trace once (ltr_trace_scan) and fills info. Damage is not
  * an error (info->summary.damage counts it). Returns 0 or -errno. */
 int ltr_trace_info_scan(ltr_trace *t, ltr_trace_info *info, ltr_error *err);

@@ -675,6 +675,10 @@ static int parse_collector(ltr_trace *t, ltr_cursor *c)
         k.shm_damage = ltr_cursor_u64(c);
     if (!c->bad && c->len - c->pos >= 8) /* added later still */
         k.metadata_lost = ltr_cursor_u64(c);
+    if (!c->bad && c->len - c->pos >= 8) /* and after it */
+        k.events_unwritten = ltr_cursor_u64(c);
+    /* a forged count cannot make the unwritten more than the lost they are part of */
+    k.events_unwritten = k.events_unwritten < k.events_lost ? k.events_unwritten : k.events_lost;
     ltr_collector_counters *v = c->bad || !name ? NULL
                                 : realloc(t->collectors, (t->ncollectors + 1) * sizeof *v);
     if (!v) {

@@ -288,11 +288,13 @@ uint64_t rec_oldest_event_ns(recorder *r, unsigned c)
 static void put_counters(recorder *r, ltr_bytes *out)
 {
     r->counted_written = r->counted_lost = r->counted_overwritten = r->counted_unattached = 0;
+    r->counted_unwritten = 0;
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
         r->counted_written += cs->events_written - cs->events_dropped;
         r->counted_lost += rec_events_lost(r, c);
         r->counted_unattached += cs->unattached.total;
+        r->counted_unwritten += cs->events_dropped;
         r->counted_overwritten += cs->overwritten.total;
         size_t rec = ltr_bytes_record_begin(out, LTR_COUNTER_COLLECTOR);
         ltr_bytes_put_u16(out, (uint16_t)c);
@@ -307,6 +309,7 @@ static void put_counters(recorder *r, ltr_bytes *out)
         ltr_bytes_put_u64(out, cs->bufs_overwritten.total);
         ltr_bytes_put_u64(out, rec_shm_damage(r, c));
         ltr_bytes_put_u64(out, c == 0 ? r->meta_lost.total + r->meta_refused : 0);
+        ltr_bytes_put_u64(out, cs->events_dropped); /* events_unwritten: of events_lost, the file's */
         ltr_bytes_record_end(out, rec);
     }
     /* each pid's row once: the slots of live producers with what the

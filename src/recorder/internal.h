@@ -138,6 +138,7 @@ typedef struct recorder {
      * the trace, lost, overwritten (a stop's answer: what its trace says);
      * of the lost, those of processes that could not join the session. */
     uint64_t counted_written, counted_lost, counted_overwritten, counted_unattached;
+    uint64_t counted_unwritten; /* of the lost, those the file refused (events_unwritten) */
     /* Attaches refused for a pid not their process's; of them, those that
      * claimed none (their getpid() failed: a seccomp filter denying it): a
      * stop's answer says them, as their events are counted unattached. */

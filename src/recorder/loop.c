@@ -137,6 +137,7 @@ static void reply_stopped(const recorder *r, int fd)
     put_u64(&kv, "events_lost", r->counted_lost);
     put_u64(&kv, "events_overwritten", r->counted_overwritten);
     put_u64(&kv, "events_unattached", r->counted_unattached);
+    put_u64(&kv, "events_unwritten", r->counted_unwritten);
     put_u64(&kv, "attaches_refused", r->attaches_refused);
     put_u64(&kv, "attaches_pidless", r->attaches_pidless);
     if (r->output_was_taken)

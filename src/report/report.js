@@ -50,8 +50,9 @@
     check.header = document.getElementById("trace").textContent;
     var warn = document.getElementById("warnings");
     if (S.events_lost || S.events_overwritten)
-        warn.appendChild(text("div", "Events lost: " + S.events_lost + ", overwritten: " + S.events_overwritten +
-            ". The figures below miss them.", "warning"));
+        warn.appendChild(text("div", "Events lost: " + S.events_lost +
+            (S.events_unwritten ? " (" + S.events_unwritten + " of them could not be written to the trace)" : "") +
+            ", overwritten: " + S.events_overwritten + ". The figures below miss them.", "warning"));
     var ws = A.warnings || [], into = warn;
     if (ws.length > 2) { /* many: one line open, the rest behind it */
         into = document.createElement("details");

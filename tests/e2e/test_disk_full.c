@@ -9,7 +9,9 @@
  * full disk: the session goes on, and the events refused while it was
  * tried are counted as lost. A trace that lacks what a full disk refused
  * still gets its frames' names, or is said to have none ('ltr symbolize'),
- * whether ltr record or ltr stop ended the session.
+ * whether ltr record or ltr stop ended the session. And what the disk
+ * refused is said so by the trace's readers, as ltr record said it: 'ltr
+ * analyze' once said those events found no free buffer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* How many events a failed stop said its trace lacks ('... is complete but
+ * lacks N events that could not be written to it: ...'). */
+static unsigned long long lacking_said(const char *err)
+{
+    const char *lacks = strstr(err, "but lacks ");
+    assert_non_null(lacks);
+    return strtoull(lacks + strlen("but lacks "), NULL, 10);
+}
+
+/* The readers of dir/trace, which lacks the unwritten events a full disk
+ * refused (as many as ltr record said, counted in its counters apart):
+ * 'ltr analyze' (text and JSON), 'ltr info' and 'ltr dump' say them as
+ * events that could not be written, with their cause, and no event as
+ * lost for want of a buffer unless some were. */
+static void assert_unwritten_said(const char *dir, const char *trace, unsigned long long unwritten)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, trace);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    ltr_trace_summary sum;
+    assert_int_equal(ltr_trace_scan(t, &sum, &err), 0);
+    unsigned long long lost = 0, counted = 0;
+    for (size_t i = 0; i < ltr_trace_collector_count(t); i++) {
+        lost += ltr_trace_collector_at(t, i)->events_lost;
+        counted += ltr_trace_collector_at(t, i)->events_unwritten;
+    }
+    ltr_trace_close(t);
+    print_message("lost %llu, of them unwritten %llu; ltr record said %llu\n", lost, counted, unwritten);
+    assert_true(unwritten > 0);
+    assert_int_equal(counted, unwritten);
+    char want[200];
+    snprintf(want, sizeof want, "%llu event(s) were recorded but could not be written to the trace: a write to it "
+             "failed", unwritten);
+    tu_result r = tu_run("cd %s && %s analyze %s; %s analyze --format json %s; "
+                         "%s info %s >/dev/null; %s dump %s >/dev/null",
+                         dir, tu_ltr(), trace, tu_ltr(), trace, tu_ltr(), trace, tu_ltr(), trace);
+    char all[2][200];
+    snprintf(all[0], sizeof all[0], "\"events_unwritten\":%llu", unwritten);
+    snprintf(all[1], sizeof all[1], "%llu event(s) could not be written to the trace: a write to it failed",
+             unwritten);
+    if (!strstr(r.out, want) || !strstr(r.out, all[0]) || !strstr(r.err, all[1]) ||
+        !strstr(r.err, "events the recorder could not write to it: a write to it failed") ||
+        (lost == unwritten && strstr(r.out, "lost while recording (no free buffer")))
+        fail_msg("the unwritten events not said so:\n%s\n%s", r.out, r.err);
+    tu_free(&r);
+}
 
 static void test_no_event_without_its_stack(void **state)
 {
@@ -42,9 +93,11 @@ static void test_no_event_without_its_stack(void **state)
     /* the trace written whole, lacking what the full disk refused, gets its
      * frames' names as any other: none were added, and nothing said so */
     assert_non_null(strstr(r.err, "recorded addresses added to the trace"));
+    unsigned long long said = lacking_said(r.err);
     tu_free(&r);
     char path[4200];
     snprintf(path, sizeof path, "%s/x.ltr", dir);
+    assert_unwritten_said(dir, "x.ltr", said);
     ltr_trace *t;
     ltr_error err;
     assert_int_equal(ltr_trace_open(path, &t, &err), 0);
@@ -107,7 +160,9 @@ static void test_failed_file_stop_names_its_trace(void **state)
     assert_int_not_equal(tu_field(r.out, "stop"), 0); /* the trace lacks what the disk refused: said */
     assert_non_null(strstr(r.err, "No space left on device"));
     assert_non_null(strstr(r.err, "recorded addresses added to the trace"));
+    unsigned long long said = lacking_said(r.err);
     tu_free(&r);
+    assert_unwritten_said(dir, "s.ltr", said);
     char path[4200];
     snprintf(path, sizeof path, "%s/s.ltr", dir);
     tu_trace t = tu_read_trace(path, "Heap");

@@ -114,17 +114,23 @@ void gen_metadata(ltr_bytes *b)
     gen_thread(b, 200, 200, "beta-main");
 }
 
-void gen_counters(ltr_bytes *b)
+void gen_collector(ltr_bytes *b, const uint64_t *v, int n)
 {
     size_t r = ltr_bytes_record_begin(b, LTR_COUNTER_COLLECTOR);
     ltr_bytes_put_u16(b, 0);
     ltr_bytes_put_str(b, "events");
     ltr_bytes_put_u32(b, 65536);
     ltr_bytes_put_u32(b, 8);
-    for (uint64_t v = 1; v <= 6; v++)
-        ltr_bytes_put_u64(b, v * 10); /* written 10, lost 20, bufs 30, 40, over 50, 60 */
+    for (int i = 0; i < n; i++)
+        ltr_bytes_put_u64(b, v[i]);
     ltr_bytes_record_end(b, r);
-    r = ltr_bytes_record_begin(b, LTR_COUNTER_PROCESS_LOST);
+}
+
+void gen_counters(ltr_bytes *b)
+{
+    static const uint64_t v[6] = {10, 20, 30, 40, 50, 60}; /* written, lost, bufs, bufs lost, over, bufs over */
+    gen_collector(b, v, 6); /* of a recorder before shm_damage */
+    size_t r = ltr_bytes_record_begin(b, LTR_COUNTER_PROCESS_LOST);
     ltr_bytes_put_u16(b, 0);
     ltr_bytes_put_u32(b, 200);
     ltr_bytes_put_u64(b, 7);

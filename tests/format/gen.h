@@ -42,6 +42,10 @@ void gen_metadata(ltr_bytes *b);
 /* A THREAD record: tid of pid is called name. */
 void gen_thread(ltr_bytes *b, uint32_t pid, uint32_t tid, const char *name);
 void gen_counters(ltr_bytes *b);
+/* A COLLECTOR record of collector 0 ("events", 8 buffers of 64 KiB) with
+ * its first n u64 counters from v (events_written, events_lost, ...): fewer
+ * than all make a record of an older recorder. */
+void gen_collector(ltr_bytes *b, const uint64_t *v, int n);
 /* A LAYOUT record: fields "TYPE:name,TYPE:name" with TYPE the type's number. */
 void gen_layout(ltr_bytes *b, uint32_t id, const ltr_guid *g, uint16_t event_id, const char *name,
                 const char *fields);

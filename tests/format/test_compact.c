@@ -285,15 +285,8 @@ static void test_unknown_layout_keeps_time(void **state)
 static void put_metadata_lost(ltr_writer *w, uint64_t metadata_lost)
 {
     ltr_bytes c = {0};
-    size_t r = ltr_bytes_record_begin(&c, LTR_COUNTER_COLLECTOR);
-    ltr_bytes_put_u16(&c, 0);
-    ltr_bytes_put_str(&c, "events");
-    ltr_bytes_put_u32(&c, 65536);
-    ltr_bytes_put_u32(&c, 8);
-    for (int i = 0; i < 7; i++) /* written .. buffers overwritten, shm_damage */
-        ltr_bytes_put_u64(&c, 0);
-    ltr_bytes_put_u64(&c, metadata_lost);
-    ltr_bytes_record_end(&c, r);
+    uint64_t v[8] = {[7] = metadata_lost}; /* written .. buffers overwritten, shm_damage 0 */
+    gen_collector(&c, v, 8);
     ltr_error err;
     assert_int_equal(ltr_writer_counters(w, c.data, c.len, &err), 0);
     ltr_bytes_free(&c);

@@ -2,7 +2,8 @@
  * tests/format/test_info.c — what `ltr info` shows of a trace, in-process
  * (format/info.h): the summary of one scan (start time, duration, complete or
  * cut short), and its text and JSON writers, on traces written with the real
- * writer.
+ * writer; and the counters' events_unwritten (the events a failed write cost,
+ * once said to have found no free buffer) read back, 0 from older traces.
  */
 #include "format/info.h"
 #include "gen.h"
@@ -121,11 +122,71 @@ static void test_cut_short_trace(void **state)
     ltr_trace_close(t);
 }
 
+/* A trace whose one COUNTERS record holds n of its u64 counters (events_lost
+ * 20, events_unwritten 12 as the tenth: 6 before shm_damage, metadata_lost),
+ * opened and scanned into *info. */
+static ltr_trace *with_counters(const char *name, int n, uint64_t unwritten, ltr_trace_info *info)
+{
+    const char *path = gen_tmp(name);
+    ltr_writer *w = gen_open(path);
+    assert_non_null(w);
+    ltr_bytes c = {0};
+    uint64_t v[9] = {10, 20, 3, 2, 0, 0, 0, 0, unwritten}; /* written, lost, buffers written, lost, ... */
+    gen_collector(&c, v, n);
+    ltr_error err = {0};
+    assert_int_equal(ltr_writer_counters(w, c.data, c.len, &err), 0);
+    ltr_bytes_free(&c);
+    ltr_writer_close(w);
+    ltr_trace *t;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_info_scan(t, info, &err), 0);
+    return t;
+}
+
+/* The events the file refused round-trip and are said apart, with their
+ * cause; a record of an older recorder (ending at metadata_lost, or before
+ * shm_damage) reads 0; a count past events_lost reads as events_lost. */
+static void test_unwritten_counter(void **state)
+{
+    (void)state;
+    ltr_trace_info info;
+    ltr_trace *t = with_counters("info-unwritten.ltr", 9, 12, &info);
+    assert_int_equal(ltr_trace_collector_at(t, 0)->events_lost, 20);
+    assert_int_equal(ltr_trace_collector_at(t, 0)->events_unwritten, 12);
+    char why[200];
+    assert_int_equal(ltr_trace_unwritten(t, why, sizeof why), 12);
+    assert_non_null(strstr(why, "a write to it failed"));
+    assert_null(strstr(why, "--max-file-size")); /* the generated session had none */
+    char *json = written(t, &info, 1);
+    assert_non_null(strstr(json, "\"metadata_lost\":0,\"events_unwritten\":12}"));
+    free(json);
+    char *text = written(t, &info, 0);
+    assert_non_null(strstr(text, "of the events lost, 12 could not be written to the file\n"));
+    free(text);
+    ltr_trace_close(t);
+
+    for (int n = 6; n <= 8; n += 2) { /* before shm_damage; after metadata_lost */
+        t = with_counters("info-older.ltr", n, 12, &info);
+        assert_int_equal(ltr_trace_collector_at(t, 0)->events_lost, 20);
+        assert_int_equal(ltr_trace_collector_at(t, 0)->events_unwritten, 0);
+        assert_int_equal(ltr_trace_unwritten(t, why, sizeof why), 0);
+        text = written(t, &info, 0);
+        assert_null(strstr(text, "could not be written"));
+        free(text);
+        ltr_trace_close(t);
+    }
+
+    t = with_counters("info-forged.ltr", 9, 1000, &info);
+    assert_int_equal(ltr_trace_collector_at(t, 0)->events_unwritten, 20);
+    ltr_trace_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_trace),
         cmocka_unit_test(test_cut_short_trace),
+        cmocka_unit_test(test_unwritten_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,7 @@ static void test_many_blocks_across_chunks(void **state)
     assert_int_equal(c->events_written, 10);
     assert_int_equal(c->events_lost, 20);
     assert_int_equal(c->buffers_overwritten, 60);
+    assert_int_equal(c->events_unwritten, 0); /* a record of a recorder before it: none said */
     assert_int_equal(ltr_trace_process_lost_count(t), 1);
     assert_int_equal(ltr_trace_process_lost_at(t, 0)->pid, 200);
     assert_int_equal(ltr_trace_process_lost_at(t, 0)->events_lost, 7);
