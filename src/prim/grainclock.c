@@ -74,10 +74,6 @@
  * it runs 10 % fast, is still below the counter's (0.8 < 0.9 / 1.1). A
  * review's test: 6 % of slew gave early stamps with a 2 % margin. */
 #define LOW_RATE_PERCENT 80u
-/* How early an unfenced read may be (counter_unfenced): ten times what any
- * instruction ahead of it can take, counted at the low rate (so 7 us of the
- * clock's time at the least, with the slew above). */
-#define EARLY_NS 10000u
 
 enum { CAL_NONE, CAL_BUSY, CAL_BASE, CAL_OFF };
 
@@ -93,20 +89,6 @@ static _Atomic uint64_t cycles_per_us; /* counter ticks a microsecond, low (abov
 static inline uint64_t counter(void)
 {
     _mm_lfence();
-    return __rdtsc();
-}
-
-/* The counter without the fence: read as soon as the instruction is
- * decoded, maybe before instructions ahead of it have finished, by as long
- * as one of those can stay unfinished: a load that misses every cache and
- * the TLB (nested page walk included) takes well under a microsecond, and
- * anything longer (a page fault, the host taking the vCPU) is an exception
- * or a VM exit, which throws the early read away. Used only where a value
- * up to EARLY_NS early still has its grain (ltr_grain_now): the fence cost
- * 25 ns an event on the deep workload, where the program's own loads were
- * outstanding at each call (perf: 86 % of the clock's samples on it). */
-static inline uint64_t counter_unfenced(void)
-{
     return __rdtsc();
 }
 
@@ -149,7 +131,6 @@ static void clock_costs(uint64_t *vdso_ticks, uint64_t *syscall_ticks)
 }
 #else
 static inline uint64_t counter(void) { return 0; }
-static inline uint64_t counter_unfenced(void) { return 0; }
 static void clock_source(char *buf, size_t size) { buf[0] = 0; }
 static void clock_costs(uint64_t *vdso_ticks, uint64_t *syscall_ticks) { *vdso_ticks = *syscall_ticks = 0; }
 #endif
@@ -215,18 +196,7 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
         c->clock_reads++;
         return ns - ns % grain_ns;
     }
-    /* Unfenced, then, near the edge, fenced: an early value below tsc_fast
-     * is still before the edge by more than EARLY_NS at its real moment,
-     * so this call's moment, and any other thread's event this one follows
-     * from, is in the grain too (a free's stamp is never above its block's
-     * reuse's in another thread). */
-    uint64_t tsc = counter_unfenced();
-    if (tsc >= c->tsc_last && tsc < c->tsc_fast) {
-        c->tsc_last = tsc;
-        return c->grain_ts;
-    }
-    c->fenced_reads++;
-    tsc = counter();
+    uint64_t tsc = counter();
     if (tsc >= c->tsc_last && tsc < c->tsc_edge) {
         c->tsc_last = tsc;
         return c->grain_ts;
@@ -247,7 +217,7 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
     c->grain_ts = grain;
     c->tsc_last = c->tsc_read = tsc;
     c->ns_read = ns;
-    c->tsc_edge = c->tsc_fast = 0; /* the clock again next time, unless the edge is known */
+    c->tsc_edge = 0; /* the clock again next time, unless the edge is known */
     if (!rate) {
         calibrate(tsc, ns, hi);
         return grain;
@@ -256,7 +226,5 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
     uint64_t left_ns = grain + grain_ns - ns;
     uint64_t ticks = left_ns * rate / 1000u * LOW_RATE_PERCENT / 100u;
     c->tsc_edge = tsc + ticks;
-    uint64_t early = EARLY_NS * rate / 1000u * LOW_RATE_PERCENT / 100u;
-    c->tsc_fast = ticks > early ? c->tsc_edge - early : 0;
     return grain;
 }

@@ -43,10 +43,9 @@ uint64_t ltr_wall_ns(void);
  * (grainclock.c says why that is exact). c is the calling thread's own,
  * zeroed before its first use; the same grain_ns at every call with it. */
 typedef struct ltr_grain_clock {
-    uint64_t tsc_last, tsc_fast, tsc_edge, grain_ts; /* tsc_fast: below it no fence is needed */
+    uint64_t tsc_last, tsc_edge, grain_ts;
     uint64_t tsc_read, ns_read; /* the counter before the last clock read, and that read */
-    uint64_t clock_reads;  /* the calls that asked clock_gettime */
-    uint64_t fenced_reads; /* the calls that read the counter fenced */
+    uint64_t clock_reads; /* the calls that asked clock_gettime */
 } ltr_grain_clock;
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);
 /* Whether ltr_grain_now may read the counter, given the kernel's clock
