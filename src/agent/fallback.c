@@ -35,6 +35,7 @@
 #define UNW_LOCAL_ONLY
 #include "agent/agent.h"
 #include "agent/unwind.h"
+#include "prim/prim.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -70,6 +71,10 @@ static int seen_fd[2] = {-1, -1};
 static int wrapped_pipe2(int fd[2], int flags)
 {
     int rc = pipe2(fd, flags);
+    if (rc == 0) { /* kept for the process's life: out of the program's way (prim.h) */
+        fd[0] = ltr_fd_move_high(fd[0]);
+        fd[1] = ltr_fd_move_high(fd[1]);
+    }
     if (rc == 0 && atomic_fetch_add(&pipes_seen, 1) == 0) {
         seen_fd[0] = fd[0];
         seen_fd[1] = fd[1];

@@ -43,7 +43,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- rules: one 32-bit word, stored beside a 32-bit address tag ---------- */
@@ -122,9 +121,6 @@ void unwind_flush(void)
 typedef struct umod {
     uintptr_t lo, hi, bias; /* executable segments; load bias */
     char *path;
-    int fd;
-    dev_t dev; /* what fd is: closed only while it still is (drop_modules) */
-    ino_t ino;
     Elf *elf;
     Dwarf_CFI *cfi;
     bool tried;
@@ -148,14 +144,6 @@ static void drop_modules(bool release)
             dwarf_cfi_end(mods[i].cfi);
         if (mods[i].elf)
             elf_end(mods[i].elf);
-        /* A daemon that closes every fd and opens its own files has them
-         * in these numbers: closed here, its files went, and the modules
-         * read again took their numbers (its fds then read libc.so,
-         * test_daemon_closing_every_fd). */
-        struct stat st;
-        if (mods[i].fd >= 0 && fstat(mods[i].fd, &st) == 0 && st.st_dev == mods[i].dev &&
-            st.st_ino == mods[i].ino)
-            close(mods[i].fd);
         free(mods[i].path);
     }
     nmods = 0;
@@ -190,7 +178,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     /* The first object, named "", is the program itself. */
     char *path = info->dlpi_name && info->dlpi_name[0] ? procmaps_object_path(info) : strdup("/proc/self/exe");
     if (path)
-        mods[nmods++] = (umod){.lo = lo, .hi = hi, .bias = info->dlpi_addr, .path = path, .fd = -1};
+        mods[nmods++] = (umod){.lo = lo, .hi = hi, .bias = info->dlpi_addr, .path = path};
     return 0;
 }
 
@@ -230,17 +218,20 @@ static Dwarf_CFI *module_cfi(umod *m)
         return m->cfi;
     m->tried = true;
     elf_version(EV_CURRENT);
-    m->fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (m->fd < 0 || fstat(m->fd, &st) != 0) {
-        if (m->fd >= 0)
-            close(m->fd);
-        m->fd = -1;
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    /* The whole file mapped (ELF_C_READ_MMAP), libelf lets go of the fd
+     * (ELF_C_FDREAD: reads what is not mapped, then never touches it again)
+     * and it is closed at once: kept, it was a number of the program's for
+     * the process's life (fd 9 of a traced sh read /usr/bin/dash), which a
+     * daemon closing every fd then reused (test_daemon_closing_every_fd). */
+    m->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (m->elf && elf_cntl(m->elf, ELF_C_FDREAD) != 0) {
+        elf_end(m->elf);
+        m->elf = NULL;
     }
-    m->dev = st.st_dev;
-    m->ino = st.st_ino;
-    m->elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+    close(fd);
     if (m->elf)
         m->cfi = dwarf_getcfi_elf(m->elf);
     return m->cfi;

@@ -71,8 +71,6 @@ static __thread thread_state t_state __attribute__((tls_model("initial-exec")));
 typedef struct retired {
     ltr_shm *shm;
     size_t size;
-    int memfd;
-    ltr_fd_id memfd_id;
     uint32_t recorder_pid;
 } retired;
 
@@ -92,7 +90,7 @@ static struct {
 /* ---- the agent's fds in the program's table ----------------------------------
  * A daemon closes every fd above 2 once it runs (after the agent attached,
  * at its first allocation) and opens its own files, which get the numbers
- * of the session's socket, memfd and eventfd. Used blindly, the wake-up
+ * of the session's socket and eventfd (moved high since, prim.h: rarer). Used blindly, the wake-up
  * wrote 8 bytes into one of its files, the end of the session closed two of
  * them, and giving the memory back punched a hole the size of the session
  * (zeros) into another: a test program's 100 000-byte database. So each is
@@ -125,17 +123,13 @@ static void close_ours(int *fd, ltr_fd_id id)
     *fd = -1;
 }
 
-/* The memory of an ended session given back: through the memfd while it is
- * ours, else through the mapping (MADV_REMOVE frees the same shared pages). */
+/* The memory of an ended session given back, through the mapping:
+ * MADV_REMOVE punches the memfd's pages as fallocate would, for the recorder
+ * and every producer at once (the memfd itself is closed once mapped:
+ * finish_attach). */
 static void give_back(retired *r)
 {
-    if (fd_is(r->memfd, r->memfd_id)) {
-        fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->size);
-        close(r->memfd);
-    } else {
-        madvise(r->shm, r->size, MADV_REMOVE);
-    }
-    r->memfd = -1;
+    madvise(r->shm, r->size, MADV_REMOVE);
 }
 
 /* ---- attaching ------------------------------------------------------------ */
@@ -169,7 +163,7 @@ static int connect_session(const char *name)
      * waited for. */
     int fd = ltr_dir_sockaddr(dirfd, dir, sock, &sa, NULL) ? -1 : ltr_unix_connect(sa.sun_path, true);
     close(dirfd);
-    return fd;
+    return ltr_fd_move_high(fd); /* kept while attached: out of the program's way (prim.h) */
 }
 
 static uint64_t kv_u64(const uint8_t *p, size_t len, const char *key)
@@ -226,14 +220,13 @@ static void retire(ltr_attach *a)
     atomic_store(&a->incarnation, 0);
     close_ours(&a->sock, a->sock_id);
     close_ours(&a->wakefd, a->wakefd_id);
-    if (a->memfd >= 0) {
-        if (g.nretired == LTR_MAX_SESSIONS) { /* full: the oldest keeps its memory till exit */
-            retired *old = &g.retired[--g.nretired];
-            close_ours(&old->memfd, old->memfd_id);
-        }
-        g.retired[g.nretired++] = (retired){a->shm, a->size, a->memfd, a->memfd_id, a->recorder_pid};
+    if (a->mapped) {
+        if (g.nretired == LTR_MAX_SESSIONS) /* full: the oldest keeps its memory till exit */
+            g.nretired--;
+        g.retired[g.nretired++] = (retired){a->shm, a->size, a->recorder_pid};
     }
-    a->sock = a->wakefd = a->memfd = -1;
+    a->mapped = false;
+    a->sock = a->wakefd = -1;
 }
 
 /* What tells this process image apart: the kernel's 16 random bytes of
@@ -375,17 +368,23 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
         ltr_unmap(mem, size);
         goto fail;
     }
+    /* The mapping is all the session's memory needs: its memfd would only
+     * take a descriptor of the program's (give_back punches through the
+     * mapping). */
+    close(fds[0]);
+    fds[0] = -1;
     /* Waking the recorder must never block the writer (the recorder makes
-     * the eventfd non-blocking; this holds whoever made it). */
+     * the eventfd non-blocking; this holds whoever made it). Kept: out of
+     * the program's way (prim.h). */
     ltr_set_nonblock(fds[1]);
+    fds[1] = ltr_fd_move_high(fds[1]);
     keep_forever(a->lay); /* an earlier session's, in this slot */
     keep_forever(a->cpus);
     a->shm = shm;
+    a->mapped = true;
     a->lay = lay;
     a->size = size;
-    a->memfd = fds[0];
     a->wakefd = fds[1];
-    a->memfd_id = fd_id(fds[0]);
     a->wakefd_id = fd_id(fds[1]);
     a->owner = (uint32_t)kv_u64(body, (size_t)n, "owner");
     a->proc_slot = (uint32_t)kv_u64(body, (size_t)n, "proc");
@@ -480,7 +479,7 @@ static void init_once(void)
         g.ncpu = n > 0 && n <= 65536 ? (uint32_t)n : 0;
     }
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++)
-        g.att[s].sock = g.att[s].wakefd = g.att[s].memfd = -1;
+        g.att[s].sock = g.att[s].wakefd = -1;
     pthread_key_create(&g.exit_key, on_thread_exit);
     pthread_atfork(NULL, NULL, at_fork_child);
     atexit(at_process_exit);
@@ -853,9 +852,7 @@ static void at_fork_child(void)
     atomic_fetch_add(&g.epoch, 1);
     ltr_gettid_forget();
     pthread_mutex_init(&g.lock, NULL);
-    for (unsigned i = 0; i < g.nretired; i++) /* the parent's to give back, not ours */
-        close_ours(&g.retired[i].memfd, g.retired[i].memfd_id);
-    g.nretired = 0;
+    g.nretired = 0; /* the parent's to give back, not ours */
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = &g.att[s];
         drop_pending(a); /* the parent's connection, attached or pending */
@@ -868,10 +865,9 @@ static void at_fork_child(void)
         atomic_store(&a->incarnation, 0);
         a->cpus = NULL; /* the parent's CPU buffers */
         close_ours(&a->wakefd, a->wakefd_id);
-        if (a->memfd >= 0) {
-            close_ours(&a->memfd, a->memfd_id);
+        if (a->mapped)
             ltr_unmap(a->shm, a->size);
-        }
-        a->wakefd = a->memfd = -1;
+        a->mapped = false;
+        a->wakefd = -1;
     }
 }

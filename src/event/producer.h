@@ -47,8 +47,9 @@ typedef struct ltr_attach {
     _Atomic uint64_t incarnation; /* nonzero: attached and usable */
     ltr_shm *shm;
     size_t size;
-    int memfd, sock, wakefd;
-    ltr_fd_id memfd_id, sock_id, wakefd_id; /* each used only while it is still that (producer.c) */
+    bool mapped; /* shm is this slot's, not retired yet (its memfd is closed once mapped) */
+    int sock, wakefd;
+    ltr_fd_id sock_id, wakefd_id; /* each used only while it is still that (producer.c) */
     uint32_t owner;     /* token the recorder gave this attachment */
     uint32_t proc_slot; /* this process's loss counters in shm */
     uint32_t denied;    /* bit c: the session does not want this process in collector c */

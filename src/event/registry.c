@@ -78,7 +78,7 @@ static int open_registry(ltr_error *err)
         reg_ino = st.st_ino;
     }
     mapped = r;
-    reg_fd = fd;
+    reg_fd = ltr_fd_move_high(fd); /* out of a traced program's way (prim.h) */
     return 0;
 }
 
@@ -102,7 +102,7 @@ static int lock_fd(void)
         close(fd);
         fd = -1;
     }
-    return reg_fd = fd; /* the old number is the program's: never closed here */
+    return reg_fd = ltr_fd_move_high(fd); /* the old number is the program's: never closed here */
 }
 
 ltr_registry *ltr_registry_get(ltr_error *err)

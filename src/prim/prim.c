@@ -602,6 +602,44 @@ int ltr_set_nonblock(int fd)
     return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 ? 0 : -errno;
 }
 
+/* The floor of a producer's descriptors. A traced program expects the
+ * lowest free numbers (its first open() is 3; 'exec 3<' in a shell; a test
+ * comparing fd numbers), so a descriptor the agent keeps goes high, as
+ * valgrind does with its own (the soft limit's top). Past 1024 when the
+ * limit allows: select() cannot watch a descriptor of 1024 or more
+ * (FD_SETSIZE), so a program using it keeps below, and one that raised its
+ * limit for more files mostly gets the low ones first. Not the top of a
+ * large limit: the kernel's fd table grows to the highest number in use and
+ * a fork copies it, 8 bytes a slot (at 1024 it is 2048 slots, 16 KiB; the
+ * top of a container's 1048576 would be 8 MiB a process). Under a limit of
+ * 1024 or less: its top, less FD_RESERVE, room for what a producer keeps
+ * (the registry, libunwind's pipe, a socket and an eventfd per session of
+ * LTR_MAX_SESSIONS 32: 67) in the common 1024 case. */
+#define FD_HIGH_FLOOR 1024
+#define FD_RESERVE 96
+
+int ltr_fd_floor(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return 0;
+    if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= FD_HIGH_FLOOR + FD_RESERVE)
+        return FD_HIGH_FLOOR;
+    return lim.rlim_cur >= 2 * FD_RESERVE ? (int)lim.rlim_cur - FD_RESERVE : 0;
+}
+
+int ltr_fd_move_high(int fd)
+{
+    int floor = fd < 0 ? 0 : ltr_fd_floor();
+    if (floor == 0 || fd >= floor)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
 int ltr_flock_by(int fd, uint64_t deadline_ns)
 {
     for (unsigned pause_us = 500;;) {

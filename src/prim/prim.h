@@ -138,6 +138,14 @@ int ltr_unix_listen(const struct sockaddr_un *sa, int backlog);
 int ltr_sock_recv_timeout(int sock, unsigned seconds);
 /* fd made non-blocking (O_NONBLOCK). 0 or -errno. */
 int ltr_set_nonblock(int fd);
+/* A descriptor a producer keeps open inside a traced program (the heap
+ * agent's, a provider's), moved out of the program's range: a copy at or
+ * above ltr_fd_floor(), close-on-exec, and fd closed; fd itself when there is
+ * no room up there (then it stays where it was, as before). */
+int ltr_fd_move_high(int fd);
+/* Where those descriptors go, from RLIMIT_NOFILE (prim.c says why); 0: no
+ * room above the program's range, nothing is moved. */
+int ltr_fd_floor(void);
 
 /* An exclusive flock of fd, waiting no later than deadline_ns (0: no limit);
  * -ETIMEDOUT past it. */

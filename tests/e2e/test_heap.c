@@ -524,6 +524,43 @@ static void test_daemon_closing_every_fd(void **state)
     heap_free(&h);
 }
 
+static size_t count_allocs(const heap_trace *h, uint64_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->v[i].kind == ALLOC && h->v[i].size == size;
+    return n;
+}
+
+/* A traced program's fd table is its own: heap-target fds, after the agent
+ * attached and its unwinders started, says what its first open() got and
+ * every fd it has below 1024, and that is what it says without ltr (its
+ * first open 3, none). The agent kept 7 there, from 3: libunwind's pipe,
+ * the registry, the session's memfd, socket and eventfd, and the modules
+ * its unwinder read ("first open 10", "fd 3 -> pipe:[...]", "fd 9 ->
+ * .../heap-target"). Then the program's dup2 onto 3 to 9 leaves the
+ * allocations after it recorded. Under a limit of 4096 the agent's go from
+ * 1024 up (prim.c, ltr_fd_floor). */
+static void test_agent_fds_out_of_the_way(void **state)
+{
+    (void)state;
+    tu_result plain = tu_run("ulimit -n 4096 && %s fds", tu_test_bin("heap-target"));
+    assert_int_equal(plain.status, 0);
+    snprintf(trace_path, sizeof trace_path, "%s/t.ltr", getenv("TMPDIR"));
+    tu_result r = tu_run("ulimit -n 4096 && %s record --force -o %s -- %s fds", tu_ltr(), trace_path,
+               tu_test_bin("heap-target"));
+    assert_int_equal(r.status, 0);
+    if (!strstr(plain.out, "dup2 ok") || strcmp(r.out, plain.out))
+        fail_msg("under ltr record:\n%s\nwithout:\n%s", r.out, plain.out);
+    tu_free(&r);
+    tu_free(&plain);
+    heap_trace h = read_heap(trace_path);
+    assert_int_equal(count_allocs(&h, 3610), 11);
+    assert_int_equal(count_allocs(&h, 3611), 50);
+    assert_int_equal(h.lost, 0);
+    heap_free(&h);
+}
+
 /* Waits for analyze-manystacks's round r (go.r, done.r in dir). */
 static bool manystacks_round(const char *dir, int r)
 {
@@ -1377,6 +1414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dlopen_dlclose_modules, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_dlopen_by_relative_path, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_daemon_closing_every_fd, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_agent_fds_out_of_the_way, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_many_dlopened_copies_told_apart, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_threads_and_names, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_renamed_by_another_thread, tu_setup_sandbox, tu_teardown_sandbox),

@@ -1011,7 +1011,7 @@ static void test_joined_then_closed_not_said_unjoined(void **state)
         skip();
     pid_t svc = start_argv((char *[]){"perl", "-MPOSIX", "-e",
                                       "while (1) { for (1..10) { my $x = 'a' x 1000; select(undef, undef, undef, "
-                                      "0.001) } POSIX::close($_) for 3..1023 }",
+                                      "0.001) } POSIX::close($_) for 3..POSIX::sysconf(POSIX::_SC_OPEN_MAX()) }",
                                       NULL});
     char *s = watch_until(dir, svc, "  pid ", 8); /* past the 5 settling polls */
     if (strstr(s, "has not joined"))

@@ -596,8 +596,7 @@ static int mode_closeall(const char *lib, const char *lib2, const char *dir)
     if (!f)
         return fprintf(stderr, "dlopen %s: %s\n", lib, dlerror()), 1;
     free(f(3600));
-    for (int fd = 3; fd < 1024; fd++)
-        close(fd);
+    closefrom(3); /* every one, the agent's high ones too (ltr_fd_floor) */
     enum { FILES = 64 };
     int fds[FILES];
     ino_t ino[FILES];
@@ -629,6 +628,40 @@ static int mode_closeall(const char *lib, const char *lib2, const char *dir)
             return printf("file %d changed\n", i), 4;
     }
     printf("files ok\n");
+    return 0;
+}
+
+/* What a program sees of its fd table under the agent: allocations first
+ * (the agent attaches, its unwinder reads the modules' CFI, libunwind starts
+ * for a stack from code without unwind information), then its first
+ * open(), which says "first open N", and every fd below 1024 but 0, 1 and
+ * 2, "fd N -> TARGET", then "dup2 ok" if dup2 onto 3 to 9 (a program's
+ * fixed numbers) leaves the allocations after it recorded (the test counts
+ * them: 50 of 3 611 bytes). */
+static int mode_fds(void)
+{
+    for (int i = 0; i < 10; i++)
+        free(malloc(3610));
+    free(jit_alloc(3610));
+    int first = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    printf("first open %d\n", first);
+    if (first >= 0)
+        close(first);
+    char path[64], target[512];
+    for (int fd = 3; fd < 1024; fd++) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n >= 0)
+            printf("fd %d -> %.*s\n", fd, (int)n, target);
+    }
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 3; fd <= 9; fd++)
+        if (null >= 0 && fd != null && dup2(null, fd) < 0)
+            return 2;
+    for (int i = 0; i < 50; i++)
+        free(malloc(3611));
+    printf("dup2 ok\n");
+    fflush(stdout);
     return 0;
 }
 
@@ -866,6 +899,8 @@ int main(int argc, char **argv)
         mode_longjmp(argv[2]);
     else if (!strcmp(mode, "dlgated") && argc > 5)
         return mode_dlgated(argv[2], argv[3], argv[4], argv[5]);
+    else if (!strcmp(mode, "fds"))
+        return mode_fds();
     else if (!strcmp(mode, "closeall") && argc > 4)
         return mode_closeall(argv[2], argv[3], argv[4]);
     else if (!strcmp(mode, "countsgate") && argc > 2)
