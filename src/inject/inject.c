@@ -223,6 +223,27 @@ static int put_regs(tracee *t)
     return rc;
 }
 
+/* Leaves thread t untraced however it stands. Stopped, it is detached. Not
+ * stopped (a SIGKILL, the process's exit_group, woke it from our stop),
+ * PTRACE_DETACH fails, and the thread stays traced by ltr even as a zombie:
+ * its exit report then waits for ltr, and its parent cannot reap the
+ * process while ltr runs (a long-running 'ltr watch' would hold a service's
+ * zombie; CI's test_inject hung in the reap of a target that exited while
+ * a thread was stopped). So it is interrupted and waited for: its exit
+ * report taken, or its stop detached. */
+static void let_go(tracee *t)
+{
+    if (ptrace(PTRACE_DETACH, t->tid, 0, 0) == 0 || errno != ESRCH)
+        return;
+    ptrace(PTRACE_INTERRUPT, t->tid, 0, 0); /* fails on a zombie: its report is there */
+    int st = wait_stop(t);
+    if (st < 0)
+        return; /* exited, its report taken; or not ours */
+    int sig = st >> 16 ? 0 : WSTOPSIG(st); /* a signal on its way: delivered */
+    note_resume(t);
+    ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig);
+}
+
 /* Lets the thread go: registers as they were (with a cut system call set to
  * restart), no signal. */
 static void release(tracee *t, bool regs_changed)
@@ -230,7 +251,7 @@ static void release(tracee *t, bool regs_changed)
     if (t->stopped && (regs_changed || (long)t->regs.orig_rax >= 0))
         put_regs(t);
     note_resume(t);
-    ptrace(PTRACE_DETACH, t->tid, 0, 0);
+    let_go(t);
 }
 
 /* Seizes and interrupts thread tid. 0 with t stopped, or -errno (-ESRCH:
@@ -407,7 +428,8 @@ static int call_in(tracee *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t fr
     r.rsp = frame;                       /* = 8 mod 16, as after a call */
     r.eflags &= ~0x400ull;               /* DF clear, as the ABI wants at a call */
     if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) != 0)
-        return ltr_fail(err, errno, "pid %d: PTRACE_SETREGS: %s", (int)t->pid, strerror(errno));
+        return errno == ESRCH ? ltr_fail(err, ECHILD, "pid %d exited during the attach", (int)t->pid)
+                              : ltr_fail(err, errno, "pid %d: PTRACE_SETREGS: %s", (int)t->pid, strerror(errno));
     note_resume(t);
     if (ptrace(PTRACE_CONT, t->tid, 0, 0) != 0)
         return ltr_fail(err, ECHILD, "pid %d exited during the attach", (int)t->pid);
@@ -489,6 +511,8 @@ static int load_in(tracee *t, const inj_target *g, const char *path, ltr_error *
     if (rc != -ECHILD) {
         mem_write(t, frame, saved, saved_len);
         release(t, true);
+    } else {
+        let_go(t); /* gone during the call; its exit report may still be ours to take */
     }
     free(saved);
     return rc;

@@ -23,6 +23,10 @@
  *             inside the loader's lock); once it is in, main reads stdin
  *   libc      2 threads inside libc (memset) all the time; exits after 0.3 s
  *   libc-long the same for 30 s: an attach finds no safe moment in its time
+ *   exit-when-held  main in memset all the time; a thread, in memset too
+ *             between looks at main's /proc stat, exits the process
+ *             (exit_group) once main is in a tracing stop: the thread the
+ *             injector holds stopped is killed under it
  *   attach    4 threads churn (checked) until a line comes; then each makes
  *             500 blocks of 4243 bytes in attach_alloc_site, kept; "done"
  *   fdchurn   2 threads open and close files until a line comes; then main
@@ -166,6 +170,23 @@ static void *in_libc(void *arg)
     for (;;)
         memset(big, (int)(long)arg, sizeof big);
     return NULL;
+}
+
+/* Exits the process once the main thread (arg: its /proc stat, open) is
+ * in a tracing stop; between looks, in libc's memset, no safe moment. */
+static void *exit_when_main_held(void *arg)
+{
+    static char buf[1 << 16];
+    int fd = (int)(long)arg;
+    for (;;) {
+        memset(buf, 3, sizeof buf);
+        char st[512];
+        ssize_t n = pread(fd, st, sizeof st - 1, 0);
+        st[n > 0 ? n : 0] = 0;
+        const char *p = strrchr(st, ')');
+        if (p && p[1] == ' ' && p[2] == 't')
+            _exit(0);
+    }
 }
 
 /* The allocation sites the end-to-end tests look for in the stacks. */
@@ -743,6 +764,18 @@ int main(int argc, char **argv)
         return mode_atfork(false);
     if (!strcmp(mode, "atfork-lock"))
         return mode_atfork(true);
+    if (!strcmp(mode, "exit-when-held")) {
+        static char buf[1 << 16];
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)getpid());
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        pthread_t th;
+        if (fd < 0 || pthread_create(&th, NULL, exit_when_main_held, (void *)(long)fd))
+            return fail("exit-when-held");
+        ready();
+        for (;;)
+            memset(buf, 4, sizeof buf);
+    }
     if (!strcmp(mode, "libc") || !strcmp(mode, "libc-long")) {
         pthread_t th;
         pthread_create(&th, NULL, in_libc, (void *)1L);
