@@ -431,8 +431,15 @@ static Dwfl *dwfl_of(sys_cpu *c, uint32_t pid, bool refresh)
     return p->dwfl;
 }
 
+/* A sample's frames, innermost first: the interrupted pc, then return
+ * addresses, kept as they are (the heap's frames are too, and a frame
+ * without a name is module+0xOFFSET of that address in both: the same call
+ * site one name); a return address is looked up at address - 1, inside the
+ * call instruction. Stored as address - 1, a call site read one less than
+ * the heap's frames of it ("busy+0x1328" against "busy+0x1329"). */
 typedef struct frames {
     uint64_t pc[MAX_FRAMES];
+    bool ret[MAX_FRAMES]; /* pc[i] is a return address */
     int n;
 } frames;
 
@@ -443,7 +450,8 @@ static int frame_cb(Dwfl_Frame *f, void *arg)
     bool activation;
     if (!dwfl_frame_pc(f, &pc, &activation) || (pc == 0 && !activation))
         return DWARF_CB_ABORT; /* a return address of 0: the outermost frame's end, not a frame */
-    fr->pc[fr->n++] = activation ? pc : pc - 1; /* a return address: the call is before it */
+    fr->ret[fr->n] = !activation;
+    fr->pc[fr->n++] = pc;
     return fr->n == MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
@@ -487,20 +495,21 @@ uint64_t sys_elf_vaddr(Dwfl_Module *m, uint64_t pc, uint64_t start)
 
 /* A frame's name: "function" or "module+0xOFFSET", the offset an ELF virtual
  * address as the heap's frames give it; NULL (and *unknown) when no module
- * holds pc. Cached. */
-static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bool *unknown)
+ * holds pc (ret: a return address, its call the instruction before).
+ * Cached. */
+static const char *frame_name(sys_cpu *c, Dwfl *d, uint32_t pid, uint64_t pc, bool ret, bool *unknown)
 {
-    uint64_t key = (pc * 0x9e3779b97f4a7c15ull) ^ pid;
+    uint64_t key = ((pc * 2 + ret) * 0x9e3779b97f4a7c15ull) ^ pid;
     name_entry *e = an_hmap_get(&c->names, key ? key : 1);
     if (e)
         return e->name;
-    uint64_t start = 0;
-    Dwfl_Module *m = sys_addr_module(d, pc, &start);
+    uint64_t start = 0, at = ret && pc ? pc - 1 : pc;
+    Dwfl_Module *m = sys_addr_module(d, at, &start);
     if (!m) {
         *unknown = true;
         return NULL;
     }
-    const char *name = dwfl_module_addrname(m, pc);
+    const char *name = dwfl_module_addrname(m, at);
     const char *mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     const char *base = mod && strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
     char buf[512];
@@ -529,7 +538,7 @@ static const char *stack_text(sys_cpu *c, Dwfl *d, uint32_t pid, const frames *f
     size_t len = 0, cap = sizeof buf;
     buf[0] = 0;
     for (int i = fr->n - 1; i >= 0; i--) {
-        const char *name = frame_name(c, d, pid, fr->pc[i], unknown);
+        const char *name = frame_name(c, d, pid, fr->pc[i], fr->ret[i], unknown);
         int n = snprintf(buf + len, cap - len, "%s%s", len ? ";" : "", name ? name : "??");
         if (n < 0 || (size_t)n >= cap - len)
             break;
@@ -537,6 +546,14 @@ static const char *stack_text(sys_cpu *c, Dwfl *d, uint32_t pid, const frames *f
     }
     memcpy(c->text, buf, len + 1);
     return c->text;
+}
+
+/* No walk: the interrupted pc alone. */
+static void only_pc(frames *fr, uint64_t pc)
+{
+    fr->pc[0] = pc;
+    fr->ret[0] = false;
+    fr->n = 1;
 }
 
 static void unwind_one(sys_cpu *c, uint32_t pid, uint32_t tid)
@@ -547,16 +564,14 @@ static void unwind_one(sys_cpu *c, uint32_t pid, uint32_t tid)
     if (!d) /* it could not be made (a process in the middle of an exec): once more */
         d = dwfl_of(c, pid, true);
     c->ctx.tid = tid;
-    if (d && dwfl_getthread_frames(d, (pid_t)tid, frame_cb, &fr) != 0 && fr.n == 0)
-        fr.pc[fr.n++] = c->ctx.regs[8];
-    if (!d)
-        fr.pc[fr.n++] = c->ctx.regs[8];
+    if ((d && dwfl_getthread_frames(d, (pid_t)tid, frame_cb, &fr) != 0 && fr.n == 0) || !d)
+        only_pc(&fr, c->ctx.regs[8]);
     const char *text = d ? stack_text(c, d, pid, &fr, &unknown) : "";
     if (d && unknown && (d = dwfl_of(c, pid, true))) { /* a module mapped since: once more */
         unknown = false;
         fr.n = 0;
         if (dwfl_getthread_frames(d, (pid_t)tid, frame_cb, &fr) != 0 && fr.n == 0)
-            fr.pc[fr.n++] = c->ctx.regs[8];
+            only_pc(&fr, c->ctx.regs[8]);
         text = stack_text(c, d, pid, &fr, &unknown);
     }
     ltr_value v[] = {LTR_U32(pid), LTR_U32(own_tid(c, pid, tid)), LTR_STR(text)};

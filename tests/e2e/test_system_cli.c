@@ -498,9 +498,11 @@ static void test_container_threads_proc(void **state) { check_container_threads(
 
 /* The CPU samples of prog, which spins for ms milliseconds of CPU after
  * "ready" on its stdout and a byte on its stdin, in dir/cpu.ltr (trace:
- * its path): the general profile's session follows it from before it spins
- * to its end. Sampling the system needs root: skipped without. */
-static void cpu_trace(const char *dir, const char *prog, const char *ms, char *trace, size_t size)
+ * its path): the session of profiles (the general one, and the heap's
+ * too if asked) follows it from before it spins to its end. Sampling the
+ * system needs root: skipped without. */
+static void cpu_trace(const char *dir, const char *prog, const char *ms, const char *profiles, char *trace,
+                      size_t size)
 {
     if (geteuid() != 0) {
         /* system-wide perf sampling needs root or CAP_PERFMON (perf_event_paranoid is 2 by default) */
@@ -522,7 +524,7 @@ static void cpu_trace(const char *dir, const char *prog, const char *ms, char *t
     char buf[8] = {0};
     assert_int_equal(read(out[0], buf, 6), 6);
     snprintf(trace, size, "%s/cpu.ltr", dir);
-    tu_result r = tu_run("%s start general --filemode --instance c1 --pid %d -o %s", LTR, (int)p, trace);
+    tu_result r = tu_run("%s start %s --filemode --instance c1 --pid %d -o %s", LTR, profiles, (int)p, trace);
     assert_int_equal(r.status, 0);
     assert_null(strstr(r.err, "CPU samples")); /* no warning: root may sample */
     tu_free(&r);
@@ -542,7 +544,7 @@ static void test_cpu_samples(void **state)
 {
     const char *dir = *state;
     char trace[4200];
-    cpu_trace(dir, "ltr-test-busy", "800", trace, sizeof trace);
+    cpu_trace(dir, "ltr-test-busy", "800", "general", trace, sizeof trace);
     tu_result r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
     assert_int_equal(r.status, 0);
     long long total = jfield(r.out, "cpu_samples"), top = jfield(r.out, "samples");
@@ -573,6 +575,41 @@ static void test_cpu_samples(void **state)
     tu_free(&r);
 }
 
+/* A call site without a name is the same module+0xOFFSET in the CPU
+ * samples' stacks as in the heap's: ltr-test-busy-stripped (no symbol
+ * table) keeps a block made in busy_spin, and its stack and the samples' in
+ * busy_spin share the frames of busy_middle, busy_outer and main. The
+ * sampler kept a return address less one: "+0x1328" where the heap's
+ * stack of the same call said "+0x1329". */
+static void test_cpu_and_heap_name_a_site_alike(void **state)
+{
+    char trace[4200];
+    cpu_trace(*state, "ltr-test-busy-stripped", "300", "general heap", trace, sizeof trace);
+    tu_result c = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
+    tu_result h = tu_run("%s analyze %s --format json --top 1", LTR, trace);
+    assert_int_equal(c.status, 0);
+    assert_int_equal(h.status, 0);
+    const char *cf = strstr(c.out, "\"frames\":[\""), *hf = strstr(h.out, "\"stacks\":[");
+    assert_non_null(cf);
+    assert_non_null(hf);
+    assert_non_null(strstr(hf, "\"bytes\":123457,"));
+    for (int k = 0; k < 4; k++) { /* the innermost frame differs: the sampled pc, the call of malloc */
+        cf = strchr(cf + 1, '"');
+        cf = cf ? strchr(cf + 1, '"') : NULL;
+        hf = strstr(hf + 1, "\"offset\":\"");
+        assert_non_null(cf);
+        assert_non_null(hf);
+        if (!k)
+            continue;
+        char want[96];
+        snprintf(want, sizeof want, "ltr-test-busy-stripped+%.*s\"", (int)strcspn(hf + 10, "\""), hf + 10);
+        if (strncmp(cf + 1, want, strlen(want)))
+            fail_msg("frame %d: the samples' %.40s, the heap's %s\n%s\n%s", k, cf + 1, want, c.out, h.out);
+    }
+    tu_free(&c);
+    tu_free(&h);
+}
+
 /* Two stacks of the samples whose names read the same once demangled (Foo's
  * D1 and D0 destructors, both "Foo::~Foo()") are one folded line, their
  * samples summed: flamegraph.pl and speedscope take one line a stack (it
@@ -580,7 +617,7 @@ static void test_cpu_samples(void **state)
 static void test_cpu_folded_one_line_per_stack(void **state)
 {
     char trace[4200];
-    cpu_trace(*state, "ltr-test-busy-dtors", "300", trace, sizeof trace);
+    cpu_trace(*state, "ltr-test-busy-dtors", "300", "general", trace, sizeof trace);
     tu_result r = tu_run("%s analyze %s --cpu --format json --top 1", LTR, trace);
     assert_int_equal(r.status, 0);
     long long total = jfield(r.out, "cpu_samples");
@@ -661,6 +698,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_container_threads_proc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_folded_one_line_per_stack, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_cpu_and_heap_name_a_site_alike, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_cpu_samples_of_a_container, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

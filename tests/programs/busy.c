@@ -2,7 +2,9 @@
  * tests/programs/busy.c — a program whose CPU time is known to be spent in one
  * function: busy_spin, called through two others, spins for MS milliseconds
  * of CPU (default 1500) after "ready" on stdout and a byte on stdin. Built
- * without frame pointers: the samples' stacks must come from CFI.
+ * without frame pointers: the samples' stacks must come from CFI. It keeps
+ * one block of 123457 bytes made in busy_spin: its heap stack and the CPU
+ * samples' share their outer frames (ltr-test-busy-stripped: both unnamed).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,11 @@ static double cpu_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static void *volatile kept;
+
 __attribute__((noinline)) double busy_spin(double ms)
 {
+    kept = malloc(123457);
     volatile double x = 0;
     double end = cpu_ms() + ms;
     while (cpu_ms() < end)
