@@ -342,6 +342,71 @@ static void test_failed_enable_leaves_nothing(void **state)
     assert_gone(LTR_BYNAME_DIR);
 }
 
+/* The shim runs in every process, on the stack it starts with: a small
+ * stack limit that /bin/true and sh run under without the setting, they
+ * run under with it (the shim read the names file and the executable's
+ * path into 20.7 KB of stack, and under `ulimit -s` 16 to 24 every process
+ * died of SIGSEGV at its start). */
+static void test_shim_small_stack(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    assert_int_equal(enable("alpha"), 0);
+    tu_result r = tu_run("grep -q libltr-byname /proc/self/maps && echo shim && (ulimit -s 24 && for i in 1 2 3 4 5 6 7 8; "
+                         "do /bin/true || exit $i; sh -c 'exit 0' || exit $i; done)");
+    if (r.status != 0 || strcmp(r.out, "shim\n") != 0)
+        fail_msg("under a stack of 24 KB, with the shim: status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    assert_int_equal(disable("alpha"), 0);
+}
+
+/* Runs `cat /proc/self/maps` as an executable called name, at a path of
+ * about 740 bytes when deep (longer than the shim's buffer on the stack):
+ * whether it got the agent. */
+static bool agent_in(const char *name, bool deep_path)
+{
+    char dir[] = "/tmp/ltr-byname-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *deep = "0123456789012345678901234567890123456789012345678901234567890123456789";
+    tu_result r = tu_run("cd %s && p=$PWD && for i in $(seq 1 %d); do p=$p/%s; done && mkdir -p $p && "
+                         "cp /bin/cat $p/%s && $p/%s /proc/self/maps | grep -q libltr-heap && echo agent; rm -rf %s",
+                         dir, deep_path ? 10 : 0, deep, name, name, dir);
+    bool yes = r.out && !strcmp(r.out, "agent\n");
+    tu_free(&r);
+    return yes;
+}
+
+/* The names file is read a piece at a time (the stack above): names after
+ * lines longer than a piece, a name at the very end without its newline,
+ * and a long executable's path are found; a name cut short is not one. */
+static void test_shim_reads_names_in_pieces(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    assert_int_equal(enable("gamma"), 0);
+    char text[LTR_BYNAME_FILE_MAX];
+    size_t n = 0;
+    memset(text, 'a', 5000); /* a line longer than any piece */
+    n += 5000;
+    n += (size_t)snprintf(text + n, sizeof text - n, "alpha\n#beta\n");
+    memset(text + n, 'b', 700);
+    n += 700;
+    n += (size_t)snprintf(text + n, sizeof text - n, "\nlongalpha\nbet\nzeta");
+    write_file(LTR_BYNAME_NAMES, text, 0644);
+    assert_false(agent_in("alpha", false)); /* the end of a long line */
+    assert_true(agent_in("longalpha", false));
+    assert_true(agent_in("longalpha", true));
+    assert_true(agent_in("zeta", true));
+    assert_false(agent_in("beta", false));
+    assert_false(agent_in("be", true));
+    assert_false(agent_in("gamma", false)); /* no longer listed */
+    write_file(LTR_BYNAME_NAMES, "gamma\n", 0644);
+    assert_true(agent_in("gamma", false));
+    assert_int_equal(disable("gamma"), 0);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -355,6 +420,8 @@ int main(void)
         cmocka_unit_test_setup(test_existing_preload_restored_byte_for_byte, fresh),
         cmocka_unit_test_setup(test_directory_kept_or_refused, fresh),
         cmocka_unit_test_setup(test_failed_enable_leaves_nothing, fresh),
+        cmocka_unit_test_setup(test_shim_small_stack, fresh),
+        cmocka_unit_test_setup(test_shim_reads_names_in_pieces, fresh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
