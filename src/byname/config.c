@@ -127,6 +127,17 @@ static int copy_file(const char *from, const char *to, ltr_error *err)
 
 /* ---- the names file ------------------------------------------------------- */
 
+static int find_name(const ltr_byname_list *l, const char *name)
+{
+    for (unsigned i = 0; i < l->n; i++)
+        if (!strcmp(l->names[i], name))
+            return (int)i;
+    return -1;
+}
+
+/* The names of the file's text, each once: a name a hand edit listed twice
+ * was disabled once, and 'disable' said so while the shim still loaded the
+ * agent for the other line. */
 static int parse_names(const char *text, size_t len, ltr_byname_list *out)
 {
     out->n = 0;
@@ -136,7 +147,8 @@ static int parse_names(const char *text, size_t len, ltr_byname_list *out)
         size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
         if (l && *p != '#' && l <= LTR_BYNAME_NAME_MAX && out->n < LTR_BYNAME_MAX_NAMES) {
             memcpy(out->names[out->n], p, l);
-            out->names[out->n++][l] = 0;
+            out->names[out->n][l] = 0;
+            out->n += find_name(out, out->names[out->n]) < 0;
         }
         p += l + 1;
     }
@@ -335,14 +347,6 @@ static int own_dir(bool *created, ltr_error *err)
         return ltr_fail(err, EPERM, "%s is not a directory of root's that only root can write: "
                         "move it away and enable again", LTR_BYNAME_DIR);
     return 0;
-}
-
-static int find_name(const ltr_byname_list *l, const char *name)
-{
-    for (unsigned i = 0; i < l->n; i++)
-        if (!strcmp(l->names[i], name))
-            return (int)i;
-    return -1;
 }
 
 static void remove_files(bool dir_too)

@@ -342,6 +342,33 @@ static void test_failed_enable_leaves_nothing(void **state)
     assert_gone(LTR_BYNAME_DIR);
 }
 
+/* A names file edited by hand that lists a name twice: the name is one,
+ * and its disable takes it off (it took one line off, said "disabled",
+ * and the shim still loaded the agent for the other). */
+static void test_name_listed_twice_disabled_once(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    assert_int_equal(enable("alpha"), 0);
+    write_file(LTR_BYNAME_NAMES, "alpha\nbeta\nalpha\n", 0644);
+    ltr_byname_list *l = malloc(sizeof *l);
+    ltr_error err;
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 2);
+    assert_int_equal(disable("alpha"), 0);
+    assert_int_equal(ltr_byname_read(l, &err), 0);
+    assert_int_equal(l->n, 1);
+    assert_string_equal(l->names[0], "beta");
+    free(l);
+    char *t = tu_read_file(LTR_BYNAME_NAMES);
+    assert_non_null(t);
+    assert_false(ltr_byname_match(t, strlen(t), "alpha"));
+    free(t);
+    assert_int_equal(disable("beta"), 0);
+    assert_gone(LTR_BYNAME_PRELOAD);
+}
+
 /* The shim runs in every process, on the stack it starts with: a small
  * stack limit that /bin/true and sh run under without the setting, they
  * run under with it (the shim read the names file and the executable's
@@ -420,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup(test_existing_preload_restored_byte_for_byte, fresh),
         cmocka_unit_test_setup(test_directory_kept_or_refused, fresh),
         cmocka_unit_test_setup(test_failed_enable_leaves_nothing, fresh),
+        cmocka_unit_test_setup(test_name_listed_twice_disabled_once, fresh),
         cmocka_unit_test_setup(test_shim_small_stack, fresh),
         cmocka_unit_test_setup(test_shim_reads_names_in_pieces, fresh),
     };
