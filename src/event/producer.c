@@ -156,6 +156,16 @@ static int connect_session(const char *name)
     if (ltr_runtime_name(sock, sizeof sock, name, LTR_RUN_SOCK) != 0)
         return -1;
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, NULL);
+    /* A process that became another user since it mapped the registry
+     * (root's service, its worker setuid to www-data) looked for the
+     * session's socket in that user's directory, where that user could
+     * have a session of the same name take its events; and as it could
+     * reach none, root's session counted all of them lost. */
+    if (!ltr_registry_reaches(dirfd)) {
+        if (dirfd >= 0)
+            close(dirfd);
+        return -EXDEV;
+    }
     if (dirfd < 0)
         return -1;
     /* Through the checked directory's fd, so a swapped path cannot redirect
@@ -254,12 +264,13 @@ static uint64_t image_token(void)
 }
 
 /* Sends `attach` on a new connection, without waiting; the answer is read
- * by finish_attach. */
+ * by finish_attach. 0, -EXDEV when this process is not of the registry's
+ * user (connect_session), else -1. */
 static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
 {
     int sock = connect_session(rs->name);
     if (sock < 0)
-        return -1;
+        return sock == -EXDEV ? -EXDEV : -1;
     ltr_bytes req = {0};
     char pid[16];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
@@ -444,7 +455,9 @@ static void try_attach(ltr_attach *a, ltr_reg_session *rs, uint64_t inc)
         drop_pending(a); /* asked of an older session of this slot */
         a->backoff_ns = 0;
     }
-    if (a->sock < 0 && start_attach(a, rs, inc) != 0) {
+    int rc = a->sock < 0 ? start_attach(a, rs, inc) : 0;
+    atomic_store_explicit(&a->foreign_inc, rc == -EXDEV ? inc : 0, memory_order_relaxed);
+    if (rc) {
         back_off(a, inc, now);
         return;
     }
@@ -454,7 +467,7 @@ static void try_attach(ltr_attach *a, ltr_reg_session *rs, uint64_t inc)
         a->waited_inc = inc;
         deadline = now + ATTACH_WAIT_NS;
     }
-    int rc = finish_attach(a, rs, deadline);
+    rc = finish_attach(a, rs, deadline);
     if (rc == 0) {
         a->backoff_ns = 0;
     } else if (rc == -ETIMEDOUT) {
@@ -515,8 +528,10 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
     }
     if (want && atomic_load(&a->incarnation) == want)
         return a;
-    /* Still the same session and we could not reach it: not its end. */
-    *unreachable = want && atomic_load(&reg->sessions[s].incarnation) == want;
+    /* Still the same session and we could not reach it: not its end, nor
+     * another user's process. */
+    *unreachable = want && atomic_load(&reg->sessions[s].incarnation) == want &&
+                   atomic_load_explicit(&a->foreign_inc, memory_order_relaxed) != want;
     return NULL;
 }
 
@@ -858,6 +873,7 @@ static void at_fork_child(void)
         drop_pending(a); /* the parent's connection, attached or pending */
         pause_until(a, 0, 0);
         a->backoff_ns = a->waited_inc = a->lost_inc = 0;
+        atomic_store(&a->foreign_inc, 0);
         for (unsigned c = 0; c < 4; c++) /* the parent's */
             atomic_store(&a->unattached_lost[c], 0);
         if (!atomic_load(&a->incarnation))

@@ -81,6 +81,10 @@ typedef struct ltr_attach {
      * attach, per collector: added to its own loss counters once attached. */
     _Atomic uint64_t unattached_lost[4];
     uint64_t lost_inc;
+    /* The incarnation this process found it is not of the registry's user
+     * (ltr_registry_reaches) when it last tried: its events are not the
+     * session's, not lost. */
+    _Atomic uint64_t foreign_inc;
 } ltr_attach;
 
 /* The attachment to session slot s, attaching on first use. NULL when the

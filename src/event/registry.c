@@ -18,6 +18,9 @@ static ltr_registry *mapped;
 static int reg_fd = -1;
 static dev_t reg_dev; /* what reg_fd was: a traced program may close it and */
 static ino_t reg_ino; /* open a file of its own in its number (reg_fd_ours) */
+static uid_t reg_uid;           /* who opened it, */
+static dev_t dir_dev;           /* and in which runtime directory */
+static ino_t dir_ino;           /* (ltr_registry_reaches) */
 
 static int open_registry(ltr_error *err)
 {
@@ -28,6 +31,10 @@ static int open_registry(ltr_error *err)
     snprintf(path, sizeof path, "%s/registry", dir);
     int fd = openat(dirfd, "registry", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     int open_errno = errno;
+    struct stat dst;
+    if (fstat(dirfd, &dst) == 0)
+        dir_dev = dst.st_dev, dir_ino = dst.st_ino;
+    reg_uid = geteuid();
     close(dirfd);
     if (fd < 0)
         return ltr_fail(err, open_errno, "cannot open %s: %s", path, strerror(open_errno));
@@ -114,6 +121,13 @@ ltr_registry *ltr_registry_get(ltr_error *err)
     int rc = mapped ? 0 : open_registry(err);
     pthread_mutex_unlock(&map_lock);
     return rc ? NULL : mapped;
+}
+
+bool ltr_registry_reaches(int dirfd)
+{
+    struct stat st;
+    return geteuid() == reg_uid &&
+           (dirfd < 0 || (fstat(dirfd, &st) == 0 && st.st_dev == dir_dev && st.st_ino == dir_ino));
 }
 
 void ltr_registry_lock(void)

@@ -118,6 +118,14 @@ static inline const char *ltr_reg_snap_name_of(const ltr_registry *r, unsigned i
 /* Maps the registry of this user (creating it), once per process. NULL on
  * failure, with err filled. */
 ltr_registry *ltr_registry_get(ltr_error *err);
+/* Whether this process, as it is now, is of the registry it mapped: the
+ * same effective user, and dirfd (its runtime directory opened now; -1 if
+ * it could not be) the directory the registry is in. A process that
+ * mapped root's registry and then became another user (a service's
+ * worker, setuid after fork) is not: the sessions that registry lists are
+ * not its to join, nor are those of the same name in its new user's
+ * directory. */
+bool ltr_registry_reaches(int dirfd);
 /* Locks / unlocks the registry for changes (flock, across processes). */
 void ltr_registry_lock(void);
 void ltr_registry_unlock(void);

@@ -433,6 +433,63 @@ static void test_start_by_name_of_a_link_said(void **state)
     tu_free(&r);
 }
 
+/* Root's service of an enabled name whose workers become another user
+ * (nobody) after the agent mapped root's registry: when root's session
+ * and one of nobody's, of the same name, both run, a worker joins
+ * neither: nobody's (where a worker looking in nobody's runtime directory
+ * went, its events and stacks given to that user) nor root's, whose trace
+ * counted every event of the workers lost (the warning of a false leak). */
+static void test_workers_of_another_user_join_neither(void **state)
+{
+    if (!have_etc)
+        skip();
+    const char *dir = *state, *own, *prog = tu_own_program(dir, "byname-target", "bw", &own);
+    const char *ltr = tu_private_ltr();
+    assert_non_null(ltr);
+    char args[300], nb[64];
+    snprintf(args, sizeof args, "%s enable", own);
+    expect(config(args), 0, NULL);
+    snprintf(nb, sizeof nb, "/tmp/ltr-bw-%d", (int)getpid());
+    tu_result r = tu_run("set -e; rm -rf %s; mkdir -m 700 %s; chown 65534:65534 %s; cd %s; "
+                         "{ %s %s 65534 %s > t.out & echo $! > t.pid; }; "
+                         "i=0; until grep -q agent t.out || [ $i -ge 1000 ]; do sleep 0.02; i=$((i+1)); done; "
+                         "setpriv --reuid=65534 --regid=65534 --clear-groups env -i ASAN_OPTIONS=\"$ASAN_OPTIONS\" LTR_RUNTIME_DIR=%s TMPDIR=%s "
+                         "%s start heap --instance bw --filemode; "
+                         "%s start heap --instance bw --filemode --name %s; "
+                         "touch go; while kill -0 $(cat t.pid) 2>/dev/null; do sleep 0.02; done; cat t.out; "
+                         "setpriv --reuid=65534 --regid=65534 --clear-groups env -i ASAN_OPTIONS=\"$ASAN_OPTIONS\" LTR_RUNTIME_DIR=%s TMPDIR=%s "
+                         "%s stop --instance bw %s/bw.ltr; %s stop --instance bw %s/bw.ltr",
+                         nb, nb, nb, dir, prog, dir, nb, nb, nb, ltr, ltr, own, nb, nb, ltr, nb, ltr, dir);
+    if (r.status != 0 || !strstr(r.out, "agent 1\n") || !strstr(r.out, "done\n") || strstr(r.out, "worker")) {
+        tu_result gone = tu_run("rm -rf %s", nb);
+        tu_free(&gone);
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    }
+    tu_free(&r);
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/bw.ltr", nb);
+    ltr_trace *t;
+    ltr_error err;
+    size_t mine, others;
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    count(t, 4323, 0, &mine, &others);
+    ltr_trace_close(t);
+    r = tu_run("%s analyze %s/bw.ltr; rm -rf %s", ltr, dir, nb);
+    if (others || r.status != 0 || strstr(r.out, "lost") || strstr(r.err, "lost") || !strstr(r.out, "1 process(es)"))
+        fail_msg("nobody's session took %zu of a root worker's allocations; root's trace:\n%s%s", others, r.out,
+                 r.err);
+    tu_free(&r);
+    snprintf(trace, sizeof trace, "%s/bw.ltr", dir);
+    assert_int_equal(ltr_trace_open(trace, &t, &err), 0);
+    count(t, 4321, 0, &mine, &others);
+    assert_int_equal(others, 10); /* the service itself */
+    count(t, 4324, 0, &mine, &others);
+    assert_int_equal(others, 0);
+    ltr_trace_close(t);
+    snprintf(args, sizeof args, "%s disable", own);
+    expect(config(args), 0, NULL);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -447,6 +504,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_by_name_attaches_running, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_other_namespace_said, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_of_a_link_said, fresh, done),
+        cmocka_unit_test_setup_teardown(test_workers_of_another_user_join_neither, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
