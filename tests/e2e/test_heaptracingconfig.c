@@ -490,6 +490,32 @@ static void test_workers_of_another_user_join_neither(void **state)
     expect(config(args), 0, NULL);
 }
 
+/* A process that read /etc/ld.so.preload with the shim's line just before
+ * the last disable took it out opens the shim after (made to wait 0.3 s
+ * there, by strace's delay): it starts as it would have, silent. The shim
+ * was removed at once, and the loader printed "ERROR: ld.so: object ...
+ * cannot be preloaded" on its stderr. */
+static void test_start_during_last_disable_silent(void **state)
+{
+    const char *dir = *state;
+    if (!have_etc)
+        skip();
+    tu_result r = tu_run("strace -V >/dev/null 2>&1");
+    int no_strace = r.status;
+    tu_free(&r);
+    if (no_strace)
+        skip();
+    expect(config("svc-d enable"), 0, NULL);
+    r = tu_run("cd %s && { strace -o st.out -P %s -e trace=openat -e inject=openat:delay_enter=300000 /bin/true "
+               "2> true.err & }; i=0; until grep -q libltr-byname st.out 2>/dev/null || [ $i -ge 1000 ]; do sleep 0.01; "
+               "i=$((i+1)); done; %s heaptracingconfig svc-d disable >/dev/null; wait; cat true.err st.out",
+               dir, LTR_BYNAME_SHIM, tu_private_ltr());
+    if (r.status != 0 || strstr(r.out, "ERROR") || !strstr(r.out, "(DELAYED)"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    expect_unchanged("the last disable");
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
@@ -505,6 +531,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_by_name_other_namespace_said, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_by_name_of_a_link_said, fresh, done),
         cmocka_unit_test_setup_teardown(test_workers_of_another_user_join_neither, fresh, done),
+        cmocka_unit_test_setup_teardown(test_start_during_last_disable_silent, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
