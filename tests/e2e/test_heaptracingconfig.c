@@ -291,6 +291,9 @@ static void test_refusals(void **state)
     tu_result r = config("--help");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "usage: ltr heaptracingconfig [NAME [enable|disable]]"));
+    assert_non_null(strstr(r.out, "What it costs: every new dynamically linked process"));
+    assert_non_null(strstr(r.out, "32-bit programs print"));
+    assert_non_null(strstr(r.out, "To undo it,\ndisable every name"));
     tu_free(&r);
     r = tu_run("%s help heaptracingconfig", tu_ltr());
     assert_int_equal(r.status, 0);
