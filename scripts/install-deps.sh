@@ -6,6 +6,7 @@ packages=(build-essential cmake ninja-build pkg-config libzstd-dev zlib1g-dev li
           libdw-dev libelf-dev libcmocka-dev zstd libarchive-dev libunwind-dev libiberty-dev rustc
           golang-go heaptrack binutils libdevel-nytprof-perl
           python3 git procps  # real programs the tests run beside ltr; pgrep
+          strace  # holds a process's open() of the by-name shim (test_heaptracingconfig)
           systemd  # systemd-analyze verify: the ltr-watch@ and ltr boottrace units
           chromium  # opens ltr report's page in the tests (test_report)
           clang-14 libclang-rt-14-dev)  # the last two: the fuzz build (docs/fuzzing.md)
