@@ -316,18 +316,33 @@ static void test_record_command_without_getpid(void **state)
 /* A --pid that joined and then closed its connection (a daemon closing
  * every fd, the agent's high ones too: prim.h) is not attached, yet writes its events into the trace:
  * 'ltr stop' said it "never joined it, and none of its allocations is in
- * the trace" of a trace holding 3 500 of them. */
+ * the trace" of a trace holding 3 500 of them. Each step waits for what it
+ * needs: the perl runs (its file 'ready') before the attach, it allocates
+ * (push and shift: a 'my $x' in a loop keeps its buffer and calls malloc
+ * no more) until the session says it attached, then closes its fds (its
+ * file 'closed') and the session says it no longer attached. It closed
+ * after 0.6 s of its own before: an attach that took longer under load
+ * (CI, load 8 to 15) came after the close into a perl that never called
+ * malloc again, which never joined. */
+#define UNTIL(cond) "for i in $(seq 300); do " cond " && break; sleep 0.1; done; " cond " || exit 99; "
+
 static void test_stop_joined_then_closed(void **state)
 {
     if (geteuid() != 0) {
         printf("skipped: ptrace of a plain process needs root here\n");
         return;
     }
-    tu_result r = tu_run("perl -MPOSIX -e 'for (1..60) { my $x = \"a\" x 1000; select(undef, undef, undef, 0.01) } "
-                         "POSIX::close($_) for 3..POSIX::sysconf(POSIX::_SC_OPEN_MAX()); while (1) { my $x = \"a\" x 1000; "
-                         "select(undef, undef, undef, 0.001) }' & p=$!; sleep 0.1; "
-                         "%s start heap --filemode -o %s/cl.ltr --pid $p > /dev/null && sleep 1.5 && %s status && "
-                         "%s stop --no-symbols; s=$?; kill $p; exit $s", LTR, (const char *)*state, LTR, LTR);
+    tu_result r = tu_run("cd %s || exit 97; perl -MPOSIX -e 'open(my $f, \">\", \"ready\"); close $f; my @a; "
+                         "until (-e \"close\") { push @a, \"a\" x 1000; shift @a if @a > 50; "
+                         "select(undef, undef, undef, 0.01) } "
+                         "POSIX::close($_) for 3..POSIX::sysconf(POSIX::_SC_OPEN_MAX()); open($f, \">\", \"closed\"); "
+                         "close $f; while (1) { push @a, \"a\" x 1000; shift @a; "
+                         "select(undef, undef, undef, 0.001) }' & p=$!; trap 'kill $p' EXIT; " UNTIL("[ -e ready ]")
+                         "%s start heap --filemode -o cl.ltr --pid $p > /dev/null || exit 98; "
+                         UNTIL("%s status 2>/dev/null | grep -q ' 1 process attached'") "touch close; "
+                         UNTIL("[ -e closed ] && %s status 2>/dev/null | grep -q ' 0 processes attached'")
+                         "%s status && %s stop --no-symbols",
+                         (const char *)*state, LTR, LTR, LTR, LTR, LTR, LTR, LTR);
     if (r.status != 0 || !strstr(r.out, "0 processes attached") || strstr(r.err, "never joined") ||
         strstr(r.err, "is not attached"))
         fail_msg("status %d\n%s%s", r.status, r.out, r.err);
