@@ -249,12 +249,7 @@ static void test_start_pid(void **state)
         printf("skipped the attach: ptrace of a plain process needs root here\n");
         return;
     }
-    pid_t plain = fork();
-    if (plain == 0) {
-        execlp("sleep", "sleep", "30", (char *)NULL);
-        _exit(127);
-    }
-    usleep(100000);
+    pid_t plain = tu_start_argv((char *[]){"sleep", "30", NULL}); /* not 0.1 s: past its exec */
     tu_result r = tu_run("%s start heap --pid %d", LTR, (int)plain);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "heap agent loaded"));

@@ -33,8 +33,6 @@
 
 #include <ltr/trace.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -964,27 +962,11 @@ static void test_agent_memory_is_not_growth(void **state)
     free(s);
 }
 
-/* Runs argv (from PATH) in the background; returns once it runs argv[0]
- * (its close-on-exec pipe reads EOF): a watch of the forked child before its
- * exec read this test's environment, which has no LTR_RUNTIME_DIR (set by
- * setenv), and refused it as looking for sessions in /run/ltr (under load:
- * test_joined_then_closed_not_said_unjoined, 2 of 8 at nice 19 beside two
- * busy loops). */
+/* Runs argv (from PATH) in the background, once it runs (tu_start_argv):
+ * the teardown's to kill until reaped. */
 static pid_t start_argv(char *const argv[])
 {
-    int ran[2];
-    assert_int_equal(pipe2(ran, O_CLOEXEC), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(ran[1]);
-    char c;
-    while (read(ran[0], &c, 1) < 0 && errno == EINTR)
-        continue;
-    close(ran[0]);
+    pid_t pid = tu_start_argv(argv);
     if (nspawned < (int)(sizeof spawned / sizeof *spawned))
         spawned[nspawned++] = pid;
     return pid;

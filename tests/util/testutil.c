@@ -5,6 +5,7 @@
 
 #include <ltr/trace.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -291,6 +292,26 @@ double tu_now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+pid_t tu_start_argv(char *const argv[])
+{
+    int ran[2];
+    if (pipe2(ran, O_CLOEXEC) != 0)
+        abort();
+    pid_t pid = fork();
+    if (pid < 0)
+        abort();
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(ran[1]);
+    char c;
+    while (read(ran[0], &c, 1) < 0 && errno == EINTR)
+        continue; /* EOF: its exec closed the write end (or it exited) */
+    close(ran[0]);
+    return pid;
 }
 
 char *tu_read_file(const char *path)

@@ -36,6 +36,13 @@ char *tu_read_file(const char *path);
 void tu_write_file(const char *dir, const char *name, const char *text);
 /* CLOCK_MONOTONIC in seconds, for the tests' deadlines. */
 double tu_now_s(void);
+/* Runs argv (from PATH) in the background and returns its pid once it runs
+ * argv[0] (after its exec: a close-on-exec pipe reads EOF). An ltr command
+ * given the pid of a child not yet past its exec read this test's
+ * environment as it began, without the sandbox's LTR_RUNTIME_DIR (setenv
+ * does not change /proc/PID/environ), and refused it as looking for
+ * sessions in /run/ltr (test_watch under load, after a fork without the wait). */
+pid_t tu_start_argv(char *const argv[]);
 /* A child waiting in open() of the FIFO at path, for writing, from 0.2 s
  * after this returns: any open of the FIFO's read side lets it through, so
  * one still waiting at its alarm, 2 s later, means nobody opened it (no
