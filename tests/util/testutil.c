@@ -27,8 +27,10 @@ void cmocka_set_test_filter(const char *pattern) __attribute__((weak));
 __attribute__((constructor)) static void tu_filter_cases(void)
 {
     const char *only = getenv("LTR_TEST_ONLY");
-    if (only && *only && cmocka_set_test_filter)
+    if (only && *only && cmocka_set_test_filter) {
         cmocka_set_test_filter(only);
+        fprintf(stderr, "LTR_TEST_ONLY=%s: only the cases of that name run\n", only); /* not a whole run */
+    }
 }
 
 const char *tu_sandbox(void)
