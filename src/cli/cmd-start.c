@@ -403,6 +403,8 @@ static void print_started(const ltr_session_config *cfg)
     if (cfg->mode == LTR_MODE_FILE)
         printf(", writing %s", output_of(cfg));
     printf("\n");
+    fflush(stdout); /* before what the attaches say on stderr: in a log or a pipe, it came after them,
+                     * "session 'q' started" below "no --pid could be attached; the session was cancelled" */
 }
 
 int cmd_start(int argc, char **argv)

@@ -818,6 +818,23 @@ static void test_start_interrupted_while_attaching(void **state)
     tu_free(&r);
 }
 
+/* A start whose attach finds no moment (inject-target libc-long: SIGSEGV
+ * blocked in both threads) ends the session, and says so after it said the
+ * session started, in one stream as a log or a pipe has them: stdout was
+ * flushed at the exit, its "started" below the stderr's "cancelled". */
+static void test_start_then_cancel_said_in_order(void **state)
+{
+    if (!need_root())
+        skip();
+    tu_result r = tu_run("%s libc-long > /dev/null & p=$!; sleep 0.3; %s start heap --pid $p --instance ord 2>&1 | "
+                         "cat; kill $p", tu_test_bin("inject-target"), LTR);
+    const char *started = strstr(r.out, "session 'ord' started"), *ended = strstr(r.out, "the session was cancelled");
+    if (!started || !ended || started > ended || !strstr(r.out, "no safe moment"))
+        fail_msg("not said in order:\n%s", r.out);
+    tu_free(&r);
+    expect_no_session();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -837,6 +854,7 @@ int main(void)
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_start_then_cancel_said_in_order, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_interrupted_while_attaching, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_listed_pid_reused, tu_setup_sandbox, tu_teardown_sandbox),
