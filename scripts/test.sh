@@ -2,25 +2,63 @@
 # The whole test suite: installs what is missing, builds twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and runs ctest on both builds,
 # then builds the libFuzzer targets with clang and fuzzes each for
-# LTR_FUZZ_SECONDS (default 60; 0 skips the fuzzing, docs/fuzzing.md).
+# LTR_FUZZ_SECONDS (default 90, all targets at once; 0 skips the fuzzing,
+# docs/fuzzing.md).
+#
+# Each next build runs beside the tests before it, at nice 19: the tests wait
+# (processes starting, polls, sleeps) more than they compute, and at ctest -j2
+# they left the two CPUs idle a third of the time (docs/benchmarks.md, "The
+# test suite's time (session 35)"); the builds took 4 of the run's 21 minutes
+# after them. A build's failure is said, with its output, once the tests
+# beside it have finished.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
-echo "== build (warnings are errors)"
+started=$SECONDS
+stage() { echo "== $1 (at $((SECONDS - started)) s)"; }
+
+# Builds DIR with the rest of the arguments in the background, niced, its
+# output kept in DIR.log; `finish DIR` waits for it and fails with that output.
+declare -A building=()
+background_build() {
+  local dir=$1; shift
+  setsid nice -n 19 scripts/build.sh "$dir" "$@" >"$dir.log" 2>&1 & # its own group: killed whole
+  building[$dir]=$!
+}
+finish() {
+  if ! wait "${building[$1]}"; then
+    cat "$1.log" >&2
+    echo "test.sh: building $1 failed (its output above)" >&2
+    exit 1
+  fi
+  unset "building[$1]"
+}
+stop_builds() { local p; for p in "${building[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
+trap stop_builds EXIT
+
+# The three fuzz targets at once for 90 s on two CPUs: each gets 60 s of a CPU,
+# as it did run two at a time for 60 s, and the last one no longer runs alone
+# beside an idle CPU (123 s of wall time, now about 93).
+fuzz_seconds=${LTR_FUZZ_SECONDS:-90}
+stage "build (warnings are errors)"
 scripts/build.sh build
-echo "== tests"
+stage "tests; the ASan + UBSan build beside them"
+background_build build-asan -DLTR_SANITIZE=ON
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
-echo "== build with ASan + UBSan"
-scripts/build.sh build-asan -DLTR_SANITIZE=ON
-echo "== tests under ASan + UBSan"
+finish build-asan
+stage "tests under ASan + UBSan"
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "   (the fuzz build, clang with libFuzzer + ASan + UBSan, beside them)"
+  background_build build-fuzz -DLTR_FUZZ=ON -DLTR_FUZZ_SECONDS="$fuzz_seconds" \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600
-fuzz_seconds=${LTR_FUZZ_SECONDS:-60}
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "== fuzz build (clang, libFuzzer + ASan + UBSan)"
-  scripts/build.sh build-fuzz -DLTR_FUZZ=ON -DLTR_FUZZ_SECONDS="$fuzz_seconds" \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
-  echo "== fuzzing, $fuzz_seconds s per target"
-  ctest --test-dir build-fuzz --output-on-failure -L fuzz -j"$jobs"
+  finish build-fuzz
+  stage "fuzzing, $fuzz_seconds s per target"
+  targets=$(ctest --test-dir build-fuzz -N -L fuzz | grep -c 'Test *#')
+  ctest --test-dir build-fuzz --output-on-failure -L fuzz -j"$targets"
 fi
+stage "done"
