@@ -31,38 +31,117 @@
 
 #define LTR_BYNAME_MAX_NAMES 64
 #define LTR_BYNAME_NAME_MAX 255
-/* The shim reads at most this much of the names file. */
+/* The shim reads no names file larger than this (16,640 bytes). */
 #define LTR_BYNAME_FILE_MAX (LTR_BYNAME_MAX_NAMES * (LTR_BYNAME_NAME_MAX + 1) + 256)
 
-/* Checks NAME: an executable's file name, 1..255 bytes of printable
- * characters, no '/', no space, not "." nor "..", not starting with '#',
- * not "ltr" (its recorder would trace itself).
+/* Checks NAME: an executable's file name, 1..255 bytes of UTF-8 text that
+ * ltr prints as it is (no control character, C1 and bidirectional ones
+ * included: ltr_text_shown_as_is), no space, no '/', not "." nor "..", not
+ * starting with '#', not "ltr" (its recorder would trace itself).
  * Returns 0 or -EINVAL with err naming what is wrong and the fix. */
 int ltr_byname_check(const char *name, ltr_error *err);
 
-/* Does the names file's text (len bytes, not NUL-terminated) list exe? One
- * name a line, '#' lines ignored. No allocation, no system call: the shim
- * calls it in every process. */
+/* What is wrong with the n bytes at s as a NAME (the rule above), the
+ * first fault found; LTR_BYNAME_OK if nothing. No allocation, no system
+ * call: the shim refuses an executable's name with a fault, so that no
+ * line the CLI reads as no name matches a process. */
+enum {
+    LTR_BYNAME_OK,
+    LTR_BYNAME_EMPTY,
+    LTR_BYNAME_TOO_LONG,
+    LTR_BYNAME_BLANK,    /* a space, or a control character of ASCII */
+    LTR_BYNAME_NOT_TEXT, /* not UTF-8, or a control character beyond ASCII */
+    LTR_BYNAME_PATH,
+    LTR_BYNAME_NOT_FILE, /* ".", "..", or '#' first */
+    LTR_BYNAME_LTR,
+};
+int ltr_byname_fault(const char *s, size_t n);
+
+/* The names file, as the shim and ltr both read it (match.c). A line
+ * (without its newline) is taken without the blanks around it (spaces,
+ * tabs, a carriage return: what an editor leaves); what is left is an
+ * entry unless it is empty or starts with '#' (a comment). Only the first
+ * LTR_BYNAME_MAX_NAMES entries are read: an entry that is a NAME
+ * (ltr_byname_fault) enables it, one that is not matches no process. The
+ * file is read only if it is a regular file of root's that no one else can
+ * write, of at most LTR_BYNAME_FILE_MAX bytes: otherwise no name is enabled.
+ * Returns whether the line is an entry, and the entry in *name, *n. */
+bool ltr_byname_entry(const char *line, size_t len, const char **name, size_t *n);
+
+/* A scan of the names file for one executable's name. */
+typedef struct ltr_byname_want {
+    const char *exe;
+    size_t n;
+    unsigned entries; /* read so far */
+    bool found, over; /* over: found, or nothing more can be */
+} ltr_byname_want;
+void ltr_byname_want_init(ltr_byname_want *w, const char *exe);
+/* A line for the scan (arg: the ltr_byname_want); cut: the start of a
+ * line longer than LTR_BYNAME_PIECE. Returns whether the scan is over. */
+bool ltr_byname_want_line(const char *line, size_t len, bool cut, void *arg);
+
+/* Does the names file's text (len bytes, not NUL-terminated) enable exe?
+ * No allocation, no system call. */
 bool ltr_byname_match(const char *text, size_t len, const char *exe);
+
+/* Reads the size bytes of fd (at most) a piece at a time into buf, of
+ * LTR_BYNAME_PIECE bytes (the shim's is on the stack of every process:
+ * 20.7 KB of it made processes die under `ulimit -s 24`), and calls each for
+ * every line, without its newline, until it returns true; a line longer
+ * than a piece (no name is) is passed once, its first piece, with cut set.
+ * Returns true if each did, false at the end or on a read error. */
+#define LTR_BYNAME_PIECE (LTR_BYNAME_NAME_MAX + 1 + 512)
+typedef bool ltr_byname_line_fn(const char *line, size_t len, bool cut, void *arg);
+bool ltr_byname_lines(int fd, size_t size, char *buf, ltr_byname_line_fn *each, void *arg);
+
+/* The setting as ltr_byname_read finds it: the names it enables, and what
+ * else a hand edit may have put in the names file, for the listing to say. */
+typedef struct ltr_byname_stray {
+    char text[LTR_BYNAME_NAME_MAX + 1]; /* the entry, its first bytes (raw: show it with ltr_shown_text) */
+    size_t len;                          /* its length (it may be longer than text) */
+    int fault;                           /* why it is no name (ltr_byname_fault) */
+} ltr_byname_stray;
 
 typedef struct ltr_byname_list {
     char names[LTR_BYNAME_MAX_NAMES][LTR_BYNAME_NAME_MAX + 1];
-    unsigned n;
+    unsigned n;               /* the names of the entries, each once */
+    ltr_byname_stray strays[LTR_BYNAME_MAX_NAMES];
+    unsigned n_strays;        /* entries that are no name: they match no process */
+    unsigned twice;           /* entries that repeat a name */
+    bool more;                /* entries after the last one read: they match nothing */
+    bool present;             /* there is a names file */
+    char inert[160];          /* why no name is enabled though listed (the file too large, not
+                               * root's alone), or empty */
 } ltr_byname_list;
 
-/* The names configured now (none when the setting is off). 0 or -errno. */
+/* Whether l enables name: listed, and the shim reads the file. */
+bool ltr_byname_listed(const ltr_byname_list *l, const char *name);
+/* Says what a stray entry is and why it matches no process, in out. */
+void ltr_byname_stray_text(const ltr_byname_stray *s, char *out, size_t size);
+
+/* The setting now: its names (none when it is off) and what else the names
+ * file holds. 0, or -errno (the file cannot be read: not a regular file). */
 int ltr_byname_read(ltr_byname_list *out, ltr_error *err);
 
 /* Adds name to the setting (root only). The first name installs a copy of
  * the shim and of the agent (from shim_src, agent_src) in /etc/ltr and adds
  * the shim's line to /etc/ld.so.preload; enabling again refreshes the copies.
- * Atomic writes, under a lock of /etc. Returns 0, 1 if the name was already
- * there (the copies refreshed), or -errno with err saying why. */
-int ltr_byname_enable(const char *name, const char *shim_src, const char *agent_src, ltr_error *err);
-/* Removes name; the last one restores /etc/ld.so.preload as it was before
- * (byte for byte, or no file) and removes everything of the setting.
- * Returns 0, or -ENOENT (name not enabled: nothing changed) or -errno. */
-int ltr_byname_disable(const char *name, ltr_error *err);
+ * The names file is written anew, its names only (what matched nothing goes,
+ * and a file the shim did not read is read again). Atomic writes, under a
+ * lock of /etc. Returns 0, 1 if the name was already enabled and nothing
+ * else changed (the copies refreshed), or -errno with err saying why. was
+ * (or NULL) gets the setting as it was, for saying what changed. */
+int ltr_byname_enable(const char *name, const char *shim_src, const char *agent_src, ltr_byname_list *was,
+                      ltr_error *err);
+/* Removes name, writing the names file anew as enable does; when no name is
+ * left (lines that match nothing may be), restores /etc/ld.so.preload as it
+ * was before (byte for byte, or no file) and removes everything of the
+ * setting. Returns 0, or -ENOENT (name not listed: nothing changed) or
+ * -errno; was as for enable. */
+int ltr_byname_disable(const char *name, ltr_byname_list *was, ltr_error *err);
+/* Removes the whole setting, whatever the names file holds (the way out of
+ * one ltr cannot read). Returns 1, 0 if there was nothing of it, or -errno. */
+int ltr_byname_disable_all(ltr_error *err);
 
 /* The file name of pid's executable as the kernel knows it (the last part
  * of /proc/PID/exe, symbolic links resolved). 0 or -errno. */

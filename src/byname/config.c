@@ -24,27 +24,53 @@
 
 #define SHIM_LINE LTR_BYNAME_SHIM "\n"
 #define PRELOAD_MAX (1u << 20)
+#define NAMES_READ (1u << 20) /* of a names file larger than the shim reads */
 
 int ltr_byname_check(const char *name, ltr_error *err)
 {
     size_t n = strlen(name);
-    if (!n)
+    char shown[LTR_BYNAME_NAME_MAX + 1];
+    switch (ltr_byname_fault(name, n)) {
+    case LTR_BYNAME_OK:
+        return 0;
+    case LTR_BYNAME_EMPTY:
         return ltr_fail(err, EINVAL, "the NAME is empty: give an executable's file name, e.g. 'myservice'");
-    if (n > LTR_BYNAME_NAME_MAX)
+    case LTR_BYNAME_TOO_LONG:
         return ltr_fail(err, EINVAL, "the NAME is %zu bytes long, more than a file name can be (%d)", n,
                         LTR_BYNAME_NAME_MAX);
-    if (strchr(name, '/'))
+    case LTR_BYNAME_BLANK:
+        return ltr_fail(err, EINVAL, "the NAME holds a space or a control character: give the "
+                        "executable's file name as 'ls' shows it");
+    case LTR_BYNAME_NOT_TEXT: /* printed, its bytes would act on the terminal: shown with '?' */
+        shown[ltr_shown_text(name, n, shown, false)] = 0;
+        return ltr_fail(err, EINVAL, "the NAME '%s' is not UTF-8 text or holds a control character (each "
+                        "shown as '?'): ltr takes only names it can print as they are; rename the executable",
+                        shown);
+    case LTR_BYNAME_PATH:
         return ltr_fail(err, EINVAL, "'%s' is a path: give the executable's file name only, e.g. '%s'", name,
                         strrchr(name, '/')[1] ? strrchr(name, '/') + 1 : "myservice");
-    if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '#')
-        return ltr_fail(err, EINVAL, "'%s' cannot be an executable's file name", name);
-    if (!strcmp(name, "ltr")) /* the recorder would trace itself */
+    case LTR_BYNAME_LTR:
         return ltr_fail(err, EINVAL, "ltr itself cannot be heap-traced: give the name of the program to trace");
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        if (*p <= ' ' || *p == 0x7f)
-            return ltr_fail(err, EINVAL, "the NAME holds a space or a control character: give the "
-                            "executable's file name as 'ls' shows it");
-    return 0;
+    default:
+        return ltr_fail(err, EINVAL, "'%s' cannot be an executable's file name", name);
+    }
+}
+
+void ltr_byname_stray_text(const ltr_byname_stray *s, char *out, size_t size)
+{
+    static const char *const why[] = {
+        [LTR_BYNAME_TOO_LONG] = "longer than a file name can be (255 bytes)",
+        [LTR_BYNAME_BLANK] = "it holds a space or a control character",
+        [LTR_BYNAME_NOT_TEXT] = "it is not UTF-8 text or holds a control character (each shown as '?')",
+        [LTR_BYNAME_PATH] = "a path, not a file name",
+        [LTR_BYNAME_NOT_FILE] = "it cannot be a file name",
+        [LTR_BYNAME_LTR] = "ltr itself is never heap-traced",
+    };
+    char shown[60];
+    size_t n = s->len < sizeof shown - 1 ? s->len : sizeof shown - 1;
+    shown[ltr_shown_text(s->text, n, shown, false)] = 0;
+    const char *reason = s->fault > 0 && s->fault <= LTR_BYNAME_LTR && why[s->fault] ? why[s->fault] : "no name";
+    snprintf(out, size, "'%s%s': matches no process: %s", shown, n < s->len ? "..." : "", reason);
 }
 
 /* ---- small file helpers ------------------------------------------------- */
@@ -136,39 +162,71 @@ static int find_name(const ltr_byname_list *l, const char *name)
     return -1;
 }
 
-/* The names of the file's text, each once: a name a hand edit listed twice
- * was disabled once, and 'disable' said so while the shim still loaded the
- * agent for the other line. */
-static int parse_names(const char *text, size_t len, ltr_byname_list *out)
+/* An entry of the names file into the list (a line for ltr_byname_lines):
+ * a name, each once (a hand edit that listed one twice was disabled once,
+ * and the shim still loaded the agent for the other line), or what matches
+ * nothing. */
+static bool collect(const char *line, size_t len, bool cut, void *arg)
 {
-    out->n = 0;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (l && *p != '#' && l <= LTR_BYNAME_NAME_MAX && out->n < LTR_BYNAME_MAX_NAMES) {
-            memcpy(out->names[out->n], p, l);
-            out->names[out->n][l] = 0;
-            out->n += find_name(out, out->names[out->n]) < 0;
-        }
-        p += l + 1;
+    ltr_byname_list *l = arg;
+    const char *name;
+    size_t n;
+    if (!ltr_byname_entry(line, len, &name, &n))
+        return false;
+    if (l->n + l->n_strays + l->twice == LTR_BYNAME_MAX_NAMES) /* the shim reads no further */
+        return l->more = true;
+    int fault = cut ? LTR_BYNAME_TOO_LONG : ltr_byname_fault(name, n);
+    if (fault == LTR_BYNAME_OK) {
+        memcpy(l->names[l->n], name, n);
+        l->names[l->n][n] = 0;
+        bool again = find_name(l, l->names[l->n]) >= 0;
+        l->n += !again, l->twice += again;
+        return false;
     }
-    return 0;
+    ltr_byname_stray *s = &l->strays[l->n_strays++];
+    s->len = n;
+    s->fault = fault;
+    memcpy(s->text, name, n < sizeof s->text ? n : sizeof s->text);
+    return false;
 }
 
 int ltr_byname_read(ltr_byname_list *out, ltr_error *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    out->n = 0;
-    int rc = slurp(LTR_BYNAME_NAMES, &text, &len, LTR_BYNAME_FILE_MAX);
-    if (rc == -ENOENT)
+    memset(out, 0, sizeof *out);
+    int fd = open(LTR_BYNAME_NAMES, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 && errno == ENOENT)
         return 0;
-    if (rc)
-        return ltr_fail(err, -rc, "cannot read %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
-    parse_names(text, len, out);
-    free(text);
+    int rc = fd < 0 ? -errno : fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+    if (rc) {
+        if (fd >= 0)
+            close(fd);
+        return ltr_fail(err, -rc, "cannot read %s: %s; 'ltr heaptracingconfig --disable-all' removes the "
+                        "setting", LTR_BYNAME_NAMES, rc == -EINVAL || rc == -ELOOP ? "not a regular file" :
+                        strerror(-rc));
+    }
+    out->present = true;
+    /* The shim's conditions (shim.c): it reads no other file. */
+    if ((uint64_t)st.st_size > LTR_BYNAME_FILE_MAX)
+        snprintf(out->inert, sizeof out->inert, "%s is %llu bytes, more than the %u the shim reads%s",
+                 LTR_BYNAME_NAMES, (unsigned long long)st.st_size, (unsigned)LTR_BYNAME_FILE_MAX,
+                 (uint64_t)st.st_size > NAMES_READ ? " (ltr lists what its first MiB holds)" : "");
+    else if (st.st_uid != 0 || (st.st_mode & 022))
+        snprintf(out->inert, sizeof out->inert, "%s is not root's alone (uid %u, mode %04o): the shim "
+                 "trusts it not", LTR_BYNAME_NAMES, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    /* Read like the shim, a piece at a time: a file the shim ignores can
+     * still be listed, and its names disabled. Memory stays bounded, and
+     * time (the first 64 entries, of the first MiB: a sparse file of a
+     * terabyte planted there would take hours). */
+    char piece[LTR_BYNAME_PIECE];
+    ltr_byname_lines(fd, (uint64_t)st.st_size < NAMES_READ ? (size_t)st.st_size : NAMES_READ, piece, collect, out);
+    close(fd);
     return 0;
+}
+
+bool ltr_byname_listed(const ltr_byname_list *l, const char *name)
+{
+    return !l->inert[0] && find_name(l, name) >= 0;
 }
 
 static int write_names(const ltr_byname_list *l)
@@ -360,18 +418,23 @@ static void remove_files(bool dir_too)
         rmdir(LTR_BYNAME_DIR);
 }
 
-static int enable_locked(const char *name, const char *shim_src, const char *agent_src, ltr_error *err)
+/* Whether the names file is as ltr writes it: read by the shim, nothing in
+ * it that matches no process. Otherwise a change writes it anew. */
+static bool clean(const ltr_byname_list *l)
 {
-    ltr_byname_list *l = malloc(sizeof *l);
-    if (!l)
-        return ltr_fail(err, ENOMEM, "out of memory");
+    return !l->inert[0] && !l->n_strays && !l->twice && !l->more;
+}
+
+static int enable_locked(const char *name, const char *shim_src, const char *agent_src, ltr_byname_list *l,
+                         ltr_error *err)
+{
     prior p;
     read_prior(&p);
     bool created, had = false;
     int rc = own_dir(&created, err);
     if (!rc)
         rc = ltr_byname_read(l, err);
-    bool first = !rc && !l->n;
+    bool first = !rc && !l->present;
     if (first) /* a new setting: what the directory was comes now */
         p.dir_created = created;
     if (!rc && (had = find_name(l, name) >= 0) == false && l->n == LTR_BYNAME_MAX_NAMES)
@@ -382,40 +445,70 @@ static int enable_locked(const char *name, const char *shim_src, const char *age
         rc = copy_file(agent_src, LTR_BYNAME_AGENT, err);
     if (!rc)
         rc = copy_file(shim_src, LTR_BYNAME_SHIM, err);
-    if (!rc && !had) {
-        snprintf(l->names[l->n++], sizeof l->names[0], "%s", name);
-        if ((rc = write_names(l)) != 0)
+    if (!rc && (!had || !clean(l))) {
+        ltr_byname_list *now = malloc(sizeof *now);
+        if (now) {
+            *now = *l;
+            if (!had)
+                snprintf(now->names[now->n++], sizeof now->names[0], "%s", name);
+        }
+        if ((rc = now ? write_names(now) : -ENOMEM) != 0)
             ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
+        free(now);
     }
     if (!rc)
         rc = preload_add(&p, err);
     if (rc && first) /* the first name failed: leave nothing of it (the line was not added) */
         remove_files(p.dir_created);
-    free(l);
-    return rc ? rc : had;
+    return rc ? rc : had && clean(l);
 }
 
-int ltr_byname_enable(const char *name, const char *shim_src, const char *agent_src, ltr_error *err)
+/* Runs change under the lock of /etc, as root, with the setting as it was
+ * read in *was (or a list of its own). */
+static int locked(const char *name, int (*change)(const char *, const char *, const char *, ltr_byname_list *,
+                                                  ltr_error *),
+                  const char *shim_src, const char *agent_src, ltr_byname_list *was, ltr_error *err)
 {
-    int rc = ltr_byname_check(name, err);
+    int rc = name ? ltr_byname_check(name, err) : 0;
     if (!rc)
         rc = need_root(err);
     if (rc)
         return rc;
+    ltr_byname_list *l = was ? was : malloc(sizeof *l);
+    if (!l)
+        return ltr_fail(err, ENOMEM, "out of memory");
     int lock = lock_etc(err);
-    if (lock < 0)
-        return lock;
-    rc = enable_locked(name, shim_src, agent_src, err);
-    close(lock);
+    rc = lock < 0 ? lock : change(name, shim_src, agent_src, l, err);
+    if (lock >= 0)
+        close(lock);
+    if (l != was)
+        free(l);
     return rc;
 }
 
-/* Everything of the setting, once its last name is gone. */
+int ltr_byname_enable(const char *name, const char *shim_src, const char *agent_src, ltr_byname_list *was,
+                      ltr_error *err)
+{
+    return locked(name, enable_locked, shim_src, agent_src, was, err);
+}
+
+/* Removes the name file at path: 1, 0 if there was none, or -errno. A
+ * directory put there is removed too (if empty): nothing may keep the
+ * setting on against --disable-all. */
+static int remove_file(const char *path)
+{
+    if (unlink(path) == 0 || (errno == EISDIR && rmdir(path) == 0))
+        return 1;
+    return errno == ENOENT ? 0 : -errno;
+}
+
+/* Everything of the setting. Returns how many of its things were there
+ * (the line, the files), or -errno. */
 static int remove_all(ltr_error *err)
 {
     prior p;
     read_prior(&p);
-    int rc = preload_remove(&p, err);
+    int rc = preload_remove(&p, err), removed = rc;
     if (rc < 0)
         return rc;
     /* A process that read /etc/ld.so.preload just before the line went
@@ -428,45 +521,54 @@ static int remove_all(ltr_error *err)
     if (rc == 1)
         nanosleep(&(struct timespec){1, 0}, NULL);
     const char *files[] = {LTR_BYNAME_SHIM, LTR_BYNAME_AGENT, LTR_BYNAME_NAMES, LTR_BYNAME_STATE};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if (unlink(files[i]) != 0 && errno != ENOENT)
-            return ltr_fail(err, errno, "cannot remove %s: %s", files[i], strerror(errno));
-    if (p.dir_created && rmdir(LTR_BYNAME_DIR) != 0 && errno != ENOTEMPTY && errno != EEXIST)
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if ((rc = remove_file(files[i])) < 0)
+            return ltr_fail(err, -rc, "cannot remove %s: %s", files[i], strerror(-rc));
+        removed += rc;
+    }
+    if (p.dir_created && rmdir(LTR_BYNAME_DIR) != 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
         return ltr_fail(err, errno, "cannot remove %s: %s", LTR_BYNAME_DIR, strerror(errno));
-    return 0;
+    return removed;
 }
 
-static int disable_locked(const char *name, ltr_error *err)
+static int disable_locked(const char *name, const char *shim_src, const char *agent_src, ltr_byname_list *l,
+                          ltr_error *err)
 {
-    ltr_byname_list *l = malloc(sizeof *l);
-    if (!l)
-        return ltr_fail(err, ENOMEM, "out of memory");
+    (void)shim_src, (void)agent_src;
     int rc = ltr_byname_read(l, err), at = rc ? -1 : find_name(l, name);
     if (!rc && at < 0)
         rc = ltr_fail(err, ENOENT, "heap tracing by name is not enabled for '%s': nothing changed", name);
-    if (!rc) {
-        memmove(l->names[at], l->names[at + 1], (l->n - (unsigned)at - 1) * sizeof l->names[0]);
-        l->n--;
-        if (l->n && (rc = write_names(l)) != 0)
-            ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
-        else if (!l->n)
-            rc = remove_all(err);
-    }
-    free(l);
-    return rc;
-}
-
-int ltr_byname_disable(const char *name, ltr_error *err)
-{
-    int rc = ltr_byname_check(name, err);
-    if (!rc)
-        rc = need_root(err);
     if (rc)
         return rc;
-    int lock = lock_etc(err);
-    if (lock < 0)
-        return lock;
-    rc = disable_locked(name, err);
-    close(lock);
-    return rc;
+    ltr_byname_list *now = malloc(sizeof *now);
+    if (!now)
+        return ltr_fail(err, ENOMEM, "out of memory");
+    *now = *l;
+    memmove(now->names[at], now->names[at + 1], (now->n - (unsigned)at - 1) * sizeof now->names[0]);
+    now->n--;
+    /* The last name: what else the file holds matches nothing, the line goes. */
+    if (now->n && (rc = write_names(now)) != 0)
+        ltr_fail(err, -rc, "cannot write %s: %s", LTR_BYNAME_NAMES, strerror(-rc));
+    else if (!now->n)
+        rc = remove_all(err);
+    free(now);
+    return rc < 0 ? rc : 0;
+}
+
+int ltr_byname_disable(const char *name, ltr_byname_list *was, ltr_error *err)
+{
+    return locked(name, disable_locked, NULL, NULL, was, err);
+}
+
+static int disable_all_locked(const char *name, const char *shim_src, const char *agent_src, ltr_byname_list *l,
+                              ltr_error *err)
+{
+    (void)name, (void)shim_src, (void)agent_src, (void)l;
+    int rc = remove_all(err);
+    return rc < 0 ? rc : rc > 0;
+}
+
+int ltr_byname_disable_all(ltr_error *err)
+{
+    return locked(NULL, disable_all_locked, NULL, NULL, NULL, err);
 }

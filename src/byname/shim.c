@@ -9,9 +9,12 @@
  * It runs in every process, setuid ones included, so it trusts nothing: no
  * environment variable is read, a secure-execution process (AT_SECURE) is
  * left alone, the names file must be a regular root-owned file that no one
- * else can write and of bounded size, reads are bounded, errno is kept, and
+ * else can write and of bounded size, reads are bounded (a larger file is
+ * not read at all), errno is kept, and
  * nothing is ever printed: a failure means only that the agent is not
- * loaded. It also takes little of the stack it runs on, every process's:
+ * loaded. An executable whose name ltr would refuse to enable (a space, a
+ * control character, not UTF-8: ltr_byname_fault) never matches a line, so
+ * that a line ltr lists as matching no process matches none. It also takes little of the stack it runs on, every process's:
  * it read the whole names file and the executable's path into 20.7 KB of
  * it, and under a stack limit of 12 to 24 KB (ulimit -s), where /bin/true
  * and sh run, every process of the machine died of SIGSEGV at its start.
@@ -27,40 +30,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A piece of the names file: room for a whole line of the longest name and
- * some more, so that a usual file (a few names) is one read. */
-#define PIECE (LTR_BYNAME_NAME_MAX + 1 + 512)
-
-/* Whether the size bytes of fd (at most) list exe, read a piece at a time:
- * whole lines are matched, a line cut at a piece's end waits for the next,
- * and one longer than a piece (no name is) is passed over. */
-static bool scan(int fd, size_t size, const char *exe)
-{
-    char buf[PIECE];
-    size_t have = 0;
-    bool in_long_line = false;
-    while (size) {
-        ssize_t n = read(fd, buf + have, size < PIECE - have ? size : PIECE - have);
-        if (n <= 0)
-            break;
-        size -= (size_t)n;
-        have += (size_t)n;
-        const char *end = memrchr(buf, '\n', have), *from = buf;
-        if (!end) {
-            in_long_line |= have == PIECE;
-            have = have == PIECE ? 0 : have;
-            continue;
-        }
-        if (in_long_line)
-            from = (const char *)memchr(buf, '\n', have) + 1, in_long_line = false;
-        if (end >= from && ltr_byname_match(from, (size_t)(end - from), exe))
-            return true;
-        have -= (size_t)(end + 1 - buf);
-        memmove(buf, end + 1, have);
-    }
-    return have && !in_long_line && ltr_byname_match(buf, have, exe);
-}
-
 /* Whether the names file, if it can be trusted, lists exe. */
 static bool listed(const char *exe)
 {
@@ -69,7 +38,13 @@ static bool listed(const char *exe)
         return false;
     struct stat st;
     bool yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
-               st.st_size > 0 && (size_t)st.st_size <= LTR_BYNAME_FILE_MAX && scan(fd, (size_t)st.st_size, exe);
+               st.st_size > 0 && (size_t)st.st_size <= LTR_BYNAME_FILE_MAX;
+    if (yes) { /* read as ltr reads it (match.c), a piece at a time */
+        char piece[LTR_BYNAME_PIECE];
+        ltr_byname_want w;
+        ltr_byname_want_init(&w, exe);
+        yes = !w.over && ltr_byname_lines(fd, (size_t)st.st_size, piece, ltr_byname_want_line, &w) && w.found;
+    }
     close(fd);
     return yes;
 }

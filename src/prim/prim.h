@@ -237,6 +237,10 @@ ssize_t ltr_read_small_file(const char *path, char *buf, size_t size);
  * stay (a whole report's text). out has room for len bytes and may be str
  * itself; returns the length written (no NUL is added). */
 size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines);
+/* Whether ltr_shown_text (keep_lines false) shows the len bytes at str as
+ * they are: UTF-8 text without a control character. No allocation, no system
+ * call (the by-name shim runs it in every process). */
+bool ltr_text_shown_as_is(const char *str, size_t len);
 
 /* Opens path for reading if it is a regular file, and never opens anything
  * else (prim/files.c): a path a trace names may lead to a device, whose

@@ -343,9 +343,7 @@ int ltr_heap_name_reach_of(const char *name, ltr_heap_name_reach *out)
     static uint32_t pids[4096];
     ltr_error err;
     memset(out, 0, sizeof *out);
-    if (ltr_byname_read(&set, &err) == 0)
-        for (unsigned k = 0; k < set.n && !out->configured; k++)
-            out->configured = !strcmp(set.names[k], name);
+    out->configured = ltr_byname_read(&set, &err) == 0 && ltr_byname_listed(&set, name);
     int n = ltr_pids_named(name, geteuid(), pids, 4096);
     if (n < 0)
         return n;

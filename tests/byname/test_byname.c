@@ -48,6 +48,18 @@ static void test_names_checked(void **state)
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = 0;
     assert_int_equal(ltr_byname_check(longname, &err), -EINVAL);
+    /* Names ltr could not print as they are were enabled, and listed raw on
+     * the terminal: not UTF-8 (Latin-1, a lone 8-bit CSI), C1 and bidi
+     * controls in UTF-8. The message shows them with '?'. */
+    assert_int_equal(ltr_byname_check("caf\xc3\xa9", &err), 0); /* UTF-8 text is a name */
+    const char *bad[] = {"caf\xe9", "x\x9b" "2J", "x\xc2\x9b" "2J", "a\xe2\x80\xae" "b", "\xc0\xaf"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(ltr_byname_check(bad[i], &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "not UTF-8 text or holds a control character"));
+        for (const char *c = err.msg; *c; c++)
+            assert_true((unsigned char)*c >= ' ' && (unsigned char)*c < 0x7f);
+    }
+    assert_non_null(strstr(err.msg, "'?" "?'")); /* the overlong '/', byte by byte */
 }
 
 static void test_match_whole_lines_only(void **state)
@@ -64,6 +76,33 @@ static void test_match_whole_lines_only(void **state)
     assert_false(ltr_byname_match(text, n, ""));
     assert_false(ltr_byname_match(text, 0, "alpha"));
     assert_false(ltr_byname_match(text, 8, "alpha")); /* "alpha" cut short by the length */
+}
+
+/* Hand-edited lines: the blanks around a name (an editor's carriage
+ * return, an indent, a trailing space) are not part of it, for the shim as
+ * for ltr (both read with match.c): 'foo\r' was listed as enabled and could
+ * not be disabled. A line that is no name matches no process, even one
+ * whose executable is called so; only the first 64 entries count. */
+static void test_match_hand_edits(void **state)
+{
+    (void)state;
+    const char text[] = "foo\r\n  bar\nbaz \n\t# a comment\na b\ncaf\xe9\nltr\n\n   \nend";
+    size_t n = sizeof text - 1;
+    assert_true(ltr_byname_match(text, n, "foo"));
+    assert_true(ltr_byname_match(text, n, "bar"));
+    assert_true(ltr_byname_match(text, n, "baz"));
+    assert_true(ltr_byname_match(text, n, "end"));
+    assert_false(ltr_byname_match(text, n, "foo\r"));
+    assert_false(ltr_byname_match(text, n, "a b"));
+    assert_false(ltr_byname_match(text, n, "caf\xe9"));
+    assert_false(ltr_byname_match(text, n, "ltr"));
+    assert_false(ltr_byname_match(text, n, "# a comment"));
+    char many[2048];
+    size_t m = 0;
+    for (int i = 0; i < 70; i++)
+        m += (size_t)snprintf(many + m, sizeof many - m, "# c\nn%d\n", i);
+    assert_true(ltr_byname_match(many, m, "n63"));  /* the 64th entry */
+    assert_false(ltr_byname_match(many, m, "n64")); /* the 65th: read by neither */
 }
 
 /* snapshotconfig --name takes the kernel's name of a process (comm): the
@@ -170,7 +209,7 @@ static const char *src(const char *file)
 static int enable(const char *name)
 {
     ltr_error err;
-    int rc = ltr_byname_enable(name, src("libltr-byname.so"), src("libltr-heap.so"), &err);
+    int rc = ltr_byname_enable(name, src("libltr-byname.so"), src("libltr-heap.so"), NULL, &err);
     if (rc < 0)
         print_error("enable %s: %s\n", name, err.msg);
     return rc;
@@ -179,7 +218,7 @@ static int enable(const char *name)
 static int disable(const char *name)
 {
     ltr_error err;
-    int rc = ltr_byname_disable(name, &err);
+    int rc = ltr_byname_disable(name, NULL, &err);
     if (rc < 0 && rc != -ENOENT)
         print_error("disable %s: %s\n", name, err.msg);
     return rc;
@@ -308,7 +347,7 @@ static void test_directory_kept_or_refused(void **state)
     assert_int_equal(stat(LTR_BYNAME_DIR, &st), 0);
     assert_int_equal(chmod(LTR_BYNAME_DIR, 0777), 0);
     ltr_error err;
-    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), src("libltr-heap.so"), &err), -EPERM);
+    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), src("libltr-heap.so"), NULL, &err), -EPERM);
     assert_non_null(strstr(err.msg, "only root can write"));
     assert_gone(LTR_BYNAME_PRELOAD); /* refused before anything changed */
     rmdir(LTR_BYNAME_DIR);
@@ -322,14 +361,14 @@ static void test_failed_enable_leaves_nothing(void **state)
         skip();
     unlink(LTR_BYNAME_PRELOAD);
     ltr_error err;
-    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), "/nonexistent/libltr-heap.so", &err),
+    assert_int_equal(ltr_byname_enable("alpha", src("libltr-byname.so"), "/nonexistent/libltr-heap.so", NULL, &err),
                      -ENOENT);
     assert_non_null(strstr(err.msg, "cannot read /nonexistent/libltr-heap.so"));
     assert_gone(LTR_BYNAME_DIR);
     assert_gone(LTR_BYNAME_PRELOAD);
     /* a later name's failure leaves the earlier ones as they were */
     assert_int_equal(enable("alpha"), 0);
-    assert_int_equal(ltr_byname_enable("beta", "/nonexistent/shim.so", src("libltr-heap.so"), &err), -ENOENT);
+    assert_int_equal(ltr_byname_enable("beta", "/nonexistent/shim.so", src("libltr-heap.so"), NULL, &err), -ENOENT);
     ltr_byname_list *l = malloc(sizeof *l);
     assert_int_equal(ltr_byname_read(l, &err), 0);
     assert_int_equal(l->n, 1);
@@ -434,12 +473,90 @@ static void test_shim_reads_names_in_pieces(void **state)
     assert_int_equal(disable("gamma"), 0);
 }
 
+/* A names file larger than the shim reads (a hand edit, or root's own
+ * mistake) enables no name, and made every command fail with "File too
+ * large", disable included: the setting could not be turned off with ltr.
+ * It lists its names as not enabled; disable of one writes the file anew
+ * (the others enabled again, as the shim reads it now); --disable-all
+ * removes the setting whatever the file holds. */
+static void test_oversized_names_file_way_out(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    assert_int_equal(enable("alpha"), 0);
+    assert_int_equal(enable("beta"), 0);
+    static char text[LTR_BYNAME_FILE_MAX + 2000];
+    int n = snprintf(text, sizeof text, "alpha\nbeta\n#");
+    memset(text + n, 'x', sizeof text - (size_t)n - 2);
+    text[sizeof text - 2] = '\n';
+    write_file(LTR_BYNAME_NAMES, text, 0644);
+    static ltr_byname_list l;
+    ltr_error err;
+    assert_int_equal(ltr_byname_read(&l, &err), 0);
+    assert_int_equal(l.n, 2);
+    assert_non_null(strstr(l.inert, "more than the 16640 the shim reads"));
+    assert_false(ltr_byname_listed(&l, "alpha"));
+    assert_false(agent_in("beta", false)); /* the shim reads none of it */
+    static ltr_byname_list was;
+    assert_int_equal(ltr_byname_disable("alpha", &was, &err), 0);
+    assert_true(was.inert[0]);
+    assert_int_equal(ltr_byname_read(&l, &err), 0);
+    assert_int_equal(l.n, 1);
+    assert_false(l.inert[0]);
+    assert_true(ltr_byname_listed(&l, "beta"));
+    assert_true(agent_in("beta", false));
+    write_file(LTR_BYNAME_NAMES, text, 0666); /* and writable by all: the shim trusts it not either */
+    assert_int_equal(ltr_byname_disable_all(&err), 1);
+    assert_gone(LTR_BYNAME_PRELOAD);
+    assert_gone(LTR_BYNAME_DIR);
+    assert_int_equal(ltr_byname_disable_all(&err), 0); /* nothing left to remove */
+}
+
+/* Lines ltr cannot name: the blanks around a name are not part of it, and
+ * what is still no name matches no process and does not keep the setting:
+ * the last name's disable removes the line of /etc/ld.so.preload (it stayed
+ * while such lines were left, and every process kept loading the shim). */
+static void test_hand_edited_lines(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    assert_int_equal(enable("gamma"), 0);
+    write_file(LTR_BYNAME_NAMES, "foo\r\n  bar\nbaz \na b\nltr\n", 0644);
+    static ltr_byname_list l;
+    ltr_error err;
+    assert_int_equal(ltr_byname_read(&l, &err), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.names[0], "foo");
+    assert_int_equal(l.n_strays, 2);
+    assert_int_equal(l.strays[0].fault, LTR_BYNAME_BLANK);
+    char said[512];
+    ltr_byname_stray_text(&l.strays[0], said, sizeof said);
+    assert_string_equal(said, "'a b': matches no process: it holds a space or a control character");
+    assert_true(agent_in("foo", false)); /* the shim reads the line as ltr does */
+    assert_true(agent_in("bar", false));
+    assert_int_equal(disable("foo"), 0);
+    char *t = tu_read_file(LTR_BYNAME_NAMES);
+    assert_non_null(t);
+    assert_null(strstr(t, "a b")); /* written anew, names only */
+    assert_non_null(strstr(t, "\nbar\nbaz\n"));
+    free(t);
+    write_file(LTR_BYNAME_NAMES, "  bar\na b\n", 0644);
+    assert_int_equal(disable("bar"), 0);
+    assert_gone(LTR_BYNAME_PRELOAD);
+    assert_gone(LTR_BYNAME_DIR);
+}
+
 int main(void)
 {
     have_etc = tu_private_etc() == 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_checked),
         cmocka_unit_test(test_match_whole_lines_only),
+        cmocka_unit_test(test_match_hand_edits),
         cmocka_unit_test(test_setting_reaches_comm),
         cmocka_unit_test(test_exe_name_and_pids),
         cmocka_unit_test(test_pids_named_by_owner),
@@ -450,6 +567,8 @@ int main(void)
         cmocka_unit_test_setup(test_name_listed_twice_disabled_once, fresh),
         cmocka_unit_test_setup(test_shim_small_stack, fresh),
         cmocka_unit_test_setup(test_shim_reads_names_in_pieces, fresh),
+        cmocka_unit_test_setup(test_oversized_names_file_way_out, fresh),
+        cmocka_unit_test_setup(test_hand_edited_lines, fresh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

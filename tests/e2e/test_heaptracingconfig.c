@@ -294,6 +294,7 @@ static void test_refusals(void **state)
     assert_non_null(strstr(r.out, "What it costs: every new dynamically linked process"));
     assert_non_null(strstr(r.out, "32-bit programs print"));
     assert_non_null(strstr(r.out, "To undo it,\ndisable every name"));
+    assert_non_null(strstr(r.out, "--disable-all removes the setting"));
     tu_free(&r);
     r = tu_run("%s help heaptracingconfig", tu_ltr());
     assert_int_equal(r.status, 0);
@@ -309,6 +310,90 @@ static void expect_unchanged(const char *what)
     if (lstat(LTR_BYNAME_DIR, &st) == 0 || (preload && strstr(preload, "libltr-byname")))
         fail_msg("%s: the setting was changed", what);
     free(preload);
+}
+
+/* stdout holds no control character but its newlines (nor a byte beyond
+ * ASCII: this test's names have none). */
+static void expect_printable(const tu_result *r)
+{
+    for (const char *c = r->out; *c; c++)
+        if (((unsigned char)*c < ' ' || (unsigned char)*c >= 0x7f) && *c != '\n')
+            fail_msg("a control character (0x%02x) in:\n%s", (unsigned char)*c, r->out);
+}
+
+/* A names file edited by hand, and the way out of each (session 34's
+ * attacker review). One larger than the shim reads made every command fail
+ * with "File too large", disable too: it lists its names as not enabled,
+ * their disable works, and --disable-all removes the setting whatever the
+ * file holds. */
+static void test_names_file_too_large_way_out(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    expect(config("svc enable"), 0, NULL);
+    tu_result r = tu_run("head -c 17000 /dev/zero | tr '\\0' '#' >> %s", LTR_BYNAME_NAMES);
+    tu_free(&r);
+    r = config("");
+    if (r.status != 0 || !strstr(r.out, "svc: listed, not enabled\n") || !strstr(r.out, "more than the 16640 the "
+        "shim reads") || !strstr(r.out, "'ltr heaptracingconfig --disable-all' removes the setting"))
+        fail_msg("the listing of a file too large: status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    expect(config("svc"), 1, NULL);
+    expect(config("svc disable"), 0, NULL);
+    expect_unchanged("the last name of a file too large disabled");
+
+    expect(config("svc enable"), 0, NULL);
+    r = tu_run("printf 'a b\\n' > %s; %s heaptracingconfig --disable-all", LTR_BYNAME_NAMES, tu_private_ltr());
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "heap tracing by name is off: no name is left, " LTR_BYNAME_PRELOAD " is as it "
+                               "was, " LTR_BYNAME_DIR "'s files are removed\n");
+    tu_free(&r);
+    expect_unchanged("--disable-all");
+    r = config("--disable-all");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "heap tracing by name was off already: nothing changed\n");
+    tu_free(&r);
+}
+
+/* 'foo\r' was listed as enabled and could not be disabled, and such lines
+ * left alone kept the shim in every process; a line of control characters
+ * was listed raw on the terminal. */
+static void test_names_file_lines_that_name_nothing(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    unlink(LTR_BYNAME_PRELOAD);
+    expect(config("svc enable"), 0, NULL);
+    tu_result r = tu_run("printf 'svc\\nfoo\\r\\n  bar\\n\\033]0;owned\\007\\nx\\302\\2332J\\n' > %s", LTR_BYNAME_NAMES);
+    tu_free(&r);
+    r = config("");
+    expect_printable(&r);
+    if (r.status != 0 || !strstr(r.out, "foo: enabled\nbar: enabled\n") ||
+        !strstr(r.out, "'?]0;owned?': matches no process: it holds a space or a control character\n") ||
+        !strstr(r.out, "'x?2J': matches no process: it is not UTF-8 text"))
+        fail_msg("the listing of hand-edited lines: status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    expect(config("foo disable"), 0, NULL);
+    expect(config("bar disable"), 0, NULL);
+    r = tu_run("printf 'svc\\na b\\n' > %s; %s heaptracingconfig svc disable", LTR_BYNAME_NAMES, tu_private_ltr());
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no name is left"));
+    tu_free(&r);
+    expect_unchanged("the last name disabled, with lines that match nothing");
+}
+
+/* A name ltr cannot print as it is was enabled, and listed raw. */
+static void test_names_not_printable_refused(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    expect(config("$(printf 'caf\\351') enable"), 2, "the NAME 'caf?' is not UTF-8 text");
+    expect(config("$(printf 'x\\302\\2332J') enable"), 2, "the NAME 'x?2J' is not UTF-8 text");
+    expect_unchanged("names refused");
 }
 
 /* After a case: an accepted enable is disabled, and either way nothing of
@@ -535,6 +620,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_by_name_of_a_link_said, fresh, done),
         cmocka_unit_test_setup_teardown(test_workers_of_another_user_join_neither, fresh, done),
         cmocka_unit_test_setup_teardown(test_start_during_last_disable_silent, fresh, done),
+        cmocka_unit_test_setup_teardown(test_names_file_too_large_way_out, fresh, done),
+        cmocka_unit_test_setup_teardown(test_names_file_lines_that_name_nothing, fresh, done),
+        cmocka_unit_test_setup_teardown(test_names_not_printable_refused, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
