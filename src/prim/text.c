@@ -37,6 +37,13 @@ size_t ltr_shown_text(const char *str, size_t len, char *out, bool keep_lines)
 {
     size_t o = 0;
     for (size_t i = 0, n; i < len; i += n) {
+        uint8_t c = (uint8_t)str[i];
+        if (c >= 0x20 && c < 0x7f) { /* printable ASCII, as shown_as_is says in fewer steps: the
+                                      * names of cc1plus's trace, 4 306 of them, took 7.5 M instructions */
+            out[o++] = (char)c;
+            n = 1;
+            continue;
+        }
         if (!shown_as_is(str, len, i, keep_lines, &n))
             out[o++] = '?';
         else
