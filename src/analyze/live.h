@@ -78,7 +78,12 @@ an_live *an_lives_next(const an_lives *t, size_t *pos);
 
 static inline size_t an_lives_home(const an_lives *t, uint64_t addr)
 {
-    return an_hmap_home_in(addr, 1, t->shift);
+    /* an_hmap_home_in(addr, 1, t->shift), its mask cap - 1 read, not made
+     * from the shift: about 3 a slot's home, on every event's probe and
+     * prefetch (cachegrind: 1 % of the analysis's instructions) */
+    uint64_t g = addr >> 4;
+    size_t base = (size_t)(((g >> AN_HMAP_NEAR_BITS) * 0x9e3779b97f4a7c15ull) >> t->shift);
+    return (base + 2 * (size_t)(g & ((1u << AN_HMAP_NEAR_BITS) - 1))) & (t->cap - 1);
 }
 
 /* Bits of an address in its slot above the block's place, so that a probe
