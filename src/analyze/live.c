@@ -74,9 +74,12 @@ int an_lives_set_tid_slow(an_lives *t, an_live *b, uint32_t tid)
 static int grow_index(an_lives *t)
 {
     size_t want = t->cap < INDEX_QUADRUPLE ? t->cap : t->cap * 3; /* doubled until it holds slot want */
+    size_t old = t->cap;
     if (ltr_table_reserve((void **)&t->index, &t->cap, want, sizeof *t->index, 64) != 0)
         return -1;
-    memset(t->index, 0, t->cap * sizeof *t->index);
+    /* a mapping's growth is zero already (prim.h; the index is never cut):
+     * clearing all of it was 22.4 M instructions of perl's leak (2.2 %) */
+    memset(t->index, 0, (t->cap * sizeof *t->index > LTR_TABLE_MAPPED ? old : t->cap) * sizeof *t->index);
     t->shift = 64 - (unsigned)__builtin_ctzll(t->cap);
     t->place = t->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)(t->cap - 1);
     t->tagshift = t->cap > UINT32_MAX ? 32 : 64 - t->shift;

@@ -184,7 +184,10 @@ size_t ltr_grown_capacity(size_t cap, size_t n, size_t first);
 /* The same for a large array (prim/table.c): past LTR_TABLE_MAPPED bytes it
  * is a mapping of its own, grown by mremap, so that growing never copies
  * it or touches fresh pages. Freed only with ltr_table_free, given its
- * capacity. */
+ * capacity. A growth to more than LTR_TABLE_MAPPED bytes adds zero bytes
+ * (fresh pages) past the old capacity, unless the array was written past
+ * its capacity or cut by ltr_table_shrink (which keeps the bytes of its
+ * last huge page). */
 #define LTR_TABLE_MAPPED ((size_t)1 << 20)
 int ltr_table_reserve(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 void ltr_table_free(void *v, size_t cap, size_t elem);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -62,6 +63,30 @@ static void test_values_kept_across_growth(void **state)
     assert_int_equal(scap, 16);
     small[10] = 7;
     ltr_table_free(small, scap, sizeof *small);
+}
+
+/* A growth past LTR_TABLE_MAPPED bytes adds zero bytes past the old
+ * capacity (prim.h), from the heap to a mapping and from mapping to
+ * mapping, whatever the array held: the live index clears only its old
+ * part when it grows (analyze/live.c). */
+static void test_growth_adds_zeros(void **state)
+{
+    (void)state;
+    uint8_t *v = NULL;
+    size_t cap = 0;
+    assert_int_equal(ltr_table_reserve((void **)&v, &cap, 1000, 1, 1024), 0);
+    for (int round = 0; round < 5; round++) { /* to 8, 64, 512 KiB, 4 MiB (a mapping), 32 MiB (mremap) */
+        size_t old = cap;
+        memset(v, 0xa5, old); /* every byte it has, written */
+        assert_int_equal(ltr_table_reserve((void **)&v, &cap, old * 4, 1, 1024), 0);
+        if (cap <= LTR_TABLE_MAPPED)
+            continue;
+        for (size_t i = old; i < cap; i++)
+            if (v[i])
+                fail_msg("byte %zu of %zu (grown from %zu) is %u", i, cap, old, v[i]);
+        assert_int_equal(v[old - 1], 0xa5);
+    }
+    ltr_table_free(v, cap, 1);
 }
 
 /* Growing a mapped array moves its pages: none is copied, so none is
@@ -156,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_kept_across_growth),
         cmocka_unit_test(test_growth_does_not_copy),
+        cmocka_unit_test(test_growth_adds_zeros),
         cmocka_unit_test(test_impossible_size),
         cmocka_unit_test(test_shrink),
     };
