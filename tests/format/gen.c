@@ -6,6 +6,7 @@
 #include "format/chunk.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,16 +388,41 @@ ltr_writer *gen_open(const char *path)
     return w;
 }
 
+static char tmp_dir[400];
+static pid_t tmp_owner;
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The directory goes with the process that made it (not with a child it
+ * forked): each test program of tests/format left one in /tmp, 12 a run of
+ * the suite, with the traces it wrote. LTR_TEST_KEEP keeps it, as it keeps
+ * the sandboxes (testutil.c). */
+static void remove_tmp_dir(void)
+{
+    if (getpid() == tmp_owner && !getenv("LTR_TEST_KEEP"))
+        nftw(tmp_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *gen_tmp(const char *name)
 {
-    static char buf[8][512], dir[400];
+    static char buf[8][512];
     static int k;
+    char *dir = tmp_dir;
     if (!dir[0]) { /* a directory of this process's own: a name with only its pid in it was taken again by a
                     * later test process with that pid (pid_max 32768 here), whose writer then refused it */
         const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/ltr-test-XXXXXX", base && *base ? base : "/tmp");
-        if (!mkdtemp(dir))
-            snprintf(dir, sizeof dir, "%s", base && *base ? base : "/tmp");
+        snprintf(dir, sizeof tmp_dir, "%s/ltr-test-XXXXXX", base && *base ? base : "/tmp");
+        if (mkdtemp(dir)) {
+            tmp_owner = getpid();
+            atexit(remove_tmp_dir);
+        } else {
+            snprintf(dir, sizeof tmp_dir, "%s", base && *base ? base : "/tmp");
+        }
     }
     char *out = buf[k++ % 8];
     snprintf(out, 512, "%s/%d-%s", dir, k, name);
