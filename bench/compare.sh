@@ -6,6 +6,8 @@
 #   real  GCC's cc1plus compiling bench/real/compile.cpp (-O0)
 #   leak  perl filling a hash of 1 M strings it never frees: a growing
 #         live set (PRODUCT.md's scenario), 2 M blocks outstanding at the end
+#   jit   node (V8) keeping 200 000 Buffers (bench/real/buffers.js): stacks
+#         through JIT frames; not run unless named (needs node)
 # For each: the tracers' overhead (ltr's over heaptrack's), trace bytes per
 # heap event (both divided by ltr's event count: the workloads are
 # deterministic, and heaptrack_print counts no frees), and the analysis of
@@ -40,9 +42,11 @@ cmd_of() { # the workload's command lines, into the arrays cmd and small (traces
     deep) cmd=("$build/bench/heap-workload" 1 200000 12); small=("$build/bench/heap-workload" 1 20000 12)
           ht_opts=(--raw) ;;
     leak) cmd=(perl -e '$h{$_} = "x" x 100 for 1..1000000') ;;
+    jit)  command -v node >/dev/null || { echo "the jit workload needs node (apt install nodejs)" >&2; exit 2; }
+          cmd=(node "$here/real/buffers.js") ;;
     real) cp "$here/real/compile.cpp" "$tmp/"
           read -r -a cmd < <(g++ -O0 -S compile.cpp -o compile.s -### 2>&1 | grep -m1 'cc1plus' | tr -d '"') ;;
-    *) echo "unknown workload '$1' (heap, deep, real or leak)" >&2; exit 2 ;;
+    *) echo "unknown workload '$1' (heap, deep, real, leak or jit)" >&2; exit 2 ;;
   esac
   [ "$1" = deep ] || small=("${cmd[@]}")
 }
