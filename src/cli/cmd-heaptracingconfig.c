@@ -190,6 +190,11 @@ int cmd_heaptracingconfig(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return help(), 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--disable-all") && argc != 2) /* was "unknown option '--disable-all'" */
+            return cli_fail("heaptracingconfig", "--disable-all takes nothing else: '%s' too",
+                            argv[i == 1 ? 2 : 1]),
+                   cli_usage_error("heaptracingconfig", usage);
     if (argc == 2 && !strcmp(argv[1], "--disable-all"))
         return disable_all();
     for (int i = 1; i < argc; i++)

@@ -396,6 +396,18 @@ static void test_names_not_printable_refused(void **state)
     expect_unchanged("names refused");
 }
 
+/* --disable-all with anything else was refused as an "unknown option
+ * '--disable-all'", the one option it has. */
+static void test_disable_all_alone(void **state)
+{
+    (void)state;
+    if (!have_etc)
+        skip();
+    expect(config("--disable-all svc"), 2, "--disable-all takes nothing else: 'svc' too");
+    expect(config("svc --disable-all"), 2, "--disable-all takes nothing else: 'svc' too");
+    expect_unchanged("--disable-all with more");
+}
+
 /* After a case: an accepted enable is disabled, and either way nothing of
  * the setting is left. */
 static void setting_undone(const roots_alone_case *c)
@@ -623,6 +635,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_names_file_too_large_way_out, fresh, done),
         cmocka_unit_test_setup_teardown(test_names_file_lines_that_name_nothing, fresh, done),
         cmocka_unit_test_setup_teardown(test_names_not_printable_refused, fresh, done),
+        cmocka_unit_test_setup_teardown(test_disable_all_alone, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
