@@ -15,7 +15,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 6u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks; 6: the next address (a reader of 6 reads 1 to 5 too) */
+#define LTR_FORMAT_VERSION 7u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks; 6: the next address; 7: addresses stored as differences (a reader of 7 reads 1 to 6 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -82,6 +82,10 @@ enum ltr_counter_kind {
  * of LTR_MODEL_SAME the event's own old address, a larger code c a
  * reference c - LTR_MODEL_CODES back (format/allocmodel.h). */
 #define LTR_BLOCK_FLAG_NEXT 0x20u
+/* Format 7, with LTR_BLOCK_FLAG_NEXT: a pnew or pref stored as itself (code
+ * 0) is the zigzag difference from the previous one of its kind stored so in
+ * the block (the first from 0). */
+#define LTR_BLOCK_FLAG_DELTA 0x40u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
 

@@ -379,8 +379,7 @@ static int start_block(ltr_trace *t)
     t->blk_compact = (flags & LTR_BLOCK_FLAG_COMPACT) != 0;
     t->blk_ts = t->blk_compact ? ltr_get_u64(b + 32) : 0;
     t->blk_refs = refs ? ltr_refs_block(&t->refs, t->ev.collector, t->ev.pid, ltr_get_u64(b + 40),
-                                        ltr_get_u64(b + 48), (flags & LTR_BLOCK_FLAG_MODEL) != 0,
-                                        (flags & LTR_BLOCK_FLAG_NEXT) != 0)
+                                        ltr_get_u64(b + 48), flags)
                        : NULL;
     t->blk_seen = 0;
     size_t at = t->ev_pos + hsize, len = ltr_get_u32(b + 28);
@@ -389,6 +388,12 @@ static int start_block(ltr_trace *t)
     t->blk_proc = ltr_meta_process(t, t->ev.pid);
     t->blk_thread = ltr_meta_thread(t, t->ev.pid, t->ev.tid);
     t->sum.blocks++;
+    if (refs && (flags & LTR_BLOCK_FLAG_DELTA) && !t->blk_refs) {
+        /* without its sequences a difference would be taken for an address */
+        block_damage(t, "no memory for the block's address references", at);
+        t->blk_active = 0;
+        return 0;
+    }
     block_records(t, flags, at, len);
     return 0;
 }

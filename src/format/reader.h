@@ -84,10 +84,12 @@ void ltr_refs_free(ltr_refs *r); /* and ready for use again */
  * events it holds). Whether one was `keep`, a pointer the caller holds. */
 int ltr_refs_drop_pid(ltr_refs *r, uint32_t pid, const struct ltr_refseq *keep);
 /* The sequences a block of (collector, pid) continues, their counts set to
- * the block's bases (model: its pnew codes use the allocator model; next:
- * and the next address, format 6); NULL without memory. */
+ * the block's bases; its flags say which codes it uses (LTR_BLOCK_FLAG_MODEL:
+ * the allocator model, format 5; _NEXT: and the next address, format 6;
+ * _DELTA: and addresses stored as differences, format 7); NULL without
+ * memory. */
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base, int model, int next);
+                                  uint64_t free_base, uint16_t flags);
 /* A record of the block could not be read: resolve and append nothing more until the next block. */
 void ltr_refseq_spoil(struct ltr_refseq *s);
 

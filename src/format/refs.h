@@ -42,6 +42,7 @@ typedef struct ltr_refwriter {
     int trusted;   /* LAYOUTs come from trace files: their pnew and pref stay */
     int no_model;  /* allocations told without the allocator model (format 4's codes) */
     int no_next;   /* nor the next address (format 5's codes) */
+    int no_delta;  /* nor addresses stored as differences (format 6's codes) */
 } ltr_refwriter;
 
 void ltr_refwriter_init(ltr_refwriter *w);

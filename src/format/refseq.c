@@ -21,6 +21,10 @@
  * realloc's new address may be its old one, known when that one is (a
  * pref is resolved before the pnew of its event).
  *
+ * Format 7 stores an address that is none of those as its difference from
+ * the previous one of its kind stored so in the block: known whenever the
+ * block's records before it were read, since those are all in the block.
+ *
  * Memory: 64 KiB per sequence, or 4 MiB (LTR_REFS_WINDOW slots of 16 bytes)
  * for one of more than 4096 values; 136 bytes per size class used.
  */
@@ -94,6 +98,8 @@ struct ltr_refseq {
     int next;    /* and format 6's codes (LTR_BLOCK_FLAG_NEXT): LTR_MODEL_NEXT, _SAME, references after them */
     uint64_t after; /* the next address after the block's last allocation; 0: none known */
     uint64_t freed1; /* the ordinal + 1 of the allocation the block's last free named; 0: none known */
+    int delta;   /* and format 7's: an address stored as itself is a difference (LTR_BLOCK_FLAG_DELTA) */
+    uint64_t plain[2]; /* the block's last pnew and pref stored as themselves (format 7's differences count from them) */
     ltr_model_list **lists; /* LTR_MODEL_CLASSES by size class, each made when first pushed to; NULL until then */
 };
 
@@ -158,8 +164,9 @@ static void rebase(ring *g, uint64_t base)
 }
 
 struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid, uint64_t alloc_base,
-                                  uint64_t free_base, int model, int next)
+                                  uint64_t free_base, uint16_t flags)
 {
+    int model = (flags & LTR_BLOCK_FLAG_MODEL) != 0, next = model && (flags & LTR_BLOCK_FLAG_NEXT);
     int created;
     seq_entry *e = an_hmap_put(&r->seqs, (uint64_t)collector << 32 | pid, &created);
     if (!e)
@@ -177,8 +184,10 @@ struct ltr_refseq *ltr_refs_block(ltr_refs *r, uint16_t collector, uint32_t pid,
     rebase(&s->r[LTR_REFS_FREE], free_base);
     s->spoiled = alloc_base >= LTR_REFS_BASE_MAX || free_base >= LTR_REFS_BASE_MAX;
     s->model = model;
-    s->next = model && next;
+    s->next = next;
+    s->delta = next && (flags & LTR_BLOCK_FLAG_DELTA);
     s->after = s->freed1 = 0; /* the writer guesses within a block only */
+    s->plain[0] = s->plain[1] = 0;
     return s;
 }
 
@@ -261,6 +270,20 @@ static inline __attribute__((always_inline)) uint64_t free_distance(const struct
     return s->freed1 && s->freed1 < n ? n - s->freed1 : 0;
 }
 
+/* An address stored as itself: in a format 7 block, the difference from
+ * the block's previous one of its kind (known unless a record before it
+ * could not be read: the differences it held are lost with it). */
+static inline __attribute__((always_inline)) int stored_plain(const struct ltr_refseq *s, int k, uint64_t stored,
+                                                              uint64_t *addr, int f6)
+{
+    if (!s || !s->delta) {
+        *addr = stored;
+        return 1;
+    }
+    *addr = s->plain[k] + (uint64_t)ltr_unzigzag(stored);
+    return f6 || !s->spoiled;
+}
+
 /* What resolving an event found, for its commit: ltr_refev's ok, place
  * and free_class. A run keeps it in registers: stored in the event, each
  * byte store of ok may alias the sequence's fields, and the compiler read
@@ -284,7 +307,11 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
     f->free_class = -1;
     if (e->has[1] && e->code[1])
         f->ok[1] = resolve(s, LTR_REFS_ALLOC, free_distance(s, e->code[1], f6), &f->addr[1], &f->free_class, f6) == 0;
-    if (e->has[0] && e->code[0]) {
+    else if (e->has[1])
+        f->ok[1] = (uint8_t)stored_plain(s, 1, e->addr[1], &f->addr[1], f6);
+    if (e->has[0] && !e->code[0])
+        f->ok[0] = (uint8_t)stored_plain(s, 0, e->addr[0], &f->addr[0], f6);
+    else if (e->has[0]) {
         uint64_t c = e->code[0];
         int unused;
         if ((f6 || (s && s->model)) && c <= LTR_MODEL_LIST) {
@@ -347,6 +374,9 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
         uint64_t d = e->code[1] ? free_distance(s, e->code[1], f6) : 0, n = s->r[LTR_REFS_ALLOC].n;
         s->freed1 = d && d <= n ? n - d + 1 : 0;
     }
+    for (int k = 0; k < 2; k++)
+        if (e->has[k] && !e->code[k] && f->ok[k])
+            s->plain[k] = f->addr[k];
     if (e->has[0]) {
         append(s, LTR_REFS_ALLOC, f->addr[0], ltr_model_class(e->size), !f->ok[0]);
         s->after = f->ok[0] ? ltr_model_next(f->addr[0], e->size) : 0;

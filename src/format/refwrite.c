@@ -14,7 +14,11 @@
  * class (allocmodel.h), which every free whose allocation is known here joins.
  * Format 6: then it may be the address just past the block's previous
  * allocation (ltr_model_next), a guess kept within the block, so that a
- * block lost or re-read alone costs nothing beyond itself.
+ * block lost or re-read alone costs nothing beyond itself. Format 7: an
+ * address none of those tell is stored as its difference from the block's
+ * previous one stored so (node's frees at its exit, in the order of
+ * allocations long out of the window: 762 KB of its trace's 990 KB, 39 KB
+ * so; docs/benchmarks.md "Addresses stored as differences").
  */
 #include "format/refs.h"
 
@@ -63,6 +67,7 @@ typedef struct wseq {
     ltr_model_list *lists[LTR_MODEL_CLASSES]; /* the allocator model's, made on first push */
     uint64_t next; /* after the block's previous allocation (format 6), 0: no guess; from 0 in each block */
     uint64_t freed1; /* the ordinal + 1 of the allocation the block's previous free named, 0: none (format 6) */
+    uint64_t plain[2]; /* the block's previous pnew and pref stored as themselves, from 0 in each block (format 7) */
 } wseq;
 
 /* Processes whose tables are kept: the writer is not told when a process
@@ -342,11 +347,24 @@ static void prune(wring *g, uint32_t reach)
         an_hmap_keep(&g->addrs, within_reach, &(reach_of){g->n, reach});
 }
 
-/* An address stored as itself. */
-static size_t put_plain(uint64_t addr, uint8_t *o)
+/* The codes a block's pnew and pref fields use: format 4's references
+ * only, or the allocator model's places first (5), and the next address
+ * too (6), and addresses stored as differences (7). */
+enum { CODES_REFS = 0, CODES_MODEL = 1, CODES_NEXT = 2, CODES_DELTA = 3 };
+
+/* An address stored as itself (code 0): with format 7's codes, as the
+ * zigzag difference from the block's previous one of its kind (k: 0 pnew,
+ * 1 pref) stored so. The difference of neighbours in a heap takes a byte
+ * or two where the address took five to seven; it may take up to nine
+ * bytes more than a small address (writer.c's bound of a block's growth). */
+static size_t put_plain(wseq *s, int codes, int k, uint64_t addr, uint8_t *o)
 {
     o[0] = 0;
-    return 1 + ltr_put_uvar(o + 1, addr);
+    if (!s || codes != CODES_DELTA)
+        return 1 + ltr_put_uvar(o + 1, addr);
+    uint64_t d = ltr_zigzag((int64_t)(addr - s->plain[k]));
+    s->plain[k] = addr;
+    return 1 + ltr_put_uvar(o + 1, d);
 }
 
 /* A pref: the distance back to the latest allocation with its address,
@@ -354,8 +372,9 @@ static size_t put_plain(uint64_t addr, uint8_t *o)
  * once), and that allocation's size class in *cls; else itself. With
  * format 6's codes (next), the allocation right after the one the block's
  * previous free named is LTR_MODEL_FREED_NEXT, and distances count on. */
-static size_t put_free(wseq *s, int next, uint64_t addr, uint8_t *o, int *cls)
+static size_t put_free(wseq *s, int codes, uint64_t addr, uint8_t *o, int *cls)
 {
+    int next = codes >= CODES_NEXT;
     addr_ord e;
     wring *allocs = s ? &s->r[LTR_REFS_ALLOC] : NULL;
     if (allocs && an_hmap_take_sized(&allocs->addrs, addr, &e, sizeof e) &&
@@ -369,12 +388,8 @@ static size_t put_free(wseq *s, int next, uint64_t addr, uint8_t *o, int *cls)
     }
     if (s)
         s->freed1 = 0;
-    return put_plain(addr, o);
+    return put_plain(s, codes, LTR_REFS_FREE, addr, o);
 }
-
-/* The codes a block's pnew fields use: format 4's references only, or the
- * allocator model's places first (5), and the next address too (6). */
-enum { CODES_REFS = 0, CODES_MODEL = 1, CODES_NEXT = 2 };
 
 /* A pnew: its place in its class's list of freed addresses, else the
  * address after the block's previous allocation, else the event's own old
@@ -384,22 +399,22 @@ static size_t put_alloc(wseq *s, int codes, uint64_t addr, const uint64_t *old, 
                         int *place)
 {
     if (!s)
-        return put_plain(addr, o);
+        return put_plain(s, codes, LTR_REFS_ALLOC, addr, o);
     int i = codes != CODES_REFS && s->lists[cls] ? ltr_model_find(s->lists[cls], addr) : -1;
     if (i >= 0) {
         *place = i;
         return ltr_put_uvar(o, (uint64_t)i + 1);
     }
-    if (codes == CODES_NEXT && s->next && addr == s->next)
+    if (codes >= CODES_NEXT && s->next && addr == s->next)
         return ltr_put_uvar(o, LTR_MODEL_NEXT);
-    if (codes == CODES_NEXT && old && addr == *old)
+    if (codes >= CODES_NEXT && old && addr == *old)
         return ltr_put_uvar(o, LTR_MODEL_SAME);
     addr_ord e;
     wring *frees = &s->r[LTR_REFS_FREE];
-    uint64_t after = codes == CODES_NEXT ? LTR_MODEL_CODES : codes == CODES_MODEL ? LTR_MODEL_LIST : 0;
+    uint64_t after = codes >= CODES_NEXT ? LTR_MODEL_CODES : codes == CODES_MODEL ? LTR_MODEL_LIST : 0;
     if (an_hmap_take_sized(&frees->addrs, addr, &e, sizeof e) && frees->n - e.ord <= window[LTR_REFS_FREE])
         return ltr_put_uvar(o, frees->n - e.ord + after);
-    return put_plain(addr, o);
+    return put_plain(s, codes, LTR_REFS_ALLOC, addr, o);
 }
 
 static void join(wring *g, uint64_t addr, unsigned cls)
@@ -470,7 +485,7 @@ static long encode_payload(wseq *s, int codes, const plan *pl, const uint8_t *q,
     for (unsigned f = 0; f < pl->nfields; f++) {
         uint8_t t = pl->type[f];
         if (t == LTR_TYPE_PREF)
-            out += put_free(s, codes == CODES_NEXT, addr[1], o + out, &fcls);
+            out += put_free(s, codes, addr[1], o + out, &fcls);
         else if (t == LTR_TYPE_PNEW)
             out += put_alloc(s, codes, addr[0], has[1] ? &addr[1] : NULL, cls, o + out, &place);
         else {
@@ -495,7 +510,7 @@ static void encode_record(ltr_refwriter *w, wseq *s, const plan *pl, const uint8
     if (!dst)
         return;
     uint8_t *payload = dst + LTR_VARINT_MAX + inner;
-    long pn = encode_payload(s, w->no_model ? CODES_REFS : w->no_next ? CODES_MODEL : CODES_NEXT, pl,
+    long pn = encode_payload(s, w->no_model ? CODES_REFS : w->no_next ? CODES_MODEL : w->no_delta ? CODES_NEXT : CODES_DELTA, pl,
                              r + ce->header, ce->payload, payload);
     if (pn < 0 || pn > (long)LTR_MAX_EVENT_PAYLOAD)
         pn = 0; /* the reader reports it: payload shorter than its fields */
@@ -527,7 +542,7 @@ int ltr_refwriter_block(ltr_refwriter *w, uint16_t collector, uint32_t pid, cons
         if (pl && !planned++ && !plain && (s = seq_of(w, collector, pid))) {
             base[0] = s->r[0].n;
             base[1] = s->r[1].n;
-            s->next = s->freed1 = 0; /* a reader may read this block after any other, or alone */
+            s->next = s->freed1 = s->plain[0] = s->plain[1] = 0; /* a reader may read this block after any other, or alone */
         }
         if (!n) { /* framing the reader will report: the rest as it is */
             ltr_bytes_put_mem(&w->out, in + off, len - off);

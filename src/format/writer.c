@@ -366,6 +366,8 @@ void ltr_writer_set_thrifty(ltr_writer *w, int on)
 
 void ltr_writer_set_next(ltr_writer *w, int on) { w->refs.no_next = !on; }
 
+void ltr_writer_set_delta(ltr_writer *w, int on) { w->refs.no_delta = !on; }
+
 void ltr_writer_set_merge_max(ltr_writer *w, size_t bytes)
 {
     w->merge_max = bytes < MERGE_MAX_MOST ? bytes : MERGE_MAX_MOST;
@@ -672,11 +674,13 @@ static int block_in(ltr_writer *w, const ltr_block_info *info, const void *event
         return block_now(w, info, events, len, err);
     /* A chunk too full to take the block is written before the block is
      * re-encoded: were it lost, the block must not refer to what it held. A
-     * re-encoded record grows by at most 4 bytes (refwrite.c: two fields of
-     * 2 more each when parsed well; a 0 and a varint instead of the same
-     * varint otherwise), and a record holding them is at least 5 bytes. */
+     * field of a re-encoded record grows by at most 10 bytes (refwrite.c: a
+     * code, and format 7's difference of up to 10 bytes from a small
+     * address of 1), and a record holding two is at least 5 bytes, one 4:
+     * a block grows 5 times at most (a heap agent's, about never: its
+     * records are 10 bytes and more, and neighbours' differences short). */
     int rc0 = 0;
-    if (w->nblocks && w->events.len + LTR_BLOCK_REFS_HEADER_SIZE + 2 * len > LTR_CHUNK_MAX_RAW)
+    if (w->nblocks && w->events.len + LTR_BLOCK_REFS_HEADER_SIZE + 5 * len > LTR_CHUNK_MAX_RAW)
         rc0 = seal(w, err);
     ltr_block_info ri = *info;
     int rc = ltr_refwriter_block(&w->refs, info->collector, info->pid, events, len, info->plain, ri.ref_base);
@@ -688,7 +692,8 @@ static int block_in(ltr_writer *w, const ltr_block_info *info, const void *event
     if (rc == 1)
         ri.flags |= LTR_BLOCK_FLAG_REFS | (w->refs.no_model ? 0
                                            : w->refs.no_next ? LTR_BLOCK_FLAG_MODEL
-                                                             : LTR_BLOCK_FLAG_MODEL | LTR_BLOCK_FLAG_NEXT);
+                                           : w->refs.no_delta ? LTR_BLOCK_FLAG_MODEL | LTR_BLOCK_FLAG_NEXT
+                                           : LTR_BLOCK_FLAG_MODEL | LTR_BLOCK_FLAG_NEXT | LTR_BLOCK_FLAG_DELTA);
     rc = rc > 0 ? block_now(w, &ri, w->refs.out.data, w->refs.out.len, rc0 < 0 ? NULL : err)
                 : block_now(w, info, events, len, rc0 < 0 ? NULL : err);
     return rc0 < 0 ? rc0 : rc;

@@ -99,6 +99,10 @@ void ltr_writer_set_model(ltr_writer *w, int on);
  * told allocations; for tests of format 5 reading and for measuring it.
  * Default 1. */
 void ltr_writer_set_next(ltr_writer *w, int on);
+/* 0: addresses stored as themselves, not as differences (format 7's
+ * LTR_BLOCK_FLAG_DELTA), as format 6 stored them; for tests of format 6
+ * reading and for measuring it. Default 1. */
+void ltr_writer_set_delta(ltr_writer *w, int on);
 /* 1: EVENTS and METADATA chunks compressed at a cheaper level (writer.c
  * says how much cheaper, and what it costs in bytes): for a recorder whose
  * CPU would be taken from programs waiting for one. Default 0. */

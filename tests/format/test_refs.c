@@ -56,6 +56,8 @@ enum { L_ALLOC = 1, L_FREE = 2, L_REALLOC = 3, L_UNKNOWN = 99, L_BAD = 5, L_NOTE
 #define NPIDS 2
 #define NTHREADS 3
 #define NADDR 48
+/* The flags of a format 6 block (ltr_refs_block) */
+#define F6 (LTR_BLOCK_FLAG_MODEL | LTR_BLOCK_FLAG_NEXT)
 
 /* One heap event as the agent wrote it; its timestamp is unique and names it. */
 typedef struct op {
@@ -223,6 +225,33 @@ static script teardown_script(size_t n)
     return s;
 }
 
+/* A program attached to: each thread frees, in the order of their
+ * addresses, blocks allocated before the trace began (no allocation in the
+ * trace to refer to, so each is stored as itself), and between them
+ * allocates and frees blocks of its own. Returns the script; *unseen: the
+ * frees of blocks the trace never saw allocated. */
+static script attached_script(size_t n, size_t *unseen)
+{
+    script s = {calloc(n, sizeof(op)), 0};
+    size_t per = n / (NPIDS * NTHREADS);
+    *unseen = 0;
+    for (uint32_t p = 0; p < NPIDS; p++)
+        for (uint32_t t = 0; t < NTHREADS; t++) {
+            uint32_t tid = 1000 + p * 10 + t;
+            uint64_t old = 0x560000000000ull + ((uint64_t)(p * NTHREADS + t) << 28);
+            uint64_t fresh = 0x7f0000000000ull + ((uint64_t)(p * NTHREADS + t) << 32);
+            for (size_t i = 0; i + 3 <= per; i += 3, old += 48 + (i % 5) * 16, fresh += 64) {
+                s.v[s.n++] = (op){.pid = 100 + p, .tid = tid, .kind = L_FREE, .addr = old};
+                s.v[s.n++] = (op){.pid = 100 + p, .tid = tid, .kind = L_ALLOC, .addr = fresh, .size = 40};
+                s.v[s.n++] = (op){.pid = 100 + p, .tid = tid, .kind = L_FREE, .addr = fresh};
+                ++*unseen;
+            }
+        }
+    for (size_t i = 0; i < s.n; i++)
+        s.v[i].ts = TS0 + i * 1000;
+    return s;
+}
+
 static void put_cevent(ltr_bytes *b, const op *o, uint64_t prev)
 {
     uint8_t payload[64];
@@ -339,6 +368,7 @@ typedef struct readback {
     size_t allocs_by_next;        /* those told as the address after the block's previous allocation */
     size_t reallocs_same;         /* reallocs whose new address is told as their old one */
     size_t by_freed_next;         /* frees told as naming the allocation after the previous free's */
+    size_t frees_plain, frees_plain_short; /* frees stored as themselves, and those of them in 2 bytes or fewer */
     uint64_t damage, unresolved;
 } readback;
 
@@ -382,6 +412,13 @@ static readback read_back(const char *path, const script *s)
             r.by_ref += ev->layout->fields[0].type == LTR_TYPE_PREF && ev->payload[ev->field_offsets[0]] != 0;
             r.by_freed_next += (ev->block_flags & LTR_BLOCK_FLAG_NEXT) &&
                                ev->payload[ev->field_offsets[0]] == LTR_MODEL_FREED_NEXT;
+            if (ev->layout->fields[0].type == LTR_TYPE_PREF && ev->payload[ev->field_offsets[0]] == 0) {
+                uint64_t v; /* the code, then what was stored */
+                size_t len = ltr_get_uvar(ev->payload + ev->field_offsets[0] + 1,
+                                          ev->payload_size - ev->field_offsets[0] - 1, &v);
+                r.frees_plain++;
+                r.frees_plain_short += len > 0 && len <= 2;
+            }
         }
         if (ev->layout->event_id == L_ALLOC) {
             r.allocs++;
@@ -1038,7 +1075,7 @@ static void test_next_address_only_after_a_known_one(void **state)
     (void)state;
     ltr_refs refs;
     ltr_refs_init(&refs);
-    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 1, 1);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, F6);
     assert_non_null(q);
     ltr_refev e = {.has = {1, 0}, .code = {0, 0}, .addr = {0x10000, 0}, .size = 100};
     assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
@@ -1056,7 +1093,7 @@ static void test_next_address_only_after_a_known_one(void **state)
     ltr_refseq_commit_event(q, &e);
     e = (ltr_refev){.has = {1, 0}, .code = {0, 0}, .addr = {0x20000, 0}, .size = 24};
     assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
-    q = ltr_refs_block(&refs, 0, 100, 6, 0, 1, 1); /* the next block: its first one has nothing to follow */
+    q = ltr_refs_block(&refs, 0, 100, 6, 0, F6); /* the next block: its first one has nothing to follow */
     e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
     ltr_refseq_commit_event(q, &e);
@@ -1068,7 +1105,7 @@ static void test_next_address_only_after_a_known_one(void **state)
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
     e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_SAME, 0}, .size = 40}; /* an Alloc has no old address */
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
-    q = ltr_refs_block(&refs, 0, 100, 8, 1, 1, 0); /* without the flag: format 5's reference, 17 - 16 back */
+    q = ltr_refs_block(&refs, 0, 100, 8, 1, LTR_BLOCK_FLAG_MODEL); /* without the flag: format 5's reference, 17 - 16 back */
     e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_NEXT, 0}, .size = 8};
     assert_int_equal(ltr_refseq_resolve_event(q, &e), 0);
     assert_int_equal(e.addr[0], 0x30000); /* the one free so far: the realloc's old address */
@@ -1084,7 +1121,7 @@ static void test_freed_next_by_number(void **state)
     (void)state;
     ltr_refs refs;
     ltr_refs_init(&refs);
-    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 1, 1);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, F6);
     for (uint64_t i = 0; i < 4; i++) { /* allocations 0..3; the second one's address unknown */
         ltr_refev a = {.has = {1, 0}, .code = {i == 1 ? 5 : 0, 0}, .addr = {0x1000 * (i + 1), 0}, .size = 40};
         assert_int_equal(ltr_refseq_resolve_event(q, &a), i == 1 ? -1 : 0);
@@ -1103,13 +1140,83 @@ static void test_freed_next_by_number(void **state)
     assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
     e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}};
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
-    q = ltr_refs_block(&refs, 0, 100, 4, 4, 1, 1);
+    q = ltr_refs_block(&refs, 0, 100, 4, 4, F6);
     e = (ltr_refev){.has = {0, 1}, .code = {0, 1 + LTR_MODEL_FREED_NEXT}}; /* allocation 3 */
     assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
     assert_int_equal(e.addr[1], 0x4000);
-    q = ltr_refs_block(&refs, 0, 100, 4, 5, 1, 1); /* a new block: nothing before it counts */
+    q = ltr_refs_block(&refs, 0, 100, 4, 5, F6); /* a new block: nothing before it counts */
     e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT}};
     assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    ltr_refs_free(&refs);
+}
+
+/* Format 7: frees of blocks allocated before the trace began (no
+ * reference can name them) are stored as their differences from the
+ * block's previous such free, a byte or two where the address took six;
+ * every address comes back, to the reader and to the analyzer, which pairs
+ * every free of a block allocated in the trace (its addresses right) and
+ * counts the others unseen. After a lost chunk, every event delivered is
+ * right. */
+static void test_addresses_told_as_differences(void **state)
+{
+    (void)state;
+    size_t unseen;
+    script s = attached_script(24000, &unseen);
+    const char *path = gen_tmp("delta.ltr");
+    write_script(path, &s, 35, 1);
+    readback r = read_back(path, &s);
+    assert_int_equal(r.delivered, s.n);
+    assert_int_equal(r.damage, 0);
+    print_message("%zu frees, %zu stored as themselves, %zu of those in 2 bytes or fewer\n", r.frees, r.frees_plain,
+                  r.frees_plain_short);
+    assert_true(r.frees_plain >= unseen);
+    assert_true(r.frees_plain_short * 2 > r.frees_plain); /* not a block's first (blocks of 1 to 12 events) */
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s.n);
+    assert_int_equal(json_u64(js, "unseen_frees"), unseen);
+    free(js);
+    damage_events_chunk(path, 2);
+    readback lost = read_back(path, &s); /* check_event: each one right */
+    assert_true(lost.delivered < s.n);
+    unlink(path);
+    free(s.v);
+}
+
+/* The reader's side of format 7's differences: an address stored as itself
+ * counts from the block's previous one of its kind (allocations' and
+ * frees' apart), the first from 0; each block starts again; once a record
+ * of the block could not be read, none is known; a block without the flag
+ * stores addresses as they are. */
+static void test_differences_by_kind_within_a_block(void **state)
+{
+    (void)state;
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, F6 | LTR_BLOCK_FLAG_DELTA);
+    ltr_refev e = {.has = {1, 0}, .addr = {ltr_zigzag(0x10000), 0}, .size = 5000}; /* not the next address */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x10000);
+    e = (ltr_refev){.has = {0, 1}, .addr = {0, ltr_zigzag(0x90000)}};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x90000);
+    e = (ltr_refev){.has = {1, 0}, .addr = {ltr_zigzag(-0x100), 0}, .size = 5000};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x10000 - 0x100);
+    e = (ltr_refev){.has = {1, 1}, .addr = {ltr_zigzag(0x20), ltr_zigzag(0x40)}, .size = 5000}; /* a realloc moved */
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[0], 0x10000 - 0x100 + 0x20);
+    assert_int_equal(e.addr[1], 0x90040);
+    q = ltr_refs_block(&refs, 0, 100, 3, 2, F6 | LTR_BLOCK_FLAG_DELTA); /* the next block: from 0 again */
+    e = (ltr_refev){.has = {0, 1}, .addr = {0, ltr_zigzag(0x50000)}};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x50000);
+    ltr_refseq_spoil(q); /* a record that could not be read: the differences it held are lost */
+    e = (ltr_refev){.has = {0, 1}, .addr = {0, ltr_zigzag(0x10)}};
+    assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+    q = ltr_refs_block(&refs, 0, 100, 3, 4, F6); /* format 6: as it is */
+    e = (ltr_refev){.has = {0, 1}, .addr = {0, 0x70000}};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    assert_int_equal(e.addr[1], 0x70000);
     ltr_refs_free(&refs);
 }
 
@@ -1137,7 +1244,7 @@ static long window_faults(void)
     mallopt(M_TOP_PAD, 0);
     ltr_refs refs;
     ltr_refs_init(&refs);
-    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 0, 0);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, 0);
     long before = minor_faults();
     for (uint64_t i = 0; q && i < 5000; i++) {
         ltr_refev e = {.has = {1, 0}, .addr = {0x100000 + 32 * i, 0}, .size = 16};
@@ -1182,9 +1289,9 @@ static void test_ended_process_let_go(void **state)
     (void)state;
     ltr_refs refs;
     ltr_refs_init(&refs);
-    struct ltr_refseq *a = ltr_refs_block(&refs, 0, 100, 0, 0, 0, 0);
-    struct ltr_refseq *b = ltr_refs_block(&refs, 2, 100, 0, 0, 0, 0);
-    struct ltr_refseq *c = ltr_refs_block(&refs, 0, 200, 0, 0, 0, 0);
+    struct ltr_refseq *a = ltr_refs_block(&refs, 0, 100, 0, 0, 0);
+    struct ltr_refseq *b = ltr_refs_block(&refs, 2, 100, 0, 0, 0);
+    struct ltr_refseq *c = ltr_refs_block(&refs, 0, 200, 0, 0, 0);
     assert_true(a && b && c);
     ltr_refev e = {.has = {1, 0}, .code = {0, 0}, .addr = {0x1000, 0}, .size = 16};
     assert_int_equal(ltr_refseq_apply_event(a, &e), 0);
@@ -1194,7 +1301,7 @@ static void test_ended_process_let_go(void **state)
     assert_int_equal(refs.seqs.n, 1);
     assert_int_equal(ltr_refs_drop_pid(&refs, 200, c), 1);
     assert_int_equal(refs.seqs.n, 0);
-    a = ltr_refs_block(&refs, 0, 100, 1u << 20, 0, 0, 0); /* past every count: a new process */
+    a = ltr_refs_block(&refs, 0, 100, 1u << 20, 0, 0); /* past every count: a new process */
     e = (ltr_refev){.has = {0, 1}, .code = {0, 1}};
     assert_int_equal(ltr_refseq_resolve_event(a, &e), -1);
     ltr_refs_free(&refs);
@@ -1219,6 +1326,31 @@ static void test_format5_codes_still_read(void **state)
     assert_true(r.allocs_by_ref > 0);
     char *js = analysis_json(path);
     assert_int_equal(json_u64(js, "heap_events"), s.n);
+    free(js);
+    unlink(path);
+    free(s.v);
+}
+
+/* Blocks without format 7's flag, in a file of version 6: an address
+ * stored as itself is the address; every event back, none as differences. */
+static void test_format6_codes_still_read(void **state)
+{
+    (void)state;
+    size_t unseen;
+    script s = attached_script(6000, &unseen);
+    const char *path = gen_tmp("v6.ltr");
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
+    ltr_writer_set_delta(w, 0);
+    write_blocks(w, &s, 0, s.n, 36, NULL);
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    readback r = read_back_as_version(path, &s, 6);
+    assert_true(r.frees_plain >= unseen);
+    assert_int_equal(r.frees_plain_short, 0); /* addresses of six bytes */
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "heap_events"), s.n);
+    assert_int_equal(json_u64(js, "unseen_frees"), unseen);
     free(js);
     unlink(path);
     free(s.v);
@@ -2350,6 +2482,9 @@ int main(void)
         cmocka_unit_test(test_ended_process_let_go),
         cmocka_unit_test(test_window_touches_what_it_fills),
         cmocka_unit_test(test_format5_codes_still_read),
+        cmocka_unit_test(test_format6_codes_still_read),
+        cmocka_unit_test(test_addresses_told_as_differences),
+        cmocka_unit_test(test_differences_by_kind_within_a_block),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
         cmocka_unit_test(test_lost_chunk_makes_references_unknown_not_wrong),
         cmocka_unit_test(test_refused_chunk_is_not_referred_to),
