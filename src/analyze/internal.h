@@ -123,6 +123,8 @@ struct ltr_analysis {
     size_t hold;              /* events that could wait for the time order (order.h) */
     size_t hold_given;        /* that hold, asked by the caller (a second pass); 0: by the trace's kind */
     int hold_env;             /* LTR_ANALYZE_HOLD set it */
+    int first_pass;           /* a pass that is made again when events come late (ltr_analysis_run) */
+    int redo_if_late;         /* it will be: the model stops at the first late event (an_sink_stop_when_late) */
     int pid_set;              /* --pid: only that process's events and modules */
     uint32_t pid;
     int progress;

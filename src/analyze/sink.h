@@ -37,6 +37,13 @@ void an_sink_commit(an_sink *s, uint32_t pid, uint32_t tid, size_t n);
 /* What is still to come, as order.h's an_order_bound: the events that
  * waited for the time order and need not go on to the model now. */
 void an_sink_bound(an_sink *s, uint32_t pid, uint32_t tid, uint64_t first, int sorted, uint64_t rest);
+/* A first pass that is analyzed again once an event comes too late for the
+ * time order (analyze.c): from the first late event on, the model is fed
+ * nothing more (its figures will not be reported), while the order stage
+ * goes on counting what came late and how far behind. */
+void an_sink_stop_when_late(an_sink *s);
+/* Whether the model stopped being fed (an_sink_stop_when_late). */
+int an_sink_stopped(const an_sink *s);
 /* Every event committed is in the model when this returns (m->late says
  * how many came too late for the time order), and the thread is gone;
  * frees s. NULL is ignored. */
