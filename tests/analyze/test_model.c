@@ -368,12 +368,18 @@ static void feed_one_by_one(an_model *m, const an_event *ev, const gen_run *runs
         }
 }
 
+/* in_order of feed_through_sink_as: in time order, the model fed nothing
+ * from the first late event on (an_sink_stop_when_late) */
+#define STOP_WHEN_LATE 2
+
 /* Through a sink, each run written in pieces of whatever room it offers. */
 static void feed_through_sink_as(an_model *m, uint64_t threaded, int in_order, size_t hold, const an_event *ev,
                                  const gen_run *runs, size_t nruns)
 {
-    an_sink *sk = an_sink_new(m, threaded, in_order, hold);
+    an_sink *sk = an_sink_new(m, threaded, in_order != 0, hold);
     assert_non_null(sk);
+    if (in_order == STOP_WHEN_LATE)
+        an_sink_stop_when_late(sk);
     for (size_t r = 0; r < nruns; r++) {
         for (size_t done = 0; done < runs[r].n;) {
             size_t room;
@@ -505,9 +511,9 @@ static void test_sink_merges_threads_by_time(void **state)
     }
     uint64_t windows[2][2] = {{0, UINT64_MAX}, {800000, 3600000}};
     for (int w = 0; w < 2; w++) {
-        an_model truth, direct, threaded, file_order, small, later;
-        an_model *m[6] = {&truth, &direct, &threaded, &file_order, &small, &later};
-        for (int i = 0; i < 6; i++)
+        an_model truth, direct, threaded, file_order, small, later, stopped, stopped_direct;
+        an_model *m[8] = {&truth, &direct, &threaded, &file_order, &small, &later, &stopped, &stopped_direct};
+        for (int i = 0; i < 8; i++)
             an_model_init(m[i], windows[w][0], windows[w][1]);
         feed_one_by_one(&truth, sorted, one_each, n);
         feed_through_sink_as(&direct, 0, 1, N, ev, runs, nruns);
@@ -515,7 +521,9 @@ static void test_sink_merges_threads_by_time(void **state)
         feed_through_sink_as(&file_order, 0, 0, 0, ev, runs, nruns);
         feed_through_sink_as(&small, 1, 1, 64, ev, runs, nruns);
         feed_through_sink_as(&later, 33333, 1, N, ev, runs, nruns); /* the thread starts with events held for the order */
-        for (int i = 0; i < 6; i++)
+        feed_through_sink_as(&stopped, 1, STOP_WHEN_LATE, 64, ev, runs, nruns);
+        feed_through_sink_as(&stopped_direct, 0, STOP_WHEN_LATE, 64, ev, runs, nruns);
+        for (int i = 0; i < 8; i++)
             an_model_finish(m[i]);
         assert_same_model(&truth, &direct);
         assert_same_model(&truth, &threaded);
@@ -532,7 +540,23 @@ static void test_sink_merges_threads_by_time(void **state)
             if (w == 0)
                 assert_true(p->cur_bytes == held);
         }
-        for (int i = 0; i < 6; i++)
+        /* stopped at the first late event (early here: it holds 64), the
+         * model got fewer events, but the late ones are all counted, and
+         * how far behind they came */
+        for (int k = 0; k < 2; k++) {
+            const an_model *st = k ? &stopped_direct : &stopped;
+            assert_int_equal(st->late, small.late);
+            assert_int_equal(st->hold_needed, small.hold_needed);
+            uint64_t fed = 0, all_fed = 0;
+            for (size_t i = 0; i < st->nprocs; i++)
+                fed += st->procs[i]->allocs + st->procs[i]->frees;
+            for (size_t i = 0; i < small.nprocs; i++)
+                all_fed += small.procs[i]->allocs + small.procs[i]->frees;
+            if (!(fed < all_fed / 2))
+                fail_msg("stopped: %llu events modelled, %llu without stopping", (unsigned long long)fed,
+                         (unsigned long long)all_fed);
+        }
+        for (int i = 0; i < 8; i++)
             an_model_free(m[i]);
     }
     free(sorted);
