@@ -11,6 +11,7 @@
 # differences"). Reads libzstd through ctypes: Debian's python3 has no zstd.
 import collections
 import ctypes
+import signal
 import struct
 import sys
 
@@ -61,6 +62,8 @@ def chunks(data):
             sys.exit("no chunk at offset %d: not an intact ltr trace" % i)
         typ, flags, size, raw = struct.unpack_from("<HHII", data, i + 4)
         payload = data[i + 32:i + 32 + size]
+        if len(payload) < size:
+            sys.exit("the chunk at offset %d is cut short: a trace still being written, or damaged" % i)
         yield typ, decompress(payload, raw) if flags & 1 else payload
         i += 32 + size
 
@@ -104,7 +107,11 @@ def report(path):
     rows = bytearray()
     stored = level7 = 0
     kinds = collections.defaultdict(collections.Counter)
-    data = open(path, "rb").read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        sys.exit("%s: %s" % (path, e.strerror))
     for typ, p in chunks(data):
         if typ != 3:
             continue
@@ -134,6 +141,7 @@ def report(path):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit("usage: bench/format/columns.py TRACE...")
     for trace in sys.argv[1:]:
