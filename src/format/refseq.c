@@ -374,7 +374,7 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
         uint64_t d = e->code[1] ? free_distance(s, e->code[1], f6) : 0, n = s->r[LTR_REFS_ALLOC].n;
         s->freed1 = d && d <= n ? n - d + 1 : 0;
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; s->delta && k < 2; k++)
         if (e->has[k] && !e->code[k] && f->ok[k])
             s->plain[k] = f->addr[k];
     if (e->has[0]) {

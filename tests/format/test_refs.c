@@ -442,15 +442,24 @@ static readback read_back(const char *path, const script *s)
     return r;
 }
 
-/* The script written through a writer (chunks of 4 KiB, blocks as write_blocks makes them). */
-static void write_script(const char *path, const script *s, unsigned seed, int model)
+/* The script written through a writer (chunks of 4 KiB, blocks as
+ * write_blocks makes them), with off (one of the writer's codes' setters:
+ * an older format's) turned off, unless NULL. */
+static void write_script_without(const char *path, const script *s, unsigned seed,
+                                 void (*off)(ltr_writer *, int))
 {
     ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    ltr_writer_set_model(w, model);
+    if (off)
+        off(w, 0);
     write_blocks(w, s, 0, s->n, seed, NULL);
     ltr_error err;
     assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
     ltr_writer_close(w);
+}
+
+static void write_script(const char *path, const script *s, unsigned seed, int model)
+{
+    write_script_without(path, s, seed, model ? NULL : ltr_writer_set_model);
 }
 
 /* The script's thread-1000 events in whole buffers of 10 events, sequence
@@ -1315,12 +1324,7 @@ static void test_format5_codes_still_read(void **state)
     (void)state;
     script s = top_script(20000, 31);
     const char *path = gen_tmp("v5.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    ltr_writer_set_next(w, 0);
-    write_blocks(w, &s, 0, s.n, 32, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script_without(path, &s, 32, ltr_writer_set_next);
     readback r = read_back_as_version(path, &s, 5);
     assert_int_equal(r.allocs_by_next, 0);
     assert_true(r.allocs_by_ref > 0);
@@ -1339,12 +1343,7 @@ static void test_format6_codes_still_read(void **state)
     size_t unseen;
     script s = attached_script(6000, &unseen);
     const char *path = gen_tmp("v6.ltr");
-    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 4096);
-    ltr_writer_set_delta(w, 0);
-    write_blocks(w, &s, 0, s.n, 36, NULL);
-    ltr_error err;
-    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
-    ltr_writer_close(w);
+    write_script_without(path, &s, 36, ltr_writer_set_delta);
     readback r = read_back_as_version(path, &s, 6);
     assert_true(r.frees_plain >= unseen);
     assert_int_equal(r.frees_plain_short, 0); /* addresses of six bytes */
