@@ -117,6 +117,63 @@ static void test_peak_time_end_late(void **state)
     an_model_free(&m);
 }
 
+/* The blocks live at the end go into their stacks' and the process's AIFO
+ * and AOFO and the stacks' held times (model.c, held_at_end: read from the
+ * live table's array, the process's sums kept apart): two stacks'
+ * blocks in turn, places freed between them (and one taken again), a
+ * size of 4 GiB and more, blocks from before the window, and one at time
+ * 0, which note_held takes for none. */
+static void test_blocks_held_at_the_end(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    an_model_alloc(&m, 1, 1, 0, 0x10, 7, 3); /* time 0: note_held's "none" */
+    for (uint64_t i = 0; i < 100; i++)
+        an_model_alloc(&m, 1, 1, 10 + i, 0x1000 + 16 * i, i % 2 ? 100 : (1ull << 32) + i, 1 + i % 2);
+    for (uint64_t i = 0; i < 100; i += 3)
+        an_model_free_block(&m, 1, 1, 200, 0x1000 + 16 * i);
+    an_model_alloc(&m, 1, 1, 300, 0x9000, 5, 2); /* a freed place again */
+    an_model_finish(&m);
+    an_proc *p = m.procs[0];
+    uint64_t count[3] = {0}, bytes[3] = {0}, first[3] = {0}, last[3] = {0};
+    for (uint64_t i = 0; i < 100; i++) {
+        if (i % 3 == 0)
+            continue;
+        unsigned k = 1 + i % 2;
+        count[k]++;
+        bytes[k] += i % 2 ? 100 : (1ull << 32) + i;
+        first[k] = first[k] ? first[k] : 10 + i;
+        last[k] = 10 + i;
+    }
+    count[2]++, bytes[2] += 5, last[2] = 300;
+    for (unsigned k = 1; k <= 2; k++) {
+        assert_int_equal(stack_of(&m, k)->type[AN_AIFO].count, count[k]);
+        assert_true(stack_of(&m, k)->type[AN_AIFO].bytes == bytes[k]);
+        assert_int_equal(stack_of(&m, k)->held_first, first[k]);
+        assert_int_equal(stack_of(&m, k)->held_last, last[k]);
+    }
+    assert_int_equal(stack_of(&m, 3)->type[AN_AIFO].count, 1);
+    assert_int_equal(stack_of(&m, 3)->held_first, 0);
+    assert_int_equal(p->type[AN_AIFO].count, count[1] + count[2] + 1);
+    assert_true(p->type[AN_AIFO].bytes == bytes[1] + bytes[2] + 7);
+    assert_int_equal(p->type[AN_AOFO].count, 0);
+    an_model_free(&m);
+
+    an_model_init(&m, 150, UINT64_MAX); /* those allocated before the window are AOFO, without held times */
+    for (uint64_t i = 0; i < 10; i++)
+        an_model_alloc(&m, 1, 1, 100 + 20 * i, 0x1000 + 16 * i, 10 + i, 1);
+    an_model_finish(&m);
+    p = m.procs[0];
+    assert_int_equal(p->type[AN_AOFO].count, 3);
+    assert_int_equal(p->type[AN_AOFO].bytes, 10 + 11 + 12);
+    assert_int_equal(p->type[AN_AIFO].count, 7);
+    assert_int_equal(p->type[AN_AIFO].bytes, 13 + 14 + 15 + 16 + 17 + 18 + 19);
+    assert_int_equal(stack_of(&m, 1)->held_first, 160);
+    assert_int_equal(stack_of(&m, 1)->held_last, 280);
+    an_model_free(&m);
+}
+
 static void test_window_types(void **state)
 {
     (void)state;
@@ -1385,6 +1442,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stack_cells_stay_small),
+        cmocka_unit_test(test_blocks_held_at_the_end),
         cmocka_unit_test(test_window_types),
         cmocka_unit_test(test_unseen_and_reordered_frees),
         cmocka_unit_test(test_unseen_free_then_same_address),
