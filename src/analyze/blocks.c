@@ -544,19 +544,20 @@ static inline __attribute__((always_inline)) void put_slot(an_event *e, unsigned
 static inline __attribute__((always_inline)) uint32_t slot_run(col_vals *c, unsigned slot, const uint16_t *recs,
                                                                uint32_t n, an_event *ev, ltr_refev *refs, int bigs)
 {
-    const uint32_t *v = c->v;
+    const uint32_t *v = c->v + c->i;
     const uint64_t *big = c->big;
-    uint32_t i = c->i, bi = c->bi, end = c->n, t = 0;
-    for (; t < n && i < end; t++) {
-        uint32_t x = v[i++];
+    /* one bound, not the records' and the values' each time round */
+    uint32_t bi = c->bi, lim = n < c->n - c->i ? n : c->n - c->i;
+    for (uint32_t t = 0; t < lim; t++) {
+        uint32_t x = v[t];
         uint64_t y = !bigs || x != LTR_COLVAL_BIG ? x : big[bi++];
         put_slot(&ev[recs[t]], slot, y);
         if (refs)
             refs[recs[t]].size = y;
     }
-    c->i = i;
+    c->i += lim;
     c->bi = bi;
-    return t;
+    return lim;
 }
 
 static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, unsigned slot, const uint16_t *recs,
