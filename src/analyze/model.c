@@ -1157,6 +1157,7 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
 {
     for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
         prefetch_event(p, &ev[i]);
+    int series = m->series; /* in a register: the stores of the events' work might be it */
     for (size_t i = 0; i < n; i++) {
         const an_event *e = &ev[i];
         if (i + AN_PREFETCH_AHEAD < n)
@@ -1169,8 +1170,10 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
             alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole);
             break;
         }
-        if (m->series)
+        if (series) {
             series_note(m, p, e->ts);
+            series = m->series; /* 0 once it had no memory */
+        }
     }
 }
 
