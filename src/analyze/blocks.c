@@ -537,23 +537,34 @@ static inline __attribute__((always_inline)) void put_slot(an_event *e, unsigned
     }
 }
 
+/* The records of a window all of one table entry, in order: 0, 1, 2, ...
+ * (window_entries.recs; its loops then index by the count itself). */
+#define IOTA4(n) n, n + 1, n + 2, n + 3
+#define IOTA16(n) IOTA4(n), IOTA4(n + 4), IOTA4(n + 8), IOTA4(n + 12)
+#define IOTA64(n) IOTA16(n), IOTA16(n + 16), IOTA16(n + 32), IOTA16(n + 48)
+#define IOTA256(n) IOTA64(n), IOTA64(n + 64), IOTA64(n + 128), IOTA64(n + 192)
+static const uint16_t IOTA[WINDOW] = {IOTA256(0), IOTA256(256)};
+_Static_assert(WINDOW == 512, "IOTA holds a window");
+
 /* field_values' loop for a value field of one slot (a constant where it is
  * inlined); a size goes to the records' references too (refs: when they
  * have any), in the loop that has it at hand. bigs: whether a value may
- * stand for one of big (a constant too: sizes and stack ids seldom do). */
+ * stand for one of big (a constant too: sizes and stack ids seldom do);
+ * iota: recs is IOTA (a constant too). */
 static inline __attribute__((always_inline)) uint32_t slot_run(col_vals *c, unsigned slot, const uint16_t *recs,
-                                                               uint32_t n, an_event *ev, ltr_refev *refs, int bigs)
+                                                               uint32_t n, an_event *ev, ltr_refev *refs, int bigs,
+                                                               int iota)
 {
     const uint32_t *v = c->v + c->i;
     const uint64_t *big = c->big;
     /* one bound, not the records' and the values' each time round */
     uint32_t bi = c->bi, lim = n < c->n - c->i ? n : c->n - c->i;
     for (uint32_t t = 0; t < lim; t++) {
-        uint32_t x = v[t];
+        uint32_t x = v[t], r = iota ? t : recs[t];
         uint64_t y = !bigs || x != LTR_COLVAL_BIG ? x : big[bi++];
-        put_slot(&ev[recs[t]], slot, y);
+        put_slot(&ev[r], slot, y);
         if (refs)
-            refs[recs[t]].size = y;
+            refs[r].size = y;
     }
     c->i += lim;
     c->bi = bi;
@@ -563,7 +574,10 @@ static inline __attribute__((always_inline)) uint32_t slot_run(col_vals *c, unsi
 static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, unsigned slot, const uint16_t *recs,
                                                                   uint32_t n, an_event *ev, ltr_refev *refs)
 {
-    return c->bi == c->nbig ? slot_run(c, slot, recs, n, ev, refs, 0) : slot_run(c, slot, recs, n, ev, refs, 1);
+    int bigs = c->bi != c->nbig;
+    if (recs == IOTA)
+        return bigs ? slot_run(c, slot, recs, n, ev, refs, 1, 1) : slot_run(c, slot, recs, n, ev, refs, 0, 1);
+    return bigs ? slot_run(c, slot, recs, n, ev, refs, 1, 0) : slot_run(c, slot, recs, n, ev, refs, 0, 0);
 }
 
 /* One field's values of an entry's records (pnew: the entry has a pnew, whose reference reads the size). */
@@ -646,8 +660,12 @@ typedef struct window_ctx {
 static inline __attribute__((always_inline)) void refs_out(const uint16_t *recs, uint32_t n, int k, unsigned slot,
                                                            an_event *ev, const ltr_refev *refs)
 {
-    for (uint32_t t = 0; t < n; t++)
-        put_slot(&ev[recs[t]], slot, refs[recs[t]].addr[k]);
+    if (recs == IOTA)
+        for (uint32_t t = 0; t < n; t++)
+            put_slot(&ev[t], slot, refs[t].addr[k]);
+    else
+        for (uint32_t t = 0; t < n; t++)
+            put_slot(&ev[recs[t]], slot, refs[recs[t]].addr[k]);
 }
 
 /* An entry's records' resolved addresses into their events, the pnew's
@@ -676,12 +694,6 @@ typedef struct window_entries {
     uint32_t cnt[ENTRY_PLANS], first[ENTRY_PLANS];
 } window_entries;
 
-#define IOTA4(n) n, n + 1, n + 2, n + 3
-#define IOTA16(n) IOTA4(n), IOTA4(n + 4), IOTA4(n + 8), IOTA4(n + 12)
-#define IOTA64(n) IOTA16(n), IOTA16(n + 16), IOTA16(n + 32), IOTA16(n + 48)
-#define IOTA256(n) IOTA64(n), IOTA64(n + 64), IOTA64(n + 128), IOTA64(n + 192)
-static const uint16_t IOTA[WINDOW] = {IOTA256(0), IOTA256(256)};
-_Static_assert(WINDOW == 512, "IOTA holds a window");
 
 /* The times of a window's lim records from the delta column, after ts,
  * with the run's least and most (bigs: as slot_run's; deltas seldom are);

@@ -13,7 +13,8 @@
  * them a record at a time (LTR_ANALYZE_AHEAD=0), on a recording whose
  * chunks were damaged, so that references into them fail and the generic
  * path takes records from the middle of blocks; also where sizes of 4 GiB
- * and more are among the values.
+ * and more are among the values, and where whole windows of records are of
+ * one table entry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +81,23 @@ static void test_columns_big_values(void **state)
     tu_free(&r);
 }
 
+/* A recording whose windows are all of one table entry (target.c, kept:
+ * 20 000 allocations in a row, their sizes differing): the fast path
+ * indexes their events by the window's own count (blocks.c, IOTA), and
+ * its report is the one of the records read a record at a time. */
+static void test_columns_one_entry_windows(void **state)
+{
+    const char *dir = *state, *target = tu_test_bin("heap-target");
+    tu_result r = tu_run("cd %s && %s record -o t.ltr -- %s kept >/dev/null 2>&1 && "
+                         "%s analyze --format json --top 0 t.ltr >ahead.json && "
+                         "LTR_ANALYZE_AHEAD=0 %s analyze --format json --top 0 t.ltr >slow.json && "
+                         "cmp ahead.json slow.json && grep -Eq '\"allocations\":2[0-9]{4},' ahead.json",
+                         dir, LTR, target, LTR, LTR);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -87,6 +105,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_columns_ahead_as_a_record_at_a_time, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_columns_big_values, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_columns_one_entry_windows, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
