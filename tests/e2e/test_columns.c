@@ -64,21 +64,29 @@ static void test_columns_ahead_as_a_record_at_a_time(void **state)
     tu_free(&r);
 }
 
+/* A recording of heap-target's mode analyzed with its column blocks'
+ * values decoded ahead and a record at a time (LTR_ANALYZE_AHEAD=0): the
+ * same report, and check (a shell command on it, ahead.json) holds. */
+static void ahead_as_a_record_at_a_time(void **state, const char *mode, const char *check)
+{
+    const char *dir = *state, *target = tu_test_bin("heap-target");
+    tu_result r = tu_run("cd %s && %s record -o t.ltr -- %s %s >/dev/null 2>&1 && "
+                         "%s analyze --format json --top 0 t.ltr >ahead.json && "
+                         "LTR_ANALYZE_AHEAD=0 %s analyze --format json --top 0 t.ltr >slow.json && "
+                         "cmp ahead.json slow.json && %s",
+                         dir, LTR, target, mode, LTR, LTR, check);
+    if (r.status != 0)
+        fail_msg("status %d: %s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
 /* Sizes of 4 GiB and more stand for values of a column's big ones: a
  * window of records is read with a look for them only while the column
  * still has some to come (blocks.c, slot_run), and the reports, the
  * values decoded ahead and a record at a time, agree. */
 static void test_columns_big_values(void **state)
 {
-    const char *dir = *state, *target = tu_test_bin("heap-target");
-    tu_result r = tu_run("cd %s && %s record -o t.ltr -- %s bigsizes 2>&1 >/dev/null && "
-                         "%s analyze --format json t.ltr >ahead.json && "
-                         "LTR_ANALYZE_AHEAD=0 %s analyze --format json t.ltr >slow.json && cmp ahead.json slow.json && "
-                         "grep -c 4295062296 ahead.json",
-                         dir, LTR, target, LTR, LTR);
-    if (r.status != 0)
-        fail_msg("status %d: %s%s", r.status, r.out, r.err);
-    tu_free(&r);
+    ahead_as_a_record_at_a_time(state, "bigsizes", "grep -q 4295062296 ahead.json");
 }
 
 /* A recording whose windows are all of one table entry (target.c, kept:
@@ -87,15 +95,7 @@ static void test_columns_big_values(void **state)
  * its report is the one of the records read a record at a time. */
 static void test_columns_one_entry_windows(void **state)
 {
-    const char *dir = *state, *target = tu_test_bin("heap-target");
-    tu_result r = tu_run("cd %s && %s record -o t.ltr -- %s kept >/dev/null 2>&1 && "
-                         "%s analyze --format json --top 0 t.ltr >ahead.json && "
-                         "LTR_ANALYZE_AHEAD=0 %s analyze --format json --top 0 t.ltr >slow.json && "
-                         "cmp ahead.json slow.json && grep -Eq '\"allocations\":2[0-9]{4},' ahead.json",
-                         dir, LTR, target, LTR, LTR);
-    if (r.status != 0)
-        fail_msg("status %d: %s%s", r.status, r.out, r.err);
-    tu_free(&r);
+    ahead_as_a_record_at_a_time(state, "kept", "grep -Eq '\"allocations\":2[0-9]{4},' ahead.json");
 }
 
 int main(void)
