@@ -8,7 +8,9 @@
 # Columns are named L<layout id>.f<field> (t<type>, x<transform>): the heap
 # layouts' pnew field is type 17, pref 18 (format/refs.h). What session 36
 # measured node's trace with (docs/benchmarks.md, "Addresses stored as
-# differences"). Reads libzstd through ctypes: Debian's python3 has no zstd.
+# differences"). A block's time column stored as runs (format 8, flag bit 7)
+# is counted as "time (runs)", apart from those stored delta by delta.
+# Reads libzstd through ctypes: Debian's python3 has no zstd.
 import collections
 import ctypes
 import signal
@@ -22,7 +24,7 @@ zstd.ZSTD_compressBound.restype = ctypes.c_size_t
 zstd.ZSTD_isError.restype = ctypes.c_uint
 
 PNEW, PREF = 17, 18
-FLAG_COMPACT, FLAG_REFS, FLAG_COLUMNS = 0x2, 0x4, 0x8
+FLAG_COMPACT, FLAG_REFS, FLAG_COLUMNS, FLAG_TIME_RUNS = 0x2, 0x4, 0x8, 0x80
 
 
 def decompress(data, raw):
@@ -68,11 +70,12 @@ def chunks(data):
         i += 32 + size
 
 
-def block_columns(body):
-    """(name, bytes) of each column of a column block."""
+def block_columns(body, flags=0):
+    """(name, bytes) of each column of a column block (flags: the block's;
+    format 8's time column as runs is named apart)."""
     k = 0
     n, k = uvar(body, k)
-    names = ["layout", "time"]
+    names = ["layout", "time (runs)" if flags & FLAG_TIME_RUNS else "time"]
     for _ in range(n):
         lid, k = uvar(body, k)
         shape, k = uvar(body, k)
@@ -124,7 +127,7 @@ def report(path):
             header = 32 + (8 if flags & FLAG_COMPACT else 0) + (16 if flags & FLAG_COMPACT and flags & FLAG_REFS else 0)
             body = p[j + header:j + header + length]
             if flags & FLAG_COLUMNS:
-                for name, column in block_columns(body):
+                for name, column in block_columns(body, flags):
                     cols[name] += column
                     if "(t%d," % PNEW in name or "(t%d," % PREF in name:
                         code_kinds(column, "(t%d," % PREF in name, kinds[name])

@@ -296,6 +296,15 @@ static inline __attribute__((always_inline)) int col_uvar(const ltr_colcursor *c
     return n != 0;
 }
 
+/* The next record's time delta (zigzag) from the time column at *pos and
+ * *state (the cursor's pos and prev, not moved), as the reader rebuilds it:
+ * a varint, or the next of its runs (format 8). */
+static inline __attribute__((always_inline)) int col_time(const ltr_colcursor *c, size_t *pos, uint64_t *state,
+                                                          uint64_t *z)
+{
+    return c->transform == LTR_COLUMN_RUNS ? ltr_coltime_next(c, pos, state, z) : col_uvar(c, pos, z);
+}
+
 /* One field's value from its column as the plan reads it (a pnew or pref:
  * its code, and after a code of 0 the address), with the column's position
  * and delta value moved in pos[] and prev (committed by the caller once the
@@ -357,19 +366,20 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
     taker out = {.sk = sk, .v = v, .feed = feed};
     while (run.records < cv->left) {
         size_t ipos = ic->pos, tpos = tc->pos, pos[AN_FAST_FIELDS];
-        uint64_t idx, delta, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0};
+        uint64_t idx, delta, tstate = tc->prev, prev[AN_FAST_FIELDS], val[AN_F_COUNT + 1] = {0};
         ltr_refev e = {.code = {0, 0}, .addr = {0, 0}};
         if (!col_uvar(ic, &ipos, &idx) || idx >= cv->nt)
             break;
         const ltr_colentry *ce = &cv->tab[idx];
         const an_fast_plan *pl = ce->whole || !has_id(b, ce->id) ? NULL : plan_of(b, ce->id);
-        if (!pl || pl->kind <= 0 || pl->nfields != ce->k || !col_uvar(tc, &tpos, &delta) ||
+        if (!pl || pl->kind <= 0 || pl->nfields != ce->k || !col_time(tc, &tpos, &tstate, &delta) ||
             !col_fields(cv, ce, pl, pos, prev, val, e.code, e.addr))
             break;
         if ((pl->ref[0] >= 0 || pl->ref[1] >= 0) && resolve_refs(v->refs, pl, &e, val) < 0)
             break; /* the generic path reports it */
         ic->pos = ipos;
         tc->pos = tpos;
+        tc->prev = tstate;
         for (uint32_t j = 0; j < ce->k; j++) {
             cv->cols[ce->col0 + j].pos = pos[j];
             cv->cols[ce->col0 + j].prev = prev[j];
@@ -505,7 +515,10 @@ static void place_cursors(ltr_colview *cv, const col_vals *vals)
         }
         for (uint32_t t = 0; t < d->i; t++) { /* a block left part-way (rare): step over the values taken */
             uint64_t z;
-            c->pos += c->fixed ? c->fixed : an_uvar(c->p + c->pos, c->len - c->pos, c->len - c->pos, &z);
+            if (c->transform == LTR_COLUMN_RUNS)
+                ltr_coltime_next(c, &c->pos, &c->prev, &z);
+            else
+                c->pos += c->fixed ? c->fixed : an_uvar(c->p + c->pos, c->len - c->pos, c->len - c->pos, &z);
         }
         if (d->i && c->transform == LTR_COLUMN_DELTA && !c->fixed)
             c->prev = d->v[d->i - 1] != LTR_COLVAL_BIG ? d->v[d->i - 1] : d->big[d->bi - 1];

@@ -15,7 +15,7 @@
 #include <ltr/common.h>
 
 #define LTR_FILE_MAGIC "LTRTRACE"
-#define LTR_FORMAT_VERSION 7u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks; 6: the next address; 7: addresses stored as differences (a reader of 7 reads 1 to 6 too) */
+#define LTR_FORMAT_VERSION 8u /* 2: compact blocks; 3: FRAME_NODES_V; 4: address references; 5: the allocator model, column blocks; 6: the next address; 7: addresses stored as differences; 8: the time column as runs (a reader of 8 reads 1 to 7 too) */
 #define LTR_FILE_HEADER_SIZE 16u
 
 #define LTR_CHUNK_MAGIC "LTRC"
@@ -86,6 +86,9 @@ enum ltr_counter_kind {
  * 0) is the zigzag difference from the previous one of its kind stored so in
  * the block (the first from 0). */
 #define LTR_BLOCK_FLAG_DELTA 0x40u
+/* Format 8, with LTR_BLOCK_FLAG_COLUMNS: the time column stored as runs of
+ * zero deltas and the deltas between them, in units of a grain (columns.c). */
+#define LTR_BLOCK_FLAG_TIME_RUNS 0x80u
 
 #define LTR_EVENT_HEADER_SIZE 16u /* u32 size, u32 layout, u64 timestamp */
 

@@ -51,11 +51,20 @@ typedef struct ltr_colcursor {
     const uint8_t *p;
     size_t len, pos;
     size_t fixed; /* bytes of a fixed-size type's value, else 0 (a varint) */
-    uint8_t type, transform; /* transform: LTR_COLUMN_DELTA, or 0 */
-    uint64_t prev;           /* the delta transform's value before */
+    uint8_t type, transform; /* transform: LTR_COLUMN_DELTA, LTR_COLUMN_RUNS, or 0 */
+    uint64_t prev;           /* the delta transform's value before; LTR_COLUMN_RUNS: ltr_coltime_next's state */
+    uint64_t grain;          /* LTR_COLUMN_RUNS: the unit of its deltas */
 } ltr_colcursor;
 
-enum { LTR_COLUMN_AS_IS = 0, LTR_COLUMN_DELTA = 1 };
+/* LTR_COLUMN_RUNS is no field column's (the table never says it): the
+ * time column's of a block with LTR_BLOCK_FLAG_TIME_RUNS (format 8). */
+enum { LTR_COLUMN_AS_IS = 0, LTR_COLUMN_DELTA = 1, LTR_COLUMN_RUNS = 2 };
+
+/* The next record's time delta (zigzag, as a compact record stores it) from
+ * a time column stored as runs, from the state *pos, *state (a cursor's pos
+ * and prev, moved only as far as the delta read): 1, or 0 when the column
+ * has none left or it is bad. */
+int ltr_coltime_next(const ltr_colcursor *c, size_t *pos, uint64_t *state, uint64_t *z);
 
 typedef struct ltr_colentry {
     uint32_t id, k, col0; /* layout id, its field columns, the first of them */
@@ -91,7 +100,7 @@ typedef struct ltr_colvals {
 struct ltr_colview {
     uint64_t nt;              /* entries of the table */
     const ltr_colentry *tab;
-    ltr_colcursor *cols;      /* [0]: layout indexes, [1]: time deltas, then each entry's from col0 */
+    ltr_colcursor *cols;      /* [0]: layout indexes, [1]: time deltas (or their runs), then each entry's from col0 */
     size_t ncols;
     uint32_t left;            /* records not taken yet */
     /* Each column's values, decoded on the read-ahead thread while the block

@@ -67,6 +67,7 @@ void ltr_colwriter_init(ltr_colwriter *w)
     memset(w, 0, sizeof *w);
     an_hmap_init(&w->layouts, sizeof(col_layout));
     w->delta = 1;
+    w->time = 1;
 }
 
 void ltr_colwriter_free(ltr_colwriter *w)
@@ -295,6 +296,82 @@ static void choose_transforms(ltr_colwriter *w)
     }
 }
 
+/* ---- the writer: the time column as runs (format 8) ----
+ *
+ * A thread's events mostly come within the agent's clock grain of each
+ * other: perl's leak trace held 2 017 853 deltas of which 18 465 were not
+ * 0, 16 930 of those exactly 100 us, and zstd spent 2 to 3 bytes on each
+ * run of zeros. Stored as (run of zeros, delta) pairs the time column took
+ * 31 106 bytes at zstd -7 instead of 45 601; with the deltas divided by
+ * their greatest common divisor (the grain: 100 us in every block of it)
+ * 26 264. bench/heap's trace: 7 327, 5 470 as pairs, 4 497 with the grain.
+ * Tags in one varint stream (a run or a delta by its low bit) were 31 656
+ * and 27 113: pairs it is (docs/benchmarks.md, "The time column as runs"). */
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The grain of the time column's deltas: their greatest common divisor
+ * (1 when all are 0), or 0 when one is not stored in its shortest form
+ * (a reader rebuilds the shortest: the block keeps its column as it is). */
+static uint64_t time_grain(const ltr_bytes *c)
+{
+    uint64_t g = 0, z = 0;
+    for (size_t pos = 0, n; pos < c->len; pos += n) {
+        if (!(n = canonical_varint(c->data + pos, c->len - pos)))
+            return 0;
+        ltr_get_uvar(c->data + pos, n, &z);
+        int64_t d = ltr_unzigzag(z);
+        if (d && g != 1)
+            g = gcd64(g, d < 0 ? -(uint64_t)d : (uint64_t)d);
+    }
+    return g ? g : 1;
+}
+
+/* The time column as runs into w->spare: uvar grain, then for each run of
+ * zero deltas its length and the delta after it (ivar, in grains), the
+ * last run without one when the block ends in zeros. 1 when shorter. */
+static int time_runs_shorter(ltr_colwriter *w, const ltr_bytes *c)
+{
+    uint64_t g = time_grain(c), zeros = 0, z = 0;
+    if (!g)
+        return 0;
+    w->spare.len = 0;
+    put_uvar_bytes(&w->spare, g);
+    for (size_t pos = 0; pos < c->len;) {
+        pos += ltr_get_uvar(c->data + pos, c->len - pos, &z);
+        int64_t d = ltr_unzigzag(z);
+        if (!d) {
+            zeros++;
+            continue;
+        }
+        put_uvar_bytes(&w->spare, zeros);
+        /* g divides d, so exactly; g is 2^63 only when every nonzero d is -2^63 */
+        put_uvar_bytes(&w->spare, ltr_zigzag(d / (int64_t)g));
+        zeros = 0;
+    }
+    if (zeros)
+        put_uvar_bytes(&w->spare, zeros);
+    return !w->spare.failed && w->spare.len < c->len;
+}
+
+static void choose_time(ltr_colwriter *w)
+{
+    w->time_runs = w->time && time_runs_shorter(w, &w->cols[1]);
+    if (w->time_runs) {
+        ltr_bytes t = w->cols[1];
+        w->cols[1] = w->spare;
+        w->spare = t;
+    }
+}
+
 /* The table, then every column with its length, into w->out. */
 static void assemble(ltr_colwriter *w)
 {
@@ -328,6 +405,7 @@ static void reset_block(ltr_colwriter *w)
         w->cols[i].failed = 0;
     w->out.failed = w->spare.failed = w->in.failed = 0;
     w->ncols = w->nuses = 0;
+    w->time_runs = 0;
     w->blocks++;
 }
 
@@ -358,6 +436,7 @@ int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t
     if (!w->layouts.n || !len || split(w, p, len) != (long)count)
         return 0;
     choose_transforms(w);
+    choose_time(w);
     assemble(w);
     return !any_failed(w) && w->out.len < len;
 }
@@ -426,6 +505,65 @@ static int read_table(ltr_coldecoder *d, const uint8_t *p, size_t len, size_t *p
         *pos += 2 * k;
     }
     return 0;
+}
+
+/* ---- the reader: the time column as runs (format 8) ---- */
+
+/* A cursor's state (pos, *state as ltr_colcursor.prev): 0 at a run's
+ * length; s > 0 with s - 1 zeros of the run left, then the delta at pos
+ * (none at the column's end). */
+static inline int time_next(const col_in *c, size_t *pos, uint64_t *state, uint64_t *z)
+{
+    if (!*state) {
+        uint64_t zeros;
+        size_t n = ltr_get_uvar(c->p + *pos, c->len - *pos, &zeros);
+        if (!n || zeros == UINT64_MAX)
+            return 0;
+        *pos += n;
+        *state = zeros + 1;
+    }
+    if (*state > 1) {
+        --*state;
+        *z = 0;
+        return 1;
+    }
+    uint64_t q;
+    size_t n = *pos < c->len ? ltr_get_uvar(c->p + *pos, c->len - *pos, &q) : 0;
+    if (!n)
+        return 0;
+    *pos += n;
+    *state = 0;
+    *z = ltr_zigzag((int64_t)((uint64_t)ltr_unzigzag(q) * c->grain)); /* modulo 2^64 */
+    return 1;
+}
+
+int ltr_coltime_next(const ltr_colcursor *c, size_t *pos, uint64_t *state, uint64_t *z)
+{
+    return time_next(c, pos, state, z);
+}
+
+/* A time column stored as runs made ready (its grain read): 0 when its runs
+ * and deltas are exactly count and nothing follows the last, else -1 with
+ * d->why. Checked whole at the open, so that a run's length damaged or cut
+ * short refuses the block instead of shifting the times after it (a pass
+ * over the runs only: perl's leak, 2 M deltas, is 18 K runs). */
+static int open_time_runs(ltr_coldecoder *d, col_in *c, uint32_t count)
+{
+    uint64_t g, zeros, q, seen = 0;
+    if (take_uvar(c->p, c->len, &c->pos, &g) < 0 || !g)
+        return fail(d, "time column without its grain");
+    c->transform = LTR_COLUMN_RUNS;
+    c->grain = g;
+    for (size_t pos = c->pos; pos < c->len;) {
+        if (take_uvar(c->p, c->len, &pos, &zeros) < 0 || zeros > count - seen)
+            return fail(d, "time column's runs do not frame or hold more deltas than the block has records");
+        seen += zeros;
+        if (pos == c->len && !zeros)
+            return fail(d, "time column ends in a run of no zeros");
+        if (pos < c->len && (take_uvar(c->p, c->len, &pos, &q) < 0 || ++seen > count))
+            return fail(d, "time column's runs do not frame or hold more deltas than the block has records");
+    }
+    return seen == count ? 0 : fail(d, "time column's runs hold fewer deltas than the block has records");
 }
 
 /* Every column's place and kind; the data must end with the last one. */
@@ -563,7 +701,12 @@ static int take_record(ltr_coldecoder *d)
     }
     const col_table *e = &d->tab[idx];
     uint8_t *o = d->rows.data + d->rows.len;
-    size_t h = 1 + ltr_put_uvar(o + 1, e->id), tn = copy_varint(tc, o + h);
+    size_t h = 1 + ltr_put_uvar(o + 1, e->id), tn;
+    uint64_t z;
+    if (tc->transform == LTR_COLUMN_RUNS)
+        tn = time_next(tc, &tc->pos, &tc->prev, &z) ? ltr_put_uvar(o + h, z) : 0;
+    else
+        tn = copy_varint(tc, o + h);
     if (!tn)
         return fail(d, "time delta column too short");
     h += tn;
@@ -578,14 +721,15 @@ static int take_record(ltr_coldecoder *d)
     return 0;
 }
 
-int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, ltr_columns_check_fn check,
-                     void *ctx)
+int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, uint16_t flags,
+                     ltr_columns_check_fn check, void *ctx)
 {
     d->why = NULL;
     d->view = (ltr_colview){0};
     size_t pos = 0, ncols;
     uint64_t nt;
-    if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0)
+    if (read_table(d, p, len, &pos, &nt, &ncols, check, ctx) < 0 || read_columns(d, p, len, pos, nt, ncols) < 0 ||
+        ((flags & LTR_BLOCK_FLAG_TIME_RUNS) && open_time_runs(d, &d->cols[1], count) < 0))
         return -1;
     d->view = (ltr_colview){.nt = nt, .tab = d->tab, .cols = d->cols, .ncols = ncols, .left = count, .ahead = NULL};
     return 0;
@@ -610,8 +754,9 @@ uint32_t ltr_columns_rows(ltr_coldecoder *d, size_t max_bytes)
 size_t ltr_colview_value_room(const ltr_colview *v)
 {
     size_t bytes = 0;
+    /* a value takes a byte at least; a time column's runs hold a delta a record */
     for (size_t k = 0; k < v->ncols; k++)
-        bytes += v->cols[k].len - v->cols[k].pos; /* a value takes a byte at least */
+        bytes += k == 1 && v->cols[1].transform == LTR_COLUMN_RUNS ? v->left : v->cols[k].len - v->cols[k].pos;
     return bytes;
 }
 
@@ -670,6 +815,25 @@ static inline __attribute__((always_inline)) size_t fixed_values(const ltr_colcu
     return pos;
 }
 
+/* A time column's runs from pos and *state on, a delta a record (their
+ * count checked at the open: as many as records are left): a run's zeros
+ * written at once. How far it read. */
+static size_t time_values(const ltr_colcursor *c, size_t pos, uint64_t *state, uint32_t *out, size_t *n,
+                          uint64_t *big, size_t *nbig)
+{
+    uint64_t z;
+    for (;;) {
+        if (*state > 1) {
+            memset(out + *n, 0, (size_t)(*state - 1) * sizeof *out);
+            *n += (size_t)(*state - 1);
+            *state = 1;
+        }
+        if (!time_next(c, &pos, state, &z))
+            return pos;
+        put_value(out, n, big, nbig, z);
+    }
+}
+
 /* One column's values from its cursor on, into out and big; how many big. */
 static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, uint64_t *big, ltr_colvals *cv)
 {
@@ -685,6 +849,8 @@ static size_t column_values(const ltr_colcursor *c, int wanted, uint32_t *out, u
         case 1: pos = fixed_values(c, pos, 1, out, &n, big, &nbig); break;
         default: pos = fixed_values(c, pos, c->fixed, out, &n, big, &nbig); break;
         }
+    } else if (c->transform == LTR_COLUMN_RUNS) {
+        pos = time_values(c, pos, &prev, out, &n, big, &nbig);
     } else if (c->transform == LTR_COLUMN_DELTA) {
         pos = varints(c, pos, 1, &prev, out, &n, big, &nbig);
     } else {
@@ -769,7 +935,7 @@ void ltr_ahead_decode(ltr_ahead *a, const uint8_t *raw, size_t len)
     for (size_t off = 0, used; (used = ltr_block_frame_at(raw, len, off, &f)); off += used)
         if ((f.flags & (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS)) ==
                 (LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS) &&
-            ltr_columns_open(&a->dec, f.rec, f.len, f.count, NULL, NULL) == 0 && ahead_block(a, &f) < 0)
+            ltr_columns_open(&a->dec, f.rec, f.len, f.count, f.flags, NULL, NULL) == 0 && ahead_block(a, &f) < 0)
             break; /* the blocks before it keep their values */
     for (size_t k = 0; k < a->ncols; k++) {
         a->cols[k].v = a->vals + a->offs[k].v;
@@ -785,10 +951,10 @@ int ltr_columns_leftover(const ltr_coldecoder *d)
     return 0;
 }
 
-int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
+int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, uint16_t flags,
                        ltr_columns_check_fn check, void *ctx)
 {
-    if (ltr_columns_open(d, p, len, count, check, ctx) < 0)
+    if (ltr_columns_open(d, p, len, count, flags, check, ctx) < 0)
         return -1;
     ltr_columns_rows(d, LTR_CHUNK_MAX_RAW);
     if (d->why)

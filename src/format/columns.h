@@ -42,6 +42,8 @@ typedef struct ltr_colwriter {
     struct col_use *uses; /* the block's layout table */
     size_t nuses, capuses;
     int delta;          /* try the delta transform on varint columns */
+    int time;           /* try storing the time column as runs (format 8) */
+    int time_runs;      /* the last block encoded stores it so: LTR_BLOCK_FLAG_TIME_RUNS */
 } ltr_colwriter;
 
 void ltr_colwriter_init(ltr_colwriter *w);
@@ -56,9 +58,10 @@ void ltr_colwriter_layouts(ltr_colwriter *w, const uint8_t *records, size_t len)
  * chunk that held its first description failed (it will come again). */
 void ltr_colwriter_layouts_written(ltr_colwriter *w, const uint8_t *records, size_t len, int ok);
 /* The compact records of a block (len bytes, count records), as columns into
- * w->out: 1, or 0 when the block stays in rows (a record that does not parse
- * cleanly under a layout written before, a count that differs, columns no
- * smaller than the rows, no memory). Reads p once, into a private copy. */
+ * w->out (w->time_runs: with its time column as runs): 1, or 0 when the
+ * block stays in rows (a record that does not parse cleanly under a layout
+ * written before, a count that differs, columns no smaller than the rows,
+ * no memory). Reads p once, into a private copy. */
 int ltr_colwriter_block(ltr_colwriter *w, const uint8_t *p, size_t len, uint32_t count);
 
 /* ---- the reader's half ---- */
@@ -77,12 +80,14 @@ typedef struct ltr_coldecoder {
     const char *why;     /* what did not decode */
 } ltr_coldecoder;
 
-/* The table and columns of a block of count records (d->view): 0, or -1
- * with d->why when they do not frame (a bad table, a column length past the
- * data, bytes after the last column, a layout check refuses, no memory).
+/* The table and columns of a block of count records (d->view; flags: the
+ * block's, LTR_BLOCK_FLAG_TIME_RUNS telling how its time column is stored):
+ * 0, or -1 with d->why when they do not frame (a bad table, a column length
+ * past the data, bytes after the last column, a time column whose runs do
+ * not hold count deltas exactly, a layout check refuses, no memory).
  * check may be NULL (ltr merge, which only copies the records). */
-int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, ltr_columns_check_fn check,
-                     void *ctx);
+int ltr_columns_open(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, uint16_t flags,
+                     ltr_columns_check_fn check, void *ctx);
 /* The next records from the cursors as compact records (d->rows, emptied
  * first), until d->view.left is 0 or the rows reach about max_bytes: how
  * many were rebuilt. A record that cannot be rebuilt (a column too short,
@@ -94,7 +99,7 @@ int ltr_columns_leftover(const ltr_coldecoder *d);
 /* All of a block at once (ltr merge, tests): open, every record rebuilt
  * (at most LTR_CHUNK_MAX_RAW bytes of them), nothing left over: 0, or -1
  * with d->why. */
-int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count,
+int ltr_columns_decode(ltr_coldecoder *d, const uint8_t *p, size_t len, uint32_t count, uint16_t flags,
                        ltr_columns_check_fn check, void *ctx);
 void ltr_coldecoder_free(ltr_coldecoder *d);
 

@@ -450,8 +450,9 @@ static int block_rows(source *s, block *b)
 {
     if (!(b->info.flags & LTR_BLOCK_FLAG_COLUMNS))
         return 0;
-    b->info.flags &= (uint16_t)~LTR_BLOCK_FLAG_COLUMNS;
-    if (!b->compact || ltr_columns_open(&s->cols, b->rec, b->len, b->info.event_count, column_types_match, s) < 0)
+    uint16_t flags = b->info.flags;
+    b->info.flags &= (uint16_t)~(LTR_BLOCK_FLAG_COLUMNS | LTR_BLOCK_FLAG_TIME_RUNS);
+    if (!b->compact || ltr_columns_open(&s->cols, b->rec, b->len, b->info.event_count, flags, column_types_match, s) < 0)
         return -1;
     b->info.event_count = ltr_columns_rows(&s->cols, LTR_CHUNK_MAX_RAW);
     b->rec = s->cols.rows.data;

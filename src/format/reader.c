@@ -312,7 +312,7 @@ static void block_records(ltr_trace *t, uint16_t flags, size_t at, size_t len)
         return;
     ltr_coldecoder *d = &t->coldec;
     t->blk_pos = t->blk_end = 0;
-    if (!t->blk_compact || ltr_columns_open(d, t->raw + at, len, t->blk_count, column_layout_check, t) < 0) {
+    if (!t->blk_compact || ltr_columns_open(d, t->raw + at, len, t->blk_count, flags, column_layout_check, t) < 0) {
         char what[128];
         snprintf(what, sizeof what, "column block does not decode (%s)",
                  t->blk_compact ? d->why : "column flag without the compact flag");

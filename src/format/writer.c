@@ -280,6 +280,8 @@ static ltr_writer *new_writer(int fd, const char *path, ltr_error *err)
     ltr_colwriter_init(&w->cols);
     const char *c = getenv("LTR_COLUMNS"); /* rows only, to compare them with columns (tests, benchmarks) */
     w->columns = !(c && !strcmp(c, "0"));
+    const char *r = getenv("LTR_TIME_RUNS"); /* time columns as format 7 stored them, to compare (benchmarks) */
+    w->cols.time = !(r && !strcmp(r, "0"));
     return w;
 }
 
@@ -367,6 +369,7 @@ void ltr_writer_set_thrifty(ltr_writer *w, int on)
 void ltr_writer_set_next(ltr_writer *w, int on) { w->refs.no_next = !on; }
 
 void ltr_writer_set_delta(ltr_writer *w, int on) { w->refs.no_delta = !on; }
+void ltr_writer_set_time_runs(ltr_writer *w, int on) { w->cols.time = on; }
 
 void ltr_writer_set_merge_max(ltr_writer *w, size_t bytes)
 {
@@ -643,9 +646,10 @@ static void append_block(ltr_writer *w, const ltr_block_info *info, const void *
 {
     ltr_bytes *b = &w->events;
     uint16_t flags = (uint16_t)(info->flags & ~(LTR_BLOCK_FLAG_COMPACT | LTR_BLOCK_FLAG_COLUMNS |
+                                                LTR_BLOCK_FLAG_TIME_RUNS |
                                                 (info->fixed_records ? LTR_BLOCK_FLAG_REFS : 0)));
     if (columns)
-        flags |= LTR_BLOCK_FLAG_COLUMNS;
+        flags |= LTR_BLOCK_FLAG_COLUMNS | (w->cols.time_runs ? LTR_BLOCK_FLAG_TIME_RUNS : 0);
     ltr_bytes_put_mem(b, LTR_BLOCK_MAGIC, 4);
     ltr_bytes_put_u16(b, info->collector);
     ltr_bytes_put_u16(b, info->fixed_records ? flags : flags | LTR_BLOCK_FLAG_COMPACT);

@@ -103,6 +103,10 @@ void ltr_writer_set_next(ltr_writer *w, int on);
  * LTR_BLOCK_FLAG_DELTA), as format 6 stored them; for tests of format 6
  * reading and for measuring it. Default 1. */
 void ltr_writer_set_delta(ltr_writer *w, int on);
+/* 0: column blocks' time columns stored delta by delta, not as runs
+ * (format 8's LTR_BLOCK_FLAG_TIME_RUNS), as format 7 stored them; for tests
+ * of format 7 reading and for measuring it. Default 1. */
+void ltr_writer_set_time_runs(ltr_writer *w, int on);
 /* 1: EVENTS and METADATA chunks compressed at a cheaper level (writer.c
  * says how much cheaper, and what it costs in bytes): for a recorder whose
  * CPU would be taken from programs waiting for one. Default 0. */

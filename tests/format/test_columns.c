@@ -137,6 +137,10 @@ static size_t payload(int layout, uint8_t *o)
     return n;
 }
 
+/* Not 0: records() makes times in runs of equal ones, this many records
+ * long on average, a step of 100 us (or back) between them. */
+static unsigned time_step;
+
 /* count records of random layouts among the first nl of ids; *ts runs on. */
 static void records(ltr_bytes *b, const int *ids, int nl, size_t count, uint64_t *ts)
 {
@@ -145,6 +149,8 @@ static void records(ltr_bytes *b, const int *ids, int nl, size_t count, uint64_t
         int l = ids[rand() % nl];
         size_t n = payload(l, p);
         uint64_t next = *ts + (uint64_t)(rand() % 2000) - 500; /* backwards too */
+        if (time_step)
+            next = *ts + (rand() % time_step ? 0 : rand() % 4 ? 100000 : (uint64_t)-300000);
         uint8_t *h = ltr_bytes_grow(b, LTR_CEVENT_HEADER_MAX + n);
         size_t hl = ltr_put_cevent_header(h, (uint32_t)l, next, *ts, (uint32_t)n);
         memcpy(h + hl, p, n);
@@ -168,14 +174,17 @@ static int check_types(void *ctx, uint32_t id, const uint8_t *types, uint32_t k)
 
 /* ---- the encoder and the decoder ---- */
 
+/* The block flags the writer gives the block it encoded last. */
+static uint16_t time_flags(const ltr_colwriter *w) { return w->time_runs ? LTR_BLOCK_FLAG_TIME_RUNS : 0; }
+
 static void expect_round_trip(ltr_colwriter *w, ltr_coldecoder *d, const ltr_bytes *rows, uint32_t count)
 {
     assert_int_equal(ltr_colwriter_block(w, rows->data, rows->len, count), 1);
     assert_true(w->out.len < rows->len);
-    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, check_types, NULL), 0);
+    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, time_flags(w), check_types, NULL), 0);
     assert_int_equal(d->rows.len, rows->len);
     assert_memory_equal(d->rows.data, rows->data, rows->len);
-    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, NULL, NULL), 0);
+    assert_int_equal(ltr_columns_decode(d, w->out.data, w->out.len, count, time_flags(w), NULL, NULL), 0);
     assert_memory_equal(d->rows.data, rows->data, rows->len);
 }
 
@@ -223,6 +232,175 @@ static void test_delta(void **state)
     ltr_bytes_free(&rows);
     ltr_coldecoder_free(&d);
     ltr_colwriter_free(&w);
+}
+
+/* ---- the time column as runs (format 8) ---- */
+
+/* L_VAR records whose time deltas are deltas[0..n). */
+static void timed_records(ltr_bytes *b, const int64_t *deltas, size_t n)
+{
+    uint64_t ts = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t p[512];
+        size_t len = payload(L_VAR, p);
+        uint8_t *h = ltr_bytes_grow(b, LTR_CEVENT_HEADER_MAX + len);
+        size_t hl = ltr_put_cevent_header(h, L_VAR, ts + (uint64_t)deltas[i], ts, (uint32_t)len);
+        memcpy(h + hl, p, len);
+        b->len -= LTR_CEVENT_HEADER_MAX - hl;
+        ts += (uint64_t)deltas[i];
+    }
+}
+
+/* The time column's values as the analyzer takes them (decoded whole):
+ * each record's zigzag delta. */
+static void expect_time_values(ltr_coldecoder *d, const ltr_colwriter *w, const int64_t *deltas, uint32_t n)
+{
+    assert_int_equal(ltr_columns_open(d, w->out.data, w->out.len, n, time_flags(w), NULL, NULL), 0);
+    size_t room = ltr_colview_value_room(&d->view);
+    uint32_t *store = malloc(room * sizeof *store);
+    uint64_t *big = malloc(room * sizeof *big);
+    ltr_colvals *cv = malloc(d->view.ncols * sizeof *cv);
+    ltr_colview_values(&d->view, store, big, cv);
+    assert_int_equal(cv[1].n, n);
+    assert_int_equal(cv[1].end, d->view.cols[1].len);
+    for (uint32_t i = 0, bi = 0; i < n; i++) {
+        uint64_t z = cv[1].v[i] != LTR_COLVAL_BIG ? cv[1].v[i] : cv[1].big[bi++];
+        assert_int_equal(z, ltr_zigzag(deltas[i]));
+    }
+    free(store);
+    free(big);
+    free(cv);
+}
+
+/* Deltas of runs: mostly zeros, the given values at the given places. */
+static void runs_of(int64_t *deltas, uint32_t n, const uint32_t *at, const int64_t *v, size_t k)
+{
+    memset(deltas, 0, n * sizeof *deltas);
+    for (size_t i = 0; i < k; i++)
+        deltas[at[i]] = v[i];
+}
+
+/* Runs long and short, at the block's edges, over the whole block; a lone
+ * delta; deltas large and negative, of a grain and of none: each round
+ * trips byte for byte through the rows and as the analyzer's values, the
+ * time column stored as runs. */
+static void test_time_runs(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    static int64_t deltas[N];
+    const int64_t G = 100000, BIG = INT64_C(1) << 62;
+    const struct {
+        uint32_t at[8];
+        int64_t v[8];
+        size_t k;
+    } cases[] = {
+        {{0, 500, 1000, 1500}, {G, G, 3 * G, G}, 4},                                /* long runs */
+        {{300, 1699}, {5, 7}, 2},                                                   /* runs at both edges */
+        {{0}, {0}, 0},                                                              /* one run: the whole block */
+        {{1000}, {300000}, 1},                                                      /* a lone delta */
+        {{0}, {-G}, 1},                                                             /* the first, back */
+        {{N - 1}, {G}, 1},                                                          /* the last */
+        {{0, 7, 400, 401, 900, N - 1}, {INT64_C(1000000000001), G, -G, -2 * G, G, 5}, 6}, /* no grain */
+        {{3, 100, 101, 700, 1800}, {BIG, -BIG, INT64_MIN, INT64_MIN, BIG}, 5},        /* a grain of 2^62 */
+        {{10, 20, 30}, {INT64_MAX, INT64_MIN, -1}, 3},                              /* the extremes */
+    };
+    ltr_colwriter w;
+    ltr_coldecoder d = {0};
+    colwriter(&w);
+    srand(9);
+    ltr_bytes rows = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        runs_of(deltas, N, cases[c].at, cases[c].v, cases[c].k);
+        rows.len = 0;
+        timed_records(&rows, deltas, N);
+        expect_round_trip(&w, &d, &rows, N);
+        assert_int_equal(w.time_runs, 1);
+        expect_time_values(&d, &w, deltas, N);
+        w.time = 0; /* format 7's column: the same records */
+        expect_round_trip(&w, &d, &rows, N);
+        assert_int_equal(w.time_runs, 0);
+        expect_time_values(&d, &w, deltas, N);
+        w.time = 1;
+    }
+    /* every delta a different one: the runs would take more, the column stays as it was */
+    for (uint32_t i = 0; i < N; i++)
+        deltas[i] = 1 + (int64_t)(i % 50);
+    rows.len = 0;
+    timed_records(&rows, deltas, N);
+    expect_round_trip(&w, &d, &rows, N);
+    assert_int_equal(w.time_runs, 0);
+    ltr_bytes_free(&rows);
+    ltr_coldecoder_free(&d);
+    ltr_colwriter_free(&w);
+}
+
+/* Column data of count records of one layout kept whole, each of 0 bytes,
+ * around the time column given. */
+static void block_around_time(ltr_bytes *b, const uint8_t *time, size_t tlen, uint32_t count)
+{
+    uint8_t v[LTR_VARINT_MAX];
+    b->len = 0;
+    ltr_bytes_put_mem(b, (const uint8_t[]){1, L_STR, 0}, 3); /* one entry: layout L_STR, payloads whole */
+    ltr_bytes_put_mem(b, v, ltr_put_uvar(v, count));           /* the layout column: count indexes of 0 */
+    for (uint32_t i = 0; i < count; i++)
+        ltr_bytes_put_u8(b, 0);
+    ltr_bytes_put_mem(b, v, ltr_put_uvar(v, tlen));
+    ltr_bytes_put_mem(b, time, tlen);
+    ltr_bytes_put_mem(b, v, ltr_put_uvar(v, count)); /* the payloads: count lengths of 0 */
+    for (uint32_t i = 0; i < count; i++)
+        ltr_bytes_put_u8(b, 0);
+}
+
+/* A time column of runs whose deltas do not add up to the block's records
+ * exactly, or that does not frame (a run's length cut short or past the
+ * records, a delta missing, bytes after the last, no grain or a grain of
+ * 0), is the whole block's damage: no record is rebuilt, none with a
+ * wrong time. */
+static void test_time_runs_damaged(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t time[8];
+        size_t len;
+        int ok;
+        uint64_t z[4]; /* the records' zigzag deltas, when ok */
+    } cases[] = {
+        {{1, 3, 10}, 3, 1, {0, 0, 0, 10}},       /* three zeros, then 5 */
+        {{7, 0, 2, 3}, 4, 1, {14, 0, 0, 0}},     /* 7 (grain 7), then a run to the end */
+        {{1, 4}, 2, 1, {0, 0, 0, 0}},            /* one run */
+        {{1, 0x83}, 2, 0, {0}},                  /* a run's length cut short */
+        {{1, 3, 0x8a}, 3, 0, {0}},               /* a delta cut short */
+        {{1, 5}, 2, 0, {0}},                     /* more zeros than records */
+        {{1, 2, 10}, 3, 0, {0}},                 /* one delta short */
+        {{1, 3, 10, 0}, 4, 0, {0}},              /* a run of no zeros to end the column */
+        {{1, 3, 10, 0x80}, 4, 0, {0}},           /* a bad varint after the last */
+        {{1, 4, 2}, 3, 0, {0}},                  /* a delta after the four records */
+        {{0, 4}, 2, 0, {0}},                     /* a grain of 0 */
+        {{0}, 0, 0, {0}},                        /* no grain */
+    };
+    ltr_bytes b = {0};
+    ltr_coldecoder d = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        block_around_time(&b, cases[c].time, cases[c].len, 4);
+        int rc = ltr_columns_decode(&d, b.data, b.len, 4, LTR_BLOCK_FLAG_TIME_RUNS, NULL, NULL);
+        assert_int_equal(rc, cases[c].ok ? 0 : -1);
+        if (!cases[c].ok) {
+            assert_non_null(strstr(d.why, "time column"));
+            continue;
+        }
+        size_t off = 0;
+        for (int r = 0; r < 4; r++) { /* size, layout, delta, no payload */
+            ltr_cevent ce;
+            size_t rn = ltr_cevent_parse(d.rows.data + off, d.rows.len - off, &ce);
+            assert_true(rn > 0);
+            assert_int_equal(ltr_zigzag(ce.ts_delta), cases[c].z[r]);
+            off += rn;
+        }
+        assert_int_equal(off, d.rows.len);
+    }
+    ltr_bytes_free(&b);
+    ltr_coldecoder_free(&d);
 }
 
 /* ---- what stays in rows ---- */
@@ -488,12 +666,15 @@ static size_t events_of(const readout *r, uint32_t pid, ltr_bytes *out)
 typedef struct damage_case {
     ltr_bytes meta, rows, cols, other;
     uint32_t count, other_count;
+    uint16_t flags;       /* of the column block: LTR_BLOCK_FLAG_TIME_RUNS or not */
     readout good;
     ltr_bytes good_other;
 } damage_case;
 
-/* Column block of pid 2 between row blocks of pids 1 and 3 (whose events must survive anything done to it). */
-static void damage_setup(damage_case *c)
+/* Column block of pid 2 between row blocks of pids 1 and 3 (whose events
+ * must survive anything done to it); runs: its times in runs of equal ones,
+ * its time column stored as runs (format 8). */
+static void damage_setup(damage_case *c, int runs)
 {
     memset(c, 0, sizeof *c);
     ref_codes = 0; /* no block here has bit 2: references would be damage of their own */
@@ -503,8 +684,12 @@ static void damage_setup(damage_case *c)
     srand(4);
     uint64_t ts = 77;
     c->count = 120;
+    time_step = runs ? 10 : 0;
     records(&c->rows, written_ids, NLAYOUTS, c->count, &ts);
+    time_step = 0;
     assert_int_equal(ltr_colwriter_block(&w, c->rows.data, c->rows.len, c->count), 1);
+    assert_int_equal(w.time_runs, runs);
+    c->flags = time_flags(&w);
     ltr_bytes_put_mem(&c->cols, w.out.data, w.out.len);
     ltr_colwriter_free(&w);
     c->other_count = 40;
@@ -524,7 +709,7 @@ static void write_damaged(const damage_case *c, const char *path, const uint8_t 
 {
     ltr_bytes ev = {0};
     put_block(&ev, 1, 0, c->other_count, c->other.data, c->other.len);
-    put_block(&ev, 2, LTR_BLOCK_FLAG_COLUMNS, count, data, len);
+    put_block(&ev, 2, LTR_BLOCK_FLAG_COLUMNS | c->flags, count, data, len);
     put_block(&ev, 3, 0, c->other_count, c->other.data, c->other.len);
     raw_trace(path, &c->meta, &ev);
     ltr_bytes_free(&ev);
@@ -557,11 +742,12 @@ static void expect_others_intact(const damage_case *c, const readout *r)
     ltr_bytes_free(&b);
 }
 
-static void test_damage(void **state)
+/* runs: the block's time column stored as runs (format 8), whose count of
+ * deltas is checked against event_count at the block's open. */
+static void damage_checks(int runs)
 {
-    (void)state;
     damage_case c;
-    damage_setup(&c);
+    damage_setup(&c, runs);
     read_damaged(&c, c.cols.data, c.cols.len, &c.good);
     assert_int_equal(c.good.damage, 0);
     assert_int_equal(c.good.events, 2 * c.other_count + c.count);
@@ -577,15 +763,18 @@ static void test_damage(void **state)
         ltr_bytes_free(&r.log);
     }
     /* a count of one more: every record read, then the missing one is damage;
-     * one fewer: the records read, the values left over reported */
+     * one fewer: the records read, the values left over reported. With the
+     * time column as runs, either is the whole block's damage: whether the
+     * count or a run's length is wrong cannot be told, and no time is
+     * trusted */
     ltr_bytes good = {0};
     assert_int_equal(events_of(&c.good, 2, &good), c.count);
     for (int more = -1; more <= 1; more += 2) {
         read_damaged_count(&c, c.cols.data, c.cols.len, c.count + (uint32_t)more, &r);
         size_t n = events_of(&r, 2, &mine);
-        assert_int_equal(n, more > 0 ? c.count : c.count - 1);
+        assert_int_equal(n, runs ? 0 : more > 0 ? c.count : c.count - 1);
         assert_memory_equal(mine.data, good.data, mine.len); /* the records before, as written */
-        assert_non_null(strstr(r.damage_text, more > 0 ? "column block does not decode" : "holds more values"));
+        assert_non_null(strstr(r.damage_text, more > 0 || runs ? "column block does not decode" : "holds more values"));
         expect_others_intact(&c, &r);
         ltr_bytes_free(&r.log);
     }
@@ -617,6 +806,18 @@ static void test_damage(void **state)
     damage_free(&c);
 }
 
+static void test_damage(void **state)
+{
+    (void)state;
+    damage_checks(0);
+}
+
+static void test_damage_time_runs(void **state)
+{
+    (void)state;
+    damage_checks(1);
+}
+
 /* The damaged trace (pid 2's column block as written) merged with a small
  * other one, and the merge read into r; the merge's report in rep. */
 static void merge_damaged(const damage_case *c, readout *r, ltr_merge_report *rep)
@@ -645,7 +846,7 @@ static void test_layout_mismatch(void **state)
 {
     (void)state;
     damage_case c;
-    damage_setup(&c);
+    damage_setup(&c, 0);
     readout r;
     ltr_bytes mine = {0};
     ltr_guid g;
@@ -699,7 +900,7 @@ static void test_layout_first_unparsable(void **state)
     int fails = 0;
     for (int k = 0; k < 2; k++) {
         damage_case c;
-        damage_setup(&c);
+        damage_setup(&c, 0);
         readout r;
         ltr_bytes mine = {0};
         int id = k ? L_FIX : L_VAR;
@@ -743,7 +944,7 @@ static void test_column_limit(void **state)
         for (uint32_t c = 0; c < entries + 2; c++)
             ltr_bytes_put_u8(&b, 0); /* every column empty */
         ltr_coldecoder d = {0};
-        int rc = ltr_columns_open(&d, b.data, b.len, 0, NULL, NULL);
+        int rc = ltr_columns_open(&d, b.data, b.len, 0, 0, NULL, NULL);
         assert_int_equal(rc, extra ? -1 : 0);
         if (!extra)
             assert_int_equal(d.view.ncols, LTR_COLUMNS_MAX);
@@ -757,9 +958,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_delta),
+        cmocka_unit_test(test_time_runs),
+        cmocka_unit_test(test_time_runs_damaged),
         cmocka_unit_test(test_fallbacks),
         cmocka_unit_test(test_trace_same_as_rows),
         cmocka_unit_test(test_damage),
+        cmocka_unit_test(test_damage_time_runs),
         cmocka_unit_test(test_layout_mismatch),
         cmocka_unit_test(test_layout_first_unparsable),
         cmocka_unit_test(test_column_limit),

@@ -335,7 +335,7 @@ static void test_values_around_the_escape(void **state)
         nb += ltr_put_uvar(b + nb, ltr_zigzag(steps[i]));
     n = two_columns(data, a, na, b, nb);
     ltr_coldecoder d = {0};
-    assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
+    assert_int_equal(ltr_columns_open(&d, data, n, 0, 0, NULL, NULL), 0);
     assert_int_equal(d.view.ncols, 4);
     uint32_t store[256];
     uint64_t big[256];
@@ -389,7 +389,7 @@ static void test_values_in_runs_of_small_ones(void **state)
     assert_true(na < 128 && nb < 128);
     n = two_columns(data, a, na, b, nb);
     ltr_coldecoder d = {0};
-    assert_int_equal(ltr_columns_open(&d, data, n, 0, NULL, NULL), 0);
+    assert_int_equal(ltr_columns_open(&d, data, n, 0, 0, NULL, NULL), 0);
     uint32_t store[512];
     uint64_t big[512];
     ltr_colvals cv[4];

@@ -702,21 +702,26 @@ static void test_many_processes(void **state)
 
 static void damage_events_chunk(const char *path, int k);
 
-static char *analysis_json_once(const char *path)
+/* The analysis of path with o, written as f. */
+static char *analysis_report(const char *path, const ltr_analyze_opts *o, ltr_report_format fmt)
 {
     ltr_analysis *a;
     ltr_error err;
-    ltr_analyze_opts o = {0};
-    if (ltr_analysis_run(path, &o, &a, &err))
+    if (ltr_analysis_run(path, o, &a, &err))
         fail_msg("%s", err.msg);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
-    assert_int_equal(ltr_analysis_write(a, f, LTR_REPORT_JSON, 10), 0);
+    assert_int_equal(ltr_analysis_write(a, f, fmt, 10), 0);
     fclose(f);
     ltr_analysis_free(a);
     return text;
+}
+
+static char *analysis_json_once(const char *path)
+{
+    return analysis_report(path, &(ltr_analyze_opts){0}, LTR_REPORT_JSON);
 }
 
 /* The report, which must not depend on how the fast path reads column
@@ -883,14 +888,14 @@ static uint64_t reader_heap_events(const char *path, uint64_t *damage)
  * chunk, uncompressed, holding a column block of pid 100 (count records)
  * between two copies of a row block of pid 101. */
 static void column_trace(const char *path, const ltr_bytes *meta, const uint8_t *cols, size_t len, uint32_t count,
-                         const ltr_bytes *rows, uint32_t nrows)
+                         uint16_t flags, const ltr_bytes *rows, uint32_t nrows)
 {
     ltr_bytes ev = {0};
     for (int b = 0; b < 3; b++) {
         int col = b == 1;
         ltr_bytes_put_mem(&ev, LTR_BLOCK_MAGIC, 4);
         ltr_bytes_put_u16(&ev, 0);
-        ltr_bytes_put_u16(&ev, (uint16_t)(LTR_BLOCK_FLAG_COMPACT | (col ? LTR_BLOCK_FLAG_COLUMNS : 0)));
+        ltr_bytes_put_u16(&ev, (uint16_t)(LTR_BLOCK_FLAG_COMPACT | (col ? LTR_BLOCK_FLAG_COLUMNS | flags : 0)));
         ltr_bytes_put_u32(&ev, col ? 100 : 101);
         ltr_bytes_put_u32(&ev, col ? 1000 : 1010);
         ltr_bytes_put_u64(&ev, (uint64_t)b);
@@ -905,10 +910,52 @@ static void column_trace(const char *path, const ltr_bytes *meta, const uint8_t 
     ltr_bytes_free(&ev);
 }
 
+/* The block of column data w holds (count records, notes of them not the
+ * heap's), whole and with each of its bytes changed and its count one off:
+ * the analyzer takes exactly the events the reader delivers. */
+static void damaged_columns_read_alike(const ltr_colwriter *w, const ltr_bytes *meta, uint32_t count, uint32_t notes,
+                                       const ltr_bytes *other, uint32_t nother)
+{
+    uint16_t flags = w->time_runs ? LTR_BLOCK_FLAG_TIME_RUNS : 0;
+    const char *path = gen_tmp("an-cols.ltr");
+    uint64_t damage;
+    column_trace(path, meta, w->out.data, w->out.len, count, flags, other, nother);
+    uint64_t all = count + 2 * (uint64_t)nother; /* pid 101's block comes twice */
+    assert_int_equal(reader_heap_events(path, &damage), all);
+    assert_int_equal(damage, 0);
+    char *js = analysis_json(path);
+    assert_int_equal(json_u64(js, "events"), all);
+    assert_int_equal(json_u64(js, "heap_events"), all - notes);
+    free(js);
+    uint8_t *copy = malloc(w->out.len);
+    size_t differs = 0, cases = 0;
+    for (size_t at = 0; at <= w->out.len; at++)
+        for (int f = 0; f < 3; f++) {
+            memcpy(copy, w->out.data, w->out.len);
+            uint32_t n = count;
+            if (at == w->out.len)
+                n = f == 0 ? count - 1 : f == 1 ? count + 1 : 0;
+            else
+                copy[at] ^= (uint8_t[]){0x01, 0x80, 0x41}[f];
+            column_trace(path, meta, copy, w->out.len, n, flags, other, nother);
+            uint64_t want = reader_heap_events(path, &damage);
+            js = analysis_json(path);
+            assert_int_equal(json_u64(js, "events"), want);
+            free(js);
+            differs += want != all;
+            cases++;
+        }
+    print_message("%zu damaged column blocks, %zu of them read short\n", cases, differs);
+    assert_true(differs > 0);
+    free(copy);
+    unlink(path);
+}
+
 /* Whatever is done to a column block's data (a byte changed anywhere, a
  * count one off), the analyzer, which reads the columns itself, takes
  * exactly the events the reader delivers (and analysis_json checks that it
- * reports the same whether it decodes the columns ahead or not). */
+ * reports the same whether it decodes the columns ahead or not); with its
+ * time column as runs (format 8) and without. */
 static void test_analyzer_reads_columns_as_the_reader(void **state)
 {
     (void)state;
@@ -922,6 +969,7 @@ static void test_analyzer_reads_columns_as_the_reader(void **state)
     uint64_t prev = 0, prev_other = 0;
     for (size_t i = 0; i < s.n; i++) {
         s.v[i].tid = s.v[i].pid == 100 ? 1000 : 1010;
+        s.v[i].ts = TS0 + (uint64_t)(i / 8) * 100000; /* runs of equal times, as the agent's clock grain makes */
         if (s.v[i].pid == 100 && count % 50 == 25) { /* the fast path stops there; the reader takes it */
             static const uint8_t note[] = {5, 0, 'h', 'e', 'l', 'l', 'o'};
             uint8_t *h = ltr_bytes_grow(&rows, LTR_CEVENT_HEADER_MAX + sizeof note);
@@ -941,39 +989,11 @@ static void test_analyzer_reads_columns_as_the_reader(void **state)
     ltr_colwriter_init(&w);
     ltr_colwriter_layouts(&w, meta.data, meta.len);
     ltr_colwriter_layouts_written(&w, meta.data, meta.len, 1);
-    assert_int_equal(ltr_colwriter_block(&w, rows.data, rows.len, count), 1);
-    const char *path = gen_tmp("an-cols.ltr");
-    uint64_t damage;
-    column_trace(path, &meta, w.out.data, w.out.len, count, &other, nother);
-    uint64_t all = count + 2 * (uint64_t)nother; /* pid 101's block comes twice */
-    assert_int_equal(reader_heap_events(path, &damage), all);
-    assert_int_equal(damage, 0);
-    char *js = analysis_json(path);
-    assert_int_equal(json_u64(js, "events"), all);
-    assert_int_equal(json_u64(js, "heap_events"), all - notes);
-    free(js);
-    uint8_t *copy = malloc(w.out.len);
-    size_t differs = 0, cases = 0;
-    for (size_t at = 0; at <= w.out.len; at++)
-        for (int f = 0; f < 3; f++) {
-            memcpy(copy, w.out.data, w.out.len);
-            uint32_t n = count;
-            if (at == w.out.len)
-                n = f == 0 ? count - 1 : f == 1 ? count + 1 : 0;
-            else
-                copy[at] ^= (uint8_t[]){0x01, 0x80, 0x41}[f];
-            column_trace(path, &meta, copy, w.out.len, n, &other, nother);
-            uint64_t want = reader_heap_events(path, &damage);
-            js = analysis_json(path);
-            assert_int_equal(json_u64(js, "events"), want);
-            free(js);
-            differs += want != all;
-            cases++;
-        }
-    print_message("%zu damaged column blocks, %zu of them read short\n", cases, differs);
-    assert_true(differs > 0);
-    free(copy);
-    unlink(path);
+    for (w.time = 1; w.time >= 0; w.time--) {
+        assert_int_equal(ltr_colwriter_block(&w, rows.data, rows.len, count), 1);
+        assert_int_equal(w.time_runs, w.time);
+        damaged_columns_read_alike(&w, &meta, count, notes, &other, nother);
+    }
     ltr_colwriter_free(&w);
     ltr_bytes_free(&meta);
     ltr_bytes_free(&rows);
@@ -1352,6 +1372,125 @@ static void test_format6_codes_still_read(void **state)
     assert_int_equal(json_u64(js, "unseen_frees"), unseen);
     free(js);
     unlink(path);
+    free(s.v);
+}
+
+/* Every event of two traces, in order, the same (times, threads, layouts,
+ * payloads); how many came from blocks with their time column as runs in
+ * each (runs[2]). */
+static size_t same_events(const char *a, const char *b, size_t runs[2])
+{
+    ltr_trace *t[2];
+    ltr_error err;
+    const ltr_event *ev[2];
+    assert_int_equal(ltr_trace_open(a, &t[0], &err), 0);
+    assert_int_equal(ltr_trace_open(b, &t[1], &err), 0);
+    size_t n = 0;
+    runs[0] = runs[1] = 0;
+    for (;; n++) {
+        int rc[2] = {ltr_trace_next(t[0], &ev[0], &err), ltr_trace_next(t[1], &ev[1], &err)};
+        assert_int_equal(rc[0], rc[1]);
+        if (rc[0] <= 0)
+            break;
+        for (int k = 0; k < 2; k++)
+            runs[k] += (ev[k]->block_flags & LTR_BLOCK_FLAG_TIME_RUNS) != 0;
+        assert_int_equal(ev[0]->ts, ev[1]->ts);
+        assert_int_equal(ev[0]->tid, ev[1]->tid);
+        assert_int_equal(ev[0]->layout->id, ev[1]->layout->id);
+        assert_int_equal(ev[0]->payload_size, ev[1]->payload_size);
+        assert_memory_equal(ev[0]->payload, ev[1]->payload, ev[0]->payload_size);
+    }
+    for (int k = 0; k < 2; k++) {
+        ltr_trace_summary sum;
+        ltr_trace_summarize(t[k], &sum);
+        assert_int_equal(sum.damage, 0);
+        ltr_trace_close(t[k]);
+    }
+    return n;
+}
+
+/* The reports of the analysis that depend on the events' times: the whole
+ * trace, a window of it (which events are in it), and the outstanding bytes
+ * over time (chrome's series); each decoded ahead and not. */
+static void time_reports(const char *path, char *out[6])
+{
+    const ltr_analyze_opts all = {0}, window = {.from = "3", .to = "7.05"}, series = {.series = 1};
+    for (int ahead = 0; ahead < 2; ahead++) {
+        if (!ahead)
+            setenv("LTR_ANALYZE_AHEAD", "0", 1);
+        out[3 * ahead] = analysis_report(path, &all, LTR_REPORT_JSON);
+        out[3 * ahead + 1] = analysis_report(path, &window, LTR_REPORT_JSON);
+        out[3 * ahead + 2] = analysis_report(path, &series, LTR_REPORT_CHROME);
+        unsetenv("LTR_ANALYZE_AHEAD");
+    }
+}
+
+/* The script written a thread at a time, in blocks of up to `per` events
+ * (a buffer's first counting from 0), with off turned off unless NULL. */
+static void write_thread_blocks(const char *path, const script *s, uint32_t per, void (*off)(ltr_writer *, int))
+{
+    ltr_writer *w = open_heap_writer(path, LTR_HEAP_PROVIDER, 1u << 16);
+    if (off)
+        off(w, 0);
+    ltr_bytes recs = {0};
+    uint64_t seq = 0;
+    for (uint32_t t = 0; t < NPIDS * NTHREADS; t++) {
+        uint32_t pid = 100 + t / NTHREADS, tid = 1000 + (t / NTHREADS) * 10 + t % NTHREADS;
+        for (size_t i = 0; i < s->n;) {
+            recs.len = 0;
+            uint32_t count = 0;
+            for (uint64_t prev = 0; i < s->n && count < per; i++)
+                if (s->v[i].tid == tid)
+                    put_cevent(&recs, &s->v[i], prev), prev = s->v[i].ts, count++;
+            ltr_block_info info = {.pid = pid, .tid = tid, .seq = seq++, .event_count = count};
+            ltr_error err;
+            if (count)
+                assert_int_equal(ltr_writer_block(w, &info, recs.data, recs.len, &err), 0);
+        }
+    }
+    ltr_error err;
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&recs);
+}
+
+/* A thread's events mostly share their time with the one before (the
+ * agent's clock grain), some go back, and the trace's second half comes
+ * seconds after its first: written with its time columns as runs (format
+ * 8) and without (as format 7 wrote them, the file saying version 7), the
+ * reader delivers the same events, and the analysis (which reads the time
+ * column itself) reports the same, byte for byte. */
+static void test_time_runs_read_as_format7(void **state)
+{
+    (void)state;
+    script s = top_script(20000, 41);
+    for (size_t i = 0; i < s.n; i++)
+        s.v[i].ts = TS0 + (uint64_t)(i / 24) * 100000 + (i >= s.n / 2 ? 7000000000ull : 0);
+    for (size_t i = s.n / 3; i < s.n / 3 + 40; i += 8)
+        s.v[i].ts -= 500000000ull + i; /* back, and off the grain */
+    const char *paths[2] = {gen_tmp("v8-runs.ltr"), gen_tmp("v7-runs.ltr")};
+    write_thread_blocks(paths[0], &s, 300, NULL);
+    write_thread_blocks(paths[1], &s, 300, ltr_writer_set_time_runs);
+    size_t len, runs[2];
+    uint8_t *p = gen_slurp(paths[1], &len);
+    assert_non_null(p);
+    ltr_put_u32(p + 8, 7);
+    assert_int_equal(gen_spit(paths[1], p, len), 0);
+    free(p);
+    assert_int_equal(same_events(paths[0], paths[1], runs), s.n);
+    print_message("%zu events of %zu from blocks of time runs\n", runs[0], s.n);
+    assert_true(runs[0] > s.n / 2);
+    assert_int_equal(runs[1], 0);
+    char *r8[6], *r7[6];
+    time_reports(paths[0], r8);
+    rename(paths[1], paths[0]); /* the reports name their trace */
+    time_reports(paths[0], r7);
+    for (int k = 0; k < 6; k++) {
+        assert_string_equal(r8[k], r7[k]);
+        free(r8[k]);
+        free(r7[k]);
+    }
+    unlink(paths[0]);
     free(s.v);
 }
 
@@ -2482,6 +2621,7 @@ int main(void)
         cmocka_unit_test(test_window_touches_what_it_fills),
         cmocka_unit_test(test_format5_codes_still_read),
         cmocka_unit_test(test_format6_codes_still_read),
+        cmocka_unit_test(test_time_runs_read_as_format7),
         cmocka_unit_test(test_addresses_told_as_differences),
         cmocka_unit_test(test_differences_by_kind_within_a_block),
         cmocka_unit_test(test_analyzer_reads_columns_as_the_reader),
