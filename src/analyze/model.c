@@ -1239,6 +1239,8 @@ static void probe(an_model *m, uint32_t pid, const an_event *ev, size_t n)
 static void held_at_end(an_proc *p)
 {
     const an_lives *t = &p->live;
+    if (!t->nblocks) /* a process that allocated nothing has no array: NULL + 0 is undefined */
+        return;
     const an_live *b = t->blocks, *end = b + t->nblocks;
     an_stack *stacks = p->stacks;
     an_amount in = {0}, out = {0};
