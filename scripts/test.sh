@@ -14,10 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-# Twice as many tests as CPUs: at one a CPU, the tests left them idle half the
-# time (session 37: ctest -j2 on the idle machine, 336 s of wall for 328 s of
-# CPU, the daemonized recorders not counted; docs/benchmarks.md "The test
-# suite's time (session 37)"); at -j4 the ASan tests passed at load 8 to 12.
+# Twice as many tests as CPUs: ctest -j2 alone left the CPUs half idle (336 s
+# of wall for 328 s of CPU); beside the next build, -j4 took the plain tests
+# from 404 to 347 s, and the ASan tests stayed CPU-bound (600 and 612 s:
+# docs/benchmarks.md "The test suite's time (session 37)").
 jobs=$((2 * $(nproc)))
 started=$SECONDS
 stage() { echo "== $1 (at $((SECONDS - started)) s)"; }
