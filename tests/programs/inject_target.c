@@ -36,7 +36,7 @@
  *   fdchurn   2 threads open and close files until a line comes; then main
  *             makes 100 blocks of 4244 bytes from a page of code without
  *             unwind information (a JIT's: "site" is the page), freed; "done"
- *   cycles    4 threads churn (checked, resting 1 ms each 64 rounds) until
+ *   cycles    4 threads churn (checked, each resting 1 ms each 16 rounds) until
  *             end of input; each line makes
  *             main allocate and free 100 blocks of 31337 bytes in
  *             cycle_alloc_site, then print "did"
@@ -135,17 +135,21 @@ static void *cond_helper(void *arg)
 
 static atomic_int stop_busy;
 static atomic_long busy_errors, busy_rounds;
-/* cycles: the churning threads rest this long after each 64 rounds. Without
- * rest, 4 threads on 2 CPUs wrote every cycle's trace full for the test to
- * read twice, and took both CPUs from the tests beside it: test_e2e_attach
- * 42 s plain and 200 s under ASan (session 30's CI), 65 s of CPU at load
- * 14. With 1 ms after 64 rounds a thread is still in malloc, realloc or
- * free at most moments of each start and stop (a round is a few us). */
+/* cycles: each churning thread rests this long after each 16 of its rounds.
+ * Without rest, 4 threads on 2 CPUs wrote every cycle's trace full for the
+ * test to read twice, and took both CPUs from the tests beside it:
+ * test_e2e_attach 42 s plain and 200 s under ASan (session 30's CI), 65 s
+ * of CPU at load 14. The rest once counted the rounds of all four threads
+ * (each rested once in 256 of its own); per thread and after 16,
+ * test_fifty_cycles took 16.9 s of CPU instead of 27.8 (cgroup cpuacct,
+ * three alternating runs each, load 16-22), and a thread is still in
+ * malloc, realloc or free at many moments of each start and stop. */
 static useconds_t busy_rest_us;
 
 static void *busy(void *arg)
 {
     unsigned seed = (unsigned)(long)arg;
+    unsigned long mine = 0; /* this thread's rounds */
     while (!atomic_load(&stop_busy)) {
         size_t n = 16 + rand_r(&seed) % 4000;
         unsigned char *p = malloc(n);
@@ -162,7 +166,8 @@ static void *busy(void *arg)
         if (sum != check)
             atomic_fetch_add(&busy_errors, 1);
         free(p);
-        if (atomic_fetch_add(&busy_rounds, 1) % 64 == 63 && busy_rest_us)
+        atomic_fetch_add(&busy_rounds, 1);
+        if (++mine % 16 == 0 && busy_rest_us)
             usleep(busy_rest_us);
     }
     return NULL;
