@@ -268,7 +268,10 @@ static uint64_t image_token(void)
  * user (connect_session), else -1. */
 static int start_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t inc)
 {
-    int sock = connect_session(rs->name);
+    char name[LTR_SESSION_NAME_MAX];
+    if (!ltr_reg_session_name(rs, name)) /* "../../tmp/x": a socket of whoever wrote it */
+        return -1;
+    int sock = connect_session(name);
     if (sock < 0)
         return sock == -EXDEV ? -EXDEV : -1;
     ltr_bytes req = {0};

@@ -123,6 +123,29 @@ ltr_registry *ltr_registry_get(ltr_error *err)
     return rc ? NULL : mapped;
 }
 
+bool ltr_session_name_ok(const char *name)
+{
+    size_t n = strnlen(name, LTR_SESSION_NAME_MAX);
+    if (n == 0 || n == LTR_SESSION_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i]; /* ASCII alone, whatever the locale */
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+bool ltr_reg_session_name(const ltr_reg_session *rs, char out[LTR_SESSION_NAME_MAX])
+{
+    memcpy(out, rs->name, LTR_SESSION_NAME_MAX);
+    if (ltr_session_name_ok(out))
+        return true;
+    out[0] = 0;
+    return false;
+}
+
 bool ltr_registry_reaches(int dirfd)
 {
     struct stat st;
@@ -197,13 +220,20 @@ bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation)
     return true;
 }
 
-void ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
-                       void *ctx)
+unsigned ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
+                           void *ctx)
 {
+    unsigned forged = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->sessions[s];
         uint64_t inc = atomic_load(&rs->incarnation);
-        if (inc && !ltr_pid_alive((pid_t)rs->recorder_pid) && !(lives && lives(rs, inc, ctx)))
-            ltr_registry_release(r, s, inc);
+        char name[LTR_SESSION_NAME_MAX];
+        /* A slot whose name no recorder could have written (a recorder
+         * writes it, under the lock held here, before the incarnation) is
+         * a scribbler's: no session. */
+        bool named = inc && ltr_reg_session_name(rs, name);
+        if (inc && (!named || (!ltr_pid_alive((pid_t)rs->recorder_pid) && !(lives && lives(rs, inc, ctx)))))
+            forged += ltr_registry_release(r, s, inc) && !named;
     }
+    return forged;
 }

@@ -115,6 +115,18 @@ static inline const char *ltr_reg_snap_name_of(const ltr_registry *r, unsigned i
     return r->snap.names[i].name[0] ? r->snap.names[i].name : r->snap_long_names[i];
 }
 
+/* Whether name is a session's name as `ltr start` takes one: 1 to
+ * LTR_SESSION_NAME_MAX - 1 ASCII letters, digits, '_', '.' and '-'. So it
+ * and any suffix make one file name in the runtime directory: no '/'. */
+bool ltr_session_name_ok(const char *name);
+/* Copies the name of session rs out of the shared registry into out (one
+ * read: a writer cannot change it between the check and the use), true when
+ * it is a session name (ltr_session_name_ok); else out is empty. Any process
+ * that maps the registry can write it: a name such as "../../tmp/x" made
+ * root's traced programs attach to a socket of that writer's and root's
+ * `ltr status` open files outside the runtime directory (test_registry.c). */
+bool ltr_reg_session_name(const ltr_reg_session *rs, char out[LTR_SESSION_NAME_MAX]);
+
 /* Maps the registry of this user (creating it), once per process. NULL on
  * failure, with err filled. */
 ltr_registry *ltr_registry_get(ltr_error *err);
@@ -164,12 +176,14 @@ static inline bool ltr_reg_wants(const ltr_reg_provider *p, unsigned s, uint8_t 
  * between: test_registry.c). Caller holds the lock. */
 bool ltr_registry_release(ltr_registry *r, unsigned s, uint64_t incarnation);
 
-/* Clears slots whose recorder is gone (killed): their sessions and provider
- * bits. Caller holds the lock. A recorder's pid is as its own pid namespace
- * numbers it: seen from another one (a container sharing the runtime
- * directory) a live recorder looks gone, so lives, when given, is asked
- * too (the recorder's side: its session record still locked). */
-void ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
-                       void *ctx);
+/* Clears slots whose recorder is gone (killed), and those whose name is no
+ * session name (ltr_reg_session_name: written by another process): their
+ * sessions and provider bits. Caller holds the lock. A recorder's pid is as
+ * its own pid namespace numbers it: seen from another one (a container
+ * sharing the runtime directory) a live recorder looks gone, so lives, when
+ * given, is asked too (the recorder's side: its session record still
+ * locked). Returns how many of the slots cleared had a name that is none. */
+unsigned ltr_registry_reap(ltr_registry *r, bool (*lives)(const ltr_reg_session *rs, uint64_t inc, void *ctx),
+                           void *ctx);
 
 #endif

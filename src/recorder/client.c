@@ -329,8 +329,8 @@ int ltr_client_sessions(char names[][64], int max, ltr_error *err)
     ltr_client_reap(reg);
     int n = 0;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)
-        if (atomic_load(&reg->sessions[s].incarnation))
-            snprintf(names[n++], 64, "%.*s", LTR_SESSION_NAME_MAX - 1, reg->sessions[s].name);
+        if (atomic_load(&reg->sessions[s].incarnation) && ltr_reg_session_name(&reg->sessions[s], names[n]))
+            n++; /* a name that is none was cleared by the reap, or written since: no session */
     ltr_registry_unlock();
     return n;
 }

@@ -4,10 +4,10 @@
  * launched.
  */
 #include "byname/byname.h"
+#include "event/registry.h"
 #include "recorder/recorder.h"
 #include "prim/prim.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +19,9 @@ int ltr_session_name_check(const char *name, ltr_error *err)
     if (n == 0 || n >= LTR_SESSION_NAME_MAX)
         return ltr_fail(err, EINVAL, "session name '%s' must be 1 to %d characters", name,
                         LTR_SESSION_NAME_MAX - 1);
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
-            return ltr_fail(err, EINVAL,
-                            "session name '%s' may hold only letters, digits, '_', '.' and '-'", name);
+    if (!ltr_session_name_ok(name))
+        return ltr_fail(err, EINVAL,
+                        "session name '%s' may hold only letters, digits, '_', '.' and '-'", name);
     return 0;
 }
 

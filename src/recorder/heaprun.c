@@ -130,10 +130,12 @@ int ltr_heap_sessions(char names[][LTR_SESSION_NAME_MAX_RUN], int max)
     ltr_client_reap(reg);
     ltr_reg_provider *p = ltr_registry_provider(reg, &g, LTR_HEAP_PROVIDER);
     uint32_t bits = p ? atomic_load(&p->sessions) : 0;
-    for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++)
-        if ((bits & (1u << s)) && atomic_load(&reg->sessions[s].incarnation))
-            snprintf(names[n++], LTR_SESSION_NAME_MAX_RUN, "%.*s", LTR_SESSION_NAME_MAX - 1,
-                     reg->sessions[s].name);
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS && n < max; s++) {
+        char name[LTR_SESSION_NAME_MAX];
+        if ((bits & (1u << s)) && atomic_load(&reg->sessions[s].incarnation) &&
+            ltr_reg_session_name(&reg->sessions[s], name))
+            snprintf(names[n++], LTR_SESSION_NAME_MAX_RUN, "%s", name);
+    }
     ltr_registry_unlock();
     return n;
 }

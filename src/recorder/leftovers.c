@@ -84,9 +84,10 @@ void rec_record_close(recorder *r)
  * directory's fd. */
 static bool record_locked(const ltr_reg_session *rs, uint64_t inc, void *ctx)
 {
-    char name[LTR_SESSION_NAME_MAX + 48];
-    snprintf(name, sizeof name, "%.*s.%llu%s", (int)strnlen(rs->name, sizeof rs->name), rs->name,
-             (unsigned long long)inc, record_suffix);
+    char session[LTR_SESSION_NAME_MAX], name[LTR_SESSION_NAME_MAX + 48];
+    if (!ltr_reg_session_name(rs, session)) /* a file name in the runtime directory, nothing else */
+        return false;
+    snprintf(name, sizeof name, "%s.%llu%s", session, (unsigned long long)inc, record_suffix);
     int fd = openat(*(const int *)ctx, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -95,12 +96,21 @@ static bool record_locked(const ltr_reg_session *rs, uint64_t inc, void *ctx)
     return held;
 }
 
+/* ltr_registry_reap, saying so when it cleared a slot no recorder wrote. */
+static void reap(ltr_registry *reg, int dirfd, const char *dir)
+{
+    unsigned forged = ltr_registry_reap(reg, dirfd >= 0 ? record_locked : NULL, &dirfd);
+    if (forged)
+        fprintf(stderr, "ltr: warning: %u session(s) listed in %s/registry had a name no recorder gives "
+                        "(another process wrote it): cleared\n", forged, dir);
+}
+
 void ltr_client_reap(ltr_registry *reg)
 {
-    char dir[4096];
+    char dir[4096] = "";
     ltr_error err;
     int dirfd = ltr_runtime_dir_open(dir, sizeof dir, &err);
-    ltr_registry_reap(reg, dirfd >= 0 ? record_locked : NULL, &dirfd);
+    reap(reg, dirfd, dir);
     if (dirfd >= 0)
         close(dirfd);
 }
@@ -180,7 +190,7 @@ static int sweep(ltr_dead_session *out, int max, const char *forget_name, ltr_er
     }
     int n = 0;
     ltr_registry_lock();
-    ltr_registry_reap(reg, record_locked, &dirfd);
+    reap(reg, dirfd, dir);
     for (struct dirent *de; (de = readdir(dp));) {
         char stem[256];
         size_t len;

@@ -32,10 +32,12 @@ int ltr_providers_list(ltr_provider_info *out, int max, ltr_error *err)
                 *c = '?';
         uint32_t bits = atomic_load(&p->sessions);
         for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
-            if (!(bits & (1u << s)) || !atomic_load(&reg->sessions[s].incarnation))
+            char name[LTR_SESSION_NAME_MAX];
+            if (!(bits & (1u << s)) || !atomic_load(&reg->sessions[s].incarnation) ||
+                !ltr_reg_session_name(&reg->sessions[s], name))
                 continue;
             ltr_provider_enable *e = &o->enabled[o->nenabled++];
-            snprintf(e->session, sizeof e->session, "%.*s", LTR_SESSION_NAME_MAX - 1, reg->sessions[s].name);
+            snprintf(e->session, sizeof e->session, "%s", name);
             e->level = atomic_load(&p->per[s].level);
             e->any = atomic_load(&p->per[s].any);
             e->all = atomic_load(&p->per[s].all);

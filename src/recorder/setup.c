@@ -223,10 +223,11 @@ static int claim_slot(recorder *r, ltr_error *err)
     int free_slot = -1;
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_reg_session *rs = &r->reg->sessions[s];
+        char name[LTR_SESSION_NAME_MAX];
         if (!atomic_load(&rs->incarnation)) {
             if (free_slot < 0)
                 free_slot = (int)s;
-        } else if (!strcmp(rs->name, r->cfg.name)) {
+        } else if (ltr_reg_session_name(rs, name) && !strcmp(name, r->cfg.name)) {
             return ltr_fail(err, EEXIST, "a session named '%s' is already running (recorder pid %u); "
                                          "stop it first or pick another name with --instance",
                             r->cfg.name, rs->recorder_pid);
@@ -346,7 +347,10 @@ int rec_setup(recorder *r, const ltr_session_config *cfg, ltr_error *err)
     ltr_client_reap(r->reg);
     rc = claim_slot(r, err);
     if (!rc) {
-        r->incarnation = atomic_fetch_add(&r->reg->next_incarnation, 1);
+        /* 0 is a free slot's: a registry written over (any process that maps
+         * it can) may hand it out, and a running session looked free. */
+        while (!(r->incarnation = atomic_fetch_add(&r->reg->next_incarnation, 1)))
+            ;
         rc = create_shm(r, err);
     }
     if (!rc)
