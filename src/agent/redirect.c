@@ -99,8 +99,8 @@ static target targets[] = {
     {.name = "openat64"}, {.name = "posix_memalign"}, {.name = "pread"}, {.name = "pread64"},
     {.name = "pthread_getattr_np"}, {.name = "pthread_setname_np"}, {.name = "pvalloc"}, {.name = "pwrite"},
     {.name = "pwrite64"}, {.name = "read"}, {.name = "readv"}, {.name = "realloc"}, {.name = "reallocarray"},
-    {.name = "sbrk"}, {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"}, {.name = "write"},
-    {.name = "writev"},
+    {.name = "sbrk"}, {.name = "seteuid"}, {.name = "setresuid"}, {.name = "setreuid"}, {.name = "setuid"},
+    {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"}, {.name = "write"}, {.name = "writev"},
 };
 #define NTARGETS (sizeof targets / sizeof targets[0])
 

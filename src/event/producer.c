@@ -164,6 +164,7 @@ static int connect_session(const char *name)
     if (!ltr_registry_reaches(dirfd)) {
         if (dirfd >= 0)
             close(dirfd);
+        ltr_registry_leave(); /* for good, when it cannot go back (a raw setuid: no hook saw it) */
         return -EXDEV;
     }
     if (dirfd < 0)

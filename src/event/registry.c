@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,13 @@ static ino_t reg_ino; /* open a file of its own in its number (reg_fd_ours) */
 static uid_t reg_uid;           /* who opened it, */
 static dev_t dir_dev;           /* and in which runtime directory */
 static ino_t dir_ino;           /* (ltr_registry_reaches) */
+static _Atomic bool left;       /* ltr_registry_leave: the mapping is private zeros, the fd closed */
+static _Atomic pid_t own_pid;   /* the process whose mapping this is (fork's child: its own) */
+
+static void at_fork_child(void)
+{
+    atomic_store(&own_pid, getpid());
+}
 
 static int open_registry(ltr_error *err)
 {
@@ -84,6 +92,10 @@ static int open_registry(ltr_error *err)
         reg_dev = st.st_dev;
         reg_ino = st.st_ino;
     }
+    atomic_store(&own_pid, getpid());
+    static bool registered;
+    if (!registered) /* under map_lock */
+        registered = pthread_atfork(NULL, NULL, at_fork_child) == 0;
     mapped = r;
     reg_fd = ltr_fd_move_high(fd); /* out of a traced program's way (prim.h) */
     return 0;
@@ -97,6 +109,8 @@ static int open_registry(ltr_error *err)
 static int lock_fd(void)
 {
     struct stat st;
+    if (atomic_load(&left)) /* not opened again: it is the user's that this process no longer is */
+        return -1;
     if (reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_dev == reg_dev && st.st_ino == reg_ino)
         return reg_fd;
     char dir[4096];
@@ -149,8 +163,32 @@ bool ltr_reg_session_name(const ltr_reg_session *rs, char out[LTR_SESSION_NAME_M
 bool ltr_registry_reaches(int dirfd)
 {
     struct stat st;
-    return geteuid() == reg_uid &&
+    return !atomic_load(&left) && geteuid() == reg_uid &&
            (dirfd < 0 || (fstat(dirfd, &st) == 0 && st.st_dev == dir_dev && st.st_ino == dir_ino));
+}
+
+bool ltr_registry_leave(void)
+{
+    ltr_registry *r = __atomic_load_n(&mapped, __ATOMIC_ACQUIRE);
+    uid_t ruid, euid, suid;
+    int saved = errno;
+    /* A vfork child (or a clone without fork's handlers) shares its
+     * parent's memory: it gives up nothing, or the parent's would go. */
+    if (!r || atomic_load(&left) || getpid() != atomic_load(&own_pid) || getresuid(&ruid, &euid, &suid) != 0 ||
+        ruid == reg_uid || euid == reg_uid || suid == reg_uid || atomic_exchange(&left, true)) {
+        errno = saved;
+        return false;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = (sizeof *r + page - 1) & ~(page - 1);
+    /* What fails here (the process's map count at its limit) leaves the
+     * mapping as it was; the fd goes anyway. */
+    bool gone = mmap(r, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == r;
+    struct stat st;
+    if (reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_dev == reg_dev && st.st_ino == reg_ino)
+        close(reg_fd); /* a number the program took since is the program's: left alone */
+    reg_fd = -1;
+    errno = saved;
+    return gone;
 }
 
 void ltr_registry_lock(void)

@@ -1,0 +1,118 @@
+/*
+ * tests/e2e/test_registry_leave.c — a process that stops being the user
+ * whose registry the agent mapped gives it up (event/registry.h,
+ * ltr_registry_leave; docs/design.md, "A shim in every process"). A root
+ * service's worker made nobody kept root's registry mapped writable, and
+ * the registry's fd open: code run in it could switch root's sessions'
+ * providers and forge what root's `ltr` commands read. tests/programs/
+ * registry_leaver.c is that worker, the agent preloaded; as root only.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "util/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *agent(void)
+{
+    static char path[600];
+    snprintf(path, sizeof path, "%s/../lib/libltr-heap.so", getenv("LTR_TEST_BIN"));
+    return path;
+}
+
+/* registry-leaver MODE run with the agent preloaded, or dlopen'ed when
+ * late (after `ltr start heap` when session): what it printed, its status
+ * 0 asserted. */
+static char *leave(const char *dir, const char *mode, bool session, bool late)
+{
+    char start[700] = "", stop[700] = "", preload[700], dlopened[700] = "";
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", agent());
+    if (late) {
+        snprintf(dlopened, sizeof dlopened, " %s", agent());
+        preload[0] = 0;
+    }
+    if (session) {
+        snprintf(start, sizeof start, "%s start heap --instance lv --filemode -o lv.ltr && ", tu_ltr());
+        snprintf(stop, sizeof stop, "; st=$?; %s stop --instance lv >/dev/null; exit $st", tu_ltr());
+    }
+    tu_result r = tu_run("cd %s && { %s%s %s %s %s/run/registry%s%s; }", dir, start, preload,
+                         tu_test_bin("registry-leaver"), mode, dir, dlopened, stop);
+    if (r.status != 0 || strstr(r.out, "worker exit 0\n") == NULL)
+        fail_msg("%s: status %d\n%s%s", mode, r.status, r.out, r.err);
+    char *out = strdup(r.out);
+    tu_free(&r);
+    return out;
+}
+
+static void expect_left(const char *dir, const char *mode, bool session, bool late)
+{
+    char *out = leave(dir, mode, session, late);
+    if (!strstr(out, "calls ok\n") || !strstr(out, "mapped 0\n") || !strstr(out, "fds 0\n") ||
+        !strstr(out, "file same\n"))
+        fail_msg("%s: a worker made nobody still holds root's registry:\n%s", mode, out);
+    free(out);
+}
+
+static void skip_unless_root(void)
+{
+    if (geteuid() != 0)
+        skip();
+}
+
+/* setuid, setreuid, setresuid through libc: the agent's hooks give the
+ * registry up; each call returns what it would without ltr (0, errno
+ * untouched; a later setuid(0) fails with EPERM). */
+static void test_setuid_family_gives_up_the_registry(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "setuid", false, false);
+    expect_left(*state, "setreuid", false, false);
+    expect_left(*state, "setresuid", false, false);
+}
+
+/* The agent come late (the by-name shim's dlopen, nginx's case): the
+ * program's setuid reaches the hook through its redirected GOT slot. */
+static void test_setuid_gives_it_up_when_the_agent_came_late(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "setuid", false, true);
+}
+
+/* A setresuid by syscall(2), which no hook sees: the producer gives the
+ * registry up when it next tries to attach (a session enables the heap). */
+static void test_raw_setuid_gives_it_up_at_the_attach(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "raw", true, false);
+}
+
+/* seteuid keeps the saved uid 0: the process may take root back (and
+ * does), so it keeps the registry, and is traced again as root. */
+static void test_seteuid_keeps_it(void **state)
+{
+    skip_unless_root();
+    char *out = leave(*state, "seteuid", false, false);
+    if (!strstr(out, "calls ok\n") || !strstr(out, "mapped 1\n"))
+        fail_msg("seteuid:\n%s", out);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_setuid_family_gives_up_the_registry, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_setuid_gives_it_up_when_the_agent_came_late, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_raw_setuid_gives_it_up_at_the_attach, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_seteuid_keeps_it, tu_setup_sandbox, tu_teardown_sandbox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,142 @@
+/*
+ * tests/programs/registry_leaver.c — a root process with the heap agent
+ * preloaded (so the agent mapped root's registry) that becomes user 65534,
+ * as a service's worker does, and then acts as code run in that worker
+ * would: writes every page where the registry was mapped (found in
+ * /proc/self/maps before the change) and looks for an fd of the registry.
+ * The worker is a forked child, as a service's are (a child attaches
+ * anew); the parent, still root, then reads the file. It tells what it
+ * saw; tests/e2e/test_registry_leave.c judges it.
+ * Usage: registry-leaver MODE REGISTRY [AGENT]
+ *   AGENT: dlopen'ed first, as the by-name shim loads it (it comes late:
+ *   the program's calls reach its hooks through redirected GOT slots).
+ *   MODE setuid, setreuid, setresuid: the call, which must behave as
+ *   without ltr (0, errno untouched; a later setuid(0) fails with EPERM);
+ *   seteuid: seteuid(65534), which keeps the way back (saved uid 0);
+ *   raw: setresuid by syscall(2), unseen by the agent's hooks, then an
+ *   allocation (a session enables the heap: the agent tries to attach).
+ * Prints "calls ok|bad", "mapped N" (the worker's mappings of the file
+ * after), "fds N" (its fds open on the file after), "wrote N" (bytes
+ * written), "worker exit N", "file same|changed" (read through an fd
+ * opened before, as root, once the worker has exited).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define NOBODY 65534
+
+typedef struct range {
+    uintptr_t lo, hi;
+} range;
+
+/* The mappings of path (by its name in /proc/self/maps), up to max. */
+static int mappings_of(const char *path, range *out, int max)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4608];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char *name = strchr(line, '/');
+        if (!name || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+            continue;
+        name[strcspn(name, "\n")] = 0;
+        if (!strcmp(name, path) && n < max)
+            out[n++] = (range){lo, hi};
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* How many of this process's fds are open on the file st describes. */
+static int fds_on(const struct stat *file)
+{
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_dev == file->st_dev && st.st_ino == file->st_ino)
+            n++;
+    }
+    return n;
+}
+
+static char *contents(int fd, size_t size)
+{
+    char *buf = calloc(1, size);
+    if (!buf || pread(fd, buf, size, 0) != (ssize_t)size)
+        exit(5);
+    return buf;
+}
+
+/* The call of mode; 1 when it and a later setuid(0) behaved as without ltr. */
+static int become_nobody(const char *mode)
+{
+    if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0)
+        exit(4);
+    errno = 4242;
+    int rc = !strcmp(mode, "setuid")      ? setuid(NOBODY)
+             : !strcmp(mode, "setreuid")  ? setreuid(NOBODY, NOBODY)
+             : !strcmp(mode, "setresuid") ? setresuid(NOBODY, NOBODY, NOBODY)
+             : !strcmp(mode, "seteuid")   ? seteuid(NOBODY)
+             : !strcmp(mode, "raw")       ? (int)syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY)
+                                          : -2;
+    if (rc != 0 || errno != 4242)
+        return 0;
+    if (!strcmp(mode, "seteuid")) /* the way back is kept: taken, and left again */
+        return seteuid(0) == 0 && seteuid(NOBODY) == 0;
+    errno = 0;
+    return setuid(0) == -1 && errno == EPERM;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 && argc != 4)
+        return 2;
+    const char *mode = argv[1], *path = argv[2];
+    if (argc == 4 && !dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL)) {
+        printf("cannot load %s: %s\n", argv[3], dlerror());
+        return 3;
+    }
+    struct stat file;
+    range r[8];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int n = mappings_of(path, r, 8);
+    if (fd < 0 || fstat(fd, &file) != 0 || n == 0) {
+        printf("the registry %s is not mapped (%d) or cannot be read\n", path, n);
+        return 3;
+    }
+    char *before = contents(fd, (size_t)file.st_size);
+    fflush(stdout);
+    pid_t worker = fork();
+    if (worker == 0) {
+        int ok = become_nobody(mode);
+        free(malloc(4325)); /* a session that enables the heap: the agent tries to attach */
+        range now[8];
+        int mapped = mappings_of(path, now, 8), fds = fds_on(&file) - 1; /* ours aside */
+        size_t wrote = 0;
+        for (int i = 0; i < n; i++) { /* a hostile worker: every provider on, every session renamed */
+            memset((void *)r[i].lo, 0x2f, r[i].hi - r[i].lo);
+            wrote += r[i].hi - r[i].lo;
+        }
+        printf("calls %s\nmapped %d\nfds %d\nwrote %zu\n", ok ? "ok" : "bad", mapped, fds, wrote);
+        exit(0); /* the agent's exit reads what was written: it must not crash */
+    }
+    int st;
+    if (worker < 0 || waitpid(worker, &st, 0) != worker)
+        return 6;
+    char *after = contents(fd, (size_t)file.st_size);
+    printf("worker exit %d\nfile %s\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+           memcmp(before, after, (size_t)file.st_size) ? "changed" : "same");
+    return 0;
+}
