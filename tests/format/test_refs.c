@@ -1249,6 +1249,90 @@ static void test_differences_by_kind_within_a_block(void **state)
     ltr_refs_free(&refs);
 }
 
+/* A random event of any shape and code (most of them naming what is not
+ * there), for test_run_as_events_one_by_one. */
+static ltr_refev random_refev(unsigned *seed)
+{
+    ltr_refev e = {.has = {rand_r(seed) % 4 != 0, 0}};
+    e.has[1] = !e.has[0] || rand_r(seed) % 3 == 0; /* some of neither below */
+    if (rand_r(seed) % 50 == 0)
+        e.has[0] = e.has[1] = 0;
+    unsigned r = (unsigned)rand_r(seed);
+    e.code[0] = r % 4 == 0 ? 0 : r % 4 == 1 ? 1 + r / 4 % 4 : r % 4 == 2 ? LTR_MODEL_NEXT + r / 4 % 2 : LTR_MODEL_CODES + 1 + r / 4 % 40;
+    r = (unsigned)rand_r(seed);
+    e.code[1] = r % 5 == 0 ? 0 : r % 5 == 1 ? LTR_MODEL_FREED_NEXT : 2 + r / 5 % 12;
+    for (int k = 0; k < 2; k++)
+        if (!e.code[k]) /* an address, or in a format 7 block a difference */
+            e.addr[k] = rand_r(seed) % 2 ? 0x100000 + (uint64_t)rand_r(seed) % 4096 * 16 : ltr_zigzag(rand_r(seed) % 512 - 256);
+    r = (unsigned)rand_r(seed);
+    e.size = r % 8 == 0 ? 5000 + r / 8 % 3000 : r / 8 % 5 * 24;
+    return e;
+}
+
+/* A run of a readable format 6 block's events (ltr_refseq_apply_events:
+ * a loop for each shape of event, refseq.c apply_run) finds what the
+ * events one by one do (ltr_refseq_apply_event: every kind's checks): the
+ * same addresses, the same events failing (each then committed unknown, as
+ * the analysis's generic path does), on random codes of every kind in
+ * blocks of formats 5, 6 and 7, some spoiled midway. */
+static void test_run_as_events_one_by_one(void **state)
+{
+    (void)state;
+    ltr_refs ra, rb;
+    ltr_refs_init(&ra);
+    ltr_refs_init(&rb);
+    static const uint16_t flags[] = {F6 | LTR_BLOCK_FLAG_DELTA, F6, LTR_BLOCK_FLAG_MODEL};
+    unsigned seed = 38;
+    uint64_t base[2] = {0, 0};
+    size_t resolved[4] = {0}, failed = 0;
+    ltr_refev ea[300], eb[300];
+    for (int blk = 0; blk < 400; blk++) {
+        uint16_t fl = flags[blk % 7 == 6 ? 2 : blk % 3 == 2];
+        struct ltr_refseq *qa = ltr_refs_block(&ra, 0, 7, base[0], base[1], fl);
+        struct ltr_refseq *qb = ltr_refs_block(&rb, 0, 7, base[0], base[1], fl);
+        size_t n = 1 + (size_t)rand_r(&seed) % 300, spoil = blk % 5 == 4 ? (size_t)rand_r(&seed) % n : n;
+        for (size_t i = 0; i < n; i++) {
+            ea[i] = eb[i] = random_refev(&seed);
+            base[0] += ea[i].has[0];
+            base[1] += ea[i].has[1];
+        }
+        int fa[300] = {0}, fb[300] = {0};
+        for (size_t i = 0; i < n;) {
+            if (i == spoil)
+                ltr_refseq_spoil(qa);
+            size_t to = i < spoil ? spoil : n; /* a run stops where the block is spoiled */
+            i += ltr_refseq_apply_events(qa, &ea[i], to - i);
+            if (i < to) {
+                fa[i] = ltr_refseq_resolve_event(qa, &ea[i]) < 0;
+                ltr_refseq_commit_event(qa, &ea[i]);
+                i++;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (i == spoil)
+                ltr_refseq_spoil(qb);
+            if ((fb[i] = ltr_refseq_apply_event(qb, &eb[i]) < 0)) {
+                ltr_refseq_resolve_event(qb, &eb[i]);
+                ltr_refseq_commit_event(qb, &eb[i]);
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            assert_int_equal(fa[i], fb[i]);
+            assert_int_equal(ea[i].addr[0], eb[i].addr[0]);
+            assert_int_equal(ea[i].addr[1], eb[i].addr[1]);
+            failed += fb[i];
+            if (!fb[i] && fl != LTR_BLOCK_FLAG_MODEL && i < spoil)
+                resolved[ea[i].has[0] | ea[i].has[1] << 1]++;
+        }
+    }
+    print_message("run and one by one alike: resolved in runs %zu allocations, %zu frees, %zu both, %zu neither; "
+                  "%zu failed\n", resolved[1], resolved[2], resolved[3], resolved[0], failed);
+    for (int k = 0; k < 4; k++)
+        assert_true(resolved[k] > 100); /* every shape's loop taken, not only failures */
+    ltr_refs_free(&ra);
+    ltr_refs_free(&rb);
+}
+
 static long minor_faults(void)
 {
     struct rusage ru;
@@ -2615,6 +2699,7 @@ int main(void)
         cmocka_unit_test(test_format4_codes_still_read),
         cmocka_unit_test(test_fresh_blocks_told_by_the_next_address),
         cmocka_unit_test(test_next_address_only_after_a_known_one),
+        cmocka_unit_test(test_run_as_events_one_by_one),
         cmocka_unit_test(test_teardown_told_by_the_allocation_after),
         cmocka_unit_test(test_freed_next_by_number),
         cmocka_unit_test(test_ended_process_let_go),
