@@ -210,13 +210,15 @@ static inline __attribute__((always_inline)) int resolve(const struct ltr_refseq
         return -1;
     uint64_t o = g->n - code;
     const ltr_refslot *slot = &g->slot[o & (g->cap - 1)];
-    if ((slot->ord1 & LTR_MODEL_ORD_MASK) != o + 1)
-        return -1;
-    *cls = (int)(slot->ord1 >> LTR_MODEL_ORD_BITS);
-    if (slot->ord1 & LTR_MODEL_UNKNOWN)
-        return -1;
-    *addr = slot->addr;
-    return 0;
+    uint64_t w = slot->ord1;
+    *cls = (int)(w >> LTR_MODEL_ORD_BITS);
+    if ((w & (LTR_MODEL_ORD_MASK | LTR_MODEL_UNKNOWN)) == o + 1) { /* held, known: one compare */
+        *addr = slot->addr;
+        return 0;
+    }
+    if ((w & LTR_MODEL_ORD_MASK) != o + 1)
+        *cls = -1; /* another value's: not even its class */
+    return -1;
 }
 
 /* The ring at its full size, every value it held kept; -1 without memory. */
