@@ -439,7 +439,7 @@ int ltr_refseq_apply_event(struct ltr_refseq *s, ltr_refev *e)
  * a pref, both: has[] read as one word), in which the checks of which
  * fields the event has are constants, and its size class is taken once:
  * cc1plus's trace, ltr_refseq_apply_events 401.0 M instructions to 327.4 M
- * (101 to 91 an event; callgrind, the main thread). */
+ * (111 to 91 an event; callgrind, the main thread). */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define SHAPE(h0, h1) ((h0) | (h1) << 8)
 #else
