@@ -31,6 +31,7 @@ enum ltr_chunk_type {
     LTR_CHUNK_END = 5,
     LTR_CHUNK_SYMBOLS = 6, /* format/symchunk.h: names of the recorded addresses */
     LTR_CHUNK_INDEX = 7,   /* format/chunkindex.h: each timed chunk's earliest time, for the analysis */
+    LTR_CHUNK_SPANS = 8,   /* format/chunkindex.h: each INDEX entry's process, events and latest time */
 };
 
 /* METADATA record kinds */

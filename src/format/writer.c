@@ -214,11 +214,15 @@ static void note_index(ltr_writer *w, uint16_t type, const void *raw, size_t len
         for (size_t i = 0; i < w->index_wait.n; i++) {
             const ltr_index_entry *e = &w->index_wait.e[i];
             ltr_chunk_index_add(&w->index, w->seq, e->end, e->flags, e->ts);
+            ltr_chunk_index_span(&w->index, e->pid, e->events, e->last);
         }
     }
-    uint64_t ends = type == LTR_CHUNK_METADATA ? ltr_meta_ends_first_ts(raw, len) : UINT64_MAX;
-    if (ends != UINT64_MAX)
+    uint32_t n, pid;
+    uint64_t last, ends = type == LTR_CHUNK_METADATA ? ltr_meta_ends_first_ts(raw, len, &n, &last, &pid) : UINT64_MAX;
+    if (ends != UINT64_MAX) {
         ltr_chunk_index_add(&w->index, w->seq, (uint32_t)len, 0, ends);
+        ltr_chunk_index_span(&w->index, pid, n, last);
+    }
 }
 
 /* The pending EVENTS are written or dropped: their blocks' entries go. */
@@ -461,8 +465,8 @@ static int flush_then_write(ltr_writer *w, uint16_t type, const void *p, size_t 
 }
 
 /* Just before END (only a complete trace has one: a reader trusts it for
- * what comes after it). Best effort: a trace without it is read as any
- * older one. */
+ * what comes after it), the INDEX chunk and its SPANS. Best effort: a
+ * trace without them is read as any older one. */
 int ltr_writer_index(ltr_writer *w, ltr_error *err)
 {
     int rc = seal(w, err);
@@ -471,8 +475,12 @@ int ltr_writer_index(ltr_writer *w, ltr_error *err)
     w->indexed = 1;
     if (w->index.failed || !w->index.n || ltr_chunk_index_encode(&w->index, &p, &len) < 0)
         return rc;
-    (void)write_chunk(w, LTR_CHUNK_INDEX, p, len, NULL);
+    int written = write_chunk(w, LTR_CHUNK_INDEX, p, len, NULL) == 0;
     free(p);
+    if (written && ltr_chunk_index_encode_spans(&w->index, &p, &len) == 0) {
+        (void)write_chunk(w, LTR_CHUNK_SPANS, p, len, NULL);
+        free(p);
+    }
     return rc;
 }
 
@@ -741,7 +749,8 @@ static int block_now(ltr_writer *w, const ltr_block_info *info, const void *even
     }
     size_t rows = len;
     int sorted = 0;
-    uint64_t first = info->fixed_records ? 0 : ltr_cevents_first_ts(events, len, base, &sorted);
+    uint64_t last = UINT64_MAX;
+    uint64_t first = info->fixed_records ? 0 : ltr_cevents_first_ts(events, len, base, &sorted, &last);
     int columns = as_columns(w, info, &events, &len);
     size_t need = block_header_size(info) + len;
     int rc = 0;
@@ -753,6 +762,7 @@ static int block_now(ltr_writer *w, const ltr_block_info *info, const void *even
     }
     append_block(w, info, events, len, base, columns);
     ltr_chunk_index_add(&w->index_wait, 0, (uint32_t)w->events.len, sorted ? LTR_INDEX_SORTED : 0, first);
+    ltr_chunk_index_span(&w->index_wait, info->pid, info->event_count, last);
     if (w->events.len >= w->chunk_target) {
         int rc2 = seal(w, rc < 0 ? NULL : err);
         if (rc == 0)

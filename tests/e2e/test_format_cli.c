@@ -165,12 +165,29 @@ static void test_cut_short(void **state)
     unlink(path);
 }
 
+/* The middle of the payload of the first EVENTS chunk that ends past the
+ * file's middle (a byte changed there is one damaged chunk, whatever the
+ * chunks after the events: INDEX, SPANS, END). */
+static size_t middle_events_payload(const uint8_t *data, size_t len)
+{
+    for (size_t off = LTR_FILE_HEADER_SIZE; off + LTR_CHUNK_HEADER_SIZE <= len;) {
+        uint16_t type = (uint16_t)(data[off + 4] | data[off + 5] << 8);
+        size_t size = (size_t)data[off + 8] | (size_t)data[off + 9] << 8 | (size_t)data[off + 10] << 16 |
+                      (size_t)data[off + 11] << 24;
+        if (type == LTR_CHUNK_EVENTS && off + LTR_CHUNK_HEADER_SIZE + size > len / 2)
+            return off + LTR_CHUNK_HEADER_SIZE + size / 2;
+        off += LTR_CHUNK_HEADER_SIZE + size;
+    }
+    fail_msg("no EVENTS chunk past the middle");
+    return 0;
+}
+
 static void test_damaged(void **state)
 {
     const char *path = write_trace("damaged.ltr", 1);
     size_t len;
     uint8_t *data = gen_slurp(path, &len);
-    data[len / 2] ^= 0x40; /* one EVENTS chunk in the middle */
+    data[middle_events_payload(data, len)] ^= 0x40; /* one EVENTS chunk in the middle */
     assert_int_equal(gen_spit(path, data, len), 0);
     run r = run_ltr("dump", path, NULL);
     assert_int_equal(r.status, 3);

@@ -284,6 +284,23 @@ static void mark(ltr_writer *w, gen_marks *m, uint64_t events)
     }
 }
 
+/* ltr_writer_index writes two chunks (INDEX, then SPANS): the mark between
+ * them, from the first one's header in the file at its start, from. */
+static void mark_index(ltr_writer *w, gen_marks *m, const char *path, uint64_t from, uint64_t events)
+{
+    uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
+    ltr_chunk_header h;
+    FILE *f = m && ltr_writer_size(w) > from ? fopen(path, "rb") : NULL;
+    if (f && !fseek(f, (long)from, SEEK_SET) && fread(hdr, 1, sizeof hdr, f) == sizeof hdr &&
+        ltr_chunk_header_decode(hdr, &h) == LTR_CHUNK_OK && m->n < GEN_MAX_MARKS &&
+        from + LTR_CHUNK_HEADER_SIZE + h.payload_size < ltr_writer_size(w)) {
+        m->size[m->n] = from + LTR_CHUNK_HEADER_SIZE + h.payload_size;
+        m->events[m->n++] = events;
+    }
+    if (f)
+        fclose(f);
+}
+
 static int write_blocks(ltr_writer *w, const gen_opts *o, gen_marks *m, ltr_error *err)
 {
     uint64_t n = 0;
@@ -356,8 +373,10 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *m)
     if (rc == 0 && o->with_end) {
         rc = write_records(w, ltr_writer_counters, gen_counters, &err);
         mark(w, m, o->blocks * o->events_per_block);
+        uint64_t from = ltr_writer_size(w);
         if (rc == 0)
-            rc = ltr_writer_index(w, &err); /* a chunk of its own, marked as each is */
+            rc = ltr_writer_index(w, &err); /* chunks of their own, marked as each is */
+        mark_index(w, m, path, from, o->blocks * o->events_per_block);
         mark(w, m, o->blocks * o->events_per_block);
         if (rc == 0)
             rc = write_kv(w, LTR_CHUNK_END, fill_end, &err);

@@ -19,7 +19,10 @@
  * earliest time, so that no event comes before what it says is still to
  * come; a trace cut short has none, a damaged one is not used, and one that
  * lies makes the analysis count events late, never lose them; the analysis
- * with the index is the analysis without it.
+ * with the index is the analysis without it. Its spans (the SPANS chunk:
+ * each entry's process, events and latest time) come with it, are not used
+ * when they do not name every entry, and tell how many events wait behind
+ * a block as a bound.
  */
 #include "analyze/analyze.h"
 #include "base/heap_events.h"
@@ -2679,6 +2682,81 @@ static void test_analysis_by_index(void **state)
     free(s.v);
 }
 
+/* Spans written with the index, read back with it; a SPANS payload that
+ * does not give one for each entry is not used (the index still is). */
+static void test_spans_written_and_read(void **state)
+{
+    (void)state;
+    script s = make_script(20000, 41);
+    const char *path = gen_tmp("spans.ltr");
+    write_indexed(path, &s, 1, NULL);
+    ltr_trace *t;
+    ltr_error err;
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    ltr_chunk_index x = {0};
+    assert_int_equal(ltr_trace_find_index(t, &x), 1);
+    assert_int_equal(x.spans, 1);
+    uint64_t events = 0;
+    for (size_t i = 0; i < x.n; i++) {
+        assert_true(x.e[i].pid >= 100 && x.e[i].ts <= x.e[i].last);
+        events += x.e[i].events;
+    }
+    assert_int_equal(events, s.n);
+    assert_true(ltr_chunk_index_behind(&x) <= s.n);
+    uint8_t *p;
+    size_t len;
+    assert_int_equal(ltr_chunk_index_encode_spans(&x, &p, &len), 0);
+    assert_int_equal(ltr_chunk_index_parse_spans(p, len - 1, &x), -1);
+    assert_int_equal(x.spans, 0);
+    assert_int_equal(ltr_chunk_index_behind(&x), UINT64_MAX);
+    assert_int_equal(ltr_chunk_index_parse_spans(p, len, &x), 0);
+    assert_int_equal(x.spans, 1);
+    free(p);
+    ltr_chunk_index_free(&x);
+    ltr_trace_close(t);
+    unlink(path);
+    write_indexed(path, &s, 0, NULL); /* cut short: neither */
+    assert_int_equal(ltr_trace_open(path, &t, &err), 0);
+    assert_int_equal(ltr_trace_find_index(t, &x), 0);
+    assert_int_equal(x.spans, 0);
+    ltr_trace_close(t);
+    unlink(path);
+    free(s.v);
+}
+
+/* What waits behind a block, from the spans: the events of the entries
+ * before it whose latest time reaches its earliest, where an entry of its
+ * process (or a METADATA chunk's ends) before it reached its earliest. */
+static void test_spans_tell_what_waits(void **state)
+{
+    (void)state;
+    static const struct { uint32_t pid, events; uint64_t ts, last; } e[] = {
+        {1, 10, 100, 200}, /* A */
+        {2, 5, 150, 300},  /* B: its process's first, behind nothing */
+        {1, 7, 120, 130},  /* C: A reached 200 >= 120: A and B (15) wait for it */
+        {3, 1, 50, 50},    /* D: its process's first: behind nothing, however early */
+        {0, 1, 400, 400},  /* E: ends, of any process */
+        {3, 2, 350, 360},  /* F: the ends reached 400: only E's 1 event reaches 350 */
+    };
+    ltr_chunk_index x = {0};
+    size_t n = sizeof e / sizeof *e;
+    for (size_t i = 0; i < n; i++) {
+        ltr_chunk_index_add(&x, i, 10, 0, e[i].ts);
+        ltr_chunk_index_span(&x, e[i].pid, e[i].events, e[i].last);
+    }
+    assert_int_equal(ltr_chunk_index_behind(&x), UINT64_MAX); /* spans not said known */
+    x.spans = 1;
+    assert_int_equal(ltr_chunk_index_behind(&x), 15);
+    x.e[2].pid = 4; /* C of a process of its own: nothing waits */
+    assert_int_equal(ltr_chunk_index_behind(&x), 1);
+    x.e[2].ts = 0; /* a time not known: the spans cannot tell */
+    assert_int_equal(ltr_chunk_index_behind(&x), UINT64_MAX);
+    x.e[2].ts = 120;
+    x.e[0].last = UINT64_MAX;
+    assert_int_equal(ltr_chunk_index_behind(&x), UINT64_MAX);
+    ltr_chunk_index_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2726,6 +2804,8 @@ int main(void)
         cmocka_unit_test(test_index_written_and_read),
         cmocka_unit_test(test_damaged_index_not_used),
         cmocka_unit_test(test_analysis_by_index),
+        cmocka_unit_test(test_spans_written_and_read),
+        cmocka_unit_test(test_spans_tell_what_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
