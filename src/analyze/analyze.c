@@ -292,10 +292,8 @@ static void find_index(ltr_analysis *a, ltr_chunk_index *x)
 /* The events after the first: block by block, the heap records of compact
  * blocks through the fast path (blocks.c), any other record the generic way. */
 static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_analyze_opts *o,
-                         an_progress *pr, ltr_error *err)
+                         const ltr_chunk_index *x, an_progress *pr, ltr_error *err)
 {
-    ltr_chunk_index x = {0};
-    find_index(a, &x);
     an_blocks *b = an_blocks_new(a->trace, d);
     if (!b)
         return ltr_fail(err, ENOMEM, "out of memory");
@@ -306,7 +304,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         int mine = !o->pid_set || v.pid == o->pid;
         v.tid = image_tid(a, v.pid, v.tid);
         feed_ends(a, sk); /* the ends of the chunks before it: the bound says they came */
-        bound(a, sk, &x, v.pid, v.tid, 0);
+        bound(a, sk, x, v.pid, v.tid, 0);
         uint64_t n = 0;
         int whole = v.compact && an_blocks_run(b, sk, &v, mine, &n);
         a->events += n;
@@ -314,7 +312,7 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         if (!whole && (rc = take_one(a, sk, d, o, err)) <= 0)
             break;
         feed_ends(a, sk);
-        bound(a, sk, &x, v.pid, v.tid, whole);
+        bound(a, sk, x, v.pid, v.tid, whole);
         if (a->events - shown > 0xffff) {
             an_progress_update(pr, an_trace_position(a->trace));
             if (!an_sink_stopped(sk))
@@ -323,7 +321,6 @@ static int stream_blocks(ltr_analysis *a, an_sink *sk, an_decoder *d, const ltr_
         }
     }
     feed_ends(a, sk); /* those read with the trace's last chunks, after its last block */
-    ltr_chunk_index_free(&x);
     an_blocks_free(b);
     return rc;
 }
@@ -339,20 +336,6 @@ static uint64_t wants_model_thread(uint64_t file_size)
     return file_size >= LTR_READAHEAD_MIN ? 1 : AN_SINK_THREAD_LATER;
 }
 
-/* Events that may wait for the time order (order.h), by the kind of trace;
- * LTR_ANALYZE_HOLD=N overrides, 0 takes the events in file order (to measure). */
-static size_t order_hold(ltr_analysis *a, int *in_order)
-{
-    const char *e = getenv("LTR_ANALYZE_HOLD"), *kind = ltr_trace_kv(a->trace, LTR_KV_HEADER, "trace.kind");
-    unsigned long long n = e && *e ? strtoull(e, NULL, 10) : a->hold_given;
-    *in_order = !(e && *e && n == 0);
-    a->hold_env = e && *e;
-    if (!n)
-        n = kind && !strcmp(kind, "save") ? AN_ORDER_HOLD_SAVE : AN_ORDER_HOLD_FILE;
-    a->hold = (size_t)n;
-    return (size_t)n;
-}
-
 /* The most events a second pass holds: an eighth of the machine's memory
  * (an event waits in 40 bytes). */
 static size_t hold_cap(void)
@@ -360,6 +343,40 @@ static size_t hold_cap(void)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)1 << 32;
     return (size_t)(bytes / 8 / sizeof(an_event));
+}
+
+/* The hold the index's spans ask (format/chunkindex.h), when larger than n
+ * (and not over hold_cap): so that nothing comes late and the trace is
+ * read once. node's trace (its threads' buffers a second apart, 2.5 M
+ * events) came late past the 256 K held and was analyzed twice: 2 209 M
+ * instructions; holding the 370 K its spans ask, once: 1 220 M, peak RSS
+ * the same (80 MiB). Each release hands on an eighth of the hold more than it
+ * must (order.c), so 8/7 of what must wait. Not in the second pass (its
+ * hold is what the first saw come behind), nor under LTR_ANALYZE_HOLD. An
+ * index that says too little leaves events late, counted, and the trace is
+ * analyzed again as without it. */
+static size_t index_hold(const ltr_chunk_index *x, size_t n)
+{
+    uint64_t behind = ltr_chunk_index_behind(x), cap = hold_cap();
+    if (behind == UINT64_MAX || behind > cap)
+        return behind == UINT64_MAX || n >= cap ? n : cap;
+    uint64_t want = behind + behind / 7 + AN_ORDER_SEGMENT;
+    return want > n ? (size_t)(want < cap ? want : cap) : n;
+}
+
+/* Events that may wait for the time order (order.h), by the kind of trace
+ * and its index; LTR_ANALYZE_HOLD=N overrides, 0 takes the events in file
+ * order (to measure). */
+static size_t order_hold(ltr_analysis *a, const ltr_chunk_index *x, int *in_order)
+{
+    const char *e = getenv("LTR_ANALYZE_HOLD"), *kind = ltr_trace_kv(a->trace, LTR_KV_HEADER, "trace.kind");
+    unsigned long long n = e && *e ? strtoull(e, NULL, 10) : a->hold_given;
+    *in_order = !(e && *e && n == 0);
+    a->hold_env = e && *e;
+    if (!n)
+        n = index_hold(x, kind && !strcmp(kind, "save") ? AN_ORDER_HOLD_SAVE : AN_ORDER_HOLD_FILE);
+    a->hold = (size_t)n;
+    return (size_t)n;
 }
 
 static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec *w, ltr_error *err)
@@ -380,7 +397,9 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
     if (rc >= 0 && window_check(a, o, err) < 0)
         rc = -EINVAL;
     int in_order;
-    size_t hold = order_hold(a, &in_order);
+    ltr_chunk_index x = {0};
+    find_index(a, &x);
+    size_t hold = order_hold(a, &x, &in_order);
     an_sink *sk = an_sink_new(&a->model, wants_model_thread(s0.file_size), in_order, hold);
     /* ltr_analysis_run analyzes the trace again when an event came late:
      * from the first one on, this pass only counts them (the time order
@@ -396,11 +415,12 @@ static int stream(ltr_analysis *a, const ltr_analyze_opts *o, const window_spec 
         a->events++;
         feed(a, sk, d, ev, o);
         an_symbols_update(a); /* the modules met so far: their files open while the events stream */
-        rc = stream_blocks(a, sk, d, o, &pr, err);
+        rc = stream_blocks(a, sk, d, o, &x, &pr, err);
         if (rc >= 0 && !an_sink_stopped(sk))
             an_symbols_read_all(a);
     }
     an_sink_close(sk); /* the model is the main thread's again */
+    ltr_chunk_index_free(&x);
     an_progress_end(&pr);
     an_decoder_free(d);
     return rc;
@@ -694,8 +714,9 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
  * 877 KiB outstanding instead of 827 KB, a peak 1 MiB low and 213 frees
  * taken for unseen) is analyzed again, once, holding as many events as the
  * first pass saw them come behind: the figures right by default, and the
- * time and memory of a second pass only where the trace needs it.
- * LTR_ANALYZE_HOLD=N takes N and no second pass. */
+ * time and memory of a second pass only where the trace needs it. Where
+ * the index's spans told the hold (index_hold), only when they said too
+ * little. LTR_ANALYZE_HOLD=N takes N and no second pass. */
 int ltr_analysis_run(const char *path, const ltr_analyze_opts *o, ltr_analysis **out, ltr_error *err)
 {
     int rc = analysis_run(path, o, 0, 1, out, err);
