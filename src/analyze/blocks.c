@@ -401,7 +401,7 @@ static int run_columns(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
  * each column with the choice of how to read it; decoding each column whole
  * first, in a loop of its own, and then taking the records from the values
  * costs less: on cc1plus's trace (3.6 M events) `ltr analyze` took 0.93 of
- * the CPU (farm-bench -n 15; the column loop 21 ms, the records from its
+ * the CPU (paired timing -n 15; the column loop 21 ms, the records from its
  * values 43 ms, against 62 ms for the interleaved reading). A block is
  * decoded ahead only when no record of it was taken yet and it is not too
  * large (COLS_AHEAD_MAX): once the generic path took one of its records (a

@@ -30,7 +30,7 @@
  * events is a file of 90 KB (the allocator model tells its addresses in a
  * few bits), which the file-size rule left without the thread, the model
  * then the main thread's 70 %; with it, the analysis took 0.101 s of wall
- * time against 0.120 (farm-bench, 11 runs). */
+ * time against 0.120 (paired timing, 11 runs). */
 
 typedef struct sink_run {
     uint32_t pid, tid;

@@ -194,7 +194,7 @@ void cli_malloc_for_analysis(void)
  * times the trace's size of address space (192 MiB to 1 GiB), taken only as
  * pages are touched, and that range is advised huge pages: what glibc's
  * tunable does for each growth.
- * bench/heap's trace, against the run again (farm-bench -n 30, pairs,
+ * bench/heap's trace, against the run again (paired timing -n 30, pairs,
  * medians): 0.92 of its CPU, 0.90 of its wall time, 695 to 955 page faults;
  * cc1plus's 0.99 and 0.97. Tables of 32 MiB and more are mappings of their
  * own (M_MMAP_THRESHOLD), without the advice, and so is growth past the

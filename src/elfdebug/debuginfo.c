@@ -68,7 +68,7 @@
  * debuginfod_query_server). That dlopen was 4.5 ms of every analysis of a
  * trace naming a module with no debug file here (`perf stat -r 30`: dlopen
  * of libdebuginfod.so.1 alone 5.3 ms, of nothing 0.7 ms). Without it
- * (`farm-bench -n 20 --vs "OLD/bin/ltr analyze --format json T" --
+ * (`paired timing -n 20 --vs "OLD/bin/ltr analyze --format json T" --
  * NEW/bin/ltr analyze --format json T`, Release, 2 cores, medians): T = a
  * trace of GCC's cc1plus, CPU 0.242 s against 0.247 s (pairwise ratio
  * 0.975), wall 0.173 s against 0.176 s, peak 87.3 MiB against 94.2; T =

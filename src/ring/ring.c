@@ -330,7 +330,7 @@ bool ltr_ring_publish(ltr_ring_view *v, uint32_t idx)
      * within that margin; waking at once, 5 of 6 lost nothing (the sixth
      * 1.5 %); waking at once for CPU buffers only, 5 of 6 lost. Waking at
      * once in every ring cost bench/heap's two threads 7 % of `ltr
-     * record`'s wall time (farm-bench, 15 pairs), the recorder preempting
+     * record`'s wall time (paired timing, 15 pairs), the recorder preempting
      * them at each buffer: so only rings that need it do. */
     bool early = atomic_load_explicit(&r->cpus_used, memory_order_relaxed) && !(v->flags & LTR_RING_OVERWRITE);
     if (!early && atomic_load_explicit(&r->free_count, memory_order_relaxed) > v->nbuf / 4)

@@ -492,7 +492,7 @@ static sym_elf *elf_for(ltr_symbolizer *s, sym_file *f, int quiet)
  * .gnu_debuglink), or by debuginfod (DEBUGINFOD_URLS). Opening the file
  * costs libdwfl's start, most of a small trace's analysis: heap-workload's
  * trace (3 modules, no debug files) took 64 ms of CPU with its files opened
- * (--local-symbols) and 16 ms with the trace's names (farm-bench -n 20,
+ * (--local-symbols) and 16 ms with the trace's names (paired timing -n 20,
  * analyze --format json); with DEBUGINFOD_URLS set, libdwfl also loads the
  * debuginfod client (5 ms and more). */
 static int may_do_better(ltr_symbolizer *s, sym_file *f)
