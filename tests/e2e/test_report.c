@@ -142,6 +142,15 @@ static bool drawn_by_the_plain_build(void)
 #endif
 }
 
+/* PAGE of dir drawn by headless chromium, its DOM written to DOM, then
+ * `python3 SCRIPT DOM` (what the page showed, as fields). */
+static tu_result drawn(const char *dir, const char *page, const char *dom, const char *script)
+{
+    return tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                  "--virtual-time-budget=5000 --dump-dom 'file://%s/%s' >%s 2>chromium.err && python3 %s %s",
+                  dir, dir, dir, page, dom, script, dom);
+}
+
 static void test_page_in_chromium(void **state)
 {
     const char *dir = *state;
@@ -224,10 +233,7 @@ static void test_timeline_steps(void **state)
     tu_free(&r);
     if (drawn_by_the_plain_build())
         return;
-    r = tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
-               "--virtual-time-budget=5000 --dump-dom 'file://%s/probe.html' >gdom.html 2>chromium.err && "
-               "python3 read.py gdom.html",
-               dir, dir, dir);
+    r = drawn(dir, "probe.html", "gdom.html", "read.py");
     if (r.status != 0)
         fail_msg("chromium or the probe: %s%s", r.out, r.err);
     if (tu_field(r.out, "found") != 1)
@@ -307,10 +313,7 @@ static void test_sizes_as_analyze_writes_them(void **state)
     tu_free(&r);
     if (drawn_by_the_plain_build())
         return;
-    r = tu_run("cd %s && HOME=%s timeout 120 chromium --headless --no-sandbox --disable-gpu "
-               "--virtual-time-budget=5000 --dump-dom 'file://%s/k.html' >kdom.html 2>chromium.err && "
-               "python3 sizes.py kdom.html",
-               dir, dir, dir);
+    r = drawn(dir, "k.html", "kdom.html", "sizes.py");
     if (r.status != 0)
         fail_msg("chromium: %s%s", r.out, r.err);
     if (tu_field(r.out, "kib1020") < 1) /* the leaked block's row */
