@@ -807,17 +807,22 @@ static void test_memory_mode_names_counted_processes(void **state)
  * well-formed layouts (60 000-byte names) had a file-mode recorder hold
  * all of it (a review: 4 MB to 1.5 GB of RSS in 2 s, the trace 0.8 MB),
  * where the metadata region had bounded it before it was a ring. The
- * session's buffers are small so that its backlog is too. */
+ * session's buffers are small so that its backlog is too. Half a GiB,
+ * the bound 384 MiB: without the fix the recorder held 598 MiB after
+ * 512 MiB (1100 MiB after 1 GiB), with it 110 MiB (172 MiB under ASan,
+ * 233 MiB after 1 GiB). The case's CPU, all processes (cpuacct), 1 GiB ->
+ * half: ASan 7.9, 8.2 s -> 4.5, 4.6 s (load 2); plain 10.3 -> 5.0, 5.2 s
+ * (load 11-14). */
 static void test_kept_layouts_bounded(void **state)
 {
     const char *dir = *state;
     tu_expect_ok(tu_run("LTR_META_KB=16384 %s start --instance lb --provider Test.Scribbler --buffers 32 "
                         "--buffer-size 4 --filemode -o %s/lb.part", LTR, dir));
-    tu_result s = tu_run("%s lb 1 1 layouts:1024", tu_test_bin("ltr-test-scribbler"));
+    tu_result s = tu_run("%s lb 1 1 layouts:512", tu_test_bin("ltr-test-scribbler"));
     assert_int_equal(s.status, 0);
     long long mb = tu_field(s.out, "appended");
     tu_free(&s);
-    assert_true(mb >= 1000);
+    assert_true(mb >= 500);
     long rec = tu_session_pid("lb", "recorder pid ");
     assert_true(rec > 0);
     char path[64], line[256];
@@ -831,7 +836,7 @@ static void test_kept_layouts_bounded(void **state)
     fclose(f);
     print_message("recorder's peak RSS: %lld MiB after %lld MiB of layouts\n", hwm_kb >> 10, mb);
     tu_expect_ok(tu_run("%s cancel --instance lb", LTR));
-    assert_true(hwm_kb > 0 && hwm_kb < 512 * 1024);
+    assert_true(hwm_kb > 0 && hwm_kb < 384 * 1024);
 }
 
 /* What a flight recorder keeps of the metadata is bounded too: a traced
