@@ -407,6 +407,42 @@ static void print_started(const ltr_session_config *cfg)
                      * "session 'q' started" below "no --pid could be attached; the session was cancelled" */
 }
 
+/* --pid, --memory-interval and --name each need a profile that uses them */
+static int check_targets(const ltr_session_config *cfg)
+{
+    bool system = ltr_session_records_system(cfg);
+    if (cfg->npids && !cfg->pid_collectors && !system)
+        return cli_fail("start", "--pid limits heap tracing or names the system provider's processes, and "
+                                 "no profile here does either: add one, e.g. 'ltr start heap --pid %u' or "
+                                 "'ltr start memory --pid %u'", cfg->pids[0], cfg->pids[0]), 2;
+    if (cfg->system_interval_ms && !system)
+        return cli_fail("start", "--memory-interval is for the system provider's memory counters, and no "
+                                 "profile here records them: add one, e.g. 'ltr start memory'"), 2;
+    if (cfg->nnames && !cfg->pid_collectors)
+        return cli_fail("start", "--name limits heap tracing, and no profile here traces the heap: "
+                                 "add one, e.g. 'ltr start heap --name %s'", cfg->names[0]), 2;
+    return 0;
+}
+
+/* The session has started: its --pid targets are attached, then --name's
+ * shim told; none attached or a signal on the way cancels the session. */
+static int attach_targets(const ltr_session_config *cfg, const char *rundir, struct sigaction old[3])
+{
+    bool none = cfg->pid_collectors && cfg->npids && !attach_pids(cfg, rundir);
+    if (!none && !interrupted)
+        attach_names(cfg, rundir);
+    if (none || interrupted) {
+        cli_session_request("start", cfg->name, "cancel", NULL, NULL, NULL);
+        release_interrupts(old);
+        if (interrupted)
+            return cli_fail("start", "interrupted (%s) while attaching; the session was cancelled",
+                            strsignal(interrupted)), 1;
+        return cli_fail("start", "no --pid could be attached; the session was cancelled"), 1;
+    }
+    release_interrupts(old);
+    return 0;
+}
+
 int cmd_start(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -436,17 +472,8 @@ int cmd_start(int argc, char **argv)
         return 2;
     if ((rc = configure(&cfg, (const char *const *)argv + optind, (size_t)(argc - optind), &o)) != 0)
         return rc;
-    bool system = ltr_session_records_system(&cfg);
-    if (cfg.npids && !cfg.pid_collectors && !system)
-        return cli_fail("start", "--pid limits heap tracing or names the system provider's processes, and "
-                                 "no profile here does either: add one, e.g. 'ltr start heap --pid %u' or "
-                                 "'ltr start memory --pid %u'", cfg.pids[0], cfg.pids[0]), 2;
-    if (cfg.system_interval_ms && !system)
-        return cli_fail("start", "--memory-interval is for the system provider's memory counters, and no "
-                                 "profile here records them: add one, e.g. 'ltr start memory'"), 2;
-    if (cfg.nnames && !cfg.pid_collectors)
-        return cli_fail("start", "--name limits heap tracing, and no profile here traces the heap: "
-                                 "add one, e.g. 'ltr start heap --name %s'", cfg.names[0]), 2;
+    if ((rc = check_targets(&cfg)) != 0)
+        return rc;
     char rundir[4096];
     ltr_error err;
     if (ltr_runtime_dir(rundir, sizeof rundir, &err))
@@ -489,17 +516,5 @@ int cmd_start(int argc, char **argv)
                         "until a process joins the session ('ltr run')\n");
     if (!cfg.npids && !cfg.nnames)
         return 0;
-    bool none = cfg.pid_collectors && cfg.npids && !attach_pids(&cfg, rundir);
-    if (!none && !interrupted)
-        attach_names(&cfg, rundir);
-    if (none || interrupted) {
-        cli_session_request("start", cfg.name, "cancel", NULL, NULL, NULL);
-        release_interrupts(old);
-        if (interrupted)
-            return cli_fail("start", "interrupted (%s) while attaching; the session was cancelled",
-                            strsignal(interrupted)), 1;
-        return cli_fail("start", "no --pid could be attached; the session was cancelled"), 1;
-    }
-    release_interrupts(old);
-    return 0;
+    return attach_targets(&cfg, rundir, old);
 }
