@@ -338,22 +338,15 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     return true;
 }
 
-static void handle_status(recorder *r, int fd)
+/* which processes the session traces, and which --pid it was given (ltr
+ * status warns about those not attached); a process the session's --pid or
+ * names deny everything joined (any process with the agent joins every heap
+ * session) but is not traced: counted apart, not listed (a review took them
+ * for traced); the recorder itself, which writes the system provider's
+ * events through a connection of its own, is neither (a review read its pid
+ * as the --pid's) */
+static void status_processes(recorder *r, ltr_bytes *kv)
 {
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "ok", "1");
-    ltr_bytes_put_kv(&kv, "name", r->cfg.name);
-    ltr_bytes_put_kv(&kv, "mode", r->cfg.mode == LTR_MODE_FILE ? "file" : "memory");
-    put_u64(&kv, "pid", (uint64_t)getpid());
-    put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
-    put_u64(&kv, "now_ns", ltr_now_ns()); /* what the collectors' oldest_ns count from */
-    /* which processes, and which --pid the session was given (ltr status
-     * warns about those not attached); a process the session's --pid or
-     * names deny everything joined (any process with the agent joins every
-     * heap session) but is not traced: counted apart, not listed (a review
-     * took them for traced); the recorder itself, which writes the system
-     * provider's events through a connection of its own, is neither (a
-     * review read its pid as the --pid's) */
     char list[LTR_STATUS_PIDS * 12 + 1] = "";
     size_t at = 0;
     unsigned traced = 0, listed = 0, own = 0;
@@ -368,55 +361,47 @@ static void handle_status(recorder *r, int fd)
         if (listed++ < LTR_STATUS_PIDS)
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", at ? "," : "", (int)r->conns[i].pid);
     }
-    put_u64(&kv, "processes", traced);
-    put_u64(&kv, "untraced", r->nconns - own - traced);
-    rec_sample_counters(r);
-    put_u64(&kv, "metadata_lost", r->meta_lost.total + r->meta_refused);
-    if (r->cfg.mode != LTR_MODE_FILE) { /* what every save writes, and what went (kept.c) */
-        put_u64(&kv, "metadata_kept", r->meta_kept.len);
-        put_u64(&kv, "metadata_dropped", r->meta_kept_dropped);
-    }
-    ltr_bytes_put_kv(&kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
-                                          : r->cfg.npids || r->cfg.nnames
-                                              ? "not among its --pid or names"
-                                              : "given the agent by an attach, they join only sessions "
-                                                "that name them (--pid, --name)");
-    ltr_bytes_put_kv(&kv, "attached", list);
-    at = 0;
-    list[0] = 0;
+    put_u64(kv, "processes", traced);
+    put_u64(kv, "untraced", r->nconns - own - traced);
+    ltr_bytes_put_kv(kv, "untraced_why", r->cfg.exclusive ? "not started for this session"
+                                         : r->cfg.npids || r->cfg.nnames
+                                             ? "not among its --pid or names"
+                                             : "given the agent by an attach, they join only sessions "
+                                               "that name them (--pid, --name)");
+    ltr_bytes_put_kv(kv, "attached", list);
+}
+
+/* The session's --pid (all of them, or those that joined) as KEY's list */
+static void status_pids(recorder *r, ltr_bytes *kv, const char *key, bool joined_only)
+{
+    char list[LTR_STATUS_PIDS * 12 + 1] = "";
+    size_t at = 0;
     for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
-        at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
-    ltr_bytes_put_kv(&kv, "wanted", list);
-    at = 0;
-    list[0] = 0;
-    for (unsigned i = 0; i < r->cfg.npids && i < LTR_STATUS_PIDS; i++)
-        if (r->pid_joined[i])
+        if (!joined_only || r->pid_joined[i])
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", at ? "," : "", r->cfg.pids[i]);
-    ltr_bytes_put_kv(&kv, "joined", list);
-    ltr_bytes_put_kv(&kv, "profiles", r->cfg.profiles);
-    if (r->cfg.nnames) { /* '/' is in no file name */
-        char names[LTR_MAX_SESSION_NAMES * 256] = "";
-        at = 0;
-        for (unsigned i = 0; i < r->cfg.nnames; i++)
-            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "/" : "", r->cfg.names[i]);
-        ltr_bytes_put_kv(&kv, "names", names);
-    }
-    if (r->cfg.mode == LTR_MODE_FILE) {
-        ltr_bytes_put_kv(&kv, "output", r->cfg.output);
-        if (r->cfg.output_temp) /* a name of ltr's making: `ltr stop` needs a FILE to move it to */
-            ltr_bytes_put_kv(&kv, "output_temp", "1");
-        put_u64(&kv, "file_size", ltr_writer_size(r->writer));
-        put_u64(&kv, "max_file_size", r->cfg.max_file_size);
-        if (r->write_err.code)
-            ltr_bytes_put_kv(&kv, "write_error", r->write_err.msg);
-    }
-    put_u64(&kv, "collectors", r->cfg.ncollectors);
+    ltr_bytes_put_kv(kv, key, list);
+}
+
+static void status_output(recorder *r, ltr_bytes *kv)
+{
+    ltr_bytes_put_kv(kv, "output", r->cfg.output);
+    if (r->cfg.output_temp) /* a name of ltr's making: `ltr stop` needs a FILE to move it to */
+        ltr_bytes_put_kv(kv, "output_temp", "1");
+    put_u64(kv, "file_size", ltr_writer_size(r->writer));
+    put_u64(kv, "max_file_size", r->cfg.max_file_size);
+    if (r->write_err.code)
+        ltr_bytes_put_kv(kv, "write_error", r->write_err.msg);
+}
+
+static void status_collectors(recorder *r, ltr_bytes *kv)
+{
+    put_u64(kv, "collectors", r->cfg.ncollectors);
     for (unsigned c = 0; c < r->cfg.ncollectors; c++) {
         collector_state *cs = &r->col[c];
         char key[64];
-#define COL(field, value) (snprintf(key, sizeof key, "collector.%u." field, c), put_u64(&kv, key, (value)))
+#define COL(field, value) (snprintf(key, sizeof key, "collector.%u." field, c), put_u64(kv, key, (value)))
         snprintf(key, sizeof key, "collector.%u.name", c);
-        ltr_bytes_put_kv(&kv, key, r->cfg.collectors[c].name);
+        ltr_bytes_put_kv(kv, key, r->cfg.collectors[c].name);
         uint32_t nfree = atomic_load(&cs->ring.shared->free_count);
         COL("buffer_size", cs->ring.buffer_size);
         COL("buffers", cs->ring.nbuf);
@@ -429,6 +414,37 @@ static void handle_status(recorder *r, int fd)
         COL("oldest_ns", rec_oldest_event_ns(r, c));
 #undef COL
     }
+}
+
+static void handle_status(recorder *r, int fd)
+{
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    ltr_bytes_put_kv(&kv, "name", r->cfg.name);
+    ltr_bytes_put_kv(&kv, "mode", r->cfg.mode == LTR_MODE_FILE ? "file" : "memory");
+    put_u64(&kv, "pid", (uint64_t)getpid());
+    put_u64(&kv, "uptime_ns", ltr_now_ns() - r->start_ns);
+    put_u64(&kv, "now_ns", ltr_now_ns()); /* what the collectors' oldest_ns count from */
+    rec_sample_counters(r);
+    put_u64(&kv, "metadata_lost", r->meta_lost.total + r->meta_refused);
+    if (r->cfg.mode != LTR_MODE_FILE) { /* what every save writes, and what went (kept.c) */
+        put_u64(&kv, "metadata_kept", r->meta_kept.len);
+        put_u64(&kv, "metadata_dropped", r->meta_kept_dropped);
+    }
+    status_processes(r, &kv);
+    status_pids(r, &kv, "wanted", false);
+    status_pids(r, &kv, "joined", true);
+    ltr_bytes_put_kv(&kv, "profiles", r->cfg.profiles);
+    if (r->cfg.nnames) { /* '/' is in no file name */
+        char names[LTR_MAX_SESSION_NAMES * 256] = "";
+        size_t at = 0;
+        for (unsigned i = 0; i < r->cfg.nnames; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "/" : "", r->cfg.names[i]);
+        ltr_bytes_put_kv(&kv, "names", names);
+    }
+    if (r->cfg.mode == LTR_MODE_FILE)
+        status_output(r, &kv);
+    status_collectors(r, &kv);
     reply(fd, &kv, NULL, 0);
     ltr_bytes_free(&kv);
 }
