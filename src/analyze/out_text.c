@@ -244,13 +244,12 @@ static int by_peak(const void *x, const void *y)
     return (a->pid > b->pid) - (a->pid < b->pid);
 }
 
-static int write_text(ltr_analysis *a, FILE *out, unsigned top)
+/* The window's totals: processes, events, the outstanding and the peak,
+ * and what processes that ended left (filled into *ended) */
+static void print_totals(ltr_analysis *a, FILE *out, size_t n, size_t replaced, an_ended_sum *ended)
 {
-    print_window(a, out);
     an_proc sum;
     an_totals(a, &sum);
-    size_t n;
-    an_proc *const *procs = an_procs(a, &n);
     char ob[32], peak[48], line[1024];
     /* the peak is taken at heap events inside the window (docs/analysis.md):
      * with none there is none, and "peak 0 B" beside 10 MiB outstanding
@@ -263,17 +262,6 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
      * image an exec replaced is listed as a process of its own, but it is
      * not one: python3 through pyenv's shims said "80 process(es)" of 41
      * (a review) */
-    if (!a->heap_events && a->nsnaps) {
-        /* a heapsnapshot session's trace: "0 process(es), 0 heap events ...
-         * outstanding 0 B" above its snapshots' hundreds of KiB read as if
-         * nothing were held (a new user's review) */
-        snprintf(line, sizeof line, "\nno heap events: the trace holds %zu heap snapshot(s), each process's live "
-                 "blocks by stack (below)", a->nsnaps);
-        an_fit_text(out, line, a->width);
-        an_mem_write_text(a, out);
-        return an_write_snapshots_text(a, out, top);
-    }
-    size_t replaced = an_images_replaced(a);
     char images[96] = "";
     if (replaced)
         snprintf(images, sizeof images, " (%zu program images, %zu of them replaced by an exec)", n, replaced);
@@ -285,19 +273,23 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
              ltr_size_format(sum.type[AN_AIFO].bytes + sum.type[AN_AOFO].bytes, ob, sizeof ob),
              (unsigned long long)(sum.type[AN_AIFO].count + sum.type[AN_AOFO].count), peak);
     an_fit_text(out, line, a->width);
-    an_ended_sum ended;
-    an_ended_totals(a, &ended);
-    if (ended.count) { /* the outstanding can then be more than the peak: a build's compilers each left theirs */
+    an_ended_totals(a, ended);
+    if (ended->count) { /* the outstanding can then be more than the peak: a build's compilers each left theirs */
         snprintf(line, sizeof line, "of the outstanding, %s in %llu allocations is what %zu %s never freed "
                  "before they ended (by the window's end): their leaks at exit, not memory held then",
-                 ltr_size_format(ended.bytes, ob, sizeof ob), (unsigned long long)ended.count, ended.processes,
+                 ltr_size_format(ended->bytes, ob, sizeof ob), (unsigned long long)ended->count, ended->processes,
                  replaced ? "program image(s)" : "process(es)");
         an_fit_text(out, line, a->width);
     }
+}
+
+/* The processes to list, into shown (n of them at most), saying which are
+ * not; returns how many */
+static size_t pick_shown(ltr_analysis *a, FILE *out, an_proc *const *procs, size_t n, size_t replaced,
+                         const an_ended_sum *ended, an_proc **shown)
+{
+    char line[1024];
     /* processes that ended before the window began: nothing of theirs is in it (a review found them listed) */
-    an_proc **shown = malloc((n ? n : 1) * sizeof *shown);
-    if (!shown)
-        return -ENOMEM;
     size_t listed = 0, later = 0;
     for (size_t i = 0; i < n; i++) {
         /* nor those whose first heap event came after the window: all zeros (a review) */
@@ -306,27 +298,50 @@ static int write_text(ltr_analysis *a, FILE *out, unsigned top)
         if (!an_ended_before(a, procs[i]) && !after)
             shown[listed++] = procs[i];
     }
-    if (ended.before || later) {
+    if (ended->before || later) {
         snprintf(line, sizeof line, "%zu process(es) ended before the window began, %zu began after it ended: not "
-                 "listed (--format json or csv lists them)", ended.before, later);
+                 "listed (--format json or csv lists them)", ended->before, later);
         an_fit_text(out, line, a->width);
     }
-    size_t nshown = listed;
-    if (a->processes && listed > a->processes) {
-        /* a build's thousands of processes were a report of millions of
-         * lines (200 pyenv python3 starts: 8 202 processes, 4.8 M lines):
-         * the highest peaks, and the way to the others */
-        qsort(shown, listed, sizeof *shown, by_peak);
-        nshown = a->processes;
-        snprintf(line, sizeof line,
-                 "the %zu %s with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
-                 "--format json or csv: all, each with its figures)", nshown, replaced ? "program images" : "processes",
-                 listed);
+    if (!a->processes || listed <= a->processes)
+        return listed;
+    /* a build's thousands of processes were a report of millions of
+     * lines (200 pyenv python3 starts: 8 202 processes, 4.8 M lines):
+     * the highest peaks, and the way to the others */
+    qsort(shown, listed, sizeof *shown, by_peak);
+    snprintf(line, sizeof line,
+             "the %zu %s with the highest peak, of %zu (--processes 0: all of them; --pid P: one; "
+             "--format json or csv: all, each with its figures)", (size_t)a->processes,
+             replaced ? "program images" : "processes", listed);
+    an_fit_text(out, line, a->width);
+    return a->processes;
+}
+
+static int write_text(ltr_analysis *a, FILE *out, unsigned top)
+{
+    print_window(a, out);
+    size_t n;
+    an_proc *const *procs = an_procs(a, &n);
+    char line[1024];
+    if (!a->heap_events && a->nsnaps) {
+        /* a heapsnapshot session's trace: "0 process(es), 0 heap events ...
+         * outstanding 0 B" above its snapshots' hundreds of KiB read as if
+         * nothing were held (a new user's review) */
+        snprintf(line, sizeof line, "\nno heap events: the trace holds %zu heap snapshot(s), each process's live "
+                 "blocks by stack (below)", a->nsnaps);
         an_fit_text(out, line, a->width);
+        an_mem_write_text(a, out);
+        return an_write_snapshots_text(a, out, top);
     }
-    procs = shown;
+    size_t replaced = an_images_replaced(a);
+    an_ended_sum ended;
+    print_totals(a, out, n, replaced, &ended);
+    an_proc **shown = malloc((n ? n : 1) * sizeof *shown);
+    if (!shown)
+        return -ENOMEM;
+    size_t nshown = pick_shown(a, out, procs, n, replaced, &ended, shown);
     for (size_t i = 0; i < nshown; i++) {
-        const an_proc *p = procs[i];
+        const an_proc *p = shown[i];
         char exe[1024];
         snprintf(line, sizeof line, "\nprocess %u %s", p->pid, an_proc_exe_shown(a, p, exe, sizeof exe));
         an_fit_line(out, line, a->width);
