@@ -434,98 +434,121 @@ static int connector_open(void)
     return fd;
 }
 
-static void on_event(sys_procs *ps, const struct proc_event *ev)
+/* A new process (followed when its parent is) or a new thread of one followed */
+static void on_proc_fork(sys_procs *ps, const struct proc_event *ev)
 {
     char name[16];
-    switch (ev->what) {
-    case PROC_EVENT_FORK: {
-        uint32_t parent = (uint32_t)ev->event_data.fork.parent_tgid;
-        uint32_t pid = (uint32_t)ev->event_data.fork.child_tgid, tid = (uint32_t)ev->event_data.fork.child_pid;
-        if (pid == tid) { /* a new process */
-            proc_comm(pid, name);
-            name_set(ps, pid, name);
-            bool ours = find(ps, parent) != NULL;
-            if (ps->procs && (ps->all || ours))
-                w_start(ps, pid, parent, name, false);
-            if (ours) { /* the session's processes include their children */
-                ltr_system_add_target(ps->s, pid);
-                sys_proc *p = follow(ps, pid);
-                if (p) /* followed from its first moment: what comes later is new, not rundown */
-                    p->announced = p->threads_scanned = p->modules_scanned = true;
-                sys_thread *t = p && ps->procs ? thread_add(p, pid) : NULL;
-                if (t)
-                    w_thread(ps, &ev_thread_start, pid, t, false);
-            }
-        } else {
-            sys_proc *p = find(ps, pid);
-            sys_thread *t = p && ps->procs && !thread_of(p, tid) ? thread_add(p, tid) : NULL;
+    uint32_t parent = (uint32_t)ev->event_data.fork.parent_tgid;
+    uint32_t pid = (uint32_t)ev->event_data.fork.child_tgid, tid = (uint32_t)ev->event_data.fork.child_pid;
+    if (pid == tid) { /* a new process */
+        proc_comm(pid, name);
+        name_set(ps, pid, name);
+        bool ours = find(ps, parent) != NULL;
+        if (ps->procs && (ps->all || ours))
+            w_start(ps, pid, parent, name, false);
+        if (ours) { /* the session's processes include their children */
+            ltr_system_add_target(ps->s, pid);
+            sys_proc *p = follow(ps, pid);
+            if (p) /* followed from its first moment: what comes later is new, not rundown */
+                p->announced = p->threads_scanned = p->modules_scanned = true;
+            sys_thread *t = p && ps->procs ? thread_add(p, pid) : NULL;
             if (t)
                 w_thread(ps, &ev_thread_start, pid, t, false);
         }
-        break;
-    }
-    case PROC_EVENT_EXEC: {
-        uint32_t pid = (uint32_t)ev->event_data.exec.process_tgid;
+    } else {
         sys_proc *p = find(ps, pid);
-        if (!ps->procs && !p)
-            break;
-        char path[64], exe[4096];
-        proc_comm(pid, name);
+        sys_thread *t = p && ps->procs && !thread_of(p, tid) ? thread_add(p, tid) : NULL;
+        if (t)
+            w_thread(ps, &ev_thread_start, pid, t, false);
+    }
+}
+
+/* A new image: its name and executable, its modules when followed */
+static void on_proc_exec(sys_procs *ps, const struct proc_event *ev)
+{
+    char name[16];
+    uint32_t pid = (uint32_t)ev->event_data.exec.process_tgid;
+    sys_proc *p = find(ps, pid);
+    if (!ps->procs && !p)
+        return;
+    char path[64], exe[4096];
+    proc_comm(pid, name);
+    name_set(ps, pid, name);
+    snprintf(path, sizeof path, "/proc/%u/exe", pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    if (ps->procs && (ps->all || p)) {
+        ltr_value v[] = {LTR_U32(pid), LTR_STR(name), LTR_STR(exe)};
+        sys_write(ps->s, &ev_proc_exec, v, 3);
+    }
+    if (p) {
+        sys_thread *main = thread_of(p, pid);
+        if (main) /* the exec renames it: no ThreadName for that */
+            memcpy(main->name, name, sizeof name);
+        memcpy(p->name, name, sizeof name);
+        p->start_ticks = ltr_proc_start_ticks((pid_t)pid);
+        if (ps->loader) /* a new image: its modules now */
+            scan_modules(ps, p);
+    }
+}
+
+/* A process or thread renamed (prctl PR_SET_NAME, a write to comm) */
+static void on_proc_comm(sys_procs *ps, const struct proc_event *ev)
+{
+    char name[16];
+    uint32_t pid = (uint32_t)ev->event_data.comm.process_tgid, tid = (uint32_t)ev->event_data.comm.process_pid;
+    sys_proc *p = find(ps, pid);
+    sys_thread *t = p ? thread_of(p, tid) : NULL;
+    snprintf(name, sizeof name, "%.*s", 15, ev->event_data.comm.comm);
+    if (tid == pid)
         name_set(ps, pid, name);
-        snprintf(path, sizeof path, "/proc/%u/exe", pid);
-        ssize_t n = readlink(path, exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = 0;
-        if (ps->procs && (ps->all || p)) {
-            ltr_value v[] = {LTR_U32(pid), LTR_STR(name), LTR_STR(exe)};
-            sys_write(ps->s, &ev_proc_exec, v, 3);
-        }
-        if (p) {
-            sys_thread *main = thread_of(p, pid);
-            if (main) /* the exec renames it: no ThreadName for that */
-                memcpy(main->name, name, sizeof name);
-            memcpy(p->name, name, sizeof name);
-            p->start_ticks = ltr_proc_start_ticks((pid_t)pid);
-            if (ps->loader) /* a new image: its modules now */
-                scan_modules(ps, p);
-        }
-        break;
+    if (p && tid == pid)
+        memcpy(p->name, name, sizeof name);
+    if (t && ps->procs && strcmp(t->name, name)) {
+        memcpy(t->name, name, sizeof name);
+        w_thread_name(ps, pid, t);
     }
-    case PROC_EVENT_COMM: {
-        uint32_t pid = (uint32_t)ev->event_data.comm.process_tgid, tid = (uint32_t)ev->event_data.comm.process_pid;
-        sys_proc *p = find(ps, pid);
+}
+
+/* A thread or a whole process ended */
+static void on_proc_exit(sys_procs *ps, const struct proc_event *ev)
+{
+    char name[16];
+    uint32_t pid = (uint32_t)ev->event_data.exit.process_tgid, tid = (uint32_t)ev->event_data.exit.process_pid;
+    uint32_t code = ev->event_data.exit.exit_code;
+    sys_proc *p = find(ps, pid);
+    if (tid != pid) {
         sys_thread *t = p ? thread_of(p, tid) : NULL;
-        snprintf(name, sizeof name, "%.*s", 15, ev->event_data.comm.comm);
-        if (tid == pid)
-            name_set(ps, pid, name);
-        if (p && tid == pid)
-            memcpy(p->name, name, sizeof name);
-        if (t && ps->procs && strcmp(t->name, name)) {
-            memcpy(t->name, name, sizeof name);
-            w_thread_name(ps, pid, t);
+        if (t) {
+            if (ps->procs)
+                w_thread(ps, &ev_thread_end, pid, t, false);
+            *t = p->threads[--p->nthreads];
         }
-        break;
+        return;
     }
-    case PROC_EVENT_EXIT: {
-        uint32_t pid = (uint32_t)ev->event_data.exit.process_tgid, tid = (uint32_t)ev->event_data.exit.process_pid;
-        uint32_t code = ev->event_data.exit.exit_code;
-        sys_proc *p = find(ps, pid);
-        if (tid != pid) {
-            sys_thread *t = p ? thread_of(p, tid) : NULL;
-            if (t) {
-                if (ps->procs)
-                    w_thread(ps, &ev_thread_end, pid, t, false);
-                *t = p->threads[--p->nthreads];
-            }
-            break;
-        }
-        name_take(ps, pid, name);
-        if (p) {
-            process_gone(ps, p, true, code);
-        } else if (ps->procs && ps->all) {
-            w_exit(ps, pid, true, code, name);
-        }
-        break;
+    name_take(ps, pid, name);
+    if (p) {
+        process_gone(ps, p, true, code);
+    } else if (ps->procs && ps->all) {
+        w_exit(ps, pid, true, code, name);
     }
+}
+
+static void on_event(sys_procs *ps, const struct proc_event *ev)
+{
+    switch (ev->what) {
+    case PROC_EVENT_FORK:
+        on_proc_fork(ps, ev);
+        break;
+    case PROC_EVENT_EXEC:
+        on_proc_exec(ps, ev);
+        break;
+    case PROC_EVENT_COMM:
+        on_proc_comm(ps, ev);
+        break;
+    case PROC_EVENT_EXIT:
+        on_proc_exit(ps, ev);
+        break;
     default:
         break;
     }
