@@ -546,7 +546,8 @@ static const char *unseen_also(const ltr_analysis *a)
     return a->events_lost ? ", or their Alloc was among the events lost" : "";
 }
 
-static void warn_state(ltr_analysis *a)
+/* What the trace itself says of its state: damage, bad or forged records, no end */
+static void warn_trace(ltr_analysis *a)
 {
     uint64_t chunks = damaged_chunks(a), bad = a->bad_records - a->forged;
     if (chunks)
@@ -566,6 +567,11 @@ static void warn_state(ltr_analysis *a)
     if (!ltr_analysis_damage(a) && !a->sum.complete)
         an_warn(a, "the trace was cut short or is still being recorded (no END chunk): events up to its last "
                 "chunk were analyzed");
+}
+
+/* What the model met: bad events, no memory, events later than it could hold */
+static void warn_model(ltr_analysis *a)
+{
     if (a->bad_heap_events)
         an_warn(a, "%llu heap event(s) did not follow docs/heap-events.md and were skipped",
              (unsigned long long)a->bad_heap_events);
@@ -585,6 +591,11 @@ static void warn_state(ltr_analysis *a)
                 "children): each process's figures are exact, only the peak of all of them together and its "
                 "time may be off (it held %zu events; LTR_ANALYZE_HOLD=N holds N)",
                 (unsigned long long)a->model.late_across, a->hold);
+}
+
+/* Frees the trace does not pair: of allocations it never saw, or missing */
+static void warn_frees(ltr_analysis *a)
+{
     uint64_t unseen = 0, implicit = 0;
     for (size_t i = 0; i < a->model.nprocs; i++) {
         unseen += a->model.procs[i]->unseen_frees;
@@ -609,6 +620,11 @@ static void warn_state(ltr_analysis *a)
                                    "100 us of the allocations around it and put after them (the trace keeps "
                                    "no order among threads' events of one time), or never recorded, e.g. "
                                    "made where the heap agent does not see them");
+}
+
+/* No heap events, snapshots not whole, a window outside the trace */
+static void warn_contents(ltr_analysis *a)
+{
     if (!a->heap_events && a->pid_set)
         an_warn(a, "process %u has no heap events in the trace", a->pid);
     else if (!a->heap_events && !a->nsnaps)
@@ -625,6 +641,14 @@ static void warn_state(ltr_analysis *a)
     else if (a->to_set && a->heap_events && a->model.to < a->sum.first_ts)
         an_warn(a, "the window ends before the trace's first event (%.6f s): nothing happened in it",
                 an_seconds(a, a->sum.first_ts));
+}
+
+static void warn_state(ltr_analysis *a)
+{
+    warn_trace(a);
+    warn_model(a);
+    warn_frees(a);
+    warn_contents(a);
 }
 
 static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold, int first, ltr_analysis **out,
