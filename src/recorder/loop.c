@@ -608,43 +608,82 @@ static void note_for_controller(const recorder *r, int fd, bool written, const c
         rec_log("the note for ltr record could not be sent: %s", strerror(errno));
 }
 
+/* Refused before anything ends: the session goes on (rec_save and
+ * move_output refuse again, atomically, if the name is taken meanwhile).
+ * *taken: the session's own output name was taken by another file. */
+static int stop_refused(recorder *r, const char *path, bool force, bool *taken, ltr_error *err)
+{
+    int rc = 0;
+    if (strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path))
+        rc = ltr_replaceable(path, err) != 0 ? -err->code : !force ? ltr_fail_exists(err, path) : 0;
+    /* its own name taken by another file: written back there only if forced */
+    *taken = output_taken(r);
+    if (!rc && *taken && !strcmp(path, r->cfg.output) && !force && ltr_path_taken(path))
+        rc = ltr_fail(err, EEXIST, "%s is no longer this session's trace: another file took the name while it "
+                      "recorded (not overwritten); stop it into another FILE, the trace goes there whole", path);
+    return rc ? rc : can_write_to(path, err);
+}
+
+/* Memory mode saves before it ends anything: a save that fails (a full
+ * disk) keeps the buffers and the session. Its trace ends where the stop
+ * came: producers take no event from then on (and those already past
+ * the state check finish). Taking them on during the save, the events
+ * committed after its last look at the buffers were in neither the trace
+ * nor its counters (a program writing through 'ltr stop': 200 to 411
+ * of its events in 3 of 3 stops). */
+static int stop_save_memory(recorder *r, const char *path, const char *description, bool force, ltr_error *err)
+{
+    rec_count_refusals(r);
+    rec_take_events(r, false);
+    usleep(STOP_GRACE_US);
+    char kept[4200];
+    int rc = rec_save(r, path, description, force, kept, sizeof kept, err);
+    if (rc) {
+        rec_take_events(r, true);
+        usleep(STOP_GRACE_US); /* writers refused just before count it */
+        rec_count_refusals(r);
+        rec_log("the stop's save failed, the session goes on: the events its programs emitted while it "
+                "was tried are not in it, counted as lost");
+    }
+    return rc;
+}
+
+/* File mode: the trace finished and moved to PATH (or written there from
+ * the session's own file, when another file took its name); *lacking: it
+ * is whole but without events a write error cost */
+static int stop_file(recorder *r, const char *path, const char *description, bool force, bool taken,
+                     bool *lacking, ltr_error *err)
+{
+    usleep(STOP_GRACE_US);
+    int rc = rec_finish_file(r, description, err);
+    char own[64];
+    snprintf(own, sizeof own, "/proc/self/fd/%d", ltr_writer_fd(r->writer));
+    int in = !rc && taken ? open(own, O_RDONLY | O_CLOEXEC) : -1;
+    ltr_writer_close(r->writer);
+    r->writer = NULL;
+    ltr_error why = *err;
+    if (rc)
+        ltr_fail(err, why.code, "%s: the trace is incomplete, %llu events could not be written to it; "
+                 "what was written stays in %s", why.msg, (unsigned long long)dropped(r), r->cfg.output);
+    else if (taken)
+        r->output_was_taken = (rc = write_out_own(r, in, path, force, err)) == 0;
+    else
+        rc = move_output(r->cfg.output, path, force, err);
+    *lacking = !rc && r->write_err.code;
+    if (*lacking)
+        rc = ltr_fail(err, r->write_err.code, "the trace %s is complete but lacks %llu events that could "
+                      "not be written to it: %s", path, (unsigned long long)dropped(r), r->write_err.msg);
+    return rc;
+}
+
 static void handle_stop(recorder *r, int fd, const char *path, const char *description, bool force)
 {
     ltr_error err = {0};
     check_orphans(r); /* a process that closed its connection on its way out: its buffers in */
-    /* Refused before anything ends: the session goes on (rec_save and
-     * move_output refuse again, atomically, if the name is taken meanwhile). */
-    int rc = 0;
-    if (strcmp(path, r->cfg.output) != 0 && ltr_path_taken(path))
-        rc = ltr_replaceable(path, &err) != 0 ? -err.code : !force ? ltr_fail_exists(&err, path) : 0;
-    /* its own name taken by another file: written back there only if forced */
-    bool taken = output_taken(r);
-    if (!rc && taken && !strcmp(path, r->cfg.output) && !force && ltr_path_taken(path))
-        rc = ltr_fail(&err, EEXIST, "%s is no longer this session's trace: another file took the name while it "
-                      "recorded (not overwritten); stop it into another FILE, the trace goes there whole", path);
-    if (!rc)
-        rc = can_write_to(path, &err);
-    /* Memory mode saves before it ends anything: a save that fails (a full
-     * disk) keeps the buffers and the session. Its trace ends where the stop
-     * came: producers take no event from then on (and those already past
-     * the state check finish). Taking them on during the save, the events
-     * committed after its last look at the buffers were in neither the trace
-     * nor its counters (a program writing through 'ltr stop': 200 to 411
-     * of its events in 3 of 3 stops). */
-    if (!rc && r->cfg.mode == LTR_MODE_MEMORY) {
-        rec_count_refusals(r);
-        rec_take_events(r, false);
-        usleep(STOP_GRACE_US);
-        char kept[4200];
-        rc = rec_save(r, path, description, force, kept, sizeof kept, &err);
-        if (rc) {
-            rec_take_events(r, true);
-            usleep(STOP_GRACE_US); /* writers refused just before count it */
-            rec_count_refusals(r);
-            rec_log("the stop's save failed, the session goes on: the events its programs emitted while it "
-                    "was tried are not in it, counted as lost");
-        }
-    }
+    bool taken;
+    int rc = stop_refused(r, path, force, &taken, &err);
+    if (!rc && r->cfg.mode == LTR_MODE_MEMORY)
+        rc = stop_save_memory(r, path, description, force, &err);
     if (rc) {
         r->controller_stop_failed |= from_controller(r, fd);
         reply_still_running(fd, &err, true, NULL);
@@ -652,27 +691,8 @@ static void handle_stop(recorder *r, int fd, const char *path, const char *descr
     }
     rec_unpublish(r);
     bool lacking = false; /* written whole, with events it could not take */
-    if (r->cfg.mode == LTR_MODE_FILE) {
-        usleep(STOP_GRACE_US);
-        rc = rec_finish_file(r, description, &err);
-        char own[64];
-        snprintf(own, sizeof own, "/proc/self/fd/%d", ltr_writer_fd(r->writer));
-        int in = !rc && taken ? open(own, O_RDONLY | O_CLOEXEC) : -1;
-        ltr_writer_close(r->writer);
-        r->writer = NULL;
-        ltr_error why = err;
-        if (rc)
-            ltr_fail(&err, why.code, "%s: the trace is incomplete, %llu events could not be written to it; "
-                     "what was written stays in %s", why.msg, (unsigned long long)dropped(r), r->cfg.output);
-        else if (taken)
-            r->output_was_taken = (rc = write_out_own(r, in, path, force, &err)) == 0;
-        else
-            rc = move_output(r->cfg.output, path, force, &err);
-        lacking = !rc && r->write_err.code;
-        if (lacking)
-            rc = ltr_fail(&err, r->write_err.code, "the trace %s is complete but lacks %llu events that could "
-                          "not be written to it: %s", path, (unsigned long long)dropped(r), r->write_err.msg);
-    }
+    if (r->cfg.mode == LTR_MODE_FILE)
+        rc = stop_file(r, path, description, force, taken, &lacking, &err);
     /* the note before the reply: ltr record finds it once the stop returned */
     if (rc)
         note_for_controller(r, fd, false, "its session was stopped by another command ('ltr stop --instance %s'), "
