@@ -230,6 +230,18 @@ void cli_name_leftovers(const char *cmd, const char *path)
     ltr_leftover_temps(path, say_leftover, (void *)cmd); /* a directory not read: nothing to say */
 }
 
+/* stop and save take their FILE as an argument, where record, start -o,
+ * export and report take -o FILE: getopt said "invalid option -- 'o'" to
+ * 'ltr stop -o app.ltr', and not what to type instead. */
+static void output_option_hint(const char *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strncmp(argv[i], "-o", 2) || !strncmp(argv[i], "--output", 8)) {
+            fprintf(stderr, "ltr %s: the trace's FILE is given without -o: 'ltr %s FILE'\n", cmd, cmd);
+            return;
+        }
+}
+
 /* force, no_symbols == NULL: --force, --no-symbols are not options of this command. */
 static int session_args(const char *cmd, int argc, char **argv, const char *usage,
                         const char *help_text, const char **instance, int *first, int nmin, int nmax,
@@ -252,7 +264,10 @@ static int session_args(const char *cmd, int argc, char **argv, const char *usag
             printf("usage: %s\n\n%s", usage, help_text);
             return 0;
         } else {
-            return cli_usage_error(cmd, usage);
+            int rc = cli_usage_error(cmd, usage);
+            if (force)
+                output_option_hint(cmd, argc, argv);
+            return rc;
         }
     }
     if (argc - optind < nmin || argc - optind > nmax) {

@@ -4,7 +4,8 @@
  * command's help has an exit status section and a usage line that names
  * every option it lists, the general help names --version; and the options
  * commands share behave the same (`--buffers N%` in record as in start);
- * a bad option is said "ltr CMD: ...", as every other message.
+ * a bad option is said "ltr CMD: ...", as every other message; stop and
+ * save, which take their FILE without -o, say so to an -o.
  */
 #include "util/testutil.h"
 
@@ -133,6 +134,28 @@ static void help_cmd_is_cmd_help(void **state)
     r = tu_run("%s analyze -trend x.ltr", LTR);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "unknown option or missing value: '-trend'"));
+    tu_free(&r);
+}
+
+/* stop and save name their FILE without -o, unlike record, start, export
+ * and report: 'ltr stop -o app.ltr' is told what to type, not only
+ * "invalid option -- 'o'"; an option that is no -o gets no such hint. */
+static void stop_save_file_without_o(void **state)
+{
+    static const char *const cases[][2] = {{"stop", "-o app.ltr"}, {"save", "--output app.ltr"},
+                                           {"stop", "--output=app.ltr"}, {"save", "-oapp.ltr"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_result r = tu_run("%s %s %s", LTR, cases[i][0], cases[i][1]);
+        char want[128];
+        snprintf(want, sizeof want, "ltr %s: the trace's FILE is given without -o: 'ltr %s FILE'", cases[i][0],
+                 cases[i][0]);
+        assert_int_equal(r.status, 2);
+        assert_non_null(strstr(r.err, want));
+        tu_free(&r);
+    }
+    tu_result r = tu_run("%s stop --bogus app.ltr", LTR);
+    assert_int_equal(r.status, 2);
+    assert_null(strstr(r.err, "without -o"));
     tu_free(&r);
 }
 
@@ -381,6 +404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(output_to_a_full_disk_fails, sandbox, sandbox_end),
         cmocka_unit_test(general_help),
         cmocka_unit_test(help_cmd_is_cmd_help),
+        cmocka_unit_test(stop_save_file_without_o),
         cmocka_unit_test(every_help_has_exit_status),
         cmocka_unit_test(usage_names_every_listed_option),
         cmocka_unit_test_setup_teardown(bad_option_said_as_ltr, sandbox, sandbox_end),
