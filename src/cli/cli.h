@@ -59,6 +59,11 @@ int cli_parse_buffers(const char *cmd, const char *text, uint32_t buffer_kb, uin
  * anything already has, unless force; 0 to go on. Whatever writes the file
  * refuses again, atomically: this check says it before any work is done. */
 int cli_refuse_existing(const char *cmd, const char *path, int force);
+/* Refuses (exit status 1, the directory and why named) a trace path whose
+ * directory does not exist, before anything runs: record, start -o and
+ * merge create a temporary beside it and said its name, "creating a trace
+ * file /no/dir/x.ltr.XXXXXX.part: No such file or directory". 0 to go on. */
+int cli_refuse_no_directory(const char *cmd, const char *path);
 /* What write puts into a FILE goes to path, made new (never through a
  * symlink, never over a file without force: prim's ltr_write_new_file), or
  * to standard output for '-', as every -o of the commands that write a

@@ -61,6 +61,8 @@ int cmd_merge(int argc, char **argv)
         return cli_fail("merge", "give two traces or more to merge"), 2;
     if (cli_trace_not_stdout("merge", out))
         return 2;
+    if (cli_refuse_no_directory("merge", out))
+        return 1;
     ltr_merge_report rep;
     ltr_error err;
     if (ltr_merge((const char *const *)argv + optind, (size_t)(argc - optind), out, force, &rep, &err))

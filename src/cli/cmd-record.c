@@ -367,7 +367,7 @@ int cmd_record(int argc, char **argv)
     char trace[4096], agent[4096];
     if (cli_absolute_path("record", o.output, trace, sizeof trace))
         return 2;
-    if (cli_refuse_existing("record", trace, o.force))
+    if (cli_refuse_existing("record", trace, o.force) || cli_refuse_no_directory("record", trace))
         return 1;
     static ltr_session_config cfg;
     ltr_record_setup setup = {.mode = o.mode, .buffer_kb = o.buffer_kb, .buffers = o.buffers, .pid = o.pid,

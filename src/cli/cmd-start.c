@@ -490,7 +490,8 @@ int cmd_start(int argc, char **argv)
     if (cfg.mode == LTR_MODE_FILE) {
         if (o.output && cli_absolute_path("start", o.output, cfg.output, sizeof cfg.output))
             return 2;
-        if (o.output && cli_refuse_existing("start", cfg.output, o.force))
+        if (o.output && (cli_refuse_existing("start", cfg.output, o.force) ||
+                         cli_refuse_no_directory("start", cfg.output)))
             return 1;
         cfg.output_replace = o.force; /* once the session can start: a refused start keeps FILE */
     }

@@ -195,6 +195,20 @@ int cli_refuse_existing(const char *cmd, const char *path, int force)
     return cli_fail(cmd, "%s", err.msg);
 }
 
+int cli_refuse_no_directory(const char *cmd, const char *path)
+{
+    char dir[4096] = ".";
+    const char *slash = strrchr(path, '/');
+    if (slash) /* "/x.ltr": "/" */
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return cli_fail(cmd, "cannot create %s: its directory %s: %s", path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cli_fail(cmd, "cannot create %s: %s is not a directory", path, dir);
+    return 0;
+}
+
 int cli_write_output(const char *cmd, const char *path, int force, int (*write)(FILE *f, void *arg), void *arg)
 {
     ltr_error err;

@@ -4,7 +4,8 @@
  * goes (the victim file stays untouched, the trace is a new file of mode
  * 0600), and no command overwriting an existing file without --force (stop,
  * save, start -o, record -o, export -o), a refused stop keeping its session,
- * and --force replacing files only (never a FIFO, a device, a link to one).
+ * and --force replacing files only (never a FIFO, a device, a link to one);
+ * a trace into a directory that does not exist refused first, said so.
  * The planted names are in a directory the test makes, so nothing here
  * depends on fs.protected_symlinks or fs.protected_regular.
  */
@@ -323,6 +324,44 @@ static void test_record_and_export_refuse_existing(void **state)
     assert_private_file(out);
 }
 
+/* A trace into a directory that does not exist (or a file as its
+ * directory) is refused before CMD runs or a session starts, the directory
+ * named: record said the temporary's name, "creating a trace file
+ * /no/dir/t.ltr.XXXXXX.part: No such file or directory", and merge "a
+ * temporary file beside it". */
+static void test_trace_into_no_directory(void **state)
+{
+    const char *dir = *state;
+    char nodir[512], notdir[512], ran[512];
+    snprintf(nodir, sizeof nodir, "%s", in_dir(dir, "no/such/t.ltr"));
+    snprintf(notdir, sizeof notdir, "%s", in_dir(dir, "file/t.ltr"));
+    snprintf(ran, sizeof ran, "%s", in_dir(dir, "ran"));
+    write_text(in_dir(dir, "file"), "x", 0644);
+    tu_result r = tu_run("%s record -o %s -- /bin/sh -c 'touch %s'", LTR, nodir, ran);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "its directory"));
+    assert_non_null(strstr(r.err, "no/such: No such file or directory"));
+    assert_null(strstr(r.err, "XXXXXX"));
+    assert_int_not_equal(access(ran, F_OK), 0);
+    tu_free(&r);
+    r = tu_run("%s record -o %s -- true", LTR, notdir);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "/file is not a directory"));
+    tu_free(&r);
+    r = tu_run("%s start heap --filemode -o %s", LTR, nodir);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "no/such: No such file or directory"));
+    tu_free(&r);
+    r = tu_run("%s status", LTR);
+    assert_non_null(strstr(r.out, "no session is running"));
+    tu_free(&r);
+    tu_expect_ok(tu_run("cd %s && %s record -o a.ltr -- true && %s record -o b.ltr -- true", dir, LTR, LTR));
+    r = tu_run("cd %s && %s merge a.ltr b.ltr -o no/such/m.ltr", dir, LTR);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "cannot create no/such/m.ltr: its directory no/such: No such file or directory"));
+    tu_free(&r);
+}
+
 /* '-' as a trace's name is refused, said: other commands' -o - is standard
  * output, and record, save and merge wrote a file named '-' ("-: 2 traces
  * merged", exit 0). */
@@ -351,6 +390,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_output_cannot_be_planted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_trace_to_dash_refused, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_trace_into_no_directory, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_save_temporary_cannot_be_planted, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_output_symlink, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_stop_refuses_existing_memory, tu_setup_sandbox, tu_teardown_sandbox),
