@@ -5,6 +5,7 @@
  * reaches. `ltr watch --support-bundle` keeps the same text beside a saved
  * trace.
  */
+#include "base/units.h"
 #include "recorder/client.h"
 
 #include <stdio.h>
@@ -30,9 +31,12 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
         fprintf(out, "\n");
     }
     if (st->file_mode && st->has_output) {
-        fprintf(out, "  trace: %s, %.1f MB", st->output, (double)st->file_size / 1048576.0);
+        /* in KiB while small: a heap trace of 68000 events is 24 KiB, and
+         * "0.0 MB" told a user watching it grow that nothing was written */
+        char size[32], max[32];
+        fprintf(out, "  trace: %s, %s", st->output, ltr_size_format(st->file_size, size, sizeof size));
         if (st->max_file_size)
-            fprintf(out, " of at most %.1f MB", (double)st->max_file_size / 1048576.0);
+            fprintf(out, " of at most %s", ltr_size_format(st->max_file_size, max, sizeof max));
         fprintf(out, "\n");
     }
     if (st->nattached) {

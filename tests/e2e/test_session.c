@@ -412,6 +412,31 @@ static void test_killed_publishers_keep_the_recorder_answering(void **state)
                  (unsigned long long)all.events_lost, (unsigned long long)all.events_overwritten);
 }
 
+/* Once flushed, status says the trace's size as the file has it, in KiB
+ * while small: "%.1f MB" said "0.0 MB" of a trace of 68000 heap events (24
+ * KiB) that a user watched grow. */
+static void expect_trace_size_in_status(const char *dir, const char *name)
+{
+    tu_expect_ok(tu_run("%s flush", LTR));
+    char path[512], shown[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(shown, sizeof shown, "%s, ", name);
+    struct stat fst;
+    assert_int_equal(stat(path, &fst), 0);
+    tu_result st = tu_run("%s status", LTR);
+    const char *at = strstr(st.out, shown);
+    assert_non_null(at);
+    char *unit;
+    double n = strtod(at + strlen(shown), &unit);
+    double scale = !strncmp(unit, " B\n", 3)     ? 1
+                   : !strncmp(unit, " KiB\n", 5) ? 1024
+                   : !strncmp(unit, " MiB\n", 5) ? 1048576
+                                                 : 0;
+    if (scale == 0 || n * scale < (double)fst.st_size * 0.99 || n * scale > (double)fst.st_size * 1.01)
+        fail_msg("status says %.20s of a trace of %lld bytes", at + strlen(shown), (long long)fst.st_size);
+    tu_free(&st);
+}
+
 static void test_file_mode(void **state)
 {
     const char *dir = *state;
@@ -425,6 +450,7 @@ static void test_file_mode(void **state)
     assert_int_equal(p.status, 0);
     long long written = tu_field(p.out, "written"), lost = tu_field(p.out, "lost");
     tu_free(&p);
+    expect_trace_size_in_status(dir, "growing.ltr");
     tu_result sv = tu_run("%s save %s/x.ltr", LTR, dir);
     assert_int_not_equal(sv.status, 0);
     assert_non_null(strstr(sv.err, "file mode"));
