@@ -289,6 +289,7 @@ static unsigned attach_pids(const ltr_session_config *cfg, const char *rundir)
         else
             printf("pid %u: heap agent already there, enabled\n", out[i].pid);
     }
+    fflush(stdout); /* before what --name's attach or the cancel say on stderr, as print_started */
     return (unsigned)reached;
 }
 

@@ -12,7 +12,7 @@
  * libraries dlopen'ed after the attach, each one's allocations traced;
  * and the refusals with their messages and exit status (a kernel thread
  * among them); `ltr start` interrupted while it attaches cancels its
- * session. The targets are tests/programs/inject_target.c's. ptrace
+ * session; what the attaches say comes in order in a log. The targets are tests/programs/inject_target.c's. ptrace
  * needs root here (CI runs as root): the tests skip, saying so, when not
  * root.
  */
@@ -835,6 +835,22 @@ static void test_start_then_cancel_said_in_order(void **state)
     expect_no_session();
 }
 
+/* What each --pid's attach said comes before what --name says next, in
+ * one stream as a log has them: "pid P: heap agent loaded" (stdout,
+ * flushed at the exit) came below --name's warning (stderr). */
+static void test_attach_said_before_name_warning(void **state)
+{
+    if (!need_root())
+        skip();
+    tu_result r = tu_run("sleep 30 & p=$!; sleep 0.1; %s start heap --pid $p --name ltr-no-such-program "
+                         "--instance ordn 2>&1 | cat; kill $p", LTR);
+    const char *loaded = strstr(r.out, "heap agent loaded"), *named = strstr(r.out, "ltr-no-such-program");
+    if (!loaded || !named || loaded > named)
+        fail_msg("not said in order:\n%s", r.out);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance ordn", LTR));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -855,6 +871,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crafted_libc, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_then_cancel_said_in_order, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_attach_said_before_name_warning, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_start_interrupted_while_attaching, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_listed_pid_reused, tu_setup_sandbox, tu_teardown_sandbox),
