@@ -68,6 +68,24 @@ static const char *modes_text(unsigned modes)
                                                                     : "Memory";
 }
 
+/* A profile whose variants are not every level in every mode (a file with
+ * Light.File, Verbose.File and Verbose.Memory) says which it has under its
+ * row: "Light,Verbose  File,Memory" alone promised a Light.Memory that
+ * 'ltr start' then refused. */
+static void say_missing_variants(const ltr_profile_info *p)
+{
+    unsigned all = 0;
+    for (int l = LTR_PROFILE_LIGHT; l <= LTR_PROFILE_VERBOSE; l++)
+        for (int m = LTR_PROFILE_FILEMODE; m <= LTR_PROFILE_MEMORYMODE; m++)
+            if ((p->levels & (unsigned)l) && (p->modes & (unsigned)m))
+                all |= LTR_PROFILE_VARIANT(l, m);
+    if (p->variants == all)
+        return;
+    char have[128];
+    ltr_profile_variants_text(p->variants, have, sizeof have);
+    printf("  %-24s only %s\n", "", have);
+}
+
 static int list(const char *file)
 {
     ltr_profile_list *l = NULL;
@@ -87,6 +105,7 @@ static int list(const char *file)
         name[ltr_shown_text(l->v[i].name, strnlen(l->v[i].name, sizeof name - 1), name, false)] = 0;
         desc[ltr_shown_text(d, strnlen(d, sizeof desc - 1), desc, false)] = 0;
         printf("  %-24s %-14s %-12s %s\n", name, levels_text(l->v[i].levels), modes_text(l->v[i].modes), desc);
+        say_missing_variants(&l->v[i]);
     }
     ltr_profile_list_free(l);
     return rc ? 1 : 0;

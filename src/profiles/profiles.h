@@ -195,6 +195,7 @@ typedef struct ltr_profile_info {
     char *description;   /* of the first variant that has one */
     unsigned levels;     /* LTR_PROFILE_LIGHT | LTR_PROFILE_VERBOSE */
     unsigned modes;      /* LTR_PROFILE_FILEMODE | LTR_PROFILE_MEMORYMODE */
+    unsigned variants;   /* the LTR_PROFILE_VARIANT set: not every level in every mode */
     char *file;
 } ltr_profile_info;
 

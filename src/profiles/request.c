@@ -392,7 +392,7 @@ static ltr_profile_info *info_for(ltr_profile_list *l, const char *name, const c
     if (!v)
         abort();
     l->v = v;
-    l->v[l->n] = (ltr_profile_info){prof_strdup(name), NULL, 0, 0, prof_strdup(file)};
+    l->v[l->n] = (ltr_profile_info){.name = prof_strdup(name), .file = prof_strdup(file)};
     return &l->v[l->n++];
 }
 
@@ -427,6 +427,7 @@ static void list_node(wprp_catalog *c, ltr_profile_list *l, wprp_node *n)
     ltr_profile_info *info = info_for(l, name, n->file);
     info->levels |= (unsigned)level;
     info->modes |= (unsigned)mode;
+    info->variants |= LTR_PROFILE_VARIANT(level, mode);
     const char *d = wprp_node_value(r, "Description");
     if (!info->description && d && *d)
         info->description = prof_strdup(d);

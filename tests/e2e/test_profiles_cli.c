@@ -1,8 +1,9 @@
 /*
  * tests/e2e/test_profiles_cli.c — `ltr profiles` run as a user runs it ($LTR_BIN):
- * listing the built-in profiles and a real file's, --details of built-in and
- * file profiles, --export, and the exit status and message of bad input; a
- * file's names with control characters shown without them. ltr starts
+ * listing the built-in profiles and a real file's (and the variants of a
+ * profile that lacks some), --details of built-in and file profiles,
+ * --export, and the exit status and message of bad input; a file's names
+ * with control characters shown without them. ltr starts
  * without libxml2 (nor libarchive): it is loaded when a profile is read.
  */
 #include <setjmp.h>
@@ -79,6 +80,35 @@ static void lists_a_file(void **state)
     assert_non_null(strstr(r->out, "TraceHeap_ByPID"));
     assert_non_null(strstr(r->out, "Heap Tracing by PID (rewrite) / Modules"));
     assert_non_null(strstr(r->out, "Heap_Snapshot            Light          File,Memory"));
+}
+
+/* A profile without every level in every mode says which variants it has:
+ * "Light,Verbose  File,Memory" alone promised a Light.Memory that 'ltr
+ * start' refused. One with all four, as the built-in ones, says nothing more. */
+static void lists_missing_variants(void **state)
+{
+    const char *f = write_file("three.wprp",
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+        "<WindowsPerformanceRecorder Version=\"1.0\" Author=\"x\"><Profiles>\n"
+        "<EventCollector Id=\"C\" Name=\"c\"><BufferSize Value=\"64\" /><Buffers Value=\"4\" /></EventCollector>\n"
+        "<EventProvider Id=\"E\" Name=\"prov\" />\n"
+        "<Profile Id=\"P.Verbose.File\" Name=\"P\" Description=\"three\" DetailLevel=\"Verbose\" LoggingMode=\"File\">"
+        "<Collectors><EventCollectorId Value=\"C\"><EventProviders><EventProviderId Value=\"E\" /></EventProviders>"
+        "</EventCollectorId></Collectors></Profile>\n"
+        "<Profile Id=\"P.Verbose.Memory\" Name=\"P\" Description=\"three\" Base=\"P.Verbose.File\" "
+        "DetailLevel=\"Verbose\" LoggingMode=\"Memory\" />\n"
+        "<Profile Id=\"P.Light.File\" Name=\"P\" Description=\"three\" Base=\"P.Verbose.File\" "
+        "DetailLevel=\"Light\" LoggingMode=\"File\" />\n"
+        "</Profiles></WindowsPerformanceRecorder>\n");
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", f);
+    run *r = ltr(args);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "  P                        Light,Verbose  File,Memory  three\n"
+                                   "                           only Light.File, Verbose.File, Verbose.Memory\n"));
+    r = ltr("");
+    assert_int_equal(r->status, 0);
+    assert_null(strstr(r->out, " only "));
 }
 
 static void details_of_a_file_profile(void **state)
@@ -284,6 +314,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lists_builtins),
         cmocka_unit_test(lists_a_file),
+        cmocka_unit_test(lists_missing_variants),
         cmocka_unit_test(details_of_a_file_profile),
         cmocka_unit_test(details_of_a_file_alone),
         cmocka_unit_test(details_of_builtins),
