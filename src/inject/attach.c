@@ -71,8 +71,10 @@ static int target_runtime_dir(pid_t pid, uid_t euid, char *out, size_t size, con
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) /* it ended after its check: said as target.c says it (a new user's review) */
+        return ltr_fail(err, ESRCH, "pid %d: no such process (it exited)", (int)pid);
     if (fd < 0)
-        return ltr_fail(err, errno == ENOENT ? ESRCH : errno, "pid %d: %s: %s", (int)pid, path, strerror(errno));
+        return ltr_fail(err, errno, "pid %d: %s: %s", (int)pid, path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
     char *env = malloc(cap + 1);
     ssize_t n;

@@ -744,6 +744,12 @@ static void test_refusals(void **state)
     waitpid(zombie, NULL, 0);
     expect_refused(tu_run("%s < /dev/zero & p=$!; sleep 0.2; %s start heap --pid $p; s=$?; kill $p; exit $s",
                           tu_test_bin("inject-static"), LTR), "statically linked");
+    /* a process that ends after its first check is said to be gone, as
+     * before it (it was "/proc/P/environ: No such file or directory") */
+    expect_refused(tu_run("sleep 5 & p=$!; sleep 0.2; ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
+                          "LTR_TEST_ENVIRON_GONE=1 LD_PRELOAD=%s/libltr-test-gone.so %s start heap --pid $p; "
+                          "s=$?; kill $p; exit $s", tu_test_bin(""), LTR),
+                   "no such process (it exited); nothing was started");
     /* a kernel thread (a pid from pgrep that matched a kworker) is said to be
      * one: it ignores every signal, and was told to be started with 'ltr run' */
     tu_result k = tu_run("grep -l '^Kthread:[[:space:]]*1' /proc/[0-9]*/status 2>/dev/null | head -1 | cut -d/ -f3");
