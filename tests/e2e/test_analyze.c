@@ -1346,6 +1346,11 @@ static void test_window_and_pid_mistakes(void **state)
     r = tu_run("'%s' analyze '%s' --trend", tu_ltr(), leaky_trace);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "trend across periodic snapshots: none (the trace holds no heap snapshot"));
+    /* and at the top, among the warnings, before the whole report it had come after */
+    const char *top = strstr(r.out, "warning: --trend: the trace holds no heap snapshot, so no trend");
+    const char *first = strstr(r.out, "\nprocess ");
+    if (!top || !first || top > first)
+        fail_msg("--trend without snapshots not said at the top:\n%s", r.out);
     tu_free(&r);
     r = tu_run("'%s' analyze '%s' --from 1000", tu_ltr(), leaky_trace);
     assert_int_equal(r.status, 0);
