@@ -62,10 +62,11 @@ void ltr_session_status_write(FILE *out, const ltr_session_status *st)
             fprintf(out, "  %9.1f s%s", (double)cs->reach_ns / 1e9, cs->events_overwritten ? "" : " (all)");
         fprintf(out, "\n");
     }
-    if (!st->file_mode && st->metadata_kept)
-        fprintf(out, "  metadata kept for saves: %.1f MB (stacks, modules, threads; %.1f MB let go: processes "
-                "that ended, none of whose events a buffer still holds)\n", (double)st->metadata_kept / 1048576.0,
-                (double)st->metadata_dropped / 1048576.0);
+    char kept[32], gone[32];
+    if (!st->file_mode && st->metadata_kept) /* in KiB while small: "0.0 MB" of 40 KiB said nothing (a review) */
+        fprintf(out, "  metadata kept for saves: %s (stacks, modules, threads; %s let go: processes that ended, "
+                "none of whose events a buffer still holds)\n", ltr_size_format(st->metadata_kept, kept, sizeof kept),
+                ltr_size_format(st->metadata_dropped, gone, sizeof gone));
     uint64_t damage = 0;
     for (unsigned c = 0; c < st->ncollectors; c++)
         damage += st->collectors[c].shm_damage;
