@@ -108,6 +108,10 @@ static inline bool agent_wanted(void)
            !agent_busy;
 }
 
+/* credentials.c: the next syscall(2) looked up (from the constructor:
+ * before, the hook makes the system call itself). */
+void credentials_init(void);
+
 /* emit.c: the events. Called with the guard clear; they set it. frame: the
  * hook's frame pointer (__builtin_frame_address(0) in a function built with
  * frame pointers), whose caller's stack is the event's; NULL: unwind from

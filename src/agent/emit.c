@@ -66,6 +66,8 @@ static agent_thread *thread_named(void)
     return t;
 }
 
+static void uids_check(ltr_grain_clock *c, uint64_t ns);
+
 void emit_init(void)
 {
     agent_busy++;
@@ -78,6 +80,7 @@ void emit_init(void)
         stacks_init();
         modules_init();
         pthread_atfork(NULL, NULL, emit_after_fork);
+        ltr_grain_set_due(uids_check);
         __atomic_store_n(&agent_heap_state, heap_provider.state, __ATOMIC_RELEASE);
         snapshot_init(reg);
         sysev_init();
@@ -309,6 +312,25 @@ static void keep(const heap_event *e, uint32_t stack, uint64_t ts)
         snap_table_remove((uintptr_t)e->addr);
     else
         snap_table_insert((uintptr_t)e->addr, e->size, stack, snapshot_now_s(ts));
+}
+
+/* A thread's uids, at its clock's first read (its first event) and then at
+ * the first read UIDS_CHECK_NS later (ltr_grain_set_due): a setuid made by
+ * a `syscall` instruction of the program's own (Go's RawSyscall), which no
+ * hook sees (credentials.c), leaves the registry and the sessions' memory
+ * (ltr_producer_leave) within 10 ms of the thread's events. A getpid and a
+ * getresuid; at every event they were two system calls on the write path,
+ * and a test of the time at every event was 4 instructions an event more
+ * (callgrind of heap-workload 1 50000 12 under ltr record, --depth 0:
+ * emit_timestamp 0.58 M to 0.79 M; docs/benchmarks.md, "Leaving the
+ * registry (session 39)"). Linux changes the calling thread's uids alone:
+ * the thread that made the call is the one that sees it. */
+#define UIDS_CHECK_NS (10 * 1000000ull)
+
+static void uids_check(ltr_grain_clock *c, uint64_t ns)
+{
+    c->due_ns = ns + UIDS_CHECK_NS;
+    ltr_producer_leave();
 }
 
 /* The stamp from the thread's clock between grain edges (prim.h): 18.8 ns

@@ -159,6 +159,7 @@ __attribute__((constructor(101))) static void agent_start(void)
     if (how == AGENT_PRELOADED)
         ownheap_init();
     ready();
+    credentials_init();
     if (own_span)
         pthread_atfork(NULL, NULL, ownheap_after_fork);
     agent_leave();

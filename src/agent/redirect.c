@@ -100,7 +100,7 @@ static target targets[] = {
     {.name = "pthread_getattr_np"}, {.name = "pthread_setname_np"}, {.name = "pvalloc"}, {.name = "pwrite"},
     {.name = "pwrite64"}, {.name = "read"}, {.name = "readv"}, {.name = "realloc"}, {.name = "reallocarray"},
     {.name = "sbrk"}, {.name = "seteuid"}, {.name = "setresuid"}, {.name = "setreuid"}, {.name = "setuid"},
-    {.name = "sigaction"}, {.name = "signal"}, {.name = "valloc"}, {.name = "write"}, {.name = "writev"},
+    {.name = "sigaction"}, {.name = "signal"}, {.name = "syscall"}, {.name = "valloc"}, {.name = "write"}, {.name = "writev"},
 };
 #define NTARGETS (sizeof targets / sizeof targets[0])
 

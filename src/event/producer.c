@@ -85,6 +85,7 @@ static struct {
     ltr_attach att[LTR_MAX_SESSIONS];
     retired retired[LTR_MAX_SESSIONS]; /* under lock */
     unsigned nretired;
+    _Atomic bool leave_owed; /* ltr_producer_leave's bookkeeping, for the next holder of lock */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT, .epoch = 1};
 
 /* ---- the agent's fds in the program's table ----------------------------------
@@ -132,6 +133,113 @@ static void give_back(retired *r)
     madvise(r->shm, r->size, MADV_REMOVE);
 }
 
+/* ---- the sessions' memory this process holds ---------------------------------
+ * A session's memory is one memfd for all its processes: whoever maps it
+ * reads every process's events (their addresses, which defeat ASLR, and
+ * the payloads programs write) and can write over them. A process that
+ * leaves its registry (ltr_producer_leave: a root service's worker made
+ * www-data) gives up every mapping of it, the live sessions' and those
+ * retired (ended, the recorder not done yet), at once and without the
+ * producer's lock (another thread may hold it while it waits for an
+ * attach's answer): so each mapping this process holds is a word of its
+ * own here, its address and size in 4 KiB pages, written and read whole.
+ * A mapping is never unmapped while the process runs (threads may hold
+ * pointers into it): a word read late still names memory of ours, which
+ * is made zero pages of ours in place (ltr_map_zeros). Live sessions
+ * (LTR_MAX_SESSIONS) and retired ones (as many) bound the table; a word
+ * is 0 when free. Written under g.lock. */
+#define HELD_MAX (2 * LTR_MAX_SESSIONS)
+#define HELD_PAGE_BITS 12
+#define HELD_SIZE_BITS 28 /* up to 1 TiB a session */
+static _Atomic uint64_t held[HELD_MAX];
+
+static uint64_t held_word(const void *at, size_t size)
+{
+    uint64_t page = (uint64_t)(uintptr_t)at >> HELD_PAGE_BITS;
+    uint64_t pages = ((uint64_t)size + (1u << HELD_PAGE_BITS) - 1) >> HELD_PAGE_BITS;
+    if (page >> (64 - HELD_SIZE_BITS) || pages >> HELD_SIZE_BITS)
+        return 0; /* past what a word holds: not kept (no address space has it) */
+    return page << HELD_SIZE_BITS | pages;
+}
+
+static void held_zero(uint64_t w)
+{
+    uint64_t mask = ((uint64_t)1 << HELD_SIZE_BITS) - 1;
+    ltr_map_zeros((void *)(uintptr_t)((w >> HELD_SIZE_BITS) << HELD_PAGE_BITS),
+                  (size_t)(w & mask) << HELD_PAGE_BITS);
+}
+
+static void held_add(const void *at, size_t size)
+{
+    uint64_t w = held_word(at, size);
+    for (unsigned i = 0; w && i < HELD_MAX; i++)
+        if (!atomic_load(&held[i])) {
+            atomic_store(&held[i], w);
+            return;
+        }
+}
+
+/* The mapping at `at` made zero pages of ours, and no longer held. */
+static void held_drop(const void *at, size_t size)
+{
+    uint64_t w = held_word(at, size);
+    for (unsigned i = 0; w && i < HELD_MAX; i++)
+        if (atomic_load(&held[i]) == w)
+            atomic_store(&held[i], 0);
+    ltr_map_zeros((void *)at, size);
+}
+
+/* Every held mapping made zero pages of ours, every attachment ended,
+ * its connection and wake-up closed (the recorder sees the process go):
+ * no lock taken, so words and fds are read as they are (a number the
+ * program took since is left alone: close_ours). */
+static void leave_sessions(void)
+{
+    for (unsigned i = 0; i < HELD_MAX; i++) {
+        uint64_t w = atomic_exchange(&held[i], 0);
+        if (w)
+            held_zero(w);
+    }
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
+        ltr_attach *a = &g.att[s];
+        atomic_store(&a->incarnation, 0);
+        close_ours(&a->sock, a->sock_id);
+        close_ours(&a->wakefd, a->wakefd_id);
+    }
+}
+
+/* The same under g.lock, with the bookkeeping: an attach another thread
+ * completed meanwhile goes too. */
+static void leave_locked(void)
+{
+    atomic_store(&g.leave_owed, false);
+    leave_sessions();
+    for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
+        g.att[s].mapped = false;
+        g.att[s].pending_inc = 0;
+    }
+    g.nretired = 0;
+}
+
+bool ltr_producer_leave(void)
+{
+    int saved = errno;
+    if (!ltr_registry_leave())
+        return false;
+    /* Before the memory goes: a thread that holds the lock (waiting for an
+     * attach's answer, or this one, in connect_session) finishes what
+     * another attach left, before it lets go. */
+    atomic_store(&g.leave_owed, true);
+    leave_sessions();
+    if (pthread_mutex_trylock(&g.lock) == 0) {
+        if (atomic_load(&g.leave_owed))
+            leave_locked();
+        pthread_mutex_unlock(&g.lock);
+    }
+    errno = saved;
+    return true;
+}
+
 /* ---- attaching ------------------------------------------------------------ */
 
 /* How long a traced program may wait on a recorder. The first attach of a
@@ -164,7 +272,7 @@ static int connect_session(const char *name)
     if (!ltr_registry_reaches(dirfd)) {
         if (dirfd >= 0)
             close(dirfd);
-        ltr_registry_leave(); /* for good, when it cannot go back (a raw setuid: no hook saw it) */
+        ltr_producer_leave(); /* for good, when it cannot go back (a raw setuid: no hook saw it) */
         return -EXDEV;
     }
     if (dirfd < 0)
@@ -197,6 +305,7 @@ static void reap_retired(void)
             continue;
         }
         give_back(r);
+        held_drop(r->shm, r->size); /* and the memfd, which the recorder closed: nothing left of it */
         g.retired[i] = g.retired[--g.nretired];
     }
 }
@@ -232,8 +341,10 @@ static void retire(ltr_attach *a)
     close_ours(&a->sock, a->sock_id);
     close_ours(&a->wakefd, a->wakefd_id);
     if (a->mapped) {
-        if (g.nretired == LTR_MAX_SESSIONS) /* full: the oldest keeps its memory till exit */
+        if (g.nretired == LTR_MAX_SESSIONS) { /* full: the last retired gives its mapping up (not the recorder's) */
             g.nretired--;
+            held_drop(g.retired[g.nretired].shm, g.retired[g.nretired].size);
+        }
         g.retired[g.nretired++] = (retired){a->shm, a->size, a->recorder_pid};
     }
     a->mapped = false;
@@ -393,6 +504,7 @@ static int finish_attach(ltr_attach *a, const ltr_reg_session *rs, uint64_t dead
      * the program's way (prim.h). */
     ltr_set_nonblock(fds[1]);
     fds[1] = ltr_fd_move_high(fds[1]);
+    held_add(shm, size);
     keep_forever(a->lay); /* an earlier session's, in this slot */
     keep_forever(a->cpus);
     a->shm = shm;
@@ -528,6 +640,8 @@ ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachabl
             drop_pending(a);
         else if (have != want)
             try_attach(a, &reg->sessions[s], want);
+        if (atomic_load(&g.leave_owed)) /* left meanwhile (connect_session, or another thread) */
+            leave_locked();
         pthread_mutex_unlock(&g.lock);
     }
     if (want && atomic_load(&a->incarnation) == want)
@@ -871,7 +985,16 @@ static void at_fork_child(void)
     atomic_fetch_add(&g.epoch, 1);
     ltr_gettid_forget();
     pthread_mutex_init(&g.lock, NULL);
-    g.nretired = 0; /* the parent's to give back, not ours */
+    /* The parent's to give back, not ours; and not kept mapped: a worker
+     * forked while its root parent held an ended session's memory kept it
+     * mapped writable once it became another user. The one thread here is
+     * in fork, not in a write, as for the live sessions below. */
+    for (unsigned i = 0; i < g.nretired; i++)
+        ltr_unmap(g.retired[i].shm, g.retired[i].size);
+    g.nretired = 0;
+    for (unsigned i = 0; i < HELD_MAX; i++) /* all the parent's: unmapped here */
+        atomic_store(&held[i], 0);
+    atomic_store(&g.leave_owed, false);
     for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
         ltr_attach *a = &g.att[s];
         drop_pending(a); /* the parent's connection, attached or pending */

@@ -94,6 +94,15 @@ typedef struct ltr_attach {
  * answer still awaited is looked for every 10 ms; a failed attach is tried
  * again after 100 ms, doubling up to 5 s). */
 ltr_attach *ltr_producer_session(ltr_registry *reg, unsigned s, bool *unreachable);
+/* Leaves the registry (ltr_registry_leave: this process can no longer be
+ * the user who mapped it) and with it every session's memory it holds:
+ * the live sessions' and the retired ones' become zero pages in
+ * place, their attachments end and their connections close. A session's
+ * memory holds every process's events, which the process's new user may
+ * neither read nor write; what the process does from then on is no
+ * session's (docs/design.md, "A shim in every process"). No wait, no
+ * allocation, errno kept; true when it left now. */
+bool ltr_producer_leave(void);
 /* The producer's one-time setup (a thread key, pthread_atfork, atexit), which
  * ltr_producer_session otherwise runs at its first call. glibc allocates
  * under the locks atexit and pthread_atfork take, so a caller whose first

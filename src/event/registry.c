@@ -179,16 +179,15 @@ bool ltr_registry_leave(void)
         errno = saved;
         return false;
     }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = (sizeof *r + page - 1) & ~(page - 1);
     /* What fails here (the process's map count at its limit) leaves the
      * mapping as it was; the fd goes anyway. */
-    bool gone = mmap(r, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == r;
+    ltr_map_zeros(r, sizeof *r);
     struct stat st;
     if (reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_dev == reg_dev && st.st_ino == reg_ino)
         close(reg_fd); /* a number the program took since is the program's: left alone */
     reg_fd = -1;
     errno = saved;
-    return gone;
+    return true;
 }
 
 void ltr_registry_lock(void)

@@ -142,7 +142,7 @@ bool ltr_registry_reaches(int dirfd);
  * who mapped it (none of its real, effective and saved uids is that one: a
  * root service's worker made www-data for good; a seteuid that keeps the
  * way back gives nothing up, since code run then could take it back and
- * open the file anyway). Its pages become private zero pages in one mmap
+ * open the file anyway). Its pages become zero pages of its own in one mmap
  * (MAP_FIXED: every address stays readable, with no moment a load faults,
  * so a thread that reads a provider word then reads 0, disabled) and its fd
  * is closed: code run in the process can then write neither root's
@@ -150,8 +150,9 @@ bool ltr_registry_reaches(int dirfd);
  * session, no provider, no lock. Called by the agent's hooks of the setuid
  * family after a call that succeeded, and by a producer that finds it no
  * longer reaches its registry (a raw setuid system call; libltr without
- * the agent). No lock, no allocation, errno kept; true when it gave the
- * registry up now. */
+ * the agent), through ltr_producer_leave, which gives the sessions' memory
+ * up with it. No lock, no allocation, errno kept; true when it left the
+ * registry now. */
 bool ltr_registry_leave(void);
 /* Locks / unlocks the registry for changes (flock, across processes). */
 void ltr_registry_lock(void);

@@ -189,11 +189,27 @@ static void calibrate(uint64_t lo, uint64_t ns, uint64_t hi)
         atomic_compare_exchange_strong(&cycles_per_us, &zero, rate);
 }
 
+static void (*_Atomic due_fn)(ltr_grain_clock *c, uint64_t ns);
+
+void ltr_grain_set_due(void (*fn)(ltr_grain_clock *c, uint64_t ns))
+{
+    atomic_store(&due_fn, fn);
+}
+
+/* A clock read: the due function's turn when its time has come. */
+static void clock_read(ltr_grain_clock *c, uint64_t ns)
+{
+    c->clock_reads++;
+    void (*fn)(ltr_grain_clock *, uint64_t) = atomic_load_explicit(&due_fn, memory_order_relaxed);
+    if (fn && ns >= c->due_ns)
+        fn(c, ns);
+}
+
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
 {
     if (atomic_load_explicit(&cal_state, memory_order_relaxed) == CAL_OFF) {
         uint64_t ns = ltr_now_ns();
-        c->clock_reads++;
+        clock_read(c, ns);
         return ns - ns % grain_ns;
     }
     uint64_t tsc = counter();
@@ -202,7 +218,7 @@ uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns)
         return c->grain_ts;
     }
     uint64_t ns = ltr_now_ns(), hi = counter();
-    c->clock_reads++;
+    clock_read(c, ns);
     uint64_t grain = ns - ns % grain_ns, rate = atomic_load_explicit(&cycles_per_us, memory_order_relaxed);
     if (rate && c->ns_read && ns > c->ns_read && hi > c->tsc_read &&
         (unsigned __int128)(hi - c->tsc_read) * 1000u * 100u <

@@ -720,6 +720,30 @@ void ltr_unmap(void *addr, size_t size)
     munmap(addr, size);
 }
 
+/* The zeros are a new memfd's, of the process's own: private anonymous
+ * pages that can be written are charged to the commit limit as they are
+ * mapped, and under vm.overcommit_memory=2 a session's size for each
+ * process that leaves (128 MB for `ltr record` on 8 CPUs) would have been
+ * taken from what the program may allocate; a memfd's pages are charged
+ * only as they are written. Without memfd_create (an older kernel, a
+ * seccomp filter), or past the file size limit, private pages. */
+bool ltr_map_zeros(void *addr, size_t size)
+{
+    int saved = errno;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size = (size + page - 1) & ~(page - 1);
+    int fd = memfd_create("ltr-left", MFD_CLOEXEC);
+    bool done = fd >= 0 && ltr_size_shared_file(fd, size) == 0 &&
+                mmap(addr, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, fd, 0) == addr;
+    if (fd >= 0)
+        close(fd);
+    if (!done)
+        done = mmap(addr, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0) == addr;
+    errno = saved;
+    return done;
+}
+
 size_t ltr_grown_capacity(size_t cap, size_t n, size_t first)
 {
     size_t ncap = cap ? cap * 2 : first;

@@ -46,8 +46,15 @@ typedef struct ltr_grain_clock {
     uint64_t tsc_last, tsc_edge, grain_ts;
     uint64_t tsc_read, ns_read; /* the counter before the last clock read, and that read */
     uint64_t clock_reads; /* the calls that asked clock_gettime */
+    uint64_t due_ns;      /* the due function's time (below) */
 } ltr_grain_clock;
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);
+/* Work to do now and then rather than at every call: fn(c, ns) is called
+ * by ltr_grain_now when it reads the clock (once a grain, or at each call
+ * where the counter is not used) and ns has reached c->due_ns, which fn
+ * moves on. At no cost between reads (the heap agent's look at a thread's
+ * uids: agent/emit.c). Set once, for every clock of the process. */
+void ltr_grain_set_due(void (*fn)(ltr_grain_clock *c, uint64_t ns));
 /* Whether ltr_grain_now may read the counter, given the kernel's clock
  * source as sysfs names it ("tsc", no line end) and the fewest counter ticks that
  * clock_gettime and the same clock by system call took (grainclock.c). */
@@ -174,6 +181,13 @@ int ltr_size_shared_file(int fd, size_t size);
  * read-write into *addr. 0 or -errno. */
 int ltr_map_shared(int fd, size_t size, void **addr);
 void ltr_unmap(void *addr, size_t size);
+/* Puts zero pages of the process's own in place of the size bytes mapped
+ * at addr, in one mmap(MAP_FIXED): every address stays readable and
+ * writable, with no moment a load faults, and the file or memfd mapped
+ * there is no longer reached. What a thread writes there afterwards stays
+ * in the process. False when the mmap failed (the process's map count at
+ * its limit): as it was. errno kept. */
+bool ltr_map_zeros(void *addr, size_t size);
 
 /* Makes room for element n of a growable array (*v, *cap elements of elem
  * bytes), doubling from `first`. Returns 0, or -ENOMEM leaving it as it was. */

@@ -27,12 +27,18 @@ static const char *agent(void)
 }
 
 /* registry-leaver MODE run with the agent preloaded, or dlopen'ed when
- * late (after `ltr start heap` when session): what it printed, its status
- * 0 asserted. */
+ * late (after `ltr start heap` when session; a "retired-" MODE's parent
+ * stops that session and starts another between its allocations): what
+ * it printed, its status 0 asserted. */
 static char *leave(const char *dir, const char *mode, bool session, bool late)
 {
-    char start[700] = "", stop[700] = "", preload[700], dlopened[700] = "";
+    char start[700] = "", stop[700] = "", preload[1400], dlopened[700] = "";
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", agent());
+    if (!strncmp(mode, "retired-", 8))
+        snprintf(preload, sizeof preload,
+                 "LEAVER_BETWEEN='%s stop --instance lv >/dev/null && %s start heap --instance lv --filemode -o "
+                 "lv2.ltr >/dev/null' LD_PRELOAD=%s",
+                 tu_ltr(), tu_ltr(), agent());
     if (late) {
         snprintf(dlopened, sizeof dlopened, " %s", agent());
         preload[0] = 0;
@@ -54,8 +60,8 @@ static void expect_left(const char *dir, const char *mode, bool session, bool la
 {
     char *out = leave(dir, mode, session, late);
     if (!strstr(out, "calls ok\n") || !strstr(out, "mapped 0\n") || !strstr(out, "fds 0\n") ||
-        !strstr(out, "file same\n"))
-        fail_msg("%s: a worker made nobody still holds root's registry:\n%s", mode, out);
+        !strstr(out, "sessions 0\n") || !strstr(out, "file same\n"))
+        fail_msg("%s: a worker made nobody still holds root's registry or a session's memory:\n%s", mode, out);
     free(out);
 }
 
@@ -77,11 +83,13 @@ static void test_setuid_family_gives_up_the_registry(void **state)
 }
 
 /* The agent come late (the by-name shim's dlopen, nginx's case): the
- * program's setuid reaches the hook through its redirected GOT slot. */
+ * program's setuid, and its syscall(SYS_setresuid), reach the hooks
+ * through their redirected GOT slots. */
 static void test_setuid_gives_it_up_when_the_agent_came_late(void **state)
 {
     skip_unless_root();
     expect_left(*state, "setuid", false, true);
+    expect_left(*state, "raw", false, true);
 }
 
 /* A setresuid by syscall(2), which no hook sees: the producer gives the
@@ -90,6 +98,45 @@ static void test_raw_setuid_gives_it_up_at_the_attach(void **state)
 {
     skip_unless_root();
     expect_left(*state, "raw", true, false);
+}
+
+/* The same call with no session: the agent replaces syscall(2) too, so
+ * the registry goes at once (it stayed mapped writable for as long as the
+ * process ran). */
+static void test_raw_setuid_gives_it_up_without_a_session(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "raw", false, false);
+}
+
+/* A setresuid by a `syscall` instruction of the program's own (Go's
+ * RawSyscall), made by a worker attached to root's session already: the
+ * agent's look at the uids every 10 ms of events gives up the registry
+ * and the session's memory (the worker kept both, writing into root's
+ * session as nobody). */
+static void test_inline_setuid_gives_it_up_while_recording(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "attached-inline", true, false);
+}
+
+/* A worker attached to root's session as root, then made nobody: the
+ * session's memory holds every process's events, so it goes with the
+ * registry (it stayed mapped, readable and writable by nobody's code). */
+static void test_setuid_gives_up_a_live_sessions_memory(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "attached-setuid", true, false);
+}
+
+/* A worker forked while its root parent held an ended session's memory
+ * (retired: the parent attached to the next session of the slot) gives it
+ * up: the child unmaps its parent's, which it kept mapped writable when it
+ * became nobody. */
+static void test_worker_gives_up_retired_sessions(void **state)
+{
+    skip_unless_root();
+    expect_left(*state, "retired-setuid", true, false);
 }
 
 /* seteuid keeps the saved uid 0: the process may take root back (and
@@ -111,6 +158,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setuid_gives_it_up_when_the_agent_came_late, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_raw_setuid_gives_it_up_at_the_attach, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_raw_setuid_gives_it_up_without_a_session, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_inline_setuid_gives_it_up_while_recording, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_setuid_gives_up_a_live_sessions_memory, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_worker_gives_up_retired_sessions, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_seteuid_keeps_it, tu_setup_sandbox, tu_teardown_sandbox),
     };

@@ -13,16 +13,27 @@
  *   MODE setuid, setreuid, setresuid: the call, which must behave as
  *   without ltr (0, errno untouched; a later setuid(0) fails with EPERM);
  *   seteuid: seteuid(65534), which keeps the way back (saved uid 0);
- *   raw: setresuid by syscall(2), unseen by the agent's hooks, then an
- *   allocation (a session enables the heap: the agent tries to attach).
+ *   raw: setresuid by syscall(2), which the agent replaces too;
+ *   inline: setresuid by a `syscall` instruction of the program's own (as
+ *   Go's RawSyscall makes it), which no hook sees, then allocations for up
+ *   to 5 s until the registry is no longer mapped (the agent looks at the
+ *   uids every 10 ms of a recording thread's events).
+ *   A MODE prefixed "attached-": the worker allocates first, as root (a
+ *   session enables the heap: it attaches, mapping the session's memory);
+ *   "retired-": the parent allocates (attaches), runs $LEAVER_BETWEEN (a
+ *   shell command: the session stopped and another started, which the
+ *   parent's next allocation attaches to, keeping the first one's memory
+ *   as retired) and allocates again, before it forks the worker.
  * Prints "calls ok|bad", "mapped N" (the worker's mappings of the file
- * after), "fds N" (its fds open on the file after), "wrote N" (bytes
- * written), "worker exit N", "file same|changed" (read through an fd
- * opened before, as root, once the worker has exited).
+ * after), "fds N" (its fds open on the file after), "sessions N" (its
+ * mappings of a session's memory after), "wrote N" (bytes written),
+ * "worker exit N", "file same|changed" (read through an fd opened before,
+ * as root, once the worker has exited).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +70,40 @@ static int mappings_of(const char *path, range *out, int max)
     return n;
 }
 
+/* How many of this process's mappings are of a session's memory (its memfd). */
+static int session_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4608];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "/memfd:ltr-session") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* setresuid by a system call instruction of our own: no function of libc's. */
+static long inline_setresuid(long r, long e, long s)
+{
+#if defined(__x86_64__)
+    long rc;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("syscall" : "=a"(rc) : "0"((long)SYS_setresuid), "D"(r), "S"(e), "d"(s), "r"(r10)
+                     : "rcx", "r11", "memory");
+    return rc;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_setresuid;
+    register long x0 __asm__("x0") = r;
+    register long x1 __asm__("x1") = e;
+    register long x2 __asm__("x2") = s;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+    return x0;
+#else
+    return syscall(SYS_setresuid, r, e, s);
+#endif
+}
+
 /* How many of this process's fds are open on the file st describes. */
 static int fds_on(const struct stat *file)
 {
@@ -90,6 +135,7 @@ static int become_nobody(const char *mode)
              : !strcmp(mode, "setresuid") ? setresuid(NOBODY, NOBODY, NOBODY)
              : !strcmp(mode, "seteuid")   ? seteuid(NOBODY)
              : !strcmp(mode, "raw")       ? (int)syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY)
+             : !strcmp(mode, "inline")    ? (int)inline_setresuid(NOBODY, NOBODY, NOBODY)
                                           : -2;
     if (rc != 0 || errno != 4242)
         return 0;
@@ -104,6 +150,8 @@ int main(int argc, char **argv)
     if (argc != 3 && argc != 4)
         return 2;
     const char *mode = argv[1], *path = argv[2];
+    bool attached = !strncmp(mode, "attached-", 9), retired = !strncmp(mode, "retired-", 8);
+    mode += attached ? 9 : retired ? 8 : 0;
     if (argc == 4 && !dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL)) {
         printf("cannot load %s: %s\n", argv[3], dlerror());
         return 3;
@@ -116,20 +164,36 @@ int main(int argc, char **argv)
         printf("the registry %s is not mapped (%d) or cannot be read\n", path, n);
         return 3;
     }
-    char *before = contents(fd, (size_t)file.st_size);
+    if (retired) {
+        free(malloc(4325));
+        const char *between = getenv("LEAVER_BETWEEN");
+        if (!between || system(between) != 0)
+            return 7;
+        free(malloc(4325));
+    }
+    char *before = contents(fd, (size_t)file.st_size); /* as the worker starts */
     fflush(stdout);
     pid_t worker = fork();
     if (worker == 0) {
+        if (attached)
+            free(malloc(4325));
         int ok = become_nobody(mode);
         free(malloc(4325)); /* a session that enables the heap: the agent tries to attach */
         range now[8];
+        for (int i = 0; !strcmp(mode, "inline") && i < 5000 && mappings_of(path, now, 8); i++) {
+            for (int k = 0; k < 100; k++)
+                free(malloc(64));
+            usleep(1000);
+        }
         int mapped = mappings_of(path, now, 8), fds = fds_on(&file) - 1; /* ours aside */
+        int sessions = session_mappings();
         size_t wrote = 0;
         for (int i = 0; i < n; i++) { /* a hostile worker: every provider on, every session renamed */
             memset((void *)r[i].lo, 0x2f, r[i].hi - r[i].lo);
             wrote += r[i].hi - r[i].lo;
         }
-        printf("calls %s\nmapped %d\nfds %d\nwrote %zu\n", ok ? "ok" : "bad", mapped, fds, wrote);
+        printf("calls %s\nmapped %d\nfds %d\nsessions %d\nwrote %zu\n", ok ? "ok" : "bad", mapped, fds,
+               sessions, wrote);
         exit(0); /* the agent's exit reads what was written: it must not crash */
     }
     int st;
