@@ -35,8 +35,11 @@
 /* The call's result, the registry given up after a success, errno as the call left it. */
 static int after(int rc)
 {
-    if (rc == 0 && redirect_arrival() != AGENT_DUPLICATE)
+    if (rc == 0 && redirect_arrival() != AGENT_DUPLICATE) {
+        agent_busy++; /* the agent's own work: its mmap and close are not the program's */
         ltr_producer_leave();
+        agent_leave();
+    }
     return rc;
 }
 
