@@ -36,8 +36,8 @@ static char *leave(const char *dir, const char *mode, bool session, bool late)
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", agent());
     if (!strncmp(mode, "retired-", 8))
         snprintf(preload, sizeof preload,
-                 "LEAVER_BETWEEN='%s stop --instance lv >/dev/null && %s start heap --instance lv --filemode -o "
-                 "lv2.ltr >/dev/null' LD_PRELOAD=%s",
+                 "LEAVER_BETWEEN='env -u LD_PRELOAD %s stop --instance lv >/dev/null && env -u LD_PRELOAD %s "
+                 "start heap --instance lv --filemode -o lv2.ltr >/dev/null' LD_PRELOAD=%s",
                  tu_ltr(), tu_ltr(), agent());
     if (late) {
         snprintf(dlopened, sizeof dlopened, " %s", agent());
