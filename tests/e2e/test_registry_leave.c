@@ -139,6 +139,20 @@ static void test_worker_gives_up_retired_sessions(void **state)
     expect_left(*state, "retired-setuid", true, false);
 }
 
+/* A worker forked while its root parent was attached: the child unmaps
+ * the parent's session, and what it maps there since is its own; leaving
+ * the registry must give up only what the child holds (a table copied
+ * from the parent would have put zero pages over the child's memory). */
+static void test_worker_leaves_its_own_memory_alone(void **state)
+{
+    skip_unless_root();
+    char *out = leave(*state, "forked-setuid", true, false);
+    if (!strstr(out, "calls ok\n") || !strstr(out, "mapped 0\n") || !strstr(out, "sessions 0\n") ||
+        !strstr(out, "own intact\n"))
+        fail_msg("forked-setuid:\n%s", out);
+    free(out);
+}
+
 /* seteuid keeps the saved uid 0: the process may take root back (and
  * does), so it keeps the registry, and is traced again as root. */
 static void test_seteuid_keeps_it(void **state)
@@ -166,6 +180,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_setuid_gives_up_a_live_sessions_memory, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_worker_gives_up_retired_sessions, tu_setup_sandbox,
+                                        tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_worker_leaves_its_own_memory_alone, tu_setup_sandbox,
                                         tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_seteuid_keeps_it, tu_setup_sandbox, tu_teardown_sandbox),
     };

@@ -23,10 +23,14 @@
  *   "retired-": the parent allocates (attaches), runs $LEAVER_BETWEEN (a
  *   shell command: the session stopped and another started, which the
  *   parent's next allocation attaches to, keeping the first one's memory
- *   as retired) and allocates again, before it forks the worker.
+ *   as retired) and allocates again, before it forks the worker;
+ *   "forked-": the parent allocates (attaches), and the worker maps memory
+ *   of its own where the parent's session was (unmapped in the child)
+ *   before its call, and says whether the agent left it as it was.
  * Prints "calls ok|bad", "mapped N" (the worker's mappings of the file
  * after), "fds N" (its fds open on the file after), "sessions N" (its
- * mappings of a session's memory after), "wrote N" (bytes written),
+ * mappings of a session's memory after), "own intact|zeroed|none" (the
+ * forked- worker's memory), "wrote N" (bytes written),
  * "worker exit N", "file same|changed" (read through an fd opened before,
  * as root, once the worker has exited).
  */
@@ -38,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -70,17 +75,44 @@ static int mappings_of(const char *path, range *out, int max)
     return n;
 }
 
-/* How many of this process's mappings are of a session's memory (its memfd). */
-static int session_mappings(void)
+/* How many of this process's mappings are of a session's memory (its
+ * memfd); the first in *first. */
+static int session_mappings(range *first)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[4608];
     int n = 0;
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "/memfd:ltr-session") != NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (!strstr(line, "/memfd:ltr-session") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+            continue;
+        if (!n++ && first)
+            *first = (range){lo, hi};
+    }
     if (f)
         fclose(f);
     return n;
+}
+
+/* The forked- worker's memory where its parent's session was: mapped and
+ * filled before its call; after it, whether it is still what was put there. */
+static const char *own_memory(const range *was, bool check)
+{
+    size_t n = was->hi - was->lo;
+    if (!n)
+        return "none";
+    if (!check) {
+        void *p = mmap((void *)was->lo, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                       -1, 0);
+        if (p != (void *)was->lo)
+            exit(8);
+        memset(p, 0x5a, n);
+        return "";
+    }
+    for (size_t i = 0; i < n; i++)
+        if (((const unsigned char *)was->lo)[i] != 0x5a)
+            return "zeroed";
+    return "intact";
 }
 
 /* setresuid by a system call instruction of our own: no function of libc's. */
@@ -151,7 +183,8 @@ int main(int argc, char **argv)
         return 2;
     const char *mode = argv[1], *path = argv[2];
     bool attached = !strncmp(mode, "attached-", 9), retired = !strncmp(mode, "retired-", 8);
-    mode += attached ? 9 : retired ? 8 : 0;
+    bool forked = !strncmp(mode, "forked-", 7);
+    mode += attached ? 9 : retired ? 8 : forked ? 7 : 0;
     if (argc == 4 && !dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL)) {
         printf("cannot load %s: %s\n", argv[3], dlerror());
         return 3;
@@ -171,12 +204,19 @@ int main(int argc, char **argv)
             return 7;
         free(malloc(4325));
     }
+    range parents = {0, 0};
+    if (forked) {
+        free(malloc(4325));
+        session_mappings(&parents);
+    }
     char *before = contents(fd, (size_t)file.st_size); /* as the worker starts */
     fflush(stdout);
     pid_t worker = fork();
     if (worker == 0) {
         if (attached)
             free(malloc(4325));
+        if (forked)
+            own_memory(&parents, false);
         int ok = become_nobody(mode);
         free(malloc(4325)); /* a session that enables the heap: the agent tries to attach */
         range now[8];
@@ -186,14 +226,15 @@ int main(int argc, char **argv)
             usleep(1000);
         }
         int mapped = mappings_of(path, now, 8), fds = fds_on(&file) - 1; /* ours aside */
-        int sessions = session_mappings();
+        int sessions = session_mappings(NULL);
+        const char *own = own_memory(&parents, true);
         size_t wrote = 0;
         for (int i = 0; i < n; i++) { /* a hostile worker: every provider on, every session renamed */
             memset((void *)r[i].lo, 0x2f, r[i].hi - r[i].lo);
             wrote += r[i].hi - r[i].lo;
         }
-        printf("calls %s\nmapped %d\nfds %d\nsessions %d\nwrote %zu\n", ok ? "ok" : "bad", mapped, fds,
-               sessions, wrote);
+        printf("calls %s\nmapped %d\nfds %d\nsessions %d\nown %s\nwrote %zu\n", ok ? "ok" : "bad", mapped, fds,
+               sessions, own, wrote);
         exit(0); /* the agent's exit reads what was written: it must not crash */
     }
     int st;
