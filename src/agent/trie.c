@@ -66,10 +66,15 @@ static void *map(size_t bytes)
     if (p == MAP_FAILED)
         return NULL;
     /* Huge pages where the system gives them: slots are probed at random, and
-     * with 4 KiB pages nearly every probe of a big table missed the TLB. Not
-     * for the smaller tables: making a huge page took from 0.1 to 2 ms on the
-     * project's VM. */
-    if (bytes >= (8u << 20))
+     * with 4 KiB pages nearly every probe of a big table missed the TLB. From
+     * 2 MiB (a table of 2^17 slots, bench/heap's from its 32 768th node on):
+     * a table is written whole at once (table_make), and on the PVM guest
+     * 4 KiB pages took 0.73 ms for 2 MiB and 1.5 ms for 4 MiB, huge pages
+     * 0.19 and 0.37 (MADV_POPULATE_WRITE, medians of 3; docs/benchmarks.md,
+     * session 39). Not the 512 KiB and 1 MiB tables: no huge page fits, and
+     * one made for them (0.1 to 2 ms on the project's VMs) would be most of
+     * it unused, in every process that allocates. */
+    if (bytes >= (2u << 20))
         madvise(p, bytes, MADV_HUGEPAGE);
     return p;
 }
