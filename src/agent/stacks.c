@@ -115,7 +115,7 @@ static int longest_prefix(const trie_table *t, trie_hashes *h, stack_ref *node)
 {
     int n = h->n, lo = 0, hi = n; /* prefix lo is in (or is the root), hi is not */
     *node = (stack_ref){0};
-    for (int step = 1; n - step > lo; step = step < 4 ? step + 1 : step * 2) {
+    for (int step = 1; n - step > lo; step = step < TRIE_NEAR ? step + 1 : step * 2) {
         stack_ref r = find_prefix(t, h, n - step);
         if (r.id) {
             lo = n - step;
@@ -159,12 +159,7 @@ static stack_ref lookup_or_add(trie_hashes *hashes, void *const *f, int n, const
     if (t) {
         /* A new stack's probes (longest_prefix) start now: their misses
          * overlap. */
-        for (int k = n - 1; k > 0 && k >= n - 4; k--) {
-            uint64_t h1;
-            uint32_t h2;
-            trie_prefix_hash(hashes, k, &h1, &h2);
-            trie_prefetch(t, h1);
-        }
+        trie_hash_near(hashes, t);
         known = longest_prefix(t, hashes, &base);
     }
     /* publishing reads it (its slot's hint is set only if a stack ended

@@ -137,13 +137,14 @@ void trie_hashes_start(trie_hashes *h, void *const *f, int n, const uint64_t tot
     h->f = f;
     h->n = n;
     h->summed = 0;
+    h->near = 0;
     h->inner[0][0] = h->inner[0][1] = 0;
     h->total[0] = total[0];
     h->total[1] = total[1];
 }
 
 /* Makes the sums of h's innermost frames up to q of them. */
-static void sum_inner(trie_hashes *h, int q)
+static inline __attribute__((always_inline)) void sum_inner(trie_hashes *h, int q)
 {
     for (int i = h->summed; i < q; i++) {
         h->inner[i + 1][0] = h->inner[i][0];
@@ -153,20 +154,52 @@ static void sum_inner(trie_hashes *h, int q)
     h->summed = q > h->summed ? q : h->summed;
 }
 
+/* The sums of the prefix of h's outermost n - q frames, inner[q] made. */
+static inline void sums_without_inner(const trie_hashes *h, int q, uint64_t s[2])
+{
+    s[0] = (h->total[0] - h->inner[q][0]) * inv_pow[q][0];
+    s[1] = (h->total[1] - h->inner[q][1]) * inv_pow[q][1];
+}
+
 /* The sums of the prefix of h's outermost k frames, 0 <= k <= n. */
 static void prefix_sums(trie_hashes *h, int k, uint64_t s[2])
 {
     int q = h->n - k;
     sum_inner(h, q);
-    s[0] = (h->total[0] - h->inner[q][0]) * inv_pow[q][0];
-    s[1] = (h->total[1] - h->inner[q][1]) * inv_pow[q][1];
+    sums_without_inner(h, q, s);
 }
 
 void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2)
 {
+    int q = h->n - k;
+    if (q >= 1 && q <= h->near) {
+        *h1 = h->near_h1[q - 1];
+        *h2 = h->near_h2[q - 1];
+        return;
+    }
     uint64_t s[2];
     prefix_sums(h, k, s);
     trie_hash_sums(s, h1, h2);
+}
+
+/* One pass, its sums inlined: a call of trie_prefix_hash for each, and the
+ * search's calls for the same prefixes again, were 70 instructions a prefix
+ * and 6.1 prefixes a new stack, 129 instructions an event on bench/heap,
+ * where half the stacks are new (callgrind; docs/benchmarks.md, session 39). */
+void trie_hash_near(trie_hashes *h, const trie_table *t)
+{
+    int m = h->n - 1 < TRIE_NEAR ? h->n - 1 : TRIE_NEAR;
+    sum_inner(h, m);
+    for (int q = 1; q <= m; q++) {
+        uint64_t s[2];
+        uint32_t h2;
+        sums_without_inner(h, q, s);
+        trie_hash_sums(s, &h->near_h1[q - 1], &h2);
+        h->near_h2[q - 1] = h2;
+        if (t)
+            trie_prefetch(t, h->near_h1[q - 1]);
+    }
+    h->near = m > 0 ? m : 0;
 }
 
 bool trie_init(void)

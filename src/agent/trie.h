@@ -87,11 +87,15 @@ void trie_hash_sums(const uint64_t s[2], uint64_t *h1, uint32_t *h2);
 /* A new path's prefixes, hashed as asked: the sums of its innermost frames
  * are made only as far as the prefixes looked at need (a new stack mostly
  * differs from a known one in its few innermost frames). */
+#define TRIE_NEAR 4
 typedef struct trie_hashes {
     void *const *f; /* the path, innermost first */
     int n;          /* its frames, at most TRIE_MAX_PATH */
     int summed;     /* inner[0 .. summed] are made */
+    int near;       /* near_h1/h2[q - 1]: the prefix of n - q frames, q <= near */
     uint64_t total[2];
+    uint64_t near_h1[TRIE_NEAR];
+    uint32_t near_h2[TRIE_NEAR];
     uint64_t inner[TRIE_MAX_PATH + 1][2]; /* the sums of the innermost q frames */
 } trie_hashes;
 
@@ -99,6 +103,10 @@ typedef struct trie_hashes {
 void trie_hashes_start(trie_hashes *h, void *const *f, int n, const uint64_t total[2]);
 /* The hashes of the prefix of h's outermost k frames, 1 <= k <= n. */
 void trie_prefix_hash(trie_hashes *h, int k, uint64_t *h1, uint32_t *h2);
+/* Hashes, in one pass, the prefixes a new stack's search looks at first (a
+ * frame shorter than the path, two, up to TRIE_NEAR), kept in h for
+ * trie_prefix_hash, and prefetches their slots in t (if not NULL). */
+void trie_hash_near(trie_hashes *h, const trie_table *t);
 
 /* The table to look up in; NULL until the first node is added. */
 const trie_table *trie_current(void);

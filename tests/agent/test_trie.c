@@ -50,16 +50,20 @@ static void start(void *const *f, int n)
     trie_hashes_start(&h, f, n, sums);
 }
 
-/* Every prefix, asked in any order, and the whole path. */
+/* Every prefix, asked in any order, and the whole path; and so once the
+ * prefixes nearest the path are hashed ahead (trie_hash_near), with paths
+ * shorter than TRIE_NEAR + 1 frames among them. */
 static void test_prefix_hashes_are_the_chains(void **state)
 {
     (void)state;
-    static const int lengths[] = {1, 2, 3, 12, 17, 64, TRIE_MAX_PATH};
+    static const int lengths[] = {1, 2, 3, 5, 12, 17, 64, TRIE_MAX_PATH};
     void *f[TRIE_MAX_PATH];
-    for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
-        int n = lengths[l];
+    for (size_t l = 0; l < 2 * sizeof lengths / sizeof *lengths; l++) {
+        int n = lengths[l % (sizeof lengths / sizeof *lengths)];
         random_path(f, n, 0x9e3779b97f4a7c15ull + (uint64_t)n);
         start(f, n);
+        if (l >= sizeof lengths / sizeof *lengths)
+            trie_hash_near(&h, NULL);
         for (int step = 0; step < n; step++) {
             int k = n - (step * 7919) % n; /* not in order: sums made as far as asked */
             uint64_t a1, b1;
