@@ -1152,29 +1152,40 @@ static void series_note(an_model *m, an_proc *p, uint64_t ts)
     p->series_end = start + p->series_width;
 }
 
-/* The batch loop, inlined twice: whole is a constant in each. */
+/* One event of the batch loop; series: whether the model keeps one, which
+ * it returns (0 once it had no memory). */
+HOT int feed_event(an_model *m, an_proc *p, uint32_t tid, const an_event *e, int whole, int series)
+{
+    switch (e->op) {
+    case AN_OP_ALLOC: alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole); break;
+    case AN_OP_FREE: free_in(m, p, tid, e->ts, e->addr, 0, whole); break;
+    default:
+        free_in(m, p, tid, e->ts, e->old_addr, 1, whole);
+        alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole);
+        break;
+    }
+    if (!series)
+        return 0;
+    series_note(m, p, e->ts);
+    return m->series;
+}
+
+/* The batch loop, inlined twice: whole is a constant in each. The events
+ * with one AN_PREFETCH_AHEAD after them, then the last ones, so that no
+ * event asks whether it has one: real's analysis 1 859.0 -> 1 837.5 M
+ * instructions (cachegrind, session 39). */
 HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, size_t n, int whole)
 {
     for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
         prefetch_event(p, &ev[i]);
     int series = m->series; /* in a register: the stores of the events' work might be it */
-    for (size_t i = 0; i < n; i++) {
-        const an_event *e = &ev[i];
-        if (i + AN_PREFETCH_AHEAD < n)
-            prefetch_event(p, &ev[i + AN_PREFETCH_AHEAD]);
-        switch (e->op) {
-        case AN_OP_ALLOC: alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole); break;
-        case AN_OP_FREE: free_in(m, p, tid, e->ts, e->addr, 0, whole); break;
-        default:
-            free_in(m, p, tid, e->ts, e->old_addr, 1, whole);
-            alloc_in(m, p, tid, e->ts, e->addr, e->size, e->stack, whole);
-            break;
-        }
-        if (series) {
-            series_note(m, p, e->ts);
-            series = m->series; /* 0 once it had no memory */
-        }
+    size_t i = 0;
+    for (; i + AN_PREFETCH_AHEAD < n; i++) {
+        prefetch_event(p, &ev[i + AN_PREFETCH_AHEAD]);
+        series = feed_event(m, p, tid, &ev[i], whole, series);
     }
+    for (; i < n; i++)
+        series = feed_event(m, p, tid, &ev[i], whole, series);
 }
 
 /* Probes come in runs of their own (memory.c commits them as thread 0). They

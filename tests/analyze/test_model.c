@@ -5,8 +5,9 @@
  * temporary allocations (as heaptrack counts them), realloc, the bytes at
  * the end of the peak's time, and the live-allocation map under churn;
  * the same events through the batch paths (an_model_feed, direct and
- * threaded sinks, and one whose thread starts midway) give the same model
- * as one call per event, and the batch
+ * threaded sinks, and one whose thread starts midway; batches of every
+ * length around the loop's prefetch) give the same model as one call
+ * per event, and the batch
  * loop without window tests (whole trace) the same as the one with them;
  * sizes near 2^64 keep exact totals; a stack's map of time cells (a
  * series) stays small for a stack of few cells; the table of live blocks
@@ -521,6 +522,50 @@ static void test_batches_same_as_single_events(void **state)
     }
     free(ev);
     free(runs);
+}
+
+/* Batches of every length from 1 to 100 (the batch loop prefetches 32
+ * events ahead: a run with one that far after it, then the last ones),
+ * with a series and without: each gives the model, the series of
+ * outstanding bytes and the stacks' cells of its events in batches of
+ * one. */
+static void test_batch_lengths_around_the_prefetch(void **state)
+{
+    (void)state;
+    an_event ev[100];
+    uint64_t x = 7;
+    for (size_t i = 0; i < 100; i++) {
+        unsigned op = (unsigned)(rnd(&x) % 10);
+        ev[i] = (an_event){.ts = 1000 + i * 400000, .addr = (rnd(&x) % 40) * 16, .old_addr = (rnd(&x) % 40) * 16,
+                           .size = 1 + rnd(&x) % 100, .stack = 1 + (uint32_t)(rnd(&x) % 5),
+                           .op = op < 5 ? AN_OP_ALLOC : op < 9 ? AN_OP_FREE : AN_OP_REALLOC};
+    }
+    for (int series = 0; series < 2; series++)
+        for (size_t n = 1; n <= 100; n++) {
+            an_model one, batch;
+            an_model_init(&one, 0, UINT64_MAX);
+            an_model_init(&batch, 0, UINT64_MAX);
+            one.series = batch.series = series;
+            for (size_t i = 0; i < n; i++) /* batches of one: no event ahead to prefetch */
+                an_model_feed(&one, 5, 5, &ev[i], 1);
+            an_model_feed(&batch, 5, 5, ev, n);
+            const an_proc *p = one.procs[0], *q = batch.procs[0];
+            if (!series) {
+                assert_same_model(&one, &batch);
+            } else { /* the stacks hold their cells' maps: each stack's sums up to them */
+                assert_int_equal(p->nstacks, q->nstacks);
+                for (size_t k = 0; k < p->nstacks; k++) {
+                    assert_memory_equal(&p->stacks[k], &q->stacks[k], offsetof(an_stack, cells));
+                    assert_int_equal(p->stacks[k].cells ? p->stacks[k].cells->n : 0,
+                                     q->stacks[k].cells ? q->stacks[k].cells->n : 0);
+                }
+                assert_int_equal(p->nseries, q->nseries);
+                assert_memory_equal(p->series, q->series, p->nseries * sizeof *p->series);
+            }
+            assert_true(p->cur_bytes == q->cur_bytes && p->frees == q->frees && p->allocs == q->allocs);
+            an_model_free(&one);
+            an_model_free(&batch);
+        }
 }
 
 typedef struct timed {
@@ -1455,6 +1500,7 @@ int main(void)
         cmocka_unit_test(test_hmap_churn),
         cmocka_unit_test(test_hmap_zero_key_and_take),
         cmocka_unit_test(test_batches_same_as_single_events),
+        cmocka_unit_test(test_batch_lengths_around_the_prefetch),
         cmocka_unit_test(test_sink_merges_threads_by_time),
         cmocka_unit_test(test_sink_ties_free_first),
         cmocka_unit_test(test_sink_ties_two_frees_first),
