@@ -1099,11 +1099,11 @@ void an_model_realloc(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts, uint
  * for functions without side effects and dropped their calls, and with them
  * every prefetch (tests/build/check-prefetch.sh). With them back, perl's
  * leak of 2 M blocks: 0.78 of the analysis's CPU time. */
-HOT void prefetch_event(const an_proc *p, const an_event *e)
+HOT void prefetch_event(an_lives_ahead a, const an_event *e)
 {
-    an_lives_prefetch_slot(&p->live, e->addr);
+    an_lives_prefetch_ahead(a, e->addr);
     if (e->op == AN_OP_REALLOC)
-        an_lives_prefetch_slot(&p->live, e->old_addr);
+        an_lives_prefetch_ahead(a, e->old_addr);
 }
 
 /* The series of outstanding bytes (an_point): a new bucket when ts passes the
@@ -1176,12 +1176,13 @@ HOT int feed_event(an_model *m, an_proc *p, uint32_t tid, const an_event *e, int
  * instructions (cachegrind, session 39). */
 HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, size_t n, int whole)
 {
+    an_lives_ahead a = an_lives_ahead_of(&p->live);
     for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
-        prefetch_event(p, &ev[i]);
+        prefetch_event(a, &ev[i]);
     int series = m->series; /* in a register: the stores of the events' work might be it */
     size_t i = 0;
     for (; i + AN_PREFETCH_AHEAD < n; i++) {
-        prefetch_event(p, &ev[i + AN_PREFETCH_AHEAD]);
+        prefetch_event(a, &ev[i + AN_PREFETCH_AHEAD]);
         series = feed_event(m, p, tid, &ev[i], whole, series);
     }
     for (; i < n; i++)

@@ -12,6 +12,7 @@
  * sizes near 2^64 keep exact totals; a stack's map of time cells (a
  * series) stays small for a stack of few cells; the table of live blocks
  * (live.h) finds every block through growth, frees and places taken again,
+ * the batch loop's prefetches go to the home slots,
  * and a leak's 2 M live blocks hold under 56 bytes each at the model's peak.
  */
 #include "base/hmap.h"
@@ -1382,6 +1383,30 @@ static void test_live_table_sizes_and_threads(void **state)
     an_lives_free(&t);
 }
 
+/* The batch loop's prefetches (an_lives_ahead, the index as the batch
+ * found it) go to each address's home slot in the index, through its
+ * growth; with no index yet they go nowhere of the table's. A wrong slot
+ * would only waste every prefetch, in no result. */
+static void test_live_ahead_is_the_home_slot(void **state)
+{
+    (void)state;
+    an_lives t;
+    an_lives_init(&t);
+    an_lives_ahead a = an_lives_ahead_of(&t);
+    assert_int_equal(a.mask, 0);
+    assert_true(a.index != 0 && an_lives_home_in(a.shift, a.mask, heap_block(5)) == 0);
+    int created;
+    for (uint64_t i = 0; i < 5000; i++) {
+        an_lives_put(&t, heap_block(i), &created);
+        a = an_lives_ahead_of(&t);
+        for (uint64_t k = i > 3 ? i - 3 : 0; k <= i + 3; k++)
+            assert_true(a.index + an_lives_home_in(a.shift, a.mask, heap_block(k)) * sizeof(uint32_t) ==
+                        (uintptr_t)&t.index[an_lives_home(&t, heap_block(k))]);
+    }
+    assert_true(t.cap >= 8192);
+    an_lives_free(&t);
+}
+
 /* Past 2^14 slots the index grows four times at once (live.c): cc1plus's
  * 32 K to 64 K live blocks then probe a table of 2^18 slots, a quarter
  * full at most, instead of 2^17, half full (its analysis 0.94 of the CPU
@@ -1521,6 +1546,7 @@ int main(void)
         cmocka_unit_test(test_live_table_far_slots),
         cmocka_unit_test(test_live_table_sizes_and_threads),
         cmocka_unit_test(test_live_index_grows_fourfold),
+        cmocka_unit_test(test_live_ahead_is_the_home_slot),
         cmocka_unit_test(test_leak_live_set_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
