@@ -1180,13 +1180,14 @@ HOT void feed_run(an_model *m, an_proc *p, uint32_t tid, const an_event *ev, siz
     for (size_t i = 0; i < n && i < AN_PREFETCH_AHEAD; i++)
         prefetch_event(a, &ev[i]);
     int series = m->series; /* in a register: the stores of the events' work might be it */
-    size_t i = 0;
-    for (; i + AN_PREFETCH_AHEAD < n; i++) {
-        prefetch_event(a, &ev[i + AN_PREFETCH_AHEAD]);
-        series = feed_event(m, p, tid, &ev[i], whole, series);
+    const an_event *e = ev, *end = ev + n;
+    /* by pointer, not index: the compiler kept both, the index in memory */
+    for (const an_event *last = n > AN_PREFETCH_AHEAD ? end - AN_PREFETCH_AHEAD : ev; e < last; e++) {
+        prefetch_event(a, e + AN_PREFETCH_AHEAD);
+        series = feed_event(m, p, tid, e, whole, series);
     }
-    for (; i < n; i++)
-        series = feed_event(m, p, tid, &ev[i], whole, series);
+    for (; e < end; e++)
+        series = feed_event(m, p, tid, e, whole, series);
 }
 
 /* Probes come in runs of their own (memory.c commits them as thread 0). They
