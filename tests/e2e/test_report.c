@@ -128,20 +128,6 @@ static void need_chromium(void)
     }
 }
 
-/* The sanitized build records and writes each page (ltr under ASan and
- * UBSan) but leaves the page's drawing to the plain build: chromium is not
- * sanitized, and its runs were 45 of the ASan tests' 950 s of CPU
- * (docs/benchmarks.md "The test suite's time (session 38)"). */
-static bool drawn_by_the_plain_build(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-    printf("the page's drawing in chromium is checked by the plain build\n");
-    return true;
-#else
-    return false;
-#endif
-}
-
 /* PAGE of dir drawn by headless chromium, its DOM written to DOM, then
  * `python3 SCRIPT DOM` (what the page showed, as fields). */
 static tu_result drawn(const char *dir, const char *page, const char *dom, const char *script)
@@ -179,7 +165,7 @@ static void test_page_in_chromium(void **state)
     tu_free(&r);
     char start_range[64];
     snprintf(start_range, sizeof start_range, "p.html#range=0,%.6f", table_s + 0.001);
-    if (drawn_by_the_plain_build())
+    if (tu_drawn_by_the_plain_build())
         return;
     const char *const urls[] = {"p.html", start_range, "p.html#range=0,9999"};
     for (int i = 0; i < 3; i++) {
@@ -231,7 +217,7 @@ static void test_timeline_steps(void **state)
     if (r.status != 0)
         fail_msg("recording, the page or the probe: %s%s", r.out, r.err);
     tu_free(&r);
-    if (drawn_by_the_plain_build())
+    if (tu_drawn_by_the_plain_build())
         return;
     r = drawn(dir, "probe.html", "gdom.html", "read.py");
     if (r.status != 0)
@@ -311,7 +297,7 @@ static void test_sizes_as_analyze_writes_them(void **state)
     if (r.status != 0)
         fail_msg("recording or the page: %s%s", r.out, r.err);
     tu_free(&r);
-    if (drawn_by_the_plain_build())
+    if (tu_drawn_by_the_plain_build())
         return;
     r = drawn(dir, "k.html", "kdom.html", "sizes.py");
     if (r.status != 0)

@@ -359,6 +359,16 @@ const char tu_ns_worker_py[] =
     "    while not os.path.exists(sys.argv[1] + '/exit') and time.time() < end: time.sleep(0.05)\n"
     "threading.Thread(target=work).start()\n";
 
+bool tu_drawn_by_the_plain_build(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    printf("the page's drawing in chromium is checked by the plain build\n");
+    return true;
+#else
+    return false;
+#endif
+}
+
 bool tu_pid_namespaces_allowed(void)
 {
     tu_result r = tu_run("command -v unshare >/dev/null && unshare --pid --fork --mount-proc true || exit 77");

@@ -72,6 +72,12 @@ long long tu_pid_again(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* Whether this machine lets us make pid namespaces (unshare --pid); says
  * "skipped" when not (a test skips then). */
 bool tu_pid_namespaces_allowed(void);
+/* Whether the page's drawing in chromium is left to the plain build (says
+ * so): the sanitized build records and writes the pages (ltr under ASan and
+ * UBSan), but chromium is not sanitized, and its runs were 45 of the ASan
+ * tests' 950 s of CPU in test_report (docs/benchmarks.md "The test suite's
+ * time (session 38)"), about 12 s in test_snapshot_cli (session 39). */
+bool tu_drawn_by_the_plain_build(void);
 /* A python3 script for a pid namespace's tests: a thread that allocates,
  * names itself 'ns-worker' by prctl (unseen by the heap agent), writes its
  * tid (its namespace's) to ARGV1/tid, and waits for ARGV1/exit (120 s at
