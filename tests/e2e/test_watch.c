@@ -51,6 +51,7 @@
 /* Every process spawned by the test running, killed by its teardown: a
  * failed assertion does not leave a watch or a service behind. */
 static pid_t spawned[16];
+static char spawned_out[16][512]; /* where each writes, for expect_exit's message */
 static int nspawned;
 
 static int teardown(void **state)
@@ -79,8 +80,10 @@ static pid_t spawn(const char *out, const char *fmt, ...)
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    if (nspawned < (int)(sizeof spawned / sizeof *spawned))
+    if (nspawned < (int)(sizeof spawned / sizeof *spawned)) {
+        snprintf(spawned_out[nspawned], sizeof *spawned_out, "%s", out);
         spawned[nspawned++] = pid;
+    }
     return pid;
 }
 
@@ -112,8 +115,11 @@ static char *wait_for(const char *path, const char *text, int n)
 static void forget(pid_t pid)
 {
     for (int i = 0; i < nspawned; i++)
-        if (spawned[i] == pid)
-            spawned[i--] = spawned[--nspawned];
+        if (spawned[i] == pid) {
+            nspawned--;
+            memcpy(spawned_out[i], spawned_out[nspawned], sizeof *spawned_out);
+            spawned[i--] = spawned[nspawned];
+        }
 }
 
 static int wait_exit(pid_t pid)
@@ -130,6 +136,22 @@ static int wait_exit(pid_t pid)
     }
     forget(pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Waits for pid, spawned, to exit with want; else fails with what it
+ * wrote: a watch that exited 1 once under load (session 38) left its
+ * status alone to go by. */
+static void expect_exit(pid_t pid, int want)
+{
+    char out[512] = "";
+    for (int i = 0; i < nspawned; i++)
+        if (spawned[i] == pid)
+            snprintf(out, sizeof out, "%s", spawned_out[i]);
+    int st = wait_exit(pid);
+    if (st != want) {
+        char *said = out[0] ? tu_read_file(out) : NULL;
+        fail_msg("exit status %d, not %d; it wrote:\n%s", st, want, said ? said : "(nothing)");
+    }
 }
 
 /* The service prog, started without ltr; its pid from its "ready" line. */
@@ -200,7 +222,7 @@ static void test_trigger_on_growth(void **state)
     snprintf(path, sizeof path, "%s/t.ltr", dir);
     assert_int_equal(access(path, F_OK), -1);
     kill(svc, SIGUSR1);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     s = tu_read_file(out);
     /* once (the default), right after the first poll where both held: that
@@ -262,7 +284,7 @@ static void test_auto_fires_on_slow_leak(void **state)
     snprintf(out, sizeof out, "%s/watch.out", dir);
     pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/t.ltr --growth-above auto --interval 0.3 --monitor",
                     LTR, (int)svc, dir);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     char *s = tu_read_file(out);
     const char *t = strstr(s, "trigger 1: ");
@@ -305,7 +327,7 @@ static void test_support_bundle(void **state)
                          "--support-bundle --monitor", LTR, (int)svc, dir);
     free(wait_for(out, "  pid ", 2));
     kill(svc, SIGUSR1);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     char *s = tu_read_file(out);
     char want[600];
@@ -370,7 +392,7 @@ static void test_signal_leaves_nothing(void **state)
         pid_t recorder = (pid_t)atoi(rec + strlen("recorder pid "));
         tu_free(&st);
         kill(w, sigs[i]);
-        assert_int_equal(wait_exit(w), 0);
+        expect_exit(w, 0);
         char *s = tu_read_file(out);
         assert_non_null(strstr(s, "ended by"));
         free(s);
@@ -411,7 +433,7 @@ static void test_snapshots_of_others_stay(void **state)
                          "--interval 0.2 --monitor", LTR, (int)svc, dir);
     free(wait_for(out, "  pid ", 2));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     tu_result r = tu_run("%s snapshotconfig heap --pid %d", LTR, (int)svc);
     if (!strstr(r.out, "enabled, table kept, a snapshot every 60 s"))
         fail_msg("the user's snapshots after the watch: %s%s", r.out, r.err);
@@ -423,7 +445,7 @@ static void test_snapshots_of_others_stay(void **state)
                    "--interval 0.2 --monitor", LTR, (int)svc, dir);
     free(wait_for(out, "  pid ", 2));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     r = tu_run("%s snapshotconfig heap --pid %d", LTR, (int)svc);
     assert_non_null(strstr(r.out, "disabled"));
     tu_free(&r);
@@ -444,7 +466,7 @@ static void test_killed_watch_cancels(void **state)
                          "--interval 0.2 --monitor", LTR, (int)svc, dir);
     free(wait_for(out, "  pid ", 1));
     kill(w, SIGKILL);
-    assert_int_equal(wait_exit(w), 128 + SIGKILL);
+    expect_exit(w, 128 + SIGKILL);
     double end = tu_now_s() + DEADLINE_S;
     for (;;) {
         tu_result st = tu_run("%s status", LTR);
@@ -479,7 +501,7 @@ static void test_session_gone_ends_watch(void **state)
     int wpid = atoi(name + strlen("session 'watch-"));
     tu_free(&st);
     tu_expect_ok(tu_run("%s cancel --instance watch-%d", LTR, wpid));
-    assert_int_equal(wait_exit(w), 1);
+    expect_exit(w, 1);
     char *s = tu_read_file(out);
     if (!strstr(s, "was stopped or cancelled by another command") || !strstr(s, "the watch ends"))
         fail_msg("the watch of a cancelled session said:\n%s", s);
@@ -495,7 +517,7 @@ static void test_session_gone_ends_watch(void **state)
     assert_non_null(rec);
     kill((pid_t)atoi(rec + strlen("recorder pid ")), SIGKILL);
     tu_free(&st);
-    assert_int_equal(wait_exit(w), 1);
+    expect_exit(w, 1);
     s = tu_read_file(out);
     if (!strstr(s, "its recorder died (killed or crashed)") || !strstr(s, "the watch ends"))
         fail_msg("the watch of a killed recorder said:\n%s", s);
@@ -521,7 +543,7 @@ static void test_pid_gone(void **state)
     kill(svc, SIGUSR1);
     nap_ms(500);
     kill(svc, SIGUSR2); /* it kills itself, as the OOM killer would: its parent (we) reaps it later */
-    assert_int_equal(wait_exit(w), 3);
+    expect_exit(w, 3);
     char *s = tu_read_file(out);
     char want[1200];
     snprintf(want, sizeof want, "ltr watch: pid %d exited (killed by SIGKILL); the last ", (int)svc);
@@ -573,7 +595,7 @@ static void test_name_follows_restart(void **state)
     snprintf(want, sizeof want, "  pid %d  private", (int)b);
     free(wait_for(out, want, 1));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(b, SIGKILL);
 }
 
@@ -594,7 +616,7 @@ static void test_name_of_a_link_said(void **state)
                          "--interval 0.2", LTR, link, dir);
     free(wait_for(out, "runs watch-target: --name watch-target watches it", 1));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
 }
 
 /* The same said of an executable whose file name holds a terminal's escape
@@ -615,7 +637,7 @@ static void test_name_of_a_hostile_exe_said_shown(void **state)
                          "--interval 0.2", LTR, link, dir);
     char *s = wait_for(out, "watches it", 1);
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     if (strchr(s, '\033') || strchr(s, '\007') || !strstr(s, "runs wt?]0;T??[2J: --name"))
         fail_msg("the executable's name not shown without its control characters:\n%s", s);
     free(s);
@@ -645,7 +667,7 @@ static void test_name_of_another_user_said(void **state)
     free(wait_for(out, want, 1));
     free(wait_for(out, "run ltr as nobody", 1));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     /* ltr start --name says the same */
     tu_result r = tu_run("%s start heap --name %s && %s cancel", LTR, own, LTR);
     assert_int_equal(r.status, 0);
@@ -687,7 +709,7 @@ static void test_name_two_said_once(void **state)
         fail_msg("the other process is not named, wanted '%s' in:\n%s", other, s);
     free(s);
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(a, SIGKILL);
     kill(b, SIGKILL);
 }
@@ -700,7 +722,7 @@ static void watch_till_saved(const char *dir, pid_t svc, const char *trace, cons
     snprintf(out, sizeof out, "%s/watch.out", dir);
     pid_t w = spawn(out, "exec %s watch --pid %d --record-to %s/%s --private-bytes-above 1M --interval 1 %s", LTR,
                     (int)svc, dir, trace, extra);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
 }
 
 /* The trace is the target's: another process with periodic heap snapshots
@@ -937,7 +959,7 @@ static void test_record_to_relative(void **state)
     snprintf(out, sizeof out, "%s/watch.out", dir);
     pid_t w = spawn(out, "cd %s && exec %s watch --pid %d --record-to rel.ltr --private-bytes-above 1M "
                          "--interval 0.2 --support-bundle", dir, LTR, (int)svc);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     char *s = tu_read_file(out), want[1200];
     snprintf(want, sizeof want, "trace saved to %s/rel.ltr, support bundle %s/rel.tar.zst", dir, dir);
@@ -967,7 +989,7 @@ static void test_agent_memory_is_not_growth(void **state)
                     LTR, (int)svc, dir);
     char *s = wait_for(out, "  pid ", 8);
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     free(s);
     s = tu_read_file(out);
@@ -1000,7 +1022,7 @@ static char *watch_until(const char *dir, pid_t svc, const char *text, int n)
                          "--monitor", LTR, (int)svc, dir);
     char *s = wait_for(out, text, n);
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     waitpid(svc, NULL, 0);
     forget(svc);
@@ -1153,7 +1175,7 @@ static void test_systemd_unit(void **state)
     snprintf(want, sizeof want, "watching pid %d", (int)svc);
     free(wait_for(out, want, 1));
     kill(w, SIGTERM);
-    assert_int_equal(wait_exit(w), 0);
+    expect_exit(w, 0);
     kill(svc, SIGKILL);
     free(cmd), free(c), free(b), free(a), free(local), free(installed), free(env), free(exec), free(unit);
 }
