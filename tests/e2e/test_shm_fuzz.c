@@ -29,8 +29,8 @@
  * registry of its own: the "registry" seeds scribble over it), one seed
  * after another within it. A seed is eight short commands that mostly
  * wait: the 60 one after another took 95 s of wall for 7.9 s of CPU under
- * ASan (load 13), 72 s for 21 s plain when idle (docs/benchmarks.md, "The
- * test suite's time (session 37)" and "(session 39)"). */
+ * ASan (load 13); in four lanes 6 to 9 s, against 19 to 25 s, at load 4.5
+ * (docs/benchmarks.md, "The test suite's time (session 39)"). */
 #define LANES 4
 
 static void expect_ok(tu_result r, const char *what, unsigned seed)
