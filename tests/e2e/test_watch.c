@@ -146,7 +146,7 @@ static void expect_exit(pid_t pid, int want)
     char out[512] = "";
     for (int i = 0; i < nspawned; i++)
         if (spawned[i] == pid)
-            snprintf(out, sizeof out, "%s", spawned_out[i]);
+            memcpy(out, spawned_out[i], sizeof out); /* forget() moves the entries */
     int st = wait_exit(pid);
     if (st != want) {
         char *said = out[0] ? tu_read_file(out) : NULL;
