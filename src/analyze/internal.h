@@ -54,6 +54,7 @@ typedef struct an_trend {
     double growth; /* bytes per hour, Theil–Sen over every snapshot */
     double later;  /* the same over the later half: what a plateau grows now */
     bool rising;   /* the later half rose by AN_TREND_MIN_BYTES or more: a plateau's not levelled */
+    bool after_fill; /* a leak whose later half grows steadily but slower than the whole: its rate is `later` */
     uint64_t first, last, ts;
     size_t snapshots;
 } an_trend;
@@ -187,6 +188,7 @@ an_stack *an_snapshot_stacks(const an_snapshot *s, size_t *n);
  * of this format (TAKES_SNAPSHOT: pprof, folded), else of those. 1 if none. */
 int an_warn_no_heap_stacks(ltr_analysis *a, const char *empty, bool takes_snapshot);
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top);
+const char *an_trend_rate_text(const an_trend *t, char *buf, size_t size);
 void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top);
 
 /* One entry of a ranked list: a stack and, for the outstanding list, the impacting type. */

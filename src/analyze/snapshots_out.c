@@ -18,6 +18,28 @@ static size_t shown(size_t n, unsigned top)
     return top && n > top ? top : n;
 }
 
+/* "leak: +17.6 MiB/hour, " and the like: how fast a stack of the trend
+ * grows, as its rank takes it. A plateau's rate is the later half's, what
+ * it does now: the whole series' slope of a step from 0 B to 512 KiB that
+ * stayed read "plateau: +225 MiB/hour"; a leak's after a fill the same, with
+ * the whole series' beside it (the fill's, which it is not ranked by). */
+const char *an_trend_rate_text(const an_trend *t, char *buf, size_t size)
+{
+    char late[32], all[32];
+    ltr_size_format_signed((int64_t)t->later, late, sizeof late);
+    ltr_size_format_signed((int64_t)t->growth, all, sizeof all);
+    if (t->verdict == AN_PLATEAU) /* one still rising is not said to have levelled off, nor ranked with leaks */
+        snprintf(buf, size, "plateau: %s, %s/hour over the later half%s; ",
+                 t->rising ? "slowed, still growing" : "levelled off", late,
+                 t->rising ? ", unevenly (no leak yet: a cache still filling, or a leak; later snapshots tell)" : "");
+    else if (t->after_fill)
+        snprintf(buf, size, "leak: %s/hour over the later half, steadily (%s/hour over all%s); ", late, all,
+                 t->growth > t->later ? ": it filled faster first" : "");
+    else
+        snprintf(buf, size, "%s: %s/hour, ", an_verdict_names[t->verdict], all);
+    return buf;
+}
+
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
 {
     if (!a->nsnaps) {
@@ -59,17 +81,9 @@ int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
                 a->ntrend ? "" : " none (a process needs 4 complete snapshots)");
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
-            char g[32], f1[32], l1[32];
-            fprintf(out, "    #%zu %s: ", i + 1, an_verdict_names[t->verdict]);
-            /* a plateau's rate is the later half's, what it does now: the
-             * whole series' slope of a step from 0 B to 512 KiB that stayed
-             * read "plateau: +225 MiB/hour" */
-            if (t->verdict == AN_PLATEAU) /* one still rising is not said to have levelled off */
-                fprintf(out, "%s, %s/hour over the later half; ", t->rising ? "slowed, still growing" : "levelled off",
-                        ltr_size_format_signed((int64_t)t->later, g, sizeof g));
-            else
-                fprintf(out, "%s/hour, ", ltr_size_format_signed((int64_t)t->growth, g, sizeof g));
-            fprintf(out, "%s -> %s over %zu snapshots (process %u)\n", ltr_size_format(t->first, f1, sizeof f1),
+            char g[200], f1[32], l1[32];
+            fprintf(out, "    #%zu %s%s -> %s over %zu snapshots (process %u)\n", i + 1,
+                    an_trend_rate_text(t, g, sizeof g), ltr_size_format(t->first, f1, sizeof f1),
                     ltr_size_format(t->last, l1, sizeof l1), t->snapshots, t->pid);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_text_frames(a, out, &st);
@@ -112,10 +126,10 @@ void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
             fprintf(out, "%s{\"pid\":%u,\"verdict\":\"%s\",\"growth_bytes_per_hour\":%.0f,"
-                         "\"later_growth_bytes_per_hour\":%.0f,\"still_growing\":%s,"
+                         "\"later_growth_bytes_per_hour\":%.0f,\"still_growing\":%s,\"after_fill\":%s,"
                          "\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
                     i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth, t->later,
-                    t->rising ? "true" : "false",
+                    t->rising ? "true" : "false", t->after_fill ? "true" : "false",
                     (unsigned long long)t->first, (unsigned long long)t->last, t->snapshots);
             an_stack st = stack_of(t->pid, t->stack, t->ts);
             an_json_frames(a, out, &st);

@@ -387,10 +387,12 @@
         });
     if (trend.length) {
         box.appendChild(text("h3", "Trend across the snapshots"));
-        /* a plateau's growth is its later half's, as ltr analyze --trend says it */
+        /* a plateau's growth, and a leak's after a fill, is its later half's, as ltr analyze --trend says it */
         rows(["verdict", "pid", "growth per hour", "first", "last", "allocated in"], trend, function (t) {
             return [t.verdict, String(t.pid), t.verdict === "plateau" ? (t.still_growing ? "slowed, still growing, " :
                     "levelled off, ") + signedSize(t.later_growth_bytes_per_hour) + " in the later half" :
+                    t.after_fill ? signedSize(t.later_growth_bytes_per_hour) + " in the later half, steadily (" +
+                    signedSize(t.growth_bytes_per_hour) + " over all)" :
                     signedSize(t.growth_bytes_per_hour),
                     size(t.bytes_first), size(t.bytes_last),
                     t.frames.length ? frameName(t.frames[0]) : "(no stack)"];
