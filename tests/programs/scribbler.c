@@ -8,6 +8,10 @@
  *
  *   scribbler SESSION SEED WRITES REGION
  *
+ * Its own 500 events come first, then events_sent=N is printed (those
+ * written or counted lost: a trace's loss count holds them beside other
+ * programs' events), before it looks for the session's memory.
+ *
  * REGION: first64k (the first 64 KiB, as in the report of issue 10), ring
  * (collector 0's header, buffer headers and queue), meta (the part of the
  * metadata region in use), procs (the per-process loss counters), registry
@@ -234,10 +238,15 @@ int main(int argc, char **argv)
     ltr_provider_register(&prov);
     for (int i = 0; i < 500 && !ltr_event_enabled(&ev); i++)
         sleep_ms(10);
+    unsigned long long sent = 0; /* written or counted lost: in the trace's figures */
     for (uint64_t i = 0; i < 500; i++) {
         const ltr_value v[] = {LTR_UVAR(i)};
-        ltr_event_write_values(&ev, v, 1, NULL);
+        ltr_write_result res;
+        ltr_event_write_values(&ev, v, 1, &res);
+        sent += res.sessions_written + res.sessions_lost;
     }
+    printf("events_sent=%llu\n", sent);
+    fflush(stdout);
     const char *why;
     ltr_attach *a = tp_session_named(argv[1], &reg, &slot, &why);
     if (!a) {
