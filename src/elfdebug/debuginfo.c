@@ -311,22 +311,69 @@ static bool valid(const lookup *l, int fd, bool check)
  * the fd of the first valid one and its name in *found, or -1 with errno 0
  * when none is (errno set: a candidate could not be opened for another
  * reason than not being there, which ends the lookup by name, as there). */
+/* The names in_path looks for: the module's directory and last
+ * component, and the debug file's name (the debuglink, or FILE.debug for
+ * a module without one). */
+typedef struct names {
+    const char *dirname, *base, *debuglink, *link_last;
+    bool link_null;
+} names;
+
+/* One debug path entry P: its candidates in find_debuginfo_in_path's
+ * order. Returns a descriptor, NOT_REGULAR (look no further in P), or -1:
+ * with errno ENOENT or ENOTDIR when P holds none, any other errno is a
+ * failure in_path reports. */
+static int in_entry(const lookup *l, const char *p, const names *n, char **fname)
+{
+    const char *dir = n->dirname, *sub = NULL, *file = n->debuglink;
+    bool try_base = n->link_null;
+    if (!p[0]) {
+        try_base = false; /* the file's own directory: FILE is the module */
+    } else if (p[0] == '/') {
+        /* under an absolute entry, the file's absolute directory and
+         * each tail of it, then the entry itself; a dwz alternate file
+         * by its last component */
+        if (!l->alt && (!n->dirname || n->dirname[0] != '/'))
+            return errno = ENOENT, -1;
+        dir = p;
+        if (l->alt)
+            file = n->link_last;
+        else if (!*(sub = n->dirname + 1))
+            return errno = ENOENT, -1;
+    } else {
+        sub = p; /* relative: under the file's directory */
+    }
+    for (;;) {
+        int fd = try_open(l, dir, sub, file, fname);
+        if (fd == -1 && try_base)
+            fd = try_open(l, dir, sub, n->base, fname);
+        if (fd != -1 || (errno != ENOENT && errno != ENOTDIR))
+            return fd;
+        if (l->alt && (!p[0] || p[0] == '/'))
+            return try_open(l, dir, ".dwz", strrchr(file, '/') ? strrchr(file, '/') + 1 : file, fname);
+        if (l->alt || !sub)
+            return -1;
+        sub = strchr(sub, '/') ? strchr(sub, '/') + 1 : NULL; /* one directory less */
+        if (sub && !*sub)
+            return -1;
+    }
+}
+
 static int in_path(const lookup *l, const char *file_name, const char *debuglink, const char *debug_path,
                    char **found)
 {
     bool cancheck = l->crc != 0;
     const char *slash = file_name ? strrchr(file_name, '/') : NULL;
-    const char *base = slash ? slash + 1 : file_name;
+    names n = {.base = slash ? slash + 1 : file_name, .link_null = !debuglink};
     char *invented = NULL, *dirname = NULL, *path = NULL;
     int fd = -1;
-    bool link_null = !debuglink;
-    if (link_null) {
+    if (n.link_null) {
         /* a dwz alternate file needs its name; a debug file may be FILE.debug */
-        if (!base || l->alt) {
+        if (!n.base || l->alt) {
             errno = 0;
             return -1;
         }
-        if (asprintf(&invented, "%s.debug", base) < 0) {
+        if (asprintf(&invented, "%s.debug", n.base) < 0) {
             errno = ENOMEM;
             return -1;
         }
@@ -342,49 +389,18 @@ static int in_path(const lookup *l, const char *file_name, const char *debuglink
         errno = ENOMEM;
         goto out;
     }
-    const char *link_last = strrchr(debuglink, '/') ? strrchr(debuglink, '/') + 1 : debuglink;
+    n.dirname = dirname;
+    n.debuglink = debuglink;
+    n.link_last = strrchr(debuglink, '/') ? strrchr(debuglink, '/') + 1 : debuglink;
     for (char *rest = path, *p; (p = strsep(&rest, ":"));) {
         bool check = defcheck;
         if (*p == '+' || *p == '-')
             check = *p++ == '+';
-        check = check && cancheck;
-        const char *dir = dirname, *sub = NULL, *file = debuglink;
-        bool try_base = link_null;
-        if (!p[0]) {
-            try_base = false; /* the file's own directory: FILE is the module */
-        } else if (p[0] == '/') {
-            /* under an absolute entry, the file's absolute directory and
-             * each tail of it, then the entry itself; a dwz alternate file
-             * by its last component */
-            if (!l->alt && (!dirname || dirname[0] != '/'))
-                continue;
-            dir = p;
-            if (l->alt)
-                file = link_last;
-            else if (!*(sub = dirname + 1))
-                continue;
-        } else {
-            sub = p; /* relative: under the file's directory */
-        }
         char *fname = NULL;
-        for (;;) {
-            fd = try_open(l, dir, sub, file, &fname);
-            if (fd == -1 && try_base)
-                fd = try_open(l, dir, sub, base, &fname);
-            if (fd == -1 && errno != ENOENT && errno != ENOTDIR)
-                goto out;
-            if (fd == -1 && l->alt && (!p[0] || p[0] == '/')) {
-                fd = try_open(l, dir, ".dwz", strrchr(file, '/') ? strrchr(file, '/') + 1 : file, &fname);
-                if (fd == -1 && errno != ENOENT && errno != ENOTDIR)
-                    goto out;
-            } else if (fd == -1 && !l->alt && sub) {
-                sub = strchr(sub, '/') ? strchr(sub, '/') + 1 : NULL; /* one directory less */
-                if (!sub || *sub)
-                    continue;
-            }
-            break;
-        }
-        if (fd >= 0 && valid(l, fd, check)) {
+        fd = in_entry(l, p, &n, &fname);
+        if (fd == -1 && errno != ENOENT && errno != ENOTDIR)
+            goto out;
+        if (fd >= 0 && valid(l, fd, check && cancheck)) {
             *found = fname;
             goto out;
         }
