@@ -267,7 +267,9 @@ static bool claim_is_peer(int fd, pid_t claimed)
     return !kp || kp == claimed || (claimed > 0 && ltr_proc_own_pid((uint32_t)kp) == (uint32_t)claimed);
 }
 
-static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
+/* Whether the process asking is still there and is the pid it claims
+ * (*claimed): an attach to refuse otherwise. */
+static bool attach_genuine(recorder *r, int fd, const uint8_t *req, size_t len, pid_t *claimed)
 {
     /* A producer that waited too long (this recorder was stopped) may have
      * gone since it asked: its closed connection is not a process to add. */
@@ -275,14 +277,38 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     if (poll(&gone, 1, 0) > 0 && (gone.revents & (POLLRDHUP | POLLHUP | POLLERR)))
         return false;
     char pidtext[16];
-    pid_t claimed = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
-    if (!claim_is_peer(fd, claimed)) {
-        rec_log("an attach claimed pid %d, which is not its process's (%d): refused%s", (int)claimed,
-                (int)peer_pid(fd), claimed <= 0 ? " (its getpid() failed: a seccomp filter denying it?)" : "");
-        r->attaches_refused++;
-        r->attaches_pidless += claimed <= 0;
+    *claimed = ltr_kv_find(req, len, "pid", pidtext, sizeof pidtext) ? atoi(pidtext) : 0;
+    if (claim_is_peer(fd, *claimed))
+        return true;
+    rec_log("an attach claimed pid %d, which is not its process's (%d): refused%s", (int)*claimed,
+            (int)peer_pid(fd), *claimed <= 0 ? " (its getpid() failed: a seccomp filter denying it?)" : "");
+    r->attaches_refused++;
+    r->attaches_pidless += *claimed <= 0;
+    return false;
+}
+
+/* The answer to an attach: where the session's memory is, the process's
+ * owner and slot, what it may not write, and the pid it writes. */
+static void reply_attached(const recorder *r, int fd, const producer_conn *pc, uint32_t denied)
+{
+    ltr_bytes kv = {0};
+    ltr_bytes_put_kv(&kv, "ok", "1");
+    put_u64(&kv, "incarnation", r->incarnation);
+    put_u64(&kv, "size", r->shm_size);
+    put_u64(&kv, "owner", pc->owner);
+    put_u64(&kv, "proc", pc->proc_slot);
+    put_u64(&kv, "deny", denied);
+    put_u64(&kv, "trace_pid", (uint64_t)pc->pid);
+    int fds[2] = {r->memfd, r->wakefd};
+    reply(fd, &kv, fds, 2);
+    ltr_bytes_free(&kv);
+}
+
+static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
+{
+    pid_t claimed;
+    if (!attach_genuine(r, fd, req, len, &claimed))
         return false;
-    }
     /* The pid the process is to write in this session's trace: ours for it
      * (what ps and --pid say here), not its own namespace's, in which two
      * containers' pid 1 traced at once were one process with two heaps
@@ -324,17 +350,7 @@ static bool handle_attach(recorder *r, int fd, const uint8_t *req, size_t len)
     }
     if (pc->traced)
         ltr_system_add_target(r->system, (uint32_t)pid);
-    ltr_bytes kv = {0};
-    ltr_bytes_put_kv(&kv, "ok", "1");
-    put_u64(&kv, "incarnation", r->incarnation);
-    put_u64(&kv, "size", r->shm_size);
-    put_u64(&kv, "owner", pc->owner);
-    put_u64(&kv, "proc", pc->proc_slot);
-    put_u64(&kv, "deny", denied);
-    put_u64(&kv, "trace_pid", (uint64_t)pid);
-    int fds[2] = {r->memfd, r->wakefd};
-    reply(fd, &kv, fds, 2);
-    ltr_bytes_free(&kv);
+    reply_attached(r, fd, pc, denied);
     return true;
 }
 
