@@ -83,6 +83,55 @@ static void raise_session_share(void)
 
 /* keep: gets the launcher's end of the controller pair (-1 if none), else it
  * stays open, unseen, until this process ends. */
+/* The recorder's side of the launch, in the forked child: a daemon in its
+ * own session (the double fork), which never returns. */
+__attribute__((noreturn)) static void run_daemon(const ltr_session_config *cfg, const int p[2], const int ctl[2])
+{
+    close(p[0]);
+    if (ctl[1] >= 0)
+        close(ctl[1]);
+    /* the launcher's own handlers (ltr start's, while it attaches) are
+     * not the recorder's: it takes these signals by signalfd once set up */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    setsid();
+    pid_t grandchild = fork();
+    if (grandchild != 0)
+        _exit(grandchild < 0 ? 1 : 0);
+    raise_session_share();
+    set_title(cfg);
+    if (chdir("/") != 0) {
+        /* the recorder uses absolute paths only */
+    }
+    _exit(ltr_recorder_run(cfg, p[1], ctl[0]));
+}
+
+/* What the recorder wrote to the launch pipe until it closed it: "OK", or
+ * "<errno> <message>" from its failed setup; 0 for OK, else the failure in
+ * err. */
+static int read_outcome(int fd, ltr_error *err)
+{
+    char msg[sizeof err->msg];
+    size_t used = 0;
+    ssize_t n;
+    while (used < sizeof msg - 1 && (n = read(fd, msg + used, sizeof msg - 1 - used)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    msg[used] = 0;
+    if (!strcmp(msg, "OK"))
+        return 0;
+    char *text = NULL;
+    long code = strtol(msg, &text, 10);
+    if (!used || code <= 0 || !text || *text != ' ')
+        return ltr_fail(err, EIO, "%s", used ? msg : "the recorder exited while starting");
+    return ltr_fail(err, (int)code, "%s", text + 1);
+}
+
 static int launch(const ltr_session_config *cfg, int *keep, ltr_error *err)
 {
     int rc = ltr_session_config_check(cfg, err);
@@ -103,56 +152,22 @@ static int launch(const ltr_session_config *cfg, int *keep, ltr_error *err)
         close_pipe(ctl);
         return ltr_fail(err, errno, "fork: %s", strerror(errno));
     }
-    if (child == 0) {
-        close(p[0]);
-        if (ctl[1] >= 0)
-            close(ctl[1]);
-        /* the launcher's own handlers (ltr start's, while it attaches) are
-         * not the recorder's: it takes these signals by signalfd once set up */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        setsid();
-        pid_t grandchild = fork();
-        if (grandchild != 0)
-            _exit(grandchild < 0 ? 1 : 0);
-        raise_session_share();
-        set_title(cfg);
-        if (chdir("/") != 0) {
-            /* the recorder uses absolute paths only */
-        }
-        _exit(ltr_recorder_run(cfg, p[1], ctl[0]));
-    }
+    if (child == 0)
+        run_daemon(cfg, p, ctl);
     close(p[1]);
     if (ctl[0] >= 0)
         close(ctl[0]); /* ctl[1] stays open, close-on-exec, until this process ends */
     int status;
     waitpid(child, &status, 0);
-    char msg[sizeof err->msg];
-    size_t used = 0;
-    ssize_t n;
-    while (used < sizeof msg - 1 && (n = read(p[0], msg + used, sizeof msg - 1 - used)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
+    rc = read_outcome(p[0], err);
     close(p[0]);
-    msg[used] = 0;
-    if (!strcmp(msg, "OK")) {
+    if (rc == 0) {
         if (keep)
             *keep = ctl[1];
-        return 0;
-    }
-    if (ctl[1] >= 0)
+    } else if (ctl[1] >= 0) {
         close(ctl[1]);
-    /* "<errno> <message>" */
-    char *text = NULL;
-    long code = strtol(msg, &text, 10);
-    if (!used || code <= 0 || !text || *text != ' ')
-        return ltr_fail(err, EIO, "%s", used ? msg : "the recorder exited while starting");
-    return ltr_fail(err, (int)code, "%s", text + 1);
+    }
+    return rc;
 }
 
 int ltr_recorder_launch(const ltr_session_config *cfg, ltr_error *err)
