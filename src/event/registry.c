@@ -30,22 +30,11 @@ static void at_fork_child(void)
     atomic_store(&own_pid, getpid());
 }
 
-static int open_registry(ltr_error *err)
+/* The registry open at fd made usable: sized and its header filled by its
+ * first user (under its lock), mapped, and checked to be this version's.
+ * On failure fd is closed. */
+static int map_registry(int fd, const char *path, ltr_registry **out, ltr_error *err)
 {
-    char dir[4096], path[4200];
-    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
-    if (dirfd < 0)
-        return dirfd;
-    snprintf(path, sizeof path, "%s/registry", dir);
-    int fd = openat(dirfd, "registry", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int open_errno = errno;
-    struct stat dst;
-    if (fstat(dirfd, &dst) == 0)
-        dir_dev = dst.st_dev, dir_ino = dst.st_ino;
-    reg_uid = geteuid();
-    close(dirfd);
-    if (fd < 0)
-        return ltr_fail(err, open_errno, "cannot open %s: %s", path, strerror(open_errno));
     /* The lock is for the first user, who sizes and fills the header. A holder
      * that is stopped (SIGSTOP, a debugger) must not hang a traced program:
      * past the wait, a registry made already is used without it. */
@@ -88,6 +77,31 @@ static int open_registry(ltr_error *err)
         return ltr_fail(err, EPROTO, "%s was written by another version of ltr; stop its "
                                      "sessions and remove it", path);
     }
+    *out = r;
+    return 0;
+}
+
+static int open_registry(ltr_error *err)
+{
+    char dir[4096], path[4200];
+    int dirfd = ltr_runtime_dir_open(dir, sizeof dir, err);
+    if (dirfd < 0)
+        return dirfd;
+    snprintf(path, sizeof path, "%s/registry", dir);
+    int fd = openat(dirfd, "registry", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int open_errno = errno;
+    struct stat dst;
+    if (fstat(dirfd, &dst) == 0)
+        dir_dev = dst.st_dev, dir_ino = dst.st_ino;
+    reg_uid = geteuid();
+    close(dirfd);
+    if (fd < 0)
+        return ltr_fail(err, open_errno, "cannot open %s: %s", path, strerror(open_errno));
+    ltr_registry *r = NULL;
+    int rc = map_registry(fd, path, &r, err);
+    if (rc)
+        return rc;
+    struct stat st;
     if (fstat(fd, &st) == 0) {
         reg_dev = st.st_dev;
         reg_ino = st.st_ino;
