@@ -41,14 +41,15 @@ size_t ltr_ring_size(uint32_t buffer_size, uint32_t nbuf)
  * could keep one looping for good. Giving up loses the event (counted). */
 #define PRODUCER_CAS_TRIES 1000
 
-/* Pushes idx (below v->nbuf: the caller's own buffer) on the free stack.
+/* Pushes idx (below v->nbuf: the caller's own buffer) on the free stack,
+ * trying at most tries times (the producer's bound, or the consumer's).
  * False, the buffer left out of the pool, when the head kept changing. */
-static bool push_free(ltr_ring_view *v, uint32_t idx)
+static inline bool push_free_tries(ltr_ring_view *v, uint32_t idx, int tries)
 {
     ltr_ring *r = v->shared;
     ltr_ring_buf *b = &v->bufs[idx];
     uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
-    for (int i = 0; i < PRODUCER_CAS_TRIES; i++) {
+    for (int i = 0; i < tries; i++) {
         atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
         uint64_t next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
         if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, next, memory_order_release,
@@ -58,6 +59,12 @@ static bool push_free(ltr_ring_view *v, uint32_t idx)
         }
     }
     return false;
+}
+
+/* A producer's push (and the ring's first filling of its pool). */
+static bool push_free(ltr_ring_view *v, uint32_t idx)
+{
+    return push_free_tries(v, idx, PRODUCER_CAS_TRIES);
 }
 
 void ltr_ring_init(void *mem, uint32_t buffer_size, uint32_t nbuf, uint32_t flags)
@@ -409,16 +416,8 @@ bool ltr_ring_release(ltr_ring_view *v, uint32_t idx)
     ltr_ring_buf *b = &v->bufs[idx];
     if (atomic_exchange_explicit(&b->state, LTR_BUF_FREE, memory_order_relaxed) == LTR_BUF_ACTIVE)
         own_done(r, b); /* a dead producer's, finished by the consumer */
-    uint64_t head = atomic_load_explicit(&r->free_head, memory_order_relaxed);
-    for (int i = 0; i < CONSUMER_CAS_TRIES; i++) {
-        atomic_store_explicit(&b->next, (uint32_t)head, memory_order_relaxed);
-        uint64_t next = ((head >> 32) + 1) << 32 | (uint64_t)(idx + 1);
-        if (atomic_compare_exchange_weak_explicit(&r->free_head, &head, next, memory_order_release,
-                                                  memory_order_relaxed)) {
-            atomic_fetch_add_explicit(&r->free_count, 1, memory_order_relaxed);
-            return true;
-        }
-    }
+    if (push_free_tries(v, idx, CONSUMER_CAS_TRIES))
+        return true;
     v->damage++;
     return false;
 }
