@@ -428,12 +428,6 @@ static bool stack_bounds(void)
 
 static inline uintptr_t load(uintptr_t a) { return *(const uintptr_t *)a; }
 
-static inline uint32_t rule_at(uintptr_t key)
-{
-    uint32_t rule = table_get(key);
-    return __builtin_expect(rule != R_EMPTY, 1) ? rule : derive(key);
-}
-
 /* ---- reusing the outer part of the previous walk ---------------------------
  *
  * Consecutive allocations of a thread nearly always share most of their
@@ -736,26 +730,31 @@ walk(unwind_block *ub, void **pcs, int max, uintptr_t pc, uintptr_t sp, uintptr_
     walk_guess *const guess = guessing ? &ub->guess : NULL;
     /* the frames the guesses hold (above); the first that fails, the chain's */
     for (int g = guessing ? guess->n : 0; n < max && n - 1 < g;) {
-        if (key >> 48)
-            break;
-        uint32_t rule = rule_at(key);
-        if (rule_kind(rule) != R_STEP || ((rule & R_CFA_BP) && !bp_known) ||
-            ((rule & R_GUESS) && (bp < sp || bp - sp > GUESS_SPAN)))
-            break;
+        uint32_t rule = table_get(key);
+        const bool plain = (rule & R_PLAIN_MASK) == R_PLAIN; /* as in the chain's loop below */
+        if (!plain) {
+            if (key >> 48)
+                break;
+            if (rule == R_EMPTY)
+                rule = derive(key);
+            if (rule_kind(rule) != R_STEP || ((rule & R_CFA_BP) && !bp_known) ||
+                ((rule & R_GUESS) && (bp < sp || bp - sp > GUESS_SPAN)))
+                break;
+        }
         uintptr_t cfa = guess->cfa[n - 1];
         if (((rule & R_CFA_BP) ? bp : sp) + rule_cfa_off(rule) != cfa)
             break;
         __asm__("" : "+r"(cfa)); /* the guess's, not the rule's: the loads below wait for no rule */
-        if (cfa <= sp || cfa > hi || (cfa & 7))
+        if (cfa > hi || (!plain && (cfa <= sp || (cfa & 7))))
             break;
         uintptr_t ra = load(cfa - 8), bp_out = bp;
-        if (rule_bp(rule) == BP_SAVED) {
+        if (!plain && rule_bp(rule) == BP_SAVED) {
             uintptr_t at = cfa - rule_bp_off(rule);
             if (at < sp || at + 8 > hi)
                 break;
             bp_out = load(at);
         }
-        bp_known = bp_known && rule_bp(rule) != BP_LOST;
+        bp_known = bp_known && (plain || rule_bp(rule) != BP_LOST);
         bp = bp_out;
         sp = cfa;
         ncfa = n;
