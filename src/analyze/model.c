@@ -142,7 +142,7 @@ static void proc_free(an_proc *p)
     free(p->tie_ops);
     free(p->freed_at);
     free(p->freed_ix);
-    free(p->dense);
+    ltr_table_free(p->dense, p->ndense, sizeof *p->dense);
     ltr_table_free(p->stacks, p->capstacks, sizeof *p->stacks);
     free(p->series);
     free(p);
@@ -211,23 +211,27 @@ static an_proc *proc_of(an_model *m, uint32_t pid, uint32_t tid, uint64_t ts)
 }
 
 /* Slot for stack_id in the dense index, grown on demand; NULL when the id is
- * too far beyond the stacks seen for a dense array to stay bounded by them. */
+ * too far beyond the stacks seen for a dense array to stay bounded by them.
+ * A table (prim/table.c): past 1 MiB a mapping whose growth is zero pages
+ * already, touched only up to the highest id written. Grown by realloc,
+ * each doubling cleared its new half and copied the old: cc1plus's trace,
+ * whose 67 240 stacks have ids past 524 288, cleared all of a 4 MiB index
+ * in the heap and copied 2 MiB into it (4.1 M instructions; 4 MiB of
+ * malloc's peak, docs/benchmarks.md, "The analysis's fixed cost and
+ * memory (session 40)"). */
 static uint32_t *dense_slot(an_proc *p, uint32_t stack_id)
 {
     if (stack_id < p->ndense)
         return &p->dense[stack_id];
     if (stack_id >= AN_DENSE_STACKS + 8 * (uint64_t)p->nstacks)
         return NULL;
-    size_t n = p->ndense ? p->ndense : 256;
-    while (n <= stack_id)
-        n *= 2;
-    uint32_t *v = realloc(p->dense, n * sizeof *v);
-    if (!v)
+    size_t old = p->ndense;
+    if (ltr_table_reserve((void **)&p->dense, &p->ndense, stack_id, sizeof *p->dense, 256) != 0)
         return NULL;
-    memset(v + p->ndense, 0, (n - p->ndense) * sizeof *v);
-    p->dense = v;
-    p->ndense = n;
-    return &v[stack_id];
+    /* a mapping's growth is zero already (prim.h: the index is never cut) */
+    if (p->ndense * sizeof *p->dense <= LTR_TABLE_MAPPED)
+        memset(p->dense + old, 0, (p->ndense - old) * sizeof *p->dense);
+    return &p->dense[stack_id];
 }
 
 /* The index of its stacks again, for an event of an ended process that
@@ -1337,7 +1341,7 @@ static bool end_model(an_model *m, an_proc *p, uint64_t ts)
      * its stacks (ltr_table_shrink: a realloc of one that is a mapping of
      * its own crashed on cc1plus's trace) */
     ltr_table_shrink((void **)&p->stacks, &p->capstacks, p->nstacks, sizeof *p->stacks);
-    free(p->dense);
+    ltr_table_free(p->dense, p->ndense, sizeof *p->dense);
     p->dense = NULL;
     p->ndense = 0;
     an_hmap_free(&p->stack_index);

@@ -18,6 +18,7 @@
 #include "base/hmap.h"
 #include "analyze/model.h"
 #include "analyze/sink.h"
+#include "prim/prim.h"
 #include "util/testutil.h"
 
 #include <setjmp.h>
@@ -1245,6 +1246,52 @@ static void test_stack_cells_stay_small(void **state)
     an_model_free(&m);
 }
 
+/* The dense index of stack ids (model.c, dense_slot) through its growths:
+ * in the heap, and past LTR_TABLE_MAPPED a mapping grown by mremap, whose
+ * new slots are zero without being cleared. Every id finds its own stack
+ * again, an id never met finds none (a slot left uncleared, or an index
+ * one short, makes it another's or drops it), and so do the ids of an
+ * ended process whose index was let go and is made again for a late
+ * event. */
+#define DENSE_STEP 7u
+#define DENSE_IDS 60000u /* ids up to 420 000: past the mapping's 262 144 */
+
+static void dense_pass(an_model *m, uint32_t first, uint32_t n, uint32_t offset, uint64_t *ts, uint64_t *addr)
+{
+    for (uint32_t k = first; k < first + n; k++)
+        an_model_alloc(m, 1, 1, (*ts)++, (*addr)++ * 16, 8, k * DENSE_STEP + offset);
+}
+
+static void test_dense_index_through_its_growth(void **state)
+{
+    (void)state;
+    an_model m;
+    an_model_init(&m, 0, UINT64_MAX);
+    uint64_t ts = 100, addr = 1;
+    dense_pass(&m, 1, DENSE_IDS, 0, &ts, &addr);
+    const an_proc *p = m.procs[0];
+    assert_true(p->ndense * sizeof *p->dense > LTR_TABLE_MAPPED);
+    assert_true(p->ndense > DENSE_IDS * DENSE_STEP);
+    dense_pass(&m, 1, DENSE_IDS, 0, &ts, &addr); /* each finds its stack */
+    dense_pass(&m, 1, 1000, 3, &ts, &addr);      /* ids between: stacks of their own */
+    dense_pass(&m, 59000, 1000, 3, &ts, &addr);
+    assert_int_equal(p->nstacks, DENSE_IDS + 2000);
+    an_event end = {.ts = ts + 100000, .op = AN_OP_END}; /* the late events come before it */
+    an_model_feed(&m, 1, AN_END_TID, &end, 1);
+    assert_null(p->dense);
+    dense_pass(&m, 30000, 30001, 0, &ts, &addr); /* late: the index made again */
+    assert_int_equal(p->nstacks, DENSE_IDS + 2000);
+    an_model_finish(&m);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        uint32_t id = p->stacks[i].stack_id, k = id / DENSE_STEP;
+        uint64_t want = id % DENSE_STEP ? 1 : k >= 30000 ? 3 : 2;
+        if (p->stacks[i].calls.count != want)
+            fail_msg("stack %u: %llu allocations, wanted %llu", id, (unsigned long long)p->stacks[i].calls.count,
+                     (unsigned long long)want);
+    }
+    an_model_free(&m);
+}
+
 /* A heap's blocks: pages of 16-byte blocks side by side (jemalloc's
  * smallest class, the longest runs in the index), then 112-byte ones far
  * away, and address 0 (a key like any other here). */
@@ -1512,6 +1559,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stack_cells_stay_small),
+        cmocka_unit_test(test_dense_index_through_its_growth),
         cmocka_unit_test(test_blocks_held_at_the_end),
         cmocka_unit_test(test_window_types),
         cmocka_unit_test(test_unseen_and_reordered_frees),
