@@ -64,22 +64,30 @@ typedef struct stack_rec {
  * copies were 28 % of reading the nodes in `ltr analyze` of cc1plus's trace
  * (perf); reading them in a new process (nodevar.h's harness, least of 40)
  * took 11.3 ms instead of 12.7, and 3.8 instead of 4.1 on bench/heap's.
- * Pages of 1024 ids (16 kB): 256 and 512 were within 2 % of it, 4096 4 %
+ * Pages of 1024 ids (12 kB): 256 and 512 were within 2 % of it, 4096 4 %
  * slower, 16384 (each its own mmap) 17 %. Peak memory of `ltr analyze`
  * (/usr/bin/time, median of 7): cc1plus's 87 MB instead of 97, bench/heap's
  * 48 instead of 43 (the pages share the heap with the rest). Page 0 starts
  * at SMALL_PAGE ids and doubles as nodes come, and a page past it needs
  * NODE_PAGE / 4 nodes held: a page for each pid of one node let a traced
  * program writing one node for each of 200 000 made-up pids (6 MB of
- * records, a 208 kB trace) take `ltr info` to 3.1 GB. */
-typedef struct frame_node {
+ * records, a 208 kB trace) take `ltr info` to 3.1 GB.
+ *
+ * A node is 12 bytes, packed: its slot in a page says its id, and the
+ * parent's word whether the slot holds one. With the id beside them (16
+ * bytes) the pages of cc1plus's trace were 8.97 MiB of the analysis's
+ * malloc peak, now 6.20 (docs/benchmarks.md, "The analysis's fixed cost
+ * and memory (session 40)": a first analysis pays about 6 ms of system
+ * time for each 2 MiB it touches). */
+typedef struct __attribute__((packed)) frame_node {
     uint64_t ip;
-    uint32_t id;     /* 0: a page's empty slot */
-    uint32_t parent; /* below the node's own id; 0: outermost frame */
+    uint32_t up; /* the parent's id (below the node's own; 0: outermost frame) | NODE_HELD; 0: an empty slot */
 } frame_node;
 
 #define NODE_PAGE 1024u
-#define NODE_CONFLICT UINT32_MAX /* a node's parent when two records of its image disagreed: unknown */
+#define NODE_CONFLICT UINT32_MAX /* a node's up when two records of its image disagreed: unknown */
+#define NODE_HELD 0x80000000u    /* in up: ids are below 2^24 (LTR_FRAME_NODE_MAX_ID) */
+_Static_assert(LTR_FRAME_NODE_MAX_ID <= NODE_HELD, "a parent's id leaves NODE_HELD free");
 #define DENSE_SLACK 4096u
 #define SMALL_PAGE 4u    /* page 0's first size */
 #define SMALL_SLACK 64u  /* page 0 holds ids below twice the nodes held and this */
@@ -254,10 +262,13 @@ static frame_node *page_at(const node_table *nt, uint32_t id)
     return k < nt->npage && nt->page[k] && (k || id < nt->cap0) ? &nt->page[k][id % NODE_PAGE] : NULL;
 }
 
+/* The parent's id of a node that is not NODE_CONFLICT. */
+static uint32_t node_parent(const frame_node *fn) { return fn->up & ~NODE_HELD; }
+
 /* Node id, whose page slot (page_at) is at. */
 static frame_node *node_get_at(const node_table *nt, uint32_t id, frame_node *at)
 {
-    if (at && at->id == id)
+    if (at && at->up)
         return at;
     uintptr_t i = nt->index.n ? (uintptr_t)ltr_idmap_get(&nt->index, id) : 0;
     return i ? &nt->far[i - 1] : NULL;
@@ -442,15 +453,15 @@ static int store_strict(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t par
     if (!nt->n)
         drop_forged_stacks(t, pid);
     frame_node *at = page_at(nt, v->id), *fn = node_get_at(nt, v->id, at);
-    if (fn && fn->parent == NODE_CONFLICT)
+    if (fn && fn->up == NODE_CONFLICT)
         return 0;
-    if (!fn || (fn->ip == v->ip && fn->parent == parent)) {
+    if (!fn || (fn->ip == v->ip && fn->up == (parent | NODE_HELD))) {
         if (!fn && !(fn = node_add(nt, v->id, at)))
             return -1;
-        *fn = (frame_node){v->ip, v->id, parent};
+        *fn = (frame_node){v->ip, parent | NODE_HELD};
         return 0;
     }
-    *fn = (frame_node){0, v->id, NODE_CONFLICT};
+    *fn = (frame_node){0, NODE_CONFLICT};
     conflict_damage(t, "FRAME_NODES", pid, v->id);
     drop_found_stacks(t, pid); /* those built through it are unknown now; the others are built again */
     return 0;
@@ -471,11 +482,11 @@ static int store_nodes(ltr_trace *t, node_table *nt, uint32_t pid, uint32_t pare
             continue;
         }
         frame_node *at = page_at(nt, v[i].id), *fn = node_get_at(nt, v[i].id, at);
-        if (fn && (fn->ip != v[i].ip || fn->parent != parent))
+        if (fn && (fn->ip != v[i].ip || fn->up != (parent | NODE_HELD)))
             drop_found_stacks(t, pid); /* format 2: a repeat replaces */
         if (!fn && !(fn = node_add(nt, v[i].id, at)))
             return -1;
-        *fn = (frame_node){v[i].ip, v[i].id, parent};
+        *fn = (frame_node){v[i].ip, parent | NODE_HELD};
     }
     return 0;
 }
@@ -567,12 +578,12 @@ static const ltr_stack *stack_from_nodes(ltr_trace *t, uint32_t pid, uint32_t id
     const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
     const frame_node *fn;
     uint32_t n = 0;
-    for (uint32_t i = id; i; i = fn->parent, n++) /* parents are below ids: it ends */
-        if (!nt || !(fn = node_get(nt, i)) || fn->parent == NODE_CONFLICT || n == UINT16_MAX)
+    for (uint32_t i = id; i; i = node_parent(fn), n++) /* parents are below ids: it ends */
+        if (!nt || !(fn = node_get(nt, i)) || fn->up == NODE_CONFLICT || n == UINT16_MAX)
             return NULL;
     stack_rec *s = n ? new_stack(t, pid, id, n) : NULL;
     uint32_t k = 0;
-    for (uint32_t i = id; s && i; i = fn->parent) {
+    for (uint32_t i = id; s && i; i = node_parent(fn)) {
         fn = node_get(nt, i);
         s->frames[k++] = fn->ip;
     }
@@ -777,8 +788,8 @@ int ltr_trace_stack_conflicted(const ltr_trace *t, uint32_t pid, uint32_t id)
         return 1;
     const node_table *nt = ltr_idmap_get(&t->node_pids, pid);
     const frame_node *fn;
-    for (uint32_t i = id; nt && i && (fn = node_get(nt, i)); i = fn->parent) /* parents are below ids: it ends */
-        if (fn->parent == NODE_CONFLICT)
+    for (uint32_t i = id; nt && i && (fn = node_get(nt, i)); i = node_parent(fn)) /* parents are below ids: it ends */
+        if (fn->up == NODE_CONFLICT)
             return 1;
     return 0;
 }
