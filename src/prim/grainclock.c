@@ -189,6 +189,11 @@ static void calibrate(uint64_t lo, uint64_t ns, uint64_t hi)
         atomic_compare_exchange_strong(&cycles_per_us, &zero, rate);
 }
 
+bool ltr_grain_counter_dropped(void)
+{
+    return atomic_load_explicit(&cal_state, memory_order_relaxed) == CAL_OFF;
+}
+
 static void (*_Atomic due_fn)(ltr_grain_clock *c, uint64_t ns);
 
 void ltr_grain_set_due(void (*fn)(ltr_grain_clock *c, uint64_t ns))

@@ -49,6 +49,9 @@ typedef struct ltr_grain_clock {
     uint64_t due_ns;      /* the due function's time (below) */
 } ltr_grain_clock;
 uint64_t ltr_grain_now(ltr_grain_clock *c, uint64_t grain_ns);
+/* Whether ltr_grain_now reads the clock at every call from now on: the
+ * counter is not trusted here, or it once ran slower than the clock. */
+bool ltr_grain_counter_dropped(void);
 /* Work to do now and then rather than at every call: fn(c, ns) is called
  * by ltr_grain_now when it reads the clock (once a grain, or at each call
  * where the counter is not used) and ns has reached c->due_ns, which fn

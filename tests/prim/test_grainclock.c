@@ -44,6 +44,8 @@ static int counter_expected(void)
     return (t1 - t0) * 2 < ltr_now_ns() - t1;
 }
 
+/* calls and reads count from the rate's measure on (5 ms in), those
+ * before it being clock reads all */
 typedef struct run {
     uint64_t grain, calls, bad, reads;
 } run;
@@ -55,17 +57,26 @@ static void *bracket(void *arg)
     run *r = arg;
     ltr_grain_clock c;
     memset(&c, 0, sizeof c);
-    uint64_t start = ltr_now_ns();
+    uint64_t start = ltr_now_ns(), early_reads = 0;
+    bool early = true;
     for (;;) {
         uint64_t a = ltr_now_ns();
         uint64_t g = ltr_grain_now(&c, r->grain);
         uint64_t b = ltr_now_ns();
         r->calls++;
         r->bad += g < a - a % r->grain || g > b - b % r->grain || g % r->grain;
+        if (early && b - start > 5000000u) {
+            /* this call came 2 ms after the first (the base), so the rate
+             * is known: the calls so far read the clock, however many a
+             * loaded machine let run in those 5 ms */
+            early = false;
+            early_reads = c.clock_reads;
+            r->calls = 0;
+        }
         if (b - start > 60000000u)
             break;
     }
-    r->reads = c.clock_reads;
+    r->reads = c.clock_reads - early_reads;
     return NULL;
 }
 
@@ -90,12 +101,15 @@ static void test_every_value_is_the_grain_of_its_moment(void **state)
             reads += r[i].reads;
         }
         assert_true(calls > 10000);
-        /* 100 us: a clock read per grain and thread, and those of the 2 ms
-         * before the rate is known; calls come every 100 ns or so */
+        /* 100 us: a clock read per grain and thread once the rate is known
+         * (a run at load 20+, session 40, failed when the 2 ms before it
+         * counted: their calls all read the clock, and fewer came after);
+         * calls come every 100 ns or so */
         if (k == 0 && counter_expected())
             assert_true(reads * 4 < calls);
-        fprintf(stderr, "grain %llu ns: %llu calls, %llu clock reads\n", (unsigned long long)grains[k],
-                (unsigned long long)calls, (unsigned long long)reads);
+        fprintf(stderr, "grain %llu ns: %llu calls, %llu clock reads%s\n", (unsigned long long)grains[k],
+                (unsigned long long)calls, (unsigned long long)reads,
+                ltr_grain_counter_dropped() ? " (counter dropped)" : "");
     }
 }
 
