@@ -60,6 +60,13 @@ uint64_t ltr_analysis_cpu_samples(const ltr_analysis *a);
  * not be symbolized), one line each; valid until ltr_analysis_free. */
 size_t ltr_analysis_warning_count(const ltr_analysis *a);
 const char *ltr_analysis_warning_at(const ltr_analysis *a, size_t i);
+/* Whether warning i is about modules without symbols (one per module, and
+ * how to get their symbols): ltr export says them in one line of its own,
+ * ltr analyze whole. */
+int ltr_analysis_warning_is_symbols(const ltr_analysis *a, size_t i);
+/* The modules of the stacks reported so far that could not be named here
+ * (no symbols, or not symbolized). */
+size_t ltr_analysis_modules_unnamed(const ltr_analysis *a);
 /* Writes the report; top = stacks per list (0 = all). Text, JSON and CSV go
  * to a text stream; pprof is binary (gzip). Returns 0 or -EIO. */
 int ltr_analysis_write(ltr_analysis *a, FILE *out, ltr_report_format fmt, unsigned top);

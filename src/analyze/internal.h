@@ -17,6 +17,11 @@
 #define AN_MAX_FRAMES 2048 /* resolved frames of one stack, inlined ones included */
 #define AN_PAGE_STACKS 500 /* ltr report: stacks of each ranking in the page, of all processes together */
 
+/* Reports that add symbol warnings to an analysis: one for a command (a
+ * second report of the same stacks adds none); past these, they count as
+ * other warnings (shown whole). */
+#define AN_SYMWARN_RANGES 4
+
 /* A module whose frames a report shows but which has no symbols here. */
 typedef struct an_nosyms {
     char *path;
@@ -116,6 +121,10 @@ struct ltr_analysis {
     an_nosyms *nosyms;        /* modules shown without symbols (symbolize.c) */
     size_t nnosyms;
     size_t nosyms_asked;      /* of the symbolizer's list, those looked at (one file under two paths: one entry) */
+    /* which warnings are about modules without symbols: [from, to) ranges of
+     * warnings, one per report that added some (symbolize.c) */
+    size_t symwarn[AN_SYMWARN_RANGES][2];
+    size_t nsymwarn;
     struct an_entry *kept[3]; /* rank.c: each ranking's lists of every process, made while symbolizing a report */
     size_t nkept[3];
     unsigned kept_top;        /* the top they were made for */

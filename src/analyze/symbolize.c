@@ -194,9 +194,24 @@ static void warn_nosyms(ltr_analysis *a, ltr_symbolizer *s)
                 "build-id, and pass --debug-dir DIR");
 }
 
+/* The warnings from `from` on are about modules without symbols: a range of
+ * its own, or the last one grown when they follow it. */
+static void note_symwarn(ltr_analysis *a, size_t from)
+{
+    size_t to = a->nwarnings;
+    if (to == from)
+        return;
+    if (a->nsymwarn && a->symwarn[a->nsymwarn - 1][1] == from)
+        a->symwarn[a->nsymwarn - 1][1] = to;
+    else if (a->nsymwarn < AN_SYMWARN_RANGES)
+        a->symwarn[a->nsymwarn][0] = from, a->symwarn[a->nsymwarn++][1] = to;
+}
+
 void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
 {
     an_ranked_forget(a); /* an earlier report's lists are not this one's */
+    if (fmt == LTR_REPORT_CHROME) /* counters and instants, no frame: none to name, no module to warn of */
+        return;
     ltr_symbolizer *s = symbolizer(a);
     if (!s) {
         if (!a->sym_warned)
@@ -205,10 +220,25 @@ void an_symbolize_reported(ltr_analysis *a, ltr_report_format fmt, unsigned top)
         return;
     }
     resolve_reported(a, fmt, top);
+    size_t from = a->nwarnings;
     for (; a->problems_warned < ltr_symbolizer_problem_count(s); a->problems_warned++) {
         const char *path, *why;
         ltr_symbolizer_problem_at(s, a->problems_warned, &path, &why);
         an_warn(a, "module %s was not symbolized (%s): its frames show module+offset", path, why);
     }
     warn_nosyms(a, s);
+    note_symwarn(a, from);
+}
+
+int ltr_analysis_warning_is_symbols(const ltr_analysis *a, size_t i)
+{
+    for (size_t r = 0; r < a->nsymwarn; r++)
+        if (i >= a->symwarn[r][0] && i < a->symwarn[r][1])
+            return 1;
+    return 0;
+}
+
+size_t ltr_analysis_modules_unnamed(const ltr_analysis *a)
+{
+    return a->problems_warned + a->nnosyms;
 }

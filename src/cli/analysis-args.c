@@ -10,6 +10,7 @@
 #include <ltr/trace.h>
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -240,6 +241,23 @@ void cli_analysis_warnings(const char *cmd, ltr_analysis *a)
 {
     for (size_t i = 0; i < ltr_analysis_warning_count(a); i++)
         cli_warn(cmd, "%s", ltr_analysis_warning_at(a, i));
+}
+
+/* As perf report's one line for the objects it found no symbols in: what
+ * the export lacks, and where the details are (a module's paragraph and the
+ * ways to get its debug file took 6 lines of 80 columns each time). */
+void cli_export_warnings(const char *cmd, ltr_analysis *a, const char *trace)
+{
+    bool symbols = false;
+    for (size_t i = 0; i < ltr_analysis_warning_count(a); i++) {
+        if (ltr_analysis_warning_is_symbols(a, i))
+            symbols = true;
+        else
+            cli_warn(cmd, "%s", ltr_analysis_warning_at(a, i));
+    }
+    if (symbols)
+        cli_warn(cmd, "%zu module(s) have no symbols here: their frames show as module+offset; 'ltr analyze %s' "
+                 "names them, and how to get their symbols", ltr_analysis_modules_unnamed(a), trace);
 }
 
 int cli_analysis_status(const char *cmd, ltr_analysis *a)

@@ -32,6 +32,10 @@ ltr_analysis *cli_analysis_run(const char *cmd, const cli_analysis_args *a);
 /* The analysis's warnings on stderr, for a format that has no place for
  * them (csv, pprof, folded...): what the figures lack is said all the same. */
 void cli_analysis_warnings(const char *cmd, ltr_analysis *a);
+/* The same for ltr export, but the modules without symbols in one line that
+ * sends to 'ltr analyze TRACE' for them: a script exporting four formats got
+ * their paragraphs four times. */
+void cli_export_warnings(const char *cmd, ltr_analysis *a, const char *trace);
 /* Exit status once the report is written: 3 and the damage on stderr if the trace was damaged. */
 int cli_analysis_status(const char *cmd, ltr_analysis *a);
 

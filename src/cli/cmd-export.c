@@ -103,7 +103,7 @@ int cmd_export(int argc, char **argv)
     if (rc == 0)
         rc = cli_analysis_status("export", a);
     if (rc != 1)
-        cli_analysis_warnings("export", a);
+        cli_export_warnings("export", a, args.trace);
     ltr_analysis_free(a);
     return rc;
 }

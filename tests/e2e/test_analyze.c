@@ -1163,6 +1163,37 @@ static void test_modules_without_symbols(void **state)
     free(cwd);
 }
 
+/* ltr export of a trace whose program is stripped: one short line on stderr
+ * per export, sending to ltr analyze for the module and how to get its
+ * symbols (a script exporting four formats got the paragraphs four times),
+ * and the data on standard output whole (jq, gzip, the folded lines, the
+ * csv's rows); chrome shows no frame, so it has no module to warn of. */
+static void test_export_says_symbols_in_one_line(void **state)
+{
+    (void)state;
+    const char *trace = record_copy("stripx");
+    tu_expect_ok(tu_run("strip stripx/leaky"));
+    static const char *const formats[] = {"pprof", "folded", "json", "csv"};
+    static const char *const checks[] = {"gzip -t $F", "grep -q 'leaky;' $F && ! grep -qv ' [0-9][0-9]*$' $F",
+                                         "jq -e .processes $F >/dev/null", "head -1 $F | grep -q '^pid,'"};
+    for (size_t i = 0; i < 4; i++) {
+        tu_result r = tu_run("F=stripx/out; '%s' export '%s' --format %s -o - > $F && %s", tu_ltr(), trace,
+                             formats[i], checks[i]);
+        if (r.status != 0)
+            fail_msg("export %s: status %d, stderr:\n%s", formats[i], r.status, r.err);
+        static const char line[] = "ltr export: warning: 1 module(s) have no symbols here";
+        const char *w = strstr(r.err, line);
+        if (!w || strstr(w + sizeof line, "no symbols") || strstr(r.err, "apt install") || strstr(r.err, "debug file"))
+            fail_msg("export %s: wanted one line about the stripped program, got:\n%s", formats[i], r.err);
+        assert_non_null(strstr(w, "'ltr analyze stripx/leaky.ltr' names them"));
+        tu_free(&r);
+    }
+    tu_result r = tu_run("'%s' export '%s' --format chrome -o - | jq -e .traceEvents >/dev/null", tu_ltr(), trace);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "symbols"));
+    tu_free(&r);
+}
+
 /* A trace of a megabyte and more is analyzed by the command run again with
  * glibc's malloc on huge pages (analysis-args.c): the report is the one
  * the command gives when it is not. */
@@ -1419,6 +1450,7 @@ int main(void)
         cmocka_unit_test(test_folded_one_line_per_stack),
         cmocka_unit_test(test_separate_debug_info),
         cmocka_unit_test(test_modules_without_symbols),
+        cmocka_unit_test(test_export_says_symbols_in_one_line),
         cmocka_unit_test(test_one_file_two_paths_one_warning),
         cmocka_unit_test(test_build_id_mismatch),
         cmocka_unit_test(test_large_trace_same_report),
