@@ -438,6 +438,30 @@ static void count_losses(ltr_analysis *a)
     a->events_unwritten = ltr_trace_unwritten(a->trace, why, sizeof why);
 }
 
+/* A window wholly outside what the trace covers, [first, last], is a
+ * mistake in the options (the seconds of another run, minutes taken for
+ * seconds), as a --to before the --from is: exit 1, naming the span to
+ * choose in, for analyze, export and report alike. It was a warning and an
+ * empty report with exit 0 while --to 2 --from 5 failed, and a script's
+ * 'ltr export --from 5' of a 4 s trace wrote an empty profile it took for
+ * "no leak": an empty answer to a question the trace cannot answer is
+ * the one to avoid. A window inside the span where nothing happened is an
+ * answer (a warning says so). A trace with no event (no span) keeps its
+ * "no heap events" warning. */
+static int outside_trace(const ltr_analysis *a, const ltr_analyze_opts *o, uint64_t first, uint64_t last,
+                         ltr_error *err)
+{
+    bool after = a->from_set && a->win_start > last, before = a->to_set && a->win_end < first;
+    if (!a->sum.last_ts || (!after && !before))
+        return 0;
+    return ltr_fail(err, ERANGE, "the window is outside the trace: %s '%s' (%.6f s) comes %s its %s event "
+                    "(%.6f s%s); the trace covers %.6f s .. %.6f s", after ? "--from" : "--to",
+                    after ? o->from : o->to, an_seconds(a, after ? a->win_start : a->win_end),
+                    after ? "after" : "before", after ? "last" : "first", an_seconds(a, after ? last : first),
+                    !after && a->events_overwritten ? "; older events were overwritten" : "",
+                    an_seconds(a, first), an_seconds(a, last));
+}
+
 /* The window as reported, and as growth rates and the ranking's spread
  * divide by: within the time the trace covers. A memory-mode trace whose
  * older events were overwritten covers only from its first event on, not
@@ -447,7 +471,7 @@ static void count_losses(ltr_analysis *a)
  * --to 999 on a 5 s trace did the same); the last event is the last
  * heap event or process end. The model's window is kept: it
  * only says which events count, and the trace has none outside it. */
-static void settle_bounds(ltr_analysis *a)
+static int settle_bounds(ltr_analysis *a, const ltr_analyze_opts *o, ltr_error *err)
 {
     ltr_trace_summarize(a->trace, &a->sum);
     uint64_t first = a->events_overwritten && a->sum.first_ts > a->origin ? a->sum.first_ts : a->origin;
@@ -460,6 +484,8 @@ static void settle_bounds(ltr_analysis *a)
             last = a->model.procs[i]->end_ts;
     a->win_start = a->from_set ? a->model.from : first;
     a->win_end = a->to_set ? a->model.to : last;
+    if (outside_trace(a, o, first, last, err) < 0)
+        return -ERANGE;
     if (a->from_set && a->win_start < first && a->win_end > first) {
         an_warn(a, "the window starts before the trace's first event (%.6f s; older events were overwritten): "
                 "it starts there", an_seconds(a, first));
@@ -471,6 +497,7 @@ static void settle_bounds(ltr_analysis *a)
     }
     if (a->win_end < a->win_start)
         a->win_end = a->win_start;
+    return 0;
 }
 
 /* What a lost event does to the figures, said once after the losses. */
@@ -622,7 +649,7 @@ static void warn_frees(ltr_analysis *a)
                                    "made where the heap agent does not see them");
 }
 
-/* No heap events, snapshots not whole, a window outside the trace */
+/* No heap events, snapshots not whole, a window before the first event */
 static void warn_contents(ltr_analysis *a)
 {
     if (a->trend_wanted && !a->nsnaps) /* said at the top too: its answer came after a whole report (a review) */
@@ -639,10 +666,7 @@ static void warn_contents(ltr_analysis *a)
             an_warn(a, "heap snapshot %zu (process %u) is %s: its totals count what arrived", i + 1,
                     a->snaps[i].pid, a->snaps[i].complete ? "missing stack records that were lost"
                                                           : "cut (no end: the process exited while writing it)");
-    if (a->from_set && a->heap_events && a->model.from > a->sum.last_ts)
-        an_warn(a, "the window starts after the trace's last event (%.6f s): nothing happened in it",
-                an_seconds(a, a->sum.last_ts));
-    else if (a->to_set && a->heap_events && a->model.to < a->sum.first_ts)
+    if (a->to_set && a->heap_events && a->model.to < a->sum.first_ts) /* within the span (outside_trace) */
         an_warn(a, "the window ends before the trace's first event (%.6f s): nothing happened in it",
                 an_seconds(a, a->sum.first_ts));
 }
@@ -775,7 +799,10 @@ static int analysis_run(const char *path, const ltr_analyze_opts *o, size_t hold
         an_trend_run(a);
     an_mem_finish(a);
     count_losses(a);
-    settle_bounds(a);
+    if (settle_bounds(a, o, err) < 0) {
+        ltr_analysis_free(a);
+        return -ERANGE;
+    }
     count_record_damage(a);
     warn_losses(a);
     if (!o->cpu && !o->mapped && !o->files) /* its warnings are the heap's */

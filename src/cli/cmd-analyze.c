@@ -66,7 +66,8 @@ static void help(void)
            "memory'), each process's private bytes over the window follow the heap\n"
            "report, beside the heap's outstanding bytes, with the share the heap explains.\n\n"
            "exit status: 0 done, 1 the trace could not be read, a marker is missing,\n"
-           "the window ends before it starts or --pid names no process of the trace,\n"
+           "the window ends before it starts or lies outside the trace (the message\n"
+           "gives the span it covers) or --pid names no process of the trace,\n"
            "2 bad usage, 3 the trace is damaged (its intact part was analyzed).\n");
 }
 

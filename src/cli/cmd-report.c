@@ -29,7 +29,8 @@ static void help(void)
            "  -o, --output FILE  the page (default TRACE with .html; '-': standard\n"
            "                     output); an existing FILE is refused\n"
            "  --force            replace FILE\n\n"
-           "exit status: 0 written, 1 the trace could not be read or FILE not written,\n"
+           "exit status: 0 written, 1 the trace could not be read, FILE not written, or\n"
+           "the window or --pid is not one of the trace (as for ltr analyze),\n"
            "2 bad usage, 3 the trace is damaged (the page shows its intact part).\n");
 }
 

@@ -653,6 +653,14 @@ static void test_memory_mode(void **state)
      * to may be the same time (the test failed about one run in four so) */
     assert_true(first > 0 && last >= first);
     free(json);
+    /* a window that ends before the first event kept is outside the trace:
+     * exit 1, as a --from past its end */
+    tu_result r = tu_run("'%s' analyze churn.ltr --to 0", tu_ltr());
+    assert_int_equal(r.status, 1);
+    if (!strstr(r.err, "the window is outside the trace: --to '0' (0.000000 s) comes before its first event (") ||
+        !strstr(r.err, " s; older events were overwritten); the trace covers "))
+        fail_msg("--to 0 of a memory-mode tail:\n%s", r.err);
+    tu_free(&r);
 }
 
 /* A flight recorder's tail of one thread whose sessions live 2 s, beside a
@@ -1383,9 +1391,25 @@ static void test_window_and_pid_mistakes(void **state)
     if (!top || !first || top > first)
         fail_msg("--trend without snapshots not said at the top:\n%s", r.out);
     tu_free(&r);
-    r = tu_run("'%s' analyze '%s' --from 1000", tu_ltr(), leaky_trace);
+    /* a window outside the trace is the --from after the --to's mistake:
+     * exit 1 naming the trace's span, for analyze, export and report alike
+     * (it was a warning, an empty report or profile, and exit 0) */
+    static const char *const cmds[] = {"analyze '%s' --from 1000", "export '%s' --from 1000 --format pprof -o w.pprof",
+                                       "report '%s' --from 1000 -o w.html"};
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, cmds[i], leaky_trace);
+        r = tu_run("'%s' %s; rc=$?; test ! -e w.pprof -a ! -e w.html && exit $rc", tu_ltr(), cmd);
+        if (r.status != 1 || *r.out || !strstr(r.err, "the window is outside the trace: --from '1000' (1000.000000 s) "
+                                                      "comes after its last event (") ||
+            !strstr(r.err, "; the trace covers 0.000000 s .. "))
+            fail_msg("%s: status %d\n%s%s", cmd, r.status, r.out, r.err);
+        tu_free(&r);
+    }
+    /* a window within the trace but before its first event is empty, said */
+    r = tu_run("'%s' analyze '%s' --to 0", tu_ltr(), leaky_trace);
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "warning: the window starts after the trace's last event ("));
+    assert_non_null(strstr(r.out, "warning: the window ends before the trace's first event ("));
     assert_non_null(strstr(r.out, " 0 allocations, 0 frees"));
     /* no heap event in the window, so no peak: not "peak 0 B" beside the
      * bytes outstanding all through it */
