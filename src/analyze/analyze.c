@@ -516,7 +516,8 @@ static void warn_losses(ltr_analysis *a)
     uint64_t unwritten = a->events_unwritten;
     uint64_t unbuffered = a->events_lost - unwritten; /* the reader keeps unwritten <= lost */
     if (unbuffered)
-        an_warn(a, "%llu event(s) were lost while recording (no free buffer, or a size limit)%s",
+        an_warn(a, "%llu event(s) were lost while recording (no free buffer: record again with more or larger "
+                "ones, --buffers N --buffer-size KB of ltr start or ltr record; or --max-file-size reached)%s",
                 (unsigned long long)unbuffered, unwritten ? "" : LOST_WHEN);
     if (unwritten)
         an_warn(a, "%llu event(s) were recorded but could not be written to the trace: %s%s",

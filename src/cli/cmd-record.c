@@ -42,7 +42,8 @@ static void help(void)
            "                       at the end; the trace counts the overwritten events\n"
            "  --buffer-size KB     size of each buffer, %u to %u (default %u)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
-           "                       1 to 50 (default %u: %u per CPU, at most %u)\n"
+           "                       1 to 50 (default %u: %u per CPU, at most %u); fewer\n"
+           "                       than 8 per CPU are warned of: they lose events\n"
            "  --depth N            frames per call stack, 0 to 256 (default 64)\n"
            "  -p, --pid PID        record a process that runs already instead of CMD, until\n"
            "                       Ctrl-C, --duration or its exit (as 'heaptrack -p'): the\n"
@@ -87,6 +88,7 @@ typedef struct record_opts {
     uint32_t pid;         /* --pid: a running process instead of CMD */
     uint64_t duration_ns; /* --duration */
     int no_symbols;       /* --no-symbols */
+    int buffers_given;    /* --buffers: the user's count, warned of when too few */
 } record_opts;
 
 /* Parses the options; returns the index of CMD in argv, or -exit status. */
@@ -139,6 +141,7 @@ static int parse(int argc, char **argv, record_opts *o)
     }
     if (buffers && cli_parse_buffers("record", buffers, o->buffer_kb, &o->buffers))
         return -2;
+    o->buffers_given = buffers != NULL;
     if (o->pid && optind < argc) {
         cli_fail("record", "--pid records a running process: give no command as well");
         return -2;
@@ -154,53 +157,10 @@ static int parse(int argc, char **argv, record_opts *o)
     return optind;
 }
 
-/* What the session recorded and lost. */
-typedef struct record_counts {
-    unsigned long long recorded, lost, overwritten, kept, emitted;
-    unsigned long long unattached; /* of lost: of processes that never joined the session */
-    unsigned long long unwritten;  /* of lost: those the trace's file refused (a failed write) */
-    unsigned long long refused, pidless; /* attaches the recorder refused; of them, claiming no pid */
-    int known;
-    ltr_error why; /* not known: why (said only if the stop went well: else the stop says it) */
-} record_counts;
-
-/* From the stop's answer: what the trace's last counters tell, what 'ltr
- * info' says of it. The session's status asked before the stop missed what
- * an attached process allocated until the stop ('10451 heap events' of a
- * trace of 10452); reading the trace again for them took 0.6 s for 3.6 M
- * events (cc1plus's), minutes for a day's service. */
-static record_counts stop_counts(const ltr_kvlist *stopped)
-{
-    record_counts c = {0};
-    char w[32], l[32], o[32];
-    if (!ltr_kvlist_get(stopped, "events_written", w, sizeof w) || !ltr_kvlist_get(stopped, "events_lost", l, sizeof l) ||
-        !ltr_kvlist_get(stopped, "events_overwritten", o, sizeof o)) {
-        ltr_fail(&c.why, EPROTO, "the recorder's answer to the stop did not say them");
-        return c;
-    }
-    c.kept = strtoull(w, NULL, 10);
-    c.lost = strtoull(l, NULL, 10);
-    c.overwritten = strtoull(o, NULL, 10);
-    if (ltr_kvlist_get(stopped, "events_unattached", w, sizeof w)) /* a recorder before it: all lost for buffers */
-        c.unattached = strtoull(w, NULL, 10);
-    c.unattached = c.unattached < c.lost ? c.unattached : c.lost;
-    if (ltr_kvlist_get(stopped, "events_unwritten", w, sizeof w)) /* a recorder before it: in lost alone */
-        c.unwritten = strtoull(w, NULL, 10);
-    c.unwritten = c.unwritten < c.lost - c.unattached ? c.unwritten : c.lost - c.unattached;
-    if (ltr_kvlist_get(stopped, "attaches_refused", w, sizeof w))
-        c.refused = strtoull(w, NULL, 10);
-    if (ltr_kvlist_get(stopped, "attaches_pidless", w, sizeof w))
-        c.pidless = strtoull(w, NULL, 10);
-    c.recorded = c.kept + c.overwritten;
-    c.emitted = c.recorded + c.lost;
-    c.known = 1;
-    return c;
-}
-
 /* Why a process could not join the session: the recorder refused its attach
  * (its getpid() failed: it claimed pid -1, refused as not its process's), or
  * its agent never reached the recorder. Both were said as the second. */
-static const char *unjoined_why(record_counts c)
+static const char *unjoined_why(cli_stop_counts c)
 {
     if (c.pidless)
         return "the recorder refused its attach, as it claimed pid -1: its getpid() failed (a seccomp filter "
@@ -214,7 +174,7 @@ static const char *unjoined_why(record_counts c)
 
 /* The trace, and what a user must know before reading it: events lost, or
  * none at all (the agent only sees the allocation functions of shared libraries). */
-static void report(const char *trace, record_counts c, const record_opts *o)
+static void report(const char *trace, cli_stop_counts c, const record_opts *o)
 {
     char filtered[400];
     fprintf(stderr, "ltr record: trace written to %s", trace);
@@ -233,10 +193,10 @@ static void report(const char *trace, record_counts c, const record_opts *o)
     if (c.unwritten) /* not for want of buffers: a stop with them fails, saying the write's error */
         cli_warn("record", "%llu of %llu heap events could not be written to the trace (a write to it failed)",
                  c.unwritten, c.emitted);
-    if (c.lost > c.unattached + c.unwritten)
+    if (cli_stop_counts_unbuffered(&c))
         cli_warn("record", "%llu of %llu heap events were lost: no buffer was free while the program "
                  "allocated faster than they were written; record again with more or larger buffers "
-                 "(now --buffers %u --buffer-size %u)", c.lost - c.unattached - c.unwritten, c.emitted, o->buffers,
+                 "(now --buffers %u --buffer-size %u)", cli_stop_counts_unbuffered(&c), c.emitted, o->buffers,
                  o->buffer_kb);
     else if (none && o->pid && ltr_seccomp_said((pid_t)o->pid, filtered, sizeof filtered))
         cli_warn("record", "no heap events were recorded from pid %u: %s; or it made no allocation while it was "
@@ -306,9 +266,9 @@ static int stop_into(const record_opts *o, const ltr_session_config *cfg, const 
     else if (running)
         fprintf(stderr, "ltr record: its session is '%s': 'ltr stop --instance %s FILE' writes it, "
                 "'ltr cancel --instance %s' drops it\n", cfg->name, cfg->name, cfg->name);
-    record_counts counts = {0};
+    cli_stop_counts counts = {0};
     if (!stop_rc)
-        counts = stop_counts(&stopped);
+        counts = cli_stop_counts_read(&stopped);
     if (!stop_rc && !counts.known)
         cli_warn("record", "its events could not be counted: %s", counts.why.msg);
     if (!stop_rc)
@@ -379,6 +339,8 @@ int cmd_record(int argc, char **argv)
     int note_fd;
     if (ltr_recorder_launch_controlled(&cfg, &note_fd, &err))
         return cli_fail("record", "%s", err.msg);
+    if (o.buffers_given)
+        cli_warn_few_buffers("record", o.buffers);
     if (o.pid)
         return record_pid(&o, &cfg, agent, rundir, trace, note_fd);
     ltr_heap_launch l = {.argv = argv + first, .agent = agent, .stack_depth = o.depth,

@@ -50,7 +50,8 @@ static void help(void)
            "                       profiles, overrides every collector's)\n"
            "  --buffers N|N%%       number of buffers, %u to %u, or a percentage of RAM,\n"
            "                       1 to 50 (default %u; with profiles, overrides every\n"
-           "                       collector's)\n"
+           "                       collector's); for heap tracing, fewer than 8 per CPU\n"
+           "                       are warned of: they lose events\n"
            "  --max-file-size MB   file mode: stop growing the trace at this size; later\n"
            "                       buffers are counted as lost\n"
            "  --provider SPEC      enable a provider: NAME|GUID[:KEYWORDS[:LEVEL]], keywords\n"
@@ -508,6 +509,8 @@ int cmd_start(int argc, char **argv)
         return cli_fail("start", "%s", err.msg);
     }
     print_started(&cfg);
+    if (o.buffers && ltr_session_traces_heap(&cfg)) /* the count the user chose: a profile's is enough */
+        cli_warn_few_buffers("start", o.session.buffers);
     char why[512];
     if (ltr_session_cpu_samples_check(&cfg, why, sizeof why) != 0)
         cli_warn("start", "CPU samples (SampledProfile) are not recorded: %s; the rest records", why);

@@ -26,6 +26,30 @@ static int own_output(const char *instance, const ltr_session_status *st, char *
     return 0;
 }
 
+/* Events lost for want of a free buffer, with the options to raise: 'ltr
+ * stop' said nothing of them, and the analysis "no free buffer, or a size
+ * limit" (a review: 2 buffers of 4 KB, 8 threads, 159 813 events of 160 011
+ * lost, unsaid until 'ltr analyze'). The collector named is the one that
+ * had lost the most when asked before the stop. */
+static void warn_lost(const ltr_session_status *st, const cli_stop_counts *c)
+{
+    unsigned long long n = c->known ? cli_stop_counts_unbuffered(c) : 0;
+    if (!n)
+        return;
+    const ltr_collector_status *most = NULL;
+    for (unsigned i = 0; i < st->ncollectors; i++)
+        if (!most || st->collectors[i].events_lost > most->events_lost)
+            most = &st->collectors[i];
+    char now[160] = "";
+    if (most)
+        snprintf(now, sizeof now, " (%s had --buffers %llu --buffer-size %llu)", most->name,
+                 (unsigned long long)most->buffers, (unsigned long long)most->buffer_size / 1024);
+    cli_warn("stop", "%llu of %llu events were lost: no buffer was free while the programs wrote faster than the "
+             "recorder took them%s; start the session again with more or larger buffers%s%s", n, c->emitted,
+             st->max_file_size ? ", or the trace reached --max-file-size" : "", now,
+             st->max_file_size ? ", or a larger --max-file-size" : "");
+}
+
 int cmd_stop(int argc, char **argv)
 {
     const char *instance = LTR_DEFAULT_SESSION;
@@ -67,6 +91,9 @@ int cmd_stop(int argc, char **argv)
         cli_name_written("stop", &resp);
     char flag[4];
     bool taken = !rc && ltr_kvlist_get(&resp, "output_taken", flag, sizeof flag) && !strcmp(flag, "1");
+    cli_stop_counts counts = {0};
+    if (!rc)
+        counts = cli_stop_counts_read(&resp);
     ltr_kvlist_free(&resp);
     cli_name_leftovers("stop", path); /* a save or stop killed while writing here left them */
     if (!rc) {
@@ -79,6 +106,7 @@ int cmd_stop(int argc, char **argv)
         printf("\n");
         cli_flush_stdout();
         cli_warn_unattached("stop", &st, true);
+        warn_lost(&st, &counts);
         if (!no_symbols)
             cli_add_symbols("stop", path, NULL, 0);
     }

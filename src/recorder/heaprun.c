@@ -35,14 +35,28 @@ static bool readable(const char *path)
     return access(path, R_OK) == 0;
 }
 
-uint32_t ltr_heap_default_buffers(void)
+unsigned ltr_heap_cpus(void)
 {
-    /* the CPUs this process, and the command it starts, may run on
-     * (taskset, a container's cpuset); all online ones if that cannot be told */
+    /* taskset, a container's cpuset; all online ones if that cannot be told */
     cpu_set_t set;
     long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t n = (uint64_t)LTR_HEAP_BUFFERS_PER_CPU * (uint64_t)(cpus > 0 ? cpus : 1);
+    return cpus > 0 ? (unsigned)cpus : 1;
+}
+
+uint32_t ltr_heap_default_buffers(void)
+{
+    uint64_t n = (uint64_t)LTR_HEAP_BUFFERS_PER_CPU * ltr_heap_cpus();
     return n > LTR_HEAP_BUFFERS_MOST ? LTR_HEAP_BUFFERS_MOST : (uint32_t)n;
+}
+
+bool ltr_session_traces_heap(const ltr_session_config *cfg)
+{
+    ltr_guid g;
+    ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
+    for (unsigned i = 0; i < cfg->nproviders; i++)
+        if (!memcmp(cfg->providers[i].guid.b, g.b, sizeof g.b))
+            return true;
+    return false;
 }
 
 int ltr_heap_agent_path(char *out, size_t size, ltr_error *err)

@@ -42,6 +42,17 @@ int ltr_heap_agent_path(char *out, size_t size, ltr_error *err);
 #define LTR_HEAP_BUFFERS_MOST 8192u /* 128 MB: 8 CPUs and more */
 /* ltr record's default count of buffers on this machine (above). */
 uint32_t ltr_heap_default_buffers(void);
+/* The CPUs this process, and the command it starts, may run on. */
+unsigned ltr_heap_cpus(void);
+/* Fewer buffers per CPU than this for heap tracing lose events: each thread
+ * that allocates holds one while it fills it, and a full one waits for the
+ * recorder. bench/threads/bursts (1, 2 and 8 threads, 50 bursts of 200
+ * pairs; buffers of 4 and 64 KB) on 2 CPUs lost events in 27 of 36 runs
+ * with fewer than 8 buffers a CPU, 6 of 24 with 8 to 31, 1 of 24 with 32
+ * and more (docs/heap-tracing.md, "Too few buffers"). */
+#define LTR_HEAP_BUFFERS_FEWEST_PER_CPU 8u
+/* Does the session heap-trace (a provider of it is Ltr.Heap)? */
+bool ltr_session_traces_heap(const ltr_session_config *cfg);
 
 /* Makes cfg a heap session: one collector LTR_HEAP_COLLECTOR of the given buffers, the
  * Ltr.Heap provider enabled in it. */
