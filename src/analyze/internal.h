@@ -60,6 +60,8 @@ typedef struct an_trend {
     double later;  /* the same over the later half: what a plateau grows now */
     bool rising;   /* the later half rose by AN_TREND_MIN_BYTES or more: a plateau's not levelled */
     bool after_fill; /* a leak whose later half grows steadily but slower than the whole: its rate is `later` */
+    size_t since;  /* after_fill: where its steady growth starts (0-based): the later half's first snapshot,
+                    * or where a fill into it ended (`later` counts from the snapshot after) */
     uint64_t first, last, ts;
     size_t snapshots;
 } an_trend;

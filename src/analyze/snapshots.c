@@ -222,6 +222,48 @@ static bool grows_after_fill(const double *t, const double *y, size_t mid, size_
            rise_late > AN_TREND_NOISE_K * residual_mad(t + mid, y + mid, n - mid, late, scratch);
 }
 
+/* Where a fill that ran into the later half ended: of the snapshots past the
+ * middle that leave 4 after them, the one where the slope falls the most,
+ * from the series' up to it to the series' from it, to less than half; 0
+ * when the largest fall of all is not past the middle (the later half's
+ * rule judges that series) or there is none. One point tried, the fit's,
+ * not each in turn: each try is another chance for noise to pass. */
+static size_t fill_end(const double *t, const double *y, size_t mid, size_t n, double *scratch)
+{
+    size_t best = 0;
+    double fall = 0;
+    for (size_t c = 1; c + 4 <= n; c++) {
+        double before = theil_sen(t, y, 0, c + 1, scratch), after = theil_sen(t, y, c, n, scratch);
+        if (after < AN_TREND_LATE_SHARE * before && before - after > fall) {
+            fall = before - after;
+            best = c;
+        }
+    }
+    return best > mid ? best : 0;
+}
+
+/* A leak after a fill that ran into the later half (a review's python3 on a
+ * loaded machine: the dict cache's fill in the 4th to 6th of 9 snapshots,
+ * on the stack of a bytearray extended in place): the later half holds the
+ * fill's end and slows at its own end, so it was a plateau "slowed, still
+ * growing" ranked below smaller leaks; from the fill's end on it grows
+ * steadily. Judged as the later half is, from there. */
+static bool grows_after_late_fill(const double *t, const double *y, size_t mid, size_t n, double *scratch,
+                                  an_trend *tr)
+{
+    size_t c = fill_end(t, y, mid, n, scratch);
+    if (!c)
+        return false;
+    /* the rate from the snapshot after: the fill's own may hold its last
+     * step (the ints' 54 -> 56 KB), and it is in half the pairs of 4 */
+    double rate = theil_sen(t, y, c + 1, n, scratch), rise = rate * (t[n - 1] - t[c]);
+    if (rise < AN_TREND_MIN_BYTES || !grows_after_fill(t, y, c, n, rate, rise, scratch))
+        return false;
+    tr->later = rate;
+    tr->since = c;
+    return true;
+}
+
 static an_verdict classify(const double *t, const double *y, size_t n, double *scratch, an_trend *tr)
 {
     size_t mid = n / 2;
@@ -238,6 +280,11 @@ static an_verdict classify(const double *t, const double *y, size_t n, double *s
         if (late >= AN_TREND_LATE_SHARE * all && rise_late > AN_TREND_NOISE_K * residual_mad(t, y, n, all, scratch))
             return AN_LEAK;
         if (grows_after_fill(t, y, mid, n, late, rise_late, scratch)) {
+            tr->after_fill = true;
+            tr->since = mid;
+            return AN_LEAK;
+        }
+        if (grows_after_late_fill(t, y, mid, n, scratch, tr)) {
             tr->after_fill = true;
             return AN_LEAK;
         }

@@ -23,6 +23,14 @@ static size_t shown(size_t n, unsigned top)
  * it does now: the whole series' slope of a step from 0 B to 512 KiB that
  * stayed read "plateau: +225 MiB/hour"; a leak's after a fill the same, with
  * the whole series' beside it (the fill's, which it is not ranked by). */
+/* The snapshots `later` is the slope of: the later half, or those after a
+ * fill into it ended. */
+static size_t later_snapshots(const an_trend *t)
+{
+    size_t mid = t->snapshots / 2;
+    return t->after_fill && t->since != mid ? t->snapshots - t->since - 1 : t->snapshots - mid;
+}
+
 const char *an_trend_rate_text(const an_trend *t, char *buf, size_t size)
 {
     char late[32], all[32];
@@ -32,9 +40,12 @@ const char *an_trend_rate_text(const an_trend *t, char *buf, size_t size)
         snprintf(buf, size, "plateau: %s, %s/hour over the later half%s; ",
                  t->rising ? "slowed, still growing" : "levelled off", late,
                  t->rising ? ", unevenly (no leak yet: a cache still filling, or a leak; later snapshots tell)" : "");
-    else if (t->after_fill)
+    else if (t->after_fill && t->since == t->snapshots / 2)
         snprintf(buf, size, "leak: %s/hour over the later half, steadily (%s/hour over all%s); ", late, all,
                  t->growth > t->later ? ": it filled faster first" : "");
+    else if (t->after_fill) /* a fill that ran into the later half: from the snapshot after it ended */
+        snprintf(buf, size, "leak: %s/hour over the last %zu snapshots, steadily (%s/hour over all%s); ", late,
+                 later_snapshots(t), all, t->growth > t->later ? ": it filled faster first" : "");
     else
         snprintf(buf, size, "%s: %s/hour, ", an_verdict_names[t->verdict], all);
     return buf;
@@ -126,9 +137,9 @@ void an_write_snapshots_json(ltr_analysis *a, FILE *out, unsigned top)
         for (size_t i = 0; i < shown(a->ntrend, top); i++) {
             const an_trend *t = &a->trend[i];
             fprintf(out, "%s{\"pid\":%u,\"verdict\":\"%s\",\"growth_bytes_per_hour\":%.0f,"
-                         "\"later_growth_bytes_per_hour\":%.0f,\"still_growing\":%s,\"after_fill\":%s,"
-                         "\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
-                    i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth, t->later,
+                         "\"later_growth_bytes_per_hour\":%.0f,\"later_snapshots\":%zu,\"still_growing\":%s,"
+                         "\"after_fill\":%s,\"bytes_first\":%llu,\"bytes_last\":%llu,\"snapshots\":%zu,",
+                    i ? "," : "", t->pid, an_verdict_names[t->verdict], t->growth, t->later, later_snapshots(t),
                     t->rising ? "true" : "false", t->after_fill ? "true" : "false",
                     (unsigned long long)t->first, (unsigned long long)t->last, t->snapshots);
             an_stack st = stack_of(t->pid, t->stack, t->ts);

@@ -285,6 +285,42 @@ static void test_trend_fill_ending_late_is_a_plateau(void **state)
     free(a);
 }
 
+/* The same cache's fill, 16 MiB, into the later half of 9 snapshots, on a
+ * stack that also leaks 200 KB a snapshot (the review's bytearray extended
+ * in place beside the dict cache, both through PyByteArray_Resize): after
+ * the fill it rises steadily, so a leak after a fill, ranked by its rate
+ * since the fill ended (the last 3 snapshots) above a leak of 20 KB a
+ * snapshot from the start. Judged by its later half, which holds the fill's end, it was a
+ * plateau "slowed, still growing", below the smaller leak. The cache's own
+ * stack, flat after the same fill, stays a plateau. */
+static void test_trend_fill_into_later_half_then_leak(void **state)
+{
+    (void)state;
+    ltr_analysis *a = calloc(1, sizeof *a);
+    static const uint64_t fill_kb[9] = {0, 0, 0, 2976, 26656, 53504, 55776, 55776, 55776};
+    a->snaps = calloc(9, sizeof *a->snaps);
+    for (int i = 0; i < 9; i++) {
+        uint64_t both = fill_kb[i] * 300 + 200000u * (uint64_t)i; /* 16 MiB at the end of the fill */
+        a->snaps[a->nsnaps++] = snap_at(i, (uint64_t[]){both, 20000u * (uint64_t)i, fill_kb[i] * 1000}, 3);
+    }
+    an_trend_run(a);
+    assert_int_equal(a->ntrend, 3);
+    assert_int_equal(a->trend[0].stack, 1);
+    assert_int_equal(a->trend[0].verdict, AN_LEAK);
+    assert_true(a->trend[0].after_fill);
+    assert_true(a->trend[0].later > 0.9 * 200000 * 3600 && a->trend[0].later < 1.1 * 200000 * 3600);
+    assert_int_equal(a->trend[1].stack, 2);
+    assert_int_equal(a->trend[1].verdict, AN_LEAK);
+    assert_int_equal(a->trend[2].stack, 3);
+    assert_int_equal(a->trend[2].verdict, AN_PLATEAU);
+    char text[200]; /* the rate it is ranked by, and since when */
+    assert_string_equal(an_trend_rate_text(&a->trend[0], text, sizeof text),
+                        "leak: +687 MiB/hour over the last 3 snapshots, steadily (+9.81 GiB/hour over all: "
+                        "it filled faster first); ");
+    an_snapshots_free(a);
+    free(a);
+}
+
 static void test_trend_needs_snapshots(void **state)
 {
     (void)state;
@@ -422,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_trend_leak_after_fill_first),
         cmocka_unit_test(test_trend_unsteady_rise_is_a_plateau),
         cmocka_unit_test(test_trend_fill_ending_late_is_a_plateau),
+        cmocka_unit_test(test_trend_fill_into_later_half_then_leak),
         cmocka_unit_test(test_trend_needs_snapshots),
         cmocka_unit_test(test_snapshot_totals),
         cmocka_unit_test(test_snapshot_bound),
