@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Grouped as WPR's users think of its command line: sessions (-start,
  * -stop, -flush...), the heap settings (-heaptracingconfig, -snapshotconfig,
@@ -74,12 +75,48 @@ static const cli_command *find(const char *name)
 
 static const cli_command *find(const char *name);
 
+/* WPR's first-level options whose ltr command has another name or shape
+ * ('wpr -help start' is 'ltr help start'): a WPR user typed them and was told
+ * only "not an ltr command". */
+static const struct {
+    const char *wpr, *ltr;
+} wpr_commands[] = {
+    {"-help", "ltr help [COMMAND]"},
+    {"-capturestateondemand", "ltr capturestate"},
+    {"-exportprofile", "ltr profiles --export [FILE.wprp!]Name OUT.wprp"},
+    {"-markerflush", "ltr marker TEXT"},
+    {"-profiledetails", "ltr profiles [FILE.wprp!]Name --details"},
+};
+
 static int unknown(const char *name)
 {
     fprintf(stderr, "ltr: '%s' is not an ltr command. See 'ltr --help'.\n", name);
     if (name[0] == '-' && find(name + 1)) /* WPR's spelling: wpr -start */
         fprintf(stderr, "ltr: ltr's commands take no dash, as WPR's do: 'ltr %s'\n", name + 1);
+    for (size_t i = 0; i < sizeof wpr_commands / sizeof wpr_commands[0]; i++)
+        if (!strcasecmp(name, wpr_commands[i].wpr))
+            fprintf(stderr, "ltr: WPR's %s is '%s'\n", wpr_commands[i].wpr, wpr_commands[i].ltr);
     return 2;
+}
+
+/* WPR's options (any case: -instanceName) whose ltr option is named
+ * otherwise: "two dashes: --instancename" named an option ltr does not have. */
+static const struct {
+    const char *wpr, *ltr;
+} wpr_options[] = {
+    {"-instancename", "--instance NAME"},
+    {"-skippdbgen", "--no-symbols"},
+    {"-recordtempto", "--output FILE (file mode), or TMPDIR=DIR before the command"},
+};
+
+static bool wpr_option_hint(const char *cmd, const char *a)
+{
+    for (size_t i = 0; i < sizeof wpr_options / sizeof wpr_options[0]; i++)
+        if (!strcasecmp(a, wpr_options[i].wpr)) {
+            fprintf(stderr, "ltr %s: WPR's %s is %s here\n", cmd, a, wpr_options[i].ltr);
+            return true;
+        }
+    return false;
 }
 
 /* After a usage error: WPR's options take one dash (-filemode), ltr's long
@@ -88,13 +125,14 @@ static int dashes_hint(int rc, int argc, char **argv)
 {
     /* the commands that run a program: its own arguments, and its exit status */
     bool runs = !strcmp(argv[1], "record") || !strcmp(argv[1], "run") || !strcmp(argv[1], "watch");
-    /* and those that take a text, which may start with a dash ('ltr marker -done') */
-    runs |= !strcmp(argv[1], "marker") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "save");
+    /* and those that take a text, which may start with a dash ('ltr marker -done'):
+     * only WPR's own option names are said of them */
+    bool text = !strcmp(argv[1], "marker") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "save");
     for (int i = 2; rc == 2 && !runs && i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--"))
+        if (!strcmp(a, "--") || wpr_option_hint(argv[1], a))
             break;
-        if (a[0] == '-' && a[1] >= 'a' && a[1] <= 'z' && a[2] >= 'a' && a[2] <= 'z' &&
+        if (!text && a[0] == '-' && a[1] >= 'a' && a[1] <= 'z' && a[2] >= 'a' && a[2] <= 'z' &&
             strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") == strlen(a + 1)) {
             fprintf(stderr, "ltr %s: long options take two dashes: --%s, not WPR's %s\n", argv[1], a + 1, a);
             break;

@@ -130,6 +130,22 @@ static void help_cmd_is_cmd_help(void **state)
     r = tu_run("%s marker -done", LTR); /* a text, not an option: no hint of a '--done' */
     assert_null(strstr(r.err, "two dashes"));
     tu_free(&r);
+    /* WPR's names that ltr spells otherwise: the hint named '--instancename',
+     * which ltr does not have, and said nothing of 'stop -skipPdbGen' or
+     * 'wpr -help start' but "not an ltr command" */
+    static const char *const wpr[][2] = {
+        {"start heap -instancename x", "ltr start: WPR's -instancename is --instance NAME here"},
+        {"stop a.ltr -skipPdbGen", "ltr stop: WPR's -skipPdbGen is --no-symbols here"},
+        {"status -instanceName x", "ltr status: WPR's -instanceName is --instance NAME here"},
+        {"-help start", "ltr: WPR's -help is 'ltr help [COMMAND]'"},
+        {"-capturestateondemand", "ltr: WPR's -capturestateondemand is 'ltr capturestate'"},
+    };
+    for (size_t i = 0; i < sizeof wpr / sizeof wpr[0]; i++) {
+        r = tu_run("%s %s", LTR, wpr[i][0]);
+        if (r.status != 2 || !strstr(r.err, wpr[i][1]) || strstr(r.err, "--instancename"))
+            fail_msg("ltr %s: status %d\n%s", wpr[i][0], r.status, r.err);
+        tu_free(&r);
+    }
     /* the option said is the one in error, not the argument before it */
     r = tu_run("%s analyze -trend x.ltr", LTR);
     assert_int_equal(r.status, 2);
