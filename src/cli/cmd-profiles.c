@@ -196,12 +196,6 @@ int cmd_profiles(int argc, char **argv)
     if (want_details) {
         if (npos < 1)
             return cli_fail("profiles", "--details needs a profile: [FILE.wprp!]Name[.light|.verbose]");
-        for (int i = optind; i < argc; i++) { /* a file alone: its profiles are named after a '!' */
-            size_t n = strlen(argv[i]);
-            if (!strchr(argv[i], '!') && n > 5 && !strcasecmp(argv[i] + n - 5, ".wprp"))
-                return cli_fail("profiles", "'%s' is a file: --details takes a profile of it, '%s!Name' "
-                                "('ltr profiles %s' lists its names)", argv[i], argv[i], argv[i]);
-        }
         return details(argv + optind, npos, filemode);
     }
     if (npos > 1)

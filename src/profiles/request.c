@@ -29,6 +29,11 @@ static int parse_spec(const char *text, spec *s, ltr_diag_list *diags)
         s->file = strndup(text, (size_t)(bang - text));
         text = bang + 1;
     }
+    size_t len = strlen(text);
+    if (!bang && len > 5 && strcasecmp(text + len - 5, ".wprp") == 0) {
+        s->file = prof_strdup(text); /* WPR's `-start FILE.wprp`: its one Name, found once loaded */
+        return 0;
+    }
     s->name = prof_strdup(text);
     char *dot = strrchr(s->name, '.');
     if (dot && strcasecmp(dot, ".light") == 0)
@@ -207,20 +212,15 @@ static const wprp_node *profile_by_id(const wprp_catalog *c, const char *file, c
 }
 
 /* No profile of the spec's name: said, with what the user likely meant: a
- * .wprp file given without '!Name', or a profile's Id given for its Name
- * (a WPR user's `CPU-SampleOnly.Light.File`). */
+ * profile's Id given for its Name (a WPR user's `CPU-SampleOnly.Light.File`;
+ * a .wprp file given without '!Name' is name_the_file's). */
 static void report_no_profile(wprp_catalog *c, const spec *s, const char *file)
 {
     const char *in = file ? file : "the built-in profiles";
-    size_t len = strlen(s->name);
     const wprp_node *by_id = profile_by_id(c, file, s->name);
     by_id = by_id ? wprp_resolve(c, (wprp_node *)by_id) : NULL; /* its Name may be its Base='s */
     const char *name = by_id ? wprp_node_value(by_id, "Name") : NULL;
-    if (!file && len > 5 && strcasecmp(s->name + len - 5, ".wprp") == 0)
-        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
-                     "no profile of that name in %s: a .wprp file is named with one of its profiles, "
-                     "'%s!Name' ('ltr profiles %s' lists them)", in, s->name, s->name);
-    else if (name) {
+    if (name) {
         const char *l = wprp_node_value(by_id, "DetailLevel"), *m = wprp_node_value(by_id, "LoggingMode");
         ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, s->name,
                      "no profile of that name in %s: '%s' is a profile's Id; name it as WPR does, by its Name "
@@ -283,9 +283,44 @@ static int load_spec_files(wprp_catalog *c, spec *specs, size_t n, const char **
     return rc;
 }
 
-static void add_spec(wprp_catalog *c, ltr_plan *plan, const spec *s, const char *file,
+/* A file named without '!Name' (`wpr -start wsl.wprp`, as Microsoft's own
+ * instructions write it) means its profiles' Name, which WPR's authoring
+ * rules make one per file; a file of several names (MSO-Scripts' Heap.wprp
+ * has five) is an error that lists them. Returns 0 with s->name set. */
+static int name_the_file(wprp_catalog *c, spec *s, const char *file)
+{
+    const char *names[16]; /* the first 16 told; MSO-Scripts' files have 6 at most */
+    size_t count = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const wprp_node *r = in_scope(c->nodes[i], file) ? wprp_resolve(c, c->nodes[i]) : NULL;
+        const char *name = r ? wprp_node_value(r, "Name") : NULL;
+        bool seen = !name || !*name;
+        for (size_t k = 0; k < count && k < 16 && !seen; k++)
+            seen = strcasecmp(names[k], name) == 0;
+        if (!seen && count++ < 16)
+            names[count - 1] = name;
+    }
+    if (count == 1) {
+        s->name = prof_strdup(names[0]);
+        return 0;
+    }
+    char list[512] = "";
+    for (size_t k = 0, used = 0; k < count && k < 16 && used < sizeof list; k++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", names[k]);
+    if (count)
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, NULL,
+                     "its profiles have %zu names (%s%s): name one, as '%s!%s'", count, list,
+                     count > 16 ? ", ..." : "", s->file, names[0]);
+    else
+        ltr_diag_add(c->diags, LTR_DIAG_ERROR, file, 0, NULL, "the file defines no profile");
+    return -1;
+}
+
+static void add_spec(wprp_catalog *c, ltr_plan *plan, spec *s, const char *file,
                      bool filemode, bool describe)
 {
+    if (!s->name && name_the_file(c, s, file) != 0)
+        return;
     unsigned variants = 0;
     wprp_node *n = choose(c, s, file, filemode, &variants);
     if (!n)

@@ -130,15 +130,22 @@ static void details_of_a_file_profile(void **state)
 }
 
 /* --details of a file alone says how to name one of its profiles (a review
- * got "no profile of that name in the built-in profiles"). */
+ * got "no profile of that name in the built-in profiles"), listing its
+ * names; a file of one name, as WPR's authoring rules have it, means that
+ * profile, as `wpr -start FILE.wprp` does (it was refused, "is a file"). */
 static void details_of_a_file_alone(void **state)
 {
     char args[600];
     snprintf(args, sizeof args, "'%s/WPRP_Heap.wprp' --details", wprp_dir());
     run *r = ltr(args);
     assert_int_not_equal(r->status, 0);
-    assert_non_null(strstr(r->err, "WPRP_Heap.wprp' is a file: --details takes a profile of it"));
-    assert_non_null(strstr(r->err, "WPRP_Heap.wprp!Name"));
+    assert_non_null(strstr(r->err, "its profiles have 5 names (TraceHeap_ByPID, TraceHeap_ByName, Heap_Snapshot, "
+                                   "TraceVirtualAlloc, TraceAddressSpace): name one, as '"));
+    assert_non_null(strstr(r->err, "WPRP_Heap.wprp!TraceHeap_ByPID'"));
+    snprintf(args, sizeof args, "'%s/PreWin10_WPRP_Heap.wprp' --details --filemode", wprp_dir());
+    r = ltr(args);
+    if (r->status != 0 || !strstr(r->out, "PreWin10_WPRP_Heap.wprp!TraceHeap.Verbose.File"))
+        fail_msg("status %d\n%s%s", r->status, r->out, r->err);
 }
 
 static void details_of_builtins(void **state)

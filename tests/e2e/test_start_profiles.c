@@ -204,10 +204,11 @@ static void test_profile_errors_start_nothing(void **state)
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "NoSuchProfile"));
     tu_free(&r);
-    /* a file without '!Name', and a profile's Id for its Name: said what was meant */
+    /* a file of several names without '!Name', and a profile's Id for its Name: said what was meant */
     r = tu_run("%s start '%s/test.wprp'", LTR, dir);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(r.err, "a .wprp file is named with one of its profiles"));
+    assert_non_null(strstr(r.err, "its profiles have 4 names (T, S, N, K): name one, as '"));
+    assert_non_null(strstr(r.err, "test.wprp!T'"));
     tu_free(&r);
     r = tu_run("%s start '%s/test.wprp!T.Light.File'", LTR, dir);
     assert_int_equal(r.status, 1);
@@ -226,6 +227,30 @@ static void test_profile_errors_start_nothing(void **state)
     r = tu_run("%s status", LTR);
     assert_non_null(strstr(r.out, "no session is running"));
     tu_free(&r);
+}
+
+/* A file of one profile Name, started as `wpr -start wsl.wprp -filemode`
+ * (Microsoft's instructions for WSL's traces) starts it: it was refused, "a
+ * .wprp file is named with one of its profiles". */
+static void test_file_of_one_name(void **state)
+{
+    const char *dir = *state;
+    tu_write_file(dir, "one.wprp",
+                  "<WindowsPerformanceRecorder Version=\"1\"><Profiles>\n"
+                  "<EventCollector Id=\"EC\" Name=\"One Collector\"><BufferSize Value=\"64\"/>"
+                  "<Buffers Value=\"4\"/></EventCollector>\n"
+                  "<EventProvider Id=\"EP\" Name=\"Test.Producer\"/>\n"
+                  "<Profile Id=\"One.Verbose.File\" Name=\"One\" DetailLevel=\"Verbose\" LoggingMode=\"File\" "
+                  "Description=\"one\"><Collectors><EventCollectorId Value=\"EC\"><EventProviders>"
+                  "<EventProviderId Value=\"EP\"/></EventProviders></EventCollectorId></Collectors></Profile>\n"
+                  "<Profile Id=\"One.Verbose.Memory\" Base=\"One.Verbose.File\" Name=\"One\" "
+                  "DetailLevel=\"Verbose\" LoggingMode=\"Memory\" Description=\"one\"/>\n"
+                  "</Profiles></WindowsPerformanceRecorder>\n");
+    tu_result r = tu_run("%s start '%s/one.wprp' --filemode --instance one -o %s/one.ltr", LTR, dir, dir);
+    if (r.status != 0 || !strstr(r.out, "one.wprp!One.Verbose.File"))
+        fail_msg("status %d\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance one", LTR));
 }
 
 /* A profile's HeapProcessIds are said as the profile's, not as a --pid the
@@ -264,6 +289,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_profile_records_its_providers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_filemode_picks_file_variant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_builtin_profiles_start_and_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_of_one_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_errors_start_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_system_parts_in_system_collector, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_pid_said_as_the_profiles, setup, teardown),
