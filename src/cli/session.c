@@ -56,7 +56,7 @@ void cli_warn_unattached(const char *cmd, const ltr_session_status *st, bool run
 {
     char rundir[4096] = "";
     ltr_error err;
-    for (unsigned i = 0; i < st->nwanted; i++) {
+    for (unsigned i = 0; st->heap && i < st->nwanted; i++) { /* no heap: no agent to join */
         bool found = false;
         for (unsigned j = 0; j < st->nattached && !found; j++)
             found = st->attached[j] == st->wanted[i];

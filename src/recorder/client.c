@@ -408,6 +408,7 @@ void ltr_session_status_parse(const ltr_kvlist *kv, ltr_session_status *st)
     st->nattached = pid_list(kv, "attached", st->attached);
     st->nwanted = pid_list(kv, "wanted", st->wanted);
     st->njoined = pid_list(kv, "joined", st->joined);
+    st->heap = kv_u64(kv, "heap") == 1;
 }
 
 int ltr_client_status(const char *session, ltr_session_status *st, ltr_error *err)

@@ -138,6 +138,7 @@ typedef struct ltr_session_status {
     uint32_t attached[LTR_STATUS_PIDS], wanted[LTR_STATUS_PIDS];
     unsigned nattached, nwanted;
     uint32_t joined[LTR_STATUS_PIDS]; /* of wanted, those that joined once (attached now or not) */
+    bool heap;                   /* it enables the heap provider: its --pid join it by their agent */
     unsigned njoined;
     uint64_t metadata_lost;      /* records producers could not append to the metadata region */
     /* memory mode: the metadata bytes every save writes, and those let go
