@@ -3,7 +3,7 @@
  * (Debian's chromium), on tests/programs/report_target.cpp recorded in a
  * session with a marker: the page's self-check (report.js writes it into
  * #selfcheck) says no script error and the console has no message, a timeline drawn, the stack list and
- * the flame graph present and naming the leak's function first, the page's
+ * the flame graph present, its frames whole once drawn, and naming the leak's function first, the page's
  * totals those of `ltr analyze --format json`; a time range given in the URL
  * re-ranks (the one-time table of the program's start tops the first 50 ms)
  * and a range over the whole trace gives exactly the report's AIFI, AIFO,
@@ -42,6 +42,7 @@ static const char check_py[] =
     "a = json.load(open(sys.argv[2]))['summary']\n"
     "print('errors=%d' % len(c['errors']), c['errors'])\n"
     "print('timeline=%d stacks=%d flame=%d' % (c['timeline'], c['stacks'], c['flame']))\n"
+    "print('flame_short=%d' % c.get('flame_short', -1))\n"
     "print('first:', c['names'][0] if c['names'] else '')\n"
     "same = all(c['totals'][k] == a[k] for k in ('outstanding_bytes', 'allocations', 'frees', 'peak_bytes'))\n"
     "print('totals_equal=%d' % same)\n"
@@ -180,6 +181,10 @@ static void test_page_in_chromium(void **state)
         if (tu_field(r.out, "errors") != 0 || tu_field(r.out, "timeline") != 1 || tu_field(r.out, "stacks") < 2 ||
             tu_field(r.out, "flame") < 3 || tu_field(r.out, "totals_equal") != 1)
             fail_msg("the page's self-check: %s", r.out);
+        /* each flame graph frame whole once drawn: d3-flame-graph grew them
+         * over 250 ms, and a screenshot under load caught them a third wide */
+        if (tu_field(r.out, "flame_short") != 0)
+            fail_msg("flame graph frames not drawn whole: %s", r.out);
         if (i == 0 && !strstr(r.out, "first: Deep<")) /* the steady leak tops the list */
             fail_msg("the leak's function is not first: %s", r.out);
         /* each stack's small chart spans the window, not the grid's 64 cells:
