@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define USAGE "ltr merge TRACE TRACE... -o OUT.ltr [--force]"
 
@@ -38,6 +39,20 @@ static void help(void)
            "not written (nothing is left of it); 2 bad usage.\n");
 }
 
+/* No -o: WPR's `-merge IN... OUT` names the output last, and a last name
+ * that is no file is taken for it: the error says the command to type. */
+static int no_output(int argc, char **argv)
+{
+    const char *last = argv[argc - 1];
+    if (argc - optind < 2 || access(last, F_OK) == 0)
+        return cli_fail("merge", "give the merged trace's name: -o OUT.ltr"), 2;
+    char ins[2048] = "";
+    for (int i = optind, used = 0; i < argc - 1 && used < (int)sizeof ins; i++)
+        used += snprintf(ins + used, sizeof ins - (size_t)used, "%s ", argv[i]);
+    return cli_fail("merge", "give the merged trace's name with -o: 'ltr merge %s-o %s' ('%s' is no trace to "
+                    "merge; WPR's -merge names the output last)", ins, last, last), 2;
+}
+
 int cmd_merge(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -56,7 +71,7 @@ int cmd_merge(int argc, char **argv)
         }
     }
     if (!out)
-        return cli_fail("merge", "give the merged trace's name: -o OUT.ltr"), 2;
+        return no_output(argc, argv);
     if (argc - optind < 2)
         return cli_fail("merge", "give two traces or more to merge"), 2;
     if (cli_trace_not_stdout("merge", out))

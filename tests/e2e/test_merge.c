@@ -152,6 +152,12 @@ static void test_refusals(void **state)
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "-o OUT.ltr"));
     tu_free(&r);
+    /* WPR's order, the output last: the command to type (it said only "-o OUT.ltr") */
+    r = tu_run("cd %s && %s merge a.ltr b.ltr out.ltr", dir, LTR);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "'ltr merge a.ltr b.ltr -o out.ltr' ('out.ltr' is no trace to merge; "
+                                  "WPR's -merge names the output last)"));
+    tu_free(&r);
     r = tu_run("cd %s && %s merge a.ltr a.ltr -o m.ltr", dir, LTR);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "twice"));
