@@ -109,13 +109,21 @@ static const struct {
     {"-recordtempto", "--output FILE (file mode), or TMPDIR=DIR before the command"},
 };
 
-static bool wpr_option_hint(const char *cmd, const char *a)
+static bool wpr_option_hint(const char *cmd, const char *a, bool text)
 {
     for (size_t i = 0; i < sizeof wpr_options / sizeof wpr_options[0]; i++)
         if (!strcasecmp(a, wpr_options[i].wpr)) {
             fprintf(stderr, "ltr %s: WPR's %s is %s here\n", cmd, a, wpr_options[i].ltr);
             return true;
         }
+    /* 'wpr -start heap -start CPU': a command again, as an option ("two
+     * dashes: --start" named an option no command has); of a text ('ltr
+     * marker -start'), only the command's own name */
+    if (a[0] == '-' && a[1] != '-' && find(a + 1) && (!text || !strcmp(a + 1, cmd))) {
+        fprintf(stderr, "ltr %s: %s is WPR's command, given once here and without a dash%s\n", cmd, a,
+                !strcmp(a + 1, "start") ? ": every profile follows it ('ltr start heap general')" : "");
+        return true;
+    }
     return false;
 }
 
@@ -130,7 +138,7 @@ static int dashes_hint(int rc, int argc, char **argv)
     bool text = !strcmp(argv[1], "marker") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "save");
     for (int i = 2; rc == 2 && !runs && i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--") || wpr_option_hint(argv[1], a))
+        if (!strcmp(a, "--") || wpr_option_hint(argv[1], a, text))
             break;
         if (!text && a[0] == '-' && a[1] >= 'a' && a[1] <= 'z' && a[2] >= 'a' && a[2] <= 'z' &&
             strspn(a + 1, "abcdefghijklmnopqrstuvwxyz-") == strlen(a + 1)) {

@@ -139,10 +139,12 @@ static void help_cmd_is_cmd_help(void **state)
         {"status -instanceName x", "ltr status: WPR's -instanceName is --instance NAME here"},
         {"-help start", "ltr: WPR's -help is 'ltr help [COMMAND]'"},
         {"-capturestateondemand", "ltr: WPR's -capturestateondemand is 'ltr capturestate'"},
+        {"start heap -start general", "ltr start: -start is WPR's command, given once here and without a dash: "
+                                      "every profile follows it ('ltr start heap general')"},
     };
     for (size_t i = 0; i < sizeof wpr / sizeof wpr[0]; i++) {
         r = tu_run("%s %s", LTR, wpr[i][0]);
-        if (r.status != 2 || !strstr(r.err, wpr[i][1]) || strstr(r.err, "--instancename"))
+        if (r.status != 2 || !strstr(r.err, wpr[i][1]) || strstr(r.err, "--instancename") || strstr(r.err, "--start"))
             fail_msg("ltr %s: status %d\n%s", wpr[i][0], r.status, r.err);
         tu_free(&r);
     }
