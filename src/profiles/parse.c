@@ -103,15 +103,19 @@ static int parse_operation(walk *w, xmlNodePtr n, const char *id, wprp_op *op)
     return rc;
 }
 
-/* <Keywords Operation="Add"><Keyword Value="Loader"/>...</Keywords> */
-static void parse_list(walk *w, wprp_node *node, xmlNodePtr n, const char *key)
+static bool parse_inline_provider(walk *w, wprp_list *l, xmlNodePtr c);
+
+/* <Keywords Operation="Add"><Keyword Value="Loader"/>...</Keywords>; with
+ * defs, <EventProviders> of a collector reference, whose items may be
+ * providers defined there */
+static void parse_list(walk *w, wprp_node *node, xmlNodePtr n, const char *key, bool defs)
 {
     wprp_op op;
     if (parse_operation(w, n, node->id, &op) != 0)
         op = WPRP_OP_ADD; /* the error is reported; keep going to find more */
     wprp_list *l = wprp_node_add_list(node, key, op, line_of(n));
     for (xmlNodePtr c = n->children; c; c = c->next) {
-        if (c->type != XML_ELEMENT_NODE)
+        if (c->type != XML_ELEMENT_NODE || (defs && parse_inline_provider(w, l, c)))
             continue;
         char *v = attr(c, "Value");
         if (v || node->kind == WPRP_HARDWARE_COUNTER)
@@ -159,12 +163,40 @@ static void parse_child(walk *w, wprp_node *node, xmlNodePtr c)
 {
     const char *cn = name_of(c);
     if (IN(list_names, cn) || has_element_children(c))
-        parse_list(w, node, c, cn);
+        parse_list(w, node, c, cn, false);
     else if (IN(value_names, cn) || node->kind == WPRP_HARDWARE_COUNTER)
         parse_value(node, c);
     else
         warn(w, c, node->id, "unknown element <%s> in %s is ignored", cn,
              wprp_kind_name(node->kind));
+}
+
+static void parse_element(walk *w, xmlNodePtr n, wprp_kind kind);
+
+/* A provider defined where a profile uses it, as WPR's documentation shows
+ * ("providers can be defined in, instead of before, the profile
+ * definition": <EventProviders><EventProvider Id=... Name=...>): a catalog
+ * element like one of <Profiles>, referred to by its Id. Was ignored, "has
+ * no Value attribute", and the profile recorded none of them. */
+static bool parse_inline_provider(walk *w, wprp_list *l, xmlNodePtr c)
+{
+    static const struct {
+        const char *name, *ref;
+        wprp_kind kind;
+    } inline_kinds[] = {{"EventProvider", "EventProviderId", WPRP_EVENT_PROVIDER},
+                        {"HeapEventProvider", "HeapEventProviderId", WPRP_HEAP_PROVIDER},
+                        {"SystemProvider", "SystemProviderId", WPRP_SYSTEM_PROVIDER}};
+    for (size_t i = 0; i < sizeof inline_kinds / sizeof inline_kinds[0]; i++) {
+        if (strcmp(name_of(c), inline_kinds[i].name) != 0)
+            continue;
+        char *id = attr(c, "Id");
+        if (id && *id)
+            wprp_list_add(l, inline_kinds[i].ref, id, line_of(c));
+        xmlFree(id);
+        parse_element(w, c, inline_kinds[i].kind); /* one without an Id is its error */
+        return true;
+    }
+    return false;
 }
 
 /* One <SystemCollectorId Value="..."> of a profile's <Collectors>. */
@@ -180,7 +212,11 @@ static void parse_ref(walk *w, wprp_node *prof, xmlNodePtr n, wprp_kind kind)
             continue;
         const char *cn = name_of(c);
         if (strcmp(cn, "EventProviders") == 0 || strcmp(cn, "HeapEventProviders") == 0) {
-            parse_list(w, &ref, c, "Providers");
+            parse_list(w, &ref, c, "Providers", true);
+        } else if (strcmp(cn, "SystemProvider") == 0) { /* defined in place of its SystemProviderId */
+            if (!direct)
+                direct = wprp_node_add_list(&ref, "Providers", WPRP_OP_ADD, line_of(c));
+            parse_inline_provider(w, direct, c);
         } else if (strcmp(cn, "SystemProviderId") == 0 || strcmp(cn, "EventProviderId") == 0 ||
                    strcmp(cn, "HeapEventProviderId") == 0 || strcmp(cn, "HardwareCounterId") == 0) {
             if (!direct)

@@ -228,6 +228,49 @@ static void heap_provider_outside_heap_collector(void **state)
     ltr_plan_free(p);
 }
 
+/* Providers defined where the profile uses them, as WPR's documentation's
+ * example writes them ("providers can be defined in, instead of before, the
+ * profile definition"): an event provider in <EventProviders>, a heap one in
+ * <HeapEventProviders>, a system one in <SystemCollectorId>. They were
+ * ignored ("<EventProvider> in <EventProviders> has no Value attribute") and
+ * the profile recorded none of them. */
+static void providers_defined_in_the_profile(void **state)
+{
+    (void)state;
+    const char *f = write_wprp(
+        "inline.wprp",
+        "<SystemCollector Id='SC' Name='NT Kernel Logger'><BufferSize Value='1024'/><Buffers Value='8'/>"
+        "</SystemCollector>"
+        "<EventCollector Id='Collector1' Name='Sample Event Collector'><BufferSize Value='128'/>"
+        "<Buffers Value='64'/></EventCollector>"
+        "<HeapEventCollector Id='HC' Name='Heap'><BufferSize Value='1024'/><Buffers Value='16'/></HeapEventCollector>"
+        "<Profile Id='Sample.Verbose.File' Name='Sample' Description='d' DetailLevel='Verbose' LoggingMode='File'>"
+        "<Collectors><SystemCollectorId Value='SC'><SystemProvider Id='SP'><Keywords><Keyword Value='Loader'/>"
+        "</Keywords></SystemProvider></SystemCollectorId>"
+        "<EventCollectorId Value='Collector1'><EventProviders>"
+        "<EventProvider Id='EventProvider_Mine' Name='MyCompany.MyService' NonPagedMemory='true'>"
+        "<Keywords><Keyword Value='0x4'/></Keywords></EventProvider></EventProviders></EventCollectorId>"
+        "<HeapEventCollectorId Value='HC'><HeapEventProviders><HeapEventProvider Id='HP'><HeapProcessIds>"
+        "<HeapProcessId Value='4321'/></HeapProcessIds></HeapEventProvider></HeapEventProviders>"
+        "</HeapEventCollectorId></Collectors></Profile>");
+    char spec[600];
+    snprintf(spec, sizeof spec, "%s!Sample", f);
+    ltr_plan *p = plan_of(0, true, spec);
+    assert_null(find_diag(&p->diags, LTR_DIAG_WARNING, "has no Value attribute"));
+    const ltr_plan_provider *mine = NULL;
+    for (size_t i = 0; i < p->nproviders; i++)
+        if (!strcmp(p->providers[i].name, "MyCompany.MyService"))
+            mine = &p->providers[i];
+    assert_non_null(mine);
+    assert_int_equal(mine->keywords, 0x4);
+    assert_string_equal(p->collectors[mine->collector].name, "Sample Event Collector");
+    assert_non_null(find_syskw(p, "Loader"));
+    assert_true(p->heap.enabled);
+    assert_int_equal(p->heap.npids, 1);
+    assert_int_equal(p->heap.pids[0], 4321);
+    ltr_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +280,7 @@ int main(void)
         cmocka_unit_test(deep_base_chain_resolves),
         cmocka_unit_test(too_deep_and_cycles_told_apart),
         cmocka_unit_test(heap_provider_outside_heap_collector),
+        cmocka_unit_test(providers_defined_in_the_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
