@@ -124,6 +124,11 @@ static int parse(int argc, char **argv, record_opts *o)
             o->depth = (int)v;
             break;
         case 'p':
+            if (!strcmp(optarg, "id")) { /* WPR's -pid, read as -p id: "'id' is not valid" */
+                cli_fail("record", "-pid is read as -p id: give 'ltr record --pid PID' (or -p PID)");
+                return -2;
+            }
+            /* fall through */
         case 'P':
             if (cli_parse_u64("record", "--pid", optarg, 1, 4194304, &v))
                 return -2;

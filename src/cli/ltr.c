@@ -131,8 +131,9 @@ static bool wpr_option_hint(const char *cmd, const char *a, bool text)
  * ones two; getopt said only "invalid option -- 'f'". */
 static int dashes_hint(int rc, int argc, char **argv)
 {
-    /* the commands that run a program: its own arguments, and its exit status */
-    bool runs = !strcmp(argv[1], "record") || !strcmp(argv[1], "run") || !strcmp(argv[1], "watch");
+    /* the commands that run a program: its own arguments, and its exit status
+     * (watch runs none: 'ltr watch -pid P' got no hint) */
+    bool runs = !strcmp(argv[1], "record") || !strcmp(argv[1], "run");
     /* and those that take a text, which may start with a dash ('ltr marker -done'):
      * only WPR's own option names are said of them */
     bool text = !strcmp(argv[1], "marker") || !strcmp(argv[1], "stop") || !strcmp(argv[1], "save");

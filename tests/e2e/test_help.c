@@ -141,6 +141,8 @@ static void help_cmd_is_cmd_help(void **state)
         {"-capturestateondemand", "ltr: WPR's -capturestateondemand is 'ltr capturestate'"},
         {"start heap -start general", "ltr start: -start is WPR's command, given once here and without a dash: "
                                       "every profile follows it ('ltr start heap general')"},
+        {"watch -pid 1 --record-to x.ltr", "ltr watch: long options take two dashes: --pid, not WPR's -pid"},
+        {"record -pid 1", "ltr record: -pid is read as -p id: give 'ltr record --pid PID' (or -p PID)"},
     };
     for (size_t i = 0; i < sizeof wpr / sizeof wpr[0]; i++) {
         r = tu_run("%s %s", LTR, wpr[i][0]);
