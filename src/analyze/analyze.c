@@ -653,7 +653,7 @@ static void warn_frees(ltr_analysis *a)
 /* No heap events, snapshots not whole, a window before the first event */
 static void warn_contents(ltr_analysis *a)
 {
-    if (a->trend_wanted && !a->nsnaps) /* said at the top too: its answer came after a whole report (a review) */
+    if (a->trend_wanted == 1 && !a->nsnaps) /* said at the top too: its answer came after a whole report (a review) */
         an_warn(a, "--trend: the trace holds no heap snapshot, so no trend; the report below is of its heap "
                    "events (record with the heapsnapshot profile and 'ltr enableperiodicsnapshot heap SECS PID', "
                    "docs/heap-tracing.md \"Heap snapshots\")");

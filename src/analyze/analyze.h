@@ -22,7 +22,8 @@ typedef struct ltr_analyze_opts {
     uint32_t pid;          /* only this process, when pid_set */
     int progress;          /* a progress bar on stderr when it is a terminal and the run is long */
     const char *debug_path; /* debug directories for separate debug info; NULL = elfutils' default */
-    int trend;             /* rank stacks by their trend across heap snapshots */
+    int trend;             /* rank stacks by their trend across heap snapshots; 1 asked (a trace without
+                            * them is told so), 2 where there are (ltr report's page) */
     uint64_t snapshot;     /* ltr export: heap snapshot N (1-based) instead of the heap events; 0: none */
     int cpu;               /* the report is of the CPU samples (docs/system-provider.md) */
     int full_stacks;       /* text, folded, pprof: every frame, start-up and allocator ones too */

@@ -54,7 +54,7 @@ const char *an_trend_rate_text(const an_trend *t, char *buf, size_t size)
 int an_write_snapshots_text(ltr_analysis *a, FILE *out, unsigned top)
 {
     if (!a->nsnaps) {
-        if (a->trend_wanted) /* asked for, it is answered: silence read as "no leak" */
+        if (a->trend_wanted == 1) /* asked for, it is answered: silence read as "no leak" */
             fprintf(out, "\ntrend across periodic snapshots: none (the trace holds no heap snapshot: record "
                          "with the heapsnapshot profile and 'ltr enableperiodicsnapshot heap SECS PID', "
                          "docs/heap-tracing.md \"Heap snapshots\")\n");

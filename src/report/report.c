@@ -27,7 +27,8 @@ void ltr_report_opts(ltr_analyze_opts *o)
     o->series = 1;       /* outstanding bytes over time, markers */
     o->full_stacks = 0;  /* the page's frames are the text report's */
     o->page_frames = 1;
-    o->trend = 1;        /* with periodic heap snapshots: each stack's verdict (leak, plateau, noise) */
+    o->trend = 2;        /* with periodic heap snapshots: each stack's verdict (leak, plateau, noise); */
+                         /* none asked of a trace without them (every page said it had none) */
 }
 
 static const struct ltr_report_asset *asset(const char *name)

@@ -337,6 +337,22 @@ static void test_refusals(void **state)
     tu_free(&r);
 }
 
+/* The page ranks stacks by their trend when the trace has heap snapshots;
+ * of a trace without them it says nothing of a trend no one asked for (it
+ * warned "--trend: the trace holds no heap snapshot" on every page, an
+ * option ltr report does not have) */
+static void test_no_trend_unasked(void **state)
+{
+    const char *dir = *state;
+    tu_result r = tu_run("cd %s && %s record --no-symbols -o n.ltr -- %s counts >/dev/null && %s report n.ltr && "
+                         "echo warned=$(grep -c 'no heap snapshot' n.html) events=$(grep -c heap_events n.html)",
+                         dir, LTR, tu_test_bin("heap-target"), LTR);
+    assert_non_null(strstr(r.out, "n.html written"));
+    assert_int_equal(tu_field(r.out, "warned"), 0);
+    assert_true(tu_field(r.out, "events") > 0); /* the page holds the analysis */
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +361,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_page_bounded_by_processes, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_sizes_as_analyze_writes_them, tu_setup_sandbox, tu_teardown_sandbox),
         cmocka_unit_test_setup_teardown(test_refusals, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_no_trend_unasked, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
