@@ -41,17 +41,21 @@ static void note_name(ltr_analysis *a, const ltr_event *ev)
         snprintf(e->name, sizeof e->name, "%.*s", (int)(len < 15 ? len : 15), name);
 }
 
-/* The name as a line shows it, in buf (PROCESS_NAME_MAX bytes): one line,
- * no control character; any process may name itself (prctl PR_SET_NAME). */
-#define PROCESS_NAME_MAX 1024
-static const char *process_name(const ltr_analysis *a, uint32_t pid, char *buf)
+const char *an_process_name_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size)
 {
     const char *exe = an_process_exe(a, pid);
     const cpu_name *e = *exe ? NULL : an_hmap_get(&a->cpu_names, pid);
     if (!e)
-        return an_process_exe_shown(a, pid, buf, PROCESS_NAME_MAX);
-    buf[ltr_shown_text(e->name, strlen(e->name), buf, false)] = 0;
+        return an_process_exe_shown(a, pid, buf, size);
+    size_t len = strnlen(e->name, size - 1);
+    buf[ltr_shown_text(e->name, len, buf, false)] = 0;
     return buf;
+}
+
+#define PROCESS_NAME_MAX 1024
+static const char *process_name(const ltr_analysis *a, uint32_t pid, char *buf)
+{
+    return an_process_name_shown(a, pid, buf, PROCESS_NAME_MAX);
 }
 
 /* The last component of the name (folded stacks' root), as a line shows it,

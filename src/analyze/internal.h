@@ -323,6 +323,10 @@ const char *an_process_exe(const ltr_analysis *a, uint32_t pid);
 /* The executable as a line of text shows it: on one line, without a control
  * character (ltr_shown_text), in buf. The traced program chose its name. */
 const char *an_process_exe_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size);
+/* The same, or where the trace has no PROCESS record of pid (it was not
+ * attached: its memory counters or CPU samples only), the command name
+ * the system provider's ProcessStart or ProcessExec gave it (cpu.c). */
+const char *an_process_name_shown(const ltr_analysis *a, uint32_t pid, char *buf, size_t size);
 /* The same for a process of the model: an image an exec replaced is named
  * by its own program (an_proc.image), not the pid's last one. */
 const char *an_proc_exe(const ltr_analysis *a, const an_proc *p);

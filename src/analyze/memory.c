@@ -114,8 +114,9 @@ static void print_process(const ltr_analysis *a, FILE *out, uint32_t pid)
 {
     an_mem_summary_t m;
     an_mem_summary(a, pid, &m);
-    fprintf(out, "\nprocess %u %s: memory counters, %llu sample(s) in the window\n", pid, an_process_exe(a, pid),
-            (unsigned long long)m.samples);
+    char name[1024]; /* a process of --pid alone has its name from the system provider (it said none) */
+    fprintf(out, "\nprocess %u %s: memory counters, %llu sample(s) in the window\n", pid,
+            an_process_name_shown(a, pid, name, sizeof name), (unsigned long long)m.samples);
     char first[32], final[32], grew[32], lo[32], hi[32], heap[32];
     fprintf(out, "  private bytes (RssAnon + VmSwap): %s at %.3f s, %s at %.3f s (%s), lowest %s, highest %s\n",
             ltr_size_format(m.first.private_bytes, first, sizeof first), an_seconds(a, m.first.ts),

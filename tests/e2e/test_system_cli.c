@@ -160,6 +160,14 @@ static void test_memory_counters_agree_with_proc(void **state)
     waitpid(p, NULL, 0);
     if (warned)
         fail_msg("ltr status or stop of a session without heap warned of its --pid");
+    /* named by the system provider's ProcessStart (the trace has no PROCESS
+     * record of a process not attached: it said "process P :") */
+    tu_result an = tu_run("%s analyze %s", LTR, trace);
+    char named[128];
+    snprintf(named, sizeof named, "process %d %.15s: memory counters", (int)p, strrchr(MEMHOLD, '/') + 1);
+    if (!strstr(an.out, named))
+        fail_msg("no '%s' in:\n%s", named, an.out);
+    tu_free(&an);
     uint64_t priv[4096], sys;
     size_t n = samples_of(trace, (uint32_t)p, priv, 4096, &sys);
     assert_true(n >= 2 && n <= 4096);
