@@ -21,6 +21,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* A layout as the writer knows it. */
 typedef struct col_layout {
@@ -773,6 +776,27 @@ static inline void put_value(uint32_t *out, size_t *n, uint64_t *big, size_t *nb
     }
 }
 
+/* Eight bytes of one-byte varints (as loaded: w's bytes in memory order)
+ * as eight 32-bit values at out: SSE2's unpacks where x86-64 has them
+ * (all of it does), else a shift, mask and store a value, 4 instructions
+ * each (GCC's own vectors of 8 x 32 bits became those too without AVX).
+ * With the column's bytes in registers: column_values on cc1plus's trace
+ * 179.8 M instructions to 152.8 M (callgrind, the read-ahead thread);
+ * sixteen at once (a load and a movemask) was 5 M more. */
+static inline __attribute__((always_inline)) void widen8(uint32_t *out, uint64_t w)
+{
+#ifdef __SSE2__
+    __m128i zero = _mm_setzero_si128(), h = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)w), zero);
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_unpacklo_epi16(h, zero));
+    _mm_storeu_si128((__m128i *)(void *)(out + 4), _mm_unpackhi_epi16(h, zero));
+#else
+    uint8_t b[8];
+    memcpy(b, &w, sizeof b);
+    for (int k = 0; k < 8; k++)
+        out[k] = b[k];
+#endif
+}
+
 /* A column's varints from pos on, decoded (delta: a delta column's, added
  * to *prev) into out and big. Eight varints of one byte each are taken at
  * once, after a value of one byte: the layout indexes' and the references'
@@ -785,19 +809,21 @@ static inline __attribute__((always_inline)) size_t varints(const ltr_colcursor 
                                                             uint64_t *big, size_t *nbig)
 {
     const uint64_t high = 0x8080808080808080ull;
+    const uint8_t *p = c->p; /* in registers: the stores to out might be them */
+    size_t len = c->len;
     uint64_t w, z;
     for (;;) {
-        while (c->len - pos >= 8 && (memcpy(&w, c->p + pos, 8), !(w & high))) {
-            for (int k = 0; k < 8; k++, w >>= 8)
-                if (delta)
+        while (len - pos >= 8 && (memcpy(&w, p + pos, 8), !(w & high))) {
+            if (delta)
+                for (int k = 0; k < 8; k++, w >>= 8)
                     put_value(out, n, big, nbig, *prev += (uint64_t)ltr_unzigzag(w & 0x7f));
-                else
-                    out[(*n)++] = (uint32_t)(w & 0x7f); /* below LTR_COLVAL_BIG */
+            else
+                widen8(out + *n, w), *n += 8; /* below LTR_COLVAL_BIG */
             pos += 8;
         }
         size_t m;
         do { /* up to a value of one byte, or the column's end */
-            if (pos >= c->len || !(m = an_uvar(c->p + pos, c->len - pos, c->len - pos, &z)))
+            if (pos >= len || !(m = an_uvar(p + pos, len - pos, len - pos, &z)))
                 return pos;
             put_value(out, n, big, nbig, delta ? (*prev += (uint64_t)ltr_unzigzag(z)) : z);
             pos += m;
