@@ -206,7 +206,7 @@ static inline __attribute__((always_inline)) int resolve(const struct ltr_refseq
     if (!f6 && (!s || s->spoiled))
         return -1;
     const ring *g = &s->r[which];
-    if (!g->slot || code == 0 || code > g->n || code > LTR_REFS_WINDOW)
+    if (!g->slot || code - 1 >= g->n || code > LTR_REFS_WINDOW) /* code 0 too */
         return -1;
     uint64_t o = g->n - code;
     const ltr_refslot *slot = &g->slot[o & (g->cap - 1)];
@@ -295,7 +295,11 @@ typedef struct found {
     uint64_t addr[2]; /* ltr_refev's, resolved */
     uint8_t ok[2];
     int place, free_class;
-    unsigned cls; /* the pnew's size class (its event's size), taken once */
+    unsigned cls;  /* the pnew's size class (its event's size), taken once */
+    uint64_t dist; /* the pref's distance back (free_distance), when it has a code: the
+                    * commit took it again (its loads after the list's stores, which may
+                    * alias): apply_events on cc1plus's trace 324.4 M instructions to
+                    * 309.1 M with resolve's one compare for code 0 and past the count */
 } found;
 
 /* f6: s is a readable block's (not spoiled) with format 6's codes, the
@@ -311,8 +315,9 @@ static inline __attribute__((always_inline)) int resolve_event(const struct ltr_
     f->place = -1;
     f->free_class = -1;
     f->cls = h0 ? ltr_model_class(e->size) : 0;
+    f->dist = h1 && e->code[1] ? free_distance(s, e->code[1], f6) : 0;
     if (h1 && e->code[1])
-        f->ok[1] = resolve(s, LTR_REFS_ALLOC, free_distance(s, e->code[1], f6), &f->addr[1], &f->free_class, f6) == 0;
+        f->ok[1] = resolve(s, LTR_REFS_ALLOC, f->dist, &f->addr[1], &f->free_class, f6) == 0;
     else if (h1)
         f->ok[1] = (uint8_t)stored_plain(s, 1, e->addr[1], &f->addr[1], f6);
     if (h0 && !e->code[0])
@@ -377,7 +382,7 @@ static inline __attribute__((always_inline)) void commit_event(struct ltr_refseq
          * after it fails only where any reference to that allocation
          * would. Before the event's allocation joins: distances count from
          * the count before it. */
-        uint64_t d = e->code[1] ? free_distance(s, e->code[1], f6) : 0, n = s->r[LTR_REFS_ALLOC].n;
+        uint64_t d = e->code[1] ? f->dist : 0, n = s->r[LTR_REFS_ALLOC].n;
         s->freed1 = d && d <= n ? n - d + 1 : 0;
     }
     for (int k = 0; s->delta && k < 2; k++)
@@ -405,7 +410,7 @@ int ltr_refseq_resolve_event(const struct ltr_refseq *s, ltr_refev *e)
 void ltr_refseq_commit_event(struct ltr_refseq *s, const ltr_refev *e)
 {
     found f = {{e->addr[0], e->addr[1]}, {e->ok[0], e->ok[1]}, e->place, e->free_class,
-               e->has[0] ? ltr_model_class(e->size) : 0};
+               e->has[0] ? ltr_model_class(e->size) : 0, e->has[1] && e->code[1] ? free_distance(s, e->code[1], 0) : 0};
     commit_event(s, e, &f, 0, e->has[0], e->has[1]);
 }
 

@@ -1144,6 +1144,32 @@ static void test_next_address_only_after_a_known_one(void **state)
     ltr_refs_free(&refs);
 }
 
+/* A reference one further back than the sequence holds fails, and so does
+ * one of 0, one by one and in a run (refseq.c's resolve takes both with
+ * one compare of code - 1: the slot one past the count is an empty one,
+ * whose 0 would match its "ordinal + 1" of 0); one as far back as the
+ * count names the first value. */
+static void test_reference_past_the_count_fails(void **state)
+{
+    (void)state;
+    ltr_refs refs;
+    ltr_refs_init(&refs);
+    struct ltr_refseq *q = ltr_refs_block(&refs, 0, 100, 0, 0, F6);
+    ltr_refev e = {.has = {1, 0}, .code = {0, 0}, .addr = {0x10000, 0}, .size = 100};
+    assert_int_equal(ltr_refseq_apply_event(q, &e), 0);
+    for (uint64_t back = 2; back <= 3; back++) { /* the pref code of a distance d is d + 1 (format 6) */
+        e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT + back}};
+        assert_int_equal(ltr_refseq_resolve_event(q, &e), -1);
+        assert_int_equal(ltr_refseq_apply_events(q, &e, 1), 0);
+    }
+    e = (ltr_refev){.has = {1, 0}, .code = {LTR_MODEL_CODES + 1, 0}, .size = 8}; /* a free 1 back: none yet */
+    assert_int_equal(ltr_refseq_apply_events(q, &e, 1), 0);
+    e = (ltr_refev){.has = {0, 1}, .code = {0, LTR_MODEL_FREED_NEXT + 1}};
+    assert_int_equal(ltr_refseq_apply_events(q, &e, 1), 1);
+    assert_int_equal(e.addr[1], 0x10000);
+    ltr_refs_free(&refs);
+}
+
 /* The reader's side of the allocation after the previous free's: it is
  * named by number, known when the previous free's distance was, even
  * where that allocation's address was not; not after a free stored as
@@ -2803,6 +2829,7 @@ int main(void)
         cmocka_unit_test(test_random_heaps_every_address_back),
         cmocka_unit_test(test_index_written_and_read),
         cmocka_unit_test(test_damaged_index_not_used),
+        cmocka_unit_test(test_reference_past_the_count_fails),
         cmocka_unit_test(test_analysis_by_index),
         cmocka_unit_test(test_spans_written_and_read),
         cmocka_unit_test(test_spans_tell_what_waits),
