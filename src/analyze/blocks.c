@@ -50,6 +50,7 @@ struct an_blocks {
     size_t capgot;
     an_event *wev;         /* a window's events, built a column at a time (run_window) */
     ltr_refev *refs;       /* and their references */
+    uint16_t *lists;       /* each table entry's records in a window (window_entries) */
     struct col_at *at;     /* where each column stood when the window began */
     size_t capat;
     int ahead;             /* column blocks decoded ahead (LTR_ANALYZE_AHEAD=0: not, to compare) */
@@ -93,6 +94,7 @@ void an_blocks_free(an_blocks *b)
     free(b->got);
     free(b->wev);
     free(b->refs);
+    free(b->lists);
     free(b->at);
     free(b);
 }
@@ -441,7 +443,8 @@ static int decode_columns(an_blocks *b, const ltr_colview *cv)
         ltr_reserve((void **)&b->got, &b->capgot, cv->ncols, sizeof *b->got, 64) != 0 ||
         ltr_reserve((void **)&b->at, &b->capat, cv->ncols, sizeof *b->at, 64) != 0 ||
         (!b->wev && !(b->wev = malloc(WINDOW * sizeof *b->wev))) ||
-        (!b->refs && !(b->refs = malloc(WINDOW * sizeof *b->refs))))
+        (!b->refs && !(b->refs = malloc(WINDOW * sizeof *b->refs))) ||
+        (!b->lists && !(b->lists = malloc(ENTRY_PLANS * WINDOW * sizeof *b->lists))))
         return 0;
     const ltr_colvals *got = cv->ahead;
     if (!got) {
@@ -634,7 +637,7 @@ static inline void skip_value(col_vals *c)
 /* The window's field columns put back where the first `taken` records of
  * the window leave them (from where the window found them, at[]): a record
  * stopped the window before the columns' ends were reached together. */
-static void window_rewalk(const entry_plan *eps, const uint8_t *ent, uint32_t taken, const col_at *at,
+static void window_rewalk(const entry_plan *eps, const uint32_t *idx, uint32_t taken, const col_at *at,
                           col_vals *vals, size_t ncols)
 {
     for (size_t k = 2; k < ncols; k++) {
@@ -642,7 +645,7 @@ static void window_rewalk(const entry_plan *eps, const uint8_t *ent, uint32_t ta
         vals[k].bi = at[k].bi;
     }
     for (uint32_t r = 0; r < taken; r++) {
-        const entry_plan *ep = &eps[ent[r]];
+        const entry_plan *ep = &eps[idx[r]];
         for (uint32_t j = 0; j < ep->k; j++) {
             col_vals *c = ep->f[j].c;
             uint32_t x = c->v[c->i];
@@ -696,17 +699,26 @@ static void entry_refs_out(const entry_plan *ep, const uint16_t *recs, uint32_t 
         }
 }
 
-/* A window's records grouped by table entry: each entry's records in order
- * in recs[first[e]..first[e] + cnt[e]), recs either list or, when all are
- * one entry's, IOTA (perl's leak: nearly every window, its order made
- * without the list's fill, 8 instructions a record). */
+/* A window's records grouped by table entry: entry e's records in order
+ * in lists[e][0..cnt[e]), or, when all are one entry's, IOTA (perl's leak:
+ * nearly every window). Each entry's list of its own, written as the
+ * index column is read: counting the entries first, then filling one list
+ * at their offsets, was another pass of 8 instructions a record (cc1plus's
+ * trace: run_decoded 286.7 M instructions to 262.9 M, callgrind, with each
+ * record's entry read from the index column again where a window stops
+ * short, not kept; the whole analysis of perl's leak, whose windows are
+ * IOTA, 2.3 M more, cachegrind). */
 typedef struct window_entries {
-    uint8_t ent[WINDOW];
-    uint16_t list[WINDOW];
-    const uint16_t *recs;
-    uint32_t cnt[ENTRY_PLANS], first[ENTRY_PLANS];
+    uint16_t (*lists)[WINDOW];
+    int one; /* all records are one entry's */
+    uint32_t cnt[ENTRY_PLANS];
 } window_entries;
 
+/* Entry e's records in the window, in order. */
+static inline const uint16_t *entry_recs(const window_entries *we, uint32_t e)
+{
+    return we->one ? IOTA : we->lists[e];
+}
 
 /* The times of a window's lim records from the delta column, after ts,
  * with the run's least and most (bigs: as slot_run's; deltas seldom are);
@@ -754,7 +766,7 @@ static uint32_t window_records(window_ctx *w, const window_entries *we, an_event
     lim = (uint32_t)ltr_refseq_apply_events(w->v->refs, refs, lim);
     for (uint32_t e = 0; e < nt; e++) {
         entry_plan *ep = &w->eps[e];
-        const uint16_t *recs = &we->recs[we->first[e]];
+        const uint16_t *recs = entry_recs(we, e);
         uint32_t t = we->cnt[e];
         while (t && recs[t - 1] >= lim) /* the entry's records the window took */
             t--;
@@ -787,35 +799,29 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
     const uint32_t *iv = ix->v + ix->i;
     const uint32_t *kind = w->kind; /* in registers: the stores to ev[] and refs[] might be them */
     const uint8_t(*has)[2] = w->has;
-    memset(we.cnt, 0, nt * sizeof *we.cnt);
+    we.lists = (uint16_t(*)[WINDOW])w->b->lists;
+    uint16_t *to[ENTRY_PLANS]; /* where each entry's next record goes */
+    for (uint32_t e = 0; e < nt; e++)
+        to[e] = we.lists[e];
     for (uint32_t r = 0; r < m; r++) {
         uint32_t x = iv[r]; /* LTR_COLVAL_BIG is past any table */
         if (x >= nt || !kind[x]) {
             lim = r;
             break;
         }
-        we.ent[r] = (uint8_t)x;
-        we.cnt[x]++;
+        *to[x]++ = (uint16_t)r;
         ev[r] = (an_event){.op = kind[x]};
         memcpy(refs[r].has, has[x], sizeof has[x]);
     }
-    for (uint32_t e = 0, o = 0; e < cv->nt; e++) {
-        we.first[e] = o;
-        o += we.cnt[e];
-    }
-    we.recs = lim && we.cnt[we.ent[0]] == lim ? IOTA : we.list;
-    if (we.recs == we.list) {
-        uint32_t fill[ENTRY_PLANS];
-        memcpy(fill, we.first, cv->nt * sizeof *fill);
-        for (uint32_t r = 0; r < lim; r++)
-            we.list[fill[we.ent[r]]++] = (uint16_t)r;
-    }
+    for (uint32_t e = 0; e < nt; e++)
+        we.cnt[e] = (uint32_t)(to[e] - we.lists[e]);
+    we.one = lim && we.cnt[iv[0]] == lim;
     for (size_t k = 2; k < cv->ncols; k++)
         at[k] = (col_at){vals[k].i, vals[k].bi};
     uint32_t full = lim; /* records whose fields the columns hold */
     for (uint32_t e = 0; e < cv->nt; e++) {
         const entry_plan *ep = &w->eps[e];
-        const uint16_t *recs = &we.recs[we.first[e]];
+        const uint16_t *recs = entry_recs(&we, e);
         for (uint32_t j = 0; we.cnt[e] && j < ep->k; j++) {
             uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, ep->has[0]);
             if (t < we.cnt[e] && recs[t] < full)
@@ -827,7 +833,7 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
     uint32_t taken = window_records(w, &we, ev, refs, full);
     ix->i += taken;
     if (taken < lim)
-        window_rewalk(w->eps, we.ent, taken, at, vals, cv->ncols);
+        window_rewalk(w->eps, iv, taken, at, vals, cv->ncols); /* each record's entry: its index */
     return taken;
 }
 
