@@ -596,6 +596,34 @@ static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, u
     return bigs ? slot_run(c, slot, recs, n, ev, refs, 1, 0) : slot_run(c, slot, recs, n, ev, refs, 0, 0);
 }
 
+/* field_values' loop for a pnew's (ref 0) or a pref's (ref 1) codes, and
+ * after a code of 0 the address; ref and iota (recs is IOTA) constants
+ * where inlined: a code's place in its ltr_refev a fixed offset, and no
+ * list to look the record up in (cc1plus's trace: run_decoded 262.9 M
+ * instructions to 255.3 M, callgrind). */
+static inline __attribute__((always_inline)) uint32_t ref_values(col_vals *c, int ref, const uint16_t *recs,
+                                                                 uint32_t n, ltr_refev *refs, int iota)
+{
+    const uint32_t *v = c->v;
+    const uint64_t *big = c->big;
+    uint32_t i = c->i, bi = c->bi, end = c->n, t = 0;
+    for (; t < n && i < end; t++) {
+        uint32_t x = v[i++];
+        uint64_t code = x != LTR_COLVAL_BIG ? x : big[bi++];
+        ltr_refev *e = &refs[iota ? t : recs[t]];
+        e->code[ref] = code;
+        if (code == 0) {
+            if (i == end)
+                break;
+            uint32_t y = v[i++];
+            e->addr[ref] = y != LTR_COLVAL_BIG ? y : big[bi++];
+        }
+    }
+    c->i = i;
+    c->bi = bi;
+    return t;
+}
+
 /* One field's values of an entry's records (pnew: the entry has a pnew, whose reference reads the size). */
 static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t *recs, uint32_t n, an_event *ev,
                              ltr_refev *refs, int pnew)
@@ -608,24 +636,9 @@ static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t
     case AN_F_COUNT: return slot_values(c, AN_F_COUNT, recs, n, ev, NULL);
     default: break;
     }
-    const uint32_t *v = c->v;
-    const uint64_t *big = c->big;
-    uint32_t i = c->i, bi = c->bi, end = c->n, t = 0;
-    for (; t < n && i < end; t++) {
-        uint32_t x = v[i++];
-        uint64_t code = x != LTR_COLVAL_BIG ? x : big[bi++];
-        ltr_refev *e = &refs[recs[t]];
-        e->code[ref] = code;
-        if (code == 0) {
-            if (i == end)
-                break;
-            uint32_t y = v[i++];
-            e->addr[ref] = y != LTR_COLVAL_BIG ? y : big[bi++];
-        }
-    }
-    c->i = i;
-    c->bi = bi;
-    return t;
+    if (recs == IOTA)
+        return ref ? ref_values(c, 1, recs, n, refs, 1) : ref_values(c, 0, recs, n, refs, 1);
+    return ref ? ref_values(c, 1, recs, n, refs, 0) : ref_values(c, 0, recs, n, refs, 0);
 }
 
 /* A value taken from c, without its use. */
