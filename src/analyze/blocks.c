@@ -822,12 +822,13 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
             lim = r;
             break;
         }
-        *to[x]++ = (uint16_t)r;
+        if (nt > 1) /* else all windows are IOTA: perl's leak, the lists' stores 2.3 M instructions in all */
+            *to[x]++ = (uint16_t)r;
         ev[r] = (an_event){.op = kind[x]};
         memcpy(refs[r].has, has[x], sizeof has[x]);
     }
     for (uint32_t e = 0; e < nt; e++)
-        we.cnt[e] = (uint32_t)(to[e] - we.lists[e]);
+        we.cnt[e] = nt > 1 ? (uint32_t)(to[e] - we.lists[e]) : lim;
     we.one = lim && we.cnt[iv[0]] == lim;
     for (size_t k = 2; k < cv->ncols; k++)
         at[k] = (col_at){vals[k].i, vals[k].bi};
