@@ -602,7 +602,8 @@ static inline __attribute__((always_inline)) uint32_t slot_values(col_vals *c, u
  * list to look the record up in (cc1plus's trace: run_decoded 262.9 M
  * instructions to 255.3 M, callgrind). */
 static inline __attribute__((always_inline)) uint32_t ref_values(col_vals *c, int ref, const uint16_t *recs,
-                                                                 uint32_t n, ltr_refev *refs, int iota)
+                                                                 uint32_t n, ltr_refev *refs, int iota,
+                                                                 uint16_t shape)
 {
     const uint32_t *v = c->v;
     const uint64_t *big = c->big;
@@ -611,6 +612,7 @@ static inline __attribute__((always_inline)) uint32_t ref_values(col_vals *c, in
         uint32_t x = v[i++];
         uint64_t code = x != LTR_COLVAL_BIG ? x : big[bi++];
         ltr_refev *e = &refs[iota ? t : recs[t]];
+        memcpy(e->has, &shape, sizeof shape);
         e->code[ref] = code;
         if (code == 0) {
             if (i == end)
@@ -624,10 +626,14 @@ static inline __attribute__((always_inline)) uint32_t ref_values(col_vals *c, in
     return t;
 }
 
-/* One field's values of an entry's records (pnew: the entry has a pnew, whose reference reads the size). */
+/* One field's values of an entry's records (has: the entry's references'
+ * fields, its records' ltr_refev.has: a pnew's reference reads the size). */
 static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t *recs, uint32_t n, an_event *ev,
-                             ltr_refev *refs, int pnew)
+                             ltr_refev *refs, const uint8_t has[2])
 {
+    int pnew = has[0];
+    uint16_t shape;
+    memcpy(&shape, has, sizeof shape);
     switch (ref < 0 ? slot : AN_F_COUNT + 1) {
     case AN_F_ADDR: return slot_values(c, AN_F_ADDR, recs, n, ev, NULL);
     case AN_F_OLD: return slot_values(c, AN_F_OLD, recs, n, ev, NULL);
@@ -637,8 +643,8 @@ static uint32_t field_values(col_vals *c, int ref, unsigned slot, const uint16_t
     default: break;
     }
     if (recs == IOTA)
-        return ref ? ref_values(c, 1, recs, n, refs, 1) : ref_values(c, 0, recs, n, refs, 1);
-    return ref ? ref_values(c, 1, recs, n, refs, 0) : ref_values(c, 0, recs, n, refs, 0);
+        return ref ? ref_values(c, 1, recs, n, refs, 1, shape) : ref_values(c, 0, recs, n, refs, 1, shape);
+    return ref ? ref_values(c, 1, recs, n, refs, 0, shape) : ref_values(c, 0, recs, n, refs, 0, shape);
 }
 
 /* A value taken from c, without its use. */
@@ -677,10 +683,11 @@ typedef struct window_ctx {
     taker *out;
     ltr_block_run *run;
     uint64_t ts;
-    /* each entry's kind and has[] beside, for the look of every record
-     * (an entry_plan's place is a multiplication, its fields far apart) */
+    /* each entry's kind beside, for the look of every record (an
+     * entry_plan's place is a multiplication); its has[] is written with
+     * the references' codes, not by that look: 4 instructions a record
+     * (cc1plus's trace: run_decoded 255.3 M instructions to 244.9 M, callgrind) */
     uint32_t kind[ENTRY_PLANS];
-    uint8_t has[ENTRY_PLANS][2];
 } window_ctx;
 
 /* The addresses the references resolved, into the fields of an entry's
@@ -811,7 +818,6 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
     uint32_t lim = m, nt = (uint32_t)cv->nt;
     const uint32_t *iv = ix->v + ix->i;
     const uint32_t *kind = w->kind; /* in registers: the stores to ev[] and refs[] might be them */
-    const uint8_t(*has)[2] = w->has;
     we.lists = (uint16_t(*)[WINDOW])w->b->lists;
     uint16_t *to[ENTRY_PLANS]; /* where each entry's next record goes */
     for (uint32_t e = 0; e < nt; e++)
@@ -825,7 +831,6 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
         if (nt > 1) /* else all windows are IOTA: perl's leak, the lists' stores 2.3 M instructions in all */
             *to[x]++ = (uint16_t)r;
         ev[r] = (an_event){.op = kind[x]};
-        memcpy(refs[r].has, has[x], sizeof has[x]);
     }
     for (uint32_t e = 0; e < nt; e++)
         we.cnt[e] = nt > 1 ? (uint32_t)(to[e] - we.lists[e]) : lim;
@@ -837,12 +842,14 @@ static uint32_t run_window(window_ctx *w, uint32_t m, an_event *ev, ltr_refev *r
         const entry_plan *ep = &w->eps[e];
         const uint16_t *recs = entry_recs(&we, e);
         for (uint32_t j = 0; we.cnt[e] && j < ep->k; j++) {
-            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, ep->has[0]);
+            uint32_t t = field_values(ep->f[j].c, ep->f[j].ref, ep->f[j].slot, recs, we.cnt[e], ev, refs, ep->has);
             if (t < we.cnt[e] && recs[t] < full)
                 full = recs[t];
         }
         for (uint32_t t = 0; ep->has[0] && !ep->sized && t < we.cnt[e]; t++)
             refs[recs[t]].size = 0; /* as the model's size field of a layout without one (a free's is not read) */
+        for (uint32_t t = 0; !ep->has[0] && !ep->has[1] && t < we.cnt[e]; t++)
+            memset(refs[recs[t]].has, 0, sizeof refs->has); /* the others' are written with their codes */
     }
     uint32_t taken = window_records(w, &we, ev, refs, full);
     ix->i += taken;
@@ -863,10 +870,8 @@ static int run_decoded(an_blocks *b, an_sink *sk, const ltr_block_view *v, int f
     ltr_block_run run = {.min_ts = UINT64_MAX, .last_ts = v->ts};
     taker out = {.sk = sk, .v = v, .feed = feed};
     window_ctx w = {.b = b, .v = v, .eps = eps, .vals = vals, .out = &out, .run = &run, .ts = v->ts};
-    for (uint64_t e = 0; e < cv->nt; e++) {
+    for (uint64_t e = 0; e < cv->nt; e++)
         w.kind[e] = (uint32_t)eps[e].kind;
-        memcpy(w.has[e], eps[e].has, sizeof w.has[e]);
-    }
     while (run.records < cv->left) {
         uint32_t m = cv->left - run.records;
         m = m < ix->n - ix->i ? m : ix->n - ix->i;
