@@ -313,8 +313,9 @@ static void expect_column_values(ltr_coldecoder *d, const ltr_colwriter *w, uint
 }
 
 /* Columns of one-byte varints in runs of every length, between longer
- * ones, at every alignment: column_values takes eight at once where it
- * can (a vector's unpacks), and each value comes out as read one by one. */
+ * ones, at every alignment: column_values takes eight bytes at once (a
+ * vector's unpacks), the one-byte values before the first longer one
+ * among them, and each value comes out as read one by one. */
 static void test_values_of_runs(void **state)
 {
     (void)state;
