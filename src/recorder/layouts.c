@@ -8,18 +8,21 @@
  */
 #include "recorder/internal.h"
 #include "event/shm.h"
+#include "prim/prim.h"
 
 #include <ltr/trace.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Names come from traced programs: control characters (a terminal escape,
- * a newline that would forge a line) become '?'. */
+/* Names come from traced programs: shown as every name of a trace is
+ * (ltr_shown_text), so a control character (a terminal escape, a newline
+ * that would forge a line, a C1 CSI, which C0's '?' alone let through to
+ * root's terminal) or a bidirectional control becomes '?'. */
 static void put_name(ltr_bytes *out, const uint8_t *p, size_t n)
 {
     uint8_t *o = ltr_bytes_grow(out, n);
-    for (size_t i = 0; o && i < n; i++)
-        o[i] = p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i];
+    if (o) /* '?' for a whole character: never longer */
+        out->len -= n - ltr_shown_text((const char *)p, n, (char *)o, false);
 }
 
 /* One LAYOUT body as a line: "Name id=N event=E level=L opcode=O

@@ -26,10 +26,10 @@ int ltr_providers_list(ltr_provider_info *out, int max, ltr_error *err)
         ltr_provider_info *o = &out[n++];
         memset(o, 0, sizeof *o);
         o->guid = p->guid;
-        snprintf(o->name, sizeof o->name, "%.*s", (int)sizeof p->name - 1, p->name);
-        for (char *c = o->name; *c; c++) /* named by traced programs: no terminal escapes */
-            if ((unsigned char)*c < 0x20 || *c == 0x7f)
-                *c = '?';
+        /* named by traced programs: shown as a trace's names are, without a
+         * control character (C0 alone let a C1 CSI reach the terminal) */
+        size_t len = strnlen(p->name, sizeof p->name - 1);
+        o->name[ltr_shown_text(p->name, len, o->name, false)] = 0;
         uint32_t bits = atomic_load(&p->sessions);
         for (unsigned s = 0; s < LTR_MAX_SESSIONS; s++) {
             char name[LTR_SESSION_NAME_MAX];
@@ -51,8 +51,12 @@ const ltr_provider_info *ltr_providers_find(const ltr_provider_info *v, int n, c
 {
     ltr_guid g;
     bool is_guid = ltr_guid_parse(name_or_guid, &g) == 0;
+    /* the names are kept as shown: the name as listed finds its provider, and so does the name itself */
+    char shown[sizeof v->name];
+    size_t len = strnlen(name_or_guid, sizeof shown - 1);
+    shown[ltr_shown_text(name_or_guid, len, shown, false)] = 0;
     for (int i = 0; i < n; i++)
-        if (is_guid ? !memcmp(&v[i].guid, &g, sizeof g) : !strcasecmp(v[i].name, name_or_guid))
+        if (is_guid ? !memcmp(&v[i].guid, &g, sizeof g) : !strcasecmp(v[i].name, shown))
             return &v[i];
     return NULL;
 }

@@ -3,7 +3,9 @@
  * session with a program run into it: Ltr.Heap is listed with its GUID and
  * the session that enables it; --details names the events the program
  * registered there (Alloc, Free) with their fields; --session filters; once
- * the session is cancelled nothing enables it; and the refusals.
+ * the session is cancelled nothing enables it; and the refusals. A traced
+ * program's provider and event names (a C1 CSI, a bidirectional override,
+ * an 8-bit CSI byte, an ESC) reach root's terminal as '?'.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 
 #include "util/testutil.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define LTR tu_ltr()
@@ -66,10 +69,52 @@ static void test_providers(void **state)
     tu_free(&r);
 }
 
+/* The first byte of text a terminal could act on: a C0 or C1 control (also
+ * a lone 8-bit byte), or the start of a bidirectional control; newlines and
+ * tabs of the command's own lines aside. */
+static const char *acted_on(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || (*p >= 0x80 && *p <= 0x9f) ||
+            (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) || (p[0] == 0xe2 && (p[1] == 0x80 || p[1] == 0x81)))
+            return (const char *)p;
+    return NULL;
+}
+
+/* printf(1) octal: C1 CSI (U+009B), RLO (U+202E), a lone 0x9b, ESC */
+#define EVIL "Evil\\302\\2332J\\342\\200\\256XYZ\\2333m\\033[31m"
+
+static void test_hostile_names(void **state)
+{
+    (void)state;
+    tu_result r = tu_run("%s start --instance prov-h --provider \"$(printf '" EVIL "')\" && %s --name \"$(printf '" EVIL
+                         "')\" --event-name \"$(printf 'Ev\\302\\2331;1H\\342\\201\\246name')\" --events 10 "
+                         "--wait-enabled 10",
+                         LTR, tu_test_bin("ltr-test-producer"));
+    if (r.status != 0)
+        fail_msg("%s%s", r.out, r.err);
+    tu_free(&r);
+    static const char *const cmds[] = {"providers", "providers --details \"$(printf '" EVIL "')\"",
+                                       "providers --details 'Evil?2J?XYZ?3m?[31m'"}; /* as listed, it is found */
+    static const char *const want[] = {"\nEvil?2J?XYZ?3m?[31m ", "  Ev?1;1H?name id=", "  Ev?1;1H?name id="};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        r = tu_run("%s %s", LTR, cmds[i]);
+        const char *bad = acted_on(r.out);
+        if (bad)
+            fail_msg("ltr %s: a byte a terminal acts on (0x%02x) at offset %td of its output", cmds[i],
+                     (unsigned char)*bad, bad - r.out);
+        if (r.status != 0 || !strstr(r.out, want[i])) /* each character one '?' */
+            fail_msg("ltr %s: %s%s", cmds[i], r.out, r.err);
+        tu_free(&r);
+    }
+    tu_expect_ok(tu_run("%s cancel --instance prov-h", LTR));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_providers, tu_setup_sandbox, tu_teardown_sandbox),
+        cmocka_unit_test_setup_teardown(test_hostile_names, tu_setup_sandbox, tu_teardown_sandbox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

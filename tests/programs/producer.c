@@ -8,6 +8,7 @@
  *            [--wait-enabled SECONDS] [--level L] [--keywords K]
  *            [--wait-disabled SECONDS] [--random] [--pace-us US]
  *            [--ready-file PATH --go-file PATH] [--stop-file PATH]
+ *            [--event-name NAME]
  *
  * With --ready-file, the main thread writes one event once the provider is
  * enabled (the process attaches at its first), then creates that file, and
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
         {"random", no_argument, 0, 'r'}, {"reallocs", required_argument, 0, 'a'},
         {"pace-us", required_argument, 0, 'p'}, {"ready-file", required_argument, 0, 'R'},
         {"go-file", required_argument, 0, 'G'}, {"stop-file", required_argument, 0, 'S'},
-        {0, 0, 0, 0}};
+        {"event-name", required_argument, 0, 'E'}, {0, 0, 0, 0}};
     const char *name = "Test.Producer", *ready = NULL, *go = NULL;
     int threads = 1, c;
     double wait_enabled = 0, wait_disabled = 0;
@@ -141,6 +142,7 @@ int main(int argc, char **argv)
         case 'R': ready = optarg; break;
         case 'G': go = optarg; break;
         case 'S': stop_file = optarg; break;
+        case 'E': ev.name = optarg; break; /* a name of the program's choosing (test_providers) */
         default: return 2;
         }
     }
