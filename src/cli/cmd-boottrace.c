@@ -39,7 +39,9 @@ static void help(void)
            "(a container), by making the link systemctl would make,\n"
            "/etc/systemd/system/" LTR_BOOT_WANTS "/" LTR_BOOT_UNIT ",\n"
            "and saying so. Nothing starts now: the next boot starts the session.\n"
-           "Needs root.\n\n"
+           "Needs root. This ltr, its heap agent and a profile's .wprp file must be\n"
+           "root's alone (only root can change them, nor the directories on their way):\n"
+           "root runs and reads them at every boot.\n\n"
            "The trace is written as usual: 'sudo ltr stop FILE' ends the boot's session\n"
            "(its control socket is in " LTR_BOOT_RUNTIME_DIR ", where root's commands look without a\n"
            "login session of root's own; with one, 'sudo LTR_RUNTIME_DIR=" LTR_BOOT_RUNTIME_DIR " ltr stop\n"
@@ -75,6 +77,7 @@ typedef struct boot_opts {
     bool filemode, memory, force, disable;
     const char *args[64]; /* for `ltr start` */
     size_t nargs;
+    char *profile_files[32]; /* a profile of a .wprp file: "REALPATH!Name" (malloc'd), else NULL */
 } boot_opts;
 
 static int add(boot_opts *o, const char *a, const char *b)
@@ -187,6 +190,37 @@ static int roots_alone(const char *path, bool agent)
                     agent ? "into the services it traces, root's among them," : "as root", err.msg);
 }
 
+/* A profile of a .wprp file is read by root at every boot too, and what it
+ * says is the boot session's: its buffers (up to all of the memory, in a
+ * flight recorder that fills them), the services it heap-traces. So the
+ * file must be root's alone, as the binary is; and it is named in the unit
+ * by its real path, since the unit runs in "/" (a relative name given here
+ * was looked for there at boot). *file: "REAL!Name", or NULL for a
+ * built-in profile. 0, or 1 said. */
+static int profile_file(const char *spec, char **file)
+{
+    const char *bang = strrchr(spec, '!');
+    *file = NULL;
+    if (!bang)
+        return 0;
+    char given[PATH_MAX], real[PATH_MAX];
+    snprintf(given, sizeof given, "%.*s", (int)(bang - spec), spec);
+    if (!realpath(given, real))
+        return cli_fail("boottrace", "%s: %s", given, strerror(errno));
+    ltr_error err;
+    int fd = ltr_open_roots_alone(real, &err);
+    if (fd < 0)
+        return cli_fail("boottrace", "the unit would read the profile %s as root at every boot, and whoever can "
+                        "change it would choose what the boot session records and the memory it takes: %s "
+                        "(copy it where only root can write, under /etc say)", real, err.msg);
+    close(fd);
+    if (asprintf(file, "%s%s", real, bang) < 0) {
+        *file = NULL;
+        return cli_fail("boottrace", "out of memory");
+    }
+    return 0;
+}
+
 static int need_root(void)
 {
     if (geteuid() == 0)
@@ -268,13 +302,15 @@ static int enable(boot_opts *o, char **profiles, int nprofiles)
                             "at boot would load whatever is there by then into the services it traces (install "
                             "ltr whole, e.g. cmake --install BUILD --prefix /opt/ltr)",
                             found ? agent : ignored.msg, found ? ": " : "", found ? strerror(errno) : "");
+    for (int i = 0; i < nprofiles; i++)
+        refused |= profile_file(profiles[i], &o->profile_files[i]);
     if (refused)
         return 1;
     const char *start[1 + 32 + 6 + sizeof o->args / sizeof o->args[0]]; /* start, profiles, options */
     size_t k = 0;
     start[k++] = "start";
     for (int i = 0; i < nprofiles; i++)
-        start[k++] = profiles[i];
+        start[k++] = o->profile_files[i] ? o->profile_files[i] : profiles[i];
     start[k++] = "--instance";
     start[k++] = o->instance;
     if (o->filemode) {
@@ -349,5 +385,8 @@ int cmd_boottrace(int argc, char **argv)
                cli_usage_error("boottrace", usage);
     if (o.force && !o.filemode)
         return cli_fail("boottrace", "--force is for --filemode"), cli_usage_error("boottrace", usage);
-    return enable(&o, argv + optind, nprofiles);
+    int rc = enable(&o, argv + optind, nprofiles);
+    for (int i = 0; i < nprofiles; i++)
+        free(o.profile_files[i]);
+    return rc;
 }

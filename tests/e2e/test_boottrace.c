@@ -9,7 +9,7 @@
  * (as nobody, through setpriv), bad usage, a bad profile, a unit that is not
  * ours, an ltr binary or heap agent that another user could change (the
  * cases of tests/util/roots_alone.h, which test_heaptracingconfig runs
- * too, and the binary's own). The ltr that sets the boot trace up is a
+ * too, and the binary's own), a profile file that is not root's alone. The ltr that sets the boot trace up is a
  * copy in the private /etc (tu_private_ltr): the build tree may be where
  * the rule refuses it. Needs root (it writes /etc/systemd); skipped where
  * systemd runs the machine (systemctl would enable the unit on the real
@@ -306,6 +306,36 @@ static void test_agent_not_there_refused(void **state)
     tu_expect_ok(tu_run("rm -rf " ROOTS_ALONE_BASE));
 }
 
+/* A profile of a .wprp file is read by root at every boot too: one where
+ * another user may write (the sandbox, under /tmp) is refused, nothing
+ * written; it chose the boot session's buffers (all of the memory, in a
+ * flight recorder) and the services it traces. One of root's alone, given
+ * by a relative name, is named in the unit by its real path: the unit runs
+ * in "/", where the name given was looked for at boot. */
+static void test_profile_file(void **state)
+{
+    SKIP_IF_NEEDED();
+    const char *dir = *state, *ltr = tu_private_ltr();
+    assert_non_null(ltr);
+    char *before = etc_systemd();
+    tu_expect_ok(tu_run("cp %s/profiles/general.wprp %s/p.wprp", getenv("LTR_SOURCE_DIR"), dir));
+    expect(tu_run("%s boottrace '%s/p.wprp!general' --memory", ltr, dir), 1,
+           "would read the profile");
+    char *after = etc_systemd();
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    tu_expect_ok(tu_run("mkdir -m 0755 /etc/tu-prof && cp %s/p.wprp /etc/tu-prof/ && chmod 0644 /etc/tu-prof/p.wprp && "
+                        "cd /etc/tu-prof && %s boottrace 'p.wprp!general' --memory",
+                        dir, ltr));
+    char *unit = tu_read_file(UNIT);
+    assert_non_null(unit);
+    if (!strstr(unit, "\nExecStart=\"") || !strstr(unit, "\"start\" \"/etc/tu-prof/p.wprp!general\" "))
+        fail_msg("the unit does not name the profile by its real path, /etc/tu-prof/p.wprp:\n%s", unit);
+    free(unit);
+    tu_expect_ok(tu_run("%s boottrace --disable && rm -r /etc/tu-prof", ltr));
+}
+
 int main(void)
 {
     if (geteuid() != 0)
@@ -321,6 +351,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roots_alone_cases, fresh, done),
         cmocka_unit_test_setup_teardown(test_agent_named_as_checked, fresh, done),
         cmocka_unit_test_setup_teardown(test_agent_not_there_refused, fresh, done),
+        cmocka_unit_test_setup_teardown(test_profile_file, fresh, done),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
