@@ -38,6 +38,16 @@ static uint32_t buffer_count(const ltr_plan_collector *pc)
     return n < LTR_BUFFERS_MIN ? LTR_BUFFERS_MIN : n > LTR_BUFFERS_MAX ? LTR_BUFFERS_MAX : (uint32_t)n;
 }
 
+/* Text a .wprp file chose (a collector's Name, a profile's Id), as the
+ * session keeps it: `ltr start`, `ltr status` and the recorder's log print
+ * it, often on root's terminal, and XML carries a C1 control (&#x9b;, a CSI)
+ * or a bidirectional one, which became '?' only where `ltr profiles` showed
+ * them (prim's ltr_shown_text). */
+static void shown_in_place(char *text)
+{
+    text[ltr_shown_text(text, strlen(text), text, false)] = 0;
+}
+
 /* The session collector for plan collector i, creating it on first use. */
 static int collector_for(const ltr_plan *plan, size_t i, ltr_session_config *cfg, int *map,
                          ltr_error *err)
@@ -51,6 +61,7 @@ static int collector_for(const ltr_plan *plan, size_t i, ltr_session_config *cfg
     const ltr_plan_collector *pc = &plan->collectors[i];
     ltr_collector_spec *cs = &cfg->collectors[cfg->ncollectors];
     snprintf(cs->name, sizeof cs->name, "%s", pc->name);
+    shown_in_place(cs->name);
     cs->buffer_kb = pc->buffer_size_kb;
     cs->buffers = buffer_count(pc);
     map[i] = (int)cfg->ncollectors++;
@@ -67,6 +78,7 @@ static void join_profiles(const ltr_plan *plan, ltr_session_config *cfg)
             break;
         used += (size_t)n;
     }
+    shown_in_place(cfg->profiles);
 }
 
 /* One line naming each unavailable system keyword once: those that map to a

@@ -14,7 +14,6 @@
 
 #include "util/testutil.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define LTR tu_ltr()
@@ -69,18 +68,6 @@ static void test_providers(void **state)
     tu_free(&r);
 }
 
-/* The first byte of text a terminal could act on: a C0 or C1 control (also
- * a lone 8-bit byte), or the start of a bidirectional control; newlines and
- * tabs of the command's own lines aside. */
-static const char *acted_on(const char *text)
-{
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || (*p >= 0x80 && *p <= 0x9f) ||
-            (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) || (p[0] == 0xe2 && (p[1] == 0x80 || p[1] == 0x81)))
-            return (const char *)p;
-    return NULL;
-}
-
 /* printf(1) octal: C1 CSI (U+009B), RLO (U+202E), a lone 0x9b, ESC */
 #define EVIL "Evil\\302\\2332J\\342\\200\\256XYZ\\2333m\\033[31m"
 
@@ -99,7 +86,7 @@ static void test_hostile_names(void **state)
     static const char *const want[] = {"\nEvil?2J?XYZ?3m?[31m ", "  Ev?1;1H?name id=", "  Ev?1;1H?name id="};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         r = tu_run("%s %s", LTR, cmds[i]);
-        const char *bad = acted_on(r.out);
+        const char *bad = tu_acted_on(r.out);
         if (bad)
             fail_msg("ltr %s: a byte a terminal acts on (0x%02x) at offset %td of its output", cmds[i],
                      (unsigned char)*bad, bad - r.out);

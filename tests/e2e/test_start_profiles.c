@@ -2,7 +2,8 @@
  * tests/e2e/test_start_profiles.c — `ltr start PROFILE`: built-in profiles and
  * profiles of .wprp files become sessions with their collectors, buffers and
  * providers; --filemode picks the File variant; what ltr cannot record is
- * reported, not fatal; errors start nothing.
+ * reported, not fatal; errors start nothing; the names a file chose are
+ * printed without a control character.
  */
 #include "util/testutil.h"
 
@@ -283,6 +284,36 @@ static void test_profile_pid_said_as_the_profiles(void **state)
     tu_free(&r);
 }
 
+/* A .wprp file (from a colleague, a download) names its collectors and
+ * profiles: a C1 CSI (&#x9b;), a NEL and a right-to-left override there,
+ * which XML carries, reached the terminal of `ltr start` and `ltr status`
+ * (root's, often); now they are '?', as `ltr profiles` shows them. */
+static void test_hostile_names_shown(void **state)
+{
+    const char *dir = *state;
+    tu_write_file(dir, "evil.wprp",
+                  "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<WindowsPerformanceRecorder Version=\"1.0\"><Profiles>\n"
+                  "<SystemCollector Id=\"SC\" Name=\"Evil&#x9b;2J&#x202e;R&#x85;N\"><BufferSize Value=\"64\"/>"
+                  "<Buffers Value=\"4\"/></SystemCollector>\n"
+                  "<SystemProvider Id=\"SP\"><Keywords><Keyword Value=\"ProcessThread\"/></Keywords></SystemProvider>\n"
+                  "<Profile Id=\"E&#x9b;1m.Verbose.Memory\" Name=\"E&#x9b;1m\" DetailLevel=\"Verbose\" "
+                  "LoggingMode=\"Memory\"><Collectors><SystemCollectorId Value=\"SC\"><SystemProviderId Value=\"SP\"/>"
+                  "</SystemCollectorId></Collectors></Profile>\n</Profiles></WindowsPerformanceRecorder>\n");
+    tu_result r = tu_run("%s start \"%s/evil.wprp!$(printf 'E\\302\\2331m')\" --instance hn && %s status --instance hn",
+                         LTR, dir, LTR);
+    if (r.status != 0)
+        fail_msg("%s%s", r.out, r.err);
+    const char *bad = tu_acted_on(r.out);
+    if (bad)
+        fail_msg("a byte a terminal acts on (0x%02x) at offset %td of what start and status printed",
+                 (unsigned char)*bad, bad - r.out);
+    assert_non_null(strstr(r.out, "; Evil?2J?R?N: 4 buffers of 64 KB, profiles ")); /* start */
+    assert_non_null(strstr(r.out, "evil.wprp!E?1m.Verbose.Memory\n"));
+    assert_non_null(strstr(r.out, "\n  Evil?2J?R?N ")); /* status */
+    tu_free(&r);
+    tu_expect_ok(tu_run("%s cancel --instance hn", LTR));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +324,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_errors_start_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_system_parts_in_system_collector, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_pid_said_as_the_profiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_names_shown, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,6 +212,17 @@ long long tu_field(const char *text, const char *key)
     return p ? atoll(p + strlen(pat)) : -1;
 }
 
+const char *tu_acted_on(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || (*p >= 0x80 && *p <= 0x9f) ||
+            (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+            (p[0] == 0xe2 && ((p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+                              (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9))))
+            return (const char *)p;
+    return NULL;
+}
+
 tu_trace tu_read_trace(const char *path, const char *provider)
 {
     tu_trace r = {0};

@@ -63,6 +63,11 @@ const char *tu_own_program(const char *dir, const char *prog, const char *prefix
 const char *tu_demo_dir(void);
 /* Reads a key=value number from text like "written=12 lost=3". -1 if absent. */
 long long tu_field(const char *text, const char *key);
+/* The first byte of text that a terminal could act on: a C0 or C1 control
+ * (also as a lone 8-bit byte), DEL, or the start of a bidirectional control
+ * (U+202A..U+202E, U+2066..U+2069); the newlines and tabs of a command's
+ * own lines aside. NULL if none: for names a traced program or a file chose. */
+const char *tu_acted_on(const char *text);
 /* Runs a shell command (printf-style) that runs two processes in a pid namespace of
  * its own, the second given the first's pid again (ns_last_pid), and
  * prints "A=pid B=pid"; it exits 77 where no namespace can be had. The pid
