@@ -491,6 +491,8 @@ static int write_events(merger *m, source *s, uint32_t si)
         uint32_t n = b.compact ? rewrite_compact(s, b.rec, b.len, b.ts_base, &recs) : rewrite_fixed(s, b.rec, b.len, &recs);
         if (recs.failed)
             return ltr_bytes_free(&recs), ltr_fail(m->err, ENOMEM, "out of memory");
+        if (!recs.len) /* no record of it was whole: no block (the writer copied from no bytes at all, NULL) */
+            continue;
         b.info.collector = (uint16_t)(si * LTR_MERGE_COLLECTORS + b.info.collector);
         b.info.flags &= (uint16_t)~(LTR_BLOCK_FLAG_SEALED_EARLY | LTR_BLOCK_FLAG_COMPACT); /* standalone */
         b.info.event_count = n;

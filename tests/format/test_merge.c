@@ -8,7 +8,8 @@
  *   ids are renumbered), times in order across the two;
  * - refusals: another machine, another boot, one trace, an existing output
  *   (left as it was), a file that is not a trace; nothing left behind;
- * - frame nodes in METADATA chunks that follow one another: the same stacks.
+ * - frame nodes in METADATA chunks that follow one another: the same stacks;
+ * - a block of no whole record is left out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -297,6 +298,40 @@ static void test_merged_stacks_keep_their_nodes(void **state)
     unlink(out);
 }
 
+/* A block none of whose records is whole (a crafted or damaged source: a
+ * fixed record whose size says 8 bytes) is no block of the merge: it was
+ * written with no records at all, from no bytes (NULL, which the writer's
+ * memcpy took: UBSan stopped the ASan build's ltr merge of such a trace, a
+ * fuzzer's input given to root's merge). */
+static void test_block_of_no_whole_record_left_out(void **state)
+{
+    (void)state;
+    const char *a = gen_tmp("holed.ltr"), *b = gen_tmp("whole.ltr"), *out = gen_tmp("mh.ltr");
+    ltr_writer *w = gen_open(a);
+    assert_non_null(w);
+    ltr_bytes rec = {0};
+    ltr_error err;
+    gen_cevent(&rec, 0, gen_ts(0), 0);
+    ltr_block_info info = {.pid = 100, .tid = 100, .seq = 0, .event_count = 1};
+    assert_int_equal(ltr_writer_block(w, &info, rec.data, rec.len, &err), 0);
+    uint8_t bad[16] = {8}; /* a fixed record of 8 bytes: less than its own header */
+    ltr_block_info holed = {.pid = 100, .tid = 100, .seq = 1, .event_count = 1, .fixed_records = 1};
+    assert_int_equal(ltr_writer_block(w, &holed, bad, sizeof bad, &err), 0);
+    assert_int_equal(ltr_writer_flush(w, 0, &err), 0);
+    ltr_writer_close(w);
+    ltr_bytes_free(&rec);
+    assert_int_equal(gen_write(b, &opts, NULL), 0);
+    const char *paths[] = {a, b};
+    ltr_merge_report rep;
+    if (ltr_merge(paths, 2, out, false, &rep, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep.blocks, 1 + 12); /* the holed trace's whole block and the other's 12 */
+    assert_int_equal(rep.events, 1 + EVENTS);
+    unlink(a);
+    unlink(b);
+    unlink(out);
+}
+
 /* A merged trace's collectors go past a source's four: merged again, they
  * would mix with the next source's (counters, address references). */
 static void test_merged_trace_is_not_a_source(void **state)
@@ -327,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_merged_stacks_keep_their_nodes),
         cmocka_unit_test(test_merged_trace_is_not_a_source),
+        cmocka_unit_test(test_block_of_no_whole_record_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
