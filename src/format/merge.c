@@ -129,9 +129,14 @@ static int open_source(source *s, const char *path, ltr_error *err)
 {
     memset(s, 0, sizeof *s);
     s->path = path;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* a regular file only, as the reader opens it: between the check of
+     * ltr_trace_open and this open, a FIFO put at the name waited here for
+     * good (a device's open ran) */
+    s->fd = ltr_open_regular(path);
     struct stat st;
-    if (s->fd < 0 || fstat(s->fd, &st) != 0)
+    if (s->fd < 0)
+        return ltr_fail(err, -s->fd, "%s: %s", path, -s->fd == EINVAL ? "not a regular file" : strerror(-s->fd));
+    if (fstat(s->fd, &st) != 0)
         return ltr_fail(err, errno, "%s: %s", path, strerror(errno));
     s->size = (uint64_t)st.st_size;
     s->pos = 16; /* after the file header, which ltr_merge_check read */

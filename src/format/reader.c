@@ -717,20 +717,23 @@ int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out,
         ltr_trace_close(t);
         return ltr_fail(err, ENOMEM, "opening %s: out of memory", path);
     }
-    t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block the open */
+    /* Only a regular file is opened (ltr_open_regular): a trace is read by
+     * position, and read again. The path may lead, through a symlink that
+     * another user put in a directory of theirs, to a device, whose
+     * driver acted on the open itself (a watchdog arms, a pty is made), or
+     * to a FIFO, whose writer the open let go on (root's `ltr info` of a
+     * colleague's trace). */
+    t->fd = ltr_open_regular(path);
     struct stat st;
     if (t->fd < 0 || fstat(t->fd, &st) < 0) {
-        int e = errno;
+        int e = t->fd < 0 ? -t->fd : errno;
+        bool dir = e == EINVAL && stat(path, &st) == 0 && S_ISDIR(st.st_mode); /* for the message alone */
         ltr_trace_close(t);
+        if (e == EINVAL)
+            return dir ? ltr_fail(err, EISDIR, "%s: is a directory, not an ltr trace", path)
+                       : ltr_fail(err, EINVAL, "%s: is not a regular file (a pipe or a device), not an ltr trace",
+                                  path);
         return ltr_fail(err, e, "opening %s: %s", path, strerror(e));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        ltr_trace_close(t);
-        return ltr_fail(err, EISDIR, "%s: is a directory, not an ltr trace", path);
-    }
-    if (!S_ISREG(st.st_mode)) { /* a pipe or device: a trace is read by position, and read again */
-        ltr_trace_close(t);
-        return ltr_fail(err, EINVAL, "%s: is not a regular file (a pipe or a device), not an ltr trace", path);
     }
     t->file_size = (uint64_t)st.st_size;
     int rc = check_file_header(t, err);

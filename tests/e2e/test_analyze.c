@@ -1366,6 +1366,29 @@ static void test_bad_input(void **state)
     tu_free(&r);
 }
 
+/* A trace's name that leads (a symlink another user put in a directory of
+ * theirs) to a FIFO, whose writer waits in its open: not opened, so the
+ * writer is not let go (the open of a device, a watchdog's, runs its
+ * driver's code the same way). The writer, waiting in openat (257) before
+ * ltr runs, says whether ltr or the test's own open after it (read-write:
+ * it never waits) let it go. ltr info, analyze and merge, each. */
+static void test_trace_name_leading_to_a_fifo_not_opened(void **state)
+{
+    (void)state;
+    static const char *const cmds[] = {"info lead.ltr", "analyze lead.ltr", "merge lead.ltr other.ltr -o m.ltr"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        tu_result r = tu_run("rm -f w.fifo lead.ltr other.ltr released who && mkfifo w.fifo && ln -s w.fifo lead.ltr && "
+                             "cp '%s' other.ltr && "
+                             "{ (exec 3>w.fifo; if [ -e released ]; then echo test; else echo ltr; fi > who) & } && "
+                             "w=$! && until [ \"$(cut -d' ' -f1 /proc/$w/syscall 2>/dev/null)\" = 257 ]; do sleep 0.01; done && "
+                             "timeout 60 '%s' %s; echo status=$?; touch released; exec 4<>w.fifo; wait $w; cat who",
+                             leaky_trace, tu_ltr(), cmds[i]);
+        if (!strstr(r.out, "status=1\n") || !strstr(r.out, "\ntest\n") || !strstr(r.err, "lead.ltr"))
+            fail_msg("ltr %s: the FIFO was opened, or the command did not refuse it:\n%s%s", cmds[i], r.out, r.err);
+        tu_free(&r);
+    }
+}
+
 /* Windows and processes the trace cannot answer for. */
 static void test_window_and_pid_mistakes(void **state)
 {
@@ -1481,6 +1504,7 @@ int main(void)
         cmocka_unit_test(test_interpreters_said),
         cmocka_unit_test(test_small_file_of_many_events_on_huge_pages),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_trace_name_leading_to_a_fifo_not_opened),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
