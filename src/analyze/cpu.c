@@ -47,7 +47,9 @@ const char *an_process_name_shown(const ltr_analysis *a, uint32_t pid, char *buf
     const cpu_name *e = *exe ? NULL : an_hmap_get(&a->cpu_names, pid);
     if (!e)
         return an_process_exe_shown(a, pid, buf, size);
-    size_t len = strnlen(e->name, size - 1);
+    size_t len = strlen(e->name); /* 15 at most (cpu_name) */
+    if (len >= size)
+        len = size - 1;
     buf[ltr_shown_text(e->name, len, buf, false)] = 0;
     return buf;
 }
