@@ -65,7 +65,9 @@ static uint64_t raw_bytes(int fd, uint64_t size, uint64_t enough)
 
 uint64_t ltr_trace_file_raw_bytes(const char *path, uint64_t enough)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* a regular file or none: a FIFO put at the name after the caller's
+     * stat (cli/analysis-args.c) held a blocking open for good */
+    int fd = ltr_open_regular(path);
     if (fd < 0)
         return 0;
     struct stat st;

@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -438,6 +440,20 @@ static void test_file_raw_bytes(void **state)
     assert_int_equal(fclose(f), 0);
     assert_int_equal(ltr_trace_file_raw_bytes(path, UINT64_MAX), big);
     assert_int_equal(ltr_trace_file_raw_bytes(gen_tmp("absent.ltr"), UINT64_MAX), 0);
+    /* a FIFO at the name (another user's, put there after a check): 0, at
+     * once; its open waited for a writer that never came */
+    const char *fifo = gen_tmp("fifo.ltr");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(5);
+        _exit(ltr_trace_file_raw_bytes(fifo, UINT64_MAX) == 0 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unlink(fifo);
 }
 
 /* The thread by default for a file of a few KB whose chunks hold 3 MiB
