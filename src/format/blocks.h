@@ -139,10 +139,10 @@ void ltr_trace_count_layout(ltr_trace *t, const ltr_layout *l, uint64_t n);
  * most of them before the analysis could ask. */
 int ltr_trace_open_decoding(const char *path, int decode_ahead, ltr_trace **out, ltr_error *err);
 /* Read-ahead thread for the scans after the next rewind: -1 automatic (files
- * of LTR_READAHEAD_MIN bytes and more, as stored or once decompressed; the
- * environment's LTR_READAHEAD=0 or 1 decides when set), 0 never, 1 always. */
+ * of LTR_READAHEAD_MIN bytes and more; the environment's LTR_READAHEAD=0 or 1
+ * decides when set), 0 never, 1 always. */
 void ltr_trace_set_readahead(ltr_trace *t, int mode);
-#define LTR_READAHEAD_MIN (1u << 20) /* bytes from which a scan gets the thread by default */
+#define LTR_READAHEAD_MIN (1u << 20) /* file size from which a scan gets the thread by default */
 /* The bytes a trace file's chunks hold once decompressed, summed from their
  * headers (no payload read), counted until enough or the first header that
  * does not check; 0 for a file that cannot be read. What the analysis's

@@ -46,11 +46,15 @@ ssize_t ltr_read_at(int fd, void *buf, size_t len, uint64_t off)
     return (ssize_t)got;
 }
 
-/* The raw bytes of the chunks of fd (size bytes) counted from their
- * headers, until enough or a header that does not check. */
-static uint64_t raw_bytes(int fd, uint64_t size, uint64_t enough)
+uint64_t ltr_trace_file_raw_bytes(const char *path, uint64_t enough)
 {
-    uint64_t raw = 0;
+    /* a regular file or none: a FIFO put at the name after the caller's
+     * stat (cli/analysis-args.c) held a blocking open for good */
+    int fd = ltr_open_regular(path);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    uint64_t raw = 0, size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
     for (uint64_t pos = LTR_FILE_HEADER_SIZE; raw < enough && pos + LTR_CHUNK_HEADER_SIZE <= size;) {
         uint8_t hdr[LTR_CHUNK_HEADER_SIZE];
         ltr_chunk_header h;
@@ -60,30 +64,8 @@ static uint64_t raw_bytes(int fd, uint64_t size, uint64_t enough)
         raw += h.raw_size;
         pos += LTR_CHUNK_HEADER_SIZE + h.payload_size;
     }
-    return raw;
-}
-
-uint64_t ltr_trace_file_raw_bytes(const char *path, uint64_t enough)
-{
-    /* a regular file or none: a FIFO put at the name after the caller's
-     * stat (cli/analysis-args.c) held a blocking open for good */
-    int fd = ltr_open_regular(path);
-    if (fd < 0)
-        return 0;
-    struct stat st;
-    uint64_t raw = raw_bytes(fd, fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0, enough);
     close(fd);
     return raw;
-}
-
-/* By what the chunks hold once decompressed, not by the file's size: the
- * work is decompressing and decoding, and traces of events that pack well
- * held it all on the reader's core (node's jit trace: 329 KB of file, 2.5 M
- * events; perl's leak 83 KB, 2 M: read ahead, the reader's core ran 618.7
- * -> 488.4 M and 443.6 -> 363.6 M instructions, callgrind). */
-int ltr_readahead_pays(int fd, uint64_t file_size)
-{
-    return file_size >= LTR_READAHEAD_MIN || raw_bytes(fd, file_size, LTR_READAHEAD_MIN) >= LTR_READAHEAD_MIN;
 }
 
 /* Room for n bytes (n > 0) in a buffer whose content need not be kept:

@@ -676,8 +676,7 @@ void ltr_trace_set_readahead(ltr_trace *t, int mode) { t->readahead = mode; }
 
 uint64_t ltr_trace_position(const ltr_trace *t) { return t->pos; }
 
-/* A thread pays off on traces of more than a few chunks' work
- * (ltr_readahead_pays); LTR_READAHEAD=0 or 1 overrides. */
+/* A thread pays off on traces of more than a few chunks; LTR_READAHEAD=0 or 1 overrides. */
 static int wants_readahead(const ltr_trace *t)
 {
     if (t->readahead >= 0)
@@ -685,7 +684,7 @@ static int wants_readahead(const ltr_trace *t)
     const char *e = getenv("LTR_READAHEAD");
     if (e && *e)
         return strcmp(e, "0") != 0;
-    return ltr_readahead_pays(t->fd, t->file_size);
+    return t->file_size >= LTR_READAHEAD_MIN;
 }
 
 int ltr_trace_rewind(ltr_trace *t, ltr_error *err)

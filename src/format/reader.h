@@ -208,9 +208,6 @@ void ltr_fetch_free(ltr_fetch *f);
  * its own buffers and zstd context. NULL if it could not start. */
 typedef struct ltr_readahead ltr_readahead;
 ltr_readahead *ltr_readahead_start(int fd, uint64_t file_size, uint64_t pos, int decode_ahead);
-/* Whether a scan of fd gets the thread by default: LTR_READAHEAD_MIN bytes
- * of file, or of its chunks once decompressed. */
-int ltr_readahead_pays(int fd, uint64_t file_size);
 /* The next chunk in file order, waiting for it; valid until the next call or
  * the stop. NULL after the thread's END or ERROR fetch was handed out. */
 const ltr_fetch *ltr_readahead_next(ltr_readahead *ra);

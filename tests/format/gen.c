@@ -368,12 +368,6 @@ int gen_write(const char *path, const gen_opts *o, gen_marks *m)
     if (rc == 0)
         rc = write_records(w, ltr_writer_metadata, gen_metadata, &err);
     mark(w, m, 0);
-    if (rc == 0 && o->zeros) {
-        uint8_t *z = calloc(1, o->zeros);
-        rc = z ? ltr_writer_chunk(w, 99, z, o->zeros, &err) : -ENOMEM;
-        free(z);
-        mark(w, m, 0);
-    }
     if (rc == 0)
         rc = write_blocks(w, o, m, &err);
     if (rc == 0 && o->with_end) {

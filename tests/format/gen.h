@@ -25,7 +25,6 @@ typedef struct gen_opts {
     size_t chunk_target;      /* writer chunk target; 0 = flush after every block */
     int with_end;             /* write COUNTERS and END at the end */
     int fixed;                /* version-1 event records instead of compact ones */
-    size_t zeros;             /* bytes of zeros in a chunk of a type readers skip, before the blocks */
 } gen_opts;
 
 /* File size after each chunk, and how many events the file holds up to there. */

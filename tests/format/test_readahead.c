@@ -14,8 +14,7 @@
  * large ones, costs no more than a real one; and values at and around
  * their 32-bit escape (LTR_COLVAL_BIG), and in runs of one-byte varints
  * (decoded eight at once), come back exact. A file's bytes once
- * decompressed are read from its chunk headers alone, and decide the
- * thread as its size does.
+ * decompressed are read from its chunk headers alone.
  */
 #include "gen.h"
 
@@ -23,7 +22,6 @@
 #include "format/compact.h"
 #include "format/reader.h"
 
-#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -456,46 +454,6 @@ static void test_file_raw_bytes(void **state)
     unlink(fifo);
 }
 
-/* The thread by default for a file of a few KB whose chunks hold 3 MiB
- * (events that pack well: node's 329 KB trace held 2.5 M events, all
- * decoded on the reader's core), not for one of a few KB that holds a few
- * KB; a file of LTR_READAHEAD_MIN bytes gets it whatever it holds. Then
- * the reader's own choice, on a small trace of many chunks whose first
- * holds 3 MiB (its thread still running after the open's first event). */
-static void test_thread_by_decompressed_bytes(void **state)
-{
-    (void)state;
-    const size_t sizes[2] = {(size_t)3 << 20, 4000};
-    for (int k = 0; k < 2; k++) {
-        const char *path = gen_tmp(k ? "few.ltr" : "packed.ltr");
-        uint8_t *zeros = calloc(1, sizes[k]);
-        assert_non_null(zeros);
-        ltr_writer *w;
-        ltr_error err = {0};
-        assert_int_equal(ltr_writer_open(&w, path, &err), 0);
-        assert_int_equal(ltr_writer_chunk(w, 99, zeros, sizes[k], &err), 0);
-        uint64_t size = ltr_writer_size(w);
-        assert_true(size < 64 * 1024);
-        ltr_writer_close(w);
-        free(zeros);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        assert_int_equal(ltr_readahead_pays(fd, size), k == 0);
-        assert_int_equal(ltr_readahead_pays(fd, LTR_READAHEAD_MIN), 1);
-        close(fd);
-    }
-    const char *path = gen_tmp("events.ltr");
-    gen_opts o = {.blocks = 12, .events_per_block = 5, .chunk_target = 0, .with_end = 1, .zeros = sizes[0]};
-    assert_int_equal(gen_write(path, &o, NULL), 0);
-    ltr_trace *t;
-    ltr_error err;
-    assert_int_equal(ltr_trace_open_decoding(path, 1, &t, &err), 0);
-    assert_true(t->file_size < LTR_READAHEAD_MIN);
-    assert_true(ltr_trace_file_raw_bytes(path, UINT64_MAX) >= LTR_READAHEAD_MIN);
-    assert_non_null(t->ra);
-    ltr_trace_close(t);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,7 +468,6 @@ int main(void)
         cmocka_unit_test(test_values_around_the_escape),
         cmocka_unit_test(test_values_in_runs_of_small_ones),
         cmocka_unit_test(test_file_raw_bytes),
-        cmocka_unit_test(test_thread_by_decompressed_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
