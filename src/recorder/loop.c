@@ -6,7 +6,7 @@
 #include "recorder/internal.h"
 #include "byname/byname.h"
 #include "recorder/client.h" /* LTR_STATUS_PIDS */
-#include "base/heap_events.h" /* LTR_HEAP_PROVIDER */
+#include "recorder/heaprun.h" /* ltr_session_traces_heap */
 #include "prim/prim.h"
 
 #include <errno.h>
@@ -433,19 +433,6 @@ static void status_collectors(recorder *r, ltr_bytes *kv)
     }
 }
 
-/* Does the session enable the heap provider? Its --pid processes join it by
- * their heap agent only then; with the system provider alone they are whose
- * counters it records, and 'ltr status' said of a pid allocating all along
- * that it "has not allocated since the session began". */
-static bool traces_heap(const ltr_session_config *cfg)
-{
-    ltr_guid g;
-    ltr_guid_from_name(LTR_HEAP_PROVIDER, &g);
-    for (unsigned i = 0; i < cfg->nproviders; i++)
-        if (!memcmp(cfg->providers[i].guid.b, g.b, sizeof g.b))
-            return true;
-    return false;
-}
 
 static void handle_status(recorder *r, int fd)
 {
@@ -463,7 +450,11 @@ static void handle_status(recorder *r, int fd)
         put_u64(&kv, "metadata_dropped", r->meta_kept_dropped);
     }
     status_processes(r, &kv);
-    if (traces_heap(&r->cfg))
+    /* the heap provider enabled: --pid processes join by their agent only
+     * then; with the system provider alone they are whose counters it
+     * records, and 'ltr status' said of a pid allocating all along that it
+     * "has not allocated since the session began" */
+    if (ltr_session_traces_heap(&r->cfg))
         ltr_bytes_put_kv(&kv, "heap", "1");
     status_pids(r, &kv, "wanted", false);
     status_pids(r, &kv, "joined", true);
