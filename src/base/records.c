@@ -59,7 +59,7 @@ uint8_t *ltr_bytes_grow(ltr_bytes *b, size_t n)
     static uint8_t sink[64];
     if (b->failed)
         return n <= sizeof sink ? sink : NULL;
-    if (b->len + n > b->cap) {
+    if (b->len + n > b->cap || !b->data) { /* an empty one too: NULL + 0 is no place (clang's UBSan) */
         size_t cap = b->cap ? b->cap * 2 : BYTES_FIRST;
         while (cap < b->len + n)
             cap *= 2;
