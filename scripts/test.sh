@@ -41,9 +41,9 @@ finish() {
 stop_builds() { local p; for p in "${building[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
 trap stop_builds EXIT
 
-# The three fuzz targets at once for 90 s on two CPUs: each gets 60 s of a CPU,
-# as it did run two at a time for 60 s, and the last one no longer runs alone
-# beside an idle CPU (123 s of wall time, now about 93).
+# The four fuzz targets at once for 90 s on two CPUs: each gets 45 s of a CPU
+# (three had 60 s; run one after another, none runs alone beside an idle
+# CPU, and the stage stays about 93 s of wall time).
 fuzz_seconds=${LTR_FUZZ_SECONDS:-90}
 stage "build (warnings are errors)"
 scripts/build.sh build

@@ -18,5 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* "/proc/self/fd/N" holding exactly these bytes, valid until the next call;
  * aborts if the memfd cannot be made (nothing could be tested). */
 const char *fuzz_input_path(const uint8_t *data, size_t size);
+/* The same in a second memfd, for a target that needs two files at once
+ * (fuzz_merge). */
+const char *fuzz_second_input_path(const uint8_t *data, size_t size);
+
+/* Rewrites the CRCs of the chain of chunks that starts after a trace's file
+ * header, so that mutations reach the chunks' parsers instead of stopping at
+ * the first check; a file whose reserved header field (bytes 12..15) is not
+ * zero is left as it is, which keeps the damage and resync paths reachable. */
+void fuzz_fix_crcs(uint8_t *p, size_t len);
 
 #endif

@@ -31,25 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rewrites the CRCs of the chain of chunks that starts after the file header. */
-static void fix_crcs(uint8_t *p, size_t len)
-{
-    if (len < LTR_FILE_HEADER_SIZE || ltr_get_u32(p + 12) != 0)
-        return;
-    size_t pos = LTR_FILE_HEADER_SIZE;
-    while (len - pos >= LTR_CHUNK_HEADER_SIZE && memcmp(p + pos, LTR_CHUNK_MAGIC, 4) == 0) {
-        uint8_t *h = p + pos;
-        size_t payload = ltr_get_u32(h + 8);
-        size_t left = len - pos - LTR_CHUNK_HEADER_SIZE;
-        if (payload <= left)
-            ltr_put_u32(h + 24, ltr_crc32(h + LTR_CHUNK_HEADER_SIZE, payload));
-        ltr_put_u32(h + 28, ltr_crc32(h, 28));
-        if (payload > left)
-            break;
-        pos += LTR_CHUNK_HEADER_SIZE + payload;
-    }
-}
-
 static FILE *sink(void)
 {
     static FILE *f;
@@ -210,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy)
         abort();
     memcpy(copy, data, size);
-    fix_crcs(copy, size);
+    fuzz_fix_crcs(copy, size);
     const char *path = fuzz_input_path(copy, size);
     free(copy);
 
