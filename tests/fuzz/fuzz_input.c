@@ -55,7 +55,7 @@ const char *fuzz_second_input_path(const uint8_t *data, size_t size)
     return in_memfd(&fd, path, sizeof path, data, size);
 }
 
-void fuzz_fix_crcs(uint8_t *p, size_t len)
+static void fix_crcs(uint8_t *p, size_t len)
 {
     if (len < LTR_FILE_HEADER_SIZE || ltr_get_u32(p + 12) != 0)
         return;
@@ -71,4 +71,14 @@ void fuzz_fix_crcs(uint8_t *p, size_t len)
             break;
         pos += LTR_CHUNK_HEADER_SIZE + payload;
     }
+}
+
+uint8_t *fuzz_fixed_copy(const uint8_t *data, size_t size)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        abort();
+    memcpy(copy, data, size);
+    fix_crcs(copy, size);
+    return copy;
 }

@@ -22,10 +22,11 @@ const char *fuzz_input_path(const uint8_t *data, size_t size);
  * (fuzz_merge). */
 const char *fuzz_second_input_path(const uint8_t *data, size_t size);
 
-/* Rewrites the CRCs of the chain of chunks that starts after a trace's file
- * header, so that mutations reach the chunks' parsers instead of stopping at
- * the first check; a file whose reserved header field (bytes 12..15) is not
- * zero is left as it is, which keeps the damage and resync paths reachable. */
-void fuzz_fix_crcs(uint8_t *p, size_t len);
+/* A copy of a trace input (malloc'd, the caller frees it) whose chain of
+ * chunks after the file header has its CRCs rewritten, so that mutations
+ * reach the chunks' parsers instead of stopping at the first check; a file
+ * whose reserved header field (bytes 12..15) is not zero is copied as it
+ * is, which keeps the damage and resync paths reachable. */
+uint8_t *fuzz_fixed_copy(const uint8_t *data, size_t size);
 
 #endif

@@ -35,11 +35,7 @@ static const char *out_dir(char *dir, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *copy = malloc(size ? size : 1);
-    if (!copy)
-        abort();
-    memcpy(copy, data, size);
-    fuzz_fix_crcs(copy, size);
+    uint8_t *copy = fuzz_fixed_copy(data, size);
     const char *paths[2] = {fuzz_input_path(copy, size), fuzz_second_input_path(copy, size)};
     free(copy);
     char dir[256], out[300];

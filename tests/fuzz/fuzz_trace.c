@@ -187,11 +187,7 @@ static void analyze(const char *path)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *copy = malloc(size ? size : 1);
-    if (!copy)
-        abort();
-    memcpy(copy, data, size);
-    fuzz_fix_crcs(copy, size);
+    uint8_t *copy = fuzz_fixed_copy(data, size);
     const char *path = fuzz_input_path(copy, size);
     free(copy);
 
